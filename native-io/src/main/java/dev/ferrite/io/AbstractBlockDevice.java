@@ -1,0 +1,217 @@
+package dev.ferrite.io;
+
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * Argument checking, read-only and closed-state enforcement, and the in-flight guard shared by every
+ * device, so each implementation only moves bytes.
+ *
+ * <p>The guard is one atomic word: bit 63 says "closed", the low bits count calls in progress. A call
+ * increments the count unless the closed bit is set; {@link #close()} sets the bit and waits for the
+ * count to drain before releasing the file descriptor or memory, so no transfer ever touches a
+ * descriptor number that the process has already reused.
+ */
+abstract class AbstractBlockDevice implements BlockDevice {
+    private static final long CLOSED = Long.MIN_VALUE;
+
+    private final String name;
+    private final int blockSize;
+    private final int blockShift;
+    private final long blockCount;
+    private final boolean readOnly;
+    private final AtomicLong guard = new AtomicLong();
+
+    AbstractBlockDevice(String name, int blockSize, long blockCount, boolean readOnly) {
+        if (blockCount < 1) {
+            throw new InvalidArgumentException(name + ": device must hold at least one block of " + blockSize + " bytes");
+        }
+        this.name = name;
+        this.blockSize = blockSize;
+        this.blockShift = Integer.numberOfTrailingZeros(blockSize);
+        this.blockCount = blockCount;
+        this.readOnly = readOnly;
+    }
+
+    abstract void doRead(long offset, MemorySegment dst);
+
+    abstract void doWrite(long offset, MemorySegment src);
+
+    abstract void doSubmit(IoBatch batch);
+
+    abstract void doFlush();
+
+    abstract void doDiscard(long offset, long length);
+
+    abstract void doClose();
+
+    @Override
+    public final String name() {
+        return name;
+    }
+
+    @Override
+    public final int blockSize() {
+        return blockSize;
+    }
+
+    @Override
+    public final long blockCount() {
+        return blockCount;
+    }
+
+    @Override
+    public final boolean isReadOnly() {
+        return readOnly;
+    }
+
+    @Override
+    public final void read(long block, MemorySegment dst) {
+        checkTransfer("read", block, dst);
+        enter("read", block);
+        try {
+            doRead(block << blockShift, dst);
+        } finally {
+            exit();
+        }
+    }
+
+    @Override
+    public final void write(long block, MemorySegment src) {
+        checkTransfer("write", block, src);
+        checkWritable("write", block << blockShift);
+        enter("write", block);
+        try {
+            doWrite(block << blockShift, src);
+        } finally {
+            exit();
+        }
+    }
+
+    @Override
+    public final void submit(IoBatch batch) {
+        int n = batch.size();
+        for (int i = 0; i < n; i++) {
+            String op = batch.isWrite(i) ? "write" : "read";
+            checkTransfer(op, batch.block(i), batch.buffer(i));
+            if (batch.isWrite(i)) {
+                checkWritable(op, batch.block(i) << blockShift);
+            }
+        }
+        if (n == 0) {
+            return;
+        }
+        batch.resetResults();
+        enter("submit", -1);
+        try {
+            doSubmit(batch);
+        } finally {
+            exit();
+        }
+        int first = batch.firstError();
+        if (first >= 0) {
+            String op = batch.isWrite(first) ? "write" : "read";
+            throw new DeviceException(name, op, batch.block(first) << blockShift, batch.error(first),
+                    "batch request " + first + " of " + n + " (" + batch.errorCount() + " failed)");
+        }
+    }
+
+    @Override
+    public final void flush() {
+        enter("flush", -1);
+        try {
+            doFlush();
+        } finally {
+            exit();
+        }
+    }
+
+    @Override
+    public final void discard(long block, long count) {
+        if (count < 1 || block < 0 || block > blockCount - count) {
+            throw new InvalidArgumentException(name + ": discard of " + count + " blocks at block " + block
+                    + " lies outside the device's " + blockCount + " blocks");
+        }
+        checkWritable("discard", block << blockShift);
+        enter("discard", block);
+        try {
+            doDiscard(block << blockShift, count << blockShift);
+        } finally {
+            exit();
+        }
+    }
+
+    @Override
+    public final void close() {
+        long s;
+        do {
+            s = guard.get();
+            if ((s & CLOSED) != 0) {
+                return;
+            }
+        } while (!guard.compareAndSet(s, s | CLOSED));
+        int spins = 0;
+        while (guard.get() != CLOSED) {
+            if (++spins < 100) {
+                Thread.onSpinWait();
+            } else {
+                LockSupport.parkNanos(50_000);
+            }
+        }
+        doClose();
+    }
+
+    /** True once {@link #close()} has started. */
+    final boolean isClosed() {
+        return (guard.get() & CLOSED) != 0;
+    }
+
+    final DeviceException failure(String op, long offset, int errno, String detail) {
+        return new DeviceException(name, op, offset, errno, detail);
+    }
+
+    private void enter(String op, long block) {
+        long s;
+        do {
+            s = guard.get();
+            if ((s & CLOSED) != 0) {
+                throw failure(op, block < 0 ? -1 : block << blockShift, Errno.EBADF, "device is closed");
+            }
+        } while (!guard.compareAndSet(s, s + 1));
+    }
+
+    private void exit() {
+        guard.decrementAndGet();
+    }
+
+    private void checkWritable(String op, long offset) {
+        if (readOnly) {
+            throw failure(op, offset, Errno.EROFS, "device was opened read-only");
+        }
+    }
+
+    private void checkTransfer(String op, long block, MemorySegment buffer) {
+        if (buffer == null) {
+            throw new InvalidArgumentException(name + ": " + op + " at block " + block + " has no buffer");
+        }
+        if (!buffer.isNative()) {
+            throw new InvalidArgumentException(name + ": " + op + " at block " + block
+                    + ": buffer is on the Java heap; device transfers need a native (off-heap) segment");
+        }
+        if ((buffer.address() & (BUFFER_ALIGNMENT - 1)) != 0) {
+            throw new InvalidArgumentException(name + ": " + op + " at block " + block + ": buffer address 0x"
+                    + Long.toHexString(buffer.address()) + " is not aligned to " + BUFFER_ALIGNMENT + " bytes");
+        }
+        long len = buffer.byteSize();
+        if (len == 0 || (len & (blockSize - 1)) != 0 || len > Integer.MAX_VALUE) {
+            throw new InvalidArgumentException(name + ": " + op + " at block " + block + ": buffer length " + len
+                    + " is not a positive multiple of the block size " + blockSize + " below 2 GiB");
+        }
+        long count = len >>> blockShift;
+        if (block < 0 || block > blockCount - count) {
+            throw new InvalidArgumentException(name + ": " + op + " of " + count + " blocks at block " + block
+                    + " lies outside the device's " + blockCount + " blocks");
+        }
+    }
+}

@@ -1,0 +1,97 @@
+package dev.ferrite.io;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * A device in RAM: one off-heap segment owned by a shared {@link Arena} freed on close. Flush is a no-op
+ * (nothing survives the process anyway); discard zeroes. The embedded default device, and what crash
+ * tests materialize their images into.
+ */
+public final class MemoryDevice extends AbstractBlockDevice {
+    private final Arena arena;
+    private final MemorySegment memory;
+
+    private MemoryDevice(String name, int blockSize, long blockCount, boolean readOnly, Arena arena, MemorySegment memory) {
+        super(name, blockSize, blockCount, readOnly);
+        this.arena = arena;
+        this.memory = memory;
+    }
+
+    /** A zero-filled read-write device of {@code blockCount} blocks of {@code blockSize} bytes. */
+    public static MemoryDevice create(long blockCount, int blockSize) {
+        return create("memory", blockCount, blockSize);
+    }
+
+    /** As {@link #create(long, int)}, with a name for messages. */
+    public static MemoryDevice create(String name, long blockCount, int blockSize) {
+        DeviceOptions.checkBlockSize(blockSize);
+        if (blockCount < 1) {
+            throw new InvalidArgumentException(name + ": device must hold at least one block, not " + blockCount);
+        }
+        Arena arena = Arena.ofShared();
+        try {
+            MemorySegment memory = arena.allocate(Math.multiplyExact(blockCount, blockSize), BUFFER_ALIGNMENT);
+            return new MemoryDevice(name, blockSize, blockCount, false, arena, memory);
+        } catch (RuntimeException | OutOfMemoryError e) {
+            arena.close();
+            throw e;
+        }
+    }
+
+    /** A new independent device holding a copy of this one's current contents. */
+    public MemoryDevice copy(String name) {
+        MemoryDevice copy = create(name, blockCount(), blockSize());
+        MemorySegment.copy(memory, 0, copy.memory, 0, memory.byteSize());
+        return copy;
+    }
+
+    /** The device's memory, for code in this package that builds images directly. */
+    MemorySegment memory() {
+        return memory;
+    }
+
+    @Override
+    void doRead(long offset, MemorySegment dst) {
+        MemorySegment.copy(memory, offset, dst, 0, dst.byteSize());
+    }
+
+    @Override
+    void doWrite(long offset, MemorySegment src) {
+        MemorySegment.copy(src, 0, memory, offset, src.byteSize());
+    }
+
+    @Override
+    void doSubmit(IoBatch batch) {
+        for (int i = 0, n = batch.size(); i < n; i++) {
+            batch.started(i);
+            long offset = batch.block(i) * blockSize();
+            MemorySegment buf = batch.buffer(i);
+            if (batch.isWrite(i)) {
+                MemorySegment.copy(buf, 0, memory, offset, buf.byteSize());
+            } else {
+                MemorySegment.copy(memory, offset, buf, 0, buf.byteSize());
+            }
+            batch.completed(i, 0);
+        }
+    }
+
+    @Override
+    void doFlush() {
+    }
+
+    @Override
+    void doDiscard(long offset, long length) {
+        memory.asSlice(offset, length).fill((byte) 0);
+    }
+
+    @Override
+    void doClose() {
+        arena.close();
+    }
+
+    @Override
+    public String toString() {
+        return "MemoryDevice[" + name() + ", " + blockCount() + " x " + blockSize() + "]";
+    }
+}
