@@ -1,0 +1,506 @@
+package dev.ferrite.journal;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantLock;
+
+import com.lmax.disruptor.ExceptionHandler;
+import com.lmax.disruptor.LiteBlockingWaitStrategy;
+import com.lmax.disruptor.RingBuffer;
+import com.lmax.disruptor.dsl.Disruptor;
+import com.lmax.disruptor.dsl.ProducerType;
+
+import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.IoBatch;
+
+/**
+ * The active item list: every item whose newest logged copy is durable in the log but not yet at home,
+ * ordered by the start LSN of the checkpoint that last logged it.
+ *
+ * <h2>Bulk insertion through a Disruptor</h2>
+ * The log writer publishes each completed checkpoint's items into a ring with one claim
+ * ({@code next(n)}/{@code publish(lo, hi)}). One consumer thread ({@code ferrite-ail}) gathers events
+ * until Disruptor says the batch ended, then takes the AIL lock once and appends the whole batch. LSNs
+ * only grow, so the list stays ordered by appending; a relogged item is unlinked and appended, i.e.
+ * moves forward. Only after insertion are the items unpinned and allowed home.
+ *
+ * <h2>Pushing</h2>
+ * The pusher ({@code ferrite-ail-pusher}) writes back items up to a target LSN. It is woken only when
+ * the target moves forward. For each round it snapshots up to {@code batch} unpinned, unlocked items
+ * (clearing their logged maps: the next checkpoint of an item carries only what changed after the
+ * snapshot), writes them in block order with one batch and one flush, drops those not relogged
+ * meanwhile, then moves the tail: the new tail is anchored on disk (write and flush) before
+ * {@link LogSpace} may hand out the space behind it. Pinned items make it ask the log for a checkpoint.
+ *
+ * <p>Lock order: an item's owner lock, then the AIL lock; no I/O under the AIL lock.
+ */
+final class Ail implements AutoCloseable {
+    /** One ring slot: an item of a completed checkpoint, or (item null) the checkpoint's end. */
+    static final class Event {
+        LogItem item;
+        long lsn;
+        long seq;
+        long endLsn;
+    }
+
+    interface TailListener {
+        /** Anchors the new tail durably and lets the log reuse the space behind it. */
+        void tailMoved(long tailLsn, long tailSeq);
+    }
+
+    private final BlockDevice device;
+    private final int batchMax;
+    private final TailListener tailListener;
+    private final Runnable needCheckpoint;
+
+    // The list, and where the oldest checkpoint not yet inserted begins; guarded by lock.
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition progress = lock.newCondition();
+    private LogItem first;
+    private LogItem last;
+    private int size;
+    private long nextStartLsn;
+    private long nextStartSeq;
+    private long anchoredLsn;
+
+    // Insertion (consumer thread only).
+    private final Disruptor<Event> disruptor;
+    private final RingBuffer<Event> ring;
+    private Event[] pending = new Event[256];
+    private int pendingCount;
+
+    // Pushing.
+    private final Thread pusher;
+    private final AtomicLong target = new AtomicLong(Lsn.NONE);
+    private volatile boolean running = true;
+    private volatile Throwable failure;
+    private final Arena arena = Arena.ofShared();
+    private final MemorySegment snapshots;
+    private final LogItem[] snapItems;
+    private final long[] snapLsns;
+    private final long[] order;
+    private final IoBatch io;
+
+    // Statistics.
+    final LongAdder insertBatches = new LongAdder();
+    final LongAdder insertedItems = new LongAdder();
+    final LongAdder pushRounds = new LongAdder();
+    final LongAdder pusherWakeups = new LongAdder();
+    final LongAdder writtenBack = new LongAdder();
+    final LongAdder tailMoves = new LongAdder();
+
+    /** Most items written home per round (block numbers are packed with the index for sorting). */
+    static final int MAX_BATCH = 1024;
+
+    Ail(BlockDevice device, int ringSize, int batchMax, long startLsn, long startSeq,
+        TailListener tailListener, Runnable needCheckpoint, java.util.function.Consumer<Throwable> onFailure) {
+        if (batchMax < 1 || batchMax > MAX_BATCH) {
+            throw new IllegalArgumentException("AIL batch " + batchMax + " is outside 1.." + MAX_BATCH);
+        }
+        this.device = device;
+        this.batchMax = batchMax;
+        this.tailListener = tailListener;
+        this.needCheckpoint = needCheckpoint;
+        this.nextStartLsn = startLsn;
+        this.nextStartSeq = startSeq;
+        this.anchoredLsn = startLsn;
+        this.snapshots = arena.allocate((long) device.blockSize() * batchMax, BlockDevice.BUFFER_ALIGNMENT);
+        this.snapItems = new LogItem[batchMax];
+        this.snapLsns = new long[batchMax];
+        this.order = new long[batchMax];
+        this.io = new IoBatch(batchMax);
+        this.disruptor = new Disruptor<>(Event::new, ringSize, r -> daemon(r, "ferrite-ail"),
+                ProducerType.SINGLE, new LiteBlockingWaitStrategy());
+        this.disruptor.handleEventsWith(this::onEvent);
+        this.disruptor.setDefaultExceptionHandler(new ExceptionHandler<>() {
+            @Override
+            public void handleEventException(Throwable ex, long sequence, Event event) {
+                fail(ex);
+                onFailure.accept(ex);
+            }
+
+            @Override
+            public void handleOnStartException(Throwable ex) {
+                fail(ex);
+                onFailure.accept(ex);
+            }
+
+            @Override
+            public void handleOnShutdownException(Throwable ex) {
+            }
+        });
+        this.ring = disruptor.start();
+        this.pusher = daemon(this::pushLoop, "ferrite-ail-pusher");
+        this.pusher.start();
+    }
+
+    private static Thread daemon(Runnable r, String name) {
+        Thread t = new Thread(r, name);
+        t.setDaemon(true);
+        return t;
+    }
+
+    // ------------------------------------------------------------------ insertion
+
+    /** Log writer thread: hands a durable checkpoint's items to the AIL in as few claims as the ring allows. */
+    void publish(LogItem[] items, int count, long lsn, long seq, long endLsn) {
+        int total = count + 1; // the items, then the checkpoint's end marker
+        int done = 0;
+        int chunkMax = ring.getBufferSize();
+        while (done < total) {
+            int n = Math.min(chunkMax, total - done);
+            long hi = ring.next(n);
+            long lo = hi - (n - 1);
+            for (long s = lo; s <= hi; s++, done++) {
+                Event e = ring.get(s);
+                e.item = done < count ? items[done] : null;
+                e.lsn = lsn;
+                e.seq = seq;
+                e.endLsn = endLsn;
+            }
+            ring.publish(lo, hi);
+        }
+    }
+
+    private void onEvent(Event e, long sequence, boolean endOfBatch) {
+        if (pendingCount == pending.length) {
+            pending = Arrays.copyOf(pending, pendingCount * 2);
+        }
+        Event copy = pending[pendingCount];
+        if (copy == null) {
+            copy = pending[pendingCount] = new Event();
+        }
+        copy.item = e.item;
+        copy.lsn = e.lsn;
+        copy.seq = e.seq;
+        copy.endLsn = e.endLsn;
+        e.item = null;
+        pendingCount++;
+        if (endOfBatch) {
+            insertPending();
+        }
+    }
+
+    private void insertPending() {
+        lock.lock();
+        try {
+            for (int i = 0; i < pendingCount; i++) {
+                Event e = pending[i];
+                LogItem it = e.item;
+                if (it == null) {
+                    nextStartLsn = e.endLsn;
+                    nextStartSeq = e.seq + 1;
+                    continue;
+                }
+                if (it.inAil) {
+                    unlink(it);
+                }
+                it.ailLsn = e.lsn;
+                it.ailSeq = e.seq;
+                it.inAil = true;
+                it.ailPrev = last;
+                it.ailNext = null;
+                if (last == null) {
+                    first = it;
+                } else {
+                    last.ailNext = it;
+                }
+                last = it;
+                size++;
+            }
+            progress.signalAll();
+        } finally {
+            lock.unlock();
+        }
+        int items = 0;
+        for (int i = 0; i < pendingCount; i++) {
+            Event e = pending[i];
+            if (e.item != null) {
+                e.item.unpin();
+                items++;
+                e.item = null;
+            }
+        }
+        insertBatches.increment();
+        insertedItems.add(items);
+        AilInsertEvent.emit(items, pendingCount - items);
+        pendingCount = 0;
+    }
+
+    private void unlink(LogItem it) {
+        if (it.ailPrev == null) {
+            first = it.ailNext;
+        } else {
+            it.ailPrev.ailNext = it.ailNext;
+        }
+        if (it.ailNext == null) {
+            last = it.ailPrev;
+        } else {
+            it.ailNext.ailPrev = it.ailPrev;
+        }
+        it.ailPrev = it.ailNext = null;
+        it.inAil = false;
+        size--;
+    }
+
+    // ------------------------------------------------------------------ pushing
+
+    /** Asks for every item at or below {@code lsn} to be written home; wakes the pusher only if the target moved. */
+    void pushTo(long lsn) {
+        for (long cur = target.get(); lsn > cur; cur = target.get()) {
+            if (target.compareAndSet(cur, lsn)) {
+                LockSupport.unpark(pusher);
+                return;
+            }
+        }
+    }
+
+    /**
+     * Waits until the items of checkpoint {@code seq} (durable already) are in the AIL, then writes every
+     * item in the AIL home and waits until the anchored tail has caught up with the end of the log as it
+     * was then (items relogged meanwhile are not waited for).
+     */
+    void pushAllAndWait(long seq, long timeoutNanos) {
+        long deadline = System.nanoTime() + timeoutNanos;
+        long goal;
+        long newest;
+        lock.lock();
+        try {
+            while (nextStartSeq <= seq && failure == null) {
+                if (deadline - System.nanoTime() <= 0) {
+                    throw new IllegalStateException("checkpoint " + seq + " did not reach the AIL within "
+                            + TimeUnit.NANOSECONDS.toMillis(timeoutNanos) + " ms");
+                }
+                progress.awaitNanos(TimeUnit.MILLISECONDS.toNanos(50));
+            }
+            goal = nextStartLsn;
+            newest = last != null ? last.ailLsn : nextStartLsn;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while waiting for the AIL", e);
+        } finally {
+            lock.unlock();
+        }
+        pushTo(newest);
+        lock.lock();
+        try {
+            while (anchoredLsn < goal && failure == null) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    throw new IllegalStateException("AIL did not drain to " + Lsn.toString(goal) + " within "
+                            + TimeUnit.NANOSECONDS.toMillis(timeoutNanos) + " ms (" + size + " items left, tail "
+                            + Lsn.toString(anchoredLsn) + ")");
+                }
+                progress.awaitNanos(Math.min(left, TimeUnit.MILLISECONDS.toNanos(50)));
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } finally {
+            lock.unlock();
+        }
+        Throwable f = failure;
+        if (f != null) {
+            throw new IllegalStateException("AIL push failed", f);
+        }
+    }
+
+    private void pushLoop() {
+        long reached = Lsn.NONE;
+        while (running) {
+            long tgt = target.get();
+            if (tgt <= reached) {
+                LockSupport.park(this);
+                pusherWakeups.increment();
+                continue;
+            }
+            try {
+                Round r = pushRound(tgt);
+                if (r == Round.DONE) {
+                    reached = tgt;
+                } else if (r == Round.STUCK) {
+                    LockSupport.parkNanos(this, TimeUnit.MILLISECONDS.toNanos(2));
+                }
+            } catch (Throwable t) {
+                fail(t);
+                return;
+            }
+        }
+    }
+
+    private enum Round { DONE, PROGRESS, STUCK }
+
+    private Round pushRound(long tgt) {
+        // Candidates and snapshots share snapItems: the i-th snapshot never outruns the i-th candidate.
+        int candidates = 0;
+        LogItem[] cands = snapItems;
+        lock.lock();
+        try {
+            for (LogItem it = first; it != null && it.ailLsn <= tgt && candidates < batchMax; it = it.ailNext) {
+                cands[candidates++] = it;
+            }
+        } finally {
+            lock.unlock();
+        }
+        pushRounds.increment();
+        if (candidates == 0) {
+            advanceTail();
+            return Round.DONE;
+        }
+        int blockSize = device.blockSize();
+        int written = 0;
+        boolean pinned = false;
+        for (int i = 0; i < candidates; i++) {
+            LogItem it = cands[i];
+            cands[i] = null;
+            if (it.isPinned()) {
+                pinned = true;
+                continue;
+            }
+            if (!it.tryLock()) {
+                continue;
+            }
+            try {
+                if (it.isPinned()) {
+                    pinned = true;
+                    continue;
+                }
+                MemorySegment snap = snapshots.asSlice((long) written * blockSize, blockSize);
+                MemorySegment.copy(it.image(), 0, snap, 0, blockSize);
+                it.loggedMap = 0;
+                long lsn = it.ailLsn;
+                it.stamp(snap, lsn);
+                snapItems[written] = it;
+                snapLsns[written] = lsn;
+                written++;
+            } finally {
+                it.unlock();
+            }
+        }
+        if (written > 0) {
+            writeHome(written);
+        }
+        if (pinned) {
+            needCheckpoint.run();
+        }
+        advanceTail();
+        return written > 0 ? Round.PROGRESS : Round.STUCK;
+    }
+
+    private void writeHome(int written) {
+        int blockSize = device.blockSize();
+        // Sort by home block: (home << 10 | index) keeps it allocation-free.
+        for (int i = 0; i < written; i++) {
+            order[i] = snapItems[i].home() << 10 | i;
+        }
+        Arrays.sort(order, 0, written);
+        io.clear();
+        for (int k = 0; k < written; k++) {
+            int i = (int) (order[k] & 1023);
+            io.write(snapItems[i].home(), snapshots.asSlice((long) i * blockSize, blockSize));
+        }
+        device.submit(io);
+        device.flush();
+        io.clear();
+        lock.lock();
+        try {
+            for (int i = 0; i < written; i++) {
+                LogItem it = snapItems[i];
+                if (it.inAil && it.ailLsn == snapLsns[i]) {
+                    unlink(it);
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+        for (int i = 0; i < written; i++) {
+            snapItems[i].writtenBack(snapLsns[i]);
+            snapItems[i] = null;
+        }
+        writtenBack.add(written);
+        AilPushEvent.emit(written);
+    }
+
+    /** Moves the tail to the oldest LSN still needed, anchoring it first. Pusher thread only. */
+    private void advanceTail() {
+        long tailLsn;
+        long tailSeq;
+        lock.lock();
+        try {
+            if (first != null) {
+                tailLsn = first.ailLsn;
+                tailSeq = first.ailSeq;
+            } else {
+                tailLsn = nextStartLsn;
+                tailSeq = nextStartSeq;
+            }
+            if (tailLsn == anchoredLsn) {
+                return;
+            }
+        } finally {
+            lock.unlock();
+        }
+        tailListener.tailMoved(tailLsn, tailSeq);
+        lock.lock();
+        try {
+            anchoredLsn = tailLsn;
+            progress.signalAll();
+        } finally {
+            lock.unlock();
+        }
+        tailMoves.increment();
+    }
+
+    /** Items in the AIL now. */
+    int size() {
+        lock.lock();
+        try {
+            return size;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** LSN of the oldest item, or of the next checkpoint if the AIL is empty. */
+    long minLsn() {
+        lock.lock();
+        try {
+            return first != null ? first.ailLsn : nextStartLsn;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void fail(Throwable t) {
+        failure = t;
+        lock.lock();
+        try {
+            progress.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    Throwable failure() {
+        return failure;
+    }
+
+    /** Stops insertion (after the ring drains) and the pusher. Items still listed stay unwritten. */
+    @Override
+    public void close() {
+        disruptor.shutdown();
+        running = false;
+        LockSupport.unpark(pusher);
+        try {
+            pusher.join(TimeUnit.SECONDS.toMillis(10));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        arena.close();
+    }
+}

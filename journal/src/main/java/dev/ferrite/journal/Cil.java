@@ -1,0 +1,251 @@
+package dev.ferrite.journal;
+
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+
+/**
+ * The committed item list: delayed logging's in-memory aggregation of committed changes until the next
+ * checkpoint writes them.
+ *
+ * <p>No global lock on the commit path. Commits are spread over stripes (by thread); each
+ * {@link Context} (one per checkpoint sequence) has, per stripe on its own cache line, a count of
+ * committers inside and the log bytes they stole, plus a lock-free stack of the items first logged in
+ * the context. A committer enters its stripe, re-checks that the context is still current, and leaves;
+ * the push thread swaps in a new context and waits for the old one's stripes to drain (a striped
+ * grace period), after which the old context is immutable and its items are merged.
+ *
+ * <p>An item relogged within a context is copied again into its shadow buffer and written once per
+ * checkpoint with its latest contents. Each item has two shadows, by context parity: commits into
+ * context k+1 never touch the buffers context k's push reads, and context k+2 exists only once
+ * k's push is over.
+ *
+ * <p>Space: every commit steals from its ticket exactly the log bytes its items add to the context,
+ * plus a share for record headers and padding; the first commit of a context also steals the
+ * checkpoint's fixed overhead. What the checkpoint does not use goes back to the grant heads.
+ */
+final class Cil {
+    private static final int SLOT_STRIDE = 8;   // longs per stripe in Context.slots: own 64-byte line
+    private static final int HEAD_STRIDE = 16;  // references per stripe in Context.heads
+    private static final long QUANTUM = 64 * 1024;
+
+    static final class Context {
+        final long seq;
+        /** [stripe * SLOT_STRIDE] committers inside; [+1] bytes stolen by the stripe's commits. */
+        final AtomicLongArray slots;
+        final AtomicReferenceArray<LogItem> heads;
+        /** Sum of the stripes' bytes in {@link #QUANTUM} steps: cheap to read for the push threshold. */
+        final AtomicLong approxBytes = new AtomicLong();
+        final AtomicBoolean overheadTaken = new AtomicBoolean();
+
+        Context(long seq, int stripes) {
+            this.seq = seq;
+            this.slots = new AtomicLongArray(stripes * SLOT_STRIDE);
+            this.heads = new AtomicReferenceArray<>(stripes * HEAD_STRIDE);
+        }
+
+        long bytes() {
+            long sum = 0;
+            for (int i = 1; i < slots.length(); i += SLOT_STRIDE) {
+                sum += slots.get(i);
+            }
+            return sum;
+        }
+
+        /** The items logged in this context; only valid once it has drained. */
+        List<LogItem> items() {
+            int parity = (int) (seq & 1);
+            List<LogItem> out = new ArrayList<>();
+            for (int i = 0; i < heads.length(); i += HEAD_STRIDE) {
+                for (LogItem it = heads.get(i); it != null; it = it.cilNext[parity]) {
+                    out.add(it);
+                }
+            }
+            return out;
+        }
+    }
+
+    private final int stripeMask;
+    private final int chunkShift;
+    private final ShadowPool shadows;
+    private final long shareNum;
+    private final long shareDen;
+    private final long checkpointOverhead;
+    private final long threshold;
+    private final Runnable overThreshold;
+    private volatile Context current;
+
+    /**
+     * @param firstSeq      sequence of the first context
+     * @param blockSize     device block size (items are one block)
+     * @param threshold     context size in bytes that starts a background push
+     * @param overThreshold called (from a committer) when the current context passes the threshold
+     */
+    Cil(long firstSeq, int blockSize, long threshold, ShadowPool shadows, Runnable overThreshold) {
+        int cpus = Runtime.getRuntime().availableProcessors();
+        int stripes = Integer.highestOneBit(Math.max(4, cpus * 2) * 2 - 1);
+        this.stripeMask = stripes - 1;
+        this.chunkShift = Integer.numberOfTrailingZeros(blockSize / 64);
+        this.shadows = shadows;
+        // Records: each but the last is filled to within one op of capacity, and costs at most two blocks
+        // beyond its payload (header and last-block padding); the share pays for that in proportion.
+        long capacity = (long) LogRecordFormat.maxPayloadBlocks(blockSize) * blockSize - DirtyMap.maxOpSize(chunkShift);
+        this.shareNum = 2L * blockSize;
+        this.shareDen = capacity;
+        this.checkpointOverhead = 3L * blockSize + LogRecordFormat.COMMIT_OP_SIZE;
+        this.threshold = threshold;
+        this.overThreshold = overThreshold;
+        this.current = new Context(firstSeq, stripes);
+    }
+
+    int chunkShift() {
+        return chunkShift;
+    }
+
+    /** Log bytes reserved per item in the worst case, record overhead share included. */
+    long itemReservation() {
+        return share(DirtyMap.maxOpSize(chunkShift)) + DirtyMap.maxOpSize(chunkShift);
+    }
+
+    /** Fixed log bytes of one checkpoint, taken by the first commit of each context. */
+    long checkpointOverhead() {
+        return checkpointOverhead;
+    }
+
+    long currentSeq() {
+        return current.seq;
+    }
+
+    Context current() {
+        return current;
+    }
+
+    private long share(long bytes) {
+        return (bytes * shareNum + shareDen - 1) / shareDen;
+    }
+
+    private int stripe() {
+        long id = Thread.currentThread().threadId();
+        return (int) ((id * 0x9E37_79B9_7F4A_7C15L) >>> 40) & stripeMask;
+    }
+
+    /**
+     * Moves the transaction's dirty ranges into the current context and charges the ticket. The caller
+     * holds every item's lock.
+     *
+     * @return the context's sequence: forcing it makes this commit durable
+     * @throws ReservationExceededException if the changes need more log space than the ticket holds;
+     *                                      nothing has been changed then
+     */
+    long commit(LogItem[] items, int count, Ticket ticket) {
+        int stripe = stripe();
+        Context ctx;
+        for (;;) {
+            ctx = current;
+            ctx.slots.getAndIncrement(stripe * SLOT_STRIDE);
+            if (ctx == current) {
+                break;
+            }
+            ctx.slots.getAndDecrement(stripe * SLOT_STRIDE);
+        }
+        try {
+            int p = (int) (ctx.seq & 1);
+            long steal = 0;
+            for (int i = 0; i < count; i++) {
+                LogItem it = items[i];
+                if (it.txDirty != 0) {
+                    int grown = DirtyMap.opSize(it.loggedMap | it.txDirty, chunkShift)
+                            - (it.ctxSeq[p] == ctx.seq ? it.opBytes[p] : 0);
+                    steal += grown + share(grown);
+                }
+            }
+            if (steal == 0) {
+                return ctx.seq;
+            }
+            boolean needOverhead = !ctx.overheadTaken.get();
+            if (steal + (needOverhead ? checkpointOverhead : 0) > ticket.current) {
+                throw new ReservationExceededException("transaction needs " + (steal + (needOverhead ? checkpointOverhead : 0))
+                        + " bytes of log space but its reservation has " + ticket.current + " left");
+            }
+            if (needOverhead && ctx.overheadTaken.compareAndSet(false, true)) {
+                steal += checkpointOverhead;
+            }
+            for (int i = 0; i < count; i++) {
+                LogItem it = items[i];
+                if (it.txDirty != 0) {
+                    insert(ctx, p, stripe, it);
+                }
+            }
+            ticket.current -= steal;
+            long after = ctx.slots.addAndGet(stripe * SLOT_STRIDE + 1, steal);
+            long crossed = after / QUANTUM - (after - steal) / QUANTUM;
+            if (crossed != 0 && ctx.approxBytes.addAndGet(crossed * QUANTUM) >= threshold) {
+                overThreshold.run();
+            }
+            return ctx.seq;
+        } finally {
+            ctx.slots.getAndDecrement(stripe * SLOT_STRIDE);
+        }
+    }
+
+    private void insert(Context ctx, int p, int stripe, LogItem it) {
+        long union = it.loggedMap | it.txDirty;
+        if (it.ctxSeq[p] != ctx.seq) {
+            MemorySegment shadow = it.shadow[p];
+            if (shadow == null) {
+                shadow = shadows.acquire();
+                it.shadow[p] = shadow;
+            }
+            DirtyMap.copy(union, chunkShift, it.image(), shadow);
+            it.ctxSeq[p] = ctx.seq;
+            it.pin();
+            int slot = stripe * HEAD_STRIDE;
+            LogItem head;
+            do {
+                head = ctx.heads.get(slot);
+                it.cilNext[p] = head;
+            } while (!ctx.heads.compareAndSet(slot, head, it));
+        } else {
+            DirtyMap.copy(it.txDirty, chunkShift, it.image(), it.shadow[p]);
+        }
+        it.shadowMap[p] = union;
+        it.opBytes[p] = DirtyMap.opSize(union, chunkShift);
+        it.loggedMap = union;
+        it.txDirty = 0;
+    }
+
+    /**
+     * Push thread only: installs the next context and waits until no committer is still inside the old
+     * one, which is returned, complete and immutable.
+     */
+    Context switchContext() {
+        Context old = current;
+        current = new Context(old.seq + 1, stripeMask + 1);
+        for (int i = 0; i < old.slots.length(); i += SLOT_STRIDE) {
+            for (int spins = 0; old.slots.get(i) != 0; spins++) {
+                if (spins < 1000) {
+                    Thread.onSpinWait();
+                } else {
+                    Thread.yield();
+                }
+            }
+        }
+        return old;
+    }
+
+    /** Approximate bytes in the current context (for the push threshold). */
+    boolean overThreshold() {
+        return current.approxBytes.get() >= threshold;
+    }
+
+    /** Push thread: gives an item's shadow for {@code parity} back once its op has been formatted. */
+    void releaseShadow(LogItem it, int parity) {
+        shadows.release(it.shadow[parity]);
+        it.shadow[parity] = null;
+        it.cilNext[parity] = null;
+    }
+}

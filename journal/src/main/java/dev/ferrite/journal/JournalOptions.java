@@ -1,0 +1,51 @@
+package dev.ferrite.journal;
+
+import dev.ferrite.io.InvalidArgumentException;
+
+/**
+ * Tuning knobs, all with defaults that suit a log of a few hundred MiB.
+ *
+ * @param pushThreshold    CIL size in bytes that starts a background checkpoint; 0 means an eighth of the
+ *                         log (XFS's choice), capped at 32 MiB
+ * @param ringSize         slots in the Disruptor ring feeding the AIL (power of two)
+ * @param ailBatch         most items the AIL writes home per round (1..1024)
+ * @param closeTimeoutMillis how long close waits for the AIL to write everything home
+ */
+public record JournalOptions(long pushThreshold, int ringSize, int ailBatch, long closeTimeoutMillis) {
+    public static final JournalOptions DEFAULTS = new JournalOptions(0, 8192, 256, 60_000);
+
+    public JournalOptions {
+        if (pushThreshold < 0) {
+            throw new InvalidArgumentException("push threshold " + pushThreshold + " is negative");
+        }
+        if (ringSize < 2 || Integer.bitCount(ringSize) != 1) {
+            throw new InvalidArgumentException("AIL ring size " + ringSize + " is not a power of two of at least 2");
+        }
+        if (ailBatch < 1 || ailBatch > Ail.MAX_BATCH) {
+            throw new InvalidArgumentException("AIL batch " + ailBatch + " is outside 1.." + Ail.MAX_BATCH);
+        }
+        if (closeTimeoutMillis < 1) {
+            throw new InvalidArgumentException("close timeout " + closeTimeoutMillis + " ms must be positive");
+        }
+    }
+
+    public static JournalOptions defaults() {
+        return DEFAULTS;
+    }
+
+    public JournalOptions withPushThreshold(long bytes) {
+        return new JournalOptions(bytes, ringSize, ailBatch, closeTimeoutMillis);
+    }
+
+    public JournalOptions withRingSize(int slots) {
+        return new JournalOptions(pushThreshold, slots, ailBatch, closeTimeoutMillis);
+    }
+
+    public JournalOptions withAilBatch(int items) {
+        return new JournalOptions(pushThreshold, ringSize, items, closeTimeoutMillis);
+    }
+
+    long effectivePushThreshold(long logBytes) {
+        return pushThreshold > 0 ? pushThreshold : Math.min(logBytes / 8, 32L << 20);
+    }
+}

@@ -1,0 +1,35 @@
+package dev.ferrite.journal;
+
+/**
+ * A snapshot of the journal's counters since open.
+ *
+ * @param commits           transactions committed with changes
+ * @param forces            force calls that had to wait for a checkpoint
+ * @param checkpoints       checkpoints written
+ * @param checkpointBytes   log bytes written by them
+ * @param checkpointItems   items they carried (an item relogged many times counts once per checkpoint)
+ * @param logFlushes        device flushes issued for checkpoints
+ * @param reserveWaits      reservations that waited on the reserve head, and their total wait
+ * @param reserveWaitNanos  see reserveWaits
+ * @param writeWaits        regrants that waited on the write head, and their total wait
+ * @param writeWaitNanos    see writeWaits
+ * @param ailInsertBatches  bulk insertions into the AIL (one per Disruptor batch)
+ * @param ailInsertedItems  items inserted (moves of relogged items included)
+ * @param ailPushRounds     write-back rounds of the pusher
+ * @param ailPusherWakeups  times the pusher was woken from idle
+ * @param ailWrittenBack    items written home
+ * @param ailItems          items in the AIL now
+ * @param tailMoves         anchored tail moves
+ * @param freeBytes         log bytes free for new reservations now
+ * @param logBytes          size of the circular log area
+ */
+public record JournalStats(long commits, long forces, long checkpoints, long checkpointBytes, long checkpointItems,
+                           long logFlushes, long reserveWaits, long reserveWaitNanos, long writeWaits,
+                           long writeWaitNanos, long ailInsertBatches, long ailInsertedItems, long ailPushRounds,
+                           long ailPusherWakeups, long ailWrittenBack, int ailItems, long tailMoves, long freeBytes,
+                           long logBytes) {
+    /** Mean items per AIL bulk insertion. */
+    public double itemsPerInsertBatch() {
+        return ailInsertBatches == 0 ? 0 : (double) ailInsertedItems / ailInsertBatches;
+    }
+}

@@ -1,0 +1,122 @@
+package dev.ferrite.journal;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+
+/**
+ * A block-sized piece of metadata the journal logs: in Ferrite, a cached buffer of the B-tree module.
+ * The journal knows nothing of its contents; it copies the byte ranges transactions mark dirty, writes
+ * them to the log, keeps the item in the AIL until it is home, and asks it to write itself home.
+ *
+ * <h2>What the owner provides</h2>
+ * <ul>
+ *   <li>{@link #image()}: the item's live bytes, exactly one device block;
+ *   <li>an exclusive lock ({@link #tryLock()}/{@link #unlock()}) that every modification holds. A
+ *       transaction holds it from the first change through {@link Transaction#commit()}, which copies
+ *       the dirty ranges into the log while the image is stable;
+ *   <li>{@link #stamp(MemorySegment, long)}: puts the LSN and checksum into a write-back copy.
+ * </ul>
+ *
+ * <h2>Journal state</h2>
+ * Dirty ranges are tracked in 64 chunks of {@code blockSize / 64} bytes. {@code loggedMap} is every
+ * chunk changed since the item was last written home: each checkpoint logs all of it, so the newest
+ * copy in the log always carries every change the home block lacks, and the log tail may pass older
+ * copies. An item is <em>pinned</em> from the commit that puts it in a checkpoint until that checkpoint
+ * is durable and in the AIL; a pinned item is never written home, so home blocks only ever hold
+ * changes that are already durable in the log.
+ */
+public abstract class LogItem {
+    private static final VarHandle PINS;
+
+    static {
+        try {
+            PINS = MethodHandles.lookup().findVarHandle(LogItem.class, "pins", int.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    private final long home;
+    private final int type;
+
+    // Transaction and CIL state: written under the owner's lock (held by the committing transaction),
+    // read by the CIL push after the context drained.
+    Transaction tx;
+    long txDirty;
+    long loggedMap;
+    final long[] ctxSeq = new long[2];
+    final long[] shadowMap = new long[2];
+    final int[] opBytes = new int[2];
+    final MemorySegment[] shadow = new MemorySegment[2];
+    final LogItem[] cilNext = new LogItem[2];
+
+    @SuppressWarnings("unused") // accessed through PINS
+    private volatile int pins;
+
+    // AIL state: guarded by the AIL's lock.
+    long ailLsn;
+    long ailSeq;
+    LogItem ailPrev;
+    LogItem ailNext;
+    boolean inAil;
+
+    /**
+     * @param home device block the item lives in
+     * @param type owner-defined kind (0..0xFFFE), handed back at recovery to pick the replay code
+     */
+    protected LogItem(long home, int type) {
+        if (type < 0 || type >= LogRecordFormat.COMMIT_TYPE) {
+            throw new IllegalArgumentException("log item type " + type + " is outside 0.." + (LogRecordFormat.COMMIT_TYPE - 1));
+        }
+        this.home = home;
+        this.type = type;
+    }
+
+    public final long home() {
+        return home;
+    }
+
+    public final int type() {
+        return type;
+    }
+
+    /** True while a committed change of this item is not yet durable and in the AIL. */
+    public final boolean isPinned() {
+        return (int) PINS.getVolatile(this) != 0;
+    }
+
+    /** LSN of the newest checkpoint holding this item while it waits in the AIL, else {@link Lsn#NONE}. */
+    public final long lsn() {
+        return ailLsn;
+    }
+
+    final void pin() {
+        PINS.getAndAdd(this, 1);
+    }
+
+    final void unpin() {
+        PINS.getAndAdd(this, -1);
+    }
+
+    /** The live contents: one block, changed only under the owner's lock. */
+    protected abstract MemorySegment image();
+
+    /** Takes the owner's exclusive lock if it is free; never blocks (the AIL skips busy items). */
+    protected abstract boolean tryLock();
+
+    /** Releases the lock taken by {@link #tryLock()}. */
+    protected abstract void unlock();
+
+    /** Writes {@code lsn} and a fresh checksum into a copy of the image about to be written home. */
+    protected abstract void stamp(MemorySegment copy, long lsn);
+
+    /** Called by the AIL once the home block holding the image as of {@code lsn} is durable. */
+    protected void writtenBack(long lsn) {
+    }
+
+    @Override
+    public String toString() {
+        return getClass().getSimpleName() + "[home " + home + ", type " + type + "]";
+    }
+}

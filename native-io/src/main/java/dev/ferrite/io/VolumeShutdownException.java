@@ -1,0 +1,12 @@
+package dev.ferrite.io;
+
+/**
+ * The journal (and with it the volume) stopped after an error it cannot survive, such as a failed log
+ * write, or was closed. Every later operation fails with this exception, naming the original cause, so
+ * nothing is acknowledged that might not be durable.
+ */
+public class VolumeShutdownException extends FerriteException {
+    public VolumeShutdownException(String message, Throwable cause) {
+        super(message, cause);
+    }
+}
