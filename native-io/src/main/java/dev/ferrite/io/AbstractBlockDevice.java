@@ -99,13 +99,12 @@ abstract class AbstractBlockDevice implements BlockDevice {
                 checkWritable(op, batch.block(i) << blockShift);
             }
         }
-        if (n == 0) {
-            return;
-        }
         batch.resetResults();
-        enter("submit", -1);
+        enter("submit", -1); // even for an empty batch: every call on a closed device fails
         try {
-            doSubmit(batch);
+            if (n > 0) {
+                doSubmit(batch);
+            }
         } finally {
             exit();
         }
@@ -198,6 +197,10 @@ abstract class AbstractBlockDevice implements BlockDevice {
         if (!buffer.isNative()) {
             throw new InvalidArgumentException(name + ": " + op + " at block " + block
                     + ": buffer is on the Java heap; device transfers need a native (off-heap) segment");
+        }
+        if (!buffer.scope().isAlive()) {
+            // Batches hand the kernel (io_uring) or worker threads the bare address: freed memory must not get that far.
+            throw new InvalidArgumentException(name + ": " + op + " at block " + block + ": buffer's arena is closed");
         }
         if ((buffer.address() & (BUFFER_ALIGNMENT - 1)) != 0) {
             throw new InvalidArgumentException(name + ": " + op + " at block " + block + ": buffer address 0x"

@@ -46,6 +46,9 @@ public final class DirectDevice extends AbstractBlockDevice {
      */
     public static DirectDevice open(Path path, DeviceOptions options) {
         String name = path.toString();
+        if (Files.isDirectory(path)) {
+            throw new InvalidArgumentException(name + " is a directory, neither a regular file nor a block device");
+        }
         boolean existed = Files.exists(path, LinkOption.NOFOLLOW_LINKS);
         boolean create = !options.readOnly() && options.size() > 0;
         if (!existed && !create) {
@@ -96,6 +99,15 @@ public final class DirectDevice extends AbstractBlockDevice {
                 throw new DeviceException(name, "ioctl(BLKSSZGET)", -1, Posix.errno(), "");
             }
             sectorSize = out.get(JAVA_INT, 0);
+            if (!options.readOnly()) {
+                // Linux opens a read-only block device for writing and fails each write with EPERM instead.
+                if (Posix.ioctl(fd, Posix.BLKROGET, out) < 0) {
+                    throw new DeviceException(name, "ioctl(BLKROGET)", -1, Posix.errno(), "");
+                }
+                if (out.get(JAVA_INT, 0) != 0) {
+                    throw new DeviceException(name, "open", -1, Errno.EROFS, "the block device is read-only");
+                }
+            }
             if (options.size() > available) {
                 throw new InvalidArgumentException(name + ": block device holds " + available
                         + " bytes, fewer than the " + options.size() + " asked for");

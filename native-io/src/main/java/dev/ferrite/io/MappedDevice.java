@@ -5,18 +5,23 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.channels.FileChannel;
 import java.nio.file.AccessDeniedException;
-import java.nio.file.FileSystemException;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
 /**
  * A regular file mapped into memory in one mapping owned by a shared {@link Arena}. Reads and writes are
  * memory copies; durability comes from {@link MemorySegment#force()} ({@code msync}) over the regions
  * written since the last flush, tracked in {@value #REGION_SHIFT}-bit (64 MiB) regions so a flush of a
- * large, mostly clean file does not walk all of it. Discard zeroes.
+ * large, mostly clean file does not walk all of it. Discard zeroes. A writable file has all its blocks
+ * allocated when opened, so a full filesystem shows as ENOSPC from {@link #open} rather than as a SIGBUS
+ * from some later store into the mapping.
  */
 public final class MappedDevice extends AbstractBlockDevice {
     private static final int REGION_SHIFT = 26;
@@ -35,30 +40,93 @@ public final class MappedDevice extends AbstractBlockDevice {
     /** Maps {@code path}; see {@link DeviceOptions} for sizing. {@code ioDepth} and {@code engine} are unused. */
     public static MappedDevice open(Path path, DeviceOptions options) {
         String name = path.toString();
-        StandardOpenOption[] modes = options.readOnly()
-                ? new StandardOpenOption[] {StandardOpenOption.READ}
-                : new StandardOpenOption[] {StandardOpenOption.READ, StandardOpenOption.WRITE, StandardOpenOption.CREATE};
-        if (options.readOnly() || options.size() == 0) {
-            if (!Files.exists(path)) {
-                throw new DeviceException(name, "open", -1, Errno.ENOENT,
-                        options.readOnly() ? "file does not exist" : "file does not exist; give a size to create it");
-            }
+        if (Files.isDirectory(path)) {
+            throw new InvalidArgumentException(name + " is a directory, not a regular file");
         }
-        try (FileChannel channel = FileChannel.open(path, modes)) {
-            long fileSize = channel.size();
-            long size = options.size() == 0 ? fileSize : options.size();
-            if (size > fileSize) {
-                if (options.readOnly()) {
+        boolean existed = Files.exists(path, LinkOption.NOFOLLOW_LINKS);
+        boolean create = !options.readOnly() && options.size() > 0;
+        if (!existed && !create) {
+            throw new DeviceException(name, "open", -1, Errno.ENOENT,
+                    options.readOnly() ? "file does not exist" : "file does not exist; give a size to create it");
+        }
+        try {
+            long blockCount = prepare(name, options, create);
+            return map(name, path, options, blockCount);
+        } catch (RuntimeException e) {
+            if (!existed) {
+                try {
+                    Files.deleteIfExists(path);
+                } catch (IOException suppressed) {
+                    e.addSuppressed(suppressed);
+                }
+            }
+            throw e;
+        }
+    }
+
+    /**
+     * Opens, checks and sizes the file with system calls before the JDK maps it, so that failures keep
+     * their errno (EPERM, EACCES, ENOSPC, ...), and allocates every block of a writable file: a store into
+     * a hole of a shared mapping on a full filesystem is a SIGBUS (an InternalError out of whichever copy
+     * touched the page), while fallocate reports ENOSPC here.
+     *
+     * @return the device's block count
+     */
+    private static long prepare(String name, DeviceOptions options, boolean create) {
+        int flags = (options.readOnly() ? Posix.O_RDONLY : Posix.O_RDWR) | Posix.O_CLOEXEC | (create ? Posix.O_CREAT : 0);
+        try (Arena arena = Arena.ofConfined()) {
+            int fd = Posix.open(arena.allocateFrom(name), flags, 0644);
+            if (fd < 0) {
+                throw new DeviceException(name, "open", -1, Posix.errno(), "");
+            }
+            try {
+                MemorySegment stat = arena.allocate(Posix.STAT_SIZE, 8);
+                if (Posix.fstat(fd, stat) < 0) {
+                    throw new DeviceException(name, "fstat", -1, Posix.errno(), "");
+                }
+                if ((stat.get(JAVA_INT, Posix.STAT_MODE_OFFSET) & Posix.S_IFMT) != Posix.S_IFREG) {
+                    throw new InvalidArgumentException(name + " is not a regular file; only regular files can be mapped");
+                }
+                long fileSize = stat.get(JAVA_LONG, Posix.STAT_SIZE_OFFSET);
+                long size = options.size() == 0 ? fileSize : options.size();
+                if (size > fileSize && options.readOnly()) {
                     throw new DeviceException(name, "open", -1, Errno.EROFS,
                             "file has " + fileSize + " bytes, fewer than the " + size + " asked for, and is opened read-only");
                 }
-                // Grow by writing the last byte: the file becomes sparse up to there, like ftruncate.
-                channel.write(java.nio.ByteBuffer.allocate(1), size - 1);
+                long blockCount = size / options.blockSize();
+                if (blockCount < 1) {
+                    throw new InvalidArgumentException(name + ": " + size + " bytes hold no block of " + options.blockSize() + " bytes");
+                }
+                if (!options.readOnly()) {
+                    allocate(name, fd, fileSize, size);
+                }
+                return blockCount;
+            } finally {
+                Posix.close(fd);
             }
-            long blockCount = size / options.blockSize();
-            if (blockCount < 1) {
-                throw new InvalidArgumentException(name + ": " + size + " bytes hold no block of " + options.blockSize() + " bytes");
-            }
+        }
+    }
+
+    /** Allocates bytes [0, size) of the file, growing it to {@code size} if it is shorter. */
+    private static void allocate(String name, int fd, long fileSize, long size) {
+        if (Posix.fallocate(fd, 0, 0, size) == 0) {
+            return;
+        }
+        int errno = Posix.errno();
+        if (errno != Errno.EOPNOTSUPP) {
+            throw new DeviceException(name, "fallocate", 0, errno, "allocating the " + size + " bytes to be mapped");
+        }
+        // No fallocate on this filesystem: grow sparsely, as ftruncate does, and hope for space.
+        if (size > fileSize && Posix.ftruncate(fd, size) < 0) {
+            throw new DeviceException(name, "ftruncate", fileSize, Posix.errno(), "extending the file to " + size + " bytes");
+        }
+    }
+
+    private static MappedDevice map(String name, Path path, DeviceOptions options, long blockCount) {
+        StandardOpenOption[] modes = options.readOnly()
+                ? new StandardOpenOption[] {StandardOpenOption.READ}
+                : new StandardOpenOption[] {StandardOpenOption.READ, StandardOpenOption.WRITE};
+        try (FileChannel channel = FileChannel.open(path, modes)) {
             Arena arena = Arena.ofShared();
             try {
                 MemorySegment map = channel.map(options.readOnly() ? FileChannel.MapMode.READ_ONLY : FileChannel.MapMode.READ_WRITE,
@@ -72,10 +140,8 @@ public final class MappedDevice extends AbstractBlockDevice {
             throw new DeviceException(name, "open", -1, Errno.ENOENT, "no such file");
         } catch (AccessDeniedException e) {
             throw new DeviceException(name, "open", -1, Errno.EACCES, "permission denied");
-        } catch (FileSystemException e) {
-            throw new DeviceException(name, "open", -1, Errno.EIO, e.getMessage());
         } catch (IOException e) {
-            throw new DeviceException(name, "open", -1, Errno.EIO, e.getMessage());
+            throw new DeviceException(name, "mmap", -1, Errno.EIO, e.getMessage());
         }
     }
 

@@ -43,7 +43,8 @@ final class Posix {
     static final int FALLOC_FL_KEEP_SIZE = 0x01;
     static final int FALLOC_FL_PUNCH_HOLE = 0x02;
 
-    // <linux/fs.h>: _IO(0x12,104), _IOR(0x12,114,size_t), _IO(0x12,119)
+    // <linux/fs.h>: _IO(0x12,94), _IO(0x12,104), _IOR(0x12,114,size_t), _IO(0x12,119)
+    static final long BLKROGET = 0x125EL;
     static final long BLKSSZGET = 0x1268L;
     static final long BLKGETSIZE64 = 0x80081272L;
     static final long BLKDISCARD = 0x1277L;
@@ -230,6 +231,15 @@ final class Posix {
         } catch (Throwable t) {
             throw unexpected(t);
         }
+    }
+
+    /**
+     * The same memory as {@code segment}, usable from any thread: how a batch's buffers, possibly from a
+     * confined arena of the submitting thread, reach the worker threads that transfer them. The submitter
+     * keeps the buffers alive by waiting in {@code submit} until every transfer has finished.
+     */
+    static MemorySegment anyThread(MemorySegment segment) {
+        return MemorySegment.ofAddress(segment.address()).reinterpret(segment.byteSize());
     }
 
     private static RuntimeException unexpected(Throwable t) {

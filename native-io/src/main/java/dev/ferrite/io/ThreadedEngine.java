@@ -4,6 +4,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * Runs batches with up to {@code depth} threads issuing pread/pwrite at once: the submitting thread plus
@@ -37,9 +38,14 @@ final class ThreadedEngine implements IoEngine {
         AtomicInteger next = new AtomicInteger();
         int helpers = Math.min(n, depth) - 1;
         CountDownLatch done = new CountDownLatch(helpers);
+        // A request whose claimer threw has no outcome recorded; the throwable must reach the submitter,
+        // or the batch would report that request as done.
+        AtomicReference<Throwable> failure = new AtomicReference<>();
         Runnable claimer = () -> {
             try {
                 claim(batch, next);
+            } catch (Throwable t) {
+                failure.compareAndSet(null, t);
             } finally {
                 done.countDown();
             }
@@ -47,7 +53,11 @@ final class ThreadedEngine implements IoEngine {
         for (int h = 0; h < helpers; h++) {
             workers.execute(claimer);
         }
-        claim(batch, next);
+        try {
+            claim(batch, next);
+        } catch (Throwable t) {
+            failure.compareAndSet(null, t);
+        }
         boolean interrupted = false;
         while (true) {
             try {
@@ -60,12 +70,19 @@ final class ThreadedEngine implements IoEngine {
         if (interrupted) {
             Thread.currentThread().interrupt();
         }
+        Throwable t = failure.get();
+        if (t instanceof RuntimeException e) {
+            throw e;
+        }
+        if (t instanceof Error e) {
+            throw e;
+        }
     }
 
     private void claim(IoBatch batch, AtomicInteger next) {
         for (int i; (i = next.getAndIncrement()) < batch.size(); ) {
             batch.started(i);
-            batch.completed(i, DirectDevice.finishTransfer(fd, batch.isWrite(i), batch.buffer(i),
+            batch.completed(i, DirectDevice.finishTransfer(fd, batch.isWrite(i), Posix.anyThread(batch.buffer(i)),
                     batch.block(i) * blockSize, 0));
         }
     }
