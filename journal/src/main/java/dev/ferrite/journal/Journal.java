@@ -70,7 +70,7 @@ public final class Journal implements AutoCloseable {
         geometry.check(device);
         LogAnchor anchor = LogAnchor.read(device, geometry);
         try {
-            Recovery.Result r = Recovery.run(device, geometry, anchor.current(), replayer);
+            Recovery.Result r = Recovery.run(device, geometry, anchor, replayer);
             int epoch = anchor.current().epoch() + 1;
             anchor.write(r.headLsn(), r.nextSeq(), epoch, false);
             return new Journal(device, geometry, options, anchor, epoch, r);

@@ -16,6 +16,7 @@ final class LogAnchor implements AutoCloseable {
     private final Arena arena = Arena.ofShared();
     private final MemorySegment block;
     private LogAnchorFormat.Anchor current;
+    private boolean degraded;
 
     private LogAnchor(BlockDevice device, LogGeometry geometry) {
         this.device = device;
@@ -61,6 +62,7 @@ final class LogAnchor implements AutoCloseable {
                         + " bytes at block " + geometry.start());
             }
             a.current = best;
+            a.degraded = c0 == null || c1 == null;
             return a;
         } catch (RuntimeException e) {
             a.close();
@@ -70,6 +72,15 @@ final class LogAnchor implements AutoCloseable {
 
     LogAnchorFormat.Anchor current() {
         return current;
+    }
+
+    /**
+     * True if only one copy was valid when read. Under sector atomicity that means the other copy's write
+     * never completed and the valid one is right; but if the damage is not a torn write, the valid copy may
+     * be stale, so recovery then verifies the whole log instead of trusting a clean mark.
+     */
+    boolean degraded() {
+        return degraded;
     }
 
     /** Durably records a new tail (and epoch, and clean flag) as the next generation. */

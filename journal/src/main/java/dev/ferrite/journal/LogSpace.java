@@ -13,6 +13,10 @@ import dev.ferrite.io.NoSpaceException;
  * write head therefore never passes the tail by more than the log, and the log's real head never passes
  * the write head.
  *
+ * <p>The reserve head never falls behind the write head, even for an instant: space is added to the
+ * reserve head first and taken from the write head first. (A new ticket's check on the reserve head
+ * is what bounds its unchecked addition to the write head.)
+ *
  * <p>The tail moves only when the AIL has written metadata home and anchored the new tail on disk, so
  * space handed out here is always safe to overwrite.
  */
@@ -96,8 +100,8 @@ final class LogSpace {
         if (t.count > 0) {
             t.count--;
         }
-        reserveHead.release(t.current);
         writeHead.release(t.current);
+        reserveHead.release(t.current);
         t.current = t.unit;
         if (t.count == 0) {
             reserveHead.add(t.unit);
@@ -122,14 +126,14 @@ final class LogSpace {
         long bytes = t.current + (long) t.count * t.unit;
         t.current = 0;
         t.count = 0;
-        reserveHead.release(bytes);
         writeHead.release(bytes);
+        reserveHead.release(bytes);
     }
 
     /** Returns bytes a checkpoint reserved (stolen from tickets) but did not write. */
     void release(long bytes) {
-        reserveHead.release(bytes);
         writeHead.release(bytes);
+        reserveHead.release(bytes);
     }
 
     /** The anchored tail moved forward: waiters may now fit. */

@@ -46,19 +46,19 @@ final class Recovery {
                 BlockDevice.BUFFER_ALIGNMENT);
     }
 
-    static Result run(BlockDevice device, LogGeometry geometry, LogAnchorFormat.Anchor anchor, Replayer replayer) {
-        Recovery r = new Recovery(device, geometry, anchor);
+    static Result run(BlockDevice device, LogGeometry geometry, LogAnchor anchor, Replayer replayer) {
+        Recovery r = new Recovery(device, geometry, anchor.current());
         try {
-            return r.walk(replayer);
+            return r.walk(replayer, anchor.degraded());
         } finally {
             r.arena.close();
         }
     }
 
-    private Result walk(Replayer replayer) {
+    private Result walk(Replayer replayer, boolean anchorDegraded) {
         long start = System.nanoTime();
         long tail = anchor.tailLsn();
-        if (anchor.clean()) {
+        if (anchor.clean() && !anchorDegraded) {
             return new Result(tail, anchor.tailSeq(),
                     new RecoveryReport(true, tail, tail, 0, 0, 0, 0, null, System.nanoTime() - start));
         }
@@ -151,8 +151,8 @@ final class Recovery {
         }
         if (LogRecordFormat.epoch(header) != anchor.epoch() || LogRecordFormat.seq(header) != seq
                 || LogRecordFormat.lsn(header) != lsn) {
-            return "end: record of checkpoint " + LogRecordFormat.seq(header) + ", epoch " + LogRecordFormat.epoch(header)
-                    + ", LSN " + Lsn.toString(LogRecordFormat.lsn(header)) + " is older";
+            return "end: found a record of checkpoint " + LogRecordFormat.seq(header) + ", epoch "
+                    + LogRecordFormat.epoch(header) + ", LSN " + Lsn.toString(LogRecordFormat.lsn(header)) + " instead";
         }
         if (LogRecordFormat.version(header) != LogRecordFormat.VERSION) {
             return "record version " + LogRecordFormat.version(header) + ", expected " + LogRecordFormat.VERSION;
@@ -160,6 +160,12 @@ final class Recovery {
         if (LogRecordFormat.index(header) != index) {
             return "record index " + LogRecordFormat.index(header) + ", expected " + index;
         }
+        return readBody(block, lsn);
+    }
+
+    /** With a record's header in {@code recordBuf}: reads its payload and verifies stamps and checksum. */
+    private String readBody(int block, long lsn) {
+        MemorySegment header = recordBuf.asSlice(0, blockSize);
         int payloadBlocks = LogRecordFormat.payloadBlocks(header);
         int payloadBytes = LogRecordFormat.payloadBytes(header);
         if (payloadBlocks < 1 || payloadBlocks > LogRecordFormat.maxPayloadBlocks(blockSize)
@@ -167,9 +173,7 @@ final class Recovery {
             return "header claims " + payloadBlocks + " payload blocks holding " + payloadBytes + " bytes";
         }
         MemorySegment record = recordBuf.asSlice(0, (long) (1 + payloadBlocks) * blockSize);
-        if (payloadBlocks > 0) {
-            readArea((block + 1) % areaBlocks, record.asSlice(blockSize));
-        }
+        readArea((block + 1) % areaBlocks, record.asSlice(blockSize));
         int damage = LogRecordFormat.unseal(record, blockSize, Lsn.cycle(lsn));
         if (damage >= 0) {
             return damage < record.byteSize() / LogRecordFormat.SECTOR
@@ -177,6 +181,14 @@ final class Recovery {
                     : "checksum mismatch";
         }
         return null;
+    }
+
+    /** True if a whole, intact record of this log with this LSN starts at {@code block}. */
+    private boolean recordIntact(int block, long lsn) {
+        MemorySegment header = recordBuf.asSlice(0, blockSize);
+        readArea(block, header);
+        return LogRecordFormat.magic(header) == LogRecordFormat.MAGIC && LogRecordFormat.logId(header) == anchor.logId()
+                && LogRecordFormat.lsn(header) == lsn && readBody(block, lsn) == null;
     }
 
     /** Reads {@code dst.byteSize()} bytes of the circular area starting at area block {@code block}, wrapping. */
@@ -248,8 +260,9 @@ final class Recovery {
     }
 
     /**
-     * Looks through the rest of the circular area for a valid record of this log and epoch with a
-     * sequence past {@code seq}.
+     * Looks through the rest of the circular area for a valid record written after the expected one: of
+     * this epoch with a sequence past {@code seq}, or of a later epoch (whose anchor must then have been
+     * lost).
      *
      * @return its LSN, or {@link Lsn#NONE}
      */
@@ -263,9 +276,10 @@ final class Recovery {
             for (int i = 0; i < n; i++) {
                 MemorySegment h = buf.asSlice((long) i * blockSize, blockSize);
                 if (LogRecordFormat.magic(h) == LogRecordFormat.MAGIC && LogRecordFormat.logId(h) == anchor.logId()
-                        && LogRecordFormat.epoch(h) == anchor.epoch() && LogRecordFormat.seq(h) > seq
+                        && (LogRecordFormat.epoch(h) > anchor.epoch()
+                            || LogRecordFormat.epoch(h) == anchor.epoch() && LogRecordFormat.seq(h) > seq)
                         && Lsn.block(LogRecordFormat.lsn(h)) == at + i
-                        && readRecord(at + i, LogRecordFormat.lsn(h), LogRecordFormat.seq(h), LogRecordFormat.index(h)) == null) {
+                        && recordIntact(at + i, LogRecordFormat.lsn(h))) {
                     return LogRecordFormat.lsn(h);
                 }
             }

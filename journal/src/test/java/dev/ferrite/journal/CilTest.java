@@ -1,0 +1,165 @@
+package dev.ferrite.journal;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+
+import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.IoBatch;
+import dev.ferrite.io.MemoryDevice;
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class CilTest {
+    static final int BS = 4096;
+
+    @Test
+    void anItemRelogggedManyTimesIsWrittenOncePerCheckpoint() {
+        try (MemoryDevice dev = MemoryDevice.create(1024, BS); Arena arena = Arena.ofShared()) {
+            LogGeometry g = new LogGeometry(512, 256);
+            Journal.format(dev, g);
+            try (TestReplayer rep = new TestReplayer(dev); Journal j = Journal.open(dev, g, JournalOptions.defaults(), rep)) {
+                TestItem item = new TestItem(3, BS, arena);
+                for (int i = 0; i < 200; i++) {
+                    Transaction tx = j.begin(Reservation.items(1));
+                    item.lock.lock();
+                    try {
+                        item.add(tx, i % 50, 1);
+                        tx.commit();
+                    } finally {
+                        item.lock.unlock();
+                    }
+                }
+                j.forceAll();
+                JournalStats s = j.stats();
+                assertEquals(1, s.checkpoints(), s.toString());
+                assertEquals(1, s.checkpointItems(), "200 relogs, one copy in the checkpoint: " + s);
+                assertEquals(200, s.commits());
+            }
+        }
+    }
+
+    @Test
+    void exceedingTheReservationIsCaughtAndShutsTheJournalDown() {
+        try (MemoryDevice dev = MemoryDevice.create(1024, BS); Arena arena = Arena.ofShared()) {
+            LogGeometry g = new LogGeometry(512, 256);
+            Journal.format(dev, g);
+            TestReplayer rep = new TestReplayer(dev);
+            Journal j = Journal.open(dev, g, JournalOptions.defaults(), rep);
+            TestItem a = new TestItem(1, BS, arena), b = new TestItem(2, BS, arena);
+            Transaction tx = j.begin(Reservation.items(1));
+            a.lock.lock();
+            b.lock.lock();
+            try {
+                a.add(tx, 0, 1);
+                assertThrows(ReservationExceededException.class, () -> b.add(tx, 0, 1));
+            } finally {
+                tx.cancel();
+                b.lock.unlock();
+                a.lock.unlock();
+            }
+            // log() joined a, then refused b; cancelling a dirty transaction shuts the journal down
+        } catch (IllegalStateException expected) {
+            assertTrue(expected.getMessage().contains("cancelled"), expected.getMessage());
+        }
+    }
+
+    /** Commits from many threads that force at once share device flushes (group commit). */
+    @Test
+    void concurrentForcesShareFlushes() throws Exception {
+        int threads = 16;
+        int perThread = 40;
+        try (SlowFlushDevice dev = new SlowFlushDevice(MemoryDevice.create(2048, BS), 2); Arena arena = Arena.ofShared()) {
+            LogGeometry g = new LogGeometry(1024, 1024);
+            Journal.format(dev, g);
+            long flushesBefore = dev.flushes.get();
+            try (TestReplayer rep = new TestReplayer(dev); Journal j = Journal.open(dev, g, JournalOptions.defaults(), rep)) {
+                long flushesAtOpen = dev.flushes.get();
+                List<Thread> ts = new ArrayList<>();
+                CountDownLatch start = new CountDownLatch(1);
+                AtomicReference<Throwable> err = new AtomicReference<>();
+                for (int t = 0; t < threads; t++) {
+                    TestItem item = new TestItem(t, BS, arena);
+                    Thread th = new Thread(() -> {
+                        try {
+                            start.await();
+                            for (int i = 0; i < perThread; i++) {
+                                Transaction tx = j.begin(Reservation.items(1));
+                                long seq;
+                                item.lock.lock();
+                                try {
+                                    item.add(tx, 0, 1);
+                                    seq = tx.commit();
+                                } finally {
+                                    item.lock.unlock();
+                                }
+                                j.force(seq);
+                                assertTrue(j.durableSeq() >= seq);
+                            }
+                        } catch (Throwable e) {
+                            err.compareAndSet(null, e);
+                        }
+                    });
+                    ts.add(th);
+                    th.start();
+                }
+                start.countDown();
+                for (Thread th : ts) {
+                    th.join(TimeUnit.MINUTES.toMillis(2));
+                }
+                if (err.get() != null) {
+                    throw new AssertionError(err.get());
+                }
+                long flushes = dev.flushes.get() - flushesAtOpen;
+                JournalStats s = j.stats();
+                long commits = (long) threads * perThread;
+                assertEquals(commits, s.commits());
+                assertTrue(flushes * 3 <= commits, "group commit should merge forces: " + flushes + " flushes for "
+                        + commits + " forced commits; " + s);
+                assertTrue(s.checkpointItems() > s.checkpoints(), "checkpoints carry several commits: " + s);
+            }
+            assertTrue(dev.flushes.get() > flushesBefore);
+        }
+    }
+
+    /** Delegating device whose flush takes a fixed time, like a real disk's cache flush. */
+    static final class SlowFlushDevice implements BlockDevice {
+        final BlockDevice inner;
+        final long flushMillis;
+        final AtomicLong flushes = new AtomicLong();
+
+        SlowFlushDevice(BlockDevice inner, long flushMillis) {
+            this.inner = inner;
+            this.flushMillis = flushMillis;
+        }
+
+        @Override public String name() { return inner.name(); }
+        @Override public int blockSize() { return inner.blockSize(); }
+        @Override public long blockCount() { return inner.blockCount(); }
+        @Override public boolean isReadOnly() { return inner.isReadOnly(); }
+        @Override public void read(long block, MemorySegment dst) { inner.read(block, dst); }
+        @Override public void write(long block, MemorySegment src) { inner.write(block, src); }
+        @Override public void submit(IoBatch batch) { inner.submit(batch); }
+        @Override public void discard(long block, long count) { inner.discard(block, count); }
+        @Override public void close() { inner.close(); }
+
+        @Override
+        public void flush() {
+            flushes.incrementAndGet();
+            try {
+                Thread.sleep(flushMillis);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            inner.flush();
+        }
+    }
+}
