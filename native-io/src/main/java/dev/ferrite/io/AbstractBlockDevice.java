@@ -128,7 +128,11 @@ abstract class AbstractBlockDevice implements BlockDevice {
 
     @Override
     public final void discard(long block, long count) {
-        if (count < 1 || block < 0 || block > blockCount - count) {
+        if (count < 1) {
+            throw new InvalidArgumentException(name + ": discard of " + count + " blocks at block " + block
+                    + ": the count must be at least 1");
+        }
+        if (block < 0 || block > blockCount - count) {
             throw new InvalidArgumentException(name + ": discard of " + count + " blocks at block " + block
                     + " lies outside the device's " + blockCount + " blocks");
         }
@@ -170,7 +174,8 @@ abstract class AbstractBlockDevice implements BlockDevice {
         return new DeviceException(name, op, offset, errno, detail);
     }
 
-    private void enter(String op, long block) {
+    /** Marks a call in progress (fails with EBADF once closed); pair with {@link #exit()}. */
+    final void enter(String op, long block) {
         long s;
         do {
             s = guard.get();
@@ -180,7 +185,7 @@ abstract class AbstractBlockDevice implements BlockDevice {
         } while (!guard.compareAndSet(s, s + 1));
     }
 
-    private void exit() {
+    final void exit() {
         guard.decrementAndGet();
     }
 

@@ -2,7 +2,7 @@ package dev.ferrite.io;
 
 /**
  * Linux errno values Ferrite reports (asm-generic numbering, shared by x86-64 and AArch64), with their
- * symbolic names. Descriptions come from the C library so they read as the rest of the system does.
+ * symbolic names and descriptions.
  */
 public final class Errno {
     public static final int EPERM = 1;
@@ -32,36 +32,42 @@ public final class Errno {
     public static final int EDQUOT = 122;
 
     private static final String[] NAMES = new String[128];
+    private static final String[] DESCRIPTIONS = new String[128];
 
     static {
-        NAMES[EPERM] = "EPERM";
-        NAMES[ENOENT] = "ENOENT";
-        NAMES[EINTR] = "EINTR";
-        NAMES[EIO] = "EIO";
-        NAMES[ENXIO] = "ENXIO";
-        NAMES[EBADF] = "EBADF";
-        NAMES[EAGAIN] = "EAGAIN";
-        NAMES[ENOMEM] = "ENOMEM";
-        NAMES[EACCES] = "EACCES";
-        NAMES[EFAULT] = "EFAULT";
-        NAMES[EBUSY] = "EBUSY";
-        NAMES[EEXIST] = "EEXIST";
-        NAMES[ENODEV] = "ENODEV";
-        NAMES[ENOTDIR] = "ENOTDIR";
-        NAMES[EISDIR] = "EISDIR";
-        NAMES[EINVAL] = "EINVAL";
-        NAMES[EMFILE] = "EMFILE";
-        NAMES[ENOTTY] = "ENOTTY";
-        NAMES[EFBIG] = "EFBIG";
-        NAMES[ENOSPC] = "ENOSPC";
-        NAMES[EROFS] = "EROFS";
-        NAMES[ENAMETOOLONG] = "ENAMETOOLONG";
-        NAMES[ENOSYS] = "ENOSYS";
-        NAMES[EOPNOTSUPP] = "EOPNOTSUPP";
-        NAMES[EDQUOT] = "EDQUOT";
+        define(EPERM, "EPERM", "Operation not permitted");
+        define(ENOENT, "ENOENT", "No such file or directory");
+        define(EINTR, "EINTR", "Interrupted system call");
+        define(EIO, "EIO", "Input/output error");
+        define(ENXIO, "ENXIO", "No such device or address");
+        define(EBADF, "EBADF", "Bad file descriptor");
+        define(EAGAIN, "EAGAIN", "Resource temporarily unavailable");
+        define(ENOMEM, "ENOMEM", "Cannot allocate memory");
+        define(EACCES, "EACCES", "Permission denied");
+        define(EFAULT, "EFAULT", "Bad address");
+        define(EBUSY, "EBUSY", "Device or resource busy");
+        define(EEXIST, "EEXIST", "File exists");
+        define(ENODEV, "ENODEV", "No such device");
+        define(ENOTDIR, "ENOTDIR", "Not a directory");
+        define(EISDIR, "EISDIR", "Is a directory");
+        define(EINVAL, "EINVAL", "Invalid argument");
+        define(EMFILE, "EMFILE", "Too many open files");
+        define(ENOTTY, "ENOTTY", "Inappropriate ioctl for device");
+        define(EFBIG, "EFBIG", "File too large");
+        define(ENOSPC, "ENOSPC", "No space left on device");
+        define(EROFS, "EROFS", "Read-only file system");
+        define(ENAMETOOLONG, "ENAMETOOLONG", "File name too long");
+        define(ENOSYS, "ENOSYS", "Function not implemented");
+        define(EOPNOTSUPP, "EOPNOTSUPP", "Operation not supported");
+        define(EDQUOT, "EDQUOT", "Disk quota exceeded");
     }
 
     private Errno() {
+    }
+
+    private static void define(int errno, String name, String description) {
+        NAMES[errno] = name;
+        DESCRIPTIONS[errno] = description;
     }
 
     /** Symbolic name, e.g. {@code "ENOSPC"}; {@code "errno 77"} for values this class does not name. */
@@ -70,8 +76,13 @@ public final class Errno {
         return n != null ? n : "errno " + errno;
     }
 
-    /** The C library's description, e.g. {@code "No space left on device"}. */
+    /**
+     * Description, e.g. {@code "No space left on device"}: glibc's wording for the values named here (no
+     * native call, so messages from RAM devices and injected faults need nothing native), the C library's
+     * {@code strerror} for any other.
+     */
     public static String describe(int errno) {
-        return Posix.strerror(errno);
+        String d = errno > 0 && errno < DESCRIPTIONS.length ? DESCRIPTIONS[errno] : null;
+        return d != null ? d : Posix.strerror(errno);
     }
 }

@@ -190,7 +190,7 @@ final class IoUring implements AutoCloseable {
         if (m.address() == Posix.MAP_FAILED) {
             throw new DeviceException("io_uring", "mmap", offset, Posix.errno(), "ring fd " + ringFd);
         }
-        return m.reinterpret(size);
+        return m;
     }
 
     @Override

@@ -39,11 +39,19 @@ public final class MemoryDevice extends AbstractBlockDevice {
         }
     }
 
-    /** A new independent device holding a copy of this one's current contents. */
+    /**
+     * A new independent device holding a copy of this one's current contents. Writes running meanwhile
+     * may be copied in part: take copies of a quiet device.
+     */
     public MemoryDevice copy(String name) {
-        MemoryDevice copy = create(name, blockCount(), blockSize());
-        MemorySegment.copy(memory, 0, copy.memory, 0, memory.byteSize());
-        return copy;
+        enter("copy", -1);
+        try {
+            MemoryDevice copy = create(name, blockCount(), blockSize());
+            MemorySegment.copy(memory, 0, copy.memory, 0, memory.byteSize());
+            return copy;
+        } finally {
+            exit();
+        }
     }
 
     /** The device's memory, for code in this package that builds images directly. */

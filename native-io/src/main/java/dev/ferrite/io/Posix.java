@@ -200,9 +200,11 @@ final class Posix {
         }
     }
 
+    /** The mapping as a segment of {@code length} bytes, or one whose address is {@link #MAP_FAILED}. */
     static MemorySegment mmap(long length, int prot, int flags, int fd, long offset) {
         try {
-            return (MemorySegment) mmap.invokeExact(CAPTURE.get(), MemorySegment.NULL, length, prot, flags, fd, offset);
+            MemorySegment m = (MemorySegment) mmap.invokeExact(CAPTURE.get(), MemorySegment.NULL, length, prot, flags, fd, offset);
+            return m.address() == MAP_FAILED ? m : m.reinterpret(length);
         } catch (Throwable t) {
             throw unexpected(t);
         }
