@@ -155,15 +155,17 @@ final class Cil {
         try {
             int p = (int) (ctx.seq & 1);
             long steal = 0;
+            boolean dirty = false;
             for (int i = 0; i < count; i++) {
                 LogItem it = items[i];
                 if (it.txDirty != 0) {
+                    dirty = true;
                     int grown = DirtyMap.opSize(it.loggedMap | it.txDirty, chunkShift)
                             - (it.ctxSeq[p] == ctx.seq ? it.opBytes[p] : 0);
                     steal += grown + share(grown);
                 }
             }
-            if (steal == 0) {
+            if (!dirty) {
                 return ctx.seq;
             }
             boolean needOverhead = !ctx.overheadTaken.get();

@@ -239,14 +239,13 @@ final class LogWriter implements AutoCloseable {
         headBlock = rec.block;
         nextCheckpointSeq = checkpointSeq + 1;
         lastCheckpointSeq = checkpointSeq;
+        checkpoints.increment();
+        checkpointBytes.add(actual);
+        checkpointItems.add(count);
         markDurable(ctx.seq);
         space.release(stolen - actual);
         ail.publish(itemArray, count, startLsn, checkpointSeq, Lsn.of(headCycle, headBlock));
         java.util.Arrays.fill(itemArray, 0, count, null);
-
-        checkpoints.increment();
-        checkpointBytes.add(actual);
-        checkpointItems.add(count);
         CheckpointEvent.emit(checkpointSeq, startLsn, count, rec.index, actual, System.nanoTime() - start);
     }
 

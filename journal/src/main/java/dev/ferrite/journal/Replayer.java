@@ -11,6 +11,11 @@ public interface Replayer {
      * after {@link ReplayItem#lsn()} (it was written home after this copy was logged), and stamps the
      * block with the item's LSN. Must be idempotent: a crash during recovery replays everything again.
      *
+     * <p>The home block's LSN may be trusted only if the block passes its checksum: a write-back torn
+     * by a crash can carry the new LSN in one sector and old contents in others. Such a block must be
+     * replayed whatever LSN it shows; the log still holds every change it lacks, because the tail
+     * passes an item only after its write-back was flushed.
+     *
      * @return true if applied, false if skipped because the home block was newer
      */
     boolean replay(ReplayItem item);

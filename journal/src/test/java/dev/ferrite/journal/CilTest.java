@@ -32,7 +32,7 @@ class CilTest {
                     Transaction tx = j.begin(Reservation.items(1));
                     item.lock.lock();
                     try {
-                        item.add(tx, i % 50, 1);
+                        item.add(tx, i % 8, 1);
                         tx.commit();
                     } finally {
                         item.lock.unlock();

@@ -38,7 +38,7 @@ class JournalWrapTest {
                     long seq;
                     try {
                         items[a].add(tx, n % 7, 1);
-                        items[b].add(tx, 100 + n % 5, 2);
+                        items[b].add(tx, 3 + n % 5, 2);
                         seq = tx.commit();
                     } finally {
                         items[b].lock.unlock();

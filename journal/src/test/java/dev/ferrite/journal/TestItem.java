@@ -12,13 +12,15 @@ import static dev.ferrite.io.OnDisk.U64;
 
 /**
  * A log item for tests: one block whose first 8 bytes hold the LSN it was last written home with and the
- * next 4 a CRC32C; the rest holds 64-bit counters a test changes in transactions.
+ * next 4 a CRC32C; 64-bit counters a test changes in transactions sit one per 512-byte sector, so a
+ * write torn at any sector boundary mixes counters of different ages.
  */
 final class TestItem extends LogItem {
     static final int TYPE = 7;
     static final long LSN_OFF = 0;
     static final long CRC_OFF = 8;
     static final long DATA_OFF = 16;
+    static final long SPACING = 512;
 
     final ReentrantLock lock = new ReentrantLock();
     private final MemorySegment image;
@@ -29,16 +31,20 @@ final class TestItem extends LogItem {
     }
 
     static int counters(int blockSize) {
-        return (int) ((blockSize - DATA_OFF) / 8);
+        return (int) ((blockSize - DATA_OFF - 8) / SPACING) + 1;
+    }
+
+    static long offset(int i) {
+        return DATA_OFF + SPACING * i;
     }
 
     long counter(int i) {
-        return image.get(U64, DATA_OFF + 8L * i);
+        return image.get(U64, offset(i));
     }
 
     /** Adds to counter i and logs it; caller holds the lock and has a transaction. */
     void add(Transaction tx, int i, long delta) {
-        long off = DATA_OFF + 8L * i;
+        long off = offset(i);
         image.set(U64, off, image.get(U64, off) + delta);
         tx.log(this, (int) off, 8);
     }
@@ -69,11 +75,12 @@ final class TestItem extends LogItem {
     }
 
     static long blockCounter(MemorySegment block, int i) {
-        return block.get(U64, DATA_OFF + 8L * i);
+        return block.get(U64, offset(i));
     }
 
-    /** True for a block never written (all zero) or one with a valid checksum. */
+    /** True for a block never written (LSN and checksum zero) or one with a valid checksum. */
     static boolean blockValid(MemorySegment block) {
-        return blockLsn(block) == 0 || block.get(U32, CRC_OFF) == Crc32c.computeSkipping(block, CRC_OFF);
+        return blockLsn(block) == 0 && block.get(U32, CRC_OFF) == 0
+                || block.get(U32, CRC_OFF) == Crc32c.computeSkipping(block, CRC_OFF);
     }
 }

@@ -7,7 +7,10 @@ import java.util.Map;
 
 import dev.ferrite.io.BlockDevice;
 
-/** Replays {@link TestItem}s: read home, skip if newer, apply ranges, stamp; write all back at finish. */
+/**
+ * Replays {@link TestItem}s: read home, skip if its checksum holds and its LSN is as new, else apply the
+ * ranges and stamp; write all back at finish.
+ */
 final class TestReplayer implements Replayer, AutoCloseable {
     private final BlockDevice device;
     private final Arena arena = Arena.ofConfined();
@@ -29,7 +32,7 @@ final class TestReplayer implements Replayer, AutoCloseable {
             device.read(h, s);
             return s;
         });
-        if (TestItem.blockLsn(b) >= item.lsn()) {
+        if (TestItem.blockValid(b) && TestItem.blockLsn(b) >= item.lsn()) {
             skipped++;
             return false;
         }

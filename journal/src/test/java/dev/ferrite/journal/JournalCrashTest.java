@@ -1,0 +1,259 @@
+package dev.ferrite.journal;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.BitSet;
+import java.util.Collections;
+import java.util.List;
+import java.util.Random;
+
+import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.RecordingDevice;
+import dev.ferrite.io.RecordingDevice.CrashState;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Crash consistency of the journal: a scripted single-threaded workload of transactions over
+ * {@link TestItem} counters runs on a {@link RecordingDevice}; then every crash state (each write and
+ * flush point, subsets and reorderings of the writes after a flush, torn writes) is materialized,
+ * recovered and checked against a model:
+ * <ul>
+ *   <li>the recovered items equal the model after exactly some prefix of the transactions (so no
+ *       transaction is partially applied; transaction t also bumps a counter in the "count" item, which
+ *       tells which prefix);
+ *   <li>that prefix includes every transaction whose force had returned before the crash point;
+ *   <li>recovering again over the recovered home blocks (a crash during recovery) changes nothing.
+ * </ul>
+ * Each test prints its seed on failure; -Dferrite.seed reproduces it.
+ */
+class JournalCrashTest {
+    static final int BS = 4096;
+    static final int ITEMS = 6;          // home blocks 1..ITEMS; block 0 counts transactions
+    static final int COUNTERS = 8;
+    static final LogGeometry G = new LogGeometry(64, 64);
+    static final int DEVICE_BLOCKS = 128;
+
+    /** The script: transaction t adds 1 to counter (t % COUNTERS) of items a[t] and b[t]. */
+    record Script(int[] a, int[] b, boolean[] force) {
+        static Script random(Random rnd, int n, int forceEvery) {
+            int[] a = new int[n], b = new int[n];
+            boolean[] f = new boolean[n];
+            for (int t = 0; t < n; t++) {
+                a[t] = 1 + rnd.nextInt(ITEMS);
+                b[t] = 1 + (a[t] + rnd.nextInt(ITEMS - 1)) % ITEMS;
+                f[t] = rnd.nextInt(forceEvery) == 0;
+            }
+            return new Script(a, b, f);
+        }
+
+        /** counters[item][c] after the first {@code prefix} transactions. */
+        long[][] model(int prefix) {
+            long[][] m = new long[ITEMS + 1][COUNTERS];
+            for (int t = 0; t < prefix; t++) {
+                m[a[t]][t % COUNTERS]++;
+                m[b[t]][t % COUNTERS]++;
+                m[0][0]++;
+            }
+            return m;
+        }
+    }
+
+    /** A recording of the script plus, per transaction, the event count when its force returned (or -1). */
+    record Run(RecordingDevice rec, Script script, int[] ackedAt) {
+    }
+
+    static Run record(Script s) {
+        MemoryDevice base = MemoryDevice.create(DEVICE_BLOCKS, BS);
+        Journal.format(base, G);
+        RecordingDevice rec = RecordingDevice.wrap(base);
+        int n = s.a().length;
+        int[] acked = new int[n];
+        try (Arena arena = Arena.ofShared(); TestReplayer rep = new TestReplayer(rec);
+             Journal j = Journal.open(rec, G, JournalOptions.defaults().withAilBatch(4), rep)) {
+            TestItem[] items = new TestItem[ITEMS + 1];
+            for (int i = 0; i <= ITEMS; i++) {
+                items[i] = new TestItem(i, BS, arena);
+            }
+            for (int t = 0; t < n; t++) {
+                Transaction tx = j.begin(Reservation.items(3));
+                TestItem x = items[s.a()[t]], y = items[s.b()[t]], count = items[0];
+                count.lock.lock();
+                x.lock.lock();
+                y.lock.lock();
+                long seq;
+                try {
+                    x.add(tx, t % COUNTERS, 1);
+                    y.add(tx, t % COUNTERS, 1);
+                    count.add(tx, 0, 1);
+                    seq = tx.commit();
+                } finally {
+                    y.lock.unlock();
+                    x.lock.unlock();
+                    count.lock.unlock();
+                }
+                acked[t] = -1;
+                if (s.force()[t]) {
+                    j.force(seq);
+                    acked[t] = rec.eventCount();
+                }
+            }
+        }
+        // close() forced and wrote everything home: the tail of the recording is a clean shutdown
+        return new Run(rec, s, acked);
+    }
+
+    /** Recovers the state, checks it, and checks a second recovery over its home blocks changes nothing. */
+    static void check(Run run, CrashState state, int ackHorizon, String seedInfo) {
+        MemoryDevice a = run.rec().materialize(state);
+        MemoryDevice b = run.rec().materialize(state);
+        try (a; b; Arena arena = Arena.ofConfined()) {
+            recover(a, state, seedInfo);
+            MemorySegment homeA = home(a, arena);
+            int prefix = (int) TestItem.blockCounter(homeA.asSlice(0, BS), 0);
+            String where = "crash state " + state + " (" + seedInfo + "): recovered " + prefix + " transactions";
+            long[][] expected = run.script().model(prefix);
+            if (Boolean.getBoolean("ferrite.debug")) {
+                StringBuilder sb = new StringBuilder(where).append('\n');
+                for (int i = 0; i <= ITEMS; i++) {
+                    MemorySegment blk = homeA.asSlice((long) i * BS, BS);
+                    sb.append("item ").append(i).append(" lsn ").append(Lsn.toString(TestItem.blockLsn(blk))).append(": ");
+                    for (int c = 0; c < COUNTERS; c++) {
+                        sb.append(TestItem.blockCounter(blk, c)).append('/').append(expected[i][c]).append(' ');
+                    }
+                    sb.append('\n');
+                }
+                System.out.println(sb);
+            }
+            for (int i = 0; i <= ITEMS; i++) {
+                MemorySegment blk = homeA.asSlice((long) i * BS, BS);
+                assertTrue(TestItem.blockValid(blk), "item " + i + " checksum, " + where);
+                for (int c = 0; c < COUNTERS; c++) {
+                    assertEquals(expected[i][c], TestItem.blockCounter(blk, c), "item " + i + " counter " + c + ", " + where);
+                }
+            }
+            for (int t = 0; t < run.ackedAt().length; t++) {
+                int ack = run.ackedAt()[t];
+                if (ack >= 0 && ack <= ackHorizon) {
+                    assertTrue(prefix > t, "transaction " + t + " was forced (at event " + ack + ") but lost; " + where);
+                }
+            }
+            // crash during recovery: home blocks already replayed, log and anchor as at the crash
+            MemorySegment.copy(homeA, 0, segment(b, arena), 0, homeA.byteSize());
+            writeHome(b, homeA);
+            recover(b, state, seedInfo);
+            assertEquals(-1, homeA.mismatch(home(b, arena)), "second recovery changed home blocks; " + where);
+        }
+    }
+
+    private static MemorySegment segment(MemoryDevice d, Arena arena) {
+        return arena.allocate((long) G.start() * BS, BlockDevice.BUFFER_ALIGNMENT);
+    }
+
+    private static void writeHome(MemoryDevice d, MemorySegment home) {
+        d.write(0, home);
+    }
+
+    private static void recover(MemoryDevice d, CrashState state, String seedInfo) {
+        try (TestReplayer rep = new TestReplayer(d); Journal j = Journal.open(d, G, JournalOptions.defaults(), rep)) {
+            assertTrue(j.recovery().recordsScanned() >= 0);
+        } catch (RuntimeException e) {
+            throw new AssertionError("recovery failed for crash state " + state + " (" + seedInfo + ")", e);
+        }
+    }
+
+    private static MemorySegment home(MemoryDevice d, Arena arena) {
+        MemorySegment s = arena.allocate((long) G.start() * BS, BlockDevice.BUFFER_ALIGNMENT);
+        d.read(0, s);
+        return s;
+    }
+
+    /** Small workload, every crash point and every torn last write, exhaustively. */
+    @Test
+    void everyWriteAndFlushPointOfASmallWorkload() {
+        long seed = Long.getLong("ferrite.seed", 11);
+        Run run = record(Script.random(new Random(seed), 40, 3));
+        RecordingDevice rec = run.rec();
+        try (rec) {
+            int events = rec.eventCount();
+            if (Boolean.getBoolean("ferrite.debug")) {
+                for (RecordingDevice.Event e : rec.events()) {
+                    System.out.println(e);
+                }
+                System.out.println(java.util.Arrays.toString(run.ackedAt()));
+            }
+            assertTrue(rec.flushCount() > 10, "workload too small: " + rec.flushCount() + " flushes");
+            for (int n = 0; n <= events; n++) {
+                check(run, new CrashState(n), n, "seed " + seed);
+            }
+            // each write torn at a few sector masks, everything before it intact
+            Random rnd = new Random(seed);
+            for (RecordingDevice.Event e : rec.events()) {
+                if (e.kind() == RecordingDevice.Event.Kind.WRITE) {
+                    BitSet torn = new BitSet();
+                    for (int s = 0; s < e.sectorCount(); s++) {
+                        if (rnd.nextBoolean()) {
+                            torn.set(s);
+                        }
+                    }
+                    check(run, rec.crashTornAt(e.index(), torn), e.index(), "seed " + seed);
+                }
+            }
+        }
+    }
+
+    /** Writes between two flushes may land in any subset and any order: sampled for each epoch. */
+    @Test
+    void subsetsAndReorderingsOfUnflushedWrites() {
+        long seed = Long.getLong("ferrite.seed", 12);
+        Random rnd = new Random(seed);
+        Run run = record(Script.random(rnd, 60, 4));
+        RecordingDevice rec = run.rec();
+        try (rec) {
+            for (int k = -1; k < rec.flushCount(); k++) {
+                List<RecordingDevice.Event> epoch = rec.epochWrites(k + 1);
+                if (epoch.isEmpty()) {
+                    continue;
+                }
+                int flushAt = k < 0 ? 0 : rec.flushEvent(k) + 1;
+                for (int sample = 0; sample < 6; sample++) {
+                    List<Integer> chosen = new ArrayList<>();
+                    for (RecordingDevice.Event e : epoch) {
+                        if (rnd.nextInt(3) != 0) {
+                            chosen.add(e.index());
+                        }
+                    }
+                    Collections.shuffle(chosen, rnd);
+                    CrashState st = rec.crashAfterFlush(k, chosen.stream().mapToInt(Integer::intValue).toArray());
+                    if (!chosen.isEmpty() && rnd.nextBoolean()) {
+                        int last = chosen.getLast();
+                        BitSet torn = new BitSet();
+                        torn.set(0, 1 + rnd.nextInt(Math.max(1, rec.event(last).sectorCount() - 1)));
+                        st = new CrashState(st.prefix(), st.extras().subList(0, st.extras().size() - 1)).plusTorn(last, torn);
+                    }
+                    check(run, st, flushAt, "seed " + seed);
+                }
+            }
+        }
+    }
+
+    /** A longer workload with sampled crash points; the default suite runs a short one. */
+    @Test
+    @Tag("stress")
+    void sampledCrashPointsOfALongWorkload() {
+        long seed = Long.getLong("ferrite.seed", 13);
+        Random rnd = new Random(seed);
+        Run run = record(Script.random(rnd, 2000, 5));
+        try (RecordingDevice rec = run.rec()) {
+            for (int i = 0; i < 2000; i++) {
+                int n = rnd.nextInt(rec.eventCount() + 1);
+                check(run, new CrashState(n), n, "seed " + seed);
+            }
+        }
+    }
+}
