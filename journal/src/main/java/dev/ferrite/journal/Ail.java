@@ -312,6 +312,7 @@ final class Ail implements AutoCloseable {
 
     private void pushLoop() {
         long reached = Lsn.NONE;
+        long backoff = 0;
         while (running) {
             long tgt = target.get();
             if (tgt <= reached) {
@@ -323,8 +324,13 @@ final class Ail implements AutoCloseable {
                 Round r = pushRound(tgt);
                 if (r == Round.DONE) {
                     reached = tgt;
-                } else if (r == Round.STUCK) {
-                    LockSupport.parkNanos(this, TimeUnit.MILLISECONDS.toNanos(2));
+                }
+                if (r == Round.STUCK) {
+                    // every candidate pinned or locked: back off (1 ms doubling to 50 ms) while they clear
+                    backoff = Math.min(Math.max(backoff * 2, TimeUnit.MILLISECONDS.toNanos(1)), TimeUnit.MILLISECONDS.toNanos(50));
+                    LockSupport.parkNanos(this, backoff);
+                } else {
+                    backoff = 0;
                 }
             } catch (Throwable t) {
                 fail(t);
@@ -454,6 +460,20 @@ final class Ail implements AutoCloseable {
             lock.unlock();
         }
         tailMoves.increment();
+    }
+
+    /** The items in AIL order, oldest first: a snapshot for inspection. */
+    java.util.List<LogItem> items() {
+        lock.lock();
+        try {
+            java.util.List<LogItem> out = new java.util.ArrayList<>(size);
+            for (LogItem it = first; it != null; it = it.ailNext) {
+                out.add(it);
+            }
+            return out;
+        } finally {
+            lock.unlock();
+        }
     }
 
     /** Items in the AIL now. */

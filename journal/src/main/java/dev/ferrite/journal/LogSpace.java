@@ -6,16 +6,16 @@ import dev.ferrite.io.NoSpaceException;
  * Log space accounting: the reserve and write {@link GrantHead}s and the tail they are measured against,
  * all in the grant domain of (cycle, byte offset) words over a circular area of {@code logBytes}.
  *
- * <p>As in XFS: a new ticket waits on the reserve head for all its units and adds the same amount to
- * the write head. A permanent ticket whose pre-reserved units run out puts a unit back on the reserve
- * head without waiting (which may over-commit it, throttling new reservers) and then waits on the
- * write head: rolling transactions, which usually hold locks, never queue behind new reservations. The
- * write head therefore never passes the tail by more than the log, and the log's real head never passes
- * the write head.
+ * <p>As in XFS: a new ticket waits on the reserve head for all its units (a permanent ticket's future
+ * units included), then takes the same amount on the write head. A permanent ticket whose pre-reserved
+ * units run out puts a unit back on the reserve head without waiting (which may over-commit it,
+ * throttling new reservers) and then waits on the write head only: rolling transactions, which usually
+ * hold locks, never queue behind new reservations.
  *
- * <p>The reserve head never falls behind the write head, even for an instant: space is added to the
- * reserve head first and taken from the write head first. (A new ticket's check on the reserve head
- * is what bounds its unchecked addition to the write head.)
+ * <p>Every addition to the write head is a checked grant, so the write head never passes the tail by
+ * more than the log, whatever the interleaving; the log's real head never passes the write head. (XFS
+ * adds a new ticket's space to its write head unchecked, which lets a regrant racing between the two
+ * heads' updates push the write head past the tail for a moment; checking both closes that window.)
  *
  * <p>The tail moves only when the AIL has written metadata home and anchored the new tail on disk, so
  * space handed out here is always safe to overwrite.
@@ -79,7 +79,7 @@ final class LogSpace {
         return tail.getAcquire();
     }
 
-    /** Takes the initial space of a new ticket: waits (FIFO) on the reserve head, mirrors it on the write head. */
+    /** Takes the initial space of a new ticket: waits (FIFO) on the reserve head, then on the write head. */
     void reserve(Ticket t) {
         long need = t.initialNeed();
         if (need > logBytes / 2) {
@@ -89,7 +89,9 @@ final class LogSpace {
         if (!reserveHead.tryGrant(need)) {
             reserveHead.grant(need, pressure);
         }
-        writeHead.add(need);
+        if (!writeHead.tryGrant(need)) {
+            writeHead.grant(need, pressure);
+        }
     }
 
     /**

@@ -149,7 +149,7 @@ class LogSpaceTest {
             Random rnd = new Random(seed * 31 + t);
             new Thread(() -> {
                 try {
-                    for (int i = 0; i < 3000 && failure.get() == null; i++) {
+                    for (int i = 0; i < 10000 && failure.get() == null; i++) {
                         long unit = 500 + rnd.nextInt(4000);
                         int count = rnd.nextInt(4) == 0 ? 2 + rnd.nextInt(3) : 1;
                         Ticket tk = new Ticket(unit, count);
