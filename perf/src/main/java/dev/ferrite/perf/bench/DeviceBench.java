@@ -31,7 +31,8 @@ import org.HdrHistogram.Histogram;
  *       the flush's, the rate is write+flush pairs per second.</li>
  * </ol>
  * Random offsets come from fixed seeds and fio runs with {@code norandommap}, so both sides pick blocks
- * uniformly with repeats. Write buffers hold random bytes, as fio's do.
+ * uniformly with repeats. Write buffers hold random bytes, as fio's do. Every phase, ferrite's and fio's,
+ * starts after an untimed flush, so that none pays for the write-back of the one before it.
  */
 public final class DeviceBench {
     public static final String WORKLOAD = "device";
@@ -103,26 +104,27 @@ public final class DeviceBench {
             }
 
             results.add(seqWrite(device, seqBuffer, progress));
-            fio(results, SEQ_WRITE, WRITE, MB_PER_S, progress, "--rw=write", "--bs=1M", "--ioengine=psync");
+            fio(results, device, SEQ_WRITE, WRITE, MB_PER_S, progress, "--rw=write", "--bs=1M", "--ioengine=psync");
 
             results.add(randomWriteQd1(device, buffers[0], progress));
-            fio(results, RANDWRITE_QD1, WRITE, IOPS, progress, "--rw=randwrite", "--bs=4k", "--ioengine=psync",
-                    "--norandommap", "--randrepeat=0");
+            fio(results, device, RANDWRITE_QD1, WRITE, IOPS, progress,
+                    "--rw=randwrite", "--bs=4k", "--ioengine=psync", "--norandommap", "--randrepeat=0");
 
             for (DirectDevice d : devices) {
                 results.add(queueDepth(d, true, buffers, progress));
             }
-            fio(results, RANDWRITE_QD32, WRITE, IOPS, progress, "--rw=randwrite", "--bs=4k", "--ioengine=io_uring",
-                    "--iodepth=" + QUEUE_DEPTH, "--norandommap", "--randrepeat=0");
+            fio(results, device, RANDWRITE_QD32, WRITE, IOPS, progress, "--rw=randwrite", "--bs=4k",
+                    "--ioengine=io_uring", "--iodepth=" + QUEUE_DEPTH, "--norandommap", "--randrepeat=0");
 
             for (DirectDevice d : devices) {
                 results.add(queueDepth(d, false, buffers, progress));
             }
-            fio(results, RANDREAD_QD32, READ, IOPS, progress, "--rw=randread", "--bs=4k", "--ioengine=io_uring",
-                    "--iodepth=" + QUEUE_DEPTH, "--norandommap", "--randrepeat=0");
+            fio(results, device, RANDREAD_QD32, READ, IOPS, progress, "--rw=randread", "--bs=4k",
+                    "--ioengine=io_uring", "--iodepth=" + QUEUE_DEPTH, "--norandommap", "--randrepeat=0");
 
             results.add(fdatasync(device, buffers[0], progress));
-            fio(results, FDATASYNC, SYNC, SYNCS_PER_S, progress, "--rw=write", "--bs=4k", "--ioengine=psync", "--fdatasync=1");
+            fio(results, device, FDATASYNC, SYNC, SYNCS_PER_S, progress,
+                    "--rw=write", "--bs=4k", "--ioengine=psync", "--fdatasync=1");
         } finally {
             for (DirectDevice d : devices) {
                 d.close();
@@ -132,6 +134,7 @@ public final class DeviceBench {
     }
 
     private Result seqWrite(DirectDevice device, MemorySegment buffer, Progress progress) {
+        device.flush();
         long chunks = size / SEQ_BYTES;
         long blocksPerChunk = SEQ_BYTES / device.blockSize();
         Histogram h = Result.newHistogram();
@@ -154,6 +157,7 @@ public final class DeviceBench {
     }
 
     private Result randomWriteQd1(DirectDevice device, MemorySegment buffer, Progress progress) {
+        device.flush();
         SplittableRandom random = new SplittableRandom(RANDWRITE_QD1.hashCode());
         long blocks = device.blockCount();
         Histogram h = Result.newHistogram();
@@ -169,6 +173,7 @@ public final class DeviceBench {
     }
 
     private Result queueDepth(DirectDevice device, boolean write, MemorySegment[] buffers, Progress progress) {
+        device.flush();
         String phase = write ? RANDWRITE_QD32 : RANDREAD_QD32;
         String target = FERRITE + "/" + device.engine().name().toLowerCase(Locale.ROOT);
         SplittableRandom random = new SplittableRandom(phase.hashCode());
@@ -196,6 +201,7 @@ public final class DeviceBench {
     }
 
     private Result fdatasync(DirectDevice device, MemorySegment buffer, Progress progress) {
+        device.flush();
         long blocks = device.blockCount(), block = 0;
         Histogram h = Result.newHistogram();
         PhaseTimer timer = new PhaseTimer(FDATASYNC, FERRITE, nanos(), progress);
@@ -211,11 +217,13 @@ public final class DeviceBench {
         return Result.of(WORKLOAD, FDATASYNC, FERRITE, 1, perSecond(h, timer.finish(now)), SYNCS_PER_S, h);
     }
 
-    /** Runs fio's equivalent of {@code phase}, if fio is there; {@code section} is where its report has the figures. */
-    private void fio(List<Result> results, String phase, String section, String unit, Progress progress, String... job) {
+    /** Runs fio's equivalent of {@code phase} if fio is there; {@code section} holds the figures in its report. */
+    private void fio(List<Result> results, DirectDevice device, String phase, String section, String unit,
+                     Progress progress, String... job) {
         if (fio == null) {
             return;
         }
+        device.flush();
         List<String> args = new ArrayList<>(List.of("--filename=" + Fio.filename(path), "--size=" + size, "--direct=1"));
         args.addAll(List.of(job));
         Fio.Report report = fio.run(phase, args, seconds, progress);
