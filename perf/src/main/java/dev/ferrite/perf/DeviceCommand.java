@@ -1,0 +1,136 @@
+package dev.ferrite.perf;
+
+import dev.ferrite.io.IoEngineKind;
+import dev.ferrite.perf.bench.DeviceBench;
+import dev.ferrite.perf.bench.Fio;
+import dev.ferrite.perf.bench.Machine;
+import dev.ferrite.perf.bench.Result;
+import dev.ferrite.perf.bench.ResultJson;
+import dev.ferrite.perf.bench.ResultTable;
+import dev.ferrite.perf.bench.ScratchFile;
+import dev.ferrite.perf.bench.Storage;
+
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+
+@Command(name = "device",
+        description = {
+                "Measures a file or block device through native-io (O_DIRECT), next to fio.",
+                "Each phase is followed by fio's equivalent job on the same file for as long,",
+                "when fio is on the PATH:",
+                "",
+                "  seq-write       1 MiB writes in order, covering the whole file at least once",
+                "                  fio: rw=write bs=1M ioengine=psync",
+                "  randwrite-qd1   4 KiB writes to random blocks, one at a time",
+                "                  fio: rw=randwrite bs=4k ioengine=psync",
+                "  randwrite-qd32  4 KiB random writes kept 32 in flight (IoBatch of 1024)",
+                "                  fio: rw=randwrite bs=4k ioengine=io_uring iodepth=32",
+                "  randread-qd32   4 KiB random reads kept 32 in flight",
+                "                  fio: rw=randread bs=4k ioengine=io_uring iodepth=32",
+                "  fdatasync       4 KiB write then flush; the flush's latency, pairs per second",
+                "                  fio: rw=write bs=4k ioengine=psync fdatasync=1",
+                "",
+                "The file's contents are overwritten. Without --device a temporary file is",
+                "used and deleted afterwards.",
+                ""})
+final class DeviceCommand implements Callable<Integer> {
+    /** The JSON/table target fio's rows carry. */
+    private static final String FIO = "fio";
+
+    enum Engine {
+        AUTO(IoEngineKind.AUTO), IO_URING(IoEngineKind.IO_URING), THREADS(IoEngineKind.THREADS),
+        BOTH(IoEngineKind.IO_URING, IoEngineKind.THREADS);
+
+        final List<IoEngineKind> kinds;
+
+        Engine(IoEngineKind... kinds) {
+            this.kinds = List.of(kinds);
+        }
+    }
+
+    @Option(names = "--device", paramLabel = "PATH",
+            description = "file (created if missing, kept afterwards) or block device to run on"
+                    + " (default: a temporary file in the directory java.io.tmpdir names)")
+    Path device;
+
+    @Option(names = "--size", paramLabel = "SIZE", defaultValue = "1G", converter = ByteSize.Converter.class,
+            description = "bytes of the file or device to use, a whole number of MiB; K/M/G/T suffixes (default: ${DEFAULT-VALUE})")
+    long size;
+
+    @Option(names = "--engine", paramLabel = "ENGINE", defaultValue = "auto",
+            description = "I/O engine for the queue-depth phases: auto, io_uring, threads, or both to run them"
+                    + " once per engine (default: ${DEFAULT-VALUE})")
+    Engine engine;
+
+    @Option(names = "--force", description = "allow --device to name a block device, whose contents are destroyed")
+    boolean force;
+
+    @Mixin
+    BenchOptions options;
+
+    @Mixin
+    HelpOption help;
+
+    @Spec
+    CommandSpec spec;
+
+    @Override
+    public Integer call() throws IOException {
+        return run(spec, options);
+    }
+
+    /** Runs with this command's device options and the given common ones; {@code spec} is the command invoked. */
+    int run(CommandSpec invoked, BenchOptions common) throws IOException {
+        common.validate(invoked);
+        if (size < DeviceBench.SEQ_BYTES || size % DeviceBench.SEQ_BYTES != 0) {
+            throw new ParameterException(invoked.commandLine(), "--size " + ByteSize.format(size)
+                    + " is not a whole number of MiB (the sequential phase writes 1 MiB at a time)");
+        }
+        Fio fio = common.noFio ? null : Fio.find().orElse(null);
+        if (device != null) {
+            if (Storage.of(device).isBlockDevice() && !force) {
+                throw new ParameterException(invoked.commandLine(), "--device " + device
+                        + " is a block device; add --force to destroy its contents");
+            }
+            return bench(invoked, common, device, false, fio);
+        }
+        Path tmp = Path.of(System.getProperty("java.io.tmpdir"));
+        try (ScratchFile scratch = ScratchFile.create(tmp, "ferrite-bench-", ".dev")) {
+            return bench(invoked, common, scratch.path(), true, fio);
+        }
+    }
+
+    private int bench(CommandSpec invoked, BenchOptions common, Path path, boolean temporary, Fio fio) throws IOException {
+        PrintWriter out = invoked.commandLine().getOut();
+        Storage storage = Storage.of(path);
+        out.printf(Locale.ROOT, "device: %s (%s%s), %s, %s s per phase%n", storage.path(), storage.describe(),
+                temporary ? ", temporary" : "", ByteSize.format(size), common.seconds);
+        out.println(fio != null ? "fio:    " + fio.version() + ", same file, after each phase"
+                : common.noFio ? "fio:    skipped (--no-fio)" : "fio:    not on the PATH, ferrite only");
+        out.flush();
+        Machine machine = Machine.collect(storage);
+        List<Result> results = new DeviceBench(path, size, common.seconds, engine.kinds, fio)
+                .run(new ProgressLine(invoked.commandLine().getErr()));
+        out.println();
+        out.print(ResultTable.render(results, FIO));
+        out.flush(); // on screen even if the JSON file cannot be written
+        if (common.json != null) {
+            ResultJson.write(common.json, machine, results);
+            out.println();
+            out.println("results: " + common.json);
+        }
+        out.flush();
+        return 0;
+    }
+}

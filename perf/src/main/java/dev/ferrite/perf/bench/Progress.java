@@ -1,0 +1,25 @@
+package dev.ferrite.perf.bench;
+
+/**
+ * Where a running workload reports how far a phase has got, about once a second. The CLI draws it on
+ * stderr; tests pass {@link #NONE}. Called from the thread running the phase.
+ */
+public interface Progress {
+    Progress NONE = new Progress() {
+        @Override
+        public void update(String phase, String target, long ops, long elapsedNanos) {
+        }
+
+        @Override
+        public void done() {
+        }
+    };
+
+    /**
+     * @param ops operations completed so far, or -1 when the phase runs in another tool that does not say
+     */
+    void update(String phase, String target, long ops, long elapsedNanos);
+
+    /** The phase ended: whatever {@link #update} showed can go. */
+    void done();
+}

@@ -1,0 +1,36 @@
+package dev.ferrite.perf.bench;
+
+import org.HdrHistogram.Histogram;
+
+/**
+ * One measured phase of one workload on one target: the row every workload produces, the table prints
+ * and {@link ResultJson} writes.
+ *
+ * @param workload what ran ({@code device}, later {@code metadata}, {@code dbench}, ...)
+ * @param phase    the part of the workload ({@code randwrite-qd32}, {@code create}, ...)
+ * @param target   what it ran on: {@code ferrite}, {@code ferrite/io_uring}, {@code fio}, {@code posix:xfs}, ...
+ * @param threads  client threads issuing operations
+ * @param n        operations measured (each contributes one latency sample)
+ * @param rate     throughput in {@code unit}
+ * @param unit     {@code IOPS}, {@code MB/s} (10^6 bytes), {@code ops/s}, ...
+ * @param p50Us    median latency of one operation in microseconds
+ * @param p99Us    99th percentile latency in microseconds
+ * @param maxUs    largest latency in microseconds
+ */
+public record Result(String workload, String phase, String target, int threads, long n, double rate, String unit,
+                     double p50Us, double p99Us, double maxUs) {
+
+    /** A result whose latencies come from a histogram of nanosecond samples. */
+    public static Result of(String workload, String phase, String target, int threads, double rate, String unit,
+                            Histogram nanos) {
+        return new Result(workload, phase, target, threads, nanos.getTotalCount(), rate, unit,
+                nanos.getValueAtPercentile(50) / 1e3, nanos.getValueAtPercentile(99) / 1e3, nanos.getMaxValue() / 1e3);
+    }
+
+    /** A histogram for nanosecond latencies: 3 significant digits, grows past a minute rather than failing. */
+    public static Histogram newHistogram() {
+        Histogram h = new Histogram(60_000_000_000L, 3);
+        h.setAutoResize(true);
+        return h;
+    }
+}

@@ -1,0 +1,104 @@
+package dev.ferrite.perf.bench;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * The one writer of the benchmark result format, shared by every workload:
+ * <pre>{@code
+ * {"machine": {"hostname", "cpus", "memory_bytes", "kernel", "cpu_model", "jdk", "date",
+ *              "storage": {"path", "filesystem", "source"} | null},
+ *  "results": [{"workload", "phase", "target", "threads", "n", "rate", "unit", "p50_us", "p99_us", "max_us"}, ...]}
+ * }</pre>
+ * One result per line so that runs diff well. Rates and latencies keep three decimals; a value that is
+ * not finite is written as {@code null}.
+ */
+public final class ResultJson {
+    private ResultJson() {
+    }
+
+    public static void write(Path file, Machine machine, List<Result> results) throws IOException {
+        Files.writeString(file, format(machine, results));
+    }
+
+    public static String format(Machine machine, List<Result> results) {
+        StringBuilder sb = new StringBuilder(256 + 256 * results.size());
+        sb.append("{\n  \"machine\": {");
+        field(sb, "hostname", machine.hostname()).append(", ");
+        field(sb, "cpus", machine.cpus()).append(", ");
+        field(sb, "memory_bytes", machine.memoryBytes()).append(", ");
+        field(sb, "kernel", machine.kernel()).append(", ");
+        field(sb, "cpu_model", machine.cpuModel()).append(", ");
+        field(sb, "jdk", machine.jdk()).append(", ");
+        field(sb, "date", machine.date()).append(", ");
+        Storage s = machine.storage();
+        if (s == null) {
+            sb.append("\"storage\": null");
+        } else {
+            sb.append("\"storage\": {");
+            field(sb, "path", s.path()).append(", ");
+            field(sb, "filesystem", s.filesystem()).append(", ");
+            field(sb, "source", s.source()).append('}');
+        }
+        sb.append("},\n  \"results\": [");
+        for (int i = 0; i < results.size(); i++) {
+            Result r = results.get(i);
+            sb.append(i == 0 ? "\n    {" : ",\n    {");
+            field(sb, "workload", r.workload()).append(", ");
+            field(sb, "phase", r.phase()).append(", ");
+            field(sb, "target", r.target()).append(", ");
+            field(sb, "threads", r.threads()).append(", ");
+            field(sb, "n", r.n()).append(", ");
+            field(sb, "rate", r.rate()).append(", ");
+            field(sb, "unit", r.unit()).append(", ");
+            field(sb, "p50_us", r.p50Us()).append(", ");
+            field(sb, "p99_us", r.p99Us()).append(", ");
+            field(sb, "max_us", r.maxUs()).append('}');
+        }
+        sb.append(results.isEmpty() ? "]\n}\n" : "\n  ]\n}\n");
+        return sb.toString();
+    }
+
+    private static StringBuilder field(StringBuilder sb, String name, String value) {
+        quote(sb.append('"').append(name).append("\": "), value);
+        return sb;
+    }
+
+    private static StringBuilder field(StringBuilder sb, String name, long value) {
+        return sb.append('"').append(name).append("\": ").append(value);
+    }
+
+    private static StringBuilder field(StringBuilder sb, String name, double value) {
+        sb.append('"').append(name).append("\": ");
+        return Double.isFinite(value) ? sb.append(String.format(Locale.ROOT, "%.3f", value)) : sb.append("null");
+    }
+
+    private static void quote(StringBuilder sb, String s) {
+        if (s == null) {
+            sb.append("null");
+            return;
+        }
+        sb.append('"');
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            switch (c) {
+                case '"' -> sb.append("\\\"");
+                case '\\' -> sb.append("\\\\");
+                case '\n' -> sb.append("\\n");
+                case '\r' -> sb.append("\\r");
+                case '\t' -> sb.append("\\t");
+                default -> {
+                    if (c < 0x20) {
+                        sb.append(String.format(Locale.ROOT, "\\u%04x", (int) c));
+                    } else {
+                        sb.append(c);
+                    }
+                }
+            }
+        }
+        sb.append('"');
+    }
+}

@@ -1,0 +1,66 @@
+package dev.ferrite.perf.jmh;
+
+import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.Crc32c;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.SplittableRandom;
+import java.util.zip.CRC32C;
+
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+
+/**
+ * CRC32C over a block, as every metadata write-back and read verification does. {@code heapArray} is the
+ * JDK intrinsic on a {@code byte[]}: the floor the segment forms are measured against. Buffers come from
+ * a shared arena, like {@link dev.ferrite.io.BufferPool}'s.
+ */
+@State(Scope.Thread)
+public class Crc32cBench extends JmhDefaults {
+    /** Where a block header would keep its checksum. */
+    private static final int FIELD_OFFSET = 28;
+
+    @Param({"4096", "65536"})
+    int size;
+
+    private Arena arena;
+    private MemorySegment segment;
+    private byte[] array;
+
+    @Setup(Level.Trial)
+    public void setup() {
+        arena = Arena.ofShared();
+        segment = arena.allocate(size, BlockDevice.BUFFER_ALIGNMENT);
+        array = new byte[size];
+        new SplittableRandom(42).nextBytes(array);
+        MemorySegment.copy(MemorySegment.ofArray(array), 0, segment, 0, size);
+    }
+
+    @TearDown(Level.Trial)
+    public void tearDown() {
+        arena.close();
+    }
+
+    @Benchmark
+    public int compute() {
+        return Crc32c.compute(segment);
+    }
+
+    @Benchmark
+    public int computeSkipping() {
+        return Crc32c.computeSkipping(segment, FIELD_OFFSET);
+    }
+
+    @Benchmark
+    public int heapArray() {
+        CRC32C crc = new CRC32C();
+        crc.update(array, 0, size);
+        return (int) crc.getValue();
+    }
+}

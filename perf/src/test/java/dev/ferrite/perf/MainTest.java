@@ -1,0 +1,86 @@
+package dev.ferrite.perf;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.ferrite.perf.bench.DeviceBench;
+import dev.ferrite.perf.bench.JsonReader;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class MainTest {
+    private final StringWriter out = new StringWriter();
+    private final StringWriter err = new StringWriter();
+
+    private int run(String... args) {
+        return Main.commandLine().setOut(new PrintWriter(out)).setErr(new PrintWriter(err)).execute(args);
+    }
+
+    @Test
+    void helpListsTheCommands() {
+        assertEquals(0, run("--help"));
+        String help = out.toString();
+        assertTrue(help.contains("bench "), help);
+        assertTrue(help.contains("jmh "), help);
+        assertTrue(help.contains("./ferrite test [maven args]"), help);
+        assertTrue(help.contains("./ferrite build"), help);
+    }
+
+    @Test
+    void badSizeIsAUsageErrorThatSaysWhatASizeIs() {
+        assertEquals(2, run("bench", "device", "--size", "12Q"));
+        assertEquals("ferrite bench device: Invalid value for option '--size': '12Q' is not a size: give bytes,"
+                + " or a whole number with K, M, G or T (powers of 1024), e.g. 16M or 1G"
+                + " (see 'ferrite bench device --help')\n", err.toString());
+        assertEquals("", out.toString());
+    }
+
+    @Test
+    void sizeMustBeWholeMebibytes() {
+        assertEquals(2, run("bench", "device", "--size", "1500K", "--no-fio"));
+        assertTrue(err.toString().startsWith("ferrite bench device: --size 1500 KiB is not a whole number of MiB"), err.toString());
+    }
+
+    @Test
+    void noCommandIsAUsageError() {
+        assertEquals(2, run());
+        assertEquals("ferrite: a command is required: bench or jmh (see 'ferrite --help')\n", err.toString());
+    }
+
+    @Test
+    void failureIsOneLineWithoutVerbose(@TempDir Path dir) {
+        // A directory is neither a regular file nor a block device.
+        assertEquals(1, run("bench", "device", "--device", dir.toString(), "--size", "1M", "--no-fio"));
+        String[] lines = err.toString().lines().filter(l -> !l.isBlank() && !l.startsWith("\r")).toArray(String[]::new);
+        assertEquals(1, lines.length, err.toString());
+        assertTrue(lines[0].startsWith("ferrite: " + dir), lines[0]);
+    }
+
+    @Test
+    void benchDeviceMeasuresEveryPhase(@TempDir Path dir) throws Exception {
+        Path json = dir.resolve("out.json");
+        assertEquals(0, run("bench", "device", "--device", dir.resolve("dev").toString(), "--size", "16M",
+                "--seconds", "0.05", "--no-fio", "--engine", "both", "--json", json.toString()), err.toString());
+
+        List<?> results = (List<?>) JsonReader.at(JsonReader.parse(Files.readString(json)), "results");
+        List<String> phases = results.stream().map(r -> (String) ((Map<?, ?>) r).get("phase")).distinct().toList();
+        assertEquals(DeviceBench.PHASES, phases);
+        assertEquals(7, results.size(), "the queue-depth phases run once per engine");
+        for (Object r : results) {
+            assertTrue(JsonReader.number(r, "rate") > 0, r.toString());
+            assertTrue(JsonReader.number(r, "n") > 0, r.toString());
+            assertTrue(JsonReader.number(r, "p50_us") > 0, r.toString());
+        }
+        for (String phase : DeviceBench.PHASES) {
+            assertTrue(out.toString().contains(phase), out.toString());
+        }
+    }
+}

@@ -1,0 +1,23 @@
+package dev.ferrite.perf.bench;
+
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class ScratchFileTest {
+    @Test
+    void closeDeletesTheFile(@TempDir Path dir) {
+        Path path;
+        try (ScratchFile f = ScratchFile.create(dir, "t-", ".dev")) {
+            path = f.path();
+            assertTrue(Files.isRegularFile(path));
+            assertTrue(path.getFileName().toString().startsWith("t-"));
+        }
+        assertFalse(Files.exists(path));
+    }
+}
