@@ -31,14 +31,13 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
 final class Cil {
     private static final int SLOT_STRIDE = 8;   // longs per stripe in Context.slots: own 64-byte line
     private static final int HEAD_STRIDE = 16;  // references per stripe in Context.heads
-    private static final long QUANTUM = 64 * 1024;
 
     static final class Context {
         final long seq;
         /** [stripe * SLOT_STRIDE] committers inside; [+1] bytes stolen by the stripe's commits. */
         final AtomicLongArray slots;
         final AtomicReferenceArray<LogItem> heads;
-        /** Sum of the stripes' bytes in {@link #QUANTUM} steps: cheap to read for the push threshold. */
+        /** Sum of the stripes' bytes in {@code quantum} steps: cheap to read for the push threshold. */
         final AtomicLong approxBytes = new AtomicLong();
         final AtomicBoolean overheadTaken = new AtomicBoolean();
 
@@ -76,6 +75,8 @@ final class Cil {
     private final long shareDen;
     private final long checkpointOverhead;
     private final long threshold;
+    /** Step in which stripes report their bytes to the shared total: coarse, but well under the threshold. */
+    private final long quantum;
     private final Runnable overThreshold;
     private volatile Context current;
 
@@ -98,6 +99,7 @@ final class Cil {
         this.shareDen = capacity;
         this.checkpointOverhead = 3L * blockSize + LogRecordFormat.COMMIT_OP_SIZE;
         this.threshold = threshold;
+        this.quantum = Math.max(blockSize, Math.min(64 * 1024, threshold / (4L * stripes)));
         this.overThreshold = overThreshold;
         this.current = new Context(firstSeq, stripes);
     }
@@ -184,8 +186,8 @@ final class Cil {
             }
             ticket.current -= steal;
             long after = ctx.slots.addAndGet(stripe * SLOT_STRIDE + 1, steal);
-            long crossed = after / QUANTUM - (after - steal) / QUANTUM;
-            if (crossed != 0 && ctx.approxBytes.addAndGet(crossed * QUANTUM) >= threshold) {
+            long crossed = after / quantum - (after - steal) / quantum;
+            if (crossed != 0 && ctx.approxBytes.addAndGet(crossed * quantum) >= threshold) {
                 overThreshold.run();
             }
             return ctx.seq;
@@ -239,9 +241,9 @@ final class Cil {
         return old;
     }
 
-    /** Approximate bytes in the current context (for the push threshold). */
-    boolean overThreshold() {
-        return current.approxBytes.get() >= threshold;
+    /** True if the current context holds any committed change (its exact byte count is not needed). */
+    boolean currentHasChanges() {
+        return current.overheadTaken.get();
     }
 
     /** Push thread: gives an item's shadow for {@code parity} back once its op has been formatted. */

@@ -117,7 +117,7 @@ final class GrantHead {
                 }
                 break;
             }
-            LockSupport.parkNanos(this, TimeUnit.MILLISECONDS.toNanos(100));
+            LockSupport.parkNanos(this, TimeUnit.MILLISECONDS.toNanos(10));
             interrupted |= Thread.interrupted();
             if (!w.granted) {
                 pressure.run(); // the tail moved since, or the pusher got stuck: ask again

@@ -93,7 +93,7 @@ public final class Journal implements AutoCloseable {
         long head = r.headLsn();
         long headWord = ((long) Lsn.cycle(head) << 32) | ((long) Lsn.block(head) * bs);
         this.shadows = new ShadowPool(bs);
-        this.space = new LogSpace(logBytes, headWord, this::pushForSpace);
+        this.space = new LogSpace(logBytes, headWord, this::relieveSpace);
         long threshold = options.effectivePushThreshold(logBytes);
         LogWriter[] writerRef = new LogWriter[1];
         this.cil = new Cil(1, bs, threshold, shadows, () -> writerRef[0].backgroundPush());
@@ -235,6 +235,17 @@ public final class Journal implements AutoCloseable {
         anchor.write(tailLsn, tailSeq, epoch, false);
         int bs = device.blockSize();
         space.moveTail(((long) Lsn.cycle(tailLsn) << 32) | ((long) Lsn.block(tailLsn) * bs));
+    }
+
+    /**
+     * A reserver is about to wait: space held by the CIL comes back only once it is checkpointed and its
+     * items written home, so push both.
+     */
+    private void relieveSpace() {
+        if (cil.currentHasChanges()) {
+            writer.requestPush(cil.currentSeq());
+        }
+        pushForSpace();
     }
 
     /** Asks the AIL to free a quarter of the log beyond the tail. */

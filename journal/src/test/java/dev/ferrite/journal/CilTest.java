@@ -12,6 +12,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.IoBatch;
 import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.VolumeShutdownException;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -49,26 +50,29 @@ class CilTest {
 
     @Test
     void exceedingTheReservationIsCaughtAndShutsTheJournalDown() {
-        try (MemoryDevice dev = MemoryDevice.create(1024, BS); Arena arena = Arena.ofShared()) {
+        try (MemoryDevice dev = MemoryDevice.create(1024, BS); Arena arena = Arena.ofShared();
+             TestReplayer rep = new TestReplayer(dev)) {
             LogGeometry g = new LogGeometry(512, 256);
             Journal.format(dev, g);
-            TestReplayer rep = new TestReplayer(dev);
-            Journal j = Journal.open(dev, g, JournalOptions.defaults(), rep);
-            TestItem a = new TestItem(1, BS, arena), b = new TestItem(2, BS, arena);
-            Transaction tx = j.begin(Reservation.items(1));
-            a.lock.lock();
-            b.lock.lock();
-            try {
-                a.add(tx, 0, 1);
-                assertThrows(ReservationExceededException.class, () -> b.add(tx, 0, 1));
-            } finally {
-                tx.cancel();
-                b.lock.unlock();
-                a.lock.unlock();
+            try (Journal j = Journal.open(dev, g, JournalOptions.defaults(), rep)) {
+                TestItem a = new TestItem(1, BS, arena), b = new TestItem(2, BS, arena);
+                Transaction tx = j.begin(Reservation.items(1));
+                a.lock.lock();
+                b.lock.lock();
+                try {
+                    a.add(tx, 0, 1);
+                    ReservationExceededException e = assertThrows(ReservationExceededException.class, () -> b.add(tx, 0, 1));
+                    assertTrue(e.getMessage().contains("room for 1 items"), e.getMessage());
+                    // a's change is in memory but can no longer be logged: cancelling shuts the journal down
+                    IllegalStateException c = assertThrows(IllegalStateException.class, tx::cancel);
+                    assertTrue(c.getMessage().contains("shut down"), c.getMessage());
+                } finally {
+                    b.lock.unlock();
+                    a.lock.unlock();
+                }
+                assertTrue(j.isShutdown());
+                assertThrows(VolumeShutdownException.class, () -> j.begin(Reservation.items(1)));
             }
-            // log() joined a, then refused b; cancelling a dirty transaction shuts the journal down
-        } catch (IllegalStateException expected) {
-            assertTrue(expected.getMessage().contains("cancelled"), expected.getMessage());
         }
     }
 
