@@ -3,34 +3,70 @@ package dev.ferrite.journal;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
+
+import org.jctools.queues.atomic.SpscAtomicArrayQueue;
 
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.IoBatch;
 import dev.ferrite.io.VolumeShutdownException;
 
 /**
- * The CIL push: the one thread ({@code ferrite-cil-push}) that turns contexts into checkpoints on disk.
+ * The CIL push, in two stages on two threads, so that formatting one checkpoint overlaps the I/O of the
+ * one before it:
+ * <ol>
+ *   <li>{@code ferrite-cil-push} swaps in a new CIL context and formats the old one's items into records
+ *       in one of two aligned buffers (one op per item, with its latest contents), sealing each record
+ *       (checksum, sector stamps) at the log position it will occupy;</li>
+ *   <li>{@code ferrite-log-io} writes the formatted checkpoint with one or two device writes (two when
+ *       the circular area wraps), flushes, and only then declares it durable, wakes its forcers, returns
+ *       unused reservation and hands the items to the AIL.</li>
+ * </ol>
+ * Checkpoints reach the device strictly one after another, each flushed before the next is written: a
+ * valid later checkpoint on disk therefore proves every earlier one was complete, which is how recovery
+ * tells a torn tail from corruption.
  *
- * <p>A push swaps in a new CIL context, formats the old one's items into records in one aligned buffer
- * (one op per item, with its latest contents), seals each record (checksum, sector stamps), writes
- * them with one or two device writes (two when the circular area wraps), flushes, and only then
- * declares the checkpoint durable, wakes its forcers, returns unused reservation, and hands the items
- * to the AIL. Checkpoints are written strictly one after another, each flushed before the next is
- * written: a valid later checkpoint on disk therefore proves every earlier one was complete, which is
- * how recovery tells a torn tail from corruption.
- *
- * <p>Group commit: {@link #force} raises a target sequence and waits; all commits that landed in the
- * context while the previous checkpoint was being written go to disk together in the next one.
+ * <p>Group commit: {@link #force} raises a target sequence and waits. A forced push starts only when the
+ * log I/O stage is idle, so every commit that lands while a checkpoint is being written joins the next
+ * one; a push for size (the CIL passed its threshold) starts at once, formatting while the previous
+ * checkpoint is written.
  *
  * <p>Two sequences: commit sequences number CIL contexts (what {@link #force} takes; an empty context is
  * "pushed" without any I/O), checkpoint sequences number the checkpoints actually written, with no
  * gaps, which is what recovery follows from record to record.
  */
 final class LogWriter implements AutoCloseable {
+    /** A formatted context on its way to the device; {@code items == null} for an empty context. */
+    private record Checkpoint(long commitSeq, long checkpointSeq, Buffer buffer, long bytes, int blocks,
+                              int startBlock, long startLsn, long endLsn, LogItem[] items, long stolen,
+                              int records, long formatStart) {
+    }
+
+    /** A growable, aligned format buffer; two circulate between the stages. */
+    private static final class Buffer {
+        Arena arena = Arena.ofShared();
+        MemorySegment segment;
+
+        Buffer(long bytes) {
+            segment = arena.allocate(bytes, BlockDevice.BUFFER_ALIGNMENT);
+        }
+
+        void ensure(long bytes) {
+            if (segment.byteSize() < bytes) {
+                arena.close();
+                arena = Arena.ofShared();
+                segment = arena.allocate(Math.max(bytes, segment.byteSize() * 2), BlockDevice.BUFFER_ALIGNMENT);
+            }
+        }
+    }
+
+    private record Forcer(Thread thread, long seq) {
+    }
+
     private final BlockDevice device;
     private final LogGeometry geometry;
     private final int blockSize;
@@ -39,24 +75,28 @@ final class LogWriter implements AutoCloseable {
     private final Cil cil;
     private final LogSpace space;
     private final Ail ail;
-    private final Thread thread;
+    private final java.util.function.Consumer<Throwable> onFailure;
+    private final Thread formatter;
+    private final Thread io;
     private final AtomicLong pushTarget = new AtomicLong();
-    private final Object durableLock = new Object();
-    private final IoBatch io = new IoBatch(2);
+    /** Threads waiting in {@link #force}; each is unparked alone when its sequence is durable (no monitor convoy). */
+    private final ConcurrentLinkedQueue<Forcer> forcers = new ConcurrentLinkedQueue<>();
+    private final SpscAtomicArrayQueue<Checkpoint> formatted = new SpscAtomicArrayQueue<>(2);
+    private final SpscAtomicArrayQueue<Buffer> freeBuffers = new SpscAtomicArrayQueue<>(2);
     private volatile long durableSeq;
     private volatile long lastCheckpointSeq;
     private volatile boolean background;
+    private volatile boolean ioBusy;
     private volatile boolean running = true;
     private volatile Throwable failure;
-    private final java.util.function.Consumer<Throwable> onFailure;
 
-    // Writer thread only.
+    // Formatter thread only (and close, once the formatter has stopped).
     private long nextCheckpointSeq;
     private int headCycle;
     private int headBlock;
-    private Arena bufferArena = Arena.ofShared();
-    private MemorySegment buffer;
-    private LogItem[] itemArray = new LogItem[64];
+
+    // Log I/O thread only.
+    private final IoBatch ioBatch = new IoBatch(2);
 
     final LongAdder checkpoints = new LongAdder();
     final LongAdder checkpointBytes = new LongAdder();
@@ -81,10 +121,18 @@ final class LogWriter implements AutoCloseable {
         this.lastCheckpointSeq = firstCheckpointSeq - 1;
         this.durableSeq = cil.currentSeq() - 1;
         this.pushTarget.set(durableSeq);
-        this.buffer = bufferArena.allocate(64L * blockSize, BlockDevice.BUFFER_ALIGNMENT);
-        this.thread = new Thread(this::run, "ferrite-cil-push");
-        this.thread.setDaemon(true);
-        this.thread.start();
+        freeBuffers.offer(new Buffer(64L * blockSize));
+        freeBuffers.offer(new Buffer(64L * blockSize));
+        this.io = daemon(this::ioLoop, "ferrite-log-io");
+        this.formatter = daemon(this::formatLoop, "ferrite-cil-push");
+        io.start();
+        formatter.start();
+    }
+
+    private static Thread daemon(Runnable r, String name) {
+        Thread t = new Thread(r, name);
+        t.setDaemon(true);
+        return t;
     }
 
     long durableSeq() {
@@ -101,11 +149,16 @@ final class LogWriter implements AutoCloseable {
         return nextCheckpointSeq;
     }
 
+    /** Head of the log: where the next record goes. Stable only while the writer is idle. */
+    long headLsn() {
+        return Lsn.of(headCycle, headBlock);
+    }
+
     /** Committer: the current context passed the push threshold. */
     void backgroundPush() {
         if (!background) {
             background = true;
-            LockSupport.unpark(thread);
+            LockSupport.unpark(formatter);
         }
     }
 
@@ -113,7 +166,7 @@ final class LogWriter implements AutoCloseable {
     void requestPush(long seq) {
         for (long cur = pushTarget.get(); seq > cur; cur = pushTarget.get()) {
             if (pushTarget.compareAndSet(cur, seq)) {
-                LockSupport.unpark(thread);
+                LockSupport.unpark(formatter);
                 return;
             }
         }
@@ -126,20 +179,14 @@ final class LogWriter implements AutoCloseable {
         }
         forces.increment();
         checkAlive();
+        Forcer me = new Forcer(Thread.currentThread(), seq);
+        forcers.add(me);
         requestPush(seq);
-        boolean interrupted = false;
-        synchronized (durableLock) {
-            while (durableSeq < seq && failure == null) {
-                try {
-                    durableLock.wait();
-                } catch (InterruptedException e) {
-                    interrupted = true; // a force cannot be abandoned half-way: the caller needs its answer
-                }
-            }
+        // Interrupts are not honoured: a force abandoned half-way would leave the caller without an answer.
+        while (durableSeq < seq && failure == null) {
+            LockSupport.park(this);
         }
-        if (interrupted) {
-            Thread.currentThread().interrupt();
-        }
+        forcers.remove(me);
         if (durableSeq < seq) {
             checkAlive();
         }
@@ -152,50 +199,65 @@ final class LogWriter implements AutoCloseable {
         }
     }
 
-    /** Head of the log: where the next record goes. Stable only while the writer is idle. */
-    long headLsn() {
-        return Lsn.of(headCycle, headBlock);
-    }
+    // ------------------------------------------------------------------ stage 1: format
 
-    private void run() {
+    private void formatLoop() {
         try {
             while (true) {
-                while (running && !background && pushTarget.get() < cil.currentSeq()) {
+                // A forced push waits for the log I/O stage to go idle (group commit); a size push does not.
+                while (running && !background && !(pushTarget.get() >= cil.currentSeq() && !ioBusy)) {
                     LockSupport.park(this);
                 }
                 if (!running && pushTarget.get() < cil.currentSeq()) {
                     return;
                 }
                 background = false;
+                Buffer buffer = takeBuffer();
                 Cil.Context ctx = cil.switchContext();
-                push(ctx);
+                ioBusy = true; // before the hand-off, so no forced push slips in ahead of it
+                hand(format(ctx, buffer));
             }
         } catch (Throwable t) {
             fail(t);
         }
     }
 
-    private void push(Cil.Context ctx) {
+    private Buffer takeBuffer() {
+        for (Buffer b; ; ) {
+            if ((b = freeBuffers.poll()) != null) {
+                return b;
+            }
+            checkAlive();
+            LockSupport.park(this);
+        }
+    }
+
+    private void hand(Checkpoint c) {
+        while (!formatted.offer(c)) {
+            checkAlive();
+            LockSupport.park(this);
+        }
+        LockSupport.unpark(io);
+    }
+
+    private Checkpoint format(Cil.Context ctx, Buffer buffer) {
         List<LogItem> items = ctx.items();
         if (items.isEmpty()) {
-            markDurable(ctx.seq);
-            return;
+            return new Checkpoint(ctx.seq, 0, buffer, 0, 0, 0, 0, 0, null, 0, 0, 0);
         }
         long start = System.nanoTime();
         long stolen = ctx.bytes();
         int parity = (int) (ctx.seq & 1);
         int chunkShift = cil.chunkShift();
-        ensureCapacity(stolen + 8L * blockSize); // slack: an accounting bug is reported below, not as an overflow
+        buffer.ensure(stolen + 8L * blockSize); // slack: an accounting bug is reported below, not as an overflow
+        MemorySegment out = buffer.segment;
         long payloadCapacity = (long) LogRecordFormat.maxPayloadBlocks(blockSize) * blockSize;
         long tailWord = space.tail();
         long tailLsn = Lsn.of((int) (tailWord >>> 32), (int) ((tailWord & 0xFFFF_FFFFL) / blockSize));
-
         long checkpointSeq = nextCheckpointSeq;
-        RecordCursor rec = new RecordCursor(headCycle, headBlock, tailLsn, checkpointSeq);
         long startLsn = Lsn.of(headCycle, headBlock);
-        if (itemArray.length < items.size()) {
-            itemArray = new LogItem[Integer.highestOneBit(items.size()) * 2];
-        }
+        RecordCursor rec = new RecordCursor(out, headCycle, headBlock, tailLsn, checkpointSeq);
+        LogItem[] array = new LogItem[items.size()];
         int count = 0;
         for (LogItem it : items) {
             long map = it.shadowMap[parity];
@@ -203,54 +265,37 @@ final class LogWriter implements AutoCloseable {
             if (rec.payloadUsed + size > payloadCapacity) {
                 rec.close(false);
             }
-            DirtyMap.writeOp(buffer, rec.recordStart + blockSize + rec.payloadUsed, it.type(), it.home(), map,
+            DirtyMap.writeOp(out, rec.recordStart + blockSize + rec.payloadUsed, it.type(), it.home(), map,
                     chunkShift, it.shadow[parity]);
             rec.payloadUsed += size;
             rec.ops++;
             cil.releaseShadow(it, parity);
-            itemArray[count++] = it;
+            array[count++] = it;
         }
         if (rec.payloadUsed + LogRecordFormat.COMMIT_OP_SIZE > payloadCapacity) {
             rec.close(false);
         }
-        LogRecordFormat.writeCommitOp(buffer, rec.recordStart + blockSize + rec.payloadUsed, count, rec.index + 1L);
+        LogRecordFormat.writeCommitOp(out, rec.recordStart + blockSize + rec.payloadUsed, count, rec.index + 1L);
         rec.payloadUsed += LogRecordFormat.COMMIT_OP_SIZE;
         rec.ops++;
         rec.close(true);
 
-        long actual = rec.recordStart;
-        if (actual > stolen) {
-            throw new IllegalStateException("checkpoint " + checkpointSeq + " needs " + actual
+        long bytes = rec.recordStart;
+        if (bytes > stolen) {
+            throw new IllegalStateException("checkpoint " + checkpointSeq + " needs " + bytes
                     + " bytes of log but its transactions reserved only " + stolen + ": log space accounting is broken");
         }
-        int blocks = (int) (actual / blockSize);
-        int first = Math.min(blocks, geometry.areaBlocks() - headBlock);
-        io.clear();
-        io.write(geometry.areaStart() + headBlock, buffer.asSlice(0, (long) first * blockSize));
-        if (blocks > first) {
-            io.write(geometry.areaStart(), buffer.asSlice((long) first * blockSize, (long) (blocks - first) * blockSize));
-        }
-        device.submit(io);
-        io.clear();
-        device.flush();
-        logFlushes.increment();
-
+        int startBlock = headBlock;
         headCycle = rec.cycle;
         headBlock = rec.block;
         nextCheckpointSeq = checkpointSeq + 1;
-        lastCheckpointSeq = checkpointSeq;
-        checkpoints.increment();
-        checkpointBytes.add(actual);
-        checkpointItems.add(count);
-        markDurable(ctx.seq);
-        space.release(stolen - actual);
-        ail.publish(itemArray, count, startLsn, checkpointSeq, Lsn.of(headCycle, headBlock));
-        java.util.Arrays.fill(itemArray, 0, count, null);
-        CheckpointEvent.emit(checkpointSeq, startLsn, count, rec.index, actual, System.nanoTime() - start);
+        return new Checkpoint(ctx.seq, checkpointSeq, buffer, bytes, (int) (bytes / blockSize), startBlock, startLsn,
+                Lsn.of(headCycle, headBlock), array, stolen, rec.index, start);
     }
 
     /** Formats records one after another into the buffer, tracking each record's position in the log. */
     private final class RecordCursor {
+        final MemorySegment out;
         final long tailLsn;
         final long seq;
         int cycle;
@@ -260,7 +305,8 @@ final class LogWriter implements AutoCloseable {
         int ops;
         int index;
 
-        RecordCursor(int cycle, int block, long tailLsn, long seq) {
+        RecordCursor(MemorySegment out, int cycle, int block, long tailLsn, long seq) {
+            this.out = out;
             this.cycle = cycle;
             this.block = block;
             this.tailLsn = tailLsn;
@@ -273,10 +319,10 @@ final class LogWriter implements AutoCloseable {
             long padStart = payloadStart + payloadUsed;
             long end = payloadStart + (long) payloadBlocks * blockSize;
             if (padStart < end) {
-                buffer.asSlice(padStart, end - padStart).fill((byte) 0);
+                out.asSlice(padStart, end - padStart).fill((byte) 0);
             }
             short flags = (short) ((index == 0 ? LogRecordFormat.FLAG_START : 0) | (commit ? LogRecordFormat.FLAG_COMMIT : 0));
-            MemorySegment record = buffer.asSlice(recordStart, end - recordStart);
+            MemorySegment record = out.asSlice(recordStart, end - recordStart);
             LogRecordFormat.writeHeader(record.asSlice(0, blockSize), cycle, flags, Lsn.of(cycle, block), tailLsn, logId,
                     seq, epoch, index, payloadBlocks, (int) payloadUsed, ops);
             LogRecordFormat.seal(record, blockSize, cycle);
@@ -292,28 +338,72 @@ final class LogWriter implements AutoCloseable {
         }
     }
 
-    private void ensureCapacity(long bytes) {
-        long need = (bytes + blockSize - 1) / blockSize * blockSize;
-        if (buffer.byteSize() >= need) {
-            return;
+    // ------------------------------------------------------------------ stage 2: write and flush
+
+    private void ioLoop() {
+        try {
+            while (true) {
+                Checkpoint c = formatted.poll();
+                if (c == null) {
+                    ioBusy = false;
+                    LockSupport.unpark(formatter); // a forced push may have waited for us to go idle
+                    if (!running && !formatter.isAlive() && formatted.isEmpty()) {
+                        return;
+                    }
+                    LockSupport.park(this); // the formatter unparks us with each hand-off, close() at the end
+                    continue;
+                }
+                ioBusy = true;
+                LockSupport.unpark(formatter); // a queue slot is free
+                if (c.items() != null) {
+                    write(c);
+                }
+                markDurable(c.commitSeq());
+                freeBuffers.offer(c.buffer());
+                LockSupport.unpark(formatter);
+            }
+        } catch (Throwable t) {
+            fail(t);
         }
-        bufferArena.close();
-        bufferArena = Arena.ofShared();
-        buffer = bufferArena.allocate(Math.max(need, buffer.byteSize() * 2), BlockDevice.BUFFER_ALIGNMENT);
+    }
+
+    private void write(Checkpoint c) {
+        MemorySegment out = c.buffer().segment;
+        int first = Math.min(c.blocks(), geometry.areaBlocks() - c.startBlock());
+        ioBatch.clear();
+        ioBatch.write(geometry.areaStart() + c.startBlock(), out.asSlice(0, (long) first * blockSize));
+        if (c.blocks() > first) {
+            ioBatch.write(geometry.areaStart(), out.asSlice((long) first * blockSize, (long) (c.blocks() - first) * blockSize));
+        }
+        device.submit(ioBatch);
+        ioBatch.clear();
+        device.flush();
+        logFlushes.increment();
+        lastCheckpointSeq = c.checkpointSeq();
+        checkpoints.increment();
+        checkpointBytes.add(c.bytes());
+        checkpointItems.add(c.items().length);
+        space.release(c.stolen() - c.bytes());
+        ail.publish(c.items(), c.items().length, c.startLsn(), c.checkpointSeq(), c.endLsn());
+        CheckpointEvent.emit(c.checkpointSeq(), c.startLsn(), c.items().length, c.records(), c.bytes(),
+                System.nanoTime() - c.formatStart());
     }
 
     private void markDurable(long seq) {
-        synchronized (durableLock) {
-            durableSeq = seq;
-            durableLock.notifyAll();
+        durableSeq = seq;
+        for (Forcer f : forcers) {
+            if (f.seq() <= seq) {
+                LockSupport.unpark(f.thread());
+            }
         }
     }
 
     private void fail(Throwable t) {
         failure = t;
-        synchronized (durableLock) {
-            durableLock.notifyAll();
+        for (Forcer f : forcers) {
+            LockSupport.unpark(f.thread());
         }
+        LockSupport.unpark(formatter);
         onFailure.accept(t);
     }
 
@@ -321,16 +411,20 @@ final class LogWriter implements AutoCloseable {
         return failure;
     }
 
-    /** Stops the thread once everything asked for is pushed. Forces nothing new. */
+    /** Stops both threads once everything asked for is written. Forces nothing new. */
     @Override
     public void close() {
         running = false;
-        LockSupport.unpark(thread);
+        LockSupport.unpark(formatter);
         try {
-            thread.join(TimeUnit.SECONDS.toMillis(30));
+            formatter.join(TimeUnit.SECONDS.toMillis(30));
+            LockSupport.unpark(io);
+            io.join(TimeUnit.SECONDS.toMillis(30));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        bufferArena.close();
+        for (Buffer b; (b = freeBuffers.poll()) != null; ) {
+            b.arena.close();
+        }
     }
 }

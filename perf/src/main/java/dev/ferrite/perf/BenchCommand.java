@@ -16,10 +16,13 @@ import picocli.CommandLine.Spec;
                 "Without a subcommand: the default suite, for now 'device' on a 1 GiB",
                 "temporary file.",
                 ""},
-        subcommands = DeviceCommand.class)
+        subcommands = {DeviceCommand.class, JournalCommand.class})
 final class BenchCommand implements Callable<Integer> {
     @Mixin
     BenchOptions options;
+
+    @Mixin
+    FioOption fioOption;
 
     @Mixin
     HelpOption help;
@@ -32,6 +35,6 @@ final class BenchCommand implements Callable<Integer> {
         // Parsing no arguments gives the device command its defaults, declared once on its options.
         CommandLine device = spec.subcommands().get("device");
         device.parseArgs();
-        return device.<DeviceCommand>getCommand().run(spec, options);
+        return device.<DeviceCommand>getCommand().run(spec, options, fioOption.noFio);
     }
 }

@@ -16,9 +16,6 @@ final class BenchOptions {
     @Option(names = "--json", paramLabel = "FILE", description = "also write the machine and the results as JSON to FILE")
     Path json;
 
-    @Option(names = "--no-fio", description = "skip fio's equivalent jobs even if fio is on the PATH")
-    boolean noFio;
-
     void validate(CommandSpec spec) {
         if (!(seconds > 0 && seconds <= 86_400)) {
             throw new ParameterException(spec.commandLine(), "--seconds must be above 0 and at most 86400, not " + seconds);

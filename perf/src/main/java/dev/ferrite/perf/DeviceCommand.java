@@ -80,6 +80,9 @@ final class DeviceCommand implements Callable<Integer> {
     BenchOptions options;
 
     @Mixin
+    FioOption fioOption;
+
+    @Mixin
     HelpOption help;
 
     @Spec
@@ -87,37 +90,38 @@ final class DeviceCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws IOException {
-        return run(spec, options);
+        return run(spec, options, fioOption.noFio);
     }
 
     /** Runs with this command's device options and the given common ones; {@code spec} is the command invoked. */
-    int run(CommandSpec invoked, BenchOptions common) throws IOException {
+    int run(CommandSpec invoked, BenchOptions common, boolean noFio) throws IOException {
         common.validate(invoked);
         if (size < DeviceBench.SEQ_BYTES || size % DeviceBench.SEQ_BYTES != 0) {
             throw new ParameterException(invoked.commandLine(), "--size " + ByteSize.format(size)
                     + " is not a whole number of MiB (the sequential phase writes 1 MiB at a time)");
         }
-        Fio fio = common.noFio ? null : Fio.find().orElse(null);
+        Fio fio = noFio ? null : Fio.find().orElse(null);
         if (device != null) {
             if (Storage.of(device).isBlockDevice() && !force) {
                 throw new ParameterException(invoked.commandLine(), "--device " + device
                         + " is a block device; add --force to destroy its contents");
             }
-            return bench(invoked, common, device, false, fio);
+            return bench(invoked, common, device, false, fio, noFio);
         }
         Path tmp = Path.of(System.getProperty("java.io.tmpdir"));
         try (ScratchFile scratch = ScratchFile.create(tmp, "ferrite-bench-", ".dev")) {
-            return bench(invoked, common, scratch.path(), true, fio);
+            return bench(invoked, common, scratch.path(), true, fio, noFio);
         }
     }
 
-    private int bench(CommandSpec invoked, BenchOptions common, Path path, boolean temporary, Fio fio) throws IOException {
+    private int bench(CommandSpec invoked, BenchOptions common, Path path, boolean temporary, Fio fio, boolean noFio)
+            throws IOException {
         PrintWriter out = invoked.commandLine().getOut();
         Storage storage = Storage.of(path);
         out.printf(Locale.ROOT, "device: %s (%s%s), %s, %s s per phase%n", storage.path(), storage.describe(),
                 temporary ? ", temporary" : "", ByteSize.format(size), common.seconds);
         out.println(fio != null ? "fio:    " + fio.version() + ", same file, after each phase"
-                : common.noFio ? "fio:    skipped (--no-fio)" : "fio:    not on the PATH, ferrite only");
+                : noFio ? "fio:    skipped (--no-fio)" : "fio:    not on the PATH, ferrite only");
         out.flush();
         Machine machine = Machine.collect(storage);
         List<Result> results = new DeviceBench(path, size, common.seconds, engine.kinds, fio)

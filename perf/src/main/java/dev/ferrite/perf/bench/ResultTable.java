@@ -6,9 +6,10 @@ import java.util.Locale;
 import java.util.Objects;
 
 /**
- * Renders results side by side with a baseline target (fio, a kernel filesystem, ...): one row per phase
- * and non-baseline target, with the baseline's rate, the ratio of the two rates and both latency
- * summaries. Without baseline results the comparison columns are left out.
+ * Renders results side by side with a baseline target (fio, a kernel filesystem, ...): one row per phase,
+ * thread count and non-baseline target, with the baseline's rate at the same phase and thread count, the
+ * ratio of the two rates and both latency summaries. Without baseline results the comparison columns
+ * are left out.
  * <pre>
  * phase          target            rate            fio rate      vs fio  p50 / p99 / max µs     fio p50 / p99 / max µs
  * randwrite-qd32 ferrite/io_uring  118,003 IOPS    125,412 IOPS    0.94  250 / 598 / 4,120      244 / 570 / 3,900
@@ -30,13 +31,14 @@ public final class ResultTable {
                 continue;
             }
             if (!compare) {
-                rows.add(new String[] {r.phase(), r.target(), rate(r), latencies(r)});
+                rows.add(new String[] {label(r), r.target(), rate(r), latencies(r)});
                 continue;
             }
             Result b = results.stream()
-                    .filter(x -> x.target().equals(baseline) && x.workload().equals(r.workload()) && x.phase().equals(r.phase()))
+                    .filter(x -> x.target().equals(baseline) && x.workload().equals(r.workload())
+                            && x.phase().equals(r.phase()) && x.threads() == r.threads())
                     .findFirst().orElse(null);
-            rows.add(new String[] {r.phase(), r.target(), rate(r),
+            rows.add(new String[] {label(r), r.target(), rate(r),
                     b == null ? "-" : rate(b),
                     b == null || !Objects.equals(b.unit(), r.unit()) ? "-" : String.format(Locale.ROOT, "%.2f", r.rate() / b.rate()),
                     latencies(r),
@@ -71,6 +73,11 @@ public final class ResultTable {
             sb.append(line.toString().stripTrailing()).append('\n');
         }
         return sb.toString();
+    }
+
+    /** The phase, with the thread count when more than one thread ran it. */
+    private static String label(Result r) {
+        return r.threads() == 1 ? r.phase() : r.phase() + " x" + r.threads();
     }
 
     private static String rate(Result r) {

@@ -1,0 +1,283 @@
+package dev.ferrite.perf.bench;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.atomic.LongAdder;
+
+import org.HdrHistogram.Histogram;
+
+import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.DeviceOptions;
+import dev.ferrite.io.DirectDevice;
+import dev.ferrite.journal.Journal;
+import dev.ferrite.journal.JournalOptions;
+import dev.ferrite.journal.JournalStats;
+import dev.ferrite.journal.LogGeometry;
+import dev.ferrite.journal.Replayer;
+import dev.ferrite.journal.ReplayItem;
+import dev.ferrite.journal.Reservation;
+import dev.ferrite.journal.Transaction;
+
+/**
+ * The journal on a real device (O_DIRECT), each phase beside what the device does without it in the same
+ * run:
+ * <ul>
+ *   <li>{@code forced-commit} at each thread count: every thread commits a one-item transaction and
+ *       forces it, over and over; the rate is durable commits per second, the latency begin-to-durable.
+ *       Baseline ({@code device}): the same threads each writing a 4 KiB block and calling fdatasync, the
+ *       naive write-ahead log with one flush per commit;</li>
+ *   <li>{@code log-write}: one thread commits large transactions (32 whole blocks each) without forcing;
+ *       background checkpoints carry them to the log; the rate is log bytes written per second.
+ *       Baseline: 1 MiB sequential O_DIRECT writes over the same region.</li>
+ * </ul>
+ * The device holds a home region for the items ({@value #HOME_BLOCKS} blocks) followed by the log.
+ */
+public final class JournalBench {
+    public static final String WORKLOAD = "journal";
+    public static final String FORCED_COMMIT = "forced-commit";
+    public static final String LOG_WRITE = "log-write";
+    public static final String BASELINE = "device";
+    static final int HOME_BLOCKS = 16_384;
+    static final int BIG_TX_ITEMS = 32;
+    /**
+     * Items the large transactions cycle through: more than a default push threshold (32 MiB) of them, so
+     * each checkpoint carries new items rather than relogs of a few (which delayed logging would fold
+     * into almost nothing).
+     */
+    static final int BIG_TX_POOL = 12_288;
+    private static final int BS = DeviceOptions.DEFAULT_BLOCK_SIZE;
+    private static final String FERRITE = "ferrite";
+    private static final int SEQ_BYTES = 1 << 20;
+
+    private final Path path;
+    private final long size;
+    private final int logBlocks;
+    private final double seconds;
+    private final List<Integer> threads;
+
+    /**
+     * @param path    file or block device; its contents are lost
+     * @param size    bytes of it to use: the home region plus the log
+     * @param seconds length of each phase
+     * @param threads committing thread counts for the forced-commit phases
+     */
+    public JournalBench(Path path, long size, double seconds, List<Integer> threads) {
+        long logBytes = size - (long) HOME_BLOCKS * BS;
+        if (logBytes < 64L << 20) {
+            throw new IllegalArgumentException("a device of " + size + " bytes leaves less than 64 MiB for the log"
+                    + " after the " + HOME_BLOCKS * (long) BS / (1 << 20) + " MiB home region");
+        }
+        this.path = path;
+        this.size = size;
+        this.logBlocks = (int) Math.min(logBytes / BS, Integer.MAX_VALUE);
+        this.seconds = seconds;
+        this.threads = List.copyOf(threads);
+    }
+
+    public List<Result> run(Progress progress) {
+        List<Result> results = new ArrayList<>();
+        LogGeometry geometry = new LogGeometry(HOME_BLOCKS, logBlocks);
+        try (DirectDevice device = DirectDevice.open(path, DeviceOptions.defaults().withSize(size));
+             Arena arena = Arena.ofShared()) {
+            results.add(sequentialWrite(device, geometry, arena, progress));
+            for (int t : threads) {
+                results.add(fdatasyncPerCommit(device, t, arena, progress));
+            }
+            Journal.format(device, geometry);
+            try (Journal journal = Journal.open(device, geometry, JournalOptions.defaults(), FRESH_LOG)) {
+                for (int t : threads) {
+                    results.add(forcedCommits(journal, t, arena, progress));
+                }
+                results.add(logWrite(journal, arena, progress));
+            }
+        }
+        return results;
+    }
+
+    /** A freshly formatted log has nothing to replay; being asked to is a bug. */
+    private static final Replayer FRESH_LOG = new Replayer() {
+        @Override
+        public boolean replay(ReplayItem item) {
+            throw new IllegalStateException("benchmark log was just formatted, yet recovery found " + item);
+        }
+
+        @Override
+        public void finish() {
+        }
+    };
+
+    private Result sequentialWrite(BlockDevice device, LogGeometry g, Arena arena, Progress progress) {
+        MemorySegment buf = filled(arena.allocate(SEQ_BYTES, BlockDevice.BUFFER_ALIGNMENT));
+        int step = SEQ_BYTES / BS;
+        long first = g.start(), end = g.start() + g.blocks() - step;
+        device.flush();
+        Histogram h = Result.newHistogram();
+        PhaseTimer timer = new PhaseTimer(LOG_WRITE, BASELINE, nanos(), progress);
+        long now = timer.start(), block = first;
+        do {
+            device.write(block, buf);
+            block = block + step > end ? first : block + step;
+            long t = System.nanoTime();
+            h.recordValue(t - now);
+            now = t;
+        } while (timer.running(h.getTotalCount(), now));
+        device.flush();
+        long elapsed = timer.finish(System.nanoTime());
+        return Result.of(WORKLOAD, LOG_WRITE, BASELINE, 1, h.getTotalCount() * (double) SEQ_BYTES / elapsed * 1e3, "MB/s", h);
+    }
+
+    private Result fdatasyncPerCommit(BlockDevice device, int n, Arena arena, Progress progress) {
+        MemorySegment buf = filled(arena.allocate(BS, BlockDevice.BUFFER_ALIGNMENT));
+        return parallel(FORCED_COMMIT, BASELINE, n, progress, (id, h, stop, ops) -> {
+            long now = System.nanoTime();
+            while (!stop.get()) {
+                device.write(1 + id, buf);
+                device.flush();
+                long t = System.nanoTime();
+                h.recordValue(t - now);
+                ops.increment();
+                now = t;
+            }
+        });
+    }
+
+    private Result forcedCommits(Journal journal, int n, Arena arena, Progress progress) {
+        BenchItem[] items = new BenchItem[n];
+        for (int i = 0; i < n; i++) {
+            items[i] = new BenchItem(1 + i, BS, arena);
+        }
+        return parallel(FORCED_COMMIT, FERRITE, n, progress, (id, h, stop, ops) -> {
+            BenchItem item = items[id];
+            long value = 0;
+            long now = System.nanoTime();
+            while (!stop.get()) {
+                Transaction tx = journal.begin(Reservation.items(1));
+                long seq;
+                item.lock.lock();
+                try {
+                    item.image.set(ValueLayout.JAVA_LONG, BenchItem.HEADER, ++value);
+                    tx.log(item, BenchItem.HEADER, Long.BYTES);
+                    seq = tx.commit();
+                } finally {
+                    item.lock.unlock();
+                }
+                journal.force(seq);
+                long t = System.nanoTime();
+                h.recordValue(t - now);
+                ops.increment();
+                now = t;
+            }
+        });
+    }
+
+    private Result logWrite(Journal journal, Arena arena, Progress progress) {
+        BenchItem[] pool = new BenchItem[BIG_TX_POOL];
+        for (int i = 0; i < pool.length; i++) {
+            pool[i] = new BenchItem(1 + threads.stream().mapToInt(Integer::intValue).max().orElse(1) + i, BS, arena);
+        }
+        journal.checkpoint();
+        JournalStats before = journal.stats();
+        Histogram h = Result.newHistogram();
+        PhaseTimer timer = new PhaseTimer(LOG_WRITE, FERRITE, nanos(), progress);
+        long now = timer.start();
+        int next = 0;
+        long value = 0;
+        long start = now;
+        do {
+            Transaction tx = journal.begin(Reservation.items(BIG_TX_ITEMS));
+            BenchItem[] batch = new BenchItem[BIG_TX_ITEMS];
+            for (int i = 0; i < BIG_TX_ITEMS; i++) {
+                batch[i] = pool[next];
+                next = next + 1 == pool.length ? 0 : next + 1;
+                batch[i].lock.lock();
+            }
+            try {
+                value++;
+                for (BenchItem it : batch) {
+                    it.image.fill((byte) value);
+                    tx.log(it, BenchItem.HEADER, BS - BenchItem.HEADER);
+                }
+                tx.commit();
+            } finally {
+                for (BenchItem it : batch) {
+                    it.lock.unlock();
+                }
+            }
+            long t = System.nanoTime();
+            h.recordValue(t - now);
+            now = t;
+        } while (timer.running(h.getTotalCount(), now));
+        journal.forceAll();
+        long elapsed = System.nanoTime() - start;
+        timer.finish(System.nanoTime());
+        long bytes = journal.stats().checkpointBytes() - before.checkpointBytes();
+        return Result.of(WORKLOAD, LOG_WRITE, FERRITE, 1, bytes / (double) elapsed * 1e3, "MB/s", h);
+    }
+
+    interface Worker {
+        void run(int id, Histogram h, java.util.concurrent.atomic.AtomicBoolean stop, LongAdder ops) throws Exception;
+    }
+
+    /** Runs {@code n} copies of {@code worker} for one phase; latencies merged, rate = operations / wall time. */
+    private Result parallel(String phase, String target, int n, Progress progress, Worker worker) {
+        java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        LongAdder ops = new LongAdder();
+        Histogram[] hs = new Histogram[n];
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        List<Thread> ts = new ArrayList<>();
+        PhaseTimer timer = new PhaseTimer(phase + " x" + n, target, nanos(), progress);
+        for (int i = 0; i < n; i++) {
+            int id = i;
+            hs[i] = Result.newHistogram();
+            Thread t = new Thread(() -> {
+                try {
+                    worker.run(id, hs[id], stop, ops);
+                } catch (Throwable e) {
+                    failure.compareAndSet(null, e);
+                    stop.set(true);
+                }
+            }, "bench-" + phase + "-" + i);
+            ts.add(t);
+            t.start();
+        }
+        long start = timer.start();
+        try {
+            while (timer.running(ops.sum(), System.nanoTime()) && !stop.get()) {
+                Thread.sleep(20);
+            }
+            stop.set(true);
+            for (Thread t : ts) {
+                t.join();
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted", e);
+        }
+        long elapsed = timer.finish(System.nanoTime());
+        if (failure.get() != null) {
+            throw new IllegalStateException(phase + " with " + n + " threads failed: " + failure.get(), failure.get());
+        }
+        Histogram all = Result.newHistogram();
+        for (Histogram h : hs) {
+            all.add(h);
+        }
+        return Result.of(WORKLOAD, phase, target, n, all.getTotalCount() * 1e9 / elapsed, "commits/s", all);
+    }
+
+    private long nanos() {
+        return TimeUnit.MILLISECONDS.toNanos(Math.round(seconds * 1e3));
+    }
+
+    private static MemorySegment filled(MemorySegment s) {
+        for (long off = 0; off < s.byteSize(); off += 8) {
+            s.set(ValueLayout.JAVA_LONG_UNALIGNED, off, off * 0x9E3779B97F4A7C15L);
+        }
+        return s;
+    }
+}

@@ -1,0 +1,129 @@
+package dev.ferrite.perf.jmh;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.concurrent.locks.ReentrantLock;
+
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Threads;
+
+import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.journal.Journal;
+import dev.ferrite.journal.JournalOptions;
+import dev.ferrite.journal.LogGeometry;
+import dev.ferrite.journal.LogItem;
+import dev.ferrite.journal.Replayer;
+import dev.ferrite.journal.ReplayItem;
+import dev.ferrite.journal.Reservation;
+import dev.ferrite.journal.Transaction;
+
+/**
+ * A whole small transaction through the public API on a RAM device: begin (reservation), lock, change 8
+ * bytes, log, commit, unlock. Checkpoints run in the background as the CIL fills; nothing is forced.
+ */
+@State(Scope.Benchmark)
+public class JournalCommitBench extends JmhDefaults {
+    private MemoryDevice device;
+    private Journal journal;
+
+    static final class Item extends LogItem {
+        final ReentrantLock lock = new ReentrantLock();
+        final MemorySegment image;
+
+        Item(long home, Arena arena) {
+            super(home, 1);
+            image = arena.allocate(4096, BlockDevice.BUFFER_ALIGNMENT);
+        }
+
+        @Override
+        protected MemorySegment image() {
+            return image;
+        }
+
+        @Override
+        protected boolean tryLock() {
+            return lock.tryLock();
+        }
+
+        @Override
+        protected void unlock() {
+            lock.unlock();
+        }
+
+        @Override
+        protected void stamp(MemorySegment copy, long lsn) {
+            copy.set(ValueLayout.JAVA_LONG, 0, lsn);
+        }
+    }
+
+    @State(Scope.Thread)
+    public static class PerThread {
+        Arena arena;
+        Item item;
+
+        @Setup(Level.Trial)
+        public void setup() {
+            arena = Arena.ofShared();
+            item = new Item(1 + (Thread.currentThread().threadId() & 1023), arena);
+        }
+
+        @TearDown(Level.Trial)
+        public void tearDown() {
+            arena.close();
+        }
+    }
+
+    @Setup(Level.Trial)
+    public void setup() {
+        device = MemoryDevice.create(1 << 16, 4096);
+        LogGeometry g = new LogGeometry(4096, 1 << 15);
+        Journal.format(device, g);
+        journal = Journal.open(device, g, JournalOptions.defaults(), new Replayer() {
+            @Override
+            public boolean replay(ReplayItem item) {
+                throw new IllegalStateException("fresh log");
+            }
+
+            @Override
+            public void finish() {
+            }
+        });
+    }
+
+    @TearDown(Level.Trial)
+    public void tearDown() {
+        journal.close();
+        device.close();
+    }
+
+    @Benchmark
+    @Threads(1)
+    public long commit1Thread(PerThread t) {
+        return commit(t.item);
+    }
+
+    @Benchmark
+    @Threads(2)
+    public long commit2Threads(PerThread t) {
+        return commit(t.item);
+    }
+
+    private long commit(Item item) {
+        Transaction tx = journal.begin(Reservation.items(1));
+        item.lock.lock();
+        try {
+            item.image.set(ValueLayout.JAVA_LONG, 64, item.image.get(ValueLayout.JAVA_LONG, 64) + 1);
+            tx.log(item, 64, 8);
+            return tx.commit();
+        } finally {
+            item.lock.unlock();
+        }
+    }
+}
