@@ -83,4 +83,25 @@ class MainTest {
             assertTrue(out.toString().contains(phase), out.toString());
         }
     }
+
+    @Test
+    void benchJournalMeasuresForcedCommitsAndLogBandwidthBesideTheDevice(@TempDir Path dir) throws Exception {
+        Path json = dir.resolve("journal.json");
+        assertEquals(0, run("bench", "journal", "--device", dir.resolve("dev").toString(), "--size", "128M",
+                "--seconds", "0.2", "--threads", "1,4", "--json", json.toString()), err.toString());
+        List<?> results = (List<?>) JsonReader.at(JsonReader.parse(Files.readString(json)), "results");
+        assertEquals(6, results.size(), "log-write and two forced-commit phases, each on both targets: " + results);
+        for (Object r : results) {
+            assertTrue(JsonReader.number(r, "rate") > 0, r.toString());
+            assertTrue(JsonReader.number(r, "n") > 0, r.toString());
+        }
+        assertTrue(out.toString().contains("forced-commit x4"), out.toString());
+        assertTrue(out.toString().contains("vs device"), out.toString());
+    }
+
+    @Test
+    void benchJournalRefusesADeviceTooSmallForHomeAndLog() {
+        assertEquals(2, run("bench", "journal", "--size", "100M"));
+        assertTrue(err.toString().contains("too small"), err.toString());
+    }
 }
