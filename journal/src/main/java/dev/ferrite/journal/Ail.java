@@ -135,9 +135,14 @@ final class Ail implements AutoCloseable {
             public void handleOnShutdownException(Throwable ex) {
             }
         });
-        this.ring = disruptor.start();
+        this.ring = disruptor.getRingBuffer();
         this.pusher = daemon(this::pushLoop, "ferrite-ail-pusher");
-        this.pusher.start();
+    }
+
+    /** Starts the consumer and the pusher. */
+    void start() {
+        disruptor.start();
+        pusher.start();
     }
 
     private static Thread daemon(Runnable r, String name) {

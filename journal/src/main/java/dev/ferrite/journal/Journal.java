@@ -95,13 +95,14 @@ public final class Journal implements AutoCloseable {
         this.shadows = new ShadowPool(bs);
         this.space = new LogSpace(logBytes, headWord, this::relieveSpace);
         long threshold = options.effectivePushThreshold(logBytes);
-        LogWriter[] writerRef = new LogWriter[1];
-        this.cil = new Cil(1, bs, threshold, shadows, () -> writerRef[0].backgroundPush());
+        // The callbacks below reach the writer through this object: they run only once the threads started.
+        this.cil = new Cil(1, bs, threshold, shadows, this::backgroundPush);
         this.ail = new Ail(device, options.ringSize(), options.ailBatch(), head, r.nextSeq(), this::anchorTail,
-                () -> writerRef[0].requestPush(cil.currentSeq()), this::shutdown);
+                this::checkpointSoon, this::shutdown);
         this.writer = new LogWriter(device, geometry, anchor.current().logId(), epoch, head, r.nextSeq(), cil, space,
                 ail, this::shutdown);
-        writerRef[0] = writer;
+        ail.start();
+        writer.start();
     }
 
     /** What opening found and replayed. */
@@ -246,6 +247,16 @@ public final class Journal implements AutoCloseable {
             writer.requestPush(cil.currentSeq());
         }
         pushForSpace();
+    }
+
+    /** The CIL passed its push threshold. */
+    private void backgroundPush() {
+        writer.backgroundPush();
+    }
+
+    /** The AIL met pinned items: push the CIL so they reach the AIL and can be written home. */
+    private void checkpointSoon() {
+        writer.requestPush(cil.currentSeq());
     }
 
     /** Asks the AIL to free a quarter of the log beyond the tail. */

@@ -125,6 +125,9 @@ final class LogWriter implements AutoCloseable {
         freeBuffers.offer(new Buffer(64L * blockSize));
         this.io = daemon(this::ioLoop, "ferrite-log-io");
         this.formatter = daemon(this::formatLoop, "ferrite-cil-push");
+    }
+
+    void start() {
         io.start();
         formatter.start();
     }

@@ -39,6 +39,7 @@ class AilTest {
                 tailMoveEvents.add(dev.eventCount());
             }
         }, checkpointRequests::incrementAndGet, t -> { });
+        ail.start();
     }
 
     @AfterEach
