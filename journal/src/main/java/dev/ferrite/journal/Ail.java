@@ -94,6 +94,7 @@ final class Ail implements AutoCloseable {
     final LongAdder pusherWakeups = new LongAdder();
     final LongAdder writtenBack = new LongAdder();
     final LongAdder tailMoves = new LongAdder();
+    final LongAdder droppedStale = new LongAdder();
 
     /** Most items written home per round (block numbers are packed with the index for sorting). */
     static final int MAX_BATCH = 1024;
@@ -365,6 +366,7 @@ final class Ail implements AutoCloseable {
         }
         int blockSize = device.blockSize();
         int written = 0;
+        int stale = 0;
         boolean pinned = false;
         for (int i = 0; i < candidates; i++) {
             LogItem it = cands[i];
@@ -379,6 +381,11 @@ final class Ail implements AutoCloseable {
             try {
                 if (it.isPinned()) {
                     pinned = true;
+                    continue;
+                }
+                if (it.isStale()) {
+                    dropStale(it);
+                    stale++;
                     continue;
                 }
                 MemorySegment snap = snapshots.asSlice((long) written * blockSize, blockSize);
@@ -400,7 +407,7 @@ final class Ail implements AutoCloseable {
             needCheckpoint.run();
         }
         advanceTail();
-        return written > 0 ? Round.PROGRESS : Round.STUCK;
+        return written > 0 || stale > 0 ? Round.PROGRESS : Round.STUCK;
     }
 
     private void writeHome(int written) {
@@ -435,6 +442,20 @@ final class Ail implements AutoCloseable {
         }
         writtenBack.add(written);
         AilPushEvent.emit(written);
+    }
+
+    /** Removes a freed block's item: its contents must never reach home. Pusher thread, owner lock held. */
+    private void dropStale(LogItem it) {
+        lock.lock();
+        try {
+            if (it.inAil) {
+                unlink(it);
+            }
+        } finally {
+            lock.unlock();
+        }
+        it.loggedMap = 0;
+        droppedStale.increment();
     }
 
     /** Moves the tail to the oldest LSN still needed, anchoring it first. Pusher thread only. */
@@ -476,6 +497,16 @@ final class Ail implements AutoCloseable {
                 out.add(it);
             }
             return out;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Newest LSN in the AIL, or the next checkpoint's if it is empty. */
+    long maxLsn() {
+        lock.lock();
+        try {
+            return last != null ? last.ailLsn : nextStartLsn;
         } finally {
             lock.unlock();
         }

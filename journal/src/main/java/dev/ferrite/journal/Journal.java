@@ -174,6 +174,19 @@ public final class Journal implements AutoCloseable {
         checkAlive();
     }
 
+    /**
+     * Starts writing home everything logged so far, without waiting: the current CIL context is pushed
+     * and the AIL is asked to write back every item it holds. A buffer cache short of clean buffers
+     * calls this, then waits for {@link LogItem#writtenBack} callbacks.
+     */
+    public void writeBackAll() {
+        checkAlive();
+        if (cil.currentHasChanges()) {
+            writer.requestPush(cil.currentSeq());
+        }
+        ail.pushTo(ail.maxLsn());
+    }
+
     /** Counters since open. */
     public JournalStats stats() {
         long[] rw = space.reserveHead.waitStats();

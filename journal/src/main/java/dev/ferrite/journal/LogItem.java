@@ -54,12 +54,12 @@ public abstract class LogItem {
     @SuppressWarnings("unused") // accessed through PINS
     private volatile int pins;
 
-    // AIL state: guarded by the AIL's lock.
+    // AIL state: guarded by the AIL's lock (inAil is also read, as a hint, by isClean()).
     long ailLsn;
     long ailSeq;
     LogItem ailPrev;
     LogItem ailNext;
-    boolean inAil;
+    volatile boolean inAil;
 
     /**
      * @param home device block the item lives in
@@ -84,6 +84,15 @@ public abstract class LogItem {
     /** True while a committed change of this item is not yet durable and in the AIL. */
     public final boolean isPinned() {
         return (int) PINS.getVolatile(this) != 0;
+    }
+
+    /**
+     * True if the home block holds every committed change of this item: not pinned and not waiting in
+     * the AIL. Exact only while holding the owner's lock (no commit can pin it then); a cache may evict
+     * the item only when this holds. May lag and report false just after a write-back, never true early.
+     */
+    public final boolean isClean() {
+        return !isPinned() && !inAil;
     }
 
     /** LSN of the newest checkpoint holding this item while it waits in the AIL, else {@link Lsn#NONE}. */
@@ -113,6 +122,16 @@ public abstract class LogItem {
 
     /** Called by the AIL once the home block holding the image as of {@code lsn} is durable. */
     protected void writtenBack(long lsn) {
+    }
+
+    /**
+     * True once the owner has freed the block this item lived in: the AIL then drops the item instead of
+     * writing it home, where it could overwrite whatever the block holds next. Checked under the owner's
+     * lock. A block reused after being freed must have its whole image logged by its first transaction,
+     * so that recovery's replay of the old owner's records cannot leave stale bytes in it.
+     */
+    protected boolean isStale() {
+        return false;
     }
 
     @Override

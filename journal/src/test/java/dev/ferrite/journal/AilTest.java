@@ -154,6 +154,25 @@ class AilTest {
     }
 
     @Test
+    void staleItemsAreDroppedNotWritten() {
+        TestItem[] it = items(2);
+        publish(Lsn.of(1, 0), 1, Lsn.of(1, 3), it[0], it[1]);
+        await(() -> ail.size() == 2 && !it[1].isPinned());
+        assertFalse(it[0].isClean());
+        it[0].stale = true; // its block was freed
+        int eventsBefore = dev.eventCount();
+        ail.pushAllAndWait(1, TimeUnit.SECONDS.toNanos(10));
+        assertEquals(0, ail.size());
+        assertEquals(1, ail.droppedStale.sum());
+        for (int e = eventsBefore; e < dev.eventCount(); e++) {
+            RecordingDevice.Event ev = dev.event(e);
+            assertTrue(ev.kind() != RecordingDevice.Event.Kind.WRITE || ev.block() != it[0].home(),
+                    "a freed block's item was written home: " + ev);
+        }
+        assertTrue(it[1].isClean() && it[0].isClean());
+    }
+
+    @Test
     void emptyAilMovesTheTailToTheEndOfTheLastCheckpoint() {
         TestItem[] it = items(1);
         publish(Lsn.of(1, 0), 1, Lsn.of(1, 3), it[0]);

@@ -23,6 +23,8 @@ final class TestItem extends LogItem {
     static final long SPACING = 512;
 
     final ReentrantLock lock = new ReentrantLock();
+    /** Set when a test "frees" the block: the AIL must drop the item, not write it. */
+    volatile boolean stale;
     private final MemorySegment image;
 
     TestItem(long home, int blockSize, Arena arena) {
@@ -68,6 +70,11 @@ final class TestItem extends LogItem {
     protected void stamp(MemorySegment copy, long lsn) {
         copy.set(U64, LSN_OFF, lsn);
         copy.set(U32, CRC_OFF, Crc32c.computeSkipping(copy, CRC_OFF));
+    }
+
+    @Override
+    protected boolean isStale() {
+        return stale;
     }
 
     static long blockLsn(MemorySegment block) {
