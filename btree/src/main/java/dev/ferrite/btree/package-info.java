@@ -1,5 +1,25 @@
 /**
- * btree: the off-heap buffer cache and the concurrent B+tree logged through the journal. Not written
- * yet: this package is empty until its issue lands, and nothing here claims to work.
+ * btree: the buffer cache and the concurrent B+tree every namespace structure is built from.
+ *
+ * <p>Public face: {@link dev.ferrite.btree.BufferCache} (block number to {@link dev.ferrite.btree.Buffer},
+ * lock-free lookups, CLOCK reclaim with priorities, write-back back-pressure),
+ * {@link dev.ferrite.btree.Txn} (a journal transaction with the buffers it holds),
+ * {@link dev.ferrite.btree.BTree} with {@link dev.ferrite.btree.Cursor}, {@link dev.ferrite.btree.Keys},
+ * {@link dev.ferrite.btree.BlockAllocator} and the simple {@link dev.ferrite.btree.BitmapAllocator},
+ * {@link dev.ferrite.btree.BufferReplayer} (journal recovery of cached blocks),
+ * {@link dev.ferrite.btree.TreeCheck}, {@link dev.ferrite.btree.BlockHeaderFormat}.
+ *
+ * <p>Invariants:
+ * <ul>
+ *   <li>Every cached block starts with the common header (magic, checksum, block number, owner, LSN),
+ *       verified on every read from the device and stamped on every write home.
+ *   <li>A buffer's image changes only under its lock, held by a {@code Txn} until commit; readers never
+ *       lock, they validate versions. A locked, pinned or not-yet-written-home buffer is never evicted.
+ *   <li>No I/O under a node lock: blocks and frames a change needs are read and claimed before it
+ *       locks anything; allocator metadata is resident.
+ *   <li>Writers lock nodes top-down and left to right, each by CAS from the version they planned with,
+ *       and let go of everything when one fails: no writer waits while holding a node.
+ *   <li>A newly allocated block is logged whole; a freed one is logged as freed and never written home.
+ * </ul>
  */
 package dev.ferrite.btree;

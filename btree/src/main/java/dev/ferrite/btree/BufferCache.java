@@ -1,0 +1,372 @@
+package dev.ferrite.btree;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.concurrent.atomic.LongAdder;
+
+import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.InvalidArgumentException;
+import dev.ferrite.io.NoSpaceException;
+import dev.ferrite.journal.Journal;
+
+/**
+ * Block number to cached {@link Buffer}, in off-heap frames carved from one slab sized by a memory
+ * budget.
+ *
+ * <h2>Lookup</h2>
+ * A hash table of buckets, each a singly linked chain of buffers. Lookups walk a chain without any lock
+ * or allocation; buffers are never re-linked once removed, so a walker that meets a removed buffer still
+ * reaches the live ones. Inserting and removing take the lock of the bucket's stripe, which also makes
+ * concurrent misses on one block issue one read: the first inserts a buffer that is locked while it
+ * loads, the others find it and wait on its lock.
+ *
+ * <h2>Reclaim</h2>
+ * CLOCK over the frames. A buffer's usage count is set to its priority on access (interior nodes and
+ * headers higher than leaves) and decremented by the sweeping hand; at zero the buffer is evicted if it
+ * can be locked without waiting and is clean (not pinned by the CIL, not waiting in the AIL). When a
+ * sweep finds nothing to evict because the budget is full of dirty buffers, the cache asks the journal
+ * to write everything back and waits for buffers to come clean, instead of failing or growing.
+ *
+ * <p>Lock order: a buffer's lock, then a stripe lock. No I/O under a stripe lock; reads happen under the
+ * new buffer's own lock, which is what concurrent getters of the same block wait on.
+ */
+public final class BufferCache implements AutoCloseable {
+    /** The journal item type of every cached block (recovery replays them all the same way). */
+    public static final int ITEM_TYPE = 1;
+    /** Smallest cache: enough frames for the deepest split of a few concurrent writers. */
+    public static final int MIN_FRAMES = 64;
+
+    /** Priority of buffers never evicted (allocation bitmaps, which are locked under tree locks). */
+    static final int RESIDENT = Integer.MAX_VALUE;
+
+    private static final Object CLAIMED = new Object();
+    private static final int STRIPES = 256;
+
+    private final BlockDevice device;
+    private final Journal journal;
+    private final int blockSize;
+    private final Arena arena = Arena.ofShared();
+    private final MemorySegment slab;
+    private final int frames;
+    private final AtomicReferenceArray<Object> frameOwner;
+    private final AtomicReferenceArray<Buffer> buckets;
+    private final int bucketMask;
+    private final Object[] stripes = new Object[STRIPES];
+    private final AtomicLong hand = new AtomicLong();
+    private final Object cleanSignal = new Object();
+    /** Threads waiting in claimFrame for a buffer to come clean: write-backs notify only when there are some. */
+    private volatile int cleanWaiters;
+
+    final LongAdder hits = new LongAdder();
+    final LongAdder misses = new LongAdder();
+    final LongAdder leafEvictions = new LongAdder();
+    final LongAdder interiorEvictions = new LongAdder();
+    final LongAdder writeBacks = new LongAdder();
+    final LongAdder dirtyWaits = new LongAdder();
+
+    /**
+     * @param budgetBytes memory for cached blocks; at least {@link #MIN_FRAMES} blocks
+     */
+    public BufferCache(BlockDevice device, Journal journal, long budgetBytes) {
+        this.device = device;
+        this.journal = journal;
+        this.blockSize = device.blockSize();
+        long n = budgetBytes / blockSize;
+        if (n < MIN_FRAMES || n > Integer.MAX_VALUE / 2) {
+            throw new InvalidArgumentException("a cache budget of " + budgetBytes + " bytes holds " + n
+                    + " blocks of " + blockSize + "; it must hold " + MIN_FRAMES + " to " + Integer.MAX_VALUE / 2);
+        }
+        this.frames = (int) n;
+        this.slab = arena.allocate((long) frames * blockSize, BlockDevice.BUFFER_ALIGNMENT);
+        this.frameOwner = new AtomicReferenceArray<>(frames);
+        int bucketCount = Integer.highestOneBit(frames * 2 - 1);
+        this.buckets = new AtomicReferenceArray<>(bucketCount);
+        this.bucketMask = bucketCount - 1;
+        for (int i = 0; i < STRIPES; i++) {
+            stripes[i] = new Object();
+        }
+    }
+
+    public int blockSize() {
+        return blockSize;
+    }
+
+    public BlockDevice device() {
+        return device;
+    }
+
+    public Journal journal() {
+        return journal;
+    }
+
+    /** Frames in the cache. */
+    public int capacity() {
+        return frames;
+    }
+
+    private int bucket(long block) {
+        long h = block * 0x9E37_79B9_7F4A_7C15L;
+        return (int) (h >>> 32) & bucketMask;
+    }
+
+    private Object stripe(int bucket) {
+        return stripes[bucket & (STRIPES - 1)];
+    }
+
+    /** The cached buffer of {@code block}, or null. Lock-free, allocation-free. */
+    Buffer lookup(long block) {
+        for (Buffer b = buckets.get(bucket(block)); b != null; b = b.chainNext) {
+            if (b.home() == block) {
+                return b;
+            }
+        }
+        return null;
+    }
+
+    /**
+     * The buffer of {@code block}, read and verified if it is not cached. The buffer is returned unlocked:
+     * read it optimistically or lock it. It may be evicted at any time it is not locked; holders then see
+     * it obsolete and call this again.
+     *
+     * @param magic     the block type expected
+     * @param owner     the owner expected, or -1 for any
+     * @param structure what the block is, for messages
+     * @throws dev.ferrite.io.CorruptionException if the block read is not what was expected
+     */
+    public Buffer get(long block, int magic, long owner, String structure) {
+        Buffer b = lookup(block);
+        if (b != null && !b.isObsolete()) {
+            hits.increment();
+            b.touch();
+            return b;
+        }
+        return load(block, magic, owner, structure);
+    }
+
+    private Buffer load(long block, int magic, long owner, String structure) {
+        int frame = claimFrame();
+        Buffer b;
+        int bucket = bucket(block);
+        synchronized (stripe(bucket)) {
+            Buffer present = lookup(block);
+            if (present != null && !present.isObsolete()) {
+                frameOwner.set(frame, null);
+                hits.increment();
+                present.touch();
+                return present;
+            }
+            b = new Buffer(this, block, frame, frame(frame), magic, owner, Buffer.LOCKED);
+            link(bucket, b);
+            frameOwner.set(frame, b);
+        }
+        try {
+            device.read(block, b.data());
+            BlockHeaderFormat.verify(b.data(), block, magic, owner, structure);
+        } catch (RuntimeException e) {
+            unlinkAndRelease(b);
+            throw e;
+        }
+        misses.increment();
+        b.touch();
+        b.unlockChanged();
+        return b;
+    }
+
+    /**
+     * A frame claimed for a later {@link #create(Txn, long, int, long, int)}: callers about to lock tree
+     * nodes claim the frames their new nodes will need first, since claiming may wait for write-back.
+     */
+    public int reserveFrame() {
+        return claimFrame();
+    }
+
+    /** Gives back a frame from {@link #reserveFrame()} that was not used. */
+    public void unreserveFrame(int frame) {
+        frameOwner.set(frame, null);
+    }
+
+    /** As {@link #create(Txn, long, int, long, int)}, claiming the frame now (may wait: hold no locks). */
+    public Buffer create(Txn txn, long block, int magic, long owner) {
+        return create(txn, block, magic, owner, claimFrame());
+    }
+
+    /**
+     * A buffer for a block just allocated in {@code txn}, in a frame from {@link #reserveFrame()}:
+     * zero-filled with a fresh header, held by {@code txn}, and logged whole (so that recovery's replay
+     * overwrites whatever the block held before it was allocated).
+     */
+    public Buffer create(Txn txn, long block, int magic, long owner, int frame) {
+        Buffer b;
+        int bucket = bucket(block);
+        synchronized (stripe(bucket)) {
+            Buffer present = lookup(block);
+            if (present != null && !present.isObsolete()) {
+                frameOwner.set(frame, null);
+                throw new IllegalStateException("block " + block + " is allocated anew but still cached as " + present
+                        + ": it was not freed through the cache");
+            }
+            b = new Buffer(this, block, frame, frame(frame), magic, owner, Buffer.LOCKED);
+            link(bucket, b);
+            frameOwner.set(frame, b);
+        }
+        txn.adopt(b);
+        MemorySegment data = b.data();
+        data.fill((byte) 0);
+        BlockHeaderFormat.init(data, magic, block, owner);
+        txn.log(b, 0, blockSize);
+        return b;
+    }
+
+    /**
+     * {@code txn}, holding {@code b}, has freed its block: the buffer leaves the cache now, its header is
+     * rewritten with {@code freedMagic} and logged (which also keeps the buffer pinned until the free is
+     * durable), and the AIL then drops it instead of ever writing it home. It is unlocked, obsolete, when
+     * {@code txn} commits; its frame is reclaimed once it is clean.
+     */
+    public void free(Txn txn, Buffer b, int freedMagic) {
+        if (!txn.holds(b)) {
+            throw new IllegalStateException(b + " is freed by a transaction that does not hold it");
+        }
+        BlockHeaderFormat.init(b.data(), freedMagic, b.block(), BlockHeaderFormat.owner(b.data()));
+        txn.log(b, 0, BlockHeaderFormat.SIZE);
+        b.markStale();
+        int bucket = bucket(b.block());
+        synchronized (stripe(bucket)) {
+            unlink(bucket, b);
+        }
+    }
+
+    /** Unlocks a freed buffer for good once its transaction committed. */
+    void releaseFreed(Buffer b) {
+        b.unlockObsolete();
+    }
+
+    private void unlinkAndRelease(Buffer b) {
+        int bucket = bucket(b.block());
+        synchronized (stripe(bucket)) {
+            unlink(bucket, b);
+        }
+        b.unlockObsolete();
+        frameOwner.set(b.frame, null);
+    }
+
+    private void link(int bucket, Buffer b) {
+        b.chainNext = buckets.get(bucket);
+        buckets.set(bucket, b);
+    }
+
+    /** Under the stripe lock. The removed buffer keeps its next link, so walkers standing on it go on. */
+    private void unlink(int bucket, Buffer b) {
+        Buffer prev = null;
+        for (Buffer x = buckets.get(bucket); x != null; prev = x, x = x.chainNext) {
+            if (x == b) {
+                if (prev == null) {
+                    buckets.set(bucket, x.chainNext);
+                } else {
+                    prev.chainNext = x.chainNext;
+                }
+                return;
+            }
+        }
+    }
+
+    private MemorySegment frame(int i) {
+        return slab.asSlice((long) i * blockSize, blockSize);
+    }
+
+    // ------------------------------------------------------------------ reclaim
+
+    /** A frame this thread now owns (CLAIMED): free, or taken from an evicted buffer. May wait for write-back. */
+    private int claimFrame() {
+        for (int round = 0; ; round++) {
+            for (int step = 0, limit = frames * 3; step < limit; step++) {
+                int i = (int) Long.remainderUnsigned(hand.getAndIncrement(), frames);
+                Object o = frameOwner.get(i);
+                if (o == null) {
+                    if (frameOwner.compareAndSet(i, null, CLAIMED)) {
+                        return i;
+                    }
+                } else if (o instanceof Buffer b && b.priority != RESIDENT && b.sweep() && evict(i, b)) {
+                    return i;
+                }
+            }
+            dirtyWaits.increment();
+            if (round > 0 && round % 6000 == 0) {
+                throw new NoSpaceException("buffer cache of " + frames + " blocks has had no clean or unlocked buffer"
+                        + " for a minute: the budget is too small for the blocks held locked or dirty at once");
+            }
+            journal.writeBackAll();
+            synchronized (cleanSignal) {
+                cleanWaiters++;
+                try {
+                    cleanSignal.wait(10);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new IllegalStateException("interrupted while waiting for a clean buffer", e);
+                } finally {
+                    cleanWaiters--;
+                }
+            }
+        }
+    }
+
+    /** Takes frame {@code i} from {@code b} if it can be locked at once and is clean. */
+    private boolean evict(int i, Buffer b) {
+        if (!b.tryLock()) {
+            return false;
+        }
+        if (!b.isClean()) {
+            b.unlockUnchanged();
+            return false;
+        }
+        if (!frameOwner.compareAndSet(i, b, CLAIMED)) {
+            b.unlockUnchanged();
+            return false;
+        }
+        int bucket = bucket(b.block());
+        synchronized (stripe(bucket)) {
+            unlink(bucket, b);
+        }
+        b.unlockObsolete();
+        (b.priority > 1 ? interiorEvictions : leafEvictions).increment();
+        return true;
+    }
+
+    /** A buffer came clean (the AIL wrote it home): wake waiters for frames. */
+    void cleaned() {
+        writeBacks.increment();
+        if (cleanWaiters > 0) {
+            synchronized (cleanSignal) {
+                cleanSignal.notifyAll();
+            }
+        }
+    }
+
+    /**
+     * Keeps {@code b} cached for good: for blocks locked while tree locks are held, whose reads must
+     * never happen then.
+     */
+    public void makeResident(Buffer b) {
+        b.priority = RESIDENT;
+    }
+
+    /** Counters since the cache was made. */
+    public CacheStats stats() {
+        int cached = 0;
+        for (int i = 0; i < frames; i++) {
+            if (frameOwner.get(i) instanceof Buffer) {
+                cached++;
+            }
+        }
+        return new CacheStats(frames, cached, hits.sum(), misses.sum(), leafEvictions.sum(), interiorEvictions.sum(),
+                writeBacks.sum(), dirtyWaits.sum());
+    }
+
+    /** Frees the slab. Call once the journal has written everything home (or is being thrown away). */
+    @Override
+    public void close() {
+        arena.close();
+    }
+}
