@@ -13,15 +13,16 @@ import dev.ferrite.journal.LogItem;
  * The simplest real log item, for journal benchmarks: one block whose first 8 bytes carry the LSN it was
  * written home with and the next 4 its CRC32C; a benchmark changes the rest under {@link #lock}.
  */
-final class BenchItem extends LogItem {
+public final class BenchItem extends LogItem {
     static final int TYPE = 1;
-    static final int HEADER = 16;
+    /** Bytes of the block a benchmark must leave alone (LSN and checksum). */
+    public static final int HEADER = 16;
     private static final long LSN_OFF = 0, CRC_OFF = 8;
 
-    final ReentrantLock lock = new ReentrantLock();
-    final MemorySegment image;
+    public final ReentrantLock lock = new ReentrantLock();
+    public final MemorySegment image;
 
-    BenchItem(long home, int blockSize, Arena arena) {
+    public BenchItem(long home, int blockSize, Arena arena) {
         super(home, TYPE);
         this.image = arena.allocate(blockSize, BlockDevice.BUFFER_ALIGNMENT);
     }

@@ -3,7 +3,6 @@ package dev.ferrite.perf.jmh;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.util.concurrent.locks.ReentrantLock;
 
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.Level;
@@ -13,16 +12,15 @@ import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Threads;
 
-import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.MemoryDevice;
 import dev.ferrite.journal.Journal;
 import dev.ferrite.journal.JournalOptions;
 import dev.ferrite.journal.LogGeometry;
-import dev.ferrite.journal.LogItem;
 import dev.ferrite.journal.Replayer;
 import dev.ferrite.journal.ReplayItem;
 import dev.ferrite.journal.Reservation;
 import dev.ferrite.journal.Transaction;
+import dev.ferrite.perf.bench.BenchItem;
 
 /**
  * A whole small transaction through the public API on a RAM device: begin (reservation), lock, change 8
@@ -33,45 +31,15 @@ public class JournalCommitBench extends JmhDefaults {
     private MemoryDevice device;
     private Journal journal;
 
-    static final class Item extends LogItem {
-        final ReentrantLock lock = new ReentrantLock();
-        final MemorySegment image;
-
-        Item(long home, Arena arena) {
-            super(home, 1);
-            image = arena.allocate(4096, BlockDevice.BUFFER_ALIGNMENT);
-        }
-
-        @Override
-        protected MemorySegment image() {
-            return image;
-        }
-
-        @Override
-        protected boolean tryLock() {
-            return lock.tryLock();
-        }
-
-        @Override
-        protected void unlock() {
-            lock.unlock();
-        }
-
-        @Override
-        protected void stamp(MemorySegment copy, long lsn) {
-            copy.set(ValueLayout.JAVA_LONG, 0, lsn);
-        }
-    }
-
     @State(Scope.Thread)
     public static class PerThread {
         Arena arena;
-        Item item;
+        BenchItem item;
 
         @Setup(Level.Trial)
         public void setup() {
             arena = Arena.ofShared();
-            item = new Item(1 + (Thread.currentThread().threadId() & 1023), arena);
+            item = new BenchItem(1 + (Thread.currentThread().threadId() & 1023), 4096, arena);
         }
 
         @TearDown(Level.Trial)
@@ -115,7 +83,7 @@ public class JournalCommitBench extends JmhDefaults {
         return commit(t.item);
     }
 
-    private long commit(Item item) {
+    private long commit(BenchItem item) {
         Transaction tx = journal.begin(Reservation.items(1));
         item.lock.lock();
         try {
