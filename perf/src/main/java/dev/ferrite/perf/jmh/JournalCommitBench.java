@@ -1,7 +1,6 @@
 package dev.ferrite.perf.jmh;
 
 import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
 import org.openjdk.jmh.annotations.Benchmark;
