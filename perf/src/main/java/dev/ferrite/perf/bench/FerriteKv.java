@@ -6,9 +6,6 @@ import java.nio.ByteOrder;
 import java.nio.file.Path;
 
 import dev.ferrite.btree.BTree;
-import dev.ferrite.btree.BitmapAllocator;
-import dev.ferrite.btree.BufferCache;
-import dev.ferrite.btree.BufferReplayer;
 import dev.ferrite.btree.Cursor;
 import dev.ferrite.btree.Keys;
 import dev.ferrite.btree.TreeCheck;
@@ -19,36 +16,27 @@ import dev.ferrite.io.DeviceOptions;
 import dev.ferrite.io.DirectDevice;
 import dev.ferrite.io.Errno;
 import dev.ferrite.io.MappedDevice;
-import dev.ferrite.journal.Journal;
-import dev.ferrite.journal.JournalOptions;
-import dev.ferrite.journal.LogGeometry;
 
 /**
- * Ferrite's B-tree on a file in the run's directory, laid out as block 0 (reserved), the log, the
- * allocation bitmaps, then the tree's blocks. The file is opened with O_DIRECT ({@link DirectDevice})
- * where the filesystem allows it (tmpfs does on recent kernels), else mapped ({@link MappedDevice}).
+ * Ferrite's B-tree on a file in the run's directory, laid out by {@link BTreeStore}. The file is opened
+ * with O_DIRECT ({@link DirectDevice}) where the filesystem allows it (tmpfs does on recent kernels),
+ * else mapped ({@link MappedDevice}).
  *
  * <p>Every put and delete is a transaction of its own ({@link Txn}, committed into the journal's
  * in-memory log, not forced): the same promise as a RocksDB write with the WAL on and no sync. {@link
  * #sync()} forces the log. Gets and scans take no lock (optimistic lock coupling).
  */
 final class FerriteKv implements KvStore {
-    static final int BLOCK = DeviceOptions.DEFAULT_BLOCK_SIZE;
-    private static final long TREE_ID = 1;
-    private static final long LOG_START = 1;
+    private static final int BLOCK = DeviceOptions.DEFAULT_BLOCK_SIZE;
     private static final ValueLayout.OfLong BE_LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
 
-    private final BlockDevice device;
-    private final Journal journal;
-    private final BufferCache cache;
+    private final BTreeStore store;
     private final BTree tree;
     private final String description;
 
-    private FerriteKv(BlockDevice device, Journal journal, BufferCache cache, BTree tree, String description) {
-        this.device = device;
-        this.journal = journal;
-        this.cache = cache;
-        this.tree = tree;
+    private FerriteKv(BTreeStore store, String description) {
+        this.store = store;
+        this.tree = store.tree;
         this.description = description;
     }
 
@@ -72,10 +60,7 @@ final class FerriteKv implements KvStore {
     static FerriteKv open(Path dir, long keys, long cacheBytes) {
         int logBlocks = (int) (logBytes(keys) / BLOCK);
         long dataBlocks = dataBytes(keys) / BLOCK;
-        long bitmapStart = LOG_START + logBlocks;
-        int bitmaps = BitmapAllocator.bitmapBlocks(BLOCK, dataBlocks);
-        long dataStart = bitmapStart + bitmaps;
-        long size = (dataStart + dataBlocks) * BLOCK;
+        long size = BTreeStore.deviceBlocks(BLOCK, logBlocks, dataBlocks) * BLOCK;
         Path file = dir.resolve("ferrite.dev");
         BlockDevice device;
         String kind;
@@ -89,32 +74,12 @@ final class FerriteKv implements KvStore {
             device = MappedDevice.open(file, DeviceOptions.defaults().withSize(size));
             kind = "MappedDevice (no O_DIRECT here)";
         }
-        Journal journal = null;
-        BufferCache cache = null;
         try {
-            LogGeometry log = new LogGeometry(LOG_START, logBlocks);
-            Journal.format(device, log);
-            try (BufferReplayer fresh = new BufferReplayer(device)) {
-                journal = Journal.open(device, log, JournalOptions.defaults(), fresh);
-            }
-            cache = new BufferCache(device, journal, cacheBytes);
-            BTree tree;
-            try (Txn txn = Txn.begin(cache, bitmaps + BTree.CREATE_ITEMS + 1)) {
-                BitmapAllocator allocator = BitmapAllocator.format(txn, bitmapStart, dataStart, dataBlocks, 0);
-                tree = BTree.create(txn, allocator, TREE_ID);
-                txn.commit();
-            }
-            journal.forceAll();
-            return new FerriteKv(device, journal, cache, tree, kind + ", 4 KiB blocks, log " + KvBench.size(log.blocks() * (long) BLOCK)
-                    + ", tree area " + KvBench.size(dataBlocks * BLOCK) + ", cache " + KvBench.size(cacheBytes)
-                    + "; a transaction per put and per delete, log forced at phase end");
+            return new FerriteKv(BTreeStore.format(device, logBlocks, cacheBytes), kind + ", 4 KiB blocks, log "
+                    + KvBench.size((long) logBlocks * BLOCK) + ", tree area " + KvBench.size(dataBlocks * BLOCK)
+                    + ", cache " + KvBench.size(cacheBytes) + "; a transaction per put and per delete,"
+                    + " log forced at phase end");
         } catch (RuntimeException e) {
-            if (journal != null) {
-                journal.close();
-            }
-            if (cache != null) {
-                cache.close();
-            }
             device.close();
             throw e;
         }
@@ -137,7 +102,7 @@ final class FerriteKv implements KvStore {
 
     @Override
     public void sync() {
-        journal.forceAll();
+        store.journal.forceAll();
     }
 
     @Override
@@ -151,10 +116,9 @@ final class FerriteKv implements KvStore {
     @Override
     public void close() {
         try {
-            journal.close();
+            store.close();
         } finally {
-            cache.close();
-            device.close();
+            store.device.close();
         }
     }
 
@@ -189,7 +153,7 @@ final class FerriteKv implements KvStore {
 
         @Override
         public void put(byte[] key, int keyLength, byte[] value) {
-            try (Txn txn = Txn.begin(cache, tree.reservation())) {
+            try (Txn txn = Txn.begin(store.cache, tree.reservation())) {
                 tree.put(txn, key(key, keyLength), value(value));
                 txn.commit();
             }
@@ -197,7 +161,7 @@ final class FerriteKv implements KvStore {
 
         @Override
         public void delete(byte[] key, int keyLength) {
-            try (Txn txn = Txn.begin(cache, tree.reservation())) {
+            try (Txn txn = Txn.begin(store.cache, tree.reservation())) {
                 tree.delete(txn, key(key, keyLength));
                 txn.commit();
             }

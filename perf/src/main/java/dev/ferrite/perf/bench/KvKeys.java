@@ -15,10 +15,10 @@ import java.nio.ByteOrder;
  * <p>Threads split the key space two ways: by index ({@link #sliceStart}) for point operations, and by
  * key range ({@link #boundary}) for scans; the leading hash makes both splits even.
  */
-final class KvKeys {
-    static final int KEY_MIN = 16;
-    static final int KEY_MAX = 40;
-    static final int VALUE = 64;
+public final class KvKeys {
+    public static final int KEY_MIN = 16;
+    public static final int KEY_MAX = 40;
+    public static final int VALUE = 64;
     private static final VarHandle BE_LONG = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
 
     private KvKeys() {
@@ -32,7 +32,7 @@ final class KvKeys {
     }
 
     /** Writes key {@code i} into {@code key} ({@value #KEY_MAX} bytes long) and returns its length. */
-    static int key(long i, byte[] key) {
+    public static int key(long i, byte[] key) {
         long tail = mix(~i);
         int length = KEY_MIN + (int) Long.remainderUnsigned(tail, KEY_MAX - KEY_MIN + 1);
         BE_LONG.set(key, 0, mix(i));
@@ -45,7 +45,7 @@ final class KvKeys {
     }
 
     /** Writes value {@code i} into {@code value} ({@value #VALUE} bytes long). */
-    static void value(long i, byte[] value) {
+    public static void value(long i, byte[] value) {
         BE_LONG.set(value, 0, i);
         long w = i * 0x9E37_79B9_7F4A_7C15L;
         for (int off = 8; off < VALUE; off += 8) {
@@ -54,7 +54,7 @@ final class KvKeys {
     }
 
     /** The first 8 bytes of a value: its index. */
-    static long word(byte[] value) {
+    public static long word(byte[] value) {
         return (long) BE_LONG.get(value, 0);
     }
 
