@@ -30,8 +30,8 @@ import org.HdrHistogram.Histogram;
  * wall time, which includes the closing sync. Latencies are per operation: one sample per put, delete or
  * get, except that a write batch ({@link KvStore#writeBatch()} writes and their commit) contributes its
  * time divided by its size once per write in it, and a scan the time of each {@value #SCAN_CHUNK}
- * entries divided by {@value #SCAN_CHUNK}. Stores are filled and emptied between thread counts; a short
- * untimed warm-up on each target comes first, so that no target pays for the JIT in its numbers.
+ * entries divided by {@value #SCAN_CHUNK}. Each thread count starts from a fresh store. A short warm-up
+ * on each target comes first and is not reported, so that no target pays for the JIT in its numbers.
  *
  * <p>Checks, untimed: every get finds its value; the scans return every key once and every value (an
  * XOR of the values' index words); after the deletes a scan finds nothing left; the store's own checker
