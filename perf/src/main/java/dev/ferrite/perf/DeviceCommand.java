@@ -129,10 +129,10 @@ final class DeviceCommand implements Callable<Integer> {
         out.println();
         out.print(ResultTable.render(results, FIO));
         out.flush(); // on screen even if the JSON file cannot be written
-        if (common.json != null) {
-            ResultJson.write(common.json, machine, results);
+        if (common.json.file != null) {
+            ResultJson.write(common.json.file, machine, results);
             out.println();
-            out.println("results: " + common.json);
+            out.println("results: " + common.json.file);
         }
         out.flush();
         return 0;

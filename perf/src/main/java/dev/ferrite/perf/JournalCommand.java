@@ -96,10 +96,10 @@ final class JournalCommand implements Callable<Integer> {
         out.println();
         out.print(ResultTable.render(results, JournalBench.BASELINE));
         out.flush();
-        if (options.json != null) {
-            ResultJson.write(options.json, machine, results);
+        if (options.json.file != null) {
+            ResultJson.write(options.json.file, machine, results);
             out.println();
-            out.println("results: " + options.json);
+            out.println("results: " + options.json.file);
         }
         out.flush();
         return 0;

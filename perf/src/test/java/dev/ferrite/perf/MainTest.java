@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ferrite.perf.bench.DeviceBench;
 import dev.ferrite.perf.bench.JsonReader;
+import dev.ferrite.perf.bench.KvBench;
 
 import java.io.PrintWriter;
 import java.io.StringWriter;
@@ -12,6 +13,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
+import java.util.stream.Stream;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -103,5 +105,56 @@ class MainTest {
     void benchJournalRefusesADeviceTooSmallForHomeAndLog() {
         assertEquals(2, run("bench", "journal", "--size", "100M"));
         assertTrue(err.toString().contains("too small"), err.toString());
+    }
+
+    @Test
+    void benchKvRunsEveryPhaseOnEveryTargetAtEveryThreadCount(@TempDir Path dir) throws Exception {
+        Path stores = Files.createDirectory(dir.resolve("stores"));
+        Path json = dir.resolve("kv.json");
+        assertEquals(0, run("bench", "kv", "--keys", "2000", "--threads", "1,2", "--dir", stores.toString(),
+                "--cache", "16M", "--json", json.toString()), err.toString());
+
+        List<?> results = (List<?>) JsonReader.at(JsonReader.parse(Files.readString(json)), "results");
+        assertEquals(KvBench.PHASES.size() * 3 * 2, results.size(), results.toString());
+        for (String target : List.of("ferrite", "rocksdb", "lmdb")) {
+            for (long threads : List.of(1L, 2L)) {
+                List<String> phases = results.stream().map(r -> (Map<?, ?>) r)
+                        .filter(r -> r.get("target").equals(target) && r.get("threads").equals(threads))
+                        .map(r -> (String) r.get("phase")).toList();
+                assertEquals(KvBench.PHASES, phases, target + " x" + threads);
+            }
+        }
+        for (Object r : results) {
+            assertEquals("kv", ((Map<?, ?>) r).get("workload"));
+            assertTrue(JsonReader.number(r, "rate") > 0, r.toString());
+            assertEquals(2000, JsonReader.number(r, "n"), r.toString());
+        }
+        String table = out.toString();
+        assertTrue(table.contains("ferrite vs rocksdb") && table.contains("ferrite vs lmdb"), table);
+        assertTrue(table.contains("delete x2"), table);
+        try (Stream<Path> left = Files.list(stores)) {
+            assertEquals(List.of(), left.toList(), "the stores' files are deleted");
+        }
+    }
+
+    @Test
+    void benchKvCutsPhasesAtTheTimeLimit(@TempDir Path dir) {
+        assertEquals(0, run("bench", "kv", "--targets", "lmdb", "--keys", "100000000", "--threads", "2",
+                "--dir", dir.toString(), "--seconds-limit", "0.2"), err.toString());
+        assertTrue(out.toString().contains("scan x2"), out.toString());
+    }
+
+    @Test
+    void unknownKvTargetIsAUsageError() {
+        assertEquals(2, run("bench", "kv", "--targets", "ferrite,leveldb"));
+        assertTrue(err.toString().startsWith("ferrite bench kv: Invalid value for option '--targets'"), err.toString());
+        assertTrue(err.toString().contains("leveldb"), err.toString());
+        assertEquals("", out.toString());
+    }
+
+    @Test
+    void repeatedKvTargetIsAUsageError() {
+        assertEquals(2, run("bench", "kv", "--targets", "lmdb,ferrite,lmdb"));
+        assertTrue(err.toString().contains("names a target twice"), err.toString());
     }
 }

@@ -20,4 +20,17 @@ class ScratchFileTest {
         }
         assertFalse(Files.exists(path));
     }
+
+    @Test
+    void closeDeletesADirectoryWithWhatIsInIt(@TempDir Path dir) throws Exception {
+        Path path;
+        try (ScratchFile d = ScratchFile.directory(dir, "kv-")) {
+            path = d.path();
+            Files.createDirectories(path.resolve("a/b"));
+            Files.writeString(path.resolve("a/b/c"), "x");
+            Files.writeString(path.resolve("d"), "y");
+        }
+        assertFalse(Files.exists(path));
+        assertTrue(Files.isDirectory(dir));
+    }
 }

@@ -1,0 +1,168 @@
+package dev.ferrite.perf;
+
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.stream.Collectors;
+
+import dev.ferrite.perf.bench.KvBench;
+import dev.ferrite.perf.bench.KvTarget;
+import dev.ferrite.perf.bench.Machine;
+import dev.ferrite.perf.bench.Result;
+import dev.ferrite.perf.bench.ResultJson;
+import dev.ferrite.perf.bench.ResultTable;
+import dev.ferrite.perf.bench.ScratchFile;
+import dev.ferrite.perf.bench.Storage;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+
+@Command(name = "kv",
+        description = {
+                "Ferrite's B-tree beside RocksDB and LMDB, the same key-value workload on each in",
+                "one run, every store fresh in its own directory:",
+                "",
+                "  insert   N keys of 16-40 bytes in hashed order, 64-byte values; then sync",
+                "  get      every key, value checked",
+                "  scan     the whole key range forward, every value read (rate: entries/s)",
+                "  delete   every key; then sync",
+                "",
+                "Each phase runs at each --threads count; threads split the keys (scan: the key",
+                "range). The rate includes the closing sync. Latency is per operation, except",
+                "that LMDB's write transactions of 1000 and every 1024 scanned entries count as",
+                "their time divided among their operations. Durability is alike everywhere:",
+                "writes are logged but not synced one by one, and each write phase ends durable.",
+                "  ferrite  a transaction per put/delete; journal forceAll at phase end",
+                "  rocksdb  single writes, WAL on, no sync; flushWal(true) at phase end",
+                "  lmdb     MDB_NOSYNC, 1000 writes per transaction; env sync at phase end",
+                "The table gives the first target's rate over each other's. An untimed warm-up",
+                "(a tenth of the keys, at most 100,000) runs on each target first.",
+                ""})
+final class KvCommand implements Callable<Integer> {
+    private static final Path SHM = Path.of("/dev/shm");
+
+    @Option(names = "--targets", paramLabel = "T", split = ",", defaultValue = "ferrite,rocksdb,lmdb",
+            description = "stores to run, in this order: ferrite, rocksdb, lmdb (default: ${DEFAULT-VALUE})")
+    List<KvTarget> targets;
+
+    @Option(names = "--keys", paramLabel = "N", defaultValue = "1000000",
+            description = "keys to insert, get, scan and delete (default: ${DEFAULT-VALUE})")
+    long keys;
+
+    @Option(names = "--threads", paramLabel = "N", split = ",", defaultValue = "1,2",
+            description = "thread counts to run each phase with (default: ${DEFAULT-VALUE})")
+    List<Integer> threads;
+
+    @Option(names = "--dir", paramLabel = "DIR",
+            description = "directory for the stores' files (default: /dev/shm if it exists, else java.io.tmpdir)")
+    Path dir;
+
+    @Option(names = "--cache", paramLabel = "SIZE", defaultValue = "1G", converter = ByteSize.Converter.class,
+            description = "block cache of Ferrite and of RocksDB; K/M/G suffixes (default: ${DEFAULT-VALUE})")
+    long cache;
+
+    @Option(names = "--seconds-limit", paramLabel = "S", defaultValue = "0",
+            description = "stop any phase after S seconds, 0 for no limit; later phases then use the keys"
+                    + " inserted (default: ${DEFAULT-VALUE})")
+    double secondsLimit;
+
+    @Mixin
+    JsonOption json;
+
+    @Mixin
+    HelpOption help;
+
+    @Spec
+    CommandSpec spec;
+
+    @Override
+    public Integer call() throws IOException {
+        validate();
+        boolean defaultDir = dir == null;
+        Path base = defaultDir ? defaultDir() : dir;
+        PrintWriter out = spec.commandLine().getOut();
+        try (ScratchFile scratch = ScratchFile.directory(base, "ferrite-kv-")) {
+            Storage storage = Storage.of(scratch.path());
+            out.printf(Locale.ROOT, "dir:     %s (%s, temporary%s)%n", storage.path(), storage.describe(),
+                    defaultDir ? "; default: " + (base.equals(SHM) ? "/dev/shm, RAM-backed" : "java.io.tmpdir") : "");
+            out.printf(Locale.ROOT, "keys:    %,d of 16-40 bytes in hashed order, 64-byte values; threads %s%s%n",
+                    keys, threads.stream().map(String::valueOf).collect(Collectors.joining(",")),
+                    secondsLimit > 0 ? "; phases stop after " + secondsLimit + " s" : "");
+            out.flush();
+            Machine machine = Machine.collect(storage);
+            KvBench bench = new KvBench(scratch.path(), targets, keys, threads, cache, secondsLimit);
+            List<Result> results = bench.run(new ProgressLine(spec.commandLine().getErr()));
+            for (Map.Entry<KvTarget, String> e : bench.setups().entrySet()) {
+                out.printf(Locale.ROOT, "%-8s %s%n", e.getKey().label() + ":", e.getValue());
+            }
+            printTables(out, results);
+            out.flush(); // on screen even if the JSON file cannot be written
+            if (json.file != null) {
+                ResultJson.write(json.file, machine, results);
+                out.println();
+                out.println("results: " + json.file);
+            }
+        }
+        out.flush();
+        return 0;
+    }
+
+    private static Path defaultDir() {
+        return Files.isDirectory(SHM) && Files.isWritable(SHM) ? SHM : Path.of(System.getProperty("java.io.tmpdir"));
+    }
+
+    /** One table per other target, each beside the first target's rows: the ratio is first over other. */
+    private void printTables(PrintWriter out, List<Result> results) {
+        String first = targets.getFirst().label();
+        if (targets.size() == 1) {
+            out.println();
+            out.print(ResultTable.render(results, ""));
+            return;
+        }
+        for (KvTarget peer : targets.subList(1, targets.size())) {
+            String other = peer.label();
+            out.println();
+            out.println(first + " vs " + other);
+            out.print(ResultTable.render(results.stream()
+                    .filter(r -> r.target().equals(first) || r.target().equals(other)).toList(), other));
+        }
+    }
+
+    private void validate() {
+        json.validate(spec);
+        if (targets.size() != new HashSet<>(targets).size()) {
+            throw new ParameterException(spec.commandLine(), "--targets " + labels() + " names a target twice");
+        }
+        if (keys < 1 || keys > KvBench.MAX_KEYS) {
+            throw new ParameterException(spec.commandLine(), "--keys " + keys + ": give 1 to " + KvBench.MAX_KEYS);
+        }
+        for (int t : threads) {
+            if (t < 1 || t > KvBench.MAX_THREADS || t > keys) {
+                throw new ParameterException(spec.commandLine(), "--threads " + threads + ": each count must be 1.."
+                        + KvBench.MAX_THREADS + " and at most --keys");
+            }
+        }
+        if (cache < 16L << 20 || cache > 64L << 30) {
+            throw new ParameterException(spec.commandLine(), "--cache " + ByteSize.format(cache) + ": give 16 MiB to 64 GiB");
+        }
+        if (!(secondsLimit >= 0 && secondsLimit <= 86_400)) {
+            throw new ParameterException(spec.commandLine(), "--seconds-limit must be 0 to 86400, not " + secondsLimit);
+        }
+        if (dir != null && !Files.isDirectory(dir)) {
+            throw new ParameterException(spec.commandLine(), "--dir " + dir + " is not a directory");
+        }
+    }
+
+    private String labels() {
+        return targets.stream().map(KvTarget::label).collect(Collectors.joining(","));
+    }
+}

@@ -1,0 +1,386 @@
+package dev.ferrite.perf.bench;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.concurrent.atomic.AtomicReference;
+
+import org.HdrHistogram.Histogram;
+
+/**
+ * A key-value workload run the same way on each {@link KvTarget}, one after the other in one run, each
+ * on a fresh store in a directory of its own:
+ * <ol>
+ *   <li>{@code insert}: put keys {@code 0..N-1} ({@link KvKeys}: 16-40 bytes, in hashed order) with 64-byte
+ *       values, then make them durable;</li>
+ *   <li>{@code get}: get every key and check its value;</li>
+ *   <li>{@code scan}: scan the whole key range forward, reading every value;</li>
+ *   <li>{@code delete}: delete every key, then make that durable.</li>
+ * </ol>
+ * With T threads, thread t takes the t-th T-th of the indexes for inserts, gets and deletes, and the
+ * t-th T-th of the key range for the scan. A phase's rate is its operations (scan: entries) over its
+ * wall time, which includes the closing sync. Latencies are per operation: one sample per put, delete or
+ * get, except that a write batch ({@link KvStore#writeBatch()} writes and their commit) contributes its
+ * time divided by its size once per write in it, and a scan the time of each {@value #SCAN_CHUNK}
+ * entries divided by {@value #SCAN_CHUNK}. Each thread count starts from a fresh store. A short warm-up
+ * on each target comes first and is not reported, so that no target pays for the JIT in its numbers.
+ *
+ * <p>Checks, untimed: every get finds its value; the scans return every key once and every value (an
+ * XOR of the values' index words); after the deletes a scan finds nothing left; the store's own checker
+ * runs after the inserts and the deletes.
+ */
+public final class KvBench {
+    public static final String WORKLOAD = "kv";
+    public static final String INSERT = "insert";
+    public static final String GET = "get";
+    public static final String SCAN = "scan";
+    public static final String DELETE = "delete";
+    public static final List<String> PHASES = List.of(INSERT, GET, SCAN, DELETE);
+    public static final String UNIT = "ops/s";
+    public static final long MAX_KEYS = 1L << 32;
+    public static final int MAX_THREADS = 256;
+    static final int SCAN_CHUNK = 1024;
+    /** Warm-up keys per target: a tenth of the run's, at most this many. */
+    static final long WARM_UP_KEYS = 100_000;
+    /** longs between two threads' progress counters: a cache line of their own each. */
+    private static final int PAD = 16;
+    private static final long NO_LIMIT = Long.MAX_VALUE / 4;
+
+    private final Path dir;
+    private final List<KvTarget> targets;
+    private final long keys;
+    private final List<Integer> threads;
+    private final long cacheBytes;
+    private final long limitNanos;
+    private final Map<KvTarget, String> setups = new LinkedHashMap<>();
+
+    /**
+     * @param dir          where the stores' files go (a directory per store, deleted after it)
+     * @param targets      stores to run, in this order at each thread count
+     * @param keys         keys to insert
+     * @param threads      thread counts to run every phase at
+     * @param cacheBytes   block cache budget of the Ferrite and RocksDB stores
+     * @param secondsLimit longest a phase may run, or 0 for no limit; a phase cut short leaves the later
+     *                     ones to the keys the inserts got to
+     */
+    public KvBench(Path dir, List<KvTarget> targets, long keys, List<Integer> threads, long cacheBytes, double secondsLimit) {
+        if (targets.isEmpty() || threads.isEmpty()) {
+            throw new IllegalArgumentException("no targets or no thread counts to run");
+        }
+        if (keys < 1 || keys > MAX_KEYS) {
+            throw new IllegalArgumentException(keys + " keys: give 1 to " + MAX_KEYS);
+        }
+        for (int t : threads) {
+            if (t < 1 || t > MAX_THREADS || t > keys) {
+                throw new IllegalArgumentException(t + " threads: give 1 to " + MAX_THREADS + ", and no more than keys");
+            }
+        }
+        if (!(secondsLimit >= 0)) {
+            throw new IllegalArgumentException("phase time limit " + secondsLimit + " s is negative");
+        }
+        this.dir = dir;
+        this.targets = List.copyOf(targets);
+        this.keys = keys;
+        this.threads = List.copyOf(threads);
+        this.cacheBytes = cacheBytes;
+        this.limitNanos = secondsLimit == 0 ? NO_LIMIT : Math.round(secondsLimit * 1e9);
+    }
+
+    /** Runs the warm-up, then every phase on every target at every thread count; returns them in that order. */
+    public List<Result> run(Progress progress) {
+        long warmUp = Math.min(keys / 10, WARM_UP_KEYS);
+        if (warmUp > 0) {
+            for (KvTarget target : targets) {
+                runOn(target, warmUp, 1, true, progress);
+            }
+        }
+        List<Result> results = new ArrayList<>();
+        for (int t : threads) {
+            for (KvTarget target : targets) {
+                results.addAll(runOn(target, keys, t, false, progress));
+            }
+        }
+        return results;
+    }
+
+    /** How each target that ran was set up, in run order. */
+    public Map<KvTarget, String> setups() {
+        return Collections.unmodifiableMap(setups);
+    }
+
+    private List<Result> runOn(KvTarget target, long n, int threads, boolean warmUp, Progress progress) {
+        try (ScratchFile home = ScratchFile.directory(dir, target.label() + "-");
+             KvStore store = target.open(home.path(), n, cacheBytes)) {
+            if (!warmUp) {
+                setups.putIfAbsent(target, store.describe());
+            }
+            return new Run(store, target.label(), n, threads, warmUp, progress).phases();
+        }
+    }
+
+    /** {@code 1 GiB}, {@code 256 MiB}, {@code 1.5 MiB}: sizes in the stores' descriptions. */
+    static String size(long bytes) {
+        return bytes % (1 << 30) == 0 ? (bytes >> 30) + " GiB"
+                : bytes % (1 << 20) == 0 ? (bytes >> 20) + " MiB"
+                : String.format(Locale.ROOT, "%.1f MiB", bytes / 1048576.0);
+    }
+
+    /** The four phases on one fresh store at one thread count. */
+    private final class Run {
+        private final KvStore store;
+        private final String target;
+        private final long n;
+        private final int threads;
+        private final boolean warmUp;
+        private final Progress progress;
+        /** Keys each thread inserted, deleted, and entries it scanned (XOR of their words in scanXor). */
+        private final long[] inserted, deleted, scanned, scanXor;
+        /** The last phase stopped at the time limit. */
+        private boolean cut;
+
+        Run(KvStore store, String target, long n, int threads, boolean warmUp, Progress progress) {
+            this.store = store;
+            this.target = target;
+            this.n = n;
+            this.threads = threads;
+            this.warmUp = warmUp;
+            this.progress = progress;
+            this.inserted = new long[threads];
+            this.deleted = new long[threads];
+            this.scanned = new long[threads];
+            this.scanXor = new long[threads];
+        }
+
+        List<Result> phases() {
+            List<Result> results = new ArrayList<>();
+            results.add(phase(INSERT, true, this::insert));
+            store.check();
+            results.add(phase(GET, false, this::get));
+            results.add(phase(SCAN, false, this::scan));
+            checkScan();
+            results.add(phase(DELETE, true, this::delete));
+            checkDeleted();
+            store.check();
+            return results;
+        }
+
+        private long start(int id) {
+            return KvKeys.sliceStart(n, id, threads);
+        }
+
+        private void insert(int id, KvStore.Session s, Histogram h, Phase p) {
+            writes(id, s, h, p, inserted, true);
+        }
+
+        private void delete(int id, KvStore.Session s, Histogram h, Phase p) {
+            writes(id, s, h, p, deleted, false);
+        }
+
+        /** Puts or deletes thread {@code id}'s keys, {@link KvStore#writeBatch()} per commit. */
+        private void writes(int id, KvStore.Session s, Histogram h, Phase p, long[] count, boolean put) {
+            byte[] key = new byte[KvKeys.KEY_MAX];
+            byte[] value = new byte[KvKeys.VALUE];
+            int batch = store.writeBatch();
+            long lo = start(id);
+            long hi = put ? start(id + 1) : lo + inserted[id];
+            long i = lo;
+            long now = System.nanoTime();
+            while (i < hi && !p.stop.get()) {
+                int m = (int) Math.min(batch, hi - i);
+                for (long end = i + m; i < end; i++) {
+                    int kl = KvKeys.key(i, key);
+                    if (put) {
+                        KvKeys.value(i, value);
+                        s.put(key, kl, value);
+                    } else {
+                        s.delete(key, kl);
+                    }
+                }
+                s.commit();
+                long t = System.nanoTime();
+                h.recordValueWithCount((t - now) / m, m);
+                now = t;
+                p.done(id, i - lo);
+            }
+            count[id] = i - lo;
+        }
+
+        private void get(int id, KvStore.Session s, Histogram h, Phase p) {
+            byte[] key = new byte[KvKeys.KEY_MAX];
+            byte[] value = new byte[KvKeys.VALUE];
+            long lo = start(id);
+            long hi = lo + inserted[id];
+            long now = System.nanoTime();
+            for (long i = lo; i < hi && !p.stop.get(); i++) {
+                int length = s.get(key, KvKeys.key(i, key), value);
+                if (length != KvKeys.VALUE || KvKeys.word(value) != i) {
+                    throw new IllegalStateException(target + ": get of key #" + i + " found "
+                            + (length < 0 ? "nothing" : length + " bytes starting " + Long.toHexString(KvKeys.word(value))));
+                }
+                long t = System.nanoTime();
+                h.recordValue(t - now);
+                now = t;
+                p.done(id, i + 1 - lo);
+            }
+        }
+
+        private void scan(int id, KvStore.Session s, Histogram h, Phase p) {
+            long count = 0, xor = 0;
+            try (KvStore.Scan scan = s.scan(KvKeys.boundary(id, threads), KvKeys.boundary(id + 1, threads))) {
+                long now = System.nanoTime();
+                for (boolean more = true; more && !p.stop.get(); ) {
+                    int c = 0;
+                    for (; c < SCAN_CHUNK; c++) {
+                        int length = scan.next();
+                        if (length < 0) {
+                            more = false;
+                            break;
+                        }
+                        if (length != KvKeys.VALUE) {
+                            throw new IllegalStateException(target + ": scan found a value of " + length + " bytes");
+                        }
+                        xor ^= scan.word();
+                    }
+                    if (c > 0) {
+                        long t = System.nanoTime();
+                        h.recordValueWithCount((t - now) / c, c);
+                        now = t;
+                        count += c;
+                        p.done(id, count);
+                    }
+                }
+            }
+            scanned[id] = count;
+            scanXor[id] = xor;
+        }
+
+        /** Every key inserted, each once: as many entries as inserts, and the XOR of their indexes. */
+        private void checkScan() {
+            if (cut) {
+                return;
+            }
+            long expectCount = 0, expectXor = 0, count = 0, xor = 0;
+            for (int id = 0; id < threads; id++) {
+                expectCount += inserted[id];
+                for (long i = start(id), end = i + inserted[id]; i < end; i++) {
+                    expectXor ^= i;
+                }
+                count += scanned[id];
+                xor ^= scanXor[id];
+            }
+            if (count != expectCount || xor != expectXor) {
+                throw new IllegalStateException(target + ": the scan returned " + count + " entries (XOR of indexes "
+                        + Long.toHexString(xor) + "), expected " + expectCount + " (" + Long.toHexString(expectXor) + ")");
+            }
+        }
+
+        /** What the deletes left: nothing, or what a cut-short delete phase did not get to. */
+        private void checkDeleted() {
+            long expect = 0;
+            for (int id = 0; id < threads; id++) {
+                expect += inserted[id] - deleted[id];
+            }
+            long left = 0;
+            try (KvStore.Session s = store.session(); KvStore.Scan scan = s.scan(null, null)) {
+                while (scan.next() >= 0) {
+                    left++;
+                }
+            }
+            if (left != expect) {
+                throw new IllegalStateException(target + ": " + left + " keys are left after the deletes, expected " + expect);
+            }
+        }
+
+        /** Runs {@code worker} on every thread with a session each; syncs the store after them if asked. */
+        private Result phase(String phase, boolean sync, Worker worker) {
+            Phase p = new Phase(threads);
+            Histogram[] hs = new Histogram[threads];
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            CountDownLatch finished = new CountDownLatch(threads);
+            String shown = (warmUp ? "warm-up " : "") + (threads == 1 ? phase : phase + " x" + threads);
+            PhaseTimer timer = new PhaseTimer(shown, target, limitNanos, progress);
+            List<Thread> running = new ArrayList<>();
+            for (int i = 0; i < threads; i++) {
+                int id = i;
+                hs[id] = Result.newHistogram();
+                Thread t = new Thread(() -> {
+                    try (KvStore.Session s = store.session()) {
+                        worker.run(id, s, hs[id], p);
+                    } catch (Throwable e) {
+                        failure.compareAndSet(null, e);
+                        p.stop.set(true);
+                    } finally {
+                        finished.countDown();
+                    }
+                }, "kv-" + target + "-" + phase + "-" + i);
+                running.add(t);
+                t.start();
+            }
+            try {
+                while (!finished.await(20, TimeUnit.MILLISECONDS)) {
+                    if (!timer.running(p.total(), System.nanoTime())) {
+                        p.stop.set(true);
+                    }
+                }
+                for (Thread t : running) {
+                    t.join();
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                p.stop.set(true);
+                throw new IllegalStateException("interrupted during " + phase + " on " + target, e);
+            }
+            if (failure.get() != null) {
+                timer.finish(System.nanoTime());
+                Throwable e = failure.get();
+                throw new IllegalStateException(phase + " on " + target + " with " + threads + " threads failed: " + e, e);
+            }
+            if (sync) {
+                store.sync();
+            }
+            long elapsed = timer.finish(System.nanoTime());
+            cut = p.stop.get();
+            Histogram all = Result.newHistogram();
+            for (Histogram h : hs) {
+                all.add(h);
+            }
+            return Result.of(WORKLOAD, phase, target, threads, all.getTotalCount() * 1e9 / elapsed, UNIT, all);
+        }
+    }
+
+    private interface Worker {
+        void run(int id, KvStore.Session session, Histogram latencies, Phase phase);
+    }
+
+    /** What a phase's threads share: the stop flag and each thread's count of operations done. */
+    private static final class Phase {
+        final AtomicBoolean stop = new AtomicBoolean();
+        private final AtomicLongArray done;
+        private final int threads;
+
+        Phase(int threads) {
+            this.threads = threads;
+            this.done = new AtomicLongArray(threads * PAD);
+        }
+
+        void done(int id, long ops) {
+            done.setOpaque(id * PAD, ops);
+        }
+
+        long total() {
+            long sum = 0;
+            for (int i = 0; i < threads; i++) {
+                sum += done.getOpaque(i * PAD);
+            }
+            return sum;
+        }
+    }
+}

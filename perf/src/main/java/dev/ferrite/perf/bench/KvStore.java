@@ -1,0 +1,62 @@
+package dev.ferrite.perf.bench;
+
+/**
+ * One key-value library as the kv workload drives it: opened on a directory of its own, used by one
+ * {@link Session} per thread and phase. Keys and values arrive as {@code byte[]}s that the caller reuses;
+ * each store hands them to its library the cheapest way that library offers.
+ */
+interface KvStore extends AutoCloseable {
+    /** How this store is set up (device, cache, durability), for the report. */
+    String describe();
+
+    /**
+     * Writes a session groups per {@link Session#commit()}: 1 for a store that commits every write on
+     * its own, more for one that batches writes into transactions.
+     */
+    int writeBatch();
+
+    /** A session for the calling thread, which alone uses it until it closes it. */
+    Session session();
+
+    /** Makes every write committed so far durable. */
+    void sync();
+
+    /** Checks the store's own invariants with nothing running (untimed); throws if they are broken. */
+    void check();
+
+    @Override
+    void close();
+
+    /** One thread's handle on the store. */
+    interface Session extends AutoCloseable {
+        /** Inserts or replaces, in the current batch of writes. */
+        void put(byte[] key, int keyLength, byte[] value);
+
+        /** Deletes, in the current batch of writes. */
+        void delete(byte[] key, int keyLength);
+
+        /** Ends the current batch of writes (a no-op where each write commits by itself). */
+        void commit();
+
+        /** Copies the value of the key into {@code value} (as much as fits); returns its length, or -1 if absent. */
+        int get(byte[] key, int keyLength, byte[] value);
+
+        /** A forward scan of the keys in {@code [from, to)}; null bounds are the ends of the key space. */
+        Scan scan(byte[] from, byte[] to);
+
+        @Override
+        void close();
+    }
+
+    /** A forward range scan; each entry's value is read, as a reader would. */
+    interface Scan extends AutoCloseable {
+        /** Moves to the next entry and returns its value's length, or -1 past the end. */
+        int next();
+
+        /** The first 8 bytes of the current value, big-endian ({@link KvKeys#word}). */
+        long word();
+
+        @Override
+        void close();
+    }
+}

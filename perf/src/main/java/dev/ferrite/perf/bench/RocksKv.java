@@ -1,0 +1,200 @@
+package dev.ferrite.perf.bench;
+
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
+import java.nio.file.Path;
+
+import org.rocksdb.BlockBasedTableConfig;
+import org.rocksdb.BloomFilter;
+import org.rocksdb.CompressionType;
+import org.rocksdb.LRUCache;
+import org.rocksdb.Options;
+import org.rocksdb.ReadOptions;
+import org.rocksdb.RocksDB;
+import org.rocksdb.RocksDBException;
+import org.rocksdb.RocksIterator;
+import org.rocksdb.Slice;
+import org.rocksdb.WriteOptions;
+
+/**
+ * RocksDB (RocksJava) in its own directory: default options but for a block cache of the run's cache
+ * budget, a 10-bit Bloom filter (what a database would configure for point gets) and no compression (the
+ * other stores compress nothing). Each put and delete is a single write with the WAL on and no sync;
+ * {@link #sync()} is {@code flushWal(true)}. Operations use the array-and-offset calls, which copy
+ * through JNI without allocating.
+ */
+final class RocksKv implements KvStore {
+    private static final VarHandle BE_LONG = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
+
+    private final LRUCache blockCache;
+    private final BloomFilter filter;
+    private final Options options;
+    private final WriteOptions write;
+    private final ReadOptions read;
+    private final RocksDB db;
+    private final String description;
+
+    private RocksKv(Path dir, long cacheBytes) throws RocksDBException {
+        RocksDB.loadLibrary();
+        blockCache = new LRUCache(cacheBytes);
+        filter = new BloomFilter(10);
+        options = new Options()
+                .setCreateIfMissing(true)
+                .setCompressionType(CompressionType.NO_COMPRESSION)
+                .setTableFormatConfig(new BlockBasedTableConfig().setBlockCache(blockCache).setFilterPolicy(filter));
+        write = new WriteOptions(); // WAL on, no sync: the defaults
+        read = new ReadOptions();
+        db = RocksDB.open(options, dir.toString());
+        description = "RocksDB " + RocksDB.rocksdbVersion() + " (rocksdbjni), block cache " + KvBench.size(cacheBytes)
+                + ", Bloom filter 10 bits/key, no compression, memtable " + KvBench.size(options.writeBufferSize())
+                + "; single writes, WAL on without sync, flushWal(true) at phase end";
+    }
+
+    static RocksKv open(Path dir, long cacheBytes) {
+        try {
+            return new RocksKv(dir, cacheBytes);
+        } catch (RocksDBException e) {
+            throw failed("open " + dir, e);
+        }
+    }
+
+    private static IllegalStateException failed(String what, RocksDBException e) {
+        return new IllegalStateException("rocksdb: " + what + " failed: " + e.getMessage(), e);
+    }
+
+    @Override
+    public String describe() {
+        return description;
+    }
+
+    @Override
+    public int writeBatch() {
+        return 1;
+    }
+
+    @Override
+    public KvStore.Session session() {
+        return new Session();
+    }
+
+    @Override
+    public void sync() {
+        try {
+            db.flushWal(true);
+        } catch (RocksDBException e) {
+            throw failed("flushWal", e);
+        }
+    }
+
+    @Override
+    public void check() {
+        // RocksDB checks its own files (paranoid checks are on by default); the workload checks the data.
+    }
+
+    @Override
+    public void close() {
+        db.close();
+        read.close();
+        write.close();
+        options.close();
+        filter.close();
+        blockCache.close();
+    }
+
+    private final class Session implements KvStore.Session {
+        @Override
+        public void put(byte[] key, int keyLength, byte[] value) {
+            try {
+                db.put(write, key, 0, keyLength, value, 0, value.length);
+            } catch (RocksDBException e) {
+                throw failed("put", e);
+            }
+        }
+
+        @Override
+        public void delete(byte[] key, int keyLength) {
+            try {
+                db.delete(write, key, 0, keyLength);
+            } catch (RocksDBException e) {
+                throw failed("delete", e);
+            }
+        }
+
+        @Override
+        public void commit() {
+        }
+
+        @Override
+        public int get(byte[] key, int keyLength, byte[] value) {
+            try {
+                return db.get(read, key, 0, keyLength, value, 0, value.length);
+            } catch (RocksDBException e) {
+                throw failed("get", e);
+            }
+        }
+
+        @Override
+        public KvStore.Scan scan(byte[] from, byte[] to) {
+            return new Scan(from, to);
+        }
+
+        @Override
+        public void close() {
+        }
+    }
+
+    /** An iterator bounded above by {@code iterate_upper_bound}, as RocksDB recommends for range scans. */
+    private final class Scan implements KvStore.Scan {
+        private final Slice upper;
+        private final ReadOptions options;
+        private final RocksIterator it;
+        private final byte[] value = new byte[KvKeys.VALUE];
+        private boolean started;
+
+        Scan(byte[] from, byte[] to) {
+            upper = to == null ? null : new Slice(to);
+            options = new ReadOptions();
+            if (upper != null) {
+                options.setIterateUpperBound(upper);
+            }
+            it = db.newIterator(options);
+            if (from == null) {
+                it.seekToFirst();
+            } else {
+                it.seek(from);
+            }
+        }
+
+        @Override
+        public int next() {
+            if (started) {
+                it.next();
+            }
+            started = true;
+            if (!it.isValid()) {
+                try {
+                    it.status();
+                } catch (RocksDBException e) {
+                    throw failed("scan", e);
+                }
+                return -1;
+            }
+            return it.value(value);
+        }
+
+        @Override
+        public long word() {
+            return (long) BE_LONG.get(value, 0);
+        }
+
+        @Override
+        public void close() {
+            it.close();
+            options.close();
+            if (upper != null) {
+                upper.close();
+            }
+        }
+    }
+}
