@@ -1,8 +1,6 @@
 package dev.ferrite.journal;
 
 import java.lang.foreign.MemorySegment;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
@@ -34,7 +32,7 @@ final class Cil {
 
     static final class Context {
         final long seq;
-        /** [stripe * SLOT_STRIDE] committers inside; [+1] bytes stolen by the stripe's commits. */
+        /** [stripe * SLOT_STRIDE] committers inside; [+1] bytes stolen by the stripe's commits; [+2] items added. */
         final AtomicLongArray slots;
         final AtomicReferenceArray<LogItem> heads;
         /** Sum of the stripes' bytes in {@code quantum} steps: cheap to read for the push threshold. */
@@ -55,13 +53,18 @@ final class Cil {
             return sum;
         }
 
-        /** The items logged in this context; only valid once it has drained. */
-        List<LogItem> items() {
+        /** The items logged in this context, in an array of exactly their number; only once it has drained. */
+        LogItem[] items() {
+            int n = 0;
+            for (int i = 2; i < slots.length(); i += SLOT_STRIDE) {
+                n += (int) slots.get(i);
+            }
+            LogItem[] out = new LogItem[n];
             int parity = (int) (seq & 1);
-            List<LogItem> out = new ArrayList<>();
-            for (int i = 0; i < heads.length(); i += HEAD_STRIDE) {
-                for (LogItem it = heads.get(i); it != null; it = it.cilNext[parity]) {
-                    out.add(it);
+            int k = 0;
+            for (int s = 0; s < heads.length(); s += HEAD_STRIDE) {
+                for (LogItem it = heads.get(s); it != null; it = it.cilNext[parity]) {
+                    out[k++] = it;
                 }
             }
             return out;
@@ -213,6 +216,7 @@ final class Cil {
                 head = ctx.heads.get(slot);
                 it.cilNext[p] = head;
             } while (!ctx.heads.compareAndSet(slot, head, it));
+            ctx.slots.getAndIncrement(stripe * SLOT_STRIDE + 2);
         } else {
             DirtyMap.copy(it.txDirty, chunkShift, it.image(), it.shadow[p]);
         }

@@ -100,7 +100,7 @@ public final class Journal implements AutoCloseable {
         this.ail = new Ail(device, options.ringSize(), options.ailBatch(), head, r.nextSeq(), this::anchorTail,
                 this::checkpointSoon, this::shutdown);
         this.writer = new LogWriter(device, geometry, anchor.current().logId(), epoch, head, r.nextSeq(), cil, space,
-                ail, this::shutdown);
+                ail, threshold, this::shutdown);
         ail.start();
         writer.start();
     }

@@ -2,7 +2,6 @@ package dev.ferrite.journal;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -105,7 +104,7 @@ final class LogWriter implements AutoCloseable {
     final LongAdder logFlushes = new LongAdder();
 
     LogWriter(BlockDevice device, LogGeometry geometry, long logId, int epoch, long headLsn, long firstCheckpointSeq,
-              Cil cil, LogSpace space, Ail ail, java.util.function.Consumer<Throwable> onFailure) {
+              Cil cil, LogSpace space, Ail ail, long pushThreshold, java.util.function.Consumer<Throwable> onFailure) {
         this.device = device;
         this.geometry = geometry;
         this.blockSize = device.blockSize();
@@ -121,8 +120,11 @@ final class LogWriter implements AutoCloseable {
         this.lastCheckpointSeq = firstCheckpointSeq - 1;
         this.durableSeq = cil.currentSeq() - 1;
         this.pushTarget.set(durableSeq);
-        freeBuffers.offer(new Buffer(64L * blockSize));
-        freeBuffers.offer(new Buffer(64L * blockSize));
+        // Sized for a checkpoint of the push threshold plus the commits that land while it starts, so that
+        // the steady state never reallocates (and re-zeroes) a format buffer.
+        long initial = Math.max(64L * blockSize, pushThreshold + pushThreshold / 4);
+        freeBuffers.offer(new Buffer(initial));
+        freeBuffers.offer(new Buffer(initial));
         this.io = daemon(this::ioLoop, "ferrite-log-io");
         this.formatter = daemon(this::formatLoop, "ferrite-cil-push");
     }
@@ -244,8 +246,8 @@ final class LogWriter implements AutoCloseable {
     }
 
     private Checkpoint format(Cil.Context ctx, Buffer buffer) {
-        List<LogItem> items = ctx.items();
-        if (items.isEmpty()) {
+        LogItem[] items = ctx.items();
+        if (items.length == 0) {
             return new Checkpoint(ctx.seq, 0, buffer, 0, 0, 0, 0, 0, null, 0, 0, 0);
         }
         long start = System.nanoTime();
@@ -260,7 +262,6 @@ final class LogWriter implements AutoCloseable {
         long checkpointSeq = nextCheckpointSeq;
         long startLsn = Lsn.of(headCycle, headBlock);
         RecordCursor rec = new RecordCursor(out, headCycle, headBlock, tailLsn, checkpointSeq);
-        LogItem[] array = new LogItem[items.size()];
         int count = 0;
         for (LogItem it : items) {
             long map = it.shadowMap[parity];
@@ -273,7 +274,7 @@ final class LogWriter implements AutoCloseable {
             rec.payloadUsed += size;
             rec.ops++;
             cil.releaseShadow(it, parity);
-            array[count++] = it;
+            count++;
         }
         if (rec.payloadUsed + LogRecordFormat.COMMIT_OP_SIZE > payloadCapacity) {
             rec.close(false);
@@ -293,7 +294,7 @@ final class LogWriter implements AutoCloseable {
         headBlock = rec.block;
         nextCheckpointSeq = checkpointSeq + 1;
         return new Checkpoint(ctx.seq, checkpointSeq, buffer, bytes, (int) (bytes / blockSize), startBlock, startLsn,
-                Lsn.of(headCycle, headBlock), array, stolen, rec.index, start);
+                Lsn.of(headCycle, headBlock), items, stolen, rec.index, start);
     }
 
     /** Formats records one after another into the buffer, tracking each record's position in the log. */
