@@ -10,18 +10,46 @@ import org.jctools.queues.atomic.MpmcAtomicArrayQueue;
 /**
  * A fixed set of equally sized, {@link BlockDevice#BUFFER_ALIGNMENT}-aligned off-heap buffers carved
  * from one slab, for hot paths that must not allocate per operation. {@link #acquire()} and
- * {@link #release(MemorySegment)} are lock-free (a JCTools MPMC array queue of pre-sliced segments) and
- * allocate nothing. The slab's lifetime is the pool's: {@link #close()} frees it, and any buffer still
- * held fails on its next access instead of touching freed memory.
+ * {@link #release(MemorySegment)} are lock-free and allocate nothing. The slab's lifetime is the pool's:
+ * {@link #close()} frees it, and any buffer still held fails on its next access instead of touching
+ * freed memory.
+ *
+ * <p>Free buffers live in two places. A thread first uses the {@value #CACHE_SLOTS} cache slots of its
+ * stripe (picked by thread id; stripes sit 128 bytes apart), so a thread that acquires and releases in
+ * turn writes no line another thread touches. A release that finds its stripe full spills to a shared
+ * MPMC queue, and an acquire that finds its stripe empty takes from the queue. No stripe belongs to a
+ * thread: slots are claimed by CAS, threads that collide on a stripe simply share it, and an acquire
+ * that finds its stripe and the queue empty takes from any other stripe. A buffer cached by a thread
+ * that died or went idle is therefore never lost, and {@link #acquire()} only waits when every buffer
+ * is lent.
+ *
+ * <p>Every buffer has a lent flag, 128 bytes from the next: set by the acquirer with a plain store (the
+ * CAS or queue hand-off that gave it the buffer already orders it after the previous release), cleared
+ * by release with a CAS, which is how a double release is caught; a foreign segment fails the address
+ * check before that.
  */
 public final class BufferPool implements AutoCloseable {
+    /** Slots per stripe: a thread holding up to this many buffers at a time never touches the queue. */
+    private static final int CACHE_SLOTS = 8;
+    /**
+     * ints between stripes, and between lent flags: 128 bytes, beyond the adjacent-line prefetcher's
+     * pair. The first PAD ints stay unused, since their line also holds the array's length, which every
+     * access reads for its bounds check.
+     */
+    private static final int PAD = 32;
+    /** A power of two, at least four per processor so that few threads ever share one. */
+    private static final int STRIPES = Integer.highestOneBit(4 * Runtime.getRuntime().availableProcessors() - 1) << 1;
+
     private final Arena arena;
     private final MemorySegment slab;
     private final long stride;
     private final int bufferSize;
     private final MemorySegment[] buffers;
+    /** Free buffers beyond the stripes' caches. */
     private final MpmcAtomicArrayQueue<MemorySegment> free;
-    /** 1 while buffer i is lent out: catches a double release or a foreign segment. */
+    /** Stripe s's slots are [slots(s), slots(s) + CACHE_SLOTS): buffer index + 1, or 0 when empty. */
+    private final AtomicIntegerArray cache = new AtomicIntegerArray((STRIPES + 1) * PAD);
+    /** Buffer i's lent flag is at flag(i): 1 while lent out. */
     private final AtomicIntegerArray lent;
 
     /**
@@ -41,8 +69,8 @@ public final class BufferPool implements AutoCloseable {
         this.arena = Arena.ofShared();
         this.slab = arena.allocate(stride * count, BlockDevice.BUFFER_ALIGNMENT);
         this.buffers = new MemorySegment[count];
-        this.free = new MpmcAtomicArrayQueue<>(count);
-        this.lent = new AtomicIntegerArray(count);
+        this.free = new MpmcAtomicArrayQueue<>(Math.max(2, count)); // JCTools' smallest capacity
+        this.lent = new AtomicIntegerArray((count + 1) * PAD);
         for (int i = 0; i < count; i++) {
             buffers[i] = slab.asSlice(i * stride, bufferSize);
             free.offer(buffers[i]);
@@ -51,11 +79,17 @@ public final class BufferPool implements AutoCloseable {
 
     /** A free buffer, or null if all are lent out. Contents are whatever the last user left. */
     public MemorySegment tryAcquire() {
-        MemorySegment b = free.poll();
-        if (b != null) {
-            lent.set(indexOf(b), 1);
+        int home = stripe();
+        int i = takeFrom(home);
+        if (i < 0) {
+            MemorySegment queued = free.poll();
+            i = queued != null ? indexOf(queued) : steal(home);
+            if (i < 0) {
+                return null;
+            }
         }
-        return b;
+        lent.setPlain(flag(i), 1);
+        return buffers[i];
     }
 
     /** A free buffer, waiting (spin, then park) for one to be released if all are lent out. */
@@ -73,25 +107,71 @@ public final class BufferPool implements AutoCloseable {
         }
     }
 
-    /** Returns a buffer obtained from this pool. */
+    /** Returns a buffer obtained from this pool, from any thread. */
     public void release(MemorySegment buffer) {
         int i = indexOf(buffer);
-        if (i < 0 || buffers[i].address() != buffer.address() || buffer.byteSize() != bufferSize) {
+        if (i < 0 || buffer.byteSize() != bufferSize) {
             throw new InvalidArgumentException("segment at 0x" + Long.toHexString(buffer.address())
                     + " was not lent by this pool");
         }
-        if (!lent.compareAndSet(i, 1, 0)) {
+        if (!lent.compareAndSet(flag(i), 1, 0)) {
             throw new InvalidArgumentException("buffer " + i + " of the pool was released twice");
         }
-        free.offer(buffers[i]);
+        int base = slots(stripe());
+        for (int s = base; s < base + CACHE_SLOTS; s++) {
+            if (cache.getPlain(s) == 0 && cache.compareAndSet(s, 0, i + 1)) {
+                return;
+            }
+        }
+        free.offer(buffers[i]); // never full: it has room for every buffer
     }
 
+    private static int stripe() {
+        // Consecutive thread ids land on distinct stripes.
+        return (int) Thread.currentThread().threadId() & (STRIPES - 1);
+    }
+
+    private static int slots(int stripe) {
+        return (stripe + 1) * PAD;
+    }
+
+    private static int flag(int buffer) {
+        return (buffer + 1) * PAD;
+    }
+
+    /** Claims a cached buffer of stripe {@code s}; its index, or -1 if it has none. */
+    private int takeFrom(int s) {
+        int base = slots(s);
+        for (int slot = base; slot < base + CACHE_SLOTS; slot++) {
+            if (cache.getPlain(slot) != 0) {
+                int v = cache.getAndSet(slot, 0);
+                if (v != 0) {
+                    return v - 1;
+                }
+            }
+        }
+        return -1;
+    }
+
+    /** A buffer cached in another stripe, or -1 if every stripe is empty. */
+    private int steal(int home) {
+        for (int k = 1; k < STRIPES; k++) {
+            int i = takeFrom((home + k) & (STRIPES - 1));
+            if (i >= 0) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    /** The index of the buffer that starts where {@code buffer} does, or -1. */
     private int indexOf(MemorySegment buffer) {
         long off = buffer.address() - slab.address();
-        if (off < 0 || off >= slab.byteSize() || off % stride != 0) {
+        if (off < 0 || off >= slab.byteSize()) {
             return -1;
         }
-        return (int) (off / stride);
+        long i = off / stride;
+        return i * stride == off ? (int) i : -1;
     }
 
     public int bufferSize() {
@@ -102,9 +182,17 @@ public final class BufferPool implements AutoCloseable {
         return buffers.length;
     }
 
-    /** Buffers free right now (a snapshot under concurrency). */
+    /** Buffers free right now, cached or queued (a snapshot under concurrency). */
     public int available() {
-        return free.size();
+        int n = free.size();
+        for (int s = 0; s < STRIPES; s++) {
+            for (int slot = slots(s); slot < slots(s) + CACHE_SLOTS; slot++) {
+                if (cache.get(slot) != 0) {
+                    n++;
+                }
+            }
+        }
+        return n;
     }
 
     @Override

@@ -120,6 +120,87 @@ class BufferPoolTest {
     }
 
     @Test
+    void aBufferReleasedByAnotherThreadIsLentAgain() throws Exception {
+        try (BufferPool pool = new BufferPool(4096, 1)) {
+            MemorySegment b = pool.acquire();
+            Thread.ofPlatform().name("releaser").start(() -> pool.release(b)).join();
+            assertEquals(1, pool.available());
+            MemorySegment again = pool.tryAcquire();
+            assertNotNull(again, "a buffer cached by the releasing thread must reach the acquiring one");
+            assertEquals(b.address(), again.address());
+        }
+    }
+
+    @Test
+    void buffersCachedByThreadsThatDiedAreNotLost() throws Exception {
+        int count = 64;
+        try (BufferPool pool = new BufferPool(512, count)) {
+            // Each thread ends holding nothing but leaves what it released in its cache.
+            for (int t = 0; t < 8; t++) {
+                Thread.ofPlatform().name("short-lived-" + t).start(() -> {
+                    List<MemorySegment> mine = new ArrayList<>();
+                    for (int i = 0; i < 6; i++) {
+                        mine.add(pool.acquire());
+                    }
+                    mine.forEach(pool::release);
+                }).join();
+            }
+            assertEquals(count, pool.available());
+            List<MemorySegment> all = drain(pool);
+            assertEquals(count, all.size(), "every buffer is lendable after its last user died");
+            assertEquals(count, new HashSet<>(all.stream().map(MemorySegment::address).toList()).size());
+            assertEquals(0, pool.available());
+        }
+    }
+
+    @Test
+    void aWaitingAcquireGetsABufferCachedByAnotherThread() throws Exception {
+        try (BufferPool pool = new BufferPool(4096, 2)) {
+            List<MemorySegment> all = drain(pool);
+            CompletableFuture<MemorySegment> acquired = CompletableFuture.supplyAsync(pool::acquire,
+                    r -> Thread.ofPlatform().name("acquirer").start(r));
+            // Released here, so cached in this thread's stripe, not the acquirer's.
+            pool.release(all.get(1));
+            assertEquals(all.get(1).address(), acquired.get(10, TimeUnit.SECONDS).address());
+            pool.release(all.get(0));
+            assertEquals(1, pool.available());
+        }
+    }
+
+    @Test
+    void doubleReleaseFromAnotherThreadIsRejected() throws Exception {
+        try (BufferPool pool = new BufferPool(4096, 2)) {
+            MemorySegment b = pool.acquire();
+            pool.release(b);
+            CompletableFuture<Throwable> second = new CompletableFuture<>();
+            Thread.ofPlatform().name("second-releaser").start(() -> {
+                try {
+                    pool.release(b);
+                    second.complete(null);
+                } catch (Throwable t) {
+                    second.complete(t);
+                }
+            }).join();
+            Throwable t = second.get(10, TimeUnit.SECONDS);
+            assertTrue(t instanceof InvalidArgumentException && t.getMessage().contains("released twice"), String.valueOf(t));
+            assertEquals(2, new HashSet<>(drain(pool).stream().map(MemorySegment::address).toList()).size(),
+                    "every buffer must be lendable exactly once");
+        }
+    }
+
+    @Test
+    void releasesBeyondTheThreadCacheSpillToTheSharedQueue() {
+        int count = 40; // more than one thread's cache holds
+        try (BufferPool pool = new BufferPool(512, count)) {
+            List<MemorySegment> all = drain(pool);
+            assertEquals(count, all.size());
+            all.forEach(pool::release);
+            assertEquals(count, pool.available());
+            assertEquals(count, new HashSet<>(drain(pool).stream().map(MemorySegment::address).toList()).size());
+        }
+    }
+
+    @Test
     void segmentsTheyDidNotLendAreRejected() {
         try (BufferPool pool = new BufferPool(4096, 4); BufferPool other = new BufferPool(4096, 4); Arena arena = Arena.ofConfined()) {
             MemorySegment mine = pool.acquire();

@@ -12,6 +12,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT_UNALIGNED;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -127,6 +128,46 @@ class Crc32cTest {
                 "the stored checksum must not count toward itself");
         seg.set(JAVA_BYTE, 300, (byte) (seg.get(JAVA_BYTE, 300) ^ 0x40));
         assertNotEquals(seg.get(JAVA_INT_UNALIGNED, field), Crc32c.computeSkipping(seg, field));
+    }
+
+    @Test
+    void inPlaceStampAndVerifyAgreeWithComputeSkipping() {
+        Random random = TestSeed.random(4);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment seg = arena.allocate(4096, 4096);
+            for (long field : new long[] {0, 1, 28, 2049, 4092}) {
+                byte[] block = new byte[4096];
+                random.nextBytes(block);
+                MemorySegment.copy(bytes(block), 0, seg, 0, block.length);
+                int expected = Crc32c.computeSkipping(seg, field);
+                assertEquals(expected, Crc32c.stampInPlace(seg, field), "field at " + field);
+                assertEquals(expected, seg.get(OnDisk.U32, field),
+                        "stored little-endian at " + field);
+                for (int i = 0; i < block.length; i++) {
+                    if (i < field || i >= field + Crc32c.SIZE) {
+                        assertEquals(block[i], seg.get(JAVA_BYTE, i), "byte " + i + " outside the field is untouched");
+                    }
+                }
+                MemorySegment stamped = arena.allocate(4096).copyFrom(seg);
+                assertTrue(Crc32c.verifyInPlace(seg, field), "field at " + field);
+                assertEquals(-1, seg.mismatch(stamped), "verification leaves the block as it found it");
+                seg.set(JAVA_BYTE, (field + 100) % 4096, (byte) ~seg.get(JAVA_BYTE, (field + 100) % 4096));
+                assertFalse(Crc32c.verifyInPlace(seg, field), "a flipped byte at " + ((field + 100) % 4096));
+                assertEquals(expected, seg.get(OnDisk.U32, field),
+                        "a failed verification restores the field too");
+            }
+        }
+    }
+
+    @Test
+    void inPlaceFormsRejectAFieldOutsideTheSegment() {
+        MemorySegment seg = bytes(new byte[64]);
+        for (long bad : new long[] {-1, 61, Long.MAX_VALUE}) {
+            var e = assertThrows(InvalidArgumentException.class, () -> Crc32c.stampInPlace(seg, bad));
+            assertTrue(e.getMessage().contains("checksum field at " + bad + " lies outside a 64-byte segment"), e.getMessage());
+            assertThrows(InvalidArgumentException.class, () -> Crc32c.verifyInPlace(seg, bad));
+        }
+        assertEquals(-1, seg.mismatch(bytes(new byte[64])), "a rejected call writes nothing");
     }
 
     @Test

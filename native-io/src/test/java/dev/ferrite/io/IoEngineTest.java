@@ -115,6 +115,64 @@ class IoEngineTest {
         }
     }
 
+    /**
+     * io_uring submits each stretch of requests that continue one another (same direction, next offset)
+     * in one call and everything else singly: stretches longer than the depth, stretches that end where
+     * the direction changes or a gap or a backward step begins, and multi-block requests in a stretch.
+     */
+    @ParameterizedTest(name = "{0} depth {1}")
+    @MethodSource("enginesAndDepths")
+    void contiguousStretchesAndSingleRequestsMixedInOneBatch(IoEngineKind engine, int depth) {
+        try (Arena arena = Arena.ofConfined(); DirectDevice device = open(dir.resolve("dev"), engine, depth, BLOCKS)) {
+            Blocks.writeAll(device, 1);
+            long[] generation = new long[BLOCKS];
+            Arrays.fill(generation, 1);
+            IoBatch batch = new IoBatch(BLOCKS);
+            List<long[]> reads = new ArrayList<>(); // {batch index, generation of the block read}
+            for (int b = 0; b < 100; b++) {                                   // a stretch longer than any depth
+                batch.write(b, fill(buffer(arena, BLOCK), b, BLOCK, 2));
+                generation[b] = 2;
+            }
+            batch.write(100, fill(buffer(arena, 4L * BLOCK), 100, BLOCK, 2)); // multi-block, continuing it
+            batch.write(104, fill(buffer(arena, BLOCK), 104, BLOCK, 2));
+            Arrays.fill(generation, 100, 105, 2);
+            for (int b = 105; b < 170; b++) {                                 // the next offset, read
+                reads.add(new long[] {batch.size(), generation[b]});
+                batch.read(b, buffer(arena, BLOCK));
+            }
+            for (int b = 300; b < 320; b += 2) {                              // gaps
+                batch.write(b, fill(buffer(arena, BLOCK), b, BLOCK, 3));
+                generation[b] = 3;
+            }
+            for (int b = 409; b >= 400; b--) {                                // backward
+                batch.write(b, fill(buffer(arena, BLOCK), b, BLOCK, 4));
+                generation[b] = 4;
+            }
+            for (int b = 410; b < 420; b++) {                                 // alternating directions
+                if (b % 2 == 0) {
+                    reads.add(new long[] {batch.size(), generation[b]});
+                    batch.read(b, buffer(arena, BLOCK));
+                } else {
+                    batch.write(b, fill(buffer(arena, BLOCK), b, BLOCK, 5));
+                    generation[b] = 5;
+                }
+            }
+            device.submit(batch);
+            for (int i = 0; i < batch.size(); i++) {
+                assertEquals(0, batch.error(i), "request " + i);
+            }
+            for (long[] r : reads) {
+                int i = (int) r[0];
+                assertHolds(batch.buffer(i), batch.block(i), BLOCK, r[1]);
+            }
+            MemorySegment all = buffer(arena, device.size());
+            device.read(0, all);
+            for (int b = 0; b < BLOCKS; b++) {
+                assertHolds(all.asSlice((long) b * BLOCK, BLOCK), b, BLOCK, generation[b]);
+            }
+        }
+    }
+
     @ParameterizedTest
     @EnumSource(names = {"IO_URING", "THREADS"})
     void perRequestErrorsAreReportedWhileTheOtherRequestsRun(IoEngineKind engine) throws IOException {

@@ -18,7 +18,8 @@ import org.openjdk.jmh.annotations.TearDown;
 
 /**
  * CRC32C over a block, as every metadata write-back and read verification does. {@code heapArray} is the
- * JDK intrinsic on a {@code byte[]}: the floor the segment forms are measured against. Buffers come from
+ * JDK intrinsic on a {@code byte[]}: the floor the segment forms are measured against. {@code computeSkipping}
+ * and the in-place pair are the two ways to checksum a block whose checksum field lies inside it. Buffers come from
  * a shared arena, like {@link dev.ferrite.io.BufferPool}'s.
  */
 @State(Scope.Thread)
@@ -55,6 +56,18 @@ public class Crc32cBench extends JmhDefaults {
     @Benchmark
     public int computeSkipping() {
         return Crc32c.computeSkipping(segment, FIELD_OFFSET);
+    }
+
+    /** Stamping a block the caller owns: zero the field, one pass, store. */
+    @Benchmark
+    public int stampInPlace() {
+        return Crc32c.stampInPlace(segment, FIELD_OFFSET);
+    }
+
+    /** Verifying a block the caller owns: the stamp above, checked and put back. */
+    @Benchmark
+    public boolean verifyInPlace() {
+        return Crc32c.verifyInPlace(segment, FIELD_OFFSET);
     }
 
     @Benchmark
