@@ -78,6 +78,8 @@ final class Ail implements AutoCloseable {
     // Pushing.
     private final Thread pusher;
     private final AtomicLong target = new AtomicLong(Lsn.NONE);
+    /** Set when items arrive at or below a target the pusher already finished: it must look again. */
+    private volatile boolean rescan;
     private volatile boolean running = true;
     private volatile Throwable failure;
     private final Arena arena = Arena.ofShared();
@@ -225,13 +227,20 @@ final class Ail implements AutoCloseable {
             lock.unlock();
         }
         int items = 0;
+        long lowest = Long.MAX_VALUE;
         for (int i = 0; i < pendingCount; i++) {
             Event e = pending[i];
             if (e.item != null) {
                 e.item.unpin();
                 items++;
+                lowest = Math.min(lowest, e.lsn);
                 e.item = null;
             }
+        }
+        if (lowest <= target.get()) {
+            // a push already asked for these (they were still in flight then): once per batch, not per item
+            rescan = true;
+            LockSupport.unpark(pusher);
         }
         insertBatches.increment();
         insertedItems.add(items);
@@ -319,15 +328,18 @@ final class Ail implements AutoCloseable {
     private void pushLoop() {
         long reached = Lsn.NONE;
         long backoff = 0;
+        boolean unfinished = false; // the last round stopped short of its target (batch limit, or stuck)
         while (running) {
             long tgt = target.get();
-            if (tgt <= reached) {
+            if (tgt <= reached && !rescan && !unfinished) {
                 LockSupport.park(this);
                 pusherWakeups.increment();
                 continue;
             }
+            rescan = false;
             try {
                 Round r = pushRound(tgt);
+                unfinished = r != Round.DONE;
                 if (r == Round.DONE) {
                     reached = tgt;
                 }
@@ -507,6 +519,17 @@ final class Ail implements AutoCloseable {
         lock.lock();
         try {
             return last != null ? last.ailLsn : nextStartLsn;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    String diagnostics() {
+        lock.lock();
+        try {
+            return "AIL " + size + " items " + (first == null ? "" : Lsn.toString(first.ailLsn) + ".." + Lsn.toString(last.ailLsn))
+                    + ", push target " + Lsn.toString(target.get()) + ", anchored tail " + Lsn.toString(anchoredLsn)
+                    + ", next checkpoint at " + Lsn.toString(nextStartLsn) + (rescan ? ", rescan" : "");
         } finally {
             lock.unlock();
         }

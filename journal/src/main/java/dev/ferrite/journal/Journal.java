@@ -187,6 +187,22 @@ public final class Journal implements AutoCloseable {
         ail.pushTo(ail.maxLsn());
     }
 
+    /**
+     * One line of internal state (grant heads, tail, AIL, CIL, log writer) for diagnosing a stall: what
+     * a dump prints, and what a test prints when a reservation waits too long.
+     */
+    public String diagnostics() {
+        return "tail " + Lsn.toString(grantLsn(space.tail())) + ", reserve head " + Lsn.toString(grantLsn(space.reserveHead.get()))
+                + ", write head " + Lsn.toString(grantLsn(space.writeHead.get())) + ", free " + space.freeBytes()
+                + " bytes, queued " + space.reserveHead.queued() + "/" + space.writeHead.queued() + "; " + ail.diagnostics()
+                + "; CIL sequence " + cil.currentSeq() + (cil.currentHasChanges() ? " (changes)" : " (empty)") + "; "
+                + writer.diagnostics();
+    }
+
+    private long grantLsn(long word) {
+        return Lsn.of((int) (word >>> 32), (int) ((word & 0xFFFF_FFFFL) / device.blockSize()));
+    }
+
     /** Counters since open. */
     public JournalStats stats() {
         long[] rw = space.reserveHead.waitStats();

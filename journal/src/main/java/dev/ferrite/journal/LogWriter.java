@@ -197,6 +197,11 @@ final class LogWriter implements AutoCloseable {
         }
     }
 
+    String diagnostics() {
+        return "push target " + pushTarget.get() + ", durable " + durableSeq + (ioBusy ? ", I/O busy" : "")
+                + (background ? ", background push asked" : "") + ", " + formatted.size() + " formatted waiting";
+    }
+
     void checkAlive() {
         Throwable f = failure;
         if (f != null) {
