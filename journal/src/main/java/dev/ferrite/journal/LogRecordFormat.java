@@ -165,7 +165,7 @@ final class LogRecordFormat {
         for (int s = headerSectors; s < sectors; s++) {
             header.set(U32, stampTableOffset(s - headerSectors), rec.get(U32, (long) s * SECTOR));
         }
-        header.set(U32, CRC_OFF, Crc32c.computeSkipping(rec, CRC_OFF));
+        Crc32c.stampInPlace(rec, CRC_OFF);
         for (int s = 0; s < sectors; s++) {
             rec.set(U32, (long) s * SECTOR, cycle);
         }
@@ -192,7 +192,7 @@ final class LogRecordFormat {
         for (int s = 0; s < headerSectors; s++) {
             rec.set(U32, (long) s * SECTOR, 0);
         }
-        return header.get(U32, CRC_OFF) == Crc32c.computeSkipping(rec, CRC_OFF) ? -1 : sectors;
+        return Crc32c.verifyInPlace(rec, CRC_OFF) ? -1 : sectors;
     }
 
     // ---- ops
