@@ -5,6 +5,7 @@ import java.util.BitSet;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.NavigableMap;
 
 import dev.ferrite.btree.BTree;
 import dev.ferrite.btree.Buffer;
@@ -86,10 +87,10 @@ final class AllocationGroup {
     final Buffer agi;
     final FreeList agfl;
     final FreeList agil;
-    private BTree bno;
-    private BTree cnt;
-    private BTree ino;
-    private BTree fino;
+    BTree bno;
+    BTree cnt;
+    BTree ino;
+    BTree fino;
 
     private AllocationGroup(BufferCache cache, Geometry geometry, Counters counters, int agno, Buffer agf, Buffer agi) {
         this.cache = cache;
@@ -619,15 +620,18 @@ final class AllocationGroup {
 
     // ------------------------------------------------------------------ checking
 
-    private enum Use { HEADER, TREE_NODE, FREE_LIST, FREE, INODES }
+    private enum Use { HEADER, TREE_NODE, FREE_LIST, FREE, INODES, ALLOCATED }
 
     /**
      * Verifies the group while nothing changes it, adding one line per problem: headers, the four trees,
      * that every block is exactly one of header, tree node, free-list entry, free or inode chunk, that the
      * two free-space trees hold the same extents, that the two inode trees agree and match the inode
      * records, and the header counts. Never writes.
+     *
+     * @param allocated extents (device block to length) allocated to what the groups do not describe
+     *                  themselves (file data, directory blocks)
      */
-    void check(List<String> problems) {
+    void check(NavigableMap<Long, Integer> allocated, List<String> problems) {
         String where = "group " + agno;
         Use[] use = new Use[length];
         BitSet seen = new BitSet(length);
@@ -677,8 +681,13 @@ final class AllocationGroup {
             problems.add(where + ": the free-space trees hold " + free + " blocks, the header counts " + u64(agf.data(), FREE_BLOCKS));
         }
         checkInodes(use, seen, where, problems);
-        for (int b = seen.nextClearBit(0); b < length; b = seen.nextClearBit(b + 1)) {
-            problems.add(where + ": block " + b + " is neither free nor in use (lost)");
+        for (Map.Entry<Long, Integer> e : allocated.subMap(start, start + length).entrySet()) {
+            mark(use, seen, (int) (e.getKey() - start), e.getValue(), Use.ALLOCATED, where + " allocated extent", problems);
+        }
+        for (int b = seen.nextClearBit(0); b < length; b = seen.nextClearBit(b)) {
+            int end = Math.min(length, seen.nextSetBit(b) < 0 ? length : seen.nextSetBit(b));
+            problems.add(where + ": blocks [" + b + ", " + end + ") are neither free nor in use (lost)");
+            b = end;
         }
     }
 

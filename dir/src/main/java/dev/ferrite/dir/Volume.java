@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.NavigableMap;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -585,10 +586,15 @@ public final class Volume implements AutoCloseable {
      * empty for a sound volume. Run it while nothing changes the volume.
      */
     List<String> check() {
+        return check(Collections.emptyNavigableMap());
+    }
+
+    /** As {@link #check()}, with {@code allocated} (device block to length) in use by the caller. */
+    List<String> check(NavigableMap<Long, Integer> allocated) {
         List<String> problems = new ArrayList<>();
         long freeBlocks = 0, freeInodes = 0, inodeCount = 0;
         for (AllocationGroup ag : groups) {
-            ag.check(problems);
+            ag.check(allocated, problems);
             freeBlocks += ag.freeBlocks();
             freeInodes += ag.freeInodes();
             inodeCount += ag.inodes();
