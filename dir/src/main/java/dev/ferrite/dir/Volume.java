@@ -87,6 +87,7 @@ public final class Volume implements AutoCloseable {
         Geometry g = Geometry.plan(device, options);
         claim(device);
         Volume v = null;
+        boolean done = false;
         try {
             // no valid superblock survives an interrupted format to describe half-written structures
             try (Arena arena = Arena.ofConfined()) {
@@ -119,9 +120,12 @@ public final class Volume implements AutoCloseable {
                 v.superblock = new SuperblockFormat.Fields(SuperblockFormat.VERSION, g, fields.uuid(), 0, 0, false, 0, 0, 0,
                         root, 0);
             }
+            done = true;
         } finally {
-            if (v != null) {
+            if (done) {
                 v.close(); // writes the superblock, clean, and lets go of the device
+            } else if (v != null) {
+                v.abandon(); // no superblock: the device stays unformatted
             } else {
                 unclaim(device);
             }
@@ -612,6 +616,17 @@ public final class Volume implements AutoCloseable {
      * folded counters and the clean mark. After a journal failure the superblock stays marked mounted,
      * so the next mount recovers. The device stays open (the caller owns it), its lock released.
      */
+    /** Stops the journal and frees the cache without writing the superblock (a format that failed). */
+    private void abandon() {
+        closed = true;
+        try {
+            journal.close();
+        } finally {
+            cache.close();
+            unclaim(device);
+        }
+    }
+
     @Override
     public void close() {
         synchronized (this) {
