@@ -70,7 +70,12 @@ final class AllocationGroup {
     /** Results of an inode allocation other than an inode number. */
     static final long NO_SPACE = 0, RETRY_FIX = -1, RETRY_CHUNK = -2;
 
-    private static final int FIX_OPS = 8;
+    private static final int FIX_OPS = 2;
+    /**
+     * Changing operations one free-space change runs on each free-space tree at most (a free merging
+     * with both neighbours: two deletes and an insert); each tree's {@link BTree#reservation()} covers one.
+     */
+    private static final int FREE_SPACE_OPS = 3;
     private static final String AGF = "allocation group free-space header";
     private static final String AGI = "allocation group inode header";
     private static final String INODE_BLOCK = "inode block";
@@ -353,7 +358,7 @@ final class AllocationGroup {
 
     /** Items an {@link #allocBlocks} or {@link #freeBlocks} transaction may change. */
     int blockItems() {
-        return 1 + bno.reservation() + cnt.reservation();
+        return 1 + freeSpaceItems();
     }
 
     /**
@@ -399,9 +404,13 @@ final class AllocationGroup {
         return count < RESERVE || count > 4 * RESERVE;
     }
 
-    /** True if a free list wants refilling or spilling (a snapshot; {@link #fix} decides under the locks). */
+    /**
+     * True if a free list wants spilling, or refilling while there is free space to refill it from (a
+     * snapshot; {@link #fix} decides under the locks).
+     */
     boolean needsFix() {
-        return outOfRange(agfl.count()) || outOfRange(agil.count());
+        int f = agfl.count(), i = agil.count();
+        return f > 4 * RESERVE || i > 4 * RESERVE || (f < RESERVE || i < RESERVE) && freeBlocks() > 0;
     }
 
     private FreeList listToFix() {
@@ -414,7 +423,7 @@ final class AllocationGroup {
      */
     void fix() {
         for (int round = 0; round < 256; round++) {
-            int items = 2 + FIX_OPS * (bno.reservation() + cnt.reservation());
+            int items = 2 + FIX_OPS * freeSpaceItems();
             try (Txn txn = Txn.begin(cache, items)) {
                 lock(txn, agi);
                 lock(txn, agf);
@@ -458,15 +467,24 @@ final class AllocationGroup {
 
     // ------------------------------------------------------------------ inodes
 
-    /** Items an {@link #allocInode} transaction may change (read the tree heights before locking anything). */
+    /** Items one free-space change (an extent taken or freed) may change in the two free-space trees. */
+    private int freeSpaceItems() {
+        return FREE_SPACE_OPS * (bno.reservation() + cnt.reservation());
+    }
+
+    /**
+     * Items an {@link #allocInode} transaction may change: the AGI, one operation on each inode tree and
+     * the inode's block; with a new chunk also the AGF, a free-space change and the chunk's blocks. Call
+     * before locking anything (it reads the trees' heights).
+     */
     int allocInodeItems(boolean mayAddChunk) {
-        int items = 3 + ino.reservation() + fino.reservation();
-        return mayAddChunk ? items + 1 + CHUNK_BLOCKS + bno.reservation() + cnt.reservation() : items;
+        int items = 2 + ino.reservation() + fino.reservation();
+        return mayAddChunk ? items + 1 + CHUNK_BLOCKS + freeSpaceItems() : items;
     }
 
     /** Items a {@link #freeInode} transaction may change. */
     int freeInodeItems() {
-        return 3 + ino.reservation() + fino.reservation();
+        return 2 + ino.reservation() + fino.reservation();
     }
 
     /**

@@ -31,7 +31,7 @@ record Geometry(int blockSize, long deviceBlocks, long logStart, int logBlocks, 
     static final int MIN_BLOCK_SIZE = 4096;
     static final int MIN_AG_BLOCKS = 512;
     static final int MAX_AG_BLOCKS = 1 << 28;
-    static final int MIN_LOG_BLOCKS = 512;
+    static final int MIN_LOG_BLOCKS = 1024;
     static final int MAX_LOG_BLOCKS = 1 << 20;
     static final int INODES_PER_BLOCK = 8;
     static final int CHUNK_BLOCKS = 8;
@@ -76,7 +76,7 @@ record Geometry(int blockSize, long deviceBlocks, long logStart, int logBlocks, 
                     + " bytes; a volume needs at least " + minimum);
         }
         int log = options.logBlocks() > 0 ? options.logBlocks()
-                : (int) Math.min(Math.clamp(blocks / 32, 1024, 262_144), Math.max(MIN_LOG_BLOCKS, (blocks - minimum) / 4 + MIN_LOG_BLOCKS));
+                : (int) Math.min(Math.clamp(blocks / 32, MIN_LOG_BLOCKS, 262_144), (blocks - minimum) / 4 + MIN_LOG_BLOCKS);
         if (log < MIN_LOG_BLOCKS || log > MAX_LOG_BLOCKS || logStart + log + MIN_AG_BLOCKS > blocks) {
             throw new InvalidArgumentException("a log of " + log + " blocks does not fit " + device.name() + " of "
                     + blocks + " blocks: it must be " + MIN_LOG_BLOCKS + " to " + MAX_LOG_BLOCKS + " blocks and leave "

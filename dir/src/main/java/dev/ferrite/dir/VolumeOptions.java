@@ -9,8 +9,8 @@ import dev.ferrite.journal.JournalOptions;
  *   <li>{@code agCount}: at format, {@code max(4, 2 × CPUs)} allocation groups, fewer on a device too small
  *       to give each at least 2048 blocks, more if a group would exceed 2<sup>28</sup> blocks. Ignored when
  *       mounting (the superblock says).
- *   <li>{@code logBlocks}: at format, 1/32 of the device, between 1024 blocks (4 MiB) and 262144 (1 GiB),
- *       less on devices too small for that. Ignored when mounting.
+ *   <li>{@code logBlocks}: at format, 1/32 of the device, between 1024 blocks (4 MiB, also the
+ *       least a log may have) and 262144 (1 GiB). Ignored when mounting.
  *   <li>{@code cacheBytes}: the buffer cache budget, 1/16 of the device between 16 MiB and 1 GiB.
  * </ul>
  *

@@ -192,7 +192,7 @@ class AllocationTest {
 
     @Test
     void inodeExhaustionIsNoSpaceAndChangesNothing() {
-        try (MemoryDevice dev = MemoryDevice.create(2600, 4096)) {
+        try (MemoryDevice dev = MemoryDevice.create(1600, 4096)) {
             VolumeOptions options = OPTIONS.withAgCount(1).withLogBlocks(1024);
             Volume.format(dev, options);
             try (Volume v = Volume.open(dev, options)) {
