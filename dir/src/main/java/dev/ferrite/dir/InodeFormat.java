@@ -101,6 +101,30 @@ final class InodeFormat {
         b.set(U32, rec + GENERATION, generation);
     }
 
+    /**
+     * Sets permissions (the type bits are kept), owner and times; -1 leaves a field as it is. The change
+     * time becomes {@code nowNanos}. The fields changed all lie in {@code [rec + MODE, rec + BTIME)}.
+     */
+    static void setAttributes(MemorySegment b, int rec, int permissions, int uid, int gid, long atime, long mtime,
+                              long nowNanos) {
+        if (permissions >= 0) {
+            b.set(U16, rec + MODE, (short) (mode(b, rec) & S_IFMT | permissions & ~S_IFMT));
+        }
+        if (uid >= 0) {
+            b.set(U32, rec + UID, uid);
+        }
+        if (gid >= 0) {
+            b.set(U32, rec + GID, gid);
+        }
+        if (atime >= 0) {
+            b.set(U64, rec + ATIME, atime);
+        }
+        if (mtime >= 0) {
+            b.set(U64, rec + MTIME, mtime);
+        }
+        b.set(U64, rec + CTIME, nowNanos);
+    }
+
     /** Decodes a record (read under the block's lock or validated after). */
     static InodeStat stat(long ino, MemorySegment b, int rec) {
         return new InodeStat(ino, mode(b, rec), b.get(U32, rec + UID), b.get(U32, rec + GID), nlink(b, rec),

@@ -343,6 +343,11 @@ public final class Volume implements AutoCloseable {
                 counters.inodes.sum(), counters.freeInodes.sum(), groups.length);
     }
 
+    /** Journal and cache state in one line, for diagnosing a stall. */
+    String diagnostics() {
+        return journal.diagnostics() + "; " + cache.stats();
+    }
+
     Geometry geometry() {
         return geometry;
     }
@@ -469,6 +474,37 @@ public final class Volume implements AutoCloseable {
             if (fixes == 4) {
                 throw new NoSpaceException("allocation group " + ag.agno + " cannot refill the free list of its inode trees");
             }
+        }
+    }
+
+    /**
+     * Changes inode {@code ino}'s permissions (its type stays), owner and access and modification times
+     * under its per-inode lock, in one transaction; -1 leaves a field as it is, and the change time
+     * becomes now.
+     *
+     * @return the commit sequence ({@code sync} or a force of it makes the change durable)
+     * @throws InvalidArgumentException if it is not an allocated inode (nothing changed)
+     */
+    long setattr(long ino, int permissions, int uid, int gid, long atimeNanos, long mtimeNanos) {
+        checkOpen();
+        checkInode(ino);
+        Inode inode = inodes.acquire(ino);
+        inode.lock.lock();
+        try (Txn txn = Txn.begin(cache, 1)) {
+            Buffer b;
+            do {
+                b = cache.get(geometry.inodeBlock(ino), InodeFormat.MAGIC, geometry.agOfInode(ino), "inode block");
+            } while (!txn.lock(b));
+            int rec = InodeFormat.recordOffset(geometry.blockSize(), Geometry.inodeSlot(ino));
+            if (InodeFormat.mode(b.data(), rec) == 0) {
+                throw new InvalidArgumentException("inode " + ino + " is not allocated");
+            }
+            InodeFormat.setAttributes(b.data(), rec, permissions, uid, gid, atimeNanos, mtimeNanos, nowNanos());
+            txn.log(b, rec + InodeFormat.MODE, InodeFormat.BTIME - InodeFormat.MODE);
+            return txn.commit();
+        } finally {
+            inode.lock.unlock();
+            inodes.release(inode);
         }
     }
 

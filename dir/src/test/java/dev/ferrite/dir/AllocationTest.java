@@ -14,6 +14,7 @@ import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.InvalidArgumentException;
 import dev.ferrite.io.MemoryDevice;
 import dev.ferrite.io.NoSpaceException;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import static dev.ferrite.dir.VolumeTest.OPTIONS;
@@ -29,12 +30,25 @@ class AllocationTest {
 
     @Test
     void concurrentInodeAllocationAcrossGroupsKeepsExactCounts() throws Exception {
-        int threads = 4, perThread = 2500;
-        try (MemoryDevice dev = VolumeTest.formatted()) {
+        concurrentAllocation(VolumeTest.formatted(), OPTIONS, 4, 2500);
+    }
+
+    @Test
+    @Tag("stress")
+    void concurrentInodeAllocationStress() throws Exception {
+        MemoryDevice dev = MemoryDevice.create(65536, 4096);
+        VolumeOptions options = OPTIONS.withAgCount(8).withCacheBytes(256L << 20); // every inode block stays cached
+        Volume.format(dev, options);
+        concurrentAllocation(dev, options, 8, 20_000);
+    }
+
+    private static void concurrentAllocation(MemoryDevice device, VolumeOptions options, int threads, int perThread)
+            throws Exception {
+        try (MemoryDevice dev = device) {
             Set<Long> live = ConcurrentHashMap.newKeySet();
             Set<Long> everAllocated = ConcurrentHashMap.newKeySet();
             AtomicReference<Throwable> failure = new AtomicReference<>();
-            try (Volume v = Volume.open(dev, OPTIONS)) {
+            try (Volume v = Volume.open(dev, options)) {
                 long root = v.rootInode();
                 CountDownLatch go = new CountDownLatch(1);
                 List<Thread> workers = new ArrayList<>();
@@ -70,8 +84,19 @@ class AllocationTest {
                 }
                 go.countDown();
                 for (Thread w : workers) {
-                    w.join(60_000);
-                    assertTrue(!w.isAlive(), w.getName() + " is stuck (seed " + SEED + ")");
+                    w.join(120_000);
+                    if (w.isAlive()) {
+                        StringBuilder dump = new StringBuilder(w.getName() + " is stuck (seed " + SEED + "); " + v.diagnostics());
+                        Thread.getAllStackTraces().forEach((t, stack) -> {
+                            if (t.getName().startsWith("alloc-") || t.getName().startsWith("ferrite-")) {
+                                dump.append("\n").append(t.getName()).append(' ').append(t.getState());
+                                for (StackTraceElement e : stack) {
+                                    dump.append("\n    at ").append(e);
+                                }
+                            }
+                        });
+                        throw new AssertionError(dump);
+                    }
                 }
                 if (failure.get() != null) {
                     throw new AssertionError("seed " + SEED, failure.get());
@@ -89,7 +114,7 @@ class AllocationTest {
                 }
                 assertSound(v);
             }
-            try (Volume v = Volume.open(dev, OPTIONS)) {
+            try (Volume v = Volume.open(dev, options)) {
                 VolumeStats s = v.statfs();
                 assertEquals(live.size() + 1, s.inodes() - s.freeInodes());
                 assertSound(v);
@@ -218,6 +243,58 @@ class AllocationTest {
                 assertEquals(1, v.statfs().inodes() - v.statfs().freeInodes());
                 assertSound(v);
             }
+        }
+    }
+
+    @Test
+    void setattrIsAtomicForLockFreeReaders() throws Exception {
+        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+            long ino = v.allocInode(InodeFormat.S_IFREG | 0644, 0, 0, 1, v.rootInode());
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            CountDownLatch done = new CountDownLatch(2);
+            List<Thread> ts = new ArrayList<>();
+            for (int t = 0; t < 2; t++) {
+                int base = 10_000 * (t + 1);
+                ts.add(new Thread(() -> {
+                    try {
+                        for (int i = 0; i < 2000; i++) {
+                            int id = base + i;
+                            v.setattr(ino, 0600 | (i & 7), id, id, id, id);
+                        }
+                    } catch (Throwable e) {
+                        failure.compareAndSet(null, e);
+                    } finally {
+                        done.countDown();
+                    }
+                }));
+            }
+            ts.add(new Thread(() -> {
+                try {
+                    while (done.getCount() > 0) {
+                        InodeStat s = v.stat(ino);
+                        if (s.uid() != s.gid() || s.uid() != 0 && s.mtimeNanos() != s.uid() || !s.isRegularFile()) {
+                            throw new AssertionError("torn record read: " + s);
+                        }
+                    }
+                } catch (Throwable e) {
+                    failure.compareAndSet(null, e);
+                }
+            }));
+            ts.forEach(Thread::start);
+            for (Thread th : ts) {
+                th.join(60_000);
+            }
+            if (failure.get() != null) {
+                throw new AssertionError(failure.get());
+            }
+            InodeStat s = v.stat(ino);
+            assertTrue(s.uid() == 11_999 || s.uid() == 21_999, s.toString());
+            assertEquals(InodeFormat.S_IFREG | 0607, s.mode());
+            assertTrue(s.ctimeNanos() >= s.btimeNanos());
+            assertEquals(0, v.inodeCache().peek(ino).refs(), "setattr lets go of its reference");
+            v.freeInode(ino);
+            assertThrows(InvalidArgumentException.class, () -> v.setattr(ino, 0600, -1, -1, -1, -1));
+            assertSound(v);
         }
     }
 }
