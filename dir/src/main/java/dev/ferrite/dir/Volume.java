@@ -493,7 +493,7 @@ public final class Volume implements AutoCloseable {
         try (Txn txn = Txn.begin(cache, 1)) {
             Buffer b;
             do {
-                b = cache.get(geometry.inodeBlock(ino), InodeFormat.MAGIC, geometry.agOfInode(ino), "inode block");
+                b = inodeBuffer(ino);
             } while (!txn.lock(b));
             int rec = InodeFormat.recordOffset(geometry.blockSize(), Geometry.inodeSlot(ino));
             if (InodeFormat.mode(b.data(), rec) == 0) {
@@ -516,10 +516,9 @@ public final class Volume implements AutoCloseable {
     InodeStat stat(long ino) {
         checkOpen();
         checkInode(ino);
-        long block = geometry.inodeBlock(ino);
         int rec = InodeFormat.recordOffset(geometry.blockSize(), Geometry.inodeSlot(ino));
         for (;;) {
-            Buffer b = cache.get(block, InodeFormat.MAGIC, geometry.agOfInode(ino), "inode block");
+            Buffer b = inodeBuffer(ino);
             long v = b.readVersion();
             if (v < 0) {
                 continue;
@@ -596,6 +595,22 @@ public final class Volume implements AutoCloseable {
             if (fixes == 4) {
                 throw new NoSpaceException("allocation group " + agno + " cannot refill the free list of its free-space trees");
             }
+        }
+    }
+
+    /**
+     * The cached block holding inode {@code ino}'s record. A number outside every inode chunk is the
+     * caller's mistake, not damage: it is reported as such.
+     */
+    private Buffer inodeBuffer(long ino) {
+        int ag = geometry.agOfInode(ino);
+        try {
+            return cache.get(geometry.inodeBlock(ino), InodeFormat.MAGIC, ag, "inode block");
+        } catch (CorruptionException e) {
+            if (!groups[ag].inChunk(geometry.agInode(ino))) {
+                throw new InvalidArgumentException("inode " + ino + " is not allocated: it lies in no inode chunk");
+            }
+            throw e;
         }
     }
 
