@@ -665,7 +665,8 @@ public final class Volume implements AutoCloseable {
     /**
      * Unmounts: the journal writes everything home and marks the log clean, then the superblock gets the
      * folded counters and the clean mark. After a journal failure the superblock stays marked mounted,
-     * so the next mount recovers. The device stays open (the caller owns it), its lock released.
+     * so the next mount recovers. The device stays open (the caller owns it), its lock released. Call it
+     * once no operation is running; later calls fail with {@link VolumeShutdownException}.
      */
     /** Stops the journal and frees the cache without writing the superblock (a format that failed). */
     private void abandon() {
