@@ -26,7 +26,7 @@ import dev.ferrite.io.VolumeShutdownException;
  *       unused reservation and hands the items to the AIL.</li>
  * </ol>
  * A forced push that finds nothing in flight skips the hand-off: the push thread writes it itself. Either
- * way one thread at a time writes the log and publishes to the AIL (its ring has a single producer), the
+ * way one thread at a time writes the log and publishes to the AIL, the
  * turn passing with a happens-before edge (the hand-off queue one way, {@code ioDone} the other).
  *
  * <p>Checkpoints reach the device strictly one after another, each flushed before the next is written: a
