@@ -281,6 +281,7 @@ public final class BufferCache implements AutoCloseable {
     /** A frame this thread now owns (CLAIMED): free, or taken from an evicted buffer. May wait for write-back. */
     private int claimFrame() {
         for (int round = 0; ; round++) {
+            int dirty = 0;
             for (int step = 0, limit = frames * 3; step < limit; step++) {
                 int i = (int) Long.remainderUnsigned(hand.getAndIncrement(), frames);
                 Object o = frameOwner.get(i);
@@ -288,8 +289,17 @@ public final class BufferCache implements AutoCloseable {
                     if (frameOwner.compareAndSet(i, null, CLAIMED)) {
                         return i;
                     }
-                } else if (o instanceof Buffer b && b.priority != RESIDENT && b.sweep() && evict(i, b)) {
-                    return i;
+                } else if (o instanceof Buffer b && b.priority != RESIDENT && b.sweep()) {
+                    if (evict(i, b)) {
+                        return i;
+                    }
+                    // Write back early: once the hand has passed a quarter of the cache in buffers it may
+                    // not take until they are home, start the journal on them now. Waiting until no clean
+                    // buffer is left is too late: the last clean ones are the caller's own path, read
+                    // optimistically and unpinned, and each read it makes would evict the one before.
+                    if (!b.isClean() && ++dirty == frames / 4) {
+                        journal.writeBackAll();
+                    }
                 }
             }
             dirtyWaits.increment();
