@@ -1,5 +1,7 @@
 package dev.ferrite.btree;
 
+import java.util.TreeMap;
+
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.journal.Journal;
 import dev.ferrite.journal.JournalOptions;
@@ -57,6 +59,20 @@ final class Store implements AutoCloseable {
 
     static Store open(BlockDevice device, int logBlocks, long cacheBytes) {
         return new Store(device, logBlocks, cacheBytes, JournalOptions.defaults(), false);
+    }
+
+    static Store open(BlockDevice device, int logBlocks, long cacheBytes, JournalOptions options) {
+        return new Store(device, logBlocks, cacheBytes, options, false);
+    }
+
+    /** Every key and value, by a forward cursor (call while nothing changes the tree). */
+    TreeMap<byte[], byte[]> contents() {
+        TreeMap<byte[], byte[]> m = new TreeMap<>(Keys::compare);
+        Cursor c = tree.cursor(null, false);
+        while (c.next()) {
+            m.put(c.key(), c.value());
+        }
+        return m;
     }
 
     /** Closes the journal (writing everything home) and the cache, not the device. */
