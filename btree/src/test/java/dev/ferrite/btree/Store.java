@@ -1,5 +1,7 @@
 package dev.ferrite.btree;
 
+import java.lang.foreign.MemorySegment;
+import java.util.LinkedHashMap;
 import java.util.TreeMap;
 
 import dev.ferrite.io.BlockDevice;
@@ -73,6 +75,23 @@ final class Store implements AutoCloseable {
             m.put(c.key(), c.value());
         }
         return m;
+    }
+
+    /** Every node block of the tree with its level, parents before children, in key order (call while quiet). */
+    LinkedHashMap<Long, Integer> nodes() {
+        LinkedHashMap<Long, Integer> nodes = new LinkedHashMap<>();
+        collect(BTreeHeaderFormat.root(tree.headerBuffer().data()), nodes);
+        return nodes;
+    }
+
+    private void collect(long block, LinkedHashMap<Long, Integer> nodes) {
+        MemorySegment n = tree.nodeBuffer(block).data();
+        nodes.put(block, BTreeNodeFormat.level(n));
+        if (!BTreeNodeFormat.isLeaf(n)) {
+            for (int i = -1, c = BTreeNodeFormat.count(n); i < c; i++) {
+                collect(BTreeNodeFormat.childAt(n, i), nodes);
+            }
+        }
     }
 
     /** Closes the journal (writing everything home) and the cache, not the device. */
