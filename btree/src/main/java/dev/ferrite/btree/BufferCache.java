@@ -212,9 +212,15 @@ public final class BufferCache implements AutoCloseable {
         synchronized (stripe(bucket)) {
             Buffer present = lookup(block);
             if (present != null && !present.isObsolete()) {
-                frameOwner.set(frame, null);
-                throw new IllegalStateException("block " + block + " is allocated anew but still cached as " + present
-                        + ": it was not freed through the cache");
+                if (present.holder != null || !present.isClean()) {
+                    frameOwner.set(frame, null);
+                    throw new IllegalStateException("block " + block + " is allocated anew but still cached as " + present
+                            + ": it was not freed through the cache");
+                }
+                // A reader that followed a stale pointer after the block was freed (its buffer left the cache
+                // then) read the old home image back in. Nothing reaches that copy except such readers, who
+                // fail to validate the node they came from: drop it from the lookup; the clock reclaims it.
+                unlink(bucket, present);
             }
             if (isBusy(block)) {
                 frameOwner.set(frame, null);
