@@ -114,6 +114,7 @@ class BTreeConcurrencyTest {
             // the reader with the stale pointer
             Buffer stale = s.cache.get(freed, BTreeNodeFormat.MAGIC, Store.TREE_ID, BTree.NODE);
             assertTrue(stale.readVersion() >= 0);
+            s.journal.forceAll(); // the frees are durable, so the allocator may hand the block out again
             for (int n = 1000; !s.nodes().containsKey(freed); n++) {
                 assertTrue(n < 1400, "block " + freed + " was never allocated again");
                 byte[] k = key((byte) 1, 8, n);
