@@ -10,6 +10,7 @@ import java.util.concurrent.atomic.LongAdder;
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.InvalidArgumentException;
 import dev.ferrite.io.NoSpaceException;
+import dev.ferrite.io.OffHeap;
 import dev.ferrite.journal.Journal;
 
 /**
@@ -88,7 +89,7 @@ public final class BufferCache implements AutoCloseable {
                     + " blocks of " + blockSize + "; it must hold " + MIN_FRAMES + " to " + Integer.MAX_VALUE / 2);
         }
         this.frames = (int) n;
-        this.slab = arena.allocate((long) frames * blockSize, BlockDevice.BUFFER_ALIGNMENT);
+        this.slab = OffHeap.reserve((long) frames * blockSize, arena); // pages arrive as frames are first used
         this.frameOwner = new AtomicReferenceArray<>(frames);
         int bucketCount = Integer.highestOneBit(frames * 2 - 1);
         this.buckets = new AtomicReferenceArray<>(bucketCount);
