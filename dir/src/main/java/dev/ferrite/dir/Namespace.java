@@ -1281,6 +1281,9 @@ public final class Namespace {
         try {
             Inode d = pick(locked, dir), t = pick(locked, target);
             requireDir(dir);
+            if (find(d, key) != null) {
+                throw new NamespaceException(Errno.EEXIST, quote(name) + " exists in directory " + dir);
+            }
             InodeStat ts = statIno(target);
             if (ts.nlink() == 0) {
                 throw new NamespaceException(Errno.ENOENT, "inode " + target + " has no links left");
@@ -1290,9 +1293,6 @@ public final class Namespace {
             }
             if (ts.nlink() >= MAX_LINKS) {
                 throw new NamespaceException(Errno.EMLINK, "inode " + target + " has " + MAX_LINKS + " links");
-            }
-            if (find(d, key) != null) {
-                throw new NamespaceException(Errno.EEXIST, quote(name) + " exists in directory " + dir);
             }
             prepare(d, key.length);
             commitChange(null, new Inode[] {d, t}, txn -> {
@@ -1344,6 +1344,12 @@ public final class Namespace {
                     if (dst != null && dst.ino == src.ino) {
                         return; // two names of one inode: POSIX does nothing
                     }
+                    if (moveDir && isAncestorOrSelf(src.ino, toDir)) {
+                        throw new NamespaceException(Errno.EINVAL, "directory " + quote(fromName) + " cannot move into itself");
+                    }
+                    if (dst != null && dst.type == S_IFDIR && isAncestorOrSelf(dst.ino, fromDir)) {
+                        throw new NamespaceException(Errno.ENOTEMPTY, "directory " + quote(toName) + " holds " + quote(fromName));
+                    }
                     InodeStat vs = dst == null ? null : statIno(dst.ino);
                     if (src.type == S_IFDIR) {
                         if (dst != null && dst.type != S_IFDIR) {
@@ -1351,9 +1357,6 @@ public final class Namespace {
                         }
                         if (vs != null && vs.size() != 0) {
                             throw new NamespaceException(Errno.ENOTEMPTY, "directory " + quote(toName) + " holds " + vs.size() + " entries");
-                        }
-                        if (moveDir && isAncestorOrSelf(src.ino, toDir)) {
-                            throw new NamespaceException(Errno.EINVAL, "directory " + quote(fromName) + " cannot move into itself");
                         }
                         if (moveDir && dst == null && statIno(toDir).nlink() >= MAX_LINKS) {
                             throw new NamespaceException(Errno.EMLINK, "directory " + toDir + " has " + MAX_LINKS + " links");
