@@ -460,11 +460,15 @@ public final class Namespace {
             throw new NamespaceException(Errno.ENOENT, "inode number " + ino + " lies outside the volume");
         }
         int rec = rec(ino);
-        for (;;) {
+        for (int spins = 0; ; spins++) {
             Buffer b = inodeBuffer(ino);
             long v = b.readVersion();
             if (v < 0) {
-                Thread.onSpinWait();
+                if ((spins & 63) == 63) {
+                    Thread.yield(); // the holder commits soon; on few cores, let it run
+                } else {
+                    Thread.onSpinWait();
+                }
                 continue;
             }
             T t;
@@ -604,6 +608,9 @@ public final class Namespace {
             if (state[0] == 2) {
                 return new Found(state[1], (int) state[2]);
             }
+            if (state[1] == 0) {
+                return null; // a removed directory whose tree is being freed
+            }
             int n = tree(dir, state[1]).get(k, v);
             long header = state[1];
             long[] again = readRecord(dir.ino, (b, rec) -> new long[] {isTree(b, rec) ? DirEntryFormat.treeHeader(b, rec + InodeFormat.INLINE) : -1});
@@ -629,7 +636,8 @@ public final class Namespace {
                     out.clear();
                     last[0] = null;
                     if (isTree(b, rec)) {
-                        return DirEntryFormat.treeHeader(b, rec + InodeFormat.INLINE);
+                        long h = DirEntryFormat.treeHeader(b, rec + InodeFormat.INLINE);
+                        return h == 0 ? -1L : h; // -1: a removed directory whose tree is being freed
                     }
                     int at = from == null ? rec + InodeFormat.INLINE : inlineFind(b, rec, from);
                     if (at < 0) {
@@ -647,7 +655,7 @@ public final class Namespace {
                     }
                     return 0L;
                 });
-                if (header != 0) {
+                if (header > 0) {
                     Cursor c = tree(d, header).cursor(from, false);
                     while (out.size() <= max && c.next()) {
                         byte[] key = c.key();
