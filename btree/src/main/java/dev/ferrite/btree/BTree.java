@@ -1191,6 +1191,29 @@ public final class BTree {
         return blockSize;
     }
 
+    /**
+     * Frees every block of the tree (nodes and header) in {@code txn}, through its allocator and the
+     * cache, so that none is ever written home again. The caller guarantees that nothing else uses the
+     * tree from now on; {@code txn} reserves an item per block and per allocator change.
+     *
+     * @return the blocks freed
+     */
+    public int destroy(Txn txn) {
+        java.util.List<Long> blocks = new ArrayList<>();
+        TreeWalk.blocks(this, blocks::add);
+        for (int i = blocks.size() - 1; i >= 0; i--) {
+            long block = blocks.get(i);
+            boolean isHeader = block == headerBlock;
+            Buffer b;
+            do {
+                b = isHeader ? header() : node(block);
+            } while (!txn.lock(b));
+            allocator.free(txn, block);
+            cache.free(txn, b, isHeader ? BTreeHeaderFormat.FREED_MAGIC : BTreeNodeFormat.FREED_MAGIC);
+        }
+        return blocks.size();
+    }
+
     /** A checker's view: walks the tree (call while no one changes it). */
     public TreeCheck check() {
         return TreeCheck.run(this, cache, allocator instanceof BitmapAllocator b ? b : null);

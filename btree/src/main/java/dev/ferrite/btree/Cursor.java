@@ -24,6 +24,11 @@ public final class Cursor {
     private final byte[] valueBuf = new byte[BTreeNodeFormat.MAX_VALUE];
     private final MemorySegment valueSeg = MemorySegment.ofArray(valueBuf);
     private int keyLen;
+    /**
+     * The last key returned, apart from keyBuf: a read that fails validation has already overwritten
+     * keyBuf, and the re-seek must start from the key really returned, or it could skip entries.
+     */
+    private final byte[] returned = new byte[BTreeNodeFormat.MAX_KEY];
     private int valueLen;
     private boolean started;
     private boolean exhausted;
@@ -62,6 +67,7 @@ public final class Cursor {
                     if (leaf.validate(version)) {
                         swapKeyBuffers();
                         keyLen = kl;
+                        System.arraycopy(keyBuf, 0, returned, 0, kl);
                         valueLen = vl;
                         index = i;
                         started = true;
@@ -110,7 +116,7 @@ public final class Cursor {
     /** Finds the leaf and position from which the next entry follows: after the last key returned, or from the start key. */
     private void seek() {
         for (;;) {
-            byte[] target = started ? Arrays.copyOf(keyBuf, keyLen) : start;
+            byte[] target = started ? Arrays.copyOf(returned, keyLen) : start;
             MemorySegment t = target == null ? null : MemorySegment.ofArray(target);
             BTree.Seen s = tree.leafFor(t, reverse);
             Buffer b = s.buffer();

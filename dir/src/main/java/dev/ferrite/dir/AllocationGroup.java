@@ -33,6 +33,7 @@ import static dev.ferrite.dir.AgHeaderFormat.FREE_BLOCKS;
 import static dev.ferrite.dir.AgHeaderFormat.FREE_INODES;
 import static dev.ferrite.dir.AgHeaderFormat.INODES;
 import static dev.ferrite.dir.AgHeaderFormat.INO_TREE;
+import static dev.ferrite.dir.AgHeaderFormat.ORPHAN_TREE;
 import static dev.ferrite.dir.AgHeaderFormat.u32;
 import static dev.ferrite.dir.AgHeaderFormat.u64;
 import static dev.ferrite.dir.Geometry.CHUNK_BLOCKS;
@@ -96,6 +97,8 @@ final class AllocationGroup {
     BTree cnt;
     BTree ino;
     BTree fino;
+    /** Unlinked inodes still open or still being freed; null until the first (created under the AGI). */
+    volatile BTree orphans;
 
     private AllocationGroup(BufferCache cache, Geometry geometry, Counters counters, int agno, Buffer agf, Buffer agi) {
         this.cache = cache;
@@ -179,6 +182,9 @@ final class AllocationGroup {
         ag.cnt = ag.openTree(agf, CNT_TREE, ag.agfl, AgTreeFormat.CNT, AGF);
         ag.ino = ag.openTree(agi, INO_TREE, ag.agil, AgTreeFormat.INO, AGI);
         ag.fino = ag.openTree(agi, FINO_TREE, ag.agil, AgTreeFormat.FINO, AGI);
+        if (u32(i, ORPHAN_TREE) != 0) {
+            ag.orphans = ag.openTree(agi, ORPHAN_TREE, ag.agil, AgTreeFormat.ORPHAN, AGI);
+        }
         return ag;
     }
 
@@ -645,6 +651,98 @@ final class AllocationGroup {
         return true;
     }
 
+    // ------------------------------------------------------------------ namespace transactions (AGI held)
+
+    /**
+     * True if the inode trees' free list is too short for an inode allocation, free or orphan change: the
+     * caller holding the AGI lets go of everything unchanged and runs {@link #fix()}.
+     */
+    boolean inodeListLow() {
+        return agil.count() < OP_BLOCKS;
+    }
+
+    /**
+     * With the AGI held by {@code txn}: the group inode {@link #allocInode} will hand out next, or -1 if it
+     * must add a chunk first. Lets a transaction lock the new inode's block in its block order before
+     * allocating.
+     */
+    int nextFreeInode(Txn txn) {
+        if (!txn.holds(agi)) {
+            throw new IllegalStateException("the AGI of group " + agno + " is not held");
+        }
+        if (u64(agi.data(), FREE_INODES) == 0) {
+            return -1;
+        }
+        MemorySegment k = MemorySegment.ofArray(new byte[4]);
+        MemorySegment v = MemorySegment.ofArray(new byte[8]);
+        if (fino.find(txn, MemorySegment.ofArray(new byte[4]), BTree.Match.CEILING, k, v) < 0) {
+            return -1;
+        }
+        return AgTreeFormat.key32(k) + Long.numberOfTrailingZeros(AgTreeFormat.mask(v));
+    }
+
+    /** Items an orphan change may touch (the tree's creation included). */
+    int orphanItems() {
+        BTree t = orphans;
+        return 1 + (t == null ? BTree.CREATE_ITEMS + 4 : t.reservation());
+    }
+
+    /** Records group inode {@code agIno} as an orphan in {@code txn}, which holds the AGI. */
+    void addOrphan(Txn txn, int agIno) {
+        lock(txn, agi);
+        BTree t = orphans;
+        if (t == null) {
+            t = BTree.create(txn, agil, AgTreeFormat.treeId(agno, AgTreeFormat.ORPHAN));
+            setU32(txn, agi, ORPHAN_TREE, relative(t.headerBlock()));
+            orphans = t;
+        }
+        MemorySegment k = MemorySegment.ofArray(new byte[4]);
+        AgTreeFormat.key32(k, agIno);
+        if (!t.putIfAbsent(txn, k, NONE)) {
+            throw new CorruptionException(agi.block(), AGI, "inode " + geometry.inodeNumber(agno, agIno)
+                    + " is already an orphan of group " + agno);
+        }
+    }
+
+    /** Removes group inode {@code agIno} from the orphans in {@code txn}, which holds the AGI. */
+    void removeOrphan(Txn txn, int agIno) {
+        lock(txn, agi);
+        MemorySegment k = MemorySegment.ofArray(new byte[4]);
+        AgTreeFormat.key32(k, agIno);
+        BTree t = orphans;
+        if (t == null || !t.delete(txn, k)) {
+            throw new CorruptionException(agi.block(), AGI, "inode " + geometry.inodeNumber(agno, agIno)
+                    + " is freed as an orphan but group " + agno + " does not list it");
+        }
+    }
+
+    /** The orphans' inode numbers (a snapshot). */
+    List<Long> orphanInodes() {
+        List<Long> out = new java.util.ArrayList<>();
+        BTree t = orphans;
+        if (t != null) {
+            for (Cursor c = t.cursor(null, false); c.next(); ) {
+                out.add(geometry.inodeNumber(agno, AgTreeFormat.key32(MemorySegment.ofArray(c.key()))));
+            }
+        }
+        return out;
+    }
+
+    /** Allocated inodes of this group (a snapshot through the inode tree; for checkers). */
+    List<Long> allocatedInodes() {
+        List<Long> out = new java.util.ArrayList<>();
+        for (Cursor c = ino.cursor(null, false); c.next(); ) {
+            int first = AgTreeFormat.key32(MemorySegment.ofArray(c.key()));
+            long mask = AgTreeFormat.mask(MemorySegment.ofArray(c.value()));
+            for (int i = 0; i < CHUNK_INODES; i++) {
+                if ((mask & (1L << i)) == 0) {
+                    out.add(geometry.inodeNumber(agno, first + i));
+                }
+            }
+        }
+        return out;
+    }
+
     // ------------------------------------------------------------------ checking
 
     private enum Use { HEADER, TREE_NODE, FREE_LIST, FREE, INODES, ALLOCATED }
@@ -667,6 +765,9 @@ final class AllocationGroup {
         trees.put("by-length free-space tree", cnt);
         trees.put("inode tree", ino);
         trees.put("free-inode tree", fino);
+        if (orphans != null) {
+            trees.put("orphan tree", orphans);
+        }
         mark(use, seen, AGF_BLOCK, 1, Use.HEADER, where, problems);
         mark(use, seen, AGI_BLOCK, 1, Use.HEADER, where, problems);
         for (Map.Entry<String, BTree> t : trees.entrySet()) {

@@ -32,6 +32,12 @@ final class Inode {
     volatile Inode chainNext;
     @SuppressWarnings("unused") // through REFS
     private volatile int refs;
+    /** Open handles on this inode (guarded by {@link #lock}); a handle's reference keeps this object cached. */
+    int opens;
+    /** Commit sequence of the last change to this inode, or -1 if unknown (the object is newer than it). */
+    volatile long lastSeq = -1;
+    /** The directory's B-tree, once opened (a directory's tree only changes from none to one while cached). */
+    volatile dev.ferrite.btree.BTree dirTree;
 
     Inode(long ino, int refs) {
         this.ino = ino;

@@ -35,7 +35,9 @@ import static dev.ferrite.io.OnDisk.U64;
  *  60  u32 flags
  *  64  u64 blocks allocated to the inode
  *  72  u16 bytes used in the inline area
- *  74..95 zero
+ *  74..79 zero
+ *  80  u64 parent directory's inode (directories only: what ".." names)
+ *  88..95 zero
  *  96  inline area to the end of the record (408 bytes for 4 KiB blocks): a short directory's
  *      entries, a symlink's target, or an extent list, as the fork format says
  * </pre>
@@ -45,7 +47,8 @@ final class InodeFormat {
     static final int BLOCK_HEADER = 64;
 
     static final int MODE = 0, FORK = 2, UID = 4, GID = 8, NLINK = 12, SIZE = 16, ATIME = 24, MTIME = 32,
-            CTIME = 40, BTIME = 48, GENERATION = 56, FLAGS = 60, BLOCKS = 64, INLINE_USED = 72, INLINE = 96;
+            CTIME = 40, BTIME = 48, GENERATION = 56, FLAGS = 60, BLOCKS = 64, INLINE_USED = 72,
+            PARENT = 80, INLINE = 96;
 
     static final int S_IFMT = 0xF000, S_IFDIR = 0x4000, S_IFREG = 0x8000, S_IFLNK = 0xA000;
     static final int FORK_EMPTY = 0, FORK_INLINE = 1, FORK_EXTENTS = 2, FORK_TREE = 3;
@@ -60,6 +63,11 @@ final class InodeFormat {
     /** Offset of slot {@code slot}'s record in its block. */
     static int recordOffset(int blockSize, int slot) {
         return BLOCK_HEADER + slot * recordSize(blockSize);
+    }
+
+    /** Bytes of a record's inline area. */
+    static int inlineCapacity(int blockSize) {
+        return recordSize(blockSize) - INLINE;
     }
 
     static int mode(MemorySegment b, int rec) {
@@ -125,5 +133,63 @@ final class InodeFormat {
         return new InodeStat(ino, mode(b, rec), b.get(U32, rec + UID), b.get(U32, rec + GID), nlink(b, rec),
                 b.get(U64, rec + SIZE), b.get(U64, rec + ATIME), b.get(U64, rec + MTIME), b.get(U64, rec + CTIME),
                 b.get(U64, rec + BTIME), generation(b, rec), b.get(U32, rec + FLAGS), b.get(U64, rec + BLOCKS));
+    }
+
+    // ------------------------------------------------------------------ namespace fields
+
+    static int type(MemorySegment b, int rec) {
+        return mode(b, rec) & S_IFMT;
+    }
+
+    static void setNlink(MemorySegment b, int rec, int nlink) {
+        b.set(U32, rec + NLINK, nlink);
+    }
+
+    static long size(MemorySegment b, int rec) {
+        return b.get(U64, rec + SIZE);
+    }
+
+    static void setSize(MemorySegment b, int rec, long size) {
+        b.set(U64, rec + SIZE, size);
+    }
+
+    static long blocks(MemorySegment b, int rec) {
+        return b.get(U64, rec + BLOCKS);
+    }
+
+    static void setBlocks(MemorySegment b, int rec, long blocks) {
+        b.set(U64, rec + BLOCKS, blocks);
+    }
+
+    static int fork(MemorySegment b, int rec) {
+        return Byte.toUnsignedInt(b.get(java.lang.foreign.ValueLayout.JAVA_BYTE, rec + FORK));
+    }
+
+    static void setFork(MemorySegment b, int rec, int fork) {
+        b.set(java.lang.foreign.ValueLayout.JAVA_BYTE, rec + FORK, (byte) fork);
+    }
+
+    static int inlineUsed(MemorySegment b, int rec) {
+        return Short.toUnsignedInt(b.get(U16, rec + INLINE_USED));
+    }
+
+    static void setInlineUsed(MemorySegment b, int rec, int used) {
+        b.set(U16, rec + INLINE_USED, (short) used);
+    }
+
+    static long parent(MemorySegment b, int rec) {
+        return b.get(U64, rec + PARENT);
+    }
+
+    static void setParent(MemorySegment b, int rec, long parent) {
+        b.set(U64, rec + PARENT, parent);
+    }
+
+    /** Sets the change time, and the modification time too if {@code modified}. */
+    static void touch(MemorySegment b, int rec, long nowNanos, boolean modified) {
+        if (modified) {
+            b.set(U64, rec + MTIME, nowNanos);
+        }
+        b.set(U64, rec + CTIME, nowNanos);
     }
 }

@@ -56,6 +56,7 @@ public final class Volume implements AutoCloseable {
     private final Counters counters;
     private final InodeCache inodes = new InodeCache(INODE_CACHE_CAPACITY);
     private final MountReport report;
+    private final Namespace namespace;
     private final AtomicInteger rotor = new AtomicInteger();
     /** What the superblock says; rewritten at mount, checkpoint and unmount. Guarded by this. */
     private SuperblockFormat.Fields superblock;
@@ -71,6 +72,7 @@ public final class Volume implements AutoCloseable {
         this.groups = groups;
         this.counters = counters;
         this.report = report;
+        this.namespace = new Namespace(this, cache, superblock.geometry(), inodes);
     }
 
     // ------------------------------------------------------------------ format
@@ -193,6 +195,7 @@ public final class Volume implements AutoCloseable {
             MountReport report = new MountReport(usedMirror[0], sb.clean(), replayed, !sb.clean(), List.copyOf(notes));
             Volume v = new Volume(device, sb, journal, cache, groups, counters, report);
             v.writeSuperblock(sb.withState(false, sb.freeBlocks(), sb.freeInodes(), sb.inodes(), sb.mounts() + 1));
+            v.namespace.recoverOrphans();
             return v;
         } catch (RuntimeException e) {
             try {
@@ -337,6 +340,12 @@ public final class Volume implements AutoCloseable {
         return superblock.rootInode();
     }
 
+    /** The volume's directories, files and symlinks. */
+    public Namespace namespace() {
+        checkOpen();
+        return namespace;
+    }
+
     /** A snapshot of the striped counters: no lock taken. */
     public VolumeStats statfs() {
         return new VolumeStats(geometry.blockSize(), geometry.deviceBlocks(), counters.freeBlocks.sum(),
@@ -434,7 +443,7 @@ public final class Volume implements AutoCloseable {
     }
 
     /** Frames for new blocks, claimed before any lock is taken (claiming may wait for write-back). */
-    private int[] reserveFrames(int n) {
+    int[] reserveFrames(int n) {
         int[] frames = new int[n];
         for (int i = 0; i < n; i++) {
             frames[i] = cache.reserveFrame();
@@ -442,7 +451,7 @@ public final class Volume implements AutoCloseable {
         return frames;
     }
 
-    private void unreserveFrames(int[] frames) {
+    void unreserveFrames(int[] frames) {
         if (frames != null) {
             for (int f : frames) {
                 if (f >= 0) {
