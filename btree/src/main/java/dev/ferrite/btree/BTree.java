@@ -1123,6 +1123,29 @@ public final class BTree {
         return blockSize;
     }
 
+    /**
+     * Frees every block of the tree (nodes and header) in {@code txn}, through its allocator and the
+     * cache, so that none is ever written home again. The caller guarantees that nothing else uses the
+     * tree from now on; {@code txn} reserves an item per block and per allocator change.
+     *
+     * @return the blocks freed
+     */
+    public int destroy(Txn txn) {
+        java.util.List<Long> blocks = new ArrayList<>();
+        TreeWalk.blocks(this, blocks::add);
+        for (int i = blocks.size() - 1; i >= 0; i--) {
+            long block = blocks.get(i);
+            boolean isHeader = block == headerBlock;
+            Buffer b;
+            do {
+                b = isHeader ? header() : node(block);
+            } while (!txn.lock(b));
+            allocator.free(txn, block);
+            cache.free(txn, b, isHeader ? BTreeHeaderFormat.FREED_MAGIC : BTreeNodeFormat.FREED_MAGIC);
+        }
+        return blocks.size();
+    }
+
     /** A checker's view: walks the tree (call while no one changes it). */
     public TreeCheck check() {
         return TreeCheck.run(this, cache, allocator instanceof BitmapAllocator b ? b : null);
@@ -1135,5 +1158,110 @@ public final class BTree {
 
     Buffer nodeBuffer(long block) {
         return node(block);
+    }
+
+    // ------------------------------------------------------------------ reads inside a transaction
+
+    /** Which entry {@link #find} returns for a key. */
+    public enum Match {
+        /** The key itself. */
+        EXACT,
+        /** The smallest key at or above it. */
+        CEILING,
+        /** The largest key at or below it. */
+        FLOOR
+    }
+
+    /** The key length in a {@link #find} result. */
+    public static int foundKeyLength(long found) {
+        return (int) (found >>> 32);
+    }
+
+    /** The value length in a {@link #find} result. */
+    public static int foundValueLength(long found) {
+        return (int) found;
+    }
+
+    /**
+     * Finds the entry {@code match} names for {@code key} and copies its key into {@code keyOut} and its
+     * value into {@code valueOut} (as much as fits of each). Unlike the plain readers it reads nodes that
+     * {@code txn} holds (a plain reader would wait on them for ever), so a transaction can read what it has
+     * just changed; {@code txn} may be null. Lock-free otherwise: it validates and retries like {@link #get}.
+     *
+     * @return -1 if there is no such entry, else the key and value lengths packed for
+     *         {@link #foundKeyLength} and {@link #foundValueLength}
+     */
+    public long find(Txn txn, MemorySegment key, Match match, MemorySegment keyOut, MemorySegment valueOut) {
+        checkKey(key);
+        Path p = PATHS.get();
+        p.reset();
+        long found;
+        do {
+            descend(p, key, txn);
+            found = findIn(txn, p.leaf(), p.leafVersion(), key, match, keyOut, valueOut);
+        } while (found == RETRY);
+        return found;
+    }
+
+    /** {@link #find} in the leaf {@code key} leads to, read at version {@code v}; {@link #RETRY} if it changed. */
+    private long findIn(Txn txn, Buffer leaf, long v, MemorySegment key, Match match, MemorySegment keyOut,
+                        MemorySegment valueOut) {
+        try {
+            int r = search(leaf.data(), key);
+            if (r < 0 && match == Match.EXACT) {
+                return leaf.validate(v) ? -1 : RETRY;
+            }
+            int i = r >= 0 ? r : match == Match.CEILING ? -r - 1 : -r - 2;
+            return findFrom(txn, leaf, v, i, match == Match.FLOOR, keyOut, valueOut);
+        } catch (RuntimeException e) {
+            if (leaf.validate(v)) {
+                throw e;
+            }
+            return RETRY;
+        }
+    }
+
+    private static final long RETRY = -2;
+
+    /**
+     * Copies entry {@code i} of {@code leaf} (read at version {@code v}) out, or, when {@code i} lies past
+     * either end, the nearest entry of the leaves beyond in the direction of the search.
+     */
+    private long findFrom(Txn txn, Buffer leaf, long v, int i, boolean leftward, MemorySegment keyOut,
+                          MemorySegment valueOut) {
+        for (;;) {
+            MemorySegment n = leaf.data();
+            int c = count(n);
+            if (i >= 0 && i < c) {
+                int kl, vl;
+                try {
+                    kl = keyLength(n, i);
+                    vl = BTreeNodeFormat.valueLength(n, i);
+                    MemorySegment.copy(n, BTreeNodeFormat.keyOffset(n, i), keyOut, 0, Math.min(kl, keyOut.byteSize()));
+                    MemorySegment.copy(n, BTreeNodeFormat.valueOffset(n, i), valueOut, 0, Math.min(vl, valueOut.byteSize()));
+                } catch (RuntimeException e) {
+                    if (leaf.validate(v)) {
+                        throw e;
+                    }
+                    return RETRY;
+                }
+                return leaf.validate(v) ? (long) kl << 32 | vl : RETRY;
+            }
+            long sibling = leftward ? BTreeNodeFormat.left(n) : BTreeNodeFormat.right(n);
+            if (!leaf.validate(v)) {
+                return RETRY;
+            }
+            if (sibling == 0) {
+                return -1;
+            }
+            Buffer next = node(sibling);
+            long nv = next.readVersion(txn);
+            if (nv == -1 || !leaf.validate(v)) {
+                return RETRY;
+            }
+            leaf = next;
+            v = nv;
+            i = leftward ? count(next.data()) - 1 : 0;
+        }
     }
 }

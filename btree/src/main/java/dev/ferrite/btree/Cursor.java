@@ -20,6 +20,11 @@ public final class Cursor {
     private final MemorySegment keySeg = MemorySegment.ofArray(keyBuf);
     private final MemorySegment valueSeg = MemorySegment.ofArray(valueBuf);
     private int keyLen;
+    /**
+     * The last key returned, apart from keyBuf: a read that fails validation has already overwritten
+     * keyBuf, and the re-seek must start from the key really returned, or it could skip entries.
+     */
+    private final byte[] returned = new byte[BTreeNodeFormat.MAX_KEY];
     private int valueLen;
     private boolean started;
     private boolean exhausted;
@@ -57,6 +62,7 @@ public final class Cursor {
                     MemorySegment.copy(n, BTreeNodeFormat.valueOffset(n, i), valueSeg, 0, vl);
                     if (leaf.validate(version)) {
                         keyLen = kl;
+                        System.arraycopy(keyBuf, 0, returned, 0, kl);
                         valueLen = vl;
                         index = i;
                         started = true;
@@ -96,7 +102,7 @@ public final class Cursor {
     /** Finds the leaf and position from which the next entry follows: after the last key returned, or from the start key. */
     private void seek() {
         for (;;) {
-            byte[] target = started ? Arrays.copyOf(keyBuf, keyLen) : start;
+            byte[] target = started ? Arrays.copyOf(returned, keyLen) : start;
             MemorySegment t = target == null ? null : MemorySegment.ofArray(target);
             BTree.Seen s = tree.leafFor(t, reverse);
             Buffer b = s.buffer();

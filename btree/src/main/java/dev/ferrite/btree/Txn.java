@@ -114,6 +114,15 @@ public final class Txn implements AutoCloseable {
         held[count] = null;
     }
 
+    /**
+     * Unlocks {@code b}, locked through {@link #lock} and not changed since (say, an allocation group
+     * header looked at and found full): other transactions may take it before this one commits. A changed
+     * buffer stays held until commit.
+     */
+    public void release(Buffer b) {
+        releaseUnchanged(b);
+    }
+
     private int indexOf(Buffer b) {
         for (int i = count - 1; i >= 0; i--) {
             if (held[i] == b) {

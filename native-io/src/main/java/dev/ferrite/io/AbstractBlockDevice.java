@@ -165,6 +165,30 @@ abstract class AbstractBlockDevice implements BlockDevice {
         doClose();
     }
 
+    /**
+     * {@code flock} on {@code fd} for {@link #tryLockExclusive()} ({@code LOCK_EX | LOCK_NB}) or
+     * {@link #unlockExclusive()} ({@code LOCK_UN}), inside the in-flight guard.
+     *
+     * @return false if the lock is held through another open file description
+     */
+    final boolean flock(int fd, int operation) {
+        enter("flock", -1);
+        try {
+            while (Posix.flock(fd, operation) < 0) {
+                int errno = Posix.errno();
+                if (errno == Errno.EAGAIN) {
+                    return false;
+                }
+                if (errno != Errno.EINTR) {
+                    throw failure("flock", -1, errno, (operation & Posix.LOCK_UN) != 0 ? "unlock" : "exclusive lock");
+                }
+            }
+            return true;
+        } finally {
+            exit();
+        }
+    }
+
     /** True once {@link #close()} has started. */
     final boolean isClosed() {
         return (guard.get() & CLOSED) != 0;

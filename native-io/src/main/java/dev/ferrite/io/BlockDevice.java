@@ -64,6 +64,23 @@ public interface BlockDevice extends AutoCloseable {
     /** Tells the device that the blocks' contents are no longer needed; they read back unspecified until rewritten. */
     void discard(long block, long count);
 
+    /**
+     * Takes an exclusive advisory lock on the device through this handle, without waiting, so that a second
+     * opener (another process, or another handle in this one) can tell the device is in use. File-backed
+     * devices use {@code flock(LOCK_EX | LOCK_NB)}; devices nobody else can reach (RAM) have nothing to lock
+     * and always succeed. Held until {@link #unlockExclusive()} or {@link #close()}; taking it again
+     * through the same handle succeeds.
+     *
+     * @return false if another handle holds the lock
+     */
+    default boolean tryLockExclusive() {
+        return true;
+    }
+
+    /** Releases what {@link #tryLockExclusive()} took; a no-op if nothing is held. */
+    default void unlockExclusive() {
+    }
+
     /** Waits for transfers in progress and releases the device. Idempotent. */
     @Override
     void close();

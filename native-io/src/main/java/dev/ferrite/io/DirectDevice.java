@@ -264,6 +264,16 @@ public final class DirectDevice extends AbstractBlockDevice {
     }
 
     @Override
+    public boolean tryLockExclusive() {
+        return flock(fd, Posix.LOCK_EX | Posix.LOCK_NB);
+    }
+
+    @Override
+    public void unlockExclusive() {
+        flock(fd, Posix.LOCK_UN);
+    }
+
+    @Override
     void doClose() {
         engine.close();
         Posix.close(fd);

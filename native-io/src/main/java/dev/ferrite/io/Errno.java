@@ -23,11 +23,15 @@ public final class Errno {
     public static final int EINVAL = 22;
     public static final int EMFILE = 24;
     public static final int ENOTTY = 25;
+    public static final int EXDEV = 18;
     public static final int EFBIG = 27;
     public static final int ENOSPC = 28;
     public static final int EROFS = 30;
+    public static final int EMLINK = 31;
     public static final int ENAMETOOLONG = 36;
     public static final int ENOSYS = 38;
+    public static final int ENOTEMPTY = 39;
+    public static final int ELOOP = 40;
     public static final int EOPNOTSUPP = 95;
     public static final int EDQUOT = 122;
 
@@ -53,11 +57,15 @@ public final class Errno {
         define(EINVAL, "EINVAL", "Invalid argument");
         define(EMFILE, "EMFILE", "Too many open files");
         define(ENOTTY, "ENOTTY", "Inappropriate ioctl for device");
+        define(EXDEV, "EXDEV", "Invalid cross-device link");
         define(EFBIG, "EFBIG", "File too large");
         define(ENOSPC, "ENOSPC", "No space left on device");
         define(EROFS, "EROFS", "Read-only file system");
+        define(EMLINK, "EMLINK", "Too many links");
         define(ENAMETOOLONG, "ENAMETOOLONG", "File name too long");
         define(ENOSYS, "ENOSYS", "Function not implemented");
+        define(ENOTEMPTY, "ENOTEMPTY", "Directory not empty");
+        define(ELOOP, "ELOOP", "Too many levels of symbolic links");
         define(EOPNOTSUPP, "EOPNOTSUPP", "Operation not supported");
         define(EDQUOT, "EDQUOT", "Disk quota exceeded");
     }

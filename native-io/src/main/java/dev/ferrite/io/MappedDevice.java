@@ -29,6 +29,8 @@ public final class MappedDevice extends AbstractBlockDevice {
     private final Arena arena;
     private final MemorySegment map;
     private final AtomicIntegerArray dirtyRegions;
+    /** A descriptor opened only to hold {@link #tryLockExclusive()}'s flock (the mapping keeps none); -1 if none. */
+    private int lockFd = -1;
 
     private MappedDevice(String name, int blockSize, long blockCount, boolean readOnly, Arena arena, MemorySegment map) {
         super(name, blockSize, blockCount, readOnly);
@@ -194,7 +196,35 @@ public final class MappedDevice extends AbstractBlockDevice {
     }
 
     @Override
+    public synchronized boolean tryLockExclusive() {
+        if (lockFd < 0) {
+            try (Arena a = Arena.ofConfined()) {
+                int fd = Posix.open(a.allocateFrom(name()), Posix.O_RDONLY | Posix.O_CLOEXEC, 0);
+                if (fd < 0) {
+                    throw failure("open", -1, Posix.errno(), "for the exclusive lock");
+                }
+                lockFd = fd;
+            }
+        }
+        if (flock(lockFd, Posix.LOCK_EX | Posix.LOCK_NB)) {
+            return true;
+        }
+        unlockExclusive();
+        return false;
+    }
+
+    /** Closing the lock's descriptor releases the flock. */
+    @Override
+    public synchronized void unlockExclusive() {
+        if (lockFd >= 0) {
+            Posix.close(lockFd);
+            lockFd = -1;
+        }
+    }
+
+    @Override
     void doClose() {
+        unlockExclusive();
         arena.close();
     }
 

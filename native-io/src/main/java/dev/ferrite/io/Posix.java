@@ -52,6 +52,7 @@ final class Posix {
     // <sys/file.h>
     static final int LOCK_EX = 2;
     static final int LOCK_NB = 4;
+    static final int LOCK_UN = 8;
 
     // <sys/mman.h>
     static final int PROT_READ = 1;

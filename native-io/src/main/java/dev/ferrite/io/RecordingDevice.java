@@ -591,6 +591,16 @@ public final class RecordingDevice extends AbstractBlockDevice {
     }
 
     @Override
+    public boolean tryLockExclusive() {
+        return inner.tryLockExclusive();
+    }
+
+    @Override
+    public void unlockExclusive() {
+        inner.unlockExclusive();
+    }
+
+    @Override
     void doClose() {
         try {
             inner.close();

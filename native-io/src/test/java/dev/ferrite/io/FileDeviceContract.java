@@ -47,6 +47,20 @@ abstract class FileDeviceContract extends BlockDeviceContract {
     }
 
     @Test
+    void exclusiveLockExcludesASecondHandleUntilReleased() {
+        try (BlockDevice second = open(file, DeviceOptions.defaults())) {
+            assertTrue(device.tryLockExclusive());
+            assertTrue(device.tryLockExclusive(), "taking it again through the same handle");
+            assertFalse(second.tryLockExclusive(), "a second handle must see the device locked");
+            device.unlockExclusive();
+            assertTrue(second.tryLockExclusive());
+            assertFalse(device.tryLockExclusive());
+            second.close();
+            assertTrue(device.tryLockExclusive(), "closing a handle releases its lock");
+        }
+    }
+
+    @Test
     void namesItselfByPath() {
         assertEquals(file.toString(), device.name());
     }

@@ -1,0 +1,87 @@
+package dev.ferrite.dir;
+
+import java.lang.foreign.MemorySegment;
+
+import static dev.ferrite.io.OnDisk.U32;
+import static dev.ferrite.io.OnDisk.U64;
+
+/**
+ * The two header blocks at the start of every allocation group, each with its own lock (its buffer's):
+ * the free-space header (AGF) at group block 0 and the inode header (AGI) at group block 1, so that
+ * inode allocation and block allocation in one group do not serialize on one block. When a transaction
+ * needs both it locks the AGI first.
+ *
+ * <p>Each holds a free list: a stack of group blocks set aside for the nodes of the trees it heads, so
+ * that a tree split never has to allocate through the very trees being changed (XFS's AGFL). The
+ * free-space trees draw on the AGF's, the inode trees on the AGI's; both lists are refilled from, and
+ * spilled back to, the free-space trees between tree operations.
+ *
+ * <pre>
+ * AGF, group block 0
+ *   0  block header ({@code BlockHeaderFormat}): magic 'FAGF', owner = group number
+ *  32  u32 group number
+ *  36  u32 group length in blocks
+ *  40  u32 group block of the by-start free-space tree's header
+ *  44  u32 group block of the by-length free-space tree's header
+ *  48  u64 free blocks held in the free-space trees (the free list not counted)
+ *  56  u32 free-list entries
+ *  60..127 zero
+ * 128  u32 free list, entries [0, count): group blocks
+ *
+ * AGI, group block 1
+ *   0  block header: magic 'FAGI', owner = group number
+ *  32  u32 group number
+ *  36  u32 zero
+ *  40  u32 group block of the inode tree's header (every inode chunk)
+ *  44  u32 group block of the free-inode tree's header (chunks with a free inode)
+ *  48  u64 inodes (slots in allocated chunks)
+ *  56  u64 free inodes
+ *  64  u32 group block of the orphan tree's header (unlinked inodes still open); 0 until the first
+ *  68  u32 free-list entries
+ *  72..127 zero
+ * 128  u32 free list: group blocks for the inode and orphan trees
+ * </pre>
+ */
+final class AgHeaderFormat {
+    static final int AGF_MAGIC = 0x46474146; // "FAGF"
+    static final int AGI_MAGIC = 0x49474146; // "FAGI"
+    static final int AGF_BLOCK = 0, AGI_BLOCK = 1;
+    /** First group block that is neither header. */
+    static final int FIRST_FREE = 2;
+
+    static final int AG_NUMBER = 32;
+    // AGF
+    static final int AG_LENGTH = 36, BNO_TREE = 40, CNT_TREE = 44, FREE_BLOCKS = 48, AGF_LIST_COUNT = 56;
+    // AGI
+    static final int INO_TREE = 40, FINO_TREE = 44, INODES = 48, FREE_INODES = 56, ORPHAN_TREE = 64,
+            AGI_LIST_COUNT = 68;
+    static final int LIST = 128;
+
+    private AgHeaderFormat() {
+    }
+
+    /** Free-list entries a header block holds. */
+    static int listCapacity(int blockSize) {
+        return (blockSize - LIST) / 4;
+    }
+
+    static int u32(MemorySegment h, int offset) {
+        return h.get(U32, offset);
+    }
+
+    static void setU32(MemorySegment h, int offset, int v) {
+        h.set(U32, offset, v);
+    }
+
+    static long u64(MemorySegment h, int offset) {
+        return h.get(U64, offset);
+    }
+
+    static void setU64(MemorySegment h, int offset, long v) {
+        h.set(U64, offset, v);
+    }
+
+    static int listEntryOffset(int i) {
+        return LIST + 4 * i;
+    }
+}

@@ -1,0 +1,161 @@
+package dev.ferrite.dir;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+import java.util.Arrays;
+
+import dev.ferrite.io.Crc32c;
+
+import static dev.ferrite.io.OnDisk.U32;
+import static dev.ferrite.io.OnDisk.U64;
+
+/**
+ * Directory entries, in a directory's B-tree or inline in its inode record. Both forms hold the same
+ * keys in the same (unsigned bytewise) order, so a readdir cookie, which is the last key returned, means
+ * the same place in either and survives the conversion between them.
+ *
+ * <pre>
+ * key     u32 BE CRC32C of the name (entries sort by hash), then the name's bytes (1 to 255)
+ * value   u64 inode, u8 type (S_IFMT &gt;&gt; 12)
+ *
+ * inline directory (fork INLINE): INLINE_USED bytes of entries, sorted by key, each
+ *   0  u8  name length
+ *   1  u8  type
+ *   2  u64 inode
+ *  10  key: u32 BE hash, name
+ *
+ * tree directory (fork TREE), in the inline area
+ *   0  u64 the tree's header block, or 0 once the tree is dissolved (an unlinked directory being freed)
+ *   8  u32 blocks in the reserve
+ *  12  u32 zero
+ *  16  u64 reserve[RESERVE_CAPACITY]: free blocks owned by the directory, which its tree's splits pop
+ *      and its merges push, so that a tree change never takes an allocation group lock
+ * </pre>
+ *
+ * The record's size field counts the entries; its blocks field counts the tree's blocks and the reserve.
+ */
+final class DirEntryFormat {
+    static final int MAX_NAME = 255;
+    static final int HASH = 4;
+    static final int VALUE = 9;
+    static final int ENTRY_HEADER = 10;
+    static final int TREE_HEADER = 0, RESERVE_COUNT = 8, RESERVE = 16;
+    static final int RESERVE_CAPACITY = 40;
+    /** Header magic a dissolved directory tree's blocks get when they are freed: "FDRX". */
+    static final int FREED_MAGIC = 0x58524446;
+
+    private static final ValueLayout.OfInt BE32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+    private static final ValueLayout.OfByte U8 = ValueLayout.JAVA_BYTE;
+
+    private DirEntryFormat() {
+    }
+
+    static int hash(byte[] name) {
+        return Crc32c.compute(MemorySegment.ofArray(name));
+    }
+
+    /** The B-tree key of {@code name}. */
+    static byte[] key(byte[] name) {
+        byte[] k = new byte[HASH + name.length];
+        MemorySegment.ofArray(k).set(BE32, 0, hash(name));
+        System.arraycopy(name, 0, k, HASH, name.length);
+        return k;
+    }
+
+    static byte[] nameOf(byte[] key) {
+        return Arrays.copyOfRange(key, HASH, key.length);
+    }
+
+    static byte[] value(long ino, int type) {
+        byte[] v = new byte[VALUE];
+        MemorySegment s = MemorySegment.ofArray(v);
+        s.set(U64, 0, ino);
+        s.set(U8, 8, (byte) (type >>> 12));
+        return v;
+    }
+
+    static long valueInode(MemorySegment v) {
+        return v.get(U64, 0);
+    }
+
+    static int valueType(MemorySegment v) {
+        return Byte.toUnsignedInt(v.get(U8, 8)) << 12;
+    }
+
+    /** Bytes an entry of {@code key} takes inline. */
+    static int inlineSize(int keyLength) {
+        return ENTRY_HEADER + keyLength;
+    }
+
+    // ------------------------------------------------------------------ inline entries (offsets relative to the record)
+
+    static int entryKeyLength(MemorySegment b, int at) {
+        return HASH + Byte.toUnsignedInt(b.get(U8, at));
+    }
+
+    static int entrySize(MemorySegment b, int at) {
+        return ENTRY_HEADER + entryKeyLength(b, at);
+    }
+
+    static byte[] entryKey(MemorySegment b, int at) {
+        byte[] k = new byte[entryKeyLength(b, at)];
+        MemorySegment.copy(b, U8, at + ENTRY_HEADER, k, 0, k.length);
+        return k;
+    }
+
+    static long entryInode(MemorySegment b, int at) {
+        return b.get(U64, at + 2);
+    }
+
+    static int entryType(MemorySegment b, int at) {
+        return Byte.toUnsignedInt(b.get(U8, at + 1)) << 12;
+    }
+
+    static void setEntryValue(MemorySegment b, int at, long ino, int type) {
+        b.set(U8, at + 1, (byte) (type >>> 12));
+        b.set(U64, at + 2, ino);
+    }
+
+    /** Writes an entry at {@code at} (room made by the caller). */
+    static void writeEntry(MemorySegment b, int at, byte[] key, long ino, int type) {
+        b.set(U8, at, (byte) (key.length - HASH));
+        setEntryValue(b, at, ino, type);
+        MemorySegment.copy(key, 0, b, U8, at + ENTRY_HEADER, key.length);
+    }
+
+    // ------------------------------------------------------------------ tree directories
+
+    static long treeHeader(MemorySegment b, int area) {
+        return b.get(U64, area + TREE_HEADER);
+    }
+
+    static void setTreeHeader(MemorySegment b, int area, long block) {
+        b.set(U64, area + TREE_HEADER, block);
+    }
+
+    static int reserveCount(MemorySegment b, int area) {
+        return b.get(U32, area + RESERVE_COUNT);
+    }
+
+    static void setReserveCount(MemorySegment b, int area, int n) {
+        b.set(U32, area + RESERVE_COUNT, n);
+    }
+
+    static int reserveOffset(int area, int i) {
+        return area + RESERVE + 8 * i;
+    }
+
+    static long reserveEntry(MemorySegment b, int area, int i) {
+        return b.get(U64, reserveOffset(area, i));
+    }
+
+    static void setReserveEntry(MemorySegment b, int area, int i, long block) {
+        b.set(U64, reserveOffset(area, i), block);
+    }
+
+    /** Bytes of the inline area a tree directory uses. */
+    static int treeAreaSize() {
+        return RESERVE + 8 * RESERVE_CAPACITY;
+    }
+}

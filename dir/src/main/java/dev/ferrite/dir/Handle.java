@@ -1,0 +1,48 @@
+package dev.ferrite.dir;
+
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * An open inode. While any handle is open the inode outlives its last link: unlinked, it waits on its
+ * group's orphan list and is freed when the last handle closes (or at the next mount after a crash).
+ * Thread-safe; operations on a closed handle fail with EBADF.
+ */
+public final class Handle implements AutoCloseable {
+    private final Namespace ns;
+    final Inode inode;
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    Handle(Namespace ns, Inode inode) {
+        this.ns = ns;
+        this.inode = inode;
+    }
+
+    /** The inode number. */
+    public long ino() {
+        return inode.ino;
+    }
+
+    public boolean isOpen() {
+        return !closed.get();
+    }
+
+    /** The inode, or EBADF if this handle is closed. */
+    Inode checkOpen() {
+        if (closed.get()) {
+            throw new NamespaceException(dev.ferrite.io.Errno.EBADF, "handle on inode " + inode.ino + " is closed");
+        }
+        return inode;
+    }
+
+    @Override
+    public void close() {
+        if (closed.compareAndSet(false, true)) {
+            ns.closeHandle(inode);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "Handle[" + inode.ino + (closed.get() ? ", closed]" : "]");
+    }
+}

@@ -1,0 +1,82 @@
+package dev.ferrite.dir;
+
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * An inode in memory: its number, a reference count and the per-inode lock. Its attributes live in
+ * its record in the buffer cache; this object is what the {@link InodeCache} hands out so that every
+ * user of one inode shares its lock and its count of open references.
+ *
+ * <p>The reference count is {@link #DEAD} once the cache reclaimed the object: a lookup that finds it
+ * then makes a fresh one instead. Taking a reference is a CAS from any count that is not DEAD, and
+ * reclaim is a CAS from 0 to DEAD, so a lookup and a reclaim racing on one object cannot both win.
+ */
+final class Inode {
+    static final int DEAD = -1;
+    private static final VarHandle REFS;
+
+    static {
+        try {
+            REFS = MethodHandles.lookup().findVarHandle(Inode.class, "refs", int.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    final long ino;
+    /** Serializes changes to this inode (taken before any buffer lock). */
+    final ReentrantLock lock = new ReentrantLock();
+    /** Next inode in the cache's hash chain; kept when unlinked, so chain walkers standing here go on. */
+    volatile Inode chainNext;
+    @SuppressWarnings("unused") // through REFS
+    private volatile int refs;
+    /** Open handles on this inode (guarded by {@link #lock}); a handle's reference keeps this object cached. */
+    int opens;
+    /** Commit sequence of the last change to this inode, or -1 if unknown (the object is newer than it). */
+    volatile long lastSeq = -1;
+    /** The directory's B-tree, once opened (a directory's tree only changes from none to one while cached). */
+    volatile dev.ferrite.btree.BTree dirTree;
+
+    Inode(long ino, int refs) {
+        this.ino = ino;
+        this.refs = refs;
+    }
+
+    /** Takes a reference unless the object is dead. */
+    boolean tryRef() {
+        for (;;) {
+            int r = (int) REFS.getVolatile(this);
+            if (r == DEAD) {
+                return false;
+            }
+            if (REFS.compareAndSet(this, r, r + 1)) {
+                return true;
+            }
+        }
+    }
+
+    /** Drops a reference; returns the count left. */
+    int unref() {
+        int r = (int) REFS.getAndAdd(this, -1) - 1;
+        if (r < 0) {
+            throw new IllegalStateException("inode " + ino + " released more often than referenced");
+        }
+        return r;
+    }
+
+    /** Marks an unreferenced inode dead; false if someone holds or just took a reference. */
+    boolean tryKill() {
+        return REFS.compareAndSet(this, 0, DEAD);
+    }
+
+    int refs() {
+        return (int) REFS.getVolatile(this);
+    }
+
+    @Override
+    public String toString() {
+        return "Inode[" + ino + ", refs " + refs() + "]";
+    }
+}

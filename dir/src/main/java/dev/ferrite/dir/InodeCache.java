@@ -1,0 +1,121 @@
+package dev.ferrite.dir;
+
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+
+/**
+ * Inode number to in-memory {@link Inode}, with no global lock: lookups walk a hash chain without any
+ * lock or allocation (as the kernel's RCU inode lookups do) and take a reference with a CAS; only
+ * inserting and unlinking take the lock of one of {@value #STRIPES} stripes. Unlinked inodes keep their
+ * chain link, so a walker standing on one still reaches the rest of its chain.
+ *
+ * <p>Unreferenced inodes stay cached until the cache holds more than its capacity; then releasing one
+ * sweeps a clock hand over the buckets, killing ({@link Inode#tryKill}) and unlinking unreferenced
+ * inodes until it is back under. A lookup racing with the sweep either takes its reference first (the
+ * kill fails) or finds the inode dead and makes a fresh one.
+ */
+final class InodeCache {
+    private static final int STRIPES = 64;
+
+    private final AtomicReferenceArray<Inode> buckets;
+    private final int mask;
+    private final Object[] stripes = new Object[STRIPES];
+    private final int capacity;
+    private final AtomicInteger size = new AtomicInteger();
+    private final AtomicInteger hand = new AtomicInteger();
+
+    InodeCache(int capacity) {
+        this.capacity = capacity;
+        int n = Integer.highestOneBit(Math.max(16, capacity) * 2 - 1);
+        this.buckets = new AtomicReferenceArray<>(n);
+        this.mask = n - 1;
+        for (int i = 0; i < STRIPES; i++) {
+            stripes[i] = new Object();
+        }
+    }
+
+    private int bucket(long ino) {
+        return (int) ((ino * 0x9E37_79B9_7F4A_7C15L) >>> 32) & mask;
+    }
+
+    /** The inode of {@code ino} with a reference taken: release it with {@link #release}. */
+    Inode acquire(long ino) {
+        int bucket = bucket(ino);
+        Inode found = find(bucket, ino);
+        if (found != null) {
+            return found;
+        }
+        synchronized (stripes[bucket & (STRIPES - 1)]) {
+            found = find(bucket, ino);
+            if (found != null) {
+                return found;
+            }
+            Inode fresh = new Inode(ino, 1);
+            fresh.chainNext = buckets.get(bucket);
+            buckets.set(bucket, fresh);
+            size.incrementAndGet();
+            return fresh;
+        }
+    }
+
+    /** A live inode of {@code ino} in the chain, referenced, or null. Lock-free. */
+    private Inode find(int bucket, long ino) {
+        for (Inode i = buckets.get(bucket); i != null; i = i.chainNext) {
+            if (i.ino == ino && i.tryRef()) {
+                return i;
+            }
+        }
+        return null;
+    }
+
+    /** Drops a reference from {@link #acquire}; may reclaim unreferenced inodes if the cache is over capacity. */
+    void release(Inode inode) {
+        if (inode.unref() == 0 && size.get() > capacity) {
+            sweep();
+        }
+    }
+
+    private void sweep() {
+        int target = capacity - capacity / 8;
+        for (int n = 0; n <= mask && size.get() > target; n++) {
+            int bucket = hand.getAndIncrement() & mask;
+            for (Inode i = buckets.get(bucket); i != null; i = i.chainNext) {
+                if (i.tryKill()) {
+                    unlink(bucket, i);
+                }
+            }
+        }
+    }
+
+    private void unlink(int bucket, Inode dead) {
+        synchronized (stripes[bucket & (STRIPES - 1)]) {
+            Inode prev = null;
+            for (Inode x = buckets.get(bucket); x != null; prev = x, x = x.chainNext) {
+                if (x == dead) {
+                    if (prev == null) {
+                        buckets.set(bucket, x.chainNext);
+                    } else {
+                        prev.chainNext = x.chainNext;
+                    }
+                    size.decrementAndGet();
+                    return;
+                }
+            }
+        }
+    }
+
+    /** Inodes cached now, referenced or not. */
+    int size() {
+        return size.get();
+    }
+
+    /** The cached live inode of {@code ino} without taking a reference, or null (for tests and checkers). */
+    Inode peek(long ino) {
+        for (Inode i = buckets.get(bucket(ino)); i != null; i = i.chainNext) {
+            if (i.ino == ino && i.refs() != Inode.DEAD) {
+                return i;
+            }
+        }
+        return null;
+    }
+}

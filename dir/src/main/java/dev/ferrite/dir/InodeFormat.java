@@ -1,0 +1,195 @@
+package dev.ferrite.dir;
+
+import java.lang.foreign.MemorySegment;
+
+import dev.ferrite.btree.BlockHeaderFormat;
+
+import static dev.ferrite.io.OnDisk.U16;
+import static dev.ferrite.io.OnDisk.U32;
+import static dev.ferrite.io.OnDisk.U64;
+
+/**
+ * Inode blocks and the fixed-size inode records in them. Inodes come in chunks of
+ * {@value Geometry#CHUNK_BLOCKS} contiguous blocks ({@value Geometry#CHUNK_INODES} inodes) allocated from
+ * the group's free space and recorded in its inode trees.
+ *
+ * <pre>
+ * inode block
+ *   0  block header ({@link BlockHeaderFormat}): magic 'FINO', owner = group number
+ *  32..63 zero
+ *  64  {@value Geometry#INODES_PER_BLOCK} records of (blockSize - 64) / 8 bytes (504 for 4 KiB blocks)
+ *
+ * inode record
+ *   0  u16 mode: type (S_IFMT bits) and permissions; 0 = free slot
+ *   2  u8  data fork format: 0 empty, 1 inline, 2 extent list, 3 extent tree
+ *   3  u8  zero
+ *   4  u32 uid
+ *   8  u32 gid
+ *  12  u32 link count
+ *  16  u64 size in bytes
+ *  24  u64 access time, ns since the epoch
+ *  32  u64 modification time
+ *  40  u64 change time
+ *  48  u64 birth time
+ *  56  u32 generation: bumped each time the slot is allocated (stale handles notice reuse)
+ *  60  u32 flags
+ *  64  u64 blocks allocated to the inode
+ *  72  u16 bytes used in the inline area
+ *  74..79 zero
+ *  80  u64 parent directory's inode (directories only: what ".." names)
+ *  88..95 zero
+ *  96  inline area to the end of the record (408 bytes for 4 KiB blocks): a short directory's
+ *      entries, a symlink's target, or an extent list, as the fork format says
+ * </pre>
+ */
+final class InodeFormat {
+    static final int MAGIC = 0x4F4E4946; // "FINO"
+    static final int FREED_MAGIC = 0x584E4946; // "FINX"
+    static final int BLOCK_HEADER = 64;
+
+    static final int MODE = 0, FORK = 2, UID = 4, GID = 8, NLINK = 12, SIZE = 16, ATIME = 24, MTIME = 32,
+            CTIME = 40, BTIME = 48, GENERATION = 56, FLAGS = 60, BLOCKS = 64, INLINE_USED = 72,
+            PARENT = 80, INLINE = 96;
+
+    static final int S_IFMT = 0xF000, S_IFDIR = 0x4000, S_IFREG = 0x8000, S_IFLNK = 0xA000;
+    static final int FORK_EMPTY = 0, FORK_INLINE = 1, FORK_EXTENTS = 2, FORK_TREE = 3;
+
+    private InodeFormat() {
+    }
+
+    static int recordSize(int blockSize) {
+        return (blockSize - BLOCK_HEADER) / Geometry.INODES_PER_BLOCK;
+    }
+
+    /** Offset of slot {@code slot}'s record in its block. */
+    static int recordOffset(int blockSize, int slot) {
+        return BLOCK_HEADER + slot * recordSize(blockSize);
+    }
+
+    static int inlineCapacity(int blockSize) {
+        return recordSize(blockSize) - INLINE;
+    }
+
+    static int mode(MemorySegment b, int rec) {
+        return Short.toUnsignedInt(b.get(U16, rec + MODE));
+    }
+
+    static int nlink(MemorySegment b, int rec) {
+        return b.get(U32, rec + NLINK);
+    }
+
+    static int generation(MemorySegment b, int rec) {
+        return b.get(U32, rec + GENERATION);
+    }
+
+    /** Initializes a record for a newly allocated inode: the generation is bumped, everything else set. */
+    static void init(MemorySegment b, int rec, int recordSize, int mode, int uid, int gid, int nlink, long nowNanos) {
+        int generation = generation(b, rec) + 1;
+        b.asSlice(rec, recordSize).fill((byte) 0);
+        b.set(U16, rec + MODE, (short) mode);
+        b.set(U32, rec + UID, uid);
+        b.set(U32, rec + GID, gid);
+        b.set(U32, rec + NLINK, nlink);
+        b.set(U64, rec + ATIME, nowNanos);
+        b.set(U64, rec + MTIME, nowNanos);
+        b.set(U64, rec + CTIME, nowNanos);
+        b.set(U64, rec + BTIME, nowNanos);
+        b.set(U32, rec + GENERATION, generation);
+    }
+
+    /** Marks a record free, keeping its generation. */
+    static void clear(MemorySegment b, int rec, int recordSize) {
+        int generation = generation(b, rec);
+        b.asSlice(rec, recordSize).fill((byte) 0);
+        b.set(U32, rec + GENERATION, generation);
+    }
+
+    /**
+     * Sets permissions (the type bits are kept), owner and times; -1 leaves a field as it is. The change
+     * time becomes {@code nowNanos}. The fields changed all lie in {@code [rec + MODE, rec + BTIME)}.
+     */
+    static void setAttributes(MemorySegment b, int rec, int permissions, int uid, int gid, long atime, long mtime,
+                              long nowNanos) {
+        if (permissions >= 0) {
+            b.set(U16, rec + MODE, (short) (mode(b, rec) & S_IFMT | permissions & ~S_IFMT));
+        }
+        if (uid >= 0) {
+            b.set(U32, rec + UID, uid);
+        }
+        if (gid >= 0) {
+            b.set(U32, rec + GID, gid);
+        }
+        if (atime >= 0) {
+            b.set(U64, rec + ATIME, atime);
+        }
+        if (mtime >= 0) {
+            b.set(U64, rec + MTIME, mtime);
+        }
+        b.set(U64, rec + CTIME, nowNanos);
+    }
+
+    /** Decodes a record (read under the block's lock or validated after). */
+    static InodeStat stat(long ino, MemorySegment b, int rec) {
+        return new InodeStat(ino, mode(b, rec), b.get(U32, rec + UID), b.get(U32, rec + GID), nlink(b, rec),
+                b.get(U64, rec + SIZE), b.get(U64, rec + ATIME), b.get(U64, rec + MTIME), b.get(U64, rec + CTIME),
+                b.get(U64, rec + BTIME), generation(b, rec), b.get(U32, rec + FLAGS), b.get(U64, rec + BLOCKS));
+    }
+
+    // ------------------------------------------------------------------ namespace fields
+
+    static int type(MemorySegment b, int rec) {
+        return mode(b, rec) & S_IFMT;
+    }
+
+    static void setNlink(MemorySegment b, int rec, int nlink) {
+        b.set(U32, rec + NLINK, nlink);
+    }
+
+    static long size(MemorySegment b, int rec) {
+        return b.get(U64, rec + SIZE);
+    }
+
+    static void setSize(MemorySegment b, int rec, long size) {
+        b.set(U64, rec + SIZE, size);
+    }
+
+    static long blocks(MemorySegment b, int rec) {
+        return b.get(U64, rec + BLOCKS);
+    }
+
+    static void setBlocks(MemorySegment b, int rec, long blocks) {
+        b.set(U64, rec + BLOCKS, blocks);
+    }
+
+    static int fork(MemorySegment b, int rec) {
+        return Byte.toUnsignedInt(b.get(java.lang.foreign.ValueLayout.JAVA_BYTE, rec + FORK));
+    }
+
+    static void setFork(MemorySegment b, int rec, int fork) {
+        b.set(java.lang.foreign.ValueLayout.JAVA_BYTE, rec + FORK, (byte) fork);
+    }
+
+    static int inlineUsed(MemorySegment b, int rec) {
+        return Short.toUnsignedInt(b.get(U16, rec + INLINE_USED));
+    }
+
+    static void setInlineUsed(MemorySegment b, int rec, int used) {
+        b.set(U16, rec + INLINE_USED, (short) used);
+    }
+
+    static long parent(MemorySegment b, int rec) {
+        return b.get(U64, rec + PARENT);
+    }
+
+    static void setParent(MemorySegment b, int rec, long parent) {
+        b.set(U64, rec + PARENT, parent);
+    }
+
+    /** Sets the change time, and the modification time too if {@code modified}. */
+    static void touch(MemorySegment b, int rec, long nowNanos, boolean modified) {
+        if (modified) {
+            b.set(U64, rec + MTIME, nowNanos);
+        }
+        b.set(U64, rec + CTIME, nowNanos);
+    }
+}

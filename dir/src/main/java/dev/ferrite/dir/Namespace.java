@@ -1,0 +1,1537 @@
+package dev.ferrite.dir;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Deque;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.ReentrantLock;
+
+import dev.ferrite.btree.BTree;
+import dev.ferrite.btree.Buffer;
+import dev.ferrite.btree.BufferCache;
+import dev.ferrite.btree.Cursor;
+import dev.ferrite.btree.Txn;
+import dev.ferrite.io.Errno;
+import dev.ferrite.io.NoSpaceException;
+
+import static dev.ferrite.dir.InodeFormat.S_IFDIR;
+import static dev.ferrite.dir.InodeFormat.S_IFLNK;
+import static dev.ferrite.dir.InodeFormat.S_IFMT;
+import static dev.ferrite.dir.InodeFormat.S_IFREG;
+
+/**
+ * The namespace of a mounted volume: directories, files and symlinks by path or by {@link Handle}.
+ * Thread-safe. Paths are absolute ({@code /a/b}); {@code .} and {@code ..} are followed, a {@code ..}
+ * above the root is EINVAL, symlinks are followed in every component but the last one of the operations
+ * that act on a name (and in the last one of {@link #open}, {@link #lookup} and {@link #stat}).
+ *
+ * <h2>Transactions and locks</h2>
+ * Every operation is one journal transaction, reserved before anything is locked. Locks are taken in
+ * one order, which makes deadlock impossible:
+ * <ol>
+ *   <li>the rename lock, only by renames moving a directory to another parent (it keeps the "not into
+ *       its own subtree" check true until they commit, as Linux's {@code s_vfs_rename_mutex} does);
+ *   <li>per-inode locks ({@link Inode#lock}), in ascending inode number, held across the transaction;
+ *       transactions of their own that keep a directory's block reserve in range run here, before the
+ *       operation's transaction begins;
+ *   <li>the AGI of the one group whose inodes the operation allocates or frees (then its AGF if it adds
+ *       an inode chunk): the new inode is chosen under the AGI before any inode block is locked;
+ *   <li>inode blocks, in ascending block number (eight records share a block);
+ *   <li>directory tree nodes: a directory's tree changes only under its inode's lock, so no transaction
+ *       ever waits for another's tree nodes, and its allocator pops the reserve in the record already held.
+ * </ol>
+ * Lookups, stat and readdir take no lock: they read inode records and trees optimistically.
+ *
+ * <h2>Orphans</h2>
+ * An inode whose last link goes while a handle holds it open, or which still owns blocks (a directory
+ * tree), is recorded in its group's orphan tree in the unlinking transaction and freed in steps at the
+ * last close, or by {@link Volume#open} after a crash.
+ */
+public final class Namespace {
+    /** Links an inode may have (EMLINK beyond). */
+    public static final int MAX_LINKS = 65_000;
+    /** Symlinks one path resolution follows before ELOOP. */
+    public static final int MAX_SYMLINKS = 40;
+    private static final int RESERVE_LOW = 12, RESERVE_FILL = 20, RESERVE_HIGH = 28;
+    private static final int RETRIES = 8;
+
+    private final Volume volume;
+    private final BufferCache cache;
+    private final Geometry geometry;
+    private final InodeCache inodes;
+    private final int recordSize;
+    private final int inlineCapacity;
+    private final ReentrantLock renameLock = new ReentrantLock();
+    private final AtomicInteger rotor = new AtomicInteger();
+    /** The root's inode number once read (it never changes after format). */
+    private volatile long root;
+
+    Namespace(Volume volume, BufferCache cache, Geometry geometry, InodeCache inodes) {
+        this.volume = volume;
+        this.cache = cache;
+        this.geometry = geometry;
+        this.inodes = inodes;
+        this.recordSize = geometry.inodeSize();
+        this.inlineCapacity = InodeFormat.inlineCapacity(geometry.blockSize());
+        if (inlineCapacity < DirEntryFormat.treeAreaSize()) {
+            throw new IllegalStateException("inode records of " + recordSize + " bytes cannot hold a directory tree's reserve");
+        }
+    }
+
+    /** The root directory's inode number. */
+    public long root() {
+        long r = root;
+        if (r == 0) {
+            root = r = volume.rootInode();
+        }
+        return r;
+    }
+
+    // ================================================================== path API
+
+    /** Creates directory {@code path}; returns its inode number. */
+    public long mkdir(String path, int permissions) {
+        Parent p = resolveParent(path);
+        return createEntry(p.dir, p.name, S_IFDIR | permissions & ~S_IFMT, true, null);
+    }
+
+    /**
+     * Creates regular file {@code path}, or with {@code exclusive} false returns the file already there
+     * (EISDIR if it is a directory); returns the inode number.
+     */
+    public long create(String path, int permissions, boolean exclusive) {
+        Parent p = resolveParent(path);
+        long ino = createEntry(p.dir, p.name, S_IFREG | permissions & ~S_IFMT, exclusive, null);
+        return ino > 0 ? ino : resolve(path, true);
+    }
+
+    /** Creates symlink {@code linkPath} pointing at {@code target}; returns its inode number. */
+    public long symlink(String target, String linkPath) {
+        Parent p = resolveParent(linkPath);
+        return createEntry(p.dir, p.name, S_IFLNK | 0777, true, symlinkTarget(target));
+    }
+
+    /** Opens {@code path} (symlinks followed). */
+    public Handle open(String path) {
+        for (;;) {
+            Handle h = openIno(resolve(path, true));
+            if (h != null) {
+                return h;
+            }
+        }
+    }
+
+    /** The inode {@code path} names, symlinks followed. */
+    public long lookup(String path) {
+        return resolve(path, true);
+    }
+
+    /** The attributes of what {@code path} names, symlinks followed. */
+    public InodeStat stat(String path) {
+        return statIno(resolve(path, true));
+    }
+
+    /** The attributes of {@code path} itself (a final symlink not followed). */
+    public InodeStat lstat(String path) {
+        return statIno(resolve(path, false));
+    }
+
+    /** Up to {@code max} entries of directory {@code path} after {@code after}. */
+    public DirPage readdir(String path, DirCookie after, int max) {
+        return readdirIno(resolve(path, true), after, max);
+    }
+
+    /** Every entry of directory {@code path} (pages of 1024). */
+    public List<DirEntry> list(String path) {
+        long dir = resolve(path, true);
+        List<DirEntry> all = new ArrayList<>();
+        DirCookie c = DirCookie.START;
+        for (;;) {
+            DirPage p = readdirIno(dir, c, 1024);
+            all.addAll(p.entries());
+            if (p.end()) {
+                return all;
+            }
+            c = p.next();
+        }
+    }
+
+    /** Removes the name {@code path} of a non-directory. */
+    public void unlink(String path) {
+        Parent p = resolveParent(path);
+        removeEntry(p.dir, p.name, false);
+    }
+
+    /** Removes empty directory {@code path}. */
+    public void rmdir(String path) {
+        Parent p = resolveParent(path);
+        removeEntry(p.dir, p.name, true);
+    }
+
+    /** Renames {@code from} to {@code to} atomically, replacing a compatible {@code to}. */
+    public void rename(String from, String to) {
+        Parent f = resolveParent(from);
+        Parent t = resolveParent(to);
+        renameEntry(f.dir, f.name, t.dir, t.name);
+    }
+
+    /** Adds the name {@code newPath} for the non-directory {@code existing} (a final symlink not followed). */
+    public void link(String existing, String newPath) {
+        long target = resolve(existing, false);
+        Parent p = resolveParent(newPath);
+        linkEntry(target, p.dir, p.name);
+    }
+
+    /** The target of symlink {@code path}. */
+    public String readlink(String path) {
+        return readlinkIno(resolve(path, false));
+    }
+
+    /**
+     * Sets permissions, owner and times of what {@code path} names (symlinks followed); -1 leaves a field.
+     */
+    public void setattr(String path, int permissions, int uid, int gid, long atimeNanos, long mtimeNanos) {
+        setattrIno(resolve(path, true), permissions, uid, gid, atimeNanos, mtimeNanos);
+    }
+
+    // ================================================================== handle API
+
+    /** A handle on the root directory. */
+    public Handle openRoot() {
+        return openIno(root());
+    }
+
+    /** Opens the entry {@code name} of {@code dir} (a symlink is opened itself, not followed). */
+    public Handle lookup(Handle dir, String name) {
+        long d = dir.checkOpen().ino;
+        byte[] key = DirEntryFormat.key(checkName(name, false));
+        for (;;) {
+            requireDir(d);
+            Found f = find(d, key);
+            if (f == null) {
+                throw new NamespaceException(Errno.ENOENT, quote(name) + " in directory " + d);
+            }
+            Handle h = openIno(f.ino);
+            if (h != null) {
+                return h;
+            }
+        }
+    }
+
+    public Handle mkdir(Handle dir, String name, int permissions) {
+        long ino = createEntry(dir.checkOpen().ino, name, S_IFDIR | permissions & ~S_IFMT, true, null);
+        return openCreated(ino);
+    }
+
+    public Handle create(Handle dir, String name, int permissions, boolean exclusive) {
+        long d = dir.checkOpen().ino;
+        long ino = createEntry(d, name, S_IFREG | permissions & ~S_IFMT, exclusive, null);
+        return ino > 0 ? openCreated(ino) : openIno(walk(d, new ArrayDeque<>(List.of(name)), true));
+    }
+
+    public void symlink(Handle dir, String name, String target) {
+        createEntry(dir.checkOpen().ino, name, S_IFLNK | 0777, true, symlinkTarget(target));
+    }
+
+    public void unlink(Handle dir, String name) {
+        removeEntry(dir.checkOpen().ino, name, false);
+    }
+
+    public void rmdir(Handle dir, String name) {
+        removeEntry(dir.checkOpen().ino, name, true);
+    }
+
+    public void rename(Handle fromDir, String from, Handle toDir, String to) {
+        renameEntry(fromDir.checkOpen().ino, from, toDir.checkOpen().ino, to);
+    }
+
+    public void link(Handle target, Handle dir, String name) {
+        linkEntry(target.checkOpen().ino, dir.checkOpen().ino, name);
+    }
+
+    public String readlink(Handle link) {
+        return readlinkIno(link.checkOpen().ino);
+    }
+
+    public InodeStat stat(Handle h) {
+        return statIno(h.checkOpen().ino);
+    }
+
+    public DirPage readdir(Handle dir, DirCookie after, int max) {
+        return readdirIno(dir.checkOpen().ino, after, max);
+    }
+
+    public void setattr(Handle h, int permissions, int uid, int gid, long atimeNanos, long mtimeNanos) {
+        setattrIno(h.checkOpen().ino, permissions, uid, gid, atimeNanos, mtimeNanos);
+    }
+
+    /** Makes every change to {@code h}'s inode so far durable (the whole log if that is not known). */
+    public void fsync(Handle h) {
+        long seq = h.checkOpen().lastSeq;
+        if (seq < 0) {
+            cache.journal().forceAll();
+        } else {
+            cache.journal().force(seq);
+        }
+    }
+
+    /** Makes every change so far durable. */
+    public void sync() {
+        volume.sync();
+    }
+
+    // ================================================================== resolution
+
+    private record Parent(long dir, String name) {
+    }
+
+    private record Found(long ino, int type) {
+    }
+
+    private static String quote(String name) {
+        return "'" + name + "'";
+    }
+
+    /**
+     * The name's bytes; EINVAL for an empty name, one containing '/' or NUL, or (with {@code forChange})
+     * "." or ".."; ENAMETOOLONG past 255 bytes.
+     */
+    static byte[] checkName(String name, boolean forChange) {
+        if (name == null || name.isEmpty()) {
+            throw new NamespaceException(Errno.EINVAL, "empty name");
+        }
+        if (name.indexOf('/') >= 0 || name.indexOf('\0') >= 0) {
+            throw new NamespaceException(Errno.EINVAL, "name " + quote(name.replace("\0", "\\0")) + " contains '/' or NUL");
+        }
+        if (forChange && (name.equals(".") || name.equals(".."))) {
+            throw new NamespaceException(Errno.EINVAL, "name " + quote(name) + " cannot be created, removed or renamed");
+        }
+        byte[] b = name.getBytes(StandardCharsets.UTF_8);
+        if (b.length > DirEntryFormat.MAX_NAME) {
+            throw new NamespaceException(Errno.ENAMETOOLONG, "name of " + b.length + " bytes; names are at most "
+                    + DirEntryFormat.MAX_NAME);
+        }
+        return b;
+    }
+
+    private byte[] symlinkTarget(String target) {
+        if (target == null || target.isEmpty()) {
+            throw new NamespaceException(Errno.ENOENT, "empty symlink target");
+        }
+        if (target.indexOf('\0') >= 0) {
+            throw new NamespaceException(Errno.EINVAL, "symlink target contains NUL");
+        }
+        byte[] b = target.getBytes(StandardCharsets.UTF_8);
+        if (b.length > inlineCapacity) {
+            throw new NamespaceException(Errno.ENAMETOOLONG, "symlink target of " + b.length + " bytes; at most "
+                    + inlineCapacity + " fit an inode");
+        }
+        return b;
+    }
+
+    private static Deque<String> components(String path) {
+        Deque<String> out = new ArrayDeque<>();
+        for (String c : path.split("/")) {
+            if (!c.isEmpty() && !c.equals(".")) {
+                out.add(c);
+            }
+        }
+        return out;
+    }
+
+    private static void checkAbsolute(String path) {
+        if (path == null || !path.startsWith("/")) {
+            throw new NamespaceException(Errno.EINVAL, "path " + (path == null ? "null" : quote(path)) + " is not absolute");
+        }
+        if (path.indexOf('\0') >= 0) {
+            throw new NamespaceException(Errno.EINVAL, "path contains NUL");
+        }
+    }
+
+    /** The inode {@code path} names. */
+    private long resolve(String path, boolean followLast) {
+        checkAbsolute(path);
+        return walk(root(), components(path), followLast);
+    }
+
+    private long walk(long start, Deque<String> todo, boolean followLast) {
+        long root = root();
+        long cur = start;
+        int links = 0;
+        while (!todo.isEmpty()) {
+            String c = todo.pollFirst();
+            requireDir(cur);
+            if (c.equals("..")) {
+                if (cur == root) {
+                    throw new NamespaceException(Errno.EINVAL, "'..' leads above the root");
+                }
+                cur = parentOf(cur);
+                continue;
+            }
+            Found f = find(cur, DirEntryFormat.key(checkName(c, false)));
+            if (f == null) {
+                throw new NamespaceException(Errno.ENOENT, quote(c) + " in directory " + cur);
+            }
+            if (f.type == S_IFLNK && (!todo.isEmpty() || followLast)) {
+                if (++links > MAX_SYMLINKS) {
+                    throw new NamespaceException(Errno.ELOOP, "more than " + MAX_SYMLINKS + " symlinks followed");
+                }
+                String target = readlinkIno(f.ino);
+                Deque<String> tc = components(target);
+                while (!tc.isEmpty()) {
+                    todo.addFirst(tc.pollLast());
+                }
+                if (target.startsWith("/")) {
+                    cur = root;
+                }
+                continue;
+            }
+            cur = f.ino;
+        }
+        return cur;
+    }
+
+    private Parent resolveParent(String path) {
+        checkAbsolute(path);
+        String trimmed = path.replaceAll("/+$", "");
+        String raw = trimmed.substring(trimmed.lastIndexOf('/') + 1);
+        if (raw.equals(".") || raw.equals("..")) {
+            throw new NamespaceException(Errno.EINVAL, "path " + quote(path) + " ends in " + quote(raw));
+        }
+        Deque<String> c = components(path);
+        String last = c.pollLast();
+        if (last == null) {
+            throw new NamespaceException(Errno.EINVAL, "path " + quote(path) + " names the root");
+        }
+        checkName(last, true);
+        long dir = walk(root(), c, true);
+        requireDir(dir);
+        return new Parent(dir, last);
+    }
+
+    // ================================================================== records
+
+    private long block(long ino) {
+        return geometry.inodeBlock(ino);
+    }
+
+    private int rec(long ino) {
+        return InodeFormat.recordOffset(geometry.blockSize(), Geometry.inodeSlot(ino));
+    }
+
+    private Buffer inodeBuffer(long ino) {
+        return cache.get(block(ino), InodeFormat.MAGIC, geometry.agOfInode(ino), "inode block");
+    }
+
+    private Buffer lockRecord(Txn txn, long ino) {
+        for (;;) {
+            Buffer b = inodeBuffer(ino);
+            if (txn.lock(b)) {
+                return b;
+            }
+        }
+    }
+
+    /** Locks the blocks of {@code inos} (0s ignored) in ascending block order. */
+    private void lockRecords(Txn txn, long... inos) {
+        long[] blocks = Arrays.stream(inos).filter(i -> i != 0).map(this::block).distinct().sorted().toArray();
+        for (long blk : blocks) {
+            for (long ino : inos) {
+                if (ino != 0 && block(ino) == blk) {
+                    lockRecord(txn, ino);
+                    break;
+                }
+            }
+        }
+    }
+
+    private interface RecordReader<T> {
+        T read(MemorySegment b, int rec);
+    }
+
+    /** Reads inode {@code ino}'s record without locking, validated against concurrent changes. */
+    private <T> T readRecord(long ino, RecordReader<T> reader) {
+        if (!geometry.isValidInode(ino)) {
+            throw new NamespaceException(Errno.ENOENT, "inode number " + ino + " lies outside the volume");
+        }
+        int rec = rec(ino);
+        for (;;) {
+            Buffer b = inodeBuffer(ino);
+            long v = b.readVersion();
+            if (v < 0) {
+                Thread.onSpinWait();
+                continue;
+            }
+            T t;
+            try {
+                t = reader.read(b.data(), rec);
+            } catch (RuntimeException e) {
+                if (b.validate(v)) {
+                    throw e;
+                }
+                continue;
+            }
+            if (b.validate(v)) {
+                return t;
+            }
+        }
+    }
+
+    private InodeStat statIno(long ino) {
+        InodeStat s = readRecord(ino, (b, rec) -> InodeFormat.stat(ino, b, rec));
+        if (s.mode() == 0) {
+            throw new NamespaceException(Errno.ENOENT, "inode " + ino + " is not allocated");
+        }
+        return s;
+    }
+
+    private int generation(long ino) {
+        return statIno(ino).generation();
+    }
+
+    private long parentOf(long dir) {
+        return readRecord(dir, InodeFormat::parent);
+    }
+
+    /** ENOTDIR unless {@code ino} is a directory; ENOENT if it was removed. */
+    private void requireDir(long ino) {
+        InodeStat s = statIno(ino);
+        if (!s.isDirectory()) {
+            throw new NamespaceException(Errno.ENOTDIR, "inode " + ino + " is not a directory");
+        }
+        if (s.nlink() == 0) {
+            throw new NamespaceException(Errno.ENOENT, "directory " + ino + " was removed");
+        }
+    }
+
+    private String readlinkIno(long ino) {
+        byte[] target = readRecord(ino, (b, rec) -> {
+            if (InodeFormat.type(b, rec) != S_IFLNK) {
+                return null;
+            }
+            byte[] t = new byte[InodeFormat.inlineUsed(b, rec)];
+            MemorySegment.copy(b, java.lang.foreign.ValueLayout.JAVA_BYTE, rec + InodeFormat.INLINE, t, 0, t.length);
+            return t;
+        });
+        if (target == null) {
+            statIno(ino);
+            throw new NamespaceException(Errno.EINVAL, "inode " + ino + " is not a symlink");
+        }
+        return new String(target, StandardCharsets.UTF_8);
+    }
+
+    private void setattrIno(long ino, int permissions, int uid, int gid, long atime, long mtime) {
+        Inode i = inodes.acquire(ino);
+        i.lock.lock();
+        try {
+            statIno(ino);
+            i.lastSeq = volume.setattr(ino, permissions, uid, gid, atime, mtime);
+        } finally {
+            i.lock.unlock();
+            inodes.release(i);
+        }
+    }
+
+    private static long nowNanos() {
+        Instant t = Instant.now();
+        return t.getEpochSecond() * 1_000_000_000L + t.getNano();
+    }
+
+    // ================================================================== directory contents
+
+    /** Offset of the entry {@code key} in an inline directory, or -(insertion offset) - 1. */
+    private static int inlineFind(MemorySegment b, int rec, byte[] key) {
+        int at = rec + InodeFormat.INLINE;
+        int end = at + InodeFormat.inlineUsed(b, rec);
+        while (at < end) {
+            int c = Arrays.compareUnsigned(DirEntryFormat.entryKey(b, at), key);
+            if (c == 0) {
+                return at;
+            }
+            if (c > 0) {
+                break;
+            }
+            at += DirEntryFormat.entrySize(b, at);
+        }
+        return -at - 1;
+    }
+
+    private static boolean isTree(MemorySegment b, int rec) {
+        return InodeFormat.fork(b, rec) == InodeFormat.FORK_TREE;
+    }
+
+    /** The directory's tree (header {@code header}), opened once per cached inode. */
+    private BTree tree(Inode dir, long header) {
+        BTree t = dir.dirTree;
+        if (t == null || t.headerBlock() != header) {
+            t = BTree.open(cache, new DirAllocator(cache, block(dir.ino), geometry.agOfInode(dir.ino), rec(dir.ino)),
+                    header, dir.ino);
+            dir.dirTree = t;
+        }
+        return t;
+    }
+
+    private Found find(long dir, byte[] key) {
+        Inode d = inodes.acquire(dir);
+        try {
+            return find(d, key);
+        } finally {
+            inodes.release(d);
+        }
+    }
+
+    /** The entry {@code key} of directory {@code dir}, or null. Lock-free. */
+    private Found find(Inode dir, byte[] key) {
+        MemorySegment k = MemorySegment.ofArray(key);
+        MemorySegment v = MemorySegment.ofArray(new byte[DirEntryFormat.VALUE]);
+        for (;;) {
+            long[] state = readRecord(dir.ino, (b, rec) -> {
+                if (isTree(b, rec)) {
+                    return new long[] {1, DirEntryFormat.treeHeader(b, rec + InodeFormat.INLINE), InodeFormat.generation(b, rec)};
+                }
+                int at = inlineFind(b, rec, key);
+                return at < 0 ? new long[] {0, 0, 0}
+                        : new long[] {2, DirEntryFormat.entryInode(b, at), DirEntryFormat.entryType(b, at)};
+            });
+            if (state[0] == 0) {
+                return null;
+            }
+            if (state[0] == 2) {
+                return new Found(state[1], (int) state[2]);
+            }
+            int n = tree(dir, state[1]).get(k, v);
+            long header = state[1];
+            long[] again = readRecord(dir.ino, (b, rec) -> new long[] {isTree(b, rec) ? DirEntryFormat.treeHeader(b, rec + InodeFormat.INLINE) : -1});
+            if (again[0] != header) {
+                continue; // dissolved meanwhile
+            }
+            return n < 0 ? null : new Found(DirEntryFormat.valueInode(v), DirEntryFormat.valueType(v));
+        }
+    }
+
+    private DirPage readdirIno(long dir, DirCookie after, int max) {
+        if (max < 1) {
+            throw new NamespaceException(Errno.EINVAL, "readdir of " + max + " entries");
+        }
+        requireDir(dir);
+        byte[] from = after.key();
+        Inode d = inodes.acquire(dir);
+        try {
+            for (;;) {
+                List<DirEntry> out = new ArrayList<>();
+                byte[][] last = new byte[1][];
+                long header = readRecord(dir, (b, rec) -> {
+                    out.clear();
+                    last[0] = null;
+                    if (isTree(b, rec)) {
+                        return DirEntryFormat.treeHeader(b, rec + InodeFormat.INLINE);
+                    }
+                    int at = from == null ? rec + InodeFormat.INLINE : inlineFind(b, rec, from);
+                    if (at < 0) {
+                        at = -at - 1;
+                    } else if (from != null) {
+                        at += DirEntryFormat.entrySize(b, at);
+                    }
+                    int end = rec + InodeFormat.INLINE + InodeFormat.inlineUsed(b, rec);
+                    for (; at < end && out.size() <= max; at += DirEntryFormat.entrySize(b, at)) {
+                        byte[] key = DirEntryFormat.entryKey(b, at);
+                        if (out.size() < max) {
+                            last[0] = key;
+                        }
+                        out.add(entry(key, DirEntryFormat.entryInode(b, at), DirEntryFormat.entryType(b, at)));
+                    }
+                    return 0L;
+                });
+                if (header != 0) {
+                    Cursor c = tree(d, header).cursor(from, false);
+                    while (out.size() <= max && c.next()) {
+                        byte[] key = c.key();
+                        if (from != null && Arrays.equals(key, from)) {
+                            continue;
+                        }
+                        MemorySegment v = MemorySegment.ofArray(c.value());
+                        if (out.size() < max) {
+                            last[0] = key;
+                        }
+                        out.add(entry(key, DirEntryFormat.valueInode(v), DirEntryFormat.valueType(v)));
+                    }
+                    long again = readRecord(dir, (b, rec) -> isTree(b, rec) ? DirEntryFormat.treeHeader(b, rec + InodeFormat.INLINE) : -1);
+                    if (again != header) {
+                        continue;
+                    }
+                }
+                boolean end = out.size() <= max;
+                if (!end) {
+                    out.removeLast();
+                }
+                DirCookie next = last[0] == null ? after : DirCookie.after(last[0]);
+                return new DirPage(List.copyOf(out), next, end);
+            }
+        } finally {
+            inodes.release(d);
+        }
+    }
+
+    private static DirEntry entry(byte[] key, long ino, int type) {
+        return new DirEntry(new String(DirEntryFormat.nameOf(key), StandardCharsets.UTF_8), ino, type);
+    }
+
+    private List<DirEntry> allEntries(long dir) {
+        List<DirEntry> all = new ArrayList<>();
+        DirCookie c = DirCookie.START;
+        for (;;) {
+            DirPage p = readdirIno(dir, c, 4096);
+            all.addAll(p.entries());
+            if (p.end()) {
+                return all;
+            }
+            c = p.next();
+        }
+    }
+
+    /** In {@code txn}, holding {@code dir}'s record: adds {@code key} (absent, with room made by {@link #prepare}). */
+    private void insertEntry(Txn txn, Inode dir, byte[] key, long ino, int type) {
+        Buffer b = lockRecord(txn, dir.ino);
+        MemorySegment m = b.data();
+        int rec = rec(dir.ino);
+        if (isTree(m, rec)) {
+            BTree t = tree(dir, DirEntryFormat.treeHeader(m, rec + InodeFormat.INLINE));
+            if (!t.putIfAbsent(txn, MemorySegment.ofArray(key), MemorySegment.ofArray(DirEntryFormat.value(ino, type)))) {
+                throw new IllegalStateException("directory " + dir.ino + " already holds the entry being added");
+            }
+        } else {
+            int at = inlineFind(m, rec, key);
+            int used = InodeFormat.inlineUsed(m, rec);
+            int size = DirEntryFormat.inlineSize(key.length);
+            if (at >= 0 || used + size > inlineCapacity) {
+                throw new IllegalStateException("inline directory " + dir.ino + " cannot take the entry being added");
+            }
+            int pos = -at - 1;
+            int end = rec + InodeFormat.INLINE + used;
+            MemorySegment.copy(m, pos, m, pos + size, end - pos);
+            DirEntryFormat.writeEntry(m, pos, key, ino, type);
+            InodeFormat.setInlineUsed(m, rec, used + size);
+            InodeFormat.setFork(m, rec, InodeFormat.FORK_INLINE);
+        }
+        InodeFormat.setSize(m, rec, InodeFormat.size(m, rec) + 1);
+        txn.log(b, rec, recordSize);
+    }
+
+    /** In {@code txn}: removes the present entry {@code key} of {@code dir}. */
+    private void deleteEntry(Txn txn, Inode dir, byte[] key) {
+        Buffer b = lockRecord(txn, dir.ino);
+        MemorySegment m = b.data();
+        int rec = rec(dir.ino);
+        if (isTree(m, rec)) {
+            if (!tree(dir, DirEntryFormat.treeHeader(m, rec + InodeFormat.INLINE)).delete(txn, MemorySegment.ofArray(key))) {
+                throw new IllegalStateException("directory " + dir.ino + " lost the entry being removed");
+            }
+        } else {
+            int at = inlineFind(m, rec, key);
+            if (at < 0) {
+                throw new IllegalStateException("inline directory " + dir.ino + " lost the entry being removed");
+            }
+            int size = DirEntryFormat.entrySize(m, at);
+            int used = InodeFormat.inlineUsed(m, rec);
+            int end = rec + InodeFormat.INLINE + used;
+            MemorySegment.copy(m, at + size, m, at, end - at - size);
+            m.asSlice(end - size, size).fill((byte) 0);
+            InodeFormat.setInlineUsed(m, rec, used - size);
+        }
+        InodeFormat.setSize(m, rec, InodeFormat.size(m, rec) - 1);
+        txn.log(b, rec, recordSize);
+    }
+
+    /** In {@code txn}: points the present entry {@code key} of {@code dir} at another inode. */
+    private void replaceEntry(Txn txn, Inode dir, byte[] key, long ino, int type) {
+        Buffer b = lockRecord(txn, dir.ino);
+        MemorySegment m = b.data();
+        int rec = rec(dir.ino);
+        if (isTree(m, rec)) {
+            BTree t = tree(dir, DirEntryFormat.treeHeader(m, rec + InodeFormat.INLINE));
+            if (t.put(txn, MemorySegment.ofArray(key), MemorySegment.ofArray(DirEntryFormat.value(ino, type)))) {
+                throw new IllegalStateException("directory " + dir.ino + " lost the entry being replaced");
+            }
+        } else {
+            int at = inlineFind(m, rec, key);
+            if (at < 0) {
+                throw new IllegalStateException("inline directory " + dir.ino + " lost the entry being replaced");
+            }
+            DirEntryFormat.setEntryValue(m, at, ino, type);
+        }
+        txn.log(b, rec, recordSize);
+    }
+
+    /** Items a change of {@code dir}'s entries may touch. */
+    private int dirItems(Inode dir) {
+        long header = readRecord(dir.ino, (b, rec) -> isTree(b, rec) ? DirEntryFormat.treeHeader(b, rec + InodeFormat.INLINE) : 0L);
+        return header == 0 ? 1 : 1 + tree(dir, header).reservation();
+    }
+
+    // ================================================================== directory blocks
+
+    /**
+     * Under {@code dir}'s lock, before the operation's transaction: converts an inline directory that
+     * cannot take an entry of {@code keyLength} more bytes into a tree, and brings a tree's block reserve
+     * between its marks, each in transactions of their own (the entries stay the same).
+     */
+    private void prepare(Inode dir, int keyLength) {
+        int[] s = readRecord(dir.ino, (b, rec) -> new int[] {isTree(b, rec) ? 1 : 0,
+                isTree(b, rec) ? DirEntryFormat.reserveCount(b, rec + InodeFormat.INLINE) : InodeFormat.inlineUsed(b, rec)});
+        if (s[0] == 0) {
+            if (keyLength > 0 && s[1] + DirEntryFormat.inlineSize(keyLength) > inlineCapacity) {
+                addBlocks(dir, RESERVE_FILL, true);
+            }
+            return;
+        }
+        if (s[1] < RESERVE_LOW) {
+            addBlocks(dir, RESERVE_FILL - s[1], false);
+        }
+        while (s[1] > RESERVE_HIGH) {
+            spillBlock(dir);
+            s[1]--;
+        }
+    }
+
+    /**
+     * Allocates {@code n} contiguous blocks into {@code dir}'s reserve, from its own group if it can; with
+     * {@code convert}, turns the inline directory into a tree in the same transaction.
+     */
+    private void addBlocks(Inode dir, int n, boolean convert) {
+        int groups = geometry.agCount();
+        int first = geometry.agOfInode(dir.ino);
+        for (int k = 0; k < groups; k++) {
+            AllocationGroup ag = volume.group((first + k) % groups);
+            for (int attempt = 0; attempt < RETRIES; attempt++) {
+                if (ag.needsFix()) {
+                    ag.fix();
+                }
+                int items = ag.blockItems() + 2 + (convert ? BTree.CREATE_ITEMS + 4 : 0);
+                long r;
+                try (Txn txn = Txn.begin(cache, items)) {
+                    r = ag.allocBlocks(txn, n);
+                    if (r > 0) {
+                        Buffer b = lockRecord(txn, dir.ino);
+                        MemorySegment m = b.data();
+                        int rec = rec(dir.ino);
+                        int area = rec + InodeFormat.INLINE;
+                        List<byte[]> keys = new ArrayList<>();
+                        List<byte[]> values = new ArrayList<>();
+                        int count = 0;
+                        if (convert) {
+                            int end = area + InodeFormat.inlineUsed(m, rec);
+                            for (int at = area; at < end; at += DirEntryFormat.entrySize(m, at)) {
+                                keys.add(DirEntryFormat.entryKey(m, at));
+                                values.add(DirEntryFormat.value(DirEntryFormat.entryInode(m, at), DirEntryFormat.entryType(m, at)));
+                            }
+                            m.asSlice(area, inlineCapacity).fill((byte) 0);
+                            InodeFormat.setFork(m, rec, InodeFormat.FORK_TREE);
+                            InodeFormat.setInlineUsed(m, rec, DirEntryFormat.treeAreaSize());
+                        } else {
+                            count = DirEntryFormat.reserveCount(m, area);
+                        }
+                        for (int i = n - 1; i >= 0; i--) { // pops come in ascending order
+                            DirEntryFormat.setReserveEntry(m, area, count++, r + i);
+                        }
+                        DirEntryFormat.setReserveCount(m, area, count);
+                        InodeFormat.setBlocks(m, rec, InodeFormat.blocks(m, rec) + n);
+                        txn.log(b, rec, recordSize);
+                        if (convert) {
+                            BTree t = BTree.create(txn, new DirAllocator(cache, block(dir.ino), geometry.agOfInode(dir.ino), rec), dir.ino);
+                            DirEntryFormat.setTreeHeader(m, area, t.headerBlock());
+                            txn.log(b, area, 8);
+                            for (int i = 0; i < keys.size(); i++) {
+                                t.put(txn, MemorySegment.ofArray(keys.get(i)), MemorySegment.ofArray(values.get(i)));
+                            }
+                            dir.dirTree = t;
+                        }
+                        dir.lastSeq = txn.commit();
+                        return;
+                    }
+                }
+                if (r == AllocationGroup.NO_SPACE) {
+                    break;
+                }
+                ag.fix();
+            }
+        }
+        throw new NoSpaceException("no allocation group has " + n + " free blocks for directory " + dir.ino);
+    }
+
+    /** Frees the last block of {@code dir}'s reserve (its lock held). */
+    private void spillBlock(Inode dir) {
+        int rec = rec(dir.ino);
+        int area = rec + InodeFormat.INLINE;
+        long blk = readRecord(dir.ino, (b, r) -> DirEntryFormat.reserveEntry(b, area, DirEntryFormat.reserveCount(b, area) - 1));
+        int agno = (int) ((blk - geometry.dataStart()) / geometry.agBlocks());
+        AllocationGroup ag = volume.group(Math.min(agno, geometry.agCount() - 1));
+        for (int attempt = 0; ; attempt++) {
+            if (ag.needsFix()) {
+                ag.fix();
+            }
+            try (Txn txn = Txn.begin(cache, ag.blockItems() + 2)) {
+                if (ag.freeBlocks(txn, blk, 1)) {
+                    Buffer b = lockRecord(txn, dir.ino);
+                    MemorySegment m = b.data();
+                    int n = DirEntryFormat.reserveCount(m, area);
+                    DirEntryFormat.setReserveEntry(m, area, n - 1, 0);
+                    DirEntryFormat.setReserveCount(m, area, n - 1);
+                    InodeFormat.setBlocks(m, rec, InodeFormat.blocks(m, rec) - 1);
+                    txn.log(b, rec, recordSize);
+                    dir.lastSeq = txn.commit();
+                    return;
+                }
+            }
+            if (attempt == RETRIES) {
+                throw new NoSpaceException("allocation group " + ag.agno + " cannot refill the free list of its free-space trees");
+            }
+            ag.fix();
+        }
+    }
+
+    // ================================================================== inode locks
+
+    /** Per-inode locks of the distinct nonzero {@code inos}, in ascending order. */
+    private Inode[] lockAll(long... inos) {
+        long[] sorted = Arrays.stream(inos).filter(i -> i != 0).distinct().sorted().toArray();
+        Inode[] out = new Inode[sorted.length];
+        for (int i = 0; i < sorted.length; i++) {
+            out[i] = inodes.acquire(sorted[i]);
+            out[i].lock.lock();
+        }
+        return out;
+    }
+
+    private void unlockAll(Inode[] locked) {
+        for (int i = locked.length - 1; i >= 0; i--) {
+            locked[i].lock.unlock();
+            inodes.release(locked[i]);
+        }
+    }
+
+    private static Inode pick(Inode[] locked, long ino) {
+        for (Inode i : locked) {
+            if (i.ino == ino) {
+                return i;
+            }
+        }
+        throw new IllegalStateException("inode " + ino + " is not locked");
+    }
+
+    // ================================================================== create
+
+    /**
+     * Creates {@code name} in {@code dir}. Returns the new inode; or, for a non-exclusive create of a
+     * regular file whose name exists, the existing file, or 0 if the name is a symlink (the caller
+     * follows it).
+     */
+    private long createEntry(long dir, String name, int mode, boolean exclusive, byte[] linkTarget) {
+        byte[] key = DirEntryFormat.key(checkName(name, true));
+        int type = mode & S_IFMT;
+        Inode d = inodes.acquire(dir);
+        d.lock.lock();
+        try {
+            requireDir(dir);
+            Found f = find(d, key);
+            if (f != null) {
+                if (exclusive || type != S_IFREG) {
+                    throw new NamespaceException(Errno.EEXIST, quote(name) + " exists in directory " + dir);
+                }
+                if (f.type == S_IFDIR) {
+                    throw new NamespaceException(Errno.EISDIR, quote(name) + " in directory " + dir + " is a directory");
+                }
+                return f.type == S_IFLNK ? 0 : f.ino;
+            }
+            if (type == S_IFDIR && statIno(dir).nlink() >= MAX_LINKS) {
+                throw new NamespaceException(Errno.EMLINK, "directory " + dir + " has " + MAX_LINKS + " links");
+            }
+            prepare(d, key.length);
+            return allocAndInsert(d, key, mode, linkTarget);
+        } finally {
+            d.lock.unlock();
+            inodes.release(d);
+        }
+    }
+
+    private long allocAndInsert(Inode d, byte[] key, int mode, byte[] linkTarget) {
+        int type = mode & S_IFMT;
+        int n = geometry.agCount();
+        int first = type == S_IFDIR ? Math.floorMod(rotor.getAndIncrement(), n) : geometry.agOfInode(d.ino);
+        for (int k = 0; k < n; k++) {
+            AllocationGroup ag = volume.group((first + k) % n);
+            boolean chunk = ag.freeInodes() == 0;
+            for (int attempt = 0; attempt < RETRIES; attempt++) {
+                if (ag.needsFix()) {
+                    ag.fix();
+                }
+                int[] frames = chunk ? volume.reserveFrames(Geometry.CHUNK_BLOCKS) : null;
+                long r;
+                try (Txn txn = Txn.begin(cache, 4 + ag.allocInodeItems(chunk) + dirItems(d))) {
+                    r = tryCreate(txn, ag, frames, d, key, mode, linkTarget);
+                    if (r > 0) {
+                        long seq = txn.commit();
+                        d.lastSeq = seq;
+                        Inode c = inodes.acquire(r);
+                        c.lastSeq = seq;
+                        c.dirTree = null;
+                        inodes.release(c);
+                        return r;
+                    }
+                } finally {
+                    volume.unreserveFrames(frames);
+                }
+                if (r == AllocationGroup.NO_SPACE) {
+                    break;
+                }
+                if (r == AllocationGroup.RETRY_CHUNK) {
+                    chunk = true;
+                } else {
+                    ag.fix();
+                }
+            }
+        }
+        throw new NoSpaceException("no allocation group has a free inode or room for an inode chunk");
+    }
+
+    /** One attempt: the new inode, or a result of {@link AllocationGroup#allocInode} with nothing changed. */
+    private long tryCreate(Txn txn, AllocationGroup ag, int[] frames, Inode d, byte[] key, int mode, byte[] linkTarget) {
+        int type = mode & S_IFMT;
+        txn.lock(ag.agi);
+        if (ag.inodeListLow()) {
+            return AllocationGroup.RETRY_FIX;
+        }
+        int next = ag.nextFreeInode(txn);
+        if (next < 0 && frames == null) {
+            return AllocationGroup.RETRY_CHUNK;
+        }
+        if (next < 0) {
+            txn.lock(ag.agf);
+        }
+        long expected = next < 0 ? 0 : geometry.inodeNumber(ag.agno, next);
+        lockRecords(txn, d.ino, expected);
+        long ino = ag.allocInode(txn, frames, mode, 0, 0, type == S_IFDIR ? 2 : 1, nowNanos());
+        if (ino <= 0) {
+            return ino;
+        }
+        if (next >= 0 && ino != expected) {
+            throw new IllegalStateException("group " + ag.agno + " allocated inode " + ino + ", not " + expected);
+        }
+        Buffer nb = lockRecord(txn, ino);
+        MemorySegment m = nb.data();
+        int rec = rec(ino);
+        if (type == S_IFDIR) {
+            InodeFormat.setParent(m, rec, d.ino);
+            InodeFormat.setFork(m, rec, InodeFormat.FORK_INLINE);
+        } else if (type == S_IFLNK) {
+            InodeFormat.setFork(m, rec, InodeFormat.FORK_INLINE);
+            MemorySegment.copy(linkTarget, 0, m, java.lang.foreign.ValueLayout.JAVA_BYTE, rec + InodeFormat.INLINE, linkTarget.length);
+            InodeFormat.setInlineUsed(m, rec, linkTarget.length);
+            InodeFormat.setSize(m, rec, linkTarget.length);
+        }
+        txn.log(nb, rec, recordSize);
+        insertEntry(txn, d, key, ino, type);
+        Buffer pb = lockRecord(txn, d.ino);
+        int prec = rec(d.ino);
+        if (type == S_IFDIR) {
+            InodeFormat.setNlink(pb.data(), prec, InodeFormat.nlink(pb.data(), prec) + 1);
+        }
+        InodeFormat.touch(pb.data(), prec, nowNanos(), true);
+        txn.log(pb, prec, recordSize);
+        return ino;
+    }
+
+    // ================================================================== remove
+
+    private void removeEntry(long dir, String name, boolean wantDir) {
+        byte[] key = DirEntryFormat.key(checkName(name, true));
+        for (;;) {
+            requireDir(dir);
+            Found f = find(dir, key);
+            if (f == null) {
+                throw new NamespaceException(Errno.ENOENT, quote(name) + " in directory " + dir);
+            }
+            Inode[] locked = lockAll(dir, f.ino);
+            try {
+                Inode d = pick(locked, dir), c = pick(locked, f.ino);
+                requireDir(dir);
+                Found again = find(d, key);
+                if (again == null || again.ino != f.ino) {
+                    continue;
+                }
+                InodeStat cs = statIno(c.ino);
+                if (wantDir) {
+                    if (!cs.isDirectory()) {
+                        throw new NamespaceException(Errno.ENOTDIR, quote(name) + " in directory " + dir + " is not a directory");
+                    }
+                    if (cs.size() != 0) {
+                        throw new NamespaceException(Errno.ENOTEMPTY, "directory " + quote(name) + " holds " + cs.size() + " entries");
+                    }
+                } else if (cs.isDirectory()) {
+                    throw new NamespaceException(Errno.EISDIR, quote(name) + " in directory " + dir + " is a directory");
+                }
+                prepare(d, 0);
+                boolean last = wantDir || cs.nlink() <= 1;
+                boolean orphan = last && (c.opens > 0 || cs.blocks() > 0);
+                commitChange(last ? volume.group(geometry.agOfInode(c.ino)) : null, new Inode[] {d, c}, txn -> {
+                    deleteEntry(txn, d, key);
+                    adjust(txn, d.ino, wantDir ? -1 : 0, true);
+                    dropLink(txn, c, wantDir, last, orphan);
+                });
+                if (orphan && c.opens == 0) {
+                    inactivate(c);
+                }
+                return;
+            } finally {
+                unlockAll(locked);
+            }
+        }
+    }
+
+    private interface Change {
+        void apply(Txn txn);
+    }
+
+    /**
+     * Runs {@code change} in one transaction: first the AGI of {@code ag} (if not null, refilling its free
+     * list first if short), then the records of {@code touched} in block order, then the change. The
+     * change's inodes get the commit sequence.
+     */
+    private void commitChange(AllocationGroup ag, Inode[] touched, Change change) {
+        int items = 8 + (ag == null ? 0 : ag.freeInodeItems() + ag.orphanItems());
+        for (Inode i : touched) {
+            if (i != null && statIno(i.ino).isDirectory()) {
+                items += dirItems(i);
+            }
+        }
+        long[] inos = Arrays.stream(touched).mapToLong(i -> i == null ? 0 : i.ino).toArray();
+        for (int attempt = 0; ; attempt++) {
+            if (ag != null && ag.needsFix()) {
+                ag.fix();
+            }
+            try (Txn txn = Txn.begin(cache, items)) {
+                if (ag != null) {
+                    txn.lock(ag.agi);
+                    if (ag.inodeListLow()) {
+                        if (attempt == RETRIES) {
+                            throw new NoSpaceException("allocation group " + ag.agno + " cannot refill the free list of its inode trees");
+                        }
+                        continue; // closing releases the AGI unchanged; fix and retry
+                    }
+                }
+                lockRecords(txn, inos);
+                change.apply(txn);
+                long seq = txn.commit();
+                for (Inode i : touched) {
+                    if (i != null) {
+                        i.lastSeq = seq;
+                    }
+                }
+                return;
+            }
+        }
+    }
+
+    /** In {@code txn}: {@code dir} gains {@code links} links (subdirectories), its times move, and its entry count by {@code entries}. */
+    private void adjust(Txn txn, long dir, int links, boolean modified) {
+        Buffer b = lockRecord(txn, dir);
+        int rec = rec(dir);
+        MemorySegment m = b.data();
+        InodeFormat.setNlink(m, rec, InodeFormat.nlink(m, rec) + links);
+        InodeFormat.touch(m, rec, nowNanos(), modified);
+        txn.log(b, rec, recordSize);
+    }
+
+    /**
+     * In {@code txn}: inode {@code c} loses a name; a directory loses all its links. With {@code last}, it
+     * goes to its group's orphans ({@code orphan}) or is freed.
+     */
+    private void dropLink(Txn txn, Inode c, boolean isDir, boolean last, boolean orphan) {
+        Buffer b = lockRecord(txn, c.ino);
+        int rec = rec(c.ino);
+        MemorySegment m = b.data();
+        InodeFormat.setNlink(m, rec, isDir ? 0 : InodeFormat.nlink(m, rec) - 1);
+        InodeFormat.touch(m, rec, nowNanos(), false);
+        txn.log(b, rec, recordSize);
+        if (!last) {
+            return;
+        }
+        AllocationGroup ag = volume.group(geometry.agOfInode(c.ino));
+        if (orphan) {
+            ag.addOrphan(txn, geometry.agInode(c.ino));
+        } else {
+            if (!ag.freeInode(txn, geometry.agInode(c.ino))) {
+                throw new IllegalStateException("group " + ag.agno + " ran short of its inode free list under its AGI");
+            }
+            c.dirTree = null;
+        }
+    }
+
+    // ================================================================== orphans
+
+    /**
+     * Frees orphan {@code c} (its lock held, no handle open, no links): its directory tree and reserve a
+     * block per transaction, then the inode and its orphan record in one. Each step leaves a consistent
+     * volume, so a crash part way through is finished by the next mount.
+     */
+    private void inactivate(Inode c) {
+        long ino = c.ino;
+        int rec = rec(ino);
+        int area = rec + InodeFormat.INLINE;
+        long header = readRecord(ino, (b, r) -> isTree(b, r) ? DirEntryFormat.treeHeader(b, area) : 0L);
+        if (header != 0) {
+            while (readRecord(ino, (b, r) -> DirEntryFormat.reserveCount(b, area)) > 0) {
+                spillBlock(c);
+            }
+            BTree t = tree(c, header);
+            try (Txn txn = Txn.begin(cache, 8 + 3 * DirEntryFormat.RESERVE_CAPACITY)) {
+                Buffer b = lockRecord(txn, ino);
+                t.destroy(txn);
+                DirEntryFormat.setTreeHeader(b.data(), area, 0);
+                txn.log(b, rec, recordSize);
+                c.lastSeq = txn.commit();
+            }
+            c.dirTree = null;
+        }
+        while (readRecord(ino, (b, r) -> isTree(b, r) ? DirEntryFormat.reserveCount(b, area) : 0) > 0) {
+            spillBlock(c);
+        }
+        AllocationGroup ag = volume.group(geometry.agOfInode(ino));
+        commitChange(ag, new Inode[] {c}, txn -> {
+            if (!ag.freeInode(txn, geometry.agInode(ino))) {
+                throw new IllegalStateException("group " + ag.agno + " ran short of its inode free list under its AGI");
+            }
+            ag.removeOrphan(txn, geometry.agInode(ino));
+        });
+    }
+
+    /** Frees every orphan left by a crash (or by an unmount with handles open); at mount. */
+    int recoverOrphans() {
+        int n = 0;
+        for (int g = 0; g < geometry.agCount(); g++) {
+            for (long ino : volume.group(g).orphanInodes()) {
+                Inode c = inodes.acquire(ino);
+                c.lock.lock();
+                try {
+                    inactivate(c);
+                    n++;
+                } finally {
+                    c.lock.unlock();
+                    inodes.release(c);
+                }
+            }
+        }
+        return n;
+    }
+
+    // ================================================================== handles
+
+    /** A handle on {@code ino}; null if it lost its last link or was reused meanwhile (look it up again). */
+    private Handle openIno(long ino) {
+        int gen = generation(ino);
+        Inode i = inodes.acquire(ino);
+        i.lock.lock();
+        try {
+            InodeStat s = readRecord(ino, (b, rec) -> InodeFormat.stat(ino, b, rec));
+            if (s.mode() == 0 || s.generation() != gen || s.nlink() == 0) {
+                inodes.release(i);
+                return null;
+            }
+            i.opens++;
+            return new Handle(this, i);
+        } finally {
+            i.lock.unlock();
+        }
+    }
+
+    private Handle openCreated(long ino) {
+        Handle h = openIno(ino);
+        if (h == null) {
+            throw new NamespaceException(Errno.ENOENT, "inode " + ino + " was removed as it was created");
+        }
+        return h;
+    }
+
+    /** The last close of an unlinked inode frees it. */
+    void closeHandle(Inode i) {
+        i.lock.lock();
+        try {
+            i.opens--;
+            if (i.opens == 0) {
+                InodeStat s = readRecord(i.ino, (b, rec) -> InodeFormat.stat(i.ino, b, rec));
+                if (s.mode() != 0 && s.nlink() == 0) {
+                    inactivate(i);
+                }
+            }
+        } finally {
+            i.lock.unlock();
+            inodes.release(i);
+        }
+    }
+
+    // ================================================================== link and rename
+
+    private void linkEntry(long target, long dir, String name) {
+        byte[] key = DirEntryFormat.key(checkName(name, true));
+        Inode[] locked = lockAll(target, dir);
+        try {
+            Inode d = pick(locked, dir), t = pick(locked, target);
+            requireDir(dir);
+            if (find(d, key) != null) {
+                throw new NamespaceException(Errno.EEXIST, quote(name) + " exists in directory " + dir);
+            }
+            InodeStat ts = statIno(target);
+            if (ts.nlink() == 0) {
+                throw new NamespaceException(Errno.ENOENT, "inode " + target + " has no links left");
+            }
+            if (ts.isDirectory()) {
+                throw new NamespaceException(Errno.EPERM, "inode " + target + " is a directory: no hard links to directories");
+            }
+            if (ts.nlink() >= MAX_LINKS) {
+                throw new NamespaceException(Errno.EMLINK, "inode " + target + " has " + MAX_LINKS + " links");
+            }
+            prepare(d, key.length);
+            commitChange(null, new Inode[] {d, t}, txn -> {
+                insertEntry(txn, d, key, target, ts.mode() & S_IFMT);
+                adjust(txn, dir, 0, true);
+                adjust(txn, target, 1, false);
+            });
+        } finally {
+            unlockAll(locked);
+        }
+    }
+
+    /** True if {@code ancestor} is {@code dir} or one of its ancestors (parent links; rename lock held). */
+    private boolean isAncestorOrSelf(long ancestor, long dir) {
+        long root = root();
+        for (long cur = dir; ; cur = parentOf(cur)) {
+            if (cur == ancestor) {
+                return true;
+            }
+            if (cur == root) {
+                return false;
+            }
+        }
+    }
+
+    private void renameEntry(long fromDir, String fromName, long toDir, String toName) {
+        byte[] fk = DirEntryFormat.key(checkName(fromName, true));
+        byte[] tk = DirEntryFormat.key(checkName(toName, true));
+        for (;;) {
+            requireDir(fromDir);
+            requireDir(toDir);
+            Found src = find(fromDir, fk);
+            if (src == null) {
+                throw new NamespaceException(Errno.ENOENT, quote(fromName) + " in directory " + fromDir);
+            }
+            boolean moveDir = src.type == S_IFDIR && fromDir != toDir;
+            if (moveDir) {
+                renameLock.lock();
+            }
+            try {
+                Found dst = find(toDir, tk);
+                Inode[] locked = lockAll(fromDir, toDir, src.ino, dst == null ? 0 : dst.ino);
+                try {
+                    requireDir(fromDir);
+                    requireDir(toDir);
+                    if (!src.equals(find(fromDir, fk)) || !java.util.Objects.equals(dst, find(toDir, tk))) {
+                        continue; // changed before we held the locks
+                    }
+                    if (dst != null && dst.ino == src.ino) {
+                        return; // two names of one inode: POSIX does nothing
+                    }
+                    if (moveDir && isAncestorOrSelf(src.ino, toDir)) {
+                        throw new NamespaceException(Errno.EINVAL, "directory " + quote(fromName) + " cannot move into itself");
+                    }
+                    if (dst != null && dst.type == S_IFDIR && isAncestorOrSelf(dst.ino, fromDir)) {
+                        throw new NamespaceException(Errno.ENOTEMPTY, "directory " + quote(toName) + " holds " + quote(fromName));
+                    }
+                    InodeStat vs = dst == null ? null : statIno(dst.ino);
+                    if (src.type == S_IFDIR) {
+                        if (dst != null && dst.type != S_IFDIR) {
+                            throw new NamespaceException(Errno.ENOTDIR, quote(toName) + " is not a directory");
+                        }
+                        if (vs != null && vs.size() != 0) {
+                            throw new NamespaceException(Errno.ENOTEMPTY, "directory " + quote(toName) + " holds " + vs.size() + " entries");
+                        }
+                        if (moveDir && dst == null && statIno(toDir).nlink() >= MAX_LINKS) {
+                            throw new NamespaceException(Errno.EMLINK, "directory " + toDir + " has " + MAX_LINKS + " links");
+                        }
+                    } else if (dst != null && dst.type == S_IFDIR) {
+                        throw new NamespaceException(Errno.EISDIR, quote(toName) + " is a directory");
+                    }
+                    Inode from = pick(locked, fromDir), to = pick(locked, toDir), s = pick(locked, src.ino);
+                    Inode v = dst == null ? null : pick(locked, dst.ino);
+                    if (fromDir != toDir) {
+                        prepare(from, 0);
+                    }
+                    prepare(to, dst == null ? tk.length : 0);
+                    boolean last = v != null && (dst.type == S_IFDIR || vs.nlink() <= 1);
+                    boolean orphan = last && (v.opens > 0 || vs.blocks() > 0);
+                    boolean isDir = src.type == S_IFDIR;
+                    commitChange(last ? volume.group(geometry.agOfInode(v.ino)) : null, new Inode[] {from, to, s, v}, txn -> {
+                        deleteEntry(txn, from, fk);
+                        if (dst == null) {
+                            insertEntry(txn, to, tk, src.ino, src.type);
+                        } else {
+                            replaceEntry(txn, to, tk, src.ino, src.type);
+                        }
+                        int toLinks = (moveDir ? 1 : 0) - (dst != null && dst.type == S_IFDIR ? 1 : 0);
+                        if (fromDir != toDir) {
+                            adjust(txn, fromDir, moveDir ? -1 : 0, true);
+                        }
+                        adjust(txn, toDir, toLinks, true);
+                        Buffer sb = lockRecord(txn, src.ino);
+                        if (isDir) {
+                            InodeFormat.setParent(sb.data(), rec(src.ino), toDir);
+                        }
+                        InodeFormat.touch(sb.data(), rec(src.ino), nowNanos(), false);
+                        txn.log(sb, rec(src.ino), recordSize);
+                        if (v != null) {
+                            dropLink(txn, v, dst.type == S_IFDIR, last, orphan);
+                        }
+                    });
+                    if (orphan && v.opens == 0) {
+                        inactivate(v);
+                    }
+                    return;
+                } finally {
+                    unlockAll(locked);
+                }
+            } finally {
+                if (moveDir) {
+                    renameLock.unlock();
+                }
+            }
+        }
+    }
+
+    // ================================================================== checking
+
+    /**
+     * Every problem a full walk finds, empty for a sound volume: the allocation groups and their trees
+     * ({@link Volume}'s checks, with the directories' blocks accounted for), and from the root down every
+     * directory's tree and reserve, its entry count, link count (2 + subdirectories) and parent link,
+     * each entry's type against its inode, each inode's link count against the entries naming it, and
+     * that every allocated inode is reachable or an orphan with no links. Reads only; run it while
+     * nothing changes the volume.
+     */
+    public List<String> check() {
+        List<String> problems = new ArrayList<>();
+        java.util.TreeMap<Long, Integer> owned = new java.util.TreeMap<>();
+        java.util.Map<Long, Integer> names = new java.util.HashMap<>();
+        java.util.Set<Long> dirsSeen = new java.util.HashSet<>();
+        Deque<Long> todo = new ArrayDeque<>();
+        long root = root();
+        todo.add(root);
+        dirsSeen.add(root);
+        while (!todo.isEmpty()) {
+            long dir = todo.poll();
+            InodeStat ds = statIno(dir);
+            int subdirs = 0;
+            List<DirEntry> entries = allEntries(dir);
+            for (DirEntry e : entries) {
+                String where = "directory " + dir + " entry '" + e.name() + "'";
+                InodeStat cs;
+                try {
+                    cs = statIno(e.ino());
+                } catch (NamespaceException x) {
+                    problems.add(where + " names free inode " + e.ino());
+                    continue;
+                }
+                if ((cs.mode() & S_IFMT) != e.type()) {
+                    problems.add(where + " has type 0" + Integer.toOctalString(e.type()) + " but inode " + e.ino()
+                            + " has mode 0" + Integer.toOctalString(cs.mode()));
+                }
+                names.merge(e.ino(), 1, Integer::sum);
+                if (cs.isDirectory()) {
+                    subdirs++;
+                    if (!dirsSeen.add(e.ino())) {
+                        problems.add(where + " names directory " + e.ino() + " which has another name");
+                        continue;
+                    }
+                    if (parentOf(e.ino()) != dir) {
+                        problems.add("directory " + e.ino() + " says its parent is " + parentOf(e.ino()) + ", not " + dir);
+                    }
+                    todo.add(e.ino());
+                }
+            }
+            if (ds.size() != entries.size()) {
+                problems.add("directory " + dir + " counts " + ds.size() + " entries but holds " + entries.size());
+            }
+            if (ds.nlink() != 2 + subdirs) {
+                problems.add("directory " + dir + " has " + ds.nlink() + " links, expected 2 + " + subdirs + " subdirectories");
+            }
+            checkDirBlocks(dir, ds, owned, problems);
+        }
+        java.util.Set<Long> orphans = new java.util.HashSet<>();
+        for (int g = 0; g < geometry.agCount(); g++) {
+            orphans.addAll(volume.group(g).orphanInodes());
+        }
+        for (int g = 0; g < geometry.agCount(); g++) {
+            for (long ino : volume.group(g).allocatedInodes()) {
+                InodeStat s = readRecord(ino, (b, rec) -> InodeFormat.stat(ino, b, rec));
+                int n = names.getOrDefault(ino, 0);
+                if (orphans.contains(ino)) {
+                    if (n != 0 || s.nlink() != 0) {
+                        problems.add("orphan " + ino + " has " + s.nlink() + " links and " + n + " names");
+                    }
+                    checkDirBlocks(ino, s, owned, problems);
+                } else if (ino != root && n == 0) {
+                    problems.add("inode " + ino + " (mode 0" + Integer.toOctalString(s.mode()) + ") is allocated but has no name");
+                } else if (!s.isDirectory() && s.nlink() != n) {
+                    problems.add("inode " + ino + " has " + s.nlink() + " links but " + n + " names");
+                }
+            }
+        }
+        for (long ino : orphans) {
+            if (readRecord(ino, InodeFormat::mode) == 0) {
+                problems.add("orphan " + ino + " is a free inode");
+            }
+        }
+        problems.addAll(volume.check(owned));
+        return problems;
+    }
+
+    /** Accounts for a directory's tree and reserve blocks in {@code owned}, checking the tree. */
+    private void checkDirBlocks(long dir, InodeStat s, java.util.TreeMap<Long, Integer> owned, List<String> problems) {
+        int area = rec(dir) + InodeFormat.INLINE;
+        long[] st = readRecord(dir, (b, rec) -> isTree(b, rec) && InodeFormat.type(b, rec) == S_IFDIR
+                ? new long[] {DirEntryFormat.treeHeader(b, area), DirEntryFormat.reserveCount(b, area)} : null);
+        if (st == null) {
+            if (s.blocks() != 0) {
+                problems.add("inode " + dir + " counts " + s.blocks() + " blocks but owns none");
+            }
+            return;
+        }
+        long blocks = st[1];
+        for (int i = 0; i < st[1]; i++) {
+            int k = i;
+            owned.put(readRecord(dir, (b, rec) -> DirEntryFormat.reserveEntry(b, area, k)), 1);
+        }
+        if (st[0] != 0) {
+            Inode d = inodes.acquire(dir);
+            try {
+                BTree t = tree(d, st[0]);
+                for (String p : t.check().problems()) {
+                    problems.add("directory " + dir + " tree: " + p);
+                }
+                long[] n = new long[1];
+                dev.ferrite.btree.TreeWalk.blocks(t, blk -> {
+                    owned.put(blk, 1);
+                    n[0]++;
+                });
+                blocks += n[0];
+            } finally {
+                inodes.release(d);
+            }
+        }
+        if (blocks != s.blocks()) {
+            problems.add("directory " + dir + " counts " + s.blocks() + " blocks but owns " + blocks);
+        }
+    }
+}

@@ -1,0 +1,698 @@
+package dev.ferrite.dir;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.NavigableMap;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import dev.ferrite.btree.BlockHeaderFormat;
+import dev.ferrite.btree.Buffer;
+import dev.ferrite.btree.BufferCache;
+import dev.ferrite.btree.BufferReplayer;
+import dev.ferrite.btree.Txn;
+import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.CorruptionException;
+import dev.ferrite.io.DeviceException;
+import dev.ferrite.io.Errno;
+import dev.ferrite.io.InvalidArgumentException;
+import dev.ferrite.io.NoSpaceException;
+import dev.ferrite.io.VolumeShutdownException;
+import dev.ferrite.journal.Journal;
+import dev.ferrite.journal.LogGeometry;
+
+/**
+ * A mounted Ferrite volume: superblock, journal, buffer cache, allocation groups and inode cache.
+ *
+ * <pre>{@code
+ * Volume.format(device, VolumeOptions.defaults());
+ * try (Volume v = Volume.open(device, VolumeOptions.defaults())) {
+ *     VolumeStats s = v.statfs();
+ * }
+ * }</pre>
+ *
+ * <p>A device is open as at most one volume at a time: {@link #open} and {@link #format} take the
+ * device's exclusive lock ({@link BlockDevice#tryLockExclusive()}, an flock for file-backed devices) and
+ * register it in this process, and refuse with EBUSY if either is taken. Thread-safe.
+ */
+public final class Volume implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(Volume.class.getName());
+    /** Devices open as volumes in this process, by identity: RAM devices have no flock to refuse a second open. */
+    private static final Set<BlockDevice> OPEN = Collections.newSetFromMap(new IdentityHashMap<>());
+    private static final String SUPERBLOCK = "superblock";
+    private static final int INODE_CACHE_CAPACITY = 1 << 16;
+
+    private final BlockDevice device;
+    private final Geometry geometry;
+    private final Journal journal;
+    private final BufferCache cache;
+    private final AllocationGroup[] groups;
+    private final Counters counters;
+    private final InodeCache inodes = new InodeCache(INODE_CACHE_CAPACITY);
+    private final MountReport report;
+    private final Namespace namespace;
+    private final AtomicInteger rotor = new AtomicInteger();
+    /** What the superblock says; rewritten at mount, checkpoint and unmount. Guarded by this. */
+    private SuperblockFormat.Fields superblock;
+    private volatile boolean closed;
+
+    private Volume(BlockDevice device, SuperblockFormat.Fields superblock, Journal journal, BufferCache cache,
+                   AllocationGroup[] groups, Counters counters, MountReport report) {
+        this.device = device;
+        this.geometry = superblock.geometry();
+        this.superblock = superblock;
+        this.journal = journal;
+        this.cache = cache;
+        this.groups = groups;
+        this.counters = counters;
+        this.report = report;
+        this.namespace = new Namespace(this, cache, superblock.geometry(), inodes);
+    }
+
+    // ------------------------------------------------------------------ format
+
+    /**
+     * Writes a new, empty volume over {@code device}: superblock and mirror, an empty journal, the
+     * allocation groups with their headers and trees, and the root directory's inode. The layout follows
+     * {@code options} (see {@link VolumeOptions} for the defaults).
+     *
+     * @throws InvalidArgumentException if the device is too small or the options do not fit it
+     * @throws DeviceException          EBUSY if the device is open as a volume
+     */
+    public static void format(BlockDevice device, VolumeOptions options) {
+        Geometry g = Geometry.plan(device, options);
+        claim(device);
+        Volume v = null;
+        boolean done = false;
+        try {
+            // no valid superblock survives an interrupted format to describe half-written structures
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment zero = arena.allocate(g.blockSize(), BlockDevice.BUFFER_ALIGNMENT);
+                device.write(SuperblockFormat.PRIMARY, zero);
+                device.write(SuperblockFormat.MIRROR, zero);
+                device.flush();
+            }
+            LogGeometry log = new LogGeometry(g.logStart(), g.logBlocks());
+            Journal.format(device, log);
+            Journal journal;
+            try (BufferReplayer replayer = new BufferReplayer(device)) {
+                journal = Journal.open(device, log, options.journal(), replayer);
+            }
+            BufferCache cache = new BufferCache(device, journal, options.effectiveCacheBytes(device.size()));
+            Counters counters = new Counters();
+            AllocationGroup[] groups = new AllocationGroup[g.agCount()];
+            SuperblockFormat.Fields fields = new SuperblockFormat.Fields(SuperblockFormat.VERSION, g, UUID.randomUUID(),
+                    0, 0, false, 0, 0, 0, 0, 0);
+            v = new Volume(device, fields, journal, cache, groups, counters,
+                    new MountReport(false, true, 0, false, List.of()));
+            for (int i = 0; i < groups.length; i++) {
+                try (Txn txn = Txn.begin(cache, AllocationGroup.FORMAT_ITEMS)) {
+                    groups[i] = AllocationGroup.format(txn, g, i, counters);
+                    txn.commit();
+                }
+            }
+            long root = v.allocInode(InodeFormat.S_IFDIR | 0755, 0, 0, 2, 0);
+            synchronized (v) {
+                v.superblock = new SuperblockFormat.Fields(SuperblockFormat.VERSION, g, fields.uuid(), 0, 0, false, 0, 0, 0,
+                        root, 0);
+            }
+            done = true;
+        } finally {
+            if (done) {
+                v.close(); // writes the superblock, clean, and lets go of the device
+            } else if (v != null) {
+                v.abandon(); // no superblock: the device stays unformatted
+            } else {
+                unclaim(device);
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ mount
+
+    /**
+     * Mounts the volume on {@code device}: reads the superblock (falling back to the mirror if the
+     * primary is damaged), recovers the journal, opens the allocation groups, and rebuilds the free and
+     * inode counts from the group headers if the volume was not unmounted cleanly. {@link #mountReport()}
+     * says what was found.
+     *
+     * @throws InvalidArgumentException     if the device holds no Ferrite volume, or is smaller than the
+     *                                      volume formatted on it
+     * @throws CorruptionException          if both superblock copies, or other metadata, are damaged
+     * @throws IncompatibleVolumeException  if the volume has a newer format or unknown incompatible features
+     * @throws DeviceException              EBUSY if the device is already open as a volume
+     */
+    public static Volume open(BlockDevice device, VolumeOptions options) {
+        claim(device);
+        Journal journal = null;
+        BufferCache cache = null;
+        try {
+            List<String> notes = new ArrayList<>();
+            boolean[] usedMirror = new boolean[1];
+            SuperblockFormat.Fields sb = readSuperblock(device, usedMirror, notes);
+            Geometry g = sb.geometry();
+            if (g.blockSize() != device.blockSize()) {
+                throw new InvalidArgumentException(device.name() + " is opened with " + device.blockSize()
+                        + "-byte blocks but the volume on it has " + g.blockSize() + "-byte blocks");
+            }
+            if (g.deviceBlocks() > device.blockCount()) {
+                throw new InvalidArgumentException(device.name() + " holds " + device.blockCount() + " blocks but the"
+                        + " volume on it was formatted for " + g.deviceBlocks() + ": the device is too small (truncated?)");
+            }
+            int replayed;
+            try (BufferReplayer replayer = new BufferReplayer(device)) {
+                journal = Journal.open(device, new LogGeometry(g.logStart(), g.logBlocks()), options.journal(), replayer);
+                replayed = replayer.blocks();
+            }
+            cache = new BufferCache(device, journal, options.effectiveCacheBytes(device.size()));
+            Counters counters = new Counters();
+            AllocationGroup[] groups = new AllocationGroup[g.agCount()];
+            for (int i = 0; i < groups.length; i++) {
+                groups[i] = AllocationGroup.open(cache, g, i, counters);
+            }
+            if (sb.clean()) {
+                counters.set(sb.freeBlocks(), sb.freeInodes(), sb.inodes());
+            } else {
+                long freeBlocks = 0, freeInodes = 0, inodes = 0;
+                for (AllocationGroup ag : groups) {
+                    freeBlocks += ag.freeBlocks();
+                    freeInodes += ag.freeInodes();
+                    inodes += ag.inodes();
+                }
+                counters.set(freeBlocks, freeInodes, inodes);
+                notes.add("not unmounted cleanly: journal recovery rewrote " + replayed
+                        + " blocks; free and inode counts rebuilt from the " + groups.length + " allocation groups");
+            }
+            for (String n : notes) {
+                LOG.log(System.Logger.Level.WARNING, device.name() + ": " + n);
+            }
+            MountReport report = new MountReport(usedMirror[0], sb.clean(), replayed, !sb.clean(), List.copyOf(notes));
+            Volume v = new Volume(device, sb, journal, cache, groups, counters, report);
+            v.writeSuperblock(sb.withState(false, sb.freeBlocks(), sb.freeInodes(), sb.inodes(), sb.mounts() + 1));
+            v.namespace.recoverOrphans();
+            return v;
+        } catch (RuntimeException e) {
+            try {
+                if (journal != null) {
+                    journal.close();
+                }
+            } catch (RuntimeException suppressed) {
+                e.addSuppressed(suppressed);
+            } finally {
+                if (cache != null) {
+                    cache.close();
+                }
+                unclaim(device);
+            }
+            throw e;
+        }
+    }
+
+    private static void claim(BlockDevice device) {
+        synchronized (OPEN) {
+            if (!OPEN.add(device)) {
+                throw new DeviceException(device.name(), "open", -1, Errno.EBUSY, "the device is already open as a volume in this process");
+            }
+        }
+        boolean locked = false;
+        try {
+            locked = device.tryLockExclusive();
+        } finally {
+            if (!locked) {
+                synchronized (OPEN) {
+                    OPEN.remove(device);
+                }
+            }
+        }
+        if (!locked) {
+            throw new DeviceException(device.name(), "open", -1, Errno.EBUSY, "the device is locked: another process has it open as a volume");
+        }
+    }
+
+    private static void unclaim(BlockDevice device) {
+        try {
+            device.unlockExclusive();
+        } finally {
+            synchronized (OPEN) {
+                OPEN.remove(device);
+            }
+        }
+    }
+
+    /**
+     * The superblock, from the primary if it is sound, else from the mirror (saying so in {@code notes}).
+     */
+    private static SuperblockFormat.Fields readSuperblock(BlockDevice device, boolean[] usedMirror, List<String> notes) {
+        try (Arena arena = Arena.ofConfined()) {
+            int bs = device.blockSize();
+            MemorySegment primary = arena.allocate(bs, BlockDevice.BUFFER_ALIGNMENT);
+            MemorySegment mirror = arena.allocate(bs, BlockDevice.BUFFER_ALIGNMENT);
+            device.read(SuperblockFormat.PRIMARY, primary);
+            device.read(SuperblockFormat.MIRROR, mirror);
+            String primaryProblem = problem(primary, SuperblockFormat.PRIMARY);
+            String mirrorProblem = problem(mirror, SuperblockFormat.MIRROR);
+            MemorySegment chosen;
+            long block;
+            if (primaryProblem == null) {
+                chosen = primary;
+                block = SuperblockFormat.PRIMARY;
+                if (mirrorProblem != null) {
+                    notes.add("superblock mirror at block " + SuperblockFormat.MIRROR + " was damaged (" + mirrorProblem + "); rewritten");
+                }
+            } else if (mirrorProblem == null) {
+                chosen = mirror;
+                block = SuperblockFormat.MIRROR;
+                usedMirror[0] = true;
+                notes.add("primary superblock at block " + SuperblockFormat.PRIMARY + " is damaged (" + primaryProblem
+                        + "); mounted from the mirror at block " + SuperblockFormat.MIRROR + " and rewrote the primary");
+            } else if (SuperblockFormat.magic(primary) != SuperblockFormat.MAGIC && SuperblockFormat.magic(mirror) != SuperblockFormat.MAGIC) {
+                throw new InvalidArgumentException(device.name() + " holds no Ferrite volume: blocks 0 and 1 start with 0x"
+                        + Integer.toHexString(SuperblockFormat.magic(primary)) + " and 0x" + Integer.toHexString(SuperblockFormat.magic(mirror))
+                        + ", not a superblock's 0x" + Integer.toHexString(SuperblockFormat.MAGIC));
+            } else {
+                throw new CorruptionException(SuperblockFormat.PRIMARY, SUPERBLOCK, primaryProblem + "; the mirror at block "
+                        + SuperblockFormat.MIRROR + " is damaged too: " + mirrorProblem);
+            }
+            int version = SuperblockFormat.version(chosen);
+            if (version > SuperblockFormat.VERSION) {
+                throw new IncompatibleVolumeException(device.name() + " holds a Ferrite volume of format version " + version
+                        + "; this version reads formats up to " + SuperblockFormat.VERSION);
+            }
+            SuperblockFormat.Fields f;
+            try {
+                f = SuperblockFormat.read(chosen);
+            } catch (IllegalArgumentException e) {
+                throw new CorruptionException(block, SUPERBLOCK, "inconsistent geometry: " + e.getMessage());
+            }
+            long unknown = f.incompat() & ~SuperblockFormat.KNOWN_INCOMPAT;
+            if (unknown != 0) {
+                throw new IncompatibleVolumeException(device.name() + " uses incompatible features 0x" + Long.toHexString(unknown)
+                        + " this version does not know");
+            }
+            return f;
+        }
+    }
+
+    /** Why a superblock copy cannot be used, or null if it can. */
+    private static String problem(MemorySegment b, long blockNo) {
+        try {
+            BlockHeaderFormat.verify(b, blockNo, SuperblockFormat.MAGIC, 0, SUPERBLOCK);
+            return null;
+        } catch (CorruptionException e) {
+            return e.getMessage();
+        }
+    }
+
+    /** Writes both copies, the primary flushed before the mirror is written: a crash damages at most one. */
+    private synchronized void writeSuperblock(SuperblockFormat.Fields f) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment b = arena.allocate(geometry.blockSize(), BlockDevice.BUFFER_ALIGNMENT);
+            SuperblockFormat.write(b, SuperblockFormat.PRIMARY, f);
+            device.write(SuperblockFormat.PRIMARY, b);
+            device.flush();
+            SuperblockFormat.write(b, SuperblockFormat.MIRROR, f);
+            device.write(SuperblockFormat.MIRROR, b);
+            device.flush();
+        }
+        superblock = f;
+    }
+
+    // ------------------------------------------------------------------ state
+
+    /** What mounting found. */
+    public MountReport mountReport() {
+        return report;
+    }
+
+    /** The volume's UUID. */
+    public synchronized UUID uuid() {
+        return superblock.uuid();
+    }
+
+    /** The root directory's inode number. */
+    public synchronized long rootInode() {
+        return superblock.rootInode();
+    }
+
+    /** The volume's directories, files and symlinks. */
+    public Namespace namespace() {
+        checkOpen();
+        return namespace;
+    }
+
+    /** A snapshot of the striped counters: no lock taken. */
+    public VolumeStats statfs() {
+        return new VolumeStats(geometry.blockSize(), geometry.deviceBlocks(), counters.freeBlocks.sum(),
+                counters.inodes.sum(), counters.freeInodes.sum(), groups.length);
+    }
+
+    /** Journal and cache state in one line, for diagnosing a stall. */
+    String diagnostics() {
+        return journal.diagnostics() + "; " + cache.stats();
+    }
+
+    Geometry geometry() {
+        return geometry;
+    }
+
+    AllocationGroup group(int ag) {
+        return groups[ag];
+    }
+
+    InodeCache inodeCache() {
+        return inodes;
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw new VolumeShutdownException("volume on " + device.name() + " is closed", null);
+        }
+    }
+
+    private void checkInode(long ino) {
+        if (!geometry.isValidInode(ino)) {
+            throw new InvalidArgumentException("inode number " + ino + " lies outside the volume's allocation groups");
+        }
+    }
+
+    private static long nowNanos() {
+        Instant t = Instant.now();
+        return t.getEpochSecond() * 1_000_000_000L + t.getNano();
+    }
+
+    // ------------------------------------------------------------------ inodes
+
+    /**
+     * Allocates an inode: a directory in the group the rotor picks next (spreading directories across
+     * groups), anything else in its parent's group, trying the following groups when that one is full.
+     *
+     * @param parent the parent directory's inode, or 0 (then the rotor picks the group)
+     * @return the new inode's number
+     * @throws NoSpaceException if no group has a free inode or room for a chunk (nothing changed)
+     */
+    long allocInode(int mode, int uid, int gid, int nlink, long parent) {
+        checkOpen();
+        int n = groups.length;
+        int first = (mode & InodeFormat.S_IFMT) == InodeFormat.S_IFDIR || parent == 0
+                ? Math.floorMod(rotor.getAndIncrement(), n) : geometry.agOfInode(parent);
+        long now = nowNanos();
+        for (int k = 0; k < n; k++) {
+            long ino = allocIn(groups[(first + k) % n], mode, uid, gid, nlink, now);
+            if (ino > 0) {
+                return ino;
+            }
+        }
+        throw new NoSpaceException("no free inode and no room for an inode chunk in any of the " + n
+                + " allocation groups of " + device.name());
+    }
+
+    private long allocIn(AllocationGroup ag, int mode, int uid, int gid, int nlink, long now) {
+        boolean chunk = ag.freeInodes() == 0;
+        for (int fixes = 0; ; ) {
+            if (ag.needsFix() && fixes++ < 4) {
+                ag.fix();
+            }
+            int[] frames = chunk ? reserveFrames(Geometry.CHUNK_BLOCKS) : null;
+            long r;
+            try (Txn txn = Txn.begin(cache, ag.allocInodeItems(chunk))) {
+                r = ag.allocInode(txn, frames, mode, uid, gid, nlink, now);
+                if (r > 0) {
+                    txn.commit();
+                }
+            } finally {
+                unreserveFrames(frames);
+            }
+            if (r > 0) {
+                return r;
+            }
+            if (r == AllocationGroup.RETRY_CHUNK) {
+                chunk = true;
+            } else if (r != AllocationGroup.RETRY_FIX || fixes >= 4) {
+                return 0;
+            } else {
+                ag.fix();
+                fixes++;
+            }
+        }
+    }
+
+    /** Frames for new blocks, claimed before any lock is taken (claiming may wait for write-back). */
+    int[] reserveFrames(int n) {
+        int[] frames = new int[n];
+        for (int i = 0; i < n; i++) {
+            frames[i] = cache.reserveFrame();
+        }
+        return frames;
+    }
+
+    void unreserveFrames(int[] frames) {
+        if (frames != null) {
+            for (int f : frames) {
+                if (f >= 0) {
+                    cache.unreserveFrame(f);
+                }
+            }
+        }
+    }
+
+    /**
+     * Frees inode {@code ino}: its slot becomes free (its generation kept, bumped at the next allocation).
+     *
+     * @throws InvalidArgumentException if {@code ino} is not an allocated inode (nothing changed)
+     */
+    void freeInode(long ino) {
+        checkOpen();
+        checkInode(ino);
+        AllocationGroup ag = groups[geometry.agOfInode(ino)];
+        for (int fixes = 0; ; fixes++) {
+            if (ag.needsFix()) {
+                ag.fix();
+            }
+            try (Txn txn = Txn.begin(cache, ag.freeInodeItems())) {
+                if (ag.freeInode(txn, geometry.agInode(ino))) {
+                    txn.commit();
+                    return;
+                }
+            }
+            if (fixes == 4) {
+                throw new NoSpaceException("allocation group " + ag.agno + " cannot refill the free list of its inode trees");
+            }
+        }
+    }
+
+    /**
+     * Changes inode {@code ino}'s permissions (its type stays), owner and access and modification times
+     * under its per-inode lock, in one transaction; -1 leaves a field as it is, and the change time
+     * becomes now.
+     *
+     * @return the commit sequence ({@code sync} or a force of it makes the change durable)
+     * @throws InvalidArgumentException if it is not an allocated inode (nothing changed)
+     */
+    long setattr(long ino, int permissions, int uid, int gid, long atimeNanos, long mtimeNanos) {
+        checkOpen();
+        checkInode(ino);
+        Inode inode = inodes.acquire(ino);
+        inode.lock.lock();
+        try (Txn txn = Txn.begin(cache, 1)) {
+            Buffer b;
+            do {
+                b = cache.get(geometry.inodeBlock(ino), InodeFormat.MAGIC, geometry.agOfInode(ino), "inode block");
+            } while (!txn.lock(b));
+            int rec = InodeFormat.recordOffset(geometry.blockSize(), Geometry.inodeSlot(ino));
+            if (InodeFormat.mode(b.data(), rec) == 0) {
+                throw new InvalidArgumentException("inode " + ino + " is not allocated");
+            }
+            InodeFormat.setAttributes(b.data(), rec, permissions, uid, gid, atimeNanos, mtimeNanos, nowNanos());
+            txn.log(b, rec + InodeFormat.MODE, InodeFormat.BTIME - InodeFormat.MODE);
+            return txn.commit();
+        } finally {
+            inode.lock.unlock();
+            inodes.release(inode);
+        }
+    }
+
+    /**
+     * The attributes of inode {@code ino}. Lock-free.
+     *
+     * @throws InvalidArgumentException if it is not an allocated inode
+     */
+    InodeStat stat(long ino) {
+        checkOpen();
+        checkInode(ino);
+        long block = geometry.inodeBlock(ino);
+        int rec = InodeFormat.recordOffset(geometry.blockSize(), Geometry.inodeSlot(ino));
+        for (;;) {
+            Buffer b = cache.get(block, InodeFormat.MAGIC, geometry.agOfInode(ino), "inode block");
+            long v = b.readVersion();
+            if (v < 0) {
+                continue;
+            }
+            InodeStat s = InodeFormat.stat(ino, b.data(), rec);
+            if (b.validate(v)) {
+                if (s.mode() == 0) {
+                    throw new InvalidArgumentException("inode " + ino + " is not allocated");
+                }
+                return s;
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ blocks
+
+    /**
+     * Allocates {@code len} contiguous blocks, in group {@code preferredAg} if it has them, else in the
+     * following groups.
+     *
+     * @return the first device block
+     * @throws NoSpaceException if no group has {@code len} contiguous free blocks (nothing changed)
+     */
+    long allocBlocks(int preferredAg, int len) {
+        checkOpen();
+        if (len < 1 || len > geometry.agBlocks()) {
+            throw new InvalidArgumentException("cannot allocate " + len + " contiguous blocks: groups have " + geometry.agBlocks());
+        }
+        int n = groups.length;
+        for (int k = 0; k < n; k++) {
+            AllocationGroup ag = groups[Math.floorMod(preferredAg + k, n)];
+            for (int fixes = 0; fixes < 4; fixes++) {
+                if (ag.needsFix()) {
+                    ag.fix();
+                }
+                long r;
+                try (Txn txn = Txn.begin(cache, ag.blockItems())) {
+                    r = ag.allocBlocks(txn, len);
+                    if (r > 0) {
+                        txn.commit();
+                        return r;
+                    }
+                }
+                if (r == AllocationGroup.NO_SPACE) {
+                    break;
+                }
+            }
+        }
+        throw new NoSpaceException("no allocation group of " + device.name() + " has " + len + " contiguous free blocks");
+    }
+
+    /**
+     * Frees blocks {@code [block, block + len)}, which must lie in one group and be allocated.
+     *
+     * @throws InvalidArgumentException if they lie outside one group's space (nothing changed)
+     */
+    void freeBlocks(long block, int len) {
+        checkOpen();
+        int agno = block < geometry.dataStart() ? -1 : (int) Math.min(groups.length - 1, (block - geometry.dataStart()) / geometry.agBlocks());
+        if (agno < 0 || len < 1 || block + len > geometry.agStart(agno) + geometry.agLength(agno)) {
+            throw new InvalidArgumentException("blocks [" + block + ", +" + len + ") do not lie inside one allocation group");
+        }
+        AllocationGroup ag = groups[agno];
+        for (int fixes = 0; ; fixes++) {
+            if (ag.needsFix()) {
+                ag.fix();
+            }
+            try (Txn txn = Txn.begin(cache, ag.blockItems())) {
+                if (ag.freeBlocks(txn, block, len)) {
+                    txn.commit();
+                    return;
+                }
+            }
+            if (fixes == 4) {
+                throw new NoSpaceException("allocation group " + agno + " cannot refill the free list of its free-space trees");
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ durability and checking
+
+    /** Makes every change made so far durable. */
+    public void sync() {
+        checkOpen();
+        journal.forceAll();
+    }
+
+    /**
+     * Writes every change home and folds the counters into the superblock (still marked mounted), so
+     * that recovery after a crash now would replay nothing.
+     */
+    public void checkpoint() {
+        checkOpen();
+        journal.checkpoint();
+        SuperblockFormat.Fields f;
+        synchronized (this) {
+            f = superblock;
+        }
+        writeSuperblock(f.withState(false, counters.freeBlocks.sum(), counters.freeInodes.sum(), counters.inodes.sum(), f.mounts()));
+    }
+
+    /**
+     * Every problem a full walk of the allocation groups finds, plus counters that disagree with them;
+     * empty for a sound volume. Run it while nothing changes the volume.
+     */
+    List<String> check() {
+        return check(Collections.emptyNavigableMap());
+    }
+
+    /** As {@link #check()}, with {@code allocated} (device block to length) in use by the caller. */
+    List<String> check(NavigableMap<Long, Integer> allocated) {
+        List<String> problems = new ArrayList<>();
+        long freeBlocks = 0, freeInodes = 0, inodeCount = 0;
+        for (AllocationGroup ag : groups) {
+            ag.check(allocated, problems);
+            freeBlocks += ag.freeBlocks();
+            freeInodes += ag.freeInodes();
+            inodeCount += ag.inodes();
+        }
+        VolumeStats s = statfs();
+        if (s.freeBlocks() != freeBlocks || s.freeInodes() != freeInodes || s.inodes() != inodeCount) {
+            problems.add("counters say " + s.freeBlocks() + " free blocks, " + s.inodes() + " inodes, " + s.freeInodes()
+                    + " free; the groups say " + freeBlocks + ", " + inodeCount + ", " + freeInodes);
+        }
+        return problems;
+    }
+
+    /**
+     * Unmounts: the journal writes everything home and marks the log clean, then the superblock gets the
+     * folded counters and the clean mark. After a journal failure the superblock stays marked mounted,
+     * so the next mount recovers. The device stays open (the caller owns it), its lock released.
+     */
+    /** Stops the journal and frees the cache without writing the superblock (a format that failed). */
+    private void abandon() {
+        closed = true;
+        try {
+            journal.close();
+        } finally {
+            cache.close();
+            unclaim(device);
+        }
+    }
+
+    @Override
+    public void close() {
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+        }
+        try {
+            journal.close();
+            if (!journal.isShutdown()) {
+                SuperblockFormat.Fields f;
+                synchronized (this) {
+                    f = superblock;
+                }
+                writeSuperblock(f.withState(true, counters.freeBlocks.sum(), counters.freeInodes.sum(), counters.inodes.sum(),
+                        f.mounts()));
+            }
+        } finally {
+            cache.close();
+            unclaim(device);
+        }
+    }
+}

@@ -1,0 +1,296 @@
+package dev.ferrite.dir;
+
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+
+import dev.ferrite.io.Errno;
+import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.RecordingDevice;
+import org.junit.jupiter.api.Test;
+
+import static dev.ferrite.dir.VolumeTest.OPTIONS;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Directory operations one at a time: entries inline and in trees, errors, link counts, orphans. */
+class NamespaceTest {
+
+    static void assertChecked(Namespace ns) {
+        List<String> problems = ns.check();
+        assertTrue(problems.isEmpty(), String.join("\n", problems));
+    }
+
+    static void assertErrno(int errno, org.junit.jupiter.api.function.Executable op) {
+        NamespaceException e = assertThrows(NamespaceException.class, op);
+        assertEquals(errno, e.errno(), e.getMessage());
+    }
+
+    private static Set<String> names(Namespace ns, String dir) {
+        Set<String> out = new HashSet<>();
+        for (DirEntry e : ns.list(dir)) {
+            assertTrue(out.add(e.name()), "duplicate " + e.name());
+        }
+        return out;
+    }
+
+    @Test
+    void createLookupStatUnlinkAndLinkCounts() {
+        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+            Namespace ns = v.namespace();
+            long a = ns.mkdir("/a", 0755);
+            long f = ns.create("/a/f", 0644, true);
+            assertEquals(f, ns.lookup("/a/f"));
+            assertEquals(f, ns.create("/a/f", 0644, false));
+            assertTrue(ns.stat("/a").isDirectory());
+            assertEquals(3, ns.stat("/").nlink());
+            assertEquals(2, ns.stat("/a").nlink());
+            ns.mkdir("/a/b", 0700);
+            assertEquals(3, ns.stat("/a").nlink());
+            assertEquals(a, ns.lookup("/a/b/.."));
+            ns.link("/a/f", "/g");
+            assertEquals(2, ns.stat("/g").nlink());
+            ns.symlink("a/f", "/s");
+            assertEquals("a/f", ns.readlink("/s"));
+            assertEquals(f, ns.lookup("/s"));
+            assertTrue(ns.lstat("/s").isSymlink());
+            assertEquals(Set.of("a", "g", "s"), names(ns, "/"));
+            ns.setattr("/a/f", 0600, 5, 6, 1000, 2000);
+            InodeStat s = ns.stat("/g");
+            assertEquals(0600 | InodeStat.S_IFREG, s.mode());
+            assertEquals(5, s.uid());
+            assertEquals(2000, s.mtimeNanos());
+            ns.unlink("/a/f");
+            assertEquals(1, ns.stat("/g").nlink());
+            ns.rmdir("/a/b");
+            assertEquals(2, ns.stat("/a").nlink());
+            ns.rename("/g", "/a/h");
+            assertEquals(f, ns.lookup("/a/h"));
+            assertChecked(ns);
+            long inodesUsed = v.statfs().inodes() - v.statfs().freeInodes();
+            ns.unlink("/a/h");
+            ns.unlink("/s");
+            ns.rmdir("/a");
+            assertEquals(inodesUsed - 3, v.statfs().inodes() - v.statfs().freeInodes());
+            assertTrue(ns.list("/").isEmpty());
+            assertChecked(ns);
+        }
+    }
+
+    @Test
+    void inlineDirectoryBecomesATreeAtTheBoundaryAndEntriesSurviveRemount() {
+        try (MemoryDevice dev = VolumeTest.formatted()) {
+            List<String> all = new ArrayList<>();
+            try (Volume v = Volume.open(dev, OPTIONS)) {
+                Namespace ns = v.namespace();
+                ns.mkdir("/d", 0755);
+                int cap = InodeFormat.inlineCapacity(4096);
+                int used = 0;
+                for (int i = 0; ; i++) {
+                    String name = "entry-" + i;
+                    int size = DirEntryFormat.inlineSize(DirEntryFormat.HASH + name.length());
+                    boolean fits = used + size <= cap;
+                    ns.create("/d/" + name, 0644, true);
+                    all.add(name);
+                    InodeStat st = ns.stat("/d");
+                    assertEquals(fits ? 0 : 20, st.blocks(), "after " + name + " (" + used + " of " + cap + " bytes used)");
+                    if (!fits) {
+                        break;
+                    }
+                    used += size;
+                }
+                assertEquals(new HashSet<>(all), names(ns, "/d"));
+                for (int i = 0; i < 2000; i++) {
+                    ns.create("/d/more-" + i, 0644, true);
+                    all.add("more-" + i);
+                }
+                assertChecked(ns);
+            }
+            try (Volume v = Volume.open(dev, OPTIONS)) {
+                Namespace ns = v.namespace();
+                assertEquals(new HashSet<>(all), names(ns, "/d"));
+                assertEquals(all.size(), ns.stat("/d").size());
+                for (String n : all) {
+                    ns.unlink("/d/" + n);
+                }
+                assertTrue(ns.list("/d").isEmpty());
+                assertChecked(ns);
+                long free = v.statfs().freeBlocks();
+                ns.rmdir("/d");
+                assertTrue(v.statfs().freeBlocks() > free, "the directory's blocks are freed");
+                assertChecked(ns);
+            }
+        }
+    }
+
+    @Test
+    void readdirPagesResumeFromTheirCookies() {
+        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+            Namespace ns = v.namespace();
+            ns.mkdir("/d", 0755);
+            Set<String> expected = new HashSet<>();
+            for (int i = 0; i < 500; i++) {
+                ns.create("/d/f" + i, 0644, true);
+                expected.add("f" + i);
+            }
+            Set<String> seen = new HashSet<>();
+            DirCookie c = DirCookie.START;
+            int pages = 0;
+            for (;;) {
+                DirPage p = ns.readdir("/d", DirCookie.fromBytes(c.toBytes()), 7);
+                pages++;
+                for (DirEntry e : p.entries()) {
+                    assertTrue(seen.add(e.name()), "returned twice: " + e.name());
+                }
+                if (p.end()) {
+                    break;
+                }
+                assertEquals(7, p.entries().size());
+                c = p.next();
+            }
+            assertEquals(expected, seen);
+            assertEquals(72, pages);
+        }
+    }
+
+    @Test
+    void badInputIsRefusedPreciselyWithTheVolumeUnchanged() {
+        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+            Namespace ns = v.namespace();
+            ns.mkdir("/d", 0755);
+            ns.create("/d/f", 0644, true);
+            ns.mkdir("/d/e", 0755);
+            ns.create("/d/e/x", 0644, true);
+            ns.symlink("/loop2", "/loop1");
+            ns.symlink("/loop1", "/loop2");
+            VolumeStats before = v.statfs();
+            List<DirEntry> rootBefore = ns.list("/");
+            List<DirEntry> dBefore = ns.list("/d");
+            assertErrno(Errno.EINVAL, () -> ns.create("/", 0644, true));
+            assertErrno(Errno.EINVAL, () -> ns.mkdir("/d/.", 0755));
+            assertErrno(Errno.EINVAL, () -> ns.mkdir("/d/..", 0755));
+            assertErrno(Errno.EINVAL, () -> ns.create("relative", 0644, true));
+            assertErrno(Errno.EINVAL, () -> ns.create("/d/a\0b", 0644, true));
+            assertErrno(Errno.ENAMETOOLONG, () -> ns.create("/d/" + "n".repeat(256), 0644, true));
+            ns.create("/d/" + "n".repeat(255), 0644, true);
+            ns.unlink("/d/" + "n".repeat(255));
+            assertErrno(Errno.EINVAL, () -> ns.lookup("/.."));
+            assertErrno(Errno.EINVAL, () -> ns.lookup("/d/../../x"));
+            assertErrno(Errno.ENOENT, () -> ns.lookup("/d/nope"));
+            assertErrno(Errno.ENOENT, () -> ns.create("/nope/f", 0644, true));
+            assertErrno(Errno.ENOTDIR, () -> ns.create("/d/f/g", 0644, true));
+            assertErrno(Errno.EEXIST, () -> ns.create("/d/f", 0644, true));
+            assertErrno(Errno.EEXIST, () -> ns.mkdir("/d/f", 0755));
+            assertErrno(Errno.EISDIR, () -> ns.create("/d/e", 0644, false));
+            assertErrno(Errno.EISDIR, () -> ns.unlink("/d/e"));
+            assertErrno(Errno.ENOTDIR, () -> ns.rmdir("/d/f"));
+            assertErrno(Errno.ENOTEMPTY, () -> ns.rmdir("/d/e"));
+            assertErrno(Errno.EINVAL, () -> ns.rename("/d", "/d/e/d"));
+            assertErrno(Errno.EINVAL, () -> ns.rename("/d", "/d/d2"));
+            assertErrno(Errno.ENOTDIR, () -> ns.rename("/d/e", "/d/f"));
+            assertErrno(Errno.EISDIR, () -> ns.rename("/d/f", "/d/e"));
+            assertErrno(Errno.EPERM, () -> ns.link("/d/e", "/d/e2"));
+            assertErrno(Errno.ELOOP, () -> ns.lookup("/loop1"));
+            assertErrno(Errno.ELOOP, () -> ns.create("/loop1/x", 0644, true));
+            assertErrno(Errno.EINVAL, () -> ns.readlink("/d/f"));
+            assertErrno(Errno.EINVAL, () -> ns.rmdir("/"));
+            Handle h = ns.open("/d/f");
+            h.close();
+            assertErrno(Errno.EBADF, () -> ns.stat(h));
+            assertErrno(Errno.EBADF, () -> ns.fsync(h));
+            assertEquals(before, v.statfs());
+            assertEquals(rootBefore, ns.list("/"));
+            assertEquals(dBefore, ns.list("/d"));
+            assertChecked(ns);
+        }
+    }
+
+    @Test
+    void anUnlinkedOpenFileLivesUntilItsLastClose() {
+        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+            Namespace ns = v.namespace();
+            long used = v.statfs().inodes() - v.statfs().freeInodes();
+            Handle a = ns.open("/");
+            Handle f = ns.create(a, "f", 0644, true);
+            Handle again = ns.lookup(a, "f");
+            ns.unlink("/f");
+            assertErrno(Errno.ENOENT, () -> ns.lookup("/f"));
+            assertEquals(0, ns.stat(f).nlink());
+            assertEquals(List.of(f.ino()), v.group(v.geometry().agOfInode(f.ino())).orphanInodes());
+            assertChecked(ns);
+            f.close();
+            assertEquals(0, ns.stat(again).nlink());
+            again.close();
+            assertEquals(used, v.statfs().inodes() - v.statfs().freeInodes());
+            assertTrue(v.group(v.geometry().agOfInode(f.ino())).orphanInodes().isEmpty());
+            a.close();
+            assertChecked(ns);
+        }
+    }
+
+    @Test
+    void orphansLeftByACrashAreFreedAtMount() {
+        try (RecordingDevice rec = RecordingDevice.wrap(VolumeTest.formatted())) {
+            MemoryDevice crashed;
+            long orphan;
+            long usedBefore;
+            Volume v = Volume.open(rec, OPTIONS);
+            try {
+                Namespace ns = v.namespace();
+                usedBefore = v.statfs().inodes() - v.statfs().freeInodes();
+                ns.mkdir("/big", 0755);
+                for (int i = 0; i < 300; i++) {
+                    ns.create("/big/" + i, 0644, true);
+                }
+                Handle dir = ns.open("/big");
+                Handle file = ns.open("/big/7");
+                for (int i = 0; i < 300; i++) {
+                    ns.unlink("/big/" + i);
+                }
+                ns.rmdir("/big");
+                orphan = dir.ino();
+                ns.sync();
+                crashed = rec.imageAt(rec.eventCount());
+                dir.close();
+                file.close();
+            } finally {
+                v.close();
+            }
+            try (crashed; Volume after = Volume.open(crashed, OPTIONS)) {
+                assertFalse(after.mountReport().wasClean());
+                assertTrue(after.group(after.geometry().agOfInode(orphan)).orphanInodes().isEmpty());
+                assertEquals(usedBefore, after.statfs().inodes() - after.statfs().freeInodes());
+                assertChecked(after.namespace());
+            }
+        }
+    }
+
+    @Test
+    void renameReplacesAndMovesAtomically() {
+        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+            Namespace ns = v.namespace();
+            ns.mkdir("/a", 0755);
+            ns.mkdir("/b", 0755);
+            long x = ns.mkdir("/a/x", 0755);
+            ns.mkdir("/b/y", 0755);
+            ns.rename("/a/x", "/b/y");
+            assertEquals(x, ns.lookup("/b/y"));
+            assertEquals(2, ns.stat("/a").nlink());
+            assertEquals(3, ns.stat("/b").nlink());
+            assertEquals(ns.lookup("/b"), ns.lookup("/b/y/.."));
+            long f = ns.create("/a/f", 0644, true);
+            ns.create("/b/g", 0644, true);
+            ns.rename("/a/f", "/b/g");
+            assertEquals(f, ns.lookup("/b/g"));
+            ns.link("/b/g", "/b/h");
+            ns.rename("/b/g", "/b/h");
+            assertEquals(Set.of("g", "h", "y"), names(ns, "/b"));
+            assertArrayEquals(new Object[0], ns.list("/a").toArray());
+            assertChecked(ns);
+        }
+    }
+}

@@ -1,0 +1,234 @@
+package dev.ferrite.dir;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.UUID;
+
+import dev.ferrite.btree.BlockHeaderFormat;
+import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.CorruptionException;
+import dev.ferrite.io.DeviceException;
+import dev.ferrite.io.DeviceOptions;
+import dev.ferrite.io.DirectDevice;
+import dev.ferrite.io.Errno;
+import dev.ferrite.io.InvalidArgumentException;
+import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.OnDisk;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Format, mount and unmount, and every way a mount is refused. */
+class VolumeTest {
+    static final int BLOCKS = 8192;
+    static final VolumeOptions OPTIONS = VolumeOptions.defaults().withAgCount(4).withCacheBytes(8L << 20);
+
+    @TempDir
+    Path dir;
+
+    static MemoryDevice formatted() {
+        MemoryDevice dev = MemoryDevice.create(BLOCKS, 4096);
+        Volume.format(dev, OPTIONS);
+        return dev;
+    }
+
+    static void assertSound(Volume v) {
+        List<String> problems = v.check();
+        assertTrue(problems.isEmpty(), String.join("\n", problems));
+    }
+
+    @Test
+    void formatOpenCloseRoundTripOnMemory() {
+        try (MemoryDevice dev = formatted()) {
+            roundTrip(dev);
+        }
+    }
+
+    @Test
+    void formatOpenCloseRoundTripOnDirectFile() {
+        try (DirectDevice dev = DirectDevice.open(dir.resolve("vol"), DeviceOptions.defaults().withSize(BLOCKS * 4096L))) {
+            Volume.format(dev, OPTIONS);
+            roundTrip(dev);
+        }
+    }
+
+    private static void roundTrip(BlockDevice dev) {
+        UUID uuid;
+        long root;
+        VolumeStats before;
+        try (Volume v = Volume.open(dev, OPTIONS)) {
+            MountReport r = v.mountReport();
+            assertTrue(r.wasClean(), r.toString());
+            assertFalse(r.usedMirror());
+            assertFalse(r.rebuiltCounters());
+            assertEquals(List.of(), r.notes());
+            before = v.statfs();
+            assertEquals(4, before.agCount());
+            assertEquals(Geometry.CHUNK_INODES, before.inodes(), "the root's chunk");
+            assertEquals(Geometry.CHUNK_INODES - 1, before.freeInodes());
+            assertTrue(before.freeBlocks() > BLOCKS / 2, before.toString());
+            root = v.rootInode();
+            InodeStat s = v.stat(root);
+            assertTrue(s.isDirectory(), s.toString());
+            assertEquals(2, s.nlink());
+            assertEquals(1, s.generation());
+            uuid = v.uuid();
+            assertSound(v);
+        }
+        try (Volume v = Volume.open(dev, OPTIONS)) {
+            assertTrue(v.mountReport().wasClean());
+            assertEquals(uuid, v.uuid());
+            assertEquals(root, v.rootInode());
+            assertEquals(before, v.statfs());
+            assertSound(v);
+        }
+    }
+
+    @Test
+    void damagedPrimaryMountsFromTheMirrorAndIsRepaired() {
+        try (MemoryDevice dev = formatted()) {
+            flipByte(dev, SuperblockFormat.PRIMARY, 100);
+            try (Volume v = Volume.open(dev, OPTIONS)) {
+                MountReport r = v.mountReport();
+                assertTrue(r.usedMirror(), r.toString());
+                assertTrue(r.notes().getFirst().contains("mounted from the mirror"), r.notes().toString());
+                assertSound(v);
+            }
+            try (Volume v = Volume.open(dev, OPTIONS)) {
+                assertFalse(v.mountReport().usedMirror(), "the primary was rewritten");
+                assertTrue(v.mountReport().wasClean());
+            }
+        }
+    }
+
+    @Test
+    void bothSuperblocksDamagedIsCorruptionNamingTheBlock() {
+        try (MemoryDevice dev = formatted()) {
+            flipByte(dev, SuperblockFormat.PRIMARY, 40);
+            flipByte(dev, SuperblockFormat.MIRROR, 40);
+            CorruptionException e = assertThrows(CorruptionException.class, () -> Volume.open(dev, OPTIONS));
+            assertEquals(0, e.block());
+            assertEquals("superblock", e.structure());
+            assertTrue(e.getMessage().contains("mirror at block 1"), e.getMessage());
+            flipByte(dev, SuperblockFormat.MIRROR, 40); // the mirror alone is sound again: the device was not left locked
+            try (Volume v = Volume.open(dev, OPTIONS)) {
+                assertTrue(v.mountReport().usedMirror());
+            }
+        }
+    }
+
+    @Test
+    void foreignImageIsRefused() {
+        try (MemoryDevice dev = MemoryDevice.create(BLOCKS, 4096); Arena arena = Arena.ofConfined()) {
+            MemorySegment b = arena.allocate(4096, 4096);
+            b.fill((byte) 0x5A);
+            dev.write(0, b);
+            dev.write(1, b);
+            InvalidArgumentException e = assertThrows(InvalidArgumentException.class, () -> Volume.open(dev, OPTIONS));
+            assertTrue(e.getMessage().contains("holds no Ferrite volume"), e.getMessage());
+        }
+    }
+
+    @Test
+    void newerVersionIsRefused() {
+        try (MemoryDevice dev = formatted()) {
+            for (long block : new long[] {SuperblockFormat.PRIMARY, SuperblockFormat.MIRROR}) {
+                rewrite(dev, block, b -> b.set(OnDisk.U32, SuperblockFormat.VERSION_OFF, SuperblockFormat.VERSION + 1));
+            }
+            IncompatibleVolumeException e = assertThrows(IncompatibleVolumeException.class, () -> Volume.open(dev, OPTIONS));
+            assertTrue(e.getMessage().contains("format version 2"), e.getMessage());
+        }
+    }
+
+    @Test
+    void unknownIncompatibleFeatureIsRefused() {
+        try (MemoryDevice dev = formatted()) {
+            rewrite(dev, SuperblockFormat.PRIMARY, b -> b.set(OnDisk.U64, SuperblockFormat.INCOMPAT, 1L << 40));
+            IncompatibleVolumeException e = assertThrows(IncompatibleVolumeException.class, () -> Volume.open(dev, OPTIONS));
+            assertTrue(e.getMessage().contains("0x10000000000"), e.getMessage());
+        }
+    }
+
+    @Test
+    void tooSmallDevicesAreRefused() {
+        try (MemoryDevice tiny = MemoryDevice.create(1000, 4096)) {
+            InvalidArgumentException e = assertThrows(InvalidArgumentException.class, () -> Volume.format(tiny, VolumeOptions.defaults()));
+            assertTrue(e.getMessage().contains("needs at least"), e.getMessage());
+        }
+        try (MemoryDevice dev = formatted(); MemoryDevice truncated = MemoryDevice.create(BLOCKS - 8, 4096);
+             Arena arena = Arena.ofConfined()) {
+            MemorySegment b = arena.allocate(4096, 4096);
+            for (long i = 0; i < BLOCKS - 8; i++) {
+                dev.read(i, b);
+                truncated.write(i, b);
+            }
+            InvalidArgumentException e = assertThrows(InvalidArgumentException.class, () -> Volume.open(truncated, OPTIONS));
+            assertTrue(e.getMessage().contains("too small"), e.getMessage());
+        }
+    }
+
+    @Test
+    void tooManyGroupsForTheDeviceAreRefused() {
+        try (MemoryDevice dev = MemoryDevice.create(BLOCKS, 4096)) {
+            InvalidArgumentException e = assertThrows(InvalidArgumentException.class,
+                    () -> Volume.format(dev, OPTIONS.withAgCount(64)));
+            assertTrue(e.getMessage().contains("64 allocation groups"), e.getMessage());
+        }
+    }
+
+    @Test
+    void secondOpenOfTheSameDeviceIsRefused() {
+        try (MemoryDevice dev = formatted()) {
+            try (Volume v = Volume.open(dev, OPTIONS)) {
+                DeviceException e = assertThrows(DeviceException.class, () -> Volume.open(dev, OPTIONS));
+                assertEquals(Errno.EBUSY, e.errno());
+                assertThrows(DeviceException.class, () -> Volume.format(dev, OPTIONS));
+                assertSound(v);
+            }
+            Volume.open(dev, OPTIONS).close();
+        }
+    }
+
+    @Test
+    void secondHandleOnTheSameFileIsRefused() {
+        Path file = dir.resolve("vol");
+        try (DirectDevice a = DirectDevice.open(file, DeviceOptions.defaults().withSize(BLOCKS * 4096L));
+             DirectDevice b = DirectDevice.open(file, DeviceOptions.defaults())) {
+            Volume.format(a, OPTIONS);
+            try (Volume v = Volume.open(a, OPTIONS)) {
+                DeviceException e = assertThrows(DeviceException.class, () -> Volume.open(b, OPTIONS));
+                assertEquals(Errno.EBUSY, e.errno());
+                assertTrue(e.getMessage().contains("another process"), e.getMessage());
+            }
+            Volume.open(b, OPTIONS).close();
+        }
+    }
+
+    static void flipByte(BlockDevice dev, long block, int offset) {
+        rewriteRaw(dev, block, b -> b.set(java.lang.foreign.ValueLayout.JAVA_BYTE, offset,
+                (byte) ~b.get(java.lang.foreign.ValueLayout.JAVA_BYTE, offset)));
+    }
+
+    /** Changes a superblock copy and stamps a valid checksum over the change. */
+    static void rewrite(BlockDevice dev, long block, java.util.function.Consumer<MemorySegment> change) {
+        rewriteRaw(dev, block, b -> {
+            change.accept(b);
+            BlockHeaderFormat.stamp(b, 0);
+        });
+    }
+
+    static void rewriteRaw(BlockDevice dev, long block, java.util.function.Consumer<MemorySegment> change) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment b = arena.allocate(dev.blockSize(), 4096);
+            dev.read(block, b);
+            change.accept(b);
+            dev.write(block, b);
+        }
+    }
+}
