@@ -27,7 +27,7 @@ final class MetaTargets {
         for (String s : specs) {
             MetaBench.Target t;
             if (s.equals("ferrite")) {
-                throw new ParameterException(spec.commandLine(), "--targets ferrite: PENDING");
+                t = MetaStores.ferrite(runDir, cacheBytes);
             } else if (s.equals("posix")) {
                 t = MetaStores.posix(runDir, "posix");
             } else if (s.startsWith("posix:") && s.length() > "posix:".length()) {

@@ -11,4 +11,9 @@ public final class MetaStores {
     public static MetaBench.Target posix(Path base, String label) {
         return new MetaBench.Target(label, files -> PosixMeta.in(base));
     }
+
+    /** A Ferrite volume on a new file under {@code base} for each run, sized for the files, deleted after it. */
+    public static MetaBench.Target ferrite(Path base, long cacheBytes) {
+        return new MetaBench.Target("ferrite", files -> FerriteMeta.create(base, files, cacheBytes));
+    }
 }
