@@ -11,7 +11,8 @@ import org.HdrHistogram.Histogram;
  * measured in windows: the window of size {@code P} is the last tenth before {@code P} entries, for
  * every power of ten {@code P >= 10,000} up to {@code max}, and {@code max} itself. A directory whose
  * create cost grows with its size (a linear free-space scan, a hash chain) shows as a falling rate;
- * the report's last-over-first ratio is the figure of merit. Nothing is synced: the measure is the
+ * the report's last-over-first ratio is the figure of merit. An untimed warm-up on a separate
+ * store (a tenth of the creates, at most {@value MetaBench#WARM_UP_FILES}) comes first. Nothing is synced: the measure is the
  * directory structure, not the log.
  */
 public final class DirScaleBench {
@@ -56,6 +57,15 @@ public final class DirScaleBench {
         List<Result> results = new ArrayList<>();
         List<Long> ends = windowEnds(max);
         for (MetaBench.Target target : targets) {
+            // untimed, on a store of its own: the JIT compiles the create path before the first window
+            long warmUp = Math.min(max / 10, MetaBench.WARM_UP_FILES);
+            try (MetaStore store = target.open().apply(warmUp);
+                 MetaStore.Session s = store.session()) {
+                s.mkdir("warm");
+                for (long i = 0; i < warmUp; i++) {
+                    s.create("warm", MetaBench.name(i));
+                }
+            }
             try (MetaStore store = target.open().apply(max);
                  MetaStore.Session s = store.session()) {
                 s.mkdir("big");

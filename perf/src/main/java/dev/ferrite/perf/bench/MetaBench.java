@@ -27,7 +27,8 @@ import org.HdrHistogram.Histogram;
  *       threads stat them;</li>
  *   <li>{@code unlink}: every thread removes the files it created; the phase ends with a sync.</li>
  * </ol>
- * Rates are operations (walk: entries) over the phase's wall time including its sync; latencies are per
+ * An untimed warm-up (a tenth of the files, at most {@value #WARM_UP_FILES}, one thread) runs on each
+ * target first. Rates are operations (walk: entries) over the phase's wall time including its sync; latencies are per
  * operation (walk: per entry, the listing's time spread over its entries). Checks, untimed: the walk
  * sees every file once and nothing else, every stat finds a zero-length file, the directories are
  * empty after the unlinks, and the store's own checker runs after the creates and the unlinks.
@@ -42,6 +43,8 @@ public final class MetaBench {
     public static final int MAX_THREADS = 64;
     private static final int CHUNK = 512;
     private static final int PAD = 16;
+    /** Untimed warm-up files per target (a tenth of the run's, at most this many), so no target pays for the JIT. */
+    static final long WARM_UP_FILES = 50_000;
     private static final HexFormat HEX = HexFormat.of();
 
     /** Where the threads' files go. */
@@ -88,12 +91,20 @@ public final class MetaBench {
 
     /** Runs every layout at every thread count on every target, in that nesting; returns the results. */
     public List<Result> run(Progress progress) {
+        long warmUp = Math.min(files / 10, WARM_UP_FILES);
+        if (warmUp > 0) {
+            for (Target target : targets) {
+                try (MetaStore store = target.open().apply(warmUp)) {
+                    new Run(store, target.label(), warmUp, Layout.PRIVATE, 1, true, progress).phases();
+                }
+            }
+        }
         List<Result> results = new ArrayList<>();
         for (Layout layout : layouts) {
             for (int t : threads) {
                 for (Target target : targets) {
                     try (MetaStore store = target.open().apply(files)) {
-                        results.addAll(new Run(store, target.label(), layout, t, progress).phases());
+                        results.addAll(new Run(store, target.label(), files, layout, t, false, progress).phases());
                     }
                 }
             }
@@ -109,15 +120,19 @@ public final class MetaBench {
     private final class Run {
         private final MetaStore store;
         private final String target;
+        private final long files;
         private final Layout layout;
         private final int threads;
+        private final boolean warmUp;
         private final Progress progress;
 
-        Run(MetaStore store, String target, Layout layout, int threads, Progress progress) {
+        Run(MetaStore store, String target, long files, Layout layout, int threads, boolean warmUp, Progress progress) {
             this.store = store;
             this.target = target;
+            this.files = files;
             this.layout = layout;
             this.threads = threads;
+            this.warmUp = warmUp;
             this.progress = progress;
         }
 
@@ -140,7 +155,7 @@ public final class MetaBench {
             store.check();
             String cold = store.coldCache();
             String note = target + " " + layout.label() + " x" + threads + ": " + store.describe() + "; walk: " + cold;
-            if (!notes.contains(note)) {
+            if (!warmUp && !notes.contains(note)) {
                 notes.add(note);
             }
             results.add(phase(WALK, false, layout == Layout.SHARED && threads > 1 ? sharedWalk() : this::walk));
@@ -265,7 +280,7 @@ public final class MetaBench {
             Histogram[] hs = new Histogram[threads];
             AtomicReference<Throwable> failure = new AtomicReference<>();
             CountDownLatch finished = new CountDownLatch(threads);
-            String shown = phase + " " + layout.label() + (threads == 1 ? "" : " x" + threads);
+            String shown = (warmUp ? "warm-up " : "") + phase + " " + layout.label() + (threads == 1 ? "" : " x" + threads);
             PhaseTimer timer = new PhaseTimer(shown, target, Long.MAX_VALUE / 4, progress);
             List<Thread> running = new ArrayList<>();
             for (int i = 0; i < threads; i++) {

@@ -35,12 +35,12 @@ class MetaBenchTest {
     }
 
     @Test
-    void ferriteBesidePosix() {
-        MetaBench bench = new MetaBench(List.of(MetaStores.ferrite(dir, 64L << 20), posix("posix")), 2_000,
+    void ferriteVolume() {
+        MetaBench bench = new MetaBench(List.of(MetaStores.ferrite(dir, 64L << 20)), 1_000,
                 List.of(1, 2), List.of(MetaBench.Layout.PRIVATE, MetaBench.Layout.SHARED));
         List<Result> results = bench.run(Progress.NONE);
-        assertEquals(2 * 2 * 2 * 3, results.size());
-        assertTrue(results.stream().allMatch(r -> r.n() == 2_000), results.toString());
+        assertEquals(2 * 2 * 3, results.size());
+        assertTrue(results.stream().allMatch(r -> r.n() == 1_000), results.toString());
         assertTrue(bench.notes().stream().anyMatch(n -> n.startsWith("ferrite") && n.contains("closed and opened again")),
                 bench.notes().toString());
     }
@@ -50,7 +50,7 @@ class MetaBenchTest {
         MetaBench.Target lossy = new MetaBench.Target("lossy", files -> new Lossy(PosixMeta.in(dir)));
         MetaBench bench = new MetaBench(List.of(lossy), 100, List.of(1), List.of(MetaBench.Layout.PRIVATE));
         IllegalStateException e = assertThrows(IllegalStateException.class, () -> bench.run(Progress.NONE));
-        assertTrue(e.getMessage().contains("listed 99"), e.getMessage());
+        assertTrue(e.getMessage().matches("(?s).*the walk of d0 listed (\\d+) and stat'ed \\1 entries, expected .*"), e.getMessage());
     }
 
     @Test
