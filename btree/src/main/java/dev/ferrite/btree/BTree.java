@@ -185,6 +185,20 @@ public final class BTree {
         }
     }
 
+    /**
+     * True if every node of the path is as it was read. A planner that read garbage (an exception) from
+     * a node changed or evicted meanwhile must retry, not report it: checking the leaf alone is not enough,
+     * since eviction makes an ancestor's frame hold another block while the leaf stays valid.
+     */
+    private static boolean unchanged(Path p) {
+        for (int d = 0; d <= p.depth; d++) {
+            if (!p.node[d].validate(p.version[d])) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     /** Deepest entry of the path at or above {@code d} that still validates, or -1. */
     private static int backtrack(Path p, int d) {
         while (d >= 0 && !p.node[d].validate(p.version[d])) {
@@ -597,7 +611,7 @@ public final class BTree {
                     }
                     right = rightBlock == 0 ? null : see(rightBlock, txn);
                 } catch (RuntimeException e) {
-                    if (backtrack(p, p.depth) == p.depth) {
+                    if (unchanged(p)) {
                         throw e;
                     }
                     continue;
@@ -857,6 +871,7 @@ public final class BTree {
      */
     private boolean deleteAndMerge(Txn txn, Path p, MemorySegment key) {
         Locks locks = new Locks();
+        attempts:
         for (int attempt = 0; ; attempt++) {
             if (attempt > 0) {
                 backoff(attempt);
@@ -890,14 +905,20 @@ public final class BTree {
                         break; // an only child has no sibling to merge with
                     }
                     int other = j + 1 < pc ? j + 1 : j - 1;
-                    partner[d] = see(childAt(parent, other), txn);
+                    long mateBlock = childAt(parent, other);
+                    if (!p.node[d - 1].validate(p.version[d - 1])) {
+                        continue attempts; // follow only pointers read from a node still as planned
+                    }
+                    partner[d] = see(mateBlock, txn);
                     int sepIndex = Math.max(j, other);
                     shrink = cellSize(parent, sepIndex);
                     top = d - 1;
                     if (d == leafD) {
-                        boolean partnerRight = other > j;
-                        MemorySegment rightData = partnerRight ? partner[d].buffer().data() : leafData;
-                        long beyond = BTreeNodeFormat.right(rightData);
+                        Seen rightNode = other > j ? partner[d] : new Seen(p.leaf(), p.leafVersion());
+                        long beyond = BTreeNodeFormat.right(rightNode.buffer().data());
+                        if (!rightNode.buffer().validate(rightNode.version())) {
+                            continue attempts;
+                        }
                         outer = beyond == 0 ? null : see(beyond, txn);
                     }
                 }
@@ -908,7 +929,7 @@ public final class BTree {
                     continue;
                 }
             } catch (RuntimeException e) {
-                if (backtrack(p, p.depth) == p.depth) {
+                if (unchanged(p)) {
                     throw e;
                 }
                 continue;
@@ -964,7 +985,8 @@ public final class BTree {
     /**
      * Merges path node {@code d} with its locked sibling {@code mate} if the two fit in one node: the right
      * one's entries move into the left one, the separator between them leaves the parent, the right block
-     * is freed. False if they do not fit (nothing changes, and the parent keeps its separator).
+     * is freed. False if they do not fit (the parent keeps its separator; an interior node left without
+     * one borrows its sibling's instead, see {@link #borrow}).
      */
     private boolean merge(Txn txn, Path p, int d, Buffer mate, Seen outer) {
         Buffer parent = p.node[d - 1];
@@ -980,6 +1002,9 @@ public final class BTree {
         int sepCost = leaf ? 0 : interiorCellSize(keyLength(pn, sepIndex));
         int capacity = blockSize - BTreeNodeFormat.SLOTS;
         if (used(l, blockSize) + used(r, blockSize) + sepCost > capacity) {
+            if (!leaf && count(p.node[d].data()) == 0) {
+                borrow(txn, parent, sepIndex, leftBuf, rightBuf, leftBuf == p.node[d]);
+            }
             return false;
         }
         MemorySegment scratch = scratch(blockSize);
@@ -1008,6 +1033,49 @@ public final class BTree {
             p.node[d] = leftBuf; // the path continues through the survivor
         }
         return true;
+    }
+
+    /**
+     * An interior node left with no separator by a merge below it, whose sibling is too full to merge
+     * with (long separators), takes the sibling's nearest entry through the parent: the parent's separator
+     * comes down into it and the sibling's nearest key goes up in its place. Without this its only child
+     * could never merge (it has no sibling), so deleting every key would leave empty leaves behind. Skipped
+     * if the sibling has fewer than two entries to give or the parent has no room for the key going up.
+     */
+    private void borrow(Txn txn, Buffer parent, int sepIndex, Buffer leftBuf, Buffer rightBuf, boolean intoLeft) {
+        MemorySegment pn = parent.data();
+        MemorySegment l = leftBuf.data();
+        MemorySegment r = rightBuf.data();
+        MemorySegment donor = intoLeft ? r : l;
+        int given = intoLeft ? 0 : count(l) - 1;
+        if (count(donor) < 2) {
+            return;
+        }
+        byte[] down = BTreeNodeFormat.key(pn, sepIndex).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
+        byte[] up = BTreeNodeFormat.key(donor, given).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
+        if (freeTotal(pn) + interiorCellSize(down.length) < interiorCellSize(up.length)) {
+            return;
+        }
+        MemorySegment scratch = scratch(blockSize);
+        MemorySegment taker = intoLeft ? l : r;
+        BTreeNodeFormat.ensureRoom(taker, interiorCellSize(down.length), blockSize, scratch);
+        if (intoLeft) {
+            // l gets (down, r's leftmost); r's first child becomes its leftmost
+            BTreeNodeFormat.insertInterior(l, 0, MemorySegment.ofArray(down), BTreeNodeFormat.leftmost(r));
+            BTreeNodeFormat.setLeftmost(r, BTreeNodeFormat.child(r, 0));
+            BTreeNodeFormat.remove(r, 0);
+        } else {
+            // r gets (down, its old leftmost); l's last child becomes r's leftmost
+            BTreeNodeFormat.insertInterior(r, 0, MemorySegment.ofArray(down), BTreeNodeFormat.leftmost(r));
+            BTreeNodeFormat.setLeftmost(r, BTreeNodeFormat.child(l, given));
+            BTreeNodeFormat.remove(l, given);
+        }
+        BTreeNodeFormat.remove(pn, sepIndex);
+        BTreeNodeFormat.ensureRoom(pn, interiorCellSize(up.length), blockSize, scratch);
+        BTreeNodeFormat.insertInterior(pn, sepIndex, MemorySegment.ofArray(up), rightBuf.block());
+        txn.log(leftBuf, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
+        txn.log(rightBuf, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
+        txn.log(parent, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
     }
 
     private static int indexOfChild(MemorySegment n, long block) {

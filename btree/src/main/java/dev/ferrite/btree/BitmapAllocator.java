@@ -120,12 +120,14 @@ public final class BitmapAllocator implements BlockAllocator {
                     long bits = BitmapFormat.word(b.data(), w);
                     int validBits = Math.min(64, covered - 64 * w);
                     long mask = validBits == 64 ? -1L : (1L << validBits) - 1;
-                    long freeBits = ~bits & mask;
-                    if (freeBits != 0) {
+                    for (long freeBits = ~bits & mask; freeBits != 0; freeBits &= freeBits - 1) {
                         int bit = Long.numberOfTrailingZeros(freeBits);
+                        long index = (long) m * perBitmap + 64L * w + bit;
+                        if (cache.isBusy(first + index)) {
+                            continue; // freed since the last checkpoint
+                        }
                         BitmapFormat.setWord(b.data(), w, bits | (1L << bit));
                         txn.log(b, BitmapFormat.wordOffset(w), 8);
-                        long index = (long) m * perBitmap + 64L * w + bit;
                         hint.set(index + 1);
                         free.decrementAndGet();
                         return first + index;
@@ -134,7 +136,8 @@ public final class BitmapAllocator implements BlockAllocator {
                 txn.releaseUnchanged(b);
             }
         }
-        throw new NoSpaceException("allocator " + owner + ": all " + count + " blocks are in use");
+        throw new NoSpaceException("allocator " + owner + ": all " + count + " blocks are in use or freed since"
+                + " the last checkpoint");
     }
 
     @Override

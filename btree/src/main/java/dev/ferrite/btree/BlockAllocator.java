@@ -7,7 +7,8 @@ package dev.ferrite.btree;
  */
 public interface BlockAllocator {
     /**
-     * A free block, marked used in {@code txn}.
+     * A free block, marked used in {@code txn}: never one the cache reports {@link BufferCache#isBusy busy}
+     * (freed, and the free not yet in a checkpoint).
      *
      * @throws dev.ferrite.io.NoSpaceException if none is free
      */

@@ -2,6 +2,7 @@ package dev.ferrite.btree;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.atomic.LongAdder;
@@ -9,6 +10,7 @@ import java.util.concurrent.atomic.LongAdder;
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.InvalidArgumentException;
 import dev.ferrite.io.NoSpaceException;
+import dev.ferrite.io.OffHeap;
 import dev.ferrite.journal.Journal;
 
 /**
@@ -55,6 +57,14 @@ public final class BufferCache implements AutoCloseable {
     private final int bucketMask;
     private final Object[] stripes = new Object[STRIPES];
     private final AtomicLong hand = new AtomicLong();
+    /**
+     * Stale buffers of freed blocks whose free is not yet in a checkpoint in the AIL (still held by the
+     * freeing transaction, or pinned). Such a block must not be allocated again yet: its new buffer is
+     * another log item, which could land in the same checkpoint as the free, and a checkpoint keeps no
+     * order between two items (the CIL has a list per thread stripe), so recovery could apply the free
+     * after the new contents. Entries leave when the block is asked about, or its stale buffer evicted.
+     */
+    private final ConcurrentHashMap<Long, Buffer> freeing = new ConcurrentHashMap<>();
     private final Object cleanSignal = new Object();
     /** Threads waiting in claimFrame for a buffer to come clean: write-backs notify only when there are some. */
     private volatile int cleanWaiters;
@@ -79,7 +89,7 @@ public final class BufferCache implements AutoCloseable {
                     + " blocks of " + blockSize + "; it must hold " + MIN_FRAMES + " to " + Integer.MAX_VALUE / 2);
         }
         this.frames = (int) n;
-        this.slab = arena.allocate((long) frames * blockSize, BlockDevice.BUFFER_ALIGNMENT);
+        this.slab = OffHeap.reserve((long) frames * blockSize, arena); // pages arrive as frames are first used
         this.frameOwner = new AtomicReferenceArray<>(frames);
         int bucketCount = Integer.highestOneBit(frames * 2 - 1);
         this.buckets = new AtomicReferenceArray<>(bucketCount);
@@ -203,9 +213,20 @@ public final class BufferCache implements AutoCloseable {
         synchronized (stripe(bucket)) {
             Buffer present = lookup(block);
             if (present != null && !present.isObsolete()) {
+                if (present.holder != null || !present.isClean()) {
+                    frameOwner.set(frame, null);
+                    throw new IllegalStateException("block " + block + " is allocated anew but still cached as " + present
+                            + ": it was not freed through the cache");
+                }
+                // A reader that followed a stale pointer after the block was freed (its buffer left the cache
+                // then) read the old home image back in. Nothing reaches that copy except such readers, who
+                // fail to validate the node they came from: drop it from the lookup; the clock reclaims it.
+                unlink(bucket, present);
+            }
+            if (isBusy(block)) {
                 frameOwner.set(frame, null);
-                throw new IllegalStateException("block " + block + " is allocated anew but still cached as " + present
-                        + ": it was not freed through the cache");
+                throw new IllegalStateException("block " + block + " is allocated anew before its free reached a"
+                        + " checkpoint: allocators must skip busy blocks");
             }
             b = new Buffer(this, block, frame, frame(frame), magic, owner, Buffer.LOCKED);
             link(bucket, b);
@@ -232,10 +253,28 @@ public final class BufferCache implements AutoCloseable {
         BlockHeaderFormat.init(b.data(), freedMagic, b.block(), BlockHeaderFormat.owner(b.data()));
         txn.log(b, 0, BlockHeaderFormat.SIZE);
         b.markStale();
+        freeing.put(b.block(), b);
         int bucket = bucket(b.block());
         synchronized (stripe(bucket)) {
             unlink(bucket, b);
         }
+    }
+
+    /**
+     * True if {@code block} was freed and the free is not yet in a checkpoint in the AIL: allocators must
+     * not hand it out again until this turns false (see {@link BlockAllocator#allocate}).
+     */
+    public boolean isBusy(long block) {
+        Buffer b = freeing.get(block);
+        if (b == null) {
+            return false;
+        }
+        // a commit pins its items before it lets go of them: never neither held nor pinned in between
+        if (b.holder != null || b.isPinned()) {
+            return true;
+        }
+        freeing.remove(block, b);
+        return false;
     }
 
     /** Unlocks a freed buffer for good once its transaction committed. */
@@ -281,6 +320,7 @@ public final class BufferCache implements AutoCloseable {
     /** A frame this thread now owns (CLAIMED): free, or taken from an evicted buffer. May wait for write-back. */
     private int claimFrame() {
         for (int round = 0; ; round++) {
+            int dirty = 0;
             for (int step = 0, limit = frames * 3; step < limit; step++) {
                 int i = (int) Long.remainderUnsigned(hand.getAndIncrement(), frames);
                 Object o = frameOwner.get(i);
@@ -288,8 +328,17 @@ public final class BufferCache implements AutoCloseable {
                     if (frameOwner.compareAndSet(i, null, CLAIMED)) {
                         return i;
                     }
-                } else if (o instanceof Buffer b && b.priority != RESIDENT && b.sweep() && evict(i, b)) {
-                    return i;
+                } else if (o instanceof Buffer b && b.priority != RESIDENT && b.sweep()) {
+                    if (evict(i, b)) {
+                        return i;
+                    }
+                    // Write back early: once the hand has passed a quarter of the cache in buffers it may
+                    // not take until they are home, start the journal on them now. Waiting until no clean
+                    // buffer is left is too late: the last clean ones are the caller's own path, read
+                    // optimistically and unpinned, and each read it makes would evict the one before.
+                    if (!b.isClean() && ++dirty == frames / 4) {
+                        journal.writeBackAll();
+                    }
                 }
             }
             dirtyWaits.increment();
@@ -330,6 +379,9 @@ public final class BufferCache implements AutoCloseable {
             unlink(bucket, b);
         }
         b.unlockObsolete();
+        if (b.isStale()) {
+            freeing.remove(b.block(), b);
+        }
         (b.priority > 1 ? interiorEvictions : leafEvictions).increment();
         return true;
     }

@@ -15,9 +15,13 @@ public final class Cursor {
     private final BTree tree;
     private final boolean reverse;
     private final byte[] start;
-    private final byte[] keyBuf = new byte[BTreeNodeFormat.MAX_KEY];
+    /** The key last returned: where {@link #seek} resumes, so it only ever holds validated bytes. */
+    private byte[] keyBuf = new byte[BTreeNodeFormat.MAX_KEY];
+    private MemorySegment keySeg = MemorySegment.ofArray(keyBuf);
+    /** The next key is read here and swapped with {@link #keyBuf} once its leaf validates. */
+    private byte[] readBuf = new byte[BTreeNodeFormat.MAX_KEY];
+    private MemorySegment readSeg = MemorySegment.ofArray(readBuf);
     private final byte[] valueBuf = new byte[BTreeNodeFormat.MAX_VALUE];
-    private final MemorySegment keySeg = MemorySegment.ofArray(keyBuf);
     private final MemorySegment valueSeg = MemorySegment.ofArray(valueBuf);
     private int keyLen;
     /**
@@ -58,9 +62,10 @@ public final class Cursor {
                 if (i >= 0 && i < c) {
                     int kl = BTreeNodeFormat.keyLength(n, i);
                     int vl = BTreeNodeFormat.valueLength(n, i);
-                    MemorySegment.copy(n, BTreeNodeFormat.keyOffset(n, i), keySeg, 0, kl);
+                    MemorySegment.copy(n, BTreeNodeFormat.keyOffset(n, i), readSeg, 0, kl);
                     MemorySegment.copy(n, BTreeNodeFormat.valueOffset(n, i), valueSeg, 0, vl);
                     if (leaf.validate(version)) {
+                        swapKeyBuffers();
                         keyLen = kl;
                         System.arraycopy(keyBuf, 0, returned, 0, kl);
                         valueLen = vl;
@@ -97,6 +102,15 @@ public final class Cursor {
                 leaf = null;
             }
         }
+    }
+
+    private void swapKeyBuffers() {
+        byte[] b = keyBuf;
+        keyBuf = readBuf;
+        readBuf = b;
+        MemorySegment s = keySeg;
+        keySeg = readSeg;
+        readSeg = s;
     }
 
     /** Finds the leaf and position from which the next entry follows: after the last key returned, or from the start key. */

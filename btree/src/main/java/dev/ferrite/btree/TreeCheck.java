@@ -11,7 +11,8 @@ import java.util.Set;
  * (checksum, magic, block number, owner), levels, key order inside nodes and against the separators
  * above them, cell layout and space accounting, that no block appears twice, that the leaf chain links
  * the leaves in key order both ways, that every block is marked in use by the allocator, and the header's
- * height. Run it while nothing changes the tree; it never writes.
+ * height. Run it while nothing changes or reads the tree (a reader's misses could evict the node it is
+ * reading, whose frame would then hold another block); it never writes.
  *
  * @param nodes    nodes reached
  * @param leaves   leaves reached

@@ -19,7 +19,8 @@
  *       locks anything; allocator metadata is resident.
  *   <li>Writers lock nodes top-down and left to right, each by CAS from the version they planned with,
  *       and let go of everything when one fails: no writer waits while holding a node.
- *   <li>A newly allocated block is logged whole; a freed one is logged as freed and never written home.
+ *   <li>A newly allocated block is logged whole; a freed one is logged as freed and never written home,
+ *       and not allocated again until the free is in a checkpoint ({@link dev.ferrite.btree.BufferCache#isBusy}).
  * </ul>
  */
 package dev.ferrite.btree;

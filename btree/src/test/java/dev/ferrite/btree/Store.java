@@ -1,5 +1,9 @@
 package dev.ferrite.btree;
 
+import java.lang.foreign.MemorySegment;
+import java.util.LinkedHashMap;
+import java.util.TreeMap;
+
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.journal.Journal;
 import dev.ferrite.journal.JournalOptions;
@@ -57,6 +61,37 @@ final class Store implements AutoCloseable {
 
     static Store open(BlockDevice device, int logBlocks, long cacheBytes) {
         return new Store(device, logBlocks, cacheBytes, JournalOptions.defaults(), false);
+    }
+
+    static Store open(BlockDevice device, int logBlocks, long cacheBytes, JournalOptions options) {
+        return new Store(device, logBlocks, cacheBytes, options, false);
+    }
+
+    /** Every key and value, by a forward cursor (call while nothing changes the tree). */
+    TreeMap<byte[], byte[]> contents() {
+        TreeMap<byte[], byte[]> m = new TreeMap<>(Keys::compare);
+        Cursor c = tree.cursor(null, false);
+        while (c.next()) {
+            m.put(c.key(), c.value());
+        }
+        return m;
+    }
+
+    /** Every node block of the tree with its level, parents before children, in key order (call while quiet). */
+    LinkedHashMap<Long, Integer> nodes() {
+        LinkedHashMap<Long, Integer> nodes = new LinkedHashMap<>();
+        collect(BTreeHeaderFormat.root(tree.headerBuffer().data()), nodes);
+        return nodes;
+    }
+
+    private void collect(long block, LinkedHashMap<Long, Integer> nodes) {
+        MemorySegment n = tree.nodeBuffer(block).data();
+        nodes.put(block, BTreeNodeFormat.level(n));
+        if (!BTreeNodeFormat.isLeaf(n)) {
+            for (int i = -1, c = BTreeNodeFormat.count(n); i < c; i++) {
+                collect(BTreeNodeFormat.childAt(n, i), nodes);
+            }
+        }
     }
 
     /** Closes the journal (writing everything home) and the cache, not the device. */

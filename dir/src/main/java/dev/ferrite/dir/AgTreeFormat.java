@@ -22,7 +22,7 @@ import static dev.ferrite.io.OnDisk.U64;
  * tree on the volume and disjoint from inode numbers, which later own directory and extent trees.
  */
 final class AgTreeFormat {
-    static final int BNO = 1, CNT = 2, INO = 3, FINO = 4, ORPHAN = 5;
+    static final int BNO = 1, CNT = 2, INO = 3, FINO = 4;
     static final long TREE_ID_BASE = 1L << 62;
 
     private static final ValueLayout.OfInt BE32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);

@@ -590,6 +590,15 @@ final class AllocationGroup {
         counters.freeInodes.add(CHUNK_INODES);
     }
 
+    /** True if the inode tree has a chunk holding {@code agIno} (lock-free). */
+    boolean inChunk(int agIno) {
+        MemorySegment key = MemorySegment.ofArray(new byte[4]);
+        MemorySegment k = MemorySegment.ofArray(new byte[4]);
+        AgTreeFormat.key32(key, agIno);
+        return ino.find(null, key, BTree.Match.FLOOR, k, MemorySegment.ofArray(new byte[8])) >= 0
+                && agIno - AgTreeFormat.key32(k) < CHUNK_INODES;
+    }
+
     private Buffer lockInodeBlock(Txn txn, int agIno) {
         for (;;) {
             Buffer b = cache.get(start + (agIno >>> 3), InodeFormat.MAGIC, agno, INODE_BLOCK);

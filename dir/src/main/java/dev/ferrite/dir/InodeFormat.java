@@ -44,7 +44,6 @@ import static dev.ferrite.io.OnDisk.U64;
  */
 final class InodeFormat {
     static final int MAGIC = 0x4F4E4946; // "FINO"
-    static final int FREED_MAGIC = 0x584E4946; // "FINX"
     static final int BLOCK_HEADER = 64;
 
     static final int MODE = 0, FORK = 2, UID = 4, GID = 8, NLINK = 12, SIZE = 16, ATIME = 24, MTIME = 32,
@@ -64,10 +63,6 @@ final class InodeFormat {
     /** Offset of slot {@code slot}'s record in its block. */
     static int recordOffset(int blockSize, int slot) {
         return BLOCK_HEADER + slot * recordSize(blockSize);
-    }
-
-    static int inlineCapacity(int blockSize) {
-        return recordSize(blockSize) - INLINE;
     }
 
     static int mode(MemorySegment b, int rec) {

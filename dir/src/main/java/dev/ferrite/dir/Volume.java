@@ -502,7 +502,7 @@ public final class Volume implements AutoCloseable {
         try (Txn txn = Txn.begin(cache, 1)) {
             Buffer b;
             do {
-                b = cache.get(geometry.inodeBlock(ino), InodeFormat.MAGIC, geometry.agOfInode(ino), "inode block");
+                b = inodeBuffer(ino);
             } while (!txn.lock(b));
             int rec = InodeFormat.recordOffset(geometry.blockSize(), Geometry.inodeSlot(ino));
             if (InodeFormat.mode(b.data(), rec) == 0) {
@@ -525,10 +525,9 @@ public final class Volume implements AutoCloseable {
     InodeStat stat(long ino) {
         checkOpen();
         checkInode(ino);
-        long block = geometry.inodeBlock(ino);
         int rec = InodeFormat.recordOffset(geometry.blockSize(), Geometry.inodeSlot(ino));
         for (;;) {
-            Buffer b = cache.get(block, InodeFormat.MAGIC, geometry.agOfInode(ino), "inode block");
+            Buffer b = inodeBuffer(ino);
             long v = b.readVersion();
             if (v < 0) {
                 continue;
@@ -608,6 +607,22 @@ public final class Volume implements AutoCloseable {
         }
     }
 
+    /**
+     * The cached block holding inode {@code ino}'s record. A number outside every inode chunk is the
+     * caller's mistake, not damage: it is reported as such.
+     */
+    private Buffer inodeBuffer(long ino) {
+        int ag = geometry.agOfInode(ino);
+        try {
+            return cache.get(geometry.inodeBlock(ino), InodeFormat.MAGIC, ag, "inode block");
+        } catch (CorruptionException e) {
+            if (!groups[ag].inChunk(geometry.agInode(ino))) {
+                throw new InvalidArgumentException("inode " + ino + " is not allocated: it lies in no inode chunk");
+            }
+            throw e;
+        }
+    }
+
     // ------------------------------------------------------------------ durability and checking
 
     /** Makes every change made so far durable. */
@@ -659,7 +674,8 @@ public final class Volume implements AutoCloseable {
     /**
      * Unmounts: the journal writes everything home and marks the log clean, then the superblock gets the
      * folded counters and the clean mark. After a journal failure the superblock stays marked mounted,
-     * so the next mount recovers. The device stays open (the caller owns it), its lock released.
+     * so the next mount recovers. The device stays open (the caller owns it), its lock released. Call it
+     * once no operation is running; later calls fail with {@link VolumeShutdownException}.
      */
     /** Stops the journal and frees the cache without writing the superblock (a format that failed). */
     private void abandon() {

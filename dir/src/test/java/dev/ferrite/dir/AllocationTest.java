@@ -138,6 +138,10 @@ class AllocationTest {
             assertEquals(ino, again, "the lowest free slot is reused");
             assertEquals(gen + 1, v.stat(again).generation());
             assertThrows(InvalidArgumentException.class, () -> v.freeInode(0));
+            long outsideChunks = v.geometry().inodeNumber(3, (v.geometry().agLength(3) - 1) << 3);
+            InvalidArgumentException none = assertThrows(InvalidArgumentException.class, () -> v.stat(outsideChunks));
+            assertTrue(none.getMessage().contains("no inode chunk"), none.getMessage());
+            assertThrows(InvalidArgumentException.class, () -> v.freeInode(outsideChunks));
             assertSound(v);
         }
     }

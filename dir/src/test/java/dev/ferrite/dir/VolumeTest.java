@@ -16,6 +16,7 @@ import dev.ferrite.io.Errno;
 import dev.ferrite.io.InvalidArgumentException;
 import dev.ferrite.io.MemoryDevice;
 import dev.ferrite.io.OnDisk;
+import dev.ferrite.io.VolumeShutdownException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -47,6 +48,11 @@ class VolumeTest {
     void formatOpenCloseRoundTripOnMemory() {
         try (MemoryDevice dev = formatted()) {
             roundTrip(dev);
+            Volume v = Volume.open(dev, OPTIONS);
+            v.close();
+            v.close();
+            assertThrows(VolumeShutdownException.class, v::sync);
+            assertThrows(VolumeShutdownException.class, () -> v.allocInode(InodeFormat.S_IFREG, 0, 0, 1, 0));
         }
     }
 

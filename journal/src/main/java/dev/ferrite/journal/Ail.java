@@ -118,8 +118,10 @@ final class Ail implements AutoCloseable {
         this.snapLsns = new long[batchMax];
         this.order = new long[batchMax];
         this.io = new IoBatch(batchMax);
+        // One publisher at a time, but not always the same thread (the log writer's two stages take turns),
+        // which the single-producer sequencer refuses; a claim per checkpoint makes the CAS immaterial.
         this.disruptor = new Disruptor<>(Event::new, ringSize, r -> daemon(r, "ferrite-ail"),
-                ProducerType.SINGLE, new LiteBlockingWaitStrategy());
+                ProducerType.MULTI, new LiteBlockingWaitStrategy());
         this.disruptor.handleEventsWith(this::onEvent);
         this.disruptor.setDefaultExceptionHandler(new ExceptionHandler<>() {
             @Override

@@ -25,7 +25,11 @@ import dev.ferrite.io.VolumeShutdownException;
  *       the circular area wraps), flushes, and only then declares it durable, wakes its forcers, returns
  *       unused reservation and hands the items to the AIL.</li>
  * </ol>
- * Checkpoints reach the device strictly one after another, each flushed before the next is written: a
+ * A forced push that finds nothing in flight skips the hand-off: the push thread writes it itself. Either
+ * way one thread at a time writes the log and publishes to the AIL, the
+ * turn passing with a happens-before edge (the hand-off queue one way, {@code ioDone} the other).
+ *
+ * <p>Checkpoints reach the device strictly one after another, each flushed before the next is written: a
  * valid later checkpoint on disk therefore proves every earlier one was complete, which is how recovery
  * tells a torn tail from corruption.
  *
@@ -89,12 +93,19 @@ final class LogWriter implements AutoCloseable {
     private volatile boolean running = true;
     private volatile Throwable failure;
 
+    /** Checkpoints the log I/O thread has finished; it alone writes this. */
+    private volatile long ioDone;
+
     // Formatter thread only (and close, once the formatter has stopped).
     private long nextCheckpointSeq;
+    /** Checkpoints handed to the log I/O thread. */
+    private long handed;
+    /** The buffer of a checkpoint this thread wrote itself, for the next one. */
+    private Buffer spare;
     private int headCycle;
     private int headBlock;
 
-    // Log I/O thread only.
+    // Whichever thread writes the log: ferrite-log-io, or ferrite-cil-push while nothing is in flight.
     private final IoBatch ioBatch = new IoBatch(2);
 
     final LongAdder checkpoints = new LongAdder();
@@ -221,11 +232,23 @@ final class LogWriter implements AutoCloseable {
                 if (!running && pushTarget.get() < cil.currentSeq()) {
                     return;
                 }
+                boolean forced = !background;
                 background = false;
                 Buffer buffer = takeBuffer();
                 Cil.Context ctx = cil.switchContext();
                 ioBusy = true; // before the hand-off, so no forced push slips in ahead of it
-                hand(format(ctx, buffer));
+                Checkpoint c = format(ctx, buffer);
+                if (forced && ioDone == handed) {
+                    // Nothing in flight: a forcer waits on this checkpoint alone, so write it here and save
+                    // it the hand-off to ferrite-log-io (a thread wake-up, much of a small force's latency).
+                    // Size pushes keep the two stages so that formatting overlaps the previous write.
+                    complete(c);
+                    spare = c.buffer();
+                    ioBusy = false;
+                } else {
+                    handed++;
+                    hand(c);
+                }
             }
         } catch (Throwable t) {
             fail(t);
@@ -233,6 +256,11 @@ final class LogWriter implements AutoCloseable {
     }
 
     private Buffer takeBuffer() {
+        if (spare != null) {
+            Buffer b = spare;
+            spare = null;
+            return b;
+        }
         for (Buffer b; ; ) {
             if ((b = freeBuffers.poll()) != null) {
                 return b;
@@ -364,16 +392,22 @@ final class LogWriter implements AutoCloseable {
                 }
                 ioBusy = true;
                 LockSupport.unpark(formatter); // a queue slot is free
-                if (c.items() != null) {
-                    write(c);
-                }
-                markDurable(c.commitSeq());
+                complete(c);
                 freeBuffers.offer(c.buffer());
+                ioDone++; // the only writer
                 LockSupport.unpark(formatter);
             }
         } catch (Throwable t) {
             fail(t);
         }
+    }
+
+    /** Writes the checkpoint (unless empty) and declares it durable; on whichever thread has the log I/O. */
+    private void complete(Checkpoint c) {
+        if (c.items() != null) {
+            write(c);
+        }
+        markDurable(c.commitSeq());
     }
 
     private void write(Checkpoint c) {
@@ -434,6 +468,9 @@ final class LogWriter implements AutoCloseable {
         }
         for (Buffer b; (b = freeBuffers.poll()) != null; ) {
             b.arena.close();
+        }
+        if (spare != null) {
+            spare.arena.close();
         }
     }
 }

@@ -59,6 +59,9 @@ final class Posix {
     static final int PROT_WRITE = 2;
     static final int MAP_SHARED = 1;
     static final int MAP_POPULATE = 0x8000;
+    static final int MAP_PRIVATE = 2;
+    static final int MAP_ANONYMOUS = 0x20;
+    static final int MAP_NORESERVE = 0x4000;
     static final long MAP_FAILED = -1L;
 
     // io_uring system call numbers: the same on every architecture (unified syscall table).
@@ -206,6 +209,24 @@ final class Posix {
         try {
             MemorySegment m = (MemorySegment) mmap.invokeExact(CAPTURE.get(), MemorySegment.NULL, length, prot, flags, fd, offset);
             return m.address() == MAP_FAILED ? m : m.reinterpret(length);
+        } catch (Throwable t) {
+            throw unexpected(t);
+        }
+    }
+
+    /**
+     * Private anonymous memory of {@code length} bytes, unmapped when {@code arena} closes, or a segment
+     * whose address is {@link #MAP_FAILED}.
+     */
+    static MemorySegment mapAnonymous(long length, Arena arena) {
+        try {
+            MemorySegment m = (MemorySegment) mmap.invokeExact(CAPTURE.get(), MemorySegment.NULL, length,
+                    PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0L);
+            if (m.address() == MAP_FAILED) {
+                return m;
+            }
+            MemorySegment unmap = m.reinterpret(length);
+            return m.reinterpret(length, arena, seg -> munmap(unmap, length));
         } catch (Throwable t) {
             throw unexpected(t);
         }

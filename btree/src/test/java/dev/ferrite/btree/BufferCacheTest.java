@@ -1,0 +1,331 @@
+package dev.ferrite.btree;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+
+import dev.ferrite.io.CorruptionException;
+import dev.ferrite.io.NoSpaceException;
+import dev.ferrite.journal.Journal;
+import dev.ferrite.journal.JournalOptions;
+import dev.ferrite.journal.LogGeometry;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The buffer cache on its own, over blocks this test writes to the device: hit and miss counts, one read
+ * for concurrent misses on a block, reclaim priority, verification of what is read, and the life of a
+ * freed block (dropped, never written home, reusable, and recovered as its new contents).
+ */
+class BufferCacheTest {
+    private static final int BLOCK_SIZE = 4096;
+    private static final LogGeometry LOG = new LogGeometry(1, 256);
+    /** First block this test writes; blocks up to it are the log's. */
+    private static final long FIRST = 300;
+    private static final int MAGIC = 0x54534554; // "TEST"
+    private static final int FREED = 0x44455246;
+    private static final long OWNER = 42;
+    private static final String WHAT = "test block";
+    /** Where each test block keeps a number saying what it holds. */
+    private static final long PAYLOAD = BlockHeaderFormat.SIZE;
+
+    private final Arena arena = Arena.ofConfined();
+    private ProbeDevice device;
+    private Journal journal;
+    private BufferCache cache;
+
+    @BeforeEach
+    void open() {
+        device = new ProbeDevice(FIRST + 512, BLOCK_SIZE);
+        Journal.format(device, LOG);
+        openCache();
+    }
+
+    private void openCache() {
+        try (BufferReplayer replayer = new BufferReplayer(device)) {
+            journal = Journal.open(device, LOG, JournalOptions.defaults(), replayer);
+        }
+        cache = new BufferCache(device, journal, (long) BufferCache.MIN_FRAMES * BLOCK_SIZE);
+    }
+
+    @AfterEach
+    void close() {
+        journal.close();
+        cache.close();
+        device.close();
+        arena.close();
+    }
+
+    /** Writes a sound test block holding {@code payload} straight to the device. */
+    private MemorySegment writeBlock(long block, int magic, long blockNo, long owner, long payload) {
+        MemorySegment b = arena.allocate(BLOCK_SIZE, BLOCK_SIZE);
+        BlockHeaderFormat.init(b, magic, blockNo, owner);
+        b.set(ValueLayout.JAVA_LONG_UNALIGNED, PAYLOAD, payload);
+        BlockHeaderFormat.stamp(b, 1);
+        device.poke(block, b);
+        return b;
+    }
+
+    private void writeBlocks(long from, int count) {
+        for (long b = from; b < from + count; b++) {
+            writeBlock(b, MAGIC, b, OWNER, b * 7);
+        }
+    }
+
+    private Buffer get(long block) {
+        return cache.get(block, MAGIC, OWNER, WHAT);
+    }
+
+    private static long payload(Buffer b) {
+        return b.data().get(ValueLayout.JAVA_LONG_UNALIGNED, PAYLOAD);
+    }
+
+    @Test
+    void countsHitsAndMisses() {
+        writeBlocks(FIRST, 2);
+        Buffer a = get(FIRST);
+        assertSame(a, get(FIRST));
+        Buffer b = get(FIRST + 1);
+        assertEquals(FIRST * 7, payload(a));
+        assertEquals((FIRST + 1) * 7, payload(b));
+        CacheStats s = cache.stats();
+        assertEquals(2, s.misses(), s.toString());
+        assertEquals(1, s.hits(), s.toString());
+        assertEquals(2, s.cached(), s.toString());
+        assertEquals(1.0 / 3, s.hitRatio(), 1e-9);
+        assertEquals(1, device.reads(FIRST));
+        assertEquals(BufferCache.MIN_FRAMES, cache.capacity());
+    }
+
+    /** Getters arriving while a block loads get the loading buffer and wait on its lock: one device read. */
+    @Test
+    void concurrentMissesReadOnce() throws Exception {
+        writeBlocks(FIRST, 1);
+        device.closeGate(FIRST);
+        ExecutorService pool = Executors.newFixedThreadPool(3);
+        try {
+            CompletableFuture<Buffer> first = CompletableFuture.supplyAsync(() -> get(FIRST), pool);
+            device.awaitGate();
+            CompletableFuture<Buffer> second = CompletableFuture.supplyAsync(() -> get(FIRST), pool);
+            CompletableFuture<Buffer> third = CompletableFuture.supplyAsync(() -> get(FIRST), pool);
+            Buffer b2 = second.get(30, TimeUnit.SECONDS);
+            Buffer b3 = third.get(30, TimeUnit.SECONDS);
+            assertSame(b2, b3);
+            assertTrue(b2.isLocked(), "the buffer handed out while loading is locked by its loader");
+            assertFalse(first.isDone());
+            CompletableFuture<Long> waiter = CompletableFuture.supplyAsync(() -> {
+                long v = b2.readVersion(); // waits for the load
+                long p = payload(b2);
+                return b2.validate(v) ? p : -1;
+            }, pool);
+            device.openGate();
+            assertSame(b2, first.get(30, TimeUnit.SECONDS));
+            assertEquals(FIRST * 7, waiter.get(30, TimeUnit.SECONDS));
+            assertEquals(1, device.reads(FIRST));
+            assertEquals(1, cache.stats().misses());
+        } finally {
+            device.openGate();
+            pool.shutdownNow();
+        }
+    }
+
+    /** A load that finds corruption leaves nothing behind: waiters see the buffer obsolete, the next get reads again. */
+    @Test
+    void failedLoadLeavesNothingCached() throws Exception {
+        writeBlock(FIRST, MAGIC, FIRST, 7, 1);
+        device.closeGate(FIRST);
+        ExecutorService pool = Executors.newFixedThreadPool(2);
+        try {
+            CompletableFuture<Buffer> loader = CompletableFuture.supplyAsync(() -> get(FIRST), pool);
+            device.awaitGate();
+            Buffer waiting = pool.submit(() -> get(FIRST)).get(30, TimeUnit.SECONDS);
+            CompletableFuture<Long> version = CompletableFuture.supplyAsync(waiting::readVersion, pool);
+            device.openGate();
+            Exception e = assertThrows(Exception.class, () -> loader.get(30, TimeUnit.SECONDS));
+            assertTrue(e.getCause() instanceof CorruptionException, e.toString());
+            assertEquals(-1, version.get(30, TimeUnit.SECONDS), "a waiter on a failed load must look again");
+        } finally {
+            device.openGate();
+            pool.shutdownNow();
+        }
+        assertNull(cache.lookup(FIRST));
+        assertThrows(CorruptionException.class, () -> get(FIRST));
+        assertEquals(2, device.reads(FIRST));
+    }
+
+    @Test
+    void corruptBlocksNameTheBlockAndWhatWasWrong() {
+        long crc = FIRST, magic = FIRST + 1, misdirected = FIRST + 2, foreign = FIRST + 3;
+        MemorySegment torn = writeBlock(crc, MAGIC, crc, OWNER, 1);
+        torn.set(ValueLayout.JAVA_BYTE, 100, (byte) 1); // changed after the checksum was computed
+        device.poke(crc, torn);
+        writeBlock(magic, 0x0BAD_0BAD, magic, OWNER, 1);
+        writeBlock(misdirected, MAGIC, 999, OWNER, 1);
+        writeBlock(foreign, MAGIC, foreign, 7, 1);
+        byte[][] before = new byte[4][];
+        for (int i = 0; i < 4; i++) {
+            before[i] = onDisk(FIRST + i);
+        }
+        long[] blocks = {crc, magic, misdirected, foreign};
+        String[] details = {"crc32c 0x", "magic 0xbad0bad, expected 0x" + Integer.toHexString(MAGIC),
+                "the block says it is block 999", "owner 7, expected " + OWNER};
+        for (int i = 0; i < blocks.length; i++) {
+            long block = blocks[i];
+            CorruptionException e = assertThrows(CorruptionException.class, () -> get(block));
+            assertEquals(block, e.block());
+            assertEquals(WHAT, e.structure());
+            assertTrue(e.getMessage().startsWith(WHAT + " at block " + block + " is corrupt: " + details[i]), e.getMessage());
+            assertNull(cache.lookup(block), "a block that failed verification stays cached");
+        }
+        assertTrue(cache.stats().dirtyWaits() == 0 && cache.stats().cached() == 0, cache.stats().toString());
+        journal.checkpoint();
+        assertEquals(0, journal.stats().commits(), "reading logged something");
+        for (int i = 0; i < 4; i++) {
+            assertTrue(java.util.Arrays.equals(before[i], onDisk(FIRST + i)), "block " + (FIRST + i) + " was written");
+        }
+        CorruptionException e = assertThrows(CorruptionException.class, () -> cache.get(foreign, MAGIC, OWNER, "other"));
+        assertEquals("other", e.structure());
+        assertEquals(1, payload(cache.get(foreign, MAGIC, -1, WHAT)), "owner -1 accepts any owner");
+    }
+
+    private byte[] onDisk(long block) {
+        MemorySegment b = arena.allocate(BLOCK_SIZE, BLOCK_SIZE);
+        device.read(block, b);
+        return b.toArray(ValueLayout.JAVA_BYTE);
+    }
+
+    /**
+     * Under pressure the clock takes leaves (priority 1) before interior nodes and headers (higher): after
+     * a whole cache of new leaves went through, the higher-priority buffers are all still there and the
+     * leaves read with them are gone.
+     */
+    @Test
+    void interiorBuffersOutliveLeaves() {
+        int frames = cache.capacity();
+        int interior = 8;
+        writeBlocks(FIRST, 3 * frames);
+        Buffer[] high = new Buffer[interior];
+        Buffer[] low = new Buffer[interior];
+        for (int i = 0; i < interior; i++) {
+            high[i] = get(FIRST + i);
+            high[i].priority = 3;
+            assertSame(high[i], get(FIRST + i)); // a hit raises its usage to its priority
+            low[i] = get(FIRST + interior + i);
+        }
+        long next = FIRST + 2 * interior;
+        for (int i = 0; i < frames; i++) {
+            get(next++);
+        }
+        CacheStats s = cache.stats();
+        assertTrue(s.leafEvictions() >= interior, s.toString());
+        assertEquals(0, s.interiorEvictions(), s.toString());
+        for (int i = 0; i < interior; i++) {
+            assertSame(high[i], cache.lookup(high[i].block()), "interior buffer " + i + " was evicted: " + s);
+            assertFalse(high[i].isObsolete());
+            assertNull(cache.lookup(low[i].block()), "leaf buffer " + i + " outlived a cache of newer leaves: " + s);
+            assertTrue(low[i].isObsolete());
+        }
+        // kept from then on only while in use: a long enough stream of leaves takes them too
+        for (int i = 0; i < 3 * frames && next < FIRST + 3 * frames; i++) {
+            get(next++);
+        }
+        assertTrue(cache.stats().interiorEvictions() > 0, cache.stats().toString());
+    }
+
+    /**
+     * A freed block leaves the cache when freed and is never written home (the AIL drops it). It stays
+     * busy, refused to create and skipped by the allocator, until the free is in a checkpoint: the free
+     * and the new contents are then in different checkpoints, in order, whichever threads made them, and
+     * recovery ends with the new contents.
+     */
+    @Test
+    void freedBlocksAreBusyUntilCheckpointedThenReused() throws Exception {
+        long bitmap = FIRST + 400, x = FIRST, y = FIRST + 1;
+        BitmapAllocator allocator;
+        try (Txn txn = Txn.begin(cache, 2)) {
+            allocator = BitmapAllocator.format(txn, bitmap, x, 2, OWNER);
+            txn.commit();
+        }
+        ExecutorService[] thread = {Executors.newSingleThreadExecutor(), Executors.newSingleThreadExecutor()};
+        try {
+            Buffer b = thread[0].submit(() -> allocateAndWrite(allocator, 1)).get();
+            assertEquals(x, b.block());
+            assertEquals(y, thread[1].submit(() -> allocateAndWrite(allocator, 1)).get().block());
+            assertSame(b, get(x));
+            thread[0].submit(() -> {
+                try (Txn txn = Txn.begin(cache, 2)) {
+                    assertThrows(IllegalStateException.class, () -> cache.create(txn, x, MAGIC, OWNER),
+                            "a block still cached was created again");
+                    assertTrue(txn.lock(b));
+                    allocator.free(txn, x);
+                    cache.free(txn, b, FREED);
+                    assertNull(cache.lookup(x), "a freed buffer is still found");
+                    assertTrue(cache.isBusy(x));
+                    txn.commit();
+                }
+            }).get();
+            assertTrue(b.isObsolete());
+            assertTrue(cache.isBusy(x), "a free not yet in a checkpoint");
+            thread[1].submit(() -> {
+                try (Txn txn = Txn.begin(cache, 2)) {
+                    assertThrows(NoSpaceException.class, () -> allocator.allocate(txn));
+                    assertThrows(IllegalStateException.class, () -> cache.create(txn, x, MAGIC, OWNER));
+                }
+            }).get();
+            assertFalse(journal.isShutdown());
+            journal.forceAll();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (cache.isBusy(x)) { // the free's checkpoint is durable; wait for it to reach the AIL
+                assertTrue(System.nanoTime() < deadline, "the free of block " + x + " never reached the AIL");
+                LockSupport.parkNanos(100_000);
+            }
+            Buffer again = thread[1].submit(() -> allocateAndWrite(allocator, 2)).get();
+            assertEquals(x, again.block());
+            assertNotSame(b, again);
+            assertSame(again, get(x));
+        } finally {
+            for (ExecutorService e : thread) {
+                e.shutdown();
+            }
+        }
+        // the free and the new contents are in the log only: recovery must end with the new ones
+        journal.forceAll();
+        device.cutPower();
+        journal.close();
+        cache.close();
+        device.restorePower();
+        openCache();
+        assertFalse(journal.recovery().clean());
+        assertEquals(2, payload(get(x)), "recovery of a freed and reused block");
+        journal.checkpoint();
+        MemorySegment home = MemorySegment.ofArray(onDisk(x));
+        BlockHeaderFormat.verify(home, x, MAGIC, OWNER, WHAT);
+        assertEquals(2, home.get(ValueLayout.JAVA_LONG_UNALIGNED, PAYLOAD));
+    }
+
+    /** Allocates a block and creates it holding {@code payload}, in a transaction of its own; a new block starts zeroed. */
+    private Buffer allocateAndWrite(BitmapAllocator allocator, long payload) {
+        try (Txn txn = Txn.begin(cache, 3)) {
+            Buffer b = cache.create(txn, allocator.allocate(txn), MAGIC, OWNER);
+            assertEquals(0, payload(b));
+            b.data().set(ValueLayout.JAVA_LONG_UNALIGNED, PAYLOAD, payload);
+            txn.log(b, (int) PAYLOAD, 8);
+            txn.commit();
+            return b;
+        }
+    }
+}
