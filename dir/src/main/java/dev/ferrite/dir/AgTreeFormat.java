@@ -16,13 +16,14 @@ import static dev.ferrite.io.OnDisk.U64;
  * by-length free-space tree key: u32 BE length, u32 BE start block       value: none
  * inode tree                key: u32 BE first group inode of the chunk   value: u64 free mask (bit i: slot i free)
  * free-inode tree           the same records, for the chunks with a free inode only
+ * orphan tree               key: u32 BE group inode (unlinked, still open or being freed)  value: none
  * </pre>
  *
  * Tree ids (the owner in each node's header) are {@code TREE_ID_BASE | group << 8 | kind}: distinct per
  * tree on the volume and disjoint from inode numbers, which later own directory and extent trees.
  */
 final class AgTreeFormat {
-    static final int BNO = 1, CNT = 2, INO = 3, FINO = 4;
+    static final int BNO = 1, CNT = 2, INO = 3, FINO = 4, ORPHAN = 5;
     static final long TREE_ID_BASE = 1L << 62;
 
     private static final ValueLayout.OfInt BE32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);

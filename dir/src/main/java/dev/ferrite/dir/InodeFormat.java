@@ -65,6 +65,11 @@ final class InodeFormat {
         return BLOCK_HEADER + slot * recordSize(blockSize);
     }
 
+    /** Bytes of a record's inline area. */
+    static int inlineCapacity(int blockSize) {
+        return recordSize(blockSize) - INLINE;
+    }
+
     static int mode(MemorySegment b, int rec) {
         return Short.toUnsignedInt(b.get(U16, rec + MODE));
     }

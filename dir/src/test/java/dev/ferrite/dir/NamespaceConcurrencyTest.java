@@ -12,6 +12,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 
 import dev.ferrite.io.MemoryDevice;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -24,11 +25,18 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class NamespaceConcurrencyTest {
     private static final long SEED = Long.getLong("ferrite.seed", 11);
-    private static final int THREADS = 4;
-    private static final int OPS = 1500;
-
     @Test
     void createsRenamesAndUnlinksLoseAndDuplicateNothing() throws Exception {
+        run(4, 1500);
+    }
+
+    @Test
+    @Tag("stress")
+    void eightThreadsLonger() throws Exception {
+        run(8, 10_000);
+    }
+
+    private static void run(int threadCount, int ops) throws Exception {
         try (MemoryDevice dev = MemoryDevice.create(16384, 4096)) {
             Volume.format(dev, VolumeTest.OPTIONS);
             try (Volume v = Volume.open(dev, VolumeTest.OPTIONS)) {
@@ -44,7 +52,7 @@ class NamespaceConcurrencyTest {
                 AtomicBoolean done = new AtomicBoolean();
                 CountDownLatch start = new CountDownLatch(1);
                 List<Thread> threads = new ArrayList<>();
-                for (int t = 0; t < THREADS; t++) {
+                for (int t = 0; t < threadCount; t++) {
                     int id = t;
                     Set<String> s = new HashSet<>(), m = new HashSet<>();
                     shared.add(s);
@@ -54,7 +62,7 @@ class NamespaceConcurrencyTest {
                         Random rnd = new Random(SEED * 31 + id);
                         try {
                             start.await();
-                            for (int i = 0; i < OPS; i++) {
+                            for (int i = 0; i < ops; i++) {
                                 String name = "t" + id + "-" + rnd.nextInt(300);
                                 boolean inShared = rnd.nextBoolean();
                                 Set<String> set = inShared ? s : m;
@@ -129,7 +137,7 @@ class NamespaceConcurrencyTest {
                 for (int i = 0; i < 200; i++) {
                     expectShared.add("stable-" + i);
                 }
-                for (int t = 0; t < THREADS; t++) {
+                for (int t = 0; t < threadCount; t++) {
                     expectShared.addAll(shared.get(t));
                     assertEquals(mine.get(t), names(ns, "/p" + t), "private directory " + t + ", seed " + SEED);
                 }

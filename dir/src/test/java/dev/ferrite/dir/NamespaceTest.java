@@ -293,4 +293,48 @@ class NamespaceTest {
             assertChecked(ns);
         }
     }
+
+    @Test
+    void exhaustionIsNoSpaceWithTheVolumeUnchanged() {
+        try (MemoryDevice dev = MemoryDevice.create(2048, 4096)) {
+            VolumeOptions options = VolumeOptions.defaults().withAgCount(1).withCacheBytes(8L << 20);
+            Volume.format(dev, options);
+            try (Volume v = Volume.open(dev, options)) {
+                Namespace ns = v.namespace();
+                int hogged = (int) v.statfs().freeBlocks() - 400; // leaves room for a few inode chunks and directory blocks
+                long hog = v.allocBlocks(0, hogged);
+                List<String> made = new ArrayList<>();
+                String failed = null;
+                for (int i = 0; failed == null; i++) {
+                    String p = "/d" + i % 4 + "/f" + i;
+                    try {
+                        if (i < 4) {
+                            ns.mkdir("/d" + i, 0755);
+                        }
+                        ns.create(p, 0644, true);
+                        made.add(p);
+                    } catch (dev.ferrite.io.NoSpaceException e) {
+                        failed = p;
+                    }
+                }
+                assertTrue(made.size() > 100, "created " + made.size());
+                assertErrno(Errno.ENOENT, () -> ns.lookup("/d0/none"));
+                VolumeStats full = v.statfs();
+                List<DirEntry> before = ns.list("/d1");
+                String again = failed;
+                assertThrows(dev.ferrite.io.NoSpaceException.class, () -> ns.create(again, 0644, true));
+                assertThrows(dev.ferrite.io.NoSpaceException.class, () -> ns.mkdir("/d1/sub", 0755));
+                assertEquals(full, v.statfs());
+                assertEquals(before, ns.list("/d1"));
+                assertErrno(Errno.ENOENT, () -> ns.lookup(again));
+                v.freeBlocks(hog, hogged);
+                assertChecked(ns);
+                for (int i = 0; i < 10; i++) {
+                    ns.unlink(made.get(made.size() - 1 - i));
+                }
+                ns.create(failed, 0644, true);
+                assertChecked(ns);
+            }
+        }
+    }
 }

@@ -154,7 +154,7 @@ class PosixDifferentialTest {
         return out;
     }
 
-    private static Map<String, String> ferriteTree(Namespace ns, String dir) {
+    static Map<String, String> ferriteTree(Namespace ns, String dir) {
         Map<String, String> out = new TreeMap<>();
         for (DirEntry e : ns.list(dir)) {
             String p = (dir.equals("/") ? "" : dir) + "/" + e.name();
