@@ -16,7 +16,8 @@ import picocli.CommandLine.Spec;
                 "Without a subcommand: the default suite, for now 'device' on a 1 GiB",
                 "temporary file.",
                 ""},
-        subcommands = {DeviceCommand.class, JournalCommand.class, KvCommand.class})
+        subcommands = {DeviceCommand.class, JournalCommand.class, KvCommand.class, MetaCommand.class,
+                DirScaleCommand.class})
 final class BenchCommand implements Callable<Integer> {
     @Mixin
     BenchOptions options;

@@ -16,7 +16,6 @@ import dev.ferrite.perf.bench.KvTarget;
 import dev.ferrite.perf.bench.Machine;
 import dev.ferrite.perf.bench.Result;
 import dev.ferrite.perf.bench.ResultJson;
-import dev.ferrite.perf.bench.ResultTable;
 import dev.ferrite.perf.bench.ScratchFile;
 import dev.ferrite.perf.bench.Storage;
 import picocli.CommandLine.Command;
@@ -48,8 +47,6 @@ import picocli.CommandLine.Spec;
                 "(a tenth of the keys, at most 100,000) runs on each target first.",
                 ""})
 final class KvCommand implements Callable<Integer> {
-    private static final Path SHM = Path.of("/dev/shm");
-
     @Option(names = "--targets", paramLabel = "T", split = ",", defaultValue = "ferrite,rocksdb,lmdb",
             description = "stores to run, in this order: ferrite, rocksdb, lmdb (default: ${DEFAULT-VALUE})")
     List<KvTarget> targets;
@@ -88,12 +85,12 @@ final class KvCommand implements Callable<Integer> {
     public Integer call() throws IOException {
         validate();
         boolean defaultDir = dir == null;
-        Path base = defaultDir ? defaultDir() : dir;
+        Path base = defaultDir ? RunDir.defaultDir() : dir;
         PrintWriter out = spec.commandLine().getOut();
         try (ScratchFile scratch = ScratchFile.directory(base, "ferrite-kv-")) {
             Storage storage = Storage.of(scratch.path());
             out.printf(Locale.ROOT, "dir:     %s (%s, temporary%s)%n", storage.path(), storage.describe(),
-                    defaultDir ? "; default: " + (base.equals(SHM) ? "/dev/shm, RAM-backed" : "java.io.tmpdir") : "");
+                    defaultDir ? "; default: " + (base.startsWith("/dev/shm") ? "/dev/shm, RAM-backed" : "java.io.tmpdir") : "");
             out.printf(Locale.ROOT, "keys:    %,d of 16-40 bytes in hashed order, 64-byte values; threads %s%s%n",
                     keys, threads.stream().map(String::valueOf).collect(Collectors.joining(",")),
                     secondsLimit > 0 ? "; phases stop after " + secondsLimit + " s" : "");
@@ -104,7 +101,7 @@ final class KvCommand implements Callable<Integer> {
             for (Map.Entry<KvTarget, String> e : bench.setups().entrySet()) {
                 out.printf(Locale.ROOT, "%-8s %s%n", e.getKey().label() + ":", e.getValue());
             }
-            printTables(out, results);
+            RunDir.printTables(out, results, targets.stream().map(KvTarget::label).toList());
             out.flush(); // on screen even if the JSON file cannot be written
             if (json.file != null) {
                 ResultJson.write(json.file, machine, results);
@@ -114,27 +111,6 @@ final class KvCommand implements Callable<Integer> {
         }
         out.flush();
         return 0;
-    }
-
-    private static Path defaultDir() {
-        return Files.isDirectory(SHM) && Files.isWritable(SHM) ? SHM : Path.of(System.getProperty("java.io.tmpdir"));
-    }
-
-    /** One table per other target, each beside the first target's rows: the ratio is first over other. */
-    private void printTables(PrintWriter out, List<Result> results) {
-        String first = targets.getFirst().label();
-        if (targets.size() == 1) {
-            out.println();
-            out.print(ResultTable.render(results, ""));
-            return;
-        }
-        for (KvTarget peer : targets.subList(1, targets.size())) {
-            String other = peer.label();
-            out.println();
-            out.println(first + " vs " + other);
-            out.print(ResultTable.render(results.stream()
-                    .filter(r -> r.target().equals(first) || r.target().equals(other)).toList(), other));
-        }
     }
 
     private void validate() {

@@ -1,0 +1,124 @@
+package dev.ferrite.perf;
+
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import java.util.stream.Collectors;
+
+import dev.ferrite.perf.bench.Machine;
+import dev.ferrite.perf.bench.MetaBench;
+import dev.ferrite.perf.bench.Result;
+import dev.ferrite.perf.bench.ResultJson;
+import dev.ferrite.perf.bench.ResultTable;
+import dev.ferrite.perf.bench.ScratchFile;
+import dev.ferrite.perf.bench.Storage;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+
+@Command(name = "meta",
+        description = {
+                "fs_mark-style metadata workload, the same on each target in one run:",
+                "",
+                "  create   each thread creates N/T empty files with hashed names, in its own",
+                "           directory (private) or all in one (shared); then sync",
+                "           (untimed: caches dropped, as by a remount)",
+                "  walk     readdir every directory and stat every entry",
+                "  unlink   each thread removes its files; then sync",
+                "",
+                "Targets: ferrite (a volume on a file in --dir), posix (a directory in --dir),",
+                "posix:DIR (a directory in DIR, e.g. on an XFS or ext4 mount). The table gives",
+                "the first target's rate over each other's. posix drops the kernel's caches",
+                "before the walk when run as root, else walks warm and says so.",
+                ""})
+final class MetaCommand implements Callable<Integer> {
+    @Option(names = "--targets", paramLabel = "T", split = ",", defaultValue = "ferrite,posix",
+            description = "ferrite, posix, posix:DIR, in run order (default: ${DEFAULT-VALUE})")
+    List<String> targets;
+
+    @Option(names = "--files", paramLabel = "N", defaultValue = "1000000",
+            description = "files created, walked and unlinked per run (default: ${DEFAULT-VALUE})")
+    long files;
+
+    @Option(names = "--threads", paramLabel = "N", split = ",", defaultValue = "1,2",
+            description = "thread counts (default: ${DEFAULT-VALUE})")
+    List<Integer> threads;
+
+    @Option(names = "--layout", paramLabel = "L", split = ",", defaultValue = "private,shared",
+            description = "private (a directory per thread), shared (one directory) (default: ${DEFAULT-VALUE})")
+    List<String> layouts;
+
+    @Option(names = "--dir", paramLabel = "DIR",
+            description = "where the ferrite volume file and the posix directory go (default: /dev/shm if it"
+                    + " exists, else java.io.tmpdir)")
+    Path dir;
+
+    @Option(names = "--cache", paramLabel = "SIZE", defaultValue = "1G", converter = ByteSize.Converter.class,
+            description = "Ferrite's buffer cache; K/M/G suffixes (default: ${DEFAULT-VALUE})")
+    long cache;
+
+    @Mixin
+    JsonOption json;
+
+    @Mixin
+    HelpOption help;
+
+    @Spec
+    CommandSpec spec;
+
+    @Override
+    public Integer call() throws IOException {
+        json.validate(spec);
+        List<MetaBench.Layout> ls = layouts.stream().map(this::layout).distinct().toList();
+        if (files < 1 || files > MetaBench.MAX_FILES) {
+            throw new ParameterException(spec.commandLine(), "--files " + files + ": give 1 to " + MetaBench.MAX_FILES);
+        }
+        for (int t : threads) {
+            if (t < 1 || t > MetaBench.MAX_THREADS || t > files) {
+                throw new ParameterException(spec.commandLine(), "--threads " + threads + ": each count must be 1.."
+                        + MetaBench.MAX_THREADS + " and at most --files");
+            }
+        }
+        Path base = dir == null ? RunDir.defaultDir() : RunDir.check(spec, dir);
+        PrintWriter out = spec.commandLine().getOut();
+        try (ScratchFile scratch = ScratchFile.directory(base, "ferrite-meta-")) {
+            List<MetaBench.Target> ts = MetaTargets.parse(spec, targets, scratch.path(), cache);
+            Storage storage = Storage.of(scratch.path());
+            out.printf(Locale.ROOT, "dir:     %s (%s, temporary)%n", storage.path(), storage.describe());
+            out.printf(Locale.ROOT, "files:   %,d; threads %s; layouts %s%n", files,
+                    threads.stream().map(String::valueOf).collect(Collectors.joining(",")),
+                    ls.stream().map(MetaBench.Layout::label).collect(Collectors.joining(",")));
+            out.flush();
+            Machine machine = Machine.collect(storage);
+            MetaBench bench = new MetaBench(ts, files, threads, ls);
+            List<Result> results = bench.run(new ProgressLine(spec.commandLine().getErr()));
+            for (String note : bench.notes()) {
+                out.println(note);
+            }
+            RunDir.printTables(out, results, ts.stream().map(MetaBench.Target::label).toList());
+            out.flush();
+            if (json.file != null) {
+                ResultJson.write(json.file, machine, results);
+                out.println();
+                out.println("results: " + json.file);
+            }
+        }
+        out.flush();
+        return 0;
+    }
+
+    private MetaBench.Layout layout(String s) {
+        return switch (s) {
+            case "private" -> MetaBench.Layout.PRIVATE;
+            case "shared" -> MetaBench.Layout.SHARED;
+            default -> throw new ParameterException(spec.commandLine(), "--layout " + s + ": give private or shared");
+        };
+    }
+}

@@ -1,0 +1,106 @@
+package dev.ferrite.perf.bench;
+
+import java.util.ArrayList;
+import java.util.List;
+
+import org.HdrHistogram.Histogram;
+
+/**
+ * How the create rate holds up as one directory grows: a single thread creates empty files with hashed
+ * names ({@link MetaBench#name}) in one directory, from empty up to {@code max} entries, and the rate is
+ * measured in windows: the window of size {@code P} is the last tenth before {@code P} entries, for
+ * every power of ten {@code P >= 10,000} up to {@code max}, and {@code max} itself. A directory whose
+ * create cost grows with its size (a linear free-space scan, a hash chain) shows as a falling rate;
+ * the report's last-over-first ratio is the figure of merit. An untimed warm-up on a separate
+ * store (a tenth of the creates, at most {@value MetaBench#WARM_UP_FILES}) comes first. Nothing is synced: the measure is the
+ * directory structure, not the log.
+ */
+public final class DirScaleBench {
+    public static final String WORKLOAD = "dirscale";
+    public static final long MIN_MAX = 10_000;
+    public static final long MAX_MAX = 100_000_000;
+
+    private final List<MetaBench.Target> targets;
+    private final long max;
+
+    public DirScaleBench(List<MetaBench.Target> targets, long max) {
+        if (targets.isEmpty()) {
+            throw new IllegalArgumentException("no targets to run");
+        }
+        if (max < MIN_MAX || max > MAX_MAX) {
+            throw new IllegalArgumentException(max + " entries: give " + MIN_MAX + " to " + MAX_MAX);
+        }
+        this.targets = List.copyOf(targets);
+        this.max = max;
+    }
+
+    /** The entry counts at which windows end: 10k, 100k, ... up to {@code max}, and {@code max}. */
+    public static List<Long> windowEnds(long max) {
+        List<Long> ends = new ArrayList<>();
+        for (long p = MIN_MAX; p <= max; p *= 10) {
+            ends.add(p);
+        }
+        if (ends.getLast() != max) {
+            ends.add(max);
+        }
+        return ends;
+    }
+
+    /** The phase name of the window ending at {@code entries}: {@code create@10k}, {@code create@1M}, ... */
+    public static String phase(long entries) {
+        String n = entries % 1_000_000 == 0 ? entries / 1_000_000 + "M"
+                : entries % 1_000 == 0 ? entries / 1_000 + "k" : Long.toString(entries);
+        return "create@" + n;
+    }
+
+    public List<Result> run(Progress progress) {
+        List<Result> results = new ArrayList<>();
+        List<Long> ends = windowEnds(max);
+        for (MetaBench.Target target : targets) {
+            // untimed, on a store of its own: the JIT compiles the create path before the first window
+            long warmUp = Math.min(max / 10, MetaBench.WARM_UP_FILES);
+            try (MetaStore store = target.open().apply(warmUp);
+                 MetaStore.Session s = store.session()) {
+                s.mkdir("warm");
+                for (long i = 0; i < warmUp; i++) {
+                    s.create("warm", MetaBench.name(i));
+                }
+            }
+            try (MetaStore store = target.open().apply(max);
+                 MetaStore.Session s = store.session()) {
+                s.mkdir("big");
+                PhaseTimer timer = new PhaseTimer("dirscale", target.label(), Long.MAX_VALUE / 4, progress);
+                long i = 0;
+                for (long end : ends) {
+                    long windowStart = end - end / 10;
+                    for (; i < windowStart; i++) {
+                        s.create("big", MetaBench.name(i));
+                        if ((i & 1023) == 0) {
+                            timer.running(i, System.nanoTime());
+                        }
+                    }
+                    Histogram h = Result.newHistogram();
+                    long start = System.nanoTime(), now = start;
+                    for (; i < end; i++) {
+                        s.create("big", MetaBench.name(i));
+                        long t = System.nanoTime();
+                        h.recordValue(t - now);
+                        now = t;
+                        if ((i & 1023) == 0) {
+                            timer.running(i, t);
+                        }
+                    }
+                    results.add(Result.of(WORKLOAD, phase(end), target.label(), 1,
+                            h.getTotalCount() * 1e9 / (now - start), MetaBench.UNIT, h));
+                }
+                timer.finish(System.nanoTime());
+                long listed = s.list("big", n -> { });
+                if (listed != max) {
+                    throw new IllegalStateException(target.label() + ": the directory holds " + listed
+                            + " entries after " + max + " creates");
+                }
+            }
+        }
+        return results;
+    }
+}

@@ -1,0 +1,195 @@
+package dev.ferrite.perf.bench;
+
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Consumer;
+
+import dev.ferrite.dir.DirCookie;
+import dev.ferrite.dir.DirEntry;
+import dev.ferrite.dir.DirPage;
+import dev.ferrite.dir.Handle;
+import dev.ferrite.dir.Namespace;
+import dev.ferrite.dir.Volume;
+import dev.ferrite.dir.VolumeOptions;
+import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.DeviceException;
+import dev.ferrite.io.DeviceOptions;
+import dev.ferrite.io.DirectDevice;
+import dev.ferrite.io.Errno;
+import dev.ferrite.io.MappedDevice;
+
+/**
+ * A Ferrite volume formatted on a file in the run's directory (O_DIRECT where the filesystem allows it,
+ * else mapped), driven through the handle API: each session opens its directories once, then creates,
+ * unlinks and reads them by handle; stats go by path, as a walker's would. {@link #sync()} syncs the
+ * volume (forces the log); {@link #coldCache()} closes the volume and opens it again, so the walk starts
+ * from an empty buffer cache and inode cache.
+ */
+final class FerriteMeta implements MetaStore {
+    private static final int BLOCK = DeviceOptions.DEFAULT_BLOCK_SIZE;
+    private static final int PAGE = 1024;
+
+    private final ScratchFile file;
+    private final BlockDevice device;
+    private final String kind;
+    private final VolumeOptions options;
+    private Volume volume;
+    private Namespace ns;
+
+    private FerriteMeta(ScratchFile file, BlockDevice device, String kind, VolumeOptions options) {
+        this.file = file;
+        this.device = device;
+        this.kind = kind;
+        this.options = options;
+        Volume.format(device, options);
+        mount();
+    }
+
+    /** Room for {@code files}: an inode record and a directory entry each, with slack, and a log. */
+    static long deviceBytes(long files) {
+        return Math.max(512L << 20, (files * 2048 + (256L << 20) + (1 << 20) - 1) & -(1L << 20));
+    }
+
+    static FerriteMeta create(Path dir, long files, long cacheBytes) {
+        ScratchFile file = ScratchFile.create(dir, "ferrite-", ".vol");
+        long size = deviceBytes(files);
+        BlockDevice device;
+        String kind;
+        try {
+            device = DirectDevice.open(file.path(), DeviceOptions.defaults().withSize(size));
+            kind = "DirectDevice (O_DIRECT)";
+        } catch (DeviceException e) {
+            if (e.errno() != Errno.EINVAL) {
+                file.close();
+                throw e;
+            }
+            device = MappedDevice.open(file.path(), DeviceOptions.defaults().withSize(size));
+            kind = "MappedDevice (no O_DIRECT here)";
+        }
+        try {
+            return new FerriteMeta(file, device, kind, VolumeOptions.defaults().withCacheBytes(cacheBytes));
+        } catch (RuntimeException e) {
+            device.close();
+            file.close();
+            throw e;
+        }
+    }
+
+    private void mount() {
+        volume = Volume.open(device, options);
+        ns = volume.namespace();
+    }
+
+    @Override
+    public String describe() {
+        return "volume on " + file.path() + ", " + kind + ", " + KvBench.size(device.size()) + ", "
+                + volume.statfs().agCount() + " allocation groups, cache "
+                + KvBench.size(options.cacheBytes()) + "; a transaction per operation, sync at phase end";
+    }
+
+    @Override
+    public Session session() {
+        return new FerriteSession();
+    }
+
+    @Override
+    public void sync() {
+        volume.sync();
+    }
+
+    @Override
+    public String coldCache() {
+        volume.close();
+        mount();
+        return "volume closed and opened again (empty buffer and inode caches)";
+    }
+
+    @Override
+    public void check() {
+        List<String> problems = ns.check();
+        if (!problems.isEmpty()) {
+            throw new IllegalStateException("ferrite check found " + problems.size() + " problems: "
+                    + problems.subList(0, Math.min(10, problems.size())));
+        }
+    }
+
+    @Override
+    public void close() {
+        try {
+            volume.close();
+        } finally {
+            device.close();
+            file.close();
+        }
+    }
+
+    private final class FerriteSession implements Session {
+        private final Map<String, Handle> dirs = new HashMap<>();
+        private final Handle root = ns.openRoot();
+
+        private Handle dir(String name) {
+            Handle h = dirs.get(name);
+            if (h == null) {
+                h = ns.lookup(root, name);
+                dirs.put(name, h);
+            }
+            return h;
+        }
+
+        @Override
+        public void mkdir(String dir) {
+            dirs.put(dir, ns.mkdir(root, dir, 0755));
+        }
+
+        @Override
+        public void create(String dir, String name) {
+            ns.create(dir(dir), name, 0644, true).close();
+        }
+
+        @Override
+        public long list(String dir, Consumer<String> names) {
+            Handle d = dir(dir);
+            long n = 0;
+            for (DirCookie c = DirCookie.START; ; ) {
+                DirPage page = ns.readdir(d, c, PAGE);
+                for (DirEntry e : page.entries()) {
+                    names.accept(e.name());
+                    n++;
+                }
+                if (page.end()) {
+                    return n;
+                }
+                c = page.next();
+            }
+        }
+
+        @Override
+        public long stat(String dir, String name) {
+            return ns.stat("/" + dir + "/" + name).size();
+        }
+
+        @Override
+        public void unlink(String dir, String name) {
+            ns.unlink(dir(dir), name);
+        }
+
+        @Override
+        public void rmdir(String dir) {
+            Handle h = dirs.remove(dir);
+            if (h != null) {
+                h.close();
+            }
+            ns.rmdir(root, dir);
+        }
+
+        @Override
+        public void close() {
+            for (Handle h : dirs.values()) {
+                h.close();
+            }
+            root.close();
+        }
+    }
+}

@@ -1,0 +1,384 @@
+package dev.ferrite.perf.bench;
+
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Function;
+
+import org.HdrHistogram.Histogram;
+
+/**
+ * The fs_mark-style metadata workload, run the same way on each target in one run:
+ * <ol>
+ *   <li>{@code create}: every thread creates its share of N empty files with hashed names (16 hex
+ *       digits), in a directory of its own ({@link Layout#PRIVATE}) or all in one ({@link Layout#SHARED});
+ *       the phase ends with a sync;</li>
+ *   <li>(untimed) the store's caches are dropped, as by a remount;</li>
+ *   <li>{@code walk}: every directory is read and every entry stat'ed. Private: each thread walks its
+ *       own directory. Shared: one thread reads the directory and hands out the names in chunks, all
+ *       threads stat them;</li>
+ *   <li>{@code unlink}: every thread removes the files it created; the phase ends with a sync.</li>
+ * </ol>
+ * An untimed warm-up (a tenth of the files, at most {@value #WARM_UP_FILES}, one thread) runs on each
+ * target first. Rates are operations (walk: entries) over the phase's wall time including its sync; latencies are per
+ * operation (walk: per entry, the listing's time spread over its entries). Checks, untimed: the walk
+ * sees every file once and nothing else, every stat finds a zero-length file, the directories are
+ * empty after the unlinks, and the store's own checker runs after the creates and the unlinks.
+ */
+public final class MetaBench {
+    public static final String WORKLOAD = "meta";
+    public static final String CREATE = "create";
+    public static final String WALK = "walk";
+    public static final String UNLINK = "unlink";
+    public static final String UNIT = "ops/s";
+    public static final long MAX_FILES = 1L << 31;
+    public static final int MAX_THREADS = 64;
+    private static final int CHUNK = 512;
+    private static final int PAD = 16;
+    /** Untimed warm-up files per target (a tenth of the run's, at most this many), so no target pays for the JIT. */
+    static final long WARM_UP_FILES = 50_000;
+    private static final HexFormat HEX = HexFormat.of();
+
+    /** Where the threads' files go. */
+    public enum Layout {
+        PRIVATE, SHARED;
+
+        public String label() {
+            return name().toLowerCase(Locale.ROOT);
+        }
+    }
+
+    /** A store to run on, and the name its results carry. */
+    public record Target(String label, Function<Long, MetaStore> open) {
+    }
+
+    private final List<Target> targets;
+    private final long files;
+    private final List<Integer> threads;
+    private final List<Layout> layouts;
+    private final List<String> notes = new ArrayList<>();
+
+    public MetaBench(List<Target> targets, long files, List<Integer> threads, List<Layout> layouts) {
+        if (targets.isEmpty() || threads.isEmpty() || layouts.isEmpty()) {
+            throw new IllegalArgumentException("no targets, thread counts or layouts to run");
+        }
+        if (files < 1 || files > MAX_FILES) {
+            throw new IllegalArgumentException(files + " files: give 1 to " + MAX_FILES);
+        }
+        for (int t : threads) {
+            if (t < 1 || t > MAX_THREADS || t > files) {
+                throw new IllegalArgumentException(t + " threads: give 1 to " + MAX_THREADS + ", and no more than files");
+            }
+        }
+        this.targets = List.copyOf(targets);
+        this.files = files;
+        this.threads = List.copyOf(threads);
+        this.layouts = List.copyOf(layouts);
+    }
+
+    /** File {@code i}'s name: a bijective hash of the index, so names are unique and arrive in no order. */
+    static String name(long i) {
+        return HEX.toHexDigits(KvKeys.mix(i));
+    }
+
+    /** Runs every layout at every thread count on every target, in that nesting; returns the results. */
+    public List<Result> run(Progress progress) {
+        long warmUp = Math.min(files / 10, WARM_UP_FILES);
+        if (warmUp > 0) {
+            for (Target target : targets) {
+                try (MetaStore store = target.open().apply(warmUp)) {
+                    new Run(store, target.label(), warmUp, Layout.PRIVATE, 1, true, progress).phases();
+                }
+            }
+        }
+        List<Result> results = new ArrayList<>();
+        for (Layout layout : layouts) {
+            for (int t : threads) {
+                for (Target target : targets) {
+                    try (MetaStore store = target.open().apply(files)) {
+                        results.addAll(new Run(store, target.label(), files, layout, t, false, progress).phases());
+                    }
+                }
+            }
+        }
+        return results;
+    }
+
+    /** How each target was set up and how its caches were dropped, one line each, in run order. */
+    public List<String> notes() {
+        return List.copyOf(notes);
+    }
+
+    private final class Run {
+        private final MetaStore store;
+        private final String target;
+        private final long files;
+        private final Layout layout;
+        private final int threads;
+        private final boolean warmUp;
+        private final Progress progress;
+
+        Run(MetaStore store, String target, long files, Layout layout, int threads, boolean warmUp, Progress progress) {
+            this.store = store;
+            this.target = target;
+            this.files = files;
+            this.layout = layout;
+            this.threads = threads;
+            this.warmUp = warmUp;
+            this.progress = progress;
+        }
+
+        String dir(int id) {
+            return layout == Layout.SHARED ? "shared" : "d" + id;
+        }
+
+        long start(int id) {
+            return KvKeys.sliceStart(files, id, threads);
+        }
+
+        List<Result> phases() {
+            try (MetaStore.Session s = store.session()) {
+                for (int id = 0; id < (layout == Layout.SHARED ? 1 : threads); id++) {
+                    s.mkdir(dir(id));
+                }
+            }
+            List<Result> results = new ArrayList<>();
+            results.add(phase(CREATE, true, this::create));
+            store.check();
+            String cold = store.coldCache();
+            String note = target + " " + layout.label() + " x" + threads + ": " + store.describe() + "; walk: " + cold;
+            if (!warmUp && !notes.contains(note)) {
+                notes.add(note);
+            }
+            results.add(phase(WALK, false, layout == Layout.SHARED && threads > 1 ? sharedWalk() : this::walk));
+            results.add(phase(UNLINK, true, this::unlink));
+            try (MetaStore.Session s = store.session()) {
+                for (int id = 0; id < (layout == Layout.SHARED ? 1 : threads); id++) {
+                    long left = s.list(dir(id), n -> { });
+                    if (left != 0) {
+                        throw new IllegalStateException(target + ": " + left + " entries left in " + dir(id) + " after the unlinks");
+                    }
+                    s.rmdir(dir(id));
+                }
+            }
+            store.check();
+            return results;
+        }
+
+        private void create(int id, MetaStore.Session s, Histogram h, Phase p) {
+            String dir = dir(id);
+            long lo = start(id), hi = start(id + 1);
+            long now = System.nanoTime();
+            for (long i = lo; i < hi; i++) {
+                s.create(dir, name(i));
+                long t = System.nanoTime();
+                h.recordValue(t - now);
+                now = t;
+                p.done(id, i + 1 - lo);
+            }
+        }
+
+        private void unlink(int id, MetaStore.Session s, Histogram h, Phase p) {
+            String dir = dir(id);
+            long lo = start(id), hi = start(id + 1);
+            long now = System.nanoTime();
+            for (long i = lo; i < hi; i++) {
+                s.unlink(dir, name(i));
+                long t = System.nanoTime();
+                h.recordValue(t - now);
+                now = t;
+                p.done(id, i + 1 - lo);
+            }
+        }
+
+        /** Each thread lists its own directory and stats every entry as it comes. */
+        private void walk(int id, MetaStore.Session s, Histogram h, Phase p) {
+            String dir = dir(id);
+            long expect = layout == Layout.SHARED ? files : start(id + 1) - start(id);
+            long[] seen = {0, System.nanoTime()};
+            long listed = s.list(dir, name -> {
+                statOne(s, dir, name);
+                long t = System.nanoTime();
+                h.recordValue(t - seen[1]);
+                seen[1] = t;
+                p.done(id, ++seen[0]);
+            });
+            checkWalk(dir, listed, seen[0], expect);
+        }
+
+        /** Thread 0 lists the one directory into a queue in chunks; every other thread stats from it. */
+        private Worker sharedWalk() {
+            BlockingQueue<String[]> queue = new ArrayBlockingQueue<>(1024);
+            String[] end = new String[0];
+            long[] listed = new long[1];
+            return (id, s, h, p) -> {
+                String dir = dir(0);
+                long done = 0;
+                long now = System.nanoTime();
+                if (id == 0) {
+                    String[][] chunk = {new String[CHUNK]};
+                    int[] fill = {0};
+                    listed[0] = s.list(dir, name -> {
+                        chunk[0][fill[0]++] = name;
+                        if (fill[0] == CHUNK) {
+                            put(queue, chunk[0]);
+                            chunk[0] = new String[CHUNK];
+                            fill[0] = 0;
+                        }
+                    });
+                    if (fill[0] > 0) {
+                        String[] last = new String[fill[0]];
+                        System.arraycopy(chunk[0], 0, last, 0, fill[0]);
+                        put(queue, last);
+                    }
+                    for (int i = 1; i < threads; i++) {
+                        put(queue, end);
+                    }
+                    p.listed = listed[0];
+                    return;
+                }
+                while (true) {
+                    String[] names = take(queue);
+                    if (names == end) {
+                        break;
+                    }
+                    for (String name : names) {
+                        statOne(s, dir, name);
+                        long t = System.nanoTime();
+                        h.recordValue(t - now);
+                        now = t;
+                        p.done(id, ++done);
+                    }
+                }
+            };
+        }
+
+        private void statOne(MetaStore.Session s, String dir, String name) {
+            long size = s.stat(dir, name);
+            if (size != 0) {
+                throw new IllegalStateException(target + ": " + dir + "/" + name + " has " + size + " bytes, expected an empty file");
+            }
+        }
+
+        private void checkWalk(String dir, long listed, long statted, long expect) {
+            if (listed != expect || statted != expect) {
+                throw new IllegalStateException(target + ": the walk of " + dir + " listed " + listed + " and stat'ed "
+                        + statted + " entries, expected " + expect);
+            }
+        }
+
+        private Result phase(String phase, boolean sync, Worker worker) {
+            Phase p = new Phase(threads);
+            Histogram[] hs = new Histogram[threads];
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            CountDownLatch finished = new CountDownLatch(threads);
+            String shown = (warmUp ? "warm-up " : "") + phase + " " + layout.label() + (threads == 1 ? "" : " x" + threads);
+            PhaseTimer timer = new PhaseTimer(shown, target, Long.MAX_VALUE / 4, progress);
+            List<Thread> running = new ArrayList<>();
+            for (int i = 0; i < threads; i++) {
+                int id = i;
+                hs[id] = Result.newHistogram();
+                Thread t = new Thread(() -> {
+                    try (MetaStore.Session s = store.session()) {
+                        worker.run(id, s, hs[id], p);
+                    } catch (Throwable e) {
+                        failure.compareAndSet(null, e);
+                    } finally {
+                        finished.countDown();
+                    }
+                }, "meta-" + target + "-" + phase + "-" + i);
+                running.add(t);
+                t.start();
+            }
+            try {
+                while (!finished.await(20, TimeUnit.MILLISECONDS)) {
+                    timer.running(p.total(), System.nanoTime());
+                    if (failure.get() != null) {
+                        for (Thread t : running) {
+                            t.interrupt(); // a shared-walk thread may wait on the queue for a lister that died
+                        }
+                    }
+                }
+                for (Thread t : running) {
+                    t.join();
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted during " + phase + " on " + target, e);
+            }
+            if (failure.get() != null) {
+                timer.finish(System.nanoTime());
+                Throwable e = failure.get();
+                throw new IllegalStateException(phase + " (" + layout.label() + ") on " + target + " with " + threads
+                        + " threads failed: " + e, e);
+            }
+            if (sync) {
+                store.sync();
+            }
+            long elapsed = timer.finish(System.nanoTime());
+            Histogram all = Result.newHistogram();
+            for (Histogram h : hs) {
+                all.add(h);
+            }
+            if (phase.equals(WALK) && layout == Layout.SHARED && threads > 1) {
+                checkWalk(dir(0), p.listed, all.getTotalCount(), files);
+            }
+            return Result.of(WORKLOAD, phase + "-" + layout.label(), target, threads,
+                    all.getTotalCount() * 1e9 / elapsed, UNIT, all);
+        }
+    }
+
+    private static void put(BlockingQueue<String[]> queue, String[] chunk) {
+        try {
+            queue.put(chunk);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while handing out names", e);
+        }
+    }
+
+    private static String[] take(BlockingQueue<String[]> queue) {
+        try {
+            return queue.take();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while waiting for names", e);
+        }
+    }
+
+    private interface Worker {
+        void run(int id, MetaStore.Session session, Histogram latencies, Phase phase);
+    }
+
+    private static final class Phase {
+        private final AtomicLongArray done;
+        private final int threads;
+        /** Entries the shared walk's lister read: written by it before its thread ends, read after the join. */
+        long listed;
+
+        Phase(int threads) {
+            this.threads = threads;
+            this.done = new AtomicLongArray(threads * PAD);
+        }
+
+        void done(int id, long ops) {
+            done.setOpaque(id * PAD, ops);
+        }
+
+        long total() {
+            long sum = 0;
+            for (int i = 0; i < threads; i++) {
+                sum += done.getOpaque(i * PAD);
+            }
+            return sum;
+        }
+    }
+}

@@ -1,0 +1,139 @@
+package dev.ferrite.perf.bench;
+
+import java.nio.file.Path;
+import java.util.List;
+import java.util.function.Consumer;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class MetaBenchTest {
+    @TempDir
+    Path dir;
+
+    private MetaBench.Target posix(String label) {
+        return new MetaBench.Target(label, files -> PosixMeta.in(dir));
+    }
+
+    @Test
+    void everyPhaseOnEveryLayoutAndThreadCount() {
+        MetaBench bench = new MetaBench(List.of(posix("posix")), 3_000, List.of(1, 2),
+                List.of(MetaBench.Layout.PRIVATE, MetaBench.Layout.SHARED));
+        List<Result> results = bench.run(Progress.NONE);
+        assertEquals(2 * 2 * 3, results.size());
+        for (Result r : results) {
+            assertEquals(3_000, r.n(), r.toString());
+            assertTrue(r.rate() > 0, r.toString());
+        }
+        assertEquals(List.of("create-private", "walk-private", "unlink-private"),
+                results.subList(0, 3).stream().map(Result::phase).toList());
+        assertEquals(4, bench.notes().size());
+    }
+
+    @Test
+    void ferriteVolume() {
+        MetaBench bench = new MetaBench(List.of(MetaStores.ferrite(dir, 64L << 20)), 1_000,
+                List.of(1, 2), List.of(MetaBench.Layout.PRIVATE, MetaBench.Layout.SHARED));
+        List<Result> results = bench.run(Progress.NONE);
+        assertEquals(2 * 2 * 3, results.size());
+        assertTrue(results.stream().allMatch(r -> r.n() == 1_000), results.toString());
+        assertTrue(bench.notes().stream().anyMatch(n -> n.startsWith("ferrite") && n.contains("closed and opened again")),
+                bench.notes().toString());
+    }
+
+    @Test
+    void aWalkThatMissesAnEntryFailsTheRun() {
+        MetaBench.Target lossy = new MetaBench.Target("lossy", files -> new Lossy(PosixMeta.in(dir)));
+        MetaBench bench = new MetaBench(List.of(lossy), 100, List.of(1), List.of(MetaBench.Layout.PRIVATE));
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> bench.run(Progress.NONE));
+        assertTrue(e.getMessage().matches("(?s).*the walk of d0 listed (\\d+) and stat'ed \\1 entries, expected .*"), e.getMessage());
+    }
+
+    @Test
+    void dirScaleReportsAWindowPerDecade() {
+        assertEquals(List.of(10_000L, 100_000L, 250_000L), DirScaleBench.windowEnds(250_000));
+        assertEquals("create@10M", DirScaleBench.phase(10_000_000));
+        List<Result> results = new DirScaleBench(List.of(posix("posix")), 10_000).run(Progress.NONE);
+        assertEquals(1, results.size());
+        assertEquals("create@10k", results.getFirst().phase());
+        assertEquals(1_000, results.getFirst().n());
+    }
+
+    /** Hides the first entry of every listing. */
+    private record Lossy(MetaStore inner) implements MetaStore {
+        @Override
+        public String describe() {
+            return inner.describe();
+        }
+
+        @Override
+        public Session session() {
+            Session s = inner.session();
+            return new Session() {
+                @Override
+                public void mkdir(String d) {
+                    s.mkdir(d);
+                }
+
+                @Override
+                public void create(String d, String name) {
+                    s.create(d, name);
+                }
+
+                @Override
+                public long list(String d, Consumer<String> names) {
+                    boolean[] first = {true};
+                    return s.list(d, n -> {
+                        if (!first[0]) {
+                            names.accept(n);
+                        }
+                        first[0] = false;
+                    }) - 1;
+                }
+
+                @Override
+                public long stat(String d, String name) {
+                    return s.stat(d, name);
+                }
+
+                @Override
+                public void unlink(String d, String name) {
+                    s.unlink(d, name);
+                }
+
+                @Override
+                public void rmdir(String d) {
+                    s.rmdir(d);
+                }
+
+                @Override
+                public void close() {
+                    s.close();
+                }
+            };
+        }
+
+        @Override
+        public void sync() {
+            inner.sync();
+        }
+
+        @Override
+        public String coldCache() {
+            return "warm";
+        }
+
+        @Override
+        public void check() {
+        }
+
+        @Override
+        public void close() {
+            inner.close();
+        }
+    }
+}
