@@ -513,7 +513,7 @@ public final class Namespace {
         }
     }
 
-    private String readlinkIno(long ino) {
+    String readlinkIno(long ino) {
         byte[] target = readRecord(ino, (b, rec) -> {
             if (InodeFormat.type(b, rec) != S_IFLNK) {
                 return null;
@@ -621,7 +621,7 @@ public final class Namespace {
         }
     }
 
-    private DirPage readdirIno(long dir, DirCookie after, int max) {
+    DirPage readdirIno(long dir, DirCookie after, int max) {
         if (max < 1) {
             throw new NamespaceException(Errno.EINVAL, "readdir of " + max + " entries");
         }

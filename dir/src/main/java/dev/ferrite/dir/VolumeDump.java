@@ -1,0 +1,239 @@
+package dev.ferrite.dir;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.time.Instant;
+import java.util.HexFormat;
+
+import dev.ferrite.btree.BTreeDump;
+import dev.ferrite.btree.BlockHeaderFormat;
+import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.InvalidArgumentException;
+import dev.ferrite.journal.Lsn;
+
+/**
+ * Readable dumps of a volume's on-disk structures, for {@code ferrite dump} (a small xfs_db): the
+ * superblock copies and any block, read raw and described whatever state it is in; an inode or a path
+ * through a mounted volume. Nothing here writes.
+ */
+public final class VolumeDump {
+    private static final HexFormat HEX = HexFormat.of();
+    private static final int ENTRIES_SHOWN = 32;
+    private static final int RAW_BYTES_SHOWN = 128;
+
+    private VolumeDump() {
+    }
+
+    /** Both superblock copies: whether each verifies, and what the primary (or else the mirror) says. */
+    public static String superblock(BlockDevice device) {
+        StringBuilder sb = new StringBuilder();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment b = arena.allocate(device.blockSize(), BlockDevice.BUFFER_ALIGNMENT);
+            boolean shown = false;
+            for (long copy : new long[] {SuperblockFormat.PRIMARY, SuperblockFormat.MIRROR}) {
+                device.read(copy, b);
+                String problem = superblockProblem(b, copy);
+                sb.append(copy == SuperblockFormat.PRIMARY ? "primary" : "mirror").append(" superblock (block ")
+                        .append(copy).append("): ").append(problem == null ? "valid" : problem).append('\n');
+                if (problem == null && !shown) {
+                    superblockFields(b, sb);
+                    shown = true;
+                }
+            }
+        }
+        return sb.toString();
+    }
+
+    /** Block {@code block} read raw: its header, then what its magic says it is. */
+    public static String block(BlockDevice device, long block) {
+        if (block < 0 || block >= device.blockCount()) {
+            throw new InvalidArgumentException("block " + block + " is outside the device's " + device.blockCount() + " blocks");
+        }
+        StringBuilder sb = new StringBuilder();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment b = arena.allocate(device.blockSize(), BlockDevice.BUFFER_ALIGNMENT);
+            long[] log = logRegion(device, b);
+            if (block >= log[0] && block < log[1]) {
+                sb.append("block ").append(block).append(": in the log region [").append(log[0]).append(", ")
+                        .append(log[1]).append(") (the anchor and log records; the journal verifies them on recovery)\n");
+                return sb.toString();
+            }
+            device.read(block, b);
+            int magic = BlockHeaderFormat.magic(b);
+            sb.append("block ").append(block).append(": magic ").append(magicText(magic))
+                    .append(", says block ").append(BlockHeaderFormat.blockNo(b))
+                    .append(BlockHeaderFormat.blockNo(b) == block ? "" : " (MISPLACED)")
+                    .append(", owner ").append(BlockHeaderFormat.owner(b))
+                    .append(", lsn ").append(lsn(BlockHeaderFormat.lsn(b)))
+                    .append(", crc32c ").append(BlockHeaderFormat.checksumValid(b) ? "valid" : "INVALID").append('\n');
+            if (magic == SuperblockFormat.MAGIC) {
+                superblockFields(b, sb);
+            } else if (magic == AgHeaderFormat.AGF_MAGIC) {
+                sb.append("allocation group ").append(AgHeaderFormat.u32(b, AgHeaderFormat.AG_NUMBER))
+                        .append(" free-space header (AGF): ").append(AgHeaderFormat.u32(b, AgHeaderFormat.AG_LENGTH))
+                        .append(" blocks, ").append(AgHeaderFormat.u64(b, AgHeaderFormat.FREE_BLOCKS))
+                        .append(" free in the trees, by-start tree header at group block ")
+                        .append(AgHeaderFormat.u32(b, AgHeaderFormat.BNO_TREE)).append(", by-length at ")
+                        .append(AgHeaderFormat.u32(b, AgHeaderFormat.CNT_TREE)).append(", free list of ")
+                        .append(AgHeaderFormat.u32(b, AgHeaderFormat.AGF_LIST_COUNT)).append('\n');
+            } else if (magic == AgHeaderFormat.AGI_MAGIC) {
+                sb.append("allocation group ").append(AgHeaderFormat.u32(b, AgHeaderFormat.AG_NUMBER))
+                        .append(" inode header (AGI): ").append(AgHeaderFormat.u64(b, AgHeaderFormat.INODES))
+                        .append(" inodes, ").append(AgHeaderFormat.u64(b, AgHeaderFormat.FREE_INODES))
+                        .append(" free, inode tree header at group block ").append(AgHeaderFormat.u32(b, AgHeaderFormat.INO_TREE))
+                        .append(", free-inode tree at ").append(AgHeaderFormat.u32(b, AgHeaderFormat.FINO_TREE))
+                        .append(", orphan tree at ").append(AgHeaderFormat.u32(b, AgHeaderFormat.ORPHAN_TREE))
+                        .append(", free list of ").append(AgHeaderFormat.u32(b, AgHeaderFormat.AGI_LIST_COUNT)).append('\n');
+            } else if (magic == InodeFormat.MAGIC) {
+                inodeBlock(b, sb);
+            } else if (BTreeDump.isTreeBlock(b)) {
+                sb.append(BTreeDump.describe(b));
+            } else {
+                sb.append("not a Ferrite metadata block (a log block, a free block, or damaged); first ")
+                        .append(RAW_BYTES_SHOWN).append(" bytes:\n");
+                MemorySegment head = b.asSlice(0, Math.min(RAW_BYTES_SHOWN, b.byteSize()));
+                byte[] bytes = head.toArray(ValueLayout.JAVA_BYTE);
+                for (int off = 0; off < bytes.length; off += 32) {
+                    sb.append(String.format("  %04x  ", off)).append(HEX.formatHex(bytes, off, Math.min(bytes.length, off + 32))).append('\n');
+                }
+            }
+        }
+        return sb.toString();
+    }
+
+    /** Inode {@code ino} of a mounted volume: where it lives, its attributes, and a directory's size. */
+    public static String inode(Volume volume, long ino) {
+        Geometry g = volume.geometry();
+        if (!g.isValidInode(ino)) {
+            throw new InvalidArgumentException("inode " + ino + " names no inode slot of this volume");
+        }
+        InodeStat s = volume.stat(ino);
+        StringBuilder sb = new StringBuilder();
+        sb.append("inode ").append(ino).append(": group ").append(g.agOfInode(ino)).append(", block ")
+                .append(g.inodeBlock(ino)).append(", slot ").append(Geometry.inodeSlot(ino)).append('\n');
+        sb.append("  type ").append(type(s)).append(", mode ").append(Integer.toOctalString(s.mode() & 07777))
+                .append(", uid ").append(s.uid()).append(", gid ").append(s.gid()).append(", links ").append(s.nlink())
+                .append(", size ").append(s.size()).append('\n');
+        sb.append("  mtime ").append(time(s.mtimeNanos())).append(", ctime ").append(time(s.ctimeNanos()))
+                .append(", atime ").append(time(s.atimeNanos())).append('\n');
+        if (s.isDirectory()) {
+            Namespace ns = volume.namespace();
+            long entries = 0;
+            StringBuilder shown = new StringBuilder();
+            DirCookie c = DirCookie.START;
+            for (;;) {
+                DirPage page = ns.readdirIno(ino, c, 1024);
+                for (DirEntry e : page.entries()) {
+                    if (entries++ < ENTRIES_SHOWN) {
+                        shown.append("    ").append(e.name()).append(" -> inode ").append(e.ino())
+                                .append(e.isDirectory() ? " (directory)" : "").append('\n');
+                    }
+                }
+                if (page.end()) {
+                    break;
+                }
+                c = page.next();
+            }
+            sb.append("  directory of ").append(entries).append(" entries").append(entries > ENTRIES_SHOWN
+                    ? ", the first " + ENTRIES_SHOWN + " in hash order:\n" : ":\n").append(shown);
+        } else if (s.isSymlink()) {
+            sb.append("  symlink to ").append(volume.namespace().readlinkIno(ino)).append('\n');
+        }
+        return sb.toString();
+    }
+
+    /** What {@code path} names (a final symlink itself, not followed), as {@link #inode}. */
+    public static String path(Volume volume, String path) {
+        return path + ":\n" + inode(volume, volume.namespace().lstat(path).ino());
+    }
+
+    /** The log's blocks as the first valid superblock copy gives them, or an empty range. */
+    private static long[] logRegion(BlockDevice device, MemorySegment scratch) {
+        for (long copy : new long[] {SuperblockFormat.PRIMARY, SuperblockFormat.MIRROR}) {
+            device.read(copy, scratch);
+            if (superblockProblem(scratch, copy) == null) {
+                try {
+                    Geometry g = SuperblockFormat.read(scratch).geometry();
+                    return new long[] {g.logStart(), g.logStart() + g.logBlocks()};
+                } catch (RuntimeException inconsistent) {
+                    // try the other copy
+                }
+            }
+        }
+        return new long[] {0, 0};
+    }
+
+    private static String superblockProblem(MemorySegment b, long blockNo) {
+        if (SuperblockFormat.magic(b) != SuperblockFormat.MAGIC) {
+            return "no Ferrite superblock (magic " + magicText(SuperblockFormat.magic(b)) + ")";
+        }
+        if (!BlockHeaderFormat.checksumValid(b)) {
+            return "DAMAGED (crc32c mismatch)";
+        }
+        if (BlockHeaderFormat.blockNo(b) != blockNo) {
+            return "DAMAGED (says it is block " + BlockHeaderFormat.blockNo(b) + ")";
+        }
+        return null;
+    }
+
+    private static void superblockFields(MemorySegment b, StringBuilder sb) {
+        try {
+            SuperblockFormat.Fields f = SuperblockFormat.read(b);
+            Geometry g = f.geometry();
+            sb.append("  version ").append(f.version()).append(", uuid ").append(f.uuid())
+                    .append(", ").append(f.clean() ? "clean" : "NOT unmounted cleanly (mounted, or crashed)")
+                    .append(", mounted ").append(f.mounts()).append(" times\n");
+            sb.append("  ").append(g.deviceBlocks()).append(" blocks of ").append(g.blockSize()).append(" bytes; log blocks [")
+                    .append(g.logStart()).append(", ").append(g.logStart() + g.logBlocks()).append("); ")
+                    .append(g.agCount()).append(" allocation groups of ").append(g.agBlocks()).append(" blocks from block ")
+                    .append(g.dataStart()).append("; inodes of ").append(g.inodeSize()).append(" bytes\n");
+            sb.append("  counters at last unmount: ").append(f.freeBlocks()).append(" free blocks, ")
+                    .append(f.inodes()).append(" inodes, ").append(f.freeInodes()).append(" free; root inode ")
+                    .append(f.rootInode()).append("; features compat 0x").append(Long.toHexString(f.compat()))
+                    .append(", incompat 0x").append(Long.toHexString(f.incompat())).append('\n');
+        } catch (RuntimeException e) {
+            sb.append("  fields inconsistent: ").append(e.getMessage()).append('\n');
+        }
+    }
+
+    private static void inodeBlock(MemorySegment b, StringBuilder sb) {
+        int bs = (int) b.byteSize();
+        int slots = (bs - InodeFormat.BLOCK_HEADER) / InodeFormat.recordSize(bs);
+        sb.append("inode block: ").append(slots).append(" slots\n");
+        for (int slot = 0; slot < slots; slot++) {
+            int rec = InodeFormat.recordOffset(bs, slot);
+            int mode = InodeFormat.mode(b, rec);
+            sb.append("  slot ").append(slot).append(": ");
+            if (mode == 0) {
+                sb.append("free (generation ").append(InodeFormat.generation(b, rec)).append(")\n");
+            } else {
+                InodeStat s = InodeFormat.stat(0, b, rec);
+                sb.append(type(s)).append(", links ").append(s.nlink()).append(", size ").append(s.size())
+                        .append(", generation ").append(InodeFormat.generation(b, rec)).append('\n');
+            }
+        }
+    }
+
+    private static String type(InodeStat s) {
+        return s.isDirectory() ? "directory" : s.isRegularFile() ? "regular file" : s.isSymlink() ? "symlink"
+                : "type 0x" + Integer.toHexString(s.mode() & InodeStat.S_IFMT);
+    }
+
+    private static String magicText(int magic) {
+        StringBuilder t = new StringBuilder("'");
+        for (int i = 0; i < 4; i++) {
+            char c = (char) ((magic >>> (8 * i)) & 0xFF);
+            t.append(c >= 0x20 && c < 0x7F ? c : '.');
+        }
+        return t.append("' (0x").append(Integer.toHexString(magic)).append(')').toString();
+    }
+
+    private static String lsn(long lsn) {
+        return Lsn.cycle(lsn) + ":" + Lsn.block(lsn);
+    }
+
+    private static String time(long nanos) {
+        return Instant.ofEpochSecond(0, nanos).toString();
+    }
+}

@@ -1,0 +1,65 @@
+package dev.ferrite.perf;
+
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.Callable;
+
+import dev.ferrite.dir.MountReport;
+import dev.ferrite.dir.Volume;
+import dev.ferrite.dir.VolumeOptions;
+import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.DeviceOptions;
+import dev.ferrite.io.FerriteException;
+import dev.ferrite.io.OverlayDevice;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+
+@Command(name = "check", description = {
+        "Checks the Ferrite volume on DEVICE without changing it: superblock copies, allocation group",
+        "headers, every B-tree, free space against used space, inodes against directory entries and link",
+        "counts, orphans, counters. A log left by a crash is replayed in memory only. Prints every",
+        "problem found. Exit status: 0 clean, 1 problems found or the volume cannot be read, 2 usage.",
+        "A volume in use by another process is refused.", ""})
+final class CheckCommand implements Callable<Integer> {
+    @Parameters(paramLabel = "DEVICE", description = "file or block device holding a volume")
+    Path device;
+
+    @Mixin
+    HelpOption help;
+
+    @Spec
+    CommandSpec spec;
+
+    @Override
+    public Integer call() {
+        PrintWriter out = spec.commandLine().getOut();
+        try (BlockDevice dev = VolumeDevices.open(device, DeviceOptions.defaults().withReadOnly(true));
+             OverlayDevice view = OverlayDevice.over(dev)) {
+            List<String> problems;
+            MountReport report;
+            try (Volume v = Volume.open(view, VolumeOptions.defaults().withCacheBytes(64L << 20))) {
+                report = v.mountReport();
+                problems = v.namespace().check();
+            } catch (FerriteException e) {
+                out.println(device + ": cannot be checked: " + e.getMessage());
+                out.flush();
+                return 1;
+            }
+            for (String note : report.notes()) {
+                out.println(device + ": " + note);
+            }
+            for (String p : problems) {
+                out.println(device + ": " + p);
+            }
+            out.println(device + ": " + (problems.isEmpty() ? "clean" : problems.size() + " problems")
+                    + (view.blocksWritten() > 0 ? " (recovery and mount wrote " + view.blocksWritten()
+                    + " blocks, in memory only; the device is unchanged)" : ""));
+            out.flush();
+            return problems.isEmpty() ? 0 : 1;
+        }
+    }
+}

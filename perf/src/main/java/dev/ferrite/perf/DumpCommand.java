@@ -1,0 +1,69 @@
+package dev.ferrite.perf;
+
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
+
+import dev.ferrite.dir.Volume;
+import dev.ferrite.dir.VolumeDump;
+import dev.ferrite.dir.VolumeOptions;
+import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.DeviceOptions;
+import dev.ferrite.io.OverlayDevice;
+import picocli.CommandLine.ArgGroup;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+
+@Command(name = "dump", description = {
+        "Prints on-disk structures of the volume on DEVICE without changing it. With no option: both",
+        "superblock copies. --block N: block N read raw, described by its magic (superblock, group",
+        "header, inode block, B-tree node) whatever its state. --inode N and --path P mount the volume",
+        "read-only (a log left by a crash is replayed in memory) and print the inode: where it lives,",
+        "its attributes, a directory's entries or a symlink's target.", ""})
+final class DumpCommand implements Callable<Integer> {
+    @Parameters(paramLabel = "DEVICE", description = "file or block device holding a volume")
+    Path device;
+
+    @ArgGroup(exclusive = true)
+    What what;
+
+    static final class What {
+        @Option(names = "--block", paramLabel = "N", description = "a block by number")
+        Long block;
+
+        @Option(names = "--inode", paramLabel = "N", description = "an inode by number")
+        Long inode;
+
+        @Option(names = "--path", paramLabel = "P", description = "an absolute path in the volume")
+        String path;
+    }
+
+    @Mixin
+    HelpOption help;
+
+    @Spec
+    CommandSpec spec;
+
+    @Override
+    public Integer call() {
+        PrintWriter out = spec.commandLine().getOut();
+        try (BlockDevice dev = VolumeDevices.open(device, DeviceOptions.defaults().withReadOnly(true))) {
+            if (what == null) {
+                out.print(VolumeDump.superblock(dev));
+            } else if (what.block != null) {
+                out.print(VolumeDump.block(dev, what.block));
+            } else {
+                try (OverlayDevice view = OverlayDevice.over(dev);
+                     Volume v = Volume.open(view, VolumeOptions.defaults().withCacheBytes(64L << 20))) {
+                    out.print(what.inode != null ? VolumeDump.inode(v, what.inode) : VolumeDump.path(v, what.path));
+                }
+            }
+        }
+        out.flush();
+        return 0;
+    }
+}
