@@ -18,6 +18,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
@@ -195,7 +196,7 @@ class BufferCacheTest {
         journal.checkpoint();
         assertEquals(0, journal.stats().commits(), "reading logged something");
         for (int i = 0; i < 4; i++) {
-            assertTrue(java.util.Arrays.equals(before[i], onDisk(FIRST + i)), "block " + (FIRST + i) + " was written");
+            assertArrayEquals(before[i], onDisk(FIRST + i), "block " + (FIRST + i) + " was written");
         }
         CorruptionException e = assertThrows(CorruptionException.class, () -> cache.get(foreign, MAGIC, OWNER, "other"));
         assertEquals("other", e.structure());
