@@ -15,9 +15,15 @@ public final class Cursor {
     private final BTree tree;
     private final boolean reverse;
     private final byte[] start;
-    private final byte[] keyBuf = new byte[BTreeNodeFormat.MAX_KEY];
+    /**
+     * The current key, and a spare that the next candidate is copied into: a copy that then fails
+     * validation must not touch the key the cursor finds its place again by. They swap on success.
+     */
+    private byte[] keyBuf = new byte[BTreeNodeFormat.MAX_KEY];
+    private byte[] spareBuf = new byte[BTreeNodeFormat.MAX_KEY];
+    private MemorySegment keySeg = MemorySegment.ofArray(keyBuf);
+    private MemorySegment spareSeg = MemorySegment.ofArray(spareBuf);
     private final byte[] valueBuf = new byte[BTreeNodeFormat.MAX_VALUE];
-    private final MemorySegment keySeg = MemorySegment.ofArray(keyBuf);
     private final MemorySegment valueSeg = MemorySegment.ofArray(valueBuf);
     private int keyLen;
     private int valueLen;
@@ -53,9 +59,15 @@ public final class Cursor {
                 if (i >= 0 && i < c) {
                     int kl = BTreeNodeFormat.keyLength(n, i);
                     int vl = BTreeNodeFormat.valueLength(n, i);
-                    MemorySegment.copy(n, BTreeNodeFormat.keyOffset(n, i), keySeg, 0, kl);
+                    MemorySegment.copy(n, BTreeNodeFormat.keyOffset(n, i), spareSeg, 0, kl);
                     MemorySegment.copy(n, BTreeNodeFormat.valueOffset(n, i), valueSeg, 0, vl);
                     if (leaf.validate(version)) {
+                        byte[] b = keyBuf;
+                        keyBuf = spareBuf;
+                        spareBuf = b;
+                        MemorySegment seg = keySeg;
+                        keySeg = spareSeg;
+                        spareSeg = seg;
                         keyLen = kl;
                         valueLen = vl;
                         index = i;
