@@ -208,29 +208,30 @@ public final class BufferCache implements AutoCloseable {
      * overwrites whatever the block held before it was allocated).
      */
     public Buffer create(Txn txn, long block, int magic, long owner, int frame) {
-        Buffer b;
+        Buffer b = null;
         int bucket = bucket(block);
-        synchronized (stripe(bucket)) {
-            Buffer present = lookup(block);
-            if (present != null && !present.isObsolete()) {
-                if (present.holder != null || !present.isClean()) {
+        while (b == null) {
+            Buffer present;
+            synchronized (stripe(bucket)) {
+                present = lookup(block);
+                if (present == null || present.isObsolete() || dropStaleRead(bucket, present)) {
+                    if (isBusy(block)) {
+                        frameOwner.set(frame, null);
+                        throw new IllegalStateException("block " + block + " is allocated anew before its free reached"
+                                + " a checkpoint: allocators must skip busy blocks");
+                    }
+                    b = new Buffer(this, block, frame, frame(frame), magic, owner, Buffer.LOCKED);
+                    link(bucket, b);
+                    frameOwner.set(frame, b);
+                } else if (present.holder != null || !present.isLocked() && !present.isClean()) {
                     frameOwner.set(frame, null);
-                    throw new IllegalStateException("block " + block + " is allocated anew but still cached as " + present
-                            + ": it was not freed through the cache");
+                    throw new IllegalStateException("block " + block + " is allocated anew but still cached as "
+                            + present + ": it was not freed through the cache");
                 }
-                // A reader that followed a stale pointer after the block was freed (its buffer left the cache
-                // then) read the old home image back in. Nothing reaches that copy except such readers, who
-                // fail to validate the node they came from: drop it from the lookup; the clock reclaims it.
-                unlink(bucket, present);
             }
-            if (isBusy(block)) {
-                frameOwner.set(frame, null);
-                throw new IllegalStateException("block " + block + " is allocated anew before its free reached a"
-                        + " checkpoint: allocators must skip busy blocks");
+            if (b == null) {
+                present.readVersion(); // a loader, the AIL or an evictor has it for a moment: wait, look again
             }
-            b = new Buffer(this, block, frame, frame(frame), magic, owner, Buffer.LOCKED);
-            link(bucket, b);
-            frameOwner.set(frame, b);
         }
         txn.adopt(b);
         MemorySegment data = b.data();
@@ -258,6 +259,23 @@ public final class BufferCache implements AutoCloseable {
         synchronized (stripe(bucket)) {
             unlink(bucket, b);
         }
+    }
+
+    /**
+     * Under the stripe lock: drops the cached buffer of a block being allocated if it is clean and
+     * unlocked. Such a buffer was read in by a reader that followed a stale pointer to the freed block
+     * (its old contents still verify, since a free is never written home) and holds nothing anyone
+     * needs; its holders will see it obsolete. False if it is locked (held, or for a moment by a loader,
+     * the AIL or an evictor) or dirty (a block in use).
+     */
+    private boolean dropStaleRead(int bucket, Buffer b) {
+        if (!lockClean(b)) {
+            return false;
+        }
+        unlink(bucket, b);
+        b.unlockObsolete();
+        frameOwner.compareAndSet(b.frame, b, null);
+        return true;
     }
 
     /**
@@ -363,11 +381,7 @@ public final class BufferCache implements AutoCloseable {
 
     /** Takes frame {@code i} from {@code b} if it can be locked at once and is clean. */
     private boolean evict(int i, Buffer b) {
-        if (!b.tryLock()) {
-            return false;
-        }
-        if (!b.isClean()) {
-            b.unlockUnchanged();
+        if (!lockClean(b)) {
             return false;
         }
         if (!frameOwner.compareAndSet(i, b, CLAIMED)) {
@@ -383,6 +397,18 @@ public final class BufferCache implements AutoCloseable {
             freeing.remove(b.block(), b);
         }
         (b.priority > 1 ? interiorEvictions : leafEvictions).increment();
+        return true;
+    }
+
+    /** Locks {@code b} if that can be done at once and it is clean (its home block holds all of it). */
+    private static boolean lockClean(Buffer b) {
+        if (!b.tryLock()) {
+            return false;
+        }
+        if (!b.isClean()) {
+            b.unlockUnchanged();
+            return false;
+        }
         return true;
     }
 

@@ -18,6 +18,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
@@ -195,7 +196,7 @@ class BufferCacheTest {
         journal.checkpoint();
         assertEquals(0, journal.stats().commits(), "reading logged something");
         for (int i = 0; i < 4; i++) {
-            assertTrue(java.util.Arrays.equals(before[i], onDisk(FIRST + i)), "block " + (FIRST + i) + " was written");
+            assertArrayEquals(before[i], onDisk(FIRST + i), "block " + (FIRST + i) + " was written");
         }
         CorruptionException e = assertThrows(CorruptionException.class, () -> cache.get(foreign, MAGIC, OWNER, "other"));
         assertEquals("other", e.structure());
@@ -268,9 +269,9 @@ class BufferCacheTest {
             assertSame(b, get(x));
             thread[0].submit(() -> {
                 try (Txn txn = Txn.begin(cache, 2)) {
-                    assertThrows(IllegalStateException.class, () -> cache.create(txn, x, MAGIC, OWNER),
-                            "a block still cached was created again");
                     assertTrue(txn.lock(b));
+                    assertThrows(IllegalStateException.class, () -> cache.create(txn, x, MAGIC, OWNER),
+                            "a block held by a transaction was created again");
                     allocator.free(txn, x);
                     cache.free(txn, b, FREED);
                     assertNull(cache.lookup(x), "a freed buffer is still found");
@@ -315,6 +316,40 @@ class BufferCacheTest {
         MemorySegment home = MemorySegment.ofArray(onDisk(x));
         BlockHeaderFormat.verify(home, x, MAGIC, OWNER, WHAT);
         assertEquals(2, home.get(ValueLayout.JAVA_LONG_UNALIGNED, PAYLOAD));
+    }
+
+    /**
+     * A reader that followed a stale pointer to a freed block reads its old contents back in (the free is
+     * never written home, so they still verify). That buffer must not stop the block from being allocated
+     * again: it is dropped, and whoever still holds it sees it obsolete.
+     */
+    @Test
+    void staleReadOfAFreedBlockGivesWayToItsReuse() {
+        long bitmap = FIRST + 400, x = FIRST;
+        BitmapAllocator allocator;
+        try (Txn txn = Txn.begin(cache, 2)) {
+            allocator = BitmapAllocator.format(txn, bitmap, x, 1, OWNER);
+            txn.commit();
+        }
+        Buffer b = allocateAndWrite(allocator, 1);
+        journal.checkpoint(); // block x's contents are home
+        try (Txn txn = Txn.begin(cache, 2)) {
+            assertTrue(txn.lock(b));
+            allocator.free(txn, x);
+            cache.free(txn, b, FREED);
+            txn.commit();
+        }
+        journal.checkpoint(); // the free is in a checkpoint: x is no longer busy
+        assertFalse(cache.isBusy(x));
+        Buffer stale = get(x);
+        assertEquals(1, payload(stale), "the freed block's old contents");
+        long v = stale.readVersion();
+        Buffer again = allocateAndWrite(allocator, 2);
+        assertNotSame(stale, again);
+        assertTrue(stale.isObsolete());
+        assertFalse(stale.validate(v));
+        assertSame(again, get(x));
+        assertEquals(2, payload(again));
     }
 
     /** Allocates a block and creates it holding {@code payload}, in a transaction of its own; a new block starts zeroed. */
