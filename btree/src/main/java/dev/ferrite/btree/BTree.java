@@ -63,6 +63,9 @@ public final class BTree {
     /** Below this many bytes used, a node merges with a sibling if the two fit in one. */
     private final int mergeThreshold;
 
+    /** CLOCK priority of headers and interior nodes: three sweeps of the hand to a leaf's one. */
+    static final int INTERIOR_PRIORITY = 3;
+
     private BTree(BufferCache cache, BlockAllocator allocator, long headerBlock, long id) {
         this.cache = cache;
         this.allocator = allocator;
@@ -84,7 +87,7 @@ public final class BTree {
         Buffer r = cache.create(txn, root, BTreeNodeFormat.MAGIC, treeId);
         BTreeNodeFormat.init(r.data(), 0, cache.blockSize());
         BTreeHeaderFormat.set(h.data(), root, 1);
-        h.priority = 3;
+        h.priority = INTERIOR_PRIORITY;
         return new BTree(cache, allocator, header, treeId);
     }
 
@@ -94,7 +97,7 @@ public final class BTree {
     /** Opens the tree whose header is {@code headerBlock}, checking that the header is readable and belongs to it. */
     public static BTree open(BufferCache cache, BlockAllocator allocator, long headerBlock, long treeId) {
         Buffer h = cache.get(headerBlock, BTreeHeaderFormat.MAGIC, treeId, HEADER);
-        h.priority = 3;
+        h.priority = INTERIOR_PRIORITY;
         return new BTree(cache, allocator, headerBlock, treeId);
     }
 
@@ -132,11 +135,20 @@ public final class BTree {
     }
 
     private Buffer header() {
-        return cache.get(headerBlock, BTreeHeaderFormat.MAGIC, id, HEADER);
+        Buffer h = cache.get(headerBlock, BTreeHeaderFormat.MAGIC, id, HEADER);
+        if (h.priority != INTERIOR_PRIORITY) {
+            h.priority = INTERIOR_PRIORITY; // read back from disk: the cache cannot tell what it holds
+        }
+        return h;
     }
 
     private Buffer node(long block) {
-        return cache.get(block, BTreeNodeFormat.MAGIC, id, NODE);
+        Buffer b = cache.get(block, BTreeNodeFormat.MAGIC, id, NODE);
+        // A node's level never changes while its block is allocated, so an unvalidated read is a sound hint.
+        if (b.priority != INTERIOR_PRIORITY && !BTreeNodeFormat.isLeaf(b.data())) {
+            b.priority = INTERIOR_PRIORITY;
+        }
+        return b;
     }
 
     private static MemorySegment scratch(int blockSize) {
@@ -698,7 +710,7 @@ public final class BTree {
             }
             Buffer sibling = cache.create(txn, blocks[used], BTreeNodeFormat.MAGIC, id, frames[used]);
             used++;
-            sibling.priority = 3;
+            sibling.priority = INTERIOR_PRIORITY;
             sep = splitInterior(parent, sibling, pos, sep, newChild, scratch);
             txn.log(parent, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
             txn.log(sibling, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
@@ -709,7 +721,7 @@ public final class BTree {
         long oldRoot = BTreeHeaderFormat.root(header.data());
         int height = BTreeHeaderFormat.height(header.data());
         Buffer root = cache.create(txn, blocks[used], BTreeNodeFormat.MAGIC, id, frames[used]);
-        root.priority = 3;
+        root.priority = INTERIOR_PRIORITY;
         BTreeNodeFormat.init(root.data(), height, blockSize);
         BTreeNodeFormat.setLeftmost(root.data(), oldRoot);
         BTreeNodeFormat.insertInterior(root.data(), 0, sep, newChild);

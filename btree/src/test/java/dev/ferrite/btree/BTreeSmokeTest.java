@@ -59,6 +59,10 @@ class BTreeSmokeTest {
                     assertArrayEquals(e.getValue(), s.tree.get(e.getKey()));
                 }
                 assertNull(s.tree.get(new byte[] {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}));
+                // read back from disk, interior nodes and the header still outrank leaves in the clock
+                s.nodes().forEach((block, level) -> assertEquals(level > 0 ? BTree.INTERIOR_PRIORITY : 1,
+                        s.cache.lookup(block).priority, "block " + block + " at level " + level));
+                assertEquals(BTree.INTERIOR_PRIORITY, s.tree.headerBuffer().priority);
             }
         }
     }
