@@ -74,12 +74,15 @@ final class DirScaleCommand implements Callable<Integer> {
             Machine machine = Machine.collect(storage);
             List<Result> results = new DirScaleBench(ts, max).run(new ProgressLine(spec.commandLine().getErr()));
             out.println();
-            out.printf(Locale.ROOT, "%-10s %-14s %14s %10s%n", "target", "window", "creates/s", "vs first");
+            int width = Math.max("target".length(), ts.stream().mapToInt(t -> t.label().length()).max().orElse(0));
+            String row = "%-" + width + "s  %-14s %14s %10s%n";
+            out.printf(Locale.ROOT, row, "target", "window", "creates/s", "vs first");
             for (MetaBench.Target t : ts) {
                 List<Result> mine = results.stream().filter(r -> r.target().equals(t.label())).toList();
                 double first = mine.getFirst().rate();
                 for (Result r : mine) {
-                    out.printf(Locale.ROOT, "%-10s %-14s %,14.0f %10.2f%n", t.label(), r.phase(), r.rate(), r.rate() / first);
+                    out.printf(Locale.ROOT, row, t.label(), r.phase(), String.format(Locale.ROOT, "%,.0f", r.rate()),
+                            String.format(Locale.ROOT, "%.2f", r.rate() / first));
                 }
             }
             out.flush();

@@ -12,7 +12,7 @@ import org.HdrHistogram.Histogram;
  * every power of ten {@code P >= 10,000} up to {@code max}, and {@code max} itself. A directory whose
  * create cost grows with its size (a linear free-space scan, a hash chain) shows as a falling rate;
  * the report's last-over-first ratio is the figure of merit. An untimed warm-up on a separate
- * store (a tenth of the creates, at most {@value MetaBench#WARM_UP_FILES}) comes first. Nothing is synced: the measure is the
+ * store ({@value MetaBench#WARM_UP_FILES} creates, or {@code max} if fewer) comes first. Nothing is synced: the measure is the
  * directory structure, not the log.
  */
 public final class DirScaleBench {
@@ -58,7 +58,7 @@ public final class DirScaleBench {
         List<Long> ends = windowEnds(max);
         for (MetaBench.Target target : targets) {
             // untimed, on a store of its own: the JIT compiles the create path before the first window
-            long warmUp = Math.min(max / 10, MetaBench.WARM_UP_FILES);
+            long warmUp = Math.min(max, MetaBench.WARM_UP_FILES);
             try (MetaStore store = target.open().apply(warmUp);
                  MetaStore.Session s = store.session()) {
                 s.mkdir("warm");
