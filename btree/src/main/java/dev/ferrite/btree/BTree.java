@@ -334,18 +334,27 @@ public final class BTree {
 
     /** A cursor positioned before the first key at or after {@code from} (forward) or at or before it (reverse). */
     public Cursor cursor(byte[] from, boolean reverse) {
-        return new Cursor(this, from, reverse);
+        return new Cursor(this, from, null, reverse);
+    }
+
+    /**
+     * A cursor as {@link #cursor(byte[], boolean)} that stops before {@code to}: it returns the keys in
+     * {@code [from, to)} forward, {@code (to, from]} in reverse. Null bounds are the ends of the tree.
+     * The bound is checked once per leaf, not per key.
+     */
+    public Cursor cursor(byte[] from, byte[] to, boolean reverse) {
+        return new Cursor(this, from, to, reverse);
     }
 
     /** The smallest key, or null for an empty tree. */
     public byte[] firstKey() {
-        Cursor c = new Cursor(this, null, false);
+        Cursor c = new Cursor(this, null, null, false);
         return c.next() ? c.key() : null;
     }
 
     /** The largest key, or null for an empty tree. */
     public byte[] lastKey() {
-        Cursor c = new Cursor(this, null, true);
+        Cursor c = new Cursor(this, null, null, true);
         return c.next() ? c.key() : null;
     }
 

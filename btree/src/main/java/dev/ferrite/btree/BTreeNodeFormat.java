@@ -1,6 +1,8 @@
 package dev.ferrite.btree;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
 
 import static dev.ferrite.io.OnDisk.U16;
 import static dev.ferrite.io.OnDisk.U64;
@@ -37,6 +39,8 @@ public final class BTreeNodeFormat {
     static final int SLOTS = 64;
     static final int LEAF_CELL_HEADER = 4;
     static final int INTERIOR_CELL_HEADER = 10;
+    /** Key bytes read eight at a time for comparison (keys order bytewise, so as big-endian numbers). */
+    private static final ValueLayout.OfLong BE64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
 
     /** Longest key. */
     public static final int MAX_KEY = 1024;
@@ -166,7 +170,8 @@ public final class BTreeNodeFormat {
 
     /**
      * Binary search for {@code key}. Keys of a node share the prefix its first and last keys share, so
-     * that prefix is compared once and the search compares only what follows it.
+     * that prefix is compared once and the search compares only what follows it, eight bytes at a time
+     * as one unsigned number ({@link #head}): most probes end on that one comparison.
      *
      * @return the index of the key if present, else {@code -(insertion point) - 1}
      */
@@ -175,24 +180,42 @@ public final class BTreeNodeFormat {
         if (count == 0) {
             return -1;
         }
-        int prefix = commonPrefix(n, count);
+        int header = isLeaf(n) ? LEAF_CELL_HEADER : INTERIOR_CELL_HEADER;
         int keyLen = (int) key.byteSize();
         int skip = 0;
-        if (prefix > 0) {
-            int firstOff = keyOffset(n, 0);
-            long m = MemorySegment.mismatch(n, firstOff, firstOff + prefix, key, 0, Math.min(prefix, keyLen));
-            if (m >= 0) {
-                // the key differs from every key of the node inside the shared prefix: all sort the same way
-                boolean below = m == keyLen || m < prefix && Byte.toUnsignedInt(key.get(java.lang.foreign.ValueLayout.JAVA_BYTE, m))
-                        < Byte.toUnsignedInt(n.get(java.lang.foreign.ValueLayout.JAVA_BYTE, firstOff + m));
-                return below ? -1 : -(count + 1);
+        if (count > 1) {
+            int firstCell = slot(n, 0), lastCell = slot(n, count - 1);
+            int firstLen = Short.toUnsignedInt(n.get(U16, firstCell));
+            int firstOff = firstCell + header;
+            int prefix = commonPrefix(n, firstOff, firstLen, lastCell + header, Short.toUnsignedInt(n.get(U16, lastCell)));
+            if (prefix > 0) {
+                long m = MemorySegment.mismatch(n, firstOff, firstOff + prefix, key, 0, Math.min(prefix, keyLen));
+                if (m >= 0) {
+                    // the key differs from every key of the node inside the shared prefix: all sort the same way
+                    boolean below = m == keyLen || m < prefix && Byte.toUnsignedInt(key.get(ValueLayout.JAVA_BYTE, m))
+                            < Byte.toUnsignedInt(n.get(ValueLayout.JAVA_BYTE, firstOff + m));
+                    return below ? -1 : -(count + 1);
+                }
+                skip = prefix;
             }
-            skip = prefix;
         }
+        int rest = keyLen - skip;
+        long keyHead = head(key, skip, rest);
         int lo = 0, hi = count - 1;
         while (lo <= hi) {
             int mid = (lo + hi) >>> 1;
-            int c = compareFrom(n, mid, key, skip);
+            int cell = slot(n, mid);
+            int len = Short.toUnsignedInt(n.get(U16, cell)) - skip;
+            long off = cell + header + skip;
+            long h = head(n, off, len);
+            int c;
+            if (h != keyHead) {
+                c = Long.compareUnsigned(h, keyHead);
+            } else if (len <= 8 || rest <= 8) {
+                c = Integer.compare(len, rest); // equal heads, zero-padded: the shorter is a prefix of the other
+            } else {
+                c = Keys.compare(n, off + 8, off + len, key, skip + 8, keyLen);
+            }
             if (c < 0) {
                 lo = mid + 1;
             } else if (c > 0) {
@@ -204,14 +227,34 @@ public final class BTreeNodeFormat {
         return -(lo + 1);
     }
 
-    private static int commonPrefix(MemorySegment n, int count) {
-        if (count < 2) {
-            return 0;
+    /**
+     * The first 8 bytes of {@code s[off, off + len)} as an unsigned big-endian number, zero-padded if
+     * shorter: heads order as the byte strings do, except that equal heads of strings of 8 bytes or fewer
+     * leave the shorter one first.
+     */
+    static long head(MemorySegment s, long off, int len) {
+        if (len >= 8) {
+            return s.get(BE64, off);
         }
-        int a = keyOffset(n, 0), al = keyLength(n, 0);
-        int b = keyOffset(n, count - 1), bl = keyLength(n, count - 1);
-        long m = MemorySegment.mismatch(n, a, a + al, n, b, b + bl);
-        return m < 0 ? al : (int) m;
+        long h = 0;
+        for (int i = 0; i < len; i++) {
+            h |= (long) Byte.toUnsignedInt(s.get(ValueLayout.JAVA_BYTE, off + i)) << (56 - 8 * i);
+        }
+        return h;
+    }
+
+    /** Bytes two keys of a node share at their start. */
+    private static int commonPrefix(MemorySegment n, int a, int al, int b, int bl) {
+        int shortest = Math.min(al, bl);
+        long x = head(n, a, al) ^ head(n, b, bl);
+        if (x != 0) {
+            return Math.min(shortest, Long.numberOfLeadingZeros(x) >>> 3);
+        }
+        if (shortest <= 8) {
+            return shortest;
+        }
+        long m = MemorySegment.mismatch(n, a + 8, a + al, n, b + 8, b + bl);
+        return m < 0 ? al : 8 + (int) m;
     }
 
     /** Compares key i of the node with {@code key}, both known equal in their first {@code skip} bytes. */

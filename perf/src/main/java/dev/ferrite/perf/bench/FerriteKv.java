@@ -7,7 +7,6 @@ import java.nio.file.Path;
 
 import dev.ferrite.btree.BTree;
 import dev.ferrite.btree.Cursor;
-import dev.ferrite.btree.Keys;
 import dev.ferrite.btree.TreeCheck;
 import dev.ferrite.btree.Txn;
 import dev.ferrite.io.BlockDevice;
@@ -131,6 +130,8 @@ final class FerriteKv implements KvStore {
         private byte[] keyArray;
         private MemorySegment valueView;
         private byte[] valueArray;
+        /** A scanned value's first 8 bytes (the rest is not needed to check it). */
+        private final MemorySegment word = MemorySegment.ofArray(new byte[8]);
 
         private MemorySegment key(byte[] key, int length) {
             if (key != keyArray) {
@@ -178,23 +179,16 @@ final class FerriteKv implements KvStore {
 
         @Override
         public KvStore.Scan scan(byte[] from, byte[] to) {
-            Cursor cursor = tree.cursor(from, false);
-            MemorySegment end = to == null ? null : MemorySegment.ofArray(to);
+            Cursor cursor = tree.cursor(from, to, false);
             return new KvStore.Scan() {
-                private MemorySegment value;
-
                 @Override
                 public int next() {
-                    if (!cursor.next() || end != null && Keys.compare(cursor.keySegment(), end) >= 0) {
-                        return -1;
-                    }
-                    value = cursor.valueSegment();
-                    return (int) value.byteSize();
+                    return cursor.next() ? cursor.value(word) : -1;
                 }
 
                 @Override
                 public long word() {
-                    return value.get(BE_LONG, 0);
+                    return word.get(BE_LONG, 0);
                 }
 
                 @Override

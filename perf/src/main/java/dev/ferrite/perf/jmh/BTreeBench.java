@@ -120,15 +120,15 @@ public class BTreeBench extends JmhDefaults {
     @Benchmark
     @Threads(1)
     @OperationsPerInvocation(KEYS)
-    public long scan1Thread() {
-        return scan();
+    public long scan1Thread(PerThread t) {
+        return scan(t);
     }
 
     @Benchmark
     @Threads(2)
     @OperationsPerInvocation(KEYS)
-    public long scan2Threads() {
-        return scan();
+    public long scan2Threads(PerThread t) {
+        return scan(t);
     }
 
     private int get(PerThread t) {
@@ -142,11 +142,12 @@ public class BTreeBench extends JmhDefaults {
         }
     }
 
-    private long scan() {
+    private long scan(PerThread t) {
         Cursor c = tree.cursor(null, false);
         long sum = 0;
         while (c.next()) {
-            sum += c.valueSegment().get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
+            c.value(t.out);
+            sum += t.out.get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
         }
         return sum;
     }
