@@ -160,6 +160,16 @@ public final class BTree {
         return s;
     }
 
+    /**
+     * What to throw for {@code e}, raised while reading a node that then validated: the node's own bytes
+     * are inconsistent (an accessor ran out of bounds) and it is corrupt; anything the cache or device
+     * said (an I/O error, an interrupted wait, a corrupt child) goes up as it is.
+     */
+    private static RuntimeException unreadable(RuntimeException e, long block, String structure) {
+        return e instanceof IndexOutOfBoundsException || e instanceof IllegalArgumentException
+                ? new CorruptionException(block, structure, "unreadable: " + e) : e;
+    }
+
     static void checkKey(MemorySegment key) {
         if (key.byteSize() < 1 || key.byteSize() > BTreeNodeFormat.MAX_KEY) {
             throw new InvalidArgumentException("key of " + key.byteSize() + " bytes: keys are 1 to "
@@ -258,7 +268,7 @@ public final class BTree {
                 }
             } catch (RuntimeException e) {
                 if (cur.validate(v)) {
-                    throw new CorruptionException(cur.block(), d == 0 ? HEADER : NODE, "unreadable: " + e);
+                    throw unreadable(e, cur.block(), d == 0 ? HEADER : NODE);
                 }
                 d = backtrack(p, d - 1);
                 continue;
@@ -1199,8 +1209,7 @@ public final class BTree {
                     v = nv;
                 } catch (RuntimeException e) {
                     if (cur.validate(v)) {
-                        throw e instanceof CorruptionException c ? c
-                                : new CorruptionException(cur.block(), NODE, "unreadable: " + e);
+                        throw unreadable(e, cur.block(), NODE);
                     }
                     restart = true;
                 }
