@@ -286,6 +286,7 @@ public final class BufferCache implements AutoCloseable {
 
     /** A frame this thread now owns (CLAIMED): free, or taken from an evicted buffer. May wait for write-back. */
     private int claimFrame() {
+        int passed = 0; // buffers due for eviction that could not be evicted (dirty, or locked)
         for (int round = 0; ; round++) {
             for (int step = 0, limit = frames * 3; step < limit; step++) {
                 int i = (int) Long.remainderUnsigned(hand.getAndIncrement(), frames);
@@ -294,8 +295,17 @@ public final class BufferCache implements AutoCloseable {
                     if (frameOwner.compareAndSet(i, null, CLAIMED)) {
                         return i;
                     }
-                } else if (o instanceof Buffer b && b.priority != RESIDENT && b.sweep() && evict(i, b)) {
-                    return i;
+                } else if (o instanceof Buffer b && b.priority != RESIDENT && b.sweep()) {
+                    if (evict(i, b)) {
+                        if (passed > frames / 8) {
+                            // Few buffers are clean: start writing back now, while frames remain. Waiting
+                            // until none is left lets the last clean ones churn instead: a descent's own
+                            // nodes evict each other, and it never reaches its leaf.
+                            journal.writeBackAll();
+                        }
+                        return i;
+                    }
+                    passed++;
                 }
             }
             dirtyWaits.increment();
