@@ -524,6 +524,25 @@ public final class BTree {
         }
     }
 
+    /**
+     * True if no node of the path, nor any of {@code seen}, changed since it was read: only then is an
+     * exception met while planning on them real. Planning reads ancestors and siblings, not just the
+     * leaf, so the leaf still validating proves nothing about a torn read of its parent.
+     */
+    private static boolean unchanged(Path p, Seen... seen) {
+        for (int d = 0; d <= p.depth; d++) {
+            if (!p.node[d].validate(p.version[d])) {
+                return false;
+            }
+        }
+        for (Seen s : seen) {
+            if (s != null && !s.buffer().validate(s.version())) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     /** A node read optimistically while planning, with the version it must still have when locked. */
     record Seen(Buffer buffer, long version) {
     }
@@ -597,7 +616,7 @@ public final class BTree {
                     }
                     right = rightBlock == 0 ? null : see(rightBlock, txn);
                 } catch (RuntimeException e) {
-                    if (backtrack(p, p.depth) == p.depth) {
+                    if (unchanged(p)) {
                         throw e;
                     }
                     continue;
@@ -908,7 +927,7 @@ public final class BTree {
                     continue;
                 }
             } catch (RuntimeException e) {
-                if (backtrack(p, p.depth) == p.depth) {
+                if (unchanged(p, partner) && (outer == null || outer.buffer().validate(outer.version()))) {
                     throw e;
                 }
                 continue;
