@@ -207,20 +207,6 @@ public final class BTree {
         }
     }
 
-    /**
-     * True if every node of the path is as it was read. A planner that read garbage (an exception) from
-     * a node changed or evicted meanwhile must retry, not report it: checking the leaf alone is not enough,
-     * since eviction makes an ancestor's frame hold another block while the leaf stays valid.
-     */
-    private static boolean unchanged(Path p) {
-        for (int d = 0; d <= p.depth; d++) {
-            if (!p.node[d].validate(p.version[d])) {
-                return false;
-            }
-        }
-        return true;
-    }
-
     /** Deepest entry of the path at or above {@code d} that still validates, or -1. */
     private static int backtrack(Path p, int d) {
         while (d >= 0 && !p.node[d].validate(p.version[d])) {
@@ -567,6 +553,25 @@ public final class BTree {
             }
             taken.clear();
         }
+    }
+
+    /**
+     * True if no node of the path, nor any of {@code seen}, changed since it was read: only then is an
+     * exception met while planning on them real. Planning reads ancestors and siblings, not just the
+     * leaf, so the leaf still validating proves nothing about a torn read of its parent.
+     */
+    private static boolean unchanged(Path p, Seen... seen) {
+        for (int d = 0; d <= p.depth; d++) {
+            if (!p.node[d].validate(p.version[d])) {
+                return false;
+            }
+        }
+        for (Seen s : seen) {
+            if (s != null && !s.buffer().validate(s.version())) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** A node read optimistically while planning, with the version it must still have when locked. */
@@ -960,7 +965,7 @@ public final class BTree {
                     continue;
                 }
             } catch (RuntimeException e) {
-                if (unchanged(p)) {
+                if (unchanged(p, partner) && (outer == null || outer.buffer().validate(outer.version()))) {
                     throw e;
                 }
                 continue;

@@ -1,6 +1,7 @@
 package dev.ferrite.btree;
 
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
 
 import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.InvalidArgumentException;
@@ -15,6 +16,10 @@ import dev.ferrite.io.NoSpaceException;
  * <p>Bitmap blocks are locked in ascending order within a transaction, after any tree node.
  */
 public final class BitmapAllocator implements BlockAllocator {
+    /** Log forces to try when only busy blocks are free, before reporting no space. */
+    private static final int BUSY_RETRIES = 10;
+    private static final long BUSY_WAIT_NANOS = 100_000;
+
     private final BufferCache cache;
     private final long bitmapStart;
     private final int bitmapBlocks;
@@ -98,6 +103,25 @@ public final class BitmapAllocator implements BlockAllocator {
 
     @Override
     public long allocate(Txn txn) {
+        for (int attempt = 0; ; attempt++) {
+            long block = tryAllocate(txn);
+            if (block > 0) {
+                return block;
+            }
+            if (attempt == BUSY_RETRIES) {
+                throw new NoSpaceException("allocator " + owner + ": all " + count + " blocks are in use or freed"
+                        + " since the last checkpoint");
+            }
+            // Every free block is busy: make the frees durable (they leave the busy set once their checkpoint
+            // reaches the AIL) and look again, as XFS forces the log for busy extents. This waits on log I/O
+            // with the caller's nodes held; it happens only on an allocator all but full.
+            cache.journal().forceAll();
+            LockSupport.parkNanos(BUSY_WAIT_NANOS << Math.min(attempt, 6));
+        }
+    }
+
+    /** A free, non-busy block marked used in {@code txn}, or 0 if every free block is busy. */
+    private long tryAllocate(Txn txn) {
         if (free.get() <= 0) {
             throw new NoSpaceException("allocator " + owner + ": all " + count + " blocks are in use");
         }
@@ -136,8 +160,7 @@ public final class BitmapAllocator implements BlockAllocator {
                 txn.releaseUnchanged(b);
             }
         }
-        throw new NoSpaceException("allocator " + owner + ": all " + count + " blocks are in use or freed since"
-                + " the last checkpoint");
+        return 0;
     }
 
     @Override

@@ -306,7 +306,9 @@ public final class BufferCache implements AutoCloseable {
             unlink(bucket, b);
         }
         b.unlockObsolete();
-        frameOwner.set(b.frame, null);
+        // Once unlocked, an evictor may have locked the obsolete buffer and claimed its frame: free the
+        // frame only if it is still this buffer's, or it would end up with two owners.
+        frameOwner.compareAndSet(b.frame, b, null);
     }
 
     private void link(int bucket, Buffer b) {

@@ -17,7 +17,6 @@ import dev.ferrite.io.MemoryDevice;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -90,7 +89,7 @@ class BTreeConcurrencyTest {
     @Test
     void aReaderFollowingAStalePointerDoesNotBlockReuseOfTheFreedBlock() {
         try (MemoryDevice dev = MemoryDevice.create(1 + 256 + 1 + 48, 4096); Store s = Store.format(dev, 256, 1 << 20)) {
-            TreeMap<byte[], byte[]> model = new TreeMap<>(Keys::compare);
+            TreeMap<byte[], byte[]> model = Contents.empty();
             for (int n = 0; n < 120; n++) {
                 byte[] k = key((byte) 1, 8, n);
                 model.put(k, value(k, n, 200));
@@ -125,7 +124,7 @@ class BTreeConcurrencyTest {
             }
             TreeCheck c = s.tree.check();
             assertTrue(c.ok(), c.toString());
-            assertContentsEqual(model, s.contents(), "after reusing block " + freed);
+            Contents.assertEqual(model, s.contents(), "after reusing block " + freed);
         }
     }
 
@@ -152,7 +151,7 @@ class BTreeConcurrencyTest {
     /** {@code [stamp u64][hash of key u64][length u16][filler derived from stamp and hash]}. */
     static byte[] value(byte[] key, long stamp, int length) {
         byte[] v = new byte[length];
-        long h = hash(key);
+        long h = Contents.hash(key);
         putLong(v, 0, stamp);
         putLong(v, 8, h);
         v[16] = (byte) (length >>> 8);
@@ -169,7 +168,7 @@ class BTreeConcurrencyTest {
             return "value of " + v.length + " bytes is shorter than its header";
         }
         long stamp = getLong(v, 0);
-        long h = hash(key);
+        long h = Contents.hash(key);
         if (getLong(v, 8) != h) {
             return "value (stamp " + Long.toHexString(stamp) + ") belongs to another key";
         }
@@ -190,14 +189,6 @@ class BTreeConcurrencyTest {
         return (byte) (x ^ x >>> 29);
     }
 
-    static long hash(byte[] k) {
-        long h = 0xCBF2_9CE4_8422_2325L;
-        for (byte b : k) {
-            h = (h ^ (b & 0xFF)) * 0x100_0000_01B3L;
-        }
-        return h;
-    }
-
     private static void putLong(byte[] b, int at, long v) {
         for (int i = 0; i < 8; i++) {
             b[at + i] = (byte) (v >>> (56 - 8 * i));
@@ -210,18 +201,6 @@ class BTreeConcurrencyTest {
             v = v << 8 | b[at + i] & 0xFF;
         }
         return v;
-    }
-
-    static String hex(byte[] k) {
-        StringBuilder sb = new StringBuilder();
-        for (int i = 0; i < k.length; i++) {
-            if (i == 1 && k.length > 24) { // skip the pad
-                sb.append("..");
-                i = k.length - 6;
-            }
-            sb.append(String.format("%02x", k[i]));
-        }
-        return sb.toString();
     }
 
     // ------------------------------------------------------------------ the run
@@ -287,7 +266,7 @@ class BTreeConcurrencyTest {
             try (Store r = Store.open(dev, LOG_BLOCKS, w.cacheBytes())) {
                 TreeCheck c = r.tree.check();
                 assertTrue(c.ok(), where + ", after reopening: " + c);
-                assertContentsEqual(contents, r.contents(), where + ", after reopening");
+                Contents.assertEqual(contents, r.contents(), where + ", after reopening");
             }
         }
     }
@@ -298,37 +277,26 @@ class BTreeConcurrencyTest {
         assertTrue(c.ok(), where + ": " + c);
         TreeMap<byte[], byte[]> contents = s.contents();
         assertEquals(contents.size(), c.keys(), where + ": the cursor and the checker count different keys");
-        TreeMap<byte[], byte[]> expected = new TreeMap<>(Keys::compare);
+        TreeMap<byte[], byte[]> expected = Contents.empty();
         Set<Long> hotStamps = new HashSet<>();
         for (Worker wk : workers) {
             expected.putAll(wk.model);
             hotStamps.addAll(wk.hotStamps);
         }
-        TreeMap<byte[], byte[]> own = new TreeMap<>(Keys::compare);
+        TreeMap<byte[], byte[]> own = Contents.empty();
         for (Map.Entry<byte[], byte[]> e : contents.entrySet()) {
             byte[] k = e.getKey();
             if (k[0] == HOT) {
                 String problem = valueProblem(k, e.getValue());
-                assertTrue(problem == null, () -> where + ": hot key " + hex(k) + ": " + problem);
+                assertTrue(problem == null, () -> where + ": hot key " + Contents.hex(k) + ": " + problem);
                 assertTrue(hotStamps.contains(getLong(e.getValue(), 0)),
-                        () -> where + ": hot key " + hex(k) + " holds a value no worker wrote");
+                        () -> where + ": hot key " + Contents.hex(k) + " holds a value no worker wrote");
             } else {
                 own.put(k, e.getValue());
             }
         }
-        assertContentsEqual(expected, own, where + ": partitions against the merged models");
+        Contents.assertEqual(expected, own, where + ": partitions against the merged models");
         return contents;
-    }
-
-    static void assertContentsEqual(TreeMap<byte[], byte[]> expected, TreeMap<byte[], byte[]> actual, String where) {
-        for (Map.Entry<byte[], byte[]> e : expected.entrySet()) {
-            byte[] v = actual.get(e.getKey());
-            assertTrue(v != null, () -> where + ": key " + hex(e.getKey()) + " is missing");
-            assertArrayEquals(e.getValue(), v, () -> where + ": key " + hex(e.getKey()) + " has another value");
-        }
-        for (byte[] k : actual.keySet()) {
-            assertTrue(expected.containsKey(k), () -> where + ": key " + hex(k) + " should not be there");
-        }
     }
 
     static String threadDump() {
@@ -353,7 +321,7 @@ class BTreeConcurrencyTest {
         long deadline;
         final String where;
         final Random rnd;
-        final TreeMap<byte[], byte[]> model = new TreeMap<>(Keys::compare);
+        final TreeMap<byte[], byte[]> model = Contents.empty();
         final List<Long> hotStamps = new ArrayList<>();
         long seq;
         long ops;
@@ -403,11 +371,11 @@ class BTreeConcurrencyTest {
             int dice = rnd.nextInt(100);
             if (dice < 22) {
                 byte[] k = ownKey();
-                op = "get " + hex(k);
+                op = "get " + Contents.hex(k);
                 check(k, model.get(k), tree.get(k));
             } else if (dice < 30) {
                 byte[] k = hotKey();
-                op = "get hot " + hex(k);
+                op = "get hot " + Contents.hex(k);
                 byte[] v = tree.get(k);
                 if (v != null && valueProblem(k, v) != null) {
                     fail(valueProblem(k, v));
@@ -416,7 +384,7 @@ class BTreeConcurrencyTest {
                 boolean ifAbsent = dice >= 47;
                 byte[] k = ownKey();
                 byte[] v = newValue(k, model.get(k));
-                op = (ifAbsent ? "putIfAbsent " : "put ") + hex(k);
+                op = (ifAbsent ? "putIfAbsent " : "put ") + Contents.hex(k);
                 boolean added = put(k, v, ifAbsent);
                 expect(!model.containsKey(k), added, op + " says new");
                 if (added || !ifAbsent) {
@@ -424,15 +392,15 @@ class BTreeConcurrencyTest {
                 }
             } else if (dice < 64) {
                 byte[] k = ownKey();
-                op = "delete " + hex(k);
+                op = "delete " + Contents.hex(k);
                 expect(model.remove(k) != null, tree.delete(k) >= 0, "delete says found");
             } else if (dice < 69) {
                 byte[] k = hotKey();
-                op = "put hot " + hex(k);
+                op = "put hot " + Contents.hex(k);
                 put(k, newHotValue(k), rnd.nextInt(4) == 0);
             } else if (dice < 73) {
                 byte[] k = hotKey();
-                op = "delete hot " + hex(k);
+                op = "delete hot " + Contents.hex(k);
                 tree.delete(k);
             } else if (dice < 86) {
                 ownScan(rnd.nextBoolean());
@@ -475,7 +443,7 @@ class BTreeConcurrencyTest {
         private void ownScan(boolean reverse) {
             byte[] from = ownKey();
             int limit = 1 + rnd.nextInt(60);
-            op = (reverse ? "reverse" : "forward") + " scan of the partition from " + hex(from);
+            op = (reverse ? "reverse" : "forward") + " scan of the partition from " + Contents.hex(from);
             Map<byte[], byte[]> view = reverse ? model.headMap(from, true).descendingMap() : model.tailMap(from, true);
             var expected = view.entrySet().iterator();
             Cursor c = tree.cursor(from, reverse);
@@ -483,17 +451,17 @@ class BTreeConcurrencyTest {
                 boolean more = c.next() && c.key()[0] == part;
                 if (!more) {
                     if (expected.hasNext()) {
-                        fail("the scan ends before " + hex(expected.next().getKey()));
+                        fail("the scan ends before " + Contents.hex(expected.next().getKey()));
                     }
                     return;
                 }
                 byte[] k = c.key();
                 if (!expected.hasNext()) {
-                    fail("the scan returns " + hex(k) + " after the last key");
+                    fail("the scan returns " + Contents.hex(k) + " after the last key");
                 }
                 Map.Entry<byte[], byte[]> e = expected.next();
                 if (!Arrays.equals(e.getKey(), k)) {
-                    fail("the scan returns " + hex(k) + " where " + hex(e.getKey()) + " is");
+                    fail("the scan returns " + Contents.hex(k) + " where " + Contents.hex(e.getKey()) + " is");
                 }
                 check(k, e.getValue(), c.value());
             }
@@ -504,7 +472,7 @@ class BTreeConcurrencyTest {
             byte[] from = rnd.nextInt(4) == 0 ? null
                     : key(rnd.nextBoolean() ? HOT : partition(rnd.nextInt(w.threads())), w.keyPad(), rnd.nextInt(100));
             int limit = 1 + rnd.nextInt(200);
-            op = (reverse ? "reverse" : "forward") + " scan from " + (from == null ? "the end" : hex(from));
+            op = (reverse ? "reverse" : "forward") + " scan from " + (from == null ? "the end" : Contents.hex(from));
             Cursor c = tree.cursor(from, reverse);
             byte[] prev = from;
             boolean inclusive = true;
@@ -513,7 +481,7 @@ class BTreeConcurrencyTest {
                 if (prev != null) {
                     int cmp = Keys.compare(k, prev);
                     if (reverse ? cmp > 0 || cmp == 0 && !inclusive : cmp < 0 || cmp == 0 && !inclusive) {
-                        fail("the scan returns " + hex(k) + " after " + hex(prev));
+                        fail("the scan returns " + Contents.hex(k) + " after " + Contents.hex(prev));
                     }
                 }
                 prev = k;
@@ -522,14 +490,14 @@ class BTreeConcurrencyTest {
                 if (k[0] == part) {
                     check(k, model.get(k), v);
                 } else if (valueProblem(k, v) != null) {
-                    fail("key " + hex(k) + ": " + valueProblem(k, v));
+                    fail("key " + Contents.hex(k) + ": " + valueProblem(k, v));
                 }
             }
         }
 
         private void check(byte[] k, byte[] expected, byte[] actual) {
             if (!Arrays.equals(expected, actual)) {
-                fail("key " + hex(k) + " reads " + (actual == null ? "absent" : describe(k, actual)) + ", the model has "
+                fail("key " + Contents.hex(k) + " reads " + (actual == null ? "absent" : describe(k, actual)) + ", the model has "
                         + (expected == null ? "it absent" : describe(k, expected)));
             }
         }

@@ -69,7 +69,7 @@ final class Store implements AutoCloseable {
 
     /** Every key and value, by a forward cursor (call while nothing changes the tree). */
     TreeMap<byte[], byte[]> contents() {
-        TreeMap<byte[], byte[]> m = new TreeMap<>(Keys::compare);
+        TreeMap<byte[], byte[]> m = Contents.empty();
         Cursor c = tree.cursor(null, false);
         while (c.next()) {
             m.put(c.key(), c.value());
