@@ -789,20 +789,26 @@ public final class Namespace {
      * between its marks, each in transactions of their own (the entries stay the same).
      */
     private void prepare(Inode dir, int keyLength) {
+        int area = rec(dir.ino) + InodeFormat.INLINE;
         int[] s = readRecord(dir.ino, (b, rec) -> new int[] {isTree(b, rec) ? 1 : 0,
-                isTree(b, rec) ? DirEntryFormat.reserveCount(b, rec + InodeFormat.INLINE) : InodeFormat.inlineUsed(b, rec)});
+                isTree(b, rec) ? DirEntryFormat.reserveCount(b, area) : InodeFormat.inlineUsed(b, rec),
+                isTree(b, rec) ? DirAllocator.usable(cache, b, area) : 0});
         if (s[0] == 0) {
             if (keyLength > 0 && s[1] + DirEntryFormat.inlineSize(keyLength) > inlineCapacity) {
                 addBlocks(dir, RESERVE_FILL, true);
             }
             return;
         }
-        if (s[1] < RESERVE_LOW) {
-            addBlocks(dir, RESERVE_FILL - s[1], false);
-        }
+        // spill first (busy entries first), so that a refill always fits: RESERVE_CAPACITY - RESERVE_HIGH >= RESERVE_LOW
         while (s[1] > RESERVE_HIGH) {
             spillBlock(dir);
             s[1]--;
+        }
+        if (s[2] < RESERVE_LOW) {
+            s[2] = readRecord(dir.ino, (b, rec) -> DirAllocator.usable(cache, b, area)); // spills may have freed some
+        }
+        if (s[2] < RESERVE_LOW) {
+            addBlocks(dir, Math.min(RESERVE_FILL - s[2], DirEntryFormat.RESERVE_CAPACITY - s[1]), false);
         }
     }
 
@@ -815,7 +821,7 @@ public final class Namespace {
         int first = geometry.agOfInode(dir.ino);
         for (int k = 0; k < groups; k++) {
             AllocationGroup ag = volume.group((first + k) % groups);
-            for (int attempt = 0; attempt < RETRIES; attempt++) {
+            for (int attempt = 0, busy = 0; attempt < RETRIES; attempt++) {
                 if (ag.needsFix()) {
                     ag.fix();
                 }
@@ -865,17 +871,23 @@ public final class Namespace {
                 if (r == AllocationGroup.NO_SPACE) {
                     break;
                 }
-                ag.fix();
+                if (r == AllocationGroup.RETRY_BUSY && busy < AllocationGroup.BUSY_RETRIES) {
+                    ag.awaitBusy(busy++);
+                    attempt--;
+                } else {
+                    ag.fix();
+                }
             }
         }
         throw new NoSpaceException("no allocation group has " + n + " free blocks for directory " + dir.ino);
     }
 
-    /** Frees the last block of {@code dir}'s reserve (its lock held). */
+    /** Frees a block of {@code dir}'s reserve, a busy one if any (its lock held). */
     private void spillBlock(Inode dir) {
         int rec = rec(dir.ino);
         int area = rec + InodeFormat.INLINE;
-        long blk = readRecord(dir.ino, (b, r) -> DirEntryFormat.reserveEntry(b, area, DirEntryFormat.reserveCount(b, area) - 1));
+        int at = readRecord(dir.ino, (b, r) -> DirAllocator.spillIndex(cache, b, area));
+        long blk = readRecord(dir.ino, (b, r) -> DirEntryFormat.reserveEntry(b, area, at));
         int agno = (int) ((blk - geometry.dataStart()) / geometry.agBlocks());
         AllocationGroup ag = volume.group(Math.min(agno, geometry.agCount() - 1));
         for (int attempt = 0; ; attempt++) {
@@ -886,9 +898,10 @@ public final class Namespace {
                 if (ag.freeBlocks(txn, blk, 1)) {
                     Buffer b = lockRecord(txn, dir.ino);
                     MemorySegment m = b.data();
-                    int n = DirEntryFormat.reserveCount(m, area);
-                    DirEntryFormat.setReserveEntry(m, area, n - 1, 0);
-                    DirEntryFormat.setReserveCount(m, area, n - 1);
+                    if (DirEntryFormat.reserveEntry(m, area, at) != blk) {
+                        throw new IllegalStateException("directory " + dir.ino + "'s reserve changed under its lock");
+                    }
+                    DirAllocator.remove(m, area, at);
                     InodeFormat.setBlocks(m, rec, InodeFormat.blocks(m, rec) - 1);
                     txn.log(b, rec, recordSize);
                     dir.lastSeq = txn.commit();
@@ -973,7 +986,7 @@ public final class Namespace {
         for (int k = 0; k < n; k++) {
             AllocationGroup ag = volume.group((first + k) % n);
             boolean chunk = ag.freeInodes() == 0;
-            for (int attempt = 0; attempt < RETRIES; attempt++) {
+            for (int attempt = 0, busy = 0; attempt < RETRIES; attempt++) {
                 if (ag.needsFix()) {
                     ag.fix();
                 }
@@ -998,6 +1011,9 @@ public final class Namespace {
                 }
                 if (r == AllocationGroup.RETRY_CHUNK) {
                     chunk = true;
+                } else if (r == AllocationGroup.RETRY_BUSY && busy < AllocationGroup.BUSY_RETRIES) {
+                    ag.awaitBusy(busy++);
+                    attempt--;
                 } else {
                     ag.fix();
                 }
