@@ -439,15 +439,43 @@ public final class Namespace {
 
     /** Locks the blocks of {@code inos} (0s ignored) in ascending block order. */
     private void lockRecords(Txn txn, long... inos) {
-        long[] blocks = Arrays.stream(inos).filter(i -> i != 0).map(this::block).distinct().sorted().toArray();
-        for (long blk : blocks) {
+        long[] blocks = new long[inos.length];
+        for (int i = 0; i < inos.length; i++) {
+            blocks[i] = inos[i] == 0 ? 0 : block(inos[i]);
+        }
+        int n = distinctSorted(blocks);
+        for (int k = 0; k < n; k++) {
             for (long ino : inos) {
-                if (ino != 0 && block(ino) == blk) {
+                if (ino != 0 && block(ino) == blocks[k]) {
                     lockRecord(txn, ino);
                     break;
                 }
             }
         }
+    }
+
+    /**
+     * Sorts the nonzero values of the short array {@code a} ascending and without repeats into its front
+     * (insertion sort: two to four values); returns how many there are.
+     */
+    private static int distinctSorted(long[] a) {
+        int n = 0;
+        for (long x : a) {
+            if (x == 0) {
+                continue;
+            }
+            int at = n;
+            while (at > 0 && a[at - 1] > x) {
+                at--;
+            }
+            if (at > 0 && a[at - 1] == x) {
+                continue;
+            }
+            System.arraycopy(a, at, a, at + 1, n - at);
+            a[at] = x;
+            n++;
+        }
+        return n;
     }
 
     private interface RecordReader<T> {
@@ -919,9 +947,9 @@ public final class Namespace {
 
     /** Per-inode locks of the distinct nonzero {@code inos}, in ascending order. */
     private Inode[] lockAll(long... inos) {
-        long[] sorted = Arrays.stream(inos).filter(i -> i != 0).distinct().sorted().toArray();
-        Inode[] out = new Inode[sorted.length];
-        for (int i = 0; i < sorted.length; i++) {
+        long[] sorted = inos.clone();
+        Inode[] out = new Inode[distinctSorted(sorted)];
+        for (int i = 0; i < out.length; i++) {
             out[i] = inodes.acquire(sorted[i]);
             out[i].lock.lock();
         }
@@ -1073,6 +1101,29 @@ public final class Namespace {
 
     private void removeEntry(long dir, String name, boolean wantDir) {
         byte[] key = DirEntryFormat.key(checkName(name, true));
+        Inode d = inodes.acquire(dir);
+        d.lock.lock();
+        try {
+            requireDir(dir);
+            Found f = find(d, key);
+            if (f == null) {
+                throw new NamespaceException(Errno.ENOENT, quote(name) + " in directory " + dir);
+            }
+            if (f.ino > dir) { // the usual case: the child's lock comes after its directory's, look up once
+                Inode c = inodes.acquire(f.ino);
+                c.lock.lock();
+                try {
+                    removeLocked(d, c, key, name, wantDir);
+                    return;
+                } finally {
+                    c.lock.unlock();
+                    inodes.release(c);
+                }
+            }
+        } finally {
+            d.lock.unlock();
+            inodes.release(d);
+        }
         for (;;) {
             requireDir(dir);
             Found f = find(dir, key);
@@ -1081,38 +1132,44 @@ public final class Namespace {
             }
             Inode[] locked = lockAll(dir, f.ino);
             try {
-                Inode d = pick(locked, dir), c = pick(locked, f.ino);
+                Inode d2 = pick(locked, dir), c = pick(locked, f.ino);
                 requireDir(dir);
-                Found again = find(d, key);
+                Found again = find(d2, key);
                 if (again == null || again.ino != f.ino) {
                     continue;
                 }
-                InodeStat cs = statIno(c.ino);
-                if (wantDir) {
-                    if (!cs.isDirectory()) {
-                        throw new NamespaceException(Errno.ENOTDIR, quote(name) + " in directory " + dir + " is not a directory");
-                    }
-                    if (cs.size() != 0) {
-                        throw new NamespaceException(Errno.ENOTEMPTY, "directory " + quote(name) + " holds " + cs.size() + " entries");
-                    }
-                } else if (cs.isDirectory()) {
-                    throw new NamespaceException(Errno.EISDIR, quote(name) + " in directory " + dir + " is a directory");
-                }
-                prepare(d, 0);
-                boolean last = wantDir || cs.nlink() <= 1;
-                boolean orphan = last && (c.opens > 0 || cs.blocks() > 0);
-                commitChange(last ? volume.group(geometry.agOfInode(c.ino)) : null, new Inode[] {d, c}, txn -> {
-                    deleteEntry(txn, d, key);
-                    adjust(txn, d.ino, wantDir ? -1 : 0, true);
-                    dropLink(txn, c, wantDir, last, orphan);
-                });
-                if (orphan && c.opens == 0) {
-                    inactivate(c);
-                }
+                removeLocked(d2, c, key, name, wantDir);
                 return;
             } finally {
                 unlockAll(locked);
             }
+        }
+    }
+
+    /** Removes entry {@code key} of {@code d}, which names {@code c}; both locked, the entry checked present. */
+    private void removeLocked(Inode d, Inode c, byte[] key, String name, boolean wantDir) {
+        long dir = d.ino;
+        InodeStat cs = statIno(c.ino);
+        if (wantDir) {
+            if (!cs.isDirectory()) {
+                throw new NamespaceException(Errno.ENOTDIR, quote(name) + " in directory " + dir + " is not a directory");
+            }
+            if (cs.size() != 0) {
+                throw new NamespaceException(Errno.ENOTEMPTY, "directory " + quote(name) + " holds " + cs.size() + " entries");
+            }
+        } else if (cs.isDirectory()) {
+            throw new NamespaceException(Errno.EISDIR, quote(name) + " in directory " + dir + " is a directory");
+        }
+        prepare(d, 0);
+        boolean last = wantDir || cs.nlink() <= 1;
+        boolean orphan = last && (c.opens > 0 || cs.blocks() > 0);
+        commitChange(last ? volume.group(geometry.agOfInode(c.ino)) : null, new Inode[] {d, c}, txn -> {
+            deleteEntry(txn, d, key);
+            adjust(txn, d.ino, wantDir ? -1 : 0, true);
+            dropLink(txn, c, wantDir, last, orphan);
+        });
+        if (orphan && c.opens == 0) {
+            inactivate(c);
         }
     }
 
@@ -1132,7 +1189,10 @@ public final class Namespace {
                 items += dirItems(i);
             }
         }
-        long[] inos = Arrays.stream(touched).mapToLong(i -> i == null ? 0 : i.ino).toArray();
+        long[] inos = new long[touched.length];
+        for (int i = 0; i < touched.length; i++) {
+            inos[i] = touched[i] == null ? 0 : touched[i].ino;
+        }
         for (int attempt = 0; ; attempt++) {
             if (ag != null && ag.needsFix()) {
                 ag.fix();
