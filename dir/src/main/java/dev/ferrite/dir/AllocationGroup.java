@@ -112,6 +112,13 @@ final class AllocationGroup {
     BTree fino;
     /** Unlinked inodes still open or still being freed; null until the first (created under the AGI). */
     volatile BTree orphans;
+    /**
+     * Under the AGI: the free-inode tree's first record, chunk {@code firstFreeChunk} with free mask
+     * {@code firstFreeMask}, as this group last read or wrote it; -1 if not known. Inode allocation takes
+     * from it without searching either inode tree; every change of the free-inode tree keeps it exact.
+     */
+    private int firstFreeChunk = -1;
+    private long firstFreeMask;
 
     private AllocationGroup(BufferCache cache, Geometry geometry, Counters counters, int agno, Buffer agf, Buffer agi) {
         this.cache = cache;
@@ -616,23 +623,24 @@ final class AllocationGroup {
             }
             addChunk(txn, frames, at);
         }
-        MemorySegment lowest = MemorySegment.ofArray(new byte[4]); // chunk key 0
-        MemorySegment k = MemorySegment.ofArray(new byte[4]);
-        MemorySegment v = MemorySegment.ofArray(new byte[8]);
-        if (fino.find(txn, lowest, BTree.Match.CEILING, k, v) < 0) {
+        if (!loadFirstFree(txn)) {
             throw new CorruptionException(agi.block(), AGI, "group " + agno + " counts " + u64(agi.data(), FREE_INODES)
                     + " free inodes but its free-inode tree is empty");
         }
-        long mask = AgTreeFormat.mask(v);
-        int first = AgTreeFormat.key32(k);
-        checkChunk(txn, first, mask);
+        int first = firstFreeChunk;
+        long mask = firstFreeMask;
         int slot = Long.numberOfTrailingZeros(mask);
         long left = mask & ~(1L << slot);
+        MemorySegment k = MemorySegment.ofArray(new byte[4]);
+        MemorySegment v = MemorySegment.ofArray(new byte[8]);
+        AgTreeFormat.key32(k, first);
         AgTreeFormat.maskValue(v, left);
         if (left == 0) {
             fino.delete(txn, k);
+            firstFreeChunk = -1;
         } else {
             fino.put(txn, k, v);
+            firstFreeMask = left;
         }
         ino.put(txn, k, v);
         addU64(txn, agi, FREE_INODES, -1);
@@ -647,6 +655,25 @@ final class AllocationGroup {
         InodeFormat.init(b.data(), rec, recordSize, mode, uid, gid, nlink, nowNanos);
         txn.log(b, rec, recordSize);
         return geometry.inodeNumber(agno, agIno);
+    }
+
+    /**
+     * With the AGI held: makes {@link #firstFreeChunk} known, reading the free-inode tree's first record
+     * (checked against the inode tree) if it is not; false if that tree is empty.
+     */
+    private boolean loadFirstFree(Txn txn) {
+        if (firstFreeChunk >= 0) {
+            return true;
+        }
+        MemorySegment k = MemorySegment.ofArray(new byte[4]);
+        MemorySegment v = MemorySegment.ofArray(new byte[8]);
+        if (fino.find(txn, MemorySegment.ofArray(new byte[4]), BTree.Match.CEILING, k, v) < 0) {
+            return false;
+        }
+        checkChunk(txn, AgTreeFormat.key32(k), AgTreeFormat.mask(v));
+        firstFreeMask = AgTreeFormat.mask(v);
+        firstFreeChunk = AgTreeFormat.key32(k);
+        return true;
     }
 
     /** The inode tree must hold the free-inode tree's record for the chunk at {@code first}, with the same mask. */
@@ -675,6 +702,10 @@ final class AllocationGroup {
         if (!ino.putIfAbsent(txn, k, v) || !fino.putIfAbsent(txn, k, v)) {
             throw new CorruptionException(agi.block(), AGI, "group " + agno + " allocated blocks [" + s + ", +"
                     + CHUNK_BLOCKS + ") for inodes but its inode trees already hold a chunk there");
+        }
+        if (firstFreeChunk < 0 || s << 3 < firstFreeChunk) {
+            firstFreeChunk = s << 3;
+            firstFreeMask = -1L;
         }
         addU64(txn, agi, INODES, CHUNK_INODES);
         addU64(txn, agi, FREE_INODES, CHUNK_INODES);
@@ -736,6 +767,11 @@ final class AllocationGroup {
         AgTreeFormat.maskValue(v, mask | bit);
         this.ino.put(txn, k, v);
         fino.put(txn, k, v);
+        int chunk = AgTreeFormat.key32(k);
+        if (chunk == firstFreeChunk || firstFreeChunk >= 0 && chunk < firstFreeChunk) {
+            firstFreeChunk = chunk;
+            firstFreeMask = mask | bit;
+        }
         addU64(txn, agi, FREE_INODES, 1);
         counters.freeInodes.increment();
         InodeFormat.clear(b.data(), rec, recordSize);
@@ -762,15 +798,10 @@ final class AllocationGroup {
         if (!txn.holds(agi)) {
             throw new IllegalStateException("the AGI of group " + agno + " is not held");
         }
-        if (u64(agi.data(), FREE_INODES) == 0) {
+        if (u64(agi.data(), FREE_INODES) == 0 || !loadFirstFree(txn)) {
             return -1;
         }
-        MemorySegment k = MemorySegment.ofArray(new byte[4]);
-        MemorySegment v = MemorySegment.ofArray(new byte[8]);
-        if (fino.find(txn, MemorySegment.ofArray(new byte[4]), BTree.Match.CEILING, k, v) < 0) {
-            return -1;
-        }
-        return AgTreeFormat.key32(k) + Long.numberOfTrailingZeros(AgTreeFormat.mask(v));
+        return firstFreeChunk + Long.numberOfTrailingZeros(firstFreeMask);
     }
 
     /** Items an orphan change may touch (the tree's creation included). */
