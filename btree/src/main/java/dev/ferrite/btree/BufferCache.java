@@ -3,6 +3,7 @@ package dev.ferrite.btree;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.atomic.LongAdder;
@@ -45,6 +46,7 @@ public final class BufferCache implements AutoCloseable {
 
     private static final Object CLAIMED = new Object();
     private static final int STRIPES = 256;
+    private static final int FREEING_SLOTS = 1 << 14;
 
     private final BlockDevice device;
     private final Journal journal;
@@ -65,6 +67,11 @@ public final class BufferCache implements AutoCloseable {
      * after the new contents. Entries leave when the block is asked about, or its stale buffer evicted.
      */
     private final ConcurrentHashMap<Long, Buffer> freeing = new ConcurrentHashMap<>();
+    /**
+     * Entries of {@link #freeing} per hash slot of their block: allocators ask {@link #isBusy} about most
+     * blocks they hand out, nearly always of a slot at zero, which answers without boxing or hashing.
+     */
+    private final AtomicIntegerArray freeingSlots = new AtomicIntegerArray(FREEING_SLOTS);
     private final Object cleanSignal = new Object();
     /** Threads waiting in claimFrame for a buffer to come clean: write-backs notify only when there are some. */
     private volatile int cleanWaiters;
@@ -254,11 +261,19 @@ public final class BufferCache implements AutoCloseable {
         BlockHeaderFormat.init(b.data(), freedMagic, b.block(), BlockHeaderFormat.owner(b.data()));
         txn.log(b, 0, BlockHeaderFormat.SIZE);
         b.markStale();
-        freeing.put(b.block(), b);
+        freeingSlots.incrementAndGet(freeingSlot(b.block())); // before the entry: a slot never undercounts
+        Buffer was = freeing.put(b.block(), b);
+        if (was != null) {
+            freeingSlots.decrementAndGet(freeingSlot(b.block()));
+        }
         int bucket = bucket(b.block());
         synchronized (stripe(bucket)) {
             unlink(bucket, b);
         }
+    }
+
+    private static int freeingSlot(long block) {
+        return (int) ((block * 0x9E37_79B9_7F4A_7C15L) >>> 50);
     }
 
     /**
@@ -283,6 +298,9 @@ public final class BufferCache implements AutoCloseable {
      * not hand it out again until this turns false (see {@link BlockAllocator#allocate}).
      */
     public boolean isBusy(long block) {
+        if (freeingSlots.get(freeingSlot(block)) == 0) {
+            return false;
+        }
         Buffer b = freeing.get(block);
         if (b == null) {
             return false;
@@ -291,7 +309,9 @@ public final class BufferCache implements AutoCloseable {
         if (b.holder != null || b.isPinned()) {
             return true;
         }
-        freeing.remove(block, b);
+        if (freeing.remove(block, b)) {
+            freeingSlots.decrementAndGet(freeingSlot(block));
+        }
         return false;
     }
 
@@ -396,7 +416,9 @@ public final class BufferCache implements AutoCloseable {
         }
         b.unlockObsolete();
         if (b.isStale()) {
-            freeing.remove(b.block(), b);
+            if (freeing.remove(b.block(), b)) {
+                freeingSlots.decrementAndGet(freeingSlot(b.block()));
+            }
         }
         (b.priority > 1 ? interiorEvictions : leafEvictions).increment();
         return true;

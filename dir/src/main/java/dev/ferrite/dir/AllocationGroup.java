@@ -6,6 +6,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.NavigableMap;
+import java.util.concurrent.locks.LockSupport;
 
 import dev.ferrite.btree.BTree;
 import dev.ferrite.btree.Buffer;
@@ -58,6 +59,13 @@ import static dev.ferrite.dir.Geometry.CHUNK_INODES;
  * the caller runs {@link #fix()}, which refills the lists from the free-space trees (and spills excess
  * back) in transactions of its own. Allocations for inodes and, later, data keep
  * {@link #HELD_BACK} blocks in the trees, so refilling the lists can always succeed.
+ *
+ * <h2>Busy blocks</h2>
+ * A block freed since the last checkpoint is {@link BufferCache#isBusy busy}: allocated again, its new
+ * contents and its free could land in one checkpoint in either order. Like XFS's busy extents, nothing
+ * hands such a block out: free lists skip busy entries, and free-space allocations take a range of an
+ * extent with no busy block, looking at a few extents; if all of those are busy, the caller lets go of
+ * its locks and forces the log ({@link #awaitBusy}), which ends their busy state, and tries again.
  */
 final class AllocationGroup {
     /** Levels the group's trees are assumed never to reach: a 2^28-block group needs 4 with 4 KiB nodes. */
@@ -68,8 +76,13 @@ final class AllocationGroup {
     static final int RESERVE = 2 * OP_BLOCKS;
     /** Free blocks allocations leave in the trees for refilling the free lists. */
     static final int HELD_BACK = 4 * RESERVE;
-    /** Results of an inode allocation other than an inode number. */
-    static final long NO_SPACE = 0, RETRY_FIX = -1, RETRY_CHUNK = -2;
+    /**
+     * Results of an allocation other than a block or inode number; {@link #RETRY_BUSY}: the free space
+     * that fits was all freed since the last checkpoint (run {@link #awaitBusy} first).
+     */
+    static final long NO_SPACE = 0, RETRY_FIX = -1, RETRY_CHUNK = -2, RETRY_BUSY = -3;
+    /** Free extents looked at for blocks that are not busy before giving up and forcing the log. */
+    private static final int BUSY_CANDIDATES = 8;
 
     private static final int FIX_OPS = 2;
     /**
@@ -99,6 +112,13 @@ final class AllocationGroup {
     BTree fino;
     /** Unlinked inodes still open or still being freed; null until the first (created under the AGI). */
     volatile BTree orphans;
+    /**
+     * Under the AGI: the free-inode tree's first record, chunk {@code firstFreeChunk} with free mask
+     * {@code firstFreeMask}, as this group last read or wrote it; -1 if not known. Inode allocation takes
+     * from it without searching either inode tree; every change of the free-inode tree keeps it exact.
+     */
+    private int firstFreeChunk = -1;
+    private long firstFreeMask;
 
     private AllocationGroup(BufferCache cache, Geometry geometry, Counters counters, int agno, Buffer agf, Buffer agi) {
         this.cache = cache;
@@ -110,8 +130,8 @@ final class AllocationGroup {
         this.recordSize = geometry.inodeSize();
         this.agf = agf;
         this.agi = agi;
-        this.agfl = new FreeList(agf, AGF_LIST_COUNT, start, cache.blockSize());
-        this.agil = new FreeList(agi, AGI_LIST_COUNT, start, cache.blockSize());
+        this.agfl = new FreeList(cache, agf, AGF_LIST_COUNT, start);
+        this.agil = new FreeList(cache, agi, AGI_LIST_COUNT, start);
         cache.makeResident(agf);
         cache.makeResident(agi);
     }
@@ -325,14 +345,76 @@ final class AllocationGroup {
         counters.freeBlocks.add(delta);
     }
 
-    /** Takes {@code len} blocks from the start of the free extent {@code e}. */
-    private void takeFrom(Txn txn, long e, int len) {
-        int s = extentStart(e), l = extentLength(e);
+    /**
+     * Takes the range {@code r} (packed like an extent) from the start or the end of the free extent
+     * {@code e}: a delete and at most one insert in each tree.
+     */
+    private void takeRange(Txn txn, long e, long r) {
+        int s = extentStart(e), l = extentLength(e), rs = extentStart(r), rl = extentLength(r);
         removeExtent(txn, s, l);
-        if (l > len) {
-            insertExtent(txn, s + len, l - len);
+        if (rs > s) {
+            insertExtent(txn, s, rs - s);
+        } else if (rl < l) {
+            insertExtent(txn, s + rl, l - rl);
         }
-        addFree(txn, -len);
+        addFree(txn, -rl);
+    }
+
+    private boolean busy(int groupBlock) {
+        return cache.isBusy(start + groupBlock);
+    }
+
+    /**
+     * Up to {@code want} blocks, at least {@code min}, at the start or the end of free extent {@code e}
+     * that are not busy (packed like an extent), or -1.
+     */
+    private long usableEnd(long e, int min, int want) {
+        int s = extentStart(e), l = extentLength(e), n = Math.min(want, l);
+        int head = 0;
+        while (head < n && !busy(s + head)) {
+            head++;
+        }
+        if (head >= min) {
+            return extent(s, head);
+        }
+        int tail = 0;
+        while (tail < n && !busy(s + l - 1 - tail)) {
+            tail++;
+        }
+        return tail >= min ? extent(s + l - tail, tail) : -1;
+    }
+
+    /**
+     * With the AGF held: where to take up to {@code want} (at least {@code min}) contiguous blocks that
+     * are not busy, as {extent, range}; null if the free extents looked at hold none.
+     */
+    private long[] findUsable(Txn txn, int min, int want) {
+        long e = extentAtLeast(txn, want);
+        for (int i = 0; i < BUSY_CANDIDATES && e >= 0; i++) {
+            long r = usableEnd(e, min, want);
+            if (r >= 0) {
+                return new long[] {e, r};
+            }
+            e = cntFind(txn, extentLength(e), extentStart(e) + 1, BTree.Match.CEILING);
+        }
+        long largest = largestExtent(txn);
+        long r = largest < 0 || extentLength(largest) < min ? -1 : usableEnd(largest, min, want);
+        return r < 0 ? null : new long[] {largest, r};
+    }
+
+    /** Times an operation may meet {@link #RETRY_BUSY} in a row before it gives up with ENOSPC. */
+    static final int BUSY_RETRIES = 1000;
+
+    /**
+     * Forces the log so that blocks freed so far stop being busy; call holding no buffer lock. Their
+     * items are unpinned by the AIL just after the force returns, so a caller meeting busy blocks again
+     * ({@code attempt} > 0) also waits a little, up to a millisecond.
+     */
+    void awaitBusy(int attempt) {
+        cache.journal().forceAll();
+        if (attempt > 0) {
+            LockSupport.parkNanos(Math.min(1_000_000L, 10_000L << Math.min(attempt, 7)));
+        }
     }
 
     /** Returns {@code [s, s + len)} (group blocks) to free space, merged with free neighbours. */
@@ -371,22 +453,26 @@ final class AllocationGroup {
      * Allocates {@code len} contiguous blocks of this group in {@code txn}, from the smallest free extent
      * that holds them, leaving {@link #HELD_BACK} blocks free for the free lists.
      *
-     * @return the first block (device block number); or {@link #NO_SPACE} or {@link #RETRY_FIX}, with
-     *         nothing changed and the AGF released
+     * @return the first block (device block number); or {@link #NO_SPACE}, {@link #RETRY_FIX} or
+     *         {@link #RETRY_BUSY}, with nothing changed and the AGF released
      */
     long allocBlocks(Txn txn, int len) {
         lock(txn, agf);
-        if (agfl.count() < RESERVE) {
+        if (!agfl.holds(RESERVE)) {
             txn.release(agf);
             return RETRY_FIX;
         }
-        long e = u64(agf.data(), FREE_BLOCKS) < (long) len + HELD_BACK ? -1 : extentAtLeast(txn, len);
-        if (e < 0) {
+        if (u64(agf.data(), FREE_BLOCKS) < (long) len + HELD_BACK || extentAtLeast(txn, len) < 0) {
             txn.release(agf);
             return NO_SPACE;
         }
-        takeFrom(txn, e, len);
-        return start + extentStart(e);
+        long[] at = findUsable(txn, len, len);
+        if (at == null) {
+            txn.release(agf);
+            return RETRY_BUSY;
+        }
+        takeRange(txn, at[0], at[1]);
+        return start + extentStart(at[1]);
     }
 
     /**
@@ -396,7 +482,7 @@ final class AllocationGroup {
      */
     boolean freeBlocks(Txn txn, long block, int len) {
         lock(txn, agf);
-        if (agfl.count() < RESERVE) {
+        if (!agfl.holds(RESERVE)) {
             txn.release(agf);
             return false;
         }
@@ -406,8 +492,8 @@ final class AllocationGroup {
 
     // ------------------------------------------------------------------ free lists
 
-    private static boolean outOfRange(int count) {
-        return count < RESERVE || count > 4 * RESERVE;
+    private static boolean outOfRange(FreeList l) {
+        return l.count() > 4 * RESERVE || !l.holds(RESERVE);
     }
 
     /**
@@ -415,60 +501,71 @@ final class AllocationGroup {
      * snapshot; {@link #fix} decides under the locks).
      */
     boolean needsFix() {
-        int f = agfl.count(), i = agil.count();
-        return f > 4 * RESERVE || i > 4 * RESERVE || (f < RESERVE || i < RESERVE) && freeBlocks() > 0;
+        return agfl.count() > 4 * RESERVE || agil.count() > 4 * RESERVE
+                || (!agfl.holds(RESERVE) || !agil.holds(RESERVE)) && freeBlocks() > 0;
     }
 
     private FreeList listToFix() {
-        return outOfRange(agfl.count()) ? agfl : outOfRange(agil.count()) ? agil : null;
+        return outOfRange(agfl) ? agfl : outOfRange(agil) ? agil : null;
     }
 
     /**
      * Brings both free lists back to between {@link #RESERVE} and four times that, as far as the group's
      * free space allows, in transactions of its own of at most {@value #FIX_OPS} tree operations each.
+     * Entries that are busy do not count towards the reserve; when the free space left is all busy it
+     * forces the log and goes on.
      */
     void fix() {
-        for (int round = 0; round < 256; round++) {
+        for (int round = 0, busy = 0; round < 256 + BUSY_RETRIES && busy < BUSY_RETRIES; round++) {
             int items = 2 + FIX_OPS * freeSpaceItems();
+            long stuck = 1;
+            int ops = 0;
             try (Txn txn = Txn.begin(cache, items)) {
                 lock(txn, agi);
                 lock(txn, agf);
-                int ops = 0;
-                boolean stuck = false;
                 for (FreeList l; ops < FIX_OPS && (l = listToFix()) != null; ops++) {
                     if (l.count() > 4 * RESERVE) {
-                        freeExtent(txn, l.pop(txn), 1);
-                    } else if (agfl.count() < OP_BLOCKS || !refill(txn, l, 2 * RESERVE)) {
-                        stuck = true; // the group is out of free space: the lists keep what they have
+                        freeExtent(txn, l.popForSpill(txn), 1);
+                    } else if (!agfl.holds(OP_BLOCKS)) {
+                        stuck = NO_SPACE;
+                    } else {
+                        stuck = refill(txn, l, 2 * RESERVE);
+                    }
+                    if (stuck <= 0) {
                         break;
                     }
                 }
                 if (ops > 0) {
                     txn.commit();
                 }
-                if (ops == 0 || stuck || listToFix() == null) {
-                    return;
-                }
+            }
+            if (stuck == RETRY_BUSY) {
+                awaitBusy(busy++);
+            } else if (ops == 0 || stuck == NO_SPACE || listToFix() == null) {
+                return; // done, or the group is out of free space: the lists keep what they have
             }
         }
     }
 
-    /** One free-space operation moving free blocks onto {@code list}, towards {@code target}; false if none are free. */
-    private boolean refill(Txn txn, FreeList list, int target) {
-        int want = target - list.count();
-        long e = extentAtLeast(txn, want);
-        if (e < 0) {
-            e = largestExtent(txn);
+    /**
+     * One free-space operation moving free blocks that are not busy onto {@code list}, towards
+     * {@code target} of them: 1, or {@link #NO_SPACE} or {@link #RETRY_BUSY} with nothing changed.
+     */
+    private long refill(Txn txn, FreeList list, int target) {
+        int want = Math.min(target - list.usable(), list.capacity() - list.count());
+        if (want < 1 || largestExtent(txn) < 0) {
+            return NO_SPACE;
         }
-        if (e < 0) {
-            return false;
+        long[] at = findUsable(txn, 1, want);
+        if (at == null) {
+            return RETRY_BUSY;
         }
-        int s = extentStart(e), n = Math.min(want, extentLength(e));
-        takeFrom(txn, e, n);
-        for (int b = s + n - 1; b >= s; b--) {
+        takeRange(txn, at[0], at[1]);
+        int s = extentStart(at[1]);
+        for (int b = s + extentLength(at[1]) - 1; b >= s; b--) {
             list.push(txn, b);
         }
-        return true;
+        return 1;
     }
 
     // ------------------------------------------------------------------ inodes
@@ -499,12 +596,13 @@ final class AllocationGroup {
      * @param frames {@value Geometry#CHUNK_BLOCKS} cache frames reserved for a new chunk's blocks (entries
      *               used are set to -1), or null if the transaction did not reserve for a chunk
      * @return the inode number; or {@link #NO_SPACE} (no free inode and no room for a chunk),
-     *         {@link #RETRY_FIX} (run {@link #fix()} first) or {@link #RETRY_CHUNK} (a chunk is needed: retry
-     *         with frames and the larger reservation), each with nothing changed and the headers released
+     *         {@link #RETRY_FIX} (run {@link #fix()} first), {@link #RETRY_BUSY} (run {@link #awaitBusy}
+     *         first) or {@link #RETRY_CHUNK} (a chunk is needed: retry with frames and the larger
+     *         reservation), each with nothing changed and the headers released
      */
     long allocInode(Txn txn, int[] frames, int mode, int uid, int gid, int nlink, long nowNanos) {
         lock(txn, agi);
-        if (agil.count() < OP_BLOCKS) {
+        if (!agil.holds(OP_BLOCKS)) {
             txn.release(agi);
             return RETRY_FIX;
         }
@@ -514,32 +612,35 @@ final class AllocationGroup {
                 return RETRY_CHUNK;
             }
             lock(txn, agf);
-            long fail = agfl.count() < RESERVE ? RETRY_FIX
-                    : u64(agf.data(), FREE_BLOCKS) < CHUNK_BLOCKS + HELD_BACK || extentAtLeast(txn, CHUNK_BLOCKS) < 0 ? NO_SPACE : 1;
+            long[] at = null;
+            long fail = !agfl.holds(RESERVE) ? RETRY_FIX
+                    : u64(agf.data(), FREE_BLOCKS) < CHUNK_BLOCKS + HELD_BACK || extentAtLeast(txn, CHUNK_BLOCKS) < 0 ? NO_SPACE
+                    : (at = findUsable(txn, CHUNK_BLOCKS, CHUNK_BLOCKS)) == null ? RETRY_BUSY : 1;
             if (fail <= 0) {
                 txn.release(agf);
                 txn.release(agi);
                 return fail;
             }
-            addChunk(txn, frames);
+            addChunk(txn, frames, at);
         }
-        MemorySegment lowest = MemorySegment.ofArray(new byte[4]); // chunk key 0
-        MemorySegment k = MemorySegment.ofArray(new byte[4]);
-        MemorySegment v = MemorySegment.ofArray(new byte[8]);
-        if (fino.find(txn, lowest, BTree.Match.CEILING, k, v) < 0) {
+        if (!loadFirstFree(txn)) {
             throw new CorruptionException(agi.block(), AGI, "group " + agno + " counts " + u64(agi.data(), FREE_INODES)
                     + " free inodes but its free-inode tree is empty");
         }
-        long mask = AgTreeFormat.mask(v);
-        int first = AgTreeFormat.key32(k);
-        checkChunk(txn, first, mask);
+        int first = firstFreeChunk;
+        long mask = firstFreeMask;
         int slot = Long.numberOfTrailingZeros(mask);
         long left = mask & ~(1L << slot);
+        MemorySegment k = MemorySegment.ofArray(new byte[4]);
+        MemorySegment v = MemorySegment.ofArray(new byte[8]);
+        AgTreeFormat.key32(k, first);
         AgTreeFormat.maskValue(v, left);
         if (left == 0) {
             fino.delete(txn, k);
+            firstFreeChunk = -1;
         } else {
             fino.put(txn, k, v);
+            firstFreeMask = left;
         }
         ino.put(txn, k, v);
         addU64(txn, agi, FREE_INODES, -1);
@@ -556,6 +657,25 @@ final class AllocationGroup {
         return geometry.inodeNumber(agno, agIno);
     }
 
+    /**
+     * With the AGI held: makes {@link #firstFreeChunk} known, reading the free-inode tree's first record
+     * (checked against the inode tree) if it is not; false if that tree is empty.
+     */
+    private boolean loadFirstFree(Txn txn) {
+        if (firstFreeChunk >= 0) {
+            return true;
+        }
+        MemorySegment k = MemorySegment.ofArray(new byte[4]);
+        MemorySegment v = MemorySegment.ofArray(new byte[8]);
+        if (fino.find(txn, MemorySegment.ofArray(new byte[4]), BTree.Match.CEILING, k, v) < 0) {
+            return false;
+        }
+        checkChunk(txn, AgTreeFormat.key32(k), AgTreeFormat.mask(v));
+        firstFreeMask = AgTreeFormat.mask(v);
+        firstFreeChunk = AgTreeFormat.key32(k);
+        return true;
+    }
+
     /** The inode tree must hold the free-inode tree's record for the chunk at {@code first}, with the same mask. */
     private void checkChunk(Txn txn, int first, long mask) {
         MemorySegment k = MemorySegment.ofArray(new byte[4]);
@@ -567,11 +687,10 @@ final class AllocationGroup {
         }
     }
 
-    /** With AGI and AGF held and the free lists in range: a new chunk of free inodes. */
-    private void addChunk(Txn txn, int[] frames) {
-        long e = extentAtLeast(txn, CHUNK_BLOCKS);
-        int s = extentStart(e);
-        takeFrom(txn, e, CHUNK_BLOCKS);
+    /** With AGI and AGF held and the free lists in range: a new chunk of free inodes at {@code at} ({@link #findUsable}). */
+    private void addChunk(Txn txn, int[] frames, long[] at) {
+        int s = extentStart(at[1]);
+        takeRange(txn, at[0], at[1]);
         for (int i = 0; i < CHUNK_BLOCKS; i++) {
             cache.create(txn, start + s + i, InodeFormat.MAGIC, agno, frames[i]);
             frames[i] = -1;
@@ -583,6 +702,10 @@ final class AllocationGroup {
         if (!ino.putIfAbsent(txn, k, v) || !fino.putIfAbsent(txn, k, v)) {
             throw new CorruptionException(agi.block(), AGI, "group " + agno + " allocated blocks [" + s + ", +"
                     + CHUNK_BLOCKS + ") for inodes but its inode trees already hold a chunk there");
+        }
+        if (firstFreeChunk < 0 || s << 3 < firstFreeChunk) {
+            firstFreeChunk = s << 3;
+            firstFreeMask = -1L;
         }
         addU64(txn, agi, INODES, CHUNK_INODES);
         addU64(txn, agi, FREE_INODES, CHUNK_INODES);
@@ -617,7 +740,7 @@ final class AllocationGroup {
      */
     boolean freeInode(Txn txn, int agIno) {
         lock(txn, agi);
-        if (agil.count() < OP_BLOCKS) {
+        if (!agil.holds(OP_BLOCKS)) {
             txn.release(agi);
             return false;
         }
@@ -644,6 +767,11 @@ final class AllocationGroup {
         AgTreeFormat.maskValue(v, mask | bit);
         this.ino.put(txn, k, v);
         fino.put(txn, k, v);
+        int chunk = AgTreeFormat.key32(k);
+        if (chunk == firstFreeChunk || firstFreeChunk >= 0 && chunk < firstFreeChunk) {
+            firstFreeChunk = chunk;
+            firstFreeMask = mask | bit;
+        }
         addU64(txn, agi, FREE_INODES, 1);
         counters.freeInodes.increment();
         InodeFormat.clear(b.data(), rec, recordSize);
@@ -658,7 +786,7 @@ final class AllocationGroup {
      * caller holding the AGI lets go of everything unchanged and runs {@link #fix()}.
      */
     boolean inodeListLow() {
-        return agil.count() < OP_BLOCKS;
+        return !agil.holds(OP_BLOCKS);
     }
 
     /**
@@ -670,15 +798,10 @@ final class AllocationGroup {
         if (!txn.holds(agi)) {
             throw new IllegalStateException("the AGI of group " + agno + " is not held");
         }
-        if (u64(agi.data(), FREE_INODES) == 0) {
+        if (u64(agi.data(), FREE_INODES) == 0 || !loadFirstFree(txn)) {
             return -1;
         }
-        MemorySegment k = MemorySegment.ofArray(new byte[4]);
-        MemorySegment v = MemorySegment.ofArray(new byte[8]);
-        if (fino.find(txn, MemorySegment.ofArray(new byte[4]), BTree.Match.CEILING, k, v) < 0) {
-            return -1;
-        }
-        return AgTreeFormat.key32(k) + Long.numberOfTrailingZeros(AgTreeFormat.mask(v));
+        return firstFreeChunk + Long.numberOfTrailingZeros(firstFreeMask);
     }
 
     /** Items an orphan change may touch (the tree's creation included). */

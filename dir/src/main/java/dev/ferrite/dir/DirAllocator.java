@@ -1,5 +1,7 @@
 package dev.ferrite.dir;
 
+import java.lang.foreign.MemorySegment;
+
 import dev.ferrite.btree.BlockAllocator;
 import dev.ferrite.btree.Buffer;
 import dev.ferrite.btree.BufferCache;
@@ -10,6 +12,10 @@ import dev.ferrite.btree.Txn;
  * ({@link DirEntryFormat}): the transaction changing the tree already holds that record's block, so a
  * split or merge takes no allocation group lock and reads nothing. The namespace keeps the reserve
  * between its low and high marks in transactions of their own before each change.
+ *
+ * <p>Nodes the tree frees go back to the reserve at once but stay {@link BufferCache#isBusy busy} until
+ * their free is in a checkpoint: allocation skips them and the marks count only the reserve's other
+ * entries ({@link #usable}).
  */
 final class DirAllocator implements BlockAllocator {
     private final BufferCache cache;
@@ -32,16 +38,54 @@ final class DirAllocator implements BlockAllocator {
         return b;
     }
 
+    /** Entries of the reserve at {@code area} of {@code m} that are not busy. */
+    static int usable(BufferCache cache, MemorySegment m, int area) {
+        int found = 0;
+        for (int i = DirEntryFormat.reserveCount(m, area) - 1; i >= 0; i--) {
+            if (!cache.isBusy(DirEntryFormat.reserveEntry(m, area, i))) {
+                found++;
+            }
+        }
+        return found;
+    }
+
+    /** The reserve entry to free first: the last busy one, else the last. */
+    static int spillIndex(BufferCache cache, MemorySegment m, int area) {
+        int n = DirEntryFormat.reserveCount(m, area);
+        for (int i = n - 1; i >= 0; i--) {
+            if (cache.isBusy(DirEntryFormat.reserveEntry(m, area, i))) {
+                return i;
+            }
+        }
+        return n - 1;
+    }
+
+    /** Removes reserve entry {@code i}, moving the last into its place (logging is the caller's). */
+    static long remove(MemorySegment m, int area, int i) {
+        int n = DirEntryFormat.reserveCount(m, area);
+        long e = DirEntryFormat.reserveEntry(m, area, i);
+        DirEntryFormat.setReserveEntry(m, area, i, DirEntryFormat.reserveEntry(m, area, n - 1));
+        DirEntryFormat.setReserveEntry(m, area, n - 1, 0);
+        DirEntryFormat.setReserveCount(m, area, n - 1);
+        return e;
+    }
+
     @Override
     public long allocate(Txn txn) {
         Buffer b = held(txn);
-        int n = DirEntryFormat.reserveCount(b.data(), area);
-        if (n == 0) {
+        MemorySegment m = b.data();
+        int i = DirEntryFormat.reserveCount(m, area) - 1;
+        while (i >= 0 && cache.isBusy(DirEntryFormat.reserveEntry(m, area, i))) {
+            i--;
+        }
+        if (i < 0) {
             throw new IllegalStateException("directory block reserve in inode block " + block + " ran dry inside a tree operation");
         }
-        DirEntryFormat.setReserveCount(b.data(), area, n - 1);
+        int n = DirEntryFormat.reserveCount(m, area);
+        long e = remove(m, area, i);
+        txn.log(b, DirEntryFormat.reserveOffset(area, i), 8 * (n - i));
         txn.log(b, area + DirEntryFormat.RESERVE_COUNT, 4);
-        return DirEntryFormat.reserveEntry(b.data(), area, n - 1);
+        return e;
     }
 
     @Override

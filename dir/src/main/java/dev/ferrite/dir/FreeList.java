@@ -2,6 +2,7 @@ package dev.ferrite.dir;
 
 import dev.ferrite.btree.BlockAllocator;
 import dev.ferrite.btree.Buffer;
+import dev.ferrite.btree.BufferCache;
 import dev.ferrite.btree.Txn;
 
 /**
@@ -9,17 +10,23 @@ import dev.ferrite.btree.Txn;
  * stack of group blocks kept topped up between tree operations, so that allocating a node only pops an
  * entry of a header the transaction already holds, never recursing into the free-space trees and never
  * reading a block. Every change requires the header locked by the transaction.
+ *
+ * <p>Freed tree nodes go onto the list at once, but stay {@link BufferCache#isBusy busy} until their free
+ * is in a checkpoint: pops skip them, and the reserve checks count only entries that are not busy. An
+ * entry never turns busy while it is on the list, so a reserve counted at an operation's start holds.
  */
 final class FreeList implements BlockAllocator {
+    private final BufferCache cache;
     private final Buffer header;
     private final int countOffset;
     private final int capacity;
     private final long groupStart;
 
-    FreeList(Buffer header, int countOffset, long groupStart, int blockSize) {
+    FreeList(BufferCache cache, Buffer header, int countOffset, long groupStart) {
+        this.cache = cache;
         this.header = header;
         this.countOffset = countOffset;
-        this.capacity = AgHeaderFormat.listCapacity(blockSize);
+        this.capacity = AgHeaderFormat.listCapacity(cache.blockSize());
         this.groupStart = groupStart;
     }
 
@@ -49,16 +56,70 @@ final class FreeList implements BlockAllocator {
         txn.log(header, countOffset, 4);
     }
 
+    private boolean busy(int i) {
+        return cache.isBusy(groupStart + entry(i));
+    }
+
+    /** True if at least {@code n} entries are not busy (stops counting at {@code n}). */
+    boolean holds(int n) {
+        int found = 0;
+        for (int i = count() - 1; i >= 0 && found < n; i--) {
+            if (!busy(i)) {
+                found++;
+            }
+        }
+        return found >= n;
+    }
+
+    /** Entries that are not busy. */
+    int usable() {
+        int found = 0;
+        for (int i = count() - 1; i >= 0; i--) {
+            if (!busy(i)) {
+                found++;
+            }
+        }
+        return found;
+    }
+
+    /** Takes the topmost entry that is not busy, to become a tree node. */
     int pop(Txn txn) {
+        int n = count();
+        int i = n - 1;
+        while (i >= 0 && busy(i)) {
+            i--;
+        }
+        if (i < 0) {
+            // the group keeps a reserve for every tree operation it starts: running dry is a bug, not ENOSPC
+            throw new IllegalStateException("free list in " + header + " ran dry inside a tree operation (" + n
+                    + " entries, all freed since the last checkpoint)");
+        }
+        return take(txn, i);
+    }
+
+    /** Takes an entry to give back to free space: a busy one if there is one (free space may hold busy blocks). */
+    int popForSpill(Txn txn) {
+        int n = count();
+        for (int i = n - 1; i >= 0; i--) {
+            if (busy(i)) {
+                return take(txn, i);
+            }
+        }
+        return take(txn, n - 1);
+    }
+
+    /** Removes entry {@code i}, moving the top entry into its place. */
+    private int take(Txn txn, int i) {
         checkHeld(txn);
         int n = count();
-        if (n == 0) {
-            // the group keeps a reserve for every tree operation it starts: running dry is a bug, not ENOSPC
-            throw new IllegalStateException("free list in " + header + " ran dry inside a tree operation");
+        int e = entry(i);
+        if (i != n - 1) {
+            AgHeaderFormat.setU32(header.data(), AgHeaderFormat.listEntryOffset(i), entry(n - 1));
+            txn.log(header, AgHeaderFormat.listEntryOffset(i), 4);
         }
         AgHeaderFormat.setU32(header.data(), countOffset, n - 1);
         txn.log(header, countOffset, 4);
-        return entry(n - 1);
+        return e;
     }
 
     private void checkHeld(Txn txn) {

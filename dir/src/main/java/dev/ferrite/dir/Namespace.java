@@ -439,15 +439,43 @@ public final class Namespace {
 
     /** Locks the blocks of {@code inos} (0s ignored) in ascending block order. */
     private void lockRecords(Txn txn, long... inos) {
-        long[] blocks = Arrays.stream(inos).filter(i -> i != 0).map(this::block).distinct().sorted().toArray();
-        for (long blk : blocks) {
+        long[] blocks = new long[inos.length];
+        for (int i = 0; i < inos.length; i++) {
+            blocks[i] = inos[i] == 0 ? 0 : block(inos[i]);
+        }
+        int n = distinctSorted(blocks);
+        for (int k = 0; k < n; k++) {
             for (long ino : inos) {
-                if (ino != 0 && block(ino) == blk) {
+                if (ino != 0 && block(ino) == blocks[k]) {
                     lockRecord(txn, ino);
                     break;
                 }
             }
         }
+    }
+
+    /**
+     * Sorts the nonzero values of the short array {@code a} ascending and without repeats into its front
+     * (insertion sort: two to four values); returns how many there are.
+     */
+    private static int distinctSorted(long[] a) {
+        int n = 0;
+        for (long x : a) {
+            if (x == 0) {
+                continue;
+            }
+            int at = n;
+            while (at > 0 && a[at - 1] > x) {
+                at--;
+            }
+            if (at > 0 && a[at - 1] == x) {
+                continue;
+            }
+            System.arraycopy(a, at, a, at + 1, n - at);
+            a[at] = x;
+            n++;
+        }
+        return n;
     }
 
     private interface RecordReader<T> {
@@ -789,20 +817,26 @@ public final class Namespace {
      * between its marks, each in transactions of their own (the entries stay the same).
      */
     private void prepare(Inode dir, int keyLength) {
+        int area = rec(dir.ino) + InodeFormat.INLINE;
         int[] s = readRecord(dir.ino, (b, rec) -> new int[] {isTree(b, rec) ? 1 : 0,
-                isTree(b, rec) ? DirEntryFormat.reserveCount(b, rec + InodeFormat.INLINE) : InodeFormat.inlineUsed(b, rec)});
+                isTree(b, rec) ? DirEntryFormat.reserveCount(b, area) : InodeFormat.inlineUsed(b, rec),
+                isTree(b, rec) ? DirAllocator.usable(cache, b, area) : 0});
         if (s[0] == 0) {
             if (keyLength > 0 && s[1] + DirEntryFormat.inlineSize(keyLength) > inlineCapacity) {
                 addBlocks(dir, RESERVE_FILL, true);
             }
             return;
         }
-        if (s[1] < RESERVE_LOW) {
-            addBlocks(dir, RESERVE_FILL - s[1], false);
-        }
+        // spill first (busy entries first), so that a refill always fits: RESERVE_CAPACITY - RESERVE_HIGH >= RESERVE_LOW
         while (s[1] > RESERVE_HIGH) {
             spillBlock(dir);
             s[1]--;
+        }
+        if (s[2] < RESERVE_LOW) {
+            s[2] = readRecord(dir.ino, (b, rec) -> DirAllocator.usable(cache, b, area)); // spills may have freed some
+        }
+        if (s[2] < RESERVE_LOW) {
+            addBlocks(dir, Math.min(RESERVE_FILL - s[2], DirEntryFormat.RESERVE_CAPACITY - s[1]), false);
         }
     }
 
@@ -815,7 +849,7 @@ public final class Namespace {
         int first = geometry.agOfInode(dir.ino);
         for (int k = 0; k < groups; k++) {
             AllocationGroup ag = volume.group((first + k) % groups);
-            for (int attempt = 0; attempt < RETRIES; attempt++) {
+            for (int attempt = 0, busy = 0; attempt < RETRIES; attempt++) {
                 if (ag.needsFix()) {
                     ag.fix();
                 }
@@ -865,17 +899,23 @@ public final class Namespace {
                 if (r == AllocationGroup.NO_SPACE) {
                     break;
                 }
-                ag.fix();
+                if (r == AllocationGroup.RETRY_BUSY && busy < AllocationGroup.BUSY_RETRIES) {
+                    ag.awaitBusy(busy++);
+                    attempt--;
+                } else {
+                    ag.fix();
+                }
             }
         }
         throw new NoSpaceException("no allocation group has " + n + " free blocks for directory " + dir.ino);
     }
 
-    /** Frees the last block of {@code dir}'s reserve (its lock held). */
+    /** Frees a block of {@code dir}'s reserve, a busy one if any (its lock held). */
     private void spillBlock(Inode dir) {
         int rec = rec(dir.ino);
         int area = rec + InodeFormat.INLINE;
-        long blk = readRecord(dir.ino, (b, r) -> DirEntryFormat.reserveEntry(b, area, DirEntryFormat.reserveCount(b, area) - 1));
+        int at = readRecord(dir.ino, (b, r) -> DirAllocator.spillIndex(cache, b, area));
+        long blk = readRecord(dir.ino, (b, r) -> DirEntryFormat.reserveEntry(b, area, at));
         int agno = (int) ((blk - geometry.dataStart()) / geometry.agBlocks());
         AllocationGroup ag = volume.group(Math.min(agno, geometry.agCount() - 1));
         for (int attempt = 0; ; attempt++) {
@@ -886,9 +926,10 @@ public final class Namespace {
                 if (ag.freeBlocks(txn, blk, 1)) {
                     Buffer b = lockRecord(txn, dir.ino);
                     MemorySegment m = b.data();
-                    int n = DirEntryFormat.reserveCount(m, area);
-                    DirEntryFormat.setReserveEntry(m, area, n - 1, 0);
-                    DirEntryFormat.setReserveCount(m, area, n - 1);
+                    if (DirEntryFormat.reserveEntry(m, area, at) != blk) {
+                        throw new IllegalStateException("directory " + dir.ino + "'s reserve changed under its lock");
+                    }
+                    DirAllocator.remove(m, area, at);
                     InodeFormat.setBlocks(m, rec, InodeFormat.blocks(m, rec) - 1);
                     txn.log(b, rec, recordSize);
                     dir.lastSeq = txn.commit();
@@ -906,9 +947,9 @@ public final class Namespace {
 
     /** Per-inode locks of the distinct nonzero {@code inos}, in ascending order. */
     private Inode[] lockAll(long... inos) {
-        long[] sorted = Arrays.stream(inos).filter(i -> i != 0).distinct().sorted().toArray();
-        Inode[] out = new Inode[sorted.length];
-        for (int i = 0; i < sorted.length; i++) {
+        long[] sorted = inos.clone();
+        Inode[] out = new Inode[distinctSorted(sorted)];
+        for (int i = 0; i < out.length; i++) {
             out[i] = inodes.acquire(sorted[i]);
             out[i].lock.lock();
         }
@@ -973,7 +1014,7 @@ public final class Namespace {
         for (int k = 0; k < n; k++) {
             AllocationGroup ag = volume.group((first + k) % n);
             boolean chunk = ag.freeInodes() == 0;
-            for (int attempt = 0; attempt < RETRIES; attempt++) {
+            for (int attempt = 0, busy = 0; attempt < RETRIES; attempt++) {
                 if (ag.needsFix()) {
                     ag.fix();
                 }
@@ -998,6 +1039,9 @@ public final class Namespace {
                 }
                 if (r == AllocationGroup.RETRY_CHUNK) {
                     chunk = true;
+                } else if (r == AllocationGroup.RETRY_BUSY && busy < AllocationGroup.BUSY_RETRIES) {
+                    ag.awaitBusy(busy++);
+                    attempt--;
                 } else {
                     ag.fix();
                 }
@@ -1057,6 +1101,29 @@ public final class Namespace {
 
     private void removeEntry(long dir, String name, boolean wantDir) {
         byte[] key = DirEntryFormat.key(checkName(name, true));
+        Inode d = inodes.acquire(dir);
+        d.lock.lock();
+        try {
+            requireDir(dir);
+            Found f = find(d, key);
+            if (f == null) {
+                throw new NamespaceException(Errno.ENOENT, quote(name) + " in directory " + dir);
+            }
+            if (f.ino > dir) { // the usual case: the child's lock comes after its directory's, look up once
+                Inode c = inodes.acquire(f.ino);
+                c.lock.lock();
+                try {
+                    removeLocked(d, c, key, name, wantDir);
+                    return;
+                } finally {
+                    c.lock.unlock();
+                    inodes.release(c);
+                }
+            }
+        } finally {
+            d.lock.unlock();
+            inodes.release(d);
+        }
         for (;;) {
             requireDir(dir);
             Found f = find(dir, key);
@@ -1065,38 +1132,44 @@ public final class Namespace {
             }
             Inode[] locked = lockAll(dir, f.ino);
             try {
-                Inode d = pick(locked, dir), c = pick(locked, f.ino);
+                Inode d2 = pick(locked, dir), c = pick(locked, f.ino);
                 requireDir(dir);
-                Found again = find(d, key);
+                Found again = find(d2, key);
                 if (again == null || again.ino != f.ino) {
                     continue;
                 }
-                InodeStat cs = statIno(c.ino);
-                if (wantDir) {
-                    if (!cs.isDirectory()) {
-                        throw new NamespaceException(Errno.ENOTDIR, quote(name) + " in directory " + dir + " is not a directory");
-                    }
-                    if (cs.size() != 0) {
-                        throw new NamespaceException(Errno.ENOTEMPTY, "directory " + quote(name) + " holds " + cs.size() + " entries");
-                    }
-                } else if (cs.isDirectory()) {
-                    throw new NamespaceException(Errno.EISDIR, quote(name) + " in directory " + dir + " is a directory");
-                }
-                prepare(d, 0);
-                boolean last = wantDir || cs.nlink() <= 1;
-                boolean orphan = last && (c.opens > 0 || cs.blocks() > 0);
-                commitChange(last ? volume.group(geometry.agOfInode(c.ino)) : null, new Inode[] {d, c}, txn -> {
-                    deleteEntry(txn, d, key);
-                    adjust(txn, d.ino, wantDir ? -1 : 0, true);
-                    dropLink(txn, c, wantDir, last, orphan);
-                });
-                if (orphan && c.opens == 0) {
-                    inactivate(c);
-                }
+                removeLocked(d2, c, key, name, wantDir);
                 return;
             } finally {
                 unlockAll(locked);
             }
+        }
+    }
+
+    /** Removes entry {@code key} of {@code d}, which names {@code c}; both locked, the entry checked present. */
+    private void removeLocked(Inode d, Inode c, byte[] key, String name, boolean wantDir) {
+        long dir = d.ino;
+        InodeStat cs = statIno(c.ino);
+        if (wantDir) {
+            if (!cs.isDirectory()) {
+                throw new NamespaceException(Errno.ENOTDIR, quote(name) + " in directory " + dir + " is not a directory");
+            }
+            if (cs.size() != 0) {
+                throw new NamespaceException(Errno.ENOTEMPTY, "directory " + quote(name) + " holds " + cs.size() + " entries");
+            }
+        } else if (cs.isDirectory()) {
+            throw new NamespaceException(Errno.EISDIR, quote(name) + " in directory " + dir + " is a directory");
+        }
+        prepare(d, 0);
+        boolean last = wantDir || cs.nlink() <= 1;
+        boolean orphan = last && (c.opens > 0 || cs.blocks() > 0);
+        commitChange(last ? volume.group(geometry.agOfInode(c.ino)) : null, new Inode[] {d, c}, txn -> {
+            deleteEntry(txn, d, key);
+            adjust(txn, d.ino, wantDir ? -1 : 0, true);
+            dropLink(txn, c, wantDir, last, orphan);
+        });
+        if (orphan && c.opens == 0) {
+            inactivate(c);
         }
     }
 
@@ -1116,7 +1189,10 @@ public final class Namespace {
                 items += dirItems(i);
             }
         }
-        long[] inos = Arrays.stream(touched).mapToLong(i -> i == null ? 0 : i.ino).toArray();
+        long[] inos = new long[touched.length];
+        for (int i = 0; i < touched.length; i++) {
+            inos[i] = touched[i] == null ? 0 : touched[i].ino;
+        }
         for (int attempt = 0; ; attempt++) {
             if (ag != null && ag.needsFix()) {
                 ag.fix();

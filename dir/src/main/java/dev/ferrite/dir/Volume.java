@@ -414,7 +414,7 @@ public final class Volume implements AutoCloseable {
 
     private long allocIn(AllocationGroup ag, int mode, int uid, int gid, int nlink, long now) {
         boolean chunk = ag.freeInodes() == 0;
-        for (int fixes = 0; ; ) {
+        for (int fixes = 0, busy = 0; ; ) {
             if (ag.needsFix() && fixes++ < 4) {
                 ag.fix();
             }
@@ -433,6 +433,8 @@ public final class Volume implements AutoCloseable {
             }
             if (r == AllocationGroup.RETRY_CHUNK) {
                 chunk = true;
+            } else if (r == AllocationGroup.RETRY_BUSY && busy < AllocationGroup.BUSY_RETRIES) {
+                ag.awaitBusy(busy++);
             } else if (r != AllocationGroup.RETRY_FIX || fixes >= 4) {
                 return 0;
             } else {
@@ -559,7 +561,7 @@ public final class Volume implements AutoCloseable {
         int n = groups.length;
         for (int k = 0; k < n; k++) {
             AllocationGroup ag = groups[Math.floorMod(preferredAg + k, n)];
-            for (int fixes = 0; fixes < 4; fixes++) {
+            for (int fixes = 0, busy = 0; fixes < 4; fixes++) {
                 if (ag.needsFix()) {
                     ag.fix();
                 }
@@ -573,6 +575,10 @@ public final class Volume implements AutoCloseable {
                 }
                 if (r == AllocationGroup.NO_SPACE) {
                     break;
+                }
+                if (r == AllocationGroup.RETRY_BUSY && busy < AllocationGroup.BUSY_RETRIES) {
+                    ag.awaitBusy(busy++);
+                    fixes--;
                 }
             }
         }
