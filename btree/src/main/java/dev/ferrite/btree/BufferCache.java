@@ -56,7 +56,7 @@ public final class BufferCache implements AutoCloseable {
     private final int frames;
     private final AtomicReferenceArray<Object> frameOwner;
     private final AtomicReferenceArray<Buffer> buckets;
-    private final int bucketMask;
+    private final int bucketShift;
     private final Object[] stripes = new Object[STRIPES];
     private final AtomicLong hand = new AtomicLong();
     /**
@@ -100,7 +100,7 @@ public final class BufferCache implements AutoCloseable {
         this.frameOwner = new AtomicReferenceArray<>(frames);
         int bucketCount = Integer.highestOneBit(frames * 2 - 1);
         this.buckets = new AtomicReferenceArray<>(bucketCount);
-        this.bucketMask = bucketCount - 1;
+        this.bucketShift = 64 - Integer.numberOfTrailingZeros(bucketCount);
         for (int i = 0; i < STRIPES; i++) {
             stripes[i] = new Object();
         }
@@ -123,9 +123,9 @@ public final class BufferCache implements AutoCloseable {
         return frames;
     }
 
+    /** Fibonacci hashing: the product's top bits (its middle bits cluster for consecutive blocks). */
     private int bucket(long block) {
-        long h = block * 0x9E37_79B9_7F4A_7C15L;
-        return (int) (h >>> 32) & bucketMask;
+        return (int) ((block * 0x9E37_79B9_7F4A_7C15L) >>> bucketShift);
     }
 
     private Object stripe(int bucket) {
