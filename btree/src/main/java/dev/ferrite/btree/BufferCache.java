@@ -3,6 +3,7 @@ package dev.ferrite.btree;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReferenceArray;
@@ -72,6 +73,8 @@ public final class BufferCache implements AutoCloseable {
      * blocks they hand out, nearly always of a slot at zero, which answers without boxing or hashing.
      */
     private final AtomicIntegerArray freeingSlots = new AtomicIntegerArray(FREEING_SLOTS);
+    /** Entries of {@link #freeing}, or more while one is being added or removed. */
+    private final AtomicInteger freeingCount = new AtomicInteger();
     private final Object cleanSignal = new Object();
     /** Threads waiting in claimFrame for a buffer to come clean: write-backs notify only when there are some. */
     private volatile int cleanWaiters;
@@ -260,15 +263,29 @@ public final class BufferCache implements AutoCloseable {
         BlockHeaderFormat.init(b.data(), freedMagic, b.block(), BlockHeaderFormat.owner(b.data()));
         txn.log(b, 0, BlockHeaderFormat.SIZE);
         b.markStale();
-        freeingSlots.incrementAndGet(freeingSlot(b.block())); // before the entry: a slot never undercounts
+        freeingCount.incrementAndGet();
+        freeingSlots.incrementAndGet(freeingSlot(b.block())); // before the entry: counts never fall short
         Buffer was = freeing.put(b.block(), b);
         if (was != null) {
-            freeingSlots.decrementAndGet(freeingSlot(b.block()));
+            forgetFreeing(b.block());
         }
         int bucket = bucket(b.block());
         synchronized (stripe(bucket)) {
             unlink(bucket, b);
         }
+    }
+
+    private void forgetFreeing(long block) {
+        freeingSlots.decrementAndGet(freeingSlot(block));
+        freeingCount.decrementAndGet();
+    }
+
+    /**
+     * At least as many as the blocks {@link #isBusy} would call busy now: an allocator holding more free
+     * blocks than this needs not ask about each.
+     */
+    public int busyBound() {
+        return freeingCount.get();
     }
 
     private static int freeingSlot(long block) {
@@ -292,7 +309,7 @@ public final class BufferCache implements AutoCloseable {
             return true;
         }
         if (freeing.remove(block, b)) {
-            freeingSlots.decrementAndGet(freeingSlot(block));
+            forgetFreeing(block);
         }
         return false;
     }
@@ -401,7 +418,7 @@ public final class BufferCache implements AutoCloseable {
         b.unlockObsolete();
         if (b.isStale()) {
             if (freeing.remove(b.block(), b)) {
-                freeingSlots.decrementAndGet(freeingSlot(b.block()));
+                forgetFreeing(b.block());
             }
         }
         (b.priority > 1 ? interiorEvictions : leafEvictions).increment();

@@ -845,7 +845,7 @@ public final class Namespace {
         int area = rec(dir.ino) + InodeFormat.INLINE;
         int[] s = readRecord(dir.ino, (b, rec) -> new int[] {isTree(b, rec) ? 1 : 0,
                 isTree(b, rec) ? DirEntryFormat.reserveCount(b, area) : InodeFormat.inlineUsed(b, rec),
-                isTree(b, rec) ? DirAllocator.usable(cache, b, area) : 0});
+                isTree(b, rec) ? DirAllocator.usable(cache, b, area, RESERVE_LOW) : 0});
         if (s[0] == 0) {
             if (keyLength > 0 && s[1] + DirEntryFormat.inlineSize(keyLength) > inlineCapacity) {
                 addBlocks(dir, RESERVE_FILL, true);
@@ -858,7 +858,7 @@ public final class Namespace {
             s[1]--;
         }
         if (s[2] < RESERVE_LOW) {
-            s[2] = readRecord(dir.ino, (b, rec) -> DirAllocator.usable(cache, b, area)); // spills may have freed some
+            s[2] = readRecord(dir.ino, (b, rec) -> DirAllocator.usable(cache, b, area, RESERVE_LOW)); // a spill takes a usable entry when none is busy
         }
         if (s[2] < RESERVE_LOW) {
             addBlocks(dir, Math.min(RESERVE_FILL - s[2], DirEntryFormat.RESERVE_CAPACITY - s[1]), false);
