@@ -3,6 +3,7 @@ package dev.ferrite.btree;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReferenceArray;
@@ -56,7 +57,7 @@ public final class BufferCache implements AutoCloseable {
     private final int frames;
     private final AtomicReferenceArray<Object> frameOwner;
     private final AtomicReferenceArray<Buffer> buckets;
-    private final int bucketMask;
+    private final int bucketShift;
     private final Object[] stripes = new Object[STRIPES];
     private final AtomicLong hand = new AtomicLong();
     /**
@@ -72,6 +73,8 @@ public final class BufferCache implements AutoCloseable {
      * blocks they hand out, nearly always of a slot at zero, which answers without boxing or hashing.
      */
     private final AtomicIntegerArray freeingSlots = new AtomicIntegerArray(FREEING_SLOTS);
+    /** Entries of {@link #freeing}, or more while one is being added or removed. */
+    private final AtomicInteger freeingCount = new AtomicInteger();
     private final Object cleanSignal = new Object();
     /** Threads waiting in claimFrame for a buffer to come clean: write-backs notify only when there are some. */
     private volatile int cleanWaiters;
@@ -100,7 +103,7 @@ public final class BufferCache implements AutoCloseable {
         this.frameOwner = new AtomicReferenceArray<>(frames);
         int bucketCount = Integer.highestOneBit(frames * 2 - 1);
         this.buckets = new AtomicReferenceArray<>(bucketCount);
-        this.bucketMask = bucketCount - 1;
+        this.bucketShift = 64 - Integer.numberOfTrailingZeros(bucketCount);
         for (int i = 0; i < STRIPES; i++) {
             stripes[i] = new Object();
         }
@@ -123,9 +126,9 @@ public final class BufferCache implements AutoCloseable {
         return frames;
     }
 
+    /** Fibonacci hashing: the product's top bits (its middle bits cluster for consecutive blocks). */
     private int bucket(long block) {
-        long h = block * 0x9E37_79B9_7F4A_7C15L;
-        return (int) (h >>> 32) & bucketMask;
+        return (int) ((block * 0x9E37_79B9_7F4A_7C15L) >>> bucketShift);
     }
 
     private Object stripe(int bucket) {
@@ -261,15 +264,29 @@ public final class BufferCache implements AutoCloseable {
         BlockHeaderFormat.init(b.data(), freedMagic, b.block(), BlockHeaderFormat.owner(b.data()));
         txn.log(b, 0, BlockHeaderFormat.SIZE);
         b.markStale();
-        freeingSlots.incrementAndGet(freeingSlot(b.block())); // before the entry: a slot never undercounts
+        freeingCount.incrementAndGet();
+        freeingSlots.incrementAndGet(freeingSlot(b.block())); // before the entry: counts never fall short
         Buffer was = freeing.put(b.block(), b);
         if (was != null) {
-            freeingSlots.decrementAndGet(freeingSlot(b.block()));
+            forgetFreeing(b.block());
         }
         int bucket = bucket(b.block());
         synchronized (stripe(bucket)) {
             unlink(bucket, b);
         }
+    }
+
+    private void forgetFreeing(long block) {
+        freeingSlots.decrementAndGet(freeingSlot(block));
+        freeingCount.decrementAndGet();
+    }
+
+    /**
+     * At least as many as the blocks {@link #isBusy} would call busy now: an allocator holding more free
+     * blocks than this needs not ask about each.
+     */
+    public int busyBound() {
+        return freeingCount.get();
     }
 
     private static int freeingSlot(long block) {
@@ -310,7 +327,7 @@ public final class BufferCache implements AutoCloseable {
             return true;
         }
         if (freeing.remove(block, b)) {
-            freeingSlots.decrementAndGet(freeingSlot(block));
+            forgetFreeing(block);
         }
         return false;
     }
@@ -417,7 +434,7 @@ public final class BufferCache implements AutoCloseable {
         b.unlockObsolete();
         if (b.isStale()) {
             if (freeing.remove(b.block(), b)) {
-                freeingSlots.decrementAndGet(freeingSlot(b.block()));
+                forgetFreeing(b.block());
             }
         }
         (b.priority > 1 ? interiorEvictions : leafEvictions).increment();

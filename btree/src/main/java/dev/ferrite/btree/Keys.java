@@ -14,8 +14,18 @@ public final class Keys {
     private Keys() {
     }
 
-    /** Unsigned bytewise comparison of {@code a[aFrom, aTo)} with {@code b[bFrom, bTo)}. */
+    /**
+     * Unsigned bytewise comparison of {@code a[aFrom, aTo)} with {@code b[bFrom, bTo)}. Most comparisons
+     * a search makes differ in the first eight bytes (directory keys start with a hash): those compare as
+     * one big-endian word, without the bulk mismatch call.
+     */
     public static int compare(MemorySegment a, long aFrom, long aTo, MemorySegment b, long bFrom, long bTo) {
+        if (aTo - aFrom >= 8 && bTo - bFrom >= 8) {
+            long x = a.get(BE_LONG, aFrom), y = b.get(BE_LONG, bFrom);
+            if (x != y) {
+                return Long.compareUnsigned(x, y);
+            }
+        }
         long m = MemorySegment.mismatch(a, aFrom, aTo, b, bFrom, bTo);
         if (m < 0) {
             return 0;

@@ -38,10 +38,14 @@ final class DirAllocator implements BlockAllocator {
         return b;
     }
 
-    /** Entries of the reserve at {@code area} of {@code m} that are not busy. */
-    static int usable(BufferCache cache, MemorySegment m, int area) {
+    /** Entries of the reserve at {@code area} of {@code m} that are not busy, counted up to {@code enough}. */
+    static int usable(BufferCache cache, MemorySegment m, int area, int enough) {
+        int n = DirEntryFormat.reserveCount(m, area);
+        if (n - enough >= cache.busyBound()) {
+            return enough;
+        }
         int found = 0;
-        for (int i = DirEntryFormat.reserveCount(m, area) - 1; i >= 0; i--) {
+        for (int i = n - 1; i >= 0 && found < enough; i--) {
             if (!cache.isBusy(DirEntryFormat.reserveEntry(m, area, i))) {
                 found++;
             }

@@ -62,6 +62,9 @@ final class FreeList implements BlockAllocator {
 
     /** True if at least {@code n} entries are not busy (stops counting at {@code n}). */
     boolean holds(int n) {
+        if (count() - n >= cache.busyBound()) {
+            return true;
+        }
         int found = 0;
         for (int i = count() - 1; i >= 0 && found < n; i--) {
             if (!busy(i)) {

@@ -19,6 +19,7 @@ final class InodeCache {
 
     private final AtomicReferenceArray<Inode> buckets;
     private final int mask;
+    private final int shift;
     private final Object[] stripes = new Object[STRIPES];
     private final int capacity;
     private final AtomicInteger size = new AtomicInteger();
@@ -29,13 +30,15 @@ final class InodeCache {
         int n = Integer.highestOneBit(Math.max(16, capacity) * 2 - 1);
         this.buckets = new AtomicReferenceArray<>(n);
         this.mask = n - 1;
+        this.shift = 64 - Integer.numberOfTrailingZeros(n);
         for (int i = 0; i < STRIPES; i++) {
             stripes[i] = new Object();
         }
     }
 
+    /** Fibonacci hashing: the product's top bits (its middle bits cluster for inode numbers). */
     private int bucket(long ino) {
-        return (int) ((ino * 0x9E37_79B9_7F4A_7C15L) >>> 32) & mask;
+        return (int) ((ino * 0x9E37_79B9_7F4A_7C15L) >>> shift);
     }
 
     /** The inode of {@code ino} with a reference taken: release it with {@link #release}. */

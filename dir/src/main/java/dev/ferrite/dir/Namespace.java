@@ -97,7 +97,7 @@ public final class Namespace {
     /** Creates directory {@code path}; returns its inode number. */
     public long mkdir(String path, int permissions) {
         Parent p = resolveParent(path);
-        return createEntry(p.dir, p.name, S_IFDIR | permissions & ~S_IFMT, true, null);
+        return createEntry(p.dir, p.name, S_IFDIR | permissions & ~S_IFMT, true, null, null);
     }
 
     /**
@@ -106,14 +106,14 @@ public final class Namespace {
      */
     public long create(String path, int permissions, boolean exclusive) {
         Parent p = resolveParent(path);
-        long ino = createEntry(p.dir, p.name, S_IFREG | permissions & ~S_IFMT, exclusive, null);
+        long ino = createEntry(p.dir, p.name, S_IFREG | permissions & ~S_IFMT, exclusive, null, null);
         return ino > 0 ? ino : resolve(path, true);
     }
 
     /** Creates symlink {@code linkPath} pointing at {@code target}; returns its inode number. */
     public long symlink(String target, String linkPath) {
         Parent p = resolveParent(linkPath);
-        return createEntry(p.dir, p.name, S_IFLNK | 0777, true, symlinkTarget(target));
+        return createEntry(p.dir, p.name, S_IFLNK | 0777, true, symlinkTarget(target), null);
     }
 
     /** Opens {@code path} (symlinks followed). */
@@ -224,18 +224,23 @@ public final class Namespace {
     }
 
     public Handle mkdir(Handle dir, String name, int permissions) {
-        long ino = createEntry(dir.checkOpen().ino, name, S_IFDIR | permissions & ~S_IFMT, true, null);
-        return openCreated(ino);
+        Inode[] opened = new Inode[1];
+        long ino = createEntry(dir.checkOpen().ino, name, S_IFDIR | permissions & ~S_IFMT, true, null, opened);
+        return opened[0] != null ? new Handle(this, opened[0]) : openCreated(ino);
     }
 
     public Handle create(Handle dir, String name, int permissions, boolean exclusive) {
         long d = dir.checkOpen().ino;
-        long ino = createEntry(d, name, S_IFREG | permissions & ~S_IFMT, exclusive, null);
+        Inode[] opened = new Inode[1];
+        long ino = createEntry(d, name, S_IFREG | permissions & ~S_IFMT, exclusive, null, opened);
+        if (opened[0] != null) {
+            return new Handle(this, opened[0]);
+        }
         return ino > 0 ? openCreated(ino) : openIno(walk(d, new ArrayDeque<>(List.of(name)), true));
     }
 
     public void symlink(Handle dir, String name, String target) {
-        createEntry(dir.checkOpen().ino, name, S_IFLNK | 0777, true, symlinkTarget(target));
+        createEntry(dir.checkOpen().ino, name, S_IFLNK | 0777, true, symlinkTarget(target), null);
     }
 
     public void unlink(Handle dir, String name) {
@@ -532,13 +537,22 @@ public final class Namespace {
 
     /** ENOTDIR unless {@code ino} is a directory; ENOENT if it was removed. */
     private void requireDir(long ino) {
-        InodeStat s = statIno(ino);
-        if (!s.isDirectory()) {
+        long modeAndLinks = readRecord(ino, (b, rec) -> (long) InodeFormat.mode(b, rec) << 32 | InodeFormat.nlink(b, rec));
+        int mode = (int) (modeAndLinks >>> 32);
+        if (mode == 0) {
+            throw new NamespaceException(Errno.ENOENT, "inode " + ino + " is not allocated");
+        }
+        if ((mode & S_IFMT) != S_IFDIR) {
             throw new NamespaceException(Errno.ENOTDIR, "inode " + ino + " is not a directory");
         }
-        if (s.nlink() == 0) {
+        if ((int) modeAndLinks == 0) {
             throw new NamespaceException(Errno.ENOENT, "directory " + ino + " was removed");
         }
+    }
+
+    /** The mode of inode {@code ino}'s record (0 if free). */
+    private int modeOf(long ino) {
+        return readRecord(ino, InodeFormat::mode);
     }
 
     String readlinkIno(long ino) {
@@ -619,6 +633,14 @@ public final class Namespace {
 
     /** The entry {@code key} of directory {@code dir}, or null. Lock-free. */
     private Found find(Inode dir, byte[] key) {
+        return find(dir, key, false);
+    }
+
+    /**
+     * As {@link #find(Inode, byte[])}, with {@code locked} if the caller holds {@code dir}'s lock: its
+     * tree then cannot be dissolved during the lookup, which saves reading the record again.
+     */
+    private Found find(Inode dir, byte[] key, boolean locked) {
         MemorySegment k = MemorySegment.ofArray(key);
         MemorySegment v = MemorySegment.ofArray(new byte[DirEntryFormat.VALUE]);
         for (;;) {
@@ -640,6 +662,9 @@ public final class Namespace {
                 return null; // a removed directory whose tree is being freed
             }
             int n = tree(dir, state[1]).get(k, v);
+            if (locked) {
+                return n < 0 ? null : new Found(DirEntryFormat.valueInode(v), DirEntryFormat.valueType(v));
+            }
             long header = state[1];
             long[] again = readRecord(dir.ino, (b, rec) -> new long[] {isTree(b, rec) ? DirEntryFormat.treeHeader(b, rec + InodeFormat.INLINE) : -1});
             if (again[0] != header) {
@@ -820,7 +845,7 @@ public final class Namespace {
         int area = rec(dir.ino) + InodeFormat.INLINE;
         int[] s = readRecord(dir.ino, (b, rec) -> new int[] {isTree(b, rec) ? 1 : 0,
                 isTree(b, rec) ? DirEntryFormat.reserveCount(b, area) : InodeFormat.inlineUsed(b, rec),
-                isTree(b, rec) ? DirAllocator.usable(cache, b, area) : 0});
+                isTree(b, rec) ? DirAllocator.usable(cache, b, area, RESERVE_LOW) : 0});
         if (s[0] == 0) {
             if (keyLength > 0 && s[1] + DirEntryFormat.inlineSize(keyLength) > inlineCapacity) {
                 addBlocks(dir, RESERVE_FILL, true);
@@ -833,7 +858,7 @@ public final class Namespace {
             s[1]--;
         }
         if (s[2] < RESERVE_LOW) {
-            s[2] = readRecord(dir.ino, (b, rec) -> DirAllocator.usable(cache, b, area)); // spills may have freed some
+            s[2] = readRecord(dir.ino, (b, rec) -> DirAllocator.usable(cache, b, area, RESERVE_LOW)); // a spill takes a usable entry when none is busy
         }
         if (s[2] < RESERVE_LOW) {
             addBlocks(dir, Math.min(RESERVE_FILL - s[2], DirEntryFormat.RESERVE_CAPACITY - s[1]), false);
@@ -979,14 +1004,14 @@ public final class Namespace {
      * regular file whose name exists, the existing file, or 0 if the name is a symlink (the caller
      * follows it).
      */
-    private long createEntry(long dir, String name, int mode, boolean exclusive, byte[] linkTarget) {
+    private long createEntry(long dir, String name, int mode, boolean exclusive, byte[] linkTarget, Inode[] opened) {
         byte[] key = DirEntryFormat.key(checkName(name, true));
         int type = mode & S_IFMT;
         Inode d = inodes.acquire(dir);
         d.lock.lock();
         try {
             requireDir(dir);
-            Found f = find(d, key);
+            Found f = find(d, key, true);
             if (f != null) {
                 if (exclusive || type != S_IFREG) {
                     throw new NamespaceException(Errno.EEXIST, quote(name) + " exists in directory " + dir);
@@ -1000,14 +1025,19 @@ public final class Namespace {
                 throw new NamespaceException(Errno.EMLINK, "directory " + dir + " has " + MAX_LINKS + " links");
             }
             prepare(d, key.length);
-            return allocAndInsert(d, key, mode, linkTarget);
+            return allocAndInsert(d, key, mode, linkTarget, opened);
         } finally {
             d.lock.unlock();
             inodes.release(d);
         }
     }
 
-    private long allocAndInsert(Inode d, byte[] key, int mode, byte[] linkTarget) {
+    /**
+     * Allocates the inode and adds its entry. With {@code opened}, also opens the new inode for a handle
+     * into {@code opened[0]} if its lock is free (while {@code d}'s lock is held nobody can unlink it;
+     * only trying keeps the lock order when its number is below {@code d}'s); else leaves it null.
+     */
+    private long allocAndInsert(Inode d, byte[] key, int mode, byte[] linkTarget, Inode[] opened) {
         int type = mode & S_IFMT;
         int n = geometry.agCount();
         int first = type == S_IFDIR ? Math.floorMod(rotor.getAndIncrement(), n) : geometry.agOfInode(d.ino);
@@ -1028,7 +1058,13 @@ public final class Namespace {
                         Inode c = inodes.acquire(r);
                         c.lastSeq = seq;
                         c.dirTree = null;
-                        inodes.release(c);
+                        if (opened != null && c.lock.tryLock()) {
+                            c.opens++; // keeps the reference for the handle
+                            c.lock.unlock();
+                            opened[0] = c;
+                        } else {
+                            inodes.release(c);
+                        }
                         return r;
                     }
                 } finally {
@@ -1105,7 +1141,7 @@ public final class Namespace {
         d.lock.lock();
         try {
             requireDir(dir);
-            Found f = find(d, key);
+            Found f = find(d, key, true);
             if (f == null) {
                 throw new NamespaceException(Errno.ENOENT, quote(name) + " in directory " + dir);
             }
@@ -1134,7 +1170,7 @@ public final class Namespace {
             try {
                 Inode d2 = pick(locked, dir), c = pick(locked, f.ino);
                 requireDir(dir);
-                Found again = find(d2, key);
+                Found again = find(d2, key, true);
                 if (again == null || again.ino != f.ino) {
                     continue;
                 }
@@ -1185,7 +1221,7 @@ public final class Namespace {
     private void commitChange(AllocationGroup ag, Inode[] touched, Change change) {
         int items = 8 + (ag == null ? 0 : ag.freeInodeItems() + ag.orphanItems());
         for (Inode i : touched) {
-            if (i != null && statIno(i.ino).isDirectory()) {
+            if (i != null && (modeOf(i.ino) & S_IFMT) == S_IFDIR) {
                 items += dirItems(i);
             }
         }
@@ -1346,8 +1382,8 @@ public final class Namespace {
         try {
             i.opens--;
             if (i.opens == 0) {
-                InodeStat s = readRecord(i.ino, (b, rec) -> InodeFormat.stat(i.ino, b, rec));
-                if (s.mode() != 0 && s.nlink() == 0) {
+                boolean unlinked = readRecord(i.ino, (b, rec) -> InodeFormat.mode(b, rec) != 0 && InodeFormat.nlink(b, rec) == 0);
+                if (unlinked) {
                     inactivate(i);
                 }
             }
@@ -1365,7 +1401,7 @@ public final class Namespace {
         try {
             Inode d = pick(locked, dir), t = pick(locked, target);
             requireDir(dir);
-            if (find(d, key) != null) {
+            if (find(d, key, true) != null) {
                 throw new NamespaceException(Errno.EEXIST, quote(name) + " exists in directory " + dir);
             }
             InodeStat ts = statIno(target);
