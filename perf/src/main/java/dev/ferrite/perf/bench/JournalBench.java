@@ -37,7 +37,9 @@ import dev.ferrite.journal.Transaction;
  *       is log bytes written per second.
  *       Baseline: 1 MiB sequential O_DIRECT writes over the same region.</li>
  * </ul>
- * The device holds a home region for the items ({@value #HOME_BLOCKS} blocks) followed by the log.
+ * The device holds a home region for the items ({@value #HOME_BLOCKS} blocks) followed by the log. Before
+ * the journal's phases, an untimed warm-up (each journal phase for up to a second) lets the JIT compile
+ * the commit, format and write paths, as the device phases need no compiling.
  */
 public final class JournalBench {
     public static final String WORKLOAD = "journal";
@@ -52,6 +54,7 @@ public final class JournalBench {
      * into almost nothing).
      */
     static final int BIG_TX_POOL = 12_288;
+    static final long WARM_UP_NANOS = 1_000_000_000L;
     private static final int BS = DeviceOptions.DEFAULT_BLOCK_SIZE;
     private static final String FERRITE = "ferrite";
     private static final int SEQ_BYTES = 1 << 20;
@@ -61,6 +64,8 @@ public final class JournalBench {
     private final int logBlocks;
     private final double seconds;
     private final List<Integer> threads;
+    /** Length of the phase about to run: the warm-up's, then {@code seconds}. */
+    private long phaseNanos;
 
     /**
      * @param path    file or block device; its contents are lost
@@ -79,6 +84,7 @@ public final class JournalBench {
         this.logBlocks = (int) Math.min(logBytes / BS, Integer.MAX_VALUE);
         this.seconds = seconds;
         this.threads = List.copyOf(threads);
+        this.phaseNanos = Math.round(seconds * 1e9);
     }
 
     public List<Result> run(Progress progress) {
@@ -91,11 +97,25 @@ public final class JournalBench {
                 results.add(fdatasyncPerCommit(device, t, arena, progress));
             }
             Journal.format(device, geometry);
+            int maxThreads = threads.stream().mapToInt(Integer::intValue).max().orElse(1);
+            BenchItem[] commitItems = new BenchItem[maxThreads];
+            for (int i = 0; i < maxThreads; i++) {
+                commitItems[i] = new BenchItem(1 + i, BS, arena);
+            }
+            BenchItem[] pool = new BenchItem[BIG_TX_POOL];
+            for (int i = 0; i < pool.length; i++) {
+                pool[i] = new BenchItem(1 + maxThreads + i, BS, arena);
+            }
             try (Journal journal = Journal.open(device, geometry, JournalOptions.defaults(), FRESH_LOG)) {
+                // untimed, so that no phase pays for the JIT compiling the commit, format and write paths
+                phaseNanos = Math.min(phaseNanos, WARM_UP_NANOS);
+                forcedCommits(journal, maxThreads, commitItems, progress, "warm-up ");
+                logWrite(journal, pool, progress, "warm-up ");
+                phaseNanos = Math.round(seconds * 1e9);
                 for (int t : threads) {
-                    results.add(forcedCommits(journal, t, arena, progress));
+                    results.add(forcedCommits(journal, t, commitItems, progress, ""));
                 }
-                results.add(logWrite(journal, arena, progress));
+                results.add(logWrite(journal, pool, progress, ""));
             }
         }
         return results;
@@ -148,12 +168,8 @@ public final class JournalBench {
         });
     }
 
-    private Result forcedCommits(Journal journal, int n, Arena arena, Progress progress) {
-        BenchItem[] items = new BenchItem[n];
-        for (int i = 0; i < n; i++) {
-            items[i] = new BenchItem(1 + i, BS, arena);
-        }
-        return parallel(FORCED_COMMIT, FERRITE, n, progress, (id, h, stop, ops) -> {
+    private Result forcedCommits(Journal journal, int n, BenchItem[] items, Progress progress, String shown) {
+        return parallel(shown + FORCED_COMMIT, FERRITE, n, progress, (id, h, stop, ops) -> {
             BenchItem item = items[id];
             long value = 0;
             long now = System.nanoTime();
@@ -177,15 +193,11 @@ public final class JournalBench {
         });
     }
 
-    private Result logWrite(Journal journal, Arena arena, Progress progress) {
-        BenchItem[] pool = new BenchItem[BIG_TX_POOL];
-        for (int i = 0; i < pool.length; i++) {
-            pool[i] = new BenchItem(1 + threads.stream().mapToInt(Integer::intValue).max().orElse(1) + i, BS, arena);
-        }
+    private Result logWrite(Journal journal, BenchItem[] pool, Progress progress, String shown) {
         journal.checkpoint();
         JournalStats before = journal.stats();
         Histogram h = Result.newHistogram();
-        PhaseTimer timer = new PhaseTimer(LOG_WRITE, FERRITE, nanos(), progress);
+        PhaseTimer timer = new PhaseTimer(shown + LOG_WRITE, FERRITE, nanos(), progress);
         long now = timer.start();
         int next = 0;
         long value = 0;
@@ -276,7 +288,7 @@ public final class JournalBench {
     }
 
     private long nanos() {
-        return TimeUnit.MILLISECONDS.toNanos(Math.round(seconds * 1e3));
+        return phaseNanos;
     }
 
     private static MemorySegment filled(MemorySegment s) {
