@@ -10,7 +10,6 @@ import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.AtomicReference;
 
 import org.HdrHistogram.Histogram;
@@ -50,8 +49,6 @@ public final class KvBench {
     static final int SCAN_CHUNK = 1024;
     /** Warm-up keys per target: a tenth of the run's, at most this many. */
     static final long WARM_UP_KEYS = 100_000;
-    /** longs between two threads' progress counters: a cache line of their own each. */
-    private static final int PAD = 16;
     private static final long NO_LIMIT = Long.MAX_VALUE / 4;
 
     private final Path dir;
@@ -363,24 +360,18 @@ public final class KvBench {
     /** What a phase's threads share: the stop flag and each thread's count of operations done. */
     private static final class Phase {
         final AtomicBoolean stop = new AtomicBoolean();
-        private final AtomicLongArray done;
-        private final int threads;
+        private final ThreadCounts done;
 
         Phase(int threads) {
-            this.threads = threads;
-            this.done = new AtomicLongArray(threads * PAD);
+            this.done = new ThreadCounts(threads);
         }
 
         void done(int id, long ops) {
-            done.setOpaque(id * PAD, ops);
+            done.set(id, ops);
         }
 
         long total() {
-            long sum = 0;
-            for (int i = 0; i < threads; i++) {
-                sum += done.getOpaque(i * PAD);
-            }
-            return sum;
+            return done.total();
         }
     }
 }

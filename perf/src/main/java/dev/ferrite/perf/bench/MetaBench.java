@@ -9,7 +9,6 @@ import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 
@@ -42,7 +41,6 @@ public final class MetaBench {
     public static final long MAX_FILES = 1L << 31;
     public static final int MAX_THREADS = 64;
     private static final int CHUNK = 512;
-    private static final int PAD = 16;
     /** Untimed warm-up files per target (a tenth of the run's, at most this many), so no target pays for the JIT. */
     static final long WARM_UP_FILES = 50_000;
     private static final HexFormat HEX = HexFormat.of();
@@ -359,26 +357,20 @@ public final class MetaBench {
     }
 
     private static final class Phase {
-        private final AtomicLongArray done;
-        private final int threads;
+        private final ThreadCounts done;
         /** Entries the shared walk's lister read: written by it before its thread ends, read after the join. */
         long listed;
 
         Phase(int threads) {
-            this.threads = threads;
-            this.done = new AtomicLongArray(threads * PAD);
+            this.done = new ThreadCounts(threads);
         }
 
         void done(int id, long ops) {
-            done.setOpaque(id * PAD, ops);
+            done.set(id, ops);
         }
 
         long total() {
-            long sum = 0;
-            for (int i = 0; i < threads; i++) {
-                sum += done.getOpaque(i * PAD);
-            }
-            return sum;
+            return done.total();
         }
     }
 }
