@@ -105,6 +105,12 @@ public final class Namespace {
      * (EISDIR if it is a directory); returns the inode number.
      */
     public long create(String path, int permissions, boolean exclusive) {
+        if (slashed(path)) {
+            // as open(2) with O_CREAT: a name with a trailing slash must be a directory, which cannot be created so
+            InodeStat s = existing(path);
+            throw new NamespaceException(s != null && !s.isDirectory() ? Errno.ENOTDIR : Errno.EISDIR,
+                    "cannot create a file as " + quote(path));
+        }
         Parent p = resolveParent(path);
         long ino = createEntry(p.dir, p.name, S_IFREG | permissions & ~S_IFMT, exclusive, null, null);
         return ino > 0 ? ino : resolve(path, true);
@@ -112,6 +118,7 @@ public final class Namespace {
 
     /** Creates symlink {@code linkPath} pointing at {@code target}; returns its inode number. */
     public long symlink(String target, String linkPath) {
+        refuseSlashedNewName(linkPath);
         Parent p = resolveParent(linkPath);
         return createEntry(p.dir, p.name, S_IFLNK | 0777, true, symlinkTarget(target), null);
     }
@@ -163,6 +170,11 @@ public final class Namespace {
 
     /** Removes the name {@code path} of a non-directory. */
     public void unlink(String path) {
+        if (slashed(path)) {
+            // "name/" names a directory: unlink(2) says EISDIR if it is one, ENOTDIR if it is not
+            throw new NamespaceException(statIno(resolve(path, true)).isDirectory() ? Errno.EISDIR : Errno.ENOTDIR,
+                    "cannot unlink " + quote(path));
+        }
         Parent p = resolveParent(path);
         removeEntry(p.dir, p.name, false);
     }
@@ -175,6 +187,10 @@ public final class Namespace {
 
     /** Renames {@code from} to {@code to} atomically, replacing a compatible {@code to}. */
     public void rename(String from, String to) {
+        if ((slashed(from) || slashed(to)) && !statIno(resolve(from, false)).isDirectory()) {
+            throw new NamespaceException(Errno.ENOTDIR, "a trailing slash names a directory, and " + quote(from)
+                    + " is not one");
+        }
         Parent f = resolveParent(from);
         Parent t = resolveParent(to);
         renameEntry(f.dir, f.name, t.dir, t.name);
@@ -183,6 +199,7 @@ public final class Namespace {
     /** Adds the name {@code newPath} for the non-directory {@code existing} (a final symlink not followed). */
     public void link(String existing, String newPath) {
         long target = resolve(existing, false);
+        refuseSlashedNewName(newPath);
         Parent p = resolveParent(newPath);
         linkEntry(target, p.dir, p.name);
     }
@@ -399,6 +416,31 @@ public final class Namespace {
             cur = f.ino;
         }
         return cur;
+    }
+
+    /** True for a path other than the root that ends in a slash: it can only name a directory. */
+    private static boolean slashed(String path) {
+        return path.length() > 1 && path.endsWith("/");
+    }
+
+    /** What {@code path} names (symlinks followed), or null if nothing. */
+    private InodeStat existing(String path) {
+        try {
+            return statIno(resolve(path, true));
+        } catch (NamespaceException e) {
+            if (e.errno() == Errno.ENOENT) {
+                return null;
+            }
+            throw e;
+        }
+    }
+
+    /** A new link's name with a trailing slash: EEXIST if the name is taken, else ENOENT, as Linux says. */
+    private void refuseSlashedNewName(String path) {
+        if (slashed(path)) {
+            throw new NamespaceException(existing(path) != null ? Errno.EEXIST : Errno.ENOENT,
+                    "a new link cannot be named " + quote(path) + " (trailing slash)");
+        }
     }
 
     private Parent resolveParent(String path) {

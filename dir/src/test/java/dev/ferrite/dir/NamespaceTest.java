@@ -198,6 +198,18 @@ class NamespaceTest {
             assertErrno(Errno.ELOOP, () -> ns.create("/loop1/x", 0644, true));
             assertErrno(Errno.EINVAL, () -> ns.readlink("/d/f"));
             assertErrno(Errno.EINVAL, () -> ns.rmdir("/"));
+            // a trailing slash names a directory, as on Linux
+            assertErrno(Errno.EISDIR, () -> ns.create("/d/new/", 0644, true));
+            assertErrno(Errno.ENOTDIR, () -> ns.create("/d/f/", 0644, false));
+            assertErrno(Errno.EISDIR, () -> ns.create("/d/e/", 0644, false));
+            assertErrno(Errno.ENOTDIR, () -> ns.unlink("/d/f/"));
+            assertErrno(Errno.EISDIR, () -> ns.unlink("/d/e/"));
+            assertErrno(Errno.ENOTDIR, () -> ns.rmdir("/d/f/"));
+            assertErrno(Errno.ENOTDIR, () -> ns.rename("/d/f/", "/d/g"));
+            assertErrno(Errno.ENOTDIR, () -> ns.rename("/d/f", "/d/g/"));
+            assertErrno(Errno.ENOENT, () -> ns.symlink("/d/f", "/d/s/"));
+            assertErrno(Errno.EEXIST, () -> ns.symlink("/d/f", "/d/f/"));
+            assertErrno(Errno.ENOENT, () -> ns.link("/d/f", "/d/l/"));
             Handle h = ns.open("/d/f");
             h.close();
             assertErrno(Errno.EBADF, () -> ns.stat(h));
@@ -206,6 +218,12 @@ class NamespaceTest {
             assertEquals(rootBefore, ns.list("/"));
             assertEquals(dBefore, ns.list("/d"));
             assertChecked(ns);
+            // and where a directory is meant, the slash is fine
+            ns.mkdir("/d/m/", 0755);
+            ns.rename("/d/m/", "/d/m2/");
+            assertTrue(ns.stat("/d/m2").isDirectory());
+            ns.rmdir("/d/m2/");
+            assertEquals(dBefore, ns.list("/d"));
         }
     }
 
