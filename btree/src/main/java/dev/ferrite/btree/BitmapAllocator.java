@@ -16,8 +16,8 @@ import dev.ferrite.io.NoSpaceException;
  * <p>Bitmap blocks are locked in ascending order within a transaction, after any tree node.
  */
 public final class BitmapAllocator implements BlockAllocator {
-    /** Log forces to try when only busy blocks are free, before reporting no space. */
-    private static final int BUSY_RETRIES = 10;
+    /** How long to keep forcing the log and looking again while only busy blocks are free. */
+    private static final long BUSY_TIMEOUT_NANOS = 10_000_000_000L;
     private static final long BUSY_WAIT_NANOS = 100_000;
 
     private final BufferCache cache;
@@ -103,20 +103,24 @@ public final class BitmapAllocator implements BlockAllocator {
 
     @Override
     public long allocate(Txn txn) {
+        long deadline = 0;
         for (int attempt = 0; ; attempt++) {
             long block = tryAllocate(txn);
             if (block > 0) {
                 return block;
             }
-            if (attempt == BUSY_RETRIES) {
+            long now = System.nanoTime();
+            if (attempt == 0) {
+                deadline = now + BUSY_TIMEOUT_NANOS;
+            } else if (now - deadline > 0) {
                 throw new NoSpaceException("allocator " + owner + ": all " + count + " blocks are in use or freed"
                         + " since the last checkpoint");
             }
             // Every free block is busy: make the frees durable (they leave the busy set once their checkpoint
-            // reaches the AIL) and look again, as XFS forces the log for busy extents. This waits on log I/O
-            // with the caller's nodes held; it happens only on an allocator all but full.
+            // reaches the AIL, just after the force returns) and look again, as XFS forces the log for busy
+            // extents. This waits on log I/O with the caller's nodes held; only an allocator all but full does.
             cache.journal().forceAll();
-            LockSupport.parkNanos(BUSY_WAIT_NANOS << Math.min(attempt, 6));
+            LockSupport.parkNanos(Math.min(BUSY_WAIT_NANOS << Math.min(attempt, 4), 1_000_000));
         }
     }
 
