@@ -5,7 +5,6 @@ import dev.ferrite.perf.bench.DeviceBench;
 import dev.ferrite.perf.bench.Fio;
 import dev.ferrite.perf.bench.Machine;
 import dev.ferrite.perf.bench.Result;
-import dev.ferrite.perf.bench.ResultJson;
 import dev.ferrite.perf.bench.ResultTable;
 import dev.ferrite.perf.bench.ScratchFile;
 import dev.ferrite.perf.bench.Storage;
@@ -128,12 +127,7 @@ final class DeviceCommand implements Callable<Integer> {
                 .run(new ProgressLine(invoked.commandLine().getErr()));
         out.println();
         out.print(ResultTable.render(results, FIO));
-        out.flush(); // on screen even if the JSON file cannot be written
-        if (common.json.file != null) {
-            ResultJson.write(common.json.file, machine, results);
-            out.println();
-            out.println("results: " + common.json.file);
-        }
+        common.json.write(out, machine, results);
         out.flush();
         return 0;
     }

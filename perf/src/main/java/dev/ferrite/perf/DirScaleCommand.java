@@ -11,7 +11,6 @@ import dev.ferrite.perf.bench.DirScaleBench;
 import dev.ferrite.perf.bench.Machine;
 import dev.ferrite.perf.bench.MetaBench;
 import dev.ferrite.perf.bench.Result;
-import dev.ferrite.perf.bench.ResultJson;
 import dev.ferrite.perf.bench.ScratchFile;
 import dev.ferrite.perf.bench.Storage;
 import picocli.CommandLine.Command;
@@ -85,12 +84,7 @@ final class DirScaleCommand implements Callable<Integer> {
                             String.format(Locale.ROOT, "%.2f", r.rate() / first));
                 }
             }
-            out.flush();
-            if (json.file != null) {
-                ResultJson.write(json.file, machine, results);
-                out.println();
-                out.println("results: " + json.file);
-            }
+            json.write(out, machine, results);
         }
         out.flush();
         return 0;

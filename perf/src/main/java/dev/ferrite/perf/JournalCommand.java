@@ -10,7 +10,6 @@ import java.util.concurrent.Callable;
 import dev.ferrite.perf.bench.JournalBench;
 import dev.ferrite.perf.bench.Machine;
 import dev.ferrite.perf.bench.Result;
-import dev.ferrite.perf.bench.ResultJson;
 import dev.ferrite.perf.bench.ResultTable;
 import dev.ferrite.perf.bench.ScratchFile;
 import dev.ferrite.perf.bench.Storage;
@@ -96,11 +95,7 @@ final class JournalCommand implements Callable<Integer> {
         out.println();
         out.print(ResultTable.render(results, JournalBench.BASELINE));
         out.flush();
-        if (options.json.file != null) {
-            ResultJson.write(options.json.file, machine, results);
-            out.println();
-            out.println("results: " + options.json.file);
-        }
+        options.json.write(out, machine, results);
         out.flush();
         return 0;
     }

@@ -1,7 +1,14 @@
 package dev.ferrite.perf;
 
+import java.io.IOException;
+import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
+
+import dev.ferrite.perf.bench.Machine;
+import dev.ferrite.perf.bench.Result;
+import dev.ferrite.perf.bench.ResultJson;
 
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -20,6 +27,16 @@ final class JsonOption {
         }
         if (file != null && Files.isDirectory(file)) {
             throw new ParameterException(spec.commandLine(), "--json " + file + " is a directory; name a file");
+        }
+    }
+
+    /** Writes the results to the file, if one was given, and says where on {@code out}. */
+    void write(PrintWriter out, Machine machine, List<Result> results) throws IOException {
+        out.flush(); // the table is on screen even if the file cannot be written
+        if (file != null) {
+            ResultJson.write(file, machine, results);
+            out.println();
+            out.println("results: " + file);
         }
     }
 }

@@ -15,7 +15,6 @@ import dev.ferrite.perf.bench.KvBench;
 import dev.ferrite.perf.bench.KvTarget;
 import dev.ferrite.perf.bench.Machine;
 import dev.ferrite.perf.bench.Result;
-import dev.ferrite.perf.bench.ResultJson;
 import dev.ferrite.perf.bench.ScratchFile;
 import dev.ferrite.perf.bench.Storage;
 import picocli.CommandLine.Command;
@@ -102,12 +101,7 @@ final class KvCommand implements Callable<Integer> {
                 out.printf(Locale.ROOT, "%-8s %s%n", e.getKey().label() + ":", e.getValue());
             }
             RunDir.printTables(out, results, targets.stream().map(KvTarget::label).toList());
-            out.flush(); // on screen even if the JSON file cannot be written
-            if (json.file != null) {
-                ResultJson.write(json.file, machine, results);
-                out.println();
-                out.println("results: " + json.file);
-            }
+            json.write(out, machine, results);
         }
         out.flush();
         return 0;

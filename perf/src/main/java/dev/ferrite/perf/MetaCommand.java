@@ -12,7 +12,6 @@ import java.util.stream.Collectors;
 import dev.ferrite.perf.bench.Machine;
 import dev.ferrite.perf.bench.MetaBench;
 import dev.ferrite.perf.bench.Result;
-import dev.ferrite.perf.bench.ResultJson;
 import dev.ferrite.perf.bench.ResultTable;
 import dev.ferrite.perf.bench.ScratchFile;
 import dev.ferrite.perf.bench.Storage;
@@ -103,12 +102,7 @@ final class MetaCommand implements Callable<Integer> {
                 out.println(note);
             }
             RunDir.printTables(out, results, ts.stream().map(MetaBench.Target::label).toList());
-            out.flush();
-            if (json.file != null) {
-                ResultJson.write(json.file, machine, results);
-                out.println();
-                out.println("results: " + json.file);
-            }
+            json.write(out, machine, results);
         }
         out.flush();
         return 0;

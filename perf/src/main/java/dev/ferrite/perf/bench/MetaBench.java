@@ -8,8 +8,8 @@ import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.BiConsumer;
 import java.util.function.Function;
 
 import org.HdrHistogram.Histogram;
@@ -172,24 +172,20 @@ public final class MetaBench {
         }
 
         private void create(int id, MetaStore.Session s, Histogram h, Phase p) {
-            String dir = dir(id);
-            long lo = start(id), hi = start(id + 1);
-            long now = System.nanoTime();
-            for (long i = lo; i < hi; i++) {
-                s.create(dir, name(i));
-                long t = System.nanoTime();
-                h.recordValue(t - now);
-                now = t;
-                p.done(id, i + 1 - lo);
-            }
+            eachName(id, h, p, (dir, name) -> s.create(dir, name));
         }
 
         private void unlink(int id, MetaStore.Session s, Histogram h, Phase p) {
+            eachName(id, h, p, (dir, name) -> s.unlink(dir, name));
+        }
+
+        /** Applies {@code op} to each of thread {@code id}'s names in its directory, timing each call. */
+        private void eachName(int id, Histogram h, Phase p, BiConsumer<String, String> op) {
             String dir = dir(id);
             long lo = start(id), hi = start(id + 1);
             long now = System.nanoTime();
             for (long i = lo; i < hi; i++) {
-                s.unlink(dir, name(i));
+                op.accept(dir, name(i));
                 long t = System.nanoTime();
                 h.recordValue(t - now);
                 now = t;
