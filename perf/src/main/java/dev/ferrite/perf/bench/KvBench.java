@@ -7,10 +7,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicReference;
 
 import org.HdrHistogram.Histogram;
 
@@ -300,45 +297,19 @@ public final class KvBench {
         private Result phase(String phase, boolean sync, Worker worker) {
             Phase p = new Phase(threads);
             Histogram[] hs = new Histogram[threads];
-            AtomicReference<Throwable> failure = new AtomicReference<>();
-            CountDownLatch finished = new CountDownLatch(threads);
             String shown = (warmUp ? "warm-up " : "") + (threads == 1 ? phase : phase + " x" + threads);
             PhaseTimer timer = new PhaseTimer(shown, target, limitNanos, progress);
-            List<Thread> running = new ArrayList<>();
             for (int i = 0; i < threads; i++) {
-                int id = i;
-                hs[id] = Result.newHistogram();
-                Thread t = new Thread(() -> {
-                    try (KvStore.Session s = store.session()) {
-                        worker.run(id, s, hs[id], p);
-                    } catch (Throwable e) {
-                        failure.compareAndSet(null, e);
-                        p.stop.set(true);
-                    } finally {
-                        finished.countDown();
-                    }
-                }, "kv-" + target + "-" + phase + "-" + i);
-                running.add(t);
-                t.start();
+                hs[i] = Result.newHistogram();
             }
-            try {
-                while (!finished.await(20, TimeUnit.MILLISECONDS)) {
-                    if (!timer.running(p.total(), System.nanoTime())) {
-                        p.stop.set(true);
-                    }
+            Throwable failure = Workers.run(threads, "kv-" + target + "-" + phase, timer, p::total, p.stop, id -> {
+                try (KvStore.Session s = store.session()) {
+                    worker.run(id, s, hs[id], p);
                 }
-                for (Thread t : running) {
-                    t.join();
-                }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                p.stop.set(true);
-                throw new IllegalStateException("interrupted during " + phase + " on " + target, e);
-            }
-            if (failure.get() != null) {
+            });
+            if (failure != null) {
                 timer.finish(System.nanoTime());
-                Throwable e = failure.get();
-                throw new IllegalStateException(phase + " on " + target + " with " + threads + " threads failed: " + e, e);
+                throw new IllegalStateException(phase + " on " + target + " with " + threads + " threads failed: " + failure, failure);
             }
             if (sync) {
                 store.sync();

@@ -6,9 +6,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BiConsumer;
 import java.util.function.Function;
 
@@ -272,47 +270,21 @@ public final class MetaBench {
         private Result phase(String phase, boolean sync, Worker worker) {
             Phase p = new Phase(threads);
             Histogram[] hs = new Histogram[threads];
-            AtomicReference<Throwable> failure = new AtomicReference<>();
-            CountDownLatch finished = new CountDownLatch(threads);
             String shown = (warmUp ? "warm-up " : "") + phase + " " + layout.label() + (threads == 1 ? "" : " x" + threads);
             PhaseTimer timer = new PhaseTimer(shown, target, Long.MAX_VALUE / 4, progress);
-            List<Thread> running = new ArrayList<>();
             for (int i = 0; i < threads; i++) {
-                int id = i;
-                hs[id] = Result.newHistogram();
-                Thread t = new Thread(() -> {
-                    try (MetaStore.Session s = store.session()) {
-                        worker.run(id, s, hs[id], p);
-                    } catch (Throwable e) {
-                        failure.compareAndSet(null, e);
-                    } finally {
-                        finished.countDown();
-                    }
-                }, "meta-" + target + "-" + phase + "-" + i);
-                running.add(t);
-                t.start();
+                hs[i] = Result.newHistogram();
             }
-            try {
-                while (!finished.await(20, TimeUnit.MILLISECONDS)) {
-                    timer.running(p.total(), System.nanoTime());
-                    if (failure.get() != null) {
-                        for (Thread t : running) {
-                            t.interrupt(); // a shared-walk thread may wait on the queue for a lister that died
+            Throwable failure = Workers.run(threads, "meta-" + target + "-" + phase, timer, p::total, new AtomicBoolean(),
+                    id -> {
+                        try (MetaStore.Session s = store.session()) {
+                            worker.run(id, s, hs[id], p);
                         }
-                    }
-                }
-                for (Thread t : running) {
-                    t.join();
-                }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new IllegalStateException("interrupted during " + phase + " on " + target, e);
-            }
-            if (failure.get() != null) {
+                    });
+            if (failure != null) {
                 timer.finish(System.nanoTime());
-                Throwable e = failure.get();
                 throw new IllegalStateException(phase + " (" + layout.label() + ") on " + target + " with " + threads
-                        + " threads failed: " + e, e);
+                        + " threads failed: " + failure, failure);
             }
             if (sync) {
                 store.sync();
