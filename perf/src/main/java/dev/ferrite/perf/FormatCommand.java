@@ -20,15 +20,16 @@ import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
 @Command(name = "format", description = {
-        "Formats DEVICE (a file, created or resized to --size, or a block device with --force) as an empty",
-        "Ferrite volume: superblock and mirror, log, allocation groups, root directory. Prints the",
-        "superblock afterwards.", ""})
+        "Formats DEVICE (a file, its first --size bytes, created or extended to that; or a block device,",
+        "with --force) as an empty Ferrite volume: superblock and mirror, log, allocation groups, root",
+        "directory. Prints the superblock afterwards.", ""})
 final class FormatCommand implements Callable<Integer> {
     @Parameters(paramLabel = "DEVICE", description = "file or block device")
     Path device;
 
     @Option(names = "--size", paramLabel = "SIZE", converter = ByteSize.Converter.class,
-            description = "size of a file device (created or resized); K/M/G/T suffixes; default: the file's size")
+            description = "bytes of a file device to use (a missing or shorter file is created or extended);"
+                    + " K/M/G/T suffixes; default: the whole file")
     Long size;
 
     @Option(names = "--ags", paramLabel = "N", defaultValue = "0",
