@@ -20,9 +20,10 @@ import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
 @Command(name = "format", description = {
-        "Formats DEVICE (a file, its first --size bytes, created or extended to that; or a block device,",
-        "with --force) as an empty Ferrite volume: superblock and mirror, log, allocation groups, root",
-        "directory. Prints the superblock afterwards.", ""})
+        "Formats DEVICE as an empty Ferrite volume (superblock and mirror, log,",
+        "allocation groups, root directory) and prints the superblock. DEVICE is a",
+        "file, of which the first --size bytes are used (a missing or shorter file",
+        "is created or extended), or a block device, with --force.", ""})
 final class FormatCommand implements Callable<Integer> {
     @Parameters(paramLabel = "DEVICE", description = "file or block device")
     Path device;
