@@ -19,11 +19,12 @@ import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
 @Command(name = "check", description = {
-        "Checks the Ferrite volume on DEVICE without changing it: superblock copies, allocation group",
-        "headers, every B-tree, free space against used space, inodes against directory entries and link",
-        "counts, orphans, counters. A log left by a crash is replayed in memory only. Prints every",
-        "problem found. Exit status: 0 clean, 1 problems found or the volume cannot be read, 2 usage.",
-        "A volume in use by another process is refused.", ""})
+        "Checks the Ferrite volume on DEVICE without changing it: superblock copies,",
+        "allocation group headers, every B-tree, free space against used space,",
+        "inodes against directory entries and link counts, orphans, counters. A log",
+        "left by a crash is replayed in memory only. Prints every problem found. Exit",
+        "status: 0 clean, 1 problems found or the volume cannot be read, 2 usage. A",
+        "volume in use by another process is refused.", ""})
 final class CheckCommand implements Callable<Integer> {
     @Parameters(paramLabel = "DEVICE", description = "file or block device holding a volume")
     Path device;

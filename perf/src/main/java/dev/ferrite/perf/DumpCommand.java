@@ -19,10 +19,11 @@ import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
 @Command(name = "dump", description = {
-        "Prints on-disk structures of the volume on DEVICE without changing it. With no option: both",
-        "superblock copies. --block N: block N read raw, described by its magic (superblock, group",
-        "header, inode block, B-tree node) whatever its state. --inode N and --path P mount the volume",
-        "read-only (a log left by a crash is replayed in memory) and print the inode: where it lives,",
+        "Prints on-disk structures of the volume on DEVICE without changing it. With",
+        "no option: both superblock copies. --block N: block N read raw, described by",
+        "its magic (superblock, group header, inode block, B-tree node, log region)",
+        "whatever its state. --inode N and --path P mount the volume read-only (a log",
+        "left by a crash is replayed in memory) and print the inode: where it lives,",
         "its attributes, a directory's entries or a symlink's target.", ""})
 final class DumpCommand implements Callable<Integer> {
     @Parameters(paramLabel = "DEVICE", description = "file or block device holding a volume")
