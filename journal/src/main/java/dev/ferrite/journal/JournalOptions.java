@@ -7,12 +7,12 @@ import dev.ferrite.io.InvalidArgumentException;
  *
  * @param pushThreshold    CIL size in bytes that starts a background checkpoint; 0 means an eighth of the
  *                         log (XFS's choice), capped at 32 MiB
- * @param ringSize         slots in the Disruptor ring feeding the AIL (power of two)
+ * @param ringSize         slots in the Disruptor ring feeding the AIL, one per written checkpoint (power of two)
  * @param ailBatch         most items the AIL writes home per round (1..1024)
  * @param closeTimeoutMillis how long close waits for the AIL to write everything home
  */
 public record JournalOptions(long pushThreshold, int ringSize, int ailBatch, long closeTimeoutMillis) {
-    public static final JournalOptions DEFAULTS = new JournalOptions(0, 8192, 256, 60_000);
+    public static final JournalOptions DEFAULTS = new JournalOptions(0, 1024, 256, 60_000);
 
     public JournalOptions {
         if (pushThreshold < 0) {
