@@ -78,6 +78,8 @@ final class Cil {
     private final long shareDen;
     private final long checkpointOverhead;
     private final long threshold;
+    /** Context size past which committers wait for a push: an eighth over the threshold. */
+    private final long hardLimit;
     /** Step in which stripes report their bytes to the shared total: coarse, but well under the threshold. */
     private final long quantum;
     private final Runnable overThreshold;
@@ -102,6 +104,7 @@ final class Cil {
         this.shareDen = capacity;
         this.checkpointOverhead = 3L * blockSize + LogRecordFormat.COMMIT_OP_SIZE;
         this.threshold = threshold;
+        this.hardLimit = threshold + threshold / 8;
         this.quantum = Math.max(blockSize, Math.min(64 * 1024, threshold / (4L * stripes)));
         this.overThreshold = overThreshold;
         this.current = new Context(firstSeq, stripes);
@@ -243,6 +246,15 @@ final class Cil {
             }
         }
         return old;
+    }
+
+    /**
+     * True if context {@code seq} is still current and has grown past the hard limit: its push is late
+     * (the log I/O is behind), and committing more into it would only make the next checkpoint bigger.
+     */
+    boolean overHardLimit(long seq) {
+        Context c = current;
+        return c.seq == seq && c.approxBytes.get() >= hardLimit;
     }
 
     /** True if the current context holds any committed change (its exact byte count is not needed). */

@@ -136,6 +136,9 @@ public final class Journal implements AutoCloseable {
         try {
             long seq = cil.commit(items, count, ticket);
             commits.increment();
+            if (cil.overHardLimit(seq)) {
+                writer.throttle(seq);
+            }
             return seq;
         } catch (ReservationExceededException e) {
             shutdown(e);
@@ -211,7 +214,7 @@ public final class Journal implements AutoCloseable {
                 writer.checkpointBytes.sum(), writer.checkpointItems.sum(), writer.logFlushes.sum(), rw[0], rw[1],
                 ww[0], ww[1], ail.insertBatches.sum(), ail.insertedItems.sum(), ail.pushRounds.sum(),
                 ail.pusherWakeups.sum(), ail.writtenBack.sum(), ail.size(), ail.tailMoves.sum(), space.freeBytes(),
-                logBytes);
+                logBytes, writer.throttles.sum(), writer.throttleNanos.sum());
     }
 
     /** Size of the circular log area in bytes. */

@@ -6,7 +6,8 @@ import dev.ferrite.io.InvalidArgumentException;
  * Tuning knobs, all with defaults that suit a log of a few hundred MiB.
  *
  * @param pushThreshold    CIL size in bytes that starts a background checkpoint; 0 means an eighth of the
- *                         log (XFS's choice), capped at 32 MiB
+ *                         log (XFS's choice), capped at 32 MiB; commits wait while the CIL holds an
+ *                         eighth more than this and its push has not begun (the log device is behind)
  * @param ringSize         slots in the Disruptor ring feeding the AIL, one per written checkpoint (power of two)
  * @param ailBatch         most items the AIL writes home per round (1..1024)
  * @param closeTimeoutMillis how long close waits for the AIL to write everything home

@@ -22,12 +22,15 @@ package dev.ferrite.journal;
  * @param tailMoves         anchored tail moves
  * @param freeBytes         log bytes free for new reservations now
  * @param logBytes          size of the circular log area
+ * @param commitThrottles   commits that waited because the CIL had outgrown its hard limit (the log I/O
+ *                          was behind), and their total wait
+ * @param commitThrottleNanos see commitThrottles
  */
 public record JournalStats(long commits, long forces, long checkpoints, long checkpointBytes, long checkpointItems,
                            long logFlushes, long reserveWaits, long reserveWaitNanos, long writeWaits,
                            long writeWaitNanos, long ailInsertBatches, long ailInsertedItems, long ailPushRounds,
                            long ailPusherWakeups, long ailWrittenBack, int ailItems, long tailMoves, long freeBytes,
-                           long logBytes) {
+                           long logBytes, long commitThrottles, long commitThrottleNanos) {
     /** Mean items per AIL bulk insertion. */
     public double itemsPerInsertBatch() {
         return ailInsertBatches == 0 ? 0 : (double) ailInsertedItems / ailInsertBatches;

@@ -38,6 +38,11 @@ import dev.ferrite.io.VolumeShutdownException;
  * one; a push for size (the CIL passed its threshold) starts at once, formatting while the previous
  * checkpoint is written.
  *
+ * <p>Back-pressure: a commit that leaves the CIL past its hard limit while its push has not started
+ * (the previous checkpoint is still being written) waits in {@link #throttle} until the push takes the
+ * context. Without it the committers outrun the log, spending the CPU the log I/O needs on relogging
+ * items into a context that only grows, and the checkpoints outgrow the format buffers.
+ *
  * <p>Two sequences: commit sequences number CIL contexts (what {@link #force} takes; an empty context is
  * "pushed" without any I/O), checkpoint sequences number the checkpoints actually written, with no
  * gaps, which is what recovery follows from record to record.
@@ -84,6 +89,8 @@ final class LogWriter implements AutoCloseable {
     private final AtomicLong pushTarget = new AtomicLong();
     /** Threads waiting in {@link #force}; each is unparked alone when its sequence is durable (no monitor convoy). */
     private final ConcurrentLinkedQueue<Forcer> forcers = new ConcurrentLinkedQueue<>();
+    /** Committers waiting in {@link #throttle}; unparked when the formatter takes a context. */
+    private final ConcurrentLinkedQueue<Thread> throttled = new ConcurrentLinkedQueue<>();
     private final SpscAtomicArrayQueue<Checkpoint> formatted = new SpscAtomicArrayQueue<>(2);
     private final SpscAtomicArrayQueue<Buffer> freeBuffers = new SpscAtomicArrayQueue<>(2);
     private volatile long durableSeq;
@@ -113,6 +120,8 @@ final class LogWriter implements AutoCloseable {
     final LongAdder checkpointItems = new LongAdder();
     final LongAdder forces = new LongAdder();
     final LongAdder logFlushes = new LongAdder();
+    final LongAdder throttles = new LongAdder();
+    final LongAdder throttleNanos = new LongAdder();
 
     LogWriter(BlockDevice device, LogGeometry geometry, long logId, int epoch, long headLsn, long firstCheckpointSeq,
               Cil cil, LogSpace space, Ail ail, long pushThreshold, java.util.function.Consumer<Throwable> onFailure) {
@@ -208,6 +217,24 @@ final class LogWriter implements AutoCloseable {
         }
     }
 
+    /**
+     * Committer, holding its items' locks (neither stage needs them): waits until context {@code seq}
+     * is no longer the current one, its push having begun.
+     */
+    void throttle(long seq) {
+        long start = System.nanoTime();
+        Thread me = Thread.currentThread();
+        throttled.add(me);
+        backgroundPush();
+        // Checked after joining the queue: a context taken from now on finds this thread there to wake.
+        while (cil.currentSeq() == seq && running && failure == null) {
+            LockSupport.parkNanos(this, 10_000_000L);
+        }
+        throttled.remove(me);
+        throttles.increment();
+        throttleNanos.add(System.nanoTime() - start);
+    }
+
     String diagnostics() {
         return "push target " + pushTarget.get() + ", durable " + durableSeq + (ioBusy ? ", I/O busy" : "")
                 + (background ? ", background push asked" : "") + ", " + formatted.size() + " formatted waiting";
@@ -236,6 +263,9 @@ final class LogWriter implements AutoCloseable {
                 background = false;
                 Buffer buffer = takeBuffer();
                 Cil.Context ctx = cil.switchContext();
+                for (Thread t : throttled) {
+                    LockSupport.unpark(t);
+                }
                 ioBusy = true; // before the hand-off, so no forced push slips in ahead of it
                 Checkpoint c = format(ctx, buffer);
                 if (forced && ioDone == handed) {

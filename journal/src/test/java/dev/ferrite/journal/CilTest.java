@@ -134,6 +134,67 @@ class CilTest {
         }
     }
 
+    /**
+     * A committer far faster than the log (each checkpoint's flush takes 20 ms) waits at the CIL's hard
+     * limit: checkpoints stay near the push threshold instead of swelling to every item the committer
+     * can reach, and every commit is still there after a reopen.
+     */
+    @Test
+    void committersOutrunningTheLogWaitAtTheHardLimit() {
+        int items = 512;
+        int threshold = 64 * 1024;
+        try (SlowFlushDevice dev = new SlowFlushDevice(MemoryDevice.create(8192, BS), 20); Arena arena = Arena.ofShared()) {
+            LogGeometry g = new LogGeometry(1024, 4096);
+            Journal.format(dev, g);
+            JournalOptions options = JournalOptions.defaults().withPushThreshold(threshold);
+            int counters = TestItem.counters(BS);
+            long[] adds = new long[items];
+            try (TestReplayer rep = new TestReplayer(dev); Journal j = Journal.open(dev, g, options, rep)) {
+                TestItem[] pool = new TestItem[items];
+                for (int i = 0; i < items; i++) {
+                    pool[i] = new TestItem(i, BS, arena);
+                }
+                long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(400);
+                for (int next = 0; System.nanoTime() < deadline; ) {
+                    Transaction tx = j.begin(Reservation.items(8));
+                    TestItem[] batch = new TestItem[8];
+                    for (int k = 0; k < batch.length; k++, next = (next + 1) % items) {
+                        batch[k] = pool[next];
+                        batch[k].lock.lock();
+                    }
+                    try {
+                        for (TestItem it : batch) {
+                            for (int c = 0; c < counters; c++) {
+                                it.add(tx, c, 1); // a range in every sector: a large op per item
+                            }
+                            adds[(int) it.home()]++;
+                        }
+                        tx.commit();
+                    } finally {
+                        for (TestItem it : batch) {
+                            it.lock.unlock();
+                        }
+                    }
+                }
+                j.forceAll();
+                JournalStats s = j.stats();
+                assertTrue(s.commitThrottles() > 0, "the committer never waited: " + s);
+                assertTrue(s.checkpointBytes() / s.checkpoints() < 2L * threshold,
+                        "checkpoints should stay near the " + threshold + "-byte threshold: " + s);
+            }
+            try (TestReplayer rep = new TestReplayer(dev); Journal j = Journal.open(dev, g, options, rep)) {
+                assertTrue(j.recovery().clean(), j.recovery().toString());
+            }
+            MemorySegment blk = arena.allocate(BS, BlockDevice.BUFFER_ALIGNMENT);
+            for (int i = 0; i < items; i++) {
+                dev.read(i, blk);
+                for (int c = 0; c < counters; c++) {
+                    assertEquals(adds[i], TestItem.blockCounter(blk, c), "item " + i + " counter " + c);
+                }
+            }
+        }
+    }
+
     /** Delegating device whose flush takes a fixed time, like a real disk's cache flush. */
     static final class SlowFlushDevice implements BlockDevice {
         final BlockDevice inner;

@@ -30,10 +30,12 @@ import picocli.CommandLine.Spec;
                 "                  device: each thread writes 4 KiB and calls fdatasync",
                 "  log-write       one thread commits 32-block transactions, checkpoints in",
                 "                  the background: log bytes written per second",
-                "                  device: 1 MiB sequential O_DIRECT writes over the log",
+                "                  device: 1 MiB sequential O_DIRECT writes over the log;",
+                "                  the two alternate in rounds of about a second",
                 "",
-                "The first 64 MiB hold the items' home blocks, the rest is the log. The",
-                "contents are overwritten. Without --device a temporary file is used.",
+                "The first 64 MiB hold the items' home blocks, the rest is the log, written",
+                "over once before anything is timed. The contents are overwritten. Without",
+                "--device a temporary file is used.",
                 ""})
 final class JournalCommand implements Callable<Integer> {
     @Option(names = "--device", paramLabel = "PATH",

@@ -35,9 +35,12 @@ import dev.ferrite.journal.Transaction;
  *   <li>{@code log-write}: one thread commits large transactions (32 whole blocks logged each, a word
  *       changed in every sector) without forcing; background checkpoints carry them to the log; the rate
  *       is log bytes written per second.
- *       Baseline: 1 MiB sequential O_DIRECT writes over the same region.</li>
+ *       Baseline: 1 MiB sequential O_DIRECT writes over the same region. The two alternate in rounds of
+ *       about a second, each side's rate its total over its rounds, so that a host whose speed drifts
+ *       during the run (shared machines do) weighs on both alike.</li>
  * </ul>
- * The device holds a home region for the items ({@value #HOME_BLOCKS} blocks) followed by the log. Before
+ * The device holds a home region for the items ({@value #HOME_BLOCKS} blocks) followed by the log, written
+ * over once before anything is measured (a new file's first writes allocate its blocks). Before
  * the journal's phases, an untimed warm-up (each journal phase for up to a second) lets the JIT compile
  * the commit, format and write paths, as the device phases need no compiling.
  */
@@ -92,7 +95,8 @@ public final class JournalBench {
         LogGeometry geometry = new LogGeometry(HOME_BLOCKS, logBlocks);
         try (DirectDevice device = DirectDevice.open(path, DeviceOptions.defaults().withSize(size));
              Arena arena = Arena.ofShared()) {
-            results.add(sequentialWrite(device, geometry, arena, progress));
+            MemorySegment seqBuffer = filled(arena.allocate(SEQ_BYTES, BlockDevice.BUFFER_ALIGNMENT));
+            layOut(device, geometry, seqBuffer, progress);
             for (int t : threads) {
                 results.add(fdatasyncPerCommit(device, t, arena, progress));
             }
@@ -110,12 +114,22 @@ public final class JournalBench {
                 // untimed, so that no phase pays for the JIT compiling the commit, format and write paths
                 phaseNanos = Math.min(phaseNanos, WARM_UP_NANOS);
                 forcedCommits(journal, maxThreads, commitItems, progress, "warm-up ");
-                logWrite(journal, pool, progress, "warm-up ");
+                logWrite(journal, pool, new Tally(geometry), WARM_UP_NANOS, progress, "warm-up ");
                 phaseNanos = Math.round(seconds * 1e9);
                 for (int t : threads) {
                     results.add(forcedCommits(journal, t, commitItems, progress, ""));
                 }
-                results.add(logWrite(journal, pool, progress, ""));
+                int rounds = (int) Math.max(1, Math.round(seconds));
+                long slice = phaseNanos / rounds;
+                Tally direct = new Tally(geometry);
+                Tally logged = new Tally(geometry);
+                for (int r = 1; r <= rounds; r++) {
+                    String shown = rounds == 1 ? "" : "round " + r + "/" + rounds + " ";
+                    sequentialWrite(device, seqBuffer, direct, slice, progress, shown);
+                    logWrite(journal, pool, logged, slice, progress, shown);
+                }
+                results.add(direct.result(BASELINE));
+                results.add(logged.result(FERRITE));
             }
         }
         return results;
@@ -133,24 +147,67 @@ public final class JournalBench {
         }
     };
 
-    private Result sequentialWrite(BlockDevice device, LogGeometry g, Arena arena, Progress progress) {
-        MemorySegment buf = filled(arena.allocate(SEQ_BYTES, BlockDevice.BUFFER_ALIGNMENT));
+    /** What one side of the log-write comparison did over its rounds. */
+    private static final class Tally {
+        final Histogram h = Result.newHistogram();
+        final long first;
+        final long end;
+        long bytes;
+        long nanos;
+        /** Where the device side writes next: it goes round the log region. */
+        long block;
+
+        Tally(LogGeometry g) {
+            first = g.start();
+            end = g.start() + g.blocks() - SEQ_BYTES / BS;
+            block = first;
+        }
+
+        Result result(String target) {
+            return Result.of(WORKLOAD, LOG_WRITE, target, 1, bytes / (double) nanos * 1e3, "MB/s", h);
+        }
+    }
+
+    /** Writes the whole log region once, untimed, so that no measured write allocates a new file's blocks. */
+    private static void layOut(BlockDevice device, LogGeometry g, MemorySegment buf, Progress progress) {
         int step = SEQ_BYTES / BS;
-        long first = g.start(), end = g.start() + g.blocks() - step;
+        long end = g.start() + g.blocks();
+        long count = 0;
+        long start = System.nanoTime();
+        for (long block = g.start(); block < end; block += step, count++) {
+            if (block + step <= end) {
+                device.write(block, buf);
+            } else {
+                device.write(block, buf.asSlice(0, (end - block) * BS));
+            }
+            if ((count & 255) == 0) {
+                progress.update("lay out", BASELINE, count, System.nanoTime() - start + 1);
+            }
+        }
         device.flush();
-        Histogram h = Result.newHistogram();
-        PhaseTimer timer = new PhaseTimer(LOG_WRITE, BASELINE, nanos(), progress);
-        long now = timer.start(), block = first;
+        progress.done();
+    }
+
+    private void sequentialWrite(BlockDevice device, MemorySegment buf, Tally tally, long nanos, Progress progress,
+                                 String shown) {
+        int step = SEQ_BYTES / BS;
+        PhaseTimer timer = new PhaseTimer(shown + LOG_WRITE, BASELINE, nanos, progress);
+        long now = timer.start();
+        long start = now;
+        long count = 0;
         do {
-            device.write(block, buf);
-            block = block + step > end ? first : block + step;
+            device.write(tally.block, buf);
+            tally.block = tally.block + step > tally.end ? tally.first : tally.block + step;
             long t = System.nanoTime();
-            h.recordValue(t - now);
+            tally.h.recordValue(t - now);
             now = t;
-        } while (timer.running(h.getTotalCount(), now));
+            count++;
+        } while (timer.running(count, now));
         device.flush();
-        long elapsed = timer.finish(System.nanoTime());
-        return Result.of(WORKLOAD, LOG_WRITE, BASELINE, 1, h.getTotalCount() * (double) SEQ_BYTES / elapsed * 1e3, "MB/s", h);
+        long end = System.nanoTime();
+        timer.finish(end);
+        tally.bytes += count * SEQ_BYTES;
+        tally.nanos += end - start;
     }
 
     private Result fdatasyncPerCommit(BlockDevice device, int n, Arena arena, Progress progress) {
@@ -193,14 +250,15 @@ public final class JournalBench {
         });
     }
 
-    private Result logWrite(Journal journal, BenchItem[] pool, Progress progress, String shown) {
+    private void logWrite(Journal journal, BenchItem[] pool, Tally tally, long nanos, Progress progress, String shown) {
         journal.checkpoint();
         JournalStats before = journal.stats();
-        Histogram h = Result.newHistogram();
-        PhaseTimer timer = new PhaseTimer(shown + LOG_WRITE, FERRITE, nanos(), progress);
+        Histogram h = tally.h;
+        PhaseTimer timer = new PhaseTimer(shown + LOG_WRITE, FERRITE, nanos, progress);
         long now = timer.start();
         int next = 0;
         long value = 0;
+        long count = 0;
         long start = now;
         do {
             Transaction tx = journal.begin(Reservation.items(BIG_TX_ITEMS));
@@ -229,12 +287,13 @@ public final class JournalBench {
             long t = System.nanoTime();
             h.recordValue(t - now);
             now = t;
-        } while (timer.running(h.getTotalCount(), now));
+            count++;
+        } while (timer.running(count, now));
         journal.forceAll();
         long elapsed = System.nanoTime() - start;
         timer.finish(System.nanoTime());
-        long bytes = journal.stats().checkpointBytes() - before.checkpointBytes();
-        return Result.of(WORKLOAD, LOG_WRITE, FERRITE, 1, bytes / (double) elapsed * 1e3, "MB/s", h);
+        tally.bytes += journal.stats().checkpointBytes() - before.checkpointBytes();
+        tally.nanos += elapsed;
     }
 
     interface Worker {
