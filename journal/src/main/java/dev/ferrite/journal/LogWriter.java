@@ -259,9 +259,11 @@ final class LogWriter implements AutoCloseable {
                 if (!running && pushTarget.get() < cil.currentSeq()) {
                     return;
                 }
+                // Buffer first: while this waits for the log I/O, a size push stays asked for, so committers
+                // passing the threshold do not wake this thread again and again.
+                Buffer buffer = takeBuffer();
                 boolean forced = !background;
                 background = false;
-                Buffer buffer = takeBuffer();
                 Cil.Context ctx = cil.switchContext();
                 for (Thread t : throttled) {
                     LockSupport.unpark(t);
