@@ -31,7 +31,8 @@ import picocli.CommandLine.Spec;
                 "",
                 "  insert   N keys of 16-40 bytes in hashed order, 64-byte values; then sync",
                 "  get      every key, value checked",
-                "  scan     the whole key range forward, every value read (rate: entries/s)",
+                "  scan     the whole key range forward, every value read, pass after pass",
+                "           for --scan-seconds (rate: entries/s)",
                 "  delete   every key; then sync",
                 "",
                 "Each phase runs at each --threads count; threads split the keys (scan: the key",
@@ -71,6 +72,11 @@ final class KvCommand implements Callable<Integer> {
                     + " inserted (default: ${DEFAULT-VALUE})")
     double secondsLimit;
 
+    @Option(names = "--scan-seconds", paramLabel = "S", defaultValue = "2",
+            description = "keep starting scan passes until S seconds have gone by, 0 for one pass: a pass"
+                    + " over a million keys takes about 0.1 s, too short to time (default: ${DEFAULT-VALUE})")
+    double scanSeconds;
+
     @Mixin
     JsonOption json;
 
@@ -95,7 +101,7 @@ final class KvCommand implements Callable<Integer> {
                     secondsLimit > 0 ? "; phases stop after " + secondsLimit + " s" : "");
             out.flush();
             Machine machine = Machine.collect(storage);
-            KvBench bench = new KvBench(scratch.path(), targets, keys, threads, cache, secondsLimit);
+            KvBench bench = new KvBench(scratch.path(), targets, keys, threads, cache, secondsLimit, scanSeconds);
             List<Result> results = bench.run(new ProgressLine(spec.commandLine().getErr()));
             for (Map.Entry<KvTarget, String> e : bench.setups().entrySet()) {
                 out.printf(Locale.ROOT, "%-8s %s%n", e.getKey().label() + ":", e.getValue());
@@ -126,6 +132,9 @@ final class KvCommand implements Callable<Integer> {
         }
         if (!(secondsLimit >= 0 && secondsLimit <= 86_400)) {
             throw new ParameterException(spec.commandLine(), "--seconds-limit must be 0 to 86400, not " + secondsLimit);
+        }
+        if (!(scanSeconds >= 0 && scanSeconds <= 86_400)) {
+            throw new ParameterException(spec.commandLine(), "--scan-seconds must be 0 to 86400, not " + scanSeconds);
         }
         if (dir != null && !Files.isDirectory(dir)) {
             throw new ParameterException(spec.commandLine(), "--dir " + dir + " is not a directory");

@@ -18,7 +18,9 @@ import org.HdrHistogram.Histogram;
  *   <li>{@code insert}: put keys {@code 0..N-1} ({@link KvKeys}: 16-40 bytes, in hashed order) with 64-byte
  *       values, then make them durable;</li>
  *   <li>{@code get}: get every key and check its value;</li>
- *   <li>{@code scan}: scan the whole key range forward, reading every value;</li>
+ *   <li>{@code scan}: scan the whole key range forward, reading every value, pass after pass until a
+ *       given time has gone by (one pass over a million keys takes a tenth of a second: too short to
+ *       time against thread start-up and a noisy host); the warm-up makes one pass;</li>
  *   <li>{@code delete}: delete every key, then make that durable.</li>
  * </ol>
  * With T threads, thread t takes the t-th T-th of the indexes for inserts, gets and deletes, and the
@@ -54,6 +56,7 @@ public final class KvBench {
     private final List<Integer> threads;
     private final long cacheBytes;
     private final long limitNanos;
+    private final long scanNanos;
     private final Map<KvTarget, String> setups = new LinkedHashMap<>();
 
     /**
@@ -64,8 +67,10 @@ public final class KvBench {
      * @param cacheBytes   block cache budget of the Ferrite and RocksDB stores
      * @param secondsLimit longest a phase may run, or 0 for no limit; a phase cut short leaves the later
      *                     ones to the keys the inserts got to
+     * @param scanSeconds  how long the scan phase goes on starting new passes; 0 for one pass
      */
-    public KvBench(Path dir, List<KvTarget> targets, long keys, List<Integer> threads, long cacheBytes, double secondsLimit) {
+    public KvBench(Path dir, List<KvTarget> targets, long keys, List<Integer> threads, long cacheBytes, double secondsLimit,
+                   double scanSeconds) {
         if (targets.isEmpty() || threads.isEmpty()) {
             throw new IllegalArgumentException("no targets or no thread counts to run");
         }
@@ -80,12 +85,16 @@ public final class KvBench {
         if (!(secondsLimit >= 0)) {
             throw new IllegalArgumentException("phase time limit " + secondsLimit + " s is negative");
         }
+        if (!(scanSeconds >= 0)) {
+            throw new IllegalArgumentException("scan time " + scanSeconds + " s is negative");
+        }
         this.dir = dir;
         this.targets = List.copyOf(targets);
         this.keys = keys;
         this.threads = List.copyOf(threads);
         this.cacheBytes = cacheBytes;
         this.limitNanos = secondsLimit == 0 ? NO_LIMIT : Math.round(secondsLimit * 1e9);
+        this.scanNanos = Math.round(scanSeconds * 1e9);
     }
 
     /** Runs the warm-up, then every phase on every target at every thread count; returns them in that order. */
@@ -227,33 +236,46 @@ public final class KvBench {
         }
 
         private void scan(int id, KvStore.Session s, Histogram h, Phase p) {
-            long count = 0, xor = 0;
-            try (KvStore.Scan scan = s.scan(KvKeys.boundary(id, threads), KvKeys.boundary(id + 1, threads))) {
-                long now = System.nanoTime();
-                for (boolean more = true; more && !p.stop.get(); ) {
-                    int c = 0;
-                    for (; c < SCAN_CHUNK; c++) {
-                        int length = scan.next();
-                        if (length < 0) {
-                            more = false;
-                            break;
+            long start = System.nanoTime();
+            long total = 0;
+            for (int pass = 0; ; pass++) {
+                long count = 0, xor = 0;
+                try (KvStore.Scan scan = s.scan(KvKeys.boundary(id, threads), KvKeys.boundary(id + 1, threads))) {
+                    long now = System.nanoTime();
+                    for (boolean more = true; more && !p.stop.get(); ) {
+                        int c = 0;
+                        for (; c < SCAN_CHUNK; c++) {
+                            int length = scan.next();
+                            if (length < 0) {
+                                more = false;
+                                break;
+                            }
+                            if (length != KvKeys.VALUE) {
+                                throw new IllegalStateException(target + ": scan found a value of " + length + " bytes");
+                            }
+                            xor ^= scan.word();
                         }
-                        if (length != KvKeys.VALUE) {
-                            throw new IllegalStateException(target + ": scan found a value of " + length + " bytes");
+                        if (c > 0) {
+                            long t = System.nanoTime();
+                            h.recordValueWithCount((t - now) / c, c);
+                            now = t;
+                            count += c;
+                            p.done(id, total + count);
                         }
-                        xor ^= scan.word();
-                    }
-                    if (c > 0) {
-                        long t = System.nanoTime();
-                        h.recordValueWithCount((t - now) / c, c);
-                        now = t;
-                        count += c;
-                        p.done(id, count);
                     }
                 }
+                if (pass == 0) {
+                    scanned[id] = count;
+                    scanXor[id] = xor;
+                } else if (count != scanned[id] && !p.stop.get()) {
+                    throw new IllegalStateException(target + ": scan pass " + pass + " returned " + count
+                            + " entries, the first " + scanned[id]);
+                }
+                total += count;
+                if (p.stop.get() || count == 0 || warmUp || System.nanoTime() - start >= scanNanos) {
+                    return;
+                }
             }
-            scanned[id] = count;
-            scanXor[id] = xor;
         }
 
         /** Every key inserted, each once: as many entries as inserts, and the XOR of their indexes. */
