@@ -1066,12 +1066,31 @@ public final class Namespace {
             if (type == S_IFDIR && statIno(dir).nlink() >= MAX_LINKS) {
                 throw new NamespaceException(Errno.EMLINK, "directory " + dir + " has " + MAX_LINKS + " links");
             }
+            requireInodeRoom();
             prepare(d, key.length);
             return allocAndInsert(d, key, mode, linkTarget, opened);
         } finally {
             d.lock.unlock();
             inodes.release(d);
         }
+    }
+
+    /**
+     * Refuses a create before {@link #prepare} when no group could then give it an inode: prepare's
+     * conversion and refill commit in transactions of their own, so a create failing after them for want
+     * of an inode would leave its directory's layout (not its entries) changed. A group qualifies with a
+     * free inode, or with room for a chunk beyond the blocks prepare may take and those every group holds
+     * back for its free lists. Creates racing for the last inodes can still pass this together.
+     */
+    private void requireInodeRoom() {
+        long chunkRoom = Geometry.CHUNK_BLOCKS + AllocationGroup.HELD_BACK + RESERVE_FILL;
+        for (int g = 0, n = geometry.agCount(); g < n; g++) {
+            AllocationGroup ag = volume.group(g);
+            if (ag.freeInodes() > 0 || ag.freeBlocks() >= chunkRoom) {
+                return;
+            }
+        }
+        throw new NoSpaceException("no allocation group has a free inode or room for an inode chunk");
     }
 
     /**

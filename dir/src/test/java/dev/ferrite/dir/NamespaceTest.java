@@ -312,46 +312,84 @@ class NamespaceTest {
         }
     }
 
+    /**
+     * The create that would turn an inline directory into a tree, with no free inode and room for the
+     * tree's blocks but then not for an inode chunk: refused before the conversion, not after it.
+     */
+    @Test
+    void noInodeLeftIsRefusedBeforeTheDirectoryIsConverted() {
+        onSmallVolume((v, ns) -> {
+            ns.mkdir("/a", 0755);
+            ns.mkdir("/b", 0755);
+            String name = "x".repeat(180); // two such entries fit inline, a third does not
+            ns.create("/b/1" + name, 0644, true);
+            ns.create("/b/2" + name, 0644, true);
+            for (int i = 0; v.statfs().freeInodes() > 0; i++) {
+                ns.create("/a/f" + i, 0644, true);
+            }
+            // 120 free: a tree's 20 blocks fit (20 + 96 held back), a chunk after them does not (8 + 96)
+            int hogged = (int) v.statfs().freeBlocks() - 120;
+            long hog = v.allocBlocks(0, hogged);
+            assertEquals(120, v.statfs().freeBlocks());
+            VolumeStats before = v.statfs();
+            List<DirEntry> entries = ns.list("/b");
+            assertThrows(dev.ferrite.io.NoSpaceException.class, () -> ns.create("/b/3" + name, 0644, true));
+            assertEquals(before, v.statfs(), "the refused create changed the volume");
+            assertEquals(entries, ns.list("/b"));
+            v.freeBlocks(hog, hogged);
+            assertChecked(ns);
+            ns.create("/b/3" + name, 0644, true); // with room again, the conversion and the create go through
+            assertEquals(3, ns.list("/b").size());
+            assertChecked(ns);
+        });
+    }
+
     @Test
     void exhaustionIsNoSpaceWithTheVolumeUnchanged() {
+        onSmallVolume((v, ns) -> {
+            int hogged = (int) v.statfs().freeBlocks() - 400; // leaves room for a few inode chunks and directory blocks
+            long hog = v.allocBlocks(0, hogged);
+            List<String> made = new ArrayList<>();
+            String failed = null;
+            for (int i = 0; failed == null; i++) {
+                String p = "/d" + i % 4 + "/f" + i;
+                try {
+                    if (i < 4) {
+                        ns.mkdir("/d" + i, 0755);
+                    }
+                    ns.create(p, 0644, true);
+                    made.add(p);
+                } catch (dev.ferrite.io.NoSpaceException e) {
+                    failed = p;
+                }
+            }
+            assertTrue(made.size() > 100, "created " + made.size());
+            assertErrno(Errno.ENOENT, () -> ns.lookup("/d0/none"));
+            VolumeStats full = v.statfs();
+            List<DirEntry> before = ns.list("/d1");
+            String again = failed;
+            assertThrows(dev.ferrite.io.NoSpaceException.class, () -> ns.create(again, 0644, true));
+            assertThrows(dev.ferrite.io.NoSpaceException.class, () -> ns.mkdir("/d1/sub", 0755));
+            assertEquals(full, v.statfs());
+            assertEquals(before, ns.list("/d1"));
+            assertErrno(Errno.ENOENT, () -> ns.lookup(again));
+            v.freeBlocks(hog, hogged);
+            assertChecked(ns);
+            for (int i = 0; i < 10; i++) {
+                ns.unlink(made.get(made.size() - 1 - i));
+            }
+            ns.create(failed, 0644, true);
+            assertChecked(ns);
+        });
+    }
+
+    /** Runs {@code body} on a fresh one-group volume of 2048 blocks with a small cache. */
+    private static void onSmallVolume(java.util.function.BiConsumer<Volume, Namespace> body) {
         try (MemoryDevice dev = MemoryDevice.create(2048, 4096)) {
             VolumeOptions options = VolumeOptions.defaults().withAgCount(1).withCacheBytes(8L << 20);
             Volume.format(dev, options);
             try (Volume v = Volume.open(dev, options)) {
-                Namespace ns = v.namespace();
-                int hogged = (int) v.statfs().freeBlocks() - 400; // leaves room for a few inode chunks and directory blocks
-                long hog = v.allocBlocks(0, hogged);
-                List<String> made = new ArrayList<>();
-                String failed = null;
-                for (int i = 0; failed == null; i++) {
-                    String p = "/d" + i % 4 + "/f" + i;
-                    try {
-                        if (i < 4) {
-                            ns.mkdir("/d" + i, 0755);
-                        }
-                        ns.create(p, 0644, true);
-                        made.add(p);
-                    } catch (dev.ferrite.io.NoSpaceException e) {
-                        failed = p;
-                    }
-                }
-                assertTrue(made.size() > 100, "created " + made.size());
-                assertErrno(Errno.ENOENT, () -> ns.lookup("/d0/none"));
-                VolumeStats full = v.statfs();
-                List<DirEntry> before = ns.list("/d1");
-                String again = failed;
-                assertThrows(dev.ferrite.io.NoSpaceException.class, () -> ns.create(again, 0644, true));
-                assertThrows(dev.ferrite.io.NoSpaceException.class, () -> ns.mkdir("/d1/sub", 0755));
-                assertEquals(full, v.statfs());
-                assertEquals(before, ns.list("/d1"));
-                assertErrno(Errno.ENOENT, () -> ns.lookup(again));
-                v.freeBlocks(hog, hogged);
-                assertChecked(ns);
-                for (int i = 0; i < 10; i++) {
-                    ns.unlink(made.get(made.size() - 1 - i));
-                }
-                ns.create(failed, 0644, true);
-                assertChecked(ns);
+                body.accept(v, v.namespace());
             }
         }
     }
