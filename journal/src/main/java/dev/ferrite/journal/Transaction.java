@@ -28,7 +28,7 @@ public final class Transaction {
         this.maxItems = maxItems;
         this.blockSize = blockSize;
         this.chunkShift = chunkShift;
-        this.items = new LogItem[Math.min(maxItems, 32)];
+        this.items = new LogItem[Math.min(maxItems, 8)];
     }
 
     /**
