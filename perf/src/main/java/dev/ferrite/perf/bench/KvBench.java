@@ -211,7 +211,7 @@ public final class KvBench {
                 long t = System.nanoTime();
                 h.recordValueWithCount((t - now) / m, m);
                 now = t;
-                p.done(id, i - lo);
+                p.done.set(id, i - lo);
             }
             count[id] = i - lo;
         }
@@ -231,7 +231,7 @@ public final class KvBench {
                 long t = System.nanoTime();
                 h.recordValue(t - now);
                 now = t;
-                p.done(id, i + 1 - lo);
+                p.done.set(id, i + 1 - lo);
             }
         }
 
@@ -260,7 +260,7 @@ public final class KvBench {
                             h.recordValueWithCount((t - now) / c, c);
                             now = t;
                             count += c;
-                            p.done(id, total + count);
+                            p.done.set(id, total + count);
                         }
                     }
                 }
@@ -324,7 +324,7 @@ public final class KvBench {
             for (int i = 0; i < threads; i++) {
                 hs[i] = Result.newHistogram();
             }
-            Throwable failure = Workers.run(threads, "kv-" + target + "-" + phase, timer, p::total, p.stop, id -> {
+            Throwable failure = Workers.run(threads, "kv-" + target + "-" + phase, timer, p.done::total, p.stop, id -> {
                 try (KvStore.Session s = store.session()) {
                     worker.run(id, s, hs[id], p);
                 }
@@ -353,18 +353,10 @@ public final class KvBench {
     /** What a phase's threads share: the stop flag and each thread's count of operations done. */
     private static final class Phase {
         final AtomicBoolean stop = new AtomicBoolean();
-        private final ThreadCounts done;
+        final ThreadCounts done;
 
         Phase(int threads) {
             this.done = new ThreadCounts(threads);
-        }
-
-        void done(int id, long ops) {
-            done.set(id, ops);
-        }
-
-        long total() {
-            return done.total();
         }
     }
 }

@@ -187,7 +187,7 @@ public final class MetaBench {
                 long t = System.nanoTime();
                 h.recordValue(t - now);
                 now = t;
-                p.done(id, i + 1 - lo);
+                p.done.set(id, i + 1 - lo);
             }
         }
 
@@ -201,7 +201,7 @@ public final class MetaBench {
                 long t = System.nanoTime();
                 h.recordValue(t - seen[1]);
                 seen[1] = t;
-                p.done(id, ++seen[0]);
+                p.done.set(id, ++seen[0]);
             });
             checkWalk(dir, listed, seen[0], expect);
         }
@@ -247,7 +247,7 @@ public final class MetaBench {
                         long t = System.nanoTime();
                         h.recordValue(t - now);
                         now = t;
-                        p.done(id, ++done);
+                        p.done.set(id, ++done);
                     }
                 }
             };
@@ -275,7 +275,7 @@ public final class MetaBench {
             for (int i = 0; i < threads; i++) {
                 hs[i] = Result.newHistogram();
             }
-            Throwable failure = Workers.run(threads, "meta-" + target + "-" + phase, timer, p::total, new AtomicBoolean(),
+            Throwable failure = Workers.run(threads, "meta-" + target + "-" + phase, timer, p.done::total, new AtomicBoolean(),
                     id -> {
                         try (MetaStore.Session s = store.session()) {
                             worker.run(id, s, hs[id], p);
@@ -325,20 +325,12 @@ public final class MetaBench {
     }
 
     private static final class Phase {
-        private final ThreadCounts done;
+        final ThreadCounts done;
         /** Entries the shared walk's lister read: written by it before its thread ends, read after the join. */
         long listed;
 
         Phase(int threads) {
             this.done = new ThreadCounts(threads);
-        }
-
-        void done(int id, long ops) {
-            done.set(id, ops);
-        }
-
-        long total() {
-            return done.total();
         }
     }
 }
