@@ -487,12 +487,25 @@ public final class BTree {
         int need = leafCellSize((int) key.byteSize(), (int) value.byteSize());
         boolean compacted = BTreeNodeFormat.freeContiguous(n) < need;
         BTreeNodeFormat.ensureRoom(n, need, blockSize, scratch(blockSize));
+        int skip = BTreeNodeFormat.skip(n);
         int cell = BTreeNodeFormat.insertLeaf(n, pos, key, value);
         if (compacted) {
             txn.log(leaf, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
         } else {
-            txn.log(leaf, BTreeNodeFormat.LEVEL, BTreeNodeFormat.SLOTS + 2 * count(n) - BTreeNodeFormat.LEVEL);
-            txn.log(leaf, cell, need - 2);
+            // a shorter prefix rewrote every head; otherwise only the slots from pos up moved
+            logSlots(txn, leaf, BTreeNodeFormat.skip(n) == skip ? pos : -1);
+            txn.log(leaf, cell, need - BTreeNodeFormat.SLOT);
+        }
+    }
+
+    /** Logs the node's header fields and its slots from index {@code from} up (-1: the prefix and every slot). */
+    private static void logSlots(Txn txn, Buffer node, int from) {
+        MemorySegment n = node.data();
+        txn.log(node, BTreeNodeFormat.LEVEL, BTreeNodeFormat.LEFT - BTreeNodeFormat.LEVEL);
+        int start = from < 0 ? BTreeNodeFormat.PREFIX : BTreeNodeFormat.SLOTS + BTreeNodeFormat.SLOT * from;
+        int end = BTreeNodeFormat.slotsEnd(n);
+        if (end > start) {
+            txn.log(node, start, end - start);
         }
     }
 
@@ -520,7 +533,7 @@ public final class BTree {
             int after = used(n, blockSize) - cellSize(n, i);
             if (p.depth == 1 || after >= mergeThreshold) {
                 BTreeNodeFormat.remove(n, i);
-                txn.log(leaf, BTreeNodeFormat.LEVEL, BTreeNodeFormat.SLOTS + 2 * count(n) - BTreeNodeFormat.LEVEL);
+                logSlots(txn, leaf, i);
                 return true;
             }
             if (!held) {
@@ -800,6 +813,8 @@ public final class BTree {
                 BTreeNodeFormat.copyCell(scratch, src[e], to, pos);
             }
         }
+        BTreeNodeFormat.refreshPrefix(l);
+        BTreeNodeFormat.refreshPrefix(r);
         BTreeNodeFormat.setLeft(l, oldLeft);
         BTreeNodeFormat.setRight(l, fresh.block());
         BTreeNodeFormat.setLeft(r, leafBuf.block());
@@ -865,6 +880,8 @@ public final class BTree {
                 BTreeNodeFormat.copyCell(scratch, src[e], to, at);
             }
         }
+        BTreeNodeFormat.refreshPrefix(x);
+        BTreeNodeFormat.refreshPrefix(y);
         return MemorySegment.ofArray(up);
     }
 
@@ -1052,6 +1069,7 @@ public final class BTree {
         for (int i = 0, c = count(r); i < c; i++) {
             BTreeNodeFormat.copyCell(r, i, l, at++);
         }
+        BTreeNodeFormat.refreshPrefix(l);
         if (leaf) {
             long beyond = BTreeNodeFormat.right(r);
             BTreeNodeFormat.setRight(l, beyond);

@@ -54,7 +54,8 @@ public final class BTreeDump {
                 .append(": level ").append(BTreeNodeFormat.level(n)).append(", ").append(count)
                 .append(leaf ? " entries" : " separators").append(", left sibling ").append(BTreeNodeFormat.left(n))
                 .append(", right sibling ").append(BTreeNodeFormat.right(n))
-                .append(", ").append(BTreeNodeFormat.used(n, (int) n.byteSize())).append(" bytes used\n");
+                .append(", ").append(BTreeNodeFormat.used(n, (int) n.byteSize())).append(" bytes used, keys share ")
+                .append(BTreeNodeFormat.skip(n)).append(" leading bytes\n");
         if (!leaf) {
             sb.append("  leftmost child ").append(BTreeNodeFormat.leftmost(n)).append('\n');
         }

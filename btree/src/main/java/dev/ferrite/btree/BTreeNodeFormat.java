@@ -8,25 +8,34 @@ import static dev.ferrite.io.OnDisk.U16;
 import static dev.ferrite.io.OnDisk.U64;
 
 /**
- * A B+tree node: a slotted page. Fixed header, then a slot array of cell offsets in key order growing up,
- * cells growing down from the end of the block.
+ * A B+tree node: a slotted page. Fixed header, then a slot array in key order growing up, cells growing
+ * down from the end of the block.
  *
  * <pre>
  *  0  block header ({@link BlockHeaderFormat}): magic 'FBTN', crc, block, owner (tree id), LSN
- * 32  u16 level: 0 for a leaf
+ * 32  u8  level: 0 for a leaf
+ * 33  u8  skip: how many leading bytes (0 to 8) every key of the node shares
  * 34  u16 count: cells
  * 36  u16 cell start: lowest byte used by cells; cells fill [cell start, block size)
  * 38  u16 garbage: bytes of dead cells inside the cell area (reclaimed by compaction)
  * 40  u64 left sibling at this level (0: none)
  * 48  u64 right sibling at this level (0: none)
  * 56  u64 leftmost child (interior nodes): the subtree of keys below the first separator
- * 64  u16 slot[count]: cell offsets, ordered by key (unsigned bytewise)
+ * 64  u64 prefix: the skip shared bytes, big-endian in the high bytes, zero below them
+ * 72  u64 slot[count], ordered by key (unsigned bytewise): bits 0-15 the cell's offset, bits 16-63 the
+ *         key's head, its 6 bytes after the shared prefix (big-endian, zero-padded)
  *
  * leaf cell:      u16 key length, u16 value length, key, value
  * interior cell:  u16 key length, u64 child, key       (the child holds keys at or above the key)
  * </pre>
  *
- * Block 0 is never a node, so 0 means "no block" in sibling and child fields. Every accessor bounds-checks
+ * <p>The heads let a binary search run on the slot array alone: a probe reads a cell only when its head
+ * equals the key's, so a lookup touches the header, a few slot lines and one cell instead of a cell line
+ * per probe. The prefix may be shorter than what the keys really share (it shrinks when a key that does
+ * not share it arrives, and is recomputed only when the node is rebuilt: split, merge, compaction), never
+ * longer.
+ *
+ * <p>Block 0 is never a node, so 0 means "no block" in sibling and child fields. Every accessor bounds-checks
  * (through the segment), so code reading a node optimistically gets an exception, never garbage
  * addresses, from a torn read, and validates its version before believing anything.
  */
@@ -34,9 +43,13 @@ public final class BTreeNodeFormat {
     public static final int MAGIC = 0x4E544246; // "FBTN" as little-endian bytes
     /** Magic of a node block that has been freed (logged when freed, so replay never resurrects it). */
     public static final int FREED_MAGIC = 0x46544246; // "FBTF"
-    static final int LEVEL = 32, COUNT = 34, CELL_START = 36, GARBAGE = 38;
-    static final int LEFT = 40, RIGHT = 48, LEFTMOST = 56;
-    static final int SLOTS = 64;
+    static final int LEVEL = 32, SKIP = 33, COUNT = 34, CELL_START = 36, GARBAGE = 38;
+    static final int LEFT = 40, RIGHT = 48, LEFTMOST = 56, PREFIX = 64;
+    static final int SLOTS = 72;
+    /** Bytes of one slot. */
+    static final int SLOT = 8;
+    /** Bytes of a key's head kept in its slot. */
+    private static final int HEAD_BYTES = 6;
     static final int LEAF_CELL_HEADER = 4;
     static final int INTERIOR_CELL_HEADER = 10;
     /** Key bytes read eight at a time for comparison (keys order bytewise, so as big-endian numbers). */
@@ -44,7 +57,7 @@ public final class BTreeNodeFormat {
 
     /** Longest key. */
     public static final int MAX_KEY = 1024;
-    /** Longest value: two largest leaf cells always fit one 4 KiB node, so a split always works. */
+    /** Longest value: two largest leaf cells (slots included) always fit one 4 KiB node, so a split always works. */
     public static final int MAX_VALUE = 960;
 
     private BTreeNodeFormat() {
@@ -52,17 +65,29 @@ public final class BTreeNodeFormat {
 
     /** Formats an empty node. */
     static void init(MemorySegment n, int level, int blockSize) {
-        n.set(U16, LEVEL, (short) level);
+        n.set(ValueLayout.JAVA_BYTE, LEVEL, (byte) level);
+        n.set(ValueLayout.JAVA_BYTE, SKIP, (byte) 0);
         n.set(U16, COUNT, (short) 0);
         n.set(U16, CELL_START, (short) blockSize);
         n.set(U16, GARBAGE, (short) 0);
         n.set(U64, LEFT, 0);
         n.set(U64, RIGHT, 0);
         n.set(U64, LEFTMOST, 0);
+        n.set(U64, PREFIX, 0);
     }
 
     static int level(MemorySegment n) {
-        return Short.toUnsignedInt(n.get(U16, LEVEL));
+        return Byte.toUnsignedInt(n.get(ValueLayout.JAVA_BYTE, LEVEL));
+    }
+
+    /** Leading bytes every key of the node shares (and the search compares once, against the prefix). */
+    static int skip(MemorySegment n) {
+        return Byte.toUnsignedInt(n.get(ValueLayout.JAVA_BYTE, SKIP));
+    }
+
+    /** The shared leading bytes, big-endian in the high {@link #skip} bytes. */
+    static long prefix(MemorySegment n) {
+        return n.get(U64, PREFIX);
     }
 
     static int count(MemorySegment n) {
@@ -102,8 +127,23 @@ public final class BTreeNodeFormat {
         n.set(U64, LEFTMOST, b);
     }
 
+    /** Offset of cell i. */
     static int slot(MemorySegment n, int i) {
-        return Short.toUnsignedInt(n.get(U16, SLOTS + 2L * i));
+        return (int) n.get(U64, slotOffset(i)) & 0xFFFF;
+    }
+
+    /** Head of key i as its slot keeps it. */
+    static long slotHead(MemorySegment n, int i) {
+        return n.get(U64, slotOffset(i)) >>> 16;
+    }
+
+    private static long slotOffset(int i) {
+        return SLOTS + (long) SLOT * i;
+    }
+
+    /** End of the slot array: what a change of the slots (and of the header) logs up to. */
+    static int slotsEnd(MemorySegment n) {
+        return SLOTS + SLOT * count(n);
     }
 
     static boolean isLeaf(MemorySegment n) {
@@ -138,12 +178,12 @@ public final class BTreeNodeFormat {
 
     /** Bytes a leaf cell takes, slot included. */
     static int leafCellSize(int keyLen, int valueLen) {
-        return 2 + LEAF_CELL_HEADER + keyLen + valueLen;
+        return SLOT + LEAF_CELL_HEADER + keyLen + valueLen;
     }
 
     /** Bytes an interior cell takes, slot included. */
     static int interiorCellSize(int keyLen) {
-        return 2 + INTERIOR_CELL_HEADER + keyLen;
+        return SLOT + INTERIOR_CELL_HEADER + keyLen;
     }
 
     /** Bytes cell i takes, slot included. */
@@ -153,7 +193,7 @@ public final class BTreeNodeFormat {
 
     /** Contiguous free bytes between the slot array and the cells. */
     static int freeContiguous(MemorySegment n) {
-        return cellStart(n) - SLOTS - 2 * count(n);
+        return cellStart(n) - slotsEnd(n);
     }
 
     /** Free bytes once compacted. */
@@ -169,9 +209,9 @@ public final class BTreeNodeFormat {
     // ------------------------------------------------------------------ search
 
     /**
-     * Binary search for {@code key}. Keys of a node share the prefix its first and last keys share, so
-     * that prefix is compared once and the search compares only what follows it, eight bytes at a time
-     * as one unsigned number ({@link #head}): most probes end on that one comparison.
+     * Binary search for {@code key}. The key's first {@link #skip} bytes are compared once, with the
+     * node's prefix; the probes then compare the next six as one number against the slots' heads and read
+     * a cell only when the heads are equal.
      *
      * @return the index of the key if present, else {@code -(insertion point) - 1}
      */
@@ -180,41 +220,33 @@ public final class BTreeNodeFormat {
         if (count == 0) {
             return -1;
         }
-        int header = isLeaf(n) ? LEAF_CELL_HEADER : INTERIOR_CELL_HEADER;
         int keyLen = (int) key.byteSize();
-        int skip = 0;
-        if (count > 1) {
-            int firstCell = slot(n, 0), lastCell = slot(n, count - 1);
-            int firstLen = Short.toUnsignedInt(n.get(U16, firstCell));
-            int firstOff = firstCell + header;
-            int prefix = commonPrefix(n, firstOff, firstLen, lastCell + header, Short.toUnsignedInt(n.get(U16, lastCell)));
-            if (prefix > 0) {
-                long m = MemorySegment.mismatch(n, firstOff, firstOff + prefix, key, 0, Math.min(prefix, keyLen));
-                if (m >= 0) {
-                    // the key differs from every key of the node inside the shared prefix: all sort the same way
-                    boolean below = m == keyLen || m < prefix && Byte.toUnsignedInt(key.get(ValueLayout.JAVA_BYTE, m))
-                            < Byte.toUnsignedInt(n.get(ValueLayout.JAVA_BYTE, firstOff + m));
-                    return below ? -1 : -(count + 1);
-                }
-                skip = prefix;
+        int skip = skip(n);
+        if (skip > 0) {
+            long k = head(key, 0, keyLen) & prefixMask(skip);
+            long prefix = prefix(n);
+            if (k != prefix) {
+                // the key differs from every key of the node inside the shared prefix: all sort the same way
+                return Long.compareUnsigned(k, prefix) < 0 ? -1 : -(count + 1);
+            }
+            if (keyLen < skip) {
+                return -1; // a proper prefix of every key here
             }
         }
-        int rest = keyLen - skip;
-        long keyHead = head(key, skip, rest);
+        long keyHead = head48(key, skip, keyLen - skip);
+        int header = isLeaf(n) ? LEAF_CELL_HEADER : INTERIOR_CELL_HEADER;
         int lo = 0, hi = count - 1;
         while (lo <= hi) {
             int mid = (lo + hi) >>> 1;
-            int cell = slot(n, mid);
-            int len = Short.toUnsignedInt(n.get(U16, cell)) - skip;
-            long off = cell + header + skip;
-            long h = head(n, off, len);
+            long slot = n.get(U64, slotOffset(mid));
+            long h = slot >>> 16;
             int c;
             if (h != keyHead) {
-                c = Long.compareUnsigned(h, keyHead);
-            } else if (len <= 8 || rest <= 8) {
-                c = Integer.compare(len, rest); // equal heads, zero-padded: the shorter is a prefix of the other
+                c = h < keyHead ? -1 : 1; // 48-bit numbers: signed comparison is unsigned
             } else {
-                c = Keys.compare(n, off + 8, off + len, key, skip + 8, keyLen);
+                int cell = (int) slot & 0xFFFF;
+                long off = cell + header;
+                c = Keys.compare(n, off + skip, off + Short.toUnsignedInt(n.get(U16, cell)), key, skip, keyLen);
             }
             if (c < 0) {
                 lo = mid + 1;
@@ -243,18 +275,9 @@ public final class BTreeNodeFormat {
         return h;
     }
 
-    /** Bytes two keys of a node share at their start. */
-    private static int commonPrefix(MemorySegment n, int a, int al, int b, int bl) {
-        int shortest = Math.min(al, bl);
-        long x = head(n, a, al) ^ head(n, b, bl);
-        if (x != 0) {
-            return Math.min(shortest, Long.numberOfLeadingZeros(x) >>> 3);
-        }
-        if (shortest <= 8) {
-            return shortest;
-        }
-        long m = MemorySegment.mismatch(n, a + 8, a + al, n, b + 8, b + bl);
-        return m < 0 ? al : 8 + (int) m;
+    /** A slot's head: the first {@value #HEAD_BYTES} bytes of {@code s[off, off + len)}, as {@link #head} orders them. */
+    private static long head48(MemorySegment s, long off, int len) {
+        return (len >= 8 ? s.get(BE64, off) : head(s, off, Math.min(len, HEAD_BYTES))) >>> 16;
     }
 
     /** Compares key i of the node with {@code key}, both known equal in their first {@code skip} bytes. */
@@ -306,31 +329,106 @@ public final class BTreeNodeFormat {
         int end = blockSize;
         for (int i = 0; i < count; i++) {
             int c = slot(n, i);
-            int len = cellSize(n, i) - 2;
+            int len = cellSize(n, i) - SLOT;
             end -= len;
             MemorySegment.copy(n, c, scratch, end, len);
-            n.set(U16, SLOTS + 2L * i, (short) end);
+            n.set(U64, slotOffset(i), end); // heads are rewritten below
         }
         MemorySegment.copy(scratch, end, n, end, blockSize - end);
         n.set(U16, CELL_START, (short) end);
         n.set(U16, GARBAGE, (short) 0);
+        refreshPrefix(n);
     }
 
-    private static int allocateCell(MemorySegment n, int pos, int cellLen) {
+    /**
+     * Sets the prefix to what the node's first and last keys (so all of them) share, up to 8 bytes, and
+     * rewrites every head: called when a node is rebuilt, since inserts only ever shorten the prefix.
+     */
+    static void refreshPrefix(MemorySegment n) {
+        int count = count(n);
+        if (count == 0) {
+            setPrefix(n, 0, 0);
+            return;
+        }
+        long first = head(n, keyOffset(n, 0), keyLength(n, 0));
+        long last = head(n, keyOffset(n, count - 1), keyLength(n, count - 1));
+        int shared = Math.min(Math.min(keyLength(n, 0), keyLength(n, count - 1)), Long.numberOfLeadingZeros(first ^ last) >>> 3);
+        setPrefix(n, shared, first);
+    }
+
+    /** Makes the prefix one that the key {@code s[off, off + len)} shares too, before it is inserted. */
+    private static void admit(MemorySegment n, MemorySegment s, long off, int len) {
+        int skip = skip(n);
+        if (skip == 0) {
+            return;
+        }
+        long prefix = prefix(n);
+        int shared = Math.min(len, Long.numberOfLeadingZeros(head(s, off, len) ^ prefix) >>> 3);
+        if (shared >= skip) {
+            return;
+        }
+        // Each head grows by the d prefix bytes it now starts with and loses as many from its end: no cell is read.
+        int d = skip - shared;
+        long lead = (prefix << 8 * shared) >>> 16;
+        for (int i = 0, count = count(n); i < count; i++) {
+            long slot = n.get(U64, slotOffset(i));
+            long head = lead | (d < HEAD_BYTES ? (slot >>> 16) >>> 8 * d : 0);
+            n.set(U64, slotOffset(i), head << 16 | slot & 0xFFFF);
+        }
+        n.set(ValueLayout.JAVA_BYTE, SKIP, (byte) shared);
+        n.set(U64, PREFIX, shared == 0 ? 0 : prefix & prefixMask(shared));
+    }
+
+    /** Sets the shared prefix to the first {@code skip} bytes of {@code word} and recomputes every head from its key. */
+    private static void setPrefix(MemorySegment n, int skip, long word) {
+        n.set(ValueLayout.JAVA_BYTE, SKIP, (byte) skip);
+        n.set(U64, PREFIX, skip == 0 ? 0 : word & prefixMask(skip));
+        for (int i = 0, count = count(n); i < count; i++) {
+            int cell = slot(n, i);
+            long key = keyOffset(n, i);
+            n.set(U64, slotOffset(i), head48(n, key + skip, keyLength(n, i) - skip) << 16 | cell);
+        }
+    }
+
+    /** Takes {@code cellLen} bytes for a new cell and a slot at index {@code pos} giving it {@code head}. */
+    private static int allocateCell(MemorySegment n, int pos, int cellLen, long head) {
         int count = count(n);
         int start = cellStart(n) - cellLen;
         // shift slots [pos, count) up by one
-        MemorySegment.copy(n, SLOTS + 2L * pos, n, SLOTS + 2L * (pos + 1), 2L * (count - pos));
-        n.set(U16, SLOTS + 2L * pos, (short) start);
+        MemorySegment.copy(n, slotOffset(pos), n, slotOffset(pos + 1), (long) SLOT * (count - pos));
+        n.set(U64, slotOffset(pos), head << 16 | start);
         n.set(U16, COUNT, (short) (count + 1));
         n.set(U16, CELL_START, (short) start);
         return start;
     }
 
+    /** Whether key i starts with the node's prefix (for the checker). */
+    static boolean sharesPrefix(MemorySegment n, int i) {
+        int skip = skip(n), len = keyLength(n, i);
+        return skip <= 8 && len >= skip && (skip == 0 || (head(n, keyOffset(n, i), len) & prefixMask(skip)) == prefix(n));
+    }
+
+    /** Key i's head as computed from its bytes, to compare with {@link #slotHead} (for the checker). */
+    static long computedHead(MemorySegment n, int i) {
+        return headHere(n, n, keyOffset(n, i), keyLength(n, i));
+    }
+
+    /** The high {@code skip} bytes of a word (1 to 8). */
+    private static long prefixMask(int skip) {
+        return -1L << (64 - 8 * skip);
+    }
+
+    /** The head, under the node's current prefix, of a key that shares it. */
+    private static long headHere(MemorySegment n, MemorySegment s, long off, int len) {
+        int skip = skip(n);
+        return head48(s, off + skip, len - skip);
+    }
+
     /** Inserts a leaf cell at index {@code pos}; room must have been ensured. Returns the cell offset. */
     static int insertLeaf(MemorySegment n, int pos, MemorySegment key, MemorySegment value) {
         int kl = (int) key.byteSize(), vl = (int) value.byteSize();
-        int c = allocateCell(n, pos, LEAF_CELL_HEADER + kl + vl);
+        admit(n, key, 0, kl);
+        int c = allocateCell(n, pos, LEAF_CELL_HEADER + kl + vl, headHere(n, key, 0, kl));
         n.set(U16, c, (short) kl);
         n.set(U16, c + 2L, (short) vl);
         MemorySegment.copy(key, 0, n, c + LEAF_CELL_HEADER, kl);
@@ -341,7 +439,8 @@ public final class BTreeNodeFormat {
     /** Inserts an interior cell (separator and the child right of it) at index {@code pos}. */
     static int insertInterior(MemorySegment n, int pos, MemorySegment key, long child) {
         int kl = (int) key.byteSize();
-        int c = allocateCell(n, pos, INTERIOR_CELL_HEADER + kl);
+        admit(n, key, 0, kl);
+        int c = allocateCell(n, pos, INTERIOR_CELL_HEADER + kl, headHere(n, key, 0, kl));
         n.set(U16, c, (short) kl);
         n.set(U64, c + 2L, child);
         MemorySegment.copy(key, 0, n, c + INTERIOR_CELL_HEADER, kl);
@@ -350,16 +449,19 @@ public final class BTreeNodeFormat {
 
     /** Copies cell i of {@code from} to index {@code pos} of {@code to} (same node kind); room must be there. */
     static void copyCell(MemorySegment from, int i, MemorySegment to, int pos) {
-        int len = cellSize(from, i) - 2;
-        int c = allocateCell(to, pos, len);
+        int len = cellSize(from, i) - SLOT;
+        long key = keyOffset(from, i);
+        int kl = keyLength(from, i);
+        admit(to, from, key, kl);
+        int c = allocateCell(to, pos, len, headHere(to, from, key, kl));
         MemorySegment.copy(from, slot(from, i), to, c, len);
     }
 
     /** Removes cell i (its bytes become garbage). */
     static void remove(MemorySegment n, int i) {
         int count = count(n);
-        int len = cellSize(n, i) - 2;
-        MemorySegment.copy(n, SLOTS + 2L * (i + 1), n, SLOTS + 2L * i, 2L * (count - i - 1));
+        int len = cellSize(n, i) - SLOT;
+        MemorySegment.copy(n, slotOffset(i + 1), n, slotOffset(i), (long) SLOT * (count - i - 1));
         n.set(U16, COUNT, (short) (count - 1));
         n.set(U16, GARBAGE, (short) (garbage(n) + len));
     }
@@ -369,7 +471,7 @@ public final class BTreeNodeFormat {
         int count = count(n);
         int dead = 0;
         for (int i = from; i < count; i++) {
-            dead += cellSize(n, i) - 2;
+            dead += cellSize(n, i) - SLOT;
         }
         n.set(U16, COUNT, (short) from);
         n.set(U16, GARBAGE, (short) (garbage(n) + dead));

@@ -100,7 +100,7 @@ public record TreeCheck(long nodes, long leaves, long keys, int height, List<Str
             }
             int count = BTreeNodeFormat.count(n);
             int cellStart = BTreeNodeFormat.cellStart(n);
-            if (BTreeNodeFormat.SLOTS + 2 * count > cellStart || cellStart > blockSize) {
+            if (BTreeNodeFormat.SLOTS + BTreeNodeFormat.SLOT * count > cellStart || cellStart > blockSize) {
                 problems.add(where + ": " + count + " slots overlap the cells from " + cellStart);
                 return;
             }
@@ -108,12 +108,18 @@ public record TreeCheck(long nodes, long leaves, long keys, int height, List<Str
             byte[] prev = null;
             for (int i = 0; i < count; i++) {
                 int c = BTreeNodeFormat.slot(n, i);
-                int size = BTreeNodeFormat.cellSize(n, i) - 2;
+                int size = BTreeNodeFormat.cellSize(n, i) - BTreeNodeFormat.SLOT;
                 if (c < cellStart || c + size > blockSize) {
                     problems.add(where + ": cell " + i + " at " + c + " (" + size + " bytes) lies outside the cell area");
                     return;
                 }
                 live += size;
+                if (!BTreeNodeFormat.sharesPrefix(n, i)) {
+                    problems.add(where + ": key " + i + " does not start with the node's " + BTreeNodeFormat.skip(n) + "-byte prefix");
+                } else if (BTreeNodeFormat.slotHead(n, i) != BTreeNodeFormat.computedHead(n, i)) {
+                    problems.add(where + ": slot " + i + " holds head 0x" + Long.toHexString(BTreeNodeFormat.slotHead(n, i))
+                            + ", its key's is 0x" + Long.toHexString(BTreeNodeFormat.computedHead(n, i)));
+                }
                 byte[] k = BTreeNodeFormat.key(n, i).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
                 if (k.length == 0 || k.length > BTreeNodeFormat.MAX_KEY) {
                     problems.add(where + ": key " + i + " has " + k.length + " bytes");

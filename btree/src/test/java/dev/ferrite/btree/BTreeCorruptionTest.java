@@ -180,15 +180,18 @@ class BTreeCorruptionTest {
         List<byte[]> leftKeys = layout.keysUnder().get(left);
         assertTrue(layout.under(layout.node(1, -1), leftKeys.getFirst()), "the neighbours have different parents");
         byte[] last = leftKeys.getLast();
+        List<byte[]> added = new ArrayList<>(); // the puts that fitted before the split came
         assertCorrupt(leaf, () -> {
             for (int i = 0; i < 20; i++) {
                 byte[] k = Arrays.copyOf(last, last.length + 1);
                 k[last.length] = (byte) i;
                 s.tree.put(k, new byte[BTreeNodeFormat.MAX_VALUE]);
+                added.add(k);
             }
         });
+        added.addAll(leftKeys);
         assertCorrupt(leaf, () -> {
-            for (byte[] k : leftKeys) {
+            for (byte[] k : added) {
                 s.tree.delete(k);
             }
         });

@@ -2,14 +2,21 @@ package dev.ferrite.btree;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
 import java.util.Random;
 import java.util.TreeSet;
 
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** Node search against a linear scan, on keys made to defeat its shortcuts: short, zero bytes, long shared prefixes. */
+/**
+ * Node search against a linear scan, on keys made to defeat its shortcuts (short, zero bytes, long shared
+ * prefixes), in nodes whose prefix was computed and then shortened by later inserts.
+ */
 class NodeSearchTest {
     private static final long SEED = Long.getLong("ferrite.seed", 7);
     private static final int BLOCK = 4096;
@@ -30,10 +37,34 @@ class NodeSearchTest {
                 BTreeNodeFormat.init(leaf, 0, BLOCK);
                 BTreeNodeFormat.init(interior, 1, BLOCK);
                 byte[][] sorted = keys.toArray(byte[][]::new);
-                for (int i = 0; i < sorted.length; i++) {
-                    MemorySegment k = MemorySegment.ofArray(sorted[i]);
+                // some keys in order, then the node rebuilt (its prefix recomputed), then the rest where they
+                // fall: keys outside the prefix shorten it
+                List<byte[]> first = new ArrayList<>(), later = new ArrayList<>();
+                for (byte[] k : sorted) {
+                    (rnd.nextInt(3) == 0 ? later : first).add(k);
+                }
+                for (int i = 0; i < first.size(); i++) {
+                    MemorySegment k = MemorySegment.ofArray(first.get(i));
                     BTreeNodeFormat.insertLeaf(leaf, i, k, MemorySegment.ofArray(new byte[3]));
                     BTreeNodeFormat.insertInterior(interior, i, k, 100 + i);
+                }
+                BTreeNodeFormat.refreshPrefix(leaf);
+                BTreeNodeFormat.refreshPrefix(interior);
+                TreeSet<byte[]> present = new TreeSet<>(Keys::compare);
+                present.addAll(first);
+                Collections.shuffle(later, rnd);
+                for (byte[] k : later) {
+                    int at = present.headSet(k).size();
+                    present.add(k);
+                    BTreeNodeFormat.insertLeaf(leaf, at, MemorySegment.ofArray(k), MemorySegment.ofArray(new byte[3]));
+                    BTreeNodeFormat.insertInterior(interior, at, MemorySegment.ofArray(k), 100 + at);
+                }
+                for (MemorySegment n : new MemorySegment[] {leaf, interior}) {
+                    for (int i = 0; i < sorted.length; i++) {
+                        String where = "seed " + SEED + ", round " + round + ", slot " + i;
+                        assertTrue(BTreeNodeFormat.sharesPrefix(n, i), where);
+                        assertEquals(BTreeNodeFormat.computedHead(n, i), BTreeNodeFormat.slotHead(n, i), where);
+                    }
                 }
                 for (int probe = 0; probe < 200; probe++) {
                     byte[] k = probe % 3 == 0 ? sorted[rnd.nextInt(sorted.length)] : variant(rnd, prefix);

@@ -41,7 +41,8 @@ import static dev.ferrite.io.OnDisk.U64;
  */
 final class SuperblockFormat {
     static final int MAGIC = 0x31425346; // "FSB1"
-    static final int VERSION = 1;
+    /** 2: B-tree nodes keep 6-byte key heads in 8-byte slots after a shared prefix (version 1 had 2-byte slots). */
+    static final int VERSION = 2;
     static final long PRIMARY = 0, MIRROR = 1;
     /** Incompatible features this code understands: none yet. */
     static final long KNOWN_INCOMPAT = 0;

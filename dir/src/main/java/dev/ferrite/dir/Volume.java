@@ -280,9 +280,10 @@ public final class Volume implements AutoCloseable {
                         + SuperblockFormat.MIRROR + " is damaged too: " + mirrorProblem);
             }
             int version = SuperblockFormat.version(chosen);
-            if (version > SuperblockFormat.VERSION) {
+            if (version != SuperblockFormat.VERSION) {
                 throw new IncompatibleVolumeException(device.name() + " holds a Ferrite volume of format version " + version
-                        + "; this version reads formats up to " + SuperblockFormat.VERSION);
+                        + "; this version reads format version " + SuperblockFormat.VERSION + " only"
+                        + (version < SuperblockFormat.VERSION ? " (older formats are not converted)" : ""));
             }
             SuperblockFormat.Fields f;
             try {

@@ -143,12 +143,21 @@ class VolumeTest {
 
     @Test
     void newerVersionIsRefused() {
+        assertVersionRefused(SuperblockFormat.VERSION + 1);
+    }
+
+    @Test
+    void olderVersionIsRefused() {
+        assertVersionRefused(SuperblockFormat.VERSION - 1);
+    }
+
+    private static void assertVersionRefused(int version) {
         try (MemoryDevice dev = formatted()) {
             for (long block : new long[] {SuperblockFormat.PRIMARY, SuperblockFormat.MIRROR}) {
-                rewrite(dev, block, b -> b.set(OnDisk.U32, SuperblockFormat.VERSION_OFF, SuperblockFormat.VERSION + 1));
+                rewrite(dev, block, b -> b.set(OnDisk.U32, SuperblockFormat.VERSION_OFF, version));
             }
             IncompatibleVolumeException e = assertThrows(IncompatibleVolumeException.class, () -> Volume.open(dev, OPTIONS));
-            assertTrue(e.getMessage().contains("format version 2"), e.getMessage());
+            assertTrue(e.getMessage().contains("format version " + version + ";"), e.getMessage());
         }
     }
 
