@@ -489,12 +489,20 @@ public final class BTree {
         BTreeNodeFormat.ensureRoom(n, need, blockSize, scratch(blockSize));
         int skip = BTreeNodeFormat.skip(n);
         int cell = BTreeNodeFormat.insertLeaf(n, pos, key, value);
+        logInsert(txn, leaf, pos, skip, cell, need, compacted);
+    }
+
+    /**
+     * Logs a cell of {@code need} bytes (slot included) inserted at {@code pos}: the whole node if it was
+     * compacted first, else its header fields, the slots from {@code pos} up (all of them if the insert
+     * shortened the prefix from {@code skipBefore}, rewriting every head) and the cell.
+     */
+    private void logInsert(Txn txn, Buffer node, int pos, int skipBefore, int cell, int need, boolean compacted) {
         if (compacted) {
-            txn.log(leaf, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
+            txn.log(node, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
         } else {
-            // a shorter prefix rewrote every head; otherwise only the slots from pos up moved
-            logSlots(txn, leaf, BTreeNodeFormat.skip(n) == skip ? pos : -1);
-            txn.log(leaf, cell, need - BTreeNodeFormat.SLOT);
+            logSlots(txn, node, BTreeNodeFormat.skip(node.data()) == skipBefore ? pos : -1);
+            txn.log(node, cell, need - BTreeNodeFormat.SLOT);
         }
     }
 
@@ -740,9 +748,11 @@ public final class BTree {
             int pos = p.childIndex[d] + 1;
             int need = interiorCellSize((int) sep.byteSize());
             if (freeTotal(pn) >= need) {
+                boolean compacted = BTreeNodeFormat.freeContiguous(pn) < need;
                 BTreeNodeFormat.ensureRoom(pn, need, blockSize, scratch);
-                BTreeNodeFormat.insertInterior(pn, pos, sep, newChild);
-                txn.log(parent, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
+                int skip = BTreeNodeFormat.skip(pn);
+                int cell = BTreeNodeFormat.insertInterior(pn, pos, sep, newChild);
+                logInsert(txn, parent, pos, skip, cell, need, compacted);
                 return used;
             }
             Buffer sibling = cache.create(txn, blocks[used], BTreeNodeFormat.MAGIC, id, frames[used]);
@@ -1080,7 +1090,7 @@ public final class BTree {
         }
         txn.log(leftBuf, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
         BTreeNodeFormat.remove(pn, sepIndex);
-        txn.log(parent, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
+        logSlots(txn, parent, sepIndex);
         allocator.free(txn, rightBuf.block());
         cache.free(txn, rightBuf, BTreeNodeFormat.FREED_MAGIC);
         if (rightBuf == p.node[d]) {
