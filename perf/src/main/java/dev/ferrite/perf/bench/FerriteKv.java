@@ -130,8 +130,6 @@ final class FerriteKv implements KvStore {
         private byte[] keyArray;
         private MemorySegment valueView;
         private byte[] valueArray;
-        /** A scanned value's first 8 bytes (the rest is not needed to check it). */
-        private final MemorySegment word = MemorySegment.ofArray(new byte[8]);
 
         private MemorySegment key(byte[] key, int length) {
             if (key != keyArray) {
@@ -181,14 +179,22 @@ final class FerriteKv implements KvStore {
         public KvStore.Scan scan(byte[] from, byte[] to) {
             Cursor cursor = tree.cursor(from, to, false);
             return new KvStore.Scan() {
+                private long lastWord;
+
                 @Override
                 public int next() {
-                    return cursor.next() ? cursor.value(word) : -1;
+                    if (!cursor.next()) {
+                        return -1;
+                    }
+                    // read in place, as LMDB's cursor is: the view is the cursor's copy of the leaf
+                    MemorySegment v = cursor.valueSegment();
+                    lastWord = v.byteSize() >= 8 ? v.get(BE_LONG, 0) : 0;
+                    return (int) v.byteSize();
                 }
 
                 @Override
                 public long word() {
-                    return word.get(BE_LONG, 0);
+                    return lastWord;
                 }
 
                 @Override

@@ -12,8 +12,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import org.HdrHistogram.Histogram;
 
 /**
- * A key-value workload run the same way on each {@link KvTarget}, one after the other in one run, each
- * on a fresh store in a directory of its own:
+ * A key-value workload run the same way on each {@link KvTarget} in one run, each on a fresh store in a
+ * directory of its own. The stores are open side by side and each phase runs on every target in turn
+ * before the next phase starts (see {@link #runTogether}):
  * <ol>
  *   <li>{@code insert}: put keys {@code 0..N-1} ({@link KvKeys}: 16-40 bytes, in hashed order) with 64-byte
  *       values, then make them durable;</li>
@@ -97,19 +98,18 @@ public final class KvBench {
         this.scanNanos = Math.round(scanSeconds * 1e9);
     }
 
-    /** Runs the warm-up, then every phase on every target at every thread count; returns them in that order. */
+    /**
+     * Runs the warm-up, then every phase on every target at every thread count; returns them ordered by
+     * thread count, target, phase.
+     */
     public List<Result> run(Progress progress) {
         long warmUp = Math.min(keys / 10, WARM_UP_KEYS);
         if (warmUp > 0) {
-            for (KvTarget target : targets) {
-                runOn(target, warmUp, 1, true, progress);
-            }
+            runTogether(warmUp, 1, true, progress);
         }
         List<Result> results = new ArrayList<>();
         for (int t : threads) {
-            for (KvTarget target : targets) {
-                results.addAll(runOn(target, keys, t, false, progress));
-            }
+            results.addAll(runTogether(keys, t, false, progress));
         }
         return results;
     }
@@ -119,13 +119,56 @@ public final class KvBench {
         return Collections.unmodifiableMap(setups);
     }
 
-    private List<Result> runOn(KvTarget target, long n, int threads, boolean warmUp, Progress progress) {
-        try (ScratchFile home = ScratchFile.directory(dir, target.label() + "-");
-             KvStore store = target.open(home.path(), n, cacheBytes)) {
-            if (!warmUp) {
-                setups.putIfAbsent(target, store.describe());
+    /**
+     * Opens a fresh store of every target and runs each phase on every target in turn before the next
+     * phase: the runs a ratio compares are then seconds apart, not the length of a whole workload, and a
+     * shared host's drift in speed over tens of seconds weighs on both sides alike.
+     */
+    private List<Result> runTogether(long n, int threads, boolean warmUp, Progress progress) {
+        List<AutoCloseable> open = new ArrayList<>();
+        try {
+            List<Run> runs = new ArrayList<>();
+            for (KvTarget target : targets) {
+                ScratchFile home = ScratchFile.directory(dir, target.label() + "-");
+                open.add(home);
+                KvStore store = target.open(home.path(), n, cacheBytes);
+                open.add(store);
+                if (!warmUp) {
+                    setups.putIfAbsent(target, store.describe());
+                }
+                runs.add(new Run(store, target.label(), n, threads, warmUp, progress));
             }
-            return new Run(store, target.label(), n, threads, warmUp, progress).phases();
+            List<List<Result>> byTarget = new ArrayList<>();
+            runs.forEach(r -> byTarget.add(new ArrayList<>()));
+            for (String phase : PHASES) {
+                for (int i = 0; i < runs.size(); i++) {
+                    byTarget.get(i).add(runs.get(i).step(phase));
+                }
+            }
+            List<Result> results = new ArrayList<>();
+            byTarget.forEach(results::addAll);
+            return results;
+        } finally {
+            closeAll(open);
+        }
+    }
+
+    /** Closes in reverse order (each store before its directory), every one even if some fail. */
+    private static void closeAll(List<AutoCloseable> open) {
+        RuntimeException failure = null;
+        for (int i = open.size() - 1; i >= 0; i--) {
+            try {
+                open.get(i).close();
+            } catch (Exception e) {
+                if (failure == null) {
+                    failure = e instanceof RuntimeException r ? r : new IllegalStateException(e);
+                } else {
+                    failure.addSuppressed(e);
+                }
+            }
+        }
+        if (failure != null) {
+            throw failure;
         }
     }
 
@@ -162,17 +205,28 @@ public final class KvBench {
             this.scanXor = new long[threads];
         }
 
-        List<Result> phases() {
-            List<Result> results = new ArrayList<>();
-            results.add(phase(INSERT, true, this::insert));
-            store.check();
-            results.add(phase(GET, false, this::get));
-            results.add(phase(SCAN, false, this::scan));
-            checkScan();
-            results.add(phase(DELETE, true, this::delete));
-            checkDeleted();
-            store.check();
-            return results;
+        /** Runs one of {@link #PHASES}, in their order, with the checks that follow it. */
+        Result step(String name) {
+            return switch (name) {
+                case INSERT -> {
+                    Result r = phase(INSERT, true, this::insert);
+                    store.check();
+                    yield r;
+                }
+                case GET -> phase(GET, false, this::get);
+                case SCAN -> {
+                    Result r = phase(SCAN, false, this::scan);
+                    checkScan();
+                    yield r;
+                }
+                case DELETE -> {
+                    Result r = phase(DELETE, true, this::delete);
+                    checkDeleted();
+                    store.check();
+                    yield r;
+                }
+                default -> throw new IllegalArgumentException("no phase " + name);
+            };
         }
 
         private long start(int id) {
