@@ -16,6 +16,8 @@ import com.lmax.disruptor.RingBuffer;
 import com.lmax.disruptor.dsl.Disruptor;
 import com.lmax.disruptor.dsl.ProducerType;
 
+import org.jctools.queues.atomic.SpscAtomicArrayQueue;
+
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.IoBatch;
 
@@ -40,6 +42,15 @@ import dev.ferrite.io.IoBatch;
  * meanwhile, then moves the tail: the new tail is anchored on disk (write and flush) before
  * {@link LogSpace} may hand out the space behind it. Pinned items make it ask the log for a checkpoint.
  *
+ * <h2>Heavy items go home early</h2>
+ * Each checkpoint relogs everything an item changed since it was last home, so an item that is changed
+ * again and again (a hot leaf, or a node a split logged whole) costs its committers a copy of most of a
+ * block per change, and the log as much, until log space runs short and the push reaches it. The
+ * consumer therefore hands every inserted item whose logged map is past the relog limit to the pusher,
+ * which writes it home at once (if it is not busy or pinned by then): its next relog carries only what
+ * changed after that. Write-back costs a block write on the pusher's thread; relogging it would have cost
+ * about as much on every later change.
+ *
  * <p>Lock order: an item's owner lock, then the AIL lock; no I/O under the AIL lock.
  */
 final class Ail implements AutoCloseable {
@@ -61,6 +72,7 @@ final class Ail implements AutoCloseable {
     private final int batchMax;
     private final TailListener tailListener;
     private final Runnable needCheckpoint;
+    private final int relogChunks;
 
     // The list, and where the oldest checkpoint not yet inserted begins; guarded by lock.
     private final ReentrantLock lock = new ReentrantLock();
@@ -81,6 +93,8 @@ final class Ail implements AutoCloseable {
     // Pushing.
     private final Thread pusher;
     private final AtomicLong target = new AtomicLong(Lsn.NONE);
+    /** Items past the relog limit, from the consumer to the pusher; a full queue drops (they come back). */
+    private final SpscAtomicArrayQueue<LogItem> heavy = new SpscAtomicArrayQueue<>(1 << 14);
     /** Set when items arrive at or below a target the pusher already finished: it must look again. */
     private volatile boolean rescan;
     private volatile boolean running = true;
@@ -98,13 +112,18 @@ final class Ail implements AutoCloseable {
     final LongAdder pushRounds = new LongAdder();
     final LongAdder pusherWakeups = new LongAdder();
     final LongAdder writtenBack = new LongAdder();
+    final LongAdder writtenEarly = new LongAdder();
     final LongAdder tailMoves = new LongAdder();
     final LongAdder droppedStale = new LongAdder();
 
     /** Most items written home per round (block numbers are packed with the index for sorting). */
     static final int MAX_BATCH = 1024;
 
-    Ail(BlockDevice device, int ringSize, int batchMax, long startLsn, long startSeq,
+    /**
+     * @param relogChunks logged-map size (in 64ths of a block) past which an item is written home early;
+     *                    64 turns that off
+     */
+    Ail(BlockDevice device, int ringSize, int batchMax, int relogChunks, long startLsn, long startSeq,
         TailListener tailListener, Runnable needCheckpoint, java.util.function.Consumer<Throwable> onFailure) {
         if (batchMax < 1 || batchMax > MAX_BATCH) {
             throw new IllegalArgumentException("AIL batch " + batchMax + " is outside 1.." + MAX_BATCH);
@@ -113,6 +132,7 @@ final class Ail implements AutoCloseable {
         this.batchMax = batchMax;
         this.tailListener = tailListener;
         this.needCheckpoint = needCheckpoint;
+        this.relogChunks = relogChunks;
         this.nextStartLsn = startLsn;
         this.nextStartSeq = startSeq;
         this.anchoredLsn = startLsn;
@@ -226,10 +246,16 @@ final class Ail implements AutoCloseable {
             lock.unlock();
         }
         long lowest = Long.MAX_VALUE;
+        boolean early = false;
         for (int c = 0; c < pendingCount; c++) {
             Event e = pending[c];
             for (int i = 0; i < e.count; i++) {
-                e.items[i].unpin();
+                LogItem it = e.items[i];
+                // read without the owner's lock: a hint, rechecked under it before writing
+                if (Long.bitCount(it.loggedMap) > relogChunks) {
+                    early |= heavy.offer(it);
+                }
+                it.unpin();
             }
             if (e.count > 0) {
                 lowest = Math.min(lowest, e.lsn);
@@ -239,6 +265,8 @@ final class Ail implements AutoCloseable {
         if (lowest <= target.get()) {
             // a push already asked for these (they were still in flight then): once per batch, not per item
             rescan = true;
+            LockSupport.unpark(pusher);
+        } else if (early) {
             LockSupport.unpark(pusher);
         }
         insertBatches.increment();
@@ -330,13 +358,20 @@ final class Ail implements AutoCloseable {
         boolean unfinished = false; // the last round stopped short of its target (batch limit, or stuck)
         while (running) {
             long tgt = target.get();
-            if (tgt <= reached && !rescan && !unfinished) {
+            boolean pushing = tgt > reached || rescan || unfinished;
+            if (!pushing && heavy.isEmpty()) {
                 LockSupport.park(this);
                 pusherWakeups.increment();
                 continue;
             }
-            rescan = false;
             try {
+                if (!heavy.isEmpty()) {
+                    earlyRound();
+                }
+                if (!pushing) {
+                    continue;
+                }
+                rescan = false;
                 Round r = pushRound(tgt);
                 unfinished = r != Round.DONE;
                 if (r == Round.DONE) {
@@ -375,7 +410,6 @@ final class Ail implements AutoCloseable {
             advanceTail();
             return Round.DONE;
         }
-        int blockSize = device.blockSize();
         int written = 0;
         int stale = 0;
         boolean pinned = false;
@@ -399,14 +433,7 @@ final class Ail implements AutoCloseable {
                     stale++;
                     continue;
                 }
-                MemorySegment snap = snapshots.asSlice((long) written * blockSize, blockSize);
-                MemorySegment.copy(it.image(), 0, snap, 0, blockSize);
-                it.loggedMap = 0;
-                long lsn = it.ailLsn;
-                it.stamp(snap, lsn);
-                snapItems[written] = it;
-                snapLsns[written] = lsn;
-                written++;
+                snapshot(it, written++);
             } finally {
                 it.unlock();
             }
@@ -419,6 +446,50 @@ final class Ail implements AutoCloseable {
         }
         advanceTail();
         return written > 0 || stale > 0 ? Round.PROGRESS : Round.STUCK;
+    }
+
+    /**
+     * Writes home up to a batch of the items queued as heavy that still are: in the AIL, unpinned (a
+     * pinned one is being relogged already and will be queued again), not busy, logged map still past the
+     * limit (an item queued twice was written the first time).
+     */
+    private void earlyRound() {
+        int written = 0;
+        LogItem it;
+        while (written < batchMax && (it = heavy.poll()) != null) {
+            if (!it.inAil || it.isPinned() || !it.tryLock()) {
+                continue;
+            }
+            try {
+                if (!it.inAil || it.isPinned() || Long.bitCount(it.loggedMap) <= relogChunks) {
+                    continue;
+                }
+                if (it.isStale()) {
+                    dropStale(it);
+                    continue;
+                }
+                snapshot(it, written++);
+            } finally {
+                it.unlock();
+            }
+        }
+        if (written > 0) {
+            writeHome(written);
+            writtenEarly.add(written);
+            advanceTail();
+        }
+    }
+
+    /** Copies a locked, unpinned item's image into snapshot {@code i}, stamped; its relog starts afresh. */
+    private void snapshot(LogItem it, int i) {
+        int blockSize = device.blockSize();
+        MemorySegment snap = snapshots.asSlice((long) i * blockSize, blockSize);
+        MemorySegment.copy(it.image(), 0, snap, 0, blockSize);
+        it.loggedMap = 0;
+        long lsn = it.ailLsn;
+        it.stamp(snap, lsn);
+        snapItems[i] = it;
+        snapLsns[i] = lsn;
     }
 
     private void writeHome(int written) {

@@ -97,7 +97,7 @@ public final class Journal implements AutoCloseable {
         long threshold = options.effectivePushThreshold(logBytes);
         // The callbacks below reach the writer through this object: they run only once the threads started.
         this.cil = new Cil(1, bs, threshold, shadows, this::backgroundPush);
-        this.ail = new Ail(device, options.ringSize(), options.ailBatch(), head, r.nextSeq(), this::anchorTail,
+        this.ail = new Ail(device, options.ringSize(), options.ailBatch(), options.relogChunks(bs), head, r.nextSeq(), this::anchorTail,
                 this::checkpointSoon, this::shutdown);
         this.writer = new LogWriter(device, geometry, anchor.current().logId(), epoch, head, r.nextSeq(), cil, space,
                 ail, threshold, this::shutdown);
@@ -213,7 +213,7 @@ public final class Journal implements AutoCloseable {
         return new JournalStats(commits.sum(), writer.forces.sum(), writer.checkpoints.sum(),
                 writer.checkpointBytes.sum(), writer.checkpointItems.sum(), writer.logFlushes.sum(), rw[0], rw[1],
                 ww[0], ww[1], ail.insertBatches.sum(), ail.insertedItems.sum(), ail.pushRounds.sum(),
-                ail.pusherWakeups.sum(), ail.writtenBack.sum(), ail.size(), ail.tailMoves.sum(), space.freeBytes(),
+                ail.pusherWakeups.sum(), ail.writtenBack.sum(), ail.writtenEarly.sum(), ail.size(), ail.tailMoves.sum(), space.freeBytes(),
                 logBytes, writer.throttles.sum(), writer.throttleNanos.sum());
     }
 

@@ -11,9 +11,13 @@ import dev.ferrite.io.InvalidArgumentException;
  * @param ringSize         slots in the Disruptor ring feeding the AIL, one per written checkpoint (power of two)
  * @param ailBatch         most items the AIL writes home per round (1..1024)
  * @param closeTimeoutMillis how long close waits for the AIL to write everything home
+ * @param relogLimit       bytes of an item's relog (everything changed since it was last written home,
+ *                         which each checkpoint logs again) past which the AIL writes the item home as
+ *                         soon as its checkpoint is durable, so that its next relog carries only new
+ *                         changes; 0 means half a block, a block or more turns early write-back off
  */
-public record JournalOptions(long pushThreshold, int ringSize, int ailBatch, long closeTimeoutMillis) {
-    public static final JournalOptions DEFAULTS = new JournalOptions(0, 1024, 256, 60_000);
+public record JournalOptions(long pushThreshold, int ringSize, int ailBatch, long closeTimeoutMillis, int relogLimit) {
+    public static final JournalOptions DEFAULTS = new JournalOptions(0, 1024, 256, 60_000, 0);
 
     public JournalOptions {
         if (pushThreshold < 0) {
@@ -28,6 +32,9 @@ public record JournalOptions(long pushThreshold, int ringSize, int ailBatch, lon
         if (closeTimeoutMillis < 1) {
             throw new InvalidArgumentException("close timeout " + closeTimeoutMillis + " ms must be positive");
         }
+        if (relogLimit < 0) {
+            throw new InvalidArgumentException("relog limit " + relogLimit + " is negative");
+        }
     }
 
     public static JournalOptions defaults() {
@@ -35,15 +42,24 @@ public record JournalOptions(long pushThreshold, int ringSize, int ailBatch, lon
     }
 
     public JournalOptions withPushThreshold(long bytes) {
-        return new JournalOptions(bytes, ringSize, ailBatch, closeTimeoutMillis);
+        return new JournalOptions(bytes, ringSize, ailBatch, closeTimeoutMillis, relogLimit);
     }
 
     public JournalOptions withRingSize(int slots) {
-        return new JournalOptions(pushThreshold, slots, ailBatch, closeTimeoutMillis);
+        return new JournalOptions(pushThreshold, slots, ailBatch, closeTimeoutMillis, relogLimit);
     }
 
     public JournalOptions withAilBatch(int items) {
-        return new JournalOptions(pushThreshold, ringSize, items, closeTimeoutMillis);
+        return new JournalOptions(pushThreshold, ringSize, items, closeTimeoutMillis, relogLimit);
+    }
+
+    public JournalOptions withRelogLimit(int bytes) {
+        return new JournalOptions(pushThreshold, ringSize, ailBatch, closeTimeoutMillis, bytes);
+    }
+
+    /** The relog limit in 64ths of a block (the journal's dirty-chunk unit); 64 means never. */
+    int relogChunks(int blockSize) {
+        return relogLimit == 0 ? 32 : (int) Math.min(64, (long) relogLimit * 64 / blockSize);
     }
 
     long effectivePushThreshold(long logBytes) {

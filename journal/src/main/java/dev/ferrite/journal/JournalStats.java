@@ -18,6 +18,7 @@ package dev.ferrite.journal;
  * @param ailPushRounds     write-back rounds of the pusher
  * @param ailPusherWakeups  times the pusher was woken from idle
  * @param ailWrittenBack    items written home
+ * @param ailWrittenEarly   of those, items written home early because their relog had passed the relog limit
  * @param ailItems          items in the AIL now
  * @param tailMoves         anchored tail moves
  * @param freeBytes         log bytes free for new reservations now
@@ -29,7 +30,7 @@ package dev.ferrite.journal;
 public record JournalStats(long commits, long forces, long checkpoints, long checkpointBytes, long checkpointItems,
                            long logFlushes, long reserveWaits, long reserveWaitNanos, long writeWaits,
                            long writeWaitNanos, long ailInsertBatches, long ailInsertedItems, long ailPushRounds,
-                           long ailPusherWakeups, long ailWrittenBack, int ailItems, long tailMoves, long freeBytes,
+                           long ailPusherWakeups, long ailWrittenBack, long ailWrittenEarly, int ailItems, long tailMoves, long freeBytes,
                            long logBytes, long commitThrottles, long commitThrottleNanos) {
     /** Mean items per AIL bulk insertion. */
     public double itemsPerInsertBatch() {

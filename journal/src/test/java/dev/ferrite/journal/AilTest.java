@@ -1,6 +1,8 @@
 package dev.ferrite.journal;
 
 import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
@@ -33,7 +35,12 @@ class AilTest {
     void setUp() {
         arena = Arena.ofShared();
         dev = RecordingDevice.wrap(MemoryDevice.create(256, BS));
-        ail = new Ail(dev, 64, 16, Lsn.of(1, 0), 1, (lsn, seq) -> {
+        start(64);
+    }
+
+    /** A fresh AIL writing items home early past {@code relogChunks} (64: never). */
+    private void start(int relogChunks) {
+        ail = new Ail(dev, 64, 16, relogChunks, Lsn.of(1, 0), 1, (lsn, seq) -> {
             synchronized (tailMoves) {
                 tailMoves.add(new long[] {lsn, seq});
                 tailMoveEvents.add(dev.eventCount());
@@ -181,6 +188,37 @@ class AilTest {
         assertEquals(0, ail.size());
         assertEquals(Lsn.of(1, 3), tailMoves.getLast()[0]);
         assertEquals(2, tailMoves.getLast()[1], "the next checkpoint's sequence");
+    }
+
+    @Test
+    void itemsPastTheRelogLimitGoHomeWithoutAPush() {
+        ail.close();
+        start(32);
+        TestItem[] it = items(4);
+        it[0].loggedMap = -1L;             // logged whole, as a split does
+        it[1].loggedMap = 0xFFFF_FFFFL;    // half the block: at the limit, not past it
+        it[2].loggedMap = 0x3_FFFF_FFFFL;  // past it, but busy: a transaction holds its lock
+        it[3].loggedMap = 1L;
+        it[0].image().set(ValueLayout.JAVA_LONG, TestItem.offset(1), 42);
+        it[2].lock.lock();
+        try {
+            publish(Lsn.of(1, 0), 1, Lsn.of(1, 5), it);
+            await(() -> ail.size() == 3 && ail.writtenEarly.sum() == 1);
+        } finally {
+            it[2].lock.unlock();
+        }
+        assertEquals(List.of(it[1], it[2], it[3]), ail.items(), "only the heavy, free item went home");
+        assertEquals(0, it[0].loggedMap, "its next relog starts afresh");
+        assertEquals(0x3_FFFF_FFFFL, it[2].loggedMap, "the busy one waits for the push or its next relog");
+        assertTrue(it[0].isClean());
+        MemorySegment home = arena.allocate(BS, 4096);
+        dev.read(it[0].home(), home);
+        assertEquals(42, home.get(ValueLayout.JAVA_LONG, TestItem.offset(1)));
+        assertEquals(Lsn.of(1, 0), TestItem.blockLsn(home));
+        assertEquals(0, checkpointRequests.get());
+        assertEquals(0, tailMovesSize(), "the tail stays: items of the same checkpoint remain");
+        ail.pushAllAndWait(1, TimeUnit.SECONDS.toNanos(10));
+        assertEquals(0, ail.size());
     }
 
     private int tailMovesSize() {
