@@ -814,17 +814,16 @@ public final class BTree {
         long oldLeft = BTreeNodeFormat.left(scratch);
         BTreeNodeFormat.init(l, 0, blockSize);
         BTreeNodeFormat.init(r, 0, blockSize);
+        presetHalf(l, scratch, src[0], src[m - 1], key);
+        presetHalf(r, scratch, src[m], src[entries - 1], key);
         for (int e = 0; e < entries; e++) {
             MemorySegment to = e < m ? l : r;
-            int pos = e < m ? e : e - m;
             if (src[e] < 0) {
-                BTreeNodeFormat.insertLeaf(to, pos, key, value);
+                BTreeNodeFormat.appendLeaf(to, key, value);
             } else {
-                BTreeNodeFormat.copyCell(scratch, src[e], to, pos);
+                BTreeNodeFormat.appendCell(scratch, src[e], to);
             }
         }
-        BTreeNodeFormat.refreshPrefix(l);
-        BTreeNodeFormat.refreshPrefix(r);
         BTreeNodeFormat.setLeft(l, oldLeft);
         BTreeNodeFormat.setRight(l, fresh.block());
         BTreeNodeFormat.setLeft(r, leafBuf.block());
@@ -838,6 +837,13 @@ public final class BTree {
         byte[] sep = new byte[sepLen];
         MemorySegment.copy(firstRight, 0, MemorySegment.ofArray(sep), 0, sepLen);
         return MemorySegment.ofArray(sep);
+    }
+
+    /** Presets the prefix of a half being rebuilt from entries {@code first..last}: cells of {@code from}, or the new key (-1). */
+    private static void presetHalf(MemorySegment n, MemorySegment from, int first, int last, MemorySegment key) {
+        BTreeNodeFormat.presetPrefix(n,
+                first < 0 ? key : from, first < 0 ? 0 : BTreeNodeFormat.keyOffset(from, first), first < 0 ? (int) key.byteSize() : keyLength(from, first),
+                last < 0 ? key : from, last < 0 ? 0 : BTreeNodeFormat.keyOffset(from, last), last < 0 ? (int) key.byteSize() : keyLength(from, last));
     }
 
     /**

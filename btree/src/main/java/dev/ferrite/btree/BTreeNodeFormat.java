@@ -447,6 +447,53 @@ public final class BTreeNodeFormat {
         return c;
     }
 
+    /**
+     * Sets the prefix of an empty node about to be filled by appends in key order to what its first key
+     * {@code a[aOff, +aLen)} and last key {@code b[bOff, +bLen)} share (so every key between them too).
+     */
+    static void presetPrefix(MemorySegment n, MemorySegment a, long aOff, int aLen, MemorySegment b, long bOff, int bLen) {
+        long first = head(a, aOff, aLen);
+        int shared = Math.min(Math.min(aLen, bLen), Long.numberOfLeadingZeros(first ^ head(b, bOff, bLen)) >>> 3);
+        n.set(ValueLayout.JAVA_BYTE, SKIP, (byte) shared);
+        n.set(U64, PREFIX, shared == 0 ? 0 : first & prefixMask(shared));
+    }
+
+    /**
+     * Appends cell i of {@code from} as the last cell of {@code to} (same node kind), whose prefix the key
+     * shares ({@link #presetPrefix}) and which has room: a node rebuilt in key order needs no slot shifts
+     * and no prefix checks.
+     */
+    static void appendCell(MemorySegment from, int i, MemorySegment to) {
+        int cell = slot(from, i);
+        int kl = Short.toUnsignedInt(from.get(U16, cell));
+        boolean leaf = isLeaf(from);
+        int header = leaf ? LEAF_CELL_HEADER : INTERIOR_CELL_HEADER;
+        int len = header + kl + (leaf ? Short.toUnsignedInt(from.get(U16, cell + 2L)) : 0);
+        int start = appendSlot(to, len, from, cell + header, kl);
+        MemorySegment.copy(from, cell, to, start, len);
+    }
+
+    /** As {@link #appendCell}, for a new leaf cell. */
+    static void appendLeaf(MemorySegment to, MemorySegment key, MemorySegment value) {
+        int kl = (int) key.byteSize(), vl = (int) value.byteSize();
+        int start = appendSlot(to, LEAF_CELL_HEADER + kl + vl, key, 0, kl);
+        to.set(U16, start, (short) kl);
+        to.set(U16, start + 2L, (short) vl);
+        MemorySegment.copy(key, 0, to, start + LEAF_CELL_HEADER, kl);
+        MemorySegment.copy(value, 0, to, start + LEAF_CELL_HEADER + kl, vl);
+    }
+
+    /** Takes {@code len} cell bytes and the next slot, headed by the key {@code s[off, +kl)}; returns the cell offset. */
+    private static int appendSlot(MemorySegment to, int len, MemorySegment s, long off, int kl) {
+        int count = count(to);
+        int start = cellStart(to) - len;
+        int skip = skip(to);
+        to.set(U64, slotOffset(count), head48(s, off + skip, kl - skip) << 16 | start);
+        to.set(U16, COUNT, (short) (count + 1));
+        to.set(U16, CELL_START, (short) start);
+        return start;
+    }
+
     /** Copies cell i of {@code from} to index {@code pos} of {@code to} (same node kind); room must be there. */
     static void copyCell(MemorySegment from, int i, MemorySegment to, int pos) {
         int len = cellSize(from, i) - SLOT;

@@ -44,7 +44,7 @@ import picocli.CommandLine.Spec;
                 "  rocksdb  single writes, WAL on, no sync; flushWal(true) at phase end",
                 "  lmdb     MDB_NOSYNC, 1000 writes per transaction; env sync at phase end",
                 "The table gives the first target's rate over each other's. An untimed warm-up",
-                "(a tenth of the keys, at most 100,000) runs on each target first.",
+                "(three tenths of the keys, at most 300,000) runs on each target first.",
                 ""})
 final class KvCommand implements Callable<Integer> {
     @Option(names = "--targets", paramLabel = "T", split = ",", defaultValue = "ferrite,rocksdb,lmdb",
