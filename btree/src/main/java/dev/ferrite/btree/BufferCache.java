@@ -9,6 +9,8 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.atomic.LongAdder;
 
+import jdk.jfr.FlightRecorder;
+
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.InvalidArgumentException;
 import dev.ferrite.io.NoSpaceException;
@@ -59,6 +61,8 @@ public final class BufferCache implements AutoCloseable {
     private final AtomicReferenceArray<Buffer> buckets;
     private final int bucketShift;
     private final Object[] stripes = new Object[STRIPES];
+    /** Records {@link CacheStatsEvent} while a recording wants it. */
+    private final Runnable statsEvent = () -> CacheStatsEvent.emit(stats());
     private final AtomicLong hand = new AtomicLong();
     /**
      * Stale buffers of freed blocks whose free is not yet in a checkpoint in the AIL (still held by the
@@ -107,6 +111,7 @@ public final class BufferCache implements AutoCloseable {
         for (int i = 0; i < STRIPES; i++) {
             stripes[i] = new Object();
         }
+        FlightRecorder.addPeriodicEvent(CacheStatsEvent.class, statsEvent);
     }
 
     public int blockSize() {
@@ -181,12 +186,19 @@ public final class BufferCache implements AutoCloseable {
             link(bucket, b);
             frameOwner.set(frame, b);
         }
+        CacheMissEvent event = new CacheMissEvent();
+        event.begin();
         try {
             device.read(block, b.data());
             BlockHeaderFormat.verify(b.data(), block, magic, owner, structure);
         } catch (RuntimeException e) {
             unlinkAndRelease(b);
             throw e;
+        }
+        if (event.shouldCommit()) {
+            event.block = block;
+            event.structure = structure;
+            event.commit();
         }
         misses.increment();
         b.touch();
@@ -376,6 +388,7 @@ public final class BufferCache implements AutoCloseable {
 
     /** A frame this thread now owns (CLAIMED): free, or taken from an evicted buffer. May wait for write-back. */
     private int claimFrame() {
+        CacheWaitEvent wait = null;
         for (int round = 0; ; round++) {
             int dirty = 0;
             for (int step = 0, limit = frames * 3; step < limit; step++) {
@@ -383,11 +396,11 @@ public final class BufferCache implements AutoCloseable {
                 Object o = frameOwner.get(i);
                 if (o == null) {
                     if (frameOwner.compareAndSet(i, null, CLAIMED)) {
-                        return i;
+                        return waited(wait, i);
                     }
                 } else if (o instanceof Buffer b && b.priority != RESIDENT && b.sweep()) {
                     if (evict(i, b)) {
-                        return i;
+                        return waited(wait, i);
                     }
                     // Write back early: once the hand has passed a quarter of the cache in buffers it may
                     // not take until they are home, start the journal on them now. Waiting until no clean
@@ -399,6 +412,10 @@ public final class BufferCache implements AutoCloseable {
                 }
             }
             dirtyWaits.increment();
+            if (wait == null) {
+                wait = new CacheWaitEvent();
+                wait.begin();
+            }
             if (round > 0 && round % 6000 == 0) {
                 throw new NoSpaceException("buffer cache of " + frames + " blocks has had no clean or unlocked buffer"
                         + " for a minute: the budget is too small for the blocks held locked or dirty at once");
@@ -416,6 +433,14 @@ public final class BufferCache implements AutoCloseable {
                 }
             }
         }
+    }
+
+    private int waited(CacheWaitEvent wait, int frame) {
+        if (wait != null && wait.shouldCommit()) {
+            wait.frames = frames;
+            wait.commit();
+        }
+        return frame;
     }
 
     /** Takes frame {@code i} from {@code b} if it can be locked at once and is clean. */
@@ -486,6 +511,7 @@ public final class BufferCache implements AutoCloseable {
     /** Frees the slab. Call once the journal has written everything home (or is being thrown away). */
     @Override
     public void close() {
+        FlightRecorder.removePeriodicEvent(statsEvent);
         arena.close();
     }
 }

@@ -3,6 +3,9 @@ package dev.ferrite.btree;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -12,9 +15,13 @@ import dev.ferrite.io.CorruptionException;
 import dev.ferrite.journal.Journal;
 import dev.ferrite.journal.JournalOptions;
 import dev.ferrite.journal.LogGeometry;
+import jdk.jfr.Recording;
+import jdk.jfr.consumer.RecordedEvent;
+import jdk.jfr.consumer.RecordingFile;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -108,6 +115,37 @@ class BufferCacheTest {
         assertEquals(1.0 / 3, s.hitRatio(), 1e-9);
         assertEquals(1, device.reads(FIRST));
         assertEquals(BufferCache.MIN_FRAMES, cache.capacity());
+    }
+
+    /** A recording gets an event per miss (block, structure, read time) and the counters every period. */
+    @Test
+    void missesAndCountersReachFlightRecordings(@TempDir Path dir) throws Exception {
+        writeBlocks(FIRST, 3);
+        List<RecordedEvent> events;
+        try (Recording r = new Recording()) {
+            r.enable("dev.ferrite.btree.CacheMiss");
+            r.enable("dev.ferrite.btree.CacheStatistics").withPeriod(Duration.ofMillis(20));
+            r.start();
+            get(FIRST);
+            get(FIRST + 2);
+            get(FIRST);
+            Thread.sleep(200);
+            r.stop();
+            Path file = dir.resolve("cache.jfr");
+            r.dump(file);
+            events = RecordingFile.readAllEvents(file);
+        }
+        List<Long> missed = events.stream().filter(e -> e.getEventType().getName().equals("dev.ferrite.btree.CacheMiss"))
+                .map(e -> e.getLong("block")).sorted().toList();
+        assertEquals(List.of(FIRST, FIRST + 2), missed);
+        assertTrue(events.stream().anyMatch(e -> e.getEventType().getName().equals("dev.ferrite.btree.CacheMiss")
+                && e.getString("structure").equals(WHAT)));
+        RecordedEvent last = events.stream().filter(e -> e.getEventType().getName().equals("dev.ferrite.btree.CacheStatistics"))
+                .reduce((x, y) -> y).orElseThrow(() -> new AssertionError("no statistics event in " + events.size() + " events"));
+        assertEquals(2, last.getLong("misses"));
+        assertEquals(1, last.getLong("hits"));
+        assertEquals(2, last.getInt("cached"));
+        assertEquals(BufferCache.MIN_FRAMES, last.getInt("frames"));
     }
 
     /** Getters arriving while a block loads get the loading buffer and wait on its lock: one device read. */
