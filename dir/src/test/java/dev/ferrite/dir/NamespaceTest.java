@@ -251,6 +251,30 @@ class NamespaceTest {
     }
 
     @Test
+    void lstatThroughADirectoryHandle() {
+        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+            Namespace ns = v.namespace();
+            ns.mkdir("/d", 0755);
+            long f = ns.create("/d/f", 0640, true);
+            ns.symlink("f", "/d/s");
+            ns.mkdir("/d/sub", 0700);
+            Handle d = ns.open("/d");
+            assertEquals(f, ns.lstat(d, "f").ino());
+            assertEquals(0640 | InodeStat.S_IFREG, ns.lstat(d, "f").mode());
+            assertTrue(ns.lstat(d, "s").isSymlink(), "a symlink is not followed");
+            assertTrue(ns.lstat(d, "sub").isDirectory());
+            assertErrno(Errno.ENOENT, () -> ns.lstat(d, "g"));
+            assertErrno(Errno.EINVAL, () -> ns.lstat(d, "a/b"));
+            assertErrno(Errno.EINVAL, () -> ns.lstat(d, ""));
+            Handle file = ns.open("/d/f");
+            assertErrno(Errno.ENOTDIR, () -> ns.lstat(file, "x"));
+            file.close();
+            d.close();
+            assertErrno(Errno.EBADF, () -> ns.lstat(d, "f"));
+        }
+    }
+
+    @Test
     void orphansLeftByACrashAreFreedAtMount() {
         try (RecordingDevice rec = RecordingDevice.wrap(VolumeTest.formatted())) {
             MemoryDevice crashed;

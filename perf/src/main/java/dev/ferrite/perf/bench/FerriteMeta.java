@@ -167,7 +167,7 @@ final class FerriteMeta implements MetaStore {
 
         @Override
         public long stat(String dir, String name) {
-            return ns.stat("/" + dir + "/" + name).size();
+            return ns.lstat(dir(dir), name).size();
         }
 
         @Override

@@ -24,7 +24,7 @@ import org.HdrHistogram.Histogram;
  *       threads stat them;</li>
  *   <li>{@code unlink}: every thread removes the files it created; the phase ends with a sync.</li>
  * </ol>
- * An untimed warm-up (a tenth of the files, at most {@value #WARM_UP_FILES}, one thread) runs on each
+ * An untimed warm-up (three tenths of the files, at most {@value #WARM_UP_FILES}, one thread) runs on each
  * target first. Rates are operations (walk: entries) over the phase's wall time including its sync; latencies are per
  * operation (walk: per entry, the listing's time spread over its entries). Checks, untimed: the walk
  * sees every file once and nothing else, every stat finds a zero-length file, the directories are
@@ -39,8 +39,12 @@ public final class MetaBench {
     public static final long MAX_FILES = 1L << 31;
     public static final int MAX_THREADS = 64;
     private static final int CHUNK = 512;
-    /** Untimed warm-up files per target (a tenth of the run's, at most this many), so no target pays for the JIT. */
-    static final long WARM_UP_FILES = 50_000;
+    /**
+     * Untimed warm-up files per target (three tenths of the run's, at most this many), so no target pays
+     * for the JIT: a directory's tree splits a leaf every ~45 creates, and HotSpot fully compiles a method
+     * only after some 5,000 calls.
+     */
+    static final long WARM_UP_FILES = 300_000;
     private static final HexFormat HEX = HexFormat.of();
 
     /** Where the threads' files go. */
@@ -87,7 +91,7 @@ public final class MetaBench {
 
     /** Runs every layout at every thread count on every target, in that nesting; returns the results. */
     public List<Result> run(Progress progress) {
-        long warmUp = Math.min(files / 10, WARM_UP_FILES);
+        long warmUp = Math.min(files * 3 / 10, WARM_UP_FILES);
         if (warmUp > 0) {
             for (Target target : targets) {
                 try (MetaStore store = target.open().apply(warmUp)) {
