@@ -16,6 +16,7 @@ import dev.ferrite.btree.BlockHeaderFormat;
 import dev.ferrite.btree.Buffer;
 import dev.ferrite.btree.BufferCache;
 import dev.ferrite.btree.BufferReplayer;
+import dev.ferrite.btree.CacheStats;
 import dev.ferrite.btree.Txn;
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.CorruptionException;
@@ -25,6 +26,7 @@ import dev.ferrite.io.InvalidArgumentException;
 import dev.ferrite.io.NoSpaceException;
 import dev.ferrite.io.VolumeShutdownException;
 import dev.ferrite.journal.Journal;
+import dev.ferrite.journal.JournalStats;
 import dev.ferrite.journal.LogGeometry;
 
 /**
@@ -351,6 +353,18 @@ public final class Volume implements AutoCloseable {
     public VolumeStats statfs() {
         return new VolumeStats(geometry.blockSize(), geometry.deviceBlocks(), counters.freeBlocks.sum(),
                 counters.inodes.sum(), counters.freeInodes.sum(), groups.length);
+    }
+
+    /** The journal's counters since mount (commits, checkpoints and their bytes, write-backs, waits). */
+    public JournalStats journalStats() {
+        checkOpen();
+        return journal.stats();
+    }
+
+    /** The buffer cache's counters since mount (hits, misses, evictions, write-backs, waits). */
+    public CacheStats cacheStats() {
+        checkOpen();
+        return cache.stats();
     }
 
     /** Journal and cache state in one line, for diagnosing a stall. */

@@ -97,6 +97,22 @@ class VolumeTest {
     }
 
     @Test
+    void journalAndCacheCountersSinceMount() {
+        try (MemoryDevice dev = formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+            long commits = v.journalStats().commits();
+            v.namespace().mkdir("/d", 0755);
+            for (int i = 0; i < 100; i++) {
+                v.namespace().create("/d/f" + i, 0644, true);
+            }
+            v.sync();
+            assertTrue(v.journalStats().commits() >= commits + 101, v.journalStats().toString());
+            assertTrue(v.journalStats().checkpoints() > 0, v.journalStats().toString());
+            assertTrue(v.cacheStats().hits() > 0 && v.cacheStats().cached() > 0, v.cacheStats().toString());
+            assertEquals(v.cacheStats().frames(), (int) ((8L << 20) / 4096));
+        }
+    }
+
+    @Test
     void damagedPrimaryMountsFromTheMirrorAndIsRepaired() {
         try (MemoryDevice dev = formatted()) {
             flipByte(dev, SuperblockFormat.PRIMARY, 100);
