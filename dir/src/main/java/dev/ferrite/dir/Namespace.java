@@ -813,15 +813,18 @@ public final class Namespace {
         }
     }
 
-    /** In {@code txn}, holding {@code dir}'s record: adds {@code key} (absent, with room made by {@link #prepare}). */
-    private void insertEntry(Txn txn, Inode dir, byte[] key, long ino, int type) {
+    /**
+     * In {@code txn}, holding {@code dir}'s record: adds {@code key} (with room made by {@link #prepare}).
+     * False, with nothing changed, if a tree directory holds it already; an inline one must not.
+     */
+    private boolean insertEntry(Txn txn, Inode dir, byte[] key, long ino, int type) {
         Buffer b = lockRecord(txn, dir.ino);
         MemorySegment m = b.data();
         int rec = rec(dir.ino);
         if (isTree(m, rec)) {
             BTree t = tree(dir, DirEntryFormat.treeHeader(m, rec + InodeFormat.INLINE));
             if (!t.putIfAbsent(txn, MemorySegment.ofArray(key), MemorySegment.ofArray(DirEntryFormat.value(ino, type)))) {
-                throw new IllegalStateException("directory " + dir.ino + " already holds the entry being added");
+                return false;
             }
         } else {
             int at = inlineFind(m, rec, key);
@@ -839,6 +842,14 @@ public final class Namespace {
         }
         InodeFormat.setSize(m, rec, InodeFormat.size(m, rec) + 1);
         txn.log(b, rec, recordSize);
+        return true;
+    }
+
+    /** In {@code txn}: adds {@code key}, known to be absent (under {@code dir}'s lock). */
+    private void insertAbsent(Txn txn, Inode dir, byte[] key, long ino, int type) {
+        if (!insertEntry(txn, dir, key, ino, type)) {
+            throw new IllegalStateException("directory " + dir.ino + " already holds the entry being added");
+        }
     }
 
     /** In {@code txn}: removes the present entry {@code key} of {@code dir}. */
@@ -1069,26 +1080,55 @@ public final class Namespace {
         d.lock.lock();
         try {
             requireDir(dir);
-            Found f = find(d, key, true);
-            if (f != null) {
-                if (exclusive || type != S_IFREG) {
-                    throw new NamespaceException(Errno.EEXIST, quote(name) + " exists in directory " + dir);
+            // A tree directory is not searched first: the insert's putIfAbsent finds a name that exists
+            // before anything is logged (one descent instead of two). The checks that would hide EEXIST
+            // look for the name when they fail.
+            boolean tree = readRecord(dir, Namespace::isTree);
+            if (!tree) {
+                Found f = find(d, key, true);
+                if (f != null) {
+                    return onExisting(f, dir, name, exclusive, type);
                 }
-                if (f.type == S_IFDIR) {
-                    throw new NamespaceException(Errno.EISDIR, quote(name) + " in directory " + dir + " is a directory");
+            }
+            try {
+                if (type == S_IFDIR && statIno(dir).nlink() >= MAX_LINKS) {
+                    throw new NamespaceException(Errno.EMLINK, "directory " + dir + " has " + MAX_LINKS + " links");
                 }
-                return f.type == S_IFLNK ? 0 : f.ino;
+                requireInodeRoom();
+            } catch (NamespaceException | NoSpaceException e) {
+                Found f = tree ? find(d, key, true) : null;
+                if (f != null) {
+                    return onExisting(f, dir, name, exclusive, type);
+                }
+                throw e;
             }
-            if (type == S_IFDIR && statIno(dir).nlink() >= MAX_LINKS) {
-                throw new NamespaceException(Errno.EMLINK, "directory " + dir + " has " + MAX_LINKS + " links");
-            }
-            requireInodeRoom();
             prepare(d, key.length);
-            return allocAndInsert(d, key, mode, linkTarget, opened);
+            long ino = allocAndInsert(d, key, mode, linkTarget, opened);
+            if (ino == EXISTS) {
+                return onExisting(find(d, key, true), dir, name, exclusive, type);
+            }
+            return ino;
         } finally {
             d.lock.unlock();
             inodes.release(d);
         }
+    }
+
+    /** Result of {@link #allocAndInsert}: the name is there already, and nothing changed. */
+    private static final long EXISTS = -1;
+
+    /** A create met an existing entry: EEXIST, EISDIR, the file itself, or 0 for a symlink to follow. */
+    private static long onExisting(Found f, long dir, String name, boolean exclusive, int type) {
+        if (f == null) {
+            throw new IllegalStateException(quote(name) + " was in directory " + dir + " and went under its lock");
+        }
+        if (exclusive || type != S_IFREG) {
+            throw new NamespaceException(Errno.EEXIST, quote(name) + " exists in directory " + dir);
+        }
+        if (f.type == S_IFDIR) {
+            throw new NamespaceException(Errno.EISDIR, quote(name) + " in directory " + dir + " is a directory");
+        }
+        return f.type == S_IFLNK ? 0 : f.ino;
     }
 
     /**
@@ -1110,9 +1150,10 @@ public final class Namespace {
     }
 
     /**
-     * Allocates the inode and adds its entry. With {@code opened}, also opens the new inode for a handle
-     * into {@code opened[0]} if its lock is free (while {@code d}'s lock is held nobody can unlink it;
-     * only trying keeps the lock order when its number is below {@code d}'s); else leaves it null.
+     * Allocates the inode and adds its entry, or returns {@link #EXISTS} with nothing changed if the name
+     * is there. With {@code opened}, also opens the new inode for a handle into {@code opened[0]} if its
+     * lock is free (while {@code d}'s lock is held nobody can unlink it; only trying keeps the lock order
+     * when its number is below {@code d}'s); else leaves it null.
      */
     private long allocAndInsert(Inode d, byte[] key, int mode, byte[] linkTarget, Inode[] opened) {
         int type = mode & S_IFMT;
@@ -1129,6 +1170,9 @@ public final class Namespace {
                 long r;
                 try (Txn txn = Txn.begin(cache, 4 + ag.allocInodeItems(chunk) + dirItems(d))) {
                     r = tryCreate(txn, ag, frames, d, key, mode, linkTarget);
+                    if (r == EXISTS) {
+                        return EXISTS;
+                    }
                     if (r > 0) {
                         long seq = txn.commit();
                         d.lastSeq = seq;
@@ -1163,7 +1207,13 @@ public final class Namespace {
         throw new NoSpaceException("no allocation group has a free inode or room for an inode chunk");
     }
 
-    /** One attempt: the new inode, or a result of {@link AllocationGroup#allocInode} with nothing changed. */
+    /**
+     * One attempt: the new inode; or a result of {@link AllocationGroup#allocInode}, or {@link #EXISTS},
+     * with nothing changed. In a tree directory the entry goes in first when the inode number is known
+     * (a free one is listed), as its putIfAbsent is the existence check; allocating from a listed inode
+     * cannot fail after that. A new chunk's first inode is not known until the chunk is made, so then the
+     * name is looked up first.
+     */
     private long tryCreate(Txn txn, AllocationGroup ag, int[] frames, Inode d, byte[] key, int mode, byte[] linkTarget) {
         int type = mode & S_IFMT;
         txn.lock(ag.agi);
@@ -1177,8 +1227,15 @@ public final class Namespace {
         if (next < 0) {
             txn.lock(ag.agf);
         }
+        if (next < 0 && find(d, key, true) != null) {
+            return EXISTS; // looked up before the records are held: reading a record waits for its lock
+        }
         long expected = next < 0 ? 0 : geometry.inodeNumber(ag.agno, next);
         lockRecords(txn, d.ino, expected);
+        boolean first = next >= 0 && isTree(lockRecord(txn, d.ino).data(), rec(d.ino));
+        if (first && !insertEntry(txn, d, key, expected, type)) {
+            return EXISTS;
+        }
         long ino = ag.allocInode(txn, frames, mode, 0, 0, type == S_IFDIR ? 2 : 1, nowNanos());
         if (ino <= 0) {
             return ino;
@@ -1199,7 +1256,9 @@ public final class Namespace {
             InodeFormat.setSize(m, rec, linkTarget.length);
         }
         txn.log(nb, rec, recordSize);
-        insertEntry(txn, d, key, ino, type);
+        if (!first) {
+            insertAbsent(txn, d, key, ino, type);
+        }
         Buffer pb = lockRecord(txn, d.ino);
         int prec = rec(d.ino);
         if (type == S_IFDIR) {
@@ -1493,7 +1552,7 @@ public final class Namespace {
             }
             prepare(d, key.length);
             commitChange(null, new Inode[] {d, t}, txn -> {
-                insertEntry(txn, d, key, target, ts.mode() & S_IFMT);
+                insertAbsent(txn, d, key, target, ts.mode() & S_IFMT);
                 adjust(txn, dir, 0, true);
                 adjust(txn, target, 1, false);
             });
@@ -1573,7 +1632,7 @@ public final class Namespace {
                     commitChange(last ? volume.group(geometry.agOfInode(v.ino)) : null, new Inode[] {from, to, s, v}, txn -> {
                         deleteEntry(txn, from, fk);
                         if (dst == null) {
-                            insertEntry(txn, to, tk, src.ino, src.type);
+                            insertAbsent(txn, to, tk, src.ino, src.type);
                         } else {
                             replaceEntry(txn, to, tk, src.ino, src.type);
                         }

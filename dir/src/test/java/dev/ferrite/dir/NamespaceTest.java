@@ -250,6 +250,47 @@ class NamespaceTest {
         }
     }
 
+    /**
+     * Creates in a tree directory find an existing name through the insert itself (or, when the group
+     * must make a new inode chunk, by a lookup first): either way the right errno, and nothing changed.
+     */
+    @Test
+    void createsOverExistingNamesInATreeDirectoryChangeNothing() {
+        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+            Namespace ns = v.namespace();
+            long t = ns.mkdir("/t", 0755);
+            long sub = ns.mkdir("/t/d", 0755);
+            ns.symlink("f0", "/t/s");
+            AllocationGroup ag = v.group(v.geometry().agOfInode(t));
+            long f0 = ns.create("/t/f0", 0644, true);
+            int n = 1;
+            while (n < 200 || ag.freeInodes() != 0) { // a tree by now, and the next create needs a new chunk
+                ns.create("/t/f" + n++, 0644, true);
+                assertTrue(n < 10_000, "group " + ag.agno + " never ran out of free inodes");
+            }
+            for (int round = 0; round < 2; round++) { // without, then with a listed free inode
+                VolumeStats before = v.statfs();
+                assertErrno(Errno.EEXIST, () -> ns.create("/t/f0", 0600, true));
+                assertEquals(f0, ns.create("/t/f0", 0600, false));
+                assertErrno(Errno.EISDIR, () -> ns.create("/t/d", 0600, false));
+                assertErrno(Errno.EEXIST, () -> ns.create("/t/d", 0600, true));
+                assertErrno(Errno.EEXIST, () -> ns.mkdir("/t/f0", 0755));
+                assertErrno(Errno.EEXIST, () -> ns.symlink("x", "/t/f1"));
+                assertEquals(f0, ns.create("/t/s", 0600, false), "a non-exclusive create follows the symlink");
+                assertEquals(before, v.statfs());
+                assertEquals(0644 | InodeStat.S_IFREG, ns.stat("/t/f0").mode());
+                assertEquals(sub, ns.lookup("/t/d"));
+                assertEquals(n + 2, ns.list("/t").size());
+                if (round == 0) {
+                    ns.create("/t/new", 0644, true); // makes a chunk: free inodes listed again
+                    n++;
+                    assertTrue(ag.freeInodes() > 0);
+                }
+            }
+            assertChecked(ns);
+        }
+    }
+
     @Test
     void lstatThroughADirectoryHandle() {
         try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
