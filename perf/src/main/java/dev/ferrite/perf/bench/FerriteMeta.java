@@ -47,9 +47,22 @@ final class FerriteMeta implements MetaStore {
         mount();
     }
 
-    /** Room for {@code files}: an inode record and a directory entry each, with slack, and a log. */
+    /**
+     * Room for {@code files}: a file takes ~400 bytes (its share of an inode chunk, its directory entry and
+     * the tree above it; measured at 1M files), given twice, plus the log and slack. The file is
+     * preallocated, and the default directory is RAM-backed: 2 KiB a file made 10M files a 20 GiB volume.
+     */
     static long deviceBytes(long files) {
-        return Math.max(512L << 20, (files * 2048 + (256L << 20) + (1 << 20) - 1) & -(1L << 20));
+        return Math.max(512L << 20, wholeMiB(files * 800 + logBytes(files) + (256L << 20)));
+    }
+
+    /** The log: 64 bytes a file and 8 MiB, within 4 MiB and 1 GiB. */
+    static long logBytes(long files) {
+        return Math.clamp(wholeMiB(files * 64 + (8L << 20)), 4L << 20, 1L << 30);
+    }
+
+    private static long wholeMiB(long bytes) {
+        return (bytes + (1 << 20) - 1) & -(1L << 20);
     }
 
     static FerriteMeta create(Path dir, long files, long cacheBytes) {
@@ -69,7 +82,8 @@ final class FerriteMeta implements MetaStore {
             kind = "MappedDevice (no O_DIRECT here)";
         }
         try {
-            return new FerriteMeta(file, device, kind, VolumeOptions.defaults().withCacheBytes(cacheBytes));
+            return new FerriteMeta(file, device, kind, VolumeOptions.defaults().withCacheBytes(cacheBytes)
+                    .withLogBlocks((int) (logBytes(files) / device.blockSize())));
         } catch (RuntimeException e) {
             device.close();
             file.close();
@@ -84,7 +98,8 @@ final class FerriteMeta implements MetaStore {
 
     @Override
     public String describe() {
-        return "volume on " + file.path() + ", " + kind + ", " + KvBench.size(device.size()) + ", "
+        return "volume on " + file.path() + ", " + kind + ", " + KvBench.size(device.size()) + " (log "
+                + KvBench.size((long) options.logBlocks() * device.blockSize()) + "), "
                 + volume.statfs().agCount() + " allocation groups, cache "
                 + KvBench.size(options.cacheBytes()) + "; a transaction per operation, sync at phase end";
     }
