@@ -416,26 +416,11 @@ final class Ail implements AutoCloseable {
         for (int i = 0; i < candidates; i++) {
             LogItem it = cands[i];
             cands[i] = null;
-            if (it.isPinned()) {
-                pinned = true;
-                continue;
-            }
-            if (!it.tryLock()) {
-                continue;
-            }
-            try {
-                if (it.isPinned()) {
-                    pinned = true;
-                    continue;
-                }
-                if (it.isStale()) {
-                    dropStale(it);
-                    stale++;
-                    continue;
-                }
-                snapshot(it, written++);
-            } finally {
-                it.unlock();
+            switch (take(it, written, false)) {
+                case WRITTEN -> written++;
+                case PINNED -> pinned = true;
+                case STALE -> stale++;
+                case BUSY, SKIPPED -> { }
             }
         }
         if (written > 0) {
@@ -457,26 +442,50 @@ final class Ail implements AutoCloseable {
         int written = 0;
         LogItem it;
         while (written < batchMax && (it = heavy.poll()) != null) {
-            if (!it.inAil || it.isPinned() || !it.tryLock()) {
-                continue;
-            }
-            try {
-                if (!it.inAil || it.isPinned() || Long.bitCount(it.loggedMap) <= relogChunks) {
-                    continue;
-                }
-                if (it.isStale()) {
-                    dropStale(it);
-                    continue;
-                }
-                snapshot(it, written++);
-            } finally {
-                it.unlock();
+            if (take(it, written, true) == Take.WRITTEN) {
+                written++;
             }
         }
         if (written > 0) {
             writeHome(written);
             writtenEarly.add(written);
             advanceTail();
+        }
+    }
+
+    /** What became of an item offered for write-back. */
+    private enum Take { WRITTEN, PINNED, BUSY, STALE, SKIPPED }
+
+    /**
+     * Snapshots {@code it} into slot {@code i} if it can go home now: not pinned, its lock free, not stale
+     * (a stale one is dropped). With {@code early}, only if it is still in the AIL with its logged map past
+     * the relog limit (an item queued twice went home the first time).
+     */
+    private Take take(LogItem it, int i, boolean early) {
+        if (early && !it.inAil) {
+            return Take.SKIPPED;
+        }
+        if (it.isPinned()) {
+            return Take.PINNED;
+        }
+        if (!it.tryLock()) {
+            return Take.BUSY;
+        }
+        try {
+            if (it.isPinned()) {
+                return Take.PINNED;
+            }
+            if (early && (!it.inAil || Long.bitCount(it.loggedMap) <= relogChunks)) {
+                return Take.SKIPPED;
+            }
+            if (it.isStale()) {
+                dropStale(it);
+                return Take.STALE;
+            }
+            snapshot(it, i);
+            return Take.WRITTEN;
+        } finally {
+            it.unlock();
         }
     }
 
