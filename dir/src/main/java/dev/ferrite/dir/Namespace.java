@@ -1103,7 +1103,7 @@ public final class Namespace {
                 throw e;
             }
             prepare(d, key.length);
-            long ino = allocAndInsert(d, key, mode, linkTarget, opened);
+            long ino = allocAndInsert(d, key, mode, linkTarget, opened, !tree);
             if (ino == EXISTS) {
                 return onExisting(find(d, key, true), dir, name, exclusive, type);
             }
@@ -1114,8 +1114,11 @@ public final class Namespace {
         }
     }
 
-    /** Result of {@link #allocAndInsert}: the name is there already, and nothing changed. */
-    private static final long EXISTS = -1;
+    /**
+     * Result of {@link #allocAndInsert} and {@link #tryCreate}: the name is there already, and nothing
+     * changed. Apart from every {@link AllocationGroup} result code, which tryCreate also returns.
+     */
+    private static final long EXISTS = Long.MIN_VALUE;
 
     /** A create met an existing entry: EEXIST, EISDIR, the file itself, or 0 for a symlink to follow. */
     private static long onExisting(Found f, long dir, String name, boolean exclusive, int type) {
@@ -1153,9 +1156,10 @@ public final class Namespace {
      * Allocates the inode and adds its entry, or returns {@link #EXISTS} with nothing changed if the name
      * is there. With {@code opened}, also opens the new inode for a handle into {@code opened[0]} if its
      * lock is free (while {@code d}'s lock is held nobody can unlink it; only trying keeps the lock order
-     * when its number is below {@code d}'s); else leaves it null.
+     * when its number is below {@code d}'s); else leaves it null. {@code searched}: the caller has looked the
+     * name up already (and found it absent).
      */
-    private long allocAndInsert(Inode d, byte[] key, int mode, byte[] linkTarget, Inode[] opened) {
+    private long allocAndInsert(Inode d, byte[] key, int mode, byte[] linkTarget, Inode[] opened, boolean searched) {
         int type = mode & S_IFMT;
         int n = geometry.agCount();
         int first = type == S_IFDIR ? Math.floorMod(rotor.getAndIncrement(), n) : geometry.agOfInode(d.ino);
@@ -1169,7 +1173,7 @@ public final class Namespace {
                 int[] frames = chunk ? volume.reserveFrames(Geometry.CHUNK_BLOCKS) : null;
                 long r;
                 try (Txn txn = Txn.begin(cache, 4 + ag.allocInodeItems(chunk) + dirItems(d))) {
-                    r = tryCreate(txn, ag, frames, d, key, mode, linkTarget);
+                    r = tryCreate(txn, ag, frames, d, key, mode, linkTarget, searched);
                     if (r == EXISTS) {
                         return EXISTS;
                     }
@@ -1209,12 +1213,13 @@ public final class Namespace {
 
     /**
      * One attempt: the new inode; or a result of {@link AllocationGroup#allocInode}, or {@link #EXISTS},
-     * with nothing changed. In a tree directory the entry goes in first when the inode number is known
-     * (a free one is listed), as its putIfAbsent is the existence check; allocating from a listed inode
-     * cannot fail after that. A new chunk's first inode is not known until the chunk is made, so then the
-     * name is looked up first.
+     * with nothing changed. Unless the caller has {@code searched} the directory for the name already (an
+     * inline one), the entry goes in first when the inode number is known (a free one is listed): the
+     * tree's putIfAbsent is the existence check, and allocating a listed inode cannot fail after it. A new
+     * chunk's first inode is not known until the chunk is made, so then the name is looked up first.
      */
-    private long tryCreate(Txn txn, AllocationGroup ag, int[] frames, Inode d, byte[] key, int mode, byte[] linkTarget) {
+    private long tryCreate(Txn txn, AllocationGroup ag, int[] frames, Inode d, byte[] key, int mode, byte[] linkTarget,
+                           boolean searched) {
         int type = mode & S_IFMT;
         txn.lock(ag.agi);
         if (ag.inodeListLow()) {
@@ -1227,12 +1232,12 @@ public final class Namespace {
         if (next < 0) {
             txn.lock(ag.agf);
         }
-        if (next < 0 && find(d, key, true) != null) {
+        if (!searched && next < 0 && find(d, key, true) != null) {
             return EXISTS; // looked up before the records are held: reading a record waits for its lock
         }
         long expected = next < 0 ? 0 : geometry.inodeNumber(ag.agno, next);
         lockRecords(txn, d.ino, expected);
-        boolean first = next >= 0 && isTree(lockRecord(txn, d.ino).data(), rec(d.ino));
+        boolean first = !searched && next >= 0; // a directory not searched is a tree (under its lock it stays one)
         if (first && !insertEntry(txn, d, key, expected, type)) {
             return EXISTS;
         }
