@@ -230,6 +230,24 @@ public final class BufferCache implements AutoCloseable {
      * overwrites whatever the block held before it was allocated).
      */
     public Buffer create(Txn txn, long block, int magic, long owner, int frame) {
+        Buffer b = claim(txn, block, magic, owner, frame);
+        txn.log(b, 0, blockSize);
+        return b;
+    }
+
+    /**
+     * Like {@link #create(Txn, long, int, long, int)}, but only the header is logged, marked as a block
+     * rebuilt from zeros ({@link dev.ferrite.journal.Transaction#logZeroed}): for blocks that are mostly
+     * zero when allocated and filled piece by piece, each piece logged by the transaction that writes it.
+     */
+    public Buffer createEmpty(Txn txn, long block, int magic, long owner, int frame) {
+        Buffer b = claim(txn, block, magic, owner, frame);
+        txn.logZeroed(b, 0, BlockHeaderFormat.SIZE);
+        return b;
+    }
+
+    /** A new, locked buffer for {@code block} in {@code frame}, held by {@code txn}, zero-filled with a fresh header. */
+    private Buffer claim(Txn txn, long block, int magic, long owner, int frame) {
         Buffer b = null;
         int bucket = bucket(block);
         while (b == null) {
@@ -259,7 +277,6 @@ public final class BufferCache implements AutoCloseable {
         MemorySegment data = b.data();
         data.fill((byte) 0);
         BlockHeaderFormat.init(data, magic, block, owner);
-        txn.log(b, 0, blockSize);
         return b;
     }
 

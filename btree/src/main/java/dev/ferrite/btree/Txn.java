@@ -97,6 +97,12 @@ public final class Txn implements AutoCloseable {
         changed[indexOf(b)] = true;
     }
 
+    /** Logs the header of a buffer just allocated, as a block rebuilt from zeros ({@link BufferCache#createEmpty}). */
+    void logZeroed(Buffer b, int offset, int length) {
+        tx.logZeroed(b, offset, length);
+        changed[indexOf(b)] = true;
+    }
+
     /**
      * Unlocks a held buffer this transaction has not changed (a node locked on a path that turned out not
      * to need changing). A changed buffer stays held until commit.

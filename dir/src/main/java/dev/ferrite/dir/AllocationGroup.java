@@ -652,8 +652,7 @@ final class AllocationGroup {
             throw new CorruptionException(b.block(), INODE_BLOCK, "inode " + geometry.inodeNumber(agno, agIno)
                     + " is free in the inode tree but its record has mode 0" + Integer.toOctalString(InodeFormat.mode(b.data(), rec)));
         }
-        InodeFormat.init(b.data(), rec, recordSize, mode, uid, gid, nlink, nowNanos);
-        txn.log(b, rec, recordSize);
+        txn.log(b, rec, InodeFormat.init(b.data(), rec, recordSize, mode, uid, gid, nlink, nowNanos));
         return geometry.inodeNumber(agno, agIno);
     }
 
@@ -692,7 +691,7 @@ final class AllocationGroup {
         int s = extentStart(at[1]);
         takeRange(txn, at[0], at[1]);
         for (int i = 0; i < CHUNK_BLOCKS; i++) {
-            cache.create(txn, start + s + i, InodeFormat.MAGIC, agno, frames[i]);
+            cache.createEmpty(txn, start + s + i, InodeFormat.MAGIC, agno, frames[i]); // records log themselves
             frames[i] = -1;
         }
         MemorySegment k = MemorySegment.ofArray(new byte[4]);
@@ -774,8 +773,7 @@ final class AllocationGroup {
         }
         addU64(txn, agi, FREE_INODES, 1);
         counters.freeInodes.increment();
-        InodeFormat.clear(b.data(), rec, recordSize);
-        txn.log(b, rec, recordSize);
+        txn.log(b, rec, InodeFormat.clear(b.data(), rec, recordSize));
         return true;
     }
 

@@ -5,6 +5,7 @@ import java.lang.foreign.MemorySegment;
 import dev.ferrite.btree.BlockHeaderFormat;
 
 import static dev.ferrite.io.OnDisk.U16;
+import static dev.ferrite.io.OnDisk.U8;
 import static dev.ferrite.io.OnDisk.U32;
 import static dev.ferrite.io.OnDisk.U64;
 
@@ -82,8 +83,13 @@ final class InodeFormat {
         return b.get(U32, rec + GENERATION);
     }
 
-    /** Initializes a record for a newly allocated inode: the generation is bumped, everything else set. */
-    static void init(MemorySegment b, int rec, int recordSize, int mode, int uid, int gid, int nlink, long nowNanos) {
+    /**
+     * Initializes a record for a newly allocated inode: the generation is bumped, everything else set.
+     *
+     * @return how many bytes from the record's start the change spans: only they need logging
+     */
+    static int init(MemorySegment b, int rec, int recordSize, int mode, int uid, int gid, int nlink, long nowNanos) {
+        int before = usedLength(b, rec, recordSize);
         int generation = generation(b, rec) + 1;
         b.asSlice(rec, recordSize).fill((byte) 0);
         b.set(U16, rec + MODE, (short) mode);
@@ -95,13 +101,31 @@ final class InodeFormat {
         b.set(U64, rec + CTIME, nowNanos);
         b.set(U64, rec + BTIME, nowNanos);
         b.set(U32, rec + GENERATION, generation);
+        return Math.max(before, GENERATION + 4);
     }
 
-    /** Marks a record free, keeping its generation. */
-    static void clear(MemorySegment b, int rec, int recordSize) {
+    /**
+     * Marks a record free, keeping its generation.
+     *
+     * @return how many bytes from the record's start the change spans: only they need logging
+     */
+    static int clear(MemorySegment b, int rec, int recordSize) {
+        int before = usedLength(b, rec, recordSize);
         int generation = generation(b, rec);
         b.asSlice(rec, recordSize).fill((byte) 0);
         b.set(U32, rec + GENERATION, generation);
+        return Math.max(before, GENERATION + 4);
+    }
+
+    /** Bytes from the record's start to just past its last non-zero byte (records are 8-byte multiples). */
+    static int usedLength(MemorySegment b, int rec, int recordSize) {
+        for (int end = recordSize; end > 0; end -= 8) {
+            long word = b.get(U64, rec + end - 8);
+            if (word != 0) {
+                return end - Long.numberOfLeadingZeros(word) / 8;
+            }
+        }
+        return 0;
     }
 
     /**
@@ -162,11 +186,11 @@ final class InodeFormat {
     }
 
     static int fork(MemorySegment b, int rec) {
-        return Byte.toUnsignedInt(b.get(java.lang.foreign.ValueLayout.JAVA_BYTE, rec + FORK));
+        return Byte.toUnsignedInt(b.get(U8, rec + FORK));
     }
 
     static void setFork(MemorySegment b, int rec, int fork) {
-        b.set(java.lang.foreign.ValueLayout.JAVA_BYTE, rec + FORK, (byte) fork);
+        b.set(U8, rec + FORK, (byte) fork);
     }
 
     static int inlineUsed(MemorySegment b, int rec) {

@@ -841,7 +841,7 @@ public final class Namespace {
             InodeFormat.setFork(m, rec, InodeFormat.FORK_INLINE);
         }
         InodeFormat.setSize(m, rec, InodeFormat.size(m, rec) + 1);
-        txn.log(b, rec, recordSize);
+        logUsed(txn, b, rec);
         return true;
     }
 
@@ -872,9 +872,10 @@ public final class Namespace {
             MemorySegment.copy(m, at + size, m, at, end - at - size);
             m.asSlice(end - size, size).fill((byte) 0);
             InodeFormat.setInlineUsed(m, rec, used - size);
+            txn.log(b, rec + InodeFormat.INLINE, used); // the entries moved, and the freed tail zeroed
         }
         InodeFormat.setSize(m, rec, InodeFormat.size(m, rec) - 1);
-        txn.log(b, rec, recordSize);
+        txn.log(b, rec, InodeFormat.INLINE);
     }
 
     /** In {@code txn}: points the present entry {@code key} of {@code dir} at another inode. */
@@ -893,8 +894,8 @@ public final class Namespace {
                 throw new IllegalStateException("inline directory " + dir.ino + " lost the entry being replaced");
             }
             DirEntryFormat.setEntryValue(m, at, ino, type);
+            logUsed(txn, b, rec);
         }
-        txn.log(b, rec, recordSize);
     }
 
     /** Items a change of {@code dir}'s entries may touch. */
@@ -1260,7 +1261,7 @@ public final class Namespace {
             InodeFormat.setInlineUsed(m, rec, linkTarget.length);
             InodeFormat.setSize(m, rec, linkTarget.length);
         }
-        txn.log(nb, rec, recordSize);
+        logUsed(txn, nb, rec);
         if (!first) {
             insertAbsent(txn, d, key, ino, type);
         }
@@ -1270,7 +1271,7 @@ public final class Namespace {
             InodeFormat.setNlink(pb.data(), prec, InodeFormat.nlink(pb.data(), prec) + 1);
         }
         InodeFormat.touch(pb.data(), prec, nowNanos(), true);
-        txn.log(pb, prec, recordSize);
+        txn.log(pb, prec, InodeFormat.INLINE);
         return ino;
     }
 
@@ -1397,6 +1398,16 @@ public final class Namespace {
         }
     }
 
+    /**
+     * Logs a record's fixed fields and, if its inline area holds entries or a link target, the used part
+     * of that area (the rest is zero). A tree directory's area changes only through its own logging.
+     */
+    private static void logUsed(Txn txn, Buffer b, int rec) {
+        MemorySegment m = b.data();
+        boolean inline = InodeFormat.fork(m, rec) == InodeFormat.FORK_INLINE;
+        txn.log(b, rec, InodeFormat.INLINE + (inline ? InodeFormat.inlineUsed(m, rec) : 0));
+    }
+
     /** In {@code txn}: {@code dir} gains {@code links} links (subdirectories), its times move, and its entry count by {@code entries}. */
     private void adjust(Txn txn, long dir, int links, boolean modified) {
         Buffer b = lockRecord(txn, dir);
@@ -1404,7 +1415,7 @@ public final class Namespace {
         MemorySegment m = b.data();
         InodeFormat.setNlink(m, rec, InodeFormat.nlink(m, rec) + links);
         InodeFormat.touch(m, rec, nowNanos(), modified);
-        txn.log(b, rec, recordSize);
+        txn.log(b, rec, InodeFormat.INLINE);
     }
 
     /**
@@ -1417,7 +1428,7 @@ public final class Namespace {
         MemorySegment m = b.data();
         InodeFormat.setNlink(m, rec, isDir ? 0 : InodeFormat.nlink(m, rec) - 1);
         InodeFormat.touch(m, rec, nowNanos(), false);
-        txn.log(b, rec, recordSize);
+        txn.log(b, rec, InodeFormat.INLINE);
         if (!last) {
             return;
         }
@@ -1651,7 +1662,7 @@ public final class Namespace {
                             InodeFormat.setParent(sb.data(), rec(src.ino), toDir);
                         }
                         InodeFormat.touch(sb.data(), rec(src.ino), nowNanos(), false);
-                        txn.log(sb, rec(src.ino), recordSize);
+                        txn.log(sb, rec(src.ino), InodeFormat.INLINE);
                         if (v != null) {
                             dropLink(txn, v, dst.type == S_IFDIR, last, orphan);
                         }

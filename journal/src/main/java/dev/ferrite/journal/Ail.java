@@ -489,12 +489,16 @@ final class Ail implements AutoCloseable {
         }
     }
 
-    /** Copies a locked, unpinned item's image into snapshot {@code i}, stamped; its relog starts afresh. */
+    /**
+     * Copies a locked, unpinned item's image into snapshot {@code i}, stamped; its relog starts afresh
+     * (and, once home, the block no longer needs rebuilding from zeros).
+     */
     private void snapshot(LogItem it, int i) {
         int blockSize = device.blockSize();
         MemorySegment snap = snapshots.asSlice((long) i * blockSize, blockSize);
         MemorySegment.copy(it.image(), 0, snap, 0, blockSize);
         it.loggedMap = 0;
+        it.zeroed = false;
         long lsn = it.ailLsn;
         it.stamp(snap, lsn);
         snapItems[i] = it;
@@ -546,6 +550,7 @@ final class Ail implements AutoCloseable {
             lock.unlock();
         }
         it.loggedMap = 0;
+        it.zeroed = false;
         droppedStale.increment();
     }
 

@@ -223,10 +223,13 @@ final class Cil {
         } else {
             DirtyMap.copy(it.txDirty, chunkShift, it.image(), it.shadow[p]);
         }
+        it.zeroed |= it.txZeroed;
         it.shadowMap[p] = union;
+        it.shadowZeroed[p] = it.zeroed;
         it.opBytes[p] = DirtyMap.opSize(union, chunkShift);
         it.loggedMap = union;
         it.txDirty = 0;
+        it.txZeroed = false;
     }
 
     /**

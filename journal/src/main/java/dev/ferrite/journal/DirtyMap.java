@@ -51,10 +51,11 @@ final class DirtyMap {
      * Writes the op for {@code map} (header, range table, range bytes from {@code data}) at {@code off}
      * of {@code out}; returns its size.
      */
-    static int writeOp(MemorySegment out, long off, int type, long home, long map, int chunkShift, MemorySegment data) {
+    static int writeOp(MemorySegment out, long off, int type, int flags, long home, long map, int chunkShift,
+                       MemorySegment data) {
         int runs = runs(map);
         int size = LogRecordFormat.opSize(runs, Long.bitCount(map) << chunkShift);
-        LogRecordFormat.writeOpHeader(out, off, type, runs, size, home);
+        LogRecordFormat.writeOpHeader(out, off, type, runs, flags, size, home);
         long dataOff = off + LogRecordFormat.opDataStart(runs);
         int i = 0;
         while (map != 0) {

@@ -24,7 +24,9 @@ import java.lang.invoke.VarHandle;
  * copy in the log always carries every change the home block lacks, and the log tail may pass older
  * copies. An item is <em>pinned</em> from the commit that puts it in a checkpoint until that checkpoint
  * is durable and in the AIL; a pinned item is never written home, so home blocks only ever hold
- * changes that are already durable in the log.
+ * changes that are already durable in the log. An item whose block was newly allocated
+ * ({@link Transaction#logZeroed}) is logged as zeros plus {@code loggedMap} until it is next home, so
+ * the bytes it never changed from zero are never copied.
  */
 public abstract class LogItem {
     private static final VarHandle PINS;
@@ -44,9 +46,13 @@ public abstract class LogItem {
     // read by the CIL push after the context drained.
     Transaction tx;
     long txDirty;
+    boolean txZeroed;
     long loggedMap;
+    /** Allocated (zero-filled) since last written home: checkpoints log it as zeros plus loggedMap. */
+    boolean zeroed;
     final long[] ctxSeq = new long[2];
     final long[] shadowMap = new long[2];
+    final boolean[] shadowZeroed = new boolean[2];
     final int[] opBytes = new int[2];
     final MemorySegment[] shadow = new MemorySegment[2];
     final LogItem[] cilNext = new LogItem[2];
@@ -128,7 +134,8 @@ public abstract class LogItem {
      * True once the owner has freed the block this item lived in: the AIL then drops the item instead of
      * writing it home, where it could overwrite whatever the block holds next. Checked under the owner's
      * lock. A block reused after being freed must have its whole image logged by its first transaction,
-     * so that recovery's replay of the old owner's records cannot leave stale bytes in it.
+     * or be logged as rebuilt from zeros ({@link Transaction#logZeroed}), so that recovery's replay of
+     * the old owner's records cannot leave stale bytes in it.
      */
     protected boolean isStale() {
         return false;

@@ -5,6 +5,7 @@ import java.lang.foreign.MemorySegment;
 import dev.ferrite.io.Crc32c;
 
 import static dev.ferrite.io.OnDisk.U16;
+import static dev.ferrite.io.OnDisk.U8;
 import static dev.ferrite.io.OnDisk.U32;
 import static dev.ferrite.io.OnDisk.U64;
 
@@ -30,15 +31,20 @@ import static dev.ferrite.io.OnDisk.U64;
  * torn at any sector boundary shows as a sector carrying an older cycle.
  *
  * payload: ops, each 8-byte aligned
- *   0  u16 item type (COMMIT_TYPE for the commit op)   2  u16 range count
+ *   0  u16 item type (COMMIT_TYPE for the commit op)   2  u8 range count   3  u8 op flags (ZEROED)
  *   4  u32 op length including padding                 8  u64 home block (commit op: item count)
  *  16  ranges: count x (u32 offset, u32 length), then the ranges' bytes back to back, padded to 8
+ *
+ *  ZEROED: the block was allocated since it was last written home and every change since is in the
+ *  ranges; replay starts from a zero-filled block (version 1 records carry no flags)
  *  commit op: 16 u64 record count of the checkpoint
  * </pre>
  */
 final class LogRecordFormat {
     static final int MAGIC = 0x474F4C46; // "FLOG" as little-endian bytes
-    static final short VERSION = 1;
+    static final short VERSION = 2;
+    /** Oldest record version recovery still reads. */
+    static final short MIN_VERSION = 1;
     static final short FLAG_START = 1;
     static final short FLAG_COMMIT = 2;
     static final int SECTOR = 512;
@@ -47,12 +53,13 @@ final class LogRecordFormat {
     static final int OP_HEADER = 16;
     static final int RANGE_ENTRY = 8;
     static final int COMMIT_OP_SIZE = 24;
+    static final int OP_ZEROED = 1;
 
     private static final long STAMP_OFF = 0, MAGIC_OFF = 4, VERSION_OFF = 8, FLAGS_OFF = 10, CRC_OFF = 12;
     private static final long LSN_OFF = 16, TAIL_OFF = 24, LOG_ID_OFF = 32, SEQ_OFF = 40, EPOCH_OFF = 48;
     private static final long INDEX_OFF = 52, PAYLOAD_BLOCKS_OFF = 56, PAYLOAD_BYTES_OFF = 60, OP_COUNT_OFF = 64;
 
-    private static final long OP_TYPE = 0, OP_RANGES = 2, OP_LENGTH = 4, OP_HOME = 8;
+    private static final long OP_TYPE = 0, OP_RANGES = 2, OP_FLAGS = 3, OP_LENGTH = 4, OP_HOME = 8;
 
     private LogRecordFormat() {
     }
@@ -206,9 +213,10 @@ final class LogRecordFormat {
         return (n + 7) & ~7;
     }
 
-    static void writeOpHeader(MemorySegment p, long off, int type, int rangeCount, int length, long home) {
+    static void writeOpHeader(MemorySegment p, long off, int type, int rangeCount, int flags, int length, long home) {
         p.set(U16, off + OP_TYPE, (short) type);
-        p.set(U16, off + OP_RANGES, (short) rangeCount);
+        p.set(U8, off + OP_RANGES, (byte) rangeCount);
+        p.set(U8, off + OP_FLAGS, (byte) flags);
         p.set(U32, off + OP_LENGTH, length);
         p.set(U64, off + OP_HOME, home);
     }
@@ -220,7 +228,7 @@ final class LogRecordFormat {
     }
 
     static void writeCommitOp(MemorySegment p, long off, long itemCount, long recordCount) {
-        writeOpHeader(p, off, COMMIT_TYPE, 0, COMMIT_OP_SIZE, itemCount);
+        writeOpHeader(p, off, COMMIT_TYPE, 0, 0, COMMIT_OP_SIZE, itemCount);
         p.set(U64, off + OP_HEADER, recordCount);
     }
 
@@ -229,7 +237,11 @@ final class LogRecordFormat {
     }
 
     static int opRangeCount(MemorySegment p, long off) {
-        return Short.toUnsignedInt(p.get(U16, off + OP_RANGES));
+        return Byte.toUnsignedInt(p.get(U8, off + OP_RANGES));
+    }
+
+    static int opFlags(MemorySegment p, long off) {
+        return Byte.toUnsignedInt(p.get(U8, off + OP_FLAGS));
     }
 
     static int opLength(MemorySegment p, long off) {

@@ -334,8 +334,8 @@ final class LogWriter implements AutoCloseable {
             if (rec.payloadUsed + size > payloadCapacity) {
                 rec.close(false);
             }
-            DirtyMap.writeOp(out, rec.recordStart + blockSize + rec.payloadUsed, it.type(), it.home(), map,
-                    chunkShift, it.shadow[parity]);
+            DirtyMap.writeOp(out, rec.recordStart + blockSize + rec.payloadUsed, it.type(),
+                    it.shadowZeroed[parity] ? LogRecordFormat.OP_ZEROED : 0, it.home(), map, chunkShift, it.shadow[parity]);
             rec.payloadUsed += size;
             rec.ops++;
             cil.releaseShadow(it, parity);

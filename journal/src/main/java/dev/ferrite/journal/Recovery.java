@@ -154,8 +154,9 @@ final class Recovery {
             return "end: found a record of checkpoint " + LogRecordFormat.seq(header) + ", epoch "
                     + LogRecordFormat.epoch(header) + ", LSN " + Lsn.toString(LogRecordFormat.lsn(header)) + " instead";
         }
-        if (LogRecordFormat.version(header) != LogRecordFormat.VERSION) {
-            return "record version " + LogRecordFormat.version(header) + ", expected " + LogRecordFormat.VERSION;
+        short version = LogRecordFormat.version(header);
+        if (version < LogRecordFormat.MIN_VERSION || version > LogRecordFormat.VERSION) {
+            return "record version " + version + ", expected " + LogRecordFormat.MIN_VERSION + ".." + LogRecordFormat.VERSION;
         }
         if (LogRecordFormat.index(header) != index) {
             return "record index " + LogRecordFormat.index(header) + ", expected " + index;
@@ -244,6 +245,9 @@ final class Recovery {
 
     private String checkRanges(MemorySegment p, long off, int len) {
         int n = LogRecordFormat.opRangeCount(p, off);
+        if ((LogRecordFormat.opFlags(p, off) & ~LogRecordFormat.OP_ZEROED) != 0) {
+            return "unknown op flags " + Integer.toHexString(LogRecordFormat.opFlags(p, off));
+        }
         long data = 0;
         for (int i = 0; i < n; i++) {
             int o = LogRecordFormat.rangeOffset(p, off, i);

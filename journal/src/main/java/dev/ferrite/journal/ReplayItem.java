@@ -38,6 +38,14 @@ public final class ReplayItem {
         return seq;
     }
 
+    /**
+     * True if the block was allocated since it was last written home: it is rebuilt from zeros and the
+     * ranges alone, whatever its home block holds ({@link Transaction#logZeroed}).
+     */
+    public boolean zeroed() {
+        return (LogRecordFormat.opFlags(payload, op) & LogRecordFormat.OP_ZEROED) != 0;
+    }
+
     public int rangeCount() {
         return LogRecordFormat.opRangeCount(payload, op);
     }
@@ -50,8 +58,14 @@ public final class ReplayItem {
         return LogRecordFormat.rangeLength(payload, op, i);
     }
 
-    /** Copies every range into {@code block} (the item's home block image) at its offset. */
+    /**
+     * Copies every range into {@code block} (the item's home block image) at its offset, after filling
+     * the block with zeros if the item is {@link #zeroed()}.
+     */
     public void applyTo(MemorySegment block) {
+        if (zeroed()) {
+            block.fill((byte) 0);
+        }
         long data = op + LogRecordFormat.opDataStart(rangeCount());
         for (int i = 0, n = rangeCount(); i < n; i++) {
             int len = rangeLength(i);
@@ -63,6 +77,6 @@ public final class ReplayItem {
     @Override
     public String toString() {
         return "ReplayItem[home " + home() + ", type " + type() + ", lsn " + Lsn.toString(lsn) + ", "
-                + rangeCount() + " ranges]";
+                + rangeCount() + " ranges" + (zeroed() ? ", zeroed" : "") + "]";
     }
 }

@@ -54,6 +54,7 @@ public final class Transaction {
         }
         item.tx = this;
         item.txDirty = 0;
+        item.txZeroed = false;
         items[count++] = item;
     }
 
@@ -66,6 +67,17 @@ public final class Transaction {
         join(item);
         item.txDirty |= DirtyMap.of(offset, length, chunkShift);
         dirty = true;
+    }
+
+    /**
+     * Logs the first change of an item whose block has just been allocated and whose image is zero
+     * outside {@code [offset, offset + length)}: until the block is next written home, recovery rebuilds
+     * it from zeros and the logged ranges, whatever its home block held before, so bytes that stay zero
+     * are never logged. Every later change to the image must be logged as usual.
+     */
+    public void logZeroed(LogItem item, int offset, int length) {
+        log(item, offset, length);
+        item.txZeroed = true;
     }
 
     /**
@@ -141,6 +153,7 @@ public final class Transaction {
         for (int i = 0; i < count; i++) {
             items[i].tx = null;
             items[i].txDirty = 0;
+            items[i].txZeroed = false;
             items[i] = null;
         }
         count = 0;

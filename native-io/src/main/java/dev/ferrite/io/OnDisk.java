@@ -9,6 +9,7 @@ import java.nio.ByteOrder;
  * the alignment of the buffer it is decoded from.
  */
 public final class OnDisk {
+    public static final ValueLayout.OfByte U8 = ValueLayout.JAVA_BYTE;
     public static final ValueLayout.OfShort U16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     public static final ValueLayout.OfInt U32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     public static final ValueLayout.OfLong U64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
