@@ -611,17 +611,10 @@ final class AllocationGroup {
                 txn.release(agi);
                 return RETRY_CHUNK;
             }
-            lock(txn, agf);
-            long[] at = null;
-            long fail = !agfl.holds(RESERVE) ? RETRY_FIX
-                    : u64(agf.data(), FREE_BLOCKS) < CHUNK_BLOCKS + HELD_BACK || extentAtLeast(txn, CHUNK_BLOCKS) < 0 ? NO_SPACE
-                    : (at = findUsable(txn, CHUNK_BLOCKS, CHUNK_BLOCKS)) == null ? RETRY_BUSY : 1;
-            if (fail <= 0) {
-                txn.release(agf);
-                txn.release(agi);
-                return fail;
+            long made = makeChunk(txn, frames);
+            if (made <= 0) {
+                return made;
             }
-            addChunk(txn, frames, at);
         }
         if (!loadFirstFree(txn)) {
             throw new CorruptionException(agi.block(), AGI, "group " + agno + " counts " + u64(agi.data(), FREE_INODES)
@@ -654,6 +647,53 @@ final class AllocationGroup {
         }
         txn.log(b, rec, InodeFormat.init(b.data(), rec, recordSize, mode, uid, gid, nlink, nowNanos));
         return geometry.inodeNumber(agno, agIno);
+    }
+
+    /**
+     * With the AGI held (its free list in range): adds a chunk of free inodes.
+     *
+     * @return 1; or {@link #NO_SPACE}, {@link #RETRY_FIX} or {@link #RETRY_BUSY} with nothing changed and
+     *         the headers released
+     */
+    private long makeChunk(Txn txn, int[] frames) {
+        lock(txn, agf);
+        long[] at = null;
+        long fail = !agfl.holds(RESERVE) ? RETRY_FIX
+                : u64(agf.data(), FREE_BLOCKS) < CHUNK_BLOCKS + HELD_BACK || extentAtLeast(txn, CHUNK_BLOCKS) < 0 ? NO_SPACE
+                : (at = findUsable(txn, CHUNK_BLOCKS, CHUNK_BLOCKS)) == null ? RETRY_BUSY : 1;
+        if (fail <= 0) {
+            txn.release(agf);
+            txn.release(agi);
+            return fail;
+        }
+        addChunk(txn, frames, at);
+        return 1;
+    }
+
+    /**
+     * Makes sure the group has a free inode, adding a chunk in a transaction of its own if it has none:
+     * what a create that allocates more than its inode (a long symlink's block) runs first, so that
+     * nothing can fail in its own transaction after its first change.
+     *
+     * @param frames {@value Geometry#CHUNK_BLOCKS} reserved cache frames, as for {@link #allocInode}
+     * @return 1 if the group has a free inode now; else {@link #NO_SPACE}, {@link #RETRY_FIX} or
+     *         {@link #RETRY_BUSY}, with nothing changed
+     */
+    long ensureFreeInode(int[] frames) {
+        try (Txn txn = Txn.begin(cache, allocInodeItems(true))) {
+            lock(txn, agi);
+            if (u64(agi.data(), FREE_INODES) > 0) {
+                return 1;
+            }
+            if (!agil.holds(OP_BLOCKS)) {
+                return RETRY_FIX;
+            }
+            long made = makeChunk(txn, frames);
+            if (made > 0) {
+                txn.commit();
+            }
+            return made;
+        }
     }
 
     /**

@@ -105,6 +105,11 @@ record Geometry(int blockSize, long deviceBlocks, long logStart, int logBlocks, 
         return dataStart + (long) ag * agBlocks;
     }
 
+    /** The allocation group device block {@code block} (at or past the data start) lies in. */
+    int agOfBlock(long block) {
+        return (int) Math.min((block - dataStart) / agBlocks, agCount - 1);
+    }
+
     /** Blocks of allocation group {@code ag}: the last one takes what the others leave. */
     int agLength(int ag) {
         return ag < agCount - 1 ? agBlocks : (int) (deviceBlocks - agStart(ag));

@@ -22,7 +22,7 @@ import static dev.ferrite.io.OnDisk.U64;
  *
  * inode record
  *   0  u16 mode: type (S_IFMT bits) and permissions; 0 = free slot
- *   2  u8  data fork format: 0 empty, 1 inline, 2 extent list, 3 extent tree
+ *   2  u8  data fork format: 0 empty, 1 inline, 2 extent list, 3 extent tree, 4 remote (one block)
  *   3  u8  zero
  *   4  u32 uid
  *   8  u32 gid
@@ -40,7 +40,8 @@ import static dev.ferrite.io.OnDisk.U64;
  *  80  u64 parent directory's inode (directories only: what ".." names)
  *  88..95 zero
  *  96  inline area to the end of the record (408 bytes for 4 KiB blocks): a short directory's
- *      entries, a symlink's target, or an extent list, as the fork format says
+ *      entries, a symlink's target, or an extent list, as the fork format says; for a remote fork,
+ *      the u64 number of the one block holding the data (a long symlink target, {@link SymlinkFormat})
  * </pre>
  */
 final class InodeFormat {
@@ -52,7 +53,7 @@ final class InodeFormat {
             PARENT = 80, INLINE = 96;
 
     static final int S_IFMT = 0xF000, S_IFDIR = 0x4000, S_IFREG = 0x8000, S_IFLNK = 0xA000;
-    static final int FORK_EMPTY = 0, FORK_INLINE = 1, FORK_EXTENTS = 2, FORK_TREE = 3;
+    static final int FORK_EMPTY = 0, FORK_INLINE = 1, FORK_EXTENTS = 2, FORK_TREE = 3, FORK_REMOTE = 4;
 
     private InodeFormat() {
     }
@@ -199,6 +200,15 @@ final class InodeFormat {
 
     static void setInlineUsed(MemorySegment b, int rec, int used) {
         b.set(U16, rec + INLINE_USED, (short) used);
+    }
+
+    /** The block a remote fork's data lives in. */
+    static long remoteBlock(MemorySegment b, int rec) {
+        return b.get(U64, rec + INLINE);
+    }
+
+    static void setRemoteBlock(MemorySegment b, int rec, long block) {
+        b.set(U64, rec + INLINE, block);
     }
 
     static long parent(MemorySegment b, int rec) {

@@ -16,6 +16,7 @@ import dev.ferrite.btree.Buffer;
 import dev.ferrite.btree.BufferCache;
 import dev.ferrite.btree.Cursor;
 import dev.ferrite.btree.Txn;
+import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.Errno;
 import dev.ferrite.io.NoSpaceException;
 
@@ -57,6 +58,8 @@ public final class Namespace {
     public static final int MAX_LINKS = 65_000;
     /** Symlinks one path resolution follows before ELOOP. */
     public static final int MAX_SYMLINKS = 40;
+    /** Longest symlink target: PATH_MAX less its NUL (a volume with blocks under 4 KiB holds less). */
+    public static final int MAX_SYMLINK_TARGET = 4095;
     private static final int RESERVE_LOW = 12, RESERVE_FILL = 20, RESERVE_HIGH = 28;
     private static final int RETRIES = 8;
 
@@ -66,6 +69,7 @@ public final class Namespace {
     private final InodeCache inodes;
     private final int recordSize;
     private final int inlineCapacity;
+    private final int maxTarget;
     private final ReentrantLock renameLock = new ReentrantLock();
     private final AtomicInteger rotor = new AtomicInteger();
     /** The root's inode number once read (it never changes after format). */
@@ -78,6 +82,7 @@ public final class Namespace {
         this.inodes = inodes;
         this.recordSize = geometry.inodeSize();
         this.inlineCapacity = InodeFormat.inlineCapacity(geometry.blockSize());
+        this.maxTarget = Math.min(MAX_SYMLINK_TARGET, SymlinkFormat.capacity(geometry.blockSize()));
         if (inlineCapacity < DirEntryFormat.treeAreaSize()) {
             throw new IllegalStateException("inode records of " + recordSize + " bytes cannot hold a directory tree's reserve");
         }
@@ -118,9 +123,10 @@ public final class Namespace {
 
     /** Creates symlink {@code linkPath} pointing at {@code target}; returns its inode number. */
     public long symlink(String target, String linkPath) {
+        byte[] t = symlinkTarget(target); // checked first, as Linux does: a bad target wins over a bad path
         refuseSlashedNewName(linkPath);
         Parent p = resolveParent(linkPath);
-        return createEntry(p.dir, p.name, S_IFLNK | 0777, true, symlinkTarget(target), null);
+        return createEntry(p.dir, p.name, S_IFLNK | 0777, true, t, null);
     }
 
     /** Opens {@code path} (symlinks followed). */
@@ -365,9 +371,9 @@ public final class Namespace {
             throw new NamespaceException(Errno.EINVAL, "symlink target contains NUL");
         }
         byte[] b = target.getBytes(StandardCharsets.UTF_8);
-        if (b.length > inlineCapacity) {
+        if (b.length > maxTarget) {
             throw new NamespaceException(Errno.ENAMETOOLONG, "symlink target of " + b.length + " bytes; at most "
-                    + inlineCapacity + " fit an inode");
+                    + maxTarget);
         }
         return b;
     }
@@ -614,19 +620,64 @@ public final class Namespace {
     }
 
     String readlinkIno(long ino) {
-        byte[] target = readRecord(ino, (b, rec) -> {
+        Object found = readRecord(ino, (b, rec) -> {
             if (InodeFormat.type(b, rec) != S_IFLNK) {
                 return null;
+            }
+            if (InodeFormat.fork(b, rec) == InodeFormat.FORK_REMOTE) {
+                return new long[] {InodeFormat.remoteBlock(b, rec), InodeFormat.size(b, rec)};
+            }
+            if (InodeFormat.fork(b, rec) == InodeFormat.FORK_EMPTY) {
+                return Boolean.FALSE; // an unlinked long link whose block was just freed: it is going
             }
             byte[] t = new byte[InodeFormat.inlineUsed(b, rec)];
             MemorySegment.copy(b, java.lang.foreign.ValueLayout.JAVA_BYTE, rec + InodeFormat.INLINE, t, 0, t.length);
             return t;
         });
-        if (target == null) {
+        if (found == null) {
             statIno(ino);
             throw new NamespaceException(Errno.EINVAL, "inode " + ino + " is not a symlink");
         }
+        if (found == Boolean.FALSE) {
+            throw new NamespaceException(Errno.ENOENT, "symlink inode " + ino + " was removed");
+        }
+        byte[] target = found instanceof long[] at ? remoteTarget(ino, at[0], at[1]) : (byte[]) found;
         return new String(target, StandardCharsets.UTF_8);
+    }
+
+    /**
+     * A long symlink's target from its block. The link may be removed and its block reused while this
+     * reads it: a block that is not the link's any more is ENOENT if the link is gone, corruption if not.
+     */
+    private byte[] remoteTarget(long ino, long block, long size) {
+        try {
+            for (;;) {
+                Buffer b = cache.get(block, SymlinkFormat.MAGIC, ino, "symlink target block");
+                long v = b.readVersion();
+                if (v < 0) {
+                    Thread.onSpinWait();
+                    continue;
+                }
+                int length = SymlinkFormat.length(b.data());
+                byte[] t = length == size && length <= SymlinkFormat.capacity(cache.blockSize())
+                        ? SymlinkFormat.target(b.data(), length) : null;
+                if (!b.validate(v)) {
+                    continue;
+                }
+                if (t == null) {
+                    throw new CorruptionException(block, "symlink target block", "holds a target of " + length
+                            + " bytes but inode " + ino + " has size " + size);
+                }
+                return t;
+            }
+        } catch (CorruptionException e) {
+            long now = readRecord(ino, (b, rec) -> InodeFormat.type(b, rec) == S_IFLNK
+                    && InodeFormat.fork(b, rec) == InodeFormat.FORK_REMOTE ? InodeFormat.remoteBlock(b, rec) : -1L);
+            if (now != block) {
+                throw new NamespaceException(Errno.ENOENT, "symlink inode " + ino + " was removed");
+            }
+            throw e;
+        }
     }
 
     private void setattrIno(long ino, int permissions, int uid, int gid, long atime, long mtime) {
@@ -1011,24 +1062,34 @@ public final class Namespace {
         int area = rec + InodeFormat.INLINE;
         int at = readRecord(dir.ino, (b, r) -> DirAllocator.spillIndex(cache, b, area));
         long blk = readRecord(dir.ino, (b, r) -> DirEntryFormat.reserveEntry(b, area, at));
-        int agno = (int) ((blk - geometry.dataStart()) / geometry.agBlocks());
-        AllocationGroup ag = volume.group(Math.min(agno, geometry.agCount() - 1));
+        dir.lastSeq = freeBlock(blk, 2, txn -> {
+            Buffer b = lockRecord(txn, dir.ino);
+            MemorySegment m = b.data();
+            if (DirEntryFormat.reserveEntry(m, area, at) != blk) {
+                throw new IllegalStateException("directory " + dir.ino + "'s reserve changed under its lock");
+            }
+            DirAllocator.remove(m, area, at);
+            InodeFormat.setBlocks(m, rec, InodeFormat.blocks(m, rec) - 1);
+            txn.log(b, rec, recordSize);
+        });
+    }
+
+    /**
+     * Frees device block {@code blk} to its group and runs {@code then} in the same transaction (which
+     * may change {@code items} more items), fixing the group's free list first when it is short.
+     *
+     * @return the commit sequence
+     */
+    private long freeBlock(long blk, int items, Change then) {
+        AllocationGroup ag = volume.group(geometry.agOfBlock(blk));
         for (int attempt = 0; ; attempt++) {
             if (ag.needsFix()) {
                 ag.fix();
             }
-            try (Txn txn = Txn.begin(cache, ag.blockItems() + 2)) {
+            try (Txn txn = Txn.begin(cache, ag.blockItems() + items)) {
                 if (ag.freeBlocks(txn, blk, 1)) {
-                    Buffer b = lockRecord(txn, dir.ino);
-                    MemorySegment m = b.data();
-                    if (DirEntryFormat.reserveEntry(m, area, at) != blk) {
-                        throw new IllegalStateException("directory " + dir.ino + "'s reserve changed under its lock");
-                    }
-                    DirAllocator.remove(m, area, at);
-                    InodeFormat.setBlocks(m, rec, InodeFormat.blocks(m, rec) - 1);
-                    txn.log(b, rec, recordSize);
-                    dir.lastSeq = txn.commit();
-                    return;
+                    then.apply(txn);
+                    return txn.commit();
                 }
             }
             if (attempt == RETRIES) {
@@ -1085,7 +1146,8 @@ public final class Namespace {
             // before anything is logged (one descent instead of two). The checks that would hide EEXIST
             // look for the name when they fail.
             boolean tree = readRecord(dir, Namespace::isTree);
-            if (!tree) {
+            boolean searched = !tree || isRemote(linkTarget);
+            if (searched) {
                 Found f = find(d, key, true);
                 if (f != null) {
                     return onExisting(f, dir, name, exclusive, type);
@@ -1104,7 +1166,7 @@ public final class Namespace {
                 throw e;
             }
             prepare(d, key.length);
-            long ino = allocAndInsert(d, key, mode, linkTarget, opened, !tree);
+            long ino = allocAndInsert(d, key, mode, linkTarget, opened, searched);
             if (ino == EXISTS) {
                 return onExisting(find(d, key, true), dir, name, exclusive, type);
             }
@@ -1162,6 +1224,7 @@ public final class Namespace {
      */
     private long allocAndInsert(Inode d, byte[] key, int mode, byte[] linkTarget, Inode[] opened, boolean searched) {
         int type = mode & S_IFMT;
+        boolean remote = isRemote(linkTarget);
         int n = geometry.agCount();
         int first = type == S_IFDIR ? Math.floorMod(rotor.getAndIncrement(), n) : geometry.agOfInode(d.ino);
         for (int k = 0; k < n; k++) {
@@ -1171,30 +1234,34 @@ public final class Namespace {
                 if (ag.needsFix()) {
                     ag.fix();
                 }
-                int[] frames = chunk ? volume.reserveFrames(Geometry.CHUNK_BLOCKS) : null;
-                long r;
-                try (Txn txn = Txn.begin(cache, 4 + ag.allocInodeItems(chunk) + dirItems(d))) {
-                    r = tryCreate(txn, ag, frames, d, key, mode, linkTarget, searched);
-                    if (r == EXISTS) {
-                        return EXISTS;
-                    }
-                    if (r > 0) {
-                        long seq = txn.commit();
-                        d.lastSeq = seq;
-                        Inode c = inodes.acquire(r);
-                        c.lastSeq = seq;
-                        c.dirTree = null;
-                        if (opened != null && c.lock.tryLock()) {
-                            c.opens++; // keeps the reference for the handle
-                            c.lock.unlock();
-                            opened[0] = c;
-                        } else {
-                            inodes.release(c);
+                long r = remote && chunk ? ensureFreeInode(ag) : 1;
+                if (r > 0) {
+                    chunk &= !remote;
+                    int[] frames = remote ? volume.reserveFrames(1) : chunk ? volume.reserveFrames(Geometry.CHUNK_BLOCKS) : null;
+                    int items = 4 + ag.allocInodeItems(chunk) + dirItems(d) + (remote ? ag.blockItems() + 1 : 0);
+                    try (Txn txn = Txn.begin(cache, items)) {
+                        r = tryCreate(txn, ag, frames, d, key, mode, linkTarget, searched);
+                        if (r == EXISTS) {
+                            return EXISTS;
                         }
-                        return r;
+                        if (r > 0) {
+                            long seq = txn.commit();
+                            d.lastSeq = seq;
+                            Inode c = inodes.acquire(r);
+                            c.lastSeq = seq;
+                            c.dirTree = null;
+                            if (opened != null && c.lock.tryLock()) {
+                                c.opens++; // keeps the reference for the handle
+                                c.lock.unlock();
+                                opened[0] = c;
+                            } else {
+                                inodes.release(c);
+                            }
+                            return r;
+                        }
+                    } finally {
+                        volume.unreserveFrames(frames);
                     }
-                } finally {
-                    volume.unreserveFrames(frames);
                 }
                 if (r == AllocationGroup.NO_SPACE) {
                     break;
@@ -1212,6 +1279,24 @@ public final class Namespace {
         throw new NoSpaceException("no allocation group has a free inode or room for an inode chunk");
     }
 
+    /** True for a symlink target too long for the inline area: it gets a block of its own. */
+    private boolean isRemote(byte[] linkTarget) {
+        return linkTarget != null && linkTarget.length > inlineCapacity;
+    }
+
+    /**
+     * Before a create that takes a block besides its inode: a free inode in {@code ag}, made in a
+     * transaction of its own if needed ({@link AllocationGroup#ensureFreeInode}).
+     */
+    private long ensureFreeInode(AllocationGroup ag) {
+        int[] frames = volume.reserveFrames(Geometry.CHUNK_BLOCKS);
+        try {
+            return ag.ensureFreeInode(frames);
+        } finally {
+            volume.unreserveFrames(frames);
+        }
+    }
+
     /**
      * One attempt: the new inode; or a result of {@link AllocationGroup#allocInode}, or {@link #EXISTS},
      * with nothing changed. Unless the caller has {@code searched} the directory for the name already (an
@@ -1222,15 +1307,24 @@ public final class Namespace {
     private long tryCreate(Txn txn, AllocationGroup ag, int[] frames, Inode d, byte[] key, int mode, byte[] linkTarget,
                            boolean searched) {
         int type = mode & S_IFMT;
+        boolean remote = isRemote(linkTarget);
         txn.lock(ag.agi);
         if (ag.inodeListLow()) {
             return AllocationGroup.RETRY_FIX;
         }
         int next = ag.nextFreeInode(txn);
-        if (next < 0 && frames == null) {
+        if (next < 0 && (frames == null || remote)) {
             return AllocationGroup.RETRY_CHUNK;
         }
-        if (next < 0) {
+        long targetBlock = 0;
+        if (remote) {
+            // the first change: it may fail, and then nothing has changed; with a listed inode and the
+            // name known absent (searched), nothing after it can fail
+            targetBlock = ag.allocBlocks(txn, 1);
+            if (targetBlock <= 0) {
+                return targetBlock;
+            }
+        } else if (next < 0) {
             txn.lock(ag.agf);
         }
         if (!searched && next < 0 && find(d, key, true) != null) {
@@ -1242,7 +1336,7 @@ public final class Namespace {
         if (first && !insertEntry(txn, d, key, expected, type)) {
             return EXISTS;
         }
-        long ino = ag.allocInode(txn, frames, mode, 0, 0, type == S_IFDIR ? 2 : 1, nowNanos());
+        long ino = ag.allocInode(txn, remote ? null : frames, mode, 0, 0, type == S_IFDIR ? 2 : 1, nowNanos());
         if (ino <= 0) {
             return ino;
         }
@@ -1255,6 +1349,15 @@ public final class Namespace {
         if (type == S_IFDIR) {
             InodeFormat.setParent(m, rec, d.ino);
             InodeFormat.setFork(m, rec, InodeFormat.FORK_INLINE);
+        } else if (remote) {
+            Buffer tb = cache.createEmpty(txn, targetBlock, SymlinkFormat.MAGIC, ino, frames[0]);
+            frames[0] = -1;
+            txn.log(tb, SymlinkFormat.LENGTH, SymlinkFormat.write(tb.data(), linkTarget));
+            InodeFormat.setFork(m, rec, InodeFormat.FORK_REMOTE);
+            InodeFormat.setRemoteBlock(m, rec, targetBlock);
+            InodeFormat.setInlineUsed(m, rec, 8);
+            InodeFormat.setSize(m, rec, linkTarget.length);
+            InodeFormat.setBlocks(m, rec, 1);
         } else if (type == S_IFLNK) {
             InodeFormat.setFork(m, rec, InodeFormat.FORK_INLINE);
             MemorySegment.copy(linkTarget, 0, m, java.lang.foreign.ValueLayout.JAVA_BYTE, rec + InodeFormat.INLINE, linkTarget.length);
@@ -1399,13 +1502,14 @@ public final class Namespace {
     }
 
     /**
-     * Logs a record's fixed fields and, if its inline area holds entries or a link target, the used part
-     * of that area (the rest is zero). A tree directory's area changes only through its own logging.
+     * Logs a record's fixed fields and, if its inline area holds entries, a link target or a remote
+     * block's number, the used part of that area (the rest is zero). A tree directory's area changes
+     * only through its own logging.
      */
     private static void logUsed(Txn txn, Buffer b, int rec) {
         MemorySegment m = b.data();
-        boolean inline = InodeFormat.fork(m, rec) == InodeFormat.FORK_INLINE;
-        txn.log(b, rec, InodeFormat.INLINE + (inline ? InodeFormat.inlineUsed(m, rec) : 0));
+        boolean tree = InodeFormat.fork(m, rec) == InodeFormat.FORK_TREE;
+        txn.log(b, rec, InodeFormat.INLINE + (tree ? 0 : InodeFormat.inlineUsed(m, rec)));
     }
 
     /** In {@code txn}: {@code dir} gains {@code links} links (subdirectories), its times move, and its entry count by {@code entries}. */
@@ -1472,12 +1576,37 @@ public final class Namespace {
         while (readRecord(ino, (b, r) -> isTree(b, r) ? DirEntryFormat.reserveCount(b, area) : 0) > 0) {
             spillBlock(c);
         }
+        freeRemoteBlock(c);
         AllocationGroup ag = volume.group(geometry.agOfInode(ino));
         commitChange(ag, new Inode[] {c}, txn -> {
             if (!ag.freeInode(txn, geometry.agInode(ino))) {
                 throw new IllegalStateException("group " + ag.agno + " ran short of its inode free list under its AGI");
             }
             ag.removeOrphan(txn, geometry.agInode(ino));
+        });
+    }
+
+    /** Frees the block of orphan {@code c}'s remote fork (a long symlink's target), if it has one. */
+    private void freeRemoteBlock(Inode c) {
+        long ino = c.ino;
+        int rec = rec(ino);
+        long blk = readRecord(ino, (b, r) -> InodeFormat.fork(b, r) == InodeFormat.FORK_REMOTE ? InodeFormat.remoteBlock(b, r) : 0L);
+        if (blk == 0) {
+            return;
+        }
+        c.lastSeq = freeBlock(blk, 3, txn -> {
+            Buffer tb;
+            do {
+                tb = cache.get(blk, SymlinkFormat.MAGIC, ino, "symlink target block");
+            } while (!txn.lock(tb));
+            cache.free(txn, tb, SymlinkFormat.FREED_MAGIC);
+            Buffer b = lockRecord(txn, ino);
+            MemorySegment m = b.data();
+            InodeFormat.setFork(m, rec, InodeFormat.FORK_EMPTY);
+            InodeFormat.setRemoteBlock(m, rec, 0);
+            InodeFormat.setInlineUsed(m, rec, 0);
+            InodeFormat.setBlocks(m, rec, 0);
+            txn.log(b, rec, InodeFormat.INLINE + 8);
         });
     }
 
@@ -1738,7 +1867,7 @@ public final class Namespace {
             if (ds.nlink() != 2 + subdirs) {
                 problems.add("directory " + dir + " has " + ds.nlink() + " links, expected 2 + " + subdirs + " subdirectories");
             }
-            checkDirBlocks(dir, ds, owned, problems);
+            checkBlocks(dir, ds, owned, problems);
         }
         java.util.Set<Long> orphans = new java.util.HashSet<>();
         for (int g = 0; g < geometry.agCount(); g++) {
@@ -1752,11 +1881,14 @@ public final class Namespace {
                     if (n != 0 || s.nlink() != 0) {
                         problems.add("orphan " + ino + " has " + s.nlink() + " links and " + n + " names");
                     }
-                    checkDirBlocks(ino, s, owned, problems);
+                    checkBlocks(ino, s, owned, problems);
                 } else if (ino != root && n == 0) {
                     problems.add("inode " + ino + " (mode 0" + Integer.toOctalString(s.mode()) + ") is allocated but has no name");
-                } else if (!s.isDirectory() && s.nlink() != n) {
-                    problems.add("inode " + ino + " has " + s.nlink() + " links but " + n + " names");
+                } else if (!s.isDirectory()) {
+                    if (s.nlink() != n) {
+                        problems.add("inode " + ino + " has " + s.nlink() + " links but " + n + " names");
+                    }
+                    checkBlocks(ino, s, owned, problems);
                 }
             }
         }
@@ -1769,8 +1901,38 @@ public final class Namespace {
         return problems;
     }
 
-    /** Accounts for a directory's tree and reserve blocks in {@code owned}, checking the tree. */
-    private void checkDirBlocks(long dir, InodeStat s, java.util.TreeMap<Long, Integer> owned, List<String> problems) {
+    /** A long symlink's block: in range, holding the link's target of its size; the inode counts one block. */
+    private void checkRemoteBlock(long ino, long blk, InodeStat s, java.util.TreeMap<Long, Integer> owned, List<String> problems) {
+        if (!s.isSymlink()) {
+            problems.add("inode " + ino + " (mode 0" + Integer.toOctalString(s.mode()) + ") has a remote fork; only long symlinks do");
+        }
+        if (s.blocks() != 1) {
+            problems.add("symlink " + ino + " counts " + s.blocks() + " blocks but owns 1");
+        }
+        if (blk < geometry.dataStart() || blk >= geometry.deviceBlocks()) {
+            problems.add("symlink " + ino + " names block " + blk + " outside the allocation groups");
+            return;
+        }
+        owned.put(blk, 1);
+        try {
+            if (s.isSymlink() && remoteTarget(ino, blk, s.size()).length != s.size()) {
+                problems.add("symlink " + ino + " target is not " + s.size() + " bytes long");
+            }
+        } catch (CorruptionException | NamespaceException e) {
+            problems.add("symlink " + ino + ": " + e.getMessage());
+        }
+    }
+
+    /**
+     * Accounts for the blocks an inode owns in {@code owned}, checking them: a directory's tree and
+     * reserve, a long symlink's target block.
+     */
+    private void checkBlocks(long dir, InodeStat s, java.util.TreeMap<Long, Integer> owned, List<String> problems) {
+        long remote = readRecord(dir, (b, rec) -> InodeFormat.fork(b, rec) == InodeFormat.FORK_REMOTE ? InodeFormat.remoteBlock(b, rec) : 0L);
+        if (remote != 0) {
+            checkRemoteBlock(dir, remote, s, owned, problems);
+            return;
+        }
         int area = rec(dir) + InodeFormat.INLINE;
         long[] st = readRecord(dir, (b, rec) -> isTree(b, rec) && InodeFormat.type(b, rec) == S_IFDIR
                 ? new long[] {DirEntryFormat.treeHeader(b, area), DirEntryFormat.reserveCount(b, area)} : null);

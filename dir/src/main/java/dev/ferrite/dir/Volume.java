@@ -607,7 +607,7 @@ public final class Volume implements AutoCloseable {
      */
     void freeBlocks(long block, int len) {
         checkOpen();
-        int agno = block < geometry.dataStart() ? -1 : (int) Math.min(groups.length - 1, (block - geometry.dataStart()) / geometry.agBlocks());
+        int agno = block < geometry.dataStart() ? -1 : geometry.agOfBlock(block);
         if (agno < 0 || len < 1 || block + len > geometry.agStart(agno) + geometry.agLength(agno)) {
             throw new InvalidArgumentException("blocks [" + block + ", +" + len + ") do not lie inside one allocation group");
         }

@@ -87,6 +87,15 @@ public final class VolumeDump {
                         .append(", free list of ").append(AgHeaderFormat.u32(b, AgHeaderFormat.AGI_LIST_COUNT)).append('\n');
             } else if (magic == InodeFormat.MAGIC) {
                 inodeBlock(b, sb);
+            } else if (magic == SymlinkFormat.MAGIC) {
+                int length = SymlinkFormat.length(b);
+                sb.append("symlink target of inode ").append(BlockHeaderFormat.owner(b)).append(", ").append(length).append(" bytes");
+                if (length >= 0 && length <= SymlinkFormat.capacity((int) b.byteSize())) {
+                    sb.append(": ").append(new String(SymlinkFormat.target(b, length), java.nio.charset.StandardCharsets.UTF_8));
+                } else {
+                    sb.append(" (MORE THAN THE BLOCK HOLDS)");
+                }
+                sb.append('\n');
             } else if (BTreeDump.isTreeBlock(b)) {
                 sb.append(BTreeDump.describe(b));
             } else {

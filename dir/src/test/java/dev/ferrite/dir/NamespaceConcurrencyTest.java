@@ -11,6 +11,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 
+import dev.ferrite.io.Errno;
 import dev.ferrite.io.MemoryDevice;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -35,6 +36,8 @@ class NamespaceConcurrencyTest {
     void eightThreadsLonger() throws Exception {
         run(8, 10_000);
     }
+
+    private static final String LINK = "l";
 
     private static void run(int threadCount, int ops) throws Exception {
         try (MemoryDevice dev = MemoryDevice.create(16384, 4096)) {
@@ -69,10 +72,10 @@ class NamespaceConcurrencyTest {
                                 String dir = inShared ? "/shared/" : "/p" + id + "/";
                                 int op = rnd.nextInt(4);
                                 if (!set.contains(name) && op < 2) {
-                                    if (rnd.nextBoolean()) {
-                                        ns.create(dir + name, 0644, true);
-                                    } else {
-                                        ns.mkdir(dir + name, 0755);
+                                    switch (rnd.nextInt(3)) {
+                                        case 0 -> ns.create(dir + name, 0644, true);
+                                        case 1 -> ns.mkdir(dir + name, 0755);
+                                        default -> ns.symlink(LINK.repeat(500 + rnd.nextInt(3000)), dir + name); // a block of its own
                                     }
                                     set.add(name);
                                 } else if (set.contains(name) && op == 2) {
@@ -108,6 +111,9 @@ class NamespaceConcurrencyTest {
                                 DirPage p = ns.readdir("/shared", c, 13);
                                 for (DirEntry e : p.entries()) {
                                     assertTrue(seen.add(e.name()), "readdir returned " + e.name() + " twice, seed " + SEED);
+                                    if (e.type() == InodeFormat.S_IFLNK) {
+                                        readLongLink(ns, e);
+                                    }
                                 }
                                 if (p.end()) {
                                     break;
@@ -145,6 +151,19 @@ class NamespaceConcurrencyTest {
                 NamespaceTest.assertChecked(ns);
             }
         }
+    }
+
+    /** Reads a link that may be unlinked (its inode and block reused) meanwhile: its whole target, or an error saying so. */
+    private static void readLongLink(Namespace ns, DirEntry e) {
+        String t;
+        try {
+            t = ns.readlinkIno(e.ino());
+        } catch (NamespaceException x) {
+            // removed, or its inode freed and made a file or directory since
+            assertTrue(x.errno() == Errno.ENOENT || x.errno() == Errno.EINVAL, "readlink of " + e + ": " + x.getMessage());
+            return;
+        }
+        assertTrue(t.length() >= 500 && t.replace(LINK, "").isEmpty(), "readlink of " + e + " gave " + t.length() + " bytes");
     }
 
     private static Set<String> names(Namespace ns, String dir) {

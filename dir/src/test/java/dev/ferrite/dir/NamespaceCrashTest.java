@@ -47,7 +47,7 @@ class NamespaceCrashTest {
                             case 4 -> ns.rmdir(p);
                             case 5, 6 -> ns.rename(p, q);
                             case 7 -> ns.link(p, q);
-                            default -> ns.symlink("x", q);
+                            default -> ns.symlink(rnd.nextBoolean() ? "x" : "y".repeat(600), q); // inline, or in a block
                         }
                     } catch (NamespaceException expected) {
                         // refused with nothing changed: the tree is the previous one

@@ -1,10 +1,12 @@
 package dev.ferrite.dir;
 
+import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 
+import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.Errno;
 import dev.ferrite.io.MemoryDevice;
 import dev.ferrite.io.RecordingDevice;
@@ -154,6 +156,68 @@ class NamespaceTest {
             }
             assertEquals(expected, seen);
             assertEquals(72, pages);
+        }
+    }
+
+    @Test
+    void longSymlinkTargetsLiveInABlockOfTheirOwn() {
+        int max = Math.min(Namespace.MAX_SYMLINK_TARGET, SymlinkFormat.capacity(4096));
+        String inline = "i".repeat(InodeFormat.inlineCapacity(4096));
+        String longest = "/d/" + "./".repeat((max - 4) / 2) + "f".repeat(max - 4 - 2 * ((max - 4) / 2)) + "f";
+        assertEquals(max, longest.length());
+        try (MemoryDevice dev = VolumeTest.formatted()) {
+            long blockOfLongest;
+            try (Volume v = Volume.open(dev, OPTIONS)) {
+                Namespace ns = v.namespace();
+                ns.mkdir("/d", 0755);
+                long f = ns.create("/d/f", 0644, true);
+                ns.symlink(inline, "/in");
+                assertEquals(0, ns.lstat("/in").blocks(), "a target that fits the record stays inline");
+                VolumeStats before = v.statfs();
+                ns.symlink(longest, "/long");
+                assertEquals(before.freeBlocks() - 1, v.statfs().freeBlocks(), "one block for the target");
+                InodeStat st = ns.lstat("/long");
+                assertEquals(max, st.size());
+                assertEquals(1, st.blocks());
+                assertEquals(longest, ns.readlink("/long"));
+                assertEquals(f, ns.lookup("/long"), "resolution follows a long target");
+                VolumeStats full = v.statfs();
+                assertErrno(Errno.ENAMETOOLONG, () -> ns.symlink(longest + "x", "/toolong"));
+                assertEquals(full, v.statfs(), "refused with nothing changed");
+                assertErrno(Errno.ENOENT, () -> ns.lstat("/toolong"));
+                ns.symlink("x".repeat(InodeFormat.inlineCapacity(4096) + 1), "/d/gone");
+                ns.unlink("/d/gone");
+                assertEquals(full, v.statfs(), "unlink frees the block and the inode");
+                long ino = ns.lstat("/long").ino();
+                MemorySegment blk = java.lang.foreign.Arena.ofAuto().allocate(4096, 4096);
+                v.checkpoint(); // the record is home
+                dev.read(v.geometry().inodeBlock(ino), blk);
+                blockOfLongest = InodeFormat.remoteBlock(blk, InodeFormat.recordOffset(4096, Geometry.inodeSlot(ino)));
+                assertChecked(ns);
+            }
+            try (Volume v = Volume.open(dev, OPTIONS)) {
+                Namespace ns = v.namespace();
+                assertEquals(longest, ns.readlink("/long"), "after remount");
+                assertTrue(VolumeDump.block(dev, blockOfLongest).contains(longest), VolumeDump.block(dev, blockOfLongest));
+                ns.rename("/in", "/long"); // replacing the long link frees its block
+                assertEquals(inline, ns.readlink("/long"));
+                assertChecked(ns);
+                ns.symlink(longest, "/damaged");
+            }
+            try (Volume v = Volume.open(dev, OPTIONS)) {
+                long ino = v.namespace().lstat("/damaged").ino();
+                MemorySegment blk = java.lang.foreign.Arena.ofAuto().allocate(4096, 4096);
+                dev.read(v.geometry().inodeBlock(ino), blk);
+                long target = InodeFormat.remoteBlock(blk, InodeFormat.recordOffset(4096, Geometry.inodeSlot(ino)));
+                dev.read(target, blk);
+                blk.set(java.lang.foreign.ValueLayout.JAVA_BYTE, SymlinkFormat.TARGET + 7, (byte) 'Z');
+                dev.write(target, blk); // behind the volume's back: the cache does not hold the block yet
+                Namespace ns = v.namespace();
+                CorruptionException e = assertThrows(CorruptionException.class, () -> ns.readlink("/damaged"));
+                assertTrue(e.getMessage().contains("block " + target), e.getMessage());
+                List<String> problems = ns.check();
+                assertTrue(problems.stream().anyMatch(p -> p.contains("symlink " + ino)), problems.toString());
+            }
         }
     }
 
