@@ -3,6 +3,7 @@ package dev.ferrite.btree;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicLong;
@@ -50,6 +51,7 @@ public final class BufferCache implements AutoCloseable {
     private static final Object CLAIMED = new Object();
     private static final int STRIPES = 256;
     private static final int FREEING_SLOTS = 1 << 14;
+    private static final int MIN_FREEING_SWEEP = 256;
 
     private final BlockDevice device;
     private final Journal journal;
@@ -69,7 +71,8 @@ public final class BufferCache implements AutoCloseable {
      * freeing transaction, or pinned). Such a block must not be allocated again yet: its new buffer is
      * another log item, which could land in the same checkpoint as the free, and a checkpoint keeps no
      * order between two items (the CIL has a list per thread stripe), so recovery could apply the free
-     * after the new contents. Entries leave when the block is asked about, or its stale buffer evicted.
+     * after the new contents. Entries leave when the block is asked about, its stale buffer is evicted,
+     * or a sweep finds them no longer busy.
      */
     private final ConcurrentHashMap<Long, Buffer> freeing = new ConcurrentHashMap<>();
     /**
@@ -79,6 +82,13 @@ public final class BufferCache implements AutoCloseable {
     private final AtomicIntegerArray freeingSlots = new AtomicIntegerArray(FREEING_SLOTS);
     /** Entries of {@link #freeing}, or more while one is being added or removed. */
     private final AtomicInteger freeingCount = new AtomicInteger();
+    /**
+     * Entries of {@link #freeing} at which a free sweeps out the ones no longer busy: blocks nobody asks
+     * about (a freed inode chunk's, until its space is allocated again) would otherwise stay, and keep
+     * {@link #busyBound} and the slot counts high. Twice what the last sweep left: amortized O(1) a free.
+     */
+    private volatile int sweepFreeingAt = MIN_FREEING_SWEEP;
+    private final AtomicBoolean sweepingFreeing = new AtomicBoolean();
     private final Object cleanSignal = new Object();
     /** Threads waiting in claimFrame for a buffer to come clean: write-backs notify only when there are some. */
     private volatile int cleanWaiters;
@@ -302,6 +312,18 @@ public final class BufferCache implements AutoCloseable {
         int bucket = bucket(b.block());
         synchronized (stripe(bucket)) {
             unlink(bucket, b);
+        }
+        if (freeingCount.get() >= sweepFreeingAt && sweepingFreeing.compareAndSet(false, true)) {
+            try {
+                freeing.forEach((block, f) -> {
+                    if (f.holder == null && !f.isPinned() && freeing.remove(block, f)) { // as isBusy finds it
+                        forgetFreeing(block);
+                    }
+                });
+                sweepFreeingAt = Math.max(MIN_FREEING_SWEEP, 2 * freeingCount.get());
+            } finally {
+                sweepingFreeing.set(false);
+            }
         }
     }
 

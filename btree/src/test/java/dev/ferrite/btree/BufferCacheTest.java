@@ -351,6 +351,35 @@ class BufferCacheTest {
     }
 
     /**
+     * Freed blocks nobody asks about again (a freed inode chunk's) leave the busy set once their free is
+     * checkpointed, by the sweep a later free runs, though no allocator looks at them and the cache is
+     * large enough never to evict their stale buffers.
+     */
+    @Test
+    void freedBlocksNobodyAsksAboutLeaveTheBusySetOnceCheckpointed() {
+        cache.close();
+        cache = new BufferCache(device, journal, 1024L * BLOCK_SIZE);
+        writeBlocks(FIRST, 300);
+        freeBlocks(FIRST, 200);
+        assertEquals(200, cache.busyBound(), "all 200 frees are busy");
+        journal.checkpoint(); // the frees are in the AIL (and dropped from it): none is busy any more
+        freeBlocks(FIRST + 200, 100); // the 256th free sweeps
+        assertTrue(cache.busyBound() <= 100, "the checkpointed frees are still counted: " + cache.busyBound());
+        assertTrue(cache.isBusy(FIRST + 299), "the latest free is not checkpointed");
+    }
+
+    private void freeBlocks(long from, int count) {
+        for (long x = from; x < from + count; x++) {
+            try (Txn txn = Txn.begin(cache, 1)) {
+                Buffer b = get(x);
+                assertTrue(txn.lock(b));
+                cache.free(txn, b, FREED);
+                txn.commit();
+            }
+        }
+    }
+
+    /**
      * A reader that followed a stale pointer to a freed block reads its old contents back in (the free is
      * never written home, so they still verify). That buffer must not stop the block from being allocated
      * again: it is dropped, and whoever still holds it sees it obsolete.

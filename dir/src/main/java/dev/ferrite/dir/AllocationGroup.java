@@ -6,6 +6,8 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.NavigableMap;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.locks.LockSupport;
 
 import dev.ferrite.btree.BTree;
@@ -85,6 +87,8 @@ final class AllocationGroup {
     private static final int BUSY_CANDIDATES = 8;
 
     private static final int FIX_OPS = 2;
+    /** Free-list refills an operation that met a short list tries before giving up. */
+    private static final int FIX_ATTEMPTS = 4;
     /**
      * Changing operations one free-space change runs on each free-space tree at most (a free merging
      * with both neighbours: two deletes and an insert); each tree's {@link BTree#reservation()} covers one.
@@ -119,6 +123,8 @@ final class AllocationGroup {
      */
     private int firstFreeChunk = -1;
     private long firstFreeMask;
+    /** Chunks whose last inode in use was freed, for {@link #reclaimEmptyChunks} to look at. */
+    private final Queue<Integer> emptyChunks = new ConcurrentLinkedQueue<>();
 
     private AllocationGroup(BufferCache cache, Geometry geometry, Counters counters, int agno, Buffer agf, Buffer agi) {
         this.cache = cache;
@@ -502,7 +508,7 @@ final class AllocationGroup {
      */
     boolean needsFix() {
         return agfl.count() > 4 * RESERVE || agil.count() > 4 * RESERVE
-                || (!agfl.holds(RESERVE) || !agil.holds(RESERVE)) && freeBlocks() > 0;
+                || (!agfl.seemsToHold(RESERVE) || !agil.seemsToHold(RESERVE)) && freeBlocks() > 0;
     }
 
     private FreeList listToFix() {
@@ -772,7 +778,8 @@ final class AllocationGroup {
 
     /**
      * Frees inode {@code agIno} of this group in {@code txn}: its record is cleared (keeping the
-     * generation) and its slot marked free. Chunks stay allocated once made.
+     * generation) and its slot marked free. A chunk left with no inode in use is noted for
+     * {@link #reclaimEmptyChunks}, which its caller runs once this transaction has committed.
      *
      * @return true, or false for {@link #RETRY_FIX} (nothing changed, headers released)
      * @throws InvalidArgumentException if the inode is not allocated (nothing changed)
@@ -811,10 +818,86 @@ final class AllocationGroup {
             firstFreeChunk = chunk;
             firstFreeMask = mask | bit;
         }
+        if ((mask | bit) == -1L) {
+            emptyChunks.offer(chunk);
+        }
         addU64(txn, agi, FREE_INODES, 1);
         counters.freeInodes.increment();
         txn.log(b, rec, InodeFormat.clear(b.data(), rec, recordSize));
         return true;
+    }
+
+    /**
+     * Returns to free space, each in a transaction of its own, the chunks {@link #freeInode} left with
+     * no inode in use, unless one has been allocated from since, or the group would be left with fewer
+     * than a chunk of free inodes (which keeps a create/unlink cycle at a chunk's edge from making and
+     * freeing the same chunk over and over). Call holding no buffer lock.
+     */
+    void reclaimEmptyChunks() {
+        for (Integer first; (first = emptyChunks.poll()) != null; ) {
+            for (int attempt = 0; !freeChunk(first); attempt++) {
+                if (attempt == FIX_ATTEMPTS) {
+                    return; // the chunk stays: allocated and free, as it would after a crash
+                }
+                fix();
+            }
+        }
+    }
+
+    /** Items a {@link #freeChunk} transaction may change. */
+    private int freeChunkItems() {
+        return 2 + ino.reservation() + fino.reservation() + CHUNK_BLOCKS + freeSpaceItems();
+    }
+
+    /**
+     * Frees chunk {@code first} if it is still empty and the group keeps a chunk of free inodes besides;
+     * false if a free list must be refilled first (nothing changed).
+     */
+    private boolean freeChunk(int first) {
+        Buffer[] blocks = new Buffer[CHUNK_BLOCKS];
+        try (Txn txn = Txn.begin(cache, freeChunkItems())) {
+            lock(txn, agi);
+            if (!agil.holds(OP_BLOCKS)) {
+                return false;
+            }
+            MemorySegment k = MemorySegment.ofArray(new byte[4]);
+            MemorySegment v = MemorySegment.ofArray(new byte[8]);
+            AgTreeFormat.key32(k, first);
+            if (ino.find(txn, k, BTree.Match.EXACT, MemorySegment.ofArray(new byte[4]), v) < 0 || AgTreeFormat.mask(v) != -1L
+                    || u64(agi.data(), FREE_INODES) < 2L * CHUNK_INODES) {
+                return true;
+            }
+            lock(txn, agf);
+            if (!agfl.holds(RESERVE)) {
+                return false;
+            }
+            for (int i = 0; i < CHUNK_BLOCKS; i++) {
+                blocks[i] = lockInodeBlock(txn, first + i * Geometry.INODES_PER_BLOCK);
+                for (int slot = 0; slot < Geometry.INODES_PER_BLOCK; slot++) {
+                    int rec = InodeFormat.recordOffset(cache.blockSize(), slot);
+                    if (InodeFormat.mode(blocks[i].data(), rec) != 0) {
+                        throw new CorruptionException(blocks[i].block(), INODE_BLOCK, "inode " + geometry.inodeNumber(agno,
+                                first + i * Geometry.INODES_PER_BLOCK + slot) + " is free in the inode tree but its record is in use");
+                    }
+                }
+            }
+            if (!ino.delete(txn, k) || !fino.delete(txn, k)) {
+                throw new CorruptionException(agi.block(), AGI, "group " + agno + "'s inode trees disagree about the empty chunk at " + first);
+            }
+            for (Buffer b : blocks) {
+                cache.free(txn, b, InodeFormat.FREED_MAGIC);
+            }
+            freeExtent(txn, first >>> 3, CHUNK_BLOCKS);
+            if (firstFreeChunk == first) {
+                firstFreeChunk = -1; // the next allocation reads the free-inode tree's new first record
+            }
+            addU64(txn, agi, INODES, -CHUNK_INODES);
+            addU64(txn, agi, FREE_INODES, -CHUNK_INODES);
+            counters.inodes.add(-CHUNK_INODES);
+            counters.freeInodes.add(-CHUNK_INODES);
+            txn.commit();
+            return true;
+        }
     }
 
     // ------------------------------------------------------------------ namespace transactions (AGI held)

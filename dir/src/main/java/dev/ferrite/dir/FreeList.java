@@ -21,6 +21,13 @@ final class FreeList implements BlockAllocator {
     private final int countOffset;
     private final int capacity;
     private final long groupStart;
+    /**
+     * Under the header's lock: at least the number of busy entries. Only tree nodes freed onto the list
+     * ({@link #free}) can be busy; a count of them found busy (by a scan of the whole list, or 0 at
+     * mount) plus the frees since bounds it. With the cache's {@link BufferCache#busyBound} this lets
+     * {@link #holds} answer without asking about entries, even while many other blocks are busy.
+     */
+    private int mayBeBusy;
 
     FreeList(BufferCache cache, Buffer header, int countOffset, long groupStart) {
         this.cache = cache;
@@ -60,18 +67,20 @@ final class FreeList implements BlockAllocator {
         return cache.isBusy(groupStart + entry(i));
     }
 
-    /** True if at least {@code n} entries are not busy (stops counting at {@code n}). */
+    /** With the header locked: true if at least {@code n} entries are not busy. */
     boolean holds(int n) {
-        if (count() - n >= cache.busyBound()) {
+        int c = count();
+        if (c - n >= Math.min(mayBeBusy, cache.busyBound())) {
             return true;
         }
-        int found = 0;
-        for (int i = count() - 1; i >= 0 && found < n; i--) {
-            if (!busy(i)) {
-                found++;
-            }
-        }
-        return found >= n;
+        mayBeBusy = c - usable();
+        return c - mayBeBusy >= n;
+    }
+
+    /** {@link #holds} without the header's lock: a hint, which may be stale by the time it returns. */
+    boolean seemsToHold(int n) {
+        int c = count();
+        return c - n >= Math.min(mayBeBusy, cache.busyBound()) || usable() >= n;
     }
 
     /** Entries that are not busy. */
@@ -139,6 +148,7 @@ final class FreeList implements BlockAllocator {
     @Override
     public void free(Txn txn, long block) {
         push(txn, (int) (block - groupStart));
+        mayBeBusy++;
     }
 
     @Override

@@ -1,6 +1,7 @@
 package dev.ferrite.dir;
 
 import java.lang.foreign.MemorySegment;
+import java.util.concurrent.ThreadLocalRandom;
 
 import dev.ferrite.btree.BlockHeaderFormat;
 
@@ -32,7 +33,8 @@ import static dev.ferrite.io.OnDisk.U64;
  *  32  u64 modification time
  *  40  u64 change time
  *  48  u64 birth time
- *  56  u32 generation: bumped each time the slot is allocated (stale handles notice reuse)
+ *  56  u32 generation: bumped each time the slot is allocated (stale handles notice reuse); random
+ *      at a slot's first allocation
  *  60  u32 flags
  *  64  u64 blocks allocated to the inode
  *  72  u16 bytes used in the inline area
@@ -46,6 +48,8 @@ import static dev.ferrite.io.OnDisk.U64;
  */
 final class InodeFormat {
     static final int MAGIC = 0x4F4E4946; // "FINO"
+    /** Header magic the blocks of a freed chunk get: "FINX". */
+    static final int FREED_MAGIC = 0x584E4946;
     static final int BLOCK_HEADER = 64;
 
     static final int MODE = 0, FORK = 2, UID = 4, GID = 8, NLINK = 12, SIZE = 16, ATIME = 24, MTIME = 32,
@@ -86,12 +90,15 @@ final class InodeFormat {
 
     /**
      * Initializes a record for a newly allocated inode: the generation is bumped, everything else set.
+     * A slot never used (in a chunk made anew, perhaps where a freed one lay) starts at a random
+     * generation, so that an (inode, generation) pair kept from the old chunk does not name a new inode.
      *
      * @return how many bytes from the record's start the change spans: only they need logging
      */
     static int init(MemorySegment b, int rec, int recordSize, int mode, int uid, int gid, int nlink, long nowNanos) {
         int before = usedLength(b, rec, recordSize);
-        int generation = generation(b, rec) + 1;
+        int old = generation(b, rec);
+        int generation = old != 0 ? old + 1 : ThreadLocalRandom.current().nextInt() | 1;
         b.asSlice(rec, recordSize).fill((byte) 0);
         b.set(U16, rec + MODE, (short) mode);
         b.set(U32, rec + UID, uid);

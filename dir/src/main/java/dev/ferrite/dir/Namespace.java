@@ -494,7 +494,16 @@ public final class Namespace {
     }
 
     private Buffer inodeBuffer(long ino) {
-        return cache.get(block(ino), InodeFormat.MAGIC, geometry.agOfInode(ino), "inode block");
+        int ag = geometry.agOfInode(ino);
+        try {
+            return cache.get(block(ino), InodeFormat.MAGIC, ag, "inode block");
+        } catch (CorruptionException e) {
+            if (!volume.group(ag).inChunk(geometry.agInode(ino))) {
+                // a number read before its inode was freed, with its chunk, and the block reused
+                throw new NamespaceException(Errno.ENOENT, "inode " + ino + " was freed");
+            }
+            throw e;
+        }
     }
 
     private Buffer lockRecord(Txn txn, long ino) {
@@ -1495,6 +1504,9 @@ public final class Namespace {
                     if (i != null) {
                         i.lastSeq = seq;
                     }
+                }
+                if (ag != null) {
+                    ag.reclaimEmptyChunks();
                 }
                 return;
             }

@@ -494,6 +494,7 @@ public final class Volume implements AutoCloseable {
             try (Txn txn = Txn.begin(cache, ag.freeInodeItems())) {
                 if (ag.freeInode(txn, geometry.agInode(ino))) {
                     txn.commit();
+                    ag.reclaimEmptyChunks();
                     return;
                 }
             }

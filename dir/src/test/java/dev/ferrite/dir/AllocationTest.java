@@ -126,6 +126,51 @@ class AllocationTest {
     }
 
     @Test
+    void emptyChunksGoBackToFreeSpaceKeepingOneChunkOfFreeInodes() {
+        VolumeOptions one = OPTIONS.withAgCount(1);
+        try (MemoryDevice dev = MemoryDevice.create(VolumeTest.BLOCKS, 4096)) {
+            Volume.format(dev, one);
+            List<Long> inos = new ArrayList<>();
+            long firstOfChunk2;
+            int firstGen;
+            try (Volume v = Volume.open(dev, one)) {
+                VolumeStats empty = v.statfs();
+                assertEquals(Geometry.CHUNK_INODES, empty.inodes(), "the root's chunk");
+                for (int i = 0; i < 4 * Geometry.CHUNK_INODES; i++) {
+                    inos.add(v.allocInode(InodeFormat.S_IFREG | 0600, 0, 0, 1, v.rootInode()));
+                }
+                VolumeStats full = v.statfs();
+                assertEquals(5 * Geometry.CHUNK_INODES, full.inodes());
+                firstOfChunk2 = inos.get(2 * Geometry.CHUNK_INODES - 1);
+                firstGen = v.stat(firstOfChunk2).generation();
+                for (long ino : inos) {
+                    v.freeInode(ino);
+                }
+                VolumeStats after = v.statfs();
+                // the root's chunk stays, and one empty chunk: fewer than two chunks' worth of free inodes is kept
+                assertEquals(2 * Geometry.CHUNK_INODES, after.inodes(), after.toString());
+                assertEquals(2 * Geometry.CHUNK_INODES - 1, after.freeInodes());
+                assertTrue(after.freeBlocks() >= full.freeBlocks() + 3 * Geometry.CHUNK_BLOCKS,
+                        "three chunks' blocks are free again: " + full + " -> " + after);
+                InvalidArgumentException stale = assertThrows(InvalidArgumentException.class, () -> v.stat(firstOfChunk2));
+                assertTrue(stale.getMessage().contains("no inode chunk"), stale.getMessage());
+                assertSound(v);
+            }
+            try (Volume v = Volume.open(dev, one)) {
+                assertEquals(2 * Geometry.CHUNK_INODES, v.statfs().inodes(), "after remount");
+                assertSound(v);
+                Set<Long> again = new HashSet<>();
+                for (int i = 0; i < 4 * Geometry.CHUNK_INODES; i++) {
+                    again.add(v.allocInode(InodeFormat.S_IFREG | 0600, 0, 0, 1, v.rootInode()));
+                }
+                assertTrue(again.contains(firstOfChunk2), "the freed chunks' space is used for inodes again");
+                assertTrue(v.stat(firstOfChunk2).generation() != firstGen, "a remade chunk does not repeat generations");
+                assertSound(v);
+            }
+        }
+    }
+
+    @Test
     void generationsGrowAndDoubleFreesAreRefused() {
         try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
             long ino = v.allocInode(InodeFormat.S_IFREG | 0600, 0, 0, 1, v.rootInode());

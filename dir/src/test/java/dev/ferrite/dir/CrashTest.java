@@ -70,11 +70,17 @@ class CrashTest {
             Set<Long> live = new LinkedHashSet<>();
             Set<Long> freedEver = new HashSet<>();
             List<Set<Long>> freedAfterSync = new ArrayList<>();
-            int firstFlush, lastFlush;
+            int firstFlush, lastFlush, drainFlush = -1;
             try (Volume v = Volume.open(rec, OPTIONS)) {
                 firstFlush = rec.flushCount();
-                for (int i = 0; i < 1500; i++) {
-                    if (live.isEmpty() || rnd.nextInt(3) > 0) {
+                // 1500 random steps, then every inode freed: emptied chunks go back to free space among the crash points
+                long mostInodes = 0;
+                for (int i = 0; i < 1500 || !live.isEmpty(); i++) {
+                    if (i == 1500) {
+                        drainFlush = rec.flushCount();
+                        mostInodes = v.statfs().inodes();
+                    }
+                    if (i < 1500 && (live.isEmpty() || rnd.nextInt(3) > 0)) {
                         live.add(v.allocInode(InodeFormat.S_IFREG | 0644, 1, 1, 1, rnd.nextBoolean() ? 0 : v.rootInode()));
                     } else {
                         long victim = new ArrayList<>(live).get(rnd.nextInt(live.size()));
@@ -93,10 +99,12 @@ class CrashTest {
                     }
                 }
                 lastFlush = rec.flushCount();
+                assertTrue(v.statfs().inodes() < mostInodes, "the drain freed no chunk: " + v.statfs());
             }
             assertTrue(syncFlush.size() > 5, "syncs: " + syncFlush.size());
-            for (int sample = 0; sample < 10; sample++) {
-                int k = firstFlush + rnd.nextInt(lastFlush - firstFlush);
+            for (int sample = 0; sample < 15; sample++) {
+                int from = sample < 10 ? firstFlush : drainFlush; // a third of the crashes fall in the drain
+                int k = from + rnd.nextInt(lastFlush - from);
                 List<RecordingDevice.Event> next = rec.epochWrites(k + 1);
                 List<Integer> extras = new ArrayList<>();
                 for (RecordingDevice.Event e : next) {

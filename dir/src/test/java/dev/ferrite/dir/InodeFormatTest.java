@@ -6,6 +6,7 @@ import org.junit.jupiter.api.Test;
 
 import static dev.ferrite.io.OnDisk.U64;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The extent a record change spans: init and clear log only that much, so it must cover every changed byte. */
 class InodeFormatTest {
@@ -31,12 +32,15 @@ class InodeFormatTest {
         int n = InodeFormat.init(b, REC, SIZE, InodeFormat.S_IFREG | 0644, 1, 2, 1, 123);
         assertEquals(InodeFormat.GENERATION + 4, n, "a zero record: the fixed fields up to the generation");
         b.set(U64, REC + InodeFormat.INLINE + 200, -1L); // a long symlink target, say
+        int gen = InodeFormat.generation(b, REC);
+        assertTrue(gen != 0, "a slot's first generation is random but never 0");
         int cleared = InodeFormat.clear(b, REC, SIZE);
         assertEquals(InodeFormat.INLINE + 208, cleared, "clear covers the old inline bytes");
-        assertEquals(InodeFormat.GENERATION + 1, InodeFormat.usedLength(b, REC, SIZE), "only the generation (1) is left");
+        b.set(U64, REC + InodeFormat.GENERATION, 1); // say generation 1, to know the length left
+        assertEquals(InodeFormat.GENERATION + 1, InodeFormat.usedLength(b, REC, SIZE), "only the generation is left");
         b.set(U64, REC + InodeFormat.INLINE + 300, 5L);
         assertEquals(InodeFormat.INLINE + 301, InodeFormat.init(b, REC, SIZE, InodeFormat.S_IFREG, 0, 0, 1, 1),
                 "init zeroes and so covers what was left behind");
-        assertEquals(2, InodeFormat.generation(b, REC));
+        assertEquals(2, InodeFormat.generation(b, REC), "a used slot's generation counts on");
     }
 }

@@ -83,7 +83,7 @@ class VolumeTest {
             InodeStat s = v.stat(root);
             assertTrue(s.isDirectory(), s.toString());
             assertEquals(2, s.nlink());
-            assertEquals(1, s.generation());
+            assertTrue(s.generation() != 0, "a first generation is random, never 0");
             uuid = v.uuid();
             assertSound(v);
         }
