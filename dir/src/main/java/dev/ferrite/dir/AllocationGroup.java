@@ -125,6 +125,8 @@ final class AllocationGroup {
     private long firstFreeMask;
     /** Chunks whose last inode in use was freed, for {@link #reclaimEmptyChunks} to look at. */
     private final Queue<Integer> emptyChunks = new ConcurrentLinkedQueue<>();
+    /** See {@link #mayAddChunk}: set by a chunk allocation that found no room, cleared by any free. */
+    private volatile boolean chunkless;
 
     private AllocationGroup(BufferCache cache, Geometry geometry, Counters counters, int agno, Buffer agf, Buffer agi) {
         this.cache = cache;
@@ -264,6 +266,15 @@ final class AllocationGroup {
 
     long freeInodes() {
         return snapshot(agi, FREE_INODES);
+    }
+
+    /**
+     * A hint: false once a chunk did not fit (too few free blocks, or no free extent of a chunk's
+     * length), true again when blocks come back. Creates pass over a group with no free inode and no
+     * chunk room rather than pay a failing attempt each; it may be stale either way.
+     */
+    boolean mayAddChunk() {
+        return !chunkless;
     }
 
     long inodes() {
@@ -448,6 +459,9 @@ final class AllocationGroup {
         }
         insertExtent(txn, ns, nl);
         addFree(txn, len);
+        if (chunkless) {
+            chunkless = false;
+        }
     }
 
     /** Items an {@link #allocBlocks} or {@link #freeBlocks} transaction may change. */
@@ -668,6 +682,7 @@ final class AllocationGroup {
                 : u64(agf.data(), FREE_BLOCKS) < CHUNK_BLOCKS + HELD_BACK || extentAtLeast(txn, CHUNK_BLOCKS) < 0 ? NO_SPACE
                 : (at = findUsable(txn, CHUNK_BLOCKS, CHUNK_BLOCKS)) == null ? RETRY_BUSY : 1;
         if (fail <= 0) {
+            chunkless |= fail == NO_SPACE;
             txn.release(agf);
             txn.release(agi);
             return fail;

@@ -1236,9 +1236,17 @@ public final class Namespace {
         boolean remote = isRemote(linkTarget);
         int n = geometry.agCount();
         int first = type == S_IFDIR ? Math.floorMod(rotor.getAndIncrement(), n) : geometry.agOfInode(d.ino);
+        boolean skipFull = false; // pass over groups that look full, unless all do (the hint may be stale)
+        for (int k = 0; k < n && !skipFull; k++) {
+            AllocationGroup ag = volume.group((first + k) % n);
+            skipFull = ag.freeInodes() > 0 || ag.mayAddChunk();
+        }
         for (int k = 0; k < n; k++) {
             AllocationGroup ag = volume.group((first + k) % n);
             boolean chunk = ag.freeInodes() == 0;
+            if (chunk && skipFull && !ag.mayAddChunk()) {
+                continue;
+            }
             for (int attempt = 0, busy = 0; attempt < RETRIES; attempt++) {
                 if (ag.needsFix()) {
                     ag.fix();

@@ -513,6 +513,36 @@ class NamespaceTest {
     }
 
     /** Runs {@code body} on a fresh one-group volume of 2048 blocks with a small cache. */
+    @Test
+    void filesSpillToTheNextGroupOnceTheirParentsIsFullAndComeBackWhenItHasRoom() {
+        try (MemoryDevice dev = MemoryDevice.create(4096, 4096)) {
+            VolumeOptions options = VolumeOptions.defaults().withAgCount(2).withCacheBytes(8L << 20);
+            Volume.format(dev, options);
+            try (Volume v = Volume.open(dev, options)) {
+                Namespace ns = v.namespace();
+                ns.mkdir("/d", 0755);
+                int home = v.geometry().agOfInode(ns.lookup("/d"));
+                AllocationGroup g = v.group(home);
+                int hogged = (int) g.freeBlocks() - 150; // room for a few chunks and the directory's blocks
+                long hog = v.allocBlocks(home, hogged);
+                assertEquals(home, v.geometry().agOfBlock(hog));
+                int i = 0;
+                while (v.geometry().agOfInode(ns.create("/d/f" + i, 0644, true)) == home) {
+                    i++;
+                }
+                assertTrue(i > 64, "created " + i + " files in the parent's group");
+                assertFalse(g.mayAddChunk(), "the parent's group is known to have no room for a chunk");
+                for (int k = 0; k < 100; k++) {
+                    assertTrue(v.geometry().agOfInode(ns.create("/d/g" + k, 0644, true)) != home, "spilled file " + k);
+                }
+                v.freeBlocks(hog, hogged);
+                assertTrue(g.mayAddChunk(), "freed blocks make room again");
+                assertEquals(home, v.geometry().agOfInode(ns.create("/d/back", 0644, true)), "files go to their parent's group again");
+                assertChecked(ns);
+            }
+        }
+    }
+
     private static void onSmallVolume(java.util.function.BiConsumer<Volume, Namespace> body) {
         try (MemoryDevice dev = MemoryDevice.create(2048, 4096)) {
             VolumeOptions options = VolumeOptions.defaults().withAgCount(1).withCacheBytes(8L << 20);
