@@ -80,6 +80,7 @@ public final class DirScaleBench {
                         }
                     }
                     Histogram h = Result.newHistogram();
+                    CpuMeter.Sample cpu = CpuMeter.sample();
                     long start = System.nanoTime(), now = start;
                     for (; i < end; i++) {
                         s.create("big", MetaBench.name(i));
@@ -91,7 +92,7 @@ public final class DirScaleBench {
                         }
                     }
                     results.add(Result.of(WORKLOAD, phase(end), target.label(), 1,
-                            h.getTotalCount() * 1e9 / (now - start), MetaBench.UNIT, h));
+                            h.getTotalCount() * 1e9 / (now - start), MetaBench.UNIT, h).withCpus(CpuMeter.busyCpusSince(cpu)));
                 }
                 timer.finish(System.nanoTime());
                 long listed = s.list("big", n -> { });

@@ -382,6 +382,7 @@ public final class KvBench {
             for (int i = 0; i < threads; i++) {
                 hs[i] = Result.newHistogram();
             }
+            CpuMeter.Sample cpu = CpuMeter.sample();
             Throwable failure = Workers.run(threads, "kv-" + target + "-" + phase, timer, p.done::total, p.stop, id -> {
                 try (KvStore.Session s = store.session()) {
                     worker.run(id, s, hs[id], p);
@@ -400,7 +401,8 @@ public final class KvBench {
             for (Histogram h : hs) {
                 all.add(h);
             }
-            return Result.of(WORKLOAD, phase, target, threads, all.getTotalCount() * 1e9 / elapsed, UNIT, all);
+            return Result.of(WORKLOAD, phase, target, threads, all.getTotalCount() * 1e9 / elapsed, UNIT, all)
+                    .withCpus(CpuMeter.busyCpusSince(cpu));
         }
     }
 

@@ -279,6 +279,7 @@ public final class MetaBench {
             for (int i = 0; i < threads; i++) {
                 hs[i] = Result.newHistogram();
             }
+            CpuMeter.Sample cpu = CpuMeter.sample();
             Throwable failure = Workers.run(threads, "meta-" + target + "-" + phase, timer, p.done::total, new AtomicBoolean(),
                     id -> {
                         try (MetaStore.Session s = store.session()) {
@@ -302,7 +303,7 @@ public final class MetaBench {
                 checkWalk(dir(0), p.listed, all.getTotalCount(), files);
             }
             return Result.of(WORKLOAD, phase + "-" + layout.label(), target, threads,
-                    all.getTotalCount() * 1e9 / elapsed, UNIT, all);
+                    all.getTotalCount() * 1e9 / elapsed, UNIT, all).withCpus(CpuMeter.busyCpusSince(cpu));
         }
     }
 

@@ -16,15 +16,23 @@ import org.HdrHistogram.Histogram;
  * @param p50Us    median latency of one operation in microseconds
  * @param p99Us    99th percentile latency in microseconds
  * @param maxUs    largest latency in microseconds
+ * @param cpus     CPUs the whole machine kept busy on average during the phase ({@link CpuMeter}), NaN if
+ *                 not measured
  */
 public record Result(String workload, String phase, String target, int threads, long n, double rate, String unit,
-                     double p50Us, double p99Us, double maxUs) {
+                     double p50Us, double p99Us, double maxUs, double cpus) {
 
     /** A result whose latencies come from a histogram of nanosecond samples. */
     public static Result of(String workload, String phase, String target, int threads, double rate, String unit,
                             Histogram nanos) {
         return new Result(workload, phase, target, threads, nanos.getTotalCount(), rate, unit,
-                nanos.getValueAtPercentile(50) / 1e3, nanos.getValueAtPercentile(99) / 1e3, nanos.getMaxValue() / 1e3);
+                nanos.getValueAtPercentile(50) / 1e3, nanos.getValueAtPercentile(99) / 1e3, nanos.getMaxValue() / 1e3,
+                Double.NaN);
+    }
+
+    /** This result with the machine's busy CPUs over its phase. */
+    public Result withCpus(double busyCpus) {
+        return new Result(workload, phase, target, threads, n, rate, unit, p50Us, p99Us, maxUs, busyCpus);
     }
 
     /** A histogram for nanosecond latencies: 3 significant digits, grows past a minute rather than failing. */

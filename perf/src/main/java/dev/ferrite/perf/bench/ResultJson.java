@@ -11,7 +11,8 @@ import java.util.Locale;
  * <pre>{@code
  * {"machine": {"hostname", "cpus", "memory_bytes", "kernel", "cpu_model", "jdk", "date",
  *              "storage": {"path", "filesystem", "source"} | null},
- *  "results": [{"workload", "phase", "target", "threads", "n", "rate", "unit", "p50_us", "p99_us", "max_us"}, ...]}
+ *  "results": [{"workload", "phase", "target", "threads", "n", "rate", "unit", "p50_us", "p99_us", "max_us",
+ *               "busy_cpus"}, ...]}
  * }</pre>
  * One result per line so that runs diff well. Rates and latencies keep three decimals; a value that is
  * not finite is written as {@code null}.
@@ -56,7 +57,8 @@ public final class ResultJson {
             field(sb, "unit", r.unit()).append(", ");
             field(sb, "p50_us", r.p50Us()).append(", ");
             field(sb, "p99_us", r.p99Us()).append(", ");
-            field(sb, "max_us", r.maxUs()).append('}');
+            field(sb, "max_us", r.maxUs()).append(", ");
+            field(sb, "busy_cpus", r.cpus()).append('}');
         }
         sb.append(results.isEmpty() ? "]\n}\n" : "\n  ]\n}\n");
         return sb.toString();

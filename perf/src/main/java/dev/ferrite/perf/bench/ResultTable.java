@@ -8,8 +8,8 @@ import java.util.Objects;
 /**
  * Renders results side by side with a baseline target (fio, a kernel filesystem, ...): one row per phase,
  * thread count and non-baseline target, with the baseline's rate at the same phase and thread count, the
- * ratio of the two rates and both latency summaries. Without baseline results the comparison columns
- * are left out.
+ * ratio of the two rates and both latency summaries; and, where measured, the CPUs the machine kept
+ * busy during each. Without baseline results the comparison columns are left out.
  * <pre>
  * phase          target            rate            fio rate      vs fio  p50 / p99 / max µs     fio p50 / p99 / max µs
  * randwrite-qd32 ferrite/io_uring  118,003 IOPS    125,412 IOPS    0.94  250 / 598 / 4,120      244 / 570 / 3,900
@@ -21,28 +21,48 @@ public final class ResultTable {
 
     public static String render(List<Result> results, String baseline) {
         boolean compare = results.stream().anyMatch(r -> r.target().equals(baseline));
+        boolean cpus = results.stream().anyMatch(r -> Double.isFinite(r.cpus()));
         List<String[]> rows = new ArrayList<>();
-        rows.add(compare
-                ? new String[] {"phase", "target", "rate", baseline + " rate", "vs " + baseline, "p50 / p99 / max µs",
-                        baseline + " p50 / p99 / max µs"}
-                : new String[] {"phase", "target", "rate", "p50 / p99 / max µs"});
+        List<String> head = new ArrayList<>(List.of("phase", "target", "rate"));
+        if (cpus) {
+            head.add("busy CPUs");
+        }
+        if (compare) {
+            head.add(baseline + " rate");
+            if (cpus) {
+                head.add(baseline + " busy CPUs");
+            }
+            head.add("vs " + baseline);
+        }
+        head.add("p50 / p99 / max µs");
+        if (compare) {
+            head.add(baseline + " p50 / p99 / max µs");
+        }
+        rows.add(head.toArray(String[]::new));
         for (Result r : results) {
             if (r.target().equals(baseline)) {
                 continue;
             }
-            if (!compare) {
-                rows.add(new String[] {label(r), r.target(), rate(r), latencies(r)});
-                continue;
+            List<String> row = new ArrayList<>(List.of(label(r), r.target(), rate(r)));
+            if (cpus) {
+                row.add(number(r.cpus()));
             }
-            Result b = results.stream()
+            Result b = !compare ? null : results.stream()
                     .filter(x -> x.target().equals(baseline) && x.workload().equals(r.workload())
                             && x.phase().equals(r.phase()) && x.threads() == r.threads())
                     .findFirst().orElse(null);
-            rows.add(new String[] {label(r), r.target(), rate(r),
-                    b == null ? "-" : rate(b),
-                    b == null || !Objects.equals(b.unit(), r.unit()) ? "-" : String.format(Locale.ROOT, "%.2f", r.rate() / b.rate()),
-                    latencies(r),
-                    b == null ? "-" : latencies(b)});
+            if (compare) {
+                row.add(b == null ? "-" : rate(b));
+                if (cpus) {
+                    row.add(b == null ? "-" : number(b.cpus()));
+                }
+                row.add(b == null || !Objects.equals(b.unit(), r.unit()) ? "-" : String.format(Locale.ROOT, "%.2f", r.rate() / b.rate()));
+            }
+            row.add(latencies(r));
+            if (compare) {
+                row.add(b == null ? "-" : latencies(b));
+            }
+            rows.add(row.toArray(String[]::new));
         }
         return format(rows);
     }

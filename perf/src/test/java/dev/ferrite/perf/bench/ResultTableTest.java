@@ -1,0 +1,36 @@
+package dev.ferrite.perf.bench;
+
+import java.util.List;
+
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class ResultTableTest {
+    private static Result row(String target, int threads, double rate, double cpus) {
+        return new Result("metadata", "create-private", target, threads, 1000, rate, "ops/s", 4.5, 25, 900, cpus);
+    }
+
+    @Test
+    void sideBySideWithBusyCpusWhereMeasured() {
+        String t = ResultTable.render(List.of(row("ferrite", 1, 180_000, 1.93), row("posix:/mnt/xfs", 1, 72_000, 1.41)),
+                "posix:/mnt/xfs");
+        List<String> lines = t.lines().toList();
+        assertEquals(2, lines.size(), t);
+        List<String> head = List.of(lines.get(0).split("\\s{2,}"));
+        assertEquals(List.of("phase", "target", "rate", "busy CPUs", "posix:/mnt/xfs rate", "posix:/mnt/xfs busy CPUs",
+                "vs posix:/mnt/xfs", "p50 / p99 / max µs", "posix:/mnt/xfs p50 / p99 / max µs"), head);
+        List<String> cells = List.of(lines.get(1).split("\\s{2,}"));
+        assertEquals(List.of("create-private", "ferrite", "180,000 ops/s", "1.93", "72,000 ops/s", "1.41", "2.50",
+                "4.50 / 25.0 / 900", "4.50 / 25.0 / 900"), cells);
+    }
+
+    @Test
+    void noCpuColumnsWhenNothingMeasuredThem() {
+        String t = ResultTable.render(List.of(row("ferrite", 2, 1000, Double.NaN)), "fio");
+        assertFalse(t.contains("busy CPUs"), t);
+        assertTrue(t.lines().toList().get(1).startsWith("create-private x2"), t);
+    }
+}
