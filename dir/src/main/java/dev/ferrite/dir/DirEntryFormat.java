@@ -52,7 +52,7 @@ final class DirEntryFormat {
     }
 
     static int hash(byte[] name) {
-        return Crc32c.compute(MemorySegment.ofArray(name));
+        return Crc32c.compute(name);
     }
 
     /** The B-tree key of {@code name}. */

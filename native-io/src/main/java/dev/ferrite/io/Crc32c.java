@@ -28,6 +28,13 @@ public final class Crc32c {
         return (int) crc.getValue();
     }
 
+    /** CRC32C of a whole array, without the buffer view a segment needs. */
+    public static int compute(byte[] bytes) {
+        CRC32C crc = new CRC32C();
+        crc.update(bytes, 0, bytes.length);
+        return (int) crc.getValue();
+    }
+
     /** CRC32C of {@code length} bytes starting at {@code offset}. */
     public static int compute(MemorySegment segment, long offset, long length) {
         return compute(segment.asSlice(offset, length));

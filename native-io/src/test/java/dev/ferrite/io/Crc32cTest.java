@@ -44,6 +44,8 @@ class Crc32cTest {
     @Test
     void checkValue() {
         assertEquals(0xE3069283, Crc32c.compute(bytes("123456789".getBytes(StandardCharsets.US_ASCII))));
+        assertEquals(0xE3069283, Crc32c.compute("123456789".getBytes(StandardCharsets.US_ASCII)), "the array form");
+        assertEquals(0, Crc32c.compute(new byte[0]));
     }
 
     @Test
