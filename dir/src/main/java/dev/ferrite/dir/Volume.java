@@ -372,6 +372,11 @@ public final class Volume implements AutoCloseable {
         return journal.diagnostics() + "; " + cache.stats();
     }
 
+    /** The volume's buffer cache (for tests that stage block-level states). */
+    BufferCache cache() {
+        return cache;
+    }
+
     Geometry geometry() {
         return geometry;
     }
