@@ -63,7 +63,7 @@ final class Cil {
             int parity = (int) (seq & 1);
             int k = 0;
             for (int s = 0; s < heads.length(); s += HEAD_STRIDE) {
-                for (LogItem it = heads.get(s); it != null; it = it.cilNext[parity]) {
+                for (LogItem it = heads.get(s); it != null; it = it.slot(parity).next) {
                     out[k++] = it;
                 }
             }
@@ -168,8 +168,9 @@ final class Cil {
                 LogItem it = items[i];
                 if (it.txDirty != 0) {
                     dirty = true;
+                    CilSlot slot = it.slotOrNull(p);
                     int grown = DirtyMap.opSize(it.loggedMap | it.txDirty, chunkShift)
-                            - (it.ctxSeq[p] == ctx.seq ? it.opBytes[p] : 0);
+                            - (slot != null && slot.ctxSeq == ctx.seq ? slot.opBytes : 0);
                     steal += grown + share(grown);
                 }
             }
@@ -204,29 +205,30 @@ final class Cil {
 
     private void insert(Context ctx, int p, int stripe, LogItem it) {
         long union = it.loggedMap | it.txDirty;
-        if (it.ctxSeq[p] != ctx.seq) {
-            MemorySegment shadow = it.shadow[p];
+        CilSlot slot = it.slot(p);
+        if (slot.ctxSeq != ctx.seq) {
+            MemorySegment shadow = slot.shadow;
             if (shadow == null) {
                 shadow = shadows.acquire();
-                it.shadow[p] = shadow;
+                slot.shadow = shadow;
             }
             DirtyMap.copy(union, chunkShift, it.image(), shadow);
-            it.ctxSeq[p] = ctx.seq;
+            slot.ctxSeq = ctx.seq;
             it.pin();
-            int slot = stripe * HEAD_STRIDE;
-            LogItem head;
+            int head = stripe * HEAD_STRIDE;
+            LogItem first;
             do {
-                head = ctx.heads.get(slot);
-                it.cilNext[p] = head;
-            } while (!ctx.heads.compareAndSet(slot, head, it));
+                first = ctx.heads.get(head);
+                slot.next = first;
+            } while (!ctx.heads.compareAndSet(head, first, it));
             ctx.slots.getAndIncrement(stripe * SLOT_STRIDE + 2);
         } else {
-            DirtyMap.copy(it.txDirty, chunkShift, it.image(), it.shadow[p]);
+            DirtyMap.copy(it.txDirty, chunkShift, it.image(), slot.shadow);
         }
         it.zeroed |= it.txZeroed;
-        it.shadowMap[p] = union;
-        it.shadowZeroed[p] = it.zeroed;
-        it.opBytes[p] = DirtyMap.opSize(union, chunkShift);
+        slot.shadowMap = union;
+        slot.zeroed = it.zeroed;
+        slot.opBytes = DirtyMap.opSize(union, chunkShift);
         it.loggedMap = union;
         it.txDirty = 0;
         it.txZeroed = false;
@@ -267,8 +269,9 @@ final class Cil {
 
     /** Push thread: gives an item's shadow for {@code parity} back once its op has been formatted. */
     void releaseShadow(LogItem it, int parity) {
-        shadows.release(it.shadow[parity]);
-        it.shadow[parity] = null;
-        it.cilNext[parity] = null;
+        CilSlot slot = it.slot(parity);
+        shadows.release(slot.shadow);
+        slot.shadow = null;
+        slot.next = null;
     }
 }

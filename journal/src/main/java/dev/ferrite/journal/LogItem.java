@@ -50,12 +50,8 @@ public abstract class LogItem {
     long loggedMap;
     /** Allocated (zero-filled) since last written home: checkpoints log it as zeros plus loggedMap. */
     boolean zeroed;
-    final long[] ctxSeq = new long[2];
-    final long[] shadowMap = new long[2];
-    final boolean[] shadowZeroed = new boolean[2];
-    final int[] opBytes = new int[2];
-    final MemorySegment[] shadow = new MemorySegment[2];
-    final LogItem[] cilNext = new LogItem[2];
+    private CilSlot even;
+    private CilSlot odd;
 
     @SuppressWarnings("unused") // accessed through PINS
     private volatile int pins;
@@ -77,6 +73,25 @@ public abstract class LogItem {
         }
         this.home = home;
         this.type = type;
+    }
+
+    /** The item's slot for contexts of {@code parity}, or null if it was never committed into one. */
+    final CilSlot slotOrNull(int parity) {
+        return parity == 0 ? even : odd;
+    }
+
+    /** The item's slot for contexts of {@code parity}, made on first use (under the owner's lock). */
+    final CilSlot slot(int parity) {
+        CilSlot s = parity == 0 ? even : odd;
+        if (s == null) {
+            s = new CilSlot();
+            if (parity == 0) {
+                even = s;
+            } else {
+                odd = s;
+            }
+        }
+        return s;
     }
 
     public final long home() {

@@ -329,13 +329,14 @@ final class LogWriter implements AutoCloseable {
         RecordCursor rec = new RecordCursor(out, headCycle, headBlock, tailLsn, checkpointSeq);
         int count = 0;
         for (LogItem it : items) {
-            long map = it.shadowMap[parity];
+            CilSlot slot = it.slot(parity);
+            long map = slot.shadowMap;
             int size = DirtyMap.opSize(map, chunkShift);
             if (rec.payloadUsed + size > payloadCapacity) {
                 rec.close(false);
             }
             DirtyMap.writeOp(out, rec.recordStart + blockSize + rec.payloadUsed, it.type(),
-                    it.shadowZeroed[parity] ? LogRecordFormat.OP_ZEROED : 0, it.home(), map, chunkShift, it.shadow[parity]);
+                    slot.zeroed ? LogRecordFormat.OP_ZEROED : 0, it.home(), map, chunkShift, slot.shadow);
             rec.payloadUsed += size;
             rec.ops++;
             cil.releaseShadow(it, parity);
