@@ -73,15 +73,22 @@ class CrashTest {
             int firstFlush, lastFlush, drainFlush = -1;
             try (Volume v = Volume.open(rec, OPTIONS)) {
                 firstFlush = rec.flushCount();
-                // 1500 random steps, then every inode freed: emptied chunks go back to free space among the crash points
-                long mostInodes = 0;
-                for (int i = 0; i < 1500 || !live.isEmpty(); i++) {
+                // 1500 random steps, then every inode freed (emptied chunks go back to free space), then 300
+                // allocations (chunks made again, on blocks just freed): crash points among all of it
+                long mostInodes = 0, drainedInodes = -1;
+                int refilled = 0;
+                for (int i = 0; i < 1500 || drainedInodes < 0 || refilled < 300; i++) {
                     if (i == 1500) {
                         drainFlush = rec.flushCount();
                         mostInodes = v.statfs().inodes();
                     }
-                    if (i < 1500 && (live.isEmpty() || rnd.nextInt(3) > 0)) {
+                    if (i >= 1500 && drainedInodes < 0 && live.isEmpty()) {
+                        drainedInodes = v.statfs().inodes();
+                    }
+                    boolean alloc = i < 1500 ? live.isEmpty() || rnd.nextInt(3) > 0 : drainedInodes >= 0;
+                    if (alloc) {
                         live.add(v.allocInode(InodeFormat.S_IFREG | 0644, 1, 1, 1, rnd.nextBoolean() ? 0 : v.rootInode()));
+                        refilled += drainedInodes >= 0 ? 1 : 0;
                     } else {
                         long victim = new ArrayList<>(live).get(rnd.nextInt(live.size()));
                         live.remove(victim);
@@ -99,11 +106,12 @@ class CrashTest {
                     }
                 }
                 lastFlush = rec.flushCount();
-                assertTrue(v.statfs().inodes() < mostInodes, "the drain freed no chunk: " + v.statfs());
+                assertTrue(drainedInodes < mostInodes, "the drain freed no chunk: " + drainedInodes + " inodes of " + mostInodes);
+                assertTrue(v.statfs().inodes() > drainedInodes, "the refill made no chunk: " + v.statfs());
             }
             assertTrue(syncFlush.size() > 5, "syncs: " + syncFlush.size());
             for (int sample = 0; sample < 15; sample++) {
-                int from = sample < 10 ? firstFlush : drainFlush; // a third of the crashes fall in the drain
+                int from = sample < 10 ? firstFlush : drainFlush; // a third of the crashes fall in the drain or refill
                 int k = from + rnd.nextInt(lastFlush - from);
                 List<RecordingDevice.Event> next = rec.epochWrites(k + 1);
                 List<Integer> extras = new ArrayList<>();
