@@ -8,6 +8,7 @@ import java.util.Arrays;
 import dev.ferrite.io.Crc32c;
 
 import static dev.ferrite.io.OnDisk.U32;
+import static dev.ferrite.io.OnDisk.U8;
 import static dev.ferrite.io.OnDisk.U64;
 
 /**
@@ -46,7 +47,6 @@ final class DirEntryFormat {
     static final int FREED_MAGIC = 0x58524446;
 
     private static final ValueLayout.OfInt BE32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
-    private static final ValueLayout.OfByte U8 = ValueLayout.JAVA_BYTE;
 
     private DirEntryFormat() {
     }

@@ -10,6 +10,7 @@ import java.util.Deque;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.LongFunction;
 
 import dev.ferrite.btree.BTree;
 import dev.ferrite.btree.Buffer;
@@ -18,6 +19,7 @@ import dev.ferrite.btree.Cursor;
 import dev.ferrite.btree.Txn;
 import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.Errno;
+import dev.ferrite.io.InvalidArgumentException;
 import dev.ferrite.io.NoSpaceException;
 
 import static dev.ferrite.dir.InodeFormat.S_IFDIR;
@@ -62,6 +64,7 @@ public final class Namespace {
     public static final int MAX_SYMLINK_TARGET = 4095;
     private static final int RESERVE_LOW = 12, RESERVE_FILL = 20, RESERVE_HIGH = 28;
     private static final int RETRIES = 8;
+    private static final String SYMLINK_BLOCK = "symlink target block";
 
     private final Volume volume;
     private final BufferCache cache;
@@ -71,6 +74,8 @@ public final class Namespace {
     private final int inlineCapacity;
     private final int maxTarget;
     private final ReentrantLock renameLock = new ReentrantLock();
+    /** {@link #inodeBuffer} for {@link #readStable}, made once: record reads are the hottest path. */
+    private final LongFunction<Buffer> inodeBuffers = this::inodeBuffer;
     private final AtomicInteger rotor = new AtomicInteger();
     /** The root's inode number once read (it never changes after format). */
     private volatile long root;
@@ -494,15 +499,10 @@ public final class Namespace {
     }
 
     private Buffer inodeBuffer(long ino) {
-        int ag = geometry.agOfInode(ino);
         try {
-            return cache.get(block(ino), InodeFormat.MAGIC, ag, "inode block");
-        } catch (CorruptionException e) {
-            if (!volume.group(ag).inChunk(geometry.agInode(ino))) {
-                // a number read before its inode was freed, with its chunk, and the block reused
-                throw new NamespaceException(Errno.ENOENT, "inode " + ino + " was freed");
-            }
-            throw e;
+            return volume.inodeBuffer(ino);
+        } catch (InvalidArgumentException e) {
+            throw new NamespaceException(Errno.ENOENT, e.getMessage());
         }
     }
 
@@ -565,9 +565,16 @@ public final class Namespace {
         if (!geometry.isValidInode(ino)) {
             throw new NamespaceException(Errno.ENOENT, "inode number " + ino + " lies outside the volume");
         }
-        int rec = rec(ino);
+        return readStable(inodeBuffers, ino, rec(ino), reader);
+    }
+
+    /**
+     * Reads at {@code offset} of the block {@code fetch} gives for {@code key}, without locking, validated
+     * against concurrent changes (fetched again each try: an evicted buffer is replaced).
+     */
+    private static <T> T readStable(LongFunction<Buffer> fetch, long key, int offset, RecordReader<T> reader) {
         for (int spins = 0; ; spins++) {
-            Buffer b = inodeBuffer(ino);
+            Buffer b = fetch.apply(key);
             long v = b.readVersion();
             if (v < 0) {
                 if ((spins & 63) == 63) {
@@ -579,7 +586,7 @@ public final class Namespace {
             }
             T t;
             try {
-                t = reader.read(b.data(), rec);
+                t = reader.read(b.data(), offset);
             } catch (RuntimeException e) {
                 if (b.validate(v)) {
                     throw e;
@@ -659,26 +666,12 @@ public final class Namespace {
      * reads it: a block that is not the link's any more is ENOENT if the link is gone, corruption if not.
      */
     private byte[] remoteTarget(long ino, long block, long size) {
+        byte[] t;
         try {
-            for (;;) {
-                Buffer b = cache.get(block, SymlinkFormat.MAGIC, ino, "symlink target block");
-                long v = b.readVersion();
-                if (v < 0) {
-                    Thread.onSpinWait();
-                    continue;
-                }
-                int length = SymlinkFormat.length(b.data());
-                byte[] t = length == size && length <= SymlinkFormat.capacity(cache.blockSize())
-                        ? SymlinkFormat.target(b.data(), length) : null;
-                if (!b.validate(v)) {
-                    continue;
-                }
-                if (t == null) {
-                    throw new CorruptionException(block, "symlink target block", "holds a target of " + length
-                            + " bytes but inode " + ino + " has size " + size);
-                }
-                return t;
-            }
+            t = readStable(b -> cache.get(b, SymlinkFormat.MAGIC, ino, SYMLINK_BLOCK), block, 0, (m, at) -> {
+                int length = SymlinkFormat.length(m);
+                return length == size && length <= SymlinkFormat.capacity(cache.blockSize()) ? SymlinkFormat.target(m, length) : null;
+            });
         } catch (CorruptionException e) {
             long now = readRecord(ino, (b, rec) -> InodeFormat.type(b, rec) == S_IFLNK
                     && InodeFormat.fork(b, rec) == InodeFormat.FORK_REMOTE ? InodeFormat.remoteBlock(b, rec) : -1L);
@@ -687,6 +680,10 @@ public final class Namespace {
             }
             throw e;
         }
+        if (t == null) {
+            throw new CorruptionException(block, SYMLINK_BLOCK, "its target's length is not inode " + ino + "'s size, " + size);
+        }
+        return t;
     }
 
     private void setattrIno(long ino, int permissions, int uid, int gid, long atime, long mtime) {
@@ -1617,7 +1614,7 @@ public final class Namespace {
         c.lastSeq = freeBlock(blk, 3, txn -> {
             Buffer tb;
             do {
-                tb = cache.get(blk, SymlinkFormat.MAGIC, ino, "symlink target block");
+                tb = cache.get(blk, SymlinkFormat.MAGIC, ino, SYMLINK_BLOCK);
             } while (!txn.lock(tb));
             cache.free(txn, tb, SymlinkFormat.FREED_MAGIC);
             Buffer b = lockRecord(txn, ino);
@@ -1935,8 +1932,8 @@ public final class Namespace {
         }
         owned.put(blk, 1);
         try {
-            if (s.isSymlink() && remoteTarget(ino, blk, s.size()).length != s.size()) {
-                problems.add("symlink " + ino + " target is not " + s.size() + " bytes long");
+            if (s.isSymlink()) {
+                remoteTarget(ino, blk, s.size());
             }
         } catch (CorruptionException | NamespaceException e) {
             problems.add("symlink " + ino + ": " + e.getMessage());

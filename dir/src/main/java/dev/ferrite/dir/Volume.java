@@ -636,9 +636,10 @@ public final class Volume implements AutoCloseable {
 
     /**
      * The cached block holding inode {@code ino}'s record. A number outside every inode chunk is the
-     * caller's mistake, not damage: it is reported as such.
+     * caller's mistake (or a number read before its inode was freed with its chunk and the block
+     * reused), not damage: it is reported as such.
      */
-    private Buffer inodeBuffer(long ino) {
+    Buffer inodeBuffer(long ino) {
         int ag = geometry.agOfInode(ino);
         try {
             return cache.get(geometry.inodeBlock(ino), InodeFormat.MAGIC, ag, "inode block");
