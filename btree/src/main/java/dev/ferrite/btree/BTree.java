@@ -193,9 +193,45 @@ public final class BTree {
         /** Index followed in node[d] to reach node[d + 1]: -1 for the leftmost child (0 in the header). */
         final int[] childIndex = new int[MAX_DEPTH + 2];
         int depth = -1;
+        /** The tree whose nodes {@link #node} holds (paths are per thread, shared by every tree). */
+        BTree tree;
 
         void reset() {
             depth = -1;
+        }
+
+        /**
+         * Begins an operation of {@code t} on {@code key}. The previous operation's path is kept when it is
+         * {@code t}'s, its leaf is unchanged since it was read, and {@code key} sorts between the leaf's
+         * first and last keys: no other leaf can hold it, so the descent starts there (an unlink looks its
+         * name up, then deletes it; a walk stats names in key order). Otherwise it starts at the header.
+         * Versions a transaction read as {@link Buffer#HELD} are only good inside it, so such paths go.
+         */
+        void start(BTree t, MemorySegment key) {
+            if (tree != t || depth < 1 || !leafCovers(key)) {
+                depth = -1;
+            }
+            tree = t;
+        }
+
+        private boolean leafCovers(MemorySegment key) {
+            for (int d = 0; d <= depth; d++) {
+                if (version[d] == Buffer.HELD) {
+                    return false;
+                }
+            }
+            Buffer leaf = node[depth];
+            long v = version[depth];
+            try {
+                MemorySegment n = leaf.data();
+                int i = search(n, key);
+                boolean inside = i >= 0 || -i - 1 > 0 && -i - 1 < count(n);
+                // only a consistent read proves the leaf's range holds the key; every ancestor the descent
+                // may back up to from here has a range holding the leaf's
+                return leaf.validate(v) && inside;
+            } catch (RuntimeException e) {
+                return false; // torn read of a leaf that changed
+            }
         }
 
         Buffer leaf() {
@@ -221,6 +257,7 @@ public final class BTree {
      */
     private void descend(Path p, MemorySegment key, Txn txn) {
         int d = p.depth < 0 ? -1 : backtrack(p, p.depth);
+        p.depth = -1; // entries below d are being replaced: no path to resume until the leaf is reached
         for (int spins = 0; ; spins++) {
             if (d < 0) {
                 Buffer h = header();
@@ -297,7 +334,7 @@ public final class BTree {
     public int get(MemorySegment key, MemorySegment out) {
         checkKey(key);
         Path p = PATHS.get();
-        p.reset();
+        p.start(this, key);
         for (;;) {
             descend(p, key, null);
             Buffer leaf = p.leaf();
@@ -436,7 +473,7 @@ public final class BTree {
         checkKey(key);
         checkValue(value);
         Path p = PATHS.get();
-        p.reset();
+        p.start(this, key);
         int kl = (int) key.byteSize(), vl = (int) value.byteSize();
         for (;;) {
             descend(p, key, txn);
@@ -521,7 +558,7 @@ public final class BTree {
     public boolean delete(Txn txn, MemorySegment key) {
         checkKey(key);
         Path p = PATHS.get();
-        p.reset();
+        p.start(this, key);
         for (;;) {
             descend(p, key, txn);
             Buffer leaf = p.leaf();
@@ -1331,7 +1368,7 @@ public final class BTree {
     public long find(Txn txn, MemorySegment key, Match match, MemorySegment keyOut, MemorySegment valueOut) {
         checkKey(key);
         Path p = PATHS.get();
-        p.reset();
+        p.start(this, key);
         long found;
         do {
             descend(p, key, txn);
