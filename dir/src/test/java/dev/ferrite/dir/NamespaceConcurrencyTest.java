@@ -28,7 +28,7 @@ class NamespaceConcurrencyTest {
     private static final long SEED = Long.getLong("ferrite.seed", 11);
     @Test
     void createsRenamesAndUnlinksLoseAndDuplicateNothing() throws Exception {
-        run(4, 1500);
+        run(4, 20_000);
     }
 
     @Test

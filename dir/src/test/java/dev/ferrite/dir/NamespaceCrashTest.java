@@ -1,6 +1,7 @@
 package dev.ferrite.dir;
 
 import java.util.ArrayList;
+import java.util.BitSet;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
@@ -13,7 +14,8 @@ import org.junit.jupiter.api.Test;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Crashes at sampled flushes of a namespace workload (with random subsets of the next epoch's writes):
+ * Crashes at sampled flushes of a namespace workload (with random subsets of the next epoch's writes, and
+ * in a third of the samples one more of them torn at sector boundaries):
  * the recovered volume is sound, and its tree is exactly the tree after some operation at or after the
  * last one a sync or fsync acknowledged before the crash (so every operation, renames included, is all
  * or nothing, and nothing acknowledged is lost).
@@ -21,6 +23,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class NamespaceCrashTest {
     private static final long SEED = Long.getLong("ferrite.seed", 7);
     private static final String[] NAMES = {"b", "c", "d", "e"};
+    private static final int OPS = 600;
+    private static final int SAMPLES = Integer.getInteger("ferrite.crash.samples", 90);
 
     @Test
     void recoveredTreesArePrefixesOfTheWorkloadKeepingEverythingSynced() {
@@ -37,7 +41,7 @@ class NamespaceCrashTest {
                 firstFlush = rec.flushCount();
                 after.add(PosixDifferentialTest.ferriteTree(ns, "/"));
                 Handle open = null;
-                for (int i = 1; i <= 400; i++) {
+                for (int i = 1; i <= OPS; i++) {
                     String p = path(rnd), q = path(rnd);
                     try {
                         switch (rnd.nextInt(9)) {
@@ -77,16 +81,29 @@ class NamespaceCrashTest {
             }
             assertTrue(syncFlush.size() > 5, "syncs: " + syncFlush.size());
             assertTrue(grewIntoATree, "/a never outgrew its inode, seed " + SEED);
-            for (int sample = 0; sample < 12; sample++) {
+            for (int sample = 0; sample < SAMPLES; sample++) {
                 int k = firstFlush + rnd.nextInt(lastFlush - firstFlush);
                 List<Integer> extras = new ArrayList<>();
-                for (RecordingDevice.Event e : rec.epochWrites(k + 1)) {
+                List<RecordingDevice.Event> next = rec.epochWrites(k + 1);
+                for (RecordingDevice.Event e : next) {
                     if (rnd.nextBoolean()) {
                         extras.add(e.index());
                     }
                 }
                 Collections.shuffle(extras, rnd);
                 RecordingDevice.CrashState state = rec.crashAfterFlush(k, extras.stream().mapToInt(Integer::intValue).toArray());
+                if (!next.isEmpty() && sample % 3 == 0) { // one more write of the epoch, torn at sector boundaries
+                    RecordingDevice.Event e = next.get(rnd.nextInt(next.size()));
+                    if (!extras.contains(e.index())) {
+                        BitSet sectors = new BitSet();
+                        for (int s = 0; s < e.sectorCount(); s++) {
+                            if (rnd.nextBoolean()) {
+                                sectors.set(s);
+                            }
+                        }
+                        state = state.plusTorn(e.index(), sectors);
+                    }
+                }
                 String where = "crash " + state + ", seed " + SEED;
                 int synced = 0;
                 for (int i = 0; i < syncFlush.size() && syncFlush.get(i) <= k; i++) {

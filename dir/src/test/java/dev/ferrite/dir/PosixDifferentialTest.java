@@ -31,7 +31,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  */
 class PosixDifferentialTest {
     private static final String[] NAMES = {"a", "b", "c", "dd"};
-    private static final int OPS = Integer.getInteger("ferrite.differential.ops", 600);
+    private static final int OPS = Integer.getInteger("ferrite.differential.ops", 4000);
 
     @TempDir
     Path host;
