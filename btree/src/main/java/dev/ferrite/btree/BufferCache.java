@@ -49,6 +49,7 @@ public final class BufferCache implements AutoCloseable {
     static final int RESIDENT = Integer.MAX_VALUE;
 
     private static final Object CLAIMED = new Object();
+    private static final ThreadLocal<MemorySegment> CLUSTER_SCRATCH = new ThreadLocal<>();
     private static final int STRIPES = 256;
     private static final int FREEING_SLOTS = 1 << 14;
     private static final int MIN_FREEING_SWEEP = 256;
@@ -95,6 +96,7 @@ public final class BufferCache implements AutoCloseable {
 
     final LongAdder hits = new LongAdder();
     final LongAdder misses = new LongAdder();
+    final LongAdder readAhead = new LongAdder();
     final LongAdder leafEvictions = new LongAdder();
     final LongAdder interiorEvictions = new LongAdder();
     final LongAdder writeBacks = new LongAdder();
@@ -171,49 +173,135 @@ public final class BufferCache implements AutoCloseable {
      * @throws dev.ferrite.io.CorruptionException if the block read is not what was expected
      */
     public Buffer get(long block, int magic, long owner, String structure) {
+        return get(block, magic, owner, structure, block, 1);
+    }
+
+    /**
+     * As {@link #get(long, int, long, String)}, but a miss reads the uncached blocks of the cluster
+     * {@code [first, first + count)} (which holds {@code block}) in one transfer, and caches those that
+     * verify as {@code magic} and {@code owner} beside the one asked for: inode blocks are read a chunk
+     * at a time, as XFS reads inode clusters, so that a walk statting inodes in name order reads each
+     * chunk once instead of block by block. Blocks of the cluster that are cached already are left as they
+     * are (a cached copy may be newer than the device); those that do not verify are dropped without a
+     * word (they are asked for by nobody yet). Read-ahead buffers start unused, so CLOCK takes them first
+     * if nobody reads them.
+     */
+    public Buffer get(long block, int magic, long owner, String structure, long first, int count) {
         Buffer b = lookup(block);
         if (b != null && !b.isObsolete()) {
             hits.increment();
             b.touch();
             return b;
         }
-        return load(block, magic, owner, structure);
+        if (count < 1 || block < first || block >= first + count) {
+            throw new InvalidArgumentException("block " + block + " lies outside its cluster [" + first + ", +" + count + ")");
+        }
+        return load(block, magic, owner, structure, first, count);
     }
 
-    private Buffer load(long block, int magic, long owner, String structure) {
-        int frame = claimFrame();
-        Buffer b;
-        int bucket = bucket(block);
-        synchronized (stripe(bucket)) {
-            Buffer present = lookup(block);
-            if (present != null && !present.isObsolete()) {
-                frameOwner.set(frame, null);
-                hits.increment();
-                present.touch();
-                return present;
+    private Buffer load(long block, int magic, long owner, String structure, long first, int count) {
+        int want = 0;
+        for (long blk = first; blk < first + count; blk++) {
+            Buffer present = lookup(blk);
+            if (blk == block || present == null || present.isObsolete()) {
+                want++;
             }
-            b = new Buffer(this, block, frame, frame(frame), magic, owner, Buffer.LOCKED);
-            link(bucket, b);
-            frameOwner.set(frame, b);
+        }
+        int[] claimed = new int[want];
+        for (int f = 0; f < want; f++) {
+            claimed[f] = claimFrame(); // may wait for write-back: before any lock
+        }
+        // Absent blocks get buffers locked by this loader, which their getters wait on. The asked block goes
+        // first, so that it has a frame whatever others loaded meanwhile.
+        Buffer[] loading = new Buffer[count];
+        Buffer asked = null;
+        int used = 0;
+        for (int k = 0; k < count; k++) {
+            int i = (int) ((block - first + k) % count);
+            long blk = first + i;
+            int bucket = bucket(blk);
+            synchronized (stripe(bucket)) {
+                Buffer present = lookup(blk);
+                if ((present == null || present.isObsolete()) && used < want) {
+                    int f = claimed[used++];
+                    loading[i] = new Buffer(this, blk, f, frame(f), magic, owner, Buffer.LOCKED);
+                    link(bucket, loading[i]);
+                    frameOwner.set(f, loading[i]);
+                } else if (blk == block) {
+                    asked = present; // loaded by another getter meanwhile
+                    hits.increment();
+                    present.touch();
+                }
+            }
+        }
+        for (int f = used; f < want; f++) {
+            frameOwner.set(claimed[f], null);
+        }
+        if (used == 0) {
+            return asked;
         }
         CacheMissEvent event = new CacheMissEvent();
         event.begin();
+        RuntimeException failure = null;
         try {
-            device.read(block, b.data());
-            BlockHeaderFormat.verify(b.data(), block, magic, owner, structure);
+            // one block reads into its frame; a cluster through a scratch run, as its frames are anywhere
+            MemorySegment blocks = count == 1 ? loading[0].data() : clusterScratch(count);
+            device.read(first, blocks);
+            for (int i = 0; i < count; i++) {
+                Buffer l = loading[i];
+                if (l == null) {
+                    continue;
+                }
+                loading[i] = null;
+                if (count > 1) {
+                    MemorySegment.copy(blocks, (long) i * blockSize, l.data(), 0, blockSize);
+                }
+                try {
+                    BlockHeaderFormat.verify(l.data(), l.block(), magic, owner, structure);
+                } catch (RuntimeException e) {
+                    unlinkAndRelease(l);
+                    if (l.block() == block) {
+                        failure = e;
+                    }
+                    continue;
+                }
+                if (l.block() == block) {
+                    misses.increment();
+                    l.touch();
+                    asked = l;
+                } else {
+                    readAhead.increment();
+                }
+                l.unlockChanged();
+            }
         } catch (RuntimeException e) {
-            unlinkAndRelease(b);
+            for (Buffer l : loading) {
+                if (l != null) {
+                    unlinkAndRelease(l);
+                }
+            }
             throw e;
+        }
+        if (failure != null) {
+            throw failure;
         }
         if (event.shouldCommit()) {
             event.block = block;
             event.structure = structure;
             event.commit();
         }
-        misses.increment();
-        b.touch();
-        b.unlockChanged();
-        return b;
+        return asked;
+    }
+
+    /** This thread's aligned buffer for cluster reads, at least {@code count} blocks long. */
+    private MemorySegment clusterScratch(int count) {
+        long size = (long) count * blockSize;
+        MemorySegment s = CLUSTER_SCRATCH.get();
+        if (s == null || s.byteSize() < size) {
+            s = Arena.ofAuto().allocate(size, BlockDevice.BUFFER_ALIGNMENT);
+            CLUSTER_SCRATCH.set(s);
+        }
+        return s.asSlice(0, size);
     }
 
     /**
@@ -543,7 +631,7 @@ public final class BufferCache implements AutoCloseable {
                 cached++;
             }
         }
-        return new CacheStats(frames, cached, hits.sum(), misses.sum(), leafEvictions.sum(), interiorEvictions.sum(),
+        return new CacheStats(frames, cached, hits.sum(), misses.sum(), readAhead.sum(), leafEvictions.sum(), interiorEvictions.sum(),
                 writeBacks.sum(), dirtyWaits.sum());
     }
 

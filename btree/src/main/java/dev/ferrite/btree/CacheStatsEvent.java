@@ -22,6 +22,8 @@ final class CacheStatsEvent extends Event {
     long hits;
     @Label("Misses")
     long misses;
+    @Label("Read ahead")
+    long readAhead;
     @Label("Leaf evictions")
     long leafEvictions;
     @Label("Interior evictions")
@@ -37,6 +39,7 @@ final class CacheStatsEvent extends Event {
         e.cached = s.cached();
         e.hits = s.hits();
         e.misses = s.misses();
+        e.readAhead = s.readAhead();
         e.leafEvictions = s.leafEvictions();
         e.interiorEvictions = s.interiorEvictions();
         e.writeBacks = s.writeBacks();

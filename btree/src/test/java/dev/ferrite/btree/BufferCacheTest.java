@@ -148,6 +148,58 @@ class BufferCacheTest {
         assertEquals(BufferCache.MIN_FRAMES, last.getInt("frames"));
     }
 
+    /**
+     * A cluster miss reads the run once and caches the blocks that verify; one that does not is dropped
+     * silently (and reported when asked for itself); a block cached with changes not yet home is left as
+     * it is; read-ahead buffers start unused, so the clock takes them first.
+     */
+    @Test
+    void aClusterMissCachesTheNeighboursThatVerify() {
+        writeBlocks(FIRST, 8);
+        writeBlock(FIRST + 5, MAGIC, FIRST + 5, 7, 1); // another owner's
+        Buffer changed = get(FIRST + 6);
+        try (Txn txn = Txn.begin(cache, 1)) {
+            assertTrue(txn.lock(changed));
+            changed.data().set(ValueLayout.JAVA_LONG_UNALIGNED, PAYLOAD, -6);
+            txn.log(changed, (int) PAYLOAD, 8);
+            txn.commit();
+        }
+        Buffer b = cache.get(FIRST + 2, MAGIC, OWNER, WHAT, FIRST, 8);
+        assertEquals((FIRST + 2) * 7, payload(b));
+        for (long blk = FIRST; blk < FIRST + 8; blk++) {
+            assertEquals(blk == FIRST + 6 ? 2 : 1, device.reads(blk), "reads of block " + blk);
+        }
+        CacheStats s = cache.stats();
+        long misses = s.misses();
+        assertEquals(5, s.readAhead(), s.toString()); // all but the one asked, the changed one and the foreign one
+        for (long blk : new long[] {FIRST, FIRST + 1, FIRST + 3, FIRST + 4, FIRST + 7}) {
+            assertEquals(blk * 7, payload(get(blk)), "block " + blk);
+        }
+        assertSame(changed, get(FIRST + 6));
+        assertEquals(-6, payload(changed), "a cached block with changes not yet home must not be read over");
+        assertEquals(misses, cache.stats().misses(), "the neighbours came from the cluster read");
+        CorruptionException e = assertThrows(CorruptionException.class, () -> get(FIRST + 5));
+        assertEquals(FIRST + 5, e.block());
+        assertThrows(CorruptionException.class, () -> cache.get(FIRST + 5, MAGIC, OWNER, WHAT, FIRST, 8));
+        assertThrows(dev.ferrite.io.InvalidArgumentException.class, () -> cache.get(FIRST + 9, MAGIC, OWNER, WHAT, FIRST, 8));
+    }
+
+    @Test
+    void readAheadGoesFirstWhenFramesRunShort() {
+        writeBlocks(FIRST, BufferCache.MIN_FRAMES + 9);
+        Buffer asked = cache.get(FIRST, MAGIC, OWNER, WHAT, FIRST, 8);
+        for (long blk = FIRST + 8; blk < FIRST + 8 + BufferCache.MIN_FRAMES - 8; blk++) {
+            get(blk); // every other frame, each touched once
+        }
+        get(FIRST + BufferCache.MIN_FRAMES); // takes a frame: an untouched read-ahead buffer's
+        assertSame(asked, cache.get(FIRST, MAGIC, OWNER, WHAT, FIRST, 8), "the block asked for was touched: it stays");
+        int readAheadLeft = 0;
+        for (long blk = FIRST + 1; blk < FIRST + 8; blk++) {
+            readAheadLeft += cache.lookup(blk) != null && !cache.lookup(blk).isObsolete() ? 1 : 0;
+        }
+        assertEquals(6, readAheadLeft);
+    }
+
     /** Getters arriving while a block loads get the loading buffer and wait on its lock: one device read. */
     @Test
     void concurrentMissesReadOnce() throws Exception {

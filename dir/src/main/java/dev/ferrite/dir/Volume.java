@@ -59,14 +59,17 @@ public final class Volume implements AutoCloseable {
     private final InodeCache inodes = new InodeCache(INODE_CACHE_CAPACITY);
     private final MountReport report;
     private final Namespace namespace;
+    /** Blocks an inode block miss reads together ({@link VolumeOptions#inodeClusterBlocks}). */
+    private final int inodeCluster;
     private final AtomicInteger rotor = new AtomicInteger();
     /** What the superblock says; rewritten at mount, checkpoint and unmount. Guarded by this. */
     private SuperblockFormat.Fields superblock;
     private volatile boolean closed;
 
     private Volume(BlockDevice device, SuperblockFormat.Fields superblock, Journal journal, BufferCache cache,
-                   AllocationGroup[] groups, Counters counters, MountReport report) {
+                   AllocationGroup[] groups, Counters counters, MountReport report, int inodeCluster) {
         this.device = device;
+        this.inodeCluster = inodeCluster;
         this.geometry = superblock.geometry();
         this.superblock = superblock;
         this.journal = journal;
@@ -112,7 +115,7 @@ public final class Volume implements AutoCloseable {
             SuperblockFormat.Fields fields = new SuperblockFormat.Fields(SuperblockFormat.VERSION, g, UUID.randomUUID(),
                     0, 0, false, 0, 0, 0, 0, 0);
             v = new Volume(device, fields, journal, cache, groups, counters,
-                    new MountReport(false, true, 0, false, List.of()));
+                    new MountReport(false, true, 0, false, List.of()), 1);
             for (int i = 0; i < groups.length; i++) {
                 try (Txn txn = Txn.begin(cache, AllocationGroup.FORMAT_ITEMS)) {
                     groups[i] = AllocationGroup.format(txn, g, i, counters);
@@ -195,7 +198,7 @@ public final class Volume implements AutoCloseable {
                 LOG.log(System.Logger.Level.WARNING, device.name() + ": " + n);
             }
             MountReport report = new MountReport(usedMirror[0], sb.clean(), replayed, !sb.clean(), List.copyOf(notes));
-            Volume v = new Volume(device, sb, journal, cache, groups, counters, report);
+            Volume v = new Volume(device, sb, journal, cache, groups, counters, report, options.effectiveInodeCluster());
             v.writeSuperblock(sb.withState(false, sb.freeBlocks(), sb.freeInodes(), sb.inodes(), sb.mounts() + 1));
             v.namespace.recoverOrphans();
             return v;
@@ -641,8 +644,14 @@ public final class Volume implements AutoCloseable {
      */
     Buffer inodeBuffer(long ino) {
         int ag = geometry.agOfInode(ino);
+        long block = geometry.inodeBlock(ino);
         try {
-            return cache.get(geometry.inodeBlock(ino), InodeFormat.MAGIC, ag, "inode block");
+            // A chunk starts at any block, so the cluster read is the aligned run of the group's blocks
+            // holding this one: blocks of it that hold no inodes of this group fail to verify and are dropped.
+            long start = geometry.agStart(ag);
+            long first = Math.max(start, block - Math.floorMod(block - start, inodeCluster));
+            int count = (int) Math.min(inodeCluster, start + geometry.agLength(ag) - first);
+            return cache.get(block, InodeFormat.MAGIC, ag, "inode block", first, count);
         } catch (CorruptionException e) {
             if (!groups[ag].inChunk(geometry.agInode(ino))) {
                 throw new InvalidArgumentException("inode " + ino + " is not allocated: it lies in no inode chunk");

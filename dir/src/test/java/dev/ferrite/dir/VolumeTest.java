@@ -15,6 +15,7 @@ import dev.ferrite.io.DirectDevice;
 import dev.ferrite.io.Errno;
 import dev.ferrite.io.InvalidArgumentException;
 import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.RecordingDevice;
 import dev.ferrite.io.OnDisk;
 import dev.ferrite.io.VolumeShutdownException;
 import org.junit.jupiter.api.Test;
@@ -110,6 +111,37 @@ class VolumeTest {
             assertTrue(v.cacheStats().hits() > 0 && v.cacheStats().cached() > 0, v.cacheStats().toString());
             assertEquals(v.cacheStats().frames(), (int) ((8L << 20) / 4096));
         }
+    }
+
+    /** After a remount, statting a chunk's files reads the chunk in one transfer; a cluster of 1 reads block by block. */
+    @Test
+    void inodeBlocksAreReadAChunkAtATime() {
+        try (RecordingDevice dev = RecordingDevice.wrap(formatted())) {
+            try (Volume v = Volume.open(dev, OPTIONS)) {
+                v.namespace().mkdir("/d", 0755);
+                for (int i = 0; i < 200; i++) {
+                    v.namespace().create("/d/f" + i, 0644, true);
+                }
+            }
+            for (int cluster : new int[] {8, 1}) {
+                try (Volume v = Volume.open(dev, OPTIONS.withInodeClusterBlocks(cluster))) {
+                    long before = dev.issued(RecordingDevice.Op.READ);
+                    List<DirEntry> entries = v.namespace().list("/d");
+                    long listed = dev.issued(RecordingDevice.Op.READ);
+                    for (DirEntry e : entries) {
+                        assertEquals(0, v.namespace().stat("/d/" + e.name()).size());
+                    }
+                    long reads = dev.issued(RecordingDevice.Op.READ) - listed;
+                    // 202 inodes, 8 records a block: 26 blocks (the root's and /d's cached already) in 4 chunks of
+                    // 8 blocks (a chunk can start mid-cluster, so up to 8 cluster reads)
+                    String what = "reads for 200 stats with a cluster of " + cluster + " (listing took " + (listed - before) + ")";
+                    assertTrue(cluster == 8 ? reads <= 8 : reads >= 24, what + ": " + reads);
+                    NamespaceTest.assertChecked(v.namespace());
+                }
+            }
+        }
+        assertThrows(InvalidArgumentException.class, () -> OPTIONS.withInodeClusterBlocks(9));
+        assertThrows(InvalidArgumentException.class, () -> OPTIONS.withInodeClusterBlocks(-1));
     }
 
     @Test
