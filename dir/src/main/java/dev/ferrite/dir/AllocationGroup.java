@@ -1099,7 +1099,8 @@ final class AllocationGroup {
                 int agIno = first + i;
                 Buffer b;
                 try {
-                    b = cache.get(start + (agIno >>> 3), InodeFormat.MAGIC, agno, INODE_BLOCK);
+                    // the chunk is known here: a miss reads all of it at once
+                    b = cache.get(start + (agIno >>> 3), InodeFormat.MAGIC, agno, INODE_BLOCK, start + (first >>> 3), CHUNK_BLOCKS);
                 } catch (CorruptionException e) {
                     problems.add(where + ": " + e.getMessage());
                     i += Geometry.INODES_PER_BLOCK - 1;

@@ -139,6 +139,13 @@ class VolumeTest {
                     NamespaceTest.assertChecked(v.namespace());
                 }
             }
+            try (Volume v = Volume.open(dev, OPTIONS.withInodeClusterBlocks(1))) {
+                long before = dev.issued(RecordingDevice.Op.READ);
+                v.check(java.util.Collections.emptyNavigableMap()); // the groups' part: reads every chunk
+                long reads = dev.issued(RecordingDevice.Op.READ) - before;
+                // block by block, the 4 chunks alone would be 32 reads, besides the groups' tree nodes
+                assertTrue(reads < 32, "the checker read the inode chunks block by block: " + reads + " reads");
+            }
         }
         assertThrows(InvalidArgumentException.class, () -> OPTIONS.withInodeClusterBlocks(9));
         assertThrows(InvalidArgumentException.class, () -> OPTIONS.withInodeClusterBlocks(-1));
