@@ -177,6 +177,20 @@ public final class BufferCache implements AutoCloseable {
     }
 
     /**
+     * The buffer of {@code block} if it is cached (a hit, as {@link #get(long, int, long, String)} counts
+     * one), else null: for callers that work out how to read a block only when they must. Lock-free.
+     */
+    public Buffer cached(long block) {
+        Buffer b = lookup(block);
+        if (b == null || b.isObsolete()) {
+            return null;
+        }
+        hits.increment();
+        b.touch();
+        return b;
+    }
+
+    /**
      * As {@link #get(long, int, long, String)}, but a miss reads the uncached blocks of the cluster
      * {@code [first, first + count)} (which holds {@code block}) in one transfer, and caches those that
      * verify as {@code magic} and {@code owner} beside the one asked for: inode blocks are read a chunk
@@ -187,10 +201,8 @@ public final class BufferCache implements AutoCloseable {
      * if nobody reads them.
      */
     public Buffer get(long block, int magic, long owner, String structure, long first, int count) {
-        Buffer b = lookup(block);
-        if (b != null && !b.isObsolete()) {
-            hits.increment();
-            b.touch();
+        Buffer b = cached(block);
+        if (b != null) {
             return b;
         }
         if (count < 1 || block < first || block >= first + count) {

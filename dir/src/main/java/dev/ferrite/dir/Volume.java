@@ -646,6 +646,10 @@ public final class Volume implements AutoCloseable {
         int ag = geometry.agOfInode(ino);
         long block = geometry.inodeBlock(ino);
         try {
+            Buffer b = cache.cached(block);
+            if (b != null) {
+                return b;
+            }
             // A chunk starts at any block, so the cluster read is the aligned run of the group's blocks
             // holding this one: blocks of it that hold no inodes of this group fail to verify and are dropped.
             long start = geometry.agStart(ag);
