@@ -115,7 +115,7 @@ public final class Volume implements AutoCloseable {
             SuperblockFormat.Fields fields = new SuperblockFormat.Fields(SuperblockFormat.VERSION, g, UUID.randomUUID(),
                     0, 0, false, 0, 0, 0, 0, 0);
             v = new Volume(device, fields, journal, cache, groups, counters,
-                    new MountReport(false, true, 0, false, List.of()), 1);
+                    new MountReport(false, true, 0, false, List.of()), options.effectiveInodeCluster());
             for (int i = 0; i < groups.length; i++) {
                 try (Txn txn = Txn.begin(cache, AllocationGroup.FORMAT_ITEMS)) {
                     groups[i] = AllocationGroup.format(txn, g, i, counters);
@@ -653,7 +653,7 @@ public final class Volume implements AutoCloseable {
             // A chunk starts at any block, so the cluster read is the aligned run of the group's blocks
             // holding this one: blocks of it that hold no inodes of this group fail to verify and are dropped.
             long start = geometry.agStart(ag);
-            long first = Math.max(start, block - Math.floorMod(block - start, inodeCluster));
+            long first = block - (block - start) % inodeCluster;
             int count = (int) Math.min(inodeCluster, start + geometry.agLength(ag) - first);
             return cache.get(block, InodeFormat.MAGIC, ag, "inode block", first, count);
         } catch (CorruptionException e) {
