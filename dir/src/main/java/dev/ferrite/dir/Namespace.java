@@ -29,9 +29,28 @@ import static dev.ferrite.dir.InodeFormat.S_IFREG;
 
 /**
  * The namespace of a mounted volume: directories, files and symlinks by path or by {@link Handle}.
- * Thread-safe. Paths are absolute ({@code /a/b}); {@code .} and {@code ..} are followed, a {@code ..}
- * above the root is EINVAL, symlinks are followed in every component but the last one of the operations
- * that act on a name (and in the last one of {@link #open}, {@link #lookup} and {@link #stat}).
+ * Thread-safe.
+ *
+ * <h2>Paths and names</h2>
+ * Paths are absolute ({@code /a/b}, at most 4095 bytes) and resolve as on Linux: {@code .} and {@code ..}
+ * are followed; symlinks are followed in every component but the last one of the operations that act on
+ * a name (and in the last one of {@link #open}, {@link #lookup}, {@link #stat} and a non-exclusive
+ * {@link #create}, which creates the file a dangling symlink names); a trailing slash or a {@code .}
+ * after a component asks for a directory, following a symlink there. Each operation gives the errno
+ * Linux (ext4, tmpfs) gives, in Linux's order: a component's directory answers (ENOTDIR, ENOENT) before
+ * the component's name is measured (ENAMETOOLONG), and a last component of {@code .}, {@code ..} or the
+ * root gets each operation's own answer (EEXIST for mkdir, EISDIR for unlink, EINVAL, ENOTEMPTY or EBUSY
+ * for rmdir, EBUSY for rename...). The handle forms take a name in a directory, as the {@code *at} calls
+ * do, {@code .} and {@code ..} included. Where Ferrite deliberately differs:
+ * <ul>
+ *   <li>a {@code ..} above the root, in a path, a symlink target or a handle form's name, is EINVAL
+ *       (Linux stays at the root);
+ *   <li>a relative path is EINVAL: there is no working directory;
+ *   <li>a handle form's name is one name, not a path: an empty one, or one containing {@code /} or NUL, is
+ *       EINVAL (Linux's {@code *at} calls say ENOENT to an empty name and walk one with slashes);
+ *   <li>a directory removed while a handle holds it answers ENOENT to every name, {@code .} and {@code ..}
+ *       included (Linux still answers for those two).
+ * </ul>
  *
  * <h2>Transactions and locks</h2>
  * Every operation is one journal transaction, reserved before anything is locked. Locks are taken in
@@ -107,30 +126,25 @@ public final class Namespace {
     /** Creates directory {@code path}; returns its inode number. */
     public long mkdir(String path, int permissions) {
         Parent p = resolveParent(path);
+        refuseDots(p.name, NEW_NAME);
         return createEntry(p.dir, p.name, S_IFDIR | permissions & ~S_IFMT, true, null, null);
     }
 
     /**
      * Creates regular file {@code path}, or with {@code exclusive} false returns the file already there
-     * (EISDIR if it is a directory); returns the inode number.
+     * (EISDIR if it is a directory); returns the inode number. As {@code open(2)} with {@code O_CREAT}:
+     * without {@code exclusive} a final symlink is followed, and a dangling one creates the file it names.
      */
     public long create(String path, int permissions, boolean exclusive) {
-        if (slashed(path)) {
-            // as open(2) with O_CREAT: a name with a trailing slash must be a directory, which cannot be created so
-            InodeStat s = existing(path);
-            throw new NamespaceException(s != null && !s.isDirectory() ? Errno.ENOTDIR : Errno.EISDIR,
-                    "cannot create a file as " + quote(path));
-        }
         Parent p = resolveParent(path);
-        long ino = createEntry(p.dir, p.name, S_IFREG | permissions & ~S_IFMT, exclusive, null, null);
-        return ino > 0 ? ino : resolve(path, true);
+        return createFile(p.dir, p.name, p.slashed, S_IFREG | permissions & ~S_IFMT, exclusive, null);
     }
 
     /** Creates symlink {@code linkPath} pointing at {@code target}; returns its inode number. */
     public long symlink(String target, String linkPath) {
         byte[] t = symlinkTarget(target); // checked first, as Linux does: a bad target wins over a bad path
-        refuseSlashedNewName(linkPath);
         Parent p = resolveParent(linkPath);
+        refuseNewName(p);
         return createEntry(p.dir, p.name, S_IFLNK | 0777, true, t, null);
     }
 
@@ -181,37 +195,38 @@ public final class Namespace {
 
     /** Removes the name {@code path} of a non-directory. */
     public void unlink(String path) {
-        if (slashed(path)) {
-            // "name/" names a directory: unlink(2) says EISDIR if it is one, ENOTDIR if it is not
-            throw new NamespaceException(statIno(resolve(path, true)).isDirectory() ? Errno.EISDIR : Errno.ENOTDIR,
-                    "cannot unlink " + quote(path));
-        }
         Parent p = resolveParent(path);
+        refuseDots(p.name, UNLINK);
+        if (p.slashed) {
+            // "name/" asks for a directory: unlink(2) says EISDIR if the entry is one, ENOTDIR if not (not followed)
+            Found f = find(p.dir, DirEntryFormat.key(checkName(p.name, false)));
+            if (f == null) {
+                throw new NamespaceException(Errno.ENOENT, quote(p.name) + " in directory " + p.dir);
+            }
+            throw new NamespaceException(f.type == S_IFDIR ? Errno.EISDIR : Errno.ENOTDIR, "cannot unlink " + quote(path));
+        }
         removeEntry(p.dir, p.name, false);
     }
 
     /** Removes empty directory {@code path}. */
     public void rmdir(String path) {
         Parent p = resolveParent(path);
+        refuseDots(p.name, RMDIR);
         removeEntry(p.dir, p.name, true);
     }
 
     /** Renames {@code from} to {@code to} atomically, replacing a compatible {@code to}. */
     public void rename(String from, String to) {
-        if ((slashed(from) || slashed(to)) && !statIno(resolve(from, false)).isDirectory()) {
-            throw new NamespaceException(Errno.ENOTDIR, "a trailing slash names a directory, and " + quote(from)
-                    + " is not one");
-        }
         Parent f = resolveParent(from);
         Parent t = resolveParent(to);
-        renameEntry(f.dir, f.name, t.dir, t.name);
+        renameNames(f.dir, f.name, f.slashed, t.dir, t.name, t.slashed);
     }
 
     /** Adds the name {@code newPath} for the non-directory {@code existing} (a final symlink not followed). */
     public void link(String existing, String newPath) {
         long target = resolve(existing, false);
-        refuseSlashedNewName(newPath);
         Parent p = resolveParent(newPath);
+        refuseNewName(p);
         linkEntry(target, p.dir, p.name);
     }
 
@@ -234,17 +249,14 @@ public final class Namespace {
         return openIno(root());
     }
 
-    /** Opens the entry {@code name} of {@code dir} (a symlink is opened itself, not followed). */
+    /**
+     * Opens the entry {@code name} of {@code dir} (a symlink is opened itself, not followed); {@code "."}
+     * is {@code dir} and {@code ".."} its parent.
+     */
     public Handle lookup(Handle dir, String name) {
         long d = dir.checkOpen().ino;
-        byte[] key = DirEntryFormat.key(checkName(name, false));
         for (;;) {
-            requireDir(d);
-            Found f = find(d, key);
-            if (f == null) {
-                throw new NamespaceException(Errno.ENOENT, quote(name) + " in directory " + d);
-            }
-            Handle h = openIno(f.ino);
+            Handle h = openIno(entry(d, name));
             if (h != null) {
                 return h;
             }
@@ -253,54 +265,58 @@ public final class Namespace {
 
     /**
      * The attributes of entry {@code name} of {@code dir} itself, a symlink not followed: what
-     * {@code fstatat(dirfd, name, AT_SYMLINK_NOFOLLOW)} gives, without resolving a path. A listing that
-     * stats each entry it reads does one lookup per entry this way.
+     * {@code fstatat(dirfd, name, AT_SYMLINK_NOFOLLOW)} gives, without resolving a path ({@code "."} is
+     * {@code dir}, {@code ".."} its parent). A listing that stats each entry it reads does one lookup per
+     * entry this way.
      */
     public InodeStat lstat(Handle dir, String name) {
-        long d = dir.checkOpen().ino;
-        byte[] key = DirEntryFormat.key(checkName(name, false));
-        requireDir(d);
-        Found f = find(d, key);
-        if (f == null) {
-            throw new NamespaceException(Errno.ENOENT, quote(name) + " in directory " + d);
-        }
-        return statIno(f.ino);
+        return statIno(entry(dir.checkOpen().ino, name));
     }
 
     public Handle mkdir(Handle dir, String name, int permissions) {
+        long d = dir.checkOpen().ino;
+        checkEntryName(d, name, NEW_NAME);
         Inode[] opened = new Inode[1];
-        long ino = createEntry(dir.checkOpen().ino, name, S_IFDIR | permissions & ~S_IFMT, true, null, opened);
+        long ino = createEntry(d, name, S_IFDIR | permissions & ~S_IFMT, true, null, opened);
         return opened[0] != null ? new Handle(this, opened[0]) : openCreated(ino);
     }
 
+    /** {@link #create(String, int, boolean)} in {@code dir}: a final symlink is followed unless {@code exclusive}. */
     public Handle create(Handle dir, String name, int permissions, boolean exclusive) {
         long d = dir.checkOpen().ino;
+        checkEntryName(d, name, exclusive ? NEW_NAME : CREATE);
         Inode[] opened = new Inode[1];
-        long ino = createEntry(d, name, S_IFREG | permissions & ~S_IFMT, exclusive, null, opened);
-        if (opened[0] != null) {
-            return new Handle(this, opened[0]);
-        }
-        return ino > 0 ? openCreated(ino) : openIno(walk(d, new ArrayDeque<>(List.of(name)), true));
+        long ino = createFile(d, name, false, S_IFREG | permissions & ~S_IFMT, exclusive, opened);
+        return opened[0] != null ? new Handle(this, opened[0]) : openCreated(ino);
     }
 
     public void symlink(Handle dir, String name, String target) {
-        createEntry(dir.checkOpen().ino, name, S_IFLNK | 0777, true, symlinkTarget(target), null);
+        byte[] t = symlinkTarget(target);
+        long d = dir.checkOpen().ino;
+        checkEntryName(d, name, NEW_NAME);
+        createEntry(d, name, S_IFLNK | 0777, true, t, null);
     }
 
     public void unlink(Handle dir, String name) {
-        removeEntry(dir.checkOpen().ino, name, false);
+        long d = dir.checkOpen().ino;
+        checkEntryName(d, name, UNLINK);
+        removeEntry(d, name, false);
     }
 
     public void rmdir(Handle dir, String name) {
-        removeEntry(dir.checkOpen().ino, name, true);
+        long d = dir.checkOpen().ino;
+        checkEntryName(d, name, RMDIR);
+        removeEntry(d, name, true);
     }
 
     public void rename(Handle fromDir, String from, Handle toDir, String to) {
-        renameEntry(fromDir.checkOpen().ino, from, toDir.checkOpen().ino, to);
+        renameNames(fromDir.checkOpen().ino, nonNull(from), false, toDir.checkOpen().ino, nonNull(to), false);
     }
 
     public void link(Handle target, Handle dir, String name) {
-        linkEntry(target.checkOpen().ino, dir.checkOpen().ino, name);
+        long t = target.checkOpen().ino, d = dir.checkOpen().ino;
+        checkEntryName(d, name, NEW_NAME);
+        linkEntry(t, d, name);
     }
 
     public String readlink(Handle link) {
@@ -336,19 +352,114 @@ public final class Namespace {
 
     // ================================================================== resolution
 
-    private record Parent(long dir, String name) {
+    /**
+     * The directory a path's last component is in, and that component: a name, {@code "."}, {@code ".."},
+     * or null for the root itself; {@code slashed} if a slash followed it.
+     */
+    private record Parent(long dir, String name, boolean slashed) {
     }
 
     private record Found(long ino, int type) {
     }
 
+    /**
+     * What an operation answers when its last component is {@code "."}, {@code ".."} or the root itself
+     * (Linux's LAST_DOT, LAST_DOTDOT and LAST_ROOT): nothing is looked up or changed then.
+     */
+    private record Dots(int dot, int dotdot, int root) {
+    }
+
+    /** mkdir, symlink, link's new name and exclusive create: the name exists. */
+    private static final Dots NEW_NAME = new Dots(Errno.EEXIST, Errno.EEXIST, Errno.EEXIST);
+    /** Create of a file that may exist: what is there is a directory. */
+    private static final Dots CREATE = new Dots(Errno.EISDIR, Errno.EISDIR, Errno.EISDIR);
+    private static final Dots UNLINK = new Dots(Errno.EISDIR, Errno.EISDIR, Errno.EISDIR);
+    private static final Dots RMDIR = new Dots(Errno.EINVAL, Errno.ENOTEMPTY, Errno.EBUSY);
+    private static final Dots RENAME = new Dots(Errno.EBUSY, Errno.EBUSY, Errno.EBUSY);
+
+    /** Longest path, in bytes (PATH_MAX less its NUL). */
+    private static final int MAX_PATH = 4095;
+
     private static String quote(String name) {
         return "'" + name + "'";
     }
 
+    /** A handle form's name: null is EINVAL there (in a path's Parent it stands for the root). */
+    private static String nonNull(String name) {
+        if (name == null) {
+            throw new NamespaceException(Errno.EINVAL, "null name");
+        }
+        return name;
+    }
+
+    private static boolean isDots(String name) {
+        return name == null || name.equals(".") || name.equals("..");
+    }
+
+    /** The errno {@code dots} gives if {@code name} is {@code "."}, {@code ".."} or null (the root). */
+    private static void refuseDots(String name, Dots dots) {
+        if (isDots(name)) {
+            int errno = name == null ? dots.root : name.equals(".") ? dots.dot : dots.dotdot;
+            throw new NamespaceException(errno, (name == null ? "the root" : quote(name)) + " is not a name this operation takes");
+        }
+    }
+
+    /** True if {@code name} is longer than a name may be (counted without allocating unless it may be). */
+    private static boolean tooLong(String name) {
+        return name.length() > DirEntryFormat.MAX_NAME / 3 && name.getBytes(StandardCharsets.UTF_8).length > DirEntryFormat.MAX_NAME;
+    }
+
+    /**
+     * Refuses a handle form's {@code name} in directory {@code dir} in Linux's order: ENOTDIR or ENOENT
+     * for {@code dir}, then the operation's answer to {@code "."} or {@code ".."}, then ENAMETOOLONG (a name
+     * is measured only when the walk reaches it). Ordinary names cost a few comparisons here.
+     */
+    private void checkEntryName(long dir, String name, Dots dots) {
+        if (nonNull(name).equals(".") || name.equals("..") || tooLong(name)) {
+            requireDir(dir);
+            refuseDots(name, dots);
+            checkName(name, false);
+        }
+    }
+
+    /** The inode {@code name} names in {@code dir} (a symlink itself): {@code "."} is dir, {@code ".."} its parent. */
+    private long entry(long dir, String name) {
+        requireDir(dir);
+        if (".".equals(name)) {
+            return dir;
+        }
+        if ("..".equals(name)) {
+            return dotdot(dir);
+        }
+        Found f = find(dir, DirEntryFormat.key(checkName(name, false)));
+        if (f == null) {
+            throw new NamespaceException(Errno.ENOENT, quote(name) + " in directory " + dir);
+        }
+        return f.ino;
+    }
+
+    /** The parent of directory {@code dir}; EINVAL at the root (Linux stays there). */
+    private long dotdot(long dir) {
+        if (dir == root()) {
+            throw new NamespaceException(Errno.EINVAL, "'..' leads above the root");
+        }
+        return parentOf(dir);
+    }
+
+    /** A new link's name (mkdir excepted): EEXIST for dots, and a trailing slash EEXIST if the name is taken, else ENOENT. */
+    private void refuseNewName(Parent p) {
+        refuseDots(p.name, NEW_NAME);
+        if (p.slashed) {
+            boolean taken = find(p.dir, DirEntryFormat.key(checkName(p.name, false))) != null;
+            throw new NamespaceException(taken ? Errno.EEXIST : Errno.ENOENT, "a new link cannot be named " + quote(p.name)
+                    + "/ (trailing slash)");
+        }
+    }
+
     /**
      * The name's bytes; EINVAL for an empty name, one containing '/' or NUL, or (with {@code forChange})
-     * "." or ".."; ENAMETOOLONG past 255 bytes.
+     * "." or ".." (which the operations answer first, each as Linux does: this keeps them out of every
+     * directory); ENAMETOOLONG past 255 bytes.
      */
     static byte[] checkName(String name, boolean forChange) {
         if (name == null || name.isEmpty()) {
@@ -383,12 +494,21 @@ public final class Namespace {
         return b;
     }
 
+    /**
+     * The components of a path or symlink target: names, {@code "."} and {@code ".."} in order, then an
+     * empty string if it ends in a slash after one of them. A trailing slash and a {@code "."} both ask
+     * for a directory (the component before them is followed if it is a symlink); only the operations
+     * that act on a name tell them apart.
+     */
     private static Deque<String> components(String path) {
         Deque<String> out = new ArrayDeque<>();
         for (String c : path.split("/")) {
-            if (!c.isEmpty() && !c.equals(".")) {
+            if (!c.isEmpty()) {
                 out.add(c);
             }
+        }
+        if (!out.isEmpty() && path.endsWith("/")) {
+            out.add("");
         }
         return out;
     }
@@ -400,92 +520,139 @@ public final class Namespace {
         if (path.indexOf('\0') >= 0) {
             throw new NamespaceException(Errno.EINVAL, "path contains NUL");
         }
+        if (path.length() > MAX_PATH / 3 && path.getBytes(StandardCharsets.UTF_8).length > MAX_PATH) {
+            throw new NamespaceException(Errno.ENAMETOOLONG, "path of " + path.getBytes(StandardCharsets.UTF_8).length
+                    + " bytes; paths are at most " + MAX_PATH);
+        }
     }
 
     /** The inode {@code path} names. */
     private long resolve(String path, boolean followLast) {
         checkAbsolute(path);
-        return walk(root(), components(path), followLast);
-    }
-
-    private long walk(long start, Deque<String> todo, boolean followLast) {
-        long root = root();
-        long cur = start;
-        int links = 0;
-        while (!todo.isEmpty()) {
-            String c = todo.pollFirst();
-            requireDir(cur);
-            if (c.equals("..")) {
-                if (cur == root) {
-                    throw new NamespaceException(Errno.EINVAL, "'..' leads above the root");
-                }
-                cur = parentOf(cur);
-                continue;
-            }
-            Found f = find(cur, DirEntryFormat.key(checkName(c, false)));
-            if (f == null) {
-                throw new NamespaceException(Errno.ENOENT, quote(c) + " in directory " + cur);
-            }
-            if (f.type == S_IFLNK && (!todo.isEmpty() || followLast)) {
-                if (++links > MAX_SYMLINKS) {
-                    throw new NamespaceException(Errno.ELOOP, "more than " + MAX_SYMLINKS + " symlinks followed");
-                }
-                String target = readlinkIno(f.ino);
-                Deque<String> tc = components(target);
-                while (!tc.isEmpty()) {
-                    todo.addFirst(tc.pollLast());
-                }
-                if (target.startsWith("/")) {
-                    cur = root;
-                }
-                continue;
-            }
-            cur = f.ino;
-        }
-        return cur;
-    }
-
-    /** True for a path other than the root that ends in a slash: it can only name a directory. */
-    private static boolean slashed(String path) {
-        return path.length() > 1 && path.endsWith("/");
-    }
-
-    /** What {@code path} names (symlinks followed), or null if nothing. */
-    private InodeStat existing(String path) {
-        try {
-            return statIno(resolve(path, true));
-        } catch (NamespaceException e) {
-            if (e.errno() == Errno.ENOENT) {
-                return null;
-            }
-            throw e;
-        }
-    }
-
-    /** A new link's name with a trailing slash: EEXIST if the name is taken, else ENOENT, as Linux says. */
-    private void refuseSlashedNewName(String path) {
-        if (slashed(path)) {
-            throw new NamespaceException(existing(path) != null ? Errno.EEXIST : Errno.ENOENT,
-                    "a new link cannot be named " + quote(path) + " (trailing slash)");
-        }
+        return new Walk().to(root(), components(path), followLast);
     }
 
     private Parent resolveParent(String path) {
         checkAbsolute(path);
-        String trimmed = path.replaceAll("/+$", "");
-        String raw = trimmed.substring(trimmed.lastIndexOf('/') + 1);
-        if (raw.equals(".") || raw.equals("..")) {
-            throw new NamespaceException(Errno.EINVAL, "path " + quote(path) + " ends in " + quote(raw));
+        return new Walk().parent(root(), components(path));
+    }
+
+    /**
+     * One path resolution, as Linux's walk: each component is looked up in a directory (ENOTDIR or ENOENT
+     * for it first, then ENAMETOOLONG or ENOENT for the name); symlinks are followed in every component
+     * but the last, and in the last when asked or when a slash or {@code "."} follows it. The symlinks
+     * followed count together, across the parent walk and a last component followed after it.
+     */
+    private final class Walk {
+        private int links;
+
+        /** Walks {@code todo} from directory {@code start}; returns the inode it names. */
+        long to(long start, Deque<String> todo, boolean followLast) {
+            long cur = start;
+            while (!todo.isEmpty()) {
+                String c = todo.pollFirst();
+                requireDir(cur);
+                if (c.isEmpty() || c.equals(".")) {
+                    continue;
+                }
+                if (c.equals("..")) {
+                    cur = dotdot(cur);
+                    continue;
+                }
+                Found f = find(cur, DirEntryFormat.key(checkName(c, false)));
+                if (f == null) {
+                    throw new NamespaceException(Errno.ENOENT, quote(c) + " in directory " + cur);
+                }
+                if (f.type == S_IFLNK && (followLast || !todo.isEmpty())) {
+                    cur = follow(cur, f.ino, todo);
+                    continue;
+                }
+                cur = f.ino;
+            }
+            return cur;
         }
-        Deque<String> c = components(path);
-        String last = c.pollLast();
-        if (last == null) {
-            throw new NamespaceException(Errno.EINVAL, "path " + quote(path) + " names the root");
+
+        /** Walks all of {@code todo} from {@code start} but its last component, which must be in a directory. */
+        Parent parent(long start, Deque<String> todo) {
+            boolean slashed = !todo.isEmpty() && todo.peekLast().isEmpty();
+            if (slashed) {
+                todo.pollLast();
+            }
+            String last = todo.pollLast();
+            long dir = to(start, todo, true);
+            requireDir(dir);
+            return new Parent(dir, last, slashed);
         }
-        checkName(last, true);
-        long dir = walk(root(), c, true);
-        requireDir(dir);
-        return new Parent(dir, last);
+
+        /** Puts the target of symlink {@code link}, met in directory {@code dir}, before {@code todo}; returns where it starts. */
+        long follow(long dir, long link, Deque<String> todo) {
+            if (++links > MAX_SYMLINKS) {
+                throw new NamespaceException(Errno.ELOOP, "more than " + MAX_SYMLINKS + " symlinks followed");
+            }
+            String target = readlinkIno(link);
+            Deque<String> tc = components(target);
+            while (!tc.isEmpty()) {
+                todo.addFirst(tc.pollLast());
+            }
+            return target.startsWith("/") ? root() : dir;
+        }
+    }
+
+    /**
+     * {@code open(2)} with {@code O_CREAT} of {@code name} in {@code dir}: for {@code "."}, {@code ".."} or
+     * the root EEXIST if {@code exclusive}, else EISDIR; EISDIR for a trailing slash; else the file made or
+     * (not {@code exclusive}) found, following a symlink found there to the name it points at.
+     */
+    private long createFile(long dir, String name, boolean slashed, int mode, boolean exclusive, Inode[] opened) {
+        Walk walk = null;
+        for (;;) {
+            refuseDots(name, exclusive ? NEW_NAME : CREATE);
+            if (slashed) {
+                throw new NamespaceException(Errno.EISDIR, "cannot create a file as " + quote(name) + "/ (trailing slash)");
+            }
+            long ino = createEntry(dir, name, mode, exclusive, null, opened);
+            if (ino > 0) {
+                return ino;
+            }
+            // a symlink was there: create or open what it names
+            Found f = find(dir, DirEntryFormat.key(checkName(name, false)));
+            if (f == null || f.type != S_IFLNK) {
+                continue; // it changed meanwhile: look again
+            }
+            if (walk == null) {
+                walk = new Walk();
+            }
+            Deque<String> todo = new ArrayDeque<>();
+            Parent p = walk.parent(walk.follow(dir, f.ino, todo), todo);
+            dir = p.dir;
+            name = p.name;
+            slashed = p.slashed;
+        }
+    }
+
+    /**
+     * A rename's answers in Linux's order before anything is locked: ENOTDIR or ENOENT for either
+     * directory, EBUSY for {@code "."}, {@code ".."} or the root, ENAMETOOLONG for the source, ENOENT for it,
+     * ENAMETOOLONG for the target, ENOTDIR for a trailing slash on a source that is not a directory. The
+     * usual rename, with none of these, goes straight to {@link #renameEntry}.
+     */
+    private void renameNames(long fromDir, String from, boolean fromSlash, long toDir, String to, boolean toSlash) {
+        if (fromSlash || toSlash || isDots(from) || isDots(to) || tooLong(from) || tooLong(to)) {
+            requireDir(fromDir);
+            requireDir(toDir);
+            refuseDots(from, RENAME);
+            refuseDots(to, RENAME);
+            Found src = find(fromDir, DirEntryFormat.key(checkName(from, false)));
+            if (src == null) {
+                throw new NamespaceException(Errno.ENOENT, quote(from) + " in directory " + fromDir);
+            }
+            checkName(to, false);
+            if (src.type != S_IFDIR && (fromSlash || toSlash)) {
+                throw new NamespaceException(Errno.ENOTDIR, "a trailing slash names a directory, and " + quote(from)
+                        + " is not one");
+            }
+        }
+        renameEntry(fromDir, from, toDir, to);
     }
 
     // ================================================================== records
