@@ -137,7 +137,7 @@ public final class Namespace {
      */
     public long create(String path, int permissions, boolean exclusive) {
         Parent p = resolveParent(path);
-        return createFile(p.dir, p.name, p.slashed, S_IFREG | permissions & ~S_IFMT, exclusive, null);
+        return createFile(p.walk, p.dir, p.name, p.slashed, S_IFREG | permissions & ~S_IFMT, exclusive, null);
     }
 
     /** Creates symlink {@code linkPath} pointing at {@code target}; returns its inode number. */
@@ -286,7 +286,7 @@ public final class Namespace {
         long d = dir.checkOpen().ino;
         checkEntryName(d, name, exclusive ? NEW_NAME : CREATE);
         Inode[] opened = new Inode[1];
-        long ino = createFile(d, name, false, S_IFREG | permissions & ~S_IFMT, exclusive, opened);
+        long ino = createFile(null, d, name, false, S_IFREG | permissions & ~S_IFMT, exclusive, opened);
         return opened[0] != null ? new Handle(this, opened[0]) : openCreated(ino);
     }
 
@@ -354,9 +354,10 @@ public final class Namespace {
 
     /**
      * The directory a path's last component is in, and that component: a name, {@code "."}, {@code ".."},
-     * or null for the root itself; {@code slashed} if a slash followed it.
+     * or null for the root itself; {@code slashed} if a slash followed it; the walk that found it (a
+     * create that follows a final symlink counts on from its symlinks).
      */
-    private record Parent(long dir, String name, boolean slashed) {
+    private record Parent(long dir, String name, boolean slashed, Walk walk) {
     }
 
     private record Found(long ino, int type) {
@@ -581,7 +582,7 @@ public final class Namespace {
             String last = todo.pollLast();
             long dir = to(start, todo, true);
             requireDir(dir);
-            return new Parent(dir, last, slashed);
+            return new Parent(dir, last, slashed, this);
         }
 
         /** Puts the target of symlink {@code link}, met in directory {@code dir}, before {@code todo}; returns where it starts. */
@@ -601,10 +602,10 @@ public final class Namespace {
     /**
      * {@code open(2)} with {@code O_CREAT} of {@code name} in {@code dir}: for {@code "."}, {@code ".."} or
      * the root EEXIST if {@code exclusive}, else EISDIR; EISDIR for a trailing slash; else the file made or
-     * (not {@code exclusive}) found, following a symlink found there to the name it points at.
+     * (not {@code exclusive}) found, following a symlink found there to the name it points at. {@code walk}
+     * is the one that found {@code dir} (symlinks count over the whole call, as on Linux), or null.
      */
-    private long createFile(long dir, String name, boolean slashed, int mode, boolean exclusive, Inode[] opened) {
-        Walk walk = null;
+    private long createFile(Walk walk, long dir, String name, boolean slashed, int mode, boolean exclusive, Inode[] opened) {
         for (;;) {
             refuseDots(name, exclusive ? NEW_NAME : CREATE);
             if (slashed) {

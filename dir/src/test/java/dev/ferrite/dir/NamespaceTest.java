@@ -372,6 +372,15 @@ class NamespaceTest {
             assertEquals(made, ns.lookup("/nope"));
             assertTrue(ns.lstat("/nope").isRegularFile());
             assertEquals(made, ns.create("/dang", 0644, false));
+            // symlinks count over the whole call: 30 to find the directory, then 10 or 11 at the end
+            for (int i = 0; i < 30; i++) {
+                ns.symlink(i < 29 ? "s" + (i + 1) : "d", "/s" + i);
+            }
+            for (int i = 0; i < 11; i++) {
+                ns.symlink(i < 10 ? "x" + (i + 1) : "t", "/d/x" + i);
+            }
+            assertErrno(Errno.ELOOP, () -> ns.create("/s0/x0", 0644, false));
+            assertEquals(ns.create("/s0/x1", 0644, false), ns.lookup("/d/t"));
             try (Handle root = ns.openRoot()) {
                 ns.symlink(root, "dang3", "d/made");
                 try (Handle h = ns.create(root, "dang3", 0644, false)) {
