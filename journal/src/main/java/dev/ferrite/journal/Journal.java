@@ -197,7 +197,8 @@ public final class Journal implements AutoCloseable {
     public String diagnostics() {
         return "tail " + Lsn.toString(grantLsn(space.tail())) + ", reserve head " + Lsn.toString(grantLsn(space.reserveHead.get()))
                 + ", write head " + Lsn.toString(grantLsn(space.writeHead.get())) + ", free " + space.freeBytes()
-                + " bytes, queued " + space.reserveHead.queued() + "/" + space.writeHead.queued() + "; " + ail.diagnostics()
+                + " bytes, queued " + space.reserveHead.queued() + "/" + space.writeHead.queued() + ", granted late "
+                + space.reserveHead.waitStats()[2] + "/" + space.writeHead.waitStats()[2] + "; " + ail.diagnostics()
                 + "; CIL sequence " + cil.currentSeq() + (cil.currentHasChanges() ? " (changes)" : " (empty)") + "; "
                 + writer.diagnostics();
     }
