@@ -96,7 +96,7 @@ public final class Journal implements AutoCloseable {
         this.space = new LogSpace(logBytes, headWord, this::relieveSpace);
         long threshold = options.effectivePushThreshold(logBytes);
         // The callbacks below reach the writer through this object: they run only once the threads started.
-        this.cil = new Cil(1, bs, threshold, shadows, this::backgroundPush);
+        this.cil = new Cil(1, bs, threshold, shadows, this::backgroundPush, Cil.DRAIN_TIMEOUT_NANOS);
         this.ail = new Ail(device, options.ringSize(), options.ailBatch(), options.relogChunks(bs), head, r.nextSeq(), this::anchorTail,
                 this::checkpointSoon, this::shutdown);
         this.writer = new LogWriter(device, geometry, anchor.current().logId(), epoch, head, r.nextSeq(), cil, space,
