@@ -21,6 +21,7 @@ import dev.ferrite.io.VolumeShutdownException;
  *     // lock items, change their images, tx.log(item, offset, length) ...
  *     long seq = tx.commit();
  *     // unlock items
+ *     j.throttle(seq); // waits only while the log device is behind
  *     j.force(seq);   // durable
  * }
  * }</pre>
@@ -131,18 +132,28 @@ public final class Journal implements AutoCloseable {
         return items * cil.itemReservation() + cil.checkpointOverhead();
     }
 
+    /** Never waits: the committer holds its items' locks here ({@link #throttle} comes after it unlocks). */
     long commit(LogItem[] items, int count, Ticket ticket) {
         checkAlive();
         try {
             long seq = cil.commit(items, count, ticket);
             commits.increment();
-            if (cil.overHardLimit(seq)) {
-                writer.throttle(seq);
-            }
             return seq;
         } catch (ReservationExceededException e) {
             shutdown(e);
             throw e;
+        }
+    }
+
+    /**
+     * Back-pressure on committers: returns at once unless the CIL context of commit sequence {@code seq}
+     * has grown past its hard limit while its checkpoint could not start (the log device is behind); then
+     * waits until that checkpoint takes it. Call it after every commit (or roll), once the transaction's
+     * items are unlocked: waiting with them locked would stall every reader of those items.
+     */
+    public void throttle(long seq) {
+        if (cil.overHardLimit(seq)) {
+            writer.throttle(seq);
         }
     }
 
