@@ -22,9 +22,11 @@ import java.util.concurrent.locks.LockSupport;
  * grace period), after which the old context is immutable and its items are merged.
  *
  * <p>An item relogged within a context is copied again into its shadow buffer and written once per
- * checkpoint with its latest contents. Each item has two shadows, by context parity: commits into
- * context k+1 never touch the buffers context k's push reads, and context k+2 exists only once
- * k's push is over.
+ * checkpoint with its latest contents. A shadow holds only the logged chunks, packed in chunk order (the
+ * op's data as the checkpoint writes it), and is replaced by a larger one when a relog adds chunks past
+ * its size. Each item has two shadows, by context parity: commits into context k+1 never touch the
+ * buffers context k's push reads, and context k+2 exists only once k's push is over ({@link ShadowPool}
+ * relies on that too).
  *
  * <p>Space: every commit steals from its ticket exactly the log bytes its items add to the context,
  * plus a share for record headers and padding; the first commit of a context also steals the
@@ -234,12 +236,8 @@ final class Cil {
         long union = it.loggedMap | it.txDirty;
         CilSlot slot = it.slot(p);
         if (slot.ctxSeq != ctx.seq) {
-            MemorySegment shadow = slot.shadow;
-            if (shadow == null) {
-                shadow = shadows.acquire();
-                slot.shadow = shadow;
-            }
-            DirtyMap.copy(union, chunkShift, it.image(), shadow);
+            slot.shadow = shadows.acquire(p, DirtyMap.packedSize(union, chunkShift));
+            DirtyMap.pack(union, union, chunkShift, it.image(), slot.shadow);
             slot.ctxSeq = ctx.seq;
             it.pin();
             int head = stripe * HEAD_STRIDE;
@@ -250,7 +248,15 @@ final class Cil {
             } while (!ctx.heads.compareAndSet(head, first, it));
             ctx.slots.getAndIncrement(stripe * SLOT_STRIDE + 2);
         } else {
-            DirtyMap.copy(it.txDirty, chunkShift, it.image(), slot.shadow);
+            if (union != slot.shadowMap) {
+                // new chunks: make room among the packed ones, in a larger buffer if needed (the smaller
+                // one stays with the context until its parity is reset)
+                int size = DirtyMap.packedSize(union, chunkShift);
+                MemorySegment shadow = size <= slot.shadow.byteSize() ? slot.shadow : shadows.acquire(p, size);
+                DirtyMap.repack(slot.shadowMap, union, chunkShift, slot.shadow, shadow);
+                slot.shadow = shadow;
+            }
+            DirtyMap.pack(it.txDirty, union, chunkShift, it.image(), slot.shadow);
         }
         it.zeroed |= it.txZeroed;
         slot.shadowMap = union;
@@ -308,11 +314,18 @@ final class Cil {
         return current.overheadTaken.get();
     }
 
-    /** Push thread: gives an item's shadow for {@code parity} back once its op has been formatted. */
+    /** Push thread: drops an item's shadow for {@code parity} once its op has been formatted. */
     void releaseShadow(LogItem it, int parity) {
         CilSlot slot = it.slot(parity);
-        shadows.release(slot.shadow);
         slot.shadow = null;
         slot.next = null;
+    }
+
+    /**
+     * Push thread, once every item of the context of {@code parity} it just took is formatted: the
+     * shadows of that parity are all free again (the next context of that parity does not exist yet).
+     */
+    void shadowsFormatted(int parity) {
+        shadows.reset(parity);
     }
 }

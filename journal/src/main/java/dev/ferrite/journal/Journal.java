@@ -93,9 +93,11 @@ public final class Journal implements AutoCloseable {
         this.logBytes = (long) geometry.areaBlocks() * bs;
         long head = r.headLsn();
         long headWord = ((long) Lsn.cycle(head) << 32) | ((long) Lsn.block(head) * bs);
-        this.shadows = new ShadowPool(bs);
         this.space = new LogSpace(logBytes, headWord, this::relieveSpace);
         long threshold = options.effectivePushThreshold(logBytes);
+        // A context's shadows hold at most its logged bytes, doubled by size classes: keep that much per
+        // parity, free a peak beyond it.
+        this.shadows = new ShadowPool(bs, 2 * threshold);
         // The callbacks below reach the writer through this object: they run only once the threads started.
         this.cil = new Cil(1, bs, threshold, shadows, this::backgroundPush, Cil.DRAIN_TIMEOUT_NANOS);
         this.ail = new Ail(device, options.ringSize(), options.ailBatch(), options.relogChunks(bs), head, r.nextSeq(), this::anchorTail,
@@ -226,7 +228,7 @@ public final class Journal implements AutoCloseable {
                 writer.checkpointBytes.sum(), writer.checkpointItems.sum(), writer.logFlushes.sum(), rw[0], rw[1],
                 ww[0], ww[1], ail.insertBatches.sum(), ail.insertedItems.sum(), ail.pushRounds.sum(),
                 ail.pusherWakeups.sum(), ail.writtenBack.sum(), ail.writtenEarly.sum(), ail.size(), ail.tailMoves.sum(), space.freeBytes(),
-                logBytes, writer.throttles.sum(), writer.throttleNanos.sum());
+                logBytes, writer.throttles.sum(), writer.throttleNanos.sum(), shadows.residentBytes());
     }
 
     /** Size of the circular log area in bytes. */

@@ -342,6 +342,7 @@ final class LogWriter implements AutoCloseable {
             cil.releaseShadow(it, parity);
             count++;
         }
+        cil.shadowsFormatted(parity);
         if (rec.payloadUsed + LogRecordFormat.COMMIT_OP_SIZE > payloadCapacity) {
             rec.close(false);
         }

@@ -76,7 +76,7 @@ class CilDrainTest {
 
     @Test
     void thePushThreadParksUntilTheLastCommitterLeaves() throws Exception {
-        try (Arena arena = Arena.ofShared(); ShadowPool shadows = new ShadowPool(BS)) {
+        try (Arena arena = Arena.ofShared(); ShadowPool shadows = new ShadowPool(BS, 1L << 20)) {
             Cil cil = new Cil(1, BS, Long.MAX_VALUE, shadows, () -> { }, TimeUnit.SECONDS.toNanos(30));
             GatedItem item = new GatedItem(arena);
             AtomicReference<Throwable> error = new AtomicReference<>();
@@ -104,7 +104,7 @@ class CilDrainTest {
 
     @Test
     void aCommitterStuckInsideEndsTheWaitWithAnExceptionNamingTheContext() throws Exception {
-        try (Arena arena = Arena.ofShared(); ShadowPool shadows = new ShadowPool(BS)) {
+        try (Arena arena = Arena.ofShared(); ShadowPool shadows = new ShadowPool(BS, 1L << 20)) {
             Cil cil = new Cil(1, BS, Long.MAX_VALUE, shadows, () -> { }, TimeUnit.MILLISECONDS.toNanos(200));
             GatedItem item = new GatedItem(arena);
             AtomicReference<Throwable> error = new AtomicReference<>();
