@@ -203,15 +203,19 @@ class GrantHeadRaceTest {
      */
     @Test
     void aQueuedReserverIsWokenByARacingTailMove() throws Exception {
+        // A late grant (the waiter granting itself after its timed park) passes, as it would in use, but
+        // shows in the tally: with the ordering right, only a tail mover descheduled between its two steps
+        // for the length of a park makes one.
         Actor waiter = (t, role) -> {
             t.head.grant(500, () -> { });
-            record(t, role, "granted");
+            record(t, role, t.head.waitStats()[2] == 0 ? "granted" : "granted late");
         };
         Actor move = (t, role) -> {
             t.space.moveTail(LogSpace.add(START, 500, LOG));
             record(t, role, "moved");
         };
-        Map<String, Integer> tally = race(TRIALS / 4, () -> new Trial(new LogSpace(LOG, START, () -> { }), 0), move,
+        // More trials than the other cases: the unordered code lost a wake-up once in some 15,000 (x86).
+        Map<String, Integer> tally = race(TRIALS + TRIALS / 2, () -> new Trial(new LogSpace(LOG, START, () -> { }), 0), move,
                 waiter, (t, outcome, all) -> {
                     if (t.used() != LOG || t.head.queued() != 0) {
                         fail("after " + outcome + ": used " + t.used() + ", queued " + t.head.queued() + "; outcomes " + all);
