@@ -8,7 +8,7 @@ import dev.ferrite.journal.Transaction;
 /**
  * A journal transaction together with the cached buffers it holds locked. Tree operations lock the
  * buffers they change through it; the locks are held until {@link #commit()} has copied the changes into
- * the log, then released (XFS's transaction/buffer pairing). A transaction re-enters buffers it already
+ * the log, then released (XFS's transaction/buffer pairing) before any wait for the log. A transaction re-enters buffers it already
  * holds, so several operations may run in one transaction.
  *
  * <p>Lock order, which every operation follows so that transactions cannot deadlock: within a tree, top
@@ -139,7 +139,9 @@ public final class Txn implements AutoCloseable {
     }
 
     /**
-     * Commits the changes into the journal and unlocks every held buffer.
+     * Commits the changes into the journal, unlocks every held buffer and only then takes the journal's
+     * back-pressure ({@link dev.ferrite.journal.Journal#throttle}), so that readers of these buffers never
+     * wait for a slow log.
      *
      * @return the commit sequence: {@code cache.journal().force(seq)} makes it durable
      */
@@ -154,6 +156,7 @@ public final class Txn implements AutoCloseable {
         } finally {
             unlockAll();
         }
+        cache.journal().throttle(seq);
         return seq;
     }
 

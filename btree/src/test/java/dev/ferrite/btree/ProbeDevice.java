@@ -12,7 +12,7 @@ import dev.ferrite.io.MemoryDevice;
 
 /**
  * A device over a {@link MemoryDevice} that tests can watch and stop: it counts reads per block, can
- * hold the reads of one block at a gate, and can cut the power (from then on writes are dropped, so the
+ * hold the reads of one block at a gate, can hold every flush at another (a stalled log device), and can cut the power (from then on writes are dropped, so the
  * memory keeps exactly what was written before the cut: a crash image, with every write whole).
  */
 final class ProbeDevice implements BlockDevice {
@@ -24,6 +24,7 @@ final class ProbeDevice implements BlockDevice {
     private volatile long gatedBlock = -1;
     private volatile CountDownLatch gateEntered;
     private volatile CountDownLatch gateOpen;
+    private volatile CountDownLatch flushGate;
 
     ProbeDevice(long blockCount, int blockSize) {
         this.inner = MemoryDevice.create("probe", blockCount, blockSize);
@@ -52,6 +53,19 @@ final class ProbeDevice implements BlockDevice {
     void openGate() {
         gatedBlock = -1;
         gateOpen.countDown();
+    }
+
+    /** Makes every flush from now on wait until {@link #releaseFlushes()}. */
+    void holdFlushes() {
+        flushGate = new CountDownLatch(1);
+    }
+
+    void releaseFlushes() {
+        CountDownLatch g = flushGate;
+        flushGate = null;
+        if (g != null) {
+            g.countDown();
+        }
     }
 
     /** Drops every write from now on; returns once no write is in flight. */
@@ -146,6 +160,15 @@ final class ProbeDevice implements BlockDevice {
 
     @Override
     public void flush() {
+        CountDownLatch g = flushGate;
+        try {
+            if (g != null && !g.await(30, TimeUnit.SECONDS)) {
+                throw new AssertionError("flushes stayed held for 30 s");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError(e);
+        }
         inner.flush();
     }
 

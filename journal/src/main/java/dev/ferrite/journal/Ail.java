@@ -101,6 +101,8 @@ final class Ail implements AutoCloseable {
     private volatile Throwable failure;
     private final Arena arena = Arena.ofShared();
     private final MemorySegment snapshots;
+    /** Bytes from one snapshot to the next: a block, rounded up so each starts aligned for the device. */
+    private final long snapStride;
     private final LogItem[] snapItems;
     private final long[] snapLsns;
     private final long[] order;
@@ -136,7 +138,9 @@ final class Ail implements AutoCloseable {
         this.nextStartLsn = startLsn;
         this.nextStartSeq = startSeq;
         this.anchoredLsn = startLsn;
-        this.snapshots = arena.allocate((long) device.blockSize() * batchMax, BlockDevice.BUFFER_ALIGNMENT);
+        int align = BlockDevice.BUFFER_ALIGNMENT;
+        this.snapStride = ((long) device.blockSize() + align - 1) / align * align;
+        this.snapshots = arena.allocate(snapStride * batchMax, align);
         this.snapItems = new LogItem[batchMax];
         this.snapLsns = new long[batchMax];
         this.order = new long[batchMax];
@@ -495,7 +499,7 @@ final class Ail implements AutoCloseable {
      */
     private void snapshot(LogItem it, int i) {
         int blockSize = device.blockSize();
-        MemorySegment snap = snapshots.asSlice((long) i * blockSize, blockSize);
+        MemorySegment snap = snapshots.asSlice(i * snapStride, blockSize);
         MemorySegment.copy(it.image(), 0, snap, 0, blockSize);
         it.loggedMap = 0;
         it.zeroed = false;
@@ -515,7 +519,7 @@ final class Ail implements AutoCloseable {
         io.clear();
         for (int k = 0; k < written; k++) {
             int i = (int) (order[k] & 1023);
-            io.write(snapItems[i].home(), snapshots.asSlice((long) i * blockSize, blockSize));
+            io.write(snapItems[i].home(), snapshots.asSlice(i * snapStride, blockSize));
         }
         device.submit(io);
         device.flush();

@@ -1,16 +1,20 @@
 package dev.ferrite.journal;
 
 import java.lang.foreign.MemorySegment;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * The committed item list: delayed logging's in-memory aggregation of committed changes until the next
  * checkpoint writes them.
  *
- * <p>No global lock on the commit path. Commits are spread over stripes (by thread); each
+ * <p>No global lock on the commit path. Commits are spread over stripes, twice as many as the JVM has
+ * processors (a power of two, at least 4), picked by a hash of the committing thread's id: not per CPU,
+ * since a thread does not know its CPU, but enough stripes that few threads share one; each
  * {@link Context} (one per checkpoint sequence) has, per stripe on its own cache line, a count of
  * committers inside and the log bytes they stole, plus a lock-free stack of the items first logged in
  * the context. A committer enters its stripe, re-checks that the context is still current, and leaves;
@@ -18,9 +22,11 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * grace period), after which the old context is immutable and its items are merged.
  *
  * <p>An item relogged within a context is copied again into its shadow buffer and written once per
- * checkpoint with its latest contents. Each item has two shadows, by context parity: commits into
- * context k+1 never touch the buffers context k's push reads, and context k+2 exists only once
- * k's push is over.
+ * checkpoint with its latest contents. A shadow holds only the logged chunks, packed in chunk order (the
+ * op's data as the checkpoint writes it), and is replaced by a larger one when a relog adds chunks past
+ * its size. Each item has two shadows, by context parity: commits into context k+1 never touch the
+ * buffers context k's push reads, and context k+2 exists only once k's push is over ({@link ShadowPool}
+ * relies on that too).
  *
  * <p>Space: every commit steals from its ticket exactly the log bytes its items add to the context,
  * plus a share for record headers and padding; the first commit of a context also steals the
@@ -29,6 +35,10 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
 final class Cil {
     private static final int SLOT_STRIDE = 8;   // longs per stripe in Context.slots: own 64-byte line
     private static final int HEAD_STRIDE = 16;  // references per stripe in Context.heads
+    /** Spins of the push thread on a stripe still in use before it parks. */
+    private static final int DRAIN_SPINS = 1000;
+    /** How long the push thread waits for committers to leave a context before declaring one stuck. */
+    static final long DRAIN_TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(30);
 
     static final class Context {
         final long seq;
@@ -38,6 +48,8 @@ final class Cil {
         /** Sum of the stripes' bytes in {@code quantum} steps: cheap to read for the push threshold. */
         final AtomicLong approxBytes = new AtomicLong();
         final AtomicBoolean overheadTaken = new AtomicBoolean();
+        /** The push thread once it has switched this context out and waits for it to drain; null before. */
+        volatile Thread drainer;
 
         Context(long seq, int stripes) {
             this.seq = seq;
@@ -83,6 +95,7 @@ final class Cil {
     /** Step in which stripes report their bytes to the shared total: coarse, but well under the threshold. */
     private final long quantum;
     private final Runnable overThreshold;
+    private final long drainTimeoutNanos;
     private volatile Context current;
 
     /**
@@ -90,8 +103,9 @@ final class Cil {
      * @param blockSize     device block size (items are one block)
      * @param threshold     context size in bytes that starts a background push
      * @param overThreshold called (from a committer) when the current context passes the threshold
+     * @param drainTimeoutNanos how long {@link #switchContext} waits for committers to leave a context
      */
-    Cil(long firstSeq, int blockSize, long threshold, ShadowPool shadows, Runnable overThreshold) {
+    Cil(long firstSeq, int blockSize, long threshold, ShadowPool shadows, Runnable overThreshold, long drainTimeoutNanos) {
         int cpus = Runtime.getRuntime().availableProcessors();
         int stripes = Integer.highestOneBit(Math.max(4, cpus * 2) * 2 - 1);
         this.stripeMask = stripes - 1;
@@ -107,6 +121,7 @@ final class Cil {
         this.hardLimit = threshold + threshold / 8;
         this.quantum = Math.max(blockSize, Math.min(64 * 1024, threshold / (4L * stripes)));
         this.overThreshold = overThreshold;
+        this.drainTimeoutNanos = drainTimeoutNanos;
         this.current = new Context(firstSeq, stripes);
     }
 
@@ -158,7 +173,7 @@ final class Cil {
             if (ctx == current) {
                 break;
             }
-            ctx.slots.getAndDecrement(stripe * SLOT_STRIDE);
+            leave(ctx, stripe);
         }
         try {
             int p = (int) (ctx.seq & 1);
@@ -199,7 +214,21 @@ final class Cil {
             }
             return ctx.seq;
         } finally {
-            ctx.slots.getAndDecrement(stripe * SLOT_STRIDE);
+            leave(ctx, stripe);
+        }
+    }
+
+    /**
+     * A committer leaves its stripe of {@code ctx}; the last one out of a context being drained wakes the
+     * push thread. Dekker with {@link #switchContext}: both sides store (the count here, {@code drainer}
+     * there) and then load the other's word, all volatile, so one of them sees the other.
+     */
+    private static void leave(Context ctx, int stripe) {
+        if (ctx.slots.decrementAndGet(stripe * SLOT_STRIDE) == 0) {
+            Thread drainer = ctx.drainer;
+            if (drainer != null) {
+                LockSupport.unpark(drainer);
+            }
         }
     }
 
@@ -207,12 +236,8 @@ final class Cil {
         long union = it.loggedMap | it.txDirty;
         CilSlot slot = it.slot(p);
         if (slot.ctxSeq != ctx.seq) {
-            MemorySegment shadow = slot.shadow;
-            if (shadow == null) {
-                shadow = shadows.acquire();
-                slot.shadow = shadow;
-            }
-            DirtyMap.copy(union, chunkShift, it.image(), shadow);
+            slot.shadow = shadows.acquire(p, DirtyMap.packedSize(union, chunkShift));
+            DirtyMap.pack(union, union, chunkShift, it.image(), slot.shadow);
             slot.ctxSeq = ctx.seq;
             it.pin();
             int head = stripe * HEAD_STRIDE;
@@ -223,7 +248,15 @@ final class Cil {
             } while (!ctx.heads.compareAndSet(head, first, it));
             ctx.slots.getAndIncrement(stripe * SLOT_STRIDE + 2);
         } else {
-            DirtyMap.copy(it.txDirty, chunkShift, it.image(), slot.shadow);
+            if (union != slot.shadowMap) {
+                // new chunks: make room among the packed ones, in a larger buffer if needed (the smaller
+                // one stays with the context until its parity is reset)
+                int size = DirtyMap.packedSize(union, chunkShift);
+                MemorySegment shadow = size <= slot.shadow.byteSize() ? slot.shadow : shadows.acquire(p, size);
+                DirtyMap.repack(slot.shadowMap, union, chunkShift, slot.shadow, shadow);
+                slot.shadow = shadow;
+            }
+            DirtyMap.pack(it.txDirty, union, chunkShift, it.image(), slot.shadow);
         }
         it.zeroed |= it.txZeroed;
         slot.shadowMap = union;
@@ -236,18 +269,32 @@ final class Cil {
 
     /**
      * Push thread only: installs the next context and waits until no committer is still inside the old
-     * one, which is returned, complete and immutable.
+     * one, which is returned, complete and immutable. A commit inside a context copies a few ranges and
+     * never blocks, so the wait spins briefly, then parks until the last committer out unparks it.
+     *
+     * @throws IllegalStateException if a committer is still inside after the drain timeout: it is stuck,
+     *                               and the context can never be written
      */
     Context switchContext() {
         Context old = current;
+        old.drainer = Thread.currentThread();
         current = new Context(old.seq + 1, stripeMask + 1);
+        long deadline = 0;
         for (int i = 0; i < old.slots.length(); i += SLOT_STRIDE) {
             for (int spins = 0; old.slots.get(i) != 0; spins++) {
-                if (spins < 1000) {
+                if (spins < DRAIN_SPINS) {
                     Thread.onSpinWait();
-                } else {
-                    Thread.yield();
+                    continue;
                 }
+                long now = System.nanoTime();
+                if (deadline == 0) {
+                    deadline = now + drainTimeoutNanos;
+                } else if (now - deadline >= 0) {
+                    throw new IllegalStateException("CIL context " + old.seq + " did not drain in "
+                            + TimeUnit.NANOSECONDS.toMillis(drainTimeoutNanos) + " ms: " + old.slots.get(i)
+                            + " committer(s) still inside on stripe " + i / SLOT_STRIDE + " of " + (stripeMask + 1));
+                }
+                LockSupport.parkNanos(this, deadline - now);
             }
         }
         return old;
@@ -267,11 +314,18 @@ final class Cil {
         return current.overheadTaken.get();
     }
 
-    /** Push thread: gives an item's shadow for {@code parity} back once its op has been formatted. */
+    /** Push thread: drops an item's shadow for {@code parity} once its op has been formatted. */
     void releaseShadow(LogItem it, int parity) {
         CilSlot slot = it.slot(parity);
-        shadows.release(slot.shadow);
         slot.shadow = null;
         slot.next = null;
+    }
+
+    /**
+     * Push thread, once every item of the context of {@code parity} it just took is formatted: the
+     * shadows of that parity are all free again (the next context of that parity does not exist yet).
+     */
+    void shadowsFormatted(int parity) {
+        shadows.reset(parity);
     }
 }

@@ -17,7 +17,7 @@ final class CilSlot {
     boolean zeroed;
     /** Bytes the item's op takes in that context's checkpoint. */
     int opBytes;
-    /** Copy of the logged chunks, from the shadow pool; given back once the op is formatted. */
+    /** The chunks of {@code shadowMap}, packed in chunk order; from the shadow pool, dropped once the op is formatted. */
     MemorySegment shadow;
     /** Next item first logged in that context on the same stripe. */
     LogItem next;

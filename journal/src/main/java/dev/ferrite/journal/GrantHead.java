@@ -2,7 +2,6 @@ package dev.ferrite.journal;
 
 import java.util.ArrayDeque;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.LongSupplier;
@@ -23,6 +22,13 @@ import dev.ferrite.io.VolumeShutdownException;
  *
  * <p>The queue and its lock are touched only on the slow path; {@code queued} is the volatile count the
  * fast path reads to stay out of line-jumping.
+ *
+ * <p>Wake-ups (a Dekker pair): a reserver stores {@code queued} and then loads the tail and the head; a
+ * waker stores the tail (volatile, {@link LogSpace#moveTail}) or CASes the head ({@link #release}) and
+ * then loads {@code queued}. Every one of those accesses is volatile, so they are sequentially
+ * consistent: either the waker sees the reserver queued, or the reserver sees the new space. As a second
+ * line, a waiter whose timed park runs out grants queued requests itself, so no missed wake-up can
+ * leave a request that fits parked.
  */
 final class GrantHead {
     /** Queued reserver; {@code granted} is written by whoever grants it, then the thread is unparked. */
@@ -36,6 +42,9 @@ final class GrantHead {
         }
     }
 
+    /** Longest park of a waiter before it looks at the space itself. */
+    private static final long PARK_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
+
     private final String name;
     private final long logBytes;
     private final LongSupplier tail;
@@ -48,6 +57,8 @@ final class GrantHead {
     // slow-path statistics, written under queueLock
     private long waits;
     private long waitNanos;
+    /** Requests granted by a waiter whose timed park ran out, not by a wake-up: each one a wake-up missed or late. */
+    private long lateGrants;
 
     GrantHead(String name, long logBytes, long initial, LongSupplier tail) {
         this.name = name;
@@ -84,7 +95,8 @@ final class GrantHead {
 
     /**
      * Takes {@code need} bytes, waiting in FIFO order for the tail to free them. {@code pressure} runs
-     * before parking and on every wake-up without a grant (the journal asks the AIL to push).
+     * before parking and on every wake-up without a grant (the journal asks the AIL to push). A waiter
+     * whose park times out first grants whatever fits at the front of the queue, itself included.
      *
      * @throws VolumeShutdownException if the journal shuts down while waiting
      */
@@ -117,10 +129,13 @@ final class GrantHead {
                 }
                 break;
             }
-            LockSupport.parkNanos(this, TimeUnit.MILLISECONDS.toNanos(10));
+            LockSupport.parkNanos(this, PARK_NANOS);
             interrupted |= Thread.interrupted();
             if (!w.granted) {
-                pressure.run(); // the tail moved since, or the pusher got stuck: ask again
+                grantLate();
+            }
+            if (!w.granted) {
+                pressure.run(); // the pusher got stuck, or its tail move did not free enough: ask again
             }
         }
         long waited = System.nanoTime() - start;
@@ -181,12 +196,24 @@ final class GrantHead {
         }
     }
 
-    private void grantQueued() {
+    /** A waiter's timed park ran out: grants what fits now, counting grants no wake-up made. */
+    private void grantLate() {
+        queueLock.lock();
+        try {
+            lateGrants += grantQueued();
+        } finally {
+            queueLock.unlock();
+        }
+    }
+
+    /** Under queueLock: grants queued requests in order while they fit; returns how many it granted. */
+    private int grantQueued() {
+        int granted = 0;
         for (Waiter w; (w = queue.peekFirst()) != null; ) {
             long t = tail.getAsLong();
             long cur = head.get();
             if (LogSpace.distanceFree(cur, t, logBytes) < w.need) {
-                return;
+                return granted;
             }
             if (!head.compareAndSet(cur, LogSpace.add(cur, w.need, logBytes))) {
                 continue; // a fast-path reserver moved the head: re-read and re-check
@@ -195,7 +222,9 @@ final class GrantHead {
             queued = queue.size();
             w.granted = true;
             LockSupport.unpark(w.thread);
+            granted++;
         }
+        return granted;
     }
 
     private void abandon(Waiter w) {
@@ -213,11 +242,11 @@ final class GrantHead {
         return queued;
     }
 
-    /** Reservations that had to wait, and for how long in total. */
+    /** Reservations that had to wait, for how long in total, and how many were granted late (see {@link #grantLate}). */
     long[] waitStats() {
         queueLock.lock();
         try {
-            return new long[] {waits, waitNanos};
+            return new long[] {waits, waitNanos, lateGrants};
         } finally {
             queueLock.unlock();
         }

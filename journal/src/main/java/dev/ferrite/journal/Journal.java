@@ -21,6 +21,7 @@ import dev.ferrite.io.VolumeShutdownException;
  *     // lock items, change their images, tx.log(item, offset, length) ...
  *     long seq = tx.commit();
  *     // unlock items
+ *     j.throttle(seq); // waits only while the log device is behind
  *     j.force(seq);   // durable
  * }
  * }</pre>
@@ -92,11 +93,13 @@ public final class Journal implements AutoCloseable {
         this.logBytes = (long) geometry.areaBlocks() * bs;
         long head = r.headLsn();
         long headWord = ((long) Lsn.cycle(head) << 32) | ((long) Lsn.block(head) * bs);
-        this.shadows = new ShadowPool(bs);
         this.space = new LogSpace(logBytes, headWord, this::relieveSpace);
         long threshold = options.effectivePushThreshold(logBytes);
+        // A context's shadows hold at most its logged bytes, doubled by size classes: keep that much per
+        // parity, free a peak beyond it.
+        this.shadows = new ShadowPool(bs, 2 * threshold);
         // The callbacks below reach the writer through this object: they run only once the threads started.
-        this.cil = new Cil(1, bs, threshold, shadows, this::backgroundPush);
+        this.cil = new Cil(1, bs, threshold, shadows, this::backgroundPush, Cil.DRAIN_TIMEOUT_NANOS);
         this.ail = new Ail(device, options.ringSize(), options.ailBatch(), options.relogChunks(bs), head, r.nextSeq(), this::anchorTail,
                 this::checkpointSoon, this::shutdown);
         this.writer = new LogWriter(device, geometry, anchor.current().logId(), epoch, head, r.nextSeq(), cil, space,
@@ -131,18 +134,28 @@ public final class Journal implements AutoCloseable {
         return items * cil.itemReservation() + cil.checkpointOverhead();
     }
 
+    /** Never waits: the committer holds its items' locks here ({@link #throttle} comes after it unlocks). */
     long commit(LogItem[] items, int count, Ticket ticket) {
         checkAlive();
         try {
             long seq = cil.commit(items, count, ticket);
             commits.increment();
-            if (cil.overHardLimit(seq)) {
-                writer.throttle(seq);
-            }
             return seq;
         } catch (ReservationExceededException e) {
             shutdown(e);
             throw e;
+        }
+    }
+
+    /**
+     * Back-pressure on committers: returns at once unless the CIL context of commit sequence {@code seq}
+     * has grown past its hard limit while its checkpoint could not start (the log device is behind); then
+     * waits until that checkpoint takes it. Call it after every commit (or roll), once the transaction's
+     * items are unlocked: waiting with them locked would stall every reader of those items.
+     */
+    public void throttle(long seq) {
+        if (cil.overHardLimit(seq)) {
+            writer.throttle(seq);
         }
     }
 
@@ -197,7 +210,8 @@ public final class Journal implements AutoCloseable {
     public String diagnostics() {
         return "tail " + Lsn.toString(grantLsn(space.tail())) + ", reserve head " + Lsn.toString(grantLsn(space.reserveHead.get()))
                 + ", write head " + Lsn.toString(grantLsn(space.writeHead.get())) + ", free " + space.freeBytes()
-                + " bytes, queued " + space.reserveHead.queued() + "/" + space.writeHead.queued() + "; " + ail.diagnostics()
+                + " bytes, queued " + space.reserveHead.queued() + "/" + space.writeHead.queued() + ", granted late "
+                + space.reserveHead.waitStats()[2] + "/" + space.writeHead.waitStats()[2] + "; " + ail.diagnostics()
                 + "; CIL sequence " + cil.currentSeq() + (cil.currentHasChanges() ? " (changes)" : " (empty)") + "; "
                 + writer.diagnostics();
     }
@@ -214,7 +228,7 @@ public final class Journal implements AutoCloseable {
                 writer.checkpointBytes.sum(), writer.checkpointItems.sum(), writer.logFlushes.sum(), rw[0], rw[1],
                 ww[0], ww[1], ail.insertBatches.sum(), ail.insertedItems.sum(), ail.pushRounds.sum(),
                 ail.pusherWakeups.sum(), ail.writtenBack.sum(), ail.writtenEarly.sum(), ail.size(), ail.tailMoves.sum(), space.freeBytes(),
-                logBytes, writer.throttles.sum(), writer.throttleNanos.sum());
+                logBytes, writer.throttles.sum(), writer.throttleNanos.sum(), shadows.residentBytes());
     }
 
     /** Size of the circular log area in bytes. */

@@ -26,12 +26,13 @@ package dev.ferrite.journal;
  * @param commitThrottles   commits that waited because the CIL had outgrown its hard limit (the log I/O
  *                          was behind), and their total wait
  * @param commitThrottleNanos see commitThrottles
+ * @param shadowBytes       off-heap bytes held for the CIL's copies of logged items (in use or pooled)
  */
 public record JournalStats(long commits, long forces, long checkpoints, long checkpointBytes, long checkpointItems,
                            long logFlushes, long reserveWaits, long reserveWaitNanos, long writeWaits,
                            long writeWaitNanos, long ailInsertBatches, long ailInsertedItems, long ailPushRounds,
                            long ailPusherWakeups, long ailWrittenBack, long ailWrittenEarly, int ailItems, long tailMoves, long freeBytes,
-                           long logBytes, long commitThrottles, long commitThrottleNanos) {
+                           long logBytes, long commitThrottles, long commitThrottleNanos, long shadowBytes) {
     /** Mean items per AIL bulk insertion. */
     public double itemsPerInsertBatch() {
         return ailInsertBatches == 0 ? 0 : (double) ailInsertedItems / ailInsertBatches;

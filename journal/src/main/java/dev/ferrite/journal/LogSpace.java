@@ -36,8 +36,10 @@ final class LogSpace {
         this.logBytes = logBytes;
         this.pressure = pressure;
         this.tail.set(start);
-        this.reserveHead = new GrantHead("reserve", logBytes, start, tail::getAcquire);
-        this.writeHead = new GrantHead("write", logBytes, start, tail::getAcquire);
+        // Volatile loads of the tail: a reserver's load after storing its queue count must not be
+        // satisfied before that store (see GrantHead's class comment). On x86 this costs nothing extra.
+        this.reserveHead = new GrantHead("reserve", logBytes, start, tail::get);
+        this.writeHead = new GrantHead("write", logBytes, start, tail::get);
     }
 
     /** Grant word (cycle high, bytes low) plus {@code n} bytes, carrying into the cycle. */
@@ -138,9 +140,13 @@ final class LogSpace {
         reserveHead.release(bytes);
     }
 
-    /** The anchored tail moved forward: waiters may now fit. */
+    /**
+     * The anchored tail moved forward: waiters may now fit. The volatile store orders the tail before the
+     * heads' loads of their queue counts; a release store would let those loads pass it and miss a
+     * reserver that queued meanwhile.
+     */
     void moveTail(long newTail) {
-        tail.setRelease(newTail);
+        tail.set(newTail);
         writeHead.wake();
         reserveHead.wake();
     }

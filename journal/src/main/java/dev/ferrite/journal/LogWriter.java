@@ -38,9 +38,9 @@ import dev.ferrite.io.VolumeShutdownException;
  * one; a push for size (the CIL passed its threshold) starts at once, formatting while the previous
  * checkpoint is written.
  *
- * <p>Back-pressure: a commit that leaves the CIL past its hard limit while its push has not started
- * (the previous checkpoint is still being written) waits in {@link #throttle} until the push takes the
- * context. Without it the committers outrun the log, spending the CPU the log I/O needs on relogging
+ * <p>Back-pressure: a committer whose commit left the CIL past its hard limit while its push has not
+ * started (the previous checkpoint is still being written) waits in {@link #throttle}, after unlocking
+ * its items, until the push takes the context. Without it the committers outrun the log, spending the CPU the log I/O needs on relogging
  * items into a context that only grows, and the checkpoints outgrow the format buffers.
  *
  * <p>Two sequences: commit sequences number CIL contexts (what {@link #force} takes; an empty context is
@@ -218,8 +218,8 @@ final class LogWriter implements AutoCloseable {
     }
 
     /**
-     * Committer, holding its items' locks (neither stage needs them): waits until context {@code seq}
-     * is no longer the current one, its push having begun.
+     * Committer, its items unlocked ({@link Journal#throttle}): waits until context {@code seq} is no
+     * longer the current one, its push having begun.
      */
     void throttle(long seq) {
         long start = System.nanoTime();
@@ -342,6 +342,7 @@ final class LogWriter implements AutoCloseable {
             cil.releaseShadow(it, parity);
             count++;
         }
+        cil.shadowsFormatted(parity);
         if (rec.payloadUsed + LogRecordFormat.COMMIT_OP_SIZE > payloadCapacity) {
             rec.close(false);
         }

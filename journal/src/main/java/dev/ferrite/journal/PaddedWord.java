@@ -42,10 +42,6 @@ final class PaddedWord extends PaddedWordValue {
         value = v;
     }
 
-    void setRelease(long v) {
-        VALUE.setRelease(this, v);
-    }
-
     boolean compareAndSet(long expect, long update) {
         return VALUE.compareAndSet(this, expect, update);
     }

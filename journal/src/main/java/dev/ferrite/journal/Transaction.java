@@ -7,9 +7,10 @@ import java.util.Arrays;
  * committed transaction's changes are recovered or none.
  *
  * <p>Use: {@link Journal#begin(Reservation)}; for each item, take the owner's lock, change the image,
- * {@link #log} the changed ranges; {@link #commit()} while still holding the locks; then unlock and,
- * when durability is needed, {@link Journal#force(long)} the returned sequence. One thread uses a
- * transaction; it is not reusable after commit or cancel.
+ * {@link #log} the changed ranges; {@link #commit()} while still holding the locks; then unlock, pass
+ * the returned sequence to {@link Journal#throttle(long)} (back-pressure, which must not wait under the
+ * locks) and, when durability is needed, to {@link Journal#force(long)}. One thread uses a transaction;
+ * it is not reusable after commit or cancel.
  */
 public final class Transaction {
     private final Journal journal;
@@ -81,10 +82,11 @@ public final class Transaction {
     }
 
     /**
-     * Moves the logged changes into the journal's in-memory log and ends the transaction. Call it while
-     * still holding the items' locks.
+     * Moves the logged changes into the journal's in-memory log and ends the transaction, without waiting.
+     * Call it while still holding the items' locks.
      *
-     * @return the commit sequence to pass to {@link Journal#force(long)} for durability
+     * @return the commit sequence to pass, once the items are unlocked, to {@link Journal#throttle(long)},
+     *         and to {@link Journal#force(long)} for durability
      */
     public long commit() {
         checkActive();
@@ -102,7 +104,8 @@ public final class Transaction {
     /**
      * Commits this transaction and continues on the same permanent reservation with a fresh one: the
      * items are detached (re-join what the next step changes). Waits for log space only once the
-     * reservation's pre-reserved count is used up.
+     * reservation's pre-reserved count is used up. Pass the last sequence of the chain to
+     * {@link Journal#throttle(long)} once its items are unlocked.
      *
      * @return the commit sequence of the part just committed
      */

@@ -6,8 +6,10 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
 
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.IoBatch;
@@ -156,25 +158,7 @@ class CilTest {
                 }
                 long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(400);
                 for (int next = 0; System.nanoTime() < deadline; ) {
-                    Transaction tx = j.begin(Reservation.items(8));
-                    TestItem[] batch = new TestItem[8];
-                    for (int k = 0; k < batch.length; k++, next = (next + 1) % items) {
-                        batch[k] = pool[next];
-                        batch[k].lock.lock();
-                    }
-                    try {
-                        for (TestItem it : batch) {
-                            for (int c = 0; c < counters; c++) {
-                                it.add(tx, c, 1); // a range in every sector: a large op per item
-                            }
-                            adds[(int) it.home()]++;
-                        }
-                        tx.commit();
-                    } finally {
-                        for (TestItem it : batch) {
-                            it.lock.unlock();
-                        }
-                    }
+                    next = commitEight(j, pool, next, adds);
                 }
                 j.forceAll();
                 JournalStats s = j.stats();
@@ -195,11 +179,99 @@ class CilTest {
         }
     }
 
-    /** Delegating device whose flush takes a fixed time, like a real disk's cache flush. */
+    /**
+     * One transaction over the 8 items of {@code pool} from {@code next} on, adding 1 to every counter of
+     * each (a range in every sector: a large op per item) and counting that in {@code adds}; throttled
+     * once the items are unlocked, as every committer must be. Returns where the next batch starts.
+     */
+    private static int commitEight(Journal j, TestItem[] pool, int next, long[] adds) {
+        Transaction tx = j.begin(Reservation.items(8));
+        long seq;
+        TestItem[] batch = new TestItem[8];
+        for (int k = 0; k < batch.length; k++, next = (next + 1) % pool.length) {
+            batch[k] = pool[next];
+            batch[k].lock.lock();
+        }
+        try {
+            for (TestItem it : batch) {
+                for (int c = 0; c < TestItem.counters(BS); c++) {
+                    it.add(tx, c, 1);
+                }
+                adds[(int) it.home()]++;
+            }
+            seq = tx.commit();
+        } finally {
+            for (TestItem it : batch) {
+                it.lock.unlock();
+            }
+        }
+        j.throttle(seq);
+        return next;
+    }
+
+    /**
+     * A committer throttled at the CIL's hard limit (the log device stopped: flushes held at a gate) waits
+     * with its items unlocked: a reader of any of them gets its lock at once.
+     */
+    @Test
+    void aThrottledCommitterHoldsNoItemLock() throws Exception {
+        int items = 512;
+        try (SlowFlushDevice dev = new SlowFlushDevice(MemoryDevice.create(8192, BS), 0); Arena arena = Arena.ofShared()) {
+            LogGeometry g = new LogGeometry(1024, 4096);
+            Journal.format(dev, g);
+            JournalOptions options = JournalOptions.defaults().withPushThreshold(64 * 1024);
+            try (TestReplayer rep = new TestReplayer(dev); Journal j = Journal.open(dev, g, options, rep)) {
+                TestItem[] pool = new TestItem[items];
+                for (int i = 0; i < items; i++) {
+                    pool[i] = new TestItem(i, BS, arena);
+                }
+                CountDownLatch gate = new CountDownLatch(1);
+                dev.gate = gate;
+                AtomicBoolean stop = new AtomicBoolean();
+                AtomicReference<Throwable> err = new AtomicReference<>();
+                Thread committer = new Thread(() -> {
+                    try {
+                        long[] adds = new long[items];
+                        for (int next = 0; !stop.get(); ) {
+                            next = commitEight(j, pool, next, adds);
+                        }
+                    } catch (Throwable e) {
+                        err.set(e);
+                    }
+                }, "committer");
+                committer.setDaemon(true);
+                committer.start();
+                try {
+                    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+                    while (!(committer.getState() == Thread.State.TIMED_WAITING
+                            && LockSupport.getBlocker(committer) instanceof LogWriter)) {
+                        assertTrue(System.nanoTime() - deadline < 0 && committer.isAlive(),
+                                "the committer never reached the hard limit: " + err.get() + "; " + j.diagnostics());
+                        Thread.onSpinWait();
+                    }
+                    for (TestItem it : pool) {
+                        assertTrue(it.lock.tryLock(1, TimeUnit.SECONDS), "item " + it.home()
+                                + " stayed locked while its committer was throttled; " + j.diagnostics());
+                        it.lock.unlock();
+                    }
+                } finally {
+                    stop.set(true);
+                    gate.countDown();
+                    committer.join(TimeUnit.SECONDS.toMillis(30));
+                }
+                assertEquals(null, err.get());
+                assertTrue(j.stats().commitThrottles() > 0, j.stats().toString());
+            }
+        }
+    }
+
+    /** Delegating device whose flush takes a fixed time, like a real disk's cache flush, and can be held at a gate. */
     static final class SlowFlushDevice implements BlockDevice {
         final BlockDevice inner;
         final long flushMillis;
         final AtomicLong flushes = new AtomicLong();
+        /** While set and closed, flushes wait at it. */
+        volatile CountDownLatch gate;
 
         SlowFlushDevice(BlockDevice inner, long flushMillis) {
             this.inner = inner;
@@ -220,6 +292,10 @@ class CilTest {
         public void flush() {
             flushes.incrementAndGet();
             try {
+                CountDownLatch g = gate;
+                if (g != null && !g.await(30, TimeUnit.SECONDS)) {
+                    throw new AssertionError("the flush gate stayed closed");
+                }
                 Thread.sleep(flushMillis);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();

@@ -66,8 +66,39 @@ class JournalCrashTest {
         }
     }
 
-    /** A recording of the script plus, per transaction, the event count when its force returned (or -1). */
-    record Run(RecordingDevice rec, Script script, int[] ackedAt) {
+    /**
+     * A recording of the script plus, per transaction, the event count when its force returned (or -1),
+     * and every log record it wrote.
+     */
+    record Run(RecordingDevice rec, Script script, int[] ackedAt, List<WrittenRecord> records) {
+    }
+
+    /** A log record as written: its LSN, its checkpoint and whether it commits that checkpoint. */
+    record WrittenRecord(long lsn, long checkpointSeq, boolean commit) {
+    }
+
+    /**
+     * The records a recording wrote, read from its writes to the log area. Checkpoints are written one
+     * after another, each from the head onwards (a wrapped one as two writes, end of area first), so
+     * those writes laid end to end are the log in LSN order, each record's header followed by its payload.
+     */
+    static List<WrittenRecord> writtenRecords(RecordingDevice rec) {
+        List<MemorySegment> blocks = new ArrayList<>();
+        for (RecordingDevice.Event e : rec.events()) {
+            if (e.kind() == RecordingDevice.Event.Kind.WRITE && e.block() >= G.areaStart()) {
+                for (long k = 0; k < e.blockCount(); k++) {
+                    blocks.add(e.data().asSlice(k * BS, BS));
+                }
+            }
+        }
+        List<WrittenRecord> out = new ArrayList<>();
+        for (int i = 0; i < blocks.size(); i += 1 + LogRecordFormat.payloadBlocks(blocks.get(i))) {
+            MemorySegment h = blocks.get(i);
+            assertEquals(LogRecordFormat.MAGIC, LogRecordFormat.magic(h), "log write " + i + " does not start a record");
+            out.add(new WrittenRecord(LogRecordFormat.lsn(h), LogRecordFormat.seq(h),
+                    (LogRecordFormat.flags(h) & LogRecordFormat.FLAG_COMMIT) != 0));
+        }
+        return out;
     }
 
     static Run record(Script s) {
@@ -115,7 +146,9 @@ class JournalCrashTest {
             }
         }
         // close() forced and wrote everything home: the tail of the recording is a clean shutdown
-        return new Run(rec, s, acked);
+        List<WrittenRecord> records = writtenRecords(rec);
+        assertTrue(records.size() > 10, "the workload wrote only " + records.size() + " log records");
+        return new Run(rec, s, acked, records);
     }
 
     /** Recovers the state, checks it, and checks a second recovery over its home blocks changes nothing. */
@@ -123,7 +156,7 @@ class JournalCrashTest {
         MemoryDevice a = run.rec().materialize(state);
         MemoryDevice b = run.rec().materialize(state);
         try (a; b; Arena arena = Arena.ofConfined()) {
-            recover(a, state, seedInfo);
+            recover(a, run, state, seedInfo);
             MemorySegment homeA = home(a, arena);
             int prefix = (int) TestItem.blockCounter(homeA.asSlice(0, BS), 0);
             String where = "crash state " + state + " (" + seedInfo + "): recovered " + prefix + " transactions";
@@ -154,27 +187,45 @@ class JournalCrashTest {
                 }
             }
             // crash during recovery: home blocks already replayed, log and anchor as at the crash
-            MemorySegment.copy(homeA, 0, segment(b, arena), 0, homeA.byteSize());
             writeHome(b, homeA);
-            recover(b, state, seedInfo);
+            assertEquals(-1, homeA.mismatch(home(b, arena)), "the second device did not take the replayed home blocks; " + where);
+            recover(b, run, state, seedInfo);
             assertEquals(-1, homeA.mismatch(home(b, arena)), "second recovery changed home blocks; " + where);
         }
-    }
-
-    private static MemorySegment segment(MemoryDevice d, Arena arena) {
-        return arena.allocate((long) G.start() * BS, BlockDevice.BUFFER_ALIGNMENT);
     }
 
     private static void writeHome(MemoryDevice d, MemorySegment home) {
         d.write(0, home);
     }
 
-    private static void recover(MemoryDevice d, CrashState state, String seedInfo) {
+    /**
+     * Recovers {@code d} and checks the report against the records the run wrote: recovery scanned every
+     * record from the anchored tail to the head it found, and replayed every checkpoint committed in
+     * between; beyond the head it may only have scanned records of the one checkpoint that starts there
+     * and did not commit (torn or unfinished).
+     */
+    private static void recover(MemoryDevice d, Run run, CrashState state, String seedInfo) {
+        RecoveryReport r;
         try (TestReplayer rep = new TestReplayer(d); Journal j = Journal.open(d, G, JournalOptions.defaults(), rep)) {
-            assertTrue(j.recovery().recordsScanned() >= 0);
+            r = j.recovery();
         } catch (RuntimeException e) {
             throw new AssertionError("recovery failed for crash state " + state + " (" + seedInfo + ")", e);
         }
+        long replayedRecords = 0, committed = 0, beyond = 0;
+        long seqAtHead = -1;
+        for (WrittenRecord w : run.records()) {
+            if (w.lsn() >= r.tailLsn() && w.lsn() < r.headLsn()) {
+                replayedRecords++;
+                committed += w.commit() ? 1 : 0;
+            } else if (w.lsn() >= r.headLsn() && (seqAtHead < 0 || w.checkpointSeq() == seqAtHead)) {
+                seqAtHead = w.checkpointSeq();
+                beyond++;
+            }
+        }
+        String where = "crash state " + state + " (" + seedInfo + "): " + r;
+        assertEquals(committed, r.checkpointsReplayed(), "checkpoints replayed, " + where);
+        assertTrue(r.recordsScanned() >= replayedRecords && r.recordsScanned() <= replayedRecords + Math.max(0, beyond - 1),
+                replayedRecords + " records written between tail and head, " + beyond + " in the checkpoint at the head; " + where);
     }
 
     private static MemorySegment home(MemoryDevice d, Arena arena) {

@@ -49,8 +49,8 @@ public class CilBench extends JmhDefaults {
 
     @Setup(Level.Trial)
     public void setup() {
-        shadows = new ShadowPool(4096);
-        cil = new Cil(1, 4096, Long.MAX_VALUE, shadows, () -> { });
+        shadows = new ShadowPool(4096, 1L << 20);
+        cil = new Cil(1, 4096, Long.MAX_VALUE, shadows, () -> { }, Cil.DRAIN_TIMEOUT_NANOS);
     }
 
     @TearDown(Level.Trial)

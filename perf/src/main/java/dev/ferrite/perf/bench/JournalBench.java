@@ -262,6 +262,7 @@ public final class JournalBench {
         long start = now;
         do {
             Transaction tx = journal.begin(Reservation.items(BIG_TX_ITEMS));
+            long seq;
             BenchItem[] batch = new BenchItem[BIG_TX_ITEMS];
             for (int i = 0; i < BIG_TX_ITEMS; i++) {
                 batch[i] = pool[next];
@@ -278,12 +279,13 @@ public final class JournalBench {
                     }
                     tx.log(it, BenchItem.HEADER, BS - BenchItem.HEADER);
                 }
-                tx.commit();
+                seq = tx.commit();
             } finally {
                 for (BenchItem it : batch) {
                     it.lock.unlock();
                 }
             }
+            journal.throttle(seq);
             long t = System.nanoTime();
             h.recordValue(t - now);
             now = t;
