@@ -155,22 +155,31 @@ public final class Buffer extends LogItem {
         return ((long) VERSION.getAcquire(this) & LOCKED) != 0;
     }
 
+    /*
+     * Unlocking stores the version volatile, not just release: an unlocked buffer may be evicted, so the
+     * cache's frame waiters must hear of it, and the store has to be ordered before the read of whether
+     * any wait (BufferCache#frameMayBeFree).
+     */
+
     /** Unlocks after changing the image: optimistic readers that overlapped will restart. */
     public void unlockChanged() {
         long v = (long) VERSION.getAcquire(this);
-        VERSION.setRelease(this, (v & ~LOCKED) + STEP);
+        VERSION.setVolatile(this, (v & ~LOCKED) + STEP);
+        cache.frameMayBeFree();
     }
 
     /** Unlocks without having changed anything: optimistic readers are not disturbed. */
     public void unlockUnchanged() {
         long v = (long) VERSION.getAcquire(this);
-        VERSION.setRelease(this, v & ~LOCKED);
+        VERSION.setVolatile(this, v & ~LOCKED);
+        cache.frameMayBeFree();
     }
 
     /** While locked: makes every holder of this buffer look the block up again, and unlocks. */
     void unlockObsolete() {
         long v = (long) VERSION.getAcquire(this);
-        VERSION.setRelease(this, ((v & ~LOCKED) + STEP) | OBSOLETE);
+        VERSION.setVolatile(this, ((v & ~LOCKED) + STEP) | OBSOLETE);
+        cache.frameMayBeFree();
     }
 
     boolean isObsolete() {

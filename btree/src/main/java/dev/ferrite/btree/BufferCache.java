@@ -3,6 +3,7 @@ package dev.ferrite.btree;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicIntegerArray;
@@ -90,9 +91,19 @@ public final class BufferCache implements AutoCloseable {
      */
     private volatile int sweepFreeingAt = MIN_FREEING_SWEEP;
     private final AtomicBoolean sweepingFreeing = new AtomicBoolean();
-    private final Object cleanSignal = new Object();
-    /** Threads waiting in claimFrame for a buffer to come clean: write-backs notify only when there are some. */
-    private volatile int cleanWaiters;
+    /**
+     * What {@link #claimFrame} waits on when no frame can be taken: signalled whenever one may have become
+     * takable (a frame let go, a buffer unlocked or written home), but only while {@link #frameWaiters}
+     * says someone waits. A waiter counts itself before it sweeps, and every signaller makes its change
+     * visible with a volatile write before it reads the count, so one of the two always sees the other.
+     */
+    private final Object frameSignal = new Object();
+    /** Threads in {@link #claimFrame} that found no frame and may be waiting. */
+    private final AtomicInteger frameWaiters = new AtomicInteger();
+    /** Signals of {@link #frameSignal} so far: written under it, read by waiters before each sweep. */
+    private volatile long frameSignals;
+    /** How long {@link #claimFrame} waits for a frame before it reports the cache too small. */
+    volatile long claimWaitNanos = TimeUnit.SECONDS.toNanos(60);
 
     final LongAdder hits = new LongAdder();
     final LongAdder misses = new LongAdder();
@@ -247,7 +258,7 @@ public final class BufferCache implements AutoCloseable {
             }
         }
         for (int f = used; f < want; f++) {
-            frameOwner.set(claimed[f], null);
+            letGo(claimed[f]);
         }
         if (used == 0) {
             return asked;
@@ -326,7 +337,13 @@ public final class BufferCache implements AutoCloseable {
 
     /** Gives back a frame from {@link #reserveFrame()} that was not used. */
     public void unreserveFrame(int frame) {
+        letGo(frame);
+    }
+
+    /** Frees a frame this thread claimed and did not use. */
+    private void letGo(int frame) {
         frameOwner.set(frame, null);
+        frameMayBeFree();
     }
 
     /** As {@link #create(Txn, long, int, long, int)}, claiming the frame now (may wait: hold no locks). */
@@ -366,7 +383,7 @@ public final class BufferCache implements AutoCloseable {
                 present = lookup(block);
                 if (present == null || present.isObsolete() || dropStaleRead(bucket, present)) {
                     if (isBusy(block)) {
-                        frameOwner.set(frame, null);
+                        letGo(frame);
                         throw new IllegalStateException("block " + block + " is allocated anew before its free reached"
                                 + " a checkpoint: allocators must skip busy blocks");
                     }
@@ -374,7 +391,7 @@ public final class BufferCache implements AutoCloseable {
                     link(bucket, b);
                     frameOwner.set(frame, b);
                 } else if (present.holder != null || !present.isLocked() && !present.isClean()) {
-                    frameOwner.set(frame, null);
+                    letGo(frame);
                     throw new IllegalStateException("block " + block + " is allocated anew but still cached as "
                             + present + ": it was not freed through the cache");
                 }
@@ -457,7 +474,9 @@ public final class BufferCache implements AutoCloseable {
         }
         unlink(bucket, b);
         b.unlockObsolete();
-        frameOwner.compareAndSet(b.frame, b, null);
+        if (frameOwner.compareAndSet(b.frame, b, null)) {
+            frameMayBeFree();
+        }
         return true;
     }
 
@@ -496,7 +515,9 @@ public final class BufferCache implements AutoCloseable {
         b.unlockObsolete();
         // Once unlocked, an evictor may have locked the obsolete buffer and claimed its frame: free the
         // frame only if it is still this buffer's, or it would end up with two owners.
-        frameOwner.compareAndSet(b.frame, b, null);
+        if (frameOwner.compareAndSet(b.frame, b, null)) {
+            frameMayBeFree();
+        }
     }
 
     private void link(int bucket, Buffer b) {
@@ -525,51 +546,101 @@ public final class BufferCache implements AutoCloseable {
 
     // ------------------------------------------------------------------ reclaim
 
-    /** A frame this thread now owns (CLAIMED): free, or taken from an evicted buffer. May wait for write-back. */
+    /**
+     * A frame this thread now owns (CLAIMED): free, or taken from an evicted buffer. May wait for
+     * write-back, on {@link #frameSignal}, up to {@link #claimWaitNanos}.
+     *
+     * @throws NoSpaceException if no frame could be taken for that long
+     */
     private int claimFrame() {
         CacheWaitEvent wait = null;
-        for (int round = 0; ; round++) {
-            int dirty = 0;
-            for (int step = 0, limit = frames * 3; step < limit; step++) {
-                int i = (int) Long.remainderUnsigned(hand.getAndIncrement(), frames);
-                Object o = frameOwner.get(i);
-                if (o == null) {
-                    if (frameOwner.compareAndSet(i, null, CLAIMED)) {
-                        return waited(wait, i);
-                    }
-                } else if (o instanceof Buffer b && b.priority != RESIDENT && b.sweep()) {
-                    if (evict(i, b)) {
-                        return waited(wait, i);
-                    }
-                    // Write back early: once the hand has passed a quarter of the cache in buffers it may
-                    // not take until they are home, start the journal on them now. Waiting until no clean
-                    // buffer is left is too late: the last clean ones are the caller's own path, read
-                    // optimistically and unpinned, and each read it makes would evict the one before.
-                    if (!b.isClean() && ++dirty == frames / 4) {
-                        journal.writeBackAll();
+        long start = 0;
+        long seen = 0;
+        try {
+            for (;;) {
+                int dirty = 0;
+                for (int step = 0, limit = frames * 3; step < limit; step++) {
+                    int i = (int) Long.remainderUnsigned(hand.getAndIncrement(), frames);
+                    Object o = frameOwner.get(i);
+                    if (o == null) {
+                        if (frameOwner.compareAndSet(i, null, CLAIMED)) {
+                            return waited(wait, i);
+                        }
+                    } else if (o instanceof Buffer b && b.priority != RESIDENT && b.sweep()) {
+                        if (evict(i, b)) {
+                            return waited(wait, i);
+                        }
+                        // Write back early: once the hand has passed a quarter of the cache in buffers it may
+                        // not take until they are home, start the journal on them now. Waiting until no clean
+                        // buffer is left is too late: the last clean ones are the caller's own path, read
+                        // optimistically and unpinned, and each read it makes would evict the one before.
+                        if (!b.isClean() && ++dirty == frames / 4) {
+                            journal.writeBackAll();
+                        }
                     }
                 }
-            }
-            dirtyWaits.increment();
-            if (wait == null) {
-                wait = new CacheWaitEvent();
-                wait.begin();
-            }
-            if (round > 0 && round % 6000 == 0) {
-                throw new NoSpaceException("buffer cache of " + frames + " blocks has had no clean or unlocked buffer"
-                        + " for a minute: the budget is too small for the blocks held locked or dirty at once");
-            }
-            journal.writeBackAll();
-            synchronized (cleanSignal) {
-                cleanWaiters++;
-                try {
-                    cleanSignal.wait(10);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    throw new IllegalStateException("interrupted while waiting for a clean buffer", e);
-                } finally {
-                    cleanWaiters--;
+                dirtyWaits.increment();
+                if (wait == null) {
+                    wait = new CacheWaitEvent();
+                    wait.begin();
+                    start = System.nanoTime();
+                    frameWaiters.incrementAndGet(); // from here on every change that frees a frame signals
+                } else {
+                    long left = claimWaitNanos - (System.nanoTime() - start);
+                    if (left <= 0) {
+                        throw exhausted(System.nanoTime() - start);
+                    }
+                    journal.writeBackAll();
+                    synchronized (frameSignal) {
+                        if (frameSignals == seen) {
+                            frameSignal.wait(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
+                        }
+                    }
                 }
+                seen = frameSignals; // before the sweep: a change it misses signals after this
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while waiting for a frame of the buffer cache", e);
+        } finally {
+            if (wait != null) {
+                frameWaiters.decrementAndGet();
+            }
+        }
+    }
+
+    /** The failure of a claim that found no frame for {@code nanos}, with what held the frames. */
+    private NoSpaceException exhausted(long nanos) {
+        int locked = 0, dirty = 0, reserved = 0, resident = 0;
+        for (int i = 0; i < frames; i++) {
+            Object o = frameOwner.get(i);
+            if (o == CLAIMED) {
+                reserved++;
+            } else if (o instanceof Buffer b) {
+                if (b.priority == RESIDENT) {
+                    resident++;
+                } else if (b.isLocked()) {
+                    locked++;
+                } else if (!b.isClean()) {
+                    dirty++;
+                }
+            }
+        }
+        return new NoSpaceException("buffer cache of " + frames + " blocks on " + device.name() + " found no frame to reuse for "
+                + TimeUnit.NANOSECONDS.toMillis(nanos) + " ms: " + locked + " buffers locked, " + dirty + " dirty (not yet written home), "
+                + reserved + " frames reserved or loading, " + resident + " resident; the budget is too small for the blocks"
+                + " held locked or dirty at once");
+    }
+
+    /**
+     * A frame may have become takable (let go, or its buffer unlocked or written home): wakes the claims
+     * waiting for one. Call after the change, which must be a volatile write (see {@link #frameSignal}).
+     */
+    void frameMayBeFree() {
+        if (frameWaiters.get() != 0) {
+            synchronized (frameSignal) {
+                frameSignals++;
+                frameSignal.notifyAll();
             }
         }
     }
@@ -620,11 +691,7 @@ public final class BufferCache implements AutoCloseable {
     /** A buffer came clean (the AIL wrote it home): wake waiters for frames. */
     void cleaned() {
         writeBacks.increment();
-        if (cleanWaiters > 0) {
-            synchronized (cleanSignal) {
-                cleanSignal.notifyAll();
-            }
-        }
+        frameMayBeFree();
     }
 
     /**

@@ -3,25 +3,25 @@ package dev.ferrite.btree;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 
 import dev.ferrite.io.CorruptionException;
+import dev.ferrite.io.NoSpaceException;
 import dev.ferrite.journal.Journal;
 import dev.ferrite.journal.JournalOptions;
 import dev.ferrite.journal.LogGeometry;
-import jdk.jfr.Recording;
 import jdk.jfr.consumer.RecordedEvent;
-import jdk.jfr.consumer.RecordingFile;
+import jdk.jfr.consumer.RecordingStream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -30,6 +30,7 @@ import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -119,33 +120,80 @@ class BufferCacheTest {
 
     /** A recording gets an event per miss (block, structure, read time) and the counters every period. */
     @Test
-    void missesAndCountersReachFlightRecordings(@TempDir Path dir) throws Exception {
+    void missesAndCountersReachFlightRecordings() throws Exception {
         writeBlocks(FIRST, 3);
-        List<RecordedEvent> events;
-        try (Recording r = new Recording()) {
+        List<RecordedEvent> misses = new CopyOnWriteArrayList<>();
+        CompletableFuture<RecordedEvent> counted = new CompletableFuture<>();
+        try (RecordingStream r = new RecordingStream()) {
             r.enable("dev.ferrite.btree.CacheMiss");
             r.enable("dev.ferrite.btree.CacheStatistics").withPeriod(Duration.ofMillis(20));
-            r.start();
+            r.onEvent("dev.ferrite.btree.CacheMiss", misses::add);
+            // Statistics of every cache in this JVM arrive; this one's is the one with its three accesses.
+            r.onEvent("dev.ferrite.btree.CacheStatistics", e -> {
+                if (e.getInt("frames") == BufferCache.MIN_FRAMES && e.getLong("misses") == 2 && e.getLong("hits") == 1) {
+                    counted.complete(e);
+                }
+            });
+            r.startAsync();
             get(FIRST);
             get(FIRST + 2);
             get(FIRST);
-            Thread.sleep(200);
-            r.stop();
-            Path file = dir.resolve("cache.jfr");
-            r.dump(file);
-            events = RecordingFile.readAllEvents(file);
+            RecordedEvent stats = counted.get(30, TimeUnit.SECONDS);
+            assertEquals(2, stats.getInt("cached"));
+            // a miss is committed before the counters that count it are sampled, and streams deliver in order
+            assertEquals(List.of(FIRST, FIRST + 2), misses.stream().map(e -> e.getLong("block")).sorted().toList());
+            assertTrue(misses.stream().allMatch(e -> e.getString("structure").equals(WHAT)));
         }
-        List<Long> missed = events.stream().filter(e -> e.getEventType().getName().equals("dev.ferrite.btree.CacheMiss"))
-                .map(e -> e.getLong("block")).sorted().toList();
-        assertEquals(List.of(FIRST, FIRST + 2), missed);
-        assertTrue(events.stream().anyMatch(e -> e.getEventType().getName().equals("dev.ferrite.btree.CacheMiss")
-                && e.getString("structure").equals(WHAT)));
-        RecordedEvent last = events.stream().filter(e -> e.getEventType().getName().equals("dev.ferrite.btree.CacheStatistics"))
-                .reduce((x, y) -> y).orElseThrow(() -> new AssertionError("no statistics event in " + events.size() + " events"));
-        assertEquals(2, last.getLong("misses"));
-        assertEquals(1, last.getLong("hits"));
-        assertEquals(2, last.getInt("cached"));
-        assertEquals(BufferCache.MIN_FRAMES, last.getInt("frames"));
+    }
+
+    /**
+     * A claim that finds every frame taken waits on a signal, not a poll: it sweeps again only when a
+     * frame is let go, and that wakes it at once.
+     */
+    @Test
+    void aClaimWaitingForAFrameSleepsUntilOneIsLetGo() throws Exception {
+        int[] all = new int[cache.capacity()];
+        for (int i = 0; i < all.length; i++) {
+            all[i] = cache.reserveFrame();
+        }
+        CompletableFuture<Integer> claimed = CompletableFuture.supplyAsync(() -> cache.reserveFrame(),
+                r -> Thread.ofPlatform().name("claimer").start(r));
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (cache.stats().dirtyWaits() == 0) {
+            assertTrue(System.nanoTime() < deadline, "the claim never found the cache full");
+            Thread.onSpinWait();
+        }
+        long before = cache.stats().dirtyWaits();
+        // Give a polling claim time to sweep many times; one waiting on a signal sweeps once more at most.
+        LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(200));
+        long sweeps = cache.stats().dirtyWaits() - before;
+        assertFalse(claimed.isDone(), "no frame was let go yet");
+        assertTrue(sweeps <= 1, "the waiting claim swept the cache " + sweeps + " times in 200 ms with nothing let go");
+        long letGo = System.nanoTime();
+        cache.unreserveFrame(all[0]);
+        assertEquals(all[0], claimed.get(10, TimeUnit.SECONDS));
+        long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - letGo);
+        assertTrue(tookMs < 1000, "the frame let go reached the claim after " + tookMs + " ms");
+        for (int f : all) {
+            cache.unreserveFrame(f);
+        }
+    }
+
+    /** A claim that finds no frame for its bound fails, saying which cache and what held its frames. */
+    @Test
+    void aClaimThatFindsNoFrameEndsWithAnExceptionNamingTheCache() {
+        int[] all = new int[cache.capacity()];
+        for (int i = 0; i < all.length; i++) {
+            all[i] = cache.reserveFrame();
+        }
+        cache.claimWaitNanos = TimeUnit.MILLISECONDS.toNanos(100);
+        NoSpaceException e = assertTimeoutPreemptively(Duration.ofSeconds(20),
+                () -> assertThrows(NoSpaceException.class, cache::reserveFrame));
+        assertTrue(e.getMessage().contains("buffer cache of " + all.length + " blocks on " + device.name()), e.getMessage());
+        assertTrue(e.getMessage().contains(all.length + " frames reserved or loading"), e.getMessage());
+        for (int f : all) {
+            cache.unreserveFrame(f);
+        }
     }
 
     /**
