@@ -3,6 +3,7 @@ package dev.ferrite.btree;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.locks.LockSupport;
 
@@ -81,14 +82,33 @@ public final class BTree {
     /** Creates an empty tree (header and a root leaf) in {@code txn}, which must reserve {@link #CREATE_ITEMS}. */
     public static BTree create(Txn txn, BlockAllocator allocator, long treeId) {
         BufferCache cache = txn.cache();
-        long header = allocator.allocate(txn);
-        long root = allocator.allocate(txn);
-        Buffer h = cache.create(txn, header, BTreeHeaderFormat.MAGIC, treeId);
-        Buffer r = cache.create(txn, root, BTreeNodeFormat.MAGIC, treeId);
+        // frames first: claiming one may wait for write-back, which must not happen under the allocator's locks
+        int headerFrame = -1, rootFrame = -1;
+        Buffer h, r;
+        try {
+            headerFrame = cache.reserveFrame();
+            rootFrame = cache.reserveFrame();
+            long header = allocator.allocate(txn);
+            long root = allocator.allocate(txn);
+            int f = headerFrame;
+            headerFrame = -1; // create lets go of its frame itself if it fails
+            h = cache.create(txn, header, BTreeHeaderFormat.MAGIC, treeId, f);
+            f = rootFrame;
+            rootFrame = -1;
+            r = cache.create(txn, root, BTreeNodeFormat.MAGIC, treeId, f);
+        } finally {
+            if (headerFrame >= 0) {
+                cache.unreserveFrame(headerFrame);
+            }
+            if (rootFrame >= 0) {
+                cache.unreserveFrame(rootFrame);
+            }
+        }
+        long root = r.block();
         BTreeNodeFormat.init(r.data(), 0, cache.blockSize());
         BTreeHeaderFormat.set(h.data(), root, 1);
         h.priority = INTERIOR_PRIORITY;
-        return new BTree(cache, allocator, header, treeId);
+        return new BTree(cache, allocator, h.block(), treeId);
     }
 
     /** Items a {@link #create} transaction changes. */
@@ -362,7 +382,7 @@ public final class BTree {
     public byte[] get(byte[] key) {
         byte[] buf = new byte[BTreeNodeFormat.MAX_VALUE];
         int len = get(MemorySegment.ofArray(key), MemorySegment.ofArray(buf));
-        return len < 0 ? null : java.util.Arrays.copyOf(buf, len);
+        return len < 0 ? null : Arrays.copyOf(buf, len);
     }
 
     /** A cursor positioned before the first key at or after {@code from} (forward) or at or before it (reverse). */
@@ -1302,22 +1322,62 @@ public final class BTree {
      * cache, so that none is ever written home again. The caller guarantees that nothing else uses the
      * tree from now on; {@code txn} reserves an item per block and per allocator change.
      *
+     * <p>No read happens while this holds a lock anyone else could wait for: each block is read, then
+     * locked and freed at once, and a freed buffer leaves the cache, so nobody can find it to wait on it;
+     * the allocator's blocks, which every writer sharing the allocator needs, are locked only after the
+     * last read (allocator blocks last is also the lock order). Locks the caller's transaction already
+     * holds are the caller's: take them after this.
+     *
      * @return the blocks freed
      */
     public int destroy(Txn txn) {
-        java.util.List<Long> blocks = new ArrayList<>();
-        TreeWalk.blocks(this, blocks::add);
-        for (int i = blocks.size() - 1; i >= 0; i--) {
-            long block = blocks.get(i);
-            boolean isHeader = block == headerBlock;
+        Buffer h;
+        do {
+            h = header();
+        } while (!txn.lock(h));
+        long root = BTreeHeaderFormat.root(h.data());
+        int height = BTreeHeaderFormat.height(h.data());
+        cache.free(txn, h, BTreeHeaderFormat.FREED_MAGIC);
+        long[] freed = new long[16];
+        freed[0] = headerBlock;
+        int count = 1;
+        // (block, level) pairs still to free, parents before children
+        long[] todo = {root, height - 1};
+        int pending = 1;
+        while (pending > 0) {
+            pending--;
+            long block = todo[2 * pending];
+            int level = (int) todo[2 * pending + 1];
             Buffer b;
             do {
-                b = isHeader ? header() : node(block);
+                b = node(block);
             } while (!txn.lock(b));
-            allocator.free(txn, block);
-            cache.free(txn, b, isHeader ? BTreeHeaderFormat.FREED_MAGIC : BTreeNodeFormat.FREED_MAGIC);
+            MemorySegment n = b.data();
+            if (BTreeNodeFormat.level(n) != level) {
+                throw new CorruptionException(block, NODE, "level " + BTreeNodeFormat.level(n) + " where its parent says " + level);
+            }
+            if (level > 0) {
+                int c = count(n);
+                if (2 * (pending + c + 1) > todo.length) {
+                    todo = Arrays.copyOf(todo, Math.max(2 * todo.length, 2 * (pending + c + 1)));
+                }
+                for (int i = c - 1; i >= -1; i--) { // leftmost popped first
+                    todo[2 * pending] = childAt(n, i);
+                    todo[2 * pending + 1] = level - 1;
+                    pending++;
+                }
+            }
+            cache.free(txn, b, BTreeNodeFormat.FREED_MAGIC);
+            if (count == freed.length) {
+                freed = Arrays.copyOf(freed, 2 * count);
+            }
+            freed[count++] = block;
         }
-        return blocks.size();
+        Arrays.sort(freed, 0, count); // allocator blocks in ascending order
+        for (int i = 0; i < count; i++) {
+            allocator.free(txn, freed[i]);
+        }
+        return count;
     }
 
     /** A checker's view: walks the tree (call while no one changes it). */

@@ -295,7 +295,7 @@ public final class BufferCache implements AutoCloseable {
                 } else {
                     readAhead.increment();
                 }
-                l.unlockChanged();
+                unlockLoaded(l);
             }
         } catch (RuntimeException e) {
             for (Buffer l : loading) {
@@ -314,6 +314,21 @@ public final class BufferCache implements AutoCloseable {
             event.commit();
         }
         return asked;
+    }
+
+    /**
+     * Unlocks a buffer just loaded, unless {@link #claim} took it out of the cache while it loaded (its
+     * block was allocated anew; what was read is stale): then it is dropped, and its getter sees it
+     * obsolete and looks again.
+     */
+    private void unlockLoaded(Buffer l) {
+        synchronized (stripe(bucket(l.block()))) {
+            if (lookup(l.block()) == l) {
+                l.unlockChanged();
+                return;
+            }
+        }
+        unlinkAndRelease(l);
     }
 
     /** This thread's aligned buffer for cluster reads, at least {@code count} blocks long. */
@@ -373,32 +388,33 @@ public final class BufferCache implements AutoCloseable {
         return b;
     }
 
-    /** A new, locked buffer for {@code block} in {@code frame}, held by {@code txn}, zero-filled with a fresh header. */
+    /**
+     * A new, locked buffer for {@code block} in {@code frame}, held by {@code txn}, zero-filled with a
+     * fresh header. Never waits: callers hold tree locks. A buffer of the block that is locked but clean
+     * is a stale read being loaded (a reader that followed an old pointer to the block) or a buffer being
+     * evicted; it is taken out of the cache here, and its loader or evictor drops it when done.
+     */
     private Buffer claim(Txn txn, long block, int magic, long owner, int frame) {
-        Buffer b = null;
+        Buffer b;
         int bucket = bucket(block);
-        while (b == null) {
-            Buffer present;
-            synchronized (stripe(bucket)) {
-                present = lookup(block);
-                if (present == null || present.isObsolete() || dropStaleRead(bucket, present)) {
-                    if (isBusy(block)) {
-                        letGo(frame);
-                        throw new IllegalStateException("block " + block + " is allocated anew before its free reached"
-                                + " a checkpoint: allocators must skip busy blocks");
-                    }
-                    b = new Buffer(this, block, frame, frame(frame), magic, owner, Buffer.LOCKED);
-                    link(bucket, b);
-                    frameOwner.set(frame, b);
-                } else if (present.holder != null || !present.isLocked() && !present.isClean()) {
+        synchronized (stripe(bucket)) {
+            Buffer present = lookup(block);
+            if (present != null && !present.isObsolete() && !dropStaleRead(bucket, present)) {
+                if (present.holder != null || !present.isClean()) {
                     letGo(frame);
                     throw new IllegalStateException("block " + block + " is allocated anew but still cached as "
                             + present + ": it was not freed through the cache");
                 }
+                unlink(bucket, present);
             }
-            if (b == null) {
-                present.readVersion(); // a loader, the AIL or an evictor has it for a moment: wait, look again
+            if (isBusy(block)) {
+                letGo(frame);
+                throw new IllegalStateException("block " + block + " is allocated anew before its free reached"
+                        + " a checkpoint: allocators must skip busy blocks");
             }
+            b = new Buffer(this, block, frame, frame(frame), magic, owner, Buffer.LOCKED);
+            link(bucket, b);
+            frameOwner.set(frame, b);
         }
         txn.adopt(b);
         MemorySegment data = b.data();

@@ -280,6 +280,48 @@ class BufferCacheTest {
         }
     }
 
+    /**
+     * A block allocated anew while a reader that followed an old pointer is still loading it: the
+     * allocating writer, which holds other nodes locked (as a split does), takes the block over at once
+     * instead of waiting for that read, so readers of the nodes it holds are not stalled by the device;
+     * the stale load is dropped when it lands, and its getter sees it obsolete.
+     */
+    @Test
+    void allocatingABlockBeingLoadedWaitsForNoRead() throws Exception {
+        writeBlocks(FIRST, 2);
+        Buffer held = get(FIRST + 1);
+        device.closeGate(FIRST);
+        ExecutorService pool = Executors.newFixedThreadPool(3);
+        try {
+            CompletableFuture<Buffer> staleRead = CompletableFuture.supplyAsync(() -> get(FIRST), pool);
+            device.awaitGate();
+            int frame = cache.reserveFrame();
+            CompletableFuture<Void> writer = CompletableFuture.runAsync(() -> {
+                try (Txn txn = Txn.begin(cache, 4)) {
+                    assertTrue(txn.lock(held));
+                    Buffer fresh = cache.create(txn, FIRST, MAGIC, OWNER, frame);
+                    fresh.data().set(ValueLayout.JAVA_LONG_UNALIGNED, PAYLOAD, 99L);
+                    txn.log(fresh, 0, BLOCK_SIZE);
+                    held.data().set(ValueLayout.JAVA_LONG_UNALIGNED, PAYLOAD, 98L);
+                    txn.log(held, 0, BLOCK_SIZE);
+                    txn.commit();
+                }
+            }, pool);
+            writer.get(20, TimeUnit.SECONDS);
+            long v = held.readVersion(); // a reader of the node the writer held
+            assertEquals(98L, payload(held));
+            assertTrue(held.validate(v));
+            assertFalse(staleRead.isDone(), "the stale read is still at the gate");
+            device.openGate();
+            Buffer stale = staleRead.get(30, TimeUnit.SECONDS);
+            assertEquals(-1, stale.readVersion(), "the stale load is dropped");
+            assertEquals(99L, payload(get(FIRST)));
+        } finally {
+            device.openGate();
+            pool.shutdownNow();
+        }
+    }
+
     /** A load that finds corruption leaves nothing behind: waiters see the buffer obsolete, the next get reads again. */
     @Test
     void failedLoadLeavesNothingCached() throws Exception {
