@@ -52,7 +52,7 @@ import static dev.ferrite.btree.BTreeNodeFormat.used;
 public final class BTree {
     static final String NODE = "B-tree node";
     static final String HEADER = "B-tree header";
-    private static final int MAX_DEPTH = 48;
+    private static final int MAX_DEPTH = BTreeNodeFormat.MAX_LEVELS;
     private static final ThreadLocal<Path> PATHS = ThreadLocal.withInitial(Path::new);
     private static final ThreadLocal<MemorySegment> SCRATCH = new ThreadLocal<>();
 
@@ -188,6 +188,24 @@ public final class BTree {
     private static RuntimeException unreadable(RuntimeException e, long block, String structure) {
         return e instanceof IndexOutOfBoundsException || e instanceof IllegalArgumentException
                 ? new CorruptionException(block, structure, "unreadable: " + e) : e;
+    }
+
+    /**
+     * True if {@code b} (read at {@code bv}), reached from {@code from} (read at {@code fromV}), is at
+     * {@code level}; false if either changed meanwhile (look again). A wrong level in nodes that did not
+     * change is corruption: a child must be one level below its parent and a sibling at its level, or
+     * walks would not end or would read one kind of node as the other.
+     */
+    static boolean atLevel(Buffer b, long bv, int level, Buffer from, long fromV) {
+        int found = BTreeNodeFormat.level(b.data());
+        if (found == level) {
+            return true;
+        }
+        if (b.validate(bv) && from.validate(fromV)) {
+            throw new CorruptionException(b.block(), NODE, "level " + found + " where block " + from.block()
+                    + " leads to one of level " + level);
+        }
+        return false;
     }
 
     static void checkKey(MemorySegment key) {
@@ -445,10 +463,15 @@ public final class BTree {
                         ok = false;
                         break;
                     }
-                    cur = node(child);
-                    v = cur.readVersion();
-                    ok = v >= 0;
+                    Buffer next = node(child);
+                    long nv = next.readVersion();
+                    ok = nv >= 0 && cur.validate(v) && atLevel(next, nv, BTreeNodeFormat.level(n) - 1, cur, v);
+                    cur = next;
+                    v = nv;
                 } catch (RuntimeException e) {
+                    if (cur.validate(v)) {
+                        throw unreadable(e, cur.block(), NODE);
+                    }
                     ok = false;
                 }
             }
@@ -724,6 +747,9 @@ public final class BTree {
                         continue;
                     }
                     right = rightBlock == 0 ? null : see(rightBlock, txn);
+                    if (right != null && !atLevel(right.buffer(), right.version(), 0, p.leaf(), p.leafVersion())) {
+                        continue;
+                    }
                 } catch (RuntimeException e) {
                     if (unchanged(p)) {
                         throw e;
@@ -1036,6 +1062,9 @@ public final class BTree {
                         continue attempts; // follow only pointers read from a node still as planned
                     }
                     partner[d] = see(mateBlock, txn);
+                    if (!atLevel(partner[d].buffer(), partner[d].version(), BTreeNodeFormat.level(n), p.node[d - 1], p.version[d - 1])) {
+                        continue attempts;
+                    }
                     int sepIndex = Math.max(j, other);
                     shrink = cellSize(parent, sepIndex);
                     top = d - 1;
@@ -1046,6 +1075,9 @@ public final class BTree {
                             continue attempts;
                         }
                         outer = beyond == 0 ? null : see(beyond, txn);
+                        if (outer != null && !atLevel(outer.buffer(), outer.version(), 0, rightNode.buffer(), rightNode.version())) {
+                            continue attempts;
+                        }
                     }
                 }
                 if (top == 1 && count(p.node[1].data()) == 1 && !isLeaf(p.node[1].data()) && partner[2] != null) {
@@ -1297,12 +1329,14 @@ public final class BTree {
                     }
                     Buffer next = node(child);
                     long nv = next.readVersion();
-                    if (nv < 0 || !cur.validate(v)) {
+                    if (nv < 0 || !cur.validate(v) || !atLevel(next, nv, BTreeNodeFormat.level(n) - 1, cur, v)) {
                         restart = true;
                         break;
                     }
                     cur = next;
                     v = nv;
+                } catch (CorruptionException e) {
+                    throw e;
                 } catch (RuntimeException e) {
                     if (cur.validate(v)) {
                         throw unreadable(e, cur.block(), NODE);
@@ -1490,7 +1524,7 @@ public final class BTree {
             }
             Buffer next = node(sibling);
             long nv = next.readVersion(txn);
-            if (nv == -1 || !leaf.validate(v)) {
+            if (nv == -1 || !leaf.validate(v) || !atLevel(next, nv, 0, leaf, v)) {
                 return RETRY;
             }
             leaf = next;

@@ -14,6 +14,7 @@ import java.util.concurrent.atomic.LongAdder;
 import jdk.jfr.FlightRecorder;
 
 import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.InvalidArgumentException;
 import dev.ferrite.io.NoSpaceException;
 import dev.ferrite.io.OffHeap;
@@ -281,6 +282,7 @@ public final class BufferCache implements AutoCloseable {
                 }
                 try {
                     BlockHeaderFormat.verify(l.data(), l.block(), magic, owner, structure);
+                    requireSound(l.data(), l.block(), magic, structure);
                 } catch (RuntimeException e) {
                     unlinkAndRelease(l);
                     if (l.block() == block) {
@@ -314,6 +316,21 @@ public final class BufferCache implements AutoCloseable {
             event.commit();
         }
         return asked;
+    }
+
+    /**
+     * Checks the body of a block just read, for the structures whose layout this module knows: a crafted
+     * or buggy image whose header and checksum hold must still not send a reader out of bounds.
+     */
+    private void requireSound(MemorySegment data, long block, int magic, String structure) {
+        String why = switch (magic) {
+            case BTreeNodeFormat.MAGIC -> BTreeNodeFormat.unsound(data, blockSize, device.blockCount());
+            case BTreeHeaderFormat.MAGIC -> BTreeHeaderFormat.unsound(data, device.blockCount());
+            default -> null;
+        };
+        if (why != null) {
+            throw new CorruptionException(block, structure, why);
+        }
     }
 
     /**
