@@ -1382,6 +1382,9 @@ public final class BTree {
             pending--;
             long block = todo[2 * pending];
             int level = (int) todo[2 * pending + 1];
+            if (cache.isBusy(block)) { // freed already: by this destroy (a second parent) or before it
+                throw new CorruptionException(block, NODE, "a node of tree " + id + " is reached twice or was freed");
+            }
             Buffer b;
             do {
                 b = node(block);
