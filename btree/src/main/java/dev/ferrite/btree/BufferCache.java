@@ -35,11 +35,14 @@ import dev.ferrite.journal.Journal;
  * CLOCK over the frames. A buffer's usage count is set to its priority on access (interior nodes and
  * headers higher than leaves) and decremented by the sweeping hand; at zero the buffer is evicted if it
  * can be locked without waiting and is clean (not pinned by the CIL, not waiting in the AIL). When a
- * sweep finds nothing to evict because the budget is full of dirty buffers, the cache asks the journal
- * to write everything back and waits for buffers to come clean, instead of failing or growing.
+ * sweep finds nothing to evict because the budget is full of dirty or locked buffers, the cache asks the
+ * journal to write everything back and waits, on a signal from whatever may free a frame (a write-back,
+ * an unlock, a frame let go), for up to a minute before it reports the budget too small.
  *
- * <p>Lock order: a buffer's lock, then a stripe lock. No I/O under a stripe lock; reads happen under the
- * new buffer's own lock, which is what concurrent getters of the same block wait on.
+ * <p>Lock order: a buffer's lock, then a stripe lock, then the frame signal's monitor. No I/O under a
+ * stripe lock; reads happen under the new buffer's own lock, which is what concurrent getters of the
+ * same block wait on. Nothing that holds tree locks waits here: frames are claimed before locks are
+ * taken, and allocating a block a stale reader is still loading takes the block over without waiting.
  */
 public final class BufferCache implements AutoCloseable {
     /** The journal item type of every cached block (recovery replays them all the same way). */
