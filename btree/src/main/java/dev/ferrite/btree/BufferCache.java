@@ -2,6 +2,7 @@ package dev.ferrite.btree;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.invoke.VarHandle;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -345,6 +346,8 @@ public final class BufferCache implements AutoCloseable {
         synchronized (stripe(bucket(l.block()))) {
             if (lookup(l.block()) == l) {
                 l.unlockChanged();
+                VarHandle.fullFence(); // the unlock before the read of whether frame waiters wait
+                frameMayBeFree();
                 return;
             }
         }
@@ -695,7 +698,7 @@ public final class BufferCache implements AutoCloseable {
             return false;
         }
         if (!frameOwner.compareAndSet(i, b, CLAIMED)) {
-            b.unlockUnchanged();
+            b.unlockQuietly();
             return false;
         }
         int bucket = bucket(b.block());
@@ -718,7 +721,7 @@ public final class BufferCache implements AutoCloseable {
             return false;
         }
         if (!b.isClean()) {
-            b.unlockUnchanged();
+            b.unlockQuietly();
             return false;
         }
         return true;

@@ -179,6 +179,37 @@ class BufferCacheTest {
         }
     }
 
+    /** A claim waiting because every buffer is locked is woken by the unlock of one, which it then evicts. */
+    @Test
+    void aClaimWaitingForAFrameIsWokenByAnUnlock() throws Exception {
+        writeBlocks(FIRST, cache.capacity());
+        writeBlocks(FIRST + 100, 1);
+        try (Txn txn = Txn.begin(cache, cache.capacity())) {
+            Buffer[] held = new Buffer[cache.capacity()];
+            for (int i = 0; i < held.length; i++) {
+                held[i] = get(FIRST + i);
+                assertTrue(txn.lock(held[i]));
+            }
+            CompletableFuture<Buffer> claimed = CompletableFuture.supplyAsync(() -> get(FIRST + 100),
+                    r -> Thread.ofPlatform().name("claimer").start(r));
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (cache.stats().dirtyWaits() == 0) {
+                assertTrue(System.nanoTime() < deadline, "the claim never found the cache full");
+                Thread.onSpinWait();
+            }
+            long before = cache.stats().dirtyWaits();
+            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(200));
+            long sweeps = cache.stats().dirtyWaits() - before;
+            assertTrue(sweeps <= 1, "the waiting claim swept the cache " + sweeps + " times in 200 ms with everything locked");
+            long unlocked = System.nanoTime();
+            txn.release(held[7]);
+            assertEquals((FIRST + 100) * 7, payload(claimed.get(10, TimeUnit.SECONDS)));
+            long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - unlocked);
+            assertTrue(tookMs < 1000, "the unlock reached the claim after " + tookMs + " ms");
+            assertNull(cache.lookup(FIRST + 7), "the unlocked buffer was the one evicted");
+        }
+    }
+
     /** A claim that finds no frame for its bound fails, saying which cache and what held its frames. */
     @Test
     void aClaimThatFindsNoFrameEndsWithAnExceptionNamingTheCache() {
