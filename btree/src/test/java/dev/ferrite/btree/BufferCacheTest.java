@@ -11,6 +11,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.Supplier;
 
 import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.NoSpaceException;
@@ -156,24 +157,8 @@ class BufferCacheTest {
         for (int i = 0; i < all.length; i++) {
             all[i] = cache.reserveFrame();
         }
-        CompletableFuture<Integer> claimed = CompletableFuture.supplyAsync(() -> cache.reserveFrame(),
-                r -> Thread.ofPlatform().name("claimer").start(r));
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (cache.stats().dirtyWaits() == 0) {
-            assertTrue(System.nanoTime() < deadline, "the claim never found the cache full");
-            Thread.onSpinWait();
-        }
-        long before = cache.stats().dirtyWaits();
-        // Give a polling claim time to sweep many times; one waiting on a signal sweeps once more at most.
-        LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(200));
-        long sweeps = cache.stats().dirtyWaits() - before;
-        assertFalse(claimed.isDone(), "no frame was let go yet");
-        assertTrue(sweeps <= 1, "the waiting claim swept the cache " + sweeps + " times in 200 ms with nothing let go");
-        long letGo = System.nanoTime();
-        cache.unreserveFrame(all[0]);
-        assertEquals(all[0], claimed.get(10, TimeUnit.SECONDS));
-        long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - letGo);
-        assertTrue(tookMs < 1000, "the frame let go reached the claim after " + tookMs + " ms");
+        CompletableFuture<Integer> claimed = awaitSleepingClaim(() -> cache.reserveFrame());
+        assertEquals(all[0], wake(claimed, () -> cache.unreserveFrame(all[0])));
         for (int f : all) {
             cache.unreserveFrame(f);
         }
@@ -190,24 +175,39 @@ class BufferCacheTest {
                 held[i] = get(FIRST + i);
                 assertTrue(txn.lock(held[i]));
             }
-            CompletableFuture<Buffer> claimed = CompletableFuture.supplyAsync(() -> get(FIRST + 100),
-                    r -> Thread.ofPlatform().name("claimer").start(r));
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-            while (cache.stats().dirtyWaits() == 0) {
-                assertTrue(System.nanoTime() < deadline, "the claim never found the cache full");
-                Thread.onSpinWait();
-            }
-            long before = cache.stats().dirtyWaits();
-            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(200));
-            long sweeps = cache.stats().dirtyWaits() - before;
-            assertTrue(sweeps <= 1, "the waiting claim swept the cache " + sweeps + " times in 200 ms with everything locked");
-            long unlocked = System.nanoTime();
-            txn.release(held[7]);
-            assertEquals((FIRST + 100) * 7, payload(claimed.get(10, TimeUnit.SECONDS)));
-            long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - unlocked);
-            assertTrue(tookMs < 1000, "the unlock reached the claim after " + tookMs + " ms");
+            CompletableFuture<Buffer> claimed = awaitSleepingClaim(() -> get(FIRST + 100));
+            assertEquals((FIRST + 100) * 7, payload(wake(claimed, () -> txn.release(held[7]))));
             assertNull(cache.lookup(FIRST + 7), "the unlocked buffer was the one evicted");
         }
+    }
+
+    /**
+     * Starts {@code claim} on a thread of its own, once every frame is taken, and checks that it waits
+     * asleep: given time to sweep many times were it polling, it sweeps once more at most.
+     */
+    private <T> CompletableFuture<T> awaitSleepingClaim(Supplier<T> claim) {
+        CompletableFuture<T> claimed = CompletableFuture.supplyAsync(claim, r -> Thread.ofPlatform().name("claimer").start(r));
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (cache.stats().dirtyWaits() == 0) {
+            assertTrue(System.nanoTime() < deadline, "the claim never found the cache full");
+            Thread.onSpinWait();
+        }
+        long before = cache.stats().dirtyWaits();
+        LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(200));
+        long sweeps = cache.stats().dirtyWaits() - before;
+        assertFalse(claimed.isDone(), "nothing was freed yet");
+        assertTrue(sweeps <= 1, "the waiting claim swept the cache " + sweeps + " times in 200 ms with nothing freed");
+        return claimed;
+    }
+
+    /** Runs {@code free} and returns what the waiting claim got, checking that it got it at once. */
+    private static <T> T wake(CompletableFuture<T> claimed, Runnable free) throws Exception {
+        long freed = System.nanoTime();
+        free.run();
+        T got = claimed.get(10, TimeUnit.SECONDS);
+        long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - freed);
+        assertTrue(tookMs < 1000, "the claim got its frame " + tookMs + " ms after it was freed");
+        return got;
     }
 
     /** A claim that finds no frame for its bound fails, saying which cache and what held its frames. */
