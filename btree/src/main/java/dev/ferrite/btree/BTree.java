@@ -3,6 +3,7 @@ package dev.ferrite.btree;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.locks.LockSupport;
 
@@ -51,7 +52,7 @@ import static dev.ferrite.btree.BTreeNodeFormat.used;
 public final class BTree {
     static final String NODE = "B-tree node";
     static final String HEADER = "B-tree header";
-    private static final int MAX_DEPTH = 48;
+    private static final int MAX_DEPTH = BTreeNodeFormat.MAX_LEVELS;
     private static final ThreadLocal<Path> PATHS = ThreadLocal.withInitial(Path::new);
     private static final ThreadLocal<MemorySegment> SCRATCH = new ThreadLocal<>();
 
@@ -81,14 +82,33 @@ public final class BTree {
     /** Creates an empty tree (header and a root leaf) in {@code txn}, which must reserve {@link #CREATE_ITEMS}. */
     public static BTree create(Txn txn, BlockAllocator allocator, long treeId) {
         BufferCache cache = txn.cache();
-        long header = allocator.allocate(txn);
-        long root = allocator.allocate(txn);
-        Buffer h = cache.create(txn, header, BTreeHeaderFormat.MAGIC, treeId);
-        Buffer r = cache.create(txn, root, BTreeNodeFormat.MAGIC, treeId);
+        // frames first: claiming one may wait for write-back, which must not happen under the allocator's locks
+        int headerFrame = -1, rootFrame = -1;
+        Buffer h, r;
+        try {
+            headerFrame = cache.reserveFrame();
+            rootFrame = cache.reserveFrame();
+            long header = allocator.allocate(txn);
+            long root = allocator.allocate(txn);
+            int f = headerFrame;
+            headerFrame = -1; // create lets go of its frame itself if it fails
+            h = cache.create(txn, header, BTreeHeaderFormat.MAGIC, treeId, f);
+            f = rootFrame;
+            rootFrame = -1;
+            r = cache.create(txn, root, BTreeNodeFormat.MAGIC, treeId, f);
+        } finally {
+            if (headerFrame >= 0) {
+                cache.unreserveFrame(headerFrame);
+            }
+            if (rootFrame >= 0) {
+                cache.unreserveFrame(rootFrame);
+            }
+        }
+        long root = r.block();
         BTreeNodeFormat.init(r.data(), 0, cache.blockSize());
         BTreeHeaderFormat.set(h.data(), root, 1);
         h.priority = INTERIOR_PRIORITY;
-        return new BTree(cache, allocator, header, treeId);
+        return new BTree(cache, allocator, h.block(), treeId);
     }
 
     /** Items a {@link #create} transaction changes. */
@@ -168,6 +188,24 @@ public final class BTree {
     private static RuntimeException unreadable(RuntimeException e, long block, String structure) {
         return e instanceof IndexOutOfBoundsException || e instanceof IllegalArgumentException
                 ? new CorruptionException(block, structure, "unreadable: " + e) : e;
+    }
+
+    /**
+     * True if {@code b} (read at {@code bv}), reached from {@code from} (read at {@code fromV}), is at
+     * {@code level}; false if either changed meanwhile (look again). A wrong level in nodes that did not
+     * change is corruption: a child must be one level below its parent and a sibling at its level, or
+     * walks would not end or would read one kind of node as the other.
+     */
+    static boolean atLevel(Buffer b, long bv, int level, Buffer from, long fromV) {
+        int found = BTreeNodeFormat.level(b.data());
+        if (found == level) {
+            return true;
+        }
+        if (b.validate(bv) && from.validate(fromV)) {
+            throw new CorruptionException(b.block(), NODE, "level " + found + " where block " + from.block()
+                    + " leads to one of level " + level);
+        }
+        return false;
     }
 
     static void checkKey(MemorySegment key) {
@@ -362,7 +400,7 @@ public final class BTree {
     public byte[] get(byte[] key) {
         byte[] buf = new byte[BTreeNodeFormat.MAX_VALUE];
         int len = get(MemorySegment.ofArray(key), MemorySegment.ofArray(buf));
-        return len < 0 ? null : java.util.Arrays.copyOf(buf, len);
+        return len < 0 ? null : Arrays.copyOf(buf, len);
     }
 
     /** A cursor positioned before the first key at or after {@code from} (forward) or at or before it (reverse). */
@@ -425,10 +463,15 @@ public final class BTree {
                         ok = false;
                         break;
                     }
-                    cur = node(child);
-                    v = cur.readVersion();
-                    ok = v >= 0;
+                    Buffer next = node(child);
+                    long nv = next.readVersion();
+                    ok = nv >= 0 && cur.validate(v) && atLevel(next, nv, BTreeNodeFormat.level(n) - 1, cur, v);
+                    cur = next;
+                    v = nv;
                 } catch (RuntimeException e) {
+                    if (cur.validate(v)) {
+                        throw unreadable(e, cur.block(), NODE);
+                    }
                     ok = false;
                 }
             }
@@ -704,6 +747,9 @@ public final class BTree {
                         continue;
                     }
                     right = rightBlock == 0 ? null : see(rightBlock, txn);
+                    if (right != null && !atLevel(right.buffer(), right.version(), 0, p.leaf(), p.leafVersion())) {
+                        continue;
+                    }
                 } catch (RuntimeException e) {
                     if (unchanged(p)) {
                         throw e;
@@ -1016,6 +1062,9 @@ public final class BTree {
                         continue attempts; // follow only pointers read from a node still as planned
                     }
                     partner[d] = see(mateBlock, txn);
+                    if (!atLevel(partner[d].buffer(), partner[d].version(), BTreeNodeFormat.level(n), p.node[d - 1], p.version[d - 1])) {
+                        continue attempts;
+                    }
                     int sepIndex = Math.max(j, other);
                     shrink = cellSize(parent, sepIndex);
                     top = d - 1;
@@ -1026,6 +1075,9 @@ public final class BTree {
                             continue attempts;
                         }
                         outer = beyond == 0 ? null : see(beyond, txn);
+                        if (outer != null && !atLevel(outer.buffer(), outer.version(), 0, rightNode.buffer(), rightNode.version())) {
+                            continue attempts;
+                        }
                     }
                 }
                 if (top == 1 && count(p.node[1].data()) == 1 && !isLeaf(p.node[1].data()) && partner[2] != null) {
@@ -1277,12 +1329,14 @@ public final class BTree {
                     }
                     Buffer next = node(child);
                     long nv = next.readVersion();
-                    if (nv < 0 || !cur.validate(v)) {
+                    if (nv < 0 || !cur.validate(v) || !atLevel(next, nv, BTreeNodeFormat.level(n) - 1, cur, v)) {
                         restart = true;
                         break;
                     }
                     cur = next;
                     v = nv;
+                } catch (CorruptionException e) {
+                    throw e;
                 } catch (RuntimeException e) {
                     if (cur.validate(v)) {
                         throw unreadable(e, cur.block(), NODE);
@@ -1302,22 +1356,65 @@ public final class BTree {
      * cache, so that none is ever written home again. The caller guarantees that nothing else uses the
      * tree from now on; {@code txn} reserves an item per block and per allocator change.
      *
+     * <p>No read happens while this holds a lock anyone else could wait for: each block is read, then
+     * locked and freed at once, and a freed buffer leaves the cache, so nobody can find it to wait on it;
+     * the allocator's blocks, which every writer sharing the allocator needs, are locked only after the
+     * last read (allocator blocks last is also the lock order). Locks the caller's transaction already
+     * holds are the caller's: take them after this.
+     *
      * @return the blocks freed
      */
     public int destroy(Txn txn) {
-        java.util.List<Long> blocks = new ArrayList<>();
-        TreeWalk.blocks(this, blocks::add);
-        for (int i = blocks.size() - 1; i >= 0; i--) {
-            long block = blocks.get(i);
-            boolean isHeader = block == headerBlock;
+        Buffer h;
+        do {
+            h = header();
+        } while (!txn.lock(h));
+        long root = BTreeHeaderFormat.root(h.data());
+        int height = BTreeHeaderFormat.height(h.data());
+        cache.free(txn, h, BTreeHeaderFormat.FREED_MAGIC);
+        long[] freed = new long[16];
+        freed[0] = headerBlock;
+        int count = 1;
+        // (block, level) pairs still to free, parents before children
+        long[] todo = {root, height - 1};
+        int pending = 1;
+        while (pending > 0) {
+            pending--;
+            long block = todo[2 * pending];
+            int level = (int) todo[2 * pending + 1];
+            if (cache.isBusy(block)) { // freed already: by this destroy (a second parent) or before it
+                throw new CorruptionException(block, NODE, "a node of tree " + id + " is reached twice or was freed");
+            }
             Buffer b;
             do {
-                b = isHeader ? header() : node(block);
+                b = node(block);
             } while (!txn.lock(b));
-            allocator.free(txn, block);
-            cache.free(txn, b, isHeader ? BTreeHeaderFormat.FREED_MAGIC : BTreeNodeFormat.FREED_MAGIC);
+            MemorySegment n = b.data();
+            if (BTreeNodeFormat.level(n) != level) {
+                throw new CorruptionException(block, NODE, "level " + BTreeNodeFormat.level(n) + " where its parent says " + level);
+            }
+            if (level > 0) {
+                int c = count(n);
+                if (2 * (pending + c + 1) > todo.length) {
+                    todo = Arrays.copyOf(todo, Math.max(2 * todo.length, 2 * (pending + c + 1)));
+                }
+                for (int i = c - 1; i >= -1; i--) { // leftmost popped first
+                    todo[2 * pending] = childAt(n, i);
+                    todo[2 * pending + 1] = level - 1;
+                    pending++;
+                }
+            }
+            cache.free(txn, b, BTreeNodeFormat.FREED_MAGIC);
+            if (count == freed.length) {
+                freed = Arrays.copyOf(freed, 2 * count);
+            }
+            freed[count++] = block;
         }
-        return blocks.size();
+        Arrays.sort(freed, 0, count); // allocator blocks in ascending order
+        for (int i = 0; i < count; i++) {
+            allocator.free(txn, freed[i]);
+        }
+        return count;
     }
 
     /** A checker's view: walks the tree (call while no one changes it). */
@@ -1430,7 +1527,7 @@ public final class BTree {
             }
             Buffer next = node(sibling);
             long nv = next.readVersion(txn);
-            if (nv == -1 || !leaf.validate(v)) {
+            if (nv == -1 || !leaf.validate(v) || !atLevel(next, nv, 0, leaf, v)) {
                 return RETRY;
             }
             leaf = next;

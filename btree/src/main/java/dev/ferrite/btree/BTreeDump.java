@@ -48,6 +48,11 @@ public final class BTreeDump {
     }
 
     private static void node(MemorySegment n, StringBuilder sb) {
+        String unsound = BTreeNodeFormat.unsound(n, (int) n.byteSize(), Long.MAX_VALUE);
+        if (unsound != null) {
+            sb.append("B-tree node of tree ").append(BlockHeaderFormat.owner(n)).append(", damaged: ").append(unsound).append('\n');
+            return;
+        }
         boolean leaf = BTreeNodeFormat.isLeaf(n);
         int count = BTreeNodeFormat.count(n);
         sb.append(leaf ? "B-tree leaf" : "B-tree interior node").append(" of tree ").append(BlockHeaderFormat.owner(n))

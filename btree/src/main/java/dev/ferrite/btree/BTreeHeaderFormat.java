@@ -32,6 +32,18 @@ final class BTreeHeaderFormat {
         return Short.toUnsignedInt(h.get(U16, HEIGHT));
     }
 
+    /** Why a header image read from the device cannot be a sound tree's, or null (see {@link BTreeNodeFormat#unsound}). */
+    static String unsound(MemorySegment h, long blockCount) {
+        int height = height(h);
+        if (height < 1 || height > BTreeNodeFormat.MAX_LEVELS) {
+            return "height " + height + " (1 to " + BTreeNodeFormat.MAX_LEVELS + ")";
+        }
+        if (!BTreeNodeFormat.onDevice(root(h), blockCount)) {
+            return "root is block " + root(h) + " (the device has " + blockCount + ")";
+        }
+        return null;
+    }
+
     static void set(MemorySegment h, long root, int height) {
         h.set(U64, ROOT, root);
         h.set(U16, HEIGHT, (short) height);

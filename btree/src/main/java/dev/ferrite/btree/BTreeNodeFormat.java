@@ -206,6 +206,85 @@ public final class BTreeNodeFormat {
         return blockSize - SLOTS - freeTotal(n);
     }
 
+    /** Levels a node may have: a tree is at most this deep. */
+    static final int MAX_LEVELS = 48;
+
+    /**
+     * Why a node image read from the device cannot be a node of a sound tree, or null if it can: every
+     * count, offset and length in it lies where the accessors follow it (slots below the cells, each cell
+     * inside the block with lengths in range, live and dead cell bytes filling the cell area), keys are
+     * ascending and match their slots' heads and the node's prefix, and block pointers lie on the device.
+     * Checked once per read from the device, where the checksum is, so code reading cached nodes needs
+     * no checks of its own: the checksum guards against media errors, this against crafted images and bugs.
+     */
+    static String unsound(MemorySegment n, int blockSize, long blockCount) {
+        int level = level(n);
+        if (level >= MAX_LEVELS) {
+            return "level " + level + " (a tree has at most " + MAX_LEVELS + ")";
+        }
+        int skip = skip(n);
+        if (skip > 8) {
+            return "keys share " + skip + " leading bytes (at most 8 are kept)";
+        }
+        int count = count(n);
+        int cellStart = cellStart(n);
+        if (cellStart > blockSize || SLOTS + (long) SLOT * count > cellStart) {
+            return count + " slots and cells from offset " + cellStart + " do not fit a block of " + blockSize;
+        }
+        boolean leaf = level == 0;
+        int header = leaf ? LEAF_CELL_HEADER : INTERIOR_CELL_HEADER;
+        long live = 0;
+        for (int i = 0; i < count; i++) {
+            int c = slot(n, i);
+            if (c < cellStart || c + header > blockSize) {
+                return "cell " + i + " at offset " + c + " lies outside the cell area [" + cellStart + ", " + blockSize + ")";
+            }
+            int kl = Short.toUnsignedInt(n.get(U16, c));
+            int vl = leaf ? Short.toUnsignedInt(n.get(U16, c + 2L)) : 0;
+            if (kl < Math.max(1, skip) || kl > MAX_KEY || vl > MAX_VALUE) {
+                return "cell " + i + " has a key of " + kl + " bytes and a value of " + vl + " (keys 1 to " + MAX_KEY
+                        + " bytes and at least the " + skip + " shared, values up to " + MAX_VALUE + ")";
+            }
+            int size = header + kl + vl;
+            if (c + size > blockSize) {
+                return "cell " + i + " at offset " + c + " of " + size + " bytes runs past the block's end";
+            }
+            live += size;
+            if (!sharesPrefix(n, i)) {
+                return "key " + i + " does not start with the node's " + skip + "-byte prefix";
+            }
+            if (slotHead(n, i) != computedHead(n, i)) {
+                return "slot " + i + " holds head 0x" + Long.toHexString(slotHead(n, i)) + ", its key's is 0x"
+                        + Long.toHexString(computedHead(n, i));
+            }
+            if (i > 0) {
+                int p = slot(n, i - 1) + header;
+                if (Keys.compare(n, p, p + keyLength(n, i - 1), n, c + header, c + header + kl) >= 0) {
+                    return "key " + i + " is not above key " + (i - 1);
+                }
+            }
+            if (!leaf && !onDevice(child(n, i), blockCount)) {
+                return "child " + i + " is block " + child(n, i) + " (the device has " + blockCount + ")";
+            }
+        }
+        if (live + garbage(n) != blockSize - cellStart) {
+            return live + " live and " + garbage(n) + " dead cell bytes do not fill the " + (blockSize - cellStart)
+                    + " bytes from offset " + cellStart;
+        }
+        if (!leaf && !onDevice(leftmost(n), blockCount)) {
+            return "leftmost child is block " + leftmost(n) + " (the device has " + blockCount + ")";
+        }
+        if (left(n) != 0 && !onDevice(left(n), blockCount) || right(n) != 0 && !onDevice(right(n), blockCount)) {
+            return "siblings are blocks " + left(n) + " and " + right(n) + " (the device has " + blockCount + ")";
+        }
+        return null;
+    }
+
+    /** A block pointer that can name a node: block 0 is never one. */
+    static boolean onDevice(long block, long blockCount) {
+        return block > 0 && block < blockCount;
+    }
+
     // ------------------------------------------------------------------ search
 
     /**

@@ -155,19 +155,36 @@ public final class Buffer extends LogItem {
         return ((long) VERSION.getAcquire(this) & LOCKED) != 0;
     }
 
-    /** Unlocks after changing the image: optimistic readers that overlapped will restart. */
+    /**
+     * Unlocks after changing the image: optimistic readers that overlapped will restart. The buffer is
+     * not yet evictable (a commit pins what it changed first), so no frame waiter needs to hear of it.
+     */
     public void unlockChanged() {
         long v = (long) VERSION.getAcquire(this);
         VERSION.setRelease(this, (v & ~LOCKED) + STEP);
     }
 
-    /** Unlocks without having changed anything: optimistic readers are not disturbed. */
+    /**
+     * Unlocks without having changed anything: optimistic readers are not disturbed. The buffer may be
+     * evictable now, so the cache's frame waiters hear of it; the version is stored volatile so that the
+     * store is ordered before the read of whether any wait ({@link BufferCache#frameMayBeFree}).
+     */
     public void unlockUnchanged() {
+        long v = (long) VERSION.getAcquire(this);
+        VERSION.setVolatile(this, v & ~LOCKED);
+        cache.frameMayBeFree();
+    }
+
+    /** As {@link #unlockUnchanged()}, for the cache's own probes that found the buffer no more evictable than before. */
+    void unlockQuietly() {
         long v = (long) VERSION.getAcquire(this);
         VERSION.setRelease(this, v & ~LOCKED);
     }
 
-    /** While locked: makes every holder of this buffer look the block up again, and unlocks. */
+    /**
+     * While locked: makes every holder of this buffer look the block up again, and unlocks. Callers that
+     * free its frame signal frame waiters themselves; a freed buffer stays pinned until its free is logged.
+     */
     void unlockObsolete() {
         long v = (long) VERSION.getAcquire(this);
         VERSION.setRelease(this, ((v & ~LOCKED) + STEP) | OBSOLETE);

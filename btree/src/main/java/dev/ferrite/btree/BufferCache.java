@@ -2,7 +2,9 @@ package dev.ferrite.btree;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.invoke.VarHandle;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicIntegerArray;
@@ -13,6 +15,7 @@ import java.util.concurrent.atomic.LongAdder;
 import jdk.jfr.FlightRecorder;
 
 import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.InvalidArgumentException;
 import dev.ferrite.io.NoSpaceException;
 import dev.ferrite.io.OffHeap;
@@ -33,11 +36,14 @@ import dev.ferrite.journal.Journal;
  * CLOCK over the frames. A buffer's usage count is set to its priority on access (interior nodes and
  * headers higher than leaves) and decremented by the sweeping hand; at zero the buffer is evicted if it
  * can be locked without waiting and is clean (not pinned by the CIL, not waiting in the AIL). When a
- * sweep finds nothing to evict because the budget is full of dirty buffers, the cache asks the journal
- * to write everything back and waits for buffers to come clean, instead of failing or growing.
+ * sweep finds nothing to evict because the budget is full of dirty or locked buffers, the cache asks the
+ * journal to write everything back and waits, on a signal from whatever may free a frame (a write-back,
+ * an unlock, a frame let go), for up to a minute before it reports the budget too small.
  *
- * <p>Lock order: a buffer's lock, then a stripe lock. No I/O under a stripe lock; reads happen under the
- * new buffer's own lock, which is what concurrent getters of the same block wait on.
+ * <p>Lock order: a buffer's lock, then a stripe lock, then the frame signal's monitor. No I/O under a
+ * stripe lock; reads happen under the new buffer's own lock, which is what concurrent getters of the
+ * same block wait on. Nothing that holds tree locks waits here: frames are claimed before locks are
+ * taken, and allocating a block a stale reader is still loading takes the block over without waiting.
  */
 public final class BufferCache implements AutoCloseable {
     /** The journal item type of every cached block (recovery replays them all the same way). */
@@ -90,9 +96,19 @@ public final class BufferCache implements AutoCloseable {
      */
     private volatile int sweepFreeingAt = MIN_FREEING_SWEEP;
     private final AtomicBoolean sweepingFreeing = new AtomicBoolean();
-    private final Object cleanSignal = new Object();
-    /** Threads waiting in claimFrame for a buffer to come clean: write-backs notify only when there are some. */
-    private volatile int cleanWaiters;
+    /**
+     * What {@link #claimFrame} waits on when no frame can be taken: signalled whenever one may have become
+     * takable (a frame let go, a buffer unlocked or written home), but only while {@link #frameWaiters}
+     * says someone waits. A waiter counts itself before it sweeps, and every signaller makes its change
+     * visible with a volatile write before it reads the count, so one of the two always sees the other.
+     */
+    private final Object frameSignal = new Object();
+    /** Threads in {@link #claimFrame} that found no frame and may be waiting. */
+    private final AtomicInteger frameWaiters = new AtomicInteger();
+    /** Signals of {@link #frameSignal} so far: written under it, read by waiters before each sweep. */
+    private volatile long frameSignals;
+    /** How long {@link #claimFrame} waits for a frame before it reports the cache too small. */
+    volatile long claimWaitNanos = TimeUnit.SECONDS.toNanos(60);
 
     final LongAdder hits = new LongAdder();
     final LongAdder misses = new LongAdder();
@@ -247,7 +263,7 @@ public final class BufferCache implements AutoCloseable {
             }
         }
         for (int f = used; f < want; f++) {
-            frameOwner.set(claimed[f], null);
+            letGo(claimed[f]);
         }
         if (used == 0) {
             return asked;
@@ -270,6 +286,7 @@ public final class BufferCache implements AutoCloseable {
                 }
                 try {
                     BlockHeaderFormat.verify(l.data(), l.block(), magic, owner, structure);
+                    requireSound(l.data(), l.block(), magic, structure);
                 } catch (RuntimeException e) {
                     unlinkAndRelease(l);
                     if (l.block() == block) {
@@ -284,7 +301,7 @@ public final class BufferCache implements AutoCloseable {
                 } else {
                     readAhead.increment();
                 }
-                l.unlockChanged();
+                unlockLoaded(l);
             }
         } catch (RuntimeException e) {
             for (Buffer l : loading) {
@@ -303,6 +320,38 @@ public final class BufferCache implements AutoCloseable {
             event.commit();
         }
         return asked;
+    }
+
+    /**
+     * Checks the body of a block just read, for the structures whose layout this module knows: a crafted
+     * or buggy image whose header and checksum hold must still not send a reader out of bounds.
+     */
+    private void requireSound(MemorySegment data, long block, int magic, String structure) {
+        String why = switch (magic) {
+            case BTreeNodeFormat.MAGIC -> BTreeNodeFormat.unsound(data, blockSize, device.blockCount());
+            case BTreeHeaderFormat.MAGIC -> BTreeHeaderFormat.unsound(data, device.blockCount());
+            default -> null;
+        };
+        if (why != null) {
+            throw new CorruptionException(block, structure, why);
+        }
+    }
+
+    /**
+     * Unlocks a buffer just loaded, unless {@link #claim} took it out of the cache while it loaded (its
+     * block was allocated anew; what was read is stale): then it is dropped, and its getter sees it
+     * obsolete and looks again.
+     */
+    private void unlockLoaded(Buffer l) {
+        synchronized (stripe(bucket(l.block()))) {
+            if (lookup(l.block()) == l) {
+                l.unlockChanged();
+                VarHandle.fullFence(); // the unlock before the read of whether frame waiters wait
+                frameMayBeFree();
+                return;
+            }
+        }
+        unlinkAndRelease(l);
     }
 
     /** This thread's aligned buffer for cluster reads, at least {@code count} blocks long. */
@@ -326,7 +375,13 @@ public final class BufferCache implements AutoCloseable {
 
     /** Gives back a frame from {@link #reserveFrame()} that was not used. */
     public void unreserveFrame(int frame) {
+        letGo(frame);
+    }
+
+    /** Frees a frame this thread claimed and did not use. */
+    private void letGo(int frame) {
         frameOwner.set(frame, null);
+        frameMayBeFree();
     }
 
     /** As {@link #create(Txn, long, int, long, int)}, claiming the frame now (may wait: hold no locks). */
@@ -356,32 +411,33 @@ public final class BufferCache implements AutoCloseable {
         return b;
     }
 
-    /** A new, locked buffer for {@code block} in {@code frame}, held by {@code txn}, zero-filled with a fresh header. */
+    /**
+     * A new, locked buffer for {@code block} in {@code frame}, held by {@code txn}, zero-filled with a
+     * fresh header. Never waits: callers hold tree locks. A buffer of the block that is locked but clean
+     * is a stale read being loaded (a reader that followed an old pointer to the block) or a buffer being
+     * evicted; it is taken out of the cache here, and its loader or evictor drops it when done.
+     */
     private Buffer claim(Txn txn, long block, int magic, long owner, int frame) {
-        Buffer b = null;
+        Buffer b;
         int bucket = bucket(block);
-        while (b == null) {
-            Buffer present;
-            synchronized (stripe(bucket)) {
-                present = lookup(block);
-                if (present == null || present.isObsolete() || dropStaleRead(bucket, present)) {
-                    if (isBusy(block)) {
-                        frameOwner.set(frame, null);
-                        throw new IllegalStateException("block " + block + " is allocated anew before its free reached"
-                                + " a checkpoint: allocators must skip busy blocks");
-                    }
-                    b = new Buffer(this, block, frame, frame(frame), magic, owner, Buffer.LOCKED);
-                    link(bucket, b);
-                    frameOwner.set(frame, b);
-                } else if (present.holder != null || !present.isLocked() && !present.isClean()) {
-                    frameOwner.set(frame, null);
+        synchronized (stripe(bucket)) {
+            Buffer present = lookup(block);
+            if (present != null && !present.isObsolete() && !dropStaleRead(bucket, present)) {
+                if (present.holder != null || !present.isClean()) {
+                    letGo(frame);
                     throw new IllegalStateException("block " + block + " is allocated anew but still cached as "
                             + present + ": it was not freed through the cache");
                 }
+                unlink(bucket, present);
             }
-            if (b == null) {
-                present.readVersion(); // a loader, the AIL or an evictor has it for a moment: wait, look again
+            if (isBusy(block)) {
+                letGo(frame);
+                throw new IllegalStateException("block " + block + " is allocated anew before its free reached"
+                        + " a checkpoint: allocators must skip busy blocks");
             }
+            b = new Buffer(this, block, frame, frame(frame), magic, owner, Buffer.LOCKED);
+            link(bucket, b);
+            frameOwner.set(frame, b);
         }
         txn.adopt(b);
         MemorySegment data = b.data();
@@ -457,7 +513,9 @@ public final class BufferCache implements AutoCloseable {
         }
         unlink(bucket, b);
         b.unlockObsolete();
-        frameOwner.compareAndSet(b.frame, b, null);
+        if (frameOwner.compareAndSet(b.frame, b, null)) {
+            frameMayBeFree();
+        }
         return true;
     }
 
@@ -496,7 +554,9 @@ public final class BufferCache implements AutoCloseable {
         b.unlockObsolete();
         // Once unlocked, an evictor may have locked the obsolete buffer and claimed its frame: free the
         // frame only if it is still this buffer's, or it would end up with two owners.
-        frameOwner.compareAndSet(b.frame, b, null);
+        if (frameOwner.compareAndSet(b.frame, b, null)) {
+            frameMayBeFree();
+        }
     }
 
     private void link(int bucket, Buffer b) {
@@ -525,51 +585,101 @@ public final class BufferCache implements AutoCloseable {
 
     // ------------------------------------------------------------------ reclaim
 
-    /** A frame this thread now owns (CLAIMED): free, or taken from an evicted buffer. May wait for write-back. */
+    /**
+     * A frame this thread now owns (CLAIMED): free, or taken from an evicted buffer. May wait for
+     * write-back, on {@link #frameSignal}, up to {@link #claimWaitNanos}.
+     *
+     * @throws NoSpaceException if no frame could be taken for that long
+     */
     private int claimFrame() {
         CacheWaitEvent wait = null;
-        for (int round = 0; ; round++) {
-            int dirty = 0;
-            for (int step = 0, limit = frames * 3; step < limit; step++) {
-                int i = (int) Long.remainderUnsigned(hand.getAndIncrement(), frames);
-                Object o = frameOwner.get(i);
-                if (o == null) {
-                    if (frameOwner.compareAndSet(i, null, CLAIMED)) {
-                        return waited(wait, i);
-                    }
-                } else if (o instanceof Buffer b && b.priority != RESIDENT && b.sweep()) {
-                    if (evict(i, b)) {
-                        return waited(wait, i);
-                    }
-                    // Write back early: once the hand has passed a quarter of the cache in buffers it may
-                    // not take until they are home, start the journal on them now. Waiting until no clean
-                    // buffer is left is too late: the last clean ones are the caller's own path, read
-                    // optimistically and unpinned, and each read it makes would evict the one before.
-                    if (!b.isClean() && ++dirty == frames / 4) {
-                        journal.writeBackAll();
+        long start = 0;
+        long seen = 0;
+        try {
+            for (;;) {
+                int dirty = 0;
+                for (int step = 0, limit = frames * 3; step < limit; step++) {
+                    int i = (int) Long.remainderUnsigned(hand.getAndIncrement(), frames);
+                    Object o = frameOwner.get(i);
+                    if (o == null) {
+                        if (frameOwner.compareAndSet(i, null, CLAIMED)) {
+                            return waited(wait, i);
+                        }
+                    } else if (o instanceof Buffer b && b.priority != RESIDENT && b.sweep()) {
+                        if (evict(i, b)) {
+                            return waited(wait, i);
+                        }
+                        // Write back early: once the hand has passed a quarter of the cache in buffers it may
+                        // not take until they are home, start the journal on them now. Waiting until no clean
+                        // buffer is left is too late: the last clean ones are the caller's own path, read
+                        // optimistically and unpinned, and each read it makes would evict the one before.
+                        if (!b.isClean() && ++dirty == frames / 4) {
+                            journal.writeBackAll();
+                        }
                     }
                 }
-            }
-            dirtyWaits.increment();
-            if (wait == null) {
-                wait = new CacheWaitEvent();
-                wait.begin();
-            }
-            if (round > 0 && round % 6000 == 0) {
-                throw new NoSpaceException("buffer cache of " + frames + " blocks has had no clean or unlocked buffer"
-                        + " for a minute: the budget is too small for the blocks held locked or dirty at once");
-            }
-            journal.writeBackAll();
-            synchronized (cleanSignal) {
-                cleanWaiters++;
-                try {
-                    cleanSignal.wait(10);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    throw new IllegalStateException("interrupted while waiting for a clean buffer", e);
-                } finally {
-                    cleanWaiters--;
+                dirtyWaits.increment();
+                if (wait == null) {
+                    wait = new CacheWaitEvent();
+                    wait.begin();
+                    start = System.nanoTime();
+                    frameWaiters.incrementAndGet(); // from here on every change that frees a frame signals
+                } else {
+                    long left = claimWaitNanos - (System.nanoTime() - start);
+                    if (left <= 0) {
+                        throw exhausted(System.nanoTime() - start);
+                    }
+                    journal.writeBackAll();
+                    synchronized (frameSignal) {
+                        if (frameSignals == seen) {
+                            frameSignal.wait(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
+                        }
+                    }
                 }
+                seen = frameSignals; // before the sweep: a change it misses signals after this
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while waiting for a frame of the buffer cache", e);
+        } finally {
+            if (wait != null) {
+                frameWaiters.decrementAndGet();
+            }
+        }
+    }
+
+    /** The failure of a claim that found no frame for {@code nanos}, with what held the frames. */
+    private NoSpaceException exhausted(long nanos) {
+        int locked = 0, dirty = 0, reserved = 0, resident = 0;
+        for (int i = 0; i < frames; i++) {
+            Object o = frameOwner.get(i);
+            if (o == CLAIMED) {
+                reserved++;
+            } else if (o instanceof Buffer b) {
+                if (b.priority == RESIDENT) {
+                    resident++;
+                } else if (b.isLocked()) {
+                    locked++;
+                } else if (!b.isClean()) {
+                    dirty++;
+                }
+            }
+        }
+        return new NoSpaceException("buffer cache of " + frames + " blocks on " + device.name() + " found no frame to reuse for "
+                + TimeUnit.NANOSECONDS.toMillis(nanos) + " ms: " + locked + " buffers locked, " + dirty + " dirty (not yet written home), "
+                + reserved + " frames reserved or loading, " + resident + " resident; the budget is too small for the blocks"
+                + " held locked or dirty at once");
+    }
+
+    /**
+     * A frame may have become takable (let go, or its buffer unlocked or written home): wakes the claims
+     * waiting for one. Call after the change, which must be a volatile write (see {@link #frameSignal}).
+     */
+    void frameMayBeFree() {
+        if (frameWaiters.get() != 0) {
+            synchronized (frameSignal) {
+                frameSignals++;
+                frameSignal.notifyAll();
             }
         }
     }
@@ -588,7 +698,7 @@ public final class BufferCache implements AutoCloseable {
             return false;
         }
         if (!frameOwner.compareAndSet(i, b, CLAIMED)) {
-            b.unlockUnchanged();
+            b.unlockQuietly();
             return false;
         }
         int bucket = bucket(b.block());
@@ -611,7 +721,7 @@ public final class BufferCache implements AutoCloseable {
             return false;
         }
         if (!b.isClean()) {
-            b.unlockUnchanged();
+            b.unlockQuietly();
             return false;
         }
         return true;
@@ -620,11 +730,7 @@ public final class BufferCache implements AutoCloseable {
     /** A buffer came clean (the AIL wrote it home): wake waiters for frames. */
     void cleaned() {
         writeBacks.increment();
-        if (cleanWaiters > 0) {
-            synchronized (cleanSignal) {
-                cleanSignal.notifyAll();
-            }
-        }
+        frameMayBeFree();
     }
 
     /**

@@ -3,6 +3,8 @@ package dev.ferrite.btree;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
+import dev.ferrite.io.CorruptionException;
+
 import static dev.ferrite.io.OnDisk.U16;
 
 /**
@@ -78,6 +80,9 @@ public final class Cursor {
                 return true;
             }
             long sibling = reverse ? BTreeNodeFormat.left(page) : BTreeNodeFormat.right(page);
+            if (sibling == leaf.block()) {
+                throw new CorruptionException(sibling, BTree.NODE, "the leaf is its own sibling");
+            }
             if (boundHere || sibling == 0) {
                 exhausted = true;
                 leaf = null;
@@ -103,11 +108,28 @@ public final class Cursor {
         }
         long sv = s.readVersion();
         // the link was current when the sibling's version was read: no leaf was split off in between
-        if (sv < 0 || !leaf.validate(version) || !copy(s, sv)) {
+        if (sv < 0 || !leaf.validate(version) || !BTree.atLevel(s, sv, 0, leaf, version) || !copy(s, sv)) {
             return false;
         }
         index = reverse ? BTreeNodeFormat.count(page) : -1;
+        requireBeyondLastKey();
         return true;
+    }
+
+    /**
+     * Checks that the page just moved to (a consistent copy, reached by a link that was current) holds
+     * keys beyond the last one returned: sibling links that loop back would otherwise run for ever.
+     */
+    private void requireBeyondLastKey() {
+        int count = BTreeNodeFormat.count(page);
+        if (!started || count == 0) {
+            return;
+        }
+        int c = Keys.compare(BTreeNodeFormat.key(page, reverse ? count - 1 : 0), lastKey.asSlice(0, lastKeyLength));
+        if (reverse ? c >= 0 : c <= 0) {
+            throw new CorruptionException(leaf.block(), BTree.NODE, "its keys do not lie " + (reverse ? "below" : "above")
+                    + " those of the leaf linking to it");
+        }
     }
 
     /** Copies {@code b} into the page and checks it stayed at version {@code v}; on success the page is b's. */

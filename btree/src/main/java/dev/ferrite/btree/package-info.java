@@ -12,11 +12,16 @@
  * <p>Invariants:
  * <ul>
  *   <li>Every cached block starts with the common header (magic, checksum, block number, owner, LSN),
- *       verified on every read from the device and stamped on every write home.
+ *       verified on every read from the device and stamped on every write home. Nodes and tree headers
+ *       are checked whole on that read too (every count, offset, length, level and pointer), so code
+ *       reading cached nodes can trust their layout; damage is a {@code CorruptionException} naming the block.
  *   <li>A buffer's image changes only under its lock, held by a {@code Txn} until commit; readers never
  *       lock, they validate versions. A locked, pinned or not-yet-written-home buffer is never evicted.
- *   <li>No I/O under a node lock: blocks and frames a change needs are read and claimed before it
- *       locks anything; allocator metadata is resident.
+ *   <li>No I/O under a node lock within an operation: blocks and frames a change needs are read and
+ *       claimed before it locks anything ({@code destroy} reads each node before it locks and frees it,
+ *       and locks the allocator last); allocating a block a stale reader is still loading does not wait
+ *       for that read; allocator metadata is resident. A transaction running several operations still
+ *       holds the earlier ones' locks while later ones read.
  *   <li>Writers lock nodes top-down and left to right, each by CAS from the version they planned with,
  *       and let go of everything when one fails: no writer waits while holding a node.
  *   <li>A newly allocated block is logged whole; a freed one is logged as freed and never written home,

@@ -3,25 +3,26 @@ package dev.ferrite.btree;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.Supplier;
 
 import dev.ferrite.io.CorruptionException;
+import dev.ferrite.io.NoSpaceException;
 import dev.ferrite.journal.Journal;
 import dev.ferrite.journal.JournalOptions;
 import dev.ferrite.journal.LogGeometry;
-import jdk.jfr.Recording;
 import jdk.jfr.consumer.RecordedEvent;
-import jdk.jfr.consumer.RecordingFile;
+import jdk.jfr.consumer.RecordingStream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -30,6 +31,7 @@ import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -119,33 +121,110 @@ class BufferCacheTest {
 
     /** A recording gets an event per miss (block, structure, read time) and the counters every period. */
     @Test
-    void missesAndCountersReachFlightRecordings(@TempDir Path dir) throws Exception {
+    void missesAndCountersReachFlightRecordings() throws Exception {
         writeBlocks(FIRST, 3);
-        List<RecordedEvent> events;
-        try (Recording r = new Recording()) {
+        List<RecordedEvent> misses = new CopyOnWriteArrayList<>();
+        CompletableFuture<RecordedEvent> counted = new CompletableFuture<>();
+        try (RecordingStream r = new RecordingStream()) {
             r.enable("dev.ferrite.btree.CacheMiss");
             r.enable("dev.ferrite.btree.CacheStatistics").withPeriod(Duration.ofMillis(20));
-            r.start();
+            r.onEvent("dev.ferrite.btree.CacheMiss", misses::add);
+            // Statistics of every cache in this JVM arrive; this one's is the one with its three accesses.
+            r.onEvent("dev.ferrite.btree.CacheStatistics", e -> {
+                if (e.getInt("frames") == BufferCache.MIN_FRAMES && e.getLong("misses") == 2 && e.getLong("hits") == 1) {
+                    counted.complete(e);
+                }
+            });
+            r.startAsync();
             get(FIRST);
             get(FIRST + 2);
             get(FIRST);
-            Thread.sleep(200);
-            r.stop();
-            Path file = dir.resolve("cache.jfr");
-            r.dump(file);
-            events = RecordingFile.readAllEvents(file);
+            RecordedEvent stats = counted.get(30, TimeUnit.SECONDS);
+            assertEquals(2, stats.getInt("cached"));
+            // a miss is committed before the counters that count it are sampled, and streams deliver in order
+            assertEquals(List.of(FIRST, FIRST + 2), misses.stream().map(e -> e.getLong("block")).sorted().toList());
+            assertTrue(misses.stream().allMatch(e -> e.getString("structure").equals(WHAT)));
         }
-        List<Long> missed = events.stream().filter(e -> e.getEventType().getName().equals("dev.ferrite.btree.CacheMiss"))
-                .map(e -> e.getLong("block")).sorted().toList();
-        assertEquals(List.of(FIRST, FIRST + 2), missed);
-        assertTrue(events.stream().anyMatch(e -> e.getEventType().getName().equals("dev.ferrite.btree.CacheMiss")
-                && e.getString("structure").equals(WHAT)));
-        RecordedEvent last = events.stream().filter(e -> e.getEventType().getName().equals("dev.ferrite.btree.CacheStatistics"))
-                .reduce((x, y) -> y).orElseThrow(() -> new AssertionError("no statistics event in " + events.size() + " events"));
-        assertEquals(2, last.getLong("misses"));
-        assertEquals(1, last.getLong("hits"));
-        assertEquals(2, last.getInt("cached"));
-        assertEquals(BufferCache.MIN_FRAMES, last.getInt("frames"));
+    }
+
+    /**
+     * A claim that finds every frame taken waits on a signal, not a poll: it sweeps again only when a
+     * frame is let go, and that wakes it at once.
+     */
+    @Test
+    void aClaimWaitingForAFrameSleepsUntilOneIsLetGo() throws Exception {
+        int[] all = new int[cache.capacity()];
+        for (int i = 0; i < all.length; i++) {
+            all[i] = cache.reserveFrame();
+        }
+        CompletableFuture<Integer> claimed = awaitSleepingClaim(() -> cache.reserveFrame());
+        assertEquals(all[0], wake(claimed, () -> cache.unreserveFrame(all[0])));
+        for (int f : all) {
+            cache.unreserveFrame(f);
+        }
+    }
+
+    /** A claim waiting because every buffer is locked is woken by the unlock of one, which it then evicts. */
+    @Test
+    void aClaimWaitingForAFrameIsWokenByAnUnlock() throws Exception {
+        writeBlocks(FIRST, cache.capacity());
+        writeBlocks(FIRST + 100, 1);
+        try (Txn txn = Txn.begin(cache, cache.capacity())) {
+            Buffer[] held = new Buffer[cache.capacity()];
+            for (int i = 0; i < held.length; i++) {
+                held[i] = get(FIRST + i);
+                assertTrue(txn.lock(held[i]));
+            }
+            CompletableFuture<Buffer> claimed = awaitSleepingClaim(() -> get(FIRST + 100));
+            assertEquals((FIRST + 100) * 7, payload(wake(claimed, () -> txn.release(held[7]))));
+            assertNull(cache.lookup(FIRST + 7), "the unlocked buffer was the one evicted");
+        }
+    }
+
+    /**
+     * Starts {@code claim} on a thread of its own, once every frame is taken, and checks that it waits
+     * asleep: given time to sweep many times were it polling, it sweeps once more at most.
+     */
+    private <T> CompletableFuture<T> awaitSleepingClaim(Supplier<T> claim) {
+        CompletableFuture<T> claimed = CompletableFuture.supplyAsync(claim, r -> Thread.ofPlatform().name("claimer").start(r));
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (cache.stats().dirtyWaits() == 0) {
+            assertTrue(System.nanoTime() < deadline, "the claim never found the cache full");
+            Thread.onSpinWait();
+        }
+        long before = cache.stats().dirtyWaits();
+        LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(200));
+        long sweeps = cache.stats().dirtyWaits() - before;
+        assertFalse(claimed.isDone(), "nothing was freed yet");
+        assertTrue(sweeps <= 1, "the waiting claim swept the cache " + sweeps + " times in 200 ms with nothing freed");
+        return claimed;
+    }
+
+    /** Runs {@code free} and returns what the waiting claim got, checking that it got it at once. */
+    private static <T> T wake(CompletableFuture<T> claimed, Runnable free) throws Exception {
+        long freed = System.nanoTime();
+        free.run();
+        T got = claimed.get(10, TimeUnit.SECONDS);
+        long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - freed);
+        assertTrue(tookMs < 1000, "the claim got its frame " + tookMs + " ms after it was freed");
+        return got;
+    }
+
+    /** A claim that finds no frame for its bound fails, saying which cache and what held its frames. */
+    @Test
+    void aClaimThatFindsNoFrameEndsWithAnExceptionNamingTheCache() {
+        int[] all = new int[cache.capacity()];
+        for (int i = 0; i < all.length; i++) {
+            all[i] = cache.reserveFrame();
+        }
+        cache.claimWaitNanos = TimeUnit.MILLISECONDS.toNanos(100);
+        NoSpaceException e = assertTimeoutPreemptively(Duration.ofSeconds(20),
+                () -> assertThrows(NoSpaceException.class, cache::reserveFrame));
+        assertTrue(e.getMessage().contains("buffer cache of " + all.length + " blocks on " + device.name()), e.getMessage());
+        assertTrue(e.getMessage().contains(all.length + " frames reserved or loading"), e.getMessage());
+        for (int f : all) {
+            cache.unreserveFrame(f);
+        }
     }
 
     /**
@@ -226,6 +305,48 @@ class BufferCacheTest {
             assertEquals(FIRST * 7, waiter.get(30, TimeUnit.SECONDS));
             assertEquals(1, device.reads(FIRST));
             assertEquals(1, cache.stats().misses());
+        } finally {
+            device.openGate();
+            pool.shutdownNow();
+        }
+    }
+
+    /**
+     * A block allocated anew while a reader that followed an old pointer is still loading it: the
+     * allocating writer, which holds other nodes locked (as a split does), takes the block over at once
+     * instead of waiting for that read, so readers of the nodes it holds are not stalled by the device;
+     * the stale load is dropped when it lands, and its getter sees it obsolete.
+     */
+    @Test
+    void allocatingABlockBeingLoadedWaitsForNoRead() throws Exception {
+        writeBlocks(FIRST, 2);
+        Buffer held = get(FIRST + 1);
+        device.closeGate(FIRST);
+        ExecutorService pool = Executors.newFixedThreadPool(3);
+        try {
+            CompletableFuture<Buffer> staleRead = CompletableFuture.supplyAsync(() -> get(FIRST), pool);
+            device.awaitGate();
+            int frame = cache.reserveFrame();
+            CompletableFuture<Void> writer = CompletableFuture.runAsync(() -> {
+                try (Txn txn = Txn.begin(cache, 4)) {
+                    assertTrue(txn.lock(held));
+                    Buffer fresh = cache.create(txn, FIRST, MAGIC, OWNER, frame);
+                    fresh.data().set(ValueLayout.JAVA_LONG_UNALIGNED, PAYLOAD, 99L);
+                    txn.log(fresh, 0, BLOCK_SIZE);
+                    held.data().set(ValueLayout.JAVA_LONG_UNALIGNED, PAYLOAD, 98L);
+                    txn.log(held, 0, BLOCK_SIZE);
+                    txn.commit();
+                }
+            }, pool);
+            writer.get(20, TimeUnit.SECONDS);
+            long v = held.readVersion(); // a reader of the node the writer held
+            assertEquals(98L, payload(held));
+            assertTrue(held.validate(v));
+            assertFalse(staleRead.isDone(), "the stale read is still at the gate");
+            device.openGate();
+            Buffer stale = staleRead.get(30, TimeUnit.SECONDS);
+            assertEquals(-1, stale.readVersion(), "the stale load is dropped");
+            assertEquals(99L, payload(get(FIRST)));
         } finally {
             device.openGate();
             pool.shutdownNow();

@@ -2,8 +2,10 @@ package dev.ferrite.io;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicIntegerArray;
-import java.util.concurrent.locks.LockSupport;
 
 import org.jctools.queues.atomic.MpmcAtomicArrayQueue;
 
@@ -21,7 +23,8 @@ import org.jctools.queues.atomic.MpmcAtomicArrayQueue;
  * thread: slots are claimed by CAS, threads that collide on a stripe simply share it, and an acquire
  * that finds its stripe and the queue empty takes from any other stripe. A buffer cached by a thread
  * that died or went idle is therefore never lost, and {@link #acquire()} only waits when every buffer
- * is lent.
+ * is lent. It then waits on the pool's monitor, which a release signals only while someone waits (a
+ * release reads one counter otherwise), and gives up after a bound with a {@link NoSpaceException}.
  *
  * <p>Every buffer has a lent flag, 128 bytes from the next: set by the acquirer with a plain store (the
  * CAS or queue hand-off that gave it the buffer already orders it after the previous release), cleared
@@ -39,6 +42,10 @@ public final class BufferPool implements AutoCloseable {
     private static final int PAD = 32;
     /** A power of two, at least four per processor so that few threads ever share one. */
     private static final int STRIPES = Integer.highestOneBit(4 * Runtime.getRuntime().availableProcessors() - 1) << 1;
+    /** How long {@link #acquire()} waits for a release before it reports the pool exhausted. */
+    public static final Duration DEFAULT_WAIT = Duration.ofSeconds(60);
+    /** Failed tries before an acquire parks: a release by a thread on another core often comes this soon. */
+    private static final int SPINS = 64;
 
     private final Arena arena;
     private final MemorySegment slab;
@@ -51,6 +58,16 @@ public final class BufferPool implements AutoCloseable {
     private final AtomicIntegerArray cache = new AtomicIntegerArray((STRIPES + 1) * PAD);
     /** Buffer i's lent flag is at flag(i): 1 while lent out. */
     private final AtomicIntegerArray lent;
+    /**
+     * Threads in {@link #acquire(Duration)} past their spins. A waiter counts itself before it tries the
+     * pool again and a release puts its buffer back (by CAS) before it reads this, so either the waiter
+     * finds the buffer or the release finds the waiter (both are sequentially consistent accesses).
+     */
+    private final AtomicInteger waiters = new AtomicInteger();
+    /** Monitor that waiters wait on; guards {@link #releases}. */
+    private final Object released = new Object();
+    /** Releases signalled to waiters: a waiter that saw it unchanged since its last try may wait. */
+    private long releases;
 
     /**
      * @param bufferSize bytes per buffer, a positive multiple of {@link BlockDevice#SECTOR_SIZE}
@@ -92,18 +109,55 @@ public final class BufferPool implements AutoCloseable {
         return buffers[i];
     }
 
-    /** A free buffer, waiting (spin, then park) for one to be released if all are lent out. */
+    /** A free buffer, waiting up to {@link #DEFAULT_WAIT} for one to be released if all are lent out. */
     public MemorySegment acquire() {
-        for (int spins = 0; ; spins++) {
+        return acquire(DEFAULT_WAIT);
+    }
+
+    /**
+     * A free buffer, waiting (a few spins, then on a signal from {@link #release}) for one to be
+     * released if all are lent out.
+     *
+     * @throws NoSpaceException if every buffer stayed lent for {@code timeout}
+     */
+    public MemorySegment acquire(Duration timeout) {
+        for (int spins = 0; spins < SPINS; spins++) {
             MemorySegment b = tryAcquire();
             if (b != null) {
                 return b;
             }
-            if (spins < 64) {
-                Thread.onSpinWait();
-            } else {
-                LockSupport.parkNanos(20_000);
+            Thread.onSpinWait();
+        }
+        long start = System.nanoTime();
+        long limit = timeout.toNanos();
+        waiters.incrementAndGet();
+        try {
+            for (;;) {
+                long seen;
+                synchronized (released) {
+                    seen = releases;
+                }
+                MemorySegment b = tryAcquire();
+                if (b != null) {
+                    return b;
+                }
+                long left = limit - (System.nanoTime() - start);
+                if (left <= 0) {
+                    throw new NoSpaceException(this + ": all " + buffers.length + " buffers stayed lent for "
+                            + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start) + " ms while " + waiters.get()
+                            + " thread(s) waited; hold fewer at once or make the pool larger");
+                }
+                synchronized (released) {
+                    if (releases == seen) {
+                        released.wait(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
+                    }
+                }
             }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while waiting for a buffer of " + this, e);
+        } finally {
+            waiters.decrementAndGet();
         }
     }
 
@@ -120,10 +174,22 @@ public final class BufferPool implements AutoCloseable {
         int base = slots(stripe());
         for (int s = base; s < base + CACHE_SLOTS; s++) {
             if (cache.getPlain(s) == 0 && cache.compareAndSet(s, 0, i + 1)) {
+                signal();
                 return;
             }
         }
         free.offer(buffers[i]); // never full: it has room for every buffer
+        signal();
+    }
+
+    /** After a buffer went back: wakes the waiters, if there are any. */
+    private void signal() {
+        if (waiters.get() != 0) {
+            synchronized (released) {
+                releases++;
+                released.notifyAll();
+            }
+        }
     }
 
     private static int stripe() {
@@ -193,6 +259,11 @@ public final class BufferPool implements AutoCloseable {
             }
         }
         return n;
+    }
+
+    @Override
+    public String toString() {
+        return "buffer pool of " + buffers.length + " x " + bufferSize + " bytes at 0x" + Long.toHexString(slab.address());
     }
 
     @Override

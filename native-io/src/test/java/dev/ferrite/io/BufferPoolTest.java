@@ -2,6 +2,9 @@ package dev.ferrite.io;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -12,6 +15,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.concurrent.locks.LockSupport;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -103,6 +107,46 @@ class BufferPoolTest {
             MemorySegment got = acquired.get(10, TimeUnit.SECONDS);
             assertEquals(all.get(0).address(), got.address());
             assertEquals(0, pool.available());
+        }
+    }
+
+    @Test
+    void aWaitingAcquireSleepsUntilTheReleaseWakesIt() throws Exception {
+        ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+        try (BufferPool pool = new BufferPool(4096, 1)) {
+            MemorySegment only = pool.acquire();
+            Thread[] acquirer = new Thread[1];
+            CompletableFuture<MemorySegment> acquired = CompletableFuture.supplyAsync(() -> pool.acquire(),
+                    r -> acquirer[0] = Thread.ofPlatform().name("acquirer").start(r));
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (threads.getThreadInfo(acquirer[0].threadId()).getWaitedCount() == 0) {
+                assertTrue(System.nanoTime() < deadline, "the acquirer never waited");
+                Thread.onSpinWait();
+            }
+            long before = threads.getThreadInfo(acquirer[0].threadId()).getWaitedCount();
+            // Give a polling waiter time to wake up many times; a waiter on a signal stays asleep.
+            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(200));
+            long wakeUps = threads.getThreadInfo(acquirer[0].threadId()).getWaitedCount() - before;
+            assertFalse(acquired.isDone(), "nothing was released yet");
+            assertTrue(wakeUps <= 1, "the waiter woke " + wakeUps + " times in 200 ms with no release");
+            long released = System.nanoTime();
+            pool.release(only);
+            assertEquals(only.address(), acquired.get(10, TimeUnit.SECONDS).address());
+            long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - released);
+            assertTrue(tookMs < 1000, "the release woke the waiter after " + tookMs + " ms");
+        }
+    }
+
+    @Test
+    void aBoundedAcquireEndsWithAnExceptionNamingThePool() {
+        try (BufferPool pool = new BufferPool(4096, 2)) {
+            drain(pool);
+            long start = System.nanoTime();
+            NoSpaceException e = assertThrows(NoSpaceException.class, () -> pool.acquire(Duration.ofMillis(100)));
+            long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+            assertTrue(tookMs >= 100 && tookMs < 5000, "gave up after " + tookMs + " ms");
+            assertTrue(e.getMessage().contains("buffer pool of 2 x 4096 bytes"), e.getMessage());
+            assertTrue(e.getMessage().contains("all 2 buffers stayed lent for"), e.getMessage());
         }
     }
 
