@@ -141,11 +141,13 @@ public final class Namespace {
 
     /** Opens {@code path} (symlinks followed). */
     public Handle open(String path) {
-        for (;;) {
-            Handle h = openIno(resolve(path, true));
+        for (long missed = 0; ; ) {
+            long ino = resolve(path, true);
+            Handle h = openIno(ino);
             if (h != null) {
                 return h;
             }
+            missed = requireNotMissedTwice(missed, ino, quote(path));
         }
     }
 
@@ -243,7 +245,7 @@ public final class Namespace {
     public Handle lookup(Handle dir, String name) {
         long d = dir.checkOpen().ino;
         byte[] key = DirEntryFormat.key(checkName(name, false));
-        for (;;) {
+        for (long missed = 0; ; ) {
             requireDir(d);
             Found f = find(d, key);
             if (f == null) {
@@ -253,7 +255,21 @@ public final class Namespace {
             if (h != null) {
                 return h;
             }
+            missed = requireNotMissedTwice(missed, f.ino, quote(name) + " in directory " + d);
         }
+    }
+
+    /**
+     * After {@link #openIno} missed {@code ino}, which {@code name} named: returns it, to pass in after the
+     * next lookup. A name that names the same unopenable inode twice running is not a race with an unlink
+     * (which takes the name away) but a name for an inode without links: corruption.
+     */
+    private long requireNotMissedTwice(long missed, long ino, String name) {
+        if (ino == missed) {
+            throw new CorruptionException(block(ino), InodeFormat.STRUCTURE, name + " names inode " + ino
+                    + ", which has no links or is free");
+        }
+        return ino;
     }
 
     /**
@@ -671,6 +687,11 @@ public final class Namespace {
      * reads it: a block that is not the link's any more is ENOENT if the link is gone, corruption if not.
      */
     private byte[] remoteTarget(long ino, long block, long size) {
+        requireDataBlock(ino, block, "symlink target block");
+        if (size < 0 || size > SymlinkFormat.capacity(cache.blockSize())) {
+            throw new CorruptionException(block(ino), InodeFormat.STRUCTURE, "symlink " + ino + " has a target of "
+                    + Long.toUnsignedString(size) + " bytes; its block holds at most " + SymlinkFormat.capacity(cache.blockSize()));
+        }
         byte[] t;
         try {
             t = readStable(b -> cache.get(b, SymlinkFormat.MAGIC, ino, SYMLINK_BLOCK), block, 0, (m, at) -> {
@@ -716,6 +737,7 @@ public final class Namespace {
         int at = rec + InodeFormat.INLINE;
         int end = at + InodeFormat.inlineUsed(b, rec);
         while (at < end) {
+            int size = DirEntryFormat.entrySize(b, at, end); // checked before the key is read
             int c = Arrays.compareUnsigned(DirEntryFormat.entryKey(b, at), key);
             if (c == 0) {
                 return at;
@@ -723,7 +745,7 @@ public final class Namespace {
             if (c > 0) {
                 break;
             }
-            at += DirEntryFormat.entrySize(b, at);
+            at += size;
         }
         return -at - 1;
     }
@@ -736,6 +758,7 @@ public final class Namespace {
     private BTree tree(Inode dir, long header) {
         BTree t = dir.dirTree;
         if (t == null || t.headerBlock() != header) {
+            requireDataBlock(dir.ino, header, "directory tree header");
             t = BTree.open(cache, new DirAllocator(cache, block(dir.ino), geometry.agOfInode(dir.ino), rec(dir.ino)),
                     header, dir.ino);
             dir.dirTree = t;
@@ -777,22 +800,31 @@ public final class Namespace {
                 return null;
             }
             if (state[0] == 2) {
-                return new Found(state[1], (int) state[2]);
+                return new Found(requireEntryInode(dir.ino, state[1]), (int) state[2]);
             }
             if (state[1] == 0) {
                 return null; // a removed directory whose tree is being freed
             }
             int n = tree(dir, state[1]).get(k, v);
             if (locked) {
-                return n < 0 ? null : new Found(DirEntryFormat.valueInode(v), DirEntryFormat.valueType(v));
+                return n < 0 ? null : new Found(requireEntryInode(dir.ino, DirEntryFormat.valueInode(v)), DirEntryFormat.valueType(v));
             }
             long header = state[1];
             long[] again = readRecord(dir.ino, (b, rec) -> new long[] {isTree(b, rec) ? DirEntryFormat.treeHeader(b, rec + InodeFormat.INLINE) : -1});
             if (again[0] != header) {
                 continue; // dissolved meanwhile
             }
-            return n < 0 ? null : new Found(DirEntryFormat.valueInode(v), DirEntryFormat.valueType(v));
+            return n < 0 ? null : new Found(requireEntryInode(dir.ino, DirEntryFormat.valueInode(v)), DirEntryFormat.valueType(v));
         }
+    }
+
+    /** {@code ino}, named by an entry of directory {@code dir}, if it is an inode number of this volume; else corruption. */
+    private long requireEntryInode(long dir, long ino) {
+        if (!geometry.isValidInode(ino)) {
+            throw new CorruptionException(block(dir), "directory", "directory " + dir + " has an entry naming inode "
+                    + Long.toUnsignedString(ino) + ", which lies outside the volume");
+        }
+        return ino;
     }
 
     DirPage readdirIno(long dir, DirCookie after, int max) {
@@ -813,19 +845,19 @@ public final class Namespace {
                         long h = DirEntryFormat.treeHeader(b, rec + InodeFormat.INLINE);
                         return h == 0 ? -1L : h; // -1: a removed directory whose tree is being freed
                     }
+                    int end = rec + InodeFormat.INLINE + InodeFormat.inlineUsed(b, rec);
                     int at = from == null ? rec + InodeFormat.INLINE : inlineFind(b, rec, from);
                     if (at < 0) {
                         at = -at - 1;
                     } else if (from != null) {
-                        at += DirEntryFormat.entrySize(b, at);
+                        at += DirEntryFormat.entrySize(b, at, end);
                     }
-                    int end = rec + InodeFormat.INLINE + InodeFormat.inlineUsed(b, rec);
-                    for (; at < end && out.size() <= max; at += DirEntryFormat.entrySize(b, at)) {
+                    for (; at < end && out.size() <= max; at += DirEntryFormat.entrySize(b, at, end)) {
                         byte[] key = DirEntryFormat.entryKey(b, at);
                         if (out.size() < max) {
                             last[0] = key;
                         }
-                        out.add(entry(key, DirEntryFormat.entryInode(b, at), DirEntryFormat.entryType(b, at)));
+                        out.add(entry(key, requireEntryInode(dir, DirEntryFormat.entryInode(b, at)), DirEntryFormat.entryType(b, at)));
                     }
                     return 0L;
                 });
@@ -840,7 +872,7 @@ public final class Namespace {
                         if (out.size() < max) {
                             last[0] = key;
                         }
-                        out.add(entry(key, DirEntryFormat.valueInode(v), DirEntryFormat.valueType(v)));
+                        out.add(entry(key, requireEntryInode(dir, DirEntryFormat.valueInode(v)), DirEntryFormat.valueType(v)));
                     }
                     long again = readRecord(dir, (b, rec) -> isTree(b, rec) ? DirEntryFormat.treeHeader(b, rec + InodeFormat.INLINE) : -1);
                     if (again != header) {
@@ -929,9 +961,9 @@ public final class Namespace {
             if (at < 0) {
                 throw new IllegalStateException("inline directory " + dir.ino + " lost the entry being removed");
             }
-            int size = DirEntryFormat.entrySize(m, at);
             int used = InodeFormat.inlineUsed(m, rec);
             int end = rec + InodeFormat.INLINE + used;
+            int size = DirEntryFormat.entrySize(m, at, end);
             MemorySegment.copy(m, at + size, m, at, end - at - size);
             m.asSlice(end - size, size).fill((byte) 0);
             InodeFormat.setInlineUsed(m, rec, used - size);
@@ -986,6 +1018,7 @@ public final class Namespace {
                 return keyLength > 0 && InodeFormat.inlineUsed(b, rec) + DirEntryFormat.inlineSize(keyLength) > inlineCapacity
                         ? CONVERT : READY;
             }
+            requireReserve(dir.ino, b, area);
             if (DirEntryFormat.reserveCount(b, area) > RESERVE_HIGH) {
                 return SPILL;
             }
@@ -1073,7 +1106,7 @@ public final class Namespace {
         int count = 0;
         if (convert) {
             int end = area + InodeFormat.inlineUsed(m, rec);
-            for (int at = area; at < end; at += DirEntryFormat.entrySize(m, at)) {
+            for (int at = area; at < end; at += DirEntryFormat.entrySize(m, at, end)) {
                 keys.add(DirEntryFormat.entryKey(m, at));
                 values.add(DirEntryFormat.value(DirEntryFormat.entryInode(m, at), DirEntryFormat.entryType(m, at)));
             }
@@ -1107,7 +1140,7 @@ public final class Namespace {
     private boolean spillBlock(Inode dir, int above) {
         int rec = rec(dir.ino);
         int area = rec + InodeFormat.INLINE;
-        long blk = readRecord(dir.ino, (b, r) -> isTree(b, r) && DirEntryFormat.reserveCount(b, area) > above
+        long blk = readRecord(dir.ino, (b, r) -> isTree(b, r) && requireReserve(dir.ino, b, area) > above
                 ? DirEntryFormat.reserveEntry(b, area, DirAllocator.spillIndex(cache, b, area)) : 0L);
         if (blk == 0) {
             return false;
@@ -1785,6 +1818,7 @@ public final class Namespace {
         if (blk == 0) {
             return;
         }
+        requireDataBlock(ino, blk, "symlink target block");
         freeBlock(c, blk, 3, () -> readRecord(ino, (b, r) -> InodeFormat.fork(b, r) == InodeFormat.FORK_REMOTE
                 && InodeFormat.remoteBlock(b, r) == blk), txn -> {
             Buffer tb;
@@ -1924,14 +1958,40 @@ public final class Namespace {
     /** True if {@code ancestor} is {@code dir} or one of its ancestors (parent links; rename lock held). */
     private boolean isAncestorOrSelf(long ancestor, long dir) {
         long root = root();
-        for (long cur = dir; ; cur = parentOf(cur)) {
+        long limit = volume.statfs().inodes(); // more steps than inodes: the parent links go round in a cycle
+        long cur = dir;
+        for (long steps = 0; steps <= limit; steps++) {
             if (cur == ancestor) {
                 return true;
             }
             if (cur == root) {
                 return false;
             }
+            cur = parentOf(cur);
         }
+        throw new CorruptionException(block(cur), InodeFormat.STRUCTURE, "the parent links from directory " + dir
+                + " go round without reaching the root");
+    }
+
+    /** {@code blk}, which inode {@code ino}'s record names as its {@code what}, if it lies in the allocation groups; else corruption. */
+    private long requireDataBlock(long ino, long blk, String what) {
+        if (blk < geometry.dataStart() || blk >= geometry.deviceBlocks()) {
+            throw new CorruptionException(block(ino), InodeFormat.STRUCTURE, "inode " + ino + "'s " + what + " names block "
+                    + blk + " outside the allocation groups");
+        }
+        return blk;
+    }
+
+    /**
+     * The count of tree directory {@code ino}'s reserve (record at {@code area} of {@code b}), each entry
+     * checked to lie in the allocation groups: its blocks become tree nodes or go back to free space.
+     */
+    private int requireReserve(long ino, MemorySegment b, int area) {
+        int n = DirEntryFormat.reserveCount(b, area);
+        for (int i = 0; i < n; i++) {
+            requireDataBlock(ino, DirEntryFormat.reserveEntry(b, area, i), "directory block reserve entry " + i);
+        }
+        return n;
     }
 
     private void renameEntry(long fromDir, String fromName, long toDir, String toName) {
@@ -2167,7 +2227,7 @@ public final class Namespace {
         }
         int area = rec(dir) + InodeFormat.INLINE;
         long[] st = readRecord(dir, (b, rec) -> isTree(b, rec) && InodeFormat.type(b, rec) == S_IFDIR
-                ? new long[] {DirEntryFormat.treeHeader(b, area), DirEntryFormat.reserveCount(b, area)} : null);
+                ? new long[] {DirEntryFormat.treeHeader(b, area), requireReserve(dir, b, area)} : null);
         if (st == null) {
             if (s.blocks() != 0) {
                 problems.add("inode " + dir + " counts " + s.blocks() + " blocks but owns none");
