@@ -16,6 +16,7 @@ import dev.ferrite.io.MemoryDevice;
 import dev.ferrite.io.OverlayDevice;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import static dev.ferrite.io.OnDisk.U16;
 import static dev.ferrite.io.OnDisk.U32;
@@ -34,6 +35,7 @@ import static org.junit.jupiter.api.Assertions.fail;
  * <p>Values inside directory tree leaves are found by their bytes (a child's inode number and type);
  * the node's own fields (slots, lengths, counts) are the B-tree's to check and are left alone here.
  */
+@ExtendWith(SeedInFailure.class)
 class HostileImageTest {
     private static final long SEED = Long.getLong("ferrite.seed", 14);
     private static final int BS = 4096;
