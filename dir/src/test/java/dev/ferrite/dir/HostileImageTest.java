@@ -27,7 +27,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 /**
  * Crafted images: a volume with inline and tree directories, files, and short and long symlinks is
  * unmounted; then, many times over, one field of one of its inode records, inline directory entries,
- * directory tree values or symlink blocks gets a hostile value and the block its checksum again, so every
+ * directory tree values, symlink blocks, allocation group headers or the superblock gets a hostile value and the block its checksum again, so every
  * header check passes. The volume is mounted over an overlay (the image stays pristine) and walked,
  * looked into, changed and checked: only Ferrite's own exceptions may come out, never an
  * IndexOutOfBounds, NullPointer, NegativeArraySize or Arithmetic exception, and nothing may hang.
@@ -104,6 +104,17 @@ class HostileImageTest {
             }
             v.checkpoint();
             valuesInTreeLeaves(fields, dev, g, ns.lookup("/tree"), ns.list("/tree"));
+            for (int ag = 0; ag < g.agCount(); ag++) {
+                groupHeaderFields(fields, g, ag);
+            }
+            long[][] superblock = {{SuperblockFormat.BLOCK_SIZE, 4}, {SuperblockFormat.DEVICE_BLOCKS, 8},
+                    {SuperblockFormat.LOG_START, 8}, {SuperblockFormat.LOG_BLOCKS, 4}, {SuperblockFormat.AG_COUNT, 4},
+                    {SuperblockFormat.AG_BLOCKS, 4}, {SuperblockFormat.INODE_SIZE, 4}, {SuperblockFormat.DATA_START, 8},
+                    {SuperblockFormat.CLEAN, 4}, {SuperblockFormat.FREE_BLOCKS, 8}, {SuperblockFormat.FREE_INODES, 8},
+                    {SuperblockFormat.INODES, 8}, {SuperblockFormat.ROOT, 8}};
+            for (long[] f : superblock) { // in the primary: the mirror is read only when the primary is unreadable
+                fields.add(new Field("superblock field at " + f[0], SuperblockFormat.PRIMARY, (int) f[0], (int) f[1]));
+            }
         }
         return fields;
     }
@@ -140,6 +151,28 @@ class HostileImageTest {
             }
         } else if ((s.mode() & InodeFormat.S_IFMT) == InodeFormat.S_IFLNK && s.size() > InodeFormat.inlineCapacity(BS)) {
             fields.add(new Field(at + "remote block", blk, area, 8));
+        }
+    }
+
+    /** The fields of group {@code ag}'s two headers, and the first entries of their free lists. */
+    private static void groupHeaderFields(List<Field> fields, Geometry g, int ag) {
+        long agf = g.agStart(ag) + AgHeaderFormat.AGF_BLOCK, agi = g.agStart(ag) + AgHeaderFormat.AGI_BLOCK;
+        Object[][] agfFields = {{"group number", AgHeaderFormat.AG_NUMBER, 4}, {"length", AgHeaderFormat.AG_LENGTH, 4},
+                {"by-start tree", AgHeaderFormat.BNO_TREE, 4}, {"by-length tree", AgHeaderFormat.CNT_TREE, 4},
+                {"free blocks", AgHeaderFormat.FREE_BLOCKS, 8}, {"free list count", AgHeaderFormat.AGF_LIST_COUNT, 4}};
+        Object[][] agiFields = {{"group number", AgHeaderFormat.AG_NUMBER, 4}, {"inode tree", AgHeaderFormat.INO_TREE, 4},
+                {"free inode tree", AgHeaderFormat.FINO_TREE, 4}, {"inodes", AgHeaderFormat.INODES, 8},
+                {"free inodes", AgHeaderFormat.FREE_INODES, 8}, {"orphan tree", AgHeaderFormat.ORPHAN_TREE, 4},
+                {"free list count", AgHeaderFormat.AGI_LIST_COUNT, 4}};
+        for (Object[] f : agfFields) {
+            fields.add(new Field("AGF of group " + ag + " " + f[0], agf, (int) f[1], (int) f[2]));
+        }
+        for (Object[] f : agiFields) {
+            fields.add(new Field("AGI of group " + ag + " " + f[0], agi, (int) f[1], (int) f[2]));
+        }
+        for (int e = 0; e < 3; e++) {
+            fields.add(new Field("AGF of group " + ag + " free list entry " + e, agf, AgHeaderFormat.listEntryOffset(e), 4));
+            fields.add(new Field("AGI of group " + ag + " free list entry " + e, agi, AgHeaderFormat.listEntryOffset(e), 4));
         }
     }
 
