@@ -296,6 +296,10 @@ public final class Volume implements AutoCloseable {
             } catch (IllegalArgumentException e) {
                 throw new CorruptionException(block, SUPERBLOCK, "inconsistent geometry: " + e.getMessage());
             }
+            if (!f.geometry().isValidInode(f.rootInode())) {
+                throw new CorruptionException(block, SUPERBLOCK, "the root directory is inode " + f.rootInode()
+                        + ", which lies outside the volume");
+            }
             long unknown = f.incompat() & ~SuperblockFormat.KNOWN_INCOMPAT;
             if (unknown != 0) {
                 throw new IncompatibleVolumeException(device.name() + " uses incompatible features 0x" + Long.toHexString(unknown)
