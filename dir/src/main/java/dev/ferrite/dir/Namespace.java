@@ -1247,32 +1247,27 @@ public final class Namespace {
         int type = mode & S_IFMT;
         Inode d = inodes.acquire(dir);
         try {
-            for (;;) {
+            for (boolean unready = false; ; unready = true) {
                 requireDir(dir);
-                // A tree directory is not searched first: the insert's putIfAbsent finds a name that exists
-                // before anything is logged (one descent instead of two). The checks that would hide EEXIST
-                // look for the name when they fail. Lock-free here; checked again under the lock.
-                boolean tree = readRecord(dir, Namespace::isTree);
-                boolean searched = !tree || isRemote(linkTarget);
-                if (searched) {
-                    Found f = find(d, key);
-                    if (f != null) {
-                        return onExisting(f, dir, name, exclusive, type);
-                    }
-                }
+                // An inline directory is searched under its lock; a tree directory is not searched first:
+                // the insert's putIfAbsent finds a name that exists before anything is logged (one descent
+                // instead of two). The checks that would hide EEXIST look for the name when they fail.
+                boolean searched = !readRecord(dir, Namespace::isTree) || isRemote(linkTarget);
                 try {
                     if (type == S_IFDIR && statIno(dir).nlink() >= MAX_LINKS) {
                         throw new NamespaceException(Errno.EMLINK, "directory " + dir + " has " + MAX_LINKS + " links");
                     }
                     requireInodeRoom();
                 } catch (NamespaceException | NoSpaceException e) {
-                    Found f = tree ? find(d, key) : null;
+                    Found f = find(d, key);
                     if (f != null) {
                         return onExisting(f, dir, name, exclusive, type);
                     }
                     throw e;
                 }
-                prepare(d, key.length);
+                if (unready) {
+                    prepare(d, key.length); // the last attempt found the directory needing it
+                }
                 long ino = allocAndInsert(d, key, mode, linkTarget, opened, searched);
                 if (ino == EXISTS) {
                     Found f = find(d, key);
@@ -1371,9 +1366,6 @@ public final class Namespace {
                         d.lock.lock();
                         try {
                             requireDir(d.ino);
-                            if (step(d, key.length) != READY || dirItems(d) > dirItems) {
-                                return AGAIN;
-                            }
                             if (searched && find(d, key, true) != null) {
                                 return EXISTS;
                             }
@@ -1382,6 +1374,9 @@ public final class Namespace {
                                     return EXISTS;
                                 }
                                 throw new NamespaceException(Errno.EMLINK, "directory " + d.ino + " has " + MAX_LINKS + " links");
+                            }
+                            if (step(d, key.length) != READY || dirItems(d) > dirItems) {
+                                return AGAIN;
                             }
                             r = tryCreate(txn, ag, frames, d, key, mode, linkTarget, searched);
                             if (r == EXISTS) {
@@ -1531,6 +1526,7 @@ public final class Namespace {
         Inode d = inodes.acquire(dir);
         try {
             long hint = 0; // the child met the last time round: its group and (a directory's) items size the reservation
+            boolean unready = false; // the last attempt found the directory needing prepare
             for (int fails = 0; ; ) {
                 requireDir(dir);
                 if (wantDir && hint == 0) {
@@ -1540,7 +1536,9 @@ public final class Namespace {
                     }
                     hint = f.ino;
                 }
-                prepare(d, 0);
+                if (unready) {
+                    prepare(d, 0);
+                }
                 AllocationGroup ag = volume.group(geometry.agOfInode(hint != 0 ? hint : dir));
                 if (ag.needsFix()) {
                     ag.fix();
@@ -1596,7 +1594,8 @@ public final class Namespace {
                                 throw new NamespaceException(Errno.EISDIR, quote(name) + " in directory " + dir + " is a directory");
                             }
                             boolean lastLink = wantDir || cs.nlink() <= 1;
-                            if (step(d, 0) != READY || lastLink && geometry.agOfInode(c.ino) != ag.agno
+                            unready = step(d, 0) != READY;
+                            if (unready || lastLink && geometry.agOfInode(c.ino) != ag.agno
                                     || changeItems(lastLink ? ag : null, d, c) > items) {
                                 hint = c.ino;
                                 continue;
@@ -1909,14 +1908,15 @@ public final class Namespace {
         Inode[] acquired = acquireAll(target, dir);
         try {
             Inode d = pick(acquired, dir), t = pick(acquired, target);
-            for (;;) {
-                checkLink(d, key, name, target, false); // before prepare changes the directory's layout for nothing
-                prepare(d, key.length);
+            for (boolean unready = false; ; unready = true) {
+                if (unready) {
+                    prepare(d, key.length); // the last attempt found the directory needing it
+                }
                 int items = changeItems(null, d, t);
                 try (Txn txn = Txn.begin(cache, items)) {
                     lockAll(acquired);
                     try {
-                        InodeStat ts = checkLink(d, key, name, target, true);
+                        InodeStat ts = checkLink(d, key, name, target);
                         if (step(d, key.length) != READY || changeItems(null, d, t) > items) {
                             continue;
                         }
@@ -1936,10 +1936,10 @@ public final class Namespace {
         }
     }
 
-    /** The errors a link of {@code target} as {@code key} in {@code d} meets ({@code locked}: both locks held); the target's attributes. */
-    private InodeStat checkLink(Inode d, byte[] key, String name, long target, boolean locked) {
+    /** The errors a link of {@code target} as {@code key} in {@code d} meets (both locks held); the target's attributes. */
+    private InodeStat checkLink(Inode d, byte[] key, String name, long target) {
         requireDir(d.ino);
-        if (find(d, key, locked) != null) {
+        if (find(d, key, true) != null) {
             throw new NamespaceException(Errno.EEXIST, quote(name) + " exists in directory " + d.ino);
         }
         InodeStat ts = statIno(target);
@@ -1997,6 +1997,7 @@ public final class Namespace {
     private void renameEntry(long fromDir, String fromName, long toDir, String toName) {
         byte[] fk = DirEntryFormat.key(checkName(fromName, true));
         byte[] tk = DirEntryFormat.key(checkName(toName, true));
+        boolean unready = false; // the last attempt found a directory needing prepare
         for (int fails = 0; ; ) {
             requireDir(fromDir);
             requireDir(toDir);
@@ -2012,10 +2013,10 @@ public final class Namespace {
             boolean last = false, free = false;
             AllocationGroup ag = v == null ? null : volume.group(geometry.agOfInode(v.ino));
             try {
-                if (fromDir != toDir) {
+                if (unready) {
                     prepare(from, 0);
+                    prepare(to, dst == null ? tk.length : 0);
                 }
-                prepare(to, dst == null ? tk.length : 0);
                 if (ag != null && ag.needsFix()) {
                     ag.fix();
                 }
@@ -2054,9 +2055,9 @@ public final class Namespace {
                         } else if (dst != null && dst.type == S_IFDIR) {
                             throw new NamespaceException(Errno.EISDIR, quote(toName) + " is a directory");
                         }
-                        if (step(from, 0) != READY || step(to, dst == null ? tk.length : 0) != READY
-                                || changeItems(ag, from, to, s, v) > items) {
-                            continue; // prepared again, and reserved afresh
+                        unready = step(from, 0) != READY || step(to, dst == null ? tk.length : 0) != READY;
+                        if (unready || changeItems(ag, from, to, s, v) > items) {
+                            continue; // prepared, and reserved afresh
                         }
                         boolean lastLink = v != null && (dst.type == S_IFDIR || vs.nlink() <= 1);
                         boolean orphan = lastLink && (v.opens > 0 || vs.blocks() > 0);
