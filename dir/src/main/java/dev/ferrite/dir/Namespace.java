@@ -852,7 +852,8 @@ public final class Namespace {
                     } else if (from != null) {
                         at += DirEntryFormat.entrySize(b, at, end);
                     }
-                    for (; at < end && out.size() <= max; at += DirEntryFormat.entrySize(b, at, end)) {
+                    for (int size; at < end && out.size() <= max; at += size) {
+                        size = DirEntryFormat.entrySize(b, at, end); // checked before the key is read
                         byte[] key = DirEntryFormat.entryKey(b, at);
                         if (out.size() < max) {
                             last[0] = key;
@@ -1106,7 +1107,8 @@ public final class Namespace {
         int count = 0;
         if (convert) {
             int end = area + InodeFormat.inlineUsed(m, rec);
-            for (int at = area; at < end; at += DirEntryFormat.entrySize(m, at, end)) {
+            for (int at = area, size; at < end; at += size) {
+                size = DirEntryFormat.entrySize(m, at, end); // checked before the key is read
                 keys.add(DirEntryFormat.entryKey(m, at));
                 values.add(DirEntryFormat.value(DirEntryFormat.entryInode(m, at), DirEntryFormat.entryType(m, at)));
             }
@@ -1298,9 +1300,6 @@ public final class Namespace {
 
     /** A create met an existing entry: EEXIST, EISDIR, the file itself, or 0 for a symlink to follow. */
     private static long onExisting(Found f, long dir, String name, boolean exclusive, int type) {
-        if (f == null) {
-            throw new IllegalStateException(quote(name) + " was in directory " + dir + " and went under its lock");
-        }
         if (exclusive || type != S_IFREG) {
             throw new NamespaceException(Errno.EEXIST, quote(name) + " exists in directory " + dir);
         }

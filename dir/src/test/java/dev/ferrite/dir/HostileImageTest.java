@@ -47,7 +47,7 @@ class HostileImageTest {
 
     @Test
     void corruptedFieldsGiveFerriteExceptionsOnly() throws Exception {
-        run(150);
+        run(300);
     }
 
     @Test
@@ -97,9 +97,14 @@ class HostileImageTest {
                 }
             }
             ns.link("/inline/f", "/tree/hard");
+            List<String> paths = new ArrayList<>(List.of("/", "/inline", "/inline/f", "/inline/short", "/inline/long",
+                    "/inline/sub", "/tree", "/tree/s1", "/tree/f2"));
+            for (int i = 0; i < 40; i += 4) { // directories on consecutive inodes: some records end their block
+                ns.symlink("z".repeat(200), "/tree/d" + i + "/z");
+                paths.add("/tree/d" + i);
+            }
             Geometry g = v.geometry();
-            for (String p : List.of("/", "/inline", "/inline/f", "/inline/short", "/inline/long", "/inline/sub", "/tree",
-                    "/tree/d0", "/tree/s1", "/tree/f2")) {
+            for (String p : paths) {
                 recordFields(fields, g, p, ns.lstat(p).ino(), ns);
             }
             v.checkpoint();
