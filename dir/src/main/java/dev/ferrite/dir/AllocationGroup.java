@@ -216,11 +216,22 @@ final class AllocationGroup {
         return ag;
     }
 
+    /** A free list's count in range, and its entries distinct blocks of the group past the headers: they become tree nodes. */
     private void checkList(FreeList list, Buffer header, String what) {
         int n = list.count();
         if (n < 0 || n > list.capacity()) {
             throw new CorruptionException(header.block(), what, "free list of " + n + " entries; it holds at most "
                     + list.capacity());
+        }
+        java.util.BitSet seen = new java.util.BitSet();
+        for (int i = 0; i < n; i++) {
+            int e = list.entry(i);
+            boolean inGroup = e >= FIRST_FREE && e < length;
+            if (!inGroup || seen.get(e)) {
+                throw new CorruptionException(header.block(), what, "free list entry " + i + " names group block "
+                        + Integer.toUnsignedString(e) + (inGroup ? " twice" : ", outside [" + FIRST_FREE + ", " + length + ")"));
+            }
+            seen.set(e);
         }
     }
 
@@ -318,7 +329,16 @@ final class AllocationGroup {
         if (cnt.find(txn, k, match, out, NONE) < 0) {
             return -1;
         }
-        return extent(AgTreeFormat.cntStart(out), AgTreeFormat.cntLength(out));
+        return treeExtent(AgTreeFormat.cntStart(out), AgTreeFormat.cntLength(out));
+    }
+
+    /** An extent a free-space tree holds: inside the group past its headers, or the trees are corrupt. */
+    private long treeExtent(int s, int len) {
+        if (len <= 0 || s < FIRST_FREE || s > length - len) {
+            throw new CorruptionException(agf.block(), AGF, "group " + agno + "'s free-space trees hold the extent ["
+                    + Integer.toUnsignedString(s) + ", +" + Integer.toUnsignedString(len) + "), not inside [" + FIRST_FREE + ", " + length + ")");
+        }
+        return extent(s, len);
     }
 
     /** The free extent starting at or before ({@code floor}) or at or after {@code block}, or -1. */
@@ -330,7 +350,7 @@ final class AllocationGroup {
         if (bno.find(txn, k, match, out, v) < 0) {
             return -1;
         }
-        return extent(AgTreeFormat.key32(out), AgTreeFormat.length(v));
+        return treeExtent(AgTreeFormat.key32(out), AgTreeFormat.length(v));
     }
 
     private void insertExtent(Txn txn, int s, int len) {
@@ -730,7 +750,12 @@ final class AllocationGroup {
         if (fino.find(txn, MemorySegment.ofArray(new byte[4]), BTree.Match.CEILING, k, v) < 0) {
             return false;
         }
-        checkChunk(txn, AgTreeFormat.key32(k), AgTreeFormat.mask(v));
+        int first = AgTreeFormat.key32(k);
+        if (first < 0 || first % Geometry.INODES_PER_BLOCK != 0 || (first >>> 3) < FIRST_FREE || (first >>> 3) > length - CHUNK_BLOCKS) {
+            throw new CorruptionException(agi.block(), AGI, "group " + agno + "'s free-inode tree holds a chunk at inode "
+                    + Integer.toUnsignedString(first) + ", which is no chunk of the group");
+        }
+        checkChunk(txn, first, AgTreeFormat.mask(v));
         firstFreeMask = AgTreeFormat.mask(v);
         firstFreeChunk = AgTreeFormat.key32(k);
         return true;
@@ -981,7 +1006,12 @@ final class AllocationGroup {
         BTree t = orphans;
         if (t != null) {
             for (Cursor c = t.cursor(null, false); c.next(); ) {
-                out.add(geometry.inodeNumber(agno, AgTreeFormat.key32(MemorySegment.ofArray(c.key()))));
+                long ino = geometry.inodeNumber(agno, AgTreeFormat.key32(MemorySegment.ofArray(c.key())));
+                if (!geometry.isValidInode(ino) || geometry.agOfInode(ino) != agno) {
+                    throw new CorruptionException(agi.block(), AGI, "group " + agno + "'s orphan tree names inode " + ino
+                            + ", which is not one of the group's");
+                }
+                out.add(ino);
             }
         }
         return out;

@@ -5,6 +5,8 @@ import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import java.util.Arrays;
 
+import dev.ferrite.btree.BlockHeaderFormat;
+import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.Crc32c;
 
 import static dev.ferrite.io.OnDisk.U32;
@@ -94,8 +96,18 @@ final class DirEntryFormat {
         return HASH + Byte.toUnsignedInt(b.get(U8, at));
     }
 
-    static int entrySize(MemorySegment b, int at) {
-        return ENTRY_HEADER + entryKeyLength(b, at);
+    /**
+     * Size of the inline entry at {@code at}, which must have a name and end by {@code end} (the used
+     * inline area's end): else corruption of the inode block {@code b}.
+     */
+    static int entrySize(MemorySegment b, int at, int end) {
+        int nameLength = Byte.toUnsignedInt(b.get(U8, at));
+        int size = ENTRY_HEADER + HASH + nameLength;
+        if (nameLength == 0 || size > end - at) {
+            throw new CorruptionException(BlockHeaderFormat.blockNo(b), InodeFormat.STRUCTURE, "inline directory entry at "
+                    + at + " with a name of " + nameLength + " bytes does not fit the " + (end - at) + " used bytes left");
+        }
+        return size;
     }
 
     static byte[] entryKey(MemorySegment b, int at) {
@@ -134,8 +146,14 @@ final class DirEntryFormat {
         b.set(U64, area + TREE_HEADER, block);
     }
 
+    /** Blocks in a tree directory's reserve; more than it holds is corruption of the inode block {@code b}. */
     static int reserveCount(MemorySegment b, int area) {
-        return b.get(U32, area + RESERVE_COUNT);
+        int n = b.get(U32, area + RESERVE_COUNT);
+        if (n < 0 || n > RESERVE_CAPACITY) {
+            throw new CorruptionException(BlockHeaderFormat.blockNo(b), InodeFormat.STRUCTURE, "directory block reserve at "
+                    + area + " of " + Integer.toUnsignedString(n) + " blocks; it holds at most " + RESERVE_CAPACITY);
+        }
+        return n;
     }
 
     static void setReserveCount(MemorySegment b, int area, int n) {

@@ -4,6 +4,7 @@ import dev.ferrite.btree.BlockAllocator;
 import dev.ferrite.btree.Buffer;
 import dev.ferrite.btree.BufferCache;
 import dev.ferrite.btree.Txn;
+import dev.ferrite.io.CorruptionException;
 
 /**
  * A group header's free list ({@link AgHeaderFormat}) as the allocator of the trees that header heads: a
@@ -94,7 +95,11 @@ final class FreeList implements BlockAllocator {
         return found;
     }
 
-    /** Takes the topmost entry that is not busy, to become a tree node. */
+    /**
+     * Takes the topmost entry that is not busy, to become a tree node. One the cache holds live is in use
+     * already: an image whose list names it (a count raised over stale entries, say) is corrupt; one in use
+     * but not cached goes unseen.
+     */
     int pop(Txn txn) {
         int n = count();
         int i = n - 1;
@@ -105,6 +110,10 @@ final class FreeList implements BlockAllocator {
             // the group keeps a reserve for every tree operation it starts: running dry is a bug, not ENOSPC
             throw new IllegalStateException("free list in " + header + " ran dry inside a tree operation (" + n
                     + " entries, all freed since the last checkpoint)");
+        }
+        if (cache.cached(groupStart + entry(i)) != null) {
+            throw new CorruptionException(header.block(), "free list", "entry " + i + " names block "
+                    + (groupStart + entry(i)) + ", which is in use");
         }
         return take(txn, i);
     }

@@ -151,10 +151,10 @@ record Geometry(int blockSize, long deviceBlocks, long logStart, int logBlocks, 
      * True if {@code ino} names a slot inside some group (not necessarily an allocated inode).
      */
     boolean isValidInode(long ino) {
-        if (ino <= 0) {
+        if (ino <= 0 || ino >>> (agBits() + 3) >= agCount) { // compared as a long: a huge number's group is no int
             return false;
         }
         int ag = agOfInode(ino);
-        return ag < agCount && (agInode(ino) >>> 3) < agLength(ag) && (agInode(ino) >>> 3) >= AgHeaderFormat.FIRST_FREE;
+        return (agInode(ino) >>> 3) < agLength(ag) && (agInode(ino) >>> 3) >= AgHeaderFormat.FIRST_FREE;
     }
 }

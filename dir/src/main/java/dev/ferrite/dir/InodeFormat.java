@@ -4,6 +4,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.concurrent.ThreadLocalRandom;
 
 import dev.ferrite.btree.BlockHeaderFormat;
+import dev.ferrite.io.CorruptionException;
 
 import static dev.ferrite.io.OnDisk.U16;
 import static dev.ferrite.io.OnDisk.U8;
@@ -51,6 +52,8 @@ final class InodeFormat {
     /** Header magic the blocks of a freed chunk get: "FINX". */
     static final int FREED_MAGIC = 0x584E4946;
     static final int BLOCK_HEADER = 64;
+    /** What a {@link CorruptionException} in an inode block names. */
+    static final String STRUCTURE = "inode block";
 
     static final int MODE = 0, FORK = 2, UID = 4, GID = 8, NLINK = 12, SIZE = 16, ATIME = 24, MTIME = 32,
             CTIME = 40, BTIME = 48, GENERATION = 56, FLAGS = 60, BLOCKS = 64, INLINE_USED = 72,
@@ -201,8 +204,18 @@ final class InodeFormat {
         b.set(U8, rec + FORK, (byte) fork);
     }
 
+    /**
+     * Bytes used in the inline area; more than it holds is corruption of the block (a record is read in
+     * whole blocks: {@code b} is one, and names itself in its header).
+     */
     static int inlineUsed(MemorySegment b, int rec) {
-        return Short.toUnsignedInt(b.get(U16, rec + INLINE_USED));
+        int used = Short.toUnsignedInt(b.get(U16, rec + INLINE_USED));
+        int capacity = inlineCapacity((int) b.byteSize());
+        if (used > capacity) {
+            throw new CorruptionException(BlockHeaderFormat.blockNo(b), STRUCTURE, "record at " + rec + " uses "
+                    + used + " bytes of its " + capacity + "-byte inline area");
+        }
+        return used;
     }
 
     static void setInlineUsed(MemorySegment b, int rec, int used) {

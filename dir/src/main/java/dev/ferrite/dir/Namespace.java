@@ -53,14 +53,19 @@ import static dev.ferrite.dir.InodeFormat.S_IFREG;
  * </ul>
  *
  * <h2>Transactions and locks</h2>
- * Every operation is one journal transaction, reserved before anything is locked. Locks are taken in
- * one order, which makes deadlock impossible:
+ * Every transaction reserves its log space before it takes any lock (XFS's order): a writer waiting in
+ * the journal's FIFO for log space holds nothing that a reader ({@link #open} takes the inode's lock) or
+ * another writer needs, and a writer holding locks never waits for log space, so reservations and locks
+ * cannot wait for each other. An operation sizes its reservation from a lock-free look; under the locks,
+ * if it needs more, or its directory needs a step of its own first (an inline directory to convert, a
+ * block reserve to refill or spill: {@link #prepare}, each step again reserve-then-lock), or a group's
+ * free list needs fixing, it drops everything, unchanged, and starts again. An orphan is freed after
+ * the unlinking operation let go of its locks, a step at a time. Locks are taken in one order, which
+ * makes deadlock impossible:
  * <ol>
  *   <li>the rename lock, only by renames moving a directory to another parent (it keeps the "not into
  *       its own subtree" check true until they commit, as Linux's {@code s_vfs_rename_mutex} does);
  *   <li>per-inode locks ({@link Inode#lock}), in ascending inode number, held across the transaction;
- *       transactions of their own that keep a directory's block reserve in range run here, before the
- *       operation's transaction begins;
  *   <li>the AGI of the one group whose inodes the operation allocates or frees (then its AGF if it adds
  *       an inode chunk): the new inode is chosen under the AGI before any inode block is locked;
  *   <li>inode blocks, in ascending block number (eight records share a block);
@@ -150,11 +155,13 @@ public final class Namespace {
 
     /** Opens {@code path} (symlinks followed). */
     public Handle open(String path) {
-        for (;;) {
-            Handle h = openIno(resolve(path, true));
+        for (long missed = 0; ; ) {
+            long ino = resolve(path, true);
+            Handle h = openIno(ino);
             if (h != null) {
                 return h;
             }
+            missed = requireNotMissedTwice(missed, ino, quote(path));
         }
     }
 
@@ -255,12 +262,27 @@ public final class Namespace {
      */
     public Handle lookup(Handle dir, String name) {
         long d = dir.checkOpen().ino;
-        for (;;) {
-            Handle h = openIno(entry(d, name));
+        for (long missed = 0; ; ) {
+            long ino = entry(d, name);
+            Handle h = openIno(ino);
             if (h != null) {
                 return h;
             }
+            missed = requireNotMissedTwice(missed, ino, quote(name) + " in directory " + d);
         }
+    }
+
+    /**
+     * After {@link #openIno} missed {@code ino}, which {@code name} named: returns it, to pass in after the
+     * next lookup. A name that names the same unopenable inode twice running is not a race with an unlink
+     * (which takes the name away) but a name for an inode without links: corruption.
+     */
+    private long requireNotMissedTwice(long missed, long ino, String name) {
+        if (ino == missed) {
+            throw new CorruptionException(block(ino), InodeFormat.STRUCTURE, name + " names inode " + ino
+                    + ", which has no links or is free");
+        }
+        return ino;
     }
 
     /**
@@ -834,6 +856,11 @@ public final class Namespace {
      * reads it: a block that is not the link's any more is ENOENT if the link is gone, corruption if not.
      */
     private byte[] remoteTarget(long ino, long block, long size) {
+        requireDataBlock(ino, block, "symlink target block");
+        if (size < 0 || size > SymlinkFormat.capacity(cache.blockSize())) {
+            throw new CorruptionException(block(ino), InodeFormat.STRUCTURE, "symlink " + ino + " has a target of "
+                    + Long.toUnsignedString(size) + " bytes; its block holds at most " + SymlinkFormat.capacity(cache.blockSize()));
+        }
         byte[] t;
         try {
             t = readStable(b -> cache.get(b, SymlinkFormat.MAGIC, ino, SYMLINK_BLOCK), block, 0, (m, at) -> {
@@ -855,13 +882,14 @@ public final class Namespace {
     }
 
     private void setattrIno(long ino, int permissions, int uid, int gid, long atime, long mtime) {
+        statIno(ino);
         Inode i = inodes.acquire(ino);
-        i.lock.lock();
         try {
-            statIno(ino);
+            // the volume reserves log space before it takes the inode's lock
             i.lastSeq = volume.setattr(ino, permissions, uid, gid, atime, mtime);
+        } catch (InvalidArgumentException e) {
+            throw new NamespaceException(Errno.ENOENT, e.getMessage()); // freed since statIno
         } finally {
-            i.lock.unlock();
             inodes.release(i);
         }
     }
@@ -878,6 +906,7 @@ public final class Namespace {
         int at = rec + InodeFormat.INLINE;
         int end = at + InodeFormat.inlineUsed(b, rec);
         while (at < end) {
+            int size = DirEntryFormat.entrySize(b, at, end); // checked before the key is read
             int c = Arrays.compareUnsigned(DirEntryFormat.entryKey(b, at), key);
             if (c == 0) {
                 return at;
@@ -885,7 +914,7 @@ public final class Namespace {
             if (c > 0) {
                 break;
             }
-            at += DirEntryFormat.entrySize(b, at);
+            at += size;
         }
         return -at - 1;
     }
@@ -898,6 +927,7 @@ public final class Namespace {
     private BTree tree(Inode dir, long header) {
         BTree t = dir.dirTree;
         if (t == null || t.headerBlock() != header) {
+            requireDataBlock(dir.ino, header, "directory tree header");
             t = BTree.open(cache, new DirAllocator(cache, block(dir.ino), geometry.agOfInode(dir.ino), rec(dir.ino)),
                     header, dir.ino);
             dir.dirTree = t;
@@ -939,22 +969,31 @@ public final class Namespace {
                 return null;
             }
             if (state[0] == 2) {
-                return new Found(state[1], (int) state[2]);
+                return new Found(requireEntryInode(dir.ino, state[1]), (int) state[2]);
             }
             if (state[1] == 0) {
                 return null; // a removed directory whose tree is being freed
             }
             int n = tree(dir, state[1]).get(k, v);
             if (locked) {
-                return n < 0 ? null : new Found(DirEntryFormat.valueInode(v), DirEntryFormat.valueType(v));
+                return n < 0 ? null : new Found(requireEntryInode(dir.ino, DirEntryFormat.valueInode(v)), DirEntryFormat.valueType(v));
             }
             long header = state[1];
             long[] again = readRecord(dir.ino, (b, rec) -> new long[] {isTree(b, rec) ? DirEntryFormat.treeHeader(b, rec + InodeFormat.INLINE) : -1});
             if (again[0] != header) {
                 continue; // dissolved meanwhile
             }
-            return n < 0 ? null : new Found(DirEntryFormat.valueInode(v), DirEntryFormat.valueType(v));
+            return n < 0 ? null : new Found(requireEntryInode(dir.ino, DirEntryFormat.valueInode(v)), DirEntryFormat.valueType(v));
         }
+    }
+
+    /** {@code ino}, named by an entry of directory {@code dir}, if it is an inode number of this volume; else corruption. */
+    private long requireEntryInode(long dir, long ino) {
+        if (!geometry.isValidInode(ino)) {
+            throw new CorruptionException(block(dir), "directory", "directory " + dir + " has an entry naming inode "
+                    + Long.toUnsignedString(ino) + ", which lies outside the volume");
+        }
+        return ino;
     }
 
     DirPage readdirIno(long dir, DirCookie after, int max) {
@@ -975,19 +1014,20 @@ public final class Namespace {
                         long h = DirEntryFormat.treeHeader(b, rec + InodeFormat.INLINE);
                         return h == 0 ? -1L : h; // -1: a removed directory whose tree is being freed
                     }
+                    int end = rec + InodeFormat.INLINE + InodeFormat.inlineUsed(b, rec);
                     int at = from == null ? rec + InodeFormat.INLINE : inlineFind(b, rec, from);
                     if (at < 0) {
                         at = -at - 1;
                     } else if (from != null) {
-                        at += DirEntryFormat.entrySize(b, at);
+                        at += DirEntryFormat.entrySize(b, at, end);
                     }
-                    int end = rec + InodeFormat.INLINE + InodeFormat.inlineUsed(b, rec);
-                    for (; at < end && out.size() <= max; at += DirEntryFormat.entrySize(b, at)) {
+                    for (int size; at < end && out.size() <= max; at += size) {
+                        size = DirEntryFormat.entrySize(b, at, end); // checked before the key is read
                         byte[] key = DirEntryFormat.entryKey(b, at);
                         if (out.size() < max) {
                             last[0] = key;
                         }
-                        out.add(entry(key, DirEntryFormat.entryInode(b, at), DirEntryFormat.entryType(b, at)));
+                        out.add(entry(key, requireEntryInode(dir, DirEntryFormat.entryInode(b, at)), DirEntryFormat.entryType(b, at)));
                     }
                     return 0L;
                 });
@@ -1002,7 +1042,7 @@ public final class Namespace {
                         if (out.size() < max) {
                             last[0] = key;
                         }
-                        out.add(entry(key, DirEntryFormat.valueInode(v), DirEntryFormat.valueType(v)));
+                        out.add(entry(key, requireEntryInode(dir, DirEntryFormat.valueInode(v)), DirEntryFormat.valueType(v)));
                     }
                     long again = readRecord(dir, (b, rec) -> isTree(b, rec) ? DirEntryFormat.treeHeader(b, rec + InodeFormat.INLINE) : -1);
                     if (again != header) {
@@ -1091,9 +1131,9 @@ public final class Namespace {
             if (at < 0) {
                 throw new IllegalStateException("inline directory " + dir.ino + " lost the entry being removed");
             }
-            int size = DirEntryFormat.entrySize(m, at);
             int used = InodeFormat.inlineUsed(m, rec);
             int end = rec + InodeFormat.INLINE + used;
+            int size = DirEntryFormat.entrySize(m, at, end);
             MemorySegment.copy(m, at + size, m, at, end - at - size);
             m.asSlice(end - size, size).fill((byte) 0);
             InodeFormat.setInlineUsed(m, rec, used - size);
@@ -1131,42 +1171,59 @@ public final class Namespace {
 
     // ================================================================== directory blocks
 
+    /** What {@link #step} says a directory needs before a change of its entries. */
+    private static final int READY = 0, CONVERT = 1, SPILL = 2, REFILL = 3;
+
     /**
-     * Under {@code dir}'s lock, before the operation's transaction: converts an inline directory that
-     * cannot take an entry of {@code keyLength} more bytes into a tree, and brings a tree's block reserve
-     * between its marks, each in transactions of their own (the entries stay the same).
+     * The step {@code dir} needs before an entry of {@code keyLength} more bytes (0: none) goes in or one
+     * comes out: an inline directory without room becomes a tree; a tree's block reserve is brought
+     * between its marks, spilling first (busy entries first) so that a refill always fits
+     * ({@code RESERVE_CAPACITY - RESERVE_HIGH >= RESERVE_LOW}). Lock-free; under the directory's lock
+     * the answer stays true.
+     */
+    private int step(Inode dir, int keyLength) {
+        int area = rec(dir.ino) + InodeFormat.INLINE;
+        return readRecord(dir.ino, (b, rec) -> {
+            if (!isTree(b, rec)) {
+                return keyLength > 0 && InodeFormat.inlineUsed(b, rec) + DirEntryFormat.inlineSize(keyLength) > inlineCapacity
+                        ? CONVERT : READY;
+            }
+            requireReserve(dir.ino, b, area);
+            if (DirEntryFormat.reserveCount(b, area) > RESERVE_HIGH) {
+                return SPILL;
+            }
+            return DirAllocator.usable(cache, b, area, RESERVE_LOW) < RESERVE_LOW ? REFILL : READY;
+        });
+    }
+
+    /**
+     * Brings {@code dir} to {@link #READY}, each step in a transaction of its own reserved before the
+     * directory's lock is taken (the entries stay the same). The operation that follows finds it ready
+     * under the lock, or comes back here if a concurrent change came between.
      */
     private void prepare(Inode dir, int keyLength) {
-        int area = rec(dir.ino) + InodeFormat.INLINE;
-        int[] s = readRecord(dir.ino, (b, rec) -> new int[] {isTree(b, rec) ? 1 : 0,
-                isTree(b, rec) ? DirEntryFormat.reserveCount(b, area) : InodeFormat.inlineUsed(b, rec),
-                isTree(b, rec) ? DirAllocator.usable(cache, b, area, RESERVE_LOW) : 0});
-        if (s[0] == 0) {
-            if (keyLength > 0 && s[1] + DirEntryFormat.inlineSize(keyLength) > inlineCapacity) {
-                addBlocks(dir, RESERVE_FILL, true);
+        for (int s; (s = step(dir, keyLength)) != READY; ) {
+            if (s == SPILL) {
+                spillBlock(dir, RESERVE_HIGH);
+            } else {
+                addBlocks(dir, keyLength, s == CONVERT);
             }
-            return;
-        }
-        // spill first (busy entries first), so that a refill always fits: RESERVE_CAPACITY - RESERVE_HIGH >= RESERVE_LOW
-        while (s[1] > RESERVE_HIGH) {
-            spillBlock(dir);
-            s[1]--;
-        }
-        if (s[2] < RESERVE_LOW) {
-            s[2] = readRecord(dir.ino, (b, rec) -> DirAllocator.usable(cache, b, area, RESERVE_LOW)); // a spill takes a usable entry when none is busy
-        }
-        if (s[2] < RESERVE_LOW) {
-            addBlocks(dir, Math.min(RESERVE_FILL - s[2], DirEntryFormat.RESERVE_CAPACITY - s[1]), false);
         }
     }
 
     /**
-     * Allocates {@code n} contiguous blocks into {@code dir}'s reserve, from its own group if it can; with
-     * {@code convert}, turns the inline directory into a tree in the same transaction.
+     * Allocates blocks into {@code dir}'s reserve, from its own group if it can, if {@link #step} still
+     * says so under its lock; with {@code convert}, turns the inline directory into a tree in the same
+     * transaction. ENOENT if the directory went meanwhile.
      */
-    private void addBlocks(Inode dir, int n, boolean convert) {
+    private void addBlocks(Inode dir, int keyLength, boolean convert) {
         int groups = geometry.agCount();
         int first = geometry.agOfInode(dir.ino);
+        int n = convert ? RESERVE_FILL : readRecord(dir.ino, (b, rec) -> {
+            int area = rec + InodeFormat.INLINE;
+            return isTree(b, rec) ? Math.min(RESERVE_FILL - DirAllocator.usable(cache, b, area, RESERVE_LOW),
+                    DirEntryFormat.RESERVE_CAPACITY - DirEntryFormat.reserveCount(b, area)) : 0;
+        });
         for (int k = 0; k < groups; k++) {
             AllocationGroup ag = volume.group((first + k) % groups);
             for (int attempt = 0, busy = 0; attempt < RETRIES; attempt++) {
@@ -1176,44 +1233,22 @@ public final class Namespace {
                 int items = ag.blockItems() + 2 + (convert ? BTree.CREATE_ITEMS + 4 : 0);
                 long r;
                 try (Txn txn = Txn.begin(cache, items)) {
-                    r = ag.allocBlocks(txn, n);
-                    if (r > 0) {
-                        Buffer b = lockRecord(txn, dir.ino);
-                        MemorySegment m = b.data();
-                        int rec = rec(dir.ino);
-                        int area = rec + InodeFormat.INLINE;
-                        List<byte[]> keys = new ArrayList<>();
-                        List<byte[]> values = new ArrayList<>();
-                        int count = 0;
-                        if (convert) {
-                            int end = area + InodeFormat.inlineUsed(m, rec);
-                            for (int at = area; at < end; at += DirEntryFormat.entrySize(m, at)) {
-                                keys.add(DirEntryFormat.entryKey(m, at));
-                                values.add(DirEntryFormat.value(DirEntryFormat.entryInode(m, at), DirEntryFormat.entryType(m, at)));
-                            }
-                            m.asSlice(area, inlineCapacity).fill((byte) 0);
-                            InodeFormat.setFork(m, rec, InodeFormat.FORK_TREE);
-                            InodeFormat.setInlineUsed(m, rec, DirEntryFormat.treeAreaSize());
-                        } else {
-                            count = DirEntryFormat.reserveCount(m, area);
+                    dir.lock.lock();
+                    try {
+                        requireDir(dir.ino);
+                        if (step(dir, keyLength) != (convert ? CONVERT : REFILL) || n < 1 || !convert
+                                && readRecord(dir.ino, (b, rec) -> DirEntryFormat.reserveCount(b, rec + InodeFormat.INLINE)) + n
+                                > DirEntryFormat.RESERVE_CAPACITY) {
+                            return; // changed meanwhile: the caller looks again
                         }
-                        for (int i = n - 1; i >= 0; i--) { // pops come in ascending order
-                            DirEntryFormat.setReserveEntry(m, area, count++, r + i);
+                        r = ag.allocBlocks(txn, n);
+                        if (r > 0) {
+                            fillReserve(txn, dir, r, n, convert);
+                            dir.lastSeq = txn.commit();
+                            return;
                         }
-                        DirEntryFormat.setReserveCount(m, area, count);
-                        InodeFormat.setBlocks(m, rec, InodeFormat.blocks(m, rec) + n);
-                        txn.log(b, rec, recordSize);
-                        if (convert) {
-                            BTree t = BTree.create(txn, new DirAllocator(cache, block(dir.ino), geometry.agOfInode(dir.ino), rec), dir.ino);
-                            DirEntryFormat.setTreeHeader(m, area, t.headerBlock());
-                            txn.log(b, area, 8);
-                            for (int i = 0; i < keys.size(); i++) {
-                                t.put(txn, MemorySegment.ofArray(keys.get(i)), MemorySegment.ofArray(values.get(i)));
-                            }
-                            dir.dirTree = t;
-                        }
-                        dir.lastSeq = txn.commit();
-                        return;
+                    } finally {
+                        dir.lock.unlock();
                     }
                 }
                 if (r == AllocationGroup.NO_SPACE) {
@@ -1230,40 +1265,98 @@ public final class Namespace {
         throw new NoSpaceException("no allocation group has " + n + " free blocks for directory " + dir.ino);
     }
 
-    /** Frees a block of {@code dir}'s reserve, a busy one if any (its lock held). */
-    private void spillBlock(Inode dir) {
+    /** In {@code txn}, {@code dir}'s lock held: blocks {@code [r, r + n)} join its reserve (converting it to a tree). */
+    private void fillReserve(Txn txn, Inode dir, long r, int n, boolean convert) {
+        Buffer b = lockRecord(txn, dir.ino);
+        MemorySegment m = b.data();
         int rec = rec(dir.ino);
         int area = rec + InodeFormat.INLINE;
-        int at = readRecord(dir.ino, (b, r) -> DirAllocator.spillIndex(cache, b, area));
-        long blk = readRecord(dir.ino, (b, r) -> DirEntryFormat.reserveEntry(b, area, at));
-        dir.lastSeq = freeBlock(blk, 2, txn -> {
-            Buffer b = lockRecord(txn, dir.ino);
-            MemorySegment m = b.data();
-            if (DirEntryFormat.reserveEntry(m, area, at) != blk) {
-                throw new IllegalStateException("directory " + dir.ino + "'s reserve changed under its lock");
+        List<byte[]> keys = new ArrayList<>();
+        List<byte[]> values = new ArrayList<>();
+        int count = 0;
+        if (convert) {
+            int end = area + InodeFormat.inlineUsed(m, rec);
+            for (int at = area, size; at < end; at += size) {
+                size = DirEntryFormat.entrySize(m, at, end); // checked before the key is read
+                keys.add(DirEntryFormat.entryKey(m, at));
+                values.add(DirEntryFormat.value(DirEntryFormat.entryInode(m, at), DirEntryFormat.entryType(m, at)));
             }
-            DirAllocator.remove(m, area, at);
-            InodeFormat.setBlocks(m, rec, InodeFormat.blocks(m, rec) - 1);
-            txn.log(b, rec, recordSize);
-        });
+            m.asSlice(area, inlineCapacity).fill((byte) 0);
+            InodeFormat.setFork(m, rec, InodeFormat.FORK_TREE);
+            InodeFormat.setInlineUsed(m, rec, DirEntryFormat.treeAreaSize());
+        } else {
+            count = DirEntryFormat.reserveCount(m, area);
+        }
+        for (int i = n - 1; i >= 0; i--) { // pops come in ascending order
+            DirEntryFormat.setReserveEntry(m, area, count++, r + i);
+        }
+        DirEntryFormat.setReserveCount(m, area, count);
+        InodeFormat.setBlocks(m, rec, InodeFormat.blocks(m, rec) + n);
+        txn.log(b, rec, recordSize);
+        if (convert) {
+            BTree t = BTree.create(txn, new DirAllocator(cache, block(dir.ino), geometry.agOfInode(dir.ino), rec), dir.ino);
+            DirEntryFormat.setTreeHeader(m, area, t.headerBlock());
+            txn.log(b, area, 8);
+            for (int i = 0; i < keys.size(); i++) {
+                t.put(txn, MemorySegment.ofArray(keys.get(i)), MemorySegment.ofArray(values.get(i)));
+            }
+            dir.dirTree = t;
+        }
     }
 
     /**
-     * Frees device block {@code blk} to its group and runs {@code then} in the same transaction (which
-     * may change {@code items} more items), fixing the group's free list first when it is short.
-     *
-     * @return the commit sequence
+     * Frees a block of {@code dir}'s reserve (a busy one if any) if it holds more than {@code above};
+     * false if it does not (nothing changed).
      */
-    private long freeBlock(long blk, int items, Change then) {
+    private boolean spillBlock(Inode dir, int above) {
+        int rec = rec(dir.ino);
+        int area = rec + InodeFormat.INLINE;
+        long blk = readRecord(dir.ino, (b, r) -> isTree(b, r) && requireReserve(dir.ino, b, area) > above
+                ? DirEntryFormat.reserveEntry(b, area, DirAllocator.spillIndex(cache, b, area)) : 0L);
+        if (blk == 0) {
+            return false;
+        }
+        int[] at = new int[1];
+        freeBlock(dir, blk, 2, () -> {
+            at[0] = readRecord(dir.ino, (b, r) -> isTree(b, r) && DirEntryFormat.reserveCount(b, area) > above
+                    && DirEntryFormat.reserveEntry(b, area, DirAllocator.spillIndex(cache, b, area)) == blk
+                    ? DirAllocator.spillIndex(cache, b, area) : -1);
+            return at[0] >= 0;
+        }, txn -> {
+            Buffer b = lockRecord(txn, dir.ino);
+            MemorySegment m = b.data();
+            DirAllocator.remove(m, area, at[0]);
+            InodeFormat.setBlocks(m, rec, InodeFormat.blocks(m, rec) - 1);
+            txn.log(b, rec, recordSize);
+        });
+        return true;
+    }
+
+    /**
+     * Frees device block {@code blk} of {@code owner} to its group and runs {@code then} in the same
+     * transaction (which may change {@code items} more items), reserved before {@code owner}'s lock is
+     * taken; under the lock, {@code still} says whether the block is still to be freed (if not, nothing
+     * changes). Fixes the group's free list first when it is short.
+     */
+    private void freeBlock(Inode owner, long blk, int items, java.util.function.BooleanSupplier still, Change then) {
         AllocationGroup ag = volume.group(geometry.agOfBlock(blk));
         for (int attempt = 0; ; attempt++) {
             if (ag.needsFix()) {
                 ag.fix();
             }
             try (Txn txn = Txn.begin(cache, ag.blockItems() + items)) {
-                if (ag.freeBlocks(txn, blk, 1)) {
-                    then.apply(txn);
-                    return txn.commit();
+                owner.lock.lock();
+                try {
+                    if (!still.getAsBoolean()) {
+                        return;
+                    }
+                    if (ag.freeBlocks(txn, blk, 1)) {
+                        then.apply(txn);
+                        owner.lastSeq = txn.commit();
+                        return;
+                    }
+                } finally {
+                    owner.lock.unlock();
                 }
             }
             if (attempt == RETRIES) {
@@ -1275,21 +1368,32 @@ public final class Namespace {
 
     // ================================================================== inode locks
 
-    /** Per-inode locks of the distinct nonzero {@code inos}, in ascending order. */
-    private Inode[] lockAll(long... inos) {
+    /** References to the inodes of the distinct nonzero {@code inos}, in ascending order; not locked. */
+    private Inode[] acquireAll(long... inos) {
         long[] sorted = inos.clone();
         Inode[] out = new Inode[distinctSorted(sorted)];
         for (int i = 0; i < out.length; i++) {
             out[i] = inodes.acquire(sorted[i]);
-            out[i].lock.lock();
         }
         return out;
     }
 
-    private void unlockAll(Inode[] locked) {
+    private void releaseAll(Inode[] acquired) {
+        for (Inode i : acquired) {
+            inodes.release(i);
+        }
+    }
+
+    /** Locks {@code acquired} (ascending, as {@link #acquireAll} orders them). */
+    private static void lockAll(Inode[] acquired) {
+        for (Inode i : acquired) {
+            i.lock.lock();
+        }
+    }
+
+    private static void unlockAll(Inode[] locked) {
         for (int i = locked.length - 1; i >= 0; i--) {
             locked[i].lock.unlock();
-            inodes.release(locked[i]);
         }
     }
 
@@ -1313,40 +1417,41 @@ public final class Namespace {
         byte[] key = DirEntryFormat.key(checkName(name, true));
         int type = mode & S_IFMT;
         Inode d = inodes.acquire(dir);
-        d.lock.lock();
         try {
-            requireDir(dir);
-            // A tree directory is not searched first: the insert's putIfAbsent finds a name that exists
-            // before anything is logged (one descent instead of two). The checks that would hide EEXIST
-            // look for the name when they fail.
-            boolean tree = readRecord(dir, Namespace::isTree);
-            boolean searched = !tree || isRemote(linkTarget);
-            if (searched) {
-                Found f = find(d, key, true);
-                if (f != null) {
+            for (boolean unready = false; ; unready = true) {
+                requireDir(dir);
+                // An inline directory is searched under its lock; a tree directory is not searched first:
+                // the insert's putIfAbsent finds a name that exists before anything is logged (one descent
+                // instead of two). The checks that would hide EEXIST look for the name when they fail.
+                boolean searched = !readRecord(dir, Namespace::isTree) || isRemote(linkTarget);
+                try {
+                    if (type == S_IFDIR && statIno(dir).nlink() >= MAX_LINKS) {
+                        throw new NamespaceException(Errno.EMLINK, "directory " + dir + " has " + MAX_LINKS + " links");
+                    }
+                    requireInodeRoom();
+                } catch (NamespaceException | NoSpaceException e) {
+                    Found f = find(d, key);
+                    if (f != null) {
+                        return onExisting(f, dir, name, exclusive, type);
+                    }
+                    throw e;
+                }
+                if (unready) {
+                    prepare(d, key.length); // the last attempt found the directory needing it
+                }
+                long ino = allocAndInsert(d, key, mode, linkTarget, opened, searched);
+                if (ino == EXISTS) {
+                    Found f = find(d, key);
+                    if (f == null) {
+                        continue; // removed since: create it after all
+                    }
                     return onExisting(f, dir, name, exclusive, type);
                 }
-            }
-            try {
-                if (type == S_IFDIR && statIno(dir).nlink() >= MAX_LINKS) {
-                    throw new NamespaceException(Errno.EMLINK, "directory " + dir + " has " + MAX_LINKS + " links");
+                if (ino != AGAIN) {
+                    return ino;
                 }
-                requireInodeRoom();
-            } catch (NamespaceException | NoSpaceException e) {
-                Found f = tree ? find(d, key, true) : null;
-                if (f != null) {
-                    return onExisting(f, dir, name, exclusive, type);
-                }
-                throw e;
             }
-            prepare(d, key.length);
-            long ino = allocAndInsert(d, key, mode, linkTarget, opened, searched);
-            if (ino == EXISTS) {
-                return onExisting(find(d, key, true), dir, name, exclusive, type);
-            }
-            return ino;
         } finally {
-            d.lock.unlock();
             inodes.release(d);
         }
     }
@@ -1356,12 +1461,14 @@ public final class Namespace {
      * changed. Apart from every {@link AllocationGroup} result code, which tryCreate also returns.
      */
     private static final long EXISTS = Long.MIN_VALUE;
+    /**
+     * Result of {@link #allocAndInsert}: under its lock the directory turned out to need {@link #prepare}
+     * again, or more log space than was reserved; nothing changed.
+     */
+    private static final long AGAIN = Long.MIN_VALUE + 1;
 
     /** A create met an existing entry: EEXIST, EISDIR, the file itself, or 0 for a symlink to follow. */
     private static long onExisting(Found f, long dir, String name, boolean exclusive, int type) {
-        if (f == null) {
-            throw new IllegalStateException(quote(name) + " was in directory " + dir + " and went under its lock");
-        }
         if (exclusive || type != S_IFREG) {
             throw new NamespaceException(Errno.EEXIST, quote(name) + " exists in directory " + dir);
         }
@@ -1390,8 +1497,9 @@ public final class Namespace {
     }
 
     /**
-     * Allocates the inode and adds its entry, or returns {@link #EXISTS} with nothing changed if the name
-     * is there. With {@code opened}, also opens the new inode for a handle into {@code opened[0]} if its
+     * Allocates the inode and adds its entry, or returns {@link #EXISTS} or {@link #AGAIN} with nothing
+     * changed. Each attempt reserves its log space before it takes {@code d}'s lock; a group's fixes and
+     * waits run with no lock held. With {@code opened}, also opens the new inode for a handle into {@code opened[0]} if its
      * lock is free (while {@code d}'s lock is held nobody can unlink it; only trying keeps the lock order
      * when its number is below {@code d}'s); else leaves it null. {@code searched}: the caller has looked the
      * name up already (and found it absent).
@@ -1420,26 +1528,45 @@ public final class Namespace {
                 if (r > 0) {
                     chunk &= !remote;
                     int[] frames = remote ? volume.reserveFrames(1) : chunk ? volume.reserveFrames(Geometry.CHUNK_BLOCKS) : null;
-                    int items = 4 + ag.allocInodeItems(chunk) + dirItems(d) + (remote ? ag.blockItems() + 1 : 0);
+                    int dirItems = dirItems(d);
+                    int items = 4 + ag.allocInodeItems(chunk) + dirItems + (remote ? ag.blockItems() + 1 : 0);
                     try (Txn txn = Txn.begin(cache, items)) {
-                        r = tryCreate(txn, ag, frames, d, key, mode, linkTarget, searched);
-                        if (r == EXISTS) {
-                            return EXISTS;
-                        }
-                        if (r > 0) {
-                            long seq = txn.commit();
-                            d.lastSeq = seq;
-                            Inode c = inodes.acquire(r);
-                            c.lastSeq = seq;
-                            c.dirTree = null;
-                            if (opened != null && c.lock.tryLock()) {
-                                c.opens++; // keeps the reference for the handle
-                                c.lock.unlock();
-                                opened[0] = c;
-                            } else {
-                                inodes.release(c);
+                        d.lock.lock();
+                        try {
+                            requireDir(d.ino);
+                            if (searched && find(d, key, true) != null) {
+                                return EXISTS;
                             }
-                            return r;
+                            if (type == S_IFDIR && statIno(d.ino).nlink() >= MAX_LINKS) {
+                                if (find(d, key, true) != null) {
+                                    return EXISTS;
+                                }
+                                throw new NamespaceException(Errno.EMLINK, "directory " + d.ino + " has " + MAX_LINKS + " links");
+                            }
+                            if (step(d, key.length) != READY || dirItems(d) > dirItems) {
+                                return AGAIN;
+                            }
+                            r = tryCreate(txn, ag, frames, d, key, mode, linkTarget, searched);
+                            if (r == EXISTS) {
+                                return EXISTS;
+                            }
+                            if (r > 0) {
+                                long seq = txn.commit();
+                                d.lastSeq = seq;
+                                Inode c = inodes.acquire(r);
+                                c.lastSeq = seq;
+                                c.dirTree = null;
+                                if (opened != null && c.lock.tryLock()) {
+                                    c.opens++; // keeps the reference for the handle
+                                    c.lock.unlock();
+                                    opened[0] = c;
+                                } else {
+                                    inodes.release(c);
+                                }
+                                return r;
+                            }
+                        } finally {
+                            d.lock.unlock();
                         }
                     } finally {
                         volume.unreserveFrames(frames);
@@ -1565,125 +1692,180 @@ public final class Namespace {
     private void removeEntry(long dir, String name, boolean wantDir) {
         byte[] key = DirEntryFormat.key(checkName(name, true));
         Inode d = inodes.acquire(dir);
-        d.lock.lock();
         try {
-            requireDir(dir);
-            Found f = find(d, key, true);
-            if (f == null) {
-                throw new NamespaceException(Errno.ENOENT, quote(name) + " in directory " + dir);
-            }
-            if (f.ino > dir) { // the usual case: the child's lock comes after its directory's, look up once
-                Inode c = inodes.acquire(f.ino);
-                c.lock.lock();
+            long hint = 0; // the child met the last time round: its group and (a directory's) items size the reservation
+            boolean unready = false; // the last attempt found the directory needing prepare
+            for (int fails = 0; ; ) {
+                requireDir(dir);
+                if (wantDir && hint == 0) {
+                    Found f = find(d, key);
+                    if (f == null) {
+                        throw new NamespaceException(Errno.ENOENT, quote(name) + " in directory " + dir);
+                    }
+                    hint = f.ino;
+                }
+                if (unready) {
+                    prepare(d, 0);
+                }
+                AllocationGroup ag = volume.group(geometry.agOfInode(hint != 0 ? hint : dir));
+                if (ag.needsFix()) {
+                    ag.fix();
+                }
+                int items = 8 + ag.freeInodeItems() + ag.orphanItems() + dirItems(d);
+                if (wantDir) {
+                    Inode h = inodes.acquire(hint);
+                    try {
+                        items += (modeOf(hint) & S_IFMT) == S_IFDIR ? dirItems(h) : 0;
+                    } finally {
+                        inodes.release(h);
+                    }
+                }
+                Inode c = null;
+                boolean last = false, free = false; // what the change did: the child's last link went; it is an orphan to free now
                 try {
-                    removeLocked(d, c, key, name, wantDir);
+                    try (Txn txn = Txn.begin(cache, items)) {
+                        d.lock.lock();
+                        boolean childLocked = false;
+                        try {
+                            requireDir(dir);
+                            Found f = find(d, key, true);
+                            if (f == null) {
+                                throw new NamespaceException(Errno.ENOENT, quote(name) + " in directory " + dir);
+                            }
+                            c = inodes.acquire(f.ino);
+                            if (f.ino > dir) { // the usual case: the child's lock comes after its directory's
+                                c.lock.lock();
+                                childLocked = true;
+                            } else if (c.lock.tryLock()) {
+                                childLocked = true;
+                            } else { // take the locks again in ascending order, and look again
+                                d.lock.unlock();
+                                c.lock.lock();
+                                childLocked = true;
+                                d.lock.lock();
+                                requireDir(dir);
+                                Found again = find(d, key, true);
+                                if (again == null || again.ino != f.ino) {
+                                    hint = 0;
+                                    continue;
+                                }
+                            }
+                            InodeStat cs = statIno(c.ino);
+                            if (wantDir) {
+                                if (!cs.isDirectory()) {
+                                    throw new NamespaceException(Errno.ENOTDIR, quote(name) + " in directory " + dir + " is not a directory");
+                                }
+                                if (cs.size() != 0) {
+                                    throw new NamespaceException(Errno.ENOTEMPTY, "directory " + quote(name) + " holds " + cs.size() + " entries");
+                                }
+                            } else if (cs.isDirectory()) {
+                                throw new NamespaceException(Errno.EISDIR, quote(name) + " in directory " + dir + " is a directory");
+                            }
+                            boolean lastLink = wantDir || cs.nlink() <= 1;
+                            unready = step(d, 0) != READY;
+                            if (unready || lastLink && geometry.agOfInode(c.ino) != ag.agno
+                                    || changeItems(lastLink ? ag : null, d, c) > items) {
+                                hint = c.ino;
+                                continue;
+                            }
+                            boolean orphan = lastLink && (c.opens > 0 || cs.blocks() > 0);
+                            Inode child = c;
+                            if (!applyChange(txn, lastLink ? ag : null, new Inode[] {d, c}, t -> {
+                                deleteEntry(t, d, key);
+                                adjust(t, dir, wantDir ? -1 : 0, true);
+                                dropLink(t, child, wantDir, lastLink, orphan);
+                            })) {
+                                fails = requireFixable(ag, fails);
+                                continue;
+                            }
+                            last = lastLink;
+                            free = orphan && c.opens == 0;
+                        } finally {
+                            if (childLocked) {
+                                c.lock.unlock();
+                            }
+                            d.lock.unlock();
+                        }
+                    }
+                    afterUnlink(ag, c, last, free);
                     return;
                 } finally {
-                    c.lock.unlock();
-                    inodes.release(c);
+                    if (c != null) {
+                        inodes.release(c);
+                    }
                 }
             }
         } finally {
-            d.lock.unlock();
             inodes.release(d);
-        }
-        for (;;) {
-            requireDir(dir);
-            Found f = find(dir, key);
-            if (f == null) {
-                throw new NamespaceException(Errno.ENOENT, quote(name) + " in directory " + dir);
-            }
-            Inode[] locked = lockAll(dir, f.ino);
-            try {
-                Inode d2 = pick(locked, dir), c = pick(locked, f.ino);
-                requireDir(dir);
-                Found again = find(d2, key, true);
-                if (again == null || again.ino != f.ino) {
-                    continue;
-                }
-                removeLocked(d2, c, key, name, wantDir);
-                return;
-            } finally {
-                unlockAll(locked);
-            }
         }
     }
 
-    /** Removes entry {@code key} of {@code d}, which names {@code c}; both locked, the entry checked present. */
-    private void removeLocked(Inode d, Inode c, byte[] key, String name, boolean wantDir) {
-        long dir = d.ino;
-        InodeStat cs = statIno(c.ino);
-        if (wantDir) {
-            if (!cs.isDirectory()) {
-                throw new NamespaceException(Errno.ENOTDIR, quote(name) + " in directory " + dir + " is not a directory");
-            }
-            if (cs.size() != 0) {
-                throw new NamespaceException(Errno.ENOTEMPTY, "directory " + quote(name) + " holds " + cs.size() + " entries");
-            }
-        } else if (cs.isDirectory()) {
-            throw new NamespaceException(Errno.EISDIR, quote(name) + " in directory " + dir + " is a directory");
+    /**
+     * After a change that took {@code c}'s {@code last} link (in group {@code ag}), its locks dropped:
+     * gives back empty inode chunks, and frees {@code c} if it is an orphan no handle holds ({@code free}),
+     * a step at a time, each step reserved before it takes the orphan's lock.
+     */
+    private void afterUnlink(AllocationGroup ag, Inode c, boolean last, boolean free) {
+        if (last) {
+            ag.reclaimEmptyChunks();
         }
-        prepare(d, 0);
-        boolean last = wantDir || cs.nlink() <= 1;
-        boolean orphan = last && (c.opens > 0 || cs.blocks() > 0);
-        commitChange(last ? volume.group(geometry.agOfInode(c.ino)) : null, new Inode[] {d, c}, txn -> {
-            deleteEntry(txn, d, key);
-            adjust(txn, d.ino, wantDir ? -1 : 0, true);
-            dropLink(txn, c, wantDir, last, orphan);
-        });
-        if (orphan && c.opens == 0) {
+        if (free) {
             inactivate(c);
         }
+    }
+
+    /**
+     * After an attempt found {@code ag}'s inode free list short under its AGI: counts the failure, to be
+     * fixed before the next attempt, or gives up with NoSpaceException after {@link #RETRIES}.
+     */
+    private static int requireFixable(AllocationGroup ag, int fails) {
+        if (fails == RETRIES) {
+            throw new NoSpaceException("allocation group " + ag.agno + " cannot refill the free list of its inode trees");
+        }
+        return fails + 1;
     }
 
     private interface Change {
         void apply(Txn txn);
     }
 
-    /**
-     * Runs {@code change} in one transaction: first the AGI of {@code ag} (if not null, refilling its free
-     * list first if short), then the records of {@code touched} in block order, then the change. The
-     * change's inodes get the commit sequence.
-     */
-    private void commitChange(AllocationGroup ag, Inode[] touched, Change change) {
+    /** Log items a change of {@code touched}'s records (a directory's entries) and {@code ag}'s inode trees may touch. */
+    private int changeItems(AllocationGroup ag, Inode... touched) {
         int items = 8 + (ag == null ? 0 : ag.freeInodeItems() + ag.orphanItems());
         for (Inode i : touched) {
             if (i != null && (modeOf(i.ino) & S_IFMT) == S_IFDIR) {
                 items += dirItems(i);
             }
         }
+        return items;
+    }
+
+    /**
+     * In {@code txn}, reserved for {@link #changeItems} before the locks of {@code touched} were taken:
+     * locks the AGI of {@code ag} (if not null), then the records of {@code touched} in block order, runs
+     * {@code change} and commits; the change's inodes get the commit sequence. False, with nothing
+     * changed, if the group's inode free list is short: fix it with no lock held, and try again.
+     */
+    private boolean applyChange(Txn txn, AllocationGroup ag, Inode[] touched, Change change) {
+        if (ag != null) {
+            txn.lock(ag.agi);
+            if (ag.inodeListLow()) {
+                return false;
+            }
+        }
         long[] inos = new long[touched.length];
         for (int i = 0; i < touched.length; i++) {
             inos[i] = touched[i] == null ? 0 : touched[i].ino;
         }
-        for (int attempt = 0; ; attempt++) {
-            if (ag != null && ag.needsFix()) {
-                ag.fix();
-            }
-            try (Txn txn = Txn.begin(cache, items)) {
-                if (ag != null) {
-                    txn.lock(ag.agi);
-                    if (ag.inodeListLow()) {
-                        if (attempt == RETRIES) {
-                            throw new NoSpaceException("allocation group " + ag.agno + " cannot refill the free list of its inode trees");
-                        }
-                        continue; // closing releases the AGI unchanged; fix and retry
-                    }
-                }
-                lockRecords(txn, inos);
-                change.apply(txn);
-                long seq = txn.commit();
-                for (Inode i : touched) {
-                    if (i != null) {
-                        i.lastSeq = seq;
-                    }
-                }
-                if (ag != null) {
-                    ag.reclaimEmptyChunks();
-                }
-                return;
+        lockRecords(txn, inos);
+        change.apply(txn);
+        long seq = txn.commit();
+        for (Inode i : touched) {
+            if (i != null) {
+                i.lastSeq = seq;
             }
         }
+        return true;
     }
 
     /**
@@ -1735,9 +1917,11 @@ public final class Namespace {
     // ================================================================== orphans
 
     /**
-     * Frees orphan {@code c} (its lock held, no handle open, no links): its directory tree and reserve a
-     * block per transaction, then the inode and its orphan record in one. Each step leaves a consistent
-     * volume, so a crash part way through is finished by the next mount.
+     * Frees orphan {@code c} (no handle open, no links; its lock not held: each step reserves its log
+     * space before taking it): its directory tree and reserve a block per transaction, then the inode and
+     * its orphan record in one. Each step leaves a consistent volume, so a crash part way through is
+     * finished by the next mount. Nobody else changes an orphan meanwhile: with no links and no handles
+     * it cannot be reached.
      */
     private void inactivate(Inode c) {
         long ino = c.ino;
@@ -1745,30 +1929,52 @@ public final class Namespace {
         int area = rec + InodeFormat.INLINE;
         long header = readRecord(ino, (b, r) -> isTree(b, r) ? DirEntryFormat.treeHeader(b, area) : 0L);
         if (header != 0) {
-            while (readRecord(ino, (b, r) -> DirEntryFormat.reserveCount(b, area)) > 0) {
-                spillBlock(c);
+            while (spillBlock(c, 0)) {
+                // a block per transaction
             }
             BTree t = tree(c, header);
             try (Txn txn = Txn.begin(cache, 8 + 3 * DirEntryFormat.RESERVE_CAPACITY)) {
-                Buffer b = lockRecord(txn, ino);
-                t.destroy(txn);
-                DirEntryFormat.setTreeHeader(b.data(), area, 0);
-                txn.log(b, rec, recordSize);
-                c.lastSeq = txn.commit();
+                c.lock.lock();
+                try {
+                    Buffer b = lockRecord(txn, ino);
+                    t.destroy(txn);
+                    DirEntryFormat.setTreeHeader(b.data(), area, 0);
+                    txn.log(b, rec, recordSize);
+                    c.lastSeq = txn.commit();
+                } finally {
+                    c.lock.unlock();
+                }
             }
             c.dirTree = null;
         }
-        while (readRecord(ino, (b, r) -> isTree(b, r) ? DirEntryFormat.reserveCount(b, area) : 0) > 0) {
-            spillBlock(c);
+        while (spillBlock(c, 0)) {
+            // the tree's nodes came back to the reserve
         }
         freeRemoteBlock(c);
         AllocationGroup ag = volume.group(geometry.agOfInode(ino));
-        commitChange(ag, new Inode[] {c}, txn -> {
-            if (!ag.freeInode(txn, geometry.agInode(ino))) {
-                throw new IllegalStateException("group " + ag.agno + " ran short of its inode free list under its AGI");
+        Inode[] touched = {c};
+        for (int fails = 0; ; ) {
+            if (ag.needsFix()) {
+                ag.fix();
             }
-            ag.removeOrphan(txn, geometry.agInode(ino));
-        });
+            try (Txn txn = Txn.begin(cache, changeItems(ag, touched))) {
+                c.lock.lock();
+                try {
+                    if (applyChange(txn, ag, touched, t -> {
+                        if (!ag.freeInode(t, geometry.agInode(ino))) {
+                            throw new IllegalStateException("group " + ag.agno + " ran short of its inode free list under its AGI");
+                        }
+                        ag.removeOrphan(t, geometry.agInode(ino));
+                    })) {
+                        break;
+                    }
+                } finally {
+                    c.lock.unlock();
+                }
+            }
+            fails = requireFixable(ag, fails);
+        }
+        ag.reclaimEmptyChunks();
     }
 
     /** Frees the block of orphan {@code c}'s remote fork (a long symlink's target), if it has one. */
@@ -1779,7 +1985,9 @@ public final class Namespace {
         if (blk == 0) {
             return;
         }
-        c.lastSeq = freeBlock(blk, 3, txn -> {
+        requireDataBlock(ino, blk, "symlink target block");
+        freeBlock(c, blk, 3, () -> readRecord(ino, (b, r) -> InodeFormat.fork(b, r) == InodeFormat.FORK_REMOTE
+                && InodeFormat.remoteBlock(b, r) == blk), txn -> {
             Buffer tb;
             do {
                 tb = cache.get(blk, SymlinkFormat.MAGIC, ino, SYMLINK_BLOCK);
@@ -1801,12 +2009,10 @@ public final class Namespace {
         for (int g = 0; g < geometry.agCount(); g++) {
             for (long ino : volume.group(g).orphanInodes()) {
                 Inode c = inodes.acquire(ino);
-                c.lock.lock();
                 try {
                     inactivate(c);
                     n++;
                 } finally {
-                    c.lock.unlock();
                     inodes.release(c);
                 }
             }
@@ -1842,19 +2048,23 @@ public final class Namespace {
         return h;
     }
 
-    /** The last close of an unlinked inode frees it. */
+    /** The last close of an unlinked inode frees it (after the lock is dropped: freeing reserves log space first). */
     void closeHandle(Inode i) {
+        boolean unlinked = false;
         i.lock.lock();
         try {
             i.opens--;
             if (i.opens == 0) {
-                boolean unlinked = readRecord(i.ino, (b, rec) -> InodeFormat.mode(b, rec) != 0 && InodeFormat.nlink(b, rec) == 0);
-                if (unlinked) {
-                    inactivate(i);
-                }
+                unlinked = readRecord(i.ino, (b, rec) -> InodeFormat.mode(b, rec) != 0 && InodeFormat.nlink(b, rec) == 0);
             }
         } finally {
             i.lock.unlock();
+        }
+        try {
+            if (unlinked) {
+                inactivate(i);
+            }
+        } finally {
             inodes.release(i);
         }
     }
@@ -1863,51 +2073,100 @@ public final class Namespace {
 
     private void linkEntry(long target, long dir, String name) {
         byte[] key = DirEntryFormat.key(checkName(name, true));
-        Inode[] locked = lockAll(target, dir);
+        Inode[] acquired = acquireAll(target, dir);
         try {
-            Inode d = pick(locked, dir), t = pick(locked, target);
-            requireDir(dir);
-            if (find(d, key, true) != null) {
-                throw new NamespaceException(Errno.EEXIST, quote(name) + " exists in directory " + dir);
+            Inode d = pick(acquired, dir), t = pick(acquired, target);
+            for (boolean unready = false; ; unready = true) {
+                if (unready) {
+                    prepare(d, key.length); // the last attempt found the directory needing it
+                }
+                int items = changeItems(null, d, t);
+                try (Txn txn = Txn.begin(cache, items)) {
+                    lockAll(acquired);
+                    try {
+                        InodeStat ts = checkLink(d, key, name, target);
+                        if (step(d, key.length) != READY || changeItems(null, d, t) > items) {
+                            continue;
+                        }
+                        applyChange(txn, null, new Inode[] {d, t}, x -> {
+                            insertAbsent(x, d, key, target, ts.mode() & S_IFMT);
+                            adjust(x, dir, 0, true);
+                            adjust(x, target, 1, false);
+                        });
+                        return;
+                    } finally {
+                        unlockAll(acquired);
+                    }
+                }
             }
-            InodeStat ts = statIno(target);
-            if (ts.nlink() == 0) {
-                throw new NamespaceException(Errno.ENOENT, "inode " + target + " has no links left");
-            }
-            if (ts.isDirectory()) {
-                throw new NamespaceException(Errno.EPERM, "inode " + target + " is a directory: no hard links to directories");
-            }
-            if (ts.nlink() >= MAX_LINKS) {
-                throw new NamespaceException(Errno.EMLINK, "inode " + target + " has " + MAX_LINKS + " links");
-            }
-            prepare(d, key.length);
-            commitChange(null, new Inode[] {d, t}, txn -> {
-                insertAbsent(txn, d, key, target, ts.mode() & S_IFMT);
-                adjust(txn, dir, 0, true);
-                adjust(txn, target, 1, false);
-            });
         } finally {
-            unlockAll(locked);
+            releaseAll(acquired);
         }
+    }
+
+    /** The errors a link of {@code target} as {@code key} in {@code d} meets (both locks held); the target's attributes. */
+    private InodeStat checkLink(Inode d, byte[] key, String name, long target) {
+        requireDir(d.ino);
+        if (find(d, key, true) != null) {
+            throw new NamespaceException(Errno.EEXIST, quote(name) + " exists in directory " + d.ino);
+        }
+        InodeStat ts = statIno(target);
+        if (ts.nlink() == 0) {
+            throw new NamespaceException(Errno.ENOENT, "inode " + target + " has no links left");
+        }
+        if (ts.isDirectory()) {
+            throw new NamespaceException(Errno.EPERM, "inode " + target + " is a directory: no hard links to directories");
+        }
+        if (ts.nlink() >= MAX_LINKS) {
+            throw new NamespaceException(Errno.EMLINK, "inode " + target + " has " + MAX_LINKS + " links");
+        }
+        return ts;
     }
 
     /** True if {@code ancestor} is {@code dir} or one of its ancestors (parent links; rename lock held). */
     private boolean isAncestorOrSelf(long ancestor, long dir) {
         long root = root();
-        for (long cur = dir; ; cur = parentOf(cur)) {
+        long limit = volume.statfs().inodes(); // more steps than inodes: the parent links go round in a cycle
+        long cur = dir;
+        for (long steps = 0; steps <= limit; steps++) {
             if (cur == ancestor) {
                 return true;
             }
             if (cur == root) {
                 return false;
             }
+            cur = parentOf(cur);
         }
+        throw new CorruptionException(block(cur), InodeFormat.STRUCTURE, "the parent links from directory " + dir
+                + " go round without reaching the root");
+    }
+
+    /** {@code blk}, which inode {@code ino}'s record names as its {@code what}, if it lies in the allocation groups; else corruption. */
+    private long requireDataBlock(long ino, long blk, String what) {
+        if (blk < geometry.dataStart() || blk >= geometry.deviceBlocks()) {
+            throw new CorruptionException(block(ino), InodeFormat.STRUCTURE, "inode " + ino + "'s " + what + " names block "
+                    + blk + " outside the allocation groups");
+        }
+        return blk;
+    }
+
+    /**
+     * The count of tree directory {@code ino}'s reserve (record at {@code area} of {@code b}), each entry
+     * checked to lie in the allocation groups: its blocks become tree nodes or go back to free space.
+     */
+    private int requireReserve(long ino, MemorySegment b, int area) {
+        int n = DirEntryFormat.reserveCount(b, area);
+        for (int i = 0; i < n; i++) {
+            requireDataBlock(ino, DirEntryFormat.reserveEntry(b, area, i), "directory block reserve entry " + i);
+        }
+        return n;
     }
 
     private void renameEntry(long fromDir, String fromName, long toDir, String toName) {
         byte[] fk = DirEntryFormat.key(checkName(fromName, true));
         byte[] tk = DirEntryFormat.key(checkName(toName, true));
-        for (;;) {
+        boolean unready = false; // the last attempt found a directory needing prepare
+        for (int fails = 0; ; ) {
             requireDir(fromDir);
             requireDir(toDir);
             Found src = find(fromDir, fk);
@@ -1915,83 +2174,100 @@ public final class Namespace {
                 throw new NamespaceException(Errno.ENOENT, quote(fromName) + " in directory " + fromDir);
             }
             boolean moveDir = src.type == S_IFDIR && fromDir != toDir;
-            if (moveDir) {
-                renameLock.lock();
-            }
+            Found dst = find(toDir, tk);
+            Inode[] acquired = acquireAll(fromDir, toDir, src.ino, dst == null ? 0 : dst.ino);
+            Inode from = pick(acquired, fromDir), to = pick(acquired, toDir), s = pick(acquired, src.ino);
+            Inode v = dst == null ? null : pick(acquired, dst.ino);
+            boolean last = false, free = false;
+            AllocationGroup ag = v == null ? null : volume.group(geometry.agOfInode(v.ino));
             try {
-                Found dst = find(toDir, tk);
-                Inode[] locked = lockAll(fromDir, toDir, src.ino, dst == null ? 0 : dst.ino);
-                try {
-                    requireDir(fromDir);
-                    requireDir(toDir);
-                    if (!src.equals(find(fromDir, fk)) || !java.util.Objects.equals(dst, find(toDir, tk))) {
-                        continue; // changed before we held the locks
-                    }
-                    if (dst != null && dst.ino == src.ino) {
-                        return; // two names of one inode: POSIX does nothing
-                    }
-                    if (moveDir && isAncestorOrSelf(src.ino, toDir)) {
-                        throw new NamespaceException(Errno.EINVAL, "directory " + quote(fromName) + " cannot move into itself");
-                    }
-                    if (dst != null && dst.type == S_IFDIR && isAncestorOrSelf(dst.ino, fromDir)) {
-                        throw new NamespaceException(Errno.ENOTEMPTY, "directory " + quote(toName) + " holds " + quote(fromName));
-                    }
-                    InodeStat vs = dst == null ? null : statIno(dst.ino);
-                    if (src.type == S_IFDIR) {
-                        if (dst != null && dst.type != S_IFDIR) {
-                            throw new NamespaceException(Errno.ENOTDIR, quote(toName) + " is not a directory");
-                        }
-                        if (vs != null && vs.size() != 0) {
-                            throw new NamespaceException(Errno.ENOTEMPTY, "directory " + quote(toName) + " holds " + vs.size() + " entries");
-                        }
-                        if (moveDir && dst == null && statIno(toDir).nlink() >= MAX_LINKS) {
-                            throw new NamespaceException(Errno.EMLINK, "directory " + toDir + " has " + MAX_LINKS + " links");
-                        }
-                    } else if (dst != null && dst.type == S_IFDIR) {
-                        throw new NamespaceException(Errno.EISDIR, quote(toName) + " is a directory");
-                    }
-                    Inode from = pick(locked, fromDir), to = pick(locked, toDir), s = pick(locked, src.ino);
-                    Inode v = dst == null ? null : pick(locked, dst.ino);
-                    if (fromDir != toDir) {
-                        prepare(from, 0);
-                    }
+                if (unready) {
+                    prepare(from, 0);
                     prepare(to, dst == null ? tk.length : 0);
-                    boolean last = v != null && (dst.type == S_IFDIR || vs.nlink() <= 1);
-                    boolean orphan = last && (v.opens > 0 || vs.blocks() > 0);
-                    boolean isDir = src.type == S_IFDIR;
-                    commitChange(last ? volume.group(geometry.agOfInode(v.ino)) : null, new Inode[] {from, to, s, v}, txn -> {
-                        deleteEntry(txn, from, fk);
-                        if (dst == null) {
-                            insertAbsent(txn, to, tk, src.ino, src.type);
-                        } else {
-                            replaceEntry(txn, to, tk, src.ino, src.type);
-                        }
-                        int toLinks = (moveDir ? 1 : 0) - (dst != null && dst.type == S_IFDIR ? 1 : 0);
-                        if (fromDir != toDir) {
-                            adjust(txn, fromDir, moveDir ? -1 : 0, true);
-                        }
-                        adjust(txn, toDir, toLinks, true);
-                        Buffer sb = lockRecord(txn, src.ino);
-                        if (isDir) {
-                            InodeFormat.setParent(sb.data(), rec(src.ino), toDir);
-                        }
-                        InodeFormat.touch(sb.data(), rec(src.ino), nowNanos(), false);
-                        txn.log(sb, rec(src.ino), InodeFormat.INLINE);
-                        if (v != null) {
-                            dropLink(txn, v, dst.type == S_IFDIR, last, orphan);
-                        }
-                    });
-                    if (orphan && v.opens == 0) {
-                        inactivate(v);
+                }
+                if (ag != null && ag.needsFix()) {
+                    ag.fix();
+                }
+                int items = changeItems(ag, from, to, s, v);
+                try (Txn txn = Txn.begin(cache, items)) {
+                    if (moveDir) {
+                        renameLock.lock();
                     }
-                    return;
-                } finally {
-                    unlockAll(locked);
+                    lockAll(acquired);
+                    try {
+                        requireDir(fromDir);
+                        requireDir(toDir);
+                        if (!src.equals(find(from, fk, true)) || !java.util.Objects.equals(dst, find(to, tk, true))) {
+                            continue; // changed before we held the locks
+                        }
+                        if (dst != null && dst.ino == src.ino) {
+                            return; // two names of one inode: POSIX does nothing
+                        }
+                        if (moveDir && isAncestorOrSelf(src.ino, toDir)) {
+                            throw new NamespaceException(Errno.EINVAL, "directory " + quote(fromName) + " cannot move into itself");
+                        }
+                        if (dst != null && dst.type == S_IFDIR && isAncestorOrSelf(dst.ino, fromDir)) {
+                            throw new NamespaceException(Errno.ENOTEMPTY, "directory " + quote(toName) + " holds " + quote(fromName));
+                        }
+                        InodeStat vs = dst == null ? null : statIno(dst.ino);
+                        if (src.type == S_IFDIR) {
+                            if (dst != null && dst.type != S_IFDIR) {
+                                throw new NamespaceException(Errno.ENOTDIR, quote(toName) + " is not a directory");
+                            }
+                            if (vs != null && vs.size() != 0) {
+                                throw new NamespaceException(Errno.ENOTEMPTY, "directory " + quote(toName) + " holds " + vs.size() + " entries");
+                            }
+                            if (moveDir && dst == null && statIno(toDir).nlink() >= MAX_LINKS) {
+                                throw new NamespaceException(Errno.EMLINK, "directory " + toDir + " has " + MAX_LINKS + " links");
+                            }
+                        } else if (dst != null && dst.type == S_IFDIR) {
+                            throw new NamespaceException(Errno.EISDIR, quote(toName) + " is a directory");
+                        }
+                        unready = step(from, 0) != READY || step(to, dst == null ? tk.length : 0) != READY;
+                        if (unready || changeItems(ag, from, to, s, v) > items) {
+                            continue; // prepared, and reserved afresh
+                        }
+                        boolean lastLink = v != null && (dst.type == S_IFDIR || vs.nlink() <= 1);
+                        boolean orphan = lastLink && (v.opens > 0 || vs.blocks() > 0);
+                        boolean isDir = src.type == S_IFDIR;
+                        if (!applyChange(txn, lastLink ? ag : null, new Inode[] {from, to, s, v}, txn2 -> {
+                            deleteEntry(txn2, from, fk);
+                            if (dst == null) {
+                                insertAbsent(txn2, to, tk, src.ino, src.type);
+                            } else {
+                                replaceEntry(txn2, to, tk, src.ino, src.type);
+                            }
+                            int toLinks = (moveDir ? 1 : 0) - (dst != null && dst.type == S_IFDIR ? 1 : 0);
+                            if (fromDir != toDir) {
+                                adjust(txn2, fromDir, moveDir ? -1 : 0, true);
+                            }
+                            adjust(txn2, toDir, toLinks, true);
+                            Buffer sb = lockRecord(txn2, src.ino);
+                            if (isDir) {
+                                InodeFormat.setParent(sb.data(), rec(src.ino), toDir);
+                            }
+                            InodeFormat.touch(sb.data(), rec(src.ino), nowNanos(), false);
+                            txn2.log(sb, rec(src.ino), InodeFormat.INLINE);
+                            if (v != null) {
+                                dropLink(txn2, v, dst.type == S_IFDIR, lastLink, orphan);
+                            }
+                        })) {
+                            fails = requireFixable(ag, fails);
+                            continue;
+                        }
+                        last = lastLink;
+                        free = orphan && v.opens == 0;
+                    } finally {
+                        unlockAll(acquired);
+                        if (moveDir) {
+                            renameLock.unlock();
+                        }
+                    }
                 }
+                afterUnlink(ag, v, last, free);
+                return;
             } finally {
-                if (moveDir) {
-                    renameLock.unlock();
-                }
+                releaseAll(acquired);
             }
         }
     }
@@ -2120,7 +2396,7 @@ public final class Namespace {
         }
         int area = rec(dir) + InodeFormat.INLINE;
         long[] st = readRecord(dir, (b, rec) -> isTree(b, rec) && InodeFormat.type(b, rec) == S_IFDIR
-                ? new long[] {DirEntryFormat.treeHeader(b, area), DirEntryFormat.reserveCount(b, area)} : null);
+                ? new long[] {DirEntryFormat.treeHeader(b, area), requireReserve(dir, b, area)} : null);
         if (st == null) {
             if (s.blocks() != 0) {
                 problems.add("inode " + dir + " counts " + s.blocks() + " blocks but owns none");

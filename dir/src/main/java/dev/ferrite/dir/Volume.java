@@ -296,6 +296,10 @@ public final class Volume implements AutoCloseable {
             } catch (IllegalArgumentException e) {
                 throw new CorruptionException(block, SUPERBLOCK, "inconsistent geometry: " + e.getMessage());
             }
+            if (!f.geometry().isValidInode(f.rootInode())) {
+                throw new CorruptionException(block, SUPERBLOCK, "the root directory is inode " + f.rootInode()
+                        + ", which lies outside the volume");
+            }
             long unknown = f.incompat() & ~SuperblockFormat.KNOWN_INCOMPAT;
             if (unknown != 0) {
                 throw new IncompatibleVolumeException(device.name() + " uses incompatible features 0x" + Long.toHexString(unknown)
@@ -524,21 +528,24 @@ public final class Volume implements AutoCloseable {
         checkOpen();
         checkInode(ino);
         Inode inode = inodes.acquire(ino);
-        inode.lock.lock();
-        try (Txn txn = Txn.begin(cache, 1)) {
-            Buffer b;
-            do {
-                b = inodeBuffer(ino);
-            } while (!txn.lock(b));
-            int rec = InodeFormat.recordOffset(geometry.blockSize(), Geometry.inodeSlot(ino));
-            if (InodeFormat.mode(b.data(), rec) == 0) {
-                throw new InvalidArgumentException("inode " + ino + " is not allocated");
+        try (Txn txn = Txn.begin(cache, 1)) { // log space first, then the lock (see Namespace)
+            inode.lock.lock();
+            try {
+                Buffer b;
+                do {
+                    b = inodeBuffer(ino);
+                } while (!txn.lock(b));
+                int rec = InodeFormat.recordOffset(geometry.blockSize(), Geometry.inodeSlot(ino));
+                if (InodeFormat.mode(b.data(), rec) == 0) {
+                    throw new InvalidArgumentException("inode " + ino + " is not allocated");
+                }
+                InodeFormat.setAttributes(b.data(), rec, permissions, uid, gid, atimeNanos, mtimeNanos, nowNanos());
+                txn.log(b, rec + InodeFormat.MODE, InodeFormat.BTIME - InodeFormat.MODE);
+                return txn.commit();
+            } finally {
+                inode.lock.unlock();
             }
-            InodeFormat.setAttributes(b.data(), rec, permissions, uid, gid, atimeNanos, mtimeNanos, nowNanos());
-            txn.log(b, rec + InodeFormat.MODE, InodeFormat.BTIME - InodeFormat.MODE);
-            return txn.commit();
         } finally {
-            inode.lock.unlock();
             inodes.release(inode);
         }
     }

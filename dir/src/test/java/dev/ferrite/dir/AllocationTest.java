@@ -16,6 +16,7 @@ import dev.ferrite.io.MemoryDevice;
 import dev.ferrite.io.NoSpaceException;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import static dev.ferrite.dir.VolumeTest.OPTIONS;
 import static dev.ferrite.dir.VolumeTest.assertSound;
@@ -25,6 +26,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Inode and block allocation in the allocation groups: exact counts, consistent trees, concurrency. */
+@ExtendWith(SeedInFailure.class)
 class AllocationTest {
     private static final long SEED = Long.getLong("ferrite.seed", 11);
 

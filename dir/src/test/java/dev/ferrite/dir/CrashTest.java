@@ -1,6 +1,7 @@
 package dev.ferrite.dir;
 
 import java.util.ArrayList;
+import java.util.BitSet;
 import java.util.Collections;
 import java.util.HashSet;
 import java.util.LinkedHashSet;
@@ -10,7 +11,9 @@ import java.util.Set;
 
 import dev.ferrite.io.MemoryDevice;
 import dev.ferrite.io.RecordingDevice;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import static dev.ferrite.dir.VolumeTest.OPTIONS;
 import static dev.ferrite.dir.VolumeTest.assertSound;
@@ -18,47 +21,125 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** A volume that was never unmounted: recovery replays the journal and the counters come back exact. */
+/**
+ * A volume that was never unmounted: recovery replays the journal and the counters come back exact.
+ * Crash states are sampled inside epochs (subsets of the writes after a flush, torn writes); a sync's
+ * durable point is its own flush ({@link SyncPoint}). {@code -Dferrite.seed=N} repeats the workload
+ * (one thread) and the random choices; the recording itself may differ between runs, since the AIL and
+ * the log writer issue their writes and flushes in the background, so a failure names its crash state too.
+ */
+@ExtendWith(SeedInFailure.class)
 class CrashTest {
     private static final long SEED = Long.getLong("ferrite.seed", 5);
 
     @Test
     void countersAreRebuiltFromTheGroupsAfterACrash() {
-        Random rnd = new Random(SEED);
+        countersAreRebuilt(SEED, 12);
+    }
+
+    @Test
+    @Tag("stress")
+    void countersAreRebuiltAfterManyCrashes() {
+        for (long seed = SEED; seed < SEED + 4; seed++) {
+            countersAreRebuilt(seed, 60);
+        }
+    }
+
+    /**
+     * Allocations and frees, a sync, then more of them never synced; crashes at the sync's own flush and
+     * at sampled points after it (random subsets of an epoch's writes, some torn): recovery must rebuild
+     * the counters from the groups (the superblock still says mounted), agree with a full check, keep every
+     * inode live at the sync that was not freed after it, and at the sync's flush give its counters exactly.
+     */
+    private static void countersAreRebuilt(long seed, int samples) {
+        Random rnd = new Random(seed);
         try (RecordingDevice rec = RecordingDevice.wrap(VolumeTest.formatted())) {
             List<Long> live = new ArrayList<>();
-            VolumeStats atSync;
-            MemoryDevice crashed;
-            Volume v = Volume.open(rec, OPTIONS);
-            try {
-                for (int i = 0; i < 900; i++) {
+            Set<Long> liveAtSync = Set.of();
+            Set<Long> freedAfterSync = new HashSet<>();
+            VolumeStats atSync = null;
+            int syncFlush = -1, lastFlush;
+            try (Volume v = Volume.open(rec, OPTIONS)) {
+                for (int i = 0; i < 1200; i++) {
+                    if (i == 900) {
+                        syncFlush = SyncPoint.of(rec, v, v::sync);
+                        atSync = v.statfs();
+                        liveAtSync = new HashSet<>(live);
+                    }
                     if (live.isEmpty() || rnd.nextInt(4) > 0) {
                         int mode = rnd.nextInt(3) == 0 ? InodeFormat.S_IFDIR | 0700 : InodeFormat.S_IFREG | 0600;
                         live.add(v.allocInode(mode, 7, 7, 1, v.rootInode()));
                     } else {
-                        v.freeInode(live.remove(rnd.nextInt(live.size())));
+                        long freed = live.remove(rnd.nextInt(live.size()));
+                        v.freeInode(freed);
+                        if (i >= 900) {
+                            freedAfterSync.add(freed);
+                        }
                     }
                 }
-                v.sync();
-                atSync = v.statfs();
-                // the crash: the device as it is now, without the unmount (the superblock still says mounted)
-                crashed = rec.imageAt(rec.eventCount());
-            } finally {
-                v.close();
+                lastFlush = rec.flushCount();
+                // the crash: the volume is closed below, but every state sampled lies before its unmount
             }
-            try (crashed; Volume after = Volume.open(crashed, OPTIONS)) {
-                MountReport r = after.mountReport();
-                assertFalse(r.wasClean(), r.toString());
-                assertTrue(r.rebuiltCounters(), r.toString());
-                assertTrue(r.replayedBlocks() > 0, r.toString());
-                assertEquals(atSync, after.statfs(), "seed " + SEED);
-                assertEquals(live.size() + 1, atSync.inodes() - atSync.freeInodes());
-                for (long ino : live) {
-                    assertEquals(7, after.stat(ino).uid(), "inode " + ino + ", seed " + SEED);
+            String seedInfo = "seed " + seed;
+            assertTrue(syncFlush >= 0 && lastFlush > syncFlush, seedInfo + ": the sync flushed nothing: " + rec);
+            for (int sample = 0; sample <= samples; sample++) {
+                RecordingDevice.CrashState state = sample == 0 ? rec.crashAfterFlush(syncFlush)
+                        : sampledCrash(rec, rnd, syncFlush + rnd.nextInt(lastFlush - syncFlush)); // epochs up to the unmount's first flush
+                String where = "crash " + state + ", " + seedInfo;
+                try (MemoryDevice crashed = rec.materialize(state); Volume after = Volume.open(crashed, OPTIONS)) {
+                    MountReport r = after.mountReport();
+                    assertFalse(r.wasClean(), where + ": " + r);
+                    assertTrue(r.rebuiltCounters(), where + ": " + r);
+                    List<String> problems = after.check();
+                    assertTrue(problems.isEmpty(), where + ":\n" + String.join("\n", problems));
+                    if (sample == 0) {
+                        assertTrue(r.replayedBlocks() > 0, where + ": " + r);
+                        assertEquals(atSync, after.statfs(), where);
+                        assertEquals(liveAtSync.size() + 1, atSync.inodes() - atSync.freeInodes(), where);
+                    }
+                    for (long ino : liveAtSync) {
+                        if (!freedAfterSync.contains(ino)) {
+                            assertEquals(7, after.stat(ino).uid(), "inode " + ino + " synced before the " + where);
+                        }
+                    }
                 }
-                assertSound(after);
             }
         }
+    }
+
+    /**
+     * The crash after flush {@code k} with a random subset of the next epoch's writes landed in a random
+     * order, the last of them torn at sector boundaries half the time.
+     */
+    static RecordingDevice.CrashState sampledCrash(RecordingDevice rec, Random rnd, int k) {
+        List<Integer> extras = new ArrayList<>();
+        for (RecordingDevice.Event e : rec.epochWrites(k + 1)) {
+            if (rnd.nextBoolean()) {
+                extras.add(e.index());
+            }
+        }
+        Collections.shuffle(extras, rnd);
+        RecordingDevice.CrashState state = rec.crashAfterFlush(k, extras.stream().mapToInt(Integer::intValue).toArray());
+        if (extras.isEmpty() || rnd.nextBoolean()) {
+            return state;
+        }
+        int last = extras.getLast();
+        return new RecordingDevice.CrashState(state.prefix(), state.extras().subList(0, extras.size() - 1))
+                .plusTorn(last, tornMask(rnd, rec.event(last).sectorCount()));
+    }
+
+    /** Some sectors of a write, not none and not all (a single-sector write lands whole or not at all). */
+    static BitSet tornMask(Random rnd, int sectors) {
+        BitSet mask = new BitSet();
+        while (sectors > 1 && (mask.isEmpty() || mask.cardinality() == sectors)) {
+            mask.clear();
+            for (int s = 0; s < sectors; s++) {
+                if (rnd.nextBoolean()) {
+                    mask.set(s);
+                }
+            }
+        }
+        return mask;
     }
 
     @Test
@@ -99,8 +180,7 @@ class CrashTest {
                         }
                     }
                     if (rnd.nextInt(100) == 0) {
-                        v.sync();
-                        syncFlush.add(rec.flushCount() - 1);
+                        syncFlush.add(SyncPoint.of(rec, v, v::sync));
                         liveAtSync.add(new HashSet<>(live));
                         freedAfterSync.add(new HashSet<>());
                     }
@@ -113,15 +193,7 @@ class CrashTest {
             for (int sample = 0; sample < 15; sample++) {
                 int from = sample < 10 ? firstFlush : drainFlush; // a third of the crashes fall in the drain or refill
                 int k = from + rnd.nextInt(lastFlush - from);
-                List<RecordingDevice.Event> next = rec.epochWrites(k + 1);
-                List<Integer> extras = new ArrayList<>();
-                for (RecordingDevice.Event e : next) {
-                    if (rnd.nextBoolean()) {
-                        extras.add(e.index());
-                    }
-                }
-                Collections.shuffle(extras, rnd);
-                RecordingDevice.CrashState state = rec.crashAfterFlush(k, extras.stream().mapToInt(Integer::intValue).toArray());
+                RecordingDevice.CrashState state = sampledCrash(rec, rnd, k);
                 String where = "crash " + state + ", seed " + SEED;
                 int durable = -1;
                 for (int i = 0; i < syncFlush.size() && syncFlush.get(i) <= k; i++) {

@@ -2,24 +2,28 @@ package dev.ferrite.dir;
 
 import java.util.ArrayList;
 import java.util.BitSet;
-import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
 
 import dev.ferrite.io.MemoryDevice;
 import dev.ferrite.io.RecordingDevice;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Crashes at sampled flushes of a namespace workload (with random subsets of the next epoch's writes, and
- * in a third of the samples one more of them torn at sector boundaries):
+ * Crashes at sampled points of a namespace workload, after a flush with random subsets of the next
+ * epoch's writes (reordered, the last one torn half the time), or anywhere inside an epoch with every
+ * earlier event landed (the last write torn half the time); a sync's durable point is its own flush
+ * ({@link SyncPoint}):
  * the recovered volume is sound, and its tree is exactly the tree after some operation at or after the
  * last one a sync or fsync acknowledged before the crash (so every operation, renames included, is all
  * or nothing, and nothing acknowledged is lost).
  */
+@ExtendWith(SeedInFailure.class)
 class NamespaceCrashTest {
     private static final long SEED = Long.getLong("ferrite.seed", 7);
     private static final String[] NAMES = {"b", "c", "d", "e"};
@@ -28,7 +32,19 @@ class NamespaceCrashTest {
 
     @Test
     void recoveredTreesArePrefixesOfTheWorkloadKeepingEverythingSynced() {
-        Random rnd = new Random(SEED);
+        recoverSampledCrashes(SEED, SAMPLES);
+    }
+
+    @Test
+    @Tag("stress")
+    void manyMoreCrashStates() {
+        for (long seed = SEED; seed < SEED + 4; seed++) {
+            recoverSampledCrashes(seed, 400);
+        }
+    }
+
+    private static void recoverSampledCrashes(long seed, int samples) {
+        Random rnd = new Random(seed);
         try (RecordingDevice rec = RecordingDevice.wrap(VolumeTest.formatted())) {
             List<Map<String, String>> after = new ArrayList<>(); // after.get(i): the tree after op i (0: before any)
             List<Integer> syncFlush = new ArrayList<>();
@@ -62,8 +78,7 @@ class NamespaceCrashTest {
                         ns.fsync(open); // durable up to the open inode's last change only: acknowledges nothing here
                     }
                     if (rnd.nextInt(25) == 0) {
-                        ns.sync();
-                        syncFlush.add(rec.flushCount() - 1);
+                        syncFlush.add(SyncPoint.of(rec, v, ns::sync));
                         syncedOps.add(i);
                     }
                     if (open == null && rnd.nextInt(50) == 0) {
@@ -80,33 +95,21 @@ class NamespaceCrashTest {
                 }
             }
             assertTrue(syncFlush.size() > 5, "syncs: " + syncFlush.size());
-            assertTrue(grewIntoATree, "/a never outgrew its inode, seed " + SEED);
-            for (int sample = 0; sample < SAMPLES; sample++) {
-                int k = firstFlush + rnd.nextInt(lastFlush - firstFlush);
-                List<Integer> extras = new ArrayList<>();
-                List<RecordingDevice.Event> next = rec.epochWrites(k + 1);
-                for (RecordingDevice.Event e : next) {
-                    if (rnd.nextBoolean()) {
-                        extras.add(e.index());
-                    }
+            assertTrue(grewIntoATree, "/a never outgrew its inode, seed " + seed);
+            int firstEvent = rec.flushEvent(firstFlush) + 1, lastEvent = rec.flushEvent(lastFlush - 1) + 1;
+            for (int sample = 0; sample < samples; sample++) {
+                RecordingDevice.CrashState state;
+                if (sample % 3 != 2) { // after a flush, with some of the next epoch's writes (reordered, one torn)
+                    state = CrashTest.sampledCrash(rec, rnd, firstFlush + rnd.nextInt(lastFlush - firstFlush));
+                } else { // mid-epoch, in order: every event before a random one, that one torn half the time
+                    int at = firstEvent + rnd.nextInt(lastEvent - firstEvent);
+                    RecordingDevice.Event e = rec.event(at);
+                    state = e.kind() == RecordingDevice.Event.Kind.WRITE && rnd.nextBoolean()
+                            ? rec.crashTornAt(at, CrashTest.tornMask(rnd, e.sectorCount())) : new RecordingDevice.CrashState(at);
                 }
-                Collections.shuffle(extras, rnd);
-                RecordingDevice.CrashState state = rec.crashAfterFlush(k, extras.stream().mapToInt(Integer::intValue).toArray());
-                if (!next.isEmpty() && sample % 3 == 0) { // one more write of the epoch, torn at sector boundaries
-                    RecordingDevice.Event e = next.get(rnd.nextInt(next.size()));
-                    if (!extras.contains(e.index())) {
-                        BitSet sectors = new BitSet();
-                        for (int s = 0; s < e.sectorCount(); s++) {
-                            if (rnd.nextBoolean()) {
-                                sectors.set(s);
-                            }
-                        }
-                        state = state.plusTorn(e.index(), sectors);
-                    }
-                }
-                String where = "crash " + state + ", seed " + SEED;
-                int synced = 0;
-                for (int i = 0; i < syncFlush.size() && syncFlush.get(i) <= k; i++) {
+                String where = "crash " + state + ", seed " + seed;
+                int synced = 0; // the last op a sync made durable within the events the crash kept in order
+                for (int i = 0; i < syncFlush.size() && rec.flushEvent(syncFlush.get(i)) < state.prefix(); i++) {
                     synced = syncedOps.get(i);
                 }
                 try (MemoryDevice image = rec.materialize(state); Volume v = Volume.open(image, VolumeTest.OPTIONS)) {
@@ -131,8 +134,8 @@ class NamespaceCrashTest {
             try (Handle root = v.namespace().openRoot()) {
                 Handle d = v.namespace().mkdir(root, "d", 0755);
                 Handle f = v.namespace().create(d, "f", 0644, true);
-                v.namespace().fsync(f);
-                crashed = rec.imageAt(rec.eventCount());
+                // the crash right after the fsync's own flush: nothing written after it landed
+                crashed = rec.materialize(rec.crashAfterFlush(SyncPoint.of(rec, v, () -> v.namespace().fsync(f))));
                 f.close();
                 d.close();
             } finally {
