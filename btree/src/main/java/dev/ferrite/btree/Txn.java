@@ -8,8 +8,10 @@ import dev.ferrite.journal.Transaction;
 /**
  * A journal transaction together with the cached buffers it holds locked. Tree operations lock the
  * buffers they change through it; the locks are held until {@link #commit()} has copied the changes into
- * the log, then released (XFS's transaction/buffer pairing) before any wait for the log. A transaction re-enters buffers it already
- * holds, so several operations may run in one transaction.
+ * the log, then released (XFS's transaction/buffer pairing). A committer waits for a log device that is
+ * behind only in {@link #close()}, so a transaction belongs in a try-with-resources block, with any locks
+ * of the caller's own taken and released inside it. A transaction re-enters buffers it already holds, so
+ * several operations may run in one transaction.
  *
  * <p>Lock order, which every operation follows so that transactions cannot deadlock: within a tree, top
  * down and, at one level, left to right; trees in the order the caller touches them, which a caller
@@ -26,6 +28,9 @@ public final class Txn implements AutoCloseable {
     private boolean[] changed = new boolean[8];
     private int count;
     private boolean done;
+    /** The commit's sequence until {@link #close()} has throttled on it. */
+    private long committed = NONE;
+    private static final long NONE = -1;
 
     private Txn(BufferCache cache, Transaction tx) {
         this.cache = cache;
@@ -139,9 +144,10 @@ public final class Txn implements AutoCloseable {
     }
 
     /**
-     * Commits the changes into the journal, unlocks every held buffer and only then takes the journal's
-     * back-pressure ({@link dev.ferrite.journal.Journal#throttle}), so that readers of these buffers never
-     * wait for a slow log.
+     * Commits the changes into the journal and unlocks every held buffer. The journal's back-pressure
+     * ({@link dev.ferrite.journal.Journal#throttle}) waits in {@link #close()} instead: a caller that takes
+     * locks of its own inside the try-with-resources block (the namespace's inode locks) has let them go by
+     * then, so neither readers of these buffers nor those of the caller's objects wait for a slow log.
      *
      * @return the commit sequence: {@code cache.journal().force(seq)} makes it durable
      */
@@ -150,14 +156,12 @@ public final class Txn implements AutoCloseable {
             throw new IllegalStateException("transaction already committed or closed");
         }
         done = true;
-        long seq;
         try {
-            seq = tx.commit();
+            committed = tx.commit();
         } finally {
             unlockAll();
         }
-        cache.journal().throttle(seq);
-        return seq;
+        return committed;
     }
 
     private void unlockAll() {
@@ -176,10 +180,18 @@ public final class Txn implements AutoCloseable {
         count = 0;
     }
 
-    /** Ends an uncommitted transaction (see the class comment); a no-op after commit. */
+    /**
+     * After {@link #commit()}, takes the journal's back-pressure (returns at once unless the log device is
+     * behind); otherwise ends the uncommitted transaction (see the class comment).
+     */
     @Override
     public void close() {
         if (done) {
+            if (committed != NONE) {
+                long seq = committed;
+                committed = NONE;
+                cache.journal().throttle(seq);
+            }
             return;
         }
         done = true;

@@ -9,6 +9,8 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.locks.ReentrantLock;
@@ -46,6 +48,8 @@ import static java.lang.foreign.ValueLayout.JAVA_BYTE;
  * when no operation of that kind runs during the call.) A failed operation changes nothing on the
  * wrapped device and records nothing; a failure of the wrapped device itself propagates and records
  * nothing either. {@link #issued(Op)} counts operations, e.g. the flushes a group commit issued.
+ * {@link #stall(Op)} holds every operation of a kind before it reaches the device until
+ * {@link #resume(Op)}: a device that has stopped answering, e.g. a log device that is behind.
  *
  * <h2>Concurrency</h2>
  * One lock serializes every mutation: "apply to the wrapped device, then append the event" is one
@@ -55,6 +59,8 @@ import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 public final class RecordingDevice extends AbstractBlockDevice {
     /** Reads from the wrapped device into an image move at most this many bytes per call (a whole number of blocks). */
     private static final long COPY_CHUNK = 1L << 30;
+    /** How long a {@linkplain #stall(Op) stalled} operation waits before it fails. */
+    public static final int STALL_LIMIT_SECONDS = 60;
 
     private static final MemorySegment NO_DATA = MemorySegment.ofArray(new byte[0]).asReadOnly();
 
@@ -63,6 +69,8 @@ public final class RecordingDevice extends AbstractBlockDevice {
     private final Arena arena = Arena.ofShared(); // owns the scratch buffer; freed on close
     private final AtomicLongArray issued = new AtomicLongArray(Op.values().length);
     private final AtomicReferenceArray<Fault> faults = new AtomicReferenceArray<>(Op.values().length);
+    /** Per operation kind, the gate a stalled operation waits at; null when that kind is not stalled. */
+    private final AtomicReferenceArray<CountDownLatch> stalls = new AtomicReferenceArray<>(Op.values().length);
 
     /**
      * Guards the wrapped device's contents as seen through this recorder and everything below: the
@@ -488,6 +496,38 @@ public final class RecordingDevice extends AbstractBlockDevice {
     }
 
     /**
+     * Makes every {@code op} from now wait, before it is counted or reaches the device and holding no
+     * lock of this device, until {@link #resume(Op)}. One that waits {@link #STALL_LIMIT_SECONDS} fails
+     * with EIO, so a test that forgets to resume ends instead of hanging.
+     */
+    public void stall(Op op) {
+        stalls.compareAndSet(op.ordinal(), null, new CountDownLatch(1));
+    }
+
+    /** Lets every {@code op} held by {@link #stall(Op)} go on, and those after it pass. */
+    public void resume(Op op) {
+        CountDownLatch gate = stalls.getAndSet(op.ordinal(), null);
+        if (gate != null) {
+            gate.countDown();
+        }
+    }
+
+    private void awaitStall(Op op, long offset) {
+        CountDownLatch gate = stalls.get(op.ordinal());
+        if (gate == null) {
+            return;
+        }
+        try {
+            if (gate.await(STALL_LIMIT_SECONDS, TimeUnit.SECONDS)) {
+                return;
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        throw failure(op.label, offset, Errno.EIO, "stalled and never resumed");
+    }
+
+    /**
      * How many {@code op}s reached this device, including those failed by an injected fault or by the
      * wrapped device (not those rejected for bad arguments or a closed device).
      */
@@ -519,6 +559,7 @@ public final class RecordingDevice extends AbstractBlockDevice {
 
     @Override
     void doRead(long offset, MemorySegment dst) {
+        awaitStall(Op.READ, offset);
         admit(Op.READ, offset);
         inner.read(offset >>> blockShift, dst);
     }
@@ -527,6 +568,7 @@ public final class RecordingDevice extends AbstractBlockDevice {
     void doWrite(long offset, MemorySegment src) {
         // The one copy of the data, made before taking the lock so writers do not queue behind it.
         byte[] data = src.toArray(JAVA_BYTE);
+        awaitStall(Op.WRITE, offset);
         lock.lock();
         try {
             admit(Op.WRITE, offset);
@@ -561,6 +603,7 @@ public final class RecordingDevice extends AbstractBlockDevice {
 
     @Override
     void doFlush() {
+        awaitStall(Op.FLUSH, -1);
         lock.lock();
         try {
             admit(Op.FLUSH, -1);
@@ -577,6 +620,7 @@ public final class RecordingDevice extends AbstractBlockDevice {
 
     @Override
     void doDiscard(long offset, long length) {
+        awaitStall(Op.DISCARD, offset);
         lock.lock();
         try {
             admit(Op.DISCARD, offset);

@@ -500,6 +500,35 @@ class RecordingDeviceTest {
     }
 
     @Test
+    void aStalledFlushWaitsUntilResumedWhileWritesAndReadsGoOn() throws Exception {
+        try (RecordingDevice rec = RecordingDevice.wrap(MemoryDevice.create("dev", 4, BS))) {
+            write(rec, 0, new byte[BS]);
+            rec.stall(Op.FLUSH);
+            CountDownLatch flushed = new CountDownLatch(1);
+            Thread t = Thread.ofPlatform().daemon().start(() -> {
+                rec.flush();
+                flushed.countDown();
+            });
+            while (t.getState() != Thread.State.TIMED_WAITING) {
+                assertTrue(t.isAlive(), "the stalled flush ended before it was resumed");
+                Thread.onSpinWait();
+            }
+            byte[] b = random(new Random(16), BS);
+            write(rec, 1, b); // the stalled flush holds no lock of the device
+            MemorySegment back = arena.allocate(BS, BlockDevice.BUFFER_ALIGNMENT);
+            rec.read(1, back);
+            assertArrayEquals(b, back.toArray(JAVA_BYTE));
+            assertEquals(0, rec.issued(Op.FLUSH), "a stalled flush has not reached the device");
+            assertFalse(flushed.await(50, TimeUnit.MILLISECONDS));
+            rec.resume(Op.FLUSH);
+            assertTrue(flushed.await(10, TimeUnit.SECONDS), "resume let the flush go on");
+            rec.flush(); // not stalled any more
+            assertEquals(2, rec.flushCount());
+            assertEquals(2, rec.flushEvent(0), "the flush landed after the write made while it waited");
+        }
+    }
+
+    @Test
     void discardFaultChangesAndRecordsNothing() {
         MemoryDevice inner = MemoryDevice.create("dev", 4, BS);
         byte[] initial = random(new Random(14), 4 * BS);
