@@ -10,7 +10,8 @@ import dev.ferrite.btree.Txn;
 /**
  * A directory tree's blocks come from, and go back to, the reserve in its inode record
  * ({@link DirEntryFormat}): the transaction changing the tree already holds that record's block, so a
- * split or merge takes no allocation group lock and reads nothing. The namespace keeps the reserve
+ * split or merge takes no allocation group lock and reads nothing. A tree's destroy, which reads its
+ * nodes, frees them only after its last read and takes the record's block then. The namespace keeps the reserve
  * between its low and high marks in transactions of their own before each change.
  *
  * <p>Nodes the tree frees go back to the reserve at once but stay {@link BufferCache#isBusy busy} until
@@ -94,7 +95,10 @@ final class DirAllocator implements BlockAllocator {
 
     @Override
     public void free(Txn txn, long freed) {
-        Buffer b = held(txn);
+        Buffer b;
+        do { // a destroy frees after reading every node, and takes the record's block only then
+            b = cache.get(block, InodeFormat.MAGIC, ag, "inode block");
+        } while (!txn.lock(b));
         int n = DirEntryFormat.reserveCount(b.data(), area);
         if (n == DirEntryFormat.RESERVE_CAPACITY) {
             throw new IllegalStateException("directory block reserve in inode block " + block + " is full");

@@ -1936,8 +1936,8 @@ public final class Namespace {
             try (Txn txn = Txn.begin(cache, 8 + 3 * DirEntryFormat.RESERVE_CAPACITY)) {
                 c.lock.lock();
                 try {
+                    t.destroy(txn); // first: it reads the tree's nodes, and the record's block is shared
                     Buffer b = lockRecord(txn, ino);
-                    t.destroy(txn);
                     DirEntryFormat.setTreeHeader(b.data(), area, 0);
                     txn.log(b, rec, recordSize);
                     c.lastSeq = txn.commit();
