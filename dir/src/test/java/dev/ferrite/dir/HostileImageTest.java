@@ -185,9 +185,13 @@ class HostileImageTest {
         }
     }
 
+    /** End of the bytes of a tree block corrupted as 4-byte words: header, slot array and the first cells. */
+    private static final int NODE_FIELDS_END = 512;
+
     /**
      * Directory tree values (a child's inode and type) in the leaves of {@code dir}'s tree, found by their
-     * bytes in the blocks the tree owns; and each long symlink's length field.
+     * bytes in the blocks the tree owns, and the leading words of those blocks; each long symlink's
+     * length field.
      */
     private static void valuesInTreeLeaves(List<Field> fields, MemoryDevice dev, Geometry g, long dir, List<DirEntry> entries) {
         try (Arena arena = Arena.ofConfined()) {
@@ -202,6 +206,10 @@ class HostileImageTest {
                 }
                 if (BlockHeaderFormat.owner(b) != dir || BlockHeaderFormat.magic(b) == InodeFormat.MAGIC) {
                     continue;
+                }
+                // the tree's own fields (node header, slots, first cells): what readdir met as IndexOutOfBounds
+                for (int off = BlockHeaderFormat.SIZE; off + 4 <= NODE_FIELDS_END; off += 4) {
+                    fields.add(new Field("tree block " + blk + " bytes", blk, off, 4));
                 }
                 for (DirEntry e : entries) {
                     for (int off = BlockHeaderFormat.SIZE; off + DirEntryFormat.VALUE <= BS; off++) {
