@@ -95,9 +95,10 @@ public final class Journal implements AutoCloseable {
         long headWord = ((long) Lsn.cycle(head) << 32) | ((long) Lsn.block(head) * bs);
         this.space = new LogSpace(logBytes, headWord, this::relieveSpace);
         long threshold = options.effectivePushThreshold(logBytes);
-        // A context's shadows hold at most its logged bytes, doubled by size classes: keep that much per
-        // parity, free a peak beyond it.
-        this.shadows = new ShadowPool(bs, 2 * threshold);
+        // A context logs up to its hard limit (1.125 thresholds); its shadows round that up to size classes
+        // (at most double) in regions grown by doubling (at most double again): keep that much per parity,
+        // so a steady load reuses its buffers, and free a peak beyond it.
+        this.shadows = new ShadowPool(bs, 5 * threshold);
         // The callbacks below reach the writer through this object: they run only once the threads started.
         this.cil = new Cil(1, bs, threshold, shadows, this::backgroundPush, Cil.DRAIN_TIMEOUT_NANOS);
         this.ail = new Ail(device, options.ringSize(), options.ailBatch(), options.relogChunks(bs), head, r.nextSeq(), this::anchorTail,
