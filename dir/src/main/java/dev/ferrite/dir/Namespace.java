@@ -2176,7 +2176,10 @@ public final class Namespace {
     private int requireReserve(long ino, MemorySegment b, int area) {
         int n = DirEntryFormat.reserveCount(b, area);
         for (int i = 0; i < n; i++) {
-            requireDataBlock(ino, DirEntryFormat.reserveEntry(b, area, i), "directory block reserve entry " + i);
+            long blk = DirEntryFormat.reserveEntry(b, area, i);
+            if (blk < geometry.dataStart() || blk >= geometry.deviceBlocks()) { // named only on failure: this runs per change
+                requireDataBlock(ino, blk, "directory block reserve entry " + i);
+            }
         }
         return n;
     }
