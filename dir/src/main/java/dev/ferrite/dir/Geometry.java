@@ -147,6 +147,11 @@ record Geometry(int blockSize, long deviceBlocks, long logStart, int logBlocks, 
         return (int) (ino & (INODES_PER_BLOCK - 1));
     }
 
+    /** True if {@code block} lies in the allocation groups (past the superblocks and the log). */
+    boolean isDataBlock(long block) {
+        return block >= dataStart() && block < deviceBlocks();
+    }
+
     /**
      * True if {@code ino} names a slot inside some group (not necessarily an allocated inode).
      */

@@ -2162,7 +2162,7 @@ public final class Namespace {
 
     /** {@code blk}, which inode {@code ino}'s record names as its {@code what}, if it lies in the allocation groups; else corruption. */
     private long requireDataBlock(long ino, long blk, String what) {
-        if (blk < geometry.dataStart() || blk >= geometry.deviceBlocks()) {
+        if (!geometry.isDataBlock(blk)) {
             throw new CorruptionException(block(ino), InodeFormat.STRUCTURE, "inode " + ino + "'s " + what + " names block "
                     + blk + " outside the allocation groups");
         }
@@ -2177,7 +2177,7 @@ public final class Namespace {
         int n = DirEntryFormat.reserveCount(b, area);
         for (int i = 0; i < n; i++) {
             long blk = DirEntryFormat.reserveEntry(b, area, i);
-            if (blk < geometry.dataStart() || blk >= geometry.deviceBlocks()) { // named only on failure: this runs per change
+            if (!geometry.isDataBlock(blk)) { // named only on failure: this runs per change
                 requireDataBlock(ino, blk, "directory block reserve entry " + i);
             }
         }
@@ -2392,7 +2392,7 @@ public final class Namespace {
         if (s.blocks() != 1) {
             problems.add("symlink " + ino + " counts " + s.blocks() + " blocks but owns 1");
         }
-        if (blk < geometry.dataStart() || blk >= geometry.deviceBlocks()) {
+        if (!geometry.isDataBlock(blk)) {
             problems.add("symlink " + ino + " names block " + blk + " outside the allocation groups");
             return;
         }
