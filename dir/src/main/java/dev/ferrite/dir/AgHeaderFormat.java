@@ -2,8 +2,8 @@ package dev.ferrite.dir;
 
 import java.lang.foreign.MemorySegment;
 
-import static dev.ferrite.io.OnDisk.U32;
-import static dev.ferrite.io.OnDisk.U64;
+import static dev.ferrite.io.internal.OnDisk.U32;
+import static dev.ferrite.io.internal.OnDisk.U64;
 
 /**
  * The two header blocks at the start of every allocation group, each with its own lock (its buffer's):

@@ -4,8 +4,8 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 
-import static dev.ferrite.io.OnDisk.U32;
-import static dev.ferrite.io.OnDisk.U64;
+import static dev.ferrite.io.internal.OnDisk.U32;
+import static dev.ferrite.io.internal.OnDisk.U64;
 
 /**
  * Records of an allocation group's B-trees. Keys are big-endian so that the trees' unsigned bytewise

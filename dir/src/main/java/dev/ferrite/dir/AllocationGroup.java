@@ -10,13 +10,13 @@ import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.locks.LockSupport;
 
-import dev.ferrite.btree.BTree;
-import dev.ferrite.btree.Buffer;
-import dev.ferrite.btree.BufferCache;
-import dev.ferrite.btree.Cursor;
-import dev.ferrite.btree.TreeCheck;
-import dev.ferrite.btree.TreeWalk;
-import dev.ferrite.btree.Txn;
+import dev.ferrite.btree.internal.BTree;
+import dev.ferrite.btree.internal.Buffer;
+import dev.ferrite.btree.internal.BufferCache;
+import dev.ferrite.btree.internal.Cursor;
+import dev.ferrite.btree.internal.TreeCheck;
+import dev.ferrite.btree.internal.TreeWalk;
+import dev.ferrite.btree.internal.Txn;
 import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.InvalidArgumentException;
 

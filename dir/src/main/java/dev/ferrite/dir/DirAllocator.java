@@ -2,10 +2,10 @@ package dev.ferrite.dir;
 
 import java.lang.foreign.MemorySegment;
 
-import dev.ferrite.btree.BlockAllocator;
-import dev.ferrite.btree.Buffer;
-import dev.ferrite.btree.BufferCache;
-import dev.ferrite.btree.Txn;
+import dev.ferrite.btree.internal.BlockAllocator;
+import dev.ferrite.btree.internal.Buffer;
+import dev.ferrite.btree.internal.BufferCache;
+import dev.ferrite.btree.internal.Txn;
 
 /**
  * A directory tree's blocks come from, and go back to, the reserve in its inode record

@@ -5,13 +5,13 @@ import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import java.util.Arrays;
 
-import dev.ferrite.btree.BlockHeaderFormat;
+import dev.ferrite.btree.internal.BlockHeaderFormat;
 import dev.ferrite.io.CorruptionException;
-import dev.ferrite.io.Crc32c;
+import dev.ferrite.io.internal.Crc32c;
 
-import static dev.ferrite.io.OnDisk.U32;
-import static dev.ferrite.io.OnDisk.U8;
-import static dev.ferrite.io.OnDisk.U64;
+import static dev.ferrite.io.internal.OnDisk.U32;
+import static dev.ferrite.io.internal.OnDisk.U8;
+import static dev.ferrite.io.internal.OnDisk.U64;
 
 /**
  * Directory entries, in a directory's B-tree or inline in its inode record. Both forms hold the same

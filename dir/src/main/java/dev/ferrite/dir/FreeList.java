@@ -1,9 +1,9 @@
 package dev.ferrite.dir;
 
-import dev.ferrite.btree.BlockAllocator;
-import dev.ferrite.btree.Buffer;
-import dev.ferrite.btree.BufferCache;
-import dev.ferrite.btree.Txn;
+import dev.ferrite.btree.internal.BlockAllocator;
+import dev.ferrite.btree.internal.Buffer;
+import dev.ferrite.btree.internal.BufferCache;
+import dev.ferrite.btree.internal.Txn;
 import dev.ferrite.io.CorruptionException;
 
 /**

@@ -37,7 +37,7 @@ final class Inode {
     /** Commit sequence of the last change to this inode, or -1 if unknown (the object is newer than it). */
     volatile long lastSeq = -1;
     /** The directory's B-tree, once opened (a directory's tree only changes from none to one while cached). */
-    volatile dev.ferrite.btree.BTree dirTree;
+    volatile dev.ferrite.btree.internal.BTree dirTree;
 
     Inode(long ino, int refs) {
         this.ino = ino;

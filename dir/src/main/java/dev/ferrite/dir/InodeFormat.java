@@ -3,13 +3,13 @@ package dev.ferrite.dir;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.ThreadLocalRandom;
 
-import dev.ferrite.btree.BlockHeaderFormat;
+import dev.ferrite.btree.internal.BlockHeaderFormat;
 import dev.ferrite.io.CorruptionException;
 
-import static dev.ferrite.io.OnDisk.U16;
-import static dev.ferrite.io.OnDisk.U8;
-import static dev.ferrite.io.OnDisk.U32;
-import static dev.ferrite.io.OnDisk.U64;
+import static dev.ferrite.io.internal.OnDisk.U16;
+import static dev.ferrite.io.internal.OnDisk.U8;
+import static dev.ferrite.io.internal.OnDisk.U32;
+import static dev.ferrite.io.internal.OnDisk.U64;
 
 /**
  * Inode blocks and the fixed-size inode records in them. Inodes come in chunks of

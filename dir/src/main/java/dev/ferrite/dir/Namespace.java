@@ -12,11 +12,11 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.LongFunction;
 
-import dev.ferrite.btree.BTree;
-import dev.ferrite.btree.Buffer;
-import dev.ferrite.btree.BufferCache;
-import dev.ferrite.btree.Cursor;
-import dev.ferrite.btree.Txn;
+import dev.ferrite.btree.internal.BTree;
+import dev.ferrite.btree.internal.Buffer;
+import dev.ferrite.btree.internal.BufferCache;
+import dev.ferrite.btree.internal.Cursor;
+import dev.ferrite.btree.internal.Txn;
 import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.Errno;
 import dev.ferrite.io.InvalidArgumentException;
@@ -2438,7 +2438,7 @@ public final class Namespace {
                     problems.add("directory " + dir + " tree: " + p);
                 }
                 long[] n = new long[1];
-                dev.ferrite.btree.TreeWalk.blocks(t, blk -> {
+                dev.ferrite.btree.internal.TreeWalk.blocks(t, blk -> {
                     owned.put(blk, 1);
                     n[0]++;
                 });

@@ -3,10 +3,10 @@ package dev.ferrite.dir;
 import java.lang.foreign.MemorySegment;
 import java.util.UUID;
 
-import dev.ferrite.btree.BlockHeaderFormat;
+import dev.ferrite.btree.internal.BlockHeaderFormat;
 
-import static dev.ferrite.io.OnDisk.U32;
-import static dev.ferrite.io.OnDisk.U64;
+import static dev.ferrite.io.internal.OnDisk.U32;
+import static dev.ferrite.io.internal.OnDisk.U64;
 
 /**
  * The superblock: what the volume is and where everything lies. The primary copy is block

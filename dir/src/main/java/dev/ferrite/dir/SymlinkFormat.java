@@ -3,9 +3,9 @@ package dev.ferrite.dir;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
-import dev.ferrite.btree.BlockHeaderFormat;
+import dev.ferrite.btree.internal.BlockHeaderFormat;
 
-import static dev.ferrite.io.OnDisk.U32;
+import static dev.ferrite.io.internal.OnDisk.U32;
 
 /**
  * The block holding a symlink target too long for its inode's inline area (the inode's fork is

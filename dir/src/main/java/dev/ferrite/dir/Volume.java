@@ -12,12 +12,12 @@ import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicInteger;
 
-import dev.ferrite.btree.BlockHeaderFormat;
-import dev.ferrite.btree.Buffer;
-import dev.ferrite.btree.BufferCache;
-import dev.ferrite.btree.BufferReplayer;
+import dev.ferrite.btree.internal.BlockHeaderFormat;
+import dev.ferrite.btree.internal.Buffer;
+import dev.ferrite.btree.internal.BufferCache;
+import dev.ferrite.btree.internal.BufferReplayer;
 import dev.ferrite.btree.CacheStats;
-import dev.ferrite.btree.Txn;
+import dev.ferrite.btree.internal.Txn;
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.DeviceException;
@@ -25,9 +25,9 @@ import dev.ferrite.io.Errno;
 import dev.ferrite.io.InvalidArgumentException;
 import dev.ferrite.io.NoSpaceException;
 import dev.ferrite.io.VolumeShutdownException;
-import dev.ferrite.journal.Journal;
+import dev.ferrite.journal.internal.Journal;
 import dev.ferrite.journal.JournalStats;
-import dev.ferrite.journal.LogGeometry;
+import dev.ferrite.journal.internal.LogGeometry;
 
 /**
  * A mounted Ferrite volume: superblock, journal, buffer cache, allocation groups and inode cache.

@@ -6,11 +6,11 @@ import java.lang.foreign.ValueLayout;
 import java.time.Instant;
 import java.util.HexFormat;
 
-import dev.ferrite.btree.BTreeDump;
-import dev.ferrite.btree.BlockHeaderFormat;
+import dev.ferrite.btree.internal.BTreeDump;
+import dev.ferrite.btree.internal.BlockHeaderFormat;
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.InvalidArgumentException;
-import dev.ferrite.journal.Lsn;
+import dev.ferrite.journal.internal.Lsn;
 
 /**
  * Readable dumps of a volume's on-disk structures, for {@code ferrite dump} (a small xfs_db): the

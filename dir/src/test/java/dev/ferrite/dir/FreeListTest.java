@@ -1,7 +1,7 @@
 package dev.ferrite.dir;
 
-import dev.ferrite.btree.Buffer;
-import dev.ferrite.btree.Txn;
+import dev.ferrite.btree.internal.Buffer;
+import dev.ferrite.btree.internal.Txn;
 import dev.ferrite.io.MemoryDevice;
 import org.junit.jupiter.api.Test;
 

@@ -10,7 +10,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
-import dev.ferrite.btree.BlockHeaderFormat;
+import dev.ferrite.btree.internal.BlockHeaderFormat;
 import dev.ferrite.io.FerriteException;
 import dev.ferrite.io.MemoryDevice;
 import dev.ferrite.io.OverlayDevice;
@@ -18,10 +18,10 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
-import static dev.ferrite.io.OnDisk.U16;
-import static dev.ferrite.io.OnDisk.U32;
-import static dev.ferrite.io.OnDisk.U64;
-import static dev.ferrite.io.OnDisk.U8;
+import static dev.ferrite.io.internal.OnDisk.U16;
+import static dev.ferrite.io.internal.OnDisk.U32;
+import static dev.ferrite.io.internal.OnDisk.U64;
+import static dev.ferrite.io.internal.OnDisk.U8;
 import static org.junit.jupiter.api.Assertions.fail;
 
 /**

@@ -4,7 +4,7 @@ import java.lang.foreign.MemorySegment;
 
 import org.junit.jupiter.api.Test;
 
-import static dev.ferrite.io.OnDisk.U64;
+import static dev.ferrite.io.internal.OnDisk.U64;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 

@@ -8,8 +8,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Consumer;
 
-import dev.ferrite.btree.BufferCache;
-import dev.ferrite.btree.Txn;
+import dev.ferrite.btree.internal.BufferCache;
+import dev.ferrite.btree.internal.Txn;
 import dev.ferrite.io.MemoryDevice;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;

@@ -87,7 +87,7 @@ class OrphanDestroyTest {
             boolean stalled = false, inDestroy = false;
             for (StackTraceElement e : t.getStackTrace()) {
                 stalled |= e.getMethodName().equals("awaitStall");
-                inDestroy |= e.getClassName().equals("dev.ferrite.btree.BTree") && e.getMethodName().equals("destroy");
+                inDestroy |= e.getClassName().equals("dev.ferrite.btree.internal.BTree") && e.getMethodName().equals("destroy");
             }
             if (stalled && inDestroy) {
                 return;

@@ -6,7 +6,7 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.UUID;
 
-import dev.ferrite.btree.BlockHeaderFormat;
+import dev.ferrite.btree.internal.BlockHeaderFormat;
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.DeviceException;
@@ -16,7 +16,7 @@ import dev.ferrite.io.Errno;
 import dev.ferrite.io.InvalidArgumentException;
 import dev.ferrite.io.MemoryDevice;
 import dev.ferrite.io.RecordingDevice;
-import dev.ferrite.io.OnDisk;
+import dev.ferrite.io.internal.OnDisk;
 import dev.ferrite.io.VolumeShutdownException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;

@@ -17,6 +17,9 @@ import dev.ferrite.io.InvalidArgumentException;
  *                         changes; 0 means half a block, a block or more turns early write-back off
  */
 public record JournalOptions(long pushThreshold, int ringSize, int ailBatch, long closeTimeoutMillis, int relogLimit) {
+    /** The most items the AIL writes home in one round. */
+    public static final int MAX_AIL_BATCH = 1024;
+
     public static final JournalOptions DEFAULTS = new JournalOptions(0, 1024, 256, 60_000, 0);
 
     public JournalOptions {
@@ -26,8 +29,8 @@ public record JournalOptions(long pushThreshold, int ringSize, int ailBatch, lon
         if (ringSize < 2 || Integer.bitCount(ringSize) != 1) {
             throw new InvalidArgumentException("AIL ring size " + ringSize + " is not a power of two of at least 2");
         }
-        if (ailBatch < 1 || ailBatch > Ail.MAX_BATCH) {
-            throw new InvalidArgumentException("AIL batch " + ailBatch + " is outside 1.." + Ail.MAX_BATCH);
+        if (ailBatch < 1 || ailBatch > MAX_AIL_BATCH) {
+            throw new InvalidArgumentException("AIL batch " + ailBatch + " is outside 1.." + MAX_AIL_BATCH);
         }
         if (closeTimeoutMillis < 1) {
             throw new InvalidArgumentException("close timeout " + closeTimeoutMillis + " ms must be positive");
@@ -55,14 +58,5 @@ public record JournalOptions(long pushThreshold, int ringSize, int ailBatch, lon
 
     public JournalOptions withRelogLimit(int bytes) {
         return new JournalOptions(pushThreshold, ringSize, ailBatch, closeTimeoutMillis, bytes);
-    }
-
-    /** The relog limit in 64ths of a block (the journal's dirty-chunk unit); 64 means never. */
-    int relogChunks(int blockSize) {
-        return relogLimit == 0 ? 32 : (int) Math.min(64, (long) relogLimit * 64 / blockSize);
-    }
-
-    long effectivePushThreshold(long logBytes) {
-        return pushThreshold > 0 ? pushThreshold : Math.min(logBytes / 8, 32L << 20);
     }
 }

@@ -1,23 +1,8 @@
 /**
- * journal: Ferrite's XFS-style write-ahead log (DESIGN section 4).
- *
- * <p>Public face: {@link dev.ferrite.journal.Journal} (format, open with recovery, begin, force,
- * checkpoint, close), {@link dev.ferrite.journal.Transaction}, {@link dev.ferrite.journal.LogItem} (what
- * higher layers implement), {@link dev.ferrite.journal.Replayer} and {@link dev.ferrite.journal.ReplayItem}
- * (recovery callbacks), {@link dev.ferrite.journal.Lsn}, {@link dev.ferrite.journal.Reservation}.
- *
- * <p>Invariants:
- * <ul>
- *   <li>Log space is reserved before a transaction changes anything; the write grant head never passes
- *       the anchored tail by more than the log; the uncontended reservation path is one CAS per head.
- *   <li>A commit copies dirty ranges into the CIL without a global lock; each checkpoint carries each
- *       item once, with every change since the item was last written home.
- *   <li>A checkpoint is durable only when all its records are written and flushed; checkpoints are
- *       written one after another, each flushed before the next.
- *   <li>An item is pinned from commit until its checkpoint is in the AIL, and never written home while
- *       pinned; the tail moves only after write-back is flushed and the new tail is anchored on disk.
- *   <li>Recovery replays complete checkpoints from the anchored tail, skipping items whose home block
- *       is newer, and refuses a log damaged before its end.
- * </ul>
+ * journal: Ferrite's XFS-style write-ahead log (DESIGN section 4). What an application sees of it:
+ * {@link dev.ferrite.journal.JournalOptions} (its knobs, part of a volume's options),
+ * {@link dev.ferrite.journal.JournalStats} (its figures) and
+ * {@link dev.ferrite.journal.ReservationExceededException}. The log lives in {@code dev.ferrite.journal.internal},
+ * exported only to the modules built on it.
  */
 package dev.ferrite.journal;

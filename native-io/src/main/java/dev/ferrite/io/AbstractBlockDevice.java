@@ -1,5 +1,7 @@
 package dev.ferrite.io;
 
+import dev.ferrite.io.sys.Posix;
+
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;

@@ -1,5 +1,7 @@
 package dev.ferrite.io;
 
+import dev.ferrite.io.sys.Posix;
+
 /**
  * Linux errno values Ferrite reports (asm-generic numbering, shared by x86-64 and AArch64), with their
  * symbolic names and descriptions.

@@ -1,5 +1,7 @@
 package dev.ferrite.io;
 
+import dev.ferrite.io.sys.Posix;
+
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

@@ -1,5 +1,7 @@
 package dev.ferrite.io;
 
+import dev.ferrite.io.sys.Posix;
+
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;

@@ -1,5 +1,7 @@
 package dev.ferrite.io;
 
+import dev.ferrite.io.sys.Posix;
+
 import java.io.IOException;
 import java.io.RandomAccessFile;
 import java.lang.foreign.Arena;

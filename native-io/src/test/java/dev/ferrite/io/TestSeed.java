@@ -9,11 +9,11 @@ import org.junit.jupiter.api.extension.TestWatcher;
  * The seed of every randomised test: {@code -Dferrite.seed=N}, or a fixed default so runs repeat.
  * Register with {@code @ExtendWith(TestSeed.class)} to have it printed when a test fails.
  */
-final class TestSeed implements TestWatcher {
-    static final long SEED = Long.getLong("ferrite.seed", 0x5EED_F311L);
+public final class TestSeed implements TestWatcher {
+    public static final long SEED = Long.getLong("ferrite.seed", 0x5EED_F311L);
 
     /** A generator for one test, seeded from {@link #SEED} and a per-test salt so tests do not share a stream. */
-    static Random random(long salt) {
+    public static Random random(long salt) {
         return new Random(SEED * 31 + salt);
     }
 

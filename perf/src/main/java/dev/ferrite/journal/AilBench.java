@@ -1,5 +1,9 @@
 package dev.ferrite.journal;
 
+import dev.ferrite.journal.internal.Ail;
+import dev.ferrite.journal.internal.LogItem;
+import dev.ferrite.journal.internal.Lsn;
+
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.TimeUnit;

@@ -1,5 +1,11 @@
 package dev.ferrite.journal;
 
+import dev.ferrite.journal.internal.Cil;
+import dev.ferrite.journal.internal.DirtyMap;
+import dev.ferrite.journal.internal.LogItem;
+import dev.ferrite.journal.internal.ShadowPool;
+import dev.ferrite.journal.internal.Ticket;
+
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 

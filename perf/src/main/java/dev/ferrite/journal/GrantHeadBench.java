@@ -1,5 +1,8 @@
 package dev.ferrite.journal;
 
+import dev.ferrite.journal.internal.LogSpace;
+import dev.ferrite.journal.internal.Ticket;
+
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;

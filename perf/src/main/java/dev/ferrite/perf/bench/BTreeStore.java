@@ -1,14 +1,14 @@
 package dev.ferrite.perf.bench;
 
-import dev.ferrite.btree.BTree;
-import dev.ferrite.btree.BitmapAllocator;
-import dev.ferrite.btree.BufferCache;
-import dev.ferrite.btree.BufferReplayer;
-import dev.ferrite.btree.Txn;
+import dev.ferrite.btree.internal.BTree;
+import dev.ferrite.btree.internal.BitmapAllocator;
+import dev.ferrite.btree.internal.BufferCache;
+import dev.ferrite.btree.internal.BufferReplayer;
+import dev.ferrite.btree.internal.Txn;
 import dev.ferrite.io.BlockDevice;
-import dev.ferrite.journal.Journal;
+import dev.ferrite.journal.internal.Journal;
 import dev.ferrite.journal.JournalOptions;
-import dev.ferrite.journal.LogGeometry;
+import dev.ferrite.journal.internal.LogGeometry;
 
 /**
  * A device laid out for one B-tree, as benchmarks use it: block 0 reserved, the log, the allocation

@@ -5,9 +5,9 @@ import java.lang.foreign.MemorySegment;
 import java.util.concurrent.locks.ReentrantLock;
 
 import dev.ferrite.io.BlockDevice;
-import dev.ferrite.io.Crc32c;
-import dev.ferrite.io.OnDisk;
-import dev.ferrite.journal.LogItem;
+import dev.ferrite.io.internal.Crc32c;
+import dev.ferrite.io.internal.OnDisk;
+import dev.ferrite.journal.internal.LogItem;
 
 /**
  * The simplest real log item, for journal benchmarks: one block whose first 8 bytes carry the LSN it was

@@ -5,10 +5,10 @@ import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import java.nio.file.Path;
 
-import dev.ferrite.btree.BTree;
-import dev.ferrite.btree.Cursor;
-import dev.ferrite.btree.TreeCheck;
-import dev.ferrite.btree.Txn;
+import dev.ferrite.btree.internal.BTree;
+import dev.ferrite.btree.internal.Cursor;
+import dev.ferrite.btree.internal.TreeCheck;
+import dev.ferrite.btree.internal.Txn;
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.DeviceException;
 import dev.ferrite.io.DeviceOptions;

@@ -15,14 +15,14 @@ import org.HdrHistogram.Histogram;
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.DeviceOptions;
 import dev.ferrite.io.DirectDevice;
-import dev.ferrite.journal.Journal;
+import dev.ferrite.journal.internal.Journal;
 import dev.ferrite.journal.JournalOptions;
 import dev.ferrite.journal.JournalStats;
-import dev.ferrite.journal.LogGeometry;
-import dev.ferrite.journal.Replayer;
-import dev.ferrite.journal.ReplayItem;
-import dev.ferrite.journal.Reservation;
-import dev.ferrite.journal.Transaction;
+import dev.ferrite.journal.internal.LogGeometry;
+import dev.ferrite.journal.internal.Replayer;
+import dev.ferrite.journal.internal.ReplayItem;
+import dev.ferrite.journal.internal.Reservation;
+import dev.ferrite.journal.internal.Transaction;
 
 /**
  * The journal on a real device (O_DIRECT), each phase beside what the device does without it in the same

@@ -14,9 +14,9 @@ import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Threads;
 
-import dev.ferrite.btree.BTree;
-import dev.ferrite.btree.Cursor;
-import dev.ferrite.btree.Txn;
+import dev.ferrite.btree.internal.BTree;
+import dev.ferrite.btree.internal.Cursor;
+import dev.ferrite.btree.internal.Txn;
 import dev.ferrite.io.MemoryDevice;
 import dev.ferrite.perf.bench.BTreeStore;
 import dev.ferrite.perf.bench.KvKeys;

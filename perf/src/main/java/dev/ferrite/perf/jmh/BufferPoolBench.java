@@ -1,6 +1,6 @@
 package dev.ferrite.perf.jmh;
 
-import dev.ferrite.io.BufferPool;
+import dev.ferrite.io.internal.BufferPool;
 
 import java.lang.foreign.MemorySegment;
 

@@ -1,7 +1,7 @@
 package dev.ferrite.perf.jmh;
 
 import dev.ferrite.io.BlockDevice;
-import dev.ferrite.io.Crc32c;
+import dev.ferrite.io.internal.Crc32c;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -20,7 +20,7 @@ import org.openjdk.jmh.annotations.TearDown;
  * CRC32C over a block, as every metadata write-back and read verification does. {@code heapArray} is the
  * JDK intrinsic on a {@code byte[]}: the floor the segment forms are measured against. {@code computeSkipping}
  * and the in-place pair are the two ways to checksum a block whose checksum field lies inside it. Buffers come from
- * a shared arena, like {@link dev.ferrite.io.BufferPool}'s.
+ * a shared arena, like {@link dev.ferrite.io.internal.BufferPool}'s.
  */
 @State(Scope.Thread)
 public class Crc32cBench extends JmhDefaults {

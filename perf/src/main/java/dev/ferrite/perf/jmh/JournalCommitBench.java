@@ -12,13 +12,13 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Threads;
 
 import dev.ferrite.io.MemoryDevice;
-import dev.ferrite.journal.Journal;
+import dev.ferrite.journal.internal.Journal;
 import dev.ferrite.journal.JournalOptions;
-import dev.ferrite.journal.LogGeometry;
-import dev.ferrite.journal.Replayer;
-import dev.ferrite.journal.ReplayItem;
-import dev.ferrite.journal.Reservation;
-import dev.ferrite.journal.Transaction;
+import dev.ferrite.journal.internal.LogGeometry;
+import dev.ferrite.journal.internal.Replayer;
+import dev.ferrite.journal.internal.ReplayItem;
+import dev.ferrite.journal.internal.Reservation;
+import dev.ferrite.journal.internal.Transaction;
 import dev.ferrite.perf.bench.BenchItem;
 
 /**

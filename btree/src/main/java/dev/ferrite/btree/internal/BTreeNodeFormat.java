@@ -1,0 +1,615 @@
+package dev.ferrite.btree.internal;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+
+import static dev.ferrite.io.internal.OnDisk.U16;
+import static dev.ferrite.io.internal.OnDisk.U64;
+
+/**
+ * A B+tree node: a slotted page. Fixed header, then a slot array in key order growing up, cells growing
+ * down from the end of the block.
+ *
+ * <pre>
+ *  0  block header ({@link BlockHeaderFormat}): magic 'FBTN', crc, block, owner (tree id), LSN
+ * 32  u8  level: 0 for a leaf
+ * 33  u8  skip: how many leading bytes (0 to 8) every key of the node shares
+ * 34  u16 count: cells
+ * 36  u16 cell start: lowest byte used by cells; cells fill [cell start, block size)
+ * 38  u16 garbage: bytes of dead cells inside the cell area (reclaimed by compaction)
+ * 40  u64 left sibling at this level (0: none)
+ * 48  u64 right sibling at this level (0: none)
+ * 56  u64 leftmost child (interior nodes): the subtree of keys below the first separator
+ * 64  u64 prefix: the skip shared bytes, big-endian in the high bytes, zero below them
+ * 72  u64 slot[count], ordered by key (unsigned bytewise): bits 0-15 the cell's offset, bits 16-63 the
+ *         key's head, its 6 bytes after the shared prefix (big-endian, zero-padded)
+ *
+ * leaf cell:      u16 key length, u16 value length, key, value
+ * interior cell:  u16 key length, u64 child, key       (the child holds keys at or above the key)
+ * </pre>
+ *
+ * <p>The heads let a binary search run on the slot array alone: a probe reads a cell only when its head
+ * equals the key's, so a lookup touches the header, a few slot lines and one cell instead of a cell line
+ * per probe. The prefix may be shorter than what the keys really share (it shrinks when a key that does
+ * not share it arrives, and is recomputed only when the node is rebuilt: split, merge, compaction), never
+ * longer.
+ *
+ * <p>Block 0 is never a node, so 0 means "no block" in sibling and child fields. Every accessor bounds-checks
+ * (through the segment), so code reading a node optimistically gets an exception, never garbage
+ * addresses, from a torn read, and validates its version before believing anything.
+ */
+public final class BTreeNodeFormat {
+    public static final int MAGIC = 0x4E544246; // "FBTN" as little-endian bytes
+    /** Magic of a node block that has been freed (logged when freed, so replay never resurrects it). */
+    public static final int FREED_MAGIC = 0x46544246; // "FBTF"
+    static final int LEVEL = 32, SKIP = 33, COUNT = 34, CELL_START = 36, GARBAGE = 38;
+    static final int LEFT = 40, RIGHT = 48, LEFTMOST = 56, PREFIX = 64;
+    static final int SLOTS = 72;
+    /** Bytes of one slot. */
+    static final int SLOT = 8;
+    /** Bytes of a key's head kept in its slot. */
+    private static final int HEAD_BYTES = 6;
+    static final int LEAF_CELL_HEADER = 4;
+    static final int INTERIOR_CELL_HEADER = 10;
+    /** Key bytes read eight at a time for comparison (keys order bytewise, so as big-endian numbers). */
+    private static final ValueLayout.OfLong BE64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+
+    /** Longest key. */
+    public static final int MAX_KEY = 1024;
+    /** Longest value: two largest leaf cells (slots included) always fit one 4 KiB node, so a split always works. */
+    public static final int MAX_VALUE = 960;
+
+    private BTreeNodeFormat() {
+    }
+
+    /** Formats an empty node. */
+    static void init(MemorySegment n, int level, int blockSize) {
+        n.set(ValueLayout.JAVA_BYTE, LEVEL, (byte) level);
+        n.set(ValueLayout.JAVA_BYTE, SKIP, (byte) 0);
+        n.set(U16, COUNT, (short) 0);
+        n.set(U16, CELL_START, (short) blockSize);
+        n.set(U16, GARBAGE, (short) 0);
+        n.set(U64, LEFT, 0);
+        n.set(U64, RIGHT, 0);
+        n.set(U64, LEFTMOST, 0);
+        n.set(U64, PREFIX, 0);
+    }
+
+    static int level(MemorySegment n) {
+        return Byte.toUnsignedInt(n.get(ValueLayout.JAVA_BYTE, LEVEL));
+    }
+
+    /** Leading bytes every key of the node shares (and the search compares once, against the prefix). */
+    static int skip(MemorySegment n) {
+        return Byte.toUnsignedInt(n.get(ValueLayout.JAVA_BYTE, SKIP));
+    }
+
+    /** The shared leading bytes, big-endian in the high {@link #skip} bytes. */
+    static long prefix(MemorySegment n) {
+        return n.get(U64, PREFIX);
+    }
+
+    static int count(MemorySegment n) {
+        return Short.toUnsignedInt(n.get(U16, COUNT));
+    }
+
+    static int cellStart(MemorySegment n) {
+        int v = Short.toUnsignedInt(n.get(U16, CELL_START));
+        return v == 0 ? 65536 : v; // 64 KiB blocks store their end as 0
+    }
+
+    static int garbage(MemorySegment n) {
+        return Short.toUnsignedInt(n.get(U16, GARBAGE));
+    }
+
+    static long left(MemorySegment n) {
+        return n.get(U64, LEFT);
+    }
+
+    static long right(MemorySegment n) {
+        return n.get(U64, RIGHT);
+    }
+
+    static long leftmost(MemorySegment n) {
+        return n.get(U64, LEFTMOST);
+    }
+
+    static void setLeft(MemorySegment n, long b) {
+        n.set(U64, LEFT, b);
+    }
+
+    static void setRight(MemorySegment n, long b) {
+        n.set(U64, RIGHT, b);
+    }
+
+    static void setLeftmost(MemorySegment n, long b) {
+        n.set(U64, LEFTMOST, b);
+    }
+
+    /** Offset of cell i. */
+    static int slot(MemorySegment n, int i) {
+        return (int) n.get(U64, slotOffset(i)) & 0xFFFF;
+    }
+
+    /** Head of key i as its slot keeps it. */
+    static long slotHead(MemorySegment n, int i) {
+        return n.get(U64, slotOffset(i)) >>> 16;
+    }
+
+    private static long slotOffset(int i) {
+        return SLOTS + (long) SLOT * i;
+    }
+
+    /** End of the slot array: what a change of the slots (and of the header) logs up to. */
+    static int slotsEnd(MemorySegment n) {
+        return SLOTS + SLOT * count(n);
+    }
+
+    static boolean isLeaf(MemorySegment n) {
+        return level(n) == 0;
+    }
+
+    static int keyLength(MemorySegment n, int i) {
+        return Short.toUnsignedInt(n.get(U16, slot(n, i)));
+    }
+
+    /** Offset of key i's bytes. */
+    static int keyOffset(MemorySegment n, int i) {
+        return slot(n, i) + (isLeaf(n) ? LEAF_CELL_HEADER : INTERIOR_CELL_HEADER);
+    }
+
+    static int valueLength(MemorySegment n, int i) {
+        return Short.toUnsignedInt(n.get(U16, slot(n, i) + 2L));
+    }
+
+    static int valueOffset(MemorySegment n, int i) {
+        int c = slot(n, i);
+        return c + LEAF_CELL_HEADER + Short.toUnsignedInt(n.get(U16, c));
+    }
+
+    static long child(MemorySegment n, int i) {
+        return n.get(U64, slot(n, i) + 2L);
+    }
+
+    static void setChild(MemorySegment n, int i, long b) {
+        n.set(U64, slot(n, i) + 2L, b);
+    }
+
+    /** Bytes a leaf cell takes, slot included. */
+    static int leafCellSize(int keyLen, int valueLen) {
+        return SLOT + LEAF_CELL_HEADER + keyLen + valueLen;
+    }
+
+    /** Bytes an interior cell takes, slot included. */
+    static int interiorCellSize(int keyLen) {
+        return SLOT + INTERIOR_CELL_HEADER + keyLen;
+    }
+
+    /** Bytes cell i takes, slot included. */
+    static int cellSize(MemorySegment n, int i) {
+        return isLeaf(n) ? leafCellSize(keyLength(n, i), valueLength(n, i)) : interiorCellSize(keyLength(n, i));
+    }
+
+    /** Contiguous free bytes between the slot array and the cells. */
+    static int freeContiguous(MemorySegment n) {
+        return cellStart(n) - slotsEnd(n);
+    }
+
+    /** Free bytes once compacted. */
+    static int freeTotal(MemorySegment n) {
+        return freeContiguous(n) + garbage(n);
+    }
+
+    /** Bytes used by slots and live cells. */
+    static int used(MemorySegment n, int blockSize) {
+        return blockSize - SLOTS - freeTotal(n);
+    }
+
+    /** Levels a node may have: a tree is at most this deep. */
+    static final int MAX_LEVELS = 48;
+
+    /**
+     * Why a node image read from the device cannot be a node of a sound tree, or null if it can: every
+     * count, offset and length in it lies where the accessors follow it (slots below the cells, each cell
+     * inside the block with lengths in range, live and dead cell bytes filling the cell area), keys are
+     * ascending and match their slots' heads and the node's prefix, and block pointers lie on the device.
+     * Checked once per read from the device, where the checksum is, so code reading cached nodes needs
+     * no checks of its own: the checksum guards against media errors, this against crafted images and bugs.
+     */
+    static String unsound(MemorySegment n, int blockSize, long blockCount) {
+        int level = level(n);
+        if (level >= MAX_LEVELS) {
+            return "level " + level + " (a tree has at most " + MAX_LEVELS + ")";
+        }
+        int skip = skip(n);
+        if (skip > 8) {
+            return "keys share " + skip + " leading bytes (at most 8 are kept)";
+        }
+        int count = count(n);
+        int cellStart = cellStart(n);
+        if (cellStart > blockSize || SLOTS + (long) SLOT * count > cellStart) {
+            return count + " slots and cells from offset " + cellStart + " do not fit a block of " + blockSize;
+        }
+        boolean leaf = level == 0;
+        int header = leaf ? LEAF_CELL_HEADER : INTERIOR_CELL_HEADER;
+        long live = 0;
+        for (int i = 0; i < count; i++) {
+            int c = slot(n, i);
+            if (c < cellStart || c + header > blockSize) {
+                return "cell " + i + " at offset " + c + " lies outside the cell area [" + cellStart + ", " + blockSize + ")";
+            }
+            int kl = Short.toUnsignedInt(n.get(U16, c));
+            int vl = leaf ? Short.toUnsignedInt(n.get(U16, c + 2L)) : 0;
+            if (kl < Math.max(1, skip) || kl > MAX_KEY || vl > MAX_VALUE) {
+                return "cell " + i + " has a key of " + kl + " bytes and a value of " + vl + " (keys 1 to " + MAX_KEY
+                        + " bytes and at least the " + skip + " shared, values up to " + MAX_VALUE + ")";
+            }
+            int size = header + kl + vl;
+            if (c + size > blockSize) {
+                return "cell " + i + " at offset " + c + " of " + size + " bytes runs past the block's end";
+            }
+            live += size;
+            if (!sharesPrefix(n, i)) {
+                return "key " + i + " does not start with the node's " + skip + "-byte prefix";
+            }
+            if (slotHead(n, i) != computedHead(n, i)) {
+                return "slot " + i + " holds head 0x" + Long.toHexString(slotHead(n, i)) + ", its key's is 0x"
+                        + Long.toHexString(computedHead(n, i));
+            }
+            if (i > 0) {
+                int p = slot(n, i - 1) + header;
+                if (Keys.compare(n, p, p + keyLength(n, i - 1), n, c + header, c + header + kl) >= 0) {
+                    return "key " + i + " is not above key " + (i - 1);
+                }
+            }
+            if (!leaf && !onDevice(child(n, i), blockCount)) {
+                return "child " + i + " is block " + child(n, i) + " (the device has " + blockCount + ")";
+            }
+        }
+        if (live + garbage(n) != blockSize - cellStart) {
+            return live + " live and " + garbage(n) + " dead cell bytes do not fill the " + (blockSize - cellStart)
+                    + " bytes from offset " + cellStart;
+        }
+        if (!leaf && !onDevice(leftmost(n), blockCount)) {
+            return "leftmost child is block " + leftmost(n) + " (the device has " + blockCount + ")";
+        }
+        if (left(n) != 0 && !onDevice(left(n), blockCount) || right(n) != 0 && !onDevice(right(n), blockCount)) {
+            return "siblings are blocks " + left(n) + " and " + right(n) + " (the device has " + blockCount + ")";
+        }
+        return null;
+    }
+
+    /** A block pointer that can name a node: block 0 is never one. */
+    static boolean onDevice(long block, long blockCount) {
+        return block > 0 && block < blockCount;
+    }
+
+    // ------------------------------------------------------------------ search
+
+    /**
+     * Binary search for {@code key}. The key's first {@link #skip} bytes are compared once, with the
+     * node's prefix; the probes then compare the next six as one number against the slots' heads and read
+     * a cell only when the heads are equal.
+     *
+     * @return the index of the key if present, else {@code -(insertion point) - 1}
+     */
+    static int search(MemorySegment n, MemorySegment key) {
+        int count = count(n);
+        if (count == 0) {
+            return -1;
+        }
+        int keyLen = (int) key.byteSize();
+        int skip = skip(n);
+        if (skip > 0) {
+            long k = head(key, 0, keyLen) & prefixMask(skip);
+            long prefix = prefix(n);
+            if (k != prefix) {
+                // the key differs from every key of the node inside the shared prefix: all sort the same way
+                return Long.compareUnsigned(k, prefix) < 0 ? -1 : -(count + 1);
+            }
+            if (keyLen < skip) {
+                return -1; // a proper prefix of every key here
+            }
+        }
+        long keyHead = head48(key, skip, keyLen - skip);
+        int header = isLeaf(n) ? LEAF_CELL_HEADER : INTERIOR_CELL_HEADER;
+        int lo = 0, hi = count - 1;
+        while (lo <= hi) {
+            int mid = (lo + hi) >>> 1;
+            long slot = n.get(U64, slotOffset(mid));
+            long h = slot >>> 16;
+            int c;
+            if (h != keyHead) {
+                c = h < keyHead ? -1 : 1; // 48-bit numbers: signed comparison is unsigned
+            } else {
+                int cell = (int) slot & 0xFFFF;
+                long off = cell + header;
+                c = Keys.compare(n, off + skip, off + Short.toUnsignedInt(n.get(U16, cell)), key, skip, keyLen);
+            }
+            if (c < 0) {
+                lo = mid + 1;
+            } else if (c > 0) {
+                hi = mid - 1;
+            } else {
+                return mid;
+            }
+        }
+        return -(lo + 1);
+    }
+
+    /**
+     * The first 8 bytes of {@code s[off, off + len)} as an unsigned big-endian number, zero-padded if
+     * shorter: heads order as the byte strings do, except that equal heads of strings of 8 bytes or fewer
+     * leave the shorter one first.
+     */
+    static long head(MemorySegment s, long off, int len) {
+        if (len >= 8) {
+            return s.get(BE64, off);
+        }
+        long h = 0;
+        for (int i = 0; i < len; i++) {
+            h |= (long) Byte.toUnsignedInt(s.get(ValueLayout.JAVA_BYTE, off + i)) << (56 - 8 * i);
+        }
+        return h;
+    }
+
+    /** A slot's head: the first {@value #HEAD_BYTES} bytes of {@code s[off, off + len)}, as {@link #head} orders them. */
+    private static long head48(MemorySegment s, long off, int len) {
+        return (len >= 8 ? s.get(BE64, off) : head(s, off, Math.min(len, HEAD_BYTES))) >>> 16;
+    }
+
+    /** Compares key i of the node with {@code key}, both known equal in their first {@code skip} bytes. */
+    static int compareFrom(MemorySegment n, int i, MemorySegment key, int skip) {
+        int off = keyOffset(n, i), len = keyLength(n, i);
+        return Keys.compare(n, off + skip, off + len, key, skip, key.byteSize());
+    }
+
+    /** Compares key i of the node with {@code key}. */
+    static int compare(MemorySegment n, int i, MemorySegment key) {
+        return compareFrom(n, i, key, 0);
+    }
+
+    /** The child to follow for {@code key} in an interior node. */
+    static long childFor(MemorySegment n, MemorySegment key) {
+        int i = search(n, key);
+        int idx = i >= 0 ? i : -i - 2; // the last separator at or below the key; -1 means the leftmost child
+        return idx < 0 ? leftmost(n) : child(n, idx);
+    }
+
+    /** Index of the child followed for {@code key}: -1 for the leftmost, else the separator's index. */
+    static int childIndexFor(MemorySegment n, MemorySegment key) {
+        int i = search(n, key);
+        return i >= 0 ? i : -i - 2;
+    }
+
+    /** Child at index {@code i} in the numbering of {@link #childIndexFor} (-1 = leftmost). */
+    static long childAt(MemorySegment n, int i) {
+        return i < 0 ? leftmost(n) : child(n, i);
+    }
+
+    // ------------------------------------------------------------------ changes (under the node's lock)
+
+    /** Makes room for a cell of {@code bytes} (slot included), compacting if that frees enough. */
+    static boolean ensureRoom(MemorySegment n, int bytes, int blockSize, MemorySegment scratch) {
+        if (freeContiguous(n) >= bytes) {
+            return true;
+        }
+        if (freeTotal(n) < bytes) {
+            return false;
+        }
+        compact(n, blockSize, scratch);
+        return true;
+    }
+
+    /** Rewrites the cells contiguously at the end of the block, dropping garbage. */
+    static void compact(MemorySegment n, int blockSize, MemorySegment scratch) {
+        int count = count(n);
+        int end = blockSize;
+        for (int i = 0; i < count; i++) {
+            int c = slot(n, i);
+            int len = cellSize(n, i) - SLOT;
+            end -= len;
+            MemorySegment.copy(n, c, scratch, end, len);
+            n.set(U64, slotOffset(i), end); // heads are rewritten below
+        }
+        MemorySegment.copy(scratch, end, n, end, blockSize - end);
+        n.set(U16, CELL_START, (short) end);
+        n.set(U16, GARBAGE, (short) 0);
+        refreshPrefix(n);
+    }
+
+    /**
+     * Sets the prefix to what the node's first and last keys (so all of them) share, up to 8 bytes, and
+     * rewrites every head: called when a node is rebuilt, since inserts only ever shorten the prefix.
+     */
+    static void refreshPrefix(MemorySegment n) {
+        int count = count(n);
+        if (count == 0) {
+            setPrefix(n, 0, 0);
+            return;
+        }
+        long first = head(n, keyOffset(n, 0), keyLength(n, 0));
+        long last = head(n, keyOffset(n, count - 1), keyLength(n, count - 1));
+        int shared = Math.min(Math.min(keyLength(n, 0), keyLength(n, count - 1)), Long.numberOfLeadingZeros(first ^ last) >>> 3);
+        setPrefix(n, shared, first);
+    }
+
+    /** Makes the prefix one that the key {@code s[off, off + len)} shares too, before it is inserted. */
+    private static void admit(MemorySegment n, MemorySegment s, long off, int len) {
+        int skip = skip(n);
+        if (skip == 0) {
+            return;
+        }
+        long prefix = prefix(n);
+        int shared = Math.min(len, Long.numberOfLeadingZeros(head(s, off, len) ^ prefix) >>> 3);
+        if (shared >= skip) {
+            return;
+        }
+        // Each head grows by the d prefix bytes it now starts with and loses as many from its end: no cell is read.
+        int d = skip - shared;
+        long lead = (prefix << 8 * shared) >>> 16;
+        for (int i = 0, count = count(n); i < count; i++) {
+            long slot = n.get(U64, slotOffset(i));
+            long head = lead | (d < HEAD_BYTES ? (slot >>> 16) >>> 8 * d : 0);
+            n.set(U64, slotOffset(i), head << 16 | slot & 0xFFFF);
+        }
+        n.set(ValueLayout.JAVA_BYTE, SKIP, (byte) shared);
+        n.set(U64, PREFIX, shared == 0 ? 0 : prefix & prefixMask(shared));
+    }
+
+    /** Sets the shared prefix to the first {@code skip} bytes of {@code word} and recomputes every head from its key. */
+    private static void setPrefix(MemorySegment n, int skip, long word) {
+        n.set(ValueLayout.JAVA_BYTE, SKIP, (byte) skip);
+        n.set(U64, PREFIX, skip == 0 ? 0 : word & prefixMask(skip));
+        for (int i = 0, count = count(n); i < count; i++) {
+            int cell = slot(n, i);
+            long key = keyOffset(n, i);
+            n.set(U64, slotOffset(i), head48(n, key + skip, keyLength(n, i) - skip) << 16 | cell);
+        }
+    }
+
+    /** Takes {@code cellLen} bytes for a new cell and a slot at index {@code pos} giving it {@code head}. */
+    private static int allocateCell(MemorySegment n, int pos, int cellLen, long head) {
+        int count = count(n);
+        int start = cellStart(n) - cellLen;
+        // shift slots [pos, count) up by one
+        MemorySegment.copy(n, slotOffset(pos), n, slotOffset(pos + 1), (long) SLOT * (count - pos));
+        n.set(U64, slotOffset(pos), head << 16 | start);
+        n.set(U16, COUNT, (short) (count + 1));
+        n.set(U16, CELL_START, (short) start);
+        return start;
+    }
+
+    /** Whether key i starts with the node's prefix (for the checker). */
+    static boolean sharesPrefix(MemorySegment n, int i) {
+        int skip = skip(n), len = keyLength(n, i);
+        return skip <= 8 && len >= skip && (skip == 0 || (head(n, keyOffset(n, i), len) & prefixMask(skip)) == prefix(n));
+    }
+
+    /** Key i's head as computed from its bytes, to compare with {@link #slotHead} (for the checker). */
+    static long computedHead(MemorySegment n, int i) {
+        return headHere(n, n, keyOffset(n, i), keyLength(n, i));
+    }
+
+    /** The high {@code skip} bytes of a word (1 to 8). */
+    private static long prefixMask(int skip) {
+        return -1L << (64 - 8 * skip);
+    }
+
+    /** The head, under the node's current prefix, of a key that shares it. */
+    private static long headHere(MemorySegment n, MemorySegment s, long off, int len) {
+        int skip = skip(n);
+        return head48(s, off + skip, len - skip);
+    }
+
+    /** Inserts a leaf cell at index {@code pos}; room must have been ensured. Returns the cell offset. */
+    static int insertLeaf(MemorySegment n, int pos, MemorySegment key, MemorySegment value) {
+        int kl = (int) key.byteSize(), vl = (int) value.byteSize();
+        admit(n, key, 0, kl);
+        int c = allocateCell(n, pos, LEAF_CELL_HEADER + kl + vl, headHere(n, key, 0, kl));
+        n.set(U16, c, (short) kl);
+        n.set(U16, c + 2L, (short) vl);
+        MemorySegment.copy(key, 0, n, c + LEAF_CELL_HEADER, kl);
+        MemorySegment.copy(value, 0, n, c + LEAF_CELL_HEADER + kl, vl);
+        return c;
+    }
+
+    /** Inserts an interior cell (separator and the child right of it) at index {@code pos}. */
+    static int insertInterior(MemorySegment n, int pos, MemorySegment key, long child) {
+        int kl = (int) key.byteSize();
+        admit(n, key, 0, kl);
+        int c = allocateCell(n, pos, INTERIOR_CELL_HEADER + kl, headHere(n, key, 0, kl));
+        n.set(U16, c, (short) kl);
+        n.set(U64, c + 2L, child);
+        MemorySegment.copy(key, 0, n, c + INTERIOR_CELL_HEADER, kl);
+        return c;
+    }
+
+    /**
+     * Sets the prefix of an empty node about to be filled by appends in key order to what its first key
+     * {@code a[aOff, +aLen)} and last key {@code b[bOff, +bLen)} share (so every key between them too).
+     */
+    static void presetPrefix(MemorySegment n, MemorySegment a, long aOff, int aLen, MemorySegment b, long bOff, int bLen) {
+        long first = head(a, aOff, aLen);
+        int shared = Math.min(Math.min(aLen, bLen), Long.numberOfLeadingZeros(first ^ head(b, bOff, bLen)) >>> 3);
+        n.set(ValueLayout.JAVA_BYTE, SKIP, (byte) shared);
+        n.set(U64, PREFIX, shared == 0 ? 0 : first & prefixMask(shared));
+    }
+
+    /**
+     * Appends cell i of {@code from} as the last cell of {@code to} (same node kind), whose prefix the key
+     * shares ({@link #presetPrefix}) and which has room: a node rebuilt in key order needs no slot shifts
+     * and no prefix checks.
+     */
+    static void appendCell(MemorySegment from, int i, MemorySegment to) {
+        int cell = slot(from, i);
+        int kl = Short.toUnsignedInt(from.get(U16, cell));
+        boolean leaf = isLeaf(from);
+        int header = leaf ? LEAF_CELL_HEADER : INTERIOR_CELL_HEADER;
+        int len = header + kl + (leaf ? Short.toUnsignedInt(from.get(U16, cell + 2L)) : 0);
+        int start = appendSlot(to, len, from, cell + header, kl);
+        MemorySegment.copy(from, cell, to, start, len);
+    }
+
+    /** As {@link #appendCell}, for a new leaf cell. */
+    static void appendLeaf(MemorySegment to, MemorySegment key, MemorySegment value) {
+        int kl = (int) key.byteSize(), vl = (int) value.byteSize();
+        int start = appendSlot(to, LEAF_CELL_HEADER + kl + vl, key, 0, kl);
+        to.set(U16, start, (short) kl);
+        to.set(U16, start + 2L, (short) vl);
+        MemorySegment.copy(key, 0, to, start + LEAF_CELL_HEADER, kl);
+        MemorySegment.copy(value, 0, to, start + LEAF_CELL_HEADER + kl, vl);
+    }
+
+    /** Takes {@code len} cell bytes and the next slot, headed by the key {@code s[off, +kl)}; returns the cell offset. */
+    private static int appendSlot(MemorySegment to, int len, MemorySegment s, long off, int kl) {
+        int count = count(to);
+        int start = cellStart(to) - len;
+        int skip = skip(to);
+        to.set(U64, slotOffset(count), head48(s, off + skip, kl - skip) << 16 | start);
+        to.set(U16, COUNT, (short) (count + 1));
+        to.set(U16, CELL_START, (short) start);
+        return start;
+    }
+
+    /** Copies cell i of {@code from} to index {@code pos} of {@code to} (same node kind); room must be there. */
+    static void copyCell(MemorySegment from, int i, MemorySegment to, int pos) {
+        int len = cellSize(from, i) - SLOT;
+        long key = keyOffset(from, i);
+        int kl = keyLength(from, i);
+        admit(to, from, key, kl);
+        int c = allocateCell(to, pos, len, headHere(to, from, key, kl));
+        MemorySegment.copy(from, slot(from, i), to, c, len);
+    }
+
+    /** Removes cell i (its bytes become garbage). */
+    static void remove(MemorySegment n, int i) {
+        int count = count(n);
+        int len = cellSize(n, i) - SLOT;
+        MemorySegment.copy(n, slotOffset(i + 1), n, slotOffset(i), (long) SLOT * (count - i - 1));
+        n.set(U16, COUNT, (short) (count - 1));
+        n.set(U16, GARBAGE, (short) (garbage(n) + len));
+    }
+
+    /** Removes cells [from, count): what a split moved to the new right node. */
+    static void truncate(MemorySegment n, int from) {
+        int count = count(n);
+        int dead = 0;
+        for (int i = from; i < count; i++) {
+            dead += cellSize(n, i) - SLOT;
+        }
+        n.set(U16, COUNT, (short) from);
+        n.set(U16, GARBAGE, (short) (garbage(n) + dead));
+    }
+
+    /** Key i as its own segment (a slice of the node). */
+    static MemorySegment key(MemorySegment n, int i) {
+        return n.asSlice(keyOffset(n, i), keyLength(n, i));
+    }
+
+    /** Value i of a leaf as a slice of the node. */
+    static MemorySegment value(MemorySegment n, int i) {
+        return n.asSlice(valueOffset(n, i), valueLength(n, i));
+    }
+}

@@ -1,0 +1,74 @@
+package dev.ferrite.btree.internal;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.Map;
+import java.util.TreeMap;
+
+import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.IoBatch;
+import dev.ferrite.journal.internal.ReplayItem;
+import dev.ferrite.journal.internal.Replayer;
+
+/**
+ * Journal recovery for blocks kept in the buffer cache (every one starts with a
+ * {@link BlockHeaderFormat}): a block whose checksum holds and whose LSN is at least the logged copy's
+ * is skipped; any other (older, never written, or torn by a crash during write-back) gets the logged
+ * ranges applied and is stamped with their LSN. Replayed blocks are kept in memory and written, in block
+ * order, then flushed, by {@link #finish()}.
+ */
+public final class BufferReplayer implements Replayer, AutoCloseable {
+    private final BlockDevice device;
+    private final Arena arena = Arena.ofConfined();
+    private final Map<Long, MemorySegment> blocks = new TreeMap<>();
+
+    public BufferReplayer(BlockDevice device) {
+        this.device = device;
+    }
+
+    @Override
+    public boolean replay(ReplayItem item) {
+        if (item.type() != BufferCache.ITEM_TYPE) {
+            throw new IllegalStateException("log item of type " + item.type() + " for block " + item.home()
+                    + " is not a cached block (type " + BufferCache.ITEM_TYPE + ")");
+        }
+        MemorySegment b = blocks.get(item.home());
+        if (b == null) {
+            b = arena.allocate(device.blockSize(), BlockDevice.BUFFER_ALIGNMENT);
+            device.read(item.home(), b);
+            blocks.put(item.home(), b);
+        }
+        if (BlockHeaderFormat.checksumValid(b) && BlockHeaderFormat.lsn(b) >= item.lsn()) {
+            return false;
+        }
+        item.applyTo(b);
+        BlockHeaderFormat.stamp(b, item.lsn());
+        return true;
+    }
+
+    @Override
+    public void finish() {
+        IoBatch batch = new IoBatch(Math.max(1, Math.min(blocks.size(), 1024)));
+        for (Map.Entry<Long, MemorySegment> e : blocks.entrySet()) {
+            if (batch.size() == batch.capacity()) {
+                device.submit(batch);
+                batch.clear();
+            }
+            batch.write(e.getKey(), e.getValue());
+        }
+        if (batch.size() > 0) {
+            device.submit(batch);
+        }
+        device.flush();
+    }
+
+    /** Blocks replayed so far. */
+    public int blocks() {
+        return blocks.size();
+    }
+
+    @Override
+    public void close() {
+        arena.close();
+    }
+}

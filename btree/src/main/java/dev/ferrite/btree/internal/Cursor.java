@@ -1,0 +1,227 @@
+package dev.ferrite.btree.internal;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+
+import dev.ferrite.io.CorruptionException;
+
+import static dev.ferrite.io.internal.OnDisk.U16;
+
+/**
+ * A forward or reverse range cursor. It copies each leaf it reaches into a page of its own, validating
+ * the leaf's version once per copy, and then returns the page's entries without locking, validating or
+ * copying anything per entry. It moves along the sibling links, and survives concurrent changes: whenever
+ * a leaf changed under a copy or a move, it finds its place again by the last key it returned. Each key
+ * is returned at most once and in order; a key inserted or deleted while the cursor runs may or may not
+ * be seen (a page shows its leaf as it was when copied). Not thread-safe.
+ */
+public final class Cursor {
+    private final BTree tree;
+    private final boolean reverse;
+    private final byte[] start;
+    /** Bound not to reach (exclusive; the cursor's direction decides which side), or null. */
+    private final MemorySegment end;
+    /** Copy of the current leaf, consistent: taken between a version read and its validation. */
+    private final MemorySegment page;
+    /** The last key returned, saved when the page holding it is about to be replaced. */
+    private final MemorySegment lastKey = MemorySegment.ofArray(new byte[BTreeNodeFormat.MAX_KEY]);
+    private int lastKeyLength;
+    /** The entry at {@code index} of the page was returned and not yet saved in lastKey. */
+    private boolean onEntry;
+    private boolean started;
+    private boolean exhausted;
+    /** The leaf the page copies (null: no page, seek) and the version the copy is valid for. */
+    private Buffer leaf;
+    private long version;
+    /** Position of the current entry in the page: before the first one to return when the page is new. */
+    private int index;
+    /** Forward: first index not to return; reverse: last index not to return. */
+    private int stop;
+    /** The bound falls inside the page: no leaf beyond it is visited. */
+    private boolean boundHere;
+    private int keyOffset;
+    private int keyLength;
+    private int valueOffset;
+    private int valueLength;
+
+    Cursor(BTree tree, byte[] start, byte[] end, boolean reverse) {
+        this.tree = tree;
+        this.reverse = reverse;
+        this.start = start == null ? null : start.clone();
+        this.end = end == null ? null : MemorySegment.ofArray(end.clone());
+        if (start != null) {
+            BTree.checkKey(MemorySegment.ofArray(start));
+        }
+        if (end != null) {
+            BTree.checkKey(this.end);
+        }
+        this.page = MemorySegment.ofArray(new byte[tree.blockSize()]);
+    }
+
+    /** Moves to the next entry; false when there is none. */
+    public boolean next() {
+        if (exhausted) {
+            return false;
+        }
+        for (;;) {
+            if (leaf == null) {
+                seek();
+            }
+            int i = reverse ? index - 1 : index + 1;
+            if (reverse ? i > stop : i < stop) {
+                int cell = BTreeNodeFormat.slot(page, i);
+                keyLength = Short.toUnsignedInt(page.get(U16, cell));
+                valueLength = Short.toUnsignedInt(page.get(U16, cell + 2L));
+                keyOffset = cell + BTreeNodeFormat.LEAF_CELL_HEADER;
+                valueOffset = keyOffset + keyLength;
+                index = i;
+                onEntry = true;
+                started = true;
+                return true;
+            }
+            long sibling = reverse ? BTreeNodeFormat.left(page) : BTreeNodeFormat.right(page);
+            if (sibling == leaf.block()) {
+                throw new CorruptionException(sibling, BTree.NODE, "the leaf is its own sibling");
+            }
+            if (boundHere || sibling == 0) {
+                exhausted = true;
+                leaf = null;
+                return false;
+            }
+            if (!move(sibling)) {
+                leaf = null;
+            }
+        }
+    }
+
+    /** Copies the sibling leaf into the page; false if the current leaf or the sibling changed meanwhile (seek). */
+    private boolean move(long sibling) {
+        saveKey();
+        Buffer s;
+        try {
+            s = tree.nodeForCursor(sibling);
+        } catch (RuntimeException e) {
+            if (leaf.validate(version)) {
+                throw e;
+            }
+            return false; // a stale link led to a block that is no longer ours
+        }
+        long sv = s.readVersion();
+        // the link was current when the sibling's version was read: no leaf was split off in between
+        if (sv < 0 || !leaf.validate(version) || !BTree.atLevel(s, sv, 0, leaf, version) || !copy(s, sv)) {
+            return false;
+        }
+        index = reverse ? BTreeNodeFormat.count(page) : -1;
+        requireBeyondLastKey();
+        return true;
+    }
+
+    /**
+     * Checks that the page just moved to (a consistent copy, reached by a link that was current) holds
+     * keys beyond the last one returned: sibling links that loop back would otherwise run for ever.
+     */
+    private void requireBeyondLastKey() {
+        int count = BTreeNodeFormat.count(page);
+        if (!started || count == 0) {
+            return;
+        }
+        int c = Keys.compare(BTreeNodeFormat.key(page, reverse ? count - 1 : 0), lastKey.asSlice(0, lastKeyLength));
+        if (reverse ? c >= 0 : c <= 0) {
+            throw new CorruptionException(leaf.block(), BTree.NODE, "its keys do not lie " + (reverse ? "below" : "above")
+                    + " those of the leaf linking to it");
+        }
+    }
+
+    /** Copies {@code b} into the page and checks it stayed at version {@code v}; on success the page is b's. */
+    private boolean copy(Buffer b, long v) {
+        MemorySegment.copy(b.data(), 0, page, 0, page.byteSize());
+        if (!b.validate(v)) {
+            return false;
+        }
+        leaf = b;
+        version = v;
+        setStop();
+        return true;
+    }
+
+    private void setStop() {
+        int count = BTreeNodeFormat.count(page);
+        if (end == null) {
+            stop = reverse ? -1 : count;
+            boundHere = false;
+            return;
+        }
+        int r = BTreeNodeFormat.search(page, end);
+        int at = r >= 0 ? r : -r - 1; // the bound's index, or where it would go
+        if (reverse) {
+            stop = r >= 0 ? r : at - 1;
+            boundHere = stop >= 0;
+        } else {
+            stop = at;
+            boundHere = at < count;
+        }
+    }
+
+    /** Keeps the last key returned before the page holding it is overwritten. */
+    private void saveKey() {
+        if (onEntry) {
+            MemorySegment.copy(page, keyOffset, lastKey, 0, keyLength);
+            lastKeyLength = keyLength;
+            onEntry = false;
+        }
+    }
+
+    /** Finds the leaf and position from which the next entry follows: after the last key returned, or from the start key. */
+    private void seek() {
+        saveKey();
+        MemorySegment target = started ? lastKey.asSlice(0, lastKeyLength)
+                : start == null ? null : MemorySegment.ofArray(start);
+        for (;;) {
+            BTree.Seen s = tree.leafFor(target, reverse);
+            if (copy(s.buffer(), s.version())) {
+                break;
+            }
+        }
+        if (target == null) {
+            index = reverse ? BTreeNodeFormat.count(page) : -1;
+            return;
+        }
+        int r = BTreeNodeFormat.search(page, target);
+        boolean found = r >= 0;
+        int at = found ? r : -r - 1; // found: its index; else: the insertion point
+        if (!reverse) {
+            index = found && !started ? at - 1 : found ? at : at - 1;
+        } else {
+            index = found && !started ? at + 1 : at;
+        }
+    }
+
+    /** The current key (a copy). */
+    public byte[] key() {
+        return page.asSlice(keyOffset, keyLength).toArray(ValueLayout.JAVA_BYTE);
+    }
+
+    /** The current value (a copy). */
+    public byte[] value() {
+        return page.asSlice(valueOffset, valueLength).toArray(ValueLayout.JAVA_BYTE);
+    }
+
+    /** The current key, valid until the next move: a view of the cursor's page. */
+    public MemorySegment keySegment() {
+        return page.asSlice(keyOffset, keyLength);
+    }
+
+    /** The current value, valid until the next move. */
+    public MemorySegment valueSegment() {
+        return page.asSlice(valueOffset, valueLength);
+    }
+
+    /**
+     * Copies the current value into {@code out} (as much as fits) and returns its length: what
+     * {@link BTree#get(MemorySegment, MemorySegment)} does for one key, without a view made per entry.
+     */
+    public int value(MemorySegment out) {
+        MemorySegment.copy(page, valueOffset, out, 0, Math.min(valueLength, out.byteSize()));
+        return valueLength;
+    }
+}

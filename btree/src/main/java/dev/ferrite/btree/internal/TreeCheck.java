@@ -1,0 +1,172 @@
+package dev.ferrite.btree.internal;
+
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * What a full walk of a tree found: its shape and every problem. Verifies each node's block header
+ * (checksum, magic, block number, owner), levels, key order inside nodes and against the separators
+ * above them, cell layout and space accounting, that no block appears twice, that the leaf chain links
+ * the leaves in key order both ways, that every block is marked in use by the allocator, and the header's
+ * height. Run it while nothing changes or reads the tree (a reader's misses could evict the node it is
+ * reading, whose frame would then hold another block); it never writes.
+ *
+ * @param nodes    nodes reached
+ * @param leaves   leaves reached
+ * @param keys     keys in the leaves
+ * @param height   levels found
+ * @param problems what is wrong, one line each; empty for a sound tree
+ */
+public record TreeCheck(long nodes, long leaves, long keys, int height, List<String> problems) {
+    public boolean ok() {
+        return problems.isEmpty();
+    }
+
+    @Override
+    public String toString() {
+        return "tree check: " + nodes + " nodes, " + leaves + " leaves, " + keys + " keys, height " + height
+                + (problems.isEmpty() ? ", no problems" : ", " + problems.size() + " problems:\n  " + String.join("\n  ", problems));
+    }
+
+    static TreeCheck run(BTree tree, BufferCache cache, BitmapAllocator allocator) {
+        Walk w = new Walk(tree, cache.blockSize(), allocator);
+        Buffer h;
+        try {
+            h = tree.headerBuffer();
+        } catch (RuntimeException e) {
+            return new TreeCheck(0, 0, 0, 0, List.of("header block " + tree.headerBlock() + ": " + e.getMessage()));
+        }
+        MemorySegment hd = h.data();
+        long root = BTreeHeaderFormat.root(hd);
+        int height = BTreeHeaderFormat.height(hd);
+        w.used(tree.headerBlock(), "header");
+        if (height < 1 || height > 48) {
+            w.problems.add("header block " + tree.headerBlock() + ": height " + height);
+        } else {
+            w.visit(root, height - 1, null, null);
+            w.checkChain();
+        }
+        return new TreeCheck(w.nodes, w.leaves, w.keys, height, List.copyOf(w.problems));
+    }
+
+    private static final class Walk {
+        final BTree tree;
+        final int blockSize;
+        final BitmapAllocator allocator;
+        final List<String> problems = new ArrayList<>();
+        final Set<Long> seen = new HashSet<>();
+        final List<long[]> chain = new ArrayList<>(); // {block, left, right} of each leaf, in key order
+        long nodes, leaves, keys;
+
+        Walk(BTree tree, int blockSize, BitmapAllocator allocator) {
+            this.tree = tree;
+            this.blockSize = blockSize;
+            this.allocator = allocator;
+        }
+
+        void used(long block, String what) {
+            if (!seen.add(block)) {
+                problems.add(what + " block " + block + " is reached twice");
+            }
+            if (allocator != null && (block < allocator.firstBlock() || block >= allocator.firstBlock() + allocator.blockCount()
+                    || !allocator.isAllocated(block))) {
+                problems.add(what + " block " + block + " is not marked in use by the allocator");
+            }
+        }
+
+        /** Visits the subtree at {@code block}, whose keys must lie in [low, high). */
+        void visit(long block, int level, byte[] low, byte[] high) {
+            if (seen.contains(block)) {
+                problems.add("node block " + block + " is reached twice (a cycle or a shared subtree)");
+                return;
+            }
+            used(block, "node");
+            Buffer b;
+            try {
+                b = tree.nodeBuffer(block);
+            } catch (RuntimeException e) {
+                problems.add("node block " + block + ": " + e.getMessage());
+                return;
+            }
+            MemorySegment n = b.data();
+            nodes++;
+            String where = "node block " + block + " (level " + level + ")";
+            if (BTreeNodeFormat.level(n) != level) {
+                problems.add(where + ": records level " + BTreeNodeFormat.level(n));
+                return;
+            }
+            int count = BTreeNodeFormat.count(n);
+            int cellStart = BTreeNodeFormat.cellStart(n);
+            if (BTreeNodeFormat.SLOTS + BTreeNodeFormat.SLOT * count > cellStart || cellStart > blockSize) {
+                problems.add(where + ": " + count + " slots overlap the cells from " + cellStart);
+                return;
+            }
+            long live = 0;
+            byte[] prev = null;
+            for (int i = 0; i < count; i++) {
+                int c = BTreeNodeFormat.slot(n, i);
+                int size = BTreeNodeFormat.cellSize(n, i) - BTreeNodeFormat.SLOT;
+                if (c < cellStart || c + size > blockSize) {
+                    problems.add(where + ": cell " + i + " at " + c + " (" + size + " bytes) lies outside the cell area");
+                    return;
+                }
+                live += size;
+                if (!BTreeNodeFormat.sharesPrefix(n, i)) {
+                    problems.add(where + ": key " + i + " does not start with the node's " + BTreeNodeFormat.skip(n) + "-byte prefix");
+                } else if (BTreeNodeFormat.slotHead(n, i) != BTreeNodeFormat.computedHead(n, i)) {
+                    problems.add(where + ": slot " + i + " holds head 0x" + Long.toHexString(BTreeNodeFormat.slotHead(n, i))
+                            + ", its key's is 0x" + Long.toHexString(BTreeNodeFormat.computedHead(n, i)));
+                }
+                byte[] k = BTreeNodeFormat.key(n, i).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
+                if (k.length == 0 || k.length > BTreeNodeFormat.MAX_KEY) {
+                    problems.add(where + ": key " + i + " has " + k.length + " bytes");
+                }
+                if (prev != null && Keys.compare(prev, k) >= 0) {
+                    problems.add(where + ": key " + i + " is not above key " + (i - 1));
+                }
+                if (low != null && Keys.compare(k, low) < 0 || high != null && Keys.compare(k, high) >= 0) {
+                    problems.add(where + ": key " + i + " lies outside the range its parent gives it");
+                }
+                prev = k;
+            }
+            if (live + BTreeNodeFormat.garbage(n) != blockSize - cellStart) {
+                problems.add(where + ": " + live + " live and " + BTreeNodeFormat.garbage(n) + " dead cell bytes do not fill "
+                        + (blockSize - cellStart));
+            }
+            if (level == 0) {
+                leaves++;
+                keys += count;
+                chain.add(new long[] {block, BTreeNodeFormat.left(n), BTreeNodeFormat.right(n)});
+                return;
+            }
+            byte[][] seps = new byte[count][];
+            long[] children = new long[count];
+            for (int i = 0; i < count; i++) {
+                seps[i] = BTreeNodeFormat.key(n, i).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
+                children[i] = BTreeNodeFormat.child(n, i);
+            }
+            long leftmost = BTreeNodeFormat.leftmost(n);
+            visit(leftmost, level - 1, low, count > 0 ? seps[0] : high);
+            for (int i = 0; i < count; i++) {
+                visit(children[i], level - 1, seps[i], i + 1 < count ? seps[i + 1] : high);
+            }
+        }
+
+        void checkChain() {
+            for (int i = 0; i < chain.size(); i++) {
+                long[] leaf = chain.get(i);
+                long expectLeft = i == 0 ? 0 : chain.get(i - 1)[0];
+                long expectRight = i == chain.size() - 1 ? 0 : chain.get(i + 1)[0];
+                if (leaf[1] != expectLeft) {
+                    problems.add("leaf block " + leaf[0] + ": left link " + leaf[1] + ", expected " + expectLeft);
+                }
+                if (leaf[2] != expectRight) {
+                    problems.add("leaf block " + leaf[0] + ": right link " + leaf[2] + ", expected " + expectRight);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,70 @@
+package dev.ferrite.btree.internal;
+
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Cursors whose reads keep failing validation, though nothing changes: another thread locks leaves and
+ * lets them go unchanged (as the AIL does to write them home). Each failed read makes the cursor find
+ * its place again by the last key it returned, so that key must be exactly what it returned, whatever
+ * the failed read copied. Keys shrink along each leaf, so a copy over a longer key would leave a wrong
+ * tail behind and the cursor would skip a key.
+ */
+class CursorTest {
+    private static final long SEED = Long.getLong("ferrite.seed", 0x5EED_C0C5L);
+
+    @Test
+    void resumesFromTheKeyItReturned() throws Exception {
+        try (ProbeDevice device = new ProbeDevice(4096, 4096); Store s = Store.format(device, 512, 512L * 4096)) {
+            BTree tree = s.tree;
+            List<byte[]> keys = new ArrayList<>();
+            for (int i = 0; i < 3000; i++) {
+                byte[] k = Arrays.copyOf(Keys.ofLong(i), 8 + 10 - i % 10);
+                Arrays.fill(k, 8, k.length, (byte) 'x');
+                keys.add(k);
+                tree.put(k, new byte[] {(byte) i});
+            }
+            AtomicBoolean stop = new AtomicBoolean();
+            Thread disturber = Thread.ofPlatform().name("leaf-locker").start(() -> {
+                Random rnd = new Random(SEED);
+                while (!stop.get()) {
+                    BTree.Seen leaf = tree.leafFor(MemorySegment.ofArray(keys.get(rnd.nextInt(keys.size()))), false);
+                    if (leaf.buffer().tryUpgrade(leaf.version())) {
+                        for (int spin = 0; spin < 50; spin++) {
+                            Thread.onSpinWait();
+                        }
+                        leaf.buffer().unlockUnchanged();
+                    }
+                }
+            });
+            try {
+                long deadline = System.nanoTime() + 1_000_000_000L;
+                for (int round = 0; round < 200 && System.nanoTime() < deadline; round++) {
+                    boolean reverse = round % 2 == 1;
+                    Cursor c = tree.cursor(null, reverse);
+                    for (int i = 0; i < keys.size(); i++) {
+                        byte[] expected = keys.get(reverse ? keys.size() - 1 - i : i);
+                        assertTrue(c.next(), "round " + round + ": the scan ended after " + i + " keys");
+                        assertEquals(HexFormat.of().formatHex(expected), HexFormat.of().formatHex(c.key()),
+                                "round " + round + ", key " + i + " (seed " + SEED + ")");
+                    }
+                    assertFalse(c.next());
+                }
+            } finally {
+                stop.set(true);
+                disturber.join();
+            }
+        }
+    }
+}

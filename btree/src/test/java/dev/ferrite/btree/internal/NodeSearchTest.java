@@ -1,0 +1,112 @@
+package dev.ferrite.btree.internal;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Random;
+import java.util.TreeSet;
+
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Node search against a linear scan, on keys made to defeat its shortcuts (short, zero bytes, long shared
+ * prefixes), in nodes whose prefix was computed and then shortened by later inserts.
+ */
+class NodeSearchTest {
+    private static final long SEED = Long.getLong("ferrite.seed", 7);
+    private static final int BLOCK = 4096;
+
+    @Test
+    void searchAgreesWithLinearScan() {
+        Random rnd = new Random(SEED);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment leaf = arena.allocate(BLOCK);
+            MemorySegment interior = arena.allocate(BLOCK);
+            for (int round = 0; round < 300; round++) {
+                byte[] prefix = randomKey(rnd, rnd.nextInt(4) == 0 ? 0 : rnd.nextInt(14));
+                TreeSet<byte[]> keys = new TreeSet<>(Keys::compare);
+                int target = 1 + rnd.nextInt(60);
+                while (keys.size() < target) {
+                    keys.add(variant(rnd, prefix));
+                }
+                BTreeNodeFormat.init(leaf, 0, BLOCK);
+                BTreeNodeFormat.init(interior, 1, BLOCK);
+                byte[][] sorted = keys.toArray(byte[][]::new);
+                // some keys in order, then the node rebuilt (its prefix recomputed), then the rest where they
+                // fall: keys outside the prefix shorten it
+                List<byte[]> first = new ArrayList<>(), later = new ArrayList<>();
+                for (byte[] k : sorted) {
+                    (rnd.nextInt(3) == 0 ? later : first).add(k);
+                }
+                for (int i = 0; i < first.size(); i++) {
+                    MemorySegment k = MemorySegment.ofArray(first.get(i));
+                    BTreeNodeFormat.insertLeaf(leaf, i, k, MemorySegment.ofArray(new byte[3]));
+                    BTreeNodeFormat.insertInterior(interior, i, k, 100 + i);
+                }
+                BTreeNodeFormat.refreshPrefix(leaf);
+                BTreeNodeFormat.refreshPrefix(interior);
+                TreeSet<byte[]> present = new TreeSet<>(Keys::compare);
+                present.addAll(first);
+                Collections.shuffle(later, rnd);
+                for (byte[] k : later) {
+                    int at = present.headSet(k).size();
+                    present.add(k);
+                    BTreeNodeFormat.insertLeaf(leaf, at, MemorySegment.ofArray(k), MemorySegment.ofArray(new byte[3]));
+                    BTreeNodeFormat.insertInterior(interior, at, MemorySegment.ofArray(k), 100 + at);
+                }
+                for (MemorySegment n : new MemorySegment[] {leaf, interior}) {
+                    for (int i = 0; i < sorted.length; i++) {
+                        String where = "seed " + SEED + ", round " + round + ", slot " + i;
+                        assertTrue(BTreeNodeFormat.sharesPrefix(n, i), where);
+                        assertEquals(BTreeNodeFormat.computedHead(n, i), BTreeNodeFormat.slotHead(n, i), where);
+                    }
+                }
+                for (int probe = 0; probe < 200; probe++) {
+                    byte[] k = probe % 3 == 0 ? sorted[rnd.nextInt(sorted.length)] : variant(rnd, prefix);
+                    int expected = linear(sorted, k);
+                    String where = "seed " + SEED + ", round " + round + ", key " + java.util.HexFormat.of().formatHex(k);
+                    assertEquals(expected, BTreeNodeFormat.search(leaf, MemorySegment.ofArray(k)), "leaf, " + where);
+                    assertEquals(expected, BTreeNodeFormat.search(interior, MemorySegment.ofArray(k)), "interior, " + where);
+                }
+            }
+        }
+    }
+
+    private static int linear(byte[][] sorted, byte[] k) {
+        for (int i = 0; i < sorted.length; i++) {
+            int c = Keys.compare(sorted[i], k);
+            if (c == 0) {
+                return i;
+            }
+            if (c > 0) {
+                return -(i + 1);
+            }
+        }
+        return -(sorted.length + 1);
+    }
+
+    /** The prefix, cut short or extended by a few bytes drawn mostly from {0, 1, 0xFF}. */
+    private static byte[] variant(Random rnd, byte[] prefix) {
+        int keep = rnd.nextInt(5) == 0 ? rnd.nextInt(prefix.length + 1) : prefix.length;
+        byte[] tail = randomKey(rnd, rnd.nextInt(rnd.nextBoolean() ? 4 : 20));
+        int len = Math.max(1, keep + tail.length);
+        byte[] k = new byte[len];
+        System.arraycopy(prefix, 0, k, 0, Math.min(keep, len));
+        System.arraycopy(tail, 0, k, keep, Math.min(tail.length, len - keep));
+        return k;
+    }
+
+    private static byte[] randomKey(Random rnd, int len) {
+        byte[] k = new byte[len];
+        for (int i = 0; i < len; i++) {
+            int r = rnd.nextInt(4);
+            k[i] = r == 0 ? 0 : r == 1 ? 1 : r == 2 ? (byte) 0xFF : (byte) rnd.nextInt(256);
+        }
+        return k;
+    }
+}

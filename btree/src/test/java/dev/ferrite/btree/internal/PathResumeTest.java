@@ -1,0 +1,107 @@
+package dev.ferrite.btree.internal;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Random;
+import java.util.TreeMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+
+import dev.ferrite.io.MemoryDevice;
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * An operation starts at the leaf the thread's previous one ended in only when that leaf is the same
+ * tree's, unchanged, and spans the key. Each case here would act on the wrong leaf if one of the three
+ * conditions were not checked.
+ */
+class PathResumeTest {
+    private static final long SEED = Long.getLong("ferrite.seed", 5);
+
+    @Test
+    void aPathOfAnotherTreeIsNotUsed() {
+        try (MemoryDevice dev = MemoryDevice.create(8192, 4096); Store s = Store.format(dev, 1024, 8L << 20)) {
+            BTree other;
+            try (Txn txn = Txn.begin(s.cache, BTree.CREATE_ITEMS + 1)) {
+                other = BTree.create(txn, s.allocator, Store.TREE_ID + 1);
+                txn.commit();
+            }
+            for (long k = 0; k < 2000; k++) {
+                s.tree.put(Keys.ofLong(k), Keys.ofLong(k));
+                other.put(Keys.ofLong(k), Keys.ofLong(-k));
+            }
+            for (long k = 0; k < 2000; k += 7) {
+                assertEquals(k, longOf(s.tree.get(Keys.ofLong(k))));
+                assertTrue(other.delete(Keys.ofLong(k)) >= 0, "key " + k + " of the second tree");
+                assertEquals(k, longOf(s.tree.get(Keys.ofLong(k))), "the first tree lost key " + k);
+                assertNull(other.get(Keys.ofLong(k)));
+            }
+            assertTrue(s.tree.check().ok(), s.tree.check().toString());
+            assertTrue(other.check().ok(), other.check().toString());
+        }
+    }
+
+    @Test
+    void aKeyBeyondTheLeafDescendsAgain() {
+        try (MemoryDevice dev = MemoryDevice.create(8192, 4096); Store s = Store.format(dev, 1024, 8L << 20)) {
+            for (long k = 0; k < 5000; k++) {
+                s.tree.put(Keys.ofLong(k * 2), Keys.ofLong(k));
+            }
+            assertTrue(s.tree.height() >= 2);
+            for (long k = 0; k < 5000; k += 97) {
+                assertEquals(1, longOf(s.tree.get(Keys.ofLong(2)))); // ends in the leftmost leaf
+                assertTrue(s.tree.delete(Keys.ofLong(k * 2)) >= 0, "key " + k * 2 + " in a leaf to the right");
+                assertNull(s.tree.get(Keys.ofLong(k * 2)));
+                assertEquals(-1, s.tree.delete(Keys.ofLong(k * 2 + 1)), "absent key " + (k * 2 + 1));
+            }
+            assertTrue(s.tree.check().ok(), s.tree.check().toString());
+        }
+    }
+
+    @Test
+    void aLeafChangedSinceTheLookupIsNotTrusted() throws Exception {
+        Random rnd = new Random(SEED);
+        TreeMap<Long, Long> model = new TreeMap<>();
+        ExecutorService other = Executors.newSingleThreadExecutor();
+        try (MemoryDevice dev = MemoryDevice.create(16384, 4096); Store s = Store.format(dev, 1024, 16L << 20)) {
+            for (int i = 0; i < 20_000; i++) {
+                long k = rnd.nextInt(50_000);
+                String what = "op " + i + " key " + k + " (seed " + SEED + ")";
+                assertEquals(model.get(k), value(s.tree.get(Keys.ofLong(k))), what);
+                // between this thread's lookup and its change, another thread splits, merges or edits that leaf
+                long near = k + rnd.nextInt(5) - 2;
+                boolean put = rnd.nextBoolean();
+                other.submit(() -> put ? s.tree.put(Keys.ofLong(near), Keys.ofLong(near)) : s.tree.delete(Keys.ofLong(near))).get();
+                if (put) {
+                    model.put(near, near);
+                } else {
+                    model.remove(near);
+                }
+                if (rnd.nextBoolean()) {
+                    long seq = s.tree.delete(Keys.ofLong(k));
+                    assertEquals(model.remove(k) != null, seq >= 0, what);
+                } else {
+                    s.tree.put(Keys.ofLong(k), Keys.ofLong(i));
+                    model.put(k, (long) i);
+                }
+                assertEquals(model.get(k), value(s.tree.get(Keys.ofLong(k))), what);
+            }
+            TreeCheck c = s.tree.check();
+            assertTrue(c.ok(), c.toString());
+            assertEquals(model.size(), c.keys(), "keys (seed " + SEED + ")");
+        } finally {
+            other.shutdown();
+        }
+    }
+
+    private static Long value(byte[] v) {
+        return v == null ? null : Keys.getLong(MemorySegment.ofArray(v), 0);
+    }
+
+    private static long longOf(byte[] v) {
+        return Keys.getLong(MemorySegment.ofArray(v), 0);
+    }
+}

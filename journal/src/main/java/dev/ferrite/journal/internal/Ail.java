@@ -1,0 +1,675 @@
+package dev.ferrite.journal.internal;
+
+import dev.ferrite.journal.JournalOptions;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantLock;
+
+import com.lmax.disruptor.ExceptionHandler;
+import com.lmax.disruptor.LiteBlockingWaitStrategy;
+import com.lmax.disruptor.RingBuffer;
+import com.lmax.disruptor.dsl.Disruptor;
+import com.lmax.disruptor.dsl.ProducerType;
+
+import org.jctools.queues.atomic.SpscAtomicArrayQueue;
+
+import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.IoBatch;
+
+/**
+ * The active item list: every item whose newest logged copy is durable in the log but not yet at home,
+ * ordered by the start LSN of the checkpoint that last logged it.
+ *
+ * <h2>Bulk insertion through a Disruptor</h2>
+ * The log writer publishes each completed checkpoint as one ring slot carrying its whole item array: a
+ * constant-cost hand-off, so the writer goes straight on to the next checkpoint however many items this
+ * one had (a slot per item cost it a millisecond per 10k items, and a wait whenever a checkpoint
+ * outgrew the ring). One consumer thread ({@code ferrite-ail}) gathers slots until Disruptor says the
+ * batch ended, then takes the AIL lock once and appends every item of every checkpoint gathered. LSNs
+ * only grow, so the list stays ordered by appending; a relogged item is unlinked and appended, i.e.
+ * moves forward. Only after insertion are the items unpinned and allowed home.
+ *
+ * <h2>Pushing</h2>
+ * The pusher ({@code ferrite-ail-pusher}) writes back items up to a target LSN. It is woken only when
+ * the target moves forward. For each round it snapshots up to {@code batch} unpinned, unlocked items
+ * (clearing their logged maps: the next checkpoint of an item carries only what changed after the
+ * snapshot), writes them in block order with one batch and one flush, drops those not relogged
+ * meanwhile, then moves the tail: the new tail is anchored on disk (write and flush) before
+ * {@link LogSpace} may hand out the space behind it. Pinned items make it ask the log for a checkpoint.
+ *
+ * <h2>Heavy items go home early</h2>
+ * Each checkpoint relogs everything an item changed since it was last home, so an item that is changed
+ * again and again (a hot leaf, or a node a split logged whole) costs its committers a copy of most of a
+ * block per change, and the log as much, until log space runs short and the push reaches it. The
+ * consumer therefore hands every inserted item whose logged map is past the relog limit to the pusher,
+ * which writes it home at once (if it is not busy or pinned by then): its next relog carries only what
+ * changed after that. Write-back costs a block write on the pusher's thread; relogging it would have cost
+ * about as much on every later change.
+ *
+ * <p>Lock order: an item's owner lock, then the AIL lock; no I/O under the AIL lock.
+ */
+final class Ail implements AutoCloseable {
+    /** One ring slot: a completed checkpoint, its first {@code count} items and where it ends. */
+    static final class Event {
+        LogItem[] items;
+        int count;
+        long lsn;
+        long seq;
+        long endLsn;
+    }
+
+    interface TailListener {
+        /** Anchors the new tail durably and lets the log reuse the space behind it. */
+        void tailMoved(long tailLsn, long tailSeq);
+    }
+
+    private final BlockDevice device;
+    private final int batchMax;
+    private final TailListener tailListener;
+    private final Runnable needCheckpoint;
+    private final int relogChunks;
+
+    // The list, and where the oldest checkpoint not yet inserted begins; guarded by lock.
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition progress = lock.newCondition();
+    private LogItem first;
+    private LogItem last;
+    private int size;
+    private long nextStartLsn;
+    private long nextStartSeq;
+    private long anchoredLsn;
+
+    // Insertion (consumer thread only).
+    private final Disruptor<Event> disruptor;
+    private final RingBuffer<Event> ring;
+    private Event[] pending = new Event[256];
+    private int pendingCount;
+
+    // Pushing.
+    private final Thread pusher;
+    private final AtomicLong target = new AtomicLong(Lsn.NONE);
+    /** Items past the relog limit, from the consumer to the pusher; a full queue drops (they come back). */
+    private final SpscAtomicArrayQueue<LogItem> heavy = new SpscAtomicArrayQueue<>(1 << 14);
+    /** Set when items arrive at or below a target the pusher already finished: it must look again. */
+    private volatile boolean rescan;
+    private volatile boolean running = true;
+    private volatile Throwable failure;
+    private final Arena arena = Arena.ofShared();
+    private final MemorySegment snapshots;
+    /** Bytes from one snapshot to the next: a block, rounded up so each starts aligned for the device. */
+    private final long snapStride;
+    private final LogItem[] snapItems;
+    private final long[] snapLsns;
+    private final long[] order;
+    private final IoBatch io;
+
+    // Statistics.
+    final LongAdder insertBatches = new LongAdder();
+    final LongAdder insertedItems = new LongAdder();
+    final LongAdder pushRounds = new LongAdder();
+    final LongAdder pusherWakeups = new LongAdder();
+    final LongAdder writtenBack = new LongAdder();
+    final LongAdder writtenEarly = new LongAdder();
+    final LongAdder tailMoves = new LongAdder();
+    final LongAdder droppedStale = new LongAdder();
+
+    /** Most items written home per round (block numbers are packed with the index for sorting). */
+    static final int MAX_BATCH = JournalOptions.MAX_AIL_BATCH;
+
+    /**
+     * @param relogChunks logged-map size (in 64ths of a block) past which an item is written home early;
+     *                    64 turns that off
+     */
+    Ail(BlockDevice device, int ringSize, int batchMax, int relogChunks, long startLsn, long startSeq,
+        TailListener tailListener, Runnable needCheckpoint, java.util.function.Consumer<Throwable> onFailure) {
+        if (batchMax < 1 || batchMax > MAX_BATCH) {
+            throw new IllegalArgumentException("AIL batch " + batchMax + " is outside 1.." + MAX_BATCH);
+        }
+        this.device = device;
+        this.batchMax = batchMax;
+        this.tailListener = tailListener;
+        this.needCheckpoint = needCheckpoint;
+        this.relogChunks = relogChunks;
+        this.nextStartLsn = startLsn;
+        this.nextStartSeq = startSeq;
+        this.anchoredLsn = startLsn;
+        int align = BlockDevice.BUFFER_ALIGNMENT;
+        this.snapStride = ((long) device.blockSize() + align - 1) / align * align;
+        this.snapshots = arena.allocate(snapStride * batchMax, align);
+        this.snapItems = new LogItem[batchMax];
+        this.snapLsns = new long[batchMax];
+        this.order = new long[batchMax];
+        this.io = new IoBatch(batchMax);
+        // One publisher at a time, but not always the same thread (the log writer's two stages take turns),
+        // which the single-producer sequencer refuses; a claim per checkpoint makes the CAS immaterial.
+        this.disruptor = new Disruptor<>(Event::new, ringSize, r -> daemon(r, "ferrite-ail"),
+                ProducerType.MULTI, new LiteBlockingWaitStrategy());
+        this.disruptor.handleEventsWith(this::onEvent);
+        this.disruptor.setDefaultExceptionHandler(new ExceptionHandler<>() {
+            @Override
+            public void handleEventException(Throwable ex, long sequence, Event event) {
+                fail(ex);
+                onFailure.accept(ex);
+            }
+
+            @Override
+            public void handleOnStartException(Throwable ex) {
+                fail(ex);
+                onFailure.accept(ex);
+            }
+
+            @Override
+            public void handleOnShutdownException(Throwable ex) {
+            }
+        });
+        this.ring = disruptor.getRingBuffer();
+        this.pusher = daemon(this::pushLoop, "ferrite-ail-pusher");
+    }
+
+    /** Starts the consumer and the pusher. */
+    void start() {
+        disruptor.start();
+        pusher.start();
+    }
+
+    private static Thread daemon(Runnable r, String name) {
+        Thread t = new Thread(r, name);
+        t.setDaemon(true);
+        return t;
+    }
+
+    // ------------------------------------------------------------------ insertion
+
+    /** Log writer thread: hands a durable checkpoint's items (the array is the AIL's from now on) to the AIL. */
+    void publish(LogItem[] items, int count, long lsn, long seq, long endLsn) {
+        long slot = ring.next();
+        Event e = ring.get(slot);
+        e.items = items;
+        e.count = count;
+        e.lsn = lsn;
+        e.seq = seq;
+        e.endLsn = endLsn;
+        ring.publish(slot);
+    }
+
+    private void onEvent(Event e, long sequence, boolean endOfBatch) {
+        if (pendingCount == pending.length) {
+            pending = Arrays.copyOf(pending, pendingCount * 2);
+        }
+        Event copy = pending[pendingCount];
+        if (copy == null) {
+            copy = pending[pendingCount] = new Event();
+        }
+        copy.items = e.items;
+        copy.count = e.count;
+        copy.lsn = e.lsn;
+        copy.seq = e.seq;
+        copy.endLsn = e.endLsn;
+        e.items = null;
+        pendingCount++;
+        if (endOfBatch) {
+            insertPending();
+        }
+    }
+
+    private void insertPending() {
+        int items = 0;
+        lock.lock();
+        try {
+            for (int c = 0; c < pendingCount; c++) {
+                Event e = pending[c];
+                for (int i = 0; i < e.count; i++) {
+                    LogItem it = e.items[i];
+                    if (it.inAil) {
+                        unlink(it);
+                    }
+                    it.ailLsn = e.lsn;
+                    it.ailSeq = e.seq;
+                    it.inAil = true;
+                    it.ailPrev = last;
+                    it.ailNext = null;
+                    if (last == null) {
+                        first = it;
+                    } else {
+                        last.ailNext = it;
+                    }
+                    last = it;
+                    size++;
+                }
+                items += e.count;
+                nextStartLsn = e.endLsn;
+                nextStartSeq = e.seq + 1;
+            }
+            progress.signalAll();
+        } finally {
+            lock.unlock();
+        }
+        long lowest = Long.MAX_VALUE;
+        boolean early = false;
+        for (int c = 0; c < pendingCount; c++) {
+            Event e = pending[c];
+            for (int i = 0; i < e.count; i++) {
+                LogItem it = e.items[i];
+                // read without the owner's lock: a hint, rechecked under it before writing
+                if (Long.bitCount(it.loggedMap) > relogChunks) {
+                    early |= heavy.offer(it);
+                }
+                it.unpin();
+            }
+            if (e.count > 0) {
+                lowest = Math.min(lowest, e.lsn);
+            }
+            e.items = null;
+        }
+        if (lowest <= target.get()) {
+            // a push already asked for these (they were still in flight then): once per batch, not per item
+            rescan = true;
+            LockSupport.unpark(pusher);
+        } else if (early) {
+            LockSupport.unpark(pusher);
+        }
+        insertBatches.increment();
+        insertedItems.add(items);
+        AilInsertEvent.emit(items, pendingCount);
+        pendingCount = 0;
+    }
+
+    private void unlink(LogItem it) {
+        if (it.ailPrev == null) {
+            first = it.ailNext;
+        } else {
+            it.ailPrev.ailNext = it.ailNext;
+        }
+        if (it.ailNext == null) {
+            last = it.ailPrev;
+        } else {
+            it.ailNext.ailPrev = it.ailPrev;
+        }
+        it.ailPrev = it.ailNext = null;
+        it.inAil = false;
+        size--;
+    }
+
+    // ------------------------------------------------------------------ pushing
+
+    /** Asks for every item at or below {@code lsn} to be written home; wakes the pusher only if the target moved. */
+    void pushTo(long lsn) {
+        for (long cur = target.get(); lsn > cur; cur = target.get()) {
+            if (target.compareAndSet(cur, lsn)) {
+                LockSupport.unpark(pusher);
+                return;
+            }
+        }
+    }
+
+    /**
+     * Waits until the items of checkpoint {@code seq} (durable already) are in the AIL, then writes every
+     * item in the AIL home and waits until the anchored tail has caught up with the end of the log as it
+     * was then (items relogged meanwhile are not waited for).
+     */
+    void pushAllAndWait(long seq, long timeoutNanos) {
+        long deadline = System.nanoTime() + timeoutNanos;
+        long goal;
+        long newest;
+        lock.lock();
+        try {
+            while (nextStartSeq <= seq && failure == null) {
+                if (deadline - System.nanoTime() <= 0) {
+                    throw new IllegalStateException("checkpoint " + seq + " did not reach the AIL within "
+                            + TimeUnit.NANOSECONDS.toMillis(timeoutNanos) + " ms");
+                }
+                progress.awaitNanos(TimeUnit.MILLISECONDS.toNanos(50));
+            }
+            goal = nextStartLsn;
+            newest = last != null ? last.ailLsn : nextStartLsn;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while waiting for the AIL", e);
+        } finally {
+            lock.unlock();
+        }
+        pushTo(newest);
+        lock.lock();
+        try {
+            while (anchoredLsn < goal && failure == null) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    throw new IllegalStateException("AIL did not drain to " + Lsn.toString(goal) + " within "
+                            + TimeUnit.NANOSECONDS.toMillis(timeoutNanos) + " ms (" + size + " items left, tail "
+                            + Lsn.toString(anchoredLsn) + ")");
+                }
+                progress.awaitNanos(Math.min(left, TimeUnit.MILLISECONDS.toNanos(50)));
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } finally {
+            lock.unlock();
+        }
+        Throwable f = failure;
+        if (f != null) {
+            throw new IllegalStateException("AIL push failed", f);
+        }
+    }
+
+    private void pushLoop() {
+        long reached = Lsn.NONE;
+        long backoff = 0;
+        boolean unfinished = false; // the last round stopped short of its target (batch limit, or stuck)
+        while (running) {
+            long tgt = target.get();
+            boolean pushing = tgt > reached || rescan || unfinished;
+            if (!pushing && heavy.isEmpty()) {
+                LockSupport.park(this);
+                pusherWakeups.increment();
+                continue;
+            }
+            try {
+                if (!heavy.isEmpty()) {
+                    earlyRound();
+                }
+                if (!pushing) {
+                    continue;
+                }
+                rescan = false;
+                Round r = pushRound(tgt);
+                unfinished = r != Round.DONE;
+                if (r == Round.DONE) {
+                    reached = tgt;
+                }
+                if (r == Round.STUCK) {
+                    // every candidate pinned or locked: back off (1 ms doubling to 50 ms) while they clear
+                    backoff = Math.min(Math.max(backoff * 2, TimeUnit.MILLISECONDS.toNanos(1)), TimeUnit.MILLISECONDS.toNanos(50));
+                    LockSupport.parkNanos(this, backoff);
+                } else {
+                    backoff = 0;
+                }
+            } catch (Throwable t) {
+                fail(t);
+                return;
+            }
+        }
+    }
+
+    private enum Round { DONE, PROGRESS, STUCK }
+
+    private Round pushRound(long tgt) {
+        // Candidates and snapshots share snapItems: the i-th snapshot never outruns the i-th candidate.
+        int candidates = 0;
+        LogItem[] cands = snapItems;
+        lock.lock();
+        try {
+            for (LogItem it = first; it != null && it.ailLsn <= tgt && candidates < batchMax; it = it.ailNext) {
+                cands[candidates++] = it;
+            }
+        } finally {
+            lock.unlock();
+        }
+        pushRounds.increment();
+        if (candidates == 0) {
+            advanceTail();
+            return Round.DONE;
+        }
+        int written = 0;
+        int stale = 0;
+        boolean pinned = false;
+        for (int i = 0; i < candidates; i++) {
+            LogItem it = cands[i];
+            cands[i] = null;
+            switch (take(it, written, false)) {
+                case WRITTEN -> written++;
+                case PINNED -> pinned = true;
+                case STALE -> stale++;
+                case BUSY, SKIPPED -> { }
+            }
+        }
+        if (written > 0) {
+            writeHome(written);
+        }
+        if (pinned) {
+            needCheckpoint.run();
+        }
+        advanceTail();
+        return written > 0 || stale > 0 ? Round.PROGRESS : Round.STUCK;
+    }
+
+    /**
+     * Writes home up to a batch of the items queued as heavy that still are: in the AIL, unpinned (a
+     * pinned one is being relogged already and will be queued again), not busy, logged map still past the
+     * limit (an item queued twice was written the first time).
+     */
+    private void earlyRound() {
+        int written = 0;
+        LogItem it;
+        while (written < batchMax && (it = heavy.poll()) != null) {
+            if (take(it, written, true) == Take.WRITTEN) {
+                written++;
+            }
+        }
+        if (written > 0) {
+            writeHome(written);
+            writtenEarly.add(written);
+            advanceTail();
+        }
+    }
+
+    /** What became of an item offered for write-back. */
+    private enum Take { WRITTEN, PINNED, BUSY, STALE, SKIPPED }
+
+    /**
+     * Snapshots {@code it} into slot {@code i} if it can go home now: not pinned, its lock free, not stale
+     * (a stale one is dropped). With {@code early}, only if it is still in the AIL with its logged map past
+     * the relog limit (an item queued twice went home the first time).
+     */
+    private Take take(LogItem it, int i, boolean early) {
+        if (early && !it.inAil) {
+            return Take.SKIPPED;
+        }
+        if (it.isPinned()) {
+            return Take.PINNED;
+        }
+        if (!it.tryLock()) {
+            return Take.BUSY;
+        }
+        try {
+            if (it.isPinned()) {
+                return Take.PINNED;
+            }
+            if (early && (!it.inAil || Long.bitCount(it.loggedMap) <= relogChunks)) {
+                return Take.SKIPPED;
+            }
+            if (it.isStale()) {
+                dropStale(it);
+                return Take.STALE;
+            }
+            snapshot(it, i);
+            return Take.WRITTEN;
+        } finally {
+            it.unlock();
+        }
+    }
+
+    /**
+     * Copies a locked, unpinned item's image into snapshot {@code i}, stamped; its relog starts afresh
+     * (and, once home, the block no longer needs rebuilding from zeros).
+     */
+    private void snapshot(LogItem it, int i) {
+        int blockSize = device.blockSize();
+        MemorySegment snap = snapshots.asSlice(i * snapStride, blockSize);
+        MemorySegment.copy(it.image(), 0, snap, 0, blockSize);
+        it.loggedMap = 0;
+        it.zeroed = false;
+        long lsn = it.ailLsn;
+        it.stamp(snap, lsn);
+        snapItems[i] = it;
+        snapLsns[i] = lsn;
+    }
+
+    private void writeHome(int written) {
+        int blockSize = device.blockSize();
+        // Sort by home block: (home << 10 | index) keeps it allocation-free.
+        for (int i = 0; i < written; i++) {
+            order[i] = snapItems[i].home() << 10 | i;
+        }
+        Arrays.sort(order, 0, written);
+        io.clear();
+        for (int k = 0; k < written; k++) {
+            int i = (int) (order[k] & 1023);
+            io.write(snapItems[i].home(), snapshots.asSlice(i * snapStride, blockSize));
+        }
+        device.submit(io);
+        device.flush();
+        io.clear();
+        lock.lock();
+        try {
+            for (int i = 0; i < written; i++) {
+                LogItem it = snapItems[i];
+                if (it.inAil && it.ailLsn == snapLsns[i]) {
+                    unlink(it);
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+        for (int i = 0; i < written; i++) {
+            snapItems[i].writtenBack(snapLsns[i]);
+            snapItems[i] = null;
+        }
+        writtenBack.add(written);
+        AilPushEvent.emit(written);
+    }
+
+    /** Removes a freed block's item: its contents must never reach home. Pusher thread, owner lock held. */
+    private void dropStale(LogItem it) {
+        lock.lock();
+        try {
+            if (it.inAil) {
+                unlink(it);
+            }
+        } finally {
+            lock.unlock();
+        }
+        it.loggedMap = 0;
+        it.zeroed = false;
+        droppedStale.increment();
+    }
+
+    /** Moves the tail to the oldest LSN still needed, anchoring it first. Pusher thread only. */
+    private void advanceTail() {
+        long tailLsn;
+        long tailSeq;
+        lock.lock();
+        try {
+            if (first != null) {
+                tailLsn = first.ailLsn;
+                tailSeq = first.ailSeq;
+            } else {
+                tailLsn = nextStartLsn;
+                tailSeq = nextStartSeq;
+            }
+            if (tailLsn == anchoredLsn) {
+                return;
+            }
+        } finally {
+            lock.unlock();
+        }
+        tailListener.tailMoved(tailLsn, tailSeq);
+        lock.lock();
+        try {
+            anchoredLsn = tailLsn;
+            progress.signalAll();
+        } finally {
+            lock.unlock();
+        }
+        tailMoves.increment();
+    }
+
+    /** The items in AIL order, oldest first: a snapshot for inspection. */
+    java.util.List<LogItem> items() {
+        lock.lock();
+        try {
+            java.util.List<LogItem> out = new java.util.ArrayList<>(size);
+            for (LogItem it = first; it != null; it = it.ailNext) {
+                out.add(it);
+            }
+            return out;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Newest LSN in the AIL, or the next checkpoint's if it is empty. */
+    long maxLsn() {
+        lock.lock();
+        try {
+            return last != null ? last.ailLsn : nextStartLsn;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    String diagnostics() {
+        lock.lock();
+        try {
+            return "AIL " + size + " items " + (first == null ? "" : Lsn.toString(first.ailLsn) + ".." + Lsn.toString(last.ailLsn))
+                    + ", push target " + Lsn.toString(target.get()) + ", anchored tail " + Lsn.toString(anchoredLsn)
+                    + ", next checkpoint at " + Lsn.toString(nextStartLsn) + (rescan ? ", rescan" : "");
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Items in the AIL now. */
+    int size() {
+        lock.lock();
+        try {
+            return size;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** LSN of the oldest item, or of the next checkpoint if the AIL is empty. */
+    long minLsn() {
+        lock.lock();
+        try {
+            return first != null ? first.ailLsn : nextStartLsn;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void fail(Throwable t) {
+        failure = t;
+        lock.lock();
+        try {
+            progress.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    Throwable failure() {
+        return failure;
+    }
+
+    /** Stops insertion (after the ring drains) and the pusher. Items still listed stay unwritten. */
+    @Override
+    public void close() {
+        disruptor.shutdown();
+        running = false;
+        LockSupport.unpark(pusher);
+        try {
+            pusher.join(TimeUnit.SECONDS.toMillis(10));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        arena.close();
+    }
+}

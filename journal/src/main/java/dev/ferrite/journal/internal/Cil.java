@@ -1,0 +1,333 @@
+package dev.ferrite.journal.internal;
+
+import dev.ferrite.journal.ReservationExceededException;
+
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * The committed item list: delayed logging's in-memory aggregation of committed changes until the next
+ * checkpoint writes them.
+ *
+ * <p>No global lock on the commit path. Commits are spread over stripes, twice as many as the JVM has
+ * processors (a power of two, at least 4), picked by a hash of the committing thread's id: not per CPU,
+ * since a thread does not know its CPU, but enough stripes that few threads share one; each
+ * {@link Context} (one per checkpoint sequence) has, per stripe on its own cache line, a count of
+ * committers inside and the log bytes they stole, plus a lock-free stack of the items first logged in
+ * the context. A committer enters its stripe, re-checks that the context is still current, and leaves;
+ * the push thread swaps in a new context and waits for the old one's stripes to drain (a striped
+ * grace period), after which the old context is immutable and its items are merged.
+ *
+ * <p>An item relogged within a context is copied again into its shadow buffer and written once per
+ * checkpoint with its latest contents. A shadow holds only the logged chunks, packed in chunk order (the
+ * op's data as the checkpoint writes it), and is replaced by a larger one when a relog adds chunks past
+ * its size. Each item has two shadows, by context parity: commits into context k+1 never touch the
+ * buffers context k's push reads, and context k+2 exists only once k's push is over ({@link ShadowPool}
+ * relies on that too).
+ *
+ * <p>Space: every commit steals from its ticket exactly the log bytes its items add to the context,
+ * plus a share for record headers and padding; the first commit of a context also steals the
+ * checkpoint's fixed overhead. What the checkpoint does not use goes back to the grant heads.
+ */
+final class Cil {
+    private static final int SLOT_STRIDE = 8;   // longs per stripe in Context.slots: own 64-byte line
+    private static final int HEAD_STRIDE = 16;  // references per stripe in Context.heads
+    /** Spins of the push thread on a stripe still in use before it parks. */
+    private static final int DRAIN_SPINS = 1000;
+    /** How long the push thread waits for committers to leave a context before declaring one stuck. */
+    static final long DRAIN_TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(30);
+
+    static final class Context {
+        final long seq;
+        /** [stripe * SLOT_STRIDE] committers inside; [+1] bytes stolen by the stripe's commits; [+2] items added. */
+        final AtomicLongArray slots;
+        final AtomicReferenceArray<LogItem> heads;
+        /** Sum of the stripes' bytes in {@code quantum} steps: cheap to read for the push threshold. */
+        final AtomicLong approxBytes = new AtomicLong();
+        final AtomicBoolean overheadTaken = new AtomicBoolean();
+        /** The push thread once it has switched this context out and waits for it to drain; null before. */
+        volatile Thread drainer;
+
+        Context(long seq, int stripes) {
+            this.seq = seq;
+            this.slots = new AtomicLongArray(stripes * SLOT_STRIDE);
+            this.heads = new AtomicReferenceArray<>(stripes * HEAD_STRIDE);
+        }
+
+        long bytes() {
+            long sum = 0;
+            for (int i = 1; i < slots.length(); i += SLOT_STRIDE) {
+                sum += slots.get(i);
+            }
+            return sum;
+        }
+
+        /** The items logged in this context, in an array of exactly their number; only once it has drained. */
+        LogItem[] items() {
+            int n = 0;
+            for (int i = 2; i < slots.length(); i += SLOT_STRIDE) {
+                n += (int) slots.get(i);
+            }
+            LogItem[] out = new LogItem[n];
+            int parity = (int) (seq & 1);
+            int k = 0;
+            for (int s = 0; s < heads.length(); s += HEAD_STRIDE) {
+                for (LogItem it = heads.get(s); it != null; it = it.slot(parity).next) {
+                    out[k++] = it;
+                }
+            }
+            return out;
+        }
+    }
+
+    private final int stripeMask;
+    private final int chunkShift;
+    private final ShadowPool shadows;
+    private final long shareNum;
+    private final long shareDen;
+    private final long checkpointOverhead;
+    private final long threshold;
+    /** Context size past which committers wait for a push: an eighth over the threshold. */
+    private final long hardLimit;
+    /** Step in which stripes report their bytes to the shared total: coarse, but well under the threshold. */
+    private final long quantum;
+    private final Runnable overThreshold;
+    private final long drainTimeoutNanos;
+    private volatile Context current;
+
+    /**
+     * @param firstSeq      sequence of the first context
+     * @param blockSize     device block size (items are one block)
+     * @param threshold     context size in bytes that starts a background push
+     * @param overThreshold called (from a committer) when the current context passes the threshold
+     * @param drainTimeoutNanos how long {@link #switchContext} waits for committers to leave a context
+     */
+    Cil(long firstSeq, int blockSize, long threshold, ShadowPool shadows, Runnable overThreshold, long drainTimeoutNanos) {
+        int cpus = Runtime.getRuntime().availableProcessors();
+        int stripes = Integer.highestOneBit(Math.max(4, cpus * 2) * 2 - 1);
+        this.stripeMask = stripes - 1;
+        this.chunkShift = Integer.numberOfTrailingZeros(blockSize / 64);
+        this.shadows = shadows;
+        // Records: each but the last is filled to within one op of capacity, and costs at most two blocks
+        // beyond its payload (header and last-block padding); the share pays for that in proportion.
+        long capacity = (long) LogRecordFormat.maxPayloadBlocks(blockSize) * blockSize - DirtyMap.maxOpSize(chunkShift);
+        this.shareNum = 2L * blockSize;
+        this.shareDen = capacity;
+        this.checkpointOverhead = 3L * blockSize + LogRecordFormat.COMMIT_OP_SIZE;
+        this.threshold = threshold;
+        this.hardLimit = threshold + threshold / 8;
+        this.quantum = Math.max(blockSize, Math.min(64 * 1024, threshold / (4L * stripes)));
+        this.overThreshold = overThreshold;
+        this.drainTimeoutNanos = drainTimeoutNanos;
+        this.current = new Context(firstSeq, stripes);
+    }
+
+    int chunkShift() {
+        return chunkShift;
+    }
+
+    /** Log bytes reserved per item in the worst case, record overhead share included. */
+    long itemReservation() {
+        return share(DirtyMap.maxOpSize(chunkShift)) + DirtyMap.maxOpSize(chunkShift);
+    }
+
+    /** Fixed log bytes of one checkpoint, taken by the first commit of each context. */
+    long checkpointOverhead() {
+        return checkpointOverhead;
+    }
+
+    long currentSeq() {
+        return current.seq;
+    }
+
+    Context current() {
+        return current;
+    }
+
+    private long share(long bytes) {
+        return (bytes * shareNum + shareDen - 1) / shareDen;
+    }
+
+    private int stripe() {
+        long id = Thread.currentThread().threadId();
+        return (int) ((id * 0x9E37_79B9_7F4A_7C15L) >>> 40) & stripeMask;
+    }
+
+    /**
+     * Moves the transaction's dirty ranges into the current context and charges the ticket. The caller
+     * holds every item's lock.
+     *
+     * @return the context's sequence: forcing it makes this commit durable
+     * @throws ReservationExceededException if the changes need more log space than the ticket holds;
+     *                                      nothing has been changed then
+     */
+    long commit(LogItem[] items, int count, Ticket ticket) {
+        int stripe = stripe();
+        Context ctx;
+        for (;;) {
+            ctx = current;
+            ctx.slots.getAndIncrement(stripe * SLOT_STRIDE);
+            if (ctx == current) {
+                break;
+            }
+            leave(ctx, stripe);
+        }
+        try {
+            int p = (int) (ctx.seq & 1);
+            long steal = 0;
+            boolean dirty = false;
+            for (int i = 0; i < count; i++) {
+                LogItem it = items[i];
+                if (it.txDirty != 0) {
+                    dirty = true;
+                    CilSlot slot = it.slotOrNull(p);
+                    int grown = DirtyMap.opSize(it.loggedMap | it.txDirty, chunkShift)
+                            - (slot != null && slot.ctxSeq == ctx.seq ? slot.opBytes : 0);
+                    steal += grown + share(grown);
+                }
+            }
+            if (!dirty) {
+                return ctx.seq;
+            }
+            boolean needOverhead = !ctx.overheadTaken.get();
+            if (steal + (needOverhead ? checkpointOverhead : 0) > ticket.current) {
+                throw new ReservationExceededException("transaction needs " + (steal + (needOverhead ? checkpointOverhead : 0))
+                        + " bytes of log space but its reservation has " + ticket.current + " left");
+            }
+            if (needOverhead && ctx.overheadTaken.compareAndSet(false, true)) {
+                steal += checkpointOverhead;
+            }
+            for (int i = 0; i < count; i++) {
+                LogItem it = items[i];
+                if (it.txDirty != 0) {
+                    insert(ctx, p, stripe, it);
+                }
+            }
+            ticket.current -= steal;
+            long after = ctx.slots.addAndGet(stripe * SLOT_STRIDE + 1, steal);
+            long crossed = after / quantum - (after - steal) / quantum;
+            if (crossed != 0 && ctx.approxBytes.addAndGet(crossed * quantum) >= threshold) {
+                overThreshold.run();
+            }
+            return ctx.seq;
+        } finally {
+            leave(ctx, stripe);
+        }
+    }
+
+    /**
+     * A committer leaves its stripe of {@code ctx}; the last one out of a context being drained wakes the
+     * push thread. Dekker with {@link #switchContext}: both sides store (the count here, {@code drainer}
+     * there) and then load the other's word, all volatile, so one of them sees the other.
+     */
+    private static void leave(Context ctx, int stripe) {
+        if (ctx.slots.decrementAndGet(stripe * SLOT_STRIDE) == 0) {
+            Thread drainer = ctx.drainer;
+            if (drainer != null) {
+                LockSupport.unpark(drainer);
+            }
+        }
+    }
+
+    private void insert(Context ctx, int p, int stripe, LogItem it) {
+        long union = it.loggedMap | it.txDirty;
+        CilSlot slot = it.slot(p);
+        if (slot.ctxSeq != ctx.seq) {
+            slot.shadow = shadows.acquire(p, DirtyMap.packedSize(union, chunkShift));
+            DirtyMap.pack(union, union, chunkShift, it.image(), slot.shadow);
+            slot.ctxSeq = ctx.seq;
+            it.pin();
+            int head = stripe * HEAD_STRIDE;
+            LogItem first;
+            do {
+                first = ctx.heads.get(head);
+                slot.next = first;
+            } while (!ctx.heads.compareAndSet(head, first, it));
+            ctx.slots.getAndIncrement(stripe * SLOT_STRIDE + 2);
+        } else {
+            if (union != slot.shadowMap) {
+                // new chunks: make room among the packed ones, in a larger buffer if needed (the smaller
+                // one stays with the context until its parity is reset)
+                int size = DirtyMap.packedSize(union, chunkShift);
+                MemorySegment shadow = size <= slot.shadow.byteSize() ? slot.shadow : shadows.acquire(p, size);
+                DirtyMap.repack(slot.shadowMap, union, chunkShift, slot.shadow, shadow);
+                slot.shadow = shadow;
+            }
+            DirtyMap.pack(it.txDirty, union, chunkShift, it.image(), slot.shadow);
+        }
+        it.zeroed |= it.txZeroed;
+        slot.shadowMap = union;
+        slot.zeroed = it.zeroed;
+        slot.opBytes = DirtyMap.opSize(union, chunkShift);
+        it.loggedMap = union;
+        it.txDirty = 0;
+        it.txZeroed = false;
+    }
+
+    /**
+     * Push thread only: installs the next context and waits until no committer is still inside the old
+     * one, which is returned, complete and immutable. A commit inside a context copies a few ranges and
+     * never blocks, so the wait spins briefly, then parks until the last committer out unparks it.
+     *
+     * @throws IllegalStateException if a committer is still inside after the drain timeout: it is stuck,
+     *                               and the context can never be written
+     */
+    Context switchContext() {
+        Context old = current;
+        old.drainer = Thread.currentThread();
+        current = new Context(old.seq + 1, stripeMask + 1);
+        long deadline = 0;
+        for (int i = 0; i < old.slots.length(); i += SLOT_STRIDE) {
+            for (int spins = 0; old.slots.get(i) != 0; spins++) {
+                if (spins < DRAIN_SPINS) {
+                    Thread.onSpinWait();
+                    continue;
+                }
+                long now = System.nanoTime();
+                if (deadline == 0) {
+                    deadline = now + drainTimeoutNanos;
+                } else if (now - deadline >= 0) {
+                    throw new IllegalStateException("CIL context " + old.seq + " did not drain in "
+                            + TimeUnit.NANOSECONDS.toMillis(drainTimeoutNanos) + " ms: " + old.slots.get(i)
+                            + " committer(s) still inside on stripe " + i / SLOT_STRIDE + " of " + (stripeMask + 1));
+                }
+                LockSupport.parkNanos(this, deadline - now);
+            }
+        }
+        return old;
+    }
+
+    /**
+     * True if context {@code seq} is still current and has grown past the hard limit: its push is late
+     * (the log I/O is behind), and committing more into it would only make the next checkpoint bigger.
+     */
+    boolean overHardLimit(long seq) {
+        Context c = current;
+        return c.seq == seq && c.approxBytes.get() >= hardLimit;
+    }
+
+    /** True if the current context holds any committed change (its exact byte count is not needed). */
+    boolean currentHasChanges() {
+        return current.overheadTaken.get();
+    }
+
+    /** Push thread: drops an item's shadow for {@code parity} once its op has been formatted. */
+    void releaseShadow(LogItem it, int parity) {
+        CilSlot slot = it.slot(parity);
+        slot.shadow = null;
+        slot.next = null;
+    }
+
+    /**
+     * Push thread, once every item of the context of {@code parity} it just took is formatted: the
+     * shadows of that parity are all free again (the next context of that parity does not exist yet).
+     */
+    void shadowsFormatted(int parity) {
+        shadows.reset(parity);
+    }
+}

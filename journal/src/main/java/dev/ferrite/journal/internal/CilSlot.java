@@ -1,0 +1,24 @@
+package dev.ferrite.journal.internal;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * A log item's place in the CIL contexts of one parity (contexts alternate, so an item has two): what
+ * the checkpoint of the context it was last committed into will write for it. Made when the item is
+ * first committed into a context of that parity, so an item that is only ever read (most cached blocks)
+ * carries none. Written under the item owner's lock; read by the push once the context has drained.
+ */
+final class CilSlot {
+    /** Sequence of the context this slot last held the item for. */
+    long ctxSeq;
+    /** Chunks the shadow holds: the item's whole relog as of its last commit into that context. */
+    long shadowMap;
+    /** The item was logged zeroed ({@link Transaction#logZeroed}) as of that commit. */
+    boolean zeroed;
+    /** Bytes the item's op takes in that context's checkpoint. */
+    int opBytes;
+    /** The chunks of {@code shadowMap}, packed in chunk order; from the shadow pool, dropped once the op is formatted. */
+    MemorySegment shadow;
+    /** Next item first logged in that context on the same stripe. */
+    LogItem next;
+}

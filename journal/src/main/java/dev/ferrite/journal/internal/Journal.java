@@ -1,0 +1,343 @@
+package dev.ferrite.journal.internal;
+
+import dev.ferrite.journal.JournalOptions;
+import dev.ferrite.journal.JournalStats;
+import dev.ferrite.journal.ReservationExceededException;
+
+import java.security.SecureRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.atomic.LongAdder;
+
+import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.VolumeShutdownException;
+
+/**
+ * Ferrite's write-ahead log, built the way XFS's delayed logging is (DESIGN section 4): transactions
+ * reserve log space through two lock-free grant heads, commit their dirty ranges into the in-memory CIL,
+ * background checkpoints write the CIL to a circular log region with checksummed, sector-stamped
+ * records, and the AIL, fed in bulk through a Disruptor ring, writes metadata home and moves the tail.
+ *
+ * <pre>{@code
+ * Journal.format(device, geometry);
+ * try (Journal j = Journal.open(device, geometry, JournalOptions.defaults(), replayer)) {
+ *     Transaction tx = j.begin(Reservation.items(2));
+ *     // lock items, change their images, tx.log(item, offset, length) ...
+ *     long seq = tx.commit();
+ *     // unlock items
+ *     j.throttle(seq); // waits only while the log device is behind
+ *     j.force(seq);   // durable
+ * }
+ * }</pre>
+ *
+ * <p>Threads: {@code ferrite-cil-push} writes checkpoints, {@code ferrite-ail} inserts completed
+ * checkpoints into the AIL, {@code ferrite-ail-pusher} writes items home. All are daemons that park
+ * when idle and stop on {@link #close()}. After any failure that could lose acknowledged work (a log
+ * write error, a transaction exceeding its reservation) the journal shuts down: every later call
+ * throws {@link VolumeShutdownException}.
+ */
+public final class Journal implements AutoCloseable {
+    private final BlockDevice device;
+    private final LogGeometry geometry;
+    private final JournalOptions options;
+    private final LogAnchor anchor;
+    private final int epoch;
+    private final RecoveryReport recovery;
+    private final ShadowPool shadows;
+    private final LogSpace space;
+    private final Cil cil;
+    private final Ail ail;
+    private final LogWriter writer;
+    private final long logBytes;
+    private final LongAdder commits = new LongAdder();
+    private final AtomicReference<Throwable> failure = new AtomicReference<>();
+    private boolean closed;
+
+    /** Writes an empty log (a fresh anchor with a new random log id) into {@code geometry} of {@code device}. */
+    public static void format(BlockDevice device, LogGeometry geometry) {
+        geometry.check(device);
+        long logId;
+        do {
+            logId = new SecureRandom().nextLong();
+        } while (logId == 0);
+        LogAnchor.format(device, geometry, logId);
+    }
+
+    /**
+     * Opens the log, recovering it first: every complete checkpoint after the anchored tail is replayed
+     * through {@code replayer}, a torn or unfinished last checkpoint is discarded, and the log restarts
+     * past them. See {@link #recovery()} for what was done.
+     *
+     * @throws dev.ferrite.io.CorruptionException if the anchor is unreadable or describes another log, or
+     *                                            the log is damaged before its end
+     */
+    public static Journal open(BlockDevice device, LogGeometry geometry, JournalOptions options, Replayer replayer) {
+        geometry.check(device);
+        LogAnchor anchor = LogAnchor.read(device, geometry);
+        try {
+            Recovery.Result r = Recovery.run(device, geometry, anchor, replayer);
+            int epoch = anchor.current().epoch() + 1;
+            anchor.write(r.headLsn(), r.nextSeq(), epoch, false);
+            return new Journal(device, geometry, options, anchor, epoch, r);
+        } catch (RuntimeException e) {
+            anchor.close();
+            throw e;
+        }
+    }
+
+    private Journal(BlockDevice device, LogGeometry geometry, JournalOptions options, LogAnchor anchor, int epoch,
+                    Recovery.Result r) {
+        this.device = device;
+        this.geometry = geometry;
+        this.options = options;
+        this.anchor = anchor;
+        this.epoch = epoch;
+        this.recovery = r.report();
+        int bs = device.blockSize();
+        this.logBytes = (long) geometry.areaBlocks() * bs;
+        long head = r.headLsn();
+        long headWord = ((long) Lsn.cycle(head) << 32) | ((long) Lsn.block(head) * bs);
+        this.space = new LogSpace(logBytes, headWord, this::relieveSpace);
+        long threshold = pushThreshold(options, logBytes);
+        // A context logs up to its hard limit (1.125 thresholds); its shadows round that up to size classes
+        // (at most double) in regions grown by doubling (at most double again): keep that much per parity,
+        // so a steady load reuses its buffers, and free a peak beyond it.
+        this.shadows = new ShadowPool(bs, 5 * threshold);
+        // The callbacks below reach the writer through this object: they run only once the threads started.
+        this.cil = new Cil(1, bs, threshold, shadows, this::backgroundPush, Cil.DRAIN_TIMEOUT_NANOS);
+        this.ail = new Ail(device, options.ringSize(), options.ailBatch(), relogChunks(options, bs), head, r.nextSeq(), this::anchorTail,
+                this::checkpointSoon, this::shutdown);
+        this.writer = new LogWriter(device, geometry, anchor.current().logId(), epoch, head, r.nextSeq(), cil, space,
+                ail, threshold, this::shutdown);
+        ail.start();
+        writer.start();
+    }
+
+    /** What opening found and replayed. */
+    public RecoveryReport recovery() {
+        return recovery;
+    }
+
+    /**
+     * Starts a transaction, first reserving its worst-case log space. Waits (FIFO) while the log is full.
+     *
+     * @throws dev.ferrite.io.NoSpaceException if the reservation could never fit in this log
+     * @throws VolumeShutdownException         if the journal has shut down
+     */
+    public Transaction begin(Reservation reservation) {
+        checkAlive();
+        Ticket ticket = new Ticket(reservationBytes(reservation.items()), reservation.count());
+        space.reserve(ticket);
+        if (space.freeBytes() < logBytes / 4) {
+            pushForSpace();
+        }
+        return new Transaction(this, ticket, reservation.items(), device.blockSize(), cil.chunkShift());
+    }
+
+    /** Log bytes one transaction of {@code items} items reserves per unit. */
+    long reservationBytes(int items) {
+        return items * cil.itemReservation() + cil.checkpointOverhead();
+    }
+
+    /** Never waits: the committer holds its items' locks here ({@link #throttle} comes after it unlocks). */
+    long commit(LogItem[] items, int count, Ticket ticket) {
+        checkAlive();
+        try {
+            long seq = cil.commit(items, count, ticket);
+            commits.increment();
+            return seq;
+        } catch (ReservationExceededException e) {
+            shutdown(e);
+            throw e;
+        }
+    }
+
+    /**
+     * Back-pressure on committers: returns at once unless the CIL context of commit sequence {@code seq}
+     * has grown past its hard limit while its checkpoint could not start (the log device is behind); then
+     * waits until that checkpoint takes it. Call it after every commit (or roll), once the transaction's
+     * items are unlocked: waiting with them locked would stall every reader of those items.
+     */
+    public void throttle(long seq) {
+        if (cil.overHardLimit(seq)) {
+            writer.throttle(seq);
+        }
+    }
+
+    LogSpace space() {
+        return space;
+    }
+
+    /** Returns once every transaction committed with a sequence up to {@code seq} is durable. */
+    public void force(long seq) {
+        writer.force(seq);
+    }
+
+    /** Makes everything committed so far durable; returns the sequence that is now durable. */
+    public long forceAll() {
+        long seq = cil.currentSeq();
+        writer.force(seq);
+        return seq;
+    }
+
+    /** Newest commit sequence known durable. */
+    public long durableSeq() {
+        return writer.durableSeq();
+    }
+
+    /**
+     * Makes everything committed durable, writes every logged item home and moves the log tail up to
+     * the head, so that recovery after a crash now would replay nothing.
+     */
+    public void checkpoint() {
+        forceAll();
+        ail.pushAllAndWait(writer.lastCheckpointSeq(), TimeUnit.MILLISECONDS.toNanos(options.closeTimeoutMillis()));
+        checkAlive();
+    }
+
+    /**
+     * Starts writing home everything logged so far, without waiting: the current CIL context is pushed
+     * and the AIL is asked to write back every item it holds. A buffer cache short of clean buffers
+     * calls this, then waits for {@link LogItem#writtenBack} callbacks.
+     */
+    public void writeBackAll() {
+        checkAlive();
+        if (cil.currentHasChanges()) {
+            writer.requestPush(cil.currentSeq());
+        }
+        ail.pushTo(ail.maxLsn());
+    }
+
+    /**
+     * One line of internal state (grant heads, tail, AIL, CIL, log writer) for diagnosing a stall: what
+     * a dump prints, and what a test prints when a reservation waits too long.
+     */
+    public String diagnostics() {
+        return "tail " + Lsn.toString(grantLsn(space.tail())) + ", reserve head " + Lsn.toString(grantLsn(space.reserveHead.get()))
+                + ", write head " + Lsn.toString(grantLsn(space.writeHead.get())) + ", free " + space.freeBytes()
+                + " bytes, queued " + space.reserveHead.queued() + "/" + space.writeHead.queued() + ", granted late "
+                + space.reserveHead.waitStats()[2] + "/" + space.writeHead.waitStats()[2] + "; " + ail.diagnostics()
+                + "; CIL sequence " + cil.currentSeq() + (cil.currentHasChanges() ? " (changes)" : " (empty)") + "; "
+                + writer.diagnostics();
+    }
+
+    private long grantLsn(long word) {
+        return Lsn.of((int) (word >>> 32), (int) ((word & 0xFFFF_FFFFL) / device.blockSize()));
+    }
+
+    /** Counters since open. */
+    public JournalStats stats() {
+        long[] rw = space.reserveHead.waitStats();
+        long[] ww = space.writeHead.waitStats();
+        return new JournalStats(commits.sum(), writer.forces.sum(), writer.checkpoints.sum(),
+                writer.checkpointBytes.sum(), writer.checkpointItems.sum(), writer.logFlushes.sum(), rw[0], rw[1],
+                ww[0], ww[1], ail.insertBatches.sum(), ail.insertedItems.sum(), ail.pushRounds.sum(),
+                ail.pusherWakeups.sum(), ail.writtenBack.sum(), ail.writtenEarly.sum(), ail.size(), ail.tailMoves.sum(), space.freeBytes(),
+                logBytes, writer.throttles.sum(), writer.throttleNanos.sum(), shadows.residentBytes());
+    }
+
+    /** Size of the circular log area in bytes. */
+    public long logBytes() {
+        return logBytes;
+    }
+
+    /** The device block size: every log item is one block. */
+    public int blockSize() {
+        return device.blockSize();
+    }
+
+    /** True once the journal has shut down after a failure. */
+    public boolean isShutdown() {
+        return failure.get() != null;
+    }
+
+    /**
+     * Forces the log, writes everything home, marks the log clean and stops the journal's threads. Call
+     * it once no transaction is running. After a failure it only stops the threads (the log stays dirty,
+     * so the next open recovers).
+     */
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        boolean clean = false;
+        try {
+            if (failure.get() == null) {
+                checkpoint();
+                clean = true;
+            }
+        } finally {
+            writer.close();
+            ail.close();
+            try {
+                if (clean && failure.get() == null) {
+                    anchor.write(writer.headLsn(), writer.nextCheckpointSeq(), epoch, true);
+                }
+            } finally {
+                anchor.close();
+                shadows.close();
+            }
+        }
+    }
+
+    /** AIL pusher: anchors a new tail durably, then lets reservers use the space behind it. */
+    private void anchorTail(long tailLsn, long tailSeq) {
+        anchor.write(tailLsn, tailSeq, epoch, false);
+        int bs = device.blockSize();
+        space.moveTail(((long) Lsn.cycle(tailLsn) << 32) | ((long) Lsn.block(tailLsn) * bs));
+    }
+
+    /**
+     * A reserver is about to wait: space held by the CIL comes back only once it is checkpointed and its
+     * items written home, so push both.
+     */
+    private void relieveSpace() {
+        if (cil.currentHasChanges()) {
+            writer.requestPush(cil.currentSeq());
+        }
+        pushForSpace();
+    }
+
+    /** The CIL passed its push threshold. */
+    private void backgroundPush() {
+        writer.backgroundPush();
+    }
+
+    /** The AIL met pinned items: push the CIL so they reach the AIL and can be written home. */
+    private void checkpointSoon() {
+        writer.requestPush(cil.currentSeq());
+    }
+
+    /** Asks the AIL to free a quarter of the log beyond the tail. */
+    private void pushForSpace() {
+        long target = LogSpace.add(space.tail(), logBytes / 4, logBytes);
+        ail.pushTo(Lsn.of((int) (target >>> 32), (int) ((target & 0xFFFF_FFFFL) / device.blockSize())));
+    }
+
+    void shutdown(Throwable cause) {
+        if (failure.compareAndSet(null, cause)) {
+            space.shutdown(cause);
+        }
+    }
+
+    private void checkAlive() {
+        Throwable f = failure.get();
+        if (f != null) {
+            throw new VolumeShutdownException("journal has shut down: " + f.getMessage(), f);
+        }
+        writer.checkAlive();
+    }
+
+    /** The CIL size that starts a background push: the option, or an eighth of the log capped at 32 MiB. */
+    private static long pushThreshold(JournalOptions options, long logBytes) {
+        return options.pushThreshold() > 0 ? options.pushThreshold() : Math.min(logBytes / 8, 32L << 20);
+    }
+
+    /** The relog limit in 64ths of a block (the journal's dirty-chunk unit); 64 means never. */
+    private static int relogChunks(JournalOptions options, int blockSize) {
+        int limit = options.relogLimit();
+        return limit == 0 ? 32 : (int) Math.min(64, (long) limit * 64 / blockSize);
+    }
+}

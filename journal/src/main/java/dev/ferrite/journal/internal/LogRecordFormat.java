@@ -1,0 +1,271 @@
+package dev.ferrite.journal.internal;
+
+import java.lang.foreign.MemorySegment;
+
+import dev.ferrite.io.internal.Crc32c;
+
+import static dev.ferrite.io.internal.OnDisk.U16;
+import static dev.ferrite.io.internal.OnDisk.U8;
+import static dev.ferrite.io.internal.OnDisk.U32;
+import static dev.ferrite.io.internal.OnDisk.U64;
+
+/**
+ * A log record: one header block followed by payload blocks, written contiguously (wrapping from the end
+ * of the log's circular area to its start if it must). A checkpoint is one or more records with
+ * consecutive indices; the first carries {@link #FLAG_START}, the last {@link #FLAG_COMMIT} and a commit
+ * op, and only a checkpoint whose every record is present and valid is ever replayed.
+ *
+ * <pre>
+ * header block (little-endian)
+ *   0  u32 cycle stamp         4  u32 magic 'FLOG'     8  u16 version     10 u16 flags (START, COMMIT)
+ *  12  u32 crc32c over header + payload, stamps restored, this field zero
+ *  16  u64 LSN (cycle, block) of this record            24  u64 tail LSN when it was written
+ *  32  u64 log id              40  u64 checkpoint sequence
+ *  48  u32 epoch               52  u32 record index within the checkpoint
+ *  56  u32 payload blocks      60  u32 payload bytes used by ops     64  u32 op count
+ *  68..127 zero
+ * 128  stamp table: one u32 per payload sector, the word its cycle stamp replaced; the table skips the
+ *      words at 512-byte boundaries, which are the header block's own cycle stamps
+ *
+ * every 512-byte sector of the record (header and payload) begins with the record's cycle, so a write
+ * torn at any sector boundary shows as a sector carrying an older cycle.
+ *
+ * payload: ops, each 8-byte aligned
+ *   0  u16 item type (COMMIT_TYPE for the commit op)   2  u8 range count   3  u8 op flags (ZEROED)
+ *   4  u32 op length including padding                 8  u64 home block (commit op: item count)
+ *  16  ranges: count x (u32 offset, u32 length), then the ranges' bytes back to back, padded to 8
+ *
+ *  ZEROED: the block was allocated since it was last written home and every change since is in the
+ *  ranges; replay starts from a zero-filled block (version 1 records carry no flags)
+ *  commit op: 16 u64 record count of the checkpoint
+ * </pre>
+ */
+final class LogRecordFormat {
+    static final int MAGIC = 0x474F4C46; // "FLOG" as little-endian bytes
+    static final short VERSION = 2;
+    /** Oldest record version recovery still reads. */
+    static final short MIN_VERSION = 1;
+    static final short FLAG_START = 1;
+    static final short FLAG_COMMIT = 2;
+    static final int SECTOR = 512;
+    static final int HEADER_FIXED = 128;
+    static final int COMMIT_TYPE = 0xFFFF;
+    static final int OP_HEADER = 16;
+    static final int RANGE_ENTRY = 8;
+    static final int COMMIT_OP_SIZE = 24;
+    static final int OP_ZEROED = 1;
+
+    private static final long STAMP_OFF = 0, MAGIC_OFF = 4, VERSION_OFF = 8, FLAGS_OFF = 10, CRC_OFF = 12;
+    private static final long LSN_OFF = 16, TAIL_OFF = 24, LOG_ID_OFF = 32, SEQ_OFF = 40, EPOCH_OFF = 48;
+    private static final long INDEX_OFF = 52, PAYLOAD_BLOCKS_OFF = 56, PAYLOAD_BYTES_OFF = 60, OP_COUNT_OFF = 64;
+
+    private static final long OP_TYPE = 0, OP_RANGES = 2, OP_FLAGS = 3, OP_LENGTH = 4, OP_HOME = 8;
+
+    private LogRecordFormat() {
+    }
+
+    /** Most payload sectors one header's stamp table can describe. */
+    static int maxPayloadSectors(int blockSize) {
+        int words = (blockSize - HEADER_FIXED) / 4;
+        return words - (blockSize / SECTOR - 1); // minus the header's own sector-stamp words
+    }
+
+    /** Most payload blocks per record. */
+    static int maxPayloadBlocks(int blockSize) {
+        return maxPayloadSectors(blockSize) / (blockSize / SECTOR);
+    }
+
+    /** Offset in the header of stamp-table entry {@code k}, skipping the words at 512-byte boundaries. */
+    static long stampTableOffset(int k) {
+        int firstSectorWords = (SECTOR - HEADER_FIXED) / 4;
+        if (k < firstSectorWords) {
+            return HEADER_FIXED + 4L * k;
+        }
+        int rest = k - firstSectorWords;
+        int perSector = SECTOR / 4 - 1;
+        return (long) SECTOR * (1 + rest / perSector) + 4 + 4L * (rest % perSector);
+    }
+
+    // ---- header fields
+
+    static void writeHeader(MemorySegment h, int cycle, short flags, long lsn, long tailLsn, long logId, long seq,
+                            int epoch, int index, int payloadBlocks, int payloadBytes, int opCount) {
+        h.fill((byte) 0);
+        h.set(U32, MAGIC_OFF, MAGIC);
+        h.set(U16, VERSION_OFF, VERSION);
+        h.set(U16, FLAGS_OFF, flags);
+        h.set(U64, LSN_OFF, lsn);
+        h.set(U64, TAIL_OFF, tailLsn);
+        h.set(U64, LOG_ID_OFF, logId);
+        h.set(U64, SEQ_OFF, seq);
+        h.set(U32, EPOCH_OFF, epoch);
+        h.set(U32, INDEX_OFF, index);
+        h.set(U32, PAYLOAD_BLOCKS_OFF, payloadBlocks);
+        h.set(U32, PAYLOAD_BYTES_OFF, payloadBytes);
+        h.set(U32, OP_COUNT_OFF, opCount);
+    }
+
+    static int magic(MemorySegment h) {
+        return h.get(U32, MAGIC_OFF);
+    }
+
+    static short version(MemorySegment h) {
+        return h.get(U16, VERSION_OFF);
+    }
+
+    static short flags(MemorySegment h) {
+        return h.get(U16, FLAGS_OFF);
+    }
+
+    static int crc(MemorySegment h) {
+        return h.get(U32, CRC_OFF);
+    }
+
+    static long lsn(MemorySegment h) {
+        return h.get(U64, LSN_OFF);
+    }
+
+    static long tailLsn(MemorySegment h) {
+        return h.get(U64, TAIL_OFF);
+    }
+
+    static long logId(MemorySegment h) {
+        return h.get(U64, LOG_ID_OFF);
+    }
+
+    static long seq(MemorySegment h) {
+        return h.get(U64, SEQ_OFF);
+    }
+
+    static int epoch(MemorySegment h) {
+        return h.get(U32, EPOCH_OFF);
+    }
+
+    static int index(MemorySegment h) {
+        return h.get(U32, INDEX_OFF);
+    }
+
+    static int payloadBlocks(MemorySegment h) {
+        return h.get(U32, PAYLOAD_BLOCKS_OFF);
+    }
+
+    static int payloadBytes(MemorySegment h) {
+        return h.get(U32, PAYLOAD_BYTES_OFF);
+    }
+
+    static int opCount(MemorySegment h) {
+        return h.get(U32, OP_COUNT_OFF);
+    }
+
+    // ---- sealing: checksum, then cycle stamps
+
+    /**
+     * Seals a formatted record (header and payload contiguous in {@code rec}): saves the first word of
+     * every payload sector into the stamp table, computes the checksum over the record as it is now
+     * (stamp words zero in the header, original words in the payload), then stamps every sector,
+     * header's included, with {@code cycle}.
+     */
+    static void seal(MemorySegment rec, int blockSize, int cycle) {
+        MemorySegment header = rec.asSlice(0, blockSize);
+        int sectors = (int) (rec.byteSize() / SECTOR);
+        int headerSectors = blockSize / SECTOR;
+        for (int s = headerSectors; s < sectors; s++) {
+            header.set(U32, stampTableOffset(s - headerSectors), rec.get(U32, (long) s * SECTOR));
+        }
+        Crc32c.stampInPlace(rec, CRC_OFF);
+        for (int s = 0; s < sectors; s++) {
+            rec.set(U32, (long) s * SECTOR, cycle);
+        }
+    }
+
+    /**
+     * Undoes {@link #seal}: checks every sector's stamp, restores the saved words, verifies the checksum.
+     *
+     * @return -1 if the record is intact; else the index of the first sector whose stamp is not
+     *         {@code cycle} (a torn write), or {@code sectors} if all stamps are right but the checksum fails
+     */
+    static int unseal(MemorySegment rec, int blockSize, int cycle) {
+        int sectors = (int) (rec.byteSize() / SECTOR);
+        for (int s = 0; s < sectors; s++) {
+            if (rec.get(U32, (long) s * SECTOR) != cycle) {
+                return s;
+            }
+        }
+        MemorySegment header = rec.asSlice(0, blockSize);
+        int headerSectors = blockSize / SECTOR;
+        for (int s = headerSectors; s < sectors; s++) {
+            rec.set(U32, (long) s * SECTOR, header.get(U32, stampTableOffset(s - headerSectors)));
+        }
+        for (int s = 0; s < headerSectors; s++) {
+            rec.set(U32, (long) s * SECTOR, 0);
+        }
+        return Crc32c.verifyInPlace(rec, CRC_OFF) ? -1 : sectors;
+    }
+
+    // ---- ops
+
+    /** Bytes an item op with these ranges takes, padding included. */
+    static int opSize(int rangeCount, int dataBytes) {
+        return align8(OP_HEADER + RANGE_ENTRY * rangeCount + dataBytes);
+    }
+
+    static int align8(int n) {
+        return (n + 7) & ~7;
+    }
+
+    static void writeOpHeader(MemorySegment p, long off, int type, int rangeCount, int flags, int length, long home) {
+        p.set(U16, off + OP_TYPE, (short) type);
+        p.set(U8, off + OP_RANGES, (byte) rangeCount);
+        p.set(U8, off + OP_FLAGS, (byte) flags);
+        p.set(U32, off + OP_LENGTH, length);
+        p.set(U64, off + OP_HOME, home);
+    }
+
+    static void writeRange(MemorySegment p, long opOff, int i, int offset, int length) {
+        long e = opOff + OP_HEADER + (long) RANGE_ENTRY * i;
+        p.set(U32, e, offset);
+        p.set(U32, e + 4, length);
+    }
+
+    static void writeCommitOp(MemorySegment p, long off, long itemCount, long recordCount) {
+        writeOpHeader(p, off, COMMIT_TYPE, 0, 0, COMMIT_OP_SIZE, itemCount);
+        p.set(U64, off + OP_HEADER, recordCount);
+    }
+
+    static int opType(MemorySegment p, long off) {
+        return Short.toUnsignedInt(p.get(U16, off + OP_TYPE));
+    }
+
+    static int opRangeCount(MemorySegment p, long off) {
+        return Byte.toUnsignedInt(p.get(U8, off + OP_RANGES));
+    }
+
+    static int opFlags(MemorySegment p, long off) {
+        return Byte.toUnsignedInt(p.get(U8, off + OP_FLAGS));
+    }
+
+    static int opLength(MemorySegment p, long off) {
+        return p.get(U32, off + OP_LENGTH);
+    }
+
+    static long opHome(MemorySegment p, long off) {
+        return p.get(U64, off + OP_HOME);
+    }
+
+    static int rangeOffset(MemorySegment p, long opOff, int i) {
+        return p.get(U32, opOff + OP_HEADER + (long) RANGE_ENTRY * i);
+    }
+
+    static int rangeLength(MemorySegment p, long opOff, int i) {
+        return p.get(U32, opOff + OP_HEADER + (long) RANGE_ENTRY * i + 4);
+    }
+
+    /** Offset within the op of the first range's data. */
+    static long opDataStart(int rangeCount) {
+        return OP_HEADER + (long) RANGE_ENTRY * rangeCount;
+    }
+
+    static long commitRecordCount(MemorySegment p, long off) {
+        return p.get(U64, off + OP_HEADER);
+    }
+}

@@ -1,0 +1,510 @@
+package dev.ferrite.journal.internal;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.LockSupport;
+
+import org.jctools.queues.atomic.SpscAtomicArrayQueue;
+
+import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.IoBatch;
+import dev.ferrite.io.VolumeShutdownException;
+
+/**
+ * The CIL push, in two stages on two threads, so that formatting one checkpoint overlaps the I/O of the
+ * one before it:
+ * <ol>
+ *   <li>{@code ferrite-cil-push} swaps in a new CIL context and formats the old one's items into records
+ *       in one of two aligned buffers (one op per item, with its latest contents), sealing each record
+ *       (checksum, sector stamps) at the log position it will occupy;</li>
+ *   <li>{@code ferrite-log-io} writes the formatted checkpoint with one or two device writes (two when
+ *       the circular area wraps), flushes, and only then declares it durable, wakes its forcers, returns
+ *       unused reservation and hands the items to the AIL.</li>
+ * </ol>
+ * A forced push that finds nothing in flight skips the hand-off: the push thread writes it itself. Either
+ * way one thread at a time writes the log and publishes to the AIL, the
+ * turn passing with a happens-before edge (the hand-off queue one way, {@code ioDone} the other).
+ *
+ * <p>Checkpoints reach the device strictly one after another, each flushed before the next is written: a
+ * valid later checkpoint on disk therefore proves every earlier one was complete, which is how recovery
+ * tells a torn tail from corruption.
+ *
+ * <p>Group commit: {@link #force} raises a target sequence and waits. A forced push starts only when the
+ * log I/O stage is idle, so every commit that lands while a checkpoint is being written joins the next
+ * one; a push for size (the CIL passed its threshold) starts at once, formatting while the previous
+ * checkpoint is written.
+ *
+ * <p>Back-pressure: a committer whose commit left the CIL past its hard limit while its push has not
+ * started (the previous checkpoint is still being written) waits in {@link #throttle}, after unlocking
+ * its items, until the push takes the context. Without it the committers outrun the log, spending the CPU the log I/O needs on relogging
+ * items into a context that only grows, and the checkpoints outgrow the format buffers.
+ *
+ * <p>Two sequences: commit sequences number CIL contexts (what {@link #force} takes; an empty context is
+ * "pushed" without any I/O), checkpoint sequences number the checkpoints actually written, with no
+ * gaps, which is what recovery follows from record to record.
+ */
+final class LogWriter implements AutoCloseable {
+    /** A formatted context on its way to the device; {@code items == null} for an empty context. */
+    private record Checkpoint(long commitSeq, long checkpointSeq, Buffer buffer, long bytes, int blocks,
+                              int startBlock, long startLsn, long endLsn, LogItem[] items, long stolen,
+                              int records, long formatStart) {
+    }
+
+    /** A growable, aligned format buffer; two circulate between the stages. */
+    private static final class Buffer {
+        Arena arena = Arena.ofShared();
+        MemorySegment segment;
+
+        Buffer(long bytes) {
+            segment = arena.allocate(bytes, BlockDevice.BUFFER_ALIGNMENT);
+        }
+
+        void ensure(long bytes) {
+            if (segment.byteSize() < bytes) {
+                arena.close();
+                arena = Arena.ofShared();
+                segment = arena.allocate(Math.max(bytes, segment.byteSize() * 2), BlockDevice.BUFFER_ALIGNMENT);
+            }
+        }
+    }
+
+    private record Forcer(Thread thread, long seq) {
+    }
+
+    private final BlockDevice device;
+    private final LogGeometry geometry;
+    private final int blockSize;
+    private final long logId;
+    private final int epoch;
+    private final Cil cil;
+    private final LogSpace space;
+    private final Ail ail;
+    private final java.util.function.Consumer<Throwable> onFailure;
+    private final Thread formatter;
+    private final Thread io;
+    private final AtomicLong pushTarget = new AtomicLong();
+    /** Threads waiting in {@link #force}; each is unparked alone when its sequence is durable (no monitor convoy). */
+    private final ConcurrentLinkedQueue<Forcer> forcers = new ConcurrentLinkedQueue<>();
+    /** Committers waiting in {@link #throttle}; unparked when the formatter takes a context. */
+    private final ConcurrentLinkedQueue<Thread> throttled = new ConcurrentLinkedQueue<>();
+    private final SpscAtomicArrayQueue<Checkpoint> formatted = new SpscAtomicArrayQueue<>(2);
+    private final SpscAtomicArrayQueue<Buffer> freeBuffers = new SpscAtomicArrayQueue<>(2);
+    private volatile long durableSeq;
+    private volatile long lastCheckpointSeq;
+    private volatile boolean background;
+    private volatile boolean ioBusy;
+    private volatile boolean running = true;
+    private volatile Throwable failure;
+
+    /** Checkpoints the log I/O thread has finished; it alone writes this. */
+    private volatile long ioDone;
+
+    // Formatter thread only (and close, once the formatter has stopped).
+    private long nextCheckpointSeq;
+    /** Checkpoints handed to the log I/O thread. */
+    private long handed;
+    /** The buffer of a checkpoint this thread wrote itself, for the next one. */
+    private Buffer spare;
+    private int headCycle;
+    private int headBlock;
+
+    // Whichever thread writes the log: ferrite-log-io, or ferrite-cil-push while nothing is in flight.
+    private final IoBatch ioBatch = new IoBatch(2);
+
+    final LongAdder checkpoints = new LongAdder();
+    final LongAdder checkpointBytes = new LongAdder();
+    final LongAdder checkpointItems = new LongAdder();
+    final LongAdder forces = new LongAdder();
+    final LongAdder logFlushes = new LongAdder();
+    final LongAdder throttles = new LongAdder();
+    final LongAdder throttleNanos = new LongAdder();
+
+    LogWriter(BlockDevice device, LogGeometry geometry, long logId, int epoch, long headLsn, long firstCheckpointSeq,
+              Cil cil, LogSpace space, Ail ail, long pushThreshold, java.util.function.Consumer<Throwable> onFailure) {
+        this.device = device;
+        this.geometry = geometry;
+        this.blockSize = device.blockSize();
+        this.logId = logId;
+        this.epoch = epoch;
+        this.cil = cil;
+        this.space = space;
+        this.ail = ail;
+        this.onFailure = onFailure;
+        this.headCycle = Lsn.cycle(headLsn);
+        this.headBlock = Lsn.block(headLsn);
+        this.nextCheckpointSeq = firstCheckpointSeq;
+        this.lastCheckpointSeq = firstCheckpointSeq - 1;
+        this.durableSeq = cil.currentSeq() - 1;
+        this.pushTarget.set(durableSeq);
+        // Sized for a checkpoint of the push threshold plus the commits that land while it starts, so that
+        // the steady state never reallocates (and re-zeroes) a format buffer.
+        long initial = Math.max(64L * blockSize, pushThreshold + pushThreshold / 4);
+        freeBuffers.offer(new Buffer(initial));
+        freeBuffers.offer(new Buffer(initial));
+        this.io = daemon(this::ioLoop, "ferrite-log-io");
+        this.formatter = daemon(this::formatLoop, "ferrite-cil-push");
+    }
+
+    void start() {
+        io.start();
+        formatter.start();
+    }
+
+    private static Thread daemon(Runnable r, String name) {
+        Thread t = new Thread(r, name);
+        t.setDaemon(true);
+        return t;
+    }
+
+    long durableSeq() {
+        return durableSeq;
+    }
+
+    /** Checkpoint sequence of the newest checkpoint written (its items may still be on their way to the AIL). */
+    long lastCheckpointSeq() {
+        return lastCheckpointSeq;
+    }
+
+    /** Checkpoint sequence the next checkpoint will carry. Stable only while the writer is idle. */
+    long nextCheckpointSeq() {
+        return nextCheckpointSeq;
+    }
+
+    /** Head of the log: where the next record goes. Stable only while the writer is idle. */
+    long headLsn() {
+        return Lsn.of(headCycle, headBlock);
+    }
+
+    /** Committer: the current context passed the push threshold. */
+    void backgroundPush() {
+        if (!background) {
+            background = true;
+            LockSupport.unpark(formatter);
+        }
+    }
+
+    /** Asks for contexts up to {@code seq} to be pushed, without waiting. */
+    void requestPush(long seq) {
+        for (long cur = pushTarget.get(); seq > cur; cur = pushTarget.get()) {
+            if (pushTarget.compareAndSet(cur, seq)) {
+                LockSupport.unpark(formatter);
+                return;
+            }
+        }
+    }
+
+    /** Returns once every commit of sequence {@code seq} or earlier is durable. */
+    void force(long seq) {
+        if (durableSeq >= seq) {
+            return;
+        }
+        forces.increment();
+        checkAlive();
+        Forcer me = new Forcer(Thread.currentThread(), seq);
+        forcers.add(me);
+        requestPush(seq);
+        // Interrupts are not honoured: a force abandoned half-way would leave the caller without an answer.
+        while (durableSeq < seq && failure == null) {
+            LockSupport.park(this);
+        }
+        forcers.remove(me);
+        if (durableSeq < seq) {
+            checkAlive();
+        }
+    }
+
+    /**
+     * Committer, its items unlocked ({@link Journal#throttle}): waits until context {@code seq} is no
+     * longer the current one, its push having begun.
+     */
+    void throttle(long seq) {
+        long start = System.nanoTime();
+        Thread me = Thread.currentThread();
+        throttled.add(me);
+        backgroundPush();
+        // Checked after joining the queue: a context taken from now on finds this thread there to wake.
+        while (cil.currentSeq() == seq && running && failure == null) {
+            LockSupport.parkNanos(this, 10_000_000L);
+        }
+        throttled.remove(me);
+        throttles.increment();
+        throttleNanos.add(System.nanoTime() - start);
+    }
+
+    String diagnostics() {
+        return "push target " + pushTarget.get() + ", durable " + durableSeq + (ioBusy ? ", I/O busy" : "")
+                + (background ? ", background push asked" : "") + ", " + formatted.size() + " formatted waiting";
+    }
+
+    void checkAlive() {
+        Throwable f = failure;
+        if (f != null) {
+            throw new VolumeShutdownException("journal has shut down: " + f, f);
+        }
+    }
+
+    // ------------------------------------------------------------------ stage 1: format
+
+    private void formatLoop() {
+        try {
+            while (true) {
+                // A forced push waits for the log I/O stage to go idle (group commit); a size push does not.
+                while (running && !background && !(pushTarget.get() >= cil.currentSeq() && !ioBusy)) {
+                    LockSupport.park(this);
+                }
+                if (!running && pushTarget.get() < cil.currentSeq()) {
+                    return;
+                }
+                // Buffer first: while this waits for the log I/O, a size push stays asked for, so committers
+                // passing the threshold do not wake this thread again and again.
+                Buffer buffer = takeBuffer();
+                boolean forced = !background;
+                background = false;
+                Cil.Context ctx = cil.switchContext();
+                for (Thread t : throttled) {
+                    LockSupport.unpark(t);
+                }
+                ioBusy = true; // before the hand-off, so no forced push slips in ahead of it
+                Checkpoint c = format(ctx, buffer);
+                if (forced && ioDone == handed) {
+                    // Nothing in flight: a forcer waits on this checkpoint alone, so write it here and save
+                    // it the hand-off to ferrite-log-io (a thread wake-up, much of a small force's latency).
+                    // Size pushes keep the two stages so that formatting overlaps the previous write.
+                    complete(c);
+                    spare = c.buffer();
+                    ioBusy = false;
+                } else {
+                    handed++;
+                    hand(c);
+                }
+            }
+        } catch (Throwable t) {
+            fail(t);
+        }
+    }
+
+    private Buffer takeBuffer() {
+        if (spare != null) {
+            Buffer b = spare;
+            spare = null;
+            return b;
+        }
+        for (Buffer b; ; ) {
+            if ((b = freeBuffers.poll()) != null) {
+                return b;
+            }
+            checkAlive();
+            LockSupport.park(this);
+        }
+    }
+
+    private void hand(Checkpoint c) {
+        while (!formatted.offer(c)) {
+            checkAlive();
+            LockSupport.park(this);
+        }
+        LockSupport.unpark(io);
+    }
+
+    private Checkpoint format(Cil.Context ctx, Buffer buffer) {
+        LogItem[] items = ctx.items();
+        if (items.length == 0) {
+            return new Checkpoint(ctx.seq, 0, buffer, 0, 0, 0, 0, 0, null, 0, 0, 0);
+        }
+        long start = System.nanoTime();
+        long stolen = ctx.bytes();
+        int parity = (int) (ctx.seq & 1);
+        int chunkShift = cil.chunkShift();
+        buffer.ensure(stolen + 8L * blockSize); // slack: an accounting bug is reported below, not as an overflow
+        MemorySegment out = buffer.segment;
+        long payloadCapacity = (long) LogRecordFormat.maxPayloadBlocks(blockSize) * blockSize;
+        long tailWord = space.tail();
+        long tailLsn = Lsn.of((int) (tailWord >>> 32), (int) ((tailWord & 0xFFFF_FFFFL) / blockSize));
+        long checkpointSeq = nextCheckpointSeq;
+        long startLsn = Lsn.of(headCycle, headBlock);
+        RecordCursor rec = new RecordCursor(out, headCycle, headBlock, tailLsn, checkpointSeq);
+        int count = 0;
+        for (LogItem it : items) {
+            CilSlot slot = it.slot(parity);
+            long map = slot.shadowMap;
+            int size = DirtyMap.opSize(map, chunkShift);
+            if (rec.payloadUsed + size > payloadCapacity) {
+                rec.close(false);
+            }
+            DirtyMap.writeOp(out, rec.recordStart + blockSize + rec.payloadUsed, it.type(),
+                    slot.zeroed ? LogRecordFormat.OP_ZEROED : 0, it.home(), map, chunkShift, slot.shadow);
+            rec.payloadUsed += size;
+            rec.ops++;
+            cil.releaseShadow(it, parity);
+            count++;
+        }
+        cil.shadowsFormatted(parity);
+        if (rec.payloadUsed + LogRecordFormat.COMMIT_OP_SIZE > payloadCapacity) {
+            rec.close(false);
+        }
+        LogRecordFormat.writeCommitOp(out, rec.recordStart + blockSize + rec.payloadUsed, count, rec.index + 1L);
+        rec.payloadUsed += LogRecordFormat.COMMIT_OP_SIZE;
+        rec.ops++;
+        rec.close(true);
+
+        long bytes = rec.recordStart;
+        if (bytes > stolen) {
+            throw new IllegalStateException("checkpoint " + checkpointSeq + " needs " + bytes
+                    + " bytes of log but its transactions reserved only " + stolen + ": log space accounting is broken");
+        }
+        int startBlock = headBlock;
+        headCycle = rec.cycle;
+        headBlock = rec.block;
+        nextCheckpointSeq = checkpointSeq + 1;
+        return new Checkpoint(ctx.seq, checkpointSeq, buffer, bytes, (int) (bytes / blockSize), startBlock, startLsn,
+                Lsn.of(headCycle, headBlock), items, stolen, rec.index, start);
+    }
+
+    /** Formats records one after another into the buffer, tracking each record's position in the log. */
+    private final class RecordCursor {
+        final MemorySegment out;
+        final long tailLsn;
+        final long seq;
+        int cycle;
+        int block;
+        long recordStart;
+        long payloadUsed;
+        int ops;
+        int index;
+
+        RecordCursor(MemorySegment out, int cycle, int block, long tailLsn, long seq) {
+            this.out = out;
+            this.cycle = cycle;
+            this.block = block;
+            this.tailLsn = tailLsn;
+            this.seq = seq;
+        }
+
+        void close(boolean commit) {
+            int payloadBlocks = (int) ((payloadUsed + blockSize - 1) / blockSize);
+            long payloadStart = recordStart + blockSize;
+            long padStart = payloadStart + payloadUsed;
+            long end = payloadStart + (long) payloadBlocks * blockSize;
+            if (padStart < end) {
+                out.asSlice(padStart, end - padStart).fill((byte) 0);
+            }
+            short flags = (short) ((index == 0 ? LogRecordFormat.FLAG_START : 0) | (commit ? LogRecordFormat.FLAG_COMMIT : 0));
+            MemorySegment record = out.asSlice(recordStart, end - recordStart);
+            LogRecordFormat.writeHeader(record.asSlice(0, blockSize), cycle, flags, Lsn.of(cycle, block), tailLsn, logId,
+                    seq, epoch, index, payloadBlocks, (int) payloadUsed, ops);
+            LogRecordFormat.seal(record, blockSize, cycle);
+            block += 1 + payloadBlocks;
+            while (block >= geometry.areaBlocks()) {
+                block -= geometry.areaBlocks();
+                cycle++;
+            }
+            recordStart = end;
+            payloadUsed = 0;
+            ops = 0;
+            index++;
+        }
+    }
+
+    // ------------------------------------------------------------------ stage 2: write and flush
+
+    private void ioLoop() {
+        try {
+            while (true) {
+                Checkpoint c = formatted.poll();
+                if (c == null) {
+                    ioBusy = false;
+                    LockSupport.unpark(formatter); // a forced push may have waited for us to go idle
+                    if (!running && !formatter.isAlive() && formatted.isEmpty()) {
+                        return;
+                    }
+                    LockSupport.park(this); // the formatter unparks us with each hand-off, close() at the end
+                    continue;
+                }
+                ioBusy = true;
+                LockSupport.unpark(formatter); // a queue slot is free
+                complete(c);
+                freeBuffers.offer(c.buffer());
+                ioDone++; // the only writer
+                LockSupport.unpark(formatter);
+            }
+        } catch (Throwable t) {
+            fail(t);
+        }
+    }
+
+    /** Writes the checkpoint (unless empty) and declares it durable; on whichever thread has the log I/O. */
+    private void complete(Checkpoint c) {
+        if (c.items() != null) {
+            write(c);
+        }
+        markDurable(c.commitSeq());
+    }
+
+    private void write(Checkpoint c) {
+        MemorySegment out = c.buffer().segment;
+        int first = Math.min(c.blocks(), geometry.areaBlocks() - c.startBlock());
+        ioBatch.clear();
+        ioBatch.write(geometry.areaStart() + c.startBlock(), out.asSlice(0, (long) first * blockSize));
+        if (c.blocks() > first) {
+            ioBatch.write(geometry.areaStart(), out.asSlice((long) first * blockSize, (long) (c.blocks() - first) * blockSize));
+        }
+        device.submit(ioBatch);
+        ioBatch.clear();
+        device.flush();
+        logFlushes.increment();
+        lastCheckpointSeq = c.checkpointSeq();
+        checkpoints.increment();
+        checkpointBytes.add(c.bytes());
+        checkpointItems.add(c.items().length);
+        space.release(c.stolen() - c.bytes());
+        ail.publish(c.items(), c.items().length, c.startLsn(), c.checkpointSeq(), c.endLsn());
+        CheckpointEvent.emit(c.checkpointSeq(), c.startLsn(), c.items().length, c.records(), c.bytes(),
+                System.nanoTime() - c.formatStart());
+    }
+
+    private void markDurable(long seq) {
+        durableSeq = seq;
+        for (Forcer f : forcers) {
+            if (f.seq() <= seq) {
+                LockSupport.unpark(f.thread());
+            }
+        }
+    }
+
+    private void fail(Throwable t) {
+        failure = t;
+        for (Forcer f : forcers) {
+            LockSupport.unpark(f.thread());
+        }
+        LockSupport.unpark(formatter);
+        onFailure.accept(t);
+    }
+
+    Throwable failure() {
+        return failure;
+    }
+
+    /** Stops both threads once everything asked for is written. Forces nothing new. */
+    @Override
+    public void close() {
+        running = false;
+        LockSupport.unpark(formatter);
+        try {
+            formatter.join(TimeUnit.SECONDS.toMillis(30));
+            LockSupport.unpark(io);
+            io.join(TimeUnit.SECONDS.toMillis(30));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        for (Buffer b; (b = freeBuffers.poll()) != null; ) {
+            b.arena.close();
+        }
+        if (spare != null) {
+            spare.arena.close();
+        }
+    }
+}

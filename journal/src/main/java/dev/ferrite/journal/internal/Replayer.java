@@ -1,0 +1,25 @@
+package dev.ferrite.journal.internal;
+
+/**
+ * What recovery hands each logged item to: the owner of the item type knows where its blocks keep their
+ * LSN and how to stamp them. Recovery calls {@link #replay} for every item of every complete checkpoint,
+ * oldest first, then {@link #finish()}.
+ */
+public interface Replayer {
+    /**
+     * Applies {@code item}'s ranges to its home block, unless that block already carries an LSN at or
+     * after {@link ReplayItem#lsn()} (it was written home after this copy was logged), and stamps the
+     * block with the item's LSN. Must be idempotent: a crash during recovery replays everything again.
+     *
+     * <p>The home block's LSN may be trusted only if the block passes its checksum: a write-back torn
+     * by a crash can carry the new LSN in one sector and old contents in others. Such a block must be
+     * replayed whatever LSN it shows; the log still holds every change it lacks, because the tail
+     * passes an item only after its write-back was flushed.
+     *
+     * @return true if applied, false if skipped because the home block was newer
+     */
+    boolean replay(ReplayItem item);
+
+    /** Makes every replayed block durable at home (write and flush) before the log forgets them. */
+    void finish();
+}

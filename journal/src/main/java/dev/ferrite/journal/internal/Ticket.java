@@ -1,0 +1,25 @@
+package dev.ferrite.journal.internal;
+
+/**
+ * A transaction's claim on log space (XFS's log ticket). {@code unit} bytes per transaction,
+ * {@code count} units pre-reserved for a permanent ticket; {@code current} is what is left of the unit in
+ * use. Owned by one transaction chain at a time, so its fields need no synchronization.
+ */
+final class Ticket {
+    final long unit;
+    final boolean permanent;
+    int count;
+    long current;
+
+    Ticket(long unit, int count) {
+        this.unit = unit;
+        this.permanent = count > 1;
+        this.count = count;
+        this.current = unit;
+    }
+
+    /** Bytes the grant heads must give this ticket up front. */
+    long initialNeed() {
+        return unit * count;
+    }
+}

@@ -1,0 +1,169 @@
+package dev.ferrite.journal.internal;
+
+import dev.ferrite.journal.JournalOptions;
+import dev.ferrite.journal.JournalStats;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Random;
+
+import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.MemoryDevice;
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Shadow buffers: sized to what was logged, reused by context parity, bounded, never lost. */
+class ShadowPoolTest {
+    static final int BS = 4096;
+
+    @Test
+    void aResetMakesEveryBufferOfItsParityFreeAgain() {
+        try (ShadowPool pool = new ShadowPool(BS, 1L << 20)) {
+            List<MemorySegment> first = new ArrayList<>();
+            for (int i = 0; i < 100; i++) {
+                first.add(pool.acquire(0, 64 * (1 + i % 64)));
+            }
+            MemorySegment other = pool.acquire(1, 64);
+            long resident = pool.residentBytes();
+            pool.reset(0);
+            for (int i = 0; i < 100; i++) {
+                MemorySegment again = pool.acquire(0, 64 * (1 + i % 64));
+                assertSame(first.get(i), again, "buffer " + i + " was not reused");
+                assertTrue(again.byteSize() >= 64 * (1 + i % 64) && again.byteSize() < 2 * 64 * (1 + i % 64));
+            }
+            assertEquals(resident, pool.residentBytes(), "nothing new allocated for the same demand");
+            assertTrue(pool.acquire(1, 64) != other, "parity 1 was not reset: its buffer is still in use");
+        }
+    }
+
+    @Test
+    void aResetAfterAPeakFreesTheParityBeyondTheBound() {
+        try (ShadowPool pool = new ShadowPool(BS, 256 * 1024)) {
+            pool.acquire(1, 64);
+            long parity1 = pool.residentBytes();
+            for (int i = 0; i < 1000; i++) {
+                pool.acquire(0, BS);
+            }
+            assertTrue(pool.residentBytes() >= 1000L * BS + parity1, "resident " + pool.residentBytes());
+            pool.reset(0);
+            assertEquals(parity1, pool.residentBytes(), "the peak of parity 0 was not freed");
+            for (int i = 0; i < 10; i++) {
+                pool.acquire(0, BS);
+            }
+            pool.reset(0);
+            assertTrue(pool.residentBytes() <= 256 * 1024 + parity1, "resident " + pool.residentBytes());
+        }
+    }
+
+    /** Packing and repacking a shadow as relogs add chunks in any order, then writing its op, gives the image's bytes. */
+    @Test
+    void packedShadowsFollowGrowingRelogs() {
+        long seed = Long.getLong("ferrite.seed", 21);
+        Random rnd = new Random(seed);
+        int chunkShift = Integer.numberOfTrailingZeros(BS / 64);
+        try (Arena arena = Arena.ofConfined(); ShadowPool pool = new ShadowPool(BS, 1L << 20)) {
+            MemorySegment image = arena.allocate(BS);
+            MemorySegment op = arena.allocate(2L * BS);
+            for (int round = 0; round < 200; round++) {
+                pool.reset(0);
+                long logged = 0;
+                MemorySegment shadow = null;
+                for (int relog = 0; relog < 6; relog++) {
+                    int off = rnd.nextInt(BS - 1), len = 1 + rnd.nextInt(Math.min(BS - off, 700));
+                    for (int b = off; b < off + len; b++) {
+                        image.set(ValueLayout.JAVA_BYTE, b, (byte) rnd.nextInt());
+                    }
+                    long dirty = DirtyMap.of(off, len, chunkShift);
+                    long union = logged | dirty;
+                    int size = DirtyMap.packedSize(union, chunkShift);
+                    if (shadow == null) {
+                        shadow = pool.acquire(0, size);
+                    } else if (union != logged) {
+                        MemorySegment to = size <= shadow.byteSize() ? shadow : pool.acquire(0, size);
+                        DirtyMap.repack(logged, union, chunkShift, shadow, to);
+                        shadow = to;
+                    }
+                    DirtyMap.pack(shadow == null ? union : dirty, union, chunkShift, image, shadow);
+                    logged = union;
+                    int opSize = DirtyMap.writeOp(op, 0, 1, 0, 9, logged, chunkShift, shadow);
+                    int runs = DirtyMap.runs(logged);
+                    long data = LogRecordFormat.opDataStart(runs);
+                    for (int r = 0; r < runs; r++) {
+                        int ro = LogRecordFormat.rangeOffset(op, 0, r), rl = LogRecordFormat.rangeLength(op, 0, r);
+                        assertEquals(-1, image.asSlice(ro, rl).mismatch(op.asSlice(data, rl)),
+                                "seed " + seed + ", round " + round + ", relog " + relog + ": range [" + ro + ", +" + rl + ")");
+                        data += rl;
+                    }
+                    assertEquals(LogRecordFormat.opSize(runs, DirtyMap.packedSize(logged, chunkShift)), opSize);
+                }
+            }
+        }
+    }
+
+    /**
+     * Checkpoints of more than 65,536 small items, over and over: the shadows hold what was logged (a
+     * chunk per item, not a block), and reusing them allocates nothing more from the second round on.
+     */
+    @Test
+    void repeatedCheckpointsOfManySmallItemsKeepShadowMemoryBounded() {
+        int bs = 1024;
+        int items = 70_000;
+        LogGeometry g = new LogGeometry(items, 32_768);
+        try (MemoryDevice dev = MemoryDevice.create(items + 32_768, bs); Arena arena = Arena.ofShared()) {
+            Journal.format(dev, g);
+            JournalOptions options = JournalOptions.defaults().withPushThreshold(8L << 20); // one context per round
+            try (TestReplayer rep = new TestReplayer(dev); Journal j = Journal.open(dev, g, options, rep)) {
+                TestItem[] pool = new TestItem[items];
+                for (int i = 0; i < items; i++) {
+                    pool[i] = new TestItem(i, bs, arena);
+                }
+                long[] resident = new long[4];
+                for (int round = 0; round < resident.length; round++) {
+                    for (int first = 0; first < items; first += 1000) {
+                        Transaction tx = j.begin(Reservation.items(1000));
+                        int end = Math.min(items, first + 1000);
+                        for (int i = first; i < end; i++) {
+                            pool[i].lock.lock();
+                        }
+                        long seq;
+                        try {
+                            for (int i = first; i < end; i++) {
+                                pool[i].add(tx, 0, 1);
+                            }
+                            seq = tx.commit();
+                        } finally {
+                            for (int i = first; i < end; i++) {
+                                pool[i].lock.unlock();
+                            }
+                        }
+                        j.throttle(seq);
+                    }
+                    j.checkpoint();
+                    resident[round] = j.stats().shadowBytes();
+                    JournalStats s = j.stats();
+                    assertTrue(s.checkpointItems() >= (round + 1L) * items, s.toString());
+                }
+                String all = Arrays.toString(resident) + "; " + j.stats();
+                // a chunk (16 bytes) per item per parity, with room for the size classes and slab doubling
+                long bound = 2L * 4 * items * (bs / 64);
+                assertTrue(Arrays.stream(resident).max().orElseThrow() <= bound,
+                        "shadows larger than what was logged (" + bound + " bytes): " + all);
+                // rounds land in contexts of either parity (empty contexts come between): each parity grows
+                // once to the same size, and from then on every round reuses it
+                assertTrue(Arrays.stream(resident).distinct().count() <= 2
+                        && Arrays.stream(resident).allMatch(r -> r == resident[0] || r == 2 * resident[0]),
+                        "shadow memory grew from round to round: " + all);
+            }
+            MemorySegment blk = arena.allocate(bs, BlockDevice.BUFFER_ALIGNMENT);
+            dev.read(items - 1, blk);
+            assertEquals(4, TestItem.blockCounter(blk, 0));
+        }
+    }
+}

@@ -1,0 +1,44 @@
+package dev.ferrite.io.internal;
+
+import dev.ferrite.io.InvalidArgumentException;
+import dev.ferrite.io.NoSpaceException;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+class OffHeapTest {
+    @Test
+    void aLargeRegionIsZeroedAlignedAndFreedWithItsArena() {
+        long size = 4L << 30; // far more than the test touches: only the pages written cost memory
+        Arena arena = Arena.ofShared();
+        MemorySegment m = OffHeap.reserve(size, arena);
+        assertEquals(size, m.byteSize());
+        assertEquals(0, m.address() % 4096);
+        for (long off = 0; off < size; off += 256L << 20) {
+            assertEquals(0L, m.get(ValueLayout.JAVA_LONG, off), "offset " + off);
+            m.set(ValueLayout.JAVA_LONG, off, off + 1);
+        }
+        for (long off = 0; off < size; off += 256L << 20) {
+            assertEquals(off + 1, m.get(ValueLayout.JAVA_LONG, off));
+        }
+        arena.close();
+        assertFalse(m.scope().isAlive());
+        assertThrows(IllegalStateException.class, () -> m.get(ValueLayout.JAVA_LONG, 0));
+    }
+
+    @Test
+    void refusesNothingAndTheImpossible() {
+        try (Arena arena = Arena.ofConfined()) {
+            assertThrows(InvalidArgumentException.class, () -> OffHeap.reserve(0, arena));
+            NoSpaceException e = assertThrows(NoSpaceException.class, () -> OffHeap.reserve(1L << 62, arena));
+            assertEquals("cannot map " + (1L << 62) + " bytes of memory: ENOMEM (Cannot allocate memory)", e.getMessage());
+        }
+    }
+}
