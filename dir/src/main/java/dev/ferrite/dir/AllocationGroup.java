@@ -11,7 +11,6 @@ import dev.ferrite.btree.BufferCache;
 import dev.ferrite.btree.Cursor;
 import dev.ferrite.btree.Txn;
 import dev.ferrite.io.CorruptionException;
-import dev.ferrite.io.InvalidArgumentException;
 
 import static dev.ferrite.dir.AgHeaderFormat.AGF_BLOCK;
 import static dev.ferrite.dir.AgHeaderFormat.AGF_LIST_COUNT;
@@ -260,6 +259,7 @@ final class AllocationGroup {
             throw new IllegalStateException("resident group header " + header + " became obsolete");
         }
     }
+
     // ------------------------------------------------------------------ free space and inodes (the parts' work)
 
     /** {@link FreeSpace#needsRefill}. */
@@ -335,6 +335,11 @@ final class AllocationGroup {
     /** {@link InodeAllocator#inChunk}. */
     boolean inChunk(int agIno) {
         return inodes.inChunk(agIno);
+    }
+
+    /** {@link InodeAllocator#hasFreeInode}. */
+    boolean hasFreeInode(Txn txn) {
+        return inodes.hasFreeInode(txn);
     }
 
     /** {@link InodeAllocator#nextFreeInode}. */

@@ -427,16 +427,23 @@ final class InodeAllocator {
     }
 
     /**
-     * With the AGI held by {@code txn}: the group inode {@link #allocInode} will hand out next, or -1 if it
-     * must add a chunk first. Lets a transaction lock the new inode's block in its block order before
-     * allocating.
+     * With the AGI held by {@code txn}: true if the group has a free inode for {@link #allocInode} to hand
+     * out ({@link #nextFreeInode}), false if it must add a chunk first.
      */
-    int nextFreeInode(Txn txn) {
+    boolean hasFreeInode(Txn txn) {
         if (!txn.holds(agi)) {
             throw new IllegalStateException("the AGI of group " + agno + " is not held");
         }
-        if (u64(agi.data(), FREE_INODES) == 0 || !loadFirstFree(txn)) {
-            return -1;
+        return u64(agi.data(), FREE_INODES) != 0 && loadFirstFree(txn);
+    }
+
+    /**
+     * With the AGI held by {@code txn} and {@link #hasFreeInode}: the group inode {@link #allocInode} will
+     * hand out next. Lets a transaction lock the new inode's block in its block order before allocating.
+     */
+    int nextFreeInode(Txn txn) {
+        if (!hasFreeInode(txn)) {
+            throw new IllegalStateException("group " + agno + " has no free inode listed");
         }
         return firstFreeChunk + Long.numberOfTrailingZeros(firstFreeMask);
     }

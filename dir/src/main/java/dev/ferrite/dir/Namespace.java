@@ -1637,8 +1637,8 @@ public final class Namespace {
         if (ag.inodeListLow()) {
             return AllocOutcome.NEEDS_REFILL;
         }
-        int next = ag.nextFreeInode(txn);
-        if (next < 0 && (frames == null || remote)) {
+        boolean listed = ag.hasFreeInode(txn);
+        if (!listed && (frames == null || remote)) {
             return AllocOutcome.NEEDS_CHUNK;
         }
         long targetBlock = 0;
@@ -1650,15 +1650,15 @@ public final class Namespace {
                 return block;
             }
             targetBlock = ag.allocatedBlock(txn);
-        } else if (next < 0) {
+        } else if (!listed) {
             txn.lock(ag.agf);
         }
-        if (!searched && next < 0 && find(d, key, true) != null) {
+        if (!searched && !listed && find(d, key, true) != null) {
             return null; // looked up before the records are held: reading a record waits for its lock
         }
-        long expected = next < 0 ? 0 : geometry.inodeNumber(ag.agno, next);
+        long expected = listed ? geometry.inodeNumber(ag.agno, ag.nextFreeInode(txn)) : 0;
         lockRecords(txn, d.ino, expected);
-        boolean first = !searched && next >= 0; // a directory not searched is a tree (under its lock it stays one)
+        boolean first = !searched && listed; // a directory not searched is a tree (under its lock it stays one)
         if (first && !insertEntry(txn, d, key, expected, type)) {
             return null;
         }
@@ -1667,7 +1667,7 @@ public final class Namespace {
             return made;
         }
         long ino = ag.allocatedInode(txn);
-        if (next >= 0 && ino != expected) {
+        if (listed && ino != expected) {
             throw new IllegalStateException("group " + ag.agno + " allocated inode " + ino + ", not " + expected);
         }
         Buffer nb = lockRecord(txn, ino);
