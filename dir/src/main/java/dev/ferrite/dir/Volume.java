@@ -87,7 +87,8 @@ public final class Volume implements AutoCloseable {
      * {@code options} (see {@link VolumeOptions} for the defaults).
      *
      * @throws InvalidArgumentException if the device is too small or the options do not fit it
-     * @throws DeviceException          EBUSY if the device is open as a volume
+     * @throws DeviceException          EBUSY if the device is open as a volume; or a read, write or flush
+     *                                  of it failed
      */
     public static void format(BlockDevice device, VolumeOptions options) {
         Geometry g = Geometry.plan(device, options);
@@ -150,7 +151,8 @@ public final class Volume implements AutoCloseable {
      *                                      volume formatted on it
      * @throws CorruptionException          if both superblock copies, or other metadata, are damaged
      * @throws IncompatibleVolumeException  if the volume has a newer format or unknown incompatible features
-     * @throws DeviceException              EBUSY if the device is already open as a volume
+     * @throws DeviceException              EBUSY if the device is already open as a volume; or a read,
+     *                                      write or flush of it failed
      */
     public static Volume open(BlockDevice device, VolumeOptions options) {
         claim(device);
