@@ -68,10 +68,10 @@ class CrashTest {
                     }
                     if (live.isEmpty() || rnd.nextInt(4) > 0) {
                         int mode = rnd.nextInt(3) == 0 ? InodeFormat.S_IFDIR | 0700 : InodeFormat.S_IFREG | 0600;
-                        live.add(v.allocInode(mode, 7, 7, 1, v.rootInode()));
+                        live.add(VolumeAllocations.allocInode(v, mode, 7, 7, 1, v.rootInode()));
                     } else {
                         long freed = live.remove(rnd.nextInt(live.size()));
-                        v.freeInode(freed);
+                        VolumeAllocations.freeInode(v, freed);
                         if (i >= 900) {
                             freedAfterSync.add(freed);
                         }
@@ -90,8 +90,8 @@ class CrashTest {
                     MountReport r = after.mountReport();
                     assertFalse(r.wasClean(), where + ": " + r);
                     assertTrue(r.rebuiltCounters(), where + ": " + r);
-                    List<String> problems = after.check();
-                    assertTrue(problems.isEmpty(), where + ":\n" + String.join("\n", problems));
+                    List<CheckProblem> problems = after.check();
+                    assertTrue(problems.isEmpty(), where + ":\n" + VolumeTest.describe(problems));
                     if (sample == 0) {
                         assertTrue(r.replayedBlocks() > 0, where + ": " + r);
                         assertEquals(atSync, after.statfs(), where);
@@ -168,12 +168,12 @@ class CrashTest {
                     }
                     boolean alloc = i < 1500 ? live.isEmpty() || rnd.nextInt(3) > 0 : drainedInodes >= 0;
                     if (alloc) {
-                        live.add(v.allocInode(InodeFormat.S_IFREG | 0644, 1, 1, 1, rnd.nextBoolean() ? 0 : v.rootInode()));
+                        live.add(VolumeAllocations.allocInode(v, InodeFormat.S_IFREG | 0644, 1, 1, 1, rnd.nextBoolean() ? 0 : v.rootInode()));
                         refilled += drainedInodes >= 0 ? 1 : 0;
                     } else {
                         long victim = new ArrayList<>(live).get(rnd.nextInt(live.size()));
                         live.remove(victim);
-                        v.freeInode(victim);
+                        VolumeAllocations.freeInode(v, victim);
                         freedEver.add(victim);
                         for (Set<Long> f : freedAfterSync) {
                             f.add(victim);
@@ -200,8 +200,8 @@ class CrashTest {
                     durable = i;
                 }
                 try (MemoryDevice image = rec.materialize(state); Volume after = Volume.open(image, OPTIONS)) {
-                    List<String> problems = after.check();
-                    assertTrue(problems.isEmpty(), where + ":\n" + String.join("\n", problems));
+                    List<CheckProblem> problems = after.check();
+                    assertTrue(problems.isEmpty(), where + ":\n" + VolumeTest.describe(problems));
                     if (durable >= 0) {
                         for (long ino : liveAtSync.get(durable)) {
                             if (!freedAfterSync.get(durable).contains(ino)) {

@@ -23,7 +23,7 @@ class FreeListTest {
                 AllocationGroup ag = v.group(0);
                 FreeList list = ag.agil;
                 int freed = 8;
-                long first = v.allocBlocks(0, freed); // blocks of nobody's, to play freed tree nodes
+                long first = VolumeAllocations.allocBlocks(v, 0, freed); // blocks of nobody's, to play freed tree nodes
                 try (Txn txn = Txn.begin(v.cache(), 1 + freed)) {
                     assertTrue(txn.lock(ag.agi));
                     int before = list.count();

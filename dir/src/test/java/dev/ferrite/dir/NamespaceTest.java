@@ -694,14 +694,14 @@ class NamespaceTest {
             }
             // 120 free: a tree's 20 blocks fit (20 + 96 held back), a chunk after them does not (8 + 96)
             int hogged = (int) v.statfs().freeBlocks() - 120;
-            long hog = v.allocBlocks(0, hogged);
+            long hog = VolumeAllocations.allocBlocks(v, 0, hogged);
             assertEquals(120, v.statfs().freeBlocks());
             VolumeStats before = v.statfs();
             List<DirEntry> entries = ns.list("/b");
             assertThrows(dev.ferrite.io.NoSpaceException.class, () -> ns.create("/b/3" + name, 0644, true));
             assertEquals(before, v.statfs(), "the refused create changed the volume");
             assertEquals(entries, ns.list("/b"));
-            v.freeBlocks(hog, hogged);
+            VolumeAllocations.freeBlocks(v, hog, hogged);
             assertChecked(ns);
             ns.create("/b/3" + name, 0644, true); // with room again, the conversion and the create go through
             assertEquals(3, ns.list("/b").size());
@@ -713,7 +713,7 @@ class NamespaceTest {
     void exhaustionIsNoSpaceWithTheVolumeUnchanged() {
         onSmallVolume((v, ns) -> {
             int hogged = (int) v.statfs().freeBlocks() - 400; // leaves room for a few inode chunks and directory blocks
-            long hog = v.allocBlocks(0, hogged);
+            long hog = VolumeAllocations.allocBlocks(v, 0, hogged);
             List<String> made = new ArrayList<>();
             String failed = null;
             for (int i = 0; failed == null; i++) {
@@ -738,7 +738,7 @@ class NamespaceTest {
             assertEquals(full, v.statfs());
             assertEquals(before, ns.list("/d1"));
             assertErrno(Errno.ENOENT, () -> ns.lookup(again));
-            v.freeBlocks(hog, hogged);
+            VolumeAllocations.freeBlocks(v, hog, hogged);
             assertChecked(ns);
             for (int i = 0; i < 10; i++) {
                 ns.unlink(made.get(made.size() - 1 - i));
@@ -759,8 +759,8 @@ class NamespaceTest {
                 ns.mkdir("/d", 0755);
                 int home = v.geometry().agOfInode(ns.lookup("/d"));
                 AllocationGroup g = v.group(home);
-                int hogged = (int) g.freeBlocks() - 150; // room for a few chunks and the directory's blocks
-                long hog = v.allocBlocks(home, hogged);
+                int hogged = (int) g.freeBlockCount() - 150; // room for a few chunks and the directory's blocks
+                long hog = VolumeAllocations.allocBlocks(v, home, hogged);
                 assertEquals(home, v.geometry().agOfBlock(hog));
                 int i = 0;
                 while (v.geometry().agOfInode(ns.create("/d/f" + i, 0644, true)) == home) {
@@ -771,7 +771,7 @@ class NamespaceTest {
                 for (int k = 0; k < 100; k++) {
                     assertTrue(v.geometry().agOfInode(ns.create("/d/g" + k, 0644, true)) != home, "spilled file " + k);
                 }
-                v.freeBlocks(hog, hogged);
+                VolumeAllocations.freeBlocks(v, hog, hogged);
                 assertTrue(g.mayAddChunk(), "freed blocks make room again");
                 assertEquals(home, v.geometry().agOfInode(ns.create("/d/back", 0644, true)), "files go to their parent's group again");
                 assertChecked(ns);

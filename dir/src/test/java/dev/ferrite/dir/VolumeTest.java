@@ -5,6 +5,7 @@ import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.UUID;
+import java.util.stream.Collectors;
 
 import dev.ferrite.btree.BlockHeaderFormat;
 import dev.ferrite.io.BlockDevice;
@@ -41,8 +42,13 @@ class VolumeTest {
     }
 
     static void assertSound(Volume v) {
-        List<String> problems = v.check();
-        assertTrue(problems.isEmpty(), String.join("\n", problems));
+        List<CheckProblem> problems = v.check();
+        assertTrue(problems.isEmpty(), describe(problems));
+    }
+
+    /** The problems a check found, one a line. */
+    static String describe(List<CheckProblem> problems) {
+        return problems.stream().map(CheckProblem::toString).collect(Collectors.joining("\n"));
     }
 
     @Test
@@ -53,7 +59,7 @@ class VolumeTest {
             v.close();
             v.close();
             assertThrows(VolumeShutdownException.class, v::sync);
-            assertThrows(VolumeShutdownException.class, () -> v.allocInode(InodeFormat.S_IFREG, 0, 0, 1, 0));
+            assertThrows(VolumeShutdownException.class, () -> VolumeAllocations.allocInode(v, InodeFormat.S_IFREG, 0, 0, 1, 0));
         }
     }
 
@@ -141,7 +147,7 @@ class VolumeTest {
             }
             try (Volume v = Volume.open(dev, OPTIONS.withInodeClusterBlocks(1))) {
                 long before = dev.issued(RecordingDevice.Op.READ);
-                v.check(java.util.Collections.emptyNavigableMap()); // the groups' part: reads every chunk
+                v.checkGroups(java.util.Collections.emptyNavigableMap()); // the groups' part: reads every chunk
                 long reads = dev.issued(RecordingDevice.Op.READ) - before;
                 // block by block, the 4 chunks alone would be 32 reads, besides the groups' tree nodes
                 assertTrue(reads < 32, "the checker read the inode chunks block by block: " + reads + " reads");
