@@ -14,25 +14,26 @@ import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.InvalidArgumentException;
 import dev.ferrite.io.MemoryDevice;
 import dev.ferrite.io.NoSpaceException;
+import dev.ferrite.io.testkit.TestSeed;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
-import static dev.ferrite.dir.VolumeTest.OPTIONS;
-import static dev.ferrite.dir.VolumeTest.assertSound;
+import static dev.ferrite.dir.VolumeFixtures.OPTIONS;
+import static dev.ferrite.dir.VolumeFixtures.assertSound;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Inode and block allocation in the allocation groups: exact counts, consistent trees, concurrency. */
-@ExtendWith(SeedInFailure.class)
+@ExtendWith(TestSeed.class)
 class AllocationTest {
-    private static final long SEED = Long.getLong("ferrite.seed", 11);
+    private static final long SEED = TestSeed.get(11);
 
     @Test
     void concurrentInodeAllocationAcrossGroupsKeepsExactCounts() throws Exception {
-        concurrentAllocation(VolumeTest.formatted(), OPTIONS, 4, 2500);
+        concurrentAllocation(VolumeFixtures.formatted(), OPTIONS, 4, 2500);
     }
 
     @Test
@@ -130,7 +131,7 @@ class AllocationTest {
     @Test
     void emptyChunksGoBackToFreeSpaceKeepingOneChunkOfFreeInodes() {
         VolumeOptions one = OPTIONS.withAgCount(1);
-        try (MemoryDevice dev = MemoryDevice.create(VolumeTest.BLOCKS, 4096)) {
+        try (MemoryDevice dev = MemoryDevice.create(VolumeFixtures.BLOCKS, 4096)) {
             Volume.format(dev, one);
             List<Long> inos = new ArrayList<>();
             long firstOfChunk2;
@@ -174,7 +175,7 @@ class AllocationTest {
 
     @Test
     void generationsGrowAndDoubleFreesAreRefused() {
-        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
             long ino = VolumeAllocations.allocInode(v, InodeFormat.S_IFREG | 0600, 0, 0, 1, v.rootInode());
             int gen = v.stat(ino).generation();
             VolumeAllocations.freeInode(v, ino);
@@ -237,7 +238,7 @@ class AllocationTest {
                     }
                 }
                 List<CheckProblem> problems = v.checkGroups(allocated);
-                assertTrue(problems.isEmpty(), "seed " + SEED + ":\n" + VolumeTest.describe(problems));
+                assertTrue(problems.isEmpty(), "seed " + SEED + ":\n" + VolumeFixtures.describe(problems));
                 // free space shrank by what was handed out, and by what the free lists took for tree nodes
                 long listed0 = 2L * 2 * (4 + 2 * AllocationGroup.RESERVE) - 8;
                 long listed = 0;
@@ -299,7 +300,7 @@ class AllocationTest {
 
     @Test
     void setattrIsAtomicForLockFreeReaders() throws Exception {
-        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
             long ino = VolumeAllocations.allocInode(v, InodeFormat.S_IFREG | 0644, 0, 0, 1, v.rootInode());
             AtomicReference<Throwable> failure = new AtomicReference<>();
             CountDownLatch done = new CountDownLatch(2);

@@ -10,13 +10,14 @@ import java.util.Random;
 import java.util.Set;
 
 import dev.ferrite.io.MemoryDevice;
-import dev.ferrite.io.RecordingDevice;
+import dev.ferrite.io.testkit.RecordingDevice;
+import dev.ferrite.io.testkit.TestSeed;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
-import static dev.ferrite.dir.VolumeTest.OPTIONS;
-import static dev.ferrite.dir.VolumeTest.assertSound;
+import static dev.ferrite.dir.VolumeFixtures.OPTIONS;
+import static dev.ferrite.dir.VolumeFixtures.assertSound;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -28,9 +29,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * (one thread) and the random choices; the recording itself may differ between runs, since the AIL and
  * the log writer issue their writes and flushes in the background, so a failure names its crash state too.
  */
-@ExtendWith(SeedInFailure.class)
+@ExtendWith(TestSeed.class)
 class CrashTest {
-    private static final long SEED = Long.getLong("ferrite.seed", 5);
+    private static final long SEED = TestSeed.get(5);
 
     @Test
     void countersAreRebuiltFromTheGroupsAfterACrash() {
@@ -53,7 +54,7 @@ class CrashTest {
      */
     private static void countersAreRebuilt(long seed, int samples) {
         Random rnd = new Random(seed);
-        try (RecordingDevice rec = RecordingDevice.wrap(VolumeTest.formatted())) {
+        try (RecordingDevice rec = RecordingDevice.wrap(VolumeFixtures.formatted())) {
             List<Long> live = new ArrayList<>();
             Set<Long> liveAtSync = Set.of();
             Set<Long> freedAfterSync = new HashSet<>();
@@ -91,7 +92,7 @@ class CrashTest {
                     assertFalse(r.wasClean(), where + ": " + r);
                     assertTrue(r.rebuiltCounters(), where + ": " + r);
                     List<CheckProblem> problems = after.check();
-                    assertTrue(problems.isEmpty(), where + ":\n" + VolumeTest.describe(problems));
+                    assertTrue(problems.isEmpty(), where + ":\n" + VolumeFixtures.describe(problems));
                     if (sample == 0) {
                         assertTrue(r.replayedBlocks() > 0, where + ": " + r);
                         assertEquals(atSync, after.statfs(), where);
@@ -145,7 +146,7 @@ class CrashTest {
     @Test
     void syncedInodesSurviveCrashesAtSampledFlushes() {
         Random rnd = new Random(SEED);
-        try (RecordingDevice rec = RecordingDevice.wrap(VolumeTest.formatted())) {
+        try (RecordingDevice rec = RecordingDevice.wrap(VolumeFixtures.formatted())) {
             List<Integer> syncFlush = new ArrayList<>(); // the flush that made sync i durable
             List<Set<Long>> liveAtSync = new ArrayList<>();
             Set<Long> live = new LinkedHashSet<>();
@@ -201,7 +202,7 @@ class CrashTest {
                 }
                 try (MemoryDevice image = rec.materialize(state); Volume after = Volume.open(image, OPTIONS)) {
                     List<CheckProblem> problems = after.check();
-                    assertTrue(problems.isEmpty(), where + ":\n" + VolumeTest.describe(problems));
+                    assertTrue(problems.isEmpty(), where + ":\n" + VolumeFixtures.describe(problems));
                     if (durable >= 0) {
                         for (long ino : liveAtSync.get(durable)) {
                             if (!freedAfterSync.get(durable).contains(ino)) {

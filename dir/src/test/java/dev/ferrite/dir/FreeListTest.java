@@ -16,8 +16,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class FreeListTest {
     @Test
     void freedNodesOnTheListDoNotCountTowardsItsReserveUntilCheckpointed() {
-        VolumeOptions one = VolumeTest.OPTIONS.withAgCount(1);
-        try (MemoryDevice dev = MemoryDevice.create(VolumeTest.BLOCKS, 4096)) {
+        VolumeOptions one = VolumeFixtures.OPTIONS.withAgCount(1);
+        try (MemoryDevice dev = MemoryDevice.create(VolumeFixtures.BLOCKS, 4096)) {
             Volume.format(dev, one);
             try (Volume v = Volume.open(dev, one)) {
                 AllocationGroup ag = v.group(0);

@@ -8,7 +8,7 @@ import dev.ferrite.btree.Txn;
 import dev.ferrite.io.MemoryDevice;
 import org.junit.jupiter.api.Test;
 
-import static dev.ferrite.dir.VolumeTest.OPTIONS;
+import static dev.ferrite.dir.VolumeFixtures.OPTIONS;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -16,7 +16,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class GroupCheckTest {
     @Test
     void blocksNobodyAccountsForAreLostFreeSpaceAtTheirFirstBlock() {
-        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
             long first = VolumeAllocations.allocBlocks(v, 1, 3);
             TreeMap<Long, Integer> allocated = new TreeMap<>();
             allocated.put(first, 3);
@@ -32,7 +32,7 @@ class GroupCheckTest {
 
     @Test
     void aFreeBlockClaimedByTheCallerIsUsedTwice() {
-        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
             long free = VolumeAllocations.allocBlocks(v, 2, 1);
             VolumeAllocations.freeBlocks(v, free, 1);
             TreeMap<Long, Integer> allocated = new TreeMap<>();
@@ -46,7 +46,7 @@ class GroupCheckTest {
 
     @Test
     void anInodeRecordFreedBehindTheInodeTreesBackNamesTheInodeAndItsBlock() {
-        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
             long ino = VolumeAllocations.allocInode(v, InodeFormat.S_IFREG | 0644, 0, 0, 1, v.rootInode());
             try (Txn txn = Txn.begin(v.cache(), 1)) {
                 Buffer b = v.inodeBuffer(ino);

@@ -9,10 +9,11 @@ import java.util.Set;
 import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.Errno;
 import dev.ferrite.io.MemoryDevice;
-import dev.ferrite.io.RecordingDevice;
+import dev.ferrite.io.testkit.RecordingDevice;
 import org.junit.jupiter.api.Test;
 
-import static dev.ferrite.dir.VolumeTest.OPTIONS;
+import static dev.ferrite.dir.VolumeFixtures.OPTIONS;
+import static dev.ferrite.dir.VolumeFixtures.assertChecked;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -21,11 +22,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Directory operations one at a time: entries inline and in trees, errors, link counts, orphans. */
 class NamespaceTest {
-
-    static void assertChecked(Namespace ns) {
-        List<String> problems = ns.check();
-        assertTrue(problems.isEmpty(), String.join("\n", problems));
-    }
 
     static void assertErrno(int errno, org.junit.jupiter.api.function.Executable op) {
         NamespaceException e = assertThrows(NamespaceException.class, op);
@@ -42,7 +38,7 @@ class NamespaceTest {
 
     @Test
     void createLookupStatUnlinkAndLinkCounts() {
-        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
             Namespace ns = v.namespace();
             long a = ns.mkdir("/a", 0755);
             long f = ns.create("/a/f", 0644, true);
@@ -85,7 +81,7 @@ class NamespaceTest {
 
     @Test
     void inlineDirectoryBecomesATreeAtTheBoundaryAndEntriesSurviveRemount() {
-        try (MemoryDevice dev = VolumeTest.formatted()) {
+        try (MemoryDevice dev = VolumeFixtures.formatted()) {
             List<String> all = new ArrayList<>();
             try (Volume v = Volume.open(dev, OPTIONS)) {
                 Namespace ns = v.namespace();
@@ -131,7 +127,7 @@ class NamespaceTest {
 
     @Test
     void readdirPagesResumeFromTheirCookies() {
-        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
             Namespace ns = v.namespace();
             ns.mkdir("/d", 0755);
             Set<String> expected = new HashSet<>();
@@ -165,7 +161,7 @@ class NamespaceTest {
         String inline = "i".repeat(InodeFormat.inlineCapacity(4096));
         String longest = "/d/" + "./".repeat((max - 4) / 2) + "f".repeat(max - 4 - 2 * ((max - 4) / 2)) + "f";
         assertEquals(max, longest.length());
-        try (MemoryDevice dev = VolumeTest.formatted()) {
+        try (MemoryDevice dev = VolumeFixtures.formatted()) {
             long blockOfLongest;
             try (Volume v = Volume.open(dev, OPTIONS)) {
                 Namespace ns = v.namespace();
@@ -223,7 +219,7 @@ class NamespaceTest {
 
     @Test
     void badInputIsRefusedPreciselyWithTheVolumeUnchanged() {
-        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
             Namespace ns = v.namespace();
             ns.mkdir("/d", 0755);
             ns.create("/d/f", 0644, true);
@@ -314,7 +310,7 @@ class NamespaceTest {
 
     @Test
     void aTrailingSlashOrDotAfterANonDirectoryIsNotADirectory() {
-        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
             Namespace ns = linuxShapes(v);
             long d = ns.lookup("/d");
             assertErrno(Errno.ENOTDIR, () -> ns.lstat("/f/"));
@@ -355,7 +351,7 @@ class NamespaceTest {
 
     @Test
     void createFollowsAFinalSymlinkAsOpenWithOCreatDoes() {
-        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
             Namespace ns = linuxShapes(v);
             for (String p : List.of("/ld", "/lf", "/dang", "/dang2", "/dangf", "/ldslash", "/dangslash", "/loop", "/d/dot")) {
                 assertErrno(Errno.EEXIST, () -> ns.create(p, 0644, true));
@@ -394,7 +390,7 @@ class NamespaceTest {
 
     @Test
     void dotAndDotDotAsTheLastComponentGetLinuxsAnswers() {
-        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
             Namespace ns = linuxShapes(v);
             List<DirEntry> before = ns.list("/d");
             assertErrno(Errno.EEXIST, () -> ns.mkdir("/d/.", 0755));
@@ -426,7 +422,7 @@ class NamespaceTest {
 
     @Test
     void handleFormsTakeDotAndDotDotAsTheAtCallsDo() {
-        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
             Namespace ns = linuxShapes(v);
             long dIno = ns.lookup("/d");
             try (Handle root = ns.openRoot(); Handle d = ns.open("/d"); Handle f = ns.open("/f")) {
@@ -476,7 +472,7 @@ class NamespaceTest {
 
     @Test
     void aTrailingSlashOnCreateIsADirectoryOnceTheParentIsThere() {
-        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
             Namespace ns = linuxShapes(v);
             for (boolean exclusive : new boolean[] {true, false}) {
                 assertErrno(Errno.EISDIR, () -> ns.create("/f/", 0644, exclusive));
@@ -499,7 +495,7 @@ class NamespaceTest {
 
     @Test
     void aNameTooLongIsMeasuredWhenTheWalkReachesIt() {
-        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
             Namespace ns = linuxShapes(v);
             assertErrno(Errno.ENOENT, () -> ns.mkdir("/miss/" + LONG, 0755));
             assertErrno(Errno.ENOTDIR, () -> ns.mkdir("/f/" + LONG, 0755));
@@ -529,7 +525,7 @@ class NamespaceTest {
 
     @Test
     void anUnlinkedOpenFileLivesUntilItsLastClose() {
-        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
             Namespace ns = v.namespace();
             long used = v.statfs().inodes() - v.statfs().freeInodes();
             Handle a = ns.open("/");
@@ -556,7 +552,7 @@ class NamespaceTest {
      */
     @Test
     void createsOverExistingNamesInATreeDirectoryChangeNothing() {
-        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
             Namespace ns = v.namespace();
             long t = ns.mkdir("/t", 0755);
             long sub = ns.mkdir("/t/d", 0755);
@@ -593,7 +589,7 @@ class NamespaceTest {
 
     @Test
     void lstatThroughADirectoryHandle() {
-        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
             Namespace ns = v.namespace();
             ns.mkdir("/d", 0755);
             long f = ns.create("/d/f", 0640, true);
@@ -617,7 +613,7 @@ class NamespaceTest {
 
     @Test
     void orphansLeftByACrashAreFreedAtMount() {
-        try (RecordingDevice rec = RecordingDevice.wrap(VolumeTest.formatted())) {
+        try (RecordingDevice rec = RecordingDevice.wrap(VolumeFixtures.formatted())) {
             MemoryDevice crashed;
             long orphan;
             long usedBefore;
@@ -654,7 +650,7 @@ class NamespaceTest {
 
     @Test
     void renameReplacesAndMovesAtomically() {
-        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
             Namespace ns = v.namespace();
             ns.mkdir("/a", 0755);
             ns.mkdir("/b", 0755);

@@ -5,7 +5,6 @@ import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.UUID;
-import java.util.stream.Collectors;
 
 import dev.ferrite.btree.BlockHeaderFormat;
 import dev.ferrite.io.BlockDevice;
@@ -16,12 +15,16 @@ import dev.ferrite.io.DirectDevice;
 import dev.ferrite.io.Errno;
 import dev.ferrite.io.InvalidArgumentException;
 import dev.ferrite.io.MemoryDevice;
-import dev.ferrite.io.RecordingDevice;
 import dev.ferrite.io.OnDisk;
 import dev.ferrite.io.VolumeShutdownException;
+import dev.ferrite.io.testkit.RecordingDevice;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import static dev.ferrite.dir.VolumeFixtures.BLOCKS;
+import static dev.ferrite.dir.VolumeFixtures.OPTIONS;
+import static dev.ferrite.dir.VolumeFixtures.assertSound;
+import static dev.ferrite.dir.VolumeFixtures.formatted;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -29,27 +32,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Format, mount and unmount, and every way a mount is refused. */
 class VolumeTest {
-    static final int BLOCKS = 8192;
-    static final VolumeOptions OPTIONS = VolumeOptions.defaults().withAgCount(4).withCacheBytes(8L << 20);
-
     @TempDir
     Path dir;
-
-    static MemoryDevice formatted() {
-        MemoryDevice dev = MemoryDevice.create(BLOCKS, 4096);
-        Volume.format(dev, OPTIONS);
-        return dev;
-    }
-
-    static void assertSound(Volume v) {
-        List<CheckProblem> problems = v.check();
-        assertTrue(problems.isEmpty(), describe(problems));
-    }
-
-    /** The problems a check found, one a line. */
-    static String describe(List<CheckProblem> problems) {
-        return problems.stream().map(CheckProblem::toString).collect(Collectors.joining("\n"));
-    }
 
     @Test
     void formatOpenCloseRoundTripOnMemory() {
@@ -142,7 +126,7 @@ class VolumeTest {
                     // 8 blocks (a chunk can start mid-cluster, so up to 8 cluster reads)
                     String what = "reads for 200 stats with a cluster of " + cluster + " (listing took " + (listed - before) + ")";
                     assertTrue(cluster == 8 ? reads <= 8 : reads >= 24, what + ": " + reads);
-                    NamespaceTest.assertChecked(v.namespace());
+                    VolumeFixtures.assertChecked(v.namespace());
                 }
             }
             try (Volume v = Volume.open(dev, OPTIONS.withInodeClusterBlocks(1))) {

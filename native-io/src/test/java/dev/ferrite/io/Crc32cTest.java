@@ -6,6 +6,8 @@ import java.nio.charset.StandardCharsets;
 import java.util.HexFormat;
 import java.util.Random;
 
+import dev.ferrite.io.testkit.TestSeed;
+
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 

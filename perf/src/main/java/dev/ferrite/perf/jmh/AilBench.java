@@ -1,4 +1,4 @@
-package dev.ferrite.journal;
+package dev.ferrite.perf.jmh;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -15,7 +15,9 @@ import org.openjdk.jmh.annotations.TearDown;
 
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.MemoryDevice;
-import dev.ferrite.perf.jmh.JmhDefaults;
+import dev.ferrite.journal.Ail;
+import dev.ferrite.journal.LogItem;
+import dev.ferrite.journal.Lsn;
 
 /**
  * One completed checkpoint of {@code items} items handed to the AIL: published into the Disruptor ring

@@ -1,4 +1,4 @@
-package dev.ferrite.journal;
+package dev.ferrite.perf.jmh;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -12,7 +12,11 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Threads;
 
 import dev.ferrite.io.BlockDevice;
-import dev.ferrite.perf.jmh.JmhDefaults;
+import dev.ferrite.journal.Cil;
+import dev.ferrite.journal.DirtyMap;
+import dev.ferrite.journal.LogItem;
+import dev.ferrite.journal.ShadowPool;
+import dev.ferrite.journal.Ticket;
 
 /**
  * A small transaction's commit into the CIL: 8 bytes changed in one item, relogged in the current

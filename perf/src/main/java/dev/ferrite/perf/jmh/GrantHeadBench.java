@@ -1,4 +1,4 @@
-package dev.ferrite.journal;
+package dev.ferrite.perf.jmh;
 
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.Scope;
@@ -6,7 +6,8 @@ import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.Threads;
 
-import dev.ferrite.perf.jmh.JmhDefaults;
+import dev.ferrite.journal.LogSpace;
+import dev.ferrite.journal.Ticket;
 
 /**
  * Reserve and release of one ticket on a log far larger than what is outstanding: the uncontended fast
