@@ -53,7 +53,7 @@ final class FreeList implements BlockAllocator {
     }
 
     void push(Txn txn, int groupBlock) {
-        checkHeld(txn);
+        requireHeld(txn);
         int n = count();
         if (n == capacity) {
             throw new IllegalStateException("free list in " + header + " is full (" + capacity + " entries)");
@@ -131,7 +131,7 @@ final class FreeList implements BlockAllocator {
 
     /** Removes entry {@code i}, moving the top entry into its place. */
     private int take(Txn txn, int i) {
-        checkHeld(txn);
+        requireHeld(txn);
         int n = count();
         int e = entry(i);
         if (i != n - 1) {
@@ -143,7 +143,7 @@ final class FreeList implements BlockAllocator {
         return e;
     }
 
-    private void checkHeld(Txn txn) {
+    private void requireHeld(Txn txn) {
         if (!txn.holds(header)) {
             throw new IllegalStateException("free list of " + header + " changed by a transaction not holding it");
         }

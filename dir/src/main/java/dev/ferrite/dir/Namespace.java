@@ -1241,11 +1241,11 @@ public final class Namespace {
         for (int k = 0; k < groups; k++) {
             AllocationGroup ag = volume.group((first + k) % groups);
             for (int attempt = 0, busy = 0; attempt < RETRIES; attempt++) {
-                if (ag.needsFix()) {
-                    ag.fix();
+                if (ag.needsRefill()) {
+                    ag.refillFreeList();
                 }
                 int items = ag.blockItems() + 2 + (convert ? BTree.CREATE_ITEMS + 4 : 0);
-                long r;
+                AllocOutcome r;
                 try (Txn txn = Txn.begin(cache, items)) {
                     dir.lock.lock();
                     try {
@@ -1256,8 +1256,8 @@ public final class Namespace {
                             return; // changed meanwhile: the caller looks again
                         }
                         r = ag.allocBlocks(txn, n);
-                        if (r > 0) {
-                            fillReserve(txn, dir, r, n, convert);
+                        if (r == AllocOutcome.DONE) {
+                            fillReserve(txn, dir, ag.allocatedBlock(txn), n, convert);
                             dir.lastSeq = txn.commit();
                             return;
                         }
@@ -1265,14 +1265,14 @@ public final class Namespace {
                         dir.lock.unlock();
                     }
                 }
-                if (r == AllocationGroup.NO_SPACE) {
+                if (r == AllocOutcome.NO_SPACE) {
                     break;
                 }
-                if (r == AllocationGroup.RETRY_BUSY && busy < AllocationGroup.BUSY_RETRIES) {
+                if (r == AllocOutcome.BUSY && busy < AllocationGroup.BUSY_RETRIES) {
                     ag.awaitBusy(busy++);
                     attempt--;
                 } else {
-                    ag.fix();
+                    ag.refillFreeList();
                 }
             }
         }
@@ -1355,8 +1355,8 @@ public final class Namespace {
     private void freeBlock(Inode owner, long blk, int items, java.util.function.BooleanSupplier still, Change then) {
         AllocationGroup ag = volume.group(geometry.agOfBlock(blk));
         for (int attempt = 0; ; attempt++) {
-            if (ag.needsFix()) {
-                ag.fix();
+            if (ag.needsRefill()) {
+                ag.refillFreeList();
             }
             try (Txn txn = Txn.begin(cache, ag.blockItems() + items)) {
                 owner.lock.lock();
@@ -1364,7 +1364,7 @@ public final class Namespace {
                     if (!still.getAsBoolean()) {
                         return;
                     }
-                    if (ag.freeBlocks(txn, blk, 1)) {
+                    if (ag.releaseBlocks(txn, blk, 1) == AllocOutcome.DONE) {
                         then.apply(txn);
                         owner.lastSeq = txn.commit();
                         return;
@@ -1376,7 +1376,7 @@ public final class Namespace {
             if (attempt == RETRIES) {
                 throw new NoSpaceException("allocation group " + ag.agno + " cannot refill the free list of its free-space trees");
             }
-            ag.fix();
+            ag.refillFreeList();
         }
     }
 
@@ -1503,7 +1503,7 @@ public final class Namespace {
         long chunkRoom = Geometry.CHUNK_BLOCKS + AllocationGroup.HELD_BACK + RESERVE_FILL;
         for (int g = 0, n = geometry.agCount(); g < n; g++) {
             AllocationGroup ag = volume.group(g);
-            if (ag.freeInodes() > 0 || ag.freeBlocks() >= chunkRoom) {
+            if (ag.freeInodes() > 0 || ag.freeBlockCount() >= chunkRoom) {
                 return;
             }
         }
@@ -1535,11 +1535,11 @@ public final class Namespace {
                 continue;
             }
             for (int attempt = 0, busy = 0; attempt < RETRIES; attempt++) {
-                if (ag.needsFix()) {
-                    ag.fix();
+                if (ag.needsRefill()) {
+                    ag.refillFreeList();
                 }
-                long r = remote && chunk ? ensureFreeInode(ag) : 1;
-                if (r > 0) {
+                AllocOutcome r = remote && chunk ? ensureFreeInode(ag) : AllocOutcome.DONE;
+                if (r == AllocOutcome.DONE) {
                     chunk &= !remote;
                     int[] frames = remote ? volume.reserveFrames(1) : chunk ? volume.reserveFrames(Geometry.CHUNK_BLOCKS) : null;
                     int dirItems = dirItems(d);
@@ -1561,13 +1561,14 @@ public final class Namespace {
                                 return AGAIN;
                             }
                             r = tryCreate(txn, ag, frames, d, key, mode, linkTarget, searched);
-                            if (r == EXISTS) {
+                            if (r == null) {
                                 return EXISTS;
                             }
-                            if (r > 0) {
+                            if (r == AllocOutcome.DONE) {
+                                long ino = ag.allocatedInode(txn);
                                 long seq = txn.commit();
                                 d.lastSeq = seq;
-                                Inode c = inodes.acquire(r);
+                                Inode c = inodes.acquire(ino);
                                 c.lastSeq = seq;
                                 c.dirTree = null;
                                 if (opened != null && c.lock.tryLock()) {
@@ -1577,7 +1578,7 @@ public final class Namespace {
                                 } else {
                                     inodes.release(c);
                                 }
-                                return r;
+                                return ino;
                             }
                         } finally {
                             d.lock.unlock();
@@ -1586,16 +1587,16 @@ public final class Namespace {
                         volume.unreserveFrames(frames);
                     }
                 }
-                if (r == AllocationGroup.NO_SPACE) {
+                if (r == AllocOutcome.NO_SPACE) {
                     break;
                 }
-                if (r == AllocationGroup.RETRY_CHUNK) {
+                if (r == AllocOutcome.NEEDS_CHUNK) {
                     chunk = true;
-                } else if (r == AllocationGroup.RETRY_BUSY && busy < AllocationGroup.BUSY_RETRIES) {
+                } else if (r == AllocOutcome.BUSY && busy < AllocationGroup.BUSY_RETRIES) {
                     ag.awaitBusy(busy++);
                     attempt--;
                 } else {
-                    ag.fix();
+                    ag.refillFreeList();
                 }
             }
         }
@@ -1611,7 +1612,7 @@ public final class Namespace {
      * Before a create that takes a block besides its inode: a free inode in {@code ag}, made in a
      * transaction of its own if needed ({@link AllocationGroup#ensureFreeInode}).
      */
-    private long ensureFreeInode(AllocationGroup ag) {
+    private AllocOutcome ensureFreeInode(AllocationGroup ag) {
         int[] frames = volume.reserveFrames(Geometry.CHUNK_BLOCKS);
         try {
             return ag.ensureFreeInode(frames);
@@ -1621,49 +1622,52 @@ public final class Namespace {
     }
 
     /**
-     * One attempt: the new inode; or a result of {@link AllocationGroup#allocInode}, or {@link #EXISTS},
-     * with nothing changed. Unless the caller has {@code searched} the directory for the name already (an
-     * inline one), the entry goes in first when the inode number is known (a free one is listed): the
+     * One attempt: DONE with the new inode allocated ({@link AllocationGroup#allocatedInode}); or another
+     * outcome of {@link AllocationGroup#allocInode}, or null if the name exists, with nothing changed.
+     * Unless the caller has {@code searched} the directory for the name already (an inline one), the
+     * entry goes in first when the inode number is known (a free one is listed): the
      * tree's putIfAbsent is the existence check, and allocating a listed inode cannot fail after it. A new
      * chunk's first inode is not known until the chunk is made, so then the name is looked up first.
      */
-    private long tryCreate(Txn txn, AllocationGroup ag, int[] frames, Inode d, byte[] key, int mode, byte[] linkTarget,
-                           boolean searched) {
+    private AllocOutcome tryCreate(Txn txn, AllocationGroup ag, int[] frames, Inode d, byte[] key, int mode, byte[] linkTarget,
+                                   boolean searched) {
         int type = mode & S_IFMT;
         boolean remote = isRemote(linkTarget);
         txn.lock(ag.agi);
         if (ag.inodeListLow()) {
-            return AllocationGroup.RETRY_FIX;
+            return AllocOutcome.NEEDS_REFILL;
         }
-        int next = ag.nextFreeInode(txn);
-        if (next < 0 && (frames == null || remote)) {
-            return AllocationGroup.RETRY_CHUNK;
+        boolean listed = ag.hasFreeInode(txn);
+        if (!listed && (frames == null || remote)) {
+            return AllocOutcome.NEEDS_CHUNK;
         }
         long targetBlock = 0;
         if (remote) {
             // the first change: it may fail, and then nothing has changed; with a listed inode and the
             // name known absent (searched), nothing after it can fail
-            targetBlock = ag.allocBlocks(txn, 1);
-            if (targetBlock <= 0) {
-                return targetBlock;
+            AllocOutcome block = ag.allocBlocks(txn, 1);
+            if (block != AllocOutcome.DONE) {
+                return block;
             }
-        } else if (next < 0) {
+            targetBlock = ag.allocatedBlock(txn);
+        } else if (!listed) {
             txn.lock(ag.agf);
         }
-        if (!searched && next < 0 && find(d, key, true) != null) {
-            return EXISTS; // looked up before the records are held: reading a record waits for its lock
+        if (!searched && !listed && find(d, key, true) != null) {
+            return null; // looked up before the records are held: reading a record waits for its lock
         }
-        long expected = next < 0 ? 0 : geometry.inodeNumber(ag.agno, next);
+        long expected = listed ? geometry.inodeNumber(ag.agno, ag.nextFreeInode(txn)) : 0;
         lockRecords(txn, d.ino, expected);
-        boolean first = !searched && next >= 0; // a directory not searched is a tree (under its lock it stays one)
+        boolean first = !searched && listed; // a directory not searched is a tree (under its lock it stays one)
         if (first && !insertEntry(txn, d, key, expected, type)) {
-            return EXISTS;
+            return null;
         }
-        long ino = ag.allocInode(txn, remote ? null : frames, mode, 0, 0, type == S_IFDIR ? 2 : 1, nowNanos());
-        if (ino <= 0) {
-            return ino;
+        AllocOutcome made = ag.allocInode(txn, remote ? null : frames, mode, 0, 0, type == S_IFDIR ? 2 : 1, nowNanos());
+        if (made != AllocOutcome.DONE) {
+            return made;
         }
-        if (next >= 0 && ino != expected) {
+        long ino = ag.allocatedInode(txn);
+        if (listed && ino != expected) {
             throw new IllegalStateException("group " + ag.agno + " allocated inode " + ino + ", not " + expected);
         }
         Buffer nb = lockRecord(txn, ino);
@@ -1698,7 +1702,7 @@ public final class Namespace {
         }
         InodeFormat.touch(pb.data(), prec, nowNanos(), true);
         txn.log(pb, prec, InodeFormat.INLINE);
-        return ino;
+        return AllocOutcome.DONE;
     }
 
     // ================================================================== remove
@@ -1722,8 +1726,8 @@ public final class Namespace {
                     prepare(d, 0);
                 }
                 AllocationGroup ag = volume.group(geometry.agOfInode(hint != 0 ? hint : dir));
-                if (ag.needsFix()) {
-                    ag.fix();
+                if (ag.needsRefill()) {
+                    ag.refillFreeList();
                 }
                 int groupItems = ag.freeInodeItems() + ag.orphanItems();
                 int items = 8 + (hint == 0 ? Math.max(groupItems, groupItemsBound.get()) : groupItems) + dirItems(d);
@@ -1926,7 +1930,7 @@ public final class Namespace {
         if (orphan) {
             ag.addOrphan(txn, geometry.agInode(c.ino));
         } else {
-            if (!ag.freeInode(txn, geometry.agInode(c.ino))) {
+            if (ag.freeInode(txn, geometry.agInode(c.ino)) != AllocOutcome.DONE) {
                 throw new IllegalStateException("group " + ag.agno + " ran short of its inode free list under its AGI");
             }
             c.dirTree = null;
@@ -1973,14 +1977,14 @@ public final class Namespace {
         AllocationGroup ag = volume.group(geometry.agOfInode(ino));
         Inode[] touched = {c};
         for (int fails = 0; ; ) {
-            if (ag.needsFix()) {
-                ag.fix();
+            if (ag.needsRefill()) {
+                ag.refillFreeList();
             }
             try (Txn txn = Txn.begin(cache, changeItems(ag, touched))) {
                 c.lock.lock();
                 try {
                     if (applyChange(txn, ag, touched, t -> {
-                        if (!ag.freeInode(t, geometry.agInode(ino))) {
+                        if (ag.freeInode(t, geometry.agInode(ino)) != AllocOutcome.DONE) {
                             throw new IllegalStateException("group " + ag.agno + " ran short of its inode free list under its AGI");
                         }
                         ag.removeOrphan(t, geometry.agInode(ino));
@@ -2207,8 +2211,8 @@ public final class Namespace {
                     prepare(from, 0);
                     prepare(to, dst == null ? tk.length : 0);
                 }
-                if (ag != null && ag.needsFix()) {
-                    ag.fix();
+                if (ag != null && ag.needsRefill()) {
+                    ag.refillFreeList();
                 }
                 int items = changeItems(ag, from, to, s, v);
                 try (Txn txn = Txn.begin(cache, items)) {
@@ -2380,7 +2384,9 @@ public final class Namespace {
                 problems.add("orphan " + ino + " is a free inode");
             }
         }
-        problems.addAll(volume.check(owned));
+        for (CheckProblem p : volume.checkGroups(owned)) {
+            problems.add(p.toString());
+        }
         return problems;
     }
 

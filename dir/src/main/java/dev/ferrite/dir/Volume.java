@@ -8,9 +8,9 @@ import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.NavigableMap;
+import java.util.OptionalLong;
 import java.util.Set;
 import java.util.UUID;
-import java.util.concurrent.atomic.AtomicInteger;
 
 import dev.ferrite.btree.internal.BlockHeaderFormat;
 import dev.ferrite.btree.internal.Buffer;
@@ -61,7 +61,6 @@ public final class Volume implements AutoCloseable {
     private final Namespace namespace;
     /** Blocks an inode block miss reads together ({@link VolumeOptions#inodeClusterBlocks}). */
     private final int inodeCluster;
-    private final AtomicInteger rotor = new AtomicInteger();
     /** What the superblock says; rewritten at mount, checkpoint and unmount. Guarded by this. */
     private SuperblockFormat.Fields superblock;
     private volatile boolean closed;
@@ -88,7 +87,8 @@ public final class Volume implements AutoCloseable {
      * {@code options} (see {@link VolumeOptions} for the defaults).
      *
      * @throws InvalidArgumentException if the device is too small or the options do not fit it
-     * @throws DeviceException          EBUSY if the device is open as a volume
+     * @throws DeviceException          EBUSY if the device is open as a volume; or a read, write or flush
+     *                                  of it failed
      */
     public static void format(BlockDevice device, VolumeOptions options) {
         Geometry g = Geometry.plan(device, options);
@@ -122,7 +122,7 @@ public final class Volume implements AutoCloseable {
                     txn.commit();
                 }
             }
-            long root = v.allocInode(InodeFormat.S_IFDIR | 0755, 0, 0, 2, 0);
+            long root = v.allocInode(0, InodeFormat.S_IFDIR | 0755, 0, 0, 2);
             synchronized (v) {
                 v.superblock = new SuperblockFormat.Fields(SuperblockFormat.VERSION, g, fields.uuid(), 0, 0, false, 0, 0, 0,
                         root, 0);
@@ -151,7 +151,8 @@ public final class Volume implements AutoCloseable {
      *                                      volume formatted on it
      * @throws CorruptionException          if both superblock copies, or other metadata, are damaged
      * @throws IncompatibleVolumeException  if the volume has a newer format or unknown incompatible features
-     * @throws DeviceException              EBUSY if the device is already open as a volume
+     * @throws DeviceException              EBUSY if the device is already open as a volume; or a read,
+     *                                      write or flush of it failed
      */
     public static Volume open(BlockDevice device, VolumeOptions options) {
         claim(device);
@@ -186,7 +187,7 @@ public final class Volume implements AutoCloseable {
             } else {
                 long freeBlocks = 0, freeInodes = 0, inodes = 0;
                 for (AllocationGroup ag : groups) {
-                    freeBlocks += ag.freeBlocks();
+                    freeBlocks += ag.freeBlockCount();
                     freeInodes += ag.freeInodes();
                     inodes += ag.inodes();
                 }
@@ -350,9 +351,13 @@ public final class Volume implements AutoCloseable {
         return superblock.rootInode();
     }
 
-    /** The volume's directories, files and symlinks. */
+    /**
+     * The volume's directories, files and symlinks.
+     *
+     * @throws VolumeShutdownException if the volume is closed
+     */
     public Namespace namespace() {
-        checkOpen();
+        requireOpen();
         return namespace;
     }
 
@@ -362,15 +367,23 @@ public final class Volume implements AutoCloseable {
                 counters.inodes.sum(), counters.freeInodes.sum(), groups.length);
     }
 
-    /** The journal's counters since mount (commits, checkpoints and their bytes, write-backs, waits). */
+    /**
+     * The journal's counters since mount (commits, checkpoints and their bytes, write-backs, waits).
+     *
+     * @throws VolumeShutdownException if the volume is closed
+     */
     public JournalStats journalStats() {
-        checkOpen();
+        requireOpen();
         return journal.stats();
     }
 
-    /** The buffer cache's counters since mount (hits, misses, evictions, write-backs, waits). */
+    /**
+     * The buffer cache's counters since mount (hits, misses, evictions, write-backs, waits).
+     *
+     * @throws VolumeShutdownException if the volume is closed
+     */
     public CacheStats cacheStats() {
-        checkOpen();
+        requireOpen();
         return cache.stats();
     }
 
@@ -396,13 +409,15 @@ public final class Volume implements AutoCloseable {
         return inodes;
     }
 
-    private void checkOpen() {
+    /** Refuses work on a closed volume with {@link VolumeShutdownException}. */
+    void requireOpen() {
         if (closed) {
             throw new VolumeShutdownException("volume on " + device.name() + " is closed", null);
         }
     }
 
-    private void checkInode(long ino) {
+    /** Refuses an inode number outside every group with {@link InvalidArgumentException}. */
+    void requireValidInode(long ino) {
         if (!geometry.isValidInode(ino)) {
             throw new InvalidArgumentException("inode number " + ino + " lies outside the volume's allocation groups");
         }
@@ -416,57 +431,55 @@ public final class Volume implements AutoCloseable {
     // ------------------------------------------------------------------ inodes
 
     /**
-     * Allocates an inode: a directory in the group the rotor picks next (spreading directories across
-     * groups), anything else in its parent's group, trying the following groups when that one is full.
+     * Allocates an inode outside any directory (the namespace places and allocates its own): in group
+     * {@code firstGroup}, else in the following groups.
      *
-     * @param parent the parent directory's inode, or 0 (then the rotor picks the group)
      * @return the new inode's number
-     * @throws NoSpaceException if no group has a free inode or room for a chunk (nothing changed)
+     * @throws NoSpaceException        if no group has a free inode or room for a chunk (nothing changed)
+     * @throws VolumeShutdownException if the volume is closed
      */
-    long allocInode(int mode, int uid, int gid, int nlink, long parent) {
-        checkOpen();
+    long allocInode(int firstGroup, int mode, int uid, int gid, int nlink) {
+        requireOpen();
         int n = groups.length;
-        int first = (mode & InodeFormat.S_IFMT) == InodeFormat.S_IFDIR || parent == 0
-                ? Math.floorMod(rotor.getAndIncrement(), n) : geometry.agOfInode(parent);
         long now = nowNanos();
         for (int k = 0; k < n; k++) {
-            long ino = allocIn(groups[(first + k) % n], mode, uid, gid, nlink, now);
-            if (ino > 0) {
-                return ino;
+            OptionalLong ino = allocIn(groups[(firstGroup + k) % n], mode, uid, gid, nlink, now);
+            if (ino.isPresent()) {
+                return ino.getAsLong();
             }
         }
         throw new NoSpaceException("no free inode and no room for an inode chunk in any of the " + n
                 + " allocation groups of " + device.name());
     }
 
-    private long allocIn(AllocationGroup ag, int mode, int uid, int gid, int nlink, long now) {
+    /** An inode of group {@code ag}, or none if it has neither a free inode nor room for a chunk. */
+    private OptionalLong allocIn(AllocationGroup ag, int mode, int uid, int gid, int nlink, long now) {
         boolean chunk = ag.freeInodes() == 0;
-        for (int fixes = 0, busy = 0; ; ) {
-            if (ag.needsFix() && fixes++ < 4) {
-                ag.fix();
+        for (int refills = 0, busy = 0; ; ) {
+            if (ag.needsRefill() && refills++ < 4) {
+                ag.refillFreeList();
             }
             int[] frames = chunk ? reserveFrames(Geometry.CHUNK_BLOCKS) : null;
-            long r;
+            AllocOutcome r;
             try (Txn txn = Txn.begin(cache, ag.allocInodeItems(chunk))) {
                 r = ag.allocInode(txn, frames, mode, uid, gid, nlink, now);
-                if (r > 0) {
+                if (r == AllocOutcome.DONE) {
+                    long ino = ag.allocatedInode(txn);
                     txn.commit();
+                    return OptionalLong.of(ino);
                 }
             } finally {
                 unreserveFrames(frames);
             }
-            if (r > 0) {
-                return r;
-            }
-            if (r == AllocationGroup.RETRY_CHUNK) {
+            if (r == AllocOutcome.NEEDS_CHUNK) {
                 chunk = true;
-            } else if (r == AllocationGroup.RETRY_BUSY && busy < AllocationGroup.BUSY_RETRIES) {
+            } else if (r == AllocOutcome.BUSY && busy < AllocationGroup.BUSY_RETRIES) {
                 ag.awaitBusy(busy++);
-            } else if (r != AllocationGroup.RETRY_FIX || fixes >= 4) {
-                return 0;
+            } else if (r != AllocOutcome.NEEDS_REFILL || refills >= 4) {
+                return OptionalLong.empty();
             } else {
-                ag.fix();
-                fixes++;
+                ag.refillFreeList();
+                refills++;
             }
         }
     }
@@ -491,32 +504,6 @@ public final class Volume implements AutoCloseable {
     }
 
     /**
-     * Frees inode {@code ino}: its slot becomes free (its generation kept, bumped at the next allocation).
-     *
-     * @throws InvalidArgumentException if {@code ino} is not an allocated inode (nothing changed)
-     */
-    void freeInode(long ino) {
-        checkOpen();
-        checkInode(ino);
-        AllocationGroup ag = groups[geometry.agOfInode(ino)];
-        for (int fixes = 0; ; fixes++) {
-            if (ag.needsFix()) {
-                ag.fix();
-            }
-            try (Txn txn = Txn.begin(cache, ag.freeInodeItems())) {
-                if (ag.freeInode(txn, geometry.agInode(ino))) {
-                    txn.commit();
-                    ag.reclaimEmptyChunks();
-                    return;
-                }
-            }
-            if (fixes == 4) {
-                throw new NoSpaceException("allocation group " + ag.agno + " cannot refill the free list of its inode trees");
-            }
-        }
-    }
-
-    /**
      * Changes inode {@code ino}'s permissions (its type stays), owner and access and modification times
      * under its per-inode lock, in one transaction; -1 leaves a field as it is, and the change time
      * becomes now.
@@ -525,8 +512,8 @@ public final class Volume implements AutoCloseable {
      * @throws InvalidArgumentException if it is not an allocated inode (nothing changed)
      */
     long setattr(long ino, int permissions, int uid, int gid, long atimeNanos, long mtimeNanos) {
-        checkOpen();
-        checkInode(ino);
+        requireOpen();
+        requireValidInode(ino);
         Inode inode = inodes.acquire(ino);
         try (Txn txn = Txn.begin(cache, 1)) { // log space first, then the lock (see Namespace)
             inode.lock.lock();
@@ -556,8 +543,8 @@ public final class Volume implements AutoCloseable {
      * @throws InvalidArgumentException if it is not an allocated inode
      */
     InodeStat stat(long ino) {
-        checkOpen();
-        checkInode(ino);
+        requireOpen();
+        requireValidInode(ino);
         int rec = InodeFormat.recordOffset(geometry.blockSize(), Geometry.inodeSlot(ino));
         for (;;) {
             Buffer b = inodeBuffer(ino);
@@ -571,75 +558,6 @@ public final class Volume implements AutoCloseable {
                     throw new InvalidArgumentException("inode " + ino + " is not allocated");
                 }
                 return s;
-            }
-        }
-    }
-
-    // ------------------------------------------------------------------ blocks
-
-    /**
-     * Allocates {@code len} contiguous blocks, in group {@code preferredAg} if it has them, else in the
-     * following groups.
-     *
-     * @return the first device block
-     * @throws NoSpaceException if no group has {@code len} contiguous free blocks (nothing changed)
-     */
-    long allocBlocks(int preferredAg, int len) {
-        checkOpen();
-        if (len < 1 || len > geometry.agBlocks()) {
-            throw new InvalidArgumentException("cannot allocate " + len + " contiguous blocks: groups have " + geometry.agBlocks());
-        }
-        int n = groups.length;
-        for (int k = 0; k < n; k++) {
-            AllocationGroup ag = groups[Math.floorMod(preferredAg + k, n)];
-            for (int fixes = 0, busy = 0; fixes < 4; fixes++) {
-                if (ag.needsFix()) {
-                    ag.fix();
-                }
-                long r;
-                try (Txn txn = Txn.begin(cache, ag.blockItems())) {
-                    r = ag.allocBlocks(txn, len);
-                    if (r > 0) {
-                        txn.commit();
-                        return r;
-                    }
-                }
-                if (r == AllocationGroup.NO_SPACE) {
-                    break;
-                }
-                if (r == AllocationGroup.RETRY_BUSY && busy < AllocationGroup.BUSY_RETRIES) {
-                    ag.awaitBusy(busy++);
-                    fixes--;
-                }
-            }
-        }
-        throw new NoSpaceException("no allocation group of " + device.name() + " has " + len + " contiguous free blocks");
-    }
-
-    /**
-     * Frees blocks {@code [block, block + len)}, which must lie in one group and be allocated.
-     *
-     * @throws InvalidArgumentException if they lie outside one group's space (nothing changed)
-     */
-    void freeBlocks(long block, int len) {
-        checkOpen();
-        int agno = block < geometry.dataStart() ? -1 : geometry.agOfBlock(block);
-        if (agno < 0 || len < 1 || block + len > geometry.agStart(agno) + geometry.agLength(agno)) {
-            throw new InvalidArgumentException("blocks [" + block + ", +" + len + ") do not lie inside one allocation group");
-        }
-        AllocationGroup ag = groups[agno];
-        for (int fixes = 0; ; fixes++) {
-            if (ag.needsFix()) {
-                ag.fix();
-            }
-            try (Txn txn = Txn.begin(cache, ag.blockItems())) {
-                if (ag.freeBlocks(txn, block, len)) {
-                    txn.commit();
-                    return;
-                }
-            }
-            if (fixes == 4) {
-                throw new NoSpaceException("allocation group " + agno + " cannot refill the free list of its free-space trees");
             }
         }
     }
@@ -673,9 +591,13 @@ public final class Volume implements AutoCloseable {
 
     // ------------------------------------------------------------------ durability and checking
 
-    /** Makes every change made so far durable. */
+    /**
+     * Makes every change made so far durable.
+     *
+     * @throws VolumeShutdownException if the volume is closed, or its journal has shut down after a failure
+     */
     public void sync() {
-        checkOpen();
+        requireOpen();
         journal.forceAll();
     }
 
@@ -684,7 +606,7 @@ public final class Volume implements AutoCloseable {
      * that recovery after a crash now would replay nothing.
      */
     public void checkpoint() {
-        checkOpen();
+        requireOpen();
         journal.checkpoint();
         SuperblockFormat.Fields f;
         synchronized (this) {
@@ -694,37 +616,24 @@ public final class Volume implements AutoCloseable {
     }
 
     /**
-     * Every problem a full walk of the allocation groups finds, plus counters that disagree with them;
-     * empty for a sound volume. Run it while nothing changes the volume.
+     * The groups' part of the volume check ({@link GroupCheck}) with nothing allocated outside the groups'
+     * own structures: every problem, empty for sound groups. Run it while nothing changes the volume.
      */
-    List<String> check() {
-        return check(Collections.emptyNavigableMap());
-    }
-
-    /** As {@link #check()}, with {@code allocated} (device block to length) in use by the caller. */
-    List<String> check(NavigableMap<Long, Integer> allocated) {
-        List<String> problems = new ArrayList<>();
-        long freeBlocks = 0, freeInodes = 0, inodeCount = 0;
-        for (AllocationGroup ag : groups) {
-            ag.check(allocated, problems);
-            freeBlocks += ag.freeBlocks();
-            freeInodes += ag.freeInodes();
-            inodeCount += ag.inodes();
-        }
-        VolumeStats s = statfs();
-        if (s.freeBlocks() != freeBlocks || s.freeInodes() != freeInodes || s.inodes() != inodeCount) {
-            problems.add("counters say " + s.freeBlocks() + " free blocks, " + s.inodes() + " inodes, " + s.freeInodes()
-                    + " free; the groups say " + freeBlocks + ", " + inodeCount + ", " + freeInodes);
-        }
-        return problems;
+    List<CheckProblem> check() {
+        return checkGroups(Collections.emptyNavigableMap());
     }
 
     /**
-     * Unmounts: the journal writes everything home and marks the log clean, then the superblock gets the
-     * folded counters and the clean mark. After a journal failure the superblock stays marked mounted,
-     * so the next mount recovers. The device stays open (the caller owns it), its lock released. Call it
-     * once no operation is running; later calls fail with {@link VolumeShutdownException}.
+     * Every problem a full walk of the allocation groups finds, plus counters that disagree with them;
+     * empty for sound groups. Run it while nothing changes the volume.
+     *
+     * @param allocated extents (device block to length) in use by what the groups do not describe
+     *                  themselves (directory blocks, symlink blocks)
      */
+    List<CheckProblem> checkGroups(NavigableMap<Long, Integer> allocated) {
+        return GroupCheck.check(groups, statfs(), allocated);
+    }
+
     /** Stops the journal and frees the cache without writing the superblock (a format that failed). */
     private void abandon() {
         closed = true;
@@ -736,6 +645,15 @@ public final class Volume implements AutoCloseable {
         }
     }
 
+    /**
+     * Unmounts: the journal writes everything home and marks the log clean, then the superblock gets the
+     * folded counters and the clean mark. After a journal failure the superblock stays marked mounted,
+     * so the next mount recovers. The device stays open (the caller owns it), its lock released. Call it
+     * once no operation is running; a second close does nothing, and other calls then fail with
+     * {@link VolumeShutdownException}.
+     *
+     * @throws DeviceException if writing the superblock fails (the device is let go of all the same)
+     */
     @Override
     public void close() {
         synchronized (this) {

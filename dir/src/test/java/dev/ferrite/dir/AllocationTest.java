@@ -14,25 +14,26 @@ import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.InvalidArgumentException;
 import dev.ferrite.io.MemoryDevice;
 import dev.ferrite.io.NoSpaceException;
+import dev.ferrite.io.testkit.TestSeed;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
-import static dev.ferrite.dir.VolumeTest.OPTIONS;
-import static dev.ferrite.dir.VolumeTest.assertSound;
+import static dev.ferrite.dir.VolumeFixtures.OPTIONS;
+import static dev.ferrite.dir.VolumeFixtures.assertSound;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Inode and block allocation in the allocation groups: exact counts, consistent trees, concurrency. */
-@ExtendWith(SeedInFailure.class)
+@ExtendWith(TestSeed.class)
 class AllocationTest {
-    private static final long SEED = Long.getLong("ferrite.seed", 11);
+    private static final long SEED = TestSeed.get(11);
 
     @Test
     void concurrentInodeAllocationAcrossGroupsKeepsExactCounts() throws Exception {
-        concurrentAllocation(VolumeTest.formatted(), OPTIONS, 4, 2500);
+        concurrentAllocation(VolumeFixtures.formatted(), OPTIONS, 4, 2500);
     }
 
     @Test
@@ -65,7 +66,7 @@ class AllocationTest {
                                 // directories spread by the rotor, files follow their parent's group
                                 long parent = mine.isEmpty() || rnd.nextInt(4) == 0 ? root : mine.get(rnd.nextInt(mine.size()));
                                 int mode = rnd.nextInt(5) == 0 ? InodeFormat.S_IFDIR | 0755 : InodeFormat.S_IFREG | 0644;
-                                long ino = v.allocInode(mode, 1000, 1000, 1, parent);
+                                long ino = VolumeAllocations.allocInode(v, mode, 1000, 1000, 1, parent);
                                 if (!everAllocated.add(ino) && !live.add(ino)) {
                                     throw new AssertionError("inode " + ino + " handed out while still live");
                                 }
@@ -74,7 +75,7 @@ class AllocationTest {
                                 if (rnd.nextInt(3) == 0) {
                                     long victim = mine.remove(rnd.nextInt(mine.size()));
                                     live.remove(victim);
-                                    v.freeInode(victim);
+                                    VolumeAllocations.freeInode(v, victim);
                                 }
                             }
                         } catch (Throwable e) {
@@ -130,7 +131,7 @@ class AllocationTest {
     @Test
     void emptyChunksGoBackToFreeSpaceKeepingOneChunkOfFreeInodes() {
         VolumeOptions one = OPTIONS.withAgCount(1);
-        try (MemoryDevice dev = MemoryDevice.create(VolumeTest.BLOCKS, 4096)) {
+        try (MemoryDevice dev = MemoryDevice.create(VolumeFixtures.BLOCKS, 4096)) {
             Volume.format(dev, one);
             List<Long> inos = new ArrayList<>();
             long firstOfChunk2;
@@ -139,14 +140,14 @@ class AllocationTest {
                 VolumeStats empty = v.statfs();
                 assertEquals(Geometry.CHUNK_INODES, empty.inodes(), "the root's chunk");
                 for (int i = 0; i < 4 * Geometry.CHUNK_INODES; i++) {
-                    inos.add(v.allocInode(InodeFormat.S_IFREG | 0600, 0, 0, 1, v.rootInode()));
+                    inos.add(VolumeAllocations.allocInode(v, InodeFormat.S_IFREG | 0600, 0, 0, 1, v.rootInode()));
                 }
                 VolumeStats full = v.statfs();
                 assertEquals(5 * Geometry.CHUNK_INODES, full.inodes());
                 firstOfChunk2 = inos.get(2 * Geometry.CHUNK_INODES - 1);
                 firstGen = v.stat(firstOfChunk2).generation();
                 for (long ino : inos) {
-                    v.freeInode(ino);
+                    VolumeAllocations.freeInode(v, ino);
                 }
                 VolumeStats after = v.statfs();
                 // the root's chunk stays, and one empty chunk: fewer than two chunks' worth of free inodes is kept
@@ -163,7 +164,7 @@ class AllocationTest {
                 assertSound(v);
                 Set<Long> again = new HashSet<>();
                 for (int i = 0; i < 4 * Geometry.CHUNK_INODES; i++) {
-                    again.add(v.allocInode(InodeFormat.S_IFREG | 0600, 0, 0, 1, v.rootInode()));
+                    again.add(VolumeAllocations.allocInode(v, InodeFormat.S_IFREG | 0600, 0, 0, 1, v.rootInode()));
                 }
                 assertTrue(again.contains(firstOfChunk2), "the freed chunks' space is used for inodes again");
                 assertTrue(v.stat(firstOfChunk2).generation() != firstGen, "a remade chunk does not repeat generations");
@@ -174,21 +175,21 @@ class AllocationTest {
 
     @Test
     void generationsGrowAndDoubleFreesAreRefused() {
-        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
-            long ino = v.allocInode(InodeFormat.S_IFREG | 0600, 0, 0, 1, v.rootInode());
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+            long ino = VolumeAllocations.allocInode(v, InodeFormat.S_IFREG | 0600, 0, 0, 1, v.rootInode());
             int gen = v.stat(ino).generation();
-            v.freeInode(ino);
-            InvalidArgumentException e = assertThrows(InvalidArgumentException.class, () -> v.freeInode(ino));
+            VolumeAllocations.freeInode(v, ino);
+            InvalidArgumentException e = assertThrows(InvalidArgumentException.class, () -> VolumeAllocations.freeInode(v, ino));
             assertTrue(e.getMessage().contains("not allocated"), e.getMessage());
             assertThrows(InvalidArgumentException.class, () -> v.stat(ino));
-            long again = v.allocInode(InodeFormat.S_IFREG | 0600, 0, 0, 1, v.rootInode());
+            long again = VolumeAllocations.allocInode(v, InodeFormat.S_IFREG | 0600, 0, 0, 1, v.rootInode());
             assertEquals(ino, again, "the lowest free slot is reused");
             assertEquals(gen + 1, v.stat(again).generation());
-            assertThrows(InvalidArgumentException.class, () -> v.freeInode(0));
+            assertThrows(InvalidArgumentException.class, () -> VolumeAllocations.freeInode(v, 0));
             long outsideChunks = v.geometry().inodeNumber(3, (v.geometry().agLength(3) - 1) << 3);
             InvalidArgumentException none = assertThrows(InvalidArgumentException.class, () -> v.stat(outsideChunks));
             assertTrue(none.getMessage().contains("no inode chunk"), none.getMessage());
-            assertThrows(InvalidArgumentException.class, () -> v.freeInode(outsideChunks));
+            assertThrows(InvalidArgumentException.class, () -> VolumeAllocations.freeInode(v, outsideChunks));
             assertSound(v);
         }
     }
@@ -206,11 +207,11 @@ class AllocationTest {
                 // a comb of single blocks: thousands of free extents, so both free-space trees split
                 List<Long> singles = new ArrayList<>();
                 for (int i = 0; i < 4000; i++) {
-                    singles.add(v.allocBlocks(0, 1));
+                    singles.add(VolumeAllocations.allocBlocks(v, 0, 1));
                 }
                 for (int i = 0; i < singles.size(); i++) {
                     if (i % 2 == 0) {
-                        v.freeBlocks(singles.get(i), 1);
+                        VolumeAllocations.freeBlocks(v, singles.get(i), 1);
                     } else {
                         allocated.put(singles.get(i), 1);
                         used++;
@@ -221,7 +222,7 @@ class AllocationTest {
                         int len = 1 + rnd.nextInt(rnd.nextInt(10) == 0 ? 40 : 3);
                         long b;
                         try {
-                            b = v.allocBlocks(rnd.nextInt(2), len);
+                            b = VolumeAllocations.allocBlocks(v, rnd.nextInt(2), len);
                         } catch (NoSpaceException full) {
                             continue;
                         }
@@ -233,11 +234,11 @@ class AllocationTest {
                         Long b = allocated.ceilingKey(rnd.nextLong(Math.max(1, allocated.lastKey())));
                         b = b == null ? allocated.firstKey() : b;
                         used -= allocated.get(b);
-                        v.freeBlocks(b, allocated.remove(b));
+                        VolumeAllocations.freeBlocks(v, b, allocated.remove(b));
                     }
                 }
-                List<String> problems = v.check(allocated);
-                assertTrue(problems.isEmpty(), "seed " + SEED + ":\n" + String.join("\n", problems));
+                List<CheckProblem> problems = v.checkGroups(allocated);
+                assertTrue(problems.isEmpty(), "seed " + SEED + ":\n" + VolumeFixtures.describe(problems));
                 // free space shrank by what was handed out, and by what the free lists took for tree nodes
                 long listed0 = 2L * 2 * (4 + 2 * AllocationGroup.RESERVE) - 8;
                 long listed = 0;
@@ -246,16 +247,16 @@ class AllocationTest {
                 }
                 assertTrue(v.statfs().freeBlocks() <= free0 - used, "seed " + SEED);
                 assertTrue(listed > 0 && listed0 > 0);
-                assertTrue(v.group(0).bno.height() > 1 && v.group(0).cnt.height() > 1,
+                assertTrue(v.group(0).space.bno.height() > 1 && v.group(0).space.cnt.height() > 1,
                         "the free-space trees must have split for this test to mean much, seed " + SEED);
                 for (var e : new ArrayList<>(allocated.entrySet())) {
-                    v.freeBlocks(e.getKey(), e.getValue());
+                    VolumeAllocations.freeBlocks(v, e.getKey(), e.getValue());
                 }
                 assertSound(v);
-                long one = v.allocBlocks(1, 1);
-                v.freeBlocks(one, 1);
+                long one = VolumeAllocations.allocBlocks(v, 1, 1);
+                VolumeAllocations.freeBlocks(v, one, 1);
                 VolumeStats before = v.statfs();
-                CorruptionException twice = assertThrows(CorruptionException.class, () -> v.freeBlocks(one, 1));
+                CorruptionException twice = assertThrows(CorruptionException.class, () -> VolumeAllocations.freeBlocks(v, one, 1));
                 assertTrue(twice.getMessage().contains("already free"), twice.getMessage());
                 assertEquals(before, v.statfs(), "a refused free changes nothing");
                 assertSound(v);
@@ -276,7 +277,7 @@ class AllocationTest {
                 NoSpaceException full = null;
                 while (full == null) {
                     try {
-                        assertTrue(inos.add(v.allocInode(InodeFormat.S_IFREG, 0, 0, 1, v.rootInode())));
+                        assertTrue(inos.add(VolumeAllocations.allocInode(v, InodeFormat.S_IFREG, 0, 0, 1, v.rootInode())));
                     } catch (NoSpaceException e) {
                         full = e;
                     }
@@ -286,10 +287,10 @@ class AllocationTest {
                 assertEquals(0, s.freeInodes());
                 assertTrue(inos.size() > 500, inos.size() + " inodes");
                 assertSound(v);
-                assertThrows(NoSpaceException.class, () -> v.allocInode(InodeFormat.S_IFREG, 0, 0, 1, 0));
+                assertThrows(NoSpaceException.class, () -> VolumeAllocations.allocInode(v, InodeFormat.S_IFREG, 0, 0, 1, 0));
                 assertEquals(s, v.statfs(), "a refused allocation changes nothing");
                 for (long ino : inos) {
-                    v.freeInode(ino);
+                    VolumeAllocations.freeInode(v, ino);
                 }
                 assertEquals(1, v.statfs().inodes() - v.statfs().freeInodes());
                 assertSound(v);
@@ -299,8 +300,8 @@ class AllocationTest {
 
     @Test
     void setattrIsAtomicForLockFreeReaders() throws Exception {
-        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
-            long ino = v.allocInode(InodeFormat.S_IFREG | 0644, 0, 0, 1, v.rootInode());
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+            long ino = VolumeAllocations.allocInode(v, InodeFormat.S_IFREG | 0644, 0, 0, 1, v.rootInode());
             AtomicReference<Throwable> failure = new AtomicReference<>();
             CountDownLatch done = new CountDownLatch(2);
             List<Thread> ts = new ArrayList<>();
@@ -343,7 +344,7 @@ class AllocationTest {
             assertEquals(InodeFormat.S_IFREG | 0607, s.mode());
             assertTrue(s.ctimeNanos() >= s.btimeNanos());
             assertEquals(0, v.inodeCache().peek(ino).refs(), "setattr lets go of its reference");
-            v.freeInode(ino);
+            VolumeAllocations.freeInode(v, ino);
             assertThrows(InvalidArgumentException.class, () -> v.setattr(ino, 0600, -1, -1, -1, -1));
             assertSound(v);
         }

@@ -54,7 +54,7 @@ class BigDirectoryTest {
                     assertTrue(ns.lookup("/big/file-" + i) > 0);
                 }
                 assertTrue(ns.stat("/big").blocks() > 0, "the directory is a tree");
-                NamespaceTest.assertChecked(ns);
+                VolumeFixtures.assertChecked(ns);
                 try (Handle big = ns.open("/big")) {
                     for (int i = 0; i < n; i++) {
                         ns.unlink(big, "file-" + i);
@@ -62,7 +62,7 @@ class BigDirectoryTest {
                 }
                 long t3 = System.nanoTime();
                 ns.rmdir("/big");
-                NamespaceTest.assertChecked(ns);
+                VolumeFixtures.assertChecked(ns);
                 System.out.printf("%d entries: create %.0f/s, walk %.0f/s, unlink %.0f/s%n", n,
                         n / ((t1 - t0) / 1e9), n / ((t2 - t1) / 1e9), n / ((t3 - t2) / 1e9));
             }

@@ -39,11 +39,11 @@ class BusyBlockTest {
                 ns.mkdir("/e", 0755);
                 fill(ns, "/e", 0, 4000);
                 assertEquals(4000, ns.stat("/e").size());
-                NamespaceTest.assertChecked(ns);
+                VolumeFixtures.assertChecked(ns);
             }
             try (Volume v = Volume.open(dev, OPTIONS)) {
                 assertEquals(4000, v.namespace().stat("/e").size());
-                NamespaceTest.assertChecked(v.namespace());
+                VolumeFixtures.assertChecked(v.namespace());
             }
         }
     }
@@ -67,13 +67,13 @@ class BusyBlockTest {
                     freeing.get(60, TimeUnit.SECONDS);
                     allocating.get(60, TimeUnit.SECONDS);
                 }
-                NamespaceTest.assertChecked(ns);
+                VolumeFixtures.assertChecked(ns);
             } finally {
                 pool.shutdownNow();
             }
             try (Volume v = Volume.open(dev, OPTIONS)) {
                 assertEquals(3000, v.namespace().stat("/b").size());
-                NamespaceTest.assertChecked(v.namespace());
+                VolumeFixtures.assertChecked(v.namespace());
             }
         }
     }

@@ -10,13 +10,14 @@ import java.util.Random;
 import java.util.Set;
 
 import dev.ferrite.io.MemoryDevice;
-import dev.ferrite.io.RecordingDevice;
+import dev.ferrite.io.testkit.RecordingDevice;
+import dev.ferrite.io.testkit.TestSeed;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
-import static dev.ferrite.dir.VolumeTest.OPTIONS;
-import static dev.ferrite.dir.VolumeTest.assertSound;
+import static dev.ferrite.dir.VolumeFixtures.OPTIONS;
+import static dev.ferrite.dir.VolumeFixtures.assertSound;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -28,9 +29,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * (one thread) and the random choices; the recording itself may differ between runs, since the AIL and
  * the log writer issue their writes and flushes in the background, so a failure names its crash state too.
  */
-@ExtendWith(SeedInFailure.class)
+@ExtendWith(TestSeed.class)
 class CrashTest {
-    private static final long SEED = Long.getLong("ferrite.seed", 5);
+    private static final long SEED = TestSeed.get(5);
 
     @Test
     void countersAreRebuiltFromTheGroupsAfterACrash() {
@@ -53,7 +54,7 @@ class CrashTest {
      */
     private static void countersAreRebuilt(long seed, int samples) {
         Random rnd = new Random(seed);
-        try (RecordingDevice rec = RecordingDevice.wrap(VolumeTest.formatted())) {
+        try (RecordingDevice rec = RecordingDevice.wrap(VolumeFixtures.formatted())) {
             List<Long> live = new ArrayList<>();
             Set<Long> liveAtSync = Set.of();
             Set<Long> freedAfterSync = new HashSet<>();
@@ -68,10 +69,10 @@ class CrashTest {
                     }
                     if (live.isEmpty() || rnd.nextInt(4) > 0) {
                         int mode = rnd.nextInt(3) == 0 ? InodeFormat.S_IFDIR | 0700 : InodeFormat.S_IFREG | 0600;
-                        live.add(v.allocInode(mode, 7, 7, 1, v.rootInode()));
+                        live.add(VolumeAllocations.allocInode(v, mode, 7, 7, 1, v.rootInode()));
                     } else {
                         long freed = live.remove(rnd.nextInt(live.size()));
-                        v.freeInode(freed);
+                        VolumeAllocations.freeInode(v, freed);
                         if (i >= 900) {
                             freedAfterSync.add(freed);
                         }
@@ -90,8 +91,8 @@ class CrashTest {
                     MountReport r = after.mountReport();
                     assertFalse(r.wasClean(), where + ": " + r);
                     assertTrue(r.rebuiltCounters(), where + ": " + r);
-                    List<String> problems = after.check();
-                    assertTrue(problems.isEmpty(), where + ":\n" + String.join("\n", problems));
+                    List<CheckProblem> problems = after.check();
+                    assertTrue(problems.isEmpty(), where + ":\n" + VolumeFixtures.describe(problems));
                     if (sample == 0) {
                         assertTrue(r.replayedBlocks() > 0, where + ": " + r);
                         assertEquals(atSync, after.statfs(), where);
@@ -145,7 +146,7 @@ class CrashTest {
     @Test
     void syncedInodesSurviveCrashesAtSampledFlushes() {
         Random rnd = new Random(SEED);
-        try (RecordingDevice rec = RecordingDevice.wrap(VolumeTest.formatted())) {
+        try (RecordingDevice rec = RecordingDevice.wrap(VolumeFixtures.formatted())) {
             List<Integer> syncFlush = new ArrayList<>(); // the flush that made sync i durable
             List<Set<Long>> liveAtSync = new ArrayList<>();
             Set<Long> live = new LinkedHashSet<>();
@@ -168,12 +169,12 @@ class CrashTest {
                     }
                     boolean alloc = i < 1500 ? live.isEmpty() || rnd.nextInt(3) > 0 : drainedInodes >= 0;
                     if (alloc) {
-                        live.add(v.allocInode(InodeFormat.S_IFREG | 0644, 1, 1, 1, rnd.nextBoolean() ? 0 : v.rootInode()));
+                        live.add(VolumeAllocations.allocInode(v, InodeFormat.S_IFREG | 0644, 1, 1, 1, rnd.nextBoolean() ? 0 : v.rootInode()));
                         refilled += drainedInodes >= 0 ? 1 : 0;
                     } else {
                         long victim = new ArrayList<>(live).get(rnd.nextInt(live.size()));
                         live.remove(victim);
-                        v.freeInode(victim);
+                        VolumeAllocations.freeInode(v, victim);
                         freedEver.add(victim);
                         for (Set<Long> f : freedAfterSync) {
                             f.add(victim);
@@ -200,8 +201,8 @@ class CrashTest {
                     durable = i;
                 }
                 try (MemoryDevice image = rec.materialize(state); Volume after = Volume.open(image, OPTIONS)) {
-                    List<String> problems = after.check();
-                    assertTrue(problems.isEmpty(), where + ":\n" + String.join("\n", problems));
+                    List<CheckProblem> problems = after.check();
+                    assertTrue(problems.isEmpty(), where + ":\n" + VolumeFixtures.describe(problems));
                     if (durable >= 0) {
                         for (long ino : liveAtSync.get(durable)) {
                             if (!freedAfterSync.get(durable).contains(ino)) {

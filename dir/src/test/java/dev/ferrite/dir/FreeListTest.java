@@ -16,14 +16,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class FreeListTest {
     @Test
     void freedNodesOnTheListDoNotCountTowardsItsReserveUntilCheckpointed() {
-        VolumeOptions one = VolumeTest.OPTIONS.withAgCount(1);
-        try (MemoryDevice dev = MemoryDevice.create(VolumeTest.BLOCKS, 4096)) {
+        VolumeOptions one = VolumeFixtures.OPTIONS.withAgCount(1);
+        try (MemoryDevice dev = MemoryDevice.create(VolumeFixtures.BLOCKS, 4096)) {
             Volume.format(dev, one);
             try (Volume v = Volume.open(dev, one)) {
                 AllocationGroup ag = v.group(0);
                 FreeList list = ag.agil;
                 int freed = 8;
-                long first = v.allocBlocks(0, freed); // blocks of nobody's, to play freed tree nodes
+                long first = VolumeAllocations.allocBlocks(v, 0, freed); // blocks of nobody's, to play freed tree nodes
                 try (Txn txn = Txn.begin(v.cache(), 1 + freed)) {
                     assertTrue(txn.lock(ag.agi));
                     int before = list.count();

@@ -14,6 +14,7 @@ import dev.ferrite.btree.internal.BlockHeaderFormat;
 import dev.ferrite.io.FerriteException;
 import dev.ferrite.io.MemoryDevice;
 import dev.ferrite.io.OverlayDevice;
+import dev.ferrite.io.testkit.TestSeed;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -35,9 +36,9 @@ import static org.junit.jupiter.api.Assertions.fail;
  * <p>Values inside directory tree leaves are found by their bytes (a child's inode number and type);
  * the node's own fields (slots, lengths, counts) are the B-tree's to check and are left alone here.
  */
-@ExtendWith(SeedInFailure.class)
+@ExtendWith(TestSeed.class)
 class HostileImageTest {
-    private static final long SEED = Long.getLong("ferrite.seed", 14);
+    private static final long SEED = TestSeed.get(14);
     private static final int BS = 4096;
     private static final long ITERATION_BOUND_S = 30;
 
@@ -83,8 +84,8 @@ class HostileImageTest {
     /** Formats {@code dev}, fills it, unmounts it; returns the fields worth corrupting. */
     private static List<Field> buildImage(MemoryDevice dev) {
         List<Field> fields = new ArrayList<>();
-        Volume.format(dev, VolumeTest.OPTIONS);
-        try (Volume v = Volume.open(dev, VolumeTest.OPTIONS)) {
+        Volume.format(dev, VolumeFixtures.OPTIONS);
+        try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS)) {
             Namespace ns = v.namespace();
             ns.mkdir("/inline", 0755);
             ns.create("/inline/f", 0644, true);
@@ -289,7 +290,7 @@ class HostileImageTest {
     private static void use(OverlayDevice view) {
         Volume v;
         try {
-            v = Volume.open(view, VolumeTest.OPTIONS);
+            v = Volume.open(view, VolumeFixtures.OPTIONS);
         } catch (FerriteException e) {
             return;
         }

@@ -5,6 +5,8 @@ import java.util.List;
 import java.util.Random;
 import java.util.concurrent.atomic.AtomicReference;
 
+import dev.ferrite.io.testkit.TestSeed;
+
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -15,9 +17,9 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-@ExtendWith(SeedInFailure.class)
+@ExtendWith(TestSeed.class)
 class InodeCacheTest {
-    private static final long SEED = Long.getLong("ferrite.seed", 3);
+    private static final long SEED = TestSeed.get(3);
 
     @Test
     void lookupsShareOneObjectAndReclaimTakesOnlyUnreferencedOnes() {

@@ -13,6 +13,7 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import dev.ferrite.io.Errno;
 import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.testkit.TestSeed;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -28,9 +29,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * <p>{@code -Dferrite.seed=N} fixes each thread's own sequence of operations, not how the threads
  * interleave: a failure may not repeat with its seed.
  */
-@ExtendWith(SeedInFailure.class)
+@ExtendWith(TestSeed.class)
 class NamespaceConcurrencyTest {
-    private static final long SEED = Long.getLong("ferrite.seed", 11);
+    private static final long SEED = TestSeed.get(11);
     @Test
     void createsRenamesAndUnlinksLoseAndDuplicateNothing() throws Exception {
         run(4, 20_000);
@@ -47,8 +48,8 @@ class NamespaceConcurrencyTest {
 
     private static void run(int threadCount, int ops) throws Exception {
         try (MemoryDevice dev = MemoryDevice.create(16384, 4096)) {
-            Volume.format(dev, VolumeTest.OPTIONS);
-            try (Volume v = Volume.open(dev, VolumeTest.OPTIONS)) {
+            Volume.format(dev, VolumeFixtures.OPTIONS);
+            try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS)) {
                 Namespace ns = v.namespace();
                 ns.mkdir("/shared", 0755);
                 ns.mkdir("/shared/sub", 0755);

@@ -7,7 +7,8 @@ import java.util.Map;
 import java.util.Random;
 
 import dev.ferrite.io.MemoryDevice;
-import dev.ferrite.io.RecordingDevice;
+import dev.ferrite.io.testkit.RecordingDevice;
+import dev.ferrite.io.testkit.TestSeed;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -23,9 +24,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * last one a sync or fsync acknowledged before the crash (so every operation, renames included, is all
  * or nothing, and nothing acknowledged is lost).
  */
-@ExtendWith(SeedInFailure.class)
+@ExtendWith(TestSeed.class)
 class NamespaceCrashTest {
-    private static final long SEED = Long.getLong("ferrite.seed", 7);
+    private static final long SEED = TestSeed.get(7);
     private static final String[] NAMES = {"b", "c", "d", "e"};
     private static final int OPS = 600;
     private static final int SAMPLES = Integer.getInteger("ferrite.crash.samples", 90);
@@ -45,13 +46,13 @@ class NamespaceCrashTest {
 
     private static void recoverSampledCrashes(long seed, int samples) {
         Random rnd = new Random(seed);
-        try (RecordingDevice rec = RecordingDevice.wrap(VolumeTest.formatted())) {
+        try (RecordingDevice rec = RecordingDevice.wrap(VolumeFixtures.formatted())) {
             List<Map<String, String>> after = new ArrayList<>(); // after.get(i): the tree after op i (0: before any)
             List<Integer> syncFlush = new ArrayList<>();
             List<Integer> syncedOps = new ArrayList<>();
             int firstFlush, lastFlush;
             boolean grewIntoATree = false;
-            try (Volume v = Volume.open(rec, VolumeTest.OPTIONS)) {
+            try (Volume v = Volume.open(rec, VolumeFixtures.OPTIONS)) {
                 Namespace ns = v.namespace();
                 ns.mkdir("/a", 0755); // only its entries change: it grows into a tree and shrinks
                 firstFlush = rec.flushCount();
@@ -112,7 +113,7 @@ class NamespaceCrashTest {
                 for (int i = 0; i < syncFlush.size() && rec.flushEvent(syncFlush.get(i)) < state.prefix(); i++) {
                     synced = syncedOps.get(i);
                 }
-                try (MemoryDevice image = rec.materialize(state); Volume v = Volume.open(image, VolumeTest.OPTIONS)) {
+                try (MemoryDevice image = rec.materialize(state); Volume v = Volume.open(image, VolumeFixtures.OPTIONS)) {
                     List<String> problems = v.namespace().check();
                     assertTrue(problems.isEmpty(), where + ":\n" + String.join("\n", problems));
                     Map<String, String> tree = PosixDifferentialTest.ferriteTree(v.namespace(), "/");
@@ -128,9 +129,9 @@ class NamespaceCrashTest {
 
     @Test
     void fsyncOfAHandleMakesItsCreationDurable() {
-        try (RecordingDevice rec = RecordingDevice.wrap(VolumeTest.formatted())) {
+        try (RecordingDevice rec = RecordingDevice.wrap(VolumeFixtures.formatted())) {
             MemoryDevice crashed;
-            Volume v = Volume.open(rec, VolumeTest.OPTIONS);
+            Volume v = Volume.open(rec, VolumeFixtures.OPTIONS);
             try (Handle root = v.namespace().openRoot()) {
                 Handle d = v.namespace().mkdir(root, "d", 0755);
                 Handle f = v.namespace().create(d, "f", 0644, true);
@@ -141,9 +142,9 @@ class NamespaceCrashTest {
             } finally {
                 v.close();
             }
-            try (crashed; Volume after = Volume.open(crashed, VolumeTest.OPTIONS)) {
+            try (crashed; Volume after = Volume.open(crashed, VolumeFixtures.OPTIONS)) {
                 assertTrue(after.namespace().stat("/d/f").isRegularFile());
-                NamespaceTest.assertChecked(after.namespace());
+                VolumeFixtures.assertChecked(after.namespace());
             }
         }
     }

@@ -44,8 +44,8 @@ class NamespaceLogSpaceTest {
 
     private static void run(String op, boolean tree) throws Exception {
         try (MemoryDevice dev = MemoryDevice.create(16384, 4096)) {
-            Volume.format(dev, VolumeTest.OPTIONS);
-            try (Volume v = Volume.open(dev, VolumeTest.OPTIONS)) {
+            Volume.format(dev, VolumeFixtures.OPTIONS);
+            try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS)) {
                 Namespace ns = v.namespace();
                 ns.mkdir("/d", 0755);
                 ns.create("/d/f", 0644, true);

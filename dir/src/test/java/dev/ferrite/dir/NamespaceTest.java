@@ -9,10 +9,11 @@ import java.util.Set;
 import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.Errno;
 import dev.ferrite.io.MemoryDevice;
-import dev.ferrite.io.RecordingDevice;
+import dev.ferrite.io.testkit.RecordingDevice;
 import org.junit.jupiter.api.Test;
 
-import static dev.ferrite.dir.VolumeTest.OPTIONS;
+import static dev.ferrite.dir.VolumeFixtures.OPTIONS;
+import static dev.ferrite.dir.VolumeFixtures.assertChecked;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -21,11 +22,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Directory operations one at a time: entries inline and in trees, errors, link counts, orphans. */
 class NamespaceTest {
-
-    static void assertChecked(Namespace ns) {
-        List<String> problems = ns.check();
-        assertTrue(problems.isEmpty(), String.join("\n", problems));
-    }
 
     static void assertErrno(int errno, org.junit.jupiter.api.function.Executable op) {
         NamespaceException e = assertThrows(NamespaceException.class, op);
@@ -42,7 +38,7 @@ class NamespaceTest {
 
     @Test
     void createLookupStatUnlinkAndLinkCounts() {
-        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
             Namespace ns = v.namespace();
             long a = ns.mkdir("/a", 0755);
             long f = ns.create("/a/f", 0644, true);
@@ -85,7 +81,7 @@ class NamespaceTest {
 
     @Test
     void inlineDirectoryBecomesATreeAtTheBoundaryAndEntriesSurviveRemount() {
-        try (MemoryDevice dev = VolumeTest.formatted()) {
+        try (MemoryDevice dev = VolumeFixtures.formatted()) {
             List<String> all = new ArrayList<>();
             try (Volume v = Volume.open(dev, OPTIONS)) {
                 Namespace ns = v.namespace();
@@ -131,7 +127,7 @@ class NamespaceTest {
 
     @Test
     void readdirPagesResumeFromTheirCookies() {
-        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
             Namespace ns = v.namespace();
             ns.mkdir("/d", 0755);
             Set<String> expected = new HashSet<>();
@@ -165,7 +161,7 @@ class NamespaceTest {
         String inline = "i".repeat(InodeFormat.inlineCapacity(4096));
         String longest = "/d/" + "./".repeat((max - 4) / 2) + "f".repeat(max - 4 - 2 * ((max - 4) / 2)) + "f";
         assertEquals(max, longest.length());
-        try (MemoryDevice dev = VolumeTest.formatted()) {
+        try (MemoryDevice dev = VolumeFixtures.formatted()) {
             long blockOfLongest;
             try (Volume v = Volume.open(dev, OPTIONS)) {
                 Namespace ns = v.namespace();
@@ -223,7 +219,7 @@ class NamespaceTest {
 
     @Test
     void badInputIsRefusedPreciselyWithTheVolumeUnchanged() {
-        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
             Namespace ns = v.namespace();
             ns.mkdir("/d", 0755);
             ns.create("/d/f", 0644, true);
@@ -314,7 +310,7 @@ class NamespaceTest {
 
     @Test
     void aTrailingSlashOrDotAfterANonDirectoryIsNotADirectory() {
-        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
             Namespace ns = linuxShapes(v);
             long d = ns.lookup("/d");
             assertErrno(Errno.ENOTDIR, () -> ns.lstat("/f/"));
@@ -355,7 +351,7 @@ class NamespaceTest {
 
     @Test
     void createFollowsAFinalSymlinkAsOpenWithOCreatDoes() {
-        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
             Namespace ns = linuxShapes(v);
             for (String p : List.of("/ld", "/lf", "/dang", "/dang2", "/dangf", "/ldslash", "/dangslash", "/loop", "/d/dot")) {
                 assertErrno(Errno.EEXIST, () -> ns.create(p, 0644, true));
@@ -394,7 +390,7 @@ class NamespaceTest {
 
     @Test
     void dotAndDotDotAsTheLastComponentGetLinuxsAnswers() {
-        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
             Namespace ns = linuxShapes(v);
             List<DirEntry> before = ns.list("/d");
             assertErrno(Errno.EEXIST, () -> ns.mkdir("/d/.", 0755));
@@ -426,7 +422,7 @@ class NamespaceTest {
 
     @Test
     void handleFormsTakeDotAndDotDotAsTheAtCallsDo() {
-        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
             Namespace ns = linuxShapes(v);
             long dIno = ns.lookup("/d");
             try (Handle root = ns.openRoot(); Handle d = ns.open("/d"); Handle f = ns.open("/f")) {
@@ -476,7 +472,7 @@ class NamespaceTest {
 
     @Test
     void aTrailingSlashOnCreateIsADirectoryOnceTheParentIsThere() {
-        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
             Namespace ns = linuxShapes(v);
             for (boolean exclusive : new boolean[] {true, false}) {
                 assertErrno(Errno.EISDIR, () -> ns.create("/f/", 0644, exclusive));
@@ -499,7 +495,7 @@ class NamespaceTest {
 
     @Test
     void aNameTooLongIsMeasuredWhenTheWalkReachesIt() {
-        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
             Namespace ns = linuxShapes(v);
             assertErrno(Errno.ENOENT, () -> ns.mkdir("/miss/" + LONG, 0755));
             assertErrno(Errno.ENOTDIR, () -> ns.mkdir("/f/" + LONG, 0755));
@@ -529,7 +525,7 @@ class NamespaceTest {
 
     @Test
     void anUnlinkedOpenFileLivesUntilItsLastClose() {
-        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
             Namespace ns = v.namespace();
             long used = v.statfs().inodes() - v.statfs().freeInodes();
             Handle a = ns.open("/");
@@ -556,7 +552,7 @@ class NamespaceTest {
      */
     @Test
     void createsOverExistingNamesInATreeDirectoryChangeNothing() {
-        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
             Namespace ns = v.namespace();
             long t = ns.mkdir("/t", 0755);
             long sub = ns.mkdir("/t/d", 0755);
@@ -593,7 +589,7 @@ class NamespaceTest {
 
     @Test
     void lstatThroughADirectoryHandle() {
-        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
             Namespace ns = v.namespace();
             ns.mkdir("/d", 0755);
             long f = ns.create("/d/f", 0640, true);
@@ -617,7 +613,7 @@ class NamespaceTest {
 
     @Test
     void orphansLeftByACrashAreFreedAtMount() {
-        try (RecordingDevice rec = RecordingDevice.wrap(VolumeTest.formatted())) {
+        try (RecordingDevice rec = RecordingDevice.wrap(VolumeFixtures.formatted())) {
             MemoryDevice crashed;
             long orphan;
             long usedBefore;
@@ -654,7 +650,7 @@ class NamespaceTest {
 
     @Test
     void renameReplacesAndMovesAtomically() {
-        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
             Namespace ns = v.namespace();
             ns.mkdir("/a", 0755);
             ns.mkdir("/b", 0755);
@@ -694,14 +690,14 @@ class NamespaceTest {
             }
             // 120 free: a tree's 20 blocks fit (20 + 96 held back), a chunk after them does not (8 + 96)
             int hogged = (int) v.statfs().freeBlocks() - 120;
-            long hog = v.allocBlocks(0, hogged);
+            long hog = VolumeAllocations.allocBlocks(v, 0, hogged);
             assertEquals(120, v.statfs().freeBlocks());
             VolumeStats before = v.statfs();
             List<DirEntry> entries = ns.list("/b");
             assertThrows(dev.ferrite.io.NoSpaceException.class, () -> ns.create("/b/3" + name, 0644, true));
             assertEquals(before, v.statfs(), "the refused create changed the volume");
             assertEquals(entries, ns.list("/b"));
-            v.freeBlocks(hog, hogged);
+            VolumeAllocations.freeBlocks(v, hog, hogged);
             assertChecked(ns);
             ns.create("/b/3" + name, 0644, true); // with room again, the conversion and the create go through
             assertEquals(3, ns.list("/b").size());
@@ -713,7 +709,7 @@ class NamespaceTest {
     void exhaustionIsNoSpaceWithTheVolumeUnchanged() {
         onSmallVolume((v, ns) -> {
             int hogged = (int) v.statfs().freeBlocks() - 400; // leaves room for a few inode chunks and directory blocks
-            long hog = v.allocBlocks(0, hogged);
+            long hog = VolumeAllocations.allocBlocks(v, 0, hogged);
             List<String> made = new ArrayList<>();
             String failed = null;
             for (int i = 0; failed == null; i++) {
@@ -738,7 +734,7 @@ class NamespaceTest {
             assertEquals(full, v.statfs());
             assertEquals(before, ns.list("/d1"));
             assertErrno(Errno.ENOENT, () -> ns.lookup(again));
-            v.freeBlocks(hog, hogged);
+            VolumeAllocations.freeBlocks(v, hog, hogged);
             assertChecked(ns);
             for (int i = 0; i < 10; i++) {
                 ns.unlink(made.get(made.size() - 1 - i));
@@ -759,8 +755,8 @@ class NamespaceTest {
                 ns.mkdir("/d", 0755);
                 int home = v.geometry().agOfInode(ns.lookup("/d"));
                 AllocationGroup g = v.group(home);
-                int hogged = (int) g.freeBlocks() - 150; // room for a few chunks and the directory's blocks
-                long hog = v.allocBlocks(home, hogged);
+                int hogged = (int) g.freeBlockCount() - 150; // room for a few chunks and the directory's blocks
+                long hog = VolumeAllocations.allocBlocks(v, home, hogged);
                 assertEquals(home, v.geometry().agOfBlock(hog));
                 int i = 0;
                 while (v.geometry().agOfInode(ns.create("/d/f" + i, 0644, true)) == home) {
@@ -771,7 +767,7 @@ class NamespaceTest {
                 for (int k = 0; k < 100; k++) {
                     assertTrue(v.geometry().agOfInode(ns.create("/d/g" + k, 0644, true)) != home, "spilled file " + k);
                 }
-                v.freeBlocks(hog, hogged);
+                VolumeAllocations.freeBlocks(v, hog, hogged);
                 assertTrue(g.mayAddChunk(), "freed blocks make room again");
                 assertEquals(home, v.geometry().agOfInode(ns.create("/d/back", 0644, true)), "files go to their parent's group again");
                 assertChecked(ns);

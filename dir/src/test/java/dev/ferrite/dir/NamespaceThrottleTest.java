@@ -10,8 +10,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 
 import dev.ferrite.io.MemoryDevice;
-import dev.ferrite.io.RecordingDevice;
-import dev.ferrite.io.RecordingDevice.Op;
+import dev.ferrite.io.testkit.RecordingDevice.Op;
+import dev.ferrite.io.testkit.RecordingDevice;
 import dev.ferrite.journal.JournalOptions;
 import org.junit.jupiter.api.Test;
 
@@ -30,7 +30,7 @@ class NamespaceThrottleTest {
 
     @Test
     void aReaderIsNotBlockedByAThrottledWriter() throws Exception {
-        VolumeOptions options = VolumeTest.OPTIONS.withJournal(JournalOptions.defaults().withPushThreshold(64 * 1024));
+        VolumeOptions options = VolumeFixtures.OPTIONS.withJournal(JournalOptions.defaults().withPushThreshold(64 * 1024));
         try (RecordingDevice dev = RecordingDevice.wrap(MemoryDevice.create(16384, 4096))) {
             Volume.format(dev, options);
             try (Volume v = Volume.open(dev, options)) {

@@ -7,8 +7,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 import dev.ferrite.io.MemoryDevice;
-import dev.ferrite.io.RecordingDevice;
-import dev.ferrite.io.RecordingDevice.Op;
+import dev.ferrite.io.testkit.RecordingDevice.Op;
+import dev.ferrite.io.testkit.RecordingDevice;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;

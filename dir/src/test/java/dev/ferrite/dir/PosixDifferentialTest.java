@@ -12,8 +12,10 @@ import java.util.stream.Stream;
 
 import dev.ferrite.io.Errno;
 import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.testkit.TestSeed;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -33,6 +35,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * <p>The one deliberate difference: a {@code ..} above Ferrite's root is EINVAL, where the host would
  * leave its directory. Such an operation is not sent to the host (it changes nothing on Ferrite).
  */
+@ExtendWith(TestSeed.class)
 class PosixDifferentialTest {
     private static final String LONG = "x".repeat(DirEntryFormat.MAX_NAME + 1);
     private static final String LONGEST = "y".repeat(DirEntryFormat.MAX_NAME);
@@ -48,7 +51,7 @@ class PosixDifferentialTest {
     @ValueSource(longs = {1, 2, 3})
     void ferriteAgreesWithTheHost(long defaultSeed) throws IOException {
         host = tempDir;
-        run(Long.getLong("ferrite.seed", defaultSeed), OPS);
+        run(TestSeed.get(defaultSeed), OPS);
     }
 
     /** Many seeds, each against the temporary directory's file system and, where there is one, tmpfs. */
@@ -70,7 +73,7 @@ class PosixDifferentialTest {
     private void run(long seed, int ops) throws IOException {
         Random rnd = new Random(seed);
         int skipped = 0;
-        try (MemoryDevice dev = VolumeTest.formatted(); Volume v = Volume.open(dev, VolumeTest.OPTIONS)) {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, VolumeFixtures.OPTIONS)) {
             Namespace ns = v.namespace();
             for (int i = 0; i < ops; i++) {
                 String what = randomOp(rnd);
@@ -84,7 +87,7 @@ class PosixDifferentialTest {
             }
             assertTrue(skipped < ops / 4, skipped + " operations led above the root, seed " + seed);
             assertEquals(hostTree(), ferriteTree(ns, "/"), "final tree, seed " + seed);
-            NamespaceTest.assertChecked(ns);
+            VolumeFixtures.assertChecked(ns);
         }
     }
 

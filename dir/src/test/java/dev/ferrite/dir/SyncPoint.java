@@ -1,6 +1,6 @@
 package dev.ferrite.dir;
 
-import dev.ferrite.io.RecordingDevice;
+import dev.ferrite.io.testkit.RecordingDevice;
 
 import static org.junit.jupiter.api.Assertions.fail;
 

@@ -15,12 +15,16 @@ import dev.ferrite.io.DirectDevice;
 import dev.ferrite.io.Errno;
 import dev.ferrite.io.InvalidArgumentException;
 import dev.ferrite.io.MemoryDevice;
-import dev.ferrite.io.RecordingDevice;
 import dev.ferrite.io.internal.OnDisk;
 import dev.ferrite.io.VolumeShutdownException;
+import dev.ferrite.io.testkit.RecordingDevice;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import static dev.ferrite.dir.VolumeFixtures.BLOCKS;
+import static dev.ferrite.dir.VolumeFixtures.OPTIONS;
+import static dev.ferrite.dir.VolumeFixtures.assertSound;
+import static dev.ferrite.dir.VolumeFixtures.formatted;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -28,22 +32,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Format, mount and unmount, and every way a mount is refused. */
 class VolumeTest {
-    static final int BLOCKS = 8192;
-    static final VolumeOptions OPTIONS = VolumeOptions.defaults().withAgCount(4).withCacheBytes(8L << 20);
-
     @TempDir
     Path dir;
-
-    static MemoryDevice formatted() {
-        MemoryDevice dev = MemoryDevice.create(BLOCKS, 4096);
-        Volume.format(dev, OPTIONS);
-        return dev;
-    }
-
-    static void assertSound(Volume v) {
-        List<String> problems = v.check();
-        assertTrue(problems.isEmpty(), String.join("\n", problems));
-    }
 
     @Test
     void formatOpenCloseRoundTripOnMemory() {
@@ -53,7 +43,7 @@ class VolumeTest {
             v.close();
             v.close();
             assertThrows(VolumeShutdownException.class, v::sync);
-            assertThrows(VolumeShutdownException.class, () -> v.allocInode(InodeFormat.S_IFREG, 0, 0, 1, 0));
+            assertThrows(VolumeShutdownException.class, () -> VolumeAllocations.allocInode(v, InodeFormat.S_IFREG, 0, 0, 1, 0));
         }
     }
 
@@ -136,12 +126,12 @@ class VolumeTest {
                     // 8 blocks (a chunk can start mid-cluster, so up to 8 cluster reads)
                     String what = "reads for 200 stats with a cluster of " + cluster + " (listing took " + (listed - before) + ")";
                     assertTrue(cluster == 8 ? reads <= 8 : reads >= 24, what + ": " + reads);
-                    NamespaceTest.assertChecked(v.namespace());
+                    VolumeFixtures.assertChecked(v.namespace());
                 }
             }
             try (Volume v = Volume.open(dev, OPTIONS.withInodeClusterBlocks(1))) {
                 long before = dev.issued(RecordingDevice.Op.READ);
-                v.check(java.util.Collections.emptyNavigableMap()); // the groups' part: reads every chunk
+                v.checkGroups(java.util.Collections.emptyNavigableMap()); // the groups' part: reads every chunk
                 long reads = dev.issued(RecordingDevice.Op.READ) - before;
                 // block by block, the 4 chunks alone would be 32 reads, besides the groups' tree nodes
                 assertTrue(reads < 32, "the checker read the inode chunks block by block: " + reads + " reads");

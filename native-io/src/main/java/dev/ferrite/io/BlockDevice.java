@@ -4,8 +4,8 @@ import java.lang.foreign.MemorySegment;
 
 /**
  * A device of fixed-size blocks: an O_DIRECT file or raw block device ({@link DirectDevice}), a mapped
- * file ({@link MappedDevice}), RAM ({@link MemoryDevice}), or a wrapper over one of those
- * ({@link RecordingDevice}).
+ * file ({@link MappedDevice}), RAM ({@link MemoryDevice}), or a wrapper over one of those (the
+ * {@link OverlayDevice}; in the test kit, the recording device that crash tests run on).
  *
  * <h2>Contract</h2>
  * <ul>

@@ -102,19 +102,23 @@ public final class IoBatch {
         return latencyNanos[i];
     }
 
-    // Called by devices while the batch runs.
+    // Called by devices while the batch runs; public for a device outside this package that runs a batch
+    // request by request (the test kit's recording device).
 
-    void resetResults() {
+    /** Clears every request's result before the batch runs. */
+    public void resetResults() {
         Arrays.fill(errors, 0, size, 0);
     }
 
-    void started(int i) {
+    /** Request {@code i} is about to reach the device (its latency starts now). */
+    public void started(int i) {
         if (timed) {
             startNanos[i] = System.nanoTime();
         }
     }
 
-    void completed(int i, int errno) {
+    /** Request {@code i} finished: 0 or the errno it failed with. */
+    public void completed(int i, int errno) {
         errors[i] = errno;
         if (timed) {
             latencyNanos[i] = System.nanoTime() - startNanos[i];
@@ -122,7 +126,7 @@ public final class IoBatch {
     }
 
     /** Index of the first failed request, or -1. */
-    int firstError() {
+    public int firstError() {
         for (int i = 0; i < size; i++) {
             if (errors[i] != 0) {
                 return i;
@@ -131,7 +135,8 @@ public final class IoBatch {
         return -1;
     }
 
-    int errorCount() {
+    /** Number of failed requests. */
+    public int errorCount() {
         int n = 0;
         for (int i = 0; i < size; i++) {
             if (errors[i] != 0) {

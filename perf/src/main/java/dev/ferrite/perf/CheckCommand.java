@@ -1,7 +1,6 @@
 package dev.ferrite.perf;
 
 import java.io.PrintWriter;
-import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.Callable;
 
@@ -9,13 +8,11 @@ import dev.ferrite.dir.MountReport;
 import dev.ferrite.dir.Volume;
 import dev.ferrite.dir.VolumeOptions;
 import dev.ferrite.io.BlockDevice;
-import dev.ferrite.io.DeviceOptions;
 import dev.ferrite.io.FerriteException;
 import dev.ferrite.io.OverlayDevice;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
-import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
 @Command(name = "check", description = {
@@ -26,8 +23,8 @@ import picocli.CommandLine.Spec;
         "status: 0 clean, 1 problems found or the volume cannot be read, 2 usage. A",
         "volume in use by another process is refused.", ""})
 final class CheckCommand implements Callable<Integer> {
-    @Parameters(paramLabel = "DEVICE", description = "file or block device holding a volume")
-    Path device;
+    @Mixin
+    VolumeDeviceParameter device;
 
     @Mixin
     HelpOption help;
@@ -38,7 +35,7 @@ final class CheckCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         PrintWriter out = spec.commandLine().getOut();
-        try (BlockDevice dev = VolumeDevices.open(device, DeviceOptions.defaults().withReadOnly(true));
+        try (BlockDevice dev = device.openReadOnly();
              OverlayDevice view = OverlayDevice.over(dev)) {
             List<String> problems;
             MountReport report;

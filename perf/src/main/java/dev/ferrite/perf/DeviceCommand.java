@@ -6,7 +6,6 @@ import dev.ferrite.perf.bench.Fio;
 import dev.ferrite.perf.bench.Machine;
 import dev.ferrite.perf.bench.Result;
 import dev.ferrite.perf.bench.ResultTable;
-import dev.ferrite.perf.bench.ScratchFile;
 import dev.ferrite.perf.bench.Storage;
 
 import java.io.IOException;
@@ -58,11 +57,6 @@ final class DeviceCommand implements Callable<Integer> {
         }
     }
 
-    @Option(names = "--device", paramLabel = "PATH",
-            description = "file (created if missing, kept afterwards) or block device to run on"
-                    + " (default: a temporary file in the directory java.io.tmpdir names)")
-    Path device;
-
     @Option(names = "--size", paramLabel = "SIZE", defaultValue = "1G", converter = ByteSize.Converter.class,
             description = "bytes of the file or device to use, a whole number of MiB; K/M/G/T suffixes (default: ${DEFAULT-VALUE})")
     long size;
@@ -72,8 +66,8 @@ final class DeviceCommand implements Callable<Integer> {
                     + " once per engine (default: ${DEFAULT-VALUE})")
     Engine engine;
 
-    @Option(names = "--force", description = "allow --device to name a block device, whose contents are destroyed")
-    boolean force;
+    @Mixin
+    BenchDeviceOptions device;
 
     @Mixin
     BenchOptions options;
@@ -100,17 +94,7 @@ final class DeviceCommand implements Callable<Integer> {
                     + " is not a whole number of MiB (the sequential phase writes 1 MiB at a time)");
         }
         Fio fio = noFio ? null : Fio.find().orElse(null);
-        if (device != null) {
-            if (Storage.of(device).isBlockDevice() && !force) {
-                throw new ParameterException(invoked.commandLine(), "--device " + device
-                        + " is a block device; add --force to destroy its contents");
-            }
-            return bench(invoked, common, device, false, fio, noFio);
-        }
-        Path tmp = Path.of(System.getProperty("java.io.tmpdir"));
-        try (ScratchFile scratch = ScratchFile.create(tmp, "ferrite-bench-", ".dev")) {
-            return bench(invoked, common, scratch.path(), true, fio, noFio);
-        }
+        return device.run(invoked, "ferrite-bench-", (path, temporary) -> bench(invoked, common, path, temporary, fio, noFio));
     }
 
     private int bench(CommandSpec invoked, BenchOptions common, Path path, boolean temporary, Fio fio, boolean noFio)

@@ -37,10 +37,8 @@ final class DirScaleCommand implements Callable<Integer> {
             description = "entries the directory grows to (default: ${DEFAULT-VALUE})")
     long max;
 
-    @Option(names = "--dir", paramLabel = "DIR",
-            description = "where the volume file and the posix directory go (default: /dev/shm if it exists,"
-                    + " else java.io.tmpdir)")
-    Path dir;
+    @Mixin
+    RunDir runDir;
 
     @Option(names = "--cache", paramLabel = "SIZE", defaultValue = "2G", converter = ByteSize.Converter.class,
             description = "Ferrite's buffer cache; K/M/G suffixes (default: ${DEFAULT-VALUE})")
@@ -62,7 +60,7 @@ final class DirScaleCommand implements Callable<Integer> {
             throw new ParameterException(spec.commandLine(), "--max " + max + ": give " + DirScaleBench.MIN_MAX
                     + " to " + DirScaleBench.MAX_MAX);
         }
-        Path base = dir == null ? RunDir.defaultDir() : RunDir.check(spec, dir);
+        Path base = runDir.resolve(spec);
         PrintWriter out = spec.commandLine().getOut();
         try (ScratchFile scratch = ScratchFile.directory(base, "ferrite-dirscale-")) {
             List<MetaBench.Target> ts = MetaTargets.parse(spec, targets, scratch.path(), cache);

@@ -1,21 +1,18 @@
 package dev.ferrite.perf;
 
 import java.io.PrintWriter;
-import java.nio.file.Path;
 import java.util.concurrent.Callable;
 
 import dev.ferrite.dir.Volume;
 import dev.ferrite.dir.VolumeDump;
 import dev.ferrite.dir.VolumeOptions;
 import dev.ferrite.io.BlockDevice;
-import dev.ferrite.io.DeviceOptions;
 import dev.ferrite.io.OverlayDevice;
 import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
-import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
 @Command(name = "dump", description = {
@@ -26,8 +23,8 @@ import picocli.CommandLine.Spec;
         "left by a crash is replayed in memory) and print the inode: where it lives,",
         "its attributes, a directory's entries or a symlink's target.", ""})
 final class DumpCommand implements Callable<Integer> {
-    @Parameters(paramLabel = "DEVICE", description = "file or block device holding a volume")
-    Path device;
+    @Mixin
+    VolumeDeviceParameter device;
 
     @ArgGroup(exclusive = true)
     What what;
@@ -52,7 +49,7 @@ final class DumpCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         PrintWriter out = spec.commandLine().getOut();
-        try (BlockDevice dev = VolumeDevices.open(device, DeviceOptions.defaults().withReadOnly(true))) {
+        try (BlockDevice dev = device.openReadOnly()) {
             if (what == null) {
                 out.print(VolumeDump.superblock(dev));
             } else if (what.block != null) {

@@ -11,7 +11,6 @@ import dev.ferrite.perf.bench.JournalBench;
 import dev.ferrite.perf.bench.Machine;
 import dev.ferrite.perf.bench.Result;
 import dev.ferrite.perf.bench.ResultTable;
-import dev.ferrite.perf.bench.ScratchFile;
 import dev.ferrite.perf.bench.Storage;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -38,11 +37,6 @@ import picocli.CommandLine.Spec;
                 "--device a temporary file is used.",
                 ""})
 final class JournalCommand implements Callable<Integer> {
-    @Option(names = "--device", paramLabel = "PATH",
-            description = "file (created if missing, kept afterwards) or block device to run on"
-                    + " (default: a temporary file in the directory java.io.tmpdir names)")
-    Path device;
-
     @Option(names = "--size", paramLabel = "SIZE", defaultValue = "512M", converter = ByteSize.Converter.class,
             description = "bytes to use: 64 MiB of home blocks, the rest log; K/M/G/T suffixes (default: ${DEFAULT-VALUE})")
     long size;
@@ -51,8 +45,8 @@ final class JournalCommand implements Callable<Integer> {
             description = "committing thread counts for forced-commit (default: ${DEFAULT-VALUE})")
     List<Integer> threads;
 
-    @Option(names = "--force", description = "allow --device to name a block device, whose contents are destroyed")
-    boolean force;
+    @Mixin
+    BenchDeviceOptions device;
 
     @Mixin
     BenchOptions options;
@@ -73,16 +67,7 @@ final class JournalCommand implements Callable<Integer> {
             throw new ParameterException(spec.commandLine(), "--size " + ByteSize.format(size)
                     + " is too small: 64 MiB of home blocks plus at least 64 MiB of log");
         }
-        if (device != null) {
-            if (Storage.of(device).isBlockDevice() && !force) {
-                throw new ParameterException(spec.commandLine(), "--device " + device
-                        + " is a block device; add --force to destroy its contents");
-            }
-            return bench(device, false);
-        }
-        try (ScratchFile scratch = ScratchFile.create(Path.of(System.getProperty("java.io.tmpdir")), "ferrite-journal-", ".dev")) {
-            return bench(scratch.path(), true);
-        }
+        return device.run(spec, "ferrite-journal-", this::bench);
     }
 
     private int bench(Path path, boolean temporary) throws IOException {

@@ -2,7 +2,6 @@ package dev.ferrite.perf;
 
 import java.io.IOException;
 import java.io.PrintWriter;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashSet;
 import java.util.List;
@@ -55,13 +54,11 @@ final class KvCommand implements Callable<Integer> {
             description = "keys to insert, get, scan and delete (default: ${DEFAULT-VALUE})")
     long keys;
 
-    @Option(names = "--threads", paramLabel = "N", split = ",", defaultValue = "1,2",
-            description = "thread counts to run each phase with (default: ${DEFAULT-VALUE})")
-    List<Integer> threads;
+    @Mixin
+    ThreadsOption threads;
 
-    @Option(names = "--dir", paramLabel = "DIR",
-            description = "directory for the stores' files (default: /dev/shm if it exists, else java.io.tmpdir)")
-    Path dir;
+    @Mixin
+    RunDir runDir;
 
     @Option(names = "--cache", paramLabel = "SIZE", defaultValue = "1G", converter = ByteSize.Converter.class,
             description = "block cache of Ferrite and of RocksDB; K/M/G suffixes (default: ${DEFAULT-VALUE})")
@@ -89,19 +86,19 @@ final class KvCommand implements Callable<Integer> {
     @Override
     public Integer call() throws IOException {
         validate();
-        boolean defaultDir = dir == null;
-        Path base = defaultDir ? RunDir.defaultDir() : dir;
+        boolean defaultDir = runDir.isDefault();
+        Path base = runDir.resolve(spec);
         PrintWriter out = spec.commandLine().getOut();
         try (ScratchFile scratch = ScratchFile.directory(base, "ferrite-kv-")) {
             Storage storage = Storage.of(scratch.path());
             out.printf(Locale.ROOT, "dir:     %s (%s, temporary%s)%n", storage.path(), storage.describe(),
                     defaultDir ? "; default: " + (base.startsWith("/dev/shm") ? "/dev/shm, RAM-backed" : "java.io.tmpdir") : "");
             out.printf(Locale.ROOT, "keys:    %,d of 16-40 bytes in hashed order, 64-byte values; threads %s%s%n",
-                    keys, threads.stream().map(String::valueOf).collect(Collectors.joining(",")),
+                    keys, threads,
                     secondsLimit > 0 ? "; phases stop after " + secondsLimit + " s" : "");
             out.flush();
             Machine machine = Machine.collect(storage);
-            KvBench bench = new KvBench(scratch.path(), targets, keys, threads, cache, secondsLimit, scanSeconds);
+            KvBench bench = new KvBench(scratch.path(), targets, keys, threads.counts, cache, secondsLimit, scanSeconds);
             List<Result> results = bench.run(new ProgressLine(spec.commandLine().getErr()));
             for (Map.Entry<KvTarget, String> e : bench.setups().entrySet()) {
                 out.printf(Locale.ROOT, "%-8s %s%n", e.getKey().label() + ":", e.getValue());
@@ -121,12 +118,7 @@ final class KvCommand implements Callable<Integer> {
         if (keys < 1 || keys > KvBench.MAX_KEYS) {
             throw new ParameterException(spec.commandLine(), "--keys " + keys + ": give 1 to " + KvBench.MAX_KEYS);
         }
-        for (int t : threads) {
-            if (t < 1 || t > KvBench.MAX_THREADS || t > keys) {
-                throw new ParameterException(spec.commandLine(), "--threads " + threads + ": each count must be 1.."
-                        + KvBench.MAX_THREADS + " and at most --keys");
-            }
-        }
+        threads.validate(spec, KvBench.MAX_THREADS, keys, "--keys");
         if (cache < 16L << 20 || cache > 64L << 30) {
             throw new ParameterException(spec.commandLine(), "--cache " + ByteSize.format(cache) + ": give 16 MiB to 64 GiB");
         }
@@ -136,9 +128,7 @@ final class KvCommand implements Callable<Integer> {
         if (!(scanSeconds >= 0 && scanSeconds <= 86_400)) {
             throw new ParameterException(spec.commandLine(), "--scan-seconds must be 0 to 86400, not " + scanSeconds);
         }
-        if (dir != null && !Files.isDirectory(dir)) {
-            throw new ParameterException(spec.commandLine(), "--dir " + dir + " is not a directory");
-        }
+        runDir.resolve(spec); // refused before measuring, not after
     }
 
     private String labels() {

@@ -46,18 +46,15 @@ final class MetaCommand implements Callable<Integer> {
             description = "files created, walked and unlinked per run (default: ${DEFAULT-VALUE})")
     long files;
 
-    @Option(names = "--threads", paramLabel = "N", split = ",", defaultValue = "1,2",
-            description = "thread counts (default: ${DEFAULT-VALUE})")
-    List<Integer> threads;
+    @Mixin
+    ThreadsOption threads;
 
     @Option(names = "--layout", paramLabel = "L", split = ",", defaultValue = "private,shared",
             description = "private (a directory per thread), shared (one directory) (default: ${DEFAULT-VALUE})")
     List<String> layouts;
 
-    @Option(names = "--dir", paramLabel = "DIR",
-            description = "where the ferrite volume file and the posix directory go (default: /dev/shm if it"
-                    + " exists, else java.io.tmpdir)")
-    Path dir;
+    @Mixin
+    RunDir runDir;
 
     @Option(names = "--cache", paramLabel = "SIZE", defaultValue = "1G", converter = ByteSize.Converter.class,
             description = "Ferrite's buffer cache; K/M/G suffixes (default: ${DEFAULT-VALUE})")
@@ -79,24 +76,19 @@ final class MetaCommand implements Callable<Integer> {
         if (files < 1 || files > MetaBench.MAX_FILES) {
             throw new ParameterException(spec.commandLine(), "--files " + files + ": give 1 to " + MetaBench.MAX_FILES);
         }
-        for (int t : threads) {
-            if (t < 1 || t > MetaBench.MAX_THREADS || t > files) {
-                throw new ParameterException(spec.commandLine(), "--threads " + threads + ": each count must be 1.."
-                        + MetaBench.MAX_THREADS + " and at most --files");
-            }
-        }
-        Path base = dir == null ? RunDir.defaultDir() : RunDir.check(spec, dir);
+        threads.validate(spec, MetaBench.MAX_THREADS, files, "--files");
+        Path base = runDir.resolve(spec);
         PrintWriter out = spec.commandLine().getOut();
         try (ScratchFile scratch = ScratchFile.directory(base, "ferrite-meta-")) {
             List<MetaBench.Target> ts = MetaTargets.parse(spec, targets, scratch.path(), cache);
             Storage storage = Storage.of(scratch.path());
             out.printf(Locale.ROOT, "dir:     %s (%s, temporary)%n", storage.path(), storage.describe());
             out.printf(Locale.ROOT, "files:   %,d; threads %s; layouts %s%n", files,
-                    threads.stream().map(String::valueOf).collect(Collectors.joining(",")),
+                    threads,
                     ls.stream().map(MetaBench.Layout::label).collect(Collectors.joining(",")));
             out.flush();
             Machine machine = Machine.collect(storage);
-            MetaBench bench = new MetaBench(ts, files, threads, ls);
+            MetaBench bench = new MetaBench(ts, files, threads.counts, ls);
             List<Result> results = bench.run(new ProgressLine(spec.commandLine().getErr()));
             for (String note : bench.notes()) {
                 out.println(note);

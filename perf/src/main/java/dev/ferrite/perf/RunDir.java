@@ -8,25 +8,39 @@ import java.util.List;
 import dev.ferrite.perf.bench.Result;
 import dev.ferrite.perf.bench.ResultTable;
 import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 
-/** The directory a multi-target workload runs in, and how its results print: what kv, meta and dirscale share. */
+/**
+ * {@code --dir DIR}, the directory a multi-target workload runs in (a picocli mixin), and how its results
+ * print: what kv, meta and dirscale share.
+ */
 final class RunDir {
     private static final Path SHM = Path.of("/dev/shm");
 
-    private RunDir() {
+    @Option(names = "--dir", paramLabel = "DIR",
+            description = "where the run's files go: the Ferrite volume file, posix targets' directories, the"
+                    + " key-value stores' files (default: /dev/shm if it exists, else java.io.tmpdir)")
+    Path dir;
+
+    /** The directory given, refused if it is not one, or the default. */
+    Path resolve(CommandSpec spec) {
+        if (dir == null) {
+            return defaultDir();
+        }
+        if (!Files.isDirectory(dir)) {
+            throw new ParameterException(spec.commandLine(), "--dir " + dir + " is not a directory");
+        }
+        return dir;
+    }
+
+    boolean isDefault() {
+        return dir == null;
     }
 
     /** /dev/shm (RAM-backed) if it is there and writable, else java.io.tmpdir. */
     static Path defaultDir() {
         return Files.isDirectory(SHM) && Files.isWritable(SHM) ? SHM : Path.of(System.getProperty("java.io.tmpdir"));
-    }
-
-    static Path check(CommandSpec spec, Path dir) {
-        if (!Files.isDirectory(dir)) {
-            throw new ParameterException(spec.commandLine(), "--dir " + dir + " is not a directory");
-        }
-        return dir;
     }
 
     /** One table per other target, each beside the first target's rows: the ratio is first over other. */

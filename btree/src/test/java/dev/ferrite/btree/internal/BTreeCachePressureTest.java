@@ -11,8 +11,11 @@ import java.util.Random;
 import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicReference;
 
+import dev.ferrite.io.testkit.TestSeed;
+
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -27,8 +30,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * state). The cache must have evicted, and must have waited for the journal to write dirty buffers
  * home: back-pressure, not growth or failure.
  */
+@ExtendWith(TestSeed.class)
 class BTreeCachePressureTest {
-    private static final long SEED = Long.getLong("ferrite.seed", 0x5EED_CAC4EL);
+    private static final long SEED = TestSeed.get(0x5EED_CAC4EL);
     private static final int BLOCK_SIZE = 4096;
     private static final int LOG_BLOCKS = 1024;
     private static final long CACHE_BYTES = (BufferCache.MIN_FRAMES + 16L) * BLOCK_SIZE;

@@ -14,8 +14,10 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 
 import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.testkit.TestSeed;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -32,8 +34,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * <p>A watchdog fails the test with every thread's stack if the workers do not finish in time.
  * {@code -Dferrite.seed=N} picks the seed (thread interleavings still vary from run to run).
  */
+@ExtendWith(TestSeed.class)
 class BTreeConcurrencyTest {
-    static final long SEED = Long.getLong("ferrite.seed", 7);
+    static final long SEED = TestSeed.get(7);
     static final byte HOT = (byte) 0x80;
     static final int LOG_BLOCKS = 2048;
     /** Extra time the workers get to notice the deadline before the watchdog declares them stuck. */

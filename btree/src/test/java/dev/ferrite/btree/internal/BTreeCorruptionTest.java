@@ -15,8 +15,8 @@ import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.MemoryDevice;
 import dev.ferrite.io.internal.OnDisk;
-import dev.ferrite.io.RecordingDevice;
-import dev.ferrite.io.RecordingDevice.Event;
+import dev.ferrite.io.testkit.RecordingDevice.Event;
+import dev.ferrite.io.testkit.RecordingDevice;
 import org.junit.jupiter.api.Test;
 
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;

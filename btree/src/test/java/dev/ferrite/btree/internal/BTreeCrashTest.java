@@ -9,11 +9,13 @@ import java.util.Random;
 import java.util.TreeMap;
 
 import dev.ferrite.io.MemoryDevice;
-import dev.ferrite.io.RecordingDevice;
-import dev.ferrite.io.RecordingDevice.CrashState;
-import dev.ferrite.io.RecordingDevice.Event;
+import dev.ferrite.io.testkit.RecordingDevice.CrashState;
+import dev.ferrite.io.testkit.RecordingDevice.Event;
+import dev.ferrite.io.testkit.RecordingDevice;
+import dev.ferrite.io.testkit.TestSeed;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -34,8 +36,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * </ul>
  * {@code -Dferrite.seed=N} picks the seed; every failure names it and the crash state.
  */
+@ExtendWith(TestSeed.class)
 class BTreeCrashTest {
-    static final long SEED = Long.getLong("ferrite.seed", 21);
+    static final long SEED = TestSeed.get(21);
     static final int BS = 4096;
     static final int LOG_BLOCKS = 256;
     static final int DATA_BLOCKS = 1024;

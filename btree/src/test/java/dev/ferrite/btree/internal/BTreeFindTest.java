@@ -6,14 +6,17 @@ import java.util.Random;
 import java.util.TreeMap;
 
 import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.testkit.TestSeed;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** {@link BTree#find} against a sorted map, outside transactions and inside one that holds changed nodes. */
+@ExtendWith(TestSeed.class)
 class BTreeFindTest {
-    private static final long SEED = Long.getLong("ferrite.seed", 7);
+    private static final long SEED = TestSeed.get(7);
 
     @Test
     void exactCeilingAndFloorMatchASortedMap() {

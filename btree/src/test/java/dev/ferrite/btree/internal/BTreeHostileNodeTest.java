@@ -12,7 +12,9 @@ import java.util.function.Supplier;
 
 import dev.ferrite.io.FerriteException;
 import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.testkit.TestSeed;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import static dev.ferrite.io.internal.OnDisk.U16;
 import static dev.ferrite.io.internal.OnDisk.U32;
@@ -33,8 +35,9 @@ import static org.junit.jupiter.api.Assertions.fail;
  *
  * <p>{@code -Dferrite.seed=N} picks the seed; each case prints its seed, node and field on failure.
  */
+@ExtendWith(TestSeed.class)
 class BTreeHostileNodeTest {
-    private static final long SEED = Long.getLong("ferrite.seed", 0x5EED_0BADL);
+    private static final long SEED = TestSeed.get(0x5EED_0BADL);
     private static final int CASES = 240;
     private static final int BS = 4096;
     private static final int LOG_BLOCKS = 512;

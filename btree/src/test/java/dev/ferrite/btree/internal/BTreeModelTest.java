@@ -13,7 +13,10 @@ import java.util.Random;
 import java.util.TreeMap;
 import java.util.stream.Stream;
 
+import dev.ferrite.io.testkit.TestSeed;
+
 import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -32,8 +35,9 @@ import static dev.ferrite.btree.internal.BTreeNodeFormat.MAX_VALUE;
  * <p>Each case runs from its own seed, printed on failure; {@code -Dferrite.seed=N} makes N the first seed
  * of every shape.
  */
+@ExtendWith(TestSeed.class)
 class BTreeModelTest {
-    private static final long SEED = Long.getLong("ferrite.seed", 0x5EED_B7EEL);
+    private static final long SEED = TestSeed.get(0x5EED_B7EEL);
     private static final int BLOCK_SIZE = 4096;
     private static final long DEVICE_BLOCKS = 16384;
     private static final int LOG_BLOCKS = 2048;

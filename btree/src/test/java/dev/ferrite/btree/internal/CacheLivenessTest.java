@@ -5,7 +5,9 @@ import java.util.Random;
 import java.util.TreeMap;
 
 import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.testkit.TestSeed;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -16,10 +18,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * cache must start write-back itself in time; it used to hand out only its last few clean frames, which
  * evicted a descent's own nodes from under it, and the operation never finished.
  */
+@ExtendWith(TestSeed.class)
 class CacheLivenessTest {
     @Test
     void randomInsertsIntoATreeLargerThanTheCacheFinish() {
-        long seed = Long.getLong("ferrite.seed", 5);
+        long seed = TestSeed.get(5);
         int logBlocks = 2048; // a CIL push threshold of 1 MiB: four times the cache
         try (MemoryDevice dev = MemoryDevice.create(1 + logBlocks + 1 + 4000, 4096);
              Store s = Store.format(dev, logBlocks, BufferCache.MIN_FRAMES * 4096L)) {

@@ -10,7 +10,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 
 import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.testkit.TestSeed;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -19,8 +21,9 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Bounded forward and reverse cursors against a sorted map, alone and beside a writer splitting and merging leaves. */
+@ExtendWith(TestSeed.class)
 class CursorRangeTest {
-    private static final long SEED = Long.getLong("ferrite.seed", 11);
+    private static final long SEED = TestSeed.get(11);
 
     @Test
     void boundedCursorsMatchTheModel() {

@@ -8,7 +8,10 @@ import java.util.List;
 import java.util.Random;
 import java.util.concurrent.atomic.AtomicBoolean;
 
+import dev.ferrite.io.testkit.TestSeed;
+
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -21,8 +24,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * the failed read copied. Keys shrink along each leaf, so a copy over a longer key would leave a wrong
  * tail behind and the cursor would skip a key.
  */
+@ExtendWith(TestSeed.class)
 class CursorTest {
-    private static final long SEED = Long.getLong("ferrite.seed", 0x5EED_C0C5L);
+    private static final long SEED = TestSeed.get(0x5EED_C0C5L);
 
     @Test
     void resumesFromTheKeyItReturned() throws Exception {

@@ -8,7 +8,10 @@ import java.util.List;
 import java.util.Random;
 import java.util.TreeSet;
 
+import dev.ferrite.io.testkit.TestSeed;
+
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -17,8 +20,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Node search against a linear scan, on keys made to defeat its shortcuts (short, zero bytes, long shared
  * prefixes), in nodes whose prefix was computed and then shortened by later inserts.
  */
+@ExtendWith(TestSeed.class)
 class NodeSearchTest {
-    private static final long SEED = Long.getLong("ferrite.seed", 7);
+    private static final long SEED = TestSeed.get(7);
     private static final int BLOCK = 4096;
 
     @Test

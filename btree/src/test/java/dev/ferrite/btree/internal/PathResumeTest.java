@@ -7,7 +7,9 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 
 import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.testkit.TestSeed;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -18,8 +20,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * tree's, unchanged, and spans the key. Each case here would act on the wrong leaf if one of the three
  * conditions were not checked.
  */
+@ExtendWith(TestSeed.class)
 class PathResumeTest {
-    private static final long SEED = Long.getLong("ferrite.seed", 5);
+    private static final long SEED = TestSeed.get(5);
 
     @Test
     void aPathOfAnotherTreeIsNotUsed() {

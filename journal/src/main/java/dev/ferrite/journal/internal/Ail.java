@@ -55,7 +55,8 @@ import dev.ferrite.io.IoBatch;
  *
  * <p>Lock order: an item's owner lock, then the AIL lock; no I/O under the AIL lock.
  */
-final class Ail implements AutoCloseable {
+// Public for perf's JMH benches (dev.ferrite.perf.jmh); journal-internal, for a qualified export, not application API.
+public final class Ail implements AutoCloseable {
     /** One ring slot: a completed checkpoint, its first {@code count} items and where it ends. */
     static final class Event {
         LogItem[] items;
@@ -65,7 +66,7 @@ final class Ail implements AutoCloseable {
         long endLsn;
     }
 
-    interface TailListener {
+    public interface TailListener {
         /** Anchors the new tail durably and lets the log reuse the space behind it. */
         void tailMoved(long tailLsn, long tailSeq);
     }
@@ -112,7 +113,7 @@ final class Ail implements AutoCloseable {
 
     // Statistics.
     final LongAdder insertBatches = new LongAdder();
-    final LongAdder insertedItems = new LongAdder();
+    public final LongAdder insertedItems = new LongAdder();
     final LongAdder pushRounds = new LongAdder();
     final LongAdder pusherWakeups = new LongAdder();
     final LongAdder writtenBack = new LongAdder();
@@ -127,7 +128,7 @@ final class Ail implements AutoCloseable {
      * @param relogChunks logged-map size (in 64ths of a block) past which an item is written home early;
      *                    64 turns that off
      */
-    Ail(BlockDevice device, int ringSize, int batchMax, int relogChunks, long startLsn, long startSeq,
+    public Ail(BlockDevice device, int ringSize, int batchMax, int relogChunks, long startLsn, long startSeq,
         TailListener tailListener, Runnable needCheckpoint, java.util.function.Consumer<Throwable> onFailure) {
         if (batchMax < 1 || batchMax > MAX_BATCH) {
             throw new IllegalArgumentException("AIL batch " + batchMax + " is outside 1.." + MAX_BATCH);
@@ -174,7 +175,7 @@ final class Ail implements AutoCloseable {
     }
 
     /** Starts the consumer and the pusher. */
-    void start() {
+    public void start() {
         disruptor.start();
         pusher.start();
     }
@@ -188,7 +189,7 @@ final class Ail implements AutoCloseable {
     // ------------------------------------------------------------------ insertion
 
     /** Log writer thread: hands a durable checkpoint's items (the array is the AIL's from now on) to the AIL. */
-    void publish(LogItem[] items, int count, long lsn, long seq, long endLsn) {
+    public void publish(LogItem[] items, int count, long lsn, long seq, long endLsn) {
         long slot = ring.next();
         Event e = ring.get(slot);
         e.items = items;

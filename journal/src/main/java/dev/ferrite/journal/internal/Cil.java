@@ -34,13 +34,14 @@ import java.util.concurrent.locks.LockSupport;
  * plus a share for record headers and padding; the first commit of a context also steals the
  * checkpoint's fixed overhead. What the checkpoint does not use goes back to the grant heads.
  */
-final class Cil {
+// Public for perf's JMH benches (dev.ferrite.perf.jmh); journal-internal, for a qualified export, not application API.
+public final class Cil {
     private static final int SLOT_STRIDE = 8;   // longs per stripe in Context.slots: own 64-byte line
     private static final int HEAD_STRIDE = 16;  // references per stripe in Context.heads
     /** Spins of the push thread on a stripe still in use before it parks. */
     private static final int DRAIN_SPINS = 1000;
     /** How long the push thread waits for committers to leave a context before declaring one stuck. */
-    static final long DRAIN_TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(30);
+    public static final long DRAIN_TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(30);
 
     static final class Context {
         final long seq;
@@ -107,7 +108,7 @@ final class Cil {
      * @param overThreshold called (from a committer) when the current context passes the threshold
      * @param drainTimeoutNanos how long {@link #switchContext} waits for committers to leave a context
      */
-    Cil(long firstSeq, int blockSize, long threshold, ShadowPool shadows, Runnable overThreshold, long drainTimeoutNanos) {
+    public Cil(long firstSeq, int blockSize, long threshold, ShadowPool shadows, Runnable overThreshold, long drainTimeoutNanos) {
         int cpus = Runtime.getRuntime().availableProcessors();
         int stripes = Integer.highestOneBit(Math.max(4, cpus * 2) * 2 - 1);
         this.stripeMask = stripes - 1;
@@ -127,7 +128,7 @@ final class Cil {
         this.current = new Context(firstSeq, stripes);
     }
 
-    int chunkShift() {
+    public int chunkShift() {
         return chunkShift;
     }
 
@@ -166,7 +167,7 @@ final class Cil {
      * @throws ReservationExceededException if the changes need more log space than the ticket holds;
      *                                      nothing has been changed then
      */
-    long commit(LogItem[] items, int count, Ticket ticket) {
+    public long commit(LogItem[] items, int count, Ticket ticket) {
         int stripe = stripe();
         Context ctx;
         for (;;) {

@@ -6,12 +6,13 @@ import java.lang.foreign.MemorySegment;
  * Dirty-chunk bitmaps of a block: bit i covers bytes {@code [i * chunk, (i + 1) * chunk)} with
  * {@code chunk = blockSize / 64}. Logged ranges are the maximal runs of set bits.
  */
-final class DirtyMap {
+// Public for perf's JMH benches (dev.ferrite.perf.jmh); journal-internal, for a qualified export, not application API.
+public final class DirtyMap {
     private DirtyMap() {
     }
 
     /** Bits covering {@code [offset, offset + length)}. */
-    static long of(int offset, int length, int chunkShift) {
+    public static long of(int offset, int length, int chunkShift) {
         int first = offset >>> chunkShift;
         int last = (offset + length - 1) >>> chunkShift;
         long upper = last == 63 ? -1L : (1L << (last + 1)) - 1;

@@ -30,7 +30,8 @@ import dev.ferrite.io.VolumeShutdownException;
  * line, a waiter whose timed park runs out grants queued requests itself, so no missed wake-up can
  * leave a request that fits parked.
  */
-final class GrantHead {
+// Public for perf's JMH benches (dev.ferrite.perf.jmh); journal-internal, for a qualified export, not application API.
+public final class GrantHead {
     /** Queued reserver; {@code granted} is written by whoever grants it, then the thread is unparked. */
     private static final class Waiter {
         final Thread thread = Thread.currentThread();
@@ -68,7 +69,7 @@ final class GrantHead {
     }
 
     /** Current head word (cycle high, bytes low). */
-    long get() {
+    public long get() {
         return head.get();
     }
 

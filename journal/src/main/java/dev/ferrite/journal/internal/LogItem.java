@@ -45,7 +45,7 @@ public abstract class LogItem {
     // Transaction and CIL state: written under the owner's lock (held by the committing transaction),
     // read by the CIL push after the context drained.
     Transaction tx;
-    long txDirty;
+    public long txDirty; // public for CilBench in perf, which commits into the CIL without a transaction
     boolean txZeroed;
     long loggedMap;
     /** Allocated (zero-filled) since last written home: checkpoints log it as zeros plus loggedMap. */
@@ -121,7 +121,8 @@ public abstract class LogItem {
         return ailLsn;
     }
 
-    final void pin() {
+    /** Public for AilBench in perf, which publishes items as the log writer does. */
+    public final void pin() {
         PINS.getAndAdd(this, 1);
     }
 

@@ -20,10 +20,11 @@ import dev.ferrite.io.NoSpaceException;
  * <p>The tail moves only when the AIL has written metadata home and anchored the new tail on disk, so
  * space handed out here is always safe to overwrite.
  */
-final class LogSpace {
+// Public for perf's JMH benches (dev.ferrite.perf.jmh); journal-internal, for a qualified export, not application API.
+public final class LogSpace {
     final long logBytes;
     final GrantHead reserveHead;
-    final GrantHead writeHead;
+    public final GrantHead writeHead;
     private final PaddedWord tail = new PaddedWord();
     private final Runnable pressure;
 
@@ -32,7 +33,7 @@ final class LogSpace {
      *                 (recovery leaves nothing live in the log)
      * @param pressure asks the AIL to push when a reserver is about to wait
      */
-    LogSpace(long logBytes, long start, Runnable pressure) {
+    public LogSpace(long logBytes, long start, Runnable pressure) {
         this.logBytes = logBytes;
         this.pressure = pressure;
         this.tail.set(start);
@@ -82,7 +83,7 @@ final class LogSpace {
     }
 
     /** Takes the initial space of a new ticket: waits (FIFO) on the reserve head, then on the write head. */
-    void reserve(Ticket t) {
+    public void reserve(Ticket t) {
         long need = t.initialNeed();
         if (need > logBytes / 2) {
             throw new NoSpaceException("a reservation of " + need + " bytes exceeds half the log ("
@@ -123,7 +124,7 @@ final class LogSpace {
     }
 
     /** The ticket is done: everything it still holds goes back to both heads. */
-    void ungrant(Ticket t) {
+    public void ungrant(Ticket t) {
         if (t.count > 0) {
             t.count--;
         }

@@ -22,7 +22,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * keeps: when a parity holds more than {@code retainBytes} (after a peak), its slabs are freed and the next
  * context of that parity grows them again to what it needs.
  */
-final class ShadowPool implements AutoCloseable {
+// Public for perf's JMH benches (dev.ferrite.perf.jmh); journal-internal, for a qualified export, not application API.
+public final class ShadowPool implements AutoCloseable {
     /** Smallest slab: the first of a region; each later one doubles the region. */
     private static final int MIN_SLAB_BYTES = 64 * 1024;
     private static final MemorySegment[] NONE = new MemorySegment[0];
@@ -50,7 +51,7 @@ final class ShadowPool implements AutoCloseable {
      * @param blockSize   item size: the largest shadow
      * @param retainBytes most bytes one parity keeps across a reset
      */
-    ShadowPool(int blockSize, long retainBytes) {
+    public ShadowPool(int blockSize, long retainBytes) {
         this.chunkShift = Integer.numberOfTrailingZeros(blockSize / 64);
         this.retainBytes = retainBytes;
         int classes = 7; // one chunk .. 64 chunks, doubling

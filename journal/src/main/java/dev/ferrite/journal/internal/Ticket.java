@@ -5,13 +5,14 @@ package dev.ferrite.journal.internal;
  * {@code count} units pre-reserved for a permanent ticket; {@code current} is what is left of the unit in
  * use. Owned by one transaction chain at a time, so its fields need no synchronization.
  */
-final class Ticket {
+// Public for perf's JMH benches (dev.ferrite.perf.jmh); journal-internal, for a qualified export, not application API.
+public final class Ticket {
     final long unit;
     final boolean permanent;
-    int count;
-    long current;
+    public int count;
+    public long current;
 
-    Ticket(long unit, int count) {
+    public Ticket(long unit, int count) {
         this.unit = unit;
         this.permanent = count > 1;
         this.count = count;

@@ -11,7 +11,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 
 import dev.ferrite.io.MemoryDevice;
-import dev.ferrite.io.RecordingDevice;
+import dev.ferrite.io.testkit.RecordingDevice;
+import dev.ferrite.journal.testkit.TestItem;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -66,7 +67,7 @@ class AilTest {
 
     /** As the log writer does: items are pinned by their commit, then published once durable. */
     private void publish(long lsn, long seq, long endLsn, TestItem... items) {
-        for (TestItem it : items) {
+        for (LogItem it : items) {
             it.pin();
         }
         ail.publish(items, items.length, lsn, seq, endLsn);
@@ -122,12 +123,13 @@ class AilTest {
         TestItem[] it = items(2);
         publish(Lsn.of(1, 0), 1, Lsn.of(1, 3), it[0], it[1]);
         await(() -> ail.size() == 2 && !it[0].isPinned());
-        it[0].pin(); // committed again into a CIL context that is not durable yet
+        LogItem first = it[0]; // the test kit's item, seen as the journal sees it
+        first.pin(); // committed again into a CIL context that is not durable yet
         ail.pushTo(Lsn.of(1, 0));
         await(() -> checkpointRequests.get() > 0 && ail.size() == 1);
         assertEquals(List.of(it[0]), ail.items());
         assertTrue(tailMovesSize() == 0 || tailMoves.getLast()[0] == Lsn.of(1, 0), "tail cannot pass the pinned item");
-        it[0].unpin();
+        first.unpin();
     }
 
     @Test
@@ -195,10 +197,11 @@ class AilTest {
         ail.close();
         start(32);
         TestItem[] it = items(4);
-        it[0].loggedMap = -1L;             // logged whole, as a split does
-        it[1].loggedMap = 0xFFFF_FFFFL;    // half the block: at the limit, not past it
-        it[2].loggedMap = 0x3_FFFF_FFFFL;  // past it, but busy: a transaction holds its lock
-        it[3].loggedMap = 1L;
+        LogItem[] logged = it; // the test kit's items, seen as the journal sees them
+        logged[0].loggedMap = -1L;             // logged whole, as a split does
+        logged[1].loggedMap = 0xFFFF_FFFFL;    // half the block: at the limit, not past it
+        logged[2].loggedMap = 0x3_FFFF_FFFFL;  // past it, but busy: a transaction holds its lock
+        logged[3].loggedMap = 1L;
         it[0].image().set(ValueLayout.JAVA_LONG, TestItem.offset(1), 42);
         it[2].lock.lock();
         try {
@@ -208,8 +211,8 @@ class AilTest {
             it[2].lock.unlock();
         }
         assertEquals(List.of(it[1], it[2], it[3]), ail.items(), "only the heavy, free item went home");
-        assertEquals(0, it[0].loggedMap, "its next relog starts afresh");
-        assertEquals(0x3_FFFF_FFFFL, it[2].loggedMap, "the busy one waits for the push or its next relog");
+        assertEquals(0, logged[0].loggedMap, "its next relog starts afresh");
+        assertEquals(0x3_FFFF_FFFFL, logged[2].loggedMap, "the busy one waits for the push or its next relog");
         assertTrue(it[0].isClean());
         MemorySegment home = arena.allocate(BS, 4096);
         dev.read(it[0].home(), home);

@@ -19,6 +19,7 @@ import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.IoBatch;
 import dev.ferrite.io.MemoryDevice;
 import dev.ferrite.io.VolumeShutdownException;
+import dev.ferrite.journal.testkit.TestItem;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;

@@ -7,6 +7,7 @@ import java.lang.foreign.MemorySegment;
 
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.journal.testkit.TestItem;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;

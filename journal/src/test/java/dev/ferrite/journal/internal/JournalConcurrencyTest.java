@@ -14,10 +14,13 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.MemoryDevice;
-import dev.ferrite.io.RecordingDevice;
-import dev.ferrite.io.RecordingDevice.CrashState;
+import dev.ferrite.io.testkit.RecordingDevice.CrashState;
+import dev.ferrite.io.testkit.RecordingDevice;
+import dev.ferrite.io.testkit.TestSeed;
+import dev.ferrite.journal.testkit.TestItem;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -29,6 +32,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * recording, crash states checked for atomicity (shared counters sum to twice the committed count) and
  * durability (each thread's forced count survives).
  */
+@ExtendWith(TestSeed.class)
 class JournalConcurrencyTest {
     static final int BS = 4096;
     static final int SHARED = 12;        // shared items at homes 1..SHARED
@@ -112,7 +116,7 @@ class JournalConcurrencyTest {
 
     @Test
     void concurrentCommitsOnASmallLogAddUpExactly() throws Exception {
-        long seed = Long.getLong("ferrite.seed", 21);
+        long seed = TestSeed.get(21);
         int threads = 8;
         try (MemoryDevice dev = MemoryDevice.create(512, BS); Arena arena = Arena.ofConfined()) {
             LogGeometry g = new LogGeometry(256, 96);
@@ -142,14 +146,14 @@ class JournalConcurrencyTest {
 
     @Test
     void crashStatesOfAConcurrentWorkloadAreAtomicAndDurable() throws Exception {
-        long seed = Long.getLong("ferrite.seed", 22);
+        long seed = TestSeed.get(22);
         checkConcurrentCrashes(seed, 4, 150, 250);
     }
 
     @Test
     @Tag("stress")
     void crashStatesOfALongConcurrentWorkload() throws Exception {
-        long seed = Long.getLong("ferrite.seed", 23);
+        long seed = TestSeed.get(23);
         checkConcurrentCrashes(seed, 8, 1500, 3000);
     }
 

@@ -12,10 +12,13 @@ import java.util.Random;
 
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.MemoryDevice;
-import dev.ferrite.io.RecordingDevice;
-import dev.ferrite.io.RecordingDevice.CrashState;
+import dev.ferrite.io.testkit.RecordingDevice.CrashState;
+import dev.ferrite.io.testkit.RecordingDevice;
+import dev.ferrite.io.testkit.TestSeed;
+import dev.ferrite.journal.testkit.TestItem;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -34,6 +37,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * </ul>
  * Each test prints its seed on failure; -Dferrite.seed reproduces it.
  */
+@ExtendWith(TestSeed.class)
 class JournalCrashTest {
     static final int BS = 4096;
     static final int ITEMS = 6;          // home blocks 1..ITEMS; block 0 counts transactions
@@ -239,7 +243,7 @@ class JournalCrashTest {
     /** Small workload, every crash point and every torn last write, exhaustively. */
     @Test
     void everyWriteAndFlushPointOfASmallWorkload() {
-        long seed = Long.getLong("ferrite.seed", 11);
+        long seed = TestSeed.get(11);
         Run run = record(Script.random(new Random(seed), 40, 3));
         RecordingDevice rec = run.rec();
         try (rec) {
@@ -273,7 +277,7 @@ class JournalCrashTest {
     /** Writes between two flushes may land in any subset and any order: sampled for each epoch. */
     @Test
     void subsetsAndReorderingsOfUnflushedWrites() {
-        long seed = Long.getLong("ferrite.seed", 12);
+        long seed = TestSeed.get(12);
         Random rnd = new Random(seed);
         Run run = record(Script.random(rnd, 60, 4));
         RecordingDevice rec = run.rec();
@@ -309,7 +313,7 @@ class JournalCrashTest {
     @Test
     @Tag("stress")
     void sampledCrashPointsOfALongWorkload() {
-        long seed = Long.getLong("ferrite.seed", 13);
+        long seed = TestSeed.get(13);
         Random rnd = new Random(seed);
         Run run = record(Script.random(rnd, 2000, 5));
         try (RecordingDevice rec = run.rec()) {

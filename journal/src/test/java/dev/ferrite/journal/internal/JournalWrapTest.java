@@ -9,18 +9,22 @@ import java.util.Random;
 
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.testkit.TestSeed;
+import dev.ferrite.journal.testkit.TestItem;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+@ExtendWith(TestSeed.class)
 class JournalWrapTest {
     static final int BS = 4096;
 
     @Test
     void smallLogWrapsManyTimesAndRecovers() {
-        long seed = Long.getLong("ferrite.seed", 42);
+        long seed = TestSeed.get(42);
         Random rnd = new Random(seed);
         int nItems = 16;
         long[] expected = new long[nItems];

@@ -6,6 +6,7 @@ import java.lang.foreign.Arena;
 import java.util.concurrent.TimeUnit;
 
 import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.journal.testkit.TestItem;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 

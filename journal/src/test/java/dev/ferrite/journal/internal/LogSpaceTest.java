@@ -11,7 +11,9 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import dev.ferrite.io.NoSpaceException;
 import dev.ferrite.io.VolumeShutdownException;
+import dev.ferrite.io.testkit.TestSeed;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -19,6 +21,7 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+@ExtendWith(TestSeed.class)
 class LogSpaceTest {
     private static final long START = (1L << 32); // cycle 1, byte 0
 
@@ -118,7 +121,7 @@ class LogSpaceTest {
      */
     @Test
     void concurrentReserversNeverOverrunTheLog() throws Exception {
-        long seed = Long.getLong("ferrite.seed", 7);
+        long seed = TestSeed.get(7);
         long logBytes = 64 * 1024;
         AtomicLong written = new AtomicLong();
         AtomicReference<LogSpace> ref = new AtomicReference<>();

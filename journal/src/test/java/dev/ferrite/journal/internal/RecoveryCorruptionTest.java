@@ -11,6 +11,7 @@ import java.util.List;
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.journal.testkit.TestItem;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;

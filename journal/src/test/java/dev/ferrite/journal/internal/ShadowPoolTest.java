@@ -13,13 +13,17 @@ import java.util.Random;
 
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.testkit.TestSeed;
+import dev.ferrite.journal.testkit.TestItem;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Shadow buffers: sized to what was logged, reused by context parity, bounded, never lost. */
+@ExtendWith(TestSeed.class)
 class ShadowPoolTest {
     static final int BS = 4096;
 
@@ -65,7 +69,7 @@ class ShadowPoolTest {
     /** Packing and repacking a shadow as relogs add chunks in any order, then writing its op, gives the image's bytes. */
     @Test
     void packedShadowsFollowGrowingRelogs() {
-        long seed = Long.getLong("ferrite.seed", 21);
+        long seed = TestSeed.get(21);
         Random rnd = new Random(seed);
         int chunkShift = Integer.numberOfTrailingZeros(BS / 64);
         try (Arena arena = Arena.ofConfined(); ShadowPool pool = new ShadowPool(BS, 1L << 20)) {

@@ -6,6 +6,7 @@ import java.util.HashMap;
 import java.util.Map;
 
 import dev.ferrite.io.BlockDevice;
+import dev.ferrite.journal.testkit.TestItem;
 
 /**
  * Replays {@link TestItem}s: read home, skip if its checksum holds and its LSN is as new, else apply the

@@ -9,7 +9,8 @@ import java.util.List;
 
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.MemoryDevice;
-import dev.ferrite.io.RecordingDevice;
+import dev.ferrite.io.testkit.RecordingDevice;
+import dev.ferrite.journal.testkit.TestItem;
 import org.junit.jupiter.api.Test;
 
 import static dev.ferrite.io.internal.OnDisk.U64;

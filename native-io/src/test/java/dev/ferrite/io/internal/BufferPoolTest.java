@@ -1,6 +1,5 @@
 package dev.ferrite.io.internal;
 
-import dev.ferrite.io.TestSeed;
 
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.InvalidArgumentException;
@@ -23,6 +22,8 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.locks.LockSupport;
+
+import dev.ferrite.io.testkit.TestSeed;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;

@@ -1,6 +1,5 @@
 package dev.ferrite.io.internal;
 
-import dev.ferrite.io.TestSeed;
 
 import dev.ferrite.io.InvalidArgumentException;
 
@@ -9,6 +8,8 @@ import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.util.HexFormat;
 import java.util.Random;
+
+import dev.ferrite.io.testkit.TestSeed;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;

@@ -19,10 +19,11 @@ import dev.ferrite.journal.internal.Journal;
 import dev.ferrite.journal.JournalOptions;
 import dev.ferrite.journal.JournalStats;
 import dev.ferrite.journal.internal.LogGeometry;
-import dev.ferrite.journal.internal.Replayer;
 import dev.ferrite.journal.internal.ReplayItem;
+import dev.ferrite.journal.internal.Replayer;
 import dev.ferrite.journal.internal.Reservation;
 import dev.ferrite.journal.internal.Transaction;
+import dev.ferrite.journal.testkit.TestItem;
 
 /**
  * The journal on a real device (O_DIRECT), each phase beside what the device does without it in the same
@@ -102,13 +103,13 @@ public final class JournalBench {
             }
             Journal.format(device, geometry);
             int maxThreads = threads.stream().mapToInt(Integer::intValue).max().orElse(1);
-            BenchItem[] commitItems = new BenchItem[maxThreads];
+            TestItem[] commitItems = new TestItem[maxThreads];
             for (int i = 0; i < maxThreads; i++) {
-                commitItems[i] = new BenchItem(1 + i, BS, arena);
+                commitItems[i] = new TestItem(1 + i, BS, arena);
             }
-            BenchItem[] pool = new BenchItem[BIG_TX_POOL];
+            TestItem[] pool = new TestItem[BIG_TX_POOL];
             for (int i = 0; i < pool.length; i++) {
-                pool[i] = new BenchItem(1 + maxThreads + i, BS, arena);
+                pool[i] = new TestItem(1 + maxThreads + i, BS, arena);
             }
             try (Journal journal = Journal.open(device, geometry, JournalOptions.defaults(), FRESH_LOG)) {
                 // untimed, so that no phase pays for the JIT compiling the commit, format and write paths
@@ -225,9 +226,9 @@ public final class JournalBench {
         });
     }
 
-    private Result forcedCommits(Journal journal, int n, BenchItem[] items, Progress progress, String shown) {
+    private Result forcedCommits(Journal journal, int n, TestItem[] items, Progress progress, String shown) {
         return parallel(shown + FORCED_COMMIT, FERRITE, n, progress, (id, h, stop, ops) -> {
-            BenchItem item = items[id];
+            TestItem item = items[id];
             long value = 0;
             long now = System.nanoTime();
             while (!stop.get()) {
@@ -235,8 +236,8 @@ public final class JournalBench {
                 long seq;
                 item.lock.lock();
                 try {
-                    item.image.set(ValueLayout.JAVA_LONG, BenchItem.HEADER, ++value);
-                    tx.log(item, BenchItem.HEADER, Long.BYTES);
+                    item.image().set(ValueLayout.JAVA_LONG, TestItem.DATA_OFF, ++value);
+                    tx.log(item, TestItem.DATA_OFF, Long.BYTES);
                     seq = tx.commit();
                 } finally {
                     item.lock.unlock();
@@ -250,7 +251,7 @@ public final class JournalBench {
         });
     }
 
-    private void logWrite(Journal journal, BenchItem[] pool, Tally tally, long nanos, Progress progress, String shown) {
+    private void logWrite(Journal journal, TestItem[] pool, Tally tally, long nanos, Progress progress, String shown) {
         journal.checkpoint();
         JournalStats before = journal.stats();
         Histogram h = tally.h;
@@ -263,7 +264,7 @@ public final class JournalBench {
         do {
             Transaction tx = journal.begin(Reservation.items(BIG_TX_ITEMS));
             long seq;
-            BenchItem[] batch = new BenchItem[BIG_TX_ITEMS];
+            TestItem[] batch = new TestItem[BIG_TX_ITEMS];
             for (int i = 0; i < BIG_TX_ITEMS; i++) {
                 batch[i] = pool[next];
                 next = next + 1 == pool.length ? 0 : next + 1;
@@ -271,17 +272,17 @@ public final class JournalBench {
             }
             try {
                 value++;
-                for (BenchItem it : batch) {
+                for (TestItem it : batch) {
                     // a change in every 512-byte sector, the whole block logged: what the journal moves is
                     // the point here, not what the caller spends rewriting its blocks
-                    for (int off = BenchItem.HEADER; off < BS; off += 512) {
-                        it.image.set(ValueLayout.JAVA_LONG_UNALIGNED, off, value);
+                    for (int off = TestItem.DATA_OFF; off < BS; off += 512) {
+                        it.image().set(ValueLayout.JAVA_LONG_UNALIGNED, off, value);
                     }
-                    tx.log(it, BenchItem.HEADER, BS - BenchItem.HEADER);
+                    tx.log(it, TestItem.DATA_OFF, BS - TestItem.DATA_OFF);
                 }
                 seq = tx.commit();
             } finally {
-                for (BenchItem it : batch) {
+                for (TestItem it : batch) {
                     it.lock.unlock();
                 }
             }

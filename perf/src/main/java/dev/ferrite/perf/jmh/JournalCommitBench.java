@@ -15,11 +15,11 @@ import dev.ferrite.io.MemoryDevice;
 import dev.ferrite.journal.internal.Journal;
 import dev.ferrite.journal.JournalOptions;
 import dev.ferrite.journal.internal.LogGeometry;
-import dev.ferrite.journal.internal.Replayer;
 import dev.ferrite.journal.internal.ReplayItem;
+import dev.ferrite.journal.internal.Replayer;
 import dev.ferrite.journal.internal.Reservation;
 import dev.ferrite.journal.internal.Transaction;
-import dev.ferrite.perf.bench.BenchItem;
+import dev.ferrite.journal.testkit.TestItem;
 
 /**
  * A whole small transaction through the public API on a RAM device: begin (reservation), lock, change 8
@@ -33,12 +33,12 @@ public class JournalCommitBench extends JmhDefaults {
     @State(Scope.Thread)
     public static class PerThread {
         Arena arena;
-        BenchItem item;
+        TestItem item;
 
         @Setup(Level.Trial)
         public void setup() {
             arena = Arena.ofShared();
-            item = new BenchItem(1 + (Thread.currentThread().threadId() & 1023), 4096, arena);
+            item = new TestItem(1 + (Thread.currentThread().threadId() & 1023), 4096, arena);
         }
 
         @TearDown(Level.Trial)
@@ -82,11 +82,11 @@ public class JournalCommitBench extends JmhDefaults {
         return commit(t.item);
     }
 
-    private long commit(BenchItem item) {
+    private long commit(TestItem item) {
         Transaction tx = journal.begin(Reservation.items(1));
         item.lock.lock();
         try {
-            item.image.set(ValueLayout.JAVA_LONG, 64, item.image.get(ValueLayout.JAVA_LONG, 64) + 1);
+            item.image().set(ValueLayout.JAVA_LONG, 64, item.image().get(ValueLayout.JAVA_LONG, 64) + 1);
             tx.log(item, 64, 8);
             return tx.commit();
         } finally {

@@ -1,4 +1,4 @@
-package dev.ferrite.io;
+package dev.ferrite.io.testkit;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -14,6 +14,14 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
+
+import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.DeviceException;
+import dev.ferrite.io.Errno;
+import dev.ferrite.io.InvalidArgumentException;
+import dev.ferrite.io.IoBatch;
+import dev.ferrite.io.MemoryDevice;
 
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 
@@ -55,17 +63,26 @@ import static java.lang.foreign.ValueLayout.JAVA_BYTE;
  * One lock serializes every mutation: "apply to the wrapped device, then append the event" is one
  * critical section, so the recorded order is the order applied. Reads take no lock. Inspection and image
  * building take the lock, so they see a consistent recording even while writers run.
+ *
+ * <p>A test tool, so it lives in native-io's test kit and checks its arguments itself, as every device
+ * does: a rejected call reaches neither the fault counters nor the wrapped device.
  */
-public final class RecordingDevice extends AbstractBlockDevice {
-    /** Reads from the wrapped device into an image move at most this many bytes per call (a whole number of blocks). */
-    private static final long COPY_CHUNK = 1L << 30;
+public final class RecordingDevice implements BlockDevice {
+    /** Images are built through a staging buffer of this many bytes (or one block, if larger). */
+    private static final int STAGE_BYTES = 1 << 20;
     /** How long a {@linkplain #stall(Op) stalled} operation waits before it fails. */
     public static final int STALL_LIMIT_SECONDS = 60;
 
     private static final MemorySegment NO_DATA = MemorySegment.ofArray(new byte[0]).asReadOnly();
 
     private final BlockDevice inner;
+    private final String name;
+    private final int blockSize;
     private final int blockShift;
+    private final long blockCount;
+    /** Held shared by every call in progress and exclusively by {@link #close()}, which so waits for them. */
+    private final ReentrantReadWriteLock inFlight = new ReentrantReadWriteLock();
+    private volatile boolean closed;
     private final Arena arena = Arena.ofShared(); // owns the scratch buffer; freed on close
     private final AtomicLongArray issued = new AtomicLongArray(Op.values().length);
     private final AtomicReferenceArray<Fault> faults = new AtomicReferenceArray<>(Op.values().length);
@@ -85,9 +102,11 @@ public final class RecordingDevice extends AbstractBlockDevice {
     private final MemorySegment scratch;
 
     private RecordingDevice(BlockDevice inner) {
-        super(inner.name(), inner.blockSize(), inner.blockCount(), inner.isReadOnly());
         this.inner = inner;
-        this.blockShift = Integer.numberOfTrailingZeros(inner.blockSize());
+        this.name = inner.name();
+        this.blockSize = inner.blockSize();
+        this.blockShift = Integer.numberOfTrailingZeros(blockSize);
+        this.blockCount = inner.blockCount();
         this.scratch = arena.allocate(inner.blockSize(), BUFFER_ALIGNMENT);
     }
 
@@ -146,7 +165,7 @@ public final class RecordingDevice extends AbstractBlockDevice {
         lock.lock();
         try {
             if (i < 0 || i >= events.size()) {
-                throw new InvalidArgumentException(name() + ": event " + i + " does not exist; "
+                throw new InvalidArgumentException(name + ": event " + i + " does not exist; "
                         + events.size() + " events recorded");
             }
             return events.get(i);
@@ -180,7 +199,7 @@ public final class RecordingDevice extends AbstractBlockDevice {
         lock.lock();
         try {
             if (k < 0 || k >= flushCount) {
-                throw new InvalidArgumentException(name() + ": flush " + k + " does not exist; "
+                throw new InvalidArgumentException(name + ": flush " + k + " does not exist; "
                         + flushCount + " flushes recorded");
             }
             return flushEvents[k];
@@ -197,7 +216,7 @@ public final class RecordingDevice extends AbstractBlockDevice {
         lock.lock();
         try {
             if (k < 0 || k > flushCount) {
-                throw new InvalidArgumentException(name() + ": epoch " + k + " does not exist; epochs are 0.."
+                throw new InvalidArgumentException(name + ": epoch " + k + " does not exist; epochs are 0.."
                         + flushCount + " with " + flushCount + " flushes recorded");
             }
             List<Event> writes = new ArrayList<>();
@@ -317,7 +336,7 @@ public final class RecordingDevice extends AbstractBlockDevice {
         lock.lock();
         try {
             if (k < -1 || k >= flushCount) {
-                throw new InvalidArgumentException(name() + ": flush " + k + " does not exist; " + flushCount
+                throw new InvalidArgumentException(name + ": flush " + k + " does not exist; " + flushCount
                         + " flushes recorded (-1 means before the first)");
             }
             int start = epochStart(k + 1);
@@ -325,7 +344,7 @@ public final class RecordingDevice extends AbstractBlockDevice {
             List<CrashState.Extra> extras = new ArrayList<>(epochWrites.length);
             for (int e : epochWrites) {
                 if (e < start || e >= end) {
-                    throw new InvalidArgumentException(name() + ": event " + e + " is not in epoch " + (k + 1)
+                    throw new InvalidArgumentException(name + ": event " + e + " is not in epoch " + (k + 1)
                             + ", which holds events [" + start + ", " + end + ")");
                 }
                 extras.add(CrashState.Extra.whole(e));
@@ -366,25 +385,32 @@ public final class RecordingDevice extends AbstractBlockDevice {
         lock.lock();
         try {
             validated(state);
-            MemoryDevice image = baseImage(name() + "@" + state.prefix() + "+" + state.extras().size());
-            MemorySegment m = image.memory();
-            for (int i = 0; i < state.prefix(); i++) {
-                apply(m, events.get(i));
+            if (closed) {
+                throw failure("materialize", -1, Errno.EBADF,
+                        "device is closed; the base image of untouched blocks lived on the wrapped device");
             }
-            for (CrashState.Extra x : state.extras()) {
-                Event e = events.get(x.event());
-                BitSet sectors = x.sectors();
-                if (sectors == null) {
-                    apply(m, e);
-                } else {
-                    long at = e.block() << blockShift;
-                    for (int s = sectors.nextSetBit(0); s >= 0; s = sectors.nextSetBit(s + 1)) {
-                        long off = (long) s * SECTOR_SIZE;
-                        MemorySegment.copy(e.data(), off, m, at + off, SECTOR_SIZE);
+            MemoryDevice image = MemoryDevice.create(name + "@" + state.prefix() + "+" + state.extras().size(),
+                    blockCount, blockSize);
+            try (Arena staging = Arena.ofConfined()) {
+                MemorySegment stage = staging.allocate(Math.max(STAGE_BYTES, blockSize), BUFFER_ALIGNMENT);
+                copyBase(image, stage);
+                for (int i = 0; i < state.prefix(); i++) {
+                    apply(image, stage, events.get(i));
+                }
+                for (CrashState.Extra x : state.extras()) {
+                    Event e = events.get(x.event());
+                    BitSet sectors = x.sectors();
+                    if (sectors == null) {
+                        apply(image, stage, e);
+                    } else {
+                        applySectors(image, stage, e, sectors);
                     }
                 }
+                return image;
+            } catch (RuntimeException | Error e) {
+                image.close();
+                throw e;
             }
-            return image;
         } finally {
             lock.unlock();
         }
@@ -394,7 +420,7 @@ public final class RecordingDevice extends AbstractBlockDevice {
     private CrashState validated(CrashState state) {
         int count = events.size();
         if (state.prefix() > count) {
-            throw new InvalidArgumentException(name() + ": crash state prefix " + state.prefix()
+            throw new InvalidArgumentException(name + ": crash state prefix " + state.prefix()
                     + " exceeds the " + count + " recorded events");
         }
         BitSet seen = new BitSet();
@@ -402,7 +428,7 @@ public final class RecordingDevice extends AbstractBlockDevice {
         for (int i = 0; i < extras.size(); i++) {
             CrashState.Extra x = extras.get(i);
             int e = x.event();
-            String what = name() + ": crash state extra #" + i + " (event " + e + ")";
+            String what = name + ": crash state extra #" + i + " (event " + e + ")";
             if (e >= count) {
                 throw new InvalidArgumentException(what + " does not exist; " + count + " events recorded");
             }
@@ -427,35 +453,52 @@ public final class RecordingDevice extends AbstractBlockDevice {
         return state;
     }
 
-    /** A new device holding the base image: the wrapped device's contents with the saved base blocks put back; lock held. */
-    private MemoryDevice baseImage(String imageName) {
-        if (isClosed()) {
-            throw failure("materialize", -1, Errno.EBADF,
-                    "device is closed; the base image of untouched blocks lived on the wrapped device");
+    /** Puts the base image on {@code image}: the wrapped device's contents with the saved base blocks put back; lock held. */
+    private void copyBase(MemoryDevice image, MemorySegment stage) {
+        long chunk = stage.byteSize() >>> blockShift;
+        for (long b = 0; b < blockCount; b += chunk) {
+            MemorySegment part = stage.asSlice(0, Math.min(chunk, blockCount - b) << blockShift);
+            inner.read(b, part);
+            image.write(b, part);
         }
-        MemoryDevice image = MemoryDevice.create(imageName, blockCount(), blockSize());
-        try {
-            MemorySegment m = image.memory();
-            long chunk = COPY_CHUNK >>> blockShift;
-            for (long b = 0; b < blockCount(); b += chunk) {
-                long n = Math.min(chunk, blockCount() - b);
-                inner.read(b, m.asSlice(b << blockShift, n << blockShift));
-            }
-            for (Map.Entry<Long, byte[]> saved : base.entrySet()) {
-                MemorySegment.copy(saved.getValue(), 0, m, JAVA_BYTE, saved.getKey() << blockShift, blockSize());
-            }
-            return image;
-        } catch (RuntimeException | Error e) {
-            image.close();
-            throw e;
+        MemorySegment one = stage.asSlice(0, blockSize);
+        for (Map.Entry<Long, byte[]> saved : base.entrySet()) {
+            MemorySegment.copy(saved.getValue(), 0, one, JAVA_BYTE, 0, blockSize);
+            image.write(saved.getKey(), one);
         }
     }
 
-    private void apply(MemorySegment image, Event e) {
+    /** Applies event {@code e} to {@code image} (a discarded block reads as zeros, as a memory device's does). */
+    private void apply(MemoryDevice image, MemorySegment stage, Event e) {
         switch (e.kind()) {
-            case WRITE -> MemorySegment.copy(e.data(), 0, image, e.block() << blockShift, e.data().byteSize());
-            case DISCARD -> image.asSlice(e.block() << blockShift, e.blockCount() << blockShift).fill((byte) 0);
+            case WRITE -> {
+                long chunk = stage.byteSize() >>> blockShift;
+                for (long b = 0; b < e.blockCount(); b += chunk) {
+                    MemorySegment part = stage.asSlice(0, Math.min(chunk, e.blockCount() - b) << blockShift);
+                    MemorySegment.copy(e.data(), b << blockShift, part, 0, part.byteSize());
+                    image.write(e.block() + b, part);
+                }
+            }
+            case DISCARD -> image.discard(e.block(), e.blockCount());
             case FLUSH -> { }
+        }
+    }
+
+    /** Applies only the {@code sectors} of write {@code e}, block by block; its other sectors keep what the image holds. */
+    private void applySectors(MemoryDevice image, MemorySegment stage, Event e, BitSet sectors) {
+        MemorySegment one = stage.asSlice(0, blockSize);
+        int perBlock = blockSize / SECTOR_SIZE;
+        for (long b = 0; b < e.blockCount(); b++) {
+            int first = (int) b * perBlock;
+            int s = sectors.nextSetBit(first);
+            if (s < 0 || s >= first + perBlock) {
+                continue;
+            }
+            image.read(e.block() + b, one);
+            for (; s >= 0 && s < first + perBlock; s = sectors.nextSetBit(s + 1)) {
+                MemorySegment.copy(e.data(), (long) s * SECTOR_SIZE, one, (long) (s - first) * SECTOR_SIZE, SECTOR_SIZE);
+            }
+            image.write(e.block() + b, one);
         }
     }
 
@@ -537,11 +580,11 @@ public final class RecordingDevice extends AbstractBlockDevice {
 
     private void arm(Op op, long nth, int errno, boolean sticky) {
         if (nth < 1) {
-            throw new InvalidArgumentException(name() + ": fault on " + op.label + " number " + nth
+            throw new InvalidArgumentException(name + ": fault on " + op.label + " number " + nth
                     + " from now; the next one is 1");
         }
         if (errno < 1) {
-            throw new InvalidArgumentException(name() + ": errno " + errno + " is not an error");
+            throw new InvalidArgumentException(name + ": errno " + errno + " is not an error");
         }
         faults.set(op.ordinal(), new Fault(issued.get(op.ordinal()) + nth, errno, sticky));
     }
@@ -558,79 +601,132 @@ public final class RecordingDevice extends AbstractBlockDevice {
     // ------------------------------------------------------------------------------------ device ops
 
     @Override
-    void doRead(long offset, MemorySegment dst) {
-        awaitStall(Op.READ, offset);
-        admit(Op.READ, offset);
-        inner.read(offset >>> blockShift, dst);
+    public String name() {
+        return name;
     }
 
     @Override
-    void doWrite(long offset, MemorySegment src) {
-        // The one copy of the data, made before taking the lock so writers do not queue behind it.
-        byte[] data = src.toArray(JAVA_BYTE);
-        awaitStall(Op.WRITE, offset);
-        lock.lock();
+    public int blockSize() {
+        return blockSize;
+    }
+
+    @Override
+    public long blockCount() {
+        return blockCount;
+    }
+
+    @Override
+    public boolean isReadOnly() {
+        return inner.isReadOnly();
+    }
+
+    @Override
+    public void read(long block, MemorySegment dst) {
+        requireTransfer("read", block, dst);
+        enter("read", block << blockShift);
         try {
-            admit(Op.WRITE, offset);
-            long block = offset >>> blockShift;
-            long count = src.byteSize() >>> blockShift;
-            saveBase(block, count);
-            inner.write(block, src);
-            append(Event.Kind.WRITE, block, count, MemorySegment.ofArray(data).asReadOnly());
+            doRead(block, dst);
         } finally {
-            lock.unlock();
+            exit();
         }
     }
 
     @Override
-    void doSubmit(IoBatch batch) {
-        for (int i = 0, n = batch.size(); i < n; i++) {
-            batch.started(i);
-            long offset = batch.block(i) << blockShift;
-            int errno = 0;
-            try {
-                if (batch.isWrite(i)) {
-                    doWrite(offset, batch.buffer(i));
-                } else {
-                    doRead(offset, batch.buffer(i));
+    public void write(long block, MemorySegment src) {
+        requireTransfer("write", block, src);
+        requireWritable("write", block << blockShift);
+        enter("write", block << blockShift);
+        try {
+            doWrite(block, src);
+        } finally {
+            exit();
+        }
+    }
+
+    /** Runs the requests one at a time, in order, each recorded (or failed) as a lone read or write would be. */
+    @Override
+    public void submit(IoBatch batch) {
+        int n = batch.size();
+        for (int i = 0; i < n; i++) {
+            String op = batch.isWrite(i) ? "write" : "read";
+            requireTransfer(op, batch.block(i), batch.buffer(i));
+            if (batch.isWrite(i)) {
+                requireWritable(op, batch.block(i) << blockShift);
+            }
+        }
+        batch.resetResults();
+        enter("submit", -1); // even for an empty batch: every call on a closed device fails
+        try {
+            for (int i = 0; i < n; i++) {
+                batch.started(i);
+                int errno = 0;
+                try {
+                    if (batch.isWrite(i)) {
+                        doWrite(batch.block(i), batch.buffer(i));
+                    } else {
+                        doRead(batch.block(i), batch.buffer(i));
+                    }
+                } catch (DeviceException e) {
+                    errno = e.errno();
                 }
-            } catch (DeviceException e) {
-                errno = e.errno();
+                batch.completed(i, errno);
             }
-            batch.completed(i, errno);
+        } finally {
+            exit();
+        }
+        int first = batch.firstError();
+        if (first >= 0) {
+            String op = batch.isWrite(first) ? "write" : "read";
+            throw failure(op, batch.block(first) << blockShift, batch.error(first),
+                    "batch request " + first + " of " + n + " (" + batch.errorCount() + " failed)");
         }
     }
 
     @Override
-    void doFlush() {
-        awaitStall(Op.FLUSH, -1);
-        lock.lock();
+    public void flush() {
+        enter("flush", -1);
         try {
-            admit(Op.FLUSH, -1);
-            inner.flush();
-            if (flushCount == flushEvents.length) {
-                flushEvents = Arrays.copyOf(flushEvents, flushCount * 2);
+            awaitStall(Op.FLUSH, -1);
+            lock.lock();
+            try {
+                admit(Op.FLUSH, -1);
+                inner.flush();
+                if (flushCount == flushEvents.length) {
+                    flushEvents = Arrays.copyOf(flushEvents, flushCount * 2);
+                }
+                flushEvents[flushCount++] = events.size();
+                append(Event.Kind.FLUSH, -1, 0, NO_DATA);
+            } finally {
+                lock.unlock();
             }
-            flushEvents[flushCount++] = events.size();
-            append(Event.Kind.FLUSH, -1, 0, NO_DATA);
         } finally {
-            lock.unlock();
+            exit();
         }
     }
 
     @Override
-    void doDiscard(long offset, long length) {
-        awaitStall(Op.DISCARD, offset);
-        lock.lock();
+    public void discard(long block, long count) {
+        if (count < 1) {
+            throw new InvalidArgumentException(name + ": discard of " + count + " blocks at block " + block
+                    + ": the count must be at least 1");
+        }
+        requireInside("discard", block, count);
+        long offset = block << blockShift;
+        requireWritable("discard", offset);
+        enter("discard", offset);
         try {
-            admit(Op.DISCARD, offset);
-            long block = offset >>> blockShift;
-            long count = length >>> blockShift;
-            saveBase(block, count);
-            inner.discard(block, count);
-            append(Event.Kind.DISCARD, block, count, NO_DATA);
+            awaitStall(Op.DISCARD, offset);
+            lock.lock();
+            try {
+                admit(Op.DISCARD, offset);
+                saveBase(block, count);
+                inner.discard(block, count);
+                append(Event.Kind.DISCARD, block, count, NO_DATA);
+            } finally {
+                lock.unlock();
+            }
         } finally {
-            lock.unlock();
+            exit();
         }
     }
 
@@ -644,12 +740,100 @@ public final class RecordingDevice extends AbstractBlockDevice {
         inner.unlockExclusive();
     }
 
+    /** Waits for the calls in progress (a stalled one included), then closes the wrapped device. Idempotent. */
     @Override
-    void doClose() {
+    public void close() {
+        inFlight.writeLock().lock();
         try {
-            inner.close();
+            if (closed) {
+                return;
+            }
+            closed = true;
+            try {
+                inner.close();
+            } finally {
+                arena.close();
+            }
         } finally {
-            arena.close();
+            inFlight.writeLock().unlock();
+        }
+    }
+
+    private void doRead(long block, MemorySegment dst) {
+        long offset = block << blockShift;
+        awaitStall(Op.READ, offset);
+        admit(Op.READ, offset);
+        inner.read(block, dst);
+    }
+
+    private void doWrite(long block, MemorySegment src) {
+        long offset = block << blockShift;
+        // The one copy of the data, made before taking the lock so writers do not queue behind it.
+        byte[] data = src.toArray(JAVA_BYTE);
+        awaitStall(Op.WRITE, offset);
+        lock.lock();
+        try {
+            admit(Op.WRITE, offset);
+            long count = src.byteSize() >>> blockShift;
+            saveBase(block, count);
+            inner.write(block, src);
+            append(Event.Kind.WRITE, block, count, MemorySegment.ofArray(data).asReadOnly());
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Marks a call in progress, failing with EBADF once closed; pair with {@link #exit()}. */
+    private void enter(String op, long offset) {
+        inFlight.readLock().lock();
+        if (closed) {
+            inFlight.readLock().unlock();
+            throw failure(op, offset, Errno.EBADF, "device is closed");
+        }
+    }
+
+    private void exit() {
+        inFlight.readLock().unlock();
+    }
+
+    private DeviceException failure(String op, long offset, int errno, String detail) {
+        return new DeviceException(name, op, offset, errno, detail);
+    }
+
+    private void requireWritable(String op, long offset) {
+        if (inner.isReadOnly()) {
+            throw failure(op, offset, Errno.EROFS, "device was opened read-only");
+        }
+    }
+
+    /** What every device demands of a transfer buffer: native, alive, aligned, whole blocks inside the device. */
+    private void requireTransfer(String op, long block, MemorySegment buffer) {
+        String at = name + ": " + op + " at block " + block;
+        if (buffer == null) {
+            throw new InvalidArgumentException(at + " has no buffer");
+        }
+        if (!buffer.isNative()) {
+            throw new InvalidArgumentException(at + ": buffer is on the Java heap; device transfers need a native (off-heap) segment");
+        }
+        if (!buffer.scope().isAlive()) {
+            throw new InvalidArgumentException(at + ": buffer's arena is closed");
+        }
+        if ((buffer.address() & (BUFFER_ALIGNMENT - 1)) != 0) {
+            throw new InvalidArgumentException(at + ": buffer address 0x" + Long.toHexString(buffer.address())
+                    + " is not aligned to " + BUFFER_ALIGNMENT + " bytes");
+        }
+        long len = buffer.byteSize();
+        if (len == 0 || (len & (blockSize - 1)) != 0 || len > Integer.MAX_VALUE) {
+            throw new InvalidArgumentException(at + ": buffer length " + len
+                    + " is not a positive multiple of the block size " + blockSize + " below 2 GiB");
+        }
+        requireInside(op, block, len >>> blockShift);
+    }
+
+    private void requireInside(String op, long block, long count) {
+        if (block < 0 || block > blockCount - count) {
+            throw new InvalidArgumentException(name + ": " + op + " of " + count + " blocks at block " + block
+                    + " lies outside the device's " + blockCount + " blocks");
         }
     }
 

@@ -1,4 +1,4 @@
-package dev.ferrite.journal;
+package dev.ferrite.perf.jmh;
 
 import dev.ferrite.journal.internal.Cil;
 import dev.ferrite.journal.internal.DirtyMap;
@@ -18,7 +18,6 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Threads;
 
 import dev.ferrite.io.BlockDevice;
-import dev.ferrite.perf.jmh.JmhDefaults;
 
 /**
  * A small transaction's commit into the CIL: 8 bytes changed in one item, relogged in the current

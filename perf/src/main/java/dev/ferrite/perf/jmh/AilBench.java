@@ -1,4 +1,4 @@
-package dev.ferrite.journal;
+package dev.ferrite.perf.jmh;
 
 import dev.ferrite.journal.internal.Ail;
 import dev.ferrite.journal.internal.LogItem;
@@ -19,7 +19,6 @@ import org.openjdk.jmh.annotations.TearDown;
 
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.MemoryDevice;
-import dev.ferrite.perf.jmh.JmhDefaults;
 
 /**
  * One completed checkpoint of {@code items} items handed to the AIL: published into the Disruptor ring

@@ -1,4 +1,4 @@
-package dev.ferrite.journal;
+package dev.ferrite.perf.jmh;
 
 import dev.ferrite.journal.internal.LogSpace;
 import dev.ferrite.journal.internal.Ticket;
@@ -9,7 +9,6 @@ import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.Threads;
 
-import dev.ferrite.perf.jmh.JmhDefaults;
 
 /**
  * Reserve and release of one ticket on a log far larger than what is outstanding: the uncontended fast

@@ -1,12 +1,19 @@
-package dev.ferrite.io;
+package dev.ferrite.io.testkit;
 
-import dev.ferrite.io.RecordingDevice.CrashState;
-import dev.ferrite.io.RecordingDevice.Event;
-import dev.ferrite.io.RecordingDevice.Event.Kind;
-import dev.ferrite.io.RecordingDevice.Op;
+import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.DeviceException;
+import dev.ferrite.io.Errno;
+import dev.ferrite.io.InvalidArgumentException;
+import dev.ferrite.io.IoBatch;
+import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.testkit.RecordingDevice.CrashState;
+import dev.ferrite.io.testkit.RecordingDevice.Event.Kind;
+import dev.ferrite.io.testkit.RecordingDevice.Event;
+import dev.ferrite.io.testkit.RecordingDevice.Op;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.function.Executable;
 
 import java.lang.foreign.Arena;
@@ -36,11 +43,12 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
+@ExtendWith(TestSeed.class)
 class RecordingDeviceTest {
     private static final int BS = 4096;
     private static final int SECTOR = BlockDevice.SECTOR_SIZE;
-    /** Seed of the randomized tests: {@code -Dferrite.seed=...} or a fixed default. */
-    private static final long SEED = Long.getLong("ferrite.seed", 0x5EED_F3A1L);
+    /** Seed of the randomized tests. */
+    private static final long SEED = TestSeed.get(0x5EED_F3A1L);
 
     private Arena arena;
 
@@ -588,8 +596,8 @@ class RecordingDeviceTest {
      * applied only shows while no later write to the same block hides it.
      */
     @Test
-    void concurrentWritersProduceARecordingThatReplaysToTheDevice() {
-        withSeed(() -> runConcurrentWriters(SEED));
+    void concurrentWritersProduceARecordingThatReplaysToTheDevice() throws Exception {
+        runConcurrentWriters(SEED);
     }
 
     private void runConcurrentWriters(long seed) throws Exception {
@@ -736,7 +744,7 @@ class RecordingDeviceTest {
      */
     @Test
     void randomizedRecordingMatchesAModel() {
-        withSeed(() -> runRandomized(SEED));
+        runRandomized(SEED);
     }
 
     private void runRandomized(long seed) {
@@ -902,16 +910,6 @@ class RecordingDeviceTest {
                 assertArrayEquals(Arrays.copyOfRange(before, block * bs, (block + 1) * bs),
                         batch.buffer(i).toArray(JAVA_BYTE), "batch read of block " + block);
             }
-        }
-    }
-
-    /** Runs a randomized test body, naming the seed in the failure so it can be rerun. */
-    private static void withSeed(Executable body) {
-        try {
-            body.execute();
-        } catch (Throwable t) {
-            System.err.println("failed with -Dferrite.seed=" + SEED);
-            throw new AssertionError("failed with -Dferrite.seed=" + SEED + ": " + t.getMessage(), t);
         }
     }
 

@@ -1,0 +1,429 @@
+package dev.ferrite.dir;
+
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.locks.LockSupport;
+
+import dev.ferrite.btree.internal.BTree;
+import dev.ferrite.btree.internal.Buffer;
+import dev.ferrite.btree.internal.BufferCache;
+import dev.ferrite.btree.internal.Txn;
+import dev.ferrite.io.CorruptionException;
+import dev.ferrite.io.InvalidArgumentException;
+
+import static dev.ferrite.dir.AgHeaderFormat.FIRST_FREE;
+import static dev.ferrite.dir.AgHeaderFormat.FREE_BLOCKS;
+import static dev.ferrite.dir.AgHeaderFormat.u64;
+import static dev.ferrite.dir.AllocationGroup.AGF;
+import static dev.ferrite.dir.AllocationGroup.BUSY_RETRIES;
+import static dev.ferrite.dir.AllocationGroup.HELD_BACK;
+import static dev.ferrite.dir.AllocationGroup.NONE;
+import static dev.ferrite.dir.AllocationGroup.OP_BLOCKS;
+import static dev.ferrite.dir.AllocationGroup.RESERVE;
+import static dev.ferrite.dir.AllocationGroup.addU64;
+import static dev.ferrite.dir.AllocationGroup.lock;
+
+/**
+ * A group's free space, the xfs_alloc role: the two free-space trees (free extents by start,
+ * {@link #bno}, and by length, {@link #cnt}), extent allocation and freeing, and keeping both of the
+ * group's free lists between their reserve and four times it.
+ *
+ * <h2>Locks</h2>
+ * Every change here is made under the AGF buffer's lock, held by the transaction to commit; refilling the
+ * free lists takes the AGI first, then the AGF ({@link AllocationGroup}'s order). Reads of the trees go
+ * through {@link BTree#find} with the transaction holding the AGF.
+ *
+ * <h2>Busy blocks</h2>
+ * A block freed since the last checkpoint is {@link BufferCache#isBusy busy}. Allocations take a range
+ * of an extent with no busy block, looking at up to {@value #BUSY_CANDIDATES} extents; if all of those
+ * are busy they answer {@link AllocOutcome#BUSY}, and the caller lets go of its locks and runs
+ * {@link #awaitBusy} before trying again.
+ */
+final class FreeSpace {
+    /** Free extents looked at for blocks that are not busy before giving up and forcing the log. */
+    private static final int BUSY_CANDIDATES = 8;
+    /** Tree operations one free-list refill transaction runs at most. */
+    private static final int REFILL_OPS = 2;
+    /**
+     * Changing operations one free-space change runs on each free-space tree at most (a free merging
+     * with both neighbours: two deletes and an insert); each tree's {@link BTree#reservation()} covers one.
+     */
+    private static final int FREE_SPACE_OPS = 3;
+
+    private final BufferCache cache;
+    private final Counters counters;
+    private final int agno;
+    private final long start;
+    private final int length;
+    private final Buffer agf;
+    private final Buffer agi;
+    private final FreeList agfl;
+    private final FreeList agil;
+    /** The free extents by start block; set once when the group is formatted or opened. */
+    BTree bno;
+    /** The free extents by length, then start; set with {@link #bno}. */
+    BTree cnt;
+    /** Under the AGF: the first block the last {@link #allocBlocks} that came to DONE handed out. */
+    private long allocated;
+    /** See {@link #mayAddChunk}: set by a chunk allocation that found no room, cleared by any free. */
+    private volatile boolean chunkless;
+
+    FreeSpace(AllocationGroup ag, BufferCache cache, Counters counters) {
+        this.cache = cache;
+        this.counters = counters;
+        this.agno = ag.agno;
+        this.start = ag.start;
+        this.length = ag.length;
+        this.agf = ag.agf;
+        this.agi = ag.agi;
+        this.agfl = ag.agfl;
+        this.agil = ag.agil;
+    }
+
+    /** The free block count in the AGF, read without the lock. */
+    long freeBlockCount() {
+        return AllocationGroup.snapshot(agf, FREE_BLOCKS);
+    }
+
+    /**
+     * A hint: false once a chunk did not fit (too few free blocks, or no free extent of a chunk's
+     * length), true again when blocks come back. Creates pass over a group with no free inode and no
+     * chunk room rather than pay a failing attempt each; it may be stale either way.
+     */
+    boolean mayAddChunk() {
+        return !chunkless;
+    }
+
+    /** With the AGF held: a chunk allocation found no room (see {@link #mayAddChunk}). */
+    void noChunkRoom() {
+        chunkless = true;
+    }
+
+    /** Items one free-space change (an extent taken or freed) may change in the two free-space trees. */
+    int freeSpaceItems() {
+        return FREE_SPACE_OPS * (bno.reservation() + cnt.reservation());
+    }
+
+    // ------------------------------------------------------------------ extents (AGF held)
+
+    static long extent(int start, int length) {
+        return (long) start << 32 | Integer.toUnsignedLong(length);
+    }
+
+    static int extentStart(long e) {
+        return (int) (e >>> 32);
+    }
+
+    static int extentLength(long e) {
+        return (int) e;
+    }
+
+    /** With the AGF held: true if a free extent has at least {@code len} blocks (busy or not). */
+    boolean hasExtent(Txn txn, int len) {
+        return extentAtLeast(txn, len) >= 0;
+    }
+
+    /** The smallest free extent of at least {@code len} blocks, or -1. */
+    private long extentAtLeast(Txn txn, int len) {
+        return cntFind(txn, len, 0, BTree.Match.CEILING);
+    }
+
+    /** The largest free extent, or -1. */
+    private long largestExtent(Txn txn) {
+        return cntFind(txn, -1, -1, BTree.Match.FLOOR);
+    }
+
+    private long cntFind(Txn txn, int len, int from, BTree.Match match) {
+        MemorySegment k = MemorySegment.ofArray(new byte[8]);
+        MemorySegment out = MemorySegment.ofArray(new byte[8]);
+        AgTreeFormat.cntKey(k, len, from);
+        if (cnt.find(txn, k, match, out, NONE) < 0) {
+            return -1;
+        }
+        return treeExtent(AgTreeFormat.cntStart(out), AgTreeFormat.cntLength(out));
+    }
+
+    /** An extent a free-space tree holds: inside the group past its headers, or the trees are corrupt. */
+    private long treeExtent(int s, int len) {
+        if (len <= 0 || s < FIRST_FREE || s > length - len) {
+            throw new CorruptionException(agf.block(), AGF, "group " + agno + "'s free-space trees hold the extent ["
+                    + Integer.toUnsignedString(s) + ", +" + Integer.toUnsignedString(len) + "), not inside [" + FIRST_FREE + ", " + length + ")");
+        }
+        return extent(s, len);
+    }
+
+    /** The free extent starting at or before ({@code floor}) or at or after {@code block}, or -1. */
+    private long bnoFind(Txn txn, int block, BTree.Match match) {
+        MemorySegment k = MemorySegment.ofArray(new byte[4]);
+        MemorySegment out = MemorySegment.ofArray(new byte[4]);
+        MemorySegment v = MemorySegment.ofArray(new byte[4]);
+        AgTreeFormat.key32(k, block);
+        if (bno.find(txn, k, match, out, v) < 0) {
+            return -1;
+        }
+        return treeExtent(AgTreeFormat.key32(out), AgTreeFormat.length(v));
+    }
+
+    void insertExtent(Txn txn, int s, int len) {
+        MemorySegment k = MemorySegment.ofArray(new byte[4]);
+        MemorySegment v = MemorySegment.ofArray(new byte[4]);
+        MemorySegment ck = MemorySegment.ofArray(new byte[8]);
+        AgTreeFormat.key32(k, s);
+        AgTreeFormat.lengthValue(v, len);
+        AgTreeFormat.cntKey(ck, len, s);
+        if (!bno.putIfAbsent(txn, k, v) || !cnt.putIfAbsent(txn, ck, NONE)) {
+            throw new CorruptionException(agf.block(), AGF, "free extent [" + s + ", +" + len + ") is already in the"
+                    + " free-space trees of group " + agno);
+        }
+    }
+
+    private void removeExtent(Txn txn, int s, int len) {
+        MemorySegment k = MemorySegment.ofArray(new byte[4]);
+        MemorySegment ck = MemorySegment.ofArray(new byte[8]);
+        AgTreeFormat.key32(k, s);
+        AgTreeFormat.cntKey(ck, len, s);
+        if (!bno.delete(txn, k) || !cnt.delete(txn, ck)) {
+            throw new CorruptionException(agf.block(), AGF, "free extent [" + s + ", +" + len + ") of group " + agno
+                    + " is missing from one of the free-space trees");
+        }
+    }
+
+    void addFree(Txn txn, long delta) {
+        addU64(txn, agf, FREE_BLOCKS, delta);
+        counters.freeBlocks.add(delta);
+    }
+
+    /**
+     * Takes the range {@code r} (packed like an extent) from the start or the end of the free extent
+     * {@code e}: a delete and at most one insert in each tree.
+     */
+    void takeRange(Txn txn, long e, long r) {
+        int s = extentStart(e), l = extentLength(e), rs = extentStart(r), rl = extentLength(r);
+        removeExtent(txn, s, l);
+        if (rs > s) {
+            insertExtent(txn, s, rs - s);
+        } else if (rl < l) {
+            insertExtent(txn, s + rl, l - rl);
+        }
+        addFree(txn, -rl);
+    }
+
+    private boolean busy(int groupBlock) {
+        return cache.isBusy(start + groupBlock);
+    }
+
+    /**
+     * Up to {@code want} blocks, at least {@code min}, at the start or the end of free extent {@code e}
+     * that are not busy (packed like an extent), or -1.
+     */
+    private long usableEnd(long e, int min, int want) {
+        int s = extentStart(e), l = extentLength(e), n = Math.min(want, l);
+        int head = 0;
+        while (head < n && !busy(s + head)) {
+            head++;
+        }
+        if (head >= min) {
+            return extent(s, head);
+        }
+        int tail = 0;
+        while (tail < n && !busy(s + l - 1 - tail)) {
+            tail++;
+        }
+        return tail >= min ? extent(s + l - tail, tail) : -1;
+    }
+
+    /**
+     * With the AGF held: where to take up to {@code want} (at least {@code min}) contiguous blocks that
+     * are not busy, as {extent, range}; null if the free extents looked at hold none.
+     */
+    long[] findUsable(Txn txn, int min, int want) {
+        long e = extentAtLeast(txn, want);
+        for (int i = 0; i < BUSY_CANDIDATES && e >= 0; i++) {
+            long r = usableEnd(e, min, want);
+            if (r >= 0) {
+                return new long[] {e, r};
+            }
+            e = cntFind(txn, extentLength(e), extentStart(e) + 1, BTree.Match.CEILING);
+        }
+        long largest = largestExtent(txn);
+        long r = largest < 0 || extentLength(largest) < min ? -1 : usableEnd(largest, min, want);
+        return r < 0 ? null : new long[] {largest, r};
+    }
+
+    /**
+     * Forces the log so that blocks freed so far stop being busy; call holding no buffer lock. Their
+     * items are unpinned by the AIL just after the force returns, so a caller meeting busy blocks again
+     * ({@code attempt} > 0) also waits a little, up to a millisecond.
+     */
+    void awaitBusy(int attempt) {
+        cache.journal().forceAll();
+        if (attempt > 0) {
+            LockSupport.parkNanos(Math.min(1_000_000L, 10_000L << Math.min(attempt, 7)));
+        }
+    }
+
+    /** Returns {@code [s, s + len)} (group blocks) to free space, merged with free neighbours. */
+    void freeExtent(Txn txn, int s, int len) {
+        if (s < FIRST_FREE || len < 1 || s > length - len) {
+            throw new InvalidArgumentException("extent [" + s + ", +" + len + ") lies outside the free space of group "
+                    + agno + " (blocks " + FIRST_FREE + " to " + length + ")");
+        }
+        int ns = s, nl = len;
+        long left = bnoFind(txn, s, BTree.Match.FLOOR);
+        long right = bnoFind(txn, s, BTree.Match.CEILING);
+        if (left >= 0 && extentStart(left) + extentLength(left) > s || right >= 0 && extentStart(right) < s + len) {
+            long other = left >= 0 && extentStart(left) + extentLength(left) > s ? left : right;
+            throw new CorruptionException(agf.block(), AGF, "group " + agno + " frees blocks [" + s + ", +" + len
+                    + ") but [" + extentStart(other) + ", +" + extentLength(other) + ") of them is already free");
+        }
+        if (left >= 0 && extentStart(left) + extentLength(left) == s) {
+            removeExtent(txn, extentStart(left), extentLength(left));
+            ns = extentStart(left);
+            nl += extentLength(left);
+        }
+        if (right >= 0 && extentStart(right) == s + len) {
+            removeExtent(txn, extentStart(right), extentLength(right));
+            nl += extentLength(right);
+        }
+        insertExtent(txn, ns, nl);
+        addFree(txn, len);
+        if (chunkless) {
+            chunkless = false;
+        }
+    }
+
+    /** Items an {@link #allocBlocks} or {@link #releaseBlocks} transaction may change. */
+    int blockItems() {
+        return 1 + freeSpaceItems();
+    }
+
+    /**
+     * Allocates {@code len} contiguous blocks of this group in {@code txn}, from the smallest free extent
+     * that holds them, leaving {@link #HELD_BACK} blocks free for the free lists.
+     *
+     * @return DONE (the first block is {@link #allocatedBlock}); or NO_SPACE, NEEDS_REFILL or BUSY, with
+     *         nothing changed and the AGF released
+     */
+    AllocOutcome allocBlocks(Txn txn, int len) {
+        lock(txn, agf);
+        if (!agfl.holds(RESERVE)) {
+            txn.release(agf);
+            return AllocOutcome.NEEDS_REFILL;
+        }
+        if (u64(agf.data(), FREE_BLOCKS) < (long) len + HELD_BACK || !hasExtent(txn, len)) {
+            txn.release(agf);
+            return AllocOutcome.NO_SPACE;
+        }
+        long[] at = findUsable(txn, len, len);
+        if (at == null) {
+            txn.release(agf);
+            return AllocOutcome.BUSY;
+        }
+        takeRange(txn, at[0], at[1]);
+        allocated = start + extentStart(at[1]);
+        return AllocOutcome.DONE;
+    }
+
+    /**
+     * The first device block of what {@link #allocBlocks} handed out in {@code txn}, which still holds the
+     * AGF (nobody else can allocate here meanwhile); read it before the transaction's next allocation here.
+     */
+    long allocatedBlock(Txn txn) {
+        if (!txn.holds(agf)) {
+            throw new IllegalStateException("the AGF of group " + agno + " is not held");
+        }
+        return allocated;
+    }
+
+    /**
+     * Frees {@code [block, block + len)} (device blocks of this group) in {@code txn}.
+     *
+     * @return DONE; or NEEDS_REFILL, with nothing changed and the AGF released
+     */
+    AllocOutcome releaseBlocks(Txn txn, long block, int len) {
+        lock(txn, agf);
+        if (!agfl.holds(RESERVE)) {
+            txn.release(agf);
+            return AllocOutcome.NEEDS_REFILL;
+        }
+        freeExtent(txn, (int) (block - start), len);
+        return AllocOutcome.DONE;
+    }
+
+    // ------------------------------------------------------------------ free lists
+
+    private static boolean outOfRange(FreeList l) {
+        return l.count() > 4 * RESERVE || !l.holds(RESERVE);
+    }
+
+    /**
+     * True if a free list wants spilling, or refilling while there is free space to refill it from (a
+     * snapshot; {@link #refillFreeList} decides under the locks).
+     */
+    boolean needsRefill() {
+        return agfl.count() > 4 * RESERVE || agil.count() > 4 * RESERVE
+                || (!agfl.seemsToHold(RESERVE) || !agil.seemsToHold(RESERVE)) && freeBlockCount() > 0;
+    }
+
+    private FreeList listToRefill() {
+        return outOfRange(agfl) ? agfl : outOfRange(agil) ? agil : null;
+    }
+
+    /**
+     * Brings both free lists back to between {@link #RESERVE} and four times that, as far as the group's
+     * free space allows, in transactions of its own of at most {@value #REFILL_OPS} tree operations each.
+     * Entries that are busy do not count towards the reserve; when the free space left is all busy it
+     * forces the log and goes on.
+     */
+    void refillFreeList() {
+        for (int round = 0, busy = 0; round < 256 + BUSY_RETRIES && busy < BUSY_RETRIES; round++) {
+            int items = 2 + REFILL_OPS * freeSpaceItems();
+            AllocOutcome stuck = AllocOutcome.DONE;
+            int ops = 0;
+            try (Txn txn = Txn.begin(cache, items)) {
+                lock(txn, agi);
+                lock(txn, agf);
+                for (FreeList l; ops < REFILL_OPS && (l = listToRefill()) != null; ops++) {
+                    if (l.count() > 4 * RESERVE) {
+                        freeExtent(txn, l.popForSpill(txn), 1);
+                    } else if (!agfl.holds(OP_BLOCKS)) {
+                        stuck = AllocOutcome.NO_SPACE;
+                    } else {
+                        stuck = refill(txn, l, 2 * RESERVE);
+                    }
+                    if (stuck != AllocOutcome.DONE) {
+                        break;
+                    }
+                }
+                if (ops > 0) {
+                    txn.commit();
+                }
+            }
+            if (stuck == AllocOutcome.BUSY) {
+                awaitBusy(busy++);
+            } else if (ops == 0 || stuck == AllocOutcome.NO_SPACE || listToRefill() == null) {
+                return; // done, or the group is out of free space: the lists keep what they have
+            }
+        }
+    }
+
+    /**
+     * One free-space operation moving free blocks that are not busy onto {@code list}, towards
+     * {@code target} of them: DONE, or NO_SPACE or BUSY with nothing changed.
+     */
+    private AllocOutcome refill(Txn txn, FreeList list, int target) {
+        int want = Math.min(target - list.usable(), list.capacity() - list.count());
+        if (want < 1 || largestExtent(txn) < 0) {
+            return AllocOutcome.NO_SPACE;
+        }
+        long[] at = findUsable(txn, 1, want);
+        if (at == null) {
+            return AllocOutcome.BUSY;
+        }
+        takeRange(txn, at[0], at[1]);
+        int s = extentStart(at[1]);
+        for (int b = s + extentLength(at[1]) - 1; b >= s; b--) {
+            list.push(txn, b);
+        }
+        return AllocOutcome.DONE;
+    }
+}
