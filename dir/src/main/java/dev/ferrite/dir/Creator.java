@@ -69,7 +69,7 @@ final class Creator {
     }
 
     /**
-     * Refuses a create before {@link #prepare} when no group could then give it an inode: prepare's
+     * Refuses a create before {@link DirContents#prepare} when no group could then give it an inode: prepare's
      * conversion and refill commit in transactions of their own, so a create failing after them for want
      * of an inode would leave its directory's layout (not its entries) changed. A group qualifies with a
      * free inode, or with room for a chunk beyond the blocks prepare may take and those every group holds

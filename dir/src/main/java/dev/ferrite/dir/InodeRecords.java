@@ -322,7 +322,7 @@ final class InodeRecords {
     }
 
     /**
-     * In {@code txn}, reserved for {@link #changeItems} before the locks of {@code touched} were taken:
+     * In {@code txn}, reserved for {@link DirContents#changeItems} before the locks of {@code touched} were taken:
      * locks the AGI of {@code ag} (if not null), then the records of {@code touched} in block order, runs
      * {@code change} and commits; the change's inodes get the commit sequence. False, with nothing
      * changed, if the group's inode free list is short: fix it with no lock held, and try again.

@@ -13,6 +13,7 @@ import dev.ferrite.btree.Txn;
 import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.Errno;
 import dev.ferrite.io.NoSpaceException;
+import dev.ferrite.io.VolumeShutdownException;
 import dev.ferrite.dir.Creator.Created;
 import dev.ferrite.dir.Creator.Outcome;
 import dev.ferrite.dir.Creator.Refused;
@@ -28,15 +29,12 @@ import static dev.ferrite.dir.InodeRecords.requireFixable;
 import static dev.ferrite.dir.InodeRecords.unlockAll;
 import static dev.ferrite.dir.PathResolver.CREATE;
 import static dev.ferrite.dir.PathResolver.NEW_NAME;
-import static dev.ferrite.dir.PathResolver.RENAME;
 import static dev.ferrite.dir.PathResolver.RMDIR;
 import static dev.ferrite.dir.PathResolver.UNLINK;
 import static dev.ferrite.dir.PathResolver.requireName;
-import static dev.ferrite.dir.PathResolver.isDots;
 import static dev.ferrite.dir.PathResolver.nonNull;
 import static dev.ferrite.dir.PathResolver.quote;
 import static dev.ferrite.dir.PathResolver.refuseDots;
-import static dev.ferrite.dir.PathResolver.tooLong;
 import static dev.ferrite.dir.InodeFormat.S_IFDIR;
 import static dev.ferrite.dir.InodeFormat.S_IFLNK;
 import static dev.ferrite.dir.InodeFormat.S_IFMT;
@@ -67,13 +65,24 @@ import static dev.ferrite.dir.InodeFormat.S_IFREG;
  *       included (Linux still answers for those two).
  * </ul>
  *
+ * <h2>Errors</h2>
+ * Each method documents what it throws. <em>The path errnos</em>: EINVAL for a path that is not absolute,
+ * holds NUL, or leads above the root with {@code ..}; ENAMETOOLONG for a path over 4095 bytes or a
+ * component over 255; ENOENT for a missing component; ENOTDIR for a component that is not a directory;
+ * ELOOP past {@link #MAX_SYMLINKS} symlinks. <em>The name errnos</em> of the handle forms: EINVAL for a
+ * null or empty name or one holding {@code /} or NUL, ENAMETOOLONG past 255 bytes, and ENOTDIR or ENOENT
+ * for a directory handle that is not a directory or was removed. Besides these, every method may throw
+ * {@link dev.ferrite.io.CorruptionException} naming the block when what it reads is not what the volume
+ * can hold, and {@link dev.ferrite.io.DeviceException} when the device fails a read; nothing here throws
+ * {@link dev.ferrite.io.InvalidArgumentException} (a bad name or path is a {@link NamespaceException}).
+ *
  * <h2>Transactions and locks</h2>
  * Every transaction reserves its log space before it takes any lock (XFS's order): a writer waiting in
  * the journal's FIFO for log space holds nothing that a reader ({@link #open} takes the inode's lock) or
  * another writer needs, and a writer holding locks never waits for log space, so reservations and locks
  * cannot wait for each other. An operation sizes its reservation from a lock-free look; under the locks,
  * if it needs more, or its directory needs a step of its own first (an inline directory to convert, a
- * block reserve to refill or spill: {@link #prepare}, each step again reserve-then-lock), or a group's
+ * block reserve to refill or spill: {@link DirContents#prepare}, each step again reserve-then-lock), or a group's
  * free list needs fixing, it drops everything, unchanged, and starts again. An orphan is freed after
  * the unlinking operation let go of its locks, a step at a time. Locks are taken in one order, which
  * makes deadlock impossible:
@@ -88,6 +97,25 @@ import static dev.ferrite.dir.InodeFormat.S_IFREG;
  *       ever waits for another's tree nodes, and its allocator pops the reserve in the record already held.
  * </ol>
  * Lookups, stat and readdir take no lock: they read inode records and trees optimistically.
+ *
+ * <h2>Parts</h2>
+ * This class is the façade and the operations that change names: create (its transaction is
+ * {@code Creator}'s), remove, link and rename, which take the locks above in order. The parts below each
+ * have one job and take only the locks named:
+ * <ul>
+ *   <li>{@code PathResolver}: paths walked and names validated in Linux's order; no lock.
+ *   <li>{@code InodeRecords}: records read lock-free, locked by block number (4) in a transaction, and
+ *       the per-inode locks (2) taken in ascending order.
+ *   <li>{@code DirContents} (the xfs_dir2 role): a directory's entries, changed in the caller's
+ *       transaction under its inode lock (its tree nodes, 5); converting and refilling its block reserve
+ *       in transactions of its own, each taking the directory's lock (2), the group's AGF, then the record.
+ *   <li>{@code Creator}: the create transaction: the parent's lock (2), the AGI (3), the records (4), the
+ *       parent's tree (5).
+ *   <li>{@code Orphans}: handles and the freeing of inodes without links, each step a transaction taking
+ *       the orphan's lock (2), its group's AGI (3) or AGF, then its record (4); destroying an orphan's
+ *       tree reads the nodes before locking the record, which nobody else can contend for an orphan.
+ *   <li>{@code NamespaceChecker}: the namespace's part of {@link #check()}; reads only, no lock.
+ * </ul>
  *
  * <h2>Orphans</h2>
  * An inode whose last link goes while a handle holds it open, or which still owns blocks (a directory
@@ -140,9 +168,14 @@ public final class Namespace {
         return paths.root();
     }
 
-    // ================================================================== path API
-
-    /** Creates directory {@code path}; returns its inode number. */
+    /**
+     * Creates directory {@code path}; returns its inode number.
+     *
+     * @throws NamespaceException the path errnos; EEXIST if the name exists (or is {@code .}, {@code ..} or the
+     *         root); EMLINK if the parent has {@link #MAX_LINKS} links
+     * @throws NoSpaceException if no allocation group has the inode, blocks or free-list room the change needs
+     * @throws VolumeShutdownException if the volume is closed or its journal has shut down
+     */
     public long mkdir(String path, int permissions) {
         Parent p = paths.resolveParent(path);
         refuseDots(p.name(), NEW_NAME);
@@ -153,13 +186,25 @@ public final class Namespace {
      * Creates regular file {@code path}, or with {@code exclusive} false returns the file already there
      * (EISDIR if it is a directory); returns the inode number. As {@code open(2)} with {@code O_CREAT}:
      * without {@code exclusive} a final symlink is followed, and a dangling one creates the file it names.
+     *
+     * @throws NamespaceException the path errnos; EEXIST if {@code exclusive} and the name exists (or is {@code .},
+     *         {@code ..} or the root); EISDIR if it is a directory, or for a trailing slash
+     * @throws NoSpaceException if no allocation group has the inode, blocks or free-list room the change needs
+     * @throws VolumeShutdownException if the volume is closed or its journal has shut down
      */
     public long create(String path, int permissions, boolean exclusive) {
         Parent p = paths.resolveParent(path);
         return createFile(p.walk(), p.dir(), p.name(), p.slashed(), S_IFREG | permissions & ~S_IFMT, exclusive, null);
     }
 
-    /** Creates symlink {@code linkPath} pointing at {@code target}; returns its inode number. */
+    /**
+     * Creates symlink {@code linkPath} pointing at {@code target}; returns its inode number.
+     *
+     * @throws NamespaceException ENOENT for an empty target, EINVAL for one holding NUL, ENAMETOOLONG for one longer
+     *         than {@link #MAX_SYMLINK_TARGET} (or its block); then the path errnos; EEXIST if the name exists
+     * @throws NoSpaceException if no allocation group has the inode, blocks or free-list room the change needs
+     * @throws VolumeShutdownException if the volume is closed or its journal has shut down
+     */
     public long symlink(String target, String linkPath) {
         byte[] t = paths.symlinkTarget(target); // checked first, as Linux does: a bad target wins over a bad path
         Parent p = paths.resolveParent(linkPath);
@@ -167,7 +212,11 @@ public final class Namespace {
         return createEntry(p.dir(), p.name(), S_IFLNK | 0777, true, t, null);
     }
 
-    /** Opens {@code path} (symlinks followed). */
+    /**
+     * Opens {@code path} (symlinks followed).
+     *
+     * @throws NamespaceException the path errnos
+     */
     public Handle open(String path) {
         for (long missed = 0; ; ) {
             long ino = paths.resolve(path, true);
@@ -179,27 +228,47 @@ public final class Namespace {
         }
     }
 
-    /** The inode {@code path} names, symlinks followed. */
+    /**
+     * The inode {@code path} names, symlinks followed.
+     *
+     * @throws NamespaceException the path errnos
+     */
     public long lookup(String path) {
         return paths.resolve(path, true);
     }
 
-    /** The attributes of what {@code path} names, symlinks followed. */
+    /**
+     * The attributes of what {@code path} names, symlinks followed.
+     *
+     * @throws NamespaceException the path errnos
+     */
     public InodeStat stat(String path) {
         return records.statIno(paths.resolve(path, true));
     }
 
-    /** The attributes of {@code path} itself (a final symlink not followed). */
+    /**
+     * The attributes of {@code path} itself (a final symlink not followed).
+     *
+     * @throws NamespaceException the path errnos
+     */
     public InodeStat lstat(String path) {
         return records.statIno(paths.resolve(path, false));
     }
 
-    /** Up to {@code max} entries of directory {@code path} after {@code after}. */
+    /**
+     * Up to {@code max} entries of directory {@code path} after {@code after}.
+     *
+     * @throws NamespaceException the path errnos; ENOTDIR if it is not a directory; EINVAL if {@code max < 1}
+     */
     public DirPage readdir(String path, DirCookie after, int max) {
         return dirs.readdirIno(paths.resolve(path, true), after, max);
     }
 
-    /** Every entry of directory {@code path} (pages of 1024). */
+    /**
+     * Every entry of directory {@code path} (pages of 1024).
+     *
+     * @throws NamespaceException the path errnos; ENOTDIR if it is not a directory
+     */
     public List<DirEntry> list(String path) {
         long dir = paths.resolve(path, true);
         List<DirEntry> all = new ArrayList<>();
@@ -214,7 +283,14 @@ public final class Namespace {
         }
     }
 
-    /** Removes the name {@code path} of a non-directory. */
+    /**
+     * Removes the name {@code path} of a non-directory.
+     *
+     * @throws NamespaceException the path errnos; EISDIR if it names a directory (or is {@code .}, {@code ..} or the
+     *         root); ENOTDIR for a trailing slash on a non-directory
+     * @throws NoSpaceException if no allocation group has the inode, blocks or free-list room the change needs
+     * @throws VolumeShutdownException if the volume is closed or its journal has shut down
+     */
     public void unlink(String path) {
         Parent p = paths.resolveParent(path);
         refuseDots(p.name(), UNLINK);
@@ -229,21 +305,44 @@ public final class Namespace {
         removeEntry(p.dir(), p.name(), false);
     }
 
-    /** Removes empty directory {@code path}. */
+    /**
+     * Removes empty directory {@code path}.
+     *
+     * @throws NamespaceException the path errnos; ENOTDIR if it is not a directory; ENOTEMPTY if it has entries (or
+     *         is {@code ..}); EINVAL for {@code .}; EBUSY for the root
+     * @throws NoSpaceException if no allocation group has the inode, blocks or free-list room the change needs
+     * @throws VolumeShutdownException if the volume is closed or its journal has shut down
+     */
     public void rmdir(String path) {
         Parent p = paths.resolveParent(path);
         refuseDots(p.name(), RMDIR);
         removeEntry(p.dir(), p.name(), true);
     }
 
-    /** Renames {@code from} to {@code to} atomically, replacing a compatible {@code to}. */
+    /**
+     * Renames {@code from} to {@code to} atomically, replacing a compatible {@code to}.
+     *
+     * @throws NamespaceException the path errnos for either; EBUSY for {@code .}, {@code ..} or the root; EINVAL for
+     *         a directory moved into itself; ENOTDIR or EISDIR for a directory against a non-directory; ENOTEMPTY for
+     *         a directory replacing a non-empty one; EMLINK if the new parent has {@link #MAX_LINKS} links
+     * @throws NoSpaceException if no allocation group has the inode, blocks or free-list room the change needs
+     * @throws VolumeShutdownException if the volume is closed or its journal has shut down
+     */
     public void rename(String from, String to) {
         Parent f = paths.resolveParent(from);
         Parent t = paths.resolveParent(to);
-        renameNames(f.dir(), f.name(), f.slashed(), t.dir(), t.name(), t.slashed());
+        paths.requireRenamable(f.dir(), f.name(), f.slashed(), t.dir(), t.name(), t.slashed());
+        renameEntry(f.dir(), f.name(), t.dir(), t.name());
     }
 
-    /** Adds the name {@code newPath} for the non-directory {@code existing} (a final symlink not followed). */
+    /**
+     * Adds the name {@code newPath} for the non-directory {@code existing} (a final symlink not followed).
+     *
+     * @throws NamespaceException the path errnos for either; EEXIST if {@code newPath} exists; EPERM if {@code
+     *         existing} is a directory; EMLINK if it has {@link #MAX_LINKS} links
+     * @throws NoSpaceException if no allocation group has the inode, blocks or free-list room the change needs
+     * @throws VolumeShutdownException if the volume is closed or its journal has shut down
+     */
     public void link(String existing, String newPath) {
         long target = paths.resolve(existing, false);
         Parent p = paths.resolveParent(newPath);
@@ -251,19 +350,24 @@ public final class Namespace {
         linkEntry(target, p.dir(), p.name());
     }
 
-    /** The target of symlink {@code path}. */
+    /**
+     * The target of symlink {@code path}.
+     *
+     * @throws NamespaceException the path errnos; EINVAL if it is not a symlink
+     */
     public String readlink(String path) {
         return records.readlinkIno(paths.resolve(path, false));
     }
 
     /**
      * Sets permissions, owner and times of what {@code path} names (symlinks followed); -1 leaves a field.
+     *
+     * @throws NamespaceException the path errnos
+     * @throws VolumeShutdownException if the volume is closed or its journal has shut down
      */
     public void setattr(String path, int permissions, int uid, int gid, long atimeNanos, long mtimeNanos) {
         records.setattrIno(paths.resolve(path, true), permissions, uid, gid, atimeNanos, mtimeNanos);
     }
-
-    // ================================================================== handle API
 
     /** A handle on the root directory. */
     public Handle openRoot() {
@@ -273,6 +377,9 @@ public final class Namespace {
     /**
      * Opens the entry {@code name} of {@code dir} (a symlink is opened itself, not followed); {@code "."}
      * is {@code dir} and {@code ".."} its parent.
+     *
+     * @throws NamespaceException EBADF if a handle is closed; ENOTDIR if {@code dir} is not a directory, ENOENT if it
+     *         was removed or holds no {@code name}; EINVAL for {@code ..} at the root; the name errnos
      */
     public Handle open(Handle dir, String name) {
         long d = dir.requireOpen().ino;
@@ -291,11 +398,21 @@ public final class Namespace {
      * {@code fstatat(dirfd, name, AT_SYMLINK_NOFOLLOW)} gives, without resolving a path ({@code "."} is
      * {@code dir}, {@code ".."} its parent). A listing that stats each entry it reads does one lookup per
      * entry this way.
+     *
+     * @throws NamespaceException as {@link #open(Handle, String)}
      */
     public InodeStat lstat(Handle dir, String name) {
         return records.statIno(paths.entry(dir.requireOpen().ino, name));
     }
 
+    /**
+     * {@link #mkdir(String, int)} of {@code name} in {@code dir}; returns a handle on the new directory.
+     *
+     * @throws NamespaceException EBADF if a handle is closed; the name errnos; EEXIST if it exists; EMLINK as for a
+     *         path
+     * @throws NoSpaceException if no allocation group has the inode, blocks or free-list room the change needs
+     * @throws VolumeShutdownException if the volume is closed or its journal has shut down
+     */
     public Handle mkdir(Handle dir, String name, int permissions) {
         long d = dir.requireOpen().ino;
         paths.requireEntryName(d, name, NEW_NAME);
@@ -304,7 +421,14 @@ public final class Namespace {
         return opened[0] != null ? new Handle(orphans, opened[0]) : orphans.openCreated(ino);
     }
 
-    /** {@link #create(String, int, boolean)} in {@code dir}: a final symlink is followed unless {@code exclusive}. */
+    /**
+     * {@link #create(String, int, boolean)} in {@code dir}: a final symlink is followed unless {@code exclusive}.
+     *
+     * @throws NamespaceException EBADF if a handle is closed; the name errnos; EEXIST or EISDIR as for a path; a
+     *         followed symlink's path errnos
+     * @throws NoSpaceException if no allocation group has the inode, blocks or free-list room the change needs
+     * @throws VolumeShutdownException if the volume is closed or its journal has shut down
+     */
     public Handle create(Handle dir, String name, int permissions, boolean exclusive) {
         long d = dir.requireOpen().ino;
         paths.requireEntryName(d, name, exclusive ? NEW_NAME : CREATE);
@@ -313,6 +437,14 @@ public final class Namespace {
         return opened[0] != null ? new Handle(orphans, opened[0]) : orphans.openCreated(ino);
     }
 
+    /**
+     * {@link #symlink(String, String)} as {@code name} in {@code dir}.
+     *
+     * @throws NamespaceException the target's errnos as for a path; EBADF if a handle is closed; the name errnos;
+     *         EEXIST if it exists
+     * @throws NoSpaceException if no allocation group has the inode, blocks or free-list room the change needs
+     * @throws VolumeShutdownException if the volume is closed or its journal has shut down
+     */
     public void symlink(Handle dir, String name, String target) {
         byte[] t = paths.symlinkTarget(target);
         long d = dir.requireOpen().ino;
@@ -320,45 +452,107 @@ public final class Namespace {
         createEntry(d, name, S_IFLNK | 0777, true, t, null);
     }
 
+    /**
+     * {@link #unlink(String)} of {@code name} in {@code dir}.
+     *
+     * @throws NamespaceException EBADF if a handle is closed; the name errnos; EISDIR for a directory (or {@code .}
+     *         or {@code ..})
+     * @throws NoSpaceException if no allocation group has the inode, blocks or free-list room the change needs
+     * @throws VolumeShutdownException if the volume is closed or its journal has shut down
+     */
     public void unlink(Handle dir, String name) {
         long d = dir.requireOpen().ino;
         paths.requireEntryName(d, name, UNLINK);
         removeEntry(d, name, false);
     }
 
+    /**
+     * {@link #rmdir(String)} of {@code name} in {@code dir}.
+     *
+     * @throws NamespaceException EBADF if a handle is closed; the name errnos; ENOTDIR, ENOTEMPTY (or {@code ..}) or
+     *         EINVAL (for {@code .}) as for a path
+     * @throws NoSpaceException if no allocation group has the inode, blocks or free-list room the change needs
+     * @throws VolumeShutdownException if the volume is closed or its journal has shut down
+     */
     public void rmdir(Handle dir, String name) {
         long d = dir.requireOpen().ino;
         paths.requireEntryName(d, name, RMDIR);
         removeEntry(d, name, true);
     }
 
+    /**
+     * {@link #rename(String, String)} of {@code from} in {@code fromDir} to {@code to} in {@code toDir}.
+     *
+     * @throws NamespaceException EBADF if a handle is closed; the name errnos; the other errnos as for paths
+     * @throws NoSpaceException if no allocation group has the inode, blocks or free-list room the change needs
+     * @throws VolumeShutdownException if the volume is closed or its journal has shut down
+     */
     public void rename(Handle fromDir, String from, Handle toDir, String to) {
-        renameNames(fromDir.requireOpen().ino, nonNull(from), false, toDir.requireOpen().ino, nonNull(to), false);
+        long f = fromDir.requireOpen().ino;
+        String fromName = nonNull(from);
+        long t = toDir.requireOpen().ino;
+        paths.requireRenamable(f, fromName, false, t, nonNull(to), false);
+        renameEntry(f, from, t, to);
     }
 
+    /**
+     * {@link #link(String, String)} of {@code target} as {@code name} in {@code dir}.
+     *
+     * @throws NamespaceException EBADF if a handle is closed; the name errnos; ENOENT if {@code target} has no links
+     *         left; EEXIST, EPERM or EMLINK as for paths
+     * @throws NoSpaceException if no allocation group has the inode, blocks or free-list room the change needs
+     * @throws VolumeShutdownException if the volume is closed or its journal has shut down
+     */
     public void link(Handle target, Handle dir, String name) {
         long t = target.requireOpen().ino, d = dir.requireOpen().ino;
         paths.requireEntryName(d, name, NEW_NAME);
         linkEntry(t, d, name);
     }
 
+    /**
+     * The target of symlink {@code link}.
+     *
+     * @throws NamespaceException EBADF if a handle is closed; ENOENT if it was removed; EINVAL if it is not a symlink
+     */
     public String readlink(Handle link) {
         return records.readlinkIno(link.requireOpen().ino);
     }
 
+    /**
+     * The attributes of {@code h}'s inode.
+     *
+     * @throws NamespaceException EBADF if a handle is closed
+     */
     public InodeStat stat(Handle h) {
         return records.statIno(h.requireOpen().ino);
     }
 
+    /**
+     * {@link #readdir(String, DirCookie, int)} of directory {@code dir}.
+     *
+     * @throws NamespaceException EBADF if a handle is closed; ENOTDIR if it is not a directory, ENOENT if it was
+     *         removed; EINVAL if {@code max < 1}
+     */
     public DirPage readdir(Handle dir, DirCookie after, int max) {
         return dirs.readdirIno(dir.requireOpen().ino, after, max);
     }
 
+    /**
+     * {@link #setattr(String, int, int, int, long, long)} of {@code h}'s inode.
+     *
+     * @throws NamespaceException EBADF if a handle is closed; ENOENT if its inode was freed
+     * @throws VolumeShutdownException if the volume is closed or its journal has shut down
+     */
     public void setattr(Handle h, int permissions, int uid, int gid, long atimeNanos, long mtimeNanos) {
         records.setattrIno(h.requireOpen().ino, permissions, uid, gid, atimeNanos, mtimeNanos);
     }
 
-    /** Makes every change to {@code h}'s inode so far durable (the whole log if that is not known). */
+    /**
+     * Makes every change to {@code h}'s inode so far durable (the whole log if that is not known).
+     *
+     * @throws NamespaceException EBADF if a handle is closed
+     * @throws VolumeShutdownException if the journal has shut down
+     */
     public void fsync(Handle h) {
         long seq = h.requireOpen().lastSeq;
         if (seq < 0) {
@@ -368,7 +562,11 @@ public final class Namespace {
         }
     }
 
-    /** Makes every change so far durable. */
+    /**
+     * Makes every change so far durable.
+     *
+     * @throws VolumeShutdownException if the volume is closed or its journal has shut down
+     */
     public void sync() {
         volume.sync();
     }
@@ -421,33 +619,6 @@ public final class Namespace {
             slashed = p.slashed();
         }
     }
-
-    /**
-     * A rename's answers in Linux's order before anything is locked: ENOTDIR or ENOENT for either
-     * directory, EBUSY for {@code "."}, {@code ".."} or the root, ENAMETOOLONG for the source, ENOENT for it,
-     * ENAMETOOLONG for the target, ENOTDIR for a trailing slash on a source that is not a directory. The
-     * usual rename, with none of these, goes straight to {@link #renameEntry}.
-     */
-    private void renameNames(long fromDir, String from, boolean fromSlash, long toDir, String to, boolean toSlash) {
-        if (fromSlash || toSlash || isDots(from) || isDots(to) || tooLong(from) || tooLong(to)) {
-            records.requireDir(fromDir);
-            records.requireDir(toDir);
-            refuseDots(from, RENAME);
-            refuseDots(to, RENAME);
-            Found src = dirs.find(fromDir, DirEntryFormat.key(requireName(from, false)));
-            if (src == null) {
-                throw new NamespaceException(Errno.ENOENT, quote(from) + " in directory " + fromDir);
-            }
-            requireName(to, false);
-            if (src.type() != S_IFDIR && (fromSlash || toSlash)) {
-                throw new NamespaceException(Errno.ENOTDIR, "a trailing slash names a directory, and " + quote(from)
-                        + " is not one");
-            }
-        }
-        renameEntry(fromDir, from, toDir, to);
-    }
-
-    // ================================================================== create
 
     /**
      * Creates {@code name} in {@code dir}. Returns the new inode; or, for a non-exclusive create of a
@@ -507,8 +678,6 @@ public final class Namespace {
         }
         return f.type() == S_IFLNK ? 0 : f.ino();
     }
-
-    // ================================================================== remove
 
     private void removeEntry(long dir, String name, boolean wantDir) {
         byte[] key = DirEntryFormat.key(requireName(name, true));
@@ -625,8 +794,6 @@ public final class Namespace {
             inodes.release(d);
         }
     }
-
-    // ================================================================== link and rename
 
     private void linkEntry(long target, long dir, String name) {
         byte[] key = DirEntryFormat.key(requireName(name, true));

@@ -8,6 +8,7 @@ import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.Errno;
 import dev.ferrite.dir.DirContents.Found;
 
+import static dev.ferrite.dir.InodeFormat.S_IFDIR;
 import static dev.ferrite.dir.InodeFormat.S_IFLNK;
 
 /**
@@ -299,5 +300,29 @@ final class PathResolver {
         }
         throw new CorruptionException(records.block(cur), InodeFormat.STRUCTURE, "the parent links from directory " + dir
                 + " go round without reaching the root");
+    }
+
+    /**
+     * A rename's answers in Linux's order before anything is locked: ENOTDIR or ENOENT for either
+     * directory, EBUSY for {@code "."}, {@code ".."} or the root, ENAMETOOLONG for the source, ENOENT for it,
+     * ENAMETOOLONG for the target, ENOTDIR for a trailing slash on a source that is not a directory. The
+     * usual rename, with none of these, costs a few comparisons here.
+     */
+    void requireRenamable(long fromDir, String from, boolean fromSlash, long toDir, String to, boolean toSlash) {
+        if (fromSlash || toSlash || isDots(from) || isDots(to) || tooLong(from) || tooLong(to)) {
+            records.requireDir(fromDir);
+            records.requireDir(toDir);
+            refuseDots(from, RENAME);
+            refuseDots(to, RENAME);
+            Found src = dirs.find(fromDir, DirEntryFormat.key(requireName(from, false)));
+            if (src == null) {
+                throw new NamespaceException(Errno.ENOENT, quote(from) + " in directory " + fromDir);
+            }
+            requireName(to, false);
+            if (src.type() != S_IFDIR && (fromSlash || toSlash)) {
+                throw new NamespaceException(Errno.ENOTDIR, "a trailing slash names a directory, and " + quote(from)
+                        + " is not one");
+            }
+        }
     }
 }
