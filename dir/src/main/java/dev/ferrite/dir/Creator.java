@@ -11,12 +11,12 @@ import dev.ferrite.io.NoSpaceException;
 
 import static dev.ferrite.dir.DirContents.READY;
 import static dev.ferrite.dir.DirContents.RESERVE_FILL;
-import static dev.ferrite.dir.InodeRecords.RETRIES;
-import static dev.ferrite.dir.InodeRecords.logUsed;
-import static dev.ferrite.dir.InodeRecords.nowNanos;
 import static dev.ferrite.dir.InodeFormat.S_IFDIR;
 import static dev.ferrite.dir.InodeFormat.S_IFLNK;
 import static dev.ferrite.dir.InodeFormat.S_IFMT;
+import static dev.ferrite.dir.InodeRecords.RETRIES;
+import static dev.ferrite.dir.InodeRecords.logUsed;
+import static dev.ferrite.dir.InodeRecords.nowNanos;
 
 /**
  * The transaction that makes a new inode and its name together (XFS's {@code xfs_create} below the name

@@ -11,15 +11,15 @@ import dev.ferrite.btree.Buffer;
 import dev.ferrite.btree.BufferCache;
 import dev.ferrite.btree.Cursor;
 import dev.ferrite.btree.Txn;
+import dev.ferrite.dir.InodeRecords.Change;
 import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.Errno;
 import dev.ferrite.io.NoSpaceException;
-import dev.ferrite.dir.InodeRecords.Change;
 
-import static dev.ferrite.dir.InodeRecords.RETRIES;
-import static dev.ferrite.dir.InodeRecords.logUsed;
 import static dev.ferrite.dir.InodeFormat.S_IFDIR;
 import static dev.ferrite.dir.InodeFormat.S_IFMT;
+import static dev.ferrite.dir.InodeRecords.RETRIES;
+import static dev.ferrite.dir.InodeRecords.logUsed;
 
 /**
  * Directory contents (the xfs_dir2 role): a directory's entries, inline in its inode record or in its
@@ -337,7 +337,7 @@ final class DirContents {
                 return keyLength > 0 && InodeFormat.inlineUsed(b, rec) + DirEntryFormat.inlineSize(keyLength) > inlineCapacity
                         ? CONVERT : READY;
             }
-            records.requireReserve(dir.ino, b, area);
+            requireReserve(dir.ino, b, area);
             if (DirEntryFormat.reserveCount(b, area) > RESERVE_HIGH) {
                 return SPILL;
             }
@@ -460,7 +460,7 @@ final class DirContents {
     boolean spillBlock(Inode dir, int above) {
         int rec = records.rec(dir.ino);
         int area = rec + InodeFormat.INLINE;
-        long blk = records.readRecord(dir.ino, (b, r) -> isTree(b, r) && records.requireReserve(dir.ino, b, area) > above
+        long blk = records.readRecord(dir.ino, (b, r) -> isTree(b, r) && requireReserve(dir.ino, b, area) > above
                 ? DirEntryFormat.reserveEntry(b, area, DirAllocator.spillIndex(cache, b, area)) : 0L);
         if (blk == 0) {
             return false;
@@ -524,5 +524,20 @@ final class DirContents {
             }
         }
         return items;
+    }
+
+    /**
+     * The count of tree directory {@code ino}'s reserve (record at {@code area} of {@code b}), each entry
+     * checked to lie in the allocation groups: its blocks become tree nodes or go back to free space.
+     */
+    int requireReserve(long ino, MemorySegment b, int area) {
+        int n = DirEntryFormat.reserveCount(b, area);
+        for (int i = 0; i < n; i++) {
+            long blk = DirEntryFormat.reserveEntry(b, area, i);
+            if (!geometry.isDataBlock(blk)) { // named only on failure: this runs per change
+                records.requireDataBlock(ino, blk, "directory block reserve entry " + i);
+            }
+        }
+        return n;
     }
 }

@@ -23,7 +23,7 @@ import static dev.ferrite.dir.InodeFormat.S_IFMT;
  * inode cache in ascending inode order. The namespace's other parts reach records only through here.
  */
 final class InodeRecords {
-    /** Attempts against a group whose free list needs fixing before giving up with NoSpaceException. */
+    /** Attempts an operation makes against one group, fixing its free lists between them, before it moves on or gives up. */
     static final int RETRIES = 8;
     static final String SYMLINK_BLOCK = "symlink target block";
 
@@ -317,6 +317,7 @@ final class InodeRecords {
         return fails + 1;
     }
 
+    /** A change of records (and trees) in a transaction whose locks its runner took. */
     interface Change {
         void apply(Txn txn);
     }
@@ -367,21 +368,6 @@ final class InodeRecords {
                     + blk + " outside the allocation groups");
         }
         return blk;
-    }
-
-    /**
-     * The count of tree directory {@code ino}'s reserve (record at {@code area} of {@code b}), each entry
-     * checked to lie in the allocation groups: its blocks become tree nodes or go back to free space.
-     */
-    int requireReserve(long ino, MemorySegment b, int area) {
-        int n = DirEntryFormat.reserveCount(b, area);
-        for (int i = 0; i < n; i++) {
-            long blk = DirEntryFormat.reserveEntry(b, area, i);
-            if (!geometry.isDataBlock(blk)) { // named only on failure: this runs per change
-                requireDataBlock(ino, blk, "directory block reserve entry " + i);
-            }
-        }
-        return n;
     }
 
     /** In {@code txn}: {@code dir} gains {@code links} links (subdirectories), its times move, and its entry count by {@code entries}. */

@@ -10,18 +10,22 @@ import java.util.concurrent.locks.ReentrantLock;
 import dev.ferrite.btree.Buffer;
 import dev.ferrite.btree.BufferCache;
 import dev.ferrite.btree.Txn;
-import dev.ferrite.io.CorruptionException;
-import dev.ferrite.io.Errno;
-import dev.ferrite.io.NoSpaceException;
-import dev.ferrite.io.VolumeShutdownException;
 import dev.ferrite.dir.Creator.Created;
 import dev.ferrite.dir.Creator.Outcome;
 import dev.ferrite.dir.Creator.Refused;
 import dev.ferrite.dir.DirContents.Found;
 import dev.ferrite.dir.PathResolver.Parent;
 import dev.ferrite.dir.PathResolver.Walk;
+import dev.ferrite.io.CorruptionException;
+import dev.ferrite.io.Errno;
+import dev.ferrite.io.NoSpaceException;
+import dev.ferrite.io.VolumeShutdownException;
 
 import static dev.ferrite.dir.DirContents.READY;
+import static dev.ferrite.dir.InodeFormat.S_IFDIR;
+import static dev.ferrite.dir.InodeFormat.S_IFLNK;
+import static dev.ferrite.dir.InodeFormat.S_IFMT;
+import static dev.ferrite.dir.InodeFormat.S_IFREG;
 import static dev.ferrite.dir.InodeRecords.lockAll;
 import static dev.ferrite.dir.InodeRecords.nowNanos;
 import static dev.ferrite.dir.InodeRecords.pick;
@@ -31,14 +35,10 @@ import static dev.ferrite.dir.PathResolver.CREATE;
 import static dev.ferrite.dir.PathResolver.NEW_NAME;
 import static dev.ferrite.dir.PathResolver.RMDIR;
 import static dev.ferrite.dir.PathResolver.UNLINK;
-import static dev.ferrite.dir.PathResolver.requireName;
 import static dev.ferrite.dir.PathResolver.nonNull;
 import static dev.ferrite.dir.PathResolver.quote;
 import static dev.ferrite.dir.PathResolver.refuseDots;
-import static dev.ferrite.dir.InodeFormat.S_IFDIR;
-import static dev.ferrite.dir.InodeFormat.S_IFLNK;
-import static dev.ferrite.dir.InodeFormat.S_IFMT;
-import static dev.ferrite.dir.InodeFormat.S_IFREG;
+import static dev.ferrite.dir.PathResolver.requireName;
 
 /**
  * The namespace of a mounted volume: directories, files and symlinks by path or by {@link Handle}.

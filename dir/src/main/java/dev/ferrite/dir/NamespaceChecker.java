@@ -219,7 +219,7 @@ final class NamespaceChecker {
             }
             int area = records.rec(dir) + InodeFormat.INLINE;
             long[] st = records.readRecord(dir, (b, rec) -> isTree(b, rec) && InodeFormat.type(b, rec) == S_IFDIR
-                    ? new long[] {DirEntryFormat.treeHeader(b, area), records.requireReserve(dir, b, area)} : null);
+                    ? new long[] {DirEntryFormat.treeHeader(b, area), dirs.requireReserve(dir, b, area)} : null);
             if (st == null) {
                 if (s.blocks() != 0) {
                     add(Kind.INODE, dir, pathOf(dir), "inode " + dir + " counts " + s.blocks() + " blocks but owns none");

@@ -15,9 +15,10 @@ import static dev.ferrite.dir.InodeRecords.nowNanos;
 import static dev.ferrite.dir.InodeRecords.requireFixable;
 
 /**
- * Handles and orphans: opening a handle on an inode, the last close, and freeing an inode that lost its
- * last link (at its last close, or at mount for those a crash left) a step at a time, each step
- * reserving its log space before it takes the orphan's lock.
+ * Handles and orphans: opening a handle on an inode and its last close; an inode's loss of a link in
+ * the unlinking transaction ({@link #dropLink}: its last link makes it an orphan, or frees it); and
+ * freeing an orphan (at its last close, after the unlinking operation, or at mount for those a crash
+ * left) a step at a time, each step reserving its log space before it takes the orphan's lock.
  */
 final class Orphans {
     private final Volume volume;

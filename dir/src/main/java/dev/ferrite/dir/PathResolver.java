@@ -4,9 +4,9 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
 import java.util.Deque;
 
+import dev.ferrite.dir.DirContents.Found;
 import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.Errno;
-import dev.ferrite.dir.DirContents.Found;
 
 import static dev.ferrite.dir.InodeFormat.S_IFDIR;
 import static dev.ferrite.dir.InodeFormat.S_IFLNK;
