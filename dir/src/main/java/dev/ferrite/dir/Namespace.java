@@ -1,7 +1,6 @@
 package dev.ferrite.dir;
 
 import java.util.ArrayDeque;
-import java.util.ArrayList;
 import java.util.Deque;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -265,22 +264,12 @@ public final class Namespace {
     }
 
     /**
-     * Every entry of directory {@code path} (pages of 1024).
+     * Every entry of directory {@code path}, read a page at a time as {@link #readdir} reads them.
      *
      * @throws NamespaceException the path errnos; ENOTDIR if it is not a directory
      */
     public List<DirEntry> list(String path) {
-        long dir = paths.resolve(path, true);
-        List<DirEntry> all = new ArrayList<>();
-        DirCookie c = DirCookie.START;
-        for (;;) {
-            DirPage p = dirs.readdirIno(dir, c, 1024);
-            all.addAll(p.entries());
-            if (p.end()) {
-                return all;
-            }
-            c = p.next();
-        }
+        return dirs.allEntries(paths.resolve(path, true));
     }
 
     /**

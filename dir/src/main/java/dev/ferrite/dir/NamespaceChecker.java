@@ -56,7 +56,10 @@ final class NamespaceChecker {
         return new Run().check();
     }
 
-    /** The group headers, free space and group trees part, with {@code owned} blocks in use by the namespace. */
+    /**
+     * The group headers, free space and group trees part, with {@code owned} blocks in use by the namespace.
+     * The report's tree count does not include the group trees this walks: its answer does not give them.
+     */
     private List<CheckProblem> checkGroups(NavigableMap<Long, Integer> owned) {
         List<CheckProblem> out = new ArrayList<>();
         for (String p : volume.check(owned)) {
