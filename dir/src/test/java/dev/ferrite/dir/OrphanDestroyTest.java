@@ -1,6 +1,5 @@
 package dev.ferrite.dir;
 
-import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -72,7 +71,7 @@ class OrphanDestroyTest {
                     closer.join(TimeUnit.SECONDS.toMillis(30));
                     assertFalse(closer.isAlive(), "the last close did not finish");
                 }
-                assertEquals(List.of(), ns.check());
+                VolumeFixtures.assertChecked(ns);
             }
         }
     }
