@@ -3,6 +3,7 @@ package dev.ferrite.dir;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.List;
+import java.util.OptionalLong;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -99,22 +100,8 @@ import static dev.ferrite.dir.PathResolver.requireName;
  *
  * <h2>Parts</h2>
  * This class is the façade and the operations that change names: create (its transaction is
- * {@code Creator}'s), remove, link and rename, which take the locks above in order. The parts below each
- * have one job and take only the locks named:
- * <ul>
- *   <li>{@code PathResolver}: paths walked and names validated in Linux's order; no lock.
- *   <li>{@code InodeRecords}: records read lock-free, locked by block number (4) in a transaction, and
- *       the per-inode locks (2) taken in ascending order.
- *   <li>{@code DirContents} (the xfs_dir2 role): a directory's entries, changed in the caller's
- *       transaction under its inode lock (its tree nodes, 5); converting and refilling its block reserve
- *       in transactions of its own, each taking the directory's lock (2), the group's AGF, then the record.
- *   <li>{@code Creator}: the create transaction: the parent's lock (2), the AGI (3), the records (4), the
- *       parent's tree (5).
- *   <li>{@code Orphans}: handles and the freeing of inodes without links, each step a transaction taking
- *       the orphan's lock (2), its group's AGI (3) or AGF, then its record (4); destroying an orphan's
- *       tree reads the nodes before locking the record, which nobody else can contend for an orphan.
- *   <li>{@code NamespaceChecker}: the namespace's part of {@link #check()}; reads only, no lock.
- * </ul>
+ * {@code Creator}'s), remove, link and rename. The parts it delegates to, each with one job, and the
+ * locks of the list above each takes are in the package documentation.
  *
  * <h2>Orphans</h2>
  * An inode whose last link goes while a handle holds it open, or which still owns blocks (a directory
@@ -178,7 +165,7 @@ public final class Namespace {
     public long mkdir(String path, int permissions) {
         Parent p = paths.resolveParent(path);
         refuseDots(p.name(), NEW_NAME);
-        return createEntry(p.dir(), p.name(), S_IFDIR | permissions & ~S_IFMT, true, null, null);
+        return createEntry(p.dir(), p.name(), S_IFDIR | permissions & ~S_IFMT, true, null, null).getAsLong();
     }
 
     /**
@@ -208,7 +195,7 @@ public final class Namespace {
         byte[] t = paths.symlinkTarget(target); // checked first, as Linux does: a bad target wins over a bad path
         Parent p = paths.resolveParent(linkPath);
         paths.refuseNewName(p);
-        return createEntry(p.dir(), p.name(), S_IFLNK | 0777, true, t, null);
+        return createEntry(p.dir(), p.name(), S_IFLNK | 0777, true, t, null).getAsLong();
     }
 
     /**
@@ -406,7 +393,7 @@ public final class Namespace {
         long d = dir.requireOpen().ino;
         paths.requireEntryName(d, name, NEW_NAME);
         Inode[] opened = new Inode[1];
-        long ino = createEntry(d, name, S_IFDIR | permissions & ~S_IFMT, true, null, opened);
+        long ino = createEntry(d, name, S_IFDIR | permissions & ~S_IFMT, true, null, opened).getAsLong();
         return opened[0] != null ? new Handle(orphans, opened[0]) : orphans.openCreated(ino);
     }
 
@@ -589,9 +576,9 @@ public final class Namespace {
             if (slashed) {
                 throw new NamespaceException(Errno.EISDIR, "cannot create a file as " + quote(name) + "/ (trailing slash)");
             }
-            long ino = createEntry(dir, name, mode, exclusive, null, opened);
-            if (ino > 0) {
-                return ino;
+            OptionalLong made = createEntry(dir, name, mode, exclusive, null, opened);
+            if (made.isPresent()) {
+                return made.getAsLong();
             }
             // a symlink was there: create or open what it names
             Found f = dirs.find(dir, DirEntryFormat.key(requireName(name, false)));
@@ -611,10 +598,10 @@ public final class Namespace {
 
     /**
      * Creates {@code name} in {@code dir}. Returns the new inode; or, for a non-exclusive create of a
-     * regular file whose name exists, the existing file, or 0 if the name is a symlink (the caller
-     * follows it).
+     * regular file whose name exists, the existing file, or nothing if the name is a symlink (the caller
+     * follows it). An exclusive create always returns an inode.
      */
-    private long createEntry(long dir, String name, int mode, boolean exclusive, byte[] linkTarget, Inode[] opened) {
+    private OptionalLong createEntry(long dir, String name, int mode, boolean exclusive, byte[] linkTarget, Inode[] opened) {
         byte[] key = DirEntryFormat.key(requireName(name, true));
         int type = mode & S_IFMT;
         Inode d = inodes.acquire(dir);
@@ -642,7 +629,7 @@ public final class Namespace {
                 }
                 Outcome o = creator.allocAndInsert(d, key, mode, linkTarget, opened, searched);
                 if (o instanceof Created c) {
-                    return c.ino();
+                    return OptionalLong.of(c.ino());
                 }
                 if (o == Refused.EXISTS) {
                     Found f = dirs.find(d, key);
@@ -657,15 +644,15 @@ public final class Namespace {
         }
     }
 
-    /** A create met an existing entry: EEXIST, EISDIR, the file itself, or 0 for a symlink to follow. */
-    private static long onExisting(Found f, long dir, String name, boolean exclusive, int type) {
+    /** A create met an existing entry: EEXIST, EISDIR, the file itself, or nothing for a symlink to follow. */
+    private static OptionalLong onExisting(Found f, long dir, String name, boolean exclusive, int type) {
         if (exclusive || type != S_IFREG) {
             throw new NamespaceException(Errno.EEXIST, quote(name) + " exists in directory " + dir);
         }
         if (f.type() == S_IFDIR) {
             throw new NamespaceException(Errno.EISDIR, quote(name) + " in directory " + dir + " is a directory");
         }
-        return f.type() == S_IFLNK ? 0 : f.ino();
+        return f.type() == S_IFLNK ? OptionalLong.empty() : OptionalLong.of(f.ino());
     }
 
     private void removeEntry(long dir, String name, boolean wantDir) {

@@ -5,11 +5,28 @@
  * {@link dev.ferrite.dir.Handle}s), orphans and the check ({@link dev.ferrite.dir.CheckReport}). The CLI
  * builds on these.
  *
- * <p>The namespace is a façade ({@code Namespace}: the public API, and create, remove, link and rename)
- * over parts with one job each: {@code PathResolver} (paths and names), {@code InodeRecords} (inode
- * records and per-inode locks), {@code DirContents} (a directory's entries, inline or in its tree, and its
- * block reserve), {@code Creator} (the create transaction), {@code Orphans} (handles, and freeing inodes
- * without links) and {@code NamespaceChecker} (the namespace's part of the check).
+ * <p>The namespace is a façade ({@code Namespace}: the public API, and create, remove, link and rename,
+ * which take the locks in the order its documentation gives: rename lock (1), per-inode locks (2), one
+ * group's AGI (3), inode blocks (4), directory tree nodes (5)) over parts with one job each, each taking
+ * only the locks named:
+ * <ul>
+ *   <li>{@code PathResolver}: paths walked and names validated in Linux's order; no lock.
+ *   <li>{@code InodeRecords}: records read lock-free, locked by block number (4) in a transaction, and
+ *       the per-inode locks (2) taken in ascending order.
+ *   <li>{@code DirContents} (the xfs_dir2 role): a directory's entries, inline or in its tree, changed in
+ *       the caller's transaction under its inode lock (its tree nodes, 5); converting and refilling its
+ *       block reserve in transactions of their own, each taking the directory's lock (2), the group's AGF,
+ *       then the record.
+ *   <li>{@code Creator}: the create transaction: the parent's lock (2), the AGI (3), the records (4), the
+ *       parent's tree (5).
+ *   <li>{@code Orphans}: handles and the freeing of inodes without links, each step a transaction taking
+ *       the orphan's lock (2), its group's AGI (3) or AGF, then its record (4); destroying an orphan's
+ *       tree reads the nodes before locking the record, which nobody else can contend for an orphan.
+ *   <li>{@code NamespaceChecker}: the namespace's part of the check; reads only, no lock.
+ * </ul>
+ * The allocation group is split the same way: {@code AllocationGroup} (headers, locking, orphans) over
+ * {@code FreeSpace} (the xfs_alloc role) and {@code InodeAllocator} (the xfs_ialloc role), with
+ * {@code GroupCheck} as the groups' part of the check.
  *
  * <p>Invariants:
  * <ul>
