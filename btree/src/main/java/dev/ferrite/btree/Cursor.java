@@ -3,8 +3,12 @@ package dev.ferrite.btree;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
+import dev.ferrite.btree.BTree.Seen;
 import dev.ferrite.io.CorruptionException;
 
+import static dev.ferrite.btree.BTreeNodeFormat.childAt;
+import static dev.ferrite.btree.BTreeNodeFormat.count;
+import static dev.ferrite.btree.BTreeNodeFormat.isLeaf;
 import static dev.ferrite.io.OnDisk.U16;
 
 /**
@@ -99,7 +103,7 @@ public final class Cursor {
         saveKey();
         Buffer s;
         try {
-            s = tree.nodeForCursor(sibling);
+            s = tree.node(sibling);
         } catch (RuntimeException e) {
             if (leaf.validate(version)) {
                 throw e;
@@ -177,7 +181,7 @@ public final class Cursor {
         MemorySegment target = started ? lastKey.asSlice(0, lastKeyLength)
                 : start == null ? null : MemorySegment.ofArray(start);
         for (;;) {
-            BTree.Seen s = tree.leafFor(target, reverse);
+            Seen s = leafFor(tree, target, reverse);
             if (copy(s.buffer(), s.version())) {
                 break;
             }
@@ -223,5 +227,83 @@ public final class Cursor {
     public int value(MemorySegment out) {
         MemorySegment.copy(page, valueOffset, out, 0, Math.min(valueLength, out.byteSize()));
         return valueLength;
+    }
+
+    // ------------------------------------------------------------------ descent to a leaf
+
+    /** Reads the root block and its version for a descent of {@code tree}; null if the header changed meanwhile. */
+    private static Seen root(BTree tree) {
+        Buffer h = tree.header();
+        long hv = h.readVersion();
+        if (hv < 0) {
+            return null;
+        }
+        long root = BTreeHeaderFormat.root(h.data());
+        if (!h.validate(hv)) {
+            return null;
+        }
+        Buffer r;
+        try {
+            r = tree.node(root);
+        } catch (CorruptionException e) {
+            if (h.validate(hv)) {
+                throw e;
+            }
+            return null;
+        }
+        long rv = r.readVersion();
+        if (rv < 0 || !h.validate(hv)) {
+            return null;
+        }
+        return new Seen(r, rv);
+    }
+
+    /**
+     * The leaf of {@code tree} holding {@code key} (or where it would go); with {@code key} null, the
+     * leftmost or rightmost leaf. Returns the leaf and its version, read optimistically.
+     */
+    static Seen leafFor(BTree tree, MemorySegment key, boolean rightmost) {
+        for (;;) {
+            Seen s = root(tree);
+            if (s == null) {
+                continue;
+            }
+            Buffer cur = s.buffer();
+            long v = s.version();
+            boolean restart = false;
+            while (!restart) {
+                try {
+                    MemorySegment n = cur.data();
+                    if (isLeaf(n)) {
+                        if (cur.validate(v)) {
+                            return new Seen(cur, v);
+                        }
+                        restart = true;
+                        break;
+                    }
+                    long child = key != null ? BTreeNodeFormat.childFor(n, key)
+                            : rightmost ? childAt(n, count(n) - 1) : BTreeNodeFormat.leftmost(n);
+                    if (!cur.validate(v)) {
+                        restart = true;
+                        break;
+                    }
+                    Buffer next = tree.node(child);
+                    long nv = next.readVersion();
+                    if (nv < 0 || !cur.validate(v) || !BTree.atLevel(next, nv, BTreeNodeFormat.level(n) - 1, cur, v)) {
+                        restart = true;
+                        break;
+                    }
+                    cur = next;
+                    v = nv;
+                } catch (CorruptionException e) {
+                    throw e;
+                } catch (RuntimeException e) {
+                    if (cur.validate(v)) {
+                        throw BTree.unreadable(e, cur.block(), BTree.NODE);
+                    }
+                    restart = true;
+                }
+            }
+        }
     }
 }

@@ -35,7 +35,7 @@ public record TreeCheck(long nodes, long leaves, long keys, int height, List<Str
         Walk w = new Walk(tree, cache.blockSize(), allocator);
         Buffer h;
         try {
-            h = tree.headerBuffer();
+            h = tree.header();
         } catch (RuntimeException e) {
             return new TreeCheck(0, 0, 0, 0, List.of("header block " + tree.headerBlock() + ": " + e.getMessage()));
         }
@@ -86,7 +86,7 @@ public record TreeCheck(long nodes, long leaves, long keys, int height, List<Str
             used(block, "node");
             Buffer b;
             try {
-                b = tree.nodeBuffer(block);
+                b = tree.node(block);
             } catch (RuntimeException e) {
                 problems.add("node block " + block + ": " + e.getMessage());
                 return;
