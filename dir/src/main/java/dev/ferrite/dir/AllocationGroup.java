@@ -1061,7 +1061,7 @@ final class AllocationGroup {
         mark(use, seen, AGI_BLOCK, 1, Use.HEADER, where, problems);
         for (Map.Entry<String, BTree> t : trees.entrySet()) {
             TreeCheck c = t.getValue().check();
-            for (String p : c.problems()) {
+            for (TreeCheck.Problem p : c.problems()) {
                 problems.add(where + " " + t.getKey() + ": " + p);
             }
             if (c.height() >= MAX_HEIGHT) {

@@ -2434,7 +2434,7 @@ public final class Namespace {
             Inode d = inodes.acquire(dir);
             try {
                 BTree t = tree(d, st[0]);
-                for (String p : t.check().problems()) {
+                for (dev.ferrite.btree.TreeCheck.Problem p : t.check().problems()) {
                     problems.add("directory " + dir + " tree: " + p);
                 }
                 long[] n = new long[1];
