@@ -680,12 +680,13 @@ public final class Volume implements AutoCloseable {
     }
 
     /**
-     * Writes every change home and folds the counters into the superblock (still marked mounted), so
-     * that recovery after a crash now would replay nothing.
+     * Quiesces the volume: writes every change home ({@link dev.ferrite.journal.Journal#quiesce}) and folds
+     * the counters into the superblock (still marked mounted), so that recovery after a crash now would
+     * replay nothing.
      */
-    public void checkpoint() {
+    public void quiesce() {
         checkOpen();
-        journal.checkpoint();
+        journal.quiesce();
         SuperblockFormat.Fields f;
         synchronized (this) {
             f = superblock;

@@ -182,10 +182,11 @@ public final class Journal implements AutoCloseable {
     }
 
     /**
-     * Makes everything committed durable, writes every logged item home and moves the log tail up to
-     * the head, so that recovery after a crash now would replay nothing.
+     * Quiesces the log, as XFS's log quiesce does: makes everything committed durable, writes every
+     * logged item home and moves the log tail up to the head, so that recovery after a crash now would
+     * replay nothing. Not a CIL checkpoint, which only writes committed changes to the log.
      */
-    public void checkpoint() {
+    public void quiesce() {
         forceAll();
         ail.pushAllAndWait(writer.lastCheckpointSeq(), TimeUnit.MILLISECONDS.toNanos(options.closeTimeoutMillis()));
         checkAlive();
@@ -261,7 +262,7 @@ public final class Journal implements AutoCloseable {
         boolean clean = false;
         try {
             if (failure.get() == null) {
-                checkpoint();
+                quiesce();
                 clean = true;
             }
         } finally {
