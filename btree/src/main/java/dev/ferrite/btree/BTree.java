@@ -214,14 +214,14 @@ public final class BTree {
         return false;
     }
 
-    static void checkKey(MemorySegment key) {
+    static void requireKey(MemorySegment key) {
         if (key.byteSize() < 1 || key.byteSize() > BTreeNodeFormat.MAX_KEY) {
             throw new InvalidArgumentException("key of " + key.byteSize() + " bytes: keys are 1 to "
                     + BTreeNodeFormat.MAX_KEY + " bytes");
         }
     }
 
-    static void checkValue(MemorySegment value) {
+    static void requireValue(MemorySegment value) {
         if (value.byteSize() > BTreeNodeFormat.MAX_VALUE) {
             throw new InvalidArgumentException("value of " + value.byteSize() + " bytes: values are at most "
                     + BTreeNodeFormat.MAX_VALUE + " bytes");
@@ -383,7 +383,7 @@ public final class BTree {
      * the key is absent. Lock-free; allocates nothing when the blocks are cached.
      */
     public int get(MemorySegment key, MemorySegment out) {
-        checkKey(key);
+        requireKey(key);
         Path p = PATHS.get();
         p.start(this, key);
         for (;;) {
@@ -526,8 +526,8 @@ public final class BTree {
     }
 
     boolean write(Txn txn, MemorySegment key, MemorySegment value, Mode mode) {
-        checkKey(key);
-        checkValue(value);
+        requireKey(key);
+        requireValue(value);
         Path p = PATHS.get();
         p.start(this, key);
         int kl = (int) key.byteSize(), vl = (int) value.byteSize();
@@ -612,7 +612,7 @@ public final class BTree {
 
     /** Deletes {@code key}; true if it was there. Holds the changed nodes in {@code txn} until it commits. */
     public boolean delete(Txn txn, MemorySegment key) {
-        checkKey(key);
+        requireKey(key);
         Path p = PATHS.get();
         p.start(this, key);
         for (;;) {
@@ -753,7 +753,7 @@ public final class BTree {
      *         {@link #foundKeyLength} and {@link #foundValueLength}
      */
     public long find(Txn txn, MemorySegment key, Match match, MemorySegment keyOut, MemorySegment valueOut) {
-        checkKey(key);
+        requireKey(key);
         Path p = PATHS.get();
         p.start(this, key);
         long found;

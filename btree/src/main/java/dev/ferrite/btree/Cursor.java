@@ -54,10 +54,10 @@ public final class Cursor {
         this.start = start == null ? null : start.clone();
         this.end = end == null ? null : MemorySegment.ofArray(end.clone());
         if (start != null) {
-            BTree.checkKey(MemorySegment.ofArray(start));
+            BTree.requireKey(MemorySegment.ofArray(start));
         }
         if (end != null) {
-            BTree.checkKey(this.end);
+            BTree.requireKey(this.end);
         }
         this.page = MemorySegment.ofArray(new byte[tree.blockSize()]);
     }

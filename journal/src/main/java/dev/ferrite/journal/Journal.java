@@ -51,7 +51,7 @@ public final class Journal implements AutoCloseable {
 
     /** Writes an empty log (a fresh anchor with a new random log id) into {@code geometry} of {@code device}. */
     public static void format(BlockDevice device, LogGeometry geometry) {
-        geometry.check(device);
+        geometry.requireWithin(device);
         long logId;
         do {
             logId = new SecureRandom().nextLong();
@@ -68,7 +68,7 @@ public final class Journal implements AutoCloseable {
      *                                            the log is damaged before its end
      */
     public static Journal open(BlockDevice device, LogGeometry geometry, JournalOptions options, Replayer replayer) {
-        geometry.check(device);
+        geometry.requireWithin(device);
         LogAnchor anchor = LogAnchor.read(device, geometry);
         try {
             Recovery.Result r = Recovery.run(device, geometry, anchor, replayer);
@@ -121,7 +121,7 @@ public final class Journal implements AutoCloseable {
      * @throws VolumeShutdownException         if the journal has shut down
      */
     public Transaction begin(Reservation reservation) {
-        checkAlive();
+        requireAlive();
         Ticket ticket = new Ticket(reservationBytes(reservation.items()), reservation.count());
         space.reserve(ticket);
         if (space.freeBytes() < logBytes / 4) {
@@ -137,7 +137,7 @@ public final class Journal implements AutoCloseable {
 
     /** Never waits: the committer holds its items' locks here ({@link #throttle} comes after it unlocks). */
     long commit(LogItem[] items, int count, Ticket ticket) {
-        checkAlive();
+        requireAlive();
         try {
             long seq = cil.commit(items, count, ticket);
             commits.increment();
@@ -189,7 +189,7 @@ public final class Journal implements AutoCloseable {
     public void quiesce() {
         forceAll();
         ail.pushAllAndWait(writer.lastCheckpointSeq(), TimeUnit.MILLISECONDS.toNanos(options.closeTimeoutMillis()));
-        checkAlive();
+        requireAlive();
     }
 
     /**
@@ -198,7 +198,7 @@ public final class Journal implements AutoCloseable {
      * calls this, then waits for {@link LogItem#writtenBack} callbacks.
      */
     public void writeBackAll() {
-        checkAlive();
+        requireAlive();
         if (cil.currentHasChanges()) {
             writer.requestPush(cil.currentSeq());
         }
@@ -319,11 +319,11 @@ public final class Journal implements AutoCloseable {
         }
     }
 
-    private void checkAlive() {
+    private void requireAlive() {
         Throwable f = failure.get();
         if (f != null) {
             throw new VolumeShutdownException("journal has shut down: " + f.getMessage(), f);
         }
-        writer.checkAlive();
+        writer.requireAlive();
     }
 }

@@ -203,7 +203,7 @@ final class LogWriter implements AutoCloseable {
             return;
         }
         forces.increment();
-        checkAlive();
+        requireAlive();
         Forcer me = new Forcer(Thread.currentThread(), seq);
         forcers.add(me);
         requestPush(seq);
@@ -213,7 +213,7 @@ final class LogWriter implements AutoCloseable {
         }
         forcers.remove(me);
         if (durableSeq < seq) {
-            checkAlive();
+            requireAlive();
         }
     }
 
@@ -240,7 +240,7 @@ final class LogWriter implements AutoCloseable {
                 + (background ? ", background push asked" : "") + ", " + formatted.size() + " formatted waiting";
     }
 
-    void checkAlive() {
+    void requireAlive() {
         Throwable f = failure;
         if (f != null) {
             throw new VolumeShutdownException("journal has shut down: " + f, f);
@@ -297,14 +297,14 @@ final class LogWriter implements AutoCloseable {
             if ((b = freeBuffers.poll()) != null) {
                 return b;
             }
-            checkAlive();
+            requireAlive();
             LockSupport.park(this);
         }
     }
 
     private void hand(Checkpoint c) {
         while (!formatted.offer(c)) {
-            checkAlive();
+            requireAlive();
             LockSupport.park(this);
         }
         LockSupport.unpark(io);

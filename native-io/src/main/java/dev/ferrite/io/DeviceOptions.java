@@ -21,7 +21,7 @@ public record DeviceOptions(int blockSize, long size, boolean readOnly, int ioDe
             new DeviceOptions(DEFAULT_BLOCK_SIZE, 0, false, DEFAULT_IO_DEPTH, IoEngineKind.AUTO);
 
     public DeviceOptions {
-        checkBlockSize(blockSize);
+        requireBlockSize(blockSize);
         if (size < 0) {
             throw new InvalidArgumentException("device size " + size + " is negative");
         }
@@ -33,7 +33,7 @@ public record DeviceOptions(int blockSize, long size, boolean readOnly, int ioDe
         }
     }
 
-    static void checkBlockSize(int blockSize) {
+    static void requireBlockSize(int blockSize) {
         if (blockSize < BlockDevice.SECTOR_SIZE || blockSize > 65536 || Integer.bitCount(blockSize) != 1) {
             throw new InvalidArgumentException("block size " + blockSize + " is not a power of two from 512 to 65536");
         }

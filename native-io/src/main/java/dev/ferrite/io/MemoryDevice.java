@@ -25,7 +25,7 @@ public final class MemoryDevice extends AbstractBlockDevice {
 
     /** As {@link #create(long, int)}, with a name for messages. */
     public static MemoryDevice create(String name, long blockCount, int blockSize) {
-        DeviceOptions.checkBlockSize(blockSize);
+        DeviceOptions.requireBlockSize(blockSize);
         if (blockCount < 1) {
             throw new InvalidArgumentException(name + ": device must hold at least one block, not " + blockCount);
         }
