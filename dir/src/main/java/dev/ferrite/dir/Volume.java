@@ -24,10 +24,10 @@ import dev.ferrite.io.DeviceException;
 import dev.ferrite.io.Errno;
 import dev.ferrite.io.InvalidArgumentException;
 import dev.ferrite.io.NoSpaceException;
-import dev.ferrite.io.VolumeShutdownException;
 import dev.ferrite.journal.Journal;
 import dev.ferrite.journal.JournalStats;
 import dev.ferrite.journal.LogGeometry;
+import dev.ferrite.journal.VolumeShutdownException;
 
 /**
  * A mounted Ferrite volume: superblock, journal, buffer cache, allocation groups and inode cache.

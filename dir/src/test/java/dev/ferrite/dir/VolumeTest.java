@@ -17,7 +17,7 @@ import dev.ferrite.io.InvalidArgumentException;
 import dev.ferrite.io.MemoryDevice;
 import dev.ferrite.io.RecordingDevice;
 import dev.ferrite.io.OnDisk;
-import dev.ferrite.io.VolumeShutdownException;
+import dev.ferrite.journal.VolumeShutdownException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

@@ -12,7 +12,6 @@ import org.jctools.queues.atomic.SpscAtomicArrayQueue;
 
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.IoBatch;
-import dev.ferrite.io.VolumeShutdownException;
 
 /**
  * The CIL push, in two stages on two threads, so that formatting one checkpoint overlaps the I/O of the

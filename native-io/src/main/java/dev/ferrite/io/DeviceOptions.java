@@ -20,6 +20,12 @@ public record DeviceOptions(int blockSize, long size, boolean readOnly, int ioDe
     public static final DeviceOptions DEFAULTS =
             new DeviceOptions(DEFAULT_BLOCK_SIZE, 0, false, DEFAULT_IO_DEPTH, IoEngineKind.AUTO);
 
+    /**
+     * Checks every component; the {@code with*} copies check theirs the same way.
+     *
+     * @throws InvalidArgumentException for a block size that is not a power of two from 512 to 65536, a
+     *                                  negative size, an I/O depth outside 1..4096 or a null engine
+     */
     public DeviceOptions {
         requireBlockSize(blockSize);
         if (size < 0) {
