@@ -36,7 +36,7 @@ import static dev.ferrite.btree.BTreeNodeFormat.used;
  * change that caused them.
  *
  * <p>The code follows that seam: this class holds the descent, the reads and the optimistic writes (a
- * change that fits in its leaf, locked alone); {@link Restructure} holds the pessimistic paths (split,
+ * change that fits in its leaf, locked alone); {@code Restructure} holds the pessimistic paths (split,
  * merge, borrow, root growth and collapse), entered only after the leaf's lock is let go; {@link Cursor}
  * holds its own descent to the first or last leaf. The lock order, for both: top-down from the highest
  * node that changes (the header first when the root changes), left to right within a level, the
