@@ -36,11 +36,12 @@ import static dev.ferrite.btree.BTreeNodeFormat.used;
  * change that caused them.
  *
  * <p>The code follows that seam: this class holds the descent, the reads and the optimistic writes (a
- * change that fits in its leaf, locked alone); {@code Restructure} holds the pessimistic paths (split,
- * merge, borrow, root growth and collapse), entered only after the leaf's lock is let go; {@link Cursor}
- * holds its own descent to the first or last leaf. The lock order, for both: top-down from the highest
- * node that changes (the header first when the root changes), left to right within a level, the
- * leaf-level neighbour whose sibling link changes last; allocator blocks after every node.
+ * change that fits in its leaf, which it locks alone); {@code Restructure} holds the pessimistic paths
+ * (split, merge, borrow, root growth and collapse), entered only after the optimistic write let go of
+ * the leaf it locked; {@link Cursor} holds its own lock-free descent to a leaf. Lock order on the
+ * pessimistic paths: top-down from the highest node that changes (the header first when the root
+ * changes), left to right within a level, the leaf-level neighbour whose sibling link changes last, and
+ * allocator blocks after every node.
  *
  * <p>Keys are up to {@value BTreeNodeFormat#MAX_KEY} bytes, values up to
  * {@value BTreeNodeFormat#MAX_VALUE}; order is unsigned bytewise. Leaves are linked both ways for range

@@ -18,6 +18,9 @@ import static dev.ferrite.io.OnDisk.U16;
  * a leaf changed under a copy or a move, it finds its place again by the last key it returned. Each key
  * is returned at most once and in order; a key inserted or deleted while the cursor runs may or may not
  * be seen (a page shows its leaf as it was when copied). Not thread-safe.
+ *
+ * <p>It finds a leaf with a descent of its own ({@code leafFor}, lock-free like the tree's), which does
+ * not need the tree's per-thread path: it never writes and resumes by key, not by node.
  */
 public final class Cursor {
     private final BTree tree;

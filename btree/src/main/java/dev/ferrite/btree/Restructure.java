@@ -29,8 +29,8 @@ import static dev.ferrite.btree.BTreeNodeFormat.used;
 /**
  * The pessimistic paths of one {@link BTree}: a put whose leaf must split and a delete whose leaf would
  * underflow, with the splits, merges, borrows, root growth and root collapse they cause. {@link BTree}
- * calls in here only when its optimistic write found the leaf too full or too empty, having locked
- * nothing (it lets go of the leaf first).
+ * calls in here only when its optimistic write found the leaf too full or too empty, after letting go
+ * of the leaf it locked for that write (a leaf the transaction held before stays held).
  *
  * <p>Each attempt plans on optimistic reads (the path, the siblings that merge, the neighbours whose
  * links change), claims cache frames and allocates nothing yet, then locks exactly the planned nodes by
