@@ -19,7 +19,7 @@ import dev.ferrite.dir.PathResolver.Walk;
 import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.Errno;
 import dev.ferrite.io.NoSpaceException;
-import dev.ferrite.io.VolumeShutdownException;
+import dev.ferrite.journal.VolumeShutdownException;
 
 import static dev.ferrite.dir.DirContents.READY;
 import static dev.ferrite.dir.InodeFormat.S_IFDIR;

@@ -13,6 +13,7 @@ import java.util.Set;
 import java.util.TreeMap;
 
 import dev.ferrite.btree.BTree;
+import dev.ferrite.btree.TreeCheck;
 import dev.ferrite.btree.TreeWalk;
 import dev.ferrite.dir.CheckProblem.Kind;
 import dev.ferrite.io.CorruptionException;
@@ -227,8 +228,9 @@ final class NamespaceChecker {
                 try {
                     BTree t = dirs.tree(d, st[0]);
                     trees++;
-                    for (String p : t.check().problems()) {
-                        problems.add(CheckProblem.at(Kind.BTREE, st[0], dir, pathOf(dir), "directory " + dir + " tree: " + p));
+                    for (TreeCheck.Problem p : t.check().problems()) {
+                        problems.add(CheckProblem.at(Kind.BTREE, p.block(), dir, pathOf(dir),
+                                "directory " + dir + " tree (header block " + st[0] + "): " + p.detail()));
                     }
                     long[] n = new long[1];
                     TreeWalk.blocks(t, blk -> {

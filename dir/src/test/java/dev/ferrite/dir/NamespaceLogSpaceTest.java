@@ -66,7 +66,7 @@ class NamespaceLogSpaceTest {
                     case "setattr" -> n -> n.setattr("/d", 0700, -1, -1, -1, -1);
                     default -> throw new IllegalArgumentException(op);
                 };
-                v.checkpoint(); // everything home: nothing the AIL could push to free log space
+                v.quiesce(); // everything home: nothing the AIL could push to free log space
                 List<Txn> hog = takeAllLogSpace(v);
                 Thread w;
                 CompletableFuture<Void> written = new CompletableFuture<>();

@@ -186,7 +186,7 @@ class NamespaceTest {
                 assertEquals(full, v.statfs(), "unlink frees the block and the inode");
                 long ino = ns.lstat("/long").ino();
                 MemorySegment blk = java.lang.foreign.Arena.ofAuto().allocate(4096, 4096);
-                v.checkpoint(); // the record is home
+                v.quiesce(); // the record is home
                 dev.read(v.geometry().inodeBlock(ino), blk);
                 blockOfLongest = InodeFormat.remoteBlock(blk, InodeFormat.recordOffset(4096, Geometry.inodeSlot(ino)));
                 assertChecked(ns);

@@ -46,7 +46,7 @@ class OrphanDestroyTest {
                 for (int i = 0; i < 3000; i++) { // pushes the orphan's tree out of the cache
                     ns.create("/churn/f" + i, 0644, true);
                 }
-                v.checkpoint();
+                v.quiesce();
                 try (Handle neighbour = ns.open("/sib")) {
                     ns.stat(neighbour); // its record's block (the orphan's too) is cached now
                     dev.stall(Op.READ);

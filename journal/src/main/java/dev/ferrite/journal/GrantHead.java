@@ -6,7 +6,6 @@ import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.LongSupplier;
 
-import dev.ferrite.io.VolumeShutdownException;
 
 /**
  * One grant head: how far into the log space has been promised, as a single 64-bit word, cycle in the

@@ -12,7 +12,6 @@ import org.jctools.queues.atomic.SpscAtomicArrayQueue;
 
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.IoBatch;
-import dev.ferrite.io.VolumeShutdownException;
 
 /**
  * The CIL push, in two stages on two threads, so that formatting one checkpoint overlaps the I/O of the
@@ -203,7 +202,7 @@ final class LogWriter implements AutoCloseable {
             return;
         }
         forces.increment();
-        checkAlive();
+        requireAlive();
         Forcer me = new Forcer(Thread.currentThread(), seq);
         forcers.add(me);
         requestPush(seq);
@@ -213,7 +212,7 @@ final class LogWriter implements AutoCloseable {
         }
         forcers.remove(me);
         if (durableSeq < seq) {
-            checkAlive();
+            requireAlive();
         }
     }
 
@@ -240,7 +239,7 @@ final class LogWriter implements AutoCloseable {
                 + (background ? ", background push asked" : "") + ", " + formatted.size() + " formatted waiting";
     }
 
-    void checkAlive() {
+    void requireAlive() {
         Throwable f = failure;
         if (f != null) {
             throw new VolumeShutdownException("journal has shut down: " + f, f);
@@ -297,14 +296,14 @@ final class LogWriter implements AutoCloseable {
             if ((b = freeBuffers.poll()) != null) {
                 return b;
             }
-            checkAlive();
+            requireAlive();
             LockSupport.park(this);
         }
     }
 
     private void hand(Checkpoint c) {
         while (!formatted.offer(c)) {
-            checkAlive();
+            requireAlive();
             LockSupport.park(this);
         }
         LockSupport.unpark(io);

@@ -2,9 +2,11 @@
  * journal: Ferrite's XFS-style write-ahead log (DESIGN section 4).
  *
  * <p>Public face: {@link dev.ferrite.journal.Journal} (format, open with recovery, begin, force,
- * checkpoint, close), {@link dev.ferrite.journal.Transaction}, {@link dev.ferrite.journal.LogItem} (what
+ * quiesce, close), {@link dev.ferrite.journal.Transaction}, {@link dev.ferrite.journal.LogItem} (what
  * higher layers implement), {@link dev.ferrite.journal.Replayer} and {@link dev.ferrite.journal.ReplayItem}
- * (recovery callbacks), {@link dev.ferrite.journal.Lsn}, {@link dev.ferrite.journal.Reservation}.
+ * (recovery callbacks), {@link dev.ferrite.journal.Lsn}, {@link dev.ferrite.journal.Reservation}, and the
+ * two exceptions the journal itself raises: {@link dev.ferrite.journal.VolumeShutdownException} (it shut
+ * down after an error, every later call fails) and {@link dev.ferrite.journal.ReservationExceededException}.
  *
  * <p>Invariants:
  * <ul>

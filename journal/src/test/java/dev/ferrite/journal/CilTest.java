@@ -14,7 +14,6 @@ import java.util.concurrent.locks.LockSupport;
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.IoBatch;
 import dev.ferrite.io.MemoryDevice;
-import dev.ferrite.io.VolumeShutdownException;
 import dev.ferrite.journal.testkit.TestItem;
 import org.junit.jupiter.api.Test;
 

@@ -10,7 +10,6 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
 import dev.ferrite.io.NoSpaceException;
-import dev.ferrite.io.VolumeShutdownException;
 import dev.ferrite.io.testkit.TestSeed;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
