@@ -92,8 +92,12 @@ class OrphanDestroyTest {
                 return;
             }
             if (stalled) {
-                dev.resume(Op.READ);
-                dev.stall(Op.READ);
+                // let this read through, and no other: wait until it has passed before looking again
+                long passed = dev.issued(Op.READ);
+                dev.releaseHeld(Op.READ);
+                while (dev.issued(Op.READ) == passed && t.isAlive() && System.nanoTime() < deadline) {
+                    Thread.onSpinWait();
+                }
             }
             if (!t.isAlive()) {
                 fail("the last close freed the orphan without reading its tree: the tree stayed cached");
