@@ -1,6 +1,6 @@
 /**
  * Ferrite's write-ahead log. An application sees only its knobs and figures ({@code JournalOptions},
- * {@code JournalStats}) and {@code ReservationExceededException}; the log itself (Journal, Transaction,
+ * {@code JournalStats}) and its exceptions ({@code VolumeShutdownException}, {@code ReservationExceededException}); the log itself (Journal, Transaction,
  * LogItem, recovery) is for the layers above, which implement its item and replay interfaces.
  */
 @SuppressWarnings("module") // the modules named in "exports ... to" are built after this one

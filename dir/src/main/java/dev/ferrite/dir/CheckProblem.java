@@ -49,6 +49,10 @@ public record CheckProblem(Kind kind, OptionalLong block, OptionalLong inode, Op
         return new CheckProblem(kind, OptionalLong.empty(), OptionalLong.of(inode), Optional.ofNullable(path), detail);
     }
 
+    static CheckProblem at(Kind kind, long block, long inode, String path, String detail) {
+        return new CheckProblem(kind, OptionalLong.of(block), OptionalLong.of(inode), Optional.ofNullable(path), detail);
+    }
+
     static CheckProblem of(Kind kind, String detail) {
         return new CheckProblem(kind, OptionalLong.empty(), OptionalLong.empty(), Optional.empty(), detail);
     }

@@ -102,8 +102,9 @@ final class GroupCheck {
         for (Map.Entry<String, BTree> t : trees.entrySet()) {
             TreeCheck c = t.getValue().check();
             long header = t.getValue().headerBlock();
-            for (String p : c.problems()) {
-                problems.add(CheckProblem.atBlock(BTREE, header, where + " " + t.getKey() + ": " + p));
+            for (TreeCheck.Problem p : c.problems()) {
+                problems.add(CheckProblem.atBlock(BTREE, p.block(), where + " " + t.getKey() + " (header block " + header
+                        + "): " + p.detail()));
             }
             if (c.height() >= MAX_HEIGHT) {
                 problems.add(CheckProblem.atBlock(BTREE, header, where + " " + t.getKey() + ": height " + c.height()

@@ -8,12 +8,12 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * Thread-safe; operations on a closed handle fail with EBADF.
  */
 public final class Handle implements AutoCloseable {
-    private final Namespace ns;
+    private final Orphans orphans;
     final Inode inode;
     private final AtomicBoolean closed = new AtomicBoolean();
 
-    Handle(Namespace ns, Inode inode) {
-        this.ns = ns;
+    Handle(Orphans orphans, Inode inode) {
+        this.orphans = orphans;
         this.inode = inode;
     }
 
@@ -27,7 +27,7 @@ public final class Handle implements AutoCloseable {
     }
 
     /** The inode, or EBADF if this handle is closed. */
-    Inode checkOpen() {
+    Inode requireOpen() {
         if (closed.get()) {
             throw new NamespaceException(dev.ferrite.io.Errno.EBADF, "handle on inode " + inode.ino + " is closed");
         }
@@ -37,7 +37,7 @@ public final class Handle implements AutoCloseable {
     @Override
     public void close() {
         if (closed.compareAndSet(false, true)) {
-            ns.closeHandle(inode);
+            orphans.closeHandle(inode);
         }
     }
 

@@ -24,10 +24,10 @@ import dev.ferrite.io.DeviceException;
 import dev.ferrite.io.Errno;
 import dev.ferrite.io.InvalidArgumentException;
 import dev.ferrite.io.NoSpaceException;
-import dev.ferrite.io.VolumeShutdownException;
 import dev.ferrite.journal.internal.Journal;
 import dev.ferrite.journal.JournalStats;
 import dev.ferrite.journal.internal.LogGeometry;
+import dev.ferrite.journal.VolumeShutdownException;
 
 /**
  * A mounted Ferrite volume: superblock, journal, buffer cache, allocation groups and inode cache.
@@ -602,12 +602,16 @@ public final class Volume implements AutoCloseable {
     }
 
     /**
-     * Writes every change home and folds the counters into the superblock (still marked mounted), so
-     * that recovery after a crash now would replay nothing.
+     * Quiesces the volume: writes every change home ({@link dev.ferrite.journal.internal.Journal#quiesce}) and folds
+     * the counters into the superblock (still marked mounted), so that recovery after a crash now would
+     * replay nothing.
+     *
+     * @throws VolumeShutdownException if the volume is closed, or its journal has shut down after a failure
+     * @throws IllegalStateException if the journal's write-back does not drain within its close timeout
      */
-    public void checkpoint() {
+    public void quiesce() {
         requireOpen();
-        journal.checkpoint();
+        journal.quiesce();
         SuperblockFormat.Fields f;
         synchronized (this) {
             f = superblock;

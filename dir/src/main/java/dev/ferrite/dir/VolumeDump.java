@@ -132,7 +132,7 @@ public final class VolumeDump {
             StringBuilder shown = new StringBuilder();
             DirCookie c = DirCookie.START;
             for (;;) {
-                DirPage page = ns.readdirIno(ino, c, 1024);
+                DirPage page = ns.dirs.readdirIno(ino, c, 1024);
                 for (DirEntry e : page.entries()) {
                     if (entries++ < ENTRIES_SHOWN) {
                         shown.append("    ").append(e.name()).append(" -> inode ").append(e.ino())
@@ -147,7 +147,7 @@ public final class VolumeDump {
             sb.append("  directory of ").append(entries).append(" entries").append(entries > ENTRIES_SHOWN
                     ? ", the first " + ENTRIES_SHOWN + " in hash order:\n" : ":\n").append(shown);
         } else if (s.isSymlink()) {
-            sb.append("  symlink to ").append(volume.namespace().readlinkIno(ino)).append('\n');
+            sb.append("  symlink to ").append(volume.namespace().records.readlinkIno(ino)).append('\n');
         }
         return sb.toString();
     }

@@ -2,7 +2,31 @@
  * dir: the namespace. So far: volumes ({@link dev.ferrite.dir.Volume} format, mount, unmount), the
  * superblock and its mirror, allocation groups with their free-space and inode B-trees, inode records
  * and the lock-free inode cache; directories and the {@link dev.ferrite.dir.Namespace} API (paths and
- * {@link dev.ferrite.dir.Handle}s), orphans and the namespace checker. The CLI builds on these.
+ * {@link dev.ferrite.dir.Handle}s), orphans and the check ({@link dev.ferrite.dir.CheckReport}). The CLI
+ * builds on these.
+ *
+ * <p>The namespace is a façade ({@code Namespace}: the public API, and create, remove, link and rename,
+ * which take the locks in the order its documentation gives: rename lock (1), per-inode locks (2), one
+ * group's AGI (3), inode blocks (4), directory tree nodes (5)) over parts with one job each, each taking
+ * only the locks named:
+ * <ul>
+ *   <li>{@code PathResolver}: paths walked and names validated in Linux's order; no lock.
+ *   <li>{@code InodeRecords}: records read lock-free, locked by block number (4) in a transaction, and
+ *       the per-inode locks (2) taken in ascending order.
+ *   <li>{@code DirContents} (the xfs_dir2 role): a directory's entries, inline or in its tree, changed in
+ *       the caller's transaction under its inode lock (its tree nodes, 5); converting and refilling its
+ *       block reserve in transactions of their own, each taking the directory's lock (2), the group's AGF,
+ *       then the record.
+ *   <li>{@code Creator}: the create transaction: the parent's lock (2), the AGI (3), the records (4), the
+ *       parent's tree (5).
+ *   <li>{@code Orphans}: handles and the freeing of inodes without links, each step a transaction taking
+ *       the orphan's lock (2), its group's AGI (3) or AGF, then its record (4); destroying an orphan's
+ *       tree reads the nodes before locking the record, which nobody else can contend for an orphan.
+ *   <li>{@code NamespaceChecker}: the namespace's part of the check; reads only, no lock.
+ * </ul>
+ * The allocation group is split the same way: {@code AllocationGroup} (headers, locking, orphans) over
+ * {@code FreeSpace} (the xfs_alloc role) and {@code InodeAllocator} (the xfs_ialloc role), with
+ * {@code GroupCheck} as the groups' part of the check.
  *
  * <p>Invariants:
  * <ul>
@@ -19,9 +43,10 @@
  *   <li>A directory's entries, inline or in its B-tree, are keyed by (CRC32C of the name, name); its
  *       size field counts them and its link count is 2 plus its subdirectories. Its tree changes only
  *       under its inode's lock and takes blocks from a reserve in its inode record, never from a group.
- *   <li>Namespace transactions take per-inode locks by inode number, then at most one group's AGI (and
- *       AGF), then inode blocks by block number, then directory tree nodes (see
- *       {@link dev.ferrite.dir.Namespace}).
+ *   <li>Namespace transactions take the rename lock (renames moving a directory only), then per-inode
+ *       locks by inode number, then at most one group's AGI (and AGF), then inode blocks by block number,
+ *       then directory tree nodes, in whichever of the parts above takes them (see
+ *       {@link dev.ferrite.dir.Namespace}, which lists the locks each part takes).
  *   <li>An allocated inode with no links is in its group's orphan tree until it is freed.
  * </ul>
  */

@@ -39,7 +39,7 @@ class FreeListTest {
                     txn.commit();
                 }
                 v.cache().journal().forceAll();
-                v.checkpoint(); // the frees are in the AIL: no longer busy
+                v.quiesce(); // the frees are in the AIL: no longer busy
                 try (Txn txn = Txn.begin(v.cache(), 1)) {
                     assertTrue(txn.lock(ag.agi));
                     assertTrue(list.holds(list.count()), "every entry counts once the frees are checkpointed");

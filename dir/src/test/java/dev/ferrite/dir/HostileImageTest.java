@@ -112,7 +112,7 @@ class HostileImageTest {
             for (String p : paths) {
                 recordFields(fields, g, p, ns.lstat(p).ino(), ns);
             }
-            v.checkpoint();
+            v.quiesce();
             valuesInTreeLeaves(fields, dev, g, ns.lookup("/tree"), ns.list("/tree"));
             for (int ag = 0; ag < g.agCount(); ag++) {
                 groupHeaderFields(fields, g, ag);

@@ -155,8 +155,8 @@ class NamespaceConcurrencyTest {
                     assertEquals(mine.get(t), names(ns, "/p" + t), "private directory " + t + ", seed " + SEED);
                 }
                 assertEquals(expectShared, names(ns, "/shared"), "seed " + SEED);
-                List<String> problems = ns.check();
-                assertTrue(problems.isEmpty(), "seed " + SEED + ":\n" + String.join("\n", problems));
+                CheckReport report = ns.check();
+                assertTrue(report.clean(), "seed " + SEED + ":\n" + report);
             }
         }
     }
@@ -165,7 +165,7 @@ class NamespaceConcurrencyTest {
     private static void readLongLink(Namespace ns, DirEntry e) {
         String t;
         try {
-            t = ns.readlinkIno(e.ino());
+            t = ns.records.readlinkIno(e.ino());
         } catch (NamespaceException x) {
             // removed, or its inode freed and made a file or directory since
             assertTrue(x.errno() == Errno.ENOENT || x.errno() == Errno.EINVAL, "readlink of " + e + ": " + x.getMessage());

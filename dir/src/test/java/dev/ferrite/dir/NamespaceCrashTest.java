@@ -1,7 +1,6 @@
 package dev.ferrite.dir;
 
 import java.util.ArrayList;
-import java.util.BitSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
@@ -114,8 +113,8 @@ class NamespaceCrashTest {
                     synced = syncedOps.get(i);
                 }
                 try (MemoryDevice image = rec.materialize(state); Volume v = Volume.open(image, VolumeFixtures.OPTIONS)) {
-                    List<String> problems = v.namespace().check();
-                    assertTrue(problems.isEmpty(), where + ":\n" + String.join("\n", problems));
+                    CheckReport report = v.namespace().check();
+                    assertTrue(report.clean(), where + ":\n" + report);
                     Map<String, String> tree = PosixDifferentialTest.ferriteTree(v.namespace(), "/");
                     boolean matched = false;
                     for (int j = synced; j < after.size() && !matched; j++) {

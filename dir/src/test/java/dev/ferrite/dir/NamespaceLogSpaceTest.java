@@ -14,7 +14,6 @@ import dev.ferrite.io.MemoryDevice;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -67,7 +66,7 @@ class NamespaceLogSpaceTest {
                     case "setattr" -> n -> n.setattr("/d", 0700, -1, -1, -1, -1);
                     default -> throw new IllegalArgumentException(op);
                 };
-                v.checkpoint(); // everything home: nothing the AIL could push to free log space
+                v.quiesce(); // everything home: nothing the AIL could push to free log space
                 List<Txn> hog = takeAllLogSpace(v);
                 Thread w;
                 CompletableFuture<Void> written = new CompletableFuture<>();
@@ -108,7 +107,8 @@ class NamespaceLogSpaceTest {
                 }
                 written.get(30, TimeUnit.SECONDS);
                 w.join();
-                assertEquals(List.of(), ns.check(), op);
+                CheckReport report = ns.check();
+                assertTrue(report.clean(), op + ": " + report);
             }
         }
     }

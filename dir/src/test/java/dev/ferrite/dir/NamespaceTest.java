@@ -186,7 +186,7 @@ class NamespaceTest {
                 assertEquals(full, v.statfs(), "unlink frees the block and the inode");
                 long ino = ns.lstat("/long").ino();
                 MemorySegment blk = java.lang.foreign.Arena.ofAuto().allocate(4096, 4096);
-                v.checkpoint(); // the record is home
+                v.quiesce(); // the record is home
                 dev.read(v.geometry().inodeBlock(ino), blk);
                 blockOfLongest = InodeFormat.remoteBlock(blk, InodeFormat.recordOffset(4096, Geometry.inodeSlot(ino)));
                 assertChecked(ns);
@@ -211,8 +211,9 @@ class NamespaceTest {
                 Namespace ns = v.namespace();
                 CorruptionException e = assertThrows(CorruptionException.class, () -> ns.readlink("/damaged"));
                 assertTrue(e.getMessage().contains("block " + target), e.getMessage());
-                List<String> problems = ns.check();
-                assertTrue(problems.stream().anyMatch(p -> p.contains("symlink " + ino)), problems.toString());
+                CheckReport report = ns.check();
+                assertTrue(report.problems().stream().anyMatch(p -> p.kind() == CheckProblem.Kind.INODE
+                        && p.inode().equals(java.util.OptionalLong.of(ino)) && p.detail().contains("symlink " + ino)), report.toString());
             }
         }
     }
@@ -428,7 +429,7 @@ class NamespaceTest {
             try (Handle root = ns.openRoot(); Handle d = ns.open("/d"); Handle f = ns.open("/f")) {
                 assertEquals(dIno, ns.lstat(d, ".").ino());
                 assertEquals(ns.root(), ns.lstat(d, "..").ino());
-                try (Handle up = ns.lookup(d, ".."); Handle self = ns.lookup(d, ".")) {
+                try (Handle up = ns.open(d, ".."); Handle self = ns.open(d, ".")) {
                     assertEquals(ns.root(), ns.stat(up).ino());
                     assertEquals(dIno, ns.stat(self).ino());
                 }
@@ -530,7 +531,7 @@ class NamespaceTest {
             long used = v.statfs().inodes() - v.statfs().freeInodes();
             Handle a = ns.open("/");
             Handle f = ns.create(a, "f", 0644, true);
-            Handle again = ns.lookup(a, "f");
+            Handle again = ns.open(a, "f");
             ns.unlink("/f");
             assertErrno(Errno.ENOENT, () -> ns.lookup("/f"));
             assertEquals(0, ns.stat(f).nlink());

@@ -35,7 +35,7 @@ final class VolumeFixtures {
 
     /** The namespace's checker finds nothing. */
     static void assertChecked(Namespace ns) {
-        List<String> problems = ns.check();
-        assertTrue(problems.isEmpty(), String.join("\n", problems));
+        CheckReport report = ns.check();
+        assertTrue(report.clean(), report.toString());
     }
 }

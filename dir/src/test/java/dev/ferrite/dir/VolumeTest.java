@@ -16,7 +16,7 @@ import dev.ferrite.io.Errno;
 import dev.ferrite.io.InvalidArgumentException;
 import dev.ferrite.io.MemoryDevice;
 import dev.ferrite.io.internal.OnDisk;
-import dev.ferrite.io.VolumeShutdownException;
+import dev.ferrite.journal.VolumeShutdownException;
 import dev.ferrite.io.testkit.RecordingDevice;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;

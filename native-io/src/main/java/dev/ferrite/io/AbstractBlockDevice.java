@@ -70,7 +70,7 @@ abstract class AbstractBlockDevice implements BlockDevice {
 
     @Override
     public final void read(long block, MemorySegment dst) {
-        checkTransfer("read", block, dst);
+        requireTransfer("read", block, dst);
         enter("read", block);
         try {
             doRead(block << blockShift, dst);
@@ -81,8 +81,8 @@ abstract class AbstractBlockDevice implements BlockDevice {
 
     @Override
     public final void write(long block, MemorySegment src) {
-        checkTransfer("write", block, src);
-        checkWritable("write", block << blockShift);
+        requireTransfer("write", block, src);
+        requireWritable("write", block << blockShift);
         enter("write", block);
         try {
             doWrite(block << blockShift, src);
@@ -96,9 +96,9 @@ abstract class AbstractBlockDevice implements BlockDevice {
         int n = batch.size();
         for (int i = 0; i < n; i++) {
             String op = batch.isWrite(i) ? "write" : "read";
-            checkTransfer(op, batch.block(i), batch.buffer(i));
+            requireTransfer(op, batch.block(i), batch.buffer(i));
             if (batch.isWrite(i)) {
-                checkWritable(op, batch.block(i) << blockShift);
+                requireWritable(op, batch.block(i) << blockShift);
             }
         }
         batch.resetResults();
@@ -138,7 +138,7 @@ abstract class AbstractBlockDevice implements BlockDevice {
             throw new InvalidArgumentException(name + ": discard of " + count + " blocks at block " + block
                     + " lies outside the device's " + blockCount + " blocks");
         }
-        checkWritable("discard", block << blockShift);
+        requireWritable("discard", block << blockShift);
         enter("discard", block);
         try {
             doDiscard(block << blockShift, count << blockShift);
@@ -215,13 +215,13 @@ abstract class AbstractBlockDevice implements BlockDevice {
         guard.decrementAndGet();
     }
 
-    private void checkWritable(String op, long offset) {
+    private void requireWritable(String op, long offset) {
         if (readOnly) {
             throw failure(op, offset, Errno.EROFS, "device was opened read-only");
         }
     }
 
-    private void checkTransfer(String op, long block, MemorySegment buffer) {
+    private void requireTransfer(String op, long block, MemorySegment buffer) {
         if (buffer == null) {
             throw new InvalidArgumentException(name + ": " + op + " at block " + block + " has no buffer");
         }

@@ -44,10 +44,23 @@ public interface BlockDevice extends AutoCloseable {
 
     boolean isReadOnly();
 
-    /** Reads {@code dst.byteSize() / blockSize()} consecutive blocks starting at {@code block}. */
+    /**
+     * Reads {@code dst.byteSize() / blockSize()} consecutive blocks starting at {@code block}.
+     *
+     * @throws InvalidArgumentException if {@code dst} breaks the transfer contract or the blocks lie
+     *                                  outside the device
+     * @throws DeviceException          if the read fails (EIO ...), or EBADF once the device is closed
+     */
     void read(long block, MemorySegment dst);
 
-    /** Writes {@code src.byteSize() / blockSize()} consecutive blocks starting at {@code block}. */
+    /**
+     * Writes {@code src.byteSize() / blockSize()} consecutive blocks starting at {@code block}.
+     *
+     * @throws InvalidArgumentException if {@code src} breaks the transfer contract or the blocks lie
+     *                                  outside the device
+     * @throws DeviceException          if the write fails (EIO, ENOSPC ...), EROFS on a read-only device,
+     *                                  EBADF once the device is closed
+     */
     void write(long block, MemorySegment src);
 
     /**
@@ -55,13 +68,27 @@ public interface BlockDevice extends AutoCloseable {
      * finished. Requests within a batch are unordered with respect to each other. If any failed, the
      * others still ran; the exception names the first failure by batch index and
      * {@link IoBatch#error(int)} tells each request's outcome.
+     *
+     * @throws InvalidArgumentException if any request breaks the transfer contract, before any I/O
+     * @throws DeviceException          naming the first failed request; EROFS for a write on a read-only
+     *                                  device (before any I/O), EBADF once the device is closed
      */
     void submit(IoBatch batch);
 
-    /** Durability barrier: every write that returned before this call is on stable storage when it returns. */
+    /**
+     * Durability barrier: every write that returned before this call is on stable storage when it returns.
+     *
+     * @throws DeviceException if the device cannot flush (EIO ...), or EBADF once it is closed
+     */
     void flush();
 
-    /** Tells the device that the blocks' contents are no longer needed; they read back unspecified until rewritten. */
+    /**
+     * Tells the device that the blocks' contents are no longer needed; they read back unspecified until rewritten.
+     *
+     * @throws InvalidArgumentException if {@code count} is below 1 or the blocks lie outside the device
+     * @throws DeviceException          if the device fails the discard, EROFS on a read-only device,
+     *                                  EBADF once the device is closed
+     */
     void discard(long block, long count);
 
     /**
@@ -72,6 +99,8 @@ public interface BlockDevice extends AutoCloseable {
      * through the same handle succeeds.
      *
      * @return false if another handle holds the lock
+     * @throws DeviceException if the lock cannot be taken for another reason than contention, or EBADF
+     *                         once the device is closed
      */
     default boolean tryLockExclusive() {
         return true;

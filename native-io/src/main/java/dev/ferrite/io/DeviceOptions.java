@@ -20,8 +20,14 @@ public record DeviceOptions(int blockSize, long size, boolean readOnly, int ioDe
     public static final DeviceOptions DEFAULTS =
             new DeviceOptions(DEFAULT_BLOCK_SIZE, 0, false, DEFAULT_IO_DEPTH, IoEngineKind.AUTO);
 
+    /**
+     * Checks every component; the {@code with*} copies check theirs the same way.
+     *
+     * @throws InvalidArgumentException for a block size that is not a power of two from 512 to 65536, a
+     *                                  negative size, an I/O depth outside 1..4096 or a null engine
+     */
     public DeviceOptions {
-        checkBlockSize(blockSize);
+        requireBlockSize(blockSize);
         if (size < 0) {
             throw new InvalidArgumentException("device size " + size + " is negative");
         }
@@ -33,7 +39,7 @@ public record DeviceOptions(int blockSize, long size, boolean readOnly, int ioDe
         }
     }
 
-    static void checkBlockSize(int blockSize) {
+    static void requireBlockSize(int blockSize) {
         if (blockSize < BlockDevice.SECTOR_SIZE || blockSize > 65536 || Integer.bitCount(blockSize) != 1) {
             throw new InvalidArgumentException("block size " + blockSize + " is not a power of two from 512 to 65536");
         }

@@ -265,11 +265,21 @@ public final class DirectDevice extends AbstractBlockDevice {
         }
     }
 
+    /**
+     * {@inheritDoc}
+     *
+     * @throws DeviceException if {@code flock} fails other than with EAGAIN, or EBADF once closed
+     */
     @Override
     public boolean tryLockExclusive() {
         return flock(fd, Posix.LOCK_EX | Posix.LOCK_NB);
     }
 
+    /**
+     * {@inheritDoc}
+     *
+     * @throws DeviceException if {@code flock} fails, or EBADF once the device is closed
+     */
     @Override
     public void unlockExclusive() {
         flock(fd, Posix.LOCK_UN);

@@ -41,7 +41,14 @@ public final class MappedDevice extends AbstractBlockDevice {
         this.dirtyRegions = new AtomicIntegerArray((int) ((map.byteSize() >>> REGION_SHIFT) + 1));
     }
 
-    /** Maps {@code path}; see {@link DeviceOptions} for sizing. {@code ioDepth} and {@code engine} are unused. */
+    /**
+     * Maps {@code path}; see {@link DeviceOptions} for sizing. {@code ioDepth} and {@code engine} are unused.
+     *
+     * @throws DeviceException          ENOENT, EACCES, EROFS, ENOSPC ... from the OS while opening, sizing
+     *                                  or allocating the file
+     * @throws InvalidArgumentException for a directory or anything else that is not a regular file, or a
+     *                                  size that holds no block
+     */
     public static MappedDevice open(Path path, DeviceOptions options) {
         String name = path.toString();
         if (Files.isDirectory(path)) {
@@ -197,6 +204,12 @@ public final class MappedDevice extends AbstractBlockDevice {
         markDirty(offset, length);
     }
 
+    /**
+     * {@inheritDoc} The lock is held through a descriptor opened for it (the mapping keeps none).
+     *
+     * @throws DeviceException if that descriptor cannot be opened or {@code flock} fails other than with
+     *                         EAGAIN, or EBADF once the device is closed
+     */
     @Override
     public synchronized boolean tryLockExclusive() {
         if (lockFd < 0) {

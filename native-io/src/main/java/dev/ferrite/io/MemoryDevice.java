@@ -18,14 +18,23 @@ public final class MemoryDevice extends AbstractBlockDevice {
         this.memory = memory;
     }
 
-    /** A zero-filled read-write device of {@code blockCount} blocks of {@code blockSize} bytes. */
+    /**
+     * A zero-filled read-write device of {@code blockCount} blocks of {@code blockSize} bytes.
+     *
+     * @throws InvalidArgumentException if the block size is not a power of two from 512 to 65536 or the
+     *                                  count is below 1
+     */
     public static MemoryDevice create(long blockCount, int blockSize) {
         return create("memory", blockCount, blockSize);
     }
 
-    /** As {@link #create(long, int)}, with a name for messages. */
+    /**
+     * As {@link #create(long, int)}, with a name for messages.
+     *
+     * @throws InvalidArgumentException as {@link #create(long, int)}
+     */
     public static MemoryDevice create(String name, long blockCount, int blockSize) {
-        DeviceOptions.checkBlockSize(blockSize);
+        DeviceOptions.requireBlockSize(blockSize);
         if (blockCount < 1) {
             throw new InvalidArgumentException(name + ": device must hold at least one block, not " + blockCount);
         }
@@ -42,6 +51,8 @@ public final class MemoryDevice extends AbstractBlockDevice {
     /**
      * A new independent device holding a copy of this one's current contents. Writes running meanwhile
      * may be copied in part: take copies of a quiet device.
+     *
+     * @throws DeviceException EBADF once this device is closed
      */
     public MemoryDevice copy(String name) {
         enter("copy", -1);

@@ -1,9 +1,11 @@
 package dev.ferrite.perf;
 
 import java.io.PrintWriter;
-import java.util.List;
+import java.nio.file.Path;
 import java.util.concurrent.Callable;
 
+import dev.ferrite.dir.CheckProblem;
+import dev.ferrite.dir.CheckReport;
 import dev.ferrite.dir.MountReport;
 import dev.ferrite.dir.Volume;
 import dev.ferrite.dir.VolumeOptions;
@@ -37,27 +39,28 @@ final class CheckCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         try (BlockDevice dev = device.openReadOnly();
              OverlayDevice view = OverlayDevice.over(dev)) {
-            List<String> problems;
-            MountReport report;
+            CheckReport report;
+            MountReport mount;
             try (Volume v = Volume.open(view, VolumeOptions.defaults().withCacheBytes(64L << 20))) {
-                report = v.mountReport();
-                problems = v.namespace().check();
+                mount = v.mountReport();
+                report = v.namespace().check();
             } catch (FerriteException e) {
                 out.println(device + ": cannot be checked: " + e.getMessage());
                 out.flush();
                 return 1;
             }
-            for (String note : report.notes()) {
+            for (String note : mount.notes()) {
                 out.println(device + ": " + note);
             }
-            for (String p : problems) {
+            for (CheckProblem p : report.problems()) {
                 out.println(device + ": " + p);
             }
-            out.println(device + ": " + (problems.isEmpty() ? "clean" : problems.size() + " problems")
+            out.println(device + ": " + (report.clean() ? "clean" : report.problems().size() + " problems")
+                    + " in " + report.directories() + " directories, " + report.inodes() + " inodes, " + report.trees() + " trees"
                     + (view.blocksWritten() > 0 ? " (recovery and mount wrote " + view.blocksWritten()
                     + " blocks, in memory only; the device is unchanged)" : ""));
             out.flush();
-            return problems.isEmpty() ? 0 : 1;
+            return report.clean() ? 0 : 1;
         }
     }
 }

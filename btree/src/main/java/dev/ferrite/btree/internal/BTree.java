@@ -2,10 +2,7 @@ package dev.ferrite.btree.internal;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.List;
-import java.util.concurrent.locks.LockSupport;
 
 import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.InvalidArgumentException;
@@ -15,7 +12,6 @@ import static dev.ferrite.btree.internal.BTreeNodeFormat.childAt;
 import static dev.ferrite.btree.internal.BTreeNodeFormat.childIndexFor;
 import static dev.ferrite.btree.internal.BTreeNodeFormat.count;
 import static dev.ferrite.btree.internal.BTreeNodeFormat.freeTotal;
-import static dev.ferrite.btree.internal.BTreeNodeFormat.interiorCellSize;
 import static dev.ferrite.btree.internal.BTreeNodeFormat.isLeaf;
 import static dev.ferrite.btree.internal.BTreeNodeFormat.keyLength;
 import static dev.ferrite.btree.internal.BTreeNodeFormat.leafCellSize;
@@ -39,6 +35,14 @@ import static dev.ferrite.btree.internal.BTreeNodeFormat.used;
  * when the root itself changes. Splits and merges proceed bottom up, all in the transaction of the
  * change that caused them.
  *
+ * <p>The code follows that seam: this class holds the descent, the reads and the optimistic writes (a
+ * change that fits in its leaf, which it locks alone); {@code Restructure} holds the pessimistic paths
+ * (split, merge, borrow, root growth and collapse), entered only after the optimistic write let go of
+ * the leaf it locked; {@link Cursor} holds its own lock-free descent to a leaf. Lock order on the
+ * pessimistic paths: top-down from the highest node that changes (the header first when the root
+ * changes), left to right within a level, the leaf-level neighbour whose sibling link changes last, and
+ * allocator blocks after every node.
+ *
  * <p>Keys are up to {@value BTreeNodeFormat#MAX_KEY} bytes, values up to
  * {@value BTreeNodeFormat#MAX_VALUE}; order is unsigned bytewise. Leaves are linked both ways for range
  * cursors. A leaf split chooses the shortest separator that divides the two halves (suffix truncation),
@@ -52,7 +56,7 @@ import static dev.ferrite.btree.internal.BTreeNodeFormat.used;
 public final class BTree {
     static final String NODE = "B-tree node";
     static final String HEADER = "B-tree header";
-    private static final int MAX_DEPTH = BTreeNodeFormat.MAX_LEVELS;
+    static final int MAX_DEPTH = BTreeNodeFormat.MAX_LEVELS;
     private static final ThreadLocal<Path> PATHS = ThreadLocal.withInitial(Path::new);
     private static final ThreadLocal<MemorySegment> SCRATCH = new ThreadLocal<>();
 
@@ -63,6 +67,8 @@ public final class BTree {
     private final int blockSize;
     /** Below this many bytes used, a node merges with a sibling if the two fit in one. */
     private final int mergeThreshold;
+    /** The split and merge paths, entered only when the optimistic write finds the leaf too full or too empty. */
+    private final Restructure restructure;
 
     /** CLOCK priority of headers and interior nodes: three sweeps of the hand to a leaf's one. */
     static final int INTERIOR_PRIORITY = 3;
@@ -77,6 +83,7 @@ public final class BTree {
         if (blockSize < 4096) {
             throw new InvalidArgumentException("B-trees need blocks of at least 4096 bytes, not " + blockSize);
         }
+        this.restructure = new Restructure(this, cache, allocator, id, blockSize, mergeThreshold);
     }
 
     /** Creates an empty tree (header and a root leaf) in {@code txn}, which must reserve {@link #CREATE_ITEMS}. */
@@ -154,7 +161,7 @@ public final class BTree {
         return 3 * h + 4 + allocator.itemsPerChange() * (h + 1);
     }
 
-    private Buffer header() {
+    Buffer header() {
         Buffer h = cache.get(headerBlock, BTreeHeaderFormat.MAGIC, id, HEADER);
         if (h.priority != INTERIOR_PRIORITY) {
             h.priority = INTERIOR_PRIORITY; // read back from disk: the cache cannot tell what it holds
@@ -162,7 +169,7 @@ public final class BTree {
         return h;
     }
 
-    private Buffer node(long block) {
+    Buffer node(long block) {
         Buffer b = cache.get(block, BTreeNodeFormat.MAGIC, id, NODE);
         // A node's level never changes while its block is allocated, so an unvalidated read is a sound hint.
         if (b.priority != INTERIOR_PRIORITY && !BTreeNodeFormat.isLeaf(b.data())) {
@@ -171,7 +178,7 @@ public final class BTree {
         return b;
     }
 
-    private static MemorySegment scratch(int blockSize) {
+    static MemorySegment scratch(int blockSize) {
         MemorySegment s = SCRATCH.get();
         if (s == null || s.byteSize() < blockSize) {
             s = Arena.ofAuto().allocate(blockSize, 8);
@@ -185,7 +192,7 @@ public final class BTree {
      * are inconsistent (an accessor ran out of bounds) and it is corrupt; anything the cache or device
      * said (an I/O error, an interrupted wait, a corrupt child) goes up as it is.
      */
-    private static RuntimeException unreadable(RuntimeException e, long block, String structure) {
+    static RuntimeException unreadable(RuntimeException e, long block, String structure) {
         return e instanceof IndexOutOfBoundsException || e instanceof IllegalArgumentException
                 ? new CorruptionException(block, structure, "unreadable: " + e) : e;
     }
@@ -208,14 +215,14 @@ public final class BTree {
         return false;
     }
 
-    static void checkKey(MemorySegment key) {
+    static void requireKey(MemorySegment key) {
         if (key.byteSize() < 1 || key.byteSize() > BTreeNodeFormat.MAX_KEY) {
             throw new InvalidArgumentException("key of " + key.byteSize() + " bytes: keys are 1 to "
                     + BTreeNodeFormat.MAX_KEY + " bytes");
         }
     }
 
-    static void checkValue(MemorySegment value) {
+    static void requireValue(MemorySegment value) {
         if (value.byteSize() > BTreeNodeFormat.MAX_VALUE) {
             throw new InvalidArgumentException("value of " + value.byteSize() + " bytes: values are at most "
                     + BTreeNodeFormat.MAX_VALUE + " bytes");
@@ -281,8 +288,15 @@ public final class BTree {
         }
     }
 
+    /**
+     * A node read optimistically, with the version it must still have when validated or locked: by a
+     * cursor's descent, and by a restructure's plan.
+     */
+    record Seen(Buffer buffer, long version) {
+    }
+
     /** Deepest entry of the path at or above {@code d} that still validates, or -1. */
-    private static int backtrack(Path p, int d) {
+    static int backtrack(Path p, int d) {
         while (d >= 0 && !p.node[d].validate(p.version[d])) {
             d--;
         }
@@ -293,7 +307,7 @@ public final class BTree {
      * Fills {@code p} from the header down to the leaf for {@code key}, resuming below the deepest node
      * of the previous path that is still unchanged. Nodes {@code txn} holds read as {@link Buffer#HELD}.
      */
-    private void descend(Path p, MemorySegment key, Txn txn) {
+    void descend(Path p, MemorySegment key, Txn txn) {
         int d = p.depth < 0 ? -1 : backtrack(p, p.depth);
         p.depth = -1; // entries below d are being replaced: no path to resume until the leaf is reached
         for (int spins = 0; ; spins++) {
@@ -370,7 +384,7 @@ public final class BTree {
      * the key is absent. Lock-free; allocates nothing when the blocks are cached.
      */
     public int get(MemorySegment key, MemorySegment out) {
-        checkKey(key);
+        requireKey(key);
         Path p = PATHS.get();
         p.start(this, key);
         for (;;) {
@@ -483,7 +497,7 @@ public final class BTree {
 
     // ------------------------------------------------------------------ writes
 
-    private enum Mode { PUT, IF_ABSENT }
+    enum Mode { PUT, IF_ABSENT }
 
     /** Inserts or replaces; true if the key was new. Holds the changed nodes in {@code txn} until it commits. */
     public boolean put(Txn txn, MemorySegment key, MemorySegment value) {
@@ -512,9 +526,9 @@ public final class BTree {
         }
     }
 
-    private boolean write(Txn txn, MemorySegment key, MemorySegment value, Mode mode) {
-        checkKey(key);
-        checkValue(value);
+    boolean write(Txn txn, MemorySegment key, MemorySegment value, Mode mode) {
+        requireKey(key);
+        requireValue(value);
         Path p = PATHS.get();
         p.start(this, key);
         int kl = (int) key.byteSize(), vl = (int) value.byteSize();
@@ -551,7 +565,7 @@ public final class BTree {
             if (!held) {
                 txn.releaseUnchanged(leaf);
             }
-            return splitInsert(txn, p, key, value, mode);
+            return restructure.splitInsert(txn, p, key, value, mode);
         }
     }
 
@@ -577,7 +591,7 @@ public final class BTree {
      * compacted first, else its header fields, the slots from {@code pos} up (all of them if the insert
      * shortened the prefix from {@code skipBefore}, rewriting every head) and the cell.
      */
-    private void logInsert(Txn txn, Buffer node, int pos, int skipBefore, int cell, int need, boolean compacted) {
+    void logInsert(Txn txn, Buffer node, int pos, int skipBefore, int cell, int need, boolean compacted) {
         if (compacted) {
             txn.log(node, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
         } else {
@@ -587,7 +601,7 @@ public final class BTree {
     }
 
     /** Logs the node's header fields and its slots from index {@code from} up (-1: the prefix and every slot). */
-    private static void logSlots(Txn txn, Buffer node, int from) {
+    static void logSlots(Txn txn, Buffer node, int from) {
         MemorySegment n = node.data();
         txn.log(node, BTreeNodeFormat.LEVEL, BTreeNodeFormat.LEFT - BTreeNodeFormat.LEVEL);
         int start = from < 0 ? BTreeNodeFormat.PREFIX : BTreeNodeFormat.SLOTS + BTreeNodeFormat.SLOT * from;
@@ -599,7 +613,7 @@ public final class BTree {
 
     /** Deletes {@code key}; true if it was there. Holds the changed nodes in {@code txn} until it commits. */
     public boolean delete(Txn txn, MemorySegment key) {
-        checkKey(key);
+        requireKey(key);
         Path p = PATHS.get();
         p.start(this, key);
         for (;;) {
@@ -627,725 +641,11 @@ public final class BTree {
             if (!held) {
                 txn.releaseUnchanged(leaf);
             }
-            return deleteAndMerge(txn, p, key);
+            return restructure.deleteAndMerge(txn, p, key);
         }
     }
 
-    // ------------------------------------------------------------------ pessimistic paths
-
-    /** Locks taken by one attempt of a pessimistic change, so that a failed attempt lets all of them go. */
-    private static final class Locks {
-        final List<Buffer> taken = new ArrayList<>();
-
-        boolean take(Txn txn, Buffer b, long v) {
-            if (v == Buffer.HELD || txn.holds(b)) {
-                return true;
-            }
-            if (!txn.tryUpgrade(b, v)) {
-                return false;
-            }
-            taken.add(b);
-            return true;
-        }
-
-        void releaseAll(Txn txn) {
-            for (Buffer b : taken) {
-                txn.releaseUnchanged(b);
-            }
-            taken.clear();
-        }
-    }
-
-    /**
-     * True if no node of the path, nor any of {@code seen}, changed since it was read: only then is an
-     * exception met while planning on them real. Planning reads ancestors and siblings, not just the
-     * leaf, so the leaf still validating proves nothing about a torn read of its parent.
-     */
-    private static boolean unchanged(Path p, Seen... seen) {
-        for (int d = 0; d <= p.depth; d++) {
-            if (!p.node[d].validate(p.version[d])) {
-                return false;
-            }
-        }
-        for (Seen s : seen) {
-            if (s != null && !s.buffer().validate(s.version())) {
-                return false;
-            }
-        }
-        return true;
-    }
-
-    /** A node read optimistically while planning, with the version it must still have when locked. */
-    record Seen(Buffer buffer, long version) {
-    }
-
-    private Seen see(long block, Txn txn) {
-        for (;;) {
-            Buffer b = node(block);
-            long v = b.readVersion(txn);
-            if (v != -1) {
-                return new Seen(b, v);
-            }
-        }
-    }
-
-    /** Longest key in a node (for the size of the separator its split may push up). Optimistic. */
-    private static int longestKey(MemorySegment n) {
-        int max = 0;
-        for (int i = 0, c = count(n); i < c; i++) {
-            max = Math.max(max, keyLength(n, i));
-        }
-        return max;
-    }
-
-    /**
-     * Insert that needs the leaf split: plan which levels split, read the right neighbour, claim frames,
-     * lock from the highest changing node down (header if the root splits), allocate, split bottom up.
-     */
-    private boolean splitInsert(Txn txn, Path p, MemorySegment key, MemorySegment value, Mode mode) {
-        int kl = (int) key.byteSize(), vl = (int) value.byteSize();
-        Locks locks = new Locks();
-        int[] frames = new int[MAX_DEPTH + 2];
-        int framesHeld = 0;
-        try {
-            for (int attempt = 0; ; attempt++) {
-                if (attempt > 0) {
-                    backoff(attempt);
-                }
-                p.reset();
-                descend(p, key, txn);
-                int leafD = p.depth;
-                // Plan, optimistically: the leaf splits; each ancestor splits if it cannot take the
-                // separator its child may push up (bounded by the child's longest key).
-                int top;
-                Seen right;
-                boolean replace;
-                try {
-                    MemorySegment leafData = p.leaf().data();
-                    int i = search(leafData, key);
-                    replace = i >= 0;
-                    int room = freeTotal(leafData) + (replace ? cellSize(leafData, i) : 0);
-                    if (room >= leafCellSize(kl, vl) || replace && mode == Mode.IF_ABSENT) {
-                        if (!p.leaf().validate(p.leafVersion())) {
-                            continue;
-                        }
-                        // the leaf changed meanwhile (room made, or the key inserted): the simple path decides
-                        return write(txn, key, value, mode);
-                    }
-                    int sepBound = Math.max(kl, longestKey(leafData));
-                    top = leafD - 1;
-                    while (top >= 1) {
-                        MemorySegment n = p.node[top].data();
-                        if (freeTotal(n) >= interiorCellSize(sepBound)) {
-                            break;
-                        }
-                        sepBound = Math.max(sepBound, longestKey(n));
-                        top--;
-                    }
-                    long rightBlock = BTreeNodeFormat.right(leafData);
-                    if (backtrack(p, leafD) != leafD) {
-                        continue;
-                    }
-                    right = rightBlock == 0 ? null : see(rightBlock, txn);
-                    if (right != null && !atLevel(right.buffer(), right.version(), 0, p.leaf(), p.leafVersion())) {
-                        continue;
-                    }
-                } catch (RuntimeException e) {
-                    if (unchanged(p)) {
-                        throw e;
-                    }
-                    continue;
-                }
-                int newNodes = leafD - top + (top == 0 ? 1 : 0);
-                while (framesHeld < newNodes) {
-                    frames[framesHeld++] = cache.reserveFrame();
-                }
-                // Lock top-down from the highest changing node (the header when the root splits), then
-                // the leaf's right neighbour: level by level, left to right.
-                boolean ok = true;
-                for (int d = top; d <= leafD && ok; d++) {
-                    ok = locks.take(txn, p.node[d], p.version[d]);
-                }
-                if (ok && right != null) {
-                    ok = locks.take(txn, right.buffer(), right.version());
-                }
-                if (!ok) {
-                    locks.releaseAll(txn);
-                    continue;
-                }
-                long[] blocks = new long[newNodes];
-                for (int k = 0; k < newNodes; k++) {
-                    blocks[k] = allocator.allocate(txn);
-                }
-                int used = split(txn, p, right == null ? null : right.buffer(), key, value, replace, blocks, frames);
-                // The plan bounds separators by the longest key; shorter ones may stop the split lower.
-                for (int k = used; k < newNodes; k++) {
-                    allocator.free(txn, blocks[k]);
-                }
-                framesHeld -= used;
-                System.arraycopy(frames, used, frames, 0, framesHeld);
-                return !replace;
-            }
-        } finally {
-            for (int k = 0; k < framesHeld; k++) {
-                cache.unreserveFrame(frames[k]);
-            }
-        }
-    }
-
-    private static void backoff(int attempt) {
-        if (attempt < 4) {
-            Thread.onSpinWait();
-        } else if (attempt < 16) {
-            Thread.yield();
-        } else {
-            LockSupport.parkNanos(Math.min(1_000_000L, 1_000L << Math.min(attempt - 16, 10)));
-        }
-    }
-
-    /**
-     * With the planned nodes of the path locked (the header too if the root may split) and the right
-     * neighbour locked: inserts into the leaf, splitting it and each full ancestor, bottom up, until an
-     * ancestor takes the separator. Returns how many of the new blocks (and frames) it used.
-     */
-    private int split(Txn txn, Path p, Buffer right, MemorySegment key, MemorySegment value,
-                      boolean replace, long[] blocks, int[] frames) {
-        int leafD = p.depth;
-        int used = 0;
-        MemorySegment scratch = scratch(blockSize);
-        // leaf
-        Buffer leaf = p.node[leafD];
-        Buffer newLeaf = cache.create(txn, blocks[used], BTreeNodeFormat.MAGIC, id, frames[used]);
-        used++;
-        MemorySegment sep = splitLeaf(leaf, newLeaf, right, key, value, replace, scratch);
-        txn.log(leaf, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
-        txn.log(newLeaf, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
-        if (right != null) {
-            txn.log(right, BTreeNodeFormat.LEFT, 8);
-        }
-        long newChild = newLeaf.block();
-        // ancestors, bottom up
-        for (int d = leafD - 1; d >= 1; d--) {
-            Buffer parent = p.node[d];
-            MemorySegment pn = parent.data();
-            int pos = p.childIndex[d] + 1;
-            int need = interiorCellSize((int) sep.byteSize());
-            if (freeTotal(pn) >= need) {
-                boolean compacted = BTreeNodeFormat.freeContiguous(pn) < need;
-                BTreeNodeFormat.ensureRoom(pn, need, blockSize, scratch);
-                int skip = BTreeNodeFormat.skip(pn);
-                int cell = BTreeNodeFormat.insertInterior(pn, pos, sep, newChild);
-                logInsert(txn, parent, pos, skip, cell, need, compacted);
-                return used;
-            }
-            Buffer sibling = cache.create(txn, blocks[used], BTreeNodeFormat.MAGIC, id, frames[used]);
-            used++;
-            sibling.priority = INTERIOR_PRIORITY;
-            sep = splitInterior(parent, sibling, pos, sep, newChild, scratch);
-            txn.log(parent, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
-            txn.log(sibling, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
-            newChild = sibling.block();
-        }
-        // the root split: a new root above the old one
-        Buffer header = p.node[0];
-        long oldRoot = BTreeHeaderFormat.root(header.data());
-        int height = BTreeHeaderFormat.height(header.data());
-        Buffer root = cache.create(txn, blocks[used], BTreeNodeFormat.MAGIC, id, frames[used]);
-        root.priority = INTERIOR_PRIORITY;
-        BTreeNodeFormat.init(root.data(), height, blockSize);
-        BTreeNodeFormat.setLeftmost(root.data(), oldRoot);
-        BTreeNodeFormat.insertInterior(root.data(), 0, sep, newChild);
-        txn.log(root, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
-        BTreeHeaderFormat.set(header.data(), root.block(), height + 1);
-        txn.log(header, BTreeHeaderFormat.ROOT, 16);
-        return used + 1;
-    }
-
-    /**
-     * Splits a full leaf into itself and {@code fresh} (to its right) with the new cell in whichever half
-     * it falls; returns the separator (the shortest key above the left half's last key, at most the right
-     * half's first), copied out of the nodes.
-     */
-    private MemorySegment splitLeaf(Buffer leafBuf, Buffer fresh, Buffer right, MemorySegment key,
-                                    MemorySegment value, boolean replace, MemorySegment scratch) {
-        MemorySegment l = leafBuf.data();
-        MemorySegment r = fresh.data();
-        MemorySegment.copy(l, 0, scratch, 0, blockSize);
-        int old = search(scratch, key);
-        int n = count(scratch);
-        // logical entries: the old cells (less the replaced one) with the new cell at its place
-        int entries = replace ? n : n + 1;
-        int newPos = old >= 0 ? old : -old - 1;
-        int newSize = leafCellSize((int) key.byteSize(), (int) value.byteSize());
-        int[] src = new int[entries];   // index into scratch, or -1 for the new cell
-        int[] size = new int[entries];
-        for (int e = 0, s = 0; e < entries; e++) {
-            if (e == newPos) {
-                src[e] = -1;
-                size[e] = newSize;
-                if (replace) {
-                    s++;
-                }
-            } else {
-                src[e] = s;
-                size[e] = cellSize(scratch, s);
-                s++;
-            }
-        }
-        int m = splitPoint(size, entries, false);
-        long oldRight = BTreeNodeFormat.right(scratch);
-        long oldLeft = BTreeNodeFormat.left(scratch);
-        BTreeNodeFormat.init(l, 0, blockSize);
-        BTreeNodeFormat.init(r, 0, blockSize);
-        presetHalf(l, scratch, src[0], src[m - 1], key);
-        presetHalf(r, scratch, src[m], src[entries - 1], key);
-        for (int e = 0; e < entries; e++) {
-            MemorySegment to = e < m ? l : r;
-            if (src[e] < 0) {
-                BTreeNodeFormat.appendLeaf(to, key, value);
-            } else {
-                BTreeNodeFormat.appendCell(scratch, src[e], to);
-            }
-        }
-        BTreeNodeFormat.setLeft(l, oldLeft);
-        BTreeNodeFormat.setRight(l, fresh.block());
-        BTreeNodeFormat.setLeft(r, leafBuf.block());
-        BTreeNodeFormat.setRight(r, oldRight);
-        if (right != null) {
-            BTreeNodeFormat.setLeft(right.data(), fresh.block());
-        }
-        MemorySegment lastLeft = BTreeNodeFormat.key(l, m - 1);
-        MemorySegment firstRight = BTreeNodeFormat.key(r, 0);
-        int sepLen = Keys.shortestSeparatorLength(lastLeft, firstRight);
-        byte[] sep = new byte[sepLen];
-        MemorySegment.copy(firstRight, 0, MemorySegment.ofArray(sep), 0, sepLen);
-        return MemorySegment.ofArray(sep);
-    }
-
-    /** Presets the prefix of a half being rebuilt from entries {@code first..last}: cells of {@code from}, or the new key (-1). */
-    private static void presetHalf(MemorySegment n, MemorySegment from, int first, int last, MemorySegment key) {
-        BTreeNodeFormat.presetPrefix(n,
-                first < 0 ? key : from, first < 0 ? 0 : BTreeNodeFormat.keyOffset(from, first), first < 0 ? (int) key.byteSize() : keyLength(from, first),
-                last < 0 ? key : from, last < 0 ? 0 : BTreeNodeFormat.keyOffset(from, last), last < 0 ? (int) key.byteSize() : keyLength(from, last));
-    }
-
-    /**
-     * Splits a full interior node into itself and {@code fresh}, with the new separator ({@code sep},
-     * {@code child}) at {@code pos}; the middle separator moves up (returned), its child becoming the new
-     * node's leftmost.
-     */
-    private MemorySegment splitInterior(Buffer nodeBuf, Buffer fresh, int pos, MemorySegment sep, long child,
-                                        MemorySegment scratch) {
-        MemorySegment x = nodeBuf.data();
-        MemorySegment y = fresh.data();
-        MemorySegment.copy(x, 0, scratch, 0, blockSize);
-        int n = count(scratch);
-        int entries = n + 1;
-        int[] src = new int[entries];
-        int[] size = new int[entries];
-        for (int e = 0, s = 0; e < entries; e++) {
-            if (e == pos) {
-                src[e] = -1;
-                size[e] = interiorCellSize((int) sep.byteSize());
-            } else {
-                src[e] = s;
-                size[e] = cellSize(scratch, s);
-                s++;
-            }
-        }
-        int m = splitPoint(size, entries, true);
-        int level = BTreeNodeFormat.level(scratch);
-        long leftmost = BTreeNodeFormat.leftmost(scratch);
-        BTreeNodeFormat.init(x, level, blockSize);
-        BTreeNodeFormat.init(y, level, blockSize);
-        BTreeNodeFormat.setLeftmost(x, leftmost);
-        byte[] up;
-        if (src[m] < 0) {
-            up = sep.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
-            BTreeNodeFormat.setLeftmost(y, child);
-        } else {
-            up = BTreeNodeFormat.key(scratch, src[m]).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
-            BTreeNodeFormat.setLeftmost(y, BTreeNodeFormat.child(scratch, src[m]));
-        }
-        for (int e = 0; e < entries; e++) {
-            if (e == m) {
-                continue;
-            }
-            MemorySegment to = e < m ? x : y;
-            int at = e < m ? e : e - m - 1;
-            if (src[e] < 0) {
-                BTreeNodeFormat.insertInterior(to, at, sep, child);
-            } else {
-                BTreeNodeFormat.copyCell(scratch, src[e], to, at);
-            }
-        }
-        BTreeNodeFormat.refreshPrefix(x);
-        BTreeNodeFormat.refreshPrefix(y);
-        return MemorySegment.ofArray(up);
-    }
-
-    /**
-     * Where to divide entries of the given sizes so both halves fit a node and are as even as possible.
-     * For an interior split the entry at the point moves up and belongs to neither half.
-     */
-    private int splitPoint(int[] size, int entries, boolean interior) {
-        int capacity = blockSize - BTreeNodeFormat.SLOTS;
-        long total = 0;
-        for (int e = 0; e < entries; e++) {
-            total += size[e];
-        }
-        int best = -1;
-        long bestGap = Long.MAX_VALUE;
-        long left = 0;
-        // a leaf keeps at least one entry each side; an interior split also needs one to move up
-        for (int m = 1, last = interior ? entries - 2 : entries - 1; m <= last; m++) {
-            left += size[m - 1];
-            long right = total - left - (interior ? size[m] : 0);
-            if (left <= capacity && right <= capacity) {
-                long gap = Math.abs(left - right);
-                if (gap < bestGap) {
-                    bestGap = gap;
-                    best = m;
-                }
-            }
-        }
-        if (best < 0) {
-            throw new IllegalStateException("no split point divides " + entries + " entries of " + total
-                    + " bytes into two " + capacity + "-byte halves");
-        }
-        return best;
-    }
-
-    /**
-     * A delete that leaves the leaf underfull: plan the merges (each level whose node underflows merges
-     * with a sibling under the same parent, if the two fit in one), lock top-down and, per level, left to
-     * right, then delete and merge bottom up; a root left with a single child is replaced by it.
-     */
-    private boolean deleteAndMerge(Txn txn, Path p, MemorySegment key) {
-        Locks locks = new Locks();
-        attempts:
-        for (int attempt = 0; ; attempt++) {
-            if (attempt > 0) {
-                backoff(attempt);
-            }
-            p.reset();
-            descend(p, key, txn);
-            int leafD = p.depth;
-            Seen[] partner = new Seen[leafD + 1];
-            Seen outer = null; // the neighbour beyond a merging leaf pair, whose sibling link changes
-            int top;
-            try {
-                MemorySegment leafData = p.leaf().data();
-                int i = search(leafData, key);
-                if (i < 0) {
-                    if (!p.leaf().validate(p.leafVersion())) {
-                        continue;
-                    }
-                    return false;
-                }
-                int shrink = cellSize(leafData, i);
-                top = leafD;
-                for (int d = leafD; d >= 2; d--) {
-                    MemorySegment n = p.node[d].data();
-                    if (used(n, blockSize) - shrink >= mergeThreshold) {
-                        break;
-                    }
-                    MemorySegment parent = p.node[d - 1].data();
-                    int j = p.childIndex[d - 1];
-                    int pc = count(parent);
-                    if (pc == 0) {
-                        break; // an only child has no sibling to merge with
-                    }
-                    int other = j + 1 < pc ? j + 1 : j - 1;
-                    long mateBlock = childAt(parent, other);
-                    if (!p.node[d - 1].validate(p.version[d - 1])) {
-                        continue attempts; // follow only pointers read from a node still as planned
-                    }
-                    partner[d] = see(mateBlock, txn);
-                    if (!atLevel(partner[d].buffer(), partner[d].version(), BTreeNodeFormat.level(n), p.node[d - 1], p.version[d - 1])) {
-                        continue attempts;
-                    }
-                    int sepIndex = Math.max(j, other);
-                    shrink = cellSize(parent, sepIndex);
-                    top = d - 1;
-                    if (d == leafD) {
-                        Seen rightNode = other > j ? partner[d] : new Seen(p.leaf(), p.leafVersion());
-                        long beyond = BTreeNodeFormat.right(rightNode.buffer().data());
-                        if (!rightNode.buffer().validate(rightNode.version())) {
-                            continue attempts;
-                        }
-                        outer = beyond == 0 ? null : see(beyond, txn);
-                        if (outer != null && !atLevel(outer.buffer(), outer.version(), 0, rightNode.buffer(), rightNode.version())) {
-                            continue attempts;
-                        }
-                    }
-                }
-                if (top == 1 && count(p.node[1].data()) == 1 && !isLeaf(p.node[1].data()) && partner[2] != null) {
-                    top = 0; // the root may lose its only separator: the header changes too
-                }
-                if (backtrack(p, leafD) != leafD) {
-                    continue;
-                }
-            } catch (RuntimeException e) {
-                if (unchanged(p, partner) && (outer == null || outer.buffer().validate(outer.version()))) {
-                    throw e;
-                }
-                continue;
-            }
-            boolean ok = true;
-            for (int d = top; d <= leafD && ok; d++) {
-                Seen mate = partner[d];
-                boolean mateLeft = mate != null && p.childIndex[d - 1] > childIndexOf(p, d - 1, mate);
-                if (mate != null && mateLeft) {
-                    ok = locks.take(txn, mate.buffer(), mate.version());
-                }
-                ok = ok && locks.take(txn, p.node[d], p.version[d]);
-                if (ok && mate != null && !mateLeft) {
-                    ok = locks.take(txn, mate.buffer(), mate.version());
-                }
-            }
-            if (ok && outer != null) {
-                ok = locks.take(txn, outer.buffer(), outer.version());
-            }
-            if (!ok) {
-                locks.releaseAll(txn);
-                continue;
-            }
-            Buffer leaf = p.leaf();
-            MemorySegment n = leaf.data();
-            BTreeNodeFormat.remove(n, search(n, key));
-            txn.log(leaf, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
-            for (int d = leafD; d > top && d >= 2; d--) {
-                if (partner[d] == null || !merge(txn, p, d, partner[d].buffer(), d == leafD ? outer : null)) {
-                    break;
-                }
-            }
-            collapseRoot(txn, p);
-            return true;
-        }
-    }
-
-    /** Index of {@code mate}'s block among the children of path node {@code d} (-1: leftmost). */
-    private static int childIndexOf(Path p, int d, Seen mate) {
-        MemorySegment n = p.node[d].data();
-        long block = mate.buffer().block();
-        if (BTreeNodeFormat.leftmost(n) == block) {
-            return -1;
-        }
-        for (int i = 0, c = count(n); i < c; i++) {
-            if (BTreeNodeFormat.child(n, i) == block) {
-                return i;
-            }
-        }
-        return Integer.MIN_VALUE;
-    }
-
-    /**
-     * Merges path node {@code d} with its locked sibling {@code mate} if the two fit in one node: the right
-     * one's entries move into the left one, the separator between them leaves the parent, the right block
-     * is freed. False if they do not fit (the parent keeps its separator; an interior node left without
-     * one borrows its sibling's instead, see {@link #borrow}).
-     */
-    private boolean merge(Txn txn, Path p, int d, Buffer mate, Seen outer) {
-        Buffer parent = p.node[d - 1];
-        MemorySegment pn = parent.data();
-        int j = p.childIndex[d - 1];
-        int mateIndex = BTreeNodeFormat.leftmost(pn) == mate.block() ? -1 : indexOfChild(pn, mate.block());
-        Buffer leftBuf = mateIndex < j ? mate : p.node[d];
-        Buffer rightBuf = mateIndex < j ? p.node[d] : mate;
-        int sepIndex = Math.max(j, mateIndex);
-        MemorySegment l = leftBuf.data();
-        MemorySegment r = rightBuf.data();
-        boolean leaf = isLeaf(l);
-        int sepCost = leaf ? 0 : interiorCellSize(keyLength(pn, sepIndex));
-        int capacity = blockSize - BTreeNodeFormat.SLOTS;
-        if (used(l, blockSize) + used(r, blockSize) + sepCost > capacity) {
-            if (!leaf && count(p.node[d].data()) == 0) {
-                borrow(txn, parent, sepIndex, leftBuf, rightBuf, leftBuf == p.node[d]);
-            }
-            return false;
-        }
-        MemorySegment scratch = scratch(blockSize);
-        BTreeNodeFormat.compact(l, blockSize, scratch);
-        int at = count(l);
-        if (!leaf) {
-            BTreeNodeFormat.insertInterior(l, at++, BTreeNodeFormat.key(pn, sepIndex), BTreeNodeFormat.leftmost(r));
-        }
-        for (int i = 0, c = count(r); i < c; i++) {
-            BTreeNodeFormat.copyCell(r, i, l, at++);
-        }
-        BTreeNodeFormat.refreshPrefix(l);
-        if (leaf) {
-            long beyond = BTreeNodeFormat.right(r);
-            BTreeNodeFormat.setRight(l, beyond);
-            if (outer != null && outer.buffer().block() == beyond) {
-                BTreeNodeFormat.setLeft(outer.buffer().data(), leftBuf.block());
-                txn.log(outer.buffer(), BTreeNodeFormat.LEFT, 8);
-            }
-        }
-        txn.log(leftBuf, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
-        BTreeNodeFormat.remove(pn, sepIndex);
-        logSlots(txn, parent, sepIndex);
-        allocator.free(txn, rightBuf.block());
-        cache.free(txn, rightBuf, BTreeNodeFormat.FREED_MAGIC);
-        if (rightBuf == p.node[d]) {
-            p.node[d] = leftBuf; // the path continues through the survivor
-        }
-        return true;
-    }
-
-    /**
-     * An interior node left with no separator by a merge below it, whose sibling is too full to merge
-     * with (long separators), takes the sibling's nearest entry through the parent: the parent's separator
-     * comes down into it and the sibling's nearest key goes up in its place. Without this its only child
-     * could never merge (it has no sibling), so deleting every key would leave empty leaves behind. Skipped
-     * if the sibling has fewer than two entries to give or the parent has no room for the key going up.
-     */
-    private void borrow(Txn txn, Buffer parent, int sepIndex, Buffer leftBuf, Buffer rightBuf, boolean intoLeft) {
-        MemorySegment pn = parent.data();
-        MemorySegment l = leftBuf.data();
-        MemorySegment r = rightBuf.data();
-        MemorySegment donor = intoLeft ? r : l;
-        int given = intoLeft ? 0 : count(l) - 1;
-        if (count(donor) < 2) {
-            return;
-        }
-        byte[] down = BTreeNodeFormat.key(pn, sepIndex).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
-        byte[] up = BTreeNodeFormat.key(donor, given).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
-        if (freeTotal(pn) + interiorCellSize(down.length) < interiorCellSize(up.length)) {
-            return;
-        }
-        MemorySegment scratch = scratch(blockSize);
-        MemorySegment taker = intoLeft ? l : r;
-        BTreeNodeFormat.ensureRoom(taker, interiorCellSize(down.length), blockSize, scratch);
-        if (intoLeft) {
-            // l gets (down, r's leftmost); r's first child becomes its leftmost
-            BTreeNodeFormat.insertInterior(l, 0, MemorySegment.ofArray(down), BTreeNodeFormat.leftmost(r));
-            BTreeNodeFormat.setLeftmost(r, BTreeNodeFormat.child(r, 0));
-            BTreeNodeFormat.remove(r, 0);
-        } else {
-            // r gets (down, its old leftmost); l's last child becomes r's leftmost
-            BTreeNodeFormat.insertInterior(r, 0, MemorySegment.ofArray(down), BTreeNodeFormat.leftmost(r));
-            BTreeNodeFormat.setLeftmost(r, BTreeNodeFormat.child(l, given));
-            BTreeNodeFormat.remove(l, given);
-        }
-        BTreeNodeFormat.remove(pn, sepIndex);
-        BTreeNodeFormat.ensureRoom(pn, interiorCellSize(up.length), blockSize, scratch);
-        BTreeNodeFormat.insertInterior(pn, sepIndex, MemorySegment.ofArray(up), rightBuf.block());
-        txn.log(leftBuf, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
-        txn.log(rightBuf, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
-        txn.log(parent, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
-    }
-
-    private static int indexOfChild(MemorySegment n, long block) {
-        for (int i = 0, c = count(n); i < c; i++) {
-            if (BTreeNodeFormat.child(n, i) == block) {
-                return i;
-            }
-        }
-        throw new IllegalStateException("block " + block + " is not a child of the locked parent");
-    }
-
-    /** If the root is an interior node with no separator left, its only child becomes the root. */
-    private void collapseRoot(Txn txn, Path p) {
-        Buffer header = p.node[0];
-        if (!txn.holds(header) || p.depth < 2) {
-            return;
-        }
-        Buffer root = p.node[1];
-        MemorySegment rn = root.data();
-        if (isLeaf(rn) || count(rn) != 0) {
-            return;
-        }
-        long child = BTreeNodeFormat.leftmost(rn);
-        int height = BTreeHeaderFormat.height(header.data());
-        BTreeHeaderFormat.set(header.data(), child, height - 1);
-        txn.log(header, BTreeHeaderFormat.ROOT, 16);
-        allocator.free(txn, root.block());
-        cache.free(txn, root, BTreeNodeFormat.FREED_MAGIC);
-    }
-
-    // ------------------------------------------------------------------ cursor support
-
-    /** Reads the root block and its version for a cursor's descent; null if the header changed meanwhile. */
-    Seen rootForCursor() {
-        Buffer h = header();
-        long hv = h.readVersion();
-        if (hv < 0) {
-            return null;
-        }
-        long root = BTreeHeaderFormat.root(h.data());
-        if (!h.validate(hv)) {
-            return null;
-        }
-        Buffer r;
-        try {
-            r = node(root);
-        } catch (CorruptionException e) {
-            if (h.validate(hv)) {
-                throw e;
-            }
-            return null;
-        }
-        long rv = r.readVersion();
-        if (rv < 0 || !h.validate(hv)) {
-            return null;
-        }
-        return new Seen(r, rv);
-    }
-
-    Buffer nodeForCursor(long block) {
-        return node(block);
-    }
-
-    /**
-     * The leaf holding {@code key} (or where it would go); with {@code key} null, the leftmost or rightmost
-     * leaf. Returns the leaf and its version, read optimistically.
-     */
-    Seen leafFor(MemorySegment key, boolean rightmost) {
-        for (;;) {
-            Seen s = rootForCursor();
-            if (s == null) {
-                continue;
-            }
-            Buffer cur = s.buffer();
-            long v = s.version();
-            boolean restart = false;
-            while (!restart) {
-                try {
-                    MemorySegment n = cur.data();
-                    if (isLeaf(n)) {
-                        if (cur.validate(v)) {
-                            return new Seen(cur, v);
-                        }
-                        restart = true;
-                        break;
-                    }
-                    long child = key != null ? BTreeNodeFormat.childFor(n, key)
-                            : rightmost ? childAt(n, count(n) - 1) : BTreeNodeFormat.leftmost(n);
-                    if (!cur.validate(v)) {
-                        restart = true;
-                        break;
-                    }
-                    Buffer next = node(child);
-                    long nv = next.readVersion();
-                    if (nv < 0 || !cur.validate(v) || !atLevel(next, nv, BTreeNodeFormat.level(n) - 1, cur, v)) {
-                        restart = true;
-                        break;
-                    }
-                    cur = next;
-                    v = nv;
-                } catch (CorruptionException e) {
-                    throw e;
-                } catch (RuntimeException e) {
-                    if (cur.validate(v)) {
-                        throw unreadable(e, cur.block(), NODE);
-                    }
-                    restart = true;
-                }
-            }
-        }
-    }
+    // ------------------------------------------------------------------ the whole tree
 
     int blockSize() {
         return blockSize;
@@ -1422,15 +722,6 @@ public final class BTree {
         return TreeCheck.run(this, cache, allocator instanceof BitmapAllocator b ? b : null);
     }
 
-    /** The header buffer, for the checker. */
-    Buffer headerBuffer() {
-        return header();
-    }
-
-    Buffer nodeBuffer(long block) {
-        return node(block);
-    }
-
     // ------------------------------------------------------------------ reads inside a transaction
 
     /** Which entry {@link #find} returns for a key. */
@@ -1463,7 +754,7 @@ public final class BTree {
      *         {@link #foundKeyLength} and {@link #foundValueLength}
      */
     public long find(Txn txn, MemorySegment key, Match match, MemorySegment keyOut, MemorySegment valueOut) {
-        checkKey(key);
+        requireKey(key);
         Path p = PATHS.get();
         p.start(this, key);
         long found;

@@ -53,7 +53,7 @@ public final class BitmapAllocator implements BlockAllocator {
      */
     public static BitmapAllocator format(Txn txn, long bitmapStart, long first, long count, long owner) {
         BufferCache cache = txn.cache();
-        checkRanges(cache, bitmapStart, first, count);
+        requireRanges(cache, bitmapStart, first, count);
         BitmapAllocator a = new BitmapAllocator(cache, bitmapStart, first, count, owner);
         for (int i = 0; i < a.bitmapBlocks; i++) {
             Buffer b = cache.create(txn, bitmapStart + i, BitmapFormat.MAGIC, owner);
@@ -68,7 +68,7 @@ public final class BitmapAllocator implements BlockAllocator {
 
     /** Reads the bitmaps written by {@link #format} and counts the free blocks. */
     public static BitmapAllocator open(BufferCache cache, long bitmapStart, long first, long count, long owner) {
-        checkRanges(cache, bitmapStart, first, count);
+        requireRanges(cache, bitmapStart, first, count);
         BitmapAllocator a = new BitmapAllocator(cache, bitmapStart, first, count, owner);
         long used = 0;
         for (int i = 0; i < a.bitmapBlocks; i++) {
@@ -90,7 +90,7 @@ public final class BitmapAllocator implements BlockAllocator {
         return a;
     }
 
-    private static void checkRanges(BufferCache cache, long bitmapStart, long first, long count) {
+    private static void requireRanges(BufferCache cache, long bitmapStart, long first, long count) {
         long blocks = cache.device().blockCount();
         int n = bitmapBlocks(cache.blockSize(), count);
         if (count < 1 || first < 1 || first + count > blocks || bitmapStart < 1 || bitmapStart + n > blocks

@@ -3,8 +3,12 @@ package dev.ferrite.btree.internal;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
+import dev.ferrite.btree.internal.BTree.Seen;
 import dev.ferrite.io.CorruptionException;
 
+import static dev.ferrite.btree.internal.BTreeNodeFormat.childAt;
+import static dev.ferrite.btree.internal.BTreeNodeFormat.count;
+import static dev.ferrite.btree.internal.BTreeNodeFormat.isLeaf;
 import static dev.ferrite.io.internal.OnDisk.U16;
 
 /**
@@ -14,6 +18,9 @@ import static dev.ferrite.io.internal.OnDisk.U16;
  * a leaf changed under a copy or a move, it finds its place again by the last key it returned. Each key
  * is returned at most once and in order; a key inserted or deleted while the cursor runs may or may not
  * be seen (a page shows its leaf as it was when copied). Not thread-safe.
+ *
+ * <p>It finds a leaf with a descent of its own ({@code leafFor}, lock-free like the tree's), which does
+ * not need the tree's per-thread path: it never writes and resumes by key, not by node.
  */
 public final class Cursor {
     private final BTree tree;
@@ -50,10 +57,10 @@ public final class Cursor {
         this.start = start == null ? null : start.clone();
         this.end = end == null ? null : MemorySegment.ofArray(end.clone());
         if (start != null) {
-            BTree.checkKey(MemorySegment.ofArray(start));
+            BTree.requireKey(MemorySegment.ofArray(start));
         }
         if (end != null) {
-            BTree.checkKey(this.end);
+            BTree.requireKey(this.end);
         }
         this.page = MemorySegment.ofArray(new byte[tree.blockSize()]);
     }
@@ -99,7 +106,7 @@ public final class Cursor {
         saveKey();
         Buffer s;
         try {
-            s = tree.nodeForCursor(sibling);
+            s = tree.node(sibling);
         } catch (RuntimeException e) {
             if (leaf.validate(version)) {
                 throw e;
@@ -177,7 +184,7 @@ public final class Cursor {
         MemorySegment target = started ? lastKey.asSlice(0, lastKeyLength)
                 : start == null ? null : MemorySegment.ofArray(start);
         for (;;) {
-            BTree.Seen s = tree.leafFor(target, reverse);
+            Seen s = leafFor(tree, target, reverse);
             if (copy(s.buffer(), s.version())) {
                 break;
             }
@@ -223,5 +230,86 @@ public final class Cursor {
     public int value(MemorySegment out) {
         MemorySegment.copy(page, valueOffset, out, 0, Math.min(valueLength, out.byteSize()));
         return valueLength;
+    }
+
+    // ------------------------------------------------------------------ descent to a leaf
+
+    /** Reads the root block and its version for a descent of {@code tree}; null if the header changed meanwhile. */
+    private static Seen root(BTree tree) {
+        Buffer h = tree.header();
+        long hv = h.readVersion();
+        if (hv < 0) {
+            return null;
+        }
+        long root = BTreeHeaderFormat.root(h.data());
+        if (!h.validate(hv)) {
+            return null;
+        }
+        Buffer r;
+        try {
+            r = tree.node(root);
+        } catch (CorruptionException e) {
+            if (h.validate(hv)) {
+                throw e;
+            }
+            return null;
+        }
+        long rv = r.readVersion();
+        if (rv < 0 || !h.validate(hv)) {
+            return null;
+        }
+        return new Seen(r, rv);
+    }
+
+    /**
+     * The leaf of {@code tree} holding {@code key} (or where it would go); with {@code key} null, the
+     * leftmost or rightmost leaf. Returns the leaf and its version, read optimistically.
+     */
+    static Seen leafFor(BTree tree, MemorySegment key, boolean rightmost) {
+        for (;;) {
+            Seen s = root(tree);
+            if (s == null) {
+                continue;
+            }
+            Buffer cur = s.buffer();
+            long v = s.version();
+            boolean restart = false;
+            while (!restart) {
+                try {
+                    MemorySegment n = cur.data();
+                    if (isLeaf(n)) {
+                        if (cur.validate(v)) {
+                            return new Seen(cur, v);
+                        }
+                        restart = true;
+                        break;
+                    }
+                    long child = key != null ? BTreeNodeFormat.childFor(n, key)
+                            : rightmost ? childAt(n, count(n) - 1) : BTreeNodeFormat.leftmost(n);
+                    if (!cur.validate(v)) {
+                        restart = true;
+                        break;
+                    }
+                    Buffer next = tree.node(child);
+                    long nv = next.readVersion();
+                    if (nv < 0 || !cur.validate(v) || !BTree.atLevel(next, nv, BTreeNodeFormat.level(n) - 1, cur, v)) {
+                        restart = true;
+                        break;
+                    }
+                    cur = next;
+                    v = nv;
+                } catch (CorruptionException e) {
+                    if (cur.validate(v)) {
+                        throw e;
+                    }
+                    restart = true; // a stale pointer led to a block freed before it was ever written home
+                } catch (RuntimeException e) {
+                    if (cur.validate(v)) {
+                        throw BTree.unreadable(e, cur.block(), BTree.NODE);
+                    }
+                    restart = true;
+                }
+            }
+        }
     }
 }

@@ -18,33 +18,54 @@ import java.util.Set;
  * @param leaves   leaves reached
  * @param keys     keys in the leaves
  * @param height   levels found
- * @param problems what is wrong, one line each; empty for a sound tree
+ * @param problems what is wrong, in the order found; empty for a sound tree
  */
-public record TreeCheck(long nodes, long leaves, long keys, int height, List<String> problems) {
+public record TreeCheck(long nodes, long leaves, long keys, int height, List<Problem> problems) {
+    /**
+     * One thing wrong with the tree.
+     *
+     * @param block  the node or header block the problem was found in
+     * @param detail what is wrong there, naming the kind of block (header, node, leaf)
+     */
+    public record Problem(long block, String detail) {
+        @Override
+        public String toString() {
+            return "block " + block + ": " + detail;
+        }
+    }
+
     public boolean ok() {
         return problems.isEmpty();
     }
 
     @Override
     public String toString() {
-        return "tree check: " + nodes + " nodes, " + leaves + " leaves, " + keys + " keys, height " + height
-                + (problems.isEmpty() ? ", no problems" : ", " + problems.size() + " problems:\n  " + String.join("\n  ", problems));
+        StringBuilder s = new StringBuilder("tree check: ").append(nodes).append(" nodes, ").append(leaves)
+                .append(" leaves, ").append(keys).append(" keys, height ").append(height);
+        if (problems.isEmpty()) {
+            return s.append(", no problems").toString();
+        }
+        s.append(", ").append(problems.size()).append(" problems:");
+        for (Problem p : problems) {
+            s.append("\n  ").append(p);
+        }
+        return s.toString();
     }
 
     static TreeCheck run(BTree tree, BufferCache cache, BitmapAllocator allocator) {
         Walk w = new Walk(tree, cache.blockSize(), allocator);
         Buffer h;
         try {
-            h = tree.headerBuffer();
+            h = tree.header();
         } catch (RuntimeException e) {
-            return new TreeCheck(0, 0, 0, 0, List.of("header block " + tree.headerBlock() + ": " + e.getMessage()));
+            return new TreeCheck(0, 0, 0, 0, List.of(new Problem(tree.headerBlock(), "header: " + e.getMessage())));
         }
         MemorySegment hd = h.data();
         long root = BTreeHeaderFormat.root(hd);
         int height = BTreeHeaderFormat.height(hd);
         w.used(tree.headerBlock(), "header");
         if (height < 1 || height > 48) {
-            w.problems.add("header block " + tree.headerBlock() + ": height " + height);
+            w.problem(tree.headerBlock(), "header: height " + height);
         } else {
             w.visit(root, height - 1, null, null);
             w.checkChain();
@@ -56,7 +77,7 @@ public record TreeCheck(long nodes, long leaves, long keys, int height, List<Str
         final BTree tree;
         final int blockSize;
         final BitmapAllocator allocator;
-        final List<String> problems = new ArrayList<>();
+        final List<Problem> problems = new ArrayList<>();
         final Set<Long> seen = new HashSet<>();
         final List<long[]> chain = new ArrayList<>(); // {block, left, right} of each leaf, in key order
         long nodes, leaves, keys;
@@ -67,41 +88,45 @@ public record TreeCheck(long nodes, long leaves, long keys, int height, List<Str
             this.allocator = allocator;
         }
 
+        void problem(long block, String detail) {
+            problems.add(new Problem(block, detail));
+        }
+
         void used(long block, String what) {
             if (!seen.add(block)) {
-                problems.add(what + " block " + block + " is reached twice");
+                problem(block, what + " reached twice");
             }
             if (allocator != null && (block < allocator.firstBlock() || block >= allocator.firstBlock() + allocator.blockCount()
                     || !allocator.isAllocated(block))) {
-                problems.add(what + " block " + block + " is not marked in use by the allocator");
+                problem(block, what + " not marked in use by the allocator");
             }
         }
 
         /** Visits the subtree at {@code block}, whose keys must lie in [low, high). */
         void visit(long block, int level, byte[] low, byte[] high) {
             if (seen.contains(block)) {
-                problems.add("node block " + block + " is reached twice (a cycle or a shared subtree)");
+                problem(block, "node reached twice (a cycle or a shared subtree)");
                 return;
             }
             used(block, "node");
             Buffer b;
             try {
-                b = tree.nodeBuffer(block);
+                b = tree.node(block);
             } catch (RuntimeException e) {
-                problems.add("node block " + block + ": " + e.getMessage());
+                problem(block, "node: " + e.getMessage());
                 return;
             }
             MemorySegment n = b.data();
             nodes++;
-            String where = "node block " + block + " (level " + level + ")";
+            String where = "node (level " + level + ")";
             if (BTreeNodeFormat.level(n) != level) {
-                problems.add(where + ": records level " + BTreeNodeFormat.level(n));
+                problem(block, where + ": records level " + BTreeNodeFormat.level(n));
                 return;
             }
             int count = BTreeNodeFormat.count(n);
             int cellStart = BTreeNodeFormat.cellStart(n);
             if (BTreeNodeFormat.SLOTS + BTreeNodeFormat.SLOT * count > cellStart || cellStart > blockSize) {
-                problems.add(where + ": " + count + " slots overlap the cells from " + cellStart);
+                problem(block, where + ": " + count + " slots overlap the cells from " + cellStart);
                 return;
             }
             long live = 0;
@@ -110,30 +135,30 @@ public record TreeCheck(long nodes, long leaves, long keys, int height, List<Str
                 int c = BTreeNodeFormat.slot(n, i);
                 int size = BTreeNodeFormat.cellSize(n, i) - BTreeNodeFormat.SLOT;
                 if (c < cellStart || c + size > blockSize) {
-                    problems.add(where + ": cell " + i + " at " + c + " (" + size + " bytes) lies outside the cell area");
+                    problem(block, where + ": cell " + i + " at " + c + " (" + size + " bytes) lies outside the cell area");
                     return;
                 }
                 live += size;
                 if (!BTreeNodeFormat.sharesPrefix(n, i)) {
-                    problems.add(where + ": key " + i + " does not start with the node's " + BTreeNodeFormat.skip(n) + "-byte prefix");
+                    problem(block, where + ": key " + i + " does not start with the node's " + BTreeNodeFormat.skip(n) + "-byte prefix");
                 } else if (BTreeNodeFormat.slotHead(n, i) != BTreeNodeFormat.computedHead(n, i)) {
-                    problems.add(where + ": slot " + i + " holds head 0x" + Long.toHexString(BTreeNodeFormat.slotHead(n, i))
+                    problem(block, where + ": slot " + i + " holds head 0x" + Long.toHexString(BTreeNodeFormat.slotHead(n, i))
                             + ", its key's is 0x" + Long.toHexString(BTreeNodeFormat.computedHead(n, i)));
                 }
                 byte[] k = BTreeNodeFormat.key(n, i).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
                 if (k.length == 0 || k.length > BTreeNodeFormat.MAX_KEY) {
-                    problems.add(where + ": key " + i + " has " + k.length + " bytes");
+                    problem(block, where + ": key " + i + " has " + k.length + " bytes");
                 }
                 if (prev != null && Keys.compare(prev, k) >= 0) {
-                    problems.add(where + ": key " + i + " is not above key " + (i - 1));
+                    problem(block, where + ": key " + i + " is not above key " + (i - 1));
                 }
                 if (low != null && Keys.compare(k, low) < 0 || high != null && Keys.compare(k, high) >= 0) {
-                    problems.add(where + ": key " + i + " lies outside the range its parent gives it");
+                    problem(block, where + ": key " + i + " lies outside the range its parent gives it");
                 }
                 prev = k;
             }
             if (live + BTreeNodeFormat.garbage(n) != blockSize - cellStart) {
-                problems.add(where + ": " + live + " live and " + BTreeNodeFormat.garbage(n) + " dead cell bytes do not fill "
+                problem(block, where + ": " + live + " live and " + BTreeNodeFormat.garbage(n) + " dead cell bytes do not fill "
                         + (blockSize - cellStart));
             }
             if (level == 0) {
@@ -161,10 +186,10 @@ public record TreeCheck(long nodes, long leaves, long keys, int height, List<Str
                 long expectLeft = i == 0 ? 0 : chain.get(i - 1)[0];
                 long expectRight = i == chain.size() - 1 ? 0 : chain.get(i + 1)[0];
                 if (leaf[1] != expectLeft) {
-                    problems.add("leaf block " + leaf[0] + ": left link " + leaf[1] + ", expected " + expectLeft);
+                    problem(leaf[0], "leaf: left link " + leaf[1] + ", expected " + expectLeft);
                 }
                 if (leaf[2] != expectRight) {
-                    problems.add("leaf block " + leaf[0] + ": right link " + leaf[2] + ", expected " + expectRight);
+                    problem(leaf[0], "leaf: right link " + leaf[2] + ", expected " + expectRight);
                 }
             }
         }

@@ -22,7 +22,7 @@ public final class TreeWalk {
      */
     public static void blocks(BTree tree, LongConsumer sink) {
         sink.accept(tree.headerBlock());
-        MemorySegment h = tree.headerBuffer().data();
+        MemorySegment h = tree.header().data();
         visit(tree, BTreeHeaderFormat.root(h), BTreeHeaderFormat.height(h) - 1, sink, new HashSet<>());
     }
 
@@ -34,7 +34,7 @@ public final class TreeWalk {
         if (level == 0) {
             return; // leaves are not read
         }
-        MemorySegment n = tree.nodeBuffer(block).data();
+        MemorySegment n = tree.node(block).data();
         if (BTreeNodeFormat.level(n) != level) {
             throw new CorruptionException(block, BTree.NODE, "level " + BTreeNodeFormat.level(n) + " where its parent says " + level);
         }

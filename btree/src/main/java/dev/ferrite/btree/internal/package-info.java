@@ -24,7 +24,11 @@
  *       for that read; allocator metadata is resident. A transaction running several operations still
  *       holds the earlier ones' locks while later ones read.
  *   <li>Writers lock nodes top-down and left to right, each by CAS from the version they planned with,
- *       and let go of everything when one fails: no writer waits while holding a node.
+ *       and let go of everything when one fails: no writer waits while holding a node. A write that fits
+ *       in its leaf locks only the leaf ({@code BTree}); a split or merge locks, in this order, the
+ *       highest node that changes (the header first when the root does) down to the leaf, a merge
+ *       partner in its left-to-right place at each level, then the leaf-level neighbour whose sibling
+ *       link changes, then allocator blocks ({@code Restructure}, the pessimistic paths).
  *   <li>A newly allocated block is logged whole; a freed one is logged as freed and never written home,
  *       and not allocated again until the free is in a checkpoint ({@link BufferCache#isBusy}).
  * </ul>

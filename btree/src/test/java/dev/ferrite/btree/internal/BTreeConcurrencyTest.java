@@ -98,7 +98,7 @@ class BTreeConcurrencyTest {
                 model.put(k, value(k, n, 200));
                 s.tree.put(k, model.get(k));
             }
-            s.journal.checkpoint(); // every node is home, so a freed one still reads back as a valid node
+            s.journal.quiesce(); // every node is home, so a freed one still reads back as a valid node
             Set<Long> before = s.nodes().keySet();
             long freed = -1;
             for (int n = 0; n < 120 && freed < 0; n++) {

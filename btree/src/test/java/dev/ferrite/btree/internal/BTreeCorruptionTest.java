@@ -242,7 +242,7 @@ class BTreeCorruptionTest {
     }
 
     private static List<byte[]> keysUnder(BTree tree, long block) {
-        MemorySegment n = tree.nodeBuffer(block).data();
+        MemorySegment n = tree.node(block).data();
         List<byte[]> keys = new ArrayList<>();
         if (BTreeNodeFormat.isLeaf(n)) {
             for (int i = 0, c = BTreeNodeFormat.count(n); i < c; i++) {

@@ -233,7 +233,7 @@ class BTreeCrashTest {
                     s.journal.force(seq);
                     ackedAt[i] = rec.eventCount();
                 } else if (rnd.nextInt(400) == 0) {
-                    s.journal.checkpoint(); // everything home, the log tail up to the head
+                    s.journal.quiesce(); // everything home, the log tail up to the head
                 }
                 maxHeight = Math.max(maxHeight, s.tree.height());
             }

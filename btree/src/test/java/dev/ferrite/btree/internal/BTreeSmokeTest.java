@@ -62,7 +62,7 @@ class BTreeSmokeTest {
                 // read back from disk, interior nodes and the header still outrank leaves in the clock
                 s.nodes().forEach((block, level) -> assertEquals(level > 0 ? BTree.INTERIOR_PRIORITY : 1,
                         s.cache.lookup(block).priority, "block " + block + " at level " + level));
-                assertEquals(BTree.INTERIOR_PRIORITY, s.tree.headerBuffer().priority);
+                assertEquals(BTree.INTERIOR_PRIORITY, s.tree.header().priority);
             }
         }
     }

@@ -404,7 +404,7 @@ class BufferCacheTest {
             assertNull(cache.lookup(block), "a block that failed verification stays cached");
         }
         assertTrue(cache.stats().dirtyWaits() == 0 && cache.stats().cached() == 0, cache.stats().toString());
-        journal.checkpoint();
+        journal.quiesce();
         assertEquals(0, journal.stats().commits(), "reading logged something");
         for (int i = 0; i < 4; i++) {
             assertArrayEquals(before[i], onDisk(FIRST + i), "block " + (FIRST + i) + " was written");
@@ -519,7 +519,7 @@ class BufferCacheTest {
         openCache();
         assertFalse(journal.recovery().clean());
         assertEquals(2, payload(get(x)), "recovery of a freed and reused block");
-        journal.checkpoint();
+        journal.quiesce();
         MemorySegment home = MemorySegment.ofArray(onDisk(x));
         BlockHeaderFormat.verify(home, x, MAGIC, OWNER, WHAT);
         assertEquals(2, home.get(ValueLayout.JAVA_LONG_UNALIGNED, PAYLOAD));
@@ -537,7 +537,7 @@ class BufferCacheTest {
         writeBlocks(FIRST, 300);
         freeBlocks(FIRST, 200);
         assertEquals(200, cache.busyBound(), "all 200 frees are busy");
-        journal.checkpoint(); // the frees are in the AIL (and dropped from it): none is busy any more
+        journal.quiesce(); // the frees are in the AIL (and dropped from it): none is busy any more
         freeBlocks(FIRST + 200, 100); // the 256th free sweeps
         assertTrue(cache.busyBound() <= 100, "the checkpointed frees are still counted: " + cache.busyBound());
         assertTrue(cache.isBusy(FIRST + 299), "the latest free is not checkpointed");
@@ -568,14 +568,14 @@ class BufferCacheTest {
             txn.commit();
         }
         Buffer b = allocateAndWrite(allocator, 1);
-        journal.checkpoint(); // block x's contents are home
+        journal.quiesce(); // block x's contents are home
         try (Txn txn = Txn.begin(cache, 2)) {
             assertTrue(txn.lock(b));
             allocator.free(txn, x);
             cache.free(txn, b, FREED);
             txn.commit();
         }
-        journal.checkpoint(); // the free is in a checkpoint: x is no longer busy
+        journal.quiesce(); // the free is in a checkpoint: x is no longer busy
         assertFalse(cache.isBusy(x));
         Buffer stale = get(x);
         assertEquals(1, payload(stale), "the freed block's old contents");

@@ -43,7 +43,7 @@ class CursorTest {
             Thread disturber = Thread.ofPlatform().name("leaf-locker").start(() -> {
                 Random rnd = new Random(SEED);
                 while (!stop.get()) {
-                    BTree.Seen leaf = tree.leafFor(MemorySegment.ofArray(keys.get(rnd.nextInt(keys.size()))), false);
+                    BTree.Seen leaf = Cursor.leafFor(tree, MemorySegment.ofArray(keys.get(rnd.nextInt(keys.size()))), false);
                     if (leaf.buffer().tryUpgrade(leaf.version())) {
                         for (int spin = 0; spin < 50; spin++) {
                             Thread.onSpinWait();

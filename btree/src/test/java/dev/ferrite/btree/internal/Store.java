@@ -80,12 +80,12 @@ final class Store implements AutoCloseable {
     /** Every node block of the tree with its level, parents before children, in key order (call while quiet). */
     LinkedHashMap<Long, Integer> nodes() {
         LinkedHashMap<Long, Integer> nodes = new LinkedHashMap<>();
-        collect(BTreeHeaderFormat.root(tree.headerBuffer().data()), nodes);
+        collect(BTreeHeaderFormat.root(tree.header().data()), nodes);
         return nodes;
     }
 
     private void collect(long block, LinkedHashMap<Long, Integer> nodes) {
-        MemorySegment n = tree.nodeBuffer(block).data();
+        MemorySegment n = tree.node(block).data();
         nodes.put(block, BTreeNodeFormat.level(n));
         if (!BTreeNodeFormat.isLeaf(n)) {
             for (int i = -1, c = BTreeNodeFormat.count(n); i < c; i++) {

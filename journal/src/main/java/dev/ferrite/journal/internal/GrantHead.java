@@ -1,12 +1,13 @@
 package dev.ferrite.journal.internal;
 
+import dev.ferrite.journal.VolumeShutdownException;
+
 import java.util.ArrayDeque;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.LongSupplier;
 
-import dev.ferrite.io.VolumeShutdownException;
 
 /**
  * One grant head: how far into the log space has been promised, as a single 64-bit word, cycle in the

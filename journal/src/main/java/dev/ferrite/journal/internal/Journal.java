@@ -1,5 +1,7 @@
 package dev.ferrite.journal.internal;
 
+import dev.ferrite.journal.VolumeShutdownException;
+
 import dev.ferrite.journal.JournalOptions;
 import dev.ferrite.journal.JournalStats;
 import dev.ferrite.journal.ReservationExceededException;
@@ -10,7 +12,6 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.LongAdder;
 
 import dev.ferrite.io.BlockDevice;
-import dev.ferrite.io.VolumeShutdownException;
 
 /**
  * Ferrite's write-ahead log, built the way XFS's delayed logging is (DESIGN section 4): transactions
@@ -53,9 +54,14 @@ public final class Journal implements AutoCloseable {
     private final AtomicReference<Throwable> failure = new AtomicReference<>();
     private boolean closed;
 
-    /** Writes an empty log (a fresh anchor with a new random log id) into {@code geometry} of {@code device}. */
+    /**
+     * Writes an empty log (a fresh anchor with a new random log id) into {@code geometry} of {@code device}.
+     *
+     * @throws dev.ferrite.io.InvalidArgumentException if the region lies outside the device
+     * @throws dev.ferrite.io.DeviceException          if writing or flushing the anchor fails
+     */
     public static void format(BlockDevice device, LogGeometry geometry) {
-        geometry.check(device);
+        geometry.requireWithin(device);
         long logId;
         do {
             logId = new SecureRandom().nextLong();
@@ -68,11 +74,13 @@ public final class Journal implements AutoCloseable {
      * through {@code replayer}, a torn or unfinished last checkpoint is discarded, and the log restarts
      * past them. See {@link #recovery()} for what was done.
      *
-     * @throws dev.ferrite.io.CorruptionException if the anchor is unreadable or describes another log, or
-     *                                            the log is damaged before its end
+     * @throws dev.ferrite.io.CorruptionException      if the anchor is unreadable or describes another log, or
+     *                                                 the log is damaged before its end
+     * @throws dev.ferrite.io.InvalidArgumentException if the region lies outside the device
+     * @throws dev.ferrite.io.DeviceException          if reading the log or writing the anchor fails
      */
     public static Journal open(BlockDevice device, LogGeometry geometry, JournalOptions options, Replayer replayer) {
-        geometry.check(device);
+        geometry.requireWithin(device);
         LogAnchor anchor = LogAnchor.read(device, geometry);
         try {
             Recovery.Result r = Recovery.run(device, geometry, anchor, replayer);
@@ -125,7 +133,7 @@ public final class Journal implements AutoCloseable {
      * @throws VolumeShutdownException         if the journal has shut down
      */
     public Transaction begin(Reservation reservation) {
-        checkAlive();
+        requireAlive();
         Ticket ticket = new Ticket(reservationBytes(reservation.items()), reservation.count());
         space.reserve(ticket);
         if (space.freeBytes() < logBytes / 4) {
@@ -141,7 +149,7 @@ public final class Journal implements AutoCloseable {
 
     /** Never waits: the committer holds its items' locks here ({@link #throttle} comes after it unlocks). */
     long commit(LogItem[] items, int count, Ticket ticket) {
-        checkAlive();
+        requireAlive();
         try {
             long seq = cil.commit(items, count, ticket);
             commits.increment();
@@ -168,12 +176,20 @@ public final class Journal implements AutoCloseable {
         return space;
     }
 
-    /** Returns once every transaction committed with a sequence up to {@code seq} is durable. */
+    /**
+     * Returns once every transaction committed with a sequence up to {@code seq} is durable.
+     *
+     * @throws VolumeShutdownException if the journal has shut down, or shuts down before {@code seq} is durable
+     */
     public void force(long seq) {
         writer.force(seq);
     }
 
-    /** Makes everything committed so far durable; returns the sequence that is now durable. */
+    /**
+     * Makes everything committed so far durable; returns the sequence that is now durable.
+     *
+     * @throws VolumeShutdownException as {@link #force}
+     */
     public long forceAll() {
         long seq = cil.currentSeq();
         writer.force(seq);
@@ -186,22 +202,28 @@ public final class Journal implements AutoCloseable {
     }
 
     /**
-     * Makes everything committed durable, writes every logged item home and moves the log tail up to
-     * the head, so that recovery after a crash now would replay nothing.
+     * Quiesces the log, as XFS's log quiesce does: makes everything committed durable, writes every
+     * logged item home and moves the log tail up to the head, so that recovery after a crash now would
+     * replay nothing. Not a CIL checkpoint, which only writes committed changes to the log.
+     *
+     * @throws VolumeShutdownException if the journal has shut down, or shuts down meanwhile
+     * @throws IllegalStateException   if the AIL does not drain within {@link JournalOptions#closeTimeoutMillis}
      */
-    public void checkpoint() {
+    public void quiesce() {
         forceAll();
         ail.pushAllAndWait(writer.lastCheckpointSeq(), TimeUnit.MILLISECONDS.toNanos(options.closeTimeoutMillis()));
-        checkAlive();
+        requireAlive();
     }
 
     /**
      * Starts writing home everything logged so far, without waiting: the current CIL context is pushed
      * and the AIL is asked to write back every item it holds. A buffer cache short of clean buffers
      * calls this, then waits for {@link LogItem#writtenBack} callbacks.
+     *
+     * @throws VolumeShutdownException if the journal has shut down
      */
     public void writeBackAll() {
-        checkAlive();
+        requireAlive();
         if (cil.currentHasChanges()) {
             writer.requestPush(cil.currentSeq());
         }
@@ -255,6 +277,11 @@ public final class Journal implements AutoCloseable {
      * Forces the log, writes everything home, marks the log clean and stops the journal's threads. Call
      * it once no transaction is running. After a failure it only stops the threads (the log stays dirty,
      * so the next open recovers).
+     *
+     * @throws VolumeShutdownException        if the journal shuts down while writing everything home (the
+     *                                        threads are stopped all the same)
+     * @throws IllegalStateException          as {@link #quiesce}
+     * @throws dev.ferrite.io.DeviceException if marking the log clean fails
      */
     @Override
     public synchronized void close() {
@@ -265,7 +292,7 @@ public final class Journal implements AutoCloseable {
         boolean clean = false;
         try {
             if (failure.get() == null) {
-                checkpoint();
+                quiesce();
                 clean = true;
             }
         } finally {
@@ -322,12 +349,12 @@ public final class Journal implements AutoCloseable {
         }
     }
 
-    private void checkAlive() {
+    private void requireAlive() {
         Throwable f = failure.get();
         if (f != null) {
             throw new VolumeShutdownException("journal has shut down: " + f.getMessage(), f);
         }
-        writer.checkAlive();
+        writer.requireAlive();
     }
 
     /** The CIL size that starts a background push: the option, or an eighth of the log capped at 32 MiB. */

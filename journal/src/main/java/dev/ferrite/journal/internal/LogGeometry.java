@@ -37,7 +37,8 @@ public record LogGeometry(long start, int blocks) {
         return blocks - 1;
     }
 
-    void check(BlockDevice device) {
+    /** Throws unless the region lies inside {@code device}. */
+    void requireWithin(BlockDevice device) {
         if (start + blocks > device.blockCount()) {
             throw new InvalidArgumentException("log blocks [" + start + ", " + (start + blocks) + ") lie outside "
                     + device.name() + " of " + device.blockCount() + " blocks");

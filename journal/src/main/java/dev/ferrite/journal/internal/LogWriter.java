@@ -1,5 +1,7 @@
 package dev.ferrite.journal.internal;
 
+import dev.ferrite.journal.VolumeShutdownException;
+
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -12,7 +14,6 @@ import org.jctools.queues.atomic.SpscAtomicArrayQueue;
 
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.IoBatch;
-import dev.ferrite.io.VolumeShutdownException;
 
 /**
  * The CIL push, in two stages on two threads, so that formatting one checkpoint overlaps the I/O of the
@@ -203,7 +204,7 @@ final class LogWriter implements AutoCloseable {
             return;
         }
         forces.increment();
-        checkAlive();
+        requireAlive();
         Forcer me = new Forcer(Thread.currentThread(), seq);
         forcers.add(me);
         requestPush(seq);
@@ -213,7 +214,7 @@ final class LogWriter implements AutoCloseable {
         }
         forcers.remove(me);
         if (durableSeq < seq) {
-            checkAlive();
+            requireAlive();
         }
     }
 
@@ -240,7 +241,7 @@ final class LogWriter implements AutoCloseable {
                 + (background ? ", background push asked" : "") + ", " + formatted.size() + " formatted waiting";
     }
 
-    void checkAlive() {
+    void requireAlive() {
         Throwable f = failure;
         if (f != null) {
             throw new VolumeShutdownException("journal has shut down: " + f, f);
@@ -297,14 +298,14 @@ final class LogWriter implements AutoCloseable {
             if ((b = freeBuffers.poll()) != null) {
                 return b;
             }
-            checkAlive();
+            requireAlive();
             LockSupport.park(this);
         }
     }
 
     private void hand(Checkpoint c) {
         while (!formatted.offer(c)) {
-            checkAlive();
+            requireAlive();
             LockSupport.park(this);
         }
         LockSupport.unpark(io);

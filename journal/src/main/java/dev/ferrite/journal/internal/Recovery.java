@@ -226,7 +226,7 @@ final class Recovery {
                     }
                     return null;
                 }
-                String bad = checkRanges(p, off, len);
+                String bad = verifyRanges(p, off, len);
                 if (bad != null) {
                     return "record " + r + ", op at byte " + off + ": " + bad;
                 }
@@ -243,7 +243,7 @@ final class Recovery {
         return "no commit op";
     }
 
-    private String checkRanges(MemorySegment p, long off, int len) {
+    private String verifyRanges(MemorySegment p, long off, int len) {
         int n = LogRecordFormat.opRangeCount(p, off);
         if ((LogRecordFormat.opFlags(p, off) & ~LogRecordFormat.OP_ZEROED) != 0) {
             return "unknown op flags " + Integer.toHexString(LogRecordFormat.opFlags(p, off));

@@ -41,7 +41,7 @@ public final class Transaction {
      *                               reservation's item count is exhausted
      */
     public void join(LogItem item) {
-        checkActive();
+        requireActive();
         if (item.tx == this) {
             return;
         }
@@ -91,7 +91,7 @@ public final class Transaction {
      *         and to {@link Journal#force(long)} for durability
      */
     public long commit() {
-        checkActive();
+        requireActive();
         long seq;
         try {
             seq = journal.commit(items, count, ticket);
@@ -112,7 +112,7 @@ public final class Transaction {
      * @return the commit sequence of the part just committed
      */
     public long roll() {
-        checkActive();
+        requireActive();
         if (!ticket.permanent) {
             throw new IllegalStateException("roll() needs a permanent reservation (Reservation.permanent)");
         }
@@ -164,7 +164,7 @@ public final class Transaction {
         count = 0;
     }
 
-    private void checkActive() {
+    private void requireActive() {
         if (done) {
             throw new IllegalStateException("transaction already committed or cancelled");
         }

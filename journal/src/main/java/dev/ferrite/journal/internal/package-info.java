@@ -2,9 +2,11 @@
  * The write-ahead log itself (DESIGN section 4), exported only to the layers above (btree, dir).
  *
  * <p>Face to the layers above: {@link Journal} (format, open with recovery, begin, force,
- * checkpoint, close), {@link Transaction}, {@link LogItem} (what
+ * quiesce, close), {@link Transaction}, {@link LogItem} (what
  * higher layers implement), {@link Replayer} and {@link ReplayItem}
- * (recovery callbacks), {@link Lsn}, {@link Reservation}.
+ * (recovery callbacks), {@link Lsn}, {@link Reservation}, and the
+ * two exceptions the journal itself raises: {@link dev.ferrite.journal.VolumeShutdownException} (it shut
+ * down after an error, every later call fails) and {@link dev.ferrite.journal.ReservationExceededException}.
  *
  * <p>Invariants:
  * <ul>
@@ -21,3 +23,5 @@
  * </ul>
  */
 package dev.ferrite.journal.internal;
+
+import dev.ferrite.journal.VolumeShutdownException;

@@ -1,5 +1,7 @@
 package dev.ferrite.journal.internal;
 
+import dev.ferrite.journal.VolumeShutdownException;
+
 import dev.ferrite.journal.JournalOptions;
 import dev.ferrite.journal.JournalStats;
 import dev.ferrite.journal.ReservationExceededException;
@@ -18,7 +20,6 @@ import java.util.concurrent.locks.LockSupport;
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.IoBatch;
 import dev.ferrite.io.MemoryDevice;
-import dev.ferrite.io.VolumeShutdownException;
 import dev.ferrite.journal.testkit.TestItem;
 import org.junit.jupiter.api.Test;
 

@@ -149,7 +149,7 @@ class ShadowPoolTest {
                         }
                         j.throttle(seq);
                     }
-                    j.checkpoint();
+                    j.quiesce();
                     resident[round] = j.stats().shadowBytes();
                     JournalStats s = j.stats();
                     assertTrue(s.checkpointItems() >= (round + 1L) * items, s.toString());

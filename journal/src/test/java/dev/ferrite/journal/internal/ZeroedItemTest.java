@@ -81,7 +81,7 @@ class ZeroedItemTest {
                 long seq = tx.commit();
                 if (homeBetween) {
                     it.lock.unlock();
-                    j.checkpoint();
+                    j.quiesce();
                     it.lock.lock();
                 } else {
                     j.force(seq);

@@ -47,7 +47,7 @@ public final class Crc32c {
      * checksum stored inside the block it covers is computed, both when stamping and when verifying.
      */
     public static int computeSkipping(MemorySegment segment, long fieldOffset) {
-        checkField(segment, fieldOffset);
+        requireField(segment, fieldOffset);
         CRC32C crc = new CRC32C();
         crc.update(segment.asSlice(0, fieldOffset).asByteBuffer());
         for (int i = 0; i < SIZE; i++) {
@@ -65,7 +65,7 @@ public final class Crc32c {
      * @return the checksum stored
      */
     public static int stampInPlace(MemorySegment segment, long fieldOffset) {
-        checkField(segment, fieldOffset);
+        requireField(segment, fieldOffset);
         segment.set(U32, fieldOffset, 0);
         int crc = compute(segment);
         segment.set(U32, fieldOffset, crc);
@@ -78,7 +78,7 @@ public final class Crc32c {
      * holds its stored value again on return, so no other thread may read or write the segment meanwhile.
      */
     public static boolean verifyInPlace(MemorySegment segment, long fieldOffset) {
-        checkField(segment, fieldOffset);
+        requireField(segment, fieldOffset);
         int stored = segment.get(U32, fieldOffset);
         segment.set(U32, fieldOffset, 0);
         try {
@@ -88,7 +88,7 @@ public final class Crc32c {
         }
     }
 
-    private static void checkField(MemorySegment segment, long fieldOffset) {
+    private static void requireField(MemorySegment segment, long fieldOffset) {
         long size = segment.byteSize();
         if (fieldOffset < 0 || fieldOffset > size - SIZE) {
             throw new InvalidArgumentException("checksum field at " + fieldOffset + " lies outside a "

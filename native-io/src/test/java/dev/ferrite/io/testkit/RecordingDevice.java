@@ -555,6 +555,17 @@ public final class RecordingDevice implements BlockDevice {
         }
     }
 
+    /**
+     * Lets the {@code op}s held by {@link #stall(Op)} now go on while the stall stays for those after
+     * them: a test steps a thread through the operations before the one it means to catch.
+     */
+    public void releaseHeld(Op op) {
+        CountDownLatch held = stalls.get(op.ordinal());
+        if (held != null && stalls.compareAndSet(op.ordinal(), held, new CountDownLatch(1))) {
+            held.countDown();
+        }
+    }
+
     private void awaitStall(Op op, long offset) {
         CountDownLatch gate = stalls.get(op.ordinal());
         if (gate == null) {

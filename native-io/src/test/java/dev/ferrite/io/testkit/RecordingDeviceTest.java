@@ -537,6 +537,32 @@ class RecordingDeviceTest {
     }
 
     @Test
+    void releaseHeldLetsTheHeldFlushGoOnAndHoldsTheNext() throws Exception {
+        try (RecordingDevice rec = RecordingDevice.wrap(MemoryDevice.create("dev", 4, BS))) {
+            rec.stall(Op.FLUSH);
+            CountDownLatch first = new CountDownLatch(1);
+            CountDownLatch second = new CountDownLatch(1);
+            Thread t = Thread.ofPlatform().daemon().start(() -> {
+                rec.flush();
+                first.countDown();
+                rec.flush();
+                second.countDown();
+            });
+            while (t.getState() != Thread.State.TIMED_WAITING) {
+                assertTrue(t.isAlive(), "the stalled flush ended before it was released");
+                Thread.onSpinWait();
+            }
+            rec.releaseHeld(Op.FLUSH);
+            assertTrue(first.await(10, TimeUnit.SECONDS), "the held flush went on");
+            assertFalse(second.await(100, TimeUnit.MILLISECONDS), "the next flush is held");
+            assertEquals(1, rec.issued(Op.FLUSH));
+            rec.resume(Op.FLUSH);
+            assertTrue(second.await(10, TimeUnit.SECONDS), "resume let the next flush go on");
+            assertEquals(2, rec.issued(Op.FLUSH));
+        }
+    }
+
+    @Test
     void discardFaultChangesAndRecordsNothing() {
         MemoryDevice inner = MemoryDevice.create("dev", 4, BS);
         byte[] initial = random(new Random(14), 4 * BS);

@@ -2,10 +2,10 @@ package dev.ferrite.perf.bench;
 
 import java.nio.file.Path;
 import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.function.Consumer;
 
+import dev.ferrite.dir.CheckReport;
 import dev.ferrite.dir.DirCookie;
 import dev.ferrite.dir.DirEntry;
 import dev.ferrite.dir.DirPage;
@@ -123,10 +123,10 @@ final class FerriteMeta implements MetaStore {
 
     @Override
     public void check() {
-        List<String> problems = ns.check();
-        if (!problems.isEmpty()) {
-            throw new IllegalStateException("ferrite check found " + problems.size() + " problems: "
-                    + problems.subList(0, Math.min(10, problems.size())));
+        CheckReport report = ns.check();
+        if (!report.clean()) {
+            throw new IllegalStateException("ferrite check found " + report.problems().size() + " problems: "
+                    + report.problems().subList(0, Math.min(10, report.problems().size())));
         }
     }
 
@@ -147,7 +147,7 @@ final class FerriteMeta implements MetaStore {
         private Handle dir(String name) {
             Handle h = dirs.get(name);
             if (h == null) {
-                h = ns.lookup(root, name);
+                h = ns.open(root, name);
                 dirs.put(name, h);
             }
             return h;

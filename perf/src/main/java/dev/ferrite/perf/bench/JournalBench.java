@@ -252,7 +252,7 @@ public final class JournalBench {
     }
 
     private void logWrite(Journal journal, TestItem[] pool, Tally tally, long nanos, Progress progress, String shown) {
-        journal.checkpoint();
+        journal.quiesce();
         JournalStats before = journal.stats();
         Histogram h = tally.h;
         PhaseTimer timer = new PhaseTimer(shown + LOG_WRITE, FERRITE, nanos, progress);

@@ -83,7 +83,7 @@ public class BTreeBench extends JmhDefaults {
                 txn.commit();
             }
         }
-        store.journal.checkpoint(); // nothing left to write back when measuring starts
+        store.journal.quiesce(); // nothing left to write back when measuring starts
     }
 
     @TearDown(Level.Trial)

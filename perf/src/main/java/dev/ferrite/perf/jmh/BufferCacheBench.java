@@ -56,7 +56,7 @@ public class BufferCacheBench extends JmhDefaults {
                 txn.commit();
             }
         }
-        store.journal.checkpoint();
+        store.journal.quiesce();
     }
 
     @TearDown(Level.Trial)

@@ -1,0 +1,688 @@
+package dev.ferrite.btree.internal;
+
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.locks.LockSupport;
+
+import dev.ferrite.btree.internal.BTree.Mode;
+import dev.ferrite.btree.internal.BTree.Path;
+import dev.ferrite.btree.internal.BTree.Seen;
+
+import static dev.ferrite.btree.internal.BTree.INTERIOR_PRIORITY;
+import static dev.ferrite.btree.internal.BTree.MAX_DEPTH;
+import static dev.ferrite.btree.internal.BTree.atLevel;
+import static dev.ferrite.btree.internal.BTree.backtrack;
+import static dev.ferrite.btree.internal.BTree.logSlots;
+import static dev.ferrite.btree.internal.BTree.scratch;
+import static dev.ferrite.btree.internal.BTreeNodeFormat.cellSize;
+import static dev.ferrite.btree.internal.BTreeNodeFormat.childAt;
+import static dev.ferrite.btree.internal.BTreeNodeFormat.count;
+import static dev.ferrite.btree.internal.BTreeNodeFormat.freeTotal;
+import static dev.ferrite.btree.internal.BTreeNodeFormat.interiorCellSize;
+import static dev.ferrite.btree.internal.BTreeNodeFormat.isLeaf;
+import static dev.ferrite.btree.internal.BTreeNodeFormat.keyLength;
+import static dev.ferrite.btree.internal.BTreeNodeFormat.leafCellSize;
+import static dev.ferrite.btree.internal.BTreeNodeFormat.search;
+import static dev.ferrite.btree.internal.BTreeNodeFormat.used;
+
+/**
+ * The pessimistic paths of one {@link BTree}: a put whose leaf must split and a delete whose leaf would
+ * underflow, with the splits, merges, borrows, root growth and root collapse they cause. {@link BTree}
+ * calls in here only when its optimistic write found the leaf too full or too empty, after letting go
+ * of the leaf it locked for that write (a leaf the transaction held before stays held).
+ *
+ * <p>Each attempt plans on optimistic reads (the path, the siblings that merge, the neighbours whose
+ * links change), claims cache frames and allocates nothing yet, then locks exactly the planned nodes by
+ * CAS from the versions it planned with: top-down from the highest node that changes (the header when the
+ * root splits or collapses), left to right within a level (a merge partner before or after the path node,
+ * whichever is left), the leaf-level neighbour whose sibling link changes last. A failed CAS lets go of
+ * every lock this attempt took ({@link Locks}) and plans again after a backoff, so no writer ever waits
+ * for a node while holding another. The changes then run bottom up in the caller's transaction.
+ */
+final class Restructure {
+    private final BTree tree;
+    private final BufferCache cache;
+    private final BlockAllocator allocator;
+    private final long id;
+    private final int blockSize;
+    /** Below this many bytes used, a node merges with a sibling if the two fit in one. */
+    private final int mergeThreshold;
+
+    Restructure(BTree tree, BufferCache cache, BlockAllocator allocator, long id, int blockSize, int mergeThreshold) {
+        this.tree = tree;
+        this.cache = cache;
+        this.allocator = allocator;
+        this.id = id;
+        this.blockSize = blockSize;
+        this.mergeThreshold = mergeThreshold;
+    }
+
+    /** Locks taken by one attempt of a pessimistic change, so that a failed attempt lets all of them go. */
+    private static final class Locks {
+        final List<Buffer> taken = new ArrayList<>();
+
+        boolean take(Txn txn, Buffer b, long v) {
+            if (v == Buffer.HELD || txn.holds(b)) {
+                return true;
+            }
+            if (!txn.tryUpgrade(b, v)) {
+                return false;
+            }
+            taken.add(b);
+            return true;
+        }
+
+        void releaseAll(Txn txn) {
+            for (Buffer b : taken) {
+                txn.releaseUnchanged(b);
+            }
+            taken.clear();
+        }
+    }
+
+    /**
+     * True if no node of the path, nor any of {@code seen}, changed since it was read: only then is an
+     * exception met while planning on them real. Planning reads ancestors and siblings, not just the
+     * leaf, so the leaf still validating proves nothing about a torn read of its parent.
+     */
+    private static boolean unchanged(Path p, Seen... seen) {
+        for (int d = 0; d <= p.depth; d++) {
+            if (!p.node[d].validate(p.version[d])) {
+                return false;
+            }
+        }
+        for (Seen s : seen) {
+            if (s != null && !s.buffer().validate(s.version())) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private Seen see(long block, Txn txn) {
+        for (;;) {
+            Buffer b = tree.node(block);
+            long v = b.readVersion(txn);
+            if (v != -1) {
+                return new Seen(b, v);
+            }
+        }
+    }
+
+    /** Longest key in a node (for the size of the separator its split may push up). Optimistic. */
+    private static int longestKey(MemorySegment n) {
+        int max = 0;
+        for (int i = 0, c = count(n); i < c; i++) {
+            max = Math.max(max, keyLength(n, i));
+        }
+        return max;
+    }
+
+    /**
+     * Insert that needs the leaf split: plan which levels split, read the right neighbour, claim frames,
+     * lock from the highest changing node down (header if the root splits), allocate, split bottom up.
+     */
+    boolean splitInsert(Txn txn, Path p, MemorySegment key, MemorySegment value, Mode mode) {
+        int kl = (int) key.byteSize(), vl = (int) value.byteSize();
+        Locks locks = new Locks();
+        int[] frames = new int[MAX_DEPTH + 2];
+        int framesHeld = 0;
+        try {
+            for (int attempt = 0; ; attempt++) {
+                if (attempt > 0) {
+                    backoff(attempt);
+                }
+                p.reset();
+                tree.descend(p, key, txn);
+                int leafD = p.depth;
+                // Plan, optimistically: the leaf splits; each ancestor splits if it cannot take the
+                // separator its child may push up (bounded by the child's longest key).
+                int top;
+                Seen right;
+                boolean replace;
+                try {
+                    MemorySegment leafData = p.leaf().data();
+                    int i = search(leafData, key);
+                    replace = i >= 0;
+                    int room = freeTotal(leafData) + (replace ? cellSize(leafData, i) : 0);
+                    if (room >= leafCellSize(kl, vl) || replace && mode == Mode.IF_ABSENT) {
+                        if (!p.leaf().validate(p.leafVersion())) {
+                            continue;
+                        }
+                        // the leaf changed meanwhile (room made, or the key inserted): the simple path decides
+                        return tree.write(txn, key, value, mode);
+                    }
+                    int sepBound = Math.max(kl, longestKey(leafData));
+                    top = leafD - 1;
+                    while (top >= 1) {
+                        MemorySegment n = p.node[top].data();
+                        if (freeTotal(n) >= interiorCellSize(sepBound)) {
+                            break;
+                        }
+                        sepBound = Math.max(sepBound, longestKey(n));
+                        top--;
+                    }
+                    long rightBlock = BTreeNodeFormat.right(leafData);
+                    if (backtrack(p, leafD) != leafD) {
+                        continue;
+                    }
+                    right = rightBlock == 0 ? null : see(rightBlock, txn);
+                    if (right != null && !atLevel(right.buffer(), right.version(), 0, p.leaf(), p.leafVersion())) {
+                        continue;
+                    }
+                } catch (RuntimeException e) {
+                    if (unchanged(p)) {
+                        throw e;
+                    }
+                    continue;
+                }
+                int newNodes = leafD - top + (top == 0 ? 1 : 0);
+                while (framesHeld < newNodes) {
+                    frames[framesHeld++] = cache.reserveFrame();
+                }
+                // Lock top-down from the highest changing node (the header when the root splits), then
+                // the leaf's right neighbour: level by level, left to right.
+                boolean ok = true;
+                for (int d = top; d <= leafD && ok; d++) {
+                    ok = locks.take(txn, p.node[d], p.version[d]);
+                }
+                if (ok && right != null) {
+                    ok = locks.take(txn, right.buffer(), right.version());
+                }
+                if (!ok) {
+                    locks.releaseAll(txn);
+                    continue;
+                }
+                long[] blocks = new long[newNodes];
+                for (int k = 0; k < newNodes; k++) {
+                    blocks[k] = allocator.allocate(txn);
+                }
+                int used = split(txn, p, right == null ? null : right.buffer(), key, value, replace, blocks, frames);
+                // The plan bounds separators by the longest key; shorter ones may stop the split lower.
+                for (int k = used; k < newNodes; k++) {
+                    allocator.free(txn, blocks[k]);
+                }
+                framesHeld -= used;
+                System.arraycopy(frames, used, frames, 0, framesHeld);
+                return !replace;
+            }
+        } finally {
+            for (int k = 0; k < framesHeld; k++) {
+                cache.unreserveFrame(frames[k]);
+            }
+        }
+    }
+
+    private static void backoff(int attempt) {
+        if (attempt < 4) {
+            Thread.onSpinWait();
+        } else if (attempt < 16) {
+            Thread.yield();
+        } else {
+            LockSupport.parkNanos(Math.min(1_000_000L, 1_000L << Math.min(attempt - 16, 10)));
+        }
+    }
+
+    /**
+     * With the planned nodes of the path locked (the header too if the root may split) and the right
+     * neighbour locked: inserts into the leaf, splitting it and each full ancestor, bottom up, until an
+     * ancestor takes the separator. Returns how many of the new blocks (and frames) it used.
+     */
+    private int split(Txn txn, Path p, Buffer right, MemorySegment key, MemorySegment value,
+                      boolean replace, long[] blocks, int[] frames) {
+        int leafD = p.depth;
+        int used = 0;
+        MemorySegment scratch = scratch(blockSize);
+        // leaf
+        Buffer leaf = p.node[leafD];
+        Buffer newLeaf = cache.create(txn, blocks[used], BTreeNodeFormat.MAGIC, id, frames[used]);
+        used++;
+        MemorySegment sep = splitLeaf(leaf, newLeaf, right, key, value, replace, scratch);
+        txn.log(leaf, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
+        txn.log(newLeaf, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
+        if (right != null) {
+            txn.log(right, BTreeNodeFormat.LEFT, 8);
+        }
+        long newChild = newLeaf.block();
+        // ancestors, bottom up
+        for (int d = leafD - 1; d >= 1; d--) {
+            Buffer parent = p.node[d];
+            MemorySegment pn = parent.data();
+            int pos = p.childIndex[d] + 1;
+            int need = interiorCellSize((int) sep.byteSize());
+            if (freeTotal(pn) >= need) {
+                boolean compacted = BTreeNodeFormat.freeContiguous(pn) < need;
+                BTreeNodeFormat.ensureRoom(pn, need, blockSize, scratch);
+                int skip = BTreeNodeFormat.skip(pn);
+                int cell = BTreeNodeFormat.insertInterior(pn, pos, sep, newChild);
+                tree.logInsert(txn, parent, pos, skip, cell, need, compacted);
+                return used;
+            }
+            Buffer sibling = cache.create(txn, blocks[used], BTreeNodeFormat.MAGIC, id, frames[used]);
+            used++;
+            sibling.priority = INTERIOR_PRIORITY;
+            sep = splitInterior(parent, sibling, pos, sep, newChild, scratch);
+            txn.log(parent, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
+            txn.log(sibling, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
+            newChild = sibling.block();
+        }
+        // the root split: a new root above the old one
+        Buffer header = p.node[0];
+        long oldRoot = BTreeHeaderFormat.root(header.data());
+        int height = BTreeHeaderFormat.height(header.data());
+        Buffer root = cache.create(txn, blocks[used], BTreeNodeFormat.MAGIC, id, frames[used]);
+        root.priority = INTERIOR_PRIORITY;
+        BTreeNodeFormat.init(root.data(), height, blockSize);
+        BTreeNodeFormat.setLeftmost(root.data(), oldRoot);
+        BTreeNodeFormat.insertInterior(root.data(), 0, sep, newChild);
+        txn.log(root, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
+        BTreeHeaderFormat.set(header.data(), root.block(), height + 1);
+        txn.log(header, BTreeHeaderFormat.ROOT, 16);
+        return used + 1;
+    }
+
+    /**
+     * Splits a full leaf into itself and {@code fresh} (to its right) with the new cell in whichever half
+     * it falls; returns the separator (the shortest key above the left half's last key, at most the right
+     * half's first), copied out of the nodes.
+     */
+    private MemorySegment splitLeaf(Buffer leafBuf, Buffer fresh, Buffer right, MemorySegment key,
+                                    MemorySegment value, boolean replace, MemorySegment scratch) {
+        MemorySegment l = leafBuf.data();
+        MemorySegment r = fresh.data();
+        MemorySegment.copy(l, 0, scratch, 0, blockSize);
+        int old = search(scratch, key);
+        int n = count(scratch);
+        // logical entries: the old cells (less the replaced one) with the new cell at its place
+        int entries = replace ? n : n + 1;
+        int newPos = old >= 0 ? old : -old - 1;
+        int newSize = leafCellSize((int) key.byteSize(), (int) value.byteSize());
+        int[] src = new int[entries];   // index into scratch, or -1 for the new cell
+        int[] size = new int[entries];
+        for (int e = 0, s = 0; e < entries; e++) {
+            if (e == newPos) {
+                src[e] = -1;
+                size[e] = newSize;
+                if (replace) {
+                    s++;
+                }
+            } else {
+                src[e] = s;
+                size[e] = cellSize(scratch, s);
+                s++;
+            }
+        }
+        int m = splitPoint(size, entries, false);
+        long oldRight = BTreeNodeFormat.right(scratch);
+        long oldLeft = BTreeNodeFormat.left(scratch);
+        BTreeNodeFormat.init(l, 0, blockSize);
+        BTreeNodeFormat.init(r, 0, blockSize);
+        presetHalf(l, scratch, src[0], src[m - 1], key);
+        presetHalf(r, scratch, src[m], src[entries - 1], key);
+        for (int e = 0; e < entries; e++) {
+            MemorySegment to = e < m ? l : r;
+            if (src[e] < 0) {
+                BTreeNodeFormat.appendLeaf(to, key, value);
+            } else {
+                BTreeNodeFormat.appendCell(scratch, src[e], to);
+            }
+        }
+        BTreeNodeFormat.setLeft(l, oldLeft);
+        BTreeNodeFormat.setRight(l, fresh.block());
+        BTreeNodeFormat.setLeft(r, leafBuf.block());
+        BTreeNodeFormat.setRight(r, oldRight);
+        if (right != null) {
+            BTreeNodeFormat.setLeft(right.data(), fresh.block());
+        }
+        MemorySegment lastLeft = BTreeNodeFormat.key(l, m - 1);
+        MemorySegment firstRight = BTreeNodeFormat.key(r, 0);
+        int sepLen = Keys.shortestSeparatorLength(lastLeft, firstRight);
+        byte[] sep = new byte[sepLen];
+        MemorySegment.copy(firstRight, 0, MemorySegment.ofArray(sep), 0, sepLen);
+        return MemorySegment.ofArray(sep);
+    }
+
+    /** Presets the prefix of a half being rebuilt from entries {@code first..last}: cells of {@code from}, or the new key (-1). */
+    private static void presetHalf(MemorySegment n, MemorySegment from, int first, int last, MemorySegment key) {
+        BTreeNodeFormat.presetPrefix(n,
+                first < 0 ? key : from, first < 0 ? 0 : BTreeNodeFormat.keyOffset(from, first), first < 0 ? (int) key.byteSize() : keyLength(from, first),
+                last < 0 ? key : from, last < 0 ? 0 : BTreeNodeFormat.keyOffset(from, last), last < 0 ? (int) key.byteSize() : keyLength(from, last));
+    }
+
+    /**
+     * Splits a full interior node into itself and {@code fresh}, with the new separator ({@code sep},
+     * {@code child}) at {@code pos}; the middle separator moves up (returned), its child becoming the new
+     * node's leftmost.
+     */
+    private MemorySegment splitInterior(Buffer nodeBuf, Buffer fresh, int pos, MemorySegment sep, long child,
+                                        MemorySegment scratch) {
+        MemorySegment x = nodeBuf.data();
+        MemorySegment y = fresh.data();
+        MemorySegment.copy(x, 0, scratch, 0, blockSize);
+        int n = count(scratch);
+        int entries = n + 1;
+        int[] src = new int[entries];
+        int[] size = new int[entries];
+        for (int e = 0, s = 0; e < entries; e++) {
+            if (e == pos) {
+                src[e] = -1;
+                size[e] = interiorCellSize((int) sep.byteSize());
+            } else {
+                src[e] = s;
+                size[e] = cellSize(scratch, s);
+                s++;
+            }
+        }
+        int m = splitPoint(size, entries, true);
+        int level = BTreeNodeFormat.level(scratch);
+        long leftmost = BTreeNodeFormat.leftmost(scratch);
+        BTreeNodeFormat.init(x, level, blockSize);
+        BTreeNodeFormat.init(y, level, blockSize);
+        BTreeNodeFormat.setLeftmost(x, leftmost);
+        byte[] up;
+        if (src[m] < 0) {
+            up = sep.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
+            BTreeNodeFormat.setLeftmost(y, child);
+        } else {
+            up = BTreeNodeFormat.key(scratch, src[m]).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
+            BTreeNodeFormat.setLeftmost(y, BTreeNodeFormat.child(scratch, src[m]));
+        }
+        for (int e = 0; e < entries; e++) {
+            if (e == m) {
+                continue;
+            }
+            MemorySegment to = e < m ? x : y;
+            int at = e < m ? e : e - m - 1;
+            if (src[e] < 0) {
+                BTreeNodeFormat.insertInterior(to, at, sep, child);
+            } else {
+                BTreeNodeFormat.copyCell(scratch, src[e], to, at);
+            }
+        }
+        BTreeNodeFormat.refreshPrefix(x);
+        BTreeNodeFormat.refreshPrefix(y);
+        return MemorySegment.ofArray(up);
+    }
+
+    /**
+     * Where to divide entries of the given sizes so both halves fit a node and are as even as possible.
+     * For an interior split the entry at the point moves up and belongs to neither half.
+     */
+    private int splitPoint(int[] size, int entries, boolean interior) {
+        int capacity = blockSize - BTreeNodeFormat.SLOTS;
+        long total = 0;
+        for (int e = 0; e < entries; e++) {
+            total += size[e];
+        }
+        int best = -1;
+        long bestGap = Long.MAX_VALUE;
+        long left = 0;
+        // a leaf keeps at least one entry each side; an interior split also needs one to move up
+        for (int m = 1, last = interior ? entries - 2 : entries - 1; m <= last; m++) {
+            left += size[m - 1];
+            long right = total - left - (interior ? size[m] : 0);
+            if (left <= capacity && right <= capacity) {
+                long gap = Math.abs(left - right);
+                if (gap < bestGap) {
+                    bestGap = gap;
+                    best = m;
+                }
+            }
+        }
+        if (best < 0) {
+            throw new IllegalStateException("no split point divides " + entries + " entries of " + total
+                    + " bytes into two " + capacity + "-byte halves");
+        }
+        return best;
+    }
+
+    /**
+     * A delete that leaves the leaf underfull: plan the merges (each level whose node underflows merges
+     * with a sibling under the same parent, if the two fit in one), lock top-down and, per level, left to
+     * right, then delete and merge bottom up; a root left with a single child is replaced by it.
+     */
+    boolean deleteAndMerge(Txn txn, Path p, MemorySegment key) {
+        Locks locks = new Locks();
+        attempts:
+        for (int attempt = 0; ; attempt++) {
+            if (attempt > 0) {
+                backoff(attempt);
+            }
+            p.reset();
+            tree.descend(p, key, txn);
+            int leafD = p.depth;
+            Seen[] partner = new Seen[leafD + 1];
+            Seen outer = null; // the neighbour beyond a merging leaf pair, whose sibling link changes
+            int top;
+            try {
+                MemorySegment leafData = p.leaf().data();
+                int i = search(leafData, key);
+                if (i < 0) {
+                    if (!p.leaf().validate(p.leafVersion())) {
+                        continue;
+                    }
+                    return false;
+                }
+                int shrink = cellSize(leafData, i);
+                top = leafD;
+                for (int d = leafD; d >= 2; d--) {
+                    MemorySegment n = p.node[d].data();
+                    if (used(n, blockSize) - shrink >= mergeThreshold) {
+                        break;
+                    }
+                    MemorySegment parent = p.node[d - 1].data();
+                    int j = p.childIndex[d - 1];
+                    int pc = count(parent);
+                    if (pc == 0) {
+                        break; // an only child has no sibling to merge with
+                    }
+                    int other = j + 1 < pc ? j + 1 : j - 1;
+                    long mateBlock = childAt(parent, other);
+                    if (!p.node[d - 1].validate(p.version[d - 1])) {
+                        continue attempts; // follow only pointers read from a node still as planned
+                    }
+                    partner[d] = see(mateBlock, txn);
+                    if (!atLevel(partner[d].buffer(), partner[d].version(), BTreeNodeFormat.level(n), p.node[d - 1], p.version[d - 1])) {
+                        continue attempts;
+                    }
+                    int sepIndex = Math.max(j, other);
+                    shrink = cellSize(parent, sepIndex);
+                    top = d - 1;
+                    if (d == leafD) {
+                        Seen rightNode = other > j ? partner[d] : new Seen(p.leaf(), p.leafVersion());
+                        long beyond = BTreeNodeFormat.right(rightNode.buffer().data());
+                        if (!rightNode.buffer().validate(rightNode.version())) {
+                            continue attempts;
+                        }
+                        outer = beyond == 0 ? null : see(beyond, txn);
+                        if (outer != null && !atLevel(outer.buffer(), outer.version(), 0, rightNode.buffer(), rightNode.version())) {
+                            continue attempts;
+                        }
+                    }
+                }
+                if (top == 1 && count(p.node[1].data()) == 1 && !isLeaf(p.node[1].data()) && partner[2] != null) {
+                    top = 0; // the root may lose its only separator: the header changes too
+                }
+                if (backtrack(p, leafD) != leafD) {
+                    continue;
+                }
+            } catch (RuntimeException e) {
+                if (unchanged(p, partner) && (outer == null || outer.buffer().validate(outer.version()))) {
+                    throw e;
+                }
+                continue;
+            }
+            boolean ok = true;
+            for (int d = top; d <= leafD && ok; d++) {
+                Seen mate = partner[d];
+                boolean mateLeft = mate != null && p.childIndex[d - 1] > childIndexOf(p, d - 1, mate);
+                if (mate != null && mateLeft) {
+                    ok = locks.take(txn, mate.buffer(), mate.version());
+                }
+                ok = ok && locks.take(txn, p.node[d], p.version[d]);
+                if (ok && mate != null && !mateLeft) {
+                    ok = locks.take(txn, mate.buffer(), mate.version());
+                }
+            }
+            if (ok && outer != null) {
+                ok = locks.take(txn, outer.buffer(), outer.version());
+            }
+            if (!ok) {
+                locks.releaseAll(txn);
+                continue;
+            }
+            Buffer leaf = p.leaf();
+            MemorySegment n = leaf.data();
+            BTreeNodeFormat.remove(n, search(n, key));
+            txn.log(leaf, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
+            for (int d = leafD; d > top && d >= 2; d--) {
+                if (partner[d] == null || !merge(txn, p, d, partner[d].buffer(), d == leafD ? outer : null)) {
+                    break;
+                }
+            }
+            collapseRoot(txn, p);
+            return true;
+        }
+    }
+
+    /** Index of {@code mate}'s block among the children of path node {@code d} (-1: leftmost). */
+    private static int childIndexOf(Path p, int d, Seen mate) {
+        MemorySegment n = p.node[d].data();
+        long block = mate.buffer().block();
+        if (BTreeNodeFormat.leftmost(n) == block) {
+            return -1;
+        }
+        for (int i = 0, c = count(n); i < c; i++) {
+            if (BTreeNodeFormat.child(n, i) == block) {
+                return i;
+            }
+        }
+        return Integer.MIN_VALUE;
+    }
+
+    /**
+     * Merges path node {@code d} with its locked sibling {@code mate} if the two fit in one node: the right
+     * one's entries move into the left one, the separator between them leaves the parent, the right block
+     * is freed. False if they do not fit (the parent keeps its separator; an interior node left without
+     * one borrows its sibling's instead, see {@link #borrow}).
+     */
+    private boolean merge(Txn txn, Path p, int d, Buffer mate, Seen outer) {
+        Buffer parent = p.node[d - 1];
+        MemorySegment pn = parent.data();
+        int j = p.childIndex[d - 1];
+        int mateIndex = BTreeNodeFormat.leftmost(pn) == mate.block() ? -1 : indexOfChild(pn, mate.block());
+        Buffer leftBuf = mateIndex < j ? mate : p.node[d];
+        Buffer rightBuf = mateIndex < j ? p.node[d] : mate;
+        int sepIndex = Math.max(j, mateIndex);
+        MemorySegment l = leftBuf.data();
+        MemorySegment r = rightBuf.data();
+        boolean leaf = isLeaf(l);
+        int sepCost = leaf ? 0 : interiorCellSize(keyLength(pn, sepIndex));
+        int capacity = blockSize - BTreeNodeFormat.SLOTS;
+        if (used(l, blockSize) + used(r, blockSize) + sepCost > capacity) {
+            if (!leaf && count(p.node[d].data()) == 0) {
+                borrow(txn, parent, sepIndex, leftBuf, rightBuf, leftBuf == p.node[d]);
+            }
+            return false;
+        }
+        MemorySegment scratch = scratch(blockSize);
+        BTreeNodeFormat.compact(l, blockSize, scratch);
+        int at = count(l);
+        if (!leaf) {
+            BTreeNodeFormat.insertInterior(l, at++, BTreeNodeFormat.key(pn, sepIndex), BTreeNodeFormat.leftmost(r));
+        }
+        for (int i = 0, c = count(r); i < c; i++) {
+            BTreeNodeFormat.copyCell(r, i, l, at++);
+        }
+        BTreeNodeFormat.refreshPrefix(l);
+        if (leaf) {
+            long beyond = BTreeNodeFormat.right(r);
+            BTreeNodeFormat.setRight(l, beyond);
+            if (outer != null && outer.buffer().block() == beyond) {
+                BTreeNodeFormat.setLeft(outer.buffer().data(), leftBuf.block());
+                txn.log(outer.buffer(), BTreeNodeFormat.LEFT, 8);
+            }
+        }
+        txn.log(leftBuf, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
+        BTreeNodeFormat.remove(pn, sepIndex);
+        logSlots(txn, parent, sepIndex);
+        allocator.free(txn, rightBuf.block());
+        cache.free(txn, rightBuf, BTreeNodeFormat.FREED_MAGIC);
+        if (rightBuf == p.node[d]) {
+            p.node[d] = leftBuf; // the path continues through the survivor
+        }
+        return true;
+    }
+
+    /**
+     * An interior node left with no separator by a merge below it, whose sibling is too full to merge
+     * with (long separators), takes the sibling's nearest entry through the parent: the parent's separator
+     * comes down into it and the sibling's nearest key goes up in its place. Without this its only child
+     * could never merge (it has no sibling), so deleting every key would leave empty leaves behind. Skipped
+     * if the sibling has fewer than two entries to give or the parent has no room for the key going up.
+     */
+    private void borrow(Txn txn, Buffer parent, int sepIndex, Buffer leftBuf, Buffer rightBuf, boolean intoLeft) {
+        MemorySegment pn = parent.data();
+        MemorySegment l = leftBuf.data();
+        MemorySegment r = rightBuf.data();
+        MemorySegment donor = intoLeft ? r : l;
+        int given = intoLeft ? 0 : count(l) - 1;
+        if (count(donor) < 2) {
+            return;
+        }
+        byte[] down = BTreeNodeFormat.key(pn, sepIndex).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
+        byte[] up = BTreeNodeFormat.key(donor, given).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
+        if (freeTotal(pn) + interiorCellSize(down.length) < interiorCellSize(up.length)) {
+            return;
+        }
+        MemorySegment scratch = scratch(blockSize);
+        MemorySegment taker = intoLeft ? l : r;
+        BTreeNodeFormat.ensureRoom(taker, interiorCellSize(down.length), blockSize, scratch);
+        if (intoLeft) {
+            // l gets (down, r's leftmost); r's first child becomes its leftmost
+            BTreeNodeFormat.insertInterior(l, 0, MemorySegment.ofArray(down), BTreeNodeFormat.leftmost(r));
+            BTreeNodeFormat.setLeftmost(r, BTreeNodeFormat.child(r, 0));
+            BTreeNodeFormat.remove(r, 0);
+        } else {
+            // r gets (down, its old leftmost); l's last child becomes r's leftmost
+            BTreeNodeFormat.insertInterior(r, 0, MemorySegment.ofArray(down), BTreeNodeFormat.leftmost(r));
+            BTreeNodeFormat.setLeftmost(r, BTreeNodeFormat.child(l, given));
+            BTreeNodeFormat.remove(l, given);
+        }
+        BTreeNodeFormat.remove(pn, sepIndex);
+        BTreeNodeFormat.ensureRoom(pn, interiorCellSize(up.length), blockSize, scratch);
+        BTreeNodeFormat.insertInterior(pn, sepIndex, MemorySegment.ofArray(up), rightBuf.block());
+        txn.log(leftBuf, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
+        txn.log(rightBuf, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
+        txn.log(parent, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
+    }
+
+    private static int indexOfChild(MemorySegment n, long block) {
+        for (int i = 0, c = count(n); i < c; i++) {
+            if (BTreeNodeFormat.child(n, i) == block) {
+                return i;
+            }
+        }
+        throw new IllegalStateException("block " + block + " is not a child of the locked parent");
+    }
+
+    /** If the root is an interior node with no separator left, its only child becomes the root. */
+    private void collapseRoot(Txn txn, Path p) {
+        Buffer header = p.node[0];
+        if (!txn.holds(header) || p.depth < 2) {
+            return;
+        }
+        Buffer root = p.node[1];
+        MemorySegment rn = root.data();
+        if (isLeaf(rn) || count(rn) != 0) {
+            return;
+        }
+        long child = BTreeNodeFormat.leftmost(rn);
+        int height = BTreeHeaderFormat.height(header.data());
+        BTreeHeaderFormat.set(header.data(), child, height - 1);
+        txn.log(header, BTreeHeaderFormat.ROOT, 16);
+        allocator.free(txn, root.block());
+        cache.free(txn, root, BTreeNodeFormat.FREED_MAGIC);
+    }
+}

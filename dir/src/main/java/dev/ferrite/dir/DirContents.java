@@ -1,0 +1,543 @@
+package dev.ferrite.dir;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+import dev.ferrite.btree.internal.BTree;
+import dev.ferrite.btree.internal.Buffer;
+import dev.ferrite.btree.internal.BufferCache;
+import dev.ferrite.btree.internal.Cursor;
+import dev.ferrite.btree.internal.Txn;
+import dev.ferrite.dir.InodeRecords.Change;
+import dev.ferrite.io.CorruptionException;
+import dev.ferrite.io.Errno;
+import dev.ferrite.io.NoSpaceException;
+
+import static dev.ferrite.dir.InodeFormat.S_IFDIR;
+import static dev.ferrite.dir.InodeFormat.S_IFMT;
+import static dev.ferrite.dir.InodeRecords.RETRIES;
+import static dev.ferrite.dir.InodeRecords.logUsed;
+
+/**
+ * Directory contents (the xfs_dir2 role): a directory's entries, inline in its inode record or in its
+ * own B-tree, looked up lock-free and changed in a caller's transaction under the directory's inode lock;
+ * and the directory's blocks: converting an inline directory to a tree and keeping the tree's block
+ * reserve between its marks, each step in a transaction of its own reserved before the directory's lock.
+ */
+final class DirContents {
+    static final int RESERVE_LOW = 12, RESERVE_FILL = 20, RESERVE_HIGH = 28;
+
+    /** An entry found: the inode it names and that inode's type. */
+    record Found(long ino, int type) {
+    }
+
+    private final Volume volume;
+    private final BufferCache cache;
+    private final Geometry geometry;
+    private final InodeCache inodes;
+    private final InodeRecords records;
+    private final int recordSize;
+    final int inlineCapacity;
+
+    DirContents(Volume volume, BufferCache cache, Geometry geometry, InodeCache inodes, InodeRecords records) {
+        this.volume = volume;
+        this.cache = cache;
+        this.geometry = geometry;
+        this.inodes = inodes;
+        this.records = records;
+        this.recordSize = geometry.inodeSize();
+        this.inlineCapacity = InodeFormat.inlineCapacity(geometry.blockSize());
+    }
+
+    /** Offset of the entry {@code key} in an inline directory, or -(insertion offset) - 1. */
+    private static int inlineFind(MemorySegment b, int rec, byte[] key) {
+        int at = rec + InodeFormat.INLINE;
+        int end = at + InodeFormat.inlineUsed(b, rec);
+        while (at < end) {
+            int size = DirEntryFormat.entrySize(b, at, end); // checked before the key is read
+            int c = Arrays.compareUnsigned(DirEntryFormat.entryKey(b, at), key);
+            if (c == 0) {
+                return at;
+            }
+            if (c > 0) {
+                break;
+            }
+            at += size;
+        }
+        return -at - 1;
+    }
+
+    static boolean isTree(MemorySegment b, int rec) {
+        return InodeFormat.fork(b, rec) == InodeFormat.FORK_TREE;
+    }
+
+    /** The directory's tree (header {@code header}), opened once per cached inode. */
+    BTree tree(Inode dir, long header) {
+        BTree t = dir.dirTree;
+        if (t == null || t.headerBlock() != header) {
+            records.requireDataBlock(dir.ino, header, "directory tree header");
+            t = BTree.open(cache, new DirAllocator(cache, records.block(dir.ino), geometry.agOfInode(dir.ino), records.rec(dir.ino)),
+                    header, dir.ino);
+            dir.dirTree = t;
+        }
+        return t;
+    }
+
+    Found find(long dir, byte[] key) {
+        Inode d = inodes.acquire(dir);
+        try {
+            return find(d, key);
+        } finally {
+            inodes.release(d);
+        }
+    }
+
+    /** The entry {@code key} of directory {@code dir}, or null. Lock-free. */
+    Found find(Inode dir, byte[] key) {
+        return find(dir, key, false);
+    }
+
+    /**
+     * As {@link #find(Inode, byte[])}, with {@code locked} if the caller holds {@code dir}'s lock: its
+     * tree then cannot be dissolved during the lookup, which saves reading the record again.
+     */
+    Found find(Inode dir, byte[] key, boolean locked) {
+        MemorySegment k = MemorySegment.ofArray(key);
+        MemorySegment v = MemorySegment.ofArray(new byte[DirEntryFormat.VALUE]);
+        for (;;) {
+            long[] state = records.readRecord(dir.ino, (b, rec) -> {
+                if (isTree(b, rec)) {
+                    return new long[] {1, DirEntryFormat.treeHeader(b, rec + InodeFormat.INLINE), InodeFormat.generation(b, rec)};
+                }
+                int at = inlineFind(b, rec, key);
+                return at < 0 ? new long[] {0, 0, 0}
+                        : new long[] {2, DirEntryFormat.entryInode(b, at), DirEntryFormat.entryType(b, at)};
+            });
+            if (state[0] == 0) {
+                return null;
+            }
+            if (state[0] == 2) {
+                return new Found(requireEntryInode(dir.ino, state[1]), (int) state[2]);
+            }
+            if (state[1] == 0) {
+                return null; // a removed directory whose tree is being freed
+            }
+            int n = tree(dir, state[1]).get(k, v);
+            if (locked) {
+                return n < 0 ? null : new Found(requireEntryInode(dir.ino, DirEntryFormat.valueInode(v)), DirEntryFormat.valueType(v));
+            }
+            long header = state[1];
+            long[] again = records.readRecord(dir.ino, (b, rec) -> new long[] {isTree(b, rec) ? DirEntryFormat.treeHeader(b, rec + InodeFormat.INLINE) : -1});
+            if (again[0] != header) {
+                continue; // dissolved meanwhile
+            }
+            return n < 0 ? null : new Found(requireEntryInode(dir.ino, DirEntryFormat.valueInode(v)), DirEntryFormat.valueType(v));
+        }
+    }
+
+    /** {@code ino}, named by an entry of directory {@code dir}, if it is an inode number of this volume; else corruption. */
+    private long requireEntryInode(long dir, long ino) {
+        if (!geometry.isValidInode(ino)) {
+            throw new CorruptionException(records.block(dir), "directory", "directory " + dir + " has an entry naming inode "
+                    + Long.toUnsignedString(ino) + ", which lies outside the volume");
+        }
+        return ino;
+    }
+
+    DirPage readdirIno(long dir, DirCookie after, int max) {
+        if (max < 1) {
+            throw new NamespaceException(Errno.EINVAL, "readdir of " + max + " entries");
+        }
+        records.requireDir(dir);
+        byte[] from = after.key();
+        Inode d = inodes.acquire(dir);
+        try {
+            for (;;) {
+                List<DirEntry> out = new ArrayList<>();
+                byte[][] last = new byte[1][];
+                long header = records.readRecord(dir, (b, rec) -> {
+                    out.clear();
+                    last[0] = null;
+                    if (isTree(b, rec)) {
+                        long h = DirEntryFormat.treeHeader(b, rec + InodeFormat.INLINE);
+                        return h == 0 ? -1L : h; // -1: a removed directory whose tree is being freed
+                    }
+                    int end = rec + InodeFormat.INLINE + InodeFormat.inlineUsed(b, rec);
+                    int at = from == null ? rec + InodeFormat.INLINE : inlineFind(b, rec, from);
+                    if (at < 0) {
+                        at = -at - 1;
+                    } else if (from != null) {
+                        at += DirEntryFormat.entrySize(b, at, end);
+                    }
+                    for (int size; at < end && out.size() <= max; at += size) {
+                        size = DirEntryFormat.entrySize(b, at, end); // checked before the key is read
+                        byte[] key = DirEntryFormat.entryKey(b, at);
+                        if (out.size() < max) {
+                            last[0] = key;
+                        }
+                        out.add(entry(key, requireEntryInode(dir, DirEntryFormat.entryInode(b, at)), DirEntryFormat.entryType(b, at)));
+                    }
+                    return 0L;
+                });
+                if (header > 0) {
+                    Cursor c = tree(d, header).cursor(from, false);
+                    while (out.size() <= max && c.next()) {
+                        byte[] key = c.key();
+                        if (from != null && Arrays.equals(key, from)) {
+                            continue;
+                        }
+                        MemorySegment v = MemorySegment.ofArray(c.value());
+                        if (out.size() < max) {
+                            last[0] = key;
+                        }
+                        out.add(entry(key, requireEntryInode(dir, DirEntryFormat.valueInode(v)), DirEntryFormat.valueType(v)));
+                    }
+                    long again = records.readRecord(dir, (b, rec) -> isTree(b, rec) ? DirEntryFormat.treeHeader(b, rec + InodeFormat.INLINE) : -1);
+                    if (again != header) {
+                        continue;
+                    }
+                }
+                boolean end = out.size() <= max;
+                if (!end) {
+                    out.removeLast();
+                }
+                DirCookie next = last[0] == null ? after : DirCookie.after(last[0]);
+                return new DirPage(List.copyOf(out), next, end);
+            }
+        } finally {
+            inodes.release(d);
+        }
+    }
+
+    private static DirEntry entry(byte[] key, long ino, int type) {
+        return new DirEntry(new String(DirEntryFormat.nameOf(key), StandardCharsets.UTF_8), ino, type);
+    }
+
+    List<DirEntry> allEntries(long dir) {
+        List<DirEntry> all = new ArrayList<>();
+        DirCookie c = DirCookie.START;
+        for (;;) {
+            DirPage p = readdirIno(dir, c, 4096);
+            all.addAll(p.entries());
+            if (p.end()) {
+                return all;
+            }
+            c = p.next();
+        }
+    }
+
+    /**
+     * In {@code txn}, holding {@code dir}'s record: adds {@code key} (with room made by {@link #prepare}).
+     * False, with nothing changed, if a tree directory holds it already; an inline one must not.
+     */
+    boolean insertEntry(Txn txn, Inode dir, byte[] key, long ino, int type) {
+        Buffer b = records.lockRecord(txn, dir.ino);
+        MemorySegment m = b.data();
+        int rec = records.rec(dir.ino);
+        if (isTree(m, rec)) {
+            BTree t = tree(dir, DirEntryFormat.treeHeader(m, rec + InodeFormat.INLINE));
+            if (!t.putIfAbsent(txn, MemorySegment.ofArray(key), MemorySegment.ofArray(DirEntryFormat.value(ino, type)))) {
+                return false;
+            }
+        } else {
+            int at = inlineFind(m, rec, key);
+            int used = InodeFormat.inlineUsed(m, rec);
+            int size = DirEntryFormat.inlineSize(key.length);
+            if (at >= 0 || used + size > inlineCapacity) {
+                throw new IllegalStateException("inline directory " + dir.ino + " cannot take the entry being added");
+            }
+            int pos = -at - 1;
+            int end = rec + InodeFormat.INLINE + used;
+            MemorySegment.copy(m, pos, m, pos + size, end - pos);
+            DirEntryFormat.writeEntry(m, pos, key, ino, type);
+            InodeFormat.setInlineUsed(m, rec, used + size);
+            InodeFormat.setFork(m, rec, InodeFormat.FORK_INLINE);
+        }
+        InodeFormat.setSize(m, rec, InodeFormat.size(m, rec) + 1);
+        logUsed(txn, b, rec);
+        return true;
+    }
+
+    /** In {@code txn}: adds {@code key}, known to be absent (under {@code dir}'s lock). */
+    void insertAbsent(Txn txn, Inode dir, byte[] key, long ino, int type) {
+        if (!insertEntry(txn, dir, key, ino, type)) {
+            throw new IllegalStateException("directory " + dir.ino + " already holds the entry being added");
+        }
+    }
+
+    /** In {@code txn}: removes the present entry {@code key} of {@code dir}. */
+    void deleteEntry(Txn txn, Inode dir, byte[] key) {
+        Buffer b = records.lockRecord(txn, dir.ino);
+        MemorySegment m = b.data();
+        int rec = records.rec(dir.ino);
+        if (isTree(m, rec)) {
+            if (!tree(dir, DirEntryFormat.treeHeader(m, rec + InodeFormat.INLINE)).delete(txn, MemorySegment.ofArray(key))) {
+                throw new IllegalStateException("directory " + dir.ino + " lost the entry being removed");
+            }
+        } else {
+            int at = inlineFind(m, rec, key);
+            if (at < 0) {
+                throw new IllegalStateException("inline directory " + dir.ino + " lost the entry being removed");
+            }
+            int used = InodeFormat.inlineUsed(m, rec);
+            int end = rec + InodeFormat.INLINE + used;
+            int size = DirEntryFormat.entrySize(m, at, end);
+            MemorySegment.copy(m, at + size, m, at, end - at - size);
+            m.asSlice(end - size, size).fill((byte) 0);
+            InodeFormat.setInlineUsed(m, rec, used - size);
+            txn.log(b, rec + InodeFormat.INLINE, used); // the entries moved, and the freed tail zeroed
+        }
+        InodeFormat.setSize(m, rec, InodeFormat.size(m, rec) - 1);
+        txn.log(b, rec, InodeFormat.INLINE);
+    }
+
+    /** In {@code txn}: points the present entry {@code key} of {@code dir} at another inode. */
+    void replaceEntry(Txn txn, Inode dir, byte[] key, long ino, int type) {
+        Buffer b = records.lockRecord(txn, dir.ino);
+        MemorySegment m = b.data();
+        int rec = records.rec(dir.ino);
+        if (isTree(m, rec)) {
+            BTree t = tree(dir, DirEntryFormat.treeHeader(m, rec + InodeFormat.INLINE));
+            if (t.put(txn, MemorySegment.ofArray(key), MemorySegment.ofArray(DirEntryFormat.value(ino, type)))) {
+                throw new IllegalStateException("directory " + dir.ino + " lost the entry being replaced");
+            }
+        } else {
+            int at = inlineFind(m, rec, key);
+            if (at < 0) {
+                throw new IllegalStateException("inline directory " + dir.ino + " lost the entry being replaced");
+            }
+            DirEntryFormat.setEntryValue(m, at, ino, type);
+            logUsed(txn, b, rec);
+        }
+    }
+
+    /** Items a change of {@code dir}'s entries may touch. */
+    int dirItems(Inode dir) {
+        long header = records.readRecord(dir.ino, (b, rec) -> isTree(b, rec) ? DirEntryFormat.treeHeader(b, rec + InodeFormat.INLINE) : 0L);
+        return header == 0 ? 1 : 1 + tree(dir, header).reservation();
+    }
+
+    /** What {@link #step} says a directory needs before a change of its entries. */
+    static final int READY = 0, CONVERT = 1, SPILL = 2, REFILL = 3;
+
+    /**
+     * The step {@code dir} needs before an entry of {@code keyLength} more bytes (0: none) goes in or one
+     * comes out: an inline directory without room becomes a tree; a tree's block reserve is brought
+     * between its marks, spilling first (busy entries first) so that a refill always fits
+     * ({@code RESERVE_CAPACITY - RESERVE_HIGH >= RESERVE_LOW}). Lock-free; under the directory's lock
+     * the answer stays true.
+     */
+    int step(Inode dir, int keyLength) {
+        int area = records.rec(dir.ino) + InodeFormat.INLINE;
+        return records.readRecord(dir.ino, (b, rec) -> {
+            if (!isTree(b, rec)) {
+                return keyLength > 0 && InodeFormat.inlineUsed(b, rec) + DirEntryFormat.inlineSize(keyLength) > inlineCapacity
+                        ? CONVERT : READY;
+            }
+            requireReserve(dir.ino, b, area);
+            if (DirEntryFormat.reserveCount(b, area) > RESERVE_HIGH) {
+                return SPILL;
+            }
+            return DirAllocator.usable(cache, b, area, RESERVE_LOW) < RESERVE_LOW ? REFILL : READY;
+        });
+    }
+
+    /**
+     * Brings {@code dir} to {@link #READY}, each step in a transaction of its own reserved before the
+     * directory's lock is taken (the entries stay the same). The operation that follows finds it ready
+     * under the lock, or comes back here if a concurrent change came between.
+     */
+    void prepare(Inode dir, int keyLength) {
+        for (int s; (s = step(dir, keyLength)) != READY; ) {
+            if (s == SPILL) {
+                spillBlock(dir, RESERVE_HIGH);
+            } else {
+                addBlocks(dir, keyLength, s == CONVERT);
+            }
+        }
+    }
+
+    /**
+     * Allocates blocks into {@code dir}'s reserve, from its own group if it can, if {@link #step} still
+     * says so under its lock; with {@code convert}, turns the inline directory into a tree in the same
+     * transaction. ENOENT if the directory went meanwhile.
+     */
+    private void addBlocks(Inode dir, int keyLength, boolean convert) {
+        int groups = geometry.agCount();
+        int first = geometry.agOfInode(dir.ino);
+        int n = convert ? RESERVE_FILL : records.readRecord(dir.ino, (b, rec) -> {
+            int area = rec + InodeFormat.INLINE;
+            return isTree(b, rec) ? Math.min(RESERVE_FILL - DirAllocator.usable(cache, b, area, RESERVE_LOW),
+                    DirEntryFormat.RESERVE_CAPACITY - DirEntryFormat.reserveCount(b, area)) : 0;
+        });
+        for (int k = 0; k < groups; k++) {
+            AllocationGroup ag = volume.group((first + k) % groups);
+            for (int attempt = 0, busy = 0; attempt < RETRIES; attempt++) {
+                if (ag.needsRefill()) {
+                    ag.refillFreeList();
+                }
+                int items = ag.blockItems() + 2 + (convert ? BTree.CREATE_ITEMS + 4 : 0);
+                AllocOutcome r;
+                try (Txn txn = Txn.begin(cache, items)) {
+                    dir.lock.lock();
+                    try {
+                        records.requireDir(dir.ino);
+                        if (step(dir, keyLength) != (convert ? CONVERT : REFILL) || n < 1 || !convert
+                                && records.readRecord(dir.ino, (b, rec) -> DirEntryFormat.reserveCount(b, rec + InodeFormat.INLINE)) + n
+                                > DirEntryFormat.RESERVE_CAPACITY) {
+                            return; // changed meanwhile: the caller looks again
+                        }
+                        r = ag.allocBlocks(txn, n);
+                        if (r == AllocOutcome.DONE) {
+                            fillReserve(txn, dir, ag.allocatedBlock(txn), n, convert);
+                            dir.lastSeq = txn.commit();
+                            return;
+                        }
+                    } finally {
+                        dir.lock.unlock();
+                    }
+                }
+                if (r == AllocOutcome.NO_SPACE) {
+                    break;
+                }
+                if (r == AllocOutcome.BUSY && busy < AllocationGroup.BUSY_RETRIES) {
+                    ag.awaitBusy(busy++);
+                    attempt--;
+                } else {
+                    ag.refillFreeList();
+                }
+            }
+        }
+        throw new NoSpaceException("no allocation group has " + n + " free blocks for directory " + dir.ino);
+    }
+
+    /** In {@code txn}, {@code dir}'s lock held: blocks {@code [r, r + n)} join its reserve (converting it to a tree). */
+    private void fillReserve(Txn txn, Inode dir, long r, int n, boolean convert) {
+        Buffer b = records.lockRecord(txn, dir.ino);
+        MemorySegment m = b.data();
+        int rec = records.rec(dir.ino);
+        int area = rec + InodeFormat.INLINE;
+        List<byte[]> keys = new ArrayList<>();
+        List<byte[]> values = new ArrayList<>();
+        int count = 0;
+        if (convert) {
+            int end = area + InodeFormat.inlineUsed(m, rec);
+            for (int at = area, size; at < end; at += size) {
+                size = DirEntryFormat.entrySize(m, at, end); // checked before the key is read
+                keys.add(DirEntryFormat.entryKey(m, at));
+                values.add(DirEntryFormat.value(DirEntryFormat.entryInode(m, at), DirEntryFormat.entryType(m, at)));
+            }
+            m.asSlice(area, inlineCapacity).fill((byte) 0);
+            InodeFormat.setFork(m, rec, InodeFormat.FORK_TREE);
+            InodeFormat.setInlineUsed(m, rec, DirEntryFormat.treeAreaSize());
+        } else {
+            count = DirEntryFormat.reserveCount(m, area);
+        }
+        for (int i = n - 1; i >= 0; i--) { // pops come in ascending order
+            DirEntryFormat.setReserveEntry(m, area, count++, r + i);
+        }
+        DirEntryFormat.setReserveCount(m, area, count);
+        InodeFormat.setBlocks(m, rec, InodeFormat.blocks(m, rec) + n);
+        txn.log(b, rec, recordSize);
+        if (convert) {
+            BTree t = BTree.create(txn, new DirAllocator(cache, records.block(dir.ino), geometry.agOfInode(dir.ino), rec), dir.ino);
+            DirEntryFormat.setTreeHeader(m, area, t.headerBlock());
+            txn.log(b, area, 8);
+            for (int i = 0; i < keys.size(); i++) {
+                t.put(txn, MemorySegment.ofArray(keys.get(i)), MemorySegment.ofArray(values.get(i)));
+            }
+            dir.dirTree = t;
+        }
+    }
+
+    /**
+     * Frees a block of {@code dir}'s reserve (a busy one if any) if it holds more than {@code above};
+     * false if it does not (nothing changed).
+     */
+    boolean spillBlock(Inode dir, int above) {
+        int rec = records.rec(dir.ino);
+        int area = rec + InodeFormat.INLINE;
+        long blk = records.readRecord(dir.ino, (b, r) -> isTree(b, r) && requireReserve(dir.ino, b, area) > above
+                ? DirEntryFormat.reserveEntry(b, area, DirAllocator.spillIndex(cache, b, area)) : 0L);
+        if (blk == 0) {
+            return false;
+        }
+        int[] at = new int[1];
+        freeBlock(dir, blk, 2, () -> {
+            at[0] = records.readRecord(dir.ino, (b, r) -> isTree(b, r) && DirEntryFormat.reserveCount(b, area) > above
+                    && DirEntryFormat.reserveEntry(b, area, DirAllocator.spillIndex(cache, b, area)) == blk
+                    ? DirAllocator.spillIndex(cache, b, area) : -1);
+            return at[0] >= 0;
+        }, txn -> {
+            Buffer b = records.lockRecord(txn, dir.ino);
+            MemorySegment m = b.data();
+            DirAllocator.remove(m, area, at[0]);
+            InodeFormat.setBlocks(m, rec, InodeFormat.blocks(m, rec) - 1);
+            txn.log(b, rec, recordSize);
+        });
+        return true;
+    }
+
+    /**
+     * Frees device block {@code blk} of {@code owner} to its group and runs {@code then} in the same
+     * transaction (which may change {@code items} more items), reserved before {@code owner}'s lock is
+     * taken; under the lock, {@code still} says whether the block is still to be freed (if not, nothing
+     * changes). Fixes the group's free list first when it is short.
+     */
+    void freeBlock(Inode owner, long blk, int items, java.util.function.BooleanSupplier still, Change then) {
+        AllocationGroup ag = volume.group(geometry.agOfBlock(blk));
+        for (int attempt = 0; ; attempt++) {
+            if (ag.needsRefill()) {
+                ag.refillFreeList();
+            }
+            try (Txn txn = Txn.begin(cache, ag.blockItems() + items)) {
+                owner.lock.lock();
+                try {
+                    if (!still.getAsBoolean()) {
+                        return;
+                    }
+                    if (ag.releaseBlocks(txn, blk, 1) == AllocOutcome.DONE) {
+                        then.apply(txn);
+                        owner.lastSeq = txn.commit();
+                        return;
+                    }
+                } finally {
+                    owner.lock.unlock();
+                }
+            }
+            if (attempt == RETRIES) {
+                throw new NoSpaceException("allocation group " + ag.agno + " cannot refill the free list of its free-space trees");
+            }
+            ag.refillFreeList();
+        }
+    }
+
+    /** Log items a change of {@code touched}'s records (a directory's entries) and {@code ag}'s inode trees may touch. */
+    int changeItems(AllocationGroup ag, Inode... touched) {
+        int items = 8 + (ag == null ? 0 : ag.freeInodeItems() + ag.orphanItems());
+        for (Inode i : touched) {
+            if (i != null && (records.modeOf(i.ino) & S_IFMT) == S_IFDIR) {
+                items += dirItems(i);
+            }
+        }
+        return items;
+    }
+
+    /**
+     * The count of tree directory {@code ino}'s reserve (record at {@code area} of {@code b}), each entry
+     * checked to lie in the allocation groups: its blocks become tree nodes or go back to free space.
+     */
+    int requireReserve(long ino, MemorySegment b, int area) {
+        int n = DirEntryFormat.reserveCount(b, area);
+        for (int i = 0; i < n; i++) {
+            long blk = DirEntryFormat.reserveEntry(b, area, i);
+            if (!geometry.isDataBlock(blk)) { // named only on failure: this runs per change
+                records.requireDataBlock(ino, blk, "directory block reserve entry " + i);
+            }
+        }
+        return n;
+    }
+}

@@ -1,0 +1,382 @@
+package dev.ferrite.dir;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.util.function.LongFunction;
+
+import dev.ferrite.btree.internal.Buffer;
+import dev.ferrite.btree.internal.BufferCache;
+import dev.ferrite.btree.internal.Txn;
+import dev.ferrite.io.CorruptionException;
+import dev.ferrite.io.Errno;
+import dev.ferrite.io.InvalidArgumentException;
+import dev.ferrite.io.NoSpaceException;
+
+import static dev.ferrite.dir.InodeFormat.S_IFDIR;
+import static dev.ferrite.dir.InodeFormat.S_IFLNK;
+import static dev.ferrite.dir.InodeFormat.S_IFMT;
+
+/**
+ * Inode records: reading one without a lock (validated against concurrent change), locking records'
+ * blocks in a transaction in block order, a long symlink's target block, and the per-inode locks of the
+ * inode cache in ascending inode order. The namespace's other parts reach records only through here.
+ */
+final class InodeRecords {
+    /** Attempts an operation makes against one group, fixing its free lists between them, before it moves on or gives up. */
+    static final int RETRIES = 8;
+    static final String SYMLINK_BLOCK = "symlink target block";
+
+    private final Volume volume;
+    private final BufferCache cache;
+    private final Geometry geometry;
+    private final InodeCache inodes;
+    /** {@link #inodeBuffer} for {@link #readStable}, made once: record reads are the hottest path. */
+    private final LongFunction<Buffer> inodeBuffers = this::inodeBuffer;
+
+    InodeRecords(Volume volume, BufferCache cache, Geometry geometry, InodeCache inodes) {
+        this.volume = volume;
+        this.cache = cache;
+        this.geometry = geometry;
+        this.inodes = inodes;
+    }
+
+    long block(long ino) {
+        return geometry.inodeBlock(ino);
+    }
+
+    int rec(long ino) {
+        return InodeFormat.recordOffset(geometry.blockSize(), Geometry.inodeSlot(ino));
+    }
+
+    private Buffer inodeBuffer(long ino) {
+        try {
+            return volume.inodeBuffer(ino);
+        } catch (InvalidArgumentException e) {
+            throw new NamespaceException(Errno.ENOENT, e.getMessage());
+        }
+    }
+
+    Buffer lockRecord(Txn txn, long ino) {
+        for (;;) {
+            Buffer b = inodeBuffer(ino);
+            if (txn.lock(b)) {
+                return b;
+            }
+        }
+    }
+
+    /** Locks the blocks of {@code inos} (0s ignored) in ascending block order. */
+    void lockRecords(Txn txn, long... inos) {
+        long[] blocks = new long[inos.length];
+        for (int i = 0; i < inos.length; i++) {
+            blocks[i] = inos[i] == 0 ? 0 : block(inos[i]);
+        }
+        int n = distinctSorted(blocks);
+        for (int k = 0; k < n; k++) {
+            for (long ino : inos) {
+                if (ino != 0 && block(ino) == blocks[k]) {
+                    lockRecord(txn, ino);
+                    break;
+                }
+            }
+        }
+    }
+
+    /**
+     * Sorts the nonzero values of the short array {@code a} ascending and without repeats into its front
+     * (insertion sort: two to four values); returns how many there are.
+     */
+    private static int distinctSorted(long[] a) {
+        int n = 0;
+        for (long x : a) {
+            if (x == 0) {
+                continue;
+            }
+            int at = n;
+            while (at > 0 && a[at - 1] > x) {
+                at--;
+            }
+            if (at > 0 && a[at - 1] == x) {
+                continue;
+            }
+            System.arraycopy(a, at, a, at + 1, n - at);
+            a[at] = x;
+            n++;
+        }
+        return n;
+    }
+
+    interface RecordReader<T> {
+        T read(MemorySegment b, int rec);
+    }
+
+    /** Reads inode {@code ino}'s record without locking, validated against concurrent changes. */
+    <T> T readRecord(long ino, RecordReader<T> reader) {
+        if (!geometry.isValidInode(ino)) {
+            throw new NamespaceException(Errno.ENOENT, "inode number " + ino + " lies outside the volume");
+        }
+        return readStable(inodeBuffers, ino, rec(ino), reader);
+    }
+
+    /**
+     * Reads at {@code offset} of the block {@code fetch} gives for {@code key}, without locking, validated
+     * against concurrent changes (fetched again each try: an evicted buffer is replaced).
+     */
+    private static <T> T readStable(LongFunction<Buffer> fetch, long key, int offset, RecordReader<T> reader) {
+        for (int spins = 0; ; spins++) {
+            Buffer b = fetch.apply(key);
+            long v = b.readVersion();
+            if (v < 0) {
+                if ((spins & 63) == 63) {
+                    Thread.yield(); // the holder commits soon; on few cores, let it run
+                } else {
+                    Thread.onSpinWait();
+                }
+                continue;
+            }
+            T t;
+            try {
+                t = reader.read(b.data(), offset);
+            } catch (RuntimeException e) {
+                if (b.validate(v)) {
+                    throw e;
+                }
+                continue;
+            }
+            if (b.validate(v)) {
+                return t;
+            }
+        }
+    }
+
+    InodeStat statIno(long ino) {
+        InodeStat s = readRecord(ino, (b, rec) -> InodeFormat.stat(ino, b, rec));
+        if (s.mode() == 0) {
+            throw new NamespaceException(Errno.ENOENT, "inode " + ino + " is not allocated");
+        }
+        return s;
+    }
+
+    int generation(long ino) {
+        return statIno(ino).generation();
+    }
+
+    long parentOf(long dir) {
+        return readRecord(dir, InodeFormat::parent);
+    }
+
+    /** ENOTDIR unless {@code ino} is a directory; ENOENT if it was removed. */
+    void requireDir(long ino) {
+        long modeAndLinks = readRecord(ino, (b, rec) -> (long) InodeFormat.mode(b, rec) << 32 | InodeFormat.nlink(b, rec));
+        int mode = (int) (modeAndLinks >>> 32);
+        if (mode == 0) {
+            throw new NamespaceException(Errno.ENOENT, "inode " + ino + " is not allocated");
+        }
+        if ((mode & S_IFMT) != S_IFDIR) {
+            throw new NamespaceException(Errno.ENOTDIR, "inode " + ino + " is not a directory");
+        }
+        if ((int) modeAndLinks == 0) {
+            throw new NamespaceException(Errno.ENOENT, "directory " + ino + " was removed");
+        }
+    }
+
+    /** The mode of inode {@code ino}'s record (0 if free). */
+    int modeOf(long ino) {
+        return readRecord(ino, InodeFormat::mode);
+    }
+
+    String readlinkIno(long ino) {
+        Object found = readRecord(ino, (b, rec) -> {
+            if (InodeFormat.type(b, rec) != S_IFLNK) {
+                return null;
+            }
+            if (InodeFormat.fork(b, rec) == InodeFormat.FORK_REMOTE) {
+                return new long[] {InodeFormat.remoteBlock(b, rec), InodeFormat.size(b, rec)};
+            }
+            if (InodeFormat.fork(b, rec) == InodeFormat.FORK_EMPTY) {
+                return Boolean.FALSE; // an unlinked long link whose block was just freed: it is going
+            }
+            byte[] t = new byte[InodeFormat.inlineUsed(b, rec)];
+            MemorySegment.copy(b, java.lang.foreign.ValueLayout.JAVA_BYTE, rec + InodeFormat.INLINE, t, 0, t.length);
+            return t;
+        });
+        if (found == null) {
+            statIno(ino);
+            throw new NamespaceException(Errno.EINVAL, "inode " + ino + " is not a symlink");
+        }
+        if (found == Boolean.FALSE) {
+            throw new NamespaceException(Errno.ENOENT, "symlink inode " + ino + " was removed");
+        }
+        byte[] target = found instanceof long[] at ? remoteTarget(ino, at[0], at[1]) : (byte[]) found;
+        return new String(target, StandardCharsets.UTF_8);
+    }
+
+    /**
+     * A long symlink's target from its block. The link may be removed and its block reused while this
+     * reads it: a block that is not the link's any more is ENOENT if the link is gone, corruption if not.
+     */
+    byte[] remoteTarget(long ino, long block, long size) {
+        requireDataBlock(ino, block, "symlink target block");
+        if (size < 0 || size > SymlinkFormat.capacity(cache.blockSize())) {
+            throw new CorruptionException(block(ino), InodeFormat.STRUCTURE, "symlink " + ino + " has a target of "
+                    + Long.toUnsignedString(size) + " bytes; its block holds at most " + SymlinkFormat.capacity(cache.blockSize()));
+        }
+        byte[] t;
+        try {
+            t = readStable(b -> cache.get(b, SymlinkFormat.MAGIC, ino, SYMLINK_BLOCK), block, 0, (m, at) -> {
+                int length = SymlinkFormat.length(m);
+                return length == size && length <= SymlinkFormat.capacity(cache.blockSize()) ? SymlinkFormat.target(m, length) : null;
+            });
+        } catch (CorruptionException e) {
+            requireStillLinked(ino, block, size);
+            throw e;
+        }
+        if (t == null) {
+            // the link removed and its inode and block reused by another long link of another length
+            requireStillLinked(ino, block, size);
+            throw new CorruptionException(block, SYMLINK_BLOCK, "its target's length is not inode " + ino + "'s size, " + size);
+        }
+        return t;
+    }
+
+    /** ENOENT unless inode {@code ino} is still a long symlink of {@code size} bytes in {@code block}. */
+    private void requireStillLinked(long ino, long block, long size) {
+        boolean same = readRecord(ino, (b, rec) -> InodeFormat.type(b, rec) == S_IFLNK
+                && InodeFormat.fork(b, rec) == InodeFormat.FORK_REMOTE && InodeFormat.remoteBlock(b, rec) == block
+                && InodeFormat.size(b, rec) == size);
+        if (!same) {
+            throw new NamespaceException(Errno.ENOENT, "symlink inode " + ino + " was removed");
+        }
+    }
+
+    void setattrIno(long ino, int permissions, int uid, int gid, long atime, long mtime) {
+        statIno(ino);
+        Inode i = inodes.acquire(ino);
+        try {
+            // the volume reserves log space before it takes the inode's lock
+            i.lastSeq = volume.setattr(ino, permissions, uid, gid, atime, mtime);
+        } catch (InvalidArgumentException e) {
+            throw new NamespaceException(Errno.ENOENT, e.getMessage()); // freed since statIno
+        } finally {
+            inodes.release(i);
+        }
+    }
+
+    static long nowNanos() {
+        Instant t = Instant.now();
+        return t.getEpochSecond() * 1_000_000_000L + t.getNano();
+    }
+
+    /** References to the inodes of the distinct nonzero {@code inos}, in ascending order; not locked. */
+    Inode[] acquireAll(long... inos) {
+        long[] sorted = inos.clone();
+        Inode[] out = new Inode[distinctSorted(sorted)];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = inodes.acquire(sorted[i]);
+        }
+        return out;
+    }
+
+    void releaseAll(Inode[] acquired) {
+        for (Inode i : acquired) {
+            inodes.release(i);
+        }
+    }
+
+    /** Locks {@code acquired} (ascending, as {@link #acquireAll} orders them). */
+    static void lockAll(Inode[] acquired) {
+        for (Inode i : acquired) {
+            i.lock.lock();
+        }
+    }
+
+    static void unlockAll(Inode[] locked) {
+        for (int i = locked.length - 1; i >= 0; i--) {
+            locked[i].lock.unlock();
+        }
+    }
+
+    static Inode pick(Inode[] locked, long ino) {
+        for (Inode i : locked) {
+            if (i.ino == ino) {
+                return i;
+            }
+        }
+        throw new IllegalStateException("inode " + ino + " is not locked");
+    }
+
+    /**
+     * After an attempt found {@code ag}'s inode free list short under its AGI: counts the failure, to be
+     * fixed before the next attempt, or gives up with NoSpaceException after {@link #RETRIES}.
+     */
+    static int requireFixable(AllocationGroup ag, int fails) {
+        if (fails == RETRIES) {
+            throw new NoSpaceException("allocation group " + ag.agno + " cannot refill the free list of its inode trees");
+        }
+        return fails + 1;
+    }
+
+    /** A change of records (and trees) in a transaction whose locks its runner took. */
+    interface Change {
+        void apply(Txn txn);
+    }
+
+    /**
+     * In {@code txn}, reserved for {@link DirContents#changeItems} before the locks of {@code touched} were taken:
+     * locks the AGI of {@code ag} (if not null), then the records of {@code touched} in block order, runs
+     * {@code change} and commits; the change's inodes get the commit sequence. False, with nothing
+     * changed, if the group's inode free list is short: fix it with no lock held, and try again.
+     */
+    boolean applyChange(Txn txn, AllocationGroup ag, Inode[] touched, Change change) {
+        if (ag != null) {
+            txn.lock(ag.agi);
+            if (ag.inodeListLow()) {
+                return false;
+            }
+        }
+        long[] inos = new long[touched.length];
+        for (int i = 0; i < touched.length; i++) {
+            inos[i] = touched[i] == null ? 0 : touched[i].ino;
+        }
+        lockRecords(txn, inos);
+        change.apply(txn);
+        long seq = txn.commit();
+        for (Inode i : touched) {
+            if (i != null) {
+                i.lastSeq = seq;
+            }
+        }
+        return true;
+    }
+
+    /**
+     * Logs a record's fixed fields and, if its inline area holds entries, a link target or a remote
+     * block's number, the used part of that area (the rest is zero). A tree directory's area changes
+     * only through its own logging.
+     */
+    static void logUsed(Txn txn, Buffer b, int rec) {
+        MemorySegment m = b.data();
+        boolean tree = InodeFormat.fork(m, rec) == InodeFormat.FORK_TREE;
+        txn.log(b, rec, InodeFormat.INLINE + (tree ? 0 : InodeFormat.inlineUsed(m, rec)));
+    }
+
+    /** {@code blk}, which inode {@code ino}'s record names as its {@code what}, if it lies in the allocation groups; else corruption. */
+    long requireDataBlock(long ino, long blk, String what) {
+        if (!geometry.isDataBlock(blk)) {
+            throw new CorruptionException(block(ino), InodeFormat.STRUCTURE, "inode " + ino + "'s " + what + " names block "
+                    + blk + " outside the allocation groups");
+        }
+        return blk;
+    }
+
+    /** In {@code txn}: {@code dir} gains {@code links} links (subdirectories), its times move, and its entry count by {@code entries}. */
+    void adjust(Txn txn, long dir, int links, boolean modified) {
+        Buffer b = lockRecord(txn, dir);
+        int rec = rec(dir);
+        MemorySegment m = b.data();
+        InodeFormat.setNlink(m, rec, InodeFormat.nlink(m, rec) + links);
+        InodeFormat.touch(m, rec, nowNanos(), modified);
+        txn.log(b, rec, InodeFormat.INLINE);
+    }
+}

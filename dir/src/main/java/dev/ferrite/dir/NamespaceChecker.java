@@ -1,0 +1,250 @@
+package dev.ferrite.dir;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.NavigableMap;
+import java.util.Set;
+import java.util.TreeMap;
+
+import dev.ferrite.btree.internal.BTree;
+import dev.ferrite.btree.internal.TreeCheck;
+import dev.ferrite.btree.internal.TreeWalk;
+import dev.ferrite.dir.CheckProblem.Kind;
+import dev.ferrite.io.CorruptionException;
+
+import static dev.ferrite.dir.DirContents.isTree;
+import static dev.ferrite.dir.InodeFormat.S_IFDIR;
+import static dev.ferrite.dir.InodeFormat.S_IFMT;
+
+/**
+ * The namespace's part of a volume check: walks from the root every directory, its entries, tree and
+ * reserve, then every allocated inode and orphan, and reports each problem with the inode, the path from
+ * the root and the block where it knows them; the groups' part runs with the blocks the walk found owned.
+ * Reads only, lock-free.
+ */
+final class NamespaceChecker {
+    private final Volume volume;
+    private final Geometry geometry;
+    private final InodeCache inodes;
+    private final InodeRecords records;
+    private final DirContents dirs;
+    private final PathResolver paths;
+
+    NamespaceChecker(Volume volume, Geometry geometry, InodeCache inodes, InodeRecords records, DirContents dirs,
+                     PathResolver paths) {
+        this.volume = volume;
+        this.geometry = geometry;
+        this.inodes = inodes;
+        this.records = records;
+        this.dirs = dirs;
+        this.paths = paths;
+    }
+
+    /**
+     * Every problem a full walk finds, in a report that is clean for a sound volume: the allocation groups
+     * and their trees ({@link Volume#checkGroups}, with the namespace's blocks accounted for), and from the root
+     * down every directory's tree and reserve, its entry count, link count (2 + subdirectories) and parent
+     * link, each entry's type against its inode, each inode's link count against the entries naming it,
+     * and that every allocated inode is reachable or an orphan with no links.
+     */
+    CheckReport check() {
+        return new Run().check();
+    }
+
+    /** One check's state: what it found, the blocks the namespace owns, and the names each inode has. */
+    private final class Run {
+        private final List<CheckProblem> problems = new ArrayList<>();
+        private final TreeMap<Long, Integer> owned = new TreeMap<>();
+        private final Map<Long, Integer> names = new HashMap<>();
+        /** The path of each directory reached, in walk order. */
+        private final Map<Long, String> dirPaths = new LinkedHashMap<>();
+        /** A path for every named inode, made only when a problem needs one that is not a directory's. */
+        private Map<Long, String> namePaths;
+        private long inodeCount, trees;
+
+        CheckReport check() {
+            Deque<Long> todo = new ArrayDeque<>();
+            long root = paths.root();
+            todo.add(root);
+            dirPaths.put(root, "/");
+            while (!todo.isEmpty()) {
+                long dir = todo.poll();
+                String dirPath = dirPaths.get(dir);
+                InodeStat ds = records.statIno(dir);
+                int subdirs = 0;
+                List<DirEntry> entries = dirs.allEntries(dir);
+                for (DirEntry e : entries) {
+                    String path = child(dirPath, e.name());
+                    String where = "directory " + dir + " entry '" + e.name() + "'";
+                    InodeStat cs;
+                    try {
+                        cs = records.statIno(e.ino());
+                    } catch (NamespaceException x) {
+                        add(Kind.DIRECTORY, e.ino(), path, where + " names free inode " + e.ino());
+                        continue;
+                    }
+                    if ((cs.mode() & S_IFMT) != e.type()) {
+                        add(Kind.DIRECTORY, e.ino(), path, where + " has type 0" + Integer.toOctalString(e.type())
+                                + " but inode " + e.ino() + " has mode 0" + Integer.toOctalString(cs.mode()));
+                    }
+                    names.merge(e.ino(), 1, Integer::sum);
+                    if (cs.isDirectory()) {
+                        subdirs++;
+                        if (dirPaths.putIfAbsent(e.ino(), path) != null) {
+                            add(Kind.DIRECTORY, e.ino(), path, where + " names directory " + e.ino() + " which has another name");
+                            continue;
+                        }
+                        if (records.parentOf(e.ino()) != dir) {
+                            add(Kind.DIRECTORY, e.ino(), path, "directory " + e.ino() + " says its parent is "
+                                    + records.parentOf(e.ino()) + ", not " + dir);
+                        }
+                        todo.add(e.ino());
+                    }
+                }
+                if (ds.size() != entries.size()) {
+                    add(Kind.DIRECTORY, dir, dirPath, "directory " + dir + " counts " + ds.size() + " entries but holds "
+                            + entries.size());
+                }
+                if (ds.nlink() != 2 + subdirs) {
+                    add(Kind.INODE, dir, dirPath, "directory " + dir + " has " + ds.nlink() + " links, expected 2 + "
+                            + subdirs + " subdirectories");
+                }
+                checkBlocks(dir, ds);
+            }
+            Set<Long> orphans = new HashSet<>();
+            for (int g = 0; g < geometry.agCount(); g++) {
+                orphans.addAll(volume.group(g).orphanInodes());
+            }
+            for (int g = 0; g < geometry.agCount(); g++) {
+                for (long ino : volume.group(g).allocatedInodes()) {
+                    inodeCount++;
+                    InodeStat s = records.readRecord(ino, (b, rec) -> InodeFormat.stat(ino, b, rec));
+                    int n = names.getOrDefault(ino, 0);
+                    if (orphans.contains(ino)) {
+                        if (n != 0 || s.nlink() != 0) {
+                            add(Kind.ORPHAN, ino, pathOf(ino), "orphan " + ino + " has " + s.nlink() + " links and " + n + " names");
+                        }
+                        checkBlocks(ino, s);
+                    } else if (ino != root && n == 0) {
+                        add(Kind.ORPHAN, ino, null, "inode " + ino + " (mode 0" + Integer.toOctalString(s.mode())
+                                + ") is allocated but has no name");
+                    } else if (!s.isDirectory()) {
+                        if (s.nlink() != n) {
+                            add(Kind.INODE, ino, pathOf(ino), "inode " + ino + " has " + s.nlink() + " links but " + n + " names");
+                        }
+                        checkBlocks(ino, s);
+                    }
+                }
+            }
+            for (long ino : orphans) {
+                if (records.readRecord(ino, InodeFormat::mode) == 0) {
+                    add(Kind.ORPHAN, ino, null, "orphan " + ino + " is a free inode");
+                }
+            }
+            problems.addAll(volume.checkGroups(owned));
+            return new CheckReport(problems, dirPaths.size(), inodeCount, trees);
+        }
+
+        private void add(Kind kind, long ino, String path, String detail) {
+            problems.add(CheckProblem.atInode(kind, ino, path, detail));
+        }
+
+        private static String child(String dirPath, String name) {
+            return dirPath.equals("/") ? "/" + name : dirPath + "/" + name;
+        }
+
+        /** A path naming {@code ino}, or null if none does (walks the directories again the first time). */
+        private String pathOf(long ino) {
+            String p = dirPaths.get(ino);
+            if (p != null) {
+                return p;
+            }
+            if (namePaths == null) {
+                namePaths = new HashMap<>();
+                for (Map.Entry<Long, String> d : dirPaths.entrySet()) {
+                    for (DirEntry e : dirs.allEntries(d.getKey())) {
+                        namePaths.putIfAbsent(e.ino(), child(d.getValue(), e.name()));
+                    }
+                }
+            }
+            return namePaths.get(ino);
+        }
+
+        /** A long symlink's block: in range, holding the link's target of its size; the inode counts one block. */
+        private void checkRemoteBlock(long ino, long blk, InodeStat s) {
+            if (!s.isSymlink()) {
+                add(Kind.INODE, ino, pathOf(ino), "inode " + ino + " (mode 0" + Integer.toOctalString(s.mode())
+                        + ") has a remote fork; only long symlinks do");
+            }
+            if (s.blocks() != 1) {
+                add(Kind.INODE, ino, pathOf(ino), "symlink " + ino + " counts " + s.blocks() + " blocks but owns 1");
+            }
+            if (!geometry.isDataBlock(blk)) {
+                problems.add(CheckProblem.at(Kind.INODE, blk, ino, pathOf(ino), "symlink " + ino + " names block " + blk + " outside the allocation groups"));
+                return;
+            }
+            owned.put(blk, 1);
+            try {
+                if (s.isSymlink()) {
+                    records.remoteTarget(ino, blk, s.size());
+                }
+            } catch (CorruptionException | NamespaceException e) {
+                problems.add(CheckProblem.at(Kind.INODE, blk, ino, pathOf(ino), "symlink " + ino + ": " + e.getMessage()));
+            }
+        }
+
+        /**
+         * Accounts for the blocks an inode owns in {@code owned}, checking them: a directory's tree and
+         * reserve, a long symlink's target block.
+         */
+        private void checkBlocks(long dir, InodeStat s) {
+            long remote = records.readRecord(dir, (b, rec) -> InodeFormat.fork(b, rec) == InodeFormat.FORK_REMOTE ? InodeFormat.remoteBlock(b, rec) : 0L);
+            if (remote != 0) {
+                checkRemoteBlock(dir, remote, s);
+                return;
+            }
+            int area = records.rec(dir) + InodeFormat.INLINE;
+            long[] st = records.readRecord(dir, (b, rec) -> isTree(b, rec) && InodeFormat.type(b, rec) == S_IFDIR
+                    ? new long[] {DirEntryFormat.treeHeader(b, area), dirs.requireReserve(dir, b, area)} : null);
+            if (st == null) {
+                if (s.blocks() != 0) {
+                    add(Kind.INODE, dir, pathOf(dir), "inode " + dir + " counts " + s.blocks() + " blocks but owns none");
+                }
+                return;
+            }
+            long blocks = st[1];
+            for (int i = 0; i < st[1]; i++) {
+                int k = i;
+                owned.put(records.readRecord(dir, (b, rec) -> DirEntryFormat.reserveEntry(b, area, k)), 1);
+            }
+            if (st[0] != 0) {
+                Inode d = inodes.acquire(dir);
+                try {
+                    BTree t = dirs.tree(d, st[0]);
+                    trees++;
+                    for (TreeCheck.Problem p : t.check().problems()) {
+                        problems.add(CheckProblem.at(Kind.BTREE, p.block(), dir, pathOf(dir),
+                                "directory " + dir + " tree (header block " + st[0] + "): " + p.detail()));
+                    }
+                    long[] n = new long[1];
+                    TreeWalk.blocks(t, blk -> {
+                        owned.put(blk, 1);
+                        n[0]++;
+                    });
+                    blocks += n[0];
+                } finally {
+                    inodes.release(d);
+                }
+            }
+            if (blocks != s.blocks()) {
+                add(Kind.INODE, dir, pathOf(dir), "directory " + dir + " counts " + s.blocks() + " blocks but owns " + blocks);
+            }
+        }
+    }
+}

@@ -1,0 +1,244 @@
+package dev.ferrite.dir;
+
+import java.lang.foreign.MemorySegment;
+
+import dev.ferrite.btree.internal.BTree;
+import dev.ferrite.btree.internal.Buffer;
+import dev.ferrite.btree.internal.BufferCache;
+import dev.ferrite.btree.internal.Txn;
+import dev.ferrite.io.CorruptionException;
+import dev.ferrite.io.Errno;
+
+import static dev.ferrite.dir.DirContents.isTree;
+import static dev.ferrite.dir.InodeRecords.SYMLINK_BLOCK;
+import static dev.ferrite.dir.InodeRecords.nowNanos;
+import static dev.ferrite.dir.InodeRecords.requireFixable;
+
+/**
+ * Handles and orphans: opening a handle on an inode and its last close; an inode's loss of a link in
+ * the unlinking transaction ({@link #dropLink}: its last link makes it an orphan, or frees it); and
+ * freeing an orphan (at its last close, after the unlinking operation, or at mount for those a crash
+ * left) a step at a time, each step reserving its log space before it takes the orphan's lock.
+ */
+final class Orphans {
+    private final Volume volume;
+    private final BufferCache cache;
+    private final Geometry geometry;
+    private final InodeCache inodes;
+    private final InodeRecords records;
+    private final DirContents dirs;
+    private final int recordSize;
+
+    Orphans(Volume volume, BufferCache cache, Geometry geometry, InodeCache inodes, InodeRecords records, DirContents dirs) {
+        this.volume = volume;
+        this.cache = cache;
+        this.geometry = geometry;
+        this.inodes = inodes;
+        this.records = records;
+        this.dirs = dirs;
+        this.recordSize = geometry.inodeSize();
+    }
+
+    /**
+     * After {@link #openIno} missed {@code ino}, which {@code name} named: returns it, to pass in after the
+     * next lookup. A name that names the same unopenable inode twice running is not a race with an unlink
+     * (which takes the name away) but a name for an inode without links: corruption.
+     */
+    long requireNotMissedTwice(long missed, long ino, String name) {
+        if (ino == missed) {
+            throw new CorruptionException(records.block(ino), InodeFormat.STRUCTURE, name + " names inode " + ino
+                    + ", which has no links or is free");
+        }
+        return ino;
+    }
+
+    /**
+     * Frees orphan {@code c} (no handle open, no links; its lock not held: each step reserves its log
+     * space before taking it): its directory tree and reserve a block per transaction, then the inode and
+     * its orphan record in one. Each step leaves a consistent volume, so a crash part way through is
+     * finished by the next mount. Nobody else changes an orphan meanwhile: with no links and no handles
+     * it cannot be reached.
+     */
+    void inactivate(Inode c) {
+        long ino = c.ino;
+        int rec = records.rec(ino);
+        int area = rec + InodeFormat.INLINE;
+        long header = records.readRecord(ino, (b, r) -> isTree(b, r) ? DirEntryFormat.treeHeader(b, area) : 0L);
+        if (header != 0) {
+            while (dirs.spillBlock(c, 0)) {
+                // a block per transaction
+            }
+            BTree t = dirs.tree(c, header);
+            try (Txn txn = Txn.begin(cache, 8 + 3 * DirEntryFormat.RESERVE_CAPACITY)) {
+                c.lock.lock();
+                try {
+                    t.destroy(txn); // first: it reads the tree's nodes, and the record's block is shared
+                    Buffer b = records.lockRecord(txn, ino);
+                    DirEntryFormat.setTreeHeader(b.data(), area, 0);
+                    txn.log(b, rec, recordSize);
+                    c.lastSeq = txn.commit();
+                } finally {
+                    c.lock.unlock();
+                }
+            }
+            c.dirTree = null;
+        }
+        while (dirs.spillBlock(c, 0)) {
+            // the tree's nodes came back to the reserve
+        }
+        freeRemoteBlock(c);
+        AllocationGroup ag = volume.group(geometry.agOfInode(ino));
+        Inode[] touched = {c};
+        for (int fails = 0; ; ) {
+            if (ag.needsRefill()) {
+                ag.refillFreeList();
+            }
+            try (Txn txn = Txn.begin(cache, dirs.changeItems(ag, touched))) {
+                c.lock.lock();
+                try {
+                    if (records.applyChange(txn, ag, touched, t -> {
+                        if (ag.freeInode(t, geometry.agInode(ino)) != AllocOutcome.DONE) {
+                            throw new IllegalStateException("group " + ag.agno + " ran short of its inode free list under its AGI");
+                        }
+                        ag.removeOrphan(t, geometry.agInode(ino));
+                    })) {
+                        break;
+                    }
+                } finally {
+                    c.lock.unlock();
+                }
+            }
+            fails = requireFixable(ag, fails);
+        }
+        ag.reclaimEmptyChunks();
+    }
+
+    /** Frees the block of orphan {@code c}'s remote fork (a long symlink's target), if it has one. */
+    private void freeRemoteBlock(Inode c) {
+        long ino = c.ino;
+        int rec = records.rec(ino);
+        long blk = records.readRecord(ino, (b, r) -> InodeFormat.fork(b, r) == InodeFormat.FORK_REMOTE ? InodeFormat.remoteBlock(b, r) : 0L);
+        if (blk == 0) {
+            return;
+        }
+        records.requireDataBlock(ino, blk, "symlink target block");
+        dirs.freeBlock(c, blk, 3, () -> records.readRecord(ino, (b, r) -> InodeFormat.fork(b, r) == InodeFormat.FORK_REMOTE
+                && InodeFormat.remoteBlock(b, r) == blk), txn -> {
+            Buffer tb;
+            do {
+                tb = cache.get(blk, SymlinkFormat.MAGIC, ino, SYMLINK_BLOCK);
+            } while (!txn.lock(tb));
+            cache.free(txn, tb, SymlinkFormat.FREED_MAGIC);
+            Buffer b = records.lockRecord(txn, ino);
+            MemorySegment m = b.data();
+            InodeFormat.setFork(m, rec, InodeFormat.FORK_EMPTY);
+            InodeFormat.setRemoteBlock(m, rec, 0);
+            InodeFormat.setInlineUsed(m, rec, 0);
+            InodeFormat.setBlocks(m, rec, 0);
+            txn.log(b, rec, InodeFormat.INLINE + 8);
+        });
+    }
+
+    /** Frees every orphan left by a crash (or by an unmount with handles open); at mount. */
+    int recoverOrphans() {
+        int n = 0;
+        for (int g = 0; g < geometry.agCount(); g++) {
+            for (long ino : volume.group(g).orphanInodes()) {
+                Inode c = inodes.acquire(ino);
+                try {
+                    inactivate(c);
+                    n++;
+                } finally {
+                    inodes.release(c);
+                }
+            }
+        }
+        return n;
+    }
+
+    /** A handle on {@code ino}; null if it lost its last link or was reused meanwhile (look it up again). */
+    Handle openIno(long ino) {
+        int gen = records.generation(ino);
+        Inode i = inodes.acquire(ino);
+        i.lock.lock();
+        try {
+            InodeStat s = records.readRecord(ino, (b, rec) -> InodeFormat.stat(ino, b, rec));
+            if (s.mode() == 0 || s.generation() != gen || s.nlink() == 0) {
+                inodes.release(i);
+                return null;
+            }
+            i.opens++;
+            return new Handle(this, i);
+        } finally {
+            i.lock.unlock();
+        }
+    }
+
+    Handle openCreated(long ino) {
+        Handle h = openIno(ino);
+        if (h == null) {
+            throw new NamespaceException(Errno.ENOENT, "inode " + ino + " was removed as it was created");
+        }
+        return h;
+    }
+
+    /** The last close of an unlinked inode frees it (after the lock is dropped: freeing reserves log space first). */
+    void closeHandle(Inode i) {
+        boolean unlinked = false;
+        i.lock.lock();
+        try {
+            i.opens--;
+            if (i.opens == 0) {
+                unlinked = records.readRecord(i.ino, (b, rec) -> InodeFormat.mode(b, rec) != 0 && InodeFormat.nlink(b, rec) == 0);
+            }
+        } finally {
+            i.lock.unlock();
+        }
+        try {
+            if (unlinked) {
+                inactivate(i);
+            }
+        } finally {
+            inodes.release(i);
+        }
+    }
+
+    /**
+     * After a change that took {@code c}'s {@code last} link (in group {@code ag}), its locks dropped:
+     * gives back empty inode chunks, and frees {@code c} if it is an orphan no handle holds ({@code free}),
+     * a step at a time, each step reserved before it takes the orphan's lock.
+     */
+    void afterUnlink(AllocationGroup ag, Inode c, boolean last, boolean free) {
+        if (last) {
+            ag.reclaimEmptyChunks();
+        }
+        if (free) {
+            inactivate(c);
+        }
+    }
+
+    /**
+     * In {@code txn}: inode {@code c} loses a name; a directory loses all its links. With {@code last}, it
+     * goes to its group's orphans ({@code orphan}) or is freed.
+     */
+    void dropLink(Txn txn, Inode c, boolean isDir, boolean last, boolean orphan) {
+        Buffer b = records.lockRecord(txn, c.ino);
+        int rec = records.rec(c.ino);
+        MemorySegment m = b.data();
+        InodeFormat.setNlink(m, rec, isDir ? 0 : InodeFormat.nlink(m, rec) - 1);
+        InodeFormat.touch(m, rec, nowNanos(), false);
+        txn.log(b, rec, InodeFormat.INLINE);
+        if (!last) {
+            return;
+        }
+        AllocationGroup ag = volume.group(geometry.agOfInode(c.ino));
+        if (orphan) {
+            ag.addOrphan(txn, geometry.agInode(c.ino));
+        } else {
+            if (ag.freeInode(txn, geometry.agInode(c.ino)) != AllocOutcome.DONE) {
+                throw new IllegalStateException("group " + ag.agno + " ran short of its inode free list under its AGI");
+            }
+            c.dirTree = null;
+        }
+    }
+}

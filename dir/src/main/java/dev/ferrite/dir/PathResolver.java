@@ -1,0 +1,328 @@
+package dev.ferrite.dir;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
+import java.util.Deque;
+
+import dev.ferrite.dir.DirContents.Found;
+import dev.ferrite.io.CorruptionException;
+import dev.ferrite.io.Errno;
+
+import static dev.ferrite.dir.InodeFormat.S_IFDIR;
+import static dev.ferrite.dir.InodeFormat.S_IFLNK;
+
+/**
+ * Path resolution, as Linux's walk: names validated and measured in Linux's order, paths walked a
+ * component at a time through {@link DirContents}, symlinks followed, and each operation's answer for
+ * {@code "."}, {@code ".."} and the root. Takes no lock: it reads records and directories lock-free.
+ */
+final class PathResolver {
+    private final Volume volume;
+    private final InodeRecords records;
+    private final DirContents dirs;
+    private final int maxTarget;
+    /** The root's inode number once read (it never changes after format). */
+    private volatile long root;
+
+    PathResolver(Volume volume, Geometry geometry, InodeRecords records, DirContents dirs) {
+        this.volume = volume;
+        this.records = records;
+        this.dirs = dirs;
+        this.maxTarget = Math.min(Namespace.MAX_SYMLINK_TARGET, SymlinkFormat.capacity(geometry.blockSize()));
+    }
+
+    /** The root directory's inode number. */
+    long root() {
+        long r = root;
+        if (r == 0) {
+            root = r = volume.rootInode();
+        }
+        return r;
+    }
+
+    /**
+     * The directory a path's last component is in, and that component: a name, {@code "."}, {@code ".."},
+     * or null for the root itself; {@code slashed} if a slash followed it; the walk that found it (a
+     * create that follows a final symlink counts on from its symlinks).
+     */
+    record Parent(long dir, String name, boolean slashed, Walk walk) {
+    }
+
+    /**
+     * What an operation answers when its last component is {@code "."}, {@code ".."} or the root itself
+     * (Linux's LAST_DOT, LAST_DOTDOT and LAST_ROOT): nothing is looked up or changed then.
+     */
+    record Dots(int dot, int dotdot, int root) {
+    }
+
+    /** mkdir, symlink, link's new name and exclusive create: the name exists. */
+    static final Dots NEW_NAME = new Dots(Errno.EEXIST, Errno.EEXIST, Errno.EEXIST);
+    /** Create of a file that may exist: what is there is a directory. */
+    static final Dots CREATE = new Dots(Errno.EISDIR, Errno.EISDIR, Errno.EISDIR);
+    static final Dots UNLINK = new Dots(Errno.EISDIR, Errno.EISDIR, Errno.EISDIR);
+    static final Dots RMDIR = new Dots(Errno.EINVAL, Errno.ENOTEMPTY, Errno.EBUSY);
+    static final Dots RENAME = new Dots(Errno.EBUSY, Errno.EBUSY, Errno.EBUSY);
+
+    /** Longest path, in bytes (PATH_MAX less its NUL). */
+    private static final int MAX_PATH = 4095;
+
+    static String quote(String name) {
+        return "'" + name + "'";
+    }
+
+    /** A handle form's name: null is EINVAL there (in a path's Parent it stands for the root). */
+    static String nonNull(String name) {
+        if (name == null) {
+            throw new NamespaceException(Errno.EINVAL, "null name");
+        }
+        return name;
+    }
+
+    static boolean isDots(String name) {
+        return name == null || name.equals(".") || name.equals("..");
+    }
+
+    /** The errno {@code dots} gives if {@code name} is {@code "."}, {@code ".."} or null (the root). */
+    static void refuseDots(String name, Dots dots) {
+        if (isDots(name)) {
+            int errno = name == null ? dots.root : name.equals(".") ? dots.dot : dots.dotdot;
+            throw new NamespaceException(errno, (name == null ? "the root" : quote(name)) + " is not a name this operation takes");
+        }
+    }
+
+    /** True if {@code name} is longer than a name may be (counted without allocating unless it may be). */
+    static boolean tooLong(String name) {
+        return name.length() > DirEntryFormat.MAX_NAME / 3 && name.getBytes(StandardCharsets.UTF_8).length > DirEntryFormat.MAX_NAME;
+    }
+
+    /**
+     * Refuses a handle form's {@code name} in directory {@code dir} in Linux's order: ENOTDIR or ENOENT
+     * for {@code dir}, then the operation's answer to {@code "."} or {@code ".."}, then ENAMETOOLONG (a name
+     * is measured only when the walk reaches it). Ordinary names cost a few comparisons here.
+     */
+    void requireEntryName(long dir, String name, Dots dots) {
+        if (nonNull(name).equals(".") || name.equals("..") || tooLong(name)) {
+            records.requireDir(dir);
+            refuseDots(name, dots);
+            requireName(name, false);
+        }
+    }
+
+    /** The inode {@code name} names in {@code dir} (a symlink itself): {@code "."} is dir, {@code ".."} its parent. */
+    long entry(long dir, String name) {
+        records.requireDir(dir);
+        if (".".equals(name)) {
+            return dir;
+        }
+        if ("..".equals(name)) {
+            return dotdot(dir);
+        }
+        Found f = dirs.find(dir, DirEntryFormat.key(requireName(name, false)));
+        if (f == null) {
+            throw new NamespaceException(Errno.ENOENT, quote(name) + " in directory " + dir);
+        }
+        return f.ino();
+    }
+
+    /** The parent of directory {@code dir}; EINVAL at the root (Linux stays there). */
+    private long dotdot(long dir) {
+        if (dir == root()) {
+            throw new NamespaceException(Errno.EINVAL, "'..' leads above the root");
+        }
+        return records.parentOf(dir);
+    }
+
+    /** A new link's name (mkdir excepted): EEXIST for dots, and a trailing slash EEXIST if the name is taken, else ENOENT. */
+    void refuseNewName(Parent p) {
+        refuseDots(p.name, NEW_NAME);
+        if (p.slashed) {
+            boolean taken = dirs.find(p.dir, DirEntryFormat.key(requireName(p.name, false))) != null;
+            throw new NamespaceException(taken ? Errno.EEXIST : Errno.ENOENT, "a new link cannot be named " + quote(p.name)
+                    + "/ (trailing slash)");
+        }
+    }
+
+    /**
+     * The name's bytes; EINVAL for an empty name, one containing '/' or NUL, or (with {@code forChange})
+     * "." or ".." (which the operations answer first, each as Linux does: this keeps them out of every
+     * directory); ENAMETOOLONG past 255 bytes.
+     */
+    static byte[] requireName(String name, boolean forChange) {
+        if (name == null || name.isEmpty()) {
+            throw new NamespaceException(Errno.EINVAL, "empty name");
+        }
+        if (name.indexOf('/') >= 0 || name.indexOf('\0') >= 0) {
+            throw new NamespaceException(Errno.EINVAL, "name " + quote(name.replace("\0", "\\0")) + " contains '/' or NUL");
+        }
+        if (forChange && (name.equals(".") || name.equals(".."))) {
+            throw new NamespaceException(Errno.EINVAL, "name " + quote(name) + " cannot be created, removed or renamed");
+        }
+        byte[] b = name.getBytes(StandardCharsets.UTF_8);
+        if (b.length > DirEntryFormat.MAX_NAME) {
+            throw new NamespaceException(Errno.ENAMETOOLONG, "name of " + b.length + " bytes; names are at most "
+                    + DirEntryFormat.MAX_NAME);
+        }
+        return b;
+    }
+
+    byte[] symlinkTarget(String target) {
+        if (target == null || target.isEmpty()) {
+            throw new NamespaceException(Errno.ENOENT, "empty symlink target");
+        }
+        if (target.indexOf('\0') >= 0) {
+            throw new NamespaceException(Errno.EINVAL, "symlink target contains NUL");
+        }
+        byte[] b = target.getBytes(StandardCharsets.UTF_8);
+        if (b.length > maxTarget) {
+            throw new NamespaceException(Errno.ENAMETOOLONG, "symlink target of " + b.length + " bytes; at most "
+                    + maxTarget);
+        }
+        return b;
+    }
+
+    /**
+     * The components of a path or symlink target: names, {@code "."} and {@code ".."} in order, then an
+     * empty string if it ends in a slash after one of them. A trailing slash and a {@code "."} both ask
+     * for a directory (the component before them is followed if it is a symlink); only the operations
+     * that act on a name tell them apart.
+     */
+    private static Deque<String> components(String path) {
+        Deque<String> out = new ArrayDeque<>();
+        for (String c : path.split("/")) {
+            if (!c.isEmpty()) {
+                out.add(c);
+            }
+        }
+        if (!out.isEmpty() && path.endsWith("/")) {
+            out.add("");
+        }
+        return out;
+    }
+
+    private static void requireAbsolute(String path) {
+        if (path == null || !path.startsWith("/")) {
+            throw new NamespaceException(Errno.EINVAL, "path " + (path == null ? "null" : quote(path)) + " is not absolute");
+        }
+        if (path.indexOf('\0') >= 0) {
+            throw new NamespaceException(Errno.EINVAL, "path contains NUL");
+        }
+        if (path.length() > MAX_PATH / 3 && path.getBytes(StandardCharsets.UTF_8).length > MAX_PATH) {
+            throw new NamespaceException(Errno.ENAMETOOLONG, "path of " + path.getBytes(StandardCharsets.UTF_8).length
+                    + " bytes; paths are at most " + MAX_PATH);
+        }
+    }
+
+    /** The inode {@code path} names. */
+    long resolve(String path, boolean followLast) {
+        requireAbsolute(path);
+        return new Walk().to(root(), components(path), followLast);
+    }
+
+    Parent resolveParent(String path) {
+        requireAbsolute(path);
+        return new Walk().parent(root(), components(path));
+    }
+
+    /**
+     * One path resolution, as Linux's walk: each component is looked up in a directory (ENOTDIR or ENOENT
+     * for it first, then ENAMETOOLONG or ENOENT for the name); symlinks are followed in every component
+     * but the last, and in the last when asked or when a slash or {@code "."} follows it. The symlinks
+     * followed count together, across the parent walk and a last component followed after it.
+     */
+    final class Walk {
+        private int links;
+
+        /** Walks {@code todo} from directory {@code start}; returns the inode it names. */
+        long to(long start, Deque<String> todo, boolean followLast) {
+            long cur = start;
+            while (!todo.isEmpty()) {
+                String c = todo.pollFirst();
+                records.requireDir(cur);
+                if (c.isEmpty() || c.equals(".")) {
+                    continue;
+                }
+                if (c.equals("..")) {
+                    cur = dotdot(cur);
+                    continue;
+                }
+                Found f = dirs.find(cur, DirEntryFormat.key(requireName(c, false)));
+                if (f == null) {
+                    throw new NamespaceException(Errno.ENOENT, quote(c) + " in directory " + cur);
+                }
+                if (f.type() == S_IFLNK && (followLast || !todo.isEmpty())) {
+                    cur = follow(cur, f.ino(), todo);
+                    continue;
+                }
+                cur = f.ino();
+            }
+            return cur;
+        }
+
+        /** Walks all of {@code todo} from {@code start} but its last component, which must be in a directory. */
+        Parent parent(long start, Deque<String> todo) {
+            boolean slashed = !todo.isEmpty() && todo.peekLast().isEmpty();
+            if (slashed) {
+                todo.pollLast();
+            }
+            String last = todo.pollLast();
+            long dir = to(start, todo, true);
+            records.requireDir(dir);
+            return new Parent(dir, last, slashed, this);
+        }
+
+        /** Puts the target of symlink {@code link}, met in directory {@code dir}, before {@code todo}; returns where it starts. */
+        long follow(long dir, long link, Deque<String> todo) {
+            if (++links > Namespace.MAX_SYMLINKS) {
+                throw new NamespaceException(Errno.ELOOP, "more than " + Namespace.MAX_SYMLINKS + " symlinks followed");
+            }
+            String target = records.readlinkIno(link);
+            Deque<String> tc = components(target);
+            while (!tc.isEmpty()) {
+                todo.addFirst(tc.pollLast());
+            }
+            return target.startsWith("/") ? root() : dir;
+        }
+    }
+
+    /** True if {@code ancestor} is {@code dir} or one of its ancestors (parent links; rename lock held). */
+    boolean isAncestorOrSelf(long ancestor, long dir) {
+        long root = root();
+        long limit = volume.statfs().inodes(); // more steps than inodes: the parent links go round in a cycle
+        long cur = dir;
+        for (long steps = 0; steps <= limit; steps++) {
+            if (cur == ancestor) {
+                return true;
+            }
+            if (cur == root) {
+                return false;
+            }
+            cur = records.parentOf(cur);
+        }
+        throw new CorruptionException(records.block(cur), InodeFormat.STRUCTURE, "the parent links from directory " + dir
+                + " go round without reaching the root");
+    }
+
+    /**
+     * A rename's answers in Linux's order before anything is locked: ENOTDIR or ENOENT for either
+     * directory, EBUSY for {@code "."}, {@code ".."} or the root, ENAMETOOLONG for the source, ENOENT for it,
+     * ENAMETOOLONG for the target, ENOTDIR for a trailing slash on a source that is not a directory. The
+     * usual rename, with none of these, costs a few comparisons here.
+     */
+    void requireRenamable(long fromDir, String from, boolean fromSlash, long toDir, String to, boolean toSlash) {
+        if (fromSlash || toSlash || isDots(from) || isDots(to) || tooLong(from) || tooLong(to)) {
+            records.requireDir(fromDir);
+            records.requireDir(toDir);
+            refuseDots(from, RENAME);
+            refuseDots(to, RENAME);
+            Found src = dirs.find(fromDir, DirEntryFormat.key(requireName(from, false)));
+            if (src == null) {
+                throw new NamespaceException(Errno.ENOENT, quote(from) + " in directory " + fromDir);
+            }
+            requireName(to, false);
+            if (src.type() != S_IFDIR && (fromSlash || toSlash)) {
+                throw new NamespaceException(Errno.ENOTDIR, "a trailing slash names a directory, and " + quote(from)
+                        + " is not one");
+            }
+        }
+    }
+}
