@@ -70,7 +70,7 @@ abstract class AbstractBlockDevice implements BlockDevice {
 
     @Override
     public final void read(long block, MemorySegment dst) {
-        requireTransfer("read", block, dst);
+        BlockDevice.requireTransfer(this, "read", block, dst);
         enter("read", block);
         try {
             doRead(block << blockShift, dst);
@@ -81,8 +81,8 @@ abstract class AbstractBlockDevice implements BlockDevice {
 
     @Override
     public final void write(long block, MemorySegment src) {
-        requireTransfer("write", block, src);
-        requireWritable("write", block << blockShift);
+        BlockDevice.requireTransfer(this, "write", block, src);
+        BlockDevice.requireWritable(this, "write", block << blockShift);
         enter("write", block);
         try {
             doWrite(block << blockShift, src);
@@ -94,13 +94,7 @@ abstract class AbstractBlockDevice implements BlockDevice {
     @Override
     public final void submit(IoBatch batch) {
         int n = batch.size();
-        for (int i = 0; i < n; i++) {
-            String op = batch.isWrite(i) ? "write" : "read";
-            requireTransfer(op, batch.block(i), batch.buffer(i));
-            if (batch.isWrite(i)) {
-                requireWritable(op, batch.block(i) << blockShift);
-            }
-        }
+        BlockDevice.requireSubmittable(this, batch);
         batch.resetResults();
         enter("submit", -1); // even for an empty batch: every call on a closed device fails
         try {
@@ -134,11 +128,8 @@ abstract class AbstractBlockDevice implements BlockDevice {
             throw new InvalidArgumentException(name + ": discard of " + count + " blocks at block " + block
                     + ": the count must be at least 1");
         }
-        if (block < 0 || block > blockCount - count) {
-            throw new InvalidArgumentException(name + ": discard of " + count + " blocks at block " + block
-                    + " lies outside the device's " + blockCount + " blocks");
-        }
-        requireWritable("discard", block << blockShift);
+        BlockDevice.requireInside(this, "discard", block, count);
+        BlockDevice.requireWritable(this, "discard", block << blockShift);
         enter("discard", block);
         try {
             doDiscard(block << blockShift, count << blockShift);
@@ -213,39 +204,5 @@ abstract class AbstractBlockDevice implements BlockDevice {
 
     final void exit() {
         guard.decrementAndGet();
-    }
-
-    private void requireWritable(String op, long offset) {
-        if (readOnly) {
-            throw failure(op, offset, Errno.EROFS, "device was opened read-only");
-        }
-    }
-
-    private void requireTransfer(String op, long block, MemorySegment buffer) {
-        if (buffer == null) {
-            throw new InvalidArgumentException(name + ": " + op + " at block " + block + " has no buffer");
-        }
-        if (!buffer.isNative()) {
-            throw new InvalidArgumentException(name + ": " + op + " at block " + block
-                    + ": buffer is on the Java heap; device transfers need a native (off-heap) segment");
-        }
-        if (!buffer.scope().isAlive()) {
-            // Batches hand the kernel (io_uring) or worker threads the bare address: freed memory must not get that far.
-            throw new InvalidArgumentException(name + ": " + op + " at block " + block + ": buffer's arena is closed");
-        }
-        if ((buffer.address() & (BUFFER_ALIGNMENT - 1)) != 0) {
-            throw new InvalidArgumentException(name + ": " + op + " at block " + block + ": buffer address 0x"
-                    + Long.toHexString(buffer.address()) + " is not aligned to " + BUFFER_ALIGNMENT + " bytes");
-        }
-        long len = buffer.byteSize();
-        if (len == 0 || (len & (blockSize - 1)) != 0 || len > Integer.MAX_VALUE) {
-            throw new InvalidArgumentException(name + ": " + op + " at block " + block + ": buffer length " + len
-                    + " is not a positive multiple of the block size " + blockSize + " below 2 GiB");
-        }
-        long count = len >>> blockShift;
-        if (block < 0 || block > blockCount - count) {
-            throw new InvalidArgumentException(name + ": " + op + " of " + count + " blocks at block " + block
-                    + " lies outside the device's " + blockCount + " blocks");
-        }
     }
 }

@@ -113,4 +113,79 @@ public interface BlockDevice extends AutoCloseable {
     /** Waits for transfers in progress and releases the device. Idempotent. */
     @Override
     void close();
+
+    // ------------------------------------------------------------------ the contract, for implementations
+
+    /**
+     * Refuses, before any I/O, a transfer that breaks the contract: no buffer, one on the Java heap or of a
+     * closed arena, an address not aligned to {@link #BUFFER_ALIGNMENT}, a length that is not a positive
+     * multiple of the block size below 2 GiB, or blocks outside {@code device}. Every implementation runs
+     * it on each read, write and batch request.
+     *
+     * @throws InvalidArgumentException naming the device, the operation, the block and what was wrong
+     */
+    static void requireTransfer(BlockDevice device, String op, long block, MemorySegment buffer) {
+        String at = device.name() + ": " + op + " at block " + block;
+        if (buffer == null) {
+            throw new InvalidArgumentException(at + " has no buffer");
+        }
+        if (!buffer.isNative()) {
+            throw new InvalidArgumentException(at + ": buffer is on the Java heap; device transfers need a native (off-heap) segment");
+        }
+        if (!buffer.scope().isAlive()) {
+            // Batches hand the kernel (io_uring) or worker threads the bare address: freed memory must not get that far.
+            throw new InvalidArgumentException(at + ": buffer's arena is closed");
+        }
+        if ((buffer.address() & (BUFFER_ALIGNMENT - 1)) != 0) {
+            throw new InvalidArgumentException(at + ": buffer address 0x" + Long.toHexString(buffer.address())
+                    + " is not aligned to " + BUFFER_ALIGNMENT + " bytes");
+        }
+        long len = buffer.byteSize();
+        int blockSize = device.blockSize();
+        if (len == 0 || (len & (blockSize - 1)) != 0 || len > Integer.MAX_VALUE) {
+            throw new InvalidArgumentException(at + ": buffer length " + len
+                    + " is not a positive multiple of the block size " + blockSize + " below 2 GiB");
+        }
+        requireInside(device, op, block, len / blockSize);
+    }
+
+    /**
+     * Refuses blocks {@code [block, block + count)} unless all lie inside {@code device}.
+     *
+     * @throws InvalidArgumentException naming the device, the operation and the range
+     */
+    static void requireInside(BlockDevice device, String op, long block, long count) {
+        if (block < 0 || block > device.blockCount() - count) {
+            throw new InvalidArgumentException(device.name() + ": " + op + " of " + count + " blocks at block " + block
+                    + " lies outside the device's " + device.blockCount() + " blocks");
+        }
+    }
+
+    /**
+     * Refuses a change to a read-only {@code device}.
+     *
+     * @throws DeviceException with EROFS, naming the device, the operation and the byte offset
+     */
+    static void requireWritable(BlockDevice device, String op, long offset) {
+        if (device.isReadOnly()) {
+            throw new DeviceException(device.name(), op, offset, Errno.EROFS, "device was opened read-only");
+        }
+    }
+
+    /**
+     * Refuses, before any I/O, a batch with a request {@link #requireTransfer} refuses, or with a write when
+     * {@code device} is read-only.
+     *
+     * @throws InvalidArgumentException for the first request that breaks the transfer contract
+     * @throws DeviceException          with EROFS for a write on a read-only device
+     */
+    static void requireSubmittable(BlockDevice device, IoBatch batch) {
+        for (int i = 0, n = batch.size(); i < n; i++) {
+            String op = batch.isWrite(i) ? "write" : "read";
+            requireTransfer(device, op, batch.block(i), batch.buffer(i));
+            if (batch.isWrite(i)) {
+                requireWritable(device, op, batch.block(i) * device.blockSize());
+            }
+        }
+    }
 }

@@ -633,7 +633,7 @@ public final class RecordingDevice implements BlockDevice {
 
     @Override
     public void read(long block, MemorySegment dst) {
-        requireTransfer("read", block, dst);
+        BlockDevice.requireTransfer(this, "read", block, dst);
         enter("read", block << blockShift);
         try {
             doRead(block, dst);
@@ -644,8 +644,8 @@ public final class RecordingDevice implements BlockDevice {
 
     @Override
     public void write(long block, MemorySegment src) {
-        requireTransfer("write", block, src);
-        requireWritable("write", block << blockShift);
+        BlockDevice.requireTransfer(this, "write", block, src);
+        BlockDevice.requireWritable(this, "write", block << blockShift);
         enter("write", block << blockShift);
         try {
             doWrite(block, src);
@@ -658,13 +658,7 @@ public final class RecordingDevice implements BlockDevice {
     @Override
     public void submit(IoBatch batch) {
         int n = batch.size();
-        for (int i = 0; i < n; i++) {
-            String op = batch.isWrite(i) ? "write" : "read";
-            requireTransfer(op, batch.block(i), batch.buffer(i));
-            if (batch.isWrite(i)) {
-                requireWritable(op, batch.block(i) << blockShift);
-            }
-        }
+        BlockDevice.requireSubmittable(this, batch);
         batch.resetResults();
         enter("submit", -1); // even for an empty batch: every call on a closed device fails
         try {
@@ -721,9 +715,9 @@ public final class RecordingDevice implements BlockDevice {
             throw new InvalidArgumentException(name + ": discard of " + count + " blocks at block " + block
                     + ": the count must be at least 1");
         }
-        requireInside("discard", block, count);
+        BlockDevice.requireInside(this, "discard", block, count);
         long offset = block << blockShift;
-        requireWritable("discard", offset);
+        BlockDevice.requireWritable(this, "discard", offset);
         enter("discard", offset);
         try {
             awaitStall(Op.DISCARD, offset);
@@ -809,43 +803,6 @@ public final class RecordingDevice implements BlockDevice {
 
     private DeviceException failure(String op, long offset, int errno, String detail) {
         return new DeviceException(name, op, offset, errno, detail);
-    }
-
-    private void requireWritable(String op, long offset) {
-        if (inner.isReadOnly()) {
-            throw failure(op, offset, Errno.EROFS, "device was opened read-only");
-        }
-    }
-
-    /** What every device demands of a transfer buffer: native, alive, aligned, whole blocks inside the device. */
-    private void requireTransfer(String op, long block, MemorySegment buffer) {
-        String at = name + ": " + op + " at block " + block;
-        if (buffer == null) {
-            throw new InvalidArgumentException(at + " has no buffer");
-        }
-        if (!buffer.isNative()) {
-            throw new InvalidArgumentException(at + ": buffer is on the Java heap; device transfers need a native (off-heap) segment");
-        }
-        if (!buffer.scope().isAlive()) {
-            throw new InvalidArgumentException(at + ": buffer's arena is closed");
-        }
-        if ((buffer.address() & (BUFFER_ALIGNMENT - 1)) != 0) {
-            throw new InvalidArgumentException(at + ": buffer address 0x" + Long.toHexString(buffer.address())
-                    + " is not aligned to " + BUFFER_ALIGNMENT + " bytes");
-        }
-        long len = buffer.byteSize();
-        if (len == 0 || (len & (blockSize - 1)) != 0 || len > Integer.MAX_VALUE) {
-            throw new InvalidArgumentException(at + ": buffer length " + len
-                    + " is not a positive multiple of the block size " + blockSize + " below 2 GiB");
-        }
-        requireInside(op, block, len >>> blockShift);
-    }
-
-    private void requireInside(String op, long block, long count) {
-        if (block < 0 || block > blockCount - count) {
-            throw new InvalidArgumentException(name + ": " + op + " of " + count + " blocks at block " + block
-                    + " lies outside the device's " + blockCount + " blocks");
-        }
     }
 
     /** Copy-on-first-write: saves the wrapped device's contents of each block not yet saved; lock held. */
