@@ -27,7 +27,11 @@ public final class DirCookie {
         return key == null ? new byte[0] : key.clone();
     }
 
-    /** A cookie from {@link #toBytes()}. */
+    /**
+     * A cookie from {@link #toBytes()}.
+     *
+     * @throws NamespaceException EINVAL if {@code bytes} cannot be a cookie's (a length no entry key has)
+     */
     public static DirCookie fromBytes(byte[] bytes) {
         if (bytes.length == 0) {
             return START;

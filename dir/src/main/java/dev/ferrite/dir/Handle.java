@@ -34,6 +34,13 @@ public final class Handle implements AutoCloseable {
         return inode;
     }
 
+    /**
+     * Lets go of the inode; idempotent. The last close of an inode whose last link is gone frees it, in
+     * transactions of its own; if that fails the inode stays an orphan, freed at the next mount.
+     *
+     * @throws dev.ferrite.journal.VolumeShutdownException if the journal shut down before the orphan was freed
+     * @throws dev.ferrite.io.DeviceException if the device fails a read while freeing it
+     */
     @Override
     public void close() {
         if (closed.compareAndSet(false, true)) {

@@ -25,7 +25,11 @@ public final class VolumeDump {
     private VolumeDump() {
     }
 
-    /** Both superblock copies: whether each verifies, and what the primary (or else the mirror) says. */
+    /**
+     * Both superblock copies: whether each verifies, and what the primary (or else the mirror) says.
+     *
+     * @throws dev.ferrite.io.DeviceException if the device fails a read
+     */
     public static String superblock(BlockDevice device) {
         StringBuilder sb = new StringBuilder();
         try (Arena arena = Arena.ofConfined()) {
@@ -45,7 +49,12 @@ public final class VolumeDump {
         return sb.toString();
     }
 
-    /** Block {@code block} read raw: its header, then what its magic says it is. */
+    /**
+     * Block {@code block} read raw: its header, then what its magic says it is.
+     *
+     * @throws InvalidArgumentException if {@code block} is outside the device
+     * @throws dev.ferrite.io.DeviceException if the device fails a read
+     */
     public static String block(BlockDevice device, long block) {
         if (block < 0 || block >= device.blockCount()) {
             throw new InvalidArgumentException("block " + block + " is outside the device's " + device.blockCount() + " blocks");
@@ -111,7 +120,12 @@ public final class VolumeDump {
         return sb.toString();
     }
 
-    /** Inode {@code ino} of a mounted volume: where it lives, its attributes, and a directory's size. */
+    /**
+     * Inode {@code ino} of a mounted volume: where it lives, its attributes, and a directory's size.
+     *
+     * @throws InvalidArgumentException if {@code ino} names no inode slot of the volume
+     * @throws dev.ferrite.io.CorruptionException if a block read on the way is damaged
+     */
     public static String inode(Volume volume, long ino) {
         Geometry g = volume.geometry();
         if (!g.isValidInode(ino)) {
@@ -152,7 +166,11 @@ public final class VolumeDump {
         return sb.toString();
     }
 
-    /** What {@code path} names (a final symlink itself, not followed), as {@link #inode}. */
+    /**
+     * What {@code path} names (a final symlink itself, not followed), as {@link #inode}.
+     *
+     * @throws NamespaceException with the errno a lookup of {@code path} gives (ENOENT, ENOTDIR, ...)
+     */
     public static String path(Volume volume, String path) {
         return path + ":\n" + inode(volume, volume.namespace().lstat(path).ino());
     }

@@ -23,6 +23,8 @@ import dev.ferrite.journal.JournalOptions;
  * @param cacheBytes buffer cache budget in bytes, or 0
  * @param inodeClusterBlocks blocks read together on an inode block miss, 1 to {@value Geometry#CHUNK_BLOCKS}, or 0
  * @param journal    journal tuning
+ * @throws InvalidArgumentException (from the constructor and every {@code with*}) for a negative count or
+ *         budget, an inode cluster outside 0..{@value Geometry#CHUNK_BLOCKS}, or no journal options
  */
 public record VolumeOptions(int agCount, int logBlocks, long cacheBytes, int inodeClusterBlocks, JournalOptions journal) {
     static final int DEFAULT_INODE_CLUSTER = Geometry.CHUNK_BLOCKS;

@@ -220,12 +220,12 @@ public final class KvBench {
                 case GET -> phase(GET, false, this::get);
                 case SCAN -> {
                     Result r = phase(SCAN, false, this::scan);
-                    checkScan();
+                    verifyScan();
                     yield r;
                 }
                 case DELETE -> {
                     Result r = phase(DELETE, true, this::delete);
-                    checkDeleted();
+                    verifyDeleted();
                     store.check();
                     yield r;
                 }
@@ -337,7 +337,7 @@ public final class KvBench {
         }
 
         /** Every key inserted, each once: as many entries as inserts, and the XOR of their indexes. */
-        private void checkScan() {
+        private void verifyScan() {
             if (cut) {
                 return;
             }
@@ -357,7 +357,7 @@ public final class KvBench {
         }
 
         /** What the deletes left: nothing, or what a cut-short delete phase did not get to. */
-        private void checkDeleted() {
+        private void verifyDeleted() {
             long expect = 0;
             for (int id = 0; id < threads; id++) {
                 expect += inserted[id] - deleted[id];

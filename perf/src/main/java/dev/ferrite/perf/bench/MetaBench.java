@@ -207,7 +207,7 @@ public final class MetaBench {
                 seen[1] = t;
                 p.done.set(id, ++seen[0]);
             });
-            checkWalk(dir, listed, seen[0], expect);
+            verifyWalk(dir, listed, seen[0], expect);
         }
 
         /** Thread 0 lists the one directory into a queue in chunks; every other thread stats from it. */
@@ -264,7 +264,7 @@ public final class MetaBench {
             }
         }
 
-        private void checkWalk(String dir, long listed, long statted, long expect) {
+        private void verifyWalk(String dir, long listed, long statted, long expect) {
             if (listed != expect || statted != expect) {
                 throw new IllegalStateException(target + ": the walk of " + dir + " listed " + listed + " and stat'ed "
                         + statted + " entries, expected " + expect);
@@ -300,7 +300,7 @@ public final class MetaBench {
                 all.add(h);
             }
             if (phase.equals(WALK) && layout == Layout.SHARED && threads > 1) {
-                checkWalk(dir(0), p.listed, all.getTotalCount(), files);
+                verifyWalk(dir(0), p.listed, all.getTotalCount(), files);
             }
             return Result.of(WORKLOAD, phase + "-" + layout.label(), target, threads,
                     all.getTotalCount() * 1e9 / elapsed, UNIT, all).withCpus(CpuMeter.busyCpusSince(cpu));
