@@ -1,5 +1,7 @@
 package dev.ferrite.io;
 
+import dev.ferrite.io.testkit.Blocks;
+
 import dev.ferrite.io.sys.Posix;
 
 import java.io.IOException;
@@ -16,9 +18,9 @@ import org.junit.jupiter.api.function.Executable;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
-import static dev.ferrite.io.Blocks.assertHolds;
-import static dev.ferrite.io.Blocks.buffer;
-import static dev.ferrite.io.Blocks.fill;
+import static dev.ferrite.io.testkit.Blocks.assertHolds;
+import static dev.ferrite.io.testkit.Blocks.buffer;
+import static dev.ferrite.io.testkit.Blocks.fill;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;

@@ -1,13 +1,15 @@
 package dev.ferrite.io;
 
+import dev.ferrite.io.testkit.Blocks;
+
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 
 import org.junit.jupiter.api.Test;
 
-import static dev.ferrite.io.Blocks.assertHolds;
-import static dev.ferrite.io.Blocks.buffer;
-import static dev.ferrite.io.Blocks.fill;
+import static dev.ferrite.io.testkit.Blocks.assertHolds;
+import static dev.ferrite.io.testkit.Blocks.buffer;
+import static dev.ferrite.io.testkit.Blocks.fill;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -20,7 +22,7 @@ class DirectDeviceTest extends FileDeviceContract {
     }
 
     @Override
-    boolean discardReadsZero() {
+    protected boolean discardReadsZero() {
         return false; // a hole where the filesystem punches one, the old data where it cannot
     }
 

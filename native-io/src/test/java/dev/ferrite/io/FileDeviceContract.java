@@ -1,5 +1,9 @@
 package dev.ferrite.io;
 
+import dev.ferrite.io.testkit.BlockDeviceContract;
+
+import dev.ferrite.io.testkit.Blocks;
+
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
@@ -8,9 +12,9 @@ import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import static dev.ferrite.io.Blocks.assertHolds;
-import static dev.ferrite.io.Blocks.buffer;
-import static dev.ferrite.io.Blocks.fill;
+import static dev.ferrite.io.testkit.Blocks.assertHolds;
+import static dev.ferrite.io.testkit.Blocks.buffer;
+import static dev.ferrite.io.testkit.Blocks.fill;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -30,13 +34,13 @@ abstract class FileDeviceContract extends BlockDeviceContract {
     abstract BlockDevice open(Path path, DeviceOptions options);
 
     @Override
-    BlockDevice create(long blocks, int blockSize) {
+    protected BlockDevice create(long blocks, int blockSize) {
         file = dir.resolve("device");
         return open(file, DeviceOptions.defaults().withBlockSize(blockSize).withSize(blocks * blockSize));
     }
 
     @Override
-    void assertContentsAfterClose(byte[] expected) {
+    protected void assertContentsAfterClose(byte[] expected) {
         try (BlockDevice reopened = open(file, DeviceOptions.defaults())) {
             assertArrayEquals(expected, Blocks.contents(reopened), "device contents changed");
         }

@@ -5,7 +5,7 @@ import java.lang.foreign.MemorySegment;
 
 import org.junit.jupiter.api.Test;
 
-import static dev.ferrite.io.Blocks.buffer;
+import static dev.ferrite.io.testkit.Blocks.buffer;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;

@@ -1,5 +1,7 @@
 package dev.ferrite.io;
 
+import dev.ferrite.io.testkit.Blocks;
+
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
@@ -7,9 +9,9 @@ import java.nio.file.Path;
 
 import org.junit.jupiter.api.Test;
 
-import static dev.ferrite.io.Blocks.assertHolds;
-import static dev.ferrite.io.Blocks.buffer;
-import static dev.ferrite.io.Blocks.fill;
+import static dev.ferrite.io.testkit.Blocks.assertHolds;
+import static dev.ferrite.io.testkit.Blocks.buffer;
+import static dev.ferrite.io.testkit.Blocks.fill;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -24,7 +26,7 @@ class MappedDeviceTest extends FileDeviceContract {
     }
 
     @Override
-    boolean discardReadsZero() {
+    protected boolean discardReadsZero() {
         return true;
     }
 

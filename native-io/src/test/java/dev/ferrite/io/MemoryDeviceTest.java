@@ -1,29 +1,33 @@
 package dev.ferrite.io;
 
+import dev.ferrite.io.testkit.BlockDeviceContract;
+
+import dev.ferrite.io.testkit.Blocks;
+
 import java.lang.foreign.MemorySegment;
 
 import org.junit.jupiter.api.Test;
 
-import static dev.ferrite.io.Blocks.assertHolds;
-import static dev.ferrite.io.Blocks.buffer;
-import static dev.ferrite.io.Blocks.fill;
+import static dev.ferrite.io.testkit.Blocks.assertHolds;
+import static dev.ferrite.io.testkit.Blocks.buffer;
+import static dev.ferrite.io.testkit.Blocks.fill;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class MemoryDeviceTest extends BlockDeviceContract {
     @Override
-    BlockDevice create(long blocks, int blockSize) {
+    protected BlockDevice create(long blocks, int blockSize) {
         return MemoryDevice.create("ram-test", blocks, blockSize);
     }
 
     @Override
-    boolean discardReadsZero() {
+    protected boolean discardReadsZero() {
         return true;
     }
 
     @Override
-    void assertContentsAfterClose(byte[] expected) {
+    protected void assertContentsAfterClose(byte[] expected) {
         // The memory is freed on close; the contract test already checked the caller's buffers.
     }
 

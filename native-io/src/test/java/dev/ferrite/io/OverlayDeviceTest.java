@@ -1,5 +1,9 @@
 package dev.ferrite.io;
 
+import dev.ferrite.io.testkit.BlockDeviceContract;
+
+import dev.ferrite.io.testkit.Blocks;
+
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
@@ -9,9 +13,9 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import static dev.ferrite.io.Blocks.assertHolds;
-import static dev.ferrite.io.Blocks.buffer;
-import static dev.ferrite.io.Blocks.fill;
+import static dev.ferrite.io.testkit.Blocks.assertHolds;
+import static dev.ferrite.io.testkit.Blocks.buffer;
+import static dev.ferrite.io.testkit.Blocks.fill;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -21,18 +25,18 @@ class OverlayDeviceTest extends BlockDeviceContract {
     private MemoryDevice base;
 
     @Override
-    BlockDevice create(long blocks, int blockSize) {
+    protected BlockDevice create(long blocks, int blockSize) {
         base = MemoryDevice.create("ram-under-overlay", blocks, blockSize);
         return OverlayDevice.over(base);
     }
 
     @Override
-    boolean discardReadsZero() {
+    protected boolean discardReadsZero() {
         return true;
     }
 
     @Override
-    void assertContentsAfterClose(byte[] expected) {
+    protected void assertContentsAfterClose(byte[] expected) {
         // The overlay's copies are dropped on close; what the device held is checked below.
     }
 

@@ -1,4 +1,4 @@
-package dev.ferrite.io;
+package dev.ferrite.io.testkit;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -9,7 +9,11 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
-import dev.ferrite.io.testkit.TestSeed;
+import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.DeviceException;
+import dev.ferrite.io.Errno;
+import dev.ferrite.io.InvalidArgumentException;
+import dev.ferrite.io.IoBatch;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -17,9 +21,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.function.Executable;
 
-import static dev.ferrite.io.Blocks.assertHolds;
-import static dev.ferrite.io.Blocks.buffer;
-import static dev.ferrite.io.Blocks.fill;
+import static dev.ferrite.io.testkit.Blocks.assertHolds;
+import static dev.ferrite.io.testkit.Blocks.buffer;
+import static dev.ferrite.io.testkit.Blocks.fill;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -28,27 +32,30 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The {@link BlockDevice} contract, run against every implementation by a subclass that says how to make
- * a fresh read-write device of {@link #BLOCKS} blocks of {@link #BLOCK} bytes.
+ * a fresh read-write device of {@link #BLOCKS} blocks of {@link #BLOCK} bytes. Part of the test kit so
+ * that a {@code BlockDevice} written elsewhere can be held to the same contract.
  */
 @ExtendWith(TestSeed.class)
-abstract class BlockDeviceContract {
-    static final int BLOCK = 4096;
-    static final int BLOCKS = 64;
+public abstract class BlockDeviceContract {
+    protected static final int BLOCK = 4096;
+    protected static final int BLOCKS = 64;
 
-    BlockDevice device;
-    Arena arena;
+    /** The device under test, made by {@link #create} before each test and closed after it. */
+    protected BlockDevice device;
+    /** Where a test's buffers come from; closed after each test. */
+    protected Arena arena;
 
     /** A new read-write device of {@code blocks} blocks of {@code blockSize} bytes. */
-    abstract BlockDevice create(long blocks, int blockSize) throws Exception;
+    protected abstract BlockDevice create(long blocks, int blockSize) throws Exception;
 
     /** Whether discarded blocks read back as zeros on this device (the contract leaves it unspecified). */
-    abstract boolean discardReadsZero();
+    protected abstract boolean discardReadsZero();
 
     /**
      * Asserts that the device, closed by the test, still holds {@code expected}: file-backed devices reopen
      * their file; a memory device is gone, so only the caller's buffers can show a change.
      */
-    abstract void assertContentsAfterClose(byte[] expected) throws Exception;
+    protected abstract void assertContentsAfterClose(byte[] expected) throws Exception;
 
     @BeforeEach
     void openDevice() throws Exception {

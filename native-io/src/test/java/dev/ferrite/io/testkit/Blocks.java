@@ -1,7 +1,9 @@
-package dev.ferrite.io;
+package dev.ferrite.io.testkit;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+
+import dev.ferrite.io.BlockDevice;
 
 import static java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -12,17 +14,17 @@ import static org.junit.jupiter.api.Assertions.fail;
  * the device and a "generation", so a block read from the wrong place, shifted within a block, or left
  * over from an older write never matches.
  */
-final class Blocks {
+public final class Blocks {
     private Blocks() {
     }
 
     /** A zeroed native buffer aligned for every device. */
-    static MemorySegment buffer(Arena arena, long bytes) {
+    public static MemorySegment buffer(Arena arena, long bytes) {
         return arena.allocate(bytes, BlockDevice.BUFFER_ALIGNMENT);
     }
 
     /** The word stored at device byte {@code offset} by a write of generation {@code generation}. */
-    static long word(long offset, long generation) {
+    public static long word(long offset, long generation) {
         long z = offset * 0x9E3779B97F4A7C15L + generation * 0xD6E8FEB86659FD93L + 0x632BE59BD9B4E019L;
         z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
         z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
@@ -30,7 +32,7 @@ final class Blocks {
     }
 
     /** Fills {@code buf} with the contents generation {@code generation} gives the blocks from {@code firstBlock}. */
-    static MemorySegment fill(MemorySegment buf, long firstBlock, int blockSize, long generation) {
+    public static MemorySegment fill(MemorySegment buf, long firstBlock, int blockSize, long generation) {
         long base = firstBlock * blockSize;
         for (long o = 0; o < buf.byteSize(); o += 8) {
             buf.set(JAVA_LONG_UNALIGNED, o, word(base + o, generation));
@@ -39,7 +41,7 @@ final class Blocks {
     }
 
     /** True if block {@code i} of {@code buf} (which holds blocks from {@code firstBlock}) is of generation {@code generation}. */
-    static boolean holds(MemorySegment buf, int i, long firstBlock, int blockSize, long generation) {
+    public static boolean holds(MemorySegment buf, int i, long firstBlock, int blockSize, long generation) {
         long base = (firstBlock + i) * blockSize;
         long start = (long) i * blockSize;
         for (long o = 0; o < blockSize; o += 8) {
@@ -51,7 +53,7 @@ final class Blocks {
     }
 
     /** Asserts every block of {@code buf}, which holds blocks from {@code firstBlock}, is of generation {@code generation}. */
-    static void assertHolds(MemorySegment buf, long firstBlock, int blockSize, long generation) {
+    public static void assertHolds(MemorySegment buf, long firstBlock, int blockSize, long generation) {
         int blocks = (int) (buf.byteSize() / blockSize);
         for (int i = 0; i < blocks; i++) {
             if (!holds(buf, i, firstBlock, blockSize, generation)) {
@@ -61,7 +63,7 @@ final class Blocks {
     }
 
     /** Names the generation (1..64) or zero-fill a block holds, for failure messages. */
-    static String describe(MemorySegment buf, int i, long firstBlock, int blockSize) {
+    public static String describe(MemorySegment buf, int i, long firstBlock, int blockSize) {
         MemorySegment block = buf.asSlice((long) i * blockSize, blockSize);
         if (block.mismatch(MemorySegment.ofArray(new byte[blockSize])) < 0) {
             return "it is all zeros";
@@ -81,13 +83,13 @@ final class Blocks {
         return "its first word is 0x" + Long.toHexString(block.get(JAVA_LONG_UNALIGNED, 0));
     }
 
-    static void assertAllZero(MemorySegment buf, String what) {
+    public static void assertAllZero(MemorySegment buf, String what) {
         long bad = buf.mismatch(MemorySegment.ofArray(new byte[(int) buf.byteSize()]));
         assertEquals(-1, bad, what + " should read back as zeros, but byte " + bad + " is not");
     }
 
     /** The whole device's contents, read block by block. */
-    static byte[] contents(BlockDevice device) {
+    public static byte[] contents(BlockDevice device) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment buf = buffer(arena, device.blockSize());
             byte[] all = new byte[Math.toIntExact(device.size())];
@@ -100,7 +102,7 @@ final class Blocks {
     }
 
     /** Writes generation {@code generation} over the whole device in one transfer. */
-    static void writeAll(BlockDevice device, long generation) {
+    public static void writeAll(BlockDevice device, long generation) {
         try (Arena arena = Arena.ofConfined()) {
             device.write(0, fill(buffer(arena, device.size()), 0, device.blockSize(), generation));
         }
