@@ -277,6 +277,24 @@ final class AllocationGroup {
         space.awaitBusy(attempt);
     }
 
+    /**
+     * After a block allocation here came to {@code r} (not DONE) and its locks were let go: -1 if the group
+     * has no room (try another); else waits out busy blocks ({@code busy[0]} counts the waits, up to
+     * {@link #BUSY_RETRIES}) or refills the free lists, and returns the attempts that used up: 0 after a
+     * wait, 1 after a refill.
+     */
+    int recover(AllocOutcome r, int[] busy) {
+        if (r == AllocOutcome.NO_SPACE) {
+            return -1;
+        }
+        if (r == AllocOutcome.BUSY && busy[0] < BUSY_RETRIES) {
+            awaitBusy(busy[0]++);
+            return 0;
+        }
+        refillFreeList();
+        return 1;
+    }
+
     /** {@link FreeSpace#blockItems}. */
     int blockItems() {
         return space.blockItems();
@@ -285,6 +303,11 @@ final class AllocationGroup {
     /** {@link FreeSpace#allocBlocks}. */
     AllocOutcome allocBlocks(Txn txn, int len) {
         return space.allocBlocks(txn, len);
+    }
+
+    /** {@link FreeSpace#allocBlocksNear}. */
+    AllocOutcome allocBlocksNear(Txn txn, long near, int len) {
+        return space.allocBlocksNear(txn, near, len);
     }
 
     /** {@link FreeSpace#allocatedBlock}. */

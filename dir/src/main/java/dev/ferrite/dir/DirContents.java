@@ -375,7 +375,8 @@ final class DirContents {
         });
         for (int k = 0; k < groups; k++) {
             AllocationGroup ag = volume.group((first + k) % groups);
-            for (int attempt = 0, busy = 0; attempt < RETRIES; attempt++) {
+            int[] busy = {0};
+            for (int attempt = 0, used; attempt < RETRIES; attempt += used) {
                 if (ag.needsRefill()) {
                     ag.refillFreeList();
                 }
@@ -400,14 +401,8 @@ final class DirContents {
                         dir.lock.unlock();
                     }
                 }
-                if (r == AllocOutcome.NO_SPACE) {
+                if ((used = ag.recover(r, busy)) < 0) {
                     break;
-                }
-                if (r == AllocOutcome.BUSY && busy < AllocationGroup.BUSY_RETRIES) {
-                    ag.awaitBusy(busy++);
-                    attempt--;
-                } else {
-                    ag.refillFreeList();
                 }
             }
         }

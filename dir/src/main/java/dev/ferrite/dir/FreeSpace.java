@@ -324,6 +324,24 @@ final class FreeSpace {
     }
 
     /**
+     * Like {@link #allocBlocks}, but first tries the {@code len} blocks from device block {@code near} (the
+     * block after a file's last extent, so that the file grows in place): taken if a free extent starts
+     * there, holds them and none of them is busy; else the smallest free extent that holds them.
+     */
+    AllocOutcome allocBlocksNear(Txn txn, long near, int len) {
+        lock(txn, agf);
+        if (agfl.holds(RESERVE) && u64(agf.data(), FREE_BLOCKS) >= (long) len + HELD_BACK && near > start && near < start + length) {
+            long e = bnoFind(txn, (int) (near - start), BTree.Match.CEILING);
+            if (e >= 0 && extentStart(e) == near - start && extentLength(e) >= len && usableEnd(e, len, len) == extent(extentStart(e), len)) {
+                takeRange(txn, e, extent(extentStart(e), len));
+                allocated = near;
+                return AllocOutcome.DONE;
+            }
+        }
+        return allocBlocks(txn, len);
+    }
+
+    /**
      * The first device block of what {@link #allocBlocks} handed out in {@code txn}, which still holds the
      * AGF (nobody else can allocate here meanwhile); read it before the transaction's next allocation here.
      */

@@ -1,5 +1,6 @@
 package dev.ferrite.dir;
 
+import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.List;
@@ -115,6 +116,8 @@ public final class Namespace {
     public static final int MAX_SYMLINKS = 40;
     /** Longest symlink target: PATH_MAX less its NUL (a volume with blocks under 4 KiB holds less). */
     public static final int MAX_SYMLINK_TARGET = 4095;
+    /** The largest file: 2^63 - 1 bytes rounded down to a multiple of 4 KiB (EFBIG past it). */
+    public static final long MAX_FILE_SIZE = FileData.MAX_FILE_SIZE;
     private final Volume volume;
     private final BufferCache cache;
     private final Geometry geometry;
@@ -123,6 +126,7 @@ public final class Namespace {
     final DirContents dirs;
     private final PathResolver paths;
     private final Orphans orphans;
+    private final FileData files;
     private final Creator creator;
     private final NamespaceChecker checker;
     private final ReentrantLock renameLock = new ReentrantLock();
@@ -141,7 +145,8 @@ public final class Namespace {
         this.records = new InodeRecords(volume, cache, geometry, inodes);
         this.dirs = new DirContents(volume, cache, geometry, inodes, records);
         this.paths = new PathResolver(volume, geometry, records, dirs);
-        this.orphans = new Orphans(volume, cache, geometry, inodes, records, dirs);
+        this.files = new FileData(volume, cache, geometry, records);
+        this.orphans = new Orphans(volume, cache, geometry, inodes, records, dirs, files);
         this.creator = new Creator(volume, cache, geometry, inodes, records, dirs);
         this.checker = new NamespaceChecker(volume, geometry, inodes, records, dirs, paths);
         if (dirs.inlineCapacity < DirEntryFormat.treeAreaSize()) {
@@ -524,13 +529,64 @@ public final class Namespace {
     }
 
     /**
-     * Makes every change to {@code h}'s inode so far durable (the whole log if that is not known).
+     * Reads regular file {@code file} from {@code offset} into {@code dst}, through the direct path: the
+     * device reads straight into {@code dst}. Holes and unwritten extents read as zeros.
+     *
+     * @return the bytes read: all of {@code dst}, fewer at the end of the file, 0 at or past it
+     * @throws NamespaceException EBADF if the handle is closed; EISDIR for a directory, EINVAL for a symlink;
+     *         EINVAL for a negative offset, or for an offset or length that is not a multiple of the block size
+     *         or a buffer that is not native and aligned to {@link dev.ferrite.io.BlockDevice#BUFFER_ALIGNMENT}
+     *         (buffered I/O is not built yet), or a length over 2^31 - 4096
+     * @throws CorruptionException naming the inode block if the file's extent list is not one the volume can hold
+     * @throws dev.ferrite.io.DeviceException if the device fails a read
+     */
+    public int read(Handle file, long offset, MemorySegment dst) {
+        return files.read(file, offset, dst);
+    }
+
+    /**
+     * Writes all of {@code src} to regular file {@code file} at {@code offset}, through the direct path,
+     * extending the size if it ends past it. Blocks already written are overwritten in place; holes get
+     * new blocks, mapped unwritten until the data is on the device (see {@link #fsync}). Bad input changes
+     * nothing.
+     *
+     * @throws NamespaceException the errnos of {@link #read}; EFBIG if the write ends past {@link #MAX_FILE_SIZE},
+     *         or if the file's extents would not fit in its inode record (the per-inode extent tree is not
+     *         built yet): then nothing changed
+     * @throws NoSpaceException if no allocation group has a hole's blocks contiguous: holes filled before it stay
+     *         mapped unwritten (reading zeros; truncate or unlink frees them)
+     * @throws VolumeShutdownException if the volume is closed or its journal has shut down
+     * @throws dev.ferrite.io.DeviceException if the device fails a write or flush
+     */
+    public void write(Handle file, long offset, MemorySegment src) {
+        files.write(file, offset, src);
+    }
+
+    /**
+     * Sets the size of regular file {@code file}: down frees every block past it, up leaves a hole. The
+     * size must be a multiple of the block size for now (a partial last block needs buffered I/O).
+     *
+     * @throws NamespaceException EBADF if the handle is closed; EISDIR for a directory, EINVAL for a symlink;
+     *         EINVAL for a negative size or one that is not a multiple of the block size; EFBIG past
+     *         {@link #MAX_FILE_SIZE}
+     * @throws VolumeShutdownException if the volume is closed or its journal has shut down
+     */
+    public void truncate(Handle file, long size) {
+        files.truncate(file, size);
+    }
+
+    /**
+     * Makes every change to {@code h}'s inode so far durable (the whole log if that is not known): the
+     * data written through it is flushed on the device, then the journal forced to its last metadata
+     * change (extents, size).
      *
      * @throws NamespaceException EBADF if a handle is closed
      * @throws VolumeShutdownException if the journal has shut down
+     * @throws dev.ferrite.io.DeviceException if the device fails the flush
      */
     public void fsync(Handle h) {
-        long seq = h.requireOpen().lastSeq;
+        files.flushData(h.requireOpen());
+        long seq = h.inode.lastSeq;
         if (seq < 0) {
             cache.journal().forceAll();
         } else {

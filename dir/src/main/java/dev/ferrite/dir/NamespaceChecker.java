@@ -200,10 +200,49 @@ final class NamespaceChecker {
         }
 
         /**
+         * A regular file's extent list: decodable (sorted, in range, within the record), no block owned twice,
+         * no written extent past the block holding the last byte (unwritten ones may lie past it: a crash
+         * between a write's two transactions leaves them), and the inode's block count its extents' sum.
+         */
+        private void checkExtents(long ino, InodeStat s) {
+            ExtentList x;
+            try {
+                x = records.readRecord(ino, (b, rec) -> ExtentFormat.decode(b, rec, geometry));
+            } catch (CorruptionException e) {
+                problems.add(CheckProblem.at(Kind.INODE, records.block(ino), ino, pathOf(ino), "file " + ino + ": " + e.getMessage()));
+                return;
+            }
+            long bs = geometry.blockSize();
+            long eofBlock = (s.size() + bs - 1) / bs;
+            for (int i = 0; i < x.count(); i++) {
+                long dev = x.deviceBlock(i);
+                int len = x.length(i);
+                String what = "file " + ino + " extent [" + x.fileBlock(i) + ", +" + len + ") at device block " + dev;
+                if (!x.unwritten(i) && x.end(i) > eofBlock) {
+                    add(Kind.INODE, ino, pathOf(ino), what + " is written past the end of the file (" + s.size() + " bytes)");
+                }
+                Map.Entry<Long, Integer> before = owned.floorEntry(dev + len - 1);
+                if (before != null && before.getKey() + before.getValue() > dev) {
+                    problems.add(CheckProblem.at(Kind.INODE, dev, ino, pathOf(ino), what + " overlaps blocks ["
+                            + before.getKey() + ", +" + before.getValue() + ") owned by another inode or extent"));
+                    continue;
+                }
+                owned.put(dev, len);
+            }
+            if (x.blocks() != s.blocks()) {
+                add(Kind.INODE, ino, pathOf(ino), "file " + ino + " counts " + s.blocks() + " blocks but its extents map " + x.blocks());
+            }
+        }
+
+        /**
          * Accounts for the blocks an inode owns in {@code owned}, checking them: a directory's tree and
          * reserve, a long symlink's target block.
          */
         private void checkBlocks(long dir, InodeStat s) {
+            if (s.isRegularFile()) {
+                checkExtents(dir, s);
+                return;
+            }
             long remote = records.readRecord(dir, (b, rec) -> InodeFormat.fork(b, rec) == InodeFormat.FORK_REMOTE ? InodeFormat.remoteBlock(b, rec) : 0L);
             if (remote != 0) {
                 checkRemoteBlock(dir, remote, s);

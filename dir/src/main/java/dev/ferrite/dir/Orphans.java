@@ -27,15 +27,18 @@ final class Orphans {
     private final InodeCache inodes;
     private final InodeRecords records;
     private final DirContents dirs;
+    private final FileData files;
     private final int recordSize;
 
-    Orphans(Volume volume, BufferCache cache, Geometry geometry, InodeCache inodes, InodeRecords records, DirContents dirs) {
+    Orphans(Volume volume, BufferCache cache, Geometry geometry, InodeCache inodes, InodeRecords records, DirContents dirs,
+            FileData files) {
         this.volume = volume;
         this.cache = cache;
         this.geometry = geometry;
         this.inodes = inodes;
         this.records = records;
         this.dirs = dirs;
+        this.files = files;
         this.recordSize = geometry.inodeSize();
     }
 
@@ -87,6 +90,9 @@ final class Orphans {
             // the tree's nodes came back to the reserve
         }
         freeRemoteBlock(c);
+        if ((records.modeOf(ino) & InodeFormat.S_IFMT) == InodeFormat.S_IFREG) {
+            files.freeFrom(c, 0);
+        }
         AllocationGroup ag = volume.group(geometry.agOfInode(ino));
         Inode[] touched = {c};
         for (int fails = 0; ; ) {

@@ -632,7 +632,7 @@ public final class Volume implements AutoCloseable {
      * empty for sound groups. Run it while nothing changes the volume.
      *
      * @param allocated extents (device block to length) in use by what the groups do not describe
-     *                  themselves (directory blocks, symlink blocks)
+     *                  themselves (directory blocks, symlink blocks, file extents)
      */
     List<CheckProblem> checkGroups(NavigableMap<Long, Integer> allocated) {
         return GroupCheck.check(groups, statfs(), allocated);

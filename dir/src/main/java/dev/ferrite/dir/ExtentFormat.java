@@ -1,0 +1,140 @@
+package dev.ferrite.dir;
+
+import java.lang.foreign.MemorySegment;
+
+import dev.ferrite.btree.internal.BlockHeaderFormat;
+import dev.ferrite.io.CorruptionException;
+
+import static dev.ferrite.io.internal.OnDisk.U64;
+
+/**
+ * A regular file's extent list, in its inode record's inline area (fork format
+ * {@link InodeFormat#FORK_EXTENTS}; the area's used bytes say how many extents there are). Extents are
+ * sorted by file block and do not overlap; each maps {@code length} file blocks from {@code file block}
+ * onto as many contiguous device blocks from {@code device block}, all in one allocation group.
+ *
+ * <pre>
+ * extent (16 bytes; inline area of 408 bytes: 25 extents)
+ *   0  u64 file block                 (below {@link #MAX_FILE_BLOCKS})
+ *   8  u64 bits  0..42 device block   (43 bits: 32 PiB of 4 KiB blocks)
+ *          bits 43..62 length          (20 bits: 1 to {@link #MAX_LENGTH} blocks, just under 4 GiB)
+ *          bit  63     unwritten       (allocated, reads as zeros until the data written there is durable)
+ * </pre>
+ * Two words instead of the 24 bytes an unpacked u64/u64/u32/u32 would take: 25 extents fit inline
+ * instead of 17, and the bits given up are ones no volume can use (a group holds at most 2^28 blocks,
+ * so longer extents would cross groups anyway; a device of 2^43 blocks is far past any group count).
+ */
+final class ExtentFormat {
+    static final int SIZE = 16;
+    static final int FILE_BLOCK = 0, PACKED = 8;
+    private static final int DEVICE_BITS = 43, LENGTH_BITS = 20;
+    private static final long DEVICE_MASK = (1L << DEVICE_BITS) - 1;
+    static final int MAX_LENGTH = (1 << LENGTH_BITS) - 1;
+    private static final long UNWRITTEN = 1L << 63;
+    /** File blocks a file may map: the largest multiple of 4 KiB below 2^63 bytes, in 4 KiB blocks. */
+    static final long MAX_FILE_BLOCKS = Long.MAX_VALUE / 4096;
+
+    private ExtentFormat() {
+    }
+
+    /** Extents a record's inline area of {@code inlineCapacity} bytes holds. */
+    static int capacity(int inlineCapacity) {
+        return inlineCapacity / SIZE;
+    }
+
+    /** Offset of extent {@code i} of the list at {@code area}. */
+    private static int at(int area, int i) {
+        return area + i * SIZE;
+    }
+
+    static long fileBlock(MemorySegment b, int area, int i) {
+        return b.get(U64, at(area, i) + FILE_BLOCK);
+    }
+
+    static long deviceBlock(MemorySegment b, int area, int i) {
+        return b.get(U64, at(area, i) + PACKED) & DEVICE_MASK;
+    }
+
+    static int length(MemorySegment b, int area, int i) {
+        return (int) (b.get(U64, at(area, i) + PACKED) >>> DEVICE_BITS) & MAX_LENGTH;
+    }
+
+    static boolean unwritten(MemorySegment b, int area, int i) {
+        return b.get(U64, at(area, i) + PACKED) < 0;
+    }
+
+    static void set(MemorySegment b, int area, int i, long fileBlock, long deviceBlock, int length, boolean unwritten) {
+        if (fileBlock < 0 || fileBlock + length > MAX_FILE_BLOCKS || (deviceBlock & ~DEVICE_MASK) != 0 || length < 1
+                || length > MAX_LENGTH) {
+            throw new IllegalArgumentException("extent [" + fileBlock + ", +" + length + ") at device block " + deviceBlock
+                    + " cannot be encoded");
+        }
+        b.set(U64, at(area, i) + FILE_BLOCK, fileBlock);
+        b.set(U64, at(area, i) + PACKED, deviceBlock | (long) length << DEVICE_BITS | (unwritten ? UNWRITTEN : 0));
+    }
+
+    /**
+     * The extent list of the record at {@code rec} of inode block {@code b}, checked: a whole number of
+     * extents within the area's capacity, each of a valid length, inside one group's data blocks, sorted
+     * and not overlapping. Anything else is corruption of the block.
+     */
+    static ExtentList decode(MemorySegment b, int rec, Geometry g) {
+        int fork = InodeFormat.fork(b, rec);
+        int used = InodeFormat.inlineUsed(b, rec);
+        if (fork != InodeFormat.FORK_EXTENTS && (fork != InodeFormat.FORK_EMPTY || used != 0)) {
+            throw corrupt(b, rec, "a regular file with data fork format " + fork + " using " + used + " inline bytes");
+        }
+        int area = rec + InodeFormat.INLINE;
+        int capacity = capacity(InodeFormat.inlineCapacity((int) b.byteSize()));
+        if (used % SIZE != 0) {
+            throw corrupt(b, rec, "uses " + used + " bytes of its extent list, not a multiple of " + SIZE);
+        }
+        int n = used / SIZE;
+        ExtentList list = new ExtentList(capacity);
+        long end = 0;
+        for (int i = 0; i < n; i++) {
+            long fb = fileBlock(b, area, i), dev = deviceBlock(b, area, i);
+            int len = length(b, area, i);
+            if (len < 1 || fb < end || fb > MAX_FILE_BLOCKS - len) {
+                throw corrupt(b, rec, "extent " + i + " [" + Long.toUnsignedString(fb) + ", +" + len
+                        + ") is empty, overlaps the one before, or ends past the largest file");
+            }
+            if (!g.isDataBlock(dev) || !g.isDataBlock(dev + len - 1) || g.agOfBlock(dev) != g.agOfBlock(dev + len - 1)) {
+                throw corrupt(b, rec, "extent " + i + " maps to device blocks [" + dev + ", +" + len
+                        + "), not inside one allocation group");
+            }
+            list.add(fb, dev, len, unwritten(b, area, i));
+            end = fb + len;
+        }
+        return list;
+    }
+
+    private static CorruptionException corrupt(MemorySegment b, int rec, String detail) {
+        return new CorruptionException(BlockHeaderFormat.blockNo(b), InodeFormat.STRUCTURE, "record at " + rec + ": " + detail);
+    }
+
+    /**
+     * Writes {@code list} into the record at {@code rec} (fork, used bytes, extents; the rest of what the
+     * area used before zeroed).
+     *
+     * @return bytes from the record's start the change spans
+     */
+    static int encode(MemorySegment b, int rec, ExtentList list) {
+        int area = rec + InodeFormat.INLINE;
+        int before = InodeFormat.fork(b, rec) == InodeFormat.FORK_EXTENTS ? InodeFormat.inlineUsed(b, rec) : 0;
+        int n = list.count();
+        if (n > capacity(InodeFormat.inlineCapacity((int) b.byteSize()))) {
+            throw new IllegalStateException(n + " extents do not fit inline");
+        }
+        for (int i = 0; i < n; i++) {
+            set(b, area, i, list.fileBlock(i), list.deviceBlock(i), list.length(i), list.unwritten(i));
+        }
+        int used = n * SIZE;
+        if (before > used) {
+            b.asSlice(area + used, before - used).fill((byte) 0);
+        }
+        InodeFormat.setInlineUsed(b, rec, used);
+        InodeFormat.setFork(b, rec, n == 0 ? InodeFormat.FORK_EMPTY : InodeFormat.FORK_EXTENTS);
+        return InodeFormat.INLINE + Math.max(before, used);
+    }
+}

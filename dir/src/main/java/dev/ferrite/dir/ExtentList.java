@@ -1,0 +1,218 @@
+package dev.ferrite.dir;
+
+import java.util.Arrays;
+
+/**
+ * A file's extents in memory, decoded from and encoded into its record by {@link ExtentFormat}: sorted by
+ * file block, not overlapping, and kept merged (neighbours contiguous in the file and on the device, in
+ * the same state, merge while the length fits). Not thread-safe: a copy made under the inode's record.
+ */
+final class ExtentList {
+    private final int capacity;
+    private long[] fileBlock, deviceBlock;
+    private int[] length;
+    private boolean[] unwritten;
+    private int count;
+
+    ExtentList(int capacity) {
+        this.capacity = capacity;
+        int n = capacity + 2;
+        fileBlock = new long[n];
+        deviceBlock = new long[n];
+        length = new int[n];
+        unwritten = new boolean[n];
+    }
+
+    ExtentList copy() {
+        ExtentList c = new ExtentList(capacity);
+        for (int i = 0; i < count; i++) {
+            c.add(fileBlock[i], deviceBlock[i], length[i], unwritten[i]);
+        }
+        return c;
+    }
+
+    int count() {
+        return count;
+    }
+
+    /** Extents the record holds. */
+    int capacity() {
+        return capacity;
+    }
+
+    long fileBlock(int i) {
+        return fileBlock[i];
+    }
+
+    long deviceBlock(int i) {
+        return deviceBlock[i];
+    }
+
+    int length(int i) {
+        return length[i];
+    }
+
+    boolean unwritten(int i) {
+        return unwritten[i];
+    }
+
+    long end(int i) {
+        return fileBlock[i] + length[i];
+    }
+
+    /** Blocks mapped. */
+    long blocks() {
+        long n = 0;
+        for (int i = 0; i < count; i++) {
+            n += length[i];
+        }
+        return n;
+    }
+
+    /** Appends an extent past the last (decoding). */
+    void add(long fb, long dev, int len, boolean unw) {
+        insertAt(count, fb, dev, len, unw);
+    }
+
+    /** The index of the extent holding {@code fb}, or {@code -(index of the first extent after it) - 1}. */
+    int find(long fb) {
+        int lo = 0, hi = count - 1;
+        while (lo <= hi) {
+            int mid = (lo + hi) >>> 1;
+            if (end(mid) <= fb) {
+                lo = mid + 1;
+            } else if (fileBlock[mid] > fb) {
+                hi = mid - 1;
+            } else {
+                return mid;
+            }
+        }
+        return -lo - 1;
+    }
+
+    /**
+     * The first hole (or unwritten extent, with {@code orUnwritten}) in {@code [from, to)}, as
+     * {@code {start, length}}, or null if there is none.
+     */
+    long[] firstGap(long from, long to, boolean orUnwritten) {
+        for (long fb = from; fb < to; ) {
+            int i = find(fb);
+            if (i >= 0 && !(orUnwritten && unwritten[i])) {
+                fb = end(i);
+                continue;
+            }
+            long gapEnd = i >= 0 ? end(i) : -i - 1 < count ? fileBlock[-i - 1] : Long.MAX_VALUE;
+            return new long[] {fb, Math.min(gapEnd, to) - fb};
+        }
+        return null;
+    }
+
+    /** Maps the hole {@code [fb, fb + len)} to {@code dev}, merging with neighbours. */
+    void insert(long fb, long dev, int len, boolean unw) {
+        int i = find(fb);
+        if (i >= 0 || -i - 1 < count && fileBlock[-i - 1] < fb + len) {
+            throw new IllegalStateException("[" + fb + ", +" + len + ") is not a hole");
+        }
+        insertAt(-i - 1, fb, dev, len, unw);
+        merge();
+    }
+
+    /** Marks every unwritten block in {@code [from, to)} written, splitting and merging extents. */
+    void setWritten(long from, long to) {
+        for (int i = 0; i < count; i++) {
+            if (!unwritten[i] || end(i) <= from || fileBlock[i] >= to) {
+                continue;
+            }
+            if (fileBlock[i] < from) { // split off the head that stays unwritten
+                int head = (int) (from - fileBlock[i]);
+                insertAt(i, fileBlock[i], deviceBlock[i], head, true);
+                shift(i + 1, head);
+                continue;
+            }
+            if (end(i) > to) { // split off the tail that stays unwritten
+                int keep = (int) (to - fileBlock[i]);
+                insertAt(i + 1, to, deviceBlock[i] + keep, length[i] - keep, true);
+                length[i] = keep;
+            }
+            unwritten[i] = false;
+        }
+        merge();
+    }
+
+    /**
+     * Removes up to {@code max} pieces of the mapping at or past file block {@code from}, last first (an
+     * extent straddling {@code from} loses its tail); returns them as {@code {device block, length}}.
+     */
+    long[][] trimFrom(long from, int max) {
+        long[][] out = new long[Math.min(max, count)][];
+        int n = 0;
+        while (n < out.length && count > 0 && end(count - 1) > from) {
+            int i = count - 1;
+            if (fileBlock[i] >= from) {
+                out[n++] = new long[] {deviceBlock[i], length[i]};
+                count--;
+            } else {
+                int keep = (int) (from - fileBlock[i]);
+                out[n++] = new long[] {deviceBlock[i] + keep, length[i] - keep};
+                length[i] = keep;
+            }
+        }
+        return Arrays.copyOf(out, n);
+    }
+
+    private void shift(int i, int by) {
+        fileBlock[i] += by;
+        deviceBlock[i] += by;
+        length[i] -= by;
+    }
+
+    private void insertAt(int i, long fb, long dev, int len, boolean unw) {
+        if (count == fileBlock.length) {
+            int n = count * 2;
+            fileBlock = Arrays.copyOf(fileBlock, n);
+            deviceBlock = Arrays.copyOf(deviceBlock, n);
+            length = Arrays.copyOf(length, n);
+            unwritten = Arrays.copyOf(unwritten, n);
+        }
+        System.arraycopy(fileBlock, i, fileBlock, i + 1, count - i);
+        System.arraycopy(deviceBlock, i, deviceBlock, i + 1, count - i);
+        System.arraycopy(length, i, length, i + 1, count - i);
+        System.arraycopy(unwritten, i, unwritten, i + 1, count - i);
+        fileBlock[i] = fb;
+        deviceBlock[i] = dev;
+        length[i] = len;
+        unwritten[i] = unw;
+        count++;
+    }
+
+    private void removeAt(int i) {
+        System.arraycopy(fileBlock, i + 1, fileBlock, i, count - i - 1);
+        System.arraycopy(deviceBlock, i + 1, deviceBlock, i, count - i - 1);
+        System.arraycopy(length, i + 1, length, i, count - i - 1);
+        System.arraycopy(unwritten, i + 1, unwritten, i, count - i - 1);
+        count--;
+    }
+
+    /** Merges neighbours contiguous in the file and on the device, in one state, while the length fits. */
+    private void merge() {
+        for (int i = 0; i + 1 < count; ) {
+            if (end(i) == fileBlock[i + 1] && deviceBlock[i] + length[i] == deviceBlock[i + 1]
+                    && unwritten[i] == unwritten[i + 1] && (long) length[i] + length[i + 1] <= ExtentFormat.MAX_LENGTH) {
+                length[i] += length[i + 1];
+                removeAt(i + 1);
+            } else {
+                i++;
+            }
+        }
+    }
+
+    @Override
+    public String toString() {
+        StringBuilder s = new StringBuilder("[");
+        for (int i = 0; i < count; i++) {
+            s.append(i == 0 ? "" : ", ").append(fileBlock[i]).append('+').append(length[i]).append('@').append(deviceBlock[i])
+                    .append(unwritten[i] ? "u" : "");
+        }
+        return s.append(']').toString();
+    }
+}

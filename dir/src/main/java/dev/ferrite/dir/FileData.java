@@ -1,0 +1,411 @@
+package dev.ferrite.dir;
+
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
+
+import dev.ferrite.btree.internal.Buffer;
+import dev.ferrite.btree.internal.BufferCache;
+import dev.ferrite.btree.internal.Txn;
+import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.Errno;
+import dev.ferrite.io.NoSpaceException;
+
+import static dev.ferrite.dir.InodeFormat.S_IFDIR;
+import static dev.ferrite.dir.InodeFormat.S_IFMT;
+import static dev.ferrite.dir.InodeFormat.S_IFREG;
+import static dev.ferrite.dir.InodeRecords.RETRIES;
+import static dev.ferrite.dir.InodeRecords.nowNanos;
+
+/**
+ * Regular files' data, the xfs_bmap and direct-I/O role: the extent list in the inode record
+ * ({@link ExtentFormat}), reads and writes straight between the caller's aligned buffer and the device,
+ * and freeing a file's blocks (truncate, and an orphan's destruction).
+ *
+ * <h2>Ordering</h2>
+ * Data reaches the device before any extent that points at it says written. Overwriting written blocks
+ * is a plain device write (no transaction, no allocation). Filling a hole takes two transactions, as
+ * XFS's unwritten extents do: the first allocates the blocks and maps them <em>unwritten</em> (read as
+ * zeros); then the data is written and the device flushed; the second marks them written and moves the
+ * size. A crash in between leaves an unwritten extent: accounted, reading zeros, freed by truncate or
+ * unlink. Blocks freed from a file are not busy for the allocator (that tracks cached metadata
+ * buffers), so before data goes into blocks that may have been freed by a transaction not yet durable,
+ * the journal is forced to the last such free: a crash can then not give the blocks back to their old
+ * file with the new file's data in them.
+ *
+ * <h2>Locks</h2>
+ * A striped I/O lock per inode, taken before the log reservation (XFS's i_rwsem): shared by reads and
+ * writes, exclusive by truncate and by freeing an orphan, so that no read or write uses a mapping whose
+ * blocks are being freed. Each extent-list change is a transaction reserved before the inode's lock
+ * (2), then a group's AGF (3), then the record's block (4). Concurrent writes to disjoint ranges run
+ * their device I/O in parallel.
+ */
+final class FileData {
+    /** The largest file: 2^63 - 1 bytes rounded down to 4 KiB, the limit of {@link ExtentFormat#MAX_FILE_BLOCKS}. */
+    static final long MAX_FILE_SIZE = ExtentFormat.MAX_FILE_BLOCKS * 4096;
+    /** The longest single transfer: what a read's int result can count, in whole 4 KiB blocks (as Linux's 0x7ffff000). */
+    static final int MAX_TRANSFER = Integer.MAX_VALUE & -4096;
+    private static final int IO_STRIPES = 64;
+
+    private final Volume volume;
+    private final BufferCache cache;
+    private final Geometry geometry;
+    private final InodeRecords records;
+    private final BlockDevice device;
+    private final int blockSize;
+    private final ReentrantReadWriteLock[] ioLocks = new ReentrantReadWriteLock[IO_STRIPES];
+    /** Commit sequence of the last transaction that freed file blocks. */
+    private final AtomicLong lastFreeSeq = new AtomicLong(-1);
+
+    FileData(Volume volume, BufferCache cache, Geometry geometry, InodeRecords records) {
+        this.volume = volume;
+        this.cache = cache;
+        this.geometry = geometry;
+        this.records = records;
+        this.device = cache.device();
+        this.blockSize = geometry.blockSize();
+        for (int i = 0; i < IO_STRIPES; i++) {
+            ioLocks[i] = new ReentrantReadWriteLock();
+        }
+    }
+
+    private ReentrantReadWriteLock io(long ino) {
+        return ioLocks[(int) (ino * 0x9E37_79B9_7F4A_7C15L >>> 58)];
+    }
+
+    /** A file's size and extents, read together. */
+    private record Snapshot(long size, ExtentList extents) {
+    }
+
+    /** Inode {@code ino}'s size and extents; EISDIR for a directory, EINVAL for anything else not a regular file. */
+    private Snapshot file(long ino) {
+        Object o = records.readRecord(ino, (b, rec) -> {
+            int mode = InodeFormat.mode(b, rec);
+            if ((mode & S_IFMT) != S_IFREG) {
+                return mode;
+            }
+            return new Snapshot(InodeFormat.size(b, rec), ExtentFormat.decode(b, rec, geometry));
+        });
+        if (o instanceof Snapshot s) {
+            return s;
+        }
+        int mode = (Integer) o;
+        if (mode == 0) {
+            throw new NamespaceException(Errno.ENOENT, "inode " + ino + " is not allocated");
+        }
+        throw new NamespaceException((mode & S_IFMT) == S_IFDIR ? Errno.EISDIR : Errno.EINVAL,
+                "inode " + ino + " (mode 0" + Integer.toOctalString(mode) + ") is not a regular file");
+    }
+
+    /** The direct path's conditions on an offset and buffer (EINVAL: buffered I/O is not built yet). */
+    private void requireDirect(Inode i, String op, long offset, MemorySegment buf) {
+        if (offset < 0) {
+            throw new NamespaceException(Errno.EINVAL, op + " at negative offset " + offset + " of inode " + i.ino);
+        }
+        long len = buf.byteSize();
+        if (offset % blockSize != 0 || len % blockSize != 0 || !buf.isNative()
+                || (buf.address() & (BlockDevice.BUFFER_ALIGNMENT - 1)) != 0) {
+            throw new NamespaceException(Errno.EINVAL, op + " of " + len + " bytes at offset " + offset + " of inode " + i.ino
+                    + ": only direct I/O is built yet (offset and length multiples of " + blockSize + ", a native buffer aligned to "
+                    + BlockDevice.BUFFER_ALIGNMENT + " bytes); buffered I/O is not built yet");
+        }
+        if (len > MAX_TRANSFER) {
+            throw new NamespaceException(Errno.EINVAL, op + " of " + len + " bytes: at most " + MAX_TRANSFER + " at a time");
+        }
+    }
+
+    int read(Handle h, long offset, MemorySegment dst) {
+        Inode i = h.requireOpen();
+        ReentrantReadWriteLock.ReadLock l = io(i.ino).readLock();
+        l.lock();
+        try {
+            Snapshot s = file(i.ino);
+            requireDirect(i, "read", offset, dst);
+            if (offset >= s.size() || dst.byteSize() == 0) {
+                return 0;
+            }
+            long n = Math.min(dst.byteSize(), s.size() - offset);
+            long first = offset / blockSize;
+            long end = first + (n + blockSize - 1) / blockSize; // whole blocks: the buffer holds them
+            ExtentList x = s.extents();
+            for (long fb = first; fb < end; ) {
+                int k = x.find(fb);
+                long runEnd = Math.min(end, k >= 0 ? x.end(k) : -k - 1 < x.count() ? x.fileBlock(-k - 1) : end);
+                MemorySegment part = dst.asSlice((fb - first) * blockSize, (runEnd - fb) * blockSize);
+                if (k < 0 || x.unwritten(k)) {
+                    part.fill((byte) 0);
+                } else {
+                    device.read(x.deviceBlock(k) + (fb - x.fileBlock(k)), part);
+                }
+                fb = runEnd;
+            }
+            return (int) n;
+        } finally {
+            l.unlock();
+        }
+    }
+
+    void write(Handle h, long offset, MemorySegment src) {
+        Inode i = h.requireOpen();
+        ReentrantReadWriteLock.ReadLock l = io(i.ino).readLock();
+        l.lock();
+        try {
+            Snapshot s = file(i.ino);
+            requireDirect(i, "write", offset, src);
+            long len = src.byteSize();
+            if (offset > MAX_FILE_SIZE - len) {
+                throw new NamespaceException(Errno.EFBIG, "write of " + len + " bytes at offset " + offset + " of inode " + i.ino
+                        + " ends past the largest file, " + MAX_FILE_SIZE + " bytes");
+            }
+            if (len == 0) {
+                return;
+            }
+            long first = offset / blockSize, end = first + len / blockSize;
+            ExtentList x = s.extents();
+            if (x.firstGap(first, end, false) != null) {
+                requireRoom(i.ino, x, first, end);
+                x = allocate(i, first, end);
+            }
+            boolean convert = x.firstGap(first, end, true) != null;
+            if (convert) {
+                long freed = lastFreeSeq.get();
+                if (freed > cache.journal().durableSeq()) {
+                    cache.journal().force(freed); // the blocks' old owner lets go of them durably first
+                }
+            }
+            for (long fb = first; fb < end; ) {
+                int k = x.find(fb);
+                long runEnd = Math.min(end, x.end(k));
+                device.write(x.deviceBlock(k) + (fb - x.fileBlock(k)), src.asSlice((fb - first) * blockSize, (runEnd - fb) * blockSize));
+                fb = runEnd;
+            }
+            i.dataDirty = true;
+            if (convert || offset + len > s.size()) {
+                if (convert) {
+                    device.flush(); // the data is durable before any extent says written
+                }
+                finish(i, first, end, offset + len);
+            }
+        } finally {
+            l.unlock();
+        }
+    }
+
+    /**
+     * EFBIG, with nothing changed, unless the extents of {@code x} and the ones filling the holes of
+     * {@code [first, end)} fit the record both while they are unwritten and once they are written.
+     */
+    private void requireRoom(long ino, ExtentList x, long first, long end) {
+        ExtentList sim = x.copy();
+        long fake = 1L << 42; // device blocks no extent has: the new extents merge with nothing
+        for (long[] g = sim.firstGap(first, end, false); g != null; g = sim.firstGap(g[0] + g[1], end, false)) {
+            for (long at = g[0]; at < g[0] + g[1]; ) {
+                int len = (int) Math.min(g[0] + g[1] - at, ExtentFormat.MAX_LENGTH);
+                sim.insert(at, fake, len, true);
+                fake += 2L * ExtentFormat.MAX_LENGTH;
+                at += len;
+            }
+        }
+        int unwritten = sim.count();
+        sim.setWritten(first, end);
+        if (Math.max(unwritten, sim.count()) > sim.capacity()) {
+            throw new NamespaceException(Errno.EFBIG, "inode " + ino + " would need " + Math.max(unwritten, sim.count())
+                    + " extents; its record holds " + sim.capacity() + " and the per-inode extent tree is not built yet");
+        }
+    }
+
+    /**
+     * Maps every hole of {@code [first, end)} to newly allocated, unwritten blocks, a hole (of at most
+     * {@link ExtentFormat#MAX_LENGTH} blocks) per transaction, each contiguous, near the block after the
+     * file's previous extent or in the inode's group first; returns the mapping after.
+     *
+     * @throws NoSpaceException if no group has a hole's blocks contiguous (the holes filled so far stay
+     *                          mapped unwritten)
+     */
+    private ExtentList allocate(Inode i, long first, long end) {
+        long ino = i.ino;
+        int rec = records.rec(ino);
+        for (;;) {
+            ExtentList x = file(ino).extents();
+            long[] gap = x.firstGap(first, end, false);
+            if (gap == null) {
+                return x;
+            }
+            int len = (int) Math.min(gap[1], ExtentFormat.MAX_LENGTH);
+            int k = -x.find(gap[0]) - 2; // the extent before the hole
+            long near = k >= 0 ? x.deviceBlock(k) + (gap[0] - x.fileBlock(k)) : 0;
+            int home = geometry.agOfInode(ino);
+            int start = near != 0 ? geometry.agOfBlock(near) : home;
+            boolean done = false;
+            for (int g = 0; g < geometry.agCount() && !done; g++) {
+                AllocationGroup ag = volume.group((start + g) % geometry.agCount());
+                int[] busy = {0};
+                for (int attempt = 0, used; attempt < RETRIES; attempt += used) {
+                    if (ag.needsRefill()) {
+                        ag.refillFreeList();
+                    }
+                    AllocOutcome r;
+                    try (Txn txn = Txn.begin(cache, ag.blockItems() + 2)) {
+                        i.lock.lock();
+                        try {
+                            ExtentList y = file(ino).extents();
+                            long[] again = y.firstGap(first, end, false);
+                            if (again == null || again[0] != gap[0] || again[1] < len) {
+                                done = true; // changed meanwhile: look again
+                                break;
+                            }
+                            requireRoom(ino, y, first, end);
+                            r = ag.allocBlocksNear(txn, near, len);
+                            if (r == AllocOutcome.DONE) {
+                                y.insert(gap[0], ag.allocatedBlock(txn), len, true);
+                                Buffer b = records.lockRecord(txn, ino);
+                                MemorySegment m = b.data();
+                                int span = ExtentFormat.encode(m, rec, y);
+                                InodeFormat.setBlocks(m, rec, InodeFormat.blocks(m, rec) + len);
+                                txn.log(b, rec, span);
+                                i.lastSeq = txn.commit();
+                                done = true;
+                                break;
+                            }
+                        } finally {
+                            i.lock.unlock();
+                        }
+                    }
+                    if ((used = ag.recover(r, busy)) < 0) {
+                        break;
+                    }
+                }
+            }
+            if (!done) {
+                throw new NoSpaceException("no allocation group has " + len + " contiguous free blocks for inode " + ino);
+            }
+        }
+    }
+
+    /** The second transaction of a write: {@code [first, end)} written, the size at least {@code newSize}. */
+    private void finish(Inode i, long first, long end, long newSize) {
+        long ino = i.ino;
+        int rec = records.rec(ino);
+        try (Txn txn = Txn.begin(cache, 2)) {
+            i.lock.lock();
+            try {
+                ExtentList y = file(ino).extents();
+                y.setWritten(first, end);
+                if (y.count() > y.capacity()) {
+                    throw new NamespaceException(Errno.EFBIG, "inode " + ino + " would need " + y.count() + " extents;"
+                            + " its record holds " + y.capacity() + " and the per-inode extent tree is not built yet");
+                }
+                Buffer b = records.lockRecord(txn, ino);
+                MemorySegment m = b.data();
+                int span = ExtentFormat.encode(m, rec, y);
+                InodeFormat.setSize(m, rec, Math.max(InodeFormat.size(m, rec), newSize));
+                InodeFormat.touch(m, rec, nowNanos(), true);
+                txn.log(b, rec, span);
+                i.lastSeq = txn.commit();
+            } finally {
+                i.lock.unlock();
+            }
+        }
+    }
+
+    void truncate(Handle h, long size) {
+        Inode i = h.requireOpen();
+        if (size < 0) {
+            throw new NamespaceException(Errno.EINVAL, "truncate of inode " + i.ino + " to negative size " + size);
+        }
+        file(i.ino);
+        if (size > MAX_FILE_SIZE) {
+            throw new NamespaceException(Errno.EFBIG, "truncate of inode " + i.ino + " to " + size + " bytes, past the largest file, "
+                    + MAX_FILE_SIZE + " bytes");
+        }
+        if (size % blockSize != 0) {
+            throw new NamespaceException(Errno.EINVAL, "truncate of inode " + i.ino + " to " + size + " bytes: only sizes that are"
+                    + " multiples of " + blockSize + " for now (zeroing a partial last block is buffered I/O, not built yet)");
+        }
+        ReentrantReadWriteLock.WriteLock l = io(i.ino).writeLock();
+        l.lock();
+        try {
+            freeFrom(i, size / blockSize);
+            int rec = records.rec(i.ino);
+            try (Txn txn = Txn.begin(cache, 2)) {
+                i.lock.lock();
+                try {
+                    file(i.ino);
+                    Buffer b = records.lockRecord(txn, i.ino);
+                    MemorySegment m = b.data();
+                    InodeFormat.setSize(m, rec, size);
+                    InodeFormat.touch(m, rec, nowNanos(), true);
+                    txn.log(b, rec, InodeFormat.INLINE);
+                    i.lastSeq = txn.commit();
+                } finally {
+                    i.lock.unlock();
+                }
+            }
+        } finally {
+            l.unlock();
+        }
+    }
+
+    /**
+     * Frees every block {@code i} maps at or past file block {@code from}, an extent (or the tail of one)
+     * per transaction, the last first: each step leaves written extents inside the size, so a crash part
+     * way leaves a sound, shorter mapping.
+     */
+    void freeFrom(Inode i, long from) {
+        long ino = i.ino;
+        int rec = records.rec(ino);
+        ReentrantReadWriteLock.WriteLock l = io(ino).writeLock();
+        l.lock();
+        try {
+            for (int fails = 0; ; ) {
+                ExtentList x = records.readRecord(ino, (b, r) -> ExtentFormat.decode(b, r, geometry));
+                if (x.count() == 0 || x.end(x.count() - 1) <= from) {
+                    return;
+                }
+                AllocationGroup ag = volume.group(geometry.agOfBlock(x.deviceBlock(x.count() - 1)));
+                if (ag.needsRefill()) {
+                    ag.refillFreeList();
+                }
+                try (Txn txn = Txn.begin(cache, ag.blockItems() + 2)) {
+                    i.lock.lock();
+                    try {
+                        ExtentList y = records.readRecord(ino, (b, r) -> ExtentFormat.decode(b, r, geometry));
+                        if (y.count() == 0 || y.end(y.count() - 1) <= from
+                                || geometry.agOfBlock(y.deviceBlock(y.count() - 1)) != ag.agno) {
+                            continue;
+                        }
+                        long[] piece = y.trimFrom(from, 1)[0];
+                        if (ag.releaseBlocks(txn, piece[0], (int) piece[1]) == AllocOutcome.DONE) {
+                            Buffer b = records.lockRecord(txn, ino);
+                            MemorySegment m = b.data();
+                            int span = ExtentFormat.encode(m, rec, y);
+                            InodeFormat.setBlocks(m, rec, InodeFormat.blocks(m, rec) - piece[1]);
+                            txn.log(b, rec, span);
+                            long seq = txn.commit();
+                            i.lastSeq = seq;
+                            lastFreeSeq.accumulateAndGet(seq, Math::max);
+                            fails = 0;
+                            continue;
+                        }
+                    } finally {
+                        i.lock.unlock();
+                    }
+                }
+                if (fails++ == RETRIES) {
+                    throw new NoSpaceException("allocation group " + ag.agno + " cannot refill the free list of its free-space trees");
+                }
+                ag.refillFreeList();
+            }
+        } finally {
+            l.unlock();
+        }
+    }
+
+    /** Makes the data written through {@code i} so far durable on the device (its metadata is the journal's). */
+    void flushData(Inode i) {
+        if (i.dataDirty) {
+            i.dataDirty = false; // before the flush: a write after it sets it again
+            device.flush();
+        }
+    }
+}
