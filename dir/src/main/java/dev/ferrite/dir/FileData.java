@@ -54,6 +54,8 @@ final class FileData {
     private final BlockDevice device;
     private final int blockSize;
     private final ReentrantReadWriteLock[] ioLocks = new ReentrantReadWriteLock[IO_STRIPES];
+    /** File data was written to the device since the last {@link #flushAll}. */
+    private volatile boolean written;
     /** Commit sequence of the last transaction that freed file blocks. */
     private final AtomicLong lastFreeSeq = new AtomicLong(-1);
 
@@ -180,6 +182,7 @@ final class FileData {
                 fb = runEnd;
             }
             i.dataDirty = true;
+            written = true;
             if (convert || offset + len > s.size()) {
                 if (convert) {
                     device.flush(); // the data is durable before any extent says written
@@ -398,6 +401,14 @@ final class FileData {
             }
         } finally {
             l.unlock();
+        }
+    }
+
+    /** Makes the data written to any file so far durable on the device. */
+    void flushAll() {
+        if (written) {
+            written = false; // before the flush: a write after it sets it again
+            device.flush();
         }
     }
 

@@ -595,11 +595,14 @@ public final class Namespace {
     }
 
     /**
-     * Makes every change so far durable.
+     * Makes every change so far durable: file data written since the last sync is flushed on the device,
+     * then the journal forced.
      *
      * @throws VolumeShutdownException if the volume is closed or its journal has shut down
+     * @throws dev.ferrite.io.DeviceException if the device fails the flush
      */
     public void sync() {
+        files.flushAll();
         volume.sync();
     }
 

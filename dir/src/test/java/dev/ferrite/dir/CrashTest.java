@@ -109,6 +109,23 @@ class CrashTest {
     }
 
     /**
+     * Sample {@code sample} of the crash states between flushes {@code firstFlush} and {@code lastFlush}:
+     * two in three after a flush, with a random subset of the next epoch's writes ({@link #sampledCrash});
+     * the third anywhere inside an epoch, in order, every event before a random one landed and that one
+     * torn half the time.
+     */
+    static RecordingDevice.CrashState sampledState(RecordingDevice rec, Random rnd, int sample, int firstFlush, int lastFlush) {
+        if (sample % 3 != 2) {
+            return sampledCrash(rec, rnd, firstFlush + rnd.nextInt(lastFlush - firstFlush));
+        }
+        int firstEvent = rec.flushEvent(firstFlush) + 1, lastEvent = rec.flushEvent(lastFlush - 1) + 1;
+        int at = firstEvent + rnd.nextInt(lastEvent - firstEvent);
+        RecordingDevice.Event e = rec.event(at);
+        return e.kind() == RecordingDevice.Event.Kind.WRITE && rnd.nextBoolean()
+                ? rec.crashTornAt(at, tornMask(rnd, e.sectorCount())) : new RecordingDevice.CrashState(at);
+    }
+
+    /**
      * The crash after flush {@code k} with a random subset of the next epoch's writes landed in a random
      * order, the last of them torn at sector boundaries half the time.
      */

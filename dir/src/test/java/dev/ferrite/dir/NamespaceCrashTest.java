@@ -96,17 +96,8 @@ class NamespaceCrashTest {
             }
             assertTrue(syncFlush.size() > 5, "syncs: " + syncFlush.size());
             assertTrue(grewIntoATree, "/a never outgrew its inode, seed " + seed);
-            int firstEvent = rec.flushEvent(firstFlush) + 1, lastEvent = rec.flushEvent(lastFlush - 1) + 1;
             for (int sample = 0; sample < samples; sample++) {
-                RecordingDevice.CrashState state;
-                if (sample % 3 != 2) { // after a flush, with some of the next epoch's writes (reordered, one torn)
-                    state = CrashTest.sampledCrash(rec, rnd, firstFlush + rnd.nextInt(lastFlush - firstFlush));
-                } else { // mid-epoch, in order: every event before a random one, that one torn half the time
-                    int at = firstEvent + rnd.nextInt(lastEvent - firstEvent);
-                    RecordingDevice.Event e = rec.event(at);
-                    state = e.kind() == RecordingDevice.Event.Kind.WRITE && rnd.nextBoolean()
-                            ? rec.crashTornAt(at, CrashTest.tornMask(rnd, e.sectorCount())) : new RecordingDevice.CrashState(at);
-                }
+                RecordingDevice.CrashState state = CrashTest.sampledState(rec, rnd, sample, firstFlush, lastFlush);
                 String where = "crash " + state + ", seed " + seed;
                 int synced = 0; // the last op a sync made durable within the events the crash kept in order
                 for (int i = 0; i < syncFlush.size() && rec.flushEvent(syncFlush.get(i)) < state.prefix(); i++) {

@@ -1,0 +1,185 @@
+package dev.ferrite.dir;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Random;
+import java.util.Set;
+
+import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.Errno;
+import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.testkit.RecordingDevice;
+import dev.ferrite.io.testkit.TestSeed;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import static dev.ferrite.io.internal.OnDisk.U64;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+/**
+ * Crashes at sampled points of a workload of random aligned writes (into holes and over written blocks),
+ * truncates and fsyncs on one file, with fsyncs of another file among them (which force the log past the
+ * first file's changes without flushing its data): after a flush with a random subset of the next epoch's writes
+ * (reordered, the last torn half the time), or anywhere inside an epoch with every earlier event landed
+ * (the last write torn half the time). Every recovered volume checks clean; the file's size is one it had
+ * at or after the last fsync the crash kept; and every 8-byte word of it (each write stamps every word
+ * with its file offset and the write's number) is zero or the stamp of a write to that block, the one the
+ * block held at that fsync or a later one: fsync'd data is intact and no block shows bytes the file
+ * never wrote there. The free space the file allocates from first held another file's bytes.
+ */
+@ExtendWith(TestSeed.class)
+class FileCrashTest {
+    private static final long SEED = TestSeed.get(16);
+    private static final int BS = 4096;
+    private static final int SPAN = 40;
+    private static final int OPS = 160;
+    private static final int SAMPLES = Integer.getInteger("ferrite.crash.samples", 60);
+
+    @Test
+    void everyFsyncedByteSurvivesAndNoBlockShowsForeignData() {
+        recoverSampledCrashes(SEED, OPS, SAMPLES);
+    }
+
+    /** Longer workloads (files reaching their extent limit) and many more crash states, over several seeds. */
+    @Test
+    @Tag("stress")
+    void longerWorkloadsAndManyMoreCrashStates() {
+        for (long seed = SEED; seed < SEED + 6; seed++) {
+            recoverSampledCrashes(seed, 4 * OPS, 300);
+        }
+    }
+
+    /** What a file block held over the workload: {op, value} pairs, value a write's number or 0 (cut off by a truncate). */
+    private static final class History {
+        final List<long[]> values = new ArrayList<>(List.of(new long[] {0, 0}));
+
+        /** The values a crash after an fsync at op {@code synced} may show: the one then, and every later one. */
+        Set<Long> allowedAfter(int synced) {
+            Set<Long> out = new HashSet<>();
+            long then = 0;
+            for (long[] v : values) {
+                if (v[0] <= synced) {
+                    then = v[1];
+                } else {
+                    out.add(v[1]);
+                }
+            }
+            out.add(then);
+            return out;
+        }
+    }
+
+    private static void recoverSampledCrashes(long seed, int ops, int samples) {
+        Random rnd = new Random(seed);
+        History[] blocks = new History[SPAN + 4];
+        for (int i = 0; i < blocks.length; i++) {
+            blocks[i] = new History();
+        }
+        History sizes = new History();
+        List<int[]> fsyncs = new ArrayList<>(); // {flush index, op}
+        int firstFlush, lastFlush;
+        try (RecordingDevice rec = RecordingDevice.wrap(VolumeFixtures.formatted()); Arena arena = Arena.ofConfined()) {
+            MemorySegment buf = arena.allocate(4L * BS, BlockDevice.BUFFER_ALIGNMENT);
+            try (Volume v = Volume.open(rec, VolumeFixtures.OPTIONS)) {
+                Namespace ns = v.namespace();
+                Handle f, g;
+                try (Handle root = ns.openRoot()) {
+                    // free space full of bytes no write of the workload makes: any block exposed unwritten shows them
+                    try (Handle junk = ns.create(root, "junk", 0644, true)) {
+                        MemorySegment j = arena.allocate(256L * BS, BlockDevice.BUFFER_ALIGNMENT);
+                        j.fill((byte) 0xA5);
+                        for (int k = 0; k < 4; k++) {
+                            ns.write(junk, k * j.byteSize(), j);
+                        }
+                    }
+                    ns.unlink(root, "junk");
+                    f = ns.create(root, "f", 0644, true);
+                    g = ns.create(root, "g", 0644, true);
+                }
+                fsyncs.add(new int[] {SyncPoint.of(rec, v, ns::sync), 0});
+                firstFlush = rec.flushCount();
+                long size = 0;
+                for (int op = 1; op <= ops; op++) {
+                    int r = rnd.nextInt(20);
+                    if (r < 13) {
+                        int at = rnd.nextInt(SPAN), n = 1 + rnd.nextInt(4);
+                        long offset = (long) at * BS;
+                        MemorySegment src = buf.asSlice(0, (long) n * BS);
+                        for (long w = 0; w < src.byteSize(); w += 8) {
+                            src.set(U64, w, (offset + w) << 16 | op);
+                        }
+                        try {
+                            ns.write(f, offset, src);
+                        } catch (NamespaceException e) {
+                            assertEquals(Errno.EFBIG, e.errno(), e.getMessage());
+                            continue;
+                        }
+                        for (int b = at; b < at + n; b++) {
+                            blocks[b].values.add(new long[] {op, op});
+                        }
+                        size = Math.max(size, offset + (long) n * BS);
+                    } else if (r < 16) {
+                        long to = (long) rnd.nextInt(SPAN) * BS;
+                        ns.truncate(f, to);
+                        for (long b = to / BS; b < size / BS; b++) {
+                            blocks[(int) b].values.add(new long[] {op, 0});
+                        }
+                        size = to;
+                    } else if (r < 18) {
+                        ns.fsync(f);
+                        fsyncs.add(new int[] {rec.flushCount() - 1, op}); // at or after the fsync's own flush
+                        continue;
+                    } else { // another file's fsync: f's changes so far reach the log, though f's data was not flushed for it
+                        ns.truncate(g, (long) rnd.nextInt(SPAN) * BS);
+                        ns.fsync(g);
+                        continue;
+                    }
+                    sizes.values.add(new long[] {op, size});
+                }
+                lastFlush = rec.flushCount();
+                f.close();
+                g.close();
+            }
+            assertTrue(fsyncs.size() > 5, "fsyncs: " + fsyncs.size());
+            for (int sample = 0; sample < samples; sample++) {
+                RecordingDevice.CrashState state = CrashTest.sampledState(rec, rnd, sample, firstFlush, lastFlush);
+                int synced = 0;
+                for (int[] s : fsyncs) {
+                    if (s[0] >= 0 && rec.flushEvent(s[0]) < state.prefix()) {
+                        synced = s[1];
+                    }
+                }
+                String where = "crash " + state + " (last fsync kept: after op " + synced + "), seed " + seed;
+                try (MemoryDevice image = rec.materialize(state); Volume v = Volume.open(image, VolumeFixtures.OPTIONS)) {
+                    Namespace ns = v.namespace();
+                    CheckReport report = ns.check();
+                    assertTrue(report.clean(), where + ":\n" + report);
+                    try (Handle f = ns.open("/f")) {
+                        long size = ns.stat(f).size();
+                        assertTrue(sizes.allowedAfter(synced).contains(size), where + ": size " + size + " is none of "
+                                + sizes.allowedAfter(synced));
+                        MemorySegment block = arena.allocate(BS, BlockDevice.BUFFER_ALIGNMENT);
+                        for (int b = 0; b < size / BS; b++) {
+                            assertEquals(BS, ns.read(f, (long) b * BS, block));
+                            Set<Long> allowed = blocks[b].allowedAfter(synced);
+                            for (long w = 0; w < BS; w += 8) {
+                                long word = block.get(U64, w);
+                                long offset = (long) b * BS + w;
+                                if (word == 0 ? !allowed.contains(0L) : (word >>> 16) != offset || !allowed.contains(word & 0xFFFF)) {
+                                    fail(where + ": the word at offset " + offset + " is 0x" + Long.toHexString(word)
+                                            + "; the block may hold only " + allowed);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

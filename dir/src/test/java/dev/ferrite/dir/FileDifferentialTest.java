@@ -1,0 +1,142 @@
+package dev.ferrite.dir;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.Random;
+
+import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.Errno;
+import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.testkit.TestSeed;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import static dev.ferrite.io.internal.OnDisk.U64;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Random block-aligned writes, reads and truncates on two Ferrite files and on two files of the host's
+ * file system (java.nio): every read returns the same bytes and count, sizes agree after every step, and
+ * at the end the whole contents agree, the volume checks clean and deleting the files gives back every
+ * block. A write Ferrite refuses with EFBIG (its extent list full) changed nothing and is not sent to the
+ * host.
+ */
+@ExtendWith(TestSeed.class)
+class FileDifferentialTest {
+    private static final int BS = 4096;
+    private static final int SPAN = 96; // blocks the offsets fall in: enough to fill and overflow an extent list
+    private static final int OPS = Integer.getInteger("ferrite.differential.ops", 2000);
+
+    @TempDir
+    Path tempDir;
+
+    @ParameterizedTest
+    @ValueSource(longs = {1, 2})
+    void ferriteFilesAgreeWithTheHost(long defaultSeed) throws IOException {
+        run(TestSeed.get(defaultSeed), OPS);
+    }
+
+    @Test
+    @Tag("stress")
+    void manySeeds() throws IOException {
+        long base = TestSeed.get(100);
+        for (long seed = base; seed < base + 20; seed++) {
+            run(seed, 10_000);
+        }
+    }
+
+    private void run(long seed, int ops) throws IOException {
+        Random rnd = new Random(seed);
+        int efbig = 0;
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, VolumeFixtures.OPTIONS);
+             Arena arena = Arena.ofConfined()) {
+            Namespace ns = v.namespace();
+            long free = v.statfs().freeBlocks();
+            Handle[] files = new Handle[2];
+            try (Handle root = ns.openRoot()) {
+                files[0] = ns.create(root, "f0", 0644, true);
+                files[1] = ns.create(root, "f1", 0644, true);
+            }
+            FileChannel[] hosts = new FileChannel[2];
+            for (int i = 0; i < 2; i++) {
+                hosts[i] = FileChannel.open(tempDir.resolve("f" + i + "-" + seed), StandardOpenOption.CREATE_NEW,
+                        StandardOpenOption.READ, StandardOpenOption.WRITE);
+            }
+            MemorySegment buf = arena.allocate(16L * BS, BlockDevice.BUFFER_ALIGNMENT);
+            MemorySegment got = arena.allocate(16L * BS, BlockDevice.BUFFER_ALIGNMENT);
+            for (int op = 0; op < ops; op++) {
+                int which = rnd.nextInt(2);
+                Handle f = files[which];
+                FileChannel h = hosts[which];
+                long offset = (long) rnd.nextInt(SPAN) * BS;
+                int blocks = 1 + rnd.nextInt(rnd.nextInt(4) == 0 ? 16 : 3);
+                String where = "op " + op + " on f" + which + ", seed " + seed;
+                switch (rnd.nextInt(10)) {
+                    case 0, 1, 2, 3, 4 -> {
+                        MemorySegment src = buf.asSlice(0, (long) blocks * BS);
+                        for (long at = 0; at < src.byteSize(); at += 8) {
+                            src.set(U64, at, (offset + at) << 16 | op);
+                        }
+                        try {
+                            ns.write(f, offset, src);
+                        } catch (NamespaceException e) {
+                            assertEquals(Errno.EFBIG, e.errno(), where + ": " + e.getMessage());
+                            efbig++;
+                            break;
+                        }
+                        h.write(src.asByteBuffer(), offset);
+                    }
+                    case 5, 6, 7 -> {
+                        MemorySegment dst = got.asSlice(0, (long) blocks * BS);
+                        int n = ns.read(f, offset, dst);
+                        ByteBuffer want = ByteBuffer.allocate(blocks * BS);
+                        int m = Math.max(0, h.read(want, offset));
+                        assertEquals(m, n, where + ": bytes read at " + offset);
+                        assertTrue(MemorySegment.ofArray(want.array()).asSlice(0, m).mismatch(dst.asSlice(0, n)) < 0,
+                                where + ": the bytes read at " + offset + " differ");
+                    }
+                    default -> {
+                        long size = (long) rnd.nextInt(SPAN) * BS;
+                        ns.truncate(f, size);
+                        if (size < h.size()) {
+                            h.truncate(size);
+                        } else if (size > h.size()) {
+                            h.write(ByteBuffer.allocate(1), size - 1); // up: a hole to the new size
+                        }
+                    }
+                }
+                assertEquals(h.size(), ns.stat(f).size(), where + ": size");
+            }
+            for (int i = 0; i < 2; i++) {
+                long size = hosts[i].size();
+                for (long at = 0; at < size; at += 16L * BS) {
+                    int n = ns.read(files[i], at, got);
+                    ByteBuffer want = ByteBuffer.allocate(16 * BS);
+                    int m = hosts[i].read(want, at);
+                    assertEquals(m, n, "seed " + seed + ": f" + i + " at " + at);
+                    assertTrue(MemorySegment.ofArray(want.array()).asSlice(0, m).mismatch(got.asSlice(0, n)) < 0,
+                            "seed " + seed + ": f" + i + " differs at " + at);
+                }
+                hosts[i].close();
+            }
+            assertTrue(efbig < ops / 2, "seed " + seed + ": " + efbig + " writes of " + ops + " refused");
+            VolumeFixtures.assertChecked(ns);
+            for (int i = 0; i < 2; i++) {
+                files[i].close();
+                ns.unlink("/f" + i);
+            }
+            assertEquals(free, v.statfs().freeBlocks(), "seed " + seed + ": every block back");
+            VolumeFixtures.assertChecked(ns);
+        }
+    }
+}
