@@ -109,6 +109,40 @@ final class ExtentFormat {
         return list;
     }
 
+    /**
+     * The in-place fast path's lookup, with no list decoded: the device block of file block {@code first}
+     * if the regular file whose record is at {@code rec} has a written extent holding all of
+     * {@code [first, end)} and its size reaches {@code end}; else -1 (also for anything that is not such
+     * a file: the caller's full path sorts that out). The extent found is checked as {@link #decode}
+     * checks it, so a hostile image cannot aim the write outside one group's data blocks.
+     */
+    static long writtenBlock(MemorySegment b, int rec, long first, long end, Geometry g) {
+        if ((InodeFormat.mode(b, rec) & InodeFormat.S_IFMT) != InodeFormat.S_IFREG || InodeFormat.fork(b, rec) != InodeFormat.FORK_EXTENTS
+                || Long.compareUnsigned(InodeFormat.size(b, rec), end * g.blockSize()) < 0) {
+            return -1;
+        }
+        int area = rec + InodeFormat.INLINE;
+        int lo = 0, hi = Math.min(InodeFormat.inlineUsed(b, rec) / SIZE, capacity(InodeFormat.inlineCapacity((int) b.byteSize()))) - 1;
+        while (lo <= hi) {
+            int mid = (lo + hi) >>> 1;
+            long fb = fileBlock(b, area, mid);
+            int len = length(b, area, mid);
+            if (fb + len <= first) {
+                lo = mid + 1;
+            } else if (fb > first) {
+                hi = mid - 1;
+            } else {
+                long dev = deviceBlock(b, area, mid);
+                if (unwritten(b, area, mid) || fb + len < end || len < 1 || !g.isDataBlock(dev) || !g.isDataBlock(dev + len - 1)
+                        || g.agOfBlock(dev) != g.agOfBlock(dev + len - 1)) {
+                    return -1;
+                }
+                return dev + (first - fb);
+            }
+        }
+        return -1;
+    }
+
     private static CorruptionException corrupt(MemorySegment b, int rec, String detail) {
         return new CorruptionException(BlockHeaderFormat.blockNo(b), InodeFormat.STRUCTURE, "record at " + rec + ": " + detail);
     }

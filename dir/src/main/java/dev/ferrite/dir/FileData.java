@@ -116,18 +116,28 @@ final class FileData {
         }
     }
 
+    /** The device block of file block {@code first} if one written extent holds {@code [first, end)} inside the size; else -1. */
+    private long inPlace(long ino, long first, long end) {
+        return records.readRecord(ino, (b, rec) -> ExtentFormat.writtenBlock(b, rec, first, end, geometry));
+    }
+
     int read(Handle h, long offset, MemorySegment dst) {
         Inode i = h.requireOpen();
+        requireDirect(i, "read", offset, dst);
         ReentrantReadWriteLock.ReadLock l = io(i.ino).readLock();
         l.lock();
         try {
+            long first = offset / blockSize;
+            long dev = dst.byteSize() == 0 ? -1 : inPlace(i.ino, first, first + dst.byteSize() / blockSize);
+            if (dev >= 0) {
+                device.read(dev, dst);
+                return (int) dst.byteSize();
+            }
             Snapshot s = file(i.ino);
-            requireDirect(i, "read", offset, dst);
             if (offset >= s.size() || dst.byteSize() == 0) {
                 return 0;
             }
             long n = Math.min(dst.byteSize(), s.size() - offset);
-            long first = offset / blockSize;
             long end = first + (n + blockSize - 1) / blockSize; // whole blocks: the buffer holds them
             ExtentList x = s.extents();
             for (long fb = first; fb < end; ) {
@@ -149,20 +159,28 @@ final class FileData {
 
     void write(Handle h, long offset, MemorySegment src) {
         Inode i = h.requireOpen();
+        requireDirect(i, "write", offset, src);
+        long len = src.byteSize();
+        if (offset > MAX_FILE_SIZE - len) {
+            file(i.ino); // EISDIR or EINVAL before EFBIG
+            throw new NamespaceException(Errno.EFBIG, "write of " + len + " bytes at offset " + offset + " of inode " + i.ino
+                    + " ends past the largest file, " + MAX_FILE_SIZE + " bytes");
+        }
         ReentrantReadWriteLock.ReadLock l = io(i.ino).readLock();
         l.lock();
         try {
-            Snapshot s = file(i.ino);
-            requireDirect(i, "write", offset, src);
-            long len = src.byteSize();
-            if (offset > MAX_FILE_SIZE - len) {
-                throw new NamespaceException(Errno.EFBIG, "write of " + len + " bytes at offset " + offset + " of inode " + i.ino
-                        + " ends past the largest file, " + MAX_FILE_SIZE + " bytes");
+            long first = offset / blockSize, end = first + len / blockSize;
+            long dev = len == 0 ? -1 : inPlace(i.ino, first, end);
+            if (dev >= 0) { // the fast path: written blocks inside the size, overwritten in place
+                device.write(dev, src);
+                i.dataDirty = true;
+                written = true;
+                return;
             }
+            Snapshot s = file(i.ino);
             if (len == 0) {
                 return;
             }
-            long first = offset / blockSize, end = first + len / blockSize;
             ExtentList x = s.extents();
             if (x.firstGap(first, end, false) != null) {
                 requireRoom(i.ino, x, first, end);

@@ -121,6 +121,30 @@ class ExtentFormatTest {
     }
 
     @Test
+    void theFastPathLookupFindsOnlyAWrittenRunInsideTheSizeAndOneGroup() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment b = inodeBlock(arena);
+            InodeFormat.init(b, REC, InodeFormat.recordSize(BS), InodeFormat.S_IFREG | 0644, 0, 0, 1, 0);
+            ExtentList x = new ExtentList(25);
+            x.insert(0, D, 4, false);
+            x.insert(4, D + 10, 4, true);
+            x.insert(8, D + 20, 4, false);
+            ExtentFormat.encode(b, REC, x);
+            InodeFormat.setSize(b, REC, 10L * BS);
+            assertEquals(D + 1, ExtentFormat.writtenBlock(b, REC, 1, 4, G));
+            assertEquals(-1, ExtentFormat.writtenBlock(b, REC, 3, 5, G), "runs into another extent");
+            assertEquals(-1, ExtentFormat.writtenBlock(b, REC, 4, 5, G), "unwritten");
+            assertEquals(D + 20, ExtentFormat.writtenBlock(b, REC, 8, 10, G));
+            assertEquals(-1, ExtentFormat.writtenBlock(b, REC, 8, 11, G), "past the size");
+            assertEquals(-1, ExtentFormat.writtenBlock(b, REC, 12, 13, G), "a hole");
+            ExtentFormat.set(b, REC + InodeFormat.INLINE, 0, 0, 0, 4, false); // a hostile extent over the superblock
+            assertEquals(-1, ExtentFormat.writtenBlock(b, REC, 1, 2, G));
+            InodeFormat.setFork(b, REC, InodeFormat.FORK_EMPTY);
+            assertEquals(-1, ExtentFormat.writtenBlock(b, REC, 8, 9, G), "no extent list");
+        }
+    }
+
+    @Test
     void decodeRefusesWhatNoFileHolds() {
         try (Arena arena = Arena.ofConfined()) {
             int area = REC + InodeFormat.INLINE;
