@@ -286,6 +286,63 @@ class FileDataTest {
     }
 
     @Test
+    void concurrentWritersOfDisjointRangesEachKeepTheirOwnBytes() throws InterruptedException {
+        int threads = 4, region = 16;
+        try (Handle f = ns.create(root, "f", 0644, true)) {
+            int[][] last = new int[threads][region]; // the generation each block of each writer's region holds last
+            Throwable[] failed = new Throwable[threads];
+            Thread[] ts = new Thread[threads];
+            for (int t = 0; t < threads; t++) {
+                int me = t;
+                ts[t] = new Thread(() -> {
+                    java.util.Random rnd = new java.util.Random(me);
+                    try (Arena mine = Arena.ofConfined()) {
+                        for (int gen = 1; gen <= 150; gen++) {
+                            int at = rnd.nextInt(region - 1), n = 1 + rnd.nextInt(2);
+                            long offset = (long) (me * region + at) * BS;
+                            MemorySegment src = mine.allocate((long) n * BS, BlockDevice.BUFFER_ALIGNMENT);
+                            for (long w = 0; w < src.byteSize(); w += 8) {
+                                src.set(U64, w, (offset + w) << 16 | gen);
+                            }
+                            try {
+                                ns.write(f, offset, src);
+                            } catch (NamespaceException e) {
+                                assertEquals(Errno.EFBIG, e.errno(), e.getMessage()); // the four writers' extents together overflowed: nothing changed
+                                continue;
+                            }
+                            for (int b = at; b < at + n; b++) {
+                                last[me][b] = gen;
+                            }
+                        }
+                    } catch (Throwable e) {
+                        failed[me] = e;
+                    }
+                }, "writer-" + t);
+                ts[t].start();
+            }
+            for (Thread t : ts) {
+                t.join(60_000);
+                assertTrue(!t.isAlive(), t.getName() + " did not finish");
+            }
+            for (Throwable e : failed) {
+                if (e != null) {
+                    throw new AssertionError("a writer failed", e);
+                }
+            }
+            MemorySegment r = buffer(1);
+            for (int t = 0; t < threads; t++) {
+                for (int b = 0; b < region; b++) {
+                    long offset = (long) (t * region + b) * BS;
+                    if (offset < ns.stat(f).size()) {
+                        ns.read(f, offset, r);
+                        assertStamped(r, offset, last[t][b]);
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
     void theCheckerFindsBadExtents() {
         long a, b;
         try (Handle f = ns.create(root, "a", 0644, true); Handle g = ns.create(root, "b", 0644, true)) {
