@@ -50,6 +50,8 @@ public final class Volume implements AutoCloseable {
     private static final String SUPERBLOCK = "superblock";
     private static final int INODE_CACHE_CAPACITY = 1 << 16;
 
+    /** The magics the namespace gives blocks it frees (the B-tree's own the replayer knows): recovery writes no such block. */
+    private static final int[] FREED_MAGICS = {InodeFormat.FREED_MAGIC, SymlinkFormat.FREED_MAGIC, DirEntryFormat.FREED_MAGIC};
     private final BlockDevice device;
     private final Geometry geometry;
     private final Journal journal;
@@ -106,7 +108,7 @@ public final class Volume implements AutoCloseable {
             LogGeometry log = new LogGeometry(g.logStart(), g.logBlocks());
             Journal.format(device, log);
             Journal journal;
-            try (BufferReplayer replayer = new BufferReplayer(device)) {
+            try (BufferReplayer replayer = new BufferReplayer(device, FREED_MAGICS)) {
                 journal = Journal.open(device, log, options.journal(), replayer);
             }
             BufferCache cache = new BufferCache(device, journal, options.effectiveCacheBytes(device.size()));
@@ -172,7 +174,7 @@ public final class Volume implements AutoCloseable {
                         + " volume on it was formatted for " + g.deviceBlocks() + ": the device is too small (truncated?)");
             }
             int replayed;
-            try (BufferReplayer replayer = new BufferReplayer(device)) {
+            try (BufferReplayer replayer = new BufferReplayer(device, FREED_MAGICS)) {
                 journal = Journal.open(device, new LogGeometry(g.logStart(), g.logBlocks()), options.journal(), replayer);
                 replayed = replayer.blocks();
             }
