@@ -80,6 +80,17 @@ class BufferCacheTest {
         arena.close();
     }
 
+    /** Forces the log, cuts the power (everything forced is on the device), and opens the cache again after a recovery that replayed something. */
+    private void crashAndRecover() {
+        journal.forceAll();
+        device.cutPower();
+        journal.close();
+        cache.close();
+        device.restorePower();
+        openCache();
+        assertFalse(journal.recovery().clean());
+    }
+
     /** Writes a sound test block holding {@code payload} straight to the device. */
     private MemorySegment writeBlock(long block, int magic, long blockNo, long owner, long payload) {
         MemorySegment b = arena.allocate(BLOCK_SIZE, BLOCK_SIZE);
@@ -511,13 +522,7 @@ class BufferCacheTest {
             }
         }
         // the free and the new contents are in the log only: recovery must end with the new ones
-        journal.forceAll();
-        device.cutPower();
-        journal.close();
-        cache.close();
-        device.restorePower();
-        openCache();
-        assertFalse(journal.recovery().clean());
+        crashAndRecover();
         assertEquals(2, payload(get(x)), "recovery of a freed and reused block");
         journal.quiesce();
         MemorySegment home = MemorySegment.ofArray(onDisk(x));
@@ -544,16 +549,11 @@ class BufferCacheTest {
             cache.free(txn, b, FREED);
             txn.commit();
         }
-        journal.forceAll();
+        journal.forceAll(); // the free durable before the block is reused
         MemorySegment data = arena.allocate(BLOCK_SIZE, BLOCK_SIZE);
         data.fill((byte) 0x5A); // unlogged contents written after the free was durable
         device.poke(x, data);
-        device.cutPower();
-        journal.close();
-        cache.close();
-        device.restorePower();
-        openCache();
-        assertFalse(journal.recovery().clean());
+        crashAndRecover();
         assertEquals(-1, MemorySegment.ofArray(onDisk(x)).mismatch(data), "recovery wrote over a freed block");
     }
 
