@@ -121,7 +121,7 @@ public final class VolumeDump {
     }
 
     /**
-     * Inode {@code ino} of a mounted volume: where it lives, its attributes, and a directory's size.
+     * Inode {@code ino} of a mounted volume: where it lives, its attributes, a directory's size, a file's extents.
      *
      * @throws InvalidArgumentException if {@code ino} names no inode slot of the volume
      * @throws dev.ferrite.io.CorruptionException if a block read on the way is damaged
@@ -162,6 +162,10 @@ public final class VolumeDump {
                     ? ", the first " + ENTRIES_SHOWN + " in hash order:\n" : ":\n").append(shown);
         } else if (s.isSymlink()) {
             sb.append("  symlink to ").append(volume.namespace().records.readlinkIno(ino)).append('\n');
+        } else if (s.isRegularFile()) {
+            ExtentList x = volume.namespace().records.readRecord(ino, (b, rec) -> ExtentFormat.decode(b, rec, g));
+            sb.append("  ").append(s.blocks()).append(" blocks in ").append(x.count()).append(" extents (file block+length@device block, u unwritten): ")
+                    .append(x).append('\n');
         }
         return sb.toString();
     }

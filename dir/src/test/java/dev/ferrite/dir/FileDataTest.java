@@ -91,7 +91,10 @@ class FileDataTest {
             InodeStat s = ns.stat(f);
             assertEquals(5 * BS, s.size());
             assertEquals(5, s.blocks());
-            assertEquals(1, ns.records.readRecord(ino, (b, rec) -> ExtentFormat.decode(b, rec, v.geometry())).count());
+            ExtentList x = ns.records.readRecord(ino, (b, rec) -> ExtentFormat.decode(b, rec, v.geometry()));
+            assertEquals(1, x.count());
+            String dump = VolumeDump.inode(v, ino);
+            assertTrue(dump.contains("5 blocks in 1 extents") && dump.contains("[0+5@" + x.deviceBlock(0) + "]"), dump);
         }
         v.close();
         v = Volume.open(dev, OPTIONS);
