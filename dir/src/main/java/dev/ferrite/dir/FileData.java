@@ -238,21 +238,23 @@ final class FileData {
     /**
      * Maps every hole of {@code [first, end)} to newly allocated, unwritten blocks, a hole (of at most
      * {@link ExtentFormat#MAX_LENGTH} blocks) per transaction, each contiguous, near the block after the
-     * file's previous extent or in the inode's group first; returns the mapping after.
+     * file's previous extent or in the inode's group first; a hole no group holds contiguous is taken in
+     * halves, quarters..., each an extent. Returns the mapping after.
      *
-     * @throws NoSpaceException if no group has a hole's blocks contiguous (the holes filled so far stay
-     *                          mapped unwritten)
+     * @throws NoSpaceException if no group has a free block left; EFBIG if free space is so fragmented that
+     *                          the extents outgrow the record (the holes filled so far stay mapped unwritten)
      */
     private ExtentList allocate(Inode i, long first, long end) {
         long ino = i.ino;
         int rec = records.rec(ino);
+        int most = ExtentFormat.MAX_LENGTH; // halved each time no group has that many blocks contiguous
         for (;;) {
             ExtentList x = file(ino).extents();
             long[] gap = x.firstGap(first, end, false);
             if (gap == null) {
                 return x;
             }
-            int len = (int) Math.min(gap[1], ExtentFormat.MAX_LENGTH);
+            int len = (int) Math.min(gap[1], most);
             int k = -x.find(gap[0]) - 2; // the extent before the hole
             long near = k >= 0 ? x.deviceBlock(k) + (gap[0] - x.fileBlock(k)) : 0;
             int home = geometry.agOfInode(ino);
@@ -298,7 +300,10 @@ final class FileData {
                 }
             }
             if (!done) {
-                throw new NoSpaceException("no allocation group has " + len + " contiguous free blocks for inode " + ino);
+                if (len == 1) {
+                    throw new NoSpaceException("no allocation group has a free block for inode " + ino);
+                }
+                most = len / 2;
             }
         }
     }

@@ -553,8 +553,9 @@ public final class Namespace {
      * @throws NamespaceException the errnos of {@link #read}; EFBIG if the write ends past {@link #MAX_FILE_SIZE},
      *         or if the file's extents would not fit in its inode record (the per-inode extent tree is not
      *         built yet): then nothing changed
-     * @throws NoSpaceException if no allocation group has a hole's blocks contiguous: holes filled before it stay
-     *         mapped unwritten (reading zeros; truncate or unlink frees them)
+     * @throws NoSpaceException if the allocation groups run out of free blocks; then, and on an EFBIG because free
+     *         space is too fragmented for the extents to fit, the holes filled so far stay mapped unwritten
+     *         (reading zeros; truncate or unlink frees them)
      * @throws VolumeShutdownException if the volume is closed or its journal has shut down
      * @throws dev.ferrite.io.DeviceException if the device fails a write or flush
      */

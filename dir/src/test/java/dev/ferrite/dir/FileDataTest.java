@@ -109,6 +109,23 @@ class FileDataTest {
     }
 
     @Test
+    void aWriteLargerThanAnyGroupTakesItsBlocksFromSeveral() {
+        long start = free();
+        int blocks = 3000; // a group of this volume holds about 2000
+        try (Handle f = ns.create(root, "f", 0644, true)) {
+            ns.write(f, 0, stamped(0, blocks, 1));
+            assertEquals(blocks, ns.stat(f).blocks());
+            assertTrue(ns.records.readRecord(f.ino(), (b, rec) -> ExtentFormat.decode(b, rec, v.geometry())).count() > 1);
+            MemorySegment r = buffer(blocks);
+            assertEquals((long) blocks * BS, ns.read(f, 0, r));
+            assertStamped(r, 0, 1);
+            VolumeFixtures.assertChecked(ns);
+        }
+        ns.unlink(root, "f");
+        assertEquals(start, free());
+    }
+
+    @Test
     void holesReadAsZerosAndReadsStopAtTheEnd() {
         try (Handle f = ns.create(root, "f", 0644, true)) {
             ns.write(f, 10L * BS, stamped(10L * BS, 1, 7));
