@@ -86,7 +86,9 @@ import static dev.ferrite.dir.PathResolver.requireName;
  * block reserve to refill or spill: {@link DirContents#prepare}, each step again reserve-then-lock), or a group's
  * free list needs fixing, it drops everything, unchanged, and starts again. An orphan is freed after
  * the unlinking operation let go of its locks, a step at a time. Locks are taken in one order, which
- * makes deadlock impossible:
+ * makes deadlock impossible (a file's I/O lock comes before all of them and before the log reservation, as
+ * XFS's {@code i_rwsem} does: reads and writes share it, truncate and an orphan's freeing hold it alone;
+ * nothing that frees log space needs it):
  * <ol>
  *   <li>the rename lock, only by renames moving a directory to another parent (it keeps the "not into
  *       its own subtree" check true until they commit, as Linux's {@code s_vfs_rename_mutex} does);
@@ -104,9 +106,15 @@ import static dev.ferrite.dir.PathResolver.requireName;
  * {@code Creator}'s), remove, link and rename. The parts it delegates to, each with one job, and the
  * locks of the list above each takes are in the package documentation.
  *
+ * <h2>Files</h2>
+ * {@link #read}, {@link #write} and {@link #truncate} move a regular file's data through the direct path
+ * only, for now (block-aligned offsets and lengths, aligned native buffers); {@code FileData} keeps the
+ * extents, and its class documentation gives the ordering that keeps a crash from exposing blocks a file
+ * did not write.
+ *
  * <h2>Orphans</h2>
  * An inode whose last link goes while a handle holds it open, or which still owns blocks (a directory
- * tree), is recorded in its group's orphan tree in the unlinking transaction and freed in steps at the
+ * tree, a file's extents), is recorded in its group's orphan tree in the unlinking transaction and freed in steps at the
  * last close, or by {@link Volume#open} after a crash.
  */
 public final class Namespace {

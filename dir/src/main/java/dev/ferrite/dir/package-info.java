@@ -1,8 +1,9 @@
 /**
  * dir: the namespace. So far: volumes ({@link dev.ferrite.dir.Volume} format, mount, unmount), the
  * superblock and its mirror, allocation groups with their free-space and inode B-trees, inode records
- * and the lock-free inode cache; directories and the {@link dev.ferrite.dir.Namespace} API (paths and
- * {@link dev.ferrite.dir.Handle}s), orphans and the check ({@link dev.ferrite.dir.CheckReport}). The CLI
+ * and the lock-free inode cache; directories, regular files' data (direct I/O over inline extent lists) and
+ * the {@link dev.ferrite.dir.Namespace} API (paths and {@link dev.ferrite.dir.Handle}s), orphans and the check
+ * ({@link dev.ferrite.dir.CheckReport}). The CLI
  * builds on these.
  *
  * <p>The namespace is a façade ({@code Namespace}: the public API, and create, remove, link and rename,
@@ -22,6 +23,10 @@
  *   <li>{@code Orphans}: handles and the freeing of inodes without links, each step a transaction taking
  *       the orphan's lock (2), its group's AGI (3) or AGF, then its record (4); destroying an orphan's
  *       tree reads the nodes before locking the record, which nobody else can contend for an orphan.
+ *   <li>{@code FileData} (the xfs_bmap role): regular files' extent lists ({@code ExtentFormat}) and their
+ *       direct reads and writes; its I/O lock (shared by reads and writes, exclusive by truncate and an
+ *       orphan's freeing) is taken before the log reservation, then each extent change takes the file's lock
+ *       (2), one group's AGF, then its record (4).
  *   <li>{@code NamespaceChecker}: the namespace's part of the check; reads only, no lock.
  * </ul>
  * The allocation group is split the same way: {@code AllocationGroup} (headers, locking, orphans) over
@@ -35,7 +40,7 @@
  *   <li>Unrelated allocations share no lock: each group has its own AGF (free space) and AGI (inode)
  *       header locks, taken AGI before AGF, held to commit.
  *   <li>Every block of a group is exactly one of: header, tree node, free-list entry, free (in both
- *       free-space trees), or allocated (inode chunk, directory tree block or reserve; later file blocks).
+ *       free-space trees), or allocated (inode chunk, directory tree block or reserve, long symlink target, file extent).
  *   <li>A tree's node allocation only pops its header's free list, which every operation checks holds a
  *       reserve before it starts; refills run in transactions of their own.
  *   <li>Volume-wide counts are striped counters whose sums equal the group headers' counts; the
