@@ -52,6 +52,19 @@ class MainTest {
     }
 
     @Test
+    void randwriteRefusesWhatItCannotRunBeforeMakingAnyDevice() {
+        assertEquals(2, run("bench", "randwrite", "--bs", "6K"));
+        assertTrue(err.toString().startsWith("ferrite bench randwrite: --bs 6 KiB: give a multiple of 4 KiB up to 1 MiB"), err.toString());
+        err.getBuffer().setLength(0);
+        assertEquals(2, run("bench", "randwrite", "--file-size", "1500K"));
+        assertTrue(err.toString().startsWith("ferrite bench randwrite: --file-size 1500 KiB: give a whole number of MiB"), err.toString());
+        err.getBuffer().setLength(0);
+        assertEquals(2, run("bench", "randwrite", "--targets", "ferrite,zfs"));
+        assertTrue(err.toString().startsWith("ferrite bench randwrite: --targets: 'zfs' is not one of ferrite, xfs, ext4, raw"), err.toString());
+        assertEquals("", out.toString());
+    }
+
+    @Test
     void noCommandIsAUsageError() {
         assertEquals(2, run());
         assertEquals("ferrite: a command is required: bench, jmh, format, check or dump (see 'ferrite --help')\n", err.toString());

@@ -1,0 +1,121 @@
+package dev.ferrite.perf;
+
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import java.util.stream.Collectors;
+
+import dev.ferrite.perf.bench.Fio;
+import dev.ferrite.perf.bench.Machine;
+import dev.ferrite.perf.bench.RandWriteBench;
+import dev.ferrite.perf.bench.RandWriteBench.Target;
+import dev.ferrite.perf.bench.Result;
+import dev.ferrite.perf.bench.Storage;
+
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+
+@Command(name = "randwrite",
+        description = {
+                "Random overwrites of an already written file through the direct path: BS-byte",
+                "writes at random aligned offsets, O_DIRECT, no fsync, from each --qd count of",
+                "synchronous writers. Each target gets its own RAM-backed loop device of the same",
+                "size, made for it and removed after it (needs root and losetup):",
+                "",
+                "  ferrite  a volume on the device; the file written through Namespace.write",
+                "  xfs      mkfs.xfs defaults, mounted; fio rw=randwrite direct=1 ioengine=psync numjobs=QD",
+                "  ext4     mkfs.ext4 defaults, mounted; the same fio job",
+                "  raw      the same fio job on the block device itself: the limit",
+                "",
+                "The table gives ferrite's rate over each other target's.",
+                ""})
+final class RandWriteCommand implements Callable<Integer> {
+    @Option(names = "--file-size", paramLabel = "SIZE", defaultValue = "1G", converter = ByteSize.Converter.class,
+            description = "bytes of the file overwritten, a whole number of MiB; K/M/G suffixes (default: ${DEFAULT-VALUE})")
+    long fileSize;
+
+    @Option(names = "--bs", paramLabel = "SIZE", defaultValue = "4K", converter = ByteSize.Converter.class,
+            description = "bytes per write, a multiple of 4 KiB up to 1 MiB (default: ${DEFAULT-VALUE})")
+    long bs;
+
+    @Option(names = "--qd", paramLabel = "N", split = ",", defaultValue = "1,32",
+            description = "synchronous writers per phase, one phase each (default: ${DEFAULT-VALUE})")
+    List<Integer> queueDepths;
+
+    @Option(names = "--targets", paramLabel = "T", split = ",", defaultValue = "ferrite,xfs,ext4,raw",
+            description = "ferrite, xfs, ext4, raw, in run order (default: ${DEFAULT-VALUE})")
+    List<String> targets;
+
+    @Mixin
+    RunDir runDir;
+
+    @Mixin
+    BenchOptions options;
+
+    @Mixin
+    FioOption fioOption;
+
+    @Mixin
+    HelpOption help;
+
+    @Spec
+    CommandSpec spec;
+
+    @Override
+    public Integer call() throws IOException {
+        options.validate(spec);
+        if (fileSize < 1 << 20 || fileSize % (1 << 20) != 0 || fileSize > 64L << 30) {
+            throw new ParameterException(spec.commandLine(), "--file-size " + ByteSize.format(fileSize)
+                    + ": give a whole number of MiB up to 64 GiB");
+        }
+        if (bs < 4096 || bs % 4096 != 0 || bs > 1 << 20) {
+            throw new ParameterException(spec.commandLine(), "--bs " + ByteSize.format(bs) + ": give a multiple of 4 KiB up to 1 MiB");
+        }
+        for (int qd : queueDepths) {
+            if (qd < 1 || qd > 256) {
+                throw new ParameterException(spec.commandLine(), "--qd " + queueDepths + ": each count must be 1..256");
+            }
+        }
+        List<Target> ts = targets.stream().map(this::target).distinct().toList();
+        Path base = runDir.resolve(spec);
+        Fio fio = fioOption.noFio ? null : Fio.find().orElse(null);
+        RandWriteBench bench = new RandWriteBench(base, fileSize, (int) bs, queueDepths, options.seconds, ts, fio);
+        PrintWriter out = spec.commandLine().getOut();
+        Storage storage = Storage.of(base);
+        out.printf(Locale.ROOT, "devices: loop devices of %s over images in %s (%s), one per target%n",
+                ByteSize.format(bench.deviceBytes()), storage.path(), storage.describe());
+        out.printf(Locale.ROOT, "file:    %s, %s writes at random offsets, O_DIRECT, no fsync; writers %s; %s s per phase%n",
+                ByteSize.format(fileSize), ByteSize.format(bs),
+                queueDepths.stream().map(String::valueOf).collect(Collectors.joining(",")), options.seconds);
+        out.println(fio != null ? "fio:    " + fio.version() + " for xfs, ext4 and raw"
+                : "fio:    " + (fioOption.noFio ? "skipped (--no-fio)" : "not on the PATH") + ": ferrite only");
+        out.flush();
+        Machine machine = Machine.collect(storage);
+        List<Result> results = bench.run(new ProgressLine(spec.commandLine().getErr()));
+        for (String note : bench.notes()) {
+            out.println(note);
+        }
+        List<String> ran = ts.stream().map(Target::label).filter(l -> results.stream().anyMatch(r -> r.target().equals(l))).toList();
+        if (!ran.isEmpty()) {
+            RunDir.printTables(out, results, ran);
+        }
+        options.json.write(out, machine, results);
+        out.flush();
+        return 0;
+    }
+
+    private Target target(String name) {
+        try {
+            return Target.valueOf(name.strip().toUpperCase(Locale.ROOT));
+        } catch (IllegalArgumentException e) {
+            throw new ParameterException(spec.commandLine(), "--targets: '" + name + "' is not one of ferrite, xfs, ext4, raw");
+        }
+    }
+}

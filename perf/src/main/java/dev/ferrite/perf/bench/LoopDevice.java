@@ -1,0 +1,181 @@
+package dev.ferrite.perf.bench;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import dev.ferrite.io.FerriteException;
+
+/**
+ * A loop device over a RAM-backed image file, optionally formatted and mounted with a kernel file
+ * system: the same kind of device for every target of a comparison, made by the benchmark and removed
+ * by {@link #close()} in reverse order. Needs root and util-linux ({@code losetup}), and
+ * {@code mkfs.xfs}/{@code mkfs.ext4} for those file systems.
+ */
+public final class LoopDevice implements AutoCloseable {
+    /** What goes on the device. */
+    public enum Kind {
+        /** Nothing: the block device itself. */
+        RAW(null),
+        XFS("mkfs.xfs"),
+        EXT4("mkfs.ext4");
+
+        final String mkfs;
+
+        Kind(String mkfs) {
+            this.mkfs = mkfs;
+        }
+
+        public String label() {
+            return name().toLowerCase(java.util.Locale.ROOT);
+        }
+    }
+
+    private final Path image;
+    private final Path device;
+    private final Path mountPoint;
+    private boolean mounted;
+
+    private LoopDevice(Path image, Path device, Path mountPoint) {
+        this.image = image;
+        this.device = device;
+        this.mountPoint = mountPoint;
+    }
+
+    /** Whether this process can make loop devices of {@code kind}: root, losetup and the mkfs it needs. */
+    public static boolean available(Kind kind) {
+        return isRoot() && onPath("losetup") && (kind.mkfs == null || onPath(kind.mkfs));
+    }
+
+    /**
+     * A new loop device of {@code bytes} over an image in {@code dir}, with {@code kind} made on it and
+     * mounted on a fresh directory in {@code dir} (the file systems with their defaults, as mkfs makes them).
+     */
+    public static LoopDevice create(Path dir, long bytes, Kind kind) {
+        Path image = null;
+        LoopDevice made = null;
+        try {
+            image = Files.createTempFile(dir, "ferrite-loop-", ".img");
+            try (var ch = java.nio.channels.FileChannel.open(image, java.nio.file.StandardOpenOption.WRITE)) {
+                ch.truncate(bytes);
+                ch.position(bytes - 1).write(java.nio.ByteBuffer.allocate(1));
+            }
+            Path device = Path.of(run("losetup", "--find", "--show", image.toString()).strip());
+            Path mount = kind.mkfs == null ? null : Files.createTempDirectory(dir, "ferrite-mnt-");
+            made = new LoopDevice(image, device, mount);
+            if (kind.mkfs != null) {
+                run(kind == Kind.XFS ? List.of(kind.mkfs, "-q", "-f", device.toString())
+                        : List.of(kind.mkfs, "-q", "-F", device.toString()));
+                run("mount", device.toString(), mount.toString());
+                made.mounted = true;
+            }
+            return made;
+        } catch (IOException e) {
+            closeQuietly(made, image);
+            throw new UncheckedIOException("cannot make a loop device in " + dir + ": " + e.getMessage(), e);
+        } catch (RuntimeException e) {
+            closeQuietly(made, image);
+            throw e;
+        }
+    }
+
+    /** The block device, e.g. {@code /dev/loop3}. */
+    public Path device() {
+        return device;
+    }
+
+    /** Where the file system is mounted; null for {@link Kind#RAW}. */
+    public Path mountPoint() {
+        return mountPoint;
+    }
+
+    /** Unmounts, detaches and deletes the image; each step is tried even if one before it failed. */
+    @Override
+    public void close() {
+        List<String> failures = new ArrayList<>();
+        if (mounted) {
+            attempt(failures, () -> run("umount", mountPoint.toString()));
+        }
+        attempt(failures, () -> run("losetup", "-d", device.toString()));
+        attempt(failures, () -> {
+            if (mountPoint != null) {
+                Files.deleteIfExists(mountPoint);
+            }
+            Files.deleteIfExists(image);
+            return null;
+        });
+        if (!failures.isEmpty()) {
+            throw new FerriteException("cleaning up loop device " + device + " over " + image + ": " + String.join("; ", failures));
+        }
+    }
+
+    private interface Step {
+        Object run() throws IOException;
+    }
+
+    private static void attempt(List<String> failures, Step step) {
+        try {
+            step.run();
+        } catch (IOException | RuntimeException e) {
+            failures.add(e.getMessage());
+        }
+    }
+
+    private static void closeQuietly(LoopDevice made, Path image) {
+        try {
+            if (made != null) {
+                made.close();
+            } else if (image != null) {
+                Files.deleteIfExists(image);
+            }
+        } catch (IOException | RuntimeException ignored) {
+            // the failure being reported matters more than this one
+        }
+    }
+
+    /** The effective uid is 0: /proc/self belongs to it. */
+    static boolean isRoot() {
+        try {
+            return Integer.valueOf(0).equals(Files.getAttribute(Path.of("/proc/self"), "unix:uid"));
+        } catch (IOException | UnsupportedOperationException e) {
+            return false;
+        }
+    }
+
+    private static boolean onPath(String tool) {
+        for (String dir : System.getenv().getOrDefault("PATH", "/usr/sbin:/usr/bin:/sbin:/bin").split(":")) {
+            if (Files.isExecutable(Path.of(dir, tool))) {
+                return true;
+            }
+        }
+        return Files.isExecutable(Path.of("/usr/sbin", tool)) || Files.isExecutable(Path.of("/sbin", tool));
+    }
+
+    private static String run(String... command) {
+        return run(List.of(command));
+    }
+
+    private static String run(List<String> command) {
+        try {
+            Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+            String out = new String(p.getInputStream().readAllBytes());
+            if (!p.waitFor(120, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+                throw new FerriteException(String.join(" ", command) + " did not finish in 120 s");
+            }
+            if (p.exitValue() != 0) {
+                throw new FerriteException(String.join(" ", command) + " failed (exit " + p.exitValue() + "): " + out.strip());
+            }
+            return out;
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot run " + command.getFirst() + ": " + e.getMessage(), e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new FerriteException("interrupted while running " + command.getFirst(), e);
+        }
+    }
+}

@@ -1,0 +1,237 @@
+package dev.ferrite.perf.bench;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+import dev.ferrite.dir.Handle;
+import dev.ferrite.dir.Namespace;
+import dev.ferrite.dir.Volume;
+import dev.ferrite.dir.VolumeOptions;
+import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.DeviceOptions;
+import dev.ferrite.io.DirectDevice;
+import dev.ferrite.io.FerriteException;
+
+import org.HdrHistogram.Histogram;
+
+/**
+ * Random overwrites of a file that is already written, the path a database with its own cache takes:
+ * {@code bs}-byte writes at uniformly random aligned offsets, with O_DIRECT and no fsync, from 1 or N
+ * synchronous writers. Every target runs on its own RAM-backed loop device of the same size, made for
+ * it and removed after it:
+ * <ul>
+ *   <li>{@code ferrite}: a volume formatted on the device; one file written in full through
+ *       {@link Namespace#write} (1 MiB at a time) and fsync'd, then overwritten through the direct path by
+ *       N threads;
+ *   <li>{@code xfs}, {@code ext4}: the file system made with mkfs's defaults and mounted; the file written in
+ *       full through the page cache and fsync'd, then fio ({@code ioengine=psync direct=1 numjobs=N});
+ *   <li>{@code raw}: fio on the block device itself, the limit.
+ * </ul>
+ * N synchronous writers on both sides (threads against fio jobs), the same block size, the same region,
+ * and nothing made durable during the phase: the same shape of work and the same durability.
+ */
+public final class RandWriteBench {
+    public static final String WORKLOAD = "randwrite";
+    private static final String UNIT = "IOPS";
+    private static final int FILL_CHUNK = 1 << 20;
+    private static final long SEED = 0x5EED_2A1DL;
+
+    /** Where a run's file lives. */
+    public enum Target {
+        FERRITE, RAW, XFS, EXT4;
+
+        public String label() {
+            return name().toLowerCase(Locale.ROOT);
+        }
+
+        LoopDevice.Kind deviceKind() {
+            return switch (this) {
+                case FERRITE, RAW -> LoopDevice.Kind.RAW;
+                case XFS -> LoopDevice.Kind.XFS;
+                case EXT4 -> LoopDevice.Kind.EXT4;
+            };
+        }
+    }
+
+    private final Path dir;
+    private final long fileSize;
+    private final int blockSize;
+    private final List<Integer> queueDepths;
+    private final double seconds;
+    private final List<Target> targets;
+    private final Fio fio;
+    private final List<String> notes = new ArrayList<>();
+
+    /**
+     * @param dir         a RAM-backed directory for the loop devices' images
+     * @param fileSize    bytes of the file overwritten, a multiple of 1 MiB
+     * @param blockSize   bytes per write, a multiple of 4 KiB
+     * @param queueDepths writer counts, one phase each
+     * @param targets     in run order; fio runs those but {@code ferrite}
+     * @param fio         fio, or null to run only {@code ferrite}
+     */
+    public RandWriteBench(Path dir, long fileSize, int blockSize, List<Integer> queueDepths, double seconds,
+                          List<Target> targets, Fio fio) {
+        this.dir = dir;
+        this.fileSize = fileSize;
+        this.blockSize = blockSize;
+        this.queueDepths = List.copyOf(queueDepths);
+        this.seconds = seconds;
+        this.targets = List.copyOf(targets);
+        this.fio = fio;
+    }
+
+    /** Bytes of each target's loop device: the file and room for each file system's metadata and log. */
+    public long deviceBytes() {
+        return fileSize + Math.max(fileSize / 4, 256L << 20);
+    }
+
+    /** What the run could not do (a target skipped), one line each. */
+    public List<String> notes() {
+        return notes;
+    }
+
+    public List<Result> run(Progress progress) {
+        List<Result> results = new ArrayList<>();
+        for (Target t : targets) {
+            if (t != Target.FERRITE && fio == null) {
+                notes.add(t.label() + ": skipped, fio is not on the PATH");
+                continue;
+            }
+            if (!LoopDevice.available(t.deviceKind())) {
+                notes.add(t.label() + ": skipped, making a " + t.deviceKind().label()
+                        + " loop device needs root, losetup" + (t.deviceKind().mkfs == null ? "" : " and " + t.deviceKind().mkfs));
+                continue;
+            }
+            try (LoopDevice loop = LoopDevice.create(dir, deviceBytes(), t.deviceKind())) {
+                if (t == Target.FERRITE) {
+                    ferrite(loop.device(), results, progress);
+                } else {
+                    Path file = t == Target.RAW ? loop.device() : loop.mountPoint().resolve("bench");
+                    if (t != Target.RAW) {
+                        fillHostFile(file);
+                    }
+                    for (int qd : queueDepths) {
+                        results.add(fio(t, file, qd, progress));
+                    }
+                }
+            }
+        }
+        return results;
+    }
+
+    private String phase(int qd) {
+        return "randwrite-qd" + qd;
+    }
+
+    private void ferrite(Path device, List<Result> results, Progress progress) {
+        VolumeOptions options = VolumeOptions.defaults();
+        try (DirectDevice dev = DirectDevice.open(device, DeviceOptions.defaults())) {
+            Volume.format(dev, options);
+            try (Volume v = Volume.open(dev, options); Arena arena = Arena.ofShared()) {
+                Namespace ns = v.namespace();
+                try (Handle root = ns.openRoot(); Handle file = ns.create(root, "bench", 0644, true)) {
+                    MemorySegment chunk = arena.allocate(FILL_CHUNK, BlockDevice.BUFFER_ALIGNMENT);
+                    fillRandom(chunk, new SplittableRandom(SEED));
+                    for (long off = 0; off < fileSize; off += FILL_CHUNK) {
+                        ns.write(file, off, chunk);
+                        progress.update("fill", Target.FERRITE.label(), off / FILL_CHUNK, -1);
+                    }
+                    ns.fsync(file);
+                    progress.done();
+                    for (int qd : queueDepths) {
+                        results.add(ferritePhase(ns, file, qd, arena, progress));
+                    }
+                }
+            }
+        }
+    }
+
+    private Result ferritePhase(Namespace ns, Handle file, int threads, Arena arena, Progress progress) {
+        String phase = phase(threads);
+        long blocks = fileSize / blockSize;
+        Histogram[] hs = new Histogram[threads];
+        MemorySegment[] buffers = new MemorySegment[threads];
+        for (int i = 0; i < threads; i++) {
+            hs[i] = Result.newHistogram();
+            buffers[i] = fillRandom(arena.allocate(blockSize, BlockDevice.BUFFER_ALIGNMENT), new SplittableRandom(SEED + i));
+        }
+        ThreadCounts done = new ThreadCounts(threads);
+        AtomicBoolean stop = new AtomicBoolean();
+        PhaseTimer timer = new PhaseTimer(phase, Target.FERRITE.label(), TimeUnit.MILLISECONDS.toNanos(Math.round(seconds * 1000)), progress);
+        CpuMeter.Sample cpu = CpuMeter.sample();
+        Throwable failure = Workers.run(threads, "randwrite-ferrite", timer, done::total, stop, id -> {
+            SplittableRandom random = new SplittableRandom(SEED * 31 + id);
+            Histogram h = hs[id];
+            MemorySegment buf = buffers[id];
+            long n = 0;
+            while (!stop.get()) {
+                long off = random.nextLong(blocks) * blockSize;
+                long t0 = System.nanoTime();
+                ns.write(file, off, buf);
+                h.recordValue(System.nanoTime() - t0);
+                done.set(id, ++n);
+            }
+        });
+        long elapsed = timer.finish(System.nanoTime());
+        if (failure != null) {
+            throw new FerriteException(phase + " on ferrite failed: " + failure, failure);
+        }
+        Histogram all = Result.newHistogram();
+        for (Histogram h : hs) {
+            all.add(h);
+        }
+        return Result.of(WORKLOAD, phase, Target.FERRITE.label(), threads, all.getTotalCount() * 1e9 / elapsed, UNIT, all)
+                .withCpus(CpuMeter.busyCpusSince(cpu));
+    }
+
+    /** Writes the whole file through the page cache, then fsyncs it: written extents, as on Ferrite. */
+    private void fillHostFile(Path file) {
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+            ByteBuffer chunk = ByteBuffer.allocateDirect(FILL_CHUNK);
+            SplittableRandom random = new SplittableRandom(SEED);
+            while (chunk.hasRemaining()) {
+                chunk.putLong(random.nextLong());
+            }
+            for (long off = 0; off < fileSize; off += FILL_CHUNK) {
+                chunk.clear();
+                while (chunk.hasRemaining()) {
+                    ch.write(chunk, off + chunk.position());
+                }
+            }
+            ch.force(true);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot write " + file + ": " + e.getMessage(), e);
+        }
+    }
+
+    private Result fio(Target t, Path file, int threads, Progress progress) {
+        String phase = phase(threads);
+        List<String> args = List.of("--filename=" + Fio.filename(file), "--size=" + fileSize, "--rw=randwrite",
+                "--bs=" + blockSize, "--direct=1", "--ioengine=psync", "--numjobs=" + threads, "--group_reporting",
+                "--norandommap", "--randrepeat=0");
+        CpuMeter.Sample cpu = CpuMeter.sample(); // the machine's, over fio's whole run (its start-up included)
+        Fio.Stats s = fio.run(phase + "-" + t.label(), args, seconds, progress).io("write");
+        return new Result(WORKLOAD, phase, t.label(), threads, s.n(), s.iops(), UNIT, s.p50Us(), s.p99Us(), s.maxUs(), Double.NaN)
+                .withCpus(CpuMeter.busyCpusSince(cpu));
+    }
+
+    private static MemorySegment fillRandom(MemorySegment m, SplittableRandom random) {
+        for (long o = 0; o < m.byteSize(); o += 8) {
+            m.set(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, o, random.nextLong());
+        }
+        return m;
+    }
+}
