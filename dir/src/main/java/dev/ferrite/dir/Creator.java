@@ -145,6 +145,7 @@ final class Creator {
                                     d.lastSeq = seq;
                                     Inode c = inodes.acquire(created.ino());
                                     c.lastSeq = seq;
+                                    c.lastDataSeq = seq;
                                     c.dirTree = null;
                                     if (opened != null && c.lock.tryLock()) {
                                         c.opens++; // keeps the reference for the handle

@@ -119,24 +119,54 @@ final class ExtentList {
 
     /** Marks every unwritten block in {@code [from, to)} written, splitting and merging extents. */
     void setWritten(long from, long to) {
+        setState(from, to, false);
+    }
+
+    /** Marks every mapped block in {@code [from, to)} unwritten or written, splitting and merging extents. */
+    void setState(long from, long to, boolean unw) {
         for (int i = 0; i < count; i++) {
-            if (!unwritten[i] || end(i) <= from || fileBlock[i] >= to) {
+            if (unwritten[i] == unw || end(i) <= from || fileBlock[i] >= to) {
                 continue;
             }
-            if (fileBlock[i] < from) { // split off the head that stays unwritten
+            if (fileBlock[i] < from) { // split off the head that keeps its state
                 int head = (int) (from - fileBlock[i]);
-                insertAt(i, fileBlock[i], deviceBlock[i], head, true);
+                insertAt(i, fileBlock[i], deviceBlock[i], head, !unw);
                 shift(i + 1, head);
                 continue;
             }
-            if (end(i) > to) { // split off the tail that stays unwritten
+            if (end(i) > to) { // split off the tail that keeps its state
                 int keep = (int) (to - fileBlock[i]);
-                insertAt(i + 1, to, deviceBlock[i] + keep, length[i] - keep, true);
+                insertAt(i + 1, to, deviceBlock[i] + keep, length[i] - keep, !unw);
                 length[i] = keep;
             }
-            unwritten[i] = false;
+            unwritten[i] = unw;
         }
         merge();
+    }
+
+    /**
+     * Unmaps the first mapped run of {@code [from, to)} that lies in one extent (splitting it if the range
+     * ends inside); returns it as {@code {device block, length}}, or null if nothing there is mapped.
+     */
+    long[] punch(long from, long to) {
+        int i = find(from);
+        if (i < 0) {
+            i = -i - 1;
+            if (i == count || fileBlock[i] >= to) {
+                return null;
+            }
+        }
+        long start = Math.max(from, fileBlock[i]), stop = Math.min(to, end(i));
+        long[] piece = {deviceBlock[i] + (start - fileBlock[i]), stop - start};
+        if (stop < end(i)) { // the tail past the range stays
+            insertAt(i + 1, stop, deviceBlock[i] + (stop - fileBlock[i]), (int) (end(i) - stop), unwritten[i]);
+        }
+        if (start > fileBlock[i]) {
+            length[i] = (int) (start - fileBlock[i]);
+        } else {
+            removeAt(i);
+        }
+        return piece;
     }
 
     /**

@@ -2,6 +2,9 @@ package dev.ferrite.dir;
 
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
+import java.util.function.Function;
+import java.util.function.LongUnaryOperator;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 import dev.ferrite.btree.internal.Buffer;
@@ -183,8 +186,8 @@ final class FileData {
             }
             ExtentList x = s.extents();
             if (x.firstGap(first, end, false) != null) {
-                requireRoom(i.ino, x, first, end);
-                x = allocate(i, first, end);
+                requireRoom(i.ino, x, first, end, true);
+                x = allocate(i, first, end, true);
             }
             boolean convert = x.firstGap(first, end, true) != null;
             if (convert) {
@@ -214,11 +217,29 @@ final class FileData {
 
     /**
      * EFBIG, with nothing changed, unless the extents of {@code x} and the ones filling the holes of
-     * {@code [first, end)} fit the record both while they are unwritten and once they are written.
+     * {@code [first, end)} fit the record while they are unwritten and, if {@code thenWritten}, once they
+     * are written.
      */
-    private void requireRoom(long ino, ExtentList x, long first, long end) {
+    private static void requireRoom(long ino, ExtentList x, long first, long end, boolean thenWritten) {
         ExtentList sim = x.copy();
-        long fake = 1L << 42; // device blocks no extent has: the new extents merge with nothing
+        fillHoles(sim, first, end);
+        int unwritten = sim.count();
+        if (thenWritten) {
+            sim.setWritten(first, end);
+        }
+        requireFits(ino, Math.max(unwritten, sim.count()), sim.capacity());
+    }
+
+    private static void requireFits(long ino, int extents, int capacity) {
+        if (extents > capacity) {
+            throw new NamespaceException(Errno.EFBIG, "inode " + ino + " would need " + extents + " extents; its record holds "
+                    + capacity + " and the per-inode extent tree is not built yet");
+        }
+    }
+
+    /** Maps the holes of {@code [first, end)} in {@code sim} to device blocks no extent has, so they merge with nothing. */
+    private static void fillHoles(ExtentList sim, long first, long end) {
+        long fake = 1L << 42;
         for (long[] g = sim.firstGap(first, end, false); g != null; g = sim.firstGap(g[0] + g[1], end, false)) {
             for (long at = g[0]; at < g[0] + g[1]; ) {
                 int len = (int) Math.min(g[0] + g[1] - at, ExtentFormat.MAX_LENGTH);
@@ -227,24 +248,19 @@ final class FileData {
                 at += len;
             }
         }
-        int unwritten = sim.count();
-        sim.setWritten(first, end);
-        if (Math.max(unwritten, sim.count()) > sim.capacity()) {
-            throw new NamespaceException(Errno.EFBIG, "inode " + ino + " would need " + Math.max(unwritten, sim.count())
-                    + " extents; its record holds " + sim.capacity() + " and the per-inode extent tree is not built yet");
-        }
     }
 
     /**
      * Maps every hole of {@code [first, end)} to newly allocated, unwritten blocks, a hole (of at most
      * {@link ExtentFormat#MAX_LENGTH} blocks) per transaction, each contiguous, near the block after the
      * file's previous extent or in the inode's group first; a hole no group holds contiguous is taken in
-     * halves, quarters..., each an extent. Returns the mapping after.
+     * halves, quarters..., each an extent. Returns the mapping after. {@code thenWritten}: the caller
+     * goes on to write the range (its extents must fit the record once written too).
      *
      * @throws NoSpaceException if no group has a free block left; EFBIG if free space is so fragmented that
      *                          the extents outgrow the record (the holes filled so far stay mapped unwritten)
      */
-    private ExtentList allocate(Inode i, long first, long end) {
+    private ExtentList allocate(Inode i, long first, long end, boolean thenWritten) {
         long ino = i.ino;
         int rec = records.rec(ino);
         int most = ExtentFormat.MAX_LENGTH; // halved each time no group has that many blocks contiguous
@@ -277,7 +293,7 @@ final class FileData {
                                 done = true; // changed meanwhile: look again
                                 break;
                             }
-                            requireRoom(ino, y, first, end);
+                            requireRoom(ino, y, first, end, thenWritten);
                             r = ag.allocBlocksNear(txn, near, len);
                             if (r == AllocOutcome.DONE) {
                                 y.insert(gap[0], ag.allocatedBlock(txn), len, true);
@@ -286,7 +302,7 @@ final class FileData {
                                 int span = ExtentFormat.encode(m, rec, y);
                                 InodeFormat.setBlocks(m, rec, InodeFormat.blocks(m, rec) + len);
                                 txn.log(b, rec, span);
-                                i.lastSeq = txn.commit();
+                                commitData(i, txn);
                                 done = true;
                                 break;
                             }
@@ -310,24 +326,33 @@ final class FileData {
 
     /** The second transaction of a write: {@code [first, end)} written, the size at least {@code newSize}. */
     private void finish(Inode i, long first, long end, long newSize) {
-        long ino = i.ino;
-        int rec = records.rec(ino);
+        update(i, y -> {
+            y.setWritten(first, end);
+            requireFits(i.ino, y.count(), y.capacity());
+        }, size -> Math.max(size, newSize));
+    }
+
+    /**
+     * A transaction changing {@code i}'s record alone: {@code change} edits its extents (null: leaves them,
+     * and only the inode core is logged), refusing by an exception before anything is locked; the size
+     * becomes {@code size} of the old one; the change and modification times move.
+     */
+    private void update(Inode i, Consumer<ExtentList> change, LongUnaryOperator size) {
+        int rec = records.rec(i.ino);
         try (Txn txn = Txn.begin(cache, 2)) {
             i.lock.lock();
             try {
-                ExtentList y = file(ino).extents();
-                y.setWritten(first, end);
-                if (y.count() > y.capacity()) {
-                    throw new NamespaceException(Errno.EFBIG, "inode " + ino + " would need " + y.count() + " extents;"
-                            + " its record holds " + y.capacity() + " and the per-inode extent tree is not built yet");
+                ExtentList y = file(i.ino).extents();
+                if (change != null) {
+                    change.accept(y);
                 }
-                Buffer b = records.lockRecord(txn, ino);
+                Buffer b = records.lockRecord(txn, i.ino);
                 MemorySegment m = b.data();
-                int span = ExtentFormat.encode(m, rec, y);
-                InodeFormat.setSize(m, rec, Math.max(InodeFormat.size(m, rec), newSize));
+                int span = change == null ? InodeFormat.INLINE : ExtentFormat.encode(m, rec, y);
+                InodeFormat.setSize(m, rec, size.applyAsLong(InodeFormat.size(m, rec)));
                 InodeFormat.touch(m, rec, nowNanos(), true);
                 txn.log(b, rec, span);
-                i.lastSeq = txn.commit();
+                commitData(i, txn);
             } finally {
                 i.lock.unlock();
             }
@@ -352,24 +377,18 @@ final class FileData {
         l.lock();
         try {
             freeFrom(i, size / blockSize);
-            int rec = records.rec(i.ino);
-            try (Txn txn = Txn.begin(cache, 2)) {
-                i.lock.lock();
-                try {
-                    file(i.ino);
-                    Buffer b = records.lockRecord(txn, i.ino);
-                    MemorySegment m = b.data();
-                    InodeFormat.setSize(m, rec, size);
-                    InodeFormat.touch(m, rec, nowNanos(), true);
-                    txn.log(b, rec, InodeFormat.INLINE);
-                    i.lastSeq = txn.commit();
-                } finally {
-                    i.lock.unlock();
-                }
-            }
+            update(i, null, old -> size);
         } finally {
             l.unlock();
         }
+    }
+
+    /** Commits {@code txn}, a change to {@code i}'s size or extents (what {@link #sync} with dataOnly waits for). */
+    private static long commitData(Inode i, Txn txn) {
+        long seq = txn.commit();
+        i.lastSeq = seq;
+        i.lastDataSeq = seq;
+        return seq;
     }
 
     /**
@@ -378,17 +397,30 @@ final class FileData {
      * way leaves a sound, shorter mapping.
      */
     void freeFrom(Inode i, long from) {
+        release(i, x -> {
+            long[][] piece = x.trimFrom(from, 1);
+            return piece.length == 0 ? null : piece[0];
+        });
+    }
+
+    /**
+     * Frees the blocks {@code unmap} takes from {@code i}'s extents (it unmaps one piece of one extent and
+     * returns it as {@code {device block, length}}, or null when done), a piece per transaction, until
+     * it returns null. Each transaction frees the piece, counts it off the inode's blocks and touches
+     * its times.
+     */
+    private void release(Inode i, Function<ExtentList, long[]> unmap) {
         long ino = i.ino;
         int rec = records.rec(ino);
         ReentrantReadWriteLock.WriteLock l = io(ino).writeLock();
         l.lock();
         try {
             for (int fails = 0; ; ) {
-                ExtentList x = records.readRecord(ino, (b, r) -> ExtentFormat.decode(b, r, geometry));
-                if (x.count() == 0 || x.end(x.count() - 1) <= from) {
+                long[] next = unmap.apply(records.readRecord(ino, (b, r) -> ExtentFormat.decode(b, r, geometry)));
+                if (next == null) {
                     return;
                 }
-                AllocationGroup ag = volume.group(geometry.agOfBlock(x.deviceBlock(x.count() - 1)));
+                AllocationGroup ag = volume.group(geometry.agOfBlock(next[0]));
                 if (ag.needsRefill()) {
                     ag.refillFreeList();
                 }
@@ -396,20 +428,18 @@ final class FileData {
                     i.lock.lock();
                     try {
                         ExtentList y = records.readRecord(ino, (b, r) -> ExtentFormat.decode(b, r, geometry));
-                        if (y.count() == 0 || y.end(y.count() - 1) <= from
-                                || geometry.agOfBlock(y.deviceBlock(y.count() - 1)) != ag.agno) {
+                        long[] piece = unmap.apply(y);
+                        if (piece == null || geometry.agOfBlock(piece[0]) != ag.agno) {
                             continue;
                         }
-                        long[] piece = y.trimFrom(from, 1)[0];
                         if (ag.releaseBlocks(txn, piece[0], (int) piece[1]) == AllocOutcome.DONE) {
                             Buffer b = records.lockRecord(txn, ino);
                             MemorySegment m = b.data();
                             int span = ExtentFormat.encode(m, rec, y);
                             InodeFormat.setBlocks(m, rec, InodeFormat.blocks(m, rec) - piece[1]);
+                            InodeFormat.touch(m, rec, nowNanos(), true);
                             txn.log(b, rec, span);
-                            long seq = txn.commit();
-                            i.lastSeq = seq;
-                            lastFreeSeq.accumulateAndGet(seq, Math::max);
+                            lastFreeSeq.accumulateAndGet(commitData(i, txn), Math::max);
                             fails = 0;
                             continue;
                         }
@@ -424,6 +454,101 @@ final class FileData {
             }
         } finally {
             l.unlock();
+        }
+    }
+
+    /** {@code fallocate(2)}: see {@link Namespace#fallocate}. */
+    void fallocate(Handle h, int mode, long offset, long length) {
+        Inode i = h.requireOpen();
+        if ((mode & ~(Namespace.FALLOC_FL_KEEP_SIZE | Namespace.FALLOC_FL_PUNCH_HOLE | Namespace.FALLOC_FL_ZERO_RANGE)) != 0) {
+            throw new NamespaceException(Errno.EOPNOTSUPP, "fallocate mode 0x" + Integer.toHexString(mode) + " of inode " + i.ino
+                    + ": only KEEP_SIZE, PUNCH_HOLE and ZERO_RANGE are supported");
+        }
+        boolean keep = (mode & Namespace.FALLOC_FL_KEEP_SIZE) != 0, punch = (mode & Namespace.FALLOC_FL_PUNCH_HOLE) != 0;
+        boolean zero = (mode & Namespace.FALLOC_FL_ZERO_RANGE) != 0;
+        if (punch && (!keep || zero)) {
+            throw new NamespaceException(Errno.EINVAL, "fallocate of inode " + i.ino + ": PUNCH_HOLE goes with KEEP_SIZE and"
+                    + " without ZERO_RANGE (mode 0x" + Integer.toHexString(mode) + ")");
+        }
+        if (offset < 0 || length <= 0) {
+            throw new NamespaceException(Errno.EINVAL, "fallocate of " + length + " bytes at offset " + offset + " of inode "
+                    + i.ino + ": the offset must not be negative and the length must be positive");
+        }
+        file(i.ino);
+        if (offset % blockSize != 0 || length % blockSize != 0) {
+            throw new NamespaceException(Errno.EINVAL, "fallocate of " + length + " bytes at offset " + offset + " of inode "
+                    + i.ino + ": only ranges of whole " + blockSize + "-byte blocks for now (partial blocks need buffered I/O,"
+                    + " not built yet)");
+        }
+        if (offset > MAX_FILE_SIZE - length) {
+            throw new NamespaceException(Errno.EFBIG, "fallocate of " + length + " bytes at offset " + offset + " of inode "
+                    + i.ino + " ends past the largest file, " + MAX_FILE_SIZE + " bytes");
+        }
+        long first = offset / blockSize, end = first + length / blockSize;
+        ReentrantReadWriteLock.WriteLock l = io(i.ino).writeLock();
+        l.lock();
+        try {
+            Snapshot s = file(i.ino);
+            ExtentList sim = s.extents().copy();
+            if (punch) {
+                long[] piece; // only a range inside one extent splits it: the count after is the most any step needs
+                do {
+                    piece = sim.punch(first, end);
+                } while (piece != null);
+            } else {
+                if (zero) {
+                    sim.setState(first, end, true);
+                }
+                fillHoles(sim, first, end);
+            }
+            requireFits(i.ino, sim.count(), sim.capacity());
+            if (punch) {
+                release(i, x -> x.punch(first, end));
+                return;
+            }
+            if (zero) { // before the holes are mapped: the extents stay within sim's count all along
+                update(i, y -> y.setState(first, end, true), old -> old);
+            }
+            allocate(i, first, end, false);
+            if (!keep && offset + length > s.size()) {
+                update(i, null, old -> offset + length);
+            }
+        } finally {
+            l.unlock();
+        }
+    }
+
+    /**
+     * Writes {@code src} at the end of {@code h}'s file, the I/O lock held exclusively so that no other
+     * append, write or truncate moves the end meanwhile; returns the offset written.
+     */
+    long append(Handle h, MemorySegment src) {
+        Inode i = h.requireOpen();
+        requireDirect(i, "append", 0, src);
+        ReentrantReadWriteLock.WriteLock l = io(i.ino).writeLock();
+        l.lock();
+        try {
+            long at = file(i.ino).size();
+            write(h, at, src); // its shared lock is reentrant under the exclusive one
+            return at;
+        } finally {
+            l.unlock();
+        }
+    }
+
+    /**
+     * fsync ({@code dataOnly} false) or fdatasync: flushes the data written through {@code h}'s inode,
+     * then forces the journal to its last change, or with {@code dataOnly} to its last change of size or
+     * extents (skipped if that is durable already: an overwrite in place changes neither).
+     */
+    void sync(Handle h, boolean dataOnly) {
+        Inode i = h.requireOpen();
+        flushData(i);
+        long seq = dataOnly ? i.lastDataSeq : i.lastSeq;
+        if (seq < 0) {
+            cache.journal().forceAll();
+        } else if (seq > cache.journal().durableSeq()) {
+            cache.journal().force(seq);
         }
     }
 

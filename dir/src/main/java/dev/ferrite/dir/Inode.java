@@ -36,6 +36,8 @@ final class Inode {
     int opens;
     /** Commit sequence of the last change to this inode, or -1 if unknown (the object is newer than it). */
     volatile long lastSeq = -1;
+    /** Commit sequence of the last change to this file's size or extents (what fdatasync waits for), or -1 if unknown. */
+    volatile long lastDataSeq = -1;
     /** A regular file's data was written to the device since the last fsync's device flush. */
     volatile boolean dataDirty;
     /** The directory's B-tree, once opened (a directory's tree only changes from none to one while cached). */

@@ -107,10 +107,8 @@ import static dev.ferrite.dir.PathResolver.requireName;
  * locks of the list above each takes are in the package documentation.
  *
  * <h2>Files</h2>
- * {@link #read}, {@link #write} and {@link #truncate} move a regular file's data through the direct path
- * only, for now (block-aligned offsets and lengths, aligned native buffers); {@code FileData} keeps the
- * extents, and its class documentation gives the ordering that keeps a crash from exposing blocks a file
- * did not write.
+ * Regular files' data goes through the direct path only, for now; {@code FileData} and docs/namespace.md
+ * ("Files") give the ordering that keeps a crash from exposing blocks a file did not write.
  *
  * <h2>Orphans</h2>
  * An inode whose last link goes while a handle holds it open, or which still owns blocks (a directory
@@ -126,6 +124,8 @@ public final class Namespace {
     public static final int MAX_SYMLINK_TARGET = 4095;
     /** The largest file: 2^63 - 1 bytes rounded down to a multiple of 4 KiB (EFBIG past it). */
     public static final long MAX_FILE_SIZE = FileData.MAX_FILE_SIZE;
+    /** {@link #fallocate} mode bits, Linux's: keep the size, free the range, make the range read zeros. */
+    public static final int FALLOC_FL_KEEP_SIZE = 0x01, FALLOC_FL_PUNCH_HOLE = 0x02, FALLOC_FL_ZERO_RANGE = 0x10;
     private final Volume volume;
     private final BufferCache cache;
     private final Geometry geometry;
@@ -537,70 +537,66 @@ public final class Namespace {
     }
 
     /**
-     * Reads regular file {@code file} from {@code offset} into {@code dst}, through the direct path: the
-     * device reads straight into {@code dst}. Holes and unwritten extents read as zeros.
+     * Reads regular file {@code file} from {@code offset} straight into {@code dst} (direct path); holes and
+     * unwritten extents read as zeros.
      *
      * @return the bytes read: all of {@code dst}, fewer at the end of the file, 0 at or past it
      * @throws NamespaceException EBADF if the handle is closed; EISDIR for a directory, EINVAL for a symlink;
-     *         EINVAL for a negative offset, or for an offset or length that is not a multiple of the block size
-     *         or a buffer that is not native and aligned to {@link dev.ferrite.io.BlockDevice#BUFFER_ALIGNMENT}
-     *         (buffered I/O is not built yet), or a length over 2^31 - 4096
+     *         EINVAL for a negative offset, an offset or length not a multiple of the block size, a buffer not
+     *         native and aligned to {@link dev.ferrite.io.BlockDevice#BUFFER_ALIGNMENT}, a length over 2^31 - 4096
      * @throws CorruptionException naming the inode block if the file's extent list is not one the volume can hold
-     * @throws dev.ferrite.io.DeviceException if the device fails a read
      */
     public int read(Handle file, long offset, MemorySegment dst) {
         return files.read(file, offset, dst);
     }
 
     /**
-     * Writes all of {@code src} to regular file {@code file} at {@code offset}, through the direct path,
-     * extending the size if it ends past it. Blocks already written are overwritten in place; holes get
-     * new blocks, mapped unwritten until the data is on the device (see {@link #fsync}). Bad input changes
-     * nothing.
+     * Writes all of {@code src} to regular file {@code file} at {@code offset} (direct path), extending the
+     * size if it ends past it: written blocks in place, holes through unwritten extents. Bad input changes nothing.
      *
-     * @throws NamespaceException the errnos of {@link #read}; EFBIG if the write ends past {@link #MAX_FILE_SIZE},
-     *         or if the file's extents would not fit in its inode record (the per-inode extent tree is not
-     *         built yet): then nothing changed
-     * @throws NoSpaceException if the allocation groups run out of free blocks; then, and on an EFBIG because free
-     *         space is too fragmented for the extents to fit, the holes filled so far stay mapped unwritten
-     *         (reading zeros; truncate or unlink frees them)
+     * @throws NamespaceException the errnos of {@link #read}; EFBIG past {@link #MAX_FILE_SIZE} or if the
+     *         extents would not fit the inode record: then nothing changed
+     * @throws NoSpaceException if the groups run out of free blocks (the holes filled so far stay unwritten)
      * @throws VolumeShutdownException if the volume is closed or its journal has shut down
-     * @throws dev.ferrite.io.DeviceException if the device fails a write or flush
      */
     public void write(Handle file, long offset, MemorySegment src) {
         files.write(file, offset, src);
     }
 
     /**
-     * Sets the size of regular file {@code file}: down frees every block past it, up leaves a hole. The
-     * size must be a multiple of the block size for now (a partial last block needs buffered I/O).
+     * Sets the size of regular file {@code file}: down frees every block past it, up leaves a hole.
      *
-     * @throws NamespaceException EBADF if the handle is closed; EISDIR for a directory, EINVAL for a symlink;
-     *         EINVAL for a negative size or one that is not a multiple of the block size; EFBIG past
-     *         {@link #MAX_FILE_SIZE}
-     * @throws VolumeShutdownException if the volume is closed or its journal has shut down
+     * @throws NamespaceException as {@link #write}; EINVAL for a negative size or one not a multiple of the block size
      */
     public void truncate(Handle file, long size) {
         files.truncate(file, size);
     }
 
+    /** {@link #write} at the end of the file, atomically against other appends and truncates ({@code O_APPEND}); returns the offset. */
+    public long append(Handle file, MemorySegment src) {
+        return files.append(file, src);
+    }
+
     /**
-     * Makes every change to {@code h}'s inode so far durable (the whole log if that is not known): the
-     * data written through it is flushed on the device, then the journal forced to its last metadata
-     * change (extents, size).
+     * {@code fallocate(2)} of {@code [offset, offset + length)}: mode 0 or KEEP_SIZE maps holes unwritten, ZERO_RANGE
+     * also unwrites written blocks (both extend the size unless KEEP_SIZE), PUNCH_HOLE | KEEP_SIZE frees the blocks.
      *
-     * @throws NamespaceException EBADF if a handle is closed
-     * @throws VolumeShutdownException if the journal has shut down
-     * @throws dev.ferrite.io.DeviceException if the device fails the flush
+     * @throws NamespaceException EOPNOTSUPP for other bits; EINVAL for PUNCH_HOLE without KEEP_SIZE or with ZERO_RANGE,
+     *         or a range not in whole blocks or empty; else as {@link #write} (EFBIG changes nothing)
+     * @throws NoSpaceException if the groups run out of free blocks (the range may be partly allocated)
      */
+    public void fallocate(Handle file, int mode, long offset, long length) {
+        files.fallocate(file, mode, offset, length);
+    }
+
+    /** Makes every change to {@code h}'s inode durable: data flushed, then the journal forced (EBADF if closed). */
     public void fsync(Handle h) {
-        files.flushData(h.requireOpen());
-        long seq = h.inode.lastSeq;
-        if (seq < 0) {
-            cache.journal().forceAll();
-        } else {
-            cache.journal().force(seq);
-        }
+        files.sync(h, false);
+    }
+
+    /** {@link #fsync} forcing the journal only to the file's last change of size or extents, as fsync throws. */
+    public void fdatasync(Handle h) {
+        files.sync(h, true);
     }
 
     /**

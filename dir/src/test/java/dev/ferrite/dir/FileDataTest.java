@@ -1,6 +1,5 @@
 package dev.ferrite.dir;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Optional;
 import java.util.OptionalLong;
@@ -10,9 +9,6 @@ import dev.ferrite.btree.internal.Buffer;
 import dev.ferrite.btree.internal.Txn;
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.Errno;
-import dev.ferrite.io.MemoryDevice;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import static dev.ferrite.dir.VolumeFixtures.OPTIONS;
@@ -22,61 +18,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Regular files' data through the direct path: round trips, holes, EOF, in-place overwrites, truncate, freeing, limits and bad input. */
-class FileDataTest {
-    private static final int BS = 4096;
-    private final Arena arena = Arena.ofShared();
-    private MemoryDevice dev;
-    private Volume v;
-    private Namespace ns;
-    private Handle root;
-
-    @BeforeEach
-    void open() {
-        dev = VolumeFixtures.formatted();
-        v = Volume.open(dev, OPTIONS);
-        ns = v.namespace();
-        root = ns.openRoot();
-    }
-
-    @AfterEach
-    void close() {
-        try {
-            root.close();
-            VolumeFixtures.assertChecked(ns); // the groups' check too, with the files' blocks owned
-            v.close();
-        } finally {
-            dev.close();
-            arena.close();
-        }
-    }
-
-    /** {@code blocks} blocks, each 8-byte word stamped with its file offset and {@code gen}. */
-    private MemorySegment stamped(long offset, int blocks, int gen) {
-        MemorySegment m = arena.allocate((long) blocks * BS, BlockDevice.BUFFER_ALIGNMENT);
-        for (long at = 0; at < m.byteSize(); at += 8) {
-            m.set(U64, at, (offset + at) << 16 | gen);
-        }
-        return m;
-    }
-
-    private MemorySegment buffer(int blocks) {
-        return arena.allocate((long) blocks * BS, BlockDevice.BUFFER_ALIGNMENT);
-    }
-
-    private static void assertStamped(MemorySegment m, long offset, int gen) {
-        for (long at = 0; at < m.byteSize(); at += 8) {
-            long want = gen == 0 ? 0 : (offset + at) << 16 | gen;
-            if (m.get(U64, at) != want) {
-                throw new AssertionError("word at file offset " + (offset + at) + " is 0x" + Long.toHexString(m.get(U64, at))
-                        + ", expected generation " + gen);
-            }
-        }
-    }
-
-    private long free() {
-        return v.statfs().freeBlocks();
-    }
-
+class FileDataTest extends FileTestBase {
     @Test
     void writtenDataReadsBackAndSurvivesARemount() {
         long ino;
@@ -296,59 +238,31 @@ class FileDataTest {
         }
     }
 
-    private void assertErrno(int errno, Consumer<Handle> op, Handle f) {
-        InodeStat before = ns.stat(f);
-        long free = free();
-        NamespaceException e = assertThrows(NamespaceException.class, () -> op.accept(f));
-        assertEquals(errno, e.errno(), e.getMessage());
-        assertEquals(before, ns.stat(f));
-        assertEquals(free, free());
-    }
-
     @Test
     void concurrentWritersOfDisjointRangesEachKeepTheirOwnBytes() throws InterruptedException {
         int threads = 4, region = 16;
         try (Handle f = ns.create(root, "f", 0644, true)) {
             int[][] last = new int[threads][region]; // the generation each block of each writer's region holds last
-            Throwable[] failed = new Throwable[threads];
-            Thread[] ts = new Thread[threads];
-            for (int t = 0; t < threads; t++) {
-                int me = t;
-                ts[t] = new Thread(() -> {
-                    java.util.Random rnd = new java.util.Random(me);
-                    try (Arena mine = Arena.ofConfined()) {
-                        for (int gen = 1; gen <= 150; gen++) {
-                            int at = rnd.nextInt(region - 1), n = 1 + rnd.nextInt(2);
-                            long offset = (long) (me * region + at) * BS;
-                            MemorySegment src = mine.allocate((long) n * BS, BlockDevice.BUFFER_ALIGNMENT);
-                            for (long w = 0; w < src.byteSize(); w += 8) {
-                                src.set(U64, w, (offset + w) << 16 | gen);
-                            }
-                            try {
-                                ns.write(f, offset, src);
-                            } catch (NamespaceException e) {
-                                assertEquals(Errno.EFBIG, e.errno(), e.getMessage()); // the four writers' extents together overflowed: nothing changed
-                                continue;
-                            }
-                            for (int b = at; b < at + n; b++) {
-                                last[me][b] = gen;
-                            }
-                        }
-                    } catch (Throwable e) {
-                        failed[me] = e;
+            runThreads(threads, "writer", (me, mine) -> {
+                java.util.Random rnd = new java.util.Random(me);
+                for (int gen = 1; gen <= 150; gen++) {
+                    int at = rnd.nextInt(region - 1), n = 1 + rnd.nextInt(2);
+                    long offset = (long) (me * region + at) * BS;
+                    MemorySegment src = mine.allocate((long) n * BS, BlockDevice.BUFFER_ALIGNMENT);
+                    for (long w = 0; w < src.byteSize(); w += 8) {
+                        src.set(U64, w, (offset + w) << 16 | gen);
                     }
-                }, "writer-" + t);
-                ts[t].start();
-            }
-            for (Thread t : ts) {
-                t.join(60_000);
-                assertTrue(!t.isAlive(), t.getName() + " did not finish");
-            }
-            for (Throwable e : failed) {
-                if (e != null) {
-                    throw new AssertionError("a writer failed", e);
+                    try {
+                        ns.write(f, offset, src);
+                    } catch (NamespaceException e) {
+                        assertEquals(Errno.EFBIG, e.errno(), e.getMessage()); // the four writers' extents together overflowed: nothing changed
+                        continue;
+                    }
+                    for (int b = at; b < at + n; b++) {
+                        last[me][b] = gen;
+                    }
                 }
-            }
+            });
             MemorySegment r = buffer(1);
             for (int t = 0; t < threads; t++) {
                 for (int b = 0; b < region; b++) {

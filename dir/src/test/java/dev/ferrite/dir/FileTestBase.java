@@ -1,0 +1,115 @@
+package dev.ferrite.dir;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.function.Consumer;
+
+import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.MemoryDevice;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+
+import static dev.ferrite.dir.VolumeFixtures.OPTIONS;
+import static dev.ferrite.io.internal.OnDisk.U64;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** A mounted fixture volume for file-data tests, with stamped buffers to write and check; checked clean at the end. */
+abstract class FileTestBase {
+    static final int BS = 4096;
+    final Arena arena = Arena.ofShared();
+    MemoryDevice dev;
+    Volume v;
+    Namespace ns;
+    Handle root;
+
+    @BeforeEach
+    void open() {
+        dev = VolumeFixtures.formatted();
+        v = Volume.open(dev, OPTIONS);
+        ns = v.namespace();
+        root = ns.openRoot();
+    }
+
+    @AfterEach
+    void close() {
+        try {
+            root.close();
+            VolumeFixtures.assertChecked(ns); // the groups' check too, with the files' blocks owned
+            v.close();
+        } finally {
+            dev.close();
+            arena.close();
+        }
+    }
+
+    /** {@code blocks} blocks, each 8-byte word stamped with its file offset and {@code gen}. */
+    MemorySegment stamped(long offset, int blocks, int gen) {
+        MemorySegment m = arena.allocate((long) blocks * BS, BlockDevice.BUFFER_ALIGNMENT);
+        for (long at = 0; at < m.byteSize(); at += 8) {
+            m.set(U64, at, (offset + at) << 16 | gen);
+        }
+        return m;
+    }
+
+    MemorySegment buffer(int blocks) {
+        return arena.allocate((long) blocks * BS, BlockDevice.BUFFER_ALIGNMENT);
+    }
+
+    /** Every word of {@code m}, read from file offset {@code offset}, holds generation {@code gen} (0: zeros). */
+    static void assertStamped(MemorySegment m, long offset, int gen) {
+        for (long at = 0; at < m.byteSize(); at += 8) {
+            long want = gen == 0 ? 0 : (offset + at) << 16 | gen;
+            if (m.get(U64, at) != want) {
+                throw new AssertionError("word at file offset " + (offset + at) + " is 0x" + Long.toHexString(m.get(U64, at))
+                        + ", expected generation " + gen);
+            }
+        }
+    }
+
+    long free() {
+        return v.statfs().freeBlocks();
+    }
+
+    /** {@code op} on {@code f} fails with {@code errno} and changes neither the file nor free space. */
+    void assertErrno(int errno, Consumer<Handle> op, Handle f) {
+        InodeStat before = ns.stat(f);
+        long free = free();
+        NamespaceException e = assertThrows(NamespaceException.class, () -> op.accept(f));
+        assertEquals(errno, e.errno(), e.getMessage());
+        assertEquals(before, ns.stat(f));
+        assertEquals(free, free());
+    }
+
+    /** A body run by one thread each, with its own arena; {@code body(me, arena)}. */
+    interface ThreadBody {
+        void run(int me, Arena mine) throws Exception;
+    }
+
+    /** Runs {@code body} on {@code threads} threads named {@code name-i}, waits for them all and rethrows a failure. */
+    static void runThreads(int threads, String name, ThreadBody body) throws InterruptedException {
+        Throwable[] failed = new Throwable[threads];
+        Thread[] ts = new Thread[threads];
+        for (int t = 0; t < threads; t++) {
+            int me = t;
+            ts[t] = new Thread(() -> {
+                try (Arena mine = Arena.ofConfined()) {
+                    body.run(me, mine);
+                } catch (Throwable e) {
+                    failed[me] = e;
+                }
+            }, name + "-" + t);
+            ts[t].start();
+        }
+        for (Thread t : ts) {
+            t.join(60_000);
+            assertTrue(!t.isAlive(), t.getName() + " did not finish");
+        }
+        for (int t = 0; t < threads; t++) {
+            if (failed[t] != null) {
+                throw new AssertionError(name + "-" + t + " failed", failed[t]);
+            }
+        }
+    }
+}
