@@ -20,22 +20,29 @@ import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
+import static dev.ferrite.dir.Namespace.FALLOC_FL_KEEP_SIZE;
+import static dev.ferrite.dir.Namespace.FALLOC_FL_PUNCH_HOLE;
+import static dev.ferrite.dir.Namespace.FALLOC_FL_ZERO_RANGE;
 import static dev.ferrite.io.internal.OnDisk.U64;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Random block-aligned writes, reads and truncates on two Ferrite files and on two files of the host's
- * file system (java.nio): every read returns the same bytes and count, sizes agree after every step, and
- * at the end the whole contents agree, the volume checks clean and deleting the files gives back every
- * block. A write Ferrite refuses with EFBIG (its extent list full) changed nothing and is not sent to the
- * host.
+ * Random block-aligned writes, reads, truncates and fallocates (every mode) on two Ferrite files and on
+ * two files of the host's file system (java.nio, fallocate modelled by writing zeros): every read returns
+ * the same bytes and count, sizes agree after every step, and at the end the whole contents agree, the
+ * volume checks clean and deleting the files gives back every block. A write or fallocate Ferrite refuses
+ * with EFBIG (its extent list full) changed nothing and is not sent to the host.
  */
 @ExtendWith(TestSeed.class)
 class FileDifferentialTest {
     private static final int BS = 4096;
     private static final int SPAN = 96; // blocks the offsets fall in: enough to fill and overflow an extent list
     private static final int OPS = Integer.getInteger("ferrite.differential.ops", 2000);
+
+    /** Every valid mode: allocate, keep size, punch hole, zero range with and without keep size. */
+    private static final int[] FALLOC_MODES = {0, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+        FALLOC_FL_ZERO_RANGE, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE};
 
     @TempDir
     Path tempDir;
@@ -81,7 +88,7 @@ class FileDifferentialTest {
                 long offset = (long) rnd.nextInt(SPAN) * BS;
                 int blocks = 1 + rnd.nextInt(rnd.nextInt(4) == 0 ? 16 : 3);
                 String where = "op " + op + " on f" + which + ", seed " + seed;
-                switch (rnd.nextInt(10)) {
+                switch (rnd.nextInt(13)) {
                     case 0, 1, 2, 3, 4 -> {
                         MemorySegment src = buf.asSlice(0, (long) blocks * BS);
                         for (long at = 0; at < src.byteSize(); at += 8) {
@@ -104,6 +111,18 @@ class FileDifferentialTest {
                         assertEquals(m, n, where + ": bytes read at " + offset);
                         assertTrue(MemorySegment.ofArray(want.array()).asSlice(0, m).mismatch(dst.asSlice(0, n)) < 0,
                                 where + ": the bytes read at " + offset + " differ");
+                    }
+                    case 10, 11 -> {
+                        int mode = FALLOC_MODES[rnd.nextInt(FALLOC_MODES.length)];
+                        long length = (long) blocks * BS;
+                        try {
+                            ns.fallocate(f, mode, offset, length);
+                        } catch (NamespaceException e) {
+                            assertEquals(Errno.EFBIG, e.errno(), where + ": " + e.getMessage());
+                            efbig++;
+                            break;
+                        }
+                        fallocate(h, mode, offset, length);
                     }
                     default -> {
                         long size = (long) rnd.nextInt(SPAN) * BS;
@@ -137,6 +156,24 @@ class FileDifferentialTest {
             }
             assertEquals(free, v.statfs().freeBlocks(), "seed " + seed + ": every block back");
             VolumeFixtures.assertChecked(ns);
+        }
+    }
+
+    /**
+     * fallocate's effect on the contents and size, on a host file (FileChannel has none): the range reads
+     * zeros after a punch or zero range (written as zeros, within the size with KEEP_SIZE); an allocation
+     * leaves the contents and, without KEEP_SIZE, moves the size to the range's end.
+     */
+    private static void fallocate(FileChannel h, int mode, long offset, long length) throws IOException {
+        boolean keep = (mode & FALLOC_FL_KEEP_SIZE) != 0;
+        long size = h.size(), end = offset + length;
+        if ((mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)) != 0) {
+            long stop = keep ? Math.min(end, size) : end;
+            if (stop > offset) {
+                h.write(ByteBuffer.allocate((int) (stop - offset)), offset);
+            }
+        } else if (!keep && end > size) {
+            h.write(ByteBuffer.allocate(1), end - 1); // a hole up to the new size
         }
     }
 }
