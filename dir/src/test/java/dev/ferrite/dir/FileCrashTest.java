@@ -17,6 +17,9 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
+import static dev.ferrite.dir.Namespace.FALLOC_FL_KEEP_SIZE;
+import static dev.ferrite.dir.Namespace.FALLOC_FL_PUNCH_HOLE;
+import static dev.ferrite.dir.Namespace.FALLOC_FL_ZERO_RANGE;
 import static dev.ferrite.io.internal.OnDisk.U64;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -24,7 +27,8 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 /**
  * Crashes at sampled points of a workload of random aligned writes (into holes and over written blocks),
- * truncates and fsyncs on one file, with fsyncs of another file among them (which force the log past the
+ * truncates, fallocates (every mode: punched and zeroed blocks read zeros from then on) and fsyncs or
+ * fdatasyncs on one file, with fsyncs of another file among them (which force the log past the
  * first file's changes without flushing its data): after a flush with a random subset of the next epoch's writes
  * (reordered, the last torn half the time), or anywhere inside an epoch with every earlier event landed
  * (the last write torn half the time). Every recovered volume checks clean; the file's size is one it had
@@ -40,6 +44,8 @@ class FileCrashTest {
     private static final int SPAN = 40;
     private static final int OPS = 160;
     private static final int SAMPLES = Integer.getInteger("ferrite.crash.samples", 60);
+    private static final int[] FALLOC_MODES = {0, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+        FALLOC_FL_ZERO_RANGE, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE};
 
     @Test
     void everyFsyncedByteSurvivesAndNoBlockShowsForeignData() {
@@ -107,6 +113,37 @@ class FileCrashTest {
         }
     }
 
+    /** fdatasync after a write that extends the file forces its size and extents: a crash right after keeps them. */
+    @Test
+    void anExtendingWriteSurvivesACrashAfterFdatasync() {
+        try (RecordingDevice rec = RecordingDevice.wrap(VolumeFixtures.formatted()); Arena arena = Arena.ofConfined()) {
+            MemorySegment data = arena.allocate(3L * BS, BlockDevice.BUFFER_ALIGNMENT);
+            for (long w = 0; w < data.byteSize(); w += 8) {
+                data.set(U64, w, w << 16 | 7);
+            }
+            MemoryDevice crashed;
+            try (Volume v = Volume.open(rec, VolumeFixtures.OPTIONS)) {
+                Namespace ns = v.namespace();
+                try (Handle root = ns.openRoot(); Handle f = ns.create(root, "f", 0644, true)) {
+                    ns.fsync(f);
+                    ns.write(f, 0, data);
+                    ns.fdatasync(f);
+                    crashed = rec.materialize(rec.crashAfterFlush(rec.flushCount() - 1)); // nothing after the last flush
+                }
+            }
+            try (crashed; Volume v = Volume.open(crashed, VolumeFixtures.OPTIONS)) {
+                Namespace ns = v.namespace();
+                VolumeFixtures.assertChecked(ns);
+                MemorySegment got = arena.allocate(data.byteSize(), BlockDevice.BUFFER_ALIGNMENT);
+                try (Handle f = ns.open("/f")) {
+                    assertEquals(data.byteSize(), ns.stat(f).size(), "the fdatasync'd size");
+                    assertEquals(data.byteSize(), ns.read(f, 0, got));
+                    assertEquals(-1, data.mismatch(got), "the fdatasync'd bytes");
+                }
+            }
+        }
+    }
+
     /** What a file block held over the workload: {op, value} pairs, value a write's number or 0 (cut off by a truncate). */
     private static final class History {
         final List<long[]> values = new ArrayList<>(List.of(new long[] {0, 0}));
@@ -158,7 +195,7 @@ class FileCrashTest {
                 firstFlush = rec.flushCount();
                 long size = 0;
                 for (int op = 1; op <= ops; op++) {
-                    int r = rnd.nextInt(20);
+                    int r = rnd.nextInt(24);
                     if (r < 13) {
                         int at = rnd.nextInt(SPAN), n = 1 + rnd.nextInt(4);
                         long offset = (long) at * BS;
@@ -183,10 +220,31 @@ class FileCrashTest {
                             blocks[(int) b].values.add(new long[] {op, 0});
                         }
                         size = to;
-                    } else if (r < 18) {
-                        ns.fsync(f);
+                    } else if (r < 18) { // fdatasync keeps what the checks look at (data, size) as fsync does
+                        if (rnd.nextBoolean()) {
+                            ns.fsync(f);
+                        } else {
+                            ns.fdatasync(f);
+                        }
                         fsyncs.add(new int[] {rec.flushCount() - 1, op}); // at or after the fsync's own flush
                         continue;
+                    } else if (r < 22) {
+                        int mode = FALLOC_MODES[rnd.nextInt(FALLOC_MODES.length)];
+                        int at = rnd.nextInt(SPAN), n = 1 + rnd.nextInt(4);
+                        try {
+                            ns.fallocate(f, mode, (long) at * BS, (long) n * BS);
+                        } catch (NamespaceException e) {
+                            assertEquals(Errno.EFBIG, e.errno(), e.getMessage());
+                            continue;
+                        }
+                        if ((mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)) != 0) { // zeros from here on (past the size too)
+                            for (int b = at; b < at + n; b++) {
+                                blocks[b].values.add(new long[] {op, 0});
+                            }
+                        }
+                        if ((mode & FALLOC_FL_KEEP_SIZE) == 0) {
+                            size = Math.max(size, (long) (at + n) * BS);
+                        }
                     } else { // another file's fsync: f's changes so far reach the log, though f's data was not flushed for it
                         ns.truncate(g, (long) rnd.nextInt(SPAN) * BS);
                         ns.fsync(g);
