@@ -22,8 +22,9 @@ import static dev.ferrite.dir.InodeRecords.nowNanos;
 
 /**
  * Regular files' data, the xfs_bmap and direct-I/O role: the extent list in the inode record
- * ({@link ExtentFormat}), reads and writes straight between the caller's aligned buffer and the device,
- * and freeing a file's blocks (truncate, and an orphan's destruction).
+ * ({@link ExtentFormat}), reads, writes and appends straight between the caller's aligned buffer and the
+ * device, fallocate, fsync and fdatasync, and freeing a file's blocks (truncate, punch hole, and an
+ * orphan's destruction).
  *
  * <h2>Ordering</h2>
  * Data reaches the device before any extent that points at it says written. Overwriting written blocks
@@ -38,8 +39,9 @@ import static dev.ferrite.dir.InodeRecords.nowNanos;
  *
  * <h2>Locks</h2>
  * A striped I/O lock per inode, taken before the log reservation (XFS's i_rwsem): shared by reads and
- * writes, exclusive by truncate and by freeing an orphan, so that no read or write uses a mapping whose
- * blocks are being freed. Each extent-list change is a transaction reserved before the inode's lock
+ * writes, exclusive by truncate, fallocate, append (which so owns the end of the file while it writes
+ * there) and by freeing an orphan, so that no read or write uses a mapping whose blocks are being freed
+ * or unwritten. Each extent-list change is a transaction reserved before the inode's lock
  * (2), then a group's AGF (3), then the record's block (4). Concurrent writes to disjoint ranges run
  * their device I/O in parallel.
  */

@@ -24,8 +24,8 @@
  *       the orphan's lock (2), its group's AGI (3) or AGF, then its record (4); destroying an orphan's
  *       tree reads the nodes before locking the record, which nobody else can contend for an orphan.
  *   <li>{@code FileData} (the xfs_bmap role): regular files' extent lists ({@code ExtentFormat}) and their
- *       direct reads and writes; its I/O lock (shared by reads and writes, exclusive by truncate and an
- *       orphan's freeing) is taken before the log reservation, then each extent change takes the file's lock
+ *       direct reads, writes, appends and fallocate; its I/O lock (shared by reads and writes, exclusive by
+ *       truncate, fallocate, append and an orphan's freeing) is taken before the log reservation, then each extent change takes the file's lock
  *       (2), one group's AGF, then its record (4).
  *   <li>{@code NamespaceChecker}: the namespace's part of the check; reads only, no lock.
  * </ul>
