@@ -549,8 +549,8 @@ final class FileData {
         long seq = dataOnly ? i.lastDataSeq : i.lastSeq;
         if (seq < 0) {
             cache.journal().forceAll();
-        } else if (seq > cache.journal().durableSeq()) {
-            cache.journal().force(seq);
+        } else {
+            cache.journal().force(seq); // returns at once if that is durable
         }
     }
 

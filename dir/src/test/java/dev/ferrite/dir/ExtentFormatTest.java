@@ -8,6 +8,7 @@ import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.MemoryDevice;
 import org.junit.jupiter.api.Test;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -83,6 +84,35 @@ class ExtentFormatTest {
         x.setWritten(13, 15);
         assertEquals("[10+3@" + D + "u, 13+2@" + (D + 3) + ", 15+5@" + (D + 5) + "u]", x.toString());
         assertEquals(10, x.blocks());
+    }
+
+    @Test
+    void unwritingTheMiddleOfAWrittenExtentSplitsItAndWritingItBackMerges() {
+        ExtentList x = new ExtentList(25);
+        x.insert(10, D, 10, false);
+        x.setState(13, 15, true);
+        assertEquals("[10+3@" + D + ", 13+2@" + (D + 3) + "u, 15+5@" + (D + 5) + "]", x.toString());
+        x.setState(0, 100, true);
+        assertEquals("[10+10@" + D + "u]", x.toString());
+        x.setState(0, 100, false);
+        assertEquals("[10+10@" + D + "]", x.toString());
+    }
+
+    @Test
+    void punchTakesOnePieceOfOneExtentAtATimeSplittingOneTheRangeEndsInside() {
+        ExtentList x = new ExtentList(25);
+        x.insert(0, D, 4, false);
+        x.insert(6, D + 10, 4, true);
+        assertArrayEquals(new long[] {D + 2, 2}, x.punch(2, 8)); // the tail of the first
+        assertArrayEquals(new long[] {D + 10, 2}, x.punch(2, 8)); // the head of the second
+        assertEquals(null, x.punch(2, 8));
+        assertEquals("[0+2@" + D + ", 8+2@" + (D + 12) + "u]", x.toString());
+        assertArrayEquals(new long[] {D + 1, 1}, x.punch(1, 2)); // inside: nothing to split off past it
+        assertArrayEquals(new long[] {D + 12, 1}, x.punch(8, 9)); // the head: the tail stays
+        assertEquals("[0+1@" + D + ", 9+1@" + (D + 13) + "u]", x.toString());
+        x.insert(20, D + 30, 5, false);
+        assertArrayEquals(new long[] {D + 32, 1}, x.punch(22, 23)); // the middle: it splits in two
+        assertEquals("[0+1@" + D + ", 9+1@" + (D + 13) + "u, 20+2@" + (D + 30) + ", 23+2@" + (D + 33) + "]", x.toString());
     }
 
     @Test
