@@ -34,6 +34,8 @@ import picocli.CommandLine.Spec;
                 "  ext4     mkfs.ext4 defaults, mounted; the same fio job",
                 "  raw      the same fio job on the block device itself: the limit",
                 "",
+                "With --unwritten each phase instead writes every block of a new fallocated file",
+                "once, in random order: each write converts unwritten space (fio fallocate=native).",
                 "The table gives ferrite's rate over each other target's.",
                 ""})
 final class RandWriteCommand implements Callable<Integer> {
@@ -52,6 +54,11 @@ final class RandWriteCommand implements Callable<Integer> {
     @Option(names = "--targets", paramLabel = "T", split = ",", defaultValue = "ferrite,xfs,ext4,raw",
             description = "ferrite, xfs, ext4, raw, in run order (default: ${DEFAULT-VALUE})")
     List<String> targets;
+
+    @Option(names = "--unwritten",
+            description = "first writes instead of overwrites: each phase writes every block of a new, preallocated"
+                    + " (fallocated, unwritten) file once, in random order; raw is skipped")
+    boolean unwritten;
 
     @Mixin
     RunDir runDir;
@@ -86,13 +93,15 @@ final class RandWriteCommand implements Callable<Integer> {
         List<Target> ts = targets.stream().map(this::target).distinct().toList();
         Path base = runDir.resolve(spec);
         Fio fio = fioOption.noFio ? null : Fio.find().orElse(null);
-        RandWriteBench bench = new RandWriteBench(base, fileSize, (int) bs, queueDepths, options.seconds, ts, fio);
+        RandWriteBench bench = new RandWriteBench(base, fileSize, (int) bs, queueDepths, options.seconds, ts, fio, unwritten);
         PrintWriter out = spec.commandLine().getOut();
         Storage storage = Storage.of(base);
         out.printf(Locale.ROOT, "devices: loop devices of %s over images in %s (%s), one per target%n",
                 ByteSize.format(bench.deviceBytes()), storage.path(), storage.describe());
-        out.printf(Locale.ROOT, "file:    %s, %s writes at random offsets, O_DIRECT, no fsync; writers %s; %s s per phase%n",
-                ByteSize.format(fileSize), ByteSize.format(bs),
+        out.printf(Locale.ROOT, "file:    %s, %s %s, O_DIRECT, no fsync; writers %s; %s s per phase%n",
+                ByteSize.format(fileSize), ByteSize.format(bs), unwritten
+                        ? "first writes into fallocated (unwritten) space, each block once in random order"
+                        : "overwrites at random offsets of a written file",
                 queueDepths.stream().map(String::valueOf).collect(Collectors.joining(",")), options.seconds);
         out.println(fio != null ? "fio:    " + fio.version() + " for xfs, ext4 and raw"
                 : "fio:    " + (fioOption.noFio ? "skipped (--no-fio)" : "not on the PATH") + ": ferrite only");

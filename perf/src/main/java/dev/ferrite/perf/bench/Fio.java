@@ -66,6 +66,19 @@ public final class Fio {
      * @param seconds the job's {@code runtime}; progress is reported while it runs
      */
     public Report run(String phase, List<String> jobArgs, double seconds, Progress progress) {
+        return run(phase, jobArgs, seconds, true, progress);
+    }
+
+    /**
+     * Runs one job that ends after one pass over its region or after {@code seconds}, whichever comes
+     * first ({@code runtime} without {@code time_based}): for phases that must not wrap around, such as
+     * first writes into preallocated space.
+     */
+    public Report runOnePass(String phase, List<String> jobArgs, double seconds, Progress progress) {
+        return run(phase, jobArgs, seconds, false, progress);
+    }
+
+    private Report run(String phase, List<String> jobArgs, double seconds, boolean timeBased, Progress progress) {
         Path tmp = Path.of(System.getProperty("java.io.tmpdir"));
         try (ScratchFile out = ScratchFile.create(tmp, "ferrite-fio-", ".json");
              ScratchFile log = ScratchFile.create(tmp, "ferrite-fio-", ".log")) {
@@ -73,7 +86,9 @@ public final class Fio {
             cmd.add(executable.toString());
             cmd.add("--name=" + phase);
             cmd.addAll(jobArgs);
-            cmd.add("--time_based");
+            if (timeBased) {
+                cmd.add("--time_based");
+            }
             cmd.add("--runtime=" + Math.max(1, Math.round(seconds * 1000)) + "ms");
             cmd.add("--lat_percentiles=1");
             cmd.add("--percentile_list=50:99");

@@ -41,6 +41,12 @@ import org.HdrHistogram.Histogram;
  * </ul>
  * N synchronous writers on both sides (threads against fio jobs), the same block size, the same region,
  * and nothing made durable during the phase: the same shape of work and the same durability.
+ *
+ * <p>With {@code unwritten}, each phase gets a new file preallocated and never written (Ferrite:
+ * {@link Namespace#fallocate} mode 0; fio: {@code fallocate=native}, which gives XFS and ext4 unwritten
+ * extents) and writes every block once in a random order, so each write converts unwritten space; a
+ * phase ends after that one pass or its time, whichever comes first. {@code raw} has nothing to convert
+ * and is skipped then.
  */
 public final class RandWriteBench {
     public static final String WORKLOAD = "randwrite";
@@ -72,6 +78,7 @@ public final class RandWriteBench {
     private final double seconds;
     private final List<Target> targets;
     private final Fio fio;
+    private final boolean unwritten;
     private final List<String> notes = new ArrayList<>();
 
     /**
@@ -81,9 +88,10 @@ public final class RandWriteBench {
      * @param queueDepths writer counts, one phase each
      * @param targets     in run order; fio runs those but {@code ferrite}
      * @param fio         fio, or null to run only {@code ferrite}
+     * @param unwritten   first writes into preallocated space instead of overwrites (see {@link #run})
      */
     public RandWriteBench(Path dir, long fileSize, int blockSize, List<Integer> queueDepths, double seconds,
-                          List<Target> targets, Fio fio) {
+                          List<Target> targets, Fio fio, boolean unwritten) {
         this.dir = dir;
         this.fileSize = fileSize;
         this.blockSize = blockSize;
@@ -91,6 +99,7 @@ public final class RandWriteBench {
         this.seconds = seconds;
         this.targets = List.copyOf(targets);
         this.fio = fio;
+        this.unwritten = unwritten;
     }
 
     /** Bytes of each target's loop device: the file and room for each file system's metadata and log. */
@@ -115,25 +124,44 @@ public final class RandWriteBench {
                         + " loop device needs root, losetup" + (t.deviceKind().mkfs == null ? "" : " and " + t.deviceKind().mkfs));
                 continue;
             }
+            if (unwritten && t == Target.RAW) {
+                notes.add("raw: skipped, a block device has no unwritten space to convert");
+                continue;
+            }
             try (LoopDevice loop = LoopDevice.create(dir, deviceBytes(), t.deviceKind())) {
-                if (t == Target.FERRITE) {
-                    ferrite(loop.device(), results, progress);
-                } else {
-                    Path file = t == Target.RAW ? loop.device() : loop.mountPoint().resolve("bench");
-                    if (t != Target.RAW) {
-                        fillHostFile(file);
-                    }
-                    for (int qd : queueDepths) {
-                        results.add(fio(t, file, qd, progress));
-                    }
-                }
+                runTarget(t, loop, results, progress);
+            } catch (FerriteException e) {
+                // one target's failure is reported beside the others' results, not instead of them
+                progress.done();
+                notes.add(t.label() + ": stopped: " + e.getMessage());
             }
         }
         return results;
     }
 
+    private void runTarget(Target t, LoopDevice loop, List<Result> results, Progress progress) {
+        if (t == Target.FERRITE) {
+            ferrite(loop.device(), results, progress);
+            return;
+        }
+        for (int qd : queueDepths) {
+            Path file = t == Target.RAW ? loop.device() : loop.mountPoint().resolve("bench-qd" + qd);
+            if (t != Target.RAW && !unwritten) {
+                fillHostFile(file);
+            }
+            results.add(fio(t, file, qd, progress));
+            if (t != Target.RAW) {
+                try {
+                    java.nio.file.Files.delete(file); // room for the next phase's file, as on Ferrite
+                } catch (IOException e) {
+                    throw new UncheckedIOException("cannot delete " + file + ": " + e.getMessage(), e);
+                }
+            }
+        }
+    }
+
     private String phase(int qd) {
-        return "randwrite-qd" + qd;
+        return (unwritten ? "unwritten-qd" : "randwrite-qd") + qd;
     }
 
     private void ferrite(Path device, List<Result> results, Progress progress) {
@@ -142,21 +170,32 @@ public final class RandWriteBench {
             Volume.format(dev, options);
             try (Volume v = Volume.open(dev, options); Arena arena = Arena.ofShared()) {
                 Namespace ns = v.namespace();
-                try (Handle root = ns.openRoot(); Handle file = ns.create(root, "bench", 0644, true)) {
-                    MemorySegment chunk = arena.allocate(FILL_CHUNK, BlockDevice.BUFFER_ALIGNMENT);
-                    fillRandom(chunk, new SplittableRandom(SEED));
-                    for (long off = 0; off < fileSize; off += FILL_CHUNK) {
-                        ns.write(file, off, chunk);
-                        progress.update("fill", Target.FERRITE.label(), off / FILL_CHUNK, -1);
-                    }
-                    ns.fsync(file);
-                    progress.done();
+                try (Handle root = ns.openRoot()) {
                     for (int qd : queueDepths) {
-                        results.add(ferritePhase(ns, file, qd, arena, progress));
+                        try (Handle file = ns.create(root, "bench-qd" + qd, 0644, true)) {
+                            if (unwritten) {
+                                ns.fallocate(file, 0, 0, fileSize);
+                            } else {
+                                fillFerriteFile(ns, file, arena, progress);
+                            }
+                            ns.fsync(file);
+                            results.add(ferritePhase(ns, file, qd, arena, progress));
+                        }
+                        ns.unlink(root, "bench-qd" + qd);
                     }
                 }
             }
         }
+    }
+
+    private void fillFerriteFile(Namespace ns, Handle file, Arena arena, Progress progress) {
+        MemorySegment chunk = arena.allocate(FILL_CHUNK, BlockDevice.BUFFER_ALIGNMENT);
+        fillRandom(chunk, new SplittableRandom(SEED));
+        for (long off = 0; off < fileSize; off += FILL_CHUNK) {
+            ns.write(file, off, chunk);
+            progress.update("fill", Target.FERRITE.label(), off / FILL_CHUNK, -1);
+        }
+        progress.done();
     }
 
     private Result ferritePhase(Namespace ns, Handle file, int threads, Arena arena, Progress progress) {
@@ -170,6 +209,8 @@ public final class RandWriteBench {
         }
         ThreadCounts done = new ThreadCounts(threads);
         AtomicBoolean stop = new AtomicBoolean();
+        java.util.concurrent.atomic.AtomicLong next = new java.util.concurrent.atomic.AtomicLong();
+        long stride = coprimeStride(blocks);
         PhaseTimer timer = new PhaseTimer(phase, Target.FERRITE.label(), TimeUnit.MILLISECONDS.toNanos(Math.round(seconds * 1000)), progress);
         CpuMeter.Sample cpu = CpuMeter.sample();
         Throwable failure = Workers.run(threads, "randwrite-ferrite", timer, done::total, stop, id -> {
@@ -178,7 +219,16 @@ public final class RandWriteBench {
             MemorySegment buf = buffers[id];
             long n = 0;
             while (!stop.get()) {
-                long off = random.nextLong(blocks) * blockSize;
+                long off;
+                if (unwritten) { // one pass, in a scattered order: each write lands in unwritten space
+                    long i = next.getAndIncrement();
+                    if (i >= blocks) {
+                        break;
+                    }
+                    off = Math.floorMod(i * stride, blocks) * blockSize;
+                } else {
+                    off = random.nextLong(blocks) * blockSize;
+                }
                 long t0 = System.nanoTime();
                 ns.write(file, off, buf);
                 h.recordValue(System.nanoTime() - t0);
@@ -219,13 +269,32 @@ public final class RandWriteBench {
 
     private Result fio(Target t, Path file, int threads, Progress progress) {
         String phase = phase(threads);
-        List<String> args = List.of("--filename=" + Fio.filename(file), "--size=" + fileSize, "--rw=randwrite",
+        List<String> args = new ArrayList<>(List.of("--filename=" + Fio.filename(file), "--rw=randwrite",
                 "--bs=" + blockSize, "--direct=1", "--ioengine=psync", "--numjobs=" + threads, "--group_reporting",
-                "--norandommap", "--randrepeat=0");
+                "--randrepeat=0"));
+        if (unwritten) {
+            // one pass in random order (fio's random map: each block once), into space fallocated unwritten;
+            // the jobs share one file, each its own slice, so that every block is written once
+            long slice = fileSize / threads / blockSize * blockSize;
+            args.addAll(List.of("--size=" + slice, "--offset_increment=" + slice, "--fallocate=native"));
+        } else {
+            args.addAll(List.of("--size=" + fileSize, "--norandommap"));
+        }
         CpuMeter.Sample cpu = CpuMeter.sample(); // the machine's, over fio's whole run (its start-up included)
-        Fio.Stats s = fio.run(phase + "-" + t.label(), args, seconds, progress).io("write");
+        Fio.Report report = unwritten ? fio.runOnePass(phase + "-" + t.label(), args, seconds, progress)
+                : fio.run(phase + "-" + t.label(), args, seconds, progress);
+        Fio.Stats s = report.io("write");
         return new Result(WORKLOAD, phase, t.label(), threads, s.n(), s.iops(), UNIT, s.p50Us(), s.p99Us(), s.maxUs(), Double.NaN)
                 .withCpus(CpuMeter.busyCpusSince(cpu));
+    }
+
+    /** A stride coprime to {@code blocks}: i * stride mod blocks visits every block once, scattered. */
+    private static long coprimeStride(long blocks) {
+        long stride = (long) (blocks * 0.6180339887) | 1;
+        while (java.math.BigInteger.valueOf(stride).gcd(java.math.BigInteger.valueOf(blocks)).longValue() != 1) {
+            stride += 2;
+        }
+        return stride;
     }
 
     private static MemorySegment fillRandom(MemorySegment m, SplittableRandom random) {
