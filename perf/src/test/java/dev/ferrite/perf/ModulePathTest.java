@@ -124,13 +124,18 @@ class ModulePathTest {
         }
     }
 
-    /** The packages each engine module exports to everyone, and those it exports only to named modules. */
+    /**
+     * The packages each engine module exports to everyone, and those it exports only to named modules; and
+     * that no main module holds a test kit package.
+     */
     @Test
     void eachModuleExportsItsApiAndQualifiesItsInternals() {
         Map<String, String> exports = new TreeMap<>();
         for (ModuleReference ref : ModuleFinder.of(modulePathEntries().toArray(Path[]::new)).findAll()) {
             ModuleDescriptor d = ref.descriptor();
             if (d.name().startsWith("dev.ferrite.")) {
+                assertTrue(d.packages().stream().noneMatch(p -> p.endsWith(".testkit")),
+                        d.name() + " holds test code: " + d.packages());
                 exports.put(d.name(), d.exports().stream()
                         .map(x -> x.source() + (x.isQualified() ? " to " + new TreeSet<>(x.targets()) : ""))
                         .sorted().collect(Collectors.joining("; ")));
