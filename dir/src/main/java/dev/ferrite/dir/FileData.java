@@ -5,6 +5,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import java.util.function.Function;
 import java.util.function.LongUnaryOperator;
+import java.util.concurrent.locks.Lock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 import dev.ferrite.btree.internal.Buffer;
@@ -43,7 +44,8 @@ import static dev.ferrite.dir.InodeRecords.nowNanos;
  * there) and by freeing an orphan, so that no read or write uses a mapping whose blocks are being freed
  * or unwritten. Each extent-list change is a transaction reserved before the inode's lock
  * (2), then a group's AGF (3), then the record's block (4). Concurrent writes to disjoint ranges run
- * their device I/O in parallel.
+ * their device I/O in parallel. An operation on a handle checks again that the handle is open once it
+ * holds the I/O lock ({@link #lockIo}), so that a last close racing it cannot free the inode under it.
  */
 final class FileData {
     /** The largest file: 2^63 - 1 bytes rounded down to 4 KiB, the limit of {@link ExtentFormat#MAX_FILE_BLOCKS}. */
@@ -78,6 +80,29 @@ final class FileData {
 
     private ReentrantReadWriteLock io(long ino) {
         return ioLocks[(int) (ino * 0x9E37_79B9_7F4A_7C15L >>> 58)];
+    }
+
+    /** Test seam: run by an operation on a handle between its EBADF check and taking the I/O lock; null outside tests. */
+    volatile Runnable beforeIoLock;
+
+    /**
+     * Takes {@code l}, the I/O lock of {@code h}'s inode, for an operation on {@code h}, then checks again
+     * that {@code h} is open (EBADF if not). A last close marks its handle closed before it frees an
+     * orphan, and freeing takes this lock exclusively: an operation that finds the handle open here holds
+     * the freeing off until it unlocks; one that finds it closed never touches the inode, whose slot a new
+     * file may hold by now. One volatile read, no count of operations in flight to update.
+     */
+    private Lock lockIo(Handle h, Lock l) {
+        Runnable hook = beforeIoLock;
+        if (hook != null) {
+            hook.run();
+        }
+        l.lock();
+        if (!h.isOpen()) {
+            l.unlock();
+            h.requireOpen();
+        }
+        return l;
     }
 
     /** A file's size and extents, read together. */
@@ -129,8 +154,7 @@ final class FileData {
     int read(Handle h, long offset, MemorySegment dst) {
         Inode i = h.requireOpen();
         requireDirect(i, "read", offset, dst);
-        ReentrantReadWriteLock.ReadLock l = io(i.ino).readLock();
-        l.lock();
+        Lock l = lockIo(h, io(i.ino).readLock());
         try {
             long first = offset / blockSize;
             long dev = dst.byteSize() == 0 ? -1 : inPlace(i.ino, first, first + dst.byteSize() / blockSize);
@@ -171,8 +195,7 @@ final class FileData {
             throw new NamespaceException(Errno.EFBIG, "write of " + len + " bytes at offset " + offset + " of inode " + i.ino
                     + " ends past the largest file, " + MAX_FILE_SIZE + " bytes");
         }
-        ReentrantReadWriteLock.ReadLock l = io(i.ino).readLock();
-        l.lock();
+        Lock l = lockIo(h, io(i.ino).readLock());
         try {
             long first = offset / blockSize, end = first + len / blockSize;
             long dev = len == 0 ? -1 : inPlace(i.ino, first, end);
@@ -375,8 +398,7 @@ final class FileData {
             throw new NamespaceException(Errno.EINVAL, "truncate of inode " + i.ino + " to " + size + " bytes: only sizes that are"
                     + " multiples of " + blockSize + " for now (zeroing a partial last block is buffered I/O, not built yet)");
         }
-        ReentrantReadWriteLock.WriteLock l = io(i.ino).writeLock();
-        l.lock();
+        Lock l = lockIo(h, io(i.ino).writeLock());
         try {
             freeFrom(i, size / blockSize);
             update(i, null, old -> size);
@@ -487,8 +509,7 @@ final class FileData {
                     + i.ino + " ends past the largest file, " + MAX_FILE_SIZE + " bytes");
         }
         long first = offset / blockSize, end = first + length / blockSize;
-        ReentrantReadWriteLock.WriteLock l = io(i.ino).writeLock();
-        l.lock();
+        Lock l = lockIo(h, io(i.ino).writeLock());
         try {
             Snapshot s = file(i.ino);
             ExtentList sim = s.extents().copy();
@@ -527,8 +548,7 @@ final class FileData {
     long append(Handle h, MemorySegment src) {
         Inode i = h.requireOpen();
         requireDirect(i, "append", 0, src);
-        ReentrantReadWriteLock.WriteLock l = io(i.ino).writeLock();
-        l.lock();
+        Lock l = lockIo(h, io(i.ino).writeLock());
         try {
             long at = file(i.ino).size();
             write(h, at, src); // its shared lock is reentrant under the exclusive one
