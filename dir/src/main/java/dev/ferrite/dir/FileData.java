@@ -300,12 +300,12 @@ final class FileData {
 
     /**
      * Maps the holes of {@code [first, end)} for a write that extends the file from inside it or at its
-     * end (a write further on leaves a hole: a sparse writer would only split the tail), and speculatively the
-     * blocks after them (XFS's EOF preallocation): as many as the file will then hold, at least
+     * end (a write further on leaves a hole: a sparse writer would only split the tail), and speculatively
+     * the blocks after them (XFS's EOF preallocation): as many as the file will then hold, at least
      * {@link #preallocMin} and at most {@link #preallocCap} or a sixteenth of the free space, not into
-     * anything already mapped past {@code end}; none for a file fallocate preallocated past its end. The write's own blocks are taken
-     * first, so when the volume or the record has no room for the speculative ones the write goes on
-     * with what it got.
+     * anything already mapped past {@code end}; none for a file fallocate preallocated past its end. The
+     * write's own blocks are taken first, so when the volume or the record has no room for the
+     * speculative ones the write goes on with what it got.
      */
     private ExtentList allocateExtending(Inode i, Snapshot s, long first, long end) {
         ExtentList x = s.extents();

@@ -67,7 +67,7 @@ abstract class FileTestBase {
         return ns.open(root, name);
     }
 
-    /** Edits inode {@code ino}'s core fields (up to the inline area) in a transaction of its own: {@code edit(block, record offset)}. */
+    /** Edits inode {@code ino}'s core fields (up to the inline area) in a transaction: {@code edit(block, record offset)}. */
     void editRecord(long ino, ObjIntConsumer<MemorySegment> edit) {
         int rec = ns.records.rec(ino);
         try (Txn txn = Txn.begin(v.cache(), 2)) {
