@@ -64,8 +64,6 @@ final class FileData {
     private static final int IO_STRIPES = 64;
     /** The least speculative preallocation, in bytes: a file written by 4 KiB appends starts with room for 64. */
     private static final long PREALLOC_MIN_BYTES = 256 << 10;
-    /** The most, in bytes, and never more than an eighth of a group: a few growing files cannot fill one between them. */
-    private static final long PREALLOC_CAP_BYTES = 8 << 20;
 
     private final Volume volume;
     private final BufferCache cache;
@@ -91,7 +89,9 @@ final class FileData {
         for (int i = 0; i < IO_STRIPES; i++) {
             ioLocks[i] = new ReentrantReadWriteLock();
         }
-        this.preallocCap = Math.min(PREALLOC_CAP_BYTES / blockSize, geometry.agBlocks() / 8);
+        // the most: an eighth of a group (XFS goes up to its longest extent), so that a file written by
+        // appends beside another ends in a handful of extents, yet a few growing files cannot fill a group
+        this.preallocCap = Math.min(ExtentFormat.MAX_LENGTH, geometry.agBlocks() / 8);
         this.preallocMin = Math.min(PREALLOC_MIN_BYTES / blockSize, preallocCap);
     }
 
