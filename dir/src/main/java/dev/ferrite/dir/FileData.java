@@ -5,6 +5,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import java.util.function.Function;
 import java.util.function.LongUnaryOperator;
+import java.util.concurrent.locks.Lock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 import dev.ferrite.btree.internal.Buffer;
@@ -14,6 +15,8 @@ import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.Errno;
 import dev.ferrite.io.NoSpaceException;
 
+import static dev.ferrite.dir.InodeFormat.FLAG_PREALLOC;
+import static dev.ferrite.dir.InodeFormat.FLAG_SPECULATIVE;
 import static dev.ferrite.dir.InodeFormat.S_IFDIR;
 import static dev.ferrite.dir.InodeFormat.S_IFMT;
 import static dev.ferrite.dir.InodeFormat.S_IFREG;
@@ -37,13 +40,21 @@ import static dev.ferrite.dir.InodeRecords.nowNanos;
  * the journal is forced to the last such free: a crash can then not give the blocks back to their old
  * file with the new file's data in them.
  *
+ * <h2>Speculative preallocation</h2>
+ * A write extending the file from inside it or at its end maps unwritten blocks past the new end as well
+ * ({@link #allocateExtending}), flagging the inode {@link InodeFormat#FLAG_SPECULATIVE}; later appends
+ * only convert them. The last close, or the first open after a crash, frees what is left past the end
+ * ({@link #trimSpeculative}); fallocate's KEEP_SIZE flags the inode {@link InodeFormat#FLAG_PREALLOC}
+ * instead, and such a file is neither preallocated for nor trimmed.
+ *
  * <h2>Locks</h2>
  * A striped I/O lock per inode, taken before the log reservation (XFS's i_rwsem): shared by reads and
  * writes, exclusive by truncate, fallocate, append (which so owns the end of the file while it writes
- * there) and by freeing an orphan, so that no read or write uses a mapping whose blocks are being freed
+ * there), a trim and by freeing an orphan, so that no read or write uses a mapping whose blocks are being freed
  * or unwritten. Each extent-list change is a transaction reserved before the inode's lock
  * (2), then a group's AGF (3), then the record's block (4). Concurrent writes to disjoint ranges run
- * their device I/O in parallel.
+ * their device I/O in parallel. An operation on a handle checks again that the handle is open once it
+ * holds the I/O lock ({@link #lockIo}), so that a last close racing it cannot free the inode under it.
  */
 final class FileData {
     /** The largest file: 2^63 - 1 bytes rounded down to 4 KiB, the limit of {@link ExtentFormat#MAX_FILE_BLOCKS}. */
@@ -51,6 +62,8 @@ final class FileData {
     /** The longest single transfer: what a read's int result can count, in whole 4 KiB blocks (as Linux's 0x7ffff000). */
     static final int MAX_TRANSFER = Integer.MAX_VALUE & -4096;
     private static final int IO_STRIPES = 64;
+    /** The least speculative preallocation, in bytes: a file written by 4 KiB appends starts with room for 64. */
+    private static final long PREALLOC_MIN_BYTES = 256 << 10;
 
     private final Volume volume;
     private final BufferCache cache;
@@ -59,6 +72,8 @@ final class FileData {
     private final BlockDevice device;
     private final int blockSize;
     private final ReentrantReadWriteLock[] ioLocks = new ReentrantReadWriteLock[IO_STRIPES];
+    /** Speculative preallocation's bounds, in blocks. */
+    private final long preallocMin, preallocCap;
     /** File data was written to the device since the last {@link #flushAll}. */
     private volatile boolean written;
     /** Commit sequence of the last transaction that freed file blocks. */
@@ -74,14 +89,41 @@ final class FileData {
         for (int i = 0; i < IO_STRIPES; i++) {
             ioLocks[i] = new ReentrantReadWriteLock();
         }
+        // the most: an eighth of a group (XFS goes up to its longest extent), so that a file written by
+        // appends beside another ends in a handful of extents, yet a few growing files cannot fill a group
+        this.preallocCap = Math.min(ExtentFormat.MAX_LENGTH, geometry.agBlocks() / 8);
+        this.preallocMin = Math.min(PREALLOC_MIN_BYTES / blockSize, preallocCap);
     }
 
     private ReentrantReadWriteLock io(long ino) {
         return ioLocks[(int) (ino * 0x9E37_79B9_7F4A_7C15L >>> 58)];
     }
 
-    /** A file's size and extents, read together. */
-    private record Snapshot(long size, ExtentList extents) {
+    /** Test seam: run by an operation on a handle between its EBADF check and taking the I/O lock; null outside tests. */
+    volatile Runnable beforeIoLock;
+
+    /**
+     * Takes {@code l}, the I/O lock of {@code h}'s inode, for an operation on {@code h}, then checks again
+     * that {@code h} is open (EBADF if not). A last close marks its handle closed before it frees an
+     * orphan, and freeing takes this lock exclusively: an operation that finds the handle open here holds
+     * the freeing off until it unlocks; one that finds it closed never touches the inode, whose slot a new
+     * file may hold by now. One volatile read, no count of operations in flight to update.
+     */
+    private Lock lockIo(Handle h, Lock l) {
+        Runnable hook = beforeIoLock;
+        if (hook != null) {
+            hook.run();
+        }
+        l.lock();
+        if (!h.isOpen()) {
+            l.unlock();
+            h.requireOpen();
+        }
+        return l;
+    }
+
+    /** A file's size, flags and extents, read together. */
+    private record Snapshot(long size, int flags, ExtentList extents) {
     }
 
     /** Inode {@code ino}'s size and extents; EISDIR for a directory, EINVAL for anything else not a regular file. */
@@ -91,7 +133,7 @@ final class FileData {
             if ((mode & S_IFMT) != S_IFREG) {
                 return mode;
             }
-            return new Snapshot(InodeFormat.size(b, rec), ExtentFormat.decode(b, rec, geometry));
+            return new Snapshot(InodeFormat.size(b, rec), InodeFormat.flags(b, rec), ExtentFormat.decode(b, rec, geometry));
         });
         if (o instanceof Snapshot s) {
             return s;
@@ -129,8 +171,7 @@ final class FileData {
     int read(Handle h, long offset, MemorySegment dst) {
         Inode i = h.requireOpen();
         requireDirect(i, "read", offset, dst);
-        ReentrantReadWriteLock.ReadLock l = io(i.ino).readLock();
-        l.lock();
+        Lock l = lockIo(h, io(i.ino).readLock());
         try {
             long first = offset / blockSize;
             long dev = dst.byteSize() == 0 ? -1 : inPlace(i.ino, first, first + dst.byteSize() / blockSize);
@@ -171,65 +212,119 @@ final class FileData {
             throw new NamespaceException(Errno.EFBIG, "write of " + len + " bytes at offset " + offset + " of inode " + i.ino
                     + " ends past the largest file, " + MAX_FILE_SIZE + " bytes");
         }
-        ReentrantReadWriteLock.ReadLock l = io(i.ino).readLock();
-        l.lock();
+        Lock l = lockIo(h, io(i.ino).readLock());
+        boolean sparse;
         try {
-            long first = offset / blockSize, end = first + len / blockSize;
-            long dev = len == 0 ? -1 : inPlace(i.ino, first, end);
-            if (dev >= 0) { // the fast path: written blocks inside the size, overwritten in place
-                device.write(dev, src);
-                i.dataDirty = true;
-                written = true;
-                return;
-            }
-            Snapshot s = file(i.ino);
-            if (len == 0) {
-                return;
-            }
-            ExtentList x = s.extents();
-            if (x.firstGap(first, end, false) != null) {
-                requireRoom(i.ino, x, first, end, true);
-                x = allocate(i, first, end, true);
-            }
-            boolean convert = x.firstGap(first, end, true) != null;
-            if (convert) {
-                long freed = lastFreeSeq.get();
-                if (freed > cache.journal().durableSeq()) {
-                    cache.journal().force(freed); // the blocks' old owner lets go of them durably first
-                }
-            }
-            for (long fb = first; fb < end; ) {
-                int k = x.find(fb);
-                long runEnd = Math.min(end, x.end(k));
-                device.write(x.deviceBlock(k) + (fb - x.fileBlock(k)), src.asSlice((fb - first) * blockSize, (runEnd - fb) * blockSize));
-                fb = runEnd;
-            }
-            i.dataDirty = true;
-            written = true;
-            if (convert || offset + len > s.size()) {
-                if (convert) {
-                    device.flush(); // the data is durable before any extent says written
-                }
-                finish(i, first, end, offset + len);
-            }
+            sparse = !writeLocked(i, offset, src, true);
         } finally {
             l.unlock();
+        }
+        if (sparse) {
+            l = lockIo(h, io(i.ino).writeLock());
+            try {
+                trimSpeculative(i);
+                writeLocked(i, offset, src, false);
+            } finally {
+                l.unlock();
+            }
         }
     }
 
     /**
-     * EFBIG, with nothing changed, unless the extents of {@code x} and the ones filling the holes of
-     * {@code [first, end)} fit the record while they are unwritten and, if {@code thenWritten}, once they
-     * are written.
+     * {@link #write}, the I/O lock held; false, with nothing done, if {@code mayRefuse} and the write
+     * starts past the end of a file whose speculative blocks lie there: it would split them into written
+     * and unwritten pieces between holes (a sparse writer would soon run out of extents), so the caller
+     * trims them first, under the I/O lock exclusively.
      */
-    private static void requireRoom(long ino, ExtentList x, long first, long end, boolean thenWritten) {
+    private boolean writeLocked(Inode i, long offset, MemorySegment src, boolean mayRefuse) {
+        long len = src.byteSize();
+        long first = offset / blockSize, end = first + len / blockSize;
+        long dev = len == 0 ? -1 : inPlace(i.ino, first, end);
+        if (dev >= 0) { // the fast path: written blocks inside the size, overwritten in place
+            device.write(dev, src);
+            i.dataDirty = true;
+            written = true;
+            return true;
+        }
+        Snapshot s = file(i.ino);
+        if (len == 0) {
+            return true;
+        }
+        ExtentList x = s.extents();
+        long eof = (s.size() + blockSize - 1) / blockSize;
+        if (mayRefuse && offset > s.size() && (s.flags() & (FLAG_SPECULATIVE | FLAG_PREALLOC)) == FLAG_SPECULATIVE
+                && x.count() > 0 && x.end(x.count() - 1) > eof) {
+            return false;
+        }
+        if (x.firstGap(first, end, false) != null) {
+            requireRoom(i.ino, x, first, end, end);
+            x = offset <= s.size() && offset + len > s.size() ? allocateExtending(i, s, first, end)
+                    : allocate(i, first, end, end, FLAG_SPECULATIVE);
+        }
+        boolean convert = x.firstGap(first, end, true) != null;
+        if (convert) {
+            long freed = lastFreeSeq.get();
+            if (freed > cache.journal().durableSeq()) {
+                cache.journal().force(freed); // the blocks' old owner lets go of them durably first
+            }
+        }
+        for (long fb = first; fb < end; ) {
+            int k = x.find(fb);
+            long runEnd = Math.min(end, x.end(k));
+            device.write(x.deviceBlock(k) + (fb - x.fileBlock(k)), src.asSlice((fb - first) * blockSize, (runEnd - fb) * blockSize));
+            fb = runEnd;
+        }
+        i.dataDirty = true;
+        written = true;
+        if (convert || offset + len > s.size()) {
+            if (convert) {
+                device.flush(); // the data is durable before any extent says written
+            }
+            finish(i, first, end, offset + len);
+        }
+        return true;
+    }
+
+    /**
+     * EFBIG, with nothing changed, unless the extents of {@code x} and the ones filling the holes of
+     * {@code [first, end)} fit the record while they are unwritten and once {@code [first, writtenEnd)}
+     * is written.
+     */
+    private static void requireRoom(long ino, ExtentList x, long first, long end, long writtenEnd) {
         ExtentList sim = x.copy();
         fillHoles(sim, first, end);
         int unwritten = sim.count();
-        if (thenWritten) {
-            sim.setWritten(first, end);
-        }
+        sim.setWritten(first, writtenEnd);
         requireFits(ino, Math.max(unwritten, sim.count()), sim.capacity());
+    }
+
+    /**
+     * Maps the holes of {@code [first, end)} for a write that extends the file from inside it or at its
+     * end (a write further on leaves a hole: a sparse writer would only split the tail), and speculatively
+     * the blocks after them (XFS's EOF preallocation): as many as the file will then hold, at least
+     * {@link #preallocMin} and at most {@link #preallocCap} or a sixteenth of the free space, not into
+     * anything already mapped past {@code end}; none for a file fallocate preallocated past its end. The
+     * write's own blocks are taken first, so when the volume or the record has no room for the
+     * speculative ones the write goes on with what it got.
+     */
+    private ExtentList allocateExtending(Inode i, Snapshot s, long first, long end) {
+        ExtentList x = s.extents();
+        int k = x.find(end);
+        if ((s.flags() & FLAG_PREALLOC) == 0 && k < 0) {
+            long next = -k - 1 < x.count() ? x.fileBlock(-k - 1) : ExtentFormat.MAX_FILE_BLOCKS;
+            long room = volume.statfs().freeBlocks() / 16; // as XFS, less as the volume fills: others need space too
+            long spec = Math.min(next, end + Math.min(room, Math.clamp(end, preallocMin, preallocCap)));
+            try {
+                return allocate(i, first, spec, end, FLAG_SPECULATIVE);
+            } catch (NoSpaceException e) {
+                // no free block is left for the speculative ones: the write's own holes, filled first, are all mapped
+            } catch (NamespaceException e) {
+                if (e.errno() != Errno.EFBIG) {
+                    throw e;
+                }
+            }
+        }
+        return allocate(i, first, end, end, FLAG_SPECULATIVE);
     }
 
     private static void requireFits(long ino, int extents, int capacity) {
@@ -256,13 +351,14 @@ final class FileData {
      * Maps every hole of {@code [first, end)} to newly allocated, unwritten blocks, a hole (of at most
      * {@link ExtentFormat#MAX_LENGTH} blocks) per transaction, each contiguous, near the block after the
      * file's previous extent or in the inode's group first; a hole no group holds contiguous is taken in
-     * halves, quarters..., each an extent. Returns the mapping after. {@code thenWritten}: the caller
-     * goes on to write the range (its extents must fit the record once written too).
+     * halves, quarters..., each an extent. Returns the mapping after. The caller goes on to write
+     * {@code [first, writtenEnd)} (its extents must fit the record once written too). A transaction that
+     * maps blocks past the end of the file sets {@code pastEofFlag} in its record.
      *
      * @throws NoSpaceException if no group has a free block left; EFBIG if free space is so fragmented that
      *                          the extents outgrow the record (the holes filled so far stay mapped unwritten)
      */
-    private ExtentList allocate(Inode i, long first, long end, boolean thenWritten) {
+    private ExtentList allocate(Inode i, long first, long end, long writtenEnd, int pastEofFlag) {
         long ino = i.ino;
         int rec = records.rec(ino);
         int most = ExtentFormat.MAX_LENGTH; // halved each time no group has that many blocks contiguous
@@ -295,7 +391,7 @@ final class FileData {
                                 done = true; // changed meanwhile: look again
                                 break;
                             }
-                            requireRoom(ino, y, first, end, thenWritten);
+                            requireRoom(ino, y, first, end, writtenEnd);
                             r = ag.allocBlocksNear(txn, near, len);
                             if (r == AllocOutcome.DONE) {
                                 y.insert(gap[0], ag.allocatedBlock(txn), len, true);
@@ -303,6 +399,9 @@ final class FileData {
                                 MemorySegment m = b.data();
                                 int span = ExtentFormat.encode(m, rec, y);
                                 InodeFormat.setBlocks(m, rec, InodeFormat.blocks(m, rec) + len);
+                                if (gap[0] + len > (InodeFormat.size(m, rec) + blockSize - 1) / blockSize) {
+                                    InodeFormat.setFlags(m, rec, InodeFormat.flags(m, rec) | pastEofFlag);
+                                }
                                 txn.log(b, rec, span);
                                 commitData(i, txn);
                                 done = true;
@@ -375,8 +474,7 @@ final class FileData {
             throw new NamespaceException(Errno.EINVAL, "truncate of inode " + i.ino + " to " + size + " bytes: only sizes that are"
                     + " multiples of " + blockSize + " for now (zeroing a partial last block is buffered I/O, not built yet)");
         }
-        ReentrantReadWriteLock.WriteLock l = io(i.ino).writeLock();
-        l.lock();
+        Lock l = lockIo(h, io(i.ino).writeLock());
         try {
             freeFrom(i, size / blockSize);
             update(i, null, old -> size);
@@ -399,19 +497,56 @@ final class FileData {
      * way leaves a sound, shorter mapping.
      */
     void freeFrom(Inode i, long from) {
-        release(i, x -> {
-            long[][] piece = x.trimFrom(from, 1);
-            return piece.length == 0 ? null : piece[0];
-        });
+        release(i, x -> lastPieceFrom(x, from), true);
+    }
+
+    private static long[] lastPieceFrom(ExtentList x, long from) {
+        long[][] piece = x.trimFrom(from, 1);
+        return piece.length == 0 ? null : piece[0];
+    }
+
+    /**
+     * Frees what writes mapped past the end of {@code i}'s file (speculative preallocation, or the first
+     * transaction of a write whose second never came), then clears {@link InodeFormat#FLAG_SPECULATIVE};
+     * at its last close, and at its first open after a crash or an unmount with it open. The times stay.
+     * A file fallocate preallocated past its end keeps everything (the flag stays too).
+     */
+    void trimSpeculative(Inode i) {
+        long ino = i.ino;
+        int rec = records.rec(ino);
+        Lock l = io(ino).writeLock();
+        l.lock();
+        try {
+            long eof = records.readRecord(ino, (b, r) -> (InodeFormat.flags(b, r) & (FLAG_SPECULATIVE | FLAG_PREALLOC))
+                    != FLAG_SPECULATIVE ? -1 : (InodeFormat.size(b, r) + blockSize - 1) / blockSize);
+            if (eof < 0) {
+                return;
+            }
+            release(i, x -> lastPieceFrom(x, eof), false);
+            try (Txn txn = Txn.begin(cache, 2)) {
+                i.lock.lock();
+                try {
+                    Buffer b = records.lockRecord(txn, ino);
+                    MemorySegment m = b.data();
+                    InodeFormat.setFlags(m, rec, InodeFormat.flags(m, rec) & ~FLAG_SPECULATIVE);
+                    txn.log(b, rec, InodeFormat.INLINE);
+                    i.lastSeq = txn.commit();
+                } finally {
+                    i.lock.unlock();
+                }
+            }
+        } finally {
+            l.unlock();
+        }
     }
 
     /**
      * Frees the blocks {@code unmap} takes from {@code i}'s extents (it unmaps one piece of one extent and
      * returns it as {@code {device block, length}}, or null when done), a piece per transaction, until
-     * it returns null. Each transaction frees the piece, counts it off the inode's blocks and touches
-     * its times.
+     * it returns null. Each transaction frees the piece, counts it off the inode's blocks and, with
+     * {@code touch}, touches its times.
      */
-    private void release(Inode i, Function<ExtentList, long[]> unmap) {
+    private void release(Inode i, Function<ExtentList, long[]> unmap, boolean touch) {
         long ino = i.ino;
         int rec = records.rec(ino);
         ReentrantReadWriteLock.WriteLock l = io(ino).writeLock();
@@ -439,7 +574,9 @@ final class FileData {
                             MemorySegment m = b.data();
                             int span = ExtentFormat.encode(m, rec, y);
                             InodeFormat.setBlocks(m, rec, InodeFormat.blocks(m, rec) - piece[1]);
-                            InodeFormat.touch(m, rec, nowNanos(), true);
+                            if (touch) {
+                                InodeFormat.touch(m, rec, nowNanos(), true);
+                            }
                             txn.log(b, rec, span);
                             lastFreeSeq.accumulateAndGet(commitData(i, txn), Math::max);
                             fails = 0;
@@ -487,8 +624,7 @@ final class FileData {
                     + i.ino + " ends past the largest file, " + MAX_FILE_SIZE + " bytes");
         }
         long first = offset / blockSize, end = first + length / blockSize;
-        ReentrantReadWriteLock.WriteLock l = io(i.ino).writeLock();
-        l.lock();
+        Lock l = lockIo(h, io(i.ino).writeLock());
         try {
             Snapshot s = file(i.ino);
             ExtentList sim = s.extents().copy();
@@ -505,13 +641,16 @@ final class FileData {
             }
             requireFits(i.ino, sim.count(), sim.capacity());
             if (punch) {
-                release(i, x -> x.punch(first, end));
+                release(i, x -> x.punch(first, end), true);
                 return;
             }
             if (zero) { // before the holes are mapped: the extents stay within sim's count all along
                 update(i, y -> y.setState(first, end, true), old -> old);
             }
-            allocate(i, first, end, false);
+            if (keep && offset + length > s.size()) {
+                trimSpeculative(i); // what the file keeps past its end from now on is what fallocate asks for, flagged so
+            }
+            allocate(i, first, end, first, keep ? FLAG_PREALLOC : FLAG_SPECULATIVE);
             if (!keep && offset + length > s.size()) {
                 update(i, null, old -> offset + length);
             }
@@ -527,8 +666,7 @@ final class FileData {
     long append(Handle h, MemorySegment src) {
         Inode i = h.requireOpen();
         requireDirect(i, "append", 0, src);
-        ReentrantReadWriteLock.WriteLock l = io(i.ino).writeLock();
-        l.lock();
+        Lock l = lockIo(h, io(i.ino).writeLock());
         try {
             long at = file(i.ino).size();
             write(h, at, src); // its shared lock is reentrant under the exclusive one

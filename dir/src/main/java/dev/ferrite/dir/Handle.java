@@ -36,9 +36,13 @@ public final class Handle implements AutoCloseable {
 
     /**
      * Lets go of the inode; idempotent. The last close of an inode whose last link is gone frees it, in
-     * transactions of its own; if that fails the inode stays an orphan, freed at the next mount.
+     * transactions of its own; if that fails the inode stays an orphan, freed at the next mount. The last
+     * close of a file that writes preallocated past its end frees those blocks; if that fails they are
+     * freed at its first open after the next mount. An operation on this handle already in flight either
+     * ends before any of that starts or fails with EBADF.
      *
-     * @throws dev.ferrite.journal.VolumeShutdownException if the journal shut down before the orphan was freed
+     * @throws dev.ferrite.journal.VolumeShutdownException if the journal shut down before the orphan was freed or the file
+     *                                                     trimmed
      * @throws dev.ferrite.io.DeviceException if the device fails a read while freeing it
      */
     @Override

@@ -36,7 +36,7 @@ import static dev.ferrite.io.internal.OnDisk.U64;
  *  48  u64 birth time
  *  56  u32 generation: bumped each time the slot is allocated (stale handles notice reuse); random
  *      at a slot's first allocation
- *  60  u32 flags
+ *  60  u32 flags: {@link #FLAG_SPECULATIVE} 1, {@link #FLAG_PREALLOC} 2
  *  64  u64 blocks allocated to the inode
  *  72  u16 bytes used in the inline area
  *  74..79 zero
@@ -58,6 +58,15 @@ final class InodeFormat {
     static final int MODE = 0, FORK = 2, UID = 4, GID = 8, NLINK = 12, SIZE = 16, ATIME = 24, MTIME = 32,
             CTIME = 40, BTIME = 48, GENERATION = 56, FLAGS = 60, BLOCKS = 64, INLINE_USED = 72,
             PARENT = 80, INLINE = 96;
+
+    /**
+     * A regular file may have unwritten blocks past its end that a write allocated (speculative
+     * preallocation, or a write's first transaction whose second never came): its last close, or its
+     * first open after a crash, trims them and clears the flag.
+     */
+    static final int FLAG_SPECULATIVE = 1;
+    /** fallocate with KEEP_SIZE asked for space past the end of the file: nothing past it is ever trimmed (XFS's PREALLOC). */
+    static final int FLAG_PREALLOC = 2;
 
     static final int S_IFMT = 0xF000, S_IFDIR = 0x4000, S_IFREG = 0x8000, S_IFLNK = 0xA000;
     static final int FORK_EMPTY = 0, FORK_INLINE = 1, FORK_EXTENTS = 2, FORK_TREE = 3, FORK_REMOTE = 4;
@@ -186,6 +195,14 @@ final class InodeFormat {
 
     static void setSize(MemorySegment b, int rec, long size) {
         b.set(U64, rec + SIZE, size);
+    }
+
+    static int flags(MemorySegment b, int rec) {
+        return b.get(U32, rec + FLAGS);
+    }
+
+    static void setFlags(MemorySegment b, int rec, int flags) {
+        b.set(U32, rec + FLAGS, flags);
     }
 
     static long blocks(MemorySegment b, int rec) {

@@ -134,7 +134,7 @@ public final class Namespace {
     final DirContents dirs;
     private final PathResolver paths;
     private final Orphans orphans;
-    private final FileData files;
+    final FileData files;
     private final Creator creator;
     private final NamespaceChecker checker;
     private final ReentrantLock renameLock = new ReentrantLock();

@@ -201,8 +201,10 @@ final class NamespaceChecker {
 
         /**
          * A regular file's extent list: decodable (sorted, in range, within the record), no block owned twice,
-         * no written extent past the block holding the last byte (unwritten ones may lie past it: a crash
-         * between a write's two transactions leaves them), and the inode's block count its extents' sum.
+         * no written extent past the block holding the last byte, unwritten ones past it only in a file
+         * flagged for them (speculative preallocation or a crash between a write's two transactions:
+         * {@link InodeFormat#FLAG_SPECULATIVE}; fallocate keeping the size: {@link InodeFormat#FLAG_PREALLOC}),
+         * and the inode's block count its extents' sum.
          */
         private void checkExtents(long ino, InodeStat s) {
             ExtentList x;
@@ -220,6 +222,9 @@ final class NamespaceChecker {
                 String what = "file " + ino + " extent [" + x.fileBlock(i) + ", +" + len + ") at device block " + dev;
                 if (!x.unwritten(i) && x.end(i) > eofBlock) {
                     add(Kind.INODE, ino, pathOf(ino), what + " is written past the end of the file (" + s.size() + " bytes)");
+                } else if (x.end(i) > eofBlock && (s.flags() & (InodeFormat.FLAG_SPECULATIVE | InodeFormat.FLAG_PREALLOC)) == 0) {
+                    add(Kind.INODE, ino, pathOf(ino), what + " lies past the end of the file (" + s.size()
+                            + " bytes) but the inode is flagged neither for speculative preallocation nor for fallocate's");
                 }
                 Map.Entry<Long, Integer> before = owned.floorEntry(dev + len - 1);
                 if (before != null && before.getKey() + before.getValue() > dev) {

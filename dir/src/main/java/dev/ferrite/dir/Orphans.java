@@ -162,10 +162,14 @@ final class Orphans {
         return n;
     }
 
-    /** A handle on {@code ino}; null if it lost its last link or was reused meanwhile (look it up again). */
+    /**
+     * A handle on {@code ino}; null if it lost its last link or was reused meanwhile (look it up again).
+     * The first open of a file whose blocks past its end a crash left (or an unmount with it open) trims them.
+     */
     Handle openIno(long ino) {
         int gen = records.generation(ino);
         Inode i = inodes.acquire(ino);
+        boolean trim;
         i.lock.lock();
         try {
             InodeStat s = records.readRecord(ino, (b, rec) -> InodeFormat.stat(ino, b, rec));
@@ -173,11 +177,30 @@ final class Orphans {
                 inodes.release(i);
                 return null;
             }
-            i.opens++;
-            return new Handle(this, i);
+            trim = i.opens++ == 0 && speculative(s.mode(), s.flags());
         } finally {
             i.lock.unlock();
         }
+        Handle h = new Handle(this, i);
+        if (trim) {
+            try {
+                files.trimSpeculative(i);
+            } catch (RuntimeException e) {
+                try {
+                    h.close();
+                } catch (RuntimeException again) {
+                    e.addSuppressed(again);
+                }
+                throw e;
+            }
+        }
+        return h;
+    }
+
+    /** A regular file with blocks past its end for {@link FileData#trimSpeculative} to free. */
+    private static boolean speculative(int mode, int flags) {
+        return (mode & InodeFormat.S_IFMT) == InodeFormat.S_IFREG
+                && (flags & (InodeFormat.FLAG_SPECULATIVE | InodeFormat.FLAG_PREALLOC)) == InodeFormat.FLAG_SPECULATIVE;
     }
 
     Handle openCreated(long ino) {
@@ -188,21 +211,27 @@ final class Orphans {
         return h;
     }
 
-    /** The last close of an unlinked inode frees it (after the lock is dropped: freeing reserves log space first). */
+    /**
+     * The last close of an unlinked inode frees it; of a file that writes mapped blocks past the end of,
+     * trims them (after the lock is dropped: both reserve log space first).
+     */
     void closeHandle(Inode i) {
-        boolean unlinked = false;
+        int last = 0; // 1: free the orphan, 2: trim the file
         i.lock.lock();
         try {
             i.opens--;
             if (i.opens == 0) {
-                unlinked = records.readRecord(i.ino, (b, rec) -> InodeFormat.mode(b, rec) != 0 && InodeFormat.nlink(b, rec) == 0);
+                last = records.readRecord(i.ino, (b, rec) -> InodeFormat.mode(b, rec) == 0 ? 0 : InodeFormat.nlink(b, rec) == 0 ? 1
+                        : speculative(InodeFormat.mode(b, rec), InodeFormat.flags(b, rec)) ? 2 : 0);
             }
         } finally {
             i.lock.unlock();
         }
         try {
-            if (unlinked) {
+            if (last == 1) {
                 inactivate(i);
+            } else if (last == 2) {
+                files.trimSpeculative(i);
             }
         } finally {
             inodes.release(i);

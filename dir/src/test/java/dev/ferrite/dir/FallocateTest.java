@@ -36,8 +36,7 @@ class FallocateTest extends FileTestBase {
     @Test
     void allocateMapsHolesUnwrittenAndExtendsTheSizeUnlessKeepSize() {
         long start = free();
-        try (Handle f = ns.create(root, "f", 0644, true)) {
-            ns.write(f, 0, stamped(0, 2, 1));
+        try (Handle f = written("f", 2, 1)) {
             ns.fallocate(f, 0, 0, 8 * BS); // blocks 0-1 stay as they are
             assertEquals(8 * BS, ns.stat(f).size());
             assertAccounted(f, start, 8);
@@ -62,8 +61,7 @@ class FallocateTest extends FileTestBase {
     @Test
     void punchHoleFreesWrittenAndUnwrittenBlocksAndKeepsTheSize() {
         long start = free();
-        try (Handle f = ns.create(root, "f", 0644, true)) {
-            ns.write(f, 0, stamped(0, 8, 1));
+        try (Handle f = written("f", 8, 1)) {
             ns.fallocate(f, FALLOC_FL_KEEP_SIZE, 8 * BS, 4 * BS);
             ns.fallocate(f, PUNCH, 2 * BS, 3 * BS); // the middle of a written extent: it splits
             assertEquals(8 * BS, ns.stat(f).size());
@@ -87,8 +85,7 @@ class FallocateTest extends FileTestBase {
     @Test
     void zeroRangeUnwritesWrittenBlocksAndAllocatesHoles() {
         long start = free();
-        try (Handle f = ns.create(root, "f", 0644, true)) {
-            ns.write(f, 0, stamped(0, 8, 1));
+        try (Handle f = written("f", 8, 1)) {
             ns.fallocate(f, FALLOC_FL_ZERO_RANGE, 6 * BS, 4 * BS); // 6-7 unwritten, 8-9 allocated, the size 10 blocks
             assertEquals(10 * BS, ns.stat(f).size());
             assertAccounted(f, start, 10);

@@ -3,7 +3,10 @@ package dev.ferrite.dir;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.function.Consumer;
+import java.util.function.ObjIntConsumer;
 
+import dev.ferrite.btree.internal.Buffer;
+import dev.ferrite.btree.internal.Txn;
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.MemoryDevice;
 import org.junit.jupiter.api.AfterEach;
@@ -51,6 +54,28 @@ abstract class FileTestBase {
             m.set(U64, at, (offset + at) << 16 | gen);
         }
         return m;
+    }
+
+    /**
+     * Creates file {@code name} holding {@code blocks} blocks stamped with generation {@code gen}, closes it
+     * (its last close trims what the write preallocated past its end) and opens it again.
+     */
+    Handle written(String name, int blocks, int gen) {
+        try (Handle f = ns.create(root, name, 0644, true)) {
+            ns.write(f, 0, stamped(0, blocks, gen));
+        }
+        return ns.open(root, name);
+    }
+
+    /** Edits inode {@code ino}'s core fields (up to the inline area) in a transaction: {@code edit(block, record offset)}. */
+    void editRecord(long ino, ObjIntConsumer<MemorySegment> edit) {
+        int rec = ns.records.rec(ino);
+        try (Txn txn = Txn.begin(v.cache(), 2)) {
+            Buffer m = ns.records.lockRecord(txn, ino);
+            edit.accept(m.data(), rec);
+            txn.log(m, rec, InodeFormat.INLINE);
+            txn.commit();
+        }
     }
 
     MemorySegment buffer(int blocks) {
