@@ -192,7 +192,7 @@ final class InodeRecords {
                 return null;
             }
             if (InodeFormat.fork(b, rec) == InodeFormat.FORK_REMOTE) {
-                return new long[] {InodeFormat.remoteBlock(b, rec), InodeFormat.size(b, rec)};
+                return new long[] {InodeFormat.remoteBlock(b, rec), InodeFormat.size(b, rec), InodeFormat.generation(b, rec)};
             }
             if (InodeFormat.fork(b, rec) == InodeFormat.FORK_EMPTY) {
                 return Boolean.FALSE; // an unlinked long link whose block was just freed: it is going
@@ -208,15 +208,17 @@ final class InodeRecords {
         if (found == Boolean.FALSE) {
             throw new NamespaceException(Errno.ENOENT, "symlink inode " + ino + " was removed");
         }
-        byte[] target = found instanceof long[] at ? remoteTarget(ino, at[0], at[1]) : (byte[]) found;
+        byte[] target = found instanceof long[] at ? remoteTarget(ino, at[0], at[1], (int) at[2]) : (byte[]) found;
         return new String(target, StandardCharsets.UTF_8);
     }
 
     /**
      * A long symlink's target from its block. The link may be removed and its block reused while this
      * reads it: a block that is not the link's any more is ENOENT if the link is gone, corruption if not.
+     * The link is the one of {@code generation}: a new link in the same inode slot, even in the same block
+     * with a target of the same size, is another link (the one read was removed).
      */
-    byte[] remoteTarget(long ino, long block, long size) {
+    byte[] remoteTarget(long ino, long block, long size, int generation) {
         requireDataBlock(ino, block, "symlink target block");
         if (size < 0 || size > SymlinkFormat.capacity(cache.blockSize())) {
             throw new CorruptionException(block(ino), InodeFormat.STRUCTURE, "symlink " + ino + " has a target of "
@@ -229,22 +231,22 @@ final class InodeRecords {
                 return length == size && length <= SymlinkFormat.capacity(cache.blockSize()) ? SymlinkFormat.target(m, length) : null;
             });
         } catch (CorruptionException e) {
-            requireStillLinked(ino, block, size);
+            requireStillLinked(ino, block, size, generation);
             throw e;
         }
         if (t == null) {
             // the link removed and its inode and block reused by another long link of another length
-            requireStillLinked(ino, block, size);
+            requireStillLinked(ino, block, size, generation);
             throw new CorruptionException(block, SYMLINK_BLOCK, "its target's length is not inode " + ino + "'s size, " + size);
         }
         return t;
     }
 
-    /** ENOENT unless inode {@code ino} is still a long symlink of {@code size} bytes in {@code block}. */
-    private void requireStillLinked(long ino, long block, long size) {
+    /** ENOENT unless inode {@code ino} is still the long symlink of {@code generation}, {@code size} bytes in {@code block}. */
+    private void requireStillLinked(long ino, long block, long size, int generation) {
         boolean same = readRecord(ino, (b, rec) -> InodeFormat.type(b, rec) == S_IFLNK
                 && InodeFormat.fork(b, rec) == InodeFormat.FORK_REMOTE && InodeFormat.remoteBlock(b, rec) == block
-                && InodeFormat.size(b, rec) == size);
+                && InodeFormat.size(b, rec) == size && InodeFormat.generation(b, rec) == generation);
         if (!same) {
             throw new NamespaceException(Errno.ENOENT, "symlink inode " + ino + " was removed");
         }

@@ -192,7 +192,7 @@ final class NamespaceChecker {
             owned.put(blk, 1);
             try {
                 if (s.isSymlink()) {
-                    records.remoteTarget(ino, blk, s.size());
+                    records.remoteTarget(ino, blk, s.size(), s.generation());
                 }
             } catch (CorruptionException | NamespaceException e) {
                 problems.add(CheckProblem.at(Kind.INODE, blk, ino, pathOf(ino), "symlink " + ino + ": " + e.getMessage()));
