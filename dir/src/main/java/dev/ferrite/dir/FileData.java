@@ -256,12 +256,14 @@ final class FileData {
                 && x.count() > 0 && x.end(x.count() - 1) > eof) {
             return false;
         }
-        if (x.firstGap(first, end, false) != null) {
+        boolean convert = x.firstGap(first, end, true) != null;
+        if (convert) { // converting unwritten blocks splits extents too: EFBIG before any block (a written one too) is overwritten
             requireRoom(i.ino, x, first, end, end);
+        }
+        if (x.firstGap(first, end, false) != null) {
             x = offset <= s.size() && offset + len > s.size() ? allocateExtending(i, s, first, end)
                     : allocate(i, first, end, end, FLAG_SPECULATIVE);
         }
-        boolean convert = x.firstGap(first, end, true) != null;
         if (convert) {
             long freed = lastFreeSeq.get();
             if (freed > cache.journal().durableSeq()) {

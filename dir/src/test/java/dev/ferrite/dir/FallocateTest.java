@@ -148,6 +148,23 @@ class FallocateTest extends FileTestBase {
     }
 
     @Test
+    void aWriteWhoseConversionSplitsAnExtentTheListCannotHoldIsEfbigBeforeAnyBlockIsWritten() {
+        int capacity = ExtentFormat.capacity(InodeFormat.inlineCapacity(BS));
+        try (Handle f = ns.create(root, "f", 0644, true)) {
+            ns.fallocate(f, 0, 3 * BS, 2 * BS); // blocks 3-4 unwritten
+            ns.write(f, 0, stamped(0, 3, 1)); // blocks 0-2 written, elsewhere on the device: no merging with 3
+            for (int i = 0; i < capacity - 2; i++) {
+                ns.write(f, (6 + 2L * i) * BS, stamped((6 + 2L * i) * BS, 1, 1)); // one-block extents, a hole between
+            }
+            assertEquals(capacity, ns.records.readRecord(f.ino(), (b, rec) -> ExtentFormat.decode(b, rec, v.geometry())).count());
+            // block 2 is overwritten in place, block 3 converted: 4 splits off, one extent too many
+            assertErrno(Errno.EFBIG, h -> ns.write(h, 2 * BS, stamped(2 * BS, 2, 2)), f);
+            assertBlocks(f, 0, 3, 1);
+            assertBlocks(f, 3, 5, 0);
+        }
+    }
+
+    @Test
     void runningOutOfSpaceLeaksNothing() {
         long start = free();
         try (Handle f = ns.create(root, "f", 0644, true)) {
