@@ -2,10 +2,14 @@ package dev.ferrite.perf.bench;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.concurrent.TimeUnit;
 
 import dev.ferrite.io.FerriteException;
@@ -31,7 +35,7 @@ public final class LoopDevice implements AutoCloseable {
         }
 
         public String label() {
-            return name().toLowerCase(java.util.Locale.ROOT);
+            return name().toLowerCase(Locale.ROOT);
         }
     }
 
@@ -60,9 +64,8 @@ public final class LoopDevice implements AutoCloseable {
         LoopDevice made = null;
         try {
             image = Files.createTempFile(dir, "ferrite-loop-", ".img");
-            try (var ch = java.nio.channels.FileChannel.open(image, java.nio.file.StandardOpenOption.WRITE)) {
-                ch.truncate(bytes);
-                ch.position(bytes - 1).write(java.nio.ByteBuffer.allocate(1));
+            try (FileChannel ch = FileChannel.open(image, StandardOpenOption.WRITE)) {
+                ch.write(ByteBuffer.allocate(1), bytes - 1); // sparse: tmpfs gives pages as they are written
             }
             Path device = Path.of(run("losetup", "--find", "--show", image.toString()).strip());
             Path mount = kind.mkfs == null ? null : Files.createTempDirectory(dir, "ferrite-mnt-");
@@ -146,13 +149,15 @@ public final class LoopDevice implements AutoCloseable {
         }
     }
 
+    /** On the PATH, or in the sbin directories a non-login root shell may leave out of it. */
     private static boolean onPath(String tool) {
-        for (String dir : System.getenv().getOrDefault("PATH", "/usr/sbin:/usr/bin:/sbin:/bin").split(":")) {
-            if (Files.isExecutable(Path.of(dir, tool))) {
+        String path = System.getenv().getOrDefault("PATH", "") + ":/usr/sbin:/sbin";
+        for (String dir : path.split(":")) {
+            if (!dir.isEmpty() && Files.isExecutable(Path.of(dir, tool))) {
                 return true;
             }
         }
-        return Files.isExecutable(Path.of("/usr/sbin", tool)) || Files.isExecutable(Path.of("/sbin", tool));
+        return false;
     }
 
     private static String run(String... command) {

@@ -4,8 +4,10 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.math.BigInteger;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
@@ -14,6 +16,7 @@ import java.util.Locale;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 
 import dev.ferrite.dir.Handle;
 import dev.ferrite.dir.Namespace;
@@ -25,6 +28,8 @@ import dev.ferrite.io.DirectDevice;
 import dev.ferrite.io.FerriteException;
 
 import org.HdrHistogram.Histogram;
+
+import static java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED;
 
 /**
  * Random overwrites of a file that is already written, the path a database with its own cache takes:
@@ -152,7 +157,7 @@ public final class RandWriteBench {
             results.add(fio(t, file, qd, progress));
             if (t != Target.RAW) {
                 try {
-                    java.nio.file.Files.delete(file); // room for the next phase's file, as on Ferrite
+                    Files.delete(file); // room for the next phase's file, as on Ferrite
                 } catch (IOException e) {
                     throw new UncheckedIOException("cannot delete " + file + ": " + e.getMessage(), e);
                 }
@@ -209,7 +214,7 @@ public final class RandWriteBench {
         }
         ThreadCounts done = new ThreadCounts(threads);
         AtomicBoolean stop = new AtomicBoolean();
-        java.util.concurrent.atomic.AtomicLong next = new java.util.concurrent.atomic.AtomicLong();
+        AtomicLong next = new AtomicLong();
         long stride = coprimeStride(blocks);
         PhaseTimer timer = new PhaseTimer(phase, Target.FERRITE.label(), TimeUnit.MILLISECONDS.toNanos(Math.round(seconds * 1000)), progress);
         CpuMeter.Sample cpu = CpuMeter.sample();
@@ -291,7 +296,7 @@ public final class RandWriteBench {
     /** A stride coprime to {@code blocks}: i * stride mod blocks visits every block once, scattered. */
     private static long coprimeStride(long blocks) {
         long stride = (long) (blocks * 0.6180339887) | 1;
-        while (java.math.BigInteger.valueOf(stride).gcd(java.math.BigInteger.valueOf(blocks)).longValue() != 1) {
+        while (BigInteger.valueOf(stride).gcd(BigInteger.valueOf(blocks)).longValue() != 1) {
             stride += 2;
         }
         return stride;
@@ -299,7 +304,7 @@ public final class RandWriteBench {
 
     private static MemorySegment fillRandom(MemorySegment m, SplittableRandom random) {
         for (long o = 0; o < m.byteSize(); o += 8) {
-            m.set(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, o, random.nextLong());
+            m.set(JAVA_LONG_UNALIGNED, o, random.nextLong());
         }
         return m;
     }
