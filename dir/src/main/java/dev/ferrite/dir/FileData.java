@@ -14,6 +14,7 @@ import dev.ferrite.btree.internal.Txn;
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.Errno;
 import dev.ferrite.io.NoSpaceException;
+import dev.ferrite.io.internal.SharedFlush;
 
 import static dev.ferrite.dir.InodeFormat.FLAG_PREALLOC;
 import static dev.ferrite.dir.InodeFormat.FLAG_SPECULATIVE;
@@ -33,7 +34,8 @@ import static dev.ferrite.dir.InodeRecords.nowNanos;
  * Data reaches the device before any extent that points at it says written. Overwriting written blocks
  * is a plain device write (no transaction, no allocation). Filling a hole takes two transactions, as
  * XFS's unwritten extents do: the first allocates the blocks and maps them <em>unwritten</em> (read as
- * zeros); then the data is written and the device flushed; the second marks them written and moves the
+ * zeros); then the data is written and the device flushed (a flush concurrent writers and fsyncs share,
+ * {@link SharedFlush}); the second marks them written and moves the
  * size. A crash in between leaves an unwritten extent: accounted, reading zeros, freed by truncate or
  * unlink. Blocks freed from a file are not busy for the allocator (that tracks cached metadata
  * buffers), so before data goes into blocks that may have been freed by a transaction not yet durable,
@@ -76,6 +78,8 @@ final class FileData {
     private final long preallocMin, preallocCap;
     /** File data was written to the device since the last {@link #flushAll}. */
     private volatile boolean written;
+    /** Device flushes for file data, shared by concurrent writers converting extents and by concurrent fsyncs. */
+    private final SharedFlush flushes;
     /** Commit sequence of the last transaction that freed file blocks. */
     private final AtomicLong lastFreeSeq = new AtomicLong(-1);
 
@@ -86,6 +90,7 @@ final class FileData {
         this.records = records;
         this.device = cache.device();
         this.blockSize = geometry.blockSize();
+        this.flushes = new SharedFlush(device::flush);
         for (int i = 0; i < IO_STRIPES; i++) {
             ioLocks[i] = new ReentrantReadWriteLock();
         }
@@ -280,7 +285,7 @@ final class FileData {
         written = true;
         if (convert || offset + len > s.size()) {
             if (convert) {
-                device.flush(); // the data is durable before any extent says written
+                flushes.flush(); // the data is durable before any extent says written
             }
             finish(i, first, end, offset + len);
         }
@@ -698,7 +703,7 @@ final class FileData {
     void flushAll() {
         if (written) {
             written = false; // before the flush: a write after it sets it again
-            device.flush();
+            flushes.flush();
         }
     }
 
@@ -706,7 +711,7 @@ final class FileData {
     void flushData(Inode i) {
         if (i.dataDirty) {
             i.dataDirty = false; // before the flush: a write after it sets it again
-            device.flush();
+            flushes.flush();
         }
     }
 }
