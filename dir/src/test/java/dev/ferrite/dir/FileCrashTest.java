@@ -173,6 +173,7 @@ class FileCrashTest {
         History sizes = new History();
         List<int[]> fsyncs = new ArrayList<>(); // {flush index, op}
         int firstFlush, lastFlush;
+        long emptyFree; // free blocks with f and g empty: what truncating both to 0 after any crash must give back
         try (RecordingDevice rec = RecordingDevice.wrap(VolumeFixtures.formatted()); Arena arena = Arena.ofConfined()) {
             MemorySegment buf = arena.allocate(4L * BS, BlockDevice.BUFFER_ALIGNMENT);
             try (Volume v = Volume.open(rec, VolumeFixtures.OPTIONS)) {
@@ -192,6 +193,7 @@ class FileCrashTest {
                     g = ns.create(root, "g", 0644, true);
                 }
                 fsyncs.add(new int[] {SyncPoint.of(rec, v, ns::sync), 0});
+                emptyFree = v.statfs().freeBlocks();
                 firstFlush = rec.flushCount();
                 long size = 0;
                 for (int op = 1; op <= ops; op++) {
@@ -287,7 +289,13 @@ class FileCrashTest {
                                 }
                             }
                         }
+                        ns.truncate(f, 0);
                     }
+                    try (Handle g = ns.open("/g")) {
+                        ns.truncate(g, 0);
+                    }
+                    assertEquals(emptyFree, v.statfs().freeBlocks(), where + ": free blocks after truncating both files to 0");
+                    assertTrue(ns.check().clean(), where + ": after truncating both files to 0");
                 }
             }
         }
