@@ -9,6 +9,7 @@ import dev.ferrite.btree.internal.Buffer;
 import dev.ferrite.btree.internal.Txn;
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.Errno;
+import dev.ferrite.io.NoSpaceException;
 import org.junit.jupiter.api.Test;
 
 import static dev.ferrite.dir.VolumeFixtures.OPTIONS;
@@ -184,6 +185,26 @@ class FileDataTest extends FileTestBase {
             ns.read(f, 0, r);
             assertStamped(r, 0, 3);
         }
+    }
+
+    @Test
+    void runningOutOfSpaceMidWriteChangesNoByteOrSizeAndLeaksNothing() {
+        long start = free();
+        try (Handle f = ns.create(root, "f", 0644, true)) {
+            ns.write(f, 0, stamped(0, 2, 1));
+            InodeStat before = ns.stat(f);
+            int more = (int) free() + 16; // more blocks than are free: some holes get mapped before the groups run dry
+            assertThrows(NoSpaceException.class, () -> ns.write(f, BS, stamped(BS, more, 2)));
+            assertEquals(before.size(), ns.stat(f).size());
+            MemorySegment r = buffer(2);
+            assertEquals(2 * BS, ns.read(f, 0, r));
+            assertStamped(r, 0, 1);
+            assertTrue(ns.check().clean(), "checker after the failed write");
+        }
+        // the blocks the failed write mapped past the end were unwritten and flagged: the last close trims them
+        assertEquals(start - 2, free());
+        ns.unlink(root, "f");
+        assertEquals(start, free());
     }
 
     @Test
