@@ -1,6 +1,8 @@
 package dev.ferrite.dir;
 
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import java.util.function.Function;
@@ -678,6 +680,30 @@ final class FileData {
             long at = file(i.ino).size();
             write(h, at, src); // its shared lock is reentrant under the exclusive one
             return at;
+        } finally {
+            l.unlock();
+        }
+    }
+
+    /** {@link Namespace#extents}: the extents of {@code h}'s file that overlap {@code [offset, offset + length)}. */
+    List<FileExtent> extents(Handle h, long offset, long length) {
+        Inode i = h.requireOpen();
+        if (offset < 0 || length < 0) {
+            throw new NamespaceException(Errno.EINVAL, "extents of " + length + " bytes at offset " + offset + " of inode " + i.ino
+                    + ": neither may be negative");
+        }
+        long first = offset / blockSize, end = length > MAX_FILE_SIZE - offset ? ExtentFormat.MAX_FILE_BLOCKS
+                : (offset + length + blockSize - 1) / blockSize;
+        Lock l = lockIo(h, io(i.ino).readLock());
+        try {
+            ExtentList x = file(i.ino).extents();
+            List<FileExtent> out = new ArrayList<>();
+            int k = x.find(first);
+            for (k = k >= 0 ? k : -k - 1; k < x.count() && x.fileBlock(k) < end; k++) {
+                out.add(new FileExtent(x.fileBlock(k) * blockSize, (long) x.length(k) * blockSize, x.deviceBlock(k) * blockSize,
+                        x.unwritten(k)));
+            }
+            return out;
         } finally {
             l.unlock();
         }

@@ -589,6 +589,18 @@ public final class Namespace {
         files.fallocate(file, mode, offset, length);
     }
 
+    /**
+     * The extents of regular file {@code file} that overlap {@code [offset, offset + length)}, in file order
+     * (Linux's FIEMAP): holes are the gaps between them; an extent may reach past the end of the file
+     * (preallocation). A snapshot: writes after it returns may change the mapping.
+     *
+     * @throws NamespaceException EBADF if the handle is closed; EISDIR for a directory, EINVAL for a symlink or
+     *         a negative offset or length
+     */
+    public List<FileExtent> extents(Handle file, long offset, long length) {
+        return files.extents(file, offset, length);
+    }
+
     /** Makes every change to {@code h}'s inode durable: data flushed, then the journal forced (EBADF if closed). */
     public void fsync(Handle h) {
         files.sync(h, false);

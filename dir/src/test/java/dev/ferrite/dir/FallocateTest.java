@@ -1,6 +1,7 @@
 package dev.ferrite.dir;
 
 import java.lang.foreign.MemorySegment;
+import java.util.List;
 
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.Errno;
@@ -175,6 +176,25 @@ class FallocateTest extends FileTestBase {
             ns.truncate(f, 0);
         }
         assertEquals(start, free());
+    }
+
+    @Test
+    void extentsReportTheMappingWithItsHolesAndUnwrittenPieces() {
+        try (Handle f = ns.create(root, "f", 0644, true)) {
+            ns.fallocate(f, FALLOC_FL_KEEP_SIZE, 0, 8L * BS);
+            ns.write(f, 0, stamped(0, 2, 1));
+            ns.fallocate(f, PUNCH, 4L * BS, 2L * BS);
+            List<FileExtent> x = ns.extents(f, 0, Long.MAX_VALUE);
+            assertEquals(3, x.size(), x.toString());
+            long dev = x.get(0).deviceOffset();
+            assertEquals(new FileExtent(0, 2L * BS, dev, false), x.get(0));
+            assertEquals(new FileExtent(2L * BS, 2L * BS, dev + 2L * BS, true), x.get(1));
+            assertEquals(new FileExtent(6L * BS, 2L * BS, dev + 6L * BS, true), x.get(2));
+            assertEquals(List.of(x.get(1)), ns.extents(f, 3L * BS, 1), "a range inside one extent");
+            assertEquals(List.of(), ns.extents(f, 4L * BS, 2L * BS), "the punched hole");
+            assertEquals(Errno.EINVAL, assertThrows(NamespaceException.class, () -> ns.extents(f, -1, 1)).errno());
+            assertEquals(Errno.EISDIR, assertThrows(NamespaceException.class, () -> ns.extents(root, 0, 1)).errno());
+        }
     }
 
     @Test
