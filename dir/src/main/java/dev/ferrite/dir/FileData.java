@@ -36,10 +36,12 @@ import static dev.ferrite.dir.InodeRecords.nowNanos;
  * Data reaches the device before any extent that points at it says written. Overwriting written blocks
  * is a plain device write (no transaction, no allocation). Filling a hole takes two transactions, as
  * XFS's unwritten extents do: the first allocates the blocks and maps them <em>unwritten</em> (read as
- * zeros); then the data is written and the device flushed (a flush concurrent writers and fsyncs share,
- * {@link SharedFlush}); the second marks them written and moves the
- * size. A crash in between leaves an unwritten extent: accounted, reading zeros, freed by truncate or
- * unlink. Blocks freed from a file are not busy for the allocator (that tracks cached metadata
+ * zeros); then the data is written; the second marks them written and moves the size, ordered after
+ * the data ({@link Txn#orderAfterData}: its checkpoint is written after a device flush, which every
+ * conversion in that checkpoint shares, as XFS's log writes carry REQ_PREFLUSH), so no crash leaves it
+ * durable without the data, and concurrent writers pay for one flush per checkpoint, not one each. A
+ * crash in between leaves an unwritten extent: accounted, reading zeros, freed by truncate or unlink.
+ * fsync's own flush of file data is shared by concurrent callers ({@link SharedFlush}). Blocks freed from a file are not busy for the allocator (that tracks cached metadata
  * buffers), so before data goes into blocks that may have been freed by a transaction not yet durable,
  * the journal is forced to the last such free: a crash can then not give the blocks back to their old
  * file with the new file's data in them.
@@ -80,7 +82,7 @@ final class FileData {
     private final long preallocMin, preallocCap;
     /** File data was written to the device since the last {@link #flushAll}. */
     private volatile boolean written;
-    /** Device flushes for file data, shared by concurrent writers converting extents and by concurrent fsyncs. */
+    /** Device flushes for file data, shared by concurrent fsyncs. */
     private final SharedFlush flushes;
     /** Commit sequence of the last transaction that freed file blocks. */
     private final AtomicLong lastFreeSeq = new AtomicLong(-1);
@@ -286,9 +288,6 @@ final class FileData {
         i.dataDirty = true;
         written = true;
         if (convert || offset + len > s.size()) {
-            if (convert) {
-                flushes.flush(); // the data is durable before any extent says written
-            }
             finish(i, first, end, offset + len);
         }
         return true;
@@ -434,20 +433,24 @@ final class FileData {
         }
     }
 
-    /** The second transaction of a write: {@code [first, end)} written, the size at least {@code newSize}. */
+    /**
+     * The second transaction of a write: {@code [first, end)} written, the size at least {@code newSize};
+     * ordered after the data just written (a flush before its checkpoint, shared with every other in it).
+     */
     private void finish(Inode i, long first, long end, long newSize) {
         update(i, y -> {
             y.setWritten(first, end);
             requireFits(i.ino, y.count(), y.capacity());
-        }, size -> Math.max(size, newSize));
+        }, size -> Math.max(size, newSize), true);
     }
 
     /**
      * A transaction changing {@code i}'s record alone: {@code change} edits its extents (null: leaves them,
      * and only the inode core is logged), refusing by an exception before anything is locked; the size
-     * becomes {@code size} of the old one; the change and modification times move.
+     * becomes {@code size} of the old one; the change and modification times move. With {@code afterData}
+     * the transaction is {@link Txn#orderAfterData ordered after} the data writes that completed before it.
      */
-    private void update(Inode i, Consumer<ExtentList> change, LongUnaryOperator size) {
+    private void update(Inode i, Consumer<ExtentList> change, LongUnaryOperator size, boolean afterData) {
         int rec = records.rec(i.ino);
         try (Txn txn = Txn.begin(cache, 2)) {
             i.lock.lock();
@@ -462,6 +465,9 @@ final class FileData {
                 InodeFormat.setSize(m, rec, size.applyAsLong(InodeFormat.size(m, rec)));
                 InodeFormat.touch(m, rec, nowNanos(), true);
                 txn.log(b, rec, span);
+                if (afterData) {
+                    txn.orderAfterData();
+                }
                 commitData(i, txn);
             } finally {
                 i.lock.unlock();
@@ -486,7 +492,7 @@ final class FileData {
         Lock l = lockIo(h, io(i.ino).writeLock());
         try {
             freeFrom(i, size / blockSize);
-            update(i, null, old -> size);
+            update(i, null, old -> size, false);
         } finally {
             l.unlock();
         }
@@ -654,14 +660,14 @@ final class FileData {
                 return;
             }
             if (zero) { // before the holes are mapped: the extents stay within sim's count all along
-                update(i, y -> y.setState(first, end, true), old -> old);
+                update(i, y -> y.setState(first, end, true), old -> old, false);
             }
             if (keep && offset + length > s.size()) {
                 trimSpeculative(i); // what the file keeps past its end from now on is what fallocate asks for, flagged so
             }
             allocate(i, first, end, first, keep ? FLAG_PREALLOC : FLAG_SPECULATIVE);
             if (!keep && offset + length > s.size()) {
-                update(i, null, old -> offset + length);
+                update(i, null, old -> offset + length, false);
             }
         } finally {
             l.unlock();

@@ -151,6 +151,11 @@ public final class Txn implements AutoCloseable {
      *
      * @return the commit sequence: {@code cache.journal().force(seq)} makes it durable
      */
+    /** See {@link Transaction#orderAfterData}: this transaction's changes point at data written just before it. */
+    public void orderAfterData() {
+        tx.orderAfterData();
+    }
+
     public long commit() {
         if (done) {
             throw new IllegalStateException("transaction already committed or closed");

@@ -53,6 +53,12 @@ public final class Cil {
         final AtomicBoolean overheadTaken = new AtomicBoolean();
         /** The push thread once it has switched this context out and waits for it to drain; null before. */
         volatile Thread drainer;
+        /**
+         * A commit in this context is ordered after data writes ({@code Transaction#orderAfterData}): its
+         * checkpoint is written after a device flush. Set inside the context, so the push sees it once the
+         * context has drained.
+         */
+        volatile boolean preflush;
 
         Context(long seq, int stripes) {
             this.seq = seq;
@@ -163,11 +169,12 @@ public final class Cil {
      * Moves the transaction's dirty ranges into the current context and charges the ticket. The caller
      * holds every item's lock.
      *
+     * @param afterData the context's checkpoint must be written after a device flush (see {@link Context#preflush})
      * @return the context's sequence: forcing it makes this commit durable
      * @throws ReservationExceededException if the changes need more log space than the ticket holds;
      *                                      nothing has been changed then
      */
-    public long commit(LogItem[] items, int count, Ticket ticket) {
+    public long commit(LogItem[] items, int count, Ticket ticket, boolean afterData) {
         int stripe = stripe();
         Context ctx;
         for (;;) {
@@ -208,6 +215,9 @@ public final class Cil {
                 if (it.txDirty != 0) {
                     insert(ctx, p, stripe, it);
                 }
+            }
+            if (afterData && !ctx.preflush) {
+                ctx.preflush = true;
             }
             ticket.current -= steal;
             long after = ctx.slots.addAndGet(stripe * SLOT_STRIDE + 1, steal);

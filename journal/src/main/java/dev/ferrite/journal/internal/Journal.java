@@ -148,10 +148,10 @@ public final class Journal implements AutoCloseable {
     }
 
     /** Never waits: the committer holds its items' locks here ({@link #throttle} comes after it unlocks). */
-    long commit(LogItem[] items, int count, Ticket ticket) {
+    long commit(LogItem[] items, int count, Ticket ticket, boolean afterData) {
         requireAlive();
         try {
-            long seq = cil.commit(items, count, ticket);
+            long seq = cil.commit(items, count, ticket, afterData);
             commits.increment();
             return seq;
         } catch (ReservationExceededException e) {

@@ -32,7 +32,8 @@ import dev.ferrite.io.IoBatch;
  *
  * <p>Checkpoints reach the device strictly one after another, each flushed before the next is written: a
  * valid later checkpoint on disk therefore proves every earlier one was complete, which is how recovery
- * tells a torn tail from corruption.
+ * tells a torn tail from corruption. A checkpoint holding a transaction ordered after data
+ * ({@link Transaction#orderAfterData}) is also preceded by a flush, which every such transaction in it shares.
  *
  * <p>Group commit: {@link #force} raises a target sequence and waits. A forced push starts only when the
  * log I/O stage is idle, so every commit that lands while a checkpoint is being written joins the next
@@ -52,7 +53,7 @@ final class LogWriter implements AutoCloseable {
     /** A formatted context on its way to the device; {@code items == null} for an empty context. */
     private record Checkpoint(long commitSeq, long checkpointSeq, Buffer buffer, long bytes, int blocks,
                               int startBlock, long startLsn, long endLsn, LogItem[] items, long stolen,
-                              int records, long formatStart) {
+                              int records, long formatStart, boolean preflush) {
     }
 
     /** A growable, aligned format buffer; two circulate between the stages. */
@@ -314,7 +315,7 @@ final class LogWriter implements AutoCloseable {
     private Checkpoint format(Cil.Context ctx, Buffer buffer) {
         LogItem[] items = ctx.items();
         if (items.length == 0) {
-            return new Checkpoint(ctx.seq, 0, buffer, 0, 0, 0, 0, 0, null, 0, 0, 0);
+            return new Checkpoint(ctx.seq, 0, buffer, 0, 0, 0, 0, 0, null, 0, 0, 0, false);
         }
         long start = System.nanoTime();
         long stolen = ctx.bytes();
@@ -362,7 +363,7 @@ final class LogWriter implements AutoCloseable {
         headBlock = rec.block;
         nextCheckpointSeq = checkpointSeq + 1;
         return new Checkpoint(ctx.seq, checkpointSeq, buffer, bytes, (int) (bytes / blockSize), startBlock, startLsn,
-                Lsn.of(headCycle, headBlock), items, stolen, rec.index, start);
+                Lsn.of(headCycle, headBlock), items, stolen, rec.index, start, ctx.preflush);
     }
 
     /** Formats records one after another into the buffer, tracking each record's position in the log. */
@@ -448,6 +449,10 @@ final class LogWriter implements AutoCloseable {
     private void write(Checkpoint c) {
         MemorySegment out = c.buffer().segment;
         int first = Math.min(c.blocks(), geometry.areaBlocks() - c.startBlock());
+        if (c.preflush()) { // data its transactions point at reaches stable storage before they do
+            device.flush();
+            logFlushes.increment();
+        }
         ioBatch.clear();
         ioBatch.write(geometry.areaStart() + c.startBlock(), out.asSlice(0, (long) first * blockSize));
         if (c.blocks() > first) {

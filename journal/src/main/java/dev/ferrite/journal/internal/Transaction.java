@@ -24,6 +24,8 @@ public final class Transaction {
     private int count;
     private boolean dirty;
     private boolean done;
+    /** {@link #orderAfterData} was called. */
+    private boolean afterData;
 
     Transaction(Journal journal, Ticket ticket, int maxItems, int blockSize, int chunkShift) {
         this.journal = journal;
@@ -84,6 +86,18 @@ public final class Transaction {
     }
 
     /**
+     * Orders this transaction's changes after every device write that completed before it commits: the
+     * checkpoint holding them is written only after a device flush (XFS's REQ_PREFLUSH on log writes).
+     * For a change that points at data written just before it (an unwritten extent marked written), so
+     * that no crash can leave the change durable and the data not, without a flush per change: every such
+     * transaction in a checkpoint shares its one flush. For the next commit or roll only.
+     */
+    public void orderAfterData() {
+        requireActive();
+        afterData = true;
+    }
+
+    /**
      * Moves the logged changes into the journal's in-memory log and ends the transaction, without waiting.
      * Call it while still holding the items' locks.
      *
@@ -94,7 +108,7 @@ public final class Transaction {
         requireActive();
         long seq;
         try {
-            seq = journal.commit(items, count, ticket);
+            seq = journal.commit(items, count, ticket, afterData);
         } finally {
             detach();
             done = true;
@@ -118,7 +132,8 @@ public final class Transaction {
         }
         long seq;
         try {
-            seq = journal.commit(items, count, ticket);
+            seq = journal.commit(items, count, ticket, afterData);
+            afterData = false;
         } catch (RuntimeException e) {
             done = true;
             throw e;

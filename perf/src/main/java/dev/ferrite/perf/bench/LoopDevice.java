@@ -10,6 +10,7 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 
 import dev.ferrite.io.FerriteException;
@@ -48,6 +49,17 @@ public final class LoopDevice implements AutoCloseable {
         this.image = image;
         this.device = device;
         this.mountPoint = mountPoint;
+    }
+
+    /** Bytes of a loop device for {@code data} bytes of files: room beside them for a file system's metadata and log. */
+    public static long bytesFor(long data) {
+        return data + Math.max(data / 4, 256L << 20);
+    }
+
+    /** Why this process cannot make loop devices of {@code kind}, for a skipped target's note; empty if it can. */
+    public static Optional<String> unavailable(Kind kind) {
+        return available(kind) ? Optional.empty() : Optional.of("making a " + kind.label() + " loop device needs root, losetup"
+                + (kind.mkfs == null ? "" : " and " + kind.mkfs));
     }
 
     /** Whether this process can make loop devices of {@code kind}: root, losetup and the mkfs it needs. */
@@ -150,7 +162,7 @@ public final class LoopDevice implements AutoCloseable {
     }
 
     /** On the PATH, or in the sbin directories a non-login root shell may leave out of it. */
-    private static boolean onPath(String tool) {
+    static boolean onPath(String tool) {
         String path = System.getenv().getOrDefault("PATH", "") + ":/usr/sbin:/sbin";
         for (String dir : path.split(":")) {
             if (!dir.isEmpty() && Files.isExecutable(Path.of(dir, tool))) {
@@ -160,7 +172,8 @@ public final class LoopDevice implements AutoCloseable {
         return false;
     }
 
-    private static String run(String... command) {
+    /** Runs {@code command}, returns what it printed; fails naming the command if it fails or hangs. */
+    static String run(String... command) {
         return run(List.of(command));
     }
 

@@ -13,6 +13,7 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Optional;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -109,7 +110,7 @@ public final class RandWriteBench {
 
     /** Bytes of each target's loop device: the file and room for each file system's metadata and log. */
     public long deviceBytes() {
-        return fileSize + Math.max(fileSize / 4, 256L << 20);
+        return LoopDevice.bytesFor(fileSize);
     }
 
     /** What the run could not do (a target skipped), one line each. */
@@ -124,9 +125,9 @@ public final class RandWriteBench {
                 notes.add(t.label() + ": skipped, fio is not on the PATH");
                 continue;
             }
-            if (!LoopDevice.available(t.deviceKind())) {
-                notes.add(t.label() + ": skipped, making a " + t.deviceKind().label()
-                        + " loop device needs root, losetup" + (t.deviceKind().mkfs == null ? "" : " and " + t.deviceKind().mkfs));
+            Optional<String> missing = LoopDevice.unavailable(t.deviceKind());
+            if (missing.isPresent()) {
+                notes.add(t.label() + ": skipped, " + missing.get());
                 continue;
             }
             if (unwritten && t == Target.RAW) {

@@ -1,0 +1,95 @@
+package dev.ferrite.journal.internal;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.List;
+
+import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.testkit.RecordingDevice;
+import dev.ferrite.io.testkit.RecordingDevice.Event;
+import dev.ferrite.journal.JournalOptions;
+import dev.ferrite.journal.testkit.TestItem;
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * {@link Transaction#orderAfterData}: the checkpoint holding such a transaction is written only after a
+ * flush, so a data write that completed before the commit is stable before the change pointing at it;
+ * other checkpoints pay for no such flush, and all such transactions in one checkpoint share one.
+ */
+class OrderAfterDataTest {
+    static final int BS = 4096;
+    static final long DATA = 1500, HOME = 100;
+    static final LogGeometry G = new LogGeometry(1000, 64);
+
+    /** The recorded events from a data write at {@link #DATA} to the force of {@code commits} transactions after it. */
+    private static List<Event> record(boolean afterData, int commits) {
+        try (Arena arena = Arena.ofShared(); MemoryDevice base = MemoryDevice.create(2048, BS)) {
+            Journal.format(base, G);
+            RecordingDevice rec = RecordingDevice.wrap(base);
+            try (rec; TestReplayer rep = new TestReplayer(rec); Journal j = Journal.open(rec, G, JournalOptions.defaults(), rep)) {
+                int from = rec.eventCount();
+                MemorySegment data = arena.allocate(BS, BlockDevice.BUFFER_ALIGNMENT);
+                data.fill((byte) 0x42);
+                rec.write(DATA, data);
+                TestItem it = new TestItem(HOME, BS, arena);
+                long seq = 0;
+                it.lock.lock();
+                try {
+                    for (int c = 0; c < commits; c++) {
+                        Transaction tx = j.begin(Reservation.items(1));
+                        it.add(tx, c, c + 1);
+                        if (afterData) {
+                            tx.orderAfterData();
+                        }
+                        seq = tx.commit();
+                    }
+                } finally {
+                    it.lock.unlock();
+                }
+                j.force(seq);
+                return rec.events().subList(from, rec.eventCount());
+            }
+        }
+    }
+
+    private static int firstLogWrite(List<Event> events) {
+        for (int i = 0; i < events.size(); i++) {
+            Event e = events.get(i);
+            if (e.kind() == Event.Kind.WRITE && e.block() < G.areaStart() + G.areaBlocks() && e.block() >= G.areaStart()) {
+                return i;
+            }
+        }
+        throw new AssertionError("no checkpoint written: " + events);
+    }
+
+    private static long flushesBetween(List<Event> events, int from, int to) {
+        return events.subList(from, to).stream().filter(e -> e.kind() == Event.Kind.FLUSH).count();
+    }
+
+    @Test
+    void aCheckpointOrderedAfterDataIsWrittenAfterAFlush() {
+        List<Event> events = record(true, 1);
+        assertEquals(DATA, events.getFirst().block(), events.toString());
+        int log = firstLogWrite(events);
+        assertEquals(1, flushesBetween(events, 1, log), "one flush between the data write and the checkpoint: " + events);
+        assertTrue(events.getLast().kind() == Event.Kind.FLUSH, "and the checkpoint flushed after: " + events);
+    }
+
+    @Test
+    void otherCheckpointsPayForNoPreflush() {
+        List<Event> events = record(false, 1);
+        assertEquals(0, flushesBetween(events, 1, firstLogWrite(events)), events.toString());
+    }
+
+    @Test
+    void transactionsInOneCheckpointShareItsPreflush() {
+        List<Event> events = record(true, 5);
+        int log = firstLogWrite(events);
+        assertEquals(1, flushesBetween(events, 1, log), events.toString());
+        assertEquals(2, flushesBetween(events, 1, events.size()), "a preflush and the checkpoint's own flush: " + events);
+    }
+}
