@@ -306,8 +306,8 @@ final class AllocationGroup {
     }
 
     /** {@link FreeSpace#allocBlocksNear}. */
-    AllocOutcome allocBlocksNear(Txn txn, long near, int len) {
-        return space.allocBlocksNear(txn, near, len);
+    AllocOutcome allocBlocksNear(Txn txn, long near, int len, boolean apart) {
+        return space.allocBlocksNear(txn, near, len, apart);
     }
 
     /** {@link FreeSpace#allocatedBlock}. */

@@ -379,6 +379,9 @@ final class FileData {
             int len = (int) Math.min(gap[1], most);
             int k = -x.find(gap[0]) - 2; // the extent before the hole
             long near = k >= 0 ? x.deviceBlock(k) + (gap[0] - x.fileBlock(k)) : 0;
+            // a file growing past its last extent by a preallocation's worth: if the blocks after that
+            // extent are taken, a region of its own (small and sparse allocations keep to the best fit)
+            boolean apart = k >= 0 && x.end(k) == gap[0] && len >= preallocMin;
             int home = geometry.agOfInode(ino);
             int start = near != 0 ? geometry.agOfBlock(near) : home;
             boolean done = false;
@@ -400,7 +403,7 @@ final class FileData {
                                 break;
                             }
                             requireRoom(ino, y, first, end, writtenEnd);
-                            r = ag.allocBlocksNear(txn, near, len);
+                            r = ag.allocBlocksNear(txn, near, len, apart);
                             if (r == AllocOutcome.DONE) {
                                 y.insert(gap[0], ag.allocatedBlock(txn), len, true);
                                 Buffer b = records.lockRecord(txn, ino);

@@ -201,8 +201,9 @@ final class FreeSpace {
         removeExtent(txn, s, l);
         if (rs > s) {
             insertExtent(txn, s, rs - s);
-        } else if (rl < l) {
-            insertExtent(txn, s + rl, l - rl);
+        }
+        if (rs + rl < s + l) { // both only for a range from the middle: still a delete and two inserts per tree
+            insertExtent(txn, rs + rl, s + l - rs - rl);
         }
         addFree(txn, -rl);
     }
@@ -326,9 +327,14 @@ final class FreeSpace {
     /**
      * Like {@link #allocBlocks}, but first tries the {@code len} blocks from device block {@code near} (the
      * block after a file's last extent, so that the file grows in place): taken if a free extent starts
-     * there, holds them and none of them is busy; else the smallest free extent that holds them.
+     * there, holds them and none of them is busy. If not, and {@code apart}, the blocks at the middle of
+     * the largest free extent, if it holds them twice over and none is busy: a growing file whose
+     * neighbour took the blocks after it moves to a region of its own, halfway between whoever grows into
+     * the head of that extent and whatever follows it, instead of alternating with its neighbour (two
+     * files appended at once would otherwise end in an extent per preallocation each). Else the smallest
+     * free extent that holds them.
      */
-    AllocOutcome allocBlocksNear(Txn txn, long near, int len) {
+    AllocOutcome allocBlocksNear(Txn txn, long near, int len, boolean apart) {
         lock(txn, agf);
         if (agfl.holds(RESERVE) && u64(agf.data(), FREE_BLOCKS) >= (long) len + HELD_BACK && near > start && near < start + length) {
             long e = bnoFind(txn, (int) (near - start), BTree.Match.CEILING);
@@ -337,8 +343,27 @@ final class FreeSpace {
                 allocated = near;
                 return AllocOutcome.DONE;
             }
+            long largest = apart ? largestExtent(txn) : -1;
+            if (largest >= 0 && extentLength(largest) >= 2L * len) {
+                int mid = extentStart(largest) + (extentLength(largest) - len) / 2;
+                if (!anyBusy(mid, len)) {
+                    takeRange(txn, largest, extent(mid, len));
+                    allocated = start + mid;
+                    return AllocOutcome.DONE;
+                }
+            }
         }
         return allocBlocks(txn, len);
+    }
+
+    /** Whether any of group blocks {@code [s, s + len)} is busy. */
+    private boolean anyBusy(int s, int len) {
+        for (int b = s; b < s + len; b++) {
+            if (busy(b)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**

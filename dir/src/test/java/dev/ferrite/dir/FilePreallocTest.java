@@ -64,14 +64,14 @@ class FilePreallocTest extends FileTestBase {
 
     @Test
     void twoFilesAppendedAlternatelyEndInFewExtents() {
-        appendAlternately(32768, 2, 2048, 8); // 8 MiB each, in 2 groups of 64 MiB
+        appendAlternately(32768, 2, 2048, 3); // 8 MiB each, in 2 groups of 64 MiB
     }
 
     /** The measure: 1 GiB each, in a 3 GiB volume of the default 4 groups. */
     @Test
     @Tag("stress")
     void twoFilesOfAGibibyteAppendedAlternatelyEndInAHandfulOfExtents() {
-        appendAlternately(3 << 18, 4, 1 << 18, 25);
+        appendAlternately(3 << 18, 4, 1 << 18, 8);
     }
 
     /** Appends {@code blocks} 4 KiB blocks to each of two files, alternately, and expects at most {@code most} extents each. */
