@@ -3,6 +3,8 @@ package dev.ferrite.dir;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import java.util.function.Function;
@@ -75,6 +77,12 @@ final class FileData {
     private final BufferCache cache;
     private final Geometry geometry;
     private final InodeRecords records;
+    private final InodeCache inodes;
+    /**
+     * Files this mount gave speculative blocks past their end, until trimmed: what a write that finds no
+     * free block reclaims before it gives up (XFS's eofblocks scan on ENOSPC).
+     */
+    private final Set<Long> speculative = ConcurrentHashMap.newKeySet();
     private final BlockDevice device;
     private final int blockSize;
     private final ReentrantReadWriteLock[] ioLocks = new ReentrantReadWriteLock[IO_STRIPES];
@@ -87,8 +95,9 @@ final class FileData {
     /** Commit sequence of the last transaction that freed file blocks. */
     private final AtomicLong lastFreeSeq = new AtomicLong(-1);
 
-    FileData(Volume volume, BufferCache cache, Geometry geometry, InodeRecords records) {
+    FileData(Volume volume, BufferCache cache, Geometry geometry, InodeRecords records, InodeCache inodes) {
         this.volume = volume;
+        this.inodes = inodes;
         this.cache = cache;
         this.geometry = geometry;
         this.records = records;
@@ -271,7 +280,7 @@ final class FileData {
         }
         if (x.firstGap(first, end, false) != null) {
             x = offset <= s.size() && offset + len > s.size() ? allocateExtending(i, s, first, end)
-                    : allocate(i, first, end, end, FLAG_SPECULATIVE);
+                    : allocate(i, first, end, end, FLAG_SPECULATIVE, true);
         }
         if (convert) {
             long freed = lastFreeSeq.get();
@@ -323,7 +332,7 @@ final class FileData {
             long room = volume.statfs().freeBlocks() / 16; // as XFS, less as the volume fills: others need space too
             long spec = Math.min(next, end + Math.min(room, Math.clamp(end, preallocMin, preallocCap)));
             try {
-                return allocate(i, first, spec, end, FLAG_SPECULATIVE);
+                return allocate(i, first, spec, end, FLAG_SPECULATIVE, false);
             } catch (NoSpaceException e) {
                 // no free block is left for the speculative ones: the write's own holes, filled first, are all mapped
             } catch (NamespaceException e) {
@@ -332,7 +341,7 @@ final class FileData {
                 }
             }
         }
-        return allocate(i, first, end, end, FLAG_SPECULATIVE);
+        return allocate(i, first, end, end, FLAG_SPECULATIVE, true);
     }
 
     private static void requireFits(long ino, int extents, int capacity) {
@@ -361,12 +370,15 @@ final class FileData {
      * file's previous extent or in the inode's group first; a hole no group holds contiguous is taken in
      * halves, quarters..., each an extent. Returns the mapping after. The caller goes on to write
      * {@code [first, writtenEnd)} (its extents must fit the record once written too). A transaction that
-     * maps blocks past the end of the file sets {@code pastEofFlag} in its record.
+     * maps blocks past the end of the file sets {@code pastEofFlag} in its record. With {@code mayReclaim},
+     * when no group has a free block left the speculative blocks of other files are freed
+     * ({@link #reclaimSpeculative}) and the allocation goes on if that gave any back; the speculative
+     * allocations themselves never take others' that way.
      *
      * @throws NoSpaceException if no group has a free block left; EFBIG if free space is so fragmented that
      *                          the extents outgrow the record (the holes filled so far stay mapped unwritten)
      */
-    private ExtentList allocate(Inode i, long first, long end, long writtenEnd, int pastEofFlag) {
+    private ExtentList allocate(Inode i, long first, long end, long writtenEnd, int pastEofFlag, boolean mayReclaim) {
         long ino = i.ino;
         int rec = records.rec(ino);
         int most = ExtentFormat.MAX_LENGTH; // halved each time no group has that many blocks contiguous
@@ -412,6 +424,9 @@ final class FileData {
                                 InodeFormat.setBlocks(m, rec, InodeFormat.blocks(m, rec) + len);
                                 if (gap[0] + len > (InodeFormat.size(m, rec) + blockSize - 1) / blockSize) {
                                     InodeFormat.setFlags(m, rec, InodeFormat.flags(m, rec) | pastEofFlag);
+                                    if (pastEofFlag == FLAG_SPECULATIVE) {
+                                        speculative.add(ino);
+                                    }
                                 }
                                 txn.log(b, rec, span);
                                 commitData(i, txn);
@@ -429,6 +444,11 @@ final class FileData {
             }
             if (!done) {
                 if (len == 1) {
+                    if (mayReclaim && reclaimSpeculative(ino)) {
+                        mayReclaim = false; // once: what others preallocate from here on is theirs to use
+                        most = ExtentFormat.MAX_LENGTH;
+                        continue;
+                    }
                     throw new NoSpaceException("no allocation group has a free block for inode " + ino);
                 }
                 most = len / 2;
@@ -535,9 +555,11 @@ final class FileData {
         Lock l = io(ino).writeLock();
         l.lock();
         try {
-            long eof = records.readRecord(ino, (b, r) -> (InodeFormat.flags(b, r) & (FLAG_SPECULATIVE | FLAG_PREALLOC))
-                    != FLAG_SPECULATIVE ? -1 : (InodeFormat.size(b, r) + blockSize - 1) / blockSize);
+            long eof = records.readRecord(ino, (b, r) -> (InodeFormat.mode(b, r) & S_IFMT) != S_IFREG
+                    || (InodeFormat.flags(b, r) & (FLAG_SPECULATIVE | FLAG_PREALLOC)) != FLAG_SPECULATIVE
+                    ? -1 : (InodeFormat.size(b, r) + blockSize - 1) / blockSize);
             if (eof < 0) {
+                speculative.remove(ino);
                 return;
             }
             release(i, x -> lastPieceFrom(x, eof), false);
@@ -549,6 +571,7 @@ final class FileData {
                     InodeFormat.setFlags(m, rec, InodeFormat.flags(m, rec) & ~FLAG_SPECULATIVE);
                     txn.log(b, rec, InodeFormat.INLINE);
                     i.lastSeq = txn.commit();
+                    speculative.remove(ino);
                 } finally {
                     i.lock.unlock();
                 }
@@ -556,6 +579,36 @@ final class FileData {
         } finally {
             l.unlock();
         }
+    }
+
+    /**
+     * Trims the speculative blocks of every file but {@code self} that this mount preallocated for and
+     * whose I/O lock is free at this moment (a file being written keeps its own; so does one sharing a
+     * lock stripe with a write in progress here); returns whether any block came back. Open files lose
+     * nothing but room to grow: their next append preallocates again.
+     */
+    private boolean reclaimSpeculative(long self) {
+        long before = volume.statfs().freeBlocks();
+        for (Long ino : speculative) {
+            if (ino == self) {
+                continue;
+            }
+            Lock l = io(ino).writeLock();
+            if (!l.tryLock()) {
+                continue;
+            }
+            try {
+                Inode o = inodes.acquire(ino);
+                try {
+                    trimSpeculative(o);
+                } finally {
+                    inodes.release(o);
+                }
+            } finally {
+                l.unlock();
+            }
+        }
+        return volume.statfs().freeBlocks() > before;
     }
 
     /**
@@ -668,7 +721,7 @@ final class FileData {
             if (keep && offset + length > s.size()) {
                 trimSpeculative(i); // what the file keeps past its end from now on is what fallocate asks for, flagged so
             }
-            allocate(i, first, end, first, keep ? FLAG_PREALLOC : FLAG_SPECULATIVE);
+            allocate(i, first, end, first, keep ? FLAG_PREALLOC : FLAG_SPECULATIVE, true);
             if (!keep && offset + length > s.size()) {
                 update(i, null, old -> offset + length, false);
             }

@@ -153,7 +153,7 @@ public final class Namespace {
         this.records = new InodeRecords(volume, cache, geometry, inodes);
         this.dirs = new DirContents(volume, cache, geometry, inodes, records);
         this.paths = new PathResolver(volume, geometry, records, dirs);
-        this.files = new FileData(volume, cache, geometry, records);
+        this.files = new FileData(volume, cache, geometry, records, inodes);
         this.orphans = new Orphans(volume, cache, geometry, inodes, records, dirs, files);
         this.creator = new Creator(volume, cache, geometry, inodes, records, dirs);
         this.checker = new NamespaceChecker(volume, geometry, inodes, records, dirs, paths);

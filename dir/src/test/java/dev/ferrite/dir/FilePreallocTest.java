@@ -6,6 +6,7 @@ import java.lang.foreign.ValueLayout;
 
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.NoSpaceException;
 import dev.ferrite.io.testkit.RecordingDevice;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -59,6 +60,39 @@ class FilePreallocTest extends FileTestBase {
             assertStamped(r, 0, 1);
         }
         ns.unlink(root, "f");
+        assertEquals(start, free());
+    }
+
+    @Test
+    void aWriteThatFindsNoFreeBlockTakesBackWhatOtherFilesPreallocated() {
+        long start = free();
+        try (Handle a = ns.create(root, "a", 0644, true); Handle b = ns.create(root, "b", 0644, true)) {
+            int data = 512; // 2 MiB of appends: a tail as long again is preallocated past them
+            for (int i = 0; i < data; i++) {
+                ns.append(a, stamped((long) i * BS, 1, 1));
+            }
+            long tail = ns.stat(a).blocks() - data;
+            assertTrue(tail > 64, "a's preallocated tail: " + tail + " blocks");
+            long written = 0;
+            MemorySegment chunk = stamped(0, 16, 2);
+            try {
+                for (;;) { // b grows until not one block is left, a's tail included
+                    ns.write(b, written * BS, chunk);
+                    written += 16;
+                }
+            } catch (NoSpaceException expected) {
+                // the volume is full
+            }
+            assertEquals(data, ns.stat(a).blocks(), "a's tail went to b");
+            assertTrue(written > 0 && written <= ns.stat(b).blocks(), "b wrote " + written + " blocks, holds " + ns.stat(b).blocks());
+            assertEquals(start, data + ns.stat(b).blocks() + free(), "every block is a's, b's or free");
+            MemorySegment r = buffer(data);
+            assertEquals((long) data * BS, ns.read(a, 0, r));
+            assertStamped(r, 0, 1);
+            VolumeFixtures.assertChecked(ns);
+        }
+        ns.unlink(root, "a");
+        ns.unlink(root, "b");
         assertEquals(start, free());
     }
 
