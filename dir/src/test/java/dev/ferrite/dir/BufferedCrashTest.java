@@ -69,14 +69,7 @@ class BufferedCrashTest {
                 Namespace ns = v.namespace();
                 Handle f, g;
                 try (Handle root = ns.openRoot()) {
-                    try (Handle junk = ns.create(root, "junk", 0644, true)) {
-                        MemorySegment j = arena.allocate(256L * BS, BlockDevice.BUFFER_ALIGNMENT);
-                        j.fill((byte) 0xA5);
-                        for (int k = 0; k < 4; k++) {
-                            ns.write(junk, k * j.byteSize(), j);
-                        }
-                    }
-                    ns.unlink(root, "junk");
+                    FileCrashTest.fillFreeSpaceWithJunk(ns, root, arena);
                     f = ns.create(root, "f", 0644, true);
                     g = ns.create(root, "g", 0644, true);
                 }
