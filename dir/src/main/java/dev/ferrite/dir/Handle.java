@@ -10,11 +10,19 @@ import java.util.concurrent.atomic.AtomicBoolean;
 public final class Handle implements AutoCloseable {
     private final Orphans orphans;
     final Inode inode;
+    /** The {@code open} flags: access mode, {@link Namespace#O_APPEND}, {@link Namespace#O_DIRECT}. */
+    private final int flags;
     private final AtomicBoolean closed = new AtomicBoolean();
 
-    Handle(Orphans orphans, Inode inode) {
+    Handle(Orphans orphans, Inode inode, int flags) {
         this.orphans = orphans;
         this.inode = inode;
+        this.flags = flags;
+    }
+
+    /** The flags it was opened with ({@link Namespace#O_RDWR} for the opens that take none). */
+    public int flags() {
+        return flags;
     }
 
     /** The inode number. */
@@ -35,9 +43,11 @@ public final class Handle implements AutoCloseable {
     }
 
     /**
-     * Lets go of the inode; idempotent. The last close of an inode whose last link is gone frees it, in
-     * transactions of its own; if that fails the inode stays an orphan, freed at the next mount. The last
-     * close of a file that writes preallocated past its end frees those blocks; if that fails they are
+     * Lets go of the inode; idempotent. The last close of an inode whose last link is gone frees it (its
+     * cached pages dropped), in transactions of its own; if that fails the inode stays an orphan, freed at
+     * the next mount. The last close of a file writes back its dirty cached pages (throwing, once, a
+     * write-back error no fsync reported yet; the pages are dropped then). The last close of a file that
+     * writes preallocated past its end frees those blocks; if that fails they are
      * freed at its first open after the next mount. An operation on this handle already in flight either
      * ends before any of that starts or fails with EBADF.
      *
@@ -45,6 +55,36 @@ public final class Handle implements AutoCloseable {
      *                                                     trimmed
      * @throws dev.ferrite.io.DeviceException if the device fails a read while freeing it
      */
+    /** The inode, or EBADF if this handle is closed or open for writing only. */
+    Inode requireReadable() {
+        Inode i = requireOpen();
+        if ((flags & Namespace.O_ACCMODE) == Namespace.O_WRONLY) {
+            throw new NamespaceException(dev.ferrite.io.Errno.EBADF, "handle on inode " + inode.ino + " is open for writing only");
+        }
+        return i;
+    }
+
+    /** The inode, or EBADF if this handle is closed or open for reading only. */
+    Inode requireWritable() {
+        Inode i = requireOpen();
+        if (!isWritable()) {
+            throw new NamespaceException(dev.ferrite.io.Errno.EBADF, "handle on inode " + inode.ino + " is open for reading only");
+        }
+        return i;
+    }
+
+    boolean isWritable() {
+        return (flags & Namespace.O_ACCMODE) != Namespace.O_RDONLY;
+    }
+
+    boolean isAppend() {
+        return (flags & Namespace.O_APPEND) != 0;
+    }
+
+    boolean isDirect() {
+        return (flags & Namespace.O_DIRECT) != 0;
+    }
+
     @Override
     public void close() {
         if (closed.compareAndSet(false, true)) {
