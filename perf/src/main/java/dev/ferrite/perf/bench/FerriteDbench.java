@@ -133,7 +133,7 @@ public final class FerriteDbench {
                 samples.subList(0, Math.min(samples.size(), 2 * SAMPLES)), cpus);
     }
 
-    /** What dbench's cleanup does: each client's files go, then {@code /clients} if it is empty. */
+    /** What dbench's cleanup does: each client's tree goes, then {@code /clients}. */
     private void cleanup(int clients) {
         for (int i = 0; i < clients; i++) {
             deltree("/clients/client" + i);
@@ -141,11 +141,16 @@ public final class FerriteDbench {
         try {
             ns.rmdir("/clients");
         } catch (NamespaceException e) {
-            // the client directories are still there, as under dbench
+            // not there, or another replay's clients are: as dbench's rmdir, ignored
         }
     }
 
-    /** Unlinks every file under {@code dir}, leaving the directories (dbench's fio_deltree); errors ignored. */
+    /**
+     * Removes the tree at {@code dir}, files and directories, errors ignored. (dbench's fileio backend
+     * unlinks only the files and leaves the directories, so from the loadfile's second pass on the tree is
+     * not the one the loadfile's statuses were recorded against: its QUERY_PATH_INFORMATION of a directory
+     * it is about to make finds it. Removing them too costs a dozen rmdirs per pass of client.txt.)
+     */
     private void deltree(String dir) {
         List<DirEntry> entries;
         try {
@@ -156,14 +161,19 @@ public final class FerriteDbench {
         for (DirEntry e : entries) {
             String path = dir + "/" + e.name();
             try {
-                if (ns.stat(path).isDirectory()) {
+                if (e.isDirectory()) {
                     deltree(path);
                 } else {
                     ns.unlink(path);
                 }
             } catch (NamespaceException ignored) {
-                // gone meanwhile, as dbench's stat or unlink would find
+                // gone meanwhile
             }
+        }
+        try {
+            ns.rmdir(dir);
+        } catch (NamespaceException ignored) {
+            // something was made in it meanwhile, or it is gone
         }
     }
 
