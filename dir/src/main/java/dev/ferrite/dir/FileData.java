@@ -78,8 +78,10 @@ final class FileData {
     private volatile boolean written;
     /** Commit sequence of the last transaction that freed file blocks. */
     private final AtomicLong lastFreeSeq = new AtomicLong(-1);
+    /** The buffered path: what a call not aligned for the direct one goes through. */
+    final BufferedIo buffered;
 
-    FileData(Volume volume, BufferCache cache, Geometry geometry, InodeRecords records) {
+    FileData(Volume volume, BufferCache cache, Geometry geometry, InodeRecords records, PageCache pages) {
         this.volume = volume;
         this.cache = cache;
         this.geometry = geometry;
@@ -93,9 +95,10 @@ final class FileData {
         // appends beside another ends in a handful of extents, yet a few growing files cannot fill a group
         this.preallocCap = Math.min(ExtentFormat.MAX_LENGTH, geometry.agBlocks() / 8);
         this.preallocMin = Math.min(PREALLOC_MIN_BYTES / blockSize, preallocCap);
+        this.buffered = new BufferedIo(this, pages, blockSize, records.pendingSizes);
     }
 
-    private ReentrantReadWriteLock io(long ino) {
+    ReentrantReadWriteLock io(long ino) {
         return ioLocks[(int) (ino * 0x9E37_79B9_7F4A_7C15L >>> 58)];
     }
 
@@ -109,7 +112,7 @@ final class FileData {
      * the freeing off until it unlocks; one that finds it closed never touches the inode, whose slot a new
      * file may hold by now. One volatile read, no count of operations in flight to update.
      */
-    private Lock lockIo(Handle h, Lock l) {
+    Lock lockIo(Handle h, Lock l) {
         Runnable hook = beforeIoLock;
         if (hook != null) {
             hook.run();
@@ -146,21 +149,34 @@ final class FileData {
                 "inode " + ino + " (mode 0" + Integer.toOctalString(mode) + ") is not a regular file");
     }
 
-    /** The direct path's conditions on an offset and buffer (EINVAL: buffered I/O is not built yet). */
-    private void requireDirect(Inode i, String op, long offset, MemorySegment buf) {
+    /**
+     * Whether a transfer of {@code buf} at {@code offset} through {@code h} takes the direct path: its
+     * offset and length are whole blocks and its buffer native and aligned to
+     * {@link BlockDevice#BUFFER_ALIGNMENT} (else it is buffered), or EINVAL if {@code h} is
+     * {@link Namespace#O_DIRECT} and it is not. EINVAL for a negative offset or an over-long transfer.
+     */
+    private boolean direct(Handle h, Inode i, String op, long offset, MemorySegment buf) {
         if (offset < 0) {
             throw new NamespaceException(Errno.EINVAL, op + " at negative offset " + offset + " of inode " + i.ino);
         }
         long len = buf.byteSize();
-        if (offset % blockSize != 0 || len % blockSize != 0 || !buf.isNative()
-                || (buf.address() & (BlockDevice.BUFFER_ALIGNMENT - 1)) != 0) {
-            throw new NamespaceException(Errno.EINVAL, op + " of " + len + " bytes at offset " + offset + " of inode " + i.ino
-                    + ": only direct I/O is built yet (offset and length multiples of " + blockSize + ", a native buffer aligned to "
-                    + BlockDevice.BUFFER_ALIGNMENT + " bytes); buffered I/O is not built yet");
-        }
         if (len > MAX_TRANSFER) {
             throw new NamespaceException(Errno.EINVAL, op + " of " + len + " bytes: at most " + MAX_TRANSFER + " at a time");
         }
+        boolean aligned = offset % blockSize == 0 && len % blockSize == 0 && buf.isNative()
+                && (buf.address() & (BlockDevice.BUFFER_ALIGNMENT - 1)) == 0;
+        if (!aligned && h.isDirect()) {
+            throw new NamespaceException(Errno.EINVAL, op + " of " + len + " bytes at offset " + offset + " of inode " + i.ino
+                    + " through an O_DIRECT handle: the offset and length must be multiples of " + blockSize
+                    + " and the buffer native and aligned to " + BlockDevice.BUFFER_ALIGNMENT + " bytes");
+        }
+        return aligned;
+    }
+
+    /** The size inode {@code ino} has committed (buffered writes may show a larger one); EISDIR or EINVAL as {@link #file}. */
+    long committedSize(long ino) {
+        long size = records.readRecord(ino, (b, rec) -> (InodeFormat.mode(b, rec) & S_IFMT) == S_IFREG ? InodeFormat.size(b, rec) : -1L);
+        return size >= 0 ? size : file(ino).size();
     }
 
     /** The device block of file block {@code first} if one written extent holds {@code [first, end)} inside the size; else -1. */
@@ -169,53 +185,79 @@ final class FileData {
     }
 
     int read(Handle h, long offset, MemorySegment dst) {
-        Inode i = h.requireOpen();
-        requireDirect(i, "read", offset, dst);
+        Inode i = h.requireReadable();
+        if (!direct(h, i, "read", offset, dst)) {
+            return buffered.read(h, i, offset, dst);
+        }
+        long first = offset / blockSize;
+        if (BufferedIo.hasDirty(i)) { // the device gets what the cache holds for the range first
+            buffered.writeBack(i, first, first + dst.byteSize() / blockSize);
+        }
         Lock l = lockIo(h, io(i.ino).readLock());
         try {
-            long first = offset / blockSize;
             long dev = dst.byteSize() == 0 ? -1 : inPlace(i.ino, first, first + dst.byteSize() / blockSize);
             if (dev >= 0) {
                 device.read(dev, dst);
                 return (int) dst.byteSize();
             }
             Snapshot s = file(i.ino);
-            if (offset >= s.size() || dst.byteSize() == 0) {
+            long size = Math.max(s.size(), i.pendingSize);
+            if (offset >= size || dst.byteSize() == 0) {
                 return 0;
             }
-            long n = Math.min(dst.byteSize(), s.size() - offset);
-            long end = first + (n + blockSize - 1) / blockSize; // whole blocks: the buffer holds them
-            ExtentList x = s.extents();
-            for (long fb = first; fb < end; ) {
-                int k = x.find(fb);
-                long runEnd = Math.min(end, k >= 0 ? x.end(k) : -k - 1 < x.count() ? x.fileBlock(-k - 1) : end);
-                MemorySegment part = dst.asSlice((fb - first) * blockSize, (runEnd - fb) * blockSize);
-                if (k < 0 || x.unwritten(k)) {
-                    part.fill((byte) 0);
-                } else {
-                    device.read(x.deviceBlock(k) + (fb - x.fileBlock(k)), part);
-                }
-                fb = runEnd;
-            }
+            long n = Math.min(dst.byteSize(), size - offset);
+            readRuns(s.extents(), first, first + (n + blockSize - 1) / blockSize, dst); // whole blocks: the buffer holds them
             return (int) n;
         } finally {
             l.unlock();
         }
     }
 
-    void write(Handle h, long offset, MemorySegment src) {
-        Inode i = h.requireOpen();
-        requireDirect(i, "write", offset, src);
-        long len = src.byteSize();
-        if (offset > MAX_FILE_SIZE - len) {
-            file(i.ino); // EISDIR or EINVAL before EFBIG
-            throw new NamespaceException(Errno.EFBIG, "write of " + len + " bytes at offset " + offset + " of inode " + i.ino
-                    + " ends past the largest file, " + MAX_FILE_SIZE + " bytes");
+    /** Reads file blocks {@code [first, end)} as {@code x} maps them into {@code dst}: holes and unwritten blocks as zeros. */
+    private void readRuns(ExtentList x, long first, long end, MemorySegment dst) {
+        for (long fb = first; fb < end; ) {
+            int k = x.find(fb);
+            long runEnd = Math.min(end, k >= 0 ? x.end(k) : -k - 1 < x.count() ? x.fileBlock(-k - 1) : end);
+            MemorySegment part = dst.asSlice((fb - first) * blockSize, (runEnd - fb) * blockSize);
+            if (k < 0 || x.unwritten(k)) {
+                part.fill((byte) 0);
+            } else {
+                device.read(x.deviceBlock(k) + (fb - x.fileBlock(k)), part);
+            }
+            fb = runEnd;
         }
+    }
+
+    /** Reads file block {@code fb} of {@code ino} into {@code dst} as mapped, whatever the size; the caller holds its I/O lock. */
+    void readBlocks(long ino, long fb, MemorySegment dst) {
+        readRuns(file(ino).extents(), fb, fb + dst.byteSize() / blockSize, dst);
+    }
+
+    void write(Handle h, long offset, MemorySegment src) {
+        Inode i = h.requireWritable();
+        if (h.isAppend()) { // as Linux's pwrite on an O_APPEND file: at the end, whatever the offset
+            append(h, src);
+            return;
+        }
+        if (!direct(h, i, "write", offset, src)) {
+            requireBelowMax(i, offset, src.byteSize());
+            buffered.write(h, i, offset, src);
+            return;
+        }
+        requireBelowMax(i, offset, src.byteSize());
+        writeDirect(h, i, offset, src);
+    }
+
+    /** The direct path's write; the I/O lock is taken here (reentrant under an append's exclusive one). */
+    private void writeDirect(Handle h, Inode i, long offset, MemorySegment src) {
+        long len = src.byteSize();
         Lock l = lockIo(h, io(i.ino).readLock());
         boolean sparse;
         try {
-            sparse = !writeLocked(i, offset, src, true);
+            sparse = !writeLocked(i, offset, src, true, offset + len);
+            if (!sparse) { // under the I/O lock: no write-back puts an older cached block over this write
+                buffered.drop(i, offset / blockSize, (offset + len) / blockSize);
+            }
         } finally {
             l.unlock();
         }
@@ -223,23 +265,50 @@ final class FileData {
             l = lockIo(h, io(i.ino).writeLock());
             try {
                 trimSpeculative(i);
-                writeLocked(i, offset, src, false);
+                writeLocked(i, offset, src, false, offset + len);
+                buffered.drop(i, offset / blockSize, (offset + len) / blockSize);
             } finally {
                 l.unlock();
             }
         }
     }
 
+    /** EFBIG if {@code len} bytes at {@code offset} end past the largest file (EISDIR or EINVAL first). */
+    private void requireBelowMax(Inode i, long offset, long len) {
+        if (offset > MAX_FILE_SIZE - len) {
+            file(i.ino); // EISDIR or EINVAL before EFBIG
+            throw new NamespaceException(Errno.EFBIG, "write of " + len + " bytes at offset " + offset + " of inode " + i.ino
+                    + " ends past the largest file, " + MAX_FILE_SIZE + " bytes");
+        }
+    }
+
+    /**
+     * Writes back a run of cached pages, {@code src} at {@code offset}, as a direct write, committing a
+     * size of at least {@code newSize} (no more than the bytes the file has: its last block may be
+     * partial). The caller holds the I/O lock exclusively.
+     */
+    void writeBackRun(Inode i, long offset, MemorySegment src, long newSize) {
+        if (!writeLocked(i, offset, src, true, newSize)) {
+            trimSpeculative(i);
+            writeLocked(i, offset, src, false, newSize);
+        }
+    }
+
+    /** Commits a size of at least {@code size} for {@code i} (a buffered write's, whose pages were written or dropped). */
+    void commitSize(Inode i, long size) {
+        update(i, null, old -> Math.max(old, size));
+    }
+
     /**
      * {@link #write}, the I/O lock held; false, with nothing done, if {@code mayRefuse} and the write
      * starts past the end of a file whose speculative blocks lie there: it would split them into written
      * and unwritten pieces between holes (a sparse writer would soon run out of extents), so the caller
-     * trims them first, under the I/O lock exclusively.
+     * trims them first, under the I/O lock exclusively. The size becomes at least {@code newSize}.
      */
-    private boolean writeLocked(Inode i, long offset, MemorySegment src, boolean mayRefuse) {
+    private boolean writeLocked(Inode i, long offset, MemorySegment src, boolean mayRefuse, long newSize) {
         long len = src.byteSize();
         long first = offset / blockSize, end = first + len / blockSize;
-        long dev = len == 0 ? -1 : inPlace(i.ino, first, end);
+        long dev = len == 0 ? -1 : inPlace(i.ino, first, end); // inside the size: newSize is too
         if (dev >= 0) { // the fast path: written blocks inside the size, overwritten in place
             device.write(dev, src);
             i.dataDirty = true;
@@ -261,7 +330,7 @@ final class FileData {
             requireRoom(i.ino, x, first, end, end);
         }
         if (x.firstGap(first, end, false) != null) {
-            x = offset <= s.size() && offset + len > s.size() ? allocateExtending(i, s, first, end)
+            x = offset <= s.size() && newSize > s.size() ? allocateExtending(i, s, first, end)
                     : allocate(i, first, end, end, FLAG_SPECULATIVE);
         }
         if (convert) {
@@ -278,11 +347,11 @@ final class FileData {
         }
         i.dataDirty = true;
         written = true;
-        if (convert || offset + len > s.size()) {
+        if (convert || newSize > s.size()) {
             if (convert) {
                 device.flush(); // the data is durable before any extent says written
             }
-            finish(i, first, end, offset + len);
+            finish(i, first, end, newSize);
         }
         return true;
     }
@@ -464,6 +533,9 @@ final class FileData {
 
     void truncate(Handle h, long size) {
         Inode i = h.requireOpen();
+        if (!h.isWritable()) { // as ftruncate(2)
+            throw new NamespaceException(Errno.EINVAL, "truncate of inode " + i.ino + " through a handle not open for writing");
+        }
         if (size < 0) {
             throw new NamespaceException(Errno.EINVAL, "truncate of inode " + i.ino + " to negative size " + size);
         }
@@ -472,14 +544,18 @@ final class FileData {
             throw new NamespaceException(Errno.EFBIG, "truncate of inode " + i.ino + " to " + size + " bytes, past the largest file, "
                     + MAX_FILE_SIZE + " bytes");
         }
-        if (size % blockSize != 0) {
-            throw new NamespaceException(Errno.EINVAL, "truncate of inode " + i.ino + " to " + size + " bytes: only sizes that are"
-                    + " multiples of " + blockSize + " for now (zeroing a partial last block is buffered I/O, not built yet)");
-        }
         Lock l = lockIo(h, io(i.ino).writeLock());
         try {
-            freeFrom(i, size / blockSize);
-            update(i, null, old -> size);
+            long old = buffered.size(i), tail = size % blockSize;
+            if (tail != 0 && size < old) {
+                // the cut block's bytes past the end read zeros, now and after a later extension: zeroed in
+                // the cache and written back at once, so that the device holds no bytes past the new end either
+                buffered.zeroLocked(i, size, Math.min(old, size - tail + blockSize) - size);
+                buffered.writeBackLocked(i.pages, size / blockSize, size / blockSize + 1);
+            }
+            freeFrom(i, (size + blockSize - 1) / blockSize);
+            update(i, null, any -> size);
+            buffered.clearPending(i);
         } finally {
             l.unlock();
         }
@@ -499,7 +575,28 @@ final class FileData {
      * way leaves a sound, shorter mapping.
      */
     void freeFrom(Inode i, long from) {
-        release(i, x -> lastPieceFrom(x, from), true);
+        Lock l = io(i.ino).writeLock();
+        l.lock();
+        try {
+            buffered.drop(i, from, Long.MAX_VALUE);
+            if (from == 0) {
+                buffered.clearPending(i);
+            }
+            release(i, x -> lastPieceFrom(x, from), true);
+        } finally {
+            l.unlock();
+        }
+    }
+
+    /** Forgets {@code i}'s cached pages, dirty ones too, and its pending size. */
+    void dropCache(Inode i) {
+        Lock l = io(i.ino).writeLock();
+        l.lock();
+        try {
+            buffered.dropAll(i);
+        } finally {
+            l.unlock();
+        }
     }
 
     private static long[] lastPieceFrom(ExtentList x, long from) {
@@ -616,62 +713,96 @@ final class FileData {
                     + i.ino + ": the offset must not be negative and the length must be positive");
         }
         file(i.ino);
-        if (offset % blockSize != 0 || length % blockSize != 0) {
-            throw new NamespaceException(Errno.EINVAL, "fallocate of " + length + " bytes at offset " + offset + " of inode "
-                    + i.ino + ": only ranges of whole " + blockSize + "-byte blocks for now (partial blocks need buffered I/O,"
-                    + " not built yet)");
+        if (!h.isWritable()) {
+            throw new NamespaceException(Errno.EBADF, "fallocate of inode " + i.ino + " through a handle not open for writing");
         }
         if (offset > MAX_FILE_SIZE - length) {
             throw new NamespaceException(Errno.EFBIG, "fallocate of " + length + " bytes at offset " + offset + " of inode "
                     + i.ino + " ends past the largest file, " + MAX_FILE_SIZE + " bytes");
         }
-        long first = offset / blockSize, end = first + length / blockSize;
+        long stop = offset + length;
+        // the blocks the range touches, and the ones it covers whole: partial blocks are zeroed through the cache
+        long first = offset / blockSize, end = (stop + blockSize - 1) / blockSize;
+        long wholeFirst = (offset + blockSize - 1) / blockSize, wholeEnd = Math.max(wholeFirst, stop / blockSize);
         Lock l = lockIo(h, io(i.ino).writeLock());
         try {
             Snapshot s = file(i.ino);
+            long size = Math.max(s.size(), i.pendingSize);
             ExtentList sim = s.extents().copy();
-            if (punch) {
+            boolean whole = wholeEnd > wholeFirst;
+            if (punch && whole) {
                 long[] piece; // only a range inside one extent splits it: the count after is the most any step needs
                 do {
-                    piece = sim.punch(first, end);
+                    piece = sim.punch(wholeFirst, wholeEnd);
                 } while (piece != null);
-            } else {
-                if (zero) {
-                    sim.setState(first, end, true);
+            } else if (!punch) {
+                if (zero && whole) {
+                    sim.setState(wholeFirst, wholeEnd, true);
                 }
                 fillHoles(sim, first, end);
             }
             requireFits(i.ino, sim.count(), sim.capacity());
+            if (punch || zero) {
+                if (whole) {
+                    zeroPartial(i, offset, wholeFirst * blockSize, size);
+                    zeroPartial(i, wholeEnd * blockSize, stop, size);
+                } else {
+                    zeroPartial(i, offset, stop, size);
+                }
+                buffered.drop(i, wholeFirst, wholeEnd);
+            }
             if (punch) {
-                release(i, x -> x.punch(first, end), true);
+                if (whole) {
+                    release(i, x -> x.punch(wholeFirst, wholeEnd), true);
+                }
                 return;
             }
-            if (zero) { // before the holes are mapped: the extents stay within sim's count all along
-                update(i, y -> y.setState(first, end, true), old -> old);
+            if (zero && whole) { // before the holes are mapped: the extents stay within sim's count all along
+                update(i, y -> y.setState(wholeFirst, wholeEnd, true), old -> old);
             }
-            if (keep && offset + length > s.size()) {
+            if (keep && stop > s.size()) {
                 trimSpeculative(i); // what the file keeps past its end from now on is what fallocate asks for, flagged so
             }
             allocate(i, first, end, first, keep ? FLAG_PREALLOC : FLAG_SPECULATIVE);
-            if (!keep && offset + length > s.size()) {
-                update(i, null, old -> offset + length);
+            if (!keep && stop > size) {
+                update(i, null, old -> Math.max(old, stop));
             }
         } finally {
             l.unlock();
         }
     }
 
+    /** Zeros the bytes of {@code [from, to)} inside the file's {@code size} through the cache (the I/O lock held exclusively). */
+    private void zeroPartial(Inode i, long from, long to, long size) {
+        long stop = Math.min(to, size);
+        if (stop > from) {
+            buffered.zeroLocked(i, from, stop - from);
+        }
+    }
+
     /**
      * Writes {@code src} at the end of {@code h}'s file, the I/O lock held exclusively so that no other
-     * append, write or truncate moves the end meanwhile; returns the offset written.
+     * append, write or truncate moves the end meanwhile; returns the offset written. Direct if the
+     * end, the length and the buffer are aligned, else buffered (EINVAL then for an O_DIRECT handle).
      */
     long append(Handle h, MemorySegment src) {
-        Inode i = h.requireOpen();
-        requireDirect(i, "append", 0, src);
+        Inode i = h.requireWritable();
+        boolean aligned = direct(h, i, "append", 0, src);
+        if (!aligned) {
+            buffered.throttle(i);
+        }
         Lock l = lockIo(h, io(i.ino).writeLock());
         try {
-            long at = file(i.ino).size();
-            write(h, at, src); // its shared lock is reentrant under the exclusive one
+            long at = buffered.size(i);
+            requireBelowMax(i, at, src.byteSize());
+            if (aligned && at % blockSize == 0) {
+                writeDirect(h, i, at, src); // its shared lock is reentrant under the exclusive one
+            } else if (h.isDirect()) {
+                throw new NamespaceException(Errno.EINVAL, "append through an O_DIRECT handle to inode " + i.ino + " at its size, "
+                        + at + " bytes, not a multiple of " + blockSize);
+            } else {
+                buffered.writeLocked(i, at, src);
+            }
             return at;
         } finally {
             l.unlock();
@@ -679,12 +810,14 @@ final class FileData {
     }
 
     /**
-     * fsync ({@code dataOnly} false) or fdatasync: flushes the data written through {@code h}'s inode,
+     * fsync ({@code dataOnly} false) or fdatasync: writes back the file's dirty cached pages, flushes the
+     * data written through {@code h}'s inode,
      * then forces the journal to its last change, or with {@code dataOnly} to its last change of size or
      * extents (skipped if that is durable already: an overwrite in place changes neither).
      */
     void sync(Handle h, boolean dataOnly) {
         Inode i = h.requireOpen();
+        buffered.writeBack(i, 0, Long.MAX_VALUE);
         flushData(i);
         long seq = dataOnly ? i.lastDataSeq : i.lastSeq;
         if (seq < 0) {
@@ -694,8 +827,9 @@ final class FileData {
         }
     }
 
-    /** Makes the data written to any file so far durable on the device. */
+    /** Writes back every file's cached pages, then makes the data written to any file so far durable on the device. */
     void flushAll() {
+        buffered.writeBackAll();
         if (written) {
             written = false; // before the flush: a write after it sets it again
             device.flush();

@@ -10,11 +10,19 @@ import java.util.concurrent.atomic.AtomicBoolean;
 public final class Handle implements AutoCloseable {
     private final Orphans orphans;
     final Inode inode;
+    /** The {@code open} flags: access mode, {@link Namespace#O_APPEND}, {@link Namespace#O_DIRECT}. */
+    private final int flags;
     private final AtomicBoolean closed = new AtomicBoolean();
 
-    Handle(Orphans orphans, Inode inode) {
+    Handle(Orphans orphans, Inode inode, int flags) {
         this.orphans = orphans;
         this.inode = inode;
+        this.flags = flags;
+    }
+
+    /** The flags it was opened with ({@link Namespace#O_RDWR} for the opens that take none). */
+    public int flags() {
+        return flags;
     }
 
     /** The inode number. */
@@ -45,6 +53,36 @@ public final class Handle implements AutoCloseable {
      *                                                     trimmed
      * @throws dev.ferrite.io.DeviceException if the device fails a read while freeing it
      */
+    /** The inode, or EBADF if this handle is closed or open for writing only. */
+    Inode requireReadable() {
+        Inode i = requireOpen();
+        if ((flags & Namespace.O_ACCMODE) == Namespace.O_WRONLY) {
+            throw new NamespaceException(dev.ferrite.io.Errno.EBADF, "handle on inode " + inode.ino + " is open for writing only");
+        }
+        return i;
+    }
+
+    /** The inode, or EBADF if this handle is closed or open for reading only. */
+    Inode requireWritable() {
+        Inode i = requireOpen();
+        if (!isWritable()) {
+            throw new NamespaceException(dev.ferrite.io.Errno.EBADF, "handle on inode " + inode.ino + " is open for reading only");
+        }
+        return i;
+    }
+
+    boolean isWritable() {
+        return (flags & Namespace.O_ACCMODE) != Namespace.O_RDONLY;
+    }
+
+    boolean isAppend() {
+        return (flags & Namespace.O_APPEND) != 0;
+    }
+
+    boolean isDirect() {
+        return (flags & Namespace.O_DIRECT) != 0;
+    }
+
     @Override
     public void close() {
         if (closed.compareAndSet(false, true)) {

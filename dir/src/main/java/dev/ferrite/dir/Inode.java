@@ -40,6 +40,14 @@ final class Inode {
     volatile long lastDataSeq = -1;
     /** A regular file's data was written to the device since the last fsync's device flush. */
     volatile boolean dataDirty;
+    /**
+     * A regular file's size as buffered writes made it, past the committed one until write-back commits
+     * it; 0 if none. Changed under the file's page lock ({@link FilePages#lock}), cleared under its I/O
+     * lock held exclusively.
+     */
+    volatile long pendingSize;
+    /** A regular file's cached pages, once buffered I/O used it ({@link BufferedIo}). */
+    volatile FilePages pages;
     /** The directory's B-tree, once opened (a directory's tree only changes from none to one while cached). */
     volatile dev.ferrite.btree.internal.BTree dirTree;
 

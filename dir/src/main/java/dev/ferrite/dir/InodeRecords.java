@@ -3,6 +3,7 @@ package dev.ferrite.dir;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.LongFunction;
 
 import dev.ferrite.btree.internal.Buffer;
@@ -31,6 +32,8 @@ final class InodeRecords {
     private final BufferCache cache;
     private final Geometry geometry;
     private final InodeCache inodes;
+    /** Inodes with a buffered write's {@link Inode#pendingSize}: while none, stat looks for none. */
+    final AtomicInteger pendingSizes = new AtomicInteger();
     /** {@link #inodeBuffer} for {@link #readStable}, made once: record reads are the hottest path. */
     private final LongFunction<Buffer> inodeBuffers = this::inodeBuffer;
 
@@ -150,12 +153,16 @@ final class InodeRecords {
         }
     }
 
+    /** The attributes of {@code ino}, its size as buffered writes made it (ENOENT if it is free). */
     InodeStat statIno(long ino) {
         InodeStat s = readRecord(ino, (b, rec) -> InodeFormat.stat(ino, b, rec));
         if (s.mode() == 0) {
             throw new NamespaceException(Errno.ENOENT, "inode " + ino + " is not allocated");
         }
-        return s;
+        Inode c = pendingSizes.get() == 0 ? null : inodes.peek(ino);
+        long pending = c == null ? 0 : c.pendingSize;
+        return pending <= s.size() ? s : new InodeStat(s.ino(), s.mode(), s.uid(), s.gid(), s.nlink(), pending, s.atimeNanos(),
+                s.mtimeNanos(), s.ctimeNanos(), s.btimeNanos(), s.generation(), s.flags(), s.blocks());
     }
 
     int generation(long ino) {

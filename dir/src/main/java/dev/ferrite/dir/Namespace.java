@@ -1,6 +1,7 @@
 package dev.ferrite.dir;
 
 import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.List;
@@ -107,8 +108,10 @@ import static dev.ferrite.dir.PathResolver.requireName;
  * locks of the list above each takes are in the package documentation.
  *
  * <h2>Files</h2>
- * Regular files' data goes through the direct path only, for now; {@code FileData} and docs/namespace.md
- * ("Files") give the ordering that keeps a crash from exposing blocks a file did not write.
+ * Regular files' data goes straight between the caller's buffer and the device when a call is aligned
+ * (the direct path), else through the data page cache ({@code BufferedIo}); {@code FileData} and
+ * docs/namespace.md ("Files") give the ordering that keeps a crash from exposing blocks a file did not
+ * write.
  *
  * <h2>Orphans</h2>
  * An inode whose last link goes while a handle holds it open, or which still owns blocks (a directory
@@ -126,6 +129,12 @@ public final class Namespace {
     public static final long MAX_FILE_SIZE = FileData.MAX_FILE_SIZE;
     /** {@link #fallocate} mode bits, Linux's: keep the size, free the range, make the range read zeros. */
     public static final int FALLOC_FL_KEEP_SIZE = 0x01, FALLOC_FL_PUNCH_HOLE = 0x02, FALLOC_FL_ZERO_RANGE = 0x10;
+    /** {@link #open(String, int)} access modes, Linux's values: one of them, or'd with the flags below. */
+    public static final int O_RDONLY = 0, O_WRONLY = 01, O_RDWR = 02, O_ACCMODE = 03;
+    /** Every write through the handle appends, atomically, as {@link #append} (a write's offset is ignored, as Linux's pwrite). */
+    public static final int O_APPEND = 02000;
+    /** Every read and write through the handle takes the direct path: EINVAL for one not aligned for it. */
+    public static final int O_DIRECT = 040000;
     private final Volume volume;
     private final BufferCache cache;
     private final Geometry geometry;
@@ -145,7 +154,7 @@ public final class Namespace {
      */
     private final AtomicInteger groupItemsBound = new AtomicInteger();
 
-    Namespace(Volume volume, BufferCache cache, Geometry geometry, InodeCache inodes) {
+    Namespace(Volume volume, BufferCache cache, Geometry geometry, InodeCache inodes, PageCache pages) {
         this.volume = volume;
         this.cache = cache;
         this.geometry = geometry;
@@ -153,7 +162,7 @@ public final class Namespace {
         this.records = new InodeRecords(volume, cache, geometry, inodes);
         this.dirs = new DirContents(volume, cache, geometry, inodes, records);
         this.paths = new PathResolver(volume, geometry, records, dirs);
-        this.files = new FileData(volume, cache, geometry, records);
+        this.files = new FileData(volume, cache, geometry, records, pages);
         this.orphans = new Orphans(volume, cache, geometry, inodes, records, dirs, files);
         this.creator = new Creator(volume, cache, geometry, inodes, records, dirs);
         this.checker = new NamespaceChecker(volume, geometry, inodes, records, dirs, paths);
@@ -225,6 +234,43 @@ public final class Namespace {
             }
             missed = orphans.requireNotMissedTwice(missed, ino, quote(path));
         }
+    }
+
+    /**
+     * Opens {@code path} (symlinks followed) with {@code open(2)} flags: an access mode ({@link #O_RDONLY},
+     * {@link #O_WRONLY}, {@link #O_RDWR}) and {@link #O_APPEND}, {@link #O_DIRECT}. A read through a handle
+     * open for writing only, or a write, append or fallocate through one open for reading only, fails with
+     * EBADF (truncate with EINVAL, as ftruncate) and changes nothing. {@link #open(String)} is O_RDWR.
+     *
+     * @throws NamespaceException EINVAL for an access mode of 3 or a flag not listed; the path errnos; EISDIR
+     *         for a directory opened for writing
+     */
+    public Handle open(String path, int flags) {
+        requireFlags(flags, path);
+        for (long missed = 0; ; ) {
+            long ino = paths.resolve(path, true);
+            Handle h = orphans.openIno(ino, flags);
+            if (h != null) {
+                return requireNotWritableDir(h, quote(path));
+            }
+            missed = orphans.requireNotMissedTwice(missed, ino, quote(path));
+        }
+    }
+
+    private static void requireFlags(int flags, String name) {
+        if ((flags & O_ACCMODE) == O_ACCMODE || (flags & ~(O_ACCMODE | O_APPEND | O_DIRECT)) != 0) {
+            throw new NamespaceException(Errno.EINVAL, "open of " + quote(name) + " with flags 0" + Integer.toOctalString(flags)
+                    + ": an access mode of O_RDONLY, O_WRONLY or O_RDWR, and only O_APPEND and O_DIRECT besides");
+        }
+    }
+
+    /** {@code h}, or EISDIR (closing it) if it is a directory opened for writing. */
+    private Handle requireNotWritableDir(Handle h, String name) {
+        if (h.isWritable() && (records.modeOf(h.ino()) & S_IFMT) == S_IFDIR) {
+            h.close();
+            throw new NamespaceException(Errno.EISDIR, "cannot open directory " + name + " for writing");
+        }
+        return h;
     }
 
     /**
@@ -383,6 +429,25 @@ public final class Namespace {
     }
 
     /**
+     * {@link #open(Handle, String)} with {@code open(2)} flags, as {@link #open(String, int)}.
+     *
+     * @throws NamespaceException EINVAL for bad flags; as {@link #open(Handle, String)}; EISDIR for a directory
+     *         opened for writing
+     */
+    public Handle open(Handle dir, String name, int flags) {
+        requireFlags(flags, name);
+        long d = dir.requireOpen().ino;
+        for (long missed = 0; ; ) {
+            long ino = paths.entry(d, name);
+            Handle h = orphans.openIno(ino, flags);
+            if (h != null) {
+                return requireNotWritableDir(h, quote(name) + " in directory " + d);
+            }
+            missed = orphans.requireNotMissedTwice(missed, ino, quote(name) + " in directory " + d);
+        }
+    }
+
+    /**
      * The attributes of entry {@code name} of {@code dir} itself, a symlink not followed: what
      * {@code fstatat(dirfd, name, AT_SYMLINK_NOFOLLOW)} gives, without resolving a path ({@code "."} is
      * {@code dir}, {@code ".."} its parent). A listing that stats each entry it reads does one lookup per
@@ -407,7 +472,7 @@ public final class Namespace {
         paths.requireEntryName(d, name, NEW_NAME);
         Inode[] opened = new Inode[1];
         long ino = createEntry(d, name, S_IFDIR | permissions & ~S_IFMT, true, null, opened).getAsLong();
-        return opened[0] != null ? new Handle(orphans, opened[0]) : orphans.openCreated(ino);
+        return opened[0] != null ? new Handle(orphans, opened[0], O_RDWR) : orphans.openCreated(ino);
     }
 
     /**
@@ -423,7 +488,7 @@ public final class Namespace {
         paths.requireEntryName(d, name, exclusive ? NEW_NAME : CREATE);
         Inode[] opened = new Inode[1];
         long ino = createFile(null, d, name, false, S_IFREG | permissions & ~S_IFMT, exclusive, opened);
-        return opened[0] != null ? new Handle(orphans, opened[0]) : orphans.openCreated(ino);
+        return opened[0] != null ? new Handle(orphans, opened[0], O_RDWR) : orphans.openCreated(ino);
     }
 
     /**
@@ -537,13 +602,16 @@ public final class Namespace {
     }
 
     /**
-     * Reads regular file {@code file} from {@code offset} straight into {@code dst} (direct path); holes and
-     * unwritten extents read as zeros.
+     * Reads regular file {@code file} from {@code offset} into {@code dst}; holes and unwritten extents read
+     * as zeros. An offset and length in whole blocks with a native buffer aligned to
+     * {@link dev.ferrite.io.BlockDevice#BUFFER_ALIGNMENT} go straight to the device (direct path; dirty cached
+     * pages of the range are written back first); anything else is copied from the data page cache
+     * (buffered). Either sees every write that returned before it began, and the size buffered writes made.
      *
      * @return the bytes read: all of {@code dst}, fewer at the end of the file, 0 at or past it
-     * @throws NamespaceException EBADF if the handle is closed; EISDIR for a directory, EINVAL for a symlink;
-     *         EINVAL for a negative offset, an offset or length not a multiple of the block size, a buffer not
-     *         native and aligned to {@link dev.ferrite.io.BlockDevice#BUFFER_ALIGNMENT}, a length over 2^31 - 4096
+     * @throws NamespaceException EBADF if the handle is closed or open for writing only; EISDIR for a directory,
+     *         EINVAL for a symlink; EINVAL for a negative offset, a length over 2^31 - 4096, or, through an
+     *         {@link #O_DIRECT} handle, a call not aligned for the direct path
      * @throws CorruptionException naming the inode block if the file's extent list is not one the volume can hold
      */
     public int read(Handle file, long offset, MemorySegment dst) {
@@ -551,12 +619,36 @@ public final class Namespace {
     }
 
     /**
-     * Writes all of {@code src} to regular file {@code file} at {@code offset} (direct path), extending the
-     * size if it ends past it: written blocks in place, holes through unwritten extents. Bad input changes nothing.
+     * {@link #read(Handle, long, MemorySegment)} into {@code dst} from its position to its limit (heap or
+     * direct); its position moves past the bytes read.
      *
-     * @throws NamespaceException the errnos of {@link #read}; EFBIG past {@link #MAX_FILE_SIZE} or if the
-     *         extents would not fit the inode record: then nothing changed
-     * @throws NoSpaceException if the groups run out of free blocks (the holes filled so far stay unwritten)
+     * @throws NamespaceException as {@link #read(Handle, long, MemorySegment)}; EINVAL for a read-only buffer
+     */
+    public int read(Handle file, long offset, ByteBuffer dst) {
+        if (dst.isReadOnly()) {
+            throw new NamespaceException(Errno.EINVAL, "read of inode " + file.ino() + " into a read-only buffer");
+        }
+        int n = files.read(file, offset, MemorySegment.ofBuffer(dst));
+        dst.position(dst.position() + n);
+        return n;
+    }
+
+    /**
+     * Writes all of {@code src} to regular file {@code file} at {@code offset}, extending the size if it
+     * ends past it. Aligned as for the direct path (see {@link #read}), straight to the device: written
+     * blocks in place, holes through unwritten extents, cached pages of the range dropped. Anything else
+     * is buffered: copied into the data page cache (a partial block missing from it is read first), the
+     * new size seen at once, the data written back later (fsync, fdatasync, last close, {@link #sync},
+     * unmount, memory pressure, or after {@link VolumeOptions#dirtyExpireMillis}). Through an
+     * {@link #O_APPEND} handle it appends instead, whatever {@code offset}. Bad input changes nothing.
+     *
+     * @throws NamespaceException EBADF if the handle is closed or open for reading only; EISDIR for a directory,
+     *         EINVAL for a symlink; EINVAL for a negative offset, a length over 2^31 - 4096, or a call through an
+     *         {@link #O_DIRECT} handle not aligned for the direct path; EFBIG past {@link #MAX_FILE_SIZE}, or
+     *         (direct, or a buffered write's write-back) if the extents would not fit the inode record: then
+     *         nothing changed
+     * @throws NoSpaceException if the groups run out of free blocks (direct: the holes filled so far stay
+     *         unwritten; buffered: from a write-back under pressure)
      * @throws VolumeShutdownException if the volume is closed or its journal has shut down
      */
     public void write(Handle file, long offset, MemorySegment src) {
@@ -564,32 +656,60 @@ public final class Namespace {
     }
 
     /**
-     * Sets the size of regular file {@code file}: down frees every block past it, up leaves a hole.
+     * {@link #write(Handle, long, MemorySegment)} of {@code src} from its position to its limit (heap or
+     * direct); its position moves to its limit.
+     */
+    public void write(Handle file, long offset, ByteBuffer src) {
+        files.write(file, offset, MemorySegment.ofBuffer(src));
+        src.position(src.limit());
+    }
+
+    /**
+     * Sets the size of regular file {@code file}: down frees every block past it (a last partial block
+     * keeps its bytes before the size and reads zeros after), up leaves a hole.
      *
-     * @throws NamespaceException as {@link #write}; EINVAL for a negative size or one not a multiple of the block size
+     * @throws NamespaceException EBADF if the handle is closed, EINVAL if it is open for reading only (as
+     *         ftruncate); EISDIR or EINVAL as {@link #write}; EINVAL for a negative size; EFBIG past
+     *         {@link #MAX_FILE_SIZE}
      */
     public void truncate(Handle file, long size) {
         files.truncate(file, size);
     }
 
-    /** {@link #write} at the end of the file, atomically against other appends and truncates ({@code O_APPEND}); returns the offset. */
+    /**
+     * {@link #write} at the end of the file, atomically against other appends, writes and truncates
+     * ({@code O_APPEND}); returns the offset written. Direct if the size, the length and the buffer are
+     * aligned, else buffered (EINVAL for an {@link #O_DIRECT} handle then).
+     */
     public long append(Handle file, MemorySegment src) {
         return files.append(file, src);
+    }
+
+    /** {@link #append(Handle, MemorySegment)} of {@code src} from its position to its limit; its position moves to its limit. */
+    public long append(Handle file, ByteBuffer src) {
+        long at = files.append(file, MemorySegment.ofBuffer(src));
+        src.position(src.limit());
+        return at;
     }
 
     /**
      * {@code fallocate(2)} of {@code [offset, offset + length)}: mode 0 or KEEP_SIZE maps holes unwritten, ZERO_RANGE
      * also unwrites written blocks (both extend the size unless KEEP_SIZE), PUNCH_HOLE | KEEP_SIZE frees the blocks.
+     * The part of a partial block at either end of a punched or zeroed range is zeroed through the page cache.
      *
      * @throws NamespaceException EOPNOTSUPP for other bits; EINVAL for PUNCH_HOLE without KEEP_SIZE or with ZERO_RANGE,
-     *         or a range not in whole blocks or empty; else as {@link #write} (EFBIG changes nothing)
+     *         or an empty range; EBADF for a handle closed or open for reading only; else as {@link #write}
+     *         (EFBIG changes nothing)
      * @throws NoSpaceException if the groups run out of free blocks (the range may be partly allocated)
      */
     public void fallocate(Handle file, int mode, long offset, long length) {
         files.fallocate(file, mode, offset, length);
     }
 
-    /** Makes every change to {@code h}'s inode durable: data flushed, then the journal forced (EBADF if closed). */
+    /**
+     * Makes every change to {@code h}'s inode durable: its dirty cached pages written back, data flushed,
+     * then the journal forced (EBADF if closed).
+     */
     public void fsync(Handle h) {
         files.sync(h, false);
     }
@@ -600,14 +720,13 @@ public final class Namespace {
     }
 
     /**
-     * Makes every change so far durable: file data written since the last sync is flushed on the device,
-     * then the journal forced.
+     * Makes every change so far durable: every file's dirty cached pages are written back, file data
+     * written since the last sync is flushed on the device, then the journal forced.
      *
      * @throws VolumeShutdownException if the volume is closed or its journal has shut down
      * @throws dev.ferrite.io.DeviceException if the device fails the flush
      */
     public void sync() {
-        files.flushAll();
         volume.sync();
     }
 

@@ -167,6 +167,11 @@ final class Orphans {
      * The first open of a file whose blocks past its end a crash left (or an unmount with it open) trims them.
      */
     Handle openIno(long ino) {
+        return openIno(ino, Namespace.O_RDWR);
+    }
+
+    /** {@link #openIno(long)} with {@code open} flags. */
+    Handle openIno(long ino, int flags) {
         int gen = records.generation(ino);
         Inode i = inodes.acquire(ino);
         boolean trim;
@@ -181,7 +186,7 @@ final class Orphans {
         } finally {
             i.lock.unlock();
         }
-        Handle h = new Handle(this, i);
+        Handle h = new Handle(this, i, flags);
         if (trim) {
             try {
                 files.trimSpeculative(i);
@@ -212,11 +217,12 @@ final class Orphans {
     }
 
     /**
-     * The last close of an unlinked inode frees it; of a file that writes mapped blocks past the end of,
-     * trims them (after the lock is dropped: both reserve log space first).
+     * The last close of an unlinked inode frees it (its cached pages dropped); of a file, writes back its
+     * dirty cached pages, then trims what writes mapped past its end (after the lock is dropped: both
+     * reserve log space first).
      */
     void closeHandle(Inode i) {
-        int last = 0; // 1: free the orphan, 2: trim the file
+        int last = -1; // 0: only write back, 1: free the orphan, 2: also trim the file
         i.lock.lock();
         try {
             i.opens--;
@@ -230,8 +236,16 @@ final class Orphans {
         try {
             if (last == 1) {
                 inactivate(i);
-            } else if (last == 2) {
-                files.trimSpeculative(i);
+            } else if (last >= 0) {
+                try {
+                    files.buffered.writeBack(i, 0, Long.MAX_VALUE);
+                } catch (RuntimeException e) { // no handle is left to report it through fsync: the pages go, the error to the closer
+                    files.dropCache(i);
+                    throw e;
+                }
+                if (last == 2) {
+                    files.trimSpeculative(i);
+                }
             }
         } finally {
             inodes.release(i);

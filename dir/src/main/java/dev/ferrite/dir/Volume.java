@@ -61,6 +61,8 @@ public final class Volume implements AutoCloseable {
     private final InodeCache inodes = new InodeCache(INODE_CACHE_CAPACITY);
     private final MountReport report;
     private final Namespace namespace;
+    /** File data cached for buffered I/O ({@link VolumeOptions#dataCacheBytes}). */
+    private final PageCache pages;
     /** Blocks an inode block miss reads together ({@link VolumeOptions#inodeClusterBlocks}). */
     private final int inodeCluster;
     /** What the superblock says; rewritten at mount, checkpoint and unmount. Guarded by this. */
@@ -68,9 +70,9 @@ public final class Volume implements AutoCloseable {
     private volatile boolean closed;
 
     private Volume(BlockDevice device, SuperblockFormat.Fields superblock, Journal journal, BufferCache cache,
-                   AllocationGroup[] groups, Counters counters, MountReport report, int inodeCluster) {
+                   AllocationGroup[] groups, Counters counters, MountReport report, VolumeOptions options) {
         this.device = device;
-        this.inodeCluster = inodeCluster;
+        this.inodeCluster = options.effectiveInodeCluster();
         this.geometry = superblock.geometry();
         this.superblock = superblock;
         this.journal = journal;
@@ -78,7 +80,8 @@ public final class Volume implements AutoCloseable {
         this.groups = groups;
         this.counters = counters;
         this.report = report;
-        this.namespace = new Namespace(this, cache, superblock.geometry(), inodes);
+        this.pages = new PageCache(geometry.blockSize(), options.effectiveDataCacheBytes(), options.effectiveDirtyExpireMillis());
+        this.namespace = new Namespace(this, cache, superblock.geometry(), inodes, pages);
     }
 
     // ------------------------------------------------------------------ format
@@ -117,7 +120,7 @@ public final class Volume implements AutoCloseable {
             SuperblockFormat.Fields fields = new SuperblockFormat.Fields(SuperblockFormat.VERSION, g, UUID.randomUUID(),
                     0, 0, false, 0, 0, 0, 0, 0);
             v = new Volume(device, fields, journal, cache, groups, counters,
-                    new MountReport(false, true, 0, false, List.of()), options.effectiveInodeCluster());
+                    new MountReport(false, true, 0, false, List.of()), options);
             for (int i = 0; i < groups.length; i++) {
                 try (Txn txn = Txn.begin(cache, AllocationGroup.FORMAT_ITEMS)) {
                     groups[i] = AllocationGroup.format(txn, g, i, counters);
@@ -201,7 +204,7 @@ public final class Volume implements AutoCloseable {
                 LOG.log(System.Logger.Level.WARNING, device.name() + ": " + n);
             }
             MountReport report = new MountReport(usedMirror[0], sb.clean(), replayed, !sb.clean(), List.copyOf(notes));
-            Volume v = new Volume(device, sb, journal, cache, groups, counters, report, options.effectiveInodeCluster());
+            Volume v = new Volume(device, sb, journal, cache, groups, counters, report, options);
             v.writeSuperblock(sb.withState(false, sb.freeBlocks(), sb.freeInodes(), sb.inodes(), sb.mounts() + 1));
             v.namespace.recoverOrphans();
             return v;
@@ -361,6 +364,11 @@ public final class Volume implements AutoCloseable {
     public Namespace namespace() {
         requireOpen();
         return namespace;
+    }
+
+    /** The data page cache (tests and stats). */
+    PageCache pageCache() {
+        return pages;
     }
 
     /** A snapshot of the striped counters: no lock taken. */
@@ -600,6 +608,7 @@ public final class Volume implements AutoCloseable {
      */
     public void sync() {
         requireOpen();
+        namespace.files.flushAll();
         journal.forceAll();
     }
 
@@ -646,6 +655,7 @@ public final class Volume implements AutoCloseable {
         try {
             journal.close();
         } finally {
+            pages.close();
             cache.close();
             unclaim(device);
         }
@@ -656,9 +666,11 @@ public final class Volume implements AutoCloseable {
      * folded counters and the clean mark. After a journal failure the superblock stays marked mounted,
      * so the next mount recovers. The device stays open (the caller owns it), its lock released. Call it
      * once no operation is running; a second close does nothing, and other calls then fail with
-     * {@link VolumeShutdownException}.
+     * {@link VolumeShutdownException}. File data cached dirty is written back first.
      *
      * @throws DeviceException if writing the superblock fails (the device is let go of all the same)
+     * @throws dev.ferrite.io.NoSpaceException if writing back cached file data finds no space (that data is lost; the
+     *         volume is unmounted all the same)
      */
     @Override
     public void close() {
@@ -668,7 +680,17 @@ public final class Volume implements AutoCloseable {
             }
             closed = true;
         }
+        RuntimeException lost = null;
         try {
+            try {
+                if (!journal.isShutdown()) {
+                    namespace.files.buffered.writeBackAll(); // file data cached dirty, before the journal goes
+                }
+            } catch (RuntimeException e) { // the data is lost; the volume still unmounts, consistent
+                lost = e;
+            } finally {
+                pages.stop();
+            }
             journal.close();
             if (!journal.isShutdown()) {
                 SuperblockFormat.Fields f;
@@ -678,7 +700,11 @@ public final class Volume implements AutoCloseable {
                 writeSuperblock(f.withState(true, counters.freeBlocks.sum(), counters.freeInodes.sum(), counters.inodes.sum(),
                         f.mounts()));
             }
+            if (lost != null) {
+                throw lost;
+            }
         } finally {
+            pages.close();
             cache.close();
             unclaim(device);
         }

@@ -12,6 +12,13 @@ import dev.ferrite.journal.JournalOptions;
  *   <li>{@code logBlocks}: at format, 1/32 of the device, between 1024 blocks (4 MiB, also the
  *       least a log may have) and 262144 (1 GiB). Ignored when mounting.
  *   <li>{@code cacheBytes}: the buffer cache budget, 1/16 of the device between 16 MiB and 1 GiB.
+ *   <li>{@code dataCacheBytes}: the data page cache's budget (file blocks cached for buffered I/O, apart
+ *       from the buffer cache's metadata), {@value #DEFAULT_DATA_CACHE_BYTES} bytes (64 MiB); at least
+ *       16 blocks are used. Frames are allocated as first needed. A writer that finds more than half of
+ *       it dirty writes back before it dirties more.
+ *   <li>{@code dirtyExpireMillis}: how old a file's oldest dirty page may get before the background
+ *       write-back thread writes the file back, {@value #DEFAULT_DIRTY_EXPIRE_MILLIS} ms. Buffered data
+ *       not fsync'd is lost in a crash; this bounds how much.
  *   <li>{@code inodeClusterBlocks}: how many blocks of an inode chunk a miss on one of its inode blocks
  *       reads at once, {@value #DEFAULT_INODE_CLUSTER} (the whole chunk); 1 reads the block alone. A walk
  *       that stats a directory's entries meets their inodes in name-hash order, so each chunk is read once
@@ -21,19 +28,25 @@ import dev.ferrite.journal.JournalOptions;
  * @param agCount    allocation groups to format with, or 0
  * @param logBlocks  blocks of the journal region to format with, or 0
  * @param cacheBytes buffer cache budget in bytes, or 0
+ * @param dataCacheBytes data page cache budget in bytes, or 0
+ * @param dirtyExpireMillis age in milliseconds at which dirty file pages are written back, or 0
  * @param inodeClusterBlocks blocks read together on an inode block miss, 1 to {@value Geometry#CHUNK_BLOCKS}, or 0
  * @param journal    journal tuning
  * @throws InvalidArgumentException (from the constructor and every {@code with*}) for a negative count or
  *         budget, an inode cluster outside 0..{@value Geometry#CHUNK_BLOCKS}, or no journal options
  */
-public record VolumeOptions(int agCount, int logBlocks, long cacheBytes, int inodeClusterBlocks, JournalOptions journal) {
+public record VolumeOptions(int agCount, int logBlocks, long cacheBytes, long dataCacheBytes, long dirtyExpireMillis,
+                            int inodeClusterBlocks, JournalOptions journal) {
     static final int DEFAULT_INODE_CLUSTER = Geometry.CHUNK_BLOCKS;
-    public static final VolumeOptions DEFAULTS = new VolumeOptions(0, 0, 0, 0, JournalOptions.defaults());
+    static final long DEFAULT_DATA_CACHE_BYTES = 64L << 20;
+    static final long DEFAULT_DIRTY_EXPIRE_MILLIS = 5000;
+    public static final VolumeOptions DEFAULTS = new VolumeOptions(0, 0, 0, 0, 0, 0, JournalOptions.defaults());
 
     public VolumeOptions {
-        if (agCount < 0 || logBlocks < 0 || cacheBytes < 0) {
+        if (agCount < 0 || logBlocks < 0 || cacheBytes < 0 || dataCacheBytes < 0 || dirtyExpireMillis < 0) {
             throw new InvalidArgumentException("volume options must not be negative: " + agCount + " groups, "
-                    + logBlocks + " log blocks, " + cacheBytes + " cache bytes");
+                    + logBlocks + " log blocks, " + cacheBytes + " cache bytes, " + dataCacheBytes + " data cache bytes, "
+                    + dirtyExpireMillis + " ms dirty expiry");
         }
         if (inodeClusterBlocks < 0 || inodeClusterBlocks > Geometry.CHUNK_BLOCKS) {
             throw new InvalidArgumentException("an inode cluster of " + inodeClusterBlocks + " blocks; it must be 1 to "
@@ -49,28 +62,44 @@ public record VolumeOptions(int agCount, int logBlocks, long cacheBytes, int ino
     }
 
     public VolumeOptions withAgCount(int agCount) {
-        return new VolumeOptions(agCount, logBlocks, cacheBytes, inodeClusterBlocks, journal);
+        return new VolumeOptions(agCount, logBlocks, cacheBytes, dataCacheBytes, dirtyExpireMillis, inodeClusterBlocks, journal);
     }
 
     public VolumeOptions withLogBlocks(int logBlocks) {
-        return new VolumeOptions(agCount, logBlocks, cacheBytes, inodeClusterBlocks, journal);
+        return new VolumeOptions(agCount, logBlocks, cacheBytes, dataCacheBytes, dirtyExpireMillis, inodeClusterBlocks, journal);
     }
 
     public VolumeOptions withCacheBytes(long cacheBytes) {
-        return new VolumeOptions(agCount, logBlocks, cacheBytes, inodeClusterBlocks, journal);
+        return new VolumeOptions(agCount, logBlocks, cacheBytes, dataCacheBytes, dirtyExpireMillis, inodeClusterBlocks, journal);
+    }
+
+    public VolumeOptions withDataCacheBytes(long dataCacheBytes) {
+        return new VolumeOptions(agCount, logBlocks, cacheBytes, dataCacheBytes, dirtyExpireMillis, inodeClusterBlocks, journal);
+    }
+
+    public VolumeOptions withDirtyExpireMillis(long dirtyExpireMillis) {
+        return new VolumeOptions(agCount, logBlocks, cacheBytes, dataCacheBytes, dirtyExpireMillis, inodeClusterBlocks, journal);
     }
 
     public VolumeOptions withInodeClusterBlocks(int inodeClusterBlocks) {
-        return new VolumeOptions(agCount, logBlocks, cacheBytes, inodeClusterBlocks, journal);
+        return new VolumeOptions(agCount, logBlocks, cacheBytes, dataCacheBytes, dirtyExpireMillis, inodeClusterBlocks, journal);
     }
 
     public VolumeOptions withJournal(JournalOptions journal) {
-        return new VolumeOptions(agCount, logBlocks, cacheBytes, inodeClusterBlocks, journal);
+        return new VolumeOptions(agCount, logBlocks, cacheBytes, dataCacheBytes, dirtyExpireMillis, inodeClusterBlocks, journal);
     }
 
     /** Blocks an inode block miss reads. */
     int effectiveInodeCluster() {
         return inodeClusterBlocks > 0 ? inodeClusterBlocks : DEFAULT_INODE_CLUSTER;
+    }
+
+    long effectiveDataCacheBytes() {
+        return dataCacheBytes > 0 ? dataCacheBytes : DEFAULT_DATA_CACHE_BYTES;
+    }
+
+    long effectiveDirtyExpireMillis() {
+        return dirtyExpireMillis > 0 ? dirtyExpireMillis : DEFAULT_DIRTY_EXPIRE_MILLIS;
     }
 
     /** The cache budget to use on a device of {@code deviceBytes}. */

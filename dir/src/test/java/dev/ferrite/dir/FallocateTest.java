@@ -114,9 +114,6 @@ class FallocateTest extends FileTestBase {
             assertErrno(Errno.EINVAL, h -> ns.fallocate(h, PUNCH | FALLOC_FL_ZERO_RANGE, 0, BS), f);
             assertErrno(Errno.EINVAL, h -> ns.fallocate(h, 0, 0, 0), f);
             assertErrno(Errno.EINVAL, h -> ns.fallocate(h, 0, -BS, BS), f);
-            assertErrno(Errno.EINVAL, h -> ns.fallocate(h, PUNCH, 100, BS), f);
-            NamespaceException e = assertThrows(NamespaceException.class, () -> ns.fallocate(f, 0, 0, 100));
-            assertTrue(e.getMessage().contains("buffered I/O"), e.getMessage());
             assertErrno(Errno.EFBIG, h -> ns.fallocate(h, 0, Namespace.MAX_FILE_SIZE, BS), f);
             assertErrno(Errno.EFBIG, h -> ns.fallocate(h, FALLOC_FL_KEEP_SIZE, BS, Long.MAX_VALUE & -BS), f);
         }

@@ -197,6 +197,9 @@ class FileDataTest extends FileTestBase {
         MemorySegment one = stamped(0, 1, 9);
         MemorySegment heap = MemorySegment.ofArray(new byte[BS]);
         MemorySegment unaligned = arena.allocate(2 * BS, BlockDevice.BUFFER_ALIGNMENT).asSlice(512, BS);
+        Handle direct = ns.open(root, "f", Namespace.O_RDWR | Namespace.O_DIRECT);
+        Handle readOnly = ns.open("/f", Namespace.O_RDONLY);
+        Handle writeOnly = ns.open(root, "f", Namespace.O_WRONLY);
         try {
             assertErrno(Errno.EISDIR, h -> ns.write(d, 0, one), f);
             assertErrno(Errno.EISDIR, h -> ns.read(d, 0, buffer(1)), f);
@@ -205,16 +208,28 @@ class FileDataTest extends FileTestBase {
             assertErrno(Errno.EINVAL, h -> ns.truncate(l, 0), f);
             assertErrno(Errno.EINVAL, h -> ns.write(h, -BS, one), f);
             assertErrno(Errno.EINVAL, h -> ns.read(h, -BS, buffer(1)), f);
-            assertErrno(Errno.EINVAL, h -> ns.write(h, 512, one), f);
-            assertErrno(Errno.EINVAL, h -> ns.write(h, 0, one.asSlice(0, 512)), f);
-            assertErrno(Errno.EINVAL, h -> ns.write(h, 0, heap), f);
-            assertErrno(Errno.EINVAL, h -> ns.write(h, 0, unaligned), f);
-            assertErrno(Errno.EINVAL, h -> ns.read(h, 0, unaligned), f);
-            assertErrno(Errno.EINVAL, h -> ns.read(h, 100, buffer(1)), f);
+            // not aligned for the direct path, through a handle that forces it
+            assertErrno(Errno.EINVAL, h -> ns.write(direct, 512, one), f);
+            assertErrno(Errno.EINVAL, h -> ns.write(direct, 0, one.asSlice(0, 512)), f);
+            assertErrno(Errno.EINVAL, h -> ns.write(direct, 0, heap), f);
+            assertErrno(Errno.EINVAL, h -> ns.write(direct, 0, unaligned), f);
+            assertErrno(Errno.EINVAL, h -> ns.append(direct, heap), f);
+            assertErrno(Errno.EINVAL, h -> ns.read(direct, 0, unaligned), f);
+            assertErrno(Errno.EINVAL, h -> ns.read(direct, 100, buffer(1)), f);
+            // access modes
+            assertErrno(Errno.EBADF, h -> ns.write(readOnly, 0, one), f);
+            assertErrno(Errno.EBADF, h -> ns.write(readOnly, 1, heap), f);
+            assertErrno(Errno.EBADF, h -> ns.append(readOnly, heap), f);
+            assertErrno(Errno.EBADF, h -> ns.fallocate(readOnly, 0, 0, 4 * BS), f);
+            assertErrno(Errno.EINVAL, h -> ns.truncate(readOnly, 0), f);
+            assertErrno(Errno.EBADF, h -> ns.read(writeOnly, 0, buffer(1)), f);
+            assertErrno(Errno.EBADF, h -> ns.read(writeOnly, 1, heap), f);
+            assertErrno(Errno.EINVAL, h -> ns.write(h, -1, heap), f);
+            assertErrno(Errno.EINVAL, h -> ns.read(h, -1, heap), f);
+            assertErrno(Errno.EFBIG, h -> ns.write(h, Namespace.MAX_FILE_SIZE - 10, heap), f);
             assertErrno(Errno.EFBIG, h -> ns.write(h, Namespace.MAX_FILE_SIZE, one), f);
             assertErrno(Errno.EFBIG, h -> ns.write(h, Long.MAX_VALUE & -BS, one), f);
             assertErrno(Errno.EINVAL, h -> ns.truncate(h, -1), f);
-            assertErrno(Errno.EINVAL, h -> ns.truncate(h, 100), f);
             assertErrno(Errno.EFBIG, h -> ns.truncate(h, Long.MAX_VALUE), f);
             ns.write(f, Namespace.MAX_FILE_SIZE - BS, stamped(0, 1, 2)); // the last block of the largest file
             assertEquals(Namespace.MAX_FILE_SIZE, ns.stat(f).size());
@@ -224,6 +239,9 @@ class FileDataTest extends FileTestBase {
             assertErrno(Errno.EBADF, h -> ns.write(closed, 0, one), f);
             assertErrno(Errno.EBADF, h -> ns.read(closed, 0, buffer(1)), f);
             assertErrno(Errno.EBADF, h -> ns.truncate(closed, 0), f);
+            assertErrno(Errno.EBADF, h -> ns.write(closed, 1, heap), f);
+            assertErrno(Errno.EBADF, h -> ns.read(closed, 1, heap), f);
+            assertErrno(Errno.EBADF, h -> ns.append(closed, heap), f);
             assertEquals(before.size(), ns.stat(f).size());
             assertEquals(before.blocks(), ns.stat(f).blocks());
             assertEquals(free, free());
@@ -232,6 +250,9 @@ class FileDataTest extends FileTestBase {
             assertStamped(r, 0, 1);
         } finally {
             f.close();
+            direct.close();
+            readOnly.close();
+            writeOnly.close();
             l.close();
             d.close();
         }

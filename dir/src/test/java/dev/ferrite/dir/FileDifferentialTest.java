@@ -23,7 +23,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 import static dev.ferrite.dir.Namespace.FALLOC_FL_KEEP_SIZE;
 import static dev.ferrite.dir.Namespace.FALLOC_FL_PUNCH_HOLE;
 import static dev.ferrite.dir.Namespace.FALLOC_FL_ZERO_RANGE;
-import static dev.ferrite.io.internal.OnDisk.U64;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -33,11 +33,17 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * the same bytes and count, sizes agree after every step, and at the end the whole contents agree, the
  * volume checks clean and deleting the files gives back every block. A write or fallocate Ferrite refuses
  * with EFBIG (its extent list full) changed nothing and is not sent to the host.
+ *
+ * <p>The buffered variant mixes in offsets, lengths and sizes that are not whole blocks, heap buffers,
+ * appends, fsyncs and reopenings (a last close writes back), so that buffered and direct calls meet on
+ * the same blocks; one run has a data cache of a few frames, so pages are evicted and written back
+ * under pressure all along.
  */
 @ExtendWith(TestSeed.class)
 class FileDifferentialTest {
     private static final int BS = 4096;
     private static final int SPAN = 96; // blocks the offsets fall in: enough to fill and overflow an extent list
+    private static final int SPAN_BUFFERED = 10;
     private static final int OPS = Integer.getInteger("ferrite.differential.ops", 2000);
 
     /** Every valid mode: allocate, keep size, punch hole, zero range with and without keep size. */
@@ -50,7 +56,18 @@ class FileDifferentialTest {
     @ParameterizedTest
     @ValueSource(longs = {1, 2})
     void ferriteFilesAgreeWithTheHost(long defaultSeed) throws IOException {
-        run(TestSeed.get(defaultSeed), OPS);
+        run(TestSeed.get(defaultSeed), OPS, false, VolumeFixtures.OPTIONS);
+    }
+
+    @ParameterizedTest
+    @ValueSource(longs = {3, 4})
+    void bufferedAndDirectCallsAgreeWithTheHost(long defaultSeed) throws IOException {
+        run(TestSeed.get(defaultSeed), OPS, true, VolumeFixtures.OPTIONS);
+    }
+
+    @Test
+    void bufferedCallsAgreeWithTheHostThroughATinyCache() throws IOException {
+        run(TestSeed.get(5), OPS, true, TINY_CACHE);
     }
 
     @Test
@@ -58,14 +75,19 @@ class FileDifferentialTest {
     void manySeeds() throws IOException {
         long base = TestSeed.get(100);
         for (long seed = base; seed < base + 20; seed++) {
-            run(seed, 10_000);
+            run(seed, 10_000, seed % 2 == 0, seed % 4 == 1 ? TINY_CACHE : VolumeFixtures.OPTIONS);
         }
     }
 
-    private void run(long seed, int ops) throws IOException {
+    private static final VolumeOptions TINY_CACHE = VolumeFixtures.OPTIONS.withDataCacheBytes(PageCache.MIN_FRAMES * BS);
+
+    private void run(long seed, int ops, boolean buffered, VolumeOptions options) throws IOException {
         Random rnd = new Random(seed);
+        // a buffered write's EFBIG would come from its write-back, in some later call: the buffered runs
+        // keep each file to fewer blocks than an extent list holds
+        int span = buffered ? SPAN_BUFFERED : SPAN;
         int efbig = 0;
-        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, VolumeFixtures.OPTIONS);
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, options);
              Arena arena = Arena.ofConfined()) {
             Namespace ns = v.namespace();
             long free = v.statfs().freeBlocks();
@@ -81,18 +103,28 @@ class FileDifferentialTest {
             }
             MemorySegment buf = arena.allocate(16L * BS, BlockDevice.BUFFER_ALIGNMENT);
             MemorySegment got = arena.allocate(16L * BS, BlockDevice.BUFFER_ALIGNMENT);
+            MemorySegment heapBuf = MemorySegment.ofArray(new byte[16 * BS + 1]);
+            MemorySegment heapGot = MemorySegment.ofArray(new byte[16 * BS + 1]);
             for (int op = 0; op < ops; op++) {
                 int which = rnd.nextInt(2);
                 Handle f = files[which];
                 FileChannel h = hosts[which];
-                long offset = (long) rnd.nextInt(SPAN) * BS;
-                int blocks = 1 + rnd.nextInt(rnd.nextInt(4) == 0 ? 16 : 3);
+                long offset = (long) rnd.nextInt(span) * BS;
+                int blocks = 1 + rnd.nextInt(rnd.nextInt(4) == 0 ? (buffered ? 12 : 16) : 3);
+                long length = (long) blocks * BS;
+                boolean heap = false;
+                if (buffered && rnd.nextInt(3) > 0) { // not whole blocks, or in a heap buffer: buffered
+                    offset += rnd.nextBoolean() ? rnd.nextInt(BS) : 0;
+                    length = rnd.nextBoolean() ? 1 + rnd.nextInt((int) length) : length;
+                    heap = rnd.nextBoolean();
+                }
                 String where = "op " + op + " on f" + which + ", seed " + seed;
-                switch (rnd.nextInt(13)) {
+                int kind = rnd.nextInt(buffered ? 16 : 13);
+                switch (kind == 13 && h.size() > (long) span * BS ? 0 : kind) {
                     case 0, 1, 2, 3, 4 -> {
-                        MemorySegment src = buf.asSlice(0, (long) blocks * BS);
-                        for (long at = 0; at < src.byteSize(); at += 8) {
-                            src.set(U64, at, (offset + at) << 16 | op);
+                        MemorySegment src = (heap ? heapBuf.asSlice(1) : buf).asSlice(0, length);
+                        for (long at = 0; at < src.byteSize(); at++) {
+                            src.set(JAVA_BYTE, at, (byte) ((offset + at) * 7 + op));
                         }
                         try {
                             ns.write(f, offset, src);
@@ -103,18 +135,42 @@ class FileDifferentialTest {
                         }
                         h.write(src.asByteBuffer(), offset);
                     }
-                    case 5, 6, 7 -> {
-                        MemorySegment dst = got.asSlice(0, (long) blocks * BS);
+                    case 13 -> { // append
+                        MemorySegment src = (heap ? heapBuf.asSlice(1) : buf).asSlice(0, length);
+                        src.fill((byte) (op | 1));
+                        long at = ns.append(f, src);
+                        assertEquals(h.size(), at, where + ": append offset");
+                        h.write(src.asByteBuffer(), at);
+                    }
+                    case 14 -> { // write-back: fsync, or the last close
+                        if (rnd.nextBoolean()) {
+                            ns.fsync(f);
+                        } else {
+                            f.close();
+                            files[which] = ns.open("/f" + which);
+                        }
+                    }
+                    case 15 -> { // through a ByteBuffer
+                        ByteBuffer dst = heap ? ByteBuffer.allocate((int) length + 3) : ByteBuffer.allocateDirect((int) length + 3);
+                        dst.position(3);
                         int n = ns.read(f, offset, dst);
-                        ByteBuffer want = ByteBuffer.allocate(blocks * BS);
+                        ByteBuffer want = ByteBuffer.allocate((int) length);
+                        int m = Math.max(0, h.read(want, offset));
+                        assertEquals(m, n, where + ": bytes read into a ByteBuffer at " + offset);
+                        assertEquals(3 + n, dst.position(), where + ": position after the read");
+                        assertSame(MemorySegment.ofBuffer(want.flip()), MemorySegment.ofBuffer(dst.flip().position(3)),
+                                where + ": the bytes read into a ByteBuffer at " + offset);
+                    }
+                    case 5, 6, 7 -> {
+                        MemorySegment dst = (heap ? heapGot.asSlice(1) : got).asSlice(0, length);
+                        int n = ns.read(f, offset, dst);
+                        ByteBuffer want = ByteBuffer.allocate((int) length);
                         int m = Math.max(0, h.read(want, offset));
                         assertEquals(m, n, where + ": bytes read at " + offset);
-                        assertTrue(MemorySegment.ofArray(want.array()).asSlice(0, m).mismatch(dst.asSlice(0, n)) < 0,
-                                where + ": the bytes read at " + offset + " differ");
+                        assertSame(MemorySegment.ofArray(want.array()).asSlice(0, m), dst.asSlice(0, n), where + ": the bytes read at " + offset);
                     }
                     case 10, 11 -> {
                         int mode = FALLOC_MODES[rnd.nextInt(FALLOC_MODES.length)];
-                        long length = (long) blocks * BS;
                         try {
                             ns.fallocate(f, mode, offset, length);
                         } catch (NamespaceException e) {
@@ -125,7 +181,7 @@ class FileDifferentialTest {
                         fallocate(h, mode, offset, length);
                     }
                     default -> {
-                        long size = (long) rnd.nextInt(SPAN) * BS;
+                        long size = (long) rnd.nextInt(span) * BS + (buffered && rnd.nextBoolean() ? rnd.nextInt(BS) : 0);
                         ns.truncate(f, size);
                         if (size < h.size()) {
                             h.truncate(size);
@@ -134,7 +190,7 @@ class FileDifferentialTest {
                         }
                     }
                 }
-                assertEquals(h.size(), ns.stat(f).size(), where + ": size");
+                assertEquals(h.size(), ns.stat(files[which]).size(), where + ": size");
             }
             for (int i = 0; i < 2; i++) {
                 long size = hosts[i].size();
@@ -143,8 +199,7 @@ class FileDifferentialTest {
                     ByteBuffer want = ByteBuffer.allocate(16 * BS);
                     int m = hosts[i].read(want, at);
                     assertEquals(m, n, "seed " + seed + ": f" + i + " at " + at);
-                    assertTrue(MemorySegment.ofArray(want.array()).asSlice(0, m).mismatch(got.asSlice(0, n)) < 0,
-                            "seed " + seed + ": f" + i + " differs at " + at);
+                    assertSame(MemorySegment.ofArray(want.array()).asSlice(0, m), got.asSlice(0, n), "seed " + seed + ": f" + i + " at " + at);
                 }
                 hosts[i].close();
             }
@@ -156,6 +211,15 @@ class FileDifferentialTest {
             }
             assertEquals(free, v.statfs().freeBlocks(), "seed " + seed + ": every block back");
             VolumeFixtures.assertChecked(ns);
+        }
+    }
+
+    /** {@code got} holds the bytes of {@code want}; else the first byte that differs, its offset within the read and both values. */
+    private static void assertSame(MemorySegment want, MemorySegment got, String what) {
+        long at = want.mismatch(got);
+        if (at >= 0) {
+            throw new AssertionError(what + ": byte " + at + " is " + (at < got.byteSize() ? got.get(JAVA_BYTE, at) : "missing")
+                    + ", expected " + (at < want.byteSize() ? want.get(JAVA_BYTE, at) : "none"));
         }
     }
 

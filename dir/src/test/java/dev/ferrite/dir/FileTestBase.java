@@ -27,10 +27,15 @@ abstract class FileTestBase {
     Namespace ns;
     Handle root;
 
+    /** The mount options; a subclass may tune them. */
+    VolumeOptions options() {
+        return OPTIONS;
+    }
+
     @BeforeEach
     void open() {
         dev = VolumeFixtures.formatted();
-        v = Volume.open(dev, OPTIONS);
+        v = Volume.open(dev, options());
         ns = v.namespace();
         root = ns.openRoot();
     }

@@ -1,0 +1,372 @@
+package dev.ferrite.dir;
+
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.Lock;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
+
+/**
+ * Buffered file I/O through the {@link PageCache}: reads and writes of any offset and length copy
+ * between the caller's memory and the file's cached pages; a partial block missing from the cache is
+ * read first (from the device where it is written, zeros for a hole, an unwritten extent or past the
+ * end). A write marks its pages dirty and, when it ends past the size, moves the inode's
+ * {@link Inode#pendingSize}: reads, stat and appends see the new size at once; write-back commits it.
+ *
+ * <h2>Write-back</h2>
+ * A run of consecutive dirty pages is copied into a staging buffer and written through
+ * {@link FileData#writeBackRun}, the direct path's write: in place over written blocks, through
+ * unwritten extents (allocated, data written and flushed, then converted) into holes, so a crash
+ * never shows blocks the file did not write. The size a run commits is at most the pending size, so a
+ * last partial block does not round the size up. Write-back happens on fsync and fdatasync, on the last
+ * close, on volume sync and unmount, under pressure (a writer finding half the frames dirty writes
+ * back before it dirties more) and by age (the page cache's thread).
+ *
+ * <h2>Locks</h2>
+ * Buffered reads and writes hold the file's I/O lock shared, then its {@link FilePages#lock} for the
+ * copy (and any miss's device read). Write-back holds the I/O lock exclusively, so no buffered write
+ * re-dirties a page it is writing and no miss reads a block it has not written yet; then the pages'
+ * lock. Truncate, fallocate and append already hold the I/O lock exclusively when they come here. An
+ * operation that finds no frame (all dirty, or their files busy) gives its locks up and writes a file
+ * back before going on; one holding the I/O lock exclusively writes its own file back in place, or
+ * another whose I/O lock it can take without waiting.
+ */
+final class BufferedIo implements PageCache.Writer {
+    private final FileData files;
+    private final PageCache cache;
+    private final int blockSize;
+    /** Inodes with a {@link Inode#pendingSize} ({@link InodeRecords#pendingSizes}). */
+    private final AtomicInteger pendingSizes;
+
+    BufferedIo(FileData files, PageCache cache, int blockSize, AtomicInteger pendingSizes) {
+        this.files = files;
+        this.pendingSizes = pendingSizes;
+        this.cache = cache;
+        this.blockSize = blockSize;
+        cache.setWriter(this);
+    }
+
+    /** {@code i}'s pages, made at its first buffered access. */
+    private static FilePages pages(Inode i) {
+        FilePages p = i.pages;
+        if (p == null) {
+            synchronized (i) {
+                p = i.pages;
+                if (p == null) {
+                    i.pages = p = new FilePages(i);
+                }
+            }
+        }
+        return p;
+    }
+
+    /** Pressure, for a writer about to dirty pages of {@code i} that holds none of its locks: see {@link PageCache#throttle}. */
+    void throttle(Inode i) {
+        cache.throttle(pages(i));
+    }
+
+    /** The size the API shows: the committed one, or a buffered write's past it. */
+    long size(Inode i) {
+        return Math.max(files.committedSize(i.ino), i.pendingSize);
+    }
+
+    private void setPending(Inode i, long size) {
+        if (i.pendingSize == 0) {
+            pendingSizes.incrementAndGet();
+        }
+        i.pendingSize = size;
+    }
+
+    /** Forgets {@code i}'s pending size: the committed size is the file's (write-back committed it, or truncate set it). */
+    void clearPending(Inode i) {
+        if (i.pendingSize != 0) {
+            i.pendingSize = 0;
+            pendingSizes.decrementAndGet();
+        }
+    }
+
+    int read(Handle h, Inode i, long offset, MemorySegment dst) {
+        long len = dst.byteSize(), done = 0;
+        FilePages p = null;
+        for (;;) {
+            Lock l = files.lockIo(h, files.io(i.ino).readLock());
+            try {
+                long size = size(i);
+                if (offset >= size || len == 0) {
+                    return 0;
+                }
+                long n = Math.min(len, size - offset);
+                if (p == null) {
+                    p = pages(i);
+                }
+                p.lock.lock();
+                try {
+                    done = copy(p, i, offset, dst, done, n, size, false);
+                } finally {
+                    p.lock.unlock();
+                }
+                if (done >= n) {
+                    return (int) done; // more than n only if a truncate cut the file meanwhile
+                }
+            } finally {
+                l.unlock();
+            }
+            reclaim(p);
+        }
+    }
+
+    void write(Handle h, Inode i, long offset, MemorySegment src) {
+        FilePages p = pages(i);
+        long len = src.byteSize();
+        for (long done = 0; done < len || len == 0; ) {
+            cache.throttle(p);
+            Lock l = files.lockIo(h, files.io(i.ino).readLock());
+            try {
+                long size = size(i);
+                if (len == 0) {
+                    return;
+                }
+                p.lock.lock();
+                try {
+                    done = copy(p, i, offset, src, done, len, size, true);
+                } finally {
+                    p.lock.unlock();
+                }
+            } finally {
+                l.unlock();
+            }
+            if (done < len) {
+                reclaim(p);
+            }
+        }
+    }
+
+    /** Writes {@code src} at {@code offset} of {@code i} through the cache; the caller holds the I/O lock exclusively. */
+    void writeLocked(Inode i, long offset, MemorySegment src) {
+        modifyLocked(i, offset, src, src.byteSize());
+    }
+
+    /** Zeros {@code [offset, offset + len)} of {@code i} through the cache; the caller holds the I/O lock exclusively. */
+    void zeroLocked(Inode i, long offset, long len) {
+        modifyLocked(i, offset, null, len);
+    }
+
+    private void modifyLocked(Inode i, long offset, MemorySegment src, long len) {
+        FilePages p = pages(i);
+        for (long done = 0; done < len; ) {
+            p.lock.lock();
+            try {
+                done = copy(p, i, offset, src, done, len, size(i), true);
+            } finally {
+                p.lock.unlock();
+            }
+            if (done < len) {
+                reclaimHolding(p);
+            }
+        }
+    }
+
+    /** For a caller holding no lock that found no frame: writes a file back, or lets the files' holders get on. */
+    private void reclaim(FilePages p) {
+        if (!cache.writeBackOne(p)) {
+            Thread.yield(); // no page is dirty: the clean ones are busy in other operations
+        }
+    }
+
+    /**
+     * For a caller holding {@code p}'s I/O lock exclusively that found no frame: writes back {@code p}
+     * (its lock is the caller's) or another dirty file whose I/O lock is free now.
+     */
+    private void reclaimHolding(FilePages p) {
+        if (p.dirty > 0) {
+            writeBackLocked(p, 0, Long.MAX_VALUE);
+            return;
+        }
+        for (FilePages o : cache.dirtyFiles()) {
+            ReentrantReadWriteLock.WriteLock l = files.io(o.inode.ino).writeLock();
+            if (l.tryLock()) {
+                try {
+                    writeBackLocked(o, 0, Long.MAX_VALUE);
+                    return;
+                } finally {
+                    l.unlock();
+                }
+            }
+        }
+        Thread.yield(); // every dirty file is busy: its holder frees frames when it gets on
+    }
+
+    /**
+     * Copies bytes {@code [from, len)} of {@code m} to ({@code in}) or from the file's pages at
+     * {@code offset + from}..., a block at a time; with {@code in} and a null {@code m}, zeros. Returns
+     * how far it got: {@code len}, or less where no frame was left. {@code p}'s lock held; a write moves
+     * the pending size past {@code size}.
+     */
+    private long copy(FilePages p, Inode i, long offset, MemorySegment m, long from, long len, long size, boolean in) {
+        long pos = from;
+        while (pos < len) {
+            long at = offset + pos;
+            long fb = at / blockSize;
+            int within = (int) (at % blockSize);
+            int k = (int) Math.min(blockSize - within, len - pos);
+            int f = p.get(fb);
+            if (f < 0) {
+                f = in && k == blockSize ? cache.allocate(p, fb) : fill(p, i, fb, size);
+                if (f < 0) {
+                    break;
+                }
+                if (in && k == blockSize) {
+                    p.put(fb, f);
+                }
+            }
+            cache.touch(f);
+            if (!in) {
+                MemorySegment.copy(cache.slab(f), cache.offset(f) + within, m, pos, k);
+            } else {
+                if (m != null) {
+                    MemorySegment.copy(m, pos, cache.slab(f), cache.offset(f) + within, k);
+                } else {
+                    cache.slab(f).asSlice(cache.offset(f) + within, k).fill((byte) 0);
+                }
+                cache.dirtied(p, f);
+                if (at + k > size) {
+                    size = at + k;
+                    setPending(i, size);
+                }
+            }
+            pos += k;
+        }
+        return pos;
+    }
+
+    /** A frame holding file block {@code fb} as the file has it (zeros past {@code size}), mapped; -1 if no frame is free. */
+    private int fill(FilePages p, Inode i, long fb, long size) {
+        int f = cache.allocate(p, fb);
+        if (f < 0) {
+            return -1;
+        }
+        MemorySegment frame = cache.frame(f);
+        try {
+            files.readBlocks(i.ino, fb, frame);
+        } catch (RuntimeException e) {
+            cache.unused(f);
+            throw e;
+        }
+        long tail = size - fb * blockSize;
+        if (tail < blockSize) {
+            frame.asSlice(Math.max(0, tail)).fill((byte) 0);
+        }
+        p.put(fb, f);
+        return f;
+    }
+
+    /** Drops {@code i}'s pages of file blocks {@code [from, to)}, dirty ones too; the caller holds its I/O lock. */
+    void drop(Inode i, long from, long to) {
+        FilePages p = i.pages;
+        if (p == null || p.size() == 0) {
+            return;
+        }
+        p.lock.lock();
+        try {
+            for (long b : p.blocks(from, to)) {
+                cache.drop(p, p.get(b));
+            }
+        } finally {
+            p.lock.unlock();
+        }
+    }
+
+    /** Drops every page of {@code i} and its pending size: its blocks are being freed. The caller holds its I/O lock exclusively. */
+    void dropAll(Inode i) {
+        drop(i, 0, Long.MAX_VALUE);
+        clearPending(i);
+    }
+
+    /** Whether {@code i} has dirty pages now. */
+    static boolean hasDirty(Inode i) {
+        FilePages p = i.pages;
+        return p != null && p.dirty > 0;
+    }
+
+    /** Writes back {@code i}'s dirty pages of file blocks {@code [from, to)}, taking its I/O lock exclusively. */
+    void writeBack(Inode i, long from, long to) {
+        FilePages p = i.pages;
+        if (p == null || p.dirty == 0 && i.pendingSize == 0) {
+            return;
+        }
+        Lock l = files.io(i.ino).writeLock();
+        l.lock();
+        try {
+            writeBackLocked(p, from, to);
+        } finally {
+            l.unlock();
+        }
+    }
+
+    @Override
+    public void writeBack(FilePages p) {
+        writeBack(p.inode, 0, Long.MAX_VALUE);
+    }
+
+    /** Writes back every dirty file (volume sync and unmount). */
+    void writeBackAll() {
+        for (FilePages p : cache.dirtyFiles()) {
+            writeBack(p);
+        }
+    }
+
+    /**
+     * Writes back the dirty pages of {@code p} in file blocks {@code [from, to)}, in runs of consecutive
+     * ones; over the whole file, then commits a pending size no page carried (its pages were dropped).
+     * The caller holds the file's I/O lock exclusively. A run that fails stays dirty.
+     */
+    void writeBackLocked(FilePages p, long from, long to) {
+        Inode i = p.inode;
+        p.lock.lock();
+        try {
+            if (p.dirty > 0) {
+                long size = size(i);
+                long[] blocks = p.blocks(from, to);
+                MemorySegment stage = cache.staging();
+                int[] run = new int[PageCache.RUN_BLOCKS];
+                try {
+                    for (int k = 0; k < blocks.length; ) {
+                        int f = p.get(blocks[k]);
+                        if (!cache.isDirty(f)) {
+                            k++;
+                            continue;
+                        }
+                        long first = blocks[k];
+                        int n = 0;
+                        for (; k < blocks.length && n < run.length && blocks[k] == first + n && cache.isDirty(f = p.get(blocks[k])); k++, n++) {
+                            MemorySegment.copy(cache.slab(f), cache.offset(f), stage, (long) n * blockSize, blockSize);
+                            run[n] = f;
+                        }
+                        long offset = first * blockSize;
+                        if (offset >= size) { // past the end (a truncate cut them off): nothing to keep
+                            for (int r = 0; r < n; r++) {
+                                cache.drop(p, run[r]);
+                            }
+                            continue;
+                        }
+                        files.writeBackRun(i, offset, stage.asSlice(0, (long) n * blockSize), Math.min(offset + (long) n * blockSize, size));
+                        cache.wroteBack(n);
+                        for (int r = 0; r < n; r++) {
+                            cache.cleaned(p, run[r]);
+                        }
+                    }
+                } finally {
+                    cache.release(stage);
+                }
+            }
+            if (from == 0 && to == Long.MAX_VALUE && p.dirty == 0 && i.pendingSize != 0) {
+                long pending = i.pendingSize;
+                if (pending > files.committedSize(i.ino)) {
+                    files.commitSize(i, pending);
+                }
+                clearPending(i);
+            }
+        } finally {
+            p.lock.unlock();
+        }
+    }
+}

@@ -1,0 +1,128 @@
+package dev.ferrite.dir;
+
+import java.util.Arrays;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * One file's pages in the {@link PageCache}: a map from file block to frame (open addressing, linear
+ * probing, deletion by backward shift: no allocation on a lookup or an insert that fits) and the file's
+ * count of dirty pages.
+ *
+ * <p>{@link #lock} guards the map, the contents and dirty marks of the file's frames and {@link #dirty};
+ * it is taken after the file's I/O lock ({@code FileData}) and before anything of the journal. The page
+ * cache's own lock only ever try-locks it (to evict), so it never waits for it.
+ */
+final class FilePages {
+    private static final long EMPTY = -1;
+
+    final Inode inode;
+    final ReentrantLock lock = new ReentrantLock();
+    private long[] keys = new long[16];
+    private int[] frames = new int[16];
+    private int size;
+    /** Dirty pages of this file: changed under {@link #lock}, read without it to skip a clean file. */
+    volatile int dirty;
+    /** When the oldest of the file's dirty pages was dirtied, {@link System#nanoTime}; guarded by the page cache's dirty set. */
+    long dirtySince;
+
+    FilePages(Inode inode) {
+        this.inode = inode;
+        Arrays.fill(keys, EMPTY);
+    }
+
+    private int slot(long block) {
+        return (int) ((block * 0x9E37_79B9_7F4A_7C15L) >>> 40) & (keys.length - 1);
+    }
+
+    /** The frame caching file block {@code block}, or -1. */
+    int get(long block) {
+        for (int s = slot(block); ; s = (s + 1) & (keys.length - 1)) {
+            long k = keys[s];
+            if (k == block) {
+                return frames[s];
+            }
+            if (k == EMPTY) {
+                return -1;
+            }
+        }
+    }
+
+    /** Maps {@code block}, which is not mapped, to {@code frame}. */
+    void put(long block, int frame) {
+        if (2 * (size + 1) > keys.length) {
+            long[] oldKeys = keys;
+            int[] oldFrames = frames;
+            keys = new long[oldKeys.length * 2];
+            frames = new int[oldKeys.length * 2];
+            Arrays.fill(keys, EMPTY);
+            for (int s = 0; s < oldKeys.length; s++) {
+                if (oldKeys[s] != EMPTY) {
+                    insert(oldKeys[s], oldFrames[s]);
+                }
+            }
+        }
+        insert(block, frame);
+        size++;
+    }
+
+    private void insert(long block, int frame) {
+        int s = slot(block);
+        while (keys[s] != EMPTY) {
+            s = (s + 1) & (keys.length - 1);
+        }
+        keys[s] = block;
+        frames[s] = frame;
+    }
+
+    /** Unmaps {@code block}; returns its frame, or -1 if it was not mapped. */
+    int remove(long block) {
+        int mask = keys.length - 1;
+        int s = slot(block);
+        while (keys[s] != block) {
+            if (keys[s] == EMPTY) {
+                return -1;
+            }
+            s = (s + 1) & mask;
+        }
+        int frame = frames[s];
+        // backward shift: pull later entries of the probe run into the gap so that lookups need no tombstones
+        int gap = s;
+        for (int next = (s + 1) & mask; keys[next] != EMPTY; next = (next + 1) & mask) {
+            if (((next - slot(keys[next])) & mask) >= ((next - gap) & mask)) {
+                keys[gap] = keys[next];
+                frames[gap] = frames[next];
+                gap = next;
+            }
+        }
+        keys[gap] = EMPTY;
+        size--;
+        return frame;
+    }
+
+    /** Pages cached. */
+    int size() {
+        return size;
+    }
+
+    /** The cached blocks in {@code [from, to)}, ascending. */
+    long[] blocks(long from, long to) {
+        long[] out = new long[Math.min(size, (int) Math.min(Integer.MAX_VALUE, to - from))];
+        int n = 0;
+        if (to - from <= keys.length) {
+            for (long b = from; b < to && n < out.length; b++) {
+                if (get(b) >= 0) {
+                    out[n++] = b;
+                }
+            }
+            return n == out.length ? out : Arrays.copyOf(out, n);
+        }
+        for (long k : keys) {
+            if (k != EMPTY && k >= from && k < to) {
+                out[n++] = k;
+            }
+        }
+        out = n == out.length ? out : Arrays.copyOf(out, n);
+        Arrays.sort(out);
+        return out;
+    }
+}

@@ -1,0 +1,360 @@
+package dev.ferrite.dir;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.LinkedHashSet;
+import java.util.concurrent.ConcurrentLinkedDeque;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+import dev.ferrite.io.BlockDevice;
+
+/**
+ * The data page cache: block-sized frames off-heap, within a budget of their own (the metadata
+ * buffer cache has its own), holding regular files' blocks for buffered I/O. Each file finds its pages
+ * through its own {@link FilePages} map; this class hands out frames, evicts clean pages by CLOCK when
+ * none is free, counts dirty pages, and keeps the files with dirty pages in the order they became
+ * dirty, for write-back by pressure ({@link #throttle}) and by age (the {@code ferrite-page-writeback}
+ * thread, started at the first dirty page, writes back a file whose oldest dirty page is older than the
+ * expiry).
+ *
+ * <h2>Locks</h2>
+ * The monitor of this object guards the frame table ({@link #owner}, {@link #block}, the free list, the
+ * hand) and is only taken to allocate, evict or free a frame: a hit takes none of it. While holding it,
+ * eviction only try-locks a page's {@link FilePages#lock} (a file's lock is held for whole operations),
+ * so the monitor never waits for a file. A frame's contents and {@link #dirty} mark are guarded by its
+ * owner's {@link FilePages#lock}. The monitor of {@link #dirtyFiles} guards that set and the files'
+ * {@link FilePages#dirtySince}; it is innermost. Frames are allocated in slabs as first needed, so a
+ * volume that never buffers costs nothing.
+ */
+final class PageCache implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(PageCache.class.getName());
+    private static final int SLAB_SHIFT = 8;
+    /** The fewest frames: a few operations' worth of blocks in flight at once. */
+    static final int MIN_FRAMES = 16;
+    /** Blocks a write-back copies into one staging buffer and writes at once. */
+    static final int RUN_BLOCKS = 256;
+
+    /** Writes back every dirty page of a file; implemented by the file layer. */
+    interface Writer {
+        void writeBack(FilePages p);
+    }
+
+    private final int blockSize;
+    private final int capacity;
+    private final long dirtyLimit;
+    private final long expireNanos;
+    private final Arena arena = Arena.ofShared();
+    private final MemorySegment[] slabs;
+    private final FilePages[] owner;
+    private final long[] block;
+    private final int[] free;
+    private int freeCount;
+    /** Frames whose slab exists: frames past it were never used. */
+    private int made;
+    private int hand;
+    private long evictions;
+    /** Guarded by the owner's lock. */
+    private final boolean[] dirty;
+    /** CLOCK's second chance: set by every access without a lock, cleared by the hand. */
+    private final boolean[] referenced;
+    private final AtomicLong dirtyPages = new AtomicLong();
+    private final AtomicLong writtenBack = new AtomicLong();
+    /** Files with dirty pages, oldest first. */
+    private final LinkedHashSet<FilePages> dirtyFiles = new LinkedHashSet<>();
+    private final ConcurrentLinkedDeque<MemorySegment> staging = new ConcurrentLinkedDeque<>();
+    private volatile Writer writer;
+    private Thread flusher; // guarded by dirtyFiles
+    private boolean closed; // guarded by dirtyFiles
+
+    /**
+     * @param budgetBytes frames' memory (at least {@link #MIN_FRAMES} frames are made)
+     * @param expireMillis age of a dirty page at which the write-back thread writes its file back
+     */
+    PageCache(int blockSize, long budgetBytes, long expireMillis) {
+        this.blockSize = blockSize;
+        this.capacity = (int) Math.clamp(budgetBytes / blockSize, MIN_FRAMES, Integer.MAX_VALUE >> 1);
+        this.dirtyLimit = capacity / 2;
+        this.expireNanos = TimeUnit.MILLISECONDS.toNanos(expireMillis);
+        this.slabs = new MemorySegment[(capacity >> SLAB_SHIFT) + 1];
+        this.owner = new FilePages[capacity];
+        this.block = new long[capacity];
+        this.free = new int[capacity];
+        this.dirty = new boolean[capacity];
+        this.referenced = new boolean[capacity];
+    }
+
+    void setWriter(Writer writer) {
+        this.writer = writer;
+    }
+
+    /** Frames the budget allows. */
+    int capacity() {
+        return capacity;
+    }
+
+    /** The slab frame {@code f} lies in: copy to or from it at {@link #offset}. */
+    MemorySegment slab(int f) {
+        return slabs[f >>> SLAB_SHIFT];
+    }
+
+    long offset(int f) {
+        return (long) (f & ((1 << SLAB_SHIFT) - 1)) * blockSize;
+    }
+
+    /** Frame {@code f} as a segment of its own (allocates the view: for device I/O, not for copies). */
+    MemorySegment frame(int f) {
+        return slab(f).asSlice(offset(f), blockSize);
+    }
+
+    /** Notes an access to {@code f} for CLOCK. */
+    void touch(int f) {
+        referenced[f] = true;
+    }
+
+    /**
+     * A frame for block {@code blk} of {@code p} (whose lock the caller holds): free, never used, or a
+     * clean page evicted; -1 if every page is dirty or its file busy. The caller fills it and maps it.
+     */
+    synchronized int allocate(FilePages p, long blk) {
+        int f;
+        if (freeCount > 0) {
+            f = free[--freeCount];
+        } else if (made < capacity) {
+            f = made++;
+            if (slabs[f >>> SLAB_SHIFT] == null) {
+                int frames = Math.min(1 << SLAB_SHIFT, capacity - f);
+                slabs[f >>> SLAB_SHIFT] = arena.allocate((long) frames * blockSize, BlockDevice.BUFFER_ALIGNMENT);
+            }
+        } else if ((f = evict()) < 0) {
+            return -1;
+        }
+        owner[f] = p;
+        block[f] = blk;
+        referenced[f] = true;
+        return f;
+    }
+
+    /** CLOCK: two sweeps at most, skipping referenced pages once, dirty pages and files busy now. */
+    private int evict() {
+        for (int n = 0; n < 2 * capacity; n++) {
+            int f = hand;
+            hand = f + 1 == capacity ? 0 : f + 1;
+            if (referenced[f]) {
+                referenced[f] = false;
+                continue;
+            }
+            FilePages o = owner[f];
+            if (!o.lock.tryLock()) {
+                continue;
+            }
+            try {
+                if (!dirty[f]) {
+                    o.remove(block[f]);
+                    evictions++;
+                    return f;
+                }
+            } finally {
+                o.lock.unlock();
+            }
+        }
+        return -1;
+    }
+
+    /** Unmaps and frees frame {@code f} of {@code p}, dirty or not (the caller holds {@code p}'s lock). */
+    void drop(FilePages p, int f) {
+        p.remove(block[f]);
+        if (dirty[f]) {
+            cleaned(p, f);
+        }
+        synchronized (this) {
+            owner[f] = null;
+            free[freeCount++] = f;
+        }
+    }
+
+    /** Frees a frame {@link #allocate} gave that was never mapped (its fill failed). */
+    synchronized void unused(int f) {
+        owner[f] = null;
+        free[freeCount++] = f;
+    }
+
+    boolean isDirty(int f) {
+        return dirty[f];
+    }
+
+    /** Marks {@code f} of {@code p} dirty (the caller holds {@code p}'s lock). */
+    void dirtied(FilePages p, int f) {
+        if (dirty[f]) {
+            return;
+        }
+        dirty[f] = true;
+        dirtyPages.incrementAndGet();
+        if (p.dirty++ == 0) {
+            synchronized (dirtyFiles) {
+                if (dirtyFiles.add(p)) {
+                    p.dirtySince = System.nanoTime();
+                }
+                if (flusher == null && !closed) {
+                    flusher = Thread.ofPlatform().name("ferrite-page-writeback").daemon().start(this::flushOld);
+                }
+                dirtyFiles.notifyAll();
+            }
+        }
+    }
+
+    /** Marks dirty {@code f} of {@code p} clean (the caller holds {@code p}'s lock). */
+    void cleaned(FilePages p, int f) {
+        dirty[f] = false;
+        dirtyPages.decrementAndGet();
+        if (--p.dirty == 0) {
+            synchronized (dirtyFiles) {
+                dirtyFiles.remove(p);
+                dirtyFiles.notifyAll();
+            }
+        }
+    }
+
+    /** Counts {@code pages} written back to the device. */
+    void wroteBack(int pages) {
+        writtenBack.addAndGet(pages);
+    }
+
+    /**
+     * Pressure: while more than half the frames are dirty, the caller (a writer about to dirty more)
+     * writes back files itself, its own {@code p} first, then the oldest dirty ones. Call it holding no
+     * file's locks.
+     */
+    void throttle(FilePages p) {
+        while (dirtyPages.get() > dirtyLimit) {
+            if (!writeBackOne(p)) {
+                return;
+            }
+        }
+    }
+
+    /**
+     * Writes back {@code p} if it has dirty pages, else the file dirty longest; false if no file is
+     * dirty. For a caller that found no frame to allocate (every page dirty); it holds no file's locks.
+     */
+    boolean writeBackOne(FilePages p) {
+        FilePages victim = p;
+        synchronized (dirtyFiles) {
+            if (!dirtyFiles.contains(p)) {
+                if (dirtyFiles.isEmpty()) {
+                    return false;
+                }
+                victim = dirtyFiles.getFirst();
+            }
+        }
+        writer.writeBack(victim);
+        return true;
+    }
+
+    /** Every file with dirty pages now, oldest first. */
+    FilePages[] dirtyFiles() {
+        synchronized (dirtyFiles) {
+            return dirtyFiles.toArray(new FilePages[0]);
+        }
+    }
+
+    /** The write-back thread: writes back each file once its oldest dirty page is older than the expiry; idles on the set's monitor. */
+    private void flushOld() {
+        for (;;) {
+            FilePages due;
+            synchronized (dirtyFiles) {
+                for (;;) {
+                    if (closed) {
+                        return;
+                    }
+                    due = dirtyFiles.isEmpty() ? null : dirtyFiles.getFirst();
+                    long age = due == null ? 0 : System.nanoTime() - due.dirtySince;
+                    if (due != null && age >= expireNanos) {
+                        break;
+                    }
+                    try {
+                        if (due == null) {
+                            dirtyFiles.wait();
+                        } else {
+                            TimeUnit.NANOSECONDS.timedWait(dirtyFiles, expireNanos - age);
+                        }
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                }
+            }
+            try {
+                writer.writeBack(due);
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "write-back of inode " + due.inode.ino + " failed; retried later", e);
+                synchronized (dirtyFiles) { // to the back of the queue, not retried at once
+                    if (dirtyFiles.remove(due)) {
+                        dirtyFiles.add(due);
+                        due.dirtySince = System.nanoTime();
+                    }
+                }
+            }
+        }
+    }
+
+    /** A staging buffer of {@link #RUN_BLOCKS} blocks for a write-back run; give it back with {@link #release}. */
+    MemorySegment staging() {
+        MemorySegment m = staging.poll();
+        return m != null ? m : arena.allocate((long) RUN_BLOCKS * blockSize, BlockDevice.BUFFER_ALIGNMENT);
+    }
+
+    void release(MemorySegment m) {
+        staging.push(m);
+    }
+
+    /** Test seam: waits until no page is dirty; false if {@code millis} pass first. */
+    boolean awaitClean(long millis) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
+        synchronized (dirtyFiles) {
+            while (!dirtyFiles.isEmpty()) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    return false;
+                }
+                TimeUnit.NANOSECONDS.timedWait(dirtyFiles, left);
+            }
+        }
+        return true;
+    }
+
+    /** Counters for tests and stats: dirty pages now, pages written back, evictions since mount. */
+    record Stats(long dirtyPages, long writtenBack, long evictions, int capacity) {
+    }
+
+    Stats stats() {
+        long e;
+        synchronized (this) {
+            e = evictions;
+        }
+        return new Stats(dirtyPages.get(), writtenBack.get(), e, capacity);
+    }
+
+    /** Stops the write-back thread (the caller wrote back what it wanted to keep first). */
+    void stop() {
+        Thread t;
+        synchronized (dirtyFiles) {
+            closed = true;
+            t = flusher;
+            dirtyFiles.notifyAll();
+        }
+        if (t != null && t != Thread.currentThread()) {
+            try {
+                t.join();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    /** Stops the thread and frees the frames: nothing may use the cache after. */
+    @Override
+    public void close() {
+        stop();
+        arena.close();
+    }
+}
