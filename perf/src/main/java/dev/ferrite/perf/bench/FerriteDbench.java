@@ -36,10 +36,11 @@ import org.HdrHistogram.Histogram;
  *       substitution of {@code client1}), looping over the loadfile until its time is up;
  *   <li>an operation naming a path first looks it up and, when it is missing, lists its directory (dbench
  *       simulates a server's case-insensitive name resolution so);
- *   <li>NTCreateX opens read-write: with create disposition FILE_CREATE it creates a missing file, with
- *       FILE_OVERWRITE(_IF) it also truncates to 0 (dbench's O_CREAT and O_CREAT|O_TRUNC; the other
- *       dispositions only open), and with create option FILE_DIRECTORY_FILE it makes the directory first;
- *       a directory opens as one;
+ *   <li>NTCreateX opens read-write ({@link Namespace#O_RDWR}): with create disposition FILE_CREATE it
+ *       creates a missing file, with FILE_OVERWRITE(_IF) it also truncates to 0 (dbench's O_CREAT and
+ *       O_CREAT|O_TRUNC; the other dispositions only open), and with create option FILE_DIRECTORY_FILE it
+ *       makes the directory first and opens it read-only; a directory opens read-only, as dbench retries
+ *       with O_DIRECTORY after EISDIR;
  *   <li>ReadX/WriteX read and write at the loadfile's offsets and sizes (most are not block-aligned: the
  *       buffered path); QUERY_PATH/FILE_INFORMATION stat, QUERY_FS_INFORMATION is statfs,
  *       SET_FILE_INFORMATION sets the times by path as dbench's utime does, Flush is fsync (the only
@@ -338,21 +339,18 @@ public final class FerriteDbench {
             String name = paths[path];
             long options = op.a(), disposition = op.b();
             resolve(path);
+            Handle h;
             if ((options & FILE_DIRECTORY_FILE) != 0) {
                 mkdirQuietly(name);
-            }
-            Handle h;
-            if ((options & FILE_DIRECTORY_FILE) == 0 && (disposition == FILE_CREATE || disposition == FILE_OVERWRITE
-                    || disposition == FILE_OVERWRITE_IF)) {
-                h = createOrOpen(name);
-                if (disposition != FILE_CREATE && !ns.stat(h).isDirectory()) {
-                    ns.truncate(h, 0);
-                }
+                h = openDirectory(name);
             } else {
-                h = ns.open(name);
-                if ((options & FILE_DIRECTORY_FILE) != 0 && !ns.stat(h).isDirectory()) {
-                    h.close();
-                    return NtStatus.NOT_A_DIRECTORY;
+                boolean truncate = disposition == FILE_OVERWRITE || disposition == FILE_OVERWRITE_IF;
+                if (truncate || disposition == FILE_CREATE) {
+                    createQuietly(name);
+                }
+                h = openReadWrite(name);
+                if (truncate && !ns.stat(h).isDirectory()) {
+                    ns.truncate(h, 0);
                 }
             }
             if (op.expected() != NtStatus.OK) {
@@ -367,8 +365,8 @@ public final class FerriteDbench {
             return NtStatus.OK;
         }
 
-        /** O_CREAT without O_EXCL: the file, made if missing; a directory opens as one (dbench retries O_DIRECTORY). */
-        private Handle createOrOpen(String name) {
+        /** O_CREAT without O_EXCL: the file made if it is missing; a directory there is left to the open to find. */
+        private void createQuietly(String name) {
             try {
                 ns.create(name, 0600, false);
             } catch (NamespaceException e) {
@@ -376,7 +374,28 @@ public final class FerriteDbench {
                     throw e;
                 }
             }
-            return ns.open(name);
+        }
+
+        /** O_RDWR, and a directory opened read-only instead, as dbench retries with O_DIRECTORY after EISDIR. */
+        private Handle openReadWrite(String name) {
+            try {
+                return ns.open(name, Namespace.O_RDWR);
+            } catch (NamespaceException e) {
+                if (e.errno() != Errno.EISDIR) {
+                    throw e;
+                }
+                return openDirectory(name);
+            }
+        }
+
+        /** O_RDONLY | O_DIRECTORY: ENOTDIR for anything but a directory. */
+        private Handle openDirectory(String name) {
+            Handle h = ns.open(name, Namespace.O_RDONLY);
+            if (!ns.stat(h).isDirectory()) {
+                h.close();
+                throw new NamespaceException(Errno.ENOTDIR, name + " is not a directory");
+            }
+            return h;
         }
 
         private NtStatus close(Op op) {

@@ -3,6 +3,8 @@ package dev.ferrite.perf.bench;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
+import java.util.Arrays;
 import java.util.List;
 import java.util.function.Function;
 
@@ -30,6 +32,24 @@ class FerriteDbenchTest {
                 return checked;
             }
         }
+    }
+
+    /**
+     * The synthetic loadfile (every operation, unaligned I/O, missing names and paths, searches) by two
+     * clients: every status as expected. Needs the buffered path for I/O that is not block-aligned: without
+     * it the run stops at the first such WriteX.
+     */
+    @Test
+    void twoClientsReplayEveryOperationWithTheExpectedStatuses() throws IOException {
+        DbenchLoadfile load = DbenchLoadfile.parse(DbenchLoadfileTest.sample(), "sample");
+        replay(load, 2, 1.0, r -> {
+            assertEquals(0, r.mismatches(), () -> "mismatches: " + r.mismatchSamples());
+            assertEquals(Arrays.stream(Kind.values()).toList(), r.ops().stream().map(DbenchResult.OpRow::kind).toList(),
+                    "every operation ran and was timed");
+            assertTrue(r.mbPerSec() > 0, "throughput " + r.mbPerSec());
+            assertTrue(r.maxLatencyMs() >= r.ops().stream().mapToDouble(DbenchResult.OpRow::avgMs).max().orElseThrow());
+            return null;
+        });
     }
 
     /**
