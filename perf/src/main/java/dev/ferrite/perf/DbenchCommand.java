@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 
+import dev.ferrite.dir.VolumeOptions;
 import dev.ferrite.perf.bench.DbenchBench;
 import dev.ferrite.perf.bench.DbenchBench.Target;
 import dev.ferrite.perf.bench.DbenchBinary;
@@ -60,6 +61,16 @@ final class DbenchCommand implements Callable<Integer> {
             description = "ferrite, xfs, ext4, btrfs, in run order (default: ${DEFAULT-VALUE})")
     List<String> targets;
 
+    @Option(names = "--data-cache", paramLabel = "SIZE", converter = ByteSize.Converter.class,
+            description = "Ferrite's data page cache budget (the kernel's page cache may take all free memory);"
+                    + " K/M/G suffixes (default: the volume's default)")
+    long dataCache;
+
+    @Option(names = "--jit-warmup", paramLabel = "S", defaultValue = "10",
+            description = "seconds Ferrite's replay runs untimed with the most clients before its first run, so that"
+                    + " the JVM has compiled it (dbench is native code); 0 for none (default: ${DEFAULT-VALUE})")
+    int jitWarmup;
+
     @Mixin
     RunDir runDir;
 
@@ -96,7 +107,14 @@ final class DbenchCommand implements Callable<Integer> {
         }
         Path base = runDir.resolve(spec);
         DbenchBinary dbench = DbenchBinary.find().orElse(null);
-        DbenchBench bench = new DbenchBench(base, load, loadfile, clients, seconds, ts, dbench);
+        if (dataCache < 0 || dataCache > 1L << 40) {
+            throw new ParameterException(spec.commandLine(), "--data-cache " + ByteSize.format(dataCache) + ": give 0 to 1 TiB");
+        }
+        if (jitWarmup < 0 || jitWarmup > 3600) {
+            throw new ParameterException(spec.commandLine(), "--jit-warmup " + jitWarmup + ": give 0 to 3600");
+        }
+        VolumeOptions volume = VolumeOptions.defaults().withDataCacheBytes(dataCache);
+        DbenchBench bench = new DbenchBench(base, load, loadfile, clients, seconds, ts, dbench, volume, jitWarmup);
         PrintWriter out = spec.commandLine().getOut();
         Storage storage = Storage.of(base);
         out.printf(Locale.ROOT, "devices:  loop devices of %s over images in %s (%s), one per target%n",

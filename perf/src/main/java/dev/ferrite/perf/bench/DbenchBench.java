@@ -56,6 +56,8 @@ public final class DbenchBench {
     private final int seconds;
     private final List<Target> targets;
     private final DbenchBinary dbench;
+    private final VolumeOptions volumeOptions;
+    private final int jitWarmup;
     private final List<String> notes = new ArrayList<>();
     private final List<String> configurations = new ArrayList<>();
 
@@ -66,9 +68,12 @@ public final class DbenchBench {
      * @param clients  client counts, one run each per target
      * @param seconds  measured seconds of each run, after a warm-up of a fifth of them
      * @param dbench   the dbench binary, or null to run only {@code ferrite}
+     * @param volumeOptions what the Ferrite volume is formatted and mounted with
+     * @param jitWarmup seconds of an untimed Ferrite replay with the most clients before the first measured
+     *                  one, for the JIT (dbench is native); 0 for none
      */
     public DbenchBench(Path dir, DbenchLoadfile load, Path loadfile, List<Integer> clients, int seconds,
-                       List<Target> targets, DbenchBinary dbench) {
+                       List<Target> targets, DbenchBinary dbench, VolumeOptions volumeOptions, int jitWarmup) {
         this.dir = dir;
         this.load = load;
         this.loadfile = loadfile;
@@ -76,6 +81,8 @@ public final class DbenchBench {
         this.seconds = seconds;
         this.targets = List.copyOf(targets);
         this.dbench = dbench;
+        this.volumeOptions = volumeOptions;
+        this.jitWarmup = jitWarmup;
     }
 
     /** Bytes of each target's loop device. */
@@ -132,15 +139,23 @@ public final class DbenchBench {
     }
 
     private void ferrite(Path device, List<DbenchResult> results, Progress progress) {
-        VolumeOptions options = VolumeOptions.defaults();
-        configurations.add(String.format(Locale.ROOT, "%-7s volume with VolumeOptions.defaults() on the raw loop device"
-                + " (O_DIRECT); loadfile replayed through Namespace by path, %d s after a %d s warm-up; writes through"
-                + " the data page cache, no O_SYNC: fsync on Flush only; LockX/UnlockX in an in-process table",
-                "ferrite", seconds, warmupSeconds()));
+        VolumeOptions options = volumeOptions;
+        configurations.add(String.format(Locale.ROOT, "%-7s volume with %s on the raw loop device"
+                + " (O_DIRECT); loadfile replayed through Namespace by path, %d s after a %d s warm-up (and once, before"
+                + " the first run, %d s untimed for the JIT); files opened"
+                + " O_RDWR: unaligned ReadX/WriteX through the data page cache (%s; dirty pages written back"
+                + " at fsync, last close, age or pressure), block-aligned ones straight to the device (Ferrite's"
+                + " per-call choice); no O_SYNC: fsync on Flush only; LockX/UnlockX in an in-process table",
+                "ferrite", "VolumeOptions.defaults()" + (options.dataCacheBytes() == 0 ? ""
+                        : ".withDataCacheBytes(" + options.dataCacheBytes() + ")"), seconds, warmupSeconds(), jitWarmup,
+                options.dataCacheBytes() == 0 ? "its default budget" : options.dataCacheBytes() + " bytes"));
         try (DirectDevice dev = DirectDevice.open(device, DeviceOptions.defaults())) {
             Volume.format(dev, options);
             try (Volume v = Volume.open(dev, options)) {
                 FerriteDbench replay = new FerriteDbench(v, load);
+                if (jitWarmup > 0) {
+                    replay.run(clients.stream().mapToInt(Integer::intValue).max().orElse(1), jitWarmup, 0, progress);
+                }
                 for (int c : clients) {
                     results.add(replay.run(c, seconds, warmupSeconds(), progress));
                 }
