@@ -122,7 +122,8 @@ final class DbenchCommand implements Callable<Integer> {
         out.printf(Locale.ROOT, "loadfile: %s (%,d operations); clients %s; %d s measured after a %d s warm-up%n",
                 loadfile, load.ops().size(), clients.stream().map(String::valueOf).reduce((a, b) -> a + "," + b).orElse(""),
                 seconds, bench.warmupSeconds());
-        out.println(dbench != null ? "dbench:   " + dbench.executable() : "dbench:   not on the PATH: ferrite only");
+        out.println(dbench != null ? "dbench:   " + dbench.executable() + " (" + dbench.version() + ")"
+                : "dbench:   not on the PATH: ferrite only");
         out.flush();
         Machine machine = Machine.collect(storage);
         List<DbenchResult> results = bench.run(new ProgressLine(spec.commandLine().getErr()));

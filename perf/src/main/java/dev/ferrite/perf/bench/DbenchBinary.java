@@ -59,6 +59,22 @@ public final class DbenchBinary {
         return executable;
     }
 
+    /** What {@code dbench --version} says, e.g. {@code dbench version 4.00}; "dbench" if it says nothing. */
+    public String version() {
+        try {
+            Process p = new ProcessBuilder(executable.toString(), "--version").redirectErrorStream(true).start();
+            String first = new String(p.getInputStream().readAllBytes()).lines().findFirst().orElse("").strip();
+            p.waitFor();
+            int dash = first.indexOf(" - ");
+            return first.isEmpty() ? "dbench" : dash > 0 ? first.substring(0, dash) : first;
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot run " + executable + ": " + e.getMessage(), e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new FerriteException("interrupted while asking dbench for its version", e);
+        }
+    }
+
     /**
      * Runs {@code clients} clients of {@code loadfile} in {@code dir} for {@code seconds} (after dbench's own
      * warm-up of a fifth of that) and returns its report. The process and its children are killed if this

@@ -27,6 +27,8 @@ import dev.ferrite.perf.bench.DbenchLoadfile.Op;
 
 import org.HdrHistogram.Histogram;
 
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+
 /**
  * Replays a dbench loadfile through Ferrite's {@link Namespace}, doing for each operation what dbench's
  * fileio backend ({@code fileio.c}) does with system calls, so that Ferrite does the same work as a
@@ -59,8 +61,8 @@ public final class FerriteDbench {
     private static final int DIR_PAGE = 256;
     private static final long TEN_SECONDS = TimeUnit.SECONDS.toNanos(10), TWELVE_SECONDS = TimeUnit.SECONDS.toNanos(12);
     /** dbench's create options and dispositions (MS-SMB2 values). */
-    static final int FILE_DIRECTORY_FILE = 0x1;
-    static final int FILE_CREATE = 2, FILE_OVERWRITE = 4, FILE_OVERWRITE_IF = 5;
+    private static final int FILE_DIRECTORY_FILE = 0x1;
+    private static final int FILE_CREATE = 2, FILE_OVERWRITE = 4, FILE_OVERWRITE_IF = 5;
 
     private final Volume volume;
     private final Namespace ns;
@@ -77,8 +79,7 @@ public final class FerriteDbench {
      * Runs {@code clients} clients for a warm-up of {@code warmupSeconds} and then {@code seconds} measured,
      * then removes their files as dbench's cleanup does (unmeasured).
      *
-     * @throws FerriteException if a client fails other than by a status the loadfile does not expect (a
-     *         device error, an unaligned read or write refused because there is no buffered path)
+     * @throws FerriteException if a client fails other than by a status (a device error, a corrupt volume)
      */
     public DbenchResult run(int clients, double seconds, double warmupSeconds, Progress progress) {
         long warmup = TimeUnit.MILLISECONDS.toNanos(Math.round(warmupSeconds * 1000));
@@ -214,7 +215,7 @@ public final class FerriteDbench {
             int size = Math.max(load.maxIoSize(), 1);
             this.buffer = arena.allocate(size, BlockDevice.BUFFER_ALIGNMENT);
             for (long i = 0; i < size; i++) {
-                buffer.set(java.lang.foreign.ValueLayout.JAVA_BYTE, i, (byte) (i * 31 + id));
+                buffer.set(JAVA_BYTE, i, (byte) (i * 31 + id));
             }
             for (int k = 0; k < latency.length; k++) {
                 latency[k] = Result.newHistogram();
@@ -418,34 +419,15 @@ public final class FerriteDbench {
         private NtStatus write(Op op) {
             Open o = file(op);
             int size = (int) op.c();
-            try {
-                ns.write(o.handle, op.b(), buffer.asSlice(0, size));
-            } catch (NamespaceException e) {
-                throw unaligned(op, e);
-            }
+            ns.write(o.handle, op.b(), buffer.asSlice(0, size));
             return NtStatus.OK;
         }
 
         private NtStatus read(Op op) {
             Open o = file(op);
             int size = (int) op.c();
-            try {
-                lastRead = ns.read(o.handle, op.b(), buffer.asSlice(0, size));
-            } catch (NamespaceException e) {
-                throw unaligned(op, e);
-            }
+            lastRead = ns.read(o.handle, op.b(), buffer.asSlice(0, size));
             return lastRead == op.d() ? NtStatus.OK : NtStatus.END_OF_FILE;
-        }
-
-        /** EINVAL for I/O the namespace will not do (unaligned without a buffered path) stops the run, not a status. */
-        private NamespaceException unaligned(Op op, NamespaceException e) {
-            if (e.errno() == Errno.EINVAL) {
-                throw new FerriteException(String.format(Locale.ROOT,
-                        "line %d: %s of %d byte%s at offset %d refused (%s): this build has no buffered path for I/O"
-                                + " that is not block-aligned", op.line(), op.kind().loadName(), op.c(), op.c() == 1 ? "" : "s",
-                        op.b(), e.getMessage()), e);
-            }
-            return e;
         }
 
         /**

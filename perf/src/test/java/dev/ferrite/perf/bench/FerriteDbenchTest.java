@@ -104,14 +104,19 @@ class FerriteDbenchTest {
                 QUERY_PATH_INFORMATION "\\clients\\client1\\missing" 1004 NT_STATUS_OK
                 NTCreateX "\\clients\\client1" 0x1 0x1 2 NT_STATUS_OBJECT_NAME_NOT_FOUND
                 Flush 9 NT_STATUS_OK
+                NTCreateX "\\clients\\client1\\empty" 0x40 0x5 3 NT_STATUS_OK
+                ReadX 3 0 100 100 NT_STATUS_OK
+                Close 3 NT_STATUS_OK
                 """, "wrong");
         List<String> samples = replay(load, 1, 0.2, r -> {
-            assertTrue(r.mismatches() >= 3, "three per pass: " + r.mismatches());
+            assertTrue(r.mismatches() >= 4, "four per pass: " + r.mismatches());
             return r.mismatchSamples();
         });
         assertEquals(List.of(
                 "client 0 line 4 QUERY_PATH_INFORMATION /clients/client0/missing: expected NT_STATUS_OK, got NT_STATUS_OBJECT_NAME_NOT_FOUND",
                 "client 0 line 5 NTCreateX /clients/client0: expected NT_STATUS_OBJECT_NAME_NOT_FOUND, got NT_STATUS_OK",
-                "client 0 line 6 Flush handle 9: expected NT_STATUS_OK, got NT_STATUS_INVALID_HANDLE"), samples.subList(0, 3));
+                "client 0 line 6 Flush handle 9: expected NT_STATUS_OK, got NT_STATUS_INVALID_HANDLE",
+                "client 0 line 8 ReadX handle 3: expected NT_STATUS_OK, got NT_STATUS_END_OF_FILE (read 0 of 100 bytes at 0)"),
+                samples.subList(0, 4));
     }
 }
