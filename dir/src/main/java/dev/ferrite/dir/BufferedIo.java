@@ -307,6 +307,28 @@ final class BufferedIo implements PageCache.Writer {
         writeBack(p.inode, 0, Long.MAX_VALUE);
     }
 
+    /**
+     * Throws, once, the error of a write-back of {@code i}'s pages that failed since the last call (fsync
+     * and the last close report it, as Linux reports a write-back error at fsync).
+     */
+    void takeError(Inode i) {
+        FilePages p = i.pages;
+        if (p == null) {
+            return;
+        }
+        RuntimeException e;
+        p.lock.lock();
+        try {
+            e = p.error;
+            p.error = null;
+        } finally {
+            p.lock.unlock();
+        }
+        if (e != null) {
+            throw e;
+        }
+    }
+
     /** Writes back every dirty file (volume sync and unmount). */
     void writeBackAll() {
         for (FilePages p : cache.dirtyFiles()) {
@@ -317,7 +339,10 @@ final class BufferedIo implements PageCache.Writer {
     /**
      * Writes back the dirty pages of {@code p} in file blocks {@code [from, to)}, in runs of consecutive
      * ones; over the whole file, then commits a pending size no page carried (its pages were dropped).
-     * The caller holds the file's I/O lock exclusively. A run that fails stays dirty.
+     * The caller holds the file's I/O lock exclusively. A run that fails (no space, EFBIG) is dropped and
+     * its error kept for {@link #takeError}: whoever wrote it back (pressure from another file's writer,
+     * the write-back thread) does not get another file's error, and a page that cannot be written does
+     * not stay dirty for ever.
      */
     void writeBackLocked(FilePages p, long from, long to) {
         Inode i = p.inode;
@@ -348,7 +373,17 @@ final class BufferedIo implements PageCache.Writer {
                             }
                             continue;
                         }
-                        files.writeBackRun(i, offset, stage.asSlice(0, (long) n * blockSize), Math.min(offset + (long) n * blockSize, size));
+                        try {
+                            files.writeBackRun(i, offset, stage.asSlice(0, (long) n * blockSize), Math.min(offset + (long) n * blockSize, size));
+                        } catch (RuntimeException e) { // as Linux: the pages go, the error waits for the file's next fsync
+                            for (int r = 0; r < n; r++) {
+                                cache.drop(p, run[r]);
+                            }
+                            if (p.error == null) {
+                                p.error = e;
+                            }
+                            continue;
+                        }
                         cache.wroteBack(n);
                         for (int r = 0; r < n; r++) {
                             cache.cleaned(p, run[r]);

@@ -818,6 +818,7 @@ final class FileData {
     void sync(Handle h, boolean dataOnly) {
         Inode i = h.requireOpen();
         buffered.writeBack(i, 0, Long.MAX_VALUE);
+        buffered.takeError(i);
         flushData(i);
         long seq = dataOnly ? i.lastDataSeq : i.lastSeq;
         if (seq < 0) {

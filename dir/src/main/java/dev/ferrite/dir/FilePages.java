@@ -22,6 +22,8 @@ final class FilePages {
     private int size;
     /** Dirty pages of this file: changed under {@link #lock}, read without it to skip a clean file. */
     volatile int dirty;
+    /** The first write-back failure since the last fsync reported one (guarded by {@link #lock}): its pages were dropped. */
+    RuntimeException error;
     /** When the oldest of the file's dirty pages was dirtied, {@link System#nanoTime}; guarded by the page cache's dirty set. */
     long dirtySince;
 

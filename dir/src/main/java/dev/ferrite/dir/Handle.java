@@ -43,9 +43,11 @@ public final class Handle implements AutoCloseable {
     }
 
     /**
-     * Lets go of the inode; idempotent. The last close of an inode whose last link is gone frees it, in
-     * transactions of its own; if that fails the inode stays an orphan, freed at the next mount. The last
-     * close of a file that writes preallocated past its end frees those blocks; if that fails they are
+     * Lets go of the inode; idempotent. The last close of an inode whose last link is gone frees it (its
+     * cached pages dropped), in transactions of its own; if that fails the inode stays an orphan, freed at
+     * the next mount. The last close of a file writes back its dirty cached pages (throwing, once, a
+     * write-back error no fsync reported yet; the pages are dropped then). The last close of a file that
+     * writes preallocated past its end frees those blocks; if that fails they are
      * freed at its first open after the next mount. An operation on this handle already in flight either
      * ends before any of that starts or fails with EBADF.
      *

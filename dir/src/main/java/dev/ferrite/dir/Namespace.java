@@ -708,7 +708,13 @@ public final class Namespace {
 
     /**
      * Makes every change to {@code h}'s inode durable: its dirty cached pages written back, data flushed,
-     * then the journal forced (EBADF if closed).
+     * then the journal forced.
+     *
+     * @throws NamespaceException EBADF if the handle is closed; EFBIG if writing back buffered data found the
+     *         file's extents could not hold it (that data is dropped; reported once, by this or the file's last
+     *         close)
+     * @throws NoSpaceException likewise if the groups had no free block for it
+     * @throws VolumeShutdownException if the volume is closed or its journal has shut down
      */
     public void fsync(Handle h) {
         files.sync(h, false);

@@ -246,6 +246,7 @@ final class Orphans {
                 if (last == 2) {
                     files.trimSpeculative(i);
                 }
+                files.buffered.takeError(i);
             }
         } finally {
             inodes.release(i);

@@ -1,7 +1,7 @@
 /**
  * dir: the namespace. So far: volumes ({@link dev.ferrite.dir.Volume} format, mount, unmount), the
  * superblock and its mirror, allocation groups with their free-space and inode B-trees, inode records
- * and the lock-free inode cache; directories, regular files' data (direct I/O over inline extent lists) and
+ * and the lock-free inode cache; directories, regular files' data (direct and buffered I/O over inline extent lists) and
  * the {@link dev.ferrite.dir.Namespace} API (paths and {@link dev.ferrite.dir.Handle}s), orphans and the check
  * ({@link dev.ferrite.dir.CheckReport}). The CLI
  * builds on these.
@@ -27,6 +27,11 @@
  *       direct reads, writes, appends and fallocate; its I/O lock (shared by reads and writes, exclusive by
  *       truncate, fallocate, append and an orphan's freeing) is taken before the log reservation, then each extent change takes the file's lock
  *       (2), one group's AGF, then its record (4).
+ *   <li>{@code BufferedIo} over {@code PageCache} and per-file {@code FilePages}: buffered reads and writes
+ *       through off-heap block frames, and their write-back as {@code FileData}'s direct writes; a buffered
+ *       call takes the file's I/O lock (shared), then its page lock; write-back takes the I/O lock
+ *       exclusive; the cache's own lock is only taken to allocate or evict a frame and only try-locks a
+ *       file's page lock.
  *   <li>{@code NamespaceChecker}: the namespace's part of the check; reads only, no lock.
  * </ul>
  * The allocation group is split the same way: {@code AllocationGroup} (headers, locking, orphans) over

@@ -144,6 +144,21 @@ class FileCrashTest {
         }
     }
 
+    /**
+     * Writes 0xA5 over the free space a file allocates from first and frees it again: bytes no write of
+     * a workload makes, so that any block a crash exposes unwritten shows them.
+     */
+    static void fillFreeSpaceWithJunk(Namespace ns, Handle root, Arena arena) {
+        try (Handle junk = ns.create(root, "junk", 0644, true)) {
+            MemorySegment j = arena.allocate(256L * BS, BlockDevice.BUFFER_ALIGNMENT);
+            j.fill((byte) 0xA5);
+            for (int k = 0; k < 4; k++) {
+                ns.write(junk, k * j.byteSize(), j);
+            }
+        }
+        ns.unlink(root, "junk");
+    }
+
     /** What a file block held over the workload: {op, value} pairs, value a write's number or 0 (cut off by a truncate). */
     private static final class History {
         final List<long[]> values = new ArrayList<>(List.of(new long[] {0, 0}));
@@ -179,15 +194,7 @@ class FileCrashTest {
                 Namespace ns = v.namespace();
                 Handle f, g;
                 try (Handle root = ns.openRoot()) {
-                    // free space full of bytes no write of the workload makes: any block exposed unwritten shows them
-                    try (Handle junk = ns.create(root, "junk", 0644, true)) {
-                        MemorySegment j = arena.allocate(256L * BS, BlockDevice.BUFFER_ALIGNMENT);
-                        j.fill((byte) 0xA5);
-                        for (int k = 0; k < 4; k++) {
-                            ns.write(junk, k * j.byteSize(), j);
-                        }
-                    }
-                    ns.unlink(root, "junk");
+                    fillFreeSpaceWithJunk(ns, root, arena);
                     f = ns.create(root, "f", 0644, true);
                     g = ns.create(root, "g", 0644, true);
                 }

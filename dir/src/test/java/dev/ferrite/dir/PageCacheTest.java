@@ -4,6 +4,7 @@ import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.util.Arrays;
 
+import dev.ferrite.io.Errno;
 import org.junit.jupiter.api.Test;
 
 import static dev.ferrite.dir.Namespace.FALLOC_FL_KEEP_SIZE;
@@ -12,6 +13,7 @@ import static dev.ferrite.dir.Namespace.FALLOC_FL_ZERO_RANGE;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -112,6 +114,24 @@ class PageCacheTest extends FileTestBase {
             assertTrue(cache().awaitClean(10_000), "no write-back within 10 s: " + cache().stats());
             assertEquals(5000, committed(f), "the write-back thread committed the size");
             assertEquals(2, cache().stats().writtenBack());
+        }
+    }
+
+    @Test
+    void aFailedWriteBackDropsItsPagesAndTheNextFsyncReportsIt() {
+        int capacity = ExtentFormat.capacity(InodeFormat.inlineCapacity(BS));
+        try (Handle f = ns.create(root, "f", 0644, true)) {
+            for (int k = 0; k < capacity + 4; k++) { // a byte in every other block: more extents than the record holds
+                ns.write(f, 2L * k * BS + 1, bytes(1, 5)); // write-back under pressure fails part way, silently
+            }
+            long size = 2L * (capacity + 3) * BS + 2;
+            assertEquals(size, ns.stat(f).size());
+            NamespaceException e = assertThrows(NamespaceException.class, () -> ns.fsync(f));
+            assertEquals(Errno.EFBIG, e.errno(), e.getMessage());
+            ns.fsync(f); // reported once
+            assertEquals(0, cache().stats().dirtyPages());
+            assertEquals(size, committed(f), "the size the writes made stays");
+            assertArrayEquals(new byte[] {0, 5}, readBuffered(f, 0, 2), "the first blocks were written back");
         }
     }
 
