@@ -143,9 +143,9 @@ public final class DbenchBench {
         configurations.add(String.format(Locale.ROOT, "%-7s volume with %s on the raw loop device"
                 + " (O_DIRECT); loadfile replayed through Namespace by path, %d s after a %d s warm-up (and once, before"
                 + " the first run, %d s untimed for the JIT); files opened"
-                + " O_RDWR: unaligned ReadX/WriteX through the data page cache (%s; dirty pages written back"
-                + " at fsync, last close, age or pressure), block-aligned ones straight to the device (Ferrite's"
-                + " per-call choice); no O_SYNC: fsync on Flush only; LockX/UnlockX in an in-process table",
+                + " O_RDWR; ReadX/WriteX from a buffer 16 bytes into a page, as dbench's calloc gives it, so all"
+                + " through the data page cache (%s; dirty pages written back at fsync, last close, age or"
+                + " pressure); no O_SYNC: fsync on Flush only; LockX/UnlockX in an in-process table",
                 "ferrite", "VolumeOptions.defaults()" + (options.dataCacheBytes() == 0 ? ""
                         : ".withDataCacheBytes(" + options.dataCacheBytes() + ")"), seconds, warmupSeconds(), jitWarmup,
                 options.dataCacheBytes() == 0 ? "its default budget" : options.dataCacheBytes() + " bytes"));

@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 import java.util.List;
 import java.util.function.Function;
@@ -11,6 +13,7 @@ import java.util.function.Function;
 import dev.ferrite.dir.Namespace;
 import dev.ferrite.dir.Volume;
 import dev.ferrite.dir.VolumeOptions;
+import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.MemoryDevice;
 import dev.ferrite.perf.bench.DbenchLoadfile.Kind;
 
@@ -53,11 +56,11 @@ class FerriteDbenchTest {
     }
 
     /**
-     * Metadata and block-aligned I/O only: runs on the direct path, statuses checked (on every pass: Deltree
-     * leaves no directory behind), bytes counted as dbench does.
+     * Metadata and block-sized I/O: statuses checked (on every pass: Deltree leaves no directory behind),
+     * bytes counted as dbench does.
      */
     @Test
-    void metadataAndAlignedIoMatchTheirStatuses() {
+    void metadataAndBlockSizedIoMatchTheirStatuses() {
         DbenchLoadfile load = DbenchLoadfile.parse("""
                 Deltree "\\clients\\client1" NT_STATUS_OK
                 Mkdir "\\clients" NT_STATUS_OK
@@ -92,6 +95,16 @@ class FerriteDbenchTest {
             assertEquals(mb, r.mbPerSec(), mb * 0.05, "dbench's throughput: ReadX and WriteX bytes over the measured time");
             return null;
         });
+    }
+
+    /** Every ReadX and WriteX is buffered, block-sized or not: the buffer is never aligned for the direct path. */
+    @Test
+    void theIoBufferSitsWhereCallocPutsDbenchs() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment b = FerriteDbench.ioBuffer(arena, 65536);
+            assertEquals(16, b.address() % BlockDevice.BUFFER_ALIGNMENT);
+            assertEquals(65536, b.byteSize());
+        }
     }
 
     /** A status other than the expected one is counted and shown with its client, line, path and both statuses. */
