@@ -27,7 +27,8 @@ import static dev.ferrite.dir.InodeRecords.nowNanos;
  * Regular files' data, the xfs_bmap and direct-I/O role: the extent list in the inode record
  * ({@link ExtentFormat}), reads, writes and appends straight between the caller's aligned buffer and the
  * device, fallocate, fsync and fdatasync, and freeing a file's blocks (truncate, punch hole, and an
- * orphan's destruction).
+ * orphan's destruction). A call not aligned for the direct path goes to {@link BufferedIo} (the data page
+ * cache), whose write-back comes back here as direct writes ({@link #writeBackRun}).
  *
  * <h2>Ordering</h2>
  * Data reaches the device before any extent that points at it says written. Overwriting written blocks
@@ -49,8 +50,8 @@ import static dev.ferrite.dir.InodeRecords.nowNanos;
  *
  * <h2>Locks</h2>
  * A striped I/O lock per inode, taken before the log reservation (XFS's i_rwsem): shared by reads and
- * writes, exclusive by truncate, fallocate, append (which so owns the end of the file while it writes
- * there), a trim and by freeing an orphan, so that no read or write uses a mapping whose blocks are being freed
+ * writes (buffered ones too), exclusive by truncate, fallocate, append (which so owns the end of the file while it writes
+ * there), a write-back of cached pages, a trim and by freeing an orphan, so that no read or write uses a mapping whose blocks are being freed
  * or unwritten. Each extent-list change is a transaction reserved before the inode's lock
  * (2), then a group's AGF (3), then the record's block (4). Concurrent writes to disjoint ranges run
  * their device I/O in parallel. An operation on a handle checks again that the handle is open once it

@@ -484,11 +484,23 @@ public final class Namespace {
      * @throws VolumeShutdownException if the volume is closed or its journal has shut down
      */
     public Handle create(Handle dir, String name, int permissions, boolean exclusive) {
+        return create(dir, name, permissions, exclusive, O_RDWR);
+    }
+
+    /**
+     * {@link #create(Handle, String, int, boolean)} returning a handle with {@code open(2)} flags, as
+     * {@link #open(String, int)} takes them ({@code O_CREAT} with them).
+     *
+     * @throws NamespaceException EINVAL for bad flags, before anything is created; else as
+     *         {@link #create(Handle, String, int, boolean)}
+     */
+    public Handle create(Handle dir, String name, int permissions, boolean exclusive, int flags) {
+        requireFlags(flags, name);
         long d = dir.requireOpen().ino;
         paths.requireEntryName(d, name, exclusive ? NEW_NAME : CREATE);
         Inode[] opened = new Inode[1];
         long ino = createFile(null, d, name, false, S_IFREG | permissions & ~S_IFMT, exclusive, opened);
-        return opened[0] != null ? new Handle(orphans, opened[0], O_RDWR) : orphans.openCreated(ino);
+        return opened[0] != null ? new Handle(orphans, opened[0], flags) : orphans.openCreated(ino, flags);
     }
 
     /**

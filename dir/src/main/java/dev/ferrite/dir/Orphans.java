@@ -209,7 +209,11 @@ final class Orphans {
     }
 
     Handle openCreated(long ino) {
-        Handle h = openIno(ino);
+        return openCreated(ino, Namespace.O_RDWR);
+    }
+
+    Handle openCreated(long ino, int flags) {
+        Handle h = openIno(ino, flags);
         if (h == null) {
             throw new NamespaceException(Errno.ENOENT, "inode " + ino + " was removed as it was created");
         }

@@ -217,5 +217,18 @@ class PageCacheTest extends FileTestBase {
             byte[] got = readBuffered(r, 8, 10);
             assertArrayEquals(new byte[] {1, 1, 2, 2, 2, 2, 2, 3, 3, 3}, got);
         }
+        assertEquals(Errno.EINVAL, assertThrows(NamespaceException.class, () -> ns.create(root, "g", 0644, true, 3)).errno());
+        assertEquals(Errno.ENOENT, assertThrows(NamespaceException.class, () -> ns.open("/g")).errno(), "bad flags create nothing");
+        try (Handle g = ns.create(root, "g", 0644, true, Namespace.O_WRONLY | Namespace.O_APPEND)) {
+            ns.write(g, 100, bytes(3, 1));
+            ns.write(g, 100, bytes(3, 2));
+            assertEquals(6, ns.stat(g).size(), "both appended");
+            assertEquals(Errno.EBADF, assertThrows(NamespaceException.class, () -> ns.read(g, 0, MemorySegment.ofArray(new byte[1])))
+                    .errno());
+        }
+        try (Handle d = ns.mkdir(root, "d", 0755)) {
+            assertEquals(Errno.EISDIR, assertThrows(NamespaceException.class, () -> ns.open("/d", Namespace.O_RDWR)).errno());
+            ns.open(root, "d", Namespace.O_RDONLY).close();
+        }
     }
 }
