@@ -31,6 +31,8 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * another whose I/O lock it can take without waiting.
  */
 final class BufferedIo implements PageCache.Writer {
+    /** Blocks a sequential buffered reader's miss fills at once (128 KiB of 4 KiB blocks). */
+    static final int READ_AHEAD = 32;
     private final FileData files;
     private final PageCache cache;
     private final int blockSize;
@@ -210,7 +212,8 @@ final class BufferedIo implements PageCache.Writer {
             int k = (int) Math.min(blockSize - within, len - pos);
             int f = p.get(fb);
             if (f < 0) {
-                f = in && k == blockSize ? cache.allocate(p, fb) : fill(p, i, fb, size);
+                f = in && k == blockSize ? cache.allocate(p, fb)
+                        : fill(p, i, fb, size, in ? 1 : readAhead(p, fb, (offset + len - 1) / blockSize + 1));
                 if (f < 0) {
                     break;
                 }
@@ -238,25 +241,66 @@ final class BufferedIo implements PageCache.Writer {
         return pos;
     }
 
-    /** A frame holding file block {@code fb} as the file has it (zeros past {@code size}), mapped; -1 if no frame is free. */
-    private int fill(FilePages p, Inode i, long fb, long size) {
-        int f = cache.allocate(p, fb);
-        if (f < 0) {
+    /**
+     * How many blocks a read that misses block {@code fb} and wants up to block {@code end} fills: the
+     * rest of the request, or more if it goes on from where the file's last fill stopped (a sequential
+     * reader); at most {@link #READ_AHEAD}, and a quarter of the cache.
+     */
+    private int readAhead(FilePages p, long fb, long end) {
+        long want = Math.max(end - fb, fb == p.readNext ? READ_AHEAD : 1);
+        return (int) Math.min(want, Math.clamp(cache.capacity() / 4, 1, READ_AHEAD));
+    }
+
+    /**
+     * A frame holding file block {@code fb} as the file has it (zeros past {@code size}), mapped; -1 if no
+     * frame is free. Up to {@code want} blocks from {@code fb} that are not cached and lie before the end
+     * are filled with it, from one read of the file's mapping through a staging buffer.
+     */
+    private int fill(FilePages p, Inode i, long fb, long size, int want) {
+        long eof = Math.max(fb + 1, (size + blockSize - 1) / blockSize);
+        int n = 1;
+        while (n < want && fb + n < eof && p.get(fb + n) < 0) {
+            n++;
+        }
+        int[] frames = p.filling;
+        int got = 0;
+        for (; got < n; got++) {
+            int f = cache.allocate(p, fb + got);
+            if (f < 0) {
+                break;
+            }
+            frames[got] = f;
+        }
+        if (got == 0) {
             return -1;
         }
-        MemorySegment frame = cache.frame(f);
+        MemorySegment stage = got == 1 ? cache.frame(frames[0]) : cache.staging();
         try {
-            files.readBlocks(i.ino, fb, frame);
+            files.readBlocks(i.ino, fb, stage.asSlice(0, (long) got * blockSize));
+            for (int k = 0; k < got; k++) {
+                int f = frames[k];
+                if (got > 1) {
+                    MemorySegment.copy(stage, (long) k * blockSize, cache.slab(f), cache.offset(f), blockSize);
+                }
+                long tail = size - (fb + k) * blockSize;
+                if (tail < blockSize) {
+                    cache.slab(f).asSlice(cache.offset(f) + Math.max(0, tail), blockSize - Math.max(0, tail)).fill((byte) 0);
+                }
+                p.put(fb + k, f);
+            }
         } catch (RuntimeException e) {
-            cache.unused(f);
+            for (int k = 0; k < got; k++) {
+                cache.unused(frames[k]);
+            }
             throw e;
+        } finally {
+            if (got > 1) {
+                cache.release(stage);
+            }
         }
-        long tail = size - fb * blockSize;
-        if (tail < blockSize) {
-            frame.asSlice(Math.max(0, tail)).fill((byte) 0);
-        }
-        p.put(fb, f);
-        return f;
+        p.readNext = fb + got;
+        cache.filled(got);
+        return frames[0];
     }
 
     /** Drops {@code i}'s pages of file blocks {@code [from, to)}, dirty ones too; the caller holds its I/O lock. */

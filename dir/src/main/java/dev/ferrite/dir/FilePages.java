@@ -22,6 +22,10 @@ final class FilePages {
     private int size;
     /** Dirty pages of this file: changed under {@link #lock}, read without it to skip a clean file. */
     volatile int dirty;
+    /** The block after the last one a read filled (sequential readers read ahead); guarded by {@link #lock}. */
+    long readNext = -1;
+    /** The frames a fill is reading into (guarded by {@link #lock}). */
+    final int[] filling = new int[BufferedIo.READ_AHEAD];
     /** The first write-back failure since the last fsync reported one (guarded by {@link #lock}): its pages were dropped. */
     RuntimeException error;
     /** When the oldest of the file's dirty pages was dirtied, {@link System#nanoTime}; guarded by the page cache's dirty set. */

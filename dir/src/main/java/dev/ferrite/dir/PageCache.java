@@ -60,6 +60,7 @@ final class PageCache implements AutoCloseable {
     private final boolean[] referenced;
     private final AtomicLong dirtyPages = new AtomicLong();
     private final AtomicLong writtenBack = new AtomicLong();
+    private final AtomicLong fills = new AtomicLong(), filled = new AtomicLong();
     /** Files with dirty pages, oldest first. */
     private final LinkedHashSet<FilePages> dirtyFiles = new LinkedHashSet<>();
     private final ConcurrentLinkedDeque<MemorySegment> staging = new ConcurrentLinkedDeque<>();
@@ -149,7 +150,7 @@ final class PageCache implements AutoCloseable {
                 continue;
             }
             try {
-                if (!dirty[f]) {
+                if (!dirty[f] && o.get(block[f]) == f) { // mapped: a frame being filled is not yet, and is its filler's
                     o.remove(block[f]);
                     evictions++;
                     return f;
@@ -213,6 +214,12 @@ final class PageCache implements AutoCloseable {
                 dirtyFiles.notifyAll();
             }
         }
+    }
+
+    /** Counts a miss's read of {@code pages} blocks into frames. */
+    void filled(int pages) {
+        fills.incrementAndGet();
+        filled.addAndGet(pages);
     }
 
     /** Counts {@code pages} written back to the device. */
@@ -322,8 +329,11 @@ final class PageCache implements AutoCloseable {
         return true;
     }
 
-    /** Counters for tests and stats: dirty pages now, pages written back, evictions since mount. */
-    record Stats(long dirtyPages, long writtenBack, long evictions, int capacity) {
+    /**
+     * Counters for tests and stats: dirty pages now; since mount, pages written back, evictions, and the
+     * reads that filled frames on a miss with the blocks they filled (more than one each: read-ahead).
+     */
+    record Stats(long dirtyPages, long writtenBack, long evictions, long fills, long filled, int capacity) {
     }
 
     Stats stats() {
@@ -331,7 +341,7 @@ final class PageCache implements AutoCloseable {
         synchronized (this) {
             e = evictions;
         }
-        return new Stats(dirtyPages.get(), writtenBack.get(), e, capacity);
+        return new Stats(dirtyPages.get(), writtenBack.get(), e, fills.get(), filled.get(), capacity);
     }
 
     /** Stops the write-back thread (the caller wrote back what it wanted to keep first). */

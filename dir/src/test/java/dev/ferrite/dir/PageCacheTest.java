@@ -76,6 +76,7 @@ class PageCacheTest extends FileTestBase {
         }
     }
 
+    /** Read in order, a miss fills a quarter of the cache at once (read-ahead); the pages read before are evicted. */
     @Test
     void cleanPagesAreEvictedUnderATinyBudget() {
         int blocks = 4 * FRAMES;
@@ -88,6 +89,7 @@ class PageCacheTest extends FileTestBase {
                 }
             }
             assertTrue(cache().stats().evictions() >= 2L * blocks - FRAMES, "evictions: " + cache().stats());
+            assertTrue(cache().stats().fills() <= cache().stats().filled() / 3, "a sequential reader reads ahead: " + cache().stats());
         }
     }
 
