@@ -84,7 +84,7 @@ final class AppendsCommand implements Callable<Integer> {
         if (bs < 4096 || bs % 4096 != 0 || bs > 1 << 20) {
             throw new ParameterException(spec.commandLine(), "--bs " + ByteSize.format(bs) + ": give a multiple of 4 KiB up to 1 MiB");
         }
-        List<Target> ts = targets.stream().map(this::target).distinct().toList();
+        List<Target> ts = TargetNames.parse(spec, Target.class, targets);
         Path base = runDir.resolve(spec);
         Fio fio = fioOption.noFio ? null : Fio.find().orElse(null);
         AppendBench bench = new AppendBench(base, size, (int) bs, writers, Math.max(options.seconds, LIMIT_SECONDS), ts, fio);
@@ -109,13 +109,5 @@ final class AppendsCommand implements Callable<Integer> {
         options.json.write(out, machine, results);
         out.flush();
         return 0;
-    }
-
-    private Target target(String name) {
-        try {
-            return Target.valueOf(name.strip().toUpperCase(Locale.ROOT));
-        } catch (IllegalArgumentException e) {
-            throw new ParameterException(spec.commandLine(), "--targets: '" + name + "' is not one of ferrite, xfs, ext4");
-        }
     }
 }

@@ -17,7 +17,7 @@ import picocli.CommandLine.Spec;
                 "temporary file.",
                 ""},
         subcommands = {DeviceCommand.class, JournalCommand.class, KvCommand.class, MetaCommand.class,
-                DirScaleCommand.class, RandWriteCommand.class, AppendsCommand.class})
+                DirScaleCommand.class, RandWriteCommand.class, AppendsCommand.class, DbenchCommand.class})
 final class BenchCommand implements Callable<Integer> {
     @Mixin
     BenchOptions options;

@@ -90,7 +90,7 @@ final class RandWriteCommand implements Callable<Integer> {
                 throw new ParameterException(spec.commandLine(), "--qd " + queueDepths + ": each count must be 1..256");
             }
         }
-        List<Target> ts = targets.stream().map(this::target).distinct().toList();
+        List<Target> ts = TargetNames.parse(spec, Target.class, targets);
         Path base = runDir.resolve(spec);
         Fio fio = fioOption.noFio ? null : Fio.find().orElse(null);
         RandWriteBench bench = new RandWriteBench(base, fileSize, (int) bs, queueDepths, options.seconds, ts, fio, unwritten);
@@ -118,13 +118,5 @@ final class RandWriteCommand implements Callable<Integer> {
         options.json.write(out, machine, results);
         out.flush();
         return 0;
-    }
-
-    private Target target(String name) {
-        try {
-            return Target.valueOf(name.strip().toUpperCase(Locale.ROOT));
-        } catch (IllegalArgumentException e) {
-            throw new ParameterException(spec.commandLine(), "--targets: '" + name + "' is not one of ferrite, xfs, ext4, raw");
-        }
     }
 }

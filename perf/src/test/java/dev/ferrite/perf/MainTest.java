@@ -65,6 +65,31 @@ class MainTest {
     }
 
     @Test
+    void dbenchRefusesWhatItCannotRunBeforeMakingAnyDevice(@TempDir Path dir) throws Exception {
+        assertEquals(2, run("bench", "dbench", "--clients", "1,0"));
+        assertTrue(err.toString().startsWith("ferrite bench dbench: --clients [1, 0]: each count must be 1..128"), err.toString());
+        err.getBuffer().setLength(0);
+        assertEquals(2, run("bench", "dbench", "--targets", "ferrite,zfs"));
+        assertTrue(err.toString().startsWith("ferrite bench dbench: --targets: 'zfs' is not one of ferrite, xfs, ext4, btrfs"), err.toString());
+        err.getBuffer().setLength(0);
+        assertEquals(2, run("bench", "dbench", "--seconds", "0"));
+        assertTrue(err.toString().startsWith("ferrite bench dbench: --seconds 0: give 1 to 86400"), err.toString());
+        err.getBuffer().setLength(0);
+        assertEquals(2, run("bench", "dbench", "--jit-warmup", "-1"));
+        assertTrue(err.toString().startsWith("ferrite bench dbench: --jit-warmup -1: give 0 to 3600"), err.toString());
+        err.getBuffer().setLength(0);
+        Path missing = dir.resolve("none.txt");
+        assertEquals(2, run("bench", "dbench", "--loadfile", missing.toString()));
+        assertTrue(err.toString().startsWith("ferrite bench dbench: --loadfile " + missing + ": cannot read it"), err.toString());
+        err.getBuffer().setLength(0);
+        Path bad = Files.writeString(dir.resolve("bad.txt"), "Close 1 NT_STATUS_OK\nLOOP 3\n");
+        assertEquals(2, run("bench", "dbench", "--loadfile", bad.toString()));
+        assertTrue(err.toString().startsWith("ferrite bench dbench: --loadfile " + bad + ":2: 'LOOP' is not a NetBench operation"),
+                err.toString());
+        assertEquals("", out.toString());
+    }
+
+    @Test
     void noCommandIsAUsageError() {
         assertEquals(2, run());
         assertEquals("ferrite: a command is required: bench, jmh, format, check or dump (see 'ferrite --help')\n", err.toString());

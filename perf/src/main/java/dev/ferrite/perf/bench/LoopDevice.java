@@ -19,7 +19,8 @@ import dev.ferrite.io.FerriteException;
  * A loop device over a RAM-backed image file, optionally formatted and mounted with a kernel file
  * system: the same kind of device for every target of a comparison, made by the benchmark and removed
  * by {@link #close()} in reverse order. Needs root and util-linux ({@code losetup}), and
- * {@code mkfs.xfs}/{@code mkfs.ext4} for those file systems.
+ * {@code mkfs.xfs}/{@code mkfs.ext4}/{@code mkfs.btrfs} for those file systems. A
+ * shutdown hook releases the device if the JVM exits before {@link #close()} (Ctrl-C).
  */
 public final class LoopDevice implements AutoCloseable {
     /** What goes on the device. */
@@ -27,7 +28,8 @@ public final class LoopDevice implements AutoCloseable {
         /** Nothing: the block device itself. */
         RAW(null),
         XFS("mkfs.xfs"),
-        EXT4("mkfs.ext4");
+        EXT4("mkfs.ext4"),
+        BTRFS("mkfs.btrfs");
 
         final String mkfs;
 
@@ -43,12 +45,16 @@ public final class LoopDevice implements AutoCloseable {
     private final Path image;
     private final Path device;
     private final Path mountPoint;
-    private boolean mounted;
+    private volatile boolean mounted;
+    /** Releases the device if the JVM exits before {@link #close()} (Ctrl-C, SIGTERM). */
+    private final Thread exitHook;
 
     private LoopDevice(Path image, Path device, Path mountPoint) {
         this.image = image;
         this.device = device;
         this.mountPoint = mountPoint;
+        this.exitHook = new Thread(this::releaseAtExit, "ferrite-loop-release");
+        Runtime.getRuntime().addShutdownHook(exitHook);
     }
 
     /** Bytes of a loop device for {@code data} bytes of files: room beside them for a file system's metadata and log. */
@@ -83,8 +89,7 @@ public final class LoopDevice implements AutoCloseable {
             Path mount = kind.mkfs == null ? null : Files.createTempDirectory(dir, "ferrite-mnt-");
             made = new LoopDevice(image, device, mount);
             if (kind.mkfs != null) {
-                run(kind == Kind.XFS ? List.of(kind.mkfs, "-q", "-f", device.toString())
-                        : List.of(kind.mkfs, "-q", "-F", device.toString()));
+                run(List.of(kind.mkfs, "-q", kind == Kind.EXT4 ? "-F" : "-f", device.toString()));
                 run("mount", device.toString(), mount.toString());
                 made.mounted = true;
             }
@@ -108,9 +113,50 @@ public final class LoopDevice implements AutoCloseable {
         return mountPoint;
     }
 
+    /**
+     * The options the file system is mounted with, as {@code /proc/self/mounts} gives them (e.g.
+     * {@code rw,relatime,attr2,inode64,...}); null for {@link Kind#RAW} or if the kernel does not say.
+     */
+    public String mountOptions() {
+        if (!mounted) {
+            return null;
+        }
+        try (var lines = Files.lines(Path.of("/proc/self/mounts"))) {
+            String mp = mountPoint.toString();
+            return lines.map(l -> l.split(" ")).filter(f -> f.length >= 4 && f[1].equals(mp)).map(f -> f[3])
+                    .reduce((a, b) -> b).orElse(null);
+        } catch (IOException | UncheckedIOException e) {
+            return null;
+        }
+    }
+
+    /**
+     * What the exit hook does when the JVM goes before {@link #close()}: a lazy unmount (a process still
+     * writing there, being killed by its own hook meanwhile, must not keep the mount), a detach that
+     * completes when the device is let go, and the image deleted. Failures are ignored: nothing can report
+     * them at exit.
+     */
+    void releaseAtExit() {
+        if (mounted) {
+            attempt(new ArrayList<>(), () -> run("umount", "-l", mountPoint.toString()));
+        }
+        attempt(new ArrayList<>(), () -> run("losetup", "-d", device.toString()));
+        attempt(new ArrayList<>(), () -> {
+            if (mountPoint != null) {
+                Files.deleteIfExists(mountPoint);
+            }
+            return Files.deleteIfExists(image);
+        });
+    }
+
     /** Unmounts, detaches and deletes the image; each step is tried even if one before it failed. */
     @Override
     public void close() {
+        try {
+            Runtime.getRuntime().removeShutdownHook(exitHook);
+        } catch (IllegalStateException shuttingDown) {
+            return; // the hook releases the device
+        }
         List<String> failures = new ArrayList<>();
         if (mounted) {
             attempt(failures, () -> run("umount", mountPoint.toString()));

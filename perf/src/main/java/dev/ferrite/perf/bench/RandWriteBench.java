@@ -62,7 +62,7 @@ public final class RandWriteBench {
 
     /** Where a run's file lives. */
     public enum Target {
-        FERRITE, RAW, XFS, EXT4;
+        FERRITE, XFS, EXT4, RAW;
 
         public String label() {
             return name().toLowerCase(Locale.ROOT);

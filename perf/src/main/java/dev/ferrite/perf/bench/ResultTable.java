@@ -64,10 +64,14 @@ public final class ResultTable {
             }
             rows.add(row.toArray(String[]::new));
         }
-        return format(rows);
+        return format(rows, 2);
     }
 
-    private static String format(List<String[]> rows) {
+    /**
+     * Rows padded into columns two spaces apart: the first {@code leftColumns} (names) left-aligned, the
+     * others (numbers) right-aligned so that their digits line up.
+     */
+    static String format(List<String[]> rows, int leftColumns) {
         int columns = rows.getFirst().length;
         int[] width = new int[columns];
         for (String[] row : rows) {
@@ -83,8 +87,7 @@ public final class ResultTable {
                 if (c > 0) {
                     line.append("  ");
                 }
-                // Names read left-aligned, numbers right-aligned so that their digits line up.
-                if (c < 2) {
+                if (c < leftColumns) {
                     line.append(row[c]).repeat(' ', pad);
                 } else {
                     line.repeat(' ', pad).append(row[c]);

@@ -1,0 +1,153 @@
+package dev.ferrite.perf;
+
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+
+import dev.ferrite.dir.VolumeOptions;
+import dev.ferrite.perf.bench.DbenchBench;
+import dev.ferrite.perf.bench.DbenchBench.Target;
+import dev.ferrite.perf.bench.DbenchBinary;
+import dev.ferrite.perf.bench.DbenchLoadfile;
+import dev.ferrite.perf.bench.DbenchReport;
+import dev.ferrite.perf.bench.DbenchResult;
+import dev.ferrite.perf.bench.Machine;
+import dev.ferrite.perf.bench.Result;
+import dev.ferrite.perf.bench.Storage;
+
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+
+@Command(name = "dbench",
+        description = {
+                "dbench's NetBench workload: N clients each replay a loadfile (NTCreateX,",
+                "ReadX, WriteX, Close, Rename, Unlink, FIND_FIRST, QUERY_*, Flush, LockX ...)",
+                "in a tree of its own, looping until the time is up, after a warm-up of a",
+                "fifth of it. Each target gets its own RAM-backed loop device of the same",
+                "size, made for it and removed after it (needs root and losetup):",
+                "",
+                "  ferrite  a volume on the device; the loadfile replayed through the",
+                "           namespace API, each status checked against the loadfile's",
+                "  xfs      mkfs.xfs defaults, mounted; the real dbench on it",
+                "  ext4     mkfs.ext4 defaults, mounted; the real dbench on it",
+                "  btrfs    mkfs.btrfs defaults, mounted; the real dbench on it",
+                "",
+                "Every side makes data durable only at the loadfile's Flush (fsync): no",
+                "O_SYNC. Throughput is dbench's: bytes of ReadX and WriteX over the measured",
+                "time.",
+                ""})
+final class DbenchCommand implements Callable<Integer> {
+    @Option(names = "--loadfile", paramLabel = "FILE", defaultValue = "/usr/share/dbench/client.txt",
+            description = "the NetBench loadfile (dbench 4.0 format) (default: ${DEFAULT-VALUE})")
+    Path loadfile;
+
+    @Option(names = "--clients", paramLabel = "N", split = ",", defaultValue = "1,2,8",
+            description = "client counts, one run each per target (default: ${DEFAULT-VALUE})")
+    List<Integer> clients;
+
+    @Option(names = "--seconds", paramLabel = "S", defaultValue = "10",
+            description = "measured seconds of each run, whole seconds as dbench's -t takes them; a warm-up of a"
+                    + " fifth of them comes first (default: ${DEFAULT-VALUE})")
+    int seconds;
+
+    @Option(names = "--targets", paramLabel = "T", split = ",", defaultValue = "ferrite,xfs,ext4,btrfs",
+            description = "ferrite, xfs, ext4, btrfs, in run order (default: ${DEFAULT-VALUE})")
+    List<String> targets;
+
+    @Option(names = "--data-cache", paramLabel = "SIZE", converter = ByteSize.Converter.class,
+            description = "Ferrite's data page cache budget (the kernel's page cache may take all free memory);"
+                    + " K/M/G suffixes (default: the volume's default)")
+    long dataCache;
+
+    @Option(names = "--jit-warmup", paramLabel = "S", defaultValue = "10",
+            description = "seconds Ferrite's replay runs untimed with the most clients before its first run, so that"
+                    + " the JVM has compiled it (dbench is native code); 0 for none (default: ${DEFAULT-VALUE})")
+    int jitWarmup;
+
+    @Mixin
+    RunDir runDir;
+
+    @Mixin
+    JsonOption json;
+
+    @Mixin
+    HelpOption help;
+
+    @Spec
+    CommandSpec spec;
+
+    @Override
+    public Integer call() throws IOException {
+        json.validate(spec);
+        if (seconds < 1 || seconds > 86_400) {
+            throw new ParameterException(spec.commandLine(), "--seconds " + seconds + ": give 1 to 86400");
+        }
+        for (int c : clients) {
+            if (c < 1 || c > 128) {
+                throw new ParameterException(spec.commandLine(), "--clients " + clients + ": each count must be 1..128");
+            }
+        }
+        List<Target> ts = TargetNames.parse(spec, Target.class, targets);
+        if (!Files.isReadable(loadfile)) {
+            throw new ParameterException(spec.commandLine(), "--loadfile " + loadfile
+                    + ": cannot read it (Debian/Ubuntu: apt-get install dbench puts one at /usr/share/dbench/client.txt)");
+        }
+        DbenchLoadfile load;
+        try {
+            load = DbenchLoadfile.read(loadfile);
+        } catch (IllegalArgumentException e) {
+            throw new ParameterException(spec.commandLine(), "--loadfile " + e.getMessage());
+        }
+        Path base = runDir.resolve(spec);
+        DbenchBinary dbench = DbenchBinary.find().orElse(null);
+        if (dataCache < 0 || dataCache > 1L << 40) {
+            throw new ParameterException(spec.commandLine(), "--data-cache " + ByteSize.format(dataCache) + ": give 0 to 1 TiB");
+        }
+        if (jitWarmup < 0 || jitWarmup > 3600) {
+            throw new ParameterException(spec.commandLine(), "--jit-warmup " + jitWarmup + ": give 0 to 3600");
+        }
+        VolumeOptions volume = VolumeOptions.defaults().withDataCacheBytes(dataCache);
+        DbenchBench bench = new DbenchBench(base, load, loadfile, clients, seconds, ts, dbench, volume, jitWarmup);
+        PrintWriter out = spec.commandLine().getOut();
+        Storage storage = Storage.of(base);
+        out.printf(Locale.ROOT, "devices:  loop devices of %s over images in %s (%s), one per target%n",
+                ByteSize.format(bench.deviceBytes()), storage.path(), storage.describe());
+        out.printf(Locale.ROOT, "loadfile: %s (%,d operations); clients %s; %d s measured after a %d s warm-up%n",
+                loadfile, load.ops().size(), clients.stream().map(String::valueOf).reduce((a, b) -> a + "," + b).orElse(""),
+                seconds, bench.warmupSeconds());
+        out.println(dbench != null ? "dbench:   " + dbench.executable() + " (" + dbench.version() + ")"
+                : "dbench:   not on the PATH: ferrite only");
+        out.flush();
+        Machine machine = Machine.collect(storage);
+        List<DbenchResult> results = bench.run(new ProgressLine(spec.commandLine().getErr()));
+        out.println();
+        out.println("configuration and durability:");
+        bench.configurations().forEach(c -> out.println("  " + c));
+        for (String note : bench.notes()) {
+            out.println(note);
+        }
+        List<String> ran = ts.stream().map(Target::label).filter(l -> results.stream().anyMatch(r -> r.target().equals(l))).toList();
+        if (!ran.isEmpty()) {
+            out.print(DbenchReport.render(results, ran, seconds));
+        }
+        for (DbenchResult r : results) {
+            if (!r.mismatchSamples().isEmpty()) {
+                out.println();
+                out.println(r.target() + " x" + r.clients() + ": " + r.mismatches() + " status mismatches, the first:");
+                r.mismatchSamples().forEach(s -> out.println("  " + s));
+            }
+        }
+        List<Result> rows = results.stream().map(DbenchResult::toResult).toList();
+        json.write(out, machine, rows);
+        out.flush();
+        return 0;
+    }
+}

@@ -1,0 +1,165 @@
+package dev.ferrite.perf.bench;
+
+import java.io.UncheckedIOException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+
+import dev.ferrite.dir.Volume;
+import dev.ferrite.dir.VolumeOptions;
+import dev.ferrite.io.DeviceOptions;
+import dev.ferrite.io.DirectDevice;
+import dev.ferrite.io.FerriteException;
+
+/**
+ * dbench's NetBench workload on every target in one run, each on its own RAM-backed loop device of the
+ * same size, made for it and removed after it:
+ * <ul>
+ *   <li>{@code ferrite}: a volume formatted with its defaults on the device, the loadfile replayed through
+ *       the namespace by {@link FerriteDbench};
+ *   <li>{@code xfs}, {@code ext4}, {@code btrfs}: the file system made with mkfs's defaults and mounted
+ *       with the kernel's, and the real {@code dbench} run on it ({@link DbenchBinary}).
+ * </ul>
+ * Both sides replay the same loadfile with the same clients for the same time after the same warm-up (a
+ * fifth of the time, whole seconds: dbench's default), count throughput the same way, and make data
+ * durable only where the loadfile says Flush. A target that cannot be made here (not root, a tool
+ * missing) is skipped with a note; one that fails is reported beside the others' results.
+ */
+public final class DbenchBench {
+    /** Where the loadfile is replayed. */
+    public enum Target {
+        FERRITE, XFS, EXT4, BTRFS;
+
+        public String label() {
+            return name().toLowerCase(Locale.ROOT);
+        }
+
+        LoopDevice.Kind deviceKind() {
+            return switch (this) {
+                case FERRITE -> LoopDevice.Kind.RAW;
+                case XFS -> LoopDevice.Kind.XFS;
+                case EXT4 -> LoopDevice.Kind.EXT4;
+                case BTRFS -> LoopDevice.Kind.BTRFS;
+            };
+        }
+    }
+
+    /** Room per client: a client.txt tree peaks near 25 MB, and a file system wants space to spare. */
+    private static final long BYTES_PER_CLIENT = 128L << 20;
+    private static final long MIN_DEVICE = 1L << 30;
+
+    private final Path dir;
+    private final DbenchLoadfile load;
+    private final Path loadfile;
+    private final List<Integer> clients;
+    private final int seconds;
+    private final List<Target> targets;
+    private final DbenchBinary dbench;
+    private final VolumeOptions volumeOptions;
+    private final int jitWarmup;
+    private final List<String> notes = new ArrayList<>();
+    private final List<String> configurations = new ArrayList<>();
+
+    /**
+     * @param dir      a RAM-backed directory for the loop devices' images and mount points
+     * @param load     the parsed loadfile, for the Ferrite replay
+     * @param loadfile the same file, for dbench
+     * @param clients  client counts, one run each per target
+     * @param seconds  measured seconds of each run, after a warm-up of a fifth of them
+     * @param dbench   the dbench binary, or null to run only {@code ferrite}
+     * @param volumeOptions what the Ferrite volume is formatted and mounted with
+     * @param jitWarmup seconds of an untimed Ferrite replay with the most clients before the first measured
+     *                  one, for the JIT (dbench is native); 0 for none
+     */
+    public DbenchBench(Path dir, DbenchLoadfile load, Path loadfile, List<Integer> clients, int seconds,
+                       List<Target> targets, DbenchBinary dbench, VolumeOptions volumeOptions, int jitWarmup) {
+        this.dir = dir;
+        this.load = load;
+        this.loadfile = loadfile;
+        this.clients = List.copyOf(clients);
+        this.seconds = seconds;
+        this.targets = List.copyOf(targets);
+        this.dbench = dbench;
+        this.volumeOptions = volumeOptions;
+        this.jitWarmup = jitWarmup;
+    }
+
+    /** Bytes of each target's loop device. */
+    public long deviceBytes() {
+        int most = clients.stream().mapToInt(Integer::intValue).max().orElse(1);
+        return Math.max(MIN_DEVICE, most * BYTES_PER_CLIENT);
+    }
+
+    /** dbench's warm-up: a fifth of the time, in whole seconds. */
+    public int warmupSeconds() {
+        return seconds / 5;
+    }
+
+    /** What the run could not do (a target skipped or stopped), one line each. */
+    public List<String> notes() {
+        return notes;
+    }
+
+    /** How each target that ran was set up and what it makes durable, one line each. */
+    public List<String> configurations() {
+        return configurations;
+    }
+
+    public List<DbenchResult> run(Progress progress) {
+        List<DbenchResult> results = new ArrayList<>();
+        for (Target t : targets) {
+            if (t != Target.FERRITE && dbench == null) {
+                notes.add(t.label() + ": skipped, dbench is not on the PATH (Debian/Ubuntu: apt-get install dbench)");
+                continue;
+            }
+            if (!LoopDevice.available(t.deviceKind())) {
+                notes.add(t.label() + ": skipped, making a " + t.deviceKind().label() + " loop device needs root, losetup"
+                        + (t.deviceKind() == LoopDevice.Kind.RAW ? "" : " and mkfs." + t.label()));
+                continue;
+            }
+            try (LoopDevice loop = LoopDevice.create(dir, deviceBytes(), t.deviceKind())) {
+                if (t == Target.FERRITE) {
+                    ferrite(loop.device(), results, progress);
+                } else {
+                    configurations.add(String.format(Locale.ROOT, "%-7s mkfs.%s defaults, mounted %s; %s -c %s -t %d -D <mount> N"
+                                    + " (fileio backend: page cache, no O_SYNC, no -F/-S: fsync on Flush only)",
+                            t.label(), t.label(), loop.mountOptions(), dbench.executable(), loadfile, seconds));
+                    for (int c : clients) {
+                        results.add(dbench.run(loadfile, loop.mountPoint(), c, seconds, t.label(), progress));
+                    }
+                }
+            } catch (FerriteException | UncheckedIOException e) {
+                // one target's failure is reported beside the others' results, not instead of them
+                progress.done();
+                notes.add(t.label() + ": stopped: " + e.getMessage());
+            }
+        }
+        return results;
+    }
+
+    private void ferrite(Path device, List<DbenchResult> results, Progress progress) {
+        VolumeOptions options = volumeOptions;
+        configurations.add(String.format(Locale.ROOT, "%-7s volume with %s on the raw loop device"
+                + " (O_DIRECT); loadfile replayed through Namespace by path, %d s after a %d s warm-up (and once, before"
+                + " the first run, %d s untimed for the JIT); files opened"
+                + " O_RDWR; ReadX/WriteX from a buffer 16 bytes into a page, as dbench's calloc gives it, so all"
+                + " through the data page cache (%s; dirty pages written back at fsync, last close, age or"
+                + " pressure); no O_SYNC: fsync on Flush only; LockX/UnlockX in an in-process table",
+                "ferrite", "VolumeOptions.defaults()" + (options.dataCacheBytes() == 0 ? ""
+                        : ".withDataCacheBytes(" + options.dataCacheBytes() + ")"), seconds, warmupSeconds(), jitWarmup,
+                options.dataCacheBytes() == 0 ? "its default budget" : options.dataCacheBytes() + " bytes"));
+        try (DirectDevice dev = DirectDevice.open(device, DeviceOptions.defaults())) {
+            Volume.format(dev, options);
+            try (Volume v = Volume.open(dev, options)) {
+                FerriteDbench replay = new FerriteDbench(v, load);
+                if (jitWarmup > 0) {
+                    replay.run(clients.stream().mapToInt(Integer::intValue).max().orElse(1), jitWarmup, 0, progress);
+                }
+                for (int c : clients) {
+                    results.add(replay.run(c, seconds, warmupSeconds(), progress));
+                }
+            }
+        }
+    }
+}
