@@ -70,6 +70,7 @@ final class FileData {
     private final Geometry geometry;
     private final InodeRecords records;
     private final BlockDevice device;
+    private final ExtentMap map;
     private final int blockSize;
     private final ReentrantReadWriteLock[] ioLocks = new ReentrantReadWriteLock[IO_STRIPES];
     /** Speculative preallocation's bounds, in blocks. */
@@ -79,8 +80,9 @@ final class FileData {
     /** Commit sequence of the last transaction that freed file blocks. */
     private final AtomicLong lastFreeSeq = new AtomicLong(-1);
 
-    FileData(Volume volume, BufferCache cache, Geometry geometry, InodeRecords records) {
+    FileData(Volume volume, BufferCache cache, Geometry geometry, InodeRecords records, ExtentMap map) {
         this.volume = volume;
+        this.map = map;
         this.cache = cache;
         this.geometry = geometry;
         this.records = records;
@@ -122,21 +124,25 @@ final class FileData {
         return l;
     }
 
-    /** A file's size, flags and extents, read together. */
+    /** A file's size, flags and extents (all of an inline list, a window of a tree), read together. */
     private record Snapshot(long size, int flags, ExtentList extents) {
     }
 
-    /** Inode {@code ino}'s size and extents; EISDIR for a directory, EINVAL for anything else not a regular file. */
-    private Snapshot file(long ino) {
+    /**
+     * Inode {@code i}'s size and extents, of a tree those for {@code [from, to)} ({@link ExtentMap#window});
+     * EISDIR for a directory, EINVAL for anything else not a regular file.
+     */
+    private Snapshot file(Inode i, long from, long to) {
+        long ino = i.ino;
         Object o = records.readRecord(ino, (b, rec) -> {
             int mode = InodeFormat.mode(b, rec);
             if ((mode & S_IFMT) != S_IFREG) {
                 return mode;
             }
-            return new Snapshot(InodeFormat.size(b, rec), InodeFormat.flags(b, rec), ExtentFormat.decode(b, rec, geometry));
+            return new Snapshot(InodeFormat.size(b, rec), InodeFormat.flags(b, rec), ExtentMap.decode(b, rec, geometry));
         });
         if (o instanceof Snapshot s) {
-            return s;
+            return s.extents().inTree() ? new Snapshot(s.size(), s.flags(), map.window(i, s.extents(), from, to)) : s;
         }
         int mode = (Integer) o;
         if (mode == 0) {
@@ -164,8 +170,9 @@ final class FileData {
     }
 
     /** The device block of file block {@code first} if one written extent holds {@code [first, end)} inside the size; else -1. */
-    private long inPlace(long ino, long first, long end) {
-        return records.readRecord(ino, (b, rec) -> ExtentFormat.writtenBlock(b, rec, first, end, geometry));
+    private long inPlace(Inode i, long first, long end) {
+        long dev = records.readRecord(i.ino, (b, rec) -> ExtentFormat.writtenBlock(b, rec, first, end, geometry));
+        return dev == ExtentFormat.IN_TREE ? map.writtenBlock(i, first, end) : dev;
     }
 
     int read(Handle h, long offset, MemorySegment dst) {
@@ -174,12 +181,13 @@ final class FileData {
         Lock l = lockIo(h, io(i.ino).readLock());
         try {
             long first = offset / blockSize;
-            long dev = dst.byteSize() == 0 ? -1 : inPlace(i.ino, first, first + dst.byteSize() / blockSize);
+            long blocks = dst.byteSize() / blockSize;
+            long dev = blocks == 0 ? -1 : inPlace(i, first, first + blocks);
             if (dev >= 0) {
                 device.read(dev, dst);
                 return (int) dst.byteSize();
             }
-            Snapshot s = file(i.ino);
+            Snapshot s = file(i, first, first + blocks);
             if (offset >= s.size() || dst.byteSize() == 0) {
                 return 0;
             }
@@ -208,7 +216,7 @@ final class FileData {
         requireDirect(i, "write", offset, src);
         long len = src.byteSize();
         if (offset > MAX_FILE_SIZE - len) {
-            file(i.ino); // EISDIR or EINVAL before EFBIG
+            file(i, 0, 0); // EISDIR or EINVAL before EFBIG
             throw new NamespaceException(Errno.EFBIG, "write of " + len + " bytes at offset " + offset + " of inode " + i.ino
                     + " ends past the largest file, " + MAX_FILE_SIZE + " bytes");
         }
@@ -239,29 +247,30 @@ final class FileData {
     private boolean writeLocked(Inode i, long offset, MemorySegment src, boolean mayRefuse) {
         long len = src.byteSize();
         long first = offset / blockSize, end = first + len / blockSize;
-        long dev = len == 0 ? -1 : inPlace(i.ino, first, end);
+        long dev = len == 0 ? -1 : inPlace(i, first, end);
         if (dev >= 0) { // the fast path: written blocks inside the size, overwritten in place
             device.write(dev, src);
             i.dataDirty = true;
             written = true;
             return true;
         }
-        Snapshot s = file(i.ino);
+        Snapshot s = file(i, first, end);
         if (len == 0) {
             return true;
         }
         ExtentList x = s.extents();
         long eof = (s.size() + blockSize - 1) / blockSize;
         if (mayRefuse && offset > s.size() && (s.flags() & (FLAG_SPECULATIVE | FLAG_PREALLOC)) == FLAG_SPECULATIVE
-                && x.count() > 0 && x.end(x.count() - 1) > eof) {
+                && lastEnd(i, x) > eof) {
             return false;
         }
         boolean convert = x.firstGap(first, end, true) != null;
-        if (convert) { // converting unwritten blocks splits extents too: EFBIG before any block (a written one too) is overwritten
-            requireRoom(i.ino, x, first, end, end);
+        while (convert && !fits(x, first, end, end)) { // a tree before any block (a written one too) is overwritten: its ENOSPC changes nothing
+            map.makeRoom(i);
+            x = file(i, first, end).extents();
         }
         if (x.firstGap(first, end, false) != null) {
-            x = offset <= s.size() && offset + len > s.size() ? allocateExtending(i, s, first, end)
+            x = offset <= s.size() && offset + len > s.size() ? allocateExtending(i, s.flags(), x, first, end)
                     : allocate(i, first, end, end, FLAG_SPECULATIVE);
         }
         if (convert) {
@@ -287,17 +296,26 @@ final class FileData {
         return true;
     }
 
+    /** The end of the last extent of {@code i}, whose extents for some range are {@code x}; 0 if it maps nothing. */
+    private long lastEnd(Inode i, ExtentList x) {
+        ExtentList t = map.tail(i, x);
+        return t.count() == 0 ? 0 : t.end(t.count() - 1);
+    }
+
     /**
-     * EFBIG, with nothing changed, unless the extents of {@code x} and the ones filling the holes of
-     * {@code [first, end)} fit the record while they are unwritten and once {@code [first, writtenEnd)}
-     * is written.
+     * True if the extents of {@code x} and the ones filling the holes of {@code [first, end)} fit where
+     * they are (an inline list in the record; a tree always) while they are unwritten and once
+     * {@code [first, writtenEnd)} is written; if not, {@link ExtentMap#makeRoom} comes first.
      */
-    private static void requireRoom(long ino, ExtentList x, long first, long end, long writtenEnd) {
+    private static boolean fits(ExtentList x, long first, long end, long writtenEnd) {
+        if (x.inTree() && x.header != 0) {
+            return true;
+        }
         ExtentList sim = x.copy();
         fillHoles(sim, first, end);
-        int unwritten = sim.count();
+        boolean unwritten = sim.fits();
         sim.setWritten(first, writtenEnd);
-        requireFits(ino, Math.max(unwritten, sim.count()), sim.capacity());
+        return unwritten && sim.fits();
     }
 
     /**
@@ -309,10 +327,9 @@ final class FileData {
      * write's own blocks are taken first, so when the volume or the record has no room for the
      * speculative ones the write goes on with what it got.
      */
-    private ExtentList allocateExtending(Inode i, Snapshot s, long first, long end) {
-        ExtentList x = s.extents();
+    private ExtentList allocateExtending(Inode i, int flags, ExtentList x, long first, long end) {
         int k = x.find(end);
-        if ((s.flags() & FLAG_PREALLOC) == 0 && k < 0) {
+        if ((flags & FLAG_PREALLOC) == 0 && k < 0) {
             long next = -k - 1 < x.count() ? x.fileBlock(-k - 1) : ExtentFormat.MAX_FILE_BLOCKS;
             long room = volume.statfs().freeBlocks() / 16; // as XFS, less as the volume fills: others need space too
             long spec = Math.min(next, end + Math.min(room, Math.clamp(end, preallocMin, preallocCap)));
@@ -320,20 +337,9 @@ final class FileData {
                 return allocate(i, first, spec, end, FLAG_SPECULATIVE);
             } catch (NoSpaceException e) {
                 // no free block is left for the speculative ones: the write's own holes, filled first, are all mapped
-            } catch (NamespaceException e) {
-                if (e.errno() != Errno.EFBIG) {
-                    throw e;
-                }
             }
         }
         return allocate(i, first, end, end, FLAG_SPECULATIVE);
-    }
-
-    private static void requireFits(long ino, int extents, int capacity) {
-        if (extents > capacity) {
-            throw new NamespaceException(Errno.EFBIG, "inode " + ino + " would need " + extents + " extents; its record holds "
-                    + capacity + " and the per-inode extent tree is not built yet");
-        }
     }
 
     /** Maps the holes of {@code [first, end)} in {@code sim} to device blocks no extent has, so they merge with nothing. */
@@ -353,22 +359,27 @@ final class FileData {
      * Maps every hole of {@code [first, end)} to newly allocated, unwritten blocks, a hole (of at most
      * {@link ExtentFormat#MAX_LENGTH} blocks) per transaction, each contiguous, near the block after the
      * file's previous extent or in the inode's group first; a hole no group holds contiguous is taken in
-     * halves, quarters..., each an extent. Returns the mapping after. The caller goes on to write
-     * {@code [first, writtenEnd)} (its extents must fit the record once written too). A transaction that
-     * maps blocks past the end of the file sets {@code pastEofFlag} in its record.
+     * halves, quarters..., each an extent. Returns the mapping of {@code [first, end)} after. The caller
+     * goes on to write {@code [first, writtenEnd)}; an inline list that would not hold the extents then
+     * becomes a tree first. A transaction that maps blocks past the end of the file sets
+     * {@code pastEofFlag} in its record.
      *
-     * @throws NoSpaceException if no group has a free block left; EFBIG if free space is so fragmented that
-     *                          the extents outgrow the record (the holes filled so far stay mapped unwritten)
+     * @throws NoSpaceException if no group has a free block left (the holes filled so far stay mapped unwritten)
      */
     private ExtentList allocate(Inode i, long first, long end, long writtenEnd, int pastEofFlag) {
         long ino = i.ino;
         int rec = records.rec(ino);
         int most = ExtentFormat.MAX_LENGTH; // halved each time no group has that many blocks contiguous
         for (;;) {
-            ExtentList x = file(ino).extents();
+            map.prepare(i);
+            ExtentList x = file(i, first, end).extents();
             long[] gap = x.firstGap(first, end, false);
             if (gap == null) {
                 return x;
+            }
+            if (!fits(x, first, end, writtenEnd)) {
+                map.makeRoom(i);
+                continue;
             }
             int len = (int) Math.min(gap[1], most);
             int k = -x.find(gap[0]) - 2; // the extent before the hole
@@ -384,22 +395,22 @@ final class FileData {
                         ag.refillFreeList();
                     }
                     AllocOutcome r;
-                    try (Txn txn = Txn.begin(cache, ag.blockItems() + 2)) {
+                    try (Txn txn = Txn.begin(cache, ag.blockItems() + 2 + map.items(i, x))) {
                         i.lock.lock();
                         try {
-                            ExtentList y = file(ino).extents();
+                            ExtentList y = file(i, first, end).extents();
                             long[] again = y.firstGap(first, end, false);
-                            if (again == null || again[0] != gap[0] || again[1] < len) {
+                            if (again == null || again[0] != gap[0] || again[1] < len || !sameMap(x, y)
+                                    || !fits(y, first, end, writtenEnd) || !map.ready(i, y)) {
                                 done = true; // changed meanwhile: look again
                                 break;
                             }
-                            requireRoom(ino, y, first, end, writtenEnd);
                             r = ag.allocBlocksNear(txn, near, len);
                             if (r == AllocOutcome.DONE) {
                                 y.insert(gap[0], ag.allocatedBlock(txn), len, true);
                                 Buffer b = records.lockRecord(txn, ino);
                                 MemorySegment m = b.data();
-                                int span = ExtentFormat.encode(m, rec, y);
+                                int span = map.store(txn, i, b, y);
                                 InodeFormat.setBlocks(m, rec, InodeFormat.blocks(m, rec) + len);
                                 if (gap[0] + len > (InodeFormat.size(m, rec) + blockSize - 1) / blockSize) {
                                     InodeFormat.setFlags(m, rec, InodeFormat.flags(m, rec) | pastEofFlag);
@@ -427,39 +438,95 @@ final class FileData {
         }
     }
 
+    /** True if {@code x} and {@code y} come from the same place (the record, or the same tree): a transaction reserved for one suits the other. */
+    private static boolean sameMap(ExtentList x, ExtentList y) {
+        return x.inTree() == y.inTree() && x.header == y.header;
+    }
+
     /** The second transaction of a write: {@code [first, end)} written, the size at least {@code newSize}. */
     private void finish(Inode i, long first, long end, long newSize) {
-        update(i, y -> {
-            y.setWritten(first, end);
-            requireFits(i.ino, y.count(), y.capacity());
-        }, size -> Math.max(size, newSize));
+        update(i, first, end, (y, from, to) -> y.setWritten(from, to), size -> Math.max(size, newSize));
+    }
+
+    /** A change of the extents in a range, for {@link #update}. */
+    private interface RangeChange {
+        void apply(ExtentList y, long from, long to);
     }
 
     /**
-     * A transaction changing {@code i}'s record alone: {@code change} edits its extents (null: leaves them,
-     * and only the inode core is logged), refusing by an exception before anything is locked; the size
-     * becomes {@code size} of the old one; the change and modification times move.
+     * Transactions changing {@code i}'s record (and tree) alone: {@code change} edits its extents over
+     * {@code [from, to)} (null: leaves them, and only the inode core is logged); in the last, the size
+     * becomes {@code size} of the old one; the change and modification times move. An inline list
+     * changes in one transaction (made a tree first if the result would not fit); a tree a piece at a
+     * time, an extent (and the hole before it) per transaction, so that each puts or deletes at most
+     * {@link ExtentMap#TREE_OPS} keys: a crash between them leaves part of the range changed, which is
+     * what the caller's own ordering already allows (the data is durable, the size moves last).
      */
-    private void update(Inode i, Consumer<ExtentList> change, LongUnaryOperator size) {
+    private void update(Inode i, long from, long to, RangeChange change, LongUnaryOperator size) {
         int rec = records.rec(i.ino);
-        try (Txn txn = Txn.begin(cache, 2)) {
-            i.lock.lock();
-            try {
-                ExtentList y = file(i.ino).extents();
-                if (change != null) {
-                    change.accept(y);
+        for (long at = from; ; ) {
+            ExtentList plan = null;
+            if (change != null) {
+                map.prepare(i);
+                plan = file(i, at, to).extents();
+            }
+            boolean grow = false;
+            try (Txn txn = Txn.begin(cache, 2 + (plan == null ? 0 : map.items(i, plan)))) {
+                i.lock.lock();
+                try {
+                    long stop = to;
+                    ExtentList y = null;
+                    if (change != null) {
+                        y = file(i, at, to).extents();
+                        if (!sameMap(plan, y) || !map.ready(i, y)) {
+                            continue; // changed meanwhile: look again
+                        }
+                        if (y.inTree()) {
+                            stop = stepEnd(y, at, to);
+                        }
+                        change.apply(y, at, stop);
+                        if (!y.fits()) {
+                            grow = true;
+                            continue;
+                        }
+                    }
+                    Buffer b = records.lockRecord(txn, i.ino);
+                    MemorySegment m = b.data();
+                    int span = y == null ? InodeFormat.INLINE : Math.max(InodeFormat.INLINE, map.store(txn, i, b, y));
+                    if (stop >= to) {
+                        InodeFormat.setSize(m, rec, size.applyAsLong(InodeFormat.size(m, rec)));
+                    }
+                    InodeFormat.touch(m, rec, nowNanos(), true);
+                    txn.log(b, rec, span);
+                    commitData(i, txn);
+                    if (stop >= to) {
+                        return;
+                    }
+                    at = stop;
+                } finally {
+                    i.lock.unlock();
                 }
-                Buffer b = records.lockRecord(txn, i.ino);
-                MemorySegment m = b.data();
-                int span = change == null ? InodeFormat.INLINE : ExtentFormat.encode(m, rec, y);
-                InodeFormat.setSize(m, rec, size.applyAsLong(InodeFormat.size(m, rec)));
-                InodeFormat.touch(m, rec, nowNanos(), true);
-                txn.log(b, rec, span);
-                commitData(i, txn);
             } finally {
-                i.lock.unlock();
+                if (grow) {
+                    map.makeRoom(i); // the transaction closed, changing nothing, and the lock let go
+                }
             }
         }
+    }
+
+    /**
+     * Where a step of {@link #update} over {@code [from, to)} of the tree window {@code y} ends: past the
+     * extent holding {@code from}, or past the hole at {@code from} and the extent after it.
+     */
+    private static long stepEnd(ExtentList y, long from, long to) {
+        int k = y.find(from);
+        if (k < 0) {
+            k = -k - 1;
+            if (k == y.count() || y.fileBlock(k) >= to) {
+                return to;
+            }
+        }
+        return Math.min(to, y.end(k));
     }
 
     void truncate(Handle h, long size) {
@@ -467,7 +534,7 @@ final class FileData {
         if (size < 0) {
             throw new NamespaceException(Errno.EINVAL, "truncate of inode " + i.ino + " to negative size " + size);
         }
-        file(i.ino);
+        file(i, 0, 0);
         if (size > MAX_FILE_SIZE) {
             throw new NamespaceException(Errno.EFBIG, "truncate of inode " + i.ino + " to " + size + " bytes, past the largest file, "
                     + MAX_FILE_SIZE + " bytes");
@@ -479,7 +546,7 @@ final class FileData {
         Lock l = lockIo(h, io(i.ino).writeLock());
         try {
             freeFrom(i, size / blockSize);
-            update(i, null, old -> size);
+            update(i, 0, 0, null, old -> size);
         } finally {
             l.unlock();
         }
@@ -499,7 +566,7 @@ final class FileData {
      * way leaves a sound, shorter mapping.
      */
     void freeFrom(Inode i, long from) {
-        release(i, x -> lastPieceFrom(x, from), true);
+        release(i, from, TAIL, x -> lastPieceFrom(x, from), true);
     }
 
     private static long[] lastPieceFrom(ExtentList x, long from) {
@@ -524,7 +591,7 @@ final class FileData {
             if (eof < 0) {
                 return;
             }
-            release(i, x -> lastPieceFrom(x, eof), false);
+            release(i, eof, TAIL, x -> lastPieceFrom(x, eof), false);
             try (Txn txn = Txn.begin(cache, 2)) {
                 i.lock.lock();
                 try {
@@ -542,44 +609,59 @@ final class FileData {
         }
     }
 
+    /** What {@link #release} loads of a tree for a change at its end: its last extent. */
+    private static final long TAIL = -1;
+
     /**
      * Frees the blocks {@code unmap} takes from {@code i}'s extents (it unmaps one piece of one extent and
      * returns it as {@code {device block, length}}, or null when done), a piece per transaction, until
-     * it returns null. Each transaction frees the piece, counts it off the inode's blocks and, with
-     * {@code touch}, touches its times.
+     * it returns null. {@code unmap} looks at the extents of {@code [from, to)} only, or with {@code to}
+     * {@link #TAIL} at the last one (of a tree, only those are loaded). Each transaction frees the piece,
+     * counts it off the inode's blocks and, with {@code touch}, touches its times. A tree left mapping
+     * nothing then goes ({@link ExtentMap#revert}).
      */
-    private void release(Inode i, Function<ExtentList, long[]> unmap, boolean touch) {
+    private void release(Inode i, long from, long to, Function<ExtentList, long[]> unmap, boolean touch) {
         long ino = i.ino;
         int rec = records.rec(ino);
         ReentrantReadWriteLock.WriteLock l = io(ino).writeLock();
         l.lock();
         try {
             for (int fails = 0; ; ) {
-                long[] next = unmap.apply(records.readRecord(ino, (b, r) -> ExtentFormat.decode(b, r, geometry)));
+                map.prepare(i);
+                ExtentList plan = unmapped(i, from, to);
+                ExtentList sim = plan.copy();
+                long[] next = unmap.apply(sim);
                 if (next == null) {
-                    return;
+                    break;
+                }
+                if (!sim.fits()) { // a punch splitting an extent of a full inline list
+                    map.makeRoom(i);
+                    continue;
                 }
                 AllocationGroup ag = volume.group(geometry.agOfBlock(next[0]));
                 if (ag.needsRefill()) {
                     ag.refillFreeList();
                 }
-                try (Txn txn = Txn.begin(cache, ag.blockItems() + 2)) {
+                try (Txn txn = Txn.begin(cache, ag.blockItems() + 2 + map.items(i, plan))) {
                     i.lock.lock();
                     try {
-                        ExtentList y = records.readRecord(ino, (b, r) -> ExtentFormat.decode(b, r, geometry));
+                        ExtentList y = unmapped(i, from, to);
+                        if (!sameMap(plan, y) || !map.ready(i, y)) {
+                            continue;
+                        }
                         long[] piece = unmap.apply(y);
-                        if (piece == null || geometry.agOfBlock(piece[0]) != ag.agno) {
+                        if (piece == null || geometry.agOfBlock(piece[0]) != ag.agno || !y.fits()) {
                             continue;
                         }
                         if (ag.releaseBlocks(txn, piece[0], (int) piece[1]) == AllocOutcome.DONE) {
                             Buffer b = records.lockRecord(txn, ino);
                             MemorySegment m = b.data();
-                            int span = ExtentFormat.encode(m, rec, y);
+                            int span = map.store(txn, i, b, y);
                             InodeFormat.setBlocks(m, rec, InodeFormat.blocks(m, rec) - piece[1]);
                             if (touch) {
                                 InodeFormat.touch(m, rec, nowNanos(), true);
                             }
-                            txn.log(b, rec, span);
+                            txn.log(b, rec, Math.max(InodeFormat.INLINE, span));
                             lastFreeSeq.accumulateAndGet(commitData(i, txn), Math::max);
                             fails = 0;
                             continue;
@@ -593,9 +675,16 @@ final class FileData {
                 }
                 ag.refillFreeList();
             }
+            map.revert(i);
         } finally {
             l.unlock();
         }
+    }
+
+    /** {@code i}'s extents for {@link #release}: of {@code [from, to)}, or the last one. */
+    private ExtentList unmapped(Inode i, long from, long to) {
+        ExtentList x = file(i, 0, 0).extents();
+        return to == TAIL ? map.tail(i, x) : map.window(i, x, from, to);
     }
 
     /** {@code fallocate(2)}: see {@link Namespace#fallocate}. */
@@ -615,7 +704,7 @@ final class FileData {
             throw new NamespaceException(Errno.EINVAL, "fallocate of " + length + " bytes at offset " + offset + " of inode "
                     + i.ino + ": the offset must not be negative and the length must be positive");
         }
-        file(i.ino);
+        file(i, 0, 0);
         if (offset % blockSize != 0 || length % blockSize != 0) {
             throw new NamespaceException(Errno.EINVAL, "fallocate of " + length + " bytes at offset " + offset + " of inode "
                     + i.ino + ": only ranges of whole " + blockSize + "-byte blocks for now (partial blocks need buffered I/O,"
@@ -628,7 +717,7 @@ final class FileData {
         long first = offset / blockSize, end = first + length / blockSize;
         Lock l = lockIo(h, io(i.ino).writeLock());
         try {
-            Snapshot s = file(i.ino);
+            Snapshot s = file(i, first, end);
             ExtentList sim = s.extents().copy();
             if (punch) {
                 long[] piece; // only a range inside one extent splits it: the count after is the most any step needs
@@ -641,20 +730,22 @@ final class FileData {
                 }
                 fillHoles(sim, first, end);
             }
-            requireFits(i.ino, sim.count(), sim.capacity());
+            if (!sim.fits()) { // a tree first: its ENOSPC changes nothing
+                map.makeRoom(i);
+            }
             if (punch) {
-                release(i, x -> x.punch(first, end), true);
+                release(i, first, first + 1, x -> x.punch(first, end), true);
                 return;
             }
             if (zero) { // before the holes are mapped: the extents stay within sim's count all along
-                update(i, y -> y.setState(first, end, true), old -> old);
+                update(i, first, end, (y, from, to) -> y.setState(from, to, true), old -> old);
             }
             if (keep && offset + length > s.size()) {
                 trimSpeculative(i); // what the file keeps past its end from now on is what fallocate asks for, flagged so
             }
             allocate(i, first, end, first, keep ? FLAG_PREALLOC : FLAG_SPECULATIVE);
             if (!keep && offset + length > s.size()) {
-                update(i, null, old -> offset + length);
+                update(i, 0, 0, null, old -> offset + length);
             }
         } finally {
             l.unlock();
@@ -670,7 +761,7 @@ final class FileData {
         requireDirect(i, "append", 0, src);
         Lock l = lockIo(h, io(i.ino).writeLock());
         try {
-            long at = file(i.ino).size();
+            long at = file(i, 0, 0).size();
             write(h, at, src); // its shared lock is reentrant under the exclusive one
             return at;
         } finally {

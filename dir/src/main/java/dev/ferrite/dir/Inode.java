@@ -40,7 +40,7 @@ final class Inode {
     volatile long lastDataSeq = -1;
     /** A regular file's data was written to the device since the last fsync's device flush. */
     volatile boolean dataDirty;
-    /** The directory's B-tree, once opened (a directory's tree only changes from none to one while cached). */
+    /** The inode's B-tree once opened: a directory's entries, a regular file's extents (dropped when the tree goes). */
     volatile dev.ferrite.btree.internal.BTree dirTree;
 
     Inode(long ino, int refs) {

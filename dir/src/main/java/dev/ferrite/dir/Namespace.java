@@ -135,6 +135,7 @@ public final class Namespace {
     private final PathResolver paths;
     private final Orphans orphans;
     final FileData files;
+    final ExtentMap extents;
     private final Creator creator;
     private final NamespaceChecker checker;
     private final ReentrantLock renameLock = new ReentrantLock();
@@ -153,10 +154,11 @@ public final class Namespace {
         this.records = new InodeRecords(volume, cache, geometry, inodes);
         this.dirs = new DirContents(volume, cache, geometry, inodes, records);
         this.paths = new PathResolver(volume, geometry, records, dirs);
-        this.files = new FileData(volume, cache, geometry, records);
+        this.extents = new ExtentMap(volume, cache, geometry, inodes, records, dirs);
+        this.files = new FileData(volume, cache, geometry, records, extents);
         this.orphans = new Orphans(volume, cache, geometry, inodes, records, dirs, files);
         this.creator = new Creator(volume, cache, geometry, inodes, records, dirs);
-        this.checker = new NamespaceChecker(volume, geometry, inodes, records, dirs, paths);
+        this.checker = new NamespaceChecker(volume, geometry, inodes, records, dirs, extents, paths);
         if (dirs.inlineCapacity < DirEntryFormat.treeAreaSize()) {
             throw new IllegalStateException("inode records of " + geometry.inodeSize() + " bytes cannot hold a directory tree's reserve");
         }

@@ -1,0 +1,347 @@
+package dev.ferrite.dir;
+
+import java.lang.foreign.MemorySegment;
+
+import dev.ferrite.btree.internal.BTree;
+import dev.ferrite.btree.internal.Buffer;
+import dev.ferrite.btree.internal.BufferCache;
+import dev.ferrite.btree.internal.Cursor;
+import dev.ferrite.btree.internal.Txn;
+import dev.ferrite.io.CorruptionException;
+
+import static dev.ferrite.dir.InodeFormat.S_IFMT;
+import static dev.ferrite.dir.InodeFormat.S_IFREG;
+
+/**
+ * Where a regular file's extents live, the xfs_bmap_btree role: the record's inline list
+ * ({@link ExtentFormat}) while they fit, a tree of their own ({@link ExtentTreeFormat}) once they do not.
+ * {@link FileData} works on {@link ExtentList}s either way: the whole inline list, or a window of the
+ * tree loaded for the range an operation touches (O(log n + extents in the range)), which
+ * {@link #store} writes back as the difference from what was loaded, a few keys per transaction
+ * ({@link #TREE_OPS}). No operation decodes a whole large map.
+ *
+ * <p>An inline list that would outgrow the record becomes a tree in a transaction of its own
+ * ({@link #makeRoom}); a tree left with no extents is taken down and the fork becomes inline again
+ * ({@link #revert}) by truncate, punch, a trim and an orphan's destruction. A file whose tree still maps
+ * a few extents keeps it: freeing the tree's blocks takes a free-space operation per block, which the
+ * reserve lets only one transaction per block do, and the extents have nowhere to live meanwhile.
+ *
+ * <h2>Locks</h2>
+ * A tree changes only in transactions holding the inode's lock, which a window load takes too: a window
+ * read over several leaves must not see half a change (a merge rewrites one key and deletes another).
+ * The overwrite fast path's single lookup ({@link #writtenBlock}) takes none: under the shared I/O lock
+ * no change moves a mapped block, and any version of the extent it finds maps the block the same.
+ */
+final class ExtentMap {
+    /** Most tree keys one transaction puts or deletes: a change inside one extent and its merges with both neighbours. */
+    static final int TREE_OPS = 3;
+    /** Scratch for lookups: a key in, a key and a value out. */
+    private static final ThreadLocal<MemorySegment> SCRATCH = ThreadLocal.withInitial(() -> MemorySegment.ofArray(new long[3]));
+    private static final String TREE = "file extent tree";
+
+    private final Volume volume;
+    private final BufferCache cache;
+    private final Geometry geometry;
+    private final InodeCache inodes;
+    private final InodeRecords records;
+    private final DirContents trees;
+    private final int recordSize;
+
+    ExtentMap(Volume volume, BufferCache cache, Geometry geometry, InodeCache inodes, InodeRecords records, DirContents trees) {
+        this.volume = volume;
+        this.cache = cache;
+        this.geometry = geometry;
+        this.inodes = inodes;
+        this.records = records;
+        this.trees = trees;
+        this.recordSize = geometry.inodeSize();
+    }
+
+    /**
+     * The regular file's record at {@code rec} of {@code b}: its inline list, or for a tree an empty window
+     * naming the header, for {@link #window} to fill.
+     */
+    static ExtentList decode(MemorySegment b, int rec, Geometry g) {
+        if (InodeFormat.fork(b, rec) != InodeFormat.FORK_TREE) {
+            return ExtentFormat.decode(b, rec, g);
+        }
+        long header = DirEntryFormat.treeHeader(b, rec + InodeFormat.INLINE);
+        ExtentList w = new ExtentList(header == 0 ? 0 : Integer.MAX_VALUE, header);
+        w.loaded = w.copy();
+        return w;
+    }
+
+    /** The tree of {@code i}, whose header is {@code header}. */
+    private BTree tree(Inode i, long header) {
+        return trees.tree(i, header);
+    }
+
+    private static MemorySegment slot(int n) {
+        return SCRATCH.get().asSlice(8L * n, 8);
+    }
+
+    /**
+     * {@code placeholder} ({@link #decode}) filled with every extent of {@code i}'s tree overlapping
+     * {@code [from, to)}, the one holding or before {@code from - 1} and the first at or past {@code to};
+     * an inline list as it is. The caller holds {@code i}'s I/O lock, so the tree stays the same tree.
+     */
+    ExtentList window(Inode i, ExtentList placeholder, long from, long to) {
+        if (!placeholder.inTree() || placeholder.header == 0 || from >= to) {
+            return placeholder;
+        }
+        ExtentList w = new ExtentList(Integer.MAX_VALUE, placeholder.header);
+        i.lock.lock();
+        try {
+            BTree t = tree(i, w.header);
+            long start = from;
+            if (from > 0) {
+                MemorySegment in = slot(0), k = slot(1);
+                ExtentTreeFormat.setKey(in, from - 1);
+                if (t.find(null, in, BTree.Match.FLOOR, k, slot(2)) >= 0) {
+                    start = ExtentTreeFormat.key(k);
+                }
+            }
+            byte[] key = new byte[ExtentTreeFormat.KEY];
+            ExtentTreeFormat.setKey(MemorySegment.ofArray(key), start);
+            Cursor c = t.cursor(key, null, false);
+            long end = 0;
+            while (c.next()) {
+                long fb = add(w, t, c.keySegment(), c.valueSegment(), end);
+                end = w.end(w.count() - 1);
+                if (fb >= to) {
+                    break;
+                }
+            }
+        } finally {
+            i.lock.unlock();
+        }
+        w.loaded = w.copy();
+        return w;
+    }
+
+    /** Every extent of regular file {@code ino}, checked as it is read: a whole tree for the checker and dumps. */
+    ExtentList all(long ino) {
+        ExtentList x = records.readRecord(ino, (b, rec) -> decode(b, rec, geometry));
+        if (!x.inTree()) {
+            return x;
+        }
+        Inode i = inodes.acquire(ino);
+        try {
+            return window(i, x, 0, Long.MAX_VALUE);
+        } finally {
+            inodes.release(i);
+        }
+    }
+
+    /** The window of {@code i}'s tree holding only its last extent (what trimming from the end changes); an inline list as it is. */
+    ExtentList tail(Inode i, ExtentList placeholder) {
+        if (!placeholder.inTree() || placeholder.header == 0) {
+            return placeholder;
+        }
+        ExtentList w = new ExtentList(Integer.MAX_VALUE, placeholder.header);
+        i.lock.lock();
+        try {
+            BTree t = tree(i, w.header);
+            MemorySegment in = slot(0), k = slot(1), v = slot(2);
+            ExtentTreeFormat.setKey(in, Long.MAX_VALUE);
+            long found = t.find(null, in, BTree.Match.FLOOR, k, v);
+            if (found >= 0) {
+                requireEntry(t, found);
+                add(w, t, k, v, 0);
+            }
+        } finally {
+            i.lock.unlock();
+        }
+        w.loaded = w.copy();
+        return w;
+    }
+
+    private static void requireEntry(BTree t, long found) {
+        if (BTree.foundKeyLength(found) != ExtentTreeFormat.KEY || BTree.foundValueLength(found) != ExtentTreeFormat.VALUE) {
+            throw new CorruptionException(t.headerBlock(), TREE, "tree of inode " + t.id() + " has an entry of a "
+                    + BTree.foundKeyLength(found) + "-byte key and a " + BTree.foundValueLength(found) + "-byte value");
+        }
+    }
+
+    /** Appends the entry {@code (key, value)} of {@code t} to {@code w}, checked as an inline extent after one ending at {@code end}. */
+    private long add(ExtentList w, BTree t, MemorySegment key, MemorySegment value, long end) {
+        requireEntry(t, (long) key.byteSize() << 32 | value.byteSize());
+        long fb = ExtentTreeFormat.key(key), word = ExtentTreeFormat.value(value);
+        long dev = ExtentFormat.packedDevice(word);
+        int len = ExtentFormat.packedLength(word);
+        String problem = ExtentFormat.problem(fb, dev, len, end, geometry);
+        if (problem != null) {
+            throw new CorruptionException(t.headerBlock(), TREE, "tree of inode " + t.id() + " has an extent " + problem);
+        }
+        w.add(fb, dev, len, ExtentFormat.packedUnwritten(word));
+        return fb;
+    }
+
+    /**
+     * The fast path's lookup in {@code i}'s tree: the device block of file block {@code first} if one
+     * written extent holds {@code [first, end)}, else -1. One descent, no lock, nothing decoded but the
+     * extent found; the caller checked the size and that the file has a tree.
+     */
+    long writtenBlock(Inode i, long first, long end) {
+        BTree t = i.dirTree;
+        if (t == null) {
+            long header = records.readRecord(i.ino, (b, rec) -> InodeFormat.fork(b, rec) == InodeFormat.FORK_TREE
+                    ? DirEntryFormat.treeHeader(b, rec + InodeFormat.INLINE) : 0L);
+            if (header == 0) {
+                return -1;
+            }
+            t = tree(i, header);
+        }
+        MemorySegment in = slot(0), k = slot(1), v = slot(2);
+        ExtentTreeFormat.setKey(in, first);
+        long found = t.find(null, in, BTree.Match.FLOOR, k, v);
+        if (found < 0 || BTree.foundKeyLength(found) != ExtentTreeFormat.KEY || BTree.foundValueLength(found) != ExtentTreeFormat.VALUE) {
+            return -1; // the full path reports a bad entry
+        }
+        return ExtentFormat.overwritable(ExtentTreeFormat.key(k), ExtentTreeFormat.value(v), first, end, geometry);
+    }
+
+    /** Log items a {@link #store} of {@code y} may touch beyond the record. */
+    int items(Inode i, ExtentList y) {
+        return y.inTree() && y.header != 0 ? TREE_OPS * tree(i, y.header).reservation() : 0;
+    }
+
+    /**
+     * True unless a change of {@code y} must first have the tree's reserve refilled ({@link #prepare}); call
+     * under {@code i}'s lock, where the answer stays true.
+     */
+    boolean ready(Inode i, ExtentList y) {
+        return !y.inTree() || y.header == 0 || trees.step(i, 0) != DirContents.REFILL;
+    }
+
+    /** Brings the reserve of {@code i}'s tree between its marks (nothing for an inline list), holding no lock. */
+    void prepare(Inode i) {
+        trees.prepare(i, 0);
+    }
+
+    /**
+     * Writes {@code y}, a list or window of {@code i} changed under its lock, into the record in {@code b}
+     * (held by {@code txn}) or the tree: an inline list whole, a window as the keys that differ from what
+     * was loaded (at most {@link #TREE_OPS}) and the tree's extent count.
+     *
+     * @return bytes from the record's start that need logging
+     */
+    int store(Txn txn, Inode i, Buffer b, ExtentList y) {
+        MemorySegment m = b.data();
+        int rec = records.rec(i.ino);
+        if (!y.inTree()) {
+            return ExtentFormat.encode(m, rec, y);
+        }
+        if (!y.fits()) {
+            throw new IllegalStateException("inode " + i.ino + ": " + y.count() + " extents for a tree being taken down");
+        }
+        ExtentList x = y.loaded;
+        if (diff(x, y, null, null) > TREE_OPS) {
+            throw new IllegalStateException("inode " + i.ino + ": a change of " + x + " to " + y + " puts or deletes more than "
+                    + TREE_OPS + " keys");
+        }
+        if (y.header != 0) {
+            diff(x, y, txn, tree(i, y.header));
+        }
+        int area = rec + InodeFormat.INLINE;
+        ExtentTreeFormat.setCount(m, area, ExtentTreeFormat.count(m, area) + y.count() - x.count());
+        txn.log(b, area + ExtentTreeFormat.COUNT, 4);
+        return InodeFormat.INLINE;
+    }
+
+    /** Keys that differ between {@code x} and {@code y}; with {@code t}, put or deleted there in ascending order. */
+    private static int diff(ExtentList x, ExtentList y, Txn txn, BTree t) {
+        MemorySegment k = slot(0), v = slot(1);
+        int a = 0, c = 0, ops = 0;
+        while (a < x.count() || c < y.count()) {
+            long ka = a < x.count() ? x.fileBlock(a) : Long.MAX_VALUE, kc = c < y.count() ? y.fileBlock(c) : Long.MAX_VALUE;
+            boolean same = ka == kc && x.deviceBlock(a) == y.deviceBlock(c) && x.length(a) == y.length(c)
+                    && x.unwritten(a) == y.unwritten(c);
+            if (!same) {
+                ops++;
+                if (t != null) {
+                    ExtentTreeFormat.setKey(k, Math.min(ka, kc));
+                    if (ka < kc) {
+                        t.delete(txn, k);
+                    } else {
+                        ExtentTreeFormat.setValue(v, ExtentFormat.pack(kc, y.deviceBlock(c), y.length(c), y.unwritten(c)));
+                        t.put(txn, k, v);
+                    }
+                }
+            }
+            if (ka <= kc) {
+                a++;
+            }
+            if (kc <= ka) {
+                c++;
+            }
+        }
+        return ops;
+    }
+
+    /**
+     * Makes room for more extents than {@code i}'s inline list holds: finishes taking down a tree a crash
+     * interrupted ({@link #revert}), or turns the inline list into a tree (setting the superblock's
+     * incompatible feature first), each in transactions of their own. The caller holds the I/O lock and
+     * no other, and looks at the file again after.
+     */
+    void makeRoom(Inode i) {
+        long header = records.readRecord(i.ino, (b, rec) -> InodeFormat.fork(b, rec) == InodeFormat.FORK_TREE
+                ? DirEntryFormat.treeHeader(b, rec + InodeFormat.INLINE) : -1L);
+        if (header == 0) {
+            revert(i);
+            return;
+        }
+        if (header > 0) {
+            return;
+        }
+        volume.requireIncompatFeature(SuperblockFormat.INCOMPAT_EXTENT_TREE);
+        trees.convert(i, 1, () -> records.readRecord(i.ino, (b, rec) -> (InodeFormat.mode(b, rec) & S_IFMT) == S_IFREG
+                && InodeFormat.fork(b, rec) != InodeFormat.FORK_TREE), (m, rec, keys, values) -> {
+                    ExtentList x = ExtentFormat.decode(m, rec, geometry);
+                    for (int n = 0; n < x.count(); n++) {
+                        byte[] key = new byte[ExtentTreeFormat.KEY], value = new byte[ExtentTreeFormat.VALUE];
+                        ExtentTreeFormat.setKey(MemorySegment.ofArray(key), x.fileBlock(n));
+                        ExtentTreeFormat.setValue(MemorySegment.ofArray(value),
+                                ExtentFormat.pack(x.fileBlock(n), x.deviceBlock(n), x.length(n), x.unwritten(n)));
+                        keys.add(key);
+                        values.add(value);
+                    }
+                });
+    }
+
+    /**
+     * Turns {@code i}'s tree, if it maps no extent, back into an empty inline list: the tree and its
+     * reserve freed ({@link DirContents#takeDown}), then the fork cleared, each step a transaction that
+     * leaves a sound file (a tree with no header maps nothing). The caller holds the I/O lock exclusively,
+     * or the tree is gone already.
+     */
+    void revert(Inode i) {
+        int rec = records.rec(i.ino);
+        int area = rec + InodeFormat.INLINE;
+        boolean empty = records.readRecord(i.ino, (b, r) -> InodeFormat.fork(b, r) == InodeFormat.FORK_TREE
+                && ExtentTreeFormat.count(b, area) == 0);
+        if (!empty) {
+            return;
+        }
+        trees.takeDown(i);
+        try (Txn txn = Txn.begin(cache, 2)) {
+            i.lock.lock();
+            try {
+                Buffer b = records.lockRecord(txn, i.ino);
+                MemorySegment m = b.data();
+                if (InodeFormat.fork(m, rec) != InodeFormat.FORK_TREE || DirEntryFormat.treeHeader(m, area) != 0
+                        || DirEntryFormat.reserveCount(m, area) != 0) {
+                    return; // done meanwhile
+                }
+                m.asSlice(area, DirEntryFormat.treeAreaSize()).fill((byte) 0);
+                InodeFormat.setInlineUsed(m, rec, 0);
+                InodeFormat.setFork(m, rec, InodeFormat.FORK_EMPTY);
+                txn.log(b, rec, recordSize);
+                i.lastSeq = txn.commit();
+            } finally {
+                i.lock.unlock();
+            }
+        }
+    }
+}
