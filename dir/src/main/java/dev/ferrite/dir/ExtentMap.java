@@ -207,11 +207,13 @@ final class ExtentMap {
     }
 
     /**
-     * True unless a change of {@code y} must first have the tree's reserve refilled ({@link #prepare}); call
-     * under {@code i}'s lock, where the answer stays true.
+     * True unless the tree's reserve must first be brought between its marks ({@link #prepare}) for a change
+     * of {@code y}: enough blocks for its splits, and room for the nodes its merges free (another writer
+     * may have refilled or drained it since this one prepared). Call under {@code i}'s lock, where the
+     * answer stays true.
      */
     boolean ready(Inode i, ExtentList y) {
-        return !y.inTree() || y.header == 0 || trees.step(i, 0) != DirContents.REFILL;
+        return !y.inTree() || y.header == 0 || trees.step(i, 0) == DirContents.READY;
     }
 
     /** Brings the reserve of {@code i}'s tree between its marks (nothing for an inline list), holding no lock. */

@@ -270,6 +270,36 @@ class ExtentTreeTest extends FileTestBase {
         }
     }
 
+    /**
+     * bench randwrite --unwritten in small: writers converting a fallocated file's blocks each once in a
+     * random order, so the tree splits and merges under many transactions at once (its reserve must stay
+     * between its marks under the inode's lock, not only when each writer looked).
+     */
+    @Test
+    void concurrentFirstWritesIntoUnwrittenSpace() throws InterruptedException {
+        int blocks = 3000, threads = 8;
+        try (Handle f = ns.create(root, "f", 0644, true)) {
+            ns.fallocate(f, 0, 0, (long) blocks * BS);
+            java.util.List<Integer> order = new java.util.ArrayList<>();
+            for (int b = 0; b < blocks; b++) {
+                order.add(b);
+            }
+            java.util.Collections.shuffle(order, new java.util.Random(7));
+            java.util.concurrent.atomic.AtomicInteger next = new java.util.concurrent.atomic.AtomicInteger();
+            runThreads(threads, "first-writer", (me, mine) -> {
+                MemorySegment one = mine.allocate(BS, BlockDevice.BUFFER_ALIGNMENT);
+                for (int k; (k = next.getAndIncrement()) < blocks; ) {
+                    long block = order.get(k);
+                    for (long w = 0; w < BS; w += 8) {
+                        one.set(U64, w, (block * BS + w) << 16 | 1);
+                    }
+                    ns.write(f, block * BS, one);
+                }
+            });
+            assertContents(f, b -> 1);
+        }
+    }
+
     /** Longer: tens of thousands of extents. */
     @Test
     @Tag("stress")
