@@ -24,8 +24,8 @@ import static dev.ferrite.dir.InodeRecords.RETRIES;
 import static dev.ferrite.dir.InodeRecords.nowNanos;
 
 /**
- * Regular files' data, the xfs_bmap and direct-I/O role: the extent list in the inode record
- * ({@link ExtentFormat}), reads, writes and appends straight between the caller's aligned buffer and the
+ * Regular files' data, the xfs_bmap and direct-I/O role: the extents (inline in the inode record or
+ * in the inode's tree, through {@link ExtentMap}), reads, writes and appends straight between the caller's aligned buffer and the
  * device, fallocate, fsync and fdatasync, and freeing a file's blocks (truncate, punch hole, and an
  * orphan's destruction).
  *
@@ -51,8 +51,9 @@ import static dev.ferrite.dir.InodeRecords.nowNanos;
  * A striped I/O lock per inode, taken before the log reservation (XFS's i_rwsem): shared by reads and
  * writes, exclusive by truncate, fallocate, append (which so owns the end of the file while it writes
  * there), a trim and by freeing an orphan, so that no read or write uses a mapping whose blocks are being freed
- * or unwritten. Each extent-list change is a transaction reserved before the inode's lock
- * (2), then a group's AGF (3), then the record's block (4). Concurrent writes to disjoint ranges run
+ * or unwritten. Each extent change is a transaction reserved before the inode's lock
+ * (2), then a group's AGF (3), then the record's block (4), then the nodes of the inode's extent tree
+ * (whose allocator is the record's block, held already). Concurrent writes to disjoint ranges run
  * their device I/O in parallel. An operation on a handle checks again that the handle is open once it
  * holds the I/O lock ({@link #lockIo}), so that a last close racing it cannot free the inode under it.
  */
@@ -324,7 +325,7 @@ final class FileData {
      * the blocks after them (XFS's EOF preallocation): as many as the file will then hold, at least
      * {@link #preallocMin} and at most {@link #preallocCap} or a sixteenth of the free space, not into
      * anything already mapped past {@code end}; none for a file fallocate preallocated past its end. The
-     * write's own blocks are taken first, so when the volume or the record has no room for the
+     * write's own blocks are taken first, so when the volume has no room for the
      * speculative ones the write goes on with what it got.
      */
     private ExtentList allocateExtending(Inode i, int flags, ExtentList x, long first, long end) {

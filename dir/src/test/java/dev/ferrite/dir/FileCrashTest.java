@@ -73,7 +73,7 @@ class FileCrashTest {
     void longerWorkloadsAndManyMoreCrashStates() {
         for (long seed = SEED; seed < SEED + 6; seed++) {
             recoverSampledCrashes(seed, 4 * OPS, 300, SMALL);
-            recoverSampledCrashes(seed, 8 * OPS, 200, TREE);
+            recoverSampledCrashes(seed, 4 * OPS, 40, TREE);
         }
     }
 

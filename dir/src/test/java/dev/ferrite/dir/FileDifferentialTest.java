@@ -87,7 +87,7 @@ class FileDifferentialTest {
             }
             FileChannel[] hosts = new FileChannel[2];
             for (int i = 0; i < 2; i++) {
-                hosts[i] = FileChannel.open(tempDir.resolve("f" + i + "-" + seed), StandardOpenOption.CREATE_NEW,
+                hosts[i] = FileChannel.open(tempDir.resolve("f" + i + "-" + seed + "-" + span), StandardOpenOption.CREATE_NEW,
                         StandardOpenOption.READ, StandardOpenOption.WRITE);
             }
             MemorySegment buf = arena.allocate(16L * BS, BlockDevice.BUFFER_ALIGNMENT);
