@@ -546,7 +546,8 @@ public final class Namespace {
      * @throws NamespaceException EBADF if the handle is closed; EISDIR for a directory, EINVAL for a symlink;
      *         EINVAL for a negative offset, an offset or length not a multiple of the block size, a buffer not
      *         native and aligned to {@link dev.ferrite.io.BlockDevice#BUFFER_ALIGNMENT}, a length over 2^31 - 4096
-     * @throws CorruptionException naming the inode block if the file's extent list is not one the volume can hold
+     * @throws CorruptionException naming the inode block, or the block of the file's extent tree, if its extents
+     *         are not ones the volume can hold
      */
     public int read(Handle file, long offset, MemorySegment dst) {
         return files.read(file, offset, dst);
@@ -556,8 +557,7 @@ public final class Namespace {
      * Writes all of {@code src} to regular file {@code file} at {@code offset} (direct path), extending the
      * size if it ends past it: written blocks in place, holes through unwritten extents. Bad input changes nothing.
      *
-     * @throws NamespaceException the errnos of {@link #read}; EFBIG past {@link #MAX_FILE_SIZE} or if the
-     *         extents would not fit the inode record: then nothing changed
+     * @throws NamespaceException the errnos of {@link #read}; EFBIG past {@link #MAX_FILE_SIZE}: then nothing changed
      * @throws NoSpaceException if the groups run out of free blocks (the holes filled so far stay unwritten)
      * @throws VolumeShutdownException if the volume is closed or its journal has shut down
      */
