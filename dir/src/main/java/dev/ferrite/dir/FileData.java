@@ -469,7 +469,7 @@ final class FileData {
             ExtentList plan = null;
             if (change != null) {
                 map.prepare(i);
-                plan = file(i, at, to).extents();
+                plan = file(i, 0, 0).extents(); // where the extents are is all the reservation needs
             }
             boolean grow = false;
             try (Txn txn = Txn.begin(cache, 2 + (plan == null ? 0 : map.items(i, plan)))) {
