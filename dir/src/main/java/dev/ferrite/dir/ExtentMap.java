@@ -93,28 +93,52 @@ final class ExtentMap {
         i.lock.lock();
         try {
             BTree t = tree(i, w.header);
-            long start = from;
+            MemorySegment in = slot(0), k = slot(1), v = slot(2);
+            long next = from; // the smallest key not looked at yet
             if (from > 0) {
-                MemorySegment in = slot(0), k = slot(1);
                 ExtentTreeFormat.setKey(in, from - 1);
-                if (t.find(null, in, BTree.Match.FLOOR, k, slot(2)) >= 0) {
-                    start = ExtentTreeFormat.key(k);
+                long found = t.find(null, in, BTree.Match.FLOOR, k, v);
+                if (found >= 0) {
+                    requireEntry(t, found);
+                    next = add(w, t, k, v, 0) + 1;
                 }
             }
-            byte[] key = new byte[ExtentTreeFormat.KEY];
-            ExtentTreeFormat.setKey(MemorySegment.ofArray(key), start);
-            Cursor c = t.cursor(key, null, false);
-            long end = 0;
-            while (c.next()) {
-                long fb = add(w, t, c.keySegment(), c.valueSegment(), end);
-                end = w.end(w.count() - 1);
+            // the few extents most operations touch by lookups; a long window by a cursor, a leaf at a time
+            for (int n = 0; n < SHORT_WINDOW; n++) {
+                ExtentTreeFormat.setKey(in, next);
+                long found = t.find(null, in, BTree.Match.CEILING, k, v);
+                if (found < 0) {
+                    return loaded(w);
+                }
+                requireEntry(t, found);
+                long fb = add(w, t, k, v, end(w));
                 if (fb >= to) {
+                    return loaded(w);
+                }
+                next = fb + 1;
+            }
+            byte[] key = new byte[ExtentTreeFormat.KEY];
+            ExtentTreeFormat.setKey(MemorySegment.ofArray(key), next);
+            Cursor c = t.cursor(key, null, false);
+            while (c.next()) {
+                if (add(w, t, c.keySegment(), c.valueSegment(), end(w)) >= to) {
                     break;
                 }
             }
+            return loaded(w);
         } finally {
             i.lock.unlock();
         }
+    }
+
+    /** Extents a window reads by lookups before it takes a cursor (which copies a whole leaf per step). */
+    private static final int SHORT_WINDOW = 4;
+
+    private static long end(ExtentList w) {
+        return w.count() == 0 ? 0 : w.end(w.count() - 1);
+    }
+
+    private static ExtentList loaded(ExtentList w) {
         w.loaded = w.copy();
         return w;
     }
