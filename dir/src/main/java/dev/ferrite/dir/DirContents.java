@@ -509,7 +509,7 @@ final class DirContents {
     }
 
     /**
-     * Frees {@code owner}'s tree (of a directory, or of a file that maps nothing) and its reserve, leaving
+     * Frees {@code owner}'s tree (an orphaned directory's) and its reserve, leaving
      * its fork a tree with no header and an empty reserve: the reserve spilled a block per transaction,
      * the tree's nodes freed into it in one, then spilled too. Each step leaves a consistent inode, so a
      * crash part way is finished by running this again. Nobody else may use the tree meanwhile.

@@ -12,7 +12,7 @@ import java.util.Arrays;
  */
 final class ExtentList {
     private final int capacity;
-    /** The tree's header block for a window of one, 0 for an inline list (or a tree being taken down). */
+    /** The tree's header block for a window of one, 0 for an inline list. */
     final long header;
     /** A tree window as loaded: what {@link ExtentMap#store} compares it with; null for an inline list. */
     ExtentList loaded;
@@ -35,7 +35,7 @@ final class ExtentList {
         unwritten = new boolean[n];
     }
 
-    /** True for a window of a tree (or of one being taken down). */
+    /** True for a window of a tree. */
     boolean inTree() {
         return loaded != null;
     }

@@ -2,10 +2,15 @@ package dev.ferrite.dir;
 
 import java.lang.foreign.MemorySegment;
 
+import java.util.ArrayList;
+import java.util.List;
+
 import dev.ferrite.btree.internal.BTree;
+import dev.ferrite.btree.internal.BlockAllocator;
 import dev.ferrite.btree.internal.Buffer;
 import dev.ferrite.btree.internal.BufferCache;
 import dev.ferrite.btree.internal.Cursor;
+import dev.ferrite.btree.internal.TreeWalk;
 import dev.ferrite.btree.internal.Txn;
 import dev.ferrite.io.CorruptionException;
 
@@ -21,10 +26,8 @@ import static dev.ferrite.dir.InodeFormat.S_IFREG;
  * ({@link #TREE_OPS}). No operation decodes a whole large map.
  *
  * <p>An inline list that would outgrow the record becomes a tree in a transaction of its own
- * ({@link #makeRoom}); a tree left with no extents is taken down and the fork becomes inline again
- * ({@link #revert}) by truncate, punch, a trim and an orphan's destruction. A file whose tree still maps
- * a few extents keeps it: freeing the tree's blocks takes a free-space operation per block, which the
- * reserve lets only one transaction per block do, and the extents have nowhere to live meanwhile.
+ * ({@link #makeRoom}); a tree left mapping few extents becomes an inline list again ({@link #revert})
+ * after a truncate, punch, trim or an orphan's destruction frees from it.
  *
  * <h2>Locks</h2>
  * A tree changes only in transactions holding the inode's lock, which a window load takes too: a window
@@ -65,8 +68,7 @@ final class ExtentMap {
         if (InodeFormat.fork(b, rec) != InodeFormat.FORK_TREE) {
             return ExtentFormat.decode(b, rec, g);
         }
-        long header = DirEntryFormat.treeHeader(b, rec + InodeFormat.INLINE);
-        ExtentList w = new ExtentList(header == 0 ? 0 : Integer.MAX_VALUE, header);
+        ExtentList w = new ExtentList(Integer.MAX_VALUE, DirEntryFormat.treeHeader(b, rec + InodeFormat.INLINE));
         w.loaded = w.copy();
         return w;
     }
@@ -86,7 +88,7 @@ final class ExtentMap {
      * an inline list as it is. The caller holds {@code i}'s I/O lock, so the tree stays the same tree.
      */
     ExtentList window(Inode i, ExtentList placeholder, long from, long to) {
-        if (!placeholder.inTree() || placeholder.header == 0 || from >= to) {
+        if (!placeholder.inTree() || from >= to) {
             return placeholder;
         }
         ExtentList w = new ExtentList(Integer.MAX_VALUE, placeholder.header);
@@ -159,7 +161,7 @@ final class ExtentMap {
 
     /** The window of {@code i}'s tree holding only its last extent (what trimming from the end changes); an inline list as it is. */
     ExtentList tail(Inode i, ExtentList placeholder) {
-        if (!placeholder.inTree() || placeholder.header == 0) {
+        if (!placeholder.inTree()) {
             return placeholder;
         }
         ExtentList w = new ExtentList(Integer.MAX_VALUE, placeholder.header);
@@ -227,7 +229,7 @@ final class ExtentMap {
 
     /** Log items a {@link #store} of {@code y} may touch beyond the record. */
     int items(Inode i, ExtentList y) {
-        return y.inTree() && y.header != 0 ? TREE_OPS * tree(i, y.header).reservation() : 0;
+        return y.inTree() ? TREE_OPS * tree(i, y.header).reservation() : 0;
     }
 
     /**
@@ -237,7 +239,7 @@ final class ExtentMap {
      * answer stays true.
      */
     boolean ready(Inode i, ExtentList y) {
-        return !y.inTree() || y.header == 0 || trees.step(i, 0) == DirContents.READY;
+        return !y.inTree() || trees.step(i, 0) == DirContents.READY;
     }
 
     /** Brings the reserve of {@code i}'s tree between its marks (nothing for an inline list), holding no lock. */
@@ -258,17 +260,12 @@ final class ExtentMap {
         if (!y.inTree()) {
             return ExtentFormat.encode(m, rec, y);
         }
-        if (!y.fits()) {
-            throw new IllegalStateException("inode " + i.ino + ": " + y.count() + " extents for a tree being taken down");
-        }
         ExtentList x = y.loaded;
         if (diff(x, y, null, null) > TREE_OPS) {
             throw new IllegalStateException("inode " + i.ino + ": a change of " + x + " to " + y + " puts or deletes more than "
                     + TREE_OPS + " keys");
         }
-        if (y.header != 0) {
-            diff(x, y, txn, tree(i, y.header));
-        }
+        diff(x, y, txn, tree(i, y.header));
         int area = rec + InodeFormat.INLINE;
         ExtentTreeFormat.setCount(m, area, ExtentTreeFormat.count(m, area) + y.count() - x.count());
         txn.log(b, area + ExtentTreeFormat.COUNT, 4);
@@ -306,19 +303,12 @@ final class ExtentMap {
     }
 
     /**
-     * Makes room for more extents than {@code i}'s inline list holds: finishes taking down a tree a crash
-     * interrupted ({@link #revert}), or turns the inline list into a tree (setting the superblock's
-     * incompatible feature first), each in transactions of their own. The caller holds the I/O lock and
-     * no other, and looks at the file again after.
+     * Makes room for more extents than {@code i}'s inline list holds: turns it into a tree (setting the
+     * superblock's incompatible feature first) in a transaction of its own, unless it is one already. The
+     * caller holds the I/O lock and no other, and looks at the file again after.
      */
     void makeRoom(Inode i) {
-        long header = records.readRecord(i.ino, (b, rec) -> InodeFormat.fork(b, rec) == InodeFormat.FORK_TREE
-                ? DirEntryFormat.treeHeader(b, rec + InodeFormat.INLINE) : -1L);
-        if (header == 0) {
-            revert(i);
-            return;
-        }
-        if (header > 0) {
+        if (records.readRecord(i.ino, (b, rec) -> InodeFormat.fork(b, rec) == InodeFormat.FORK_TREE)) {
             return;
         }
         volume.requireIncompatFeature(SuperblockFormat.INCOMPAT_EXTENT_TREE);
@@ -336,35 +326,94 @@ final class ExtentMap {
                 });
     }
 
+    /** What a destroy frees, collected: the blocks of a tree that becomes an inline list. */
+    private static final class Collector implements BlockAllocator {
+        final List<Long> freed = new ArrayList<>();
+
+        @Override
+        public long allocate(Txn txn) {
+            throw new IllegalStateException("a tree being turned into an inline list allocates no block");
+        }
+
+        @Override
+        public void free(Txn txn, long block) {
+            freed.add(block);
+        }
+
+        @Override
+        public long freeBlocks() {
+            return 0;
+        }
+
+        @Override
+        public int itemsPerChange() {
+            return 0;
+        }
+    }
+
     /**
-     * Turns {@code i}'s tree, if it maps no extent, back into an empty inline list: the tree and its
-     * reserve freed ({@link DirContents#takeDown}), then the fork cleared, each step a transaction that
-     * leaves a sound file (a tree with no header maps nothing). The caller holds the I/O lock exclusively,
-     * or the tree is gone already.
+     * Turns {@code i}'s tree back into an inline list once it maps at most half of what the list holds
+     * (XFS converts back when the extents fit; half, so that a file near the limit does not go back and
+     * forth), and its blocks with its extents fit the list: the reserve freed a block per transaction,
+     * then in one the tree destroyed, its extents written inline and its own blocks mapped past every
+     * extent and the end of the file, unwritten, the inode flagged {@link InodeFormat#FLAG_SPECULATIVE}
+     * (unless {@link InodeFormat#FLAG_PREALLOC}: such a file keeps what lies past its end). The caller
+     * frees those from the file block returned as it trims a file; a crash before that leaves them to the
+     * trim at the file's next open, as any speculative preallocation. Each step leaves a sound file.
+     * The caller holds the I/O lock exclusively.
+     *
+     * @return the first file block the tree's blocks are mapped at, or -1 if the file keeps its tree or has none
      */
-    void revert(Inode i) {
+    long revert(Inode i) {
         int rec = records.rec(i.ino);
         int area = rec + InodeFormat.INLINE;
-        boolean empty = records.readRecord(i.ino, (b, r) -> InodeFormat.fork(b, r) == InodeFormat.FORK_TREE
-                && ExtentTreeFormat.count(b, area) == 0);
-        if (!empty) {
-            return;
+        int capacity = ExtentFormat.capacity(InodeFormat.inlineCapacity(geometry.blockSize()));
+        long header = records.readRecord(i.ino, (b, r) -> InodeFormat.fork(b, r) == InodeFormat.FORK_TREE
+                && ExtentTreeFormat.count(b, area) <= capacity / 2 ? DirEntryFormat.treeHeader(b, area) : -1L);
+        if (header < 0) {
+            return -1;
         }
-        trees.takeDown(i);
-        try (Txn txn = Txn.begin(cache, 2)) {
+        int[] nodes = {0};
+        TreeWalk.blocks(tree(i, header), b -> nodes[0]++);
+        ExtentList placeholder = records.readRecord(i.ino, (b, r) -> decode(b, r, geometry));
+        if (window(i, placeholder, 0, Long.MAX_VALUE).count() + nodes[0] > capacity) {
+            return -1;
+        }
+        while (trees.spillBlock(i, 0)) {
+            // a block per transaction
+        }
+        Collector freed = new Collector();
+        BTree doomed = BTree.open(cache, freed, header, i.ino);
+        try (Txn txn = Txn.begin(cache, 8 + 2 * nodes[0])) {
             i.lock.lock();
             try {
+                ExtentList x = window(i, placeholder, 0, Long.MAX_VALUE);
+                doomed.destroy(txn); // before the record: it reads the tree's nodes, and the record's block is shared
+                i.dirTree = null;
                 Buffer b = records.lockRecord(txn, i.ino);
                 MemorySegment m = b.data();
-                if (InodeFormat.fork(m, rec) != InodeFormat.FORK_TREE || DirEntryFormat.treeHeader(m, area) != 0
-                        || DirEntryFormat.reserveCount(m, area) != 0) {
-                    return; // done meanwhile
+                long eof = (InodeFormat.size(m, rec) + geometry.blockSize() - 1) / geometry.blockSize();
+                long from = Math.max(eof, x.count() == 0 ? 0 : x.end(x.count() - 1));
+                ExtentList y = new ExtentList(capacity);
+                for (int n = 0; n < x.count(); n++) {
+                    y.add(x.fileBlock(n), x.deviceBlock(n), x.length(n), x.unwritten(n));
+                }
+                long at = from;
+                for (long block : freed.freed) {
+                    y.insert(at++, block, 1, true);
                 }
                 m.asSlice(area, DirEntryFormat.treeAreaSize()).fill((byte) 0);
                 InodeFormat.setInlineUsed(m, rec, 0);
-                InodeFormat.setFork(m, rec, InodeFormat.FORK_EMPTY);
+                ExtentFormat.encode(m, rec, y);
+                int flags = InodeFormat.flags(m, rec);
+                if ((flags & InodeFormat.FLAG_PREALLOC) == 0) {
+                    InodeFormat.setFlags(m, rec, flags | InodeFormat.FLAG_SPECULATIVE);
+                }
                 txn.log(b, rec, recordSize);
-                i.lastSeq = txn.commit();
+                long seq = txn.commit();
+                i.lastSeq = seq;
+                i.lastDataSeq = seq;
+                return from;
             } finally {
                 i.lock.unlock();
             }

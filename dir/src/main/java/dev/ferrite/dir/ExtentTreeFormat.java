@@ -19,7 +19,7 @@ import static dev.ferrite.io.internal.OnDisk.U64;
  *
  * <pre>
  * inline area (fork TREE, used bytes {@link DirEntryFormat#treeAreaSize})
- *   0  u64 the tree's header block; 0 while the tree is taken down (the map is then empty)
+ *   0  u64 the tree's header block
  *   8  u32 blocks in the reserve
  *  12  u32 extents in the tree (0 in a directory's area)
  *  16  u64 reserve[{@value DirEntryFormat#RESERVE_CAPACITY}]
@@ -29,7 +29,8 @@ import static dev.ferrite.io.internal.OnDisk.U64;
  *   value  u64 the packed word of an inline extent: device block, length, unwritten ({@link ExtentFormat#pack})
  * </pre>
  * The record's blocks field counts the data blocks, the tree's blocks and the reserve (as XFS's
- * di_nblocks counts bmbt blocks). The superblock's {@link SuperblockFormat#INCOMPAT_EXTENT_TREE} is set
+ * di_nblocks counts bmbt blocks). A tree that maps few extents again becomes an inline list, its own
+ * blocks mapped for a moment as unwritten extents past the end of the file ({@link ExtentMap#revert}). The superblock's {@link SuperblockFormat#INCOMPAT_EXTENT_TREE} is set
  * before the first file's tree is made, so code that knows no extent trees refuses the volume.
  */
 final class ExtentTreeFormat {

@@ -309,7 +309,7 @@ final class FileData {
      * {@code [first, writtenEnd)} is written; if not, {@link ExtentMap#makeRoom} comes first.
      */
     private static boolean fits(ExtentList x, long first, long end, long writtenEnd) {
-        if (x.inTree() && x.header != 0) {
+        if (x.inTree()) {
             return true;
         }
         ExtentList sim = x.copy();
@@ -619,7 +619,7 @@ final class FileData {
      * it returns null. {@code unmap} looks at the extents of {@code [from, to)} only, or with {@code to}
      * {@link #TAIL} at the last one (of a tree, only those are loaded). Each transaction frees the piece,
      * counts it off the inode's blocks and, with {@code touch}, touches its times. A tree left mapping
-     * nothing then goes ({@link ExtentMap#revert}).
+     * few extents then becomes an inline list ({@link ExtentMap#revert}).
      */
     private void release(Inode i, long from, long to, Function<ExtentList, long[]> unmap, boolean touch) {
         long ino = i.ino;
@@ -676,7 +676,10 @@ final class FileData {
                 }
                 ag.refillFreeList();
             }
-            map.revert(i);
+            long treeBlocks = map.revert(i);
+            if (treeBlocks >= 0) { // the old tree's blocks, mapped past every extent: freed as a trim frees
+                release(i, treeBlocks, TAIL, x -> lastPieceFrom(x, treeBlocks), false);
+            }
         } finally {
             l.unlock();
         }

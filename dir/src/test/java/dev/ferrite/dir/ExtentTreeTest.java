@@ -141,6 +141,42 @@ class ExtentTreeTest extends FileTestBase {
     }
 
     @Test
+    void aTreeMappingFewExtentsBecomesAnInlineListAgain() {
+        long start = free();
+        int capacity = ExtentFormat.capacity(InodeFormat.inlineCapacity(BS));
+        try (Handle f = ns.create(root, "f", 0644, true)) {
+            fragment(f, 200, 1);
+            ns.fallocate(f, PUNCH, 0, 300L * BS); // 50 extents left: still a tree
+            assertEquals(InodeFormat.FORK_TREE, fork(f));
+            ns.truncate(f, 2L * (150 + capacity / 2 + 1) * BS); // half the list and one more
+            assertEquals(InodeFormat.FORK_TREE, fork(f));
+            ns.truncate(f, 2L * (150 + capacity / 2) * BS - BS); // half the list: back inline, the tree's blocks freed
+            assertEquals(InodeFormat.FORK_EXTENTS, fork(f));
+            ExtentList x = ns.extents.all(f.ino());
+            assertEquals(capacity / 2, x.count(), x.toString());
+            assertEquals(capacity / 2, ns.stat(f).blocks());
+            assertEquals(start - capacity / 2, free());
+            assertContents(f, b -> b % 2 == 0 && b >= 300 ? 1 : 0);
+            VolumeFixtures.assertChecked(ns);
+            fragment(f, 200, 2); // a tree again
+            assertEquals(InodeFormat.FORK_TREE, fork(f));
+            assertContents(f, b -> b % 2 == 0 ? 2 : 0);
+        }
+        try (Handle g = ns.create(root, "g", 0644, true)) { // fallocate's preallocation past the end stays through it
+            fragment(g, 40, 1);
+            ns.fallocate(g, FALLOC_FL_KEEP_SIZE, 100L * BS, 8L * BS);
+            ns.fallocate(g, PUNCH, 0, 60L * BS);
+            assertEquals(InodeFormat.FORK_EXTENTS, fork(g));
+            assertEquals(10 + 1, ns.extents.all(g.ino()).count());
+            assertEquals(10 + 8, ns.stat(g).blocks());
+            assertContents(g, b -> b % 2 == 0 && b >= 60 ? 1 : 0);
+        }
+        ns.unlink("/f");
+        ns.unlink("/g");
+        assertEquals(start, free());
+    }
+
+    @Test
     void aVolumeWithAnExtentTreeIsMarkedSoThatCodeWithoutThemRefusesIt() {
         assertEquals(0, incompat(), "a volume without extent trees stays readable by code that knows none");
         try (Handle f = ns.create(root, "f", 0644, true)) {

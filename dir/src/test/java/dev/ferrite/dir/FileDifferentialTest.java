@@ -76,6 +76,7 @@ class FileDifferentialTest {
     private int[] run(long seed, int ops, int span) throws IOException {
         Random rnd = new Random(seed);
         int onTrees = 0, reverted = 0;
+        boolean[] wasTree = new boolean[2];
         try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, VolumeFixtures.OPTIONS);
              Arena arena = Arena.ofConfined()) {
             Namespace ns = v.namespace();
@@ -137,7 +138,8 @@ class FileDifferentialTest {
                 int fork = ns.records.readRecord(f.ino(), InodeFormat::fork);
                 if (fork == InodeFormat.FORK_TREE) {
                     onTrees++;
-                } else if (onTrees > 0 && fork == InodeFormat.FORK_EMPTY) {
+                    wasTree[which] = true;
+                } else if (wasTree[which]) {
                     reverted++;
                 }
             }
