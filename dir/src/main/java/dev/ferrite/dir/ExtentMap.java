@@ -36,7 +36,12 @@ import static dev.ferrite.dir.InodeFormat.S_IFREG;
  * no change moves a mapped block, and any version of the extent it finds maps the block the same.
  */
 final class ExtentMap {
-    /** Most tree keys one transaction puts or deletes: a change inside one extent and its merges with both neighbours. */
+    /**
+     * Most tree keys one transaction puts or deletes: a change inside one extent and its merges with both
+     * neighbours. Its worst case of splits (one at every level and a new root, per key) fits the reserve's
+     * low mark, {@link DirContents#RESERVE_LOW} blocks, while the tree is at most 3 levels high (some
+     * millions of extents); the nodes its merges free fit between the high mark and the reserve's capacity.
+     */
     static final int TREE_OPS = 3;
     /** Scratch for lookups: a key in, a key and a value out. */
     private static final ThreadLocal<MemorySegment> SCRATCH = ThreadLocal.withInitial(() -> MemorySegment.ofArray(new long[3]));
