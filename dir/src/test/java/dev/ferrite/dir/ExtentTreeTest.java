@@ -177,6 +177,28 @@ class ExtentTreeTest extends FileTestBase {
     }
 
     @Test
+    void theCheckerFindsAWrongExtentCountOrBlockCountOfATreeFile() {
+        long ino;
+        try (Handle f = ns.create(root, "f", 0644, true)) {
+            ino = f.ino();
+            fragment(f, 100, 1);
+        }
+        long blocks = ns.stat("/f").blocks();
+        editRecord(ino, (m, rec) -> ExtentTreeFormat.setCount(m, rec + InodeFormat.INLINE, 99));
+        CheckReport report = ns.check();
+        assertTrue(report.toString().contains("file " + ino + " counts 99 extents in its tree but it holds 100"), report.toString());
+        editRecord(ino, (m, rec) -> {
+            ExtentTreeFormat.setCount(m, rec + InodeFormat.INLINE, 100);
+            InodeFormat.setBlocks(m, rec, blocks - 1);
+        });
+        report = ns.check();
+        assertTrue(report.toString().contains("file " + ino + " counts " + (blocks - 1) + " blocks but its extents map 100 and its"
+                + " tree and reserve take " + (blocks - 100)), report.toString());
+        editRecord(ino, (m, rec) -> InodeFormat.setBlocks(m, rec, blocks));
+        VolumeFixtures.assertChecked(ns);
+    }
+
+    @Test
     void aVolumeWithAnExtentTreeIsMarkedSoThatCodeWithoutThemRefusesIt() {
         assertEquals(0, incompat(), "a volume without extent trees stays readable by code that knows none");
         try (Handle f = ns.create(root, "f", 0644, true)) {
