@@ -381,8 +381,11 @@ final class ExtentMap {
         int[] nodes = {0};
         TreeWalk.blocks(tree(i, header), b -> nodes[0]++);
         ExtentList placeholder = records.readRecord(i.ino, (b, r) -> decode(b, r, geometry));
-        if (window(i, placeholder, 0, Long.MAX_VALUE).count() + nodes[0] > capacity) {
-            return -1;
+        ExtentList all = window(i, placeholder, 0, Long.MAX_VALUE);
+        long eof = records.readRecord(i.ino, (b, r) -> (InodeFormat.size(b, r) + geometry.blockSize() - 1) / geometry.blockSize());
+        if (all.count() + nodes[0] > capacity
+                || Math.max(eof, all.count() == 0 ? 0 : all.end(all.count() - 1)) > ExtentFormat.MAX_FILE_BLOCKS - nodes[0]) {
+            return -1; // no room in the list, or past the last extent of the largest file, for the tree's blocks
         }
         while (trees.spillBlock(i, 0)) {
             // a block per transaction
@@ -397,7 +400,6 @@ final class ExtentMap {
                 i.dirTree = null;
                 Buffer b = records.lockRecord(txn, i.ino);
                 MemorySegment m = b.data();
-                long eof = (InodeFormat.size(m, rec) + geometry.blockSize() - 1) / geometry.blockSize();
                 long from = Math.max(eof, x.count() == 0 ? 0 : x.end(x.count() - 1));
                 ExtentList y = new ExtentList(capacity);
                 for (int n = 0; n < x.count(); n++) {

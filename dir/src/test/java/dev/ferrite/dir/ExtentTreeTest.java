@@ -177,6 +177,26 @@ class ExtentTreeTest extends FileTestBase {
     }
 
     @Test
+    void aTreeFileReachingTheLargestFileKeepsItsTreeUntilItsSizeComesDown() {
+        long start = free();
+        try (Handle f = ns.create(root, "f", 0644, true)) {
+            fragment(f, 30, 1);
+            ns.write(f, Namespace.MAX_FILE_SIZE - BS, stamped(Namespace.MAX_FILE_SIZE - BS, 1, 2));
+            ns.fallocate(f, PUNCH, 0, 50L * BS); // 5 extents left, but no file block past them for the tree's own
+            assertEquals(InodeFormat.FORK_TREE, fork(f));
+            MemorySegment one = buffer(1);
+            assertEquals(BS, ns.read(f, Namespace.MAX_FILE_SIZE - BS, one));
+            assertStamped(one, Namespace.MAX_FILE_SIZE - BS, 2);
+            ns.truncate(f, 0); // frees everything while the size is still the largest: the empty tree stays
+            assertEquals(InodeFormat.FORK_TREE, fork(f));
+            VolumeFixtures.assertChecked(ns);
+            ns.truncate(f, 0); // now it goes
+            assertEquals(InodeFormat.FORK_EMPTY, fork(f));
+            assertEquals(start, free());
+        }
+    }
+
+    @Test
     void theCheckerFindsAWrongExtentCountOrBlockCountOfATreeFile() {
         long ino;
         try (Handle f = ns.create(root, "f", 0644, true)) {
