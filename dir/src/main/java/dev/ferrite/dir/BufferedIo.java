@@ -68,7 +68,7 @@ final class BufferedIo implements PageCache.Writer {
 
     /** The size the API shows: the committed one, or a buffered write's past it. */
     long size(Inode i) {
-        return Math.max(files.committedSize(i.ino), i.pendingSize);
+        return Math.max(files.committedSize(i), i.pendingSize);
     }
 
     private void setPending(Inode i, long size) {
@@ -276,7 +276,7 @@ final class BufferedIo implements PageCache.Writer {
         }
         MemorySegment stage = got == 1 ? cache.frame(frames[0]) : cache.staging();
         try {
-            files.readBlocks(i.ino, fb, stage.asSlice(0, (long) got * blockSize));
+            files.readBlocks(i, fb, stage.asSlice(0, (long) got * blockSize));
             for (int k = 0; k < got; k++) {
                 int f = frames[k];
                 if (got > 1) {
@@ -439,7 +439,7 @@ final class BufferedIo implements PageCache.Writer {
             }
             if (from == 0 && to == Long.MAX_VALUE && p.dirty == 0 && i.pendingSize != 0) {
                 long pending = i.pendingSize;
-                if (pending > files.committedSize(i.ino)) {
+                if (pending > files.committedSize(i)) {
                     files.commitSize(i, pending);
                 }
                 clearPending(i);

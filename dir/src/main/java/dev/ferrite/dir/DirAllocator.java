@@ -8,8 +8,8 @@ import dev.ferrite.btree.internal.BufferCache;
 import dev.ferrite.btree.internal.Txn;
 
 /**
- * A directory tree's blocks come from, and go back to, the reserve in its inode record
- * ({@link DirEntryFormat}): the transaction changing the tree already holds that record's block, so a
+ * A directory's tree, or a regular file's extent tree, takes its blocks from, and gives them back to, the
+ * reserve in its inode record ({@link DirEntryFormat}, {@link ExtentTreeFormat}): the transaction changing the tree already holds that record's block, so a
  * split or merge takes no allocation group lock and reads nothing. A tree's destroy, which reads its
  * nodes, frees them only after its last read and takes the record's block then. The namespace keeps the reserve
  * between its low and high marks in transactions of their own before each change.
@@ -34,7 +34,7 @@ final class DirAllocator implements BlockAllocator {
     private Buffer held(Txn txn) {
         Buffer b = cache.get(block, InodeFormat.MAGIC, ag, "inode block");
         if (!txn.holds(b)) {
-            throw new IllegalStateException("directory tree changed by a transaction not holding its inode block " + block);
+            throw new IllegalStateException("tree of an inode changed by a transaction not holding its inode block " + block);
         }
         return b;
     }
@@ -84,7 +84,7 @@ final class DirAllocator implements BlockAllocator {
             i--;
         }
         if (i < 0) {
-            throw new IllegalStateException("directory block reserve in inode block " + block + " ran dry inside a tree operation");
+            throw new IllegalStateException("tree block reserve in inode block " + block + " ran dry inside a tree operation");
         }
         int n = DirEntryFormat.reserveCount(m, area);
         long e = remove(m, area, i);
@@ -101,7 +101,7 @@ final class DirAllocator implements BlockAllocator {
         } while (!txn.lock(b));
         int n = DirEntryFormat.reserveCount(b.data(), area);
         if (n == DirEntryFormat.RESERVE_CAPACITY) {
-            throw new IllegalStateException("directory block reserve in inode block " + block + " is full");
+            throw new IllegalStateException("tree block reserve in inode block " + block + " is full");
         }
         DirEntryFormat.setReserveEntry(b.data(), area, n, freed);
         DirEntryFormat.setReserveCount(b.data(), area, n + 1);

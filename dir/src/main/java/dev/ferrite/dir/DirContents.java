@@ -5,6 +5,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.function.BooleanSupplier;
 
 import dev.ferrite.btree.internal.BTree;
 import dev.ferrite.btree.internal.Buffer;
@@ -18,6 +19,7 @@ import dev.ferrite.io.NoSpaceException;
 
 import static dev.ferrite.dir.InodeFormat.S_IFDIR;
 import static dev.ferrite.dir.InodeFormat.S_IFMT;
+import static dev.ferrite.dir.InodeFormat.S_IFREG;
 import static dev.ferrite.dir.InodeRecords.RETRIES;
 import static dev.ferrite.dir.InodeRecords.logUsed;
 
@@ -348,31 +350,63 @@ final class DirContents {
     /**
      * Brings {@code dir} to {@link #READY}, each step in a transaction of its own reserved before the
      * directory's lock is taken (the entries stay the same). The operation that follows finds it ready
-     * under the lock, or comes back here if a concurrent change came between.
+     * under the lock, or comes back here if a concurrent change came between. For a regular file's extent
+     * tree ({@link ExtentTreeFormat}, keyLength 0) it keeps the reserve between its marks.
      */
     void prepare(Inode dir, int keyLength) {
         for (int s; (s = step(dir, keyLength)) != READY; ) {
             if (s == SPILL) {
                 spillBlock(dir, RESERVE_HIGH);
+            } else if (s == CONVERT) {
+                addBlocks(dir, RESERVE_FILL, () -> step(dir, keyLength) == CONVERT, DirContents::inlineEntries);
             } else {
-                addBlocks(dir, keyLength, s == CONVERT);
+                int area = records.rec(dir.ino) + InodeFormat.INLINE;
+                int n = records.readRecord(dir.ino, (b, rec) -> isTree(b, rec) ? Math.min(RESERVE_FILL - DirAllocator.usable(cache, b, area, RESERVE_LOW),
+                        DirEntryFormat.RESERVE_CAPACITY - DirEntryFormat.reserveCount(b, area)) : 0);
+                addBlocks(dir, n, () -> step(dir, keyLength) == REFILL
+                        && records.readRecord(dir.ino, (b, rec) -> DirEntryFormat.reserveCount(b, rec + InodeFormat.INLINE)) + n
+                        <= DirEntryFormat.RESERVE_CAPACITY, null);
             }
         }
     }
 
+    /** Reads an inline fork's contents as the entries of the tree it becomes, before the area is cleared. */
+    interface Converter {
+        void read(MemorySegment m, int rec, List<byte[]> keys, List<byte[]> values);
+    }
+
+    /** An inline directory's entries. */
+    private static void inlineEntries(MemorySegment m, int rec, List<byte[]> keys, List<byte[]> values) {
+        int area = rec + InodeFormat.INLINE;
+        int end = area + InodeFormat.inlineUsed(m, rec);
+        for (int at = area, size; at < end; at += size) {
+            size = DirEntryFormat.entrySize(m, at, end); // checked before the key is read
+            keys.add(DirEntryFormat.entryKey(m, at));
+            values.add(DirEntryFormat.value(DirEntryFormat.entryInode(m, at), DirEntryFormat.entryType(m, at)));
+        }
+    }
+
     /**
-     * Allocates blocks into {@code dir}'s reserve, from its own group if it can, if {@link #step} still
-     * says so under its lock; with {@code convert}, turns the inline directory into a tree in the same
-     * transaction. ENOENT if the directory went meanwhile.
+     * Turns {@code owner}'s inline fork into a tree of the entries {@code convert} reads from it, with a
+     * full reserve, in a transaction of its own reserving {@code extraItems} more items, if {@code still}
+     * says so under its lock.
      */
-    private void addBlocks(Inode dir, int keyLength, boolean convert) {
+    void convert(Inode owner, int extraItems, BooleanSupplier still, Converter convert) {
+        addBlocks(owner, RESERVE_FILL, extraItems, still, convert);
+    }
+
+    private void addBlocks(Inode owner, int n, BooleanSupplier still, Converter convert) {
+        addBlocks(owner, n, 0, still, convert);
+    }
+
+    /**
+     * Allocates {@code n} blocks into {@code owner}'s reserve, from its own group if it can, if
+     * {@code still} says so under its lock; with {@code convert}, turns the inline fork into a tree in the
+     * same transaction. ENOENT if a directory went meanwhile.
+     */
+    private void addBlocks(Inode owner, int n, int extraItems, BooleanSupplier still, Converter convert) {
         int groups = geometry.agCount();
-        int first = geometry.agOfInode(dir.ino);
-        int n = convert ? RESERVE_FILL : records.readRecord(dir.ino, (b, rec) -> {
-            int area = rec + InodeFormat.INLINE;
-            return isTree(b, rec) ? Math.min(RESERVE_FILL - DirAllocator.usable(cache, b, area, RESERVE_LOW),
-                    DirEntryFormat.RESERVE_CAPACITY - DirEntryFormat.reserveCount(b, area)) : 0;
-        });
+        int first = geometry.agOfInode(owner.ino);
         for (int k = 0; k < groups; k++) {
             AllocationGroup ag = volume.group((first + k) % groups);
             int[] busy = {0};
@@ -380,25 +414,25 @@ final class DirContents {
                 if (ag.needsRefill()) {
                     ag.refillFreeList();
                 }
-                int items = ag.blockItems() + 2 + (convert ? BTree.CREATE_ITEMS + 4 : 0);
+                int items = ag.blockItems() + 2 + extraItems + (convert != null ? BTree.CREATE_ITEMS + 4 : 0);
                 AllocOutcome r;
                 try (Txn txn = Txn.begin(cache, items)) {
-                    dir.lock.lock();
+                    owner.lock.lock();
                     try {
-                        records.requireDir(dir.ino);
-                        if (step(dir, keyLength) != (convert ? CONVERT : REFILL) || n < 1 || !convert
-                                && records.readRecord(dir.ino, (b, rec) -> DirEntryFormat.reserveCount(b, rec + InodeFormat.INLINE)) + n
-                                > DirEntryFormat.RESERVE_CAPACITY) {
+                        if ((records.modeOf(owner.ino) & S_IFMT) != S_IFREG) {
+                            records.requireDir(owner.ino);
+                        }
+                        if (n < 1 || !still.getAsBoolean()) {
                             return; // changed meanwhile: the caller looks again
                         }
                         r = ag.allocBlocks(txn, n);
                         if (r == AllocOutcome.DONE) {
-                            fillReserve(txn, dir, ag.allocatedBlock(txn), n, convert);
-                            dir.lastSeq = txn.commit();
+                            fillReserve(txn, owner, ag.allocatedBlock(txn), n, convert);
+                            owner.lastSeq = txn.commit();
                             return;
                         }
                     } finally {
-                        dir.lock.unlock();
+                        owner.lock.unlock();
                     }
                 }
                 if ((used = ag.recover(r, busy)) < 0) {
@@ -406,25 +440,20 @@ final class DirContents {
                 }
             }
         }
-        throw new NoSpaceException("no allocation group has " + n + " free blocks for directory " + dir.ino);
+        throw new NoSpaceException("no allocation group has " + n + " free blocks for the tree of inode " + owner.ino);
     }
 
-    /** In {@code txn}, {@code dir}'s lock held: blocks {@code [r, r + n)} join its reserve (converting it to a tree). */
-    private void fillReserve(Txn txn, Inode dir, long r, int n, boolean convert) {
-        Buffer b = records.lockRecord(txn, dir.ino);
+    /** In {@code txn}, {@code owner}'s lock held: blocks {@code [r, r + n)} join its reserve (converting it to a tree). */
+    private void fillReserve(Txn txn, Inode owner, long r, int n, Converter convert) {
+        Buffer b = records.lockRecord(txn, owner.ino);
         MemorySegment m = b.data();
-        int rec = records.rec(dir.ino);
+        int rec = records.rec(owner.ino);
         int area = rec + InodeFormat.INLINE;
         List<byte[]> keys = new ArrayList<>();
         List<byte[]> values = new ArrayList<>();
         int count = 0;
-        if (convert) {
-            int end = area + InodeFormat.inlineUsed(m, rec);
-            for (int at = area, size; at < end; at += size) {
-                size = DirEntryFormat.entrySize(m, at, end); // checked before the key is read
-                keys.add(DirEntryFormat.entryKey(m, at));
-                values.add(DirEntryFormat.value(DirEntryFormat.entryInode(m, at), DirEntryFormat.entryType(m, at)));
-            }
+        if (convert != null) {
+            convert.read(m, rec, keys, values);
             m.asSlice(area, inlineCapacity).fill((byte) 0);
             InodeFormat.setFork(m, rec, InodeFormat.FORK_TREE);
             InodeFormat.setInlineUsed(m, rec, DirEntryFormat.treeAreaSize());
@@ -436,15 +465,18 @@ final class DirContents {
         }
         DirEntryFormat.setReserveCount(m, area, count);
         InodeFormat.setBlocks(m, rec, InodeFormat.blocks(m, rec) + n);
+        if (convert != null && (InodeFormat.mode(m, rec) & S_IFMT) == S_IFREG) {
+            ExtentTreeFormat.setCount(m, area, keys.size());
+        }
         txn.log(b, rec, recordSize);
-        if (convert) {
-            BTree t = BTree.create(txn, new DirAllocator(cache, records.block(dir.ino), geometry.agOfInode(dir.ino), rec), dir.ino);
+        if (convert != null) {
+            BTree t = BTree.create(txn, new DirAllocator(cache, records.block(owner.ino), geometry.agOfInode(owner.ino), rec), owner.ino);
             DirEntryFormat.setTreeHeader(m, area, t.headerBlock());
             txn.log(b, area, 8);
             for (int i = 0; i < keys.size(); i++) {
                 t.put(txn, MemorySegment.ofArray(keys.get(i)), MemorySegment.ofArray(values.get(i)));
             }
-            dir.dirTree = t;
+            owner.dirTree = t;
         }
     }
 
@@ -477,12 +509,46 @@ final class DirContents {
     }
 
     /**
+     * Frees {@code owner}'s tree (an orphaned directory's) and its reserve, leaving
+     * its fork a tree with no header and an empty reserve: the reserve spilled a block per transaction,
+     * the tree's nodes freed into it in one, then spilled too. Each step leaves a consistent inode, so a
+     * crash part way is finished by running this again. Nobody else may use the tree meanwhile.
+     */
+    void takeDown(Inode owner) {
+        int rec = records.rec(owner.ino);
+        int area = rec + InodeFormat.INLINE;
+        long header = records.readRecord(owner.ino, (b, r) -> isTree(b, r) ? DirEntryFormat.treeHeader(b, area) : 0L);
+        if (header != 0) {
+            while (spillBlock(owner, 0)) {
+                // a block per transaction
+            }
+            BTree t = tree(owner, header);
+            try (Txn txn = Txn.begin(cache, 8 + 3 * DirEntryFormat.RESERVE_CAPACITY)) {
+                owner.lock.lock();
+                try {
+                    t.destroy(txn); // first: it reads the tree's nodes, and the record's block is shared
+                    Buffer b = records.lockRecord(txn, owner.ino);
+                    DirEntryFormat.setTreeHeader(b.data(), area, 0);
+                    txn.log(b, rec, recordSize);
+                    owner.lastSeq = txn.commit();
+                } finally {
+                    owner.lock.unlock();
+                }
+            }
+            owner.dirTree = null;
+        }
+        while (spillBlock(owner, 0)) {
+            // the tree's nodes came back to the reserve
+        }
+    }
+
+    /**
      * Frees device block {@code blk} of {@code owner} to its group and runs {@code then} in the same
      * transaction (which may change {@code items} more items), reserved before {@code owner}'s lock is
      * taken; under the lock, {@code still} says whether the block is still to be freed (if not, nothing
      * changes). Fixes the group's free list first when it is short.
      */
-    void freeBlock(Inode owner, long blk, int items, java.util.function.BooleanSupplier still, Change then) {
+    void freeBlock(Inode owner, long blk, int items, BooleanSupplier still, Change then) {
         AllocationGroup ag = volume.group(geometry.agOfBlock(blk));
         for (int attempt = 0; ; attempt++) {
             if (ag.needsRefill()) {

@@ -33,6 +33,8 @@ final class ExtentFormat {
     private static final long UNWRITTEN = 1L << 63;
     /** File blocks a file may map: the largest multiple of 4 KiB below 2^63 bytes, in 4 KiB blocks. */
     static final long MAX_FILE_BLOCKS = Long.MAX_VALUE / 4096;
+    /** What {@link #writtenBlock} says of a file whose extents are in its tree ({@link ExtentTreeFormat}): look there. */
+    static final long IN_TREE = -2;
 
     private ExtentFormat() {
     }
@@ -64,13 +66,45 @@ final class ExtentFormat {
     }
 
     static void set(MemorySegment b, int area, int i, long fileBlock, long deviceBlock, int length, boolean unwritten) {
+        b.set(U64, at(area, i) + FILE_BLOCK, fileBlock);
+        b.set(U64, at(area, i) + PACKED, pack(fileBlock, deviceBlock, length, unwritten));
+    }
+
+    /** The packed word (device block, length, unwritten) of an extent at {@code fileBlock}, checked encodable. */
+    static long pack(long fileBlock, long deviceBlock, int length, boolean unwritten) {
         if (fileBlock < 0 || fileBlock + length > MAX_FILE_BLOCKS || (deviceBlock & ~DEVICE_MASK) != 0 || length < 1
                 || length > MAX_LENGTH) {
             throw new IllegalArgumentException("extent [" + fileBlock + ", +" + length + ") at device block " + deviceBlock
                     + " cannot be encoded");
         }
-        b.set(U64, at(area, i) + FILE_BLOCK, fileBlock);
-        b.set(U64, at(area, i) + PACKED, deviceBlock | (long) length << DEVICE_BITS | (unwritten ? UNWRITTEN : 0));
+        return deviceBlock | (long) length << DEVICE_BITS | (unwritten ? UNWRITTEN : 0);
+    }
+
+    static long packedDevice(long word) {
+        return word & DEVICE_MASK;
+    }
+
+    static int packedLength(long word) {
+        return (int) (word >>> DEVICE_BITS) & MAX_LENGTH;
+    }
+
+    static boolean packedUnwritten(long word) {
+        return word < 0;
+    }
+
+    /**
+     * Null if the extent {@code [fb, +len)} at device block {@code dev} is one {@link #decode} accepts
+     * after an extent ending at {@code end}: of a valid length, not before {@code end}, inside one group's
+     * data blocks; else what is wrong with it.
+     */
+    static String problem(long fb, long dev, int len, long end, Geometry g) {
+        if (len < 1 || fb < end || fb > MAX_FILE_BLOCKS - len) {
+            return "[" + Long.toUnsignedString(fb) + ", +" + len + ") is empty, overlaps the one before, or ends past the largest file";
+        }
+        if (!g.isDataBlock(dev) || !g.isDataBlock(dev + len - 1) || g.agOfBlock(dev) != g.agOfBlock(dev + len - 1)) {
+            return "[" + fb + ", +" + len + ") maps to device blocks [" + dev + ", +" + len + "), not inside one allocation group";
+        }
+        return null;
     }
 
     /**
@@ -95,13 +129,9 @@ final class ExtentFormat {
         for (int i = 0; i < n; i++) {
             long fb = fileBlock(b, area, i), dev = deviceBlock(b, area, i);
             int len = length(b, area, i);
-            if (len < 1 || fb < end || fb > MAX_FILE_BLOCKS - len) {
-                throw corrupt(b, rec, "extent " + i + " [" + Long.toUnsignedString(fb) + ", +" + len
-                        + ") is empty, overlaps the one before, or ends past the largest file");
-            }
-            if (!g.isDataBlock(dev) || !g.isDataBlock(dev + len - 1) || g.agOfBlock(dev) != g.agOfBlock(dev + len - 1)) {
-                throw corrupt(b, rec, "extent " + i + " maps to device blocks [" + dev + ", +" + len
-                        + "), not inside one allocation group");
+            String problem = problem(fb, dev, len, end, g);
+            if (problem != null) {
+                throw corrupt(b, rec, "extent " + i + " " + problem);
             }
             list.add(fb, dev, len, unwritten(b, area, i));
             end = fb + len;
@@ -113,13 +143,18 @@ final class ExtentFormat {
      * The in-place fast path's lookup, with no list decoded: the device block of file block {@code first}
      * if the regular file whose record is at {@code rec} has a written extent holding all of
      * {@code [first, end)} and its size reaches {@code end}; else -1 (also for anything that is not such
-     * a file: the caller's full path sorts that out). The extent found is checked as {@link #decode}
+     * a file: the caller's full path sorts that out), or {@link #IN_TREE} for a file whose extents are in
+     * its tree. The extent found is checked as {@link #decode}
      * checks it, so a hostile image cannot aim the write outside one group's data blocks.
      */
     static long writtenBlock(MemorySegment b, int rec, long first, long end, Geometry g) {
-        if ((InodeFormat.mode(b, rec) & InodeFormat.S_IFMT) != InodeFormat.S_IFREG || InodeFormat.fork(b, rec) != InodeFormat.FORK_EXTENTS
+        if ((InodeFormat.mode(b, rec) & InodeFormat.S_IFMT) != InodeFormat.S_IFREG
                 || Long.compareUnsigned(InodeFormat.size(b, rec), end * g.blockSize()) < 0) {
             return -1;
+        }
+        int fork = InodeFormat.fork(b, rec);
+        if (fork != InodeFormat.FORK_EXTENTS) {
+            return fork == InodeFormat.FORK_TREE ? IN_TREE : -1;
         }
         int area = rec + InodeFormat.INLINE;
         int lo = 0, hi = Math.min(InodeFormat.inlineUsed(b, rec) / SIZE, capacity(InodeFormat.inlineCapacity((int) b.byteSize()))) - 1;
@@ -132,15 +167,25 @@ final class ExtentFormat {
             } else if (fb > first) {
                 hi = mid - 1;
             } else {
-                long dev = deviceBlock(b, area, mid);
-                if (unwritten(b, area, mid) || fb + len < end || len < 1 || !g.isDataBlock(dev) || !g.isDataBlock(dev + len - 1)
-                        || g.agOfBlock(dev) != g.agOfBlock(dev + len - 1)) {
-                    return -1;
-                }
-                return dev + (first - fb);
+                return overwritable(fb, b.get(U64, at(area, mid) + PACKED), first, end, g);
             }
         }
         return -1;
+    }
+
+    /**
+     * The device block of file block {@code first} if the extent at file block {@code fb} with packed word
+     * {@code word}, found holding {@code first}, is written, holds {@code [first, end)} and lies inside one
+     * group's data blocks; else -1.
+     */
+    static long overwritable(long fb, long word, long first, long end, Geometry g) {
+        long dev = packedDevice(word);
+        int len = packedLength(word);
+        if (packedUnwritten(word) || fb + len < end || len < 1 || !g.isDataBlock(dev) || !g.isDataBlock(dev + len - 1)
+                || g.agOfBlock(dev) != g.agOfBlock(dev + len - 1)) {
+            return -1;
+        }
+        return dev + (first - fb);
     }
 
     private static CorruptionException corrupt(MemorySegment b, int rec, String detail) {

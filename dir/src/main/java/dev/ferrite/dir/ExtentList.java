@@ -3,28 +3,50 @@ package dev.ferrite.dir;
 import java.util.Arrays;
 
 /**
- * A file's extents in memory, decoded from and encoded into its record by {@link ExtentFormat}: sorted by
- * file block, not overlapping, and kept merged (neighbours contiguous in the file and on the device, in
- * the same state, merge while the length fits). Not thread-safe: a copy made under the inode's record.
+ * A file's extents in memory, decoded from and encoded into its record by {@link ExtentFormat}, or a
+ * window of its extent tree ({@link ExtentMap}): sorted by file block, not overlapping, and kept merged
+ * (neighbours contiguous in the file and on the device, in the same state, merge while the length
+ * fits). A window holds every extent that overlaps the range it was loaded for, the one before and the
+ * one after, so that everything a change inside the range reads or merges with is there. Not
+ * thread-safe: a copy made under the inode's record.
  */
 final class ExtentList {
     private final int capacity;
+    /** The tree's header block for a window of one, 0 for an inline list. */
+    final long header;
+    /** A tree window as loaded: what {@link ExtentMap#store} compares it with; null for an inline list. */
+    ExtentList loaded;
     private long[] fileBlock, deviceBlock;
     private int[] length;
     private boolean[] unwritten;
     private int count;
 
     ExtentList(int capacity) {
+        this(capacity, 0);
+    }
+
+    ExtentList(int capacity, long header) {
         this.capacity = capacity;
-        int n = capacity + 2;
+        this.header = header;
+        int n = Math.min(capacity, 30) + 2;
         fileBlock = new long[n];
         deviceBlock = new long[n];
         length = new int[n];
         unwritten = new boolean[n];
     }
 
+    /** True for a window of a tree. */
+    boolean inTree() {
+        return loaded != null;
+    }
+
+    /** True if the extents fit where they came from: the record for an inline list; any number in a tree. */
+    boolean fits() {
+        return count <= capacity;
+    }
+
     ExtentList copy() {
-        ExtentList c = new ExtentList(capacity);
+        ExtentList c = new ExtentList(capacity, header);
         for (int i = 0; i < count; i++) {
             c.add(fileBlock[i], deviceBlock[i], length[i], unwritten[i]);
         }
@@ -33,11 +55,6 @@ final class ExtentList {
 
     int count() {
         return count;
-    }
-
-    /** Extents the record holds. */
-    int capacity() {
-        return capacity;
     }
 
     long fileBlock(int i) {
@@ -238,8 +255,13 @@ final class ExtentList {
 
     @Override
     public String toString() {
+        return head(count);
+    }
+
+    /** The first {@code n} extents, as {@link #toString} shows them all. */
+    String head(int n) {
         StringBuilder s = new StringBuilder("[");
-        for (int i = 0; i < count; i++) {
+        for (int i = 0; i < Math.min(n, count); i++) {
             s.append(i == 0 ? "" : ", ").append(fileBlock[i]).append('+').append(length[i]).append('@').append(deviceBlock[i])
                     .append(unwritten[i] ? "u" : "");
         }

@@ -29,8 +29,8 @@ import static dev.ferrite.dir.InodeRecords.RETRIES;
 import static dev.ferrite.dir.InodeRecords.nowNanos;
 
 /**
- * Regular files' data, the xfs_bmap and direct-I/O role: the extent list in the inode record
- * ({@link ExtentFormat}), reads, writes and appends straight between the caller's aligned buffer and the
+ * Regular files' data, the xfs_bmap and direct-I/O role: the extents (inline in the inode record or
+ * in the inode's tree, through {@link ExtentMap}), reads, writes and appends straight between the caller's aligned buffer and the
  * device, fallocate, fsync and fdatasync, and freeing a file's blocks (truncate, punch hole, and an
  * orphan's destruction). A call not aligned for the direct path goes to {@link BufferedIo} (the data page
  * cache), whose write-back comes back here as direct writes ({@link #writeBackRun}).
@@ -58,10 +58,11 @@ import static dev.ferrite.dir.InodeRecords.nowNanos;
  *
  * <h2>Locks</h2>
  * A striped I/O lock per inode, taken before the log reservation (XFS's i_rwsem): shared by reads and
- * writes (buffered ones too), exclusive by truncate, fallocate, append (which so owns the end of the file while it writes
- * there), a write-back of cached pages, a trim and by freeing an orphan, so that no read or write uses a mapping whose blocks are being freed
- * or unwritten. Each extent-list change is a transaction reserved before the inode's lock
- * (2), then a group's AGF (3), then the record's block (4). Concurrent writes to disjoint ranges run
+ * writes (buffered ones too), exclusive by truncate, fallocate, append (which so owns the end of the file
+ * while it writes there), a write-back of cached pages, a trim and by freeing an orphan, so that no read
+ * or write uses a mapping whose blocks are being freed or unwritten. Each extent change is a transaction
+ * reserved before the inode's lock (2), then a group's AGF (3), then the record's block (4), then the
+ * nodes of the inode's extent tree (whose allocator is the record's block, held already). Concurrent writes to disjoint ranges run
  * their device I/O in parallel. An operation on a handle checks again that the handle is open once it
  * holds the I/O lock ({@link #lockIo}), so that a last close racing it cannot free the inode under it.
  */
@@ -85,6 +86,7 @@ final class FileData {
      */
     private final Set<Long> speculative = ConcurrentHashMap.newKeySet();
     private final BlockDevice device;
+    private final ExtentMap map;
     private final int blockSize;
     private final ReentrantReadWriteLock[] ioLocks = new ReentrantReadWriteLock[IO_STRIPES];
     /** Speculative preallocation's bounds, in blocks. */
@@ -98,9 +100,11 @@ final class FileData {
     /** The buffered path: what a call not aligned for the direct one goes through. */
     final BufferedIo buffered;
 
-    FileData(Volume volume, BufferCache cache, Geometry geometry, InodeRecords records, InodeCache inodes, PageCache pages) {
+    FileData(Volume volume, BufferCache cache, Geometry geometry, InodeRecords records, InodeCache inodes, PageCache pages,
+             ExtentMap map) {
         this.volume = volume;
         this.inodes = inodes;
+        this.map = map;
         this.cache = cache;
         this.geometry = geometry;
         this.records = records;
@@ -144,21 +148,25 @@ final class FileData {
         return l;
     }
 
-    /** A file's size, flags and extents, read together. */
+    /** A file's size, flags and extents (all of an inline list, a window of a tree), read together. */
     private record Snapshot(long size, int flags, ExtentList extents) {
     }
 
-    /** Inode {@code ino}'s size and extents; EISDIR for a directory, EINVAL for anything else not a regular file. */
-    private Snapshot file(long ino) {
+    /**
+     * Inode {@code i}'s size and extents, of a tree those for {@code [from, to)} ({@link ExtentMap#window});
+     * EISDIR for a directory, EINVAL for anything else not a regular file.
+     */
+    private Snapshot file(Inode i, long from, long to) {
+        long ino = i.ino;
         Object o = records.readRecord(ino, (b, rec) -> {
             int mode = InodeFormat.mode(b, rec);
             if ((mode & S_IFMT) != S_IFREG) {
                 return mode;
             }
-            return new Snapshot(InodeFormat.size(b, rec), InodeFormat.flags(b, rec), ExtentFormat.decode(b, rec, geometry));
+            return new Snapshot(InodeFormat.size(b, rec), InodeFormat.flags(b, rec), ExtentMap.decode(b, rec, geometry));
         });
         if (o instanceof Snapshot s) {
-            return s;
+            return s.extents().inTree() ? new Snapshot(s.size(), s.flags(), map.window(i, s.extents(), from, to)) : s;
         }
         int mode = (Integer) o;
         if (mode == 0) {
@@ -192,15 +200,16 @@ final class FileData {
         return aligned;
     }
 
-    /** The size inode {@code ino} has committed (buffered writes may show a larger one); EISDIR or EINVAL as {@link #file}. */
-    long committedSize(long ino) {
-        long size = records.readRecord(ino, (b, rec) -> (InodeFormat.mode(b, rec) & S_IFMT) == S_IFREG ? InodeFormat.size(b, rec) : -1L);
-        return size >= 0 ? size : file(ino).size();
+    /** The size {@code i} has committed (buffered writes may show a larger one); EISDIR or EINVAL as {@link #file}. */
+    long committedSize(Inode i) {
+        long size = records.readRecord(i.ino, (b, rec) -> (InodeFormat.mode(b, rec) & S_IFMT) == S_IFREG ? InodeFormat.size(b, rec) : -1L);
+        return size >= 0 ? size : file(i, 0, 0).size();
     }
 
     /** The device block of file block {@code first} if one written extent holds {@code [first, end)} inside the size; else -1. */
-    private long inPlace(long ino, long first, long end) {
-        return records.readRecord(ino, (b, rec) -> ExtentFormat.writtenBlock(b, rec, first, end, geometry));
+    private long inPlace(Inode i, long first, long end) {
+        long dev = records.readRecord(i.ino, (b, rec) -> ExtentFormat.writtenBlock(b, rec, first, end, geometry));
+        return dev == ExtentFormat.IN_TREE ? map.writtenBlock(i, first, end) : dev;
     }
 
     int read(Handle h, long offset, MemorySegment dst) {
@@ -214,12 +223,13 @@ final class FileData {
         }
         Lock l = lockIo(h, io(i.ino).readLock());
         try {
-            long dev = dst.byteSize() == 0 ? -1 : inPlace(i.ino, first, first + dst.byteSize() / blockSize);
+            long blocks = dst.byteSize() / blockSize;
+            long dev = blocks == 0 ? -1 : inPlace(i, first, first + blocks);
             if (dev >= 0) {
                 device.read(dev, dst);
                 return (int) dst.byteSize();
             }
-            Snapshot s = file(i.ino);
+            Snapshot s = file(i, first, first + blocks);
             long size = Math.max(s.size(), i.pendingSize);
             if (offset >= size || dst.byteSize() == 0) {
                 return 0;
@@ -247,9 +257,10 @@ final class FileData {
         }
     }
 
-    /** Reads file block {@code fb} of {@code ino} into {@code dst} as mapped, whatever the size; the caller holds its I/O lock. */
-    void readBlocks(long ino, long fb, MemorySegment dst) {
-        readRuns(file(ino).extents(), fb, fb + dst.byteSize() / blockSize, dst);
+    /** Reads file blocks from {@code fb} of {@code i} into {@code dst} as mapped, whatever the size; the caller holds its I/O lock. */
+    void readBlocks(Inode i, long fb, MemorySegment dst) {
+        long end = fb + dst.byteSize() / blockSize;
+        readRuns(file(i, fb, end).extents(), fb, end, dst);
     }
 
     void write(Handle h, long offset, MemorySegment src) {
@@ -295,7 +306,7 @@ final class FileData {
     /** EFBIG if {@code len} bytes at {@code offset} end past the largest file (EISDIR or EINVAL first). */
     private void requireBelowMax(Inode i, long offset, long len) {
         if (offset > MAX_FILE_SIZE - len) {
-            file(i.ino); // EISDIR or EINVAL before EFBIG
+            file(i, 0, 0); // EISDIR or EINVAL before EFBIG
             throw new NamespaceException(Errno.EFBIG, "write of " + len + " bytes at offset " + offset + " of inode " + i.ino
                     + " ends past the largest file, " + MAX_FILE_SIZE + " bytes");
         }
@@ -315,7 +326,7 @@ final class FileData {
 
     /** Commits a size of at least {@code size} for {@code i} (a buffered write's, whose pages were written or dropped). */
     void commitSize(Inode i, long size) {
-        update(i, null, old -> Math.max(old, size), true); // after the pages written back before it
+        update(i, 0, 0, null, old -> Math.max(old, size), true); // after the pages written back before it
     }
 
     /**
@@ -327,29 +338,30 @@ final class FileData {
     private boolean writeLocked(Inode i, long offset, MemorySegment src, boolean mayRefuse, long newSize) {
         long len = src.byteSize();
         long first = offset / blockSize, end = first + len / blockSize;
-        long dev = len == 0 ? -1 : inPlace(i.ino, first, end); // inside the size: newSize is too
+        long dev = len == 0 ? -1 : inPlace(i, first, end); // inside the size: newSize is too
         if (dev >= 0) { // the fast path: written blocks inside the size, overwritten in place
             device.write(dev, src);
             i.dataDirty = true;
             written = true;
             return true;
         }
-        Snapshot s = file(i.ino);
+        Snapshot s = file(i, first, end);
         if (len == 0) {
             return true;
         }
         ExtentList x = s.extents();
         long eof = (s.size() + blockSize - 1) / blockSize;
         if (mayRefuse && offset > s.size() && (s.flags() & (FLAG_SPECULATIVE | FLAG_PREALLOC)) == FLAG_SPECULATIVE
-                && x.count() > 0 && x.end(x.count() - 1) > eof) {
+                && lastEnd(i, x) > eof) {
             return false;
         }
         boolean convert = x.firstGap(first, end, true) != null;
-        if (convert) { // converting unwritten blocks splits extents too: EFBIG before any block (a written one too) is overwritten
-            requireRoom(i.ino, x, first, end, end);
+        while (convert && !fits(x, first, end, end)) { // a tree before any block (a written one too) is overwritten: its ENOSPC changes nothing
+            map.makeRoom(i);
+            x = file(i, first, end).extents();
         }
         if (x.firstGap(first, end, false) != null) {
-            x = offset <= s.size() && newSize > s.size() ? allocateExtending(i, s, first, end)
+            x = offset <= s.size() && newSize > s.size() ? allocateExtending(i, s.flags(), x, first, end)
                     : allocate(i, first, end, end, FLAG_SPECULATIVE, true);
         }
         if (convert) {
@@ -372,17 +384,26 @@ final class FileData {
         return true;
     }
 
+    /** The end of the last extent of {@code i}, whose extents for some range are {@code x}; 0 if it maps nothing. */
+    private long lastEnd(Inode i, ExtentList x) {
+        ExtentList t = map.tail(i, x);
+        return t.count() == 0 ? 0 : t.end(t.count() - 1);
+    }
+
     /**
-     * EFBIG, with nothing changed, unless the extents of {@code x} and the ones filling the holes of
-     * {@code [first, end)} fit the record while they are unwritten and once {@code [first, writtenEnd)}
-     * is written.
+     * True if the extents of {@code x} and the ones filling the holes of {@code [first, end)} fit where
+     * they are (an inline list in the record; a tree always) while they are unwritten and once
+     * {@code [first, writtenEnd)} is written; if not, {@link ExtentMap#makeRoom} comes first.
      */
-    private static void requireRoom(long ino, ExtentList x, long first, long end, long writtenEnd) {
+    private static boolean fits(ExtentList x, long first, long end, long writtenEnd) {
+        if (x.inTree()) {
+            return true;
+        }
         ExtentList sim = x.copy();
         fillHoles(sim, first, end);
-        int unwritten = sim.count();
+        boolean unwritten = sim.fits();
         sim.setWritten(first, writtenEnd);
-        requireFits(ino, Math.max(unwritten, sim.count()), sim.capacity());
+        return unwritten && sim.fits();
     }
 
     /**
@@ -391,13 +412,12 @@ final class FileData {
      * the blocks after them (XFS's EOF preallocation): as many as the file will then hold, at least
      * {@link #preallocMin} and at most {@link #preallocCap} or a sixteenth of the free space, not into
      * anything already mapped past {@code end}; none for a file fallocate preallocated past its end. The
-     * write's own blocks are taken first, so when the volume or the record has no room for the
+     * write's own blocks are taken first, so when the volume has no room for the
      * speculative ones the write goes on with what it got.
      */
-    private ExtentList allocateExtending(Inode i, Snapshot s, long first, long end) {
-        ExtentList x = s.extents();
+    private ExtentList allocateExtending(Inode i, int flags, ExtentList x, long first, long end) {
         int k = x.find(end);
-        if ((s.flags() & FLAG_PREALLOC) == 0 && k < 0) {
+        if ((flags & FLAG_PREALLOC) == 0 && k < 0) {
             long next = -k - 1 < x.count() ? x.fileBlock(-k - 1) : ExtentFormat.MAX_FILE_BLOCKS;
             long room = volume.statfs().freeBlocks() / 16; // as XFS, less as the volume fills: others need space too
             long spec = Math.min(next, end + Math.min(room, Math.clamp(end, preallocMin, preallocCap)));
@@ -405,20 +425,9 @@ final class FileData {
                 return allocate(i, first, spec, end, FLAG_SPECULATIVE, false);
             } catch (NoSpaceException e) {
                 // no free block is left for the speculative ones: the write's own holes, filled first, are all mapped
-            } catch (NamespaceException e) {
-                if (e.errno() != Errno.EFBIG) {
-                    throw e;
-                }
             }
         }
         return allocate(i, first, end, end, FLAG_SPECULATIVE, true);
-    }
-
-    private static void requireFits(long ino, int extents, int capacity) {
-        if (extents > capacity) {
-            throw new NamespaceException(Errno.EFBIG, "inode " + ino + " would need " + extents + " extents; its record holds "
-                    + capacity + " and the per-inode extent tree is not built yet");
-        }
     }
 
     /** Maps the holes of {@code [first, end)} in {@code sim} to device blocks no extent has, so they merge with nothing. */
@@ -438,25 +447,29 @@ final class FileData {
      * Maps every hole of {@code [first, end)} to newly allocated, unwritten blocks, a hole (of at most
      * {@link ExtentFormat#MAX_LENGTH} blocks) per transaction, each contiguous, near the block after the
      * file's previous extent or in the inode's group first; a hole no group holds contiguous is taken in
-     * halves, quarters..., each an extent. Returns the mapping after. The caller goes on to write
-     * {@code [first, writtenEnd)} (its extents must fit the record once written too). A transaction that
-     * maps blocks past the end of the file sets {@code pastEofFlag} in its record. With {@code mayReclaim},
-     * when no group has a free block left the speculative blocks of other files are freed
-     * ({@link #reclaimSpeculative}) and the allocation goes on if that gave any back; the speculative
-     * allocations themselves never take others' that way.
+     * halves, quarters..., each an extent. Returns the mapping of {@code [first, end)} after. The caller
+     * goes on to write {@code [first, writtenEnd)}; an inline list that would not hold the extents then
+     * becomes a tree first. A transaction that maps blocks past the end of the file sets
+     * {@code pastEofFlag} in its record. With {@code mayReclaim}, when no group has a free block left the
+     * speculative blocks of other files are freed ({@link #reclaimSpeculative}) and the allocation goes on
+     * if that gave any back; the speculative allocations themselves never take others' that way.
      *
-     * @throws NoSpaceException if no group has a free block left; EFBIG if free space is so fragmented that
-     *                          the extents outgrow the record (the holes filled so far stay mapped unwritten)
+     * @throws NoSpaceException if no group has a free block left (the holes filled so far stay mapped unwritten)
      */
     private ExtentList allocate(Inode i, long first, long end, long writtenEnd, int pastEofFlag, boolean mayReclaim) {
         long ino = i.ino;
         int rec = records.rec(ino);
         int most = ExtentFormat.MAX_LENGTH; // halved each time no group has that many blocks contiguous
         for (;;) {
-            ExtentList x = file(ino).extents();
+            map.prepare(i);
+            ExtentList x = file(i, first, end).extents();
             long[] gap = x.firstGap(first, end, false);
             if (gap == null) {
                 return x;
+            }
+            if (!fits(x, first, end, writtenEnd)) {
+                map.makeRoom(i);
+                continue;
             }
             int len = (int) Math.min(gap[1], most);
             int k = -x.find(gap[0]) - 2; // the extent before the hole
@@ -475,22 +488,22 @@ final class FileData {
                         ag.refillFreeList();
                     }
                     AllocOutcome r;
-                    try (Txn txn = Txn.begin(cache, ag.blockItems() + 2)) {
+                    try (Txn txn = Txn.begin(cache, ag.blockItems() + 2 + map.items(i, x))) {
                         i.lock.lock();
                         try {
-                            ExtentList y = file(ino).extents();
+                            ExtentList y = file(i, first, end).extents();
                             long[] again = y.firstGap(first, end, false);
-                            if (again == null || again[0] != gap[0] || again[1] < len) {
+                            if (again == null || again[0] != gap[0] || again[1] < len || !sameMap(x, y)
+                                    || !fits(y, first, end, writtenEnd) || !map.ready(i, y)) {
                                 done = true; // changed meanwhile: look again
                                 break;
                             }
-                            requireRoom(ino, y, first, end, writtenEnd);
                             r = ag.allocBlocksNear(txn, near, len, apart);
                             if (r == AllocOutcome.DONE) {
                                 y.insert(gap[0], ag.allocatedBlock(txn), len, true);
                                 Buffer b = records.lockRecord(txn, ino);
                                 MemorySegment m = b.data();
-                                int span = ExtentFormat.encode(m, rec, y);
+                                int span = map.store(txn, i, b, y);
                                 InodeFormat.setBlocks(m, rec, InodeFormat.blocks(m, rec) + len);
                                 if (gap[0] + len > (InodeFormat.size(m, rec) + blockSize - 1) / blockSize) {
                                     InodeFormat.setFlags(m, rec, InodeFormat.flags(m, rec) | pastEofFlag);
@@ -526,46 +539,103 @@ final class FileData {
         }
     }
 
+    /** True if {@code x} and {@code y} come from the same place (the record, or the same tree): a transaction reserved for one suits the other. */
+    private static boolean sameMap(ExtentList x, ExtentList y) {
+        return x.inTree() == y.inTree() && x.header == y.header;
+    }
+
     /**
      * The second transaction of a write: {@code [first, end)} written, the size at least {@code newSize};
      * ordered after the data just written (a flush before its checkpoint, shared with every other in it).
      */
     private void finish(Inode i, long first, long end, long newSize) {
-        update(i, y -> {
-            y.setWritten(first, end);
-            requireFits(i.ino, y.count(), y.capacity());
-        }, size -> Math.max(size, newSize), true);
+        update(i, first, end, (y, from, to) -> y.setWritten(from, to), size -> Math.max(size, newSize), true);
+    }
+
+    /** A change of the extents in a range, for {@link #update}. */
+    private interface RangeChange {
+        void apply(ExtentList y, long from, long to);
     }
 
     /**
-     * A transaction changing {@code i}'s record alone: {@code change} edits its extents (null: leaves them,
-     * and only the inode core is logged), refusing by an exception before anything is locked; the size
-     * becomes {@code size} of the old one; the change and modification times move. With {@code afterData}
-     * the transaction is {@link Txn#orderAfterData ordered after} the data writes that completed before it.
+     * Transactions changing {@code i}'s record (and tree) alone: {@code change} edits its extents over
+     * {@code [from, to)} (null: leaves them, and only the inode core is logged); in the last, the size
+     * becomes {@code size} of the old one; the change and modification times move. An inline list
+     * changes in one transaction (made a tree first if the result would not fit); a tree a piece at a
+     * time, an extent (and the hole before it) per transaction, so that each puts or deletes at most
+     * {@link ExtentMap#TREE_OPS} keys: a crash between them leaves part of the range changed, which is
+     * what the caller's own ordering already allows (the data is durable, the size moves last). With
+     * {@code afterData} each transaction is {@link Txn#orderAfterData ordered after} the data writes that
+     * completed before it.
      */
-    private void update(Inode i, Consumer<ExtentList> change, LongUnaryOperator size, boolean afterData) {
+    private void update(Inode i, long from, long to, RangeChange change, LongUnaryOperator size, boolean afterData) {
         int rec = records.rec(i.ino);
-        try (Txn txn = Txn.begin(cache, 2)) {
-            i.lock.lock();
-            try {
-                ExtentList y = file(i.ino).extents();
-                if (change != null) {
-                    change.accept(y);
+        for (long at = from; ; ) {
+            ExtentList plan = null;
+            if (change != null) {
+                map.prepare(i);
+                plan = file(i, 0, 0).extents(); // where the extents are is all the reservation needs
+            }
+            boolean grow = false;
+            try (Txn txn = Txn.begin(cache, 2 + (plan == null ? 0 : map.items(i, plan)))) {
+                i.lock.lock();
+                try {
+                    long stop = to;
+                    ExtentList y = null;
+                    if (change != null) {
+                        y = file(i, at, to).extents();
+                        if (!sameMap(plan, y) || !map.ready(i, y)) {
+                            continue; // changed meanwhile: look again
+                        }
+                        if (y.inTree()) {
+                            stop = stepEnd(y, at, to);
+                        }
+                        change.apply(y, at, stop);
+                        if (!y.fits()) {
+                            grow = true;
+                            continue;
+                        }
+                    }
+                    Buffer b = records.lockRecord(txn, i.ino);
+                    MemorySegment m = b.data();
+                    int span = y == null ? InodeFormat.INLINE : Math.max(InodeFormat.INLINE, map.store(txn, i, b, y));
+                    if (stop >= to) {
+                        InodeFormat.setSize(m, rec, size.applyAsLong(InodeFormat.size(m, rec)));
+                    }
+                    InodeFormat.touch(m, rec, nowNanos(), true);
+                    txn.log(b, rec, span);
+                    if (afterData) {
+                        txn.orderAfterData();
+                    }
+                    commitData(i, txn);
+                    if (stop >= to) {
+                        return;
+                    }
+                    at = stop;
+                } finally {
+                    i.lock.unlock();
                 }
-                Buffer b = records.lockRecord(txn, i.ino);
-                MemorySegment m = b.data();
-                int span = change == null ? InodeFormat.INLINE : ExtentFormat.encode(m, rec, y);
-                InodeFormat.setSize(m, rec, size.applyAsLong(InodeFormat.size(m, rec)));
-                InodeFormat.touch(m, rec, nowNanos(), true);
-                txn.log(b, rec, span);
-                if (afterData) {
-                    txn.orderAfterData();
-                }
-                commitData(i, txn);
             } finally {
-                i.lock.unlock();
+                if (grow) {
+                    map.makeRoom(i); // the transaction closed, changing nothing, and the lock let go
+                }
             }
         }
+    }
+
+    /**
+     * Where a step of {@link #update} over {@code [from, to)} of the tree window {@code y} ends: past the
+     * extent holding {@code from}, or past the hole at {@code from} and the extent after it.
+     */
+    private static long stepEnd(ExtentList y, long from, long to) {
+        int k = y.find(from);
+        if (k < 0) {
+            k = -k - 1;
+            if (k == y.count() || y.fileBlock(k) >= to) {
+                return to;
+            }
+        }
+        return Math.min(to, y.end(k));
     }
 
     void truncate(Handle h, long size) {
@@ -576,7 +646,7 @@ final class FileData {
         if (size < 0) {
             throw new NamespaceException(Errno.EINVAL, "truncate of inode " + i.ino + " to negative size " + size);
         }
-        file(i.ino);
+        file(i, 0, 0);
         if (size > MAX_FILE_SIZE) {
             throw new NamespaceException(Errno.EFBIG, "truncate of inode " + i.ino + " to " + size + " bytes, past the largest file, "
                     + MAX_FILE_SIZE + " bytes");
@@ -592,7 +662,7 @@ final class FileData {
                 buffered.writeBackLocked(i.pages, size / blockSize, size / blockSize + 1);
             }
             freeFrom(i, (size + blockSize - 1) / blockSize);
-            update(i, null, any -> size, zeroed); // the zeros reach stable storage before the smaller size does
+            update(i, 0, 0, null, any -> size, zeroed); // the zeros reach stable storage before the smaller size does
             buffered.clearPending(i);
         } finally {
             l.unlock();
@@ -620,7 +690,7 @@ final class FileData {
             if (from == 0) {
                 buffered.clearPending(i);
             }
-            release(i, x -> lastPieceFrom(x, from), true);
+            release(i, from, TAIL, x -> lastPieceFrom(x, from), true);
         } finally {
             l.unlock();
         }
@@ -661,7 +731,7 @@ final class FileData {
                 speculative.remove(ino);
                 return;
             }
-            release(i, x -> lastPieceFrom(x, eof), false);
+            release(i, eof, TAIL, x -> lastPieceFrom(x, eof), false);
             try (Txn txn = Txn.begin(cache, 2)) {
                 i.lock.lock();
                 try {
@@ -679,6 +749,9 @@ final class FileData {
             l.unlock();
         }
     }
+
+    /** What {@link #release} loads of a tree for a change at its end: its last extent. */
+    private static final long TAIL = -1;
 
     /**
      * Trims the speculative blocks of every file but {@code self} that this mount preallocated for and
@@ -713,41 +786,53 @@ final class FileData {
     /**
      * Frees the blocks {@code unmap} takes from {@code i}'s extents (it unmaps one piece of one extent and
      * returns it as {@code {device block, length}}, or null when done), a piece per transaction, until
-     * it returns null. Each transaction frees the piece, counts it off the inode's blocks and, with
-     * {@code touch}, touches its times.
+     * it returns null. {@code unmap} looks at the extents of {@code [from, to)} only, or with {@code to}
+     * {@link #TAIL} at the last one (of a tree, only those are loaded). Each transaction frees the piece,
+     * counts it off the inode's blocks and, with {@code touch}, touches its times. A tree left mapping
+     * few extents then becomes an inline list ({@link ExtentMap#revert}).
      */
-    private void release(Inode i, Function<ExtentList, long[]> unmap, boolean touch) {
+    private void release(Inode i, long from, long to, Function<ExtentList, long[]> unmap, boolean touch) {
         long ino = i.ino;
         int rec = records.rec(ino);
         ReentrantReadWriteLock.WriteLock l = io(ino).writeLock();
         l.lock();
         try {
             for (int fails = 0; ; ) {
-                long[] next = unmap.apply(records.readRecord(ino, (b, r) -> ExtentFormat.decode(b, r, geometry)));
+                map.prepare(i);
+                ExtentList plan = unmapped(i, from, to);
+                ExtentList sim = plan.copy();
+                long[] next = unmap.apply(sim);
                 if (next == null) {
-                    return;
+                    break;
+                }
+                if (!sim.fits()) { // a punch splitting an extent of a full inline list
+                    map.makeRoom(i);
+                    continue;
                 }
                 AllocationGroup ag = volume.group(geometry.agOfBlock(next[0]));
                 if (ag.needsRefill()) {
                     ag.refillFreeList();
                 }
-                try (Txn txn = Txn.begin(cache, ag.blockItems() + 2)) {
+                try (Txn txn = Txn.begin(cache, ag.blockItems() + 2 + map.items(i, plan))) {
                     i.lock.lock();
                     try {
-                        ExtentList y = records.readRecord(ino, (b, r) -> ExtentFormat.decode(b, r, geometry));
+                        ExtentList y = unmapped(i, from, to);
+                        if (!sameMap(plan, y) || !map.ready(i, y)) {
+                            continue;
+                        }
                         long[] piece = unmap.apply(y);
-                        if (piece == null || geometry.agOfBlock(piece[0]) != ag.agno) {
+                        if (piece == null || geometry.agOfBlock(piece[0]) != ag.agno || !y.fits()) {
                             continue;
                         }
                         if (ag.releaseBlocks(txn, piece[0], (int) piece[1]) == AllocOutcome.DONE) {
                             Buffer b = records.lockRecord(txn, ino);
                             MemorySegment m = b.data();
-                            int span = ExtentFormat.encode(m, rec, y);
+                            int span = map.store(txn, i, b, y);
                             InodeFormat.setBlocks(m, rec, InodeFormat.blocks(m, rec) - piece[1]);
                             if (touch) {
                                 InodeFormat.touch(m, rec, nowNanos(), true);
                             }
-                            txn.log(b, rec, span);
+                            txn.log(b, rec, Math.max(InodeFormat.INLINE, span));
                             lastFreeSeq.accumulateAndGet(commitData(i, txn), Math::max);
                             fails = 0;
                             continue;
@@ -761,9 +846,19 @@ final class FileData {
                 }
                 ag.refillFreeList();
             }
+            long treeBlocks = map.revert(i);
+            if (treeBlocks >= 0) { // the old tree's blocks, mapped past every extent: freed as a trim frees
+                release(i, treeBlocks, TAIL, x -> lastPieceFrom(x, treeBlocks), false);
+            }
         } finally {
             l.unlock();
         }
+    }
+
+    /** {@code i}'s extents for {@link #release}: of {@code [from, to)}, or the last one. */
+    private ExtentList unmapped(Inode i, long from, long to) {
+        ExtentList x = file(i, 0, 0).extents();
+        return to == TAIL ? map.tail(i, x) : map.window(i, x, from, to);
     }
 
     /** {@code fallocate(2)}: see {@link Namespace#fallocate}. */
@@ -783,7 +878,7 @@ final class FileData {
             throw new NamespaceException(Errno.EINVAL, "fallocate of " + length + " bytes at offset " + offset + " of inode "
                     + i.ino + ": the offset must not be negative and the length must be positive");
         }
-        file(i.ino);
+        file(i, 0, 0);
         if (!h.isWritable()) {
             throw new NamespaceException(Errno.EBADF, "fallocate of inode " + i.ino + " through a handle not open for writing");
         }
@@ -797,7 +892,7 @@ final class FileData {
         long wholeFirst = (offset + blockSize - 1) / blockSize, wholeEnd = Math.max(wholeFirst, stop / blockSize);
         Lock l = lockIo(h, io(i.ino).writeLock());
         try {
-            Snapshot s = file(i.ino);
+            Snapshot s = file(i, first, end);
             long size = Math.max(s.size(), i.pendingSize);
             ExtentList sim = s.extents().copy();
             boolean whole = wholeEnd > wholeFirst;
@@ -812,7 +907,9 @@ final class FileData {
                 }
                 fillHoles(sim, first, end);
             }
-            requireFits(i.ino, sim.count(), sim.capacity());
+            if (!sim.fits()) { // a tree first: its ENOSPC changes nothing
+                map.makeRoom(i);
+            }
             if (punch || zero) {
                 if (whole) {
                     zeroPartial(i, offset, wholeFirst * blockSize, size);
@@ -824,19 +921,19 @@ final class FileData {
             }
             if (punch) {
                 if (whole) {
-                    release(i, x -> x.punch(wholeFirst, wholeEnd), true);
+                    release(i, wholeFirst, wholeFirst + 1, x -> x.punch(wholeFirst, wholeEnd), true);
                 }
                 return;
             }
             if (zero && whole) { // before the holes are mapped: the extents stay within sim's count all along
-                update(i, y -> y.setState(wholeFirst, wholeEnd, true), old -> old, false);
+                update(i, wholeFirst, wholeEnd, (y, from, to) -> y.setState(from, to, true), old -> old, false);
             }
             if (keep && stop > s.size()) {
                 trimSpeculative(i); // what the file keeps past its end from now on is what fallocate asks for, flagged so
             }
             allocate(i, first, end, first, keep ? FLAG_PREALLOC : FLAG_SPECULATIVE, true);
             if (!keep && stop > size) {
-                update(i, null, old -> Math.max(old, stop), false);
+                update(i, 0, 0, null, old -> Math.max(old, stop), false);
             }
         } finally {
             l.unlock();
@@ -891,7 +988,7 @@ final class FileData {
                 : (offset + length + blockSize - 1) / blockSize;
         Lock l = lockIo(h, io(i.ino).readLock());
         try {
-            ExtentList x = file(i.ino).extents();
+            ExtentList x = file(i, first, end).extents();
             List<FileExtent> out = new ArrayList<>();
             int k = x.find(first);
             for (k = k >= 0 ? k : -k - 1; k < x.count() && x.fileBlock(k) < end; k++) {

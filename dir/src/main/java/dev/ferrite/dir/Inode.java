@@ -48,7 +48,7 @@ final class Inode {
     volatile long pendingSize;
     /** A regular file's cached pages, once buffered I/O used it ({@link BufferedIo}). */
     volatile FilePages pages;
-    /** The directory's B-tree, once opened (a directory's tree only changes from none to one while cached). */
+    /** The inode's B-tree once opened: a directory's entries, a regular file's extents (dropped when the tree goes). */
     volatile dev.ferrite.btree.internal.BTree dirTree;
 
     Inode(long ino, int refs) {

@@ -37,13 +37,14 @@ import static dev.ferrite.io.internal.OnDisk.U64;
  *  56  u32 generation: bumped each time the slot is allocated (stale handles notice reuse); random
  *      at a slot's first allocation
  *  60  u32 flags: {@link #FLAG_SPECULATIVE} 1, {@link #FLAG_PREALLOC} 2
- *  64  u64 blocks allocated to the inode
+ *  64  u64 blocks allocated to the inode (a tree's blocks and its reserve included)
  *  72  u16 bytes used in the inline area
  *  74..79 zero
  *  80  u64 parent directory's inode (directories only: what ".." names)
  *  88..95 zero
  *  96  inline area to the end of the record (408 bytes for 4 KiB blocks): a short directory's
- *      entries, a symlink's target, or an extent list, as the fork format says; for a remote fork,
+ *      entries, a symlink's target, or an extent list, as the fork format says; for a tree fork, the
+ *      tree's header block and reserve ({@link DirEntryFormat}, {@link ExtentTreeFormat}); for a remote fork,
  *      the u64 number of the one block holding the data (a long symlink target, {@link SymlinkFormat})
  * </pre>
  */

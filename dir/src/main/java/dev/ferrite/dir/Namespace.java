@@ -144,6 +144,7 @@ public final class Namespace {
     private final PathResolver paths;
     private final Orphans orphans;
     final FileData files;
+    final ExtentMap extents;
     private final Creator creator;
     private final NamespaceChecker checker;
     private final ReentrantLock renameLock = new ReentrantLock();
@@ -162,10 +163,11 @@ public final class Namespace {
         this.records = new InodeRecords(volume, cache, geometry, inodes);
         this.dirs = new DirContents(volume, cache, geometry, inodes, records);
         this.paths = new PathResolver(volume, geometry, records, dirs);
-        this.files = new FileData(volume, cache, geometry, records, inodes, pages);
+        this.extents = new ExtentMap(volume, cache, geometry, inodes, records, dirs);
+        this.files = new FileData(volume, cache, geometry, records, inodes, pages, extents);
         this.orphans = new Orphans(volume, cache, geometry, inodes, records, dirs, files);
         this.creator = new Creator(volume, cache, geometry, inodes, records, dirs);
-        this.checker = new NamespaceChecker(volume, geometry, inodes, records, dirs, paths);
+        this.checker = new NamespaceChecker(volume, geometry, inodes, records, dirs, extents, paths);
         if (dirs.inlineCapacity < DirEntryFormat.treeAreaSize()) {
             throw new IllegalStateException("inode records of " + geometry.inodeSize() + " bytes cannot hold a directory tree's reserve");
         }
@@ -624,7 +626,8 @@ public final class Namespace {
      * @throws NamespaceException EBADF if the handle is closed or open for writing only; EISDIR for a directory,
      *         EINVAL for a symlink; EINVAL for a negative offset, a length over 2^31 - 4096, or, through an
      *         {@link #O_DIRECT} handle, a call not aligned for the direct path
-     * @throws CorruptionException naming the inode block if the file's extent list is not one the volume can hold
+     * @throws CorruptionException naming the inode block, or the block of the file's extent tree, if its extents
+     *         are not ones the volume can hold
      */
     public int read(Handle file, long offset, MemorySegment dst) {
         return files.read(file, offset, dst);
@@ -656,9 +659,8 @@ public final class Namespace {
      *
      * @throws NamespaceException EBADF if the handle is closed or open for reading only; EISDIR for a directory,
      *         EINVAL for a symlink; EINVAL for a negative offset, a length over 2^31 - 4096, or a call through an
-     *         {@link #O_DIRECT} handle not aligned for the direct path; EFBIG past {@link #MAX_FILE_SIZE}, or
-     *         (direct, or a buffered write's write-back) if the extents would not fit the inode record: then
-     *         nothing changed
+     *         {@link #O_DIRECT} handle not aligned for the direct path; EFBIG past {@link #MAX_FILE_SIZE}: then nothing
+     *         changed
      * @throws NoSpaceException if the groups run out of free blocks (direct: the holes filled so far stay
      *         unwritten; buffered: from a write-back under pressure)
      * @throws VolumeShutdownException if the volume is closed or its journal has shut down
@@ -735,10 +737,9 @@ public final class Namespace {
      * Makes every change to {@code h}'s inode durable: its dirty cached pages written back, data flushed,
      * then the journal forced.
      *
-     * @throws NamespaceException EBADF if the handle is closed; EFBIG if writing back buffered data found the
-     *         file's extents could not hold it (that data is dropped; reported once, by this or the file's last
-     *         close)
-     * @throws NoSpaceException likewise if the groups had no free block for it
+     * @throws NamespaceException EBADF if the handle is closed
+     * @throws NoSpaceException if writing back buffered data found no free block for it (that data is dropped;
+     *         reported once, by this or the file's last close)
      * @throws VolumeShutdownException if the volume is closed or its journal has shut down
      */
     public void fsync(Handle h) {

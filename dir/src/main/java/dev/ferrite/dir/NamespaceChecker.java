@@ -34,10 +34,12 @@ final class NamespaceChecker {
     private final InodeCache inodes;
     private final InodeRecords records;
     private final DirContents dirs;
+    private final ExtentMap extents;
     private final PathResolver paths;
 
     NamespaceChecker(Volume volume, Geometry geometry, InodeCache inodes, InodeRecords records, DirContents dirs,
-                     PathResolver paths) {
+                     ExtentMap extents, PathResolver paths) {
+        this.extents = extents;
         this.volume = volume;
         this.geometry = geometry;
         this.inodes = inodes;
@@ -200,19 +202,29 @@ final class NamespaceChecker {
         }
 
         /**
-         * A regular file's extent list: decodable (sorted, in range, within the record), no block owned twice,
-         * no written extent past the block holding the last byte, unwritten ones past it only in a file
-         * flagged for them (speculative preallocation or a crash between a write's two transactions:
-         * {@link InodeFormat#FLAG_SPECULATIVE}; fallocate keeping the size: {@link InodeFormat#FLAG_PREALLOC}),
-         * and the inode's block count its extents' sum.
+         * A regular file's extents, inline or in its tree: decodable (sorted, in range, within the record or
+         * a sound tree whose extent count is right), no block owned twice, no written extent past the block
+         * holding the last byte, unwritten ones past it only in a file flagged for them (speculative
+         * preallocation or a crash between a write's two transactions: {@link InodeFormat#FLAG_SPECULATIVE};
+         * fallocate keeping the size: {@link InodeFormat#FLAG_PREALLOC}), and the inode's block count its
+         * extents' sum plus its tree's blocks and reserve.
          */
         private void checkExtents(long ino, InodeStat s) {
             ExtentList x;
+            long meta;
             try {
-                x = records.readRecord(ino, (b, rec) -> ExtentFormat.decode(b, rec, geometry));
+                meta = treeBlocks(ino, "file");
+                x = extents.all(ino);
             } catch (CorruptionException e) {
-                problems.add(CheckProblem.at(Kind.INODE, records.block(ino), ino, pathOf(ino), "file " + ino + ": " + e.getMessage()));
+                problems.add(CheckProblem.at(Kind.INODE, e.block(), ino, pathOf(ino), "file " + ino + ": " + e.getMessage()));
                 return;
+            }
+            if (x.inTree()) {
+                int area = records.rec(ino) + InodeFormat.INLINE;
+                int counted = records.readRecord(ino, (b, rec) -> ExtentTreeFormat.count(b, area));
+                if (counted != x.count()) {
+                    add(Kind.INODE, ino, pathOf(ino), "file " + ino + " counts " + counted + " extents in its tree but it holds " + x.count());
+                }
             }
             long bs = geometry.blockSize();
             long eofBlock = (s.size() + bs - 1) / bs;
@@ -234,8 +246,9 @@ final class NamespaceChecker {
                 }
                 owned.put(dev, len);
             }
-            if (x.blocks() != s.blocks()) {
-                add(Kind.INODE, ino, pathOf(ino), "file " + ino + " counts " + s.blocks() + " blocks but its extents map " + x.blocks());
+            if (x.blocks() + meta != s.blocks()) {
+                add(Kind.INODE, ino, pathOf(ino), "file " + ino + " counts " + s.blocks() + " blocks but its extents map " + x.blocks()
+                        + (meta == 0 ? "" : " and its tree and reserve take " + meta));
             }
         }
 
@@ -253,28 +266,37 @@ final class NamespaceChecker {
                 checkRemoteBlock(dir, remote, s);
                 return;
             }
-            int area = records.rec(dir) + InodeFormat.INLINE;
-            long[] st = records.readRecord(dir, (b, rec) -> isTree(b, rec) && InodeFormat.type(b, rec) == S_IFDIR
-                    ? new long[] {DirEntryFormat.treeHeader(b, area), dirs.requireReserve(dir, b, area)} : null);
+            long blocks = s.isDirectory() ? treeBlocks(dir, "directory") : 0;
+            if (blocks != s.blocks()) {
+                add(Kind.INODE, dir, pathOf(dir), s.isDirectory() ? "directory " + dir + " counts " + s.blocks() + " blocks but owns " + blocks
+                        : "inode " + dir + " counts " + s.blocks() + " blocks but owns none");
+            }
+        }
+
+        /**
+         * Accounts for the reserve and tree of {@code ino} ({@code what}: a directory or a file) in
+         * {@code owned}, checking the tree; returns how many blocks they are (0 for an inline fork).
+         */
+        private long treeBlocks(long ino, String what) {
+            int area = records.rec(ino) + InodeFormat.INLINE;
+            long[] st = records.readRecord(ino, (b, rec) -> isTree(b, rec)
+                    ? new long[] {DirEntryFormat.treeHeader(b, area), dirs.requireReserve(ino, b, area)} : null);
             if (st == null) {
-                if (s.blocks() != 0) {
-                    add(Kind.INODE, dir, pathOf(dir), "inode " + dir + " counts " + s.blocks() + " blocks but owns none");
-                }
-                return;
+                return 0;
             }
             long blocks = st[1];
             for (int i = 0; i < st[1]; i++) {
                 int k = i;
-                owned.put(records.readRecord(dir, (b, rec) -> DirEntryFormat.reserveEntry(b, area, k)), 1);
+                owned.put(records.readRecord(ino, (b, rec) -> DirEntryFormat.reserveEntry(b, area, k)), 1);
             }
             if (st[0] != 0) {
-                Inode d = inodes.acquire(dir);
+                Inode d = inodes.acquire(ino);
                 try {
                     BTree t = dirs.tree(d, st[0]);
                     trees++;
                     for (TreeCheck.Problem p : t.check().problems()) {
-                        problems.add(CheckProblem.at(Kind.BTREE, p.block(), dir, pathOf(dir),
-                                "directory " + dir + " tree (header block " + st[0] + "): " + p.detail()));
+                        problems.add(CheckProblem.at(Kind.BTREE, p.block(), ino, pathOf(ino),
+                                what + " " + ino + " tree (header block " + st[0] + "): " + p.detail()));
                     }
                     long[] n = new long[1];
                     TreeWalk.blocks(t, blk -> {
@@ -286,9 +308,7 @@ final class NamespaceChecker {
                     inodes.release(d);
                 }
             }
-            if (blocks != s.blocks()) {
-                add(Kind.INODE, dir, pathOf(dir), "directory " + dir + " counts " + s.blocks() + " blocks but owns " + blocks);
-            }
+            return blocks;
         }
     }
 }

@@ -2,14 +2,12 @@ package dev.ferrite.dir;
 
 import java.lang.foreign.MemorySegment;
 
-import dev.ferrite.btree.internal.BTree;
 import dev.ferrite.btree.internal.Buffer;
 import dev.ferrite.btree.internal.BufferCache;
 import dev.ferrite.btree.internal.Txn;
 import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.Errno;
 
-import static dev.ferrite.dir.DirContents.isTree;
 import static dev.ferrite.dir.InodeRecords.SYMLINK_BLOCK;
 import static dev.ferrite.dir.InodeRecords.nowNanos;
 import static dev.ferrite.dir.InodeRecords.requireFixable;
@@ -28,7 +26,6 @@ final class Orphans {
     private final InodeRecords records;
     private final DirContents dirs;
     private final FileData files;
-    private final int recordSize;
 
     Orphans(Volume volume, BufferCache cache, Geometry geometry, InodeCache inodes, InodeRecords records, DirContents dirs,
             FileData files) {
@@ -39,7 +36,6 @@ final class Orphans {
         this.records = records;
         this.dirs = dirs;
         this.files = files;
-        this.recordSize = geometry.inodeSize();
     }
 
     /**
@@ -64,35 +60,12 @@ final class Orphans {
      */
     void inactivate(Inode c) {
         long ino = c.ino;
-        int rec = records.rec(ino);
-        int area = rec + InodeFormat.INLINE;
-        long header = records.readRecord(ino, (b, r) -> isTree(b, r) ? DirEntryFormat.treeHeader(b, area) : 0L);
-        if (header != 0) {
-            while (dirs.spillBlock(c, 0)) {
-                // a block per transaction
-            }
-            BTree t = dirs.tree(c, header);
-            try (Txn txn = Txn.begin(cache, 8 + 3 * DirEntryFormat.RESERVE_CAPACITY)) {
-                c.lock.lock();
-                try {
-                    t.destroy(txn); // first: it reads the tree's nodes, and the record's block is shared
-                    Buffer b = records.lockRecord(txn, ino);
-                    DirEntryFormat.setTreeHeader(b.data(), area, 0);
-                    txn.log(b, rec, recordSize);
-                    c.lastSeq = txn.commit();
-                } finally {
-                    c.lock.unlock();
-                }
-            }
-            c.dirTree = null;
-        }
-        while (dirs.spillBlock(c, 0)) {
-            // the tree's nodes came back to the reserve
+        if ((records.modeOf(ino) & InodeFormat.S_IFMT) == InodeFormat.S_IFREG) {
+            files.freeFrom(c, 0); // a file's extent tree goes once it maps nothing
+        } else {
+            dirs.takeDown(c);
         }
         freeRemoteBlock(c);
-        if ((records.modeOf(ino) & InodeFormat.S_IFMT) == InodeFormat.S_IFREG) {
-            files.freeFrom(c, 0);
-        }
         AllocationGroup ag = volume.group(geometry.agOfInode(ino));
         Inode[] touched = {c};
         for (int fails = 0; ; ) {

@@ -44,8 +44,15 @@ final class SuperblockFormat {
     /** 2: B-tree nodes keep 6-byte key heads in 8-byte slots after a shared prefix (version 1 had 2-byte slots). */
     static final int VERSION = 2;
     static final long PRIMARY = 0, MIRROR = 1;
-    /** Incompatible features this code understands: none yet. */
-    static final long KNOWN_INCOMPAT = 0;
+    /**
+     * Incompatible feature: some regular file keeps its extents in a tree ({@link ExtentTreeFormat}). Set,
+     * and never cleared, before the first tree is made, so code without extent trees (which knows no
+     * incompatible feature) refuses the volume instead of reading such a file as corrupt; a volume
+     * without one stays readable by it.
+     */
+    static final long INCOMPAT_EXTENT_TREE = 1;
+    /** Incompatible features this code understands. */
+    static final long KNOWN_INCOMPAT = INCOMPAT_EXTENT_TREE;
 
     static final long VERSION_OFF = 32, BLOCK_SIZE = 36, DEVICE_BLOCKS = 40, UUID_OFF = 48, LOG_START = 64,
             LOG_BLOCKS = 72, AG_COUNT = 76, AG_BLOCKS = 80, INODE_SIZE = 84, DATA_START = 88, COMPAT = 96,
@@ -59,6 +66,11 @@ final class SuperblockFormat {
     record Fields(int version, Geometry geometry, UUID uuid, long compat, long incompat, boolean clean,
                   long freeBlocks, long freeInodes, long inodes, long rootInode, long mounts) {
         Fields withState(boolean clean, long freeBlocks, long freeInodes, long inodes, long mounts) {
+            return new Fields(version, geometry, uuid, compat, incompat, clean, freeBlocks, freeInodes, inodes,
+                    rootInode, mounts);
+        }
+
+        Fields withIncompat(long incompat) {
             return new Fields(version, geometry, uuid, compat, incompat, clean, freeBlocks, freeInodes, inodes,
                     rootInode, mounts);
         }

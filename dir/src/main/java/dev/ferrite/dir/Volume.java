@@ -325,8 +325,24 @@ public final class Volume implements AutoCloseable {
         }
     }
 
-    /** Writes both copies, the primary flushed before the mirror is written: a crash damages at most one. */
+    /**
+     * Sets incompatible feature {@code bit} in both superblock copies, durably, unless it is set already:
+     * before the first structure that needs it is made.
+     */
+    synchronized void requireIncompatFeature(long bit) {
+        if ((superblock.incompat() & bit) == 0) {
+            writeSuperblock(superblock.withIncompat(superblock.incompat() | bit));
+        }
+    }
+
+    /**
+     * Writes both copies, the primary flushed before the mirror is written: a crash damages at most one.
+     * Incompatible features set meanwhile stay set ({@code f} may have been read before).
+     */
     private synchronized void writeSuperblock(SuperblockFormat.Fields f) {
+        if (superblock != null && (superblock.incompat() & ~f.incompat()) != 0) {
+            f = f.withIncompat(f.incompat() | superblock.incompat());
+        }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment b = arena.allocate(geometry.blockSize(), BlockDevice.BUFFER_ALIGNMENT);
             SuperblockFormat.write(b, SuperblockFormat.PRIMARY, f);

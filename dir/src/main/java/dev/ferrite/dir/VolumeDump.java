@@ -163,9 +163,19 @@ public final class VolumeDump {
         } else if (s.isSymlink()) {
             sb.append("  symlink to ").append(volume.namespace().records.readlinkIno(ino)).append('\n');
         } else if (s.isRegularFile()) {
-            ExtentList x = volume.namespace().records.readRecord(ino, (b, rec) -> ExtentFormat.decode(b, rec, g));
-            sb.append("  ").append(s.blocks()).append(" blocks in ").append(x.count()).append(" extents (file block+length@device block, u unwritten): ")
-                    .append(x).append('\n');
+            Namespace ns = volume.namespace();
+            ExtentList x = ns.extents.all(ino);
+            if (x.inTree()) {
+                int area = ns.records.rec(ino) + InodeFormat.INLINE;
+                long[] tree = ns.records.readRecord(ino, (b, rec) -> new long[] {DirEntryFormat.reserveCount(b, area),
+                        ExtentTreeFormat.count(b, area)});
+                sb.append("  extent tree: header block ").append(x.header).append(", ").append(tree[1]).append(" extents counted, ")
+                        .append(s.blocks() - x.blocks()).append(" blocks of tree and reserve (").append(tree[0])
+                        .append(" in the reserve)\n");
+            }
+            sb.append("  ").append(s.blocks()).append(" blocks in ").append(x.count())
+                    .append(" extents (file block+length@device block, u unwritten)").append(x.count() > ENTRIES_SHOWN
+                    ? ", the first " + ENTRIES_SHOWN : "").append(": ").append(x.count() > ENTRIES_SHOWN ? x.head(ENTRIES_SHOWN) : x).append('\n');
         }
         return sb.toString();
     }

@@ -1,14 +1,15 @@
 /**
  * dir: the namespace. So far: volumes ({@link dev.ferrite.dir.Volume} format, mount, unmount), the
  * superblock and its mirror, allocation groups with their free-space and inode B-trees, inode records
- * and the lock-free inode cache; directories, regular files' data (direct and buffered I/O over inline extent lists) and
+ * and the lock-free inode cache; directories, regular files' data (direct and buffered I/O over extent maps, inline
+ * or a per-inode tree) and
  * the {@link dev.ferrite.dir.Namespace} API (paths and {@link dev.ferrite.dir.Handle}s), orphans and the check
  * ({@link dev.ferrite.dir.CheckReport}). The CLI
  * builds on these.
  *
  * <p>The namespace is a façade ({@code Namespace}: the public API, and create, remove, link and rename,
  * which take the locks in the order its documentation gives: rename lock (1), per-inode locks (2), one
- * group's AGI (3), inode blocks (4), directory tree nodes (5)) over parts with one job each, each taking
+ * group's AGI (3), inode blocks (4), directory and file extent tree nodes (5)) over parts with one job each, each taking
  * only the locks named:
  * <ul>
  *   <li>{@code PathResolver}: paths walked and names validated in Linux's order; no lock.
@@ -17,16 +18,18 @@
  *   <li>{@code DirContents} (the xfs_dir2 role): a directory's entries, inline or in its tree, changed in
  *       the caller's transaction under its inode lock (its tree nodes, 5); converting and refilling its
  *       block reserve in transactions of their own, each taking the directory's lock (2), the group's AGF,
- *       then the record.
+ *       then the record. The reserve's upkeep and a tree's taking down serve file extent trees too.
  *   <li>{@code Creator}: the create transaction: the parent's lock (2), the AGI (3), the records (4), the
  *       parent's tree (5).
  *   <li>{@code Orphans}: handles and the freeing of inodes without links, each step a transaction taking
  *       the orphan's lock (2), its group's AGI (3) or AGF, then its record (4); destroying an orphan's
  *       tree reads the nodes before locking the record, which nobody else can contend for an orphan.
- *   <li>{@code FileData} (the xfs_bmap role): regular files' extent lists ({@code ExtentFormat}) and their
- *       direct reads, writes, appends and fallocate; its I/O lock (shared by reads and writes, exclusive by
- *       truncate, fallocate, append and an orphan's freeing) is taken before the log reservation, then each extent change takes the file's lock
- *       (2), one group's AGF, then its record (4).
+ *   <li>{@code FileData} (the xfs_bmap role): regular files' direct reads, writes, appends and fallocate
+ *       over their extents, which {@code ExtentMap} keeps inline ({@code ExtentFormat}) or in a per-inode
+ *       tree ({@code ExtentTreeFormat}, the xfs_bmap_btree role); its I/O lock (shared by reads and writes,
+ *       exclusive by truncate, fallocate, append and an orphan's freeing) is taken before the log
+ *       reservation, then each extent change takes the file's lock (2), one group's AGF, then its record
+ *       (4), then its tree's nodes (5).
  *   <li>{@code BufferedIo} over {@code PageCache} and per-file {@code FilePages}: buffered reads and writes
  *       through off-heap block frames, and their write-back as {@code FileData}'s direct writes; a buffered
  *       call takes the file's I/O lock (shared), then its page lock; write-back takes the I/O lock
@@ -45,7 +48,8 @@
  *   <li>Unrelated allocations share no lock: each group has its own AGF (free space) and AGI (inode)
  *       header locks, taken AGI before AGF, held to commit.
  *   <li>Every block of a group is exactly one of: header, tree node, free-list entry, free (in both
- *       free-space trees), or allocated (inode chunk, directory tree block or reserve, long symlink target, file extent).
+ *       free-space trees), or allocated (inode chunk, directory or file extent tree block or reserve, long symlink
+ *       target, file extent).
  *   <li>A tree's node allocation only pops its header's free list, which every operation checks holds a
  *       reserve before it starts; refills run in transactions of their own.
  *   <li>Volume-wide counts are striped counters whose sums equal the group headers' counts; the

@@ -131,22 +131,36 @@ class FallocateTest extends FileTestBase {
     }
 
     @Test
-    void aSplitOrAHoleTheExtentListCannotHoldIsEfbigBeforeAnythingChanges() {
+    void aSplitOrAHoleTheExtentListCannotHoldMakesAnExtentTree() {
         int capacity = ExtentFormat.capacity(InodeFormat.inlineCapacity(BS));
+        long start = free();
         try (Handle f = ns.create(root, "f", 0644, true)) {
             for (int i = 0; i < capacity; i++) {
                 ns.write(f, 4L * i * BS, stamped(4L * i * BS, 3, 1)); // extents of three blocks, a hole between
             }
-            assertErrno(Errno.EFBIG, h -> ns.fallocate(h, PUNCH, BS, BS), f);
-            assertErrno(Errno.EFBIG, h -> ns.fallocate(h, FALLOC_FL_ZERO_RANGE, BS, BS), f);
-            assertErrno(Errno.EFBIG, h -> ns.fallocate(h, FALLOC_FL_KEEP_SIZE, 3 * BS, BS), f);
-            ns.fallocate(f, PUNCH, 0, 3 * BS); // a whole extent goes: fits
-            assertEquals(3L * (capacity - 1), ns.stat(f).blocks());
+            ns.fallocate(f, PUNCH, BS, BS); // splits an extent: one too many for the record
+            assertEquals(InodeFormat.FORK_TREE, (int) ns.records.readRecord(f.ino(), InodeFormat::fork));
+            ns.fallocate(f, FALLOC_FL_ZERO_RANGE, 5 * BS, BS);
+            ns.fallocate(f, FALLOC_FL_KEEP_SIZE, 3 * BS, BS);
+            assertEquals(capacity + 4, ns.extents.all(f.ino()).count());
+            assertBlocks(f, 0, 1, 1);
+            assertBlocks(f, 1, 2, 0);
+            assertBlocks(f, 2, 3, 1);
+            assertBlocks(f, 3, 4, 0);
+            assertBlocks(f, 4, 5, 1);
+            assertBlocks(f, 5, 6, 0);
+            assertBlocks(f, 6, 7, 1);
+            long tree = ns.stat(f).blocks() - 3L * capacity; // the tree and its reserve: one data block punched, one allocated
+            assertTrue(tree > 0, "tree blocks " + tree);
+            assertAccounted(f, start, 3L * capacity + tree);
+            ns.fallocate(f, PUNCH, 0, 4L * capacity * BS); // everything goes, the tree too
+            assertEquals(InodeFormat.FORK_EMPTY, (int) ns.records.readRecord(f.ino(), InodeFormat::fork));
+            assertAccounted(f, start, 0);
         }
     }
 
     @Test
-    void aWriteWhoseConversionSplitsAnExtentTheListCannotHoldIsEfbigBeforeAnyBlockIsWritten() {
+    void aWriteWhoseConversionSplitsAnExtentTheListCannotHoldMakesAnExtentTreeFirst() {
         int capacity = ExtentFormat.capacity(InodeFormat.inlineCapacity(BS));
         try (Handle f = ns.create(root, "f", 0644, true)) {
             ns.fallocate(f, 0, 3 * BS, 2 * BS); // blocks 3-4 unwritten
@@ -156,9 +170,11 @@ class FallocateTest extends FileTestBase {
             }
             assertEquals(capacity, ns.records.readRecord(f.ino(), (b, rec) -> ExtentFormat.decode(b, rec, v.geometry())).count());
             // block 2 is overwritten in place, block 3 converted: 4 splits off, one extent too many
-            assertErrno(Errno.EFBIG, h -> ns.write(h, 2 * BS, stamped(2 * BS, 2, 2)), f);
-            assertBlocks(f, 0, 3, 1);
-            assertBlocks(f, 3, 5, 0);
+            ns.write(f, 2 * BS, stamped(2 * BS, 2, 2));
+            assertEquals(InodeFormat.FORK_TREE, (int) ns.records.readRecord(f.ino(), InodeFormat::fork));
+            assertBlocks(f, 0, 2, 1);
+            assertBlocks(f, 2, 4, 2);
+            assertBlocks(f, 4, 5, 0);
         }
     }
 

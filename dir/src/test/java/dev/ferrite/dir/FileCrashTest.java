@@ -9,7 +9,6 @@ import java.util.Random;
 import java.util.Set;
 
 import dev.ferrite.io.BlockDevice;
-import dev.ferrite.io.Errno;
 import dev.ferrite.io.MemoryDevice;
 import dev.ferrite.io.testkit.RecordingDevice;
 import dev.ferrite.io.testkit.TestSeed;
@@ -35,7 +34,10 @@ import static org.junit.jupiter.api.Assertions.fail;
  * at or after the last fsync the crash kept; and every 8-byte word of it (each write stamps every word
  * with its file offset and the write's number) is zero or the stamp of a write to that block, the one the
  * block held at that fsync or a later one: fsync'd data is intact and no block shows bytes the file
- * never wrote there. The free space the file allocates from first held another file's bytes.
+ * never wrote there. The free space the file allocates from first held another file's bytes. A variant
+ * scatters single-block writes over a wide span so that the file's extents move to a tree and back
+ * (crashes during the conversions and the tree's changes), and recovers each of its crash states twice:
+ * again from crash points inside the first recovery, which must give the same file and free space.
  */
 @ExtendWith(TestSeed.class)
 class FileCrashTest {
@@ -47,17 +49,31 @@ class FileCrashTest {
     private static final int[] FALLOC_MODES = {0, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
         FALLOC_FL_ZERO_RANGE, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE};
 
-    @Test
-    void everyFsyncedByteSurvivesAndNoBlockShowsForeignData() {
-        recoverSampledCrashes(SEED, OPS, SAMPLES);
+    /** The workload's shape: blocks the offsets fall in, most blocks a write or fallocate covers, and scattered (tree) truncates. */
+    private record Shape(int span, int most, boolean tree) {
     }
 
-    /** Longer workloads (files reaching their extent limit) and many more crash states, over several seeds. */
+    private static final Shape SMALL = new Shape(SPAN, 4, false);
+    /** Scattered single blocks over a wide span: far more extents than the record holds. */
+    private static final Shape TREE = new Shape(400, 1, true);
+
+    @Test
+    void everyFsyncedByteSurvivesAndNoBlockShowsForeignData() {
+        recoverSampledCrashes(SEED, OPS, SAMPLES, SMALL);
+    }
+
+    @Test
+    void crashesDuringExtentTreeChangesRecoverTwiceToTheSameFile() {
+        recoverSampledCrashes(SEED, 2 * OPS, SAMPLES / 10, TREE);
+    }
+
+    /** Longer workloads and many more crash states, over several seeds. */
     @Test
     @Tag("stress")
     void longerWorkloadsAndManyMoreCrashStates() {
         for (long seed = SEED; seed < SEED + 6; seed++) {
-            recoverSampledCrashes(seed, 4 * OPS, 300);
+            recoverSampledCrashes(seed, 4 * OPS, 300, SMALL);
+            recoverSampledCrashes(seed, 4 * OPS, 40, TREE);
         }
     }
 
@@ -159,6 +175,21 @@ class FileCrashTest {
         ns.unlink(root, "junk");
     }
 
+    /** A digest of what the file and free space hold: its size, its blocks and the free block count. */
+    private static String contents(Volume v, Arena arena) {
+        Namespace ns = v.namespace();
+        try (Handle f = ns.open("/f")) {
+            long size = ns.stat(f).size();
+            MemorySegment block = arena.allocate(BS, BlockDevice.BUFFER_ALIGNMENT);
+            java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+            for (long at = 0; at < size; at += BS) {
+                ns.read(f, at, block);
+                crc.update(block.asByteBuffer());
+            }
+            return "size " + size + ", crc32c 0x" + Long.toHexString(crc.getValue()) + ", free blocks " + v.statfs().freeBlocks();
+        }
+    }
+
     /** What a file block held over the workload: {op, value} pairs, value a write's number or 0 (cut off by a truncate). */
     private static final class History {
         final List<long[]> values = new ArrayList<>(List.of(new long[] {0, 0}));
@@ -179,9 +210,11 @@ class FileCrashTest {
         }
     }
 
-    private static void recoverSampledCrashes(long seed, int ops, int samples) {
+    private static void recoverSampledCrashes(long seed, int ops, int samples, Shape shape) {
         Random rnd = new Random(seed);
-        History[] blocks = new History[SPAN + 4];
+        int span = shape.span();
+        int trees = 0, reverts = 0;
+        History[] blocks = new History[span + shape.most()];
         for (int i = 0; i < blocks.length; i++) {
             blocks[i] = new History();
         }
@@ -205,25 +238,27 @@ class FileCrashTest {
                 long size = 0;
                 for (int op = 1; op <= ops; op++) {
                     int r = rnd.nextInt(24);
+                    int fork = ns.records.readRecord(f.ino(), InodeFormat::fork);
+                    if (fork == InodeFormat.FORK_TREE) {
+                        trees++;
+                    } else if (trees > 0) {
+                        reverts++;
+                    }
                     if (r < 13) {
-                        int at = rnd.nextInt(SPAN), n = 1 + rnd.nextInt(4);
+                        int at = rnd.nextInt(span), n = 1 + rnd.nextInt(shape.most());
                         long offset = (long) at * BS;
                         MemorySegment src = buf.asSlice(0, (long) n * BS);
                         for (long w = 0; w < src.byteSize(); w += 8) {
                             src.set(U64, w, (offset + w) << 16 | op);
                         }
-                        try {
-                            ns.write(f, offset, src);
-                        } catch (NamespaceException e) {
-                            assertEquals(Errno.EFBIG, e.errno(), e.getMessage());
-                            continue;
-                        }
+                        ns.write(f, offset, src);
                         for (int b = at; b < at + n; b++) {
                             blocks[b].values.add(new long[] {op, op});
                         }
                         size = Math.max(size, offset + (long) n * BS);
                     } else if (r < 16) {
-                        long to = (long) rnd.nextInt(SPAN) * BS;
+                        long to = !shape.tree() ? (long) rnd.nextInt(span) * BS
+                                : rnd.nextInt(10) == 0 ? 0 : Math.max(0, size / BS - rnd.nextInt(8)) * BS;
                         ns.truncate(f, to);
                         for (long b = to / BS; b < size / BS; b++) {
                             blocks[(int) b].values.add(new long[] {op, 0});
@@ -239,13 +274,8 @@ class FileCrashTest {
                         continue;
                     } else if (r < 22) {
                         int mode = FALLOC_MODES[rnd.nextInt(FALLOC_MODES.length)];
-                        int at = rnd.nextInt(SPAN), n = 1 + rnd.nextInt(4);
-                        try {
-                            ns.fallocate(f, mode, (long) at * BS, (long) n * BS);
-                        } catch (NamespaceException e) {
-                            assertEquals(Errno.EFBIG, e.errno(), e.getMessage());
-                            continue;
-                        }
+                        int at = rnd.nextInt(span), n = 1 + rnd.nextInt(shape.most());
+                        ns.fallocate(f, mode, (long) at * BS, (long) n * BS);
                         if ((mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)) != 0) { // zeros from here on (past the size too)
                             for (int b = at; b < at + n; b++) {
                                 blocks[b].values.add(new long[] {op, 0});
@@ -255,7 +285,7 @@ class FileCrashTest {
                             size = Math.max(size, (long) (at + n) * BS);
                         }
                     } else { // another file's fsync: f's changes so far reach the log, though f's data was not flushed for it
-                        ns.truncate(g, (long) rnd.nextInt(SPAN) * BS);
+                        ns.truncate(g, (long) rnd.nextInt(span) * BS);
                         ns.fsync(g);
                         continue;
                     }
@@ -266,6 +296,8 @@ class FileCrashTest {
                 g.close();
             }
             assertTrue(fsyncs.size() > 5, "fsyncs: " + fsyncs.size());
+            assertTrue(!shape.tree() || trees > ops / 4 && reverts > 0, "seed " + seed + ": " + trees + " operations of " + ops
+                    + " on an extent tree, " + reverts + " after it went back inline");
             for (int sample = 0; sample < samples; sample++) {
                 RecordingDevice.CrashState state = CrashTest.sampledState(rec, rnd, sample, firstFlush, lastFlush);
                 int synced = 0;
@@ -275,10 +307,29 @@ class FileCrashTest {
                     }
                 }
                 String where = "crash " + state + " (last fsync kept: after op " + synced + "), seed " + seed;
-                try (MemoryDevice image = rec.materialize(state); Volume v = Volume.open(image, VolumeFixtures.OPTIONS)) {
+                String recovered = null;
+                RecordingDevice again = null;
+                try (MemoryDevice image = rec.materialize(state); RecordingDevice watched = RecordingDevice.wrap(image);
+                     Volume v = Volume.open(shape.tree() ? watched : image, VolumeFixtures.OPTIONS)) {
                     Namespace ns = v.namespace();
                     CheckReport report = ns.check();
                     assertTrue(report.clean(), where + ":\n" + report);
+                    if (shape.tree()) {
+                        recovered = contents(v, arena);
+                        again = watched;
+                    }
+                    if (again != null) { // crash points inside the first recovery and mount: the second gives the same file
+                        int flushes = again.flushCount();
+                        for (int k = rnd.nextInt(2); k < flushes; k += Math.max(1, flushes / 2)) {
+                            try (MemoryDevice twice = again.materialize(again.crashAfterFlush(k));
+                                 Volume v2 = Volume.open(twice, VolumeFixtures.OPTIONS)) {
+                                Namespace ns2 = v2.namespace();
+                                CheckReport report2 = ns2.check();
+                                assertTrue(report2.clean(), where + ", recovered again after flush " + k + ":\n" + report2);
+                                assertEquals(recovered, contents(v2, arena), where + ", recovered again after flush " + k);
+                            }
+                        }
+                    }
                     try (Handle f = ns.open("/f")) {
                         long size = ns.stat(f).size();
                         assertTrue(sizes.allowedAfter(synced).contains(size), where + ": size " + size + " is none of "

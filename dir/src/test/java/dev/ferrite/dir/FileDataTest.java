@@ -164,26 +164,30 @@ class FileDataTest extends FileTestBase {
     }
 
     @Test
-    void aWriteNeedingMoreExtentsThanTheRecordHoldsIsEfbigAndChangesNothing() {
+    void aWriteNeedingMoreExtentsThanTheRecordHoldsMakesAnExtentTree() {
         try (Handle f = ns.create(root, "f", 0644, true)) {
             int capacity = ExtentFormat.capacity(InodeFormat.inlineCapacity(BS));
             for (int i = 0; i < capacity; i++) {
                 ns.write(f, 2L * i * BS, stamped(2L * i * BS, 1, 1)); // every other block: nothing merges
             }
-            InodeStat before = ns.stat(f);
-            long free = free();
-            NamespaceException e = assertThrows(NamespaceException.class, () -> ns.write(f, 2L * capacity * BS, stamped(0, 1, 2)));
-            assertEquals(Errno.EFBIG, e.errno());
-            assertTrue(e.getMessage().contains("extent tree is not built yet"), e.getMessage());
-            // filling two holes at once needs one extent (the blocks merge with nothing written yet): still too many
-            e = assertThrows(NamespaceException.class, () -> ns.write(f, BS, stamped(BS, 3, 2)));
-            assertEquals(Errno.EFBIG, e.errno());
-            assertEquals(before, ns.stat(f));
-            assertEquals(free, free());
-            ns.write(f, 0, stamped(0, 1, 3)); // an overwrite still works
-            MemorySegment r = buffer(1);
-            ns.read(f, 0, r);
-            assertStamped(r, 0, 3);
+            assertEquals(InodeFormat.FORK_EXTENTS, (int) ns.records.readRecord(f.ino(), InodeFormat::fork));
+            ns.write(f, 2L * capacity * BS, stamped(2L * capacity * BS, 1, 2));
+            assertEquals(InodeFormat.FORK_TREE, (int) ns.records.readRecord(f.ino(), InodeFormat::fork));
+            ns.write(f, BS, stamped(BS, 3, 2)); // fills two holes and overwrites a block between them
+            assertEquals(capacity + 3, ns.extents.all(f.ino()).count()); // the two new blocks merge with nothing
+            MemorySegment r = buffer(2 * capacity + 1);
+            assertEquals(r.byteSize(), ns.read(f, 0, r));
+            assertStamped(r.asSlice(0, BS), 0, 1);
+            assertStamped(r.asSlice(BS, 3 * BS), BS, 2);
+            for (int i = 2; i < capacity; i++) {
+                assertStamped(r.asSlice(2L * i * BS, BS), 2L * i * BS, 1);
+                assertStamped(r.asSlice((2L * i + 1) * BS, BS), (2L * i + 1) * BS, 0);
+            }
+            assertStamped(r.asSlice(2L * capacity * BS, BS), 2L * capacity * BS, 2);
+            ns.write(f, 0, stamped(0, 1, 3)); // an overwrite in place: a lookup in the tree
+            MemorySegment one = buffer(1);
+            ns.read(f, 0, one);
+            assertStamped(one, 0, 3);
         }
     }
 
@@ -293,12 +297,7 @@ class FileDataTest extends FileTestBase {
                     for (long w = 0; w < src.byteSize(); w += 8) {
                         src.set(U64, w, (offset + w) << 16 | gen);
                     }
-                    try {
-                        ns.write(f, offset, src);
-                    } catch (NamespaceException e) {
-                        assertEquals(Errno.EFBIG, e.errno(), e.getMessage()); // the four writers' extents together overflowed: nothing changed
-                        continue;
-                    }
+                    ns.write(f, offset, src); // the four writers' extents together outgrow the record: a tree
                     for (int b = at; b < at + n; b++) {
                         last[me][b] = gen;
                     }
