@@ -114,7 +114,7 @@ final class FileData {
         // appends beside another ends in a handful of extents, yet a few growing files cannot fill a group
         this.preallocCap = Math.min(ExtentFormat.MAX_LENGTH, geometry.agBlocks() / 8);
         this.preallocMin = Math.min(PREALLOC_MIN_BYTES / blockSize, preallocCap);
-        this.buffered = new BufferedIo(this, pages, blockSize, records.pendingSizes);
+        this.buffered = new BufferedIo(this, pages, blockSize, records.pendingSizes, inodes);
     }
 
     ReentrantReadWriteLock io(long ino) {

@@ -30,6 +30,14 @@ final class FilePages {
     RuntimeException error;
     /** When the oldest of the file's dirty pages was dirtied, {@link System#nanoTime}; guarded by the page cache's dirty set. */
     long dirtySince;
+    /**
+     * On the page cache's queue of closed files, holding a reference on {@link #inode} ({@link PageCache#defer});
+     * guarded by the page cache's dirty set, as is {@link #closedAt}, when it was queued.
+     */
+    boolean queued;
+    long closedAt;
+    /** {@link #error} holds a reference on {@link #inode} so that it outlives its handles until reported (guarded by {@link #lock}). */
+    boolean errorPinned;
 
     FilePages(Inode inode) {
         this.inode = inode;

@@ -2,6 +2,7 @@ package dev.ferrite.dir;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayDeque;
 import java.util.LinkedHashSet;
 import java.util.concurrent.ConcurrentLinkedDeque;
 import java.util.concurrent.TimeUnit;
@@ -16,7 +17,9 @@ import dev.ferrite.io.BlockDevice;
  * none is free, counts dirty pages, and keeps the files with dirty pages in the order they became
  * dirty, for write-back by pressure ({@link #throttle}) and by age (the {@code ferrite-page-writeback}
  * thread, started at the first dirty page, writes back a file whose oldest dirty page is older than the
- * expiry).
+ * expiry). A file's last close does no I/O: it queues the file ({@link #defer}) and the same thread
+ * finishes it ({@link Writer#closed}) a short delay later, so that a file deleted soon after its last
+ * close dies with its data unwritten.
  *
  * <h2>Locks</h2>
  * The monitor of this object guards the frame table ({@link #owner}, {@link #block}, the free list, the
@@ -35,15 +38,23 @@ final class PageCache implements AutoCloseable {
     /** Blocks a write-back copies into one staging buffer and writes at once. */
     static final int RUN_BLOCKS = 256;
 
-    /** Writes back every dirty page of a file; implemented by the file layer. */
+    /** Implemented by the file layer. */
     interface Writer {
+        /** Writes back every dirty page of a file. */
         void writeBack(FilePages p);
+
+        /** Finishes a file {@link #defer} queued: writes it back, trims it if no handle is open, lets go of its inode. */
+        void closed(FilePages p);
     }
+
+    /** The most a closed file waits for its write-back (less if its dirty pages expire sooner). */
+    static final long CLOSE_DELAY_MILLIS = 1000;
 
     private final int blockSize;
     private final int capacity;
     private final long dirtyLimit;
     private final long expireNanos;
+    private final long closeDelayNanos;
     private final Arena arena = Arena.ofShared();
     private final MemorySegment[] slabs;
     private final FilePages[] owner;
@@ -63,6 +74,10 @@ final class PageCache implements AutoCloseable {
     private final AtomicLong fills = new AtomicLong(), filled = new AtomicLong();
     /** Files with dirty pages, oldest first. */
     private final LinkedHashSet<FilePages> dirtyFiles = new LinkedHashSet<>();
+    /** Files whose last close {@link #defer}red their write-back, in close order (guarded by {@link #dirtyFiles}). */
+    private final ArrayDeque<FilePages> closedFiles = new ArrayDeque<>();
+    /** Closed files taken off {@link #closedFiles} and not yet finished (guarded by {@link #dirtyFiles}). */
+    private int finishing;
     private final ConcurrentLinkedDeque<MemorySegment> staging = new ConcurrentLinkedDeque<>();
     private volatile Writer writer;
     private Thread flusher; // guarded by dirtyFiles
@@ -77,6 +92,7 @@ final class PageCache implements AutoCloseable {
         this.capacity = (int) Math.clamp(budgetBytes / blockSize, MIN_FRAMES, Integer.MAX_VALUE >> 1);
         this.dirtyLimit = capacity / 2;
         this.expireNanos = TimeUnit.MILLISECONDS.toNanos(expireMillis);
+        this.closeDelayNanos = TimeUnit.MILLISECONDS.toNanos(Math.min(expireMillis, CLOSE_DELAY_MILLIS));
         this.slabs = new MemorySegment[(capacity >> SLAB_SHIFT) + 1];
         this.owner = new FilePages[capacity];
         this.block = new long[capacity];
@@ -196,11 +212,67 @@ final class PageCache implements AutoCloseable {
                 if (dirtyFiles.add(p)) {
                     p.dirtySince = System.nanoTime();
                 }
-                if (flusher == null && !closed) {
-                    flusher = Thread.ofPlatform().name("ferrite-page-writeback").daemon().start(this::flushOld);
-                }
+                startFlusher();
                 dirtyFiles.notifyAll();
             }
+        }
+    }
+
+    /** Starts the write-back thread if it is not running (the caller holds the {@link #dirtyFiles} monitor). */
+    private void startFlusher() {
+        if (flusher == null && !closed) {
+            flusher = Thread.ofPlatform().name("ferrite-page-writeback").daemon().start(this::flushOld);
+        }
+    }
+
+    /** {@link #defer}: queued, taking over the closer's inode reference. */
+    static final int QUEUED = 0;
+    /** {@link #defer}: queued already (the queue holds a reference of its own). */
+    static final int ALREADY_QUEUED = 1;
+    /** {@link #defer}: the write-back thread is stopped (unmounting): the closer writes back itself. */
+    static final int STOPPED = 2;
+
+    /**
+     * At the last close of {@code p}'s file, which has dirty pages or a pending size: queues it for the
+     * write-back thread, which finishes it after the close delay (or at once under {@link #takeClosed}).
+     */
+    int defer(FilePages p) {
+        synchronized (dirtyFiles) {
+            if (closed) {
+                return STOPPED;
+            }
+            if (p.queued) {
+                return ALREADY_QUEUED;
+            }
+            p.queued = true;
+            p.closedAt = System.nanoTime();
+            closedFiles.addLast(p);
+            startFlusher();
+            dirtyFiles.notifyAll();
+            return QUEUED;
+        }
+    }
+
+    /**
+     * Takes the next closed file off the queue, due or not, for the caller to finish ({@link Writer#closed})
+     * and then report with {@link #finished}; null if none is queued. For volume sync and unmount.
+     */
+    FilePages takeClosed() {
+        synchronized (dirtyFiles) {
+            FilePages p = closedFiles.pollFirst();
+            if (p != null) {
+                p.queued = false;
+                finishing++;
+            }
+            return p;
+        }
+    }
+
+    /** A closed file {@link #takeClosed} or the write-back thread took is finished. */
+    void finished() {
+        synchronized (dirtyFiles) {
+            finishing--;
+            dirtyFiles.notifyAll();
         }
     }
 
@@ -265,30 +337,54 @@ final class PageCache implements AutoCloseable {
         }
     }
 
-    /** The write-back thread: writes back each file once its oldest dirty page is older than the expiry; idles on the set's monitor. */
+    /**
+     * The write-back thread: finishes each closed file once the close delay passed, and writes back each
+     * file once its oldest dirty page is older than the expiry; idles on the set's monitor.
+     */
     private void flushOld() {
         for (;;) {
             FilePages due;
+            boolean close;
             synchronized (dirtyFiles) {
                 for (;;) {
                     if (closed) {
                         return;
                     }
+                    long now = System.nanoTime();
+                    FilePages c = closedFiles.peekFirst();
+                    long closeWait = c == null ? Long.MAX_VALUE : closeDelayNanos - (now - c.closedAt);
+                    if (closeWait <= 0) {
+                        due = takeClosed();
+                        close = true;
+                        break;
+                    }
                     due = dirtyFiles.isEmpty() ? null : dirtyFiles.getFirst();
-                    long age = due == null ? 0 : System.nanoTime() - due.dirtySince;
-                    if (due != null && age >= expireNanos) {
+                    long ageWait = due == null ? Long.MAX_VALUE : expireNanos - (now - due.dirtySince);
+                    if (ageWait <= 0) {
+                        close = false;
                         break;
                     }
                     try {
-                        if (due == null) {
+                        long wait = Math.min(closeWait, ageWait);
+                        if (wait == Long.MAX_VALUE) {
                             dirtyFiles.wait();
                         } else {
-                            TimeUnit.NANOSECONDS.timedWait(dirtyFiles, expireNanos - age);
+                            TimeUnit.NANOSECONDS.timedWait(dirtyFiles, wait);
                         }
                     } catch (InterruptedException e) {
                         return;
                     }
                 }
+            }
+            if (close) {
+                try {
+                    writer.closed(due);
+                } catch (RuntimeException e) { // its pages stay dirty: the expiry, sync or unmount write them back
+                    LOG.log(System.Logger.Level.WARNING, "finishing the last close of inode " + due.inode.ino + " failed", e);
+                } finally {
+                    finished();
+                }
+                continue;
             }
             try {
                 writer.writeBack(due);
@@ -319,6 +415,21 @@ final class PageCache implements AutoCloseable {
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
         synchronized (dirtyFiles) {
             while (!dirtyFiles.isEmpty()) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    return false;
+                }
+                TimeUnit.NANOSECONDS.timedWait(dirtyFiles, left);
+            }
+        }
+        return true;
+    }
+
+    /** Test seam: waits until no closed file waits for or is in its deferred write-back; false if {@code millis} pass first. */
+    boolean awaitClosedFinished(long millis) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
+        synchronized (dirtyFiles) {
+            while (!closedFiles.isEmpty() || finishing > 0) {
                 long left = deadline - System.nanoTime();
                 if (left <= 0) {
                     return false;
