@@ -470,8 +470,8 @@ final class BufferedIo implements PageCache.Writer {
         }
     }
 
-    /** Finishes every closed file and writes back every dirty file (volume sync and unmount). */
-    void writeBackAll() {
+    /** Finishes every deferred last close now ({@link #closed}), and waits for those the write-back thread is finishing. */
+    void finishClosed() {
         for (FilePages p; (p = cache.takeClosed()) != null; ) {
             try {
                 closed(p);
@@ -479,6 +479,12 @@ final class BufferedIo implements PageCache.Writer {
                 cache.finished();
             }
         }
+        cache.awaitFinishing();
+    }
+
+    /** Finishes every closed file and writes back every dirty file (volume sync and unmount). */
+    void writeBackAll() {
+        finishClosed();
         for (FilePages p : cache.dirtyFiles()) {
             writeBack(p);
         }

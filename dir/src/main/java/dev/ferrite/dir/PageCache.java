@@ -268,6 +268,23 @@ final class PageCache implements AutoCloseable {
         }
     }
 
+    /** Waits until no closed file the write-back thread (or another caller) took off the queue is being finished. */
+    void awaitFinishing() {
+        boolean interrupted = false;
+        synchronized (dirtyFiles) {
+            while (finishing > 0) {
+                try {
+                    dirtyFiles.wait();
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
     /** A closed file {@link #takeClosed} or the write-back thread took is finished. */
     void finished() {
         synchronized (dirtyFiles) {
