@@ -396,15 +396,22 @@ final class BufferedIo implements PageCache.Writer {
         }
     }
 
-    /** Forgets {@code i}'s write-back error, if any: its file is being freed. */
-    void forgetError(Inode i) {
+    /**
+     * Forgets {@code i}'s write-back error, if any, and takes it off the queue of closed files: its file
+     * is being freed (its pages dropped), so nothing is left to write back or trim.
+     */
+    void forget(Inode i) {
+        FilePages p = i.pages;
+        if (p != null && cache.unqueue(p)) {
+            inodes.release(i); // the queue's reference: the freeing caller holds one of its own
+        }
         try {
             takeError(i);
         } catch (RuntimeException dead) { // the data it lost died with the file
         }
     }
 
-    /** Whether {@code i}'s file has cached pages, a pending size or a write-back error: freeing it goes through {@link #forgetError}. */
+    /** Whether {@code i}'s file has cached pages, a pending size or a write-back error: freeing it goes through {@link #forget}. */
     static boolean holdsCache(Inode i) {
         FilePages p = i.pages;
         return i.pendingSize != 0 || p != null && (p.size() > 0 || p.error != null);

@@ -92,7 +92,7 @@ final class Orphans {
         freeRemoteBlock(c);
         if ((records.modeOf(ino) & InodeFormat.S_IFMT) == InodeFormat.S_IFREG) {
             files.freeFrom(c, 0); // drops its cached pages, dirty ones too, unwritten
-            files.buffered.forgetError(c);
+            files.buffered.forget(c);
         }
         AllocationGroup ag = volume.group(geometry.agOfInode(ino));
         Inode[] touched = {c};

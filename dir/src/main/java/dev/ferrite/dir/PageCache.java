@@ -2,7 +2,6 @@ package dev.ferrite.dir;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.ArrayDeque;
 import java.util.LinkedHashSet;
 import java.util.concurrent.ConcurrentLinkedDeque;
 import java.util.concurrent.TimeUnit;
@@ -18,8 +17,8 @@ import dev.ferrite.io.BlockDevice;
  * dirty, for write-back by pressure ({@link #throttle}) and by age (the {@code ferrite-page-writeback}
  * thread, started at the first dirty page, writes back a file whose oldest dirty page is older than the
  * expiry). A file's last close does no I/O: it queues the file ({@link #defer}) and the same thread
- * finishes it ({@link Writer#closed}) a short delay later, so that a file deleted soon after its last
- * close dies with its data unwritten.
+ * finishes it ({@link Writer#closed}) a short delay later, or at once while more than a quarter of the
+ * frames are dirty, so that a file deleted soon after its last close dies with its data unwritten.
  *
  * <h2>Locks</h2>
  * The monitor of this object guards the frame table ({@link #owner}, {@link #block}, the free list, the
@@ -53,6 +52,8 @@ final class PageCache implements AutoCloseable {
     private final int blockSize;
     private final int capacity;
     private final long dirtyLimit;
+    /** Dirty pages past which the write-back thread finishes closed files without waiting for their delay. */
+    private final long backgroundLimit;
     private final long expireNanos;
     private final long closeDelayNanos;
     private final Arena arena = Arena.ofShared();
@@ -75,7 +76,7 @@ final class PageCache implements AutoCloseable {
     /** Files with dirty pages, oldest first. */
     private final LinkedHashSet<FilePages> dirtyFiles = new LinkedHashSet<>();
     /** Files whose last close {@link #defer}red their write-back, in close order (guarded by {@link #dirtyFiles}). */
-    private final ArrayDeque<FilePages> closedFiles = new ArrayDeque<>();
+    private final LinkedHashSet<FilePages> closedFiles = new LinkedHashSet<>();
     /** Closed files taken off {@link #closedFiles} and not yet finished (guarded by {@link #dirtyFiles}). */
     private int finishing;
     private final ConcurrentLinkedDeque<MemorySegment> staging = new ConcurrentLinkedDeque<>();
@@ -91,6 +92,7 @@ final class PageCache implements AutoCloseable {
         this.blockSize = blockSize;
         this.capacity = (int) Math.clamp(budgetBytes / blockSize, MIN_FRAMES, Integer.MAX_VALUE >> 1);
         this.dirtyLimit = capacity / 2;
+        this.backgroundLimit = capacity / 4;
         this.expireNanos = TimeUnit.MILLISECONDS.toNanos(expireMillis);
         this.closeDelayNanos = TimeUnit.MILLISECONDS.toNanos(Math.min(expireMillis, CLOSE_DELAY_MILLIS));
         this.slabs = new MemorySegment[(capacity >> SLAB_SHIFT) + 1];
@@ -206,7 +208,11 @@ final class PageCache implements AutoCloseable {
             return;
         }
         dirty[f] = true;
-        dirtyPages.incrementAndGet();
+        if (dirtyPages.incrementAndGet() == backgroundLimit + 1) {
+            synchronized (dirtyFiles) {
+                dirtyFiles.notifyAll(); // the write-back thread finishes closed files now
+            }
+        }
         if (p.dirty++ == 0) {
             synchronized (dirtyFiles) {
                 if (dirtyFiles.add(p)) {
@@ -259,12 +265,38 @@ final class PageCache implements AutoCloseable {
      */
     FilePages takeClosed() {
         synchronized (dirtyFiles) {
-            FilePages p = closedFiles.pollFirst();
+            FilePages p = closedFiles.isEmpty() ? null : closedFiles.removeFirst();
             if (p != null) {
                 p.queued = false;
                 finishing++;
             }
             return p;
+        }
+    }
+
+    /**
+     * Takes {@code p} off the queue of closed files if it is on it (its file is being freed: nothing is
+     * left to write back or trim); true if it was, and its inode reference is now the caller's.
+     */
+    boolean unqueue(FilePages p) {
+        synchronized (dirtyFiles) {
+            if (!p.queued) {
+                return false;
+            }
+            closedFiles.remove(p);
+            p.queued = false;
+            return true;
+        }
+    }
+
+    /** Finishes closed file {@code p} that {@link #takeClosed} gave: a failure is logged (it is no caller's). */
+    private void finish(FilePages p) {
+        try {
+            writer.closed(p);
+        } catch (RuntimeException e) { // its pages stay dirty: the expiry, sync or unmount write them back
+            LOG.log(System.Logger.Level.WARNING, "finishing the last close of inode " + p.inode.ino + " failed", e);
+        } finally {
+            finished();
         }
     }
 
@@ -318,12 +350,15 @@ final class PageCache implements AutoCloseable {
 
     /**
      * Pressure: while more than half the frames are dirty, the caller (a writer about to dirty more)
-     * writes back files itself, its own {@code p} first, then the oldest dirty ones. Call it holding no
-     * file's locks.
+     * writes back files itself: closed files first (whole files: writing them back fragments nothing),
+     * then its own {@code p}, then the oldest dirty ones. Call it holding no file's locks.
      */
     void throttle(FilePages p) {
         while (dirtyPages.get() > dirtyLimit) {
-            if (!writeBackOne(p)) {
+            FilePages c = takeClosed();
+            if (c != null) {
+                finish(c);
+            } else if (!writeBackOne(p)) {
                 return;
             }
         }
@@ -368,9 +403,9 @@ final class PageCache implements AutoCloseable {
                         return;
                     }
                     long now = System.nanoTime();
-                    FilePages c = closedFiles.peekFirst();
+                    FilePages c = closedFiles.isEmpty() ? null : closedFiles.getFirst();
                     long closeWait = c == null ? Long.MAX_VALUE : closeDelayNanos - (now - c.closedAt);
-                    if (closeWait <= 0) {
+                    if (closeWait <= 0 || c != null && dirtyPages.get() > backgroundLimit) {
                         due = takeClosed();
                         close = true;
                         break;
@@ -394,13 +429,7 @@ final class PageCache implements AutoCloseable {
                 }
             }
             if (close) {
-                try {
-                    writer.closed(due);
-                } catch (RuntimeException e) { // its pages stay dirty: the expiry, sync or unmount write them back
-                    LOG.log(System.Logger.Level.WARNING, "finishing the last close of inode " + due.inode.ino + " failed", e);
-                } finally {
-                    finished();
-                }
+                finish(due);
                 continue;
             }
             try {

@@ -82,6 +82,7 @@ class DeferredCloseTest extends FileTestBase {
             ns.write(b, 0, bytes(5 * BS, 2));
         }
         ns.unlink(root, "closed"); // well within the close delay: freed with its pages unwritten
+        assertTrue(cache().awaitClosedFinished(0), "freeing it took it off the queue of closed files");
         awaitFinished();
         assertEquals(0, cache().stats().writtenBack(), "pages of deleted files were written: " + cache().stats());
         assertEquals(0, cache().stats().dirtyPages());
