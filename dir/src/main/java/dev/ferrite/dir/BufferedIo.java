@@ -451,8 +451,11 @@ final class BufferedIo implements PageCache.Writer {
     public void closed(FilePages p) {
         Inode i = p.inode;
         boolean keep = false;
+        // one hold of the I/O lock: an unlink freeing the file meanwhile frees its blocks (under this lock) after the trim
+        Lock l = files.io(i.ino).writeLock();
+        l.lock();
         try {
-            writeBack(i, 0, Long.MAX_VALUE);
+            writeBackLocked(p, 0, Long.MAX_VALUE);
             boolean open;
             i.lock.lock();
             try {
@@ -464,6 +467,7 @@ final class BufferedIo implements PageCache.Writer {
                 files.trimSpeculative(i);
             }
         } finally {
+            l.unlock();
             p.lock.lock();
             try {
                 keep = p.error != null && !p.errorPinned;
