@@ -328,6 +328,10 @@ final class BufferedIo implements PageCache.Writer {
         }
         p.lock.lock();
         try {
+            if (from == 0 && to == Long.MAX_VALUE) {
+                cache.dropAll(p); // a file being freed or truncated to nothing: no per-page lookups, no sort
+                return;
+            }
             for (long b : p.blocks(from, to)) {
                 cache.drop(p, p.get(b));
             }

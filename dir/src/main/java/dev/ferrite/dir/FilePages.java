@@ -113,6 +113,24 @@ final class FilePages {
         return frame;
     }
 
+    /** Unmaps every block; returns the frames they were mapped to. */
+    int[] clear() {
+        int[] out = new int[size];
+        int n = 0;
+        for (int s = 0; s < keys.length; s++) {
+            if (keys[s] != EMPTY) {
+                out[n++] = frames[s];
+            }
+        }
+        if (keys.length > 16) { // a freed file's big table goes too
+            keys = new long[16];
+            frames = new int[16];
+        }
+        Arrays.fill(keys, EMPTY);
+        size = 0;
+        return out;
+    }
+
     /** Pages cached. */
     int size() {
         return size;

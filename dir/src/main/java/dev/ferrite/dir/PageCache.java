@@ -192,6 +192,34 @@ final class PageCache implements AutoCloseable {
         }
     }
 
+    /** Unmaps and frees every frame of {@code p}, dirty or not (the caller holds {@code p}'s lock). */
+    void dropAll(FilePages p) {
+        int[] frames = p.clear();
+        int wasDirty = 0;
+        for (int f : frames) {
+            if (dirty[f]) {
+                dirty[f] = false;
+                wasDirty++;
+            }
+        }
+        if (wasDirty > 0) {
+            dirtyPages.addAndGet(-wasDirty);
+            p.dirty -= wasDirty;
+            if (p.dirty == 0) {
+                synchronized (dirtyFiles) {
+                    dirtyFiles.remove(p);
+                    dirtyFiles.notifyAll();
+                }
+            }
+        }
+        synchronized (this) {
+            for (int f : frames) {
+                owner[f] = null;
+                free[freeCount++] = f;
+            }
+        }
+    }
+
     /** Frees a frame {@link #allocate} gave that was never mapped (its fill failed). */
     synchronized void unused(int f) {
         owner[f] = null;
