@@ -71,9 +71,9 @@ final class BufferedIo implements PageCache.Writer {
         return p;
     }
 
-    /** Pressure, for a writer about to dirty pages of {@code i} that holds none of its locks: see {@link PageCache#throttle}. */
-    void throttle(Inode i) {
-        cache.throttle(pages(i));
+    /** Pressure, for a writer about to dirty pages that holds no file's locks: see {@link PageCache#throttle}. */
+    void throttle() {
+        cache.throttle();
     }
 
     /** The size the API shows: the committed one, or a buffered write's past it. */
@@ -130,7 +130,7 @@ final class BufferedIo implements PageCache.Writer {
         FilePages p = pages(i);
         long len = src.byteSize();
         for (long done = 0; done < len || len == 0; ) {
-            cache.throttle(p);
+            cache.throttle();
             Lock l = files.lockIo(h, files.io(i.ino).readLock());
             try {
                 long size = size(i);

@@ -860,7 +860,7 @@ final class FileData {
         Inode i = h.requireWritable();
         boolean aligned = direct(h, i, "append", 0, src);
         if (!aligned) {
-            buffered.throttle(i);
+            buffered.throttle();
         }
         Lock l = lockIo(h, io(i.ino).writeLock());
         try {

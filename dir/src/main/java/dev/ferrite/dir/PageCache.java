@@ -379,16 +379,25 @@ final class PageCache implements AutoCloseable {
     /**
      * Pressure: while more than half the frames are dirty, the caller (a writer about to dirty more)
      * writes back files itself: closed files first (whole files: writing them back fragments nothing),
-     * then its own {@code p}, then the oldest dirty ones. Call it holding no file's locks.
+     * then the file dirty longest (as Linux's writers under pressure write back the oldest inodes, not
+     * their own: a file written back part way through its writes ends in more extents). Call it holding
+     * no file's locks.
      */
-    void throttle(FilePages p) {
+    void throttle() {
         while (dirtyPages.get() > dirtyLimit) {
             FilePages c = takeClosed();
             if (c != null) {
                 finish(c);
-            } else if (!writeBackOne(p)) {
-                return;
+                continue;
             }
+            FilePages oldest;
+            synchronized (dirtyFiles) {
+                if (dirtyFiles.isEmpty()) {
+                    return;
+                }
+                oldest = dirtyFiles.getFirst();
+            }
+            writer.writeBack(oldest);
         }
     }
 
