@@ -17,9 +17,17 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * {@link FileData#writeBackRun}, the direct path's write: in place over written blocks, through
  * unwritten extents (allocated, data written and flushed, then converted) into holes, so a crash
  * never shows blocks the file did not write. The size a run commits is at most the pending size, so a
- * last partial block does not round the size up. Write-back happens on fsync and fdatasync, on the last
- * close, on volume sync and unmount, under pressure (a writer finding half the frames dirty writes
- * back before it dirties more) and by age (the page cache's thread).
+ * last partial block does not round the size up. Write-back happens on fsync and fdatasync, on volume
+ * sync and unmount, under pressure (a writer finding half the frames dirty writes back before it dirties
+ * more), by age and after the last close (both on the page cache's thread).
+ *
+ * <h2>The last close</h2>
+ * The last close of a file with dirty pages or a pending size does no I/O ({@link #deferClose}): the
+ * page cache queues the file with the closer's inode reference, so that the inode, its pending size and
+ * pages stay cached, and its thread writes it back a short delay later, then trims the speculative
+ * preallocation if no handle is open by then ({@link #closed}). A file unlinked meanwhile is freed with
+ * its pages dropped unwritten. A deferred write-back that fails keeps its error with the file (and the
+ * inode cached) until the next fsync or last close on it reports it, as Linux's errseq does.
  *
  * <h2>Locks</h2>
  * Buffered reads and writes hold the file's I/O lock shared, then its {@link FilePages#lock} for the
@@ -38,9 +46,11 @@ final class BufferedIo implements PageCache.Writer {
     private final int blockSize;
     /** Inodes with a {@link Inode#pendingSize} ({@link InodeRecords#pendingSizes}). */
     private final AtomicInteger pendingSizes;
+    private final InodeCache inodes;
 
-    BufferedIo(FileData files, PageCache cache, int blockSize, AtomicInteger pendingSizes) {
+    BufferedIo(FileData files, PageCache cache, int blockSize, AtomicInteger pendingSizes, InodeCache inodes) {
         this.files = files;
+        this.inodes = inodes;
         this.pendingSizes = pendingSizes;
         this.cache = cache;
         this.blockSize = blockSize;
@@ -61,9 +71,9 @@ final class BufferedIo implements PageCache.Writer {
         return p;
     }
 
-    /** Pressure, for a writer about to dirty pages of {@code i} that holds none of its locks: see {@link PageCache#throttle}. */
-    void throttle(Inode i) {
-        cache.throttle(pages(i));
+    /** Pressure, for a writer about to dirty pages that holds no file's locks: see {@link PageCache#throttle}. */
+    void throttle() {
+        cache.throttle();
     }
 
     /** The size the API shows: the committed one, or a buffered write's past it. */
@@ -120,7 +130,7 @@ final class BufferedIo implements PageCache.Writer {
         FilePages p = pages(i);
         long len = src.byteSize();
         for (long done = 0; done < len || len == 0; ) {
-            cache.throttle(p);
+            cache.throttle();
             Lock l = files.lockIo(h, files.io(i.ino).readLock());
             try {
                 long size = size(i);
@@ -254,7 +264,8 @@ final class BufferedIo implements PageCache.Writer {
     /**
      * A frame holding file block {@code fb} as the file has it (zeros past {@code size}), mapped; -1 if no
      * frame is free. Up to {@code want} blocks from {@code fb} that are not cached and lie before the end
-     * are filled with it, from one read of the file's mapping through a staging buffer.
+     * are filled with it, from one read of the file's mapping through a staging buffer (none if they all
+     * lie past the end).
      */
     private int fill(FilePages p, Inode i, long fb, long size, int want) {
         long eof = Math.max(fb + 1, (size + blockSize - 1) / blockSize);
@@ -275,8 +286,12 @@ final class BufferedIo implements PageCache.Writer {
             return -1;
         }
         MemorySegment stage = got == 1 ? cache.frame(frames[0]) : cache.staging();
+        // blocks wholly past the end read as zeros whatever the device holds: no read for them (an appender's partial block)
+        int inside = (int) Math.clamp((size + blockSize - 1) / blockSize - fb, 0, got);
         try {
-            files.readBlocks(i, fb, stage.asSlice(0, (long) got * blockSize));
+            if (inside > 0) {
+                files.readBlocks(i, fb, stage.asSlice(0, (long) inside * blockSize));
+            }
             for (int k = 0; k < got; k++) {
                 int f = frames[k];
                 if (got > 1) {
@@ -299,7 +314,9 @@ final class BufferedIo implements PageCache.Writer {
             }
         }
         p.readNext = fb + got;
-        cache.filled(got);
+        if (inside > 0) {
+            cache.filled(got);
+        }
         return frames[0];
     }
 
@@ -311,6 +328,10 @@ final class BufferedIo implements PageCache.Writer {
         }
         p.lock.lock();
         try {
+            if (from == 0 && to == Long.MAX_VALUE) {
+                cache.dropAll(p); // a file being freed or truncated to nothing: no per-page lookups, no sort
+                return;
+            }
             for (long b : p.blocks(from, to)) {
                 cache.drop(p, p.get(b));
             }
@@ -361,20 +382,124 @@ final class BufferedIo implements PageCache.Writer {
             return;
         }
         RuntimeException e;
+        boolean pinned;
         p.lock.lock();
         try {
             e = p.error;
             p.error = null;
+            pinned = p.errorPinned;
+            p.errorPinned = false;
         } finally {
             p.lock.unlock();
+        }
+        if (pinned) {
+            inodes.release(i);
         }
         if (e != null) {
             throw e;
         }
     }
 
-    /** Writes back every dirty file (volume sync and unmount). */
+    /**
+     * Forgets {@code i}'s write-back error, if any, and takes it off the queue of closed files: its file
+     * is being freed (its pages dropped), so nothing is left to write back or trim.
+     */
+    void forget(Inode i) {
+        FilePages p = i.pages;
+        if (p != null && cache.unqueue(p)) {
+            inodes.release(i); // the queue's reference: the freeing caller holds one of its own
+        }
+        try {
+            takeError(i);
+        } catch (RuntimeException dead) { // the data it lost died with the file
+        }
+    }
+
+    /** Whether {@code i}'s file has cached pages, a pending size or a write-back error: freeing it goes through {@link #forget}. */
+    static boolean holdsCache(Inode i) {
+        FilePages p = i.pages;
+        return i.pendingSize != 0 || p != null && (p.size() > 0 || p.error != null);
+    }
+
+    /**
+     * The last close of {@code i}'s (linked) file, with the closer's inode reference: if it has dirty pages
+     * or a pending size, hands the file to the page cache's thread, with the reference (or lets go of it if
+     * the file is queued already), and returns true. False, with the reference still the caller's, if there
+     * is nothing to write back or the thread is stopped: the caller writes back and trims itself.
+     */
+    boolean deferClose(Inode i) {
+        FilePages p = i.pages;
+        if (p == null || p.dirty == 0 && i.pendingSize == 0) {
+            return false;
+        }
+        switch (cache.defer(p)) {
+            case PageCache.QUEUED -> {
+                return true;
+            }
+            case PageCache.ALREADY_QUEUED -> {
+                inodes.release(i);
+                return true;
+            }
+            default -> {
+                return false;
+            }
+        }
+    }
+
+    /**
+     * Finishes a last close {@link #deferClose} queued, on the page cache's thread (or at sync or unmount):
+     * writes the file back, trims its speculative blocks if no handle is open now, and lets go of the
+     * inode, unless a write-back error keeps it for the next fsync.
+     */
+    @Override
+    public void closed(FilePages p) {
+        Inode i = p.inode;
+        boolean keep = false;
+        // one hold of the I/O lock: an unlink freeing the file meanwhile frees its blocks (under this lock) after the trim
+        Lock l = files.io(i.ino).writeLock();
+        l.lock();
+        try {
+            writeBackLocked(p, 0, Long.MAX_VALUE);
+            boolean open;
+            i.lock.lock();
+            try {
+                open = i.opens > 0;
+            } finally {
+                i.lock.unlock();
+            }
+            if (!open) {
+                files.trimSpeculative(i);
+            }
+        } finally {
+            l.unlock();
+            p.lock.lock();
+            try {
+                keep = p.error != null && !p.errorPinned;
+                p.errorPinned |= keep;
+            } finally {
+                p.lock.unlock();
+            }
+            if (!keep) {
+                inodes.release(i);
+            }
+        }
+    }
+
+    /** Finishes every deferred last close now ({@link #closed}), and waits for those the write-back thread is finishing. */
+    void finishClosed() {
+        for (FilePages p; (p = cache.takeClosed()) != null; ) {
+            try {
+                closed(p);
+            } finally {
+                cache.finished();
+            }
+        }
+        cache.awaitFinishing();
+    }
+
+    /** Finishes every closed file and writes back every dirty file (volume sync and unmount). */
     void writeBackAll() {
+        finishClosed();
         for (FilePages p : cache.dirtyFiles()) {
             writeBack(p);
         }

@@ -118,7 +118,7 @@ final class FileData {
         // appends beside another ends in a handful of extents, yet a few growing files cannot fill a group
         this.preallocCap = Math.min(ExtentFormat.MAX_LENGTH, geometry.agBlocks() / 8);
         this.preallocMin = Math.min(PREALLOC_MIN_BYTES / blockSize, preallocCap);
-        this.buffered = new BufferedIo(this, pages, blockSize, records.pendingSizes);
+        this.buffered = new BufferedIo(this, pages, blockSize, records.pendingSizes, inodes);
     }
 
     ReentrantReadWriteLock io(long ino) {
@@ -957,7 +957,7 @@ final class FileData {
         Inode i = h.requireWritable();
         boolean aligned = direct(h, i, "append", 0, src);
         if (!aligned) {
-            buffered.throttle(i);
+            buffered.throttle();
         }
         Lock l = lockIo(h, io(i.ino).writeLock());
         try {

@@ -30,6 +30,14 @@ final class FilePages {
     RuntimeException error;
     /** When the oldest of the file's dirty pages was dirtied, {@link System#nanoTime}; guarded by the page cache's dirty set. */
     long dirtySince;
+    /**
+     * On the page cache's queue of closed files, holding a reference on {@link #inode} ({@link PageCache#defer});
+     * guarded by the page cache's dirty set, as is {@link #closedAt}, when it was queued.
+     */
+    boolean queued;
+    long closedAt;
+    /** {@link #error} holds a reference on {@link #inode} so that it outlives its handles until reported (guarded by {@link #lock}). */
+    boolean errorPinned;
 
     FilePages(Inode inode) {
         this.inode = inode;
@@ -103,6 +111,24 @@ final class FilePages {
         keys[gap] = EMPTY;
         size--;
         return frame;
+    }
+
+    /** Unmaps every block; returns the frames they were mapped to. */
+    int[] clear() {
+        int[] out = new int[size];
+        int n = 0;
+        for (int s = 0; s < keys.length; s++) {
+            if (keys[s] != EMPTY) {
+                out[n++] = frames[s];
+            }
+        }
+        if (keys.length > 16) { // a freed file's big table goes too
+            keys = new long[16];
+            frames = new int[16];
+        }
+        Arrays.fill(keys, EMPTY);
+        size = 0;
+        return out;
     }
 
     /** Pages cached. */

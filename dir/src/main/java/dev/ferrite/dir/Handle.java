@@ -42,19 +42,6 @@ public final class Handle implements AutoCloseable {
         return inode;
     }
 
-    /**
-     * Lets go of the inode; idempotent. The last close of an inode whose last link is gone frees it (its
-     * cached pages dropped), in transactions of its own; if that fails the inode stays an orphan, freed at
-     * the next mount. The last close of a file writes back its dirty cached pages (throwing, once, a
-     * write-back error no fsync reported yet; the pages are dropped then). The last close of a file that
-     * writes preallocated past its end frees those blocks; if that fails they are
-     * freed at its first open after the next mount. An operation on this handle already in flight either
-     * ends before any of that starts or fails with EBADF.
-     *
-     * @throws dev.ferrite.journal.VolumeShutdownException if the journal shut down before the orphan was freed or the file
-     *                                                     trimmed
-     * @throws dev.ferrite.io.DeviceException if the device fails a read while freeing it
-     */
     /** The inode, or EBADF if this handle is closed or open for writing only. */
     Inode requireReadable() {
         Inode i = requireOpen();
@@ -85,6 +72,22 @@ public final class Handle implements AutoCloseable {
         return (flags & Namespace.O_DIRECT) != 0;
     }
 
+    /**
+     * Lets go of the inode; idempotent. The last close of an inode whose last link is gone frees it (its
+     * cached pages dropped unwritten), in transactions of its own; if that fails the inode stays an
+     * orphan, freed at the next mount. The last close of a file does no I/O for its dirty cached pages:
+     * the page cache's write-back thread writes them back a short delay later (volume sync and unmount at
+     * once), then frees what writes preallocated past the end if no handle is open by then; a failure of
+     * that write-back is reported, once, by the file's next fsync, fdatasync or last close. The last close
+     * throws, once, a write-back error no fsync reported yet. The last close of a file with nothing
+     * cached dirty frees its speculative blocks at once; if that fails they are freed at its first open
+     * after the next mount. An operation on this handle already in flight either ends before any of that
+     * starts or fails with EBADF.
+     *
+     * @throws dev.ferrite.journal.VolumeShutdownException if the journal shut down before the orphan was freed or the file
+     *                                                     trimmed
+     * @throws dev.ferrite.io.DeviceException if the device fails a read while freeing it
+     */
     @Override
     public void close() {
         if (closed.compareAndSet(false, true)) {

@@ -653,7 +653,7 @@ public final class Namespace {
      * ends past it. Aligned as for the direct path (see {@link #read}), straight to the device: written
      * blocks in place, holes through unwritten extents, cached pages of the range dropped. Anything else
      * is buffered: copied into the data page cache (a partial block missing from it is read first), the
-     * new size seen at once, the data written back later (fsync, fdatasync, last close, {@link #sync},
+     * new size seen at once, the data written back later (fsync, fdatasync, shortly after the last close, {@link #sync},
      * unmount, memory pressure, or after {@link VolumeOptions#dirtyExpireMillis}). Through an
      * {@link #O_APPEND} handle it appends instead, whatever {@code offset}. Bad input changes nothing.
      *
@@ -764,13 +764,15 @@ public final class Namespace {
 
     /**
      * Checks the whole volume: the allocation groups (headers, free space, inode chunks and their trees)
-     * and, from the root down, every directory, inode and orphan. Reads only: run it while nothing changes
-     * the volume.
+     * and, from the root down, every directory, inode and orphan. It first finishes the write-back that
+     * last closes deferred (so that closed files hold still), then reads only: run it while nothing
+     * changes the volume.
      *
      * @return every problem found, each with its kind and where; {@link CheckReport#clean()} for a sound volume
      * @throws dev.ferrite.io.CorruptionException if a block it reads fails verification
      */
     public CheckReport check() {
+        files.buffered.finishClosed();
         return checker.check();
     }
 
@@ -954,7 +956,7 @@ public final class Namespace {
                                 continue;
                             }
                             ag = cag;
-                            boolean orphan = lastLink && (c.opens > 0 || cs.blocks() > 0);
+                            boolean orphan = lastLink && (c.opens > 0 || cs.blocks() > 0 || BufferedIo.holdsCache(c)); // freed in steps, its pages dropped
                             Inode child = c;
                             if (!records.applyChange(txn, lastLink ? ag : null, new Inode[] {d, c}, t -> {
                                 dirs.deleteEntry(t, d, key);
@@ -1104,7 +1106,7 @@ public final class Namespace {
                             continue; // prepared, and reserved afresh
                         }
                         boolean lastLink = v != null && (dst.type() == S_IFDIR || vs.nlink() <= 1);
-                        boolean orphan = lastLink && (v.opens > 0 || vs.blocks() > 0);
+                        boolean orphan = lastLink && (v.opens > 0 || vs.blocks() > 0 || BufferedIo.holdsCache(v));
                         boolean isDir = src.type() == S_IFDIR;
                         if (!records.applyChange(txn, lastLink ? ag : null, new Inode[] {from, to, s, v}, txn2 -> {
                             dirs.deleteEntry(txn2, from, fk);

@@ -61,7 +61,8 @@ final class Orphans {
     void inactivate(Inode c) {
         long ino = c.ino;
         if ((records.modeOf(ino) & InodeFormat.S_IFMT) == InodeFormat.S_IFREG) {
-            files.freeFrom(c, 0); // a file's extent tree goes once it maps nothing
+            files.freeFrom(c, 0); // drops its cached pages, dirty ones too, unwritten; its extent tree goes once it maps nothing
+            files.buffered.forget(c);
         } else {
             dirs.takeDown(c);
         }
@@ -194,9 +195,11 @@ final class Orphans {
     }
 
     /**
-     * The last close of an unlinked inode frees it (its cached pages dropped); of a file, writes back its
-     * dirty cached pages, then trims what writes mapped past its end (after the lock is dropped: both
-     * reserve log space first).
+     * The last close of an unlinked inode frees it (its cached pages dropped unwritten); of a file with
+     * dirty cached pages or a pending size, hands it to the page cache's thread with this reference, which
+     * writes it back and then trims it ({@link BufferedIo#deferClose}); of any other file, trims what
+     * writes mapped past its end (after the lock is dropped: that reserves log space first). A write-back
+     * error no fsync reported yet is thrown, once.
      */
     void closeHandle(Inode i) {
         int last = -1; // 0: only write back, 1: free the orphan, 2: also trim the file
@@ -210,23 +213,29 @@ final class Orphans {
         } finally {
             i.lock.unlock();
         }
+        boolean handedOver = false;
         try {
             if (last == 1) {
                 inactivate(i);
             } else if (last >= 0) {
-                try {
-                    files.buffered.writeBack(i, 0, Long.MAX_VALUE);
-                } catch (RuntimeException e) { // no handle is left to report it through fsync: the pages go, the error to the closer
-                    files.dropCache(i);
-                    throw e;
-                }
-                if (last == 2) {
-                    files.trimSpeculative(i);
+                handedOver = files.buffered.deferClose(i);
+                if (!handedOver) { // nothing to write back, or unmounting
+                    try {
+                        files.buffered.writeBack(i, 0, Long.MAX_VALUE);
+                    } catch (RuntimeException e) { // no handle is left to report it through fsync: the pages go, the error to the closer
+                        files.dropCache(i);
+                        throw e;
+                    }
+                    if (last == 2) {
+                        files.trimSpeculative(i);
+                    }
                 }
                 files.buffered.takeError(i);
             }
         } finally {
-            inodes.release(i);
+            if (!handedOver) {
+                inodes.release(i);
+            }
         }
     }
 

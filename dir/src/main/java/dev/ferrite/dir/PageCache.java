@@ -16,7 +16,9 @@ import dev.ferrite.io.BlockDevice;
  * none is free, counts dirty pages, and keeps the files with dirty pages in the order they became
  * dirty, for write-back by pressure ({@link #throttle}) and by age (the {@code ferrite-page-writeback}
  * thread, started at the first dirty page, writes back a file whose oldest dirty page is older than the
- * expiry).
+ * expiry). A file's last close does no I/O: it queues the file ({@link #defer}) and the same thread
+ * finishes it ({@link Writer#closed}) a short delay later, or at once while more than a quarter of the
+ * frames are dirty, so that a file deleted soon after its last close dies with its data unwritten.
  *
  * <h2>Locks</h2>
  * The monitor of this object guards the frame table ({@link #owner}, {@link #block}, the free list, the
@@ -35,15 +37,25 @@ final class PageCache implements AutoCloseable {
     /** Blocks a write-back copies into one staging buffer and writes at once. */
     static final int RUN_BLOCKS = 256;
 
-    /** Writes back every dirty page of a file; implemented by the file layer. */
+    /** Implemented by the file layer. */
     interface Writer {
+        /** Writes back every dirty page of a file. */
         void writeBack(FilePages p);
+
+        /** Finishes a file {@link #defer} queued: writes it back, trims it if no handle is open, lets go of its inode. */
+        void closed(FilePages p);
     }
+
+    /** The most a closed file waits for its write-back (less if its dirty pages expire sooner). */
+    static final long CLOSE_DELAY_MILLIS = 1000;
 
     private final int blockSize;
     private final int capacity;
     private final long dirtyLimit;
+    /** Dirty pages past which the write-back thread finishes closed files without waiting for their delay. */
+    private final long backgroundLimit;
     private final long expireNanos;
+    private final long closeDelayNanos;
     private final Arena arena = Arena.ofShared();
     private final MemorySegment[] slabs;
     private final FilePages[] owner;
@@ -63,6 +75,10 @@ final class PageCache implements AutoCloseable {
     private final AtomicLong fills = new AtomicLong(), filled = new AtomicLong();
     /** Files with dirty pages, oldest first. */
     private final LinkedHashSet<FilePages> dirtyFiles = new LinkedHashSet<>();
+    /** Files whose last close {@link #defer}red their write-back, in close order (guarded by {@link #dirtyFiles}). */
+    private final LinkedHashSet<FilePages> closedFiles = new LinkedHashSet<>();
+    /** Closed files taken off {@link #closedFiles} and not yet finished (guarded by {@link #dirtyFiles}). */
+    private int finishing;
     private final ConcurrentLinkedDeque<MemorySegment> staging = new ConcurrentLinkedDeque<>();
     private volatile Writer writer;
     private Thread flusher; // guarded by dirtyFiles
@@ -76,7 +92,9 @@ final class PageCache implements AutoCloseable {
         this.blockSize = blockSize;
         this.capacity = (int) Math.clamp(budgetBytes / blockSize, MIN_FRAMES, Integer.MAX_VALUE >> 1);
         this.dirtyLimit = capacity / 2;
+        this.backgroundLimit = capacity / 4;
         this.expireNanos = TimeUnit.MILLISECONDS.toNanos(expireMillis);
+        this.closeDelayNanos = TimeUnit.MILLISECONDS.toNanos(Math.min(expireMillis, CLOSE_DELAY_MILLIS));
         this.slabs = new MemorySegment[(capacity >> SLAB_SHIFT) + 1];
         this.owner = new FilePages[capacity];
         this.block = new long[capacity];
@@ -174,6 +192,34 @@ final class PageCache implements AutoCloseable {
         }
     }
 
+    /** Unmaps and frees every frame of {@code p}, dirty or not (the caller holds {@code p}'s lock). */
+    void dropAll(FilePages p) {
+        int[] frames = p.clear();
+        int wasDirty = 0;
+        for (int f : frames) {
+            if (dirty[f]) {
+                dirty[f] = false;
+                wasDirty++;
+            }
+        }
+        if (wasDirty > 0) {
+            dirtyPages.addAndGet(-wasDirty);
+            p.dirty -= wasDirty;
+            if (p.dirty == 0) {
+                synchronized (dirtyFiles) {
+                    dirtyFiles.remove(p);
+                    dirtyFiles.notifyAll();
+                }
+            }
+        }
+        synchronized (this) {
+            for (int f : frames) {
+                owner[f] = null;
+                free[freeCount++] = f;
+            }
+        }
+    }
+
     /** Frees a frame {@link #allocate} gave that was never mapped (its fill failed). */
     synchronized void unused(int f) {
         owner[f] = null;
@@ -190,17 +236,120 @@ final class PageCache implements AutoCloseable {
             return;
         }
         dirty[f] = true;
-        dirtyPages.incrementAndGet();
+        if (dirtyPages.incrementAndGet() == backgroundLimit + 1) {
+            synchronized (dirtyFiles) {
+                dirtyFiles.notifyAll(); // the write-back thread finishes closed files now
+            }
+        }
         if (p.dirty++ == 0) {
             synchronized (dirtyFiles) {
                 if (dirtyFiles.add(p)) {
                     p.dirtySince = System.nanoTime();
                 }
-                if (flusher == null && !closed) {
-                    flusher = Thread.ofPlatform().name("ferrite-page-writeback").daemon().start(this::flushOld);
-                }
+                startFlusher();
                 dirtyFiles.notifyAll();
             }
+        }
+    }
+
+    /** Starts the write-back thread if it is not running (the caller holds the {@link #dirtyFiles} monitor). */
+    private void startFlusher() {
+        if (flusher == null && !closed) {
+            flusher = Thread.ofPlatform().name("ferrite-page-writeback").daemon().start(this::flushOld);
+        }
+    }
+
+    /** {@link #defer}: queued, taking over the closer's inode reference. */
+    static final int QUEUED = 0;
+    /** {@link #defer}: queued already (the queue holds a reference of its own). */
+    static final int ALREADY_QUEUED = 1;
+    /** {@link #defer}: the write-back thread is stopped (unmounting): the closer writes back itself. */
+    static final int STOPPED = 2;
+
+    /**
+     * At the last close of {@code p}'s file, which has dirty pages or a pending size: queues it for the
+     * write-back thread, which finishes it after the close delay (or at once under {@link #takeClosed}).
+     */
+    int defer(FilePages p) {
+        synchronized (dirtyFiles) {
+            if (closed) {
+                return STOPPED;
+            }
+            if (p.queued) {
+                return ALREADY_QUEUED;
+            }
+            p.queued = true;
+            p.closedAt = System.nanoTime();
+            closedFiles.addLast(p);
+            startFlusher();
+            dirtyFiles.notifyAll();
+            return QUEUED;
+        }
+    }
+
+    /**
+     * Takes the next closed file off the queue, due or not, for the caller to finish ({@link Writer#closed})
+     * and then report with {@link #finished}; null if none is queued. For volume sync and unmount.
+     */
+    FilePages takeClosed() {
+        synchronized (dirtyFiles) {
+            FilePages p = closedFiles.isEmpty() ? null : closedFiles.removeFirst();
+            if (p != null) {
+                p.queued = false;
+                finishing++;
+            }
+            return p;
+        }
+    }
+
+    /**
+     * Takes {@code p} off the queue of closed files if it is on it (its file is being freed: nothing is
+     * left to write back or trim); true if it was, and its inode reference is now the caller's.
+     */
+    boolean unqueue(FilePages p) {
+        synchronized (dirtyFiles) {
+            if (!p.queued) {
+                return false;
+            }
+            closedFiles.remove(p);
+            p.queued = false;
+            return true;
+        }
+    }
+
+    /** Finishes closed file {@code p} that {@link #takeClosed} gave: a failure is logged (it is no caller's). */
+    private void finish(FilePages p) {
+        try {
+            writer.closed(p);
+        } catch (RuntimeException e) { // its pages stay dirty: the expiry, sync or unmount write them back
+            LOG.log(System.Logger.Level.WARNING, "finishing the last close of inode " + p.inode.ino + " failed", e);
+        } finally {
+            finished();
+        }
+    }
+
+    /** Waits until no closed file the write-back thread (or another caller) took off the queue is being finished. */
+    void awaitFinishing() {
+        boolean interrupted = false;
+        synchronized (dirtyFiles) {
+            while (finishing > 0) {
+                try {
+                    dirtyFiles.wait();
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** A closed file {@link #takeClosed} or the write-back thread took is finished. */
+    void finished() {
+        synchronized (dirtyFiles) {
+            finishing--;
+            dirtyFiles.notifyAll();
         }
     }
 
@@ -229,14 +378,26 @@ final class PageCache implements AutoCloseable {
 
     /**
      * Pressure: while more than half the frames are dirty, the caller (a writer about to dirty more)
-     * writes back files itself, its own {@code p} first, then the oldest dirty ones. Call it holding no
-     * file's locks.
+     * writes back files itself: closed files first (whole files: writing them back fragments nothing),
+     * then the file dirty longest (as Linux's writers under pressure write back the oldest inodes, not
+     * their own: a file written back part way through its writes ends in more extents). Call it holding
+     * no file's locks.
      */
-    void throttle(FilePages p) {
+    void throttle() {
         while (dirtyPages.get() > dirtyLimit) {
-            if (!writeBackOne(p)) {
-                return;
+            FilePages c = takeClosed();
+            if (c != null) {
+                finish(c);
+                continue;
             }
+            FilePages oldest;
+            synchronized (dirtyFiles) {
+                if (dirtyFiles.isEmpty()) {
+                    return;
+                }
+                oldest = dirtyFiles.getFirst();
+            }
+            writer.writeBack(oldest);
         }
     }
 
@@ -265,30 +426,48 @@ final class PageCache implements AutoCloseable {
         }
     }
 
-    /** The write-back thread: writes back each file once its oldest dirty page is older than the expiry; idles on the set's monitor. */
+    /**
+     * The write-back thread: finishes each closed file once the close delay passed, and writes back each
+     * file once its oldest dirty page is older than the expiry; idles on the set's monitor.
+     */
     private void flushOld() {
         for (;;) {
             FilePages due;
+            boolean close;
             synchronized (dirtyFiles) {
                 for (;;) {
                     if (closed) {
                         return;
                     }
+                    long now = System.nanoTime();
+                    FilePages c = closedFiles.isEmpty() ? null : closedFiles.getFirst();
+                    long closeWait = c == null ? Long.MAX_VALUE : closeDelayNanos - (now - c.closedAt);
+                    if (closeWait <= 0 || c != null && dirtyPages.get() > backgroundLimit) {
+                        due = takeClosed();
+                        close = true;
+                        break;
+                    }
                     due = dirtyFiles.isEmpty() ? null : dirtyFiles.getFirst();
-                    long age = due == null ? 0 : System.nanoTime() - due.dirtySince;
-                    if (due != null && age >= expireNanos) {
+                    long ageWait = due == null ? Long.MAX_VALUE : expireNanos - (now - due.dirtySince);
+                    if (ageWait <= 0) {
+                        close = false;
                         break;
                     }
                     try {
-                        if (due == null) {
+                        long wait = Math.min(closeWait, ageWait);
+                        if (wait == Long.MAX_VALUE) {
                             dirtyFiles.wait();
                         } else {
-                            TimeUnit.NANOSECONDS.timedWait(dirtyFiles, expireNanos - age);
+                            TimeUnit.NANOSECONDS.timedWait(dirtyFiles, wait);
                         }
                     } catch (InterruptedException e) {
                         return;
                     }
                 }
+            }
+            if (close) {
+                finish(due);
+                continue;
             }
             try {
                 writer.writeBack(due);
@@ -319,6 +498,21 @@ final class PageCache implements AutoCloseable {
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
         synchronized (dirtyFiles) {
             while (!dirtyFiles.isEmpty()) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    return false;
+                }
+                TimeUnit.NANOSECONDS.timedWait(dirtyFiles, left);
+            }
+        }
+        return true;
+    }
+
+    /** Test seam: waits until no closed file waits for or is in its deferred write-back; false if {@code millis} pass first. */
+    boolean awaitClosedFinished(long millis) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
+        synchronized (dirtyFiles) {
+            while (!closedFiles.isEmpty() || finishing > 0) {
                 long left = deadline - System.nanoTime();
                 if (left <= 0) {
                     return false;

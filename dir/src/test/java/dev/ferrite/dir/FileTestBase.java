@@ -32,10 +32,15 @@ abstract class FileTestBase {
         return OPTIONS;
     }
 
+    /** The device to mount, over the formatted {@code dev}; a subclass may wrap it. */
+    BlockDevice device(MemoryDevice formatted) {
+        return formatted;
+    }
+
     @BeforeEach
     void open() {
         dev = VolumeFixtures.formatted();
-        v = Volume.open(dev, options());
+        v = Volume.open(device(dev), options());
         ns = v.namespace();
         root = ns.openRoot();
     }

@@ -110,6 +110,21 @@ class PageCacheTest extends FileTestBase {
     }
 
     @Test
+    void partialBlocksWrittenPastTheEndAreNotReadFromTheDevice() {
+        try (Handle f = ns.create(root, "f", 0644, true)) {
+            ns.write(f, 0, bytes(100, 1));
+            ns.write(f, 100, bytes(BS, 2)); // the rest of block 0 (cached) and the start of block 1, past the end
+            ns.write(f, 3L * BS + 7, bytes(10, 3)); // past the end with a hole before it
+            assertEquals(0, cache().stats().fills(), "reads for blocks past the end: " + cache().stats());
+            byte[] want = new byte[3 * BS + 17];
+            Arrays.fill(want, 0, 100, (byte) 1);
+            Arrays.fill(want, 100, 100 + BS, (byte) 2);
+            Arrays.fill(want, 3 * BS + 7, 3 * BS + 17, (byte) 3);
+            assertArrayEquals(want, readBuffered(f, 0, want.length));
+        }
+    }
+
+    @Test
     void theWriteBackThreadWritesDirtyPagesBackOnceTheyExpire() throws InterruptedException {
         try (Handle f = ns.create(root, "f", 0644, true)) {
             ns.write(f, 0, bytes(5000, 4));

@@ -144,7 +144,7 @@ public final class DbenchBench {
                 + " (O_DIRECT); loadfile replayed through Namespace by path, %d s after a %d s warm-up (and once, before"
                 + " the first run, %d s untimed for the JIT); files opened"
                 + " O_RDWR; ReadX/WriteX from a buffer 16 bytes into a page, as dbench's calloc gives it, so all"
-                + " through the data page cache (%s; dirty pages written back at fsync, last close, age or"
+                + " through the data page cache (%s; dirty pages written back at fsync, within 1 s of the last close, age or"
                 + " pressure); no O_SYNC: fsync on Flush only; LockX/UnlockX in an in-process table",
                 "ferrite", "VolumeOptions.defaults()" + (options.dataCacheBytes() == 0 ? ""
                         : ".withDataCacheBytes(" + options.dataCacheBytes() + ")"), seconds, warmupSeconds(), jitWarmup,
