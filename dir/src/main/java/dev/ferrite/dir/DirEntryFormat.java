@@ -2,8 +2,11 @@ package dev.ferrite.dir;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;
 import java.util.Arrays;
+import java.util.zip.CRC32C;
 
 import dev.ferrite.btree.internal.BlockHeaderFormat;
 import dev.ferrite.io.CorruptionException;
@@ -49,6 +52,7 @@ final class DirEntryFormat {
     static final int FREED_MAGIC = 0x58524446;
 
     private static final ValueLayout.OfInt BE32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+    private static final VarHandle BE32_IN_ARRAY = MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.BIG_ENDIAN);
 
     private DirEntryFormat() {
     }
@@ -63,6 +67,17 @@ final class DirEntryFormat {
         MemorySegment.ofArray(k).set(BE32, 0, hash(name));
         System.arraycopy(name, 0, k, HASH, name.length);
         return k;
+    }
+
+    /**
+     * Makes a key in place in {@code key}, whose {@code nameLength} bytes at {@link #HASH} hold a name: writes
+     * the name's hash before it (with {@code crc}, reset first) and returns the key's length.
+     */
+    static int keyInPlace(byte[] key, int nameLength, CRC32C crc) {
+        crc.reset();
+        crc.update(key, HASH, nameLength);
+        BE32_IN_ARRAY.set(key, 0, (int) crc.getValue());
+        return HASH + nameLength;
     }
 
     static byte[] nameOf(byte[] key) {
@@ -114,6 +129,23 @@ final class DirEntryFormat {
         byte[] k = new byte[entryKeyLength(b, at)];
         MemorySegment.copy(b, U8, at + ENTRY_HEADER, k, 0, k.length);
         return k;
+    }
+
+    /**
+     * The inline entry at {@code at}'s key compared with the first {@code keyLength} bytes of {@code key},
+     * unsigned bytewise as {@link Arrays#compareUnsigned(byte[], byte[])}: its sign only.
+     */
+    static int compareEntryKey(MemorySegment b, int at, MemorySegment key, int keyLength) {
+        int length = entryKeyLength(b, at);
+        long from = at + ENTRY_HEADER;
+        long m = MemorySegment.mismatch(b, from, from + length, key, 0, keyLength);
+        if (m < 0) {
+            return 0;
+        }
+        if (m == length || m == keyLength) {
+            return length - keyLength; // one is a prefix of the other
+        }
+        return Byte.compareUnsigned(b.get(U8, from + m), key.get(U8, m));
     }
 
     static long entryInode(MemorySegment b, int at) {
