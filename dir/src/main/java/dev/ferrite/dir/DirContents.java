@@ -192,6 +192,7 @@ final class DirContents {
             for (;;) {
                 List<DirEntry> out = new ArrayList<>();
                 byte[][] last = new byte[1][];
+                byte[] name = new byte[DirEntryFormat.MAX_NAME];
                 long header = records.readRecord(dir, (b, rec) -> {
                     out.clear();
                     last[0] = null;
@@ -206,13 +207,17 @@ final class DirContents {
                     } else if (from != null) {
                         at += DirEntryFormat.entrySize(b, at, end);
                     }
+                    int lastAt = -1;
                     for (int size; at < end && out.size() <= max; at += size) {
                         size = DirEntryFormat.entrySize(b, at, end); // checked before the key is read
-                        byte[] key = DirEntryFormat.entryKey(b, at);
                         if (out.size() < max) {
-                            last[0] = key;
+                            lastAt = at;
                         }
-                        out.add(entry(key, requireEntryInode(dir, DirEntryFormat.entryInode(b, at)), DirEntryFormat.entryType(b, at)));
+                        out.add(new DirEntry(DirEntryFormat.entryName(b, at, name), requireEntryInode(dir, DirEntryFormat.entryInode(b, at)),
+                                DirEntryFormat.entryType(b, at)));
+                    }
+                    if (lastAt >= 0) {
+                        last[0] = DirEntryFormat.entryKey(b, lastAt); // the cookie: only the last entry's key is kept
                     }
                     return 0L;
                 });
@@ -247,7 +252,7 @@ final class DirContents {
     }
 
     private static DirEntry entry(byte[] key, long ino, int type) {
-        return new DirEntry(new String(DirEntryFormat.nameOf(key), StandardCharsets.UTF_8), ino, type);
+        return new DirEntry(new String(key, DirEntryFormat.HASH, key.length - DirEntryFormat.HASH, StandardCharsets.UTF_8), ino, type);
     }
 
     List<DirEntry> allEntries(long dir) {

@@ -5,6 +5,7 @@ import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.zip.CRC32C;
 
@@ -80,10 +81,6 @@ final class DirEntryFormat {
         return HASH + nameLength;
     }
 
-    static byte[] nameOf(byte[] key) {
-        return Arrays.copyOfRange(key, HASH, key.length);
-    }
-
     static byte[] value(long ino, int type) {
         byte[] v = new byte[VALUE];
         MemorySegment s = MemorySegment.ofArray(v);
@@ -129,6 +126,13 @@ final class DirEntryFormat {
         byte[] k = new byte[entryKeyLength(b, at)];
         MemorySegment.copy(b, U8, at + ENTRY_HEADER, k, 0, k.length);
         return k;
+    }
+
+    /** The name of the inline entry at {@code at}, decoded through {@code scratch} (of {@link #MAX_NAME} bytes). */
+    static String entryName(MemorySegment b, int at, byte[] scratch) {
+        int length = entryKeyLength(b, at) - HASH;
+        MemorySegment.copy(b, U8, at + ENTRY_HEADER + HASH, scratch, 0, length);
+        return new String(scratch, 0, length, StandardCharsets.UTF_8);
     }
 
     /**

@@ -190,6 +190,30 @@ class PathLookupTest {
         });
     }
 
+    /** readdir decodes each inline name through one buffer: names of every length and encoding, paged by cookies. */
+    @ParameterizedTest
+    @ValueSource(ints = {INLINE, TREE})
+    void readdirPagesThroughNamesOfEveryLength(int filler) {
+        onPopulated(filler, ns -> {
+            ns.mkdir("/d/list", 0755);
+            java.util.Set<String> made = new java.util.HashSet<>();
+            for (String name : List.of("z".repeat(255), "a", "é".repeat(127), "bb", "日本語\uD83D\uDE00", "c".repeat(40))) {
+                ns.create("/d/list/" + name, 0644, true);
+                made.add(name);
+            }
+            java.util.Set<String> listed = new java.util.HashSet<>();
+            DirCookie after = DirCookie.START;
+            for (boolean end = false; !end; ) {
+                DirPage page = ns.readdir("/d/list", after, 4);
+                page.entries().forEach(e -> assertTrue(listed.add(e.name()), "listed twice: " + e.name()));
+                after = page.next();
+                end = page.end();
+            }
+            assertEquals(made, listed);
+            assertTrue(ns.list("/d").stream().anyMatch(e -> e.name().equals("list")));
+        });
+    }
+
     /** Threads looking up names of different lengths in the same directories each find their own. */
     @Test
     void concurrentLookupsKeepTheirOwnNames() throws Exception {
