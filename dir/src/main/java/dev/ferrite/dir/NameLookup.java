@@ -70,18 +70,18 @@ final class NameLookup {
     }
 
     /**
-     * Takes the name {@code path[from, to)} (not empty, no '/') if it is plain: ASCII without NUL and at
-     * most {@link DirEntryFormat#MAX_NAME} characters, its bytes those characters. False, with nothing
+     * Takes the name {@code path[from, to)} if it is plain: 1 to {@link DirEntryFormat#MAX_NAME} ASCII
+     * characters, none of them NUL or '/', its bytes those characters. False, with nothing
      * taken, for any other name: the caller measures it as {@link PathResolver#requireName} does.
      */
     boolean plainName(String path, int from, int to) {
         int n = to - from;
-        if (n > DirEntryFormat.MAX_NAME) {
+        if (n < 1 || n > DirEntryFormat.MAX_NAME) {
             return false;
         }
         for (int i = 0; i < n; i++) {
             char c = path.charAt(from + i);
-            if (c == 0 || c >= 0x80) {
+            if (c == 0 || c == '/' || c >= 0x80) {
                 return false;
             }
             key[DirEntryFormat.HASH + i] = (byte) c;

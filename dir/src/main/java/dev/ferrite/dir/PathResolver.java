@@ -109,18 +109,28 @@ final class PathResolver {
 
     /** The inode {@code name} names in {@code dir} (a symlink itself): {@code "."} is dir, {@code ".."} its parent. */
     long entry(long dir, String name) {
-        records.requireDir(dir);
-        if (".".equals(name)) {
-            return dir;
+        if (".".equals(name) || "..".equals(name)) {
+            records.requireDir(dir);
+            return name.equals(".") ? dir : dotdot(dir);
         }
-        if ("..".equals(name)) {
-            return dotdot(dir);
-        }
-        Found f = dirs.find(dir, DirEntryFormat.key(requireName(name, false)));
-        if (f == null) {
+        NameLookup l = NameLookup.current();
+        String n = name == null ? "" : name; // measured as empty: EINVAL
+        takeName(l, dir, n, 0, n.length());
+        if (!dirs.lookup(dir, l)) {
             throw new NamespaceException(Errno.ENOENT, quote(name) + " in directory " + dir);
         }
-        return f.ino();
+        return l.ino;
+    }
+
+    /**
+     * Puts the name {@code path[from, to)} into {@code l} for a lookup in {@code dir}. A name that is not
+     * plain is measured as {@link #requireName} does, once {@code dir} is checked (ENOTDIR or ENOENT first).
+     */
+    private void takeName(NameLookup l, long dir, String path, int from, int to) {
+        if (!l.plainName(path, from, to)) {
+            records.requireDir(dir);
+            l.name(requireName(path.substring(from, to), false));
+        }
     }
 
     /** The parent of directory {@code dir}; EINVAL at the root (Linux stays there). */
@@ -246,10 +256,7 @@ final class PathResolver {
                     cur = dotdot(cur);
                     continue;
                 }
-                if (!l.plainName(path, from, to)) { // measured only after the directory is checked
-                    records.requireDir(cur);
-                    l.name(requireName(path.substring(from, to), false));
-                }
+                takeName(l, cur, path, from, to);
                 if (!dirs.lookup(cur, l)) {
                     throw new NamespaceException(Errno.ENOENT, quote(path.substring(from, to)) + " in directory " + cur);
                 }

@@ -190,6 +190,34 @@ class PathLookupTest {
         });
     }
 
+    /** A name looked up in a directory handle answers as the same name at the end of a path. */
+    @ParameterizedTest
+    @ValueSource(ints = {INLINE, TREE})
+    void namesInADirectoryHandle(int filler) {
+        onPopulated(filler, ns -> {
+            String mixed = "Ünïcødé-日本語";
+            long m = ns.create("/d/" + mixed, 0644, true);
+            try (Handle d = ns.open("/d", Namespace.O_RDONLY); Handle file = ns.open("/file", Namespace.O_RDONLY);
+                 Handle root = ns.openRoot()) {
+                assertEquals(ns.lookup("/d/f"), ns.lstat(d, "f").ino());
+                assertEquals(m, ns.lstat(d, mixed).ino());
+                assertEquals(ns.lookup("/d"), ns.lstat(d, ".").ino());
+                assertEquals(ns.lookup("/"), ns.lstat(d, "..").ino());
+                assertTrue(ns.lstat(root, "rel").isSymlink());
+                assertErrno(Errno.ENOENT, () -> ns.lstat(d, "F"));
+                assertErrno(Errno.EINVAL, () -> ns.lstat(d, ""));
+                assertErrno(Errno.EINVAL, () -> ns.lstat(d, null));
+                assertErrno(Errno.EINVAL, () -> ns.lstat(d, "sub/g"));
+                assertErrno(Errno.EINVAL, () -> ns.lstat(d, "a\0b"));
+                assertErrno(Errno.ENAMETOOLONG, () -> ns.lstat(d, "x".repeat(256)));
+                assertErrno(Errno.ENOTDIR, () -> ns.lstat(file, "x".repeat(256)));
+                assertErrno(Errno.ENOTDIR, () -> ns.lstat(file, ""));
+                assertErrno(Errno.ENOTDIR, () -> ns.lstat(file, "f"));
+                assertErrno(Errno.ENOTDIR, () -> ns.lstat(file, ".."));
+            }
+        });
+    }
+
     /** readdir decodes each inline name through one buffer: names of every length and encoding, paged by cookies. */
     @ParameterizedTest
     @ValueSource(ints = {INLINE, TREE})
