@@ -234,8 +234,8 @@ final class PathResolver {
         private String[] savedPath;
         private int[] savedAt, savedEnd;
         private int saved;
-        /** The component read last: {@code [from, to)} of {@link #path}, empty for a trailing slash. */
-        private int from, to;
+        /** The component read last: {@code [compStart, compEnd)} of {@link #path}, empty for a trailing slash. */
+        private int compStart, compEnd;
 
         Walk(String path) {
             this.path = path;
@@ -247,18 +247,18 @@ final class PathResolver {
             NameLookup l = NameLookup.current();
             long cur = start;
             while (next()) {
-                if (to == from || to - from == 1 && path.charAt(from) == '.') {
+                if (compEnd == compStart || compEnd - compStart == 1 && path.charAt(compStart) == '.') {
                     records.requireDir(cur);
                     continue;
                 }
-                if (to - from == 2 && path.charAt(from) == '.' && path.charAt(from + 1) == '.') {
+                if (compEnd - compStart == 2 && path.charAt(compStart) == '.' && path.charAt(compStart + 1) == '.') {
                     records.requireDir(cur);
                     cur = dotdot(cur);
                     continue;
                 }
-                takeName(l, cur, path, from, to);
+                takeName(l, cur, path, compStart, compEnd);
                 if (!dirs.lookup(cur, l)) {
-                    throw new NamespaceException(Errno.ENOENT, quote(path.substring(from, to)) + " in directory " + cur);
+                    throw new NamespaceException(Errno.ENOENT, quote(path.substring(compStart, compEnd)) + " in directory " + cur);
                 }
                 if (l.type == S_IFLNK && (followLast || hasMore())) {
                     cur = follow(cur, l.ino);
@@ -321,22 +321,22 @@ final class PathResolver {
             saved++;
         }
 
-        /** Reads the next component into {@link #from} and {@link #to}; false if none is left. */
+        /** Reads the next component into {@link #compStart} and {@link #compEnd}; false if none is left. */
         private boolean next() {
             for (;;) {
                 int p = at;
                 int q = skipSlashes(path, p, end);
                 if (q < end) {
-                    from = q;
+                    compStart = q;
                     while (q < end && path.charAt(q) != '/') {
                         q++;
                     }
-                    to = at = q;
+                    compEnd = at = q;
                     return true;
                 }
                 at = end;
                 if (trailingSlash(path, p, q, end)) {
-                    from = to = q;
+                    compStart = compEnd = q;
                     return true;
                 }
                 if (saved == 0) {
