@@ -192,7 +192,7 @@ final class DirContents {
             for (;;) {
                 List<DirEntry> out = new ArrayList<>();
                 byte[][] last = new byte[1][];
-                byte[] name = new byte[DirEntryFormat.MAX_NAME];
+                byte[] name = NameLookup.current().listedName;
                 long header = records.readRecord(dir, (b, rec) -> {
                     out.clear();
                     last[0] = null;

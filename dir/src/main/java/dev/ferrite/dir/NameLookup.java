@@ -28,6 +28,8 @@ final class NameLookup {
     private int keyLength;
 
     final MemorySegment value = MemorySegment.ofArray(new byte[DirEntryFormat.VALUE]);
+    /** The buffer a readdir of an inline directory decodes names through (it looks nothing up meanwhile). */
+    final byte[] listedName = new byte[DirEntryFormat.MAX_NAME];
     /** ABSENT, INLINE (found: {@link #ino}, {@link #type}), TREE ({@link #header}) or NOT_A_DIRECTORY. */
     int state;
     long ino;
