@@ -56,11 +56,16 @@ final class DirContents {
 
     /** Offset of the entry {@code key} in an inline directory, or -(insertion offset) - 1. */
     private static int inlineFind(MemorySegment b, int rec, byte[] key) {
+        return inlineFind(b, rec, MemorySegment.ofArray(key), key.length);
+    }
+
+    /** As {@link #inlineFind(MemorySegment, int, byte[])} for the first {@code keyLength} bytes of {@code key}. */
+    static int inlineFind(MemorySegment b, int rec, MemorySegment key, int keyLength) {
         int at = rec + InodeFormat.INLINE;
         int end = at + InodeFormat.inlineUsed(b, rec);
         while (at < end) {
             int size = DirEntryFormat.entrySize(b, at, end); // checked before the key is read
-            int c = Arrays.compareUnsigned(DirEntryFormat.entryKey(b, at), key);
+            int c = DirEntryFormat.compareEntryKey(b, at, key, keyLength);
             if (c == 0) {
                 return at;
             }
@@ -89,12 +94,7 @@ final class DirContents {
     }
 
     Found find(long dir, byte[] key) {
-        Inode d = inodes.acquire(dir);
-        try {
-            return find(d, key);
-        } finally {
-            inodes.release(d);
-        }
+        return found(find(dir, null, NameLookup.current(), key, false, false));
     }
 
     /** The entry {@code key} of directory {@code dir}, or null. Lock-free. */
@@ -107,36 +107,70 @@ final class DirContents {
      * tree then cannot be dissolved during the lookup, which saves reading the record again.
      */
     Found find(Inode dir, byte[] key, boolean locked) {
-        MemorySegment k = MemorySegment.ofArray(key);
-        MemorySegment v = MemorySegment.ofArray(new byte[DirEntryFormat.VALUE]);
+        return found(find(dir.ino, dir, NameLookup.current(), key, locked, false));
+    }
+
+    private static Found found(NameLookup l) {
+        return l == null ? null : new Found(l.ino, l.type);
+    }
+
+    /**
+     * A path walk's step: the entry of the name {@code l} holds in directory {@code dir}, into {@code l}
+     * (false if there is none); ENOTDIR or ENOENT first if {@code dir} is not a directory or was removed,
+     * read from the same record as the entry. Lock-free, and allocates nothing once the directory's
+     * blocks are cached (and its tree open).
+     */
+    boolean lookup(long dir, NameLookup l) {
+        return find(dir, null, l, null, false, true) != null;
+    }
+
+    /**
+     * The entry of {@code key} (null: the key {@code l} holds) in directory {@code dir} ({@code held}: its
+     * inode if the caller has it), answered in {@code l}, or null. With {@code requireDir}, first ENOTDIR or
+     * ENOENT as {@link InodeRecords#requireDir}.
+     */
+    private NameLookup find(long dir, Inode held, NameLookup l, byte[] key, boolean locked, boolean requireDir) {
+        if (key != null) {
+            l.key(key);
+        }
         for (;;) {
-            long[] state = records.readRecord(dir.ino, (b, rec) -> {
-                if (isTree(b, rec)) {
-                    return new long[] {1, DirEntryFormat.treeHeader(b, rec + InodeFormat.INLINE), InodeFormat.generation(b, rec)};
-                }
-                int at = inlineFind(b, rec, key);
-                return at < 0 ? new long[] {0, 0, 0}
-                        : new long[] {2, DirEntryFormat.entryInode(b, at), DirEntryFormat.entryType(b, at)};
-            });
-            if (state[0] == 0) {
+            records.readRecord(dir, requireDir ? l.dirEntry : l.entry);
+            if (l.state == NameLookup.NOT_A_DIRECTORY) {
+                records.requireDir(dir); // throws, unless it became one again meanwhile
+                continue;
+            }
+            if (l.state == NameLookup.ABSENT) {
                 return null;
             }
-            if (state[0] == 2) {
-                return new Found(requireEntryInode(dir.ino, state[1]), (int) state[2]);
+            if (l.state == NameLookup.INLINE) {
+                l.ino = requireEntryInode(dir, l.ino);
+                return l;
             }
-            if (state[1] == 0) {
+            long header = l.header;
+            if (header == 0) {
                 return null; // a removed directory whose tree is being freed
             }
-            int n = tree(dir, state[1]).get(k, v);
-            if (locked) {
-                return n < 0 ? null : new Found(requireEntryInode(dir.ino, DirEntryFormat.valueInode(v)), DirEntryFormat.valueType(v));
+            Inode d = held != null ? held : inodes.acquire(dir);
+            int n;
+            try {
+                n = tree(d, header).get(l.key(), l.value);
+            } finally {
+                if (held == null) {
+                    inodes.release(d);
+                }
             }
-            long header = state[1];
-            long[] again = records.readRecord(dir.ino, (b, rec) -> new long[] {isTree(b, rec) ? DirEntryFormat.treeHeader(b, rec + InodeFormat.INLINE) : -1});
-            if (again[0] != header) {
-                continue; // dissolved meanwhile
+            if (!locked) {
+                records.readRecord(dir, l.treeHeader);
+                if (l.headerAgain != header) {
+                    continue; // dissolved meanwhile
+                }
             }
-            return n < 0 ? null : new Found(requireEntryInode(dir.ino, DirEntryFormat.valueInode(v)), DirEntryFormat.valueType(v));
+            if (n < 0) {
+                return null;
+            }
+            l.ino = requireEntryInode(dir, DirEntryFormat.valueInode(l.value));
+            l.type = DirEntryFormat.valueType(l.value);
+            return l;
         }
     }
 
@@ -160,6 +194,7 @@ final class DirContents {
             for (;;) {
                 List<DirEntry> out = new ArrayList<>();
                 byte[][] last = new byte[1][];
+                byte[] name = NameLookup.current().listedName;
                 long header = records.readRecord(dir, (b, rec) -> {
                     out.clear();
                     last[0] = null;
@@ -174,13 +209,17 @@ final class DirContents {
                     } else if (from != null) {
                         at += DirEntryFormat.entrySize(b, at, end);
                     }
+                    int lastAt = -1;
                     for (int size; at < end && out.size() <= max; at += size) {
                         size = DirEntryFormat.entrySize(b, at, end); // checked before the key is read
-                        byte[] key = DirEntryFormat.entryKey(b, at);
                         if (out.size() < max) {
-                            last[0] = key;
+                            lastAt = at;
                         }
-                        out.add(entry(key, requireEntryInode(dir, DirEntryFormat.entryInode(b, at)), DirEntryFormat.entryType(b, at)));
+                        out.add(new DirEntry(DirEntryFormat.entryName(b, at, name), requireEntryInode(dir, DirEntryFormat.entryInode(b, at)),
+                                DirEntryFormat.entryType(b, at)));
+                    }
+                    if (lastAt >= 0) {
+                        last[0] = DirEntryFormat.entryKey(b, lastAt); // the cookie: only the last entry's key is kept
                     }
                     return 0L;
                 });
@@ -215,7 +254,7 @@ final class DirContents {
     }
 
     private static DirEntry entry(byte[] key, long ino, int type) {
-        return new DirEntry(new String(DirEntryFormat.nameOf(key), StandardCharsets.UTF_8), ino, type);
+        return new DirEntry(new String(key, DirEntryFormat.HASH, key.length - DirEntryFormat.HASH, StandardCharsets.UTF_8), ino, type);
     }
 
     List<DirEntry> allEntries(long dir) {

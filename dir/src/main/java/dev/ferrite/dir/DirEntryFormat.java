@@ -2,8 +2,12 @@ package dev.ferrite.dir;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
+import java.util.zip.CRC32C;
 
 import dev.ferrite.btree.internal.BlockHeaderFormat;
 import dev.ferrite.io.CorruptionException;
@@ -49,6 +53,7 @@ final class DirEntryFormat {
     static final int FREED_MAGIC = 0x58524446;
 
     private static final ValueLayout.OfInt BE32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+    private static final VarHandle BE32_IN_ARRAY = MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.BIG_ENDIAN);
 
     private DirEntryFormat() {
     }
@@ -65,8 +70,15 @@ final class DirEntryFormat {
         return k;
     }
 
-    static byte[] nameOf(byte[] key) {
-        return Arrays.copyOfRange(key, HASH, key.length);
+    /**
+     * Makes a key in place in {@code key}, whose {@code nameLength} bytes at {@link #HASH} hold a name: writes
+     * the name's hash before it (with {@code crc}, reset first) and returns the key's length.
+     */
+    static int keyInPlace(byte[] key, int nameLength, CRC32C crc) {
+        crc.reset();
+        crc.update(key, HASH, nameLength);
+        BE32_IN_ARRAY.set(key, 0, (int) crc.getValue());
+        return HASH + nameLength;
     }
 
     static byte[] value(long ino, int type) {
@@ -114,6 +126,30 @@ final class DirEntryFormat {
         byte[] k = new byte[entryKeyLength(b, at)];
         MemorySegment.copy(b, U8, at + ENTRY_HEADER, k, 0, k.length);
         return k;
+    }
+
+    /** The name of the inline entry at {@code at}, decoded through {@code scratch} (of {@link #MAX_NAME} bytes). */
+    static String entryName(MemorySegment b, int at, byte[] scratch) {
+        int length = entryKeyLength(b, at) - HASH;
+        MemorySegment.copy(b, U8, at + ENTRY_HEADER + HASH, scratch, 0, length);
+        return new String(scratch, 0, length, StandardCharsets.UTF_8);
+    }
+
+    /**
+     * The inline entry at {@code at}'s key compared with the first {@code keyLength} bytes of {@code key},
+     * unsigned bytewise as {@link Arrays#compareUnsigned(byte[], byte[])}: its sign only.
+     */
+    static int compareEntryKey(MemorySegment b, int at, MemorySegment key, int keyLength) {
+        int length = entryKeyLength(b, at);
+        long from = at + ENTRY_HEADER;
+        long m = MemorySegment.mismatch(b, from, from + length, key, 0, keyLength);
+        if (m < 0) {
+            return 0;
+        }
+        if (m == length || m == keyLength) {
+            return length - keyLength; // one is a prefix of the other
+        }
+        return Byte.compareUnsigned(b.get(U8, from + m), key.get(U8, m));
     }
 
     static long entryInode(MemorySegment b, int at) {

@@ -2,8 +2,6 @@ package dev.ferrite.dir;
 
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
-import java.util.ArrayDeque;
-import java.util.Deque;
 import java.util.List;
 import java.util.OptionalLong;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -803,10 +801,9 @@ public final class Namespace {
                 continue; // it changed meanwhile: look again
             }
             if (walk == null) {
-                walk = paths.new Walk();
+                walk = paths.new Walk("");
             }
-            Deque<String> todo = new ArrayDeque<>();
-            Parent p = walk.parent(walk.follow(dir, f.ino(), todo), todo);
+            Parent p = walk.parent(walk.follow(dir, f.ino()));
             dir = p.dir();
             name = p.name();
             slashed = p.slashed();

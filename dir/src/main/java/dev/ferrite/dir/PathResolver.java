@@ -1,8 +1,7 @@
 package dev.ferrite.dir;
 
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayDeque;
-import java.util.Deque;
+import java.util.Arrays;
 
 import dev.ferrite.dir.DirContents.Found;
 import dev.ferrite.io.CorruptionException;
@@ -110,18 +109,28 @@ final class PathResolver {
 
     /** The inode {@code name} names in {@code dir} (a symlink itself): {@code "."} is dir, {@code ".."} its parent. */
     long entry(long dir, String name) {
-        records.requireDir(dir);
-        if (".".equals(name)) {
-            return dir;
+        if (".".equals(name) || "..".equals(name)) {
+            records.requireDir(dir);
+            return name.equals(".") ? dir : dotdot(dir);
         }
-        if ("..".equals(name)) {
-            return dotdot(dir);
-        }
-        Found f = dirs.find(dir, DirEntryFormat.key(requireName(name, false)));
-        if (f == null) {
+        NameLookup l = NameLookup.current();
+        String n = name == null ? "" : name; // measured as empty: EINVAL
+        takeName(l, dir, n, 0, n.length());
+        if (!dirs.lookup(dir, l)) {
             throw new NamespaceException(Errno.ENOENT, quote(name) + " in directory " + dir);
         }
-        return f.ino();
+        return l.ino;
+    }
+
+    /**
+     * Puts the name {@code path[from, to)} into {@code l} for a lookup in {@code dir}. A name that is not
+     * plain is measured as {@link #requireName} does, once {@code dir} is checked (ENOTDIR or ENOENT first).
+     */
+    private void takeName(NameLookup l, long dir, String path, int from, int to) {
+        if (!l.plainName(path, from, to)) {
+            records.requireDir(dir);
+            l.name(requireName(path.substring(from, to), false));
+        }
     }
 
     /** The parent of directory {@code dir}; EINVAL at the root (Linux stays there). */
@@ -180,25 +189,6 @@ final class PathResolver {
         return b;
     }
 
-    /**
-     * The components of a path or symlink target: names, {@code "."} and {@code ".."} in order, then an
-     * empty string if it ends in a slash after one of them. A trailing slash and a {@code "."} both ask
-     * for a directory (the component before them is followed if it is a symlink); only the operations
-     * that act on a name tell them apart.
-     */
-    private static Deque<String> components(String path) {
-        Deque<String> out = new ArrayDeque<>();
-        for (String c : path.split("/")) {
-            if (!c.isEmpty()) {
-                out.add(c);
-            }
-        }
-        if (!out.isEmpty() && path.endsWith("/")) {
-            out.add("");
-        }
-        return out;
-    }
-
     private static void requireAbsolute(String path) {
         if (path == null || !path.startsWith("/")) {
             throw new NamespaceException(Errno.EINVAL, "path " + (path == null ? "null" : quote(path)) + " is not absolute");
@@ -215,12 +205,12 @@ final class PathResolver {
     /** The inode {@code path} names. */
     long resolve(String path, boolean followLast) {
         requireAbsolute(path);
-        return new Walk().to(root(), components(path), followLast);
+        return new Walk(path).to(root(), followLast);
     }
 
     Parent resolveParent(String path) {
         requireAbsolute(path);
-        return new Walk().parent(root(), components(path));
+        return new Walk(path).parent(root());
     }
 
     /**
@@ -228,60 +218,171 @@ final class PathResolver {
      * for it first, then ENAMETOOLONG or ENOENT for the name); symlinks are followed in every component
      * but the last, and in the last when asked or when a slash or {@code "."} follows it. The symlinks
      * followed count together, across the parent walk and a last component followed after it.
+     *
+     * <p>The walk reads its strings in place, a component at a time: names, {@code "."} and {@code ".."}
+     * in order, then an empty component if a string ends in a slash after one of them. A trailing slash and
+     * a {@code "."} both ask for a directory (the component before them is followed if it is a symlink);
+     * only the operations that act on a name tell them apart. A symlink's target is walked before the rest
+     * of the string that met it.
      */
     final class Walk {
         private int links;
+        /** The string being walked, where the walk is in it, and where the part to walk ends. */
+        private String path;
+        private int at, end;
+        /** The strings a followed symlink interrupted, innermost last, to go on with after its target. */
+        private String[] savedPath;
+        private int[] savedAt, savedEnd;
+        private int saved;
+        /** The component read last: {@code [compStart, compEnd)} of {@link #path}, empty for a trailing slash. */
+        private int compStart, compEnd;
 
-        /** Walks {@code todo} from directory {@code start}; returns the inode it names. */
-        long to(long start, Deque<String> todo, boolean followLast) {
+        Walk(String path) {
+            this.path = path;
+            this.end = path.length();
+        }
+
+        /** Walks what is left from directory {@code start}; returns the inode it names. */
+        long to(long start, boolean followLast) {
+            NameLookup l = NameLookup.current();
             long cur = start;
-            while (!todo.isEmpty()) {
-                String c = todo.pollFirst();
-                records.requireDir(cur);
-                if (c.isEmpty() || c.equals(".")) {
+            while (next()) {
+                if (compEnd == compStart || compEnd - compStart == 1 && path.charAt(compStart) == '.') {
+                    records.requireDir(cur);
                     continue;
                 }
-                if (c.equals("..")) {
+                if (compEnd - compStart == 2 && path.charAt(compStart) == '.' && path.charAt(compStart + 1) == '.') {
+                    records.requireDir(cur);
                     cur = dotdot(cur);
                     continue;
                 }
-                Found f = dirs.find(cur, DirEntryFormat.key(requireName(c, false)));
-                if (f == null) {
-                    throw new NamespaceException(Errno.ENOENT, quote(c) + " in directory " + cur);
+                takeName(l, cur, path, compStart, compEnd);
+                if (!dirs.lookup(cur, l)) {
+                    throw new NamespaceException(Errno.ENOENT, quote(path.substring(compStart, compEnd)) + " in directory " + cur);
                 }
-                if (f.type() == S_IFLNK && (followLast || !todo.isEmpty())) {
-                    cur = follow(cur, f.ino(), todo);
+                if (l.type == S_IFLNK && (followLast || hasMore())) {
+                    cur = follow(cur, l.ino);
                     continue;
                 }
-                cur = f.ino();
+                cur = l.ino;
             }
             return cur;
         }
 
-        /** Walks all of {@code todo} from {@code start} but its last component, which must be in a directory. */
-        Parent parent(long start, Deque<String> todo) {
-            boolean slashed = !todo.isEmpty() && todo.peekLast().isEmpty();
-            if (slashed) {
-                todo.pollLast();
+        /**
+         * Walks what is left from {@code start} but its last component, which must be in a directory. What
+         * is left is one string: a path, or the target of a symlink that ended one.
+         */
+        Parent parent(long start) {
+            int nameEnd = end;
+            while (nameEnd > at && path.charAt(nameEnd - 1) == '/') {
+                nameEnd--;
             }
-            String last = todo.pollLast();
-            long dir = to(start, todo, true);
+            int nameStart = nameEnd;
+            while (nameStart > at && path.charAt(nameStart - 1) != '/') {
+                nameStart--;
+            }
+            String last = nameStart == nameEnd ? null : path.substring(nameStart, nameEnd);
+            boolean slashed = last != null && nameEnd < end;
+            end = nameStart;
+            long dir = to(start, true);
             records.requireDir(dir);
             return new Parent(dir, last, slashed, this);
         }
 
-        /** Puts the target of symlink {@code link}, met in directory {@code dir}, before {@code todo}; returns where it starts. */
-        long follow(long dir, long link, Deque<String> todo) {
+        /** Walks the target of symlink {@code link}, met in directory {@code dir}, before what is left; returns where it starts. */
+        long follow(long dir, long link) {
             if (++links > Namespace.MAX_SYMLINKS) {
                 throw new NamespaceException(Errno.ELOOP, "more than " + Namespace.MAX_SYMLINKS + " symlinks followed");
             }
             String target = records.readlinkIno(link);
-            Deque<String> tc = components(target);
-            while (!tc.isEmpty()) {
-                todo.addFirst(tc.pollLast());
+            if (hasComponent(path, at, end)) {
+                save();
             }
+            path = target;
+            at = 0;
+            end = target.length();
             return target.startsWith("/") ? root() : dir;
         }
+
+        private void save() {
+            if (savedPath == null) {
+                savedPath = new String[4];
+                savedAt = new int[4];
+                savedEnd = new int[4];
+            } else if (saved == savedPath.length) {
+                savedPath = Arrays.copyOf(savedPath, saved * 2);
+                savedAt = Arrays.copyOf(savedAt, saved * 2);
+                savedEnd = Arrays.copyOf(savedEnd, saved * 2);
+            }
+            savedPath[saved] = path;
+            savedAt[saved] = at;
+            savedEnd[saved] = end;
+            saved++;
+        }
+
+        /** Reads the next component into {@link #compStart} and {@link #compEnd}; false if none is left. */
+        private boolean next() {
+            for (;;) {
+                int p = at;
+                int q = skipSlashes(path, p, end);
+                if (q < end) {
+                    compStart = q;
+                    while (q < end && path.charAt(q) != '/') {
+                        q++;
+                    }
+                    compEnd = at = q;
+                    return true;
+                }
+                at = end;
+                if (trailingSlash(path, p, q, end)) {
+                    compStart = compEnd = q;
+                    return true;
+                }
+                if (saved == 0) {
+                    return false;
+                }
+                saved--;
+                path = savedPath[saved];
+                at = savedAt[saved];
+                end = savedEnd[saved];
+                savedPath[saved] = null;
+            }
+        }
+
+        /** True if a component is left after the one read last, in its string or in one it interrupted. */
+        private boolean hasMore() {
+            if (hasComponent(path, at, end)) {
+                return true;
+            }
+            for (int i = saved - 1; i >= 0; i--) {
+                if (hasComponent(savedPath[i], savedAt[i], savedEnd[i])) {
+                    return true;
+                }
+            }
+            return false;
+        }
+    }
+
+    private static int skipSlashes(String s, int at, int end) {
+        while (at < end && s.charAt(at) == '/') {
+            at++;
+        }
+        return at;
+    }
+
+    /**
+     * True if the slashes {@code s[at, slashesEnd)}, which reach {@code end}, are a trailing slash after a
+     * name: the walk stops only after names, and the part walked before a parent's last name has none.
+     */
+    private static boolean trailingSlash(String s, int at, int slashesEnd, int end) {
+        return slashesEnd > at && at > 0 && end == s.length();
+    }
+
+    /** True if {@code s[at, end)} holds a component for the walk. */
+    private static boolean hasComponent(String s, int at, int end) {
+        int q = skipSlashes(s, at, end);
+        return q < end || trailingSlash(s, at, q, end);
     }
 
     /** True if {@code ancestor} is {@code dir} or one of its ancestors (parent links; rename lock held). */
