@@ -1002,21 +1002,35 @@ final class FileData {
     }
 
     /**
-     * fsync ({@code dataOnly} false) or fdatasync: writes back the file's dirty cached pages, flushes the
-     * data written through {@code h}'s inode,
-     * then forces the journal to its last change, or with {@code dataOnly} to its last change of size or
-     * extents (skipped if that is durable already: an overwrite in place changes neither).
+     * fsync ({@code dataOnly} false) or fdatasync: writes back the file's dirty cached pages, forces the
+     * journal to the file's last change, or with {@code dataOnly} to its last change of size or extents
+     * (skipped if that is durable already: an overwrite in place changes neither), then makes the data
+     * written through {@code h}'s inode durable: by the flush of the checkpoint the force wrote, if one
+     * began after the data was written, else by a device flush of its own (shared with concurrent fsyncs).
      */
     void sync(Handle h, boolean dataOnly) {
         Inode i = h.requireOpen();
         buffered.writeBack(i, 0, Long.MAX_VALUE);
         buffered.takeError(i);
-        flushData(i);
-        long seq = dataOnly ? i.lastDataSeq : i.lastSeq;
-        if (seq < 0) {
-            cache.journal().forceAll();
-        } else {
-            cache.journal().force(seq); // returns at once if that is durable
+        boolean data = i.dataDirty;
+        i.dataDirty = false; // before the flush: a write after it sets it again
+        boolean done = false;
+        try {
+            long mark = cache.journal().flushMark(); // the file's data writes have completed
+            long seq = dataOnly ? i.lastDataSeq : i.lastSeq;
+            if (seq < 0) {
+                cache.journal().forceAll();
+            } else {
+                cache.journal().force(seq); // returns at once if that is durable
+            }
+            if (data && !cache.journal().flushedSince(mark)) { // no checkpoint's flush came after the data: one of its own
+                flushes.flush();
+            }
+            done = true;
+        } finally {
+            if (data && !done) {
+                i.dataDirty = true;
+            }
         }
     }
 
@@ -1025,14 +1039,6 @@ final class FileData {
         buffered.writeBackAll();
         if (written) {
             written = false; // before the flush: a write after it sets it again
-            flushes.flush();
-        }
-    }
-
-    /** Makes the data written through {@code i} so far durable on the device (its metadata is the journal's). */
-    void flushData(Inode i) {
-        if (i.dataDirty) {
-            i.dataDirty = false; // before the flush: a write after it sets it again
             flushes.flush();
         }
     }

@@ -10,6 +10,7 @@ import dev.ferrite.btree.internal.Txn;
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.Errno;
 import dev.ferrite.io.NoSpaceException;
+import dev.ferrite.io.testkit.RecordingDevice;
 import org.junit.jupiter.api.Test;
 
 import static dev.ferrite.dir.VolumeFixtures.OPTIONS;
@@ -209,6 +210,26 @@ class FileDataTest extends FileTestBase {
         assertEquals(start - 2, free());
         ns.unlink(root, "f");
         assertEquals(start, free());
+    }
+
+    @Test
+    void anFsyncWhoseForceWritesACheckpointPaysNoDataFlushOfItsOwn() {
+        try (RecordingDevice rec = RecordingDevice.wrap(VolumeFixtures.formatted()); Volume vol = Volume.open(rec, OPTIONS)) {
+            Namespace n = vol.namespace();
+            try (Handle r = n.openRoot(); Handle f = n.create(r, "f", 0644, true)) {
+                n.fsync(f);
+                n.write(f, 0, stamped(0, 2, 1)); // a hole filled: its conversion is ordered after the data
+                int before = rec.flushCount();
+                n.fsync(f);
+                assertEquals(2, rec.flushCount() - before, "the checkpoint's preflush and its own flush, no third for the data");
+                n.write(f, 0, stamped(0, 2, 2)); // in place: nothing to force
+                before = rec.flushCount();
+                n.fdatasync(f);
+                assertEquals(1, rec.flushCount() - before, "no checkpoint: the data gets a flush of its own");
+                n.fdatasync(f);
+                assertEquals(1, rec.flushCount() - before, "nothing written since: no flush");
+            }
+        }
     }
 
     @Test

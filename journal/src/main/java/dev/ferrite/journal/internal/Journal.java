@@ -196,6 +196,20 @@ public final class Journal implements AutoCloseable {
         return seq;
     }
 
+    /**
+     * A mark for {@link #flushedSince}: the log's device flushes begun so far. Taken after some device
+     * writes completed, it lets their writer skip a flush of its own if the log flushes the device
+     * afterwards anyway (an fsync whose force wrote a checkpoint).
+     */
+    public long flushMark() {
+        return writer.flushesBegun();
+    }
+
+    /** Whether a device flush the log began after {@code mark} was taken has returned: every write completed before the mark is durable. */
+    public boolean flushedSince(long mark) {
+        return writer.flushesEnded() > mark;
+    }
+
     /** Newest commit sequence known durable. */
     public long durableSeq() {
         return writer.durableSeq();

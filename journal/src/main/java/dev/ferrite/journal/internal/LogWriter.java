@@ -122,6 +122,11 @@ final class LogWriter implements AutoCloseable {
     final LongAdder checkpointItems = new LongAdder();
     final LongAdder forces = new LongAdder();
     final LongAdder logFlushes = new LongAdder();
+    /**
+     * Device flushes of the log begun and ended, in the order the log writer issues them (one at a time):
+     * a flush numbered past a count read at some moment began after that moment.
+     */
+    private volatile long flushesBegun, flushesEnded;
     final LongAdder throttles = new LongAdder();
     final LongAdder throttleNanos = new LongAdder();
 
@@ -450,8 +455,7 @@ final class LogWriter implements AutoCloseable {
         MemorySegment out = c.buffer().segment;
         int first = Math.min(c.blocks(), geometry.areaBlocks() - c.startBlock());
         if (c.preflush()) { // data its transactions point at reaches stable storage before they do
-            device.flush();
-            logFlushes.increment();
+            flush();
         }
         ioBatch.clear();
         ioBatch.write(geometry.areaStart() + c.startBlock(), out.asSlice(0, (long) first * blockSize));
@@ -460,8 +464,7 @@ final class LogWriter implements AutoCloseable {
         }
         device.submit(ioBatch);
         ioBatch.clear();
-        device.flush();
-        logFlushes.increment();
+        flush();
         lastCheckpointSeq = c.checkpointSeq();
         checkpoints.increment();
         checkpointBytes.add(c.bytes());
@@ -470,6 +473,24 @@ final class LogWriter implements AutoCloseable {
         ail.publish(c.items(), c.items().length, c.startLsn(), c.checkpointSeq(), c.endLsn());
         CheckpointEvent.emit(c.checkpointSeq(), c.startLsn(), c.items().length, c.records(), c.bytes(),
                 System.nanoTime() - c.formatStart());
+    }
+
+    /** A device flush of the log's, counted as begun before it is issued and as ended once it returns. */
+    private void flush() {
+        flushesBegun = flushesBegun + 1; // one log writer at a time: no lost update
+        device.flush();
+        flushesEnded = flushesEnded + 1;
+        logFlushes.increment();
+    }
+
+    /** Log flushes begun so far (see {@link Journal#flushMark}). */
+    long flushesBegun() {
+        return flushesBegun;
+    }
+
+    /** Log flushes that have returned. */
+    long flushesEnded() {
+        return flushesEnded;
     }
 
     private void markDurable(long seq) {
