@@ -60,6 +60,11 @@ public final class BufferCache implements AutoCloseable {
     private static final ThreadLocal<MemorySegment> CLUSTER_SCRATCH = new ThreadLocal<>();
     private static final int STRIPES = 256;
     private static final int FREEING_SLOTS = 1 << 14;
+    /**
+     * Longest a claim waiting for a frame sleeps before it sweeps again and restarts write-back: long
+     * enough that a waiter is asleep, not polling, short against the claim's timeout.
+     */
+    private static final long RECHECK_MS = 1000;
     private static final int MIN_FREEING_SWEEP = 256;
 
     private final BlockDevice device;
@@ -634,7 +639,10 @@ public final class BufferCache implements AutoCloseable {
                     journal.writeBackAll();
                     synchronized (frameSignal) {
                         if (frameSignals == seen) {
-                            frameSignal.wait(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
+                            // bounded: a claim never rests on one wakeup. Buffers written home while its sweep
+                            // passed them over (their CLOCK priority not yet spent) signal no more once home:
+                            // a whole-wait sleep then lasted the full claim timeout with frames free to take.
+                            frameSignal.wait(Math.max(1, Math.min(RECHECK_MS, TimeUnit.NANOSECONDS.toMillis(left))));
                         }
                     }
                 }
