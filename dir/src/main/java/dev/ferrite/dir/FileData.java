@@ -44,10 +44,12 @@ import static dev.ferrite.dir.InodeRecords.nowNanos;
  * conversion in that checkpoint shares, as XFS's log writes carry REQ_PREFLUSH), so no crash leaves it
  * durable without the data, and concurrent writers pay for one flush per checkpoint, not one each. A
  * crash in between leaves an unwritten extent: accounted, reading zeros, freed by truncate or unlink.
- * fsync's own flush of file data is shared by concurrent callers ({@link SharedFlush}). Blocks freed from a file are not busy for the allocator (that tracks cached metadata
- * buffers), so before data goes into blocks that may have been freed by a transaction not yet durable,
- * the journal is forced to the last such free: a crash can then not give the blocks back to their old
- * file with the new file's data in them.
+ * An fsync's data is made durable by the flush of the checkpoint its force wrote when that flush began
+ * after the data was written, else by a flush of its own, shared by concurrent callers
+ * ({@link SharedFlush}). Blocks freed from a file are not busy for the allocator (that tracks cached
+ * metadata buffers), so before data goes into blocks that may have been freed by a transaction not yet
+ * durable, the journal is forced to the last such free: a crash can then not give the blocks back to
+ * their old file with the new file's data in them.
  *
  * <h2>Speculative preallocation</h2>
  * A write extending the file from inside it or at its end maps unwritten blocks past the new end as well
@@ -62,9 +64,10 @@ import static dev.ferrite.dir.InodeRecords.nowNanos;
  * while it writes there), a write-back of cached pages, a trim and by freeing an orphan, so that no read
  * or write uses a mapping whose blocks are being freed or unwritten. Each extent change is a transaction
  * reserved before the inode's lock (2), then a group's AGF (3), then the record's block (4), then the
- * nodes of the inode's extent tree (whose allocator is the record's block, held already). Concurrent writes to disjoint ranges run
- * their device I/O in parallel. An operation on a handle checks again that the handle is open once it
- * holds the I/O lock ({@link #lockIo}), so that a last close racing it cannot free the inode under it.
+ * nodes of the inode's extent tree (whose allocator is the record's block, held already). Concurrent
+ * writes to disjoint ranges run their device I/O in parallel. An operation on a handle checks again that
+ * the handle is open once it holds the I/O lock ({@link #lockIo}), so that a last close racing it cannot
+ * free the inode under it.
  */
 final class FileData {
     /** The largest file: 2^63 - 1 bytes rounded down to 4 KiB, the limit of {@link ExtentFormat#MAX_FILE_BLOCKS}. */
