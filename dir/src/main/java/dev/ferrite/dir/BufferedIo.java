@@ -127,6 +127,7 @@ final class BufferedIo implements PageCache.Writer {
     }
 
     void write(Handle h, Inode i, long offset, MemorySegment src) {
+        files.markModified(i);
         FilePages p = pages(i);
         long len = src.byteSize();
         for (long done = 0; done < len || len == 0; ) {

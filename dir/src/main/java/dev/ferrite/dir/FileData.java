@@ -284,6 +284,7 @@ final class FileData {
     /** The direct path's write; the I/O lock is taken here (reentrant under an append's exclusive one). */
     private void writeDirect(Handle h, Inode i, long offset, MemorySegment src) {
         long len = src.byteSize();
+        records.markModified(i); // an overwrite in place logs nothing; a write that commits logs a later time
         Lock l = lockIo(h, io(i.ino).readLock());
         boolean sparse;
         try {
@@ -605,12 +606,14 @@ final class FileData {
                     if (stop >= to) {
                         InodeFormat.setSize(m, rec, size.applyAsLong(InodeFormat.size(m, rec)));
                     }
-                    InodeFormat.touch(m, rec, nowNanos(), true);
+                    long now = nowNanos();
+                    InodeFormat.touch(m, rec, now, true);
                     txn.log(b, rec, span);
                     if (afterData) {
                         txn.orderAfterData();
                     }
                     commitData(i, txn);
+                    records.clearModified(i, now);
                     if (stop >= to) {
                         return;
                     }
@@ -832,11 +835,15 @@ final class FileData {
                             MemorySegment m = b.data();
                             int span = map.store(txn, i, b, y);
                             InodeFormat.setBlocks(m, rec, InodeFormat.blocks(m, rec) - piece[1]);
+                            long now = nowNanos();
                             if (touch) {
-                                InodeFormat.touch(m, rec, nowNanos(), true);
+                                InodeFormat.touch(m, rec, now, true);
                             }
                             txn.log(b, rec, Math.max(InodeFormat.INLINE, span));
                             lastFreeSeq.accumulateAndGet(commitData(i, txn), Math::max);
+                            if (touch) {
+                                records.clearModified(i, now);
+                            }
                             fails = 0;
                             continue;
                         }
@@ -1015,6 +1022,9 @@ final class FileData {
         Inode i = h.requireOpen();
         buffered.writeBack(i, 0, Long.MAX_VALUE);
         buffered.takeError(i);
+        if (!dataOnly) {
+            logModified(i);
+        }
         boolean data = i.dataDirty;
         i.dataDirty = false; // before the flush: a write after it sets it again
         boolean done = false;
@@ -1037,8 +1047,52 @@ final class FileData {
         }
     }
 
+    /**
+     * Logs {@code i}'s modification time that a data write recorded without a transaction
+     * ({@link Inode#modified}), if any is later than the logged one: a transaction of its own, not forced.
+     */
+    void logModified(Inode i) {
+        long t = i.modified();
+        if (t == 0) {
+            return;
+        }
+        int rec = records.rec(i.ino);
+        try (Txn txn = Txn.begin(cache, 2)) {
+            i.lock.lock();
+            try {
+                Buffer b = records.lockRecord(txn, i.ino);
+                MemorySegment m = b.data();
+                if (InodeFormat.mode(m, rec) != 0 && t > InodeFormat.mtime(m, rec)) {
+                    InodeFormat.touch(m, rec, t, true);
+                    txn.log(b, rec, InodeFormat.INLINE);
+                    i.lastSeq = txn.commit(); // times only: fdatasync does not wait for it
+                }
+            } finally {
+                i.lock.unlock();
+            }
+        }
+        records.clearModified(i, t);
+    }
+
+    /** A data write to {@code i} that may log nothing now: see {@link InodeRecords#markModified}. */
+    void markModified(Inode i) {
+        records.markModified(i);
+    }
+
+    /** {@link #logModified} for every cached inode with a modification time to log (a volume sync, the unmount). */
+    void logAllModified() {
+        if (records.modifiedTimes.get() != 0) {
+            inodes.forEachReferenced(i -> {
+                if (i.modified() != 0) {
+                    logModified(i);
+                }
+            });
+        }
+    }
+
     /** Writes back every file's cached pages, then makes the data written to any file so far durable on the device. */
     void flushAll() {
+        logAllModified();
         buffered.writeBackAll();
         if (written) {
             written = false; // before the flush: a write after it sets it again

@@ -15,11 +15,12 @@ import java.util.concurrent.locks.ReentrantLock;
  */
 final class Inode {
     static final int DEAD = -1;
-    private static final VarHandle REFS;
+    private static final VarHandle REFS, MODIFIED;
 
     static {
         try {
             REFS = MethodHandles.lookup().findVarHandle(Inode.class, "refs", int.class);
+            MODIFIED = MethodHandles.lookup().findVarHandle(Inode.class, "modified", long.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -38,6 +39,14 @@ final class Inode {
     volatile long lastSeq = -1;
     /** Commit sequence of the last change to this file's size or extents (what fdatasync waits for), or -1 if unknown. */
     volatile long lastDataSeq = -1;
+    /**
+     * The modification time of a data write no transaction has logged yet (ns since the epoch; 0: none):
+     * an overwrite in place or a buffered write logs nothing, so the time waits here, shown by stat, until
+     * a transaction that touches the inode's times, fsync, the last close, a volume sync or the unmount
+     * logs it (Linux's lazytime). Changed only by CAS ({@link #markModified}, {@link #clearModified}).
+     */
+    @SuppressWarnings("unused") // through MODIFIED
+    private volatile long modified;
     /** A regular file's data was written to the device since the last fsync's device flush. */
     volatile boolean dataDirty;
     /**
@@ -54,6 +63,30 @@ final class Inode {
     Inode(long ino, int refs) {
         this.ino = ino;
         this.refs = refs;
+    }
+
+    /** The modification time waiting to be logged, or 0. */
+    long modified() {
+        return (long) MODIFIED.getVolatile(this);
+    }
+
+    /** Records a data write at {@code now} unless a later time is recorded; true if none was recorded before. */
+    boolean markModified(long now) {
+        for (;;) {
+            long cur = (long) MODIFIED.getVolatile(this);
+            if (cur >= now) {
+                return false;
+            }
+            if (MODIFIED.compareAndSet(this, cur, now)) {
+                return cur == 0;
+            }
+        }
+    }
+
+    /** Forgets the recorded time if it is no later than {@code logged} (a transaction logged that); true if it did. */
+    boolean clearModified(long logged) {
+        long cur = (long) MODIFIED.getVolatile(this);
+        return cur != 0 && cur <= logged && MODIFIED.compareAndSet(this, cur, 0L);
     }
 
     /** Takes a reference unless the object is dead. */

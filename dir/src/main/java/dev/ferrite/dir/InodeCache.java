@@ -107,6 +107,21 @@ final class InodeCache {
         }
     }
 
+    /** Runs {@code action} on every cached inode someone holds a reference to, with one taken for the call. */
+    void forEachReferenced(java.util.function.Consumer<Inode> action) {
+        for (int bucket = 0; bucket <= mask; bucket++) {
+            for (Inode i = buckets.get(bucket); i != null; i = i.chainNext) {
+                if (i.refs() > 0 && i.tryRef()) {
+                    try {
+                        action.accept(i);
+                    } finally {
+                        release(i);
+                    }
+                }
+            }
+        }
+    }
+
     /** Inodes cached now, referenced or not. */
     int size() {
         return size.get();

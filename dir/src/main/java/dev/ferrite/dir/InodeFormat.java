@@ -190,6 +190,10 @@ final class InodeFormat {
         b.set(U32, rec + NLINK, nlink);
     }
 
+    static long mtime(MemorySegment b, int rec) {
+        return b.get(U64, rec + MTIME);
+    }
+
     static long size(MemorySegment b, int rec) {
         return b.get(U64, rec + SIZE);
     }

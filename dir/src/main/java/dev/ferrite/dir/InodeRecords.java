@@ -34,6 +34,8 @@ final class InodeRecords {
     private final InodeCache inodes;
     /** Inodes with a buffered write's {@link Inode#pendingSize}: while none, stat looks for none. */
     final AtomicInteger pendingSizes = new AtomicInteger();
+    /** Inodes with a modification time not yet logged ({@link Inode#modified}): while none, stat looks for none. */
+    final AtomicInteger modifiedTimes = new AtomicInteger();
     /** {@link #inodeBuffer} for {@link #readStable}, made once: record reads are the hottest path. */
     private final LongFunction<Buffer> inodeBuffers = this::inodeBuffer;
 
@@ -159,10 +161,34 @@ final class InodeRecords {
         if (s.mode() == 0) {
             throw new NamespaceException(Errno.ENOENT, "inode " + ino + " is not allocated");
         }
-        Inode c = pendingSizes.get() == 0 ? null : inodes.peek(ino);
-        long pending = c == null ? 0 : c.pendingSize;
-        return pending <= s.size() ? s : new InodeStat(s.ino(), s.mode(), s.uid(), s.gid(), s.nlink(), pending, s.atimeNanos(),
-                s.mtimeNanos(), s.ctimeNanos(), s.btimeNanos(), s.generation(), s.flags(), s.blocks());
+        Inode c = pendingSizes.get() == 0 && modifiedTimes.get() == 0 ? null : inodes.peek(ino);
+        if (c == null) {
+            return s;
+        }
+        long pending = c.pendingSize, modified = c.modified();
+        if (pending <= s.size() && modified <= s.mtimeNanos()) {
+            return s;
+        }
+        return new InodeStat(s.ino(), s.mode(), s.uid(), s.gid(), s.nlink(), Math.max(pending, s.size()), s.atimeNanos(),
+                Math.max(modified, s.mtimeNanos()), Math.max(modified, s.ctimeNanos()), s.btimeNanos(), s.generation(), s.flags(),
+                s.blocks());
+    }
+
+    /**
+     * A data write to {@code i} that logs nothing (an overwrite in place, a buffered write) moves its
+     * modification time, at the granularity of the millisecond clock (as Linux's coarse timestamps).
+     */
+    void markModified(Inode i) {
+        if (i.markModified(System.currentTimeMillis() * 1_000_000L)) {
+            modifiedTimes.incrementAndGet();
+        }
+    }
+
+    /** A transaction logged {@code i}'s times as {@code logged} or later: a recorded time no later than that is logged. */
+    void clearModified(Inode i, long logged) {
+        if (i.clearModified(logged)) {
+            modifiedTimes.decrementAndGet();
+        }
     }
 
     int generation(long ino) {
@@ -265,6 +291,9 @@ final class InodeRecords {
         try {
             // the volume reserves log space before it takes the inode's lock
             i.lastSeq = volume.setattr(ino, permissions, uid, gid, atime, mtime);
+            if (mtime >= 0) {
+                clearModified(i, Long.MAX_VALUE); // the time set wins over a write's not yet logged
+            }
         } catch (InvalidArgumentException e) {
             throw new NamespaceException(Errno.ENOENT, e.getMessage()); // freed since statIno
         } finally {

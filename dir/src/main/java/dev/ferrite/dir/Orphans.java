@@ -218,6 +218,7 @@ final class Orphans {
             if (last == 1) {
                 inactivate(i);
             } else if (last >= 0) {
+                files.logModified(i); // a write's time not yet logged: the inode may leave the cache after this
                 handedOver = files.buffered.deferClose(i);
                 if (!handedOver) { // nothing to write back, or unmounting
                     try {

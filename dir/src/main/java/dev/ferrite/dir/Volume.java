@@ -700,6 +700,7 @@ public final class Volume implements AutoCloseable {
         try {
             try {
                 if (!journal.isShutdown()) {
+                    namespace.files.logAllModified(); // write times not yet logged, and
                     namespace.files.buffered.writeBackAll(); // file data cached dirty, before the journal goes
                 }
             } catch (RuntimeException e) { // the data is lost; the volume still unmounts, consistent
