@@ -127,7 +127,6 @@ final class BufferedIo implements PageCache.Writer {
     }
 
     void write(Handle h, Inode i, long offset, MemorySegment src) {
-        files.markModified(i);
         FilePages p = pages(i);
         long len = src.byteSize();
         for (long done = 0; done < len || len == 0; ) {
@@ -143,6 +142,9 @@ final class BufferedIo implements PageCache.Writer {
                     done = copy(p, i, offset, src, done, len, size, true);
                 } finally {
                     p.lock.unlock();
+                }
+                if (done >= len) { // under the I/O lock: a last close racing this write logs the time or waits
+                    files.markModified(i); // logged by the write-back's transaction, or earlier (fsync, last close, sync)
                 }
             } finally {
                 l.unlock();

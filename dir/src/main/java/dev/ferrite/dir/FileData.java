@@ -284,11 +284,10 @@ final class FileData {
     /** The direct path's write; the I/O lock is taken here (reentrant under an append's exclusive one). */
     private void writeDirect(Handle h, Inode i, long offset, MemorySegment src) {
         long len = src.byteSize();
-        records.markModified(i); // an overwrite in place logs nothing; a write that commits logs a later time
         Lock l = lockIo(h, io(i.ino).readLock());
         boolean sparse;
         try {
-            sparse = !writeLocked(i, offset, src, true, offset + len);
+            sparse = !writeLocked(i, offset, src, true, offset + len, false);
             if (!sparse) { // under the I/O lock: no write-back puts an older cached block over this write
                 buffered.drop(i, offset / blockSize, (offset + len) / blockSize);
             }
@@ -299,7 +298,7 @@ final class FileData {
             l = lockIo(h, io(i.ino).writeLock());
             try {
                 trimSpeculative(i);
-                writeLocked(i, offset, src, false, offset + len);
+                writeLocked(i, offset, src, false, offset + len, false);
                 buffered.drop(i, offset / blockSize, (offset + len) / blockSize);
             } finally {
                 l.unlock();
@@ -322,9 +321,9 @@ final class FileData {
      * partial). The caller holds the I/O lock exclusively.
      */
     void writeBackRun(Inode i, long offset, MemorySegment src, long newSize) {
-        if (!writeLocked(i, offset, src, true, newSize)) {
+        if (!writeLocked(i, offset, src, true, newSize, true)) {
             trimSpeculative(i);
-            writeLocked(i, offset, src, false, newSize);
+            writeLocked(i, offset, src, false, newSize, true);
         }
     }
 
@@ -337,9 +336,11 @@ final class FileData {
      * {@link #write}, the I/O lock held; false, with nothing done, if {@code mayRefuse} and the write
      * starts past the end of a file whose speculative blocks lie there: it would split them into written
      * and unwritten pieces between holes (a sparse writer would soon run out of extents), so the caller
-     * trims them first, under the I/O lock exclusively. The size becomes at least {@code newSize}.
+     * trims them first, under the I/O lock exclusively. The size becomes at least {@code newSize}. An
+     * overwrite in place records the modification time in the inode ({@link InodeRecords#markModified})
+     * unless it is a {@code writeBack} of cached pages, whose buffered write recorded it.
      */
-    private boolean writeLocked(Inode i, long offset, MemorySegment src, boolean mayRefuse, long newSize) {
+    private boolean writeLocked(Inode i, long offset, MemorySegment src, boolean mayRefuse, long newSize, boolean writeBack) {
         long len = src.byteSize();
         long first = offset / blockSize, end = first + len / blockSize;
         long dev = len == 0 ? -1 : inPlace(i, first, end); // inside the size: newSize is too
@@ -347,6 +348,9 @@ final class FileData {
             device.write(dev, src);
             i.dataDirty = true;
             written = true;
+            if (!writeBack) {
+                records.markModified(i); // no transaction logs the time now: it waits in the inode
+            }
             return true;
         }
         Snapshot s = file(i, first, end);

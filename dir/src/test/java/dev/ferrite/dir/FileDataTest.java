@@ -101,7 +101,10 @@ class FileDataTest extends FileTestBase {
             ns.write(f, 2 * BS, stamped(2 * BS, 4, 2));
             assertEquals(free, free());
             assertEquals(commits, v.journalStats().commits(), "an in-place overwrite commits no transaction");
-            assertEquals(before, ns.stat(f));
+            InodeStat after = ns.stat(f);
+            assertEquals(before.size(), after.size());
+            assertEquals(before.blocks(), after.blocks());
+            assertTrue(after.mtimeNanos() >= before.mtimeNanos(), "the times only move forward (ModificationTimeTest)");
             MemorySegment r = buffer(8);
             ns.read(f, 0, r);
             assertStamped(r.asSlice(0, 2 * BS), 0, 1);
