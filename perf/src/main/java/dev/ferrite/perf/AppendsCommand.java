@@ -81,9 +81,7 @@ final class AppendsCommand implements Callable<Integer> {
             throw new ParameterException(spec.commandLine(), "--size " + ByteSize.format(size)
                     + ": give a whole number of MiB per writer, up to 64 GiB");
         }
-        if (bs < 4096 || bs % 4096 != 0 || bs > 1 << 20) {
-            throw new ParameterException(spec.commandLine(), "--bs " + ByteSize.format(bs) + ": give a multiple of 4 KiB up to 1 MiB");
-        }
+        ByteSize.requireIoSize(spec, "--bs", bs);
         List<Target> ts = TargetNames.parse(spec, Target.class, targets);
         Path base = runDir.resolve(spec);
         Fio fio = fioOption.noFio ? null : Fio.find().orElse(null);
@@ -99,6 +97,8 @@ final class AppendsCommand implements Callable<Integer> {
         out.flush();
         Machine machine = Machine.collect(storage);
         List<Result> results = bench.run(new ProgressLine(spec.commandLine().getErr()));
+        out.println("configuration and durability:");
+        bench.configurations().forEach(c -> out.println("  " + c));
         List<String> ran = ts.stream().map(Target::label).filter(l -> results.stream().anyMatch(r -> r.target().equals(l))).toList();
         if (!ran.isEmpty()) {
             RunDir.printTables(out, results, ran);

@@ -5,6 +5,8 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import picocli.CommandLine.ITypeConverter;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.TypeConversionException;
 
 /** Byte counts on the command line: {@code 4096}, {@code 512K}, {@code 16M}, {@code 1G}, {@code 2T} (powers of 1024). */
@@ -48,6 +50,13 @@ final class ByteSize {
             u++;
         }
         return bytes + " " + units[u];
+    }
+
+    /** A usage error unless {@code bytes}, given as {@code option}, is an I/O size for the direct path: a multiple of 4 KiB up to 1 MiB. */
+    static void requireIoSize(CommandSpec spec, String option, long bytes) {
+        if (bytes < 4096 || bytes % 4096 != 0 || bytes > 1 << 20) {
+            throw new ParameterException(spec.commandLine(), option + " " + format(bytes) + ": give a multiple of 4 KiB up to 1 MiB");
+        }
     }
 
     /** picocli's hook: a bad size becomes a usage error (exit code 2) with {@link #parse}'s message. */

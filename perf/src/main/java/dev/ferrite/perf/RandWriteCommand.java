@@ -82,9 +82,7 @@ final class RandWriteCommand implements Callable<Integer> {
             throw new ParameterException(spec.commandLine(), "--file-size " + ByteSize.format(fileSize)
                     + ": give a whole number of MiB up to 64 GiB");
         }
-        if (bs < 4096 || bs % 4096 != 0 || bs > 1 << 20) {
-            throw new ParameterException(spec.commandLine(), "--bs " + ByteSize.format(bs) + ": give a multiple of 4 KiB up to 1 MiB");
-        }
+        ByteSize.requireIoSize(spec, "--bs", bs);
         for (int qd : queueDepths) {
             if (qd < 1 || qd > 256) {
                 throw new ParameterException(spec.commandLine(), "--qd " + queueDepths + ": each count must be 1..256");

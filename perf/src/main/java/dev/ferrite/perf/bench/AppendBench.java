@@ -73,6 +73,7 @@ public final class AppendBench {
     private final List<Target> targets;
     private final Fio fio;
     private final List<String> notes = new ArrayList<>();
+    private final List<String> configurations = new ArrayList<>();
 
     /**
      * @param dir       a RAM-backed directory for the loop devices' images
@@ -103,6 +104,11 @@ public final class AppendBench {
         return notes;
     }
 
+    /** How each target that ran was set up and what it makes durable, one line each. */
+    public List<String> configurations() {
+        return configurations;
+    }
+
     public List<Result> run(Progress progress) {
         List<Result> results = new ArrayList<>();
         for (Target t : targets) {
@@ -120,6 +126,13 @@ public final class AppendBench {
                 continue;
             }
             try (LoopDevice loop = LoopDevice.create(dir, deviceBytes(), t.deviceKind())) {
+                configurations.add(t == Target.FERRITE
+                        ? String.format(Locale.ROOT, "%-7s volume with VolumeOptions.defaults() on the raw loop device (O_DIRECT);"
+                                + " Namespace.append of %d-byte native aligned buffers (the direct path), one fsync per file at its end",
+                                t.label(), blockSize)
+                        : String.format(Locale.ROOT, "%-7s mkfs.%s defaults, mounted %s; fio rw=write bs=%d direct=1 ioengine=psync"
+                                + " numjobs=%d end_fsync=1 (one fsync per file at its end)", t.label(), t.label(), loop.mountOptions(),
+                                blockSize, writers));
                 results.add(t == Target.FERRITE ? ferrite(loop.device(), progress) : host(t, loop.mountPoint(), progress));
             } catch (FerriteException e) {
                 progress.done();

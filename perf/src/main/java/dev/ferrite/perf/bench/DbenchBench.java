@@ -5,6 +5,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Optional;
 
 import dev.ferrite.dir.Volume;
 import dev.ferrite.dir.VolumeOptions;
@@ -113,9 +114,9 @@ public final class DbenchBench {
                 notes.add(t.label() + ": skipped, dbench is not on the PATH (Debian/Ubuntu: apt-get install dbench)");
                 continue;
             }
-            if (!LoopDevice.available(t.deviceKind())) {
-                notes.add(t.label() + ": skipped, making a " + t.deviceKind().label() + " loop device needs root, losetup"
-                        + (t.deviceKind() == LoopDevice.Kind.RAW ? "" : " and mkfs." + t.label()));
+            Optional<String> missing = LoopDevice.unavailable(t.deviceKind());
+            if (missing.isPresent()) {
+                notes.add(t.label() + ": skipped, " + missing.get());
                 continue;
             }
             try (LoopDevice loop = LoopDevice.create(dir, deviceBytes(), t.deviceKind())) {
