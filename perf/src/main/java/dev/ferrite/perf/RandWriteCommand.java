@@ -106,6 +106,8 @@ final class RandWriteCommand implements Callable<Integer> {
         out.flush();
         Machine machine = Machine.collect(storage);
         List<Result> results = bench.run(new ProgressLine(spec.commandLine().getErr()));
+        out.println("configuration and durability:");
+        bench.configurations().forEach(c -> out.println("  " + c));
         for (String note : bench.notes()) {
             out.println(note);
         }

@@ -86,6 +86,7 @@ public final class RandWriteBench {
     private final Fio fio;
     private final boolean unwritten;
     private final List<String> notes = new ArrayList<>();
+    private final List<String> configurations = new ArrayList<>();
 
     /**
      * @param dir         a RAM-backed directory for the loop devices' images
@@ -118,6 +119,11 @@ public final class RandWriteBench {
         return notes;
     }
 
+    /** How each target that ran was set up, one line each. */
+    public List<String> configurations() {
+        return configurations;
+    }
+
     public List<Result> run(Progress progress) {
         List<Result> results = new ArrayList<>();
         for (Target t : targets) {
@@ -135,6 +141,15 @@ public final class RandWriteBench {
                 continue;
             }
             try (LoopDevice loop = LoopDevice.create(dir, deviceBytes(), t.deviceKind())) {
+                String job = "fio rw=randwrite bs=" + blockSize + " direct=1 ioengine=psync numjobs=QD"
+                        + (unwritten ? " fallocate=native, one pass" : " norandommap");
+                configurations.add(switch (t) {
+                    case FERRITE -> String.format(Locale.ROOT, "%-7s volume with VolumeOptions.defaults() on the raw loop device"
+                            + " (O_DIRECT); Namespace.write of %d-byte native aligned buffers (the direct path), no fsync", t.label(), blockSize);
+                    case RAW -> String.format(Locale.ROOT, "%-7s the loop device itself; %s, no fsync", t.label(), job);
+                    default -> String.format(Locale.ROOT, "%-7s %s defaults, mounted %s; %s, no fsync", t.label(), t.deviceKind().mkfs,
+                            loop.mountOptions(), job);
+                });
                 runTarget(t, loop, results, progress);
             } catch (FerriteException e) {
                 // one target's failure is reported beside the others' results, not instead of them
