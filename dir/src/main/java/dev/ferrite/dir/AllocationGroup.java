@@ -315,6 +315,16 @@ final class AllocationGroup {
         return space.allocatedBlock(txn);
     }
 
+    /** {@link FreeSpace#releaseData}. */
+    AllocOutcome releaseData(Txn txn, long block, int len) {
+        return space.releaseData(txn, block, len);
+    }
+
+    /** {@link FreeSpace#freedData}. */
+    BusyExtents.Entry freedData(Txn txn) {
+        return space.freedData(txn);
+    }
+
     /** {@link FreeSpace#releaseBlocks}. */
     AllocOutcome releaseBlocks(Txn txn, long block, int len) {
         return space.releaseBlocks(txn, block, len);

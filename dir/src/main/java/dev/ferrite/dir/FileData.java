@@ -5,7 +5,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import java.util.function.Function;
 import java.util.function.LongUnaryOperator;
@@ -46,10 +45,9 @@ import static dev.ferrite.dir.InodeRecords.nowNanos;
  * crash in between leaves an unwritten extent: accounted, reading zeros, freed by truncate or unlink.
  * An fsync's data is made durable by the flush of the checkpoint its force wrote when that flush began
  * after the data was written, else by a flush of its own, shared by concurrent callers
- * ({@link SharedFlush}). Blocks freed from a file are not busy for the allocator (that tracks cached
- * metadata buffers), so before data goes into blocks that may have been freed by a transaction not yet
- * durable, the journal is forced to the last such free: a crash can then not give the blocks back to
- * their old file with the new file's data in them.
+ * ({@link SharedFlush}). Blocks freed from a file stay {@linkplain BusyExtents busy} until the free is
+ * durable, and no allocation hands them out meanwhile: a crash can then not give them back to their old
+ * file with another file's data in them, and no write waits on a force for that.
  *
  * <h2>Speculative preallocation</h2>
  * A write extending the file from inside it or at its end maps unwritten blocks past the new end as well
@@ -98,8 +96,6 @@ final class FileData {
     private volatile boolean written;
     /** Device flushes for file data, shared by concurrent fsyncs. */
     private final SharedFlush flushes;
-    /** Commit sequence of the last transaction that freed file blocks. */
-    private final AtomicLong lastFreeSeq = new AtomicLong(-1);
     /** The buffered path: what a call not aligned for the direct one goes through. */
     final BufferedIo buffered;
 
@@ -371,12 +367,6 @@ final class FileData {
         if (x.firstGap(first, end, false) != null) {
             x = offset <= s.size() && newSize > s.size() ? allocateExtending(i, s.flags(), x, first, end)
                     : allocate(i, first, end, end, FLAG_SPECULATIVE, true);
-        }
-        if (convert) {
-            long freed = lastFreeSeq.get();
-            if (freed > cache.journal().durableSeq()) {
-                cache.journal().force(freed); // the blocks' old owner lets go of them durably first
-            }
         }
         for (long fb = first; fb < end; ) {
             int k = x.find(fb);
@@ -834,7 +824,8 @@ final class FileData {
                         if (piece == null || geometry.agOfBlock(piece[0]) != ag.agno || !y.fits()) {
                             continue;
                         }
-                        if (ag.releaseBlocks(txn, piece[0], (int) piece[1]) == AllocOutcome.DONE) {
+                        if (ag.releaseData(txn, piece[0], (int) piece[1]) == AllocOutcome.DONE) {
+                            BusyExtents.Entry busy = ag.freedData(txn);
                             Buffer b = records.lockRecord(txn, ino);
                             MemorySegment m = b.data();
                             int span = map.store(txn, i, b, y);
@@ -844,7 +835,7 @@ final class FileData {
                                 InodeFormat.touch(m, rec, now, true);
                             }
                             txn.log(b, rec, Math.max(InodeFormat.INLINE, span));
-                            lastFreeSeq.accumulateAndGet(commitData(i, txn), Math::max);
+                            busy.settle(commitData(i, txn));
                             if (touch) {
                                 records.clearModified(i, now);
                             }

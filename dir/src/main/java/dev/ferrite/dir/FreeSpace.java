@@ -33,7 +33,8 @@ import static dev.ferrite.dir.AllocationGroup.lock;
  * through {@link BTree#find} with the transaction holding the AGF.
  *
  * <h2>Busy blocks</h2>
- * A block freed since the last checkpoint is {@link BufferCache#isBusy busy}. Allocations take a range
+ * A metadata block freed since the last checkpoint is {@link BufferCache#isBusy busy}, and so is a file's
+ * data block freed by a transaction not yet durable ({@link BusyExtents}). Allocations take a range
  * of an extent with no busy block, looking at up to {@value #BUSY_CANDIDATES} extents; if all of those
  * are busy they answer {@link AllocOutcome#BUSY}, and the caller lets go of its locks and runs
  * {@link #awaitBusy} before trying again.
@@ -64,6 +65,10 @@ final class FreeSpace {
     BTree cnt;
     /** Under the AGF: the first block the last {@link #allocBlocks} that came to DONE handed out. */
     private long allocated;
+    /** Under the AGF: file-data blocks freed by transactions not yet durable. */
+    private final BusyExtents busyData;
+    /** Under the AGF: what the last {@link #releaseData} made busy. */
+    private BusyExtents.Entry freed;
     /** See {@link #mayAddChunk}: set by a chunk allocation that found no room, cleared by any free. */
     private volatile boolean chunkless;
 
@@ -77,6 +82,7 @@ final class FreeSpace {
         this.agi = ag.agi;
         this.agfl = ag.agfl;
         this.agil = ag.agil;
+        this.busyData = new BusyExtents(cache.journal()::durableSeq);
     }
 
     /** The free block count in the AGF, read without the lock. */
@@ -208,6 +214,7 @@ final class FreeSpace {
         addFree(txn, -rl);
     }
 
+    /** Whether a freed metadata block is busy (file data's busy blocks are {@link #busyData}'s). */
     private boolean busy(int groupBlock) {
         return cache.isBusy(start + groupBlock);
     }
@@ -218,15 +225,17 @@ final class FreeSpace {
      */
     private long usableEnd(long e, int min, int want) {
         int s = extentStart(e), l = extentLength(e), n = Math.min(want, l);
+        int headEnd = busyData.firstBusy(s, s + n);
         int head = 0;
-        while (head < n && !busy(s + head)) {
+        while (s + head < headEnd && !busy(s + head)) {
             head++;
         }
         if (head >= min) {
             return extent(s, head);
         }
+        int tailStart = busyData.lastBusy(s + l - n, s + l) + 1;
         int tail = 0;
-        while (tail < n && !busy(s + l - 1 - tail)) {
+        while (s + l - 1 - tail >= tailStart && !busy(s + l - 1 - tail)) {
             tail++;
         }
         return tail >= min ? extent(s + l - tail, tail) : -1;
@@ -358,6 +367,9 @@ final class FreeSpace {
 
     /** Whether any of group blocks {@code [s, s + len)} is busy. */
     private boolean anyBusy(int s, int len) {
+        if (busyData.firstBusy(s, s + len) < s + len) {
+            return true;
+        }
         for (int b = s; b < s + len; b++) {
             if (busy(b)) {
                 return true;
@@ -390,6 +402,26 @@ final class FreeSpace {
         }
         freeExtent(txn, (int) (block - start), len);
         return AllocOutcome.DONE;
+    }
+
+    /**
+     * {@link #releaseBlocks} for a file's data blocks, which stay busy until {@code txn} is durable: once
+     * it has committed, {@linkplain BusyExtents.Entry#settle settle} {@link #freedData} with its sequence.
+     */
+    AllocOutcome releaseData(Txn txn, long block, int len) {
+        AllocOutcome r = releaseBlocks(txn, block, len);
+        if (r == AllocOutcome.DONE) {
+            freed = busyData.add((int) (block - start), len);
+        }
+        return r;
+    }
+
+    /** What the last {@link #releaseData} in {@code txn}, which still holds the AGF, made busy. */
+    BusyExtents.Entry freedData(Txn txn) {
+        if (!txn.holds(agf)) {
+            throw new IllegalStateException("the AGF of group " + agno + " is not held");
+        }
+        return freed;
     }
 
     // ------------------------------------------------------------------ free lists

@@ -1,0 +1,141 @@
+package dev.ferrite.dir;
+
+import java.util.ArrayList;
+import java.util.function.LongSupplier;
+
+/**
+ * A group's busy file-data extents, XFS's busy extent list: blocks freed from a file by a transaction
+ * whose checkpoint is not durable yet. Their free is back in the free-space trees at once, but an
+ * allocator must not put another file's data in them: the data goes to the device before any log
+ * write, so a crash could give the blocks back to their old file with the new file's bytes in them.
+ * Allocators skip them ({@link FreeSpace}); one that finds nothing else waits on a force, as for busy
+ * metadata blocks. Freed metadata blocks are the buffer cache's to track; these have no buffer.
+ *
+ * <p>Every method but {@link Entry#settle} runs under the group's AGF lock, which every free and every
+ * allocation of the group holds. An entry is pending from the free until its transaction has committed
+ * and {@linkplain Entry#settle settled} it with the commit sequence; busy until that sequence is
+ * durable, then dropped by the next call that meets it. The entries never overlap while busy (a busy
+ * block is never handed out, so never freed again), and stay sorted by start.
+ */
+final class BusyExtents {
+    /** Entries past which {@link #add} sweeps out the durable ones. */
+    private static final int SWEEP_AT = 64;
+
+    /** An extent of group blocks freed by one transaction. */
+    static final class Entry {
+        /** The sequence of an entry whose transaction has not yet committed. */
+        private static final long PENDING = Long.MAX_VALUE;
+
+        final int start;
+        final int length;
+        private volatile long seq = PENDING;
+
+        private Entry(int start, int length) {
+            this.start = start;
+            this.length = length;
+        }
+
+        /** The freeing transaction committed with {@code seq}: the blocks are busy until it is durable. */
+        void settle(long seq) {
+            this.seq = seq;
+        }
+
+        int end() {
+            return start + length;
+        }
+    }
+
+    /** The newest durable commit sequence (the journal's). */
+    private final LongSupplier durableSeq;
+    private final ArrayList<Entry> entries = new ArrayList<>();
+    private int sweepAt = SWEEP_AT;
+
+    BusyExtents(LongSupplier durableSeq) {
+        this.durableSeq = durableSeq;
+    }
+
+    /** Group blocks {@code [start, start + length)} were just freed in a transaction still open: busy until it is durable. */
+    Entry add(int start, int length) {
+        if (entries.size() >= sweepAt) {
+            long durable = durableSeq.getAsLong();
+            entries.removeIf(e -> e.seq <= durable);
+            sweepAt = Math.max(SWEEP_AT, 2 * entries.size());
+        }
+        Entry e = new Entry(start, length);
+        int k = firstEndingAfter(start);
+        // a durable entry may still cover some of these blocks (allocated and freed again since)
+        long durable = durableSeq.getAsLong();
+        while (k < entries.size() && entries.get(k).start < e.end()) {
+            Entry old = entries.remove(k);
+            if (old.seq > durable) {
+                throw new IllegalStateException("blocks [" + start + ", +" + length + ") are freed again while ["
+                        + old.start + ", +" + old.length + ") of them are still busy: allocators must skip busy blocks");
+            }
+        }
+        entries.add(k, e);
+        return e;
+    }
+
+    /** The first busy block of {@code [from, to)}, or {@code to} if none is. */
+    int firstBusy(int from, int to) {
+        if (entries.isEmpty()) {
+            return to;
+        }
+        long durable = durableSeq.getAsLong();
+        for (int k = firstEndingAfter(from); k < entries.size(); ) {
+            Entry e = entries.get(k);
+            if (e.start >= to) {
+                break;
+            }
+            if (e.seq <= durable) {
+                entries.remove(k);
+                continue;
+            }
+            return Math.max(from, e.start);
+        }
+        return to;
+    }
+
+    /** The last busy block of {@code [from, to)}, or {@code from - 1} if none is. */
+    int lastBusy(int from, int to) {
+        if (entries.isEmpty()) {
+            return from - 1;
+        }
+        long durable = durableSeq.getAsLong();
+        // entries after the first one ending at or past to start at or past it
+        for (int k = Math.min(firstEndingAfter(to - 1), entries.size() - 1); k >= 0; k--) {
+            Entry e = entries.get(k);
+            if (e.start >= to) {
+                continue;
+            }
+            if (e.end() <= from) {
+                break;
+            }
+            if (e.seq <= durable) {
+                entries.remove(k);
+                continue;
+            }
+            return Math.min(to - 1, e.end() - 1);
+        }
+        return from - 1;
+    }
+
+    /** Entries now, busy or not yet swept (for tests). */
+    int size() {
+        return entries.size();
+    }
+
+    /** Index of the first entry ending after {@code block} (entries are sorted by start and by end alike). */
+    private int firstEndingAfter(int block) {
+        int lo = 0, hi = entries.size();
+        while (lo < hi) {
+            int mid = (lo + hi) >>> 1;
+            if (entries.get(mid).end() <= block) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        return lo;
+    }
+}

@@ -1,0 +1,99 @@
+package dev.ferrite.dir;
+
+import java.util.Random;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import dev.ferrite.io.testkit.TestSeed;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+/** Busy data extents: busy from the free until the freeing commit is durable, queried by range. */
+@ExtendWith(TestSeed.class)
+class BusyExtentsTest {
+    private static final long SEED = TestSeed.get(7);
+
+    @Test
+    void anExtentIsBusyFromItsFreeUntilItsCommitIsDurable() {
+        AtomicLong durable = new AtomicLong(4);
+        BusyExtents busy = new BusyExtents(durable::get);
+        BusyExtents.Entry e = busy.add(100, 10);
+        assertEquals(100, busy.firstBusy(0, 200), "pending: the transaction has not committed yet");
+        durable.set(Long.MAX_VALUE - 1);
+        assertEquals(105, busy.firstBusy(105, 200), "still pending whatever is durable");
+        e.settle(5);
+        durable.set(4);
+        assertEquals(109, busy.lastBusy(0, 200));
+        assertEquals(104, busy.lastBusy(0, 105));
+        assertEquals(120, busy.firstBusy(110, 120), "past its end");
+        assertEquals(89, busy.lastBusy(90, 100), "before its start");
+        durable.set(5);
+        assertEquals(200, busy.firstBusy(0, 200), "durable: free for anyone");
+        assertEquals(0, busy.size(), "dropped by the query that met it");
+    }
+
+    @Test
+    void freeingBusyBlocksAgainIsABugThatIsReported() {
+        AtomicLong durable = new AtomicLong(0);
+        BusyExtents busy = new BusyExtents(durable::get);
+        busy.add(10, 5).settle(3);
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> busy.add(12, 1));
+        assertEquals("blocks [12, +1) are freed again while [10, +5) of them are still busy: allocators must skip busy blocks",
+                e.getMessage());
+        durable.set(3);
+        busy.add(12, 1); // durable since: allocated and freed again is fine, the old entry goes
+        assertEquals(12, busy.firstBusy(0, 100));
+        assertEquals(1, busy.size());
+    }
+
+    /** Random frees, commits and forces against a block-by-block model of what is busy. */
+    @Test
+    void queriesAgreeWithABlockByBlockModel() {
+        Random rnd = new Random(SEED);
+        int blocks = 512;
+        AtomicLong durable = new AtomicLong(0);
+        BusyExtents busy = new BusyExtents(durable::get);
+        long[] freedAt = new long[blocks]; // 0: never freed; Long.MAX_VALUE: pending
+        BusyExtents.Entry[] pending = new BusyExtents.Entry[blocks];
+        long seq = 1;
+        for (int step = 0; step < 20_000; step++) {
+            int r = rnd.nextInt(10);
+            if (r < 4) { // free a run of blocks no busy block is in (as an allocator leaves them)
+                int s = rnd.nextInt(blocks), n = 1 + rnd.nextInt(8);
+                n = Math.min(n, blocks - s);
+                if (busy.firstBusy(s, s + n) == s + n) {
+                    BusyExtents.Entry e = busy.add(s, n);
+                    for (int b = s; b < s + n; b++) {
+                        freedAt[b] = Long.MAX_VALUE;
+                        pending[b] = e;
+                    }
+                }
+            } else if (r < 7) { // commit every pending free
+                for (int b = 0; b < blocks; b++) {
+                    if (freedAt[b] == Long.MAX_VALUE) {
+                        pending[b].settle(seq);
+                        freedAt[b] = seq;
+                    }
+                }
+                seq++;
+            } else if (r < 8) { // a checkpoint becomes durable
+                durable.set(Math.min(seq - 1, durable.get() + 1 + rnd.nextInt(2)));
+            } else { // ask about a range
+                int from = rnd.nextInt(blocks), to = from + 1 + rnd.nextInt(blocks - from);
+                int first = to, last = from - 1;
+                for (int b = from; b < to; b++) {
+                    if (freedAt[b] != 0 && freedAt[b] > durable.get()) {
+                        first = Math.min(first, b);
+                        last = b;
+                    }
+                }
+                String where = "seed " + SEED + ", step " + step + ", range [" + from + ", " + to + ")";
+                assertEquals(first, busy.firstBusy(from, to), where);
+                assertEquals(last, busy.lastBusy(from, to), where);
+            }
+        }
+    }
+}
