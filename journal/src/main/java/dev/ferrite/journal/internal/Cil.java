@@ -54,11 +54,12 @@ public final class Cil {
         /** The push thread once it has switched this context out and waits for it to drain; null before. */
         volatile Thread drainer;
         /**
-         * A commit in this context is ordered after data writes ({@code Transaction#orderAfterData}): its
-         * checkpoint is written after a device flush. Set inside the context, so the push sees it once the
-         * context has drained.
+         * The log's device flushes begun ({@code LogWriter#flushesBegun}) when the last commit in this
+         * context ordered after data writes ({@code Transaction#orderAfterData}) came in, or -1 if none
+         * did: its checkpoint is written after a device flush begun later than that. Raised inside the
+         * context, so the push sees it once the context has drained.
          */
-        volatile boolean preflush;
+        final AtomicLong preflushMark = new AtomicLong(-1);
 
         Context(long seq, int stripes) {
             this.seq = seq;
@@ -169,12 +170,13 @@ public final class Cil {
      * Moves the transaction's dirty ranges into the current context and charges the ticket. The caller
      * holds every item's lock.
      *
-     * @param afterData the context's checkpoint must be written after a device flush (see {@link Context#preflush})
+     * @param afterFlushes -1, or the log's device flushes begun so far: the context's checkpoint must be
+     *                     written after a flush begun later (see {@link Context#preflushMark})
      * @return the context's sequence: forcing it makes this commit durable
      * @throws ReservationExceededException if the changes need more log space than the ticket holds;
      *                                      nothing has been changed then
      */
-    public long commit(LogItem[] items, int count, Ticket ticket, boolean afterData) {
+    public long commit(LogItem[] items, int count, Ticket ticket, long afterFlushes) {
         int stripe = stripe();
         Context ctx;
         for (;;) {
@@ -216,8 +218,10 @@ public final class Cil {
                     insert(ctx, p, stripe, it);
                 }
             }
-            if (afterData && !ctx.preflush) {
-                ctx.preflush = true;
+            for (long m = ctx.preflushMark.get(); afterFlushes > m; m = ctx.preflushMark.get()) {
+                if (ctx.preflushMark.compareAndSet(m, afterFlushes)) {
+                    break;
+                }
             }
             ticket.current -= steal;
             long after = ctx.slots.addAndGet(stripe * SLOT_STRIDE + 1, steal);

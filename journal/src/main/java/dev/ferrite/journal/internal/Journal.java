@@ -151,7 +151,8 @@ public final class Journal implements AutoCloseable {
     long commit(LogItem[] items, int count, Ticket ticket, boolean afterData) {
         requireAlive();
         try {
-            long seq = cil.commit(items, count, ticket, afterData);
+            // read after the data writes completed: a log flush begun after this covers them
+            long seq = cil.commit(items, count, ticket, afterData ? writer.flushesBegun() : -1);
             commits.increment();
             return seq;
         } catch (ReservationExceededException e) {

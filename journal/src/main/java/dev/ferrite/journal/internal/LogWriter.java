@@ -6,6 +6,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
@@ -26,14 +27,18 @@ import dev.ferrite.io.IoBatch;
  *       the circular area wraps), flushes, and only then declares it durable, wakes its forcers, returns
  *       unused reservation and hands the items to the AIL.</li>
  * </ol>
- * A forced push that finds nothing in flight skips the hand-off: the push thread writes it itself. Either
- * way one thread at a time writes the log and publishes to the AIL, the
- * turn passing with a happens-before edge (the hand-off queue one way, {@code ioDone} the other).
+ * A forced push that finds nothing in flight skips the hand-off: the push thread writes it itself; and a
+ * forcer that finds the log idle pushes and writes its checkpoint on its own thread, skipping both
+ * hand-offs ({@link #pushInline}). Either way one thread at a time formats (the holder of the push turn,
+ * {@code pushing}) and one at a time writes the log and publishes to the AIL, the turn passing with a
+ * happens-before edge (the hand-off queue one way, {@code ioDone} the other, {@code pushing} between
+ * the push thread and forcers).
  *
  * <p>Checkpoints reach the device strictly one after another, each flushed before the next is written: a
  * valid later checkpoint on disk therefore proves every earlier one was complete, which is how recovery
  * tells a torn tail from corruption. A checkpoint holding a transaction ordered after data
- * ({@link Transaction#orderAfterData}) is also preceded by a flush, which every such transaction in it shares.
+ * ({@link Transaction#orderAfterData}) is also preceded by a flush, which every such transaction in it
+ * shares, unless a flush begun after the last of them committed has returned already.
  *
  * <p>Group commit: {@link #force} raises a target sequence and waits. A forced push starts only when the
  * log I/O stage is idle, so every commit that lands while a checkpoint is being written joins the next
@@ -53,7 +58,7 @@ final class LogWriter implements AutoCloseable {
     /** A formatted context on its way to the device; {@code items == null} for an empty context. */
     private record Checkpoint(long commitSeq, long checkpointSeq, Buffer buffer, long bytes, int blocks,
                               int startBlock, long startLsn, long endLsn, LogItem[] items, long stolen,
-                              int records, long formatStart, boolean preflush) {
+                              int records, long formatStart, long preflushMark) {
     }
 
     /** A growable, aligned format buffer; two circulate between the stages. */
@@ -105,11 +110,17 @@ final class LogWriter implements AutoCloseable {
     /** Checkpoints the log I/O thread has finished; it alone writes this. */
     private volatile long ioDone;
 
-    // Formatter thread only (and close, once the formatter has stopped).
+    /**
+     * The push turn: held by whoever switches and formats a context (the push thread, or a forcer
+     * writing its own checkpoint, {@link #pushInline}); the fields below are its holder's.
+     */
+    private final AtomicBoolean pushing = new AtomicBoolean();
+
+    // The holder of the push turn only (and close, once the push thread has stopped).
     private long nextCheckpointSeq;
     /** Checkpoints handed to the log I/O thread. */
     private long handed;
-    /** The buffer of a checkpoint this thread wrote itself, for the next one. */
+    /** The buffer of a checkpoint written without the hand-off, for the next one. */
     private Buffer spare;
     private int headCycle;
     private int headBlock;
@@ -211,6 +222,9 @@ final class LogWriter implements AutoCloseable {
         }
         forces.increment();
         requireAlive();
+        if (pushInline(seq)) {
+            return;
+        }
         Forcer me = new Forcer(Thread.currentThread(), seq);
         forcers.add(me);
         requestPush(seq);
@@ -266,31 +280,90 @@ final class LogWriter implements AutoCloseable {
                 if (!running && pushTarget.get() < cil.currentSeq()) {
                     return;
                 }
-                // Buffer first: while this waits for the log I/O, a size push stays asked for, so committers
-                // passing the threshold do not wake this thread again and again.
-                Buffer buffer = takeBuffer();
-                boolean forced = !background;
-                background = false;
-                Cil.Context ctx = cil.switchContext();
-                for (Thread t : throttled) {
-                    LockSupport.unpark(t);
+                if (!pushing.compareAndSet(false, true)) {
+                    LockSupport.park(this); // a forcer writes its own checkpoint, and wakes us when it is done
+                    continue;
                 }
-                ioBusy = true; // before the hand-off, so no forced push slips in ahead of it
-                Checkpoint c = format(ctx, buffer);
-                if (forced && ioDone == handed) {
-                    // Nothing in flight: a forcer waits on this checkpoint alone, so write it here and save
-                    // it the hand-off to ferrite-log-io (a thread wake-up, much of a small force's latency).
-                    // Size pushes keep the two stages so that formatting overlaps the previous write.
-                    complete(c);
-                    spare = c.buffer();
-                    ioBusy = false;
-                } else {
-                    handed++;
-                    hand(c);
+                try {
+                    push();
+                } finally {
+                    pushing.set(false);
                 }
             }
         } catch (Throwable t) {
             fail(t);
+        }
+    }
+
+    /** One push, holding {@link #pushing}: the current context formatted, then written here or handed on. */
+    private void push() {
+        // Buffer first: while this waits for the log I/O, a size push stays asked for, so committers
+        // passing the threshold do not wake this thread again and again.
+        Buffer buffer = takeBuffer();
+        boolean forced = !background;
+        background = false;
+        Cil.Context ctx = cil.switchContext();
+        wakeThrottled();
+        ioBusy = true; // before the hand-off, so no forced push slips in ahead of it
+        Checkpoint c = format(ctx, buffer);
+        if (forced && ioDone == handed) {
+            // Nothing in flight: a forcer waits on this checkpoint alone, so write it here and save
+            // it the hand-off to ferrite-log-io (a thread wake-up, much of a small force's latency).
+            // Size pushes keep the two stages so that formatting overlaps the previous write.
+            complete(c);
+            spare = c.buffer();
+            ioBusy = false;
+        } else {
+            handed++;
+            hand(c);
+        }
+    }
+
+    /**
+     * A forcer writes the checkpoint it waits for itself when the log is idle: no checkpoint in flight,
+     * no push under way, a format buffer free. That saves the two thread hand-offs of a push (waking
+     * {@code ferrite-cil-push}, and it waking the forcer), which cost a small force more than its I/O.
+     * Forcers that find the log busy wait for the push thread as before, which groups them into the
+     * next checkpoint. False, with nothing done, if the log is not idle.
+     */
+    private boolean pushInline(long seq) {
+        if (ioBusy || !running || !pushing.compareAndSet(false, true)) {
+            return false;
+        }
+        try {
+            if (durableSeq >= seq) {
+                return true;
+            }
+            if (ioBusy || ioDone != handed) {
+                return false;
+            }
+            Buffer buffer = spare != null ? spare : freeBuffers.poll();
+            if (buffer == null) {
+                return false;
+            }
+            spare = null;
+            ioBusy = true;
+            background = false; // the context it asked for is this one
+            Cil.Context ctx = cil.switchContext();
+            wakeThrottled();
+            complete(format(ctx, buffer));
+            spare = buffer;
+            ioBusy = false;
+            return true;
+        } catch (Throwable t) {
+            fail(t);
+            return false;
+        } finally {
+            pushing.set(false);
+            if (background || pushTarget.get() > durableSeq) {
+                LockSupport.unpark(formatter); // asked for while this thread had the push
+            }
+        }
+    }
+
+    private void wakeThrottled() {
+        for (Thread t : throttled) {
+            LockSupport.unpark(t);
         }
     }
 
@@ -320,7 +393,7 @@ final class LogWriter implements AutoCloseable {
     private Checkpoint format(Cil.Context ctx, Buffer buffer) {
         LogItem[] items = ctx.items();
         if (items.length == 0) {
-            return new Checkpoint(ctx.seq, 0, buffer, 0, 0, 0, 0, 0, null, 0, 0, 0, false);
+            return new Checkpoint(ctx.seq, 0, buffer, 0, 0, 0, 0, 0, null, 0, 0, 0, -1);
         }
         long start = System.nanoTime();
         long stolen = ctx.bytes();
@@ -368,7 +441,7 @@ final class LogWriter implements AutoCloseable {
         headBlock = rec.block;
         nextCheckpointSeq = checkpointSeq + 1;
         return new Checkpoint(ctx.seq, checkpointSeq, buffer, bytes, (int) (bytes / blockSize), startBlock, startLsn,
-                Lsn.of(headCycle, headBlock), items, stolen, rec.index, start, ctx.preflush);
+                Lsn.of(headCycle, headBlock), items, stolen, rec.index, start, ctx.preflushMark.get());
     }
 
     /** Formats records one after another into the buffer, tracking each record's position in the log. */
@@ -454,7 +527,9 @@ final class LogWriter implements AutoCloseable {
     private void write(Checkpoint c) {
         MemorySegment out = c.buffer().segment;
         int first = Math.min(c.blocks(), geometry.areaBlocks() - c.startBlock());
-        if (c.preflush()) { // data its transactions point at reaches stable storage before they do
+        // data its transactions point at reaches stable storage before they do: unless a flush begun after
+        // they committed has returned already (the previous checkpoint's, say), one more
+        if (c.preflushMark() >= 0 && flushesEnded <= c.preflushMark()) {
             flush();
         }
         ioBatch.clear();

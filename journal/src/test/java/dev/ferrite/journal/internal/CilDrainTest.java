@@ -63,7 +63,7 @@ class CilDrainTest {
         item.txDirty = DirtyMap.of(0, 8, cil.chunkShift());
         Thread committer = new Thread(() -> {
             try {
-                cil.commit(new LogItem[] {item}, 1, new Ticket(1 << 20, 1), false);
+                cil.commit(new LogItem[] {item}, 1, new Ticket(1 << 20, 1), -1);
             } catch (Throwable e) {
                 error.set(e);
             }

@@ -92,4 +92,64 @@ class OrderAfterDataTest {
         assertEquals(1, flushesBetween(events, 1, log), events.toString());
         assertEquals(2, flushesBetween(events, 1, events.size()), "a preflush and the checkpoint's own flush: " + events);
     }
+
+    /**
+     * A transaction ordered after data committed while the previous checkpoint was being written, before
+     * that checkpoint's own flush began: that flush makes the data stable, so its checkpoint needs no
+     * preflush of its own. One committed after that flush began does.
+     */
+    @Test
+    void aFlushBegunAfterTheCommitServesAsItsPreflush() throws Exception {
+        assertEquals(1, flushesBetweenCheckpoints(true), "the first checkpoint's flush serves the second");
+        assertEquals(2, flushesBetweenCheckpoints(false), "the first checkpoint's flush and a preflush");
+    }
+
+    /**
+     * Flushes between two checkpoints, the second ordered after a data write: the data is written and the
+     * second transaction committed while the first checkpoint's preflush is held ({@code early}), or
+     * after the first checkpoint is durable.
+     */
+    private static long flushesBetweenCheckpoints(boolean early) throws Exception {
+        try (Arena arena = Arena.ofShared(); MemoryDevice base = MemoryDevice.create(2048, BS)) {
+            Journal.format(base, G);
+            RecordingDevice rec = RecordingDevice.wrap(base);
+            try (rec; TestReplayer rep = new TestReplayer(rec); Journal j = Journal.open(rec, G, JournalOptions.defaults(), rep)) {
+                MemorySegment data = arena.allocate(BS, BlockDevice.BUFFER_ALIGNMENT);
+                TestItem a = new TestItem(HOME, BS, arena), b = new TestItem(HOME + 1, BS, arena);
+                int from = rec.eventCount();
+                long first = commitAfter(j, a, rec, data);
+                rec.stall(RecordingDevice.Op.FLUSH);
+                Thread forcer = new Thread(() -> j.force(first));
+                forcer.start();
+                while (forcer.getState() != Thread.State.WAITING && forcer.getState() != Thread.State.TIMED_WAITING) {
+                    Thread.onSpinWait(); // until its preflush is held (or it waits for the push thread, which holds it)
+                }
+                long second = early ? commitAfter(j, b, rec, data) : -1;
+                rec.resume(RecordingDevice.Op.FLUSH);
+                forcer.join();
+                if (!early) {
+                    second = commitAfter(j, b, rec, data);
+                }
+                j.force(second);
+                List<Event> events = rec.events().subList(from, rec.eventCount());
+                int firstLog = firstLogWrite(events);
+                int secondLog = firstLog + 1 + firstLogWrite(events.subList(firstLog + 1, events.size()));
+                return flushesBetween(events, firstLog, secondLog);
+            }
+        }
+    }
+
+    /** Writes data at {@link #DATA}, then commits a change to {@code it} ordered after it. */
+    private static long commitAfter(Journal j, TestItem it, RecordingDevice rec, MemorySegment data) {
+        rec.write(DATA, data);
+        it.lock.lock();
+        try {
+            Transaction tx = j.begin(Reservation.items(1));
+            it.add(tx, 0, 1);
+            tx.orderAfterData();
+            return tx.commit();
+        } finally {
+            it.lock.unlock();
+        }
+    }
 }

@@ -79,6 +79,6 @@ public class CilBench extends JmhDefaults {
         t.image.set(java.lang.foreign.ValueLayout.JAVA_LONG, 64, t.image.get(java.lang.foreign.ValueLayout.JAVA_LONG, 64) + 1);
         t.item.txDirty = DirtyMap.of(64, 8, cil.chunkShift());
         t.ticket.current = Long.MAX_VALUE / 4;
-        return cil.commit(t.items, 1, t.ticket, false);
+        return cil.commit(t.items, 1, t.ticket, -1);
     }
 }
