@@ -10,6 +10,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -271,11 +272,15 @@ class CilTest {
         }
     }
 
-    /** Delegating device whose flush takes a fixed time, like a real disk's cache flush, and can be held at a gate. */
+    /**
+     * Delegating device whose flush takes a fixed time, like a real disk's cache flush, and can be held at
+     * a gate; it notes which thread issued each flush.
+     */
     static final class SlowFlushDevice implements BlockDevice {
         final BlockDevice inner;
         final long flushMillis;
         final AtomicLong flushes = new AtomicLong();
+        final List<String> flushThreads = new CopyOnWriteArrayList<>();
         /** While set and closed, flushes wait at it. */
         volatile CountDownLatch gate;
 
@@ -297,6 +302,7 @@ class CilTest {
         @Override
         public void flush() {
             flushes.incrementAndGet();
+            flushThreads.add(Thread.currentThread().getName());
             try {
                 CountDownLatch g = gate;
                 if (g != null && !g.await(30, TimeUnit.SECONDS)) {
