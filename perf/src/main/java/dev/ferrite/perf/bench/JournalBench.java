@@ -15,9 +15,9 @@ import org.HdrHistogram.Histogram;
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.DeviceOptions;
 import dev.ferrite.io.DirectDevice;
+import dev.ferrite.io.internal.SharedFlush;
 import dev.ferrite.journal.internal.Journal;
 import dev.ferrite.journal.JournalOptions;
-import dev.ferrite.journal.JournalStats;
 import dev.ferrite.journal.internal.LogGeometry;
 import dev.ferrite.journal.internal.ReplayItem;
 import dev.ferrite.journal.internal.Replayer;
@@ -31,19 +31,23 @@ import dev.ferrite.journal.testkit.TestItem;
  * <ul>
  *   <li>{@code forced-commit} at each thread count: every thread commits a one-item transaction and
  *       forces it, over and over; the rate is durable commits per second, the latency begin-to-durable.
- *       Baseline ({@code device}): the same threads each writing a 4 KiB block and calling fdatasync, the
- *       naive write-ahead log with one flush per commit;</li>
+ *       Baseline ({@code device}): the same threads each writing a 4 KiB block and then waiting for an
+ *       fdatasync begun after the write, which the waiters share (leader and followers, as a database's
+ *       write-ahead log groups its commits): what the device can do for concurrent durable commits;</li>
  *   <li>{@code log-write}: one thread commits large transactions (32 whole blocks logged each, a word
  *       changed in every sector) without forcing; background checkpoints carry them to the log; the rate
- *       is log bytes written per second.
+ *       is the payload (the bytes the transactions logged) per second, record overhead not counted.
  *       Baseline: 1 MiB sequential O_DIRECT writes over the same region. The two alternate in rounds of
  *       about a second, each side's rate its total over its rounds, so that a host whose speed drifts
- *       during the run (shared machines do) weighs on both alike.</li>
+ *       during the run (shared machines do) weighs on both alike. Each journal round first logs untimed
+ *       for a quarter of its length, so that what is timed is the steady state (checkpoints and the
+ *       AIL's write-back under way), not a start from an empty log; after it the journal is drained,
+ *       untimed, so that its write-back does not run into the device's round.</li>
  * </ul>
  * The device holds a home region for the items ({@value #HOME_BLOCKS} blocks) followed by the log, written
- * over once before anything is measured (a new file's first writes allocate its blocks). Before
- * the journal's phases, an untimed warm-up (each journal phase for up to a second) lets the JIT compile
- * the commit, format and write paths, as the device phases need no compiling.
+ * over once before anything is measured (a new file's first writes allocate its blocks). Both sides are
+ * warmed up alike before their timed phases: each forced-commit side runs untimed for up to a second
+ * with the most threads, and the log-write sides for a round each.
  */
 public final class JournalBench {
     public static final String WORKLOAD = "journal";
@@ -98,11 +102,14 @@ public final class JournalBench {
              Arena arena = Arena.ofShared()) {
             MemorySegment seqBuffer = filled(arena.allocate(SEQ_BYTES, BlockDevice.BUFFER_ALIGNMENT));
             layOut(device, geometry, seqBuffer, progress);
+            int maxThreads = threads.stream().mapToInt(Integer::intValue).max().orElse(1);
+            phaseNanos = Math.min(phaseNanos, WARM_UP_NANOS);
+            groupCommits(device, maxThreads, arena, progress, "warm-up ");
+            phaseNanos = Math.round(seconds * 1e9);
             for (int t : threads) {
-                results.add(fdatasyncPerCommit(device, t, arena, progress));
+                results.add(groupCommits(device, t, arena, progress, ""));
             }
             Journal.format(device, geometry);
-            int maxThreads = threads.stream().mapToInt(Integer::intValue).max().orElse(1);
             TestItem[] commitItems = new TestItem[maxThreads];
             for (int i = 0; i < maxThreads; i++) {
                 commitItems[i] = new TestItem(1 + i, BS, arena);
@@ -115,6 +122,7 @@ public final class JournalBench {
                 // untimed, so that no phase pays for the JIT compiling the commit, format and write paths
                 phaseNanos = Math.min(phaseNanos, WARM_UP_NANOS);
                 forcedCommits(journal, maxThreads, commitItems, progress, "warm-up ");
+                sequentialWrite(device, seqBuffer, new Tally(geometry), WARM_UP_NANOS, progress, "warm-up ");
                 logWrite(journal, pool, new Tally(geometry), WARM_UP_NANOS, progress, "warm-up ");
                 phaseNanos = Math.round(seconds * 1e9);
                 for (int t : threads) {
@@ -211,13 +219,14 @@ public final class JournalBench {
         tally.nanos += end - start;
     }
 
-    private Result fdatasyncPerCommit(BlockDevice device, int n, Arena arena, Progress progress) {
+    Result groupCommits(BlockDevice device, int n, Arena arena, Progress progress, String shown) {
         MemorySegment buf = filled(arena.allocate(BS, BlockDevice.BUFFER_ALIGNMENT));
-        return parallel(FORCED_COMMIT, BASELINE, n, progress, (id, h, stop, ops) -> {
+        SharedFlush flushes = new SharedFlush(device::flush);
+        return parallel(shown + FORCED_COMMIT, BASELINE, n, progress, (id, h, stop, ops) -> {
             long now = System.nanoTime();
             while (!stop.get()) {
                 device.write(1 + id, buf);
-                device.flush();
+                flushes.flush();
                 long t = System.nanoTime();
                 h.recordValue(t - now);
                 ops.increment();
@@ -251,42 +260,22 @@ public final class JournalBench {
         });
     }
 
+    /** Position in the item pool and the value last written, carried from one log-write round to the next. */
+    private int nextItem;
+    private long value;
+
     private void logWrite(Journal journal, TestItem[] pool, Tally tally, long nanos, Progress progress, String shown) {
-        journal.quiesce();
-        JournalStats before = journal.stats();
+        long leadIn = System.nanoTime() + nanos / 4;
+        while (System.nanoTime() - leadIn < 0) { // untimed: into the steady state
+            logOne(journal, pool);
+        }
         Histogram h = tally.h;
         PhaseTimer timer = new PhaseTimer(shown + LOG_WRITE, FERRITE, nanos, progress);
         long now = timer.start();
-        int next = 0;
-        long value = 0;
         long count = 0;
         long start = now;
         do {
-            Transaction tx = journal.begin(Reservation.items(BIG_TX_ITEMS));
-            long seq;
-            TestItem[] batch = new TestItem[BIG_TX_ITEMS];
-            for (int i = 0; i < BIG_TX_ITEMS; i++) {
-                batch[i] = pool[next];
-                next = next + 1 == pool.length ? 0 : next + 1;
-                batch[i].lock.lock();
-            }
-            try {
-                value++;
-                for (TestItem it : batch) {
-                    // a change in every 512-byte sector, the whole block logged: what the journal moves is
-                    // the point here, not what the caller spends rewriting its blocks
-                    for (int off = TestItem.DATA_OFF; off < BS; off += 512) {
-                        it.image().set(ValueLayout.JAVA_LONG_UNALIGNED, off, value);
-                    }
-                    tx.log(it, TestItem.DATA_OFF, BS - TestItem.DATA_OFF);
-                }
-                seq = tx.commit();
-            } finally {
-                for (TestItem it : batch) {
-                    it.lock.unlock();
-                }
-            }
-            journal.throttle(seq);
+            logOne(journal, pool);
             long t = System.nanoTime();
             h.recordValue(t - now);
             now = t;
@@ -295,8 +284,38 @@ public final class JournalBench {
         journal.forceAll();
         long elapsed = System.nanoTime() - start;
         timer.finish(System.nanoTime());
-        tally.bytes += journal.stats().checkpointBytes() - before.checkpointBytes();
+        tally.bytes += count * BIG_TX_ITEMS * (long) (BS - TestItem.DATA_OFF);
         tally.nanos += elapsed;
+        journal.quiesce(); // untimed: the device's round starts with nothing of the journal's in flight
+    }
+
+    /** One large transaction: {@value #BIG_TX_ITEMS} items from the pool, each logged whole, not forced. */
+    private void logOne(Journal journal, TestItem[] pool) {
+        Transaction tx = journal.begin(Reservation.items(BIG_TX_ITEMS));
+        long seq;
+        TestItem[] batch = new TestItem[BIG_TX_ITEMS];
+        for (int i = 0; i < BIG_TX_ITEMS; i++) {
+            batch[i] = pool[nextItem];
+            nextItem = nextItem + 1 == pool.length ? 0 : nextItem + 1;
+            batch[i].lock.lock();
+        }
+        try {
+            value++;
+            for (TestItem it : batch) {
+                // a change in every 512-byte sector, the whole block logged: what the journal moves is
+                // the point here, not what the caller spends rewriting its blocks
+                for (int off = TestItem.DATA_OFF; off < BS; off += 512) {
+                    it.image().set(ValueLayout.JAVA_LONG_UNALIGNED, off, value);
+                }
+                tx.log(it, TestItem.DATA_OFF, BS - TestItem.DATA_OFF);
+            }
+            seq = tx.commit();
+        } finally {
+            for (TestItem it : batch) {
+                it.lock.unlock();
+            }
+        }
+        journal.throttle(seq);
     }
 
     interface Worker {

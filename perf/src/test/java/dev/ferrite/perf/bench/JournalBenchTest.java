@@ -1,0 +1,86 @@
+package dev.ferrite.perf.bench;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.IoBatch;
+import dev.ferrite.io.MemoryDevice;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * {@code bench journal}'s logic: the device's forced-commit baseline shares its flushes between
+ * concurrent committers (group commit, as a database's log does), and a whole run gives every phase on
+ * both sides.
+ */
+class JournalBenchTest {
+    private static final long SIZE = 128L << 20;
+
+    /** A memory device that counts its flushes, each taking a little time as a real one does. */
+    private static final class CountingDevice implements BlockDevice {
+        final MemoryDevice inner = MemoryDevice.create(64, 4096);
+        final AtomicLong flushes = new AtomicLong();
+
+        @Override public String name() { return inner.name(); }
+        @Override public int blockSize() { return inner.blockSize(); }
+        @Override public long blockCount() { return inner.blockCount(); }
+        @Override public boolean isReadOnly() { return false; }
+        @Override public void read(long block, MemorySegment dst) { inner.read(block, dst); }
+        @Override public void write(long block, MemorySegment src) { inner.write(block, src); }
+        @Override public void submit(IoBatch batch) { inner.submit(batch); }
+        @Override public void discard(long block, long count) { inner.discard(block, count); }
+        @Override public void close() { inner.close(); }
+
+        @Override
+        public void flush() {
+            flushes.incrementAndGet();
+            try {
+                Thread.sleep(1);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    @Test
+    void theDeviceBaselineSharesFlushesBetweenConcurrentCommitters(@TempDir Path dir) {
+        JournalBench bench = new JournalBench(dir.resolve("unused"), SIZE, 0.3, List.of(1, 8));
+        for (int threads : new int[] {1, 8}) {
+            try (CountingDevice device = new CountingDevice(); Arena arena = Arena.ofShared()) {
+                Result r = bench.groupCommits(device, threads, arena, Progress.NONE, "");
+                long commits = r.n();
+                assertTrue(commits > 0);
+                if (threads == 1) {
+                    assertEquals(commits, device.flushes.get(), "one committer: a flush each");
+                } else {
+                    assertTrue(device.flushes.get() < commits / 2, threads + " committers share flushes: "
+                            + device.flushes.get() + " flushes for " + commits + " commits");
+                }
+            }
+        }
+    }
+
+    @Test
+    void aRunMeasuresEveryPhaseOnBothSides(@TempDir Path dir) {
+        List<Result> results = new JournalBench(dir.resolve("journal.dev"), SIZE, 0.2, List.of(1, 2)).run(Progress.NONE);
+        for (int threads : new int[] {1, 2}) {
+            for (String target : new String[] {JournalBench.BASELINE, "ferrite"}) {
+                assertTrue(results.stream().anyMatch(r -> r.phase().equals(JournalBench.FORCED_COMMIT) && r.threads() == threads
+                        && r.target().equals(target) && r.rate() > 0 && r.unit().equals("commits/s")), threads + " " + target + ": " + results);
+            }
+        }
+        for (String target : new String[] {JournalBench.BASELINE, "ferrite"}) {
+            assertTrue(results.stream().anyMatch(r -> r.phase().equals(JournalBench.LOG_WRITE) && r.target().equals(target)
+                    && r.rate() > 0 && r.unit().equals("MB/s")), target + ": " + results);
+        }
+        assertEquals(6, results.size(), results.toString());
+    }
+}
