@@ -19,8 +19,8 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 
 import dev.ferrite.io.BlockDevice;
-import dev.ferrite.io.IoBatch;
 import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.testkit.ForwardingDevice;
 import dev.ferrite.journal.testkit.TestItem;
 import org.junit.jupiter.api.Test;
 
@@ -276,8 +276,7 @@ class CilTest {
      * Delegating device whose flush takes a fixed time, like a real disk's cache flush, and can be held at
      * a gate; it notes which thread issued each flush.
      */
-    static final class SlowFlushDevice implements BlockDevice {
-        final BlockDevice inner;
+    static final class SlowFlushDevice extends ForwardingDevice {
         final long flushMillis;
         final AtomicLong flushes = new AtomicLong();
         final List<String> flushThreads = new CopyOnWriteArrayList<>();
@@ -285,19 +284,9 @@ class CilTest {
         volatile CountDownLatch gate;
 
         SlowFlushDevice(BlockDevice inner, long flushMillis) {
-            this.inner = inner;
+            super(inner);
             this.flushMillis = flushMillis;
         }
-
-        @Override public String name() { return inner.name(); }
-        @Override public int blockSize() { return inner.blockSize(); }
-        @Override public long blockCount() { return inner.blockCount(); }
-        @Override public boolean isReadOnly() { return inner.isReadOnly(); }
-        @Override public void read(long block, MemorySegment dst) { inner.read(block, dst); }
-        @Override public void write(long block, MemorySegment src) { inner.write(block, src); }
-        @Override public void submit(IoBatch batch) { inner.submit(batch); }
-        @Override public void discard(long block, long count) { inner.discard(block, count); }
-        @Override public void close() { inner.close(); }
 
         @Override
         public void flush() {

@@ -1072,8 +1072,7 @@ class RecordingDeviceTest {
      * Passes everything to a memory device, tracks how many mutating calls are inside it at once, and can
      * hold the next write inside until released.
      */
-    private static final class GatedDevice implements BlockDevice {
-        final MemoryDevice inner;
+    private static final class GatedDevice extends ForwardingDevice {
         final AtomicInteger active = new AtomicInteger();
         final AtomicInteger maxActive = new AtomicInteger();
         final CountDownLatch held = new CountDownLatch(1);
@@ -1081,7 +1080,7 @@ class RecordingDeviceTest {
         private volatile boolean holdNext;
 
         GatedDevice(MemoryDevice inner) {
-            this.inner = inner;
+            super(inner);
         }
 
         void holdNextWrite() {
@@ -1102,16 +1101,10 @@ class RecordingDeviceTest {
             }
         }
 
-        @Override public String name() { return inner.name(); }
-        @Override public int blockSize() { return inner.blockSize(); }
-        @Override public long blockCount() { return inner.blockCount(); }
-        @Override public boolean isReadOnly() { return false; }
-        @Override public void read(long block, MemorySegment dst) { inner.read(block, dst); }
         @Override public void write(long block, MemorySegment src) { mutate(() -> inner.write(block, src), true); }
         @Override public void submit(IoBatch batch) { mutate(() -> inner.submit(batch), false); }
         @Override public void flush() { mutate(inner::flush, false); }
         @Override public void discard(long block, long count) { mutate(() -> inner.discard(block, count), false); }
-        @Override public void close() { inner.close(); }
 
         private static void awaitUninterruptibly(CountDownLatch latch) {
             try {

@@ -1,7 +1,6 @@
 package dev.ferrite.perf.bench;
 
 import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
@@ -9,9 +8,8 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import dev.ferrite.io.BlockDevice;
-import dev.ferrite.io.IoBatch;
 import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.testkit.ForwardingDevice;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -25,19 +23,12 @@ class JournalBenchTest {
     private static final long SIZE = 128L << 20;
 
     /** A memory device that counts its flushes, each taking a little time as a real one does. */
-    private static final class CountingDevice implements BlockDevice {
-        final MemoryDevice inner = MemoryDevice.create(64, 4096);
+    private static final class CountingDevice extends ForwardingDevice {
         final AtomicLong flushes = new AtomicLong();
 
-        @Override public String name() { return inner.name(); }
-        @Override public int blockSize() { return inner.blockSize(); }
-        @Override public long blockCount() { return inner.blockCount(); }
-        @Override public boolean isReadOnly() { return false; }
-        @Override public void read(long block, MemorySegment dst) { inner.read(block, dst); }
-        @Override public void write(long block, MemorySegment src) { inner.write(block, src); }
-        @Override public void submit(IoBatch batch) { inner.submit(batch); }
-        @Override public void discard(long block, long count) { inner.discard(block, count); }
-        @Override public void close() { inner.close(); }
+        CountingDevice() {
+            super(MemoryDevice.create(64, 4096));
+        }
 
         @Override
         public void flush() {
