@@ -11,7 +11,11 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import dev.ferrite.io.FerriteException;
 
@@ -41,6 +45,17 @@ public final class LoopDevice implements AutoCloseable {
             return name().toLowerCase(Locale.ROOT);
         }
     }
+
+    /**
+     * Images and mount points are named after the process that made them ({@code ferrite-loop-PID-*.img},
+     * {@code ferrite-mnt-PID-*}), so that a later run can tell the leftovers of a killed one (whose exit
+     * hook never ran) from the devices of a run still going.
+     */
+    static final String PREFIX = "ferrite-loop-", MOUNT_PREFIX = "ferrite-mnt-";
+    private static final long PID = ProcessHandle.current().pid();
+    private static final Pattern LEFTOVER = Pattern.compile("ferrite-(?:loop|mnt)-(\\d+)-.*");
+    /** Directories whose leftovers this process has released already. */
+    private static final Set<Path> LEFTOVERS_CHECKED = ConcurrentHashMap.newKeySet();
 
     private final Path image;
     private final Path device;
@@ -78,15 +93,18 @@ public final class LoopDevice implements AutoCloseable {
      * mounted on a fresh directory in {@code dir} (the file systems with their defaults, as mkfs makes them).
      */
     public static LoopDevice create(Path dir, long bytes, Kind kind) {
+        if (LEFTOVERS_CHECKED.add(dir.toAbsolutePath().normalize())) {
+            releaseLeftovers(dir);
+        }
         Path image = null;
         LoopDevice made = null;
         try {
-            image = Files.createTempFile(dir, "ferrite-loop-", ".img");
+            image = Files.createTempFile(dir, PREFIX + PID + "-", ".img");
             try (FileChannel ch = FileChannel.open(image, StandardOpenOption.WRITE)) {
                 ch.write(ByteBuffer.allocate(1), bytes - 1); // sparse: tmpfs gives pages as they are written
             }
             Path device = Path.of(run("losetup", "--find", "--show", image.toString()).strip());
-            Path mount = kind.mkfs == null ? null : Files.createTempDirectory(dir, "ferrite-mnt-");
+            Path mount = kind.mkfs == null ? null : Files.createTempDirectory(dir, MOUNT_PREFIX + PID + "-");
             made = new LoopDevice(image, device, mount);
             if (kind.mkfs != null) {
                 run(List.of(kind.mkfs, "-q", kind == Kind.EXT4 ? "-F" : "-f", device.toString()));
@@ -196,6 +214,65 @@ public final class LoopDevice implements AutoCloseable {
         } catch (IOException | RuntimeException ignored) {
             // the failure being reported matters more than this one
         }
+    }
+
+    /**
+     * Releases what runs killed before their exit hook could left in {@code dir}: loop devices over their
+     * images unmounted (lazily) and detached, the images and mount points deleted. Only the leftovers of
+     * processes no longer alive are touched. Returns how many devices it detached; failures are ignored
+     * (the run goes on with fresh devices).
+     */
+    static int releaseLeftovers(Path dir) {
+        Path base = dir.toAbsolutePath().normalize();
+        int released = 0;
+        String list;
+        try {
+            list = run("losetup", "--list", "--noheadings", "--raw", "--output", "NAME,BACK-FILE");
+        } catch (RuntimeException e) {
+            list = "";
+        }
+        List<String> mounts;
+        try {
+            mounts = Files.readAllLines(Path.of("/proc/self/mounts"));
+        } catch (IOException e) {
+            mounts = List.of();
+        }
+        for (String line : list.lines().toList()) {
+            int space = line.indexOf(' ');
+            if (space < 0) {
+                continue;
+            }
+            String name = line.substring(0, space);
+            Path backing = Path.of(line.substring(space + 1).replace("\\x20", " ").replaceFirst(" \\(deleted\\)$", ""));
+            if (!base.equals(backing.getParent()) || !isLeftover(backing.getFileName().toString())) {
+                continue;
+            }
+            for (String m : mounts) {
+                String[] f = m.split(" ");
+                if (f.length > 1 && f[0].equals(name)) {
+                    attempt(new ArrayList<>(), () -> run("umount", "-l", f[1]));
+                }
+            }
+            List<String> failures = new ArrayList<>();
+            attempt(failures, () -> run("losetup", "-d", name));
+            if (failures.isEmpty()) {
+                released++;
+            }
+        }
+        try (var entries = Files.list(base)) {
+            for (Path p : entries.filter(p -> isLeftover(p.getFileName().toString())).toList()) {
+                attempt(new ArrayList<>(), () -> Files.deleteIfExists(p)); // a mount point is empty once unmounted
+            }
+        } catch (IOException | UncheckedIOException e) {
+            // nothing to clean here
+        }
+        return released;
+    }
+
+    /** A name of ours whose process is gone. */
+    private static boolean isLeftover(String fileName) {
+        Matcher m = LEFTOVER.matcher(fileName);
+        return m.matches() && ProcessHandle.of(Long.parseLong(m.group(1))).map(h -> !h.isAlive()).orElse(true);
     }
 
     /** The effective uid is 0: /proc/self belongs to it. */

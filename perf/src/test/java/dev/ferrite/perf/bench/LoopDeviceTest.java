@@ -36,4 +36,44 @@ class LoopDeviceTest {
             assertTrue(files.findAny().isEmpty(), "the image is deleted");
         }
     }
+
+    /**
+     * A run killed with SIGKILL leaves its devices attached and mounted: the next run releases them (only
+     * those of processes no longer alive), and leaves a live run's alone.
+     */
+    @Test
+    void theLeftoversOfAKilledRunAreReleasedAndALiveRunsAreNot(@TempDir Path dir) throws Exception {
+        assumeTrue(LoopDevice.available(LoopDevice.Kind.XFS), "needs root, losetup and mkfs.xfs");
+        Process gone = new ProcessBuilder("true").start();
+        gone.waitFor();
+        long dead = gone.pid();
+        Path image = sparse(dir.resolve(LoopDevice.PREFIX + dead + "-1.img"), 300L << 20);
+        Path mount = Files.createDirectory(dir.resolve(LoopDevice.MOUNT_PREFIX + dead + "-1"));
+        String device = LoopDevice.run("losetup", "--find", "--show", image.toString()).strip();
+        LoopDevice.run("mkfs.xfs", "-q", "-f", device);
+        LoopDevice.run("mount", device, mount.toString());
+        Path live = sparse(dir.resolve(LoopDevice.PREFIX + ProcessHandle.current().pid() + "-2.img"), 64L << 20);
+        String liveDevice = LoopDevice.run("losetup", "--find", "--show", live.toString()).strip();
+        try {
+            assertTrue(LoopDevice.releaseLeftovers(dir) >= 1);
+            assertFalse(LoopDevice.run("losetup", "--list", "--noheadings", "--output", "BACK-FILE").contains(image.toString()),
+                    "the killed run's device is still attached");
+            assertTrue(Files.readString(Path.of("/proc/self/mounts")).lines().noneMatch(l -> l.contains(mount.toString())),
+                    "still mounted");
+            assertFalse(Files.exists(image), "image left behind");
+            assertFalse(Files.exists(mount), "mount point left behind");
+            assertTrue(LoopDevice.run("losetup", "--list", "--noheadings", "--output", "BACK-FILE").contains(live.toString()),
+                    "a live run's device was detached");
+            assertTrue(Files.exists(live));
+        } finally {
+            LoopDevice.run("losetup", "-d", liveDevice);
+        }
+    }
+
+    private static Path sparse(Path file, long bytes) throws IOException {
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+            ch.write(java.nio.ByteBuffer.allocate(1), bytes - 1);
+        }
+        return file;
+    }
 }
