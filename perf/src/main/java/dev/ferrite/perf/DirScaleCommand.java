@@ -5,6 +5,7 @@ import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.Callable;
 
 import dev.ferrite.perf.bench.DirScaleBench;
@@ -26,11 +27,12 @@ import picocli.CommandLine.Spec;
                 "names in one directory up to --max entries; the rate is measured over the last",
                 "tenth before 10k, 100k, 1M, ... and --max entries. Prints each window's rate",
                 "and the ratio of the last to the first (a directory that stays O(log n) keeps it",
-                "near 1). Nothing is synced.",
+                "near 1), and the first target's rate over each other's at each window (over",
+                "memory, the ceiling: a ConcurrentSkipListMap, its overhead). Nothing is synced.",
                 ""})
 final class DirScaleCommand implements Callable<Integer> {
-    @Option(names = "--targets", paramLabel = "T", split = ",", defaultValue = "ferrite",
-            description = "ferrite, posix, posix:DIR, in run order (default: ${DEFAULT-VALUE})")
+    @Option(names = "--targets", paramLabel = "T", split = ",", defaultValue = "ferrite,memory",
+            description = "ferrite, posix, posix:DIR, memory, in run order (default: ${DEFAULT-VALUE})")
     List<String> targets;
 
     @Option(names = "--max", paramLabel = "N", defaultValue = "10000000",
@@ -69,19 +71,13 @@ final class DirScaleCommand implements Callable<Integer> {
                     storage.path(), storage.describe(), max);
             out.flush();
             Machine machine = Machine.collect(storage);
-            List<Result> results = new DirScaleBench(ts, max).run(new ProgressLine(spec.commandLine().getErr()));
-            out.println();
-            int width = Math.max("target".length(), ts.stream().mapToInt(t -> t.label().length()).max().orElse(0));
-            String row = "%-" + width + "s  %-14s %14s %10s%n";
-            out.printf(Locale.ROOT, row, "target", "window", "creates/s", "vs first");
-            for (MetaBench.Target t : ts) {
-                List<Result> mine = results.stream().filter(r -> r.target().equals(t.label())).toList();
-                double first = mine.getFirst().rate();
-                for (Result r : mine) {
-                    out.printf(Locale.ROOT, row, t.label(), r.phase(), String.format(Locale.ROOT, "%,.0f", r.rate()),
-                            String.format(Locale.ROOT, "%.2f", r.rate() / first));
-                }
+            DirScaleBench bench = new DirScaleBench(ts, max);
+            List<Result> results = bench.run(new ProgressLine(spec.commandLine().getErr()));
+            for (Map.Entry<String, String> e : bench.setups().entrySet()) {
+                out.printf(Locale.ROOT, "%-8s %s%n", e.getKey() + ":", e.getValue());
             }
+            out.println();
+            out.print(DirScaleBench.table(results, ts.stream().map(MetaBench.Target::label).toList()));
             json.write(out, machine, results);
         }
         out.flush();

@@ -25,8 +25,8 @@ import picocli.CommandLine.Spec;
 
 @Command(name = "kv",
         description = {
-                "Ferrite's B-tree beside RocksDB and LMDB, the same key-value workload on each in",
-                "one run, every store fresh in its own directory:",
+                "Ferrite's B-tree beside RocksDB, LMDB and the in-memory ceiling, the same",
+                "key-value workload on each in one run, every store fresh in its own directory:",
                 "",
                 "  insert   N keys of 16-40 bytes in hashed order, 64-byte values; then sync",
                 "  get      every key, value checked",
@@ -37,17 +37,19 @@ import picocli.CommandLine.Spec;
                 "Each phase runs at each --threads count; threads split the keys (scan: the key",
                 "range). The rate includes the closing sync. Latency is per operation, except",
                 "that LMDB's write transactions of 1000 and every 1024 scanned entries count as",
-                "their time divided among their operations. Durability is alike everywhere:",
-                "writes are logged but not synced one by one, and each write phase ends durable.",
+                "their time divided among their operations. Durability is alike but for the",
+                "ceiling: writes are logged but not synced one by one, and each write phase ends",
+                "durable.",
                 "  ferrite  a transaction per put/delete; journal forceAll at phase end",
                 "  rocksdb  single writes, WAL on, no sync; flushWal(true) at phase end",
                 "  lmdb     MDB_NOSYNC, 1000 writes per transaction; env sync at phase end",
+                "  memory   the ceiling: a ConcurrentSkipListMap, nothing logged or synced",
                 "The table gives the first target's rate over each other's. An untimed warm-up",
                 "(three tenths of the keys, at most 300,000) runs on each target first.",
                 ""})
 final class KvCommand implements Callable<Integer> {
-    @Option(names = "--targets", paramLabel = "T", split = ",", defaultValue = "ferrite,rocksdb,lmdb",
-            description = "stores to run, in this order: ferrite, rocksdb, lmdb (default: ${DEFAULT-VALUE})")
+    @Option(names = "--targets", paramLabel = "T", split = ",", defaultValue = "ferrite,rocksdb,lmdb,memory",
+            description = "stores to run, in this order: ferrite, rocksdb, lmdb, memory (default: ${DEFAULT-VALUE})")
     List<KvTarget> targets;
 
     @Option(names = "--keys", paramLabel = "N", defaultValue = "1000000",

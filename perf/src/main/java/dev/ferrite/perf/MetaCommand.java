@@ -33,13 +33,14 @@ import picocli.CommandLine.Spec;
                 "  unlink   each thread removes its files; then sync",
                 "",
                 "Targets: ferrite (a volume on a file in --dir), posix (a directory in --dir),",
-                "posix:DIR (a directory in DIR, e.g. on an XFS or ext4 mount). The table gives",
-                "the first target's rate over each other's. posix drops the kernel's caches",
+                "posix:DIR (a directory in DIR, e.g. on an XFS or ext4 mount), memory (the",
+                "ceiling: a ConcurrentSkipListMap per directory, nothing durable). The table",
+                "gives the first target's rate over each other's. posix drops the kernel's caches",
                 "before the walk when run as root, else walks warm and says so.",
                 ""})
 final class MetaCommand implements Callable<Integer> {
-    @Option(names = "--targets", paramLabel = "T", split = ",", defaultValue = "ferrite,posix",
-            description = "ferrite, posix, posix:DIR, in run order (default: ${DEFAULT-VALUE})")
+    @Option(names = "--targets", paramLabel = "T", split = ",", defaultValue = "ferrite,posix,memory",
+            description = "ferrite, posix, posix:DIR, memory, in run order (default: ${DEFAULT-VALUE})")
     List<String> targets;
 
     @Option(names = "--files", paramLabel = "N", defaultValue = "1000000",

@@ -15,7 +15,8 @@ import picocli.CommandLine.ParameterException;
 /**
  * The {@code --targets} of the metadata workloads: {@code ferrite} (a volume on a file in the run's
  * directory) and {@code posix} or {@code posix:DIR} (a new directory in the run's directory, or in DIR
- * — put DIR on the filesystem to compare against, e.g. an XFS mount).
+ * — put DIR on the filesystem to compare against, e.g. an XFS mount), and {@code memory} (the ceiling: a
+ * namespace in the heap, nothing durable).
  */
 final class MetaTargets {
     private MetaTargets() {
@@ -28,6 +29,8 @@ final class MetaTargets {
             MetaBench.Target t;
             if (s.equals("ferrite")) {
                 t = MetaStores.ferrite(runDir, cacheBytes);
+            } else if (s.equals("memory")) {
+                t = MetaStores.memory();
             } else if (s.equals("posix")) {
                 t = MetaStores.posix(runDir, "posix");
             } else if (s.startsWith("posix:") && s.length() > "posix:".length()) {
@@ -39,7 +42,7 @@ final class MetaTargets {
                 t = MetaStores.posix(dir, s);
             } else {
                 throw new ParameterException(spec.commandLine(), "--targets: unknown target '" + s
-                        + "'; give ferrite, posix or posix:DIR");
+                        + "'; give ferrite, posix, posix:DIR or memory");
             }
             if (!labels.add(t.label())) {
                 throw new ParameterException(spec.commandLine(), "--targets names " + t.label() + " twice");

@@ -1,7 +1,11 @@
 package dev.ferrite.perf.bench;
 
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
+import java.util.Map;
 
 import org.HdrHistogram.Histogram;
 
@@ -11,9 +15,10 @@ import org.HdrHistogram.Histogram;
  * measured in windows: the window of size {@code P} is the last tenth before {@code P} entries, for
  * every power of ten {@code P >= 10,000} up to {@code max}, and {@code max} itself. A directory whose
  * create cost grows with its size (a linear free-space scan, a hash chain) shows as a falling rate;
- * the report's last-over-first ratio is the figure of merit. An untimed warm-up on a separate
- * store ({@value MetaBench#WARM_UP_FILES} creates, or {@code max} if fewer) comes first. Nothing is synced: the measure is the
- * directory structure, not the log.
+ * the report's last-over-first ratio is the figure of merit, and the first target's rate over each
+ * other's at the same window compares them (over {@code memory}, the ceiling, its overhead). An
+ * untimed warm-up on a separate store ({@value MetaBench#WARM_UP_FILES} creates, or {@code max} if
+ * fewer) comes first. Nothing is synced: the measure is the directory structure, not the log.
  */
 public final class DirScaleBench {
     public static final String WORKLOAD = "dirscale";
@@ -22,6 +27,7 @@ public final class DirScaleBench {
 
     private final List<MetaBench.Target> targets;
     private final long max;
+    private final Map<String, String> setups = new LinkedHashMap<>();
 
     public DirScaleBench(List<MetaBench.Target> targets, long max) {
         if (targets.isEmpty()) {
@@ -68,6 +74,7 @@ public final class DirScaleBench {
             }
             try (MetaStore store = target.open().apply(max);
                  MetaStore.Session s = store.session()) {
+                setups.put(target.label(), store.describe());
                 s.mkdir("big");
                 PhaseTimer timer = new PhaseTimer("dirscale", target.label(), Long.MAX_VALUE / 4, progress);
                 long i = 0;
@@ -103,5 +110,42 @@ public final class DirScaleBench {
             }
         }
         return results;
+    }
+
+    /** How each target's measured store was set up, by label in run order. */
+    public Map<String, String> setups() {
+        return Collections.unmodifiableMap(setups);
+    }
+
+    /**
+     * One row per target and window: the rate, its ratio to the target's first window and, in the first
+     * target's rows, a column per other target with the first's rate over that one's at the same window
+     * ({@code vs memory}: Ferrite's share of the ceiling), as {@link ResultTable}'s ratios read.
+     */
+    public static String table(List<Result> results, List<String> targets) {
+        String first = targets.getFirst();
+        List<String> others = targets.subList(1, targets.size());
+        List<String[]> rows = new ArrayList<>();
+        List<String> head = new ArrayList<>(List.of("target", "window", "creates/s", "vs first window"));
+        others.forEach(o -> head.add("vs " + o));
+        rows.add(head.toArray(String[]::new));
+        for (String t : targets) {
+            List<Result> mine = results.stream().filter(r -> r.target().equals(t)).toList();
+            for (Result r : mine) {
+                List<String> row = new ArrayList<>(List.of(t, r.phase(), String.format(Locale.ROOT, "%,.0f", r.rate()),
+                        ratio(r.rate(), mine.getFirst().rate())));
+                for (String o : others) {
+                    row.add(!t.equals(first) ? "" : results.stream()
+                            .filter(x -> x.target().equals(o) && x.phase().equals(r.phase()))
+                            .findFirst().map(x -> ratio(r.rate(), x.rate())).orElse("-"));
+                }
+                rows.add(row.toArray(String[]::new));
+            }
+        }
+        return ResultTable.format(rows, 2);
+    }
+
+    private static String ratio(double a, double b) {
+        return String.format(Locale.ROOT, "%.2f", a / b);
     }
 }

@@ -3,11 +3,14 @@ package dev.ferrite.perf.bench;
 import java.nio.file.Path;
 import java.util.Locale;
 
-/** The stores {@code bench kv} compares, each opened fresh in a directory of its own. */
+/**
+ * The stores {@code bench kv} compares, each opened fresh in a directory of its own ({@code memory}, the
+ * ceiling, keeps nothing there).
+ */
 public enum KvTarget {
-    FERRITE, ROCKSDB, LMDB;
+    FERRITE, ROCKSDB, LMDB, MEMORY;
 
-    /** The name results carry: {@code ferrite}, {@code rocksdb}, {@code lmdb}. */
+    /** The name results carry: {@code ferrite}, {@code rocksdb}, {@code lmdb}, {@code memory}. */
     public String label() {
         return name().toLowerCase(Locale.ROOT);
     }
@@ -17,6 +20,7 @@ public enum KvTarget {
             case FERRITE -> FerriteKv.open(dir, keys, cacheBytes);
             case ROCKSDB -> RocksKv.open(dir, cacheBytes);
             case LMDB -> LmdbKv.open(dir, keys);
+            case MEMORY -> new MemoryKv();
         };
     }
 }

@@ -16,4 +16,9 @@ public final class MetaStores {
     public static MetaBench.Target ferrite(Path base, long cacheBytes) {
         return new MetaBench.Target("ferrite", files -> FerriteMeta.create(base, files, cacheBytes));
     }
+
+    /** The ceiling: a new namespace in the heap for each run, nothing durable ({@link MemoryMeta}). */
+    public static MetaBench.Target memory() {
+        return new MetaBench.Target("memory", files -> new MemoryMeta());
+    }
 }
