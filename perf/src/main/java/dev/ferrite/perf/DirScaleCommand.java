@@ -10,6 +10,7 @@ import java.util.concurrent.Callable;
 
 import dev.ferrite.perf.bench.DirScaleBench;
 import dev.ferrite.perf.bench.Machine;
+import dev.ferrite.perf.bench.MetaApi;
 import dev.ferrite.perf.bench.MetaBench;
 import dev.ferrite.perf.bench.Result;
 import dev.ferrite.perf.bench.ScratchFile;
@@ -29,6 +30,8 @@ import picocli.CommandLine.Spec;
                 "and the ratio of the last to the first (a directory that stays O(log n) keeps it",
                 "near 1), and the first target's rate over each other's at each window (over",
                 "memory, the ceiling: a ConcurrentSkipListMap, its overhead). Nothing is synced.",
+                "--api handle (the default) creates by name in the open directory; --api path",
+                "names the full path each time.",
                 ""})
 final class DirScaleCommand implements Callable<Integer> {
     @Option(names = "--targets", paramLabel = "T", split = ",", defaultValue = "ferrite,memory",
@@ -38,6 +41,9 @@ final class DirScaleCommand implements Callable<Integer> {
     @Option(names = "--max", paramLabel = "N", defaultValue = "10000000",
             description = "entries the directory grows to (default: ${DEFAULT-VALUE})")
     long max;
+
+    @Mixin
+    ApiOption api;
 
     @Mixin
     RunDir runDir;
@@ -62,13 +68,14 @@ final class DirScaleCommand implements Callable<Integer> {
             throw new ParameterException(spec.commandLine(), "--max " + max + ": give " + DirScaleBench.MIN_MAX
                     + " to " + DirScaleBench.MAX_MAX);
         }
+        MetaApi calls = api.resolve(spec);
         Path base = runDir.resolve(spec);
         PrintWriter out = spec.commandLine().getOut();
         try (ScratchFile scratch = ScratchFile.directory(base, "ferrite-dirscale-")) {
-            List<MetaBench.Target> ts = MetaTargets.parse(spec, targets, scratch.path(), cache);
+            List<MetaBench.Target> ts = MetaTargets.parse(spec, targets, scratch.path(), cache, calls);
             Storage storage = Storage.of(scratch.path());
-            out.printf(Locale.ROOT, "dir:     %s (%s, temporary); one directory up to %,d entries%n",
-                    storage.path(), storage.describe(), max);
+            out.printf(Locale.ROOT, "dir:     %s (%s, temporary); one directory up to %,d entries; api %s%n",
+                    storage.path(), storage.describe(), max, calls.label());
             out.flush();
             Machine machine = Machine.collect(storage);
             DirScaleBench bench = new DirScaleBench(ts, max);

@@ -10,6 +10,7 @@ import java.util.concurrent.Callable;
 import java.util.stream.Collectors;
 
 import dev.ferrite.perf.bench.Machine;
+import dev.ferrite.perf.bench.MetaApi;
 import dev.ferrite.perf.bench.MetaBench;
 import dev.ferrite.perf.bench.Result;
 import dev.ferrite.perf.bench.ResultTable;
@@ -37,6 +38,8 @@ import picocli.CommandLine.Spec;
                 "ceiling: a ConcurrentSkipListMap per directory, nothing durable). The table",
                 "gives the first target's rate over each other's. posix drops the kernel's caches",
                 "before the walk when run as root, else walks warm and says so.",
+                "--api handle (the default) has every target open each directory once and",
+                "name files relative to it; --api path has every call name the full path.",
                 ""})
 final class MetaCommand implements Callable<Integer> {
     @Option(names = "--targets", paramLabel = "T", split = ",", defaultValue = "ferrite,posix,memory",
@@ -53,6 +56,9 @@ final class MetaCommand implements Callable<Integer> {
     @Option(names = "--layout", paramLabel = "L", split = ",", defaultValue = "private,shared",
             description = "private (a directory per thread), shared (one directory) (default: ${DEFAULT-VALUE})")
     List<String> layouts;
+
+    @Mixin
+    ApiOption api;
 
     @Mixin
     RunDir runDir;
@@ -78,15 +84,16 @@ final class MetaCommand implements Callable<Integer> {
             throw new ParameterException(spec.commandLine(), "--files " + files + ": give 1 to " + MetaBench.MAX_FILES);
         }
         threads.validate(spec, MetaBench.MAX_THREADS, files, "--files");
+        MetaApi calls = api.resolve(spec);
         Path base = runDir.resolve(spec);
         PrintWriter out = spec.commandLine().getOut();
         try (ScratchFile scratch = ScratchFile.directory(base, "ferrite-meta-")) {
-            List<MetaBench.Target> ts = MetaTargets.parse(spec, targets, scratch.path(), cache);
+            List<MetaBench.Target> ts = MetaTargets.parse(spec, targets, scratch.path(), cache, calls);
             Storage storage = Storage.of(scratch.path());
             out.printf(Locale.ROOT, "dir:     %s (%s, temporary)%n", storage.path(), storage.describe());
-            out.printf(Locale.ROOT, "files:   %,d; threads %s; layouts %s%n", files,
+            out.printf(Locale.ROOT, "files:   %,d; threads %s; layouts %s; api %s%n", files,
                     threads,
-                    ls.stream().map(MetaBench.Layout::label).collect(Collectors.joining(",")));
+                    ls.stream().map(MetaBench.Layout::label).collect(Collectors.joining(",")), calls.label());
             out.flush();
             Machine machine = Machine.collect(storage);
             MetaBench bench = new MetaBench(ts, files, threads.counts, ls);
@@ -94,6 +101,8 @@ final class MetaCommand implements Callable<Integer> {
             for (String note : bench.notes()) {
                 out.println(note);
             }
+            out.println();
+            out.println("api:     " + calls.label() + ", on every target");
             RunDir.printTables(out, results, ts.stream().map(MetaBench.Target::label).toList());
             json.write(out, machine, results);
         }

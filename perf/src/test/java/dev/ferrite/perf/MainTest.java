@@ -46,6 +46,17 @@ class MainTest {
     }
 
     @Test
+    void metaWorkloadsRefuseAnUnknownApiBeforeMakingAnything() {
+        for (String workload : List.of("meta", "dirscale")) {
+            out.getBuffer().setLength(0);
+            err.getBuffer().setLength(0);
+            assertEquals(2, run("bench", workload, "--api", "fd"));
+            assertTrue(err.toString().startsWith("ferrite bench " + workload + ": --api fd: give handle or path"), err.toString());
+            assertEquals("", out.toString());
+        }
+    }
+
+    @Test
     void sizeMustBeWholeMebibytes() {
         assertEquals(2, run("bench", "device", "--size", "1500K", "--no-fio"));
         assertTrue(err.toString().startsWith("ferrite bench device: --size 1500 KiB is not a whole number of MiB"), err.toString());

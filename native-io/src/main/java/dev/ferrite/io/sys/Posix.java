@@ -28,11 +28,19 @@ public final class Posix {
 
     // <fcntl.h>
     public static final int O_RDONLY = 0;
+    public static final int O_WRONLY = 1;
     public static final int O_RDWR = 2;
     public static final int O_CREAT = 0x40;
     public static final int O_EXCL = 0x80;
     public static final int O_DIRECT = AARCH64 ? 0x10000 : 0x4000;
+    public static final int O_DIRECTORY = AARCH64 ? 0x4000 : 0x10000;
     public static final int O_CLOEXEC = 0x80000;
+    public static final int AT_FDCWD = -100;
+    public static final int AT_SYMLINK_NOFOLLOW = 0x100;
+    public static final int AT_REMOVEDIR = 0x200;
+
+    // <unistd.h>
+    public static final int SEEK_SET = 0;
 
     // <sys/stat.h>
     public static final int S_IFMT = 0xF000;
@@ -73,6 +81,13 @@ public final class Posix {
     public static final long STAT_MODE_OFFSET = AARCH64 ? 16 : 24;
     public static final long STAT_SIZE_OFFSET = 48;
 
+    /**
+     * struct linux_dirent64, what getdents64(2) fills a buffer with back to back: d_ino (8 bytes), d_off (8),
+     * d_reclen (2, this record's length), d_type (1), then d_name, NUL-terminated. The same on every ABI.
+     */
+    public static final long DIRENT64_RECLEN_OFFSET = 16;
+    public static final long DIRENT64_NAME_OFFSET = 19;
+
     private static final Linker LINKER = Linker.nativeLinker();
     private static final SymbolLookup LIBC = LINKER.defaultLookup();
     private static final StructLayout CAPTURE_LAYOUT = Linker.Option.captureStateLayout();
@@ -86,6 +101,18 @@ public final class Posix {
 
     private static final MethodHandle open = downcall("open",
             FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT), Linker.Option.firstVariadicArg(2));
+    private static final MethodHandle openat = downcall("openat",
+            FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT), Linker.Option.firstVariadicArg(3));
+    private static final MethodHandle mkdirat = downcall("mkdirat",
+            FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT));
+    private static final MethodHandle fstatat = downcall("fstatat",
+            FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
+    private static final MethodHandle unlinkat = downcall("unlinkat",
+            FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT));
+    private static final MethodHandle getdents64 = downcall("getdents64",
+            FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG));
+    private static final MethodHandle lseek = downcall("lseek",
+            FunctionDescriptor.of(JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_INT));
     private static final MethodHandle close = downcall("close", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
     private static final MethodHandle pread = downcall("pread",
             FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG));
@@ -127,6 +154,62 @@ public final class Posix {
     public static int open(MemorySegment path, int flags, int mode) {
         try {
             return (int) open.invokeExact(CAPTURE.get(), path, flags, mode);
+        } catch (Throwable t) {
+            throw unexpected(t);
+        }
+    }
+
+    /** {@code path} relative to the directory open as {@code dirfd}, or to the working directory with {@link #AT_FDCWD}. */
+    public static int openat(int dirfd, MemorySegment path, int flags, int mode) {
+        try {
+            return (int) openat.invokeExact(CAPTURE.get(), dirfd, path, flags, mode);
+        } catch (Throwable t) {
+            throw unexpected(t);
+        }
+    }
+
+    public static int mkdirat(int dirfd, MemorySegment path, int mode) {
+        try {
+            return (int) mkdirat.invokeExact(CAPTURE.get(), dirfd, path, mode);
+        } catch (Throwable t) {
+            throw unexpected(t);
+        }
+    }
+
+    /** Fills {@code statBuf} ({@link #STAT_SIZE} bytes) like {@link #fstat}; {@link #AT_SYMLINK_NOFOLLOW} makes it lstat. */
+    public static int fstatat(int dirfd, MemorySegment path, MemorySegment statBuf, int flags) {
+        try {
+            return (int) fstatat.invokeExact(CAPTURE.get(), dirfd, path, statBuf, flags);
+        } catch (Throwable t) {
+            throw unexpected(t);
+        }
+    }
+
+    /** {@link #AT_REMOVEDIR} makes it rmdir. */
+    public static int unlinkat(int dirfd, MemorySegment path, int flags) {
+        try {
+            return (int) unlinkat.invokeExact(CAPTURE.get(), dirfd, path, flags);
+        } catch (Throwable t) {
+            throw unexpected(t);
+        }
+    }
+
+    /**
+     * Reads directory entries from the directory's current position into {@code buf} as
+     * {@code linux_dirent64} records (see {@link #DIRENT64_NAME_OFFSET}); returns the bytes filled, 0 at
+     * the end, -1 on error.
+     */
+    public static long getdents64(int fd, MemorySegment buf, long count) {
+        try {
+            return (long) getdents64.invokeExact(CAPTURE.get(), fd, buf, count);
+        } catch (Throwable t) {
+            throw unexpected(t);
+        }
+    }
+
+    public static long lseek(int fd, long offset, int whence) {
+        try {
+            return (long) lseek.invokeExact(CAPTURE.get(), fd, offset, whence);
         } catch (Throwable t) {
             throw unexpected(t);
         }

@@ -4,6 +4,7 @@ import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.function.Consumer;
+import java.util.function.Function;
 
 import dev.ferrite.dir.CheckReport;
 import dev.ferrite.dir.DirCookie;
@@ -22,8 +23,9 @@ import dev.ferrite.io.MappedDevice;
 
 /**
  * A Ferrite volume formatted on a file in the run's directory (O_DIRECT where the filesystem allows it,
- * else mapped), driven through the handle API: each session opens its directories once, then creates,
- * unlinks and reads them by handle; stats go by path, as a walker's would. {@link #sync()} syncs the
+ * else mapped), driven through the handle API ({@link MetaApi#HANDLE}: each session opens its directories
+ * once, then creates, stats, unlinks and reads them by handle) or the path API ({@link MetaApi#PATH}:
+ * every call names the full path from the root). {@link #sync()} syncs the
  * volume (forces the log); {@link #coldCache()} closes the volume and opens it again, so the walk starts
  * from an empty buffer cache and inode cache.
  */
@@ -35,14 +37,16 @@ final class FerriteMeta implements MetaStore {
     private final BlockDevice device;
     private final String kind;
     private final VolumeOptions options;
+    private final MetaApi api;
     private Volume volume;
     private Namespace ns;
 
-    private FerriteMeta(ScratchFile file, BlockDevice device, String kind, VolumeOptions options) {
+    private FerriteMeta(ScratchFile file, BlockDevice device, String kind, VolumeOptions options, MetaApi api) {
         this.file = file;
         this.device = device;
         this.kind = kind;
         this.options = options;
+        this.api = api;
         Volume.format(device, options);
         mount();
     }
@@ -65,7 +69,7 @@ final class FerriteMeta implements MetaStore {
         return (bytes + (1 << 20) - 1) & -(1L << 20);
     }
 
-    static FerriteMeta create(Path dir, long files, long cacheBytes) {
+    static FerriteMeta create(Path dir, long files, long cacheBytes, MetaApi api) {
         ScratchFile file = ScratchFile.create(dir, "ferrite-", ".vol");
         long size = deviceBytes(files);
         BlockDevice device;
@@ -83,7 +87,7 @@ final class FerriteMeta implements MetaStore {
         }
         try {
             return new FerriteMeta(file, device, kind, VolumeOptions.defaults().withCacheBytes(cacheBytes)
-                    .withLogBlocks((int) (logBytes(files) / device.blockSize())));
+                    .withLogBlocks((int) (logBytes(files) / device.blockSize())), api);
         } catch (RuntimeException e) {
             device.close();
             file.close();
@@ -101,12 +105,12 @@ final class FerriteMeta implements MetaStore {
         return "volume on " + file.path() + ", " + kind + ", " + KvBench.size(device.size()) + " (log "
                 + KvBench.size((long) options.logBlocks() * device.blockSize()) + "), "
                 + volume.statfs().agCount() + " allocation groups, cache "
-                + KvBench.size(options.cacheBytes()) + "; a transaction per operation, sync at phase end";
+                + KvBench.size(options.cacheBytes()) + ", " + api.label() + " API; a transaction per operation, sync at phase end";
     }
 
     @Override
     public Session session() {
-        return new FerriteSession();
+        return api == MetaApi.HANDLE ? new HandleSession() : new PathSession();
     }
 
     @Override
@@ -140,7 +144,7 @@ final class FerriteMeta implements MetaStore {
         }
     }
 
-    private final class FerriteSession implements Session {
+    private final class HandleSession implements Session {
         private final Map<String, Handle> dirs = new HashMap<>();
         private final Handle root = ns.openRoot();
 
@@ -166,18 +170,7 @@ final class FerriteMeta implements MetaStore {
         @Override
         public long list(String dir, Consumer<String> names) {
             Handle d = dir(dir);
-            long n = 0;
-            for (DirCookie c = DirCookie.START; ; ) {
-                DirPage page = ns.readdir(d, c, PAGE);
-                for (DirEntry e : page.entries()) {
-                    names.accept(e.name());
-                    n++;
-                }
-                if (page.end()) {
-                    return n;
-                }
-                c = page.next();
-            }
+            return FerriteMeta.list(c -> ns.readdir(d, c, PAGE), names);
         }
 
         @Override
@@ -205,6 +198,60 @@ final class FerriteMeta implements MetaStore {
                 h.close();
             }
             root.close();
+        }
+    }
+
+    /** Hands every name that {@code read} returns, page after page, to {@code names}; returns the count. */
+    private static long list(Function<DirCookie, DirPage> read, Consumer<String> names) {
+        long n = 0;
+        for (DirCookie c = DirCookie.START; ; ) {
+            DirPage page = read.apply(c);
+            for (DirEntry e : page.entries()) {
+                names.accept(e.name());
+                n++;
+            }
+            if (page.end()) {
+                return n;
+            }
+            c = page.next();
+        }
+    }
+
+    /** Every call names the full path from the root, which the namespace walks each time. */
+    private final class PathSession implements Session {
+        @Override
+        public void mkdir(String dir) {
+            ns.mkdir("/" + dir, 0755);
+        }
+
+        @Override
+        public void create(String dir, String name) {
+            ns.create("/" + dir + "/" + name, 0644, true);
+        }
+
+        @Override
+        public long list(String dir, Consumer<String> names) {
+            String path = "/" + dir;
+            return FerriteMeta.list(c -> ns.readdir(path, c, PAGE), names);
+        }
+
+        @Override
+        public long stat(String dir, String name) {
+            return ns.lstat("/" + dir + "/" + name).size();
+        }
+
+        @Override
+        public void unlink(String dir, String name) {
+            ns.unlink("/" + dir + "/" + name);
+        }
+
+        @Override
+        public void rmdir(String dir) {
+            ns.rmdir("/" + dir);
+        }
+
+        @Override
+        public void close() {
         }
     }
 }

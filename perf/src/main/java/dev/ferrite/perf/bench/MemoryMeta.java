@@ -12,9 +12,10 @@ import dev.ferrite.io.Errno;
 /**
  * The ceiling of the metadata workloads: a namespace in the heap, each directory a {@link
  * ConcurrentSkipListMap} from name to inode, with nothing logged and nothing durable — what Ferrite's
- * namespace would cost if the device and the log were free. Driven like {@link FerriteMeta}: a session
- * looks each directory up in the root once and keeps it as its handle, then creates, stats and unlinks in
- * it by name. Inode numbers come from a run of {@value #INODE_RUN} per session, so that no shared counter
+ * namespace would cost if the device and the log were free. Driven like {@link FerriteMeta}: by
+ * {@link MetaApi#HANDLE} a session looks each directory up in the root once and keeps it as its handle,
+ * then creates, stats and unlinks in it by name; by {@link MetaApi#PATH} every call looks its directory
+ * up from the root again. Inode numbers come from a run of {@value #INODE_RUN} per session, so that no shared counter
  * is contended per create. Refusals are Ferrite's: {@link NamespaceException} with EEXIST, ENOENT,
  * ENOTDIR, EISDIR or ENOTEMPTY. Listings come in name order.
  */
@@ -30,6 +31,11 @@ final class MemoryMeta implements MetaStore {
 
     private final AtomicLong nextInodes = new AtomicLong(ROOT_INO + 1);
     private final Inode root = directory(ROOT_INO);
+    private final boolean byPath;
+
+    MemoryMeta(MetaApi api) {
+        this.byPath = api == MetaApi.PATH;
+    }
 
     private static Inode directory(long ino) {
         return new Inode(ino, 0, new ConcurrentSkipListMap<>());
@@ -79,13 +85,15 @@ final class MemoryMeta implements MetaStore {
         }
 
         private Inode dir(String name) {
-            Inode d = dirs.get(name);
+            Inode d = byPath ? null : dirs.get(name);
             if (d == null) {
                 d = lookup(root, name);
                 if (d.entries() == null) {
                     throw new NamespaceException(Errno.ENOTDIR, name);
                 }
-                dirs.put(name, d);
+                if (!byPath) {
+                    dirs.put(name, d);
+                }
             }
             return d;
         }

@@ -7,18 +7,24 @@ public final class MetaStores {
     private MetaStores() {
     }
 
-    /** A new directory under {@code base} for each run, deleted after it. */
-    public static MetaBench.Target posix(Path base, String label) {
-        return new MetaBench.Target(label, files -> PosixMeta.in(base));
+    /**
+     * A new directory under {@code base} for each run, deleted after it, driven through {@code api}; its
+     * results carry {@code label} as {@link MetaApi#targetLabel} gives it.
+     */
+    public static MetaBench.Target posix(Path base, String label, MetaApi api) {
+        return new MetaBench.Target(api.targetLabel(label), files -> PosixMeta.in(base, api));
     }
 
-    /** A Ferrite volume on a new file under {@code base} for each run, sized for the files, deleted after it. */
-    public static MetaBench.Target ferrite(Path base, long cacheBytes) {
-        return new MetaBench.Target("ferrite", files -> FerriteMeta.create(base, files, cacheBytes));
+    /**
+     * A Ferrite volume on a new file under {@code base} for each run, sized for the files, deleted after it,
+     * driven through {@code api}.
+     */
+    public static MetaBench.Target ferrite(Path base, long cacheBytes, MetaApi api) {
+        return new MetaBench.Target(api.targetLabel("ferrite"), files -> FerriteMeta.create(base, files, cacheBytes, api));
     }
 
-    /** The ceiling: a new namespace in the heap for each run, nothing durable ({@link MemoryMeta}). */
-    public static MetaBench.Target memory() {
-        return new MetaBench.Target("memory", files -> new MemoryMeta());
+    /** The ceiling: a new namespace in the heap for each run, nothing durable ({@link MemoryMeta}), driven through {@code api}. */
+    public static MetaBench.Target memory(MetaApi api) {
+        return new MetaBench.Target(api.targetLabel("memory"), files -> new MemoryMeta(api));
     }
 }

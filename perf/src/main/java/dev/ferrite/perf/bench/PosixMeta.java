@@ -11,8 +11,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
 /**
- * A directory of the host's kernel filesystem, driven through {@code java.nio.file}: the same calls a
- * Java program would make. Durability: {@code sync -f} on the directory (syncfs(2): the filesystem's log
+ * A directory of the host's kernel filesystem, driven through directory descriptors
+ * ({@link PosixHandleSession}, {@link MetaApi#HANDLE}) or through {@code java.nio.file} paths, the calls a
+ * Java program would make ({@link MetaApi#PATH}). Durability: {@code sync -f} on the directory (syncfs(2): the filesystem's log
  * forced once, as fs_mark's sync does). Cold cache: after a sync, {@code /proc/sys/vm/drop_caches} is
  * written with 3 (dentries, inodes, page cache), which needs root; without it the walk runs warm and the
  * report says so. The store is a new directory, deleted with its contents on close.
@@ -23,26 +24,33 @@ final class PosixMeta implements MetaStore {
     private final ScratchFile scratch;
     private final Path root;
     private final Storage storage;
+    private final MetaApi api;
 
-    private PosixMeta(ScratchFile scratch) {
+    private PosixMeta(ScratchFile scratch, MetaApi api) {
         this.scratch = scratch;
         this.root = scratch.path();
         this.storage = Storage.of(root);
+        this.api = api;
     }
 
-    /** A store in a new directory under {@code base}, deleted with everything in it on {@link #close()}. */
-    static PosixMeta in(Path base) {
-        return new PosixMeta(ScratchFile.directory(base, "ferrite-posix-"));
+    /**
+     * A store in a new directory under {@code base}, driven through {@code api}, deleted with everything in
+     * it on {@link #close()}.
+     */
+    static PosixMeta in(Path base, MetaApi api) {
+        return new PosixMeta(ScratchFile.directory(base, "ferrite-posix-"), api);
     }
 
     @Override
     public String describe() {
-        return root + " (" + storage.describe() + "), java.nio.file; sync -f at phase end";
+        return root + " (" + storage.describe() + "), " + (api == MetaApi.HANDLE
+                ? "directory descriptors (openat, fstatat, unlinkat, getdents64)" : "java.nio.file paths")
+                + "; sync -f at phase end";
     }
 
     @Override
     public Session session() {
-        return new PosixSession();
+        return api == MetaApi.HANDLE ? new PosixHandleSession(root) : new PathSession();
     }
 
     @Override
@@ -89,7 +97,7 @@ final class PosixMeta implements MetaStore {
         }
     }
 
-    private final class PosixSession implements Session {
+    private final class PathSession implements Session {
         @Override
         public void mkdir(String dir) {
             try {

@@ -27,7 +27,7 @@ class MemoryMetaTest {
 
     @Test
     void aNamespaceWithPosixRefusals() {
-        try (MetaStore store = new MemoryMeta(); MetaStore.Session a = store.session(); MetaStore.Session b = store.session()) {
+        try (MetaStore store = new MemoryMeta(MetaApi.HANDLE); MetaStore.Session a = store.session(); MetaStore.Session b = store.session()) {
             a.mkdir("d");
             refused(Errno.EEXIST, () -> b.mkdir("d"));
             refused(Errno.ENOENT, () -> a.create("nodir", "f"));
@@ -56,14 +56,14 @@ class MemoryMetaTest {
 
     @Test
     void theWorkloadsRunAndCheckOnTheCeiling() {
-        MetaBench bench = new MetaBench(List.of(MetaStores.memory()), 2_000, List.of(1, 2),
+        MetaBench bench = new MetaBench(List.of(MetaStores.memory(MetaApi.HANDLE)), 2_000, List.of(1, 2),
                 List.of(MetaBench.Layout.PRIVATE, MetaBench.Layout.SHARED));
         List<Result> results = bench.run(Progress.NONE);
         assertEquals(2 * 2 * 3, results.size());
         assertTrue(results.stream().allMatch(r -> r.target().equals("memory") && r.n() == 2_000), results.toString());
         assertTrue(bench.notes().getFirst().startsWith("memory private x1: " + MemoryMeta.DESCRIPTION), bench.notes().toString());
 
-        DirScaleBench scale = new DirScaleBench(List.of(MetaStores.memory()), 10_000);
+        DirScaleBench scale = new DirScaleBench(List.of(MetaStores.memory(MetaApi.HANDLE)), 10_000);
         assertEquals(1, scale.run(Progress.NONE).size());
         assertEquals(MemoryMeta.DESCRIPTION, scale.setups().get("memory"));
     }

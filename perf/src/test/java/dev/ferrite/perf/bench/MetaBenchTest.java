@@ -6,6 +6,8 @@ import java.util.function.Consumer;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -16,12 +18,13 @@ class MetaBenchTest {
     Path dir;
 
     private MetaBench.Target posix(String label) {
-        return new MetaBench.Target(label, files -> PosixMeta.in(dir));
+        return MetaStores.posix(dir, label, MetaApi.HANDLE);
     }
 
-    @Test
-    void everyPhaseOnEveryLayoutAndThreadCount() {
-        MetaBench bench = new MetaBench(List.of(posix("posix")), 3_000, List.of(1, 2),
+    @ParameterizedTest
+    @EnumSource(MetaApi.class)
+    void everyPhaseOnEveryLayoutAndThreadCount(MetaApi api) {
+        MetaBench bench = new MetaBench(List.of(MetaStores.posix(dir, "posix", api)), 3_000, List.of(1, 2),
                 List.of(MetaBench.Layout.PRIVATE, MetaBench.Layout.SHARED));
         List<Result> results = bench.run(Progress.NONE);
         assertEquals(2 * 2 * 3, results.size());
@@ -34,9 +37,10 @@ class MetaBenchTest {
         assertEquals(4, bench.notes().size());
     }
 
-    @Test
-    void ferriteVolume() {
-        MetaBench bench = new MetaBench(List.of(MetaStores.ferrite(dir, 64L << 20)), 1_000,
+    @ParameterizedTest
+    @EnumSource(MetaApi.class)
+    void ferriteVolume(MetaApi api) {
+        MetaBench bench = new MetaBench(List.of(MetaStores.ferrite(dir, 64L << 20, api)), 1_000,
                 List.of(1, 2), List.of(MetaBench.Layout.PRIVATE, MetaBench.Layout.SHARED));
         List<Result> results = bench.run(Progress.NONE);
         assertEquals(2 * 2 * 3, results.size());
@@ -47,7 +51,7 @@ class MetaBenchTest {
 
     @Test
     void aWalkThatMissesAnEntryFailsTheRun() {
-        MetaBench.Target lossy = new MetaBench.Target("lossy", files -> new Lossy(PosixMeta.in(dir)));
+        MetaBench.Target lossy = new MetaBench.Target("lossy", files -> new Lossy(PosixMeta.in(dir, MetaApi.HANDLE)));
         MetaBench bench = new MetaBench(List.of(lossy), 100, List.of(1), List.of(MetaBench.Layout.PRIVATE));
         IllegalStateException e = assertThrows(IllegalStateException.class, () -> bench.run(Progress.NONE));
         assertTrue(e.getMessage().matches("(?s).*the walk of d0 listed (\\d+) and stat'ed \\1 entries, expected .*"), e.getMessage());
