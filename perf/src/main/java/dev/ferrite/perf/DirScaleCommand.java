@@ -35,7 +35,7 @@ import picocli.CommandLine.Spec;
                 ""})
 final class DirScaleCommand implements Callable<Integer> {
     @Option(names = "--targets", paramLabel = "T", split = ",", defaultValue = "ferrite,memory",
-            description = "ferrite, posix, posix:DIR, memory, in run order (default: ${DEFAULT-VALUE})")
+            description = "ferrite, xfs, ext4, btrfs, posix, posix:DIR, memory, in run order (default: ${DEFAULT-VALUE})")
     List<String> targets;
 
     @Option(names = "--max", paramLabel = "N", defaultValue = "10000000",

@@ -33,17 +33,22 @@ import picocli.CommandLine.Spec;
                 "  walk     readdir every directory and stat every entry",
                 "  unlink   each thread removes its files; then sync",
                 "",
-                "Targets: ferrite (a volume on a file in --dir), posix (a directory in --dir),",
-                "posix:DIR (a directory in DIR, e.g. on an XFS or ext4 mount), memory (the",
-                "ceiling: a ConcurrentSkipListMap per directory, nothing durable). The table",
-                "gives the first target's rate over each other's. posix drops the kernel's caches",
-                "before the walk when run as root, else walks warm and says so.",
+                "Targets: ferrite (a volume on a file in --dir), xfs, ext4, btrfs (each made",
+                "for the run with mkfs's defaults and room for the files on a loop device over",
+                "an image in --dir, mounted privately, removed afterwards; needs root, losetup",
+                "and the mkfs), posix (a directory in --dir), posix:DIR (a directory in DIR),",
+                "memory (the ceiling: a ConcurrentSkipListMap per directory, nothing durable).",
+                "The table gives the first target's rate over each other's. The kernel file",
+                "systems drop their caches before the walk when run as root, else walk warm and",
+                "say so.",
                 "--api handle (the default) has every target open each directory once and",
                 "name files relative to it; --api path has every call name the full path.",
                 ""})
 final class MetaCommand implements Callable<Integer> {
-    @Option(names = "--targets", paramLabel = "T", split = ",", defaultValue = "ferrite,posix,memory",
-            description = "ferrite, posix, posix:DIR, memory, in run order (default: ${DEFAULT-VALUE})")
+    @Option(names = "--targets", paramLabel = "T", split = ",",
+            description = "ferrite, xfs, ext4, btrfs, posix, posix:DIR, memory, in run order (default: ferrite, "
+                    + "each of xfs, ext4 and btrfs this process can make, memory; without any of them posix:TMP, "
+                    + "a directory in java.io.tmpdir, in their place)")
     List<String> targets;
 
     @Option(names = "--files", paramLabel = "N", defaultValue = "1000000",
@@ -88,7 +93,8 @@ final class MetaCommand implements Callable<Integer> {
         Path base = runDir.resolve(spec);
         PrintWriter out = spec.commandLine().getOut();
         try (ScratchFile scratch = ScratchFile.directory(base, "ferrite-meta-")) {
-            List<MetaBench.Target> ts = MetaTargets.parse(spec, targets, scratch.path(), cache, calls);
+            List<MetaBench.Target> ts = MetaTargets.parse(spec, targets != null ? targets : MetaTargets.defaults(),
+                    scratch.path(), cache, calls);
             Storage storage = Storage.of(scratch.path());
             out.printf(Locale.ROOT, "dir:     %s (%s, temporary)%n", storage.path(), storage.describe());
             out.printf(Locale.ROOT, "files:   %,d; threads %s; layouts %s; api %s%n", files,

@@ -93,6 +93,14 @@ public final class LoopDevice implements AutoCloseable {
      * mounted on a fresh directory in {@code dir} (the file systems with their defaults, as mkfs makes them).
      */
     public static LoopDevice create(Path dir, long bytes, Kind kind) {
+        return create(dir, bytes, kind, List.of());
+    }
+
+    /**
+     * {@link #create(Path, long, Kind)} with {@code mkfsOptions} given to mkfs before the device (room for
+     * more inodes than its defaults make, say).
+     */
+    public static LoopDevice create(Path dir, long bytes, Kind kind, List<String> mkfsOptions) {
         if (LEFTOVERS_CHECKED.add(dir.toAbsolutePath().normalize())) {
             releaseLeftovers(dir);
         }
@@ -107,7 +115,10 @@ public final class LoopDevice implements AutoCloseable {
             Path mount = kind.mkfs == null ? null : Files.createTempDirectory(dir, MOUNT_PREFIX + PID + "-");
             made = new LoopDevice(image, device, mount);
             if (kind.mkfs != null) {
-                run(List.of(kind.mkfs, "-q", kind == Kind.EXT4 ? "-F" : "-f", device.toString()));
+                List<String> mkfs = new ArrayList<>(List.of(kind.mkfs, "-q", kind == Kind.EXT4 ? "-F" : "-f"));
+                mkfs.addAll(mkfsOptions);
+                mkfs.add(device.toString());
+                run(mkfs);
                 run("mount", device.toString(), mount.toString());
                 made.mounted = true;
             }

@@ -27,4 +27,12 @@ public final class MetaStores {
     public static MetaBench.Target memory(MetaApi api) {
         return new MetaBench.Target(api.targetLabel("memory"), files -> new MemoryMeta(api));
     }
+
+    /**
+     * A kernel file system of {@code kind} made for each run on a RAM-backed loop device ({@link LoopMeta}),
+     * its image and mount point in {@code base}, driven through {@code api}.
+     */
+    public static MetaBench.Target loop(LoopDevice.Kind kind, Path base, MetaApi api) {
+        return new MetaBench.Target(api.targetLabel(kind.label()), files -> LoopMeta.create(base, files, kind, api));
+    }
 }

@@ -18,6 +18,7 @@ import org.junit.jupiter.api.io.TempDir;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /** The sessions the metadata workloads drive: every store and API does the same work and fails alike. */
 class MetaSessionTest {
@@ -110,6 +111,51 @@ class MetaSessionTest {
                 assertEquals(expected, script(s), "memory " + api.label());
             }
         }
+    }
+
+    /**
+     * xfs, ext4 and btrfs made for the run on loop devices (those this process can make: root, losetup,
+     * the mkfs) do the same work as the host directory through either API, and leave nothing behind.
+     */
+    @Test
+    void kernelFileSystemsOnLoopDevicesDoTheSameWorkAndLeaveNothing() throws IOException {
+        List<String> expected;
+        try (MetaStore s = posix(MetaApi.PATH)) {
+            expected = script(s);
+        }
+        int ran = 0;
+        for (LoopDevice.Kind kind : List.of(LoopDevice.Kind.XFS, LoopDevice.Kind.EXT4, LoopDevice.Kind.BTRFS)) {
+            if (!LoopDevice.available(kind)) {
+                continue;
+            }
+            Path base = Files.createDirectory(dir.resolve("loop-" + kind.label()));
+            for (MetaApi api : MetaApi.values()) {
+                try (MetaStore s = LoopMeta.create(base, 2 * FILES, kind, api)) {
+                    assertTrue(s.describe().startsWith(kind.label() + " ("), s.describe());
+                    assertEquals(expected, script(s), kind.label() + " " + api.label());
+                }
+                try (Stream<Path> left = Files.list(base)) {
+                    assertEquals(List.of(), left.toList(), kind.label() + " left its image or mount point behind");
+                }
+                assertTrue(LoopDevice.run("losetup", "--list", "--noheadings", "--output", "BACK-FILE").lines()
+                        .noneMatch(l -> l.contains(base.toString())), kind.label() + " left its device attached");
+            }
+            ran++;
+        }
+        assumeTrue(ran > 0, "needs root, losetup and mkfs.xfs, mkfs.ext4 or mkfs.btrfs");
+    }
+
+    /** Room for the run's files: ext4 gets an inode for each (its default would run out), XFS half the device for inodes. */
+    @Test
+    void kernelFileSystemsAreMadeWithRoomForTheFiles() {
+        long files = 1_000_000;
+        assertTrue(LoopMeta.deviceBytes(files) >= FerriteMeta.deviceBytes(files));
+        assertTrue(LoopMeta.deviceBytes(files) >= files * 2048, "2 KiB a file at least");
+        List<String> ext4 = LoopMeta.mkfsOptions(LoopDevice.Kind.EXT4, files);
+        assertEquals("-N", ext4.get(0));
+        assertTrue(Long.parseLong(ext4.get(1)) > files, ext4.toString());
+        assertEquals(List.of("-i", "maxpct=50"), LoopMeta.mkfsOptions(LoopDevice.Kind.XFS, files));
+        assertEquals(List.of(), LoopMeta.mkfsOptions(LoopDevice.Kind.BTRFS, files));
     }
 
     /** The handle session's names land where the path session (java.nio) finds them, and the other way round. */
