@@ -26,6 +26,29 @@ class MainTest {
         return Main.commandLine().setOut(new PrintWriter(out)).setErr(new PrintWriter(err)).execute(args);
     }
 
+    /**
+     * The default suite runs each step through its own command, goes on past a step that fails, and ends
+     * with the summary and one results.json holding every step's results.
+     */
+    @Test
+    void theSuiteRunsEveryStepSummarizesAndWritesOneResultsFile(@TempDir Path dir) throws Exception {
+        picocli.CommandLine bench = Main.commandLine().setOut(new PrintWriter(out)).setErr(new PrintWriter(err))
+                .getSubcommands().get("bench");
+        List<BenchSuite.Step> steps = List.of(
+                new BenchSuite.Step("a failing step", List.of("dbench", "--seconds", "0")),
+                new BenchSuite.Step("the device", List.of("device", "--size", "16M", "--seconds", "0.05", "--no-fio")));
+        StringWriter printed = new StringWriter();
+        assertEquals(1, BenchSuite.run(bench, steps, dir.resolve("out"), new PrintWriter(printed)));
+        String text = printed.toString() + err;
+        assertTrue(text.contains("=== 2/2  the device: ./ferrite bench device --size 16M --seconds 0.05 --no-fio"), text);
+        assertTrue(text.contains("=== summary"), text);
+        assertTrue(text.contains("failed: dbench (exit 2)"), text);
+        Object json = JsonReader.parse(Files.readString(dir.resolve("out/results.json")));
+        List<?> results = (List<?>) JsonReader.at(json, "results");
+        assertEquals(5, results.size(), "the device workload's five phases: " + results);
+        assertEquals("device", JsonReader.at(json, "results", 0, "workload"));
+    }
+
     @Test
     void helpListsTheCommands() {
         assertEquals(0, run("--help"));

@@ -3,6 +3,7 @@ package dev.ferrite.perf.bench;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 
@@ -23,6 +24,30 @@ public final class ResultJson {
 
     public static void write(Path file, Machine machine, List<Result> results) throws IOException {
         Files.writeString(file, format(machine, results));
+    }
+
+    /** The results of a document {@link #format} wrote (a {@code null} figure reads as NaN). */
+    public static List<Result> read(String json) {
+        Object root = JsonReader.parse(json);
+        List<Result> out = new ArrayList<>();
+        if (!(JsonReader.at(root, "results") instanceof List<?> results)) {
+            throw new IllegalArgumentException("\"results\" in the JSON document is not a list");
+        }
+        for (int i = 0; i < results.size(); i++) {
+            out.add(new Result(text(root, i, "workload"), text(root, i, "phase"), text(root, i, "target"),
+                    (int) JsonReader.number(root, "results", i, "threads"), (long) JsonReader.number(root, "results", i, "n"),
+                    figure(root, i, "rate"), text(root, i, "unit"), figure(root, i, "p50_us"), figure(root, i, "p99_us"),
+                    figure(root, i, "max_us"), figure(root, i, "busy_cpus")));
+        }
+        return out;
+    }
+
+    private static String text(Object root, int i, String field) {
+        return JsonReader.at(root, "results", i, field) instanceof String s ? s : null;
+    }
+
+    private static double figure(Object root, int i, String field) {
+        return JsonReader.at(root, "results", i, field) == null ? Double.NaN : JsonReader.number(root, "results", i, field);
     }
 
     public static String format(Machine machine, List<Result> results) {

@@ -52,6 +52,11 @@ class ResultJsonTest {
         assertEquals(4120.0, (Double) r.get("max_us"), 1e-9);
         assertEquals(1.75, (Double) r.get("busy_cpus"), 1e-9);
         assertNull(((Map<?, ?>) rows.get(1)).get("max_us"), "a NaN is written as null");
+
+        List<Result> back = ResultJson.read(Files.readString(file));
+        assertEquals(new Result("device", "randwrite-qd32", "ferrite/io_uring", 1, 123_456, 98_765.432, "IOPS", 250.5, 598.25,
+                4120, 1.75), back.getFirst(), "read back, to the three decimals written");
+        assertEquals(results.get(1), back.get(1), "NaN read back from null");
     }
 
     @Test

@@ -1,0 +1,125 @@
+package dev.ferrite.perf;
+
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+
+import dev.ferrite.perf.bench.LoopDevice;
+import dev.ferrite.perf.bench.Machine;
+import dev.ferrite.perf.bench.Result;
+import dev.ferrite.perf.bench.ResultJson;
+import dev.ferrite.perf.bench.SuiteSummary;
+import picocli.CommandLine;
+
+/**
+ * {@code ./ferrite bench} without a workload: every workload in turn, each beside its baselines and run
+ * by its own command (so each prints its tables and configuration as when run alone), at sizes that
+ * take a few minutes on 2 cores, or with {@code --full} at the workloads' own defaults; then one summary
+ * table ({@link SuiteSummary}) and every result in one {@code results.json}.
+ */
+final class BenchSuite {
+    /** One workload's command line, as a user would type it after {@code ./ferrite bench}. */
+    record Step(String title, List<String> args) {
+        String command() {
+            return args.getFirst();
+        }
+    }
+
+    private BenchSuite() {
+    }
+
+    /**
+     * The steps: the quick sizes, or the workloads' defaults (1M files, a 10M-entry directory, 8 dbench
+     * clients ...) with {@code full}. {@code noFio} skips fio's baselines.
+     */
+    static List<Step> steps(boolean full, boolean noFio) {
+        String fs = LoopDevice.available(LoopDevice.Kind.XFS) ? "xfs" : "posix:" + System.getProperty("java.io.tmpdir");
+        List<Step> steps = new ArrayList<>();
+        steps.add(step("the device beside fio", noFio, full ? List.of("device") : List.of("device", "--size", "256M", "--seconds", "1")));
+        steps.add(step("the journal beside the device", false, full ? List.of("journal")
+                : List.of("journal", "--size", "256M", "--seconds", "1", "--threads", "1,8")));
+        steps.add(step("key-value beside RocksDB, LMDB and the ceiling", false, full ? List.of("kv")
+                : List.of("kv", "--keys", "200000", "--threads", "1,2", "--scan-seconds", "0.5")));
+        steps.add(step("metadata beside the kernel's file systems and the ceiling", false, full ? List.of("meta")
+                : List.of("meta", "--files", "50000", "--threads", "1,2")));
+        steps.add(step("16 threads in one directory (the contention case)", false,
+                List.of("meta", "--files", full ? "1000000" : "50000", "--threads", "1,16", "--layout", "shared",
+                        "--targets", "ferrite," + fs + ",memory")));
+        steps.add(step("one directory growing", false, List.of("dirscale", "--max", full ? "10000000" : "1000000",
+                "--targets", "ferrite," + fs + ",memory")));
+        steps.add(step("random overwrites through a file beside fio", noFio, full ? List.of("randwrite")
+                : List.of("randwrite", "--file-size", "256M", "--seconds", "1")));
+        steps.add(step("dbench beside the kernel's file systems", false, full ? List.of("dbench")
+                : List.of("dbench", "--clients", "1,2", "--seconds", "3", "--jit-warmup", "3")));
+        return steps;
+    }
+
+    private static Step step(String title, boolean noFio, List<String> args) {
+        List<String> a = new ArrayList<>(args);
+        if (noFio) {
+            a.add("--no-fio");
+        }
+        return new Step(title, List.copyOf(a));
+    }
+
+    /**
+     * Runs every step as {@code ./ferrite bench ...} with {@code bench}'s output, each writing its results to a file in
+     * {@code out}; a step that fails is reported and the suite goes on. Prints the summary and writes
+     * {@code out/results.json}; returns 0 if every step ran, else 1.
+     */
+    static int run(CommandLine bench, List<Step> steps, Path out, PrintWriter print) {
+        try {
+            Files.createDirectories(out);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot make " + out + ": " + e.getMessage(), e);
+        }
+        List<Result> all = new ArrayList<>();
+        List<String> failed = new ArrayList<>();
+        for (int i = 0; i < steps.size(); i++) {
+            Step s = steps.get(i);
+            print.printf(Locale.ROOT, "%n=== %d/%d  %s: ./ferrite bench %s%n%n", i + 1, steps.size(), s.title(), String.join(" ", s.args()));
+            print.flush();
+            Path json = out.resolve(String.format(Locale.ROOT, "%02d-%s.json", i + 1, s.command()));
+            List<String> args = new ArrayList<>(List.of("bench"));
+            args.addAll(s.args());
+            args.add("--json");
+            args.add(json.toString());
+            int code;
+            try { // a command line of its own, as if typed: nothing of one step's parse reaches the next
+                code = Main.commandLine().setOut(bench.getOut()).setErr(bench.getErr()).execute(args.toArray(String[]::new));
+            } catch (LinkageError e) { // a peer's library that cannot load here: that step fails, not the suite
+                print.println("ferrite: " + e);
+                code = 1;
+            }
+            try {
+                if (code == 0 && Files.exists(json)) {
+                    all.addAll(ResultJson.read(Files.readString(json)));
+                } else {
+                    failed.add(s.command() + " (exit " + code + ")");
+                }
+            } catch (IOException | RuntimeException e) {
+                failed.add(s.command() + " (" + e.getMessage() + ")");
+            }
+        }
+        print.printf(Locale.ROOT, "%n=== summary: Ferrite beside its best baseline and the memory ceiling; targets from DESIGN §8%n%n");
+        print.print(SuiteSummary.format(SuiteSummary.rows(all)));
+        if (!failed.isEmpty()) {
+            print.println("failed: " + String.join(", ", failed));
+        }
+        Path results = out.resolve("results.json");
+        try {
+            ResultJson.write(results, Machine.collect(null), all);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot write " + results + ": " + e.getMessage(), e);
+        }
+        print.println();
+        print.println("results: " + results.toAbsolutePath() + " (each workload's also in " + out.toAbsolutePath() + ")");
+        print.flush();
+        return failed.isEmpty() ? 0 : 1;
+    }
+}

@@ -1,0 +1,65 @@
+package dev.ferrite.perf.bench;
+
+import java.util.List;
+
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The default suite's summary: best baseline, ratios, CPU per operation and the design's targets. */
+class SuiteSummaryTest {
+    private static Result r(String workload, String phase, String target, int threads, double rate, String unit, double maxUs,
+                            double cpus) {
+        return new Result(workload, phase, target, threads, 1000, rate, unit, 1, 2, maxUs, cpus);
+    }
+
+    @Test
+    void ferriteIsSetBesideItsFastestBaselineAndTheCeiling() {
+        List<SuiteSummary.Row> rows = SuiteSummary.rows(List.of(
+                r("kv", "get", "ferrite", 1, 300, "ops/s", 10, 1.5),
+                r("kv", "get", "rocksdb", 1, 100, "ops/s", 10, 1.0),
+                r("kv", "get", "lmdb", 1, 200, "ops/s", 10, 1.0),
+                r("kv", "get", "memory", 1, 500, "ops/s", 10, 1.0),
+                r("kv", "get", "lmdb", 2, 900, "ops/s", 10, 1.0))); // no Ferrite at 2 threads: no row
+        assertEquals(1, rows.size());
+        SuiteSummary.Row row = rows.getFirst();
+        assertEquals("lmdb", row.best().target(), "the fastest baseline, not the ceiling");
+        assertEquals(1.5, row.ratio(), 1e-9);
+        assertEquals(0.6, row.ofMemory(), 1e-9);
+        assertEquals(5000, SuiteSummary.cpuMicros(row.ferrite()), 1e-9, "1.5 busy CPUs at 300 ops/s");
+        assertEquals(Boolean.TRUE, row.pass(), "ahead of every peer and within 2x of the ceiling");
+    }
+
+    @Test
+    void eachWorkloadIsJudgedByItsOwnTarget() {
+        List<Result> results = List.of(
+                r("journal", "forced-commit", "ferrite", 1, 89, "commits/s", 1, Double.NaN),
+                r("journal", "forced-commit", "device", 1, 100, "commits/s", 1, Double.NaN),
+                r("journal", "forced-commit", "ferrite", 8, 50, "commits/s", 1, Double.NaN),
+                r("journal", "forced-commit", "device", 8, 100, "commits/s", 1, Double.NaN),
+                r("meta", "create-shared", "ferrite", 1, 100, "ops/s", 1, 1),
+                r("meta", "create-shared", "ferrite", 16, 120, "ops/s", 1, 1),
+                r("meta", "walk-private", "ferrite", 2, 5_100_000, "ops/s", 1, 1),
+                r("meta", "walk-private", "memory", 2, 9_000_000, "ops/s", 1, 1),
+                r("randwrite", "randwrite-qd1", "ferrite", 1, 95, "IOPS", 1, Double.NaN),
+                r("randwrite", "randwrite-qd1", "xfs", 1, 90, "IOPS", 1, Double.NaN),
+                r("randwrite", "randwrite-qd1", "raw", 1, 100, "IOPS", 1, Double.NaN),
+                r("dbench", "dbench", "ferrite", 1, 120, "MB/s", 9_000, Double.NaN),
+                r("dbench", "dbench", "xfs", 1, 100, "MB/s", 2_000, Double.NaN),
+                r("dirscale", "create@10k", "ferrite", 1, 100, "ops/s", 1, 1),
+                r("dirscale", "create@100k", "ferrite", 1, 95, "ops/s", 1, 1),
+                r("dirscale", "create@1M", "ferrite", 1, 89, "ops/s", 1, 1),
+                r("device", "seq-write", "ferrite", 1, 100, "MB/s", 1, Double.NaN),
+                r("device", "seq-write", "fio", 1, 100, "MB/s", 1, Double.NaN));
+        List<SuiteSummary.Row> rows = SuiteSummary.rows(results);
+        assertEquals(List.of(false, true, true, true, true, false, false),
+                rows.stream().map(SuiteSummary.Row::pass).filter(p -> p != null).toList(),
+                SuiteSummary.format(rows));
+        assertNull(rows.get(1).target(), "group commit at 8 threads has no target of its own");
+        assertNull(rows.getLast().target(), "the device has none");
+        assertTrue(Double.isNaN(SuiteSummary.cpuMicros(rows.getLast().ferrite())), "no CPUs measured, and MB/s are no operations");
+        assertTrue(SuiteSummary.format(rows).endsWith("4 targets met, 3 short\n"), SuiteSummary.format(rows));
+    }
+}
