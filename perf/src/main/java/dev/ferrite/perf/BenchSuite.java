@@ -53,7 +53,7 @@ final class BenchSuite {
         steps.add(step("one directory growing", false, List.of("dirscale", "--max", full ? "10000000" : "1000000",
                 "--targets", "ferrite," + fs + ",memory")));
         steps.add(step("random overwrites through a file beside fio", noFio, full ? List.of("randwrite")
-                : List.of("randwrite", "--file-size", "256M", "--seconds", "1")));
+                : List.of("randwrite", "--file-size", "256M", "--seconds", "2")));
         steps.add(step("dbench beside the kernel's file systems", false, full ? List.of("dbench")
                 : List.of("dbench", "--clients", "1,2", "--seconds", "3", "--jit-warmup", "3")));
         return steps;
