@@ -19,10 +19,11 @@ import picocli.CommandLine.Spec;
                 "a few minutes on 2 cores (--full: the workloads' own defaults, much longer),",
                 "then a summary table of Ferrite beside its best baseline and the ceiling, with",
                 "the targets of the design and whether each is met; every result is written to",
-                "results.json in --out.",
+                "results.json in --out, with report.html (charts; 'bench report' remakes it).",
                 ""},
         subcommands = {DeviceCommand.class, JournalCommand.class, KvCommand.class, MetaCommand.class,
-                DirScaleCommand.class, RandWriteCommand.class, AppendsCommand.class, DbenchCommand.class})
+                DirScaleCommand.class, RandWriteCommand.class, AppendsCommand.class, DbenchCommand.class,
+                ReportCommand.class})
 final class BenchCommand implements Callable<Integer> {
     @Option(names = "--full", description = "the workloads at their own default sizes (1M files, a 10M-entry directory, 8 dbench clients, ...)")
     boolean full;

@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 
+import dev.ferrite.perf.bench.HtmlReport;
 import dev.ferrite.perf.bench.LoopDevice;
 import dev.ferrite.perf.bench.Machine;
 import dev.ferrite.perf.bench.Result;
@@ -112,13 +113,21 @@ final class BenchSuite {
             print.println("failed: " + String.join(", ", failed));
         }
         Path results = out.resolve("results.json");
+        Machine machine = Machine.collect(null);
         try {
-            ResultJson.write(results, Machine.collect(null), all);
+            ResultJson.write(results, machine, all);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write " + results + ": " + e.getMessage(), e);
         }
+        Path report = out.resolve("report.html");
+        try {
+            Files.writeString(report, HtmlReport.render("Ferrite benchmarks: the default suite", machine, all));
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot write " + report + ": " + e.getMessage(), e);
+        }
         print.println();
         print.println("results: " + results.toAbsolutePath() + " (each workload's also in " + out.toAbsolutePath() + ")");
+        print.println("report:  " + report.toAbsolutePath());
         print.flush();
         return failed.isEmpty() ? 0 : 1;
     }

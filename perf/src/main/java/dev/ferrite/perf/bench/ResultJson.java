@@ -42,6 +42,21 @@ public final class ResultJson {
         return out;
     }
 
+    /** The machine of a document {@link #format} wrote. */
+    public static Machine readMachine(String json) {
+        Object root = JsonReader.parse(json);
+        Object storage = JsonReader.at(root, "machine", "storage");
+        return new Machine(string(root, "hostname"), (int) JsonReader.number(root, "machine", "cpus"),
+                (long) JsonReader.number(root, "machine", "memory_bytes"), string(root, "kernel"), string(root, "cpu_model"),
+                string(root, "jdk"), string(root, "date"), storage == null ? null
+                : new Storage((String) JsonReader.at(storage, "path"), (String) JsonReader.at(storage, "filesystem"),
+                        (String) JsonReader.at(storage, "source")));
+    }
+
+    private static String string(Object root, String field) {
+        return JsonReader.at(root, "machine", field) instanceof String s ? s : null;
+    }
+
     private static String text(Object root, int i, String field) {
         return JsonReader.at(root, "results", i, field) instanceof String s ? s : null;
     }

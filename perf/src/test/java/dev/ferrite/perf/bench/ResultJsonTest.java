@@ -57,6 +57,7 @@ class ResultJsonTest {
         assertEquals(new Result("device", "randwrite-qd32", "ferrite/io_uring", 1, 123_456, 98_765.432, "IOPS", 250.5, 598.25,
                 4120, 1.75), back.getFirst(), "read back, to the three decimals written");
         assertEquals(results.get(1), back.get(1), "NaN read back from null");
+        assertEquals(machine, ResultJson.readMachine(Files.readString(file)));
     }
 
     @Test
