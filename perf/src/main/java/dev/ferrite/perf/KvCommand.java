@@ -106,6 +106,7 @@ final class KvCommand implements Callable<Integer> {
                 out.printf(Locale.ROOT, "%-8s %s%n", e.getKey().label() + ":", e.getValue());
             }
             RunDir.printTables(out, results, targets.stream().map(KvTarget::label).toList());
+            RunDir.printContention(out, bench.contention());
             json.write(out, machine, results);
         }
         out.flush();

@@ -110,6 +110,7 @@ final class MetaCommand implements Callable<Integer> {
             out.println();
             out.println("api:     " + calls.label() + ", on every target");
             RunDir.printTables(out, results, ts.stream().map(MetaBench.Target::label).toList());
+            RunDir.printContention(out, bench.contention());
             json.write(out, machine, results);
         }
         out.flush();

@@ -58,4 +58,16 @@ final class RunDir {
                     .filter(r -> r.target().equals(first) || r.target().equals(other)).toList(), other));
         }
     }
+
+    /** Ferrite's counters over each phase ({@link dev.ferrite.perf.bench.Contention}), after the tables. */
+    static void printContention(PrintWriter out, List<String> lines) {
+        if (lines.isEmpty()) {
+            return;
+        }
+        out.println();
+        out.println("where Ferrite's threads waited and what they paid, per phase:");
+        for (String l : lines) {
+            out.println("  " + l);
+        }
+    }
 }

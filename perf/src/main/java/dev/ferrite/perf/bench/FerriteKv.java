@@ -85,6 +85,11 @@ final class FerriteKv implements KvStore {
     }
 
     @Override
+    public Contention.Snapshot counters() {
+        return new Contention.Snapshot(store.journal.stats(), store.cache.stats());
+    }
+
+    @Override
     public String describe() {
         return description;
     }

@@ -101,6 +101,11 @@ final class FerriteMeta implements MetaStore {
     }
 
     @Override
+    public Contention.Snapshot counters() {
+        return new Contention.Snapshot(volume.journalStats(), volume.cacheStats());
+    }
+
+    @Override
     public String describe() {
         return "volume on " + file.path() + ", " + kind + ", " + KvBench.size(device.size()) + " (log "
                 + KvBench.size((long) options.logBlocks() * device.blockSize()) + "), "

@@ -63,6 +63,8 @@ public final class KvBench {
     private final long limitNanos;
     private final long scanNanos;
     private final Map<KvTarget, String> setups = new LinkedHashMap<>();
+    /** What Ferrite's threads waited on in each measured phase ({@link Contention}). */
+    private final List<String> contention = new ArrayList<>();
 
     /**
      * @param dir          where the stores' files go (a directory per store, deleted after it)
@@ -116,6 +118,11 @@ public final class KvBench {
             results.addAll(runTogether(keys, t, false, progress));
         }
         return results;
+    }
+
+    /** Ferrite's counters over each measured phase, a line each ({@link Contention}). */
+    public List<String> contention() {
+        return List.copyOf(contention);
     }
 
     /** How each target that ran was set up, in run order. */
@@ -383,6 +390,7 @@ public final class KvBench {
                 hs[i] = Result.newHistogram();
             }
             CpuMeter.Sample cpu = CpuMeter.sample();
+            Contention.Snapshot before = store.counters();
             Throwable failure = Workers.run(threads, "kv-" + target + "-" + phase, timer, p.done::total, p.stop, id -> {
                 try (KvStore.Session s = store.session()) {
                     worker.run(id, s, hs[id], p);
@@ -400,6 +408,9 @@ public final class KvBench {
             Histogram all = Result.newHistogram();
             for (Histogram h : hs) {
                 all.add(h);
+            }
+            if (before != null && !warmUp) {
+                contention.add(target + " " + shown + ": " + Contention.between(before, store.counters(), all.getTotalCount()));
             }
             return Result.of(WORKLOAD, phase, target, threads, all.getTotalCount() * 1e9 / elapsed, UNIT, all)
                     .withCpus(CpuMeter.busyCpusSince(cpu));

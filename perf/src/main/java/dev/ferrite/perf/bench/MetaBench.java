@@ -65,6 +65,8 @@ public final class MetaBench {
     private final List<Integer> threads;
     private final List<Layout> layouts;
     private final List<String> notes = new ArrayList<>();
+    /** What Ferrite's threads waited on in each measured phase ({@link Contention}). */
+    private final List<String> contention = new ArrayList<>();
 
     public MetaBench(List<Target> targets, long files, List<Integer> threads, List<Layout> layouts) {
         if (targets.isEmpty() || threads.isEmpty() || layouts.isEmpty()) {
@@ -115,6 +117,11 @@ public final class MetaBench {
     /** How each target was set up and how its caches were dropped, one line each, in run order. */
     public List<String> notes() {
         return List.copyOf(notes);
+    }
+
+    /** Ferrite's counters over each measured phase, a line each ({@link Contention}). */
+    public List<String> contention() {
+        return List.copyOf(contention);
     }
 
     private final class Run {
@@ -280,6 +287,7 @@ public final class MetaBench {
                 hs[i] = Result.newHistogram();
             }
             CpuMeter.Sample cpu = CpuMeter.sample();
+            Contention.Snapshot before = store.counters();
             Throwable failure = Workers.run(threads, "meta-" + target + "-" + phase, timer, p.done::total, new AtomicBoolean(),
                     id -> {
                         try (MetaStore.Session s = store.session()) {
@@ -301,6 +309,9 @@ public final class MetaBench {
             }
             if (phase.equals(WALK) && layout == Layout.SHARED && threads > 1) {
                 verifyWalk(dir(0), p.listed, all.getTotalCount(), files);
+            }
+            if (before != null && !warmUp) {
+                contention.add(target + " " + shown + ": " + Contention.between(before, store.counters(), all.getTotalCount()));
             }
             return Result.of(WORKLOAD, phase + "-" + layout.label(), target, threads,
                     all.getTotalCount() * 1e9 / elapsed, UNIT, all).withCpus(CpuMeter.busyCpusSince(cpu));

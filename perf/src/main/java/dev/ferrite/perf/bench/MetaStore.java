@@ -26,6 +26,11 @@ interface MetaStore extends AutoCloseable {
     /** Checks the store's own invariants with nothing running (untimed); throws if they are broken. */
     void check();
 
+    /** Ferrite's counters now ({@link Contention}), null for a store that has none. */
+    default Contention.Snapshot counters() {
+        return null;
+    }
+
     @Override
     void close();
 

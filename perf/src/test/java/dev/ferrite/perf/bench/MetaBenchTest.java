@@ -35,6 +35,7 @@ class MetaBenchTest {
         assertEquals(List.of("create-private", "walk-private", "unlink-private"),
                 results.subList(0, 3).stream().map(Result::phase).toList());
         assertEquals(4, bench.notes().size());
+        assertEquals(List.of(), bench.contention(), "no counters for a kernel file system");
     }
 
     @ParameterizedTest
@@ -47,6 +48,10 @@ class MetaBenchTest {
         assertTrue(results.stream().allMatch(r -> r.n() == 1_000), results.toString());
         assertTrue(bench.notes().stream().anyMatch(n -> n.startsWith("ferrite") && n.contains("closed and opened again")),
                 bench.notes().toString());
+        List<String> contention = bench.contention();
+        assertEquals(results.size(), contention.size(), "a contention line per measured phase: " + contention);
+        assertTrue(contention.getFirst().startsWith(api.targetLabel("ferrite") + " create private: log ") && contention.getFirst().contains(" B/op"),
+                contention.getFirst());
     }
 
     @Test
