@@ -7,6 +7,7 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.ScopeType;
 import picocli.CommandLine.Spec;
 
 @Command(name = "bench",
@@ -34,6 +35,10 @@ final class BenchCommand implements Callable<Integer> {
 
     @Mixin
     FioOption fioOption;
+
+    @Option(names = "--jfr", paramLabel = "FILE", scope = ScopeType.INHERIT,
+            description = "also record the run with JDK Flight Recorder (its profile settings) into FILE, for JDK Mission Control")
+    Path jfr;
 
     @Mixin
     HelpOption help;

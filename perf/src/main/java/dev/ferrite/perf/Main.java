@@ -38,6 +38,7 @@ public final class Main implements Callable<Integer> {
     /** The configured command line; tests redirect its output with {@code setOut}/{@code setErr}. */
     public static CommandLine commandLine() {
         CommandLine cl = new CommandLine(new Main())
+                .setExecutionStrategy(Main::execute)
                 .setCaseInsensitiveEnumValuesAllowed(true)
                 .setParameterExceptionHandler(Main::usageError)
                 .setExecutionExceptionHandler((e, failed, parsed) -> failure(e, failed.getErr(), parsed));
@@ -48,6 +49,32 @@ public final class Main implements Callable<Integer> {
     @Override
     public Integer call() {
         throw new ParameterException(spec.commandLine(), "a command is required: bench, jmh, format, check or dump");
+    }
+
+    /**
+     * Runs the command given; with {@code --jfr FILE} (any bench command) inside a JDK Flight Recording
+     * of the "profile" settings, written to FILE when the command ends, for JDK Mission Control.
+     */
+    private static int execute(ParseResult parsed) {
+        java.nio.file.Path jfr = null;
+        for (ParseResult p = parsed; p != null; p = p.subcommand()) {
+            if (p.hasMatchedOption("--jfr")) {
+                jfr = p.matchedOptionValue("--jfr", null);
+            }
+        }
+        if (jfr == null) {
+            return new CommandLine.RunLast().execute(parsed);
+        }
+        try (jdk.jfr.Recording recording = new jdk.jfr.Recording(jdk.jfr.Configuration.getConfiguration("profile"))) {
+            recording.setDestination(jfr);
+            recording.start();
+            int code = new CommandLine.RunLast().execute(parsed);
+            recording.stop();
+            parsed.commandSpec().commandLine().getOut().println("recording: " + jfr.toAbsolutePath());
+            return code;
+        } catch (java.io.IOException | java.text.ParseException e) {
+            throw new CommandLine.ExecutionException(parsed.commandSpec().commandLine(), "--jfr " + jfr + ": " + e.getMessage(), e);
+        }
     }
 
     private static int usageError(ParameterException e, String[] args) {

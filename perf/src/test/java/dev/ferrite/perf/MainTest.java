@@ -65,6 +65,16 @@ class MainTest {
         assertEquals(2, run("bench", "report", dir.resolve("missing.json").toString()));
     }
 
+    /** --jfr records the run for JDK Mission Control, whatever bench command it is given to. */
+    @Test
+    void jfrRecordsTheRun(@TempDir Path dir) throws Exception {
+        Path jfr = dir.resolve("run.jfr");
+        assertEquals(0, run("bench", "device", "--size", "16M", "--seconds", "0.05", "--no-fio", "--jfr", jfr.toString()));
+        assertTrue(out.toString().contains("recording: " + jfr.toAbsolutePath()), out.toString());
+        assertTrue(jdk.jfr.consumer.RecordingFile.readAllEvents(jfr).stream()
+                .anyMatch(e -> e.getEventType().getName().equals("jdk.JVMInformation")), "not a recording of this JVM: " + jfr);
+    }
+
     @Test
     void helpListsTheCommands() {
         assertEquals(0, run("--help"));
