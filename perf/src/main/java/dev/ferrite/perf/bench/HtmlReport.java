@@ -111,7 +111,7 @@ public final class HtmlReport {
         svg(sb, height, "latency percentiles");
         text(sb, 0, 12, "latency µs, log scale: p50 (dark), p99, max (light)", "start", 11);
         double top = Math.log10(Math.max(10, timed.stream().mapToDouble(Result::maxUs).max().orElse(10)));
-        int span = WIDTH - LABEL - 70;
+        int span = WIDTH - LABEL - 140;
         int y = 24;
         for (Result r : timed) {
             text(sb, LABEL - 6, y + BAR - 4, r.phase() + " x" + r.threads() + " " + r.target(), "end", 10);
