@@ -55,9 +55,9 @@ class MainTest {
         dev.ferrite.perf.bench.Machine machine = dev.ferrite.perf.bench.Machine.collect(null);
         Path before = dir.resolve("before.json"), after = dir.resolve("after.json");
         dev.ferrite.perf.bench.ResultJson.write(before, machine, List.of(
-                new dev.ferrite.perf.bench.Result("kv", "get", "ferrite", 1, 10, 100, "ops/s", 1, 2, 3, 1)));
+                new dev.ferrite.perf.bench.Result("kv", "get", "ferrite", 1, 10, 100, "ops/s", 1, 2, 2.5, 3, 1)));
         dev.ferrite.perf.bench.ResultJson.write(after, machine, List.of(
-                new dev.ferrite.perf.bench.Result("kv", "get", "ferrite", 1, 10, 150, "ops/s", 1, 2, 3, 1)));
+                new dev.ferrite.perf.bench.Result("kv", "get", "ferrite", 1, 10, 150, "ops/s", 1, 2, 2.5, 3, 1)));
         Path page = dir.resolve("page.html");
         assertEquals(0, run("bench", "report", before.toString(), after.toString(), "--out", page.toString()));
         assertTrue(out.toString().lines().anyMatch(l -> l.startsWith("kv") && l.endsWith("1.50")), out.toString());

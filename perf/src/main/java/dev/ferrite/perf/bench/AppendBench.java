@@ -229,7 +229,7 @@ public final class AppendBench {
         }
         extentsNote(t, extents);
         return new Result(WORKLOAD, phase(), t.label(), writers, s.n(), s.bytesPerSecond() / 1e6, UNIT, s.p50Us(), s.p99Us(),
-                s.maxUs(), Double.NaN).withCpus(cpus);
+                s.p999Us(), s.maxUs(), Double.NaN).withCpus(cpus);
     }
 
     /** The extents {@code filefrag} (FIEMAP) finds in {@code file}. */

@@ -53,6 +53,6 @@ public record DbenchResult(String target, int clients, double mbPerSec, double m
     /** The row the shared table and JSON take: throughput in MB/s, the largest latency as max. */
     public Result toResult() {
         return new Result(WORKLOAD, WORKLOAD, target, clients, totalOps(), mbPerSec, "MB/s", Double.NaN, Double.NaN,
-                maxLatencyMs * 1e3, cpus);
+                Double.NaN, maxLatencyMs * 1e3, cpus);
     }
 }

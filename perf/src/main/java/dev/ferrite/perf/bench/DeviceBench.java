@@ -229,7 +229,7 @@ public final class DeviceBench {
         Fio.Report report = fio.run(phase, args, seconds, progress);
         Fio.Stats s = section.equals(SYNC) ? report.sync() : report.io(section);
         double rate = unit.equals(MB_PER_S) ? s.bytesPerSecond() / 1e6 : s.iops();
-        results.add(new Result(WORKLOAD, phase, FIO, 1, s.n(), rate, unit, s.p50Us(), s.p99Us(), s.maxUs(), Double.NaN));
+        results.add(new Result(WORKLOAD, phase, FIO, 1, s.n(), rate, unit, s.p50Us(), s.p99Us(), s.p999Us(), s.maxUs(), Double.NaN));
     }
 
     private long nanos() {

@@ -91,7 +91,7 @@ public final class Fio {
             }
             cmd.add("--runtime=" + Math.max(1, Math.round(seconds * 1000)) + "ms");
             cmd.add("--lat_percentiles=1");
-            cmd.add("--percentile_list=50:99");
+            cmd.add("--percentile_list=50:99:99.9");
             cmd.add("--output-format=json");
             cmd.add("--output=" + out.path());
             Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.path().toFile()).start();
@@ -149,7 +149,7 @@ public final class Fio {
     }
 
     /** Figures from one section of a job's report, latencies in microseconds. */
-    public record Stats(long n, double iops, double bytesPerSecond, double p50Us, double p99Us, double maxUs) {
+    public record Stats(long n, double iops, double bytesPerSecond, double p50Us, double p99Us, double p999Us, double maxUs) {
     }
 
     /** The report of a single-job run. */
@@ -182,7 +182,7 @@ public final class Fio {
                 throw new FerriteException("fio did no " + direction + "s in job " + JsonReader.at(job, "jobname"));
             }
             return new Stats(n, JsonReader.number(job, direction, "iops"), JsonReader.number(job, direction, "bw_bytes"),
-                    percentile(direction, "50"), percentile(direction, "99"),
+                    percentile(direction, "50"), percentile(direction, "99"), percentile(direction, "99.9"),
                     JsonReader.number(job, direction, "lat_ns", "max") / 1e3);
         }
 
@@ -193,13 +193,16 @@ public final class Fio {
             if (n == 0 || seconds <= 0) {
                 throw new FerriteException("fio did no syncs in job " + JsonReader.at(job, "jobname"));
             }
-            return new Stats(n, n / seconds, 0, percentile("sync", "50"), percentile("sync", "99"),
+            return new Stats(n, n / seconds, 0, percentile("sync", "50"), percentile("sync", "99"), percentile("sync", "99.9"),
                     JsonReader.number(job, "sync", "lat_ns", "max") / 1e3);
         }
 
+        /** A latency percentile in µs; NaN if the report has none for {@code p} (one made with another percentile list). */
         private double percentile(String section, String p) {
             // fio prints percentile keys with printf("%f").
-            return JsonReader.number(job, section, "lat_ns", "percentile", p + ".000000") / 1e3;
+            String key = String.format(java.util.Locale.ROOT, "%f", Double.parseDouble(p));
+            return JsonReader.at(job, section, "lat_ns", "percentile") instanceof java.util.Map<?, ?> m && m.containsKey(key)
+                    ? JsonReader.number(job, section, "lat_ns", "percentile", key) / 1e3 : Double.NaN;
         }
     }
 }

@@ -11,7 +11,7 @@ import java.util.Set;
 /**
  * A benchmark run as one self-contained HTML page: per workload, a chart of the rate of every target at
  * every phase and thread count (for {@code dirscale}, the rate against the directory's size), a chart of
- * the latency percentiles (p50, p99, max, on a log scale), and the numbers in a table; with a summary
+ * the latency percentiles (p50, p99, p99.9, max, on a log scale), and the numbers in a table; with a summary
  * of Ferrite beside its best baseline on top ({@link SuiteSummary}). Inline SVG, no script, no external
  * font or style: it opens anywhere, and is well-formed XML (XHTML) so that a test can parse it.
  */
@@ -109,15 +109,15 @@ public final class HtmlReport {
         List<String> targets = targets(results);
         int height = 40 + timed.size() * BAR;
         svg(sb, height, "latency percentiles");
-        text(sb, 0, 12, "latency µs, log scale: p50 (dark), p99, max (light)", "start", 11);
+        text(sb, 0, 12, "latency µs, log scale: p50 (dark), p99, p99.9, max (light)", "start", 11);
         double top = Math.log10(Math.max(10, timed.stream().mapToDouble(Result::maxUs).max().orElse(10)));
         int span = WIDTH - LABEL - 140;
         int y = 24;
         for (Result r : timed) {
             text(sb, LABEL - 6, y + BAR - 4, r.phase() + " x" + r.threads() + " " + r.target(), "end", 10);
             String c = color(targets, r.target());
-            double[] values = {r.maxUs(), r.p99Us(), r.p50Us()};
-            double[] opacity = {0.3, 0.6, 1.0};
+            double[] values = {r.maxUs(), r.p999Us(), r.p99Us(), r.p50Us()};
+            double[] opacity = {0.2, 0.4, 0.65, 1.0};
             for (int k = 0; k < values.length; k++) {
                 if (Double.isFinite(values[k]) && values[k] > 0) {
                     int w = (int) Math.max(1, Math.round(span * Math.max(0, Math.log10(Math.max(1, values[k]))) / top));
@@ -125,8 +125,8 @@ public final class HtmlReport {
                             LABEL, y, w, BAR - 2, c, opacity[k]));
                 }
             }
-            text(sb, LABEL + span + 4, y + BAR - 4, String.format(Locale.ROOT, "%s / %s / %s", micros(r.p50Us()), micros(r.p99Us()),
-                    micros(r.maxUs())), "start", 9);
+            text(sb, LABEL + span + 4, y + BAR - 4, String.format(Locale.ROOT, "%s / %s / %s / %s", micros(r.p50Us()), micros(r.p99Us()),
+                    micros(r.p999Us()), micros(r.maxUs())), "start", 9);
             y += BAR;
         }
         sb.append("</svg>\n");
@@ -169,12 +169,13 @@ public final class HtmlReport {
     }
 
     private static void table(StringBuilder sb, List<Result> results) {
-        sb.append("<table><tr><th>phase</th><th>threads</th><th>target</th><th>rate</th><th>p50 µs</th><th>p99 µs</th>")
+        sb.append("<table><tr><th>phase</th><th>threads</th><th>target</th><th>rate</th><th>p50 µs</th><th>p99 µs</th><th>p99.9 µs</th>")
                 .append("<th>max µs</th><th>busy CPUs</th></tr>\n");
         for (Result r : results) {
             sb.append("<tr><td>").append(esc(r.phase())).append("</td><td>").append(r.threads()).append("</td><td>")
                     .append(esc(r.target())).append("</td><td>").append(rate(r)).append("</td><td>").append(micros(r.p50Us()))
-                    .append("</td><td>").append(micros(r.p99Us())).append("</td><td>").append(micros(r.maxUs())).append("</td><td>")
+                    .append("</td><td>").append(micros(r.p99Us())).append("</td><td>").append(micros(r.p999Us()))
+                    .append("</td><td>").append(micros(r.maxUs())).append("</td><td>")
                     .append(number(r.cpus())).append("</td></tr>\n");
         }
         sb.append("</table>\n");

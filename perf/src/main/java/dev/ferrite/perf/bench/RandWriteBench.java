@@ -305,7 +305,7 @@ public final class RandWriteBench {
         Fio.Report report = unwritten ? fio.runOnePass(phase + "-" + t.label(), args, seconds, progress)
                 : fio.run(phase + "-" + t.label(), args, seconds, progress);
         Fio.Stats s = report.io("write");
-        return new Result(WORKLOAD, phase, t.label(), threads, s.n(), s.iops(), UNIT, s.p50Us(), s.p99Us(), s.maxUs(), Double.NaN)
+        return new Result(WORKLOAD, phase, t.label(), threads, s.n(), s.iops(), UNIT, s.p50Us(), s.p99Us(), s.p999Us(), s.maxUs(), Double.NaN)
                 .withCpus(CpuMeter.busyCpusSince(cpu));
     }
 

@@ -15,24 +15,26 @@ import org.HdrHistogram.Histogram;
  * @param unit     {@code IOPS}, {@code MB/s} (10^6 bytes), {@code ops/s}, ...
  * @param p50Us    median latency of one operation in microseconds
  * @param p99Us    99th percentile latency in microseconds
+ * @param p999Us   99.9th percentile latency in microseconds (NaN where the tool does not say)
  * @param maxUs    largest latency in microseconds
  * @param cpus     CPUs the whole machine kept busy on average during the phase ({@link CpuMeter}), NaN if
  *                 not measured
  */
 public record Result(String workload, String phase, String target, int threads, long n, double rate, String unit,
-                     double p50Us, double p99Us, double maxUs, double cpus) {
+                     double p50Us, double p99Us, double p999Us, double maxUs, double cpus) {
 
     /** A result whose latencies come from a histogram of nanosecond samples. */
     public static Result of(String workload, String phase, String target, int threads, double rate, String unit,
                             Histogram nanos) {
         return new Result(workload, phase, target, threads, nanos.getTotalCount(), rate, unit,
-                nanos.getValueAtPercentile(50) / 1e3, nanos.getValueAtPercentile(99) / 1e3, nanos.getMaxValue() / 1e3,
+                nanos.getValueAtPercentile(50) / 1e3, nanos.getValueAtPercentile(99) / 1e3,
+                nanos.getValueAtPercentile(99.9) / 1e3, nanos.getMaxValue() / 1e3,
                 Double.NaN);
     }
 
     /** This result with the machine's busy CPUs over its phase. */
     public Result withCpus(double busyCpus) {
-        return new Result(workload, phase, target, threads, n, rate, unit, p50Us, p99Us, maxUs, busyCpus);
+        return new Result(workload, phase, target, threads, n, rate, unit, p50Us, p99Us, p999Us, maxUs, busyCpus);
     }
 
     /** A histogram for nanosecond latencies: 3 significant digits, grows past a minute rather than failing. */

@@ -12,7 +12,7 @@ import java.util.Locale;
  * <pre>{@code
  * {"machine": {"hostname", "cpus", "memory_bytes", "kernel", "cpu_model", "jdk", "date",
  *              "storage": {"path", "filesystem", "source"} | null},
- *  "results": [{"workload", "phase", "target", "threads", "n", "rate", "unit", "p50_us", "p99_us", "max_us",
+ *  "results": [{"workload", "phase", "target", "threads", "n", "rate", "unit", "p50_us", "p99_us", "p999_us", "max_us",
  *               "busy_cpus"}, ...]}
  * }</pre>
  * One result per line so that runs diff well. Rates and latencies keep three decimals; a value that is
@@ -37,7 +37,7 @@ public final class ResultJson {
             out.add(new Result(text(root, i, "workload"), text(root, i, "phase"), text(root, i, "target"),
                     (int) JsonReader.number(root, "results", i, "threads"), (long) JsonReader.number(root, "results", i, "n"),
                     figure(root, i, "rate"), text(root, i, "unit"), figure(root, i, "p50_us"), figure(root, i, "p99_us"),
-                    figure(root, i, "max_us"), figure(root, i, "busy_cpus")));
+                    optional(root, i, "p999_us"), figure(root, i, "max_us"), figure(root, i, "busy_cpus")));
         }
         return out;
     }
@@ -59,6 +59,11 @@ public final class ResultJson {
 
     private static String text(Object root, int i, String field) {
         return JsonReader.at(root, "results", i, field) instanceof String s ? s : null;
+    }
+
+    /** A figure files written before it existed lack: NaN there. */
+    private static double optional(Object root, int i, String field) {
+        return JsonReader.at(root, "results", i) instanceof java.util.Map<?, ?> m && m.containsKey(field) ? figure(root, i, field) : Double.NaN;
     }
 
     private static double figure(Object root, int i, String field) {
@@ -97,6 +102,7 @@ public final class ResultJson {
             field(sb, "unit", r.unit()).append(", ");
             field(sb, "p50_us", r.p50Us()).append(", ");
             field(sb, "p99_us", r.p99Us()).append(", ");
+            field(sb, "p999_us", r.p999Us()).append(", ");
             field(sb, "max_us", r.maxUs()).append(", ");
             field(sb, "busy_cpus", r.cpus()).append('}');
         }

@@ -11,8 +11,8 @@ import java.util.Objects;
  * ratio of the two rates and both latency summaries; and, where measured, the CPUs the machine kept
  * busy during each. Without baseline results the comparison columns are left out.
  * <pre>
- * phase          target            rate            fio rate      vs fio  p50 / p99 / max µs     fio p50 / p99 / max µs
- * randwrite-qd32 ferrite/io_uring  118,003 IOPS    125,412 IOPS    0.94  250 / 598 / 4,120      244 / 570 / 3,900
+ * phase          target            rate            fio rate      vs fio  p50 / p99 / p99.9 / max µs  fio p50 / p99 / p99.9 / max µs
+ * randwrite-qd32 ferrite/io_uring  118,003 IOPS    125,412 IOPS    0.94  250 / 598 / 1,210 / 4,120   244 / 570 / 1,020 / 3,900
  * </pre>
  */
 public final class ResultTable {
@@ -34,9 +34,9 @@ public final class ResultTable {
             }
             head.add("vs " + baseline);
         }
-        head.add("p50 / p99 / max µs");
+        head.add("p50 / p99 / p99.9 / max µs");
         if (compare) {
-            head.add(baseline + " p50 / p99 / max µs");
+            head.add(baseline + " p50 / p99 / p99.9 / max µs");
         }
         rows.add(head.toArray(String[]::new));
         for (Result r : results) {
@@ -108,7 +108,7 @@ public final class ResultTable {
     }
 
     private static String latencies(Result r) {
-        return number(r.p50Us()) + " / " + number(r.p99Us()) + " / " + number(r.maxUs());
+        return number(r.p50Us()) + " / " + number(r.p99Us()) + " / " + number(r.p999Us()) + " / " + number(r.maxUs());
     }
 
     /** Three significant digits or more: 12.3, 456, 7,890. */

@@ -33,7 +33,7 @@ class DbenchBinaryTest {
         assertEquals(List.of("[4411] open /mnt/x/clients/client2/~dmtmp/WORD/A.DOC failed for handle 10231 (No such file or directory)",
                 "[4412] read failed on handle 10231 (Bad file descriptor)"), r.mismatchSamples());
         Result row = r.toResult();
-        assertEquals(new Result("dbench", "dbench", "xfs", 3, 173433, 463.25, "MB/s", Double.NaN, Double.NaN, 11875, 1.5), row);
+        assertEquals(new Result("dbench", "dbench", "xfs", 3, 173433, 463.25, "MB/s", Double.NaN, Double.NaN, Double.NaN, 11875, 1.5), row);
     }
 
     @Test

@@ -12,7 +12,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class SuiteSummaryTest {
     private static Result r(String workload, String phase, String target, int threads, double rate, String unit, double maxUs,
                             double cpus) {
-        return new Result(workload, phase, target, threads, 1000, rate, unit, 1, 2, maxUs, cpus);
+        return new Result(workload, phase, target, threads, 1000, rate, unit, 1, 2, 3, maxUs, cpus);
     }
 
     @Test
