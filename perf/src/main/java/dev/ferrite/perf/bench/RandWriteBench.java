@@ -145,7 +145,8 @@ public final class RandWriteBench {
                         + (unwritten ? " fallocate=native, one pass" : " norandommap");
                 configurations.add(switch (t) {
                     case FERRITE -> String.format(Locale.ROOT, "%-7s volume with VolumeOptions.defaults() on the raw loop device"
-                            + " (O_DIRECT); Namespace.write of %d-byte native aligned buffers (the direct path), no fsync", t.label(), blockSize);
+                            + " (O_DIRECT); Namespace.write of %d-byte native aligned buffers (the direct path), no fsync;"
+                            + " the same writes untimed for up to 1 s first (the JIT)", t.label(), blockSize);
                     case RAW -> String.format(Locale.ROOT, "%-7s the loop device itself; %s, no fsync", t.label(), job);
                     default -> String.format(Locale.ROOT, "%-7s %s defaults, mounted %s; %s, no fsync", t.label(), t.deviceKind().mkfs,
                             loop.mountOptions(), job);
@@ -192,12 +193,13 @@ public final class RandWriteBench {
             try (Volume v = Volume.open(dev, options); Arena arena = Arena.ofShared()) {
                 Namespace ns = v.namespace();
                 try (Handle root = ns.openRoot()) {
+                    warmUp(ns, root, arena, progress);
                     for (int qd : queueDepths) {
                         try (Handle file = ns.create(root, "bench-qd" + qd, 0644, true)) {
                             if (unwritten) {
                                 ns.fallocate(file, 0, 0, fileSize);
                             } else {
-                                fillFerriteFile(ns, file, arena, progress);
+                                fillFerriteFile(ns, file, fileSize, arena, progress);
                             }
                             ns.fsync(file);
                             results.add(ferritePhase(ns, file, qd, arena, progress));
@@ -209,10 +211,34 @@ public final class RandWriteBench {
         }
     }
 
-    private void fillFerriteFile(Namespace ns, Handle file, Arena arena, Progress progress) {
+    /**
+     * Untimed, before Ferrite's first phase: the phases' own writes (overwrites, or first writes into
+     * fallocated space) into a file of up to 64 MiB for up to a second, so that no phase, however short,
+     * pays for the JIT compiling the write path; fio is native code.
+     */
+    private void warmUp(Namespace ns, Handle root, Arena arena, Progress progress) {
+        long bytes = Math.min(fileSize, 64L << 20), blocks = bytes / blockSize;
+        try (Handle f = ns.create(root, "warm-up", 0644, true)) {
+            if (unwritten) {
+                ns.fallocate(f, 0, 0, bytes);
+            } else {
+                fillFerriteFile(ns, f, bytes, arena, progress);
+            }
+            MemorySegment buf = fillRandom(arena.allocate(blockSize, BlockDevice.BUFFER_ALIGNMENT), new SplittableRandom(SEED));
+            SplittableRandom random = new SplittableRandom(SEED);
+            long stride = coprimeStride(blocks);
+            long end = System.nanoTime() + Math.min(TimeUnit.SECONDS.toNanos(1), Math.round(seconds * 1e9));
+            for (long i = 0; System.nanoTime() - end < 0 && (!unwritten || i < blocks); i++) {
+                ns.write(f, (unwritten ? Math.floorMod(i * stride, blocks) : random.nextLong(blocks)) * blockSize, buf);
+            }
+        }
+        ns.unlink(root, "warm-up");
+    }
+
+    private void fillFerriteFile(Namespace ns, Handle file, long bytes, Arena arena, Progress progress) {
         MemorySegment chunk = arena.allocate(FILL_CHUNK, BlockDevice.BUFFER_ALIGNMENT);
         fillRandom(chunk, new SplittableRandom(SEED));
-        for (long off = 0; off < fileSize; off += FILL_CHUNK) {
+        for (long off = 0; off < bytes; off += FILL_CHUNK) {
             ns.write(file, off, chunk);
             progress.update("fill", Target.FERRITE.label(), off / FILL_CHUNK, -1);
         }
