@@ -471,7 +471,7 @@ final class BufferedIo implements PageCache.Writer {
                 i.lock.unlock();
             }
             if (!open) {
-                files.trimSpeculative(i);
+                files.mapping.trimSpeculative(i);
             }
         } finally {
             l.unlock();

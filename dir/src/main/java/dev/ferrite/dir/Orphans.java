@@ -163,7 +163,7 @@ final class Orphans {
         Handle h = new Handle(this, i, flags);
         if (trim) {
             try {
-                files.trimSpeculative(i);
+                files.mapping.trimSpeculative(i);
             } catch (RuntimeException e) {
                 try {
                     h.close();
@@ -176,7 +176,7 @@ final class Orphans {
         return h;
     }
 
-    /** A regular file with blocks past its end for {@link FileData#trimSpeculative} to free. */
+    /** A regular file with blocks past its end for {@link FileMapping#trimSpeculative} to free. */
     private static boolean speculative(int mode, int flags) {
         return (mode & InodeFormat.S_IFMT) == InodeFormat.S_IFREG
                 && (flags & (InodeFormat.FLAG_SPECULATIVE | InodeFormat.FLAG_PREALLOC)) == InodeFormat.FLAG_SPECULATIVE;
@@ -228,7 +228,7 @@ final class Orphans {
                         throw e;
                     }
                     if (last == 2) {
-                        files.trimSpeculative(i);
+                        files.mapping.trimSpeculative(i);
                     }
                 }
                 files.buffered.takeError(i);
