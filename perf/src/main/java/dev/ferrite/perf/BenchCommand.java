@@ -7,6 +7,7 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.ScopeType;
 import picocli.CommandLine.Spec;
 
@@ -29,6 +30,14 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--full", description = "the workloads at their own default sizes (1M files, a 10M-entry directory, 8 dbench clients, ...)")
     boolean full;
 
+    @Option(names = "--device", paramLabel = "PATH",
+            description = "run the steps that measure the device itself (device, journal) on this file or block device;"
+                    + " its contents are destroyed, so --yes-destroy-data must be given too")
+    Path device;
+
+    @Option(names = "--yes-destroy-data", description = "confirm that --device's contents may be destroyed")
+    boolean destroy;
+
     @Option(names = "--out", paramLabel = "DIR", defaultValue = "bench-results",
             description = "where results.json and each workload's results go (default: ${DEFAULT-VALUE})")
     Path out;
@@ -48,6 +57,10 @@ final class BenchCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        return BenchSuite.run(spec.commandLine(), BenchSuite.steps(full, fioOption.noFio), out, spec.commandLine().getOut());
+        if (device != null && !destroy) {
+            throw new ParameterException(spec.commandLine(), "--device " + device + " is overwritten by the suite;"
+                    + " add --yes-destroy-data to go on");
+        }
+        return BenchSuite.run(spec.commandLine(), BenchSuite.steps(full, fioOption.noFio, device), out, spec.commandLine().getOut());
     }
 }

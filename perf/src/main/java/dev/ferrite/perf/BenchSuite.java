@@ -36,13 +36,16 @@ final class BenchSuite {
 
     /**
      * The steps: the quick sizes, or the workloads' defaults (1M files, a 10M-entry directory, 8 dbench
-     * clients ...) with {@code full}. {@code noFio} skips fio's baselines.
+     * clients ...) with {@code full}. {@code noFio} skips fio's baselines. With a {@code device} (null for
+     * none), the steps that measure the device itself (device, journal) run on it, its contents destroyed;
+     * the others keep their RAM-backed directories and loop devices.
      */
-    static List<Step> steps(boolean full, boolean noFio) {
+    static List<Step> steps(boolean full, boolean noFio, Path device) {
+        List<String> on = device == null ? List.of() : List.of("--device", device.toString(), "--force");
         String fs = LoopDevice.available(LoopDevice.Kind.XFS) ? "xfs" : "posix:" + System.getProperty("java.io.tmpdir");
         List<Step> steps = new ArrayList<>();
-        steps.add(step("the device beside fio", noFio, full ? List.of("device") : List.of("device", "--size", "256M", "--seconds", "1")));
-        steps.add(step("the journal beside the device", false, full ? List.of("journal")
+        steps.add(step("the device beside fio", noFio, on, full ? List.of("device") : List.of("device", "--size", "256M", "--seconds", "1")));
+        steps.add(step("the journal beside the device", false, on, full ? List.of("journal")
                 : List.of("journal", "--size", "256M", "--seconds", "1", "--threads", "1,8")));
         steps.add(step("key-value beside RocksDB, LMDB and the ceiling", false, full ? List.of("kv")
                 : List.of("kv", "--keys", "200000", "--threads", "1,2", "--scan-seconds", "0.5")));
@@ -61,7 +64,12 @@ final class BenchSuite {
     }
 
     private static Step step(String title, boolean noFio, List<String> args) {
+        return step(title, noFio, List.of(), args);
+    }
+
+    private static Step step(String title, boolean noFio, List<String> device, List<String> args) {
         List<String> a = new ArrayList<>(args);
+        a.addAll(device);
         if (noFio) {
             a.add("--no-fio");
         }

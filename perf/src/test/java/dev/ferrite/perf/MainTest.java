@@ -75,6 +75,18 @@ class MainTest {
                 .anyMatch(e -> e.getEventType().getName().equals("jdk.JVMInformation")), "not a recording of this JVM: " + jfr);
     }
 
+    /** The suite on a real device: only with the confirmation, and only the device-level steps go there. */
+    @Test
+    void theSuiteRunsOnADeviceOnlyWhenToldItMayDestroyIt(@TempDir Path dir) {
+        assertEquals(2, run("bench", "--device", dir.resolve("dev").toString()));
+        assertTrue(err.toString().contains("add --yes-destroy-data"), err.toString());
+        List<BenchSuite.Step> steps = BenchSuite.steps(false, true, Path.of("/dev/nvme9n1"));
+        for (BenchSuite.Step s : steps) {
+            boolean onDevice = s.command().equals("device") || s.command().equals("journal");
+            assertEquals(onDevice, s.args().containsAll(List.of("--device", "/dev/nvme9n1", "--force")), s.toString());
+        }
+    }
+
     @Test
     void helpListsTheCommands() {
         assertEquals(0, run("--help"));
