@@ -1,9 +1,9 @@
 package dev.ferrite.dir;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.function.BooleanSupplier;
 
@@ -194,7 +194,8 @@ final class DirContents {
             for (;;) {
                 List<DirEntry> out = new ArrayList<>();
                 byte[][] last = new byte[1][];
-                byte[] name = NameLookup.current().listedName;
+                NameLookup scratch = NameLookup.current();
+                byte[] name = scratch.listedName;
                 long header = records.readRecord(dir, (b, rec) -> {
                     out.clear();
                     last[0] = null;
@@ -224,17 +225,21 @@ final class DirContents {
                     return 0L;
                 });
                 if (header > 0) {
-                    Cursor c = tree(d, header).cursor(from, false);
+                    BTree t = tree(d, header);
+                    Cursor c = scratch.listing = scratch.listing == null ? t.cursor(from, null, false)
+                            : t.cursor(scratch.listing, from, null, false);
+                    MemorySegment cookie = from == null ? null : MemorySegment.ofArray(from);
                     while (out.size() <= max && c.next()) {
-                        byte[] key = c.key();
-                        if (from != null && Arrays.equals(key, from)) {
+                        MemorySegment key = c.keySegment();
+                        if (cookie != null && key.mismatch(cookie) < 0) {
                             continue;
                         }
-                        MemorySegment v = MemorySegment.ofArray(c.value());
+                        MemorySegment v = c.valueSegment();
+                        byte[] k = key.toArray(ValueLayout.JAVA_BYTE);
                         if (out.size() < max) {
-                            last[0] = key;
+                            last[0] = k;
                         }
-                        out.add(entry(key, requireEntryInode(dir, DirEntryFormat.valueInode(v)), DirEntryFormat.valueType(v)));
+                        out.add(entry(k, requireEntryInode(dir, DirEntryFormat.valueInode(v)), DirEntryFormat.valueType(v)));
                     }
                     long again = records.readRecord(dir, (b, rec) -> isTree(b, rec) ? DirEntryFormat.treeHeader(b, rec + InodeFormat.INLINE) : -1);
                     if (again != header) {

@@ -3,6 +3,8 @@ package dev.ferrite.dir;
 import java.lang.foreign.MemorySegment;
 import java.util.zip.CRC32C;
 
+import dev.ferrite.btree.internal.BTree;
+import dev.ferrite.btree.internal.Cursor;
 import dev.ferrite.dir.InodeRecords.RecordReader;
 
 import static dev.ferrite.dir.InodeFormat.S_IFDIR;
@@ -30,6 +32,8 @@ final class NameLookup {
     final MemorySegment value = MemorySegment.ofArray(new byte[DirEntryFormat.VALUE]);
     /** The buffer a readdir of an inline directory decodes names through (it looks nothing up meanwhile). */
     final byte[] listedName = new byte[DirEntryFormat.MAX_NAME];
+    /** The cursor a readdir of a tree directory runs, reopened for each ({@link BTree#cursor(Cursor, byte[], byte[], boolean)}); null until the first. */
+    Cursor listing;
     /** ABSENT, INLINE (found: {@link #ino}, {@link #type}), TREE ({@link #header}) or NOT_A_DIRECTORY. */
     int state;
     long ino;

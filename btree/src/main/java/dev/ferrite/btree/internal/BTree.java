@@ -431,6 +431,11 @@ public final class BTree {
         return new Cursor(this, from, to, reverse);
     }
 
+    /** {@link #cursor(byte[], byte[], boolean)} made of {@code reuse}, a cursor of any tree of this cache that is done with. */
+    public Cursor cursor(Cursor reuse, byte[] from, byte[] to, boolean reverse) {
+        return reuse.reopen(this, from, to, reverse);
+    }
+
     /** The smallest key, or null for an empty tree. */
     public byte[] firstKey() {
         Cursor c = new Cursor(this, null, null, false);

@@ -23,13 +23,13 @@ import static dev.ferrite.io.internal.OnDisk.U16;
  * not need the tree's per-thread path: it never writes and resumes by key, not by node.
  */
 public final class Cursor {
-    private final BTree tree;
-    private final boolean reverse;
-    private final byte[] start;
+    private BTree tree;
+    private boolean reverse;
+    private byte[] start;
     /** Bound not to reach (exclusive; the cursor's direction decides which side), or null. */
-    private final MemorySegment end;
+    private MemorySegment end;
     /** Copy of the current leaf, consistent: taken between a version read and its validation. */
-    private final MemorySegment page;
+    private MemorySegment page;
     /** The last key returned, saved when the page holding it is about to be replaced. */
     private final MemorySegment lastKey = MemorySegment.ofArray(new byte[BTreeNodeFormat.MAX_KEY]);
     private int lastKeyLength;
@@ -52,17 +52,39 @@ public final class Cursor {
     private int valueLength;
 
     Cursor(BTree tree, byte[] start, byte[] end, boolean reverse) {
-        this.tree = tree;
-        this.reverse = reverse;
-        this.start = start == null ? null : start.clone();
-        this.end = end == null ? null : MemorySegment.ofArray(end.clone());
+        reopen(tree, start, end, reverse);
+    }
+
+    /**
+     * Makes this cursor a new one over {@code tree} as {@link BTree#cursor(byte[], byte[], boolean)}
+     * makes it, keeping its page and key buffers: a caller that runs one range after another (a
+     * directory listing, page by page) allocates them once.
+     */
+    Cursor reopen(BTree tree, byte[] start, byte[] end, boolean reverse) {
+        MemorySegment bound = end == null ? null : MemorySegment.ofArray(end.clone());
         if (start != null) {
             BTree.requireKey(MemorySegment.ofArray(start));
         }
-        if (end != null) {
-            BTree.requireKey(this.end);
+        if (bound != null) {
+            BTree.requireKey(bound);
         }
-        this.page = MemorySegment.ofArray(new byte[tree.blockSize()]);
+        this.tree = tree;
+        this.reverse = reverse;
+        this.start = start == null ? null : start.clone();
+        this.end = bound;
+        if (page == null || page.byteSize() != tree.blockSize()) {
+            page = MemorySegment.ofArray(new byte[tree.blockSize()]);
+        }
+        lastKeyLength = 0;
+        onEntry = false;
+        started = false;
+        exhausted = false;
+        leaf = null;
+        version = 0;
+        index = 0;
+        stop = 0;
+        boundHere = false;
+        return this;
     }
 
     /** Moves to the next entry; false when there is none. */

@@ -37,6 +37,7 @@ class CursorRangeTest {
                 s.tree.put(k, v);
                 model.put(k, v);
             }
+            Cursor reused = null;
             for (int round = 0; round < 200; round++) {
                 byte[] a = rnd.nextInt(8) == 0 ? null : key(rnd);
                 byte[] b = rnd.nextInt(8) == 0 ? null : key(rnd);
@@ -51,7 +52,17 @@ class CursorRangeTest {
                 }
                 String where = "seed " + SEED + ", round " + round + ", reverse " + reverse + ", from "
                         + (a == null ? "null" : HexFormat.of().formatHex(a)) + " to " + (b == null ? "null" : HexFormat.of().formatHex(b));
-                Cursor c = s.tree.cursor(a, b, reverse);
+                Cursor c;
+                if (round % 2 == 0) {
+                    c = s.tree.cursor(a, b, reverse);
+                } else { // one cursor reopened again and again, left part way through another range each time
+                    reused = reused == null ? s.tree.cursor(null, null, !reverse) : s.tree.cursor(reused, key(rnd), null, !reverse);
+                    for (int k = rnd.nextInt(300); k > 0 && reused.next(); k--) {
+                        reused.key();
+                    }
+                    c = reused = s.tree.cursor(reused, a, b, reverse);
+                    where += ", reopened";
+                }
                 for (byte[] k : expected) {
                     assertTrue(c.next(), where);
                     assertArrayEquals(k, c.key(), where);
