@@ -138,6 +138,7 @@ final class DbenchCommand implements Callable<Integer> {
         if (!ran.isEmpty()) {
             out.print(DbenchReport.render(results, ran, seconds));
         }
+        RunDir.printContention(out, bench.contention());
         for (DbenchResult r : results) {
             if (!r.mismatchSamples().isEmpty()) {
                 out.println();

@@ -115,6 +115,7 @@ final class RandWriteCommand implements Callable<Integer> {
         if (!ran.isEmpty()) {
             RunDir.printTables(out, results, ran);
         }
+        RunDir.printContention(out, bench.contention());
         options.json.write(out, machine, results);
         out.flush();
         return 0;

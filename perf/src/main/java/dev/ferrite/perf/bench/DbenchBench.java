@@ -61,6 +61,8 @@ public final class DbenchBench {
     private final int jitWarmup;
     private final List<String> notes = new ArrayList<>();
     private final List<String> configurations = new ArrayList<>();
+    /** What Ferrite's threads waited on in each run ({@link Contention}). */
+    private final List<String> contention = new ArrayList<>();
 
     /**
      * @param dir      a RAM-backed directory for the loop devices' images and mount points
@@ -105,6 +107,11 @@ public final class DbenchBench {
     /** How each target that ran was set up and what it makes durable, one line each. */
     public List<String> configurations() {
         return configurations;
+    }
+
+    /** Ferrite's counters over each run (its warm-up included), a line each ({@link Contention}). */
+    public List<String> contention() {
+        return contention;
     }
 
     public List<DbenchResult> run(Progress progress) {
@@ -158,7 +165,11 @@ public final class DbenchBench {
                     replay.run(clients.stream().mapToInt(Integer::intValue).max().orElse(1), jitWarmup, 0, progress);
                 }
                 for (int c : clients) {
-                    results.add(replay.run(c, seconds, warmupSeconds(), progress));
+                    Contention.Snapshot before = new Contention.Snapshot(v.journalStats(), v.cacheStats());
+                    DbenchResult r = replay.run(c, seconds, warmupSeconds(), progress);
+                    contention.add("ferrite x" + c + ": " + Contention.between(before,
+                            new Contention.Snapshot(v.journalStats(), v.cacheStats()), r.totalOps()));
+                    results.add(r);
                 }
             }
         }

@@ -87,6 +87,8 @@ public final class RandWriteBench {
     private final boolean unwritten;
     private final List<String> notes = new ArrayList<>();
     private final List<String> configurations = new ArrayList<>();
+    /** What Ferrite's threads waited on in each phase ({@link Contention}). */
+    private final List<String> contention = new ArrayList<>();
 
     /**
      * @param dir         a RAM-backed directory for the loop devices' images
@@ -122,6 +124,11 @@ public final class RandWriteBench {
     /** How each target that ran was set up, one line each. */
     public List<String> configurations() {
         return configurations;
+    }
+
+    /** Ferrite's counters over each phase, a line each ({@link Contention}). */
+    public List<String> contention() {
+        return contention;
     }
 
     public List<Result> run(Progress progress) {
@@ -202,7 +209,11 @@ public final class RandWriteBench {
                                 fillFerriteFile(ns, file, fileSize, arena, progress);
                             }
                             ns.fsync(file);
-                            results.add(ferritePhase(ns, file, qd, arena, progress));
+                            Contention.Snapshot before = new Contention.Snapshot(v.journalStats(), v.cacheStats());
+                            Result r = ferritePhase(ns, file, qd, arena, progress);
+                            contention.add("ferrite " + r.phase() + ": " + Contention.between(before,
+                                    new Contention.Snapshot(v.journalStats(), v.cacheStats()), r.n()));
+                            results.add(r);
                         }
                         ns.unlink(root, "bench-qd" + qd);
                     }
