@@ -6,17 +6,16 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 
-import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.IoBatch;
 import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.testkit.ForwardingDevice;
 
 /**
  * A device over a {@link MemoryDevice} that tests can watch and stop: it counts reads per block, can
  * hold the reads of one block at a gate, can hold every flush at another (a stalled log device), and can cut the power (from then on writes are dropped, so the
  * memory keeps exactly what was written before the cut: a crash image, with every write whole).
  */
-final class ProbeDevice implements BlockDevice {
-    private final MemoryDevice inner;
+final class ProbeDevice extends ForwardingDevice {
     private final AtomicLongArray reads;
     /** Read side: every write in flight; write side: the cut, which waits for them. */
     private final ReentrantReadWriteLock power = new ReentrantReadWriteLock();
@@ -27,7 +26,7 @@ final class ProbeDevice implements BlockDevice {
     private volatile CountDownLatch flushGate;
 
     ProbeDevice(long blockCount, int blockSize) {
-        this.inner = MemoryDevice.create("probe", blockCount, blockSize);
+        super(MemoryDevice.create("probe", blockCount, blockSize));
         this.reads = new AtomicLongArray(Math.toIntExact(blockCount));
     }
 
@@ -139,26 +138,6 @@ final class ProbeDevice implements BlockDevice {
     }
 
     @Override
-    public String name() {
-        return inner.name();
-    }
-
-    @Override
-    public int blockSize() {
-        return inner.blockSize();
-    }
-
-    @Override
-    public long blockCount() {
-        return inner.blockCount();
-    }
-
-    @Override
-    public boolean isReadOnly() {
-        return false;
-    }
-
-    @Override
     public void flush() {
         CountDownLatch g = flushGate;
         try {
@@ -170,10 +149,5 @@ final class ProbeDevice implements BlockDevice {
             throw new AssertionError(e);
         }
         inner.flush();
-    }
-
-    @Override
-    public void close() {
-        inner.close();
     }
 }

@@ -3,6 +3,7 @@ package dev.ferrite.perf.bench;
 import java.util.Locale;
 
 import dev.ferrite.btree.CacheStats;
+import dev.ferrite.dir.Volume;
 import dev.ferrite.journal.JournalStats;
 
 /**
@@ -13,6 +14,10 @@ import dev.ferrite.journal.JournalStats;
 public final class Contention {
     /** The counters at one moment. */
     public record Snapshot(JournalStats journal, CacheStats cache) {
+        /** {@code volume}'s counters now. */
+        public static Snapshot of(Volume volume) {
+            return new Snapshot(volume.journalStats(), volume.cacheStats());
+        }
     }
 
     private Contention() {

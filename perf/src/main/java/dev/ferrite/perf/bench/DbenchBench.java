@@ -165,10 +165,9 @@ public final class DbenchBench {
                     replay.run(clients.stream().mapToInt(Integer::intValue).max().orElse(1), jitWarmup, 0, progress);
                 }
                 for (int c : clients) {
-                    Contention.Snapshot before = new Contention.Snapshot(v.journalStats(), v.cacheStats());
+                    Contention.Snapshot before = Contention.Snapshot.of(v);
                     DbenchResult r = replay.run(c, seconds, warmupSeconds(), progress);
-                    contention.add("ferrite x" + c + ": " + Contention.between(before,
-                            new Contention.Snapshot(v.journalStats(), v.cacheStats()), r.totalOps()));
+                    contention.add("ferrite x" + c + ": " + Contention.between(before, Contention.Snapshot.of(v), r.totalOps()));
                     results.add(r);
                 }
             }

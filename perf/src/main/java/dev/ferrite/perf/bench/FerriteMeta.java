@@ -102,7 +102,7 @@ final class FerriteMeta implements MetaStore {
 
     @Override
     public Contention.Snapshot counters() {
-        return new Contention.Snapshot(volume.journalStats(), volume.cacheStats());
+        return Contention.Snapshot.of(volume);
     }
 
     @Override

@@ -74,6 +74,9 @@ public final class JournalBench {
     private final List<Integer> threads;
     /** Length of the phase about to run: the warm-up's, then {@code seconds}. */
     private long phaseNanos;
+    /** Position in the item pool and the value last written, carried from one log-write round to the next. */
+    private int nextItem;
+    private long value;
 
     /**
      * @param path    file or block device; its contents are lost
@@ -259,10 +262,6 @@ public final class JournalBench {
             }
         });
     }
-
-    /** Position in the item pool and the value last written, carried from one log-write round to the next. */
-    private int nextItem;
-    private long value;
 
     private void logWrite(Journal journal, TestItem[] pool, Tally tally, long nanos, Progress progress, String shown) {
         long leadIn = System.nanoTime() + nanos / 4;

@@ -209,10 +209,9 @@ public final class RandWriteBench {
                                 fillFerriteFile(ns, file, fileSize, arena, progress);
                             }
                             ns.fsync(file);
-                            Contention.Snapshot before = new Contention.Snapshot(v.journalStats(), v.cacheStats());
+                            Contention.Snapshot before = Contention.Snapshot.of(v);
                             Result r = ferritePhase(ns, file, qd, arena, progress);
-                            contention.add("ferrite " + r.phase() + ": " + Contention.between(before,
-                                    new Contention.Snapshot(v.journalStats(), v.cacheStats()), r.n()));
+                            contention.add("ferrite " + r.phase() + ": " + Contention.between(before, Contention.Snapshot.of(v), r.n()));
                             results.add(r);
                         }
                         ns.unlink(root, "bench-qd" + qd);
