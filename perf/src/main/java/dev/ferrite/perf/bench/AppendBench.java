@@ -49,14 +49,16 @@ public final class AppendBench {
     private static final Pattern FILEFRAG = Pattern.compile(":\\s+(\\d+) extents? found");
 
     /** Where a run's files live. */
-    public enum Target {
+    public enum Target implements LoopTargets.Target {
         FERRITE, XFS, EXT4;
 
+        @Override
         public String label() {
             return name().toLowerCase(Locale.ROOT);
         }
 
-        LoopDevice.Kind deviceKind() {
+        @Override
+        public LoopDevice.Kind deviceKind() {
             return switch (this) {
                 case FERRITE -> LoopDevice.Kind.RAW;
                 case XFS -> LoopDevice.Kind.XFS;
@@ -111,34 +113,19 @@ public final class AppendBench {
 
     public List<Result> run(Progress progress) {
         List<Result> results = new ArrayList<>();
-        for (Target t : targets) {
-            if (t != Target.FERRITE && fio == null) {
-                notes.add(t.label() + ": skipped, fio is not on the PATH");
-                continue;
-            }
-            if (t != Target.FERRITE && !LoopDevice.onPath("filefrag")) {
-                notes.add(t.label() + ": skipped, filefrag (e2fsprogs) is not on the PATH to count its extents");
-                continue;
-            }
-            Optional<String> missing = LoopDevice.unavailable(t.deviceKind());
-            if (missing.isPresent()) {
-                notes.add(t.label() + ": skipped, " + missing.get());
-                continue;
-            }
-            try (LoopDevice loop = LoopDevice.create(dir, deviceBytes(), t.deviceKind())) {
-                configurations.add(t == Target.FERRITE
-                        ? String.format(Locale.ROOT, "%-7s volume with VolumeOptions.defaults() on the raw loop device (O_DIRECT);"
-                                + " Namespace.append of %d-byte native aligned buffers (the direct path), one fsync per file at its end",
-                                t.label(), blockSize)
-                        : String.format(Locale.ROOT, "%-7s mkfs.%s defaults, mounted %s; fio rw=write bs=%d direct=1 ioengine=psync"
-                                + " numjobs=%d end_fsync=1 (one fsync per file at its end)", t.label(), t.label(), loop.mountOptions(),
-                                blockSize, writers));
-                results.add(t == Target.FERRITE ? ferrite(loop.device(), progress) : host(t, loop.mountPoint(), progress));
-            } catch (FerriteException e) {
-                progress.done();
-                notes.add(t.label() + ": stopped: " + e.getMessage());
-            }
-        }
+        LoopTargets.run(targets, dir, deviceBytes(), t -> t == Target.FERRITE ? Optional.empty()
+                : fio == null ? Optional.of("fio is not on the PATH")
+                : !LoopDevice.onPath("filefrag") ? Optional.of("filefrag (e2fsprogs) is not on the PATH to count its extents")
+                : Optional.empty(), notes, progress, (t, loop) -> {
+                    configurations.add(t == Target.FERRITE
+                            ? String.format(Locale.ROOT, "%-7s volume with VolumeOptions.defaults() on the raw loop device (O_DIRECT);"
+                                    + " Namespace.append of %d-byte native aligned buffers (the direct path), one fsync per file at its end",
+                                    t.label(), blockSize)
+                            : String.format(Locale.ROOT, "%-7s mkfs.%s defaults, mounted %s; fio rw=write bs=%d direct=1 ioengine=psync"
+                                    + " numjobs=%d end_fsync=1 (one fsync per file at its end)", t.label(), t.label(), loop.mountOptions(),
+                                    blockSize, writers));
+                    results.add(t == Target.FERRITE ? ferrite(loop.device(), progress) : host(t, loop.mountPoint(), progress));
+                });
         return results;
     }
 

@@ -1,6 +1,5 @@
 package dev.ferrite.perf.bench;
 
-import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -11,7 +10,6 @@ import dev.ferrite.dir.Volume;
 import dev.ferrite.dir.VolumeOptions;
 import dev.ferrite.io.DeviceOptions;
 import dev.ferrite.io.DirectDevice;
-import dev.ferrite.io.FerriteException;
 
 /**
  * dbench's NetBench workload on every target in one run, each on its own RAM-backed loop device of the
@@ -29,14 +27,16 @@ import dev.ferrite.io.FerriteException;
  */
 public final class DbenchBench {
     /** Where the loadfile is replayed. */
-    public enum Target {
+    public enum Target implements LoopTargets.Target {
         FERRITE, XFS, EXT4, BTRFS;
 
+        @Override
         public String label() {
             return name().toLowerCase(Locale.ROOT);
         }
 
-        LoopDevice.Kind deviceKind() {
+        @Override
+        public LoopDevice.Kind deviceKind() {
             return switch (this) {
                 case FERRITE -> LoopDevice.Kind.RAW;
                 case XFS -> LoopDevice.Kind.XFS;
@@ -116,33 +116,20 @@ public final class DbenchBench {
 
     public List<DbenchResult> run(Progress progress) {
         List<DbenchResult> results = new ArrayList<>();
-        for (Target t : targets) {
-            if (t != Target.FERRITE && dbench == null) {
-                notes.add(t.label() + ": skipped, dbench is not on the PATH (Debian/Ubuntu: apt-get install dbench)");
-                continue;
-            }
-            Optional<String> missing = LoopDevice.unavailable(t.deviceKind());
-            if (missing.isPresent()) {
-                notes.add(t.label() + ": skipped, " + missing.get());
-                continue;
-            }
-            try (LoopDevice loop = LoopDevice.create(dir, deviceBytes(), t.deviceKind())) {
-                if (t == Target.FERRITE) {
-                    ferrite(loop.device(), results, progress);
-                } else {
+        LoopTargets.run(targets, dir, deviceBytes(), t -> t != Target.FERRITE && dbench == null
+                ? Optional.of("dbench is not on the PATH (Debian/Ubuntu: apt-get install dbench)") : Optional.empty(),
+                notes, progress, (t, loop) -> {
+                    if (t == Target.FERRITE) {
+                        ferrite(loop.device(), results, progress);
+                        return;
+                    }
                     configurations.add(String.format(Locale.ROOT, "%-7s mkfs.%s defaults, mounted %s; %s -c %s -t %d -D <mount> N"
                                     + " (fileio backend: page cache, no O_SYNC, no -F/-S: fsync on Flush only)",
                             t.label(), t.label(), loop.mountOptions(), dbench.executable(), loadfile, seconds));
                     for (int c : clients) {
                         results.add(dbench.run(loadfile, loop.mountPoint(), c, seconds, t.label(), progress));
                     }
-                }
-            } catch (FerriteException | UncheckedIOException e) {
-                // one target's failure is reported beside the others' results, not instead of them
-                progress.done();
-                notes.add(t.label() + ": stopped: " + e.getMessage());
-            }
-        }
+                });
         return results;
     }
 

@@ -61,14 +61,16 @@ public final class RandWriteBench {
     private static final long SEED = 0x5EED_2A1DL;
 
     /** Where a run's file lives. */
-    public enum Target {
+    public enum Target implements LoopTargets.Target {
         FERRITE, XFS, EXT4, RAW;
 
+        @Override
         public String label() {
             return name().toLowerCase(Locale.ROOT);
         }
 
-        LoopDevice.Kind deviceKind() {
+        @Override
+        public LoopDevice.Kind deviceKind() {
             return switch (this) {
                 case FERRITE, RAW -> LoopDevice.Kind.RAW;
                 case XFS -> LoopDevice.Kind.XFS;
@@ -133,38 +135,21 @@ public final class RandWriteBench {
 
     public List<Result> run(Progress progress) {
         List<Result> results = new ArrayList<>();
-        for (Target t : targets) {
-            if (t != Target.FERRITE && fio == null) {
-                notes.add(t.label() + ": skipped, fio is not on the PATH");
-                continue;
-            }
-            Optional<String> missing = LoopDevice.unavailable(t.deviceKind());
-            if (missing.isPresent()) {
-                notes.add(t.label() + ": skipped, " + missing.get());
-                continue;
-            }
-            if (unwritten && t == Target.RAW) {
-                notes.add("raw: skipped, a block device has no unwritten space to convert");
-                continue;
-            }
-            try (LoopDevice loop = LoopDevice.create(dir, deviceBytes(), t.deviceKind())) {
-                String job = "fio rw=randwrite bs=" + blockSize + " direct=1 ioengine=psync numjobs=QD"
-                        + (unwritten ? " fallocate=native, one pass" : " norandommap");
-                configurations.add(switch (t) {
-                    case FERRITE -> String.format(Locale.ROOT, "%-7s volume with VolumeOptions.defaults() on the raw loop device"
-                            + " (O_DIRECT); Namespace.write of %d-byte native aligned buffers (the direct path), no fsync;"
-                            + " the same writes untimed for up to 1 s first (the JIT)", t.label(), blockSize);
-                    case RAW -> String.format(Locale.ROOT, "%-7s the loop device itself; %s, no fsync", t.label(), job);
-                    default -> String.format(Locale.ROOT, "%-7s %s defaults, mounted %s; %s, no fsync", t.label(), t.deviceKind().mkfs,
-                            loop.mountOptions(), job);
+        LoopTargets.run(targets, dir, deviceBytes(), t -> t != Target.FERRITE && fio == null ? Optional.of("fio is not on the PATH")
+                : unwritten && t == Target.RAW ? Optional.of("a block device has no unwritten space to convert") : Optional.empty(),
+                notes, progress, (t, loop) -> {
+                    String job = "fio rw=randwrite bs=" + blockSize + " direct=1 ioengine=psync numjobs=QD"
+                            + (unwritten ? " fallocate=native, one pass" : " norandommap");
+                    configurations.add(switch (t) {
+                        case FERRITE -> String.format(Locale.ROOT, "%-7s volume with VolumeOptions.defaults() on the raw loop device"
+                                + " (O_DIRECT); Namespace.write of %d-byte native aligned buffers (the direct path), no fsync;"
+                                + " the same writes untimed for up to 1 s first (the JIT)", t.label(), blockSize);
+                        case RAW -> String.format(Locale.ROOT, "%-7s the loop device itself; %s, no fsync", t.label(), job);
+                        default -> String.format(Locale.ROOT, "%-7s %s defaults, mounted %s; %s, no fsync", t.label(), t.deviceKind().mkfs,
+                                loop.mountOptions(), job);
+                    });
+                    runTarget(t, loop, results, progress);
                 });
-                runTarget(t, loop, results, progress);
-            } catch (FerriteException e) {
-                // one target's failure is reported beside the others' results, not instead of them
-                progress.done();
-                notes.add(t.label() + ": stopped: " + e.getMessage());
-            }
-        }
         return results;
     }
 
