@@ -254,6 +254,18 @@ final class AllocationGroup {
         return snapshot(agi, INODES);
     }
 
+    /** Group 0: the table catalog's inode number, 0 if the volume has none yet (read without the lock). */
+    long catalog() {
+        return snapshot(agi, AgHeaderFormat.CATALOG);
+    }
+
+    /** Group 0, in {@code txn}: names {@code ino} the table catalog. */
+    void setCatalog(Txn txn, long ino) {
+        lock(txn, agi);
+        AgHeaderFormat.setU64(agi.data(), AgHeaderFormat.CATALOG, ino);
+        txn.log(agi, AgHeaderFormat.CATALOG, 8);
+    }
+
     static void lock(Txn txn, Buffer header) {
         if (!txn.lock(header)) {
             throw new IllegalStateException("resident group header " + header + " became obsolete");

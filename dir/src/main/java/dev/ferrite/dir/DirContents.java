@@ -463,7 +463,8 @@ final class DirContents {
                 try (Txn txn = Txn.begin(cache, items)) {
                     owner.lock.lock();
                     try {
-                        if ((records.modeOf(owner.ino) & S_IFMT) != S_IFREG) {
+                        int type = records.modeOf(owner.ino) & S_IFMT;
+                        if (type != S_IFREG && type != InodeFormat.S_IFTABLE) {
                             records.requireDir(owner.ino);
                         }
                         if (n < 1 || !still.getAsBoolean()) {
@@ -550,6 +551,49 @@ final class DirContents {
             txn.log(b, rec, recordSize);
         });
         return true;
+    }
+
+    /**
+     * Deletes every key of {@code owner}'s tree (an orphaned table's), a key per transaction, each
+     * leaving a consistent inode: so that {@link #takeDown} meets a tree of one leaf however large it was,
+     * and a crash part way is finished by running this again. Nobody else may use the tree meanwhile.
+     */
+    void emptyTree(Inode owner) {
+        int area = records.rec(owner.ino) + InodeFormat.INLINE;
+        for (;;) {
+            long header = records.readRecord(owner.ino, (b, r) -> isTree(b, r) ? DirEntryFormat.treeHeader(b, area) : 0L);
+            if (header == 0) {
+                return;
+            }
+            BTree t = tree(owner, header);
+            List<byte[]> keys = new ArrayList<>();
+            Cursor c = t.cursor(null, false);
+            while (keys.size() < 1024 && c.next()) {
+                keys.add(c.key());
+            }
+            if (keys.isEmpty()) {
+                return;
+            }
+            for (byte[] k : keys) {
+                for (boolean done = false; !done; ) {
+                    prepare(owner, 0);
+                    try (Txn txn = Txn.begin(cache, 2 + t.reservation())) {
+                        owner.lock.lock();
+                        try {
+                            if (step(owner, 0) == READY) { // read before the record is locked, stable under the inode's lock
+                                records.lockRecord(txn, owner.ino);
+                                if (t.delete(txn, MemorySegment.ofArray(k))) {
+                                    owner.lastSeq = txn.commit();
+                                }
+                                done = true;
+                            }
+                        } finally {
+                            owner.lock.unlock();
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /**

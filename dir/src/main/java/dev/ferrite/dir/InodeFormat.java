@@ -70,6 +70,8 @@ final class InodeFormat {
     static final int FLAG_PREALLOC = 2;
 
     static final int S_IFMT = 0xF000, S_IFDIR = 0x4000, S_IFREG = 0x8000, S_IFLNK = 0xA000;
+    /** A table ({@link Table}): its fork is a B-tree of the table's keys and values, like a directory's. Not a POSIX type. */
+    static final int S_IFTABLE = 0x9000;
     static final int FORK_EMPTY = 0, FORK_INLINE = 1, FORK_EXTENTS = 2, FORK_TREE = 3, FORK_REMOTE = 4;
 
     private InodeFormat() {

@@ -14,6 +14,8 @@ public record InodeStat(long ino, int mode, int uid, int gid, int nlink, long si
     public static final int S_IFDIR = InodeFormat.S_IFDIR;
     public static final int S_IFREG = InodeFormat.S_IFREG;
     public static final int S_IFLNK = InodeFormat.S_IFLNK;
+    /** A table's inode (not a POSIX type): see {@link Table}. */
+    public static final int S_IFTABLE = InodeFormat.S_IFTABLE;
 
     public boolean isDirectory() {
         return (mode & S_IFMT) == S_IFDIR;
@@ -21,6 +23,10 @@ public record InodeStat(long ino, int mode, int uid, int gid, int nlink, long si
 
     public boolean isRegularFile() {
         return (mode & S_IFMT) == S_IFREG;
+    }
+
+    public boolean isTable() {
+        return (mode & S_IFMT) == S_IFTABLE;
     }
 
     public boolean isSymlink() {

@@ -775,6 +775,28 @@ public final class Namespace {
     }
 
     /** Frees every orphan left by a crash (or by an unmount with handles open); at mount. */
+    // ------------------------------------------------------------------ the table catalog's names (Tables)
+
+    /** Creates table {@code name} in catalog directory {@code catalog}: its inode, named there (EEXIST if taken). */
+    long createTableEntry(long catalog, String name) {
+        return createEntry(catalog, name, InodeFormat.S_IFTABLE | 0600, true, null, null).getAsLong();
+    }
+
+    /** Removes table {@code name} from the catalog: its inode is freed now, or at the last close of a handle on it. */
+    void removeTableEntry(long catalog, String name) {
+        removeEntry(catalog, name, false);
+    }
+
+    /** Renames a table within the catalog (replacing one of the new name, which the caller has ruled out). */
+    void renameTableEntry(long catalog, String from, String to) {
+        renameEntry(catalog, from, catalog, to);
+    }
+
+    /** A handle on inode {@code ino}, or null if it has lost its last link meanwhile. */
+    Handle openInode(long ino) {
+        return orphans.openIno(ino);
+    }
+
     int recoverOrphans() {
         return orphans.recoverOrphans();
     }

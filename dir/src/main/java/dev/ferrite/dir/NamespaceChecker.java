@@ -29,6 +29,8 @@ import static dev.ferrite.dir.InodeFormat.S_IFMT;
  * Reads only, lock-free.
  */
 final class NamespaceChecker {
+    /** How problems name the table catalog ({@link Tables}) and, after it, a table. */
+    static final String CATALOG = "tables:";
     private final Volume volume;
     private final Geometry geometry;
     private final InodeCache inodes;
@@ -75,6 +77,11 @@ final class NamespaceChecker {
             long root = paths.root();
             todo.add(root);
             dirPaths.put(root, "/");
+            long catalog = volume.group(0).catalog(); // the table catalog: a second tree of names, reached by no path
+            if (catalog != 0) {
+                todo.add(catalog);
+                dirPaths.put(catalog, CATALOG);
+            }
             while (!todo.isEmpty()) {
                 long dir = todo.poll();
                 String dirPath = dirPaths.get(dir);
@@ -133,7 +140,7 @@ final class NamespaceChecker {
                             add(Kind.ORPHAN, ino, pathOf(ino), "orphan " + ino + " has " + s.nlink() + " links and " + n + " names");
                         }
                         checkBlocks(ino, s);
-                    } else if (ino != root && n == 0) {
+                    } else if (ino != root && ino != catalog && n == 0) {
                         add(Kind.ORPHAN, ino, null, "inode " + ino + " (mode 0" + Integer.toOctalString(s.mode())
                                 + ") is allocated but has no name");
                     } else if (!s.isDirectory()) {
@@ -158,7 +165,7 @@ final class NamespaceChecker {
         }
 
         private static String child(String dirPath, String name) {
-            return dirPath.equals("/") ? "/" + name : dirPath + "/" + name;
+            return dirPath.equals("/") || dirPath.equals(CATALOG) ? dirPath + name : dirPath + "/" + name;
         }
 
         /** A path naming {@code ino}, or null if none does (walks the directories again the first time). */
@@ -266,9 +273,10 @@ final class NamespaceChecker {
                 checkRemoteBlock(dir, remote, s);
                 return;
             }
-            long blocks = s.isDirectory() ? treeBlocks(dir, "directory") : 0;
+            String what = s.isDirectory() ? "directory" : "table";
+            long blocks = s.isDirectory() || s.isTable() ? treeBlocks(dir, what) : 0;
             if (blocks != s.blocks()) {
-                add(Kind.INODE, dir, pathOf(dir), s.isDirectory() ? "directory " + dir + " counts " + s.blocks() + " blocks but owns " + blocks
+                add(Kind.INODE, dir, pathOf(dir), s.isDirectory() || s.isTable() ? what + " " + dir + " counts " + s.blocks() + " blocks but owns " + blocks
                         : "inode " + dir + " counts " + s.blocks() + " blocks but owns none");
             }
         }

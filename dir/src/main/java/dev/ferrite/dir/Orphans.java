@@ -64,6 +64,9 @@ final class Orphans {
             files.freeFrom(c, 0); // drops its cached pages, dirty ones too, unwritten; its extent tree goes once it maps nothing
             files.buffered.forget(c);
         } else {
+            if ((records.modeOf(ino) & InodeFormat.S_IFMT) == InodeFormat.S_IFTABLE) {
+                dirs.emptyTree(c); // a table's tree may be of any size: emptied a key per transaction first
+            }
             dirs.takeDown(c);
         }
         freeRemoteBlock(c);

@@ -51,8 +51,14 @@ final class SuperblockFormat {
      * without one stays readable by it.
      */
     static final long INCOMPAT_EXTENT_TREE = 1;
+    /**
+     * Incompatible feature: the volume holds a table catalog ({@link Tables}), named by group 0's AGI. Set
+     * before the catalog is made, so code without tables refuses the volume instead of reporting the
+     * catalog and its tables as inodes without names.
+     */
+    static final long INCOMPAT_TABLES = 2;
     /** Incompatible features this code understands. */
-    static final long KNOWN_INCOMPAT = INCOMPAT_EXTENT_TREE;
+    static final long KNOWN_INCOMPAT = INCOMPAT_EXTENT_TREE | INCOMPAT_TABLES;
 
     static final long VERSION_OFF = 32, BLOCK_SIZE = 36, DEVICE_BLOCKS = 40, UUID_OFF = 48, LOG_START = 64,
             LOG_BLOCKS = 72, AG_COUNT = 76, AG_BLOCKS = 80, INODE_SIZE = 84, DATA_START = 88, COMPAT = 96,

@@ -61,6 +61,7 @@ public final class Volume implements AutoCloseable {
     private final InodeCache inodes = new InodeCache(INODE_CACHE_CAPACITY);
     private final MountReport report;
     private final Namespace namespace;
+    private final Tables tables;
     /** File data cached for buffered I/O ({@link VolumeOptions#dataCacheBytes}). */
     private final PageCache pages;
     /** Blocks an inode block miss reads together ({@link VolumeOptions#inodeClusterBlocks}). */
@@ -82,6 +83,7 @@ public final class Volume implements AutoCloseable {
         this.report = report;
         this.pages = new PageCache(geometry.blockSize(), options.effectiveDataCacheBytes(), options.effectiveDirtyExpireMillis());
         this.namespace = new Namespace(this, cache, superblock.geometry(), inodes, pages);
+        this.tables = new Tables(this, namespace, cache, options);
     }
 
     // ------------------------------------------------------------------ format
@@ -382,6 +384,40 @@ public final class Volume implements AutoCloseable {
         return namespace;
     }
 
+    /**
+     * The volume's tables: named B-trees of keys and values with multi-key transactions ({@link Tables}).
+     *
+     * @throws VolumeShutdownException if the volume is closed
+     */
+    public Tables tables() {
+        requireOpen();
+        return tables;
+    }
+
+    /**
+     * A write transaction over the volume's tables, durable when its commit returns
+     * ({@code tables().begin(Durability.SYNC)}).
+     *
+     * @throws VolumeShutdownException if the volume is closed
+     */
+    public WriteTransaction begin() {
+        return begin(Durability.SYNC);
+    }
+
+    /**
+     * A write transaction over the volume's tables whose commit waits for {@code durability}
+     * ({@code tables().begin(durability)}).
+     *
+     * @throws VolumeShutdownException if the volume is closed
+     */
+    public WriteTransaction begin(Durability durability) {
+        return tables().begin(durability);
+    }
+
+    Journal journal() {
+        return journal;
+    }
+
     /** The data page cache (tests and stats). */
     PageCache pageCache() {
         return pages;
@@ -465,11 +501,21 @@ public final class Volume implements AutoCloseable {
      * @throws VolumeShutdownException if the volume is closed
      */
     long allocInode(int firstGroup, int mode, int uid, int gid, int nlink) {
+        return allocInode(firstGroup, mode, uid, gid, nlink, 0, null);
+    }
+
+    /** What else a transaction allocating an inode changes ({@code items} log items more), knowing the inode. */
+    interface AfterAlloc {
+        void apply(Txn txn, long ino);
+    }
+
+    /** {@link #allocInode(int, int, int, int, int)} running {@code then}, changing up to {@code items} more items, in the allocating transaction. */
+    long allocInode(int firstGroup, int mode, int uid, int gid, int nlink, int items, AfterAlloc then) {
         requireOpen();
         int n = groups.length;
         long now = nowNanos();
         for (int k = 0; k < n; k++) {
-            OptionalLong ino = allocIn(groups[(firstGroup + k) % n], mode, uid, gid, nlink, now);
+            OptionalLong ino = allocIn(groups[(firstGroup + k) % n], mode, uid, gid, nlink, now, items, then);
             if (ino.isPresent()) {
                 return ino.getAsLong();
             }
@@ -479,7 +525,7 @@ public final class Volume implements AutoCloseable {
     }
 
     /** An inode of group {@code ag}, or none if it has neither a free inode nor room for a chunk. */
-    private OptionalLong allocIn(AllocationGroup ag, int mode, int uid, int gid, int nlink, long now) {
+    private OptionalLong allocIn(AllocationGroup ag, int mode, int uid, int gid, int nlink, long now, int items, AfterAlloc then) {
         boolean chunk = ag.freeInodes() == 0;
         for (int refills = 0, busy = 0; ; ) {
             if (ag.needsRefill() && refills++ < 4) {
@@ -487,10 +533,13 @@ public final class Volume implements AutoCloseable {
             }
             int[] frames = chunk ? reserveFrames(Geometry.CHUNK_BLOCKS) : null;
             AllocOutcome r;
-            try (Txn txn = Txn.begin(cache, ag.allocInodeItems(chunk))) {
+            try (Txn txn = Txn.begin(cache, ag.allocInodeItems(chunk) + items)) {
                 r = ag.allocInode(txn, frames, mode, uid, gid, nlink, now);
                 if (r == AllocOutcome.DONE) {
                     long ino = ag.allocatedInode(txn);
+                    if (then != null) {
+                        then.apply(txn, ino);
+                    }
                     txn.commit();
                     return OptionalLong.of(ino);
                 }
@@ -669,6 +718,7 @@ public final class Volume implements AutoCloseable {
     private void abandon() {
         closed = true;
         try {
+            tables.stop();
             journal.close();
         } finally {
             pages.close();
@@ -707,6 +757,7 @@ public final class Volume implements AutoCloseable {
                 lost = e;
             } finally {
                 pages.stop();
+                tables.stop();
             }
             journal.close();
             if (!journal.isShutdown()) {

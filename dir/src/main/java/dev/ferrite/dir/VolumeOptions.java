@@ -23,6 +23,9 @@ import dev.ferrite.journal.JournalOptions;
  *       reads at once, {@value #DEFAULT_INODE_CLUSTER} (the whole chunk); 1 reads the block alone. A walk
  *       that stats a directory's entries meets their inodes in name-hash order, so each chunk is read once
  *       instead of block by block; a workload of scattered single lookups on a slow device may prefer 1.
+ *   <li>{@code asyncCommitMillis}: how long after it returns a table commit with {@link Durability#ASYNC}
+ *       becomes durable at the latest, {@value #DEFAULT_ASYNC_COMMIT_MILLIS} ms: a background thread forces
+ *       the log that often while such commits wait.
  * </ul>
  *
  * @param agCount    allocation groups to format with, or 0
@@ -31,22 +34,24 @@ import dev.ferrite.journal.JournalOptions;
  * @param dataCacheBytes data page cache budget in bytes, or 0
  * @param dirtyExpireMillis age in milliseconds at which dirty file pages are written back, or 0
  * @param inodeClusterBlocks blocks read together on an inode block miss, 1 to {@value Geometry#CHUNK_BLOCKS}, or 0
+ * @param asyncCommitMillis most milliseconds a table commit with {@link Durability#ASYNC} stays not durable, or 0
  * @param journal    journal tuning
  * @throws InvalidArgumentException (from the constructor and every {@code with*}) for a negative count or
  *         budget, an inode cluster outside 0..{@value Geometry#CHUNK_BLOCKS}, or no journal options
  */
 public record VolumeOptions(int agCount, int logBlocks, long cacheBytes, long dataCacheBytes, long dirtyExpireMillis,
-                            int inodeClusterBlocks, JournalOptions journal) {
+                            int inodeClusterBlocks, long asyncCommitMillis, JournalOptions journal) {
     static final int DEFAULT_INODE_CLUSTER = Geometry.CHUNK_BLOCKS;
     static final long DEFAULT_DATA_CACHE_BYTES = 64L << 20;
     static final long DEFAULT_DIRTY_EXPIRE_MILLIS = 5000;
-    public static final VolumeOptions DEFAULTS = new VolumeOptions(0, 0, 0, 0, 0, 0, JournalOptions.defaults());
+    static final long DEFAULT_ASYNC_COMMIT_MILLIS = 20;
+    public static final VolumeOptions DEFAULTS = new VolumeOptions(0, 0, 0, 0, 0, 0, 0, JournalOptions.defaults());
 
     public VolumeOptions {
-        if (agCount < 0 || logBlocks < 0 || cacheBytes < 0 || dataCacheBytes < 0 || dirtyExpireMillis < 0) {
+        if (agCount < 0 || logBlocks < 0 || cacheBytes < 0 || dataCacheBytes < 0 || dirtyExpireMillis < 0 || asyncCommitMillis < 0) {
             throw new InvalidArgumentException("volume options must not be negative: " + agCount + " groups, "
                     + logBlocks + " log blocks, " + cacheBytes + " cache bytes, " + dataCacheBytes + " data cache bytes, "
-                    + dirtyExpireMillis + " ms dirty expiry");
+                    + dirtyExpireMillis + " ms dirty expiry, " + asyncCommitMillis + " ms async commit delay");
         }
         if (inodeClusterBlocks < 0 || inodeClusterBlocks > Geometry.CHUNK_BLOCKS) {
             throw new InvalidArgumentException("an inode cluster of " + inodeClusterBlocks + " blocks; it must be 1 to "
@@ -62,31 +67,35 @@ public record VolumeOptions(int agCount, int logBlocks, long cacheBytes, long da
     }
 
     public VolumeOptions withAgCount(int agCount) {
-        return new VolumeOptions(agCount, logBlocks, cacheBytes, dataCacheBytes, dirtyExpireMillis, inodeClusterBlocks, journal);
+        return new VolumeOptions(agCount, logBlocks, cacheBytes, dataCacheBytes, dirtyExpireMillis, inodeClusterBlocks, asyncCommitMillis, journal);
     }
 
     public VolumeOptions withLogBlocks(int logBlocks) {
-        return new VolumeOptions(agCount, logBlocks, cacheBytes, dataCacheBytes, dirtyExpireMillis, inodeClusterBlocks, journal);
+        return new VolumeOptions(agCount, logBlocks, cacheBytes, dataCacheBytes, dirtyExpireMillis, inodeClusterBlocks, asyncCommitMillis, journal);
     }
 
     public VolumeOptions withCacheBytes(long cacheBytes) {
-        return new VolumeOptions(agCount, logBlocks, cacheBytes, dataCacheBytes, dirtyExpireMillis, inodeClusterBlocks, journal);
+        return new VolumeOptions(agCount, logBlocks, cacheBytes, dataCacheBytes, dirtyExpireMillis, inodeClusterBlocks, asyncCommitMillis, journal);
     }
 
     public VolumeOptions withDataCacheBytes(long dataCacheBytes) {
-        return new VolumeOptions(agCount, logBlocks, cacheBytes, dataCacheBytes, dirtyExpireMillis, inodeClusterBlocks, journal);
+        return new VolumeOptions(agCount, logBlocks, cacheBytes, dataCacheBytes, dirtyExpireMillis, inodeClusterBlocks, asyncCommitMillis, journal);
     }
 
     public VolumeOptions withDirtyExpireMillis(long dirtyExpireMillis) {
-        return new VolumeOptions(agCount, logBlocks, cacheBytes, dataCacheBytes, dirtyExpireMillis, inodeClusterBlocks, journal);
+        return new VolumeOptions(agCount, logBlocks, cacheBytes, dataCacheBytes, dirtyExpireMillis, inodeClusterBlocks, asyncCommitMillis, journal);
     }
 
     public VolumeOptions withInodeClusterBlocks(int inodeClusterBlocks) {
-        return new VolumeOptions(agCount, logBlocks, cacheBytes, dataCacheBytes, dirtyExpireMillis, inodeClusterBlocks, journal);
+        return new VolumeOptions(agCount, logBlocks, cacheBytes, dataCacheBytes, dirtyExpireMillis, inodeClusterBlocks, asyncCommitMillis, journal);
+    }
+
+    public VolumeOptions withAsyncCommitMillis(long asyncCommitMillis) {
+        return new VolumeOptions(agCount, logBlocks, cacheBytes, dataCacheBytes, dirtyExpireMillis, inodeClusterBlocks, asyncCommitMillis, journal);
     }
 
     public VolumeOptions withJournal(JournalOptions journal) {
-        return new VolumeOptions(agCount, logBlocks, cacheBytes, dataCacheBytes, dirtyExpireMillis, inodeClusterBlocks, journal);
+        return new VolumeOptions(agCount, logBlocks, cacheBytes, dataCacheBytes, dirtyExpireMillis, inodeClusterBlocks, asyncCommitMillis, journal);
     }
 
     /** Blocks an inode block miss reads. */
@@ -96,6 +105,10 @@ public record VolumeOptions(int agCount, int logBlocks, long cacheBytes, long da
 
     long effectiveDataCacheBytes() {
         return dataCacheBytes > 0 ? dataCacheBytes : DEFAULT_DATA_CACHE_BYTES;
+    }
+
+    long effectiveAsyncCommitMillis() {
+        return asyncCommitMillis > 0 ? asyncCommitMillis : DEFAULT_ASYNC_COMMIT_MILLIS;
     }
 
     long effectiveDirtyExpireMillis() {

@@ -237,9 +237,9 @@ class ExtentTreeTest extends FileTestBase {
         // what code without extent trees (which knows no incompatible feature) does with it, shown with a bit this code does not know
         root.close();
         v.close();
-        setIncompat(SuperblockFormat.INCOMPAT_EXTENT_TREE | 2);
+        setIncompat(SuperblockFormat.INCOMPAT_EXTENT_TREE | 1L << 40);
         IncompatibleVolumeException e = assertThrows(IncompatibleVolumeException.class, () -> Volume.open(dev, OPTIONS));
-        assertTrue(e.getMessage().contains("incompatible features 0x2"), e.getMessage());
+        assertTrue(e.getMessage().contains("incompatible features 0x10000000000"), e.getMessage());
         setIncompat(SuperblockFormat.INCOMPAT_EXTENT_TREE);
         v = Volume.open(dev, OPTIONS);
         ns = v.namespace();

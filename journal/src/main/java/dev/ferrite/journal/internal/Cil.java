@@ -5,10 +5,13 @@ import dev.ferrite.journal.ReservationExceededException;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
 
 /**
  * The committed item list: delayed logging's in-memory aggregation of committed changes until the next
@@ -60,6 +63,10 @@ public final class Cil {
          * context, so the push sees it once the context has drained.
          */
         final AtomicLong preflushMark = new AtomicLong(-1);
+        /** Groups holding this context current ({@link #pin}): the push switches it out only once none does. */
+        final AtomicInteger pins = new AtomicInteger();
+        /** Set by the push before it waits for {@link #pins} to drain: no new pin is taken on this context. */
+        volatile boolean closing;
 
         Context(long seq, int stripes) {
             this.seq = seq;
@@ -295,26 +302,71 @@ public final class Cil {
     Context switchContext() {
         Context old = current;
         old.drainer = Thread.currentThread();
+        old.closing = true; // Dekker with pin: closing stored, then pins loaded
+        long[] deadline = {0};
+        await(() -> old.pins.get() == 0, deadline, () -> "CIL context " + old.seq + " stayed pinned by " + old.pins.get()
+                + " group(s) for " + TimeUnit.NANOSECONDS.toMillis(drainTimeoutNanos) + " ms");
         current = new Context(old.seq + 1, stripeMask + 1);
-        long deadline = 0;
+        deadline[0] = 0;
         for (int i = 0; i < old.slots.length(); i += SLOT_STRIDE) {
-            for (int spins = 0; old.slots.get(i) != 0; spins++) {
-                if (spins < DRAIN_SPINS) {
-                    Thread.onSpinWait();
-                    continue;
-                }
-                long now = System.nanoTime();
-                if (deadline == 0) {
-                    deadline = now + drainTimeoutNanos;
-                } else if (now - deadline >= 0) {
-                    throw new IllegalStateException("CIL context " + old.seq + " did not drain in "
-                            + TimeUnit.NANOSECONDS.toMillis(drainTimeoutNanos) + " ms: " + old.slots.get(i)
-                            + " committer(s) still inside on stripe " + i / SLOT_STRIDE + " of " + (stripeMask + 1));
-                }
-                LockSupport.parkNanos(this, deadline - now);
-            }
+            int slot = i;
+            await(() -> old.slots.get(slot) == 0, deadline, () -> "CIL context " + old.seq + " did not drain in "
+                    + TimeUnit.NANOSECONDS.toMillis(drainTimeoutNanos) + " ms: " + old.slots.get(slot)
+                    + " committer(s) still inside on stripe " + slot / SLOT_STRIDE + " of " + (stripeMask + 1));
         }
         return old;
+    }
+
+    /**
+     * Push thread: spins briefly, then parks (the last one out unparks it) until {@code done}; throws
+     * {@code stuck}'s message once the drain timeout, counted from {@code deadline[0]} (0: from the first park), passes.
+     */
+    private void await(BooleanSupplier done, long[] deadline, Supplier<String> stuck) {
+        for (int spins = 0; !done.getAsBoolean(); spins++) {
+            if (spins < DRAIN_SPINS) {
+                Thread.onSpinWait();
+                continue;
+            }
+            long now = System.nanoTime();
+            if (deadline[0] == 0) {
+                deadline[0] = now + drainTimeoutNanos;
+            } else if (now - deadline[0] >= 0) {
+                throw new IllegalStateException(stuck.get());
+            }
+            LockSupport.parkNanos(this, deadline[0] - now);
+        }
+    }
+
+    /**
+     * Holds the current context current until {@link #unpin}: every commit made meanwhile, by any thread,
+     * goes into it, so a group of commits (a table transaction applied as many small ones) lands in one
+     * checkpoint and is recovered all or nothing. A push waiting to switch the context out waits for the
+     * pins to go (XFS takes its context lock shared for the same reason); a pin asked for while a push is
+     * waiting waits for the switch and pins the next context, so a stream of groups cannot starve the
+     * push. The holder must not wait for this context's push (force it, or throttle on it) before it unpins.
+     */
+    Context pin() {
+        for (;;) {
+            Context c = current;
+            c.pins.incrementAndGet();
+            if (!c.closing && c == current) { // Dekker with switchContext: pins stored, then closing loaded
+                return c;
+            }
+            unpin(c);
+            while (current == c) {
+                LockSupport.parkNanos(this, 50_000L);
+            }
+        }
+    }
+
+    /** Lets go of a context {@link #pin} returned; the last pin out of a closing context wakes the push. */
+    void unpin(Context c) {
+        if (c.pins.decrementAndGet() == 0 && c.closing) {
+            Thread drainer = c.drainer;
+            if (drainer != null) {
+                LockSupport.unpark(drainer);
+            }
+        }
     }
 
     /**

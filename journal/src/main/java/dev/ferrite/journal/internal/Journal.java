@@ -38,6 +38,8 @@ import dev.ferrite.io.BlockDevice;
  * throws {@link VolumeShutdownException}.
  */
 public final class Journal implements AutoCloseable {
+    /** The context the calling thread's group holds ({@link #pin}), or null. */
+    private final ThreadLocal<Cil.Context> pinned = new ThreadLocal<>();
     private final BlockDevice device;
     private final LogGeometry geometry;
     private final JournalOptions options;
@@ -142,6 +144,53 @@ public final class Journal implements AutoCloseable {
         return new Transaction(this, ticket, reservation.items(), device.blockSize(), cil.chunkShift());
     }
 
+    /**
+     * Starts a group: until the returned pin is closed, every commit (this thread's and others') goes into
+     * the current CIL context, so the group's commits are recovered all or nothing (see {@link Cil#pin}).
+     * Inside it, this thread's {@link #forceAll} makes durable only what came before the group, and
+     * {@link #throttle} does not wait; keep groups short, as every force waits for them.
+     *
+     * @throws IllegalStateException if this thread already holds a group
+     */
+    public Pin pin() {
+        requireAlive();
+        if (pinned.get() != null) {
+            throw new IllegalStateException("this thread already holds a journal group");
+        }
+        Cil.Context c = cil.pin();
+        pinned.set(c);
+        return new Pin(c);
+    }
+
+    /** A group of commits that share one checkpoint ({@link #pin}); closed by the thread that began it. */
+    public final class Pin implements AutoCloseable {
+        private final Cil.Context context;
+        private boolean closed;
+
+        private Pin(Cil.Context context) {
+            this.context = context;
+        }
+
+        /** The context's commit sequence: force it, once closed, to make the group durable. */
+        public long seq() {
+            return context.seq;
+        }
+
+        /** Log bytes committed into the group's context so far, by every committer in it. */
+        public long contextBytes() {
+            return context.bytes();
+        }
+
+        @Override
+        public void close() {
+            if (!closed) {
+                closed = true;
+                pinned.remove();
+                cil.unpin(context);
+            }
+        }
+    }
+
     /** Log bytes one transaction of {@code items} items reserves per unit. */
     long reservationBytes(int items) {
         return items * cil.itemReservation() + cil.checkpointOverhead();
@@ -168,7 +217,7 @@ public final class Journal implements AutoCloseable {
      * items are unlocked: waiting with them locked would stall every reader of those items.
      */
     public void throttle(long seq) {
-        if (cil.overHardLimit(seq)) {
+        if (cil.overHardLimit(seq) && pinned.get() == null) { // a group's holder cannot wait for its own context
             writer.throttle(seq);
         }
     }
@@ -183,6 +232,10 @@ public final class Journal implements AutoCloseable {
      * @throws VolumeShutdownException if the journal has shut down, or shuts down before {@code seq} is durable
      */
     public void force(long seq) {
+        Cil.Context held = pinned.get();
+        if (held != null && seq >= held.seq) {
+            throw new IllegalStateException("cannot force commit sequence " + seq + " inside the group pinning it");
+        }
         writer.force(seq);
     }
 
@@ -192,7 +245,8 @@ public final class Journal implements AutoCloseable {
      * @throws VolumeShutdownException as {@link #force}
      */
     public long forceAll() {
-        long seq = cil.currentSeq();
+        Cil.Context held = pinned.get();
+        long seq = held != null ? held.seq - 1 : cil.currentSeq();
         writer.force(seq);
         return seq;
     }
@@ -358,7 +412,8 @@ public final class Journal implements AutoCloseable {
         ail.pushTo(Lsn.of((int) (target >>> 32), (int) ((target & 0xFFFF_FFFFL) / device.blockSize())));
     }
 
-    void shutdown(Throwable cause) {
+    /** Shuts the journal down after {@code cause}: nothing more is logged or written home, every later call fails. */
+    public void shutdown(Throwable cause) {
         if (failure.compareAndSet(null, cause)) {
             space.shutdown(cause);
         }

@@ -1,0 +1,249 @@
+package dev.ferrite.dir;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
+
+import dev.ferrite.btree.internal.BTree;
+import dev.ferrite.btree.internal.BTreeNodeFormat;
+import dev.ferrite.io.InvalidArgumentException;
+
+/**
+ * A named table of a volume ({@link Tables}): keys of 1 to {@value #MAX_KEY} bytes, in unsigned
+ * lexicographic order, each with a value of up to {@value #MAX_VALUE} bytes, in a B-tree of its own.
+ *
+ * <p>Reads ({@link #get}, {@link #cursor}) take no lock and never wait for writers. A write here
+ * ({@link #put}, {@link #delete}, ...) is a transaction of its own, durable as the table's default
+ * {@link Durability} says (SYNC unless set); writes to several keys or tables that must happen together go
+ * through a {@link WriteTransaction}. Writes to one table are applied one transaction at a time (the
+ * table's lock, held while a commit applies its changes, not while it waits to be durable); writes to
+ * different tables proceed in parallel. Two transactions writing one key: the one whose commit applies
+ * last wins.
+ *
+ * <p>An open table holds its inode: dropped meanwhile, it keeps its contents for reads until closed,
+ * refuses writes, and its space is freed at the last close. Thread-safe.
+ */
+public final class Table implements AutoCloseable {
+    /** The longest key, in bytes. */
+    public static final int MAX_KEY = BTreeNodeFormat.MAX_KEY;
+    /** The longest value, in bytes. */
+    public static final int MAX_VALUE = BTreeNodeFormat.MAX_VALUE;
+
+    private final Tables tables;
+    private final String name;
+    private final Handle handle;
+    final Inode inode;
+    private volatile Durability durability = Durability.SYNC;
+
+    Table(Tables tables, String name, Handle handle) {
+        this.tables = tables;
+        this.name = name;
+        this.handle = handle;
+        this.inode = handle.inode;
+    }
+
+    Tables tables() {
+        return tables;
+    }
+
+    /** The name it was opened by (a rename since does not change it). */
+    public String name() {
+        return name;
+    }
+
+    /** The durability of this handle's single writes ({@link #put} and the others): SYNC unless set. */
+    public Durability durability() {
+        return durability;
+    }
+
+    /** Sets the durability of this handle's single writes. */
+    public Table withDurability(Durability d) {
+        if (d == null) {
+            throw new InvalidArgumentException("durability is required");
+        }
+        durability = d;
+        return this;
+    }
+
+    // ------------------------------------------------------------------ reads
+
+    /** The value of {@code key}, or null if absent. Lock-free. */
+    public byte[] get(byte[] key) {
+        requireKey(key);
+        requireOpen();
+        byte[] buf = Tables.valueBuffer();
+        int len = tree().get(MemorySegment.ofArray(key), MemorySegment.ofArray(buf));
+        return len < 0 ? null : Arrays.copyOf(buf, len);
+    }
+
+    /**
+     * Copies the value of {@code key} into {@code out}, as much as fits, and returns its whole length, or
+     * -1 if the key is absent. Lock-free; allocates nothing once the blocks are cached.
+     */
+    public int get(MemorySegment key, MemorySegment out) {
+        requireKey(key.byteSize());
+        requireOpen();
+        return tree().get(key, out);
+    }
+
+    /** True if {@code key} is present. */
+    public boolean containsKey(byte[] key) {
+        requireKey(key);
+        requireOpen();
+        return tree().get(MemorySegment.ofArray(key), MemorySegment.NULL) >= 0;
+    }
+
+    /** A cursor over every key, in order. */
+    public TableCursor cursor() {
+        return cursor(null, null, false);
+    }
+
+    /**
+     * A cursor over the keys in {@code [from, to)}, in order, or with {@code reverse} over the keys in
+     * {@code (to, from]} from the largest down; a null bound is the end of the key space.
+     */
+    public TableCursor cursor(byte[] from, byte[] to, boolean reverse) {
+        if (from != null) {
+            requireKey(from);
+        }
+        if (to != null) {
+            requireKey(to);
+        }
+        requireOpen();
+        return new TableCursor(this, tree().cursor(from, to, reverse));
+    }
+
+    /** A cursor over the keys starting with {@code prefix} (1 byte at least), in order or in reverse. */
+    public TableCursor prefix(byte[] prefix, boolean reverse) {
+        requireKey(prefix);
+        byte[] end = successor(prefix);
+        if (!reverse) {
+            return cursor(prefix, end, false);
+        }
+        requireOpen(); // down from end (itself skipped: it is past the prefix), stopping below the prefix
+        return new TableCursor(this, tree().cursor(end, null, true), end, prefix);
+    }
+
+    /** The smallest key greater than every key starting with {@code prefix}, or null if there is none. */
+    static byte[] successor(byte[] prefix) {
+        for (int i = prefix.length - 1; i >= 0; i--) {
+            if (prefix[i] != (byte) 0xFF) {
+                byte[] s = Arrays.copyOf(prefix, i + 1);
+                s[i]++;
+                return s;
+            }
+        }
+        return null;
+    }
+
+    /** The number of keys, counted by a scan (exact at some moment of the scan; costs a pass over the table). */
+    public long count() {
+        requireOpen();
+        long n = 0;
+        TableCursor c = cursor();
+        while (c.next()) {
+            n++;
+        }
+        return n;
+    }
+
+    /** An estimate of the number of keys from the tree's shape, in microseconds (exact for a table of one leaf). */
+    public long countEstimate() {
+        requireOpen();
+        return tree().countEstimate();
+    }
+
+    /** The table's figures now. */
+    public TableStats stats() {
+        requireOpen();
+        InodeStat s = tables.statOf(inode.ino);
+        BTree t = tree();
+        return new TableStats(name, inode.ino, t.countEstimate(), t.height(), s.blocks() * tables.blockSize());
+    }
+
+    // ------------------------------------------------------------------ single writes
+
+    /** Inserts or replaces {@code key}'s value, in a transaction of its own. */
+    public void put(byte[] key, byte[] value) {
+        requireKey(key);
+        requireValue(value);
+        tables.single(this, key, value, TableCommit.PUT);
+    }
+
+    /** Inserts {@code key} if absent, in a transaction of its own; true if it did. */
+    public boolean putIfAbsent(byte[] key, byte[] value) {
+        requireKey(key);
+        requireValue(value);
+        return tables.single(this, key, value, TableCommit.PUT_IF_ABSENT);
+    }
+
+    /** Deletes {@code key}, in a transaction of its own; true if it was there. */
+    public boolean delete(byte[] key) {
+        requireKey(key);
+        return tables.single(this, key, null, TableCommit.DELETE);
+    }
+
+    /**
+     * Deletes every key in {@code [from, to)} (null: the end of the key space), in transactions of up to
+     * {@value Tables#RANGE_BATCH} keys each: not atomic as a whole (use a {@link WriteTransaction} for
+     * that); returns how many keys it deleted.
+     */
+    public long deleteRange(byte[] from, byte[] to) {
+        if (from != null) {
+            requireKey(from);
+        }
+        if (to != null) {
+            requireKey(to);
+        }
+        return tables.deleteRange(this, from, to);
+    }
+
+    // ------------------------------------------------------------------ the handle
+
+    /** Lets go of the table; the last close of a dropped table frees its space. A second close does nothing. */
+    @Override
+    public void close() {
+        handle.close();
+    }
+
+    public boolean isOpen() {
+        return handle.isOpen();
+    }
+
+    void requireOpen() {
+        if (!handle.isOpen()) {
+            throw new TableException(TableException.Kind.TABLE_CLOSED, "table '" + name + "' is closed");
+        }
+        tables.requireVolumeOpen();
+    }
+
+    BTree tree() {
+        return tables.tree(this);
+    }
+
+    @Override
+    public String toString() {
+        return "table '" + name + "' (inode " + inode.ino + ")";
+    }
+
+    static void requireKey(byte[] key) {
+        if (key == null) {
+            throw new InvalidArgumentException("key is null");
+        }
+        requireKey(key.length);
+    }
+
+    static void requireKey(long length) {
+        if (length < 1 || length > MAX_KEY) {
+            throw new InvalidArgumentException("a key of " + length + " bytes; keys are 1 to " + MAX_KEY + " bytes");
+        }
+    }
+
+    static void requireValue(byte[] value) {
+        if (value == null) {
+            throw new InvalidArgumentException("value is null");
+        }
+        if (value.length > MAX_VALUE) {
+            throw new InvalidArgumentException("a value of " + value.length + " bytes; values are at most " + MAX_VALUE + " bytes");
+        }
+    }
+}

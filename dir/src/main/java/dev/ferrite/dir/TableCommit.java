@@ -1,0 +1,111 @@
+package dev.ferrite.dir;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.List;
+
+import dev.ferrite.btree.internal.BTree;
+import dev.ferrite.btree.internal.BufferCache;
+import dev.ferrite.btree.internal.Txn;
+
+/**
+ * Applies one table commit's changes, each key's change as a small transaction of its own, the table's
+ * lock held by the caller. Inside a journal group ({@code Journal#pin}) the small transactions share one
+ * checkpoint, so the commit is recovered all or nothing however many keys it changes; and each change
+ * that a group makes records the key's value before it, so that a group that fails part way (no space,
+ * too big for the log) undoes what it did, still inside the group, before the error reaches the caller.
+ * One thread uses an instance.
+ */
+final class TableCommit {
+    static final int PUT = 0, PUT_IF_ABSENT = 1, DELETE = 2;
+
+    /** A key's state before a change of the group: {@code before} null if it was absent. */
+    private record Undo(Table table, byte[] key, byte[] before) {
+    }
+
+    private final BufferCache cache;
+    private final DirContents dirs;
+    private final InodeRecords records;
+    /** The changes made so far, when the commit may have to undo them; else null. */
+    private final List<Undo> undo;
+    private final MemorySegment keyOut, valueOut;
+    /** Commit sequence of the last change made. */
+    long seq = -1;
+
+    TableCommit(BufferCache cache, DirContents dirs, InodeRecords records, boolean undoable) {
+        this.cache = cache;
+        this.dirs = dirs;
+        this.records = records;
+        this.undo = undoable ? new ArrayList<>() : null;
+        this.keyOut = undoable ? MemorySegment.ofArray(new byte[Table.MAX_KEY]) : null;
+        this.valueOut = undoable ? MemorySegment.ofArray(new byte[Table.MAX_VALUE]) : null;
+    }
+
+    /**
+     * Changes {@code key} of {@code t} ({@code op}: PUT or PUT_IF_ABSENT with {@code value}, or DELETE) in a
+     * transaction of its own; {@code t}'s lock is held. True if the table changed.
+     *
+     * @throws TableException TABLE_CLOSED if the table was dropped
+     */
+    boolean apply(Table t, byte[] key, byte[] value, int op) {
+        return change(t, key, value, op, undo != null);
+    }
+
+    private boolean change(Table t, byte[] key, byte[] value, int op, boolean record) {
+        long ino = t.inode.ino;
+        MemorySegment k = MemorySegment.ofArray(key);
+        for (;;) {
+            dirs.prepare(t.inode, 0); // the tree's block reserve between its marks, in transactions of its own
+            BTree tree = t.tree();
+            // read before the record is locked (a lock-free read of a block this thread holds would wait for
+            // ever); the table's lock, held, keeps both answers true
+            if (records.readRecord(ino, InodeFormat::nlink) == 0) {
+                throw new TableException(TableException.Kind.TABLE_CLOSED, t + " was dropped");
+            }
+            if (dirs.step(t.inode, 0) != DirContents.READY) {
+                continue; // another change used the reserve up meanwhile: prepare again
+            }
+            try (Txn txn = Txn.begin(cache, 2 + tree.reservation())) {
+                records.lockRecord(txn, ino);
+                byte[] before = null;
+                if (record) {
+                    long found = tree.find(txn, k, BTree.Match.EXACT, keyOut, valueOut);
+                    if (found >= 0) {
+                        before = valueOut.asSlice(0, BTree.foundValueLength(found)).toArray(ValueLayout.JAVA_BYTE);
+                    }
+                }
+                boolean changed = switch (op) {
+                    case PUT -> {
+                        tree.put(txn, k, MemorySegment.ofArray(value));
+                        yield true;
+                    }
+                    case PUT_IF_ABSENT -> tree.putIfAbsent(txn, k, MemorySegment.ofArray(value));
+                    case DELETE -> tree.delete(txn, k);
+                    default -> throw new IllegalArgumentException("table change " + op);
+                };
+                if (!changed) {
+                    return false; // nothing logged: the transaction ends without a commit
+                }
+                seq = txn.commit();
+                if (record) {
+                    undo.add(new Undo(t, key, before));
+                }
+                return true;
+            }
+        }
+    }
+
+    /**
+     * Undoes this group's changes, newest first, each as a change of its own inside the group. Throws if
+     * one fails: the caller must then shut the journal down, so that the group never reaches the log.
+     */
+    void undoAll() {
+        List<Undo> done = undo;
+        for (int i = done.size() - 1; i >= 0; i--) {
+            Undo u = done.get(i);
+            change(u.table(), u.key(), u.before(), u.before() == null ? DELETE : PUT, false);
+        }
+        done.clear();
+    }
+}

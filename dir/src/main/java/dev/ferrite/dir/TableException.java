@@ -1,0 +1,31 @@
+package dev.ferrite.dir;
+
+import dev.ferrite.io.FerriteException;
+
+/** A table operation refused: what was wrong is {@link #kind()}, the message names the table or transaction. */
+public final class TableException extends FerriteException {
+    /** Why a table operation was refused. */
+    public enum Kind {
+        /** No table of that name. */
+        NO_SUCH_TABLE,
+        /** A table of that name exists already. */
+        TABLE_EXISTS,
+        /** The table was dropped, or this handle on it closed. */
+        TABLE_CLOSED,
+        /** The transaction was committed or rolled back already, or belongs to another volume. */
+        TRANSACTION_DONE,
+        /** The transaction's changes would not fit in the log at once; nothing was changed. */
+        TOO_LARGE
+    }
+
+    private final Kind kind;
+
+    public TableException(Kind kind, String message) {
+        super(message);
+        this.kind = kind;
+    }
+
+    public Kind kind() {
+        return kind;
+    }
+}

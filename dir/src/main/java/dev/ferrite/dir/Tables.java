@@ -1,0 +1,455 @@
+package dev.ferrite.dir;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.locks.LockSupport;
+
+import dev.ferrite.btree.internal.BTree;
+import dev.ferrite.btree.internal.BufferCache;
+import dev.ferrite.btree.internal.Cursor;
+import dev.ferrite.io.Errno;
+import dev.ferrite.io.InvalidArgumentException;
+import dev.ferrite.journal.internal.Journal;
+
+/**
+ * A volume's tables: named B-trees of keys and values, the key-value store a database embeds. A catalog
+ * names them: a directory that no path reaches (group 0's AGI names its inode), whose entries name the
+ * tables' inodes, made with the first table (the superblock's {@code INCOMPAT_TABLES} set just before,
+ * so that a volume that never had a table stays readable by code without tables); each table's inode holds its B-tree as a directory's does, with the tree's block
+ * reserve in the inode record. So tables share the volume's journal, caches, space and checker, and
+ * dropping one is unlinking its inode: freed a step at a time at once, or at the last close of a handle
+ * on it, or at the next mount after a crash.
+ *
+ * <pre>{@code
+ * Tables tables = volume.tables();
+ * try (Table users = tables.create("users"); Table byEmail = tables.create("users-by-email")) {
+ *     try (WriteTransaction tx = tables.begin(Durability.SYNC)) {
+ *         tx.put(users, id, record);
+ *         tx.put(byEmail, email, id);
+ *         tx.commit();
+ *     }
+ * }
+ * }</pre>
+ *
+ * <p>Table names follow file names: 1 to 255 bytes of UTF-8, no '/' or NUL, not "." or "..". Thread-safe.
+ */
+public final class Tables {
+    /** Keys a {@link Table#deleteRange} deletes per transaction. */
+    static final int RANGE_BATCH = 1000;
+    /** The share of the log one transaction's changes may take ({@link WriteTransaction}). */
+    private static final int LOG_SHARE = 4;
+    /** Bytes a changed key is assumed to cost in the log beyond its key and value, for the size check before a commit. */
+    private static final int CHANGE_OVERHEAD = 100;
+    private static final ThreadLocal<byte[]> VALUES = ThreadLocal.withInitial(() -> new byte[Table.MAX_VALUE]);
+
+    private final Volume volume;
+    private final Namespace namespace;
+    private final BufferCache cache;
+    private final DirContents dirs;
+    private final InodeRecords records;
+    private final long asyncNanos;
+    private volatile Thread asyncSync;
+    /** Highest commit sequence an ASYNC commit asked to make durable. */
+    private volatile long asyncTarget = -1;
+    private volatile boolean stopping;
+    /** The ASYNC thread is parked with nothing to force: a new target must wake it. */
+    private volatile boolean asyncIdle;
+
+    Tables(Volume volume, Namespace namespace, BufferCache cache, VolumeOptions options) {
+        this.volume = volume;
+        this.namespace = namespace;
+        this.cache = cache;
+        this.dirs = namespace.dirs;
+        this.records = namespace.records;
+        this.asyncNanos = options.effectiveAsyncCommitMillis() * 1_000_000L;
+    }
+
+    // ------------------------------------------------------------------ the catalog
+
+    /** Makes the catalog: a directory inode named by group 0's AGI, in the allocating transaction. */
+    private void makeCatalog() {
+        volume.allocInode(0, InodeFormat.S_IFDIR | 0700, 0, 0, 2, 1, (txn, ino) -> volume.group(0).setCatalog(txn, ino));
+    }
+
+    /** The catalog's inode; made first (the volume's feature flag set before) if {@code make} and there is none. */
+    private long catalog(boolean make) {
+        long c = volume.group(0).catalog();
+        if (c != 0 || !make) {
+            return c;
+        }
+        synchronized (this) {
+            c = volume.group(0).catalog();
+            if (c == 0) {
+                volume.requireIncompatFeature(SuperblockFormat.INCOMPAT_TABLES);
+                makeCatalog();
+                c = volume.group(0).catalog();
+            }
+            return c;
+        }
+    }
+
+    /** The catalog's inode, or 0 if the volume has none (no table was ever made). */
+    long catalogInode() {
+        return catalog(false);
+    }
+
+    /**
+     * Creates an empty table named {@code name} and opens it.
+     *
+     * @throws TableException TABLE_EXISTS if the name is taken
+     * @throws NamespaceException EINVAL or ENAMETOOLONG for a bad name
+     */
+    public Table create(String name) {
+        volume.requireOpen();
+        long catalog = catalog(true);
+        long ino;
+        try {
+            ino = namespace.createTableEntry(catalog, name);
+        } catch (NamespaceException e) {
+            if (e.errno() == Errno.EEXIST) {
+                throw new TableException(TableException.Kind.TABLE_EXISTS, "table '" + name + "' exists");
+            }
+            throw e;
+        }
+        Table t = openIno(name, ino);
+        tree(t); // the empty tree, now rather than at the first write
+        return t;
+    }
+
+    /**
+     * Opens table {@code name}.
+     *
+     * @throws TableException NO_SUCH_TABLE if there is none
+     */
+    public Table open(String name) {
+        volume.requireOpen();
+        DirContents.Found f = find(name);
+        if (f == null) {
+            throw noSuchTable(name);
+        }
+        return openIno(name, f.ino());
+    }
+
+    /** Opens table {@code name}, creating it empty if there is none. */
+    public Table openOrCreate(String name) {
+        for (;;) {
+            try {
+                return open(name);
+            } catch (TableException e) {
+                if (e.kind() != TableException.Kind.NO_SUCH_TABLE) {
+                    throw e;
+                }
+            }
+            try {
+                return create(name);
+            } catch (TableException e) {
+                if (e.kind() != TableException.Kind.TABLE_EXISTS) {
+                    throw e;
+                }
+            }
+        }
+    }
+
+    /** True if a table named {@code name} exists. */
+    public boolean exists(String name) {
+        volume.requireOpen();
+        return find(name) != null;
+    }
+
+    /** The tables' names, in the catalog's order (by name hash, not alphabetical). */
+    public List<String> list() {
+        volume.requireOpen();
+        long catalog = catalog(false);
+        List<String> names = new ArrayList<>();
+        if (catalog != 0) {
+            for (DirEntry e : dirs.allEntries(catalog)) {
+                names.add(e.name());
+            }
+        }
+        return names;
+    }
+
+    /**
+     * Drops table {@code name}: its name goes at once; its space is freed now, a step at a time (a crash
+     * part way finishes at the next mount), or, while handles on it are open, at the last close.
+     *
+     * @throws TableException NO_SUCH_TABLE if there is none
+     */
+    public void drop(String name) {
+        volume.requireOpen();
+        long catalog = catalog(false);
+        if (catalog == 0) {
+            throw noSuchTable(name);
+        }
+        try {
+            namespace.removeTableEntry(catalog, name);
+        } catch (NamespaceException e) {
+            if (e.errno() == Errno.ENOENT) {
+                throw noSuchTable(name);
+            }
+            throw e;
+        }
+    }
+
+    /**
+     * Renames table {@code from} to {@code to}; handles open on it stay open.
+     *
+     * @throws TableException NO_SUCH_TABLE if {@code from} does not exist, TABLE_EXISTS if {@code to} does
+     */
+    public void rename(String from, String to) {
+        volume.requireOpen();
+        if (find(from) == null) {
+            throw noSuchTable(from);
+        }
+        if (find(to) != null) {
+            throw new TableException(TableException.Kind.TABLE_EXISTS, "table '" + to + "' exists");
+        }
+        try {
+            namespace.renameTableEntry(catalog(false), from, to);
+        } catch (NamespaceException e) {
+            if (e.errno() == Errno.ENOENT) {
+                throw noSuchTable(from);
+            }
+            throw e;
+        }
+    }
+
+    /** A write transaction whose commit waits for {@code durability}. */
+    public WriteTransaction begin(Durability durability) {
+        volume.requireOpen();
+        if (durability == null) {
+            throw new InvalidArgumentException("durability is required");
+        }
+        return new WriteTransaction(this, durability);
+    }
+
+    private DirContents.Found find(String name) {
+        long catalog = catalog(false);
+        return catalog == 0 ? null : dirs.find(catalog, DirEntryFormat.key(PathResolver.requireName(name, false)));
+    }
+
+    private Table openIno(String name, long ino) {
+        Handle h = namespace.openInode(ino);
+        if (h == null) {
+            throw noSuchTable(name); // dropped meanwhile
+        }
+        return new Table(this, name, h);
+    }
+
+    private static TableException noSuchTable(String name) {
+        return new TableException(TableException.Kind.NO_SUCH_TABLE, "no table '" + name + "'");
+    }
+
+    // ------------------------------------------------------------------ what tables use
+
+    /** The table's tree, made now if a crash came between the table's creation and its tree's. */
+    BTree tree(Table t) {
+        Inode i = t.inode;
+        int area = records.rec(i.ino) + InodeFormat.INLINE;
+        for (;;) {
+            long header = records.readRecord(i.ino, (b, rec) -> DirContents.isTree(b, rec) ? DirEntryFormat.treeHeader(b, area) : 0L);
+            if (header != 0) {
+                return dirs.tree(i, header);
+            }
+            dirs.convert(i, 0, () -> !records.readRecord(i.ino, DirContents::isTree), (m, rec, keys, values) -> { });
+        }
+    }
+
+    InodeStat statOf(long ino) {
+        return records.statIno(ino);
+    }
+
+    int blockSize() {
+        return cache.blockSize();
+    }
+
+    void requireVolumeOpen() {
+        volume.requireOpen();
+    }
+
+    void requireOwn(Table t) {
+        if (t.tables() != this) {
+            throw new InvalidArgumentException(t + " belongs to another volume");
+        }
+    }
+
+    /** A thread's buffer for a value read. */
+    static byte[] valueBuffer() {
+        return VALUES.get();
+    }
+
+    /** A single write ({@link Table#put} and the others): a transaction of its own, under the table's lock. */
+    boolean single(Table t, byte[] key, byte[] value, int op) {
+        t.requireOpen();
+        TableCommit c = new TableCommit(cache, dirs, records, false);
+        boolean changed;
+        t.inode.lock.lock();
+        try {
+            changed = c.apply(t, key, value, op);
+        } finally {
+            t.inode.lock.unlock();
+        }
+        if (changed) {
+            durable(c.seq, t.durability());
+        }
+        return changed;
+    }
+
+    /** {@link Table#deleteRange}: transactions of up to {@link #RANGE_BATCH} keys. */
+    long deleteRange(Table t, byte[] from, byte[] to) {
+        long n = 0;
+        for (;;) {
+            t.requireOpen();
+            WriteTransaction.Writes w = new WriteTransaction.Writes(t);
+            Cursor c = t.tree().cursor(from, to, false);
+            while (w.ops.size() < RANGE_BATCH && c.next()) {
+                w.ops.put(c.key(), new WriteTransaction.Op(TableCommit.DELETE, null));
+            }
+            if (w.ops.isEmpty()) {
+                return n;
+            }
+            n += w.ops.size();
+            commit(List.of(w), 0, t.durability());
+            from = w.ops.lastKey();
+        }
+    }
+
+    /** Applies a transaction's changes ({@code ws}, in table inode order; {@code bytes} their keys and values). */
+    void commit(List<WriteTransaction.Writes> ws, long bytes, Durability durability) {
+        Journal journal = volume.journal();
+        long limit = journal.logBytes() / LOG_SHARE;
+        long changes = 0;
+        for (WriteTransaction.Writes w : ws) {
+            changes += w.ops.size();
+        }
+        if (bytes + changes * CHANGE_OVERHEAD > limit) {
+            throw tooLarge(changes, bytes + changes * CHANGE_OVERHEAD, limit);
+        }
+        int locked = 0;
+        long seq;
+        try {
+            for (WriteTransaction.Writes w : ws) {
+                w.table.inode.lock.lock();
+                locked++;
+                w.table.requireOpen();
+            }
+            TableCommit c = new TableCommit(cache, dirs, records, true);
+            try (Journal.Pin pin = journal.pin()) {
+                try {
+                    for (WriteTransaction.Writes w : ws) {
+                        for (byte[][] r : w.ranges) {
+                            List<byte[]> keys = new ArrayList<>();
+                            Cursor cur = w.table.tree().cursor(r[0], r[1], false);
+                            while (cur.next()) {
+                                keys.add(cur.key());
+                            }
+                            for (byte[] k : keys) {
+                                c.apply(w.table, k, null, TableCommit.DELETE);
+                                requireRoom(pin, limit);
+                            }
+                        }
+                        for (var e : w.ops.entrySet()) {
+                            c.apply(w.table, e.getKey(), e.getValue().value(), e.getValue().kind());
+                            requireRoom(pin, limit);
+                        }
+                    }
+                } catch (RuntimeException e) {
+                    try {
+                        c.undoAll();
+                    } catch (RuntimeException again) { // the group must not reach the log half applied
+                        journal.shutdown(again);
+                        e.addSuppressed(again);
+                    }
+                    throw e;
+                }
+                seq = pin.seq();
+            }
+        } finally {
+            for (int i = 0; i < locked; i++) {
+                ws.get(i).table.inode.lock.unlock();
+            }
+        }
+        durable(seq, durability);
+    }
+
+    private static void requireRoom(Journal.Pin pin, long limit) {
+        if (pin.contextBytes() > limit) {
+            throw new TableException(TableException.Kind.TOO_LARGE, "the transaction's changes passed " + limit
+                    + " bytes of log (a quarter of the log) before they were all applied; nothing was changed");
+        }
+    }
+
+    private static TableException tooLarge(long changes, long bytes, long limit) {
+        return new TableException(TableException.Kind.TOO_LARGE, "a transaction of " + changes + " changes needs about "
+                + bytes + " bytes of log; one transaction may take " + limit + " (a quarter of the log); nothing was changed");
+    }
+
+    /** Waits for commit sequence {@code seq} as {@code d} says. */
+    private void durable(long seq, Durability d) {
+        switch (d) {
+            case SYNC -> volume.journal().force(seq);
+            case ASYNC -> requestAsync(seq);
+            case NONE -> { }
+        }
+    }
+
+    // ------------------------------------------------------------------ ASYNC commits
+
+    private void requestAsync(long seq) {
+        if (seq <= asyncTarget) {
+            return;
+        }
+        synchronized (this) {
+            if (seq > asyncTarget) {
+                asyncTarget = seq;
+            }
+            if (asyncSync == null && !stopping) {
+                Thread t = new Thread(this::asyncLoop, "ferrite-table-sync");
+                t.setDaemon(true);
+                asyncSync = t;
+                t.start();
+            } else if (asyncIdle) {
+                LockSupport.unpark(asyncSync);
+            }
+        }
+    }
+
+    /** Forces the log every {@code asyncCommitMillis} while ASYNC commits wait for it; idle otherwise. */
+    private void asyncLoop() {
+        Journal journal = volume.journal();
+        while (!stopping) {
+            long target = asyncTarget;
+            if (journal.durableSeq() >= target) {
+                asyncIdle = true; // then the target read again: a commit raising it after this sees the flag
+                if (journal.durableSeq() >= asyncTarget && !stopping) {
+                    LockSupport.park(this);
+                }
+                asyncIdle = false;
+                continue;
+            }
+            LockSupport.parkNanos(this, asyncNanos); // the delay lets more ASYNC commits share the force
+            try {
+                journal.force(target);
+            } catch (RuntimeException e) { // the journal shut down: every later commit reports it
+                return;
+            }
+        }
+    }
+
+    /** Stops the ASYNC thread (unmount, before the journal closes, which makes everything durable). */
+    void stop() {
+        Thread t;
+        synchronized (this) {
+            stopping = true;
+            t = asyncSync;
+        }
+        if (t != null) {
+            LockSupport.unpark(t);
+            try {
+                t.join();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+}
