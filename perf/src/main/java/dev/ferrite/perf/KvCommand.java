@@ -80,7 +80,7 @@ final class KvCommand implements Callable<Integer> {
 
     @Option(names = "--seconds-limit", paramLabel = "S", defaultValue = "0",
             description = "stop any phase after S seconds, 0 for no limit; later phases then use the keys"
-                    + " inserted (default: ${DEFAULT-VALUE})")
+                    + " inserted, and the batch and YCSB phases skip (default: ${DEFAULT-VALUE})")
     double secondsLimit;
 
     @Option(names = "--phases", paramLabel = "P", split = ",", defaultValue = "basic",

@@ -522,9 +522,7 @@ public final class KvBench {
             while (done < total && !p.stop.get()) {
                 int m = (int) Math.min(size, total - done);
                 for (int j = 0; j < m; j++) {
-                    long i = random.nextLong(n);
-                    KvKeys.value(i, random.nextLong(), value);
-                    s.put(key, KvKeys.key(i, key), value);
+                    putVersion(s, random.nextLong(n), random, key, value);
                 }
                 s.commit();
                 long t = System.nanoTime();
@@ -543,7 +541,7 @@ public final class KvBench {
         private void ycsb(Step mix, int id, KvStore.Session s, Histogram h, Phase p) {
             SplittableRandom random = new SplittableRandom(seed(id, mix.ordinal()));
             byte[] key = new byte[KvKeys.KEY_MAX];
-            byte[][] from = new byte[KvKeys.KEY_MAX + 1][];
+            ExactKeys from = new ExactKeys();
             byte[] value = KvKeys.newValue(valueBytes);
             long ops = warmUp ? start(id + 1) - start(id) : Long.MAX_VALUE;
             boolean scans = mix == Step.YCSB_E;
@@ -551,10 +549,7 @@ public final class KvBench {
             for (long done = 0; done < ops && !p.stop.get(); ) {
                 boolean read = mix.reads == 1 || random.nextDouble() < mix.reads;
                 if (read && scans) {
-                    int kl = KvKeys.key(zipfian.next(random), key);
-                    byte[] f = from[kl] == null ? from[kl] = new byte[kl] : from[kl];
-                    System.arraycopy(key, 0, f, 0, kl);
-                    shortScan(s, f, 1 + random.nextInt(SHORT_SCAN_MAX));
+                    shortScan(s, from.of(key, KvKeys.key(zipfian.next(random), key)), 1 + random.nextInt(SHORT_SCAN_MAX));
                 } else if (read) {
                     long i = zipfian.next(random);
                     checkGet(i, s.get(key, KvKeys.key(i, key), value), value);
@@ -569,8 +564,7 @@ public final class KvBench {
                     } else {
                         i = zipfian.next(random);
                     }
-                    KvKeys.value(i, random.nextLong(), value);
-                    s.put(key, KvKeys.key(i, key), value);
+                    putVersion(s, i, random, key, value);
                     s.commit();
                 }
                 long t = System.nanoTime();
@@ -581,6 +575,12 @@ public final class KvBench {
                     return;
                 }
             }
+        }
+
+        /** Puts key {@code i} with a new version of its value (a random one), through the caller's buffers. */
+        private static void putVersion(KvStore.Session s, long i, SplittableRandom random, byte[] key, byte[] value) {
+            KvKeys.value(i, random.nextLong(), value);
+            s.put(key, KvKeys.key(i, key), value);
         }
 
         /** Reads up to {@code length} entries from {@code from} on, checking each value's length. */

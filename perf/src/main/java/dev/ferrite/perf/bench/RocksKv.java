@@ -165,25 +165,13 @@ final class RocksKv implements KvStore {
     /** Puts gathered in a {@link WriteBatch} that commit writes at once, atomically; gets and scans as a {@link Session}'s. */
     private final class BatchSession extends Session {
         private final WriteBatch batch = new WriteBatch();
-        /**
-         * A key array per length, reused: a batch takes whole arrays, and copying each key into a new
-         * one would allocate on every put.
-         */
-        private final byte[][] keys = new byte[KvKeys.KEY_MAX + 1][];
-
-        private byte[] exact(byte[] key, int length) {
-            byte[] k = keys[length];
-            if (k == null) {
-                k = keys[length] = new byte[length];
-            }
-            System.arraycopy(key, 0, k, 0, length);
-            return k;
-        }
+        /** A batch takes whole arrays (it copies them in). */
+        private final ExactKeys keys = new ExactKeys();
 
         @Override
         public void put(byte[] key, int keyLength, byte[] value) {
             try {
-                batch.put(exact(key, keyLength), value);
+                batch.put(keys.of(key, keyLength), value);
             } catch (RocksDBException e) {
                 throw failed("batch put", e);
             }
@@ -192,7 +180,7 @@ final class RocksKv implements KvStore {
         @Override
         public void delete(byte[] key, int keyLength) {
             try {
-                batch.delete(exact(key, keyLength));
+                batch.delete(keys.of(key, keyLength));
             } catch (RocksDBException e) {
                 throw failed("batch delete", e);
             }

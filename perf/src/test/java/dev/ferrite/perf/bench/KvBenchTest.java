@@ -87,6 +87,20 @@ class KvBenchTest {
                 && l.contains(" skipped ")), "the baseline's skip shows in its rate column:\n" + reversed);
     }
 
+    @Test
+    void aLoadCutShortByTheTimeLimitSkipsThePhasesThatNeedEveryKey(@TempDir Path dir) {
+        KvBench.Plan plan = new KvBench.Plan(EnumSet.of(KvBench.Family.BASIC, KvBench.Family.BATCH, KvBench.Family.YCSB),
+                List.of(64), 1);
+        KvBench bench = new KvBench(dir, List.of(KvTarget.MEMORY), 100_000_000, List.of(1), 16L << 20, 0.1, 0, plan);
+        List<Result> results = bench.run(Progress.NONE);
+        assertEquals(List.of("insert", "get", "scan", "delete"), phases(results, "memory", 1));
+        assertTrue(results.getFirst().n() < 100_000_000, results.getFirst().toString());
+        assertEquals(List.of("batch1", "batch100", "batch1000", "ycsb-a", "ycsb-b", "ycsb-c", "ycsb-e"),
+                bench.skipped().stream().map(Skipped::phase).toList());
+        assertTrue(bench.skipped().stream().allMatch(k -> k.reason().equals("the load was cut short by the time limit")),
+                bench.skipped().toString());
+    }
+
     /** A batch session's puts stay invisible until its commit, then all show: one atomic write. */
     @ParameterizedTest
     @EnumSource(value = KvTarget.class, names = {"ROCKSDB", "LMDB"})
