@@ -39,7 +39,7 @@ import org.HdrHistogram.Histogram;
  *       inserts of new keys), keys drawn by {@link Zipfian} (scrambled, theta 0.99) over the N loaded, an
  *       update writing a new version of the value, for a given time each; every update and insert commits
  *       by itself; the writing mixes end durable. E also stops once its inserts have doubled the keys;</li>
- *   <li>{@code delete} (basic): delete every key, then make that durable.</li>
+ *   <li>{@code delete} (basic): delete every key (E's inserts too), then make that durable.</li>
  * </ol>
  * With T threads, thread t takes the t-th T-th of the indexes for inserts, gets and deletes, and the
  * t-th T-th of the key range for the scan. A phase's rate is its operations (scan: entries; batch: puts)
@@ -212,13 +212,16 @@ public final class KvBench {
         this.scanNanos = Math.round(scanSeconds * 1e9);
         this.plan = plan;
         this.ycsbNanos = Math.round(plan.ycsbSeconds() * 1e9);
-        this.steps = Arrays.stream(Step.values()).filter(s -> s.family == null || plan.families().contains(s.family)).toList();
+        this.steps = steps(plan);
     }
 
     /** The phase names a run of {@code plan} reports at each value size, in run order (default size's names). */
     public static List<String> phases(Plan plan) {
-        return Arrays.stream(Step.values()).filter(s -> s.family == null || plan.families().contains(s.family))
-                .map(s -> s.label).toList();
+        return steps(plan).stream().map(s -> s.label).toList();
+    }
+
+    private static List<Step> steps(Plan plan) {
+        return Arrays.stream(Step.values()).filter(s -> s.family == null || plan.families().contains(s.family)).toList();
     }
 
     /** {@code keys}, or fewer so that their values of {@code valueBytes} fit {@link #VALUE_BUDGET}. */
@@ -266,7 +269,7 @@ public final class KvBench {
         return List.copyOf(contention);
     }
 
-    /** How each target that ran was set up, in run order. */
+    /** How each target was set up (a target that skipped every phase too), in run order. */
     public Map<KvTarget, String> setups() {
         return Collections.unmodifiableMap(setups);
     }
@@ -297,6 +300,9 @@ public final class KvBench {
                 ScratchFile home = ScratchFile.directory(dir, target.label() + "-");
                 open.add(home);
                 KvStore store = target.open(home.path(), capacity, valueBytes, cacheBytes);
+                if (!warmUp) {
+                    setups.putIfAbsent(target, store.describe());
+                }
                 if (valueBytes > store.maxValueSize()) {
                     String why = "values up to " + store.maxValueSize() + " B";
                     store.close();
@@ -306,9 +312,6 @@ public final class KvBench {
                     continue;
                 }
                 open.add(store);
-                if (!warmUp) {
-                    setups.putIfAbsent(target, store.describe());
-                }
                 runs.add(new Run(store, target.label(), n, threads, valueBytes, warmUp, progress));
             }
             List<List<Result>> byTarget = new ArrayList<>();

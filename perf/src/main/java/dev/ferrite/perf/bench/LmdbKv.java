@@ -20,7 +20,7 @@ import org.lmdbjava.Txn;
  * gets; a scan is one read transaction. Keys and values pass through direct buffers; values are read
  * in the map, without copying, except that a get copies its value out like the other stores' gets.
  * A batch phase's batch is one write transaction ({@link #batchSession()}: the same sessions, committed
- * at each batch's end).
+ * at each batch's end), and so is each update or insert of the YCSB mixes, which commit after each.
  */
 final class LmdbKv implements KvStore {
     static final int BATCH = 1000;
@@ -51,7 +51,8 @@ final class LmdbKv implements KvStore {
         try {
             Dbi<ByteBuffer> db = env.openDbi(DB, DbiFlags.MDB_CREATE);
             return new LmdbKv(env, db, "LMDB (lmdbjava), map " + KvBench.size(map) + ", MDB_NOSYNC; write transactions of "
-                    + BATCH + " puts or deletes, read transactions of " + BATCH + " gets, env sync at phase end");
+                    + BATCH + " puts or deletes (batch phases: one per batch; YCSB: one per update or insert), read"
+                    + " transactions of " + BATCH + " gets, env sync at phase end");
         } catch (RuntimeException e) {
             env.close();
             throw e;

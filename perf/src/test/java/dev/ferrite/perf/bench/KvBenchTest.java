@@ -88,6 +88,17 @@ class KvBenchTest {
     }
 
     @Test
+    void aTargetThatSkipsEverySizeStillShowsItsSetup(@TempDir Path dir) {
+        KvBench.Plan plan = new KvBench.Plan(EnumSet.of(KvBench.Family.BASIC), List.of(1024), 0);
+        KvBench bench = new KvBench(dir, List.of(KvTarget.FERRITE), 1_000, List.of(1), 16L << 20, 0, 0, plan);
+        assertEquals(List.of(), bench.run(Progress.NONE));
+        assertEquals(List.of("insert-1KiB", "get-1KiB", "scan-1KiB", "delete-1KiB"),
+                bench.skipped().stream().map(Skipped::phase).toList());
+        assertTrue(bench.setups().get(KvTarget.FERRITE).startsWith("DirectDevice") || bench.setups().get(KvTarget.FERRITE)
+                .startsWith("MappedDevice"), bench.setups().toString());
+    }
+
+    @Test
     void aLoadCutShortByTheTimeLimitSkipsThePhasesThatNeedEveryKey(@TempDir Path dir) {
         KvBench.Plan plan = new KvBench.Plan(EnumSet.of(KvBench.Family.BASIC, KvBench.Family.BATCH, KvBench.Family.YCSB),
                 List.of(64), 1);
