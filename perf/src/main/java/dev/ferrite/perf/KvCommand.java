@@ -3,6 +3,7 @@ package dev.ferrite.perf;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Path;
+import java.util.EnumSet;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
@@ -11,6 +12,7 @@ import java.util.concurrent.Callable;
 import java.util.stream.Collectors;
 
 import dev.ferrite.perf.bench.KvBench;
+import dev.ferrite.perf.bench.KvKeys;
 import dev.ferrite.perf.bench.KvTarget;
 import dev.ferrite.perf.bench.Machine;
 import dev.ferrite.perf.bench.Result;
@@ -33,13 +35,23 @@ import picocli.CommandLine.Spec;
                 "  scan     the whole key range forward, every value read, pass after pass",
                 "           for --scan-seconds (rate: entries/s)",
                 "  delete   every key; then sync",
+                "and with --phases batch and ycsb, after the scan (insert always runs: the load):",
+                "  batch1, batch100, batch1000  N puts of uniformly random loaded keys, a commit",
+                "           after every 1, 100, 1000 (one atomic transaction where the store has",
+                "           one over several keys); then sync. Latency: per batch",
+                "  ycsb-a, -b, -c, -e  YCSB mixes for --ycsb-seconds each, keys scrambled-Zipfian",
+                "           (theta 0.99): A 50% gets/50% updates, B 95/5, C gets only, E 95% scans",
+                "           of 1-100 entries/5% inserts of new keys; each update or insert commits",
+                "           by itself; the writing mixes end with a sync",
                 "",
-                "Each phase runs at each --threads count; threads split the keys (scan: the key",
-                "range). The rate includes the closing sync. Latency is per operation, except",
-                "that LMDB's write transactions of 1000 and every 1024 scanned entries count as",
-                "their time divided among their operations. Durability is alike but for the",
-                "ceiling: writes are logged but not synced one by one, and each write phase ends",
-                "durable.",
+                "Each phase runs at each --threads count and --value-sizes size (fresh stores for",
+                "each; sizes other than 64 B name their phases, e.g. insert-1KiB, and keep at",
+                "most 256 MiB of values: fewer keys; a store that cannot keep a size skips it,",
+                "with the reason in the table). Threads split the keys (scan: the key range).",
+                "The rate includes the closing sync. Latency is per operation, except that LMDB's",
+                "write transactions of 1000 and every 1024 scanned entries count as their time",
+                "divided among their operations. Durability is alike but for the ceiling: writes",
+                "are logged but not synced one by one, and each write phase ends durable.",
                 "  ferrite  a transaction per put/delete; journal forceAll at phase end",
                 "  rocksdb  single writes, WAL on, no sync; flushWal(true) at phase end",
                 "  lmdb     MDB_NOSYNC, 1000 writes per transaction; env sync at phase end",
@@ -68,8 +80,23 @@ final class KvCommand implements Callable<Integer> {
 
     @Option(names = "--seconds-limit", paramLabel = "S", defaultValue = "0",
             description = "stop any phase after S seconds, 0 for no limit; later phases then use the keys"
-                    + " inserted (default: ${DEFAULT-VALUE})")
+                    + " inserted, and the batch and YCSB phases skip (default: ${DEFAULT-VALUE})")
     double secondsLimit;
+
+    @Option(names = "--phases", paramLabel = "P", split = ",", defaultValue = "basic",
+            description = "phase families to run: basic (get, scan, delete), batch, ycsb; insert always runs"
+                    + " (default: ${DEFAULT-VALUE})")
+    List<KvBench.Family> phases;
+
+    @Option(names = "--value-sizes", paramLabel = "SIZE", split = ",", defaultValue = "64",
+            converter = ByteSize.Converter.class,
+            description = "value lengths to run every phase with, 8 bytes to 1M; K/M suffixes; the first also for"
+                    + " the warm-up (default: ${DEFAULT-VALUE})")
+    List<Long> valueSizes;
+
+    @Option(names = "--ycsb-seconds", paramLabel = "S", defaultValue = "5",
+            description = "how long each YCSB mix runs (default: ${DEFAULT-VALUE})")
+    double ycsbSeconds;
 
     @Option(names = "--scan-seconds", paramLabel = "S", defaultValue = "2",
             description = "keep starting scan passes until S seconds have gone by, 0 for one pass: a pass"
@@ -95,17 +122,22 @@ final class KvCommand implements Callable<Integer> {
             Storage storage = Storage.of(scratch.path());
             out.printf(Locale.ROOT, "dir:     %s (%s, temporary%s)%n", storage.path(), storage.describe(),
                     defaultDir ? "; default: " + (base.startsWith("/dev/shm") ? "/dev/shm, RAM-backed" : "java.io.tmpdir") : "");
-            out.printf(Locale.ROOT, "keys:    %,d of 16-40 bytes in hashed order, 64-byte values; threads %s%s%n",
-                    keys, threads,
+            KvBench.Plan plan = plan();
+            out.printf(Locale.ROOT, "keys:    %,d of 16-40 bytes in hashed order, %s-byte values; threads %s; phases %s%s%n",
+                    keys, valueSizes.stream().map(String::valueOf).collect(Collectors.joining(",")), threads,
+                    String.join(",", KvBench.phases(plan)),
                     secondsLimit > 0 ? "; phases stop after " + secondsLimit + " s" : "");
             out.flush();
             Machine machine = Machine.collect(storage);
-            KvBench bench = new KvBench(scratch.path(), targets, keys, threads.counts, cache, secondsLimit, scanSeconds);
+            KvBench bench = new KvBench(scratch.path(), targets, keys, threads.counts, cache, secondsLimit, scanSeconds, plan);
             List<Result> results = bench.run(new ProgressLine(spec.commandLine().getErr()));
             for (Map.Entry<KvTarget, String> e : bench.setups().entrySet()) {
                 out.printf(Locale.ROOT, "%-8s %s%n", e.getKey().label() + ":", e.getValue());
             }
-            RunDir.printTables(out, results, targets.stream().map(KvTarget::label).toList());
+            for (String note : bench.notes()) {
+                out.println("note:    " + note);
+            }
+            RunDir.printTables(out, results, bench.skipped(), targets.stream().map(KvTarget::label).toList());
             RunDir.printContention(out, bench.contention());
             json.write(out, machine, results);
         }
@@ -131,7 +163,26 @@ final class KvCommand implements Callable<Integer> {
         if (!(scanSeconds >= 0 && scanSeconds <= 86_400)) {
             throw new ParameterException(spec.commandLine(), "--scan-seconds must be 0 to 86400, not " + scanSeconds);
         }
+        if (phases.size() != new HashSet<>(phases).size()) {
+            throw new ParameterException(spec.commandLine(), "--phases " + phases + " names a family twice");
+        }
+        for (long v : valueSizes) {
+            if (v < KvKeys.VALUE_MIN || v > KvBench.MAX_VALUE_BYTES) {
+                throw new ParameterException(spec.commandLine(), "--value-sizes " + ByteSize.format(v) + ": give "
+                        + KvKeys.VALUE_MIN + " bytes to " + ByteSize.format(KvBench.MAX_VALUE_BYTES));
+            }
+        }
+        if (valueSizes.size() != new HashSet<>(valueSizes).size()) {
+            throw new ParameterException(spec.commandLine(), "--value-sizes " + valueSizes + " names a size twice");
+        }
+        if (!(ycsbSeconds > 0 && ycsbSeconds <= 86_400)) {
+            throw new ParameterException(spec.commandLine(), "--ycsb-seconds must be above 0 and at most 86400, not " + ycsbSeconds);
+        }
         runDir.resolve(spec); // refused before measuring, not after
+    }
+
+    private KvBench.Plan plan() {
+        return new KvBench.Plan(EnumSet.copyOf(phases), valueSizes.stream().map(Long::intValue).toList(), ycsbSeconds);
     }
 
     private String labels() {

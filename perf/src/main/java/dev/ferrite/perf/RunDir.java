@@ -7,6 +7,7 @@ import java.util.List;
 
 import dev.ferrite.perf.bench.Result;
 import dev.ferrite.perf.bench.ResultTable;
+import dev.ferrite.perf.bench.Skipped;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
@@ -45,17 +46,23 @@ final class RunDir {
 
     /** One table per other target, each beside the first target's rows: the ratio is first over other. */
     static void printTables(PrintWriter out, List<Result> results, List<String> targets) {
+        printTables(out, results, List.of(), targets);
+    }
+
+    /** The same, with the phases targets skipped as rows of their own ({@link Skipped}). */
+    static void printTables(PrintWriter out, List<Result> results, List<Skipped> skipped, List<String> targets) {
         String first = targets.getFirst();
         if (targets.size() == 1) {
             out.println();
-            out.print(ResultTable.render(results, ""));
+            out.print(ResultTable.render(results, skipped, ""));
             return;
         }
         for (String other : targets.subList(1, targets.size())) {
             out.println();
             out.println(first + " vs " + other);
             out.print(ResultTable.render(results.stream()
-                    .filter(r -> r.target().equals(first) || r.target().equals(other)).toList(), other));
+                    .filter(r -> r.target().equals(first) || r.target().equals(other)).toList(),
+                    skipped.stream().filter(k -> k.target().equals(first) || k.target().equals(other)).toList(), other));
         }
     }
 

@@ -250,6 +250,40 @@ class MainTest {
     }
 
     @Test
+    void benchKvRunsTheChosenFamiliesAtEachValueSizeAndShowsWhatATargetSkipped(@TempDir Path dir) throws Exception {
+        Path json = dir.resolve("kv.json");
+        assertEquals(0, run("bench", "kv", "--targets", "ferrite,memory", "--keys", "2000", "--threads", "1",
+                "--dir", dir.toString(), "--cache", "16M", "--phases", "ycsb,batch", "--ycsb-seconds", "0.05",
+                "--value-sizes", "64,1K", "--json", json.toString()), err.toString());
+
+        List<String> families = List.of("insert", "batch1", "batch100", "batch1000", "ycsb-a", "ycsb-b", "ycsb-c", "ycsb-e");
+        List<?> results = (List<?>) JsonReader.at(JsonReader.parse(Files.readString(json)), "results");
+        List<String> memory = results.stream().map(r -> (Map<?, ?>) r).filter(r -> r.get("target").equals("memory"))
+                .map(r -> (String) r.get("phase")).toList();
+        assertEquals(Stream.concat(families.stream(), families.stream().map(p -> p + "-1KiB")).toList(), memory);
+        List<String> ferrite = results.stream().map(r -> (Map<?, ?>) r).filter(r -> r.get("target").equals("ferrite"))
+                .map(r -> (String) r.get("phase")).toList();
+        assertEquals(families, ferrite, "Ferrite keeps no 1 KiB values");
+        String table = out.toString();
+        assertTrue(table.contains("phases insert,batch1,batch100,batch1000,ycsb-a,ycsb-b,ycsb-c,ycsb-e"), table);
+        assertTrue(table.lines().anyMatch(l -> l.startsWith("ycsb-e-1KiB") && l.contains("skipped: values up to 960 B")), table);
+    }
+
+    @Test
+    void badKvPhasesAndValueSizesAreUsageErrors() {
+        assertEquals(2, run("bench", "kv", "--value-sizes", "4"));
+        assertTrue(err.toString().contains("--value-sizes 4 bytes: give 8 bytes to 1 MiB"), err.toString());
+        assertEquals(2, run("bench", "kv", "--value-sizes", "2M"));
+        assertEquals(2, run("bench", "kv", "--value-sizes", "64,64"));
+        assertTrue(err.toString().contains("names a size twice"), err.toString());
+        assertEquals(2, run("bench", "kv", "--phases", "basic,ycsb,basic"));
+        assertTrue(err.toString().contains("names a family twice"), err.toString());
+        assertEquals(2, run("bench", "kv", "--phases", "tpcc"));
+        assertEquals(2, run("bench", "kv", "--ycsb-seconds", "0"));
+        assertEquals("", out.toString());
+    }
+
+    @Test
     void benchKvCutsPhasesAtTheTimeLimit(@TempDir Path dir) {
         assertEquals(0, run("bench", "kv", "--targets", "lmdb", "--keys", "100000000", "--threads", "2",
                 "--dir", dir.toString(), "--seconds-limit", "0.2"), err.toString());

@@ -6,6 +6,7 @@ import java.nio.ByteOrder;
 import java.nio.file.Path;
 
 import dev.ferrite.btree.internal.BTree;
+import dev.ferrite.btree.internal.BTreeNodeFormat;
 import dev.ferrite.btree.internal.Cursor;
 import dev.ferrite.btree.internal.TreeCheck;
 import dev.ferrite.btree.internal.Txn;
@@ -23,7 +24,9 @@ import dev.ferrite.io.MappedDevice;
  *
  * <p>Every put and delete is a transaction of its own ({@link Txn}, committed into the journal's
  * in-memory log, not forced): the same promise as a RocksDB write with the WAL on and no sync. {@link
- * #sync()} forces the log. Gets and scans take no lock (optimistic lock coupling).
+ * #sync()} forces the log. Gets and scans take no lock (optimistic lock coupling). The tree has no
+ * transaction over several changes to one tree, so the batch phases' puts commit one by one as well
+ * (no {@link #batchSession()}), and its values end at {@value BTreeNodeFormat#MAX_VALUE} bytes.
  */
 final class FerriteKv implements KvStore {
     private static final int BLOCK = DeviceOptions.DEFAULT_BLOCK_SIZE;
@@ -47,18 +50,21 @@ final class FerriteKv implements KvStore {
         return Math.clamp(wholeMiB(keys * 256), 64L << 20, 512L << 20);
     }
 
-    /** Room for the tree of {@code keys}: a ~100-byte cell per key in leaves about 2/3 full, twice over. */
-    static long dataBytes(long keys) {
-        return Math.max(64L << 20, wholeMiB(keys * 320));
+    /**
+     * Room for the tree of {@code keys} with values of {@code valueBytes}: a cell of ~40 bytes and the
+     * value per key in leaves about 2/3 full, twice over.
+     */
+    static long dataBytes(long keys, int valueBytes) {
+        return Math.max(64L << 20, wholeMiB(keys * (320 + 3L * Math.max(0, valueBytes - KvKeys.VALUE))));
     }
 
     private static long wholeMiB(long bytes) {
         return (bytes + (1 << 20) - 1) & -(1L << 20);
     }
 
-    static FerriteKv open(Path dir, long keys, long cacheBytes) {
+    static FerriteKv open(Path dir, long keys, int valueBytes, long cacheBytes) {
         int logBlocks = (int) (logBytes(keys) / BLOCK);
-        long dataBlocks = dataBytes(keys) / BLOCK;
+        long dataBlocks = dataBytes(keys, Math.min(valueBytes, BTreeNodeFormat.MAX_VALUE)) / BLOCK;
         long size = BTreeStore.deviceBlocks(BLOCK, logBlocks, dataBlocks) * BLOCK;
         Path file = dir.resolve("ferrite.dev");
         BlockDevice device;
@@ -97,6 +103,11 @@ final class FerriteKv implements KvStore {
     @Override
     public int writeBatch() {
         return 1;
+    }
+
+    @Override
+    public int maxValueSize() {
+        return BTreeNodeFormat.MAX_VALUE;
     }
 
     @Override

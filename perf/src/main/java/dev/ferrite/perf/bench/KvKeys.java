@@ -10,7 +10,10 @@ import java.nio.ByteOrder;
  * {@code i} starts with the 8 bytes of {@link #mix}{@code (i)} big-endian: a bijection of the index, so
  * keys are unique, and spread uniformly, so inserting in index order inserts in hashed order. 8 to 32
  * more bytes follow, {@value #KEY_MIN} to {@value #KEY_MAX} in all. Value {@code i} is {@value #VALUE}
- * bytes whose first 8, the value's {@link #word}, are {@code i} big-endian: readers check it.
+ * bytes by default ({@value #VALUE_MIN} and up with {@code --value-sizes}) whose first 8, the value's
+ * {@link #word}, are {@code i} big-endian: readers check it. Its first {@value #VALUE} bytes depend on
+ * {@code i}; longer values go on with a filler that {@link #newValue} writes once per buffer, so that
+ * making a 1 MiB value costs the workload no more than making a 64-byte one.
  *
  * <p>Threads split the key space two ways: by index ({@link #sliceStart}) for point operations, and by
  * key range ({@link #boundary}) for scans; the leading hash makes both splits even.
@@ -19,6 +22,8 @@ public final class KvKeys {
     public static final int KEY_MIN = 16;
     public static final int KEY_MAX = 40;
     public static final int VALUE = 64;
+    /** The shortest value: its word. */
+    public static final int VALUE_MIN = 8;
     private static final VarHandle BE_LONG = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
 
     private KvKeys() {
@@ -44,12 +49,50 @@ public final class KvKeys {
         return length;
     }
 
-    /** Writes value {@code i} into {@code value} ({@value #VALUE} bytes long). */
+    /**
+     * A buffer for values of {@code length} bytes ({@value #VALUE_MIN} or more), its bytes past the first
+     * {@value #VALUE} filled for {@link #value} (the same in every buffer: scattered, not compressible).
+     */
+    public static byte[] newValue(int length) {
+        if (length < VALUE_MIN) {
+            throw new IllegalArgumentException("a value of " + length + " bytes has no room for its word");
+        }
+        byte[] value = new byte[length];
+        for (int off = VALUE; off < length; off += 8) {
+            putTail(value, off, mix(off));
+        }
+        return value;
+    }
+
+    /**
+     * Writes value {@code i} into {@code value}, a {@link #newValue} buffer: the first {@value #VALUE}
+     * bytes (all of a shorter value); the filler after them stays.
+     */
     public static void value(long i, byte[] value) {
+        value(i, 0, value);
+    }
+
+    /**
+     * Writes version {@code version} of value {@code i}: its word is {@code i} as ever, the bytes after
+     * it differ from version to version, so that an update changes the value as a real one would
+     * (version 0 is {@link #value(long, byte[])}).
+     */
+    public static void value(long i, long version, byte[] value) {
         BE_LONG.set(value, 0, i);
-        long w = i * 0x9E37_79B9_7F4A_7C15L;
-        for (int off = 8; off < VALUE; off += 8) {
-            BE_LONG.set(value, off, w += off);
+        long w = (i + version * 0xD1B5_4A32_D192_ED03L) * 0x9E37_79B9_7F4A_7C15L;
+        for (int off = 8, end = Math.min(VALUE, value.length); off < end; off += 8) {
+            putTail(value, off, w += off);
+        }
+    }
+
+    /** The word {@code w} big-endian at {@code off}, cut short at the end of the array. */
+    private static void putTail(byte[] value, int off, long w) {
+        if (off + 8 <= value.length) {
+            BE_LONG.set(value, off, w);
+        } else {
+            for (int b = off; b < value.length; b++) {
+                value[b] = (byte) (w >>> (56 - 8 * (b - off)));
+            }
         }
     }
 

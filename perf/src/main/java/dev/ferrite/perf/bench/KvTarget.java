@@ -15,11 +15,12 @@ public enum KvTarget {
         return name().toLowerCase(Locale.ROOT);
     }
 
-    KvStore open(Path dir, long keys, long cacheBytes) {
+    /** A fresh store sized for up to {@code keys} keys with values of {@code valueBytes}. */
+    KvStore open(Path dir, long keys, int valueBytes, long cacheBytes) {
         return switch (this) {
-            case FERRITE -> FerriteKv.open(dir, keys, cacheBytes);
+            case FERRITE -> FerriteKv.open(dir, keys, valueBytes, cacheBytes);
             case ROCKSDB -> RocksKv.open(dir, cacheBytes);
-            case LMDB -> LmdbKv.open(dir, keys);
+            case LMDB -> LmdbKv.open(dir, keys, valueBytes);
             case MEMORY -> new MemoryKv();
         };
     }

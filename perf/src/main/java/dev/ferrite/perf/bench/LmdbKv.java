@@ -19,6 +19,8 @@ import org.lmdbjava.Txn;
  * threads their transactions take turns. Gets run in read transactions renewed every {@value #BATCH}
  * gets; a scan is one read transaction. Keys and values pass through direct buffers; values are read
  * in the map, without copying, except that a get copies its value out like the other stores' gets.
+ * A batch phase's batch is one write transaction ({@link #batchSession()}: the same sessions, committed
+ * at each batch's end), and so is each update or insert of the YCSB mixes, which commit after each.
  */
 final class LmdbKv implements KvStore {
     static final int BATCH = 1000;
@@ -34,18 +36,23 @@ final class LmdbKv implements KvStore {
         this.description = description;
     }
 
-    /** Map size for {@code keys}: 1 KiB a key, at least 256 MiB (address space; pages are used as written). */
-    static long mapBytes(long keys) {
-        return Math.max(256L << 20, keys * 1024);
+    /**
+     * Map size for {@code keys} with values of {@code valueBytes}: 1 KiB a key and four times the values
+     * (copy-on-write keeps old pages until no reader needs them), at least 256 MiB (address space; pages
+     * are used as written).
+     */
+    static long mapBytes(long keys, int valueBytes) {
+        return Math.max(256L << 20, keys * (1024 + 4L * valueBytes));
     }
 
-    static LmdbKv open(Path dir, long keys) {
-        long map = mapBytes(keys);
+    static LmdbKv open(Path dir, long keys, int valueBytes) {
+        long map = mapBytes(keys, valueBytes);
         Env<ByteBuffer> env = Env.create().setMapSize(map).setMaxDbs(1).open(dir.toFile(), EnvFlags.MDB_NOSYNC);
         try {
             Dbi<ByteBuffer> db = env.openDbi(DB, DbiFlags.MDB_CREATE);
             return new LmdbKv(env, db, "LMDB (lmdbjava), map " + KvBench.size(map) + ", MDB_NOSYNC; write transactions of "
-                    + BATCH + " puts or deletes, read transactions of " + BATCH + " gets, env sync at phase end");
+                    + BATCH + " puts or deletes (batch phases: one per batch; YCSB: one per update or insert), read"
+                    + " transactions of " + BATCH + " gets, env sync at phase end");
         } catch (RuntimeException e) {
             env.close();
             throw e;
@@ -68,6 +75,11 @@ final class LmdbKv implements KvStore {
     }
 
     @Override
+    public KvStore.Session batchSession() {
+        return new Session();
+    }
+
+    @Override
     public void sync() {
         env.sync(true);
     }
@@ -86,7 +98,7 @@ final class LmdbKv implements KvStore {
     /** LMDB transactions belong to the thread that began them, as a session does. */
     private final class Session implements KvStore.Session {
         private final ByteBuffer key = ByteBuffer.allocateDirect(KvKeys.KEY_MAX);
-        private final ByteBuffer value = ByteBuffer.allocateDirect(KvKeys.VALUE);
+        private ByteBuffer value = ByteBuffer.allocateDirect(KvKeys.VALUE);
         private Txn<ByteBuffer> write;
         private Txn<ByteBuffer> read;
         private int reads;
@@ -101,6 +113,9 @@ final class LmdbKv implements KvStore {
         public void put(byte[] k, int keyLength, byte[] v) {
             if (write == null) {
                 write = env.txnWrite();
+            }
+            if (value.capacity() < v.length) {
+                value = ByteBuffer.allocateDirect(v.length);
             }
             value.clear();
             value.put(v).flip();

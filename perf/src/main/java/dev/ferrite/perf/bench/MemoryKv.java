@@ -53,19 +53,11 @@ final class MemoryKv implements KvStore {
     }
 
     private final class Session implements KvStore.Session {
-        /**
-         * A lookup key per length, reused: the map compares whole arrays, and copying each probe into a
-         * new one would allocate on every get and delete.
-         */
-        private final byte[][] probes = new byte[KvKeys.KEY_MAX + 1][];
+        /** Lookup keys: the map compares whole arrays. */
+        private final ExactKeys probes = new ExactKeys();
 
         private byte[] probe(byte[] key, int length) {
-            byte[] p = probes[length];
-            if (p == null) {
-                p = probes[length] = new byte[length];
-            }
-            System.arraycopy(key, 0, p, 0, length);
-            return p;
+            return probes.of(key, length);
         }
 
         @Override

@@ -9,7 +9,9 @@ import java.util.Objects;
  * Renders results side by side with a baseline target (fio, a kernel filesystem, ...): one row per phase,
  * thread count and non-baseline target, with the baseline's rate at the same phase and thread count, the
  * ratio of the two rates and both latency summaries; and, where measured, the CPUs the machine kept
- * busy during each. Without baseline results the comparison columns are left out.
+ * busy during each. Without baseline results the comparison columns are left out. Phases a target
+ * skipped ({@link Skipped}) follow its results, the reason in place of the rate; a baseline that skipped
+ * a phase shows {@code skipped} in its rate column.
  * <pre>
  * phase          target            rate            fio rate      vs fio  p50 / p99 / p99.9 / max µs  fio p50 / p99 / p99.9 / max µs
  * randwrite-qd32 ferrite/io_uring  118,003 IOPS    125,412 IOPS    0.94  250 / 598 / 1,210 / 4,120   244 / 570 / 1,020 / 3,900
@@ -20,6 +22,10 @@ public final class ResultTable {
     }
 
     public static String render(List<Result> results, String baseline) {
+        return render(results, List.of(), baseline);
+    }
+
+    public static String render(List<Result> results, List<Skipped> skipped, String baseline) {
         boolean compare = results.stream().anyMatch(r -> r.target().equals(baseline));
         boolean cpus = results.stream().anyMatch(r -> Double.isFinite(r.cpus()));
         List<String[]> rows = new ArrayList<>();
@@ -43,16 +49,13 @@ public final class ResultTable {
             if (r.target().equals(baseline)) {
                 continue;
             }
-            List<String> row = new ArrayList<>(List.of(label(r), r.target(), rate(r)));
+            List<String> row = new ArrayList<>(List.of(label(r.phase(), r.threads()), r.target(), rate(r)));
             if (cpus) {
                 row.add(number(r.cpus()));
             }
-            Result b = !compare ? null : results.stream()
-                    .filter(x -> x.target().equals(baseline) && x.workload().equals(r.workload())
-                            && x.phase().equals(r.phase()) && x.threads() == r.threads())
-                    .findFirst().orElse(null);
+            Result b = !compare ? null : baselineOf(results, r.workload(), r.phase(), r.threads(), baseline);
             if (compare) {
-                row.add(b == null ? "-" : rate(b));
+                row.add(b == null ? baselineMissing(skipped, r, baseline) : rate(b));
                 if (cpus) {
                     row.add(b == null ? "-" : number(b.cpus()));
                 }
@@ -64,7 +67,41 @@ public final class ResultTable {
             }
             rows.add(row.toArray(String[]::new));
         }
+        for (Skipped k : skipped) {
+            if (k.target().equals(baseline)) {
+                continue;
+            }
+            List<String> row = new ArrayList<>(List.of(label(k.phase(), k.threads()), k.target(), "skipped: " + k.reason()));
+            if (cpus) {
+                row.add("-");
+            }
+            Result b = !compare ? null : baselineOf(results, k.workload(), k.phase(), k.threads(), baseline);
+            if (compare) {
+                row.add(b == null ? "-" : rate(b));
+                if (cpus) {
+                    row.add(b == null ? "-" : number(b.cpus()));
+                }
+                row.add("-");
+            }
+            row.add("-");
+            if (compare) {
+                row.add(b == null ? "-" : latencies(b));
+            }
+            rows.add(row.toArray(String[]::new));
+        }
         return format(rows, 2);
+    }
+
+    private static Result baselineOf(List<Result> results, String workload, String phase, int threads, String baseline) {
+        return results.stream()
+                .filter(x -> x.target().equals(baseline) && x.workload().equals(workload)
+                        && x.phase().equals(phase) && x.threads() == threads)
+                .findFirst().orElse(null);
+    }
+
+    /** The baseline's rate column where it has no result: {@code skipped} if it skipped the phase. */
+    private static String baselineMissing(List<Skipped> skipped, Result r, String baseline) {
+        return skipped.stream().anyMatch(k -> k.sameRow(r, baseline)) ? "skipped" : "-";
     }
 
     /**
@@ -99,8 +136,8 @@ public final class ResultTable {
     }
 
     /** The phase, with the thread count when more than one thread ran it. */
-    private static String label(Result r) {
-        return r.threads() == 1 ? r.phase() : r.phase() + " x" + r.threads();
+    private static String label(String phase, int threads) {
+        return threads == 1 ? phase : phase + " x" + threads;
     }
 
     private static String rate(Result r) {

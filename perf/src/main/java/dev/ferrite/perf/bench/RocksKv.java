@@ -16,6 +16,7 @@ import org.rocksdb.RocksDB;
 import org.rocksdb.RocksDBException;
 import org.rocksdb.RocksIterator;
 import org.rocksdb.Slice;
+import org.rocksdb.WriteBatch;
 import org.rocksdb.WriteOptions;
 
 /**
@@ -25,7 +26,8 @@ import org.rocksdb.WriteOptions;
  * cache of the run's cache budget with index and filter blocks cached (L0's pinned), and a 10-bit Bloom
  * filter (for point gets); no compression, since the other stores compress nothing. Each put and delete
  * is a single write with the WAL on and no sync; {@link #sync()} is {@code flushWal(true)}. Operations
- * use the array-and-offset calls, which copy through JNI without allocating.
+ * use the array-and-offset calls, which copy through JNI without allocating. A batch phase's batch is one
+ * {@link WriteBatch}, written atomically by one {@code write} (WAL on, no sync) at its commit.
  */
 final class RocksKv implements KvStore {
     private static final VarHandle BE_LONG = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
@@ -58,8 +60,8 @@ final class RocksKv implements KvStore {
         description = "RocksDB " + RocksDB.rocksdbVersion() + " (rocksdbjni), its basic tuning: block cache " + KvBench.size(cacheBytes)
                 + " (16 KiB blocks, index and filter blocks cached, L0's pinned), Bloom filter 10 bits/key, no compression, memtable "
                 + KvBench.size(options.writeBufferSize()) + ", dynamic level bytes, " + jobs
-                + " background jobs, bytes_per_sync 1 MiB, min-overlapping-ratio compaction; single writes, WAL on without sync,"
-                + " flushWal(true) at phase end";
+                + " background jobs, bytes_per_sync 1 MiB, min-overlapping-ratio compaction; single writes (a WriteBatch per"
+                + " batch in the batch phases), WAL on without sync, flushWal(true) at phase end";
     }
 
     static RocksKv open(Path dir, long cacheBytes) {
@@ -90,6 +92,11 @@ final class RocksKv implements KvStore {
     }
 
     @Override
+    public KvStore.Session batchSession() {
+        return new BatchSession();
+    }
+
+    @Override
     public void sync() {
         try {
             db.flushWal(true);
@@ -113,7 +120,7 @@ final class RocksKv implements KvStore {
         blockCache.close();
     }
 
-    private final class Session implements KvStore.Session {
+    private class Session implements KvStore.Session {
         @Override
         public void put(byte[] key, int keyLength, byte[] value) {
             try {
@@ -152,6 +159,46 @@ final class RocksKv implements KvStore {
 
         @Override
         public void close() {
+        }
+    }
+
+    /** Puts gathered in a {@link WriteBatch} that commit writes at once, atomically; gets and scans as a {@link Session}'s. */
+    private final class BatchSession extends Session {
+        private final WriteBatch batch = new WriteBatch();
+        /** A batch takes whole arrays (it copies them in). */
+        private final ExactKeys keys = new ExactKeys();
+
+        @Override
+        public void put(byte[] key, int keyLength, byte[] value) {
+            try {
+                batch.put(keys.of(key, keyLength), value);
+            } catch (RocksDBException e) {
+                throw failed("batch put", e);
+            }
+        }
+
+        @Override
+        public void delete(byte[] key, int keyLength) {
+            try {
+                batch.delete(keys.of(key, keyLength));
+            } catch (RocksDBException e) {
+                throw failed("batch delete", e);
+            }
+        }
+
+        @Override
+        public void commit() {
+            try {
+                db.write(write, batch);
+            } catch (RocksDBException e) {
+                throw failed("batch write", e);
+            }
+            batch.clear();
+        }
+
+        @Override
+        public void close() {
+            batch.close();
         }
     }
 

@@ -1,0 +1,176 @@
+package dev.ferrite.perf.bench;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.EnumSet;
+import java.util.List;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+class KvBenchTest {
+    private static final KvBench.Plan EVERY = new KvBench.Plan(EnumSet.allOf(KvBench.Family.class), List.of(64, 1024), 0.05);
+    private static final List<String> NAMES = List.of("insert", "get", "scan", "batch1", "batch100", "batch1000",
+            "ycsb-a", "ycsb-b", "ycsb-c", "ycsb-e", "delete");
+
+    private static List<String> phases(List<Result> results, String target, int threads) {
+        return results.stream().filter(r -> r.target().equals(target) && r.threads() == threads).map(Result::phase).toList();
+    }
+
+    @Test
+    void everyFamilyRunsAtEveryValueSizeAndThreadCountWithItsChecks(@TempDir Path dir) {
+        assertEquals(NAMES, KvBench.phases(EVERY));
+        KvBench bench = new KvBench(dir, List.of(KvTarget.MEMORY), 3_000, List.of(1, 2), 16L << 20, 0, 0, EVERY);
+        List<Result> results = bench.run(Progress.NONE);
+
+        List<String> expected = new ArrayList<>(NAMES);
+        NAMES.forEach(p -> expected.add(p + "-1KiB"));
+        for (int threads : List.of(1, 2)) {
+            assertEquals(expected, phases(results, "memory", threads), "x" + threads);
+        }
+        for (Result r : results) {
+            assertTrue(r.rate() > 0 && r.n() > 0, r.toString());
+            if (r.phase().startsWith("batch")) {
+                int size = Integer.parseInt(r.phase().replaceAll("batch(\\d+).*", "$1"));
+                // 3,000 puts, a latency sample per batch: each thread's 1,500 (x2) or 3,000 in batches of the size
+                long batches = (1_500 + size - 1) / size * 2;
+                assertEquals(r.threads() == 2 ? batches : (3_000 + size - 1) / size, r.n(), r.toString());
+            }
+            if (r.phase().equals("insert") || r.phase().equals("get")) {
+                assertEquals(3_000, r.n(), r.toString());
+            }
+        }
+        assertEquals(List.of(), bench.skipped());
+        assertEquals(List.of(), bench.notes(), "3,000 1 KiB values fit the budget");
+    }
+
+    @Test
+    void largeValuesRunOnFewerKeysAndSaySo(@TempDir Path dir) {
+        KvBench.Plan plan = new KvBench.Plan(EnumSet.of(KvBench.Family.BASIC), List.of(1 << 20), 0);
+        KvBench bench = new KvBench(dir, List.of(KvTarget.MEMORY), 1_000, List.of(2), 16L << 20, 0, 0, plan);
+        List<Result> results = bench.run(Progress.NONE);
+        assertEquals(List.of("insert-1MiB", "get-1MiB", "scan-1MiB", "delete-1MiB"), phases(results, "memory", 2));
+        assertEquals(256, results.getFirst().n(), "256 MiB of 1 MiB values");
+        assertEquals(List.of("1MiB values: 256 keys, not 1,000, to keep at most 256 MiB of values in a store"), bench.notes());
+        assertEquals(256, KvBench.keysFor(1_000_000, 1 << 20));
+        assertEquals(1_000_000, KvBench.keysFor(1_000_000, 64));
+    }
+
+    @Test
+    void aValueSizeTheStoreCannotKeepIsSkippedWithTheReason(@TempDir Path dir) {
+        KvBench.Plan plan = new KvBench.Plan(EnumSet.of(KvBench.Family.BASIC, KvBench.Family.BATCH),
+                List.of(960, 961), 0);
+        KvBench bench = new KvBench(dir, List.of(KvTarget.FERRITE, KvTarget.MEMORY), 2_000, List.of(1), 16L << 20, 0, 0, plan);
+        List<Result> results = bench.run(Progress.NONE);
+
+        List<String> ran = List.of("insert", "get", "scan", "batch1", "batch100", "batch1000", "delete");
+        assertEquals(ran.stream().map(p -> p + "-960B").toList(), phases(results, "ferrite", 1),
+                "960 B values fit a Ferrite leaf");
+        assertEquals(ran.size() * 2, phases(results, "memory", 1).size());
+        assertEquals(ran.stream().map(p -> new Skipped("kv", p + "-961B", "ferrite", 1, "values up to 960 B")).toList(),
+                bench.skipped());
+
+        String table = ResultTable.render(results, bench.skipped(), "memory");
+        assertTrue(table.lines().anyMatch(l -> l.startsWith("get-961B") && l.contains("ferrite")
+                && l.contains("skipped: values up to 960 B")), table);
+        String reversed = ResultTable.render(results, bench.skipped(), "ferrite");
+        assertTrue(reversed.lines().anyMatch(l -> l.startsWith("get-961B") && l.contains("memory")
+                && l.contains(" skipped ")), "the baseline's skip shows in its rate column:\n" + reversed);
+    }
+
+    @Test
+    void aTargetThatSkipsEverySizeStillShowsItsSetup(@TempDir Path dir) {
+        KvBench.Plan plan = new KvBench.Plan(EnumSet.of(KvBench.Family.BASIC), List.of(1024), 0);
+        KvBench bench = new KvBench(dir, List.of(KvTarget.FERRITE), 1_000, List.of(1), 16L << 20, 0, 0, plan);
+        assertEquals(List.of(), bench.run(Progress.NONE));
+        assertEquals(List.of("insert-1KiB", "get-1KiB", "scan-1KiB", "delete-1KiB"),
+                bench.skipped().stream().map(Skipped::phase).toList());
+        assertTrue(bench.setups().get(KvTarget.FERRITE).startsWith("DirectDevice") || bench.setups().get(KvTarget.FERRITE)
+                .startsWith("MappedDevice"), bench.setups().toString());
+    }
+
+    @Test
+    void aLoadCutShortByTheTimeLimitSkipsThePhasesThatNeedEveryKey(@TempDir Path dir) {
+        KvBench.Plan plan = new KvBench.Plan(EnumSet.of(KvBench.Family.BASIC, KvBench.Family.BATCH, KvBench.Family.YCSB),
+                List.of(64), 1);
+        KvBench bench = new KvBench(dir, List.of(KvTarget.MEMORY), 100_000_000, List.of(1), 16L << 20, 0.1, 0, plan);
+        List<Result> results = bench.run(Progress.NONE);
+        assertEquals(List.of("insert", "get", "scan", "delete"), phases(results, "memory", 1));
+        assertTrue(results.getFirst().n() < 100_000_000, results.getFirst().toString());
+        assertEquals(List.of("batch1", "batch100", "batch1000", "ycsb-a", "ycsb-b", "ycsb-c", "ycsb-e"),
+                bench.skipped().stream().map(Skipped::phase).toList());
+        assertTrue(bench.skipped().stream().allMatch(k -> k.reason().equals("the load was cut short by the time limit")),
+                bench.skipped().toString());
+    }
+
+    /** A batch session's puts stay invisible until its commit, then all show: one atomic write. */
+    @ParameterizedTest
+    @EnumSource(value = KvTarget.class, names = {"ROCKSDB", "LMDB"})
+    void aBatchIsOneAtomicCommit(KvTarget target, @TempDir Path dir) {
+        try (KvStore store = target.open(dir, 100, 64, 16L << 20)) {
+            byte[] key = new byte[KvKeys.KEY_MAX];
+            byte[] value = KvKeys.newValue(64);
+            try (KvStore.Session batch = store.batchSession()) {
+                for (long i = 0; i < 3; i++) {
+                    KvKeys.value(i, value);
+                    batch.put(key, KvKeys.key(i, key), value);
+                }
+                try (KvStore.Session reader = store.session()) {
+                    assertEquals(-1, reader.get(key, KvKeys.key(0, key), value), "a put before its batch's commit");
+                }
+                batch.commit();
+            }
+            try (KvStore.Session reader = store.session()) {
+                for (long i = 0; i < 3; i++) {
+                    assertEquals(64, reader.get(key, KvKeys.key(i, key), value));
+                    assertEquals(i, KvKeys.word(value));
+                }
+            }
+        }
+    }
+
+    @Test
+    void storesWithoutMultiKeyTransactionsHaveNoBatchSession(@TempDir Path dir) {
+        try (KvStore ferrite = KvTarget.FERRITE.open(dir, 100, 64, 16L << 20); KvStore memory = new MemoryKv()) {
+            assertNull(ferrite.batchSession());
+            assertNull(memory.batchSession());
+            assertEquals(960, ferrite.maxValueSize());
+        }
+    }
+
+    @Test
+    void valuesOfAnyLengthCarryTheirWordAndVersionsDiffer() {
+        byte[] a = KvKeys.newValue(13), b = KvKeys.newValue(13);
+        KvKeys.value(7, a);
+        KvKeys.value(7, 0, b);
+        assertEquals(List.of(7L, 7L), List.of(KvKeys.word(a), KvKeys.word(b)));
+        assertTrue(Arrays.equals(a, b), "version 0 is the plain value");
+        KvKeys.value(7, 1, b);
+        assertEquals(7, KvKeys.word(b));
+        assertFalse(Arrays.equals(a, b), "another version, other bytes");
+        byte[] big = KvKeys.newValue(1 << 20), big2 = KvKeys.newValue(1 << 20);
+        KvKeys.value(9, big);
+        KvKeys.value(9, big2);
+        assertTrue(Arrays.equals(big, big2), "the filler is the same in every buffer");
+        assertThrows(IllegalArgumentException.class, () -> KvKeys.newValue(7));
+    }
+
+    @Test
+    void aPlanRefusesWhatItCannotRun() {
+        assertThrows(IllegalArgumentException.class, () -> new KvBench.Plan(EnumSet.of(KvBench.Family.YCSB), List.of(64), 0));
+        assertThrows(IllegalArgumentException.class, () -> new KvBench.Plan(EnumSet.of(KvBench.Family.BASIC), List.of(4), 0));
+        assertThrows(IllegalArgumentException.class,
+                () -> new KvBench.Plan(EnumSet.of(KvBench.Family.BASIC), List.of((1 << 20) + 1), 0));
+        assertThrows(IllegalArgumentException.class, () -> new KvBench.Plan(EnumSet.of(KvBench.Family.BASIC), List.of(64, 64), 0));
+        assertThrows(IllegalArgumentException.class, () -> new KvBench.Plan(EnumSet.noneOf(KvBench.Family.class), List.of(64), 0));
+    }
+}
