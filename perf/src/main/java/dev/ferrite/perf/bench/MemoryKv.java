@@ -52,44 +52,9 @@ final class MemoryKv implements KvStore {
         // nothing held outside the heap
     }
 
-    private final class Session implements KvStore.Session {
-        /**
-         * A lookup key per length, reused: the map compares whole arrays, and copying each probe into a
-         * new one would allocate on every get and delete.
-         */
-        private final byte[][] probes = new byte[KvKeys.KEY_MAX + 1][];
-
-        private byte[] probe(byte[] key, int length) {
-            byte[] p = probes[length];
-            if (p == null) {
-                p = probes[length] = new byte[length];
-            }
-            System.arraycopy(key, 0, p, 0, length);
-            return p;
-        }
-
-        @Override
-        public void put(byte[] key, int keyLength, byte[] value) {
-            map.put(Arrays.copyOf(key, keyLength), value.clone());
-        }
-
-        @Override
-        public void delete(byte[] key, int keyLength) {
-            map.remove(probe(key, keyLength));
-        }
-
-        @Override
-        public void commit() {
-        }
-
-        @Override
-        public int get(byte[] key, int keyLength, byte[] value) {
-            byte[] found = map.get(probe(key, keyLength));
-            if (found == null) {
-                return -1;
-            }
-            System.arraycopy(found, 0, value, 0, Math.min(found.length, value.length));
-            return found.length;
+    private final class Session extends ByteArrayMapSession {
+        Session() {
+            super(map);
         }
 
         @Override
@@ -120,10 +85,6 @@ final class MemoryKv implements KvStore {
                 public void close() {
                 }
             };
-        }
-
-        @Override
-        public void close() {
         }
     }
 }
