@@ -26,8 +26,8 @@ import picocli.CommandLine.Spec;
 @Command(name = "kv",
         description = {
                 "Ferrite's B-tree beside RocksDB, LMDB, Xodus, H2's MVStore and the in-memory",
-                "ceiling, the same key-value workload on each in one run, every store fresh in its",
-                "own directory:",
+                "ceiling, the same key-value workload on each in one run, every store fresh in",
+                "its own directory:",
                 "",
                 "  insert   N keys of 16-40 bytes in hashed order, 64-byte values; then sync",
                 "  get      every key, value checked",
