@@ -47,7 +47,7 @@ final class BenchSuite {
         steps.add(step("the device beside fio", noFio, on, full ? List.of("device") : List.of("device", "--size", "256M", "--seconds", "1")));
         steps.add(step("the journal beside the device", false, on, full ? List.of("journal")
                 : List.of("journal", "--size", "256M", "--seconds", "1", "--threads", "1,8")));
-        steps.add(step("key-value beside RocksDB, LMDB and the ceiling", false, full ? List.of("kv")
+        steps.add(step("key-value beside RocksDB, LMDB, Xodus, MVStore and the ceiling", false, full ? List.of("kv")
                 : List.of("kv", "--keys", "200000", "--threads", "1,2", "--scan-seconds", "0.5")));
         steps.add(step("metadata beside the kernel's file systems and the ceiling", false, full ? List.of("meta")
                 : List.of("meta", "--files", "50000", "--threads", "1,2")));

@@ -27,8 +27,9 @@ import picocli.CommandLine.Spec;
 
 @Command(name = "kv",
         description = {
-                "Ferrite's B-tree beside RocksDB, LMDB and the in-memory ceiling, the same",
-                "key-value workload on each in one run, every store fresh in its own directory:",
+                "Ferrite's B-tree beside RocksDB, LMDB, Xodus, H2's MVStore and the in-memory",
+                "ceiling, the same key-value workload on each in one run, every store fresh in",
+                "its own directory:",
                 "",
                 "  insert   N keys of 16-40 bytes in hashed order, 64-byte values; then sync",
                 "  get      every key, value checked",
@@ -49,19 +50,25 @@ import picocli.CommandLine.Spec;
                 "most 256 MiB of values: fewer keys; a store that cannot keep a size skips it,",
                 "with the reason in the table). Threads split the keys (scan: the key range).",
                 "The rate includes the closing sync. Latency is per operation, except that LMDB's",
-                "write transactions of 1000 and every 1024 scanned entries count as their time",
-                "divided among their operations. Durability is alike but for the ceiling: writes",
-                "are logged but not synced one by one, and each write phase ends durable.",
+                "and Xodus's write transactions of 1000 and every 1024 scanned entries count as",
+                "their time divided among their operations. Durability is alike but for the",
+                "ceiling: writes are not synced one by one (MVStore keeps them in memory until its",
+                "next auto-commit), and each write phase ends durable.",
                 "  ferrite  a transaction per put/delete; journal forceAll at phase end",
                 "  rocksdb  single writes, WAL on, no sync; flushWal(true) at phase end",
                 "  lmdb     MDB_NOSYNC, 1000 writes per transaction; env sync at phase end",
+                "  xodus    durableWrite off, 1000 writes per exclusive transaction; flushAndSync",
+                "           at phase end",
+                "  mvstore  auto-commit (a chunk per ~1 MiB of changes or second), each write a",
+                "           map change; commit() and file sync at phase end",
                 "  memory   the ceiling: a ConcurrentSkipListMap, nothing logged or synced",
                 "The table gives the first target's rate over each other's. An untimed warm-up",
                 "(three tenths of the keys, at most 300,000) runs on each target first.",
                 ""})
 final class KvCommand implements Callable<Integer> {
-    @Option(names = "--targets", paramLabel = "T", split = ",", defaultValue = "ferrite,rocksdb,lmdb,memory",
-            description = "stores to run, in this order: ferrite, rocksdb, lmdb, memory (default: ${DEFAULT-VALUE})")
+    @Option(names = "--targets", paramLabel = "T", split = ",", defaultValue = "ferrite,rocksdb,lmdb,xodus,mvstore,memory",
+            description = "stores to run, in this order: ferrite, rocksdb, lmdb, xodus, mvstore, memory"
+                    + " (default: ${DEFAULT-VALUE})")
     List<KvTarget> targets;
 
     @Option(names = "--keys", paramLabel = "N", defaultValue = "1000000",
@@ -75,7 +82,8 @@ final class KvCommand implements Callable<Integer> {
     RunDir runDir;
 
     @Option(names = "--cache", paramLabel = "SIZE", defaultValue = "1G", converter = ByteSize.Converter.class,
-            description = "block cache of Ferrite and of RocksDB; K/M/G suffixes (default: ${DEFAULT-VALUE})")
+            description = "block cache of Ferrite and of RocksDB, Xodus's log cache, MVStore's read cache;"
+                    + " K/M/G suffixes (default: ${DEFAULT-VALUE})")
     long cache;
 
     @Option(names = "--seconds-limit", paramLabel = "S", defaultValue = "0",

@@ -225,8 +225,8 @@ class MainTest {
                 "--cache", "16M", "--scan-seconds", "0", "--json", json.toString()), err.toString());
 
         List<?> results = (List<?>) JsonReader.at(JsonReader.parse(Files.readString(json)), "results");
-        assertEquals(KvBench.PHASES.size() * 4 * 2, results.size(), results.toString());
-        for (String target : List.of("ferrite", "rocksdb", "lmdb", "memory")) {
+        assertEquals(KvBench.PHASES.size() * 6 * 2, results.size(), results.toString());
+        for (String target : List.of("ferrite", "rocksdb", "lmdb", "xodus", "mvstore", "memory")) {
             for (long threads : List.of(1L, 2L)) {
                 List<String> phases = results.stream().map(r -> (Map<?, ?>) r)
                         .filter(r -> r.get("target").equals(target) && r.get("threads").equals(threads))
@@ -240,8 +240,8 @@ class MainTest {
             assertEquals(2000, JsonReader.number(r, "n"), r.toString());
         }
         String table = out.toString();
-        assertTrue(table.contains("ferrite vs rocksdb") && table.contains("ferrite vs lmdb")
-                && table.contains("ferrite vs memory"), table);
+        assertTrue(table.contains("ferrite vs rocksdb") && table.contains("ferrite vs lmdb") && table.contains("ferrite vs xodus")
+                && table.contains("ferrite vs mvstore") && table.contains("ferrite vs memory"), table);
         assertTrue(table.contains("memory:  ConcurrentSkipListMap, no durability"), table);
         assertTrue(table.contains("delete x2"), table);
         try (Stream<Path> left = Files.list(stores)) {

@@ -178,7 +178,7 @@ public final class KvBench {
      * @param targets      stores to run, in this order at each thread count
      * @param keys         keys to insert (fewer for large values: {@link #VALUE_BUDGET})
      * @param threads      thread counts to run every phase at
-     * @param cacheBytes   block cache budget of the Ferrite and RocksDB stores
+     * @param cacheBytes   cache budget of the stores that take one: Ferrite, RocksDB, Xodus, MVStore
      * @param secondsLimit longest a phase may run, or 0 for no limit; a phase cut short leaves the later
      *                     ones to the keys the inserts got to (the batch and YCSB phases skip then)
      * @param scanSeconds  how long the scan phase goes on starting new passes; 0 for one pass

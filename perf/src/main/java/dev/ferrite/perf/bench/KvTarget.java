@@ -8,9 +8,12 @@ import java.util.Locale;
  * ceiling, keeps nothing there).
  */
 public enum KvTarget {
-    FERRITE, ROCKSDB, LMDB, MEMORY;
+    FERRITE, ROCKSDB, LMDB, XODUS, MVSTORE, MEMORY;
 
-    /** The name results carry: {@code ferrite}, {@code rocksdb}, {@code lmdb}, {@code memory}. */
+    /**
+     * The name results carry: {@code ferrite}, {@code rocksdb}, {@code lmdb}, {@code xodus}, {@code mvstore},
+     * {@code memory}.
+     */
     public String label() {
         return name().toLowerCase(Locale.ROOT);
     }
@@ -21,6 +24,8 @@ public enum KvTarget {
             case FERRITE -> FerriteKv.open(dir, keys, valueBytes, cacheBytes);
             case ROCKSDB -> RocksKv.open(dir, cacheBytes);
             case LMDB -> LmdbKv.open(dir, keys, valueBytes);
+            case XODUS -> XodusKv.open(dir, cacheBytes);
+            case MVSTORE -> MvStoreKv.open(dir, cacheBytes);
             case MEMORY -> new MemoryKv();
         };
     }

@@ -52,36 +52,9 @@ final class MemoryKv implements KvStore {
         // nothing held outside the heap
     }
 
-    private final class Session implements KvStore.Session {
-        /** Lookup keys: the map compares whole arrays. */
-        private final ExactKeys probes = new ExactKeys();
-
-        private byte[] probe(byte[] key, int length) {
-            return probes.of(key, length);
-        }
-
-        @Override
-        public void put(byte[] key, int keyLength, byte[] value) {
-            map.put(Arrays.copyOf(key, keyLength), value.clone());
-        }
-
-        @Override
-        public void delete(byte[] key, int keyLength) {
-            map.remove(probe(key, keyLength));
-        }
-
-        @Override
-        public void commit() {
-        }
-
-        @Override
-        public int get(byte[] key, int keyLength, byte[] value) {
-            byte[] found = map.get(probe(key, keyLength));
-            if (found == null) {
-                return -1;
-            }
-            System.arraycopy(found, 0, value, 0, Math.min(found.length, value.length));
-            return found.length;
+    private final class Session extends ByteArrayMapSession {
+        Session() {
+            super(map);
         }
 
         @Override
@@ -112,10 +85,6 @@ final class MemoryKv implements KvStore {
                 public void close() {
                 }
             };
-        }
-
-        @Override
-        public void close() {
         }
     }
 }

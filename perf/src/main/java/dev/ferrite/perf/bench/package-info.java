@@ -1,7 +1,7 @@
 /**
  * The benchmark harness: one class per workload ({@link dev.ferrite.perf.bench.DeviceBench}, ...), each
  * running its phases on Ferrite and, in the same run and for the same time, on a reference (fio, a
- * kernel filesystem, RocksDB, LMDB), and returning {@link dev.ferrite.perf.bench.Result}s.
+ * kernel filesystem, RocksDB, LMDB, Xodus, MVStore), and returning {@link dev.ferrite.perf.bench.Result}s.
  *
  * <p>Shared by every workload: the result record with HdrHistogram latencies, the JSON result format
  * and its one writer ({@link dev.ferrite.perf.bench.ResultJson}), the machine description written beside
