@@ -169,6 +169,22 @@ public final class Table implements AutoCloseable {
         tables.single(this, key, value, TableCommit.PUT);
     }
 
+    /**
+     * {@link #put(byte[], byte[])} from segments (heap or native; read, not kept): a writer that reuses
+     * its buffers passes views of them and allocates nothing per write.
+     */
+    public void put(MemorySegment key, MemorySegment value) {
+        requireKey(key.byteSize());
+        requireValue(value.byteSize());
+        tables.single(this, key, value, TableCommit.PUT);
+    }
+
+    /** {@link #delete(byte[])} of a key in a segment; true if it was there. */
+    public boolean delete(MemorySegment key) {
+        requireKey(key.byteSize());
+        return tables.single(this, key, null, TableCommit.DELETE);
+    }
+
     /** Inserts {@code key} if absent, in a transaction of its own; true if it did. */
     public boolean putIfAbsent(byte[] key, byte[] value) {
         requireKey(key);
@@ -242,8 +258,12 @@ public final class Table implements AutoCloseable {
         if (value == null) {
             throw new InvalidArgumentException("value is null");
         }
-        if (value.length > MAX_VALUE) {
-            throw new InvalidArgumentException("a value of " + value.length + " bytes; values are at most " + MAX_VALUE + " bytes");
+        requireValue(value.length);
+    }
+
+    static void requireValue(long length) {
+        if (length > MAX_VALUE) {
+            throw new InvalidArgumentException("a value of " + length + " bytes; values are at most " + MAX_VALUE + " bytes");
         }
     }
 }

@@ -49,12 +49,16 @@ final class TableCommit {
      * @throws TableException TABLE_CLOSED if the table was dropped
      */
     boolean apply(Table t, byte[] key, byte[] value, int op) {
+        return change(t, MemorySegment.ofArray(key), value == null ? null : MemorySegment.ofArray(value), op, undo != null);
+    }
+
+    /** {@link #apply(Table, byte[], byte[], int)} for a key and value in segments (a single write's). */
+    boolean apply(Table t, MemorySegment key, MemorySegment value, int op) {
         return change(t, key, value, op, undo != null);
     }
 
-    private boolean change(Table t, byte[] key, byte[] value, int op, boolean record) {
+    private boolean change(Table t, MemorySegment k, MemorySegment value, int op, boolean record) {
         long ino = t.inode.ino;
-        MemorySegment k = MemorySegment.ofArray(key);
         for (;;) {
             dirs.prepare(t.inode, 0); // the tree's block reserve between its marks, in transactions of its own
             BTree tree = t.tree();
@@ -77,10 +81,10 @@ final class TableCommit {
                 }
                 boolean changed = switch (op) {
                     case PUT -> {
-                        tree.put(txn, k, MemorySegment.ofArray(value));
+                        tree.put(txn, k, value);
                         yield true;
                     }
-                    case PUT_IF_ABSENT -> tree.putIfAbsent(txn, k, MemorySegment.ofArray(value));
+                    case PUT_IF_ABSENT -> tree.putIfAbsent(txn, k, value);
                     case DELETE -> tree.delete(txn, k);
                     default -> throw new IllegalArgumentException("table change " + op);
                 };
@@ -89,7 +93,7 @@ final class TableCommit {
                 }
                 seq = txn.commit();
                 if (record) {
-                    undo.add(new Undo(t, key, before));
+                    undo.add(new Undo(t, k.toArray(ValueLayout.JAVA_BYTE), before));
                 }
                 return true;
             }
@@ -104,7 +108,8 @@ final class TableCommit {
         List<Undo> done = undo;
         for (int i = done.size() - 1; i >= 0; i--) {
             Undo u = done.get(i);
-            change(u.table(), u.key(), u.before(), u.before() == null ? DELETE : PUT, false);
+            change(u.table(), MemorySegment.ofArray(u.key()), u.before() == null ? null : MemorySegment.ofArray(u.before()),
+                    u.before() == null ? DELETE : PUT, false);
         }
         done.clear();
     }

@@ -1,5 +1,6 @@
 package dev.ferrite.dir;
 
+import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.locks.LockSupport;
@@ -48,6 +49,8 @@ public final class Tables {
     private final DirContents dirs;
     private final InodeRecords records;
     private final long asyncNanos;
+    /** Each thread's engine for single writes (they record nothing to undo): one object, not one per write. */
+    private final ThreadLocal<TableCommit> singles;
     private volatile Thread asyncSync;
     /** Highest commit sequence an ASYNC commit asked to make durable. */
     private volatile long asyncTarget = -1;
@@ -62,6 +65,7 @@ public final class Tables {
         this.dirs = namespace.dirs;
         this.records = namespace.records;
         this.asyncNanos = options.effectiveAsyncCommitMillis() * 1_000_000L;
+        this.singles = ThreadLocal.withInitial(() -> new TableCommit(cache, dirs, records, false));
     }
 
     // ------------------------------------------------------------------ the catalog
@@ -280,8 +284,13 @@ public final class Tables {
 
     /** A single write ({@link Table#put} and the others): a transaction of its own, under the table's lock. */
     boolean single(Table t, byte[] key, byte[] value, int op) {
+        return single(t, MemorySegment.ofArray(key), value == null ? null : MemorySegment.ofArray(value), op);
+    }
+
+    /** {@link #single(Table, byte[], byte[], int)} for a key and value in segments. */
+    boolean single(Table t, MemorySegment key, MemorySegment value, int op) {
         t.requireOpen();
-        TableCommit c = new TableCommit(cache, dirs, records, false);
+        TableCommit c = singles.get();
         boolean changed;
         t.inode.lock.lock();
         try {

@@ -4,12 +4,15 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import java.nio.file.Path;
+import java.util.Arrays;
 
-import dev.ferrite.btree.internal.BTree;
-import dev.ferrite.btree.internal.BTreeNodeFormat;
-import dev.ferrite.btree.internal.Cursor;
-import dev.ferrite.btree.internal.TreeCheck;
-import dev.ferrite.btree.internal.Txn;
+import dev.ferrite.dir.CheckReport;
+import dev.ferrite.dir.Durability;
+import dev.ferrite.dir.Table;
+import dev.ferrite.dir.TableCursor;
+import dev.ferrite.dir.Volume;
+import dev.ferrite.dir.VolumeOptions;
+import dev.ferrite.dir.WriteTransaction;
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.DeviceException;
 import dev.ferrite.io.DeviceOptions;
@@ -18,27 +21,28 @@ import dev.ferrite.io.Errno;
 import dev.ferrite.io.MappedDevice;
 
 /**
- * Ferrite's B-tree on a file in the run's directory, laid out by {@link BTreeStore}. The file is opened
- * with O_DIRECT ({@link DirectDevice}) where the filesystem allows it (tmpfs does on recent kernels),
- * else mapped ({@link MappedDevice}).
+ * Ferrite through its public table API: a volume formatted on a file in the run's directory, one table.
+ * The file is opened with O_DIRECT ({@link DirectDevice}) where the filesystem allows it (tmpfs does on
+ * recent kernels), else mapped ({@link MappedDevice}).
  *
- * <p>Every put and delete is a transaction of its own ({@link Txn}, committed into the journal's
- * in-memory log, not forced): the same promise as a RocksDB write with the WAL on and no sync. {@link
- * #sync()} forces the log. Gets and scans take no lock (optimistic lock coupling). The tree has no
- * transaction over several changes to one tree, so the batch phases' puts commit one by one as well
- * (no {@link #batchSession()}), and its values end at {@value BTreeNodeFormat#MAX_VALUE} bytes.
+ * <p>Every put and delete is a transaction of its own ({@link Table#put}, {@link Durability#NONE}: applied
+ * and in the journal's in-memory log, not forced): the same promise as a RocksDB write with the WAL on and
+ * no sync. The batch phases' batches are {@link WriteTransaction}s, atomic across crashes. {@link #sync()}
+ * makes everything durable ({@link Volume#sync()}). Gets and scans take no lock.
  */
 final class FerriteKv implements KvStore {
     private static final int BLOCK = DeviceOptions.DEFAULT_BLOCK_SIZE;
     private static final ValueLayout.OfLong BE_LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
 
-    private final BTreeStore store;
-    private final BTree tree;
+    private final BlockDevice device;
+    private final Volume volume;
+    private final Table table;
     private final String description;
 
-    private FerriteKv(BTreeStore store, String description) {
-        this.store = store;
-        this.tree = store.tree;
+    private FerriteKv(BlockDevice device, Volume volume, Table table, String description) {
+        this.device = device;
+        this.volume = volume;
+        this.table = table;
         this.description = description;
     }
 
@@ -51,11 +55,11 @@ final class FerriteKv implements KvStore {
     }
 
     /**
-     * Room for the tree of {@code keys} with values of {@code valueBytes}: a cell of ~40 bytes and the
-     * value per key in leaves about 2/3 full, twice over.
+     * Room for the table of {@code keys} with values of {@code valueBytes}: a cell of ~40 bytes and the
+     * value per key in leaves about 2/3 full, twice over, plus the volume's own structures.
      */
     static long dataBytes(long keys, int valueBytes) {
-        return Math.max(64L << 20, wholeMiB(keys * (320 + 3L * Math.max(0, valueBytes - KvKeys.VALUE))));
+        return Math.max(128L << 20, wholeMiB(keys * (320 + 3L * Math.max(0, valueBytes - KvKeys.VALUE))));
     }
 
     private static long wholeMiB(long bytes) {
@@ -63,9 +67,8 @@ final class FerriteKv implements KvStore {
     }
 
     static FerriteKv open(Path dir, long keys, int valueBytes, long cacheBytes) {
-        int logBlocks = (int) (logBytes(keys) / BLOCK);
-        long dataBlocks = dataBytes(keys, Math.min(valueBytes, BTreeNodeFormat.MAX_VALUE)) / BLOCK;
-        long size = BTreeStore.deviceBlocks(BLOCK, logBlocks, dataBlocks) * BLOCK;
+        long log = logBytes(keys);
+        long size = 2 * BLOCK + log + dataBytes(keys, Math.min(valueBytes, Table.MAX_VALUE));
         Path file = dir.resolve("ferrite.dev");
         BlockDevice device;
         String kind;
@@ -80,10 +83,18 @@ final class FerriteKv implements KvStore {
             kind = "MappedDevice (no O_DIRECT here)";
         }
         try {
-            return new FerriteKv(BTreeStore.format(device, logBlocks, cacheBytes), kind + ", 4 KiB blocks, log "
-                    + KvBench.size((long) logBlocks * BLOCK) + ", tree area " + KvBench.size(dataBlocks * BLOCK)
-                    + ", cache " + KvBench.size(cacheBytes) + "; a transaction per put and per delete,"
-                    + " log forced at phase end");
+            VolumeOptions options = VolumeOptions.defaults().withLogBlocks((int) (log / BLOCK)).withCacheBytes(cacheBytes);
+            Volume.format(device, options);
+            Volume volume = Volume.open(device, options);
+            try {
+                Table table = volume.tables().create("kv").withDurability(Durability.NONE);
+                return new FerriteKv(device, volume, table, kind + ", 4 KiB blocks, volume " + KvBench.size(size) + " with log "
+                        + KvBench.size(log) + ", cache " + KvBench.size(cacheBytes) + "; one table; each put and delete a"
+                        + " transaction of its own (Durability.NONE), each batch a WriteTransaction, Volume.sync at phase end");
+            } catch (RuntimeException e) {
+                volume.close();
+                throw e;
+            }
         } catch (RuntimeException e) {
             device.close();
             throw e;
@@ -92,7 +103,7 @@ final class FerriteKv implements KvStore {
 
     @Override
     public Contention.Snapshot counters() {
-        return new Contention.Snapshot(store.journal.stats(), store.cache.stats());
+        return new Contention.Snapshot(volume.journalStats(), volume.cacheStats());
     }
 
     @Override
@@ -107,7 +118,7 @@ final class FerriteKv implements KvStore {
 
     @Override
     public int maxValueSize() {
-        return BTreeNodeFormat.MAX_VALUE;
+        return Table.MAX_VALUE;
     }
 
     @Override
@@ -116,38 +127,44 @@ final class FerriteKv implements KvStore {
     }
 
     @Override
+    public KvStore.Session batchSession() {
+        return new BatchSession();
+    }
+
+    @Override
     public void sync() {
-        store.journal.forceAll();
+        volume.sync();
     }
 
     @Override
     public void check() {
-        TreeCheck c = tree.check();
-        if (!c.ok()) {
-            throw new IllegalStateException("ferrite's B-tree is damaged: " + c);
+        CheckReport r = volume.namespace().check();
+        if (!r.clean()) {
+            throw new IllegalStateException("ferrite's volume is damaged: " + r);
         }
     }
 
     @Override
     public void close() {
         try {
-            store.close();
+            table.close();
+            volume.close();
         } finally {
-            store.device.close();
+            device.close();
         }
     }
 
     /**
-     * Segments over the caller's arrays, made once per array and key length: the B-tree takes
+     * Segments over the caller's arrays, made once per array and key length: the table takes
      * {@link MemorySegment}s, and wrapping each key anew would allocate on every operation.
      */
-    private final class Session implements KvStore.Session {
+    private class Session implements KvStore.Session {
         private final MemorySegment[] keyViews = new MemorySegment[KvKeys.KEY_MAX + 1];
         private byte[] keyArray;
         private MemorySegment valueView;
         private byte[] valueArray;
 
-        private MemorySegment key(byte[] key, int length) {
+        MemorySegment key(byte[] key, int length) {
             if (key != keyArray) {
                 MemorySegment whole = MemorySegment.ofArray(key);
                 for (int n = 1; n < keyViews.length && n <= key.length; n++) {
@@ -158,7 +175,7 @@ final class FerriteKv implements KvStore {
             return keyViews[length];
         }
 
-        private MemorySegment value(byte[] value) {
+        MemorySegment value(byte[] value) {
             if (value != valueArray) {
                 valueView = MemorySegment.ofArray(value);
                 valueArray = value;
@@ -168,18 +185,12 @@ final class FerriteKv implements KvStore {
 
         @Override
         public void put(byte[] key, int keyLength, byte[] value) {
-            try (Txn txn = Txn.begin(store.cache, tree.reservation())) {
-                tree.put(txn, key(key, keyLength), value(value));
-                txn.commit();
-            }
+            table.put(key(key, keyLength), value(value));
         }
 
         @Override
         public void delete(byte[] key, int keyLength) {
-            try (Txn txn = Txn.begin(store.cache, tree.reservation())) {
-                tree.delete(txn, key(key, keyLength));
-                txn.commit();
-            }
+            table.delete(key(key, keyLength));
         }
 
         @Override
@@ -188,12 +199,12 @@ final class FerriteKv implements KvStore {
 
         @Override
         public int get(byte[] key, int keyLength, byte[] value) {
-            return tree.get(key(key, keyLength), value(value));
+            return table.get(key(key, keyLength), value(value));
         }
 
         @Override
         public KvStore.Scan scan(byte[] from, byte[] to) {
-            Cursor cursor = tree.cursor(from, to, false);
+            TableCursor cursor = table.cursor(from, to, false);
             return new KvStore.Scan() {
                 private long lastWord;
 
@@ -221,6 +232,43 @@ final class FerriteKv implements KvStore {
 
         @Override
         public void close() {
+        }
+    }
+
+    /** Writes gathered into a {@link WriteTransaction} until {@link #commit()}. */
+    private final class BatchSession extends Session {
+        private WriteTransaction tx;
+
+        private WriteTransaction tx() {
+            if (tx == null) {
+                tx = volume.begin(Durability.NONE);
+            }
+            return tx;
+        }
+
+        @Override
+        public void put(byte[] key, int keyLength, byte[] value) {
+            tx().put(table, Arrays.copyOf(key, keyLength), value);
+        }
+
+        @Override
+        public void delete(byte[] key, int keyLength) {
+            tx().delete(table, Arrays.copyOf(key, keyLength));
+        }
+
+        @Override
+        public void commit() {
+            if (tx != null) {
+                tx.commit();
+                tx = null;
+            }
+        }
+
+        @Override
+        public void close() {
+            if (tx != null) {
+                tx.close();
+            }
         }
     }
 }
