@@ -120,7 +120,7 @@ public final class Table implements AutoCloseable {
             return cursor(prefix, end, false);
         }
         requireOpen(); // down from end (itself skipped: it is past the prefix), stopping below the prefix
-        return new TableCursor(this, tree().cursor(end, null, true), end, prefix);
+        return new TableCursor(this, tree().cursor(end, null, true), end, prefix, null);
     }
 
     /** The smallest key greater than every key starting with {@code prefix}, or null if there is none. */

@@ -32,14 +32,18 @@ final class TableCommit {
     private final MemorySegment keyOut, valueOut;
     /** Commit sequence of the last change made. */
     long seq = -1;
+    private final TableVersions versions;
+    /** The applying commit's version ({@link TableVersions#beginApply}): not 0, each change records the key's prior value there first. */
+    long version;
 
-    TableCommit(BufferCache cache, DirContents dirs, InodeRecords records, boolean undoable) {
+    TableCommit(BufferCache cache, DirContents dirs, InodeRecords records, TableVersions versions, boolean undoable) {
+        this.versions = versions;
         this.cache = cache;
         this.dirs = dirs;
         this.records = records;
         this.undo = undoable ? new ArrayList<>() : null;
-        this.keyOut = undoable ? MemorySegment.ofArray(new byte[Table.MAX_KEY]) : null;
-        this.valueOut = undoable ? MemorySegment.ofArray(new byte[Table.MAX_VALUE]) : null;
+        this.keyOut = MemorySegment.ofArray(new byte[Table.MAX_KEY]);
+        this.valueOut = MemorySegment.ofArray(new byte[Table.MAX_VALUE]);
     }
 
     /**
@@ -49,15 +53,16 @@ final class TableCommit {
      * @throws TableException TABLE_CLOSED if the table was dropped
      */
     boolean apply(Table t, byte[] key, byte[] value, int op) {
-        return change(t, MemorySegment.ofArray(key), value == null ? null : MemorySegment.ofArray(value), op, undo != null);
+        return change(t, MemorySegment.ofArray(key), value == null ? null : MemorySegment.ofArray(value), op, true);
     }
 
     /** {@link #apply(Table, byte[], byte[], int)} for a key and value in segments (a single write's). */
     boolean apply(Table t, MemorySegment key, MemorySegment value, int op) {
-        return change(t, key, value, op, undo != null);
+        return change(t, key, value, op, true);
     }
 
-    private boolean change(Table t, MemorySegment k, MemorySegment value, int op, boolean record) {
+    /** One change; {@code forward} false for one that undoes an earlier change of the group, which records nothing. */
+    private boolean change(Table t, MemorySegment k, MemorySegment value, int op, boolean forward) {
         long ino = t.inode.ino;
         for (;;) {
             dirs.prepare(t.inode, 0); // the tree's block reserve between its marks, in transactions of its own
@@ -73,10 +78,15 @@ final class TableCommit {
             try (Txn txn = Txn.begin(cache, 2 + tree.reservation())) {
                 records.lockRecord(txn, ino);
                 byte[] before = null;
-                if (record) {
+                byte[] key = null;
+                if (forward && (undo != null || version != 0)) {
+                    key = k.toArray(ValueLayout.JAVA_BYTE);
                     long found = tree.find(txn, k, BTree.Match.EXACT, keyOut, valueOut);
                     if (found >= 0) {
                         before = valueOut.asSlice(0, BTree.foundValueLength(found)).toArray(ValueLayout.JAVA_BYTE);
+                    }
+                    if (version != 0) {
+                        versions.record(version, ino, key, before); // before the change can be seen: at its commit
                     }
                 }
                 boolean changed = switch (op) {
@@ -92,8 +102,8 @@ final class TableCommit {
                     return false; // nothing logged: the transaction ends without a commit
                 }
                 seq = txn.commit();
-                if (record) {
-                    undo.add(new Undo(t, k.toArray(ValueLayout.JAVA_BYTE), before));
+                if (forward && undo != null) {
+                    undo.add(new Undo(t, key, before));
                 }
                 return true;
             }

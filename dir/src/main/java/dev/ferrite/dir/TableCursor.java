@@ -3,31 +3,44 @@ package dev.ferrite.dir;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Arrays;
+import java.util.NavigableMap;
 
 import dev.ferrite.btree.internal.Cursor;
 
 /**
  * Walks a table's keys in order (or in reverse) between bounds. Lock-free: it copies one leaf at a time,
  * so it never blocks a writer, and after a concurrent change it finds its place again by key; it returns
- * each key at most once, in order, with the value it had when its leaf was copied. A key written or
- * deleted while the cursor runs is seen or not depending on whether the change reached the key's leaf
- * before the cursor did. Not thread-safe: one thread uses a cursor.
+ * each key at most once, in order. On a table ({@link Table#cursor}) a key written or deleted while the
+ * cursor runs is seen or not depending on whether the change reached the key's leaf before the cursor
+ * did; at a {@link Snapshot} every key is as it was at the snapshot. Not thread-safe: one thread uses a
+ * cursor.
  */
 public final class TableCursor {
+    /** What a cursor at a snapshot merges with the tree: the records of its range, in the cursor's direction. */
+    record AtSnapshot(TableVersions versions, long version, NavigableMap<byte[], TableVersions.Undo> chains) {
+    }
+
     private final Table table;
     private final Cursor cursor;
     /** Reverse prefix scans: a key equal to this is skipped, and the scan ends below {@link #low}; else null. */
     private final byte[] skip, low;
+    private final AtSnapshot at;
+    /** At a snapshot: the tree cursor stands on a key not returned yet; it ran out; the last key returned. */
+    private boolean held, treeDone;
+    private byte[] last;
+    /** At a snapshot: the current entry when it came from a record rather than from the tree. */
+    private byte[] key, value;
 
     TableCursor(Table table, Cursor cursor) {
-        this(table, cursor, null, null);
+        this(table, cursor, null, null, null);
     }
 
-    TableCursor(Table table, Cursor cursor, byte[] skip, byte[] low) {
+    TableCursor(Table table, Cursor cursor, byte[] skip, byte[] low, AtSnapshot at) {
         this.table = table;
         this.cursor = cursor;
         this.skip = skip;
         this.low = low;
+        this.at = at;
     }
 
     /**
@@ -37,45 +50,110 @@ public final class TableCursor {
      */
     public boolean next() {
         table.requireOpen();
+        return at == null ? treeNext() : snapshotNext();
+    }
+
+    private boolean treeNext() {
         while (cursor.next()) {
             if (low == null) {
                 return true;
             }
             MemorySegment k = cursor.keySegment();
-            if (skip != null && compare(k, skip) == 0) {
+            if (skip != null && compare(k.toArray(ValueLayout.JAVA_BYTE), skip) == 0) {
                 continue;
             }
-            return compare(k, low) >= 0;
+            return compare(k.toArray(ValueLayout.JAVA_BYTE), low) >= 0;
         }
         return false;
     }
 
-    private static int compare(MemorySegment a, byte[] b) {
-        return Arrays.compareUnsigned(a.toArray(ValueLayout.JAVA_BYTE), b);
+    /**
+     * The next key of the tree or of the records, whichever comes first in the cursor's direction, as it
+     * was at the snapshot. The records are looked at after the tree: a change the tree copy lacks was
+     * recorded before the copy was taken.
+     */
+    private boolean snapshotNext() {
+        for (;;) {
+            if (!held && !treeDone) {
+                treeDone = !treeNext();
+                held = !treeDone;
+            }
+            byte[] t = held ? cursor.key() : null;
+            byte[] u = nextRecorded(t);
+            if (t == null && u == null) {
+                return false;
+            }
+            boolean fromTree = t != null && (u == null || order(t, u) <= 0);
+            byte[] k = fromTree ? t : u;
+            if (fromTree) {
+                held = false;
+            }
+            last = k;
+            TableVersions.Undo e = at.versions().at(table.inode.ino, k, at.version());
+            if (e == null) {
+                if (!fromTree) {
+                    continue; // its records are all older than the snapshot: the tree had it, or not, then
+                }
+                key = null;
+                value = null;
+                return true;
+            }
+            if (e.before == null) {
+                continue; // absent at the snapshot
+            }
+            key = k;
+            value = e.before;
+            return true;
+        }
+    }
+
+    /** The first recorded key after {@link #last} in the cursor's direction with a record newer than the snapshot, not past {@code t}. */
+    private byte[] nextRecorded(byte[] t) {
+        var first = last == null ? at.chains().firstEntry() : null; // an entry, not isEmpty then firstKey: records go meanwhile
+        byte[] k = last == null ? (first == null ? null : first.getKey()) : at.chains().higherKey(last);
+        while (k != null && (t == null || order(k, t) <= 0)) {
+            if (at.versions().at(table.inode.ino, k, at.version()) != null) {
+                return k;
+            }
+            k = at.chains().higherKey(k);
+        }
+        return null;
+    }
+
+    private int order(byte[] a, byte[] b) {
+        return at.chains().comparator().compare(a, b);
+    }
+
+    private static int compare(byte[] a, byte[] b) {
+        return Arrays.compareUnsigned(a, b);
     }
 
     /** The current key (a copy). */
     public byte[] key() {
-        return cursor.key();
+        return key != null ? key.clone() : cursor.key();
     }
 
     /** The current value (a copy). */
     public byte[] value() {
-        return cursor.value();
+        return value != null ? value.clone() : cursor.value();
     }
 
-    /** The current key, valid until the next move (a view, nothing copied). */
+    /** The current key, valid until the next move (a view, nothing copied, of a table's cursor). */
     public MemorySegment keySegment() {
-        return cursor.keySegment();
+        return key != null ? MemorySegment.ofArray(key) : cursor.keySegment();
     }
 
-    /** The current value, valid until the next move (a view, nothing copied). */
+    /** The current value, valid until the next move (a view, nothing copied, of a table's cursor). */
     public MemorySegment valueSegment() {
-        return cursor.valueSegment();
+        return value != null ? MemorySegment.ofArray(value) : cursor.valueSegment();
     }
 
     /** Copies the current value into {@code out} (as much as fits) and returns its whole length. */
     public int value(MemorySegment out) {
+        if (value != null) {
+            MemorySegment.copy(MemorySegment.ofArray(value), 0, out, 0, Math.min(value.length, out.byteSize()));
+            return value.length;
+        }
         return cursor.value(out);
     }
 }

@@ -51,6 +51,8 @@ public final class Tables {
     private final long asyncNanos;
     /** Each thread's engine for single writes (they record nothing to undo): one object, not one per write. */
     private final ThreadLocal<TableCommit> singles;
+    /** Versions and prior values for snapshots. */
+    final TableVersions versions = new TableVersions();
     private volatile Thread asyncSync;
     /** Highest commit sequence an ASYNC commit asked to make durable. */
     private volatile long asyncTarget = -1;
@@ -65,7 +67,7 @@ public final class Tables {
         this.dirs = namespace.dirs;
         this.records = namespace.records;
         this.asyncNanos = options.effectiveAsyncCommitMillis() * 1_000_000L;
-        this.singles = ThreadLocal.withInitial(() -> new TableCommit(cache, dirs, records, false));
+        this.singles = ThreadLocal.withInitial(() -> new TableCommit(cache, dirs, records, versions, false));
     }
 
     // ------------------------------------------------------------------ the catalog
@@ -218,6 +220,16 @@ public final class Tables {
         }
     }
 
+    /**
+     * A snapshot: every table as it is now, unaffected by later commits, for as long as it is open. Opening
+     * one waits only for commits being applied at this moment (microseconds); while any is open, commits
+     * record the prior values of the keys they change, in memory (see {@link Snapshot}).
+     */
+    public Snapshot snapshot() {
+        volume.requireOpen();
+        return new Snapshot(this, versions.open());
+    }
+
     /** A write transaction whose commit waits for {@code durability}. */
     public WriteTransaction begin(Durability durability) {
         volume.requireOpen();
@@ -293,9 +305,12 @@ public final class Tables {
         TableCommit c = singles.get();
         boolean changed;
         t.inode.lock.lock();
+        long v = versions.beginApply();
         try {
+            c.version = v;
             changed = c.apply(t, key, value, op);
         } finally {
+            versions.endApply(v);
             t.inode.lock.unlock();
         }
         if (changed) {
@@ -336,13 +351,18 @@ public final class Tables {
         }
         int locked = 0;
         long seq;
+        long version = 0;
+        boolean applying = false;
         try {
             for (WriteTransaction.Writes w : ws) {
                 w.table.inode.lock.lock();
                 locked++;
                 w.table.requireOpen();
             }
-            TableCommit c = new TableCommit(cache, dirs, records, true);
+            TableCommit c = new TableCommit(cache, dirs, records, versions, true);
+            version = versions.beginApply();
+            applying = true;
+            c.version = version;
             try (Journal.Pin pin = journal.pin()) {
                 try {
                     for (WriteTransaction.Writes w : ws) {
@@ -374,6 +394,9 @@ public final class Tables {
                 seq = pin.seq();
             }
         } finally {
+            if (applying) {
+                versions.endApply(version);
+            }
             for (int i = 0; i < locked; i++) {
                 ws.get(i).table.inode.lock.unlock();
             }

@@ -1,0 +1,105 @@
+package dev.ferrite.dir;
+
+import java.util.Arrays;
+import java.util.NavigableMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * Every table of a volume as it was at one moment ({@link Tables#snapshot()}), whatever commits come
+ * after, for as long as it is open: the isolation LMDB's read transactions, RocksDB's snapshots, Xodus's
+ * and MVStore's versions give. A transaction's changes are all in a snapshot or none of them.
+ *
+ * <p>How: while any snapshot is open, each commit takes a version and records each key's prior value in
+ * memory before its change becomes visible ({@link TableVersions}); a snapshot reads the table as it is
+ * and then the key's records newer than itself. Readers never block writers and writers never block
+ * readers; nothing is pinned in the log. The cost is memory: the prior value of every key changed while
+ * the snapshot is open (plus ~100 bytes each), kept until the snapshots older than the change close — so
+ * close snapshots when done. A crash ends every snapshot.
+ *
+ * <p>A snapshot reads tables through their handles: a table dropped meanwhile stays readable while a
+ * handle on it is open. Thread-safe; close it when done (a second close does nothing).
+ */
+public final class Snapshot implements AutoCloseable {
+    private final Tables tables;
+    private final long version;
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    Snapshot(Tables tables, long version) {
+        this.tables = tables;
+        this.version = version;
+    }
+
+    /** The version of the tables it sees: every commit with a version up to this one, and no other. */
+    public long version() {
+        return version;
+    }
+
+    /** {@code key}'s value in {@code table} at this snapshot, or null. */
+    public byte[] get(Table table, byte[] key) {
+        Table.requireKey(key);
+        requireOpen(table);
+        byte[] now = table.get(key); // the tree first, then the records: a change seen above has its record below
+        TableVersions.Undo u = tables.versions.at(table.inode.ino, key, version);
+        if (u == null) {
+            return now;
+        }
+        return u.before == null ? null : u.before.clone();
+    }
+
+    /**
+     * A cursor over {@code table}'s keys at this snapshot in {@code [from, to)}, in order, or with
+     * {@code reverse} over {@code (to, from]} from the largest down; a null bound is the end of the key
+     * space.
+     */
+    public TableCursor cursor(Table table, byte[] from, byte[] to, boolean reverse) {
+        if (from != null) {
+            Table.requireKey(from);
+        }
+        if (to != null) {
+            Table.requireKey(to);
+        }
+        requireOpen(table);
+        NavigableMap<byte[], TableVersions.Undo> chains = reverse ? range(table, to, false, from, true) : range(table, from, true, to, false);
+        return new TableCursor(table, table.tree().cursor(from, to, reverse), null, null,
+                new TableCursor.AtSnapshot(tables.versions, version, reverse ? chains.descendingMap() : chains));
+    }
+
+    /** A cursor over {@code table}'s keys starting with {@code prefix} at this snapshot, in order or in reverse. */
+    public TableCursor prefix(Table table, byte[] prefix, boolean reverse) {
+        Table.requireKey(prefix);
+        byte[] end = Table.successor(prefix);
+        if (!reverse) {
+            return cursor(table, prefix, end, false);
+        }
+        requireOpen(table);
+        NavigableMap<byte[], TableVersions.Undo> chains = range(table, prefix, true, end, false);
+        return new TableCursor(table, table.tree().cursor(end, null, true), end, prefix,
+                new TableCursor.AtSnapshot(tables.versions, version, chains.descendingMap()));
+    }
+
+    /** The table's records of keys in the range (bounds null: open), ascending. */
+    private NavigableMap<byte[], TableVersions.Undo> range(Table table, byte[] lo, boolean loIn, byte[] hi, boolean hiIn) {
+        NavigableMap<byte[], TableVersions.Undo> m = tables.versions.chains(table.inode.ino);
+        if (lo != null && hi != null) {
+            return Arrays.compareUnsigned(lo, hi) > 0 || (Arrays.compareUnsigned(lo, hi) == 0 && !(loIn && hiIn))
+                    ? m.subMap(lo, true, lo, false) : m.subMap(lo, loIn, hi, hiIn);
+        }
+        return lo != null ? m.tailMap(lo, loIn) : hi != null ? m.headMap(hi, hiIn) : m;
+    }
+
+    private void requireOpen(Table table) {
+        if (closed.get()) {
+            throw new TableException(TableException.Kind.TRANSACTION_DONE, "the snapshot is closed");
+        }
+        tables.requireOwn(table);
+        table.requireOpen();
+    }
+
+    /** Lets the records only this snapshot needed go. */
+    @Override
+    public void close() {
+        if (closed.compareAndSet(false, true)) {
+            tables.versions.close(version);
+        }
+    }
+}
