@@ -259,11 +259,16 @@ final class AllocationGroup {
         return snapshot(agi, AgHeaderFormat.CATALOG);
     }
 
-    /** Group 0, in {@code txn}: names {@code ino} the table catalog. */
-    void setCatalog(Txn txn, long ino) {
+    /** Group 0: the tables' blob directory's inode number, 0 if the volume has none yet (read without the lock). */
+    long blobDirectory() {
+        return snapshot(agi, AgHeaderFormat.BLOBS);
+    }
+
+    /** Group 0, in {@code txn}: sets header field {@code field} ({@code AgHeaderFormat.CATALOG} or {@code BLOBS}) to inode {@code ino}. */
+    void setTablesInode(Txn txn, int field, long ino) {
         lock(txn, agi);
-        AgHeaderFormat.setU64(agi.data(), AgHeaderFormat.CATALOG, ino);
-        txn.log(agi, AgHeaderFormat.CATALOG, 8);
+        AgHeaderFormat.setU64(agi.data(), field, ino);
+        txn.log(agi, field, 8);
     }
 
     static void lock(Txn txn, Buffer header) {

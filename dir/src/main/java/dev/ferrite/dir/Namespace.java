@@ -797,6 +797,11 @@ public final class Namespace {
         return orphans.openIno(ino);
     }
 
+    /** Sets what runs before an orphaned table is freed ({@link Orphans#tableRelease}). */
+    void onTableFreed(java.util.function.Consumer<Inode> release) {
+        orphans.tableRelease = release;
+    }
+
     int recoverOrphans() {
         return orphans.recoverOrphans();
     }

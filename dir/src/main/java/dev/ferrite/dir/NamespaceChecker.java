@@ -31,6 +31,8 @@ import static dev.ferrite.dir.InodeFormat.S_IFMT;
 final class NamespaceChecker {
     /** How problems name the table catalog ({@link Tables}) and, after it, a table. */
     static final String CATALOG = "tables:";
+    /** How problems name the tables' blob directory ({@link TableBlobs}) and, after it, a blob. */
+    static final String BLOBS = "blobs:";
     private final Volume volume;
     private final Geometry geometry;
     private final InodeCache inodes;
@@ -81,6 +83,11 @@ final class NamespaceChecker {
             if (catalog != 0) {
                 todo.add(catalog);
                 dirPaths.put(catalog, CATALOG);
+            }
+            long blobs = volume.group(0).blobDirectory(); // and the tables' blob files
+            if (blobs != 0) {
+                todo.add(blobs);
+                dirPaths.put(blobs, BLOBS);
             }
             while (!todo.isEmpty()) {
                 long dir = todo.poll();
@@ -140,7 +147,7 @@ final class NamespaceChecker {
                             add(Kind.ORPHAN, ino, pathOf(ino), "orphan " + ino + " has " + s.nlink() + " links and " + n + " names");
                         }
                         checkBlocks(ino, s);
-                    } else if (ino != root && ino != catalog && n == 0) {
+                    } else if (ino != root && ino != catalog && ino != blobs && n == 0) {
                         add(Kind.ORPHAN, ino, null, "inode " + ino + " (mode 0" + Integer.toOctalString(s.mode())
                                 + ") is allocated but has no name");
                     } else if (!s.isDirectory()) {
@@ -165,7 +172,7 @@ final class NamespaceChecker {
         }
 
         private static String child(String dirPath, String name) {
-            return dirPath.equals("/") || dirPath.equals(CATALOG) ? dirPath + name : dirPath + "/" + name;
+            return dirPath.equals("/") || dirPath.equals(CATALOG) || dirPath.equals(BLOBS) ? dirPath + name : dirPath + "/" + name;
         }
 
         /** A path naming {@code ino}, or null if none does (walks the directories again the first time). */

@@ -1,6 +1,7 @@
 package dev.ferrite.dir;
 
 import java.lang.foreign.MemorySegment;
+import java.util.function.Consumer;
 
 import dev.ferrite.btree.internal.Buffer;
 import dev.ferrite.btree.internal.BufferCache;
@@ -26,6 +27,8 @@ final class Orphans {
     private final InodeRecords records;
     private final DirContents dirs;
     private final FileData files;
+    /** Frees what a table's values hold outside its tree ({@link Tables}), before an orphaned table is freed; null before tables are set up. */
+    volatile Consumer<Inode> tableRelease;
 
     Orphans(Volume volume, BufferCache cache, Geometry geometry, InodeCache inodes, InodeRecords records, DirContents dirs,
             FileData files) {
@@ -65,6 +68,10 @@ final class Orphans {
             files.buffered.forget(c);
         } else {
             if ((records.modeOf(ino) & InodeFormat.S_IFMT) == InodeFormat.S_IFTABLE) {
+                Consumer<Inode> release = tableRelease;
+                if (release != null) {
+                    release.accept(c); // the blobs its keys name, before the keys go
+                }
                 dirs.emptyTree(c); // a table's tree may be of any size: emptied a key per transaction first
             }
             dirs.takeDown(c);

@@ -38,12 +38,10 @@ public final class Snapshot implements AutoCloseable {
     public byte[] get(Table table, byte[] key) {
         Table.requireKey(key);
         requireOpen(table);
-        byte[] now = table.get(key); // the tree first, then the records: a change seen above has its record below
+        byte[] now = table.storedValue(key); // the tree first, then the records: a change seen above has its record below
         TableVersions.Undo u = tables.versions.at(table.inode.ino, key, version);
-        if (u == null) {
-            return now;
-        }
-        return u.before == null ? null : u.before.clone();
+        byte[] then = u == null ? now : u.before;
+        return then == null ? null : tables.decode(table, then);
     }
 
     /**
@@ -95,11 +93,12 @@ public final class Snapshot implements AutoCloseable {
         table.requireOpen();
     }
 
-    /** Lets the records only this snapshot needed go. */
+    /** Lets the records (and doomed blobs) only this snapshot needed go. */
     @Override
     public void close() {
         if (closed.compareAndSet(false, true)) {
             tables.versions.close(version);
+            tables.blobs.deleteDoomed();
         }
     }
 }

@@ -25,8 +25,12 @@ import dev.ferrite.io.InvalidArgumentException;
 public final class Table implements AutoCloseable {
     /** The longest key, in bytes. */
     public static final int MAX_KEY = BTreeNodeFormat.MAX_KEY;
-    /** The longest value, in bytes. */
-    public static final int MAX_VALUE = BTreeNodeFormat.MAX_VALUE;
+    /** The longest value, in bytes (1 GiB). Values over {@value #MAX_INLINE} bytes are kept out of line, as blobs. */
+    public static final int MAX_VALUE = 1 << 30;
+    /** The longest value kept in the table's B-tree itself; longer ones go to a blob file ({@link TableBlobs}). */
+    public static final int MAX_INLINE = BTreeNodeFormat.MAX_VALUE - 1;
+    /** The longest stored form a B-tree cell takes ({@link TableValueFormat}). */
+    static final int MAX_TREE_VALUE = BTreeNodeFormat.MAX_VALUE;
 
     private final Tables tables;
     private final String name;
@@ -66,23 +70,40 @@ public final class Table implements AutoCloseable {
 
     // ------------------------------------------------------------------ reads
 
-    /** The value of {@code key}, or null if absent. Lock-free. */
+    /** The value of {@code key} (read whole, however long), or null if absent. Lock-free. */
     public byte[] get(byte[] key) {
-        requireKey(key);
-        requireOpen();
-        byte[] buf = Tables.valueBuffer();
-        int len = tree().get(MemorySegment.ofArray(key), MemorySegment.ofArray(buf));
-        return len < 0 ? null : Arrays.copyOf(buf, len);
+        byte[] stored = storedValue(key);
+        return stored == null ? null : tables.decode(this, stored);
     }
 
     /**
      * Copies the value of {@code key} into {@code out}, as much as fits, and returns its whole length, or
-     * -1 if the key is absent. Lock-free; allocates nothing once the blocks are cached.
+     * -1 if the key is absent. Lock-free; allocates nothing for a value kept in the tree once the blocks
+     * are cached.
      */
     public int get(MemorySegment key, MemorySegment out) {
+        return (int) read(key, 0, out);
+    }
+
+    /**
+     * Copies bytes of {@code key}'s value from {@code offset} into {@code out}, as many as fit (or as
+     * remain), and returns the value's whole length, or -1 if the key is absent: a streaming read of a long
+     * value, a piece at a time.
+     */
+    public long read(MemorySegment key, long offset, MemorySegment out) {
         requireKey(key.byteSize());
+        if (offset < 0) {
+            throw new InvalidArgumentException("offset " + offset + " is negative");
+        }
         requireOpen();
-        return tree().get(key, out);
+        MemorySegment buf = MemorySegment.ofArray(Tables.valueBuffer());
+        int len = tree().get(key, buf);
+        return len < 0 ? -1 : tables.copy(this, buf, len, offset, out);
+    }
+
+    /** The length of {@code key}'s value, or -1 if absent. */
+    public long valueLength(byte[] key) {
+        return read(MemorySegment.ofArray(key), 0, MemorySegment.NULL);
     }
 
     /** True if {@code key} is present. */
@@ -90,6 +111,15 @@ public final class Table implements AutoCloseable {
         requireKey(key);
         requireOpen();
         return tree().get(MemorySegment.ofArray(key), MemorySegment.NULL) >= 0;
+    }
+
+    /** {@code key}'s value as the tree stores it ({@link TableValueFormat}), or null. */
+    byte[] storedValue(byte[] key) {
+        requireKey(key);
+        requireOpen();
+        byte[] buf = Tables.valueBuffer();
+        int len = tree().get(MemorySegment.ofArray(key), MemorySegment.ofArray(buf));
+        return len < 0 ? null : Arrays.copyOf(buf, len);
     }
 
     /** A cursor over every key, in order. */

@@ -11,52 +11,57 @@ import dev.ferrite.btree.internal.Txn;
 
 /**
  * Applies one table commit's changes, each key's change as a small transaction of its own, the table's
- * lock held by the caller. Inside a journal group ({@code Journal#pin}) the small transactions share one
- * checkpoint, so the commit is recovered all or nothing however many keys it changes; and each change
- * that a group makes records the key's value before it, so that a group that fails part way (no space,
- * too big for the log) undoes what it did, still inside the group, before the error reaches the caller.
- * One thread uses an instance.
+ * lock held by the caller; values arrive in their stored form ({@link TableValueFormat}). Inside a
+ * journal group ({@code Journal#pin}) the small transactions share one checkpoint, so the commit is
+ * recovered all or nothing however many keys it changes; and each change that a group makes records the
+ * key's stored value before it, so that a group that fails part way (no space, too big for the log)
+ * undoes what it did, still inside the group, before the error reaches the caller. A change that names
+ * a blob links it, one that replaces or deletes a blob's key dooms the blob (renames in the group, undone
+ * with it: {@link TableBlobs}). One thread uses an instance.
  */
 final class TableCommit {
     static final int PUT = 0, PUT_IF_ABSENT = 1, DELETE = 2;
 
-    /** A key's state before a change of the group: {@code before} null if it was absent. */
+    /** A key's stored value before a change of the group: {@code before} null if it was absent. */
     private record Undo(Table table, byte[] key, byte[] before) {
     }
 
     private final BufferCache cache;
     private final DirContents dirs;
     private final InodeRecords records;
+    private final TableVersions versions;
+    private final TableBlobs blobs;
     /** The changes made so far, when the commit may have to undo them; else null. */
     private final List<Undo> undo;
+    /** Blobs this group linked and doomed, in order (undone in reverse if it fails). */
+    final List<Long> linked, doomed;
     private final MemorySegment keyOut, valueOut;
     /** Commit sequence of the last change made. */
     long seq = -1;
-    private final TableVersions versions;
     /** The applying commit's version ({@link TableVersions#beginApply}): not 0, each change records the key's prior value there first. */
     long version;
 
-    TableCommit(BufferCache cache, DirContents dirs, InodeRecords records, TableVersions versions, boolean undoable) {
-        this.versions = versions;
+    TableCommit(BufferCache cache, DirContents dirs, InodeRecords records, TableVersions versions, TableBlobs blobs,
+                boolean undoable) {
         this.cache = cache;
         this.dirs = dirs;
         this.records = records;
+        this.versions = versions;
+        this.blobs = blobs;
         this.undo = undoable ? new ArrayList<>() : null;
+        this.linked = undoable ? new ArrayList<>() : null;
+        this.doomed = undoable ? new ArrayList<>() : null;
         this.keyOut = MemorySegment.ofArray(new byte[Table.MAX_KEY]);
-        this.valueOut = MemorySegment.ofArray(new byte[Table.MAX_VALUE]);
+        this.valueOut = MemorySegment.ofArray(new byte[Table.MAX_TREE_VALUE]);
     }
 
     /**
-     * Changes {@code key} of {@code t} ({@code op}: PUT or PUT_IF_ABSENT with {@code value}, or DELETE) in a
-     * transaction of its own; {@code t}'s lock is held. True if the table changed.
+     * Changes {@code key} of {@code t} ({@code op}: PUT or PUT_IF_ABSENT with the stored {@code value}, or
+     * DELETE) in a transaction of its own; {@code t}'s lock is held. True if the table changed. A commit
+     * that links or dooms blobs must be undoable (a group).
      *
      * @throws TableException TABLE_CLOSED if the table was dropped
      */
-    boolean apply(Table t, byte[] key, byte[] value, int op) {
-        return change(t, MemorySegment.ofArray(key), value == null ? null : MemorySegment.ofArray(value), op, true);
-    }
-
-    /** {@link #apply(Table, byte[], byte[], int)} for a key and value in segments (a single write's). */
     boolean apply(Table t, MemorySegment key, MemorySegment value, int op) {
         return change(t, key, value, op, true);
     }
@@ -64,6 +69,7 @@ final class TableCommit {
     /** One change; {@code forward} false for one that undoes an earlier change of the group, which records nothing. */
     private boolean change(Table t, MemorySegment k, MemorySegment value, int op, boolean forward) {
         long ino = t.inode.ino;
+        boolean mayHoldBlobs = blobs.directory() != 0;
         for (;;) {
             dirs.prepare(t.inode, 0); // the tree's block reserve between its marks, in transactions of its own
             BTree tree = t.tree();
@@ -75,11 +81,11 @@ final class TableCommit {
             if (dirs.step(t.inode, 0) != DirContents.READY) {
                 continue; // another change used the reserve up meanwhile: prepare again
             }
+            byte[] before = null;
+            byte[] key = null;
             try (Txn txn = Txn.begin(cache, 2 + tree.reservation())) {
                 records.lockRecord(txn, ino);
-                byte[] before = null;
-                byte[] key = null;
-                if (forward && (undo != null || version != 0)) {
+                if (forward && (undo != null || version != 0 || mayHoldBlobs)) {
                     key = k.toArray(ValueLayout.JAVA_BYTE);
                     long found = tree.find(txn, k, BTree.Match.EXACT, keyOut, valueOut);
                     if (found >= 0) {
@@ -102,25 +108,53 @@ final class TableCommit {
                     return false; // nothing logged: the transaction ends without a commit
                 }
                 seq = txn.commit();
-                if (forward && undo != null) {
+            }
+            if (forward) {
+                if (undo != null) {
                     undo.add(new Undo(t, key, before));
                 }
-                return true;
+                if (before != null && TableValueFormat.kind(MemorySegment.ofArray(before), before.length, ino) == TableValueFormat.BLOB) {
+                    long id = TableValueFormat.readBlob(MemorySegment.ofArray(before)).id();
+                    requireGroup("replaces a blob");
+                    blobs.doom(id);
+                    doomed.add(id);
+                }
+                if (value != null && TableValueFormat.kind(value, value.byteSize(), ino) == TableValueFormat.BLOB) {
+                    long id = TableValueFormat.readBlob(value).id();
+                    requireGroup("names a blob");
+                    blobs.link(id);
+                    linked.add(id);
+                }
             }
+            return true;
+        }
+    }
+
+    private void requireGroup(String what) {
+        if (undo == null) {
+            throw new IllegalStateException("a single write that " + what + " must be applied as a group");
         }
     }
 
     /**
-     * Undoes this group's changes, newest first, each as a change of its own inside the group. Throws if
-     * one fails: the caller must then shut the journal down, so that the group never reaches the log.
+     * Undoes this group's changes, newest first, each as a change of its own inside the group, then its
+     * blobs' renames. Throws if one fails: the caller must then shut the journal down, so that the group
+     * never reaches the log.
      */
     void undoAll() {
-        List<Undo> done = undo;
-        for (int i = done.size() - 1; i >= 0; i--) {
-            Undo u = done.get(i);
+        for (int i = undo.size() - 1; i >= 0; i--) {
+            Undo u = undo.get(i);
             change(u.table(), MemorySegment.ofArray(u.key()), u.before() == null ? null : MemorySegment.ofArray(u.before()),
                     u.before() == null ? DELETE : PUT, false);
         }
-        done.clear();
+        undo.clear();
+        for (int i = linked.size() - 1; i >= 0; i--) {
+            blobs.unlink(linked.get(i));
+        }
+        for (int i = doomed.size() - 1; i >= 0; i--) {
+            blobs.undoom(doomed.get(i));
+        }
+        linked.clear();
+        doomed.clear();
     }
 }

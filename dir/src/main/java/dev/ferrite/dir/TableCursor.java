@@ -133,27 +133,36 @@ public final class TableCursor {
         return key != null ? key.clone() : cursor.key();
     }
 
-    /** The current value (a copy). */
+    /** The current value (a copy; a value kept out of line is read whole). */
     public byte[] value() {
-        return value != null ? value.clone() : cursor.value();
+        return table.tables().decode(table, stored().toArray(ValueLayout.JAVA_BYTE));
     }
 
-    /** The current key, valid until the next move (a view, nothing copied, of a table's cursor). */
+    /** The current key, valid until the next move (a view of a table's cursor, nothing copied). */
     public MemorySegment keySegment() {
         return key != null ? MemorySegment.ofArray(key) : cursor.keySegment();
     }
 
-    /** The current value, valid until the next move (a view, nothing copied, of a table's cursor). */
+    /**
+     * The current value, valid until the next move: a view of a table's cursor, nothing copied, for a
+     * value kept in the tree; a copy read whole for one kept out of line.
+     */
     public MemorySegment valueSegment() {
-        return value != null ? MemorySegment.ofArray(value) : cursor.valueSegment();
+        MemorySegment m = stored();
+        if (TableValueFormat.kind(m, m.byteSize(), table.inode.ino) == TableValueFormat.INLINE) {
+            return m.asSlice(1);
+        }
+        return MemorySegment.ofArray(value());
     }
 
     /** Copies the current value into {@code out} (as much as fits) and returns its whole length. */
-    public int value(MemorySegment out) {
-        if (value != null) {
-            MemorySegment.copy(MemorySegment.ofArray(value), 0, out, 0, Math.min(value.length, out.byteSize()));
-            return value.length;
-        }
-        return cursor.value(out);
+    public long value(MemorySegment out) {
+        MemorySegment m = stored();
+        return table.tables().copy(table, m, m.byteSize(), 0, out);
+    }
+
+    /** The current entry's stored form ({@link TableValueFormat}). */
+    private MemorySegment stored() {
+        return value != null ? MemorySegment.ofArray(value) : cursor.valueSegment();
     }
 }

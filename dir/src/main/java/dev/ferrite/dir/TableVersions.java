@@ -116,6 +116,11 @@ final class TableVersions {
         }
     }
 
+    /** True while some snapshot is open. */
+    boolean anyOpen() {
+        return undoing;
+    }
+
     /** Closes a snapshot of version {@code s}; the last one out turns recording off. */
     void close(long s) {
         synchronized (lock) {

@@ -1,7 +1,9 @@
 package dev.ferrite.dir;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.locks.LockSupport;
 
@@ -41,7 +43,9 @@ public final class Tables {
     private static final int LOG_SHARE = 4;
     /** Bytes a changed key is assumed to cost in the log beyond its key and value, for the size check before a commit. */
     private static final int CHANGE_OVERHEAD = 100;
-    private static final ThreadLocal<byte[]> VALUES = ThreadLocal.withInitial(() -> new byte[Table.MAX_VALUE]);
+    private static final ThreadLocal<byte[]> VALUES = ThreadLocal.withInitial(() -> new byte[Table.MAX_TREE_VALUE]);
+    /** Each thread's buffer for a stored value (the tree's form: {@link TableValueFormat}). */
+    private static final ThreadLocal<MemorySegment> STORED = ThreadLocal.withInitial(() -> MemorySegment.ofArray(new byte[Table.MAX_TREE_VALUE]));
 
     private final Volume volume;
     private final Namespace namespace;
@@ -53,6 +57,8 @@ public final class Tables {
     private final ThreadLocal<TableCommit> singles;
     /** Versions and prior values for snapshots. */
     final TableVersions versions = new TableVersions();
+    /** Values kept out of line. */
+    final TableBlobs blobs;
     private volatile Thread asyncSync;
     /** Highest commit sequence an ASYNC commit asked to make durable. */
     private volatile long asyncTarget = -1;
@@ -67,14 +73,21 @@ public final class Tables {
         this.dirs = namespace.dirs;
         this.records = namespace.records;
         this.asyncNanos = options.effectiveAsyncCommitMillis() * 1_000_000L;
-        this.singles = ThreadLocal.withInitial(() -> new TableCommit(cache, dirs, records, versions, false));
+        this.blobs = new TableBlobs(volume, namespace, versions);
+        namespace.onTableFreed(t -> blobs.release(t, dirs, records));
+        this.singles = ThreadLocal.withInitial(() -> new TableCommit(cache, dirs, records, versions, blobs, false));
+    }
+
+    /** At mount, after orphan recovery: deletes the blobs a crash left pending or doomed; returns how many. */
+    int recover() {
+        return blobs.recover();
     }
 
     // ------------------------------------------------------------------ the catalog
 
     /** Makes the catalog: a directory inode named by group 0's AGI, in the allocating transaction. */
     private void makeCatalog() {
-        volume.allocInode(0, InodeFormat.S_IFDIR | 0700, 0, 0, 2, 1, (txn, ino) -> volume.group(0).setCatalog(txn, ino));
+        volume.allocInode(0, InodeFormat.S_IFDIR | 0700, 0, 0, 2, 1, (txn, ino) -> volume.group(0).setTablesInode(txn, AgHeaderFormat.CATALOG, ino));
     }
 
     /** The catalog's inode; made first (the volume's feature flag set before) if {@code make} and there is none. */
@@ -289,6 +302,35 @@ public final class Tables {
         }
     }
 
+    /** The value whose stored form is {@code stored} (a blob read whole). */
+    byte[] decode(Table t, byte[] stored) {
+        MemorySegment m = MemorySegment.ofArray(stored);
+        if (TableValueFormat.kind(m, stored.length, t.inode.ino) == TableValueFormat.INLINE) {
+            return Arrays.copyOfRange(stored, 1, stored.length);
+        }
+        TableValueFormat.Blob b = TableValueFormat.readBlob(m);
+        byte[] v = new byte[(int) b.length()];
+        blobs.read(b, 0, MemorySegment.ofArray(v), t.inode.ino);
+        return v;
+    }
+
+    /**
+     * Copies bytes from {@code offset} of the value stored as {@code stored} ({@code len} bytes) into
+     * {@code out}, as many as fit or remain; returns the value's whole length.
+     */
+    long copy(Table t, MemorySegment stored, long len, long offset, MemorySegment out) {
+        if (TableValueFormat.kind(stored, len, t.inode.ino) == TableValueFormat.INLINE) {
+            long n = Math.max(0, Math.min(out.byteSize(), len - 1 - offset));
+            MemorySegment.copy(stored, 1 + offset, out, 0, n);
+            return len - 1;
+        }
+        TableValueFormat.Blob b = TableValueFormat.readBlob(stored);
+        if (out.byteSize() > 0 && offset < b.length()) {
+            blobs.read(b, offset, out, t.inode.ino);
+        }
+        return b.length();
+    }
+
     /** A thread's buffer for a value read. */
     static byte[] valueBuffer() {
         return VALUES.get();
@@ -299,24 +341,60 @@ public final class Tables {
         return single(t, MemorySegment.ofArray(key), value == null ? null : MemorySegment.ofArray(value), op);
     }
 
-    /** {@link #single(Table, byte[], byte[], int)} for a key and value in segments. */
+    /**
+     * {@link #single(Table, byte[], byte[], int)} for a key and value in segments. One that writes a blob or
+     * replaces one goes through {@link #commit} (a group: the blob's renames go with the key's change).
+     */
     boolean single(Table t, MemorySegment key, MemorySegment value, int op) {
         t.requireOpen();
-        TableCommit c = singles.get();
-        boolean changed;
-        t.inode.lock.lock();
-        long v = versions.beginApply();
-        try {
-            c.version = v;
-            changed = c.apply(t, key, value, op);
-        } finally {
-            versions.endApply(v);
-            t.inode.lock.unlock();
+        if (value == null || value.byteSize() <= TableValueFormat.MAX_INLINE) {
+            TableCommit c = singles.get();
+            t.inode.lock.lock();
+            long v = 0;
+            boolean applying = false, changed;
+            try {
+                if (!holdsBlob(t, key)) { // under the lock: stays true until the change is made
+                    v = versions.beginApply();
+                    applying = true;
+                    c.version = v;
+                    changed = c.apply(t, key, value == null ? null : stored(value), op);
+                } else {
+                    changed = false;
+                }
+            } finally {
+                if (applying) {
+                    versions.endApply(v);
+                }
+                t.inode.lock.unlock();
+            }
+            if (applying) {
+                if (changed) {
+                    durable(c.seq, t.durability());
+                }
+                return changed;
+            }
         }
-        if (changed) {
-            durable(c.seq, t.durability());
+        WriteTransaction.Writes w = new WriteTransaction.Writes(t);
+        w.ops.put(key.toArray(ValueLayout.JAVA_BYTE), new WriteTransaction.Op(op, value == null ? null : value.toArray(ValueLayout.JAVA_BYTE)));
+        return commit(List.of(w), t.durability()) > 0;
+    }
+
+    /** True if {@code key}'s stored value names a blob (never, on a volume without blobs). */
+    private boolean holdsBlob(Table t, MemorySegment key) {
+        if (blobs.directory() == 0) {
+            return false;
         }
-        return changed;
+        MemorySegment buf = STORED.get();
+        int len = t.tree().get(key, buf);
+        return len > 0 && TableValueFormat.kind(buf, len, t.inode.ino) == TableValueFormat.BLOB;
+    }
+
+    /** The inline stored form of {@code value} in this thread's buffer (valid until its next use). */
+    private static MemorySegment stored(MemorySegment value) {
+        MemorySegment buf = STORED.get();
+        buf.set(ValueLayout.JAVA_BYTE, 0, TableValueFormat.INLINE);
+        MemorySegment.copy(value, 0, buf, 1, value.byteSize());
+        return buf.asSlice(0, 1 + value.byteSize());
     }
 
     /** {@link Table#deleteRange}: transactions of up to {@link #RANGE_BATCH} keys. */
@@ -332,76 +410,115 @@ public final class Tables {
             if (w.ops.isEmpty()) {
                 return n;
             }
-            n += w.ops.size();
-            commit(List.of(w), 0, t.durability());
+            n += commit(List.of(w), t.durability());
             from = w.ops.lastKey();
         }
     }
 
-    /** Applies a transaction's changes ({@code ws}, in table inode order; {@code bytes} their keys and values). */
-    void commit(List<WriteTransaction.Writes> ws, long bytes, Durability durability) {
+    /**
+     * Applies a transaction's changes ({@code ws}, in table inode order): values too long for the tree are
+     * written to blobs first, then everything is applied in one journal group. Returns how many keys changed.
+     */
+    int commit(List<WriteTransaction.Writes> ws, Durability durability) {
         Journal journal = volume.journal();
         long limit = journal.logBytes() / LOG_SHARE;
-        long changes = 0;
+        long changes = 0, bytes = 0;
         for (WriteTransaction.Writes w : ws) {
             changes += w.ops.size();
+            for (var e : w.ops.entrySet()) {
+                byte[] v = e.getValue().value();
+                bytes += e.getKey().length + (v == null ? 0 : Math.min(v.length, TableValueFormat.BLOB_SIZE + TableValueFormat.MAX_INLINE));
+            }
         }
         if (bytes + changes * CHANGE_OVERHEAD > limit) {
             throw tooLarge(changes, bytes + changes * CHANGE_OVERHEAD, limit);
         }
-        int locked = 0;
-        long seq;
-        long version = 0;
-        boolean applying = false;
+        // the values' stored forms, blobs written (durably) before any lock is taken
+        List<Long> written = new ArrayList<>();
+        List<List<byte[]>> stored = new ArrayList<>(ws.size());
+        int changed = 0;
         try {
             for (WriteTransaction.Writes w : ws) {
-                w.table.inode.lock.lock();
-                locked++;
-                w.table.requireOpen();
+                List<byte[]> forms = new ArrayList<>(w.ops.size());
+                for (WriteTransaction.Op op : w.ops.values()) {
+                    byte[] v = op.value();
+                    if (v == null) {
+                        forms.add(null);
+                    } else if (v.length <= TableValueFormat.MAX_INLINE) {
+                        forms.add(TableValueFormat.inline(MemorySegment.ofArray(v)));
+                    } else {
+                        TableValueFormat.Blob b = blobs.write(MemorySegment.ofArray(v));
+                        written.add(b.id());
+                        forms.add(TableValueFormat.blob(b));
+                    }
+                }
+                stored.add(forms);
             }
-            TableCommit c = new TableCommit(cache, dirs, records, versions, true);
-            version = versions.beginApply();
-            applying = true;
-            c.version = version;
-            try (Journal.Pin pin = journal.pin()) {
-                try {
-                    for (WriteTransaction.Writes w : ws) {
-                        for (byte[][] r : w.ranges) {
-                            List<byte[]> keys = new ArrayList<>();
-                            Cursor cur = w.table.tree().cursor(r[0], r[1], false);
-                            while (cur.next()) {
-                                keys.add(cur.key());
+            int locked = 0;
+            long seq;
+            long version = 0;
+            boolean applying = false;
+            TableCommit c = new TableCommit(cache, dirs, records, versions, blobs, true);
+            try {
+                for (WriteTransaction.Writes w : ws) {
+                    w.table.inode.lock.lock();
+                    locked++;
+                    w.table.requireOpen();
+                }
+                version = versions.beginApply();
+                applying = true;
+                c.version = version;
+                try (Journal.Pin pin = journal.pin()) {
+                    try {
+                        for (int i = 0; i < ws.size(); i++) {
+                            WriteTransaction.Writes w = ws.get(i);
+                            for (byte[][] r : w.ranges) {
+                                List<byte[]> keys = new ArrayList<>();
+                                Cursor cur = w.table.tree().cursor(r[0], r[1], false);
+                                while (cur.next()) {
+                                    keys.add(cur.key());
+                                }
+                                for (byte[] k : keys) {
+                                    changed += c.apply(w.table, MemorySegment.ofArray(k), null, TableCommit.DELETE) ? 1 : 0;
+                                    requireRoom(pin, limit);
+                                }
                             }
-                            for (byte[] k : keys) {
-                                c.apply(w.table, k, null, TableCommit.DELETE);
+                            int j = 0;
+                            for (var e : w.ops.entrySet()) {
+                                byte[] form = stored.get(i).get(j++);
+                                changed += c.apply(w.table, MemorySegment.ofArray(e.getKey()), form == null ? null : MemorySegment.ofArray(form),
+                                        e.getValue().kind()) ? 1 : 0;
                                 requireRoom(pin, limit);
                             }
                         }
-                        for (var e : w.ops.entrySet()) {
-                            c.apply(w.table, e.getKey(), e.getValue().value(), e.getValue().kind());
-                            requireRoom(pin, limit);
+                    } catch (RuntimeException e) {
+                        try {
+                            c.undoAll();
+                        } catch (RuntimeException again) { // the group must not reach the log half applied
+                            journal.shutdown(again);
+                            e.addSuppressed(again);
                         }
+                        throw e;
                     }
-                } catch (RuntimeException e) {
-                    try {
-                        c.undoAll();
-                    } catch (RuntimeException again) { // the group must not reach the log half applied
-                        journal.shutdown(again);
-                        e.addSuppressed(again);
-                    }
-                    throw e;
+                    seq = pin.seq();
                 }
-                seq = pin.seq();
+            } finally {
+                if (applying) {
+                    versions.endApply(version);
+                }
+                for (int i = 0; i < locked; i++) {
+                    ws.get(i).table.inode.lock.unlock();
+                }
             }
+            written.removeAll(c.linked); // what is left was not linked (a putIfAbsent that found its key)
+            blobs.doomed(c.doomed);
+            durable(seq, durability);
+            return changed;
         } finally {
-            if (applying) {
-                versions.endApply(version);
-            }
-            for (int i = 0; i < locked; i++) {
-                ws.get(i).table.inode.lock.unlock();
+            for (long id : written) {
+                blobs.discard(id);
             }
         }
-        durable(seq, durability);
     }
 
     private static void requireRoom(Journal.Pin pin, long limit) {

@@ -209,6 +209,7 @@ public final class Volume implements AutoCloseable {
             Volume v = new Volume(device, sb, journal, cache, groups, counters, report, options);
             v.writeSuperblock(sb.withState(false, sb.freeBlocks(), sb.freeInodes(), sb.inodes(), sb.mounts() + 1));
             v.namespace.recoverOrphans();
+            v.tables.recover();
             return v;
         } catch (RuntimeException e) {
             try {

@@ -19,7 +19,7 @@ import dev.ferrite.io.InvalidArgumentException;
  * detected). A commit whose changes would not fit in the log at once fails with
  * {@link TableException.Kind#TOO_LARGE} having changed nothing: split such work into several
  * transactions. Roughly, the changes of one transaction may take up to a quarter of the log, each changed
- * key costing its key and value and some 100 bytes; a 4 MiB log (the least) holds some 5,000 puts of
+ * key costing its key and value (a value kept out of line, as a blob, only its 40-byte reference) and some 100 bytes; a 4 MiB log (the least) holds some 5,000 puts of
  * 64-byte values. A commit that fails for any other reason (no space) also leaves every table as it was.
  *
  * <p>Not thread-safe: one thread builds and commits a transaction. Closing an uncommitted one rolls it
@@ -54,7 +54,6 @@ public final class WriteTransaction implements AutoCloseable {
     private final Durability durability;
     /** By table inode, in inode order: the order the commit locks them in. */
     private final TreeMap<Long, Writes> writes = new TreeMap<>();
-    private long bytes;
     private boolean done;
 
     WriteTransaction(Tables tables, Durability durability) {
@@ -166,7 +165,7 @@ public final class WriteTransaction implements AutoCloseable {
         requireActive();
         done = true;
         if (!writes.isEmpty()) {
-            tables.commit(new ArrayList<>(writes.values()), bytes, durability);
+            tables.commit(new ArrayList<>(writes.values()), durability);
         }
     }
 
@@ -188,9 +187,7 @@ public final class WriteTransaction implements AutoCloseable {
     private void record(Table table, byte[] key, Op op) {
         requireActive();
         Writes w = writes(table);
-        if (w.ops.put(key.clone(), op) == null) {
-            bytes += key.length + (op.value() == null ? 0 : op.value().length);
-        }
+        w.ops.put(key.clone(), op);
     }
 
     private Writes writes(Table table) {

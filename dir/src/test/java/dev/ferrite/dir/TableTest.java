@@ -78,12 +78,11 @@ class TableTest {
         try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
             assertThrows(InvalidArgumentException.class, () -> t.put(new byte[0], b("v")));
             assertThrows(InvalidArgumentException.class, () -> t.put(new byte[Table.MAX_KEY + 1], b("v")));
-            assertThrows(InvalidArgumentException.class, () -> t.put(b("k"), new byte[Table.MAX_VALUE + 1]));
             assertThrows(InvalidArgumentException.class, () -> t.get(null));
             assertThrows(NamespaceException.class, () -> v.tables().create("a/b"));
             assertThrows(NamespaceException.class, () -> v.tables().create(""));
             assertThrows(NamespaceException.class, () -> v.tables().create("x".repeat(256)));
-            t.put(new byte[Table.MAX_KEY], new byte[Table.MAX_VALUE]);
+            t.put(new byte[Table.MAX_KEY], new byte[Table.MAX_INLINE]);
             assertEquals(1, t.count());
             WriteTransaction tx = v.begin();
             tx.put(t, b("k"), b("v"));

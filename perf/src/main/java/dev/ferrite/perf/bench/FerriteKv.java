@@ -27,7 +27,9 @@ import dev.ferrite.io.MappedDevice;
  *
  * <p>Every put and delete is a transaction of its own ({@link Table#put}, {@link Durability#NONE}: applied
  * and in the journal's in-memory log, not forced): the same promise as a RocksDB write with the WAL on and
- * no sync. The batch phases' batches are {@link WriteTransaction}s, atomic across crashes. {@link #sync()}
+ * no sync. The batch phases' batches are {@link WriteTransaction}s, atomic across crashes. Values over
+ * {@link Table#MAX_INLINE} bytes are kept out of line, each in a blob file written and synced before its
+ * put commits. {@link #sync()}
  * makes everything durable ({@link Volume#sync()}). Gets and scans take no lock.
  */
 final class FerriteKv implements KvStore {
@@ -68,7 +70,7 @@ final class FerriteKv implements KvStore {
 
     static FerriteKv open(Path dir, long keys, int valueBytes, long cacheBytes) {
         long log = logBytes(keys);
-        long size = 2 * BLOCK + log + dataBytes(keys, Math.min(valueBytes, Table.MAX_VALUE));
+        long size = 2 * BLOCK + log + dataBytes(keys, valueBytes);
         Path file = dir.resolve("ferrite.dev");
         BlockDevice device;
         String kind;
@@ -114,11 +116,6 @@ final class FerriteKv implements KvStore {
     @Override
     public int writeBatch() {
         return 1;
-    }
-
-    @Override
-    public int maxValueSize() {
-        return Table.MAX_VALUE;
     }
 
     @Override

@@ -51,8 +51,7 @@ import org.HdrHistogram.Histogram;
  *
  * <p>Each thread count and value size starts from fresh stores; values other than the default
  * {@value KvKeys#VALUE} bytes name their phases ({@code insert-1KiB}), and shrink the key count to keep
- * at most {@link #VALUE_BUDGET} of values in a store ({@link #notes()}). A store whose {@link
- * KvStore#maxValueSize()} is below the value size skips that size's phases ({@link #skipped()}). A short
+ * at most {@link #VALUE_BUDGET} of values in a store ({@link #notes()}). A short
  * warm-up on each target (at the first value size) comes first and is not reported, so that no target
  * pays for the JIT in its numbers.
  *
@@ -302,14 +301,6 @@ public final class KvBench {
                 KvStore store = target.open(home.path(), capacity, valueBytes, cacheBytes);
                 if (!warmUp) {
                     setups.putIfAbsent(target, store.describe());
-                }
-                if (valueBytes > store.maxValueSize()) {
-                    String why = "values up to " + store.maxValueSize() + " B";
-                    store.close();
-                    if (!warmUp) {
-                        steps.forEach(s -> skip(s, valueBytes, target.label(), threads, why));
-                    }
-                    continue;
                 }
                 open.add(store);
                 runs.add(new Run(store, target.label(), n, threads, valueBytes, warmUp, progress));

@@ -15,11 +15,6 @@ interface KvStore extends AutoCloseable {
      */
     int writeBatch();
 
-    /** The longest value this store keeps, in bytes: the workload skips longer value sizes on it. */
-    default int maxValueSize() {
-        return Integer.MAX_VALUE;
-    }
-
     /**
      * A session whose puts between two {@link Session#commit()}s form one atomic transaction, for the
      * batch phases; null (the default) for a store with no transaction over several keys, whose batch

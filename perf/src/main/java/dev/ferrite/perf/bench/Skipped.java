@@ -1,7 +1,7 @@
 package dev.ferrite.perf.bench;
 
 /**
- * A phase a target did not run, and why ({@code values up to 960 B}): a row of the table beside the
+ * A phase a target did not run, and why (the load was cut short): a row of the table beside the
  * {@link Result}s, with the reason where the rate would be.
  */
 public record Skipped(String workload, String phase, String target, int threads, String reason) {

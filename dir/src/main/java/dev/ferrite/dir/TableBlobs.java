@@ -1,0 +1,231 @@
+package dev.ferrite.dir;
+
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.zip.CRC32C;
+
+import dev.ferrite.btree.internal.Cursor;
+import dev.ferrite.io.CorruptionException;
+import dev.ferrite.io.Errno;
+
+/**
+ * Table values too long for a B-tree cell ({@link TableValueFormat#MAX_INLINE}) kept out of line: each in
+ * a regular file of a directory that no path reaches (group 0's AGI names it), written through the file
+ * data path (extents, direct or buffered I/O) and made durable before the key that names it commits. A
+ * blob's file name says its state, so that a crash never leaks one:
+ * <ul>
+ *   <li>{@code p<id>} pending: written, no key names it yet (its commit is being applied, or failed);</li>
+ *   <li>{@code l<id>} live: a key names it. A commit renames {@code p} to {@code l} in the same journal
+ *       group as the key's change, so both are recovered or neither;</li>
+ *   <li>{@code d<id>} doomed: its key was changed or deleted (the rename in that change's group); deleted
+ *       once no snapshot can read it.</li>
+ * </ul>
+ * A mount deletes every pending and doomed blob (no open snapshot survives a crash). Reads open the file
+ * by inode number, so a doomed blob a snapshot still reads is found under its new name.
+ */
+final class TableBlobs {
+    private static final int DIR_MODE = InodeFormat.S_IFDIR | 0700;
+
+    private final Volume volume;
+    private final Namespace namespace;
+    private final TableVersions versions;
+    /** Ids: taken from the clock at mount and counted up, so that ids stay unique across mounts (an id met again is skipped). */
+    private final AtomicLong ids = new AtomicLong(System.currentTimeMillis() << 20);
+    /** Doomed blobs waiting for the snapshots that may read them to close. */
+    private final ConcurrentLinkedQueue<Long> doomed = new ConcurrentLinkedQueue<>();
+
+    TableBlobs(Volume volume, Namespace namespace, TableVersions versions) {
+        this.volume = volume;
+        this.namespace = namespace;
+        this.versions = versions;
+    }
+
+    static String name(char state, long id) {
+        return state + Long.toHexString(id);
+    }
+
+    /** The blob directory's inode, 0 if the volume has none. */
+    long directory() {
+        return volume.group(0).blobDirectory();
+    }
+
+    private synchronized long requireDirectory() {
+        long d = directory();
+        if (d == 0) {
+            volume.allocInode(0, DIR_MODE, 0, 0, 2, 1, (txn, ino) -> volume.group(0).setTablesInode(txn, AgHeaderFormat.BLOBS, ino));
+            d = directory();
+        }
+        return d;
+    }
+
+    private Handle openDirectory(long d) {
+        Handle h = namespace.openInode(d);
+        if (h == null) {
+            throw new CorruptionException(-1, "table blob directory", "group 0 names inode " + d + ", which has no links");
+        }
+        return h;
+    }
+
+    /** Writes {@code value} to a new pending blob, durably; the caller links it or discards it. */
+    TableValueFormat.Blob write(MemorySegment value) {
+        long dir = requireDirectory();
+        CRC32C crc = new CRC32C();
+        crc.update(value.asByteBuffer());
+        try (Handle d = openDirectory(dir)) {
+            for (;;) {
+                long id = ids.incrementAndGet();
+                Handle f;
+                try {
+                    f = namespace.create(d, name('p', id), 0600, true);
+                } catch (NamespaceException e) {
+                    if (e.errno() == Errno.EEXIST) {
+                        continue; // an id of an earlier mount's blob
+                    }
+                    throw e;
+                }
+                try (f) {
+                    namespace.write(f, 0, value);
+                    namespace.fsync(f); // durable before any key can name it
+                    return new TableValueFormat.Blob(id, f.ino(), namespace.records.generation(f.ino()), (int) crc.getValue(),
+                            value.byteSize());
+                } catch (RuntimeException e) {
+                    discard(id);
+                    throw e;
+                }
+            }
+        }
+    }
+
+    /** Inside a commit's group: a key now names blob {@code id}. */
+    void link(long id) {
+        rename(name('p', id), name('l', id));
+    }
+
+    /** Undoes {@link #link} (a group failing part way). */
+    void unlink(long id) {
+        rename(name('l', id), name('p', id));
+    }
+
+    /** Inside a commit's group: no key names blob {@code id} any more. */
+    void doom(long id) {
+        rename(name('l', id), name('d', id));
+    }
+
+    /** Undoes {@link #doom}. */
+    void undoom(long id) {
+        rename(name('d', id), name('l', id));
+    }
+
+    private void rename(String from, String to) {
+        try (Handle d = openDirectory(directory())) {
+            namespace.rename(d, from, d, to);
+        }
+    }
+
+    /** Deletes a pending blob no commit linked. */
+    void discard(long id) {
+        delete(name('p', id));
+    }
+
+    /** After a commit: the blobs it doomed go once no snapshot is open (else when the last one closes). */
+    void doomed(List<Long> ids) {
+        doomed.addAll(ids);
+        deleteDoomed();
+    }
+
+    /** Deletes the doomed blobs if no snapshot is open. */
+    void deleteDoomed() {
+        if (versions.anyOpen()) {
+            return;
+        }
+        for (Long id; (id = doomed.poll()) != null; ) {
+            delete(name('d', id));
+        }
+    }
+
+    private void delete(String name) {
+        try (Handle d = openDirectory(directory())) {
+            namespace.unlink(d, name);
+        } catch (NamespaceException e) {
+            if (e.errno() != Errno.ENOENT) {
+                throw e;
+            }
+        }
+    }
+
+    /** Deletes every blob the keys of orphaned table {@code table} name (already gone: fine), before its keys go. */
+    void release(Inode table, DirContents dirs, InodeRecords records) {
+        if (directory() == 0) {
+            return;
+        }
+        int area = records.rec(table.ino) + InodeFormat.INLINE;
+        long header = records.readRecord(table.ino, (b, r) -> DirContents.isTree(b, r) ? DirEntryFormat.treeHeader(b, area) : 0L);
+        if (header == 0) {
+            return;
+        }
+        Cursor c = dirs.tree(table, header).cursor(null, false);
+        while (c.next()) {
+            MemorySegment v = c.valueSegment();
+            if (TableValueFormat.kind(v, v.byteSize(), table.ino) == TableValueFormat.BLOB) {
+                delete(name('l', TableValueFormat.readBlob(v).id()));
+            }
+        }
+    }
+
+    /** At mount: deletes the pending and doomed blobs a crash (or an unmount with snapshots open) left. */
+    int recover() {
+        long dir = directory();
+        if (dir == 0) {
+            return 0;
+        }
+        List<String> gone = new ArrayList<>();
+        for (DirEntry e : namespace.dirs.allEntries(dir)) {
+            if (!e.name().startsWith("l")) {
+                gone.add(e.name());
+            }
+        }
+        for (String n : gone) {
+            delete(n);
+        }
+        return gone.size();
+    }
+
+    /**
+     * Copies bytes {@code [offset, offset + out.byteSize())} of {@code b}'s value (as many as there are)
+     * into {@code out}; returns how many. Checks the CRC when the whole value is read.
+     */
+    long read(TableValueFormat.Blob b, long offset, MemorySegment out, long table) {
+        Handle f = namespace.openInode(b.ino());
+        if (f == null || namespace.records.generation(b.ino()) != b.generation()) {
+            if (f != null) {
+                f.close();
+            }
+            throw new CorruptionException(-1, "table blob", "table inode " + table + " names blob " + b.id() + " in inode "
+                    + b.ino() + " (generation " + b.generation() + "), which is not that blob any more");
+        }
+        try (f) {
+            long want = Math.max(0, Math.min(out.byteSize(), b.length() - offset));
+            long done = 0;
+            while (done < want) {
+                int n = namespace.read(f, offset + done, out.asSlice(done, want - done));
+                if (n <= 0) {
+                    throw new CorruptionException(-1, "table blob", "blob " + b.id() + " (inode " + b.ino() + ") ends at "
+                            + (offset + done) + " bytes of its " + b.length());
+                }
+                done += n;
+            }
+            if (offset == 0 && want == b.length()) {
+                CRC32C crc = new CRC32C();
+                crc.update(out.asSlice(0, want).asByteBuffer());
+                if ((int) crc.getValue() != b.crc()) {
+                    throw new CorruptionException(-1, "table blob", "blob " + b.id() + " (inode " + b.ino()
+                            + ") does not match its checksum");
+                }
+            }
+            return want;
+        }
+    }
+}

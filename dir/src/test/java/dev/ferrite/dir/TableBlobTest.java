@@ -1,0 +1,175 @@
+package dev.ferrite.dir;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Random;
+
+import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.testkit.TestSeed;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import static dev.ferrite.dir.TableTest.b;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Values of any length: those over {@link Table#MAX_INLINE} bytes kept out of line as blob files. They
+ * round-trip whole, in pieces and by streaming reads, across remounts; overwriting or deleting one frees
+ * its blob (none left behind, space returned), but not while a snapshot that reads it is open; a
+ * transaction that fails part way leaves no blob behind; the volume checks clean throughout.
+ */
+@ExtendWith(TestSeed.class)
+class TableBlobTest {
+    private static final long SEED = TestSeed.get(17);
+
+    private static byte[] random(Random rnd, int n) {
+        byte[] v = new byte[n];
+        rnd.nextBytes(v);
+        return v;
+    }
+
+    /** The blob files the volume holds, by state. */
+    private static List<String> blobFiles(Volume v) {
+        long dir = v.tables().blobs.directory();
+        return dir == 0 ? List.of() : v.namespace().dirs.allEntries(dir).stream().map(DirEntry::name).sorted().toList();
+    }
+
+    @Test
+    void valuesOfAnyLengthRoundTripAndFreeTheirBlobs() {
+        Random rnd = new Random(SEED);
+        MemoryDevice dev = MemoryDevice.create(32_768, 4096);
+        Volume.format(dev, VolumeFixtures.OPTIONS);
+        int[] sizes = {0, 1, Table.MAX_INLINE, Table.MAX_INLINE + 1, 4096, 65_536 + 3, (1 << 20) + 17};
+        byte[][] values = new byte[sizes.length][];
+        long free;
+        try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            free = v.statfs().freeBlocks();
+            for (int i = 0; i < sizes.length; i++) {
+                values[i] = random(rnd, sizes[i]);
+                t.put(b("k" + i), values[i]);
+            }
+            assertEquals(4, blobFiles(v).size(), blobFiles(v).toString());
+            assertTrue(blobFiles(v).stream().allMatch(n -> n.startsWith("l")), blobFiles(v).toString());
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+        try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table t = v.tables().open("t")) {
+            for (int i = 0; i < sizes.length; i++) {
+                assertArrayEquals(values[i], t.get(b("k" + i)), "size " + sizes[i]);
+                assertEquals(sizes[i], t.valueLength(b("k" + i)));
+                MemorySegment part = MemorySegment.ofArray(new byte[100]);
+                assertEquals(sizes[i], t.get(MemorySegment.ofArray(b("k" + i)), part));
+                int n = Math.min(100, sizes[i]);
+                assertArrayEquals(Arrays.copyOf(values[i], n), Arrays.copyOf(part.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE), n));
+            }
+            byte[] big = values[values.length - 1]; // streamed in odd pieces
+            byte[] back = new byte[big.length];
+            for (int at = 0; at < big.length; at += 77_777) {
+                int n = Math.min(77_777, big.length - at);
+                assertEquals(big.length, t.read(MemorySegment.ofArray(b("k" + (sizes.length - 1))), at,
+                        MemorySegment.ofArray(back).asSlice(at, n)));
+            }
+            assertArrayEquals(big, back);
+            TableCursor c = t.cursor();
+            int seen = 0;
+            while (c.next()) {
+                int i = Integer.parseInt(new String(c.key(), java.nio.charset.StandardCharsets.UTF_8).substring(1));
+                assertArrayEquals(values[i], c.value());
+                assertEquals(sizes[i], c.valueSegment().byteSize());
+                seen++;
+            }
+            assertEquals(sizes.length, seen);
+            t.put(b("k4"), b("small now"));
+            t.put(b("k1"), random(rnd, 5000)); // small to large
+            t.delete(b("k6"));
+            assertEquals(3, blobFiles(v).size(), "two doomed and deleted, one new: " + blobFiles(v));
+            for (int i = 0; i < sizes.length; i++) {
+                t.delete(b("k" + i));
+            }
+            assertEquals(List.of(), blobFiles(v));
+            assertEquals(free, v.statfs().freeBlocks(), "every blob's blocks are free again");
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    @Test
+    void aSnapshotKeepsTheBlobsItReads() {
+        Random rnd = new Random(SEED);
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            byte[] old = random(rnd, 20_000), next = random(rnd, 30_000);
+            t.put(b("k"), old);
+            try (Snapshot s = v.tables().snapshot()) {
+                t.put(b("k"), next);
+                t.put(b("gone"), random(rnd, 3000));
+                t.delete(b("gone"));
+                assertArrayEquals(old, s.get(t, b("k")));
+                assertArrayEquals(next, t.get(b("k")));
+                assertTrue(blobFiles(v).stream().anyMatch(n -> n.startsWith("d")), blobFiles(v).toString());
+                TableCursor c = s.cursor(t, null, null, false);
+                assertTrue(c.next());
+                assertArrayEquals(old, c.value());
+            }
+            assertEquals(1, blobFiles(v).size(), "the doomed blobs go with the last snapshot: " + blobFiles(v));
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /** A transaction whose changes pass the log's share part way undoes them: its blob is not left behind. */
+    @Test
+    void aTransactionFailingPartWayLeavesNoBlob() {
+        Random rnd = new Random(SEED);
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            byte[] kept = random(rnd, 10_000);
+            t.put(b("a-kept"), kept);
+            t.withDurability(Durability.NONE);
+            for (int i = 0; i < 40_000; i++) { // a wide tree: the transaction's inserts below land in most of its leaves
+                t.put(random(rnd, 16), new byte[30]);
+            }
+            List<String> before = blobFiles(v);
+            WriteTransaction tx = v.begin(Durability.NONE);
+            tx.put(t, b("a-kept"), random(rnd, 12_000)); // replaces a blob, then small inserts all over: the size
+            for (int i = 0; i < 8500; i++) {             // check lets them in, the log share stops them part way
+                tx.put(t, random(rnd, 12), new byte[1]);
+            }
+            TableException e = assertThrows(TableException.class, tx::commit);
+            assertEquals(TableException.Kind.TOO_LARGE, e.kind());
+            assertTrue(e.getMessage().contains("before they were all applied"), e.getMessage());
+            assertEquals(40_001, t.count());
+            assertArrayEquals(kept, t.get(b("a-kept")));
+            assertEquals(before, blobFiles(v));
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    @Test
+    void droppingATableFreesItsBlobs() {
+        Random rnd = new Random(SEED);
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS)) {
+            long free = 0;
+            for (int round = 0; round < 2; round++) { // the first round grows the catalog and the blob directory
+                try (Table t = v.tables().create("t")) {
+                    for (int i = 0; i < 20; i++) {
+                        t.put(b("k" + i), random(rnd, 5000 + i));
+                    }
+                    if (round == 0) {
+                        for (int i = 0; i < 20; i++) {
+                            t.delete(b("k" + i));
+                        }
+                    }
+                }
+                v.tables().drop("t");
+                assertEquals(List.of(), blobFiles(v));
+                assertNull(v.tables().exists("t") ? "still there" : null);
+                VolumeFixtures.assertChecked(v.namespace());
+                if (round == 0) {
+                    free = v.statfs().freeBlocks();
+                }
+            }
+            assertEquals(free, v.statfs().freeBlocks(), "the dropped table's blobs are free again");
+        }
+    }
+}
