@@ -132,7 +132,7 @@ public final class VolumeDump {
     }
 
     /**
-     * Inode {@code ino} of a mounted volume: where it lives, its attributes, a directory's size, a file's extents.
+     * Inode {@code ino} of a mounted volume: where it lives, its attributes, a directory's size, a file's extents, a table's tree.
      *
      * @throws InvalidArgumentException if {@code ino} names no inode slot of the volume
      * @throws dev.ferrite.io.CorruptionException if a block read on the way is damaged
@@ -239,7 +239,8 @@ public final class VolumeDump {
         Inode i = volume.inodeCache().acquire(ino);
         try {
             BTree t = volume.namespace().dirs.tree(i, header);
-            sb.append("height ").append(t.height()).append(", ~").append(t.countEstimate()).append(" keys, ")
+            long keys = t.countEstimate(); // reads nodes: a damaged one throws before the line is begun
+            sb.append("height ").append(t.height()).append(", ~").append(keys).append(" keys, ")
                     .append(s.blocks()).append(" blocks, tree header block ").append(header).append('\n');
             if (nodes) {
                 List<Long> blocks = new ArrayList<>();

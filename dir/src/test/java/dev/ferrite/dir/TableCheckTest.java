@@ -17,7 +17,10 @@ import static dev.ferrite.dir.VolumeFixtures.OPTIONS;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** The volume check over tables: it counts the tables it walked, and a damaged table tree is reported naming the table. */
+/**
+ * The volume check over tables: it counts the tables it walked, and a damaged table tree is reported naming
+ * the table; the dump of the tables says which one cannot be read.
+ */
 class TableCheckTest {
     private static final int KEYS = 2000; // enough for a tree of two levels
 
@@ -72,6 +75,9 @@ class TableCheckTest {
                         && p.path().equals(Optional.of("tables:orders")) && p.inode().orElse(-1) == ino
                         && p.block().orElse(-1) == block), report.toString());
                 assertEquals(2, report.tables(), report.toString());
+                String dump = VolumeDump.tables(v);
+                assertTrue(dump.contains("  users: inode ") && dump.contains(root
+                        ? "  orders: inode " + ino + ", cannot be read: " : "  orders: inode " + ino + ", height 2"), dump);
             }
         }
     }
