@@ -16,6 +16,7 @@ import dev.ferrite.dir.Tables;
 import dev.ferrite.dir.Volume;
 import dev.ferrite.dir.VolumeOptions;
 import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.DeviceOptions;
 import dev.ferrite.io.OverlayDevice;
 import picocli.CommandLine.Command;
@@ -146,23 +147,27 @@ final class TableCommand implements Callable<Integer> {
 
     @Command(name = "list", description = {"Lists the tables: inode, keys, tree height, bytes.",
             "By name; the keys are estimated from the tree's shape; the bytes are the",
-            "device space each holds (its tree and the blocks set aside for its growth).", ""})
+            "device space each holds (its tree and the blocks set aside for its growth).",
+            "A table whose tree cannot be read is named on stderr, exit status 1.", ""})
     static final class ListTables extends Sub {
         @Override
         public Integer call() {
+            List<String> damaged = new ArrayList<>();
             List<TableStats> all = table.mount(false, tables -> {
                 List<TableStats> stats = new ArrayList<>();
                 for (String name : tables.list().stream().sorted().toList()) {
                     try (Table t = tables.open(name)) {
                         stats.add(t.stats());
+                    } catch (CorruptionException e) { // the others are still listed
+                        damaged.add("ferrite: table '" + name + "' cannot be read: " + e.getMessage());
                     }
                 }
                 return stats;
             });
             PrintWriter out = out();
-            if (all.isEmpty()) {
+            if (all.isEmpty() && damaged.isEmpty()) {
                 out.println("no tables");
-            } else {
+            } else if (!all.isEmpty()) {
                 int w = Math.max(4, all.stream().mapToInt(s -> s.name().length()).max().orElse(0));
                 String row = "%-" + w + "s  %10s  %12s  %6s  %14s%n";
                 out.printf(row, "NAME", "INODE", "KEYS(EST)", "HEIGHT", "BYTES");
@@ -171,7 +176,9 @@ final class TableCommand implements Callable<Integer> {
                 }
             }
             out.flush();
-            return 0;
+            damaged.forEach(spec.commandLine().getErr()::println);
+            spec.commandLine().getErr().flush();
+            return damaged.isEmpty() ? 0 : 1;
         }
     }
 

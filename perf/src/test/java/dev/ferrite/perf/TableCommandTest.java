@@ -195,7 +195,7 @@ class TableCommandTest {
     }
 
     @Test
-    void checkCountsTheTablesAndNamesADamagedOne() throws Exception {
+    void checkCountsTheTablesAndNamesADamagedOneAndListAndDumpShowTheOthers() throws Exception {
         long ino = fill(2000);
         assertEquals(0, run("check", img.toString()), out + " " + err);
         assertTrue(out.toString().contains("clean") && out.toString().contains(", 2 tables"), out.toString());
@@ -214,6 +214,21 @@ class TableCommandTest {
         assertTrue(report.lines().anyMatch(l -> l.contains("BTREE block " + leaf) && l.contains("'tables:orders'")), report);
         assertTrue(report.contains(", 2 tables"), report);
         assertFalse(report.contains("cannot be checked"), report);
+
+        long root = Long.parseLong(m.group(2)); // unreadable: the tree cannot even be walked
+        try (RandomAccessFile f = new RandomAccessFile(img.toFile(), "rw")) {
+            f.seek(root * 4096 + 200);
+            int b = f.read();
+            f.seek(root * 4096 + 200);
+            f.write(b ^ 0x40);
+        }
+        assertEquals(1, run("check", img.toString()), out + " " + err);
+        assertTrue(out.toString().lines().anyMatch(l -> l.contains("BTREE block " + root) && l.contains("'tables:orders'")), out.toString());
+        assertEquals(1, run("table", img.toString(), "list"));
+        assertTrue(out.toString().contains("users") && !out.toString().contains("orders"), out.toString());
+        assertTrue(err.toString().startsWith("ferrite: table 'orders' cannot be read: B-tree node at block " + root), err.toString());
+        assertEquals(0, run("dump", img.toString(), "--tables"), err.toString());
+        assertTrue(out.toString().contains("  orders: inode " + ino + ", cannot be read: "), out.toString());
     }
 
     /** Tables "users" (3 keys) and "orders" ({@code keys} keys) written through the API; returns the inode of "orders". */
