@@ -203,12 +203,7 @@ class TableCommandTest {
         Matcher m = Pattern.compile("tree blocks.*: \\[(\\d+), (\\d+), (\\d+)").matcher(out.toString());
         assertTrue(m.find(), out.toString());
         long leaf = Long.parseLong(m.group(3)); // header, root, first leaf
-        try (RandomAccessFile f = new RandomAccessFile(img.toFile(), "rw")) {
-            f.seek(leaf * 4096 + 200);
-            int b = f.read();
-            f.seek(leaf * 4096 + 200);
-            f.write(b ^ 0x40);
-        }
+        flipAByte(leaf);
         assertEquals(1, run("check", img.toString()), out + " " + err);
         String report = out.toString();
         assertTrue(report.lines().anyMatch(l -> l.contains("BTREE block " + leaf) && l.contains("'tables:orders'")), report);
@@ -216,12 +211,7 @@ class TableCommandTest {
         assertFalse(report.contains("cannot be checked"), report);
 
         long root = Long.parseLong(m.group(2)); // unreadable: the tree cannot even be walked
-        try (RandomAccessFile f = new RandomAccessFile(img.toFile(), "rw")) {
-            f.seek(root * 4096 + 200);
-            int b = f.read();
-            f.seek(root * 4096 + 200);
-            f.write(b ^ 0x40);
-        }
+        flipAByte(root);
         assertEquals(1, run("check", img.toString()), out + " " + err);
         assertTrue(out.toString().lines().anyMatch(l -> l.contains("BTREE block " + root) && l.contains("'tables:orders'")), out.toString());
         assertEquals(1, run("table", img.toString(), "list"));
@@ -229,6 +219,16 @@ class TableCommandTest {
         assertTrue(err.toString().startsWith("ferrite: table 'orders' cannot be read: B-tree node at block " + root), err.toString());
         assertEquals(0, run("dump", img.toString(), "--tables"), err.toString());
         assertTrue(out.toString().contains("  orders: inode " + ino + ", cannot be read: "), out.toString());
+    }
+
+    /** Flips a bit in the middle of block {@code block} of the image, leaving its checksum wrong. */
+    private void flipAByte(long block) throws Exception {
+        try (RandomAccessFile f = new RandomAccessFile(img.toFile(), "rw")) {
+            f.seek(block * 4096 + 200);
+            int b = f.read();
+            f.seek(block * 4096 + 200);
+            f.write(b ^ 0x40);
+        }
     }
 
     /** Tables "users" (3 keys) and "orders" ({@code keys} keys) written through the API; returns the inode of "orders". */
