@@ -10,9 +10,10 @@ import java.util.List;
  * @param problems    each problem with what kind of structure it is in and where, in the order found
  * @param directories directories walked from the root
  * @param inodes      allocated inodes seen
- * @param trees       B-trees walked (group trees and directory trees)
+ * @param trees       B-trees walked (group trees, directory, file and table trees)
+ * @param tables      tables the catalog names ({@link Tables}), each with its inode and tree checked
  */
-public record CheckReport(List<CheckProblem> problems, long directories, long inodes, long trees) {
+public record CheckReport(List<CheckProblem> problems, long directories, long inodes, long trees, long tables) {
     public CheckReport {
         problems = List.copyOf(problems);
     }
@@ -24,7 +25,7 @@ public record CheckReport(List<CheckProblem> problems, long directories, long in
     @Override
     public String toString() {
         StringBuilder sb = new StringBuilder().append("checked ").append(directories).append(" directories, ")
-                .append(inodes).append(" inodes, ").append(trees).append(" trees: ");
+                .append(inodes).append(" inodes, ").append(trees).append(" trees, ").append(tables).append(" tables: ");
         if (problems.isEmpty()) {
             return sb.append("no problems").toString();
         }

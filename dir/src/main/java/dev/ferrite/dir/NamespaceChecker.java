@@ -72,7 +72,7 @@ final class NamespaceChecker {
         private final Map<Long, String> dirPaths = new LinkedHashMap<>();
         /** A path for every named inode, made only when a problem needs one that is not a directory's. */
         private Map<Long, String> namePaths;
-        private long inodeCount, trees;
+        private long inodeCount, trees, tables;
 
         CheckReport check() {
             Deque<Long> todo = new ArrayDeque<>();
@@ -110,6 +110,9 @@ final class NamespaceChecker {
                                 + " but inode " + e.ino() + " has mode 0" + Integer.toOctalString(cs.mode()));
                     }
                     names.merge(e.ino(), 1, Integer::sum);
+                    if (dir == catalog && cs.isTable()) {
+                        tables++;
+                    }
                     if (cs.isDirectory()) {
                         subdirs++;
                         if (dirPaths.putIfAbsent(e.ino(), path) != null) {
@@ -164,7 +167,7 @@ final class NamespaceChecker {
                 }
             }
             problems.addAll(volume.checkGroups(owned));
-            return new CheckReport(problems, dirPaths.size(), inodeCount, trees);
+            return new CheckReport(problems, dirPaths.size(), inodeCount, trees, tables);
         }
 
         private void add(Kind kind, long ino, String path, String detail) {
@@ -309,15 +312,23 @@ final class NamespaceChecker {
                 try {
                     BTree t = dirs.tree(d, st[0]);
                     trees++;
+                    String tree = what + " " + ino + " tree (header block " + st[0] + "): ";
+                    Set<Long> reported = new HashSet<>();
                     for (TreeCheck.Problem p : t.check().problems()) {
-                        problems.add(CheckProblem.at(Kind.BTREE, p.block(), ino, pathOf(ino),
-                                what + " " + ino + " tree (header block " + st[0] + "): " + p.detail()));
+                        problems.add(CheckProblem.at(Kind.BTREE, p.block(), ino, pathOf(ino), tree + p.detail()));
+                        reported.add(p.block());
                     }
                     long[] n = new long[1];
-                    TreeWalk.blocks(t, blk -> {
-                        owned.put(blk, 1);
-                        n[0]++;
-                    });
+                    try {
+                        TreeWalk.blocks(t, blk -> {
+                            owned.put(blk, 1);
+                            n[0]++;
+                        });
+                    } catch (CorruptionException e) { // an unreadable node: the rest of the volume is still checked
+                        if (!reported.contains(e.block())) {
+                            problems.add(CheckProblem.at(Kind.BTREE, e.block(), ino, pathOf(ino), tree + e.getMessage()));
+                        }
+                    }
                     blocks += n[0];
                 } finally {
                     inodes.release(d);

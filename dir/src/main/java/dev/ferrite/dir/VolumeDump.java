@@ -4,18 +4,24 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HexFormat;
+import java.util.List;
 
+import dev.ferrite.btree.internal.BTree;
 import dev.ferrite.btree.internal.BTreeDump;
 import dev.ferrite.btree.internal.BlockHeaderFormat;
+import dev.ferrite.btree.internal.TreeWalk;
 import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.InvalidArgumentException;
 import dev.ferrite.journal.internal.Lsn;
 
 /**
  * Readable dumps of a volume's on-disk structures, for {@code ferrite dump} (a small xfs_db): the
- * superblock copies and any block, read raw and described whatever state it is in; an inode or a path
- * through a mounted volume. Nothing here writes.
+ * superblock copies and any block, read raw and described whatever state it is in; an inode, a path or
+ * the tables through a mounted volume. Nothing here writes.
  */
 public final class VolumeDump {
     private static final HexFormat HEX = HexFormat.of();
@@ -93,7 +99,12 @@ public final class VolumeDump {
                         .append(" free, inode tree header at group block ").append(AgHeaderFormat.u32(b, AgHeaderFormat.INO_TREE))
                         .append(", free-inode tree at ").append(AgHeaderFormat.u32(b, AgHeaderFormat.FINO_TREE))
                         .append(", orphan tree at ").append(AgHeaderFormat.u32(b, AgHeaderFormat.ORPHAN_TREE))
-                        .append(", free list of ").append(AgHeaderFormat.u32(b, AgHeaderFormat.AGI_LIST_COUNT)).append('\n');
+                        .append(", free list of ").append(AgHeaderFormat.u32(b, AgHeaderFormat.AGI_LIST_COUNT));
+                if (AgHeaderFormat.u32(b, AgHeaderFormat.AG_NUMBER) == 0) {
+                    long catalog = AgHeaderFormat.u64(b, AgHeaderFormat.CATALOG);
+                    sb.append(catalog == 0 ? ", no table catalog" : ", table catalog inode " + catalog);
+                }
+                sb.append('\n');
             } else if (magic == InodeFormat.MAGIC) {
                 inodeBlock(b, sb);
             } else if (magic == SymlinkFormat.MAGIC) {
@@ -121,7 +132,7 @@ public final class VolumeDump {
     }
 
     /**
-     * Inode {@code ino} of a mounted volume: where it lives, its attributes, a directory's size, a file's extents.
+     * Inode {@code ino} of a mounted volume: where it lives, its attributes, a directory's size, a file's extents, a table's tree.
      *
      * @throws InvalidArgumentException if {@code ino} names no inode slot of the volume
      * @throws dev.ferrite.io.CorruptionException if a block read on the way is damaged
@@ -160,6 +171,9 @@ public final class VolumeDump {
             }
             sb.append("  directory of ").append(entries).append(" entries").append(entries > ENTRIES_SHOWN
                     ? ", the first " + ENTRIES_SHOWN + " in hash order:\n" : ":\n").append(shown);
+        } else if (s.isTable()) {
+            sb.append("  ");
+            tableTree(volume, ino, s, sb, true);
         } else if (s.isSymlink()) {
             sb.append("  symlink to ").append(volume.namespace().records.readlinkIno(ino)).append('\n');
         } else if (s.isRegularFile()) {
@@ -187,6 +201,57 @@ public final class VolumeDump {
      */
     public static String path(Volume volume, String path) {
         return path + ":\n" + inode(volume, volume.namespace().lstat(path).ino());
+    }
+
+    /**
+     * The table catalog's inode and each table it names, by name: inode, tree height, estimated keys, the
+     * blocks it holds and its tree's header block. A table whose tree cannot be read says why.
+     */
+    public static String tables(Volume volume) {
+        long catalog = volume.group(0).catalog();
+        if (catalog == 0) {
+            return "no table catalog: no table was ever made in this volume\n";
+        }
+        List<DirEntry> entries = new ArrayList<>(volume.namespace().dirs.allEntries(catalog));
+        entries.sort(Comparator.comparing(DirEntry::name));
+        StringBuilder sb = new StringBuilder("table catalog: inode ").append(catalog).append(", ").append(entries.size())
+                .append(entries.size() == 1 ? " table" : " tables").append(entries.isEmpty() ? "\n" : ":\n");
+        for (DirEntry e : entries) {
+            sb.append("  ").append(e.name()).append(": inode ").append(e.ino()).append(", ");
+            try {
+                tableTree(volume, e.ino(), volume.stat(e.ino()), sb, false);
+            } catch (CorruptionException | NamespaceException x) {
+                sb.append("cannot be read: ").append(x.getMessage()).append('\n');
+            }
+        }
+        return sb.toString();
+    }
+
+    /** A table's tree: height, estimated keys, blocks, header block; with {@code nodes} the blocks it occupies. */
+    private static void tableTree(Volume volume, long ino, InodeStat s, StringBuilder sb, boolean nodes) {
+        InodeRecords records = volume.namespace().records;
+        int area = records.rec(ino) + InodeFormat.INLINE;
+        long header = records.readRecord(ino, (b, rec) -> DirContents.isTree(b, rec) ? DirEntryFormat.treeHeader(b, area) : 0L);
+        if (header == 0) { // a crash came between the table's creation and its tree's; its next open makes it
+            sb.append("no tree yet, ").append(s.blocks()).append(" blocks\n");
+            return;
+        }
+        Inode i = volume.inodeCache().acquire(ino);
+        try {
+            BTree t = volume.namespace().dirs.tree(i, header);
+            long keys = t.countEstimate(); // reads nodes: a damaged one throws before the line is begun
+            sb.append("height ").append(t.height()).append(", ~").append(keys).append(" keys, ")
+                    .append(s.blocks()).append(" blocks, tree header block ").append(header).append('\n');
+            if (nodes) {
+                List<Long> blocks = new ArrayList<>();
+                TreeWalk.blocks(t, blocks::add);
+                sb.append("  tree blocks, the header then the nodes, parents first").append(blocks.size() > ENTRIES_SHOWN
+                        ? " (the first " + ENTRIES_SHOWN + " of " + blocks.size() + ")" : "").append(": ")
+                        .append(blocks.subList(0, Math.min(ENTRIES_SHOWN, blocks.size()))).append('\n');
+            }
+        } finally {
+            volume.inodeCache().release(i);
+        }
     }
 
     /** The log's blocks as the first valid superblock copy gives them, or an empty range. */
@@ -258,7 +323,7 @@ public final class VolumeDump {
 
     private static String type(InodeStat s) {
         return s.isDirectory() ? "directory" : s.isRegularFile() ? "regular file" : s.isSymlink() ? "symlink"
-                : "type 0x" + Integer.toHexString(s.mode() & InodeStat.S_IFMT);
+                : s.isTable() ? "table" : "type 0x" + Integer.toHexString(s.mode() & InodeStat.S_IFMT);
     }
 
     private static String magicText(int magic) {

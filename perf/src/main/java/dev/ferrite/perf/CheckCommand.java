@@ -20,10 +20,12 @@ import picocli.CommandLine.Spec;
 @Command(name = "check", description = {
         "Checks the Ferrite volume on DEVICE without changing it: superblock copies,",
         "allocation group headers, every B-tree, free space against used space,",
-        "inodes against directory entries and link counts, orphans, counters. A log",
-        "left by a crash is replayed in memory only. Prints every problem found. Exit",
-        "status: 0 clean, 1 problems found or the volume cannot be read, 2 usage. A",
-        "volume in use by another process is refused.", ""})
+        "inodes against directory entries and link counts, orphans, counters, the",
+        "table catalog and every table's tree. A log left by a crash is replayed in",
+        "memory only. Prints every problem found (one in a table names it",
+        "'tables:NAME') and how many directories, inodes, trees and tables it walked.",
+        "Exit status: 0 clean, 1 problems found or the volume cannot be read, 2 usage.",
+        "A volume in use by another process is refused.", ""})
 final class CheckCommand implements Callable<Integer> {
     @Mixin
     VolumeDeviceParameter device;
@@ -56,7 +58,8 @@ final class CheckCommand implements Callable<Integer> {
                 out.println(device + ": " + p);
             }
             out.println(device + ": " + (report.clean() ? "clean" : report.problems().size() + " problems")
-                    + " in " + report.directories() + " directories, " + report.inodes() + " inodes, " + report.trees() + " trees"
+                    + " in " + report.directories() + " directories, " + report.inodes() + " inodes, " + report.trees() + " trees, "
+                    + report.tables() + " tables"
                     + (view.blocksWritten() > 0 ? " (recovery and mount wrote " + view.blocksWritten()
                     + " blocks, in memory only; the device is unchanged)" : ""));
             out.flush();

@@ -21,7 +21,9 @@ import picocli.CommandLine.Spec;
         "its magic (superblock, group header, inode block, B-tree node, log region)",
         "whatever its state. --inode N and --path P mount the volume read-only (a log",
         "left by a crash is replayed in memory) and print the inode: where it lives,",
-        "its attributes, a directory's entries or a symlink's target.", ""})
+        "its attributes, a directory's entries, a symlink's target or a table's tree.",
+        "--tables mounts it so and prints the table catalog's inode and each table:",
+        "inode, tree height, estimated keys, blocks, tree header block.", ""})
 final class DumpCommand implements Callable<Integer> {
     @Mixin
     VolumeDeviceParameter device;
@@ -38,6 +40,9 @@ final class DumpCommand implements Callable<Integer> {
 
         @Option(names = "--path", paramLabel = "P", description = "an absolute path in the volume")
         String path;
+
+        @Option(names = "--tables", description = "the table catalog and every table")
+        boolean tables;
     }
 
     @Mixin
@@ -57,7 +62,8 @@ final class DumpCommand implements Callable<Integer> {
             } else {
                 try (OverlayDevice view = OverlayDevice.over(dev);
                      Volume v = Volume.open(view, VolumeOptions.defaults().withCacheBytes(64L << 20))) {
-                    out.print(what.inode != null ? VolumeDump.inode(v, what.inode) : VolumeDump.path(v, what.path));
+                    out.print(what.tables ? VolumeDump.tables(v)
+                            : what.inode != null ? VolumeDump.inode(v, what.inode) : VolumeDump.path(v, what.path));
                 }
             }
         }
