@@ -37,6 +37,8 @@ public final class Table implements AutoCloseable {
     private final Handle handle;
     final Inode inode;
     private volatile Durability durability = Durability.SYNC;
+    /** The table's B-tree once opened ({@link Tables#tree}). */
+    volatile BTree cachedTree;
 
     Table(Tables tables, String name, Handle handle) {
         this.tables = tables;

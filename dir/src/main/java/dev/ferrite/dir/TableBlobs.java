@@ -36,6 +36,8 @@ final class TableBlobs {
     private final AtomicLong ids = new AtomicLong(System.currentTimeMillis() << 20);
     /** Doomed blobs waiting for the snapshots that may read them to close. */
     private final ConcurrentLinkedQueue<Long> doomed = new ConcurrentLinkedQueue<>();
+    /** The blob directory's inode once known to exist. */
+    private volatile long known;
 
     TableBlobs(Volume volume, Namespace namespace, TableVersions versions) {
         this.volume = volume;
@@ -49,7 +51,11 @@ final class TableBlobs {
 
     /** The blob directory's inode, 0 if the volume has none. */
     long directory() {
-        return volume.group(0).blobDirectory();
+        long d = known;
+        if (d == 0) {
+            known = d = volume.group(0).blobDirectory(); // once made it stays: read the header until then only
+        }
+        return d;
     }
 
     private synchronized long requireDirectory() {

@@ -71,16 +71,16 @@ final class TableCommit {
         long ino = t.inode.ino;
         boolean mayHoldBlobs = blobs.directory() != 0;
         for (;;) {
-            dirs.prepare(t.inode, 0); // the tree's block reserve between its marks, in transactions of its own
-            BTree tree = t.tree();
             // read before the record is locked (a lock-free read of a block this thread holds would wait for
             // ever); the table's lock, held, keeps both answers true
+            if (dirs.step(t.inode, 0) != DirContents.READY) {
+                dirs.prepare(t.inode, 0); // the tree's block reserve between its marks, in transactions of its own
+                continue;
+            }
             if (records.readRecord(ino, InodeFormat::nlink) == 0) {
                 throw new TableException(TableException.Kind.TABLE_CLOSED, t + " was dropped");
             }
-            if (dirs.step(t.inode, 0) != DirContents.READY) {
-                continue; // another change used the reserve up meanwhile: prepare again
-            }
+            BTree tree = t.tree();
             byte[] before = null;
             byte[] key = null;
             try (Txn txn = Txn.begin(cache, 2 + tree.reservation())) {

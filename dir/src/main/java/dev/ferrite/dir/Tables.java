@@ -273,12 +273,16 @@ public final class Tables {
 
     /** The table's tree, made now if a crash came between the table's creation and its tree's. */
     BTree tree(Table t) {
+        BTree cached = t.cachedTree;
+        if (cached != null) {
+            return cached; // a table's tree header never moves: its tree is never dissolved, as a directory's may be
+        }
         Inode i = t.inode;
         int area = records.rec(i.ino) + InodeFormat.INLINE;
         for (;;) {
             long header = records.readRecord(i.ino, (b, rec) -> DirContents.isTree(b, rec) ? DirEntryFormat.treeHeader(b, area) : 0L);
             if (header != 0) {
-                return dirs.tree(i, header);
+                return t.cachedTree = dirs.tree(i, header);
             }
             dirs.convert(i, 0, () -> !records.readRecord(i.ino, DirContents::isTree), (m, rec, keys, values) -> { });
         }
