@@ -37,6 +37,7 @@ import dev.ferrite.journal.internal.Journal;
  * <p>Table names follow file names: 1 to 255 bytes of UTF-8, no '/' or NUL, not "." or "..". Thread-safe.
  */
 public final class Tables {
+    private static final System.Logger LOG = System.getLogger(Tables.class.getName());
     /** Keys a {@link Table#deleteRange} deletes per transaction. */
     static final int RANGE_BATCH = 1000;
     /** The share of the log one transaction's changes may take ({@link WriteTransaction}). */
@@ -520,7 +521,11 @@ public final class Tables {
             return changed;
         } finally {
             for (long id : written) {
-                blobs.discard(id);
+                try {
+                    blobs.discard(id);
+                } catch (RuntimeException e) { // not the commit's failure: the next mount deletes pending blobs
+                    LOG.log(System.Logger.Level.WARNING, "could not delete pending table blob " + id + ": " + e);
+                }
             }
         }
     }
