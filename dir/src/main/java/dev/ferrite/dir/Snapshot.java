@@ -58,7 +58,7 @@ public final class Snapshot implements AutoCloseable {
         }
         requireOpen(table);
         NavigableMap<byte[], TableVersions.Undo> chains = reverse ? range(table, to, false, from, true) : range(table, from, true, to, false);
-        return new TableCursor(table, table.tree().cursor(from, to, reverse), null, null,
+        return new TableCursor(table, from, to, reverse, null, null,
                 new TableCursor.AtSnapshot(tables.versions, version, reverse ? chains.descendingMap() : chains));
     }
 
@@ -71,7 +71,7 @@ public final class Snapshot implements AutoCloseable {
         }
         requireOpen(table);
         NavigableMap<byte[], TableVersions.Undo> chains = range(table, prefix, true, end, false);
-        return new TableCursor(table, table.tree().cursor(end, null, true), end, prefix,
+        return new TableCursor(table, end, null, true, end, prefix,
                 new TableCursor.AtSnapshot(tables.versions, version, chains.descendingMap()));
     }
 

@@ -141,7 +141,7 @@ public final class Table implements AutoCloseable {
             requireKey(to);
         }
         requireOpen();
-        return new TableCursor(this, tree().cursor(from, to, reverse));
+        return new TableCursor(this, from, to, reverse);
     }
 
     /** A cursor over the keys starting with {@code prefix} (1 byte at least), in order or in reverse. */
@@ -152,7 +152,7 @@ public final class Table implements AutoCloseable {
             return cursor(prefix, end, false);
         }
         requireOpen(); // down from end (itself skipped: it is past the prefix), stopping below the prefix
-        return new TableCursor(this, tree().cursor(end, null, true), end, prefix, null);
+        return new TableCursor(this, end, null, true, end, prefix, null);
     }
 
     /** The smallest key greater than every key starting with {@code prefix}, or null if there is none. */

@@ -21,7 +21,12 @@ public final class TableCursor {
     }
 
     private final Table table;
-    private final Cursor cursor;
+    private Cursor cursor;
+    /** The bounds it was opened with: {@link #seek} stays within them. */
+    private final byte[] from, to;
+    private final boolean reverse;
+    /** At a snapshot, after a {@link #seek}: where the records start, until the first key is returned. */
+    private byte[] start;
     /** Reverse prefix scans: a key equal to this is skipped, and the scan ends below {@link #low}; else null. */
     private final byte[] skip, low;
     private final AtSnapshot at;
@@ -31,16 +36,39 @@ public final class TableCursor {
     /** At a snapshot: the current entry when it came from a record rather than from the tree. */
     private byte[] key, value;
 
-    TableCursor(Table table, Cursor cursor) {
-        this(table, cursor, null, null, null);
+    TableCursor(Table table, byte[] from, byte[] to, boolean reverse) {
+        this(table, from, to, reverse, null, null, null);
     }
 
-    TableCursor(Table table, Cursor cursor, byte[] skip, byte[] low, AtSnapshot at) {
+    TableCursor(Table table, byte[] from, byte[] to, boolean reverse, byte[] skip, byte[] low, AtSnapshot at) {
         this.table = table;
-        this.cursor = cursor;
+        this.from = from;
+        this.to = to;
+        this.reverse = reverse;
+        this.cursor = table.tree().cursor(from, to, reverse);
         this.skip = skip;
         this.low = low;
         this.at = at;
+    }
+
+    /**
+     * Repositions the cursor before the first key at or after {@code key} (in reverse: at or before it),
+     * within the bounds it was opened with; {@link #next()} then moves onto that key.
+     */
+    public void seek(byte[] key) {
+        Table.requireKey(key);
+        table.requireOpen();
+        byte[] s = key;
+        if (from != null && (reverse ? compare(key, from) > 0 : compare(key, from) < 0)) {
+            s = from;
+        }
+        cursor = table.tree().cursor(cursor, s, to, reverse);
+        held = false;
+        treeDone = false;
+        last = null;
+        start = s;
+        this.key = null;
+        value = null;
     }
 
     /**
@@ -89,6 +117,7 @@ public final class TableCursor {
                 held = false;
             }
             last = k;
+            start = null;
             TableVersions.Undo e = at.versions().at(table.inode.ino, k, at.version());
             if (e == null) {
                 if (!fromTree) {
@@ -109,8 +138,15 @@ public final class TableCursor {
 
     /** The first recorded key after {@link #last} in the cursor's direction with a record newer than the snapshot, not past {@code t}. */
     private byte[] nextRecorded(byte[] t) {
-        var first = last == null ? at.chains().firstEntry() : null; // an entry, not isEmpty then firstKey: records go meanwhile
-        byte[] k = last == null ? (first == null ? null : first.getKey()) : at.chains().higherKey(last);
+        byte[] k;
+        if (last != null) {
+            k = at.chains().higherKey(last);
+        } else if (start != null) {
+            k = at.chains().ceilingKey(start); // in a reverse cursor's descending view: the largest at or below
+        } else {
+            var first = at.chains().firstEntry(); // an entry, not isEmpty then firstKey: records go meanwhile
+            k = first == null ? null : first.getKey();
+        }
         while (k != null && (t == null || order(k, t) <= 0)) {
             if (at.versions().at(table.inode.ino, k, at.version()) != null) {
                 return k;

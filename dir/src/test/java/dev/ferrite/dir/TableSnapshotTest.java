@@ -150,6 +150,23 @@ class TableSnapshotTest {
             reversed.add(r.key());
         }
         assertEquals(keys.size(), reversed.size(), where);
+        if (!keys.isEmpty()) {
+            byte[] mid = keys.get(keys.size() / 2);
+            TableCursor sought = s.cursor(t, null, null, false);
+            sought.seek(mid);
+            for (byte[] k : then.tailMap(mid, true).keySet()) {
+                assertTrue(sought.next(), where);
+                assertArrayEquals(k, sought.key(), where + ": after a seek");
+            }
+            assertFalse(sought.next(), where);
+            TableCursor back = s.cursor(t, null, null, true);
+            back.seek(mid);
+            for (byte[] k : then.headMap(mid, true).descendingKeySet()) {
+                assertTrue(back.next(), where);
+                assertArrayEquals(k, back.key(), where + ": after a reverse seek");
+            }
+            assertFalse(back.next(), where);
+        }
         for (int j = 0; j < keys.size(); j++) {
             assertArrayEquals(keys.get(j), reversed.get(keys.size() - 1 - j), where);
         }

@@ -154,6 +154,14 @@ class TableTest {
                 assertKeys(expected, t.prefix(p, false));
                 assertKeys(expected.reversed(), t.prefix(p, true));
                 assertKeys(new ArrayList<>(model.descendingKeySet()), t.cursor(null, null, true));
+                byte[] at = {(byte) rnd.nextInt(256), (byte) rnd.nextInt(256)};
+                TableCursor sought = t.cursor();
+                sought.next();
+                sought.seek(at);
+                assertKeys(new ArrayList<>(model.tailMap(at, true).keySet()), sought);
+                TableCursor back = t.cursor(null, null, true);
+                back.seek(at);
+                assertKeys(new ArrayList<>(model.headMap(at, true).descendingKeySet()), back);
                 VolumeFixtures.assertChecked(v.namespace());
             }
         }
