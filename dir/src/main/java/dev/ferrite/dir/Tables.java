@@ -531,7 +531,7 @@ public final class Tables {
     }
 
     private static void requireRoom(Journal.Pin pin, long limit) {
-        if (pin.contextBytes() > limit) {
+        if (pin.bytes() > limit) {
             throw new TableException(TableException.Kind.TOO_LARGE, "the transaction's changes passed " + limit
                     + " bytes of log (a quarter of the log) before they were all applied; nothing was changed");
         }

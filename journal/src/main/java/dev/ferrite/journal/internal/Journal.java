@@ -39,7 +39,7 @@ import dev.ferrite.io.BlockDevice;
  */
 public final class Journal implements AutoCloseable {
     /** The context the calling thread's group holds ({@link #pin}), or null. */
-    private final ThreadLocal<Cil.Context> pinned = new ThreadLocal<>();
+    private final ThreadLocal<Pin> pinned = new ThreadLocal<>();
     private final BlockDevice device;
     private final LogGeometry geometry;
     private final JournalOptions options;
@@ -157,14 +157,16 @@ public final class Journal implements AutoCloseable {
         if (pinned.get() != null) {
             throw new IllegalStateException("this thread already holds a journal group");
         }
-        Cil.Context c = cil.pin();
-        pinned.set(c);
-        return new Pin(c);
+        Pin p = new Pin(cil.pin());
+        pinned.set(p);
+        return p;
     }
 
     /** A group of commits that share one checkpoint ({@link #pin}); closed by the thread that began it. */
     public final class Pin implements AutoCloseable {
         private final Cil.Context context;
+        /** Log bytes the holder's own commits took from their reservations inside the group. */
+        private long bytes;
         private boolean closed;
 
         private Pin(Cil.Context context) {
@@ -179,6 +181,11 @@ public final class Journal implements AutoCloseable {
         /** Log bytes committed into the group's context so far, by every committer in it. */
         public long contextBytes() {
             return context.bytes();
+        }
+
+        /** Log bytes the holder's own commits added to the context so far (what the group itself costs the log). */
+        public long bytes() {
+            return bytes;
         }
 
         @Override
@@ -201,8 +208,13 @@ public final class Journal implements AutoCloseable {
         requireAlive();
         try {
             // read after the data writes completed: a log flush begun after this covers them
+            long before = ticket.current;
             long seq = cil.commit(items, count, ticket, afterData ? writer.flushesBegun() : -1);
             commits.increment();
+            Pin p = pinned.get();
+            if (p != null) {
+                p.bytes += before - ticket.current;
+            }
             return seq;
         } catch (ReservationExceededException e) {
             shutdown(e);
@@ -232,8 +244,8 @@ public final class Journal implements AutoCloseable {
      * @throws VolumeShutdownException if the journal has shut down, or shuts down before {@code seq} is durable
      */
     public void force(long seq) {
-        Cil.Context held = pinned.get();
-        if (held != null && seq >= held.seq) {
+        Pin held = pinned.get();
+        if (held != null && seq >= held.context.seq) {
             throw new IllegalStateException("cannot force commit sequence " + seq + " inside the group pinning it");
         }
         writer.force(seq);
@@ -245,8 +257,8 @@ public final class Journal implements AutoCloseable {
      * @throws VolumeShutdownException as {@link #force}
      */
     public long forceAll() {
-        Cil.Context held = pinned.get();
-        long seq = held != null ? held.seq - 1 : cil.currentSeq();
+        Pin held = pinned.get();
+        long seq = held != null ? held.context.seq - 1 : cil.currentSeq();
         writer.force(seq);
         return seq;
     }

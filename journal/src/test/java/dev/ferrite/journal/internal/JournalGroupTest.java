@@ -57,7 +57,7 @@ class JournalGroupTest {
                     }
                     assertEquals(-1, forced.get(), "a force returned while the group held its context");
                     last = commit(j, b, 0);
-                    assertTrue(pin.contextBytes() > 0);
+                    assertTrue(pin.contextBytes() > pin.bytes() && pin.bytes() > 0, "the group's own bytes, and the context's with the other thread's");
                 }
                 forcer.join(10_000);
                 assertEquals(first, last, "the group's commits landed in different contexts");
