@@ -140,7 +140,7 @@ final class Orphans {
     }
 
     /**
-     * A handle on {@code ino}; null if it lost its last link or was reused meanwhile (look it up again).
+     * A handle on {@code ino}; null if it lost its last link, was freed or was reused meanwhile (look it up again).
      * The first open of a file whose blocks past its end a crash left (or an unmount with it open) trims them.
      */
     Handle openIno(long ino) {
@@ -149,7 +149,11 @@ final class Orphans {
 
     /** {@link #openIno(long)} with {@code open} flags. */
     Handle openIno(long ino, int flags) {
-        int gen = records.generation(ino);
+        InodeStat seen = records.readRecord(ino, (b, rec) -> InodeFormat.stat(ino, b, rec));
+        if (seen.mode() == 0) {
+            return null; // freed since its name was read
+        }
+        int gen = seen.generation();
         Inode i = inodes.acquire(ino);
         boolean trim;
         i.lock.lock();
