@@ -206,9 +206,11 @@ final class Orphans {
      * dirty cached pages or a pending size, hands it to the page cache's thread with this reference, which
      * writes it back and then trims it ({@link BufferedIo#deferClose}); of any other file, trims what
      * writes mapped past its end (after the lock is dropped: that reserves log space first). A write-back
-     * error no fsync reported yet is thrown, once.
+     * error no fsync reported yet is thrown, once. After the unmount it does nothing but throw
+     * VolumeShutdownException: the cache is gone, and the next mount frees an orphan the unmount left.
      */
     void closeHandle(Inode i) {
+        volume.requireOpen();
         int last = -1; // 0: only write back, 1: free the orphan, 2: also trim the file
         i.lock.lock();
         try {

@@ -68,6 +68,9 @@ class TableInputTest {
         WriteTransaction tx = v.begin(Durability.NONE);
         tx.put(t, TableTest.b("pending"), TableTest.b("p"));
         TableCursor c = t.cursor();
+        Table dropped = tables.create("dropped");
+        dropped.put(K, TableTest.b("d"));
+        tables.drop("dropped"); // freed by the next mount's orphan recovery: the handle outlives the volume
         before = contents(v);
         v.close();
 
@@ -80,7 +83,7 @@ class TableInputTest {
                 () -> t.containsKey(K), t::cursor, () -> t.prefix(K, true), t::count, t::countEstimate, t::stats,
                 () -> t.put(K, TableTest.b("w")), () -> t.putIfAbsent(TableTest.b("n"), TableTest.b("w")),
                 () -> t.delete(K), () -> t.deleteRange(null, null), c::next,
-                () -> tx.put(t, TableTest.b("more"), TableTest.b("m")), () -> tx.get(t, K), tx::commit);
+                () -> tx.put(t, TableTest.b("more"), TableTest.b("m")), () -> tx.get(t, K), tx::commit, t::close, dropped::close);
         for (int i = 0; i < calls.size(); i++) {
             int n = i;
             VolumeShutdownException e = assertThrows(VolumeShutdownException.class, () -> calls.get(n).run(), "call #" + n);
