@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
+import dev.ferrite.io.Errno;
 import dev.ferrite.io.InvalidArgumentException;
 import dev.ferrite.io.MemoryDevice;
 import dev.ferrite.journal.VolumeShutdownException;
@@ -140,6 +141,50 @@ class TableInputTest {
                 refused(InvalidArgumentException.class, () -> tx.get(theirs, K), v, null);
             }
         });
+    }
+
+    /**
+     * A bad table name is the same NamespaceException whether or not the volume has a catalog yet. Today a
+     * volume that never had a table answers open, exists, drop and rename of such a name as if it were a
+     * good name that is not there: Tables looks for the catalog before it checks the name.
+     */
+    @Test
+    void aBadNameIsRefusedAlikeWithOrWithoutACatalog() {
+        List<String> bad = List.of("a/b", "", "x".repeat(256), "a\0b");
+        for (boolean withCatalog : new boolean[] {true, false}) {
+            try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS)) {
+                Tables tables = v.tables();
+                if (withCatalog) {
+                    tables.create("t").close();
+                }
+                Map<String, List<String>> before = contents(v);
+                for (String name : bad) {
+                    String where = (withCatalog ? "with" : "without") + " a catalog, name of " + name.length() + " chars: ";
+                    int errno = name.length() > 255 ? Errno.ENAMETOOLONG : Errno.EINVAL;
+                    for (Executable call : List.<Executable>of(() -> tables.open(name), () -> tables.exists(name), () -> tables.drop(name),
+                            () -> tables.rename(name, "c"))) {
+                        Throwable e = assertThrows(Throwable.class, call::run);
+                        assertTrue(e instanceof NamespaceException ne && ne.errno() == errno, where + e);
+                    }
+                }
+                assertEquals(before, contents(v));
+            }
+        }
+    }
+
+    /**
+     * A create refused for its name changes nothing: on a volume that never had a table it makes no
+     * catalog (making one also sets the superblock's INCOMPAT_TABLES, so that older code refuses the
+     * volume). Today the catalog is made before the name is checked.
+     */
+    @Test
+    void aCreateRefusedForItsNameMakesNoCatalog() {
+        MemoryDevice dev = VolumeFixtures.formatted();
+        try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS)) {
+            NamespaceException e = assertThrows(NamespaceException.class, () -> v.tables().create("a/b"));
+            assertEquals(Errno.EINVAL, e.errno());
+            assertEquals(0, v.tables().catalogInode(), "a refused create made the catalog");
+        }
     }
 
     @Test
