@@ -92,6 +92,58 @@ class TableConcurrencyTest {
         }
     }
 
+    /**
+     * Two threads rename two tables to one new name at once, many times: one rename wins, the other is
+     * TABLE_EXISTS, and both tables are still there (the loser under its old name). A rename that checks
+     * for the new name and then renames, replacing whatever is there by then, lets both win and drops the
+     * first winner's table.
+     */
+    @Test
+    void renamesToOneNameAtOnceLoseNoTable() throws Exception {
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS)) {
+            Tables tables = v.tables();
+            java.util.concurrent.CyclicBarrier together = new java.util.concurrent.CyclicBarrier(2);
+            for (int i = 0; i < 200; i++) {
+                String to = "to-" + i;
+                List<String> from = List.of("p-" + i, "q-" + i);
+                for (String name : from) {
+                    try (Table t = tables.create(name)) {
+                        t.put(K_NAME, TableTest.b(name));
+                    }
+                }
+                List<java.util.concurrent.Future<TableException.Kind>> outcomes = new ArrayList<>();
+                try (var pool = java.util.concurrent.Executors.newFixedThreadPool(2)) {
+                    for (String name : from) {
+                        outcomes.add(pool.submit(() -> {
+                            together.await(1, TimeUnit.MINUTES);
+                            try {
+                                tables.rename(name, to);
+                                return null;
+                            } catch (TableException e) {
+                                return e.kind();
+                            }
+                        }));
+                    }
+                }
+                TableException.Kind p = outcomes.get(0).get(), q = outcomes.get(1).get();
+                String where = "round " + i + ": renames " + (p == null ? "won" : p) + " and " + (q == null ? "won" : q);
+                assertTrue((p == null) != (q == null), where);
+                assertEquals(TableException.Kind.TABLE_EXISTS, p == null ? q : p, where);
+                String loser = from.get(p == null ? 1 : 0), winner = from.get(p == null ? 0 : 1);
+                try (Table t = tables.open(to); Table l = tables.open(loser)) {
+                    assertArrayEquals(TableTest.b(winner), t.get(K_NAME), where);
+                    assertArrayEquals(TableTest.b(loser), l.get(K_NAME), where);
+                }
+                assertFalse(tables.exists(winner), where);
+                tables.drop(to);
+                tables.drop(loser);
+            }
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    private static final byte[] K_NAME = TableTest.b("name");
+
     // ------------------------------------------------------------------ self-checking values
 
     /** A value for {@code key}: the writer's tag, some filler, and the CRC of the key and all that. */
