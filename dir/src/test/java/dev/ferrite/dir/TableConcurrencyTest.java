@@ -43,13 +43,13 @@ import static org.junit.jupiter.api.Assertions.fail;
  *     commit then fails having undone its changes to them.</li>
  * </ul>
  * Every value holds a CRC of its key and itself: a reader (get, cursors forward, reverse, bounded and by
- * prefix, over every table in the catalog) must never see a torn or misplaced value, and a cursor must
- * return keys strictly in order within its bounds. Every few operations the writers wait for each other
- * and, quiescent, {@code a} must equal {@code b} key for key (each transaction changed both, and the
- * tables' locks make the last one to commit decide both; without them a commit overtaking another between
- * the two tables shows here) and each writer's counter must be its committed transactions. At the end
- * also each writer's own table is its model, the catalog holds exactly the tables left, and the volume
- * checks clean; the same after a remount.
+ * prefix, over every table in the catalog) must never see a torn or misplaced value, a cursor must
+ * return keys strictly in order within its bounds, and a scan of {@code s} every key there throughout.
+ * Every few operations the writers wait for each other and, quiescent, {@code a} must equal {@code b} key
+ * for key (each transaction changed both, and the tables' locks make the last one to commit decide both;
+ * without them a commit overtaking another between the two tables shows here) and each writer's counter
+ * must be its committed transactions. At the end also each writer's own table is its model, the catalog
+ * holds exactly the tables left, and the volume checks clean; the same after a remount.
  *
  * <p>{@code -Dferrite.seed=N} fixes each thread's own sequence of operations, not how the threads
  * interleave: a failure may not repeat with its seed.
@@ -243,6 +243,13 @@ class TableConcurrencyTest {
             Tables tables = v.tables();
             for (String name : STABLE) {
                 tables.create(name).close();
+            }
+            try (Table s = tables.open("s"); WriteTransaction tx = v.begin()) {
+                for (int i = 0; i < STABLE_KEYS; i++) {
+                    byte[] k = stableKey(i);
+                    tx.put(s, k, value(k, i, new Random(i)));
+                }
+                tx.commit();
             }
             Table a = tables.open("a"), b = tables.open("b"), counters = tables.open("counters");
             AtomicReference<Throwable> failure = new AtomicReference<>();
@@ -540,10 +547,29 @@ class TableConcurrencyTest {
         }
     }
 
+    /** Keys of s below the writers' (whose ranges are of "k" keys): there throughout, so every scan of s must return them all. */
+    private static final int STABLE_KEYS = 150;
+
+    private static byte[] stableKey(int i) {
+        return TableTest.b(String.format("a-stable-%03d", i));
+    }
+
     /** Gets and cursors over the shared tables and whatever the catalog lists, until the writers are done. */
     private static void read(Tables tables, Table a, Table b, Random rnd, AtomicBoolean done, AtomicInteger reads) {
         while (!done.get()) {
             reads.incrementAndGet();
+            try (Table s = tables.open("s")) { // the writers split and merge its leaves meanwhile
+                boolean reverse = rnd.nextBoolean();
+                TableCursor c = rnd.nextBoolean() ? s.cursor(null, null, reverse) : s.prefix(TableTest.b("a-stable-"), reverse);
+                int seen = 0;
+                while (c.next()) {
+                    if (c.key()[0] == 'a') {
+                        assertArrayEquals(stableKey(reverse ? STABLE_KEYS - 1 - seen : seen), c.key(), "a scan of s skipped a key there throughout");
+                        seen++;
+                    }
+                }
+                assertEquals(STABLE_KEYS, seen, "a scan of s" + (reverse ? " (reverse)" : "") + " saw only part of the keys there throughout");
+            }
             for (Table t : List.of(a, b)) {
                 for (int i = 0; i < 20; i++) {
                     byte[] k = sharedKey(rnd.nextInt(SHARED_KEYS));
