@@ -18,6 +18,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.zip.CRC32;
 
 import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.testkit.RecordingDevice;
 import dev.ferrite.io.testkit.TestSeed;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -191,6 +192,63 @@ class TableConcurrencyTest {
                 }
             }
             VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /**
+     * Threads committing at once, SYNC among ASYNC and NONE commits (so that committers share forces): a
+     * SYNC commit is durable when it returns, so the crash right after the last flush done by then (and
+     * nothing later landed) holds its change in both tables, whatever the other threads were doing.
+     */
+    @Test
+    void concurrentSyncCommitsAreDurableWhenTheyReturn() throws Exception {
+        Random rnd = new Random(SEED);
+        try (RecordingDevice rec = RecordingDevice.wrap(VolumeFixtures.formatted())) {
+            List<long[]> acked = java.util.Collections.synchronizedList(new ArrayList<>()); // {thread, i, flush index}
+            try (Volume v = Volume.open(rec, VolumeFixtures.OPTIONS)) {
+                Table a = v.tables().create("a"), b = v.tables().create("b");
+                v.sync();
+                List<java.util.concurrent.Future<?>> done = new ArrayList<>();
+                try (var pool = java.util.concurrent.Executors.newFixedThreadPool(4)) {
+                    for (int t = 0; t < 4; t++) {
+                        int id = t;
+                        done.add(pool.submit(() -> {
+                            Random r = new Random(SEED * 31 + id);
+                            for (int i = 0; i < 150; i++) {
+                                Durability d = Durability.values()[r.nextInt(3)];
+                                byte[] k = TableTest.b("t" + id + "-" + i);
+                                try (WriteTransaction tx = v.begin(d)) {
+                                    tx.put(a, k, value(k, i, r));
+                                    tx.put(b, k, value(k, i, r));
+                                    tx.commit();
+                                }
+                                if (d == Durability.SYNC) {
+                                    acked.add(new long[] {id, i, rec.flushCount() - 1});
+                                }
+                            }
+                            return null;
+                        }));
+                    }
+                }
+                for (var f : done) {
+                    f.get();
+                }
+                a.close();
+                b.close();
+            }
+            assertTrue(acked.size() > 20, "SYNC commits: " + acked.size());
+            for (int s = 0; s < 8; s++) {
+                long[] ack = acked.get(rnd.nextInt(acked.size()));
+                RecordingDevice.CrashState state = rec.crashAfterFlush((int) ack[2]);
+                String where = "seed " + SEED + ": the SYNC commit of t" + ack[0] + "-" + ack[1] + ", crash " + state;
+                try (MemoryDevice crashed = rec.materialize(state); Volume v = Volume.open(crashed, VolumeFixtures.OPTIONS);
+                     Table a = v.tables().open("a"); Table b = v.tables().open("b")) {
+                    byte[] k = TableTest.b("t" + ack[0] + "-" + ack[1]);
+                    assertTrue(a.containsKey(k) && b.containsKey(k), where + ": lost");
+                    CheckReport report = v.namespace().check();
+                    assertTrue(report.clean(), where + ": " + report);
+                }
+            }
         }
     }
 
