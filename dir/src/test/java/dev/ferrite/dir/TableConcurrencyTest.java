@@ -196,31 +196,56 @@ class TableConcurrencyTest {
     }
 
     /**
-     * Threads committing at once, SYNC among ASYNC and NONE commits (so that committers share forces): a
-     * SYNC commit is durable when it returns, so the crash right after the last flush done by then (and
-     * nothing later landed) holds its change in both tables, whatever the other threads were doing.
+     * Threads committing at once, SYNC among ASYNC and NONE commits (so that committers share forces and
+     * groups share checkpoints), each transaction putting one value under a new key in both tables and
+     * sometimes deleting an older key from both. A SYNC commit is durable when it returns: the crash right
+     * after the last flush done by then holds its change in both tables, whatever the other threads were
+     * doing. And every transaction is all or nothing: at sampled crash points (a flush with a random subset
+     * of the next epoch's writes, or inside an epoch, some torn) the two tables are equal key for key.
      */
     @Test
-    void concurrentSyncCommitsAreDurableWhenTheyReturn() throws Exception {
+    void concurrentSyncCommitsAreDurableWhenTheyReturnAndAllCommitsAtomic() throws Exception {
+        commitConcurrentlyAndCrash(40);
+    }
+
+    @Test
+    @Tag("stress")
+    void concurrentCommitsCrashedLonger() throws Exception {
+        commitConcurrentlyAndCrash(400);
+    }
+
+    private static void commitConcurrentlyAndCrash(int txPerThread) throws Exception {
         Random rnd = new Random(SEED);
         try (RecordingDevice rec = RecordingDevice.wrap(VolumeFixtures.formatted())) {
             List<long[]> acked = java.util.Collections.synchronizedList(new ArrayList<>()); // {thread, i, flush index}
+            int firstFlush;
             try (Volume v = Volume.open(rec, VolumeFixtures.OPTIONS)) {
                 Table a = v.tables().create("a"), b = v.tables().create("b");
                 v.sync();
+                firstFlush = rec.flushCount() - 1;
                 List<java.util.concurrent.Future<?>> done = new ArrayList<>();
                 try (var pool = java.util.concurrent.Executors.newFixedThreadPool(4)) {
                     for (int t = 0; t < 4; t++) {
                         int id = t;
                         done.add(pool.submit(() -> {
                             Random r = new Random(SEED * 31 + id);
-                            for (int i = 0; i < 150; i++) {
+                            List<Integer> deletable = new ArrayList<>(); // not SYNC: a SYNC commit's key stays, to be looked for
+                            for (int i = 0; i < txPerThread; i++) {
                                 Durability d = Durability.values()[r.nextInt(3)];
                                 byte[] k = TableTest.b("t" + id + "-" + i);
                                 try (WriteTransaction tx = v.begin(d)) {
-                                    tx.put(a, k, value(k, i, r));
-                                    tx.put(b, k, value(k, i, r));
+                                    byte[] val = value(k, i, r);
+                                    tx.put(a, k, val);
+                                    tx.put(b, k, val);
+                                    if (!deletable.isEmpty() && r.nextInt(3) == 0) {
+                                        byte[] old = TableTest.b("t" + id + "-" + deletable.remove(r.nextInt(deletable.size())));
+                                        tx.delete(a, old);
+                                        tx.delete(b, old);
+                                    }
                                     tx.commit();
+                                }
+                                if (d != Durability.SYNC) {
+                                    deletable.add(i);
                                 }
                                 if (d == Durability.SYNC) {
                                     acked.add(new long[] {id, i, rec.flushCount() - 1});
@@ -236,7 +261,7 @@ class TableConcurrencyTest {
                 a.close();
                 b.close();
             }
-            assertTrue(acked.size() > 20, "SYNC commits: " + acked.size());
+            assertTrue(acked.size() > txPerThread / 3, "SYNC commits: " + acked.size());
             for (int s = 0; s < 8; s++) {
                 long[] ack = acked.get(rnd.nextInt(acked.size()));
                 RecordingDevice.CrashState state = rec.crashAfterFlush((int) ack[2]);
@@ -245,6 +270,23 @@ class TableConcurrencyTest {
                      Table a = v.tables().open("a"); Table b = v.tables().open("b")) {
                     byte[] k = TableTest.b("t" + ack[0] + "-" + ack[1]);
                     assertTrue(a.containsKey(k) && b.containsKey(k), where + ": lost");
+                    CheckReport report = v.namespace().check();
+                    assertTrue(report.clean(), where + ": " + report);
+                }
+            }
+            int lastFlush = rec.flushCount();
+            List<RecordingDevice.CrashState> states = new ArrayList<>();
+            for (int k = firstFlush; k < lastFlush; k++) { // every flush: a checkpoint splitting a group shows
+                states.add(rec.crashAfterFlush(k));
+            }
+            for (int s = 0; s < 12; s++) {
+                states.add(CrashTest.sampledState(rec, rnd, s, firstFlush, lastFlush));
+            }
+            for (RecordingDevice.CrashState state : states) {
+                String where = "seed " + SEED + ", crash " + state;
+                try (MemoryDevice crashed = rec.materialize(state); Volume v = Volume.open(crashed, VolumeFixtures.OPTIONS);
+                     Table a = v.tables().open("a"); Table b = v.tables().open("b")) {
+                    assertSameEntries(a, b, where);
                     CheckReport report = v.namespace().check();
                     assertTrue(report.clean(), where + ": " + report);
                 }
