@@ -85,7 +85,8 @@ public final class Handle implements AutoCloseable {
      * starts or fails with EBADF.
      *
      * @throws dev.ferrite.journal.VolumeShutdownException if the journal shut down before the orphan was freed or the file
-     *                                                     trimmed
+     *                                                     trimmed, or the volume was closed before the handle (the
+     *                                                     handle is closed all the same)
      * @throws dev.ferrite.io.DeviceException if the device fails a read while freeing it
      */
     @Override

@@ -191,10 +191,6 @@ final class InodeRecords {
         }
     }
 
-    int generation(long ino) {
-        return statIno(ino).generation();
-    }
-
     long parentOf(long dir) {
         return readRecord(dir, InodeFormat::parent);
     }

@@ -367,7 +367,7 @@ public final class Namespace {
         Parent f = paths.resolveParent(from);
         Parent t = paths.resolveParent(to);
         paths.requireRenamable(f.dir(), f.name(), f.slashed(), t.dir(), t.name(), t.slashed());
-        renameEntry(f.dir(), f.name(), t.dir(), t.name());
+        renameEntry(f.dir(), f.name(), t.dir(), t.name(), true);
     }
 
     /**
@@ -558,7 +558,7 @@ public final class Namespace {
         String fromName = nonNull(from);
         long t = toDir.requireOpen().ino;
         paths.requireRenamable(f, fromName, false, t, nonNull(to), false);
-        renameEntry(f, from, t, to);
+        renameEntry(f, from, t, to, true);
     }
 
     /**
@@ -787,9 +787,19 @@ public final class Namespace {
         removeEntry(catalog, name, false);
     }
 
-    /** Renames a table within the catalog (replacing one of the new name, which the caller has ruled out). */
+    /**
+     * Renames a table within the catalog. A table of the new name is never replaced: TABLE_EXISTS if there
+     * is one when the catalog is locked (the caller's own look beforehand may be out of date by then).
+     */
     void renameTableEntry(long catalog, String from, String to) {
-        renameEntry(catalog, from, catalog, to);
+        try {
+            renameEntry(catalog, from, catalog, to, false);
+        } catch (NamespaceException e) {
+            if (e.errno() == Errno.EEXIST) {
+                throw new TableException(TableException.Kind.TABLE_EXISTS, "table '" + to + "' exists");
+            }
+            throw e;
+        }
     }
 
     /** A handle on inode {@code ino}, or null if it has lost its last link meanwhile. */
@@ -1064,7 +1074,8 @@ public final class Namespace {
         return ts;
     }
 
-    private void renameEntry(long fromDir, String fromName, long toDir, String toName) {
+    /** Renames an entry; one of the new name is replaced, or with {@code replace} false EEXIST (checked under the locks). */
+    private void renameEntry(long fromDir, String fromName, long toDir, String toName, boolean replace) {
         byte[] fk = DirEntryFormat.key(requireName(fromName, true));
         byte[] tk = DirEntryFormat.key(requireName(toName, true));
         boolean unready = false; // the last attempt found a directory needing prepare
@@ -1101,6 +1112,9 @@ public final class Namespace {
                         records.requireDir(toDir);
                         if (!src.equals(dirs.find(from, fk, true)) || !java.util.Objects.equals(dst, dirs.find(to, tk, true))) {
                             continue; // changed before we held the locks
+                        }
+                        if (dst != null && !replace) {
+                            throw new NamespaceException(Errno.EEXIST, quote(toName) + " exists in directory " + toDir);
                         }
                         if (dst != null && dst.ino() == src.ino()) {
                             return; // two names of one inode: POSIX does nothing

@@ -147,7 +147,7 @@ final class Orphans {
     }
 
     /**
-     * A handle on {@code ino}; null if it lost its last link or was reused meanwhile (look it up again).
+     * A handle on {@code ino}; null if it lost its last link, was freed or was reused meanwhile (look it up again).
      * The first open of a file whose blocks past its end a crash left (or an unmount with it open) trims them.
      */
     Handle openIno(long ino) {
@@ -156,7 +156,11 @@ final class Orphans {
 
     /** {@link #openIno(long)} with {@code open} flags. */
     Handle openIno(long ino, int flags) {
-        int gen = records.generation(ino);
+        InodeStat seen = records.readRecord(ino, (b, rec) -> InodeFormat.stat(ino, b, rec));
+        if (seen.mode() == 0) {
+            return null; // freed since its name was read
+        }
+        int gen = seen.generation();
         Inode i = inodes.acquire(ino);
         boolean trim;
         i.lock.lock();
@@ -209,9 +213,11 @@ final class Orphans {
      * dirty cached pages or a pending size, hands it to the page cache's thread with this reference, which
      * writes it back and then trims it ({@link BufferedIo#deferClose}); of any other file, trims what
      * writes mapped past its end (after the lock is dropped: that reserves log space first). A write-back
-     * error no fsync reported yet is thrown, once.
+     * error no fsync reported yet is thrown, once. After the unmount it does nothing but throw
+     * VolumeShutdownException: the cache is gone, and the next mount frees an orphan the unmount left.
      */
     void closeHandle(Inode i) {
+        volume.requireOpen();
         int last = -1; // 0: only write back, 1: free the orphan, 2: also trim the file
         i.lock.lock();
         try {

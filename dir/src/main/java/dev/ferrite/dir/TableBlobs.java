@@ -95,7 +95,7 @@ final class TableBlobs {
                 try (f) {
                     namespace.write(f, 0, value);
                     namespace.fsync(f); // durable before any key can name it
-                    return new TableValueFormat.Blob(id, f.ino(), namespace.records.generation(f.ino()), (int) crc.getValue(),
+                    return new TableValueFormat.Blob(id, f.ino(), namespace.records.statIno(f.ino()).generation(), (int) crc.getValue(),
                             value.byteSize());
                 } catch (RuntimeException e) {
                     discard(id);
@@ -205,7 +205,7 @@ final class TableBlobs {
      */
     long read(TableValueFormat.Blob b, long offset, MemorySegment out, long table) {
         Handle f = namespace.openInode(b.ino());
-        if (f == null || namespace.records.generation(b.ino()) != b.generation()) {
+        if (f == null || namespace.records.statIno(b.ino()).generation() != b.generation()) {
             if (f != null) {
                 f.close();
             }

@@ -121,6 +121,7 @@ public final class Tables {
      */
     public Table create(String name) {
         volume.requireOpen();
+        PathResolver.requireName(name, true); // before the catalog is made for it
         long catalog = catalog(true);
         long ino;
         try {
@@ -197,6 +198,7 @@ public final class Tables {
      */
     public void drop(String name) {
         volume.requireOpen();
+        PathResolver.requireName(name, true);
         long catalog = catalog(false);
         if (catalog == 0) {
             throw noSuchTable(name);
@@ -254,8 +256,9 @@ public final class Tables {
     }
 
     private DirContents.Found find(String name) {
+        byte[] key = DirEntryFormat.key(PathResolver.requireName(name, false)); // a bad name is refused with or without a catalog
         long catalog = catalog(false);
-        return catalog == 0 ? null : dirs.find(catalog, DirEntryFormat.key(PathResolver.requireName(name, false)));
+        return catalog == 0 ? null : dirs.find(catalog, key);
     }
 
     private Table openIno(String name, long ino) {

@@ -110,11 +110,11 @@ public final class WriteTransaction implements AutoCloseable {
         if (to != null) {
             Table.requireKey(to);
         }
-        if (from != null && to != null && Arrays.compareUnsigned(from, to) >= 0) {
-            return;
-        }
         requireActive();
         Writes w = writes(table);
+        if (from != null && to != null && Arrays.compareUnsigned(from, to) >= 0) {
+            return; // an empty range
+        }
         (from == null ? (to == null ? w.ops : w.ops.headMap(to)) : to == null ? w.ops.tailMap(from) : w.ops.subMap(from, to)).clear();
         w.ranges.add(new byte[][] {from == null ? null : from.clone(), to == null ? null : to.clone()});
     }
@@ -123,6 +123,10 @@ public final class WriteTransaction implements AutoCloseable {
     public byte[] get(Table table, byte[] key) {
         Table.requireKey(key);
         requireActive();
+        if (table == null) {
+            throw new InvalidArgumentException("table is null");
+        }
+        tables.requireOwn(table);
         Writes w = writes.get(table.inode.ino);
         if (w != null) {
             Op op = w.ops.get(key);
