@@ -15,9 +15,9 @@ import dev.ferrite.io.InvalidArgumentException;
  * ({@link #put}, {@link #delete}, ...) is a transaction of its own, durable as the table's default
  * {@link Durability} says (SYNC unless set); writes to several keys or tables that must happen together go
  * through a {@link WriteTransaction}. Writes to one table are applied one transaction at a time (the
- * table's lock, held while a commit applies its changes, not while it waits to be durable); writes to
- * different tables proceed in parallel. Two transactions writing one key: the one whose commit applies
- * last wins.
+ * table's lock, held while a commit applies its changes, not while it waits to be durable); single writes
+ * to different tables proceed in parallel, while write transactions apply one at a time volume-wide
+ * ({@link Tables}). Two transactions writing one key: the one whose commit applies last wins.
  *
  * <p>An open table holds its inode: dropped meanwhile, it keeps its contents for reads until closed,
  * refuses writes, and its space is freed at the last close. Thread-safe.

@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantLock;
 
 import dev.ferrite.btree.internal.BTree;
 import dev.ferrite.btree.internal.BufferCache;
@@ -60,6 +61,13 @@ public final class Tables {
     final TableVersions versions = new TableVersions();
     /** Values kept out of line. */
     final TableBlobs blobs;
+    /**
+     * Held while a commit applies its changes in a journal group: one group at a time. Concurrent groups
+     * each within their share of the log could together fill it, and none of them could then finish: a
+     * group's own changes can be written to the log only after it ends, and its next change may wait for
+     * log space. Taken after the tables' locks, so it adds no lock cycle.
+     */
+    private final ReentrantLock groups = new ReentrantLock();
     private volatile Thread asyncSync;
     /** Highest commit sequence an ASYNC commit asked to make durable. */
     private volatile long asyncTarget = -1;
@@ -465,7 +473,7 @@ public final class Tables {
             int locked = 0;
             long seq;
             long version = 0;
-            boolean applying = false;
+            boolean applying = false, grouped = false;
             TableCommit c = new TableCommit(cache, dirs, records, versions, blobs, true);
             try {
                 for (WriteTransaction.Writes w : ws) {
@@ -473,6 +481,8 @@ public final class Tables {
                     locked++;
                     w.table.requireOpen();
                 }
+                groups.lock(); // last, after every table's lock: see the field
+                grouped = true;
                 version = versions.beginApply();
                 applying = true;
                 c.version = version;
@@ -513,6 +523,9 @@ public final class Tables {
             } finally {
                 if (applying) {
                     versions.endApply(version);
+                }
+                if (grouped) {
+                    groups.unlock();
                 }
                 for (int i = 0; i < locked; i++) {
                     ws.get(i).table.inode.lock.unlock();

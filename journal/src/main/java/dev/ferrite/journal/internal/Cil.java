@@ -345,7 +345,7 @@ public final class Cil {
      * waiting waits for the switch and pins the next context, so a stream of groups cannot starve the
      * push. The holder must not wait for this context's push (force it, or throttle on it) before it unpins.
      */
-    Context pin() {
+    Context pin(Runnable requireAlive) {
         for (;;) {
             Context c = current;
             c.pins.incrementAndGet();
@@ -354,6 +354,7 @@ public final class Cil {
             }
             unpin(c);
             while (current == c) {
+                requireAlive.run(); // a push that failed never switches the context
                 LockSupport.parkNanos(this, 50_000L);
             }
         }

@@ -157,7 +157,7 @@ public final class Journal implements AutoCloseable {
         if (pinned.get() != null) {
             throw new IllegalStateException("this thread already holds a journal group");
         }
-        Pin p = new Pin(cil.pin());
+        Pin p = new Pin(cil.pin(this::requireAlive));
         pinned.set(p);
         return p;
     }
