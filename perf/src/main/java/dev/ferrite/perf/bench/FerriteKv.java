@@ -58,9 +58,14 @@ final class FerriteKv implements KvStore {
 
     /**
      * Room for the table of {@code keys} with values of {@code valueBytes}: a cell of ~40 bytes and the
-     * value per key in leaves about 2/3 full, twice over, plus the volume's own structures.
+     * value per key in leaves about 2/3 full, twice over, plus the volume's own structures; a value kept
+     * out of line takes whole blocks of a blob file.
      */
     static long dataBytes(long keys, int valueBytes) {
+        if (valueBytes > Table.MAX_INLINE) { // a blob file a value: whole blocks, an inode, a name; twice, for updates
+            long blob = ((valueBytes + BLOCK - 1L) / BLOCK) * BLOCK + 1024;
+            return Math.max(128L << 20, wholeMiB(keys * (320 + 2 * blob)));
+        }
         return Math.max(128L << 20, wholeMiB(keys * (320 + 3L * Math.max(0, valueBytes - KvKeys.VALUE))));
     }
 
