@@ -5,7 +5,6 @@ import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 
 import dev.ferrite.btree.internal.BTree;
@@ -54,11 +53,12 @@ public final class Tables {
     private final BufferCache cache;
     private final DirContents dirs;
     private final InodeRecords records;
-    private final long asyncNanos;
     /** Each thread's engine for single writes (they record nothing to undo): one object, not one per write. */
     private final ThreadLocal<TableCommit> singles;
     /** Versions and prior values for snapshots. */
     final TableVersions versions = new TableVersions();
+    /** Forces the log for ASYNC commits. */
+    private final AsyncCommits async;
     /** Values kept out of line. */
     final TableBlobs blobs;
     /**
@@ -68,12 +68,6 @@ public final class Tables {
      * log space. Taken after the tables' locks, so it adds no lock cycle.
      */
     private final ReentrantLock groups = new ReentrantLock();
-    private volatile Thread asyncSync;
-    /** Highest commit sequence an ASYNC commit asked to make durable. */
-    private volatile long asyncTarget = -1;
-    private volatile boolean stopping;
-    /** The ASYNC thread is parked with nothing to force: a new target must wake it. */
-    private volatile boolean asyncIdle;
 
     Tables(Volume volume, Namespace namespace, BufferCache cache, VolumeOptions options) {
         this.volume = volume;
@@ -81,7 +75,7 @@ public final class Tables {
         this.cache = cache;
         this.dirs = namespace.dirs;
         this.records = namespace.records;
-        this.asyncNanos = options.effectiveAsyncCommitMillis() * 1_000_000L;
+        this.async = new AsyncCommits(volume::journal, options.effectiveAsyncCommitMillis() * 1_000_000L);
         this.blobs = new TableBlobs(volume, namespace, versions);
         namespace.onTableFreed(t -> blobs.release(t, dirs, records));
         this.singles = ThreadLocal.withInitial(() -> new TableCommit(cache, dirs, records, versions, blobs, false));
@@ -562,68 +556,13 @@ public final class Tables {
     private void durable(long seq, Durability d) {
         switch (d) {
             case SYNC -> volume.journal().force(seq);
-            case ASYNC -> requestAsync(seq);
+            case ASYNC -> async.request(seq);
             case NONE -> { }
         }
     }
 
-    // ------------------------------------------------------------------ ASYNC commits
-
-    private void requestAsync(long seq) {
-        if (seq <= asyncTarget) {
-            return;
-        }
-        synchronized (this) {
-            if (seq > asyncTarget) {
-                asyncTarget = seq;
-            }
-            if (asyncSync == null && !stopping) {
-                Thread t = new Thread(this::asyncLoop, "ferrite-table-sync");
-                t.setDaemon(true);
-                asyncSync = t;
-                t.start();
-            } else if (asyncIdle) {
-                LockSupport.unpark(asyncSync);
-            }
-        }
-    }
-
-    /** Forces the log every {@code asyncCommitMillis} while ASYNC commits wait for it; idle otherwise. */
-    private void asyncLoop() {
-        Journal journal = volume.journal();
-        while (!stopping) {
-            long target = asyncTarget;
-            if (journal.durableSeq() >= target) {
-                asyncIdle = true; // then the target read again: a commit raising it after this sees the flag
-                if (journal.durableSeq() >= asyncTarget && !stopping) {
-                    LockSupport.park(this);
-                }
-                asyncIdle = false;
-                continue;
-            }
-            LockSupport.parkNanos(this, asyncNanos); // the delay lets more ASYNC commits share the force
-            try {
-                journal.force(target);
-            } catch (RuntimeException e) { // the journal shut down: every later commit reports it
-                return;
-            }
-        }
-    }
-
-    /** Stops the ASYNC thread (unmount, before the journal closes, which makes everything durable). */
+    /** Stops the ASYNC commits' thread (unmount, before the journal closes, which makes everything durable). */
     void stop() {
-        Thread t;
-        synchronized (this) {
-            stopping = true;
-            t = asyncSync;
-        }
-        if (t != null) {
-            LockSupport.unpark(t);
-            try {
-                t.join();
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
+        async.stop();
     }
 }

@@ -221,6 +221,24 @@ class TableTest {
         }
     }
 
+    /** An ASYNC write becomes durable by itself within the delay; a NONE write waits for someone to force it. */
+    @Test
+    void anAsyncWriteBecomesDurableWithinItsDelay() throws InterruptedException {
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS.withAsyncCommitMillis(5));
+             Table t = v.tables().create("t")) {
+            long before = v.journal().forceAll();
+            t.withDurability(Durability.NONE).put(b("none"), b("v"));
+            Thread.sleep(100); // a NONE write must not be forced: nothing to wait for, so a fixed pause
+            assertEquals(before, v.journal().durableSeq(), "a NONE write was forced");
+            t.withDurability(Durability.ASYNC).put(b("async"), b("v"));
+            long deadline = System.nanoTime() + 10_000_000_000L;
+            while (v.journal().durableSeq() <= before && System.nanoTime() < deadline) {
+                Thread.sleep(1);
+            }
+            assertTrue(v.journal().durableSeq() > before, "the ASYNC write was not made durable within 10 s");
+        }
+    }
+
     @Test
     void aTransactionTooLargeForTheLogFailsHavingChangedNothing() {
         try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
