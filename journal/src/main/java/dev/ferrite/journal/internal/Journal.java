@@ -8,6 +8,7 @@ import dev.ferrite.journal.ReservationExceededException;
 
 import java.security.SecureRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.LongAdder;
 
@@ -40,6 +41,8 @@ import dev.ferrite.io.BlockDevice;
 public final class Journal implements AutoCloseable {
     /** The context the calling thread's group holds ({@link #pin}), or null. */
     private final ThreadLocal<Pin> pinned = new ThreadLocal<>();
+    /** Groups open now: with none, a commit skips looking for its thread's. */
+    private final AtomicInteger groups = new AtomicInteger();
     private final BlockDevice device;
     private final LogGeometry geometry;
     private final JournalOptions options;
@@ -159,6 +162,7 @@ public final class Journal implements AutoCloseable {
         }
         Pin p = new Pin(cil.pin(this::requireAlive));
         pinned.set(p);
+        groups.incrementAndGet();
         return p;
     }
 
@@ -193,6 +197,7 @@ public final class Journal implements AutoCloseable {
             if (!closed) {
                 closed = true;
                 pinned.remove();
+                groups.decrementAndGet();
                 cil.unpin(context);
             }
         }
@@ -211,7 +216,7 @@ public final class Journal implements AutoCloseable {
             long before = ticket.current;
             long seq = cil.commit(items, count, ticket, afterData ? writer.flushesBegun() : -1);
             commits.increment();
-            Pin p = pinned.get();
+            Pin p = groups.get() == 0 ? null : pinned.get();
             if (p != null) {
                 p.bytes += before - ticket.current;
             }
