@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.OptionalLong;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
 
 import dev.ferrite.btree.internal.Buffer;
 import dev.ferrite.btree.internal.BufferCache;
@@ -774,7 +775,6 @@ public final class Namespace {
         return checker.check();
     }
 
-    /** Frees every orphan left by a crash (or by an unmount with handles open); at mount. */
     // ------------------------------------------------------------------ the table catalog's names (Tables)
 
     /** Creates table {@code name} in catalog directory {@code catalog}: its inode, named there (EEXIST if taken). */
@@ -808,10 +808,11 @@ public final class Namespace {
     }
 
     /** Sets what runs before an orphaned table is freed ({@link Orphans#tableRelease}). */
-    void onTableFreed(java.util.function.Consumer<Inode> release) {
+    void onTableFreed(Consumer<Inode> release) {
         orphans.tableRelease = release;
     }
 
+    /** Frees every orphan left by a crash (or by an unmount with handles open); at mount. */
     int recoverOrphans() {
         return orphans.recoverOrphans();
     }
