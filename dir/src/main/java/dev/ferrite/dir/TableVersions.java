@@ -50,6 +50,8 @@ final class TableVersions {
     private final TreeSet<Long> inflight = new TreeSet<>();
     /** Open snapshots' versions with their counts. */
     private final TreeMap<Long, Integer> live = new TreeMap<>();
+    /** Snapshots between turning recording on and taking their version (guarded by {@link #lock}). */
+    private int opening;
     /** Some snapshot is open (or opening): commits take versions and record prior values. */
     private volatile boolean undoing;
     /** Commits applying on the fast path (no version). */
@@ -100,6 +102,7 @@ final class TableVersions {
     /** Opens a snapshot: its version, every commit up to which is wholly applied and none after it visible. */
     long open() {
         synchronized (lock) {
+            opening++; // counted as open from now: a close meanwhile must not turn recording off
             undoing = true; // Dekker with beginApply: the flag stored, then the count loaded
         }
         for (int spins = 0; fast.get() != 0; spins++) { // fast commits never wait for a snapshot: they finish
@@ -112,6 +115,7 @@ final class TableVersions {
         synchronized (lock) {
             long s = inflight.isEmpty() ? clock : inflight.first() - 1;
             live.merge(s, 1, Integer::sum);
+            opening--;
             return s;
         }
     }
@@ -133,7 +137,7 @@ final class TableVersions {
             } else {
                 live.put(s, n - 1);
             }
-            if (live.isEmpty()) {
+            if (live.isEmpty() && opening == 0) {
                 undoing = false;
             }
         }
