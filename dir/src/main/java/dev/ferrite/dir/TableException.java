@@ -12,7 +12,7 @@ public final class TableException extends FerriteException {
         TABLE_EXISTS,
         /** The table was dropped, or this handle on it closed. */
         TABLE_CLOSED,
-        /** The transaction was committed or rolled back already, or belongs to another volume. */
+        /** The transaction was committed or rolled back already, or the snapshot closed. */
         TRANSACTION_DONE,
         /** The transaction's changes would not fit in the log at once; nothing was changed. */
         TOO_LARGE
