@@ -55,19 +55,24 @@ final class TableCommit {
         this.valueOut = MemorySegment.ofArray(new byte[Table.MAX_TREE_VALUE]);
     }
 
+    /** What {@link #apply} came to: the table unchanged, changed, or (a single write) a group needed. */
+    static final int UNCHANGED = 0, CHANGED = 1, NEEDS_GROUP = 2;
+
     /**
      * Changes {@code key} of {@code t} ({@code op}: PUT or PUT_IF_ABSENT with the stored {@code value}, or
-     * DELETE) in a transaction of its own; {@code t}'s lock is held. True if the table changed. A commit
-     * that links or dooms blobs must be undoable (a group).
+     * DELETE) in a transaction of its own; {@code t}'s lock is held. A commit that is not undoable (a
+     * single write) answers NEEDS_GROUP, having changed nothing, when the key names a blob: its change
+     * must doom the blob in a group.
      *
+     * @return UNCHANGED, CHANGED or NEEDS_GROUP
      * @throws TableException TABLE_CLOSED if the table was dropped
      */
-    boolean apply(Table t, MemorySegment key, MemorySegment value, int op) {
+    int apply(Table t, MemorySegment key, MemorySegment value, int op) {
         return change(t, key, value, op, true);
     }
 
     /** One change; {@code forward} false for one that undoes an earlier change of the group, which records nothing. */
-    private boolean change(Table t, MemorySegment k, MemorySegment value, int op, boolean forward) {
+    private int change(Table t, MemorySegment k, MemorySegment value, int op, boolean forward) {
         long ino = t.inode.ino;
         boolean mayHoldBlobs = blobs.directory() != 0;
         for (;;) {
@@ -81,15 +86,22 @@ final class TableCommit {
                 throw new TableException(TableException.Kind.TABLE_CLOSED, t + " was dropped");
             }
             BTree tree = t.tree();
-            byte[] before = null;
-            byte[] key = null;
+            byte[] before = null, key = null;
+            long doomedBlob = -1;
             try (Txn txn = Txn.begin(cache, 2 + tree.reservation())) {
                 records.lockRecord(txn, ino);
                 if (forward && (undo != null || version != 0 || mayHoldBlobs)) {
-                    key = k.toArray(ValueLayout.JAVA_BYTE);
                     long found = tree.find(txn, k, BTree.Match.EXACT, keyOut, valueOut);
-                    if (found >= 0) {
-                        before = valueOut.asSlice(0, BTree.foundValueLength(found)).toArray(ValueLayout.JAVA_BYTE);
+                    int length = found >= 0 ? BTree.foundValueLength(found) : -1;
+                    if (length >= 0 && TableValueFormat.kind(valueOut, length, ino) == TableValueFormat.BLOB) {
+                        if (undo == null) {
+                            return NEEDS_GROUP; // nothing changed: the transaction ends without a commit
+                        }
+                        doomedBlob = op == PUT_IF_ABSENT ? -1 : TableValueFormat.readBlob(valueOut).id();
+                    }
+                    if (undo != null || version != 0) {
+                        key = k.toArray(ValueLayout.JAVA_BYTE);
+                        before = length < 0 ? null : valueOut.asSlice(0, length).toArray(ValueLayout.JAVA_BYTE);
                     }
                     if (version != 0) {
                         versions.record(version, ino, key, before); // before the change can be seen: at its commit
@@ -105,34 +117,23 @@ final class TableCommit {
                     default -> throw new IllegalArgumentException("table change " + op);
                 };
                 if (!changed) {
-                    return false; // nothing logged: the transaction ends without a commit
+                    return UNCHANGED; // nothing logged: the transaction ends without a commit
                 }
                 seq = txn.commit();
             }
-            if (forward) {
-                if (undo != null) {
-                    undo.add(new Undo(t, key, before));
-                }
-                if (before != null && TableValueFormat.kind(MemorySegment.ofArray(before), before.length, ino) == TableValueFormat.BLOB) {
-                    long id = TableValueFormat.readBlob(MemorySegment.ofArray(before)).id();
-                    requireGroup("replaces a blob");
-                    blobs.doom(id);
-                    doomed.add(id);
+            if (forward && undo != null) {
+                undo.add(new Undo(t, key, before));
+                if (doomedBlob >= 0) {
+                    blobs.doom(doomedBlob);
+                    doomed.add(doomedBlob);
                 }
                 if (value != null && TableValueFormat.kind(value, value.byteSize(), ino) == TableValueFormat.BLOB) {
                     long id = TableValueFormat.readBlob(value).id();
-                    requireGroup("names a blob");
                     blobs.link(id);
                     linked.add(id);
                 }
             }
-            return true;
-        }
-    }
-
-    private void requireGroup(String what) {
-        if (undo == null) {
-            throw new IllegalStateException("a single write that " + what + " must be applied as a group");
+            return CHANGED;
         }
     }
 

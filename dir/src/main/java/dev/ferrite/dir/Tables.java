@@ -10,6 +10,7 @@ import java.util.concurrent.locks.ReentrantLock;
 import dev.ferrite.btree.internal.BTree;
 import dev.ferrite.btree.internal.BufferCache;
 import dev.ferrite.btree.internal.Cursor;
+import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.Errno;
 import dev.ferrite.io.InvalidArgumentException;
 import dev.ferrite.journal.internal.Journal;
@@ -268,6 +269,12 @@ public final class Tables {
         if (h == null) {
             throw noSuchTable(name); // dropped meanwhile
         }
+        int mode = records.modeOf(ino);
+        if ((mode & InodeFormat.S_IFMT) != InodeFormat.S_IFTABLE) { // a damaged catalog: its tree is no table's
+            h.close();
+            throw new CorruptionException(records.block(ino), "table catalog", "table '" + name + "' names inode " + ino
+                    + " of mode 0" + Integer.toOctalString(mode) + ", not a table");
+        }
         return new Table(this, name, h);
     }
 
@@ -359,44 +366,26 @@ public final class Tables {
         t.requireOpen();
         if (value == null || value.byteSize() <= TableValueFormat.MAX_INLINE) {
             TableCommit c = singles.get();
+            int outcome;
             t.inode.lock.lock();
-            long v = 0;
-            boolean applying = false, changed;
+            long v = versions.beginApply();
             try {
-                if (!holdsBlob(t, key)) { // under the lock: stays true until the change is made
-                    v = versions.beginApply();
-                    applying = true;
-                    c.version = v;
-                    changed = c.apply(t, key, value == null ? null : stored(value), op);
-                } else {
-                    changed = false;
-                }
+                c.version = v;
+                outcome = c.apply(t, key, value == null ? null : stored(value), op);
             } finally {
-                if (applying) {
-                    versions.endApply(v);
-                }
+                versions.endApply(v);
                 t.inode.lock.unlock();
             }
-            if (applying) {
-                if (changed) {
-                    durable(c.seq, t.durability());
-                }
-                return changed;
+            if (outcome == TableCommit.CHANGED) {
+                durable(c.seq, t.durability());
+            }
+            if (outcome != TableCommit.NEEDS_GROUP) {
+                return outcome == TableCommit.CHANGED;
             }
         }
         WriteTransaction.Writes w = new WriteTransaction.Writes(t);
         w.ops.put(key.toArray(ValueLayout.JAVA_BYTE), new WriteTransaction.Op(op, value == null ? null : value.toArray(ValueLayout.JAVA_BYTE)));
         return commit(List.of(w), t.durability()) > 0;
-    }
-
-    /** True if {@code key}'s stored value names a blob (never, on a volume without blobs). */
-    private boolean holdsBlob(Table t, MemorySegment key) {
-        if (blobs.directory() == 0) {
-            return false;
-        }
-        MemorySegment buf = STORED.get();
-        int len = t.tree().get(key, buf);
-        return len > 0 && TableValueFormat.kind(buf, len, t.inode.ino) == TableValueFormat.BLOB;
     }
 
     /** The inline stored form of {@code value} in this thread's buffer (valid until its next use). */
@@ -491,7 +480,7 @@ public final class Tables {
                                     keys.add(cur.key());
                                 }
                                 for (byte[] k : keys) {
-                                    changed += c.apply(w.table, MemorySegment.ofArray(k), null, TableCommit.DELETE) ? 1 : 0;
+                                    changed += c.apply(w.table, MemorySegment.ofArray(k), null, TableCommit.DELETE) == TableCommit.CHANGED ? 1 : 0;
                                     requireRoom(pin, limit);
                                 }
                             }
@@ -499,7 +488,7 @@ public final class Tables {
                             for (var e : w.ops.entrySet()) {
                                 byte[] form = stored.get(i).get(j++);
                                 changed += c.apply(w.table, MemorySegment.ofArray(e.getKey()), form == null ? null : MemorySegment.ofArray(form),
-                                        e.getValue().kind()) ? 1 : 0;
+                                        e.getValue().kind()) == TableCommit.CHANGED ? 1 : 0;
                                 requireRoom(pin, limit);
                             }
                         }

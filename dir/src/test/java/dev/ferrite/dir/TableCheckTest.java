@@ -10,11 +10,14 @@ import java.util.Optional;
 import dev.ferrite.btree.internal.BTree;
 import dev.ferrite.btree.internal.BlockHeaderFormat;
 import dev.ferrite.btree.internal.TreeWalk;
+import dev.ferrite.btree.internal.Txn;
+import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.MemoryDevice;
 import org.junit.jupiter.api.Test;
 
 import static dev.ferrite.dir.VolumeFixtures.OPTIONS;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -23,6 +26,32 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class TableCheckTest {
     private static final int KEYS = 2000; // enough for a tree of two levels
+
+    /** A catalog entry naming an inode that is no table (a checksum-valid but wrong field) is refused, naming it. */
+    @Test
+    void aCatalogEntryNamingAFileIsCorruptionNotATable() {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+            v.tables().create("t").close();
+            long file = v.namespace().create("/f", 0644, true);
+            Inode catalog = v.inodeCache().acquire(v.tables().catalogInode());
+            try (Txn txn = Txn.begin(v.cache(),
+                    8 + v.namespace().dirs.dirItems(catalog))) {
+                catalog.lock.lock();
+                try {
+                    v.namespace().dirs.replaceEntry(txn, catalog, DirEntryFormat.key("t".getBytes(StandardCharsets.UTF_8)),
+                            file, InodeFormat.S_IFTABLE);
+                    txn.commit();
+                } finally {
+                    catalog.lock.unlock();
+                }
+            } finally {
+                v.inodeCache().release(catalog);
+            }
+            CorruptionException e = assertThrows(CorruptionException.class, () -> v.tables().open("t"));
+            assertTrue(e.getMessage().contains("names inode " + file) && e.getMessage().contains("not a table"), e.getMessage());
+            assertEquals(1, v.namespace().list("/").size(), "the file is untouched");
+        }
+    }
 
     @Test
     void aSoundVolumeCountsItsTables() {
