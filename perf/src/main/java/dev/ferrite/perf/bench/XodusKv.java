@@ -77,6 +77,12 @@ final class XodusKv implements KvStore {
         return new Session();
     }
 
+    /** A batch is one exclusive transaction, as with LMDB: the same sessions, committed at each batch's end. */
+    @Override
+    public KvStore.Session batchSession() {
+        return new Session();
+    }
+
     @Override
     public void sync() {
         env.flushAndSync();

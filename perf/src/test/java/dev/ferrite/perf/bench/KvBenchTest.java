@@ -96,7 +96,7 @@ class KvBenchTest {
 
     /** A batch session's puts stay invisible until its commit, then all show: one atomic write. */
     @ParameterizedTest
-    @EnumSource(value = KvTarget.class, names = {"FERRITE", "ROCKSDB", "LMDB"})
+    @EnumSource(value = KvTarget.class, names = {"FERRITE", "ROCKSDB", "LMDB", "XODUS"})
     void aBatchIsOneAtomicCommit(KvTarget target, @TempDir Path dir) {
         try (KvStore store = target.open(dir, 100, 64, 16L << 20)) {
             byte[] key = new byte[KvKeys.KEY_MAX];

@@ -73,8 +73,8 @@ class ZipfianTest {
     /** A generator whose doubles are all one value. */
     private record FixedDouble(double value) implements java.util.random.RandomGenerator {
         @Override
-        public long nextLong() {
-            throw new UnsupportedOperationException();
+        public long nextLong() { // the generator draws doubles only: a long asked for fails the test
+            throw new UnsupportedOperationException("Zipfian.next drew a long");
         }
 
         @Override
