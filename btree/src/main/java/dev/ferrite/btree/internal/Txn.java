@@ -20,10 +20,17 @@ import dev.ferrite.journal.internal.Transaction;
  * <p>Not thread-safe: one thread runs a transaction. Closing without committing releases everything if
  * nothing was changed, and shuts the journal down otherwise (the in-memory blocks hold changes that can
  * no longer be logged).
+ *
+ * <p>A closed transaction is kept by its thread and started again by that thread's next {@link #begin},
+ * together with its journal transaction and arrays, so a tree operation allocates nothing for them: no
+ * reference to a transaction may outlive its {@link #close()}, which must be called once.
  */
 public final class Txn implements AutoCloseable {
+    /** The transaction each thread closed last, for its next {@link #begin} on the same cache. */
+    private static final ThreadLocal<Txn[]> IDLE = ThreadLocal.withInitial(() -> new Txn[1]);
+
     private final BufferCache cache;
-    private final Transaction tx;
+    private Transaction tx;
     private Buffer[] held = new Buffer[8];
     private boolean[] changed = new boolean[8];
     private int count;
@@ -39,7 +46,15 @@ public final class Txn implements AutoCloseable {
 
     /** Begins a transaction reserving log space for {@code items} blocks changed (see {@link BTree#reservation()}). */
     public static Txn begin(BufferCache cache, int items) {
-        return new Txn(cache, cache.journal().begin(Reservation.items(items)));
+        Txn[] idle = IDLE.get();
+        Txn t = idle[0];
+        if (t == null || t.cache != cache) {
+            return new Txn(cache, cache.journal().begin(Reservation.items(items)));
+        }
+        idle[0] = null;
+        t.tx = cache.journal().begin(items, t.tx);
+        t.done = false;
+        return t;
     }
 
     public BufferCache cache() {
@@ -197,13 +212,14 @@ public final class Txn implements AutoCloseable {
                 committed = NONE;
                 cache.journal().throttle(seq);
             }
-            return;
+        } else {
+            done = true;
+            try {
+                tx.cancel();
+            } finally {
+                unlockAll();
+            }
         }
-        done = true;
-        try {
-            tx.cancel();
-        } finally {
-            unlockAll();
-        }
+        IDLE.get()[0] = this;
     }
 }

@@ -7,12 +7,17 @@ package dev.ferrite.journal.internal;
  */
 // Public for perf's JMH benches (dev.ferrite.perf.jmh); journal-internal, for a qualified export, not application API.
 public final class Ticket {
-    final long unit;
-    final boolean permanent;
+    long unit;
+    boolean permanent;
     public int count;
     public long current;
 
     public Ticket(long unit, int count) {
+        reset(unit, count);
+    }
+
+    /** Readies a finished ticket for another transaction (see {@link Journal#begin(int, Transaction)}). */
+    void reset(long unit, int count) {
         this.unit = unit;
         this.permanent = count > 1;
         this.count = count;

@@ -12,12 +12,12 @@ import java.util.Arrays;
  * {@link #log} the changed ranges; {@link #commit()} while still holding the locks; then unlock, pass
  * the returned sequence to {@link Journal#throttle(long)} (back-pressure, which must not wait under the
  * locks) and, when durability is needed, to {@link Journal#force(long)}. One thread uses a transaction;
- * it is not reusable after commit or cancel.
+ * once committed or cancelled, only {@link Journal#begin(int, Transaction)} may start it again.
  */
 public final class Transaction {
     private final Journal journal;
     private final Ticket ticket;
-    private final int maxItems;
+    private int maxItems;
     private final int chunkShift;
     private final int blockSize;
     private LogItem[] items;
@@ -34,6 +34,23 @@ public final class Transaction {
         this.blockSize = blockSize;
         this.chunkShift = chunkShift;
         this.items = new LogItem[Math.min(maxItems, 8)];
+    }
+
+    /** Starts this finished transaction again on its ticket, just reset and reserved (see {@link Journal#begin(int, Transaction)}). */
+    void restart(int maxItems) {
+        this.maxItems = maxItems;
+        dirty = false;
+        afterData = false;
+        done = false;
+    }
+
+    /** The ticket a finished transaction can hand to its restart. */
+    Ticket ticket() {
+        return ticket;
+    }
+
+    Journal journal() {
+        return journal;
     }
 
     /**
