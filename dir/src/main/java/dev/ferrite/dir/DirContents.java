@@ -362,7 +362,7 @@ final class DirContents {
 
     /** Items a change of {@code dir}'s entries may touch. */
     int dirItems(Inode dir) {
-        long header = records.readRecord(dir.ino, (b, rec) -> isTree(b, rec) ? DirEntryFormat.treeHeader(b, rec + InodeFormat.INLINE) : 0L);
+        long header = records.readLong(dir.ino, (b, rec) -> isTree(b, rec) ? DirEntryFormat.treeHeader(b, rec + InodeFormat.INLINE) : 0L);
         return header == 0 ? 1 : 1 + tree(dir, header).reservation();
     }
 

@@ -72,6 +72,13 @@ final class InodeAllocator {
     private long allocated;
     /** Chunks whose last inode in use was freed, for {@link #reclaimEmptyChunks} to look at. */
     private final Queue<Integer> emptyChunks = new ConcurrentLinkedQueue<>();
+    /**
+     * Keys and values of the inode trees' records, for whoever holds the AGI (one transaction at a time),
+     * so allocating and freeing an inode make no garbage. A method fills what it reads before it reads it
+     * and reads nothing of them after calling another that uses them.
+     */
+    private final MemorySegment key = MemorySegment.ofArray(new byte[4]), foundKey = MemorySegment.ofArray(new byte[4]),
+            value = MemorySegment.ofArray(new byte[8]);
 
     InodeAllocator(AllocationGroup ag, BufferCache cache, Geometry geometry, Counters counters, FreeSpace space) {
         this.cache = cache;
@@ -136,8 +143,7 @@ final class InodeAllocator {
         long mask = firstFreeMask;
         int slot = Long.numberOfTrailingZeros(mask);
         long left = mask & ~(1L << slot);
-        MemorySegment k = MemorySegment.ofArray(new byte[4]);
-        MemorySegment v = MemorySegment.ofArray(new byte[8]);
+        MemorySegment k = key, v = value;
         AgTreeFormat.key32(k, first);
         AgTreeFormat.maskValue(v, left);
         if (left == 0) {
@@ -231,28 +237,26 @@ final class InodeAllocator {
         if (firstFreeChunk >= 0) {
             return true;
         }
-        MemorySegment k = MemorySegment.ofArray(new byte[4]);
-        MemorySegment v = MemorySegment.ofArray(new byte[8]);
-        if (fino.find(txn, MemorySegment.ofArray(new byte[4]), BTree.Match.CEILING, k, v) < 0) {
+        AgTreeFormat.key32(key, 0);
+        if (fino.find(txn, key, BTree.Match.CEILING, foundKey, value) < 0) {
             return false;
         }
-        int first = AgTreeFormat.key32(k);
+        int first = AgTreeFormat.key32(foundKey);
+        long mask = AgTreeFormat.mask(value);
         if (first < 0 || first % Geometry.INODES_PER_BLOCK != 0 || (first >>> 3) < FIRST_FREE || (first >>> 3) > length - CHUNK_BLOCKS) {
             throw new CorruptionException(agi.block(), AGI, "group " + agno + "'s free-inode tree holds a chunk at inode "
                     + Integer.toUnsignedString(first) + ", which is no chunk of the group");
         }
-        verifyChunk(txn, first, AgTreeFormat.mask(v));
-        firstFreeMask = AgTreeFormat.mask(v);
-        firstFreeChunk = AgTreeFormat.key32(k);
+        verifyChunk(txn, first, mask);
+        firstFreeMask = mask;
+        firstFreeChunk = first;
         return true;
     }
 
     /** The inode tree must hold the free-inode tree's record for the chunk at {@code first}, with the same mask. */
     private void verifyChunk(Txn txn, int first, long mask) {
-        MemorySegment k = MemorySegment.ofArray(new byte[4]);
-        MemorySegment v = MemorySegment.ofArray(new byte[8]);
-        AgTreeFormat.key32(k, first);
-        if (ino.find(txn, k, BTree.Match.EXACT, MemorySegment.ofArray(new byte[4]), v) < 0 || AgTreeFormat.mask(v) != mask) {
+        AgTreeFormat.key32(key, first);
+        if (ino.find(txn, key, BTree.Match.EXACT, foundKey, value) < 0 || AgTreeFormat.mask(value) != mask) {
             throw new CorruptionException(agi.block(), AGI, "group " + agno + "'s inode trees disagree about the chunk at "
                     + first + ": free mask " + Long.toHexString(mask) + " in the free-inode tree");
         }
@@ -266,11 +270,9 @@ final class InodeAllocator {
             cache.createEmpty(txn, start + s + i, InodeFormat.MAGIC, agno, frames[i]); // records log themselves
             frames[i] = -1;
         }
-        MemorySegment k = MemorySegment.ofArray(new byte[4]);
-        MemorySegment v = MemorySegment.ofArray(new byte[8]);
-        AgTreeFormat.key32(k, s << 3);
-        AgTreeFormat.maskValue(v, -1L);
-        if (!ino.putIfAbsent(txn, k, v) || !fino.putIfAbsent(txn, k, v)) {
+        AgTreeFormat.key32(key, s << 3);
+        AgTreeFormat.maskValue(value, -1L);
+        if (!ino.putIfAbsent(txn, key, value) || !fino.putIfAbsent(txn, key, value)) {
             throw new CorruptionException(agi.block(), AGI, "group " + agno + " allocated blocks [" + s + ", +"
                     + CHUNK_BLOCKS + ") for inodes but its inode trees already hold a chunk there");
         }
@@ -316,9 +318,7 @@ final class InodeAllocator {
             txn.release(agi);
             return AllocOutcome.NEEDS_REFILL;
         }
-        MemorySegment key = MemorySegment.ofArray(new byte[4]);
-        MemorySegment k = MemorySegment.ofArray(new byte[4]);
-        MemorySegment v = MemorySegment.ofArray(new byte[8]);
+        MemorySegment k = foundKey, v = value;
         AgTreeFormat.key32(key, agIno);
         long ino = geometry.inodeNumber(agno, agIno);
         if (this.ino.find(txn, key, BTree.Match.FLOOR, k, v) < 0 || agIno - AgTreeFormat.key32(k) >= CHUNK_INODES) {
@@ -386,10 +386,8 @@ final class InodeAllocator {
             if (!agil.holds(OP_BLOCKS)) {
                 return false;
             }
-            MemorySegment k = MemorySegment.ofArray(new byte[4]);
-            MemorySegment v = MemorySegment.ofArray(new byte[8]);
-            AgTreeFormat.key32(k, first);
-            if (ino.find(txn, k, BTree.Match.EXACT, MemorySegment.ofArray(new byte[4]), v) < 0 || AgTreeFormat.mask(v) != -1L
+            AgTreeFormat.key32(key, first);
+            if (ino.find(txn, key, BTree.Match.EXACT, foundKey, value) < 0 || AgTreeFormat.mask(value) != -1L
                     || u64(agi.data(), FREE_INODES) < 2L * CHUNK_INODES) {
                 return true;
             }
@@ -407,7 +405,7 @@ final class InodeAllocator {
                     }
                 }
             }
-            if (!ino.delete(txn, k) || !fino.delete(txn, k)) {
+            if (!ino.delete(txn, key) || !fino.delete(txn, key)) {
                 throw new CorruptionException(agi.block(), AGI, "group " + agno + "'s inode trees disagree about the empty chunk at " + first);
             }
             for (Buffer b : blocks) {

@@ -116,12 +116,55 @@ final class InodeRecords {
         T read(MemorySegment b, int rec);
     }
 
+    /** A {@link RecordReader} of a number: the hottest record reads, without boxing it. */
+    interface LongRecordReader {
+        long read(MemorySegment b, int rec);
+    }
+
     /** Reads inode {@code ino}'s record without locking, validated against concurrent changes. */
     <T> T readRecord(long ino, RecordReader<T> reader) {
+        return readStable(inodeBuffers, requireValid(ino), rec(ino), reader);
+    }
+
+    /** {@link #readRecord} of a number. */
+    long readLong(long ino, LongRecordReader reader) {
+        int rec = rec(requireValid(ino));
+        for (int spins = 0; ; spins++) {
+            Buffer b = inodeBuffers.apply(ino);
+            long v = b.readVersion();
+            if (v < 0) {
+                backOff(spins);
+                continue;
+            }
+            long t;
+            try {
+                t = reader.read(b.data(), rec);
+            } catch (RuntimeException e) {
+                if (b.validate(v)) {
+                    throw e;
+                }
+                continue;
+            }
+            if (b.validate(v)) {
+                return t;
+            }
+        }
+    }
+
+    private long requireValid(long ino) {
         if (!geometry.isValidInode(ino)) {
             throw new NamespaceException(Errno.ENOENT, "inode number " + ino + " lies outside the volume");
         }
-        return readStable(inodeBuffers, ino, rec(ino), reader);
+        return ino;
+    }
+
+    /** While a block's holder is changing it: it commits soon; on few cores, let it run now and then. */
+    private static void backOff(int spins) {
+        if ((spins & 63) == 63) {
+            Thread.yield();
+        } else {
+            Thread.onSpinWait();
+        }
     }
 
     /**
@@ -133,11 +176,7 @@ final class InodeRecords {
             Buffer b = fetch.apply(key);
             long v = b.readVersion();
             if (v < 0) {
-                if ((spins & 63) == 63) {
-                    Thread.yield(); // the holder commits soon; on few cores, let it run
-                } else {
-                    Thread.onSpinWait();
-                }
+                backOff(spins);
                 continue;
             }
             T t;
@@ -192,12 +231,12 @@ final class InodeRecords {
     }
 
     long parentOf(long dir) {
-        return readRecord(dir, InodeFormat::parent);
+        return readLong(dir, InodeFormat::parent);
     }
 
     /** ENOTDIR unless {@code ino} is a directory; ENOENT if it was removed. */
     void requireDir(long ino) {
-        long modeAndLinks = readRecord(ino, (b, rec) -> (long) InodeFormat.mode(b, rec) << 32 | InodeFormat.nlink(b, rec));
+        long modeAndLinks = readLong(ino, (b, rec) -> (long) InodeFormat.mode(b, rec) << 32 | InodeFormat.nlink(b, rec));
         int mode = (int) (modeAndLinks >>> 32);
         if (mode == 0) {
             throw new NamespaceException(Errno.ENOENT, "inode " + ino + " is not allocated");
@@ -212,7 +251,7 @@ final class InodeRecords {
 
     /** The mode of inode {@code ino}'s record (0 if free). */
     int modeOf(long ino) {
-        return readRecord(ino, InodeFormat::mode);
+        return (int) readLong(ino, InodeFormat::mode);
     }
 
     String readlinkIno(long ino) {
