@@ -103,8 +103,16 @@ public final class GrantHead {
      * @throws VolumeShutdownException if the journal shuts down while waiting
      */
     void grant(long need, Runnable pressure) {
+        grant(need, pressure, Long.MAX_VALUE);
+    }
+
+    /**
+     * {@link #grant(long, Runnable)} giving up after {@code timeoutNanos}: false if nothing was granted then
+     * (the request leaves the queue).
+     */
+    boolean grant(long need, Runnable pressure, long timeoutNanos) {
         if (tryGrant(need)) {
-            return;
+            return true;
         }
         Waiter w = new Waiter(need);
         queueLock.lock();
@@ -116,12 +124,18 @@ public final class GrantHead {
             queueLock.unlock();
         }
         if (w.granted) {
-            return;
+            return true;
         }
         pressure.run();
         long start = System.nanoTime();
         boolean interrupted = false;
         while (!w.granted) {
+            if (System.nanoTime() - start >= timeoutNanos) {
+                abandon(w);
+                if (!w.granted) {
+                    break;
+                }
+            }
             Throwable cause = shutdownCause;
             if (cause != null) {
                 abandon(w);
@@ -152,6 +166,7 @@ public final class GrantHead {
             Thread.currentThread().interrupt();
         }
         GrantWaitEvent.emit(name, need, waited);
+        return w.granted;
     }
 
     /** Adds bytes without any check (the caller already owns them under another accounting). */

@@ -162,7 +162,13 @@ public final class Journal implements AutoCloseable {
     }
 
     private void reserve(Ticket ticket) {
-        space.reserve(ticket);
+        Pin p = groups.get() == 0 ? null : pinned.get();
+        if (p == null || p.budget == null || ticket.permanent) {
+            space.reserve(ticket);
+        } else if (!space.reserve(ticket, p.starved ? 0 : TimeUnit.MILLISECONDS.toNanos(GROUP_WAIT_MILLIS))) {
+            p.starved = true; // the next ones go to the budget at once: waiting again would likely be as vain
+            space.reserveFrom(ticket, p.budget);
+        }
         if (space.freeBytes() < logBytes / 4) {
             pushForSpace();
         }
@@ -177,25 +183,68 @@ public final class Journal implements AutoCloseable {
      * @throws IllegalStateException if this thread already holds a group
      */
     public Pin pin() {
+        return pin(0);
+    }
+
+    /**
+     * {@link #pin()} with a budget of {@code budget} log bytes, reserved first, before the context is
+     * pinned (the reservation may wait for the log like any other). The group's items stay pinned until it
+     * ends, so the AIL cannot write home an item the group changed: if one of them holds the log's tail,
+     * no space is freed until the group ends, and a holder waiting for space would wait forever. So inside
+     * a budgeted group the holder's one-shot transactions wait for the log at most
+     * {@value #GROUP_WAIT_MILLIS} ms (once one has waited that long, the later ones not at all), then take
+     * their reservation from the budget, and throw
+     * {@link ReservationExceededException} (changing nothing) once it cannot cover them: the caller can
+     * stop and undo with what {@link Pin#budgetLeft()} still holds, instead of hanging.
+     *
+     * @throws dev.ferrite.io.NoSpaceException if the budget exceeds half the log
+     */
+    public Pin pin(long budget) {
         requireAlive();
         if (pinned.get() != null) {
             throw new IllegalStateException("this thread already holds a journal group");
         }
-        Pin p = new Pin(cil.pin(this::requireAlive));
+        Ticket reserved = null;
+        if (budget > 0) {
+            reserved = new Ticket(budget, 1);
+            space.reserve(reserved);
+        }
+        Pin p;
+        try {
+            p = new Pin(cil.pin(this::requireAlive), reserved);
+        } catch (RuntimeException e) {
+            if (reserved != null) {
+                space.ungrant(reserved);
+            }
+            throw e;
+        }
         pinned.set(p);
         groups.incrementAndGet();
         return p;
     }
 
+    /** How long a budgeted group's holder waits for log space before it draws on its budget ({@link #pin(long)}). */
+    static final long GROUP_WAIT_MILLIS = 200;
+
     /** A group of commits that share one checkpoint ({@link #pin}); closed by the thread that began it. */
     public final class Pin implements AutoCloseable {
         private final Cil.Context context;
+        /** The budget ({@link #pin(long)}), or null. */
+        private final Ticket budget;
         /** Log bytes the holder's own commits took from their reservations inside the group. */
         private long bytes;
+        /** A reservation of the holder's timed out: the log is full, perhaps until the group ends. */
+        private boolean starved;
         private boolean closed;
 
-        private Pin(Cil.Context context) {
+        private Pin(Cil.Context context, Ticket budget) {
             this.context = context;
+            this.budget = budget;
+        }
+
+        /** Bytes of the budget not used or lent right now (0 without one). */
+        public long budgetLeft() {
+            return budget == null ? 0 : budget.current;
         }
 
         /** The context's commit sequence: force it, once closed, to make the group durable. */
@@ -220,6 +269,9 @@ public final class Journal implements AutoCloseable {
                 pinned.remove();
                 groups.decrementAndGet();
                 cil.unpin(context);
+                if (budget != null) {
+                    space.ungrant(budget);
+                }
             }
         }
     }

@@ -1,6 +1,7 @@
 package dev.ferrite.journal.internal;
 
 import dev.ferrite.io.NoSpaceException;
+import dev.ferrite.journal.ReservationExceededException;
 
 /**
  * Log space accounting: the reserve and write {@link GrantHead}s and the tail they are measured against,
@@ -84,17 +85,40 @@ public final class LogSpace {
 
     /** Takes the initial space of a new ticket: waits (FIFO) on the reserve head, then on the write head. */
     public void reserve(Ticket t) {
+        reserve(t, Long.MAX_VALUE);
+    }
+
+    /** {@link #reserve(Ticket)} giving up after about {@code timeoutNanos} on each head: false if nothing was taken. */
+    boolean reserve(Ticket t, long timeoutNanos) {
         long need = t.initialNeed();
         if (need > logBytes / 2) {
             throw new NoSpaceException("a reservation of " + need + " bytes exceeds half the log ("
                     + logBytes / 2 + " of " + logBytes + " bytes); the log is too small for it");
         }
-        if (!reserveHead.tryGrant(need)) {
-            reserveHead.grant(need, pressure);
+        if (!reserveHead.tryGrant(need) && !reserveHead.grant(need, pressure, timeoutNanos)) {
+            return false;
         }
-        if (!writeHead.tryGrant(need)) {
-            writeHead.grant(need, pressure);
+        if (!writeHead.tryGrant(need) && !writeHead.grant(need, pressure, timeoutNanos)) {
+            reserveHead.release(need);
+            return false;
         }
+        return true;
+    }
+
+    /**
+     * Takes a one-shot ticket's space out of {@code budget}, a ticket already granted, instead of the heads;
+     * {@link #ungrant} gives back to it what the ticket does not use.
+     *
+     * @throws ReservationExceededException if the budget has less left than the ticket needs
+     */
+    void reserveFrom(Ticket t, Ticket budget) {
+        long need = t.initialNeed();
+        if (t.permanent || need > budget.current) {
+            throw new ReservationExceededException("the log is full, and what is left of the group's budget ("
+                    + budget.current + " bytes) cannot cover a transaction reserving " + need);
+        }
+        budget.current -= need;
+        t.parent = budget;
     }
 
     /**
@@ -131,6 +155,11 @@ public final class LogSpace {
         long bytes = t.current + (long) t.count * t.unit;
         t.current = 0;
         t.count = 0;
+        if (t.parent != null) {
+            t.parent.current += bytes;
+            t.parent = null;
+            return;
+        }
         writeHead.release(bytes);
         reserveHead.release(bytes);
     }

@@ -11,6 +11,8 @@ public final class Ticket {
     boolean permanent;
     public int count;
     public long current;
+    /** The budget this ticket's space came from ({@link LogSpace#reserveFrom}), or null: the grant heads. */
+    Ticket parent;
 
     public Ticket(long unit, int count) {
         reset(unit, count);
@@ -22,6 +24,7 @@ public final class Ticket {
         this.permanent = count > 1;
         this.count = count;
         this.current = unit;
+        this.parent = null;
     }
 
     /** Bytes the grant heads must give this ticket up front. */
