@@ -10,9 +10,10 @@ public interface FileSystemProvider {
     /**
      * Mounts {@code volume}'s namespace on directory {@code mountPoint} and returns once the kernel shows it there.
      *
+     * @param source   what the mount table names as the file system's source: the volume's device
      * @param readOnly the file system refuses every change (EROFS)
      * @throws dev.ferrite.io.InvalidArgumentException if {@code mountPoint} is not a directory
      * @throws java.io.UncheckedIOException if the kernel refuses the mount
      */
-    FileSystemMount mount(Volume volume, Path mountPoint, boolean readOnly);
+    FileSystemMount mount(Volume volume, String source, Path mountPoint, boolean readOnly);
 }

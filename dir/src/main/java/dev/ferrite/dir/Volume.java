@@ -390,7 +390,8 @@ public final class Volume implements AutoCloseable {
     /**
      * Serves this volume's namespace as a file system on directory {@code mountPoint} (through FUSE: the
      * {@link FileSystemProvider} of module {@code dev.ferrite.fuse}, found with {@link ServiceLoader}), so
-     * that unmodified programs use it; returns once the mount is visible. Close the mount before the volume.
+     * that unmodified programs use it; returns once the mount is visible, the device's name as its source in the
+     * mount table. Close the mount before the volume.
      *
      * @param readOnly the file system refuses every change (EROFS)
      * @throws UnsupportedOperationException if no provider is on the class or module path
@@ -401,7 +402,7 @@ public final class Volume implements AutoCloseable {
         FileSystemProvider provider = ServiceLoader.load(FileSystemProvider.class, Volume.class.getClassLoader()).findFirst()
                 .orElseThrow(() -> new UnsupportedOperationException("mounting " + device.name() + " on " + mountPoint
                         + " needs a file system provider: put ferrite-fuse (module dev.ferrite.fuse) on the class or module path"));
-        return provider.mount(this, mountPoint, readOnly);
+        return provider.mount(this, device.name(), mountPoint, readOnly);
     }
 
     /** {@link #mount(Path, boolean)} read-write. */

@@ -36,7 +36,7 @@ public final class FuseFileSystemProvider implements FileSystemProvider {
     private static final Path MOUNTS = Path.of("/proc/self/mountinfo");
 
     @Override
-    public FileSystemMount mount(Volume volume, Path mountPoint, boolean readOnly) {
+    public FileSystemMount mount(Volume volume, String source, Path mountPoint, boolean readOnly) {
         if (!JfuseNative.supported()) {
             throw new UnsupportedOperationException("mounting needs Linux on x86-64 (this is " + System.getProperty("os.name")
                     + " on " + System.getProperty("os.arch") + ")");
@@ -53,7 +53,8 @@ public final class FuseFileSystemProvider implements FileSystemProvider {
         try {
             JfuseNative.bindMissing(fuse, fs, arena);
             List<String> options = new ArrayList<>(List.of("default_permissions", "clone_fd",
-                    "entry_timeout=1", "attr_timeout=1", "fsname=ferrite", "subtype=ferrite"));
+                    "entry_timeout=1", "attr_timeout=1", "subtype=ferrite",
+                    "fsname=" + source.replace("\\", "\\\\").replace(",", "\\,")));
             if (readOnly) {
                 options.add("ro");
             }
@@ -94,20 +95,35 @@ public final class FuseFileSystemProvider implements FileSystemProvider {
         }
     }
 
-    /** Whether the kernel shows a mount on {@code at}. */
-    static boolean mounted(Path at) {
+    /** Whether the kernel shows a mount on {@code at} (an absolute, normalized path). */
+    public static boolean isMounted(Path at) {
+        return source(at) != null;
+    }
+
+    /** The source the mount table gives for the mount on {@code at} (for a Ferrite mount, its device), or null if none. */
+    public static String source(Path at) {
         try {
-            String want = at.toString().replace("\\", "\\134").replace(" ", "\\040").replace("\t", "\\011").replace("\n", "\\012");
+            String want = escape(at.toString());
             for (String line : Files.readAllLines(MOUNTS)) {
-                String[] f = line.split(" ", 6);
+                // mount ID, parent ID, major:minor, root, mount point, options, optional fields..., "-", type, source, options
+                String[] f = line.split(" ");
                 if (f.length > 4 && f[4].equals(want)) {
-                    return true;
+                    int dash = List.of(f).indexOf("-");
+                    return dash > 0 && dash + 2 < f.length ? unescape(f[dash + 2]) : "";
                 }
             }
-            return false;
+            return null;
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
+    }
+
+    private static String escape(String path) {
+        return path.replace("\\", "\\134").replace(" ", "\\040").replace("\t", "\\011").replace("\n", "\\012");
+    }
+
+    private static String unescape(String field) {
+        return field.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n").replace("\\134", "\\");
     }
 
     private static final class Mounted implements FileSystemMount {
@@ -133,7 +149,7 @@ public final class FuseFileSystemProvider implements FileSystemProvider {
         @Override
         public void awaitUnmount() throws InterruptedException {
             while (!unmounted.await(WATCH_MILLIS, TimeUnit.MILLISECONDS)) {
-                if (!mounted(at)) {
+                if (!isMounted(at)) {
                     close();
                 }
             }

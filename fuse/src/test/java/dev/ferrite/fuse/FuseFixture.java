@@ -74,7 +74,7 @@ final class FuseFixture implements AutoCloseable {
             unmount();
         } finally {
             try {
-                if (FuseFileSystemProvider.mounted(mountPoint)) {
+                if (FuseFileSystemProvider.isMounted(mountPoint)) {
                     run(mountPoint.getParent(), 20, "fusermount3", "-u", "-z", mountPoint.toString());
                 }
             } finally {
