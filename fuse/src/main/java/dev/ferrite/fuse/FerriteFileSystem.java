@@ -59,8 +59,11 @@ final class FerriteFileSystem implements FuseOperations {
     private final OpenFiles open = new OpenFiles();
     private final int blockSize;
 
-    FerriteFileSystem(Volume volume, Errno errno) {
+    private final JfuseNative libfuse;
+
+    FerriteFileSystem(Volume volume, Errno errno, JfuseNative libfuse) {
         this.volume = volume;
+        this.libfuse = libfuse;
         this.ns = volume.namespace();
         this.errno = errno;
         this.blockSize = volume.statfs().blockSize();
@@ -152,7 +155,9 @@ final class FerriteFileSystem implements FuseOperations {
             if (fi != null) {
                 ns.setattr(open.get(fi.getFh()), mode, uid, gid, atime, mtime);
             } else {
-                ns.setattr(path, mode, uid, gid, atime, mtime);
+                try (Handle h = openEntry(path)) { // the entry itself: lutimes and lchown reach symlinks, not their targets
+                    ns.setattr(h, mode, uid, gid, atime, mtime);
+                }
             }
             return 0;
         } catch (Throwable e) {
@@ -281,6 +286,7 @@ final class FerriteFileSystem implements FuseOperations {
     public int link(String existing, String newPath) {
         try {
             ns.link(existing, newPath);
+            libfuse.invalidatePath(existing); // its link count, which the kernel caches apart from the new name's
             return 0;
         } catch (Throwable e) {
             return fail(e, "link");
@@ -295,13 +301,28 @@ final class FerriteFileSystem implements FuseOperations {
             int flags = fi.getFlags();
             int slash = path.lastIndexOf('/');
             Handle h;
-            try (Handle dir = ns.open(slash == 0 ? "/" : path.substring(0, slash))) {
+            try (Handle dir = ns.open(parent(path, slash))) {
                 h = ns.create(dir, path.substring(slash + 1), mode & S_PERMS, (flags & O_EXCL) != 0, flags & KEPT_FLAGS);
             }
             return opened(h, flags, fi);
         } catch (Throwable e) {
             return fail(e, "create");
         }
+    }
+
+    /** A handle on the entry {@code path} names, a symlink itself (the namespace's path forms follow a final symlink). */
+    private Handle openEntry(String path) {
+        if (path.equals("/")) {
+            return ns.openRoot();
+        }
+        int slash = path.lastIndexOf('/');
+        try (Handle dir = ns.open(parent(path, slash))) {
+            return ns.open(dir, path.substring(slash + 1));
+        }
+    }
+
+    private static String parent(String path, int slash) {
+        return slash == 0 ? "/" : path.substring(0, slash);
     }
 
     @Override

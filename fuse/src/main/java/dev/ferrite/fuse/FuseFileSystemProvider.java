@@ -46,8 +46,9 @@ public final class FuseFileSystemProvider implements FileSystemProvider {
             throw new InvalidArgumentException("mount point " + at + " is not a directory");
         }
         FuseBuilder builder = Fuse.builder();
-        builder.setLibraryPath(libfuse());
-        FerriteFileSystem fs = new FerriteFileSystem(volume, builder.errno());
+        String library = libfuse();
+        builder.setLibraryPath(library);
+        FerriteFileSystem fs = new FerriteFileSystem(volume, builder.errno(), new JfuseNative(library));
         Fuse fuse = builder.build(fs);
         Arena arena = Arena.ofShared();
         try {

@@ -5,12 +5,14 @@ import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
 import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
 import java.lang.reflect.Field;
 import java.lang.reflect.Method;
+import java.nio.file.Path;
 import java.util.List;
 
 import org.cryptomator.jfuse.api.Fuse;
@@ -51,7 +53,31 @@ final class JfuseNative {
     // struct fuse_config (libfuse 3.x): use_ino and readdir_ino, options libfuse 3 takes only here
     private static final long CONFIG_BYTES = 72, CFG_USE_INO = 64, CFG_READDIR_INO = 68;
 
-    private JfuseNative() {
+    private static final long CONTEXT_BYTES = 8; // struct fuse_context: the struct fuse pointer first
+    private final MethodHandle fuseGetContext;
+    private final MethodHandle fuseInvalidatePath;
+
+    /** Binds the two libfuse calls jfuse does not make, from the library at {@code libfuse}. */
+    JfuseNative(String libfuse) {
+        SymbolLookup lib = SymbolLookup.libraryLookup(Path.of(libfuse), Arena.global());
+        Linker linker = Linker.nativeLinker();
+        fuseGetContext = linker.downcallHandle(lib.findOrThrow("fuse_get_context"), FunctionDescriptor.of(ADDRESS));
+        fuseInvalidatePath = linker.downcallHandle(lib.findOrThrow("fuse_invalidate_path"), FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+    }
+
+    /**
+     * Drops the kernel's cached attributes of {@code path}, from an operation's thread. The kernel knows each
+     * path libfuse serves as an inode of its own, so a link's new name leaves the old name's link count stale
+     * for the attribute timeout (tar then misses the hard link); this refreshes it. Returns libfuse's answer
+     * (0, or -ENOENT if the kernel holds nothing for the path).
+     */
+    int invalidatePath(String path) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment context = ((MemorySegment) fuseGetContext.invokeExact()).reinterpret(CONTEXT_BYTES);
+            return (int) fuseInvalidatePath.invokeExact(context.get(ADDRESS, 0), arena.allocateFrom(path));
+        } catch (Throwable e) {
+            throw new IllegalStateException("fuse_invalidate_path(" + path + ")", e);
+        }
     }
 
     /** Whether this platform's structs are the ones laid out here. */
