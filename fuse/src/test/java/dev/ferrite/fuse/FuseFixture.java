@@ -3,9 +3,7 @@ package dev.ferrite.fuse;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 import dev.ferrite.dir.FileSystemMount;
@@ -108,10 +106,5 @@ final class FuseFixture implements AutoCloseable {
         } finally {
             Files.deleteIfExists(out);
         }
-    }
-
-    static List<String> sh(String script) {
-        List<String> c = new ArrayList<>(List.of("bash", "-euo", "pipefail", "-c", script));
-        return c;
     }
 }
