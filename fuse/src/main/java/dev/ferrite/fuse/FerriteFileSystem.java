@@ -88,8 +88,9 @@ final class FerriteFileSystem implements FuseOperations {
 
     @Override
     public void init(FuseConnInfo conn, FuseConfig cfg) {
-        // libfuse's defaults want async reads, parallel directory operations and readdirplus; no writeback
-        // cache: the kernel would hold written data that neither Ferrite's fsync nor its ordering sees.
+        // libfuse's defaults want async reads, parallel directory operations and readdirplus. No writeback cache:
+        // fsync would stay honest (the kernel writes back before it asks), but the kernel would own sizes and
+        // modification times and send data late, racing changes made through the Java API meanwhile.
         conn.setWant(conn.want() & ~FuseConnInfo.FUSE_CAP_WRITEBACK_CACHE);
         JfuseNative.useInodeNumbers(cfg);
     }
