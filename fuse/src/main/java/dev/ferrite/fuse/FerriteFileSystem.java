@@ -211,6 +211,7 @@ final class FerriteFileSystem implements FuseOperations {
     public int mkdir(String path, int mode) {
         try {
             ns.mkdir(path, mode & S_PERMS);
+            own(path);
             return 0;
         } catch (Throwable e) {
             return fail(e, "mkdir");
@@ -223,6 +224,7 @@ final class FerriteFileSystem implements FuseOperations {
             return -EPERM;
         }
         ns.create(path, mode & S_PERMS, true);
+        own(path);
         return 0;
     }
 
@@ -250,6 +252,7 @@ final class FerriteFileSystem implements FuseOperations {
     public int symlink(String target, String linkPath) {
         try {
             ns.symlink(target, linkPath);
+            own(linkPath);
             return 0;
         } catch (Throwable e) {
             return fail(e, "symlink");
@@ -305,9 +308,34 @@ final class FerriteFileSystem implements FuseOperations {
             try (Handle dir = ns.open(parent(path, slash))) {
                 h = ns.create(dir, path.substring(slash + 1), mode & S_PERMS, (flags & O_EXCL) != 0, flags & KEPT_FLAGS);
             }
+            try {
+                own(h);
+            } catch (RuntimeException e) {
+                h.close();
+                throw e;
+            }
             return opened(h, flags, fi);
         } catch (Throwable e) {
             return fail(e, "create");
+        }
+    }
+
+    /**
+     * Gives a new inode to the calling process's user and group, as Linux does: the namespace creates everything
+     * owned by 0:0, so a caller other than root costs one more transaction (a root caller none).
+     */
+    private void own(Handle h) {
+        long ids = libfuse.caller();
+        if (ids != 0) {
+            ns.setattr(h, -1, (int) (ids >>> 32), (int) ids, -1, -1);
+        }
+    }
+
+    private void own(String path) {
+        if (libfuse.caller() != 0) {
+            try (Handle h = openEntry(path)) {
+                own(h);
+            }
         }
     }
 

@@ -53,7 +53,8 @@ final class JfuseNative {
     // struct fuse_config (libfuse 3.x): use_ino and readdir_ino, options libfuse 3 takes only here
     private static final long CONFIG_BYTES = 72, CFG_USE_INO = 64, CFG_READDIR_INO = 68;
 
-    private static final long CONTEXT_BYTES = 8; // struct fuse_context: the struct fuse pointer first
+    // struct fuse_context: the struct fuse pointer, then the calling process's uid and gid
+    private static final long CONTEXT_BYTES = 16, CTX_UID = 8, CTX_GID = 12;
     private final MethodHandle fuseGetContext;
     private final MethodHandle fuseInvalidatePath;
 
@@ -71,6 +72,16 @@ final class JfuseNative {
      * for the attribute timeout (tar then misses the hard link); this refreshes it. Returns libfuse's answer
      * (0, or -ENOENT if the kernel holds nothing for the path).
      */
+    /** The calling process's uid (high half) and gid (low half), from an operation's thread. */
+    long caller() {
+        try {
+            MemorySegment context = ((MemorySegment) fuseGetContext.invokeExact()).reinterpret(CONTEXT_BYTES);
+            return (long) context.get(JAVA_INT, CTX_UID) << 32 | Integer.toUnsignedLong(context.get(JAVA_INT, CTX_GID));
+        } catch (Throwable e) {
+            throw new IllegalStateException("fuse_get_context", e);
+        }
+    }
+
     int invalidatePath(String path) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment context = ((MemorySegment) fuseGetContext.invokeExact()).reinterpret(CONTEXT_BYTES);

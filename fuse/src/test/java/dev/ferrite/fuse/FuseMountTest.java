@@ -72,6 +72,20 @@ class FuseMountTest {
     }
 
     @Test
+    void newEntriesBelongToTheCallingUser() throws IOException, InterruptedException {
+        Files.setPosixFilePermissions(fx.mountPoint, java.nio.file.attribute.PosixFilePermissions.fromString("rwxrwxrwx"));
+        FuseFixture.run(fx.mountPoint, 20, "setpriv", "--reuid=4321", "--regid=8765", "--clear-groups", "bash", "-c",
+                "mkdir d && touch d/f && ln -s f d/l && echo x > d/g && mkdir d/e");
+        Namespace ns = fx.volume.namespace();
+        for (String p : List.of("/d", "/d/f", "/d/l", "/d/g", "/d/e")) {
+            InodeStat s = ns.lstat(p);
+            assertEquals(4321 + ":" + 8765, s.uid() + ":" + s.gid(), p);
+        }
+        Files.createFile(fx.mountPoint.resolve("root-owned"));
+        assertEquals(0, ns.lstat("/root-owned").uid());
+    }
+
+    @Test
     void errorsAreTheNamespaces() throws IOException {
         Path m = fx.mountPoint;
         Files.createDirectories(m.resolve("d/e"));
