@@ -259,7 +259,7 @@ final class FileData {
 
     /** Commits a size of at least {@code size} for {@code i} (a buffered write's, whose pages were written or dropped). */
     void commitSize(Inode i, long size) {
-        mapping.update(i, 0, 0, null, old -> Math.max(old, size), true); // after the pages written back before it
+        mapping.update(i, 0, 0, null, old -> Math.max(old, size), true, true); // after the pages written back before it
     }
 
     /**
@@ -311,7 +311,7 @@ final class FileData {
         i.dataDirty = true;
         written = true;
         if (convert || newSize > s.size()) {
-            mapping.finish(i, first, end, newSize);
+            mapping.finish(i, first, end, newSize, writeBack);
         }
         return true;
     }

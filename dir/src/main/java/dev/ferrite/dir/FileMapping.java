@@ -287,9 +287,10 @@ final class FileMapping {
     /**
      * The second transaction of a write: {@code [first, end)} written, the size at least {@code newSize};
      * ordered after the data just written (a flush before its checkpoint, shared with every other in it).
+     * A {@code writeBack} of cached pages logs the time their buffered write recorded, not its own.
      */
-    void finish(Inode i, long first, long end, long newSize) {
-        update(i, first, end, (y, from, to) -> y.setWritten(from, to), size -> Math.max(size, newSize), true);
+    void finish(Inode i, long first, long end, long newSize, boolean writeBack) {
+        update(i, first, end, (y, from, to) -> y.setWritten(from, to), size -> Math.max(size, newSize), true, writeBack);
     }
 
     /** A change of the extents in a range, for {@link #update}. */
@@ -309,6 +310,15 @@ final class FileMapping {
      * completed before it.
      */
     void update(Inode i, long from, long to, RangeChange change, LongUnaryOperator size, boolean afterData) {
+        update(i, from, to, change, size, afterData, false);
+    }
+
+    /**
+     * {@link #update(Inode, long, long, RangeChange, LongUnaryOperator, boolean)}; for a {@code writeBack} of cached
+     * pages the times become the one their buffered write recorded ({@link Inode#modified}), or stay as they are if
+     * none waits (a setattr since then set them: its time wins, as on Linux, where write-back moves no time).
+     */
+    void update(Inode i, long from, long to, RangeChange change, LongUnaryOperator size, boolean afterData, boolean writeBack) {
         int rec = records.rec(i.ino);
         for (long at = from; ; ) {
             ExtentList plan = null;
@@ -342,14 +352,18 @@ final class FileMapping {
                     if (stop >= to) {
                         InodeFormat.setSize(m, rec, size.applyAsLong(InodeFormat.size(m, rec)));
                     }
-                    long now = nowNanos();
-                    InodeFormat.touch(m, rec, now, true);
+                    long now = writeBack ? i.modified() : nowNanos();
+                    if (now != 0) {
+                        InodeFormat.touch(m, rec, now, true);
+                    }
                     txn.log(b, rec, span);
                     if (afterData) {
                         txn.orderAfterData();
                     }
                     commitData(i, txn);
-                    records.clearModified(i, now);
+                    if (now != 0) {
+                        records.clearModified(i, now);
+                    }
                     if (stop >= to) {
                         return;
                     }

@@ -2,6 +2,7 @@ package dev.ferrite.dir;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -9,6 +10,7 @@ import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.NavigableMap;
 import java.util.OptionalLong;
+import java.util.ServiceLoader;
 import java.util.Set;
 import java.util.UUID;
 
@@ -383,6 +385,29 @@ public final class Volume implements AutoCloseable {
     public Namespace namespace() {
         requireOpen();
         return namespace;
+    }
+
+    /**
+     * Serves this volume's namespace as a file system on directory {@code mountPoint} (through FUSE: the
+     * {@link FileSystemProvider} of module {@code dev.ferrite.fuse}, found with {@link ServiceLoader}), so
+     * that unmodified programs use it; returns once the mount is visible, the device's name as its source in the
+     * mount table. Close the mount before the volume.
+     *
+     * @param readOnly the file system refuses every change (EROFS)
+     * @throws UnsupportedOperationException if no provider is on the class or module path
+     * @throws VolumeShutdownException if the volume is closed
+     */
+    public FileSystemMount mount(Path mountPoint, boolean readOnly) {
+        requireOpen();
+        FileSystemProvider provider = ServiceLoader.load(FileSystemProvider.class, Volume.class.getClassLoader()).findFirst()
+                .orElseThrow(() -> new UnsupportedOperationException("mounting " + device.name() + " on " + mountPoint
+                        + " needs a file system provider: put ferrite-fuse (module dev.ferrite.fuse) on the class or module path"));
+        return provider.mount(this, device.name(), mountPoint, readOnly);
+    }
+
+    /** {@link #mount(Path, boolean)} read-write. */
+    public FileSystemMount mount(Path mountPoint) {
+        return mount(mountPoint, false);
     }
 
     /**

@@ -71,6 +71,29 @@ class ModificationTimeTest extends FileTestBase {
     }
 
     @Test
+    void theWriteBackOfAnExtendingBufferedWriteKeepsATimeSetAfterIt() {
+        try (Handle f = ns.create(root, "f", 0644, true)) {
+            ns.write(f, 0, MemorySegment.ofArray(new byte[10_000])); // buffered, into blocks not yet allocated
+            ns.setattr(f, -1, -1, -1, OLD, OLD); // as tar and rsync do before closing
+        }
+        ns.sync(); // the write-back: allocates, writes, converts, commits the size
+        assertEquals(OLD, ns.stat("/f").mtimeNanos(), "the write-back's transactions moved the time set after the write");
+        assertEquals(10_000, ns.stat("/f").size());
+        long before = System.currentTimeMillis() * 1_000_000L;
+        try (Handle f = ns.open(root, "f")) {
+            ns.write(f, 20_000, MemorySegment.ofArray(new byte[10])); // a write after the time set moves it again
+        }
+        ns.sync();
+        assertRecent(ns.stat("/f").mtimeNanos(), before, "mtime after a later write's write-back");
+        long shown = ns.stat("/f").mtimeNanos();
+        v.close();
+        v = Volume.open(dev, OPTIONS);
+        ns = v.namespace();
+        root = ns.openRoot();
+        assertEquals(shown, ns.stat("/f").mtimeNanos());
+    }
+
+    @Test
     void fsyncLogsTheTimeSoThatItSurvivesACrash() {
         long before = System.currentTimeMillis() * 1_000_000L;
         try (RecordingDevice rec = RecordingDevice.wrap(VolumeFixtures.formatted())) {

@@ -145,7 +145,8 @@ class ModulePathTest {
                 "dev.ferrite.io", "dev.ferrite.io; dev.ferrite.io.internal to [dev.ferrite.btree, dev.ferrite.dir, dev.ferrite.journal]",
                 "dev.ferrite.journal", "dev.ferrite.journal; dev.ferrite.journal.internal to [dev.ferrite.btree, dev.ferrite.dir]",
                 "dev.ferrite.btree", "dev.ferrite.btree; dev.ferrite.btree.internal to [dev.ferrite.dir]",
-                "dev.ferrite.dir", "dev.ferrite.dir"), exports);
+                "dev.ferrite.dir", "dev.ferrite.dir",
+                "dev.ferrite.fuse", ""), exports); // fuse only provides dir's FileSystemProvider
     }
 
     private static String compile(Path out, Path... sources) {
@@ -163,7 +164,7 @@ class ModulePathTest {
 
     /** The engine modules (class directories or jars holding a descriptor) and the libraries they require. */
     private static List<Path> modulePathEntries() {
-        Set<String> libraries = Set.of("jctools-core", "disruptor");
+        Set<String> libraries = Set.of("jctools-core", "disruptor", "jfuse"); // jfuse: fuse provides dir's FileSystemProvider
         List<Path> entries = new ArrayList<>();
         for (String e : System.getProperty("java.class.path").split(File.pathSeparator)) {
             Path p = Path.of(e);

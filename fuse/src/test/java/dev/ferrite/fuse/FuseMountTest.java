@@ -1,0 +1,141 @@
+package dev.ferrite.fuse;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryNotEmptyException;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.List;
+import java.util.stream.Stream;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import dev.ferrite.dir.InodeStat;
+import dev.ferrite.dir.Namespace;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The mount against the namespace under it: every operation reaches the volume with the namespace's answers. */
+class FuseMountTest {
+    @TempDir
+    Path scratch;
+    FuseFixture fx;
+
+    @BeforeEach
+    void mount() throws IOException {
+        fx = new FuseFixture(scratch, 64);
+    }
+
+    @AfterEach
+    void unmount() throws Exception {
+        fx.close();
+    }
+
+    @Test
+    void filesDirectoriesAndLinksShowTheNamespacesInodes() throws IOException {
+        Path m = fx.mountPoint;
+        Files.createDirectories(m.resolve("a/b"));
+        Files.writeString(m.resolve("a/b/f"), "hello, ferrite\n");
+        Files.createSymbolicLink(m.resolve("a/l"), Path.of("b/f"));
+        Files.createLink(m.resolve("a/hard"), m.resolve("a/b/f"));
+        Namespace ns = fx.volume.namespace();
+        InodeStat f = ns.stat("/a/b/f");
+        assertEquals(15, f.size());
+        assertEquals(2, f.nlink());
+        assertEquals(f.ino(), Files.getAttribute(m.resolve("a/b/f"), "unix:ino"));
+        assertEquals(f.ino(), Files.getAttribute(m.resolve("a/hard"), "unix:ino"));
+        assertEquals(2, Files.getAttribute(m.resolve("a/hard"), "unix:nlink"));
+        assertEquals("b/f", ns.readlink("/a/l"));
+        assertEquals("hello, ferrite\n", Files.readString(m.resolve("a/l")));
+        try (Stream<Path> s = Files.list(m.resolve("a"))) {
+            assertEquals(List.of("b", "hard", "l"), s.map(p -> p.getFileName().toString()).sorted().toList());
+        }
+        Files.move(m.resolve("a/hard"), m.resolve("moved"));
+        assertEquals(f.ino(), ns.stat("/moved").ino());
+        Files.setPosixFilePermissions(m.resolve("moved"), java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+        assertEquals(0600, ns.stat("/moved").mode() & 07777);
+        Files.setLastModifiedTime(m.resolve("moved"), java.nio.file.attribute.FileTime.fromMillis(1_000_000_000_123L));
+        assertEquals(1_000_000_000_123_000_000L, ns.stat("/moved").mtimeNanos());
+        Files.delete(m.resolve("moved"));
+        assertEquals(1, ns.stat("/a/b/f").nlink());
+    }
+
+    @Test
+    void newEntriesBelongToTheCallingUser() throws IOException, InterruptedException {
+        Files.setPosixFilePermissions(fx.mountPoint, java.nio.file.attribute.PosixFilePermissions.fromString("rwxrwxrwx"));
+        FuseFixture.run(fx.mountPoint, 20, "setpriv", "--reuid=4321", "--regid=8765", "--clear-groups", "bash", "-c",
+                "mkdir d && touch d/f && ln -s f d/l && echo x > d/g && mkdir d/e");
+        Namespace ns = fx.volume.namespace();
+        for (String p : List.of("/d", "/d/f", "/d/l", "/d/g", "/d/e")) {
+            InodeStat s = ns.lstat(p);
+            assertEquals(4321 + ":" + 8765, s.uid() + ":" + s.gid(), p);
+        }
+        Files.createFile(fx.mountPoint.resolve("root-owned"));
+        assertEquals(0, ns.lstat("/root-owned").uid());
+    }
+
+    @Test
+    void errorsAreTheNamespaces() throws IOException {
+        Path m = fx.mountPoint;
+        Files.createDirectories(m.resolve("d/e"));
+        assertThrows(DirectoryNotEmptyException.class, () -> Files.delete(m.resolve("d")));
+        assertThrows(FileAlreadyExistsException.class, () -> Files.createDirectory(m.resolve("d/e")));
+        assertThrows(NoSuchFileException.class, () -> Files.readString(m.resolve("d/missing")));
+        FuseFixture.Result r = exec("rmdir", "d"); // ENOTEMPTY by its message
+        assertTrue(r.output().contains("Directory not empty"), r.output());
+        r = exec("ln", "d", "dlink");  // hard link to a directory: EPERM from the kernel, before the volume
+        assertTrue(r.output().contains("not allowed") || r.output().contains("Operation not permitted"), r.output());
+        r = exec("truncate", "-s", "-1", "d/e"); // EISDIR
+        assertTrue(r.exit() != 0, r.output());
+    }
+
+    @Test
+    void readsWritesSparseFilesAndFallocate() throws IOException, InterruptedException {
+        Path f = fx.mountPoint.resolve("data");
+        byte[] block = new byte[10_000];
+        for (int i = 0; i < block.length; i++) {
+            block[i] = (byte) (i * 31);
+        }
+        try (FileChannel ch = FileChannel.open(f, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            ch.write(ByteBuffer.wrap(block), 1 << 20);
+            ch.force(true);
+            assertEquals((1 << 20) + block.length, ch.size());
+            ByteBuffer in = ByteBuffer.allocate(block.length);
+            ch.read(in, 1 << 20);
+            assertArrayEquals(block, in.array());
+            ByteBuffer hole = ByteBuffer.allocate(4096);
+            ch.read(hole, 4096);
+            assertArrayEquals(new byte[4096], hole.array());
+            ch.truncate(5000);
+        }
+        assertEquals(5000, fx.volume.namespace().stat("/data").size());
+        FuseFixture.run(fx.mountPoint, 20, "fallocate", "-l", "8M", "data");
+        assertEquals(8 << 20, fx.volume.namespace().stat("/data").size());
+        FuseFixture.run(fx.mountPoint, 20, "fallocate", "-p", "-o", "0", "-l", "4M", "data");
+        FuseFixture.run(fx.mountPoint, 20, "sync", "data");
+        String df = FuseFixture.run(fx.mountPoint, 20, "stat", "-f", "-c", "%S %b %f", ".");
+        var s = fx.volume.statfs();
+        assertEquals(s.blockSize() + " " + s.totalBlocks(), df.substring(0, df.lastIndexOf(' ')));
+        Files.writeString(f, "short\n", StandardCharsets.UTF_8, StandardOpenOption.TRUNCATE_EXISTING);
+        assertEquals("short\n", Files.readString(f));
+    }
+
+    private FuseFixture.Result exec(String... command) throws IOException {
+        try {
+            return FuseFixture.exec(fx.mountPoint, 20, command);
+        } catch (InterruptedException e) {
+            throw new AssertionError(e);
+        }
+    }
+}
