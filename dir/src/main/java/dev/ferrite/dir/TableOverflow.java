@@ -41,6 +41,8 @@ final class TableOverflow {
     /** A handle on the tree's inode, open for the volume's life once the tree exists (it has a link: an unmount leaves nothing to free). */
     private volatile Handle handle;
     private volatile BTree tree;
+    /** The tree's inode once known to exist: it stays for the volume's life. */
+    private volatile long known;
 
     TableOverflow(Volume volume, Namespace namespace, BufferCache cache) {
         this.volume = volume;
@@ -50,9 +52,13 @@ final class TableOverflow {
         this.records = namespace.records;
     }
 
-    /** The tree's inode number, 0 if the volume has none. */
+    /** The tree's inode number, 0 if the volume has none (read on every table change: the header only until it is made). */
     long inode() {
-        return volume.group(0).overflowTree();
+        long i = known;
+        if (i == 0) {
+            known = i = volume.group(0).overflowTree();
+        }
+        return i;
     }
 
     /** The tree, or null if the volume has none and {@code make} is false (else made first: the caller holds the group lock). */

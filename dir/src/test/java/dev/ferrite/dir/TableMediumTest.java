@@ -154,7 +154,7 @@ class TableMediumTest {
                     assertEquals(second.length > Table.MAX_MEDIUM ? 1 : 0, blobs(v), from + " to " + to);
                     VolumeFixtures.assertChecked(v.namespace());
                     assertTrue(t.delete(k));
-                    assertEquals(0, chunks(v));
+                    assertEquals(0, chunks(v), from + " to " + to + ", deleted: its chunks are gone");
                 }
             }
             for (int i = 0; i < 10; i++) {
@@ -377,7 +377,7 @@ class TableMediumTest {
                 if (round < 2) {
                     v.tables().drop("t");
                 }
-                assertEquals(0, chunks(v));
+                assertEquals(0, chunks(v), "round " + round + ": the dropped table's chunks");
                 VolumeFixtures.assertChecked(v.namespace());
                 if (round == 0) {
                     free = v.statfs().freeBlocks();
@@ -453,7 +453,7 @@ class TableMediumTest {
             TableValueFormat.Medium stray = new TableValueFormat.Medium(medium(t, b("b")).id() + 100, 1500, 0);
             overflow.write(stray, MemorySegment.ofArray(new byte[1500]));
             CheckReport report = v.namespace().check();
-            assertFalse(report.clean());
+            assertFalse(report.clean(), "a leaked value's chunks: " + report);
             assertTrue(report.toString().contains("chunk 0 of medium value " + stray.id() + " (960 bytes) belongs to no table's value: leaked"), report.toString());
             assertTrue(report.toString().contains("chunk 1 of medium value " + stray.id() + " (540 bytes)"), report.toString());
             overflow.delete(stray);
