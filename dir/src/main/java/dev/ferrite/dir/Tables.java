@@ -433,22 +433,21 @@ public final class Tables {
         try {
             for (;;) {
                 byte[] now = storedAt(t, key, at);
-                if (Arrays.equals(now, s)) {
-                    if (locked) {
-                        throw TableOverflow.damaged(t, key, x);
+                if (!Arrays.equals(now, s)) {
+                    if (now == null) {
+                        return -1;
                     }
-                    locked = lockForRead(t);
-                    continue;
+                    s = now;
+                    MemorySegment m = MemorySegment.ofArray(now);
+                    if (!isMedium(now)) {
+                        return copy(t, key, at, m, now.length, offset, out);
+                    }
+                    x = TableValueFormat.readMedium(m);
+                } else if (locked) {
+                    throw TableOverflow.damaged(t, key, x); // missed under the lock too
+                } else {
+                    locked = lockForRead(t); // and read again
                 }
-                if (now == null) {
-                    return -1;
-                }
-                s = now;
-                MemorySegment m = MemorySegment.ofArray(now);
-                if (!isMedium(now)) {
-                    return copy(t, key, at, m, now.length, offset, out);
-                }
-                x = TableValueFormat.readMedium(m);
                 if (offset >= x.length() || overflow.read(x, offset, out)) {
                     return x.length();
                 }

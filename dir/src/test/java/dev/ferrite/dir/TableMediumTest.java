@@ -480,6 +480,10 @@ class TableMediumTest {
                     + " (inode " + overflow.inode() + ") holds 3 of them"), report.toString());
             CorruptionException e = assertThrows(CorruptionException.class, () -> t.get(b("a")));
             assertTrue(e.getMessage().contains("key 61 names medium value " + a.id() + " of 3000 bytes in 4 chunks, which are missing"), e.getMessage());
+            e = assertThrows(CorruptionException.class, () -> t.read(MemorySegment.ofArray(b("a")), 1000, MemorySegment.ofArray(new byte[10])));
+            assertTrue(e.getMessage().contains("key 61 names medium value " + a.id()), e.getMessage());
+            byte[] other = new byte[10]; // the chunks around the lost one still read
+            assertEquals(3000, t.read(MemorySegment.ofArray(b("a")), 2000, MemorySegment.ofArray(other)));
             assertEquals(2500, t.get(b("b")).length);
         }
     }
