@@ -40,7 +40,8 @@ import static dev.ferrite.io.internal.OnDisk.U64;
  *  68  u32 free-list entries
  *  72  u64 group 0 only: inode number of the table catalog ({@link Tables}), 0 until it is made
  *  80  u64 group 0 only: inode number of the tables' blob directory ({@link TableBlobs}), 0 until it is made
- *  88..127 zero
+ *  88  u64 group 0 only: inode number of the tables' overflow tree ({@link TableOverflow}), 0 until it is made
+ *  96..127 zero
  * 128  u32 free list: group blocks for the inode and orphan trees
  * </pre>
  */
@@ -56,7 +57,7 @@ final class AgHeaderFormat {
     static final int AG_LENGTH = 36, BNO_TREE = 40, CNT_TREE = 44, FREE_BLOCKS = 48, AGF_LIST_COUNT = 56;
     // AGI
     static final int INO_TREE = 40, FINO_TREE = 44, INODES = 48, FREE_INODES = 56, ORPHAN_TREE = 64,
-            AGI_LIST_COUNT = 68, CATALOG = 72, BLOBS = 80;
+            AGI_LIST_COUNT = 68, CATALOG = 72, BLOBS = 80, OVERFLOW = 88;
     static final int LIST = 128;
 
     private AgHeaderFormat() {

@@ -264,7 +264,12 @@ final class AllocationGroup {
         return snapshot(agi, AgHeaderFormat.BLOBS);
     }
 
-    /** Group 0, in {@code txn}: sets header field {@code field} ({@code AgHeaderFormat.CATALOG} or {@code BLOBS}) to inode {@code ino}. */
+    /** Group 0: the tables' overflow tree's inode number, 0 if the volume has none yet (read without the lock). */
+    long overflowTree() {
+        return snapshot(agi, AgHeaderFormat.OVERFLOW);
+    }
+
+    /** Group 0, in {@code txn}: sets header field {@code field} ({@code AgHeaderFormat.CATALOG}, {@code BLOBS} or {@code OVERFLOW}) to inode {@code ino}. */
     void setTablesInode(Txn txn, int field, long ino) {
         lock(txn, agi);
         AgHeaderFormat.setU64(agi.data(), field, ino);

@@ -256,7 +256,31 @@ final class FreeSpace {
         }
         long largest = largestExtent(txn);
         long r = largest < 0 || extentLength(largest) < min ? -1 : usableEnd(largest, min, want);
+        if (r < 0 && largest >= 0 && extentLength(largest) >= min) {
+            r = usableInside(largest, min, want);
+        }
         return r < 0 ? null : new long[] {largest, r};
+    }
+
+    /**
+     * Up to {@code want} blocks, at least {@code min}, from inside free extent {@code e} that are not busy,
+     * or -1: for when busy blocks lie at both its ends, as blocks just freed next to it do (a table's
+     * tree giving back nodes one commit, and taking blocks the next). Waiting for them instead would
+     * force the log at every such commit.
+     */
+    private long usableInside(long e, int min, int want) {
+        int s = extentStart(e), end = s + extentLength(e);
+        for (int at = s; at + min <= end; ) {
+            int run = 0;
+            while (at + run < end && run < want && !busy(at + run) && busyData.firstBusy(at + run, at + run + 1) > at + run) {
+                run++;
+            }
+            if (run >= min) {
+                return extent(at, run);
+            }
+            at += run + 1;
+        }
+        return -1;
     }
 
     /**

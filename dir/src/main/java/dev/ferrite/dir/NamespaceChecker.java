@@ -1,5 +1,6 @@
 package dev.ferrite.dir;
 
+import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
@@ -11,8 +12,10 @@ import java.util.Map;
 import java.util.NavigableMap;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.function.BiConsumer;
 
 import dev.ferrite.btree.internal.BTree;
+import dev.ferrite.btree.internal.Cursor;
 import dev.ferrite.btree.internal.TreeCheck;
 import dev.ferrite.btree.internal.TreeWalk;
 import dev.ferrite.dir.CheckProblem.Kind;
@@ -33,6 +36,8 @@ final class NamespaceChecker {
     static final String CATALOG = "tables:";
     /** How problems name the tables' blob directory ({@link TableBlobs}) and, after it, a blob. */
     static final String BLOBS = "blobs:";
+    /** How problems name the tables' overflow tree ({@link TableOverflow}). */
+    static final String OVERFLOW = "overflow:";
     private final Volume volume;
     private final Geometry geometry;
     private final InodeCache inodes;
@@ -136,6 +141,8 @@ final class NamespaceChecker {
                 }
                 checkBlocks(dir, ds);
             }
+            long overflow = volume.group(0).overflowTree(); // and the medium values' chunks
+            Map<Long, Boolean> tableInodes = new HashMap<>(); // each table's, and whether it is an orphan
             Set<Long> orphans = new HashSet<>();
             for (int g = 0; g < geometry.agCount(); g++) {
                 orphans.addAll(volume.group(g).orphanInodes());
@@ -145,7 +152,12 @@ final class NamespaceChecker {
                     inodeCount++;
                     InodeStat s = records.readRecord(ino, (b, rec) -> InodeFormat.stat(ino, b, rec));
                     int n = names.getOrDefault(ino, 0);
-                    if (orphans.contains(ino)) {
+                    if (s.isTable() && ino != overflow) {
+                        tableInodes.put(ino, orphans.contains(ino));
+                    }
+                    if (ino == overflow) {
+                        checkBlocks(ino, s);
+                    } else if (orphans.contains(ino)) {
                         if (n != 0 || s.nlink() != 0) {
                             add(Kind.ORPHAN, ino, pathOf(ino), "orphan " + ino + " has " + s.nlink() + " links and " + n + " names");
                         }
@@ -165,6 +177,9 @@ final class NamespaceChecker {
                 if (records.readRecord(ino, InodeFormat::mode) == 0) {
                     add(Kind.ORPHAN, ino, null, "orphan " + ino + " is a free inode");
                 }
+            }
+            if (overflow != 0) {
+                checkOverflow(overflow, tableInodes);
             }
             problems.addAll(volume.checkGroups(owned));
             return new CheckReport(problems, dirPaths.size(), inodeCount, trees, tables);
@@ -193,6 +208,99 @@ final class NamespaceChecker {
                 }
             }
             return namePaths.get(ino);
+        }
+
+        /** A table's medium value as the check found it: who names it, and how many of its chunks it met. */
+        private static final class MediumRef {
+            final long table;
+            final byte[] key;
+            final TableValueFormat.Medium m;
+            final boolean orphan;
+            int seen;
+
+            MediumRef(long table, byte[] key, TableValueFormat.Medium m, boolean orphan) {
+                this.table = table;
+                this.key = key;
+                this.m = m;
+                this.orphan = orphan;
+            }
+
+            String what() {
+                return "table " + table + " key " + Tables.hex(MemorySegment.ofArray(key)) + " names medium value " + m.id() + " of "
+                        + m.length() + " bytes in " + m.chunks() + " chunks";
+            }
+        }
+
+        /**
+         * The overflow tree against the tables ({@code tables}: inode to whether it is an orphan): every
+         * medium value a table names has each of its chunks, of its length, and every chunk belongs to
+         * exactly one table's value. An orphaned table's values may have lost chunks already: its release,
+         * cut short by a crash, goes on at the next mount.
+         */
+        private void checkOverflow(long overflow, Map<Long, Boolean> tables) {
+            Map<Long, MediumRef> refs = new HashMap<>();
+            for (Map.Entry<Long, Boolean> t : tables.entrySet()) {
+                long ino = t.getKey();
+                entries(ino, (key, v) -> {
+                    byte kind;
+                    try {
+                        kind = TableValueFormat.kind(v, v.byteSize(), ino);
+                    } catch (CorruptionException e) {
+                        add(Kind.BTREE, ino, pathOf(ino), "key " + Tables.hex(MemorySegment.ofArray(key)) + ": " + e.getMessage());
+                        return;
+                    }
+                    if (kind == TableValueFormat.MEDIUM) {
+                        MediumRef r = new MediumRef(ino, key, TableValueFormat.readMedium(v), t.getValue());
+                        MediumRef other = refs.putIfAbsent(r.m.id(), r);
+                        if (other != null) {
+                            add(Kind.BTREE, ino, pathOf(ino), r.what() + ", which " + other.what().replace(" names ", " also names "));
+                        }
+                    }
+                });
+            }
+            entries(overflow, (key, v) -> {
+                if (key.length != TableValueFormat.CHUNK_KEY) {
+                    add(Kind.BTREE, overflow, OVERFLOW, "overflow tree key " + Tables.hex(MemorySegment.ofArray(key)) + " is no chunk's");
+                    return;
+                }
+                MemorySegment k = MemorySegment.ofArray(key);
+                long id = TableValueFormat.chunkId(k);
+                int chunk = TableValueFormat.chunkNumber(k);
+                MediumRef r = refs.get(id);
+                String what = "overflow tree chunk " + chunk + " of medium value " + id + " (" + v.byteSize() + " bytes)";
+                if (r == null) {
+                    add(Kind.BTREE, overflow, OVERFLOW, what + " belongs to no table's value: leaked");
+                } else if (chunk < 0 || chunk >= r.m.chunks() || v.byteSize() != r.m.chunkLength(chunk)) {
+                    add(Kind.BTREE, r.table, pathOf(r.table), what + " does not fit: " + r.what());
+                } else {
+                    r.seen++;
+                }
+            });
+            for (MediumRef r : refs.values()) {
+                if (r.seen != r.m.chunks() && !r.orphan) {
+                    add(Kind.BTREE, r.table, pathOf(r.table), r.what() + " but the overflow tree (inode " + overflow + ") holds "
+                            + r.seen + " of them");
+                }
+            }
+        }
+
+        /** Each key and value of table-type inode {@code ino}'s tree; a tree its own check found unreadable ends early. */
+        private void entries(long ino, BiConsumer<byte[], MemorySegment> each) {
+            int area = records.rec(ino) + InodeFormat.INLINE;
+            long header = records.readRecord(ino, (b, rec) -> isTree(b, rec) ? DirEntryFormat.treeHeader(b, area) : 0L);
+            if (header == 0) {
+                return;
+            }
+            Inode d = inodes.acquire(ino);
+            try {
+                Cursor c = dirs.tree(d, header).cursor(null, false);
+                while (c.next()) {
+                    each.accept(c.key(), c.valueSegment());
+                }
+            } catch (CorruptionException e) { // reported by the tree's check
+            } finally {
+                inodes.release(d);
+            }
         }
 
         /** A long symlink's block: in range, holding the link's target of its size; the inode counts one block. */

@@ -1,5 +1,6 @@
 package dev.ferrite.dir;
 
+import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 import java.util.NavigableMap;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -41,7 +42,7 @@ public final class Snapshot implements AutoCloseable {
         byte[] now = table.storedValue(key); // the tree first, then the records: a change seen above has its record below
         TableVersions.Undo u = tables.versions.at(table.inode.ino, key, version);
         byte[] then = u == null ? now : u.before;
-        return then == null ? null : tables.decode(table, then);
+        return then == null ? null : tables.decode(table, MemorySegment.ofArray(key), version, then);
     }
 
     /**

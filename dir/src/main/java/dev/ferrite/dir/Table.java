@@ -25,10 +25,15 @@ import dev.ferrite.io.InvalidArgumentException;
 public final class Table implements AutoCloseable {
     /** The longest key, in bytes. */
     public static final int MAX_KEY = BTreeNodeFormat.MAX_KEY;
-    /** The longest value, in bytes (1 GiB). Values over {@value #MAX_INLINE} bytes are kept out of line, as blobs. */
+    /**
+     * The longest value, in bytes (1 GiB). Values over {@value #MAX_INLINE} bytes are kept out of line: up
+     * to {@value #MAX_MEDIUM} in the volume's overflow tree, longer ones as blobs.
+     */
     public static final int MAX_VALUE = 1 << 30;
-    /** The longest value kept in the table's B-tree itself; longer ones go to a blob file ({@link TableBlobs}). */
+    /** The longest value kept in the table's B-tree itself. */
     public static final int MAX_INLINE = BTreeNodeFormat.MAX_VALUE - 1;
+    /** The longest value kept as chunks in the volume's overflow tree ({@link TableOverflow}); longer ones go to a blob file ({@link TableBlobs}). */
+    public static final int MAX_MEDIUM = 64 * 1024;
     /** The longest stored form a B-tree cell takes ({@link TableValueFormat}). */
     static final int MAX_TREE_VALUE = BTreeNodeFormat.MAX_VALUE;
 
@@ -75,7 +80,7 @@ public final class Table implements AutoCloseable {
     /** The value of {@code key} (read whole, however long), or null if absent. Lock-free. */
     public byte[] get(byte[] key) {
         byte[] stored = storedValue(key);
-        return stored == null ? null : tables.decode(this, stored);
+        return stored == null ? null : tables.decode(this, MemorySegment.ofArray(key), -1, stored);
     }
 
     /**
@@ -90,7 +95,7 @@ public final class Table implements AutoCloseable {
     /**
      * Copies bytes of {@code key}'s value from {@code offset} into {@code out}, as many as fit (or as
      * remain), and returns the value's whole length, or -1 if the key is absent: a streaming read of a long
-     * value, a piece at a time.
+     * value, a piece at a time (of a medium value only the chunks holding those bytes are read).
      */
     public long read(MemorySegment key, long offset, MemorySegment out) {
         requireKey(key.byteSize());
@@ -100,7 +105,7 @@ public final class Table implements AutoCloseable {
         requireOpen();
         MemorySegment buf = MemorySegment.ofArray(Tables.valueBuffer());
         int len = tree().get(key, buf);
-        return len < 0 ? -1 : tables.copy(this, buf, len, offset, out);
+        return len < 0 ? -1 : tables.copy(this, key, -1, buf, len, offset, out);
     }
 
     /** The length of {@code key}'s value, or -1 if absent. */

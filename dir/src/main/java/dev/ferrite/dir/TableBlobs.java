@@ -7,7 +7,6 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.zip.CRC32C;
 
-import dev.ferrite.btree.internal.Cursor;
 import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.Errno;
 
@@ -162,23 +161,9 @@ final class TableBlobs {
         }
     }
 
-    /** Deletes every blob the keys of orphaned table {@code table} name (already gone: fine), before its keys go. */
-    void release(Inode table, DirContents dirs, InodeRecords records) {
-        if (directory() == 0) {
-            return;
-        }
-        int area = records.rec(table.ino) + InodeFormat.INLINE;
-        long header = records.readRecord(table.ino, (b, r) -> DirContents.isTree(b, r) ? DirEntryFormat.treeHeader(b, area) : 0L);
-        if (header == 0) {
-            return;
-        }
-        Cursor c = dirs.tree(table, header).cursor(null, false);
-        while (c.next()) {
-            MemorySegment v = c.valueSegment();
-            if (TableValueFormat.kind(v, v.byteSize(), table.ino) == TableValueFormat.BLOB) {
-                delete(name('l', TableValueFormat.readBlob(v).id()));
-            }
-        }
+    /** Deletes live blob {@code id} (already gone: fine), named by a key of an orphaned table, before its keys go ({@link Tables}). */
+    void release(long id) {
+        delete(name('l', id));
     }
 
     /** At mount: deletes the pending and doomed blobs a crash (or an unmount with snapshots open) left. */

@@ -17,13 +17,23 @@ import dev.ferrite.btree.internal.Txn;
  * key's stored value before it, so that a group that fails part way (no space, too big for the log)
  * undoes what it did, still inside the group, before the error reaches the caller. A change that names
  * a blob links it, one that replaces or deletes a blob's key dooms the blob (renames in the group, undone
- * with it: {@link TableBlobs}). One thread uses an instance.
+ * with it: {@link TableBlobs}). A medium value's chunks ({@link TableOverflow}) go in before the key that
+ * names them and a replaced or deleted one's go after its key changed, all in the group; undone with it
+ * (the deleted value's bytes were read first). One thread uses an instance.
  */
 final class TableCommit {
     static final int PUT = 0, PUT_IF_ABSENT = 1, DELETE = 2;
 
+    /** What a group did, to undo: a key's change, or a medium value's chunks written or deleted. */
+    private sealed interface Undo {
+    }
+
     /** A key's stored value before a change of the group: {@code before} null if it was absent. */
-    private record Undo(Table table, byte[] key, byte[] before) {
+    private record KeyUndo(Table table, byte[] key, byte[] before) implements Undo {
+    }
+
+    /** Medium value {@code m}'s chunks, written ({@code value} null: undone by deleting them) or deleted (undone by writing {@code value} again). */
+    private record ChunksUndo(TableValueFormat.Medium m, byte[] value) implements Undo {
     }
 
     private final BufferCache cache;
@@ -31,6 +41,7 @@ final class TableCommit {
     private final InodeRecords records;
     private final TableVersions versions;
     private final TableBlobs blobs;
+    private final TableOverflow overflow;
     /** The changes made so far, when the commit may have to undo them; else null. */
     private final List<Undo> undo;
     /** Blobs this group linked and doomed, in order (undone in reverse if it fails). */
@@ -42,12 +53,13 @@ final class TableCommit {
     long version;
 
     TableCommit(BufferCache cache, DirContents dirs, InodeRecords records, TableVersions versions, TableBlobs blobs,
-                boolean undoable) {
+                TableOverflow overflow, boolean undoable) {
         this.cache = cache;
         this.dirs = dirs;
         this.records = records;
         this.versions = versions;
         this.blobs = blobs;
+        this.overflow = overflow;
         this.undo = undoable ? new ArrayList<>() : null;
         this.linked = undoable ? new ArrayList<>() : null;
         this.doomed = undoable ? new ArrayList<>() : null;
@@ -61,8 +73,8 @@ final class TableCommit {
     /**
      * Changes {@code key} of {@code t} ({@code op}: PUT or PUT_IF_ABSENT with the stored {@code value}, or
      * DELETE) in a transaction of its own; {@code t}'s lock is held. A commit that is not undoable (a
-     * single write) answers NEEDS_GROUP, having changed nothing, when the key names a blob: its change
-     * must doom the blob in a group.
+     * single write) answers NEEDS_GROUP, having changed nothing, when the key names a blob or a medium
+     * value: its change must doom the blob, or delete the chunks, in a group.
      *
      * @return UNCHANGED, CHANGED or NEEDS_GROUP
      * @throws TableException TABLE_CLOSED if the table was dropped
@@ -71,10 +83,24 @@ final class TableCommit {
         return change(t, key, value, op, true);
     }
 
+    /**
+     * {@link #apply} of PUT or PUT_IF_ABSENT with medium {@code value} itself (not its stored form), in an
+     * undoable commit: its chunks are written first, then the key names them.
+     */
+    int applyMedium(Table t, MemorySegment key, MemorySegment value, int op) {
+        if (op == PUT_IF_ABSENT && t.tree().get(key, MemorySegment.NULL) >= 0) {
+            return UNCHANGED; // the table's lock, held, keeps the answer true: no chunks to write
+        }
+        TableValueFormat.Medium m = overflow.describe(value);
+        undo.add(new ChunksUndo(m, null)); // first: a write failing part way is undone too
+        overflow.write(m, value);
+        return change(t, key, MemorySegment.ofArray(TableValueFormat.medium(m)), op, true);
+    }
+
     /** One change; {@code forward} false for one that undoes an earlier change of the group, which records nothing. */
     private int change(Table t, MemorySegment k, MemorySegment value, int op, boolean forward) {
         long ino = t.inode.ino;
-        boolean mayHoldBlobs = blobs.directory() != 0;
+        boolean mayHoldOutOfLine = blobs.directory() != 0 || overflow.inode() != 0;
         for (;;) {
             // read before the record is locked (a lock-free read of a block this thread holds would wait for
             // ever); the table's lock, held, keeps both answers true
@@ -86,25 +112,33 @@ final class TableCommit {
                 throw new TableException(TableException.Kind.TABLE_CLOSED, t + " was dropped");
             }
             BTree tree = t.tree();
-            byte[] before = null, key = null;
+            byte[] before = null, key = null, replaced = null;
             long doomedBlob = -1;
+            TableValueFormat.Medium medium = null;
             try (Txn txn = Txn.begin(cache, 2 + tree.reservation())) {
                 records.lockRecord(txn, ino);
-                if (forward && (undo != null || version != 0 || mayHoldBlobs)) {
+                if (forward && (undo != null || version != 0 || mayHoldOutOfLine)) {
                     long found = tree.find(txn, k, BTree.Match.EXACT, keyOut, valueOut);
                     int length = found >= 0 ? BTree.foundValueLength(found) : -1;
-                    if (length >= 0 && TableValueFormat.kind(valueOut, length, ino) == TableValueFormat.BLOB) {
-                        if (undo == null) {
-                            return NEEDS_GROUP; // nothing changed: the transaction ends without a commit
-                        }
+                    byte kind = length >= 0 ? TableValueFormat.kind(valueOut, length, ino) : TableValueFormat.INLINE;
+                    if (kind != TableValueFormat.INLINE && undo == null) {
+                        return NEEDS_GROUP; // nothing changed: the transaction ends without a commit
+                    }
+                    if (kind == TableValueFormat.BLOB) {
                         doomedBlob = op == PUT_IF_ABSENT ? -1 : TableValueFormat.readBlob(valueOut).id();
+                    } else if (kind == TableValueFormat.MEDIUM && op != PUT_IF_ABSENT) {
+                        medium = TableValueFormat.readMedium(valueOut);
+                        replaced = new byte[1 + medium.length()]; // its bytes, for the undo and for snapshots: its chunks go after this change
+                        if (!overflow.read(medium, 0, MemorySegment.ofArray(replaced).asSlice(1))) { // the table's lock held: nothing changes them
+                            throw TableOverflow.damaged(t, k, medium);
+                        }
                     }
                     if (undo != null || version != 0) {
                         key = k.toArray(ValueLayout.JAVA_BYTE);
                         before = length < 0 ? null : valueOut.asSlice(0, length).toArray(ValueLayout.JAVA_BYTE);
                     }
-                    if (version != 0) {
-                        versions.record(version, ino, key, before); // before the change can be seen: at its commit
+                    if (version != 0) { // before the change can be seen: at its commit; a medium value by its bytes (kind INLINE)
+                        versions.record(version, ino, key, replaced != null ? replaced : before);
                     }
                 }
                 boolean changed = switch (op) {
@@ -122,7 +156,11 @@ final class TableCommit {
                 seq = txn.commit();
             }
             if (forward && undo != null) {
-                undo.add(new Undo(t, key, before));
+                undo.add(new KeyUndo(t, key, before));
+                if (medium != null) {
+                    undo.add(new ChunksUndo(medium, replaced));
+                    overflow.delete(medium);
+                }
                 if (doomedBlob >= 0) {
                     blobs.doom(doomedBlob);
                     doomed.add(doomedBlob);
@@ -144,9 +182,12 @@ final class TableCommit {
      */
     void undoAll() {
         for (int i = undo.size() - 1; i >= 0; i--) {
-            Undo u = undo.get(i);
-            change(u.table(), MemorySegment.ofArray(u.key()), u.before() == null ? null : MemorySegment.ofArray(u.before()),
-                    u.before() == null ? DELETE : PUT, false);
+            switch (undo.get(i)) {
+                case KeyUndo u -> change(u.table(), MemorySegment.ofArray(u.key()), u.before() == null ? null : MemorySegment.ofArray(u.before()),
+                        u.before() == null ? DELETE : PUT, false);
+                case ChunksUndo u when u.value() == null -> overflow.delete(u.m());
+                case ChunksUndo u -> overflow.write(u.m(), MemorySegment.ofArray(u.value()).asSlice(1));
+            }
         }
         undo.clear();
         for (int i = linked.size() - 1; i >= 0; i--) {

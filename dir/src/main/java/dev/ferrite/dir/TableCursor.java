@@ -169,9 +169,13 @@ public final class TableCursor {
         return key != null ? key.clone() : cursor.key();
     }
 
-    /** The current value (a copy; a value kept out of line is read whole). */
+    /**
+     * The current value (a copy; a value kept out of line is read whole). On a table (not at a snapshot)
+     * a medium value replaced or deleted since the cursor read its leaf is read as its key holds it now:
+     * null if the key is gone.
+     */
     public byte[] value() {
-        return table.tables().decode(table, stored().toArray(ValueLayout.JAVA_BYTE));
+        return table.tables().decode(table, keySegment(), at == null ? -1 : at.version(), stored().toArray(ValueLayout.JAVA_BYTE));
     }
 
     /** The current key, valid until the next move (a view of a table's cursor, nothing copied). */
@@ -181,20 +185,21 @@ public final class TableCursor {
 
     /**
      * The current value, valid until the next move: a view of a table's cursor, nothing copied, for a
-     * value kept in the tree; a copy read whole for one kept out of line.
+     * value kept in the tree; a copy read whole for one kept out of line (null as {@link #value()}'s).
      */
     public MemorySegment valueSegment() {
         MemorySegment m = stored();
         if (TableValueFormat.kind(m, m.byteSize(), table.inode.ino) == TableValueFormat.INLINE) {
             return m.asSlice(1);
         }
-        return MemorySegment.ofArray(value());
+        byte[] v = value();
+        return v == null ? null : MemorySegment.ofArray(v);
     }
 
-    /** Copies the current value into {@code out} (as much as fits) and returns its whole length. */
+    /** Copies the current value into {@code out} (as much as fits) and returns its whole length (-1: as {@link #value()}'s null). */
     public long value(MemorySegment out) {
         MemorySegment m = stored();
-        return table.tables().copy(table, m, m.byteSize(), 0, out);
+        return table.tables().copy(table, keySegment(), at == null ? -1 : at.version(), m, m.byteSize(), 0, out);
     }
 
     /** The current entry's stored form ({@link TableValueFormat}). */

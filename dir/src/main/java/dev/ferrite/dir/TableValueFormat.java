@@ -2,6 +2,7 @@ package dev.ferrite.dir;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
 
 import dev.ferrite.io.CorruptionException;
 
@@ -10,7 +11,8 @@ import static dev.ferrite.io.internal.OnDisk.U64;
 
 /**
  * A table value as its B-tree stores it: a kind byte, then the value itself (inline) or where it lies
- * (a blob: a regular file of the volume's blob directory, {@link TableBlobs}).
+ * (medium: chunks in the volume's overflow tree, {@link TableOverflow}; a blob: a regular file of the
+ * volume's blob directory, {@link TableBlobs}); and the overflow tree's chunk keys.
  *
  * <pre>
  * inline, 1 + n bytes (n up to {@value #MAX_INLINE}):
@@ -25,17 +27,52 @@ import static dev.ferrite.io.internal.OnDisk.U64;
  *  24  u32 its inode generation
  *  28  u32 CRC32C of the value
  *  32  u64 the value's length
+ *
+ * medium, {@value #MEDIUM_SIZE} bytes (a value of {@value #MAX_INLINE} + 1 to {@value #MAX_MEDIUM} bytes):
+ *   0  u8 kind {@value #MEDIUM}
+ *   1  3 bytes zero
+ *   4  u32 the value's length
+ *   8  u64 value id: its chunks' keys in the overflow tree
+ *  16  u32 CRC32C of the value
+ *
+ * overflow tree key of a medium value's chunk, {@value #CHUNK_KEY} bytes, big-endian so that keys sort
+ * by id, then chunk:
+ *   0  u64 value id
+ *   8  u32 chunk number: chunk c holds the value's bytes [c * {@value #CHUNK}, (c + 1) * {@value #CHUNK})
+ * whose value is those bytes ({@value #CHUNK} but the last chunk's)
  * </pre>
  */
 final class TableValueFormat {
-    static final byte INLINE = 0, BLOB = 1;
-    /** The longest value kept in the tree itself; longer ones go to a blob. */
+    static final byte INLINE = 0, BLOB = 1, MEDIUM = 2;
+    /** The longest value kept in the tree itself; longer ones go to the overflow tree or a blob. */
     static final int MAX_INLINE = Table.MAX_TREE_VALUE - 1;
+    /** The longest value kept in the overflow tree; longer ones go to a blob. */
+    static final int MAX_MEDIUM = Table.MAX_MEDIUM;
     static final int BLOB_SIZE = 40;
+    static final int MEDIUM_SIZE = 20;
+    /** Bytes of a medium value per overflow tree entry: the most a tree cell holds. */
+    static final int CHUNK = Table.MAX_TREE_VALUE;
+    static final int CHUNK_KEY = 12;
     private static final long ID = 8, INO = 16, GENERATION = 24, CRC = 28, LENGTH = 32;
+    private static final long MEDIUM_LENGTH = 4, MEDIUM_ID = 8, MEDIUM_CRC = 16;
+    private static final ValueLayout.OfLong KEY_ID = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+    private static final ValueLayout.OfInt KEY_CHUNK = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
 
     /** Where a value kept out of line lies. */
     record Blob(long id, long ino, int generation, int crc, long length) {
+    }
+
+    /** A value kept in the overflow tree: its id, length and CRC32C. */
+    record Medium(long id, int length, int crc) {
+        /** Its chunks in the overflow tree. */
+        int chunks() {
+            return (length + CHUNK - 1) / CHUNK;
+        }
+
+        /** The length of chunk {@code c}. */
+        int chunkLength(int c) {
+            return Math.min(CHUNK, length - c * CHUNK);
+        }
     }
 
     private TableValueFormat() {
@@ -60,6 +97,39 @@ final class TableValueFormat {
         return b;
     }
 
+    static byte[] medium(Medium x) {
+        byte[] b = new byte[MEDIUM_SIZE];
+        MemorySegment m = MemorySegment.ofArray(b);
+        m.set(ValueLayout.JAVA_BYTE, 0, MEDIUM);
+        m.set(U32, MEDIUM_LENGTH, x.length());
+        m.set(U64, MEDIUM_ID, x.id());
+        m.set(U32, MEDIUM_CRC, x.crc());
+        return b;
+    }
+
+    static Medium readMedium(MemorySegment m) {
+        return new Medium(m.get(U64, MEDIUM_ID), m.get(U32, MEDIUM_LENGTH), m.get(U32, MEDIUM_CRC));
+    }
+
+    /** True if a value of {@code length} bytes is kept in the overflow tree. */
+    static boolean isMedium(long length) {
+        return length > MAX_INLINE && length <= MAX_MEDIUM;
+    }
+
+    /** Sets {@code key} ({@value #CHUNK_KEY} bytes) to the overflow tree key of chunk {@code chunk} of value {@code id}. */
+    static void chunkKey(MemorySegment key, long id, int chunk) {
+        key.set(KEY_ID, 0, id);
+        key.set(KEY_CHUNK, 8, chunk);
+    }
+
+    static long chunkId(MemorySegment key) {
+        return key.get(KEY_ID, 0);
+    }
+
+    static int chunkNumber(MemorySegment key) {
+        return key.get(KEY_CHUNK, 8);
+    }
+
     /** The kind of the stored value {@code m} ({@code length} bytes), checked against its length. */
     static byte kind(MemorySegment m, long length, long table) {
         if (length < 1) {
@@ -67,6 +137,13 @@ final class TableValueFormat {
         }
         byte k = m.get(ValueLayout.JAVA_BYTE, 0);
         if (k == INLINE) {
+            return k;
+        }
+        if (k == MEDIUM && length == MEDIUM_SIZE) {
+            int n = m.get(U32, MEDIUM_LENGTH);
+            if (!isMedium(n)) {
+                throw damaged(table, "a medium value of " + Integer.toUnsignedString(n) + " bytes");
+            }
             return k;
         }
         if (k != BLOB || length != BLOB_SIZE) {

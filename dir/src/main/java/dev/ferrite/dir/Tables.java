@@ -4,6 +4,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -60,8 +61,9 @@ public final class Tables {
     final TableVersions versions = new TableVersions();
     /** Forces the log for ASYNC commits. */
     private final AsyncCommits async;
-    /** Values kept out of line. */
+    /** Values kept out of line: medium ones in the overflow tree, longer ones in blob files. */
     final TableBlobs blobs;
+    final TableOverflow overflow;
     /**
      * Held while a commit applies its changes in a journal group: one group at a time. Concurrent groups
      * each within their share of the log could together fill it, and none of them could then finish: a
@@ -78,13 +80,44 @@ public final class Tables {
         this.records = namespace.records;
         this.async = new AsyncCommits(volume::journal, options.effectiveAsyncCommitMillis() * 1_000_000L);
         this.blobs = new TableBlobs(volume, namespace, versions);
-        namespace.onTableFreed(t -> blobs.release(t, dirs, records));
-        this.singles = ThreadLocal.withInitial(() -> new TableCommit(cache, dirs, records, versions, blobs, false));
+        this.overflow = new TableOverflow(volume, namespace, cache);
+        namespace.onTableFreed(this::release);
+        this.singles = ThreadLocal.withInitial(() -> new TableCommit(cache, dirs, records, versions, blobs, overflow, false));
     }
 
-    /** At mount, after orphan recovery: deletes the blobs a crash left pending or doomed; returns how many. */
+    /**
+     * At mount, after orphan recovery: deletes the blobs a crash left pending or doomed (returns how many)
+     * and finds where the overflow tree's ids go on from.
+     */
     int recover() {
+        overflow.recover();
         return blobs.recover();
+    }
+
+    /**
+     * Before orphaned table {@code table}'s keys go: deletes what its values hold outside its tree (blobs,
+     * medium values' chunks). Those already gone are skipped, so a release a crash cut short runs again
+     * at the next mount's orphan recovery without freeing anything twice.
+     */
+    private void release(Inode table) {
+        if (blobs.directory() == 0 && overflow.inode() == 0) {
+            return;
+        }
+        int area = records.rec(table.ino) + InodeFormat.INLINE;
+        long header = records.readRecord(table.ino, (b, r) -> DirContents.isTree(b, r) ? DirEntryFormat.treeHeader(b, area) : 0L);
+        if (header == 0) {
+            return;
+        }
+        Cursor c = dirs.tree(table, header).cursor(null, false);
+        while (c.next()) {
+            MemorySegment v = c.valueSegment();
+            byte kind = TableValueFormat.kind(v, v.byteSize(), table.ino);
+            if (kind == TableValueFormat.BLOB) {
+                blobs.release(TableValueFormat.readBlob(v).id());
+            } else if (kind == TableValueFormat.MEDIUM) {
+                overflow.delete(TableValueFormat.readMedium(v));
+            }
+        }
     }
 
     // ------------------------------------------------------------------ the catalog
@@ -290,12 +323,16 @@ public final class Tables {
         if (cached != null) {
             return cached; // a table's tree header never moves: its tree is never dissolved, as a directory's may be
         }
-        Inode i = t.inode;
+        return t.cachedTree = treeOf(dirs, records, t.inode);
+    }
+
+    /** The tree of table-type inode {@code i} (a table or the overflow tree), made now if it has none yet. */
+    static BTree treeOf(DirContents dirs, InodeRecords records, Inode i) {
         int area = records.rec(i.ino) + InodeFormat.INLINE;
         for (;;) {
             long header = records.readRecord(i.ino, (b, rec) -> DirContents.isTree(b, rec) ? DirEntryFormat.treeHeader(b, area) : 0L);
             if (header != 0) {
-                return t.cachedTree = dirs.tree(i, header);
+                return dirs.tree(i, header);
             }
             dirs.convert(i, 0, () -> !records.readRecord(i.ino, DirContents::isTree), (m, rec, keys, values) -> { });
         }
@@ -319,33 +356,136 @@ public final class Tables {
         }
     }
 
-    /** The value whose stored form is {@code stored} (a blob read whole). */
-    byte[] decode(Table t, byte[] stored) {
-        MemorySegment m = MemorySegment.ofArray(stored);
-        if (TableValueFormat.kind(m, stored.length, t.inode.ino) == TableValueFormat.INLINE) {
-            return Arrays.copyOfRange(stored, 1, stored.length);
+    /**
+     * The value whose stored form is {@code stored} (kept out of line: read whole), the form {@code key}
+     * had in {@code t} (at snapshot {@code at}, or its latest with -1); null if absent.
+     */
+    byte[] decode(Table t, MemorySegment key, long at, byte[] stored) {
+        boolean locked = false;
+        try {
+            for (;;) {
+                if (stored == null) {
+                    return null;
+                }
+                MemorySegment m = MemorySegment.ofArray(stored);
+                byte kind = TableValueFormat.kind(m, stored.length, t.inode.ino);
+                if (kind == TableValueFormat.INLINE) {
+                    return Arrays.copyOfRange(stored, 1, stored.length);
+                }
+                if (kind == TableValueFormat.BLOB) {
+                    TableValueFormat.Blob b = TableValueFormat.readBlob(m);
+                    byte[] v = new byte[(int) b.length()];
+                    blobs.read(b, 0, MemorySegment.ofArray(v), t.inode.ino);
+                    return v;
+                }
+                TableValueFormat.Medium x = TableValueFormat.readMedium(m);
+                byte[] v = new byte[x.length()];
+                if (overflow.read(x, 0, MemorySegment.ofArray(v))) {
+                    return v;
+                }
+                // the chunks went under the read (a writer replaced or deleted the value): again from the key
+                byte[] now = storedAt(t, key, at);
+                if (Arrays.equals(now, stored)) {
+                    if (locked) {
+                        throw TableOverflow.damaged(t, key, x);
+                    }
+                    locked = lockForRead(t);
+                    now = storedAt(t, key, at);
+                }
+                stored = now;
+            }
+        } finally {
+            if (locked) {
+                t.inode.lock.unlock();
+            }
         }
-        TableValueFormat.Blob b = TableValueFormat.readBlob(m);
-        byte[] v = new byte[(int) b.length()];
-        blobs.read(b, 0, MemorySegment.ofArray(v), t.inode.ino);
-        return v;
     }
 
     /**
-     * Copies bytes from {@code offset} of the value stored as {@code stored} ({@code len} bytes) into
-     * {@code out}, as many as fit or remain; returns the value's whole length.
+     * Copies bytes from {@code offset} of the value stored as {@code stored} ({@code len} bytes), {@code key}'s
+     * in {@code t} (at snapshot {@code at}, or its latest with -1), into {@code out}, as many as fit or
+     * remain; returns the value's whole length, or -1 if the key is now absent (a medium value's key
+     * deleted while it was read).
      */
-    long copy(Table t, MemorySegment stored, long len, long offset, MemorySegment out) {
-        if (TableValueFormat.kind(stored, len, t.inode.ino) == TableValueFormat.INLINE) {
+    long copy(Table t, MemorySegment key, long at, MemorySegment stored, long len, long offset, MemorySegment out) {
+        byte kind = TableValueFormat.kind(stored, len, t.inode.ino);
+        if (kind == TableValueFormat.INLINE) {
             long n = Math.max(0, Math.min(out.byteSize(), len - 1 - offset));
-            MemorySegment.copy(stored, 1 + offset, out, 0, n);
+            if (n > 0) { // an offset past the end copies nothing
+                MemorySegment.copy(stored, 1 + offset, out, 0, n);
+            }
             return len - 1;
         }
-        TableValueFormat.Blob b = TableValueFormat.readBlob(stored);
-        if (out.byteSize() > 0 && offset < b.length()) {
-            blobs.read(b, offset, out, t.inode.ino);
+        if (kind == TableValueFormat.BLOB) {
+            TableValueFormat.Blob b = TableValueFormat.readBlob(stored);
+            if (out.byteSize() > 0 && offset < b.length()) {
+                blobs.read(b, offset, out, t.inode.ino);
+            }
+            return b.length();
         }
-        return b.length();
+        TableValueFormat.Medium x = TableValueFormat.readMedium(stored);
+        if (out.byteSize() == 0 || offset >= x.length() || overflow.read(x, offset, out)) {
+            return x.length();
+        }
+        // the chunks went under the read (a writer replaced or deleted the value): again from the key
+        byte[] s = stored.asSlice(0, len).toArray(ValueLayout.JAVA_BYTE);
+        boolean locked = false;
+        try {
+            for (;;) {
+                byte[] now = storedAt(t, key, at);
+                if (!Arrays.equals(now, s)) {
+                    if (now == null) {
+                        return -1;
+                    }
+                    s = now;
+                    MemorySegment m = MemorySegment.ofArray(now);
+                    if (!isMedium(now)) {
+                        return copy(t, key, at, m, now.length, offset, out);
+                    }
+                    x = TableValueFormat.readMedium(m);
+                } else if (locked) {
+                    throw TableOverflow.damaged(t, key, x); // missed under the lock too
+                } else {
+                    locked = lockForRead(t); // and read again
+                }
+                if (offset >= x.length() || overflow.read(x, offset, out)) {
+                    return x.length();
+                }
+            }
+        } finally {
+            if (locked) {
+                t.inode.lock.unlock();
+            }
+        }
+    }
+
+    /**
+     * Takes {@code t}'s lock for a read that found a medium value's chunks missing while its key still
+     * names it: an undo put the key back meanwhile (its chunks back first), or the chunks are damaged.
+     * Under the lock no commit changes them, so a second miss is damage. Only then does a read wait.
+     */
+    private static boolean lockForRead(Table t) {
+        t.inode.lock.lock();
+        return true;
+    }
+
+    private static boolean isMedium(byte[] stored) {
+        return stored != null && stored.length > 0 && stored[0] == TableValueFormat.MEDIUM;
+    }
+
+    /** {@code key}'s stored form in {@code t} now, or at snapshot {@code at} (-1: its latest); null if absent. */
+    private byte[] storedAt(Table t, MemorySegment key, long at) {
+        byte[] k = key.toArray(ValueLayout.JAVA_BYTE);
+        byte[] now = t.storedValue(k); // the tree first, then the records: a change seen above has its record below
+        if (at < 0) {
+            return now;
+        }
+        TableVersions.Undo u = versions.at(t.inode.ino, k, at);
+        return u == null ? now : u.before;
+    }
+
+    static String hex(MemorySegment key) {
+        return HexFormat.of().formatHex(key.toArray(ValueLayout.JAVA_BYTE));
     }
 
     /** A thread's buffer for a value read. */
@@ -359,8 +499,9 @@ public final class Tables {
     }
 
     /**
-     * {@link #single(Table, byte[], byte[], int)} for a key and value in segments. One that writes a blob or
-     * replaces one goes through {@link #commit} (a group: the blob's renames go with the key's change).
+     * {@link #single(Table, byte[], byte[], int)} for a key and value in segments. One that writes a value
+     * out of line or replaces one goes through {@link #commit} (a group: the blob's renames, or the medium
+     * value's chunks, go with the key's change).
      */
     boolean single(Table t, MemorySegment key, MemorySegment value, int op) {
         t.requireOpen();
@@ -422,15 +563,25 @@ public final class Tables {
         Journal journal = volume.journal();
         long limit = journal.logBytes() / LOG_SHARE;
         long changes = 0, bytes = 0;
+        boolean medium = false;
         for (WriteTransaction.Writes w : ws) {
             changes += w.ops.size();
             for (var e : w.ops.entrySet()) {
                 byte[] v = e.getValue().value();
-                bytes += e.getKey().length + (v == null ? 0 : Math.min(v.length, TableValueFormat.BLOB_SIZE + TableValueFormat.MAX_INLINE));
+                bytes += e.getKey().length;
+                if (v != null && TableValueFormat.isMedium(v.length)) {
+                    medium = true;
+                    bytes += v.length + (long) (v.length / TableValueFormat.CHUNK) * CHANGE_OVERHEAD; // a change per chunk
+                } else if (v != null) {
+                    bytes += Math.min(v.length, TableValueFormat.BLOB_SIZE + TableValueFormat.MAX_INLINE);
+                }
             }
         }
         if (bytes + changes * CHANGE_OVERHEAD > limit) {
             throw tooLarge(changes, bytes + changes * CHANGE_OVERHEAD, limit);
+        }
+        if (medium) {
+            overflow.tree(true); // made before any lock is taken, as the blob directory is
         }
         // the values' stored forms, blobs written (durably) before any lock is taken
         List<Long> written = new ArrayList<>();
@@ -441,8 +592,8 @@ public final class Tables {
                 List<byte[]> forms = new ArrayList<>(w.ops.size());
                 for (WriteTransaction.Op op : w.ops.values()) {
                     byte[] v = op.value();
-                    if (v == null) {
-                        forms.add(null);
+                    if (v == null || TableValueFormat.isMedium(v.length)) {
+                        forms.add(null); // a delete, or a medium value: its chunks are written as it applies
                     } else if (v.length <= TableValueFormat.MAX_INLINE) {
                         forms.add(TableValueFormat.inline(MemorySegment.ofArray(v)));
                     } else {
@@ -457,7 +608,7 @@ public final class Tables {
             long seq;
             long version = 0;
             boolean applying = false, grouped = false;
-            TableCommit c = new TableCommit(cache, dirs, records, versions, blobs, true);
+            TableCommit c = new TableCommit(cache, dirs, records, versions, blobs, overflow, true);
             try {
                 for (WriteTransaction.Writes w : ws) {
                     w.table.inode.lock.lock();
@@ -487,8 +638,12 @@ public final class Tables {
                             int j = 0;
                             for (var e : w.ops.entrySet()) {
                                 byte[] form = stored.get(i).get(j++);
-                                changed += c.apply(w.table, MemorySegment.ofArray(e.getKey()), form == null ? null : MemorySegment.ofArray(form),
-                                        e.getValue().kind()) == TableCommit.CHANGED ? 1 : 0;
+                                byte[] v = e.getValue().value();
+                                MemorySegment k = MemorySegment.ofArray(e.getKey());
+                                int outcome = v != null && TableValueFormat.isMedium(v.length)
+                                        ? c.applyMedium(w.table, k, MemorySegment.ofArray(v), e.getValue().kind())
+                                        : c.apply(w.table, k, form == null ? null : MemorySegment.ofArray(form), e.getValue().kind());
+                                changed += outcome == TableCommit.CHANGED ? 1 : 0;
                                 requireRoom(pin, limit);
                             }
                         }

@@ -205,7 +205,8 @@ public final class VolumeDump {
 
     /**
      * The table catalog's inode and each table it names, by name: inode, tree height, estimated keys, the
-     * blocks it holds and its tree's header block. A table whose tree cannot be read says why.
+     * blocks it holds and its tree's header block; the same of the overflow tree holding the medium values'
+     * chunks, if there is one. A table whose tree cannot be read says why.
      */
     public static String tables(Volume volume) {
         long catalog = volume.group(0).catalog();
@@ -220,6 +221,15 @@ public final class VolumeDump {
             sb.append("  ").append(e.name()).append(": inode ").append(e.ino()).append(", ");
             try {
                 tableTree(volume, e.ino(), volume.stat(e.ino()), sb, false);
+            } catch (CorruptionException | NamespaceException x) {
+                sb.append("cannot be read: ").append(x.getMessage()).append('\n');
+            }
+        }
+        long overflow = volume.group(0).overflowTree();
+        if (overflow != 0) { // keys are chunks of medium values
+            sb.append("overflow tree (medium values): inode ").append(overflow).append(", ");
+            try {
+                tableTree(volume, overflow, volume.stat(overflow), sb, false);
             } catch (CorruptionException | NamespaceException x) {
                 sb.append("cannot be read: ").append(x.getMessage()).append('\n');
             }

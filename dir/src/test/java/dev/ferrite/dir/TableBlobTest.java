@@ -18,7 +18,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Values of any length: those over {@link Table#MAX_INLINE} bytes kept out of line as blob files. They
+ * Values of any length: those over {@link Table#MAX_MEDIUM} bytes kept out of line as blob files (medium ones:
+ * {@link TableMediumTest}). They
  * round-trip whole, in pieces and by streaming reads, across remounts; overwriting or deleting one frees
  * its blob (none left behind, space returned), but not while a snapshot that reads it is open; a
  * transaction that fails part way leaves no blob behind; the volume checks clean throughout.
@@ -48,12 +49,14 @@ class TableBlobTest {
         byte[][] values = new byte[sizes.length][];
         long free;
         try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            t.put(b("k0"), new byte[Table.MAX_MEDIUM]); // the overflow tree made (it stays) and grown
+            t.delete(b("k0"));
             free = v.statfs().freeBlocks();
             for (int i = 0; i < sizes.length; i++) {
                 values[i] = random(rnd, sizes[i]);
                 t.put(b("k" + i), values[i]);
             }
-            assertEquals(4, blobFiles(v).size(), blobFiles(v).toString());
+            assertEquals(2, blobFiles(v).size(), "values over MAX_MEDIUM only: " + blobFiles(v));
             assertTrue(blobFiles(v).stream().allMatch(n -> n.startsWith("l")), blobFiles(v).toString());
             VolumeFixtures.assertChecked(v.namespace());
         }
@@ -84,9 +87,9 @@ class TableBlobTest {
             }
             assertEquals(sizes.length, seen);
             t.put(b("k4"), b("small now"));
-            t.put(b("k1"), random(rnd, 5000)); // small to large
+            t.put(b("k1"), random(rnd, 70_000)); // small to large
             t.delete(b("k6"));
-            assertEquals(3, blobFiles(v).size(), "two doomed and deleted, one new: " + blobFiles(v));
+            assertEquals(2, blobFiles(v).size(), "k6's doomed and deleted, k1's new: " + blobFiles(v));
             for (int i = 0; i < sizes.length; i++) {
                 t.delete(b("k" + i));
             }
@@ -100,11 +103,11 @@ class TableBlobTest {
     void aSnapshotKeepsTheBlobsItReads() {
         Random rnd = new Random(SEED);
         try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
-            byte[] old = random(rnd, 20_000), next = random(rnd, 30_000);
+            byte[] old = random(rnd, 70_000), next = random(rnd, 80_000);
             t.put(b("k"), old);
             try (Snapshot s = v.tables().snapshot()) {
                 t.put(b("k"), next);
-                t.put(b("gone"), random(rnd, 3000));
+                t.put(b("gone"), random(rnd, 66_000));
                 t.delete(b("gone"));
                 assertArrayEquals(old, s.get(t, b("k")));
                 assertArrayEquals(next, t.get(b("k")));
@@ -123,7 +126,7 @@ class TableBlobTest {
     void aTransactionFailingPartWayLeavesNoBlob() {
         Random rnd = new Random(SEED);
         try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
-            byte[] kept = random(rnd, 10_000);
+            byte[] kept = random(rnd, 70_000);
             t.put(b("a-kept"), kept);
             t.withDurability(Durability.NONE);
             for (int i = 0; i < 40_000; i++) { // a wide tree: the transaction's inserts below land in most of its leaves
@@ -131,7 +134,7 @@ class TableBlobTest {
             }
             List<String> before = blobFiles(v);
             WriteTransaction tx = v.begin(Durability.NONE);
-            tx.put(t, b("a-kept"), random(rnd, 12_000)); // replaces a blob, then small inserts all over: the size
+            tx.put(t, b("a-kept"), random(rnd, 72_000)); // replaces a blob, then small inserts all over: the size
             for (int i = 0; i < 8500; i++) {             // check lets them in, the log share stops them part way
                 tx.put(t, random(rnd, 12), new byte[1]);
             }
@@ -152,11 +155,11 @@ class TableBlobTest {
             long free = 0;
             for (int round = 0; round < 2; round++) { // the first round grows the catalog and the blob directory
                 try (Table t = v.tables().create("t")) {
-                    for (int i = 0; i < 20; i++) {
-                        t.put(b("k" + i), random(rnd, 5000 + i));
+                    for (int i = 0; i < 8; i++) {
+                        t.put(b("k" + i), random(rnd, Table.MAX_MEDIUM + 1 + i));
                     }
                     if (round == 0) {
-                        for (int i = 0; i < 20; i++) {
+                        for (int i = 0; i < 8; i++) {
                             t.delete(b("k" + i));
                         }
                     }

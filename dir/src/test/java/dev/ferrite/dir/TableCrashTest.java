@@ -39,7 +39,11 @@ class TableCrashTest {
         recoverSampledCrashes(SEED, 120, 50, false);
     }
 
-    /** As above with one value in five kept out of line (a blob): every blob a key names is intact, and no other is left. */
+    /**
+     * As above with one value in five kept out of line, half of them medium (chunks in the overflow tree),
+     * half blobs: every value is exact, the check (which cross-checks the overflow tree against the tables)
+     * is clean, every blob and chunk a key names is there, and no other.
+     */
     @Test
     void valuesKeptOutOfLineSurviveWithTheirKeysAndLeaveNoOrphans() {
         recoverSampledCrashes(SEED + 1, 60, 30, true);
@@ -78,7 +82,8 @@ class TableCrashTest {
                         int r = rnd.nextInt(10);
                         byte[] k = key(rnd.nextInt(KEYS));
                         if (r < 6) {
-                            byte[] val = new byte[large && rnd.nextInt(5) == 0 ? 2000 + rnd.nextInt(10_000) : 8 + rnd.nextInt(300)];
+                            byte[] val = new byte[!large || rnd.nextInt(5) != 0 ? 8 + rnd.nextInt(300)
+                                    : rnd.nextBoolean() ? Table.MAX_INLINE + 1 + rnd.nextInt(12_000) : Table.MAX_MEDIUM + 1 + rnd.nextInt(4000)];
                             rnd.nextBytes(val);
                             tx.put(a, k, val);
                             tx.put(b, k, val);
@@ -157,7 +162,10 @@ class TableCrashTest {
                 TreeMap<byte[], byte[]> expected = states.get(last);
                 assertTables(expected, a, true, where + ", table a after transaction " + last);
                 assertTables(expected, b, false, where + ", table b after transaction " + last);
-                long blobs = 2 * expected.values().stream().filter(x -> x.length > Table.MAX_INLINE).count();
+                long blobs = 2 * expected.values().stream().filter(x -> x.length > Table.MAX_MEDIUM).count();
+                long chunks = 2 * expected.values().stream().filter(x -> TableValueFormat.isMedium(x.length))
+                        .mapToLong(x -> (x.length + TableValueFormat.CHUNK - 1) / TableValueFormat.CHUNK).sum();
+                assertEquals(chunks, TableMediumTest.chunks(v), where + ": chunks in the overflow tree");
                 long dir = v.tables().blobs.directory();
                 List<String> files = dir == 0 ? List.of() : v.namespace().dirs.allEntries(dir).stream().map(DirEntry::name).toList();
                 assertEquals(blobs, files.size(), where + ": blob files " + files);

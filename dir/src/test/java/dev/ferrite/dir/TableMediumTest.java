@@ -1,0 +1,490 @@
+package dev.ferrite.dir;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+
+import dev.ferrite.btree.internal.BTree;
+import dev.ferrite.btree.internal.Cursor;
+import dev.ferrite.btree.internal.Txn;
+import dev.ferrite.io.CorruptionException;
+import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.testkit.RecordingDevice;
+import dev.ferrite.io.testkit.TestSeed;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import static dev.ferrite.dir.TableTest.b;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Medium values ({@link Table#MAX_INLINE} + 1 to {@link Table#MAX_MEDIUM} bytes), kept as chunks in the
+ * volume's overflow tree: exact across the thresholds and remounts, whole, in part and streamed;
+ * overwritten in every direction between inline, medium and blob with their chunks deleted at once
+ * (snapshots keep the old bytes in memory); undone with a transaction that fails part way; read right by
+ * readers racing an overwriting writer; freed with a dropped table, also across crashes; and checked
+ * (a leaked or a missing chunk is a problem naming it).
+ */
+@ExtendWith(TestSeed.class)
+class TableMediumTest {
+    private static final long SEED = TestSeed.get(17);
+
+    private static byte[] random(Random rnd, int n) {
+        byte[] v = new byte[n];
+        rnd.nextBytes(v);
+        return v;
+    }
+
+    /** The chunks in the volume's overflow tree. */
+    static long chunks(Volume v) {
+        BTree t = v.tables().overflow.tree(false);
+        if (t == null) {
+            return 0;
+        }
+        long n = 0;
+        for (Cursor c = t.cursor(null, false); c.next(); ) {
+            n++;
+        }
+        return n;
+    }
+
+    private static long blobs(Volume v) {
+        long dir = v.tables().blobs.directory();
+        return dir == 0 ? 0 : v.namespace().dirs.allEntries(dir).size();
+    }
+
+    private static byte kind(Table t, byte[] key) {
+        byte[] s = t.storedValue(key);
+        return s[0];
+    }
+
+    private static TableValueFormat.Medium medium(Table t, byte[] key) {
+        return TableValueFormat.readMedium(MemorySegment.ofArray(t.storedValue(key)));
+    }
+
+    private static long chunksOf(int length) {
+        return TableValueFormat.isMedium(length) ? (length + TableValueFormat.CHUNK - 1) / TableValueFormat.CHUNK : 0;
+    }
+
+    @Test
+    void sizesAcrossTheThresholdsRoundTripWholeInPartAndStreamed() {
+        Random rnd = new Random(SEED);
+        MemoryDevice dev = VolumeFixtures.formatted();
+        int[] sizes = {959, 960, 961, 1919, 1920, 1921, 4096, 65_535, 65_536, 65_537};
+        byte[] expectKind = {0, 2, 2, 2, 2, 2, 2, 2, 2, 1};
+        byte[][] values = new byte[sizes.length][];
+        long expectChunks = 0;
+        try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            for (int i = 0; i < sizes.length; i++) {
+                values[i] = random(rnd, sizes[i]);
+                t.put(b("k" + i), values[i]);
+                expectChunks += chunksOf(sizes[i]);
+            }
+            assertEquals(expectChunks, chunks(v));
+            assertEquals(1, blobs(v));
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+        try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table t = v.tables().open("t")) {
+            for (int i = 0; i < sizes.length; i++) {
+                byte[] k = b("k" + i);
+                String what = "size " + sizes[i];
+                assertEquals(expectKind[i], kind(t, k), what);
+                assertArrayEquals(values[i], t.get(k), what);
+                assertEquals(sizes[i], t.valueLength(k), what);
+                MemorySegment part = MemorySegment.ofArray(new byte[100]);
+                assertEquals(sizes[i], t.get(MemorySegment.ofArray(k), part), what);
+                assertArrayEquals(Arrays.copyOf(values[i], 100), part.toArray(ValueLayout.JAVA_BYTE), what);
+                for (int piece : new int[] {1, 77, 960, 1000, 4097}) { // streamed: pieces across chunk boundaries
+                    byte[] back = new byte[sizes[i]];
+                    for (int at = 0; at < sizes[i]; at += piece) {
+                        int n = Math.min(piece, sizes[i] - at);
+                        assertEquals(sizes[i], t.read(MemorySegment.ofArray(k), at, MemorySegment.ofArray(back).asSlice(at, n)), what);
+                    }
+                    assertArrayEquals(values[i], back, what + " in pieces of " + piece);
+                }
+                byte[] tail = new byte[50]; // past the end: what remains
+                assertEquals(sizes[i], t.read(MemorySegment.ofArray(k), sizes[i] - 10, MemorySegment.ofArray(tail)));
+                assertArrayEquals(Arrays.copyOfRange(values[i], sizes[i] - 10, sizes[i]), Arrays.copyOf(tail, 10), what);
+            }
+            TableCursor c = t.cursor();
+            int seen = 0;
+            while (c.next()) {
+                int i = Integer.parseInt(new String(c.key(), java.nio.charset.StandardCharsets.UTF_8).substring(1));
+                assertArrayEquals(values[i], c.value());
+                assertArrayEquals(values[i], c.valueSegment().toArray(ValueLayout.JAVA_BYTE));
+                byte[] out = new byte[sizes[i]];
+                assertEquals(sizes[i], c.value(MemorySegment.ofArray(out)));
+                assertArrayEquals(values[i], out);
+                seen++;
+            }
+            assertEquals(sizes.length, seen);
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    @Test
+    void overwritesInEveryDirectionFreeTheOldValueAtOnce() {
+        Random rnd = new Random(SEED);
+        int[] classes = {100, 3000, 70_000}; // inline, medium, blob
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            int n = 0;
+            for (int from : classes) {
+                for (int to : classes) {
+                    byte[] k = b("k" + n++), first = random(rnd, from + n), second = random(rnd, to + n);
+                    t.put(k, first);
+                    assertFalse(t.putIfAbsent(k, random(rnd, to)));
+                    assertArrayEquals(first, t.get(k));
+                    t.put(k, second);
+                    assertArrayEquals(second, t.get(k), from + " to " + to);
+                    assertEquals(chunksOf(second.length), chunks(v), from + " to " + to + ": the old value's chunks are gone");
+                    assertEquals(second.length > Table.MAX_MEDIUM ? 1 : 0, blobs(v), from + " to " + to);
+                    VolumeFixtures.assertChecked(v.namespace());
+                    assertTrue(t.delete(k));
+                    assertEquals(0, chunks(v), from + " to " + to + ", deleted: its chunks are gone");
+                }
+            }
+            for (int i = 0; i < 10; i++) {
+                t.put(b("r" + i), random(rnd, 1000 + 700 * i));
+            }
+            assertTrue(t.putIfAbsent(b("r99"), random(rnd, 5000)));
+            assertEquals(4, t.deleteRange(b("r2"), b("r6")));
+            assertEquals(TableValueFormat.MEDIUM, kind(t, b("r1")));
+            t.delete(MemorySegment.ofArray(b("r1")));
+            long left = 0;
+            for (int i : new int[] {0, 6, 7, 8, 9}) {
+                left += chunksOf(1000 + 700 * i);
+            }
+            assertEquals(left + chunksOf(5000), chunks(v));
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    @Test
+    void transactionsMixSizesAndOneFailingPartWayLeavesEverythingAsItWas() {
+        Random rnd = new Random(SEED);
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS);
+             Table a = v.tables().create("a"); Table bt = v.tables().create("b")) {
+            byte[] small = random(rnd, 50), mid = random(rnd, 20_000), big = random(rnd, 70_000), edge = random(rnd, Table.MAX_MEDIUM);
+            try (WriteTransaction tx = v.begin(Durability.SYNC)) {
+                tx.put(a, b("small"), small);
+                tx.put(a, b("mid"), mid);
+                tx.put(bt, b("big"), big);
+                tx.put(bt, b("edge"), edge);
+                tx.put(bt, b("mid"), mid);
+                assertArrayEquals(mid, tx.get(bt, b("mid")));
+                tx.commit();
+            }
+            assertArrayEquals(mid, a.get(b("mid")));
+            assertArrayEquals(edge, bt.get(b("edge")));
+            assertArrayEquals(big, bt.get(b("big")));
+            long before = chunks(v);
+            assertEquals(2 * chunksOf(mid.length) + chunksOf(edge.length), before);
+
+            a.withDurability(Durability.NONE);
+            for (int i = 0; i < 40_000; i++) { // a wide tree: the inserts below land in most of its leaves
+                a.put(random(rnd, 16), new byte[30]);
+            }
+            v.sync(); // the log holds the failing group and its undo, with their chunks, and nothing else
+            WriteTransaction tx = v.begin(Durability.NONE);
+            tx.put(a, b("mid"), random(rnd, 30_000)); // replaces a medium value (its chunks deleted),
+            tx.put(bt, b("edge"), new byte[10]);    // and another by an inline one,
+            tx.put(a, b("new-mid"), random(rnd, 9000)); // a new one,
+            for (int i = 0; i < 8500; i++) {             // then small inserts all over: the log share stops them part way
+                tx.put(a, random(rnd, 12), new byte[1]);
+            }
+            TableException e = assertThrows(TableException.class, tx::commit);
+            assertEquals(TableException.Kind.TOO_LARGE, e.kind());
+            assertTrue(e.getMessage().contains("before they were all applied"), e.getMessage());
+            assertArrayEquals(mid, a.get(b("mid")));
+            assertArrayEquals(edge, bt.get(b("edge")));
+            assertNull(a.get(b("new-mid")));
+            assertEquals(before, chunks(v), "the chunks written are gone and those deleted are back");
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    @Test
+    void aSnapshotKeepsOldMediumValuesWhileTheirChunksGoAtOnce() {
+        Random rnd = new Random(SEED);
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            byte[] old = random(rnd, 20_000), next = random(rnd, 30_000), gone = random(rnd, 3000);
+            t.put(b("k"), old);
+            t.put(b("gone"), gone);
+            try (Snapshot s = v.tables().snapshot()) {
+                t.put(b("k"), next);
+                t.delete(b("gone"));
+                try (WriteTransaction tx = v.begin(Durability.NONE)) {
+                    tx.put(t, b("later"), random(rnd, 5000));
+                    tx.commit();
+                }
+                assertEquals(chunksOf(next.length) + chunksOf(5000), chunks(v), "the old chunks go at once");
+                assertArrayEquals(old, s.get(t, b("k")));
+                assertArrayEquals(gone, s.get(t, b("gone")));
+                assertNull(s.get(t, b("later")));
+                assertArrayEquals(next, t.get(b("k")));
+                TableCursor c = s.cursor(t, null, null, false);
+                List<byte[]> seen = new ArrayList<>();
+                while (c.next()) {
+                    seen.add(c.value());
+                }
+                assertEquals(2, seen.size());
+                assertArrayEquals(gone, seen.get(0));
+                assertArrayEquals(old, seen.get(1));
+                byte[] out = new byte[old.length];
+                c = s.prefix(t, b("k"), true);
+                assertTrue(c.next());
+                assertEquals(old.length, c.value(MemorySegment.ofArray(out)));
+                assertArrayEquals(old, out);
+                VolumeFixtures.assertChecked(v.namespace());
+            }
+            assertEquals(0, v.tables().versions.entries());
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /** A value whose every 8 bytes hold its sequence number, xor their place: any aligned piece says whether it is one value's. */
+    private static byte[] patterned(long seq) {
+        int len = seq % 5 == 0 ? 96 : 8 * (120 + (int) (seq * 977 % 2000));
+        ByteBuffer bb = ByteBuffer.allocate(len);
+        for (int j = 0; j < len / 8; j++) {
+            bb.putLong(seq ^ j);
+        }
+        return bb.array();
+    }
+
+    private static void requirePatterned(byte[] piece, int n, long offset, String what) {
+        if (n == 0) {
+            return; // read past the end of a shorter value
+        }
+        ByteBuffer bb = ByteBuffer.wrap(piece, 0, n);
+        long seq = bb.getLong(0) ^ (offset / 8);
+        for (int j = 0; j < n / 8; j++) {
+            if ((bb.getLong(8 * j) ^ (offset / 8 + j)) != seq) {
+                throw new AssertionError(what + ": bytes of two values at " + (offset + 8L * j));
+            }
+        }
+    }
+
+    @Test
+    void readersRacingAnOverwritingWriterNeverSeeWrongBytes() throws Exception {
+        Random rnd = new Random(SEED);
+        int keys = 6, writes = 400;
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            t.withDurability(Durability.NONE);
+            for (int k = 0; k < keys; k++) {
+                t.put(b("k" + k), patterned(1 + k));
+            }
+            AtomicBoolean done = new AtomicBoolean();
+            AtomicReference<Throwable> failed = new AtomicReference<>();
+            List<Thread> readers = new ArrayList<>();
+            List<Semaphore> turns = new ArrayList<>(); // a reader's pass per write at most: the writer keeps its share of 2 cores
+            for (int r = 0; r < 2; r++) {
+                long seed = SEED + r;
+                Semaphore turn = new Semaphore(0);
+                turns.add(turn);
+                readers.add(Thread.ofPlatform().start(() -> {
+                    Random mine = new Random(seed);
+                    byte[] piece = new byte[1024];
+                    try {
+                        while (!done.get()) {
+                            if (!turn.tryAcquire(10, TimeUnit.MILLISECONDS)) {
+                                continue;
+                            }
+                            byte[] k = b("k" + mine.nextInt(keys));
+                            byte[] whole = t.get(k);
+                            requirePatterned(whole, whole.length, 0, "get");
+                            long offset = 8L * mine.nextInt(1000);
+                            long len = t.read(MemorySegment.ofArray(k), offset, MemorySegment.ofArray(piece));
+                            requirePatterned(piece, (int) Math.max(0, Math.min(piece.length, len - offset)), offset, "read at " + offset);
+                            MemorySegment out = MemorySegment.ofArray(new byte[70_000]);
+                            int n = t.get(MemorySegment.ofArray(k), out);
+                            requirePatterned(out.toArray(ValueLayout.JAVA_BYTE), n, 0, "get into a segment");
+                            TableCursor c = t.cursor();
+                            while (c.next()) {
+                                byte[] cv = c.value();
+                                requirePatterned(cv, cv.length, 0, "cursor");
+                            }
+                        }
+                    } catch (Throwable e) {
+                        failed.compareAndSet(null, e);
+                    }
+                }));
+            }
+            try {
+                for (long seq = keys + 1; seq <= writes && failed.get() == null; seq++) {
+                    if (seq % 7 == 0) {
+                        try (WriteTransaction tx = v.begin(Durability.NONE)) { // two at once
+                            tx.put(t, b("k" + rnd.nextInt(keys)), patterned(seq));
+                            tx.put(t, b("k" + rnd.nextInt(keys)), patterned(++seq));
+                            tx.commit();
+                        }
+                    } else {
+                        t.put(b("k" + rnd.nextInt(keys)), patterned(seq));
+                    }
+                    for (Semaphore turn : turns) {
+                        if (turn.availablePermits() < 2) {
+                            turn.release();
+                        }
+                    }
+                }
+            } finally {
+                done.set(true);
+                for (Thread r : readers) {
+                    r.join();
+                }
+            }
+            if (failed.get() != null) {
+                throw new AssertionError("seed " + SEED + ": " + failed.get(), failed.get());
+            }
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    @Test
+    void droppingATableFreesItsMediumValues() {
+        Random rnd = new Random(SEED);
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS)) {
+            long free = 0;
+            for (int round = 0; round < 3; round++) { // the first round grows the catalog and makes the overflow tree
+                try (Table t = v.tables().create("t")) {
+                    for (int i = 0; i < 30; i++) {
+                        t.put(b("k" + i), random(rnd, 1000 + 2000 * i));
+                    }
+                    if (round == 0) {
+                        t.deleteRange(null, null);
+                    }
+                    if (round == 2) { // dropped with a handle open: freed at its last close
+                        v.tables().drop("t");
+                        assertTrue(chunks(v) > 0);
+                        assertEquals(1000, t.get(b("k0")).length, "a dropped table's handle still reads it");
+                        VolumeFixtures.assertChecked(v.namespace());
+                    }
+                }
+                if (round < 2) {
+                    v.tables().drop("t");
+                }
+                assertEquals(0, chunks(v), "round " + round + ": the dropped table's chunks");
+                VolumeFixtures.assertChecked(v.namespace());
+                if (round == 0) {
+                    free = v.statfs().freeBlocks();
+                }
+            }
+            assertEquals(free, v.statfs().freeBlocks(), "the dropped tables' medium values are free again");
+        }
+    }
+
+    /** A table of medium values dropped and crashed at every flush: each recovered volume checks clean, with no chunk left once the drop is done. */
+    @Test
+    void aDropCutShortByACrashFinishesWithoutLeaksOrDoubleFrees() {
+        Random rnd = new Random(SEED);
+        int firstFlush;
+        try (RecordingDevice rec = RecordingDevice.wrap(VolumeFixtures.formatted())) {
+            try (Volume v = Volume.open(rec, VolumeFixtures.OPTIONS)) {
+                try (Table keep = v.tables().create("keep")) {
+                    keep.put(b("x"), random(rnd, 4000)); // makes the catalog and the overflow tree
+                }
+                try (Table t = v.tables().create("t")) {
+                    t.withDurability(Durability.NONE);
+                    for (int i = 0; i < 40; i++) {
+                        t.put(b("k" + i), random(rnd, 1000 + 1500 * i));
+                    }
+                }
+                v.sync();
+                firstFlush = rec.flushCount();
+                v.tables().drop("t");
+                v.sync();
+            }
+            int flushes = rec.flushCount();
+            List<Integer> points = new ArrayList<>();
+            for (int k = firstFlush - 1; k < flushes; k++) {
+                points.add(k);
+            }
+            Collections.shuffle(points, rnd);
+            for (int k : points.subList(0, Math.min(12, points.size()))) {
+                List<RecordingDevice.Event> next = k + 1 <= flushes ? rec.epochWrites(k + 1) : List.of();
+                List<Integer> picked = new ArrayList<>();
+                for (RecordingDevice.Event e : next) {
+                    if (rnd.nextInt(3) == 0) {
+                        picked.add(e.index());
+                    }
+                }
+                RecordingDevice.CrashState state = rec.crashAfterFlush(k, picked.stream().mapToInt(Integer::intValue).toArray());
+                try (MemoryDevice crashed = rec.materialize(state); Volume v = Volume.open(crashed, VolumeFixtures.OPTIONS)) {
+                    String where = "seed " + SEED + ", crash " + state;
+                    CheckReport report = v.namespace().check();
+                    assertTrue(report.clean(), where + ": " + report);
+                    long expected = chunksOf(4000);
+                    if (v.tables().exists("t")) {
+                        try (Table t = v.tables().open("t")) {
+                            for (int i = 0; i < 40; i++) {
+                                assertEquals(1000 + 1500 * i, t.get(b("k" + i)).length, where);
+                                expected += chunksOf(1000 + 1500 * i);
+                            }
+                        }
+                    }
+                    assertEquals(expected, chunks(v), where + ": chunks"); // and the check accounts for every block
+
+                }
+            }
+        }
+    }
+
+    @Test
+    void theCheckNamesALeakedChunkAndAMissingOne() {
+        Random rnd = new Random(SEED);
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            t.put(b("a"), random(rnd, 3000));
+            t.put(b("b"), random(rnd, 2500));
+            TableOverflow overflow = v.tables().overflow;
+            TableValueFormat.Medium stray = new TableValueFormat.Medium(medium(t, b("b")).id() + 100, 1500, 0);
+            overflow.write(stray, MemorySegment.ofArray(new byte[1500]));
+            CheckReport report = v.namespace().check();
+            assertFalse(report.clean(), "a leaked value's chunks: " + report);
+            assertTrue(report.toString().contains("chunk 0 of medium value " + stray.id() + " (960 bytes) belongs to no table's value: leaked"), report.toString());
+            assertTrue(report.toString().contains("chunk 1 of medium value " + stray.id() + " (540 bytes)"), report.toString());
+            overflow.delete(stray);
+            VolumeFixtures.assertChecked(v.namespace());
+
+            TableValueFormat.Medium a = medium(t, b("a"));
+            MemorySegment key = MemorySegment.ofArray(new byte[TableValueFormat.CHUNK_KEY]);
+            TableValueFormat.chunkKey(key, a.id(), 1);
+            BTree tree = overflow.tree(false);
+            try (Handle h = v.namespace().openInode(overflow.inode());
+                 Txn txn = Txn.begin(tree.cache(), 2 + tree.reservation())) { // chunk 1 of "a" lost
+                Inode o = h.inode;
+                o.lock.lock();
+                try {
+                    v.namespace().records.lockRecord(txn, o.ino);
+                    assertTrue(tree.delete(txn, key));
+                    txn.commit();
+                } finally {
+                    o.lock.unlock();
+                }
+            }
+            report = v.namespace().check();
+            assertTrue(report.toString().contains("key 61 names medium value " + a.id() + " of 3000 bytes in 4 chunks but the overflow tree"
+                    + " (inode " + overflow.inode() + ") holds 3 of them"), report.toString());
+            CorruptionException e = assertThrows(CorruptionException.class, () -> t.get(b("a")));
+            assertTrue(e.getMessage().contains("key 61 names medium value " + a.id() + " of 3000 bytes in 4 chunks, which are missing"), e.getMessage());
+            e = assertThrows(CorruptionException.class, () -> t.read(MemorySegment.ofArray(b("a")), 1000, MemorySegment.ofArray(new byte[10])));
+            assertTrue(e.getMessage().contains("key 61 names medium value " + a.id()), e.getMessage());
+            byte[] other = new byte[10]; // the chunks around the lost one still read
+            assertEquals(3000, t.read(MemorySegment.ofArray(b("a")), 2000, MemorySegment.ofArray(other)));
+            assertEquals(2500, t.get(b("b")).length);
+        }
+    }
+}
