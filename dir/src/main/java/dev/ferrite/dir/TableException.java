@@ -15,7 +15,13 @@ public final class TableException extends FerriteException {
         /** The transaction was committed or rolled back already, or the snapshot closed. */
         TRANSACTION_DONE,
         /** The transaction's changes would not fit in the log at once; nothing was changed. */
-        TOO_LARGE
+        TOO_LARGE,
+        /**
+         * The log was full while the transaction applied, and could not be freed before it ended (the
+         * write-back behind it was too slow, or waited for the transaction itself); nothing was changed, and
+         * the same transaction may succeed when retried.
+         */
+        LOG_FULL
     }
 
     private final Kind kind;

@@ -14,6 +14,7 @@ import dev.ferrite.btree.internal.Cursor;
 import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.Errno;
 import dev.ferrite.io.InvalidArgumentException;
+import dev.ferrite.journal.ReservationExceededException;
 import dev.ferrite.journal.internal.Journal;
 
 /**
@@ -620,7 +621,8 @@ public final class Tables {
                 version = versions.beginApply();
                 applying = true;
                 c.version = version;
-                try (Journal.Pin pin = journal.pin()) {
+                long budget = groupBudget(journal);
+                try (Journal.Pin pin = journal.pin(budget)) {
                     try {
                         for (int i = 0; i < ws.size(); i++) {
                             WriteTransaction.Writes w = ws.get(i);
@@ -632,7 +634,7 @@ public final class Tables {
                                 }
                                 for (byte[] k : keys) {
                                     changed += c.apply(w.table, MemorySegment.ofArray(k), null, TableCommit.DELETE) == TableCommit.CHANGED ? 1 : 0;
-                                    requireRoom(pin, limit);
+                                    requireRoom(pin, limit, budget);
                                 }
                             }
                             int j = 0;
@@ -644,7 +646,7 @@ public final class Tables {
                                         ? c.applyMedium(w.table, k, MemorySegment.ofArray(v), e.getValue().kind())
                                         : c.apply(w.table, k, form == null ? null : MemorySegment.ofArray(form), e.getValue().kind());
                                 changed += outcome == TableCommit.CHANGED ? 1 : 0;
-                                requireRoom(pin, limit);
+                                requireRoom(pin, limit, budget);
                             }
                         }
                     } catch (RuntimeException e) {
@@ -653,6 +655,9 @@ public final class Tables {
                         } catch (RuntimeException again) { // the group must not reach the log half applied
                             journal.shutdown(again);
                             e.addSuppressed(again);
+                        }
+                        if (e instanceof ReservationExceededException) {
+                            throw logFull(e);
                         }
                         throw e;
                     }
@@ -684,11 +689,44 @@ public final class Tables {
         }
     }
 
-    private static void requireRoom(Journal.Pin pin, long limit) {
+    /**
+     * Checks, after each change, that the group stays within a quarter of the log, and that it has not used
+     * half its budget ({@link Journal#pin(long)}): the other half is for undoing what it did.
+     */
+    private static void requireRoom(Journal.Pin pin, long limit, long budget) {
         if (pin.bytes() > limit) {
             throw new TableException(TableException.Kind.TOO_LARGE, "the transaction's changes passed " + limit
                     + " bytes of log (a quarter of the log) before they were all applied; nothing was changed");
         }
+        if (pin.budgetLeft() < budget / 2) {
+            throw logFull(null);
+        }
+    }
+
+    /**
+     * The log bytes a group reserves before it pins its context: what its transactions may still take once
+     * the log is full (an item it changed may hold the tail until it ends), enough to go on a while and then
+     * undo: four of the largest transactions a table change makes, within a quarter of the log. Half of it
+     * is kept for the undo ({@link #requireRoom}), which is then two of them, and a change takes far less
+     * than it reserves.
+     */
+    private static long groupBudget(Journal journal) {
+        return Math.min(journal.logBytes() / 4, 4 * journal.reservationBytes(GROUP_TXN_ITEMS));
+    }
+
+    /**
+     * Items of the largest transaction inside a group: the refill of a tree's block reserve
+     * ({@code DirContents.addBlocks}, about 80) is the largest.
+     */
+    private static final int GROUP_TXN_ITEMS = 96;
+
+    private static TableException logFull(RuntimeException cause) {
+        TableException e = new TableException(TableException.Kind.LOG_FULL, "the log was full while the transaction "
+                + "applied and could not be freed before it ended; nothing was changed; it may succeed when retried");
+        if (cause != null) {
+            e.initCause(cause);
+        }
+        return e;
     }
 
     private static TableException tooLarge(long changes, long bytes, long limit) {

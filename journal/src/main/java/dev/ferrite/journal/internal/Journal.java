@@ -277,7 +277,7 @@ public final class Journal implements AutoCloseable {
     }
 
     /** Log bytes one transaction of {@code items} items reserves per unit. */
-    long reservationBytes(int items) {
+    public long reservationBytes(int items) {
         return items * cil.itemReservation() + cil.checkpointOverhead();
     }
 
