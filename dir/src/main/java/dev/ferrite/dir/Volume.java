@@ -472,11 +472,17 @@ public final class Volume implements AutoCloseable {
         return inodes;
     }
 
-    /** Refuses work on a closed volume with {@link VolumeShutdownException}. */
+    /**
+     * Refuses work on a closed volume, or one whose journal shut down after an I/O error (naming it), with
+     * {@link VolumeShutdownException}: past a failed log or metadata write, the cached state may hold
+     * changes that never reach the device, so nothing more is read or acknowledged from it. Every path
+     * walk, handle I/O and table call checks this (volatile reads only).
+     */
     void requireOpen() {
         if (closed) {
             throw new VolumeShutdownException("volume on " + device.name() + " is closed", null);
         }
+        journal.requireAlive();
     }
 
     /** Refuses an inode number outside every group with {@link InvalidArgumentException}. */
