@@ -309,6 +309,11 @@ public final class Volume implements AutoCloseable {
                 throw new CorruptionException(block, SUPERBLOCK, "the root directory is inode " + f.rootInode()
                         + ", which lies outside the volume");
             }
+            if (f.clean() && (f.freeBlocks() < 0 || f.freeBlocks() > f.geometry().deviceBlocks() || f.inodes() < 0
+                    || f.freeInodes() < 0 || f.freeInodes() > f.inodes())) { // a clean mount's counters: they size allocations
+                throw new CorruptionException(block, SUPERBLOCK, "free block count " + f.freeBlocks() + " of " + f.geometry().deviceBlocks()
+                        + " blocks, " + f.inodes() + " inodes of which " + f.freeInodes() + " free");
+            }
             long unknown = f.incompat() & ~SuperblockFormat.KNOWN_INCOMPAT;
             if (unknown != 0) {
                 throw new IncompatibleVolumeException(device.name() + " uses incompatible features 0x" + Long.toHexString(unknown)
