@@ -39,16 +39,18 @@ class FaultInjectionTest {
 
     @Test
     void failedLogWriteShutsTheVolumeDown() {
-        logFaultShutsDown(g -> faulty.failWrites(b -> b >= g.logStart() && b < g.dataStart(), null, Errno.EIO),
+        // the circular log, past its anchor
+        logFaultShutsDown(g -> faulty.failWrites(b -> b > g.logStart() && b < g.dataStart(), null, Errno.EIO),
                 "volume shut down after I/O error at log write: memory: write at offset");
     }
 
+    /** The next flush is the sync's log flush, unless the AIL's write-back happens to flush first: a shutdown either way. */
     @Test
     void failedLogFlushShutsTheVolumeDown() {
-        logFaultShutsDown(g -> faulty.failFlushes(1, Errno.EIO), "volume shut down after I/O error at log write: memory: flush");
+        logFaultShutsDown(g -> faulty.failFlushes(1, Errno.EIO), "volume shut down after I/O error at (log write|metadata write-back): memory: flush");
     }
 
-    /** A sync after {@code arm} fails with {@code message}, and every later call as well; the volume reopens sound. */
+    /** A sync after {@code arm} fails with a message matching {@code message}, and every later call as well; the volume reopens sound. */
     private void logFaultShutsDown(Consumer<Geometry> arm, String message) {
         try (Volume v = Volume.open(faulty, VolumeFixtures.OPTIONS)) {
             Namespace ns = v.namespace();
@@ -57,8 +59,8 @@ class FaultInjectionTest {
             arm.accept(v.geometry());
             ns.mkdir("/lost", 0755);
             VolumeShutdownException e = assertThrows(VolumeShutdownException.class, v::sync);
-            assertTrue(e.getMessage().startsWith(message), e.getMessage());
-            assertShutDown(v, ns, "log write");
+            assertTrue(java.util.regex.Pattern.compile(message).matcher(e.getMessage()).lookingAt(), e.getMessage());
+            assertShutDown(v, ns, e.getMessage().substring(e.getMessage().indexOf(" at ") + 4, e.getMessage().indexOf(": ")));
         }
         reopenSound(ns -> ns.stat("/acked"));
     }
