@@ -122,8 +122,12 @@ final class BaseImage {
                 ns.fallocate(h, 0, 1L << 20, 8L * BLOCK_SIZE);
             }
         }
+        // settle before the tables: blocks freed above are busy until their checkpoint is durable, and an
+        // allocation that meets them goes elsewhere, so the tables' place would depend on the log's timing
+        v.sync();
         Table big = v.tables().create("big");
         Table blobs = v.tables().create("blobs");
+        v.sync();
         Random r = new Random(7);
         try (WriteTransaction tx = v.begin()) {
             for (int i = 0; i < 3000; i++) {

@@ -12,6 +12,7 @@ import java.util.stream.LongStream;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -57,6 +58,19 @@ class FuzzTest {
         assertTrue(rs.get(2).failed() && rs.get(2).outcome().startsWith("hang: "), rs.get(2).toString());
         assertTrue(rs.get(3).failed() && rs.get(3).outcome().startsWith("child JVM died (exit code 134)"), rs.get(3).toString());
         assertTrue(!rs.get(4).failed(), rs.get(4).toString());
+    }
+
+    /** A recipe names blocks: each build of a base image must put every metadata block and file block in the same place. */
+    @Test
+    void baseImagesPlaceBlocksTheSameEveryTime() {
+        for (BaseImage.Kind kind : BaseImage.Kind.values()) {
+            BaseImage a = BaseImage.build(kind), b = BaseImage.build(kind);
+            try (var da = a.device; var db = b.device) {
+                assertEquals(a.byMagic.keySet(), b.byMagic.keySet(), kind.toString());
+                a.byMagic.forEach((magic, blocks) -> assertArrayEquals(blocks, b.byMagic.get(magic), kind + " magic 0x" + Integer.toHexString(magic)));
+                assertArrayEquals(a.byRole.get(BaseImage.Role.DATA), b.byRole.get(BaseImage.Role.DATA), kind + " file data");
+            }
+        }
     }
 
     @Test
