@@ -477,14 +477,14 @@ public final class Journal implements AutoCloseable {
 
     /**
      * Throws {@link VolumeShutdownException}, naming the error and where it was met, once the journal
-     * has shut down: the volume's every call checks it (two volatile reads while the journal runs).
+     * has shut down: the volume's every call checks it (one volatile read while the journal runs; the
+     * log writer and the AIL shut the journal down before they stop).
      */
     public void requireAlive() {
         Throwable f = failure.get();
         if (f != null) {
             throw new VolumeShutdownException(shutdownMessage, f);
         }
-        writer.requireAlive();
     }
 
     /** The CIL size that starts a background push: the option, or an eighth of the log capped at 32 MiB. */
