@@ -50,7 +50,7 @@ public final class FuzzCommand implements Callable<Integer> {
             description = "a case with no answer after S seconds is a hang (default: ${DEFAULT-VALUE})")
     double caseSeconds;
 
-    @Option(names = "--keep", paramLabel = "DIR", description = "write each failing case's image (case-SEED.img) and recipes (failures.txt) here")
+    @Option(names = "--keep", paramLabel = "DIR", description = "write each failing case's image (case-HASH.img, named by its recipe's hash) and its recipe (failures.txt) here")
     Path keep;
 
     @Option(names = "--replay", paramLabel = "FILE", description = "run the recipes in FILE (one a line, # comments) instead of generated cases")
