@@ -24,6 +24,7 @@ import static dev.ferrite.dir.AgHeaderFormat.BNO_TREE;
 import static dev.ferrite.dir.AgHeaderFormat.CNT_TREE;
 import static dev.ferrite.dir.AgHeaderFormat.FINO_TREE;
 import static dev.ferrite.dir.AgHeaderFormat.FIRST_FREE;
+import static dev.ferrite.dir.AgHeaderFormat.FREE_BLOCKS;
 import static dev.ferrite.dir.AgHeaderFormat.FREE_INODES;
 import static dev.ferrite.dir.AgHeaderFormat.INODES;
 import static dev.ferrite.dir.AgHeaderFormat.INO_TREE;
@@ -171,6 +172,7 @@ final class AllocationGroup {
         }
         ag.verifyList(ag.agfl, agf, AGF);
         ag.verifyList(ag.agil, agi, AGI);
+        ag.verifyCounts(f, i, g);
         ag.space.bno = ag.openTree(agf, BNO_TREE, ag.agfl, AgTreeFormat.BNO, AGF);
         ag.space.cnt = ag.openTree(agf, CNT_TREE, ag.agfl, AgTreeFormat.CNT, AGF);
         ag.inodes.ino = ag.openTree(agi, INO_TREE, ag.agil, AgTreeFormat.INO, AGI);
@@ -179,6 +181,23 @@ final class AllocationGroup {
             ag.orphans = ag.openTree(agi, ORPHAN_TREE, ag.agil, AgTreeFormat.ORPHAN, AGI);
         }
         return ag;
+    }
+
+    /**
+     * The headers' counts possible for the group: a mount after a crash sums them into the volume's free
+     * and inode counters, which size allocations (a negative free count once made a write's speculative
+     * end fall before its start, and the write go on with no blocks mapped).
+     */
+    private void verifyCounts(MemorySegment f, MemorySegment i, Geometry g) {
+        long free = u64(f, FREE_BLOCKS), inodes = u64(i, INODES), freeInodes = u64(i, FREE_INODES);
+        long most = (long) length * (g.blockSize() / g.inodeSize());
+        if (free < 0 || free > length) {
+            throw new CorruptionException(agf.block(), AGF, "free block count " + free + ", expected 0.." + length);
+        }
+        if (inodes < 0 || inodes > most || freeInodes < 0 || freeInodes > inodes) {
+            throw new CorruptionException(agi.block(), AGI, inodes + " inodes of which " + freeInodes + " free, expected 0.."
+                    + most + " inodes and at most as many free");
+        }
     }
 
     /** A free list's count in range, and its entries distinct blocks of the group past the headers: they become tree nodes. */

@@ -97,6 +97,7 @@ final class FileData {
      * file may hold by now. One volatile read, no count of operations in flight to update.
      */
     Lock lockIo(Handle h, Lock l) {
+        volume.requireOpen(); // a closed or shut down volume takes no more I/O
         Runnable hook = beforeIoLock;
         if (hook != null) {
             hook.run();

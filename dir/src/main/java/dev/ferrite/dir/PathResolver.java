@@ -109,6 +109,7 @@ final class PathResolver {
 
     /** The inode {@code name} names in {@code dir} (a symlink itself): {@code "."} is dir, {@code ".."} its parent. */
     long entry(long dir, String name) {
+        volume.requireOpen();
         if (".".equals(name) || "..".equals(name)) {
             records.requireDir(dir);
             return name.equals(".") ? dir : dotdot(dir);
@@ -204,11 +205,13 @@ final class PathResolver {
 
     /** The inode {@code path} names. */
     long resolve(String path, boolean followLast) {
+        volume.requireOpen();
         requireAbsolute(path);
         return new Walk(path).to(root(), followLast);
     }
 
     Parent resolveParent(String path) {
+        volume.requireOpen();
         requireAbsolute(path);
         return new Walk(path).parent(root());
     }

@@ -311,6 +311,11 @@ public final class Volume implements AutoCloseable {
                 throw new CorruptionException(block, SUPERBLOCK, "the root directory is inode " + f.rootInode()
                         + ", which lies outside the volume");
             }
+            if (f.clean() && (f.freeBlocks() < 0 || f.freeBlocks() > f.geometry().deviceBlocks() || f.inodes() < 0
+                    || f.freeInodes() < 0 || f.freeInodes() > f.inodes())) { // a clean mount's counters: they size allocations
+                throw new CorruptionException(block, SUPERBLOCK, "free block count " + f.freeBlocks() + " of " + f.geometry().deviceBlocks()
+                        + " blocks, " + f.inodes() + " inodes of which " + f.freeInodes() + " free");
+            }
             long unknown = f.incompat() & ~SuperblockFormat.KNOWN_INCOMPAT;
             if (unknown != 0) {
                 throw new IncompatibleVolumeException(device.name() + " uses incompatible features 0x" + Long.toHexString(unknown)
@@ -497,11 +502,17 @@ public final class Volume implements AutoCloseable {
         return inodes;
     }
 
-    /** Refuses work on a closed volume with {@link VolumeShutdownException}. */
+    /**
+     * Refuses work on a closed volume, or one whose journal shut down after an I/O error (naming it), with
+     * {@link VolumeShutdownException}: past a failed log or metadata write, the cached state may hold
+     * changes that never reach the device, so nothing more is read or acknowledged from it. Every path
+     * walk, handle I/O and table call checks this (volatile reads only).
+     */
     void requireOpen() {
         if (closed) {
             throw new VolumeShutdownException("volume on " + device.name() + " is closed", null);
         }
+        journal.requireAlive();
     }
 
     /** Refuses an inode number outside every group with {@link InvalidArgumentException}. */

@@ -4,6 +4,7 @@ import java.io.PrintWriter;
 import java.nio.file.FileSystemException;
 import java.util.concurrent.Callable;
 
+import dev.ferrite.perf.fuzz.FuzzCommand;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.IVersionProvider;
@@ -21,8 +22,7 @@ import picocli.CommandLine.Spec;
 @Command(name = "ferrite", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
         description = "Ferrite: an off-heap block-device storage engine for the JVM. Benchmarks and tools.",
         subcommands = {BenchCommand.class, JmhCommand.class, FormatCommand.class, CheckCommand.class, DumpCommand.class,
-                TableCommand.class,
-                MountCommand.class, UmountCommand.class},
+                TableCommand.class, MountCommand.class, UmountCommand.class, FuzzCommand.class},
         footer = {"", "The launcher also runs:",
                 "  ./ferrite test [maven args]   the whole test suite (mvn -B verify)",
                 "  ./ferrite build               build now, skipping tests"})
@@ -50,7 +50,7 @@ public final class Main implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        throw new ParameterException(spec.commandLine(), "a command is required: bench, jmh, format, check, dump or table");
+        throw new ParameterException(spec.commandLine(), "a command is required: bench, jmh, format, check, dump, table, mount, umount or fuzz");
     }
 
     /**

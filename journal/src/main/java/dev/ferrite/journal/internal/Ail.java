@@ -102,6 +102,8 @@ public final class Ail implements AutoCloseable {
     private volatile boolean rescan;
     private volatile boolean running = true;
     private volatile Throwable failure;
+    /** The journal's shutdown, told of a failure before anyone waiting on the AIL wakes to it. */
+    private final java.util.function.Consumer<Throwable> onFailure;
     private final Arena arena = Arena.ofShared();
     private final MemorySegment snapshots;
     /** Bytes from one snapshot to the next: a block, rounded up so each starts aligned for the device. */
@@ -133,6 +135,7 @@ public final class Ail implements AutoCloseable {
         if (batchMax < 1 || batchMax > MAX_BATCH) {
             throw new IllegalArgumentException("AIL batch " + batchMax + " is outside 1.." + MAX_BATCH);
         }
+        this.onFailure = onFailure;
         this.device = device;
         this.batchMax = batchMax;
         this.tailListener = tailListener;
@@ -157,13 +160,11 @@ public final class Ail implements AutoCloseable {
             @Override
             public void handleEventException(Throwable ex, long sequence, Event event) {
                 fail(ex);
-                onFailure.accept(ex);
             }
 
             @Override
             public void handleOnStartException(Throwable ex) {
                 fail(ex);
-                onFailure.accept(ex);
             }
 
             @Override
@@ -353,10 +354,7 @@ public final class Ail implements AutoCloseable {
         } finally {
             lock.unlock();
         }
-        Throwable f = failure;
-        if (f != null) {
-            throw new IllegalStateException("AIL push failed", f);
-        }
+        // after a failure the journal has shut down already: its caller reports that
     }
 
     private void pushLoop() {
@@ -646,7 +644,12 @@ public final class Ail implements AutoCloseable {
         }
     }
 
+    /**
+     * Stops the AIL after {@code t}: the journal hears first (it shuts down, so no later call goes on
+     * from home blocks that may not be on disk), then the waiters wake to find it shut down.
+     */
     private void fail(Throwable t) {
+        onFailure.accept(t);
         failure = t;
         lock.lock();
         try {

@@ -13,6 +13,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.LongAdder;
 
 import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.DeviceException;
 
 /**
  * Ferrite's write-ahead log, built the way XFS's delayed logging is (DESIGN section 4): transactions
@@ -57,6 +58,8 @@ public final class Journal implements AutoCloseable {
     private final long logBytes;
     private final LongAdder commits = new LongAdder();
     private final AtomicReference<Throwable> failure = new AtomicReference<>();
+    /** What every call after a shutdown reports: set once, before {@link #failure}. */
+    private volatile String shutdownMessage;
     private boolean closed;
 
     /**
@@ -119,9 +122,9 @@ public final class Journal implements AutoCloseable {
         // The callbacks below reach the writer through this object: they run only once the threads started.
         this.cil = new Cil(1, bs, threshold, shadows, this::backgroundPush, Cil.DRAIN_TIMEOUT_NANOS);
         this.ail = new Ail(device, options.ringSize(), options.ailBatch(), relogChunks(options, bs), head, r.nextSeq(), this::anchorTail,
-                this::checkpointSoon, this::shutdown);
+                this::checkpointSoon, t -> shutdown("metadata write-back", t));
         this.writer = new LogWriter(device, geometry, anchor.current().logId(), epoch, head, r.nextSeq(), cil, space,
-                ail, threshold, this::shutdown);
+                ail, threshold, t -> shutdown("log write", t));
         ail.start();
         writer.start();
     }
@@ -322,11 +325,22 @@ public final class Journal implements AutoCloseable {
      * @throws VolumeShutdownException if the journal has shut down, or shuts down before {@code seq} is durable
      */
     public void force(long seq) {
+        requireAlive(); // even for a durable seq: after a shutdown nothing is acknowledged any more
         Pin held = pinned.get();
         if (held != null && seq >= held.context.seq) {
             throw new IllegalStateException("cannot force commit sequence " + seq + " inside the group pinning it");
         }
-        writer.force(seq);
+        forceLog(seq);
+    }
+
+    /** {@link LogWriter#force}, a failure meanwhile reported as the journal's shutdown (naming where it was met). */
+    private void forceLog(long seq) {
+        try {
+            writer.force(seq);
+        } catch (VolumeShutdownException e) {
+            requireAlive();
+            throw e;
+        }
     }
 
     /**
@@ -335,9 +349,10 @@ public final class Journal implements AutoCloseable {
      * @throws VolumeShutdownException as {@link #force}
      */
     public long forceAll() {
+        requireAlive();
         Pin held = pinned.get();
         long seq = held != null ? held.context.seq - 1 : cil.currentSeq();
-        writer.force(seq);
+        forceLog(seq);
         return seq;
     }
 
@@ -470,7 +485,12 @@ public final class Journal implements AutoCloseable {
 
     /** AIL pusher: anchors a new tail durably, then lets reservers use the space behind it. */
     private void anchorTail(long tailLsn, long tailSeq) {
-        anchor.write(tailLsn, tailSeq, epoch, false);
+        try {
+            anchor.write(tailLsn, tailSeq, epoch, false);
+        } catch (RuntimeException e) {
+            shutdown("log anchor write", e); // named here: the AIL would report it as a write-back
+            throw e;
+        }
         int bs = device.blockSize();
         space.moveTail(((long) Lsn.cycle(tailLsn) << 32) | ((long) Lsn.block(tailLsn) * bs));
     }
@@ -504,17 +524,40 @@ public final class Journal implements AutoCloseable {
 
     /** Shuts the journal down after {@code cause}: nothing more is logged or written home, every later call fails. */
     public void shutdown(Throwable cause) {
-        if (failure.compareAndSet(null, cause)) {
-            space.shutdown(cause);
+        shutdown("the journal", cause);
+    }
+
+    /**
+     * {@link #shutdown(Throwable)} after {@code cause} met in {@code where} (a log write, a metadata
+     * write-back...), which every later call's {@link VolumeShutdownException} names: "volume shut down
+     * after I/O error at log write: ..." for a device error. The first cause wins.
+     */
+    public void shutdown(String where, Throwable cause) {
+        if (failure.get() != null) {
+            return;
+        }
+        String message = cause instanceof DeviceException
+                ? "volume shut down after I/O error at " + where + ": " + cause.getMessage()
+                : "volume shut down after a failure in " + where + ": " + cause;
+        synchronized (failure) {
+            if (failure.get() == null) {
+                shutdownMessage = message;
+                failure.set(cause);
+                space.shutdown(cause);
+            }
         }
     }
 
-    private void requireAlive() {
+    /**
+     * Throws {@link VolumeShutdownException}, naming the error and where it was met, once the journal
+     * has shut down: the volume's every call checks it (one volatile read while the journal runs; the
+     * log writer and the AIL shut the journal down before they stop).
+     */
+    public void requireAlive() {
         Throwable f = failure.get();
         if (f != null) {
-            throw new VolumeShutdownException("journal has shut down: " + f.getMessage(), f);
+            throw new VolumeShutdownException(shutdownMessage, f);
         }
-        writer.requireAlive();
     }
 
     /** The CIL size that starts a background push: the option, or an eighth of the log capped at 32 MiB. */

@@ -577,13 +577,14 @@ final class LogWriter implements AutoCloseable {
         }
     }
 
+    /** Stops the log after {@code t}: the journal shuts down first, so a forcer that wakes to it reports that. */
     private void fail(Throwable t) {
+        onFailure.accept(t);
         failure = t;
         for (Forcer f : forcers) {
             LockSupport.unpark(f.thread());
         }
         LockSupport.unpark(formatter);
-        onFailure.accept(t);
     }
 
     Throwable failure() {
