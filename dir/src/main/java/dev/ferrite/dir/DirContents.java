@@ -387,9 +387,16 @@ final class DirContents {
             if (DirEntryFormat.reserveCount(b, area) > RESERVE_HIGH) {
                 return SPILL;
             }
-            return DirAllocator.usable(cache, b, area, RESERVE_LOW) < RESERVE_LOW ? REFILL : READY;
+            return keyLength != REMOVAL && DirAllocator.usable(cache, b, area, RESERVE_LOW) < RESERVE_LOW ? REFILL : READY;
         });
     }
+
+    /**
+     * The {@code keyLength} of {@link #step} and {@link #prepare} for a change that only removes entries: a
+     * B-tree delete never allocates (merges free blocks into the reserve), so it needs room in the reserve
+     * (a spill) but no refill, and goes on when the volume is full, as the undo of a group must.
+     */
+    static final int REMOVAL = -1;
 
     /**
      * Brings {@code dir} to {@link #READY}, each step in a transaction of its own reserved before the

@@ -104,8 +104,9 @@ final class TableCommit {
         for (;;) {
             // read before the record is locked (a lock-free read of a block this thread holds would wait for
             // ever); the table's lock, held, keeps both answers true
-            if (dirs.step(t.inode, 0) != DirContents.READY) {
-                dirs.prepare(t.inode, 0); // the tree's block reserve between its marks, in transactions of its own
+            int step = value == null ? DirContents.REMOVAL : 0;
+            if (dirs.step(t.inode, step) != DirContents.READY) {
+                dirs.prepare(t.inode, step); // the tree's block reserve between its marks, in transactions of its own
                 continue;
             }
             if (records.readRecord(ino, InodeFormat::nlink) == 0) {

@@ -134,12 +134,13 @@ final class TableOverflow {
     /** Puts ({@code value}) or deletes (null) one chunk in a transaction of its own, the tree's block reserve made ready first. */
     private void change(BTree t, MemorySegment key, MemorySegment value) {
         Inode o = handle.inode;
+        int step = value == null ? DirContents.REMOVAL : 0;
         for (;;) {
-            dirs.prepare(o, 0);
+            dirs.prepare(o, step);
             try (Txn txn = Txn.begin(cache, 2 + t.reservation())) {
                 o.lock.lock();
                 try {
-                    if (dirs.step(o, 0) == DirContents.READY) { // read before the record is locked, stable under the inode's lock
+                    if (dirs.step(o, step) == DirContents.READY) { // read before the record is locked, stable under the inode's lock
                         records.lockRecord(txn, o.ino);
                         boolean changed = true;
                         if (value != null) {
