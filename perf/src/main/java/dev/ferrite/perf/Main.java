@@ -21,7 +21,7 @@ import picocli.CommandLine.Spec;
 @Command(name = "ferrite", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
         description = "Ferrite: an off-heap block-device storage engine for the JVM. Benchmarks and tools.",
         subcommands = {BenchCommand.class, JmhCommand.class, FormatCommand.class, CheckCommand.class, DumpCommand.class,
-                TableCommand.class},
+                TableCommand.class, CrashtestCommand.class},
         footer = {"", "The launcher also runs:",
                 "  ./ferrite test [maven args]   the whole test suite (mvn -B verify)",
                 "  ./ferrite build               build now, skipping tests"})
