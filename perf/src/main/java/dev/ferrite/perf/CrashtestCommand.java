@@ -8,6 +8,7 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 
 import dev.ferrite.perf.crash.Crashtest;
+import dev.ferrite.perf.crash.Kills;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
@@ -24,6 +25,8 @@ import picocli.CommandLine.Spec;
         "volume, runs the checker and checks that everything acknowledged durable is there and",
         "nothing appears that was never written; then recovers the recovered image again.",
         "Each failure prints the workload, the crash state, what is wrong and a --replay argument.",
+        "With --kill: rounds of a child JVM working on a volume file, SIGKILLed at random moments;",
+        "after each the volume is checked and everything the children acknowledged must hold.",
         "Exit status: 0 no failures, 1 failures, 2 usage.", ""})
 final class CrashtestCommand implements Callable<Integer> {
     @Option(names = "--workloads", paramLabel = "N", defaultValue = "1000000000",
@@ -50,8 +53,15 @@ final class CrashtestCommand implements Callable<Integer> {
             description = "judge one crash state alone, as a failure printed it")
     String replay;
 
-    @Option(names = "--save", paramLabel = "IMAGE", description = "with --replay: write the state's crashed image to IMAGE")
+    @Option(names = "--save", paramLabel = "IMAGE",
+            description = "with --replay: write the state's crashed image to IMAGE; with --kill: keep the volume in IMAGE")
     Path save;
+
+    @Option(names = "--kill", description = "instead: SIGKILL a child JVM working on a volume file, over --rounds rounds, checking after each")
+    boolean kill;
+
+    @Option(names = "--rounds", paramLabel = "R", defaultValue = "20", description = "with --kill: children to kill (default: ${DEFAULT-VALUE})")
+    int rounds;
 
     @Mixin
     HelpOption help;
@@ -66,12 +76,18 @@ final class CrashtestCommand implements Callable<Integer> {
         if (workloads < 1 || perEpoch < 0 || minutes < 0 || t < 1) {
             throw new ParameterException(spec.commandLine(), "--workloads and --threads must be at least 1, --states and --minutes not negative");
         }
-        if (save != null && replay == null) {
-            throw new ParameterException(spec.commandLine(), "--save needs --replay: it saves the image of the state replayed");
+        if (save != null && replay == null && !kill) {
+            throw new ParameterException(spec.commandLine(), "--save needs --replay or --kill: it saves the image of the state replayed or the volume killed");
+        }
+        if (kill && (replay != null || rounds < 1)) {
+            throw new ParameterException(spec.commandLine(), "--kill needs --rounds of at least 1 and no --replay");
         }
         json.validate(spec);
         if (replay != null) {
             return replay(out);
+        }
+        if (kill) {
+            return kill(out);
         }
         Crashtest.Options o = new Crashtest.Options(seed, workloads, perEpoch, (long) (minutes * TimeUnit.MINUTES.toNanos(1)), t);
         out.printf("crashtest: seed %d, %d threads, %d states per epoch%n", seed, t, perEpoch);
@@ -87,6 +103,19 @@ final class CrashtestCommand implements Callable<Integer> {
         }
         out.flush();
         return s.failures().isEmpty() ? 0 : 1;
+    }
+
+    private int kill(PrintWriter out) throws IOException {
+        Kills.Summary s;
+        try {
+            s = Kills.run(new Kills.Options(seed, rounds, save), out);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted", e);
+        }
+        out.println("crashtest --kill: " + s);
+        out.flush();
+        return s.failure() == null ? 0 : 1;
     }
 
     private int replay(PrintWriter out) throws IOException {

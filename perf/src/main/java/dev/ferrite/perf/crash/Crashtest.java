@@ -13,8 +13,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
-import java.util.logging.Level;
-import java.util.logging.Logger;
 
 import dev.ferrite.io.testkit.RecordingDevice.CrashState;
 import dev.ferrite.perf.bench.Progress;
@@ -28,16 +26,6 @@ import dev.ferrite.perf.bench.ResultJson;
  * workloads; a failure names the workload's id and the state's index, which {@link #replay} repeats.
  */
 public final class Crashtest {
-    /**
-     * Every crash state mounts a volume that was not unmounted cleanly, which the volume notes as a
-     * warning: hundreds a second here. Held so that the level set stays set.
-     */
-    private static final Logger QUIET = Logger.getLogger("dev.ferrite.dir");
-
-    static {
-        QUIET.setLevel(Level.SEVERE);
-    }
-
     private Crashtest() {
     }
 

@@ -6,6 +6,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.logging.Level;
+import java.util.logging.Logger;
 
 import dev.ferrite.dir.Handle;
 import dev.ferrite.dir.Namespace;
@@ -29,6 +31,16 @@ final class Recording {
     static final int BLOCK_SIZE = 4096;
     static final VolumeOptions OPTIONS = VolumeOptions.defaults().withAgCount(2).withLogBlocks(1024)
             .withCacheBytes(4L << 20).withDataCacheBytes(1L << 20);
+
+    /**
+     * Every crash state mounts a volume that was not unmounted cleanly, which the volume notes as a
+     * warning: hundreds a second here. Held so that the level set stays set.
+     */
+    private static final Logger QUIET = Logger.getLogger("dev.ferrite.dir");
+
+    static {
+        QUIET.setLevel(Level.SEVERE);
+    }
 
     private static final Map<Integer, MemoryDevice> BASES = new ConcurrentHashMap<>();
 
