@@ -23,7 +23,7 @@ import dev.ferrite.io.DeviceOptions;
  * The child JVM of {@link Kills}: mounts the volume on {@code IMAGE} (recovering it), prints
  * {@code ready}, then runs a random workload of round {@code ROUND} until it is killed. After each
  * fsync, volume sync or SYNC commit has returned, and only then, it prints on stdout what that made
- * durable, one fact a line:
+ * durable, one fact a line after the word {@code ack} (the JVM may print its own warnings on stdout):
  * <ul>
  *   <li>{@code file PATH SIZE CRC}: the file holds SIZE bytes with that CRC32C (written, then fsync'd, or
  *       renamed into place from a temporary name and synced);
@@ -35,6 +35,7 @@ import dev.ferrite.io.DeviceOptions;
  */
 public final class KillChild {
     static final String TABLE = "kill";
+    static final String ACK = "ack ";
     /** Files a round acknowledges at most, so that many rounds fit the volume. */
     private static final int MAX_FILES = 150;
 
@@ -141,7 +142,7 @@ public final class KillChild {
     }
 
     private static void ack(PrintStream out, String fact) {
-        out.println(fact);
+        out.println(ACK + fact);
         out.flush();
     }
 }

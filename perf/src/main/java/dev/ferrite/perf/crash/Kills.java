@@ -4,6 +4,7 @@ import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.PrintWriter;
+import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
@@ -236,17 +237,15 @@ public final class Kills {
                     if (line.equals("ready")) {
                         readyAt = System.nanoTime();
                         ready.countDown();
-                    } else {
+                    } else if (line.startsWith(KillChild.ACK)) {
                         synchronized (lines) {
-                            lines.add(line);
+                            lines.add(line.substring(KillChild.ACK.length()));
                         }
                         acknowledged.countDown();
                     }
                 }
             } catch (IOException e) {
-                synchronized (lines) {
-                    lines.add("error reading the child's output: " + e);
-                }
+                throw new UncheckedIOException("reading the child's output", e);
             }
         }
 
