@@ -34,7 +34,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED;
 final class Lane {
     static final String TABLE = "t";
     /** Most bytes a file gets: offsets and lengths stay below this. */
-    static final int MAX_FILE = 64 << 10;
+    static final int MAX_FILE = 256 << 10;
 
     final int index;
     final String root;

@@ -26,11 +26,14 @@ import dev.ferrite.io.testkit.RecordingDevice.Event;
  * op returned: that flush, or an earlier one, made the op durable).
  */
 final class Recording {
-    /** A small volume keeps images cheap to copy: 16 MiB, two groups, the smallest log. */
+    /**
+     * A small volume keeps images cheap to copy and mounts cheap: 16 MiB, two groups, the smallest log,
+     * small caches (so write-back under cache pressure is exercised too).
+     */
     static final int BLOCKS = 4096;
     static final int BLOCK_SIZE = 4096;
     static final VolumeOptions OPTIONS = VolumeOptions.defaults().withAgCount(2).withLogBlocks(1024)
-            .withCacheBytes(4L << 20).withDataCacheBytes(1L << 20);
+            .withCacheBytes(2L << 20).withDataCacheBytes(256L << 10);
 
     /**
      * Every crash state mounts a volume that was not unmounted cleanly, which the volume notes as a

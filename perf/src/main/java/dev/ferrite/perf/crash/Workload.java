@@ -93,9 +93,10 @@ record Workload(long id, List<List<Op>> lanes) {
             }
         }
         int laneCount = rnd.nextInt(3) == 0 ? 2 : 1;
+        boolean wide = rnd.nextInt(3) == 0;
         List<List<Op>> lanes = new ArrayList<>();
         for (int l = 0; l < laneCount; l++) {
-            lanes.add(random(rnd, 10 + rnd.nextInt(31)));
+            lanes.add(random(rnd, wide ? 40 + rnd.nextInt(41) : 10 + rnd.nextInt(31), wide));
         }
         return new Workload(id, lanes);
     }
@@ -154,12 +155,17 @@ record Workload(long id, List<List<Op>> lanes) {
         return model;
     }
 
-    /** {@code count} random valid ops, about one in five a persistence point. */
-    private static List<Op> random(Random rnd, int count) {
+    /**
+     * {@code count} random valid ops, about one in five a persistence point. A {@code wide} workload
+     * draws from many more names and keys, writes single blocks scattered over the whole file and commits
+     * larger transactions: directories, extent maps and table trees grow past their first block, and
+     * crash states fall inside those conversions and splits.
+     */
+    private static List<Op> random(Random rnd, int count, boolean wide) {
         Lane model = setUp();
         List<Op> ops = new ArrayList<>();
         while (ops.size() < count) {
-            Op op = randomOp(rnd, model);
+            Op op = randomOp(rnd, model, wide);
             if (op != null) {
                 add(model, ops, op);
             }
@@ -168,15 +174,16 @@ record Workload(long id, List<List<Op>> lanes) {
     }
 
     /** A random op, or null if the one drawn is not valid now (the caller draws again). */
-    private static Op randomOp(Random rnd, Lane model) {
-        String any = randomPath(rnd);
+    private static Op randomOp(Random rnd, Lane model, boolean wide) {
+        String any = randomPath(rnd, wide);
         List<String> existing = model.paths();
         String some = existing.isEmpty() ? any : existing.get(rnd.nextInt(existing.size()));
-        long offset = 8L * rnd.nextInt(Lane.MAX_FILE / 16);
-        int length = 8 * (1 + rnd.nextInt(rnd.nextBoolean() ? 64 : 2048));
+        boolean block = wide && rnd.nextBoolean();
+        long offset = block ? 4096L * rnd.nextInt(Lane.MAX_FILE / 4096) : 8L * rnd.nextInt(Lane.MAX_FILE / 32);
+        int length = block ? 4096 : 8 * (1 + rnd.nextInt(rnd.nextBoolean() ? 64 : 2048));
         Op op = switch (rnd.nextInt(22)) {
             case 0 -> new Op.Mkdir(any);
-            case 1, 2 -> new Op.Create(any);
+            case 1, 2 -> new Op.Create(wide ? randomPath(rnd, true) + "-" + rnd.nextInt(1000) : any);
             case 3, 4, 5 -> new Op.Write(some, offset, length);
             case 6 -> new Op.Append(some, length);
             case 7 -> new Op.Truncate(some, 8L * rnd.nextInt(Lane.MAX_FILE / 16));
@@ -187,7 +194,7 @@ record Workload(long id, List<List<Op>> lanes) {
             case 12 -> new Op.Unlink(some);
             case 13 -> new Op.Rmdir(some);
             case 14 -> new Op.Chmod(some, new int[] {0600, 0644, 0700, 0755}[rnd.nextInt(4)]);
-            case 15, 16 -> randomTxn(rnd);
+            case 15, 16 -> randomTxn(rnd, wide);
             case 17, 18 -> new Op.Fsync(some);
             case 19 -> new Op.Fdatasync(some);
             default -> new Op.Sync();
@@ -195,16 +202,16 @@ record Workload(long id, List<List<Op>> lanes) {
         return model.valid(op) ? op : null;
     }
 
-    private static String randomPath(Random rnd) {
+    private static String randomPath(Random rnd, boolean wide) {
         String dir = DIRS[rnd.nextInt(DIRS.length)];
-        String name = NAMES[rnd.nextInt(NAMES.length)];
+        String name = NAMES[rnd.nextInt(NAMES.length)] + (wide && rnd.nextBoolean() ? "-with-a-longer-name-" + rnd.nextInt(20) : "");
         return dir.isEmpty() ? name : dir + "/" + name;
     }
 
-    private static Op.Txn randomTxn(Random rnd) {
+    private static Op.Txn randomTxn(Random rnd, boolean wide) {
         List<Op.Change> changes = new ArrayList<>();
-        for (int i = 0, n = 1 + rnd.nextInt(4); i < n; i++) {
-            String key = "k" + rnd.nextInt(8);
+        for (int i = 0, n = 1 + rnd.nextInt(wide ? 24 : 4); i < n; i++) {
+            String key = "k" + rnd.nextInt(wide ? 400 : 8);
             int length = rnd.nextInt(3) == 0 ? -1 : rnd.nextInt(10) == 0 ? 1000 + rnd.nextInt(4000) : 1 + rnd.nextInt(300);
             changes.add(new Op.Change(key, length));
         }

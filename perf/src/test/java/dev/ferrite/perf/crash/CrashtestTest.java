@@ -16,6 +16,7 @@ import org.junit.jupiter.api.io.TempDir;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -46,7 +47,7 @@ class CrashtestTest {
         List<Crashtest.Summary> runs = new ArrayList<>();
         long states = 0;
         for (long seed = SEED; states < minStates; seed++) {
-            Crashtest.Summary s = Crashtest.run(new Crashtest.Options(seed, 24, 4, nanos, threads), f -> { }, Progress.NONE);
+            Crashtest.Summary s = Crashtest.run(new Crashtest.Options(seed, nanos > 0 ? Long.MAX_VALUE : 8, 4, nanos, threads), f -> { }, Progress.NONE);
             assertTrue(s.failures().isEmpty(), "seed " + seed + ": " + s + "\n" + s.failures());
             runs.add(s);
             states += s.states();
@@ -114,6 +115,14 @@ class CrashtestTest {
         Path image = dir.resolve("crashed.img");
         assertNull(Crashtest.replay(WRITE_FSYNC, 3, null, 4, image));
         assertEquals((long) Recording.BLOCKS * Recording.BLOCK_SIZE, java.nio.file.Files.size(image));
+    }
+
+    @Test
+    void aReplayRecordsAgainUntilTheRecordingHasTheFailuresShape() throws Exception {
+        String shape = Recording.record(Workload.of(WRITE_FSYNC)).fingerprint();
+        assertNull(Crashtest.replay(WRITE_FSYNC, 3, shape, 4, null));
+        IllegalStateException never = assertThrows(IllegalStateException.class, () -> Crashtest.replay(WRITE_FSYNC, 3, "00000000", 4, null));
+        assertTrue(never.getMessage().contains("recorded 50 times, never in the shape 00000000"), never.getMessage());
     }
 
     @Test
