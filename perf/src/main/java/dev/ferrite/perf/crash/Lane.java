@@ -46,9 +46,13 @@ final class Lane {
     private final List<String> structures = new ArrayList<>();
     private final List<Map<String, FileObject>> filesAt = new ArrayList<>();
     private final List<String> tables = new ArrayList<>();
-    /** The ops run after the setup, from op 1; and what op i's durability acknowledges. */
-    private final List<Op> ops = new ArrayList<>();
+    /**
+     * Ops run after the setup (numbered from 1); what each persistence point acknowledged, and the
+     * recording's event count when it returned.
+     */
+    private int opCount;
     private final List<Ack> acks = new ArrayList<>();
+    private final List<Integer> ackEvents = new ArrayList<>();
 
     /** Whether the setup is over: until then every op is part of the base image, op 0. */
     private boolean started;
@@ -171,10 +175,6 @@ final class Lane {
     record Ack(int op, int namespace, int table, int file, int data) {
     }
 
-    Node node(String path) {
-        return nodes.get(path);
-    }
-
     FileObject file(String path) {
         return nodes.get(path) instanceof File f ? f.object() : null;
     }
@@ -201,11 +201,7 @@ final class Lane {
     }
 
     int opCount() {
-        return ops.size();
-    }
-
-    List<Op> ops() {
-        return List.copyOf(ops);
+        return opCount;
     }
 
     /** Whether {@code op} is valid in the model's current state (the workload generator only makes valid ones). */
@@ -260,7 +256,7 @@ final class Lane {
      */
     void run(Volume v, Table t, Op op, java.util.function.IntSupplier eventsAtReturn) {
         Namespace ns = v.namespace();
-        int n = started ? ops.size() + 1 : 0;
+        int n = started ? opCount + 1 : 0;
         switch (op) {
             case Op.Mkdir m -> ns.mkdir(at(m.path()), 0755);
             case Op.Create c -> ns.create(at(c.path()), 0644, true);
@@ -326,9 +322,6 @@ final class Lane {
             ackEvents.add(events);
         }
     }
-
-    /** Per acknowledgement, the recording's event count when its op returned. */
-    private final List<Integer> ackEvents = new ArrayList<>();
 
     List<Ack> acks() {
         return List.copyOf(acks);
@@ -442,14 +435,14 @@ final class Lane {
             }
         }
         if (n > 0) {
-            ops.add(op);
+            opCount++;
         }
         snapshot();
     }
 
     /** Records the current state as the one after the latest op (the setup's, at index 0, first). */
     void snapshot() {
-        if (structures.size() > ops.size()) { // the setup's ops all share index 0
+        if (structures.size() > opCount) { // the setup's ops all share index 0
             structures.removeLast();
             filesAt.removeLast();
             tables.removeLast();
