@@ -17,16 +17,19 @@ import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
 @Command(name = "crashtest", description = {
-        "Crash-tests Ferrite: generates workloads of file, directory and table operations with",
-        "fsync, fdatasync, SYNC commits and volume syncs among them (every one and two-op",
-        "sequence of a small alphabet, ACE-style, and longer random ones, some on two threads),",
-        "records each on a RecordingDevice, and for every crash state (each flush-epoch prefix,",
-        "subsets and reorderings of an epoch's writes, 512-byte sector tears) recovers the",
-        "volume, runs the checker and checks that everything acknowledged durable is there and",
-        "nothing appears that was never written; then recovers the recovered image again.",
-        "Each failure prints the workload, the crash state, what is wrong and a --replay argument.",
-        "With --kill: rounds of a child JVM working on a volume file, SIGKILLed at random moments;",
-        "after each the volume is checked and everything the children acknowledged must hold.",
+        "Crash-tests Ferrite: generates workloads of file, directory and table",
+        "operations with fsync, fdatasync, SYNC commits and volume syncs among them",
+        "(every one and two-op sequence of a small alphabet, ACE-style, and longer",
+        "random ones, some on two threads), records each on a RecordingDevice, and",
+        "for every crash state (each flush-epoch prefix, subsets and reorderings of",
+        "an epoch's writes, 512-byte sector tears) recovers the volume, runs the",
+        "checker, checks that everything acknowledged durable is there and nothing",
+        "appears that was never written, then recovers the recovered image again.",
+        "Each failure prints the workload, the crash state, what is wrong and a",
+        "--replay argument that repeats it alone.",
+        "With --kill: rounds of a child JVM working on a volume file, SIGKILLed at",
+        "random moments; after each the volume is checked and everything the",
+        "children acknowledged must hold.",
         "Exit status: 0 no failures, 1 failures, 2 usage.", ""})
 final class CrashtestCommand implements Callable<Integer> {
     @Option(names = "--workloads", paramLabel = "N", defaultValue = "1000000000",
@@ -46,8 +49,8 @@ final class CrashtestCommand implements Callable<Integer> {
     @Option(names = "--threads", paramLabel = "T", description = "workloads run at once (default: available processors)")
     Integer threads;
 
-    @Mixin
-    JsonOption json;
+    @Option(names = "--json", paramLabel = "FILE", description = "also write the summary and the failures as JSON to FILE")
+    Path json;
 
     @Option(names = "--replay", paramLabel = "ID:STATE[:SHAPE]",
             description = "judge one crash state alone, as a failure printed it")
@@ -82,7 +85,9 @@ final class CrashtestCommand implements Callable<Integer> {
         if (kill && (replay != null || rounds < 1)) {
             throw new ParameterException(spec.commandLine(), "--kill needs --rounds of at least 1 and no --replay");
         }
-        json.validate(spec);
+        JsonOption target = new JsonOption();
+        target.file = json;
+        target.validate(spec);
         if (replay != null) {
             return replay(out);
         }
@@ -97,9 +102,9 @@ final class CrashtestCommand implements Callable<Integer> {
             out.flush();
         }, new ProgressLine(spec.commandLine().getErr()));
         out.println("crashtest: " + s);
-        if (json.file != null) {
-            Files.writeString(json.file, s.json(o));
-            out.println("results: " + json.file);
+        if (json != null) {
+            Files.writeString(json, s.json(o));
+            out.println("results: " + json);
         }
         out.flush();
         return s.failures().isEmpty() ? 0 : 1;

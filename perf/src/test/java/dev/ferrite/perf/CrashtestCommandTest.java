@@ -50,5 +50,7 @@ class CrashtestCommandTest {
         assertTrue(err.toString().contains("expected ID:STATE or ID:STATE:SHAPE"), err.toString());
         assertEquals(2, run("crashtest", "--save", dir.resolve("x").toString()));
         assertTrue(err.toString().contains("--save needs --replay or --kill"), err.toString());
+        assertEquals(2, run("crashtest", "--json", dir.resolve("none/crash.json").toString()));
+        assertTrue(err.toString().contains("does not exist"), err.toString());
     }
 }
