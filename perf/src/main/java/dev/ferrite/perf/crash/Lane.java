@@ -53,6 +53,8 @@ final class Lane {
     private int opCount;
     private final List<Ack> acks = new ArrayList<>();
     private final List<Integer> ackEvents = new ArrayList<>();
+    /** When op i + 1 returned ({@link System#nanoTime}). */
+    private final List<Long> returned = new ArrayList<>();
 
     /** Whether the setup is over: until then every op is part of the base image, op 0. */
     private boolean started;
@@ -172,7 +174,7 @@ final class Lane {
      * {@code namespace}, table up to {@code table}, and file object {@code file}'s data up to
      * {@code data} (every file's when {@code file} is -1).
      */
-    record Ack(int op, int namespace, int table, int file, int data) {
+    record Ack(int op, int namespace, int table, int file, int data, long started) {
     }
 
     FileObject file(String path) {
@@ -256,7 +258,8 @@ final class Lane {
      */
     void run(Volume v, Table t, Op op, java.util.function.IntSupplier eventsAtReturn) {
         Namespace ns = v.namespace();
-        int n = started ? opCount + 1 : 0;
+        int n = this.started ? opCount + 1 : 0;
+        long started = System.nanoTime();
         switch (op) {
             case Op.Mkdir m -> ns.mkdir(at(m.path()), 0755);
             case Op.Create c -> ns.create(at(c.path()), 0644, true);
@@ -316,9 +319,12 @@ final class Lane {
             }
         }
         int events = eventsAtReturn.getAsInt();
+        if (this.started) {
+            returned.add(System.nanoTime());
+        }
         apply(op, n);
-        if (started && op.persists()) {
-            acks.add(ackOf(op, n));
+        if (this.started && op.persists()) {
+            acks.add(ackOf(op, n, started));
             ackEvents.add(events);
         }
     }
@@ -327,18 +333,27 @@ final class Lane {
         return List.copyOf(acks);
     }
 
+    /** How many of the lane's ops had returned at {@code nanos}: the last op a sync called then covers. */
+    int returnedBefore(long nanos) {
+        int n = 0;
+        while (n < returned.size() && returned.get(n) < nanos) {
+            n++;
+        }
+        return n;
+    }
+
     List<Integer> ackEvents() {
         return List.copyOf(ackEvents);
     }
 
-    private Ack ackOf(Op op, int n) {
+    private Ack ackOf(Op op, int n, long started) {
         return switch (op) {
-            case Op.Sync s -> new Ack(n, n, n, -1, n);
-            case Op.Txn t -> new Ack(n, 0, n, 0, 0);
+            case Op.Sync s -> new Ack(n, n, n, -1, n, started);
+            case Op.Txn t -> new Ack(n, 0, n, 0, 0, started);
             // fsync makes the file's creation durable (and every earlier change the log holds, which is not claimed);
             // fdatasync its size and extents
-            case Op.Fsync f -> new Ack(n, file(f.path()).createdAt, 0, file(f.path()).id, n);
-            case Op.Fdatasync f -> new Ack(n, 0, 0, file(f.path()).id, n);
+            case Op.Fsync f -> new Ack(n, file(f.path()).createdAt, 0, file(f.path()).id, n, started);
+            case Op.Fdatasync f -> new Ack(n, 0, 0, file(f.path()).id, n, started);
             default -> throw new IllegalArgumentException(op + " acknowledges nothing");
         };
     }

@@ -105,6 +105,20 @@ final class Oracle {
                 }
             }
         }
+        for (Lane other : r.lanes) { // a volume sync makes every change made before it durable, the other lanes' too
+            int[] otherFrom = r.durableFrom.get(other.index);
+            List<Lane.Ack> otherAcks = other.acks();
+            for (int i = 0; other != lane && i < otherAcks.size(); i++) {
+                Lane.Ack a = otherAcks.get(i);
+                int before = lane.returnedBefore(a.started());
+                if (otherFrom[i] <= prefix && a.file() == -1 && before > 0) {
+                    held.add("up to " + before + " by lane " + other.index + "'s op " + a.op());
+                    nsAck = Math.max(nsAck, before);
+                    tableAck = Math.max(tableAck, before);
+                    allData = Math.max(allData, before);
+                }
+            }
+        }
         String acked = " (acknowledged durable: ops " + held + ")";
         Namespace ns = v.namespace();
         TreeMap<String, Lane.Entry> shapes = new TreeMap<>();

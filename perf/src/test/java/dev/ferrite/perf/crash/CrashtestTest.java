@@ -18,6 +18,7 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * A bounded crashtest finds nothing wrong; the oracle reports a state that lost what was acknowledged,
@@ -98,6 +99,43 @@ class CrashtestTest {
         String finding = judgeBaseAsEnd(RENAME_SYNC);
         assertNotNull(finding, "the base image passed for the end of " + Workload.of(RENAME_SYNC));
         assertTrue(finding.contains("A/baz f 644 links 1"), finding);
+    }
+
+    /**
+     * Lane 1 creates a file and returns while lane 0 is still busy with changes that leave its lane as it
+     * was (chmod to the mode it has); lane 0's sync, called later, covers lane 1's create: the base image
+     * judged as a state holding the sync loses it, and the recorded states holding the sync keep it.
+     */
+    @Test
+    void aVolumeSyncAcknowledgesTheOtherLanesFinishedOps() {
+        List<Op> busy = new ArrayList<>();
+        for (int i = 0; i < 200; i++) {
+            busy.add(new Op.Chmod("foo", 0644));
+        }
+        busy.add(new Op.Sync());
+        Workload w = new Workload(Workload.EXHAUSTIVE, List.of(busy, List.of(new Op.Create("late"))));
+        Recording r = Recording.record(w);
+        Lane.Ack sync = r.lanes.getFirst().acks().getLast();
+        assumeTrue(r.lanes.get(1).returnedBefore(sync.started()) == 1, "lane 1's create returned after lane 0's sync began");
+        int synced = r.durableFrom.getFirst()[0];
+        Oracle oracle = new Oracle(r);
+        try (CrashStates.Images images = new CrashStates.Images()) {
+            images.start(r);
+            String lost = oracle.judge(images.image(new CrashState(0)), images.again, new CrashState(synced));
+            assertNotNull(lost, "the base image passed for a state holding lane 0's sync");
+            assertTrue(lost.startsWith("lane 1: the namespace is the state after no op from 1")
+                    && lost.contains("up to 1 by lane 0's op 201"), lost);
+            images.start(r);
+            int judged = 0;
+            for (CrashState s : CrashStates.of(r, 2).stream().filter(s -> s.prefix() >= synced)
+                    .sorted(java.util.Comparator.comparingInt(CrashState::prefix)).limit(5).toList()) {
+                assertNull(oracle.judge(images.image(s), images.again, s), "state " + s);
+                judged++;
+            }
+            assertTrue(judged > 0, "no recorded state holds the sync");
+        } finally {
+            oracle.close();
+        }
     }
 
     @Test
