@@ -22,7 +22,7 @@ import picocli.CommandLine.Spec;
 @Command(name = "ferrite", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
         description = "Ferrite: an off-heap block-device storage engine for the JVM. Benchmarks and tools.",
         subcommands = {BenchCommand.class, JmhCommand.class, FormatCommand.class, CheckCommand.class, DumpCommand.class,
-                TableCommand.class, MountCommand.class, UmountCommand.class, FuzzCommand.class},
+                TableCommand.class, MountCommand.class, UmountCommand.class, CrashtestCommand.class, FuzzCommand.class},
         footer = {"", "The launcher also runs:",
                 "  ./ferrite test [maven args]   the whole test suite (mvn -B verify)",
                 "  ./ferrite build               build now, skipping tests"})
@@ -50,7 +50,7 @@ public final class Main implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        throw new ParameterException(spec.commandLine(), "a command is required: bench, jmh, format, check, dump, table, mount, umount or fuzz");
+        throw new ParameterException(spec.commandLine(), "a command is required: bench, jmh, format, check, dump, table, mount, umount, crashtest or fuzz");
     }
 
     /**

@@ -164,7 +164,7 @@ class MainTest {
     @Test
     void noCommandIsAUsageError() {
         assertEquals(2, run());
-        assertEquals("ferrite: a command is required: bench, jmh, format, check, dump, table, mount, umount or fuzz (see 'ferrite --help')\n", err.toString());
+        assertEquals("ferrite: a command is required: bench, jmh, format, check, dump, table, mount, umount, crashtest or fuzz (see 'ferrite --help')\n", err.toString());
     }
 
     @Test

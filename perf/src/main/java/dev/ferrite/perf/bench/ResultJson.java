@@ -124,7 +124,8 @@ public final class ResultJson {
         return Double.isFinite(value) ? sb.append(String.format(Locale.ROOT, "%.3f", value)) : sb.append("null");
     }
 
-    private static void quote(StringBuilder sb, String s) {
+    /** Appends {@code s} as a JSON string (null as null). */
+    public static void quote(StringBuilder sb, String s) {
         if (s == null) {
             sb.append("null");
             return;
