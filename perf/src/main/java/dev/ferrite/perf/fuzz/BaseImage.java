@@ -20,6 +20,7 @@ import dev.ferrite.dir.WriteTransaction;
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.IoBatch;
 import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.testkit.ForwardingDevice;
 
 /**
  * A formatted, populated volume the fuzzer mutates, built the same way every time (one thread, fixed
@@ -235,12 +236,11 @@ final class BaseImage {
      * The device under the dirty image: passes everything until {@link #freeze}, then only writes to the
      * circular log (past the anchor), dropping home blocks, the anchor and the superblock as a crash would.
      */
-    private static final class LogOnlyAfterFreeze implements BlockDevice {
-        private final BlockDevice inner;
+    private static final class LogOnlyAfterFreeze extends ForwardingDevice {
         private volatile long logEnd = -1;
 
         LogOnlyAfterFreeze(BlockDevice inner) {
-            this.inner = inner;
+            super(inner);
         }
 
         void freeze(long logEnd) {
@@ -253,28 +253,8 @@ final class BaseImage {
         }
 
         @Override
-        public String name() {
-            return inner.name();
-        }
-
-        @Override
-        public int blockSize() {
-            return inner.blockSize();
-        }
-
-        @Override
-        public long blockCount() {
-            return inner.blockCount();
-        }
-
-        @Override
         public boolean isReadOnly() {
             return false;
-        }
-
-        @Override
-        public void read(long block, MemorySegment dst) {
-            inner.read(block, dst);
         }
 
         @Override
@@ -296,11 +276,6 @@ final class BaseImage {
                 }
                 batch.completed(i, 0);
             }
-        }
-
-        @Override
-        public void flush() {
-            inner.flush();
         }
 
         @Override
