@@ -62,6 +62,10 @@ final class FerriteKv implements KvStore {
      * out of line takes whole blocks of a blob file.
      */
     static long dataBytes(long keys, int valueBytes) {
+        if (valueBytes > Table.MAX_INLINE && valueBytes <= Table.MAX_MEDIUM) {
+            // chunks in the overflow tree, whose leaves filled by appends are about half full; twice, for updates
+            return Math.max(128L << 20, wholeMiB(keys * (320 + 4L * valueBytes)));
+        }
         if (valueBytes > Table.MAX_INLINE) { // a blob file a value: whole blocks, an inode, a name; twice, for updates
             long blob = ((valueBytes + BLOCK - 1L) / BLOCK) * BLOCK + 1024;
             return Math.max(128L << 20, wholeMiB(keys * (320 + 2 * blob)));
