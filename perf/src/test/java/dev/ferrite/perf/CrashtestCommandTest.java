@@ -1,7 +1,5 @@
 package dev.ferrite.perf;
 
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 
@@ -12,18 +10,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** {@code ferrite crashtest} from the command line: a short run with JSON, a replay whose saved image checks clean, usage errors. */
-class CrashtestCommandTest {
+class CrashtestCommandTest extends CommandTest {
     @TempDir
     Path dir;
-
-    private final StringWriter out = new StringWriter();
-    private final StringWriter err = new StringWriter();
-
-    private int run(String... args) {
-        out.getBuffer().setLength(0);
-        err.getBuffer().setLength(0);
-        return Main.commandLine().setOut(new PrintWriter(out)).setErr(new PrintWriter(err)).execute(args);
-    }
 
     @Test
     void aShortRunPrintsItsSummaryAndWritesJson() throws Exception {

@@ -2,8 +2,6 @@ package dev.ferrite.perf;
 
 import java.io.File;
 import java.io.IOException;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -30,14 +28,12 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  * the next mount with every committed row. Skipped where FUSE cannot mount. Every server started here is
  * killed and every mount taken down (lazily as a last resort) whatever happens.
  */
-class MountCommandTest {
+class MountCommandTest extends CommandTest {
     @TempDir
     Path dir;
     Path img;
     Path mnt;
     private final List<Process> servers = new ArrayList<>();
-    private final StringWriter out = new StringWriter();
-    private final StringWriter err = new StringWriter();
 
     @BeforeEach
     void volume() throws IOException {
@@ -133,12 +129,6 @@ class MountCommandTest {
         } catch (IOException e) {
             return e.toString();
         }
-    }
-
-    private int run(String... args) {
-        out.getBuffer().setLength(0);
-        err.getBuffer().setLength(0);
-        return Main.commandLine().setOut(new PrintWriter(out)).setErr(new PrintWriter(err)).execute(args);
     }
 
     /** Runs {@code command} (stdout and stderr together) within {@code seconds}, else kills it and fails; returns its output. */

@@ -1,8 +1,6 @@
 package dev.ferrite.perf;
 
-import java.io.PrintWriter;
 import java.io.RandomAccessFile;
-import java.io.StringWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -26,24 +24,16 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** {@code ferrite table}, and the tables in {@code ferrite check} and {@code ferrite dump}. */
-class TableCommandTest {
+class TableCommandTest extends CommandTest {
     @TempDir
     Path dir;
 
     private Path img;
-    private final StringWriter out = new StringWriter();
-    private final StringWriter err = new StringWriter();
 
     @BeforeEach
     void format() {
         img = dir.resolve("v.img");
         assertEquals(0, run("format", img.toString(), "--size", "64M", "--ags", "2"), err.toString());
-    }
-
-    private int run(String... args) {
-        out.getBuffer().setLength(0);
-        err.getBuffer().setLength(0);
-        return Main.commandLine().setOut(new PrintWriter(out)).setErr(new PrintWriter(err)).execute(args);
     }
 
     /** Runs {@code table DEVICE args...}, expecting exit 0; returns what it printed. */
