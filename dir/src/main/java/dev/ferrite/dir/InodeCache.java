@@ -2,6 +2,7 @@ package dev.ferrite.dir;
 
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * Inode number to in-memory {@link Inode}, with no global lock: lookups walk a hash chain without any
@@ -24,6 +25,9 @@ final class InodeCache {
     private final int capacity;
     private final AtomicInteger size = new AtomicInteger();
     private final AtomicInteger hand = new AtomicInteger();
+    /** Lookups that found no live inode and made one (under a stripe lock), and inodes the sweep reclaimed. */
+    private final LongAdder misses = new LongAdder();
+    private final LongAdder evictions = new LongAdder();
 
     InodeCache(int capacity) {
         this.capacity = capacity;
@@ -53,6 +57,7 @@ final class InodeCache {
             if (found != null) {
                 return found;
             }
+            misses.increment();
             Inode fresh = new Inode(ino, 1);
             fresh.chainNext = buckets.get(bucket);
             buckets.set(bucket, fresh);
@@ -85,6 +90,7 @@ final class InodeCache {
             for (Inode i = buckets.get(bucket); i != null; i = i.chainNext) {
                 if (i.tryKill()) {
                     unlink(bucket, i);
+                    evictions.increment();
                 }
             }
         }
@@ -120,6 +126,11 @@ final class InodeCache {
                 }
             }
         }
+    }
+
+    /** The counters since the cache was made. */
+    InodeCacheStats stats() {
+        return new InodeCacheStats(capacity, size.get(), misses.sum(), evictions.sum());
     }
 
     /** Inodes cached now, referenced or not. */

@@ -19,6 +19,7 @@ import dev.ferrite.btree.internal.Buffer;
 import dev.ferrite.btree.internal.BufferCache;
 import dev.ferrite.btree.internal.BufferReplayer;
 import dev.ferrite.btree.CacheStats;
+import dev.ferrite.btree.LatchStats;
 import dev.ferrite.btree.internal.Txn;
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.CorruptionException;
@@ -478,6 +479,27 @@ public final class Volume implements AutoCloseable {
     public CacheStats cacheStats() {
         requireOpen();
         return cache.stats();
+    }
+
+    /**
+     * The inode cache's counters since mount (inodes made on a miss, inodes reclaimed).
+     *
+     * @throws VolumeShutdownException if the volume is closed
+     */
+    public InodeCacheStats inodeCacheStats() {
+        requireOpen();
+        return inodes.stats();
+    }
+
+    /**
+     * Where B-tree operations met each other since mount, per level (optimistic restarts, lost locks,
+     * waits on locked nodes), over every tree of the volume: namespace, tables, allocation.
+     *
+     * @throws VolumeShutdownException if the volume is closed
+     */
+    public LatchStats latchStats() {
+        requireOpen();
+        return cache.latchStats();
     }
 
     /** Journal and cache state in one line, for diagnosing a stall. */

@@ -41,6 +41,23 @@ class InodeCacheTest {
     }
 
     @Test
+    void missesAndEvictionsAreCounted() {
+        InodeCache c = new InodeCache(16);
+        Inode a = c.acquire(42);
+        c.acquire(42);
+        assertEquals(new InodeCacheStats(16, 1, 1, 0), c.stats(), "the second lookup hit");
+        for (long i = 100; i < 140; i++) {
+            c.release(c.acquire(i));
+        }
+        InodeCacheStats s = c.stats();
+        assertEquals(41, s.misses());
+        assertEquals(41 - s.cached(), s.evictions(), "every inode made and no longer cached was evicted: " + s);
+        assertTrue(s.evictions() >= 40 - 16, s.toString());
+        c.release(a);
+        c.release(a);
+    }
+
+    @Test
     void reclaimRacingWithLookupKeepsOneLiveObjectPerInode() throws Exception {
         InodeCache c = new InodeCache(64);
         int threads = 4, keys = 512, pinned = 16;

@@ -13,6 +13,8 @@ package dev.ferrite.journal;
  * @param reserveWaitNanos  see reserveWaits
  * @param writeWaits        regrants that waited on the write head, and their total wait
  * @param writeWaitNanos    see writeWaits
+ * @param grantCasRetries   compare-and-swaps of either grant head that lost to another thread's and were tried
+ *                          again: contention on the lock-free fast path, as distinct from the waits above
  * @param ailInsertBatches  bulk insertions into the AIL (one per Disruptor batch)
  * @param ailInsertedItems  items inserted (moves of relogged items included)
  * @param ailPushRounds     write-back rounds of the pusher
@@ -30,7 +32,7 @@ package dev.ferrite.journal;
  */
 public record JournalStats(long commits, long forces, long checkpoints, long checkpointBytes, long checkpointItems,
                            long logFlushes, long reserveWaits, long reserveWaitNanos, long writeWaits,
-                           long writeWaitNanos, long ailInsertBatches, long ailInsertedItems, long ailPushRounds,
+                           long writeWaitNanos, long grantCasRetries, long ailInsertBatches, long ailInsertedItems, long ailPushRounds,
                            long ailPusherWakeups, long ailWrittenBack, long ailWrittenEarly, int ailItems, long tailMoves, long freeBytes,
                            long logBytes, long commitThrottles, long commitThrottleNanos, long shadowBytes) {
     /** Mean items per AIL bulk insertion. */

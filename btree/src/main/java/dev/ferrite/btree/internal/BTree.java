@@ -335,6 +335,7 @@ public final class BTree {
                         p.depth = d;
                         return;
                     }
+                    cache.latches.restarted(cur);
                     d = backtrack(p, d - 1);
                     continue;
                 } else {
@@ -345,10 +346,12 @@ public final class BTree {
                 if (cur.validate(v)) {
                     throw unreadable(e, cur.block(), d == 0 ? HEADER : NODE);
                 }
+                cache.latches.restarted(cur);
                 d = backtrack(p, d - 1);
                 continue;
             }
             if (!cur.validate(v)) {
+                cache.latches.restarted(cur);
                 d = backtrack(p, d - 1);
                 continue;
             }
@@ -359,11 +362,13 @@ public final class BTree {
                 if (cur.validate(v)) {
                     throw e;
                 }
+                cache.latches.restarted(cur);
                 d = backtrack(p, d - 1); // a stale pointer led to a block that is no longer a node of ours
                 continue;
             }
             long nv = next.readVersion(txn);
             if (nv == -1 || !cur.validate(v)) {
+                cache.latches.restarted(nv == -1 ? next : cur);
                 d = backtrack(p, d);
                 continue;
             }
@@ -407,6 +412,7 @@ public final class BTree {
                     throw e;
                 }
             }
+            cache.latches.restarted(leaf);
         }
     }
 
@@ -763,11 +769,14 @@ public final class BTree {
         Path p = PATHS.get();
         p.start(this, key);
         long found;
-        do {
+        for (;;) {
             descend(p, key, txn);
             found = findIn(txn, p.leaf(), p.leafVersion(), key, match, keyOut, valueOut);
-        } while (found == RETRY);
-        return found;
+            if (found != RETRY) {
+                return found;
+            }
+            cache.latches.restarted(p.leaf());
+        }
     }
 
     /** {@link #find} in the leaf {@code key} leads to, read at version {@code v}; {@link #RETRY} if it changed. */

@@ -109,6 +109,9 @@ public final class Buffer extends LogItem {
             if ((v & LOCKED) == 0) {
                 return v;
             }
+            if (spins == 0) {
+                cache.latches.waited(this);
+            }
             backoff(spins);
         }
     }
@@ -145,6 +148,9 @@ public final class Buffer extends LogItem {
             }
             if ((v & LOCKED) == 0 && VERSION.compareAndSet(this, v, v | LOCKED)) {
                 return true;
+            }
+            if (spins == 0) {
+                cache.latches.waited(this);
             }
             backoff(spins);
         }

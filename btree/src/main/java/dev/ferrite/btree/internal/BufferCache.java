@@ -1,6 +1,7 @@
 package dev.ferrite.btree.internal;
 
 import dev.ferrite.btree.CacheStats;
+import dev.ferrite.btree.LatchStats;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -124,6 +125,7 @@ public final class BufferCache implements AutoCloseable {
     final LongAdder interiorEvictions = new LongAdder();
     final LongAdder writeBacks = new LongAdder();
     final LongAdder dirtyWaits = new LongAdder();
+    final Latches latches = new Latches();
 
     /**
      * @param budgetBytes memory for cached blocks; at least {@link #MIN_FRAMES} blocks
@@ -761,6 +763,11 @@ public final class BufferCache implements AutoCloseable {
         }
         return new CacheStats(frames, cached, hits.sum(), misses.sum(), readAhead.sum(), leafEvictions.sum(), interiorEvictions.sum(),
                 writeBacks.sum(), dirtyWaits.sum());
+    }
+
+    /** Where B-tree operations on this cache's blocks met each other, since it was made. */
+    public LatchStats latchStats() {
+        return latches.stats();
     }
 
     /** Frees the slab. Call once the journal has written everything home (or is being thrown away). */

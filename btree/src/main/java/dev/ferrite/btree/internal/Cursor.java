@@ -138,6 +138,7 @@ public final class Cursor {
         long sv = s.readVersion();
         // the link was current when the sibling's version was read: no leaf was split off in between
         if (sv < 0 || !leaf.validate(version) || !BTree.atLevel(s, sv, 0, leaf, version) || !copy(s, sv)) {
+            s.cache.latches.restarted(s);
             return false;
         }
         index = reverse ? BTreeNodeFormat.count(page) : -1;
@@ -291,6 +292,7 @@ public final class Cursor {
         for (;;) {
             Seen s = root(tree);
             if (s == null) {
+                tree.cache().latches.restarted(tree.header());
                 continue;
             }
             Buffer cur = s.buffer();
@@ -332,6 +334,7 @@ public final class Cursor {
                     restart = true;
                 }
             }
+            tree.cache().latches.restarted(cur);
         }
     }
 }

@@ -93,6 +93,7 @@ public final class Txn implements AutoCloseable {
             return true;
         }
         if (!b.tryUpgrade(v)) {
+            b.cache.latches.lockFailed(b);
             return false;
         }
         adopt(b);

@@ -4,6 +4,7 @@ import dev.ferrite.journal.VolumeShutdownException;
 
 import java.util.ArrayDeque;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.LongSupplier;
@@ -55,6 +56,8 @@ public final class GrantHead {
     private final ArrayDeque<Waiter> queue = new ArrayDeque<>();
     private volatile int queued;
     private volatile Throwable shutdownCause;
+    /** Compare-and-swaps of the head that lost to another thread's: striped, touched only when one fails. */
+    private final LongAdder casRetries = new LongAdder();
 
     // slow-path statistics, written under queueLock
     private long waits;
@@ -92,6 +95,7 @@ public final class GrantHead {
             if (head.compareAndSet(cur, LogSpace.add(cur, need, logBytes))) {
                 return true;
             }
+            casRetries.increment();
         }
     }
 
@@ -172,6 +176,7 @@ public final class GrantHead {
     /** Adds bytes without any check (the caller already owns them under another accounting). */
     void add(long bytes) {
         for (long cur = head.get(); !head.compareAndSet(cur, LogSpace.add(cur, bytes, logBytes)); cur = head.get()) {
+            casRetries.increment();
             Thread.onSpinWait();
         }
     }
@@ -182,6 +187,7 @@ public final class GrantHead {
             return;
         }
         for (long cur = head.get(); !head.compareAndSet(cur, LogSpace.sub(cur, bytes, logBytes)); cur = head.get()) {
+            casRetries.increment();
             Thread.onSpinWait();
         }
         wake();
@@ -233,6 +239,7 @@ public final class GrantHead {
                 return granted;
             }
             if (!head.compareAndSet(cur, LogSpace.add(cur, w.need, logBytes))) {
+                casRetries.increment();
                 continue; // a fast-path reserver moved the head: re-read and re-check
             }
             queue.pollFirst();
@@ -267,6 +274,11 @@ public final class GrantHead {
         } finally {
             queueLock.unlock();
         }
+    }
+
+    /** Compare-and-swaps of the head that failed because another thread moved it first, and were tried again. */
+    long casRetries() {
+        return casRetries.sum();
     }
 
     String name() {

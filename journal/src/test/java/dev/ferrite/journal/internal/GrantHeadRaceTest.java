@@ -151,12 +151,21 @@ class GrantHeadRaceTest {
             t.head.release(300);
             record(t, role, "released");
         };
+        AtomicLong retries = new AtomicLong();
         race(TRIALS, () -> new Trial(1000), add, release, (t, outcome, all) -> {
             long expected = LOG - 1000 + 700 - 300;
             if (t.used() != expected) {
                 fail("lost update: used " + t.used() + ", expected " + expected + "; outcomes " + all);
             }
+            retries.addAndGet(t.head.casRetries());
         });
+        // the loops overlap thousands of times: some CASes lose, and the contention counter must show them
+        assertTrue(retries.get() > 0, "no CAS retry counted in " + TRIALS + " overlapping trials");
+        Trial alone = new Trial(1000);
+        alone.head.add(700);
+        alone.head.release(300);
+        assertTrue(alone.head.tryGrant(100));
+        assertEquals(0, alone.head.casRetries(), "one thread alone never loses a CAS");
     }
 
     @Test

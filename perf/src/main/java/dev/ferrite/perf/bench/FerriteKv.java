@@ -114,7 +114,7 @@ final class FerriteKv implements KvStore {
 
     @Override
     public Contention.Snapshot counters() {
-        return new Contention.Snapshot(volume.journalStats(), volume.cacheStats());
+        return Contention.Snapshot.of(volume);
     }
 
     @Override

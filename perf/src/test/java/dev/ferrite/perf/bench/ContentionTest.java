@@ -3,16 +3,23 @@ package dev.ferrite.perf.bench;
 import org.junit.jupiter.api.Test;
 
 import dev.ferrite.btree.CacheStats;
+import dev.ferrite.btree.LatchStats;
+import dev.ferrite.dir.InodeCacheStats;
 import dev.ferrite.journal.JournalStats;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-/** The contention line: differences of the journal's and the cache's counters over a phase, per operation where it says so. */
+/** The contention line: differences of the volume's counters over a phase, per operation where it says so. */
 class ContentionTest {
-    private static JournalStats journal(long bytes, long checkpoints, long items, long forces, long waits, long waitNanos,
-                                        long throttles, long throttleNanos, long wakeups, long written, long early) {
-        return new JournalStats(0, forces, checkpoints, bytes, items, 0, waits, waitNanos, waits, waitNanos, 0, 0, 0, wakeups,
-                written, early, 0, 0, 0, 0, throttles, throttleNanos, 0);
+    private static JournalStats journal(long bytes, long checkpoints, long items, long forces, long casRetries, long waits,
+                                        long waitNanos, long throttles, long throttleNanos, long wakeups, long written, long early) {
+        return new JournalStats(0, forces, checkpoints, bytes, items, 0, waits, waitNanos, waits, waitNanos, casRetries, 0, 0, 0,
+                wakeups, written, early, 0, 0, 0, 0, throttles, throttleNanos, 0);
+    }
+
+    /** Three levels, then the header's entry and the other blocks'. */
+    private static LatchStats latches(long[] restarts, long[] lockFailures, long[] waits) {
+        return new LatchStats(restarts, lockFailures, waits);
     }
 
     private static CacheStats cache(long misses, long evictions, long writeBacks, long dirtyWaits) {
@@ -21,11 +28,17 @@ class ContentionTest {
 
     @Test
     void aPhaseIsTheDifferenceOfTwoSnapshots() {
-        Contention.Snapshot a = new Contention.Snapshot(journal(1000, 2, 20, 1, 1, 1_000_000, 0, 0, 3, 10, 1), cache(5, 1, 2, 0));
-        Contention.Snapshot b = new Contention.Snapshot(journal(41_000, 6, 420, 3, 2, 3_000_000, 2, 4_500_000, 5, 30, 4),
-                cache(105, 3, 9, 1));
-        assertEquals("log 400 B/op in 4 checkpoints (100.0 items each), 2 forces; grant-head waits 2 (4.0 ms), "
+        Contention.Snapshot a = new Contention.Snapshot(journal(1000, 2, 20, 1, 5, 1, 1_000_000, 0, 0, 3, 10, 1), cache(5, 1, 2, 0),
+                latches(new long[] {1, 0, 0, 0, 0}, new long[] {0, 0, 0, 0, 0}, new long[] {2, 2, 0, 0, 0}),
+                new InodeCacheStats(1000, 10, 7, 0));
+        Contention.Snapshot b = new Contention.Snapshot(journal(41_000, 6, 420, 3, 12, 2, 3_000_000, 2, 4_500_000, 5, 30, 4),
+                cache(105, 3, 9, 1),
+                latches(new long[] {1_501, 2, 0, 1, 0}, new long[] {0, 0, 0, 0, 0}, new long[] {5, 2, 0, 0, 3}),
+                new InodeCacheStats(1000, 1000, 57, 40));
+        assertEquals("log 400 B/op in 4 checkpoints (100.0 items each), 2 forces; grant-head CAS retries 7, waits 2 (4.0 ms), "
                 + "CIL throttles 2 (4.5 ms); AIL pusher wake-ups 2, written home 20 (3 early); "
-                + "cache misses 1.000/op, evictions 4, write-backs 7, dirty waits 1", Contention.between(a, b, 100));
+                + "cache misses 1.000/op, evictions 4, write-backs 7, dirty waits 1; "
+                + "B-tree restarts 1,503 (leaf 1,500, L1 2, header 1), lost locks 0, waits 6 (leaf 3, other 3); "
+                + "inode-cache misses 0.500/op, evictions 40", Contention.between(a, b, 100));
     }
 }

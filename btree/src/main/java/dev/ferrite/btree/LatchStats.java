@@ -1,0 +1,55 @@
+package dev.ferrite.btree;
+
+import java.util.Arrays;
+
+/**
+ * Where B-tree operations on one buffer cache met each other since open, per level: entry 0 counts
+ * leaves, entry 1 their parents and so on up; the entry after the last level counts tree headers (whose
+ * root pointer every descent reads first), the last one other blocks (an image still being loaded).
+ *
+ * @param restarts     optimistic reads that failed to validate and backed up to an unchanged ancestor
+ * @param lockFailures locks in place that lost to another writer (the operation read again)
+ * @param waits        reads or locks that found the node locked by a writer or its loader, and waited
+ */
+public record LatchStats(long[] restarts, long[] lockFailures, long[] waits) {
+    public LatchStats {
+        if (restarts.length < 2 || lockFailures.length != restarts.length || waits.length != restarts.length) {
+            throw new IllegalArgumentException("three arrays of the same length, at least 2");
+        }
+        restarts = restarts.clone();
+        lockFailures = lockFailures.clone();
+        waits = waits.clone();
+    }
+
+    /** Index of the headers' entry; the levels are the entries before it. */
+    public int headerIndex() {
+        return restarts.length - 2;
+    }
+
+    /** What happened between {@code earlier} and this. */
+    public LatchStats since(LatchStats earlier) {
+        return new LatchStats(minus(restarts, earlier.restarts), minus(lockFailures, earlier.lockFailures),
+                minus(waits, earlier.waits));
+    }
+
+    private static long[] minus(long[] a, long[] b) {
+        long[] d = new long[a.length];
+        Arrays.setAll(d, i -> a[i] - b[i]);
+        return d;
+    }
+
+    @Override
+    public long[] restarts() {
+        return restarts.clone();
+    }
+
+    @Override
+    public long[] lockFailures() {
+        return lockFailures.clone();
+    }
+
+    @Override
+    public long[] waits() {
+        return waits.clone();
+    }
+}
