@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 
+import dev.ferrite.perf.bench.DeviceRegions;
 import dev.ferrite.perf.bench.AppendBench;
 import dev.ferrite.perf.bench.AppendBench.Target;
 import dev.ferrite.perf.bench.Fio;
@@ -73,6 +74,12 @@ final class AppendsCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws IOException {
+        try (DeviceRegions.Scope device = runDir.useDevice(spec)) {
+            return run();
+        }
+    }
+
+    private int run() throws IOException {
         options.validate(spec);
         if (writers < 1 || writers > 64) {
             throw new ParameterException(spec.commandLine(), "--writers " + writers + ": give 1..64");
@@ -87,9 +94,8 @@ final class AppendsCommand implements Callable<Integer> {
         Fio fio = fioOption.noFio ? null : Fio.find().orElse(null);
         AppendBench bench = new AppendBench(base, size, (int) bs, writers, Math.max(options.seconds, LIMIT_SECONDS), ts, fio);
         PrintWriter out = spec.commandLine().getOut();
-        Storage storage = Storage.of(base);
-        out.printf(Locale.ROOT, "devices: loop devices of %s over images in %s (%s), one per target%n",
-                ByteSize.format(bench.deviceBytes()), storage.path(), storage.describe());
+        Storage storage = RunDir.storage(base);
+        out.println("devices: " + RunDir.loopDevices(bench.deviceBytes(), base));
         out.printf(Locale.ROOT, "files:   %d writers, a file each of %s, %s appends, O_DIRECT, fsync at the end%n",
                 writers, ByteSize.format(size / writers), ByteSize.format(bs));
         out.println(fio != null ? "fio:     " + fio.version() + " for xfs and ext4"

@@ -32,8 +32,9 @@ final class BenchCommand implements Callable<Integer> {
     boolean full;
 
     @Option(names = "--device", paramLabel = "PATH",
-            description = "run the steps that measure the device itself (device, journal) on this file or block device;"
-                    + " its contents are destroyed, so --yes-destroy-data must be given too")
+            description = "run the suite on this file or block device: device and journal on all of it, every other"
+                    + " target on a loop device over a region of it (root and losetup needed); its contents are"
+                    + " destroyed, so --yes-destroy-data must be given too")
     Path device;
 
     @Option(names = "--yes-destroy-data", description = "confirm that --device's contents may be destroyed")

@@ -37,8 +37,8 @@ final class BenchSuite {
     /**
      * The steps: the quick sizes, or the workloads' defaults (1M files, a 10M-entry directory, 8 dbench
      * clients ...) with {@code full}. {@code noFio} skips fio's baselines. With a {@code device} (null for
-     * none), the steps that measure the device itself (device, journal) run on it, its contents destroyed;
-     * the others keep their RAM-backed directories and loop devices.
+     * none), every step runs on it, its contents destroyed: device and journal on the whole of it, the
+     * others' targets on loop devices over regions of it.
      */
     static List<Step> steps(boolean full, boolean noFio, Path device) {
         List<String> on = device == null ? List.of() : List.of("--device", device.toString(), "--force");
@@ -47,24 +47,20 @@ final class BenchSuite {
         steps.add(step("the device beside fio", noFio, on, full ? List.of("device") : List.of("device", "--size", "256M", "--seconds", "1")));
         steps.add(step("the journal beside the device", false, on, full ? List.of("journal")
                 : List.of("journal", "--size", "256M", "--seconds", "1", "--threads", "1,8")));
-        steps.add(step("key-value beside RocksDB, LMDB, Xodus, MVStore and the ceiling", false, full ? List.of("kv")
+        steps.add(step("key-value beside RocksDB, LMDB, Xodus, MVStore and the ceiling", false, on, full ? List.of("kv")
                 : List.of("kv", "--keys", "200000", "--threads", "1,2", "--scan-seconds", "0.5")));
-        steps.add(step("metadata beside the kernel's file systems and the ceiling", false, full ? List.of("meta")
+        steps.add(step("metadata beside the kernel's file systems and the ceiling", false, on, full ? List.of("meta")
                 : List.of("meta", "--files", "50000", "--threads", "1,2")));
-        steps.add(step("16 threads in one directory (the contention case)", false,
+        steps.add(step("16 threads in one directory (the contention case)", false, on,
                 List.of("meta", "--files", full ? "1000000" : "50000", "--threads", "1,16", "--layout", "shared",
                         "--targets", "ferrite," + fs + ",memory")));
-        steps.add(step("one directory growing", false, List.of("dirscale", "--max", full ? "10000000" : "1000000",
+        steps.add(step("one directory growing", false, on, List.of("dirscale", "--max", full ? "10000000" : "1000000",
                 "--targets", "ferrite," + fs + ",memory")));
-        steps.add(step("random overwrites through a file beside fio", noFio, full ? List.of("randwrite")
+        steps.add(step("random overwrites through a file beside fio", noFio, on, full ? List.of("randwrite")
                 : List.of("randwrite", "--file-size", "256M", "--seconds", "2")));
-        steps.add(step("dbench beside the kernel's file systems", false, full ? List.of("dbench")
+        steps.add(step("dbench beside the kernel's file systems", false, on, full ? List.of("dbench")
                 : List.of("dbench", "--clients", "1,2", "--seconds", "3", "--jit-warmup", "3")));
         return steps;
-    }
-
-    private static Step step(String title, boolean noFio, List<String> args) {
-        return step(title, noFio, List.of(), args);
     }
 
     private static Step step(String title, boolean noFio, List<String> device, List<String> args) {

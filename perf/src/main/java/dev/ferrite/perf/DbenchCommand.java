@@ -9,6 +9,7 @@ import java.util.Locale;
 import java.util.concurrent.Callable;
 
 import dev.ferrite.dir.VolumeOptions;
+import dev.ferrite.perf.bench.DeviceRegions;
 import dev.ferrite.perf.bench.DbenchBench;
 import dev.ferrite.perf.bench.DbenchBench.Target;
 import dev.ferrite.perf.bench.DbenchBinary;
@@ -86,6 +87,12 @@ final class DbenchCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws IOException {
+        try (DeviceRegions.Scope device = runDir.useDevice(spec)) {
+            return run();
+        }
+    }
+
+    private int run() throws IOException {
         json.validate(spec);
         if (seconds < 1 || seconds > 86_400) {
             throw new ParameterException(spec.commandLine(), "--seconds " + seconds + ": give 1 to 86400");
@@ -117,9 +124,8 @@ final class DbenchCommand implements Callable<Integer> {
         VolumeOptions volume = VolumeOptions.defaults().withDataCacheBytes(dataCache);
         DbenchBench bench = new DbenchBench(base, load, loadfile, clients, seconds, ts, dbench, volume, jitWarmup);
         PrintWriter out = spec.commandLine().getOut();
-        Storage storage = Storage.of(base);
-        out.printf(Locale.ROOT, "devices:  loop devices of %s over images in %s (%s), one per target%n",
-                ByteSize.format(bench.deviceBytes()), storage.path(), storage.describe());
+        Storage storage = RunDir.storage(base);
+        out.println("devices:  " + RunDir.loopDevices(bench.deviceBytes(), base));
         out.printf(Locale.ROOT, "loadfile: %s (%,d operations); clients %s; %d s measured after a %d s warm-up%n",
                 loadfile, load.ops().size(), clients.stream().map(String::valueOf).reduce((a, b) -> a + "," + b).orElse(""),
                 seconds, bench.warmupSeconds());

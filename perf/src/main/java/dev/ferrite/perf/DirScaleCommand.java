@@ -8,6 +8,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
 
+import dev.ferrite.perf.bench.DeviceRegions;
 import dev.ferrite.perf.bench.DirScaleBench;
 import dev.ferrite.perf.bench.Machine;
 import dev.ferrite.perf.bench.MetaApi;
@@ -63,6 +64,12 @@ final class DirScaleCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws IOException {
+        try (DeviceRegions.Scope device = runDir.useDevice(spec)) {
+            return run();
+        }
+    }
+
+    private int run() throws IOException {
         json.validate(spec);
         if (max < DirScaleBench.MIN_MAX || max > DirScaleBench.MAX_MAX) {
             throw new ParameterException(spec.commandLine(), "--max " + max + ": give " + DirScaleBench.MIN_MAX
@@ -73,9 +80,11 @@ final class DirScaleCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         try (ScratchFile scratch = ScratchFile.directory(base, "ferrite-dirscale-")) {
             List<MetaBench.Target> ts = MetaTargets.parse(spec, targets, scratch.path(), cache, calls);
-            Storage storage = Storage.of(scratch.path());
+            Storage storage = RunDir.storage(scratch.path());
             out.printf(Locale.ROOT, "dir:     %s (%s, temporary); one directory up to %,d entries; api %s%n",
-                    storage.path(), storage.describe(), max, calls.label());
+                    scratch.path(), Storage.of(scratch.path()).describe(), max, calls.label());
+            DeviceRegions.current().ifPresent(r -> out.printf(Locale.ROOT, "device:  %s (%s): Ferrite and the kernel's"
+                    + " file systems on loop devices over regions of it%n", r.device(), storage.describe()));
             out.flush();
             Machine machine = Machine.collect(storage);
             DirScaleBench bench = new DirScaleBench(ts, max);

@@ -11,9 +11,11 @@ import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.stream.Collectors;
 
+import dev.ferrite.perf.bench.DeviceRegions;
 import dev.ferrite.perf.bench.KvBench;
 import dev.ferrite.perf.bench.KvKeys;
 import dev.ferrite.perf.bench.KvTarget;
+import dev.ferrite.perf.bench.LoopDevice;
 import dev.ferrite.perf.bench.Machine;
 import dev.ferrite.perf.bench.Result;
 import dev.ferrite.perf.bench.ScratchFile;
@@ -123,14 +125,29 @@ final class KvCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws IOException {
+        try (DeviceRegions.Scope device = runDir.useDevice(spec)) {
+            return run();
+        }
+    }
+
+    /** With {@code --device}, the stores share an XFS made over the largest free region of it, as a database's files would. */
+    private int run() throws IOException {
         validate();
-        boolean defaultDir = runDir.isDefault();
         Path base = runDir.resolve(spec);
+        DeviceRegions regions = DeviceRegions.current().orElse(null);
+        try (LoopDevice xfs = regions == null ? null : LoopDevice.create(base, regions.largestFree(), LoopDevice.Kind.XFS)) {
+            return run(xfs == null ? base : xfs.mountPoint(), xfs);
+        }
+    }
+
+    private int run(Path base, LoopDevice xfs) throws IOException {
+        boolean defaultDir = runDir.isDefault();
         PrintWriter out = spec.commandLine().getOut();
         try (ScratchFile scratch = ScratchFile.directory(base, "ferrite-kv-")) {
             Storage storage = Storage.of(scratch.path());
             out.printf(Locale.ROOT, "dir:     %s (%s, temporary%s)%n", storage.path(), storage.describe(),
-                    defaultDir ? "; default: " + (base.startsWith("/dev/shm") ? "/dev/shm, RAM-backed" : "java.io.tmpdir") : "");
+                    xfs != null ? "; mkfs.xfs defaults, mounted " + xfs.mountOptions() + ", over " + xfs.backing()
+                            : defaultDir ? "; default: " + (base.startsWith("/dev/shm") ? "/dev/shm, RAM-backed" : "java.io.tmpdir") : "");
             KvBench.Plan plan = plan();
             out.printf(Locale.ROOT, "keys:    %,d of 16-40 bytes in hashed order, %s-byte values; threads %s; phases %s%s%n",
                     keys, valueSizes.stream().map(String::valueOf).collect(Collectors.joining(",")), threads,

@@ -9,6 +9,7 @@ import java.util.Locale;
 import java.util.concurrent.Callable;
 import java.util.stream.Collectors;
 
+import dev.ferrite.perf.bench.DeviceRegions;
 import dev.ferrite.perf.bench.Machine;
 import dev.ferrite.perf.bench.MetaApi;
 import dev.ferrite.perf.bench.MetaBench;
@@ -83,6 +84,12 @@ final class MetaCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws IOException {
+        try (DeviceRegions.Scope device = runDir.useDevice(spec)) {
+            return run();
+        }
+    }
+
+    private int run() throws IOException {
         json.validate(spec);
         List<MetaBench.Layout> ls = layouts.stream().map(this::layout).distinct().toList();
         if (files < 1 || files > MetaBench.MAX_FILES) {
@@ -95,8 +102,10 @@ final class MetaCommand implements Callable<Integer> {
         try (ScratchFile scratch = ScratchFile.directory(base, "ferrite-meta-")) {
             List<MetaBench.Target> ts = MetaTargets.parse(spec, targets != null ? targets : MetaTargets.defaults(),
                     scratch.path(), cache, calls);
-            Storage storage = Storage.of(scratch.path());
-            out.printf(Locale.ROOT, "dir:     %s (%s, temporary)%n", storage.path(), storage.describe());
+            Storage storage = RunDir.storage(scratch.path());
+            out.printf(Locale.ROOT, "dir:     %s (%s, temporary)%n", scratch.path(), Storage.of(scratch.path()).describe());
+            DeviceRegions.current().ifPresent(r -> out.printf(Locale.ROOT, "device:  %s (%s): Ferrite and the kernel's"
+                    + " file systems on loop devices over regions of it%n", r.device(), storage.describe()));
             out.printf(Locale.ROOT, "files:   %,d; threads %s; layouts %s; api %s%n", files,
                     threads,
                     ls.stream().map(MetaBench.Layout::label).collect(Collectors.joining(",")), calls.label());

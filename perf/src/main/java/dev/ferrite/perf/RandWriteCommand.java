@@ -8,6 +8,7 @@ import java.util.Locale;
 import java.util.concurrent.Callable;
 import java.util.stream.Collectors;
 
+import dev.ferrite.perf.bench.DeviceRegions;
 import dev.ferrite.perf.bench.Fio;
 import dev.ferrite.perf.bench.Machine;
 import dev.ferrite.perf.bench.RandWriteBench;
@@ -77,6 +78,12 @@ final class RandWriteCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws IOException {
+        try (DeviceRegions.Scope device = runDir.useDevice(spec)) {
+            return run();
+        }
+    }
+
+    private int run() throws IOException {
         options.validate(spec);
         if (fileSize < 1 << 20 || fileSize % (1 << 20) != 0 || fileSize > 64L << 30) {
             throw new ParameterException(spec.commandLine(), "--file-size " + ByteSize.format(fileSize)
@@ -93,9 +100,8 @@ final class RandWriteCommand implements Callable<Integer> {
         Fio fio = fioOption.noFio ? null : Fio.find().orElse(null);
         RandWriteBench bench = new RandWriteBench(base, fileSize, (int) bs, queueDepths, options.seconds, ts, fio, unwritten);
         PrintWriter out = spec.commandLine().getOut();
-        Storage storage = Storage.of(base);
-        out.printf(Locale.ROOT, "devices: loop devices of %s over images in %s (%s), one per target%n",
-                ByteSize.format(bench.deviceBytes()), storage.path(), storage.describe());
+        Storage storage = RunDir.storage(base);
+        out.println("devices: " + RunDir.loopDevices(bench.deviceBytes(), base));
         out.printf(Locale.ROOT, "file:    %s, %s %s, O_DIRECT, no fsync; writers %s; %s s per phase%n",
                 ByteSize.format(fileSize), ByteSize.format(bs), unwritten
                         ? "first writes into fallocated (unwritten) space, each block once in random order"

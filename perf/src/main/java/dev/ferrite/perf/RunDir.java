@@ -4,17 +4,22 @@ import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Locale;
 
+import dev.ferrite.perf.bench.DeviceRegions;
+import dev.ferrite.perf.bench.LoopDevice;
 import dev.ferrite.perf.bench.Result;
 import dev.ferrite.perf.bench.ResultTable;
 import dev.ferrite.perf.bench.Skipped;
+import dev.ferrite.perf.bench.Storage;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 
 /**
- * {@code --dir DIR}, the directory a multi-target workload runs in (a picocli mixin), and how its results
- * print: what kv, meta and dirscale share.
+ * {@code --dir DIR}, the directory a multi-target workload runs in, and {@code --device PATH}, the device
+ * its targets' storage is carved from instead of RAM (a picocli mixin); and how its results print: what
+ * kv, meta, dirscale, randwrite, appends and dbench share.
  */
 final class RunDir {
     private static final Path SHM = Path.of("/dev/shm");
@@ -23,6 +28,51 @@ final class RunDir {
             description = "where the run's files go: the Ferrite volume file, posix targets' directories, the"
                     + " key-value stores' files (default: /dev/shm if it exists, else java.io.tmpdir)")
     Path dir;
+
+    @Option(names = "--device", paramLabel = "PATH",
+            description = "run every target on a loop device over a region of this existing file or block device"
+                    + " (direct I/O) instead of a RAM-backed image; its contents are destroyed. Needs root and"
+                    + " losetup; kv's stores share an XFS file system made there")
+    Path device;
+
+    @Option(names = "--force", description = "allow --device to name a block device, whose contents are destroyed")
+    boolean force;
+
+    /** Installs {@code --device} for the run after checking it ({@link DeviceRegions}); without it, a scope that does nothing. */
+    DeviceRegions.Scope useDevice(CommandSpec spec) {
+        if (device == null) {
+            return () -> { };
+        }
+        if (!Files.exists(device)) {
+            throw new ParameterException(spec.commandLine(), "--device " + device + " does not exist");
+        }
+        if (Storage.of(device).isBlockDevice() && !force) {
+            throw new ParameterException(spec.commandLine(), "--device " + device
+                    + " is a block device; add --force to destroy its contents");
+        }
+        if (!LoopDevice.available(LoopDevice.Kind.RAW)) {
+            throw new ParameterException(spec.commandLine(), "--device needs root and losetup: every target runs on a"
+                    + " loop device over a region of it");
+        }
+        return DeviceRegions.use(device);
+    }
+
+    /** What the run's storage is: the device regions are carved from, or {@code base}'s file system. */
+    static Storage storage(Path base) {
+        return DeviceRegions.current().map(r -> Storage.of(r.device())).orElseGet(() -> Storage.of(base));
+    }
+
+    /** The line saying what a workload's per-target loop devices of {@code bytes} are made over. */
+    static String loopDevices(long bytes, Path base) {
+        return DeviceRegions.current()
+                .map(r -> String.format(Locale.ROOT, "loop devices of %s over regions of %s (%s, direct I/O), one per target",
+                        ByteSize.format(bytes), r.device(), Storage.of(r.device()).describe()))
+                .orElseGet(() -> {
+                    Storage storage = Storage.of(base);
+                    return String.format(Locale.ROOT, "loop devices of %s over images in %s (%s), one per target",
+                            ByteSize.format(bytes), storage.path(), storage.describe());
+                });
+    }
 
     /** The directory given, refused if it is not one, or the default. */
     Path resolve(CommandSpec spec) {

@@ -33,7 +33,9 @@ final class FerriteMeta implements MetaStore {
     private static final int BLOCK = DeviceOptions.DEFAULT_BLOCK_SIZE;
     private static final int PAGE = 1024;
 
-    private final ScratchFile file;
+    /** Deletes what the device is made over: a scratch file, or a loop device over a region of the run's device. */
+    private final Runnable release;
+    private final String where;
     private final BlockDevice device;
     private final String kind;
     private final VolumeOptions options;
@@ -41,8 +43,9 @@ final class FerriteMeta implements MetaStore {
     private Volume volume;
     private Namespace ns;
 
-    private FerriteMeta(ScratchFile file, BlockDevice device, String kind, VolumeOptions options, MetaApi api) {
-        this.file = file;
+    private FerriteMeta(Runnable release, String where, BlockDevice device, String kind, VolumeOptions options, MetaApi api) {
+        this.release = release;
+        this.where = where;
         this.device = device;
         this.kind = kind;
         this.options = options;
@@ -69,9 +72,23 @@ final class FerriteMeta implements MetaStore {
         return (bytes + (1 << 20) - 1) & -(1L << 20);
     }
 
+    /**
+     * A volume for {@code files} on a new file in {@code dir}, or, when the run carves a device
+     * ({@link DeviceRegions}), on a loop device over a region of it, as the kernel file systems beside it are.
+     */
     static FerriteMeta create(Path dir, long files, long cacheBytes, MetaApi api) {
-        ScratchFile file = ScratchFile.create(dir, "ferrite-", ".vol");
         long size = deviceBytes(files);
+        if (DeviceRegions.current().isPresent()) {
+            LoopDevice loop = LoopDevice.create(dir, size, LoopDevice.Kind.RAW);
+            try {
+                return create(loop::close, loop.device() + " over " + loop.backing(),
+                        DirectDevice.open(loop.device(), DeviceOptions.defaults()), "DirectDevice (O_DIRECT)", files, cacheBytes, api);
+            } catch (RuntimeException e) {
+                loop.close();
+                throw e;
+            }
+        }
+        ScratchFile file = ScratchFile.create(dir, "ferrite-", ".vol");
         BlockDevice device;
         String kind;
         try {
@@ -84,13 +101,26 @@ final class FerriteMeta implements MetaStore {
             }
             device = MappedDevice.open(file.path(), DeviceOptions.defaults().withSize(size));
             kind = "MappedDevice (no O_DIRECT here)";
+        } catch (RuntimeException e) {
+            file.close();
+            throw e;
         }
         try {
-            return new FerriteMeta(file, device, kind, VolumeOptions.defaults().withCacheBytes(cacheBytes)
+            return create(file::close, file.path().toString(), device, kind, files, cacheBytes, api);
+        } catch (RuntimeException e) {
+            file.close();
+            throw e;
+        }
+    }
+
+    /** Formats and mounts a volume on {@code device}; closes the device if that fails (the caller releases what it is made over). */
+    private static FerriteMeta create(Runnable release, String where, BlockDevice device, String kind, long files,
+                                      long cacheBytes, MetaApi api) {
+        try {
+            return new FerriteMeta(release, where, device, kind, VolumeOptions.defaults().withCacheBytes(cacheBytes)
                     .withLogBlocks((int) (logBytes(files) / device.blockSize())), api);
         } catch (RuntimeException e) {
             device.close();
-            file.close();
             throw e;
         }
     }
@@ -107,7 +137,7 @@ final class FerriteMeta implements MetaStore {
 
     @Override
     public String describe() {
-        return "volume on " + file.path() + ", " + kind + ", " + KvBench.size(device.size()) + " (log "
+        return "volume on " + where + ", " + kind + ", " + KvBench.size(device.size()) + " (log "
                 + KvBench.size((long) options.logBlocks() * device.blockSize()) + "), "
                 + volume.statfs().agCount() + " allocation groups, cache "
                 + KvBench.size(options.cacheBytes()) + ", " + api.label() + " API; a transaction per operation, sync at phase end";
@@ -144,8 +174,11 @@ final class FerriteMeta implements MetaStore {
         try {
             volume.close();
         } finally {
-            device.close();
-            file.close();
+            try {
+                device.close();
+            } finally {
+                release.run();
+            }
         }
     }
 

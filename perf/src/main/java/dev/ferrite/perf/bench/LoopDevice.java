@@ -14,15 +14,17 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import dev.ferrite.io.FerriteException;
 
 /**
- * A loop device over a RAM-backed image file, optionally formatted and mounted with a kernel file
- * system: the same kind of device for every target of a comparison, made by the benchmark and removed
- * by {@link #close()} in reverse order. Needs root and util-linux ({@code losetup}), and
+ * A loop device over a RAM-backed image file, or over a region of the device the user named
+ * ({@link DeviceRegions}, with direct I/O so that the page cache is not used twice), optionally formatted
+ * and mounted with a kernel file system: the same kind of device for every target of a comparison, made
+ * by the benchmark and removed by {@link #close()} in reverse order. Needs root and util-linux ({@code losetup}), and
  * {@code mkfs.xfs}/{@code mkfs.ext4}/{@code mkfs.btrfs} for those file systems. A
  * shutdown hook releases the device if the JVM exits before {@link #close()} (Ctrl-C).
  */
@@ -57,15 +59,21 @@ public final class LoopDevice implements AutoCloseable {
     /** Directories whose leftovers this process has released already. */
     private static final Set<Path> LEFTOVERS_CHECKED = ConcurrentHashMap.newKeySet();
 
+    /** The RAM-backed image, or null over a region. */
     private final Path image;
+    /** The region of the named device, or null over an image. */
+    private final DeviceRegions.Region region;
+    private final DeviceRegions regions;
     private final Path device;
     private final Path mountPoint;
     private volatile boolean mounted;
     /** Releases the device if the JVM exits before {@link #close()} (Ctrl-C, SIGTERM). */
     private final Thread exitHook;
 
-    private LoopDevice(Path image, Path device, Path mountPoint) {
+    private LoopDevice(Path image, DeviceRegions regions, DeviceRegions.Region region, Path device, Path mountPoint) {
         this.image = image;
+        this.regions = regions;
+        this.region = region;
         this.device = device;
         this.mountPoint = mountPoint;
         this.exitHook = new Thread(this::releaseAtExit, "ferrite-loop-release");
@@ -89,8 +97,9 @@ public final class LoopDevice implements AutoCloseable {
     }
 
     /**
-     * A new loop device of {@code bytes} over an image in {@code dir}, with {@code kind} made on it and
-     * mounted on a fresh directory in {@code dir} (the file systems with their defaults, as mkfs makes them).
+     * A new loop device of {@code bytes} over an image in {@code dir} (over a region of the device
+     * {@link DeviceRegions#current()} names, if any), with {@code kind} made on it and mounted on a fresh
+     * directory in {@code dir} (the file systems with their defaults, as mkfs makes them).
      */
     public static LoopDevice create(Path dir, long bytes, Kind kind) {
         return create(dir, bytes, kind, List.of());
@@ -105,15 +114,24 @@ public final class LoopDevice implements AutoCloseable {
             releaseLeftovers(dir);
         }
         Path image = null;
+        DeviceRegions regions = DeviceRegions.current().orElse(null);
+        DeviceRegions.Region region = null;
         LoopDevice made = null;
         try {
-            image = Files.createTempFile(dir, PREFIX + PID + "-", ".img");
-            try (FileChannel ch = FileChannel.open(image, StandardOpenOption.WRITE)) {
-                ch.write(ByteBuffer.allocate(1), bytes - 1); // sparse: tmpfs gives pages as they are written
+            Path device;
+            if (regions != null) {
+                region = regions.take(bytes);
+                device = Path.of(run("losetup", "--find", "--show", "--direct-io=on", "--offset", Long.toString(region.offset()),
+                        "--sizelimit", Long.toString(region.length()), regions.device().toString()).strip());
+            } else {
+                image = Files.createTempFile(dir, PREFIX + PID + "-", ".img");
+                try (FileChannel ch = FileChannel.open(image, StandardOpenOption.WRITE)) {
+                    ch.write(ByteBuffer.allocate(1), bytes - 1); // sparse: tmpfs gives pages as they are written
+                }
+                device = Path.of(run("losetup", "--find", "--show", image.toString()).strip());
             }
-            Path device = Path.of(run("losetup", "--find", "--show", image.toString()).strip());
             Path mount = kind.mkfs == null ? null : Files.createTempDirectory(dir, MOUNT_PREFIX + PID + "-");
-            made = new LoopDevice(image, device, mount);
+            made = new LoopDevice(image, regions, region, device, mount);
             if (kind.mkfs != null) {
                 List<String> mkfs = new ArrayList<>(List.of(kind.mkfs, "-q", kind == Kind.EXT4 ? "-F" : "-f"));
                 mkfs.addAll(mkfsOptions);
@@ -124,10 +142,10 @@ public final class LoopDevice implements AutoCloseable {
             }
             return made;
         } catch (IOException e) {
-            closeQuietly(made, image);
+            closeQuietly(made, image, regions, region);
             throw new UncheckedIOException("cannot make a loop device in " + dir + ": " + e.getMessage(), e);
         } catch (RuntimeException e) {
-            closeQuietly(made, image);
+            closeQuietly(made, image, regions, region);
             throw e;
         }
     }
@@ -135,6 +153,12 @@ public final class LoopDevice implements AutoCloseable {
     /** The block device, e.g. {@code /dev/loop3}. */
     public Path device() {
         return device;
+    }
+
+    /** What the device is made over, for a target's description: "an image in DIR" or "a region of DEV from byte N". */
+    public String backing() {
+        return image != null ? "an image in " + image.getParent()
+                : String.format(Locale.ROOT, "a region of %s from byte %,d (direct I/O)", regions.device(), region.offset());
     }
 
     /** Where the file system is mounted; null for {@link Kind#RAW}. */
@@ -174,7 +198,7 @@ public final class LoopDevice implements AutoCloseable {
             if (mountPoint != null) {
                 Files.deleteIfExists(mountPoint);
             }
-            return Files.deleteIfExists(image);
+            return image != null && Files.deleteIfExists(image);
         });
     }
 
@@ -195,11 +219,16 @@ public final class LoopDevice implements AutoCloseable {
             if (mountPoint != null) {
                 Files.deleteIfExists(mountPoint);
             }
-            Files.deleteIfExists(image);
+            if (image != null) {
+                Files.deleteIfExists(image);
+            }
             return null;
         });
+        if (failures.isEmpty() && region != null) {
+            regions.give(region); // a device still attached keeps its region: nothing else may write there
+        }
         if (!failures.isEmpty()) {
-            throw new FerriteException("cleaning up loop device " + device + " over " + image + ": " + String.join("; ", failures));
+            throw new FerriteException("cleaning up loop device " + device + " over " + backing() + ": " + String.join("; ", failures));
         }
     }
 
@@ -215,12 +244,14 @@ public final class LoopDevice implements AutoCloseable {
         }
     }
 
-    private static void closeQuietly(LoopDevice made, Path image) {
+    private static void closeQuietly(LoopDevice made, Path image, DeviceRegions regions, DeviceRegions.Region region) {
         try {
             if (made != null) {
                 made.close();
             } else if (image != null) {
                 Files.deleteIfExists(image);
+            } else if (region != null) {
+                regions.give(region); // losetup failed: nothing was attached
             }
         } catch (IOException | RuntimeException ignored) {
             // the failure being reported matters more than this one
@@ -235,6 +266,29 @@ public final class LoopDevice implements AutoCloseable {
      */
     static int releaseLeftovers(Path dir) {
         Path base = dir.toAbsolutePath().normalize();
+        int released = release(backing -> base.equals(backing.getParent()) && isLeftover(backing.getFileName().toString()));
+        try (var entries = Files.list(base)) {
+            for (Path p : entries.filter(p -> isLeftover(p.getFileName().toString())).toList()) {
+                attempt(new ArrayList<>(), () -> Files.deleteIfExists(p)); // a mount point is empty once unmounted
+            }
+        } catch (IOException | UncheckedIOException e) {
+            // nothing to clean here
+        }
+        return released;
+    }
+
+    /**
+     * Releases every loop device over {@code device} (unmounted lazily, detached): what a killed run that
+     * carved it into regions left. A run on a device destroys its contents, so nothing else may be using
+     * it. Returns how many it detached.
+     */
+    static int releaseOver(Path device) {
+        Path dev = device.toAbsolutePath().normalize();
+        return release(dev::equals);
+    }
+
+    /** Unmounts (lazily) and detaches the loop devices whose backing file {@code which} accepts; returns how many. */
+    private static int release(Predicate<Path> which) {
         int released = 0;
         String list;
         try {
@@ -255,7 +309,7 @@ public final class LoopDevice implements AutoCloseable {
             }
             String name = line.substring(0, space);
             Path backing = Path.of(line.substring(space + 1).replace("\\x20", " ").replaceFirst(" \\(deleted\\)$", ""));
-            if (!base.equals(backing.getParent()) || !isLeftover(backing.getFileName().toString())) {
+            if (!which.test(backing)) {
                 continue;
             }
             for (String m : mounts) {
@@ -269,13 +323,6 @@ public final class LoopDevice implements AutoCloseable {
             if (failures.isEmpty()) {
                 released++;
             }
-        }
-        try (var entries = Files.list(base)) {
-            for (Path p : entries.filter(p -> isLeftover(p.getFileName().toString())).toList()) {
-                attempt(new ArrayList<>(), () -> Files.deleteIfExists(p)); // a mount point is empty once unmounted
-            }
-        } catch (IOException | UncheckedIOException e) {
-            // nothing to clean here
         }
         return released;
     }

@@ -50,7 +50,7 @@ final class LoopMeta implements MetaStore {
             PosixMeta posix = PosixMeta.in(loop.mountPoint(), api);
             String setup = kind.label() + " (" + kind.mkfs + (options.isEmpty() ? "" : " " + String.join(" ", options))
                     + ", otherwise defaults; mounted " + loop.mountOptions() + ") on " + loop.device() + ", "
-                    + KvBench.size(bytes) + " over an image in " + base;
+                    + KvBench.size(bytes) + " over " + loop.backing();
             return new LoopMeta(loop, posix, setup);
         } catch (RuntimeException e) {
             loop.close();
