@@ -5,7 +5,8 @@ import java.util.Arrays;
 /**
  * Where B-tree operations on one buffer cache met each other since open, per level: entry 0 counts
  * leaves, entry 1 their parents and so on up; the entry after the last level counts tree headers (whose
- * root pointer every descent reads first), the last one other blocks (an image still being loaded).
+ * root pointer every descent reads first), the last one every other block: group headers, inode chunks,
+ * allocator blocks, and images still being read in.
  *
  * @param restarts     optimistic reads that failed to validate and backed up to an unchanged ancestor
  * @param lockFailures locks in place that lost to another writer (the operation read again)

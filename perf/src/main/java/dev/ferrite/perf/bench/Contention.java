@@ -55,7 +55,7 @@ public final class Contention {
 
     /**
      * "0", or the total and where it fell: "12 (leaf 9, L1 2, header 1)", levels counted up from the
-     * leaves, {@code header} the trees' headers, {@code other} blocks that were no B-tree node yet.
+     * leaves, {@code header} the trees' headers, {@code other} every other block (group headers, inode chunks, ...).
      */
     static String byLevel(long[] counts, int headerIndex) {
         long total = 0;
