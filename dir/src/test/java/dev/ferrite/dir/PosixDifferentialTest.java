@@ -10,6 +10,7 @@ import java.util.Random;
 import java.util.TreeMap;
 import java.util.stream.Stream;
 
+import dev.ferrite.dir.testkit.HostFs;
 import dev.ferrite.io.Errno;
 import dev.ferrite.io.MemoryDevice;
 import dev.ferrite.io.testkit.TestSeed;
@@ -93,7 +94,7 @@ class PosixDifferentialTest {
 
     private static String randomOp(Random rnd) {
         String p = randomPath(rnd), q = randomPath(rnd);
-        return switch (rnd.nextInt(20)) {
+        return switch (rnd.nextInt(22)) { // renameat2: flag 1 RENAME_NOREPLACE, 2 RENAME_EXCHANGE
             case 0, 1, 2 -> "mkdir " + p;
             case 3, 4 -> "create " + p;
             case 5 -> "open " + p;
@@ -109,6 +110,8 @@ class PosixDifferentialTest {
             case 16 -> "mkdirat " + p + " " + name(rnd);
             case 17 -> "createat " + p + " " + name(rnd);
             case 18 -> (rnd.nextBoolean() ? "unlinkat " : "rmdirat ") + p + " " + name(rnd);
+            case 19 -> "rename2 " + p + " " + q + " " + (1 + rnd.nextInt(2));
+            case 20 -> "renameat2 " + p + " " + name(rnd) + " " + q + " " + name(rnd) + " " + (1 + rnd.nextInt(2));
             default -> "renameat " + p + " " + name(rnd) + " " + q + " " + name(rnd);
         };
     }
@@ -180,6 +183,7 @@ class PosixDifferentialTest {
             case "unlink" -> answer(HostFs.unlink(h(w[1])));
             case "rmdir" -> answer(HostFs.rmdir(h(w[1])));
             case "rename" -> answer(HostFs.rename(h(w[1]), h(w[2])));
+            case "rename2" -> answer(HostFs.rename(h(w[1]), h(w[2]), Integer.parseInt(w[3])));
             case "link" -> answer(HostFs.link(h(w[1]), h(w[2])));
             case "symlink" -> answer(HostFs.symlink(w[1], h(w[2])));
             case "lstat" -> hostStat(HostFs.stat(HostFs.AT_FDCWD, h(w[1]), HostFs.AT_SYMLINK_NOFOLLOW));
@@ -210,7 +214,8 @@ class PosixDifferentialTest {
                         yield Errno.name(-to);
                     }
                     try {
-                        yield answer(HostFs.renameat(fd, w[2], to, w[4]));
+                        yield answer(w.length > 5 ? HostFs.renameat(fd, w[2], to, w[4], Integer.parseInt(w[5]))
+                                : HostFs.renameat(fd, w[2], to, w[4]));
                     } finally {
                         HostFs.close(to);
                     }
@@ -240,6 +245,7 @@ class PosixDifferentialTest {
                 case "unlink" -> ns.unlink(w[1]);
                 case "rmdir" -> ns.rmdir(w[1]);
                 case "rename" -> ns.rename(w[1], w[2]);
+                case "rename2" -> ns.rename(w[1], w[2], mode(w[3]));
                 case "link" -> ns.link(w[1], w[2]);
                 case "symlink" -> ns.symlink(w[1], w[2]);
                 case "lstat" -> {
@@ -273,12 +279,17 @@ class PosixDifferentialTest {
                 case "rmdirat" -> ns.rmdir(d, w[2]);
                 default -> {
                     try (Handle to = ns.open(w[3])) {
-                        ns.rename(d, w[2], to, w[4]);
+                        ns.rename(d, w[2], to, w[4], w.length > 5 ? mode(w[5]) : RenameMode.REPLACE);
                     }
                 }
             }
             return "ok";
         }
+    }
+
+    /** The mode of renameat2's flag {@code flag}. */
+    private static RenameMode mode(String flag) {
+        return flag.equals("1") ? RenameMode.NO_REPLACE : RenameMode.EXCHANGE;
     }
 
     private static boolean aboveRoot(NamespaceException e) {

@@ -20,6 +20,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 import dev.ferrite.dir.InodeStat;
 import dev.ferrite.dir.Namespace;
+import dev.ferrite.dir.testkit.HostFs;
+import dev.ferrite.io.Errno;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -98,6 +100,38 @@ class FuseMountTest {
         assertTrue(r.output().contains("not allowed") || r.output().contains("Operation not permitted"), r.output());
         r = exec("truncate", "-s", "-1", "d/e"); // EISDIR
         assertTrue(r.exit() != 0, r.output());
+    }
+
+    /** renameat2's flags reach the namespace: the kernel refuses an existing target of RENAME_NOREPLACE itself, the rest is the volume's. */
+    @Test
+    void renameNoReplaceAndExchange() throws IOException {
+        Path m = fx.mountPoint;
+        Namespace ns = fx.volume.namespace();
+        Files.createDirectories(m.resolve("p/d"));
+        Files.writeString(m.resolve("p/d/inside"), "in d\n");
+        Files.createDirectory(m.resolve("q"));
+        Files.writeString(m.resolve("q/f"), "f\n");
+        Files.writeString(m.resolve("q/g"), "g\n");
+        long d = ns.lookup("/p/d"), f = ns.lookup("/q/f");
+
+        assertEquals(0, HostFs.rename(m + "/q/g", m + "/q/h", HostFs.RENAME_NOREPLACE));
+        assertEquals("g\n", Files.readString(m.resolve("q/h")));
+        assertEquals(Errno.EEXIST, HostFs.rename(m + "/q/h", m + "/q/f", HostFs.RENAME_NOREPLACE));
+        assertEquals(Errno.ENOENT, HostFs.rename(m + "/q/f", m + "/q/g", HostFs.RENAME_EXCHANGE));
+
+        assertEquals(0, HostFs.rename(m + "/q/f", m + "/q/h", HostFs.RENAME_EXCHANGE)); // one directory
+        assertEquals("g\n", Files.readString(m.resolve("q/f")));
+        assertEquals("f\n", Files.readString(m.resolve("q/h")));
+        assertEquals(0, HostFs.rename(m + "/p/d", m + "/q/h", HostFs.RENAME_EXCHANGE)); // a directory and a file, across parents
+        assertEquals(f, ns.lookup("/p/d"));
+        assertEquals(d, ns.lookup("/q/h"));
+        assertEquals("f\n", Files.readString(m.resolve("p/d")));
+        assertEquals("in d\n", Files.readString(m.resolve("q/h/inside")));
+        assertEquals(ns.lookup("/q"), Files.getAttribute(m.resolve("q/h/.."), "unix:ino"));
+        assertEquals(2, Files.getAttribute(m.resolve("p"), "unix:nlink"));
+        assertEquals(3, Files.getAttribute(m.resolve("q"), "unix:nlink"));
+        assertEquals(Errno.EINVAL, HostFs.rename(m + "/q", m + "/q/h", HostFs.RENAME_EXCHANGE)); // into itself
+        assertTrue(ns.check().clean());
     }
 
     @Test
