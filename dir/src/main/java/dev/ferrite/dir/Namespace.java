@@ -761,6 +761,33 @@ public final class Namespace {
     }
 
     /**
+     * {@code lseek(2)} with SEEK_DATA: the first offset at or past {@code offset} that holds data, as ext4 and XFS
+     * answer: a written extent is data, a hole or an unwritten (fallocated) extent is not. Buffered data not
+     * yet written back is data: the file's dirty cached pages from {@code offset} on are written back first
+     * (which may allocate blocks and flush the device, as an {@link #fsync} would).
+     *
+     * @throws NamespaceException ENXIO if {@code offset} is negative or not below the size, or no data follows it;
+     *         EBADF if the handle is closed; EISDIR for a directory, EINVAL for a symlink
+     * @throws NoSpaceException if writing back buffered data found no free block for it
+     */
+    public long seekData(Handle file, long offset) {
+        return files.seek(file, offset, true);
+    }
+
+    /**
+     * {@code lseek(2)} with SEEK_HOLE: the first offset at or past {@code offset} in a hole or an unwritten
+     * extent, or the size if none comes before the end (the end of a file counts as a hole); buffered data is
+     * written back first as for {@link #seekData}.
+     *
+     * @throws NamespaceException ENXIO if {@code offset} is negative or not below the size; EBADF if the handle is
+     *         closed; EISDIR for a directory, EINVAL for a symlink
+     * @throws NoSpaceException if writing back buffered data found no free block for it
+     */
+    public long seekHole(Handle file, long offset) {
+        return files.seek(file, offset, false);
+    }
+
+    /**
      * Makes every change to {@code h}'s inode durable: its dirty cached pages written back, data flushed,
      * then the journal forced.
      *

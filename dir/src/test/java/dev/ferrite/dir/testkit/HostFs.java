@@ -27,6 +27,8 @@ public final class HostFs {
     public static final int O_WRONLY = 01, O_CREAT = 0100, O_EXCL = 0200, O_DIRECTORY = 0200000, O_PATH = 010000000;
     /** renameat2's flags. */
     public static final int RENAME_NOREPLACE = 1, RENAME_EXCHANGE = 2;
+    /** lseek's whences the file system answers. */
+    public static final int SEEK_DATA = 3, SEEK_HOLE = 4;
     public static final int AT_FDCWD = -100, AT_SYMLINK_NOFOLLOW = 0x100, AT_REMOVEDIR = 0x200;
     private static final int STATX_BASIC_STATS = 0x7ff, STATX_SIZE = 256;
     private static final long STX_NLINK = 16, STX_MODE = 28;
@@ -39,6 +41,7 @@ public final class HostFs {
     private static final MethodHandle open = downcall("open", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT), 2);
     private static final MethodHandle openat = downcall("openat",
             FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT), 3);
+    private static final MethodHandle lseek = downcall("lseek", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_INT));
     private static final MethodHandle close = downcall("close", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
     private static final MethodHandle unlinkat = downcall("unlinkat", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT));
     private static final MethodHandle mkdirat = downcall("mkdirat", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT));
@@ -148,6 +151,18 @@ public final class HostFs {
     public static int openPath(String path) {
         Result r = call(open, path, O_PATH, 0);
         return r.errno() != 0 ? -r.errno() : (int) r.value();
+    }
+
+    /** A descriptor of {@code path} opened with {@code flags} (mode 0644 if created), or minus the errno. */
+    public static int openFd(String path, int flags) {
+        Result r = call(open, path, flags, 0644);
+        return r.errno() != 0 ? -r.errno() : (int) r.value();
+    }
+
+    /** lseek(2): the new offset, or minus the errno. */
+    public static long lseek(int fd, long offset, int whence) {
+        Result r = call(lseek, fd, offset, whence);
+        return r.errno() != 0 ? -r.errno() : r.value();
     }
 
     public static void close(int fd) {
