@@ -41,6 +41,11 @@ public final class HostFs {
     private static final MethodHandle open = downcall("open", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT), 2);
     private static final MethodHandle openat = downcall("openat",
             FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT), 3);
+    private static final MethodHandle syscall = downcall("syscall",
+            FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS, JAVA_LONG), 1); // syscall(2) reads longs
+    /** openat2(2) on x86-64, and its {@code struct open_how}: flags, mode, resolve (24 bytes). */
+    private static final long SYS_OPENAT2 = 437, OPEN_HOW_BYTES = 24, HOW_RESOLVE = 16, RESOLVE_BENEATH = 0x08;
+    private static final int O_NOFOLLOW = 0400000;
     private static final MethodHandle lseek = downcall("lseek", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_INT));
     private static final MethodHandle close = downcall("close", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
     private static final MethodHandle unlinkat = downcall("unlinkat", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT));
@@ -163,6 +168,20 @@ public final class HostFs {
     public static long lseek(int fd, long offset, int whence) {
         Result r = call(lseek, fd, offset, whence);
         return r.errno() != 0 ? -r.errno() : r.value();
+    }
+
+    /**
+     * Where {@code path} (relative) leads from directory {@code dirfd}, its final symlink followed or not: 0 if it
+     * resolves below or at {@code dirfd}, EXDEV if a {@code ..} leaves it, else the errno that stopped it
+     * ({@code openat2} with RESOLVE_BENEATH).
+     */
+    public static int beneath(int dirfd, String path, boolean follow) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment how = a.allocate(OPEN_HOW_BYTES, 8);
+            how.set(JAVA_LONG, 0, O_PATH | (follow ? 0 : O_NOFOLLOW));
+            how.set(JAVA_LONG, HOW_RESOLVE, RESOLVE_BENEATH);
+            return closed(call(syscall, SYS_OPENAT2, (long) dirfd, path, how, OPEN_HOW_BYTES));
+        }
     }
 
     public static void close(int fd) {
