@@ -3,7 +3,7 @@
  * by jfuse): {@link dev.ferrite.dir.Volume#mount} finds this module's
  * {@link dev.ferrite.dir.FileSystemProvider}. jfuse's Linux binding must be readable by reflection
  * (the class path, or {@code --add-opens} for its two packages): its {@code stat} wrapper has no inode number
- * and its operation table lacks link, mknod and fallocate, which this module fills in.
+ * and its operation table lacks link, mknod, fallocate and lseek, which this module fills in.
  */
 module dev.ferrite.fuse {
     requires dev.ferrite.dir;

@@ -519,6 +519,43 @@ final class FileData {
     }
 
     /**
+     * {@link Namespace#seekData} ({@code data}) or {@link Namespace#seekHole}: the first offset at or past
+     * {@code offset} in a written extent, or in a hole or unwritten extent (the end of the file is one). The
+     * file's dirty cached pages from {@code offset} on are written back first: written back, they lie in
+     * written extents, so buffered data counts as data wherever it went.
+     */
+    long seek(Handle h, long offset, boolean data) {
+        Inode i = h.requireOpen();
+        if (offset >= 0) {
+            buffered.writeBack(i, offset / blockSize, Long.MAX_VALUE);
+        }
+        Lock l = lockIo(h, io(i.ino).readLock());
+        try {
+            long size = buffered.size(i); // EISDIR or EINVAL for what is not a regular file
+            if (offset < 0 || offset >= size) {
+                throw new NamespaceException(Errno.ENXIO, (data ? "no data" : "no hole") + " at offset " + offset + " of inode "
+                        + i.ino + ", " + size + " bytes long");
+            }
+            long first = offset / blockSize, end = (size + blockSize - 1) / blockSize;
+            ExtentList x = mapping.file(i, first, end).extents();
+            if (!data) {
+                long[] gap = x.firstGap(first, end, true);
+                return gap == null ? size : Math.max(offset, gap[0] * blockSize);
+            }
+            int k = x.find(first);
+            for (k = k >= 0 ? k : -k - 1; k < x.count() && x.fileBlock(k) < end; k++) {
+                if (!x.unwritten(k)) {
+                    return Math.max(offset, x.fileBlock(k) * blockSize);
+                }
+            }
+            throw new NamespaceException(Errno.ENXIO, "no data at or past offset " + offset + " of inode " + i.ino + ", " + size
+                    + " bytes long");
+        } finally {
+            l.unlock();
+        }
+    }
+
+    /**
      * fsync ({@code dataOnly} false) or fdatasync: writes back the file's dirty cached pages, forces the
      * journal to the file's last change, or with {@code dataOnly} to its last change of size or extents
      * (skipped if that is durable already: an overwrite in place changes neither), then makes the data

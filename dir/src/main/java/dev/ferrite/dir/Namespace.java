@@ -365,10 +365,27 @@ public final class Namespace {
      * @throws VolumeShutdownException if the volume is closed or its journal has shut down
      */
     public void rename(String from, String to) {
+        rename(from, to, RenameMode.REPLACE);
+    }
+
+    /**
+     * Renames {@code from} to {@code to} atomically as {@code renameat2(2)} with {@code mode}'s flag: {@link
+     * #rename(String, String)} for {@link RenameMode#REPLACE}; {@link RenameMode#NO_REPLACE} refuses an existing
+     * {@code to}; {@link RenameMode#EXCHANGE} swaps the two entries, whatever their types.
+     *
+     * @throws NamespaceException as {@link #rename(String, String)}; with NO_REPLACE, EEXIST if {@code to} exists (or is
+     *         {@code .}, {@code ..} or the root); with EXCHANGE, ENOENT if {@code to} does not exist, ENOTDIR for a
+     *         trailing slash on a {@code to} that is not a directory, EINVAL for a directory exchanged with one of its
+     *         ancestors, EMLINK if a directory would take a parent past {@link #MAX_LINKS} links, and no ENOTDIR,
+     *         EISDIR or ENOTEMPTY for the entries' types or contents
+     * @throws NoSpaceException if no allocation group has the inode, blocks or free-list room the change needs
+     * @throws VolumeShutdownException if the volume is closed or its journal has shut down
+     */
+    public void rename(String from, String to, RenameMode mode) {
         Parent f = paths.resolveParent(from);
         Parent t = paths.resolveParent(to);
-        paths.requireRenamable(f.dir(), f.name(), f.slashed(), t.dir(), t.name(), t.slashed());
-        renameEntry(f.dir(), f.name(), t.dir(), t.name(), true);
+        paths.requireRenamable(f.dir(), f.name(), f.slashed(), t.dir(), t.name(), t.slashed(), mode);
+        renameEntry(f.dir(), f.name(), t.dir(), t.name(), mode);
     }
 
     /**
@@ -555,11 +572,22 @@ public final class Namespace {
      * @throws VolumeShutdownException if the volume is closed or its journal has shut down
      */
     public void rename(Handle fromDir, String from, Handle toDir, String to) {
+        rename(fromDir, from, toDir, to, RenameMode.REPLACE);
+    }
+
+    /**
+     * {@link #rename(String, String, RenameMode)} of {@code from} in {@code fromDir} to {@code to} in {@code toDir}.
+     *
+     * @throws NamespaceException EBADF if a handle is closed; the name errnos; the other errnos as for paths
+     * @throws NoSpaceException if no allocation group has the inode, blocks or free-list room the change needs
+     * @throws VolumeShutdownException if the volume is closed or its journal has shut down
+     */
+    public void rename(Handle fromDir, String from, Handle toDir, String to, RenameMode mode) {
         long f = fromDir.requireOpen().ino;
         String fromName = nonNull(from);
         long t = toDir.requireOpen().ino;
-        paths.requireRenamable(f, fromName, false, t, nonNull(to), false);
-        renameEntry(f, from, t, to, true);
+        paths.requireRenamable(f, fromName, false, t, nonNull(to), false, mode);
+        renameEntry(f, from, t, to, mode);
     }
 
     /**
@@ -733,6 +761,33 @@ public final class Namespace {
     }
 
     /**
+     * {@code lseek(2)} with SEEK_DATA: the first offset at or past {@code offset} that holds data, as ext4 and XFS
+     * answer: a written extent is data, a hole or an unwritten (fallocated) extent is not. Buffered data not
+     * yet written back is data: the file's dirty cached pages from {@code offset} on are written back first
+     * (which may allocate blocks and flush the device, as an {@link #fsync} would).
+     *
+     * @throws NamespaceException ENXIO if {@code offset} is negative or not below the size, or no data follows it;
+     *         EBADF if the handle is closed; EISDIR for a directory, EINVAL for a symlink
+     * @throws NoSpaceException if writing back buffered data found no free block for it
+     */
+    public long seekData(Handle file, long offset) {
+        return files.seek(file, offset, true);
+    }
+
+    /**
+     * {@code lseek(2)} with SEEK_HOLE: the first offset at or past {@code offset} in a hole or an unwritten
+     * extent, or the size if none comes before the end (the end of a file counts as a hole); buffered data is
+     * written back first as for {@link #seekData}.
+     *
+     * @throws NamespaceException ENXIO if {@code offset} is negative or not below the size; EBADF if the handle is
+     *         closed; EISDIR for a directory, EINVAL for a symlink
+     * @throws NoSpaceException if writing back buffered data found no free block for it
+     */
+    public long seekHole(Handle file, long offset) {
+        return files.seek(file, offset, false);
+    }
+
+    /**
      * Makes every change to {@code h}'s inode durable: its dirty cached pages written back, data flushed,
      * then the journal forced.
      *
@@ -793,7 +848,7 @@ public final class Namespace {
      */
     void renameTableEntry(long catalog, String from, String to) {
         try {
-            renameEntry(catalog, from, catalog, to, false);
+            renameEntry(catalog, from, catalog, to, RenameMode.NO_REPLACE);
         } catch (NamespaceException e) {
             if (e.errno() == Errno.EEXIST) {
                 throw new TableException(TableException.Kind.TABLE_EXISTS, "table '" + to + "' exists");
@@ -1075,8 +1130,12 @@ public final class Namespace {
         return ts;
     }
 
-    /** Renames an entry; one of the new name is replaced, or with {@code replace} false EEXIST (checked under the locks). */
-    private void renameEntry(long fromDir, String fromName, long toDir, String toName, boolean replace) {
+    /**
+     * Renames an entry, as {@code mode} says: one of the new name is replaced, refused (EEXIST) or exchanged with it
+     * (checked under the locks).
+     */
+    private void renameEntry(long fromDir, String fromName, long toDir, String toName, RenameMode mode) {
+        boolean exchange = java.util.Objects.requireNonNull(mode, "mode") == RenameMode.EXCHANGE;
         byte[] fk = DirEntryFormat.key(requireName(fromName, true));
         byte[] tk = DirEntryFormat.key(requireName(toName, true));
         boolean unready = false; // the last attempt found a directory needing prepare
@@ -1087,13 +1146,14 @@ public final class Namespace {
             if (src == null) {
                 throw new NamespaceException(Errno.ENOENT, quote(fromName) + " in directory " + fromDir);
             }
-            boolean moveDir = src.type() == S_IFDIR && fromDir != toDir;
             Found dst = dirs.find(toDir, tk);
+            // a directory changing parents: the rename lock keeps the ancestry checks true until the commit
+            boolean moveDir = fromDir != toDir && (src.type() == S_IFDIR || exchange && dst != null && dst.type() == S_IFDIR);
             Inode[] acquired = records.acquireAll(fromDir, toDir, src.ino(), dst == null ? 0 : dst.ino());
             Inode from = pick(acquired, fromDir), to = pick(acquired, toDir), s = pick(acquired, src.ino());
             Inode v = dst == null ? null : pick(acquired, dst.ino());
             boolean last = false, free = false;
-            AllocationGroup ag = v == null ? null : volume.group(geometry.agOfInode(v.ino));
+            AllocationGroup ag = v == null || exchange ? null : volume.group(geometry.agOfInode(v.ino));
             try {
                 if (unready) {
                     dirs.prepare(from, 0);
@@ -1114,58 +1174,56 @@ public final class Namespace {
                         if (!src.equals(dirs.find(from, fk, true)) || !java.util.Objects.equals(dst, dirs.find(to, tk, true))) {
                             continue; // changed before we held the locks
                         }
-                        if (dst != null && !replace) {
+                        if (dst != null && mode == RenameMode.NO_REPLACE) {
                             throw new NamespaceException(Errno.EEXIST, quote(toName) + " exists in directory " + toDir);
+                        }
+                        if (dst == null && exchange) {
+                            throw new NamespaceException(Errno.ENOENT, quote(toName) + " in directory " + toDir + ", to exchange with");
                         }
                         if (dst != null && dst.ino() == src.ino()) {
                             return; // two names of one inode: POSIX does nothing
                         }
-                        if (moveDir && paths.isAncestorOrSelf(src.ino(), toDir)) {
+                        if (moveDir && src.type() == S_IFDIR && paths.isAncestorOrSelf(src.ino(), toDir)) {
                             throw new NamespaceException(Errno.EINVAL, "directory " + quote(fromName) + " cannot move into itself");
                         }
                         if (dst != null && dst.type() == S_IFDIR && paths.isAncestorOrSelf(dst.ino(), fromDir)) {
-                            throw new NamespaceException(Errno.ENOTEMPTY, "directory " + quote(toName) + " holds " + quote(fromName));
+                            throw new NamespaceException(exchange ? Errno.EINVAL : Errno.ENOTEMPTY, "directory " + quote(toName)
+                                    + " holds " + quote(fromName));
                         }
-                        InodeStat vs = dst == null ? null : records.statIno(dst.ino());
-                        if (src.type() == S_IFDIR) {
-                            if (dst != null && dst.type() != S_IFDIR) {
-                                throw new NamespaceException(Errno.ENOTDIR, quote(toName) + " is not a directory");
-                            }
-                            if (vs != null && vs.size() != 0) {
-                                throw new NamespaceException(Errno.ENOTEMPTY, "directory " + quote(toName) + " holds " + vs.size() + " entries");
-                            }
-                            if (moveDir && dst == null && records.statIno(toDir).nlink() >= MAX_LINKS) {
-                                throw new NamespaceException(Errno.EMLINK, "directory " + toDir + " has " + MAX_LINKS + " links");
-                            }
-                        } else if (dst != null && dst.type() == S_IFDIR) {
-                            throw new NamespaceException(Errno.EISDIR, quote(toName) + " is a directory");
+                        InodeStat vs = dst == null || exchange ? null : records.statIno(dst.ino());
+                        if (exchange) {
+                            requireExchangeable(fromDir, src, toDir, dst);
+                        } else {
+                            requireReplaceable(fromDir, toDir, toName, src, dst, vs);
                         }
                         unready = dirs.step(from, 0) != READY || dirs.step(to, dst == null ? tk.length : 0) != READY;
                         if (unready || dirs.changeItems(ag, from, to, s, v) > items) {
                             continue; // prepared, and reserved afresh
                         }
-                        boolean lastLink = v != null && (dst.type() == S_IFDIR || vs.nlink() <= 1);
+                        boolean lastLink = !exchange && v != null && (dst.type() == S_IFDIR || vs.nlink() <= 1);
                         boolean orphan = lastLink && (v.opens > 0 || vs.blocks() > 0 || BufferedIo.holdsCache(v));
-                        boolean isDir = src.type() == S_IFDIR;
                         if (!records.applyChange(txn, lastLink ? ag : null, new Inode[] {from, to, s, v}, txn2 -> {
-                            dirs.deleteEntry(txn2, from, fk);
+                            // links each parent gains: a directory's ".." moving in, a replaced directory's going
+                            int toLinks = (fromDir != toDir && src.type() == S_IFDIR ? 1 : 0)
+                                    - (dst != null && dst.type() == S_IFDIR && (!exchange || fromDir != toDir) ? 1 : 0);
+                            int fromLinks = exchange ? -toLinks : fromDir != toDir && src.type() == S_IFDIR ? -1 : 0;
+                            if (exchange) {
+                                dirs.replaceEntry(txn2, from, fk, dst.ino(), dst.type());
+                                moved(txn2, dst, fromDir);
+                            } else {
+                                dirs.deleteEntry(txn2, from, fk);
+                            }
                             if (dst == null) {
                                 dirs.insertAbsent(txn2, to, tk, src.ino(), src.type());
                             } else {
                                 dirs.replaceEntry(txn2, to, tk, src.ino(), src.type());
                             }
-                            int toLinks = (moveDir ? 1 : 0) - (dst != null && dst.type() == S_IFDIR ? 1 : 0);
                             if (fromDir != toDir) {
-                                records.adjust(txn2, fromDir, moveDir ? -1 : 0, true);
+                                records.adjust(txn2, fromDir, fromLinks, true);
                             }
                             records.adjust(txn2, toDir, toLinks, true);
-                            Buffer sb = records.lockRecord(txn2, src.ino());
-                            if (isDir) {
-                                InodeFormat.setParent(sb.data(), records.rec(src.ino()), toDir);
-                            }
-                            InodeFormat.touch(sb.data(), records.rec(src.ino()), nowNanos(), false);
-                            txn2.log(sb, records.rec(src.ino()), InodeFormat.INLINE);
-                            if (v != null) {
+                            moved(txn2, src, toDir);
+                            if (v != null && !exchange) {
                                 orphans.dropLink(txn2, v, dst.type() == S_IFDIR, lastLink, orphan);
                             }
                         })) {
@@ -1187,6 +1245,45 @@ public final class Namespace {
                 records.releaseAll(acquired);
             }
         }
+    }
+
+    /** What a rename replacing {@code dst} (null if none; {@code vs} its attributes) meets for the types and the parent's links. */
+    private void requireReplaceable(long fromDir, long toDir, String toName, Found src, Found dst, InodeStat vs) {
+        if (src.type() == S_IFDIR) {
+            if (dst != null && dst.type() != S_IFDIR) {
+                throw new NamespaceException(Errno.ENOTDIR, quote(toName) + " is not a directory");
+            }
+            if (vs != null && vs.size() != 0) {
+                throw new NamespaceException(Errno.ENOTEMPTY, "directory " + quote(toName) + " holds " + vs.size() + " entries");
+            }
+            if (fromDir != toDir && dst == null && records.statIno(toDir).nlink() >= MAX_LINKS) {
+                throw new NamespaceException(Errno.EMLINK, "directory " + toDir + " has " + MAX_LINKS + " links");
+            }
+        } else if (dst != null && dst.type() == S_IFDIR) {
+            throw new NamespaceException(Errno.EISDIR, quote(toName) + " is a directory");
+        }
+    }
+
+    /** EMLINK if an exchange would give a parent a directory more (its ".." a link) past {@link #MAX_LINKS}. */
+    private void requireExchangeable(long fromDir, Found src, long toDir, Found dst) {
+        if (fromDir == toDir || (src.type() == S_IFDIR) == (dst.type() == S_IFDIR)) {
+            return;
+        }
+        long gains = src.type() == S_IFDIR ? toDir : fromDir;
+        if (records.statIno(gains).nlink() >= MAX_LINKS) {
+            throw new NamespaceException(Errno.EMLINK, "directory " + gains + " has " + MAX_LINKS + " links");
+        }
+    }
+
+    /** In {@code txn}: the inode of {@code entry}, now under {@code parent}: its parent link if a directory, and its ctime. */
+    private void moved(Txn txn, Found entry, long parent) {
+        Buffer b = records.lockRecord(txn, entry.ino());
+        int rec = records.rec(entry.ino());
+        if (entry.type() == S_IFDIR) {
+            InodeFormat.setParent(b.data(), rec, parent);
+        }
+        InodeFormat.touch(b.data(), rec, nowNanos(), false);
+        txn.log(b, rec, InodeFormat.INLINE);
     }
 
 }

@@ -408,22 +408,38 @@ final class PathResolver {
 
     /**
      * A rename's answers in Linux's order before anything is locked: ENOTDIR or ENOENT for either
-     * directory, EBUSY for {@code "."}, {@code ".."} or the root, ENAMETOOLONG for the source, ENOENT for it,
-     * ENAMETOOLONG for the target, ENOTDIR for a trailing slash on a source that is not a directory. The
-     * usual rename, with none of these, costs a few comparisons here.
+     * directory, EBUSY for {@code "."}, {@code ".."} or the root (EEXIST for the target of a {@link
+     * RenameMode#NO_REPLACE}), ENAMETOOLONG for the source, ENOENT for it, ENAMETOOLONG for the target, EEXIST
+     * for an existing target of a NO_REPLACE, ENOENT for a missing one of an {@link RenameMode#EXCHANGE} and
+     * ENOTDIR for its trailing slash if it is not a directory, ENOTDIR for a trailing slash on a source that is
+     * not a directory (or, but in an exchange, on the target). The usual rename, with none of these, costs a few
+     * comparisons here.
      */
-    void requireRenamable(long fromDir, String from, boolean fromSlash, long toDir, String to, boolean toSlash) {
+    void requireRenamable(long fromDir, String from, boolean fromSlash, long toDir, String to, boolean toSlash, RenameMode mode) {
         if (fromSlash || toSlash || isDots(from) || isDots(to) || tooLong(from) || tooLong(to)) {
             records.requireDir(fromDir);
             records.requireDir(toDir);
             refuseDots(from, RENAME);
-            refuseDots(to, RENAME);
+            refuseDots(to, mode == RenameMode.NO_REPLACE ? NEW_NAME : RENAME);
             Found src = dirs.find(fromDir, DirEntryFormat.key(requireName(from, false)));
             if (src == null) {
                 throw new NamespaceException(Errno.ENOENT, quote(from) + " in directory " + fromDir);
             }
-            requireName(to, false);
-            if (src.type() != S_IFDIR && (fromSlash || toSlash)) {
+            byte[] toKey = DirEntryFormat.key(requireName(to, false));
+            boolean exchange = mode == RenameMode.EXCHANGE;
+            if (mode != RenameMode.REPLACE) {
+                Found dst = dirs.find(toDir, toKey);
+                if (dst != null && !exchange) {
+                    throw new NamespaceException(Errno.EEXIST, quote(to) + " exists in directory " + toDir);
+                }
+                if (dst == null && exchange) {
+                    throw new NamespaceException(Errno.ENOENT, quote(to) + " in directory " + toDir + ", to exchange with");
+                }
+                if (exchange && dst.type() != S_IFDIR && toSlash) {
+                    throw new NamespaceException(Errno.ENOTDIR, "a trailing slash names a directory, and " + quote(to) + " is not one");
+                }
+            }
+            if (src.type() != S_IFDIR && (fromSlash || toSlash && !exchange)) {
                 throw new NamespaceException(Errno.ENOTDIR, "a trailing slash names a directory, and " + quote(from)
                         + " is not one");
             }

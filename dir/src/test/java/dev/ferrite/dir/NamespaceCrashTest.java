@@ -65,7 +65,8 @@ class NamespaceCrashTest {
                             case 1, 2 -> ns.create(p, 0644, true);
                             case 3 -> ns.unlink(p);
                             case 4 -> ns.rmdir(p);
-                            case 5, 6 -> ns.rename(p, q);
+                            case 5 -> ns.rename(p, q);
+                            case 6 -> ns.rename(p, q, rnd.nextBoolean() ? RenameMode.EXCHANGE : RenameMode.NO_REPLACE);
                             case 7 -> ns.link(p, q);
                             default -> ns.symlink(rnd.nextBoolean() ? "x" : "y".repeat(600), q); // inline, or in a block
                         }

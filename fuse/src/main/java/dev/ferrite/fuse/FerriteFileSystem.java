@@ -24,6 +24,7 @@ import dev.ferrite.dir.Handle;
 import dev.ferrite.dir.InodeStat;
 import dev.ferrite.dir.Namespace;
 import dev.ferrite.dir.NamespaceException;
+import dev.ferrite.dir.RenameMode;
 import dev.ferrite.dir.Volume;
 import dev.ferrite.dir.VolumeStats;
 import dev.ferrite.io.DeviceException;
@@ -51,6 +52,10 @@ final class FerriteFileSystem implements FuseOperations {
     private static final int O_ACCMODE = 03, O_CREAT = 0100, O_EXCL = 0200, O_TRUNC = 01000;
     private static final int KEPT_FLAGS = Namespace.O_ACCMODE | Namespace.O_APPEND;
     private static final int S_PERMS = 07777;
+    /** lseek(2)'s whences the kernel leaves to the file system. */
+    private static final int SEEK_DATA = 3, SEEK_HOLE = 4;
+    /** renameat2(2)'s flags. */
+    private static final int RENAME_NOREPLACE = 1, RENAME_EXCHANGE = 2;
     private static final int READDIR_PAGE = 1024;
 
     private final Namespace ns;
@@ -275,10 +280,16 @@ final class FerriteFileSystem implements FuseOperations {
     @Override
     public int rename(String from, String to, int flags) {
         try {
-            if (flags != 0) { // RENAME_NOREPLACE, RENAME_EXCHANGE: the namespace has no atomic form of either
+            RenameMode mode = switch (flags) {
+                case 0 -> RenameMode.REPLACE;
+                case RENAME_NOREPLACE -> RenameMode.NO_REPLACE;
+                case RENAME_EXCHANGE -> RenameMode.EXCHANGE;
+                default -> null; // RENAME_WHITEOUT (overlayfs's), which the namespace cannot represent
+            };
+            if (mode == null) {
                 return -EINVAL;
             }
-            ns.rename(from, to);
+            ns.rename(from, to, mode);
             return 0;
         } catch (Throwable e) {
             return fail(e, "rename");
@@ -400,6 +411,15 @@ final class FerriteFileSystem implements FuseOperations {
     int fallocate(long fh, int mode, long offset, long length) {
         ns.fallocate(open.get(fh), mode, offset, length);
         return 0;
+    }
+
+    /** Bound by {@link JfuseNative} (jfuse binds no lseek): SEEK_DATA and SEEK_HOLE answered by the namespace. */
+    long lseek(long fh, long offset, int whence) {
+        return switch (whence) {
+            case SEEK_DATA -> ns.seekData(open.get(fh), offset);
+            case SEEK_HOLE -> ns.seekHole(open.get(fh), offset);
+            default -> -EINVAL;
+        };
     }
 
     @Override

@@ -25,8 +25,8 @@ import dev.ferrite.io.InvalidArgumentException;
  * options are fixed here and documented in docs/mount.md: the kernel checks permissions
  * ({@code default_permissions}), inode numbers are the volume's ({@code use_ino}, {@code readdir_ino}),
  * entries and attributes are cached 1 s as libfuse's defaults (the volume may also change through the Java
- * API), and requests are served by libfuse's thread pool, each worker reading its own cloned
- * {@code /dev/fuse} descriptor ({@code clone_fd}).
+ * API; {@value #CACHE_TIMEOUT} sets another time), and requests are served by libfuse's thread pool, each
+ * worker reading its own cloned {@code /dev/fuse} descriptor ({@code clone_fd}).
  */
 public final class FuseFileSystemProvider implements FileSystemProvider {
     /** How often {@link FileSystemMount#awaitUnmount} looks whether the mount went from outside (umount, fusermount3 -u). */
@@ -34,9 +34,34 @@ public final class FuseFileSystemProvider implements FileSystemProvider {
     private static final List<String> LIBRARY_DIRS = List.of("/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu",
             "/usr/lib64", "/lib64", "/usr/local/lib", "/usr/lib");
     private static final Path MOUNTS = Path.of("/proc/self/mountinfo");
+    /** The system property giving the seconds the kernel caches entries and attributes (1 if unset; 0 for none). */
+    public static final String CACHE_TIMEOUT = "ferrite.fuse.cacheTimeout";
 
     @Override
     public FileSystemMount mount(Volume volume, String source, Path mountPoint, boolean readOnly) {
+        return mount(volume, source, mountPoint, readOnly, cacheSeconds(System.getProperty(CACHE_TIMEOUT, "1")), false);
+    }
+
+    /** The seconds {@code value} of {@link #CACHE_TIMEOUT} gives: InvalidArgumentException unless a number from 0 to 1e9. */
+    static double cacheSeconds(String value) {
+        double seconds;
+        try {
+            seconds = Double.parseDouble(value);
+        } catch (NumberFormatException e) {
+            seconds = Double.NaN;
+        }
+        if (!(seconds >= 0 && seconds <= 1e9)) {
+            throw new InvalidArgumentException("-D" + CACHE_TIMEOUT + "=" + value + " is not a number of seconds from 0 to 1e9");
+        }
+        return seconds;
+    }
+
+    /**
+     * {@link #mount(Volume, String, Path, boolean)} with entries and attributes cached {@code cacheSeconds}, served
+     * by one thread with {@code oneThread} (libfuse's single-threaded loop: requests served one at a time, in the
+     * order the kernel queued them).
+     */
+    FileSystemMount mount(Volume volume, String source, Path mountPoint, boolean readOnly, double cacheSeconds, boolean oneThread) {
         if (!JfuseNative.supported()) {
             throw new UnsupportedOperationException("mounting needs Linux on x86-64 (this is " + System.getProperty("os.name")
                     + " on " + System.getProperty("os.arch") + ")");
@@ -53,8 +78,9 @@ public final class FuseFileSystemProvider implements FileSystemProvider {
         Arena arena = Arena.ofShared();
         try {
             JfuseNative.bindMissing(fuse, fs, arena);
+            String timeout = java.math.BigDecimal.valueOf(cacheSeconds).toPlainString();
             List<String> options = new ArrayList<>(List.of("default_permissions", "clone_fd",
-                    "entry_timeout=1", "attr_timeout=1", "subtype=ferrite",
+                    "entry_timeout=" + timeout, "attr_timeout=" + timeout, "subtype=ferrite",
                     "fsname=" + source.replace("\\", "\\\\").replace(",", "\\,")));
             if (readOnly) {
                 options.add("ro");
@@ -62,7 +88,11 @@ public final class FuseFileSystemProvider implements FileSystemProvider {
             if ("root".equals(System.getProperty("user.name"))) {
                 options.add("allow_other"); // a file system for every user, as the kernel's own
             }
-            fuse.mount("ferrite", at, "-o", String.join(",", options));
+            List<String> args = new ArrayList<>(List.of("-o", String.join(",", options)));
+            if (oneThread) {
+                args.add("-s");
+            }
+            fuse.mount("ferrite", at, args.toArray(String[]::new));
         } catch (FuseMountFailedException | RuntimeException e) {
             closeQuietly(fuse);
             arena.close();

@@ -27,7 +27,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 /**
  * This module's FFM code, for what jfuse 0.7.0 leaves out: its {@link Stat} sets no inode number, block
  * count or block size and its {@link Statvfs} no inode counts, so these are written into the C structs
- * behind them (glibc's x86-64 layouts); and its operation table binds no link, mknod or fallocate, so
+ * behind them (glibc's x86-64 layouts); and its operation table binds no link, mknod, fallocate or lseek, so
  * upcalls for them go into libfuse's {@code struct fuse_operations} before the mount. The structs are
  * reached through jfuse's own accessors by reflection, which needs its Linux package readable (the class
  * path, or {@code --add-opens}).
@@ -42,7 +42,7 @@ final class JfuseNative {
     private static final long STATVFS_BYTES = 112;
     static final long F_FILES = 40, F_FFREE = 48, F_FAVAIL = 56;
     // struct fuse_operations (libfuse 3.x): function pointer slots; struct fuse_file_info: the fh field
-    private static final long OPS_BYTES = 336, OP_MKNOD = 16, OP_LINK = 64, OP_FALLOCATE = 312;
+    private static final long OPS_BYTES = 336, OP_MKNOD = 16, OP_LINK = 64, OP_FALLOCATE = 312, OP_LSEEK = 328;
     private static final long FI_BYTES = 64, FI_FH = 16;
     private static final long PATH_BYTES = 4096;
 
@@ -129,7 +129,7 @@ final class JfuseNative {
         c.set(JAVA_INT, CFG_READDIR_INO, 1);
     }
 
-    /** Puts upcalls to {@code fs} for link, mknod and fallocate into {@code fuse}'s operation table, living as long as {@code arena}. */
+    /** Puts upcalls to {@code fs} for link, mknod, fallocate and lseek into {@code fuse}'s operation table, living as long as {@code arena}. */
     static void bindMissing(Fuse fuse, FerriteFileSystem fs, Arena arena) {
         MemorySegment ops;
         try {
@@ -143,6 +143,7 @@ final class JfuseNative {
         ops.set(ADDRESS, OP_MKNOD, stub("mknod", fs, FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG), arena));
         ops.set(ADDRESS, OP_FALLOCATE, stub("fallocate", fs,
                 FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG, JAVA_LONG, ADDRESS), arena));
+        ops.set(ADDRESS, OP_LSEEK, stub("lseek", fs, FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_INT, ADDRESS), arena));
     }
 
     // The upcalls: C arguments to Java ones. Nothing may escape an upcall (it would end the JVM).
@@ -171,6 +172,15 @@ final class JfuseNative {
         }
     }
 
+    /** The kernel sends only SEEK_DATA and SEEK_HOLE (it answers the other whences itself). */
+    private static long lseek(FerriteFileSystem fs, MemorySegment path, long offset, int whence, MemorySegment fi) {
+        try {
+            return fs.lseek(fi.reinterpret(FI_BYTES).get(JAVA_LONG, FI_FH), offset, whence);
+        } catch (Throwable e) {
+            return fs.fail(e, "lseek");
+        }
+    }
+
     private static String path(MemorySegment p) {
         return p.reinterpret(PATH_BYTES).getString(0);
     }
@@ -184,7 +194,8 @@ final class JfuseNative {
             params[i + 1] = ((ValueLayout) args.get(i)).carrier();
         }
         try {
-            MethodHandle target = MethodHandles.lookup().findStatic(JfuseNative.class, name, MethodType.methodType(int.class, params));
+            Class<?> result = ((ValueLayout) fd.returnLayout().orElseThrow()).carrier();
+            MethodHandle target = MethodHandles.lookup().findStatic(JfuseNative.class, name, MethodType.methodType(result, params));
             return Linker.nativeLinker().upcallStub(target.bindTo(fs), fd, arena);
         } catch (ReflectiveOperationException e) {
             throw new IllegalStateException(name, e);

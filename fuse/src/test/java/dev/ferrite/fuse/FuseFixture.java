@@ -23,12 +23,27 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 final class FuseFixture implements AutoCloseable {
     final BlockDevice device;
     final Path mountPoint;
+    /** Served without the kernel's entry and attribute cache, by one thread ({@link #uncached}). */
+    private final boolean uncached;
     Volume volume;
     FileSystemMount mount;
 
     /** A fresh volume of {@code mib} MiB mounted on a new directory under {@code scratch}. */
     FuseFixture(Path scratch, int mib) throws IOException {
+        this(scratch, mib, false);
+    }
+
+    /**
+     * {@link #FuseFixture(Path, int)} served with entry and attribute timeouts 0 and by one thread, so that every
+     * lookup and stat reaches the volume and requests are served in the order the kernel queued them.
+     */
+    static FuseFixture uncached(Path scratch, int mib) throws IOException {
+        return new FuseFixture(scratch, mib, true);
+    }
+
+    private FuseFixture(Path scratch, int mib, boolean uncached) throws IOException {
         assumeFuse();
+        this.uncached = uncached;
         device = MemoryDevice.create(mib * 256L, 4096);
         Volume.format(device, VolumeOptions.defaults());
         mountPoint = Files.createDirectories(scratch.resolve("mnt"));
@@ -48,7 +63,7 @@ final class FuseFixture implements AutoCloseable {
 
     void mount() {
         volume = Volume.open(device, VolumeOptions.defaults());
-        mount = volume.mount(mountPoint);
+        mount = uncached ? new FuseFileSystemProvider().mount(volume, device.name(), mountPoint, false, 0, true) : volume.mount(mountPoint);
     }
 
     /** Unmounts and closes the volume (the device stays for {@link #mount()}). */

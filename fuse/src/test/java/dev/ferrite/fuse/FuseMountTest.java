@@ -20,6 +20,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 import dev.ferrite.dir.InodeStat;
 import dev.ferrite.dir.Namespace;
+import dev.ferrite.dir.testkit.HostFs;
+import dev.ferrite.io.Errno;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -98,6 +100,97 @@ class FuseMountTest {
         assertTrue(r.output().contains("not allowed") || r.output().contains("Operation not permitted"), r.output());
         r = exec("truncate", "-s", "-1", "d/e"); // EISDIR
         assertTrue(r.exit() != 0, r.output());
+    }
+
+    /** renameat2's flags reach the namespace: the kernel refuses an existing target of RENAME_NOREPLACE itself, the rest is the volume's. */
+    @Test
+    void renameNoReplaceAndExchange() throws IOException {
+        Path m = fx.mountPoint;
+        Namespace ns = fx.volume.namespace();
+        Files.createDirectories(m.resolve("p/d"));
+        Files.writeString(m.resolve("p/d/inside"), "in d\n");
+        Files.createDirectory(m.resolve("q"));
+        Files.writeString(m.resolve("q/f"), "f\n");
+        Files.writeString(m.resolve("q/g"), "g\n");
+        long d = ns.lookup("/p/d"), f = ns.lookup("/q/f");
+
+        assertEquals(0, HostFs.rename(m + "/q/g", m + "/q/h", HostFs.RENAME_NOREPLACE));
+        assertEquals("g\n", Files.readString(m.resolve("q/h")));
+        assertEquals(Errno.EEXIST, HostFs.rename(m + "/q/h", m + "/q/f", HostFs.RENAME_NOREPLACE));
+        assertEquals(Errno.ENOENT, HostFs.rename(m + "/q/f", m + "/q/g", HostFs.RENAME_EXCHANGE));
+
+        assertEquals(0, HostFs.rename(m + "/q/f", m + "/q/h", HostFs.RENAME_EXCHANGE)); // one directory
+        assertEquals("g\n", Files.readString(m.resolve("q/f")));
+        assertEquals("f\n", Files.readString(m.resolve("q/h")));
+        assertEquals(0, HostFs.rename(m + "/p/d", m + "/q/h", HostFs.RENAME_EXCHANGE)); // a directory and a file, across parents
+        assertEquals(f, ns.lookup("/p/d"));
+        assertEquals(d, ns.lookup("/q/h"));
+        assertEquals("f\n", Files.readString(m.resolve("p/d")));
+        assertEquals("in d\n", Files.readString(m.resolve("q/h/inside")));
+        assertEquals(ns.lookup("/q"), Files.getAttribute(m.resolve("q/h/.."), "unix:ino"));
+        assertEquals(2, Files.getAttribute(m.resolve("p"), "unix:nlink"));
+        assertEquals(3, Files.getAttribute(m.resolve("q"), "unix:nlink"));
+        assertEquals(Errno.EINVAL, HostFs.rename(m + "/q", m + "/q/h", HostFs.RENAME_EXCHANGE)); // into itself
+        assertTrue(ns.check().clean());
+    }
+
+    /**
+     * lseek's SEEK_DATA and SEEK_HOLE through the mount against the same file on tmpfs, whose answers for these
+     * shapes are ext4's too: data, holes, a fallocated range (a hole) and buffered writes, into it and into a hole
+     * past the end, made through a descriptor still open (not synced) while another one seeks.
+     */
+    @Test
+    void seekDataAndHoleAgreeWithTmpfs() throws IOException, InterruptedException {
+        Path shm = Path.of("/dev/shm");
+        org.junit.jupiter.api.Assumptions.assumeTrue(Files.isDirectory(shm) && Files.isWritable(shm), "no writable /dev/shm to compare with");
+        Path tmpfs = Files.createTempDirectory(shm, "ferrite-seek");
+        try {
+            String onTmpfs = seekMap(tmpfs.resolve("sparse"));
+            String onMount = seekMap(fx.mountPoint.resolve("sparse"));
+            assertEquals(onTmpfs, onMount);
+            assertTrue(onMount.contains("data 4096 -> 65536,"), onMount);
+            assertTrue(onMount.contains("data 73728 -> 163840,"), onMount); // the fallocated range is a hole but for the page written into it
+        } finally {
+            Files.deleteIfExists(tmpfs.resolve("sparse"));
+            Files.delete(tmpfs);
+        }
+    }
+
+    /** What SEEK_DATA and SEEK_HOLE answer at chosen offsets of a sparse file made at {@code file}, one "whence offset -> answer" each. */
+    private static String seekMap(Path file) throws IOException, InterruptedException {
+        int bs = 4096;
+        long size = 64 * bs + 110;
+        StringBuilder out = new StringBuilder();
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            ch.write(ByteBuffer.wrap(filled(bs)), 0);
+            ch.write(ByteBuffer.wrap(filled(2 * bs)), 16 * bs);
+            FuseFixture.run(file.getParent(), 20, "fallocate", "-o", String.valueOf(32 * bs), "-l", String.valueOf(16 * bs),
+                    file.getFileName().toString());
+            ch.write(ByteBuffer.wrap(filled(100)), 40 * bs + 5);
+            ch.write(ByteBuffer.wrap(filled(10)), 64 * bs + 100);
+            int fd = HostFs.openFd(file.toString(), 0);
+            assertTrue(fd >= 0, "open: errno " + -fd);
+            try {
+                for (long at : new long[] {0, 100, bs, 5000, 16 * bs + 10, 18 * bs, 100_000, 32 * bs, 40 * bs, 40 * bs + 7,
+                        41 * bs, 200_000, 64 * bs, size - 1, size, size + 5000, -1}) {
+                    out.append("data ").append(at).append(" -> ").append(answer(HostFs.lseek(fd, at, HostFs.SEEK_DATA))).append(", ");
+                    out.append("hole ").append(at).append(" -> ").append(answer(HostFs.lseek(fd, at, HostFs.SEEK_HOLE))).append(", ");
+                }
+            } finally {
+                HostFs.close(fd);
+            }
+        }
+        return out.toString();
+    }
+
+    private static String answer(long r) {
+        return r >= 0 ? Long.toString(r) : Errno.name((int) -r);
+    }
+
+    private static byte[] filled(int n) {
+        byte[] b = new byte[n];
+        java.util.Arrays.fill(b, (byte) 'x');
+        return b;
     }
 
     @Test
