@@ -146,7 +146,7 @@ final class PathResolver {
     void refuseNewName(Parent p) {
         refuseDots(p.name, NEW_NAME);
         if (p.slashed) {
-            boolean taken = dirs.find(p.dir, DirEntryFormat.key(requireName(p.name, false))) != null;
+            boolean taken = dirs.find(p.dir, EntryKey.of(requireName(p.name, false))) != null;
             throw new NamespaceException(taken ? Errno.EEXIST : Errno.ENOENT, "a new link cannot be named " + quote(p.name)
                     + "/ (trailing slash)");
         }
@@ -418,7 +418,7 @@ final class PathResolver {
             records.requireDir(toDir);
             refuseDots(from, RENAME);
             refuseDots(to, RENAME);
-            Found src = dirs.find(fromDir, DirEntryFormat.key(requireName(from, false)));
+            Found src = dirs.find(fromDir, EntryKey.of(requireName(from, false)));
             if (src == null) {
                 throw new NamespaceException(Errno.ENOENT, quote(from) + " in directory " + fromDir);
             }
