@@ -35,8 +35,9 @@ final class Creator {
     sealed interface Attempt permits Created, Refused, Retry {
     }
 
-    /** The new inode, its entry added. */
-    record Created(long ino) implements Outcome, Attempt {
+    /** The new inode, its entry added: its number in the key's {@link EntryKey#made}. */
+    enum Created implements Outcome, Attempt {
+        DONE
     }
 
     /** Nothing was created, and nothing changed. */
@@ -87,13 +88,14 @@ final class Creator {
     }
 
     /**
-     * Allocates the inode and adds its entry, or says why not ({@link Refused}) with nothing changed. Each attempt reserves its log space before it takes {@code d}'s lock; a group's fixes and
-     * waits run with no lock held. With {@code opened}, also opens the new inode for a handle into {@code opened[0]} if its
-     * lock is free (while {@code d}'s lock is held nobody can unlink it; only trying keeps the lock order
-     * when its number is below {@code d}'s); else leaves it null. {@code searched}: the caller has looked the
-     * name up already (and found it absent).
+     * Allocates the inode (into {@code key}'s {@link EntryKey#made}) and adds its entry, or says why not
+     * ({@link Refused}) with nothing changed. Each attempt reserves its log space before it takes {@code d}'s
+     * lock; a group's fixes and waits run with no lock held. With {@code open}, also opens the new inode for
+     * a handle into {@code key}'s {@link EntryKey#opened} if its lock is free (while {@code d}'s lock is held
+     * nobody can unlink it; only trying keeps the lock order when its number is below {@code d}'s); else
+     * leaves that null. {@code searched}: the caller has looked the name up already (and found it absent).
      */
-    Outcome allocAndInsert(Inode d, byte[] key, int mode, byte[] linkTarget, Inode[] opened, boolean searched) {
+    Outcome allocAndInsert(Inode d, EntryKey key, int mode, byte[] linkTarget, boolean open, boolean searched) {
         int type = mode & S_IFMT;
         boolean remote = isRemote(linkTarget);
         int n = geometry.agCount();
@@ -132,7 +134,7 @@ final class Creator {
                                 }
                                 throw new NamespaceException(Errno.EMLINK, "directory " + d.ino + " has " + Namespace.MAX_LINKS + " links");
                             }
-                            if (dirs.step(d, key.length) != READY || dirs.dirItems(d) > dirItems) {
+                            if (dirs.step(d, key.length()) != READY || dirs.dirItems(d) > dirItems) {
                                 return Refused.AGAIN;
                             }
                             switch (tryCreate(txn, ag, frames, d, key, mode, linkTarget, searched)) {
@@ -143,14 +145,15 @@ final class Creator {
                                 case Created created -> {
                                     long seq = txn.commit();
                                     d.lastSeq = seq;
-                                    Inode c = inodes.acquire(created.ino());
+                                    Inode c = inodes.acquire(key.made);
                                     c.lastSeq = seq;
                                     c.lastDataSeq = seq;
                                     c.dirTree = null;
-                                    if (opened != null && c.lock.tryLock()) {
+                                    key.opened = null;
+                                    if (open && c.lock.tryLock()) {
                                         c.opens++; // keeps the reference for the handle
                                         c.lock.unlock();
-                                        opened[0] = c;
+                                        key.opened = c;
                                     } else {
                                         inodes.release(c);
                                     }
@@ -199,14 +202,14 @@ final class Creator {
     }
 
     /**
-     * One attempt: the new inode; or, with nothing changed, {@link Refused#EXISTS} or the group's answer
+     * One attempt: the new inode (into {@code key}'s {@link EntryKey#made}); or, with nothing changed, {@link Refused#EXISTS} or the group's answer
      * ({@link AllocationGroup#allocInode}) to retry on. Unless the caller has {@code searched} the directory
      * for the name already (an inline one), the entry goes in first when the inode number is known (a free
      * one is listed): the tree's putIfAbsent is the existence check, and allocating a listed inode cannot
      * fail after it. A new chunk's first inode is not known until the chunk is made, so then the name is
      * looked up first.
      */
-    private Attempt tryCreate(Txn txn, AllocationGroup ag, int[] frames, Inode d, byte[] key, int mode, byte[] linkTarget,
+    private Attempt tryCreate(Txn txn, AllocationGroup ag, int[] frames, Inode d, EntryKey key, int mode, byte[] linkTarget,
                               boolean searched) {
         int type = mode & S_IFMT;
         boolean remote = isRemote(linkTarget);
@@ -279,6 +282,7 @@ final class Creator {
         }
         InodeFormat.touch(pb.data(), prec, nowNanos(), true);
         txn.log(pb, prec, InodeFormat.INLINE);
-        return new Created(ino);
+        key.made = ino;
+        return Created.DONE;
     }
 }

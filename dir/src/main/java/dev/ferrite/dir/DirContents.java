@@ -59,6 +59,10 @@ final class DirContents {
         return inlineFind(b, rec, MemorySegment.ofArray(key), key.length);
     }
 
+    private static int inlineFind(MemorySegment b, int rec, EntryKey key) {
+        return inlineFind(b, rec, key.segment(), key.length());
+    }
+
     /** As {@link #inlineFind(MemorySegment, int, byte[])} for the first {@code keyLength} bytes of {@code key}. */
     static int inlineFind(MemorySegment b, int rec, MemorySegment key, int keyLength) {
         int at = rec + InodeFormat.INLINE;
@@ -93,21 +97,29 @@ final class DirContents {
         return t;
     }
 
-    Found find(long dir, byte[] key) {
+    Found find(long dir, EntryKey key) {
         return found(find(dir, null, NameLookup.current(), key, false, false));
     }
 
     /** The entry {@code key} of directory {@code dir}, or null. Lock-free. */
-    Found find(Inode dir, byte[] key) {
+    Found find(Inode dir, EntryKey key) {
         return find(dir, key, false);
     }
 
     /**
-     * As {@link #find(Inode, byte[])}, with {@code locked} if the caller holds {@code dir}'s lock: its
+     * As {@link #find(Inode, EntryKey)}, with {@code locked} if the caller holds {@code dir}'s lock: its
      * tree then cannot be dissolved during the lookup, which saves reading the record again.
      */
-    Found find(Inode dir, byte[] key, boolean locked) {
-        return found(find(dir.ino, dir, NameLookup.current(), key, locked, false));
+    Found find(Inode dir, EntryKey key, boolean locked) {
+        return found(findEntry(dir, key, locked));
+    }
+
+    /**
+     * As {@link #find(Inode, EntryKey, boolean)}, answered in the thread's {@link NameLookup} ({@code ino},
+     * {@code type}) instead of a new {@link Found}: read it before the thread's next lookup.
+     */
+    NameLookup findEntry(Inode dir, EntryKey key, boolean locked) {
+        return find(dir.ino, dir, NameLookup.current(), key, locked, false);
     }
 
     private static Found found(NameLookup l) {
@@ -129,7 +141,7 @@ final class DirContents {
      * inode if the caller has it), answered in {@code l}, or null. With {@code requireDir}, first ENOTDIR or
      * ENOENT as {@link InodeRecords#requireDir}.
      */
-    private NameLookup find(long dir, Inode held, NameLookup l, byte[] key, boolean locked, boolean requireDir) {
+    private NameLookup find(long dir, Inode held, NameLookup l, EntryKey key, boolean locked, boolean requireDir) {
         if (key != null) {
             l.key(key);
         }
@@ -279,26 +291,26 @@ final class DirContents {
      * In {@code txn}, holding {@code dir}'s record: adds {@code key} (with room made by {@link #prepare}).
      * False, with nothing changed, if a tree directory holds it already; an inline one must not.
      */
-    boolean insertEntry(Txn txn, Inode dir, byte[] key, long ino, int type) {
+    boolean insertEntry(Txn txn, Inode dir, EntryKey key, long ino, int type) {
         Buffer b = records.lockRecord(txn, dir.ino);
         MemorySegment m = b.data();
         int rec = records.rec(dir.ino);
         if (isTree(m, rec)) {
             BTree t = tree(dir, DirEntryFormat.treeHeader(m, rec + InodeFormat.INLINE));
-            if (!t.putIfAbsent(txn, MemorySegment.ofArray(key), MemorySegment.ofArray(DirEntryFormat.value(ino, type)))) {
+            if (!t.putIfAbsent(txn, key.segment(), key.value(ino, type))) {
                 return false;
             }
         } else {
             int at = inlineFind(m, rec, key);
             int used = InodeFormat.inlineUsed(m, rec);
-            int size = DirEntryFormat.inlineSize(key.length);
+            int size = DirEntryFormat.inlineSize(key.length());
             if (at >= 0 || used + size > inlineCapacity) {
                 throw new IllegalStateException("inline directory " + dir.ino + " cannot take the entry being added");
             }
             int pos = -at - 1;
             int end = rec + InodeFormat.INLINE + used;
             MemorySegment.copy(m, pos, m, pos + size, end - pos);
-            DirEntryFormat.writeEntry(m, pos, key, ino, type);
+            DirEntryFormat.writeEntry(m, pos, key.bytes(), key.length(), ino, type);
             InodeFormat.setInlineUsed(m, rec, used + size);
             InodeFormat.setFork(m, rec, InodeFormat.FORK_INLINE);
         }
@@ -308,19 +320,19 @@ final class DirContents {
     }
 
     /** In {@code txn}: adds {@code key}, known to be absent (under {@code dir}'s lock). */
-    void insertAbsent(Txn txn, Inode dir, byte[] key, long ino, int type) {
+    void insertAbsent(Txn txn, Inode dir, EntryKey key, long ino, int type) {
         if (!insertEntry(txn, dir, key, ino, type)) {
             throw new IllegalStateException("directory " + dir.ino + " already holds the entry being added");
         }
     }
 
     /** In {@code txn}: removes the present entry {@code key} of {@code dir}. */
-    void deleteEntry(Txn txn, Inode dir, byte[] key) {
+    void deleteEntry(Txn txn, Inode dir, EntryKey key) {
         Buffer b = records.lockRecord(txn, dir.ino);
         MemorySegment m = b.data();
         int rec = records.rec(dir.ino);
         if (isTree(m, rec)) {
-            if (!tree(dir, DirEntryFormat.treeHeader(m, rec + InodeFormat.INLINE)).delete(txn, MemorySegment.ofArray(key))) {
+            if (!tree(dir, DirEntryFormat.treeHeader(m, rec + InodeFormat.INLINE)).delete(txn, key.segment())) {
                 throw new IllegalStateException("directory " + dir.ino + " lost the entry being removed");
             }
         } else {
@@ -341,13 +353,13 @@ final class DirContents {
     }
 
     /** In {@code txn}: points the present entry {@code key} of {@code dir} at another inode. */
-    void replaceEntry(Txn txn, Inode dir, byte[] key, long ino, int type) {
+    void replaceEntry(Txn txn, Inode dir, EntryKey key, long ino, int type) {
         Buffer b = records.lockRecord(txn, dir.ino);
         MemorySegment m = b.data();
         int rec = records.rec(dir.ino);
         if (isTree(m, rec)) {
             BTree t = tree(dir, DirEntryFormat.treeHeader(m, rec + InodeFormat.INLINE));
-            if (t.put(txn, MemorySegment.ofArray(key), MemorySegment.ofArray(DirEntryFormat.value(ino, type)))) {
+            if (t.put(txn, key.segment(), key.value(ino, type))) {
                 throw new IllegalStateException("directory " + dir.ino + " lost the entry being replaced");
             }
         } else {
@@ -377,18 +389,44 @@ final class DirContents {
      * the answer stays true.
      */
     int step(Inode dir, int keyLength) {
-        int area = records.rec(dir.ino) + InodeFormat.INLINE;
-        return records.readRecord(dir.ino, (b, rec) -> {
-            if (!isTree(b, rec)) {
-                return keyLength > 0 && InodeFormat.inlineUsed(b, rec) + DirEntryFormat.inlineSize(keyLength) > inlineCapacity
-                        ? CONVERT : READY;
+        for (;;) {
+            long f = records.readLong(dir.ino, stepFacts);
+            if (f >= 0) {
+                return keyLength > 0 && f + DirEntryFormat.inlineSize(keyLength) > inlineCapacity ? CONVERT : READY;
             }
-            requireReserve(dir.ino, b, area);
-            if (DirEntryFormat.reserveCount(b, area) > RESERVE_HIGH) {
+            if (f == TREE_SPILL) {
                 return SPILL;
             }
-            return keyLength != REMOVAL && DirAllocator.usable(cache, b, area, RESERVE_LOW) < RESERVE_LOW ? REFILL : READY;
-        });
+            if (f != TREE_BAD_RESERVE) {
+                return f == TREE_REFILL && keyLength != REMOVAL ? REFILL : READY;
+            }
+            int area = records.rec(dir.ino) + InodeFormat.INLINE;
+            records.readRecord(dir.ino, (b, rec) -> isTree(b, rec) ? requireReserve(dir.ino, b, area) : 0); // throws, unless changed meanwhile
+        }
+    }
+
+    /** What {@link #stepFacts} finds of a tree directory (an inline one: its used bytes, not negative). */
+    private static final long TREE_READY = -1, TREE_SPILL = -2, TREE_REFILL = -3, TREE_BAD_RESERVE = -4;
+
+    /** {@link #step}'s read of the record, made once: a reader capturing the step's arguments would be allocated per call. */
+    private final InodeRecords.LongRecordReader stepFacts = this::stepFacts;
+
+    /**
+     * An inline directory's used bytes; for a tree, whether its reserve needs a spill or a refill
+     * ({@code TREE_*}), or holds a block outside the groups (named by {@link #requireReserve}).
+     */
+    private long stepFacts(MemorySegment b, int rec) {
+        if (!isTree(b, rec)) {
+            return InodeFormat.inlineUsed(b, rec);
+        }
+        int area = rec + InodeFormat.INLINE;
+        if (badReserveEntry(b, area) >= 0) {
+            return TREE_BAD_RESERVE;
+        }
+        if (DirEntryFormat.reserveCount(b, area) > RESERVE_HIGH) {
+            return TREE_SPILL;
+        }
+        return DirAllocator.usable(cache, b, area, RESERVE_LOW) < RESERVE_LOW ? TREE_REFILL : TREE_READY;
     }
 
     /**
@@ -673,13 +711,26 @@ final class DirContents {
 
     /** Log items a change of {@code touched}'s records (a directory's entries) and {@code ag}'s inode trees may touch. */
     int changeItems(AllocationGroup ag, Inode... touched) {
-        int items = 8 + (ag == null ? 0 : ag.freeInodeItems() + ag.orphanItems());
+        int items = baseItems(ag);
         for (Inode i : touched) {
-            if (i != null && (records.modeOf(i.ino) & S_IFMT) == S_IFDIR) {
-                items += dirItems(i);
-            }
+            items += dirChangeItems(i);
         }
         return items;
+    }
+
+    /** {@link #changeItems(AllocationGroup, Inode...)} of two inodes (an unlink's, a link's) without the array. */
+    int changeItems(AllocationGroup ag, Inode a, Inode b) {
+        return baseItems(ag) + dirChangeItems(a) + dirChangeItems(b);
+    }
+
+    /** The records' items and {@code ag}'s inode trees' (null: none) of a change. */
+    private static int baseItems(AllocationGroup ag) {
+        return 8 + (ag == null ? 0 : ag.freeInodeItems() + ag.orphanItems());
+    }
+
+    /** Items a change of {@code i}'s entries may touch if it is a directory (null: none). */
+    private int dirChangeItems(Inode i) {
+        return i != null && (records.modeOf(i.ino) & S_IFMT) == S_IFDIR ? dirItems(i) : 0;
     }
 
     /**
@@ -687,13 +738,20 @@ final class DirContents {
      * checked to lie in the allocation groups: its blocks become tree nodes or go back to free space.
      */
     int requireReserve(long ino, MemorySegment b, int area) {
-        int n = DirEntryFormat.reserveCount(b, area);
-        for (int i = 0; i < n; i++) {
-            long blk = DirEntryFormat.reserveEntry(b, area, i);
-            if (!geometry.isDataBlock(blk)) { // named only on failure: this runs per change
-                records.requireDataBlock(ino, blk, "directory block reserve entry " + i);
+        int bad = badReserveEntry(b, area);
+        if (bad >= 0) { // named only on failure: this runs per change
+            records.requireDataBlock(ino, DirEntryFormat.reserveEntry(b, area, bad), "directory block reserve entry " + bad);
+        }
+        return DirEntryFormat.reserveCount(b, area);
+    }
+
+    /** The first entry of the reserve (at {@code area} of {@code b}) that lies outside the allocation groups, or -1. */
+    private int badReserveEntry(MemorySegment b, int area) {
+        for (int i = 0, n = DirEntryFormat.reserveCount(b, area); i < n; i++) {
+            if (!geometry.isDataBlock(DirEntryFormat.reserveEntry(b, area, i))) {
+                return i;
             }
         }
-        return n;
+        return -1;
     }
 }

@@ -83,10 +83,14 @@ final class DirEntryFormat {
 
     static byte[] value(long ino, int type) {
         byte[] v = new byte[VALUE];
-        MemorySegment s = MemorySegment.ofArray(v);
-        s.set(U64, 0, ino);
-        s.set(U8, 8, (byte) (type >>> 12));
+        writeValue(MemorySegment.ofArray(v), ino, type);
         return v;
+    }
+
+    /** Writes the value naming {@code ino} of {@code type} into {@code v} ({@link #VALUE} bytes). */
+    static void writeValue(MemorySegment v, long ino, int type) {
+        v.set(U64, 0, ino);
+        v.set(U8, 8, (byte) (type >>> 12));
     }
 
     static long valueInode(MemorySegment v) {
@@ -165,11 +169,11 @@ final class DirEntryFormat {
         b.set(U64, at + 2, ino);
     }
 
-    /** Writes an entry at {@code at} (room made by the caller). */
-    static void writeEntry(MemorySegment b, int at, byte[] key, long ino, int type) {
-        b.set(U8, at, (byte) (key.length - HASH));
+    /** Writes an entry of the first {@code keyLength} bytes of {@code key} at {@code at} (room made by the caller). */
+    static void writeEntry(MemorySegment b, int at, byte[] key, int keyLength, long ino, int type) {
+        b.set(U8, at, (byte) (keyLength - HASH));
         setEntryValue(b, at, ino, type);
-        MemorySegment.copy(key, 0, b, U8, at + ENTRY_HEADER, key.length);
+        MemorySegment.copy(key, 0, b, U8, at + ENTRY_HEADER, keyLength);
     }
 
     // ------------------------------------------------------------------ tree directories

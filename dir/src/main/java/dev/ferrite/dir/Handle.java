@@ -1,6 +1,7 @@
 package dev.ferrite.dir;
 
-import java.util.concurrent.atomic.AtomicBoolean;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 
 /**
  * An open inode. While any handle is open the inode outlives its last link: unlinked, it waits on its
@@ -12,7 +13,17 @@ public final class Handle implements AutoCloseable {
     final Inode inode;
     /** The {@code open} flags: access mode, {@link Namespace#O_APPEND}, {@link Namespace#O_DIRECT}. */
     private final int flags;
-    private final AtomicBoolean closed = new AtomicBoolean();
+    /** Set once, by the first close (a field, not an AtomicBoolean: a create makes a handle, and this saves its object). */
+    private volatile boolean closed;
+    private static final VarHandle CLOSED;
+
+    static {
+        try {
+            CLOSED = MethodHandles.lookup().findVarHandle(Handle.class, "closed", boolean.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
 
     Handle(Orphans orphans, Inode inode, int flags) {
         this.orphans = orphans;
@@ -31,12 +42,12 @@ public final class Handle implements AutoCloseable {
     }
 
     public boolean isOpen() {
-        return !closed.get();
+        return !closed;
     }
 
     /** The inode, or EBADF if this handle is closed. */
     Inode requireOpen() {
-        if (closed.get()) {
+        if (closed) {
             throw new NamespaceException(dev.ferrite.io.Errno.EBADF, "handle on inode " + inode.ino + " is closed");
         }
         return inode;
@@ -91,13 +102,13 @@ public final class Handle implements AutoCloseable {
      */
     @Override
     public void close() {
-        if (closed.compareAndSet(false, true)) {
+        if (CLOSED.compareAndSet(this, false, true)) {
             orphans.closeHandle(inode);
         }
     }
 
     @Override
     public String toString() {
-        return "Handle[" + inode.ino + (closed.get() ? ", closed]" : "]");
+        return "Handle[" + inode.ino + (closed ? ", closed]" : "]");
     }
 }

@@ -2,7 +2,6 @@ package dev.ferrite.dir;
 
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
-import java.time.Instant;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.LongFunction;
 
@@ -85,6 +84,20 @@ final class InodeRecords {
                     break;
                 }
             }
+        }
+    }
+
+    /** {@link #lockRecords(Txn, long...)} of two inodes, without its arrays: creates and unlinks lock these two. */
+    void lockRecords(Txn txn, long a, long b) {
+        long ba = a == 0 ? 0 : block(a), bb = b == 0 ? 0 : block(b);
+        if (ba == 0 || bb == 0 || ba == bb) {
+            long only = ba != 0 ? a : b;
+            if (only != 0) {
+                lockRecord(txn, only);
+            }
+        } else {
+            lockRecord(txn, ba < bb ? a : b);
+            lockRecord(txn, ba < bb ? b : a);
         }
     }
 
@@ -213,6 +226,19 @@ final class InodeRecords {
                 s.blocks());
     }
 
+    /** {@link #statIno} into {@code out}: the same attributes, nothing allocated. */
+    void statInto(long ino, StatBuffer out) {
+        readRecord(ino, out.reader);
+        out.setIno(ino);
+        if (out.mode() == 0) {
+            throw new NamespaceException(Errno.ENOENT, "inode " + ino + " is not allocated");
+        }
+        Inode c = pendingSizes.get() == 0 && modifiedTimes.get() == 0 ? null : inodes.peek(ino);
+        if (c != null) {
+            out.applyPending(c.pendingSize, c.modified());
+        }
+    }
+
     /**
      * A data write to {@code i} that logs nothing (an overwrite in place, a buffered write) moves its
      * modification time, at the granularity of the millisecond clock (as Linux's coarse timestamps).
@@ -337,8 +363,7 @@ final class InodeRecords {
     }
 
     static long nowNanos() {
-        Instant t = Instant.now();
-        return t.getEpochSecond() * 1_000_000_000L + t.getNano();
+        return WallClock.nowNanos();
     }
 
     /** References to the inodes of the distinct nonzero {@code inos}, in ascending order; not locked. */
@@ -402,11 +427,8 @@ final class InodeRecords {
      * changed, if the group's inode free list is short: fix it with no lock held, and try again.
      */
     boolean applyChange(Txn txn, AllocationGroup ag, Inode[] touched, Change change) {
-        if (ag != null) {
-            txn.lock(ag.agi);
-            if (ag.inodeListLow()) {
-                return false;
-            }
+        if (!lockGroup(txn, ag)) {
+            return false;
         }
         long[] inos = new long[touched.length];
         for (int i = 0; i < touched.length; i++) {
@@ -419,6 +441,36 @@ final class InodeRecords {
             if (i != null) {
                 i.lastSeq = seq;
             }
+        }
+        return true;
+    }
+
+    /**
+     * {@link #applyChange} of a change of two inodes' records written out by the caller, without the
+     * arrays and the change's closure: locks {@code ag}'s AGI (if not null), then the records of {@code a}
+     * and {@code b} in block order; false, with nothing changed, if the group's inode free list is short.
+     * The caller then changes the records and calls {@link #commitChange}.
+     */
+    boolean lockChange(Txn txn, AllocationGroup ag, long a, long b) {
+        if (!lockGroup(txn, ag)) {
+            return false;
+        }
+        lockRecords(txn, a, b);
+        return true;
+    }
+
+    /** Commits the change {@link #lockChange} began; {@code a} and {@code b} get the commit sequence. */
+    static void commitChange(Txn txn, Inode a, Inode b) {
+        long seq = txn.commit();
+        a.lastSeq = seq;
+        b.lastSeq = seq;
+    }
+
+    /** Locks {@code ag}'s AGI if not null; false if its inode free list is short (fix it with no lock held). */
+    private static boolean lockGroup(Txn txn, AllocationGroup ag) {
+        if (ag != null) {
+            txn.lock(ag.agi);
+            return !ag.inodeListLow();
         }
         return true;
     }

@@ -102,10 +102,10 @@ final class NameLookup {
         keyLength = DirEntryFormat.keyInPlace(key, name.length, crc);
     }
 
-    /** Takes a whole key, as {@link DirEntryFormat#key} makes it. */
-    void key(byte[] k) {
-        System.arraycopy(k, 0, key, 0, k.length);
-        keyLength = k.length;
+    /** Takes a whole key. */
+    void key(EntryKey k) {
+        System.arraycopy(k.bytes(), 0, key, 0, k.length());
+        keyLength = k.length();
     }
 
     /** The key taken, as a segment of its length. */

@@ -3,7 +3,6 @@ package dev.ferrite.dir;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.util.List;
-import java.util.OptionalLong;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
@@ -188,7 +187,10 @@ public final class Namespace {
     public long mkdir(String path, int permissions) {
         Parent p = paths.resolveParent(path);
         refuseDots(p.name(), NEW_NAME);
-        return createEntry(p.dir(), p.name(), S_IFDIR | permissions & ~S_IFMT, true, null, null).getAsLong();
+        try (EntryKey key = EntryKey.take(p.name(), true)) {
+            createEntry(p.dir(), key, p.name(), S_IFDIR | permissions & ~S_IFMT, true, null, false);
+            return key.made;
+        }
     }
 
     /**
@@ -203,7 +205,9 @@ public final class Namespace {
      */
     public long create(String path, int permissions, boolean exclusive) {
         Parent p = paths.resolveParent(path);
-        return createFile(p.walk(), p.dir(), p.name(), p.slashed(), S_IFREG | permissions & ~S_IFMT, exclusive, null);
+        try (EntryKey key = EntryKey.take()) {
+            return createFile(p.walk(), p.dir(), p.name(), p.slashed(), S_IFREG | permissions & ~S_IFMT, exclusive, key, false);
+        }
     }
 
     /**
@@ -218,7 +222,10 @@ public final class Namespace {
         byte[] t = paths.symlinkTarget(target); // checked first, as Linux does: a bad target wins over a bad path
         Parent p = paths.resolveParent(linkPath);
         paths.refuseNewName(p);
-        return createEntry(p.dir(), p.name(), S_IFLNK | 0777, true, t, null).getAsLong();
+        try (EntryKey key = EntryKey.take(p.name(), true)) {
+            createEntry(p.dir(), key, p.name(), S_IFLNK | 0777, true, t, false);
+            return key.made;
+        }
     }
 
     /**
@@ -332,7 +339,7 @@ public final class Namespace {
         refuseDots(p.name(), UNLINK);
         if (p.slashed()) {
             // "name/" asks for a directory: unlink(2) says EISDIR if the entry is one, ENOTDIR if not (not followed)
-            Found f = dirs.find(p.dir(), DirEntryFormat.key(requireName(p.name(), false)));
+            Found f = dirs.find(p.dir(), EntryKey.of(requireName(p.name(), false)));
             if (f == null) {
                 throw new NamespaceException(Errno.ENOENT, quote(p.name()) + " in directory " + p.dir());
             }
@@ -478,6 +485,16 @@ public final class Namespace {
     }
 
     /**
+     * {@link #lstat(Handle, String)} into {@code out}, which a caller reuses (a listing's loop, a server's
+     * request handler): once the directory's blocks are cached, a plain name's lookup and the stat allocate nothing.
+     *
+     * @throws NamespaceException as {@link #lstat(Handle, String)}
+     */
+    public void lstat(Handle dir, String name, StatBuffer out) {
+        records.statInto(paths.entry(dir.requireOpen().ino, name), out);
+    }
+
+    /**
      * {@link #mkdir(String, int)} of {@code name} in {@code dir}; returns a handle on the new directory.
      *
      * @throws NamespaceException EBADF if a handle is closed; the name errnos; EEXIST if it exists; EMLINK as for a
@@ -488,9 +505,10 @@ public final class Namespace {
     public Handle mkdir(Handle dir, String name, int permissions) {
         long d = dir.requireOpen().ino;
         paths.requireEntryName(d, name, NEW_NAME);
-        Inode[] opened = new Inode[1];
-        long ino = createEntry(d, name, S_IFDIR | permissions & ~S_IFMT, true, null, opened).getAsLong();
-        return opened[0] != null ? new Handle(orphans, opened[0], O_RDWR) : orphans.openCreated(ino);
+        try (EntryKey key = EntryKey.take(name, true)) {
+            createEntry(d, key, name, S_IFDIR | permissions & ~S_IFMT, true, null, true);
+            return key.opened != null ? new Handle(orphans, key.opened, O_RDWR) : orphans.openCreated(key.made);
+        }
     }
 
     /**
@@ -516,9 +534,10 @@ public final class Namespace {
         requireFlags(flags, name);
         long d = dir.requireOpen().ino;
         paths.requireEntryName(d, name, exclusive ? NEW_NAME : CREATE);
-        Inode[] opened = new Inode[1];
-        long ino = createFile(null, d, name, false, S_IFREG | permissions & ~S_IFMT, exclusive, opened);
-        return opened[0] != null ? new Handle(orphans, opened[0], flags) : orphans.openCreated(ino, flags);
+        try (EntryKey key = EntryKey.take()) {
+            long ino = createFile(null, d, name, false, S_IFREG | permissions & ~S_IFMT, exclusive, key, true);
+            return key.opened != null ? new Handle(orphans, key.opened, flags) : orphans.openCreated(ino, flags);
+        }
     }
 
     /**
@@ -533,7 +552,9 @@ public final class Namespace {
         byte[] t = paths.symlinkTarget(target);
         long d = dir.requireOpen().ino;
         paths.requireEntryName(d, name, NEW_NAME);
-        createEntry(d, name, S_IFLNK | 0777, true, t, null);
+        try (EntryKey key = EntryKey.take(name, true)) {
+            createEntry(d, key, name, S_IFLNK | 0777, true, t, false);
+        }
     }
 
     /**
@@ -620,6 +641,15 @@ public final class Namespace {
      */
     public InodeStat stat(Handle h) {
         return records.statIno(h.requireOpen().ino);
+    }
+
+    /**
+     * {@link #stat(Handle)} into {@code out}, which a caller reuses: nothing is allocated per call.
+     *
+     * @throws NamespaceException as {@link #stat(Handle)}
+     */
+    public void stat(Handle h, StatBuffer out) {
+        records.statInto(h.requireOpen().ino, out);
     }
 
     /**
@@ -834,7 +864,10 @@ public final class Namespace {
 
     /** Creates table {@code name} in catalog directory {@code catalog}: its inode, named there (EEXIST if taken). */
     long createTableEntry(long catalog, String name) {
-        return createEntry(catalog, name, InodeFormat.S_IFTABLE | 0600, true, null, null).getAsLong();
+        try (EntryKey key = EntryKey.take(name, true)) {
+            createEntry(catalog, key, name, InodeFormat.S_IFTABLE | 0600, true, null, false);
+            return key.made;
+        }
     }
 
     /** Removes table {@code name} from the catalog: its inode is freed now, or at the last close of a handle on it. */
@@ -876,20 +909,21 @@ public final class Namespace {
      * {@code open(2)} with {@code O_CREAT} of {@code name} in {@code dir}: for {@code "."}, {@code ".."} or
      * the root EEXIST if {@code exclusive}, else EISDIR; EISDIR for a trailing slash; else the file made or
      * (not {@code exclusive}) found, following a symlink found there to the name it points at. {@code walk}
-     * is the one that found {@code dir} (symlinks count over the whole call, as on Linux), or null.
+     * is the one that found {@code dir} (symlinks count over the whole call, as on Linux), or null. Each
+     * name met is encoded into {@code key} (the caller's); with {@code open}, as {@link #createEntry}.
      */
-    private long createFile(Walk walk, long dir, String name, boolean slashed, int mode, boolean exclusive, Inode[] opened) {
+    private long createFile(Walk walk, long dir, String name, boolean slashed, int mode, boolean exclusive, EntryKey key, boolean open) {
         for (;;) {
             refuseDots(name, exclusive ? NEW_NAME : CREATE);
             if (slashed) {
                 throw new NamespaceException(Errno.EISDIR, "cannot create a file as " + quote(name) + "/ (trailing slash)");
             }
-            OptionalLong made = createEntry(dir, name, mode, exclusive, null, opened);
-            if (made.isPresent()) {
-                return made.getAsLong();
+            key.name(name, true);
+            if (createEntry(dir, key, name, mode, exclusive, null, open)) {
+                return key.made;
             }
             // a symlink was there: create or open what it names
-            Found f = dirs.find(dir, DirEntryFormat.key(requireName(name, false)));
+            Found f = dirs.find(dir, key);
             if (f == null || f.type() != S_IFLNK) {
                 continue; // it changed meanwhile: look again
             }
@@ -904,12 +938,13 @@ public final class Namespace {
     }
 
     /**
-     * Creates {@code name} in {@code dir}. Returns the new inode; or, for a non-exclusive create of a
-     * regular file whose name exists, the existing file, or nothing if the name is a symlink (the caller
-     * follows it). An exclusive create always returns an inode.
+     * Creates {@code name}, whose key {@code key} holds, in {@code dir}: true with the new inode in
+     * {@link EntryKey#made} (with {@code open}, also opened for a handle into {@link EntryKey#opened}
+     * when its lock is free, else null: {@link Creator#allocAndInsert}); or, for a non-exclusive create of a
+     * regular file whose name exists, true with the existing file in {@code made}, or false if the name is a
+     * symlink (the caller follows it). An exclusive create always makes an inode.
      */
-    private OptionalLong createEntry(long dir, String name, int mode, boolean exclusive, byte[] linkTarget, Inode[] opened) {
-        byte[] key = DirEntryFormat.key(requireName(name, true));
+    private boolean createEntry(long dir, EntryKey key, String name, int mode, boolean exclusive, byte[] linkTarget, boolean open) {
         int type = mode & S_IFMT;
         Inode d = inodes.acquire(dir);
         try {
@@ -927,23 +962,23 @@ public final class Namespace {
                 } catch (NamespaceException | NoSpaceException e) {
                     Found f = dirs.find(d, key);
                     if (f != null) {
-                        return onExisting(f, dir, name, exclusive, type);
+                        return onExisting(f, key, dir, name, exclusive, type);
                     }
                     throw e;
                 }
                 if (unready) {
-                    dirs.prepare(d, key.length); // the last attempt found the directory needing it
+                    dirs.prepare(d, key.length()); // the last attempt found the directory needing it
                 }
-                Outcome o = creator.allocAndInsert(d, key, mode, linkTarget, opened, searched);
-                if (o instanceof Created c) {
-                    return OptionalLong.of(c.ino());
+                Outcome o = creator.allocAndInsert(d, key, mode, linkTarget, open, searched);
+                if (o == Created.DONE) {
+                    return true;
                 }
                 if (o == Refused.EXISTS) {
                     Found f = dirs.find(d, key);
                     if (f == null) {
                         continue; // removed since: create it after all
                     }
-                    return onExisting(f, dir, name, exclusive, type);
+                    return onExisting(f, key, dir, name, exclusive, type);
                 }
             }
         } finally {
@@ -951,21 +986,21 @@ public final class Namespace {
         }
     }
 
-    /** A create met an existing entry: EEXIST, EISDIR, the file itself, or nothing for a symlink to follow. */
-    private static OptionalLong onExisting(Found f, long dir, String name, boolean exclusive, int type) {
+    /** A create met an existing entry: EEXIST, EISDIR, the file itself (into {@code key}'s made), or false for a symlink to follow. */
+    private static boolean onExisting(Found f, EntryKey key, long dir, String name, boolean exclusive, int type) {
         if (exclusive || type != S_IFREG) {
             throw new NamespaceException(Errno.EEXIST, quote(name) + " exists in directory " + dir);
         }
         if (f.type() == S_IFDIR) {
             throw new NamespaceException(Errno.EISDIR, quote(name) + " in directory " + dir + " is a directory");
         }
-        return f.type() == S_IFLNK ? OptionalLong.empty() : OptionalLong.of(f.ino());
+        key.made = f.ino();
+        return f.type() != S_IFLNK;
     }
 
     private void removeEntry(long dir, String name, boolean wantDir) {
-        byte[] key = DirEntryFormat.key(requireName(name, true));
         Inode d = inodes.acquire(dir);
-        try {
+        try (EntryKey key = EntryKey.take(name, true)) {
             long hint = 0; // the child met the last time round: its group and (a directory's) items size the reservation
             boolean unready = false; // the last attempt found the directory needing prepare
             for (int fails = 0; ; ) {
@@ -1002,12 +1037,12 @@ public final class Namespace {
                         boolean childLocked = false;
                         try {
                             records.requireDir(dir);
-                            Found f = dirs.find(d, key, true);
+                            NameLookup f = dirs.findEntry(d, key, true);
                             if (f == null) {
                                 throw new NamespaceException(Errno.ENOENT, quote(name) + " in directory " + dir);
                             }
-                            c = inodes.acquire(f.ino());
-                            if (f.ino() > dir) { // the usual case: the child's lock comes after its directory's
+                            c = inodes.acquire(f.ino);
+                            if (c.ino > dir) { // the usual case: the child's lock comes after its directory's
                                 c.lock.lock();
                                 childLocked = true;
                             } else if (c.lock.tryLock()) {
@@ -1018,13 +1053,14 @@ public final class Namespace {
                                 childLocked = true;
                                 d.lock.lock();
                                 records.requireDir(dir);
-                                Found again = dirs.find(d, key, true);
-                                if (again == null || again.ino() != f.ino()) {
+                                NameLookup again = dirs.findEntry(d, key, true);
+                                if (again == null || again.ino != c.ino) {
                                     hint = 0;
                                     continue;
                                 }
                             }
-                            InodeStat cs = records.statIno(c.ino);
+                            StatBuffer cs = key.stat();
+                            records.statInto(c.ino, cs);
                             if (wantDir) {
                                 if (!cs.isDirectory()) {
                                     throw new NamespaceException(Errno.ENOTDIR, quote(name) + " in directory " + dir + " is not a directory");
@@ -1047,15 +1083,14 @@ public final class Namespace {
                             }
                             ag = cag;
                             boolean orphan = lastLink && (c.opens > 0 || cs.blocks() > 0 || BufferedIo.holdsCache(c)); // freed in steps, its pages dropped
-                            Inode child = c;
-                            if (!records.applyChange(txn, lastLink ? ag : null, new Inode[] {d, c}, t -> {
-                                dirs.deleteEntry(t, d, key);
-                                records.adjust(t, dir, wantDir ? -1 : 0, true);
-                                orphans.dropLink(t, child, wantDir, lastLink, orphan);
-                            })) {
+                            if (!records.lockChange(txn, lastLink ? ag : null, dir, c.ino)) {
                                 fails = requireFixable(ag, fails);
                                 continue;
                             }
+                            dirs.deleteEntry(txn, d, key);
+                            records.adjust(txn, dir, wantDir ? -1 : 0, true);
+                            orphans.dropLink(txn, c, wantDir, lastLink, orphan);
+                            InodeRecords.commitChange(txn, d, c);
                             last = lastLink;
                             free = orphan && c.opens == 0;
                         } finally {
@@ -1079,20 +1114,20 @@ public final class Namespace {
     }
 
     private void linkEntry(long target, long dir, String name) {
-        byte[] key = DirEntryFormat.key(requireName(name, true));
+        EntryKey key = EntryKey.of(requireName(name, true));
         Inode[] acquired = records.acquireAll(target, dir);
         try {
             Inode d = pick(acquired, dir), t = pick(acquired, target);
             for (boolean unready = false; ; unready = true) {
                 if (unready) {
-                    dirs.prepare(d, key.length); // the last attempt found the directory needing it
+                    dirs.prepare(d, key.length()); // the last attempt found the directory needing it
                 }
                 int items = dirs.changeItems(null, d, t);
                 try (Txn txn = Txn.begin(cache, items)) {
                     lockAll(acquired);
                     try {
                         InodeStat ts = requireLinkable(d, key, name, target);
-                        if (dirs.step(d, key.length) != READY || dirs.changeItems(null, d, t) > items) {
+                        if (dirs.step(d, key.length()) != READY || dirs.changeItems(null, d, t) > items) {
                             continue;
                         }
                         records.applyChange(txn, null, new Inode[] {d, t}, x -> {
@@ -1112,7 +1147,7 @@ public final class Namespace {
     }
 
     /** The errors a link of {@code target} as {@code key} in {@code d} meets (both locks held); the target's attributes. */
-    private InodeStat requireLinkable(Inode d, byte[] key, String name, long target) {
+    private InodeStat requireLinkable(Inode d, EntryKey key, String name, long target) {
         records.requireDir(d.ino);
         if (dirs.find(d, key, true) != null) {
             throw new NamespaceException(Errno.EEXIST, quote(name) + " exists in directory " + d.ino);
@@ -1136,8 +1171,8 @@ public final class Namespace {
      */
     private void renameEntry(long fromDir, String fromName, long toDir, String toName, RenameMode mode) {
         boolean exchange = java.util.Objects.requireNonNull(mode, "mode") == RenameMode.EXCHANGE;
-        byte[] fk = DirEntryFormat.key(requireName(fromName, true));
-        byte[] tk = DirEntryFormat.key(requireName(toName, true));
+        EntryKey fk = EntryKey.of(requireName(fromName, true));
+        EntryKey tk = EntryKey.of(requireName(toName, true));
         boolean unready = false; // the last attempt found a directory needing prepare
         for (int fails = 0; ; ) {
             records.requireDir(fromDir);
@@ -1157,7 +1192,7 @@ public final class Namespace {
             try {
                 if (unready) {
                     dirs.prepare(from, 0);
-                    dirs.prepare(to, dst == null ? tk.length : 0);
+                    dirs.prepare(to, dst == null ? tk.length() : 0);
                 }
                 if (ag != null && ag.needsRefill()) {
                     ag.refillFreeList();
@@ -1196,7 +1231,7 @@ public final class Namespace {
                         } else {
                             requireReplaceable(fromDir, toDir, toName, src, dst, vs);
                         }
-                        unready = dirs.step(from, 0) != READY || dirs.step(to, dst == null ? tk.length : 0) != READY;
+                        unready = dirs.step(from, 0) != READY || dirs.step(to, dst == null ? tk.length() : 0) != READY;
                         if (unready || dirs.changeItems(ag, from, to, s, v) > items) {
                             continue; // prepared, and reserved afresh
                         }

@@ -146,7 +146,7 @@ final class PathResolver {
     void refuseNewName(Parent p) {
         refuseDots(p.name, NEW_NAME);
         if (p.slashed) {
-            boolean taken = dirs.find(p.dir, DirEntryFormat.key(requireName(p.name, false))) != null;
+            boolean taken = dirs.find(p.dir, EntryKey.of(requireName(p.name, false))) != null;
             throw new NamespaceException(taken ? Errno.EEXIST : Errno.ENOENT, "a new link cannot be named " + quote(p.name)
                     + "/ (trailing slash)");
         }
@@ -421,11 +421,11 @@ final class PathResolver {
             records.requireDir(toDir);
             refuseDots(from, RENAME);
             refuseDots(to, mode == RenameMode.NO_REPLACE ? NEW_NAME : RENAME);
-            Found src = dirs.find(fromDir, DirEntryFormat.key(requireName(from, false)));
+            Found src = dirs.find(fromDir, EntryKey.of(requireName(from, false)));
             if (src == null) {
                 throw new NamespaceException(Errno.ENOENT, quote(from) + " in directory " + fromDir);
             }
-            byte[] toKey = DirEntryFormat.key(requireName(to, false));
+            EntryKey toKey = EntryKey.of(requireName(to, false));
             boolean exchange = mode == RenameMode.EXCHANGE;
             if (mode != RenameMode.REPLACE) {
                 Found dst = dirs.find(toDir, toKey);

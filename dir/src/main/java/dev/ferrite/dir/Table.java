@@ -1,6 +1,7 @@
 package dev.ferrite.dir;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.Arrays;
 
 import dev.ferrite.btree.internal.BTree;
@@ -103,7 +104,7 @@ public final class Table implements AutoCloseable {
             throw new InvalidArgumentException("offset " + offset + " is negative");
         }
         requireOpen();
-        MemorySegment buf = MemorySegment.ofArray(Tables.valueBuffer());
+        MemorySegment buf = Tables.valueBuffer();
         int len = tree().get(key, buf);
         return len < 0 ? -1 : tables.copy(this, key, -1, buf, len, offset, out);
     }
@@ -124,9 +125,9 @@ public final class Table implements AutoCloseable {
     byte[] storedValue(byte[] key) {
         requireKey(key);
         requireOpen();
-        byte[] buf = Tables.valueBuffer();
-        int len = tree().get(MemorySegment.ofArray(key), MemorySegment.ofArray(buf));
-        return len < 0 ? null : Arrays.copyOf(buf, len);
+        MemorySegment buf = Tables.valueBuffer();
+        int len = tree().get(MemorySegment.ofArray(key), buf);
+        return len < 0 ? null : buf.asSlice(0, len).toArray(ValueLayout.JAVA_BYTE);
     }
 
     /** A cursor over every key, in order. */

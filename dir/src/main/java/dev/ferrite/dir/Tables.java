@@ -47,7 +47,8 @@ public final class Tables {
     private static final int LOG_SHARE = 4;
     /** Bytes a changed key is assumed to cost in the log beyond its key and value, for the size check before a commit. */
     private static final int CHANGE_OVERHEAD = 100;
-    private static final ThreadLocal<byte[]> VALUES = ThreadLocal.withInitial(() -> new byte[Table.MAX_TREE_VALUE]);
+    /** Each thread's buffer for a value read, a segment made once (a read wraps no array per call). */
+    private static final ThreadLocal<MemorySegment> VALUES = ThreadLocal.withInitial(() -> MemorySegment.ofArray(new byte[Table.MAX_TREE_VALUE]));
     /** Each thread's buffer for a stored value (the tree's form: {@link TableValueFormat}). */
     private static final ThreadLocal<MemorySegment> STORED = ThreadLocal.withInitial(() -> MemorySegment.ofArray(new byte[Table.MAX_TREE_VALUE]));
 
@@ -293,7 +294,7 @@ public final class Tables {
     }
 
     private DirContents.Found find(String name) {
-        byte[] key = DirEntryFormat.key(PathResolver.requireName(name, false)); // a bad name is refused with or without a catalog
+        EntryKey key = EntryKey.of(PathResolver.requireName(name, false)); // a bad name is refused with or without a catalog
         long catalog = catalog(false);
         return catalog == 0 ? null : dirs.find(catalog, key);
     }
@@ -490,7 +491,7 @@ public final class Tables {
     }
 
     /** A thread's buffer for a value read. */
-    static byte[] valueBuffer() {
+    static MemorySegment valueBuffer() {
         return VALUES.get();
     }
 

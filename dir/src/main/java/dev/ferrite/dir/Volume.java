@@ -3,7 +3,6 @@ package dev.ferrite.dir;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.IdentityHashMap;
@@ -544,11 +543,6 @@ public final class Volume implements AutoCloseable {
         }
     }
 
-    private static long nowNanos() {
-        Instant t = Instant.now();
-        return t.getEpochSecond() * 1_000_000_000L + t.getNano();
-    }
-
     // ------------------------------------------------------------------ inodes
 
     /**
@@ -572,7 +566,7 @@ public final class Volume implements AutoCloseable {
     long allocInode(int firstGroup, int mode, int uid, int gid, int nlink, int items, AfterAlloc then) {
         requireOpen();
         int n = groups.length;
-        long now = nowNanos();
+        long now = WallClock.nowNanos();
         for (int k = 0; k < n; k++) {
             OptionalLong ino = allocIn(groups[(firstGroup + k) % n], mode, uid, gid, nlink, now, items, then);
             if (ino.isPresent()) {
@@ -660,7 +654,7 @@ public final class Volume implements AutoCloseable {
                 if (InodeFormat.mode(b.data(), rec) == 0) {
                     throw new InvalidArgumentException("inode " + ino + " is not allocated");
                 }
-                InodeFormat.setAttributes(b.data(), rec, permissions, uid, gid, atimeNanos, mtimeNanos, nowNanos());
+                InodeFormat.setAttributes(b.data(), rec, permissions, uid, gid, atimeNanos, mtimeNanos, WallClock.nowNanos());
                 txn.log(b, rec + InodeFormat.MODE, InodeFormat.BTIME - InodeFormat.MODE);
                 return txn.commit();
             } finally {

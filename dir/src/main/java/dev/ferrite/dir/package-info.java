@@ -19,6 +19,9 @@
  *       the caller's transaction under its inode lock (its tree nodes, 5); converting and refilling its
  *       block reserve in transactions of their own, each taking the directory's lock (2), the group's AGF,
  *       then the record. The reserve's upkeep and a tree's taking down serve file extent trees too.
+ *   <li>{@code NameLookup} and {@code EntryKey}: a thread's reused buffers for a lookup's key and answer and
+ *       for a create's or unlink's key, value and stat, so that these allocate nothing per name; an
+ *       {@code EntryKey} belongs to one operation from take to close, and one taken inside it is another.
  *   <li>{@code Creator}: the create transaction: the parent's lock (2), the AGI (3), the records (4), the
  *       parent's tree (5).
  *   <li>{@code Orphans}: handles and the freeing of inodes without links, each step a transaction taking

@@ -298,7 +298,7 @@ class PathLookupTest {
     void inlineEntriesCompareAsTheirKeys() {
         MemorySegment b = MemorySegment.ofArray(new byte[64]);
         byte[] entry = DirEntryFormat.key("abc".getBytes(StandardCharsets.UTF_8));
-        DirEntryFormat.writeEntry(b, 0, entry, 7, InodeFormat.S_IFREG);
+        DirEntryFormat.writeEntry(b, 0, entry, entry.length, 7, InodeFormat.S_IFREG);
         byte[] higher = entry.clone(), lower = entry.clone();
         higher[entry.length - 1]++;
         lower[entry.length - 1]--;

@@ -38,7 +38,7 @@ class TableCheckTest {
                     8 + v.namespace().dirs.dirItems(catalog))) {
                 catalog.lock.lock();
                 try {
-                    v.namespace().dirs.replaceEntry(txn, catalog, DirEntryFormat.key("t".getBytes(StandardCharsets.UTF_8)),
+                    v.namespace().dirs.replaceEntry(txn, catalog, EntryKey.of("t".getBytes(StandardCharsets.UTF_8)),
                             file, InodeFormat.S_IFTABLE);
                     txn.commit();
                 } finally {

@@ -155,7 +155,9 @@ public final class Cursor {
         if (!started || count == 0) {
             return;
         }
-        int c = Keys.compare(BTreeNodeFormat.key(page, reverse ? count - 1 : 0), lastKey.asSlice(0, lastKeyLength));
+        int first = reverse ? count - 1 : 0;
+        int from = BTreeNodeFormat.keyOffset(page, first); // compared in place: no views made per leaf
+        int c = Keys.compare(page, from, from + BTreeNodeFormat.keyLength(page, first), lastKey, 0, lastKeyLength);
         if (reverse ? c >= 0 : c <= 0) {
             throw new CorruptionException(leaf.block(), BTree.NODE, "its keys do not lie " + (reverse ? "below" : "above")
                     + " those of the leaf linking to it");

@@ -13,6 +13,7 @@ import org.openjdk.jmh.annotations.TearDown;
 import dev.ferrite.dir.Handle;
 import dev.ferrite.dir.InodeStat;
 import dev.ferrite.dir.Namespace;
+import dev.ferrite.dir.StatBuffer;
 import dev.ferrite.dir.Volume;
 import dev.ferrite.dir.VolumeOptions;
 import dev.ferrite.io.MemoryDevice;
@@ -21,7 +22,8 @@ import dev.ferrite.io.MemoryDevice;
  * The namespace through directory handles ({@code bench meta}'s handle API) in a RAM volume whose cache
  * holds everything, one thread, in one directory of {@value #FILES} files: {@code createUnlink} creates a
  * new name and unlinks it (two operations, each a transaction of its own, not forced); {@code lstat} of a
- * random existing name. Names are made once. Run with {@code -prof gc} for the allocation per operation.
+ * random existing name, returning an {@link InodeStat}; {@code lstatInto} the same into a reused
+ * {@link StatBuffer}. Names are made once. Run with {@code -prof gc} for the allocation per operation.
  */
 @State(Scope.Benchmark)
 public class NamespaceBench extends JmhDefaults {
@@ -33,6 +35,7 @@ public class NamespaceBench extends JmhDefaults {
     private Handle root, dir;
     private String[] names, fresh;
     private SplittableRandom random;
+    private final StatBuffer stat = new StatBuffer();
     private int next;
 
     @Setup(Level.Trial)
@@ -75,5 +78,11 @@ public class NamespaceBench extends JmhDefaults {
     public long lstat() {
         InodeStat st = ns.lstat(dir, names[random.nextInt(FILES)]);
         return st.size();
+    }
+
+    @Benchmark
+    public long lstatInto() {
+        ns.lstat(dir, names[random.nextInt(FILES)], stat);
+        return stat.size();
     }
 }
