@@ -1,6 +1,7 @@
 package dev.ferrite.dir;
 
 import java.nio.file.Path;
+import java.util.Map;
 
 /**
  * A volume served as a file system on a mount point ({@link Volume#mount}); closing it unmounts.
@@ -17,6 +18,12 @@ public interface FileSystemMount extends AutoCloseable {
      * @throws InterruptedException if the waiting thread is interrupted
      */
     void awaitUnmount() throws InterruptedException;
+
+    /**
+     * How many requests the file system served so far, per operation (FUSE's: {@code getattr}, {@code create},
+     * {@code write} ...), the operations served at least once: where the time of a workload on the mount goes.
+     */
+    Map<String, Long> requestCounts();
 
     /** Unmounts, once no kernel request is being served; idempotent. Open handles of the volume that served files are closed. */
     @Override

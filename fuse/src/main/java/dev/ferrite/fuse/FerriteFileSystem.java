@@ -5,6 +5,7 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.EnumSet;
+import java.util.Map;
 import java.util.Set;
 
 import org.cryptomator.jfuse.api.DirFiller;
@@ -30,6 +31,8 @@ import dev.ferrite.dir.VolumeStats;
 import dev.ferrite.io.DeviceException;
 import dev.ferrite.io.InvalidArgumentException;
 import dev.ferrite.io.NoSpaceException;
+
+import dev.ferrite.fuse.RequestCounts.Op;
 
 import static dev.ferrite.io.Errno.EIO;
 import static dev.ferrite.io.Errno.EINVAL;
@@ -62,6 +65,7 @@ final class FerriteFileSystem implements FuseOperations {
     private final Volume volume;
     private final Errno errno;
     private final OpenFiles open = new OpenFiles();
+    private final RequestCounts calls = new RequestCounts();
     private final int blockSize;
 
     private final JfuseNative libfuse;
@@ -104,6 +108,7 @@ final class FerriteFileSystem implements FuseOperations {
 
     @Override
     public int getattr(String path, Stat stat, FileInfo fi) {
+        calls.count(Op.GETATTR);
         try {
             fill(JfuseNative.segment(stat), fi != null ? ns.stat(open.get(fi.getFh())) : ns.lstat(path));
             return 0;
@@ -134,16 +139,19 @@ final class FerriteFileSystem implements FuseOperations {
 
     @Override
     public int chmod(String path, int mode, FileInfo fi) {
+        calls.count(Op.CHMOD);
         return setattr(path, fi, mode & S_PERMS, -1, -1, -1, -1, "chmod");
     }
 
     @Override
     public int chown(String path, int uid, int gid, FileInfo fi) {
+        calls.count(Op.CHOWN);
         return setattr(path, fi, -1, uid, gid, -1, -1, "chown");
     }
 
     @Override
     public int utimens(String path, TimeSpec atime, TimeSpec mtime, FileInfo fi) {
+        calls.count(Op.UTIMENS);
         return setattr(path, fi, -1, -1, -1, nanos(atime), nanos(mtime), "utimens");
     }
 
@@ -173,6 +181,7 @@ final class FerriteFileSystem implements FuseOperations {
 
     @Override
     public int truncate(String path, long size, FileInfo fi) {
+        calls.count(Op.TRUNCATE);
         try {
             Handle h = fi != null ? open.get(fi.getFh()) : null;
             if (h != null && (h.flags() & Namespace.O_ACCMODE) != Namespace.O_RDONLY) {
@@ -190,6 +199,7 @@ final class FerriteFileSystem implements FuseOperations {
 
     @Override
     public int statfs(String path, Statvfs statvfs) {
+        calls.count(Op.STATFS);
         try {
             VolumeStats s = volume.statfs();
             statvfs.setBsize(s.blockSize());
@@ -214,6 +224,7 @@ final class FerriteFileSystem implements FuseOperations {
 
     @Override
     public int mkdir(String path, int mode) {
+        calls.count(Op.MKDIR);
         try {
             ns.mkdir(path, mode & S_PERMS);
             own(path);
@@ -225,6 +236,7 @@ final class FerriteFileSystem implements FuseOperations {
 
     /** mknod(2) of a regular file (the namespace holds no devices, fifos or sockets: EPERM, as file systems without them answer). */
     int mknod(String path, int mode) {
+        calls.count(Op.MKNOD);
         if ((mode & InodeStat.S_IFMT) != InodeStat.S_IFREG && (mode & InodeStat.S_IFMT) != 0) {
             return -EPERM;
         }
@@ -235,6 +247,7 @@ final class FerriteFileSystem implements FuseOperations {
 
     @Override
     public int unlink(String path) {
+        calls.count(Op.UNLINK);
         try {
             ns.unlink(path);
             return 0;
@@ -245,6 +258,7 @@ final class FerriteFileSystem implements FuseOperations {
 
     @Override
     public int rmdir(String path) {
+        calls.count(Op.RMDIR);
         try {
             ns.rmdir(path);
             return 0;
@@ -255,6 +269,7 @@ final class FerriteFileSystem implements FuseOperations {
 
     @Override
     public int symlink(String target, String linkPath) {
+        calls.count(Op.SYMLINK);
         try {
             ns.symlink(target, linkPath);
             own(linkPath);
@@ -266,6 +281,7 @@ final class FerriteFileSystem implements FuseOperations {
 
     @Override
     public int readlink(String path, ByteBuffer buf, long size) {
+        calls.count(Op.READLINK);
         try {
             byte[] target = ns.readlink(path).getBytes(StandardCharsets.UTF_8);
             int n = (int) Math.min(target.length, size - 1); // truncated as readlink(2), with libfuse's NUL
@@ -279,6 +295,7 @@ final class FerriteFileSystem implements FuseOperations {
 
     @Override
     public int rename(String from, String to, int flags) {
+        calls.count(Op.RENAME);
         try {
             RenameMode mode = switch (flags) {
                 case 0 -> RenameMode.REPLACE;
@@ -299,6 +316,7 @@ final class FerriteFileSystem implements FuseOperations {
     /** Bound by {@link JfuseNative} (jfuse binds no link). */
     @Override
     public int link(String existing, String newPath) {
+        calls.count(Op.LINK);
         try {
             ns.link(existing, newPath);
             libfuse.invalidatePath(existing); // its link count, which the kernel caches apart from the new name's
@@ -312,6 +330,7 @@ final class FerriteFileSystem implements FuseOperations {
 
     @Override
     public int create(String path, int mode, FileInfo fi) {
+        calls.count(Op.CREATE);
         try {
             int flags = fi.getFlags();
             int slash = path.lastIndexOf('/');
@@ -367,6 +386,7 @@ final class FerriteFileSystem implements FuseOperations {
 
     @Override
     public int open(String path, FileInfo fi) {
+        calls.count(Op.OPEN);
         try {
             int flags = fi.getFlags();
             return opened(ns.open(path, flags & KEPT_FLAGS), flags, fi);
@@ -391,6 +411,7 @@ final class FerriteFileSystem implements FuseOperations {
 
     @Override
     public int read(String path, ByteBuffer buf, long size, long offset, FileInfo fi) {
+        calls.count(Op.READ);
         try {
             return ns.read(open.get(fi.getFh()), offset, buf);
         } catch (Throwable e) {
@@ -400,6 +421,7 @@ final class FerriteFileSystem implements FuseOperations {
 
     @Override
     public int write(String path, ByteBuffer buf, long size, long offset, FileInfo fi) {
+        calls.count(Op.WRITE);
         try {
             ns.write(open.get(fi.getFh()), offset, buf);
             return (int) size;
@@ -409,12 +431,14 @@ final class FerriteFileSystem implements FuseOperations {
     }
 
     int fallocate(long fh, int mode, long offset, long length) {
+        calls.count(Op.FALLOCATE);
         ns.fallocate(open.get(fh), mode, offset, length);
         return 0;
     }
 
     /** Bound by {@link JfuseNative} (jfuse binds no lseek): SEEK_DATA and SEEK_HOLE answered by the namespace. */
     long lseek(long fh, long offset, int whence) {
+        calls.count(Op.LSEEK);
         return switch (whence) {
             case SEEK_DATA -> ns.seekData(open.get(fh), offset);
             case SEEK_HOLE -> ns.seekHole(open.get(fh), offset);
@@ -424,6 +448,11 @@ final class FerriteFileSystem implements FuseOperations {
 
     @Override
     public int fsync(String path, int datasync, FileInfo fi) {
+        calls.count(Op.FSYNC);
+        return sync(datasync, fi);
+    }
+
+    private int sync(int datasync, FileInfo fi) {
         try {
             Handle h = open.get(fi.getFh());
             if (datasync != 0) {
@@ -439,6 +468,11 @@ final class FerriteFileSystem implements FuseOperations {
 
     @Override
     public int release(String path, FileInfo fi) {
+        calls.count(Op.RELEASE);
+        return close(fi);
+    }
+
+    private int close(FileInfo fi) {
         try {
             open.remove(fi.getFh()).close();
             return 0;
@@ -451,6 +485,7 @@ final class FerriteFileSystem implements FuseOperations {
 
     @Override
     public int opendir(String path, FileInfo fi) {
+        calls.count(Op.OPENDIR);
         try {
             fi.setFh(open.add(ns.open(path)));
             return 0;
@@ -467,6 +502,7 @@ final class FerriteFileSystem implements FuseOperations {
      */
     @Override
     public int readdir(String path, DirFiller filler, long offset, FileInfo fi, int flags) {
+        calls.count(Op.READDIR);
         try {
             Handle dir = open.get(fi.getFh());
             boolean plus = (flags & FuseOperations.FUSE_READDIR_PLUS) != 0;
@@ -505,12 +541,19 @@ final class FerriteFileSystem implements FuseOperations {
 
     @Override
     public int releasedir(String path, FileInfo fi) {
-        return release(path, fi);
+        calls.count(Op.RELEASEDIR);
+        return close(fi);
     }
 
     @Override
     public int fsyncdir(String path, int datasync, FileInfo fi) {
-        return fsync(path, datasync, fi);
+        calls.count(Op.FSYNCDIR);
+        return sync(datasync, fi);
+    }
+
+    /** The upcalls served so far, per operation ({@link RequestCounts#snapshot()}). */
+    Map<String, Long> requestCounts() {
+        return calls.snapshot();
     }
 
     /** Closes the handles the kernel did not release (an unmount with files open). */

@@ -7,6 +7,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -175,6 +176,11 @@ public final class FuseFileSystemProvider implements FileSystemProvider {
         @Override
         public Path mountPoint() {
             return at;
+        }
+
+        @Override
+        public Map<String, Long> requestCounts() {
+            return fs.requestCounts();
         }
 
         @Override

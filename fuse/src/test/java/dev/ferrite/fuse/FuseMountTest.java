@@ -1,7 +1,11 @@
 package dev.ferrite.fuse;
 
 import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
+import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryNotEmptyException;
@@ -18,9 +22,12 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import dev.ferrite.dir.Handle;
 import dev.ferrite.dir.InodeStat;
 import dev.ferrite.dir.Namespace;
 import dev.ferrite.dir.testkit.HostFs;
+import dev.ferrite.io.DeviceOptions;
+import dev.ferrite.io.DirectDevice;
 import dev.ferrite.io.Errno;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -222,6 +229,72 @@ class FuseMountTest {
         assertEquals(s.blockSize() + " " + s.totalBlocks(), df.substring(0, df.lastIndexOf(' ')));
         Files.writeString(f, "short\n", StandardCharsets.UTF_8, StandardOpenOption.TRUNCATE_EXISTING);
         assertEquals("short\n", Files.readString(f));
+    }
+
+    /**
+     * A shared writable mapping of a file on the mount: stores into it reach the volume at {@code force()} (msync,
+     * the kernel writing the dirty pages back as FUSE writes), and are there after a remount.
+     */
+    @Test
+    void aSharedWritableMappingReachesTheVolumeAtForce() throws IOException {
+        byte[] want = pattern(3 * 4096 + 100, 7);
+        try (FileChannel ch = FileChannel.open(fx.mountPoint.resolve("mapped"), StandardOpenOption.CREATE_NEW,
+                StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            MappedByteBuffer map = ch.map(FileChannel.MapMode.READ_WRITE, 0, want.length); // grows the file (a truncate)
+            map.put(want);
+            map.force();
+            assertArrayEquals(want, readThroughNamespace("/mapped", want.length), "after force, before close");
+        }
+        fx.unmount();
+        fx.mount();
+        assertArrayEquals(want, readThroughNamespace("/mapped", want.length), "after a remount");
+        assertArrayEquals(want, Files.readAllBytes(fx.mountPoint.resolve("mapped")));
+    }
+
+    /**
+     * O_DIRECT through the mount ({@link DirectDevice}, the project's own O_DIRECT path): aligned writes and reads
+     * bypass the page cache as FUSE writes and reads, and their bytes are the volume's.
+     */
+    @Test
+    void oDirectWritesAndReadsAlignedBlocks() {
+        int blocks = 16;
+        byte[] want = pattern(blocks * 4096, 11);
+        try (DirectDevice d = DirectDevice.open(fx.mountPoint.resolve("direct"), DeviceOptions.defaults().withSize(want.length));
+             Arena arena = Arena.ofConfined()) {
+            MemorySegment buf = arena.allocate(4096, 4096);
+            for (int b = blocks - 1; b >= 0; b--) { // backwards: each write lands in a hole, not past the end
+                buf.copyFrom(MemorySegment.ofArray(want).asSlice(b * 4096L, 4096));
+                d.write(b, buf);
+            }
+            d.flush();
+            assertArrayEquals(want, readThroughNamespace("/direct", want.length));
+            for (int b = 0; b < blocks; b++) {
+                d.read(b, buf);
+                assertArrayEquals(java.util.Arrays.copyOfRange(want, b * 4096, (b + 1) * 4096), buf.toArray(ValueLayout.JAVA_BYTE), "block " + b);
+            }
+        }
+        assertEquals(want.length, fx.volume.namespace().stat("/direct").size());
+    }
+
+    private byte[] readThroughNamespace(String path, int length) {
+        Namespace ns = fx.volume.namespace();
+        ByteBuffer b = ByteBuffer.allocate(length);
+        try (Handle h = ns.open(path, Namespace.O_RDONLY)) {
+            while (b.hasRemaining()) {
+                if (ns.read(h, b.position(), b) <= 0) {
+                    break;
+                }
+            }
+        }
+        return b.array();
+    }
+
+    private static byte[] pattern(int n, int seed) {
+        byte[] b = new byte[n];
+        for (int i = 0; i < n; i++) {
+            b[i] = (byte) (i * seed + (i >>> 12));
+        }
+        return b;
     }
 
     private FuseFixture.Result exec(String... command) throws IOException {

@@ -85,7 +85,7 @@ final class MountCommand implements Callable<Integer> {
     /** Serves until unmounted: by umount from outside, or by SIGINT/SIGTERM (a shutdown hook unmounts). */
     private int serve(Path at) throws InterruptedException {
         PrintWriter out = spec.commandLine().getOut();
-        Server server = new Server(VolumeDevices.open(device, DeviceOptions.defaults()));
+        Server server = new Server(VolumeDevices.open(device, DeviceOptions.defaults()), out);
         try {
             VolumeOptions options = cache != null ? VolumeOptions.defaults().withCacheBytes(cache) : VolumeOptions.defaults();
             server.volume = Volume.open(server.device, options);
@@ -118,15 +118,17 @@ final class MountCommand implements Callable<Integer> {
         return 0;
     }
 
-    /** The mount, its volume and device, closed in that order once. */
+    /** The mount, its volume and device, closed in that order once; the mount's request counts written to {@code out} then. */
     private static final class Server {
         final BlockDevice device;
+        private final PrintWriter out;
         Volume volume;
         FileSystemMount mount;
         private boolean closed;
 
-        Server(BlockDevice device) {
+        Server(BlockDevice device, PrintWriter out) {
             this.device = device;
+            this.out = out;
         }
 
         synchronized void close() {
@@ -137,6 +139,9 @@ final class MountCommand implements Callable<Integer> {
             try {
                 if (mount != null) {
                     mount.close();
+                    // here rather than after awaitUnmount: a SIGTERM unmounts through the shutdown hook alone
+                    out.println("FUSE requests served: " + mount.requestCounts());
+                    out.flush();
                 }
             } finally {
                 try {

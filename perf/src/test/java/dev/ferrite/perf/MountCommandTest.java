@@ -70,7 +70,9 @@ class MountCommandTest extends CommandTest {
 
         assertEquals(0, run("umount", mnt.toString()), err.toString());
         assertFalse(FuseFileSystemProvider.isMounted(mnt));
-        assertTrue(Files.readString(dir.resolve("server.log")).contains("closed cleanly"), Files.readString(dir.resolve("server.log")));
+        String log = Files.readString(dir.resolve("server.log"));
+        assertTrue(log.contains("closed cleanly"), log);
+        assertTrue(log.matches("(?s).*FUSE requests served: \\{.*write=1, .*create=1.*"), log);
         assertEquals(0, run("check", img.toString()), out.toString());
         assertTrue(out.toString().contains(": clean"), out.toString());
         Process again = server("--read-only");
