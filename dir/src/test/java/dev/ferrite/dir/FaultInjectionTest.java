@@ -65,6 +65,54 @@ class FaultInjectionTest {
         reopenSound(ns -> ns.stat("/acked"));
     }
 
+    /** The anchor write that moves the log's tail, failed alone (the log and the home blocks still take writes). */
+    @Test
+    void failedLogAnchorWriteShutsTheVolumeDown() {
+        try (Volume v = Volume.open(faulty, VolumeFixtures.OPTIONS)) {
+            Namespace ns = v.namespace();
+            ns.mkdir("/acked", 0755);
+            ns.create("/acked/file", 0644, true);
+            v.sync();
+            long anchor = v.geometry().logStart();
+            faulty.failWrites(b -> b == anchor, null, Errno.EIO);
+            VolumeShutdownException e = assertThrows(VolumeShutdownException.class, v::quiesce); // writes home, then anchors the tail
+            assertTrue(e.getMessage().startsWith("volume shut down after I/O error at log anchor write: memory: write at offset "
+                    + anchor * BS), e.getMessage());
+            assertShutDown(v, ns, "log anchor write");
+        }
+        reopenSound(ns -> ns.stat("/acked/file"));
+    }
+
+    /**
+     * The clean superblock's write at unmount, failed alone, at the primary copy and at the mirror: close
+     * reports it, the volume is closed all the same, and the next mount, finding a superblock still marked
+     * mounted (or a stale mirror beside a clean primary), holds everything.
+     */
+    @Test
+    void failedSuperblockWriteAtUnmountIsReportedAndTheNextMountRecovers() {
+        for (long copy : new long[] {SuperblockFormat.PRIMARY, SuperblockFormat.MIRROR}) {
+            faulty.clear();
+            Volume v = Volume.open(faulty, VolumeFixtures.OPTIONS);
+            Namespace ns = v.namespace();
+            ns.mkdir("/acked-" + copy, 0755);
+            ns.create("/acked-" + copy + "/file", 0644, true);
+            v.sync();
+            faulty.failWrites(b -> b == copy, null, Errno.EIO);
+            DeviceException e = assertThrows(DeviceException.class, v::close);
+            assertEquals(Errno.EIO, e.errno());
+            assertTrue(e.getMessage().contains("write at offset " + copy * BS), e.getMessage());
+            assertThrows(VolumeShutdownException.class, () -> ns.stat("/"));
+            faulty.clear();
+            try (Volume again = Volume.open(faulty, VolumeFixtures.OPTIONS)) {
+                assertEquals(copy != SuperblockFormat.PRIMARY, again.mountReport().wasClean(), again.mountReport().toString());
+                VolumeFixtures.assertChecked(again.namespace());
+                for (long c = 0; c <= copy; c++) {
+                    again.namespace().stat("/acked-" + c + "/file");
+                }
+            }
+        }
+    }
+
     @Test
     void failedMetadataWriteBackShutsTheVolumeDown() {
         try (Volume v = Volume.open(faulty, VolumeFixtures.OPTIONS)) {

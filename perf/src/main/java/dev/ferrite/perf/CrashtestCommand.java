@@ -4,9 +4,11 @@ import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 
+import dev.ferrite.perf.crash.Apps;
 import dev.ferrite.perf.crash.Crashtest;
 import dev.ferrite.perf.crash.Kills;
 import picocli.CommandLine.Command;
@@ -30,6 +32,10 @@ import picocli.CommandLine.Spec;
         "With --kill: rounds of a child JVM working on a volume file, SIGKILLed at",
         "random moments; after each the volume is checked and everything the",
         "children acknowledged must hold.",
+        "With --apps: real programs (sqlite3 in rollback and WAL mode, git) on a",
+        "volume mounted through FUSE over a recording; for every crash state the",
+        "program's own checker (PRAGMA integrity_check, git fsck) runs on the",
+        "recovered files, and every step it acknowledged must be there.",
         "Exit status: 0 no failures, 1 failures, 2 usage.", ""})
 final class CrashtestCommand implements Callable<Integer> {
     @Option(names = "--workloads", paramLabel = "N", defaultValue = "1000000000",
@@ -66,6 +72,14 @@ final class CrashtestCommand implements Callable<Integer> {
     @Option(names = "--rounds", paramLabel = "R", defaultValue = "20", description = "with --kill: children to kill (default: ${DEFAULT-VALUE})")
     int rounds;
 
+    @Option(names = "--apps", paramLabel = "LIST", split = ",",
+            description = "instead: application crash consistency for these programs: sqlite (both journal modes), sqlite-rollback, sqlite-wal, git")
+    List<String> apps;
+
+    @Option(names = "--transactions", paramLabel = "N", defaultValue = "10",
+            description = "with --apps: sqlite transactions and git commits per program (default: ${DEFAULT-VALUE})")
+    int transactions;
+
     @Mixin
     HelpOption help;
 
@@ -79,8 +93,13 @@ final class CrashtestCommand implements Callable<Integer> {
         if (workloads < 1 || perEpoch < 0 || minutes < 0 || t < 1) {
             throw new ParameterException(spec.commandLine(), "--workloads and --threads must be at least 1, --states and --minutes not negative");
         }
-        if (save != null && replay == null && !kill) {
-            throw new ParameterException(spec.commandLine(), "--save needs --replay or --kill: it saves the image of the state replayed or the volume killed");
+        if (save != null && replay == null && !kill && apps == null) {
+            throw new ParameterException(spec.commandLine(), "--save needs --replay, --kill or --apps: it saves the image of the state replayed,"
+                    + " the volume killed, or (a directory) each failing application state's image");
+        }
+        if (apps != null && (kill || replay != null || transactions < 1 || !Apps.NAMES.containsAll(apps))) {
+            throw new ParameterException(spec.commandLine(), "--apps takes a list of " + String.join(", ", Apps.NAMES)
+                    + ", --transactions of at least 1, and no --kill or --replay");
         }
         if (kill && (replay != null || rounds < 1)) {
             throw new ParameterException(spec.commandLine(), "--kill needs --rounds of at least 1 and no --replay");
@@ -93,6 +112,9 @@ final class CrashtestCommand implements Callable<Integer> {
         }
         if (kill) {
             return kill(out);
+        }
+        if (apps != null) {
+            return apps(out);
         }
         Crashtest.Options o = new Crashtest.Options(seed, workloads, perEpoch, (long) (minutes * TimeUnit.MINUTES.toNanos(1)), t);
         out.printf("crashtest: seed %d, %d threads, %d states per epoch%n", seed, t, perEpoch);
@@ -108,6 +130,42 @@ final class CrashtestCommand implements Callable<Integer> {
         }
         out.flush();
         return s.failures().isEmpty() ? 0 : 1;
+    }
+
+    private int apps(PrintWriter out) throws IOException {
+        String missing = Apps.unavailable(apps);
+        if (missing != null) {
+            out.println("crashtest --apps: cannot run here: " + missing);
+            out.flush();
+            return 1;
+        }
+        Apps.Options o = new Apps.Options(apps, seed, transactions, perEpoch, save);
+        out.printf("crashtest --apps %s: seed %d, %d transactions, %d states per epoch%n", String.join(",", apps), seed, transactions, perEpoch);
+        out.flush();
+        Path scratch = Files.createTempDirectory("ferrite-crashtest-apps");
+        List<Apps.Result> results;
+        try {
+            results = Apps.run(o, scratch, f -> {
+                out.println(f);
+                out.flush();
+            }, new ProgressLine(spec.commandLine().getErr()));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted", e);
+        } finally {
+            try (var all = Files.walk(scratch)) {
+                for (Path p : all.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                    Files.deleteIfExists(p);
+                }
+            }
+        }
+        results.forEach(r -> out.println("crashtest --apps " + r));
+        if (json != null) {
+            Files.writeString(json, Apps.json(o, results));
+            out.println("results: " + json);
+        }
+        out.flush();
+        return results.stream().allMatch(r -> r.failures().isEmpty()) ? 0 : 1;
     }
 
     private int kill(PrintWriter out) throws IOException {

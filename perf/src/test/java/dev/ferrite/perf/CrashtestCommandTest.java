@@ -38,7 +38,9 @@ class CrashtestCommandTest extends CommandTest {
         assertEquals(2, run("crashtest", "--replay", "six"));
         assertTrue(err.toString().contains("expected ID:STATE or ID:STATE:SHAPE"), err.toString());
         assertEquals(2, run("crashtest", "--save", dir.resolve("x").toString()));
-        assertTrue(err.toString().contains("--save needs --replay or --kill"), err.toString());
+        assertTrue(err.toString().contains("--save needs --replay, --kill or --apps"), err.toString());
+        assertEquals(2, run("crashtest", "--apps", "sqlite,mysql"));
+        assertTrue(err.toString().contains("--apps takes a list of sqlite, sqlite-rollback, sqlite-wal, git"), err.toString());
         assertEquals(2, run("crashtest", "--json", dir.resolve("none/crash.json").toString()));
         assertTrue(err.toString().contains("does not exist"), err.toString());
     }

@@ -40,6 +40,11 @@ public final class BufferReplayer implements Replayer, AutoCloseable {
     }
 
     @Override
+    public boolean knows(int type) {
+        return type == BufferCache.ITEM_TYPE;
+    }
+
+    @Override
     public boolean replay(ReplayItem item) {
         if (item.type() != BufferCache.ITEM_TYPE) {
             throw new IllegalStateException("log item of type " + item.type() + " for block " + item.home()

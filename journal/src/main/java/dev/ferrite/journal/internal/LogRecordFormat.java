@@ -1,6 +1,9 @@
 package dev.ferrite.journal.internal;
 
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.LongUnaryOperator;
 
 import dev.ferrite.io.internal.Crc32c;
 
@@ -40,7 +43,7 @@ import static dev.ferrite.io.internal.OnDisk.U64;
  *  commit op: 16 u64 record count of the checkpoint
  * </pre>
  */
-final class LogRecordFormat {
+public final class LogRecordFormat {
     static final int MAGIC = 0x474F4C46; // "FLOG" as little-endian bytes
     static final short VERSION = 2;
     /** Oldest record version recovery still reads. */
@@ -200,6 +203,73 @@ final class LogRecordFormat {
             rec.set(U32, (long) s * SECTOR, 0);
         }
         return Crc32c.verifyInPlace(rec, CRC_OFF) ? -1 : sectors;
+    }
+
+    // ---- forging, for the image fuzzer
+
+    /** True if {@code block} starts with a record header's magic (the record may still be torn or stale). */
+    public static boolean isRecordHeader(MemorySegment block) {
+        return magic(block) == MAGIC;
+    }
+
+    /** Blocks of the record whose header is {@code header}, as the header claims. */
+    public static long recordBlocks(MemorySegment header) {
+        return 1 + Integer.toUnsignedLong(payloadBlocks(header));
+    }
+
+    /**
+     * Changes one field of the sealed, intact record in {@code rec} (header and payload contiguous) and
+     * seals it again under the same cycle, so that its stamps and checksum are valid: field
+     * {@code field} (modulo their number) of the header's fields and every op's (type, range count,
+     * flags, length, home block, ranges, the commit op's counts), set to {@code change} of its value.
+     *
+     * @return false, changing nothing, if the record is not intact
+     */
+    public static boolean rewriteField(MemorySegment rec, int blockSize, int field, LongUnaryOperator change) {
+        int cycle = rec.get(U32, STAMP_OFF);
+        int sectors = (int) (rec.byteSize() / SECTOR);
+        int damage = unseal(rec, blockSize, cycle);
+        if (damage != -1) {
+            if (damage == sectors) { // only the checksum failed, after unseal restored the stamped words: stamp them again
+                for (int s = 0; s < sectors; s++) {
+                    rec.set(U32, (long) s * SECTOR, cycle);
+                }
+            }
+            return false;
+        }
+        List<long[]> fields = new ArrayList<>(List.of(new long[] {VERSION_OFF, 2}, new long[] {FLAGS_OFF, 2},
+                new long[] {LSN_OFF, 8}, new long[] {TAIL_OFF, 8}, new long[] {LOG_ID_OFF, 8}, new long[] {SEQ_OFF, 8},
+                new long[] {EPOCH_OFF, 4}, new long[] {INDEX_OFF, 4}, new long[] {PAYLOAD_BLOCKS_OFF, 4},
+                new long[] {PAYLOAD_BYTES_OFF, 4}, new long[] {OP_COUNT_OFF, 4}));
+        long end = Math.min(rec.byteSize(), blockSize + Integer.toUnsignedLong(payloadBytes(rec)));
+        for (long op = blockSize; op + OP_HEADER <= end; ) {
+            fields.addAll(List.of(new long[] {op + OP_TYPE, 2}, new long[] {op + OP_RANGES, 1}, new long[] {op + OP_FLAGS, 1},
+                    new long[] {op + OP_LENGTH, 4}, new long[] {op + OP_HOME, 8}));
+            int ranges = opType(rec, op) == COMMIT_TYPE ? 0 : opRangeCount(rec, op);
+            if (opType(rec, op) == COMMIT_TYPE && op + COMMIT_OP_SIZE <= end) {
+                fields.add(new long[] {op + OP_HEADER, 8});
+            }
+            for (int i = 0; i < ranges && op + OP_HEADER + (long) RANGE_ENTRY * (i + 1) <= end; i++) {
+                fields.add(new long[] {op + OP_HEADER + (long) RANGE_ENTRY * i, 4});
+                fields.add(new long[] {op + OP_HEADER + (long) RANGE_ENTRY * i + 4, 4});
+            }
+            int length = opLength(rec, op);
+            if (length < OP_HEADER) {
+                break;
+            }
+            op += length;
+        }
+        long[] f = fields.get(Math.floorMod(field, fields.size()));
+        long old = 0;
+        for (int i = (int) f[1] - 1; i >= 0; i--) {
+            old = old << 8 | Byte.toUnsignedLong(rec.get(U8, f[0] + i));
+        }
+        long value = change.applyAsLong(old);
+        for (int i = 0; i < f[1]; i++) {
+            rec.set(U8, f[0] + i, (byte) (value >>> (8 * i)));
+        }
+        seal(rec, blockSize, cycle);
+        return true;
     }
 
     // ---- ops

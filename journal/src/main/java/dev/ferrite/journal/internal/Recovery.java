@@ -227,6 +227,9 @@ final class Recovery {
                     return null;
                 }
                 String bad = verifyRanges(p, off, len);
+                if (bad == null) {
+                    bad = verifyItem(type, LogRecordFormat.opHome(p, off), replayer);
+                }
                 if (bad != null) {
                     return "record " + r + ", op at byte " + off + ": " + bad;
                 }
@@ -241,6 +244,17 @@ final class Recovery {
             }
         }
         return "no commit op";
+    }
+
+    /** Why an item of {@code type} for block {@code home} cannot be one this log wrote, or null if it can. */
+    private String verifyItem(int type, long home, Replayer replayer) {
+        if (home < 0 || home >= device.blockCount() || home >= geometry.start() && home < geometry.start() + geometry.blocks()) {
+            return "home block " + home + " lies outside the device or inside the log";
+        }
+        if (!replayer.knows(type)) {
+            return "item type " + type + " is not one the volume logs";
+        }
+        return null;
     }
 
     private String verifyRanges(MemorySegment p, long off, int len) {

@@ -20,6 +20,14 @@ public interface Replayer {
      */
     boolean replay(ReplayItem item);
 
+    /**
+     * True if items of {@code type} are this replayer's to apply. Recovery refuses a checkpoint holding
+     * another type as damaged, and the log with it (a record's checksum can pass over a wrong value).
+     */
+    default boolean knows(int type) {
+        return true;
+    }
+
     /** Makes every replayed block durable at home (write and flush) before the log forgets them. */
     void finish();
 }

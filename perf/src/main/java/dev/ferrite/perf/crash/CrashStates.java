@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Random;
 import java.util.Set;
 
+import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.testkit.RecordingDevice.CrashState;
 import dev.ferrite.io.testkit.RecordingDevice.Event;
 
@@ -24,25 +25,30 @@ final class CrashStates {
     }
 
     static List<CrashState> of(Recording r, int perEpoch) {
+        return of(r.events, r.flushes, r.workload.id(), perEpoch);
+    }
+
+    /** The crash states of {@code events}, whose flushes are at {@code flushes}; {@code id} seeds the random ones. */
+    static List<CrashState> of(List<Event> events, int[] flushes, long id, int perEpoch) {
         Set<CrashState> states = new LinkedHashSet<>();
         states.add(new CrashState(0));
-        for (int f : r.flushes) {
+        for (int f : flushes) {
             states.add(new CrashState(f + 1));
         }
-        states.add(new CrashState(r.events.size()));
-        for (int epoch = 0; epoch <= r.flushes.length; epoch++) {
-            int start = epoch == 0 ? 0 : r.flushes[epoch - 1] + 1;
-            int end = epoch == r.flushes.length ? r.events.size() : r.flushes[epoch];
+        states.add(new CrashState(events.size()));
+        for (int epoch = 0; epoch <= flushes.length; epoch++) {
+            int start = epoch == 0 ? 0 : flushes[epoch - 1] + 1;
+            int end = epoch == flushes.length ? events.size() : flushes[epoch];
             List<Event> writes = new ArrayList<>();
             for (int i = start; i < end; i++) {
-                if (r.events.get(i).kind() == Event.Kind.WRITE) {
-                    writes.add(r.events.get(i));
+                if (events.get(i).kind() == Event.Kind.WRITE) {
+                    writes.add(events.get(i));
                 }
             }
             if (writes.isEmpty()) {
                 continue;
             }
-            Random rnd = new Random(r.workload.id() * 1_000_003L + epoch);
+            Random rnd = new Random(id * 1_000_003L + epoch);
             for (int i = 0; i < perEpoch; i++) {
                 Event cut = writes.get(rnd.nextInt(writes.size()));
                 states.add(switch (i) {
@@ -102,8 +108,13 @@ final class CrashStates {
 
         /** Starts on {@code r}'s states: the prefix image goes back to the base image. */
         void start(Recording r) {
-            prefix.load(Recording.base(r.workload.lanes().size()));
-            events = r.events;
+            start(Recording.base(r.workload.lanes().size()), r.events);
+        }
+
+        /** Starts on the states of {@code events}, recorded over {@code base}. */
+        void start(BlockDevice base, List<Event> events) {
+            prefix.load(base);
+            this.events = events;
             at = 0;
         }
 

@@ -196,7 +196,7 @@ public final class Crashtest {
     }
 
     /** Writes the device's blocks to a new file {@code to} (replacing one there). */
-    private static void save(MemorySegment image, Path to) throws IOException {
+    static void save(MemorySegment image, Path to) throws IOException {
         try (FileChannel out = FileChannel.open(to, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
                 StandardOpenOption.TRUNCATE_EXISTING)) {
             ByteBuffer bb = image.asByteBuffer();

@@ -62,16 +62,21 @@ final class Recording {
         for (List<Integer> lane : ackEvents) {
             int[] from = new int[lane.size()];
             for (int i = 0; i < from.length; i++) {
-                int last = -1;
-                for (int f : flushes) {
-                    if (f < lane.get(i)) {
-                        last = f;
-                    }
-                }
-                from[i] = last + 1;
+                from[i] = durableFrom(flushes, lane.get(i));
             }
             durableFrom.add(from);
         }
+    }
+
+    /** The smallest crash-state prefix holding the last of {@code flushes} before event {@code ack}: the one that made it durable. */
+    static int durableFrom(int[] flushes, int ack) {
+        int last = -1;
+        for (int f : flushes) {
+            if (f < ack) {
+                last = f;
+            }
+        }
+        return last + 1;
     }
 
     /**

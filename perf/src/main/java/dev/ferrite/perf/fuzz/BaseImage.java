@@ -21,6 +21,7 @@ import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.IoBatch;
 import dev.ferrite.io.MemoryDevice;
 import dev.ferrite.io.testkit.ForwardingDevice;
+import dev.ferrite.journal.internal.LogRecordFormat;
 
 /**
  * A formatted, populated volume the fuzzer mutates, built the same way every time (one thread, fixed
@@ -51,6 +52,8 @@ final class BaseImage {
     /** Blocks by role; metadata also by magic. */
     final TreeMap<Role, long[]> byRole = new TreeMap<>();
     final TreeMap<Integer, long[]> byMagic = new TreeMap<>();
+    /** Log blocks that start with a record header's magic (valid or not). */
+    final long[] logRecords;
     /** First block of allocation group 0 (the log region ends there). */
     final long dataStart;
 
@@ -58,6 +61,21 @@ final class BaseImage {
         this.kind = kind;
         this.device = device;
         this.dataStart = classify();
+        this.logRecords = logRecords();
+    }
+
+    private long[] logRecords() {
+        List<Long> headers = new ArrayList<>();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment b = arena.allocate(BLOCK_SIZE, BlockDevice.BUFFER_ALIGNMENT);
+            for (long blk : byRole.getOrDefault(Role.LOG, new long[0])) {
+                device.read(blk, b);
+                if (LogRecordFormat.isRecordHeader(b)) {
+                    headers.add(blk);
+                }
+            }
+        }
+        return headers.stream().mapToLong(Long::longValue).toArray();
     }
 
     static BaseImage build(Kind kind) {

@@ -18,10 +18,14 @@ import dev.ferrite.btree.internal.BlockHeaderFormat;
  *   <li>{@code swap:B1:B2} two blocks exchanged;
  *   <li>{@code graft:B1:B2} block {@code B1} copied over {@code B2} with its header renamed to {@code B2}
  *       and its checksum recomputed: a valid-looking node in the wrong place (shared subtrees, cycles);
- *   <li>{@code trunc:N} the image cut to its first {@code N} blocks.
+ *   <li>{@code trunc:N} the image cut to its first {@code N} blocks;
+ *   <li>{@code logf:B:K:OP:HEX} field {@code K} (modulo their number: the header's, then every op's) of the
+ *       log record whose header is block {@code B} set to ({@code set}), increased by ({@code add}) or
+ *       xored with ({@code xor}) {@code HEX}, and the record sealed again, stamps and CRC32C valid, so that
+ *       recovery parses past the checksum; nothing changes if no intact record starts at {@code B}.
  * </ul>
- * Checksums are recomputed with the block header's format; blocks without one (the log, the anchor,
- * file data) keep their bytes as mutated.
+ * Checksums are recomputed with the block header's format; blocks without one (the anchor, file data)
+ * keep their bytes as mutated, and so do log blocks except through {@code logf}.
  */
 sealed interface Mutation {
     record Flip(long block, int offset, int bit, boolean restamp) implements Mutation {
@@ -66,6 +70,28 @@ sealed interface Mutation {
         }
     }
 
+    record LogField(long block, int field, String op, long value) implements Mutation {
+        public LogField {
+            if (!op.equals("set") && !op.equals("add") && !op.equals("xor")) {
+                throw new IllegalArgumentException("log field change '" + op + "': set, add or xor");
+            }
+        }
+
+        /** The field's new value given its old one. */
+        long change(long old) {
+            return switch (op) {
+                case "set" -> value;
+                case "add" -> old + value;
+                default -> old ^ value;
+            };
+        }
+
+        @Override
+        public String toString() {
+            return "logf:" + block + ":" + field + ":" + op + ":" + Long.toHexString(value);
+        }
+    }
+
     /** Parses one token as {@link #toString} writes it. */
     static Mutation parse(String token) {
         String[] f = token.split(":");
@@ -79,6 +105,8 @@ sealed interface Mutation {
                 case "swap" -> new Swap(Long.parseLong(f[1]), Long.parseLong(f[2]));
                 case "graft" -> new Graft(Long.parseLong(f[1]), Long.parseLong(f[2]));
                 case "trunc" -> new Truncate(Long.parseLong(f[1]));
+                case "logf" -> new LogField(Long.parseLong(f[1]), Integer.parseInt(f[2]), f[3].toLowerCase(Locale.ROOT),
+                        Long.parseUnsignedLong(f[4], 16));
                 default -> throw new IllegalArgumentException("unknown mutation '" + f[0] + "'");
             };
         } catch (ArrayIndexOutOfBoundsException | NumberFormatException e) {

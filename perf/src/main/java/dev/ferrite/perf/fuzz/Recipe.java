@@ -12,10 +12,12 @@ import dev.ferrite.btree.internal.BlockHeaderFormat;
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.MemoryDevice;
 import dev.ferrite.io.OverlayDevice;
+import dev.ferrite.journal.internal.LogRecordFormat;
 import dev.ferrite.perf.fuzz.BaseImage.Kind;
 import dev.ferrite.perf.fuzz.BaseImage.Role;
 import dev.ferrite.perf.fuzz.Mutation.Flip;
 import dev.ferrite.perf.fuzz.Mutation.Graft;
+import dev.ferrite.perf.fuzz.Mutation.LogField;
 import dev.ferrite.perf.fuzz.Mutation.SetField;
 import dev.ferrite.perf.fuzz.Mutation.Swap;
 import dev.ferrite.perf.fuzz.Mutation.Truncate;
@@ -28,6 +30,8 @@ import dev.ferrite.perf.fuzz.Mutation.Zero;
  */
 record Recipe(Kind base, List<Mutation> mutations) {
     private static final int BS = BaseImage.BLOCK_SIZE;
+    /** More blocks than a log record spans (the header's stamp table bounds one of 4 KiB blocks at 124). */
+    private static final long MAX_RECORD_BLOCKS = 256;
 
     static Recipe parse(String line) {
         String[] t = line.trim().split("\\s+");
@@ -55,6 +59,9 @@ record Recipe(Kind base, List<Mutation> mutations) {
      */
     static Recipe generate(long seed, BaseImage clean, BaseImage dirty) {
         Random r = new Random(seed);
+        if (r.nextInt(100) < 12 && dirty.logRecords.length > 0) {
+            return new Recipe(dirty.kind, List.of(logField(r, dirty)));
+        }
         BaseImage img = r.nextInt(100) < 65 ? clean : dirty;
         List<Mutation> ms = new ArrayList<>();
         try (Arena arena = Arena.ofConfined()) {
@@ -114,6 +121,25 @@ record Recipe(Kind base, List<Mutation> mutations) {
             default -> r.nextLong();
         };
         return new SetField(block, offset, width, value & mask);
+    }
+
+    /**
+     * A field of one of the dirty image's log records (the records recovery replays) changed and the record
+     * sealed again: set to a hostile value, moved by one or a block's worth, or a bit flipped.
+     */
+    private static LogField logField(Random r, BaseImage dirty) {
+        long block = dirty.logRecords[r.nextInt(dirty.logRecords.length)];
+        int field = r.nextInt(1 << 16);
+        return switch (r.nextInt(8)) {
+            case 0 -> new LogField(block, field, "set", 0);
+            case 1 -> new LogField(block, field, "set", -1L);
+            case 2 -> new LogField(block, field, "add", 1);
+            case 3 -> new LogField(block, field, "add", -1L);
+            case 4 -> new LogField(block, field, "add", r.nextBoolean() ? BS : -BS);
+            case 5 -> new LogField(block, field, "xor", 1L << r.nextInt(64));
+            case 6 -> new LogField(block, field, "set", r.nextInt(BaseImage.BLOCKS));
+            default -> new LogField(block, field, "set", r.nextLong());
+        };
     }
 
     /** A block to mutate: metadata mostly (spread over its magics), else superblocks, log, anchor or data. */
@@ -226,6 +252,20 @@ record Recipe(Kind base, List<Mutation> mutations) {
                     BlockHeaderFormat.stamp(a, lsn);
                 }
                 dev.write(g.to(), a);
+            }
+            case LogField l when l.block() < length -> {
+                dev.read(l.block(), a);
+                long blocks = LogRecordFormat.isRecordHeader(a) ? LogRecordFormat.recordBlocks(a) : 0;
+                if (blocks < 2 || blocks > MAX_RECORD_BLOCKS || l.block() + blocks > length) {
+                    return; // no record there in this build (their places vary), or one cut off
+                }
+                try (Arena arena = Arena.ofConfined()) {
+                    MemorySegment rec = arena.allocate(blocks * BS, BlockDevice.BUFFER_ALIGNMENT);
+                    dev.read(l.block(), rec);
+                    if (LogRecordFormat.rewriteField(rec, BS, l.field(), l::change)) {
+                        dev.write(l.block(), rec);
+                    }
+                }
             }
             default -> { } // a truncation (done), or a block cut off by one
         }
