@@ -6,6 +6,7 @@ import java.util.zip.CRC32C;
 
 import dev.ferrite.btree.internal.BTree;
 import dev.ferrite.btree.internal.BufferCache;
+import dev.ferrite.btree.internal.Cursor;
 import dev.ferrite.btree.internal.Txn;
 import dev.ferrite.io.CorruptionException;
 
@@ -22,14 +23,15 @@ import dev.ferrite.io.CorruptionException;
  * appended at the tree's right edge. An id a mount finds no more may be taken again: no reader or
  * snapshot outlives a mount.
  *
- * <p>Each chunk's change is a transaction of its own, reserved before the tree's inode lock is taken
- * (the innermost lock: under a table's lock and the group lock), so a value of any medium size fits the
- * log however small one transaction's reservation is. Reads are lock-free: a read that finds a chunk
- * missing or of the wrong length says so, and the caller looks the key up again ({@link Tables#copy}).
+ * <p>A value's chunks change in a few transactions, each reserved before the tree's inode lock is taken
+ * (the innermost lock: under a table's lock and the group lock) and taking chunks in key order while its
+ * reservation (at most {@link Tables#GROUP_TXN_ITEMS} items, what a group's budget is sized for) and the
+ * tree's block reserve cover one more worst-case change, so a value of any medium size fits the log. Reads
+ * are lock-free, one cursor over the value's chunk keys: a read that finds a chunk missing or of the wrong
+ * length says so, and the caller looks the key up again ({@link Tables#copy}).
  */
 final class TableOverflow {
-    private static final ThreadLocal<MemorySegment> KEYS = ThreadLocal.withInitial(() -> MemorySegment.ofArray(new byte[TableValueFormat.CHUNK_KEY]));
-    private static final ThreadLocal<MemorySegment> CHUNKS = ThreadLocal.withInitial(() -> MemorySegment.ofArray(new byte[TableValueFormat.CHUNK]));
+    private static final ThreadLocal<Reader> READERS = ThreadLocal.withInitial(Reader::new);
 
     private final Volume volume;
     private final Namespace namespace;
@@ -105,53 +107,66 @@ final class TableOverflow {
     }
 
     /**
-     * Stores {@code value} as medium value {@code m}, a transaction per chunk: a new one, or one
-     * {@link #delete} took away, again (chunks still there are rewritten). A failure part way is undone by
-     * {@link #delete}.
+     * Stores {@code value} as medium value {@code m}: a new one, or one {@link #delete} took away, again
+     * (chunks still there are rewritten). A failure part way is undone by {@link #delete}.
      */
     void write(TableValueFormat.Medium m, MemorySegment value) {
         BTree t = tree(true);
         MemorySegment key = MemorySegment.ofArray(new byte[TableValueFormat.CHUNK_KEY]);
-        for (int c = 0, n = m.chunks(); c < n; c++) {
-            TableValueFormat.chunkKey(key, m.id(), c);
-            change(t, key, value.asSlice((long) c * TableValueFormat.CHUNK, m.chunkLength(c)));
+        for (int c = 0; c < m.chunks(); ) {
+            c = change(t, m, c, key, value);
         }
     }
 
-    /** Deletes value {@code m}'s chunks, a transaction each; those already gone are skipped (a release resumed after a crash). */
+    /** Deletes value {@code m}'s chunks; those already gone are skipped (a release resumed after a crash). */
     void delete(TableValueFormat.Medium m) {
         BTree t = tree(false);
         if (t == null) {
             return;
         }
         MemorySegment key = MemorySegment.ofArray(new byte[TableValueFormat.CHUNK_KEY]);
-        for (int c = 0, n = m.chunks(); c < n; c++) {
-            TableValueFormat.chunkKey(key, m.id(), c);
-            change(t, key, null);
+        for (int c = 0; c < m.chunks(); ) {
+            c = change(t, m, c, key, null);
         }
     }
 
-    /** Puts ({@code value}) or deletes (null) one chunk in a transaction of its own, the tree's block reserve made ready first. */
-    private void change(BTree t, MemorySegment key, MemorySegment value) {
+    /**
+     * Puts (from {@code value}) or deletes (null) value {@code m}'s chunks from chunk {@code from} on, in
+     * key order, in one transaction, the tree's block reserve made ready first: as many as it can take
+     * (one at least). Returns the chunk it stopped before.
+     */
+    private int change(BTree t, TableValueFormat.Medium m, int from, MemorySegment key, MemorySegment value) {
         Inode o = handle.inode;
         int step = value == null ? DirContents.REMOVAL : 0;
+        int area = records.rec(o.ino) + InodeFormat.INLINE;
         for (;;) {
+            // read before the transaction holds any node: one change's worst case, every level splitting or
+            // merging (the tree may grow a level meanwhile: a reservation counts one more), and a new root
+            int each = t.reservation();
+            int blocks = t.height() + 2;
+            int items = (int) Math.min(Tables.GROUP_TXN_ITEMS, 2 + (long) (m.chunks() - from) * each);
             dirs.prepare(o, step);
-            try (Txn txn = Txn.begin(cache, 2 + t.reservation())) {
+            try (Txn txn = Txn.begin(cache, items)) {
                 o.lock.lock();
                 try {
                     if (dirs.step(o, step) == DirContents.READY) { // read before the record is locked, stable under the inode's lock
-                        records.lockRecord(txn, o.ino);
-                        boolean changed = true;
-                        if (value != null) {
-                            t.put(txn, key, value);
-                        } else {
-                            changed = t.delete(txn, key);
-                        }
+                        MemorySegment record = records.lockRecord(txn, o.ino).data();
+                        boolean changed = false;
+                        int c = from;
+                        do {
+                            TableValueFormat.chunkKey(key, m.id(), c);
+                            if (value != null) {
+                                t.put(txn, key, value.asSlice((long) c * TableValueFormat.CHUNK, m.chunkLength(c)));
+                                changed = true;
+                            } else {
+                                changed |= t.delete(txn, key);
+                            }
+                            c++;
+                        } while (c < m.chunks() && txn.held() + each <= items && reserveCovers(record, area, value != null, blocks));
                         if (changed) {
                             o.lastSeq = txn.commit();
                         }
-                        return;
+                        return c;
                     }
                 } finally {
                     o.lock.unlock();
@@ -161,10 +176,27 @@ final class TableOverflow {
     }
 
     /**
+     * True if the tree's block reserve, in {@code record} (held), covers one more change of up to
+     * {@code blocks} splits (a put) or merges (a delete): the step made it ready for the first change only.
+     */
+    private boolean reserveCovers(MemorySegment record, int area, boolean put, int blocks) {
+        return put ? DirAllocator.usable(cache, record, area, blocks) >= blocks
+                : DirEntryFormat.reserveCount(record, area) + blocks <= DirEntryFormat.RESERVE_CAPACITY;
+    }
+
+    /** A thread's cursor over the chunks of the value it reads, and the bounds it reopens it with. */
+    private static final class Reader {
+        final byte[] from = new byte[TableValueFormat.CHUNK_KEY], to = new byte[TableValueFormat.CHUNK_KEY];
+        final MemorySegment fromKey = MemorySegment.ofArray(from), toKey = MemorySegment.ofArray(to);
+        Cursor cursor;
+    }
+
+    /**
      * Copies bytes {@code [offset, offset + out.byteSize())} of value {@code m} (as many as there are) into
-     * {@code out}, reading only the chunks they lie in; checks the CRC when the whole value is read.
-     * Lock-free. False if a chunk is missing or not its length, or the CRC does not match: the value was
-     * deleted meanwhile (or is damaged; the caller tells which).
+     * {@code out}, reading only the chunks they lie in, with one cursor over their keys; checks the CRC when
+     * the whole value is read. Lock-free (the caller's transaction, if any, holds no node of this tree).
+     * False if a chunk is missing or not its length, or the CRC does not match: the value was deleted
+     * meanwhile (or is damaged; the caller tells which).
      */
     boolean read(TableValueFormat.Medium m, long offset, MemorySegment out) {
         BTree t = tree(false);
@@ -172,20 +204,30 @@ final class TableOverflow {
             return false;
         }
         long want = Math.max(0, Math.min(out.byteSize(), m.length() - offset));
-        MemorySegment key = KEYS.get(), chunk = CHUNKS.get();
-        for (long done = 0; done < want; ) {
-            long at = offset + done;
-            int c = (int) (at / TableValueFormat.CHUNK), in = (int) (at % TableValueFormat.CHUNK);
-            int n = (int) Math.min(m.chunkLength(c) - in, want - done);
-            TableValueFormat.chunkKey(key, m.id(), c);
-            boolean whole = in == 0 && n == m.chunkLength(c);
-            if (t.get(key, whole ? out.asSlice(done, n) : chunk) != m.chunkLength(c)) {
+        if (want == 0) {
+            return true;
+        }
+        int first = (int) (offset / TableValueFormat.CHUNK);
+        Reader r = READERS.get();
+        TableValueFormat.chunkKey(r.fromKey, m.id(), first);
+        TableValueFormat.chunkKey(r.toKey, m.id(), (int) ((offset + want - 1) / TableValueFormat.CHUNK) + 1);
+        Cursor cur = r.cursor = r.cursor == null ? t.cursor(r.from, r.to, false) : t.cursor(r.cursor, r.from, r.to, false);
+        int in = (int) (offset - (long) first * TableValueFormat.CHUNK);
+        for (int c = first; ; c++) {
+            if (!cur.next() || TableValueFormat.chunkNumber(cur.keySegment()) != c) {
+                return false; // the bounds hold the value's id: a chunk number out of turn is one missing
+            }
+            MemorySegment v = cur.valueSegment();
+            if (v.byteSize() != m.chunkLength(c)) {
                 return false;
             }
-            if (!whole) {
-                MemorySegment.copy(chunk, in, out, done, n);
+            long done = (long) c * TableValueFormat.CHUNK + in - offset;
+            int n = (int) Math.min(v.byteSize() - in, want - done);
+            MemorySegment.copy(v, in, out, done, n);
+            in = 0;
+            if (done + n == want) {
+                break;
             }
-            done += n;
         }
         if (offset == 0 && want == m.length()) {
             CRC32C crc = new CRC32C();

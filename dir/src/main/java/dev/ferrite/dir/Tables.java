@@ -43,6 +43,8 @@ public final class Tables {
     private static final System.Logger LOG = System.getLogger(Tables.class.getName());
     /** Keys a {@link Table#deleteRange} deletes per transaction. */
     static final int RANGE_BATCH = 1000;
+    /** A {@link Table#deleteRange} transaction's medium values take at most this share of the log: a sixteenth. */
+    private static final int RANGE_MEDIUM_SHARE = 16;
     /** The share of the log one transaction's changes may take ({@link WriteTransaction}). */
     private static final int LOG_SHARE = 4;
     /** Bytes a changed key is assumed to cost in the log beyond its key and value, for the size check before a commit. */
@@ -539,15 +541,26 @@ public final class Tables {
         return buf.asSlice(0, 1 + value.byteSize());
     }
 
-    /** {@link Table#deleteRange}: transactions of up to {@link #RANGE_BATCH} keys. */
+    /**
+     * {@link Table#deleteRange}: transactions of up to {@link #RANGE_BATCH} keys, ended early once their
+     * medium values reach {@link #RANGE_MEDIUM_SHARE} of the log: deleting a chunk logs about twice its
+     * bytes (a leaf merge now and then), and the undo holds the values, so the batch stays well inside a
+     * group's quarter of the log ({@link #requireRoom}).
+     */
     long deleteRange(Table t, byte[] from, byte[] to) {
         long n = 0;
+        long mediumLimit = volume.journal().logBytes() / RANGE_MEDIUM_SHARE;
         for (;;) {
             t.requireOpen();
             WriteTransaction.Writes w = new WriteTransaction.Writes(t);
             Cursor c = t.tree().cursor(from, to, false);
-            while (w.ops.size() < RANGE_BATCH && c.next()) {
+            long medium = 0;
+            while (w.ops.size() < RANGE_BATCH && medium < mediumLimit && c.next()) {
                 w.ops.put(c.key(), new WriteTransaction.Op(TableCommit.DELETE, null));
+                MemorySegment v = c.valueSegment();
+                if (TableValueFormat.kind(v, v.byteSize(), t.inode.ino) == TableValueFormat.MEDIUM) {
+                    medium += TableValueFormat.readMedium(v).length();
+                }
             }
             if (w.ops.isEmpty()) {
                 return n;
@@ -717,9 +730,10 @@ public final class Tables {
 
     /**
      * Items of the largest transaction inside a group: the refill of a tree's block reserve
-     * ({@code DirContents.addBlocks}, about 80) is the largest.
+     * ({@code DirContents.addBlocks}, about 80), and a transaction of a medium value's chunks
+     * ({@link TableOverflow}), which reserves at most this many.
      */
-    private static final int GROUP_TXN_ITEMS = 96;
+    static final int GROUP_TXN_ITEMS = 96;
 
     private static TableException logFull(RuntimeException cause) {
         TableException e = new TableException(TableException.Kind.LOG_FULL, "the log was full while the transaction "

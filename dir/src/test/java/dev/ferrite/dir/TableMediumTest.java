@@ -13,6 +13,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 
+import dev.ferrite.btree.CacheStats;
 import dev.ferrite.btree.internal.BTree;
 import dev.ferrite.btree.internal.Cursor;
 import dev.ferrite.btree.internal.Txn;
@@ -37,7 +38,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * overwritten in every direction between inline, medium and blob with their chunks deleted at once
  * (snapshots keep the old bytes in memory); undone with a transaction that fails part way; read right by
  * readers racing an overwriting writer; freed with a dropped table, also across crashes; and checked
- * (a leaked or a missing chunk is a problem naming it).
+ * (a leaked or a missing chunk is a problem naming it). Read with one cursor over a value's chunks,
+ * written and deleted in a few transactions, deleted by ranges in transactions split by their bytes, and
+ * deleted all or nothing with a transaction's other changes across crashes.
  */
 @ExtendWith(TestSeed.class)
 class TableMediumTest {
@@ -485,6 +488,173 @@ class TableMediumTest {
             byte[] other = new byte[10]; // the chunks around the lost one still read
             assertEquals(3000, t.read(MemorySegment.ofArray(b("a")), 2000, MemorySegment.ofArray(other)));
             assertEquals(2500, t.get(b("b")).length);
+        }
+    }
+
+    /** Block lookups of the volume's cache (hits and misses) so far. */
+    private static long lookups(Volume v) {
+        CacheStats s = v.cacheStats();
+        return s.hits() + s.misses();
+    }
+
+    /**
+     * A medium value is read with one cursor over its chunk keys, a cache lookup per leaf of chunks, not a
+     * lookup (a descent) per chunk: in a get, a streamed read and a scan.
+     */
+    @Test
+    void aValueIsReadByOneCursorOverItsChunks() {
+        Random rnd = new Random(SEED);
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            byte[][] values = new byte[6][];
+            for (int i = 0; i < values.length; i++) {
+                values[i] = random(rnd, Table.MAX_MEDIUM);
+                t.put(b("k" + i), values[i]);
+            }
+            long chunks = chunksOf(Table.MAX_MEDIUM);
+            for (int i = 0; i < values.length; i++) {
+                long before = lookups(v);
+                assertArrayEquals(values[i], t.get(b("k" + i)));
+                long used = lookups(v) - before;
+                assertTrue(used <= chunks / 2, "a get of " + chunks + " chunks looked up " + used + " blocks");
+                byte[] part = new byte[20_000];
+                before = lookups(v);
+                assertEquals(Table.MAX_MEDIUM, t.read(MemorySegment.ofArray(b("k" + i)), 30_000, MemorySegment.ofArray(part)));
+                used = lookups(v) - before;
+                assertArrayEquals(Arrays.copyOfRange(values[i], 30_000, 50_000), part);
+                assertTrue(used <= chunks / 6, "a read of 21 chunks looked up " + used + " blocks");
+            }
+            long before = lookups(v);
+            TableCursor c = t.cursor();
+            for (int i = 0; i < values.length; i++) {
+                assertTrue(c.next());
+                assertArrayEquals(values[i], c.value());
+            }
+            assertFalse(c.next());
+            long used = lookups(v) - before;
+            assertTrue(used <= values.length * chunks / 2, "a scan of " + values.length * chunks + " chunks looked up " + used + " blocks");
+        }
+    }
+
+    /** A 64 KiB value's 69 chunks go in, and out again, in a few journal transactions, not one each. */
+    @Test
+    void aValuesChunksChangeInAFewTransactions() {
+        Random rnd = new Random(SEED);
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            for (int i = 0; i < 20; i++) { // a tree of a few levels
+                t.put(b("w" + i), random(rnd, Table.MAX_MEDIUM));
+            }
+            byte[] value = random(rnd, Table.MAX_MEDIUM);
+            long before = v.journal().stats().commits();
+            t.put(b("k"), value);
+            long puts = v.journal().stats().commits() - before;
+            assertTrue(puts <= 12, "a put of " + chunksOf(value.length) + " chunks made " + puts + " transactions");
+            assertArrayEquals(value, t.get(b("k")));
+            before = v.journal().stats().commits();
+            assertTrue(t.delete(b("k")));
+            long deletes = v.journal().stats().commits() - before;
+            assertTrue(deletes <= 12, "a delete of " + chunksOf(value.length) + " chunks made " + deletes + " transactions");
+            assertNull(t.get(b("k")));
+            assertEquals(20 * chunksOf(Table.MAX_MEDIUM), chunks(v));
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /**
+     * A deleteRange over more medium values than one of its transactions takes (here a 4 MiB log: 256 KiB
+     * of values each, which the undo holds in memory) deletes them all, in several transactions, with
+     * every chunk.
+     */
+    @Test
+    void aDeleteRangeOfManyMediumValuesSplitsItsTransactionsByTheirBytes() {
+        Random rnd = new Random(SEED);
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            t.withDurability(Durability.NONE);
+            byte[] value = random(rnd, Table.MAX_MEDIUM);
+            for (int i = 0; i < 24; i++) {
+                t.put(b(String.format("k%02d", i)), value);
+            }
+            t.put(b("z"), b("inline"));
+            assertEquals(25, t.deleteRange(null, null));
+            assertEquals(0, chunks(v));
+            assertNull(t.get(b("k00")));
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /**
+     * A transaction deleting a 64 KiB value (its chunks, in a few transactions of the group) and putting
+     * other keys, a medium one among them, crashed at sampled points around its commit: every recovered
+     * volume checks clean and holds either the state before it or after it, whole, with exactly the chunks
+     * its values name; after the flush that made its SYNC commit durable, the state after it.
+     */
+    @Test
+    void aDeleteOfA64KiBValueWithOtherPutsIsAllOrNothingAcrossCrashes() {
+        Random rnd = new Random(SEED);
+        byte[] big = random(rnd, Table.MAX_MEDIUM), mid = random(rnd, 5000);
+        byte[][] small = new byte[20][];
+        int firstFlush, durableAt;
+        try (RecordingDevice rec = RecordingDevice.wrap(VolumeFixtures.formatted())) {
+            try (Volume v = Volume.open(rec, VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+                t.put(b("big"), big);
+                firstFlush = rec.flushCount();
+                WriteTransaction tx = v.begin(Durability.SYNC);
+                tx.delete(t, b("big"));
+                tx.put(t, b("mid"), mid);
+                for (int i = 0; i < small.length; i++) {
+                    small[i] = random(rnd, 100);
+                    tx.put(t, b("s" + i), small[i]);
+                }
+                durableAt = SyncPoint.of(rec, v, tx::commit);
+            }
+            int flushes = rec.flushCount();
+            for (int k = firstFlush - 1; k < flushes; k++) {
+                for (int sample = 0; sample < 3; sample++) {
+                    List<RecordingDevice.Event> next = k + 1 <= flushes ? rec.epochWrites(k + 1) : List.of();
+                    RecordingDevice.CrashState state;
+                    if (sample < 2 || next.isEmpty()) {
+                        List<Integer> picked = new ArrayList<>();
+                        for (RecordingDevice.Event e : next) {
+                            if (rnd.nextInt(3) == 0) {
+                                picked.add(e.index());
+                            }
+                        }
+                        Collections.shuffle(picked, rnd);
+                        state = rec.crashAfterFlush(k, picked.stream().mapToInt(Integer::intValue).toArray());
+                    } else {
+                        RecordingDevice.Event torn = next.get(rnd.nextInt(next.size()));
+                        java.util.BitSet sectors = new java.util.BitSet();
+                        for (int i = 0; i < torn.sectorCount(); i++) {
+                            if (rnd.nextBoolean()) {
+                                sectors.set(i);
+                            }
+                        }
+                        state = rec.crashTornAt(torn.index(), sectors);
+                    }
+                    try (MemoryDevice crashed = rec.materialize(state); Volume v = Volume.open(crashed, VolumeFixtures.OPTIONS);
+                         Table t = v.tables().open("t")) {
+                        String where = "seed " + SEED + ", crash " + state;
+                        CheckReport report = v.namespace().check();
+                        assertTrue(report.clean(), where + ": " + report);
+                        byte[] gotBig = t.get(b("big"));
+                        boolean after = gotBig == null;
+                        assertTrue(after || k < durableAt, where + ": the commit was durable at flush " + durableAt);
+                        if (after) {
+                            assertArrayEquals(mid, t.get(b("mid")), where);
+                            for (int i = 0; i < small.length; i++) {
+                                assertArrayEquals(small[i], t.get(b("s" + i)), where);
+                            }
+                            assertEquals(chunksOf(mid.length), chunks(v), where + ": chunks after the commit");
+                        } else {
+                            assertArrayEquals(big, gotBig, where);
+                            assertNull(t.get(b("mid")), where);
+                            for (int i = 0; i < small.length; i++) {
+                                assertNull(t.get(b("s" + i)), where);
+                            }
+                            assertEquals(chunksOf(big.length), chunks(v), where + ": chunks before the commit");
+                        }
+                    }
+                }
+            }
         }
     }
 }

@@ -140,11 +140,13 @@ final class Restructure {
                 // separator its child may push up (bounded by the child's longest key).
                 int top;
                 Seen right;
-                boolean replace;
+                boolean replace, append;
                 try {
                     MemorySegment leafData = p.leaf().data();
                     int i = search(leafData, key);
                     replace = i >= 0;
+                    // the tree's last leaf (no right sibling) taking a key above all of its own: an append
+                    append = !replace && -i - 1 == count(leafData) && BTreeNodeFormat.right(leafData) == 0;
                     int room = freeTotal(leafData) + (replace ? cellSize(leafData, i) : 0);
                     if (room >= leafCellSize(kl, vl) || replace && mode == Mode.IF_ABSENT) {
                         if (!p.leaf().validate(p.leafVersion())) {
@@ -198,7 +200,7 @@ final class Restructure {
                 for (int k = 0; k < newNodes; k++) {
                     blocks[k] = allocator.allocate(txn);
                 }
-                int used = split(txn, p, right == null ? null : right.buffer(), key, value, replace, blocks, frames);
+                int used = split(txn, p, right == null ? null : right.buffer(), key, value, replace, append, blocks, frames);
                 // The plan bounds separators by the longest key; shorter ones may stop the split lower.
                 for (int k = used; k < newNodes; k++) {
                     allocator.free(txn, blocks[k]);
@@ -228,22 +230,35 @@ final class Restructure {
      * With the planned nodes of the path locked (the header too if the root may split) and the right
      * neighbour locked: inserts into the leaf, splitting it and each full ancestor, bottom up, until an
      * ancestor takes the separator. Returns how many of the new blocks (and frames) it used.
+     *
+     * <p>An {@code append} (the key goes past the end of the tree's last leaf) splits at the right edge,
+     * as SQLite's and PostgreSQL's rightmost splits do: the full nodes keep their entries and the new ones
+     * start nearly empty, so keys inserted in ascending order (rising ids, timestamps, a medium value's
+     * chunks) leave nodes full behind them rather than half full. Only the tree's rightmost path splits
+     * so, which random inserts reach no more often than any other, so they keep the even splits.
      */
     private int split(Txn txn, Path p, Buffer right, MemorySegment key, MemorySegment value,
-                      boolean replace, long[] blocks, int[] frames) {
+                      boolean replace, boolean append, long[] blocks, int[] frames) {
         int leafD = p.depth;
         int used = 0;
         MemorySegment scratch = scratch(blockSize);
         // leaf
         Buffer leaf = p.node[leafD];
-        Buffer newLeaf = cache.create(txn, blocks[used], BTreeNodeFormat.MAGIC, id, frames[used]);
-        used++;
-        MemorySegment sep = splitLeaf(leaf, newLeaf, right, key, value, replace, scratch);
-        txn.log(leaf, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
-        txn.log(newLeaf, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
-        if (right != null) {
-            txn.log(right, BTreeNodeFormat.LEFT, 8);
+        Buffer newLeaf;
+        MemorySegment sep;
+        if (append) {
+            newLeaf = cache.createEmpty(txn, blocks[used], BTreeNodeFormat.MAGIC, id, frames[used]);
+            sep = appendLeaf(txn, leaf, newLeaf, key, value);
+        } else {
+            newLeaf = cache.create(txn, blocks[used], BTreeNodeFormat.MAGIC, id, frames[used]);
+            sep = splitLeaf(leaf, newLeaf, right, key, value, replace, scratch);
+            txn.log(leaf, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
+            txn.log(newLeaf, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
+            if (right != null) {
+                txn.log(right, BTreeNodeFormat.LEFT, 8);
+            }
         }
+        used++;
         long newChild = newLeaf.block();
         // ancestors, bottom up
         for (int d = leafD - 1; d >= 1; d--) {
@@ -262,7 +277,7 @@ final class Restructure {
             Buffer sibling = cache.create(txn, blocks[used], BTreeNodeFormat.MAGIC, id, frames[used]);
             used++;
             sibling.priority = INTERIOR_PRIORITY;
-            sep = splitInterior(parent, sibling, pos, sep, newChild, scratch);
+            sep = splitInterior(parent, sibling, pos, sep, newChild, append, scratch);
             txn.log(parent, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
             txn.log(sibling, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
             newChild = sibling.block();
@@ -335,12 +350,37 @@ final class Restructure {
         if (right != null) {
             BTreeNodeFormat.setLeft(right.data(), fresh.block());
         }
-        MemorySegment lastLeft = BTreeNodeFormat.key(l, m - 1);
-        MemorySegment firstRight = BTreeNodeFormat.key(r, 0);
+        return separator(BTreeNodeFormat.key(l, m - 1), BTreeNodeFormat.key(r, 0));
+    }
+
+    /** The shortest key above {@code lastLeft} and at most {@code firstRight}, copied out of the nodes. */
+    private static MemorySegment separator(MemorySegment lastLeft, MemorySegment firstRight) {
         int sepLen = Keys.shortestSeparatorLength(lastLeft, firstRight);
         byte[] sep = new byte[sepLen];
         MemorySegment.copy(firstRight, 0, MemorySegment.ofArray(sep), 0, sepLen);
         return MemorySegment.ofArray(sep);
+    }
+
+    /**
+     * Splits the tree's last leaf, full, for a key above all of its own: the leaf keeps every cell and
+     * changes only its right link, the new cell goes alone into {@code fresh} (made by
+     * {@link BufferCache#createEmpty}: logged as rebuilt from zeros, so only its header fields, slot and
+     * cell reach the log). Returns the separator.
+     */
+    private MemorySegment appendLeaf(Txn txn, Buffer leafBuf, Buffer fresh, MemorySegment key, MemorySegment value) {
+        MemorySegment l = leafBuf.data();
+        MemorySegment r = fresh.data();
+        int kl = (int) key.byteSize();
+        BTreeNodeFormat.init(r, 0, blockSize);
+        BTreeNodeFormat.presetPrefix(r, key, 0, kl, key, 0, kl);
+        BTreeNodeFormat.appendLeaf(r, key, value);
+        BTreeNodeFormat.setLeft(r, leafBuf.block());
+        BTreeNodeFormat.setRight(l, fresh.block());
+        txn.log(leafBuf, BTreeNodeFormat.RIGHT, 8);
+        txn.log(fresh, BTreeNodeFormat.LEVEL, BTreeNodeFormat.slotsEnd(r) - BTreeNodeFormat.LEVEL);
+        int cells = BTreeNodeFormat.cellStart(r);
+        txn.log(fresh, cells, blockSize - cells);
+        return separator(BTreeNodeFormat.key(l, count(l) - 1), key);
     }
 
     /** Presets the prefix of a half being rebuilt from entries {@code first..last}: cells of {@code from}, or the new key (-1). */
@@ -353,10 +393,11 @@ final class Restructure {
     /**
      * Splits a full interior node into itself and {@code fresh}, with the new separator ({@code sep},
      * {@code child}) at {@code pos}; the middle separator moves up (returned), its child becoming the new
-     * node's leftmost.
+     * node's leftmost. In an {@code append} (the node is on the tree's rightmost path and {@code sep} goes
+     * last) the node keeps all but its last separator, which moves up, and {@code fresh} takes {@code sep}.
      */
     private MemorySegment splitInterior(Buffer nodeBuf, Buffer fresh, int pos, MemorySegment sep, long child,
-                                        MemorySegment scratch) {
+                                        boolean append, MemorySegment scratch) {
         MemorySegment x = nodeBuf.data();
         MemorySegment y = fresh.data();
         MemorySegment.copy(x, 0, scratch, 0, blockSize);
@@ -374,7 +415,7 @@ final class Restructure {
                 s++;
             }
         }
-        int m = splitPoint(size, entries, true);
+        int m = append && pos == n && entries >= 3 ? entries - 2 : splitPoint(size, entries, true);
         int level = BTreeNodeFormat.level(scratch);
         long leftmost = BTreeNodeFormat.leftmost(scratch);
         BTreeNodeFormat.init(x, level, blockSize);

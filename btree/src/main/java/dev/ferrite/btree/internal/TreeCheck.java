@@ -18,9 +18,11 @@ import java.util.Set;
  * @param leaves   leaves reached
  * @param keys     keys in the leaves
  * @param height   levels found
+ * @param leafFill the share of the leaves' room (block less node header) their cells and slots take, over
+ *                 all leaves: about 0.5 to 0.7 for a tree filled by random inserts, near 1 for appends
  * @param problems what is wrong, in the order found; empty for a sound tree
  */
-public record TreeCheck(long nodes, long leaves, long keys, int height, List<Problem> problems) {
+public record TreeCheck(long nodes, long leaves, long keys, int height, double leafFill, List<Problem> problems) {
     /**
      * One thing wrong with the tree.
      *
@@ -41,7 +43,8 @@ public record TreeCheck(long nodes, long leaves, long keys, int height, List<Pro
     @Override
     public String toString() {
         StringBuilder s = new StringBuilder("tree check: ").append(nodes).append(" nodes, ").append(leaves)
-                .append(" leaves, ").append(keys).append(" keys, height ").append(height);
+                .append(" leaves, ").append(keys).append(" keys, height ").append(height)
+                .append(", leaves ").append(Math.round(leafFill * 100)).append("% full");
         if (problems.isEmpty()) {
             return s.append(", no problems").toString();
         }
@@ -58,7 +61,7 @@ public record TreeCheck(long nodes, long leaves, long keys, int height, List<Pro
         try {
             h = tree.header();
         } catch (RuntimeException e) {
-            return new TreeCheck(0, 0, 0, 0, List.of(new Problem(tree.headerBlock(), "header: " + e.getMessage())));
+            return new TreeCheck(0, 0, 0, 0, 0, List.of(new Problem(tree.headerBlock(), "header: " + e.getMessage())));
         }
         MemorySegment hd = h.data();
         long root = BTreeHeaderFormat.root(hd);
@@ -70,7 +73,8 @@ public record TreeCheck(long nodes, long leaves, long keys, int height, List<Pro
             w.visit(root, height - 1, null, null);
             w.checkChain();
         }
-        return new TreeCheck(w.nodes, w.leaves, w.keys, height, List.copyOf(w.problems));
+        double fill = w.leaves == 0 ? 0 : (double) w.leafBytes / (w.leaves * (w.blockSize - BTreeNodeFormat.SLOTS));
+        return new TreeCheck(w.nodes, w.leaves, w.keys, height, fill, List.copyOf(w.problems));
     }
 
     private static final class Walk {
@@ -81,6 +85,8 @@ public record TreeCheck(long nodes, long leaves, long keys, int height, List<Pro
         final Set<Long> seen = new HashSet<>();
         final List<long[]> chain = new ArrayList<>(); // {block, left, right} of each leaf, in key order
         long nodes, leaves, keys;
+        /** Bytes the leaves' live cells and their slots take. */
+        long leafBytes;
 
         Walk(BTree tree, int blockSize, BitmapAllocator allocator) {
             this.tree = tree;
@@ -164,6 +170,7 @@ public record TreeCheck(long nodes, long leaves, long keys, int height, List<Pro
             if (level == 0) {
                 leaves++;
                 keys += count;
+                leafBytes += live + (long) BTreeNodeFormat.SLOT * count;
                 chain.add(new long[] {block, BTreeNodeFormat.left(n), BTreeNodeFormat.right(n)});
                 return;
             }

@@ -66,6 +66,15 @@ public final class Txn implements AutoCloseable {
         return tx;
     }
 
+    /**
+     * Buffers this transaction holds, changed or not: at least the items it has logged. A caller running
+     * several operations in one transaction starts another only while this plus one operation's
+     * {@link BTree#reservation()} stays within what it reserved.
+     */
+    public int held() {
+        return count;
+    }
+
     /** True if this transaction holds {@code b} locked. */
     public boolean holds(Buffer b) {
         return b.holder == this;

@@ -22,7 +22,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Crash consistency of the tree: a scripted single-threaded workload (inserts that split up to a root
- * of height three, overwrites, deletes that merge back down) runs on a {@link RecordingDevice} with a
+ * of height three, a third of them above every key so that the tree's right edge splits as appends do,
+ * overwrites, deletes that merge back down) runs on a {@link RecordingDevice} with a
  * small cache (so blocks go home mid-run) and a small log (so it wraps), forcing the journal at scripted
  * points. Then sampled crash states (prefixes of the recording, torn writes, subsets and reorderings of
  * the writes after a flush) are materialized and recovered, and each must:
@@ -163,14 +164,14 @@ class BTreeCrashTest {
     private static List<Op> script(Random rnd, int n) {
         List<Op> ops = new ArrayList<>(n);
         List<byte[]> live = new ArrayList<>();
-        int inserts = n * 45 / 100, mixed = n / 4;
+        int inserts = n * 45 / 100, mixed = n / 4, appended = 0;
         for (int i = 0; i < n; i++) {
             int dice = rnd.nextInt(4);
             boolean insert = i < inserts || i < inserts + mixed && dice == 0 || live.isEmpty();
             boolean overwrite = !insert && i < inserts + mixed && dice == 1;
             byte[] k;
             if (insert) {
-                k = key(rnd);
+                k = rnd.nextInt(3) == 0 ? appendKey(rnd, appended++) : key(rnd);
                 live.add(k);
             } else {
                 int at = rnd.nextInt(live.size());
@@ -190,6 +191,18 @@ class BTreeCrashTest {
         byte[] tail = new byte[k.length - KEY_PREFIX];
         rnd.nextBytes(tail);
         System.arraycopy(tail, 0, k, KEY_PREFIX, tail.length);
+        return k;
+    }
+
+    /** A key above every {@link #key} and every earlier one of these: the tail starts 0xFFFF, then the counter. */
+    private static byte[] appendKey(Random rnd, int counter) {
+        byte[] k = key(rnd);
+        k[KEY_PREFIX] = (byte) 0xFF;
+        k[KEY_PREFIX + 1] = (byte) 0xFF;
+        k[KEY_PREFIX + 2] = (byte) (counter >>> 24);
+        k[KEY_PREFIX + 3] = (byte) (counter >>> 16);
+        k[KEY_PREFIX + 4] = (byte) (counter >>> 8);
+        k[KEY_PREFIX + 5] = (byte) counter;
         return k;
     }
 
