@@ -77,6 +77,8 @@ final class Lane {
 
     static final class Dir implements Node {
         int permissions = 0755;
+        /** uid:gid, as a create through the Java API makes them until a setattr changes them. */
+        String owner = "0:0";
     }
 
     record File(FileObject object) implements Node {
@@ -91,12 +93,16 @@ final class Lane {
         /** The op that created it (0 for the setup's). */
         final int createdAt;
         int permissions = 0644;
+        String owner = "0:0";
         long size;
         int writes;
         /** {op, kind, offset, length, write number}; kinds below. */
         final List<long[]> events = new ArrayList<>();
         /** {op, size} each time the size changed, from the creation's {op, 0}. */
         final List<long[]> sizes = new ArrayList<>();
+        /** {op, mtime} each time a setattr set the modification time or another op made it unknown ({@link #UNKNOWN}). */
+        final List<long[]> mtimes = new ArrayList<>();
+        static final long UNKNOWN = Long.MIN_VALUE;
 
         static final int WRITE = 0, ZERO = 1, TRUNCATE = 2;
 
@@ -104,6 +110,51 @@ final class Lane {
             this.id = id;
             this.createdAt = op;
             sizes.add(new long[] {op, 0});
+            mtimes.add(new long[] {op, UNKNOWN});
+        }
+
+        /** Records the modification time op {@code op} left: a setattr's, or {@link #UNKNOWN} after a data change (the clock's). */
+        void setMtime(int op, long mtime) {
+            mtimes.add(new long[] {op, mtime});
+        }
+
+        /** The op that set the modification time in force after op {@code at}. */
+        long mtimeSetAt(int at) {
+            long op = -1;
+            for (long[] e : mtimes) {
+                if (e[0] > at) {
+                    break;
+                }
+                op = e[0];
+            }
+            return op;
+        }
+
+        /**
+         * The modification times the file had after op {@code from} and later ones; null if one of them
+         * came from the clock (any time may show then).
+         */
+        List<Long> mtimesFrom(int from) {
+            List<Long> out = new ArrayList<>();
+            out.add(mtimeAt(from));
+            for (long[] e : mtimes) {
+                if (e[0] > from) {
+                    out.add(e[1]);
+                }
+            }
+            return out.contains(UNKNOWN) ? null : out;
+        }
+
+        /** The modification time after op {@code at}, or {@link #UNKNOWN} if an op took it from the clock. */
+        long mtimeAt(int at) {
+            long m = UNKNOWN;
+            for (long[] e : mtimes) {
+                if (e[0] > at) {
+                    break;
+                }
+                m = e[1];
+            }
+            return m;
         }
 
         void setSize(int op, long s) {
@@ -172,9 +223,9 @@ final class Lane {
     /**
      * What op i's durability acknowledges once it returned: the lane's namespace up to op
      * {@code namespace}, table up to {@code table}, and file object {@code file}'s data up to
-     * {@code data} (every file's when {@code file} is -1).
+     * {@code data} and its attributes up to {@code attributes} (every file's when {@code file} is -1).
      */
-    record Ack(int op, int namespace, int table, int file, int data, long started) {
+    record Ack(int op, int namespace, int table, int file, int data, int attributes, long started) {
     }
 
     FileObject file(String path) {
@@ -220,7 +271,7 @@ final class Lane {
             case Op.Symlink s -> fresh(s.path());
             case Op.Unlink u -> nodes.get(u.path()) instanceof File || nodes.get(u.path()) instanceof Sym;
             case Op.Rmdir r -> isEmptyDir(r.path());
-            case Op.Chmod c -> nodes.get(c.path()) instanceof File || nodes.get(c.path()) instanceof Dir;
+            case Op.Setattr c -> nodes.get(c.path()) instanceof File || nodes.get(c.path()) instanceof Dir;
             case Op.Fsync f -> file(f.path()) != null;
             case Op.Fdatasync f -> file(f.path()) != null;
             case Op.Sync s -> true;
@@ -293,7 +344,7 @@ final class Lane {
             case Op.Symlink s -> ns.symlink(s.target(), at(s.path()));
             case Op.Unlink u -> ns.unlink(at(u.path()));
             case Op.Rmdir r -> ns.rmdir(at(r.path()));
-            case Op.Chmod c -> ns.setattr(at(c.path()), c.permissions(), -1, -1, -1, -1);
+            case Op.Setattr c -> ns.setattr(at(c.path()), c.permissions(), c.uid(), c.gid(), -1, c.mtimeNanos());
             case Op.Fsync f -> {
                 try (Handle h = ns.open(at(f.path()))) {
                     ns.fsync(h);
@@ -348,12 +399,12 @@ final class Lane {
 
     private Ack ackOf(Op op, int n, long started) {
         return switch (op) {
-            case Op.Sync s -> new Ack(n, n, n, -1, n, started);
-            case Op.Txn t -> new Ack(n, 0, n, 0, 0, started);
-            // fsync makes the file's creation durable (and every earlier change the log holds, which is not claimed);
-            // fdatasync its size and extents
-            case Op.Fsync f -> new Ack(n, file(f.path()).createdAt, 0, file(f.path()).id, n, started);
-            case Op.Fdatasync f -> new Ack(n, 0, 0, file(f.path()).id, n, started);
+            case Op.Sync s -> new Ack(n, n, n, -1, n, n, started);
+            case Op.Txn t -> new Ack(n, 0, n, 0, 0, 0, started);
+            // fsync makes the file's creation and attributes durable (and every earlier change the log holds,
+            // which is not claimed); fdatasync its size and extents, not its times
+            case Op.Fsync f -> new Ack(n, file(f.path()).createdAt, 0, file(f.path()).id, n, n, started);
+            case Op.Fdatasync f -> new Ack(n, 0, 0, file(f.path()).id, n, 0, started);
             default -> throw new IllegalArgumentException(op + " acknowledges nothing");
         };
     }
@@ -394,16 +445,19 @@ final class Lane {
                 FileObject f = file(w.path());
                 f.events.add(new long[] {n, FileObject.WRITE, w.offset(), w.length(), ++f.writes});
                 f.setSize(n, Math.max(f.size, w.offset() + w.length()));
+                f.setMtime(n, FileObject.UNKNOWN);
             }
             case Op.Append a -> {
                 FileObject f = file(a.path());
                 f.events.add(new long[] {n, FileObject.WRITE, f.size, a.length(), ++f.writes});
                 f.setSize(n, f.size + a.length());
+                f.setMtime(n, FileObject.UNKNOWN);
             }
             case Op.Truncate t -> {
                 FileObject f = file(t.path());
                 f.events.add(new long[] {n, FileObject.TRUNCATE, t.size(), 0, 0});
                 f.setSize(n, t.size());
+                f.setMtime(n, FileObject.UNKNOWN);
             }
             case Op.Fallocate fa -> {
                 FileObject f = file(fa.path());
@@ -413,6 +467,7 @@ final class Lane {
                 if ((fa.mode() & FALLOC_FL_KEEP_SIZE) == 0) {
                     f.setSize(n, Math.max(f.size, fa.offset() + fa.length()));
                 }
+                f.setMtime(n, FileObject.UNKNOWN);
             }
             case Op.Rename r -> {
                 nodes.remove(r.to());
@@ -429,11 +484,15 @@ final class Lane {
             case Op.Symlink s -> nodes.put(s.path(), new Sym(s.target()));
             case Op.Unlink u -> nodes.remove(u.path());
             case Op.Rmdir r -> nodes.remove(r.path());
-            case Op.Chmod c -> {
+            case Op.Setattr c -> {
                 if (nodes.get(c.path()) instanceof Dir d) {
                     d.permissions = c.permissions();
+                    d.owner = c.uid() + ":" + c.gid();
                 } else {
-                    file(c.path()).permissions = c.permissions();
+                    FileObject f = file(c.path());
+                    f.permissions = c.permissions();
+                    f.owner = c.uid() + ":" + c.gid();
+                    f.setMtime(n, c.mtimeNanos());
                 }
             }
             case Op.Fsync f -> { }
@@ -466,12 +525,12 @@ final class Lane {
         Map<String, FileObject> files = new HashMap<>();
         for (Map.Entry<String, Node> e : nodes.entrySet()) {
             shapes.put(e.getKey(), switch (e.getValue()) {
-                case Dir d -> new Entry('d', d.permissions, 0, null, null);
+                case Dir d -> new Entry('d', d.permissions, d.owner, 0, null, null);
                 case File f -> {
                     files.put(e.getKey(), f.object());
-                    yield new Entry('f', f.object().permissions, 0, null, f.object());
+                    yield new Entry('f', f.object().permissions, f.object().owner, 0, null, f.object());
                 }
-                case Sym s -> new Entry('l', 0, 0, s.target(), null);
+                case Sym s -> new Entry('l', 0, null, 0, s.target(), null);
             });
         }
         structures.add(describe(shapes));
@@ -494,11 +553,11 @@ final class Lane {
     // ------------------------------------------------------------------------- canonical forms
 
     /**
-     * One name's shape: type ('d', 'f', 'l'), permissions, a file's link count as the volume says it (0
+     * One name's shape: type ('d', 'f', 'l'), permissions and owner (uid:gid), a file's link count as the volume says it (0
      * in the model: the names counted), a symlink's target, and for a file what identifies it (equal for
      * names of one file): the model's object or the volume's inode number.
      */
-    record Entry(char type, int permissions, int links, String target, Object identity) {
+    record Entry(char type, int permissions, String owner, int links, String target, Object identity) {
     }
 
     /** The namespace as one string: a line per name, files with their link count and first name (hard links). */
@@ -517,8 +576,8 @@ final class Lane {
             Entry x = e.getValue();
             s.append(e.getKey()).append(' ').append(x.type());
             switch (x.type()) {
-                case 'd' -> s.append(' ').append(Integer.toOctalString(x.permissions()));
-                case 'f' -> s.append(' ').append(Integer.toOctalString(x.permissions()))
+                case 'd' -> s.append(' ').append(Integer.toOctalString(x.permissions())).append(' ').append(x.owner());
+                case 'f' -> s.append(' ').append(Integer.toOctalString(x.permissions())).append(' ').append(x.owner())
                         .append(" links ").append(x.links() > 0 ? x.links() : links.get(x.identity()))
                         .append(" =").append(first.get(x.identity()));
                 case 'l' -> s.append(" -> ").append(x.target());

@@ -93,11 +93,11 @@ sealed interface Op {
         }
     }
 
-    /** Sets the permission bits (setattr with every other field left). */
-    record Chmod(String path, int permissions) implements Op {
+    /** Sets the permission bits, the owner and the modification time (setattr; the access time left). */
+    record Setattr(String path, int permissions, int uid, int gid, long mtimeNanos) implements Op {
         @Override
         public String toString() {
-            return "chmod " + path + " " + Integer.toOctalString(permissions);
+            return "setattr " + path + " " + Integer.toOctalString(permissions) + " " + uid + ":" + gid + " mtime " + mtimeNanos;
         }
     }
 

@@ -90,7 +90,7 @@ final class Oracle {
         int[] from = r.durableFrom.get(lane.index);
         List<Lane.Ack> acks = lane.acks();
         int nsAck = 0, tableAck = 0, allData = 0;
-        Map<Integer, Integer> dataAck = new HashMap<>();
+        Map<Integer, Integer> dataAck = new HashMap<>(), attrAck = new HashMap<>();
         List<String> held = new ArrayList<>();
         for (int i = 0; i < acks.size(); i++) {
             if (from[i] <= prefix) {
@@ -102,6 +102,7 @@ final class Oracle {
                     allData = Math.max(allData, a.data());
                 } else if (a.file() > 0) {
                     dataAck.merge(a.file(), a.data(), Math::max);
+                    attrAck.merge(a.file(), a.attributes(), Math::max);
                 }
             }
         }
@@ -145,7 +146,7 @@ final class Oracle {
         }
         String firstFinding = null;
         for (int j : matches) {
-            String finding = checkFiles(ns, lane, lane.filesAfter(j), allData, dataAck);
+            String finding = checkFiles(ns, lane, j, lane.filesAfter(j), allData, dataAck, attrAck);
             if (finding == null) {
                 return null;
             }
@@ -156,7 +157,13 @@ final class Oracle {
         return firstFinding;
     }
 
-    private String checkFiles(Namespace ns, Lane lane, Map<String, Lane.FileObject> files, int allData, Map<Integer, Integer> dataAck) {
+    /**
+     * The files of the namespace as after op {@code at}: sizes and words as above, and a modification
+     * time the file had after op {@code at} or its attributes' last acknowledgement (an fsync of it),
+     * whichever is later, or after a later op; any time if one of those came from the clock (a write).
+     */
+    private String checkFiles(Namespace ns, Lane lane, int at, Map<String, Lane.FileObject> files, int allData,
+                              Map<Integer, Integer> dataAck, Map<Integer, Integer> attrAck) {
         Map<Lane.FileObject, Boolean> seen = new HashMap<>();
         for (Map.Entry<String, Lane.FileObject> e : new TreeMap<>(files).entrySet()) {
             Lane.FileObject f = e.getValue();
@@ -166,7 +173,14 @@ final class Oracle {
             int ack = Math.max(allData, dataAck.getOrDefault(f.id, 0));
             String path = lane.at(e.getKey());
             try (Handle h = ns.open(path)) {
-                long size = ns.stat(h).size();
+                InodeStat st = ns.stat(h);
+                int since = Math.max(at, attrAck.getOrDefault(f.id, 0));
+                List<Long> mtimes = f.mtimesFrom(since);
+                if (mtimes != null && !mtimes.contains(st.mtimeNanos())) {
+                    return path + ": modification time " + st.mtimeNanos() + " is none of " + mtimes + ", the times setattrs gave"
+                            + " it from op " + since + " on (the one in force then set by op " + f.mtimeSetAt(since) + ")";
+                }
+                long size = st.size();
                 List<Long> sizes = f.sizesAfter(ack);
                 if (!sizes.contains(size) && !writtenBackOnTheWay(size, sizes)) {
                     return path + ": size " + size + " is none of " + sizes + " (its data acknowledged at op " + ack + ")";
@@ -221,13 +235,14 @@ final class Oracle {
             String name = rel.isEmpty() ? d.name() : rel + "/" + d.name();
             InodeStat st = ns.lstat(path);
             int perm = st.mode() & 07777;
+            String owner = st.uid() + ":" + st.gid();
             if (st.isDirectory()) {
-                out.put(name, new Lane.Entry('d', perm, 0, null, null));
+                out.put(name, new Lane.Entry('d', perm, owner, 0, null, null));
                 walk(ns, path, name, out);
             } else if (st.isSymlink()) {
-                out.put(name, new Lane.Entry('l', 0, 0, ns.readlink(path), null));
+                out.put(name, new Lane.Entry('l', 0, null, 0, ns.readlink(path), null));
             } else {
-                out.put(name, new Lane.Entry(st.isRegularFile() ? 'f' : '?', perm, st.nlink(), null, st.ino()));
+                out.put(name, new Lane.Entry(st.isRegularFile() ? 'f' : '?', perm, owner, st.nlink(), null, st.ino()));
             }
         }
     }

@@ -31,6 +31,9 @@ record Workload(long id, List<List<Op>> lanes) {
             new Op.Txn(List.of(new Op.Change("k0", 100), new Op.Change("k1", 2000)), Durability.NONE));
 
     /** The ACE alphabet: each op valid right after the setup. */
+    /** The modification times setattrs give: 2026-01-01, plus nanoseconds, so that the nanoseconds count. */
+    static final long MTIME = 1_767_225_600_000_000_000L + 123_456_789L;
+
     static final List<Op> CORE = List.of(
             new Op.Create("A/new"),
             new Op.Mkdir("A/D"),
@@ -50,8 +53,8 @@ record Workload(long id, List<List<Op>> lanes) {
             new Op.Symlink("A/foo", "s"),
             new Op.Unlink("foo"),
             new Op.Rmdir("B"),
-            new Op.Chmod("foo", 0600),
-            new Op.Chmod("A", 0700),
+            new Op.Setattr("foo", 0600, 1001, 1002, MTIME),
+            new Op.Setattr("A", 0700, 1003, 1004, MTIME + 1),
             new Op.Txn(List.of(new Op.Change("k2", 300)), Durability.SYNC),
             new Op.Txn(List.of(new Op.Change("k0", -1), new Op.Change("k3", 3000), new Op.Change("k1", 50)), Durability.ASYNC));
 
@@ -131,7 +134,7 @@ record Workload(long id, List<List<Op>> lanes) {
             case Op.Fallocate f -> f.path();
             case Op.Rename r -> r.to();
             case Op.Link l -> l.path();
-            case Op.Chmod c -> c.path();
+            case Op.Setattr c -> c.path();
             default -> "";
         };
     }
@@ -193,7 +196,8 @@ record Workload(long id, List<List<Op>> lanes) {
             case 11 -> new Op.Symlink(some, any);
             case 12 -> new Op.Unlink(some);
             case 13 -> new Op.Rmdir(some);
-            case 14 -> new Op.Chmod(some, new int[] {0600, 0644, 0700, 0755}[rnd.nextInt(4)]);
+            case 14 -> new Op.Setattr(some, new int[] {0600, 0644, 0700, 0755}[rnd.nextInt(4)], 1000 + rnd.nextInt(3),
+                    1000 + rnd.nextInt(3), MTIME + rnd.nextInt(1_000_000) * 1_000_001L);
             case 15, 16 -> randomTxn(rnd, wide);
             case 17, 18 -> new Op.Fsync(some);
             case 19 -> new Op.Fdatasync(some);

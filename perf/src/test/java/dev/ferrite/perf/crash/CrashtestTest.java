@@ -78,7 +78,11 @@ class CrashtestTest {
 
     /** Judges the base image as if it were the whole recording: everything acknowledged is missing from it. */
     private static String judgeBaseAsEnd(long id) {
-        Recording r = Recording.record(Workload.of(id));
+        return judgeBaseAsEnd(Workload.of(id));
+    }
+
+    private static String judgeBaseAsEnd(Workload w) {
+        Recording r = Recording.record(w);
         Oracle oracle = new Oracle(r);
         try (CrashStates.Images images = new CrashStates.Images()) {
             images.start(r);
@@ -113,19 +117,55 @@ class CrashtestTest {
     void theOracleReportsASyncedRenameLost() {
         String finding = judgeBaseAsEnd(RENAME_SYNC);
         assertNotNull(finding, "the base image passed for the end of " + Workload.of(RENAME_SYNC));
-        assertTrue(finding.contains("A/baz f 644 links 1"), finding);
+        assertTrue(finding.contains("A/baz f 644 0:0 links 1"), finding);
+    }
+
+    /** A setattr that changes only the modification time leaves the namespace's shape: the time itself is checked. */
+    @Test
+    void theOracleReportsAnFsyncedModificationTimeLost() {
+        Workload touch = new Workload(Workload.EXHAUSTIVE, List.of(List.of(new Op.Setattr("foo", 0644, 0, 0, Workload.MTIME),
+                new Op.Fsync("foo"))));
+        String finding = judgeBaseAsEnd(touch);
+        assertNotNull(finding, "the base image passed for the end of " + touch);
+        assertTrue(finding.contains("/l0/foo: modification time ") && finding.contains("is none of [" + Workload.MTIME
+                + "], the times setattrs gave it from op 2 on (the one in force then set by op 1)"), finding);
+        Recording r = Recording.record(touch);
+        Oracle oracle = new Oracle(r);
+        try (CrashStates.Images images = new CrashStates.Images()) {
+            images.start(r);
+            CrashState end = new CrashState(r.events.size());
+            assertNull(oracle.judge(images.image(end), images.again, end), "the whole recording keeps the time");
+        } finally {
+            oracle.close();
+        }
+    }
+
+    /** A data write after the setattr takes the time from the clock: any time passes then. */
+    @Test
+    void aWriteAfterTheSetattrMakesTheTimeTheClocks() {
+        Workload w = new Workload(Workload.EXHAUSTIVE, List.of(List.of(new Op.Setattr("foo", 0644, 0, 0, Workload.MTIME),
+                new Op.Write("foo", 0, 4096), new Op.Fsync("foo"))));
+        Recording r = Recording.record(w);
+        Oracle oracle = new Oracle(r);
+        try (CrashStates.Images images = new CrashStates.Images()) {
+            images.start(r);
+            CrashState end = new CrashState(r.events.size());
+            assertNull(oracle.judge(images.image(end), images.again, end), "a write's time is the clock's");
+        } finally {
+            oracle.close();
+        }
     }
 
     /**
      * Lane 1 creates a file and returns while lane 0 is still busy with changes that leave its lane as it
-     * was (chmod to the mode it has); lane 0's sync, called later, covers lane 1's create: the base image
+     * was (a setattr of directory A to the mode and owner it has); lane 0's sync, called later, covers lane 1's create: the base image
      * judged as a state holding the sync loses it, and the recorded states holding the sync keep it.
      */
     @Test
     void aVolumeSyncAcknowledgesTheOtherLanesFinishedOps() {
         List<Op> busy = new ArrayList<>();
         for (int i = 0; i < 200; i++) {
-            busy.add(new Op.Chmod("foo", 0644));
+            busy.add(new Op.Setattr("A", 0755, 0, 0, Workload.MTIME)); // a directory's time is not checked
         }
         busy.add(new Op.Sync());
         Workload w = new Workload(Workload.EXHAUSTIVE, List.of(busy, List.of(new Op.Create("late"))));
