@@ -96,6 +96,10 @@ final class TableOverflow {
     void recover() {
         BTree t = tree(false);
         byte[] last = t == null ? null : t.lastKey();
+        if (last != null && last.length != TableValueFormat.CHUNK_KEY) {
+            throw new CorruptionException(t.headerBlock(), "table overflow tree", "its last key is " + last.length
+                    + " bytes long, not a chunk key's " + TableValueFormat.CHUNK_KEY);
+        }
         ids.set(last == null ? 0 : TableValueFormat.chunkId(MemorySegment.ofArray(last)));
     }
 
@@ -214,8 +218,9 @@ final class TableOverflow {
         Cursor cur = r.cursor = r.cursor == null ? t.cursor(r.from, r.to, false) : t.cursor(r.cursor, r.from, r.to, false);
         int in = (int) (offset - (long) first * TableValueFormat.CHUNK);
         for (int c = first; ; c++) {
-            if (!cur.next() || TableValueFormat.chunkNumber(cur.keySegment()) != c) {
-                return false; // the bounds hold the value's id: a chunk number out of turn is one missing
+            if (!cur.next() || cur.keySegment().byteSize() != TableValueFormat.CHUNK_KEY
+                    || TableValueFormat.chunkNumber(cur.keySegment()) != c) {
+                return false; // the bounds hold the value's id: a chunk number out of turn (or no chunk key) is one missing
             }
             MemorySegment v = cur.valueSegment();
             if (v.byteSize() != m.chunkLength(c)) {
