@@ -24,6 +24,8 @@ import static dev.ferrite.io.internal.OnDisk.U64;
  */
 final class AgTreeFormat {
     static final int BNO = 1, CNT = 2, INO = 3, FINO = 4, ORPHAN = 5;
+    /** Bytes of the records above: a one-number key, a by-length key, a length value, a free mask value. */
+    static final int KEY32 = 4, CNT_KEY = 8, LENGTH_VALUE = 4, MASK_VALUE = 8;
     static final long TREE_ID_BASE = 1L << 62;
 
     private static final ValueLayout.OfInt BE32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);

@@ -121,6 +121,9 @@ final class GroupCheck {
         long agf = ag.agf.block();
         Map<Long, Boolean> byStart = new HashMap<>();
         for (Cursor c = space.bno.cursor(null, false); c.next(); ) {
+            if (!sized(c, AgTreeFormat.KEY32, AgTreeFormat.LENGTH_VALUE, FREE_SPACE, "by-start free-space tree", space.bno)) {
+                continue;
+            }
             int s = AgTreeFormat.key32(MemorySegment.ofArray(c.key()));
             int len = AgTreeFormat.length(MemorySegment.ofArray(c.value()));
             mark(s, len, Use.FREE, where + " free extent");
@@ -128,6 +131,9 @@ final class GroupCheck {
             byStart.put(extent(s, len), Boolean.TRUE);
         }
         for (Cursor c = space.cnt.cursor(null, false); c.next(); ) {
+            if (!sized(c, AgTreeFormat.CNT_KEY, 0, FREE_SPACE, "by-length free-space tree", space.cnt)) {
+                continue;
+            }
             MemorySegment k = MemorySegment.ofArray(c.key());
             if (byStart.remove(extent(AgTreeFormat.cntStart(k), AgTreeFormat.cntLength(k))) == null) {
                 problems.add(CheckProblem.atBlock(FREE_SPACE, agf, where + ": extent [" + AgTreeFormat.cntStart(k) + ", +"
@@ -159,9 +165,15 @@ final class GroupCheck {
         long agi = ag.agi.block();
         Map<Integer, Long> withFree = new HashMap<>();
         for (Cursor c = inodes.fino.cursor(null, false); c.next(); ) {
+            if (!sized(c, AgTreeFormat.KEY32, AgTreeFormat.MASK_VALUE, INODE_ALLOCATION, "free-inode tree", inodes.fino)) {
+                continue;
+            }
             withFree.put(AgTreeFormat.key32(MemorySegment.ofArray(c.key())), AgTreeFormat.mask(MemorySegment.ofArray(c.value())));
         }
         for (Cursor c = inodes.ino.cursor(null, false); c.next(); ) {
+            if (!sized(c, AgTreeFormat.KEY32, AgTreeFormat.MASK_VALUE, INODE_ALLOCATION, "inode tree", inodes.ino)) {
+                continue;
+            }
             int first = AgTreeFormat.key32(MemorySegment.ofArray(c.key()));
             long mask = AgTreeFormat.mask(MemorySegment.ofArray(c.value()));
             mark(first >>> 3, CHUNK_BLOCKS, Use.INODES, where + " inode chunk");
@@ -199,6 +211,20 @@ final class GroupCheck {
             problems.add(CheckProblem.atBlock(GROUP_HEADER, agi, where + ": the inode trees hold " + count + " inodes, " + freeInodes
                     + " free; the header counts " + u64(ag.agi.data(), INODES) + ", " + u64(ag.agi.data(), FREE_INODES)));
         }
+    }
+
+    /**
+     * True if the cursor's entry has the key and value sizes of {@code tree}'s records ({@link AgTreeFormat});
+     * else reports it, naming the tree's header block, for the caller to skip.
+     */
+    private boolean sized(Cursor c, int keyBytes, int valueBytes, CheckProblem.Kind kind, String tree, BTree t) {
+        int k = c.key().length, v = c.value().length;
+        if (k == keyBytes && v == valueBytes) {
+            return true;
+        }
+        problems.add(CheckProblem.atBlock(kind, t.headerBlock(), where + " " + tree + ": an entry of a " + k + "-byte key and a "
+                + v + "-byte value, where its records have " + keyBytes + " and " + valueBytes));
+        return false;
     }
 
     /** Records group blocks {@code [from, from + n)} as {@code as}, reporting any already used or outside the group. */
