@@ -36,10 +36,16 @@ final class ProgressLine implements Progress {
 
     @Override
     public void update(String phase, String target, long ops, long elapsedNanos) {
+        update(phase, target, ops, "ops", elapsedNanos);
+    }
+
+    @Override
+    public void update(String phase, String target, long count, String unit, long elapsedNanos) {
         double seconds = elapsedNanos / 1e9;
-        String line = ops < 0
+        String line = count < 0
                 ? String.format(Locale.ROOT, "%s  %s  running  %.0f s", phase, target, seconds)
-                : String.format(Locale.ROOT, "%s  %s  %,d ops  %,.0f ops/s  %.0f s", phase, target, ops, ops / seconds, seconds);
+                : String.format(Locale.ROOT, "%s  %s  %,d %s  %,.0f %s/s  %.0f s", phase, target, count, unit, count / seconds, unit,
+                seconds);
         if (!terminal) {
             if (elapsedNanos - lastLogged >= LOG_INTERVAL_NANOS) {
                 err.println(line);

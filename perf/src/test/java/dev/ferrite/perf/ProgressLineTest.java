@@ -39,4 +39,12 @@ class ProgressLineTest {
         assertEquals("walk  ferrite  5,000 ops  500 ops/s  10 s", lines[2]);
         assertFalse(out.toString().contains("\r"));
     }
+
+    @Test
+    void aCountOfSomethingElseSaysWhat() {
+        StringWriter out = new StringWriter();
+        ProgressLine p = new ProgressLine(new PrintWriter(out), false);
+        p.update("crashtest", "7 workloads, 0 failures", 2500, "states", 10 * SECOND);
+        assertEquals("crashtest  7 workloads, 0 failures  2,500 states  250 states/s  10 s", out.toString().strip());
+    }
 }

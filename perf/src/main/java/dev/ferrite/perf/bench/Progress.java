@@ -20,6 +20,11 @@ public interface Progress {
      */
     void update(String phase, String target, long ops, long elapsedNanos);
 
+    /** {@link #update(String, String, long, long)} of a count of something else than operations ({@code unit}: "states"). */
+    default void update(String phase, String target, long count, String unit, long elapsedNanos) {
+        update(phase, target, count, elapsedNanos);
+    }
+
     /** The phase ended: whatever {@link #update} showed can go. */
     void done();
 }

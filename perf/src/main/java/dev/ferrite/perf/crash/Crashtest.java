@@ -138,7 +138,7 @@ public final class Crashtest {
                 while (t.isAlive()) {
                     t.join(1000);
                     progress.update("crashtest", done.get() + " workloads, " + failures.size() + " failures", states.get(),
-                            System.nanoTime() - start);
+                            "states", System.nanoTime() - start);
                 }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
