@@ -39,6 +39,24 @@ public record LatchStats(long[] restarts, long[] lockFailures, long[] waits) {
         return d;
     }
 
+    /** Equal counts, entry by entry (a record compares arrays by identity otherwise). */
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof LatchStats l && Arrays.equals(restarts, l.restarts) && Arrays.equals(lockFailures, l.lockFailures)
+                && Arrays.equals(waits, l.waits);
+    }
+
+    @Override
+    public int hashCode() {
+        return 31 * (31 * Arrays.hashCode(restarts) + Arrays.hashCode(lockFailures)) + Arrays.hashCode(waits);
+    }
+
+    @Override
+    public String toString() {
+        return "LatchStats[restarts=" + Arrays.toString(restarts) + ", lockFailures=" + Arrays.toString(lockFailures)
+                + ", waits=" + Arrays.toString(waits) + "]";
+    }
+
     @Override
     public long[] restarts() {
         return restarts.clone();

@@ -120,6 +120,16 @@ class LatchesTest {
         }
     }
 
+    @Test
+    void statsCompareByTheirCounts() {
+        LatchStats a = new LatchStats(new long[] {1, 2, 3}, new long[] {0, 0, 0}, new long[] {4, 0, 1});
+        LatchStats b = new LatchStats(new long[] {1, 2, 3}, new long[] {0, 0, 0}, new long[] {4, 0, 1});
+        assertEquals(a, b);
+        assertEquals(a.hashCode(), b.hashCode());
+        assertEquals(new LatchStats(new long[3], new long[3], new long[3]), b.since(a));
+        assertFalse(a.equals(new LatchStats(new long[] {1, 2, 3}, new long[] {0, 0, 0}, new long[] {4, 0, 2})));
+    }
+
     private static long sum(long[] a) {
         long n = 0;
         for (long x : a) {
