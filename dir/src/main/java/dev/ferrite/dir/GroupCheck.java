@@ -121,20 +121,22 @@ final class GroupCheck {
         long agf = ag.agf.block();
         Map<Long, Boolean> byStart = new HashMap<>();
         for (Cursor c = space.bno.cursor(null, false); c.next(); ) {
-            if (!sized(c, AgTreeFormat.KEY32, AgTreeFormat.LENGTH_VALUE, FREE_SPACE, "by-start free-space tree", space.bno)) {
+            byte[] key = c.key(), value = c.value();
+            if (!sized(key, value, AgTreeFormat.KEY32, AgTreeFormat.LENGTH_VALUE, FREE_SPACE, "by-start free-space tree", space.bno)) {
                 continue;
             }
-            int s = AgTreeFormat.key32(MemorySegment.ofArray(c.key()));
-            int len = AgTreeFormat.length(MemorySegment.ofArray(c.value()));
+            int s = AgTreeFormat.key32(MemorySegment.ofArray(key));
+            int len = AgTreeFormat.length(MemorySegment.ofArray(value));
             mark(s, len, Use.FREE, where + " free extent");
             free += len;
             byStart.put(extent(s, len), Boolean.TRUE);
         }
         for (Cursor c = space.cnt.cursor(null, false); c.next(); ) {
-            if (!sized(c, AgTreeFormat.CNT_KEY, 0, FREE_SPACE, "by-length free-space tree", space.cnt)) {
+            byte[] key = c.key();
+            if (!sized(key, c.value(), AgTreeFormat.CNT_KEY, 0, FREE_SPACE, "by-length free-space tree", space.cnt)) {
                 continue;
             }
-            MemorySegment k = MemorySegment.ofArray(c.key());
+            MemorySegment k = MemorySegment.ofArray(key);
             if (byStart.remove(extent(AgTreeFormat.cntStart(k), AgTreeFormat.cntLength(k))) == null) {
                 problems.add(CheckProblem.atBlock(FREE_SPACE, agf, where + ": extent [" + AgTreeFormat.cntStart(k) + ", +"
                         + AgTreeFormat.cntLength(k) + ") is in the by-length tree only"));
@@ -165,17 +167,19 @@ final class GroupCheck {
         long agi = ag.agi.block();
         Map<Integer, Long> withFree = new HashMap<>();
         for (Cursor c = inodes.fino.cursor(null, false); c.next(); ) {
-            if (!sized(c, AgTreeFormat.KEY32, AgTreeFormat.MASK_VALUE, INODE_ALLOCATION, "free-inode tree", inodes.fino)) {
+            byte[] key = c.key(), value = c.value();
+            if (!sized(key, value, AgTreeFormat.KEY32, AgTreeFormat.MASK_VALUE, INODE_ALLOCATION, "free-inode tree", inodes.fino)) {
                 continue;
             }
-            withFree.put(AgTreeFormat.key32(MemorySegment.ofArray(c.key())), AgTreeFormat.mask(MemorySegment.ofArray(c.value())));
+            withFree.put(AgTreeFormat.key32(MemorySegment.ofArray(key)), AgTreeFormat.mask(MemorySegment.ofArray(value)));
         }
         for (Cursor c = inodes.ino.cursor(null, false); c.next(); ) {
-            if (!sized(c, AgTreeFormat.KEY32, AgTreeFormat.MASK_VALUE, INODE_ALLOCATION, "inode tree", inodes.ino)) {
+            byte[] key = c.key(), value = c.value();
+            if (!sized(key, value, AgTreeFormat.KEY32, AgTreeFormat.MASK_VALUE, INODE_ALLOCATION, "inode tree", inodes.ino)) {
                 continue;
             }
-            int first = AgTreeFormat.key32(MemorySegment.ofArray(c.key()));
-            long mask = AgTreeFormat.mask(MemorySegment.ofArray(c.value()));
+            int first = AgTreeFormat.key32(MemorySegment.ofArray(key));
+            long mask = AgTreeFormat.mask(MemorySegment.ofArray(value));
             mark(first >>> 3, CHUNK_BLOCKS, Use.INODES, where + " inode chunk");
             count += CHUNK_INODES;
             freeInodes += Long.bitCount(mask);
@@ -214,11 +218,11 @@ final class GroupCheck {
     }
 
     /**
-     * True if the cursor's entry has the key and value sizes of {@code tree}'s records ({@link AgTreeFormat});
+     * True if an entry of {@code tree} has the key and value sizes of its records ({@link AgTreeFormat});
      * else reports it, naming the tree's header block, for the caller to skip.
      */
-    private boolean sized(Cursor c, int keyBytes, int valueBytes, CheckProblem.Kind kind, String tree, BTree t) {
-        int k = c.key().length, v = c.value().length;
+    private boolean sized(byte[] key, byte[] value, int keyBytes, int valueBytes, CheckProblem.Kind kind, String tree, BTree t) {
+        int k = key.length, v = value.length;
         if (k == keyBytes && v == valueBytes) {
             return true;
         }
