@@ -8,15 +8,20 @@ import dev.ferrite.perf.bench.DeviceBench;
 import dev.ferrite.perf.bench.JsonReader;
 import dev.ferrite.perf.bench.KvBench;
 
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
 
 import org.junit.jupiter.api.Test;
+import picocli.CommandLine;
 import org.junit.jupiter.api.io.TempDir;
 
 class MainTest {
@@ -97,6 +102,32 @@ class MainTest {
         assertTrue(help.contains("jmh "), help);
         assertTrue(help.contains("./ferrite test [maven args]"), help);
         assertTrue(help.contains("./ferrite build"), help);
+    }
+
+    /** picocli formats descriptions: a bare '%' in one makes it print a warning and the raw text. */
+    @Test
+    void everyCommandsHelpFormatsWithoutWarnings() {
+        PrintStream stderr = System.err;
+        ByteArrayOutputStream warnings = new ByteArrayOutputStream();
+        System.setErr(new PrintStream(warnings, true, StandardCharsets.UTF_8));
+        List<String> helped = new ArrayList<>();
+        try {
+            help(Main.commandLine(), helped);
+        } finally {
+            System.setErr(stderr);
+        }
+        assertTrue(helped.size() > 10 && helped.contains("ferrite bench kv"), helped.toString());
+        assertEquals("", warnings.toString(StandardCharsets.UTF_8), "while rendering the help of " + helped);
+    }
+
+    private static void help(CommandLine cmd, List<String> helped) {
+        cmd.getUsageMessage();
+        helped.add(cmd.getCommandSpec().qualifiedName());
+        for (CommandLine sub : cmd.getSubcommands().values()) {
+            if (!helped.contains(sub.getCommandSpec().qualifiedName())) {
+                help(sub, helped);
+            }
+        }
     }
 
     @Test
