@@ -164,6 +164,7 @@ public final class AppendBench {
                     PhaseTimer timer = new PhaseTimer(phase(), Target.FERRITE.label(),
                             TimeUnit.MILLISECONDS.toNanos(Math.round(seconds * 1000)), progress);
                     CpuMeter.Sample cpu = CpuMeter.sample();
+                    GcMeter gc = GcMeter.start();
                     Throwable failure = Workers.run(writers, "append-ferrite", timer, done::total, stop, id -> {
                         Histogram h = hs[id];
                         for (long n = 0; n < appends && !stop.get(); ) {
@@ -176,6 +177,7 @@ public final class AppendBench {
                     });
                     long elapsed = timer.finish(System.nanoTime());
                     double cpus = CpuMeter.busyCpusSince(cpu);
+                    GcMeter.Pauses pauses = gc.pauses();
                     if (failure != null) {
                         throw new FerriteException(phase() + " on ferrite failed: " + failure, failure);
                     }
@@ -190,7 +192,7 @@ public final class AppendBench {
                     Histogram all = Result.newHistogram();
                     Arrays.stream(hs).forEach(all::add);
                     return Result.of(WORKLOAD, phase(), Target.FERRITE.label(), writers,
-                            all.getTotalCount() * (double) blockSize / elapsed * 1e3, UNIT, all).withCpus(cpus);
+                            all.getTotalCount() * (double) blockSize / elapsed * 1e3, UNIT, all).withCpus(cpus).withGc(pauses);
                 } finally {
                     for (Handle f : files) {
                         if (f != null) {

@@ -88,6 +88,7 @@ public final class DirScaleBench {
                     }
                     Histogram h = Result.newHistogram();
                     CpuMeter.Sample cpu = CpuMeter.sample();
+                    GcMeter gc = GcMeter.start();
                     long start = System.nanoTime(), now = start;
                     for (; i < end; i++) {
                         s.create("big", MetaBench.name(i));
@@ -99,7 +100,7 @@ public final class DirScaleBench {
                         }
                     }
                     results.add(Result.of(WORKLOAD, phase(end), target.label(), 1,
-                            h.getTotalCount() * 1e9 / (now - start), MetaBench.UNIT, h).withCpus(CpuMeter.busyCpusSince(cpu)));
+                            h.getTotalCount() * 1e9 / (now - start), MetaBench.UNIT, h).withCpus(CpuMeter.busyCpusSince(cpu)).withGc(gc.pauses()));
                 }
                 timer.finish(System.nanoTime());
                 long listed = s.list("big", n -> { });

@@ -682,6 +682,7 @@ public final class KvBench {
                 hs[i] = Result.newHistogram();
             }
             CpuMeter.Sample cpu = CpuMeter.sample();
+            GcMeter gc = GcMeter.start();
             Contention.Snapshot before = store.counters();
             Throwable failure = Workers.run(threads, "kv-" + target + "-" + phase, timer, p.done::total, p.stop, id -> {
                 KvStore.Session batching = step.batch > 0 ? store.batchSession() : null;
@@ -707,7 +708,7 @@ public final class KvBench {
                 contention.add(target + " " + shown + ": " + Contention.between(before, store.counters(), ops));
             }
             return Result.of(WORKLOAD, phase, target, threads, ops * 1e9 / elapsed, UNIT, all)
-                    .withCpus(CpuMeter.busyCpusSince(cpu));
+                    .withCpus(CpuMeter.busyCpusSince(cpu)).withGc(gc.pauses());
         }
     }
 

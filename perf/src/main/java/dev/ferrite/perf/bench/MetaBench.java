@@ -287,6 +287,7 @@ public final class MetaBench {
                 hs[i] = Result.newHistogram();
             }
             CpuMeter.Sample cpu = CpuMeter.sample();
+            GcMeter gc = GcMeter.start();
             Contention.Snapshot before = store.counters();
             Throwable failure = Workers.run(threads, "meta-" + target + "-" + phase, timer, p.done::total, new AtomicBoolean(),
                     id -> {
@@ -314,7 +315,7 @@ public final class MetaBench {
                 contention.add(target + " " + shown + ": " + Contention.between(before, store.counters(), all.getTotalCount()));
             }
             return Result.of(WORKLOAD, phase + "-" + layout.label(), target, threads,
-                    all.getTotalCount() * 1e9 / elapsed, UNIT, all).withCpus(CpuMeter.busyCpusSince(cpu));
+                    all.getTotalCount() * 1e9 / elapsed, UNIT, all).withCpus(CpuMeter.busyCpusSince(cpu)).withGc(gc.pauses());
         }
     }
 

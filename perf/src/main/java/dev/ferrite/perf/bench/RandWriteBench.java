@@ -255,6 +255,7 @@ public final class RandWriteBench {
         long stride = coprimeStride(blocks);
         PhaseTimer timer = new PhaseTimer(phase, Target.FERRITE.label(), TimeUnit.MILLISECONDS.toNanos(Math.round(seconds * 1000)), progress);
         CpuMeter.Sample cpu = CpuMeter.sample();
+        GcMeter gc = GcMeter.start();
         Throwable failure = Workers.run(threads, "randwrite-ferrite", timer, done::total, stop, id -> {
             SplittableRandom random = new SplittableRandom(SEED * 31 + id);
             Histogram h = hs[id];
@@ -286,7 +287,7 @@ public final class RandWriteBench {
             all.add(h);
         }
         return Result.of(WORKLOAD, phase, Target.FERRITE.label(), threads, all.getTotalCount() * 1e9 / elapsed, UNIT, all)
-                .withCpus(CpuMeter.busyCpusSince(cpu));
+                .withCpus(CpuMeter.busyCpusSince(cpu)).withGc(gc.pauses());
     }
 
     /** Writes the whole file through the page cache, then fsyncs it: written extents, as on Ferrite. */

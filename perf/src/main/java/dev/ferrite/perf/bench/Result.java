@@ -19,9 +19,18 @@ import org.HdrHistogram.Histogram;
  * @param maxUs    largest latency in microseconds
  * @param cpus     CPUs the whole machine kept busy on average during the phase ({@link CpuMeter}), NaN if
  *                 not measured
+ * @param gcPauses the JVM collector's pauses during the phase ({@link GcMeter}), NaN if not measured (a
+ *                 target outside the JVM)
+ * @param gcMaxMs  the longest of them in whole milliseconds (0: under one), NaN if not measured or unknown
  */
 public record Result(String workload, String phase, String target, int threads, long n, double rate, String unit,
-                     double p50Us, double p99Us, double p999Us, double maxUs, double cpus) {
+                     double p50Us, double p99Us, double p999Us, double maxUs, double cpus, double gcPauses, double gcMaxMs) {
+
+    /** A result without the collector's pauses. */
+    public Result(String workload, String phase, String target, int threads, long n, double rate, String unit,
+                  double p50Us, double p99Us, double p999Us, double maxUs, double cpus) {
+        this(workload, phase, target, threads, n, rate, unit, p50Us, p99Us, p999Us, maxUs, cpus, Double.NaN, Double.NaN);
+    }
 
     /** A result whose latencies come from a histogram of nanosecond samples. */
     public static Result of(String workload, String phase, String target, int threads, double rate, String unit,
@@ -34,7 +43,13 @@ public record Result(String workload, String phase, String target, int threads, 
 
     /** This result with the machine's busy CPUs over its phase. */
     public Result withCpus(double busyCpus) {
-        return new Result(workload, phase, target, threads, n, rate, unit, p50Us, p99Us, p999Us, maxUs, busyCpus);
+        return new Result(workload, phase, target, threads, n, rate, unit, p50Us, p99Us, p999Us, maxUs, busyCpus, gcPauses, gcMaxMs);
+    }
+
+    /** This result with the collector's pauses over its phase. */
+    Result withGc(GcMeter.Pauses p) {
+        return new Result(workload, phase, target, threads, n, rate, unit, p50Us, p99Us, p999Us, maxUs, cpus, p.count(),
+                p.longestMillis() < 0 ? Double.NaN : p.longestMillis());
     }
 
     /** A histogram for nanosecond latencies: 3 significant digits, grows past a minute rather than failing. */

@@ -13,7 +13,7 @@ import java.util.Locale;
  * {"machine": {"hostname", "cpus", "memory_bytes", "kernel", "cpu_model", "jdk", "date",
  *              "storage": {"path", "filesystem", "source"} | null},
  *  "results": [{"workload", "phase", "target", "threads", "n", "rate", "unit", "p50_us", "p99_us", "p999_us", "max_us",
- *               "busy_cpus"}, ...]}
+ *               "busy_cpus", "gc_pauses", "gc_max_ms"}, ...]}
  * }</pre>
  * One result per line so that runs diff well. Rates and latencies keep three decimals; a value that is
  * not finite is written as {@code null}.
@@ -37,7 +37,8 @@ public final class ResultJson {
             out.add(new Result(text(root, i, "workload"), text(root, i, "phase"), text(root, i, "target"),
                     (int) JsonReader.number(root, "results", i, "threads"), (long) JsonReader.number(root, "results", i, "n"),
                     figure(root, i, "rate"), text(root, i, "unit"), figure(root, i, "p50_us"), figure(root, i, "p99_us"),
-                    optional(root, i, "p999_us"), figure(root, i, "max_us"), figure(root, i, "busy_cpus")));
+                    optional(root, i, "p999_us"), figure(root, i, "max_us"), figure(root, i, "busy_cpus"),
+                    optional(root, i, "gc_pauses"), optional(root, i, "gc_max_ms")));
         }
         return out;
     }
@@ -104,7 +105,9 @@ public final class ResultJson {
             field(sb, "p99_us", r.p99Us()).append(", ");
             field(sb, "p999_us", r.p999Us()).append(", ");
             field(sb, "max_us", r.maxUs()).append(", ");
-            field(sb, "busy_cpus", r.cpus()).append('}');
+            field(sb, "busy_cpus", r.cpus()).append(", ");
+            field(sb, "gc_pauses", r.gcPauses()).append(", ");
+            field(sb, "gc_max_ms", r.gcMaxMs()).append('}');
         }
         sb.append(results.isEmpty() ? "]\n}\n" : "\n  ]\n}\n");
         return sb.toString();

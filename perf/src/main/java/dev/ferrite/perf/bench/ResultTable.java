@@ -9,7 +9,8 @@ import java.util.Objects;
  * Renders results side by side with a baseline target (fio, a kernel filesystem, ...): one row per phase,
  * thread count and non-baseline target, with the baseline's rate at the same phase and thread count, the
  * ratio of the two rates and both latency summaries; and, where measured, the CPUs the machine kept
- * busy during each. Without baseline results the comparison columns are left out. Phases a target
+ * busy during each, and the collector's pauses in the JVM during the row's phase (count, the longest in
+ * milliseconds). Without baseline results the comparison columns are left out. Phases a target
  * skipped ({@link Skipped}) follow its results, the reason in place of the rate; a baseline that skipped
  * a phase shows {@code skipped} in its rate column.
  * <pre>
@@ -28,10 +29,14 @@ public final class ResultTable {
     public static String render(List<Result> results, List<Skipped> skipped, String baseline) {
         boolean compare = results.stream().anyMatch(r -> r.target().equals(baseline));
         boolean cpus = results.stream().anyMatch(r -> Double.isFinite(r.cpus()));
+        boolean gc = results.stream().anyMatch(r -> !r.target().equals(baseline) && Double.isFinite(r.gcPauses()));
         List<String[]> rows = new ArrayList<>();
         List<String> head = new ArrayList<>(List.of("phase", "target", "rate"));
         if (cpus) {
             head.add("busy CPUs");
+        }
+        if (gc) {
+            head.add("GC pauses (max ms)");
         }
         if (compare) {
             head.add(baseline + " rate");
@@ -53,6 +58,9 @@ public final class ResultTable {
             if (cpus) {
                 row.add(number(r.cpus()));
             }
+            if (gc) {
+                row.add(pauses(r));
+            }
             Result b = !compare ? null : baselineOf(results, r.workload(), r.phase(), r.threads(), baseline);
             if (compare) {
                 row.add(b == null ? baselineMissing(skipped, r, baseline) : rate(b));
@@ -73,6 +81,9 @@ public final class ResultTable {
             }
             List<String> row = new ArrayList<>(List.of(label(k.phase(), k.threads()), k.target(), "skipped: " + k.reason()));
             if (cpus) {
+                row.add("-");
+            }
+            if (gc) {
                 row.add("-");
             }
             Result b = !compare ? null : baselineOf(results, k.workload(), k.phase(), k.threads(), baseline);
@@ -146,6 +157,19 @@ public final class ResultTable {
 
     private static String latencies(Result r) {
         return number(r.p50Us()) + " / " + number(r.p99Us()) + " / " + number(r.p999Us()) + " / " + number(r.maxUs());
+    }
+
+    /** "0", "12 (45)", "3 (<1)": the pauses and the longest in milliseconds; "-" if not measured. */
+    static String pauses(Result r) {
+        if (!Double.isFinite(r.gcPauses())) {
+            return "-";
+        }
+        long n = (long) r.gcPauses();
+        if (n == 0) {
+            return "0";
+        }
+        double max = r.gcMaxMs();
+        return String.format(Locale.ROOT, "%,d (%s)", n, !Double.isFinite(max) ? "?" : max < 1 ? "<1" : String.format(Locale.ROOT, "%,.0f", max));
     }
 
     /** Three significant digits or more: 12.3, 456, 7,890. */

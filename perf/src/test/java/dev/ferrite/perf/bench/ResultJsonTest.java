@@ -15,14 +15,16 @@ class ResultJsonTest {
     private static final List<String> MACHINE_FIELDS =
             List.of("hostname", "cpus", "memory_bytes", "kernel", "cpu_model", "jdk", "date", "storage");
     private static final List<String> RESULT_FIELDS =
-            List.of("workload", "phase", "target", "threads", "n", "rate", "unit", "p50_us", "p99_us", "p999_us", "max_us", "busy_cpus");
+            List.of("workload", "phase", "target", "threads", "n", "rate", "unit", "p50_us", "p99_us", "p999_us", "max_us", "busy_cpus",
+                    "gc_pauses", "gc_max_ms");
 
     @Test
     void writtenFileParsesBackWithEveryField(@TempDir Path dir) throws Exception {
         Machine machine = new Machine("host \"a\"\\b", 2, 25L << 30, "Linux 6.18 amd64", "Xeon\t(R)", "25+36",
                 "2026-11-29T19:00:00Z", new Storage("/tmp/x.dev", "ext4", "/dev/vda"));
         List<Result> results = List.of(
-                new Result("device", "randwrite-qd32", "ferrite/io_uring", 1, 123_456, 98_765.4321, "IOPS", 250.5, 598.25, 1_210.5, 4120, 1.75),
+                new Result("device", "randwrite-qd32", "ferrite/io_uring", 1, 123_456, 98_765.4321, "IOPS", 250.5, 598.25, 1_210.5, 4120, 1.75,
+                        3, 12),
                 new Result("device", "randwrite-qd32", "fio", 1, 130_000, 104_000, "IOPS", 244, 570, 1_020, Double.NaN, Double.NaN));
         Path file = dir.resolve("results.json");
         ResultJson.write(file, machine, results);
@@ -51,11 +53,14 @@ class ResultJsonTest {
         assertEquals(598.25, (Double) r.get("p99_us"), 1e-9);
         assertEquals(4120.0, (Double) r.get("max_us"), 1e-9);
         assertEquals(1.75, (Double) r.get("busy_cpus"), 1e-9);
+        assertEquals(3.0, (Double) r.get("gc_pauses"), 1e-9);
+        assertEquals(12.0, (Double) r.get("gc_max_ms"), 1e-9);
+        assertNull(((Map<?, ?>) rows.get(1)).get("gc_pauses"), "not measured: null");
         assertNull(((Map<?, ?>) rows.get(1)).get("max_us"), "a NaN is written as null");
 
         List<Result> back = ResultJson.read(Files.readString(file));
         assertEquals(new Result("device", "randwrite-qd32", "ferrite/io_uring", 1, 123_456, 98_765.432, "IOPS", 250.5, 598.25, 1_210.5,
-                4120, 1.75), back.getFirst(), "read back, to the three decimals written");
+                4120, 1.75, 3, 12), back.getFirst(), "read back, to the three decimals written");
         assertEquals(results.get(1), back.get(1), "NaN read back from null");
         assertEquals(machine, ResultJson.readMachine(Files.readString(file)));
     }

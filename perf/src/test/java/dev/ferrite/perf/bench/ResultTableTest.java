@@ -33,4 +33,18 @@ class ResultTableTest {
         assertFalse(t.contains("busy CPUs"), t);
         assertTrue(t.lines().toList().get(1).startsWith("create-private x2"), t);
     }
+
+    @Test
+    void collectorPausesBesideTheRowsThatMeasuredThem() {
+        Result ferrite = new Result("metadata", "create-private", "ferrite", 1, 1000, 180_000, "ops/s", 4.5, 25, 120, 45_000, 1.9, 12, 45);
+        Result zgc = new Result("metadata", "walk-private", "ferrite", 1, 1000, 500_000, "ops/s", 1, 20, 90, 800, 1.1, 3, 0);
+        Result none = new Result("metadata", "unlink-private", "ferrite", 1, 1000, 200_000, "ops/s", 4, 14, 80, 700, 1.4, 0, 0);
+        Result xfs = row("posix:/mnt/xfs", 1, 72_000, 1.41);
+        List<String> lines = ResultTable.render(List.of(ferrite, zgc, none, xfs), "posix:/mnt/xfs").lines().toList();
+        assertEquals("GC pauses (max ms)", List.of(lines.get(0).split("\\s{2,}")).get(4), lines.get(0));
+        assertEquals("12 (45)", List.of(lines.get(1).split("\\s{2,}")).get(4));
+        assertEquals("3 (<1)", List.of(lines.get(2).split("\\s{2,}")).get(4));
+        assertEquals("0", List.of(lines.get(3).split("\\s{2,}")).get(4));
+        assertFalse(ResultTable.render(List.of(xfs), "fio").contains("GC pauses"), "no column where nothing measured them");
+    }
 }
