@@ -37,6 +37,8 @@ import picocli.CommandLine.Spec;
                 "",
                 "  ferrite  a volume on the device; the loadfile replayed through the",
                 "           namespace API, each status checked against the loadfile's",
+                "  fuse     the same volume mounted through FUSE; the real dbench on it",
+                "           (results as ferrite-fuse; needs /dev/fuse; not run by default)",
                 "  xfs      mkfs.xfs defaults, mounted; the real dbench on it",
                 "  ext4     mkfs.ext4 defaults, mounted; the real dbench on it",
                 "  btrfs    mkfs.btrfs defaults, mounted; the real dbench on it",
@@ -60,7 +62,7 @@ final class DbenchCommand implements Callable<Integer> {
     int seconds;
 
     @Option(names = "--targets", paramLabel = "T", split = ",", defaultValue = "ferrite,xfs,ext4,btrfs",
-            description = "ferrite, xfs, ext4, btrfs, in run order (default: ${DEFAULT-VALUE})")
+            description = "ferrite, fuse, xfs, ext4, btrfs, in run order (default: ${DEFAULT-VALUE})")
     List<String> targets;
 
     @Option(names = "--data-cache", paramLabel = "SIZE", converter = ByteSize.Converter.class,

@@ -34,7 +34,9 @@ import picocli.CommandLine.Spec;
                 "  walk     readdir every directory and stat every entry",
                 "  unlink   each thread removes its files; then sync",
                 "",
-                "Targets: ferrite (a volume on a file in --dir), xfs, ext4, btrfs (each made",
+                "Targets: ferrite (a volume on a file in --dir), fuse (a volume on a loop",
+                "device mounted through FUSE, driven by system calls as the kernel's are;",
+                "needs root, losetup and /dev/fuse), xfs, ext4, btrfs (each made",
                 "for the run with mkfs's defaults and room for the files on a loop device over",
                 "an image in --dir, mounted privately, removed afterwards; needs root, losetup",
                 "and the mkfs), posix (a directory in --dir), posix:DIR (a directory in DIR),",
@@ -47,7 +49,7 @@ import picocli.CommandLine.Spec;
                 ""})
 final class MetaCommand implements Callable<Integer> {
     @Option(names = "--targets", paramLabel = "T", split = ",",
-            description = "ferrite, xfs, ext4, btrfs, posix, posix:DIR, memory, in run order (default: ferrite, "
+            description = "ferrite, fuse, xfs, ext4, btrfs, posix, posix:DIR, memory, in run order (default: ferrite, "
                     + "each of xfs, ext4 and btrfs this process can make, memory; without any of them posix:TMP, "
                     + "a directory in java.io.tmpdir, in their place)")
     List<String> targets;

@@ -17,7 +17,7 @@ import picocli.CommandLine.ParameterException;
 
 /**
  * The {@code --targets} of the metadata workloads: {@code ferrite} (a volume on a file in the run's
- * directory), {@code xfs}, {@code ext4} and {@code btrfs} (each made for the run on a RAM-backed loop
+ * directory), {@code fuse} (a volume on a RAM-backed loop device, mounted through FUSE), {@code xfs}, {@code ext4} and {@code btrfs} (each made for the run on a RAM-backed loop
  * device of its own), {@code posix} or {@code posix:DIR} (a new directory in the run's directory, or in DIR
  * — put DIR on the filesystem to compare against, e.g. an XFS mount), and {@code memory} (the ceiling: a
  * namespace in the heap, nothing durable), all driven through one {@link MetaApi}.
@@ -62,6 +62,12 @@ final class MetaTargets {
             MetaBench.Target t;
             if (s.equals("ferrite")) {
                 t = MetaStores.ferrite(runDir, cacheBytes, api);
+            } else if (s.equals("fuse")) {
+                Optional<String> why = MetaStores.fuseUnavailable();
+                if (why.isPresent()) {
+                    throw new ParameterException(spec.commandLine(), "--targets fuse: " + why.get());
+                }
+                t = MetaStores.fuse(runDir, cacheBytes, api);
             } else if (s.equals("memory")) {
                 t = MetaStores.memory(api);
             } else if (loopKind(s) != null) {

@@ -33,6 +33,8 @@ import picocli.CommandLine.Spec;
                 "  ferrite  a volume on the device; the file written through Namespace.write",
                 "  xfs      mkfs.xfs defaults, mounted; fio rw=randwrite direct=1 ioengine=psync numjobs=QD",
                 "  ext4     mkfs.ext4 defaults, mounted; the same fio job",
+                "  fuse     a volume mounted through FUSE; the same fio job (results as",
+                "           ferrite-fuse; needs /dev/fuse; not run by default)",
                 "  raw      the same fio job on the block device itself: the limit",
                 "",
                 "With --unwritten each phase instead writes every block of a new fallocated file",
@@ -53,7 +55,7 @@ final class RandWriteCommand implements Callable<Integer> {
     List<Integer> queueDepths;
 
     @Option(names = "--targets", paramLabel = "T", split = ",", defaultValue = "ferrite,xfs,ext4,raw",
-            description = "ferrite, xfs, ext4, raw, in run order (default: ${DEFAULT-VALUE})")
+            description = "ferrite, fuse, xfs, ext4, raw, in run order (default: ${DEFAULT-VALUE})")
     List<String> targets;
 
     @Option(names = "--unwritten",

@@ -165,7 +165,7 @@ class MainTest {
         assertTrue(err.toString().startsWith("ferrite bench randwrite: --file-size 1500 KiB: give a whole number of MiB"), err.toString());
         err.getBuffer().setLength(0);
         assertEquals(2, run("bench", "randwrite", "--targets", "ferrite,zfs"));
-        assertTrue(err.toString().startsWith("ferrite bench randwrite: --targets: 'zfs' is not one of ferrite, xfs, ext4, raw"), err.toString());
+        assertTrue(err.toString().startsWith("ferrite bench randwrite: --targets: 'zfs' is not one of ferrite, fuse, xfs, ext4, raw"), err.toString());
         assertEquals("", out.toString());
     }
 
@@ -175,7 +175,7 @@ class MainTest {
         assertTrue(err.toString().startsWith("ferrite bench dbench: --clients [1, 0]: each count must be 1..128"), err.toString());
         err.getBuffer().setLength(0);
         assertEquals(2, run("bench", "dbench", "--targets", "ferrite,zfs"));
-        assertTrue(err.toString().startsWith("ferrite bench dbench: --targets: 'zfs' is not one of ferrite, xfs, ext4, btrfs"), err.toString());
+        assertTrue(err.toString().startsWith("ferrite bench dbench: --targets: 'zfs' is not one of ferrite, fuse, xfs, ext4, btrfs"), err.toString());
         err.getBuffer().setLength(0);
         assertEquals(2, run("bench", "dbench", "--seconds", "0"));
         assertTrue(err.toString().startsWith("ferrite bench dbench: --seconds 0: give 1 to 86400"), err.toString());

@@ -1,6 +1,7 @@
 package dev.ferrite.perf.bench;
 
 import java.util.Locale;
+import java.util.Map;
 
 import dev.ferrite.btree.CacheStats;
 import dev.ferrite.btree.LatchStats;
@@ -12,14 +13,25 @@ import dev.ferrite.journal.JournalStats;
  * Where Ferrite's threads waited and what they paid over one phase, from the journal's, the buffer
  * cache's, the B-trees' and the inode cache's counters: the harness's stand-in for the kernel's lockstat.
  * Printed after each Ferrite phase of {@code kv}, {@code meta}, {@code randwrite} and {@code dbench}, per
- * operation where that reads better.
+ * operation where that reads better; on a FUSE mount also the requests the mount served per operation.
  */
 public final class Contention {
-    /** The counters at one moment. */
-    public record Snapshot(JournalStats journal, CacheStats cache, LatchStats latches, InodeCacheStats inodes) {
+    /**
+     * The counters at one moment.
+     *
+     * @param fuse the requests a FUSE mount of the volume served, per operation; empty when not mounted
+     */
+    public record Snapshot(JournalStats journal, CacheStats cache, LatchStats latches, InodeCacheStats inodes,
+                           Map<String, Long> fuse) {
         /** {@code volume}'s counters now. */
         public static Snapshot of(Volume volume) {
-            return new Snapshot(volume.journalStats(), volume.cacheStats(), volume.latchStats(), volume.inodeCacheStats());
+            return of(volume, Map.of());
+        }
+
+        /** {@code volume}'s counters now, with the requests its mount served ({@link dev.ferrite.dir.FileSystemMount#requestCounts}). */
+        public static Snapshot of(Volume volume, Map<String, Long> fuse) {
+            return new Snapshot(volume.journalStats(), volume.cacheStats(), volume.latchStats(), volume.inodeCacheStats(),
+                    Map.copyOf(fuse));
         }
     }
 
@@ -50,7 +62,20 @@ public final class Contention {
                 c1.writeBacks() - c0.writeBacks(), c1.dirtyWaits() - c0.dirtyWaits(),
                 byLevel(latches.restarts(), latches.headerIndex()), byLevel(latches.lockFailures(), latches.headerIndex()),
                 byLevel(latches.waits(), latches.headerIndex()),
-                (b.inodes().misses() - a.inodes().misses()) / (double) n, b.inodes().evictions() - a.inodes().evictions());
+                (b.inodes().misses() - a.inodes().misses()) / (double) n, b.inodes().evictions() - a.inodes().evictions())
+                + requests(a.fuse(), b.fuse(), n);
+    }
+
+    /** "; FUSE requests/op: getattr 3.00, create 1.00": the requests served between the two, most first; "" if none. */
+    static String requests(Map<String, Long> a, Map<String, Long> b, long ops) {
+        StringBuilder sb = new StringBuilder();
+        b.entrySet().stream()
+                .map(e -> Map.entry(e.getKey(), e.getValue() - a.getOrDefault(e.getKey(), 0L)))
+                .filter(e -> e.getValue() > 0)
+                .sorted(Map.Entry.<String, Long>comparingByValue().reversed().thenComparing(Map.Entry.comparingByKey()))
+                .forEach(e -> sb.append(sb.isEmpty() ? "" : ", ").append(e.getKey())
+                        .append(String.format(Locale.ROOT, " %.2f", e.getValue() / (double) ops)));
+        return sb.isEmpty() ? "" : "; FUSE requests/op: " + sb;
     }
 
     /**

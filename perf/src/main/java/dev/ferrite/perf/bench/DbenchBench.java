@@ -17,6 +17,8 @@ import dev.ferrite.io.DirectDevice;
  * <ul>
  *   <li>{@code ferrite}: a volume formatted with its defaults on the device, the loadfile replayed through
  *       the namespace by {@link FerriteDbench};
+ *   <li>{@code fuse}: the same volume mounted through FUSE ({@link FuseVolume}) and the real {@code dbench}
+ *       run on it: Ferrite as unmodified programs see it, each call a round trip to the volume's server;
  *   <li>{@code xfs}, {@code ext4}, {@code btrfs}: the file system made with mkfs's defaults and mounted
  *       with the kernel's, and the real {@code dbench} run on it ({@link DbenchBinary}).
  * </ul>
@@ -28,17 +30,17 @@ import dev.ferrite.io.DirectDevice;
 public final class DbenchBench {
     /** Where the loadfile is replayed. */
     public enum Target implements LoopTargets.Target {
-        FERRITE, XFS, EXT4, BTRFS;
+        FERRITE, FUSE, XFS, EXT4, BTRFS;
 
         @Override
         public String label() {
-            return name().toLowerCase(Locale.ROOT);
+            return this == FUSE ? "ferrite-fuse" : name().toLowerCase(Locale.ROOT);
         }
 
         @Override
         public LoopDevice.Kind deviceKind() {
             return switch (this) {
-                case FERRITE -> LoopDevice.Kind.RAW;
+                case FERRITE, FUSE -> LoopDevice.Kind.RAW;
                 case XFS -> LoopDevice.Kind.XFS;
                 case EXT4 -> LoopDevice.Kind.EXT4;
                 case BTRFS -> LoopDevice.Kind.BTRFS;
@@ -117,10 +119,15 @@ public final class DbenchBench {
     public List<DbenchResult> run(Progress progress) {
         List<DbenchResult> results = new ArrayList<>();
         LoopTargets.run(targets, dir, deviceBytes(), t -> t != Target.FERRITE && dbench == null
-                ? Optional.of("dbench is not on the PATH (Debian/Ubuntu: apt-get install dbench)") : Optional.empty(),
+                ? Optional.of("dbench is not on the PATH (Debian/Ubuntu: apt-get install dbench)")
+                : t == Target.FUSE ? FuseVolume.unavailable() : Optional.empty(),
                 notes, progress, (t, loop) -> {
                     if (t == Target.FERRITE) {
                         ferrite(loop.device(), results, progress);
+                        return;
+                    }
+                    if (t == Target.FUSE) {
+                        fuse(loop.device(), results, progress);
                         return;
                     }
                     configurations.add(String.format(Locale.ROOT, "%-7s mkfs.%s defaults, mounted %s; %s -c %s -t %d -D <mount> N"
@@ -131,6 +138,20 @@ public final class DbenchBench {
                     }
                 });
         return results;
+    }
+
+    /** dbench on the volume mounted through FUSE, the volume made as {@link #ferrite}'s is. */
+    private void fuse(Path device, List<DbenchResult> results, Progress progress) {
+        try (FuseVolume f = FuseVolume.create(device, dir, dev -> volumeOptions)) {
+            configurations.add(String.format(Locale.ROOT, "%-7s %s; %s -c %s -t %d -D <mount> N (fsync on Flush only)",
+                    Target.FUSE.label(), f.describe(), dbench.executable(), loadfile, seconds));
+            for (int c : clients) {
+                Contention.Snapshot before = f.counters();
+                DbenchResult r = dbench.run(loadfile, f.mountPoint(), c, seconds, Target.FUSE.label(), progress);
+                contention.add(Target.FUSE.label() + " x" + c + ": " + Contention.between(before, f.counters(), r.totalOps()));
+                results.add(r);
+            }
+        }
     }
 
     private void ferrite(Path device, List<DbenchResult> results, Progress progress) {

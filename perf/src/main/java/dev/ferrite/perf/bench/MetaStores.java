@@ -1,6 +1,7 @@
 package dev.ferrite.perf.bench;
 
 import java.nio.file.Path;
+import java.util.Optional;
 
 /** The stores the metadata workloads run on, as {@link MetaBench.Target}s. */
 public final class MetaStores {
@@ -34,5 +35,19 @@ public final class MetaStores {
      */
     public static MetaBench.Target loop(LoopDevice.Kind kind, Path base, MetaApi api) {
         return new MetaBench.Target(api.targetLabel(kind.label()), files -> LoopMeta.create(base, files, kind, api));
+    }
+
+    /**
+     * Ferrite through FUSE: a volume made for each run on a RAM-backed loop device and mounted
+     * ({@link FuseMeta}), its image and mount point in {@code base}, driven through {@code api} as the kernel
+     * file systems are.
+     */
+    public static MetaBench.Target fuse(Path base, long cacheBytes, MetaApi api) {
+        return new MetaBench.Target(api.targetLabel("ferrite-fuse"), files -> FuseMeta.create(base, files, cacheBytes, api));
+    }
+
+    /** Why this process cannot run {@link #fuse}, if it cannot: no FUSE device, or no loop devices. */
+    public static Optional<String> fuseUnavailable() {
+        return FuseVolume.unavailable().or(() -> LoopDevice.unavailable(LoopDevice.Kind.RAW));
     }
 }

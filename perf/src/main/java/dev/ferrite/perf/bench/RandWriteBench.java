@@ -43,6 +43,8 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED;
  *       N threads;
  *   <li>{@code xfs}, {@code ext4}: the file system made with mkfs's defaults and mounted; the file written in
  *       full through the page cache and fsync'd, then fio ({@code ioengine=psync direct=1 numjobs=N});
+ *   <li>{@code fuse}: the volume mounted through FUSE ({@link FuseVolume}), and fio in a file on it as on
+ *       xfs and ext4;
  *   <li>{@code raw}: fio on the block device itself, the limit.
  * </ul>
  * N synchronous writers on both sides (threads against fio jobs), the same block size, the same region,
@@ -62,17 +64,17 @@ public final class RandWriteBench {
 
     /** Where a run's file lives. */
     public enum Target implements LoopTargets.Target {
-        FERRITE, XFS, EXT4, RAW;
+        FERRITE, FUSE, XFS, EXT4, RAW;
 
         @Override
         public String label() {
-            return name().toLowerCase(Locale.ROOT);
+            return this == FUSE ? "ferrite-fuse" : name().toLowerCase(Locale.ROOT);
         }
 
         @Override
         public LoopDevice.Kind deviceKind() {
             return switch (this) {
-                case FERRITE, RAW -> LoopDevice.Kind.RAW;
+                case FERRITE, FUSE, RAW -> LoopDevice.Kind.RAW;
                 case XFS -> LoopDevice.Kind.XFS;
                 case EXT4 -> LoopDevice.Kind.EXT4;
             };
@@ -136,7 +138,8 @@ public final class RandWriteBench {
     public List<Result> run(Progress progress) {
         List<Result> results = new ArrayList<>();
         LoopTargets.run(targets, dir, deviceBytes(), t -> t != Target.FERRITE && fio == null ? Optional.of("fio is not on the PATH")
-                : unwritten && t == Target.RAW ? Optional.of("a block device has no unwritten space to convert") : Optional.empty(),
+                : unwritten && t == Target.RAW ? Optional.of("a block device has no unwritten space to convert")
+                : t == Target.FUSE ? FuseVolume.unavailable() : Optional.empty(),
                 notes, progress, (t, loop) -> {
                     String job = "fio rw=randwrite bs=" + blockSize + " direct=1 ioengine=psync numjobs=QD"
                             + (unwritten ? " fallocate=native, one pass" : " norandommap");
@@ -145,6 +148,8 @@ public final class RandWriteBench {
                                 + " (O_DIRECT); Namespace.write of %d-byte native aligned buffers (the direct path), no fsync;"
                                 + " the same writes untimed for up to 1 s first (the JIT)", t.label(), blockSize);
                         case RAW -> String.format(Locale.ROOT, "%-7s the loop device itself; %s, no fsync", t.label(), job);
+                        case FUSE -> String.format(Locale.ROOT, "%-7s volume with VolumeOptions.defaults() on the raw loop device,"
+                                + " mounted through FUSE (its defaults: docs/mount.md); %s, no fsync", t.label(), job);
                         default -> String.format(Locale.ROOT, "%-7s %s defaults, mounted %s; %s, no fsync", t.label(), t.deviceKind().mkfs,
                                 loop.mountOptions(), job);
                     });
@@ -158,8 +163,19 @@ public final class RandWriteBench {
             ferrite(loop.device(), results, progress);
             return;
         }
+        if (t == Target.FUSE) {
+            try (FuseVolume f = FuseVolume.create(loop.device(), dir, dev -> VolumeOptions.defaults())) {
+                fioPhases(t, f.mountPoint(), results, progress);
+            }
+            return;
+        }
+        fioPhases(t, t == Target.RAW ? loop.device() : loop.mountPoint(), results, progress);
+    }
+
+    /** fio's phases: on the device {@code where} for {@link Target#RAW}, else in a file in the mount {@code where}. */
+    private void fioPhases(Target t, Path where, List<Result> results, Progress progress) {
         for (int qd : queueDepths) {
-            Path file = t == Target.RAW ? loop.device() : loop.mountPoint().resolve("bench-qd" + qd);
+            Path file = t == Target.RAW ? where : where.resolve("bench-qd" + qd);
             if (t != Target.RAW && !unwritten) {
                 fillHostFile(file);
             }

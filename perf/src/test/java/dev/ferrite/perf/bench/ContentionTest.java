@@ -1,5 +1,7 @@
 package dev.ferrite.perf.bench;
 
+import java.util.Map;
+
 import org.junit.jupiter.api.Test;
 
 import dev.ferrite.btree.CacheStats;
@@ -30,15 +32,24 @@ class ContentionTest {
     void aPhaseIsTheDifferenceOfTwoSnapshots() {
         Contention.Snapshot a = new Contention.Snapshot(journal(1000, 2, 20, 1, 5, 1, 1_000_000, 0, 0, 3, 10, 1), cache(5, 1, 2, 0),
                 latches(new long[] {1, 0, 0, 0, 0}, new long[] {0, 0, 0, 0, 0}, new long[] {2, 2, 0, 0, 0}),
-                new InodeCacheStats(1000, 10, 7, 0));
+                new InodeCacheStats(1000, 10, 7, 0), Map.of());
         Contention.Snapshot b = new Contention.Snapshot(journal(41_000, 6, 420, 3, 12, 2, 3_000_000, 2, 4_500_000, 5, 30, 4),
                 cache(105, 3, 9, 1),
                 latches(new long[] {1_501, 2, 0, 1, 0}, new long[] {0, 0, 0, 0, 0}, new long[] {5, 2, 0, 0, 3}),
-                new InodeCacheStats(1000, 1000, 57, 40));
+                new InodeCacheStats(1000, 1000, 57, 40), Map.of());
         assertEquals("log 400 B/op in 4 checkpoints (100.0 items each), 2 forces; grant-head CAS retries 7, waits 2 (4.0 ms), "
                 + "CIL throttles 2 (4.5 ms); AIL pusher wake-ups 2, written home 20 (3 early); "
                 + "cache misses 1.000/op, evictions 4, write-backs 7, dirty waits 1; "
                 + "B-tree restarts 1,503 (leaf 1,500, L1 2, header 1), lost locks 0, waits 6 (leaf 3, other 3); "
                 + "inode-cache misses 0.500/op, evictions 40", Contention.between(a, b, 100));
+    }
+
+    @Test
+    void aMountsRequestsArePerOperationMostFirst() {
+        Map<String, Long> before = Map.of("getattr", 10L, "create", 5L, "write", 1L);
+        Map<String, Long> after = Map.of("getattr", 310L, "create", 105L, "write", 1L, "release", 100L, "lookup", 50L);
+        assertEquals("; FUSE requests/op: getattr 3.00, create 1.00, release 1.00, lookup 0.50",
+                Contention.requests(before, after, 100));
+        assertEquals("", Contention.requests(Map.of(), Map.of(), 100), "no mount, nothing said");
     }
 }
