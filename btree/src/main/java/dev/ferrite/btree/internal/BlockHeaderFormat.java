@@ -66,6 +66,15 @@ public final class BlockHeaderFormat {
     }
 
     /**
+     * True if the header names {@code blockNo}, {@code magic} and {@code owner} (-1: any), the checksum
+     * unchecked: the cheap test that a block read ahead with another is of the kind asked for, without an
+     * exception for each that is not.
+     */
+    public static boolean claims(MemorySegment block, long blockNo, int magic, long owner) {
+        return magic(block) == magic && blockNo(block) == blockNo && (owner < 0 || owner(block) == owner);
+    }
+
+    /**
      * Checks a block just read from {@code blockNo}: checksum, magic, block number and owner.
      *
      * @param owner the expected owner, or -1 to accept any

@@ -293,6 +293,10 @@ public final class BufferCache implements AutoCloseable {
                 if (count > 1) {
                     MemorySegment.copy(blocks, (long) i * blockSize, l.data(), 0, blockSize);
                 }
+                if (l.block() != block && !BlockHeaderFormat.claims(l.data(), l.block(), magic, owner)) {
+                    unlinkAndRelease(l); // a neighbour of another kind, or never written: not read ahead
+                    continue;
+                }
                 try {
                     BlockHeaderFormat.verify(l.data(), l.block(), magic, owner, structure);
                     requireSound(l.data(), l.block(), magic, structure);
