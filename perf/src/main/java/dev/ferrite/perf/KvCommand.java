@@ -35,7 +35,7 @@ import picocli.CommandLine.Spec;
                 "",
                 "  insert   N keys of 16-40 bytes in hashed order, 64-byte values; then sync",
                 "  get      every key, value checked",
-                "  scan     the whole key range forward, every value read, pass after pass",
+                "  scan     the whole key range forward, every value read in full, pass after pass",
                 "           for --scan-seconds (rate: entries/s)",
                 "  delete   every key; then sync",
                 "and with --phases batch and ycsb, after the scan (insert always runs: the load):",

@@ -212,7 +212,7 @@ final class FerriteKv implements KvStore {
         public KvStore.Scan scan(byte[] from, byte[] to) {
             TableCursor cursor = table.cursor(from, to, false);
             return new KvStore.Scan() {
-                private long lastWord;
+                private MemorySegment current;
 
                 @Override
                 public int next() {
@@ -220,14 +220,18 @@ final class FerriteKv implements KvStore {
                         return -1;
                     }
                     // read in place, as LMDB's cursor is: the view is the cursor's copy of the leaf
-                    MemorySegment v = cursor.valueSegment();
-                    lastWord = v.byteSize() >= 8 ? v.get(BE_LONG, 0) : 0;
-                    return (int) v.byteSize();
+                    current = cursor.valueSegment();
+                    return (int) current.byteSize();
                 }
 
                 @Override
                 public long word() {
-                    return lastWord;
+                    return current.byteSize() >= 8 ? current.get(BE_LONG, 0) : 0;
+                }
+
+                @Override
+                public long fold() {
+                    return KvKeys.fold(current);
                 }
 
                 @Override

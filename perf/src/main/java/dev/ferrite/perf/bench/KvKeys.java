@@ -1,5 +1,7 @@
 package dev.ferrite.perf.bench;
 
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
@@ -25,6 +27,7 @@ public final class KvKeys {
     /** The shortest value: its word. */
     public static final int VALUE_MIN = 8;
     private static final VarHandle BE_LONG = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
+    private static final ValueLayout.OfLong SEGMENT_LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
 
     private KvKeys() {
     }
@@ -94,6 +97,26 @@ public final class KvKeys {
                 value[b] = (byte) (w >>> (56 - 8 * (b - off)));
             }
         }
+    }
+
+    /**
+     * The XOR of a value's 8-byte words, big-endian, the last one zero-padded: what a scan computes to read
+     * every byte of each value, whatever the store hands it (an array, a buffer, a segment).
+     */
+    public static long fold(MemorySegment value) {
+        long n = value.byteSize(), x = 0, off = 0;
+        for (; off + 8 <= n; off += 8) {
+            x ^= value.get(SEGMENT_LONG, off);
+        }
+        for (int shift = 56; off < n; off++, shift -= 8) {
+            x ^= (value.get(ValueLayout.JAVA_BYTE, off) & 0xFFL) << shift;
+        }
+        return x;
+    }
+
+    /** {@link #fold(MemorySegment)} of the first {@code length} bytes of {@code value}. */
+    public static long fold(byte[] value, int length) {
+        return fold(MemorySegment.ofArray(value).asSlice(0, length));
     }
 
     /** The first 8 bytes of a value: its index. */

@@ -62,13 +62,16 @@ interface KvStore extends AutoCloseable {
         void close();
     }
 
-    /** A forward range scan; each entry's value is read, as a reader would. */
+    /** A forward range scan; each entry's value is read in full, as a reader that uses it would. */
     interface Scan extends AutoCloseable {
         /** Moves to the next entry and returns its value's length, or -1 past the end. */
         int next();
 
         /** The first 8 bytes of the current value, big-endian ({@link KvKeys#word}). */
         long word();
+
+        /** Every byte of the current value read: its {@link KvKeys#fold}. */
+        long fold();
 
         @Override
         void close();

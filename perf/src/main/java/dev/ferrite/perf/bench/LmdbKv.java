@@ -1,5 +1,6 @@
 package dev.ferrite.perf.bench;
 
+import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 
@@ -208,6 +209,11 @@ final class LmdbKv implements KvStore {
         public long word() {
             ByteBuffer v = cursor.val();
             return v.getLong(v.position()); // big-endian, as ByteBuffers are
+        }
+
+        @Override
+        public long fold() {
+            return KvKeys.fold(MemorySegment.ofBuffer(cursor.val())); // in the map, as the word is
         }
 
         @Override

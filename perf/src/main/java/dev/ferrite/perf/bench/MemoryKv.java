@@ -82,6 +82,11 @@ final class MemoryKv implements KvStore {
                 }
 
                 @Override
+                public long fold() {
+                    return KvKeys.fold(current, current.length);
+                }
+
+                @Override
                 public void close() {
                 }
             };

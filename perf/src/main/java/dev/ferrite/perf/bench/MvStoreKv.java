@@ -122,6 +122,11 @@ final class MvStoreKv implements KvStore {
                 }
 
                 @Override
+                public long fold() {
+                    return KvKeys.fold(value, value.length);
+                }
+
+                @Override
                 public void close() {
                 }
             };

@@ -207,7 +207,8 @@ final class RocksKv implements KvStore {
         private final Slice upper;
         private final ReadOptions options;
         private final RocksIterator it;
-        private final byte[] value = new byte[KvKeys.VALUE];
+        private byte[] value = new byte[KvKeys.VALUE];
+        private int length;
         private boolean started;
 
         Scan(byte[] from, byte[] to) {
@@ -238,12 +239,22 @@ final class RocksKv implements KvStore {
                 }
                 return -1;
             }
-            return it.value(value);
+            length = it.value(value);
+            if (length > value.length) { // copied in part: again into room for all of it
+                value = new byte[Math.max(length, 2 * value.length)];
+                it.value(value);
+            }
+            return length;
         }
 
         @Override
         public long word() {
             return (long) BE_LONG.get(value, 0);
+        }
+
+        @Override
+        public long fold() {
+            return KvKeys.fold(value, length);
         }
 
         @Override

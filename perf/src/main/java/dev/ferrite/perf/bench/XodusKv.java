@@ -216,6 +216,11 @@ final class XodusKv implements KvStore {
         }
 
         @Override
+        public long fold() {
+            return KvKeys.fold(value.getBytesUnsafe(), value.getLength());
+        }
+
+        @Override
         public void close() {
             cursor.close();
             txn.abort();

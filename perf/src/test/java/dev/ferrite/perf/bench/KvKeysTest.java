@@ -77,4 +77,12 @@ class KvKeysTest {
         }
         return b.flip();
     }
+
+    @Test
+    void foldXorsTheBigEndianWordsTheTailPadded() {
+        byte[] v = {0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 3, (byte) 0x80, 0x01};
+        assertEquals(1L ^ 3L ^ 0x8001_0000_0000_0000L, KvKeys.fold(v, v.length));
+        assertEquals(1L ^ 3L, KvKeys.fold(v, 16), "the first length bytes only");
+        assertEquals(0L, KvKeys.fold(v, 0));
+    }
 }
