@@ -54,6 +54,7 @@ import static dev.ferrite.fuse.LowLevelFormat.ST_MTIM;
 import static dev.ferrite.fuse.LowLevelFormat.ST_NLINK;
 import static dev.ferrite.fuse.LowLevelFormat.ST_SIZE;
 import static dev.ferrite.fuse.LowLevelFormat.ST_UID;
+import static dev.ferrite.io.Errno.EBADF;
 import static dev.ferrite.io.Errno.EINVAL;
 import static dev.ferrite.io.Errno.EIO;
 import static dev.ferrite.io.Errno.ENOENT;
@@ -111,7 +112,7 @@ final class LowLevelServer {
 
     /**
      * A worker thread's C buffers, allocated once per thread (libfuse's workers live as long as the loop):
-     * an entry (its stat inside), a statvfs, a name, a file info, the stat it is decoded from, and a buffer for reads
+     * an entry (its stat inside), a statvfs, a name, the stat it is decoded from, and a buffer for reads
      * and listings, grown to the largest asked.
      */
     private static final class Scratch {
@@ -119,7 +120,6 @@ final class LowLevelServer {
         final MemorySegment entry = arena.allocate(LowLevelFormat.ENTRY_PARAM);
         final MemorySegment stat = entry.asSlice(E_ATTR, STAT);
         final MemorySegment statvfs = arena.allocate(LowLevelFormat.STATVFS);
-        final MemorySegment fileInfo = arena.allocate(FILE_INFO);
         final MemorySegment name = arena.allocate(1024);
         final StatBuffer sb = new StatBuffer();
         MemorySegment io = arena.allocate(128 * 1024, 4096);
@@ -641,7 +641,7 @@ final class LowLevelServer {
         try {
             Listing l = dirs.get(fi.reinterpret(FILE_INFO.byteSize()).get(JAVA_LONG, FI_FH));
             if (l == null) {
-                fuse.replyErr(req, dev.ferrite.io.Errno.EBADF);
+                fuse.replyErr(req, EBADF);
                 return;
             }
             if (offset == 0) {
