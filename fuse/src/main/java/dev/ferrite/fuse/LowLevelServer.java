@@ -213,8 +213,8 @@ final class LowLevelServer {
     }
 
     private void entry(Scratch s, Node n) {
-        if (s.sb.ino() != n.handle.ino()) {
-            ns.stat(n.handle, s.sb);
+        if (s.sb.ino() != n.ino) {
+            ns.stat(handle(n), s.sb);
         }
         s.entry.set(JAVA_LONG, E_INO, n.id);
         s.entry.set(JAVA_LONG, E_GENERATION, Integer.toUnsignedLong(s.sb.generation()));
@@ -359,8 +359,17 @@ final class LowLevelServer {
     private void made(MemorySegment req, Handle h) {
         Node n = owned(req, h);
         Scratch s = scratch.get();
-        ns.stat(n.handle, s.sb);
+        ns.stat(handle(n), s.sb);
         replyEntry(req, s, n);
+    }
+
+    /** The node's handle: ENOENT if its inode lost its last name since (an unlink detached it). */
+    private static Handle handle(Node n) {
+        Handle h = n.handle();
+        if (h == null) {
+            throw new NamespaceException(dev.ferrite.io.Errno.ENOENT, "node " + n.id + " was unlinked");
+        }
+        return h;
     }
 
     /** The node of new inode {@code h}, given to the caller first ({@code h} closed if that fails). */
@@ -388,21 +397,56 @@ final class LowLevelServer {
 
     private void unlink(MemorySegment req, long parent, MemorySegment name) {
         calls.count(Op.UNLINK);
-        try {
-            ns.unlink(nodes.get(parent), string(name));
-            fuse.replyErr(req, 0);
-        } catch (Throwable e) {
-            fail(req, e, Op.UNLINK);
-        }
+        remove(req, parent, name, false, Op.UNLINK);
     }
 
     private void rmdir(MemorySegment req, long parent, MemorySegment name) {
         calls.count(Op.RMDIR);
+        remove(req, parent, name, true, Op.RMDIR);
+    }
+
+    /**
+     * unlink or rmdir. If the entry is the inode's last name and the kernel has the inode open nowhere, its node is
+     * detached first (NodeTable#detachIfIdle), so the volume frees it in the removing transaction instead of keeping
+     * it an orphan until the kernel's FORGET; if the removal fails, the node gets a handle again.
+     */
+    private void remove(MemorySegment req, long parent, MemorySegment name, boolean dir, Op op) {
         try {
-            ns.rmdir(nodes.get(parent), string(name));
+            Handle d = nodes.get(parent);
+            String n = string(name);
+            Node detached = null;
+            Scratch s = scratch.get();
+            try {
+                ns.lstat(d, n, s.sb);
+                if (dir ? s.sb.isDirectory() && s.sb.nlink() == 2 : !s.sb.isDirectory() && s.sb.nlink() == 1) {
+                    detached = nodes.detachIfIdle(s.sb.ino());
+                }
+            } catch (NamespaceException e) {
+                // the removal below answers with its own errno
+            }
+            try {
+                if (dir) {
+                    ns.rmdir(d, n);
+                } else {
+                    ns.unlink(d, n);
+                }
+            } catch (RuntimeException e) {
+                if (detached != null) {
+                    reattach(detached, d, n);
+                }
+                throw e;
+            }
             fuse.replyErr(req, 0);
         } catch (Throwable e) {
-            fail(req, e, Op.RMDIR);
+            fail(req, e, op);
+        }
+    }
+
+    private void reattach(Node detached, Handle dir, String name) {
+        try {
+            nodes.reattach(detached, ns.open(dir, name));
+        } catch (NamespaceException e) {
+            // the name went meanwhile: the kernel's node answers ENOENT until forgotten
         }
     }
 
@@ -433,7 +477,7 @@ final class LowLevelServer {
             ns.link(nodes.get(id), nodes.get(newParent), string(newName));
             Scratch s = scratch.get();
             Node n = nodes.lookupAgain(id);
-            ns.stat(n.handle, s.sb);
+            ns.stat(handle(n), s.sb);
             replyEntry(req, s, n);
         } catch (Throwable e) {
             fail(req, e, Op.LINK);
@@ -450,9 +494,17 @@ final class LowLevelServer {
         calls.count(Op.OPEN);
         try {
             MemorySegment f = fi.reinterpret(FILE_INFO.byteSize());
-            truncateForOpen(nodes.get(id), f.get(JAVA_INT, FI_FLAGS));
+            Handle h = nodes.open(id);
+            try {
+                truncateForOpen(h, f.get(JAVA_INT, FI_FLAGS));
+            } catch (RuntimeException e) {
+                nodes.released(id);
+                throw e;
+            }
             f.set(JAVA_LONG, FI_FH, 0);
-            fuse.replyOpen(req, f);
+            if (fuse.replyOpen(req, f) != 0) {
+                nodes.released(id);
+            }
         } catch (Throwable e) {
             fail(req, e, Op.OPEN);
         }
@@ -474,12 +526,20 @@ final class LowLevelServer {
             MemorySegment f = fi.reinterpret(FILE_INFO.byteSize());
             int flags = f.get(JAVA_INT, FI_FLAGS);
             Node n = owned(req, ns.create(nodes.get(parent), string(name), mode & S_PERMS, (flags & O_EXCL) != 0));
-            truncateForOpen(n.handle, flags); // a create that found the file (not O_EXCL)
+            Handle h = nodes.open(n.id);
             Scratch s = scratch.get();
-            ns.stat(n.handle, s.sb);
-            entry(s, n);
+            try {
+                truncateForOpen(h, flags); // a create that found the file (not O_EXCL)
+                ns.stat(h, s.sb);
+                entry(s, n);
+            } catch (RuntimeException e) {
+                nodes.released(n.id);
+                nodes.forget(n.id, 1);
+                throw e;
+            }
             f.set(JAVA_LONG, FI_FH, 0);
             if (fuse.replyCreate(req, s.entry, f) != 0) {
+                nodes.released(n.id);
                 nodes.forget(n.id, 1);
             }
         } catch (Throwable e) {
@@ -518,7 +578,12 @@ final class LowLevelServer {
 
     private void release(MemorySegment req, long id, MemorySegment fi) {
         calls.count(Op.RELEASE);
-        fuse.replyErr(req, 0);
+        try {
+            nodes.released(id);
+            fuse.replyErr(req, 0);
+        } catch (Throwable e) {
+            fail(req, e, Op.RELEASE);
+        }
     }
 
     private void fsync(MemorySegment req, long id, int datasync, MemorySegment fi) {
@@ -598,10 +663,11 @@ final class LowLevelServer {
         calls.count(Op.OPENDIR);
         try {
             MemorySegment f = fi.reinterpret(FILE_INFO.byteSize());
-            long fh = dirs.add(new Listing(nodes.get(id)));
+            long fh = dirs.add(new Listing(nodes.open(id)));
             f.set(JAVA_LONG, FI_FH, fh);
             if (fuse.replyOpen(req, f) != 0) {
                 dirs.remove(fh);
+                nodes.released(id);
             }
         } catch (Throwable e) {
             fail(req, e, Op.OPENDIR);
@@ -612,6 +678,7 @@ final class LowLevelServer {
         calls.count(Op.RELEASEDIR);
         try {
             dirs.remove(fi.reinterpret(FILE_INFO.byteSize()).get(JAVA_LONG, FI_FH));
+            nodes.released(id);
             fuse.replyErr(req, 0);
         } catch (Throwable e) {
             fail(req, e, Op.RELEASEDIR);

@@ -127,6 +127,26 @@ class InodeIdentityTest {
                         + blocks + " not freed");
     }
 
+    /**
+     * A file closed, then unlinked, is freed by the unlink itself: its node lets go of the inode first (the kernel has
+     * it open nowhere), so the volume need not keep it as an orphan until the kernel's FORGET.
+     */
+    @Test
+    void aClosedFileIsFreedByItsUnlink() throws IOException {
+        Path f = fx.mountPoint.resolve("f");
+        long before = fx.mount.requestCounts().getOrDefault("release", 0L);
+        try (FileChannel ch = FileChannel.open(f, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+            ch.write(ByteBuffer.wrap(new byte[1 << 20]), 0);
+            ch.force(true);
+        }
+        await(() -> fx.mount.requestCounts().getOrDefault("release", 0L) > before, () -> "no release"); // sent after close(2) returns
+        long free = fx.volume.statfs().freeBlocks();
+        Files.delete(f);
+        long blocks = (1 << 20) / fx.volume.statfs().blockSize();
+        assertTrue(fx.volume.statfs().freeBlocks() >= free + blocks,
+                () -> "free blocks right after the unlink: " + fx.volume.statfs().freeBlocks() + ", before " + free);
+    }
+
     /** Every lookup the kernel made is forgotten: unlinked names at once (FORGET), the rest at unmount. */
     @Test
     void theKernelsLookupsAreForgottenAndEveryHandleClosedAtUnmount() throws IOException {
