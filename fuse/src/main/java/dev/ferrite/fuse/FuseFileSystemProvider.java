@@ -3,35 +3,36 @@ package dev.ferrite.fuse;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
-
-import org.cryptomator.jfuse.api.Fuse;
-import org.cryptomator.jfuse.api.FuseBuilder;
-import org.cryptomator.jfuse.api.FuseMountFailedException;
 
 import dev.ferrite.dir.FileSystemMount;
 import dev.ferrite.dir.FileSystemProvider;
 import dev.ferrite.dir.Volume;
 import dev.ferrite.io.InvalidArgumentException;
 
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+
 /**
- * Mounts a volume through libfuse3 (jfuse's binding): {@link Volume#mount} finds this provider. The mount
- * options are fixed here and documented in docs/mount.md: the kernel checks permissions
- * ({@code default_permissions}), inode numbers are the volume's ({@code use_ino}, {@code readdir_ino}),
- * entries and attributes are cached 1 s as libfuse's defaults (the volume may also change through the Java
- * API; {@value #CACHE_TIMEOUT} sets another time), and requests are served by libfuse's thread pool, each
- * worker reading its own cloned {@code /dev/fuse} descriptor ({@code clone_fd}).
+ * Mounts a volume through libfuse3's low-level API ({@link LowLevelServer}, bound through the FFM API by
+ * {@link Libfuse}): {@link Volume#mount} finds this provider. The mount options are fixed here and documented in
+ * docs/mount.md: the kernel checks permissions ({@code default_permissions}), entries and attributes are cached
+ * 1 s (the volume may also change through the Java API; {@value #CACHE_TIMEOUT} sets another time), and requests
+ * are served by libfuse's multithreaded loop, up to 10 workers each reading its own cloned {@code /dev/fuse}
+ * descriptor ({@code clone_fd}).
  */
 public final class FuseFileSystemProvider implements FileSystemProvider {
-    /** How often {@link FileSystemMount#awaitUnmount} looks whether the mount went from outside (umount, fusermount3 -u). */
-    private static final long WATCH_MILLIS = 200;
+    /** libfuse's default worker count. */
+    private static final int THREADS = 10;
+    /** How long a close waits for libfuse's loop to end after unmounting. */
+    private static final long LOOP_SECONDS = 10;
     private static final List<String> LIBRARY_DIRS = List.of("/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu",
             "/usr/lib64", "/lib64", "/usr/local/lib", "/usr/lib");
     private static final Path MOUNTS = Path.of("/proc/self/mountinfo");
@@ -59,11 +60,10 @@ public final class FuseFileSystemProvider implements FileSystemProvider {
 
     /**
      * {@link #mount(Volume, String, Path, boolean)} with entries and attributes cached {@code cacheSeconds}, served
-     * by one thread with {@code oneThread} (libfuse's single-threaded loop: requests served one at a time, in the
-     * order the kernel queued them).
+     * by one thread with {@code oneThread} (requests served one at a time, in the order the kernel queued them).
      */
     FileSystemMount mount(Volume volume, String source, Path mountPoint, boolean readOnly, double cacheSeconds, boolean oneThread) {
-        if (!JfuseNative.supported()) {
+        if (!supported()) {
             throw new UnsupportedOperationException("mounting needs Linux on x86-64 (this is " + System.getProperty("os.name")
                     + " on " + System.getProperty("os.arch") + ")");
         }
@@ -71,17 +71,12 @@ public final class FuseFileSystemProvider implements FileSystemProvider {
         if (!Files.isDirectory(at)) {
             throw new InvalidArgumentException("mount point " + at + " is not a directory");
         }
-        FuseBuilder builder = Fuse.builder();
-        String library = libfuse();
-        builder.setLibraryPath(library);
-        FerriteFileSystem fs = new FerriteFileSystem(volume, builder.errno(), new JfuseNative(library));
-        Fuse fuse = builder.build(fs);
+        Libfuse fuse = new Libfuse(libfuse());
+        LowLevelServer server = new LowLevelServer(volume, fuse, cacheSeconds);
         Arena arena = Arena.ofShared();
+        MemorySegment se = MemorySegment.NULL;
         try {
-            JfuseNative.bindMissing(fuse, fs, arena);
-            String timeout = java.math.BigDecimal.valueOf(cacheSeconds).toPlainString();
-            List<String> options = new ArrayList<>(List.of("default_permissions", "clone_fd",
-                    "entry_timeout=" + timeout, "attr_timeout=" + timeout, "subtype=ferrite",
+            List<String> options = new ArrayList<>(List.of("default_permissions", "subtype=ferrite",
                     "fsname=" + source.replace("\\", "\\\\").replace(",", "\\,")));
             if (readOnly) {
                 options.add("ro");
@@ -89,17 +84,36 @@ public final class FuseFileSystemProvider implements FileSystemProvider {
             if ("root".equals(System.getProperty("user.name"))) {
                 options.add("allow_other"); // a file system for every user, as the kernel's own
             }
-            List<String> args = new ArrayList<>(List.of("-o", String.join(",", options)));
-            if (oneThread) {
-                args.add("-s");
+            List<String> argv = List.of("ferrite", "-o", String.join(",", options));
+            MemorySegment strings = arena.allocate(ADDRESS, argv.size() + 1);
+            for (int i = 0; i < argv.size(); i++) {
+                strings.setAtIndex(ADDRESS, i, arena.allocateFrom(argv.get(i)));
             }
-            fuse.mount("ferrite", at, args.toArray(String[]::new));
-        } catch (FuseMountFailedException | RuntimeException e) {
-            closeQuietly(fuse);
+            MemorySegment args = arena.allocate(LowLevelFormat.ARGS);
+            args.set(JAVA_INT, LowLevelFormat.ARGS_ARGC, argv.size());
+            args.set(ADDRESS, LowLevelFormat.ARGS_ARGV, strings);
+            se = fuse.sessionNew(args, server.operations(arena), MemorySegment.NULL);
+            fuse.freeArgs(args);
+            if (se.equals(MemorySegment.NULL)) {
+                throw new IllegalStateException("libfuse refused the options " + argv);
+            }
+            if (fuse.sessionMount(se, arena.allocateFrom(at.toString())) != 0) {
+                throw new IllegalStateException("the kernel refused the mount (libfuse wrote why on stderr)");
+            }
+        } catch (RuntimeException e) {
+            if (!se.equals(MemorySegment.NULL)) {
+                fuse.sessionDestroy(se);
+            }
             arena.close();
+            server.closeAll();
             throw new UncheckedIOException(new IOException("cannot mount " + at + ": " + e.getMessage(), e));
         }
-        return new Mounted(at, fuse, fs, arena);
+        return new Mounted(at, fuse, se, server, arena, oneThread ? 1 : THREADS);
+    }
+
+    /** Whether this platform's structs are the ones {@link LowLevelFormat} lays out. */
+    static boolean supported() {
+        return System.getProperty("os.name").equals("Linux") && System.getProperty("os.arch").equals("amd64");
     }
 
     /** libfuse3's shared library: {@code -Dferrite.libfuse=PATH}, else the first found where distributions put it. */
@@ -117,14 +131,6 @@ public final class FuseFileSystemProvider implements FileSystemProvider {
         }
         throw new UnsupportedOperationException("libfuse3 not found in " + LIBRARY_DIRS
                 + ": install it (apt-get install fuse3) or give its path with -Dferrite.libfuse=PATH");
-    }
-
-    private static void closeQuietly(Fuse fuse) {
-        try {
-            fuse.close();
-        } catch (TimeoutException | RuntimeException e) {
-            System.getLogger(FuseFileSystemProvider.class.getName()).log(System.Logger.Level.WARNING, "closing FUSE: " + e, e);
-        }
     }
 
     /** Whether the kernel shows a mount on {@code at} (an absolute, normalized path). */
@@ -158,19 +164,30 @@ public final class FuseFileSystemProvider implements FileSystemProvider {
         return field.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n").replace("\\134", "\\");
     }
 
-    private static final class Mounted implements FileSystemMount {
+    /** A mount being served: libfuse's loop runs in a thread of its own until the session exits or the mount goes. */
+    static final class Mounted implements FileSystemMount {
+        private static final System.Logger LOG = System.getLogger(Mounted.class.getName());
         private final Path at;
-        private final Fuse fuse;
-        private final FerriteFileSystem fs;
+        private final Libfuse fuse;
+        private final MemorySegment se;
+        final LowLevelServer server;
         private final Arena arena;
+        private final Thread loop;
         private final CountDownLatch unmounted = new CountDownLatch(1);
         private boolean closed;
 
-        Mounted(Path at, Fuse fuse, FerriteFileSystem fs, Arena arena) {
+        Mounted(Path at, Libfuse fuse, MemorySegment se, LowLevelServer server, Arena arena, int threads) {
             this.at = at;
             this.fuse = fuse;
-            this.fs = fs;
+            this.se = se;
+            this.server = server;
             this.arena = arena;
+            this.loop = Thread.ofPlatform().name("ferrite-fuse " + at).daemon().start(() -> {
+                int rc = fuse.sessionLoop(se, threads);
+                if (rc != 0) {
+                    LOG.log(System.Logger.Level.WARNING, "libfuse's loop on " + at + " ended with " + rc);
+                }
+            });
         }
 
         @Override
@@ -180,18 +197,23 @@ public final class FuseFileSystemProvider implements FileSystemProvider {
 
         @Override
         public Map<String, Long> requestCounts() {
-            return fs.requestCounts();
+            return server.requestCounts();
         }
 
+        /** The loop ends when the mount goes from outside (umount, fusermount3 -u: the kernel ends the connection). */
         @Override
         public void awaitUnmount() throws InterruptedException {
-            while (!unmounted.await(WATCH_MILLIS, TimeUnit.MILLISECONDS)) {
-                if (!isMounted(at)) {
-                    close();
-                }
-            }
+            loop.join();
+            close();
+            unmounted.await();
         }
 
+        /**
+         * Has libfuse's loop exit and unmount (lazily: the kernel ends the connection once nothing on the mount is in
+         * use, which ends the workers' reads), waits for the loop, then closes every node's handle. If the loop is
+         * still serving after {@value #LOOP_SECONDS} s (a program keeps something on the mount open), the session and
+         * its upcalls are left alive rather than freed under the workers, and only the handles are closed.
+         */
         @Override
         public void close() {
             synchronized (this) {
@@ -200,11 +222,25 @@ public final class FuseFileSystemProvider implements FileSystemProvider {
                 }
                 closed = true;
             }
+            boolean ended = false;
             try {
-                closeQuietly(fuse); // unmounts if still mounted, waits for libfuse's loop to end
-                fs.closeAll();
+                fuse.sessionExit(se);
+                fuse.sessionUnmount(se);
+                ended = loop.join(Duration.ofSeconds(LOOP_SECONDS));
+                if (!ended) {
+                    LOG.log(System.Logger.Level.WARNING, "libfuse's loop on " + at + " still serving " + LOOP_SECONDS
+                            + " s after the unmount: its session is left alive");
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
             } finally {
-                arena.close();
+                if (ended) {
+                    fuse.sessionDestroy(se);
+                }
+                server.closeAll();
+                if (ended) {
+                    arena.close();
+                }
                 unmounted.countDown();
             }
         }

@@ -6,14 +6,14 @@ import java.util.Map;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
- * How many upcalls a mount served, per libfuse operation: striped counters (no lock, no allocation), as libfuse's
- * worker threads serve requests at once. libfuse's high-level API answers the kernel's LOOKUP with getattr by path,
- * and SETATTR with chmod, chown, truncate and utimens, so those names count those kernel requests too.
+ * How many requests a mount served, per libfuse low-level operation (one per kernel request: a FORGET_MULTI
+ * counts once however many inodes it names): striped counters (no lock, no allocation), as libfuse's worker
+ * threads serve requests at once.
  */
 final class RequestCounts {
     enum Op {
-        GETATTR, READLINK, MKNOD, MKDIR, UNLINK, RMDIR, SYMLINK, RENAME, LINK, CHMOD, CHOWN, TRUNCATE, UTIMENS, OPEN,
-        READ, WRITE, STATFS, RELEASE, FSYNC, OPENDIR, READDIR, RELEASEDIR, FSYNCDIR, CREATE, FALLOCATE, LSEEK;
+        LOOKUP, FORGET, GETATTR, SETATTR, READLINK, MKNOD, MKDIR, UNLINK, RMDIR, SYMLINK, RENAME, LINK, OPEN, READ, WRITE,
+        RELEASE, FSYNC, OPENDIR, READDIR, RELEASEDIR, FSYNCDIR, STATFS, CREATE, FORGET_MULTI, FALLOCATE, READDIRPLUS, LSEEK;
 
         final String label = name().toLowerCase(java.util.Locale.ROOT);
     }

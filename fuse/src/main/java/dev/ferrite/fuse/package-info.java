@@ -1,9 +1,9 @@
 /**
- * fuse: a volume's namespace as a FUSE file system ({@code ./ferrite mount}, {@link dev.ferrite.dir.Volume#mount}).
- * {@code FerriteFileSystem} answers libfuse's high-level (path) operations from the {@link dev.ferrite.dir.Namespace},
- * each with the errno the namespace gives; {@code OpenFiles} keeps the {@link dev.ferrite.dir.Handle} of every
- * open file and directory between open and release, so reads, writes and syncs never resolve a path;
- * {@code JfuseNative} holds this module's only FFM code (the {@code stat}/{@code statvfs} fields jfuse does not
- * set, and the operations it does not bind); {@code FuseFileSystemProvider} mounts and unmounts. See docs/mount.md.
+ * fuse: a volume's namespace as a FUSE file system ({@code ./ferrite mount}, {@link dev.ferrite.dir.Volume#mount}),
+ * served through libfuse3's low-level (inode) API. {@code LowLevelServer} answers each request from the
+ * {@link dev.ferrite.dir.Namespace} by handle, with the errno the namespace gives; {@code NodeTable} keeps a
+ * {@link dev.ferrite.dir.Handle} per inode the kernel knows, with the kernel's lookup count; {@code Libfuse} binds
+ * libfuse's calls and {@code LowLevelFormat} lays out its structs; {@code FuseFileSystemProvider} mounts and
+ * unmounts. See docs/mount.md.
  */
 package dev.ferrite.fuse;

@@ -164,7 +164,7 @@ class ModulePathTest {
 
     /** The engine modules (class directories or jars holding a descriptor) and the libraries they require. */
     private static List<Path> modulePathEntries() {
-        Set<String> libraries = Set.of("jctools-core", "disruptor", "jfuse"); // jfuse: fuse provides dir's FileSystemProvider
+        Set<String> libraries = Set.of("jctools-core", "disruptor");
         List<Path> entries = new ArrayList<>();
         for (String e : System.getProperty("java.class.path").split(File.pathSeparator)) {
             Path p = Path.of(e);
