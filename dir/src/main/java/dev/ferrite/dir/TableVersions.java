@@ -17,7 +17,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * from its tree and then from its chain: the oldest entry newer than S holds the value the key had at S;
  * with none, the tree's value is the one. Entries no open snapshot needs are pruned.
  *
- * <p>Commits to one table apply one at a time (its lock), so a key's chain is in version order. With no
+ * <p>Changes to one key apply one at a time, each taking its version once it holds the key (a single
+ * write its key's stripe, a write transaction its tables exclusively: {@code Tables#single}), so a key's
+ * chain is in version order; writes to other keys of the table apply beside it. With no
  * snapshot open, commits take the fast path (no version, nothing recorded, one counter): a snapshot that
  * opens sets {@link #undoing} first and waits for the fast commits still applying to finish, so that no
  * commit it cannot see is half applied without a record. Nothing here is on disk: a crash ends every
@@ -60,7 +62,7 @@ final class TableVersions {
     private final Queue<Recorded> recorded = new ConcurrentLinkedQueue<>();
 
     /**
-     * Starts applying a commit, its tables' locks held: 0 for the fast path, else the commit's version.
+     * Starts applying a commit, its keys held: 0 for the fast path, else the commit's version.
      * Pair with {@link #endApply}.
      */
     long beginApply() {
