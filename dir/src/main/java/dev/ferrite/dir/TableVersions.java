@@ -9,6 +9,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * What snapshots need to see the tables as they were: while any snapshot is open, every table commit
@@ -22,7 +23,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * chain is in version order; writes to other keys of the table apply beside it. With no
  * snapshot open, commits take the fast path (no version, nothing recorded, one counter): a snapshot that
  * opens sets {@link #undoing} first and waits for the fast commits still applying to finish, so that no
- * commit it cannot see is half applied without a record. Nothing here is on disk: a crash ends every
+ * commit it cannot see is half applied without a record, then for the versioned ones up to its version
+ * ({@link #open}). Nothing here is on disk: a crash ends every
  * snapshot, and the log is never pinned by one. Memory: the prior value and ~100 bytes per key changed
  * while a snapshot is open, until the oldest snapshot older than the change closes.
  */
@@ -101,24 +103,45 @@ final class TableVersions {
         recorded.add(new Recorded(version, map, key, made[0]));
     }
 
-    /** Opens a snapshot: its version, every commit up to which is wholly applied and none after it visible. */
+    /**
+     * Opens a snapshot: its version, every commit up to which is wholly applied and none after it visible.
+     * It is the clock once the fast commits have finished, and it waits for the commits that took a
+     * version up to it and are still applying: a version below one of them would leave out commits that
+     * ended before the snapshot opened (and with them every fast commit after them, which it would show).
+     * Counted as live from taking the version, so that no prune drops a record it needs meanwhile.
+     */
     long open() {
         synchronized (lock) {
             opening++; // counted as open from now: a close meanwhile must not turn recording off
             undoing = true; // Dekker with beginApply: the flag stored, then the count loaded
         }
         for (int spins = 0; fast.get() != 0; spins++) { // fast commits never wait for a snapshot: they finish
-            if (spins > 100) {
-                Thread.yield();
-            } else {
-                Thread.onSpinWait();
-            }
+            backoff(spins);
         }
+        long s;
         synchronized (lock) {
-            long s = inflight.isEmpty() ? clock : inflight.first() - 1;
+            s = clock;
             live.merge(s, 1, Integer::sum);
             opening--;
-            return s;
+        }
+        for (int spins = 0; ; spins++) {
+            synchronized (lock) {
+                if (inflight.isEmpty() || inflight.first() > s) {
+                    return s;
+                }
+            }
+            backoff(spins);
+        }
+    }
+
+    /** A wait for commits that are applying now, which end soon. */
+    private static void backoff(int spins) {
+        if (spins < 100) {
+            Thread.onSpinWait();
+        } else if (spins < 1000) {
+            Thread.yield();
+        } else {
+            LockSupport.parkNanos(20_000);
         }
     }
 

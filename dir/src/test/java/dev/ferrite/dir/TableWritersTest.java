@@ -172,10 +172,102 @@ class TableWritersTest {
         }
     }
 
-    /** Waits (20 s at most) until each of {@code threads} is blocked: parked in a lock, a latch or a backoff. */
-    private static void awaitBlocked(List<Thread> threads) throws InterruptedException {
+    /**
+     * A write transaction on a table waits until the single write inside its apply has left (it holds the
+     * table exclusively: its undo, its reads of medium values and the reserve's upkeep rely on no other
+     * change), and single writes wait while it applies. Taking only the table's lock, the transaction
+     * applies while the single write is still inside.
+     */
+    @Test
+    void aWriteTransactionWaitsForTheSingleWritesInside() throws Exception {
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            CountDownLatch singleInside = new CountDownLatch(1), release = new CountDownLatch(1);
+            v.tables().onApply = () -> {
+                singleInside.countDown();
+                try {
+                    assertTrue(release.await(20, TimeUnit.SECONDS));
+                } catch (InterruptedException e) {
+                    throw new AssertionError(e);
+                }
+            };
+            Thread single = new Thread(() -> t.put(TableTest.b("single"), TableTest.b("1")));
+            single.start();
+            assertTrue(singleInside.await(20, TimeUnit.SECONDS), "the single write never came into its apply");
+            v.tables().onApply = null;
+            Thread group = new Thread(() -> {
+                try (WriteTransaction tx = v.begin(Durability.NONE)) {
+                    tx.put(t, TableTest.b("group-a"), TableTest.b("2"));
+                    tx.put(t, TableTest.b("group-b"), TableTest.b("3"));
+                    tx.commit();
+                }
+            });
+            group.start();
+            awaitBlocked(List.of(group));
+            boolean appliedBeside = t.containsKey(TableTest.b("group-a"));
+            release.countDown();
+            single.join();
+            group.join();
+            assertFalse(appliedBeside, "the write transaction applied while a single write was inside its apply");
+            assertEquals(3, t.count());
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /**
+     * A snapshot sees every write that ended before it opened, though a write that took a version before
+     * them is still applying: it waits for that one rather than taking a version below it. The case the
+     * writers above met: with a snapshot open, write X (held inside its apply) and then write P take
+     * versions, P ends; the snapshot closes, and write F takes the fast path (no version, no record) and
+     * ends. A snapshot opened now at the version below X's leaves P out but shows F, written after it.
+     */
+    @Test
+    void aSnapshotSeesEveryWriteThatEndedBeforeItOpened() throws Exception {
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            Tables tables = v.tables();
+            byte[] x = TableTest.b("x"), p = TableTest.b("p"), f = TableTest.b("f");
+            CountDownLatch xInside = new CountDownLatch(1), release = new CountDownLatch(1);
+            Snapshot first = tables.snapshot();
+            Thread writerX = new Thread(() -> t.put(x, TableTest.b("x")));
+            tables.onApply = () -> {
+                if (Thread.currentThread() == writerX) {
+                    xInside.countDown();
+                    try {
+                        assertTrue(release.await(20, TimeUnit.SECONDS));
+                    } catch (InterruptedException e) {
+                        throw new AssertionError(e);
+                    }
+                }
+            };
+            writerX.start();
+            assertTrue(xInside.await(20, TimeUnit.SECONDS), "write x never came into its apply");
+            t.put(p, TableTest.b("p")); // a version after x's
+            first.close();
+            assertFalse(tables.versions.anyOpen());
+            t.put(f, TableTest.b("f")); // the fast path
+            Snapshot[] second = new Snapshot[1];
+            Thread opener = new Thread(() -> second[0] = tables.snapshot());
+            opener.start();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            while (opener.getState() != Thread.State.TERMINATED && opener.getState() != Thread.State.TIMED_WAITING) {
+                assertTrue(System.nanoTime() < deadline, "the snapshot neither opened nor waited");
+                Thread.onSpinWait();
+            }
+            release.countDown();
+            writerX.join();
+            opener.join();
+            tables.onApply = null;
+            try (Snapshot s = second[0]) {
+                assertArrayEquals(TableTest.b("f"), s.get(t, f));
+                assertArrayEquals(TableTest.b("p"), s.get(t, p), "the snapshot misses write p, which ended before it opened (write f, after p, is in it)");
+            }
+        }
+    }
+
+    /** Waits (20 s at most) until each of {@code threads} is blocked (parked in a lock, a latch or a backoff) or done. */
+    private static void awaitBlocked(List<Thread> threads) {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-        while (!threads.stream().allMatch(th -> th.getState() == Thread.State.WAITING || th.getState() == Thread.State.TIMED_WAITING)) {
+        while (!threads.stream().allMatch(th -> th.getState() == Thread.State.WAITING || th.getState() == Thread.State.TIMED_WAITING
+                || th.getState() == Thread.State.TERMINATED)) {
             assertTrue(System.nanoTime() < deadline, "writers still running: " + threads.stream().map(Thread::getState).toList());
             Thread.onSpinWait();
         }
@@ -200,6 +292,18 @@ class TableWritersTest {
 
         boolean own() {
             return kind <= TX;
+        }
+
+        @Override
+        public String toString() {
+            return switch (kind) {
+                case PUT -> "put " + key;
+                case DELETE -> "delete " + key;
+                case PUT_IF_ABSENT -> "putIfAbsent " + key;
+                case TX -> "transaction over " + Arrays.toString(txKeys);
+                case SHARED_PUT -> "shared put " + key;
+                default -> "shared delete " + key;
+            };
         }
     }
 
@@ -394,8 +498,10 @@ class TableWritersTest {
                         next++;
                     }
                     assertTrue(next < ops.get(w).size(), at + ": its keys differ from its model, with no operation after");
+                    String atCount = diff(model, mine, s, table);
                     apply(model, w, ops.get(w).get(next));
-                    assertTrue(sameEntries(model, mine), at + ": its keys are neither its model at the count nor one operation later");
+                    assertTrue(sameEntries(model, mine), at + ": its keys are neither its model at the count (" + atCount
+                            + ") nor one operation later, " + ops.get(w).get(next) + " (" + diff(model, mine, s, table) + ")");
                 }
             }
             for (Map.Entry<byte[], byte[]> e : first.subMap(sharedKey(0), true, sharedKey(SHARED_KEYS), false).entrySet()) {
@@ -404,6 +510,29 @@ class TableWritersTest {
             TreeMap<byte[], byte[]> again = scan(s, table);
             assertTrue(sameEntries(first, again), where + ": snapshot " + s.version() + " changed while it was open");
         }
+    }
+
+    /** The first few keys where {@code found} differs from {@code model}, each with what the snapshot's get says. */
+    private static String diff(TreeMap<byte[], byte[]> model, TreeMap<byte[], byte[]> found, Snapshot s, Table table) {
+        List<String> out = new ArrayList<>();
+        TreeMap<byte[], byte[]> keys = new TreeMap<>(Arrays::compareUnsigned);
+        keys.putAll(model);
+        keys.putAll(found);
+        for (byte[] k : keys.keySet()) {
+            byte[] m = model.get(k), f = found.get(k);
+            if (!Arrays.equals(m, f) && out.size() < 4) {
+                out.add(new String(k) + ": model " + tagOf(m) + ", scan " + tagOf(f) + ", get " + tagOf(s.get(table, k)));
+            }
+        }
+        return out.toString();
+    }
+
+    private static String tagOf(byte[] v) {
+        if (v == null) {
+            return "absent";
+        }
+        long tag = ByteBuffer.wrap(v).getLong(0);
+        return "w" + (tag >>> 32) + "#" + (int) tag;
     }
 
     private static TreeMap<byte[], byte[]> scan(Snapshot s, Table table) {
