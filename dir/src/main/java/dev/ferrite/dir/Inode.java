@@ -115,7 +115,10 @@ final class Inode {
         }
     }
 
-    /** A wait for writers of a table that finish soon (a tree change and its commit), getting gentler. */
+    /**
+     * A wait for others that finish soon (a table's writers: a tree change and its commit), getting
+     * gentler: spins, then yields, then parks briefly.
+     */
     static void backoff(int spins) {
         if (spins < 64) {
             Thread.onSpinWait();

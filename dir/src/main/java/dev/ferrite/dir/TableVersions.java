@@ -9,7 +9,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.locks.LockSupport;
 
 /**
  * What snapshots need to see the tables as they were: while any snapshot is open, every table commit
@@ -116,7 +115,7 @@ final class TableVersions {
             undoing = true; // Dekker with beginApply: the flag stored, then the count loaded
         }
         for (int spins = 0; fast.get() != 0; spins++) { // fast commits never wait for a snapshot: they finish
-            backoff(spins);
+            Inode.backoff(spins);
         }
         long s;
         synchronized (lock) {
@@ -130,18 +129,7 @@ final class TableVersions {
                     return s;
                 }
             }
-            backoff(spins);
-        }
-    }
-
-    /** A wait for commits that are applying now, which end soon. */
-    private static void backoff(int spins) {
-        if (spins < 100) {
-            Thread.onSpinWait();
-        } else if (spins < 1000) {
-            Thread.yield();
-        } else {
-            LockSupport.parkNanos(20_000);
+            Inode.backoff(spins);
         }
     }
 

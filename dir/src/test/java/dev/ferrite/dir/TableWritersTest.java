@@ -106,11 +106,7 @@ class TableWritersTest {
             v.tables().onApply = () -> {
                 most.accumulateAndGet(inside.incrementAndGet(), Math::max);
                 firstInside.countDown();
-                try {
-                    assertTrue(release.await(20, TimeUnit.SECONDS));
-                } catch (InterruptedException e) {
-                    throw new AssertionError(e);
-                }
+                await(release);
                 inside.decrementAndGet();
             };
             Thread first = new Thread(() -> t.put(k, TableTest.b("first")));
@@ -144,11 +140,7 @@ class TableWritersTest {
             AtomicInteger inside = new AtomicInteger();
             v.tables().onApply = () -> {
                 inside.incrementAndGet();
-                try {
-                    assertTrue(release.await(20, TimeUnit.SECONDS));
-                } catch (InterruptedException e) {
-                    throw new AssertionError(e);
-                }
+                await(release);
             };
             List<Thread> writers = new ArrayList<>();
             for (int w = 0; w < 16; w++) {
@@ -184,11 +176,7 @@ class TableWritersTest {
             CountDownLatch singleInside = new CountDownLatch(1), release = new CountDownLatch(1);
             v.tables().onApply = () -> {
                 singleInside.countDown();
-                try {
-                    assertTrue(release.await(20, TimeUnit.SECONDS));
-                } catch (InterruptedException e) {
-                    throw new AssertionError(e);
-                }
+                await(release);
             };
             Thread single = new Thread(() -> t.put(TableTest.b("single"), TableTest.b("1")));
             single.start();
@@ -231,11 +219,7 @@ class TableWritersTest {
             tables.onApply = () -> {
                 if (Thread.currentThread() == writerX) {
                     xInside.countDown();
-                    try {
-                        assertTrue(release.await(20, TimeUnit.SECONDS));
-                    } catch (InterruptedException e) {
-                        throw new AssertionError(e);
-                    }
+                    await(release);
                 }
             };
             writerX.start();
@@ -260,6 +244,15 @@ class TableWritersTest {
                 assertArrayEquals(TableTest.b("f"), s.get(t, f));
                 assertArrayEquals(TableTest.b("p"), s.get(t, p), "the snapshot misses write p, which ended before it opened (write f, after p, is in it)");
             }
+        }
+    }
+
+    /** Waits (20 s at most) for {@code latch}, inside a write's apply. */
+    private static void await(CountDownLatch latch) {
+        try {
+            assertTrue(latch.await(20, TimeUnit.SECONDS), "the test never let the write go on");
+        } catch (InterruptedException e) {
+            throw new AssertionError(e);
         }
     }
 
