@@ -431,22 +431,29 @@ final class DirContents {
 
     /**
      * For a table's single writers, which apply side by side ({@code Tables#single}): {@code -1} if the
-     * tree's reserve needs a {@link #prepare} first (a spill, or a refill for a change that adds), else
+     * tree's reserve needs a {@link #prepare} first (a spill, or a refill for a change that adds),
+     * {@link #NOT_A_TREE} if the record holds no tree, else
      * the blocks it can give (usable, counted up to {@link #RESERVE_FILL}) in the high half and those it
      * can take back (room to {@link DirEntryFormat#RESERVE_CAPACITY}) in the low half. Lock-free.
      */
     long room(Inode table, boolean removal) {
         long f = records.readLong(table.ino, roomFacts);
-        return f < 0 || !removal && (f >>> 32) < RESERVE_LOW ? -1 : f;
+        return f == NOT_A_TREE ? f : f < 0 || !removal && (f >>> 32) < RESERVE_LOW ? -1 : f;
     }
+
+    /** What {@link #room} says of a record without a tree. */
+    static final long NOT_A_TREE = -2;
 
     /** {@link #room}'s read of the record, made once (allocation-free). */
     private final InodeRecords.LongRecordReader roomFacts = this::roomFacts;
 
     private long roomFacts(MemorySegment b, int rec) {
         int area = rec + InodeFormat.INLINE;
-        if (!isTree(b, rec) || badReserveEntry(b, area) >= 0) {
-            return -1; // a table's tree is made with it; a bad entry is named by prepare's step
+        if (!isTree(b, rec)) {
+            return NOT_A_TREE;
+        }
+        if (badReserveEntry(b, area) >= 0) {
+            return -1; // named by prepare's step
         }
         int count = DirEntryFormat.reserveCount(b, area);
         if (count > RESERVE_HIGH) {

@@ -584,6 +584,9 @@ public final class Tables {
                 continue;
             }
             long room = dirs.room(i, removal);
+            if (room == DirContents.NOT_A_TREE) { // a table's tree is made with it and goes only once it is freed
+                throw new CorruptionException(records.block(i.ino), "table", t + "'s inode " + i.ino + " holds no tree");
+            }
             if (room < 0) {
                 dirs.prepare(i, removal ? DirContents.REMOVAL : 0);
                 continue;

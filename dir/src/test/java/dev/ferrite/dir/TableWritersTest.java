@@ -21,6 +21,9 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
+import dev.ferrite.btree.internal.Buffer;
+import dev.ferrite.btree.internal.Txn;
+import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.MemoryDevice;
 import dev.ferrite.io.testkit.RecordingDevice;
 import dev.ferrite.io.testkit.TestSeed;
@@ -32,6 +35,8 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -244,6 +249,29 @@ class TableWritersTest {
                 assertArrayEquals(TableTest.b("f"), s.get(t, f));
                 assertArrayEquals(TableTest.b("p"), s.get(t, p), "the snapshot misses write p, which ended before it opened (write f, after p, is in it)");
             }
+        }
+    }
+
+    /**
+     * A table whose inode record no longer holds a tree (damage) refuses a single write with a
+     * CorruptionException naming the record's block, rather than asking for a reserve step that an
+     * inline record never needs, for ever.
+     */
+    @Test
+    void aTableRecordWithoutATreeIsCorruptionForASingleWrite() {
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            t.put(TableTest.b("k"), TableTest.b("v"));
+            Namespace ns = v.namespace();
+            try (Txn txn = Txn.begin(v.cache(), 2)) {
+                Buffer b = ns.records.lockRecord(txn, t.inode.ino);
+                int rec = ns.records.rec(t.inode.ino);
+                InodeFormat.setFork(b.data(), rec, InodeFormat.FORK_INLINE);
+                txn.log(b, rec, InodeFormat.INLINE);
+                txn.commit();
+            }
+            CorruptionException e = assertTimeoutPreemptively(java.time.Duration.ofSeconds(20),
+                    () -> assertThrows(CorruptionException.class, () -> t.put(TableTest.b("k2"), TableTest.b("v"))));
+            assertTrue(e.getMessage().contains("holds no tree"), e.getMessage());
         }
     }
 
