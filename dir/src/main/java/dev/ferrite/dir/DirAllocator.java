@@ -9,10 +9,12 @@ import dev.ferrite.btree.internal.Txn;
 
 /**
  * A directory's tree, or a regular file's extent tree, takes its blocks from, and gives them back to, the
- * reserve in its inode record ({@link DirEntryFormat}, {@link ExtentTreeFormat}): the transaction changing the tree already holds that record's block, so a
- * split or merge takes no allocation group lock and reads nothing. A tree's destroy, which reads its
- * nodes, frees them only after its last read and takes the record's block then. The namespace keeps the reserve
- * between its low and high marks in transactions of their own before each change.
+ * reserve in its inode record ({@link DirEntryFormat}, {@link ExtentTreeFormat}), locking that record's
+ * block in the changing transaction (re-entrant: a directory's change holds it already), so a split or
+ * merge takes no allocation group lock and reads nothing. A tree's destroy, which reads its nodes, frees
+ * them only after its last read and takes the record's block then. The namespace keeps the reserve
+ * between its low and high marks in transactions of their own before each change; a table's single
+ * writers, which change its tree side by side, each claim blocks of it first ({@code Tables#single}).
  *
  * <p>Nodes the tree frees go back to the reserve at once but stay {@link BufferCache#isBusy busy} until
  * their free is in a checkpoint: allocation skips them and the marks count only the reserve's other
@@ -31,11 +33,16 @@ final class DirAllocator implements BlockAllocator {
         this.area = recordOffset + InodeFormat.INLINE;
     }
 
-    private Buffer held(Txn txn) {
-        Buffer b = cache.get(block, InodeFormat.MAGIC, ag, "inode block");
-        if (!txn.holds(b)) {
-            throw new IllegalStateException("tree of an inode changed by a transaction not holding its inode block " + block);
-        }
+    /**
+     * The record's block, locked for {@code txn}: held already by a directory's or a file's change, taken
+     * here by a table's (last, after the tree's nodes: {@link Txn}'s lock order), so that writers of one
+     * table contend on it only when they split or merge.
+     */
+    private Buffer lock(Txn txn) {
+        Buffer b;
+        do { // a destroy frees after reading every node, and takes the record's block only then
+            b = cache.get(block, InodeFormat.MAGIC, ag, "inode block");
+        } while (!txn.lock(b));
         return b;
     }
 
@@ -77,7 +84,7 @@ final class DirAllocator implements BlockAllocator {
 
     @Override
     public long allocate(Txn txn) {
-        Buffer b = held(txn);
+        Buffer b = lock(txn);
         MemorySegment m = b.data();
         int i = DirEntryFormat.reserveCount(m, area) - 1;
         while (i >= 0 && cache.isBusy(DirEntryFormat.reserveEntry(m, area, i))) {
@@ -95,10 +102,7 @@ final class DirAllocator implements BlockAllocator {
 
     @Override
     public void free(Txn txn, long freed) {
-        Buffer b;
-        do { // a destroy frees after reading every node, and takes the record's block only then
-            b = cache.get(block, InodeFormat.MAGIC, ag, "inode block");
-        } while (!txn.lock(b));
+        Buffer b = lock(txn);
         int n = DirEntryFormat.reserveCount(b.data(), area);
         if (n == DirEntryFormat.RESERVE_CAPACITY) {
             throw new IllegalStateException("tree block reserve in inode block " + block + " is full");

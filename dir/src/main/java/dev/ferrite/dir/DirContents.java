@@ -430,6 +430,39 @@ final class DirContents {
     }
 
     /**
+     * For a table's single writers, which apply side by side ({@code Tables#single}): {@code -1} if the
+     * tree's reserve needs a {@link #prepare} first (a spill, or a refill for a change that adds),
+     * {@link #NOT_A_TREE} if the record holds no tree, else
+     * the blocks it can give (usable, counted up to {@link #RESERVE_FILL}) in the high half and those it
+     * can take back (room to {@link DirEntryFormat#RESERVE_CAPACITY}) in the low half. Lock-free.
+     */
+    long room(Inode table, boolean removal) {
+        long f = records.readLong(table.ino, roomFacts);
+        return f == NOT_A_TREE ? f : f < 0 || !removal && (f >>> 32) < RESERVE_LOW ? -1 : f;
+    }
+
+    /** What {@link #room} says of a record without a tree. */
+    static final long NOT_A_TREE = -2;
+
+    /** {@link #room}'s read of the record, made once (allocation-free). */
+    private final InodeRecords.LongRecordReader roomFacts = this::roomFacts;
+
+    private long roomFacts(MemorySegment b, int rec) {
+        int area = rec + InodeFormat.INLINE;
+        if (!isTree(b, rec)) {
+            return NOT_A_TREE;
+        }
+        if (badReserveEntry(b, area) >= 0) {
+            return -1; // named by prepare's step
+        }
+        int count = DirEntryFormat.reserveCount(b, area);
+        if (count > RESERVE_HIGH) {
+            return -1;
+        }
+        return (long) DirAllocator.usable(cache, b, area, RESERVE_FILL) << 32 | (DirEntryFormat.RESERVE_CAPACITY - count);
+    }
+
+    /**
      * The {@code keyLength} of {@link #step} and {@link #prepare} for a change that only removes entries: a
      * B-tree delete never allocates (merges free blocks into the reserve), so it needs room in the reserve
      * (a spill) but no refill, and goes on when the volume is full, as the undo of a group must.
@@ -506,7 +539,7 @@ final class DirContents {
                 int items = ag.blockItems() + 2 + extraItems + (convert != null ? BTree.CREATE_ITEMS + 4 : 0);
                 AllocOutcome r;
                 try (Txn txn = Txn.begin(cache, items)) {
-                    owner.lock.lock();
+                    owner.lockExclusive();
                     try {
                         int type = records.modeOf(owner.ino) & S_IFMT;
                         if (type != S_IFREG && type != InodeFormat.S_IFTABLE) {
@@ -522,7 +555,7 @@ final class DirContents {
                             return;
                         }
                     } finally {
-                        owner.lock.unlock();
+                        owner.unlockExclusive();
                     }
                 }
                 if ((used = ag.recover(r, busy)) < 0) {
@@ -623,7 +656,7 @@ final class DirContents {
                 for (boolean done = false; !done; ) {
                     prepare(owner, 0);
                     try (Txn txn = Txn.begin(cache, 2 + t.reservation())) {
-                        owner.lock.lock();
+                        owner.lockExclusive();
                         try {
                             if (step(owner, 0) == READY) { // read before the record is locked, stable under the inode's lock
                                 records.lockRecord(txn, owner.ino);
@@ -633,7 +666,7 @@ final class DirContents {
                                 done = true;
                             }
                         } finally {
-                            owner.lock.unlock();
+                            owner.unlockExclusive();
                         }
                     }
                 }
@@ -657,7 +690,7 @@ final class DirContents {
             }
             BTree t = tree(owner, header);
             try (Txn txn = Txn.begin(cache, 8 + 3 * DirEntryFormat.RESERVE_CAPACITY)) {
-                owner.lock.lock();
+                owner.lockExclusive();
                 try {
                     t.destroy(txn); // first: it reads the tree's nodes, and the record's block is shared
                     Buffer b = records.lockRecord(txn, owner.ino);
@@ -665,7 +698,7 @@ final class DirContents {
                     txn.log(b, rec, recordSize);
                     owner.lastSeq = txn.commit();
                 } finally {
-                    owner.lock.unlock();
+                    owner.unlockExclusive();
                 }
             }
             owner.dirTree = null;
@@ -688,7 +721,7 @@ final class DirContents {
                 ag.refillFreeList();
             }
             try (Txn txn = Txn.begin(cache, ag.blockItems() + items)) {
-                owner.lock.lock();
+                owner.lockExclusive();
                 try {
                     if (!still.getAsBoolean()) {
                         return;
@@ -699,7 +732,7 @@ final class DirContents {
                         return;
                     }
                 } finally {
-                    owner.lock.unlock();
+                    owner.unlockExclusive();
                 }
             }
             if (attempt == RETRIES) {

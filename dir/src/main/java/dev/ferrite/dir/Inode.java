@@ -2,6 +2,7 @@ package dev.ferrite.dir;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -15,19 +16,25 @@ import java.util.concurrent.locks.ReentrantLock;
  */
 final class Inode {
     static final int DEAD = -1;
-    private static final VarHandle REFS, MODIFIED;
+    private static final VarHandle REFS, MODIFIED, WRITERS;
 
     static {
         try {
             REFS = MethodHandles.lookup().findVarHandle(Inode.class, "refs", int.class);
             MODIFIED = MethodHandles.lookup().findVarHandle(Inode.class, "modified", long.class);
+            WRITERS = MethodHandles.lookup().findVarHandle(Inode.class, "writers", long.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
     }
 
     final long ino;
-    /** Serializes changes to this inode (taken before any buffer lock). */
+    /**
+     * Serializes changes to this inode (taken before any buffer lock). A table's single writes of inline
+     * values do not take it: they apply side by side ({@link #writers}), and whoever must keep them out
+     * (a refill or spill of the tree's block reserve, a write transaction, a drop's freeing) takes it
+     * through {@link #lockExclusive}.
+     */
     final ReentrantLock lock = new ReentrantLock();
     /** Next inode in the cache's hash chain; kept when unlinked, so chain walkers standing here go on. */
     volatile Inode chainNext;
@@ -60,9 +67,73 @@ final class Inode {
     /** The inode's B-tree once opened: a directory's entries, a regular file's extents (dropped when the tree goes). */
     volatile dev.ferrite.btree.internal.BTree dirTree;
 
+    /** Bits of {@link #writers}: the blocks claimed, the exclusive flag, and a count of changes above. */
+    static final long CLAIMS = (1L << 20) - 1, EXCLUSIVE = 1L << 20, CHANGE = 1L << 21;
+    /**
+     * A table's single writers inside their apply ({@code Tables#single}): the sum of the tree-reserve
+     * blocks they claimed (low bits, {@link #CLAIMS}), {@link #EXCLUSIVE} while a holder of
+     * {@link #lockExclusive} keeps them out, and a count of changes above, so that a CAS from a word read
+     * before the reserve was looked at fails if any writer entered or left meanwhile (no ABA).
+     */
+    @SuppressWarnings("unused") // through WRITERS
+    private volatile long writers;
+    /** Nesting of {@link #lockExclusive} (guarded by {@link #lock}). */
+    private int exclusiveDepth;
+
     Inode(long ino, int refs) {
         this.ino = ino;
         this.refs = refs;
+    }
+
+    /** {@link #writers} now. */
+    long writers() {
+        return (long) WRITERS.getVolatile(this);
+    }
+
+    /** Enters with a claim of {@code blocks} if {@link #writers} is still {@code seen} and not exclusive. */
+    boolean tryEnter(long seen, int blocks) {
+        return (seen & EXCLUSIVE) == 0 && WRITERS.compareAndSet(this, seen, seen + CHANGE + blocks);
+    }
+
+    /** Leaves, giving back a claim of {@code blocks} taken by {@link #tryEnter}. */
+    void leave(int blocks) {
+        WRITERS.getAndAdd(this, CHANGE - blocks);
+    }
+
+    /**
+     * Takes {@link #lock} and waits until no single writer is inside its apply; none enters until
+     * {@link #unlockExclusive}. Re-entrant. Writers inside wait for nothing this holder has (they take no
+     * inode lock, and this takes no buffer before they are out), so the wait ends.
+     */
+    void lockExclusive() {
+        lock.lock();
+        if (exclusiveDepth++ == 0) {
+            WRITERS.getAndAdd(this, CHANGE + EXCLUSIVE);
+            for (int spins = 0; (writers() & CLAIMS) != 0; spins++) {
+                backoff(spins);
+            }
+        }
+    }
+
+    /**
+     * A wait for others that finish soon (a table's writers: a tree change and its commit), getting
+     * gentler: spins, then yields, then parks briefly.
+     */
+    static void backoff(int spins) {
+        if (spins < 64) {
+            Thread.onSpinWait();
+        } else if (spins < 1024) {
+            Thread.yield();
+        } else {
+            LockSupport.parkNanos(50_000);
+        }
+    }
+
+    void unlockExclusive() {
+        if (--exclusiveDepth == 0) {
+            WRITERS.getAndAdd(this, CHANGE - EXCLUSIVE);
+        }
+        lock.unlock();
     }
 
     /** The modification time waiting to be logged, or 0. */

@@ -15,10 +15,11 @@ import dev.ferrite.io.InvalidArgumentException;
  * <p>Reads ({@link #get}, {@link #cursor}) take no lock and never wait for writers. A write here
  * ({@link #put}, {@link #delete}, ...) is a transaction of its own, durable as the table's default
  * {@link Durability} says (SYNC unless set); writes to several keys or tables that must happen together go
- * through a {@link WriteTransaction}. Writes to one table are applied one transaction at a time (the
- * table's lock, held while a commit applies its changes, not while it waits to be durable); single writes
- * to different tables proceed in parallel, while write transactions apply one at a time volume-wide
- * ({@link Tables}). Two transactions writing one key: the one whose commit applies last wins.
+ * through a {@link WriteTransaction}. Single writes of values kept in the tree ({@link #MAX_INLINE}
+ * bytes or less) and deletes apply side by side, on one table as on several, one at a time per key; a
+ * write transaction, or a single write of a value kept out of line, holds its tables for itself while
+ * it applies its changes (not while it waits to be durable), and write transactions apply one at a time
+ * volume-wide ({@link Tables}). Two transactions writing one key: the one whose commit applies last wins.
  *
  * <p>An open table holds its inode: dropped meanwhile, it keeps its contents for reads until closed,
  * refuses writes, and its space is freed at the last close. Thread-safe.

@@ -10,8 +10,10 @@ import dev.ferrite.btree.internal.BufferCache;
 import dev.ferrite.btree.internal.Txn;
 
 /**
- * Applies one table commit's changes, each key's change as a small transaction of its own, the table's
- * lock held by the caller; values arrive in their stored form ({@link TableValueFormat}). Inside a
+ * Applies one table commit's changes, each key's change as a small transaction of its own: a single
+ * write's beside other single writes to the table (admitted by {@code Tables#single}, its key's stripe
+ * held), a group's with the table held exclusively ({@link Inode#lockExclusive}); values arrive in their
+ * stored form ({@link TableValueFormat}). Inside a
  * journal group ({@code Journal#pin}) the small transactions share one checkpoint, so the commit is
  * recovered all or nothing however many keys it changes; and each change that a group makes records the
  * key's stored value before it, so that a group that fails part way (no space, too big for the log)
@@ -72,7 +74,7 @@ final class TableCommit {
 
     /**
      * Changes {@code key} of {@code t} ({@code op}: PUT or PUT_IF_ABSENT with the stored {@code value}, or
-     * DELETE) in a transaction of its own; {@code t}'s lock is held. A commit that is not undoable (a
+     * DELETE) in a transaction of its own (see the class comment for what the caller holds). A commit that is not undoable (a
      * single write) answers NEEDS_GROUP, having changed nothing, when the key names a blob or a medium
      * value: its change must doom the blob, or delete the chunks, in a group.
      *
@@ -102,10 +104,11 @@ final class TableCommit {
         long ino = t.inode.ino;
         boolean mayHoldOutOfLine = blobs.directory() != 0 || overflow.inode() != 0;
         for (;;) {
-            // read before the record is locked (a lock-free read of a block this thread holds would wait for
-            // ever); the table's lock, held, keeps both answers true
+            // read before any block is locked (a lock-free read of a block this thread holds would wait for
+            // ever). A single write was admitted with its claim on the reserve ({@code Tables#single}); a
+            // group holds the table exclusively, which keeps the step's answer true
             int step = value == null ? DirContents.REMOVAL : 0;
-            if (dirs.step(t.inode, step) != DirContents.READY) {
+            if (undo != null && dirs.step(t.inode, step) != DirContents.READY) {
                 dirs.prepare(t.inode, step); // the tree's block reserve between its marks, in transactions of its own
                 continue;
             }
@@ -116,8 +119,7 @@ final class TableCommit {
             byte[] before = null, key = null, replaced = null;
             long doomedBlob = -1;
             TableValueFormat.Medium medium = null;
-            try (Txn txn = Txn.begin(cache, 2 + tree.reservation())) {
-                records.lockRecord(txn, ino);
+            try (Txn txn = Txn.begin(cache, 2 + tree.reservation())) { // the record's block is taken by a split or merge (DirAllocator)
                 if (forward && (undo != null || version != 0 || mayHoldOutOfLine)) {
                     long found = tree.find(txn, k, BTree.Match.EXACT, keyOut, valueOut);
                     int length = found >= 0 ? BTree.foundValueLength(found) : -1;

@@ -17,10 +17,13 @@ import java.util.concurrent.atomic.AtomicInteger;
  * from its tree and then from its chain: the oldest entry newer than S holds the value the key had at S;
  * with none, the tree's value is the one. Entries no open snapshot needs are pruned.
  *
- * <p>Commits to one table apply one at a time (its lock), so a key's chain is in version order. With no
+ * <p>Changes to one key apply one at a time, each taking its version once it holds the key (a single
+ * write its key's stripe, a write transaction its tables exclusively: {@code Tables#single}), so a key's
+ * chain is in version order; writes to other keys of the table apply beside it. With no
  * snapshot open, commits take the fast path (no version, nothing recorded, one counter): a snapshot that
  * opens sets {@link #undoing} first and waits for the fast commits still applying to finish, so that no
- * commit it cannot see is half applied without a record. Nothing here is on disk: a crash ends every
+ * commit it cannot see is half applied without a record, then for the versioned ones up to its version
+ * ({@link #open}). Nothing here is on disk: a crash ends every
  * snapshot, and the log is never pinned by one. Memory: the prior value and ~100 bytes per key changed
  * while a snapshot is open, until the oldest snapshot older than the change closes.
  */
@@ -60,7 +63,7 @@ final class TableVersions {
     private final Queue<Recorded> recorded = new ConcurrentLinkedQueue<>();
 
     /**
-     * Starts applying a commit, its tables' locks held: 0 for the fast path, else the commit's version.
+     * Starts applying a commit, its keys held: 0 for the fast path, else the commit's version.
      * Pair with {@link #endApply}.
      */
     long beginApply() {
@@ -99,24 +102,34 @@ final class TableVersions {
         recorded.add(new Recorded(version, map, key, made[0]));
     }
 
-    /** Opens a snapshot: its version, every commit up to which is wholly applied and none after it visible. */
+    /**
+     * Opens a snapshot: its version, every commit up to which is wholly applied and none after it visible.
+     * It is the clock once the fast commits have finished, and it waits for the commits that took a
+     * version up to it and are still applying: a version below one of them would leave out commits that
+     * ended before the snapshot opened (and with them every fast commit after them, which it would show).
+     * Counted as live from taking the version, so that no prune drops a record it needs meanwhile.
+     */
     long open() {
         synchronized (lock) {
             opening++; // counted as open from now: a close meanwhile must not turn recording off
             undoing = true; // Dekker with beginApply: the flag stored, then the count loaded
         }
         for (int spins = 0; fast.get() != 0; spins++) { // fast commits never wait for a snapshot: they finish
-            if (spins > 100) {
-                Thread.yield();
-            } else {
-                Thread.onSpinWait();
-            }
+            Inode.backoff(spins);
         }
+        long s;
         synchronized (lock) {
-            long s = inflight.isEmpty() ? clock : inflight.first() - 1;
+            s = clock;
             live.merge(s, 1, Integer::sum);
             opening--;
-            return s;
+        }
+        for (int spins = 0; ; spins++) {
+            synchronized (lock) {
+                if (inflight.isEmpty() || inflight.first() > s) {
+                    return s;
+                }
+            }
+            Inode.backoff(spins);
         }
     }
 

@@ -86,6 +86,9 @@ public final class Tables {
         this.blobs = new TableBlobs(volume, namespace, versions);
         this.overflow = new TableOverflow(volume, namespace, cache);
         namespace.onTableFreed(this::release);
+        for (int i = 0; i < STRIPES; i++) {
+            stripes[i] = new ReentrantLock();
+        }
         this.singles = ThreadLocal.withInitial(() -> new TableCommit(cache, dirs, records, versions, blobs, overflow, false));
     }
 
@@ -497,29 +500,42 @@ public final class Tables {
         return VALUES.get();
     }
 
-    /** A single write ({@link Table#put} and the others): a transaction of its own, under the table's lock. */
+    /** A single write ({@link Table#put} and the others): a transaction of its own. */
     boolean single(Table t, byte[] key, byte[] value, int op) {
         return single(t, MemorySegment.ofArray(key), value == null ? null : MemorySegment.ofArray(value), op);
     }
 
     /**
-     * {@link #single(Table, byte[], byte[], int)} for a key and value in segments. One that writes a value
-     * out of line or replaces one goes through {@link #commit} (a group: the blob's renames, or the medium
-     * value's chunks, go with the key's change).
+     * {@link #single(Table, byte[], byte[], int)} for a key and value in segments. One of an inline value
+     * (or a delete) applies beside the table's other single writes: the B-tree's latches order changes to
+     * one leaf, the key's stripe orders changes to one key (so that the prior value a snapshot needs is
+     * recorded in version order), and its claim on the tree's block reserve ({@link #enter}) keeps a split
+     * from finding the reserve dry. One that writes a value out of line or replaces one goes through
+     * {@link #commit} (a group: the blob's renames, or the medium value's chunks, go with the key's change).
      */
     boolean single(Table t, MemorySegment key, MemorySegment value, int op) {
         t.requireOpen();
         if (value == null || value.byteSize() <= TableValueFormat.MAX_INLINE) {
             TableCommit c = singles.get();
             int outcome;
-            t.inode.lock.lock();
-            long v = versions.beginApply();
+            ReentrantLock stripe = stripes[stripe(t.inode.ino, key)];
+            stripe.lock();
             try {
-                c.version = v;
-                outcome = c.apply(t, key, value == null ? null : stored(value), op);
+                int claim = enter(t, value == null);
+                long v = versions.beginApply();
+                try {
+                    Runnable hook = onApply;
+                    if (hook != null) {
+                        hook.run();
+                    }
+                    c.version = v;
+                    outcome = c.apply(t, key, value == null ? null : stored(value), op);
+                } finally {
+                    versions.endApply(v);
+                    t.inode.leave(claim);
+                }
             } finally {
-                versions.endApply(v);
-                t.inode.lock.unlock();
+                stripe.unlock();
             }
             if (outcome == TableCommit.CHANGED) {
                 durable(c.seq, t.durability());
@@ -531,6 +547,59 @@ public final class Tables {
         WriteTransaction.Writes w = new WriteTransaction.Writes(t);
         w.ops.put(key.toArray(ValueLayout.JAVA_BYTE), new WriteTransaction.Op(op, value == null ? null : value.toArray(ValueLayout.JAVA_BYTE)));
         return commit(List.of(w), t.durability()) > 0;
+    }
+
+    /** Stripes of keys ({@link #single}): a power of two. */
+    private static final int STRIPES = 256;
+    private final ReentrantLock[] stripes = new ReentrantLock[STRIPES];
+
+    /** The stripe of {@code key} of table {@code ino}. */
+    static int stripe(long ino, MemorySegment key) {
+        long h = ino * 0x9E3779B97F4A7C15L;
+        for (long i = 0, n = key.byteSize(); i < n; i++) {
+            h = (h ^ key.get(ValueLayout.JAVA_BYTE, i)) * 0x100000001B3L;
+        }
+        return (int) (h ^ h >>> 32) & (STRIPES - 1);
+    }
+
+    /** Tests: runs inside each single write's apply, beside the others (null: nothing). */
+    volatile Runnable onApply;
+
+    /**
+     * Admits a single write to {@code t}'s apply beside the others: claims the blocks its change may take
+     * from the tree's reserve (a put's split: a node a level and a new root, plus a level for a root that
+     * splits meanwhile) or give back to it (a delete's merges), and enters only while the reserve can
+     * give or take those of every writer inside. A lone writer needs only the reserve between its marks,
+     * as every change of a tree does; a reserve that needs a refill or a spill gets it first, which keeps
+     * the writers out meanwhile ({@link Inode#lockExclusive}). Returns the claim, for {@link Inode#leave}.
+     */
+    private int enter(Table t, boolean removal) {
+        Inode i = t.inode;
+        int claim = t.tree().height() + 2;
+        for (int attempt = 0; ; attempt++) {
+            long seen = i.writers();
+            if ((seen & Inode.EXCLUSIVE) != 0) {
+                i.lock.lock(); // wait for the exclusive holder
+                i.lock.unlock();
+                continue;
+            }
+            long room = dirs.room(i, removal);
+            if (room == DirContents.NOT_A_TREE) { // a table's tree is made with it and goes only once it is freed
+                throw new CorruptionException(records.block(i.ino), "table", t + "'s inode " + i.ino + " holds no tree");
+            }
+            if (room < 0) {
+                dirs.prepare(i, removal ? DirContents.REMOVAL : 0);
+                continue;
+            }
+            long inside = seen & Inode.CLAIMS;
+            if (inside != 0 && inside + claim > (removal ? room & 0xffff_ffffL : room >>> 32)) {
+                Inode.backoff(attempt); // the others leave soon
+                continue;
+            }
+            if (i.tryEnter(seen, claim)) {
+                return claim;
+            }
+        }
     }
 
     /** The inline stored form of {@code value} in this thread's buffer (valid until its next use). */
@@ -626,7 +695,7 @@ public final class Tables {
             TableCommit c = new TableCommit(cache, dirs, records, versions, blobs, overflow, true);
             try {
                 for (WriteTransaction.Writes w : ws) {
-                    w.table.inode.lock.lock();
+                    w.table.inode.lockExclusive();
                     locked++;
                     w.table.requireOpen();
                 }
@@ -685,7 +754,7 @@ public final class Tables {
                     groups.unlock();
                 }
                 for (int i = 0; i < locked; i++) {
-                    ws.get(i).table.inode.lock.unlock();
+                    ws.get(i).table.inode.unlockExclusive();
                 }
             }
             written.removeAll(c.linked); // what is left was not linked (a putIfAbsent that found its key)

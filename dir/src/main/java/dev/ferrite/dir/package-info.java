@@ -38,6 +38,13 @@
  *       call takes the file's I/O lock (shared), then its page lock; write-back takes the I/O lock
  *       exclusive; the cache's own lock is only taken to allocate or evict a frame and only try-locks a
  *       file's page lock.
+ *   <li>{@code Tables} and {@code TableCommit}: a single write of a value kept in the tree (or a delete)
+ *       takes its key's stripe, then enters beside the table's other single writers with a claim on its
+ *       tree's block reserve ({@code Inode#writers}), then its tree's nodes (5), and its record (4) only
+ *       when a split or merge takes a reserve block, last (the nodes are locked by CAS, and a writer never
+ *       waits for a node while it holds one, so this cannot deadlock). A write transaction, a refill or
+ *       spill of a tree's reserve and the freeing of an orphan's tree hold the inode exclusively: its lock
+ *       (2) with no single writer inside ({@code Inode#lockExclusive}).
  *   <li>{@code NamespaceChecker}: the namespace's part of the check; reads only, no lock.
  * </ul>
  * The allocation group is split the same way: {@code AllocationGroup} (headers, locking, orphans) over
