@@ -200,7 +200,7 @@ public final class Cil {
             boolean dirty = false;
             for (int i = 0; i < count; i++) {
                 LogItem it = items[i];
-                if (it.txDirty != 0) {
+                if (it.txDirty != 0 || it.txOrdered) {
                     dirty = true;
                     CilSlot slot = it.slotOrNull(p);
                     int grown = DirtyMap.opSize(it.loggedMap | it.txDirty, chunkShift)
@@ -221,7 +221,7 @@ public final class Cil {
             }
             for (int i = 0; i < count; i++) {
                 LogItem it = items[i];
-                if (it.txDirty != 0) {
+                if (it.txDirty != 0 || it.txOrdered) {
                     insert(ctx, p, stripe, it);
                 }
             }
@@ -283,12 +283,14 @@ public final class Cil {
             DirtyMap.pack(it.txDirty, union, chunkShift, it.image(), slot.shadow);
         }
         it.zeroed |= it.txZeroed;
+        it.ordered |= it.txOrdered;
         slot.shadowMap = union;
         slot.zeroed = it.zeroed;
         slot.opBytes = DirtyMap.opSize(union, chunkShift);
         it.loggedMap = union;
         it.txDirty = 0;
         it.txZeroed = false;
+        it.txOrdered = false;
     }
 
     /**

@@ -47,9 +47,17 @@ public abstract class LogItem {
     Transaction tx;
     public long txDirty; // public for CilBench in perf, which commits into the CIL without a transaction
     boolean txZeroed;
+    boolean txOrdered;
     long loggedMap;
     /** Allocated (zero-filled) since last written home: checkpoints log it as zeros plus loggedMap. */
     boolean zeroed;
+    /**
+     * Initialised by a logical record ({@link Transaction#logOrdered}) and not written home since: the
+     * AIL keeps the item at the LSN of that record's checkpoint, however often it is relogged, so the
+     * tail cannot pass the record while the block is not home (recovery rebuilds the block from the
+     * record, then replays its later ops).
+     */
+    boolean ordered;
     private CilSlot even;
     private CilSlot odd;
 
@@ -147,9 +155,10 @@ public abstract class LogItem {
     }
 
     /**
-     * True once the owner has freed the block this item lived in: the AIL then drops the item instead of
-     * writing it home, where it could overwrite whatever the block holds next. Checked under the owner's
-     * lock. A block reused after being freed must have its whole image logged by its first transaction,
+     * True once nothing of this item may be written home: the owner has freed the block it lived in (it
+     * could overwrite whatever the block holds next), or the item is a logical record whose effect
+     * reaches home through other items ({@link Transaction#logOrdered}). The AIL drops such an item
+     * instead of writing it home. Checked under the owner's lock. A block reused after being freed must have its whole image logged by its first transaction,
      * or be logged as rebuilt from zeros ({@link Transaction#logZeroed}), so that recovery's replay of
      * the old owner's records cannot leave stale bytes in it.
      */
