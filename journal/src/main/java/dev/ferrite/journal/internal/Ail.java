@@ -229,9 +229,6 @@ public final class Ail implements AutoCloseable {
                 Event e = pending[c];
                 for (int i = 0; i < e.count; i++) {
                     LogItem it = e.items[i];
-                    if (it.inAil && it.ordered) {
-                        continue; // holds its initialisation record's place until first home (LogItem#ordered)
-                    }
                     if (it.inAil) {
                         unlink(it);
                     }
@@ -500,8 +497,6 @@ public final class Ail implements AutoCloseable {
     /**
      * Copies a locked, unpinned item's image into snapshot {@code i}, stamped; its relog starts afresh
      * (and, once home, the block no longer needs rebuilding from zeros or from its initialisation record).
-     * An ordered item is stamped with its record's LSN, older than its last relog: recovery then replays
-     * those relogs again over it, which is harmless, as each carries every change since the record.
      */
     private void snapshot(LogItem it, int i) {
         int blockSize = device.blockSize();

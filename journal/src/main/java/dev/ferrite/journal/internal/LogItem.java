@@ -52,10 +52,12 @@ public abstract class LogItem {
     /** Allocated (zero-filled) since last written home: checkpoints log it as zeros plus loggedMap. */
     boolean zeroed;
     /**
-     * Initialised by a logical record ({@link Transaction#logOrdered}) and not written home since: the
-     * AIL keeps the item at the LSN of that record's checkpoint, however often it is relogged, so the
-     * tail cannot pass the record while the block is not home (recovery rebuilds the block from the
-     * record, then replays its later ops).
+     * Initialised by a logical record ({@link Transaction#logOrdered}), neither written home nor relogged
+     * in a later checkpoint since: it stays in the AIL at the record's checkpoint, so the tail cannot pass
+     * the record while recovery needs it to rebuild the block. Its first relog in a later checkpoint is
+     * logged as zeroed, with its header ({@link #headerLength()}) and every change since the record, as
+     * a block just allocated is: that copy rebuilds the block on its own, so the item may move on in the
+     * AIL like any other, and a hot block does not hold the tail.
      */
     boolean ordered;
     private CilSlot even;
@@ -146,6 +148,14 @@ public abstract class LogItem {
 
     /** Releases the lock taken by {@link #tryLock()}. */
     protected abstract void unlock();
+
+    /**
+     * Bytes at the start of the image that rebuilding the block from zeros needs besides its logged
+     * changes (its header): logged with an ordered item's first relog ({@link #ordered}). None by default.
+     */
+    protected int headerLength() {
+        return 0;
+    }
 
     /** Writes {@code lsn} and a fresh checksum into a copy of the image about to be written home. */
     protected abstract void stamp(MemorySegment copy, long lsn);

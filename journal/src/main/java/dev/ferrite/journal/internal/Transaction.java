@@ -107,9 +107,10 @@ public final class Transaction {
      * Adds a block just initialised in full by a logical record that this transaction logs too (an item
      * whose replay rebuilds the block, such as a run of new inode blocks), without logging its bytes: it
      * is tracked like a logged item (pinned, then in the AIL until written home) but its op carries no
-     * ranges. Until the block is first written home, the AIL keeps it at this transaction's checkpoint
-     * however often it is relogged, so the log keeps the record as long as recovery may need it (XFS's
-     * ordered buffers). Later changes are logged as usual; the block must not be logged zeroed.
+     * ranges, and it holds the log's tail at this transaction's checkpoint, so the log keeps the record
+     * as long as recovery may need it (XFS's ordered buffers). Later changes are logged as usual, except
+     * that the item's first relog in a later checkpoint, if it is not home by then, is logged whole
+     * enough to rebuild the block without the record ({@link LogItem#ordered}).
      */
     public void logOrdered(LogItem item) {
         join(item);
