@@ -97,12 +97,12 @@ final class InodeAllocator {
 
     /**
      * Items an {@link #allocInode} transaction may change: the AGI, one operation on each inode tree and
-     * the inode's block; with a new chunk also the AGF, a free-space change and the chunk's blocks. Call
-     * before locking anything (it reads the trees' heights).
+     * the inode's block; with a new chunk also the AGF, a free-space change, the chunk's blocks and the
+     * record that initialises them. Call before locking anything (it reads the trees' heights).
      */
     int allocInodeItems(boolean mayAddChunk) {
         int items = 2 + ino.reservation() + fino.reservation();
-        return mayAddChunk ? items + 1 + CHUNK_BLOCKS + space.freeSpaceItems() : items;
+        return mayAddChunk ? items + 2 + CHUNK_BLOCKS + space.freeSpaceItems() : items;
     }
 
     /** Items a {@link #freeInode} transaction may change. */
@@ -262,14 +262,15 @@ final class InodeAllocator {
         }
     }
 
-    /** With AGI and AGF held and the free lists in range: a new chunk of free inodes at {@code at} ({@link FreeSpace#findUsable}). */
+    /**
+     * With AGI and AGF held and the free lists in range: a new chunk of free inodes at {@code at}
+     * ({@link FreeSpace#findUsable}). Its blocks are logged as one initialisation record, not block by
+     * block (XFS's icreate); each record logs itself when its inode is handed out.
+     */
     private void addChunk(Txn txn, int[] frames, long[] at) {
         int s = extentStart(at[1]);
         space.takeRange(txn, at[0], at[1]);
-        for (int i = 0; i < CHUNK_BLOCKS; i++) {
-            cache.createEmpty(txn, start + s + i, InodeFormat.MAGIC, agno, frames[i]); // records log themselves
-            frames[i] = -1;
-        }
+        cache.createInitialised(txn, start + s, CHUNK_BLOCKS, InodeFormat.MAGIC, agno, frames);
         AgTreeFormat.key32(key, s << 3);
         AgTreeFormat.maskValue(value, -1L);
         if (!ino.putIfAbsent(txn, key, value) || !fino.putIfAbsent(txn, key, value)) {

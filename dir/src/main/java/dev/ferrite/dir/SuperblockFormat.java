@@ -57,8 +57,17 @@ final class SuperblockFormat {
      * catalog and its tables as inodes without names.
      */
     static final long INCOMPAT_TABLES = 2;
+    /**
+     * Incompatible log feature: the log may hold block initialisation records (new inode chunks logged as
+     * one record each, not block by block), which code from before them would refuse as damage in the
+     * middle of the log. Set by every mount, in the superblock write that marks the volume in use, and
+     * cleared by a clean unmount, whose log is empty: a cleanly unmounted volume stays readable by such
+     * code, one in use or crashed is refused with {@link IncompatibleVolumeException} (XFS's log
+     * incompatible features).
+     */
+    static final long INCOMPAT_LOG_INIT_RECORDS = 4;
     /** Incompatible features this code understands. */
-    static final long KNOWN_INCOMPAT = INCOMPAT_EXTENT_TREE | INCOMPAT_TABLES;
+    static final long KNOWN_INCOMPAT = INCOMPAT_EXTENT_TREE | INCOMPAT_TABLES | INCOMPAT_LOG_INIT_RECORDS;
 
     static final long VERSION_OFF = 32, BLOCK_SIZE = 36, DEVICE_BLOCKS = 40, UUID_OFF = 48, LOG_START = 64,
             LOG_BLOCKS = 72, AG_COUNT = 76, AG_BLOCKS = 80, INODE_SIZE = 84, DATA_START = 88, COMPAT = 96,

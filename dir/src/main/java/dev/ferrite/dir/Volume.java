@@ -209,7 +209,8 @@ public final class Volume implements AutoCloseable {
             }
             MountReport report = new MountReport(usedMirror[0], sb.clean(), replayed, !sb.clean(), List.copyOf(notes));
             Volume v = new Volume(device, sb, journal, cache, groups, counters, report, options);
-            v.writeSuperblock(sb.withState(false, sb.freeBlocks(), sb.freeInodes(), sb.inodes(), sb.mounts() + 1));
+            v.writeSuperblock(sb.withState(false, sb.freeBlocks(), sb.freeInodes(), sb.inodes(), sb.mounts() + 1)
+                    .withIncompat(sb.incompat() | SuperblockFormat.INCOMPAT_LOG_INIT_RECORDS));
             v.namespace.recoverOrphans();
             v.tables.recover();
             return v;
@@ -347,11 +348,13 @@ public final class Volume implements AutoCloseable {
 
     /**
      * Writes both copies, the primary flushed before the mirror is written: a crash damages at most one.
-     * Incompatible features set meanwhile stay set ({@code f} may have been read before).
+     * Incompatible features set meanwhile stay set ({@code f} may have been read before), but for the log
+     * feature, which only the mount sets and the clean unmount clears.
      */
     private synchronized void writeSuperblock(SuperblockFormat.Fields f) {
-        if (superblock != null && (superblock.incompat() & ~f.incompat()) != 0) {
-            f = f.withIncompat(f.incompat() | superblock.incompat());
+        long sticky = superblock == null ? 0 : superblock.incompat() & ~SuperblockFormat.INCOMPAT_LOG_INIT_RECORDS;
+        if ((sticky & ~f.incompat()) != 0) {
+            f = f.withIncompat(f.incompat() | sticky);
         }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment b = arena.allocate(geometry.blockSize(), BlockDevice.BUFFER_ALIGNMENT);
@@ -819,7 +822,7 @@ public final class Volume implements AutoCloseable {
                     f = superblock;
                 }
                 writeSuperblock(f.withState(true, counters.freeBlocks.sum(), counters.freeInodes.sum(), counters.inodes.sum(),
-                        f.mounts()));
+                        f.mounts()).withIncompat(f.incompat() & ~SuperblockFormat.INCOMPAT_LOG_INIT_RECORDS));
             }
             if (lost != null) {
                 throw lost;

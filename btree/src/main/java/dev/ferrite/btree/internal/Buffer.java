@@ -252,6 +252,12 @@ public final class Buffer extends LogItem {
         unlockUnchanged();
     }
 
+    /** The block header: what a block rebuilt from zeros needs besides its logged changes. */
+    @Override
+    protected int headerLength() {
+        return BlockHeaderFormat.SIZE;
+    }
+
     @Override
     protected void stamp(MemorySegment copy, long lsn) {
         BlockHeaderFormat.stamp(copy, lsn);

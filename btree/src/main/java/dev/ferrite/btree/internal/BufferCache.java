@@ -51,6 +51,8 @@ import dev.ferrite.journal.internal.Journal;
 public final class BufferCache implements AutoCloseable {
     /** The journal item type of every cached block (recovery replays them all the same way). */
     public static final int ITEM_TYPE = 1;
+    /** The journal item type of block initialisation records ({@link #createInitialised}). */
+    public static final int INIT_TYPE = 2;
     /** Smallest cache: enough frames for the deepest split of a few concurrent writers. */
     public static final int MIN_FRAMES = 64;
 
@@ -422,6 +424,28 @@ public final class BufferCache implements AutoCloseable {
         Buffer b = claim(txn, block, magic, owner, frame);
         txn.logZeroed(b, 0, BlockHeaderFormat.SIZE);
         return b;
+    }
+
+    /**
+     * Buffers for the {@code count} blocks from {@code first}, just allocated in {@code txn}, in frames
+     * from {@link #reserveFrame()} ({@code frames[0..count)}, in order, each set to -1 once used): each zero-filled with a fresh
+     * header and held by {@code txn}, as {@link #create} makes them, but logged as one block
+     * initialisation record ({@link BlockInitFormat}, a few dozen bytes) instead of block by block. The
+     * buffers join the transaction as ordered items (tracked until home, their bytes not logged:
+     * {@link dev.ferrite.journal.internal.Transaction#logOrdered}); changes made to them later, in this
+     * transaction or another, are logged as usual ranges, which recovery replays over the blocks it
+     * rebuilt from the record.
+     */
+    public void createInitialised(Txn txn, long first, int count, int magic, long owner, int[] frames) {
+        if (count < 1 || count > BlockInitFormat.MAX_BLOCKS) {
+            throw new IllegalArgumentException("a block initialisation record covers 1 to " + BlockInitFormat.MAX_BLOCKS
+                    + " blocks, not " + count);
+        }
+        for (int i = 0; i < count; i++) {
+            txn.logOrdered(claim(txn, first + i, magic, owner, frames[i]));
+            frames[i] = -1;
+        }
+        txn.transaction().log(new BlockInit(first, count, magic, owner, blockSize), 0, BlockInitFormat.SIZE);
     }
 
     /**

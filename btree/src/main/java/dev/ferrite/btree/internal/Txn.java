@@ -133,6 +133,12 @@ public final class Txn implements AutoCloseable {
         changed[indexOf(b)] = true;
     }
 
+    /** Adds a held buffer just initialised in full by a record this transaction logs, its bytes not logged. */
+    void logOrdered(Buffer b) {
+        tx.logOrdered(b);
+        changed[indexOf(b)] = true;
+    }
+
     /**
      * Unlocks a held buffer this transaction has not changed (a node locked on a path that turned out not
      * to need changing). A changed buffer stays held until commit.

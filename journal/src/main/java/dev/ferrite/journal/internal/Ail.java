@@ -496,7 +496,7 @@ public final class Ail implements AutoCloseable {
 
     /**
      * Copies a locked, unpinned item's image into snapshot {@code i}, stamped; its relog starts afresh
-     * (and, once home, the block no longer needs rebuilding from zeros).
+     * (and, once home, the block no longer needs rebuilding from zeros or from its initialisation record).
      */
     private void snapshot(LogItem it, int i) {
         int blockSize = device.blockSize();
@@ -504,6 +504,7 @@ public final class Ail implements AutoCloseable {
         MemorySegment.copy(it.image(), 0, snap, 0, blockSize);
         it.loggedMap = 0;
         it.zeroed = false;
+        it.ordered = false;
         long lsn = it.ailLsn;
         it.stamp(snap, lsn);
         snapItems[i] = it;
@@ -556,6 +557,7 @@ public final class Ail implements AutoCloseable {
         }
         it.loggedMap = 0;
         it.zeroed = false;
+        it.ordered = false;
         droppedStale.increment();
     }
 

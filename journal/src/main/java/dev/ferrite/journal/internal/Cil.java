@@ -200,11 +200,12 @@ public final class Cil {
             boolean dirty = false;
             for (int i = 0; i < count; i++) {
                 LogItem it = items[i];
-                if (it.txDirty != 0) {
+                if (it.txDirty != 0 || it.txOrdered) {
                     dirty = true;
                     CilSlot slot = it.slotOrNull(p);
-                    int grown = DirtyMap.opSize(it.loggedMap | it.txDirty, chunkShift)
-                            - (slot != null && slot.ctxSeq == ctx.seq ? slot.opBytes : 0);
+                    boolean inCtx = slot != null && slot.ctxSeq == ctx.seq;
+                    int grown = DirtyMap.opSize(it.loggedMap | it.txDirty | (inCtx ? 0 : rebuildMap(it)), chunkShift)
+                            - (inCtx ? slot.opBytes : 0);
                     steal += grown + share(grown);
                 }
             }
@@ -221,7 +222,7 @@ public final class Cil {
             }
             for (int i = 0; i < count; i++) {
                 LogItem it = items[i];
-                if (it.txDirty != 0) {
+                if (it.txDirty != 0 || it.txOrdered) {
                     insert(ctx, p, stripe, it);
                 }
             }
@@ -256,9 +257,23 @@ public final class Cil {
         }
     }
 
+    /**
+     * What an item's first commit into a context must log besides its changes: for an ordered item
+     * relogged after its record's checkpoint, its header (it is logged as zeroed from then on, and its
+     * copy must rebuild the block without the record: {@link LogItem#ordered}); else nothing.
+     */
+    private long rebuildMap(LogItem it) {
+        return it.ordered && !it.txOrdered && it.headerLength() > 0 ? DirtyMap.of(0, it.headerLength(), chunkShift) : 0;
+    }
+
     private void insert(Context ctx, int p, int stripe, LogItem it) {
-        long union = it.loggedMap | it.txDirty;
         CilSlot slot = it.slot(p);
+        if (slot.ctxSeq != ctx.seq && it.ordered && !it.txOrdered) {
+            it.loggedMap |= rebuildMap(it);
+            it.txZeroed = true;
+            it.ordered = false;
+        }
+        long union = it.loggedMap | it.txDirty;
         if (slot.ctxSeq != ctx.seq) {
             slot.shadow = shadows.acquire(p, DirtyMap.packedSize(union, chunkShift));
             DirtyMap.pack(union, union, chunkShift, it.image(), slot.shadow);
@@ -283,12 +298,14 @@ public final class Cil {
             DirtyMap.pack(it.txDirty, union, chunkShift, it.image(), slot.shadow);
         }
         it.zeroed |= it.txZeroed;
+        it.ordered |= it.txOrdered;
         slot.shadowMap = union;
         slot.zeroed = it.zeroed;
         slot.opBytes = DirtyMap.opSize(union, chunkShift);
         it.loggedMap = union;
         it.txDirty = 0;
         it.txZeroed = false;
+        it.txOrdered = false;
     }
 
     /**

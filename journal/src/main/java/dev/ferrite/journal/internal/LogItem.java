@@ -47,9 +47,19 @@ public abstract class LogItem {
     Transaction tx;
     public long txDirty; // public for CilBench in perf, which commits into the CIL without a transaction
     boolean txZeroed;
+    boolean txOrdered;
     long loggedMap;
     /** Allocated (zero-filled) since last written home: checkpoints log it as zeros plus loggedMap. */
     boolean zeroed;
+    /**
+     * Initialised by a logical record ({@link Transaction#logOrdered}), neither written home nor relogged
+     * in a later checkpoint since: it stays in the AIL at the record's checkpoint, so the tail cannot pass
+     * the record while recovery needs it to rebuild the block. Its first relog in a later checkpoint is
+     * logged as zeroed, with its header ({@link #headerLength()}) and every change since the record, as
+     * a block just allocated is: that copy rebuilds the block on its own, so the item may move on in the
+     * AIL like any other, and a hot block does not hold the tail.
+     */
+    boolean ordered;
     private CilSlot even;
     private CilSlot odd;
 
@@ -139,6 +149,14 @@ public abstract class LogItem {
     /** Releases the lock taken by {@link #tryLock()}. */
     protected abstract void unlock();
 
+    /**
+     * Bytes at the start of the image that rebuilding the block from zeros needs besides its logged
+     * changes (its header): logged with an ordered item's first relog ({@link #ordered}). None by default.
+     */
+    protected int headerLength() {
+        return 0;
+    }
+
     /** Writes {@code lsn} and a fresh checksum into a copy of the image about to be written home. */
     protected abstract void stamp(MemorySegment copy, long lsn);
 
@@ -147,9 +165,10 @@ public abstract class LogItem {
     }
 
     /**
-     * True once the owner has freed the block this item lived in: the AIL then drops the item instead of
-     * writing it home, where it could overwrite whatever the block holds next. Checked under the owner's
-     * lock. A block reused after being freed must have its whole image logged by its first transaction,
+     * True once nothing of this item may be written home: the owner has freed the block it lived in (it
+     * could overwrite whatever the block holds next), or the item is a logical record whose effect
+     * reaches home through other items ({@link Transaction#logOrdered}). The AIL drops such an item
+     * instead of writing it home. Checked under the owner's lock. A block reused after being freed must have its whole image logged by its first transaction,
      * or be logged as rebuilt from zeros ({@link Transaction#logZeroed}), so that recovery's replay of
      * the old owner's records cannot leave stale bytes in it.
      */

@@ -202,7 +202,20 @@ final class Recovery {
         }
     }
 
+    /**
+     * Verifies and replays one complete checkpoint in two passes over its ops: first the items that
+     * initialise blocks ({@link Replayer#replaysFirst}), then the others, each pass in log order.
+     *
+     * @return null, or why the checkpoint is damaged (the first pass finds it before any other item is
+     *         replayed)
+     */
     private String replayCheckpoint(List<MemorySegment> records, long lsn, long seq, Replayer replayer, ReplayItem item) {
+        String bad = replayPass(records, lsn, seq, replayer, item, true);
+        return bad != null ? bad : replayPass(records, lsn, seq, replayer, item, false);
+    }
+
+    private String replayPass(List<MemorySegment> records, long lsn, long seq, Replayer replayer, ReplayItem item,
+                              boolean initialising) {
         long items = 0;
         for (int r = 0; r < records.size(); r++) {
             MemorySegment p = records.get(r);
@@ -226,18 +239,20 @@ final class Recovery {
                     }
                     return null;
                 }
+                item.set(p, off, lsn, seq);
                 String bad = verifyRanges(p, off, len);
                 if (bad == null) {
-                    bad = verifyItem(type, LogRecordFormat.opHome(p, off), replayer);
+                    bad = verifyItem(item, replayer);
                 }
                 if (bad != null) {
                     return "record " + r + ", op at byte " + off + ": " + bad;
                 }
-                item.set(p, off, lsn, seq);
-                if (replayer.replay(item)) {
-                    itemsReplayed++;
-                } else {
-                    itemsSkipped++;
+                if (replayer.replaysFirst(type) == initialising) {
+                    if (replayer.replay(item)) {
+                        itemsReplayed++;
+                    } else {
+                        itemsSkipped++;
+                    }
                 }
                 items++;
                 off += len;
@@ -246,13 +261,21 @@ final class Recovery {
         return "no commit op";
     }
 
-    /** Why an item of {@code type} for block {@code home} cannot be one this log wrote, or null if it can. */
-    private String verifyItem(int type, long home, Replayer replayer) {
-        if (home < 0 || home >= device.blockCount() || home >= geometry.start() && home < geometry.start() + geometry.blocks()) {
-            return "home block " + home + " lies outside the device or inside the log";
+    /** Why {@code item} cannot be one this log wrote, or null if it can. */
+    private String verifyItem(ReplayItem item, Replayer replayer) {
+        long home = item.home();
+        if (!replayer.knows(item.type())) {
+            return "item type " + item.type() + " is not one the volume logs";
         }
-        if (!replayer.knows(type)) {
-            return "item type " + type + " is not one the volume logs";
+        int blocks = replayer.blocks(item);
+        if (blocks < 1) {
+            return "item of type " + item.type() + " for block " + home + " is malformed (" + item.rangeCount()
+                    + " ranges" + (item.zeroed() ? ", zeroed" : "") + ")";
+        }
+        long start = geometry.start(), end = start + geometry.blocks();
+        if (home < 0 || home > device.blockCount() - blocks || home < end && home + blocks > start) {
+            return "home block" + (blocks == 1 ? " " + home : "s [" + home + ", +" + blocks + ")")
+                    + " lie" + (blocks == 1 ? "s" : "") + " outside the device or inside the log";
         }
         return null;
     }

@@ -58,6 +58,15 @@ public final class ReplayItem {
         return LogRecordFormat.rangeLength(payload, op, i);
     }
 
+    /** The bytes of range {@code i}, a view of the record, valid only during the {@link Replayer} call it is handed to. */
+    public MemorySegment rangeData(int i) {
+        long data = op + LogRecordFormat.opDataStart(rangeCount());
+        for (int k = 0; k < i; k++) {
+            data += rangeLength(k);
+        }
+        return payload.asSlice(data, rangeLength(i));
+    }
+
     /**
      * Copies every range into {@code block} (the item's home block image) at its offset, after filling
      * the block with zeros if the item is {@link #zeroed()}.

@@ -28,6 +28,25 @@ public interface Replayer {
         return true;
     }
 
+    /**
+     * True if items of {@code type} initialise blocks (records that rebuild whole blocks, such as a run of
+     * new inode blocks): recovery replays them before the other items of their checkpoint, whose changes
+     * to those blocks were made after the initialisation whatever order the checkpoint lists them in.
+     */
+    default boolean replaysFirst(int type) {
+        return false;
+    }
+
+    /**
+     * How many consecutive blocks, from its home block, {@code item} (of a type this replayer knows)
+     * writes: 1 for a block's ranges; for an initialisation record, the blocks it initialises. Below 1
+     * if the item cannot be one of its type: recovery then refuses the checkpoint as damaged, as it does
+     * an item whose blocks lie outside the device or inside the log.
+     */
+    default int blocks(ReplayItem item) {
+        return 1;
+    }
+
     /** Makes every replayed block durable at home (write and flush) before the log forgets them. */
     void finish();
 }

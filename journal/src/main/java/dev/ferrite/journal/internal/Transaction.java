@@ -77,6 +77,7 @@ public final class Transaction {
         item.tx = this;
         item.txDirty = 0;
         item.txZeroed = false;
+        item.txOrdered = false;
         items[count++] = item;
     }
 
@@ -100,6 +101,21 @@ public final class Transaction {
     public void logZeroed(LogItem item, int offset, int length) {
         log(item, offset, length);
         item.txZeroed = true;
+    }
+
+    /**
+     * Adds a block just initialised in full by a logical record that this transaction logs too (an item
+     * whose replay rebuilds the block, such as a run of new inode blocks), without logging its bytes: it
+     * is tracked like a logged item (pinned, then in the AIL until written home) but its op carries no
+     * ranges, and it holds the log's tail at this transaction's checkpoint, so the log keeps the record
+     * as long as recovery may need it (XFS's ordered buffers). Later changes are logged as usual, except
+     * that the item's first relog in a later checkpoint, if it is not home by then, is logged whole
+     * enough to rebuild the block without the record ({@link LogItem#ordered}).
+     */
+    public void logOrdered(LogItem item) {
+        join(item);
+        item.txOrdered = true;
+        dirty = true;
     }
 
     /**
@@ -191,6 +207,7 @@ public final class Transaction {
             items[i].tx = null;
             items[i].txDirty = 0;
             items[i].txZeroed = false;
+            items[i].txOrdered = false;
             items[i] = null;
         }
         count = 0;
