@@ -492,8 +492,9 @@ final class LogWriter implements AutoCloseable {
 
     /**
      * Formats records one after another into the buffer, tracking each record's position in the log.
-     * The payload is checksummed as it is formatted, a step at a time while it is still in the cache,
-     * rather than read back from memory once the record is complete; the header last, combined with it.
+     * A large record's payload is checksummed as it is formatted, a step at a time while it is still in
+     * the cache, rather than read back from memory once the record is complete; the header last, combined
+     * with it. A record smaller than a step is checksummed whole as it is sealed.
      */
     private final class RecordCursor {
         /** Payload bytes checksummed at a time: a few items, well inside the L1 cache they were copied through. */
@@ -545,14 +546,18 @@ final class LogWriter implements AutoCloseable {
             if (padStart < end) {
                 out.asSlice(padStart, end - padStart).fill((byte) 0);
             }
-            checksum(end);
-            int crc = (int) payloadCrc.getValue();
-            payloadCrc.reset();
             short flags = (short) ((index == 0 ? LogRecordFormat.FLAG_START : 0) | (commit ? LogRecordFormat.FLAG_COMMIT : 0));
             MemorySegment record = out.asSlice(recordStart, end - recordStart);
             LogRecordFormat.writeHeader(record.asSlice(0, blockSize), cycle, flags, Lsn.of(cycle, block), tailLsn, logId,
                     seq, epoch, index, payloadBlocks, (int) payloadUsed, ops);
-            LogRecordFormat.seal(record, blockSize, cycle, crc, payloadShift[payloadBlocks]);
+            if (checksummed == payloadStart) { // small: one pass over the whole record, still in the cache
+                LogRecordFormat.seal(record, blockSize, cycle);
+            } else {
+                checksum(end);
+                int crc = (int) payloadCrc.getValue();
+                payloadCrc.reset();
+                LogRecordFormat.seal(record, blockSize, cycle, crc, payloadShift[payloadBlocks]);
+            }
             block += 1 + payloadBlocks;
             while (block >= geometry.areaBlocks()) {
                 block -= geometry.areaBlocks();
