@@ -38,8 +38,7 @@ import dev.ferrite.io.internal.Crc32c;
  * happens-before edge (the hand-off queue one way, {@code ioDone} the other, {@code pushing} between
  * the push thread and forcers).
  *
- * <p>The AIL hand-off (returning unused reservation, publishing the items) is always the log I/O thread's,
- * after the forcers are woken. A checkpoint written by a forcer or the push thread leaves its hand-off in
+ * <p>The AIL hand-off (publishing the items) is always the log I/O thread's, after the forcers are woken. A checkpoint written by a forcer or the push thread leaves its hand-off in
  * {@code durable} for it, so a force returns as soon as its flush does ({@link #deferHandOff}). Hand-offs
  * stay in checkpoint order (every checkpoint written elsewhere is queued before the next one is handed
  * to the log I/O thread, which drains the queue first) and are bounded in time: while they keep coming the
@@ -101,6 +100,8 @@ final class LogWriter implements AutoCloseable {
      * few enough wake-ups to cost nothing beside the checkpoints they publish.
      */
     static final long HAND_OFF_POLL_NANOS = 1_000_000L;
+    /** Hand-offs one poll holds: forces back to back on a RAM device come every few microseconds. */
+    static final int DEFERRED_MAX = 4096;
 
     private final BlockDevice device;
     private final LogGeometry geometry;
@@ -124,7 +125,7 @@ final class LogWriter implements AutoCloseable {
      * Checkpoints written off the log I/O thread, durable, whose AIL hand-off it has yet to do; produced
      * by the holder of the push turn only.
      */
-    private final SpscAtomicArrayQueue<Checkpoint> durable = new SpscAtomicArrayQueue<>(256);
+    private final SpscAtomicArrayQueue<Checkpoint> durable = new SpscAtomicArrayQueue<>(DEFERRED_MAX);
     /** The log I/O thread is parked until woken (not polling for hand-offs): a new hand-off must wake it. */
     private volatile boolean ioAsleep;
     /** Tests only: run on the log I/O thread before each AIL hand-off (to hold it). */
@@ -614,12 +615,19 @@ final class LogWriter implements AutoCloseable {
         }
     }
 
-    /** Writes the checkpoint (unless empty) and declares it durable, waking its forcers. */
+    /**
+     * Writes the checkpoint (unless empty), declares it durable, waking its forcers, then returns the
+     * reservation it did not use: two CASes, and left for later it would make reservers meanwhile find
+     * the log fuller than it is and push the AIL for space.
+     */
     private void writeDurable(Checkpoint c) {
-        if (c.items() != null) {
-            write(c);
+        if (c.items() == null) {
+            markDurable(c.commitSeq());
+            return;
         }
+        write(c);
         markDurable(c.commitSeq());
+        space.release(c.stolen() - c.bytes());
     }
 
     /**
@@ -630,10 +638,12 @@ final class LogWriter implements AutoCloseable {
         if (c.items() == null) {
             return;
         }
-        while (!durable.offer(c)) { // the log I/O thread is far behind: let it catch up
+        if (!durable.offer(c)) { // more than a poll's worth: wake the log I/O thread and wait for room
             LockSupport.unpark(io);
-            requireAlive();
-            Thread.onSpinWait();
+            while (!durable.offer(c)) {
+                requireAlive();
+                Thread.onSpinWait();
+            }
         }
         VarHandle.fullFence(); // Dekker with ioLoop: the offer stored, then ioAsleep loaded
         if (ioAsleep) {
@@ -652,8 +662,8 @@ final class LogWriter implements AutoCloseable {
     }
 
     /**
-     * Log I/O thread, once {@code c} is durable and its forcers woken: returns the reservation it did not
-     * use and hands its items to the AIL (in checkpoint order, the AIL's list order).
+     * Log I/O thread, once {@code c} is durable and its forcers woken: hands its items to the AIL (in
+     * checkpoint order, the AIL's list order).
      */
     private void handOff(Checkpoint c) {
         if (c.items() == null) {
@@ -663,7 +673,6 @@ final class LogWriter implements AutoCloseable {
         if (hook != null) {
             hook.run();
         }
-        space.release(c.stolen() - c.bytes());
         ail.publish(c.items(), c.items().length, c.startLsn(), c.checkpointSeq(), c.endLsn());
     }
 

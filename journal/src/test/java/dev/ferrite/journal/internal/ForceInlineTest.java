@@ -165,6 +165,45 @@ class ForceInlineTest {
         }
     }
 
+    @Test
+    void forcesOutrunningTheHandOffsWaitForRoomAndLoseNone() throws Exception {
+        int forces = LogWriter.DEFERRED_MAX + 3;
+        // a log with room for every checkpoint while none of them may reach the AIL
+        LogGeometry g = new LogGeometry(1000, 24_000);
+        try (Arena arena = Arena.ofShared(); MemoryDevice base = MemoryDevice.create(25_000, BS)) {
+            Journal.format(base, g);
+            try (TestReplayer rep = new TestReplayer(base); Journal j = Journal.open(base, g, JournalOptions.defaults(), rep)) {
+                TestItem it = new TestItem(100, BS, arena);
+                CountDownLatch reached = new CountDownLatch(1), release = new CountDownLatch(1);
+                j.writer().beforeHandOff = () -> {
+                    reached.countDown();
+                    try {
+                        release.await(30, TimeUnit.SECONDS);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                };
+                java.util.concurrent.atomic.AtomicInteger done = new java.util.concurrent.atomic.AtomicInteger();
+                CompletableFuture<Void> forcer = CompletableFuture.runAsync(() -> {
+                    for (int i = 0; i < forces; i++) {
+                        j.force(commit(j, it, i % 4));
+                        done.incrementAndGet();
+                    }
+                });
+                assertTrue(reached.await(10, TimeUnit.SECONDS));
+                // the first hand-off is held and a queue's worth waits behind it: the next force waits for room
+                await(() -> done.get() == LogWriter.DEFERRED_MAX + 1);
+                assertFalse(forcer.isDone(), "a force returned with its hand-off nowhere to go");
+                j.writer().beforeHandOff = null;
+                release.countDown();
+                forcer.get(30, TimeUnit.SECONDS);
+                await(() -> j.stats().ailInsertedItems() == forces);
+                j.quiesce();
+                assertEquals(0, j.stats().ailItems());
+            }
+        }
+    }
+
     private static void await(BooleanSupplier condition) {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         while (!condition.getAsBoolean()) {
