@@ -227,6 +227,12 @@ public final class Ail implements AutoCloseable {
         try {
             for (int c = 0; c < pendingCount; c++) {
                 Event e = pending[c];
+                if (e.seq != nextStartSeq) {
+                    // the list's order and the tail rest on it: a checkpoint skipped or out of place could
+                    // let the tail pass items still only in the log
+                    throw new IllegalStateException("checkpoint " + e.seq + " reached the AIL where checkpoint "
+                            + nextStartSeq + " was due: checkpoints must arrive one after another, in order");
+                }
                 for (int i = 0; i < e.count; i++) {
                     LogItem it = e.items[i];
                     if (it.inAil) {

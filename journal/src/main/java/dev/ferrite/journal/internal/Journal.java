@@ -319,6 +319,10 @@ public final class Journal implements AutoCloseable {
         return space;
     }
 
+    LogWriter writer() {
+        return writer;
+    }
+
     /**
      * Returns once every transaction committed with a sequence up to {@code seq} is durable.
      *

@@ -169,13 +169,36 @@ public final class LogRecordFormat {
      * header's included, with {@code cycle}.
      */
     static void seal(MemorySegment rec, int blockSize, int cycle) {
+        saveStamps(rec, blockSize);
+        Crc32c.stampInPlace(rec, CRC_OFF);
+        stamp(rec, cycle);
+    }
+
+    /**
+     * {@link #seal}, given the CRC32C of the payload (padding included, as it is before sealing) and
+     * {@link Crc32c#shiftOperator} of its length: the writer checksums a large record's payload while
+     * formatting it, each piece while it is still in the cache, and only the header here. The record is
+     * the same.
+     */
+    static void seal(MemorySegment rec, int blockSize, int cycle, int payloadCrc, int payloadShift) {
         MemorySegment header = rec.asSlice(0, blockSize);
+        saveStamps(rec, blockSize);
+        header.set(U32, CRC_OFF, Crc32c.combine(Crc32c.stampInPlace(header, CRC_OFF), payloadCrc, payloadShift));
+        stamp(rec, cycle);
+    }
+
+    /** Saves the first word of every payload sector into the header's stamp table. */
+    private static void saveStamps(MemorySegment rec, int blockSize) {
         int sectors = (int) (rec.byteSize() / SECTOR);
         int headerSectors = blockSize / SECTOR;
         for (int s = headerSectors; s < sectors; s++) {
-            header.set(U32, stampTableOffset(s - headerSectors), rec.get(U32, (long) s * SECTOR));
+            rec.set(U32, stampTableOffset(s - headerSectors), rec.get(U32, (long) s * SECTOR));
         }
-        Crc32c.stampInPlace(rec, CRC_OFF);
+    }
+
+    /** Stamps every sector of the record, the header's included, with {@code cycle}. */
+    private static void stamp(MemorySegment rec, int cycle) {
+        int sectors = (int) (rec.byteSize() / SECTOR);
         for (int s = 0; s < sectors; s++) {
             rec.set(U32, (long) s * SECTOR, cycle);
         }

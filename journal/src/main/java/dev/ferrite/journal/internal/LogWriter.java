@@ -4,17 +4,21 @@ import dev.ferrite.journal.VolumeShutdownException;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteBuffer;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
+import java.util.zip.CRC32C;
 
 import org.jctools.queues.atomic.SpscAtomicArrayQueue;
 
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.IoBatch;
+import dev.ferrite.io.internal.Crc32c;
 
 /**
  * The CIL push, in two stages on two threads, so that formatting one checkpoint overlaps the I/O of the
@@ -24,8 +28,8 @@ import dev.ferrite.io.IoBatch;
  *       in one of two aligned buffers (one op per item, with its latest contents), sealing each record
  *       (checksum, sector stamps) at the log position it will occupy;</li>
  *   <li>{@code ferrite-log-io} writes the formatted checkpoint with one or two device writes (two when
- *       the circular area wraps), flushes, and only then declares it durable, wakes its forcers, returns
- *       unused reservation and hands the items to the AIL.</li>
+ *       the circular area wraps), flushes, and only then declares it durable and wakes its forcers; after
+ *       that it returns unused reservation and hands the items to the AIL.</li>
  * </ol>
  * A forced push that finds nothing in flight skips the hand-off: the push thread writes it itself; and a
  * forcer that finds the log idle pushes and writes its checkpoint on its own thread, skipping both
@@ -33,6 +37,14 @@ import dev.ferrite.io.IoBatch;
  * {@code pushing}) and one at a time writes the log and publishes to the AIL, the turn passing with a
  * happens-before edge (the hand-off queue one way, {@code ioDone} the other, {@code pushing} between
  * the push thread and forcers).
+ *
+ * <p>The AIL hand-off (publishing the items) is always the log I/O thread's, after the forcers are woken. A checkpoint written by a forcer or the push thread leaves its hand-off in
+ * {@code durable} for it, so a force returns as soon as its flush does ({@link #deferHandOff}). Hand-offs
+ * stay in checkpoint order (every checkpoint written elsewhere is queued before the next one is handed
+ * to the log I/O thread, which drains the queue first) and are bounded in time: while they keep coming the
+ * log I/O thread looks for them every {@link #HAND_OFF_POLL_NANOS} instead of being woken for each, and
+ * the first one after it fell asleep wakes it. Until its hand-off a checkpoint's items stay pinned and
+ * out of the AIL, which only holds the tail back: a crash meanwhile recovers from the log as ever.
  *
  * <p>Checkpoints reach the device strictly one after another, each flushed before the next is written: a
  * valid later checkpoint on disk therefore proves every earlier one was complete, which is how recovery
@@ -82,6 +94,15 @@ final class LogWriter implements AutoCloseable {
     private record Forcer(Thread thread, long seq) {
     }
 
+    /**
+     * How often the log I/O thread looks for AIL hand-offs left by forcers while they keep coming: the
+     * longest their items wait to reach the AIL (they hold the tail back meanwhile, nothing worse), and
+     * few enough wake-ups to cost nothing beside the checkpoints they publish.
+     */
+    static final long HAND_OFF_POLL_NANOS = 1_000_000L;
+    /** Hand-offs one poll holds: forces back to back on a RAM device come every few microseconds. */
+    static final int DEFERRED_MAX = 4096;
+
     private final BlockDevice device;
     private final LogGeometry geometry;
     private final int blockSize;
@@ -100,6 +121,15 @@ final class LogWriter implements AutoCloseable {
     private final ConcurrentLinkedQueue<Thread> throttled = new ConcurrentLinkedQueue<>();
     private final SpscAtomicArrayQueue<Checkpoint> formatted = new SpscAtomicArrayQueue<>(2);
     private final SpscAtomicArrayQueue<Buffer> freeBuffers = new SpscAtomicArrayQueue<>(2);
+    /**
+     * Checkpoints written off the log I/O thread, durable, whose AIL hand-off it has yet to do; produced
+     * by the holder of the push turn only.
+     */
+    private final SpscAtomicArrayQueue<Checkpoint> durable = new SpscAtomicArrayQueue<>(DEFERRED_MAX);
+    /** The log I/O thread is parked until woken (not polling for hand-offs): a new hand-off must wake it. */
+    private volatile boolean ioAsleep;
+    /** Tests only: run on the log I/O thread before each AIL hand-off (to hold it). */
+    volatile Runnable beforeHandOff;
     private volatile long durableSeq;
     private volatile long lastCheckpointSeq;
     private volatile boolean background;
@@ -124,6 +154,12 @@ final class LogWriter implements AutoCloseable {
     private Buffer spare;
     private int headCycle;
     private int headBlock;
+    /** The payload checksum of the record being formatted. */
+    private final CRC32C payloadCrc = new CRC32C();
+    /** {@link Crc32c#shiftOperator} of each payload length in blocks: to combine a payload's checksum with its header's. */
+    private final int[] payloadShift;
+    /** Bytes of the largest record. */
+    private final long maxRecordBytes;
 
     // Whichever thread writes the log: ferrite-log-io, or ferrite-cil-push while nothing is in flight.
     private final IoBatch ioBatch = new IoBatch(2);
@@ -158,6 +194,12 @@ final class LogWriter implements AutoCloseable {
         this.lastCheckpointSeq = firstCheckpointSeq - 1;
         this.durableSeq = cil.currentSeq() - 1;
         this.pushTarget.set(durableSeq);
+        int maxPayloadBlocks = LogRecordFormat.maxPayloadBlocks(blockSize);
+        this.maxRecordBytes = (1L + maxPayloadBlocks) * blockSize;
+        this.payloadShift = new int[maxPayloadBlocks + 1];
+        for (int b = 1; b <= maxPayloadBlocks; b++) {
+            payloadShift[b] = Crc32c.shiftOperator((long) b * blockSize);
+        }
         // Sized for a checkpoint of the push threshold plus the commits that land while it starts, so that
         // the steady state never reallocates (and re-zeroes) a format buffer.
         long initial = Math.max(64L * blockSize, pushThreshold + pushThreshold / 4);
@@ -258,7 +300,8 @@ final class LogWriter implements AutoCloseable {
 
     String diagnostics() {
         return "push target " + pushTarget.get() + ", durable " + durableSeq + (ioBusy ? ", I/O busy" : "")
-                + (background ? ", background push asked" : "") + ", " + formatted.size() + " formatted waiting";
+                + (background ? ", background push asked" : "") + ", " + formatted.size() + " formatted waiting, "
+                + durable.size() + " durable awaiting the AIL";
     }
 
     void requireAlive() {
@@ -310,7 +353,8 @@ final class LogWriter implements AutoCloseable {
             // Nothing in flight: a forcer waits on this checkpoint alone, so write it here and save
             // it the hand-off to ferrite-log-io (a thread wake-up, much of a small force's latency).
             // Size pushes keep the two stages so that formatting overlaps the previous write.
-            complete(c);
+            writeDurable(c);
+            deferHandOff(c);
             spare = c.buffer();
             ioBusy = false;
         } else {
@@ -346,7 +390,9 @@ final class LogWriter implements AutoCloseable {
             background = false; // the context it asked for is this one
             Cil.Context ctx = cil.switchContext();
             wakeThrottled();
-            complete(format(ctx, buffer));
+            Checkpoint c = format(ctx, buffer);
+            writeDurable(c);
+            deferHandOff(c); // the forcer returns now; the log I/O thread hands its items to the AIL
             spare = buffer;
             ioBusy = false;
             return true;
@@ -419,6 +465,7 @@ final class LogWriter implements AutoCloseable {
                     slot.zeroed ? LogRecordFormat.OP_ZEROED : 0, it.home(), map, chunkShift, slot.shadow);
             rec.payloadUsed += size;
             rec.ops++;
+            rec.checksumAhead();
             cil.releaseShadow(it, parity);
             count++;
         }
@@ -444,8 +491,16 @@ final class LogWriter implements AutoCloseable {
                 Lsn.of(headCycle, headBlock), items, stolen, rec.index, start, ctx.preflushMark.get());
     }
 
-    /** Formats records one after another into the buffer, tracking each record's position in the log. */
+    /**
+     * Formats records one after another into the buffer, tracking each record's position in the log.
+     * A large record's payload is checksummed as it is formatted, a step at a time while it is still in
+     * the cache, rather than read back from memory once the record is complete; the header last, combined
+     * with it. A record smaller than a step is checksummed whole as it is sealed.
+     */
     private final class RecordCursor {
+        /** Payload bytes checksummed at a time: a few items, well inside the L1 cache they were copied through. */
+        private static final int CHECKSUM_STEP = 8 * 1024;
+
         final MemorySegment out;
         final long tailLsn;
         final long seq;
@@ -455,6 +510,10 @@ final class LogWriter implements AutoCloseable {
         long payloadUsed;
         int ops;
         int index;
+        /** Offset in {@code out} up to which the current record's payload is in {@link #payloadCrc}. */
+        long checksummed;
+        /** The current record as a buffer for the checksum, made at its first step. */
+        ByteBuffer view;
 
         RecordCursor(MemorySegment out, int cycle, int block, long tailLsn, long seq) {
             this.out = out;
@@ -462,6 +521,22 @@ final class LogWriter implements AutoCloseable {
             this.block = block;
             this.tailLsn = tailLsn;
             this.seq = seq;
+            this.checksummed = blockSize;
+        }
+
+        /** After an op: checksums the payload formatted since the last step, if a step's worth. */
+        void checksumAhead() {
+            if (recordStart + blockSize + payloadUsed - checksummed >= CHECKSUM_STEP) {
+                checksum(recordStart + blockSize + payloadUsed);
+            }
+        }
+
+        private void checksum(long upTo) {
+            if (view == null) {
+                view = out.asSlice(recordStart, Math.min(out.byteSize() - recordStart, maxRecordBytes)).asByteBuffer();
+            }
+            payloadCrc.update(view.limit((int) (upTo - recordStart)).position((int) (checksummed - recordStart)));
+            checksummed = upTo;
         }
 
         void close(boolean commit) {
@@ -476,13 +551,22 @@ final class LogWriter implements AutoCloseable {
             MemorySegment record = out.asSlice(recordStart, end - recordStart);
             LogRecordFormat.writeHeader(record.asSlice(0, blockSize), cycle, flags, Lsn.of(cycle, block), tailLsn, logId,
                     seq, epoch, index, payloadBlocks, (int) payloadUsed, ops);
-            LogRecordFormat.seal(record, blockSize, cycle);
+            if (checksummed == payloadStart) { // small: one pass over the whole record, still in the cache
+                LogRecordFormat.seal(record, blockSize, cycle);
+            } else {
+                checksum(end);
+                int crc = (int) payloadCrc.getValue();
+                payloadCrc.reset();
+                LogRecordFormat.seal(record, blockSize, cycle, crc, payloadShift[payloadBlocks]);
+            }
             block += 1 + payloadBlocks;
             while (block >= geometry.areaBlocks()) {
                 block -= geometry.areaBlocks();
                 cycle++;
             }
             recordStart = end;
+            checksummed = end + blockSize;
+            view = null;
             payloadUsed = 0;
             ops = 0;
             index++;
@@ -493,35 +577,103 @@ final class LogWriter implements AutoCloseable {
 
     private void ioLoop() {
         try {
+            boolean idle = false;
             while (true) {
                 Checkpoint c = formatted.poll();
-                if (c == null) {
-                    ioBusy = false;
-                    LockSupport.unpark(formatter); // a forced push may have waited for us to go idle
-                    if (!running && !formatter.isAlive() && formatted.isEmpty()) {
-                        return;
-                    }
-                    LockSupport.park(this); // the formatter unparks us with each hand-off, close() at the end
+                if (c != null) {
+                    idle = false;
+                    ioBusy = true;
+                    LockSupport.unpark(formatter); // a queue slot is free
+                    handOffDeferred(); // checkpoints written before c was handed; their items go first
+                    writeDurable(c);
+                    handOff(c);
+                    freeBuffers.offer(c.buffer());
+                    ioDone++; // the only writer
+                    LockSupport.unpark(formatter);
                     continue;
                 }
-                ioBusy = true;
-                LockSupport.unpark(formatter); // a queue slot is free
-                complete(c);
-                freeBuffers.offer(c.buffer());
-                ioDone++; // the only writer
-                LockSupport.unpark(formatter);
+                if (!idle) {
+                    idle = true;
+                    ioBusy = false;
+                    LockSupport.unpark(formatter); // a forced push may have waited for us to go idle
+                }
+                if (handOffDeferred() && running) {
+                    LockSupport.parkNanos(this, HAND_OFF_POLL_NANOS); // more are likely to follow: poll, unwoken
+                    continue;
+                }
+                if (!running && !formatter.isAlive() && formatted.isEmpty() && durable.isEmpty()) {
+                    return;
+                }
+                ioAsleep = true; // Dekker with deferHandOff: stored, then the queues loaded
+                if (formatted.isEmpty() && durable.isEmpty()) {
+                    LockSupport.park(this); // the formatter unparks us with each hand-off, close() at the end
+                }
+                ioAsleep = false;
             }
         } catch (Throwable t) {
             fail(t);
         }
     }
 
-    /** Writes the checkpoint (unless empty) and declares it durable; on whichever thread has the log I/O. */
-    private void complete(Checkpoint c) {
-        if (c.items() != null) {
-            write(c);
+    /**
+     * Writes the checkpoint (unless empty), declares it durable, waking its forcers, then returns the
+     * reservation it did not use: two CASes, and left for later it would make reservers meanwhile find
+     * the log fuller than it is and push the AIL for space.
+     */
+    private void writeDurable(Checkpoint c) {
+        if (c.items() == null) {
+            markDurable(c.commitSeq());
+            return;
         }
+        write(c);
         markDurable(c.commitSeq());
+        space.release(c.stolen() - c.bytes());
+    }
+
+    /**
+     * Holder of the push turn, having written {@code c} off the log I/O thread: leaves its AIL hand-off to
+     * that thread, waking it only if it sleeps (while it polls for hand-offs, this costs a queue offer).
+     */
+    private void deferHandOff(Checkpoint c) {
+        if (c.items() == null) {
+            return;
+        }
+        if (!durable.offer(c)) { // more than a poll's worth: wake the log I/O thread and wait for room
+            LockSupport.unpark(io);
+            while (!durable.offer(c)) {
+                requireAlive();
+                Thread.onSpinWait();
+            }
+        }
+        VarHandle.fullFence(); // Dekker with ioLoop: the offer stored, then ioAsleep loaded
+        if (ioAsleep) {
+            LockSupport.unpark(io);
+        }
+    }
+
+    /** Log I/O thread: hands the deferred checkpoints to the AIL, oldest first; true if there were any. */
+    private boolean handOffDeferred() {
+        boolean any = false;
+        for (Checkpoint c; (c = durable.poll()) != null; ) {
+            handOff(c);
+            any = true;
+        }
+        return any;
+    }
+
+    /**
+     * Log I/O thread, once {@code c} is durable and its forcers woken: hands its items to the AIL (in
+     * checkpoint order, the AIL's list order).
+     */
+    private void handOff(Checkpoint c) {
+        if (c.items() == null) {
+            return;
+        }
+        Runnable hook = beforeHandOff;
+        if (hook != null) {
+            hook.run();
+        }
+        ail.publish(c.items(), c.items().length, c.startLsn(), c.checkpointSeq(), c.endLsn());
     }
 
     private void write(Checkpoint c) {
@@ -544,8 +696,6 @@ final class LogWriter implements AutoCloseable {
         checkpoints.increment();
         checkpointBytes.add(c.bytes());
         checkpointItems.add(c.items().length);
-        space.release(c.stolen() - c.bytes());
-        ail.publish(c.items(), c.items().length, c.startLsn(), c.checkpointSeq(), c.endLsn());
         CheckpointEvent.emit(c.checkpointSeq(), c.startLsn(), c.items().length, c.records(), c.bytes(),
                 System.nanoTime() - c.formatStart());
     }

@@ -224,6 +224,17 @@ class AilTest {
         assertEquals(0, ail.size());
     }
 
+    @Test
+    void aCheckpointArrivingOutOfOrderStopsTheAil() {
+        TestItem[] it = items(2);
+        publish(Lsn.of(1, 0), 1, Lsn.of(1, 3), it[0]);
+        publish(Lsn.of(1, 6), 3, Lsn.of(1, 9), it[1]); // checkpoint 2 never came
+        await(() -> ail.failure() != null);
+        assertTrue(ail.failure().getMessage().contains("checkpoint 3 reached the AIL where checkpoint 2 was due"),
+                ail.failure().getMessage());
+        assertEquals(List.of(it[0]), ail.items(), "nothing of the stray checkpoint is listed");
+    }
+
     private int tailMovesSize() {
         synchronized (tailMoves) {
             return tailMoves.size();

@@ -3,7 +3,11 @@ package dev.ferrite.journal.internal;
 import java.lang.foreign.Arena;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.BooleanSupplier;
 
 import dev.ferrite.io.MemoryDevice;
 import dev.ferrite.io.testkit.RecordingDevice;
@@ -13,11 +17,14 @@ import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * A force that finds the log idle writes its checkpoint on the forcing thread; forces that find it busy
- * are written by the push thread once the log is free again, grouped.
+ * are written by the push thread once the log is free again, grouped. Either way the force returns once
+ * its flush has, before the checkpoint's items are handed to the AIL, which the log I/O thread does soon
+ * after on its own.
  */
 class ForceInlineTest {
     static final int BS = 4096;
@@ -90,6 +97,118 @@ class ForceInlineTest {
                 assertEquals(2, dev.flushThreads.size(), "the two later forces share one checkpoint: " + dev.flushThreads);
                 assertTrue(dev.flushThreads.get(1).startsWith("ferrite-"), "written by the push thread: " + dev.flushThreads);
             }
+        }
+    }
+
+    @Test
+    void aForceReturnsBeforeItsCheckpointIsHandedToTheAilAndTheTailStillMovesAfterwards() throws Exception {
+        try (Arena arena = Arena.ofShared(); MemoryDevice base = MemoryDevice.create(2048, BS)) {
+            Journal.format(base, G);
+            try (TestReplayer rep = new TestReplayer(base); Journal j = Journal.open(base, G, JournalOptions.defaults(), rep)) {
+                TestItem it = new TestItem(100, BS, arena);
+                CountDownLatch reached = new CountDownLatch(1), release = new CountDownLatch(1);
+                AtomicReference<String> handingThread = new AtomicReference<>();
+                j.writer().beforeHandOff = () -> {
+                    handingThread.set(Thread.currentThread().getName());
+                    reached.countDown();
+                    try {
+                        release.await(30, TimeUnit.SECONDS);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                };
+                long seq = commit(j, it, 0);
+                String forcer;
+                try {
+                    forcer = CompletableFuture.supplyAsync(() -> {
+                        j.force(seq);
+                        return Thread.currentThread().getName();
+                    }).get(10, TimeUnit.SECONDS);
+                } catch (TimeoutException e) {
+                    throw new AssertionError("the force did not return while its checkpoint's AIL hand-off was held", e);
+                }
+                assertTrue(j.durableSeq() >= seq);
+                assertTrue(reached.await(10, TimeUnit.SECONDS), "the hand-off never started without another force");
+                assertEquals(0, j.stats().ailInsertedItems(), "nothing reached the AIL while the hand-off is held");
+                assertEquals("ferrite-log-io", handingThread.get());
+                assertNotEquals(forcer, handingThread.get());
+                j.writer().beforeHandOff = null;
+                release.countDown();
+                await(() -> j.stats().ailInsertedItems() == 1); // without any further force or commit
+                long free = j.stats().freeBytes();
+                j.quiesce(); // returns once the tail is anchored past the checkpoint
+                assertEquals(0, j.stats().ailItems());
+                assertTrue(j.stats().freeBytes() > free, "the tail's move returned log space");
+                await(() -> j.stats().tailMoves() > 0); // counted just after the move
+            }
+        }
+    }
+
+    @Test
+    void handOffsLeftWhileTheLogIoThreadPollsReachTheAilUnwoken() {
+        try (Arena arena = Arena.ofShared(); MemoryDevice base = MemoryDevice.create(2048, BS)) {
+            Journal.format(base, G);
+            try (TestReplayer rep = new TestReplayer(base); Journal j = Journal.open(base, G, JournalOptions.defaults(), rep)) {
+                TestItem[] items = new TestItem[20];
+                for (int i = 0; i < items.length; i++) {
+                    items[i] = new TestItem(100 + i, BS, arena);
+                    j.force(commit(j, items[i], 0)); // its own checkpoint, written here
+                    int handedOff = i + 1;
+                    // no later force carries it: the log I/O thread, polling since the last one or asleep
+                    // and woken, hands it to the AIL by itself
+                    await(() -> j.stats().ailInsertedItems() == handedOff);
+                }
+                assertEquals(items.length, j.stats().checkpoints());
+                j.quiesce();
+                assertEquals(0, j.stats().ailItems());
+            }
+        }
+    }
+
+    @Test
+    void forcesOutrunningTheHandOffsWaitForRoomAndLoseNone() throws Exception {
+        int forces = LogWriter.DEFERRED_MAX + 3;
+        // a log with room for every checkpoint while none of them may reach the AIL
+        LogGeometry g = new LogGeometry(1000, 24_000);
+        try (Arena arena = Arena.ofShared(); MemoryDevice base = MemoryDevice.create(25_000, BS)) {
+            Journal.format(base, g);
+            try (TestReplayer rep = new TestReplayer(base); Journal j = Journal.open(base, g, JournalOptions.defaults(), rep)) {
+                TestItem it = new TestItem(100, BS, arena);
+                CountDownLatch reached = new CountDownLatch(1), release = new CountDownLatch(1);
+                j.writer().beforeHandOff = () -> {
+                    reached.countDown();
+                    try {
+                        release.await(30, TimeUnit.SECONDS);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                };
+                java.util.concurrent.atomic.AtomicInteger done = new java.util.concurrent.atomic.AtomicInteger();
+                CompletableFuture<Void> forcer = CompletableFuture.runAsync(() -> {
+                    for (int i = 0; i < forces; i++) {
+                        j.force(commit(j, it, i % 4));
+                        done.incrementAndGet();
+                    }
+                });
+                assertTrue(reached.await(10, TimeUnit.SECONDS));
+                // the first hand-off is held and a queue's worth waits behind it: the next force waits for room
+                await(() -> done.get() == LogWriter.DEFERRED_MAX + 1);
+                assertFalse(forcer.isDone(), "a force returned with its hand-off nowhere to go");
+                j.writer().beforeHandOff = null;
+                release.countDown();
+                forcer.get(30, TimeUnit.SECONDS);
+                await(() -> j.stats().ailInsertedItems() == forces);
+                j.quiesce();
+                assertEquals(0, j.stats().ailItems());
+            }
+        }
+    }
+
+    private static void await(BooleanSupplier condition) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!condition.getAsBoolean()) {
+            assertTrue(System.nanoTime() < deadline, "condition not reached in 10 s");
+            Thread.onSpinWait();
         }
     }
 }

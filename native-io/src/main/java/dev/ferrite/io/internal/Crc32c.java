@@ -88,6 +88,58 @@ public final class Crc32c {
         }
     }
 
+    /** The reflected Castagnoli polynomial. */
+    private static final int POLY = 0x82F63B78;
+    /** {@code X2N[k]} is x^(2^k) mod P, reflected: shifting by 2^k bits. */
+    private static final int[] X2N = new int[32];
+
+    static {
+        X2N[0] = 1 << 30; // x^1
+        for (int k = 1; k < X2N.length; k++) {
+            X2N[k] = multiply(X2N[k - 1], X2N[k - 1]);
+        }
+    }
+
+    /** a * b modulo P, both reflected (bit 31 is x^0). */
+    private static int multiply(int a, int b) {
+        int product = 0;
+        for (int m = 1 << 31; m != 0; m >>>= 1) {
+            if ((a & m) != 0) {
+                product ^= b;
+            }
+            b = (b >>> 1) ^ (POLY & -(b & 1));
+        }
+        return product;
+    }
+
+    /**
+     * The operator that {@link #combine(int, int, int)} needs for a second part of {@code length} bytes:
+     * x^(8 * length) mod P. Costs about a microsecond; a caller combining many parts of a few lengths
+     * computes it once per length.
+     */
+    public static int shiftOperator(long length) {
+        if (length < 0) {
+            throw new InvalidArgumentException("negative length " + length);
+        }
+        int op = 1 << 31; // x^0
+        long n = length;
+        for (int k = 3; n != 0; n >>>= 1, k++) {
+            if ((n & 1) != 0) {
+                op = multiply(X2N[k & 31], op);
+            }
+        }
+        return op;
+    }
+
+    /**
+     * CRC32C of {@code A} followed by {@code B}, from the CRC32C of each: {@code shift} is
+     * {@link #shiftOperator} of B's length. Lets a checksum be computed piece by piece in any order, each
+     * piece while it is still in the cache, e.g. a payload as it is written and its header last.
+     */
+    public static int combine(int crcA, int crcB, int shift) {
+        return multiply(shift, crcA) ^ crcB;
+    }
+
     private static void requireField(MemorySegment segment, long fieldOffset) {
         long size = segment.byteSize();
         if (fieldOffset < 0 || fieldOffset > size - SIZE) {

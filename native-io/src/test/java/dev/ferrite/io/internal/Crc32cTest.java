@@ -187,4 +187,23 @@ class Crc32cTest {
         assertThrows(InvalidArgumentException.class, () -> Crc32c.computeSkipping(bytes(new byte[3]), 0));
         assertEquals(Crc32c.compute(bytes(new byte[4])), Crc32c.computeSkipping(bytes(new byte[] {1, 2, 3, 4}), 0));
     }
+
+    @Test
+    void combiningTheChecksumsOfTwoPartsGivesTheChecksumOfBoth() {
+        Random random = TestSeed.random(5);
+        for (int round = 0; round < 200; round++) {
+            byte[] data = new byte[random.nextInt(20_000)];
+            random.nextBytes(data);
+            int cut = random.nextInt(data.length + 1);
+            int whole = reference(data, 0, data.length);
+            int combined = Crc32c.combine(reference(data, 0, cut), reference(data, cut, data.length),
+                    Crc32c.shiftOperator(data.length - cut));
+            assertEquals(whole, combined, data.length + " bytes cut at " + cut);
+        }
+        assertEquals(0xE3069283, Crc32c.combine(Crc32c.compute("1234".getBytes(StandardCharsets.US_ASCII)),
+                Crc32c.compute("56789".getBytes(StandardCharsets.US_ASCII)), Crc32c.shiftOperator(5)));
+        int a = Crc32c.compute("123456789".getBytes(StandardCharsets.US_ASCII));
+        assertEquals(a, Crc32c.combine(a, 0, Crc32c.shiftOperator(0)), "an empty second part");
+        assertThrows(InvalidArgumentException.class, () -> Crc32c.shiftOperator(-1));
+    }
 }
