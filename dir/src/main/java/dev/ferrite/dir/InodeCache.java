@@ -12,11 +12,15 @@ import java.util.concurrent.atomic.LongAdder;
  *
  * <p>Unreferenced inodes stay cached until the cache holds more than its capacity; then releasing one
  * sweeps a clock hand over the buckets, killing ({@link Inode#tryKill}) and unlinking unreferenced
- * inodes until it is back under. A lookup racing with the sweep either takes its reference first (the
+ * inodes until it is back under, or until it has looked at {@value #SWEEP_VISITS} buckets and inodes:
+ * when most cached inodes are referenced (a FUSE mount holds one per inode the kernel caches), a sweep
+ * that went round the whole table on every release would make each release cost the table's size. A lookup racing with the sweep either takes its reference first (the
  * kill fails) or finds the inode dead and makes a fresh one.
  */
 final class InodeCache {
     private static final int STRIPES = 64;
+    /** Buckets and inodes one release's sweep looks at, at most: the next release goes on from there. */
+    static final int SWEEP_VISITS = 256;
 
     private final AtomicReferenceArray<Inode> buckets;
     private final int mask;
@@ -28,6 +32,8 @@ final class InodeCache {
     /** Lookups that found no live inode and made one (under a stripe lock), and inodes the sweep reclaimed. */
     private final LongAdder misses = new LongAdder();
     private final LongAdder evictions = new LongAdder();
+    /** Buckets and inodes the sweeps looked at. */
+    private final LongAdder sweepVisits = new LongAdder();
 
     InodeCache(int capacity) {
         this.capacity = capacity;
@@ -85,15 +91,24 @@ final class InodeCache {
 
     private void sweep() {
         int target = capacity - capacity / 8;
-        for (int n = 0; n <= mask && size.get() > target; n++) {
+        int visits = 0;
+        for (int n = 0; n <= mask && visits < SWEEP_VISITS && size.get() > target; n++) {
             int bucket = hand.getAndIncrement() & mask;
-            for (Inode i = buckets.get(bucket); i != null; i = i.chainNext) {
+            visits++;
+            for (Inode i = buckets.get(bucket); i != null && visits < SWEEP_VISITS; i = i.chainNext) {
+                visits++;
                 if (i.tryKill()) {
                     unlink(bucket, i);
                     evictions.increment();
                 }
             }
         }
+        sweepVisits.add(visits);
+    }
+
+    /** Buckets and inodes the sweeps have looked at so far. */
+    long sweepVisits() {
+        return sweepVisits.sum();
     }
 
     private void unlink(int bucket, Inode dead) {

@@ -40,6 +40,32 @@ class InodeCacheTest {
         assertThrows(IllegalStateException.class, () -> c.release(a));
     }
 
+    /**
+     * A cache full of referenced inodes (a FUSE mount holds one per inode the kernel caches) cannot get
+     * back under its capacity: each release looks at a bounded part of it, not all of it, and the
+     * unreferenced inodes among the held ones are still reclaimed as the hand comes round.
+     */
+    @Test
+    void aSweepOverReferencedInodesLooksAtABoundedPartOfTheCache() {
+        InodeCache c = new InodeCache(1024);
+        List<Inode> held = new ArrayList<>();
+        for (long i = 1; i <= 20_000; i++) {
+            held.add(c.acquire(i));
+        }
+        long before = c.sweepVisits();
+        for (long i = 50_000; i < 50_100; i++) {
+            c.release(c.acquire(i));
+        }
+        long perRelease = (c.sweepVisits() - before) / 100;
+        assertTrue(perRelease <= InodeCache.SWEEP_VISITS, "a release's sweep looked at " + perRelease
+                + " buckets and inodes of a cache of " + c.size());
+        held.forEach(c::release);
+        for (int n = 0; n < 1_000 && c.size() > 1024; n++) {
+            c.release(c.acquire(100_000 + n));
+        }
+        assertTrue(c.size() <= 1024, "reclaimed as the hand came round: " + c.size());
+    }
+
     @Test
     void missesAndEvictionsAreCounted() {
         InodeCache c = new InodeCache(16);
