@@ -99,8 +99,9 @@ final class FuseVolume implements AutoCloseable {
 
     /** How the target is set up, for the report. */
     String describe() {
-        return "volume on " + device.name() + " (O_DIRECT), cache " + KvBench.size(options.cacheBytes()) + ", log "
-                + KvBench.size((long) options.logBlocks() * device.blockSize()) + ", served through FUSE by Volume.mount"
+        return "volume on " + device.name() + " (O_DIRECT), cache " + (options.cacheBytes() == 0 ? "the default"
+                : KvBench.size(options.cacheBytes())) + ", log " + (options.logBlocks() == 0 ? "the default"
+                : KvBench.size((long) options.logBlocks() * device.blockSize())) + ", served through FUSE by Volume.mount"
                 + " on " + mountPoint + " (the mount's defaults: docs/mount.md)";
     }
 
