@@ -25,12 +25,18 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
  * {@link Libfuse}): {@link Volume#mount} finds this provider. The mount options are fixed here and documented in
  * docs/mount.md: the kernel checks permissions ({@code default_permissions}), entries and attributes are cached
  * 1 s (the volume may also change through the Java API; {@value #CACHE_TIMEOUT} sets another time), and requests
- * are served by libfuse's multithreaded loop, up to 10 workers each reading its own cloned {@code /dev/fuse}
+ * are served by libfuse's multithreaded loop, up to 4 workers each reading its own cloned {@code /dev/fuse}
  * descriptor ({@code clone_fd}).
  */
 public final class FuseFileSystemProvider implements FileSystemProvider {
-    /** libfuse's default worker count. */
-    private static final int THREADS = 10;
+    /**
+     * libfuse's workers at most (its default is 10). Waiting requests go to the worker that has waited longest, so
+     * with 10 even one process's calls, one at a time, rotate over all of them. On a 2-vCPU VM dbench with one
+     * client did better with 2 or 4 workers than with 10, with 8 clients about the same (docs/mount.md,
+     * Performance); one worker is slower again, as FORGETs and RELEASEs, which the kernel sends without waiting,
+     * queue the next call.
+     */
+    private static final int THREADS = 4;
     /** How long a close waits for libfuse's loop to end after unmounting. */
     private static final long LOOP_SECONDS = 10;
     private static final List<String> LIBRARY_DIRS = List.of("/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu",

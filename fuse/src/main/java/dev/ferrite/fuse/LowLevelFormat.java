@@ -79,7 +79,9 @@ final class LowLevelFormat {
     static final StructLayout FILE_INFO = MemoryLayout.structLayout(JAVA_INT.withName("flags"), JAVA_INT.withName("bits"),
             JAVA_INT.withName("padding2"), MemoryLayout.paddingLayout(4), JAVA_LONG.withName("fh"),
             JAVA_LONG.withName("lock_owner"), JAVA_INT.withName("poll_events"), MemoryLayout.paddingLayout(4));
-    static final long FI_FLAGS = field(FILE_INFO, "flags"), FI_FH = field(FILE_INFO, "fh");
+    static final long FI_FLAGS = field(FILE_INFO, "flags"), FI_BITS = field(FILE_INFO, "bits"), FI_FH = field(FILE_INFO, "fh");
+    /** {@code keep_cache}, the third bit field of {@code bits} (after {@code writepage} and {@code direct_io}): FOPEN_KEEP_CACHE. */
+    static final int FI_KEEP_CACHE = 1 << 2;
 
     /** {@code struct fuse_ctx}: the calling process's ids. */
     static final StructLayout CTX = MemoryLayout.structLayout(JAVA_INT.withName("uid"), JAVA_INT.withName("gid"),

@@ -501,13 +501,25 @@ final class LowLevelServer {
                 nodes.released(id);
                 throw e;
             }
-            f.set(JAVA_LONG, FI_FH, 0);
+            keepCache(f);
             if (fuse.replyOpen(req, f) != 0) {
                 nodes.released(id);
             }
         } catch (Throwable e) {
             fail(req, e, Op.OPEN);
         }
+    }
+
+    /**
+     * No file handle ({@code fh} 0), and {@code keep_cache}: the kernel keeps the file's cached pages across opens
+     * instead of dropping them at each one, so data read or written through the mount is read again from its page
+     * cache. Every change through the mount goes through that cache; a change made through the Java API is noticed,
+     * and the pages dropped, when the kernel next fetches the attributes and finds another mtime or size
+     * ({@code FUSE_CAP_AUTO_INVAL_DATA}, libfuse's default), within the attribute timeout as other attributes are.
+     */
+    private static void keepCache(MemorySegment fi) {
+        fi.set(JAVA_LONG, FI_FH, 0);
+        fi.set(JAVA_INT, LowLevelFormat.FI_BITS, fi.get(JAVA_INT, LowLevelFormat.FI_BITS) | LowLevelFormat.FI_KEEP_CACHE);
     }
 
     private void truncateForOpen(Handle h, int flags) {
@@ -537,7 +549,7 @@ final class LowLevelServer {
                 nodes.forget(n.id, 1);
                 throw e;
             }
-            f.set(JAVA_LONG, FI_FH, 0);
+            keepCache(f);
             if (fuse.replyCreate(req, s.entry, f) != 0) {
                 nodes.released(n.id);
                 nodes.forget(n.id, 1);

@@ -10,8 +10,10 @@ import java.nio.file.StandardOpenOption;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Random;
 import java.util.TreeSet;
 
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -19,6 +21,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 import dev.ferrite.dir.Handle;
 import dev.ferrite.dir.Namespace;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -94,6 +97,26 @@ class RequestCountsTest {
             assertTrue(between(unlink, 0, cached ? 2 * n : 10 * n), unlink::toString);
             // A listing carries every entry's attributes (readdirplus): with the cache, no lookup or getattr per entry.
             assertTrue(between(listing, 0, cached ? LISTED / 10 : 5 * LISTED + 10), listing::toString);
+        }
+    }
+
+    /**
+     * A file read again after closing and reopening it is read from the kernel's page cache: the open keeps the
+     * cache ({@code keep_cache}), so no READ reaches the server (without it each open drops the file's pages).
+     */
+    @Test
+    void aFileReadAgainAfterAReopenCostsNoReads() throws Exception {
+        try (FuseFixture fx = new FuseFixture(scratch, 64)) {
+            Path f = fx.mountPoint.resolve("f");
+            byte[] data = new byte[64 * 1024];
+            new Random(18).nextBytes(data);
+            Files.write(f, data);
+            assertArrayEquals(data, Files.readAllBytes(f)); // may reach the server: the write changed the mtime the kernel had
+            Map<String, Long> before = fx.mount.requestCounts();
+            assertArrayEquals(data, Files.readAllBytes(f));
+            Map<String, Long> again = since(before, fx.mount.requestCounts());
+            System.out.println("FUSE requests to read a 64 KiB file again after a reopen: " + again);
+            assertEquals(0L, again.getOrDefault("read", 0L), again::toString);
         }
     }
 
