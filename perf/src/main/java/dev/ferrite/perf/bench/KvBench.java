@@ -55,9 +55,8 @@ import org.HdrHistogram.Histogram;
  * warm-up on each target (at the first value size) comes first and is not reported, so that no target
  * pays for the JIT in its numbers.
  *
- * <p>A scan reads every byte of every value ({@link KvStore.Scan#fold}): until 2026-12-02 it read the
- * first 8 bytes of each (RocksDB's copy its first 64), which made scans of values of kilobytes a walk
- * over the keys on the stores that hand out a view of the value (LMDB).
+ * <p>A scan reads every byte of every value ({@link KvStore.Scan#fold}), so that a store that hands out
+ * a view of its values (LMDB) does the same work as one that copies them out.
  *
  * <p>Checks, untimed: every get (YCSB reads too) finds its value; the scans return every key once and
  * every value (an XOR of the values' index words); every value read has the run's length; after the
