@@ -12,6 +12,7 @@ import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
 
 import dev.ferrite.io.MemoryDevice;
 import dev.ferrite.io.testkit.TestSeed;
@@ -116,7 +117,12 @@ class BTreeConcurrencyTest {
             // the reader with the stale pointer
             Buffer stale = s.cache.get(freed, BTreeNodeFormat.MAGIC, Store.TREE_ID, BTree.NODE);
             assertTrue(stale.readVersion() >= 0);
-            s.journal.forceAll(); // the frees are durable, so the allocator may hand the block out again
+            s.journal.forceAll(); // the frees are durable; once the AIL has their checkpoint the block is free to reuse
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (s.cache.isBusy(freed)) { // the log I/O thread hands the checkpoint to the AIL after the force returns
+                assertTrue(System.nanoTime() < deadline, "block " + freed + " still busy 10 s after the force");
+                LockSupport.parkNanos(100_000);
+            }
             for (int n = 1000; !s.nodes().containsKey(freed); n++) {
                 assertTrue(n < 1400, "block " + freed + " was never allocated again");
                 byte[] k = key((byte) 1, 8, n);
