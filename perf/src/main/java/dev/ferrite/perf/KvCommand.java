@@ -118,6 +118,9 @@ final class KvCommand implements Callable<Integer> {
     JsonOption json;
 
     @Mixin
+    StallsOption stalls;
+
+    @Mixin
     HelpOption help;
 
     @Spec
@@ -156,6 +159,7 @@ final class KvCommand implements Callable<Integer> {
             out.flush();
             Machine machine = Machine.collect(storage);
             KvBench bench = new KvBench(scratch.path(), targets, keys, threads.counts, cache, secondsLimit, scanSeconds, plan);
+            bench.watchStalls(stalls.nanos(spec));
             List<Result> results = bench.run(new ProgressLine(spec.commandLine().getErr()));
             for (Map.Entry<KvTarget, String> e : bench.setups().entrySet()) {
                 out.printf(Locale.ROOT, "%-8s %s%n", e.getKey().label() + ":", e.getValue());
@@ -165,6 +169,7 @@ final class KvCommand implements Callable<Integer> {
             }
             RunDir.printTables(out, results, bench.skipped(), targets.stream().map(KvTarget::label).toList());
             RunDir.printContention(out, bench.contention());
+            RunDir.printStalls(out, bench.stalls());
             json.write(out, machine, results);
         }
         out.flush();

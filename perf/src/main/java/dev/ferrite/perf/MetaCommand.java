@@ -79,6 +79,9 @@ final class MetaCommand implements Callable<Integer> {
     JsonOption json;
 
     @Mixin
+    StallsOption stalls;
+
+    @Mixin
     HelpOption help;
 
     @Spec
@@ -114,6 +117,7 @@ final class MetaCommand implements Callable<Integer> {
             out.flush();
             Machine machine = Machine.collect(storage);
             MetaBench bench = new MetaBench(ts, files, threads.counts, ls);
+            bench.watchStalls(stalls.nanos(spec));
             List<Result> results = bench.run(new ProgressLine(spec.commandLine().getErr()));
             for (String note : bench.notes()) {
                 out.println(note);
@@ -122,6 +126,7 @@ final class MetaCommand implements Callable<Integer> {
             out.println("api:     " + calls.label() + ", on every target");
             RunDir.printTables(out, results, ts.stream().map(MetaBench.Target::label).toList());
             RunDir.printContention(out, bench.contention());
+            RunDir.printStalls(out, bench.stalls());
             json.write(out, machine, results);
         }
         out.flush();

@@ -116,13 +116,22 @@ final class RunDir {
         }
     }
 
+    /** What each phase's slow operations spent their time on (see {@code --stalls}), after the counters. */
+    static void printStalls(PrintWriter out, List<String> lines) {
+        printSection(out, "what the slow operations spent their time on, per phase (--stalls):", lines);
+    }
+
     /** Ferrite's counters over each phase ({@link dev.ferrite.perf.bench.Contention}), after the tables. */
     static void printContention(PrintWriter out, List<String> lines) {
+        printSection(out, "where Ferrite's threads waited and what they paid, per phase:", lines);
+    }
+
+    private static void printSection(PrintWriter out, String heading, List<String> lines) {
         if (lines.isEmpty()) {
             return;
         }
         out.println();
-        out.println("where Ferrite's threads waited and what they paid, per phase:");
+        out.println(heading);
         for (String l : lines) {
             out.println("  " + l);
         }

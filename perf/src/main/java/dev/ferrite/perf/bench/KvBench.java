@@ -172,6 +172,9 @@ public final class KvBench {
     private final Map<KvTarget, String> setups = new LinkedHashMap<>();
     /** What Ferrite's threads waited on in each measured phase ({@link Contention}). */
     private final List<String> contention = new ArrayList<>();
+    /** What each measured phase's slow operations spent their time on, when watched ({@link Stalls}). */
+    private final List<String> stalls = new ArrayList<>();
+    private long stallNanos;
     private final List<Skipped> skipped = new ArrayList<>();
     private final Set<String> notes = new LinkedHashSet<>();
 
@@ -269,6 +272,16 @@ public final class KvBench {
     /** Ferrite's counters over each measured phase, a line each ({@link Contention}). */
     public List<String> contention() {
         return List.copyOf(contention);
+    }
+
+    /** Watches every measured phase's operations of {@code nanos} or more ({@link Stalls}); 0 for none. */
+    public void watchStalls(long nanos) {
+        stallNanos = nanos;
+    }
+
+    /** What the slow operations of each measured phase spent their time on, a line each, if watched. */
+    public List<String> stalls() {
+        return List.copyOf(stalls);
     }
 
     /** How each target was set up (a target that skipped every phase too), in run order. */
@@ -439,13 +452,13 @@ public final class KvBench {
             return n + Math.min(added.get(), n);
         }
 
-        private void insert(int id, KvStore.Session s, Histogram h, Phase p) {
+        private void insert(int id, KvStore.Session s, Latencies h, Phase p) {
             long lo = start(id);
             inserted[id] = writes(s, h, p, id, lo, start(id + 1), 0, true) - lo;
         }
 
         /** Thread {@code id}'s loaded keys, then its share of those YCSB E inserted. */
-        private void delete(int id, KvStore.Session s, Histogram h, Phase p) {
+        private void delete(int id, KvStore.Session s, Latencies h, Phase p) {
             long lo = start(id);
             deleted[id] = writes(s, h, p, id, lo, lo + inserted[id], 0, false) - lo;
             long extra = addedEnd() - n;
@@ -457,7 +470,7 @@ public final class KvBench {
          * Puts or deletes keys {@code lo..hi-1}, {@link KvStore#writeBatch()} per commit, {@code before}
          * operations done already; returns the index reached (short of {@code hi} if stopped).
          */
-        private long writes(KvStore.Session s, Histogram h, Phase p, int id, long lo, long hi, long before, boolean put) {
+        private long writes(KvStore.Session s, Latencies h, Phase p, int id, long lo, long hi, long before, boolean put) {
             byte[] key = new byte[KvKeys.KEY_MAX];
             byte[] value = KvKeys.newValue(valueBytes);
             int batch = store.writeBatch();
@@ -476,14 +489,14 @@ public final class KvBench {
                 }
                 s.commit();
                 long t = System.nanoTime();
-                h.recordValueWithCount((t - now) / m, m);
+                h.record(now, t, m);
                 now = t;
                 p.done.set(id, before + i - lo);
             }
             return i;
         }
 
-        private void get(int id, KvStore.Session s, Histogram h, Phase p) {
+        private void get(int id, KvStore.Session s, Latencies h, Phase p) {
             byte[] key = new byte[KvKeys.KEY_MAX];
             byte[] value = new byte[valueBytes];
             long lo = start(id);
@@ -492,7 +505,7 @@ public final class KvBench {
             for (long i = lo; i < hi && !p.stop.get(); i++) {
                 checkGet(i, s.get(key, KvKeys.key(i, key), value), value);
                 long t = System.nanoTime();
-                h.recordValue(t - now);
+                h.record(now, t);
                 now = t;
                 p.done.set(id, i + 1 - lo);
             }
@@ -512,7 +525,7 @@ public final class KvBench {
         }
 
         /** The thread's share of n puts of keys drawn uniformly from the loaded, {@code size} per commit. */
-        private void batch(int size, int id, KvStore.Session s, Histogram h, Phase p) {
+        private void batch(int size, int id, KvStore.Session s, Latencies h, Phase p) {
             SplittableRandom random = new SplittableRandom(seed(id, size));
             byte[] key = new byte[KvKeys.KEY_MAX];
             byte[] value = KvKeys.newValue(valueBytes);
@@ -526,7 +539,7 @@ public final class KvBench {
                 }
                 s.commit();
                 long t = System.nanoTime();
-                h.recordValue(t - now);
+                h.record(now, t);
                 now = t;
                 done += m;
                 p.done.set(id, done);
@@ -538,7 +551,7 @@ public final class KvBench {
          * operation a read (E: a short scan) with the step's share, else an update (E: an insert of a new
          * key), keys chosen by the scrambled Zipfian; each a latency sample.
          */
-        private void ycsb(Step mix, int id, KvStore.Session s, Histogram h, Phase p) {
+        private void ycsb(Step mix, int id, KvStore.Session s, Latencies h, Phase p) {
             SplittableRandom random = new SplittableRandom(seed(id, mix.ordinal()));
             byte[] key = new byte[KvKeys.KEY_MAX];
             ExactKeys from = new ExactKeys();
@@ -568,7 +581,7 @@ public final class KvBench {
                     s.commit();
                 }
                 long t = System.nanoTime();
-                h.recordValue(t - now);
+                h.record(now, t);
                 now = t;
                 p.done.set(id, ++done);
                 if (!warmUp && t - p.start >= ycsbNanos) {
@@ -596,7 +609,7 @@ public final class KvBench {
             }
         }
 
-        private void scan(int id, KvStore.Session s, Histogram h, Phase p) {
+        private void scan(int id, KvStore.Session s, Latencies h, Phase p) {
             long start = System.nanoTime();
             long total = 0, folded = 0;
             for (int pass = 0; ; pass++) {
@@ -617,7 +630,7 @@ public final class KvBench {
                         }
                         if (c > 0) {
                             long t = System.nanoTime();
-                            h.recordValueWithCount((t - now) / c, c);
+                            h.record(now, t, c);
                             now = t;
                             count += c;
                             p.done.set(id, total + count);
@@ -683,16 +696,18 @@ public final class KvBench {
         private Result phase(Step step, Worker worker) {
             String phase = phaseName(step.label, valueBytes);
             Phase p = new Phase(threads);
-            Histogram[] hs = new Histogram[threads];
+            Latencies[] hs = new Latencies[threads];
             String shown = (warmUp ? "warm-up " : "") + (threads == 1 ? phase : phase + " x" + threads);
             PhaseTimer timer = new PhaseTimer(shown, target, limitNanos, progress);
+            String workers = "kv-" + target + "-" + phase;
+            Stalls watch = stallNanos > 0 && !warmUp ? Stalls.watch(stallNanos, workers + "-") : null;
             for (int i = 0; i < threads; i++) {
-                hs[i] = Result.newHistogram();
+                hs[i] = new Latencies(watch);
             }
             CpuMeter.Sample cpu = CpuMeter.sample();
             GcMeter gc = GcMeter.start();
             Contention.Snapshot before = store.counters();
-            Throwable failure = Workers.run(threads, "kv-" + target + "-" + phase, timer, p.done::total, p.stop, id -> {
+            Throwable failure = Workers.run(threads, workers, timer, p.done::total, p.stop, id -> {
                 KvStore.Session batching = step.batch > 0 ? store.batchSession() : null;
                 try (KvStore.Session s = batching != null ? batching : store.session()) {
                     worker.run(id, s, hs[id], p);
@@ -700,6 +715,9 @@ public final class KvBench {
             });
             if (failure != null) {
                 timer.finish(System.nanoTime());
+                if (watch != null) {
+                    watch.close();
+                }
                 throw new IllegalStateException(phase + " on " + target + " with " + threads + " threads failed: " + failure, failure);
             }
             if (step.writes()) {
@@ -708,12 +726,15 @@ public final class KvBench {
             long elapsed = timer.finish(System.nanoTime());
             cut = p.stop.get();
             Histogram all = Result.newHistogram();
-            for (Histogram h : hs) {
-                all.add(h);
+            for (Latencies h : hs) {
+                all.add(h.histogram);
             }
             long ops = p.done.total();
             if (before != null && !warmUp) {
                 contention.add(target + " " + shown + ": " + Contention.between(before, store.counters(), ops));
+            }
+            if (watch != null) {
+                stalls.add(target + " " + shown + ": " + watch.summary(ops));
             }
             return Result.of(WORKLOAD, phase, target, threads, ops * 1e9 / elapsed, UNIT, all)
                     .withCpus(CpuMeter.busyCpusSince(cpu)).withGc(gc.pauses());
@@ -721,7 +742,7 @@ public final class KvBench {
     }
 
     private interface Worker {
-        void run(int id, KvStore.Session session, Histogram latencies, Phase phase);
+        void run(int id, KvStore.Session session, Latencies latencies, Phase phase);
     }
 
     /** A fixed random seed per thread and step: runs draw the same keys. */

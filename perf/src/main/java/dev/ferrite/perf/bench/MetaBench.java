@@ -67,6 +67,9 @@ public final class MetaBench {
     private final List<String> notes = new ArrayList<>();
     /** What Ferrite's threads waited on in each measured phase ({@link Contention}). */
     private final List<String> contention = new ArrayList<>();
+    /** What each measured phase's slow operations spent their time on, when watched ({@link Stalls}). */
+    private final List<String> stalls = new ArrayList<>();
+    private long stallNanos;
 
     public MetaBench(List<Target> targets, long files, List<Integer> threads, List<Layout> layouts) {
         if (targets.isEmpty() || threads.isEmpty() || layouts.isEmpty()) {
@@ -122,6 +125,16 @@ public final class MetaBench {
     /** Ferrite's counters over each measured phase, a line each ({@link Contention}). */
     public List<String> contention() {
         return List.copyOf(contention);
+    }
+
+    /** Watches every measured phase's operations of {@code nanos} or more ({@link Stalls}); 0 for none. */
+    public void watchStalls(long nanos) {
+        stallNanos = nanos;
+    }
+
+    /** What the slow operations of each measured phase spent their time on, a line each, if watched. */
+    public List<String> stalls() {
+        return List.copyOf(stalls);
     }
 
     private final class Run {
@@ -180,37 +193,37 @@ public final class MetaBench {
             return results;
         }
 
-        private void create(int id, MetaStore.Session s, Histogram h, Phase p) {
+        private void create(int id, MetaStore.Session s, Latencies h, Phase p) {
             eachName(id, h, p, (dir, name) -> s.create(dir, name));
         }
 
-        private void unlink(int id, MetaStore.Session s, Histogram h, Phase p) {
+        private void unlink(int id, MetaStore.Session s, Latencies h, Phase p) {
             eachName(id, h, p, (dir, name) -> s.unlink(dir, name));
         }
 
         /** Applies {@code op} to each of thread {@code id}'s names in its directory, timing each call. */
-        private void eachName(int id, Histogram h, Phase p, BiConsumer<String, String> op) {
+        private void eachName(int id, Latencies h, Phase p, BiConsumer<String, String> op) {
             String dir = dir(id);
             long lo = start(id), hi = start(id + 1);
             long now = System.nanoTime();
             for (long i = lo; i < hi; i++) {
                 op.accept(dir, name(i));
                 long t = System.nanoTime();
-                h.recordValue(t - now);
+                h.record(now, t);
                 now = t;
                 p.done.set(id, i + 1 - lo);
             }
         }
 
         /** Each thread lists its own directory and stats every entry as it comes. */
-        private void walk(int id, MetaStore.Session s, Histogram h, Phase p) {
+        private void walk(int id, MetaStore.Session s, Latencies h, Phase p) {
             String dir = dir(id);
             long expect = layout == Layout.SHARED ? files : start(id + 1) - start(id);
             long[] seen = {0, System.nanoTime()};
             long listed = s.list(dir, name -> {
                 statOne(s, dir, name);
                 long t = System.nanoTime();
-                h.recordValue(t - seen[1]);
+                h.record(seen[1], t);
                 seen[1] = t;
                 p.done.set(id, ++seen[0]);
             });
@@ -256,7 +269,7 @@ public final class MetaBench {
                     for (String name : names) {
                         statOne(s, dir, name);
                         long t = System.nanoTime();
-                        h.recordValue(t - now);
+                        h.record(now, t);
                         now = t;
                         p.done.set(id, ++done);
                     }
@@ -280,16 +293,18 @@ public final class MetaBench {
 
         private Result phase(String phase, boolean sync, Worker worker) {
             Phase p = new Phase(threads);
-            Histogram[] hs = new Histogram[threads];
+            Latencies[] hs = new Latencies[threads];
             String shown = (warmUp ? "warm-up " : "") + phase + " " + layout.label() + (threads == 1 ? "" : " x" + threads);
             PhaseTimer timer = new PhaseTimer(shown, target, Long.MAX_VALUE / 4, progress);
+            String workers = "meta-" + target + "-" + phase;
+            Stalls watch = stallNanos > 0 && !warmUp ? Stalls.watch(stallNanos, workers + "-") : null;
             for (int i = 0; i < threads; i++) {
-                hs[i] = Result.newHistogram();
+                hs[i] = new Latencies(watch);
             }
             CpuMeter.Sample cpu = CpuMeter.sample();
             GcMeter gc = GcMeter.start();
             Contention.Snapshot before = store.counters();
-            Throwable failure = Workers.run(threads, "meta-" + target + "-" + phase, timer, p.done::total, new AtomicBoolean(),
+            Throwable failure = Workers.run(threads, workers, timer, p.done::total, new AtomicBoolean(),
                     id -> {
                         try (MetaStore.Session s = store.session()) {
                             worker.run(id, s, hs[id], p);
@@ -297,6 +312,9 @@ public final class MetaBench {
                     });
             if (failure != null) {
                 timer.finish(System.nanoTime());
+                if (watch != null) {
+                    watch.close();
+                }
                 throw new IllegalStateException(phase + " (" + layout.label() + ") on " + target + " with " + threads
                         + " threads failed: " + failure, failure);
             }
@@ -305,14 +323,17 @@ public final class MetaBench {
             }
             long elapsed = timer.finish(System.nanoTime());
             Histogram all = Result.newHistogram();
-            for (Histogram h : hs) {
-                all.add(h);
+            for (Latencies h : hs) {
+                all.add(h.histogram);
             }
             if (phase.equals(WALK) && layout == Layout.SHARED && threads > 1) {
                 verifyWalk(dir(0), p.listed, all.getTotalCount(), files);
             }
             if (before != null && !warmUp) {
                 contention.add(target + " " + shown + ": " + Contention.between(before, store.counters(), all.getTotalCount()));
+            }
+            if (watch != null) {
+                stalls.add(target + " " + shown + ": " + watch.summary(all.getTotalCount()));
             }
             return Result.of(WORKLOAD, phase + "-" + layout.label(), target, threads,
                     all.getTotalCount() * 1e9 / elapsed, UNIT, all).withCpus(CpuMeter.busyCpusSince(cpu)).withGc(gc.pauses());
@@ -338,7 +359,7 @@ public final class MetaBench {
     }
 
     private interface Worker {
-        void run(int id, MetaStore.Session session, Histogram latencies, Phase phase);
+        void run(int id, MetaStore.Session session, Latencies latencies, Phase phase);
     }
 
     private static final class Phase {

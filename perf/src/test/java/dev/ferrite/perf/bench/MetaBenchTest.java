@@ -55,6 +55,18 @@ class MetaBenchTest {
     }
 
     @Test
+    void watchedStallsGiveALinePerMeasuredPhase() {
+        MetaBench bench = new MetaBench(List.of(MetaStores.posix(dir, "posix", MetaApi.HANDLE)), 500, List.of(2),
+                List.of(MetaBench.Layout.PRIVATE));
+        bench.watchStalls(1); // every operation is slow: each is split, up to Stalls.KEPT per thread
+        List<Result> results = bench.run(Progress.NONE);
+        List<String> stalls = bench.stalls();
+        assertEquals(results.size(), stalls.size(), "a line per measured phase: " + stalls);
+        assertTrue(stalls.getFirst().startsWith("posix create private x2: 500 of 500 operations took 0.0 ms or more"),
+                stalls.getFirst());
+    }
+
+    @Test
     void aWalkThatMissesAnEntryFailsTheRun() {
         MetaBench.Target lossy = new MetaBench.Target("lossy", files -> new Lossy(PosixMeta.in(dir, MetaApi.HANDLE)));
         MetaBench bench = new MetaBench(List.of(lossy), 100, List.of(1), List.of(MetaBench.Layout.PRIVATE));

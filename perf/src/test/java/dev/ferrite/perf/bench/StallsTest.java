@@ -1,0 +1,84 @@
+package dev.ferrite.perf.bench;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
+
+import org.junit.jupiter.api.Test;
+
+class StallsTest {
+    private static final long THRESHOLD = TimeUnit.MILLISECONDS.toNanos(5);
+    private static final long OP = TimeUnit.MILLISECONDS.toNanos(40);
+
+    /** Runs {@code body} as one timed operation on a worker thread named like the benches' workers. */
+    private static Stalls.Split oneOperation(Runnable body) throws InterruptedException {
+        Stalls stalls = Stalls.watch(THRESHOLD, "stalls-test-");
+        Latencies latencies = new Latencies(stalls);
+        AtomicReference<Throwable> failed = new AtomicReference<>();
+        Thread t = new Thread(() -> {
+            try {
+                long now = System.nanoTime();
+                for (int i = 0; i < 1000; i++) { // fast operations: counted, never kept
+                    long end = System.nanoTime();
+                    latencies.record(now, end);
+                    now = end;
+                }
+                body.run();
+                latencies.record(now, System.nanoTime());
+            } catch (Throwable e) {
+                failed.set(e);
+            }
+        }, "stalls-test-0");
+        t.start();
+        t.join();
+        Stalls.Split split = stalls.split();
+        if (failed.get() != null) {
+            throw new AssertionError(failed.get());
+        }
+        assertEquals(1001, latencies.histogram.getTotalCount());
+        assertEquals(1, split.count(), split.toString());
+        assertTrue(split.wall() >= OP, split.toString());
+        return split;
+    }
+
+    @Test
+    void aParkedOperationIsSplitAsWaitingWhereItParked() throws InterruptedException {
+        Stalls.Split s = oneOperation(StallsTest::park);
+        assertTrue(s.waited() >= OP * 3 / 4, "the operation parked 40 ms: " + s);
+        assertTrue(s.where().getOrDefault("StallsTest.park", 0L) >= OP * 3 / 4, "waited in StallsTest.park: " + s);
+        assertTrue(s.cpu() < OP / 4, s.toString());
+    }
+
+    @Test
+    void aSpinningOperationIsSplitAsCpuOrRunnableNeverAsWaiting() throws InterruptedException {
+        Stalls.Split s = oneOperation(() -> {
+            long end = System.nanoTime() + OP;
+            while (System.nanoTime() < end) {
+                Thread.onSpinWait();
+            }
+        });
+        assertEquals(0, s.waited(), s.toString());
+        assertTrue(s.cpu() > 0, s.toString());
+        assertEquals(s.wall(), s.stopped() + s.cpu() + s.rest(), s.toString());
+    }
+
+    @Test
+    void aCollectionInsideAnOperationIsSplitAsAStop() throws InterruptedException {
+        Stalls.Split s = oneOperation(() -> {
+            System.gc();
+            park();
+        });
+        assertTrue(s.gc() > 0 && s.stopped() >= s.gc(), "a full collection ran inside the operation: " + s);
+        assertTrue(s.line(1001, THRESHOLD).startsWith("1 of 1,001 operations took 5.0 ms or more"), s.line(1001, THRESHOLD));
+    }
+
+    private static void park() {
+        long end = System.nanoTime() + OP;
+        for (long left; (left = end - System.nanoTime()) > 0; ) {
+            LockSupport.parkNanos(left);
+        }
+    }
+}
