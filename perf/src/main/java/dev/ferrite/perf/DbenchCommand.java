@@ -82,6 +82,9 @@ final class DbenchCommand implements Callable<Integer> {
     JsonOption json;
 
     @Mixin
+    StallsOption stalls;
+
+    @Mixin
     HelpOption help;
 
     @Spec
@@ -125,6 +128,7 @@ final class DbenchCommand implements Callable<Integer> {
         }
         VolumeOptions volume = VolumeOptions.defaults().withDataCacheBytes(dataCache);
         DbenchBench bench = new DbenchBench(base, load, loadfile, clients, seconds, ts, dbench, volume, jitWarmup);
+        bench.watchStalls(stalls.nanos(spec));
         PrintWriter out = spec.commandLine().getOut();
         Storage storage = RunDir.storage(base);
         out.println("devices:  " + RunDir.loopDevices(bench.deviceBytes(), base));
@@ -147,6 +151,7 @@ final class DbenchCommand implements Callable<Integer> {
             out.print(DbenchReport.render(results, ran, seconds));
         }
         RunDir.printContention(out, bench.contention());
+        RunDir.printStalls(out, bench.stalls());
         for (DbenchResult r : results) {
             if (!r.mismatchSamples().isEmpty()) {
                 out.println();

@@ -65,6 +65,8 @@ public final class DbenchBench {
     private final List<String> configurations = new ArrayList<>();
     /** What Ferrite's threads waited on in each run ({@link Contention}). */
     private final List<String> contention = new ArrayList<>();
+    private final List<String> stalls = new ArrayList<>();
+    private long stallNanos;
 
     /**
      * @param dir      a RAM-backed directory for the loop devices' images and mount points
@@ -109,6 +111,16 @@ public final class DbenchBench {
     /** How each target that ran was set up and what it makes durable, one line each. */
     public List<String> configurations() {
         return configurations;
+    }
+
+    /** Watches Ferrite's measured operations of {@code nanos} or more ({@link Stalls}); 0 for none. */
+    public void watchStalls(long nanos) {
+        stallNanos = nanos;
+    }
+
+    /** What Ferrite's slow operations spent their time on in each run, a line each, if watched. */
+    public List<String> stalls() {
+        return List.copyOf(stalls);
     }
 
     /** Ferrite's counters over each run (its warm-up included), a line each ({@link Contention}). */
@@ -174,8 +186,12 @@ public final class DbenchBench {
                 }
                 for (int c : clients) {
                     Contention.Snapshot before = Contention.Snapshot.of(v);
-                    DbenchResult r = replay.run(c, seconds, warmupSeconds(), progress);
+                    Stalls watch = stallNanos > 0 ? Stalls.watch(stallNanos, FerriteDbench.WORKERS + "-") : null;
+                    DbenchResult r = replay.run(c, seconds, warmupSeconds(), progress, watch);
                     contention.add("ferrite x" + c + ": " + Contention.between(before, Contention.Snapshot.of(v), r.totalOps()));
+                    if (watch != null) {
+                        stalls.add("ferrite x" + c + ": " + watch.summary(r.totalOps()));
+                    }
                     results.add(r);
                 }
             }

@@ -61,6 +61,8 @@ public final class FerriteDbench {
     /** Mismatches kept as examples, per client. */
     private static final int SAMPLES = 5;
     private static final int DIR_PAGE = 256;
+    /** The clients' thread names, then "-" and the client's number. */
+    static final String WORKERS = "dbench-ferrite";
     /** A large calloc'd block's address modulo the page size under glibc (its chunk header). */
     private static final int MALLOC_OFFSET = 16;
     private static final long TEN_SECONDS = TimeUnit.SECONDS.toNanos(10), TWELVE_SECONDS = TimeUnit.SECONDS.toNanos(12);
@@ -86,6 +88,11 @@ public final class FerriteDbench {
      * @throws FerriteException if a client fails other than by a status (a device error, a corrupt volume)
      */
     public DbenchResult run(int clients, double seconds, double warmupSeconds, Progress progress) {
+        return run(clients, seconds, warmupSeconds, progress, null);
+    }
+
+    /** The same, with the measured operations of {@code stalls}' length or more split by what they spent their time on. */
+    DbenchResult run(int clients, double seconds, double warmupSeconds, Progress progress, Stalls stalls) {
         long warmup = TimeUnit.MILLISECONDS.toNanos(Math.round(warmupSeconds * 1000));
         long measured = TimeUnit.MILLISECONDS.toNanos(Math.round(seconds * 1000));
         String phase = "dbench x" + clients;
@@ -98,9 +105,9 @@ public final class FerriteDbench {
         Throwable failure;
         try (Arena arena = Arena.ofShared()) {
             for (int i = 0; i < clients; i++) {
-                cs[i] = new Client(i, arena, from, to);
+                cs[i] = new Client(i, arena, from, to, stalls);
             }
-            failure = Workers.run(clients, "dbench-ferrite", timer, done::total, stop, id -> cs[id].run(stop, done));
+            failure = Workers.run(clients, WORKERS, timer, done::total, stop, id -> cs[id].run(stop, done));
             timer.finish(System.nanoTime());
         }
         double cpus = CpuMeter.busyCpusSince(cpu);
@@ -215,12 +222,15 @@ public final class FerriteDbench {
         final long[] totalNanos = new long[Kind.values().length];
         final Histogram[] latency = new Histogram[Kind.values().length];
         final List<String> samples = new ArrayList<>();
+        /** Its slow measured operations, when watched. */
+        final Stalls.Log slow;
         long bytes, mismatches;
         /** Bytes the last ReadX returned, for its mismatch message. */
         int lastRead;
 
-        Client(int id, Arena arena, long from, long to) {
+        Client(int id, Arena arena, long from, long to, Stalls stalls) {
             this.id = id;
+            this.slow = stalls == null ? null : stalls.log();
             this.paths = load.clientPaths("", "client" + id);
             this.patterns = new DosPattern[paths.length];
             this.from = from;
@@ -252,6 +262,9 @@ public final class FerriteDbench {
                             count[k]++;
                             totalNanos[k] += t1 - t0;
                             latency[k].recordValue(t1 - t0);
+                            if (slow != null) {
+                                slow.record(t0, t1);
+                            }
                             if (op.kind() == Kind.READX || op.kind() == Kind.WRITEX) {
                                 bytes += op.c();
                             }

@@ -55,6 +55,22 @@ class FerriteDbenchTest {
         });
     }
 
+    @Test
+    void watchedStallsSplitEveryMeasuredOperationAtAThresholdOfOneNanosecond() throws IOException {
+        DbenchLoadfile load = DbenchLoadfile.parse(DbenchLoadfileTest.sample(), "sample");
+        VolumeOptions options = VolumeOptions.defaults();
+        try (MemoryDevice device = MemoryDevice.create(65_536, 4096)) {
+            Volume.format(device, options);
+            try (Volume v = Volume.open(device, options)) {
+                Stalls watch = Stalls.watch(1, FerriteDbench.WORKERS + "-");
+                DbenchResult r = new FerriteDbench(v, load).run(1, 0.5, 0.2, Progress.NONE, watch);
+                String line = watch.summary(r.totalOps());
+                String all = String.format(java.util.Locale.ROOT, "%,d of %,d operations took 0.0 ms or more", r.totalOps(), r.totalOps());
+                assertTrue(line.startsWith(all), "the warm-up's operations left out, every measured one in: " + line);
+            }
+        }
+    }
+
     /**
      * Metadata and block-sized I/O: statuses checked (on every pass: Deltree leaves no directory behind),
      * bytes counted as dbench does.
