@@ -41,7 +41,7 @@ class AilTest {
 
     /** A fresh AIL writing items home early past {@code relogChunks} (64: never). */
     private void start(int relogChunks) {
-        ail = new Ail(dev, 64, 16, relogChunks, Lsn.of(1, 0), 1, (lsn, seq) -> {
+        ail = new Ail(dev, 64, 16, relogChunks, 64, Lsn.of(1, 0), 1, (lsn, seq) -> {
             synchronized (tailMoves) {
                 tailMoves.add(new long[] {lsn, seq});
                 tailMoveEvents.add(dev.eventCount());
@@ -73,26 +73,36 @@ class AilTest {
         ail.publish(items, items.length, lsn, seq, endLsn);
     }
 
+    /** As the log writer does for a checkpoint that logs {@code items} whole (all but their deltas). */
+    private static void whole(long seq, TestItem... items) {
+        for (LogItem it : items) {
+            it.loggedWholeIn(seq);
+        }
+    }
+
     @Test
-    void batchesAreInsertedInLsnOrderAndRelogsMoveForward() {
-        TestItem[] it = items(4);
-        publish(Lsn.of(1, 0), 1, Lsn.of(1, 5), it[0], it[1], it[2]);
-        publish(Lsn.of(1, 5), 2, Lsn.of(1, 9), it[3], it[1]);
-        await(() -> ail.size() == 4 && !it[1].isPinned());
-        assertEquals(List.of(it[0], it[2], it[3], it[1]), ail.items());
-        assertEquals(Lsn.of(1, 5), it[1].lsn(), "relogged item carries its newest checkpoint's LSN");
+    void batchesAreInsertedInLsnOrderAndWholeRelogsMoveForward() {
+        TestItem[] it = items(5);
+        publish(Lsn.of(1, 0), 1, Lsn.of(1, 5), it[0], it[1], it[2], it[4]);
+        whole(2, it[1]);
+        publish(Lsn.of(1, 5), 2, Lsn.of(1, 9), it[3], it[1], it[4]);
+        await(() -> ail.size() == 5 && !it[1].isPinned() && !it[4].isPinned());
+        assertEquals(List.of(it[0], it[2], it[4], it[3], it[1]), ail.items());
+        assertEquals(Lsn.of(1, 5), it[1].lsn(), "an item relogged whole moves to its newest checkpoint");
+        assertEquals(Lsn.of(1, 0), it[4].lsn(), "an item relogged with its delta keeps its first checkpoint");
         assertEquals(Lsn.of(1, 0), it[0].lsn());
         for (TestItem t : it) {
             assertFalse(t.isPinned(), "insertion unpins");
         }
         assertTrue(ail.insertBatches.sum() >= 1 && ail.insertBatches.sum() <= 2);
-        assertEquals(5, ail.insertedItems.sum());
+        assertEquals(7, ail.insertedItems.sum());
     }
 
     @Test
     void tailMovesOnlyAfterWriteBackIsFlushed() {
         TestItem[] it = items(4);
         publish(Lsn.of(1, 0), 1, Lsn.of(1, 5), it[0], it[1], it[2]);
+        whole(2, it[1]);
         publish(Lsn.of(1, 5), 2, Lsn.of(1, 9), it[3], it[1]);
         await(() -> ail.size() == 4);
         ail.pushTo(Lsn.of(1, 0));
