@@ -52,13 +52,10 @@ import dev.ferrite.io.IoBatch;
  * after the snapshot is always whole, its first since home, and has moved it on already).
  *
  * <h2>Heavy items go home early</h2>
- * Each checkpoint relogs everything an item changed since it was last home, so an item that is changed
- * again and again (a hot leaf, or a node a split logged whole) costs its committers a copy of most of a
- * block per change, and the log as much, until log space runs short and the push reaches it. The
- * consumer therefore hands every inserted item whose logged map is past the relog limit to the pusher,
- * which writes it home at once (if it is not busy or pinned by then): its next relog carries only what
- * changed after that. Write-back costs a block write on the pusher's thread; relogging it would have cost
- * about as much on every later change.
+ * An item changed again and again (a hot leaf, or a node a split logged whole) gathers changes since it
+ * was last home, which a whole relog logs at once. The consumer therefore hands every inserted item
+ * whose logged map is past the relog limit to the pusher, which writes it home at once (if it is not
+ * busy or pinned by then): what a whole relog of it would log starts afresh.
  *
  * <p>Lock order: an item's owner lock, then the AIL lock; no I/O under the AIL lock.
  */

@@ -10,7 +10,10 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 
+import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.IoBatch;
 import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.testkit.ForwardingDevice;
 import dev.ferrite.io.testkit.RecordingDevice;
 import dev.ferrite.journal.testkit.TestItem;
 import org.junit.jupiter.api.AfterEach;
@@ -36,12 +39,12 @@ class AilTest {
     void setUp() {
         arena = Arena.ofShared();
         dev = RecordingDevice.wrap(MemoryDevice.create(256, BS));
-        start(64);
+        start(dev, 64);
     }
 
-    /** A fresh AIL writing items home early past {@code relogChunks} (64: never). */
-    private void start(int relogChunks) {
-        ail = new Ail(dev, 64, 16, relogChunks, 64, Lsn.of(1, 0), 1, (lsn, seq) -> {
+    /** A fresh AIL on {@code device} writing items home early past {@code relogChunks} (64: never). */
+    private void start(BlockDevice device, int relogChunks) {
+        ail = new Ail(device, 64, 16, relogChunks, 64, Lsn.of(1, 0), 1, (lsn, seq) -> {
             synchronized (tailMoves) {
                 tailMoves.add(new long[] {lsn, seq});
                 tailMoveEvents.add(dev.eventCount());
@@ -128,6 +131,48 @@ class AilTest {
         assertEquals(at - 1, lastFlush, "a flush is the last thing before the tail moves");
     }
 
+    /** Holds every batch submitted until released. */
+    static final class GatedDevice extends ForwardingDevice {
+        final CountDownLatch submitted = new CountDownLatch(1);
+        final CountDownLatch release = new CountDownLatch(1);
+
+        GatedDevice(BlockDevice inner) {
+            super(inner);
+        }
+
+        @Override
+        public void submit(IoBatch batch) {
+            submitted.countDown();
+            try {
+                release.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            super.submit(batch);
+        }
+    }
+
+    @Test
+    void anItemReloggedWhileItsWriteBackIsInFlightStaysListedAtItsNewerCopy() throws Exception {
+        ail.close();
+        GatedDevice gated = new GatedDevice(dev);
+        start(gated, 64);
+        TestItem[] it = items(2);
+        publish(Lsn.of(1, 0), 1, Lsn.of(1, 5), it[0], it[1]);
+        await(() -> ail.size() == 2 && !it[0].isPinned() && !it[1].isPinned());
+        ail.pushTo(Lsn.of(1, 0));
+        gated.submitted.await(); // both snapshotted, their write in flight
+        whole(2, it[0]); // changed meanwhile: its first relog since the snapshot logs it whole
+        publish(Lsn.of(1, 5), 2, Lsn.of(1, 9), it[0]);
+        await(() -> !it[0].isPinned());
+        assertEquals(Lsn.of(1, 5), it[0].lsn(), "the whole relog moved it on");
+        gated.release.countDown();
+        await(() -> ail.size() == 1 && tailMovesSize() == 1);
+        assertEquals(List.of(it[0]), ail.items(), "home lacks its newer copy: it stays listed");
+        assertEquals(Lsn.of(1, 5), tailMoves.getLast()[0], "the tail stops at the newer copy");
+        assertTrue(it[1].isClean());
+    }
+
     @Test
     void pinnedItemsStayAndAskForACheckpoint() {
         TestItem[] it = items(2);
@@ -205,7 +250,7 @@ class AilTest {
     @Test
     void itemsPastTheRelogLimitGoHomeWithoutAPush() {
         ail.close();
-        start(32);
+        start(dev, 32);
         TestItem[] it = items(4);
         LogItem[] logged = it; // the test kit's items, seen as the journal sees them
         logged[0].loggedMap = -1L;             // logged whole, as a split does
