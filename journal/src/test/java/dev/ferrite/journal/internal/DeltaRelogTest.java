@@ -138,6 +138,61 @@ class DeltaRelogTest {
         }
     }
 
+    private static final List<String> CHUNKS_0_TO_2 = List.of("0+" + CHUNK, TestItem.SPACING + "+" + CHUNK,
+            2 * TestItem.SPACING + "+" + CHUNK);
+
+    /** Asked for a whole relog between two commits of one checkpoint, the delta of the first turns whole. */
+    @Test
+    void aDeltaTurnedWholeWithinItsCheckpointCarriesEveryChunkSinceHome() {
+        LogGeometry g = new LogGeometry(512, 256);
+        try (MemoryDevice dev = MemoryDevice.create(1024, BS); Arena arena = Arena.ofShared()) {
+            Journal.format(dev, g);
+            try (TestReplayer rep = new TestReplayer(dev); Journal j = Journal.open(dev, g, JournalOptions.defaults(), rep)) {
+                TestItem x = new TestItem(3, BS, arena);
+                forceIntoAil(j, x, commit(j, x, 0));
+                long first = x.lsn();
+                commit(j, x, 1); // a delta: counter 1's chunk
+                ((LogItem) x).wholeRelog = LogItem.RELOG_ASKED; // as the AIL asks of an item holding the tail
+                forceIntoAil(j, x, commit(j, x, 2));
+                assertTrue(x.lsn() > first, "logged whole, the item moved on");
+                Recovered r = recoverCopy(dev, g, x.home(), arena);
+                assertEquals(List.of("0+" + CHUNK), r.ops().getFirst().ranges());
+                assertEquals(CHUNKS_0_TO_2, r.ops().getLast().ranges(), "every chunk since home, in the second checkpoint");
+                for (int c = 0; c < 3; c++) {
+                    assertEquals(1, TestItem.blockCounter(r.block(), c), "counter " + c);
+                }
+            }
+        }
+    }
+
+    /** A roll logs its items whole: its holder may keep them locked while the next step waits for log space. */
+    @Test
+    void aRollLogsItsItemsWholeSoTheyMoveOn() {
+        LogGeometry g = new LogGeometry(512, 256);
+        try (MemoryDevice dev = MemoryDevice.create(1024, BS); Arena arena = Arena.ofShared()) {
+            Journal.format(dev, g);
+            try (TestReplayer rep = new TestReplayer(dev); Journal j = Journal.open(dev, g, JournalOptions.defaults(), rep)) {
+                TestItem x = new TestItem(3, BS, arena);
+                forceIntoAil(j, x, commit(j, x, 0));
+                forceIntoAil(j, x, commit(j, x, 1));
+                long first = x.lsn();
+                Transaction tx = j.begin(Reservation.permanent(1, 2));
+                x.lock.lock();
+                try {
+                    x.add(tx, 2, 1);
+                    long seq = tx.roll();
+                    j.force(seq);
+                    await(() -> x.lsn() > first, "the rolled item moved on in the AIL");
+                    tx.commit();
+                } finally {
+                    x.lock.unlock();
+                }
+                Recovered r = recoverCopy(dev, g, x.home(), arena);
+                assertEquals(CHUNKS_0_TO_2, r.ops().getLast().ranges(), "the roll logged every chunk since home");
+            }
+        }
+    }
+
     /**
      * A block the AIL always finds locked (as a hot leaf's lock is taken by one transaction after another),
      * so it can never go home: the same bytes and checksum as a {@link TestItem}, whose replayer rebuilds it.
