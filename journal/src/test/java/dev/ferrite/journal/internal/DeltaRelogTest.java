@@ -70,6 +70,20 @@ class DeltaRelogTest {
         }
     }
 
+    interface Body {
+        void run(MemoryDevice dev, Journal j, Arena arena);
+    }
+
+    /** Runs {@code body} on a journal just formatted and opened in {@code g} of a fresh device. */
+    private static void withJournal(LogGeometry g, int deviceBlocks, Body body) {
+        try (MemoryDevice dev = MemoryDevice.create(deviceBlocks, BS); Arena arena = Arena.ofShared()) {
+            Journal.format(dev, g);
+            try (TestReplayer rep = new TestReplayer(dev); Journal j = Journal.open(dev, g, JournalOptions.defaults(), rep)) {
+                body.run(dev, j, arena);
+            }
+        }
+    }
+
     private static long commit(Journal j, TestItem it, int counter) {
         Transaction tx = j.begin(Reservation.items(1));
         it.lock.lock();
@@ -90,52 +104,49 @@ class DeltaRelogTest {
     @Test
     void anItemReloggedInThreeCheckpointsLogsEachOnesChunksKeepsItsPlaceAndHoldsTheTail() {
         LogGeometry g = new LogGeometry(512, 256);
-        try (MemoryDevice dev = MemoryDevice.create(1024, BS); Arena arena = Arena.ofShared()) {
-            Journal.format(dev, g);
-            try (TestReplayer rep = new TestReplayer(dev); Journal j = Journal.open(dev, g, JournalOptions.defaults(), rep)) {
-                TestItem x = new TestItem(3, BS, arena);
-                TestItem y = new TestItem(4, BS, arena);
-                forceIntoAil(j, y, commit(j, y, 0));
-                long first = Lsn.NONE;
-                for (int k = 0; k < 3; k++) {
-                    forceIntoAil(j, x, commit(j, x, k));
-                    if (k == 0) {
-                        first = x.lsn();
-                    }
-                    assertEquals(first, x.lsn(), "after checkpoint " + k + ", the item keeps its first checkpoint's place");
+        withJournal(g, 1024, (dev, j, arena) -> {
+            TestItem x = new TestItem(3, BS, arena);
+            TestItem y = new TestItem(4, BS, arena);
+            forceIntoAil(j, y, commit(j, y, 0));
+            long first = Lsn.NONE;
+            for (int k = 0; k < 3; k++) {
+                forceIntoAil(j, x, commit(j, x, k));
+                if (k == 0) {
+                    first = x.lsn();
                 }
-                assertTrue(first > y.lsn());
-                // x is busy (a transaction holds it, reentrantly, to the end): writing everything home takes
-                // y, and the tail stops at x
-                long movesBefore = j.stats().tailMoves();
-                x.lock.lock();
-                try {
-                    j.writeBackAll();
-                    await(() -> y.isClean() && j.stats().tailMoves() > movesBefore, "y went home and the tail moved");
-                    Recovered r = recoverCopy(dev, g, x.home(), arena);
-                    assertEquals(first, r.report().tailLsn(), "the tail stopped at the item's first checkpoint: " + r.report());
-                    assertEquals(List.of(List.of("0+" + CHUNK), List.of(TestItem.SPACING + "+" + CHUNK),
-                            List.of(2 * TestItem.SPACING + "+" + CHUNK)), r.ops().stream().map(Op::ranges).toList(),
-                            "each checkpoint logged only the chunk it changed");
-                    for (int c = 0; c < 3; c++) {
-                        assertEquals(1, TestItem.blockCounter(r.block(), c), "counter " + c + ": the deltas compose");
-                    }
-                    // the AIL found x busy at its push target: its next commit logs it whole and moves it on
-                    forceIntoAil(j, x, commit(j, x, 3));
-                    assertTrue(x.lsn() > first, "relogged whole, the item moved on in the AIL");
-                    r = recoverCopy(dev, g, x.home(), arena);
-                    Op last = r.ops().getLast();
-                    assertEquals(x.lsn(), last.lsn());
-                    assertEquals(List.of("0+" + CHUNK, TestItem.SPACING + "+" + CHUNK, 2 * TestItem.SPACING + "+" + CHUNK,
-                            3 * TestItem.SPACING + "+" + CHUNK), last.ranges(), "the whole relog carries every chunk since home");
-                    for (int c = 0; c < 4; c++) {
-                        assertEquals(1, TestItem.blockCounter(r.block(), c), "counter " + c);
-                    }
-                } finally {
-                    x.lock.unlock();
-                }
+                assertEquals(first, x.lsn(), "after checkpoint " + k + ", the item keeps its first checkpoint's place");
             }
-        }
+            assertTrue(first > y.lsn());
+            // x is busy (a transaction holds it, reentrantly, to the end): writing everything home takes
+            // y, and the tail stops at x
+            long movesBefore = j.stats().tailMoves();
+            x.lock.lock();
+            try {
+                j.writeBackAll();
+                await(() -> y.isClean() && j.stats().tailMoves() > movesBefore, "y went home and the tail moved");
+                Recovered r = recoverCopy(dev, g, x.home(), arena);
+                assertEquals(first, r.report().tailLsn(), "the tail stopped at the item's first checkpoint: " + r.report());
+                assertEquals(List.of(List.of("0+" + CHUNK), List.of(TestItem.SPACING + "+" + CHUNK),
+                        List.of(2 * TestItem.SPACING + "+" + CHUNK)), r.ops().stream().map(Op::ranges).toList(),
+                        "each checkpoint logged only the chunk it changed");
+                for (int c = 0; c < 3; c++) {
+                    assertEquals(1, TestItem.blockCounter(r.block(), c), "counter " + c + ": the deltas compose");
+                }
+                // the AIL found x busy at its push target: its next commit logs it whole and moves it on
+                forceIntoAil(j, x, commit(j, x, 3));
+                assertTrue(x.lsn() > first, "relogged whole, the item moved on in the AIL");
+                r = recoverCopy(dev, g, x.home(), arena);
+                Op last = r.ops().getLast();
+                assertEquals(x.lsn(), last.lsn());
+                assertEquals(List.of("0+" + CHUNK, TestItem.SPACING + "+" + CHUNK, 2 * TestItem.SPACING + "+" + CHUNK,
+                        3 * TestItem.SPACING + "+" + CHUNK), last.ranges(), "the whole relog carries every chunk since home");
+                for (int c = 0; c < 4; c++) {
+                    assertEquals(1, TestItem.blockCounter(r.block(), c), "counter " + c);
+                }
+            } finally {
+                x.lock.unlock();
+            }
+        });
     }
 
     private static final List<String> CHUNKS_0_TO_2 = List.of("0+" + CHUNK, TestItem.SPACING + "+" + CHUNK,
@@ -145,52 +156,46 @@ class DeltaRelogTest {
     @Test
     void aDeltaTurnedWholeWithinItsCheckpointCarriesEveryChunkSinceHome() {
         LogGeometry g = new LogGeometry(512, 256);
-        try (MemoryDevice dev = MemoryDevice.create(1024, BS); Arena arena = Arena.ofShared()) {
-            Journal.format(dev, g);
-            try (TestReplayer rep = new TestReplayer(dev); Journal j = Journal.open(dev, g, JournalOptions.defaults(), rep)) {
-                TestItem x = new TestItem(3, BS, arena);
-                forceIntoAil(j, x, commit(j, x, 0));
-                long first = x.lsn();
-                commit(j, x, 1); // a delta: counter 1's chunk
-                ((LogItem) x).wholeRelog = LogItem.RELOG_ASKED; // as the AIL asks of an item holding the tail
-                forceIntoAil(j, x, commit(j, x, 2));
-                assertTrue(x.lsn() > first, "logged whole, the item moved on");
-                Recovered r = recoverCopy(dev, g, x.home(), arena);
-                assertEquals(List.of("0+" + CHUNK), r.ops().getFirst().ranges());
-                assertEquals(CHUNKS_0_TO_2, r.ops().getLast().ranges(), "every chunk since home, in the second checkpoint");
-                for (int c = 0; c < 3; c++) {
-                    assertEquals(1, TestItem.blockCounter(r.block(), c), "counter " + c);
-                }
+        withJournal(g, 1024, (dev, j, arena) -> {
+            TestItem x = new TestItem(3, BS, arena);
+            forceIntoAil(j, x, commit(j, x, 0));
+            long first = x.lsn();
+            commit(j, x, 1); // a delta: counter 1's chunk
+            ((LogItem) x).wholeRelog = LogItem.RELOG_ASKED; // as the AIL asks of an item holding the tail
+            forceIntoAil(j, x, commit(j, x, 2));
+            assertTrue(x.lsn() > first, "logged whole, the item moved on");
+            Recovered r = recoverCopy(dev, g, x.home(), arena);
+            assertEquals(List.of("0+" + CHUNK), r.ops().getFirst().ranges());
+            assertEquals(CHUNKS_0_TO_2, r.ops().getLast().ranges(), "every chunk since home, in the second checkpoint");
+            for (int c = 0; c < 3; c++) {
+                assertEquals(1, TestItem.blockCounter(r.block(), c), "counter " + c);
             }
-        }
+        });
     }
 
     /** A roll logs its items whole: its holder may keep them locked while the next step waits for log space. */
     @Test
     void aRollLogsItsItemsWholeSoTheyMoveOn() {
         LogGeometry g = new LogGeometry(512, 256);
-        try (MemoryDevice dev = MemoryDevice.create(1024, BS); Arena arena = Arena.ofShared()) {
-            Journal.format(dev, g);
-            try (TestReplayer rep = new TestReplayer(dev); Journal j = Journal.open(dev, g, JournalOptions.defaults(), rep)) {
-                TestItem x = new TestItem(3, BS, arena);
-                forceIntoAil(j, x, commit(j, x, 0));
-                forceIntoAil(j, x, commit(j, x, 1));
-                long first = x.lsn();
-                Transaction tx = j.begin(Reservation.permanent(1, 2));
-                x.lock.lock();
-                try {
-                    x.add(tx, 2, 1);
-                    long seq = tx.roll();
-                    j.force(seq);
-                    await(() -> x.lsn() > first, "the rolled item moved on in the AIL");
-                    tx.commit();
-                } finally {
-                    x.lock.unlock();
-                }
-                Recovered r = recoverCopy(dev, g, x.home(), arena);
-                assertEquals(CHUNKS_0_TO_2, r.ops().getLast().ranges(), "the roll logged every chunk since home");
+        withJournal(g, 1024, (dev, j, arena) -> {
+            TestItem x = new TestItem(3, BS, arena);
+            forceIntoAil(j, x, commit(j, x, 0));
+            forceIntoAil(j, x, commit(j, x, 1));
+            long first = x.lsn();
+            Transaction tx = j.begin(Reservation.permanent(1, 2));
+            x.lock.lock();
+            try {
+                x.add(tx, 2, 1);
+                long seq = tx.roll();
+                j.force(seq);
+                await(() -> x.lsn() > first, "the rolled item moved on in the AIL");
+                tx.commit();
+            } finally {
+                x.lock.unlock();
             }
-        }
+            Recovered r = recoverCopy(dev, g, x.home(), arena);
+            assertEquals(CHUNKS_0_TO_2, r.ops().getLast().ranges(), "the roll logged every chunk since home");
+        });
     }
 
     /**
@@ -241,46 +246,43 @@ class DeltaRelogTest {
         LogGeometry g = new LogGeometry(1024, 128);
         int fillers = 24;
         int transactions = 700; // a forced checkpoint takes 2 log blocks: ~10 times around the log
-        try (MemoryDevice dev = MemoryDevice.create(2048, BS); Arena arena = Arena.ofShared()) {
-            Journal.format(dev, g);
-            try (TestReplayer rep = new TestReplayer(dev); Journal j = Journal.open(dev, g, JournalOptions.defaults(), rep)) {
-                HotItem hot = new HotItem(3, arena);
-                TestItem[] filler = new TestItem[fillers];
-                for (int i = 0; i < fillers; i++) {
-                    filler[i] = new TestItem(10 + i, BS, arena);
-                }
-                try {
-                    assertTimeoutPreemptively(Duration.ofSeconds(30), () -> {
-                        for (int t = 0; t < transactions; t++) {
-                            Transaction tx = j.begin(Reservation.items(2));
-                            TestItem f = filler[t % fillers];
-                            long seq;
-                            hot.twin.lock.lock();
-                            f.lock.lock();
-                            try {
-                                long off = TestItem.offset(t % 7);
-                                hot.image.set(ValueLayout.JAVA_LONG_UNALIGNED, off, hot.image.get(ValueLayout.JAVA_LONG_UNALIGNED, off) + 1);
-                                tx.log(hot, (int) off, 8);
-                                f.add(tx, t % 7, 1);
-                                seq = tx.commit();
-                            } finally {
-                                f.lock.unlock();
-                                hot.twin.lock.unlock();
-                            }
-                            forceIntoAil(j, hot, seq);
-                        }
-                    }, () -> "the log filled up behind the hot block (at " + Lsn.toString(hot.lsn()) + ", last logged at "
-                            + Lsn.toString(hot.lastLsn) + ", whole relog " + hot.wholeRelog + "): " + j.diagnostics());
-                } finally {
-                    hot.hot = false; // lets close() write it home
-                }
-                assertTrue(j.stats().checkpointBytes() > 9L * g.blocks() * BS, "the log went around: " + j.stats());
-                Recovered r = recoverCopy(dev, g, hot.home(), arena);
-                for (int c = 0; c < 7; c++) {
-                    assertEquals((transactions + 6 - c) / 7, TestItem.blockCounter(r.block(), c), "hot counter " + c + " after recovery: " + r.report());
-                }
+        withJournal(g, 2048, (dev, j, arena) -> {
+            HotItem hot = new HotItem(3, arena);
+            TestItem[] filler = new TestItem[fillers];
+            for (int i = 0; i < fillers; i++) {
+                filler[i] = new TestItem(10 + i, BS, arena);
             }
-        }
+            try {
+                assertTimeoutPreemptively(Duration.ofSeconds(30), () -> {
+                    for (int t = 0; t < transactions; t++) {
+                        Transaction tx = j.begin(Reservation.items(2));
+                        TestItem f = filler[t % fillers];
+                        long seq;
+                        hot.twin.lock.lock();
+                        f.lock.lock();
+                        try {
+                            long off = TestItem.offset(t % 7);
+                            hot.image.set(ValueLayout.JAVA_LONG_UNALIGNED, off, hot.image.get(ValueLayout.JAVA_LONG_UNALIGNED, off) + 1);
+                            tx.log(hot, (int) off, 8);
+                            f.add(tx, t % 7, 1);
+                            seq = tx.commit();
+                        } finally {
+                            f.lock.unlock();
+                            hot.twin.lock.unlock();
+                        }
+                        forceIntoAil(j, hot, seq);
+                    }
+                }, () -> "the log filled up behind the hot block (at " + Lsn.toString(hot.lsn()) + ", last logged at "
+                        + Lsn.toString(hot.lastLsn) + ", whole relog " + hot.wholeRelog + "): " + j.diagnostics());
+            } finally {
+                hot.hot = false; // lets close() write it home
+            }
+            assertTrue(j.stats().checkpointBytes() > 9L * g.blocks() * BS, "the log went around: " + j.stats());
+            Recovered r = recoverCopy(dev, g, hot.home(), arena);
+            for (int c = 0; c < 7; c++) {
+                assertEquals((transactions + 6 - c) / 7, TestItem.blockCounter(r.block(), c), "hot counter " + c + " after recovery: " + r.report());
+            }
+        });
     }
 
     private static void await(BooleanSupplier condition, String what) {
