@@ -31,9 +31,9 @@ import java.util.function.Supplier;
  * changed since it was last home when the context logs it whole ({@link LogItem}: its first context
  * since home, a block just allocated or initialised, or one the AIL asked to move on). A shadow holds
  * only the logged chunks, packed in chunk order (the op's data as the checkpoint writes it), and is
- * replaced by a larger one when a relog adds chunks past its size. Each item has two shadows, by context parity: commits into context k+1 never touch the
- * buffers context k's push reads, and context k+2 exists only once k's push is over ({@link ShadowPool}
- * relies on that too).
+ * replaced by a larger one when a relog adds chunks past its size. Each item has two shadows, by context
+ * parity: commits into context k+1 never touch the buffers context k's push reads, and context k+2
+ * exists only once k's push is over ({@link ShadowPool} relies on that too).
  *
  * <p>Space: every commit steals from its ticket exactly the log bytes its items add to the context,
  * plus a share for record headers and padding; the first commit of a context also steals the
@@ -206,7 +206,8 @@ public final class Cil {
                     dirty = true;
                     CilSlot slot = it.slotOrNull(p);
                     boolean inCtx = slot != null && slot.ctxSeq == ctx.seq;
-                    boolean whole = inCtx ? slot.whole || it.txZeroed || it.wholeRelog == LogItem.RELOG_ASKED : wholeInNewContext(it);
+                    boolean whole = inCtx ? slot.whole || it.txZeroed || it.wholeRelog == LogItem.RELOG_ASKED
+                            : wholeInNewContext(it);
                     it.txWhole = whole;
                     long map = whole ? it.loggedMap | it.txDirty | (inCtx ? 0 : rebuildMap(it))
                             : (inCtx ? slot.shadowMap : 0) | it.txDirty;

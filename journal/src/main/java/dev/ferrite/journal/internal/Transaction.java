@@ -156,9 +156,9 @@ public final class Transaction {
     /**
      * Commits this transaction and continues on the same permanent reservation with a fresh one: the
      * items are detached (re-join what the next step changes), and logged whole, so that the caller may
-     * keep them locked through the next step's wait for log space ({@link LogItem#wholeRelog}). Waits for log space only once the
-     * reservation's pre-reserved count is used up. Pass the last sequence of the chain to
-     * {@link Journal#throttle(long)} once its items are unlocked.
+     * keep them locked through the next step's wait for log space ({@link LogItem#wholeRelog}). Waits for
+     * log space only once the reservation's pre-reserved count is used up. Pass the last sequence of the
+     * chain to {@link Journal#throttle(long)} once its items are unlocked.
      *
      * @return the commit sequence of the part just committed
      */

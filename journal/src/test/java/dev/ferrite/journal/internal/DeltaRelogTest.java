@@ -262,7 +262,8 @@ class DeltaRelogTest {
                         f.lock.lock();
                         try {
                             long off = TestItem.offset(t % 7);
-                            hot.image.set(ValueLayout.JAVA_LONG_UNALIGNED, off, hot.image.get(ValueLayout.JAVA_LONG_UNALIGNED, off) + 1);
+                            hot.image.set(ValueLayout.JAVA_LONG_UNALIGNED, off,
+                                    hot.image.get(ValueLayout.JAVA_LONG_UNALIGNED, off) + 1);
                             tx.log(hot, (int) off, 8);
                             f.add(tx, t % 7, 1);
                             seq = tx.commit();
@@ -280,7 +281,8 @@ class DeltaRelogTest {
             assertTrue(j.stats().checkpointBytes() > 9L * g.blocks() * BS, "the log went around: " + j.stats());
             Recovered r = recoverCopy(dev, g, hot.home(), arena);
             for (int c = 0; c < 7; c++) {
-                assertEquals((transactions + 6 - c) / 7, TestItem.blockCounter(r.block(), c), "hot counter " + c + " after recovery: " + r.report());
+                assertEquals((transactions + 6 - c) / 7, TestItem.blockCounter(r.block(), c),
+                        "hot counter " + c + " after recovery: " + r.report());
             }
         });
     }
