@@ -46,9 +46,9 @@ import dev.ferrite.io.IoBatch;
  * snapshot), writes them in block order with one batch and one flush, drops those not relogged
  * meanwhile, then moves the tail: the new tail is anchored on disk (write and flush) before
  * {@link LogSpace} may hand out the space behind it. Pinned items make it ask the log for a checkpoint.
- * An item it cannot write home, pinned or locked (a block changed again and again), is asked to be
- * relogged whole ({@link LogItem#wholeRelog}): its next checkpoint then moves it on, so a hot block never
- * holds the tail for long. One relogged while its write-back is in flight stays listed (its relog
+ * An item it cannot write home, pinned or locked (a block changed again and again), whose place lies more
+ * than a quarter of the log behind, is asked to be relogged whole ({@link LogItem#wholeRelog}): its next
+ * checkpoint then moves it on, so a hot block never holds the tail for long. One relogged while its write-back is in flight stays listed (its relog
  * after the snapshot is always whole, its first since home, and has moved it on already).
  *
  * <h2>Heavy items go home early</h2>
@@ -135,7 +135,8 @@ public final class Ail implements AutoCloseable {
      * @param relogChunks logged-map size (in 64ths of a block) past which an item is written home early;
      *                    64 turns that off
      * @param areaBlocks  blocks of the log's circular area: an item relogged with deltas while its place
-     *                    lies more than half of it behind is asked to relog whole
+     *                    lies more than half of it behind, or one a push cannot write home a quarter of
+     *                    it behind, is asked to relog whole
      */
     public Ail(BlockDevice device, int ringSize, int batchMax, int relogChunks, int areaBlocks, long startLsn, long startSeq,
         TailListener tailListener, Runnable needCheckpoint, java.util.function.Consumer<Throwable> onFailure) {
@@ -433,11 +434,13 @@ public final class Ail implements AutoCloseable {
         // Candidates and snapshots share snapItems: the i-th snapshot never outruns the i-th candidate.
         int candidates = 0;
         LogItem[] cands = snapItems;
+        long head;
         lock.lock();
         try {
             for (LogItem it = first; it != null && it.ailLsn <= tgt && candidates < batchMax; it = it.ailNext) {
                 cands[candidates++] = it;
             }
+            head = nextStartLsn;
         } finally {
             lock.unlock();
         }
@@ -452,15 +455,18 @@ public final class Ail implements AutoCloseable {
         for (int i = 0; i < candidates; i++) {
             LogItem it = cands[i];
             cands[i] = null;
-            switch (take(it, written, false)) {
+            Take t = take(it, written, false);
+            switch (t) {
                 case WRITTEN -> written++;
-                case PINNED -> {
-                    pinned = true;
-                    it.askWholeRelog();
-                }
-                case BUSY -> it.askWholeRelog();
+                case PINNED -> pinned = true;
                 case STALE -> stale++;
-                case SKIPPED -> { }
+                case BUSY, SKIPPED -> { }
+            }
+            // Held in place by changes, it holds the tail: relogged whole, it moves on. Not one whose place
+            // lies in the newest quarter of the log, which no push for space reaches (a push to write
+            // everything home, for a cache short of clean buffers, would have every busy block relogged).
+            if ((t == Take.PINNED || t == Take.BUSY) && blocksBetween(it.ailLsn, head) > areaBlocks / 4) {
+                it.askWholeRelog();
             }
         }
         if (written > 0) {

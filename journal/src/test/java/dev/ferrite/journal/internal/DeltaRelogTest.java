@@ -103,10 +103,11 @@ class DeltaRelogTest {
 
     @Test
     void anItemReloggedInThreeCheckpointsLogsEachOnesChunksKeepsItsPlaceAndHoldsTheTail() {
-        LogGeometry g = new LogGeometry(512, 256);
+        LogGeometry g = new LogGeometry(512, 64);
         withJournal(g, 1024, (dev, j, arena) -> {
             TestItem x = new TestItem(3, BS, arena);
             TestItem y = new TestItem(4, BS, arena);
+            TestItem z = new TestItem(5, BS, arena);
             forceIntoAil(j, y, commit(j, y, 0));
             long first = Lsn.NONE;
             for (int k = 0; k < 3; k++) {
@@ -120,10 +121,18 @@ class DeltaRelogTest {
             // x is busy (a transaction holds it, reentrantly, to the end): writing everything home takes
             // y, and the tail stops at x
             long movesBefore = j.stats().tailMoves();
+            LogItem held = x;
             x.lock.lock();
             try {
                 j.writeBackAll();
                 await(() -> y.isClean() && j.stats().tailMoves() > movesBefore, "y went home and the tail moved");
+                assertEquals(LogItem.RELOG_DELTA, held.wholeRelog,
+                        "busy in the newest quarter of the log, x is not asked to relog whole");
+                for (int k = 0; k < 6; k++) { // x's place falls more than a quarter of the log behind
+                    forceIntoAil(j, z, commit(j, z, k));
+                }
+                j.writeBackAll();
+                await(() -> z.isClean() && held.wholeRelog == LogItem.RELOG_ASKED, "z went home and x was asked to relog whole");
                 Recovered r = recoverCopy(dev, g, x.home(), arena);
                 assertEquals(first, r.report().tailLsn(), "the tail stopped at the item's first checkpoint: " + r.report());
                 assertEquals(List.of(List.of("0+" + CHUNK), List.of(TestItem.SPACING + "+" + CHUNK),
@@ -132,7 +141,7 @@ class DeltaRelogTest {
                 for (int c = 0; c < 3; c++) {
                     assertEquals(1, TestItem.blockCounter(r.block(), c), "counter " + c + ": the deltas compose");
                 }
-                // the AIL found x busy at its push target: its next commit logs it whole and moves it on
+                // asked, x's next commit logs it whole and moves it on
                 forceIntoAil(j, x, commit(j, x, 3));
                 assertTrue(x.lsn() > first, "relogged whole, the item moved on in the AIL");
                 r = recoverCopy(dev, g, x.home(), arena);
