@@ -11,10 +11,11 @@ import dev.ferrite.io.InvalidArgumentException;
  * @param ringSize         slots in the Disruptor ring feeding the AIL, one per written checkpoint (power of two)
  * @param ailBatch         most items the AIL writes home per round (1..1024)
  * @param closeTimeoutMillis how long close waits for the AIL to write everything home
- * @param relogLimit       bytes of an item's relog (everything changed since it was last written home,
- *                         which each checkpoint logs again) past which the AIL writes the item home as
- *                         soon as its checkpoint is durable, so that its next relog carries only new
- *                         changes; 0 means half a block, a block or more turns early write-back off
+ * @param relogLimit       bytes an item has changed since it was last written home (what a whole relog of
+ *                         it logs; checkpoints otherwise log only what changed in each) past which the AIL
+ *                         writes the item home as soon as its checkpoint is durable, so that a whole relog
+ *                         the AIL asks of a hot item stays small; 0 means half a block, a block or more
+ *                         turns early write-back off
  */
 public record JournalOptions(long pushThreshold, int ringSize, int ailBatch, long closeTimeoutMillis, int relogLimit) {
     /** The most items the AIL writes home in one round. */

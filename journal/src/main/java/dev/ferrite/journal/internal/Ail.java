@@ -24,8 +24,10 @@ import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.IoBatch;
 
 /**
- * The active item list: every item whose newest logged copy is durable in the log but not yet at home,
- * ordered by the start LSN of the checkpoint that last logged it.
+ * The active item list: every item with changes durable in the log but not yet at home, ordered by the
+ * start LSN of the oldest checkpoint the log must keep for it: the first that logged it since it was
+ * last home, as checkpoints log only each item's delta ({@link LogItem}), or the last that logged it
+ * whole.
  *
  * <h2>Bulk insertion through a Disruptor</h2>
  * The log writer publishes each completed checkpoint as one ring slot carrying its whole item array: a
@@ -33,8 +35,9 @@ import dev.ferrite.io.IoBatch;
  * one had (a slot per item cost it a millisecond per 10k items, and a wait whenever a checkpoint
  * outgrew the ring). One consumer thread ({@code ferrite-ail}) gathers slots until Disruptor says the
  * batch ended, then takes the AIL lock once and appends every item of every checkpoint gathered. LSNs
- * only grow, so the list stays ordered by appending; a relogged item is unlinked and appended, i.e.
- * moves forward. Only after insertion are the items unpinned and allowed home.
+ * only grow, so the list stays ordered by appending; an item relogged with its delta keeps its place, one
+ * relogged whole is unlinked and appended, i.e. moves forward. Only after insertion are the items
+ * unpinned and allowed home.
  *
  * <h2>Pushing</h2>
  * The pusher ({@code ferrite-ail-pusher}) writes back items up to a target LSN. It is woken only when
@@ -43,15 +46,16 @@ import dev.ferrite.io.IoBatch;
  * snapshot), writes them in block order with one batch and one flush, drops those not relogged
  * meanwhile, then moves the tail: the new tail is anchored on disk (write and flush) before
  * {@link LogSpace} may hand out the space behind it. Pinned items make it ask the log for a checkpoint.
+ * An item it cannot write home, pinned or locked (a block changed again and again), whose place lies more
+ * than a quarter of the log behind, is asked to be relogged whole ({@link LogItem#wholeRelog}): its next
+ * checkpoint then moves it on, so a hot block never holds the tail for long. One relogged while its write-back is in flight stays listed (its relog
+ * after the snapshot is always whole, its first since home, and has moved it on already).
  *
  * <h2>Heavy items go home early</h2>
- * Each checkpoint relogs everything an item changed since it was last home, so an item that is changed
- * again and again (a hot leaf, or a node a split logged whole) costs its committers a copy of most of a
- * block per change, and the log as much, until log space runs short and the push reaches it. The
- * consumer therefore hands every inserted item whose logged map is past the relog limit to the pusher,
- * which writes it home at once (if it is not busy or pinned by then): its next relog carries only what
- * changed after that. Write-back costs a block write on the pusher's thread; relogging it would have cost
- * about as much on every later change.
+ * An item changed again and again (a hot leaf, or a node a split logged whole) gathers changes since it
+ * was last home, which a whole relog logs at once. The consumer therefore hands every inserted item
+ * whose logged map is past the relog limit to the pusher, which writes it home at once (if it is not
+ * busy or pinned by then): what a whole relog of it would log starts afresh.
  *
  * <p>Lock order: an item's owner lock, then the AIL lock; no I/O under the AIL lock.
  */
@@ -76,6 +80,7 @@ public final class Ail implements AutoCloseable {
     private final TailListener tailListener;
     private final Runnable needCheckpoint;
     private final int relogChunks;
+    private final int areaBlocks;
 
     // The list, and where the oldest checkpoint not yet inserted begins; guarded by lock.
     private final ReentrantLock lock = new ReentrantLock();
@@ -129,8 +134,11 @@ public final class Ail implements AutoCloseable {
     /**
      * @param relogChunks logged-map size (in 64ths of a block) past which an item is written home early;
      *                    64 turns that off
+     * @param areaBlocks  blocks of the log's circular area: an item relogged with deltas while its place
+     *                    lies more than half of it behind, or one a push cannot write home a quarter of
+     *                    it behind, is asked to relog whole
      */
-    public Ail(BlockDevice device, int ringSize, int batchMax, int relogChunks, long startLsn, long startSeq,
+    public Ail(BlockDevice device, int ringSize, int batchMax, int relogChunks, int areaBlocks, long startLsn, long startSeq,
         TailListener tailListener, Runnable needCheckpoint, java.util.function.Consumer<Throwable> onFailure) {
         if (batchMax < 1 || batchMax > MAX_BATCH) {
             throw new IllegalArgumentException("AIL batch " + batchMax + " is outside 1.." + MAX_BATCH);
@@ -141,6 +149,7 @@ public final class Ail implements AutoCloseable {
         this.tailListener = tailListener;
         this.needCheckpoint = needCheckpoint;
         this.relogChunks = relogChunks;
+        this.areaBlocks = areaBlocks;
         this.nextStartLsn = startLsn;
         this.nextStartSeq = startSeq;
         this.anchoredLsn = startLsn;
@@ -235,9 +244,21 @@ public final class Ail implements AutoCloseable {
                 }
                 for (int i = 0; i < e.count; i++) {
                     LogItem it = e.items[i];
+                    it.lastLsn = e.lsn;
                     if (it.inAil) {
+                        if (!it.loggedWholeBy(e.seq)) {
+                            // a delta: the item's older place still holds the changes before it. Half a
+                            // log behind, it is relogged whole next, long before the push for space
+                            // (a quarter free) could find it holding the tail, hot, with every
+                            // committer waiting for space and none to relog it.
+                            if (blocksBetween(it.ailLsn, e.lsn) > areaBlocks / 2) {
+                                it.askWholeRelog();
+                            }
+                            continue;
+                        }
                         unlink(it);
                     }
+                    it.wholeRelogDone();
                     it.ailLsn = e.lsn;
                     it.ailSeq = e.seq;
                     it.inAil = true;
@@ -287,6 +308,11 @@ public final class Ail implements AutoCloseable {
         insertedItems.add(items);
         AilInsertEvent.emit(items, pendingCount);
         pendingCount = 0;
+    }
+
+    /** Log blocks from {@code from} to {@code to}, a later LSN. */
+    private long blocksBetween(long from, long to) {
+        return (long) (Lsn.cycle(to) - Lsn.cycle(from)) * areaBlocks + Lsn.block(to) - Lsn.block(from);
     }
 
     private void unlink(LogItem it) {
@@ -408,11 +434,13 @@ public final class Ail implements AutoCloseable {
         // Candidates and snapshots share snapItems: the i-th snapshot never outruns the i-th candidate.
         int candidates = 0;
         LogItem[] cands = snapItems;
+        long head;
         lock.lock();
         try {
             for (LogItem it = first; it != null && it.ailLsn <= tgt && candidates < batchMax; it = it.ailNext) {
                 cands[candidates++] = it;
             }
+            head = nextStartLsn;
         } finally {
             lock.unlock();
         }
@@ -427,11 +455,18 @@ public final class Ail implements AutoCloseable {
         for (int i = 0; i < candidates; i++) {
             LogItem it = cands[i];
             cands[i] = null;
-            switch (take(it, written, false)) {
+            Take t = take(it, written, false);
+            switch (t) {
                 case WRITTEN -> written++;
                 case PINNED -> pinned = true;
                 case STALE -> stale++;
                 case BUSY, SKIPPED -> { }
+            }
+            // Held in place by changes, it holds the tail: relogged whole, it moves on. Not one whose place
+            // lies in the newest quarter of the log, which no push for space reaches (a push to write
+            // everything home, for a cache short of clean buffers, would have every busy block relogged).
+            if ((t == Take.PINNED || t == Take.BUSY) && blocksBetween(it.ailLsn, head) > areaBlocks / 4) {
+                it.askWholeRelog();
             }
         }
         if (written > 0) {
@@ -501,8 +536,10 @@ public final class Ail implements AutoCloseable {
     }
 
     /**
-     * Copies a locked, unpinned item's image into snapshot {@code i}, stamped; its relog starts afresh
-     * (and, once home, the block no longer needs rebuilding from zeros or from its initialisation record).
+     * Copies a locked, unpinned item's image into snapshot {@code i}, stamped with the newest checkpoint
+     * that logged it (the image holds every change logged, and nothing else); its relog starts afresh, so
+     * its next one is whole (and, once home, the block no longer needs rebuilding from zeros or from its
+     * initialisation record).
      */
     private void snapshot(LogItem it, int i) {
         int blockSize = device.blockSize();
@@ -511,7 +548,8 @@ public final class Ail implements AutoCloseable {
         it.loggedMap = 0;
         it.zeroed = false;
         it.ordered = false;
-        long lsn = it.ailLsn;
+        it.wholeRelogDone();
+        long lsn = it.lastLsn;
         it.stamp(snap, lsn);
         snapItems[i] = it;
         snapLsns[i] = lsn;
@@ -536,7 +574,9 @@ public final class Ail implements AutoCloseable {
         try {
             for (int i = 0; i < written; i++) {
                 LogItem it = snapItems[i];
-                if (it.inAil && it.ailLsn == snapLsns[i]) {
+                // relogged meanwhile: its home lacks that checkpoint, which (whole, its first since the
+                // snapshot) has moved it on already; the tail has not passed it, as it moves only below
+                if (it.inAil && it.lastLsn == snapLsns[i]) {
                     unlink(it);
                 }
             }
@@ -564,6 +604,7 @@ public final class Ail implements AutoCloseable {
         it.loggedMap = 0;
         it.zeroed = false;
         it.ordered = false;
+        it.wholeRelogDone();
         droppedStale.increment();
     }
 

@@ -27,11 +27,13 @@ import java.util.function.Supplier;
  * grace period), after which the old context is immutable and its items are merged.
  *
  * <p>An item relogged within a context is copied again into its shadow buffer and written once per
- * checkpoint with its latest contents. A shadow holds only the logged chunks, packed in chunk order (the
- * op's data as the checkpoint writes it), and is replaced by a larger one when a relog adds chunks past
- * its size. Each item has two shadows, by context parity: commits into context k+1 never touch the
- * buffers context k's push reads, and context k+2 exists only once k's push is over ({@link ShadowPool}
- * relies on that too).
+ * checkpoint with its latest contents: the chunks changed in that context (its delta), or every chunk
+ * changed since it was last home when the context logs it whole ({@link LogItem}: its first context
+ * since home, a block just allocated or initialised, or one the AIL asked to move on). A shadow holds
+ * only the logged chunks, packed in chunk order (the op's data as the checkpoint writes it), and is
+ * replaced by a larger one when a relog adds chunks past its size. Each item has two shadows, by context
+ * parity: commits into context k+1 never touch the buffers context k's push reads, and context k+2
+ * exists only once k's push is over ({@link ShadowPool} relies on that too).
  *
  * <p>Space: every commit steals from its ticket exactly the log bytes its items add to the context,
  * plus a share for record headers and padding; the first commit of a context also steals the
@@ -204,8 +206,12 @@ public final class Cil {
                     dirty = true;
                     CilSlot slot = it.slotOrNull(p);
                     boolean inCtx = slot != null && slot.ctxSeq == ctx.seq;
-                    int grown = DirtyMap.opSize(it.loggedMap | it.txDirty | (inCtx ? 0 : rebuildMap(it)), chunkShift)
-                            - (inCtx ? slot.opBytes : 0);
+                    boolean whole = inCtx ? slot.whole || it.txZeroed || it.wholeRelog == LogItem.RELOG_ASKED
+                            : wholeInNewContext(it);
+                    it.txWhole = whole;
+                    long map = whole ? it.loggedMap | it.txDirty | (inCtx ? 0 : rebuildMap(it))
+                            : (inCtx ? slot.shadowMap : 0) | it.txDirty;
+                    int grown = DirtyMap.opSize(map, chunkShift) - (inCtx ? slot.opBytes : 0);
                     steal += grown + share(grown);
                 }
             }
@@ -258,6 +264,16 @@ public final class Cil {
     }
 
     /**
+     * True if an item's first commit into a context logs it whole rather than as the context's delta:
+     * nothing logged since it was last home (the delta is the whole, and its place in the AIL starts
+     * here), a block just allocated, an ordered block relogged after its record's checkpoint, or one the
+     * AIL asked to move on.
+     */
+    private static boolean wholeInNewContext(LogItem it) {
+        return it.loggedMap == 0 || it.txZeroed || it.ordered && !it.txOrdered || it.wholeRelog == LogItem.RELOG_ASKED;
+    }
+
+    /**
      * What an item's first commit into a context must log besides its changes: for an ordered item
      * relogged after its record's checkpoint, its header (it is logged as zeroed from then on, and its
      * copy must rebuild the block without the record: {@link LogItem#ordered}); else nothing.
@@ -274,9 +290,12 @@ public final class Cil {
             it.ordered = false;
         }
         long union = it.loggedMap | it.txDirty;
+        boolean whole = it.txWhole;
+        long map;
         if (slot.ctxSeq != ctx.seq) {
-            slot.shadow = shadows.acquire(p, DirtyMap.packedSize(union, chunkShift));
-            DirtyMap.pack(union, union, chunkShift, it.image(), slot.shadow);
+            map = whole ? union : it.txDirty;
+            slot.shadow = shadows.acquire(p, DirtyMap.packedSize(map, chunkShift));
+            DirtyMap.pack(map, map, chunkShift, it.image(), slot.shadow);
             slot.ctxSeq = ctx.seq;
             it.pin();
             int head = stripe * HEAD_STRIDE;
@@ -286,26 +305,40 @@ public final class Cil {
                 slot.next = first;
             } while (!ctx.heads.compareAndSet(head, first, it));
             ctx.slots.getAndIncrement(stripe * SLOT_STRIDE + 2);
+        } else if (whole && !slot.whole) {
+            // the context's delta turns whole: every chunk changed since home, all copied from the image,
+            // which holds each at its newest (a block zeroed again holds none of the shadow's older copies)
+            map = union;
+            int size = DirtyMap.packedSize(map, chunkShift);
+            MemorySegment shadow = size <= slot.shadow.byteSize() ? slot.shadow : shadows.acquire(p, size);
+            DirtyMap.pack(map, map, chunkShift, it.image(), shadow);
+            slot.shadow = shadow;
         } else {
-            if (union != slot.shadowMap) {
+            map = whole ? union : slot.shadowMap | it.txDirty;
+            if (map != slot.shadowMap) {
                 // new chunks: make room among the packed ones, in a larger buffer if needed (the smaller
                 // one stays with the context until its parity is reset)
-                int size = DirtyMap.packedSize(union, chunkShift);
+                int size = DirtyMap.packedSize(map, chunkShift);
                 MemorySegment shadow = size <= slot.shadow.byteSize() ? slot.shadow : shadows.acquire(p, size);
-                DirtyMap.repack(slot.shadowMap, union, chunkShift, slot.shadow, shadow);
+                DirtyMap.repack(slot.shadowMap, map, chunkShift, slot.shadow, shadow);
                 slot.shadow = shadow;
             }
-            DirtyMap.pack(it.txDirty, union, chunkShift, it.image(), slot.shadow);
+            DirtyMap.pack(it.txDirty, map, chunkShift, it.image(), slot.shadow);
+        }
+        if (whole && it.wholeRelog == LogItem.RELOG_ASKED) {
+            it.wholeRelog = LogItem.RELOG_LOGGED;
         }
         it.zeroed |= it.txZeroed;
         it.ordered |= it.txOrdered;
-        slot.shadowMap = union;
-        slot.zeroed = it.zeroed;
-        slot.opBytes = DirtyMap.opSize(union, chunkShift);
+        slot.whole = whole;
+        slot.shadowMap = map;
+        slot.zeroed = whole && it.zeroed;
+        slot.opBytes = DirtyMap.opSize(map, chunkShift);
         it.loggedMap = union;
         it.txDirty = 0;
         it.txZeroed = false;
         it.txOrdered = false;
+        it.txWhole = false;
     }
 
     /**

@@ -11,9 +11,14 @@ import java.lang.foreign.MemorySegment;
 final class CilSlot {
     /** Sequence of the context this slot last held the item for. */
     long ctxSeq;
-    /** Chunks the shadow holds: the item's whole relog as of its last commit into that context. */
+    /**
+     * Chunks the shadow holds, as of the item's last commit into that context: the chunks changed in the
+     * context (its delta), or, if {@link #whole}, every chunk changed since the item was last home.
+     */
     long shadowMap;
-    /** The item was logged zeroed ({@link Transaction#logZeroed}) as of that commit. */
+    /** The context logs the item whole ({@link LogItem}): its checkpoint becomes the item's place in the AIL. */
+    boolean whole;
+    /** The whole copy is of a block allocated since last home ({@link Transaction#logZeroed}): zeros plus the ranges. */
     boolean zeroed;
     /** Bytes the item's op takes in that context's checkpoint. */
     int opBytes;

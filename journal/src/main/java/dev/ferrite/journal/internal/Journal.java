@@ -121,8 +121,8 @@ public final class Journal implements AutoCloseable {
         this.shadows = new ShadowPool(bs, 5 * threshold);
         // The callbacks below reach the writer through this object: they run only once the threads started.
         this.cil = new Cil(1, bs, threshold, shadows, this::backgroundPush, Cil.DRAIN_TIMEOUT_NANOS);
-        this.ail = new Ail(device, options.ringSize(), options.ailBatch(), relogChunks(options, bs), head, r.nextSeq(), this::anchorTail,
-                this::checkpointSoon, t -> shutdown("metadata write-back", t));
+        this.ail = new Ail(device, options.ringSize(), options.ailBatch(), relogChunks(options, bs), geometry.areaBlocks(), head,
+                r.nextSeq(), this::anchorTail, this::checkpointSoon, t -> shutdown("metadata write-back", t));
         this.writer = new LogWriter(device, geometry, anchor.current().logId(), epoch, head, r.nextSeq(), cil, space,
                 ail, threshold, t -> shutdown("log write", t));
         ail.start();

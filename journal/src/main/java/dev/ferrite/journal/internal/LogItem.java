@@ -19,21 +19,28 @@ import java.lang.invoke.VarHandle;
  * </ul>
  *
  * <h2>Journal state</h2>
- * Dirty ranges are tracked in 64 chunks of {@code blockSize / 64} bytes. {@code loggedMap} is every
- * chunk changed since the item was last written home: each checkpoint logs all of it, so the newest
- * copy in the log always carries every change the home block lacks, and the log tail may pass older
- * copies. An item is <em>pinned</em> from the commit that puts it in a checkpoint until that checkpoint
- * is durable and in the AIL; a pinned item is never written home, so home blocks only ever hold
- * changes that are already durable in the log. An item whose block was newly allocated
- * ({@link Transaction#logZeroed}) is logged as zeros plus {@code loggedMap} until it is next home, so
- * the bytes it never changed from zero are never copied.
+ * Dirty ranges are tracked in 64 chunks of {@code blockSize / 64} bytes. A checkpoint logs an item's
+ * <em>delta</em>: the chunks changed in that checkpoint only. The item keeps its place in the AIL at the
+ * first checkpoint that logged it since it was last written home ({@link #lsn()}), so the log tail
+ * cannot pass any delta the home block lacks, and recovery, replaying every checkpoint from the tail in
+ * order, composes them. A checkpoint logs the item <em>whole</em> instead, every chunk changed since it
+ * was last home ({@code loggedMap}), when that is its first since home, when its block was just
+ * allocated or initialised by a record, or when the AIL asked for it ({@code wholeRelog}: the item holds
+ * the tail and could not be written home); a whole copy rebuilds what the home block lacks on its own,
+ * so the item moves on in the AIL to that checkpoint. An item is <em>pinned</em> from the commit that
+ * puts it in a checkpoint until that checkpoint is durable and in the AIL; a pinned item is never
+ * written home, so home blocks only ever hold changes that are already durable in the log. An item
+ * whose block was newly allocated ({@link Transaction#logZeroed}) is logged whole as zeros plus
+ * {@code loggedMap}, so the bytes it never changed from zero are never copied.
  */
 public abstract class LogItem {
     private static final VarHandle PINS;
+    private static final VarHandle WHOLE_SEQ;
 
     static {
         try {
             PINS = MethodHandles.lookup().findVarHandle(LogItem.class, "pins", int.class);
+            WHOLE_SEQ = MethodHandles.lookup().findVarHandle(LogItem.class, "wholeSeq", long.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -48,8 +55,11 @@ public abstract class LogItem {
     public long txDirty; // public for CilBench in perf, which commits into the CIL without a transaction
     boolean txZeroed;
     boolean txOrdered;
+    /** The commit logs the item whole in its context: decided once per commit, before its space is taken. */
+    boolean txWhole;
+    /** Every chunk changed since the item was last written home: what a whole copy logs. */
     long loggedMap;
-    /** Allocated (zero-filled) since last written home: checkpoints log it as zeros plus loggedMap. */
+    /** Allocated (zero-filled) since last written home: its whole copies are zeros plus loggedMap. */
     boolean zeroed;
     /**
      * Initialised by a logical record ({@link Transaction#logOrdered}), neither written home nor relogged
@@ -62,13 +72,38 @@ public abstract class LogItem {
     boolean ordered;
     private CilSlot even;
     private CilSlot odd;
+    /**
+     * Whether the item's next commit must log it whole so that it moves on in the AIL: {@link #RELOG_ASKED}
+     * by the AIL when the item holds the tail at or behind the push target and cannot go home (pinned or
+     * locked: a hot block) or lies half a log behind, and by {@link Transaction#roll()} for the items it
+     * commits (their holder may keep them locked while it waits for log space); {@link #RELOG_LOGGED} once
+     * a commit has, until the item moves or goes home ({@link #RELOG_DELTA} again), so that the AIL does
+     * not ask again while the whole copy is on its way (each whole copy asked for before the previous one
+     * reached the AIL would keep the item where it is: {@link #loggedWholeBy}). An item's lock must not
+     * be held through a wait for log space otherwise ({@link Journal#begin(Reservation)} before the
+     * locks): relogged with deltas, its place in the AIL stays put, and may be the tail that wait needs
+     * moved.
+     */
+    volatile int wholeRelog;
+    static final int RELOG_DELTA = 0;
+    static final int RELOG_ASKED = 1;
+    static final int RELOG_LOGGED = 2;
+    /**
+     * Sequence of the newest checkpoint that logged the item whole (opaque: written as the checkpoint is
+     * formatted, read by the AIL's consumer as it arrives; a newer value only keeps the item where it was).
+     */
+    @SuppressWarnings("unused") // accessed through WHOLE_SEQ
+    private long wholeSeq = -1;
 
     @SuppressWarnings("unused") // accessed through PINS
     private volatile int pins;
 
     // AIL state: guarded by the AIL's lock (inAil is also read, as a hint, by isClean()).
+    /** The item's place in the AIL: the oldest checkpoint the log must keep for it. */
     long ailLsn;
     long ailSeq;
+    /** The newest checkpoint that logged the item: what a write-back of its image is stamped with. */
+    long lastLsn;
     LogItem ailPrev;
     LogItem ailNext;
     volatile boolean inAil;
@@ -126,9 +161,35 @@ public abstract class LogItem {
         return !isPinned() && !inAil;
     }
 
-    /** LSN of the newest checkpoint holding this item while it waits in the AIL, else {@link Lsn#NONE}. */
+    /**
+     * While the item waits in the AIL, the LSN of its place there: the oldest checkpoint the log must keep
+     * for it (its first since it was last home, or its last whole copy); else {@link Lsn#NONE}.
+     */
     public final long lsn() {
         return ailLsn;
+    }
+
+    /** The AIL asks for a whole relog, unless one is asked for or on its way already. */
+    final void askWholeRelog() {
+        if (wholeRelog == RELOG_DELTA) {
+            wholeRelog = RELOG_ASKED;
+        }
+    }
+
+    /** The item moved on in the AIL or went home: no whole relog is wanted. */
+    final void wholeRelogDone() {
+        if (wholeRelog != RELOG_DELTA) {
+            wholeRelog = RELOG_DELTA;
+        }
+    }
+
+    final void loggedWholeIn(long seq) {
+        WHOLE_SEQ.setOpaque(this, seq);
+    }
+
+    /** True if checkpoint {@code seq} logged the item whole (false if a newer one did, too). */
+    final boolean loggedWholeBy(long seq) {
+        return (long) WHOLE_SEQ.getOpaque(this) == seq;
     }
 
     /** Public for AilBench in perf, which publishes items as the log writer does. */

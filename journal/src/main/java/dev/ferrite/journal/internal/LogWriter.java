@@ -463,6 +463,9 @@ final class LogWriter implements AutoCloseable {
             }
             DirtyMap.writeOp(out, rec.recordStart + blockSize + rec.payloadUsed, it.type(),
                     slot.zeroed ? LogRecordFormat.OP_ZEROED : 0, it.home(), map, chunkShift, slot.shadow);
+            if (slot.whole) {
+                it.loggedWholeIn(checkpointSeq);
+            }
             rec.payloadUsed += size;
             rec.ops++;
             rec.checksumAhead();

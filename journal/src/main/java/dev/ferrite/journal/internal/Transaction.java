@@ -11,8 +11,11 @@ import java.util.Arrays;
  * <p>Use: {@link Journal#begin(Reservation)}; for each item, take the owner's lock, change the image,
  * {@link #log} the changed ranges; {@link #commit()} while still holding the locks; then unlock, pass
  * the returned sequence to {@link Journal#throttle(long)} (back-pressure, which must not wait under the
- * locks) and, when durability is needed, to {@link Journal#force(long)}. One thread uses a transaction;
- * once committed or cancelled, only {@link Journal#begin(int, Transaction)} may start it again.
+ * locks) and, when durability is needed, to {@link Journal#force(long)}. Reserve before locking: a
+ * thread waiting for log space must not hold an item's lock (the wait may need that item written home
+ * or moved on in the AIL), except across {@link #roll()}, which logs its items whole for that. One
+ * thread uses a transaction; once committed or cancelled, only {@link Journal#begin(int, Transaction)}
+ * may start it again.
  */
 public final class Transaction {
     private final Journal journal;
@@ -152,9 +155,10 @@ public final class Transaction {
 
     /**
      * Commits this transaction and continues on the same permanent reservation with a fresh one: the
-     * items are detached (re-join what the next step changes). Waits for log space only once the
-     * reservation's pre-reserved count is used up. Pass the last sequence of the chain to
-     * {@link Journal#throttle(long)} once its items are unlocked.
+     * items are detached (re-join what the next step changes), and logged whole, so that the caller may
+     * keep them locked through the next step's wait for log space ({@link LogItem#wholeRelog}). Waits for
+     * log space only once the reservation's pre-reserved count is used up. Pass the last sequence of the
+     * chain to {@link Journal#throttle(long)} once its items are unlocked.
      *
      * @return the commit sequence of the part just committed
      */
@@ -165,6 +169,11 @@ public final class Transaction {
         }
         long seq;
         try {
+            // the caller may keep these items locked while the next step waits for log space: logged whole,
+            // they move on in the AIL, so none of them can hold the tail that wait needs moved
+            for (int i = 0; i < count; i++) {
+                items[i].wholeRelog = LogItem.RELOG_ASKED;
+            }
             seq = journal.commit(items, count, ticket, afterData);
             afterData = false;
         } catch (RuntimeException e) {

@@ -10,7 +10,10 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 
+import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.IoBatch;
 import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.testkit.ForwardingDevice;
 import dev.ferrite.io.testkit.RecordingDevice;
 import dev.ferrite.journal.testkit.TestItem;
 import org.junit.jupiter.api.AfterEach;
@@ -36,12 +39,12 @@ class AilTest {
     void setUp() {
         arena = Arena.ofShared();
         dev = RecordingDevice.wrap(MemoryDevice.create(256, BS));
-        start(64);
+        start(dev, 64);
     }
 
-    /** A fresh AIL writing items home early past {@code relogChunks} (64: never). */
-    private void start(int relogChunks) {
-        ail = new Ail(dev, 64, 16, relogChunks, Lsn.of(1, 0), 1, (lsn, seq) -> {
+    /** A fresh AIL on {@code device} writing items home early past {@code relogChunks} (64: never). */
+    private void start(BlockDevice device, int relogChunks) {
+        ail = new Ail(device, 64, 16, relogChunks, 64, Lsn.of(1, 0), 1, (lsn, seq) -> {
             synchronized (tailMoves) {
                 tailMoves.add(new long[] {lsn, seq});
                 tailMoveEvents.add(dev.eventCount());
@@ -73,26 +76,36 @@ class AilTest {
         ail.publish(items, items.length, lsn, seq, endLsn);
     }
 
+    /** As the log writer does for a checkpoint that logs {@code items} whole (all but their deltas). */
+    private static void whole(long seq, TestItem... items) {
+        for (LogItem it : items) {
+            it.loggedWholeIn(seq);
+        }
+    }
+
     @Test
-    void batchesAreInsertedInLsnOrderAndRelogsMoveForward() {
-        TestItem[] it = items(4);
-        publish(Lsn.of(1, 0), 1, Lsn.of(1, 5), it[0], it[1], it[2]);
-        publish(Lsn.of(1, 5), 2, Lsn.of(1, 9), it[3], it[1]);
-        await(() -> ail.size() == 4 && !it[1].isPinned());
-        assertEquals(List.of(it[0], it[2], it[3], it[1]), ail.items());
-        assertEquals(Lsn.of(1, 5), it[1].lsn(), "relogged item carries its newest checkpoint's LSN");
+    void batchesAreInsertedInLsnOrderAndWholeRelogsMoveForward() {
+        TestItem[] it = items(5);
+        publish(Lsn.of(1, 0), 1, Lsn.of(1, 5), it[0], it[1], it[2], it[4]);
+        whole(2, it[1]);
+        publish(Lsn.of(1, 5), 2, Lsn.of(1, 9), it[3], it[1], it[4]);
+        await(() -> ail.size() == 5 && !it[1].isPinned() && !it[4].isPinned());
+        assertEquals(List.of(it[0], it[2], it[4], it[3], it[1]), ail.items());
+        assertEquals(Lsn.of(1, 5), it[1].lsn(), "an item relogged whole moves to its newest checkpoint");
+        assertEquals(Lsn.of(1, 0), it[4].lsn(), "an item relogged with its delta keeps its first checkpoint");
         assertEquals(Lsn.of(1, 0), it[0].lsn());
         for (TestItem t : it) {
             assertFalse(t.isPinned(), "insertion unpins");
         }
         assertTrue(ail.insertBatches.sum() >= 1 && ail.insertBatches.sum() <= 2);
-        assertEquals(5, ail.insertedItems.sum());
+        assertEquals(7, ail.insertedItems.sum());
     }
 
     @Test
     void tailMovesOnlyAfterWriteBackIsFlushed() {
         TestItem[] it = items(4);
         publish(Lsn.of(1, 0), 1, Lsn.of(1, 5), it[0], it[1], it[2]);
+        whole(2, it[1]);
         publish(Lsn.of(1, 5), 2, Lsn.of(1, 9), it[3], it[1]);
         await(() -> ail.size() == 4);
         ail.pushTo(Lsn.of(1, 0));
@@ -116,6 +129,48 @@ class AilTest {
         }
         assertEquals(List.of(10L, 12L), written, "written home in block order, item 1 (relogged) not yet");
         assertEquals(at - 1, lastFlush, "a flush is the last thing before the tail moves");
+    }
+
+    /** Holds every batch submitted until released. */
+    static final class GatedDevice extends ForwardingDevice {
+        final CountDownLatch submitted = new CountDownLatch(1);
+        final CountDownLatch release = new CountDownLatch(1);
+
+        GatedDevice(BlockDevice inner) {
+            super(inner);
+        }
+
+        @Override
+        public void submit(IoBatch batch) {
+            submitted.countDown();
+            try {
+                release.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            super.submit(batch);
+        }
+    }
+
+    @Test
+    void anItemReloggedWhileItsWriteBackIsInFlightStaysListedAtItsNewerCopy() throws Exception {
+        ail.close();
+        GatedDevice gated = new GatedDevice(dev);
+        start(gated, 64);
+        TestItem[] it = items(2);
+        publish(Lsn.of(1, 0), 1, Lsn.of(1, 5), it[0], it[1]);
+        await(() -> ail.size() == 2 && !it[0].isPinned() && !it[1].isPinned());
+        ail.pushTo(Lsn.of(1, 0));
+        gated.submitted.await(); // both snapshotted, their write in flight
+        whole(2, it[0]); // changed meanwhile: its first relog since the snapshot logs it whole
+        publish(Lsn.of(1, 5), 2, Lsn.of(1, 9), it[0]);
+        await(() -> !it[0].isPinned());
+        assertEquals(Lsn.of(1, 5), it[0].lsn(), "the whole relog moved it on");
+        gated.release.countDown();
+        await(() -> ail.size() == 1 && tailMovesSize() == 1);
+        assertEquals(List.of(it[0]), ail.items(), "home lacks its newer copy: it stays listed");
+        assertEquals(Lsn.of(1, 5), tailMoves.getLast()[0], "the tail stops at the newer copy");
+        assertTrue(it[1].isClean());
     }
 
     @Test
@@ -195,7 +250,7 @@ class AilTest {
     @Test
     void itemsPastTheRelogLimitGoHomeWithoutAPush() {
         ail.close();
-        start(32);
+        start(dev, 32);
         TestItem[] it = items(4);
         LogItem[] logged = it; // the test kit's items, seen as the journal sees them
         logged[0].loggedMap = -1L;             // logged whole, as a split does

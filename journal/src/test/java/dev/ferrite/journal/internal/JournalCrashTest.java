@@ -309,6 +309,47 @@ class JournalCrashTest {
         }
     }
 
+    /**
+     * A workload that goes around the log several times, so that items are relogged with deltas across
+     * many checkpoints, asked for whole relogs by the AIL (the count item, changed by every transaction,
+     * holds the tail whenever log space runs short) and written home among them: sampled crash points,
+     * torn writes and subsets of the writes after each of a sample of flushes.
+     */
+    @Test
+    void deltasAndWholeRelogsAcrossAWrappingLog() {
+        long seed = TestSeed.get(14);
+        Random rnd = new Random(seed);
+        Run run = record(Script.random(rnd, 160, 1));
+        try (RecordingDevice rec = run.rec()) {
+            assertTrue(run.records().stream().anyMatch(r -> Lsn.cycle(r.lsn()) > 2),
+                    "the log did not go around twice: " + run.records().getLast());
+            for (int i = 0; i < 300; i++) {
+                int n = rnd.nextInt(rec.eventCount() + 1);
+                check(run, new CrashState(n), n, "seed " + seed);
+            }
+            for (int k = 0; k < 40; k++) {
+                RecordingDevice.Event e = rec.event(rnd.nextInt(rec.eventCount()));
+                if (e.kind() == RecordingDevice.Event.Kind.WRITE) {
+                    BitSet torn = new BitSet();
+                    torn.set(0, 1 + rnd.nextInt(Math.max(1, e.sectorCount() - 1)));
+                    check(run, rec.crashTornAt(e.index(), torn), e.index(), "seed " + seed);
+                }
+            }
+            for (int sample = 0; sample < 60; sample++) {
+                int k = rnd.nextInt(rec.flushCount() + 1) - 1;
+                List<Integer> chosen = new ArrayList<>();
+                for (RecordingDevice.Event e : rec.epochWrites(k + 1)) {
+                    if (rnd.nextBoolean()) {
+                        chosen.add(e.index());
+                    }
+                }
+                Collections.shuffle(chosen, rnd);
+                check(run, rec.crashAfterFlush(k, chosen.stream().mapToInt(Integer::intValue).toArray()),
+                        k < 0 ? 0 : rec.flushEvent(k) + 1, "seed " + seed);
+            }
+        }
+    }
+
     /** A longer workload with sampled crash points; the default suite runs a short one. */
     @Test
     @Tag("stress")

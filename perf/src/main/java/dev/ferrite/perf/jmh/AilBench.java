@@ -76,7 +76,7 @@ public class AilBench extends JmhDefaults {
         for (int i = 0; i < items; i++) {
             batch[i] = new Item(i, image);
         }
-        ail = new Ail(device, Integer.highestOneBit(items) * 2, 16, 64, Lsn.of(1, 0), 1, (l, s) -> { }, () -> { }, t -> { });
+        ail = new Ail(device, Integer.highestOneBit(items) * 2, 16, 64, 1 << 30, Lsn.of(1, 0), 1, (l, s) -> { }, () -> { }, t -> { });
         ail.start();
         lsn = Lsn.of(1, 0);
         seq = 1;
