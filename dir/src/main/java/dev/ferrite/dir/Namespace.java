@@ -300,6 +300,30 @@ public final class Namespace {
     }
 
     /**
+     * {@link #stat(String)} into {@code out} for a caller that expects the path may be missing (a server
+     * looking a name up before it creates it): false instead of ENOENT. Once the directories on the way are
+     * cached, a path that is there, or missing, costs no allocation.
+     *
+     * @return true with {@code out} filled, false if {@code path} names nothing (ENOENT)
+     * @throws NamespaceException the path errnos but ENOENT
+     */
+    public boolean statIfExists(String path, StatBuffer out) {
+        try {
+            Walk w = paths.probe(path);
+            if (w.missing()) {
+                return false;
+            }
+            records.statInto(w.ino(), out);
+            return true;
+        } catch (NamespaceException e) {
+            if (e.errno() == Errno.ENOENT) { // rarer ways to miss: a directory on the way or the inode removed meanwhile
+                return false;
+            }
+            throw e;
+        }
+    }
+
+    /**
      * The attributes of {@code path} itself (a final symlink not followed).
      *
      * @throws NamespaceException the path errnos
