@@ -196,6 +196,9 @@ final class DirContents {
         return ino;
     }
 
+    /** Entries a readdir's list is made room for at most before it starts. */
+    private static final int PRESIZED_PAGE = 1024;
+
     DirPage readdirIno(long dir, DirCookie after, int max) {
         if (max < 1) {
             throw new NamespaceException(Errno.EINVAL, "readdir of " + max + " entries");
@@ -211,8 +214,9 @@ final class DirContents {
                 long header = records.readRecord(dir, (b, rec) -> {
                     out.clear();
                     scratch.listedKeyLength = 0;
-                    // a directory's size is its entry count: room for the page at once, not grown to it
-                    out.ensureCapacity((int) Math.min(max + 1L, InodeFormat.size(b, rec)));
+                    // a directory's size is its entry count: room for a small page at once, not grown to it (a
+                    // large one grows, whatever a damaged size says)
+                    out.ensureCapacity((int) Math.clamp(InodeFormat.size(b, rec), 0, Math.min(max + 1L, PRESIZED_PAGE)));
                     if (isTree(b, rec)) {
                         long h = DirEntryFormat.treeHeader(b, rec + InodeFormat.INLINE);
                         return h == 0 ? -1L : h; // -1: a removed directory whose tree is being freed
