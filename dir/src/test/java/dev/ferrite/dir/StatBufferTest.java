@@ -15,7 +15,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * The stat-into forms ({@link Namespace#lstat(Handle, String, StatBuffer)}, {@link Namespace#stat(Handle, StatBuffer)})
  * fill a reused buffer with exactly what the record-returning forms return: every kind of inode, a buffered
  * write's size and time not yet logged, and the same errors. {@link Namespace#statIfExists} answers a
- * missing path with false where stat throws ENOENT, changing nothing and allocating nothing.
+ * missing path with false where stat throws ENOENT, changing nothing and allocating nothing; {@link
+ * Namespace#openIfExists} with null where open throws it.
  */
 class StatBufferTest extends FileTestBase {
     private void assertSame(Handle dir, String name, StatBuffer out) {
@@ -81,7 +82,7 @@ class StatBufferTest extends FileTestBase {
     }
 
     @Test
-    void statIfExistsIsFalseWhereStatThrowsEnoentAndStatsTheRest() {
+    void statIfExistsAndOpenIfExistsAnswerWhereStatAndOpenThrowEnoentAndAsThemOtherwise() {
         StatBuffer out = new StatBuffer();
         ns.mkdir("/d", 0755);
         ns.mkdir("/d/e", 0755);
@@ -110,12 +111,21 @@ class StatBufferTest extends FileTestBase {
         assertTrue(ns.statIfExists("/d/to-e", out));
         assertEquals(ns.stat("/d/e").ino(), out.ino());
         assertEquals(ns.lookup("/d/e"), ns.lookup("/d/to-e/"));
+        for (String path : missing) {
+            assertEquals(Errno.ENOENT, assertThrows(NamespaceException.class, () -> ns.open(path, Namespace.O_RDONLY)).errno(), path);
+            assertEquals(null, ns.openIfExists(path, Namespace.O_RDWR), path);
+        }
+        try (Handle h = ns.openIfExists("/d/to-e", Namespace.O_RDONLY)) {
+            assertEquals(ns.stat("/d/e").ino(), h.ino());
+        }
+        assertEquals(Errno.EISDIR, assertThrows(NamespaceException.class, () -> ns.openIfExists("/d", Namespace.O_RDWR)).errno());
+        assertEquals(Errno.ENOTDIR, assertThrows(NamespaceException.class, () -> ns.openIfExists("/f/x", Namespace.O_RDWR)).errno());
         assertEquals(inodes, v.statfs().freeInodes(), "a probe changes nothing");
         assertEquals(java.util.List.of("d", "f", "loop"), ns.list("/").stream().map(DirEntry::name).sorted().toList());
     }
 
     @Test
-    void aStatByPathAllocatesNothingWhetherThePathIsThereOrMissing() {
+    void aStatByPathAllocatesNothingWhetherThePathIsThereOrMissingNorAnOpenOfAMissingPath() {
         StatBuffer out = new StatBuffer();
         ns.mkdir("/d", 0755);
         ns.create("/d/f", 0644, true);
@@ -123,11 +133,12 @@ class StatBufferTest extends FileTestBase {
         for (int warm = 0; warm < 2; warm++) { // the first round warms up: classes loaded, the thread's walk made
             long before = allocatedBytes();
             for (int i = 0; i < rounds; i++) {
-                if (!ns.statIfExists("/d/f", out) || ns.statIfExists("/d/missing", out) || ns.statIfExists("/nothere/f", out)) {
+                if (!ns.statIfExists("/d/f", out) || ns.statIfExists("/d/missing", out) || ns.statIfExists("/nothere/f", out)
+                        || ns.openIfExists("/d/missing", Namespace.O_RDWR) != null) {
                     throw new AssertionError("wrong answer in round " + i);
                 }
             }
-            long perProbe = (allocatedBytes() - before) / (3L * rounds);
+            long perProbe = (allocatedBytes() - before) / (4L * rounds);
             if (warm == 1) {
                 assertTrue(perProbe < 8, perProbe + " bytes allocated per probe");
             }

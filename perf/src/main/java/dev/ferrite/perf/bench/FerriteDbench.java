@@ -369,6 +369,9 @@ public final class FerriteDbench {
                     createQuietly(name);
                 }
                 h = openReadWrite(name);
+                if (h == null) { // the name is missing, as the loadfile often expects: open(2)'s ENOENT
+                    return status(Errno.ENOENT, path);
+                }
                 if (truncate && !isDirectory(h)) {
                     ns.truncate(h, 0);
                 }
@@ -396,10 +399,13 @@ public final class FerriteDbench {
             }
         }
 
-        /** O_RDWR, and a directory opened read-only instead, as dbench retries with O_DIRECTORY after EISDIR. */
+        /**
+         * O_RDWR, and a directory opened read-only instead, as dbench retries with O_DIRECTORY after EISDIR;
+         * null if the name is missing.
+         */
         private Handle openReadWrite(String name) {
             try {
-                return ns.open(name, Namespace.O_RDWR);
+                return ns.openIfExists(name, Namespace.O_RDWR);
             } catch (NamespaceException e) {
                 if (e.errno() != Errno.EISDIR) {
                     throw e;
