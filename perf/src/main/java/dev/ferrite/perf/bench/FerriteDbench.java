@@ -320,7 +320,7 @@ public final class FerriteDbench {
                     }
                     case QUERY_PATH_INFORMATION -> resolve(op.path());
                     case QUERY_FILE_INFORMATION -> {
-                        ns.stat(file(op).handle);
+                        ns.stat(file(op).handle, st);
                         yield NtStatus.OK;
                     }
                     case QUERY_FS_INFORMATION -> {
