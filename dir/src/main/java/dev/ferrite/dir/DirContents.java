@@ -4,6 +4,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.function.BooleanSupplier;
 
@@ -195,6 +196,9 @@ final class DirContents {
         return ino;
     }
 
+    /** Entries a readdir's list is made room for at most before it starts. */
+    private static final int PRESIZED_PAGE = 1024;
+
     DirPage readdirIno(long dir, DirCookie after, int max) {
         if (max < 1) {
             throw new NamespaceException(Errno.EINVAL, "readdir of " + max + " entries");
@@ -204,13 +208,15 @@ final class DirContents {
         Inode d = inodes.acquire(dir);
         try {
             for (;;) {
-                List<DirEntry> out = new ArrayList<>();
-                byte[][] last = new byte[1][];
+                ArrayList<DirEntry> out = new ArrayList<>();
                 NameLookup scratch = NameLookup.current();
                 byte[] name = scratch.listedName;
                 long header = records.readRecord(dir, (b, rec) -> {
                     out.clear();
-                    last[0] = null;
+                    scratch.listedKeyLength = 0;
+                    // a directory's size is its entry count: room for a small page at once, not grown to it (a
+                    // large one grows, whatever a damaged size says)
+                    out.ensureCapacity((int) Math.clamp(InodeFormat.size(b, rec), 0, Math.min(max + 1L, PRESIZED_PAGE)));
                     if (isTree(b, rec)) {
                         long h = DirEntryFormat.treeHeader(b, rec + InodeFormat.INLINE);
                         return h == 0 ? -1L : h; // -1: a removed directory whose tree is being freed
@@ -231,8 +237,8 @@ final class DirContents {
                         out.add(new DirEntry(DirEntryFormat.entryName(b, at, name), requireEntryInode(dir, DirEntryFormat.entryInode(b, at)),
                                 DirEntryFormat.entryType(b, at)));
                     }
-                    if (lastAt >= 0) {
-                        last[0] = DirEntryFormat.entryKey(b, lastAt); // the cookie: only the last entry's key is kept
+                    if (lastAt >= 0) { // the cookie: only the last entry's key is kept
+                        scratch.listedKeyLength = DirEntryFormat.entryKey(b, lastAt, scratch.listedKey);
                     }
                     return 0L;
                 });
@@ -247,11 +253,14 @@ final class DirContents {
                             continue;
                         }
                         MemorySegment v = c.valueSegment();
-                        byte[] k = key.toArray(ValueLayout.JAVA_BYTE);
+                        int length = (int) key.byteSize();
                         if (out.size() < max) {
-                            last[0] = k;
+                            MemorySegment.copy(key, ValueLayout.JAVA_BYTE, 0, scratch.listedKey, 0, length);
+                            scratch.listedKeyLength = length;
                         }
-                        out.add(entry(k, requireEntryInode(dir, DirEntryFormat.valueInode(v)), DirEntryFormat.valueType(v)));
+                        MemorySegment.copy(key, ValueLayout.JAVA_BYTE, DirEntryFormat.HASH, name, 0, length - DirEntryFormat.HASH);
+                        out.add(new DirEntry(new String(name, 0, length - DirEntryFormat.HASH, StandardCharsets.UTF_8),
+                                requireEntryInode(dir, DirEntryFormat.valueInode(v)), DirEntryFormat.valueType(v)));
                     }
                     long again = records.readRecord(dir, (b, rec) -> isTree(b, rec) ? DirEntryFormat.treeHeader(b, rec + InodeFormat.INLINE) : -1);
                     if (again != header) {
@@ -262,16 +271,12 @@ final class DirContents {
                 if (!end) {
                     out.removeLast();
                 }
-                DirCookie next = last[0] == null ? after : DirCookie.after(last[0]);
-                return new DirPage(List.copyOf(out), next, end);
+                DirCookie next = scratch.listedKeyLength == 0 ? after : DirCookie.after(scratch.listedKey, scratch.listedKeyLength);
+                return new DirPage(Collections.unmodifiableList(out), next, end); // out is the page's alone from here
             }
         } finally {
             inodes.release(d);
         }
-    }
-
-    private static DirEntry entry(byte[] key, long ino, int type) {
-        return new DirEntry(new String(key, DirEntryFormat.HASH, key.length - DirEntryFormat.HASH, StandardCharsets.UTF_8), ino, type);
     }
 
     List<DirEntry> allEntries(long dir) {

@@ -18,8 +18,8 @@ public final class DirCookie {
         this.key = key;
     }
 
-    static DirCookie after(byte[] key) {
-        return new DirCookie(key.clone());
+    static DirCookie after(byte[] key, int length) {
+        return new DirCookie(java.util.Arrays.copyOf(key, length));
     }
 
     /** The cookie's bytes (empty for {@link #START}), to store it. */

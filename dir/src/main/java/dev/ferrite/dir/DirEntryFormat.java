@@ -132,6 +132,13 @@ final class DirEntryFormat {
         return k;
     }
 
+    /** Copies the key of the inline entry at {@code at} into {@code dst}; returns its length. */
+    static int entryKey(MemorySegment b, int at, byte[] dst) {
+        int length = entryKeyLength(b, at);
+        MemorySegment.copy(b, U8, at + ENTRY_HEADER, dst, 0, length);
+        return length;
+    }
+
     /** The name of the inline entry at {@code at}, decoded through {@code scratch} (of {@link #MAX_NAME} bytes). */
     static String entryName(MemorySegment b, int at, byte[] scratch) {
         int length = entryKeyLength(b, at) - HASH;

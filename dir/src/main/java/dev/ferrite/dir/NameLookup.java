@@ -32,6 +32,9 @@ final class NameLookup {
     final MemorySegment value = MemorySegment.ofArray(new byte[DirEntryFormat.VALUE]);
     /** The buffer a readdir of an inline directory decodes names through (it looks nothing up meanwhile). */
     final byte[] listedName = new byte[DirEntryFormat.MAX_NAME];
+    /** The key of the last entry a readdir returns (its cookie), its first {@link #listedKeyLength} bytes. */
+    final byte[] listedKey = new byte[DirEntryFormat.HASH + DirEntryFormat.MAX_NAME];
+    int listedKeyLength;
     /** The cursor a readdir of a tree directory runs, reopened for each ({@link BTree#cursor(Cursor, byte[], byte[], boolean)}); null until the first. */
     Cursor listing;
     /** ABSENT, INLINE (found: {@link #ino}, {@link #type}), TREE ({@link #header}) or NOT_A_DIRECTORY. */

@@ -254,12 +254,44 @@ public final class Namespace {
      *         for a directory opened for writing
      */
     public Handle open(String path, int flags) {
+        return open(path, flags, false);
+    }
+
+    /**
+     * {@link #open(String, int)} for a caller that expects the path may be missing (a server opening a name
+     * its client asked for): null where open throws ENOENT, with no exception made.
+     *
+     * @return the handle, or null if {@code path} names nothing (ENOENT)
+     * @throws NamespaceException as {@link #open(String, int)} but ENOENT
+     */
+    public Handle openIfExists(String path, int flags) {
+        try {
+            return open(path, flags, true);
+        } catch (NamespaceException e) {
+            if (e.errno() == Errno.ENOENT) { // rarer ways to miss: a directory on the way removed meanwhile
+                return null;
+            }
+            throw e;
+        }
+    }
+
+    /** {@link #open(String, int)}; with {@code probe}, null for a name missing on the way instead of ENOENT. */
+    private Handle open(String path, int flags, boolean probe) {
         requireFlags(flags, path);
         for (long missed = 0; ; ) {
-            long ino = paths.resolve(path, true);
+            long ino;
+            if (probe) {
+                Walk w = paths.probe(path);
+                if (w.missing()) {
+                    return null;
+                }
+                ino = w.ino();
+            } else {
+                ino = paths.resolve(path, true);
+            }
             Handle h = orphans.openIno(ino, flags);
             if (h != null) {
-                return requireNotWritableDir(h, quote(path));
+                return requireNotWritableDir(h, path, false, 0);
             }
             missed = orphans.requireNotMissedTwice(missed, ino, quote(path));
         }
@@ -272,11 +304,15 @@ public final class Namespace {
         }
     }
 
-    /** {@code h}, or EISDIR (closing it) if it is a directory opened for writing. */
-    private Handle requireNotWritableDir(Handle h, String name) {
+    /**
+     * {@code h}, or EISDIR (closing it) if it is a directory opened for writing. The message names it as
+     * path or name {@code name}, in directory {@code dir} if {@code inDir}: made only then, not per open.
+     */
+    private Handle requireNotWritableDir(Handle h, String name, boolean inDir, long dir) {
         if (h.isWritable() && (records.modeOf(h.ino()) & S_IFMT) == S_IFDIR) {
             h.close();
-            throw new NamespaceException(Errno.EISDIR, "cannot open directory " + name + " for writing");
+            throw new NamespaceException(Errno.EISDIR, "cannot open directory " + quote(name) + (inDir ? " in directory " + dir : "")
+                    + " for writing");
         }
         return h;
     }
@@ -297,6 +333,30 @@ public final class Namespace {
      */
     public InodeStat stat(String path) {
         return records.statIno(paths.resolve(path, true));
+    }
+
+    /**
+     * {@link #stat(String)} into {@code out} for a caller that expects the path may be missing (a server
+     * looking a name up before it creates it): false instead of ENOENT. Once the directories on the way are
+     * cached, a path that is there, or missing, costs no allocation.
+     *
+     * @return true with {@code out} filled, false if {@code path} names nothing (ENOENT)
+     * @throws NamespaceException the path errnos but ENOENT
+     */
+    public boolean statIfExists(String path, StatBuffer out) {
+        try {
+            Walk w = paths.probe(path);
+            if (w.missing()) {
+                return false;
+            }
+            records.statInto(w.ino(), out);
+            return true;
+        } catch (NamespaceException e) {
+            if (e.errno() == Errno.ENOENT) { // rarer ways to miss: a directory on the way or the inode removed meanwhile
+                return false;
+            }
+            throw e;
+        }
     }
 
     /**
@@ -466,7 +526,7 @@ public final class Namespace {
             long ino = paths.entry(d, name);
             Handle h = orphans.openIno(ino, flags);
             if (h != null) {
-                return requireNotWritableDir(h, quote(name) + " in directory " + d);
+                return requireNotWritableDir(h, name, true, d);
             }
             missed = orphans.requireNotMissedTwice(missed, ino, quote(name) + " in directory " + d);
         }

@@ -154,18 +154,22 @@ final class Orphans {
         return openIno(ino, Namespace.O_RDWR);
     }
 
+    /** Each thread's record as an open reads it (twice, nothing else between): an open allocates no attributes. */
+    private static final ThreadLocal<StatBuffer> OPENING = ThreadLocal.withInitial(StatBuffer::new);
+
     /** {@link #openIno(long)} with {@code open} flags. */
     Handle openIno(long ino, int flags) {
-        InodeStat seen = records.readRecord(ino, (b, rec) -> InodeFormat.stat(ino, b, rec));
-        if (seen.mode() == 0) {
+        StatBuffer s = OPENING.get();
+        records.readRecord(ino, s.reader);
+        if (s.mode() == 0) {
             return null; // freed since its name was read
         }
-        int gen = seen.generation();
+        int gen = s.generation();
         Inode i = inodes.acquire(ino);
         boolean trim;
         i.lock.lock();
         try {
-            InodeStat s = records.readRecord(ino, (b, rec) -> InodeFormat.stat(ino, b, rec));
+            records.readRecord(ino, s.reader);
             if (s.mode() == 0 || s.generation() != gen || s.nlink() == 0) {
                 inodes.release(i);
                 return null;

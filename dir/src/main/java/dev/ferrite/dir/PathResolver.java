@@ -22,6 +22,11 @@ final class PathResolver {
     private final int maxTarget;
     /** The root's inode number once read (it never changes after format). */
     private volatile long root;
+    /**
+     * Each thread's walk for the resolutions that end with their call ({@link #resolve}, {@link #probe}),
+     * reused so that a lookup by path allocates nothing; a parent's walk outlives its call and is its own.
+     */
+    private final ThreadLocal<Walk> walks = ThreadLocal.withInitial(() -> new Walk(""));
 
     PathResolver(Volume volume, Geometry geometry, InodeRecords records, DirContents dirs) {
         this.volume = volume;
@@ -207,7 +212,21 @@ final class PathResolver {
     long resolve(String path, boolean followLast) {
         volume.requireOpen();
         requireAbsolute(path);
-        return new Walk(path).to(root(), followLast);
+        return walks.get().restart(path, false).to(root(), followLast);
+    }
+
+    /**
+     * {@link #resolve} of {@code path}, symlinks followed, for a caller expecting it may well be missing (a
+     * server's lookup before a create): a name on the way that is not in its directory, where resolve throws
+     * ENOENT, ends the walk with {@link Walk#missing()} true instead, nothing thrown or allocated; else
+     * {@link Walk#ino()} is what the path names. The walk is the thread's: read it before the next resolution.
+     */
+    Walk probe(String path) {
+        volume.requireOpen();
+        requireAbsolute(path);
+        Walk w = walks.get().restart(path, true);
+        w.ino = w.to(root(), true);
+        return w;
     }
 
     Parent resolveParent(String path) {
@@ -239,10 +258,39 @@ final class PathResolver {
         private int saved;
         /** The component read last: {@code [compStart, compEnd)} of {@link #path}, empty for a trailing slash. */
         private int compStart, compEnd;
+        /** A {@link #probe}: a name missing ends the walk with {@link #missing} set instead of ENOENT. */
+        private boolean probing, missing;
+        /** What a probe found. */
+        private long ino;
 
         Walk(String path) {
             this.path = path;
             this.end = path.length();
+        }
+
+        /** This walk, reused for {@code path} from its start (a walk that threw may have been left anywhere). */
+        private Walk restart(String path, boolean probe) {
+            for (int i = 0; i < saved; i++) {
+                savedPath[i] = null;
+            }
+            saved = 0;
+            links = 0;
+            this.path = path;
+            at = 0;
+            end = path.length();
+            probing = probe;
+            missing = false;
+            return this;
+        }
+
+        /** After a {@link #probe}: true if a name on the path was not in its directory. */
+        boolean missing() {
+            return missing;
+        }
+
+        /** After a {@link #probe} that found the path: the inode it names. */
+        long ino() {
+            return ino;
         }
 
         /** Walks what is left from directory {@code start}; returns the inode it names. */
@@ -261,6 +309,10 @@ final class PathResolver {
                 }
                 takeName(l, cur, path, compStart, compEnd);
                 if (!dirs.lookup(cur, l)) {
+                    if (probing) {
+                        missing = true;
+                        return cur;
+                    }
                     throw new NamespaceException(Errno.ENOENT, quote(path.substring(compStart, compEnd)) + " in directory " + cur);
                 }
                 if (l.type == S_IFLNK && (followLast || hasMore())) {

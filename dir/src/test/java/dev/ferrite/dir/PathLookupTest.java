@@ -242,6 +242,60 @@ class PathLookupTest {
         });
     }
 
+    /**
+     * A thread's readdirs share its cursor and key buffers: paging through a tree directory, with a listing
+     * of another tree directory between pages and names inserted meanwhile, returns each name once, with its
+     * inode, every name there throughout, and nothing of the other directory.
+     */
+    @Test
+    void readdirPagesStayExactWithTheThreadsCursorReusedAndNamesInserted() throws Exception {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+            Namespace ns = v.namespace();
+            ns.mkdir("/t", 0755);
+            ns.mkdir("/other", 0755);
+            java.util.Map<String, Long> stable = new java.util.HashMap<>();
+            for (int i = 0; i < TREE; i++) {
+                stable.put("stable-" + i, ns.create("/t/stable-" + i, 0644, true));
+                ns.create("/other/o" + "x".repeat(i % 200) + i, 0644, true);
+            }
+            java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+            ExecutorService pool = Executors.newSingleThreadExecutor();
+            try {
+                Future<Integer> inserter = pool.submit(() -> {
+                    int n = 0;
+                    while (!stop.get() && n < 3000) {
+                        ns.create("/t/new-" + "y".repeat(n % 100) + n, 0644, true);
+                        n++;
+                    }
+                    return n;
+                });
+                for (int round = 0; round < 10; round++) {
+                    java.util.Set<String> seen = new java.util.HashSet<>();
+                    DirCookie after = DirCookie.START;
+                    for (boolean end = false; !end; ) {
+                        DirPage page = ns.readdir("/t", after, 7);
+                        for (DirEntry e : page.entries()) {
+                            assertTrue(seen.add(e.name()), "listed twice: " + e.name() + ", round " + round);
+                            Long ino = stable.get(e.name());
+                            assertTrue(ino != null ? ino == e.ino() : e.name().startsWith("new-"), e + ", round " + round);
+                        }
+                        // the thread's cursor and buffers go to another directory between the pages
+                        assertTrue(ns.readdir("/other", DirCookie.START, 5).entries().stream().allMatch(e -> e.name().startsWith("o")));
+                        after = page.next();
+                        end = page.end();
+                    }
+                    assertTrue(seen.containsAll(stable.keySet()), "round " + round + " missed a name there throughout");
+                }
+                stop.set(true);
+                int inserted = inserter.get();
+                assertEquals(TREE + inserted, ns.list("/t").size());
+            } finally {
+                pool.shutdownNow();
+            }
+            assertChecked(ns);
+        }
+    }
+
     /** Threads looking up names of different lengths in the same directories each find their own. */
     @Test
     void concurrentLookupsKeepTheirOwnNames() throws Exception {

@@ -1,17 +1,22 @@
 package dev.ferrite.dir;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.management.ManagementFactory;
 
 import dev.ferrite.io.Errno;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The stat-into forms ({@link Namespace#lstat(Handle, String, StatBuffer)}, {@link Namespace#stat(Handle, StatBuffer)})
  * fill a reused buffer with exactly what the record-returning forms return: every kind of inode, a buffered
- * write's size and time not yet logged, and the same errors.
+ * write's size and time not yet logged, and the same errors. {@link Namespace#statIfExists} answers a
+ * missing path with false where stat throws ENOENT, changing nothing and allocating nothing; {@link
+ * Namespace#openIfExists} with null where open throws it.
  */
 class StatBufferTest extends FileTestBase {
     private void assertSame(Handle dir, String name, StatBuffer out) {
@@ -73,6 +78,80 @@ class StatBufferTest extends FileTestBase {
             closed.close();
             assertEquals(Errno.EBADF, assertThrows(NamespaceException.class, () -> ns.lstat(closed, "f", out)).errno());
             assertEquals(Errno.EBADF, assertThrows(NamespaceException.class, () -> ns.stat(closed, out)).errno());
+        }
+    }
+
+    @Test
+    void statIfExistsAndOpenIfExistsAnswerWhereStatAndOpenThrowEnoentAndAsThemOtherwise() {
+        StatBuffer out = new StatBuffer();
+        ns.mkdir("/d", 0755);
+        ns.mkdir("/d/e", 0755);
+        try (Handle f = ns.create(root, "f", 0644, true)) {
+            ns.write(f, 0, MemorySegment.ofArray(new byte[10]));
+        }
+        ns.symlink("e", "/d/to-e");
+        ns.symlink("/d/nowhere/x", "/d/dangling");
+        ns.symlink("/loop", "/loop");
+        long inodes = v.statfs().freeInodes();
+        String[] missing = {"/missing", "/d/missing", "/missing/x", "/d/e/missing", "/d/to-e/missing", "/d/dangling",
+                "/d/to-e/../missing", "/d/missing/"};
+        for (String path : missing) {
+            assertEquals(Errno.ENOENT, assertThrows(NamespaceException.class, () -> ns.stat(path)).errno(), path);
+            assertFalse(ns.statIfExists(path, out), path);
+        }
+        for (String path : new String[] {"/", "/d", "/d/e/", "/d/to-e", "/f", "/d/to-e/..", "/d/./e"}) {
+            assertTrue(ns.statIfExists(path, out), path);
+            assertEquals(ns.stat(path), out.toStat(), path);
+        }
+        // the other errnos are stat's, thrown as they are
+        assertEquals(Errno.ENOTDIR, assertThrows(NamespaceException.class, () -> ns.statIfExists("/f/x", out)).errno());
+        assertEquals(Errno.ELOOP, assertThrows(NamespaceException.class, () -> ns.statIfExists("/loop", out)).errno());
+        assertEquals(Errno.EINVAL, assertThrows(NamespaceException.class, () -> ns.statIfExists("relative", out)).errno());
+        // a probe after walks left half-way (inside a symlink's target, by an error) starts afresh
+        assertTrue(ns.statIfExists("/d/to-e", out));
+        assertEquals(ns.stat("/d/e").ino(), out.ino());
+        assertEquals(ns.lookup("/d/e"), ns.lookup("/d/to-e/"));
+        for (String path : missing) {
+            assertEquals(Errno.ENOENT, assertThrows(NamespaceException.class, () -> ns.open(path, Namespace.O_RDONLY)).errno(), path);
+            assertEquals(null, ns.openIfExists(path, Namespace.O_RDWR), path);
+        }
+        try (Handle h = ns.openIfExists("/d/to-e", Namespace.O_RDONLY)) {
+            assertEquals(ns.stat("/d/e").ino(), h.ino());
+        }
+        assertEquals(Errno.EISDIR, assertThrows(NamespaceException.class, () -> ns.openIfExists("/d", Namespace.O_RDWR)).errno());
+        assertEquals(Errno.ENOTDIR, assertThrows(NamespaceException.class, () -> ns.openIfExists("/f/x", Namespace.O_RDWR)).errno());
+        assertEquals(inodes, v.statfs().freeInodes(), "a probe changes nothing");
+        assertEquals(java.util.List.of("d", "f", "loop"), ns.list("/").stream().map(DirEntry::name).sorted().toList());
+    }
+
+    @Test
+    void aStatByPathAllocatesNothingWhetherThePathIsThereOrMissingNorAnOpenOfAMissingPath() {
+        StatBuffer out = new StatBuffer();
+        ns.mkdir("/d", 0755);
+        ns.create("/d/f", 0644, true);
+        int rounds = 20_000;
+        for (int warm = 0; warm < 2; warm++) { // the first round warms up: classes loaded, the thread's walk made
+            long before = allocatedBytes();
+            for (int i = 0; i < rounds; i++) {
+                if (!ns.statIfExists("/d/f", out) || ns.statIfExists("/d/missing", out) || ns.statIfExists("/nothere/f", out)
+                        || ns.openIfExists("/d/missing", Namespace.O_RDWR) != null) {
+                    throw new AssertionError("wrong answer in round " + i);
+                }
+            }
+            long perProbe = (allocatedBytes() - before) / (4L * rounds);
+            if (warm == 1) {
+                assertTrue(perProbe < 8, perProbe + " bytes allocated per probe");
+            }
+        }
+    }
+
+    /** This thread's bytes allocated so far (com.sun.management's, reached reflectively: this module does not read it). */
+    private static long allocatedBytes() {
+        try {
+            return (Long) Class.forName("com.sun.management.ThreadMXBean").getMethod("getCurrentThreadAllocatedBytes")
+                    .invoke(ManagementFactory.getThreadMXBean());
+        } catch (ReflectiveOperationException e) {
+            throw new AssertionError(e);
         }
     }
 }

@@ -14,9 +14,9 @@ import dev.ferrite.dir.DirCookie;
 import dev.ferrite.dir.DirEntry;
 import dev.ferrite.dir.DirPage;
 import dev.ferrite.dir.Handle;
-import dev.ferrite.dir.InodeStat;
 import dev.ferrite.dir.Namespace;
 import dev.ferrite.dir.NamespaceException;
+import dev.ferrite.dir.StatBuffer;
 import dev.ferrite.dir.Volume;
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.Errno;
@@ -215,6 +215,10 @@ public final class FerriteDbench {
         final int id;
         final String[] paths;
         final DosPattern[] patterns;
+        /** Each path's directory and last name, split once: a lookup that misses searches the one for the other. */
+        final String[] parents, lasts;
+        /** The attributes a stat reads, reused: a dbench client's stat fills a struct, allocating nothing either. */
+        final StatBuffer st = new StatBuffer();
         final Map<Integer, Open> open = new HashMap<>();
         final MemorySegment buffer;
         final long from, to;
@@ -233,6 +237,8 @@ public final class FerriteDbench {
             this.slow = stalls == null ? null : stalls.log();
             this.paths = load.clientPaths("", "client" + id);
             this.patterns = new DosPattern[paths.length];
+            this.parents = new String[paths.length];
+            this.lasts = new String[paths.length];
             this.from = from;
             this.to = to;
             int size = Math.max(load.maxIoSize(), 1);
@@ -327,7 +333,7 @@ public final class FerriteDbench {
                     }
                     case QUERY_PATH_INFORMATION -> resolve(op.path());
                     case QUERY_FILE_INFORMATION -> {
-                        ns.stat(file(op).handle);
+                        ns.stat(file(op).handle, st);
                         yield NtStatus.OK;
                     }
                     case QUERY_FS_INFORMATION -> {
@@ -376,7 +382,10 @@ public final class FerriteDbench {
                     createQuietly(name);
                 }
                 h = openReadWrite(name);
-                if (truncate && !ns.stat(h).isDirectory()) {
+                if (h == null) { // the name is missing, as the loadfile often expects: open(2)'s ENOENT
+                    return status(Errno.ENOENT, path);
+                }
+                if (truncate && !isDirectory(h)) {
                     ns.truncate(h, 0);
                 }
             }
@@ -403,10 +412,13 @@ public final class FerriteDbench {
             }
         }
 
-        /** O_RDWR, and a directory opened read-only instead, as dbench retries with O_DIRECTORY after EISDIR. */
+        /**
+         * O_RDWR, and a directory opened read-only instead, as dbench retries with O_DIRECTORY after EISDIR;
+         * null if the name is missing.
+         */
         private Handle openReadWrite(String name) {
             try {
-                return ns.open(name, Namespace.O_RDWR);
+                return ns.openIfExists(name, Namespace.O_RDWR);
             } catch (NamespaceException e) {
                 if (e.errno() != Errno.EISDIR) {
                     throw e;
@@ -418,11 +430,16 @@ public final class FerriteDbench {
         /** O_RDONLY | O_DIRECTORY: ENOTDIR for anything but a directory. */
         private Handle openDirectory(String name) {
             Handle h = ns.open(name, Namespace.O_RDONLY);
-            if (!ns.stat(h).isDirectory()) {
+            if (!isDirectory(h)) {
                 h.close();
                 throw new NamespaceException(Errno.ENOTDIR, name + " is not a directory");
             }
             return h;
+        }
+
+        private boolean isDirectory(Handle h) {
+            ns.stat(h, st);
+            return st.isDirectory();
         }
 
         private NtStatus close(Op op) {
@@ -437,7 +454,7 @@ public final class FerriteDbench {
 
         private NtStatus setTimes(Op op) {
             Open o = file(op);
-            InodeStat st = ns.stat(o.handle);
+            ns.stat(o.handle, st);
             ns.setattr(paths[o.path], -1, -1, -1, st.atimeNanos() - TEN_SECONDS, st.mtimeNanos() - TWELVE_SECONDS);
             return NtStatus.OK;
         }
@@ -500,31 +517,42 @@ public final class FerriteDbench {
          * for the name case-insensitively). Returns the stat's status, as QUERY_PATH_INFORMATION answers.
          */
         private NtStatus resolve(int path) {
-            String name = paths[path];
+            int errno = Errno.ENOENT;
             try {
-                ns.stat(name);
-                return NtStatus.OK;
-            } catch (NamespaceException e) {
-                int slash = name.lastIndexOf('/');
-                String dir = slash == 0 ? "/" : name.substring(0, slash);
-                String last = name.substring(slash + 1);
-                try {
-                    DirCookie after = DirCookie.START;
-                    for (boolean end = false; !end; ) {
-                        DirPage page = ns.readdir(dir, after, DIR_PAGE);
-                        for (DirEntry d : page.entries()) {
-                            if (d.name().equalsIgnoreCase(last)) {
-                                end = true;
-                                break;
-                            }
-                        }
-                        after = page.next();
-                        end |= page.end();
-                    }
-                } catch (NamespaceException dirMissing) {
-                    // no directory to search
+                if (ns.statIfExists(paths[path], st)) {
+                    return NtStatus.OK;
                 }
-                return status(e.errno(), path);
+            } catch (NamespaceException e) {
+                errno = e.errno();
+            }
+            split(path);
+            String last = lasts[path];
+            try {
+                DirCookie after = DirCookie.START;
+                for (boolean end = false; !end; ) {
+                    DirPage page = ns.readdir(parents[path], after, DIR_PAGE);
+                    for (DirEntry d : page.entries()) {
+                        if (d.name().equalsIgnoreCase(last)) {
+                            end = true;
+                            break;
+                        }
+                    }
+                    after = page.next();
+                    end |= page.end();
+                }
+            } catch (NamespaceException dirMissing) {
+                // no directory to search
+            }
+            return status(errno, path);
+        }
+
+        /** Splits path number {@code path} into {@link #parents} and {@link #lasts}, once. */
+        private void split(int path) {
+            if (parents[path] == null) {
+                String name = paths[path];
+                int slash = name.lastIndexOf('/');
+                parents[path] = slash == 0 ? "/" : name.substring(0, slash);
+                lasts[path] = name.substring(slash + 1);
             }
         }
 
@@ -546,16 +574,18 @@ public final class FerriteDbench {
 
         /** The status for {@code errno} on {@code path} (-1: a handle): a missing directory on the way is a missing path. */
         private NtStatus status(int errno, int path) {
-            return NtStatus.ofErrno(errno, errno == Errno.ENOENT && path >= 0 && parentMissing(paths[path]));
+            return NtStatus.ofErrno(errno, errno == Errno.ENOENT && path >= 0 && parentMissing(path));
         }
 
-        private boolean parentMissing(String name) {
+        private boolean parentMissing(int path) {
+            String name = paths[path];
             int slash = name.lastIndexOf('/');
             if (slash <= 0) {
                 return false;
             }
+            split(path);
             try {
-                return !ns.stat(name.substring(0, slash)).isDirectory();
+                return !ns.statIfExists(parents[path], st) || !st.isDirectory();
             } catch (NamespaceException e) {
                 return true;
             }
