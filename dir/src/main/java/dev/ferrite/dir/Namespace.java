@@ -555,6 +555,23 @@ public final class Namespace {
     }
 
     /**
+     * {@link #lstat(Handle, String, StatBuffer)} for a caller that expects the name may be missing (a server
+     * answering a lookup before a create): false instead of ENOENT for a name not in {@code dir}, with no
+     * exception made.
+     *
+     * @return true with {@code out} filled, false if {@code dir} has no entry {@code name}
+     * @throws NamespaceException as {@link #lstat(Handle, String)} but ENOENT for the name itself
+     */
+    public boolean lstatIfExists(Handle dir, String name, StatBuffer out) {
+        long ino = paths.entryIfExists(dir.requireOpen().ino, name);
+        if (ino == PathResolver.MISSING) {
+            return false;
+        }
+        records.statInto(ino, out);
+        return true;
+    }
+
+    /**
      * {@link #mkdir(String, int)} of {@code name} in {@code dir}; returns a handle on the new directory.
      *
      * @throws NamespaceException EBADF if a handle is closed; the name errnos; EEXIST if it exists; EMLINK as for a

@@ -69,6 +69,8 @@ final class PathResolver {
 
     /** Longest path, in bytes (PATH_MAX less its NUL). */
     private static final int MAX_PATH = 4095;
+    /** {@link #entryIfExists}'s answer for a name not in its directory: no inode has this number. */
+    static final long MISSING = -1;
 
     static String quote(String name) {
         return "'" + name + "'";
@@ -114,6 +116,18 @@ final class PathResolver {
 
     /** The inode {@code name} names in {@code dir} (a symlink itself): {@code "."} is dir, {@code ".."} its parent. */
     long entry(long dir, String name) {
+        long ino = entryIfExists(dir, name);
+        if (ino == MISSING) {
+            throw new NamespaceException(Errno.ENOENT, quote(name) + " in directory " + dir);
+        }
+        return ino;
+    }
+
+    /**
+     * {@link #entry} for a caller expecting the name may well be missing (a server's lookup before a
+     * create): {@link #MISSING} where entry throws ENOENT for the name itself, nothing thrown or allocated.
+     */
+    long entryIfExists(long dir, String name) {
         volume.requireOpen();
         if (".".equals(name) || "..".equals(name)) {
             records.requireDir(dir);
@@ -122,10 +136,7 @@ final class PathResolver {
         NameLookup l = NameLookup.current();
         String n = name == null ? "" : name; // measured as empty: EINVAL
         takeName(l, dir, n, 0, n.length());
-        if (!dirs.lookup(dir, l)) {
-            throw new NamespaceException(Errno.ENOENT, quote(name) + " in directory " + dir);
-        }
-        return l.ino;
+        return dirs.lookup(dir, l) ? l.ino : MISSING;
     }
 
     /**

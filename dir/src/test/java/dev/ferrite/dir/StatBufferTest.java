@@ -125,6 +125,26 @@ class StatBufferTest extends FileTestBase {
     }
 
     @Test
+    void lstatIfExistsAnswersFalseWhereTheHandleFormThrowsEnoentAndAsItOtherwise() {
+        StatBuffer out = new StatBuffer();
+        ns.mkdir("/d", 0755);
+        ns.symlink("/nowhere", "/d/dangling");
+        try (Handle f = ns.create(root, "f", 0644, true); Handle d = ns.open("/d", Namespace.O_RDONLY)) {
+            for (String name : new String[] {"missing", "f"}) {
+                assertEquals(Errno.ENOENT, assertThrows(NamespaceException.class, () -> ns.lstat(d, name, out)).errno(), name);
+                assertFalse(ns.lstatIfExists(d, name, out), name);
+            }
+            for (String name : new String[] {".", "..", "dangling"}) {
+                assertTrue(ns.lstatIfExists(d, name, out), name);
+                assertEquals(ns.lstat(d, name), out.toStat(), name);
+            }
+            // the other errnos are lstat's: a name that is no name, a file taken for a directory
+            assertEquals(Errno.EINVAL, assertThrows(NamespaceException.class, () -> ns.lstatIfExists(d, "a/b", out)).errno());
+            assertEquals(Errno.ENOTDIR, assertThrows(NamespaceException.class, () -> ns.lstatIfExists(f, "x", out)).errno());
+        }
+    }
+
+    @Test
     void aStatByPathAllocatesNothingWhetherThePathIsThereOrMissingNorAnOpenOfAMissingPath() {
         StatBuffer out = new StatBuffer();
         ns.mkdir("/d", 0755);

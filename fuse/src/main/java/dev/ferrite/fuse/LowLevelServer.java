@@ -191,7 +191,13 @@ final class LowLevelServer {
         calls.count(Op.LOOKUP);
         try {
             Scratch s = scratch.get();
-            replyEntry(req, s, lookup(s, nodes.get(parent), string(name)));
+            Handle dir = nodes.get(parent);
+            String n = string(name);
+            if (!ns.lstatIfExists(dir, n, s.sb)) { // a negative lookup: every create through the mount starts with one
+                fuse.replyErr(req, ENOENT);
+                return;
+            }
+            replyEntry(req, s, found(s, dir, n));
         } catch (Throwable e) {
             fail(req, e, Op.LOOKUP);
         }
@@ -200,6 +206,11 @@ final class LowLevelServer {
     /** The node of entry {@code name} of {@code dir}, its lookup count up by one, its attributes in {@code s.sb}. */
     private Node lookup(Scratch s, Handle dir, String name) {
         ns.lstat(dir, name, s.sb);
+        return found(s, dir, name);
+    }
+
+    /** {@link #lookup(Scratch, Handle, String)} once its attributes are in {@code s.sb}. */
+    private Node found(Scratch s, Handle dir, String name) {
         Node n = nodes.lookupKnown(s.sb.ino());
         return n != null ? n : nodes.lookup(ns.open(dir, name));
     }
