@@ -143,7 +143,7 @@ public final class Namespace {
     private final Orphans orphans;
     final FileData files;
     final ExtentMap extents;
-    private final Creator creator;
+    final Creator creator;
     private final NamespaceChecker checker;
     private final ReentrantLock renameLock = new ReentrantLock();
     /**
@@ -1033,7 +1033,7 @@ public final class Namespace {
                 boolean last = false, free = false; // what the change did: the child's last link went; it is an orphan to free now
                 try {
                     try (Txn txn = Txn.begin(cache, items)) {
-                        d.lock.lock();
+                        d.lockExclusive(); // and the child's, which an rmdir's creates inside would change
                         boolean childLocked = false;
                         try {
                             records.requireDir(dir);
@@ -1043,15 +1043,15 @@ public final class Namespace {
                             }
                             c = inodes.acquire(f.ino);
                             if (c.ino > dir) { // the usual case: the child's lock comes after its directory's
-                                c.lock.lock();
+                                c.lockExclusive();
                                 childLocked = true;
-                            } else if (c.lock.tryLock()) {
+                            } else if (c.tryLockExclusive()) {
                                 childLocked = true;
                             } else { // take the locks again in ascending order, and look again
-                                d.lock.unlock();
-                                c.lock.lock();
+                                d.unlockExclusive();
+                                c.lockExclusive();
                                 childLocked = true;
-                                d.lock.lock();
+                                d.lockExclusive();
                                 records.requireDir(dir);
                                 NameLookup again = dirs.findEntry(d, key, true);
                                 if (again == null || again.ino != c.ino) {
@@ -1095,9 +1095,9 @@ public final class Namespace {
                             free = orphan && c.opens == 0;
                         } finally {
                             if (childLocked) {
-                                c.lock.unlock();
+                                c.unlockExclusive();
                             }
-                            d.lock.unlock();
+                            d.unlockExclusive();
                         }
                     }
                     orphans.afterUnlink(ag, c, last, free);
