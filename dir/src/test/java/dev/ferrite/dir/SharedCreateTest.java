@@ -111,6 +111,59 @@ class SharedCreateTest {
         return Creator.stripe(dir, EntryKey.of(name.getBytes(StandardCharsets.UTF_8)));
     }
 
+    /**
+     * A create held inside its insert while a second create of the same name starts: the second must wait
+     * outside (the name's stripe) and then find the name, or both would pass the lookup and insert it.
+     */
+    @Test
+    void twoCreatesOfOneNameGoInOneAtATime() throws Exception {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = withTreeDirectory(dev, 200)) {
+            Namespace ns = v.namespace();
+            CountDownLatch firstInside = new CountDownLatch(1), release = new CountDownLatch(1);
+            AtomicInteger inside = new AtomicInteger(), most = new AtomicInteger(), made = new AtomicInteger();
+            ns.creator.onSharedInsert = () -> {
+                most.accumulateAndGet(inside.incrementAndGet(), Math::max);
+                firstInside.countDown();
+                try {
+                    assertTrue(release.await(20, TimeUnit.SECONDS), "the test never let the create go on");
+                } catch (InterruptedException e) {
+                    throw new AssertionError(e);
+                }
+                inside.decrementAndGet();
+            };
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            Runnable create = () -> {
+                try {
+                    ns.create("/d/same", 0644, true);
+                    made.incrementAndGet();
+                } catch (NamespaceException e) {
+                    if (e.errno() != Errno.EEXIST) {
+                        failure.set(e);
+                    }
+                } catch (Throwable e) {
+                    failure.set(e);
+                }
+            };
+            Thread first = Thread.ofPlatform().start(create);
+            assertTrue(firstInside.await(20, TimeUnit.SECONDS), "the first create never came into its insert");
+            Thread second = Thread.ofPlatform().start(create);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            while (second.getState() != Thread.State.WAITING && second.getState() != Thread.State.TIMED_WAITING) {
+                assertTrue(System.nanoTime() < deadline, "the second create neither blocked nor finished: " + second.getState());
+                Thread.onSpinWait();
+            }
+            int both = most.get();
+            release.countDown();
+            first.join();
+            second.join();
+            ns.creator.onSharedInsert = null;
+            assertEquals(1, both, "a second create of the name came into its insert while the first was inside");
+            assertEquals(null, failure.get());
+            assertEquals(1, made.get(), "creates of the name that succeeded");
+            VolumeFixtures.assertChecked(ns);
+        }
+    }
+
     /** Eight threads create the same names exclusively in one tree directory: each name is made once, the others get EEXIST. */
     @Test
     void createsOfOneNameRaceToOneSuccess() throws Exception {
