@@ -32,12 +32,13 @@ import static dev.ferrite.dir.InodeRecords.nowNanos;
  * ({@link #sharedCreate}): it holds its name's stripe, so that two creates of one name are ordered, and
  * enters the directory beside the other such creates ({@link DirContents#enter}, with a claim on the
  * tree's block reserve), which whatever else changes the directory keeps out ({@link Inode#lockExclusive}).
- * Its transaction takes a group's AGI (one nobody holds, if any lists a free inode, else the parent's),
- * the new inode's block if it lies below the parent's, the tree's nodes (and the parent's record block
- * if a split takes a block), then the parent's record block and the new inode's if above: the parent's
- * record, which every create changes, is held only from after the insert to the commit. Whoever else
- * holds a record block waits for no tree node, and takes inode blocks in ascending order, so the blocks
- * taken out of that order here (below the parent's first, the parent's after the tree) close no cycle.
+ * Its transaction takes a group's AGI (the parent's, or when a create holds that, another's), the new
+ * inode's block if it lies below the parent's, the group's inode trees (the inode taken), the directory
+ * tree's nodes (and the parent's record block if a split takes a block), then the parent's record block
+ * and the new inode's if above, and writes both records: the parent's record, which every create
+ * changes and every create reads, is held only from after the insert to the commit. Whoever else holds
+ * a record block waits for no tree node and takes inode blocks in ascending order, and a group's inode
+ * trees are taken only under its AGI, so the blocks taken out of order here close no cycle.
  */
 final class Creator {
     /** What {@link #allocAndInsert} came to; only {@link Created} changed anything. */
@@ -227,7 +228,8 @@ final class Creator {
     /**
      * {@link #allocAndInsert} of a file or inline symlink in tree directory {@code d}, beside the other
      * such creates there (see the class comment); null, with nothing changed, if the exclusive path must
-     * do it: {@code d} is inline, or the group chosen has no free inode and cannot make a chunk now.
+     * do it: {@code d} is inline, or the group chosen has no free inode (the parent's group; another that
+     * cannot make a chunk now).
      */
     private Outcome sharedCreate(Inode d, EntryKey key, int mode, byte[] linkTarget, boolean open) {
         BTree tree = dirs.treeOrNull(d);
@@ -243,21 +245,24 @@ final class Creator {
             }
             try {
                 records.requireDir(d.ino); // removed before we entered (an rmdir holds it exclusively)
-                if (dirs.find(d, key, true) != null) {
+                if (tree.get(key.segment(), MemorySegment.NULL) >= 0) {
                     return Refused.EXISTS; // and it stays there while the stripe is held
                 }
                 for (int attempt = 0; attempt < RETRIES; attempt++) {
                     AllocationGroup ag = quietGroup(d);
                     if (ag.freeInodes() == 0) {
-                        if (ensureFreeInode(ag) != AllocOutcome.DONE) {
-                            return null; // full, or busy: the exclusive path spills, waits or says ENOSPC
+                        // the parent's group makes its chunk in the create's transaction (the exclusive path:
+                        // its AGF is taken before any tree node, and a chunk made in a transaction of its own
+                        // logged ~100 more bytes per create); another group, spread to, in one of its own
+                        if (ag.agno == geometry.agOfInode(d.ino) || ensureFreeInode(ag) != AllocOutcome.DONE) {
+                            return null;
                         }
                         continue;
                     }
                     if (ag.needsRefill()) {
                         ag.refillFreeList();
                     }
-                    int items = 4 + ag.allocInodeItems(false) + dirs.dirItems(d);
+                    int items = 5 + ag.allocInodeItems(false) + tree.reservation(); // the exclusive path's: dirItems is 1 + the reservation
                     AllocOutcome r;
                     try (Txn txn = Txn.begin(cache, items)) {
                         r = sharedInsert(txn, ag, tree, d, key, mode, linkTarget);
@@ -295,6 +300,7 @@ final class Creator {
         if (records.block(ino) < records.block(d.ino)) {
             records.lockRecord(txn, ino);
         }
+        int agIno = ag.takeListedInode(txn);
         Runnable hook = onSharedInsert;
         if (hook != null) {
             hook.run();
@@ -304,9 +310,7 @@ final class Creator {
             throw new IllegalStateException("directory " + d.ino + " gained the name being created while its stripe was held");
         }
         records.lockRecords(txn, d.ino, ino);
-        if (ag.allocInode(txn, null, mode, 0, 0, 1, nowNanos()) != AllocOutcome.DONE || ag.allocatedInode(txn) != ino) {
-            throw new IllegalStateException("group " + ag.agno + " did not allocate its listed inode " + ino + " under its AGI");
-        }
+        ag.initInode(txn, agIno, mode, 0, 0, 1, nowNanos());
         initRecord(txn, d, ino, type, linkTarget, false, 0, null);
         Buffer pb = records.lockRecord(txn, d.ino);
         int prec = records.rec(d.ino);
