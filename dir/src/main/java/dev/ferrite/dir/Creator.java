@@ -33,8 +33,8 @@ import static dev.ferrite.dir.InodeRecords.nowNanos;
  * enters the directory beside the other such creates ({@link DirContents#enter}, with a claim on the
  * tree's block reserve), which whatever else changes the directory keeps out ({@link Inode#lockExclusive}).
  * Its transaction takes a group's AGI (the parent's, or when a create holds that, another's), the new
- * inode's block if it lies below the parent's, the group's inode trees (the inode taken), the directory
- * tree's nodes (and the parent's record block if a split takes a block), then the parent's record block
+ * inode's block if it lies below the parent's, the directory tree's nodes (and the parent's record block
+ * if a split takes a block), the group's inode trees (the inode taken), then the parent's record block
  * and the new inode's if above, and writes both records: the parent's record, which every create
  * changes and every create reads, is held only from after the insert to the commit. Whoever else holds
  * a record block waits for no tree node and takes inode blocks in ascending order, and a group's inode
@@ -245,9 +245,6 @@ final class Creator {
             }
             try {
                 records.requireDir(d.ino); // removed before we entered (an rmdir holds it exclusively)
-                if (tree.get(key.segment(), MemorySegment.NULL) >= 0) {
-                    return Refused.EXISTS; // and it stays there while the stripe is held
-                }
                 for (int attempt = 0; attempt < RETRIES; attempt++) {
                     AllocationGroup ag = quietGroup(d);
                     if (ag.freeInodes() == 0) {
@@ -263,16 +260,22 @@ final class Creator {
                         ag.refillFreeList();
                     }
                     int items = 5 + ag.allocInodeItems(false) + tree.reservation(); // the exclusive path's: dirItems is 1 + the reservation
-                    AllocOutcome r;
                     try (Txn txn = Txn.begin(cache, items)) {
-                        r = sharedInsert(txn, ag, tree, d, key, mode, linkTarget);
-                        if (r == AllocOutcome.DONE) {
-                            return commit(txn, d, key, open);
+                        switch (sharedInsert(txn, ag, tree, d, key, mode, linkTarget)) {
+                            case Created created -> {
+                                return commit(txn, d, key, open);
+                            }
+                            case Refused refused -> {
+                                return refused;
+                            }
+                            case Retry retry -> {
+                                if (retry.why() != AllocOutcome.NEEDS_REFILL) {
+                                    continue; // its free inodes went meanwhile: choose again
+                                }
+                            }
                         }
                     }
-                    if (r == AllocOutcome.NEEDS_REFILL) {
-                        ag.refillFreeList();
-                    }
+                    ag.refillFreeList();
                 }
                 return null;
             } finally {
@@ -284,31 +287,33 @@ final class Creator {
     }
 
     /**
-     * One attempt of {@link #sharedCreate} in {@code txn}, in the lock order of the class comment: DONE with
-     * the new inode in {@code key}'s {@link EntryKey#made}; or, with nothing changed, NEEDS_REFILL if
-     * {@code ag}'s inode free list is short, NEEDS_CHUNK if it lists no free inode (its count was stale).
+     * One attempt of {@link #sharedCreate} in {@code txn}, in the lock order of the class comment: the new
+     * inode in {@code key}'s {@link EntryKey#made}; or, with nothing changed, {@link Refused#EXISTS}, or the
+     * group's NEEDS_REFILL (its inode free list is short) or NEEDS_CHUNK (it lists no free inode: its count
+     * was stale). The insert, first, is the lookup (one descent); once it is in, nothing after it can fail
+     * (a listed inode, taken under the AGI).
      */
-    private AllocOutcome sharedInsert(Txn txn, AllocationGroup ag, BTree tree, Inode d, EntryKey key, int mode, byte[] linkTarget) {
+    private Attempt sharedInsert(Txn txn, AllocationGroup ag, BTree tree, Inode d, EntryKey key, int mode, byte[] linkTarget) {
         txn.lock(ag.agi);
         if (ag.inodeListLow()) {
-            return AllocOutcome.NEEDS_REFILL;
+            return new Retry(AllocOutcome.NEEDS_REFILL);
         }
         if (!ag.hasFreeInode(txn)) {
-            return AllocOutcome.NEEDS_CHUNK;
+            return new Retry(AllocOutcome.NEEDS_CHUNK);
         }
         long ino = geometry.inodeNumber(ag.agno, ag.nextFreeInode(txn));
         if (records.block(ino) < records.block(d.ino)) {
             records.lockRecord(txn, ino);
         }
-        int agIno = ag.takeListedInode(txn);
         Runnable hook = onSharedInsert;
         if (hook != null) {
             hook.run();
         }
         int type = mode & S_IFMT;
         if (!tree.putIfAbsent(txn, key.segment(), key.value(ino, type))) {
-            throw new IllegalStateException("directory " + d.ino + " gained the name being created while its stripe was held");
+            return Refused.EXISTS;
         }
+        int agIno = ag.takeListedInode(txn);
         records.lockRecords(txn, d.ino, ino);
         ag.initInode(txn, agIno, mode, 0, 0, 1, nowNanos());
         initRecord(txn, d, ino, type, linkTarget, false, 0, null);
@@ -317,7 +322,7 @@ final class Creator {
         InodeFormat.setSize(pb.data(), prec, InodeFormat.size(pb.data(), prec) + 1);
         parentGains(txn, pb, prec, type);
         key.made = ino;
-        return AllocOutcome.DONE;
+        return Created.DONE;
     }
 
     /**
