@@ -91,13 +91,22 @@ import static dev.ferrite.dir.PathResolver.requireName;
  * <ol>
  *   <li>the rename lock, only by renames moving a directory to another parent (it keeps the "not into
  *       its own subtree" check true until they commit, as Linux's {@code s_vfs_rename_mutex} does);
- *   <li>per-inode locks ({@link Inode#lock}), in ascending inode number, held across the transaction;
+ *   <li>per-inode locks ({@link Inode#lock}), in ascending inode number, held across the transaction; a
+ *       directory's by {@link Inode#lockExclusive}, which also waits for the creates inside it;
  *   <li>the AGI of the one group whose inodes the operation allocates or frees (then its AGF if it adds
  *       an inode chunk): the new inode is chosen under the AGI before any inode block is locked;
  *   <li>inode blocks, in ascending block number (eight records share a block);
- *   <li>directory tree nodes: a directory's tree changes only under its inode's lock, so no transaction
+ *   <li>directory tree nodes: a directory's tree changes under its inode's lock, so no such transaction
  *       ever waits for another's tree nodes, and its allocator pops the reserve in the record already held.
  * </ol>
+ * The exception: a file or inline symlink created in a tree directory holds neither the directory's lock
+ * nor its record across its insert. It takes its name's stripe, enters the directory beside the other
+ * such creates (a claim on the tree's reserve), then in its transaction one group's AGI, the tree's nodes
+ * (latched by CAS: a writer never waits for a node while holding one), the group's inode trees, and the
+ * parent's record block (with the new inode's, by block number) last ({@code Creator}'s class comment
+ * gives why this closes no cycle). Creates in one directory thus run side by side, meeting only on a
+ * tree leaf or a group's AGI (the parent's group, or another when a create holds that) and briefly on
+ * the parent's record.
  * Lookups, stat and readdir take no lock: they read inode records and trees optimistically.
  *
  * <h2>Parts</h2>
