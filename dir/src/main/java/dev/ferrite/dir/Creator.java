@@ -29,9 +29,10 @@ import static dev.ferrite.dir.InodeRecords.nowNanos;
  * then the parent's tree nodes.
  *
  * <p>A file or an inline symlink made in a tree directory does not take the parent's inode lock
- * ({@link #sharedCreate}): it holds its name's stripe, so that two creates of one name are ordered, and
- * enters the directory beside the other such creates ({@link DirContents#enter}, with a claim on the
- * tree's block reserve), which whatever else changes the directory keeps out ({@link Inode#lockExclusive}).
+ * ({@link #sharedCreate}): it enters the directory beside the other such creates
+ * ({@link DirContents#enter}, with a claim on the tree's block reserve), which whatever else changes the
+ * directory keeps out ({@link Inode#lockExclusive}), and holds its name's stripe, so that two creates of
+ * one name are ordered.
  * Its transaction takes a group's AGI (the parent's, or when a create holds that, another's), the new
  * inode's block if it lies below the parent's, the directory tree's nodes (and the parent's record block
  * if a split takes a block), the group's inode trees (the inode taken), then the parent's record block
@@ -73,8 +74,11 @@ final class Creator {
     private final InodeRecords records;
     private final DirContents dirs;
     private final AtomicInteger rotor = new AtomicInteger();
-    /** Stripes of (directory, name) for {@link #sharedCreate}: a power of two. */
-    private static final int STRIPES = 256;
+    /**
+     * Stripes of (directory, name) for {@link #sharedCreate}: a power of two, many, since a create holds
+     * its stripe to its commit (16 creates collide on 256 stripes one time in 17, on 1024 one in 68).
+     */
+    private static final int STRIPES = 1024;
     private final ReentrantLock[] stripes = new ReentrantLock[STRIPES];
     /** Tests: runs inside each shared create, its directory entered and its group's AGI held, before its insert (null: nothing). */
     volatile Runnable onSharedInsert;
@@ -236,22 +240,24 @@ final class Creator {
         if (tree == null) {
             return null;
         }
-        ReentrantLock stripe = stripes[stripe(d.ino, key)];
-        stripe.lock();
+        int claim = dirs.enter(d, tree.height() + 2, false);
+        if (claim < 0) {
+            return null;
+        }
         try {
-            int claim = dirs.enter(d, tree.height() + 2, false);
-            if (claim < 0) {
-                return null;
-            }
+            ReentrantLock stripe = stripes[stripe(d.ino, key)]; // after entering: held only while this create runs
+            stripe.lock();
             try {
                 records.requireDir(d.ino); // removed before we entered (an rmdir holds it exclusively)
                 for (int attempt = 0; attempt < RETRIES; attempt++) {
-                    AllocationGroup ag = quietGroup(d);
+                    boolean alone = (d.writers() & Inode.CLAIMS) == claim;
+                    AllocationGroup ag = quietGroup(d, alone);
                     if (ag.freeInodes() == 0) {
-                        // the parent's group makes its chunk in the create's transaction (the exclusive path:
-                        // its AGF is taken before any tree node, and a chunk made in a transaction of its own
-                        // logged ~100 more bytes per create); another group, spread to, in one of its own
-                        if (ag.agno == geometry.agOfInode(d.ino) || ensureFreeInode(ag) != AllocOutcome.DONE) {
+                        // a create alone in the directory makes the parent's group's chunk in its own
+                        // transaction (the exclusive path: its AGF is taken before any tree node; a chunk made
+                        // in a transaction of its own logged ~100 more bytes per create); one beside others,
+                        // which the exclusive path would stall, and one spread to another group, in its own
+                        if (alone && ag.agno == geometry.agOfInode(d.ino) || ensureFreeInode(ag) != AllocOutcome.DONE) {
                             return null;
                         }
                         continue;
@@ -279,10 +285,10 @@ final class Creator {
                 }
                 return null;
             } finally {
-                d.leave(claim);
+                stripe.unlock();
             }
         } finally {
-            stripe.unlock();
+            d.leave(claim);
         }
     }
 
@@ -327,11 +333,12 @@ final class Creator {
 
     /**
      * The group a shared create in {@code d} takes its inode from: {@code d}'s own if nobody holds its AGI
-     * and it has a free inode or room for a chunk; else (busy or full) the next from there whose AGI
-     * nobody holds and that has a free inode, else room for a chunk; else the first from {@code d}'s whose
-     * AGI is held (to wait for); else {@code d}'s. A held AGI's counts are not read: that read would wait.
+     * and it has a free inode, or room for a chunk and the create is {@code alone} in {@code d}; else (busy
+     * or full) the next from there whose AGI nobody holds and that has a free inode, else room for a chunk;
+     * else the first from {@code d}'s whose AGI is held (to wait for); else {@code d}'s. A held AGI's counts
+     * are not read: that read would wait.
      */
-    private AllocationGroup quietGroup(Inode d) {
+    private AllocationGroup quietGroup(Inode d, boolean alone) {
         int n = geometry.agCount();
         int home = geometry.agOfInode(d.ino);
         AllocationGroup wait = null, roomy = null;
@@ -341,7 +348,7 @@ final class Creator {
                 if (wait == null) {
                     wait = ag;
                 }
-            } else if (ag.freeInodes() > 0 || k == 0 && ag.mayAddChunk()) {
+            } else if (ag.freeInodes() > 0 || k == 0 && alone && ag.mayAddChunk()) {
                 return ag;
             } else if (roomy == null && ag.mayAddChunk()) {
                 roomy = ag;
@@ -353,7 +360,7 @@ final class Creator {
     /** The stripe of name {@code key} in directory {@code dir}, from the name's hash that begins the key. */
     static int stripe(long dir, EntryKey key) {
         long h = (dir ^ DirEntryFormat.keyHash(key.bytes())) * 0x9E3779B97F4A7C15L;
-        return (int) (h >>> 40) & (STRIPES - 1);
+        return (int) (h >>> 38) & (STRIPES - 1);
     }
 
     /** True for a symlink target too long for the inline area: it gets a block of its own. */

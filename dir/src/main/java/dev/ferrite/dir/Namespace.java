@@ -100,8 +100,8 @@ import static dev.ferrite.dir.PathResolver.requireName;
  *       ever waits for another's tree nodes, and its allocator pops the reserve in the record already held.
  * </ol>
  * The exception: a file or inline symlink created in a tree directory holds neither the directory's lock
- * nor its record across its insert. It takes its name's stripe, enters the directory beside the other
- * such creates (a claim on the tree's reserve), then in its transaction one group's AGI, the tree's nodes
+ * nor its record across its insert. It enters the directory beside the other such creates (a claim on
+ * the tree's reserve), takes its name's stripe, then in its transaction one group's AGI, the tree's nodes
  * (latched by CAS: a writer never waits for a node while holding one), the group's inode trees, and the
  * parent's record block (with the new inode's, by block number) last ({@code Creator}'s class comment
  * gives why this closes no cycle). Creates in one directory thus run side by side, meeting only on a

@@ -23,9 +23,9 @@
  *       for a create's or unlink's key, value and stat, so that these allocate nothing per name; an
  *       {@code EntryKey} belongs to one operation from take to close, and one taken inside it is another.
  *   <li>{@code Creator}: the create transaction: the parent's lock (2), the AGI (3), the records (4), the
- *       parent's tree (5); a file or inline symlink in a tree directory instead takes its name's stripe,
- *       enters beside the directory's other such creates ({@code Inode#writers}, as a table's single
- *       writers do), then the AGI (3), an inode block below the parent's (4), the parent's tree (5), and
+ *       parent's tree (5); a file or inline symlink in a tree directory instead enters beside the
+ *       directory's other such creates ({@code Inode#writers}, as a table's single writers do), takes its
+ *       name's stripe, then the AGI (3), an inode block below the parent's (4), the parent's tree (5), and
  *       the parent's record and any inode block above it (4) last.
  *   <li>{@code Orphans}: handles and the freeing of inodes without links, each step a transaction taking
  *       the orphan's lock (2), its group's AGI (3) or AGF, then its record (4); destroying an orphan's
