@@ -386,6 +386,16 @@ final class AllocationGroup {
         return inodes.allocInode(txn, frames, mode, uid, gid, nlink, nowNanos);
     }
 
+    /** {@link InodeAllocator#takeListedInode}. */
+    int takeListedInode(Txn txn) {
+        return inodes.takeListedInode(txn);
+    }
+
+    /** {@link InodeAllocator#initInode}. */
+    void initInode(Txn txn, int agIno, int mode, int uid, int gid, int nlink, long nowNanos) {
+        inodes.initInode(txn, agIno, mode, uid, gid, nlink, nowNanos);
+    }
+
     /** {@link InodeAllocator#allocatedInode}. */
     long allocatedInode(Txn txn) {
         return inodes.allocatedInode(txn);

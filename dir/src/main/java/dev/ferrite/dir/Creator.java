@@ -2,7 +2,9 @@ package dev.ferrite.dir;
 
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.ReentrantLock;
 
+import dev.ferrite.btree.internal.BTree;
 import dev.ferrite.btree.internal.Buffer;
 import dev.ferrite.btree.internal.BufferCache;
 import dev.ferrite.btree.internal.Txn;
@@ -25,6 +27,19 @@ import static dev.ferrite.dir.InodeRecords.nowNanos;
  * entry and writes the new record, retrying on the group's answers with no lock held. It takes the locks
  * in {@link Namespace}'s order: the parent's inode lock, the group's AGI (and AGF), inode blocks by number,
  * then the parent's tree nodes.
+ *
+ * <p>A file or an inline symlink made in a tree directory does not take the parent's inode lock
+ * ({@link #sharedCreate}): it enters the directory beside the other such creates
+ * ({@link DirContents#enter}, with a claim on the tree's block reserve), which whatever else changes the
+ * directory keeps out ({@link Inode#lockExclusive}), and holds its name's stripe, so that two creates of
+ * one name are ordered.
+ * Its transaction takes a group's AGI (the parent's, or when a create holds that, another's), the new
+ * inode's block if it lies below the parent's, the directory tree's nodes (and the parent's record block
+ * if a split takes a block), the group's inode trees (the inode taken), then the parent's record block
+ * and the new inode's if above, and writes both records: the parent's record, which every create
+ * changes and every create reads, is held only from after the insert to the commit. Whoever else holds
+ * a record block waits for no tree node and takes inode blocks in ascending order, and a group's inode
+ * trees are taken only under its AGI, so the blocks taken out of order here close no cycle.
  */
 final class Creator {
     /** What {@link #allocAndInsert} came to; only {@link Created} changed anything. */
@@ -59,6 +74,14 @@ final class Creator {
     private final InodeRecords records;
     private final DirContents dirs;
     private final AtomicInteger rotor = new AtomicInteger();
+    /**
+     * Stripes of (directory, name) for {@link #sharedCreate}: a power of two, many, since a create holds
+     * its stripe to its commit (16 creates collide on 256 stripes one time in 17, on 1024 one in 68).
+     */
+    private static final int STRIPES = 1024;
+    private final ReentrantLock[] stripes = new ReentrantLock[STRIPES];
+    /** Tests: runs inside each shared create, its directory entered and its group's AGI held, before its insert (null: nothing). */
+    volatile Runnable onSharedInsert;
 
     Creator(Volume volume, BufferCache cache, Geometry geometry, InodeCache inodes, InodeRecords records, DirContents dirs) {
         this.volume = volume;
@@ -67,6 +90,9 @@ final class Creator {
         this.inodes = inodes;
         this.records = records;
         this.dirs = dirs;
+        for (int i = 0; i < STRIPES; i++) {
+            stripes[i] = new ReentrantLock();
+        }
     }
 
     /**
@@ -78,9 +104,15 @@ final class Creator {
      */
     void requireInodeRoom() {
         long chunkRoom = Geometry.CHUNK_BLOCKS + AllocationGroup.HELD_BACK + RESERVE_FILL;
-        for (int g = 0, n = geometry.agCount(); g < n; g++) {
+        int n = geometry.agCount();
+        for (int g = 0; g < n; g++) { // first without reading an AGI a create holds: that read waits for its commit
             AllocationGroup ag = volume.group(g);
-            if (ag.freeInodes() > 0 || ag.freeBlockCount() >= chunkRoom) {
+            if (ag.freeBlockCount() >= chunkRoom || !ag.agi.isLocked() && ag.freeInodes() > 0) {
+                return;
+            }
+        }
+        for (int g = 0; g < n; g++) {
+            if (volume.group(g).freeInodes() > 0) {
                 return;
             }
         }
@@ -98,6 +130,12 @@ final class Creator {
     Outcome allocAndInsert(Inode d, EntryKey key, int mode, byte[] linkTarget, boolean open, boolean searched) {
         int type = mode & S_IFMT;
         boolean remote = isRemote(linkTarget);
+        if (!searched && type != S_IFDIR && !remote) { // a tree directory (a directory's link count, a remote target's block: below)
+            Outcome o = sharedCreate(d, key, mode, linkTarget, open);
+            if (o != null) {
+                return o;
+            }
+        }
         int n = geometry.agCount();
         int first = type == S_IFDIR ? Math.floorMod(rotor.getAndIncrement(), n) : geometry.agOfInode(d.ino);
         boolean skipFull = false; // pass over groups that look full, unless all do (the hint may be stale)
@@ -122,7 +160,7 @@ final class Creator {
                     int dirItems = dirs.dirItems(d);
                     int items = 4 + ag.allocInodeItems(chunk) + dirItems + (remote ? ag.blockItems() + 1 : 0);
                     try (Txn txn = Txn.begin(cache, items)) {
-                        d.lock.lock();
+                        d.lockExclusive();
                         try {
                             records.requireDir(d.ino);
                             if (searched && dirs.find(d, key, true) != null) {
@@ -143,25 +181,11 @@ final class Creator {
                                 }
                                 case Retry retry -> r = retry.why();
                                 case Created created -> {
-                                    long seq = txn.commit();
-                                    d.lastSeq = seq;
-                                    Inode c = inodes.acquire(key.made);
-                                    c.lastSeq = seq;
-                                    c.lastDataSeq = seq;
-                                    c.dirTree = null;
-                                    key.opened = null;
-                                    if (open && c.lock.tryLock()) {
-                                        c.opens++; // keeps the reference for the handle
-                                        c.lock.unlock();
-                                        key.opened = c;
-                                    } else {
-                                        inodes.release(c);
-                                    }
-                                    return created;
+                                    return commit(txn, d, key, open);
                                 }
                             }
                         } finally {
-                            d.lock.unlock();
+                            d.unlockExclusive();
                         }
                     } finally {
                         volume.unreserveFrames(frames);
@@ -181,6 +205,162 @@ final class Creator {
             }
         }
         throw new NoSpaceException("no allocation group has a free inode or room for an inode chunk");
+    }
+
+    /**
+     * Commits a create and opens its inode as {@link #allocAndInsert} says, {@code d} held (exclusively or
+     * entered) so that nobody can unlink the new name meanwhile.
+     */
+    private Created commit(Txn txn, Inode d, EntryKey key, boolean open) {
+        long seq = txn.commit();
+        d.noteSeq(seq);
+        Inode c = inodes.acquire(key.made);
+        c.lastSeq = seq;
+        c.lastDataSeq = seq;
+        c.dirTree = null;
+        key.opened = null;
+        if (open && c.lock.tryLock()) {
+            c.opens++; // keeps the reference for the handle
+            c.lock.unlock();
+            key.opened = c;
+        } else {
+            inodes.release(c);
+        }
+        return Created.DONE;
+    }
+
+    /**
+     * {@link #allocAndInsert} of a file or inline symlink in tree directory {@code d}, beside the other
+     * such creates there (see the class comment); null, with nothing changed, if the exclusive path must
+     * do it: {@code d} is inline, or the group chosen has no free inode (the parent's group; another that
+     * cannot make a chunk now).
+     */
+    private Outcome sharedCreate(Inode d, EntryKey key, int mode, byte[] linkTarget, boolean open) {
+        BTree tree = dirs.treeOrNull(d);
+        if (tree == null) {
+            return null;
+        }
+        int claim = dirs.enter(d, tree.height() + 2, false);
+        if (claim < 0) {
+            return null;
+        }
+        try {
+            ReentrantLock stripe = stripes[stripe(d.ino, key)]; // after entering: held only while this create runs
+            stripe.lock();
+            try {
+                records.requireDir(d.ino); // removed before we entered (an rmdir holds it exclusively)
+                for (int attempt = 0; attempt < RETRIES; attempt++) {
+                    boolean alone = (d.writers() & Inode.CLAIMS) == claim;
+                    AllocationGroup ag = quietGroup(d, alone);
+                    if (ag.freeInodes() == 0) {
+                        // a create alone in the directory makes the parent's group's chunk in its own
+                        // transaction (the exclusive path: its AGF is taken before any tree node; a chunk made
+                        // in a transaction of its own logged ~100 more bytes per create); one beside others,
+                        // which the exclusive path would stall, and one spread to another group, in its own
+                        if (alone && ag.agno == geometry.agOfInode(d.ino) || ensureFreeInode(ag) != AllocOutcome.DONE) {
+                            return null;
+                        }
+                        continue;
+                    }
+                    if (ag.needsRefill()) {
+                        ag.refillFreeList();
+                    }
+                    int items = 5 + ag.allocInodeItems(false) + tree.reservation(); // the exclusive path's: dirItems is 1 + the reservation
+                    try (Txn txn = Txn.begin(cache, items)) {
+                        switch (sharedInsert(txn, ag, tree, d, key, mode, linkTarget)) {
+                            case Created created -> {
+                                return commit(txn, d, key, open);
+                            }
+                            case Refused refused -> {
+                                return refused;
+                            }
+                            case Retry retry -> {
+                                if (retry.why() != AllocOutcome.NEEDS_REFILL) {
+                                    continue; // its free inodes went meanwhile: choose again
+                                }
+                            }
+                        }
+                    }
+                    ag.refillFreeList();
+                }
+                return null;
+            } finally {
+                stripe.unlock();
+            }
+        } finally {
+            d.leave(claim);
+        }
+    }
+
+    /**
+     * One attempt of {@link #sharedCreate} in {@code txn}, in the lock order of the class comment: the new
+     * inode in {@code key}'s {@link EntryKey#made}; or, with nothing changed, {@link Refused#EXISTS}, or the
+     * group's NEEDS_REFILL (its inode free list is short) or NEEDS_CHUNK (it lists no free inode: its count
+     * was stale). The insert, first, is the lookup (one descent); once it is in, nothing after it can fail
+     * (a listed inode, taken under the AGI).
+     */
+    private Attempt sharedInsert(Txn txn, AllocationGroup ag, BTree tree, Inode d, EntryKey key, int mode, byte[] linkTarget) {
+        txn.lock(ag.agi);
+        if (ag.inodeListLow()) {
+            return new Retry(AllocOutcome.NEEDS_REFILL);
+        }
+        if (!ag.hasFreeInode(txn)) {
+            return new Retry(AllocOutcome.NEEDS_CHUNK);
+        }
+        long ino = geometry.inodeNumber(ag.agno, ag.nextFreeInode(txn));
+        if (records.block(ino) < records.block(d.ino)) {
+            records.lockRecord(txn, ino);
+        }
+        Runnable hook = onSharedInsert;
+        if (hook != null) {
+            hook.run();
+        }
+        int type = mode & S_IFMT;
+        if (!tree.putIfAbsent(txn, key.segment(), key.value(ino, type))) {
+            return Refused.EXISTS;
+        }
+        int agIno = ag.takeListedInode(txn);
+        records.lockRecords(txn, d.ino, ino);
+        ag.initInode(txn, agIno, mode, 0, 0, 1, nowNanos());
+        initRecord(txn, d, ino, type, linkTarget, false, 0, null);
+        Buffer pb = records.lockRecord(txn, d.ino);
+        int prec = records.rec(d.ino);
+        InodeFormat.setSize(pb.data(), prec, InodeFormat.size(pb.data(), prec) + 1);
+        parentGains(txn, pb, prec, type);
+        key.made = ino;
+        return Created.DONE;
+    }
+
+    /**
+     * The group a shared create in {@code d} takes its inode from: {@code d}'s own if nobody holds its AGI
+     * and it has a free inode, or room for a chunk and the create is {@code alone} in {@code d}; else (busy
+     * or full) the next from there whose AGI nobody holds and that has a free inode, else room for a chunk;
+     * else the first from {@code d}'s whose AGI is held (to wait for); else {@code d}'s. A held AGI's counts
+     * are not read: that read would wait.
+     */
+    private AllocationGroup quietGroup(Inode d, boolean alone) {
+        int n = geometry.agCount();
+        int home = geometry.agOfInode(d.ino);
+        AllocationGroup wait = null, roomy = null;
+        for (int k = 0; k < n; k++) {
+            AllocationGroup ag = volume.group((home + k) % n);
+            if (ag.agi.isLocked()) {
+                if (wait == null) {
+                    wait = ag;
+                }
+            } else if (ag.freeInodes() > 0 || k == 0 && alone && ag.mayAddChunk()) {
+                return ag;
+            } else if (roomy == null && ag.mayAddChunk()) {
+                roomy = ag;
+            }
+        }
+        return roomy != null ? roomy : wait != null ? wait : volume.group(home);
+    }
+
+    /** The stripe of name {@code key} in directory {@code dir}, from the name's hash that begins the key. */
+    static int stripe(long dir, EntryKey key) {
+        long h = (dir ^ DirEntryFormat.keyHash(key.bytes())) * 0x9E3779B97F4A7C15L;
+        return (int) (h >>> 38) & (STRIPES - 1);
     }
 
     /** True for a symlink target too long for the inline area: it gets a block of its own. */
@@ -250,6 +430,18 @@ final class Creator {
         if (listed && ino != expected) {
             throw new IllegalStateException("group " + ag.agno + " allocated inode " + ino + ", not " + expected);
         }
+        initRecord(txn, d, ino, type, linkTarget, remote, targetBlock, frames);
+        if (!first) {
+            dirs.insertAbsent(txn, d, key, ino, type);
+        }
+        Buffer pb = records.lockRecord(txn, d.ino);
+        parentGains(txn, pb, records.rec(d.ino), type);
+        key.made = ino;
+        return Created.DONE;
+    }
+
+    /** In {@code txn}: fills the new record of {@code ino} (in {@code d}) past what allocating it wrote: a directory's parent, a symlink's target. */
+    private void initRecord(Txn txn, Inode d, long ino, int type, byte[] linkTarget, boolean remote, long targetBlock, int[] frames) {
         Buffer nb = records.lockRecord(txn, ino);
         MemorySegment m = nb.data();
         int rec = records.rec(ino);
@@ -272,17 +464,14 @@ final class Creator {
             InodeFormat.setSize(m, rec, linkTarget.length);
         }
         logUsed(txn, nb, rec);
-        if (!first) {
-            dirs.insertAbsent(txn, d, key, ino, type);
-        }
-        Buffer pb = records.lockRecord(txn, d.ino);
-        int prec = records.rec(d.ino);
+    }
+
+    /** In {@code txn}: the parent's record {@code prec} in held block {@code pb} gains a child of {@code type} (a directory's link) and moves its times. */
+    private static void parentGains(Txn txn, Buffer pb, int prec, int type) {
         if (type == S_IFDIR) {
             InodeFormat.setNlink(pb.data(), prec, InodeFormat.nlink(pb.data(), prec) + 1);
         }
         InodeFormat.touch(pb.data(), prec, nowNanos(), true);
         txn.log(pb, prec, InodeFormat.INLINE);
-        key.made = ino;
-        return Created.DONE;
     }
 }

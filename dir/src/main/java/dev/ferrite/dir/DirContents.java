@@ -379,8 +379,17 @@ final class DirContents {
 
     /** Items a change of {@code dir}'s entries may touch. */
     int dirItems(Inode dir) {
+        BTree t = treeOrNull(dir);
+        return t == null ? 1 : 1 + t.reservation();
+    }
+
+    /**
+     * {@code dir}'s tree, or null if its record holds none (inline, or a removed directory's tree freed).
+     * Lock-free; the answer stays true while the caller holds the directory or is entered in it ({@link #enter}).
+     */
+    BTree treeOrNull(Inode dir) {
         long header = records.readLong(dir.ino, (b, rec) -> isTree(b, rec) ? DirEntryFormat.treeHeader(b, rec + InodeFormat.INLINE) : 0L);
-        return header == 0 ? 1 : 1 + tree(dir, header).reservation();
+        return header == 0 ? null : tree(dir, header);
     }
 
     /** What {@link #step} says a directory needs before a change of its entries. */
@@ -435,7 +444,7 @@ final class DirContents {
     }
 
     /**
-     * For a table's single writers, which apply side by side ({@code Tables#single}): {@code -1} if the
+     * For writers that apply side by side ({@link #enter}): {@code -1} if the
      * tree's reserve needs a {@link #prepare} first (a spill, or a refill for a change that adds),
      * {@link #NOT_A_TREE} if the record holds no tree, else
      * the blocks it can give (usable, counted up to {@link #RESERVE_FILL}) in the high half and those it
@@ -444,6 +453,42 @@ final class DirContents {
     long room(Inode table, boolean removal) {
         long f = records.readLong(table.ino, roomFacts);
         return f == NOT_A_TREE ? f : f < 0 || !removal && (f >>> 32) < RESERVE_LOW ? -1 : f;
+    }
+
+    /**
+     * Admits a writer to {@code i}'s tree beside the others ({@link Inode#writers}): claims {@code claim}
+     * blocks of the tree's reserve (what its change may take, or with {@code removal} give back), and
+     * enters only while the reserve can give or take those of every writer inside. A lone writer needs
+     * only the reserve between its marks, as every change of a tree does; a reserve that needs a refill
+     * or a spill gets it first ({@link #prepare}), which keeps the writers out meanwhile
+     * ({@link Inode#lockExclusive}), as does any holder of that. Returns the claim, for
+     * {@link Inode#leave}; or -1, entering nothing, if {@code i}'s record holds no tree.
+     */
+    int enter(Inode i, int claim, boolean removal) {
+        for (int attempt = 0; ; attempt++) {
+            long seen = i.writers();
+            if ((seen & Inode.EXCLUSIVE) != 0) {
+                i.lock.lock(); // wait for the exclusive holder
+                i.lock.unlock();
+                continue;
+            }
+            long room = room(i, removal);
+            if (room == NOT_A_TREE) {
+                return -1;
+            }
+            if (room < 0) {
+                prepare(i, removal ? REMOVAL : 0);
+                continue;
+            }
+            long inside = seen & Inode.CLAIMS;
+            if (inside != 0 && inside + claim > (removal ? room & 0xffff_ffffL : room >>> 32)) {
+                Inode.backoff(attempt); // the others leave soon
+                continue;
+            }
+            if (i.tryEnter(seen, claim)) {
+                return claim;
+            }
+        }
     }
 
     /** What {@link #room} says of a record without a tree. */

@@ -81,6 +81,11 @@ final class DirEntryFormat {
         return HASH + nameLength;
     }
 
+    /** The name hash that begins {@code key} (made by {@link #key} or {@link #keyInPlace}). */
+    static int keyHash(byte[] key) {
+        return (int) BE32_IN_ARRAY.get(key, 0);
+    }
+
     static byte[] value(long ino, int type) {
         byte[] v = new byte[VALUE];
         writeValue(MemorySegment.ofArray(v), ino, type);

@@ -16,13 +16,14 @@ import java.util.concurrent.locks.ReentrantLock;
  */
 final class Inode {
     static final int DEAD = -1;
-    private static final VarHandle REFS, MODIFIED, WRITERS;
+    private static final VarHandle REFS, MODIFIED, WRITERS, LAST_SEQ;
 
     static {
         try {
             REFS = MethodHandles.lookup().findVarHandle(Inode.class, "refs", int.class);
             MODIFIED = MethodHandles.lookup().findVarHandle(Inode.class, "modified", long.class);
             WRITERS = MethodHandles.lookup().findVarHandle(Inode.class, "writers", long.class);
+            LAST_SEQ = MethodHandles.lookup().findVarHandle(Inode.class, "lastSeq", long.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -31,9 +32,10 @@ final class Inode {
     final long ino;
     /**
      * Serializes changes to this inode (taken before any buffer lock). A table's single writes of inline
-     * values do not take it: they apply side by side ({@link #writers}), and whoever must keep them out
-     * (a refill or spill of the tree's block reserve, a write transaction, a drop's freeing) takes it
-     * through {@link #lockExclusive}.
+     * values, and the creates of files in a tree directory ({@code Creator#sharedCreate}), do not take it:
+     * they apply side by side ({@link #writers}), and whoever must keep them out (a refill or spill of the
+     * tree's block reserve, a write transaction, a drop's freeing; a directory's unlink, rename, link,
+     * rmdir and other creates) takes it through {@link #lockExclusive}.
      */
     final ReentrantLock lock = new ReentrantLock();
     /** Next inode in the cache's hash chain; kept when unlinked, so chain walkers standing here go on. */
@@ -42,7 +44,10 @@ final class Inode {
     private volatile int refs;
     /** Open handles on this inode (guarded by {@link #lock}); a handle's reference keeps this object cached. */
     int opens;
-    /** Commit sequence of the last change to this inode, or -1 if unknown (the object is newer than it). */
+    /**
+     * Commit sequence of the last change to this inode, or -1 if unknown (the object is newer than it).
+     * Writers side by side ({@link #writers}) raise it with {@link #noteSeq}; holders of {@link #lock} set it.
+     */
     volatile long lastSeq = -1;
     /** Commit sequence of the last change to this file's size or extents (what fdatasync waits for), or -1 if unknown. */
     volatile long lastDataSeq = -1;
@@ -107,11 +112,35 @@ final class Inode {
      */
     void lockExclusive() {
         lock.lock();
+        excludeWriters();
+    }
+
+    /**
+     * {@link #lockExclusive} if {@link #lock} is free (or held by this thread) now; false, holding nothing,
+     * if not.
+     */
+    boolean tryLockExclusive() {
+        if (!lock.tryLock()) {
+            return false;
+        }
+        excludeWriters();
+        return true;
+    }
+
+    /** Holding {@link #lock}: keeps writers out (once per nesting) and waits for those inside to leave. */
+    private void excludeWriters() {
         if (exclusiveDepth++ == 0) {
             WRITERS.getAndAdd(this, CHANGE + EXCLUSIVE);
             for (int spins = 0; (writers() & CLAIMS) != 0; spins++) {
                 backoff(spins);
             }
+        }
+    }
+
+    /** Raises {@link #lastSeq} to {@code seq} unless it is past it already (writers side by side commit in any order). */
+    void noteSeq(long seq) {
+        for (long cur = lastSeq; cur < seq && !LAST_SEQ.compareAndSet(this, cur, seq); cur = lastSeq) {
+            Thread.onSpinWait();
         }
     }
 

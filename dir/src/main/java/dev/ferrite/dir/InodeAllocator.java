@@ -139,6 +139,20 @@ final class InodeAllocator {
             throw new CorruptionException(agi.block(), AGI, "group " + agno + " counts " + u64(agi.data(), FREE_INODES)
                     + " free inodes but its free-inode tree is empty");
         }
+        initInode(txn, takeListedInode(txn), mode, uid, gid, nlink, nowNanos);
+        return AllocOutcome.DONE;
+    }
+
+    /**
+     * With the AGI held by {@code txn} and {@link #hasFreeInode}: takes the inode {@link #nextFreeInode}
+     * names out of the inode trees (it becomes {@link #allocatedInode}), its record not yet written
+     * ({@link #initInode}, in the same transaction): so that a caller can lock the record's block later
+     * in its own lock order.
+     */
+    int takeListedInode(Txn txn) {
+        if (!hasFreeInode(txn)) {
+            throw new IllegalStateException("group " + agno + " has no free inode listed");
+        }
         int first = firstFreeChunk;
         long mask = firstFreeMask;
         int slot = Long.numberOfTrailingZeros(mask);
@@ -157,6 +171,12 @@ final class InodeAllocator {
         addU64(txn, agi, FREE_INODES, -1);
         counters.freeInodes.decrement();
         int agIno = first + slot;
+        allocated = geometry.inodeNumber(agno, agIno);
+        return agIno;
+    }
+
+    /** In {@code txn}: writes the new record of group inode {@code agIno}, just taken ({@link #takeListedInode}). */
+    void initInode(Txn txn, int agIno, int mode, int uid, int gid, int nlink, long nowNanos) {
         Buffer b = lockInodeBlock(txn, agIno);
         int rec = InodeFormat.recordOffset(cache.blockSize(), Geometry.inodeSlot(agIno));
         if (InodeFormat.mode(b.data(), rec) != 0) {
@@ -164,8 +184,6 @@ final class InodeAllocator {
                     + " is free in the inode tree but its record has mode 0" + Integer.toOctalString(InodeFormat.mode(b.data(), rec)));
         }
         txn.log(b, rec, InodeFormat.init(b.data(), rec, recordSize, mode, uid, gid, nlink, nowNanos));
-        allocated = geometry.inodeNumber(agno, agIno);
-        return AllocOutcome.DONE;
     }
 
     /**

@@ -382,16 +382,19 @@ final class InodeRecords {
         }
     }
 
-    /** Locks {@code acquired} (ascending, as {@link #acquireAll} orders them). */
+    /**
+     * Locks {@code acquired} (ascending, as {@link #acquireAll} orders them) exclusively: a rename or link
+     * changes its directories' entries with no create beside it ({@link Inode#lockExclusive}).
+     */
     static void lockAll(Inode[] acquired) {
         for (Inode i : acquired) {
-            i.lock.lock();
+            i.lockExclusive();
         }
     }
 
     static void unlockAll(Inode[] locked) {
         for (int i = locked.length - 1; i >= 0; i--) {
-            locked[i].lock.unlock();
+            locked[i].unlockExclusive();
         }
     }
 

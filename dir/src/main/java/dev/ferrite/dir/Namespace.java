@@ -91,13 +91,22 @@ import static dev.ferrite.dir.PathResolver.requireName;
  * <ol>
  *   <li>the rename lock, only by renames moving a directory to another parent (it keeps the "not into
  *       its own subtree" check true until they commit, as Linux's {@code s_vfs_rename_mutex} does);
- *   <li>per-inode locks ({@link Inode#lock}), in ascending inode number, held across the transaction;
+ *   <li>per-inode locks ({@link Inode#lock}), in ascending inode number, held across the transaction; a
+ *       directory's by {@link Inode#lockExclusive}, which also waits for the creates inside it;
  *   <li>the AGI of the one group whose inodes the operation allocates or frees (then its AGF if it adds
  *       an inode chunk): the new inode is chosen under the AGI before any inode block is locked;
  *   <li>inode blocks, in ascending block number (eight records share a block);
- *   <li>directory tree nodes: a directory's tree changes only under its inode's lock, so no transaction
+ *   <li>directory tree nodes: a directory's tree changes under its inode's lock, so no such transaction
  *       ever waits for another's tree nodes, and its allocator pops the reserve in the record already held.
  * </ol>
+ * The exception: a file or inline symlink created in a tree directory holds neither the directory's lock
+ * nor its record across its insert. It enters the directory beside the other such creates (a claim on
+ * the tree's reserve), takes its name's stripe, then in its transaction one group's AGI, the tree's nodes
+ * (latched by CAS: a writer never waits for a node while holding one), the group's inode trees, and the
+ * parent's record block (with the new inode's, by block number) last ({@code Creator}'s class comment
+ * gives why this closes no cycle). Creates in one directory thus run side by side, meeting only on a
+ * tree leaf or a group's AGI (the parent's group, or another when a create holds that) and briefly on
+ * the parent's record.
  * Lookups, stat and readdir take no lock: they read inode records and trees optimistically.
  *
  * <h2>Parts</h2>
@@ -143,7 +152,7 @@ public final class Namespace {
     private final Orphans orphans;
     final FileData files;
     final ExtentMap extents;
-    private final Creator creator;
+    final Creator creator;
     private final NamespaceChecker checker;
     private final ReentrantLock renameLock = new ReentrantLock();
     /**
@@ -1110,7 +1119,7 @@ public final class Namespace {
                 boolean last = false, free = false; // what the change did: the child's last link went; it is an orphan to free now
                 try {
                     try (Txn txn = Txn.begin(cache, items)) {
-                        d.lock.lock();
+                        d.lockExclusive(); // and the child's, which an rmdir's creates inside would change
                         boolean childLocked = false;
                         try {
                             records.requireDir(dir);
@@ -1120,15 +1129,15 @@ public final class Namespace {
                             }
                             c = inodes.acquire(f.ino);
                             if (c.ino > dir) { // the usual case: the child's lock comes after its directory's
-                                c.lock.lock();
+                                c.lockExclusive();
                                 childLocked = true;
-                            } else if (c.lock.tryLock()) {
+                            } else if (c.tryLockExclusive()) {
                                 childLocked = true;
                             } else { // take the locks again in ascending order, and look again
-                                d.lock.unlock();
-                                c.lock.lock();
+                                d.unlockExclusive();
+                                c.lockExclusive();
                                 childLocked = true;
-                                d.lock.lock();
+                                d.lockExclusive();
                                 records.requireDir(dir);
                                 NameLookup again = dirs.findEntry(d, key, true);
                                 if (again == null || again.ino != c.ino) {
@@ -1172,9 +1181,9 @@ public final class Namespace {
                             free = orphan && c.opens == 0;
                         } finally {
                             if (childLocked) {
-                                c.lock.unlock();
+                                c.unlockExclusive();
                             }
-                            d.lock.unlock();
+                            d.unlockExclusive();
                         }
                     }
                     orphans.afterUnlink(ag, c, last, free);

@@ -574,32 +574,11 @@ public final class Tables {
      * the writers out meanwhile ({@link Inode#lockExclusive}). Returns the claim, for {@link Inode#leave}.
      */
     private int enter(Table t, boolean removal) {
-        Inode i = t.inode;
-        int claim = t.tree().height() + 2;
-        for (int attempt = 0; ; attempt++) {
-            long seen = i.writers();
-            if ((seen & Inode.EXCLUSIVE) != 0) {
-                i.lock.lock(); // wait for the exclusive holder
-                i.lock.unlock();
-                continue;
-            }
-            long room = dirs.room(i, removal);
-            if (room == DirContents.NOT_A_TREE) { // a table's tree is made with it and goes only once it is freed
-                throw new CorruptionException(records.block(i.ino), "table", t + "'s inode " + i.ino + " holds no tree");
-            }
-            if (room < 0) {
-                dirs.prepare(i, removal ? DirContents.REMOVAL : 0);
-                continue;
-            }
-            long inside = seen & Inode.CLAIMS;
-            if (inside != 0 && inside + claim > (removal ? room & 0xffff_ffffL : room >>> 32)) {
-                Inode.backoff(attempt); // the others leave soon
-                continue;
-            }
-            if (i.tryEnter(seen, claim)) {
-                return claim;
-            }
+        int claim = dirs.enter(t.inode, t.tree().height() + 2, removal);
+        if (claim < 0) { // a table's tree is made with it and goes only once it is freed
+            throw new CorruptionException(records.block(t.inode.ino), "table", t + "'s inode " + t.inode.ino + " holds no tree");
         }
+        return claim;
     }
 
     /** The inline stored form of {@code value} in this thread's buffer (valid until its next use). */

@@ -23,7 +23,10 @@
  *       for a create's or unlink's key, value and stat, so that these allocate nothing per name; an
  *       {@code EntryKey} belongs to one operation from take to close, and one taken inside it is another.
  *   <li>{@code Creator}: the create transaction: the parent's lock (2), the AGI (3), the records (4), the
- *       parent's tree (5).
+ *       parent's tree (5); a file or inline symlink in a tree directory instead enters beside the
+ *       directory's other such creates ({@code Inode#writers}, as a table's single writers do), takes its
+ *       name's stripe, then the AGI (3), an inode block below the parent's (4), the parent's tree (5), and
+ *       the parent's record and any inode block above it (4) last.
  *   <li>{@code Orphans}: handles and the freeing of inodes without links, each step a transaction taking
  *       the orphan's lock (2), its group's AGI (3) or AGF, then its record (4); destroying an orphan's
  *       tree reads the nodes before locking the record, which nobody else can contend for an orphan.
@@ -66,7 +69,8 @@
  *       superblock carries them only across a clean unmount.
  *   <li>A directory's entries, inline or in its B-tree, are keyed by (CRC32C of the name, name); its
  *       size field counts them and its link count is 2 plus its subdirectories. Its tree changes only
- *       under its inode's lock and takes blocks from a reserve in its inode record, never from a group.
+ *       under its inode's lock, or by creates entered with claims its reserve covers, and takes blocks
+ *       from a reserve in its inode record, never from a group.
  *   <li>Namespace transactions take the rename lock (renames moving a directory only), then per-inode
  *       locks by inode number, then at most one group's AGI (and AGF), then inode blocks by block number,
  *       then directory tree nodes, in whichever of the parts above takes them (see

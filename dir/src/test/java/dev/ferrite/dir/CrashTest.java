@@ -108,6 +108,27 @@ class CrashTest {
         }
     }
 
+    /** A crash state and the flush it follows with nothing of the next epoch landed, or -1 (a sampled state). */
+    record Crash(RecordingDevice.CrashState state, int afterFlush) {
+    }
+
+    /**
+     * {@code acked} crashes right after flushes drawn from {@code flushes} (those after which an acknowledged
+     * operation returned), then {@code sampled} states sampled from flush {@code firstFlush} to the last.
+     */
+    static List<Crash> ackedAndSampled(RecordingDevice rec, Random rnd, List<Integer> flushes, int acked, int sampled, int firstFlush) {
+        List<Crash> crashes = new ArrayList<>();
+        for (int s = 0; s < acked; s++) {
+            int k = flushes.get(rnd.nextInt(flushes.size()));
+            crashes.add(new Crash(rec.crashAfterFlush(k), k));
+        }
+        int lastFlush = rec.flushCount();
+        for (int s = 0; s < sampled; s++) {
+            crashes.add(new Crash(sampledState(rec, rnd, s, firstFlush, lastFlush), -1));
+        }
+        return crashes;
+    }
+
     /**
      * Sample {@code sample} of the crash states between flushes {@code firstFlush} and {@code lastFlush}:
      * two in three after a flush, with a random subset of the next epoch's writes ({@link #sampledCrash});

@@ -679,20 +679,9 @@ class TableWritersTest {
                 }
             }
             assertTrue(acked.size() > writers * perWriter / 6, "SYNC writes: " + acked.size());
-            List<RecordingDevice.CrashState> states = new ArrayList<>();
-            List<Integer> afterFlush = new ArrayList<>(); // per state: the flush every write acknowledged by then made durable, or -1
-            for (int s = 0; s < ackedStates; s++) {
-                int k = (int) acked.get(rnd.nextInt(acked.size()))[3];
-                states.add(rec.crashAfterFlush(k));
-                afterFlush.add(k);
-            }
-            int lastFlush = rec.flushCount();
-            for (int s = 0; s < sampled; s++) {
-                states.add(CrashTest.sampledState(rec, rnd, s, firstFlush, lastFlush));
-                afterFlush.add(-1);
-            }
-            for (int s = 0; s < states.size(); s++) {
-                RecordingDevice.CrashState state = states.get(s);
+            for (CrashTest.Crash crash : CrashTest.ackedAndSampled(rec, rnd, acked.stream().map(a -> (int) a[3]).toList(),
+                    ackedStates, sampled, firstFlush)) {
+                RecordingDevice.CrashState state = crash.state();
                 String where = "seed " + seed + ", crash " + state;
                 try (MemoryDevice crashed = rec.materialize(state); Volume v = Volume.open(crashed, VolumeFixtures.OPTIONS);
                      Table t = v.tables().open("t")) {
@@ -700,7 +689,7 @@ class TableWritersTest {
                     while (c.next()) {
                         TableConcurrencyTest.checkValue("t", c.key(), c.value());
                     }
-                    int flush = afterFlush.get(s);
+                    int flush = crash.afterFlush();
                     synchronized (acked) {
                         for (long[] a : acked) {
                             if (a[3] <= flush) {

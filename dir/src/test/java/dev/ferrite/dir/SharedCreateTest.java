@@ -1,0 +1,498 @@
+package dev.ferrite.dir;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Random;
+import java.util.Set;
+import java.util.concurrent.BrokenBarrierException;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+
+import dev.ferrite.io.Errno;
+import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.testkit.RecordingDevice;
+import dev.ferrite.io.testkit.TestSeed;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+/**
+ * Creates of files in one tree directory run side by side ({@code Creator#sharedCreate}): proven by two
+ * meeting inside their inserts; creates of one name still end in one success; an unlink, a rename or an
+ * rmdir waits for the creates inside; many threads creating, renaming and unlinking in one directory
+ * match their models and leave the volume sound; and concurrent creates crashed keep each one fsync
+ * acknowledged.
+ *
+ * <p>{@code -Dferrite.seed=N} fixes each thread's sequence of operations, not how the threads interleave.
+ */
+@ExtendWith(TestSeed.class)
+class SharedCreateTest {
+    private static final long SEED = TestSeed.get(21);
+
+    /** A volume with {@code /d} holding {@code files} files, a tree directory. */
+    private static Volume withTreeDirectory(MemoryDevice device, int files) {
+        Volume v = Volume.open(device, VolumeFixtures.OPTIONS);
+        Namespace ns = v.namespace();
+        ns.mkdir("/d", 0755);
+        for (int i = 0; i < files; i++) {
+            ns.create("/d/f" + i, 0644, true);
+        }
+        assertTrue(ns.stat("/d").blocks() > 0, "/d is still inline");
+        return v;
+    }
+
+    /**
+     * Two creates in one tree directory, each waiting inside its insert for the other to get there too.
+     * With the directory's creates one at a time (its inode lock), the second never gets in while the
+     * first waits: the first's wait times out.
+     */
+    @Test
+    void twoCreatesInOneTreeDirectoryInsertAtOnce() throws Exception {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = withTreeDirectory(dev, 200)) {
+            Namespace ns = v.namespace();
+            CyclicBarrier both = new CyclicBarrier(2);
+            AtomicInteger met = new AtomicInteger();
+            ns.creator.onSharedInsert = () -> {
+                try {
+                    both.await(20, TimeUnit.SECONDS);
+                    met.incrementAndGet();
+                } catch (TimeoutException | BrokenBarrierException e) {
+                    throw new AssertionError("the other create in the directory never came into its insert beside this one", e);
+                } catch (InterruptedException e) {
+                    throw new AssertionError(e);
+                }
+            };
+            String other = otherStripe(ns, "x");
+            List<Future<?>> creates = new ArrayList<>();
+            try (ExecutorService pool = Executors.newFixedThreadPool(2)) {
+                creates.add(pool.submit(() -> ns.create("/d/x", 0644, true)));
+                creates.add(pool.submit(() -> ns.create("/d/" + other, 0644, true)));
+            }
+            ns.creator.onSharedInsert = null;
+            for (Future<?> f : creates) {
+                f.get();
+            }
+            assertEquals(2, met.get(), "creates that met inside their inserts");
+            assertEquals(202, ns.stat("/d").size());
+            assertTrue(ns.stat("/d/x").isRegularFile());
+            VolumeFixtures.assertChecked(ns);
+        }
+    }
+
+    /** A name whose stripe in {@code /d} is not {@code name}'s: creates of one stripe go one at a time. */
+    private static String otherStripe(Namespace ns, String name) {
+        long d = ns.stat("/d").ino();
+        int taken = stripeOf(d, name);
+        for (int i = 0; ; i++) {
+            if (stripeOf(d, "y" + i) != taken) {
+                return "y" + i;
+            }
+        }
+    }
+
+    private static int stripeOf(long dir, String name) {
+        return Creator.stripe(dir, EntryKey.of(name.getBytes(StandardCharsets.UTF_8)));
+    }
+
+    /**
+     * A create held inside its insert while a second create of the same name starts: the second must wait
+     * outside (the name's stripe) and then find the name, or both would pass the lookup and insert it.
+     */
+    @Test
+    void twoCreatesOfOneNameGoInOneAtATime() throws Exception {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = withTreeDirectory(dev, 200)) {
+            Namespace ns = v.namespace();
+            CountDownLatch firstInside = new CountDownLatch(1), release = new CountDownLatch(1);
+            AtomicInteger inside = new AtomicInteger(), most = new AtomicInteger(), made = new AtomicInteger();
+            ns.creator.onSharedInsert = () -> {
+                most.accumulateAndGet(inside.incrementAndGet(), Math::max);
+                firstInside.countDown();
+                try {
+                    assertTrue(release.await(20, TimeUnit.SECONDS), "the test never let the create go on");
+                } catch (InterruptedException e) {
+                    throw new AssertionError(e);
+                }
+                inside.decrementAndGet();
+            };
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            Runnable create = () -> {
+                try {
+                    ns.create("/d/same", 0644, true);
+                    made.incrementAndGet();
+                } catch (NamespaceException e) {
+                    if (e.errno() != Errno.EEXIST) {
+                        failure.set(e);
+                    }
+                } catch (Throwable e) {
+                    failure.set(e);
+                }
+            };
+            Thread first = Thread.ofPlatform().start(create);
+            assertTrue(firstInside.await(20, TimeUnit.SECONDS), "the first create never came into its insert");
+            Thread second = Thread.ofPlatform().start(create);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            while (second.getState() != Thread.State.WAITING && second.getState() != Thread.State.TIMED_WAITING) {
+                assertTrue(System.nanoTime() < deadline, "the second create neither blocked nor finished: " + second.getState());
+                Thread.onSpinWait();
+            }
+            int both = most.get();
+            release.countDown();
+            first.join();
+            second.join();
+            ns.creator.onSharedInsert = null;
+            assertEquals(1, both, "a second create of the name came into its insert while the first was inside");
+            assertEquals(null, failure.get());
+            assertEquals(1, made.get(), "creates of the name that succeeded");
+            VolumeFixtures.assertChecked(ns);
+        }
+    }
+
+    /** Eight threads create the same names exclusively in one tree directory: each name is made once, the others get EEXIST. */
+    @Test
+    void createsOfOneNameRaceToOneSuccess() throws Exception {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = withTreeDirectory(dev, 100)) {
+            Namespace ns = v.namespace();
+            int names = 300, threads = 8;
+            AtomicInteger[] made = new AtomicInteger[names];
+            for (int i = 0; i < names; i++) {
+                made[i] = new AtomicInteger();
+            }
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            CountDownLatch start = new CountDownLatch(1);
+            List<Thread> workers = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                workers.add(Thread.ofPlatform().name("same-name-" + t).start(() -> {
+                    try (Handle d = ns.open("/d")) {
+                        start.await();
+                        for (int i = 0; i < names; i++) {
+                            try {
+                                ns.create(d, "n" + i, 0644, true).close();
+                                made[i].incrementAndGet();
+                            } catch (NamespaceException e) {
+                                if (e.errno() != Errno.EEXIST) {
+                                    throw e;
+                                }
+                            }
+                        }
+                    } catch (Throwable e) {
+                        failure.compareAndSet(null, e);
+                    }
+                }));
+            }
+            start.countDown();
+            joinAll(workers, v);
+            if (failure.get() != null) {
+                throw new AssertionError(failure.get());
+            }
+            for (int i = 0; i < names; i++) {
+                assertEquals(1, made[i].get(), "creates of n" + i + " that succeeded");
+            }
+            assertEquals(100 + names, ns.stat("/d").size());
+            VolumeFixtures.assertChecked(ns);
+        }
+    }
+
+    /**
+     * A create held inside its insert while another thread unlinks, renames or removes in the same
+     * directory: the other waits until the create is done, then finds the directory as the create left it
+     * (an rmdir of the directory, empty when it began, is refused with ENOTEMPTY).
+     */
+    @Test
+    void unlinkRenameAndRmdirWaitForTheCreatesInside() throws Exception {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = withTreeDirectory(dev, 200)) {
+            Namespace ns = v.namespace();
+            ns.mkdir("/e", 0755);
+            heldCreate(ns, "/d/held1", () -> ns.unlink("/d/f1"));
+            heldCreate(ns, "/d/held2", () -> ns.rename("/d/f2", "/d/g2"));
+            heldCreate(ns, "/d/held3", () -> ns.rename("/d/f3", "/e/g3"));
+            heldCreate(ns, "/d/held4", () -> ns.link("/d/f4", "/d/g4"));
+            for (int i = 0; i < 200; i++) {
+                if (i < 1 || i > 3) { // f1 is gone, f2 and f3 renamed
+                    ns.unlink("/d/f" + i);
+                }
+            }
+            ns.unlink("/d/g2");
+            ns.unlink("/d/g4");
+            for (int i = 1; i <= 4; i++) {
+                ns.unlink("/d/held" + i);
+            }
+            assertEquals(0, ns.stat("/d").size());
+            assertTrue(ns.stat("/d").blocks() > 0, "/d is no longer a tree");
+            NamespaceException refused = assertThrows(NamespaceException.class,
+                    () -> heldCreate(ns, "/d/last", () -> ns.rmdir("/d")));
+            assertEquals(Errno.ENOTEMPTY, refused.errno(), refused.getMessage());
+            assertEquals(List.of("last"), ns.list("/d").stream().map(DirEntry::name).toList());
+            assertEquals(List.of("g3"), ns.list("/e").stream().map(DirEntry::name).toList());
+            VolumeFixtures.assertChecked(ns);
+        }
+    }
+
+    /**
+     * Creates {@code path} and, while the create is held inside its insert, starts {@code other} on another
+     * thread: it must block, and must not finish before the create is let go. Rethrows what {@code other} threw.
+     */
+    private static void heldCreate(Namespace ns, String path, Runnable other) throws Exception {
+        CountDownLatch inside = new CountDownLatch(1), release = new CountDownLatch(1);
+        ns.creator.onSharedInsert = () -> {
+            inside.countDown();
+            try {
+                assertTrue(release.await(20, TimeUnit.SECONDS), "the test never let the create go on");
+            } catch (InterruptedException e) {
+                throw new AssertionError(e);
+            }
+        };
+        AtomicReference<Throwable> createFailed = new AtomicReference<>(), otherFailed = new AtomicReference<>();
+        Thread create = Thread.ofPlatform().start(() -> {
+            try {
+                ns.create(path, 0644, true);
+            } catch (Throwable e) {
+                createFailed.set(e);
+            }
+        });
+        try {
+            assertTrue(inside.await(20, TimeUnit.SECONDS), "the create never came into its insert");
+            ns.creator.onSharedInsert = null;
+            AtomicInteger finished = new AtomicInteger();
+            Thread t = Thread.ofPlatform().start(() -> {
+                try {
+                    other.run();
+                } catch (Throwable e) {
+                    otherFailed.set(e);
+                } finally {
+                    finished.incrementAndGet();
+                }
+            });
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            while (t.getState() != Thread.State.WAITING && t.getState() != Thread.State.TIMED_WAITING && finished.get() == 0) {
+                assertTrue(System.nanoTime() < deadline, "the other operation neither blocked nor finished: " + t.getState());
+                Thread.onSpinWait();
+            }
+            assertEquals(0, finished.get(), "the other operation finished while a create was inside the directory: "
+                    + otherFailed.get());
+            release.countDown();
+            create.join();
+            t.join();
+        } finally {
+            release.countDown();
+            ns.creator.onSharedInsert = null;
+        }
+        if (createFailed.get() != null) {
+            throw new AssertionError("the create failed", createFailed.get());
+        }
+        if (otherFailed.get() instanceof RuntimeException e) {
+            throw e;
+        } else if (otherFailed.get() != null) {
+            throw new AssertionError(otherFailed.get());
+        }
+    }
+
+    @Test
+    void threadsCreatingRenamingAndUnlinkingInOneDirectoryMatchTheirModels() throws Exception {
+        churn(SEED, 8, 1500);
+    }
+
+    @Test
+    @Tag("stress")
+    void sixteenThreadsInOneDirectoryLonger() throws Exception {
+        churn(SEED, 16, 20_000);
+    }
+
+    /**
+     * {@code threads} threads, each with names of its own in one tree directory: creating files and
+     * symlinks (exclusively, or not when the name may exist), making and removing subdirectories,
+     * renaming within the directory and unlinking, against a model each; at the end the directory holds
+     * exactly the models' names and the volume checks clean.
+     */
+    private static void churn(long seed, int threads, int ops) throws Exception {
+        try (MemoryDevice dev = MemoryDevice.create(32_768, 4096)) {
+            Volume.format(dev, VolumeFixtures.OPTIONS);
+            try (Volume v = withTreeDirectory(dev, 100)) {
+                Namespace ns = v.namespace();
+                List<Set<String>> models = new ArrayList<>();
+                AtomicReference<Throwable> failure = new AtomicReference<>();
+                CountDownLatch start = new CountDownLatch(1);
+                List<Thread> workers = new ArrayList<>();
+                for (int t = 0; t < threads; t++) {
+                    int id = t;
+                    Set<String> model = new HashSet<>();
+                    models.add(model);
+                    workers.add(Thread.ofPlatform().name("churn-" + id).start(() -> {
+                        Random r = new Random(seed * 31 + id);
+                        try (Handle d = ns.open("/d")) {
+                            start.await();
+                            for (int i = 0; i < ops; i++) {
+                                String name = "t" + id + "-" + r.nextInt(200);
+                                int op = r.nextInt(10);
+                                if (!model.contains(name)) {
+                                    switch (op) {
+                                        case 0 -> ns.mkdir(d, name, 0755).close();
+                                        case 1 -> ns.symlink(d, name, "target-" + i);
+                                        case 2 -> ns.create(d, name, 0644, false).close();
+                                        default -> ns.create(d, name, 0644, true).close();
+                                    }
+                                    model.add(name);
+                                } else if (op < 3) {
+                                    String to = "t" + id + "-" + r.nextInt(200);
+                                    if (!model.contains(to)) {
+                                        ns.rename(d, name, d, to);
+                                        model.remove(name);
+                                        model.add(to);
+                                    }
+                                } else if (ns.lstat(d, name).isDirectory()) {
+                                    ns.rmdir(d, name);
+                                    model.remove(name);
+                                } else {
+                                    ns.unlink(d, name);
+                                    model.remove(name);
+                                }
+                            }
+                        } catch (Throwable e) {
+                            failure.compareAndSet(null, e);
+                        }
+                    }));
+                }
+                start.countDown();
+                joinAll(workers, v);
+                if (failure.get() != null) {
+                    throw new AssertionError("seed " + seed, failure.get());
+                }
+                Set<String> expect = new HashSet<>();
+                for (int i = 0; i < 100; i++) {
+                    expect.add("f" + i);
+                }
+                models.forEach(expect::addAll);
+                Set<String> found = new HashSet<>();
+                ns.list("/d").forEach(e -> found.add(e.name()));
+                assertEquals(expect, found, "seed " + seed);
+                assertEquals(expect.size(), ns.stat("/d").size(), "seed " + seed);
+                CheckReport report = ns.check();
+                assertTrue(report.clean(), "seed " + seed + ":\n" + report);
+            }
+        }
+    }
+
+    private static void joinAll(List<Thread> workers, Volume v) throws InterruptedException {
+        for (Thread t : workers) {
+            t.join(TimeUnit.MINUTES.toMillis(3));
+            assertFalse(t.isAlive(), t.getName() + " is stuck: " + v.diagnostics());
+        }
+    }
+
+    // ------------------------------------------------------------------ crashes
+
+    @Test
+    void concurrentCreatesInOneDirectoryKeepEachFsyncedOneAfterCrashes() throws Exception {
+        crashConcurrentCreates(SEED, 4, 80, 6, 12);
+    }
+
+    @Test
+    @Tag("stress")
+    void concurrentCreatesCrashedLonger() throws Exception {
+        crashConcurrentCreates(SEED, 8, 400, 30, 60);
+    }
+
+    /**
+     * Threads create files of their own in one tree directory and unlink some they made before; a third
+     * of the creates are fsynced through the new file's handle (and never unlinked). At the flush after
+     * which such an fsync returned (and later ones), each of those files is there; at sampled crash
+     * points (a flush with some of the next epoch's writes, torn or not, or inside an epoch) the volume
+     * checks clean and every name present is one a thread created.
+     */
+    private static void crashConcurrentCreates(long seed, int threads, int perThread, int ackedStates, int sampled) throws Exception {
+        Random rnd = new Random(seed);
+        try (RecordingDevice rec = RecordingDevice.wrap(VolumeFixtures.formatted())) {
+            List<long[]> acked = Collections.synchronizedList(new ArrayList<>()); // {thread, i, flush index}
+            Set<String> made = ConcurrentHashMap.newKeySet();
+            int firstFlush;
+            try (Volume v = Volume.open(rec, VolumeFixtures.OPTIONS)) {
+                Namespace ns = v.namespace();
+                ns.mkdir("/d", 0755);
+                for (int i = 0; i < 150; i++) {
+                    ns.create("/d/f" + i, 0644, true);
+                    made.add("f" + i);
+                }
+                assertTrue(ns.stat("/d").blocks() > 0, "/d is still inline");
+                v.sync();
+                firstFlush = rec.flushCount() - 1;
+                List<Future<?>> done = new ArrayList<>();
+                try (ExecutorService pool = Executors.newFixedThreadPool(threads)) {
+                    for (int t = 0; t < threads; t++) {
+                        int id = t;
+                        done.add(pool.submit(() -> {
+                            Random r = new Random(seed * 31 + id);
+                            List<Integer> unlinkable = new ArrayList<>();
+                            try (Handle d = ns.open("/d")) {
+                                for (int i = 0; i < perThread; i++) {
+                                    if (!unlinkable.isEmpty() && r.nextInt(4) == 0) {
+                                        ns.unlink(d, crashName(id, unlinkable.remove(r.nextInt(unlinkable.size()))));
+                                        continue;
+                                    }
+                                    String name = crashName(id, i);
+                                    made.add(name);
+                                    try (Handle f = ns.create(d, name, 0644, true)) {
+                                        if (r.nextInt(3) == 0) {
+                                            ns.fsync(f);
+                                            acked.add(new long[] {id, i, rec.flushCount() - 1});
+                                        } else {
+                                            unlinkable.add(i);
+                                        }
+                                    }
+                                }
+                            }
+                            return null;
+                        }));
+                    }
+                }
+                for (Future<?> f : done) {
+                    f.get();
+                }
+            }
+            assertTrue(acked.size() > threads * perThread / 6, "fsynced creates: " + acked.size());
+            for (CrashTest.Crash crash : CrashTest.ackedAndSampled(rec, rnd, acked.stream().map(a -> (int) a[2]).toList(),
+                    ackedStates, sampled, firstFlush)) {
+                RecordingDevice.CrashState state = crash.state();
+                String where = "seed " + seed + ", crash " + state;
+                try (MemoryDevice crashed = rec.materialize(state); Volume v = Volume.open(crashed, VolumeFixtures.OPTIONS)) {
+                    Namespace ns = v.namespace();
+                    Set<String> present = new HashSet<>();
+                    for (DirEntry e : ns.list("/d")) {
+                        assertTrue(made.contains(e.name()), where + ": " + e.name() + " was never created");
+                        present.add(e.name());
+                    }
+                    assertEquals(present.size(), ns.stat("/d").size(), where + ": the directory's entry count");
+                    for (long[] a : acked) { // every create fsynced by the flush the crash follows is there
+                        if (a[2] <= crash.afterFlush()) {
+                            String name = crashName((int) a[0], (int) a[1]);
+                            assertTrue(present.contains(name), where + ": the fsynced create of " + name + " is lost");
+                        }
+                    }
+                    CheckReport report = ns.check();
+                    assertTrue(report.clean(), where + ": " + report);
+                } catch (RuntimeException e) {
+                    fail(where + ": " + e, e);
+                }
+            }
+        }
+    }
+
+    private static String crashName(int thread, int i) {
+        return String.format("w%02d-%05d", thread, i);
+    }
+}
