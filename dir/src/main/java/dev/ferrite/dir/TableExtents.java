@@ -48,6 +48,8 @@ final class TableExtents {
     private volatile boolean featured;
     /** False to keep medium values in the overflow tree, as code from before extents did (for tests of such volumes). */
     volatile boolean enabled = true;
+    /** Test seam: run by a read after it has the stub, before it reads the blocks; null outside tests. */
+    volatile Runnable beforeRead;
 
     TableExtents(Volume volume, BufferCache cache, Geometry geometry) {
         this.volume = volume;
@@ -206,6 +208,10 @@ final class TableExtents {
         }
         int first = (int) (offset / blockSize);
         int end = (int) ((offset + want + blockSize - 1) / blockSize);
+        Runnable hook = beforeRead;
+        if (hook != null) {
+            hook.run();
+        }
         MemorySegment buf = BUFFERS.get();
         device.read(x.block() + first, buf.asSlice(0, (long) (end - first) * blockSize));
         MemorySegment.copy(buf, offset - (long) first * blockSize, out, 0, want);

@@ -282,6 +282,42 @@ class TableExtentTest {
         }
     }
 
+    /**
+     * A lock-free read that has a key's stub when the key is given another value, the free made durable and
+     * the blocks taken by another key's value, all before it reads them: it reads the key's new value,
+     * whole or in part, never the other key's bytes.
+     */
+    @Test
+    void aReadRacingAReplacementWhoseBlocksAreTakenAgainReadsTheNewValue() {
+        Random rnd = new Random(SEED);
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            TableExtents extents = v.tables().extents;
+            for (boolean whole : new boolean[] {false, true}) {
+                byte[] first = random(rnd, 12_000), next = random(rnd, 3000), other = random(rnd, 12_000);
+                t.put(b("a"), first);
+                long[] reused = {-1};
+                extents.beforeRead = () -> {
+                    extents.beforeRead = null;
+                    TableValueFormat.Extent was = extent(t, b("a"));
+                    t.put(b("a"), next);
+                    v.sync(); // the free durable: the blocks may be handed out again
+                    t.put(b("b" + whole), other);
+                    reused[0] = extent(t, b("b" + whole)).block() == was.block() ? 1 : 0;
+                };
+                byte[] got;
+                if (whole) {
+                    got = t.get(b("a"));
+                } else {
+                    got = new byte[100];
+                    assertEquals(next.length, t.read(MemorySegment.ofArray(b("a")), 1000, MemorySegment.ofArray(got)));
+                }
+                assertEquals(1, reused[0], "the other value took the replaced one's blocks");
+                assertArrayEquals(whole ? next : Arrays.copyOfRange(next, 1000, 1100), got, whole ? "get" : "read at 1000");
+            }
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
     @Test
     void aDamagedExtentIsACorruptionNamingItsBlock() {
         Random rnd = new Random(SEED);

@@ -7,7 +7,9 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -23,6 +25,8 @@ import dev.ferrite.io.testkit.RecordingDevice;
 import dev.ferrite.io.testkit.TestSeed;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import static dev.ferrite.dir.TableTest.b;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -276,8 +280,12 @@ class TableMediumTest {
     }
 
     /** A value whose every 8 bytes hold its sequence number, xor their place: any aligned piece says whether it is one value's. */
+    private static int patternedLength(long seq) {
+        return seq % 5 == 0 ? 96 : 8 * (120 + (int) (seq * 977 % 2000));
+    }
+
     private static byte[] patterned(long seq) {
-        int len = seq % 5 == 0 ? 96 : 8 * (120 + (int) (seq * 977 % 2000));
+        int len = patternedLength(seq);
         ByteBuffer bb = ByteBuffer.allocate(len);
         for (int j = 0; j < len / 8; j++) {
             bb.putLong(seq ^ j);
@@ -285,7 +293,12 @@ class TableMediumTest {
         return bb.array();
     }
 
-    private static void requirePatterned(byte[] piece, int n, long offset, String what) {
+    /**
+     * Requires the first {@code n} bytes of {@code piece}, read from {@code offset} of key {@code key}'s value
+     * of {@code length} bytes, to be bytes of one value, one that key was given ({@code owners}: value number
+     * to key) and of that length.
+     */
+    private static void requirePatterned(byte[] piece, int n, long offset, long length, int key, Map<Long, Integer> owners, String what) {
         if (n == 0) {
             return; // read past the end of a shorter value
         }
@@ -296,15 +309,27 @@ class TableMediumTest {
                 throw new AssertionError(what + ": bytes of two values at " + (offset + 8L * j));
             }
         }
+        if (!Integer.valueOf(key).equals(owners.get(seq)) || patternedLength(seq) != length) {
+            throw new AssertionError(what + ": bytes of value " + seq + " (" + patternedLength(seq) + " bytes, key " + owners.get(seq)
+                    + ") read as key " + key + "'s value of " + length + " bytes");
+        }
     }
 
-    @Test
-    void readersRacingAnOverwritingWriterNeverSeeWrongBytes() throws Exception {
+    /**
+     * Also with the values in extents ({@link TableExtents}), the log forced every few writes so that freed
+     * blocks are taken again while readers read them.
+     */
+    @ParameterizedTest
+    @ValueSource(booleans = {false, true})
+    void readersRacingAnOverwritingWriterNeverSeeWrongBytes(boolean inExtents) throws Exception {
         Random rnd = new Random(SEED);
         int keys = 6, writes = 400;
-        try (Volume v = open(VolumeFixtures.formatted()); Table t = v.tables().create("t")) {
+        MemoryDevice dev = VolumeFixtures.formatted();
+        try (Volume v = inExtents ? Volume.open(dev, VolumeFixtures.OPTIONS) : open(dev); Table t = v.tables().create("t")) {
             t.withDurability(Durability.NONE);
+            Map<Long, Integer> owners = new ConcurrentHashMap<>(); // each value's key, set before its put
             for (int k = 0; k < keys; k++) {
+                owners.put(1L + k, k);
                 t.put(b("k" + k), patterned(1 + k));
             }
             AtomicBoolean done = new AtomicBoolean();
@@ -323,19 +348,21 @@ class TableMediumTest {
                             if (!turn.tryAcquire(10, TimeUnit.MILLISECONDS)) {
                                 continue;
                             }
-                            byte[] k = b("k" + mine.nextInt(keys));
+                            int ki = mine.nextInt(keys);
+                            byte[] k = b("k" + ki);
                             byte[] whole = t.get(k);
-                            requirePatterned(whole, whole.length, 0, "get");
+                            requirePatterned(whole, whole.length, 0, whole.length, ki, owners, "get");
                             long offset = 8L * mine.nextInt(1000);
                             long len = t.read(MemorySegment.ofArray(k), offset, MemorySegment.ofArray(piece));
-                            requirePatterned(piece, (int) Math.max(0, Math.min(piece.length, len - offset)), offset, "read at " + offset);
+                            requirePatterned(piece, (int) Math.max(0, Math.min(piece.length, len - offset)), offset, len, ki, owners,
+                                    "read at " + offset);
                             MemorySegment out = MemorySegment.ofArray(new byte[70_000]);
                             int n = t.get(MemorySegment.ofArray(k), out);
-                            requirePatterned(out.toArray(ValueLayout.JAVA_BYTE), n, 0, "get into a segment");
+                            requirePatterned(out.toArray(ValueLayout.JAVA_BYTE), n, 0, n, ki, owners, "get into a segment");
                             TableCursor c = t.cursor();
                             while (c.next()) {
                                 byte[] cv = c.value();
-                                requirePatterned(cv, cv.length, 0, "cursor");
+                                requirePatterned(cv, cv.length, 0, cv.length, c.key()[1] - '0', owners, "cursor");
                             }
                         }
                     } catch (Throwable e) {
@@ -347,12 +374,20 @@ class TableMediumTest {
                 for (long seq = keys + 1; seq <= writes && failed.get() == null; seq++) {
                     if (seq % 7 == 0) {
                         try (WriteTransaction tx = v.begin(Durability.NONE)) { // two at once
-                            tx.put(t, b("k" + rnd.nextInt(keys)), patterned(seq));
-                            tx.put(t, b("k" + rnd.nextInt(keys)), patterned(++seq));
+                            int k1 = rnd.nextInt(keys), k2 = rnd.nextInt(keys);
+                            owners.put(seq, k1);
+                            tx.put(t, b("k" + k1), patterned(seq));
+                            owners.put(++seq, k2);
+                            tx.put(t, b("k" + k2), patterned(seq));
                             tx.commit();
                         }
                     } else {
-                        t.put(b("k" + rnd.nextInt(keys)), patterned(seq));
+                        int k = rnd.nextInt(keys);
+                        owners.put(seq, k);
+                        t.put(b("k" + k), patterned(seq));
+                    }
+                    if (inExtents && seq % 5 == 0) {
+                        v.sync(); // the frees durable: their blocks no longer busy
                     }
                     for (Semaphore turn : turns) {
                         if (turn.availablePermits() < 2) {
