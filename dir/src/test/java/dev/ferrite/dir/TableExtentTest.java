@@ -12,6 +12,7 @@ import java.util.TreeMap;
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.NoSpaceException;
 import dev.ferrite.io.testkit.RecordingDevice;
 import dev.ferrite.io.testkit.TestSeed;
 import org.junit.jupiter.api.Test;
@@ -315,6 +316,70 @@ class TableExtentTest {
                 assertArrayEquals(whole ? next : Arrays.copyOfRange(next, 1000, 1100), got, whole ? "get" : "read at 1000");
             }
             VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /**
+     * With free space in single blocks only, a value of two blocks goes to the overflow tree and one of one
+     * block to an extent; with room again, a new value goes to an extent and the chunks of the one it
+     * replaces go. Without an overflow tree, which needs blocks contiguous too, such a value is refused
+     * with NoSpaceException, nothing changed.
+     */
+    @Test
+    void aValueWithNoRoomForItsExtentGoesToTheOverflowTree() {
+        Random rnd = new Random(SEED);
+        for (boolean withTree : new boolean[] {true, false}) {
+            try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+                if (withTree) {
+                    v.tables().extents.enabled = false;
+                    t.put(b("chunked"), random(rnd, 2000)); // the overflow tree made
+                    v.tables().extents.enabled = true;
+                }
+                t.put(b("first"), random(rnd, 5000));
+                List<Long> pairs = takePairs(v);
+                for (long blk : pairs) {
+                    VolumeAllocations.freeBlocks(v, blk, 1); // free space in single blocks
+                }
+                List<Long> more = takePairs(v); // what was contiguous still (the blocks held back for the free lists)
+                byte[] two = random(rnd, 5000), one = random(rnd, 3000);
+                if (withTree) {
+                    t.put(b("two"), two);
+                    assertEquals(TableValueFormat.MEDIUM, t.storedValue(b("two"))[0], "no two blocks contiguous: chunks");
+                    assertArrayEquals(two, t.get(b("two")));
+                } else {
+                    assertThrows(NoSpaceException.class, () -> t.put(b("two"), two));
+                    assertNull(t.get(b("two")));
+                }
+                t.put(b("one"), one);
+                extent(t, b("one"));
+                assertArrayEquals(one, t.get(b("one")));
+                for (long blk : pairs) {
+                    VolumeAllocations.freeBlocks(v, blk + 1, 1);
+                }
+                for (long blk : more) {
+                    VolumeAllocations.freeBlocks(v, blk, 2);
+                }
+                VolumeFixtures.assertChecked(v.namespace());
+                byte[] again = random(rnd, 5000);
+                t.put(b("two"), again);
+                extent(t, b("two"));
+                assertArrayEquals(again, t.get(b("two")));
+                assertEquals(0, withTree ? TableMediumTest.chunks(v) - (2000 + TableValueFormat.CHUNK - 1) / TableValueFormat.CHUNK : 0,
+                        "the replaced value's chunks gone");
+                VolumeFixtures.assertChecked(v.namespace());
+            }
+        }
+    }
+
+    /** Takes every two contiguous free blocks there are; returns the first of each pair. */
+    private static List<Long> takePairs(Volume v) {
+        List<Long> held = new ArrayList<>();
+        try {
+            for (;;) {
+                held.add(VolumeAllocations.allocBlocks(v, 0, 2));
+            }
+        } catch (NoSpaceException e) {
+            return held;
         }
     }
 

@@ -220,7 +220,8 @@ class TableMediumTest {
 
     /**
      * A commit over {@code a} and {@code bt} that replaces a's medium value "mid", bt's "edge" by an inline
-     * one and adds "new-mid", then fails part way (past its log share) and so undoes all that.
+     * one and adds "new-mid", then fails part way (past its log share, or finding the log full) and so
+     * undoes all that.
      */
     static void failPartWay(Volume v, Table a, Table bt, Random rnd) {
         a.withDurability(Durability.NONE);
@@ -236,8 +237,10 @@ class TableMediumTest {
             tx.put(a, random(rnd, 12), new byte[1]);
         }
         TableException e = assertThrows(TableException.class, tx::commit);
-        assertEquals(TableException.Kind.TOO_LARGE, e.kind());
-        assertTrue(e.getMessage().contains("before they were all applied"), e.getMessage());
+        if (e.kind() != TableException.Kind.LOG_FULL) { // the log's own limit, when the AIL is slow to write home (a loaded machine)
+            assertEquals(TableException.Kind.TOO_LARGE, e.kind());
+            assertTrue(e.getMessage().contains("before they were all applied"), e.getMessage());
+        }
     }
 
     @Test
