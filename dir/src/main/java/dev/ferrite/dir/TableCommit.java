@@ -108,6 +108,7 @@ final class TableCommit {
             undo.add(new ExtentUndo(x, null)); // first: a change failing is undone too
             return change(t, key, MemorySegment.ofArray(TableValueFormat.extent(x)), op, true);
         }
+        overflow.tree(true); // no room for an extent: chunks, the tree made first (a failure to make it leaves nothing to undo)
         TableValueFormat.Medium m = overflow.describe(value);
         undo.add(new ChunksUndo(m, null)); // first: a write failing part way is undone too
         overflow.write(m, value);
