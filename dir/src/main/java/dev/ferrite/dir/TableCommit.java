@@ -119,6 +119,9 @@ final class TableCommit {
     private int change(Table t, MemorySegment k, MemorySegment value, int op, boolean forward) {
         long ino = t.inode.ino;
         boolean mayHoldOutOfLine = blobs.directory() != 0 || overflow.inode() != 0 || extents.inUse();
+        TableValueFormat.Extent prior = null; // the extent value this change replaces, read for snapshots (a group's)
+        byte[] priorBytes = null;
+        boolean looked = false;
         for (;;) {
             // read before any block is locked (a lock-free read of a block this thread holds would wait for
             // ever). A single write was admitted with its claim on the reserve ({@code Tables#single}); a
@@ -132,6 +135,19 @@ final class TableCommit {
                 throw new TableException(TableException.Kind.TABLE_CLOSED, t + " was dropped");
             }
             BTree tree = t.tree();
+            if (forward && version != 0 && undo != null && extents.inUse() && !looked) {
+                // a replaced extent value's bytes, read before any node is held (no I/O under a latch): the
+                // group holds the table exclusively, so the key keeps that value until this change
+                looked = true;
+                int n = tree.get(k, valueOut);
+                if (n >= 0 && TableValueFormat.isExtent(valueOut, n)) {
+                    prior = TableValueFormat.readExtent(valueOut);
+                    priorBytes = new byte[1 + prior.length()]; // kind INLINE
+                    if (!extents.read(prior, 0, MemorySegment.ofArray(priorBytes).asSlice(1))) {
+                        throw extents.damaged(t, k, prior);
+                    }
+                }
+            }
             byte[] before = null, key = null, replaced = null;
             long doomedBlob = -1;
             TableValueFormat.Medium medium = null;
@@ -155,10 +171,10 @@ final class TableCommit {
                     } else if (kind == TableValueFormat.EXTENT && op != PUT_IF_ABSENT) {
                         freeing = TableValueFormat.readExtent(valueOut); // its blocks go after this change; the undo needs only the stub
                         if (version != 0) { // snapshots get its bytes: the blocks may be reused once the free is durable
-                            replaced = new byte[1 + freeing.length()];
-                            if (!extents.read(freeing, 0, MemorySegment.ofArray(replaced).asSlice(1))) { // the table's lock held
-                                throw extents.damaged(t, k, freeing);
+                            if (!freeing.equals(prior)) {
+                                throw new IllegalStateException(t + " key " + Tables.hex(k) + " changed while its group held the table");
                             }
+                            replaced = priorBytes;
                         }
                     }
                     if (undo != null || version != 0) {
