@@ -361,6 +361,11 @@ final class AllocationGroup {
         return space.releaseData(txn, block, len);
     }
 
+    /** {@link FreeSpace#retakeData}. */
+    AllocOutcome retakeData(Txn txn, long block, int len, BusyExtents.Entry busy) {
+        return space.retakeData(txn, block, len, busy);
+    }
+
     /** {@link FreeSpace#freedData}. */
     BusyExtents.Entry freedData(Txn txn) {
         return space.freedData(txn);

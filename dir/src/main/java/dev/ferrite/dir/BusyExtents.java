@@ -76,6 +76,11 @@ final class BusyExtents {
         return e;
     }
 
+    /** Drops entry {@code e}: its free was undone (its blocks taken again) before it became durable. */
+    void remove(Entry e) {
+        entries.remove(e);
+    }
+
     /** The first busy block of {@code [from, to)}, or {@code to} if none is. */
     int firstBusy(int from, int to) {
         if (entries.isEmpty()) {

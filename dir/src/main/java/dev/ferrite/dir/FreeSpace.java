@@ -440,6 +440,30 @@ final class FreeSpace {
         return r;
     }
 
+    /**
+     * Takes back {@code [block, block + len)} (device blocks of this group) in {@code txn}, undoing a
+     * {@link #releaseData} of them whose transaction {@code busy} came from (its sequence not durable
+     * yet, so its blocks are still busy and free): they leave free space and stop being busy.
+     *
+     * @return DONE; or NEEDS_REFILL, with nothing changed and the AGF released
+     */
+    AllocOutcome retakeData(Txn txn, long block, int len, BusyExtents.Entry busy) {
+        lock(txn, agf);
+        if (!agfl.holds(RESERVE)) {
+            txn.release(agf);
+            return AllocOutcome.NEEDS_REFILL;
+        }
+        int s = (int) (block - start);
+        long e = bnoFind(txn, s, BTree.Match.FLOOR);
+        if (e < 0 || extentStart(e) + extentLength(e) < s + len) {
+            throw new CorruptionException(agf.block(), AGF, "group " + agno + " takes back blocks [" + s + ", +" + len
+                    + ") freed in this transaction group, but they are not all free");
+        }
+        takeRange(txn, e, extent(s, len));
+        busyData.remove(busy);
+        return AllocOutcome.DONE;
+    }
+
     /** What the last {@link #releaseData} in {@code txn}, which still holds the AGF, made busy. */
     BusyExtents.Entry freedData(Txn txn) {
         if (!txn.holds(agf)) {

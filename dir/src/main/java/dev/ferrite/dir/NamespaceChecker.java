@@ -181,6 +181,9 @@ final class NamespaceChecker {
             if (overflow != 0) {
                 checkOverflow(overflow, tableInodes);
             }
+            if (volume.hasIncompatFeature(SuperblockFormat.INCOMPAT_TABLE_EXTENTS)) {
+                checkTableExtents(tableInodes.keySet());
+            }
             problems.addAll(volume.checkGroups(owned));
             return new CheckReport(problems, dirPaths.size(), inodeCount, trees, tables);
         }
@@ -281,6 +284,38 @@ final class NamespaceChecker {
                     add(Kind.BTREE, r.table, pathOf(r.table), r.what() + " but the overflow tree (inode " + overflow + ") holds "
                             + r.seen + " of them");
                 }
+            }
+        }
+
+        /**
+         * The blocks of the tables' extent values ({@link TableExtents}), accounted for in {@code owned}: each
+         * stub's blocks lie on the device and overlap no other stub's, no inode's and no tree's (the
+         * groups' check then finds them allocated, and every allocated block owned).
+         */
+        private void checkTableExtents(Set<Long> tables) {
+            int bs = geometry.blockSize();
+            for (long ino : tables) {
+                entries(ino, (key, v) -> {
+                    if (!TableValueFormat.isExtent(v, v.byteSize())) {
+                        return;
+                    }
+                    TableValueFormat.Extent x = TableValueFormat.readExtent(v);
+                    long dev = x.block();
+                    int len = x.blocks(bs);
+                    String what = "table " + ino + " key " + Tables.hex(MemorySegment.ofArray(key)) + " names a value of " + x.length()
+                            + " bytes in blocks [" + dev + ", +" + len + ")";
+                    if (!TableValueFormat.isMedium(x.length()) || dev <= 0 || dev + len > geometry.deviceBlocks()) {
+                        add(Kind.BTREE, ino, pathOf(ino), what + ", which are not a medium value's blocks on the device");
+                        return;
+                    }
+                    Map.Entry<Long, Integer> before = owned.floorEntry(dev + len - 1);
+                    if (before != null && before.getKey() + before.getValue() > dev) {
+                        problems.add(CheckProblem.at(Kind.BTREE, dev, ino, pathOf(ino), what + ", which overlap blocks ["
+                                + before.getKey() + ", +" + before.getValue() + ") owned by another inode, extent or value"));
+                        return;
+                    }
+                    owned.put(dev, len);
+                });
             }
         }
 

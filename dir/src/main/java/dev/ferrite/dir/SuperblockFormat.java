@@ -66,8 +66,15 @@ final class SuperblockFormat {
      * incompatible features).
      */
     static final long INCOMPAT_LOG_INIT_RECORDS = 4;
+    /**
+     * Incompatible feature: some table value may be kept in a data extent ({@link TableValueFormat#EXTENT}).
+     * Set, and never cleared, before the first such value is written, so code without them refuses the
+     * volume instead of reading their keys as damaged; a volume without one keeps its medium values in the
+     * overflow tree and stays readable by it.
+     */
+    static final long INCOMPAT_TABLE_EXTENTS = 8;
     /** Incompatible features this code understands. */
-    static final long KNOWN_INCOMPAT = INCOMPAT_EXTENT_TREE | INCOMPAT_TABLES | INCOMPAT_LOG_INIT_RECORDS;
+    static final long KNOWN_INCOMPAT = INCOMPAT_EXTENT_TREE | INCOMPAT_TABLES | INCOMPAT_LOG_INIT_RECORDS | INCOMPAT_TABLE_EXTENTS;
 
     static final long VERSION_OFF = 32, BLOCK_SIZE = 36, DEVICE_BLOCKS = 40, UUID_OFF = 48, LOG_START = 64,
             LOG_BLOCKS = 72, AG_COUNT = 76, AG_BLOCKS = 80, INODE_SIZE = 84, DATA_START = 88, COMPAT = 96,

@@ -29,12 +29,16 @@ public final class Table implements AutoCloseable {
     public static final int MAX_KEY = BTreeNodeFormat.MAX_KEY;
     /**
      * The longest value, in bytes (1 GiB). Values over {@value #MAX_INLINE} bytes are kept out of line: up
-     * to {@value #MAX_MEDIUM} in the volume's overflow tree, longer ones as blobs.
+     * to {@value #MAX_MEDIUM} in a data extent each (or as chunks in the volume's overflow tree), longer ones
+     * as blobs.
      */
     public static final int MAX_VALUE = 1 << 30;
     /** The longest value kept in the table's B-tree itself. */
     public static final int MAX_INLINE = BTreeNodeFormat.MAX_VALUE - 1;
-    /** The longest value kept as chunks in the volume's overflow tree ({@link TableOverflow}); longer ones go to a blob file ({@link TableBlobs}). */
+    /**
+     * The longest medium value, kept in a data extent ({@link TableExtents}) or as chunks in the volume's
+     * overflow tree ({@link TableOverflow}); longer ones go to a blob file ({@link TableBlobs}).
+     */
     public static final int MAX_MEDIUM = 64 * 1024;
     /** The longest stored form a B-tree cell takes ({@link TableValueFormat}). */
     static final int MAX_TREE_VALUE = BTreeNodeFormat.MAX_VALUE;
@@ -97,7 +101,7 @@ public final class Table implements AutoCloseable {
     /**
      * Copies bytes of {@code key}'s value from {@code offset} into {@code out}, as many as fit (or as
      * remain), and returns the value's whole length, or -1 if the key is absent: a streaming read of a long
-     * value, a piece at a time (of a medium value only the chunks holding those bytes are read).
+     * value, a piece at a time (of a medium value only the blocks or chunks holding those bytes are read).
      */
     public long read(MemorySegment key, long offset, MemorySegment out) {
         requireKey(key.byteSize());
@@ -239,8 +243,8 @@ public final class Table implements AutoCloseable {
 
     /**
      * Deletes every key in {@code [from, to)} (null: the end of the key space), in transactions of up to
-     * {@value Tables#RANGE_BATCH} keys each, fewer when their values are medium ones (at most a sixteenth
-     * of the log's size of those per transaction): not atomic as a whole (use a {@link WriteTransaction}
+     * {@value Tables#RANGE_BATCH} keys each, fewer when their values are medium ones kept as chunks (at most
+     * a sixteenth of the log's size of those per transaction): not atomic as a whole (use a {@link WriteTransaction}
      * for that); returns how many keys it deleted.
      */
     public long deleteRange(byte[] from, byte[] to) {

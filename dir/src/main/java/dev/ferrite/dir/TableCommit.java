@@ -21,7 +21,10 @@ import dev.ferrite.btree.internal.Txn;
  * a blob links it, one that replaces or deletes a blob's key dooms the blob (renames in the group, undone
  * with it: {@link TableBlobs}). A medium value's chunks ({@link TableOverflow}) go in before the key that
  * names them and a replaced or deleted one's go after its key changed, all in the group; undone with it
- * (the deleted value's bytes were read first). One thread uses an instance.
+ * (the deleted value's bytes were read first). A medium value in an extent ({@link TableExtents}) is
+ * written and allocated before the key names it, and a replaced or deleted one's blocks freed after its
+ * key changed, all in the group; undone by freeing the new blocks and taking the freed ones back. One
+ * thread uses an instance.
  */
 final class TableCommit {
     static final int PUT = 0, PUT_IF_ABSENT = 1, DELETE = 2;
@@ -34,6 +37,10 @@ final class TableCommit {
     private record KeyUndo(Table table, byte[] key, byte[] before) implements Undo {
     }
 
+    /** Extent value {@code x}'s blocks, allocated and written ({@code freed} null: undone by freeing them) or freed (undone by taking them back). */
+    private record ExtentUndo(TableValueFormat.Extent x, BusyExtents.Entry freed) implements Undo {
+    }
+
     /** Medium value {@code m}'s chunks, written ({@code value} null: undone by deleting them) or deleted (undone by writing {@code value} again). */
     private record ChunksUndo(TableValueFormat.Medium m, byte[] value) implements Undo {
     }
@@ -44,6 +51,7 @@ final class TableCommit {
     private final TableVersions versions;
     private final TableBlobs blobs;
     private final TableOverflow overflow;
+    private final TableExtents extents;
     /** The changes made so far, when the commit may have to undo them; else null. */
     private final List<Undo> undo;
     /** Blobs this group linked and doomed, in order (undone in reverse if it fails). */
@@ -55,13 +63,14 @@ final class TableCommit {
     long version;
 
     TableCommit(BufferCache cache, DirContents dirs, InodeRecords records, TableVersions versions, TableBlobs blobs,
-                TableOverflow overflow, boolean undoable) {
+                TableOverflow overflow, TableExtents extents, boolean undoable) {
         this.cache = cache;
         this.dirs = dirs;
         this.records = records;
         this.versions = versions;
         this.blobs = blobs;
         this.overflow = overflow;
+        this.extents = extents;
         this.undo = undoable ? new ArrayList<>() : null;
         this.linked = undoable ? new ArrayList<>() : null;
         this.doomed = undoable ? new ArrayList<>() : null;
@@ -87,12 +96,19 @@ final class TableCommit {
 
     /**
      * {@link #apply} of PUT or PUT_IF_ABSENT with medium {@code value} itself (not its stored form), in an
-     * undoable commit: its chunks are written first, then the key names them.
+     * undoable commit: its extent (or, with no room for one, its chunks) is written first, then the key
+     * names it.
      */
     int applyMedium(Table t, MemorySegment key, MemorySegment value, int op) {
         if (op == PUT_IF_ABSENT && t.tree().get(key, MemorySegment.NULL) >= 0) {
             return UNCHANGED; // the table's lock, held, keeps the answer true: no chunks to write
         }
+        TableValueFormat.Extent x = extents.write(value, t.inode.ino);
+        if (x != null) {
+            undo.add(new ExtentUndo(x, null)); // first: a change failing is undone too
+            return change(t, key, MemorySegment.ofArray(TableValueFormat.extent(x)), op, true);
+        }
+        overflow.tree(true); // no room for an extent: chunks, the tree made first (a failure to make it leaves nothing to undo)
         TableValueFormat.Medium m = overflow.describe(value);
         undo.add(new ChunksUndo(m, null)); // first: a write failing part way is undone too
         overflow.write(m, value);
@@ -102,7 +118,10 @@ final class TableCommit {
     /** One change; {@code forward} false for one that undoes an earlier change of the group, which records nothing. */
     private int change(Table t, MemorySegment k, MemorySegment value, int op, boolean forward) {
         long ino = t.inode.ino;
-        boolean mayHoldOutOfLine = blobs.directory() != 0 || overflow.inode() != 0;
+        boolean mayHoldOutOfLine = blobs.directory() != 0 || overflow.inode() != 0 || extents.inUse();
+        TableValueFormat.Extent prior = null; // the extent value this change replaces, read for snapshots (a group's)
+        byte[] priorBytes = null;
+        boolean looked = false;
         for (;;) {
             // read before any block is locked (a lock-free read of a block this thread holds would wait for
             // ever). A single write was admitted with its claim on the reserve ({@code Tables#single}); a
@@ -116,9 +135,23 @@ final class TableCommit {
                 throw new TableException(TableException.Kind.TABLE_CLOSED, t + " was dropped");
             }
             BTree tree = t.tree();
+            if (forward && version != 0 && undo != null && extents.inUse() && !looked) {
+                // a replaced extent value's bytes, read before any node is held (no I/O under a latch): the
+                // group holds the table exclusively, so the key keeps that value until this change
+                looked = true;
+                int n = tree.get(k, valueOut);
+                if (n >= 0 && TableValueFormat.isExtent(valueOut, n)) {
+                    prior = TableValueFormat.readExtent(valueOut);
+                    priorBytes = new byte[1 + prior.length()]; // kind INLINE
+                    if (!extents.read(prior, 0, MemorySegment.ofArray(priorBytes).asSlice(1))) {
+                        throw extents.damaged(t, k, prior);
+                    }
+                }
+            }
             byte[] before = null, key = null, replaced = null;
             long doomedBlob = -1;
             TableValueFormat.Medium medium = null;
+            TableValueFormat.Extent freeing = null;
             try (Txn txn = Txn.begin(cache, 2 + tree.reservation())) { // the record's block is taken by a split or merge (DirAllocator)
                 if (forward && (undo != null || version != 0 || mayHoldOutOfLine)) {
                     long found = tree.find(txn, k, BTree.Match.EXACT, keyOut, valueOut);
@@ -134,6 +167,14 @@ final class TableCommit {
                         replaced = new byte[1 + medium.length()]; // its bytes, for the undo and for snapshots: its chunks go after this change
                         if (!overflow.read(medium, 0, MemorySegment.ofArray(replaced).asSlice(1))) { // the table's lock held: nothing changes them
                             throw TableOverflow.damaged(t, k, medium);
+                        }
+                    } else if (kind == TableValueFormat.EXTENT && op != PUT_IF_ABSENT) {
+                        freeing = TableValueFormat.readExtent(valueOut); // its blocks go after this change; the undo needs only the stub
+                        if (version != 0) { // snapshots get its bytes: the blocks may be reused once the free is durable
+                            if (!freeing.equals(prior)) {
+                                throw new IllegalStateException(t + " key " + Tables.hex(k) + " changed while its group held the table");
+                            }
+                            replaced = priorBytes;
                         }
                     }
                     if (undo != null || version != 0) {
@@ -156,6 +197,9 @@ final class TableCommit {
                 if (!changed) {
                     return UNCHANGED; // nothing logged: the transaction ends without a commit
                 }
+                if (value != null && TableValueFormat.isExtent(value, value.byteSize())) {
+                    txn.orderAfterData(); // the blocks it names were written just before
+                }
                 seq = txn.commit();
             }
             if (forward && undo != null) {
@@ -163,6 +207,9 @@ final class TableCommit {
                 if (medium != null) {
                     undo.add(new ChunksUndo(medium, replaced));
                     overflow.delete(medium);
+                }
+                if (freeing != null) {
+                    undo.add(new ExtentUndo(freeing, extents.free(freeing)));
                 }
                 if (doomedBlob >= 0) {
                     blobs.doom(doomedBlob);
@@ -188,6 +235,8 @@ final class TableCommit {
             switch (undo.get(i)) {
                 case KeyUndo u -> change(u.table(), MemorySegment.ofArray(u.key()), u.before() == null ? null : MemorySegment.ofArray(u.before()),
                         u.before() == null ? DELETE : PUT, false);
+                case ExtentUndo u when u.freed() == null -> extents.free(u.x());
+                case ExtentUndo u -> extents.retake(u.x(), u.freed());
                 case ChunksUndo u when u.value() == null -> overflow.delete(u.m());
                 case ChunksUndo u -> overflow.write(u.m(), MemorySegment.ofArray(u.value()).asSlice(1));
             }

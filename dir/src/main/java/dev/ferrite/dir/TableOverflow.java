@@ -12,7 +12,8 @@ import dev.ferrite.io.CorruptionException;
 
 /**
  * Medium table values ({@link TableValueFormat#MAX_INLINE} + 1 to {@link TableValueFormat#MAX_MEDIUM}
- * bytes), kept as chunks in one volume-wide B-tree: a table-type inode that no catalog names (group 0's
+ * bytes) not kept in a data extent ({@link TableExtents}: those written by code from before extents, and
+ * those for which no allocation group had the blocks contiguous), kept as chunks in one volume-wide B-tree: a table-type inode that no catalog names (group 0's
  * AGI does), made with the first medium value. A value's chunks are keyed by its id and chunk number
  * ({@link TableValueFormat#chunkKey}), each holding up to a tree cell's worth of its bytes.
  *

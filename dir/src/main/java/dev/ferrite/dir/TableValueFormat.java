@@ -11,8 +11,9 @@ import static dev.ferrite.io.internal.OnDisk.U64;
 
 /**
  * A table value as its B-tree stores it: a kind byte, then the value itself (inline) or where it lies
- * (medium: chunks in the volume's overflow tree, {@link TableOverflow}; a blob: a regular file of the
- * volume's blob directory, {@link TableBlobs}); and the overflow tree's chunk keys.
+ * (medium: one data extent of the volume, {@link TableExtents}, or chunks in the volume's overflow tree,
+ * {@link TableOverflow}; a blob: a regular file of the volume's blob directory, {@link TableBlobs}); and
+ * the overflow tree's chunk keys.
  *
  * <pre>
  * inline, 1 + n bytes (n up to {@value #MAX_INLINE}):
@@ -35,6 +36,16 @@ import static dev.ferrite.io.internal.OnDisk.U64;
  *   8  u64 value id: its chunks' keys in the overflow tree
  *  16  u32 CRC32C of the value
  *
+ * extent, {@value #EXTENT_SIZE} bytes (a medium value kept in data blocks, on a volume with the superblock's
+ * INCOMPAT_TABLE_EXTENTS; the stub owns the blocks, no inode or extent map names them):
+ *   0  u8 kind {@value #EXTENT}
+ *   1  3 bytes zero
+ *   4  u32 the value's length n ({@value #MAX_INLINE} + 1 to {@value #MAX_MEDIUM})
+ *   8  u64 the first device block of ceil(n / block size) contiguous ones: the value, then zeros to the
+ *      end of its last block
+ *  16  u32 CRC32C of the value
+ *  20  4 bytes zero
+ *
  * overflow tree key of a medium value's chunk, {@value #CHUNK_KEY} bytes, big-endian so that keys sort
  * by id, then chunk:
  *   0  u64 value id
@@ -43,18 +54,20 @@ import static dev.ferrite.io.internal.OnDisk.U64;
  * </pre>
  */
 final class TableValueFormat {
-    static final byte INLINE = 0, BLOB = 1, MEDIUM = 2;
+    static final byte INLINE = 0, BLOB = 1, MEDIUM = 2, EXTENT = 3;
     /** The longest value kept in the tree itself; longer ones go to the overflow tree or a blob. */
     static final int MAX_INLINE = Table.MAX_TREE_VALUE - 1;
     /** The longest value kept in the overflow tree; longer ones go to a blob. */
     static final int MAX_MEDIUM = Table.MAX_MEDIUM;
     static final int BLOB_SIZE = 40;
     static final int MEDIUM_SIZE = 20;
+    static final int EXTENT_SIZE = 24;
     /** Bytes of a medium value per overflow tree entry: the most a tree cell holds. */
     static final int CHUNK = Table.MAX_TREE_VALUE;
     static final int CHUNK_KEY = 12;
     private static final long ID = 8, INO = 16, GENERATION = 24, CRC = 28, LENGTH = 32;
     private static final long MEDIUM_LENGTH = 4, MEDIUM_ID = 8, MEDIUM_CRC = 16;
+    private static final long EXTENT_LENGTH = 4, EXTENT_BLOCK = 8, EXTENT_CRC = 16;
     private static final ValueLayout.OfLong KEY_ID = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
     private static final ValueLayout.OfInt KEY_CHUNK = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
 
@@ -72,6 +85,14 @@ final class TableValueFormat {
         /** The length of chunk {@code c}. */
         int chunkLength(int c) {
             return Math.min(CHUNK, length - c * CHUNK);
+        }
+    }
+
+    /** A medium value kept in data blocks: its first device block, length and CRC32C. */
+    record Extent(long block, int length, int crc) {
+        /** The blocks it takes, of {@code blockSize} bytes. */
+        int blocks(int blockSize) {
+            return (length + blockSize - 1) / blockSize;
         }
     }
 
@@ -111,7 +132,31 @@ final class TableValueFormat {
         return new Medium(m.get(U64, MEDIUM_ID), m.get(U32, MEDIUM_LENGTH), m.get(U32, MEDIUM_CRC));
     }
 
-    /** True if a value of {@code length} bytes is kept in the overflow tree. */
+    static byte[] extent(Extent x) {
+        byte[] b = new byte[EXTENT_SIZE];
+        MemorySegment m = MemorySegment.ofArray(b);
+        m.set(ValueLayout.JAVA_BYTE, 0, EXTENT);
+        m.set(U32, EXTENT_LENGTH, x.length());
+        m.set(U64, EXTENT_BLOCK, x.block());
+        m.set(U32, EXTENT_CRC, x.crc());
+        return b;
+    }
+
+    /** The value's length in a medium or extent stub (at the same offset in both). */
+    static int mediumLength(MemorySegment m) {
+        return m.get(U32, MEDIUM_LENGTH);
+    }
+
+    static Extent readExtent(MemorySegment m) {
+        return new Extent(m.get(U64, EXTENT_BLOCK), m.get(U32, EXTENT_LENGTH), m.get(U32, EXTENT_CRC));
+    }
+
+    /** True if the stored value {@code m} ({@code length} bytes, its kind checked already) is an extent's stub. */
+    static boolean isExtent(MemorySegment m, long length) {
+        return length == EXTENT_SIZE && m.get(ValueLayout.JAVA_BYTE, 0) == EXTENT;
+    }
+
+    /** True if a value of {@code length} bytes is kept out of the tree but not in a blob: in an extent or the overflow tree. */
     static boolean isMedium(long length) {
         return length > MAX_INLINE && length <= MAX_MEDIUM;
     }
@@ -139,8 +184,8 @@ final class TableValueFormat {
         if (k == INLINE) {
             return k;
         }
-        if (k == MEDIUM && length == MEDIUM_SIZE) {
-            int n = m.get(U32, MEDIUM_LENGTH);
+        if (k == MEDIUM && length == MEDIUM_SIZE || k == EXTENT && length == EXTENT_SIZE) {
+            int n = m.get(U32, MEDIUM_LENGTH); // at the same offset in both
             if (!isMedium(n)) {
                 throw damaged(table, "a medium value of " + Integer.toUnsignedString(n) + " bytes");
             }

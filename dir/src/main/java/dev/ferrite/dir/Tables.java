@@ -68,6 +68,7 @@ public final class Tables {
     /** Values kept out of line: medium ones in the overflow tree, longer ones in blob files. */
     final TableBlobs blobs;
     final TableOverflow overflow;
+    final TableExtents extents;
     /**
      * Held while a commit applies its changes in a journal group: one group at a time. Concurrent groups
      * each within their share of the log could together fill it, and none of them could then finish: a
@@ -85,11 +86,12 @@ public final class Tables {
         this.async = new AsyncCommits(volume::journal, options.effectiveAsyncCommitMillis() * 1_000_000L);
         this.blobs = new TableBlobs(volume, namespace, versions);
         this.overflow = new TableOverflow(volume, namespace, cache);
+        this.extents = new TableExtents(volume, cache, volume.geometry());
         namespace.onTableFreed(this::release);
         for (int i = 0; i < STRIPES; i++) {
             stripes[i] = new ReentrantLock();
         }
-        this.singles = ThreadLocal.withInitial(() -> new TableCommit(cache, dirs, records, versions, blobs, overflow, false));
+        this.singles = ThreadLocal.withInitial(() -> new TableCommit(cache, dirs, records, versions, blobs, overflow, extents, false));
     }
 
     /**
@@ -107,7 +109,7 @@ public final class Tables {
      * at the next mount's orphan recovery without freeing anything twice.
      */
     private void release(Inode table) {
-        if (blobs.directory() == 0 && overflow.inode() == 0) {
+        if (blobs.directory() == 0 && overflow.inode() == 0 && !extents.inUse()) {
             return;
         }
         int area = records.rec(table.ino) + InodeFormat.INLINE;
@@ -115,7 +117,8 @@ public final class Tables {
         if (header == 0) {
             return;
         }
-        Cursor c = dirs.tree(table, header).cursor(null, false);
+        BTree tree = dirs.tree(table, header);
+        Cursor c = tree.cursor(null, false);
         while (c.next()) {
             MemorySegment v = c.valueSegment();
             byte kind = TableValueFormat.kind(v, v.byteSize(), table.ino);
@@ -123,6 +126,8 @@ public final class Tables {
                 blobs.release(TableValueFormat.readBlob(v).id());
             } else if (kind == TableValueFormat.MEDIUM) {
                 overflow.delete(TableValueFormat.readMedium(v));
+            } else if (kind == TableValueFormat.EXTENT) { // its stub made inline with the free: never freed twice
+                extents.release(tree, MemorySegment.ofArray(c.key()), TableValueFormat.readExtent(v));
             }
         }
     }
@@ -385,16 +390,16 @@ public final class Tables {
                     blobs.read(b, 0, MemorySegment.ofArray(v), t.inode.ino);
                     return v;
                 }
-                TableValueFormat.Medium x = TableValueFormat.readMedium(m);
-                byte[] v = new byte[x.length()];
-                if (overflow.read(x, 0, MemorySegment.ofArray(v))) {
+                byte[] v = new byte[TableValueFormat.mediumLength(m)];
+                if (kind == TableValueFormat.EXTENT ? extents.read(TableValueFormat.readExtent(m), 0, MemorySegment.ofArray(v))
+                        : overflow.read(TableValueFormat.readMedium(m), 0, MemorySegment.ofArray(v))) {
                     return v;
                 }
-                // the chunks went under the read (a writer replaced or deleted the value): again from the key
+                // the chunks or blocks went under the read (a writer replaced or deleted the value): again from the key
                 byte[] now = storedAt(t, key, at);
                 if (Arrays.equals(now, stored)) {
                     if (locked) {
-                        throw TableOverflow.damaged(t, key, x);
+                        throw damaged(t, key, m);
                     }
                     locked = lockForRead(t);
                     now = storedAt(t, key, at);
@@ -430,33 +435,47 @@ public final class Tables {
             }
             return b.length();
         }
-        TableValueFormat.Medium x = TableValueFormat.readMedium(stored);
-        if (out.byteSize() == 0 || offset >= x.length() || overflow.read(x, offset, out)) {
-            return x.length();
+        int length = TableValueFormat.mediumLength(stored);
+        if (out.byteSize() == 0 || offset >= length) {
+            return length;
         }
-        // the chunks went under the read (a writer replaced or deleted the value): again from the key
-        byte[] s = stored.asSlice(0, len).toArray(ValueLayout.JAVA_BYTE);
+        byte[] s = null;
         boolean locked = false;
         try {
-            for (;;) {
-                byte[] now = storedAt(t, key, at);
-                if (!Arrays.equals(now, s)) {
-                    if (now == null) {
-                        return -1;
-                    }
-                    s = now;
-                    MemorySegment m = MemorySegment.ofArray(now);
-                    if (!isMedium(now)) {
-                        return copy(t, key, at, m, now.length, offset, out);
-                    }
-                    x = TableValueFormat.readMedium(m);
-                } else if (locked) {
-                    throw TableOverflow.damaged(t, key, x); // missed under the lock too
-                } else {
-                    locked = lockForRead(t); // and read again
+            for (MemorySegment m = stored; ; ) {
+                boolean extent = m.get(ValueLayout.JAVA_BYTE, 0) == TableValueFormat.EXTENT;
+                boolean read = extent ? extents.read(TableValueFormat.readExtent(m), offset, out)
+                        : overflow.read(TableValueFormat.readMedium(m), offset, out);
+                if (read && (!extent || locked || offset == 0 && out.byteSize() >= length)) {
+                    return length; // chunks found are the value's; a whole extent's CRC matched; under the lock no commit frees it
                 }
-                if (offset >= x.length() || overflow.read(x, offset, out)) {
-                    return x.length();
+                // the chunks or blocks went under the read (a writer replaced or deleted the value), or part of an
+                // extent was read, valid if the key still names it: again from the key
+                if (s == null) {
+                    s = stored.asSlice(0, len).toArray(ValueLayout.JAVA_BYTE);
+                }
+                byte[] now = storedAt(t, key, at);
+                if (Arrays.equals(now, s)) {
+                    if (read) {
+                        return length; // the stub outlived the read: its blocks were not freed before it ended
+                    }
+                    if (locked) {
+                        throw damaged(t, key, m); // missed under the lock too
+                    }
+                    locked = lockForRead(t); // and read again
+                    continue;
+                }
+                if (now == null) {
+                    return -1;
+                }
+                s = now;
+                m = MemorySegment.ofArray(now);
+                if (!isMedium(now)) {
+                    return copy(t, key, at, m, now.length, offset, out);
+                }
+                length = TableValueFormat.mediumLength(m);
+                if (offset >= length) {
+                    return length;
                 }
             }
         } finally {
@@ -464,6 +483,12 @@ public final class Tables {
                 t.inode.lock.unlock();
             }
         }
+    }
+
+    /** The damage a read under {@code t}'s lock found in the medium value stored as {@code m}, {@code key}'s. */
+    private CorruptionException damaged(Table t, MemorySegment key, MemorySegment m) {
+        return m.get(ValueLayout.JAVA_BYTE, 0) == TableValueFormat.EXTENT ? extents.damaged(t, key, TableValueFormat.readExtent(m))
+                : TableOverflow.damaged(t, key, TableValueFormat.readMedium(m));
     }
 
     /**
@@ -476,8 +501,9 @@ public final class Tables {
         return true;
     }
 
+    /** A medium value's stored form: chunks in the overflow tree or an extent. */
     private static boolean isMedium(byte[] stored) {
-        return stored != null && stored.length > 0 && stored[0] == TableValueFormat.MEDIUM;
+        return stored != null && stored.length > 0 && (stored[0] == TableValueFormat.MEDIUM || stored[0] == TableValueFormat.EXTENT);
     }
 
     /** {@code key}'s stored form in {@code t} now, or at snapshot {@code at} (-1: its latest); null if absent. */
@@ -626,7 +652,7 @@ public final class Tables {
         Journal journal = volume.journal();
         long limit = journal.logBytes() / LOG_SHARE;
         long changes = 0, bytes = 0;
-        boolean medium = false;
+        boolean medium = false, inExtents = extents.enabled;
         for (WriteTransaction.Writes w : ws) {
             changes += w.ops.size();
             for (var e : w.ops.entrySet()) {
@@ -634,7 +660,8 @@ public final class Tables {
                 bytes += e.getKey().length;
                 if (v != null && TableValueFormat.isMedium(v.length)) {
                     medium = true;
-                    bytes += v.length + (long) (v.length / TableValueFormat.CHUNK) * CHANGE_OVERHEAD; // a change per chunk
+                    bytes += inExtents ? TableValueFormat.EXTENT_SIZE + CHANGE_OVERHEAD // its stub and its allocation
+                            : v.length + (long) (v.length / TableValueFormat.CHUNK) * CHANGE_OVERHEAD; // a change per chunk
                 } else if (v != null) {
                     bytes += Math.min(v.length, TableValueFormat.BLOB_SIZE + TableValueFormat.MAX_INLINE);
                 }
@@ -643,8 +670,8 @@ public final class Tables {
         if (bytes + changes * CHANGE_OVERHEAD > limit) {
             throw tooLarge(changes, bytes + changes * CHANGE_OVERHEAD, limit);
         }
-        if (medium) {
-            overflow.tree(true); // made before any lock is taken, as the blob directory is
+        if (medium && !inExtents) {
+            overflow.tree(true); // made before any lock is taken, as the blob directory is (with extents, only if one has no room)
         }
         // the values' stored forms, blobs written (durably) before any lock is taken
         List<Long> written = new ArrayList<>();
@@ -671,7 +698,7 @@ public final class Tables {
             long seq;
             long version = 0;
             boolean applying = false, grouped = false;
-            TableCommit c = new TableCommit(cache, dirs, records, versions, blobs, overflow, true);
+            TableCommit c = new TableCommit(cache, dirs, records, versions, blobs, overflow, extents, true);
             try {
                 for (WriteTransaction.Writes w : ws) {
                     w.table.inode.lockExclusive();

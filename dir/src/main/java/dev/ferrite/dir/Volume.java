@@ -336,6 +336,11 @@ public final class Volume implements AutoCloseable {
         }
     }
 
+    /** Whether the superblock has incompatible feature {@code bit} (none before a format has written it). */
+    synchronized boolean hasIncompatFeature(long bit) {
+        return superblock != null && (superblock.incompat() & bit) != 0;
+    }
+
     /**
      * Sets incompatible feature {@code bit} in both superblock copies, durably, unless it is set already:
      * before the first structure that needs it is made.

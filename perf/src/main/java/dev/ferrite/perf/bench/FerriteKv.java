@@ -59,12 +59,11 @@ final class FerriteKv implements KvStore {
     /**
      * Room for the table of {@code keys} with values of {@code valueBytes}: a cell of ~40 bytes and the
      * value per key in leaves about 2/3 full, twice over, plus the volume's own structures; a value kept
-     * out of line takes whole blocks of a blob file.
+     * out of line takes whole blocks (of its extent, or of a blob file).
      */
     static long dataBytes(long keys, int valueBytes) {
-        if (valueBytes > Table.MAX_INLINE && valueBytes <= Table.MAX_MEDIUM) {
-            // chunks in the overflow tree, whose leaves filled by appends are about half full; twice, for updates
-            return Math.max(128L << 20, wholeMiB(keys * (320 + 4L * valueBytes)));
+        if (valueBytes > Table.MAX_INLINE && valueBytes <= Table.MAX_MEDIUM) { // an extent a value: whole blocks; twice, for updates
+            return Math.max(128L << 20, wholeMiB(keys * (320 + 2L * ((valueBytes + BLOCK - 1L) / BLOCK) * BLOCK)));
         }
         if (valueBytes > Table.MAX_INLINE) { // a blob file a value: whole blocks, an inode, a name; twice, for updates
             long blob = ((valueBytes + BLOCK - 1L) / BLOCK) * BLOCK + 1024;

@@ -1,0 +1,231 @@
+package dev.ferrite.dir;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.zip.CRC32C;
+
+import dev.ferrite.btree.internal.BTree;
+import dev.ferrite.btree.internal.BufferCache;
+import dev.ferrite.btree.internal.Txn;
+import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.CorruptionException;
+import dev.ferrite.io.NoSpaceException;
+
+import static dev.ferrite.dir.InodeRecords.RETRIES;
+
+/**
+ * Medium table values kept in data blocks ({@link TableValueFormat#EXTENT}): one contiguous extent per
+ * value, owned by the stub in its key's cell (no inode or extent map names it), on a volume with the
+ * superblock's {@link SuperblockFormat#INCOMPAT_TABLE_EXTENTS} (set before the first one is written).
+ *
+ * <h2>Ordering</h2>
+ * As a file's hole is filled ({@link FileMapping}): inside a commit's journal group, the blocks are
+ * allocated in a transaction, the value goes straight to the device, and the transaction that makes the
+ * key name them is {@linkplain Txn#orderAfterData ordered after} that write (its checkpoint is written
+ * after a device flush, shared by every such change in it): no fsync per value, and the group recovers
+ * the allocation and the stub together or neither, so a crash leaks nothing. A replaced or deleted value's
+ * blocks are freed in the group after the key changed, {@linkplain BusyExtents busy} until that is
+ * durable, so a crash that gives the key its old stub back finds its bytes there. A group that fails part
+ * way frees what it allocated and takes back what it freed ({@link FreeSpace#retakeData}).
+ *
+ * <h2>Reads</h2>
+ * Lock-free: the blocks a read needs, into a thread's aligned buffer, then copied out. A whole value is
+ * checked by its CRC; a read of part of one is valid if the key still names the same stub afterwards
+ * ({@link Tables#copy}): its blocks were not freed before the read ended, as a key's change comes before
+ * the free, and freed blocks are not written again before the free is durable.
+ */
+final class TableExtents {
+    /** A thread's aligned buffer for a value's blocks. */
+    private static final ThreadLocal<MemorySegment> BUFFERS = ThreadLocal.withInitial(
+            () -> Arena.ofAuto().allocate(TableValueFormat.MAX_MEDIUM + BlockDevice.BUFFER_ALIGNMENT, BlockDevice.BUFFER_ALIGNMENT));
+
+    private final Volume volume;
+    private final BufferCache cache;
+    private final BlockDevice device;
+    private final Geometry geometry;
+    private final int blockSize;
+    /** The superblock has the feature (read at mount, set with the first value): keys may name extents. */
+    private volatile boolean featured;
+    /** False to keep medium values in the overflow tree, as code from before extents did (for tests of such volumes). */
+    volatile boolean enabled = true;
+    /** Test seam: run by a read after it has the stub, before it reads the blocks; null outside tests. */
+    volatile Runnable beforeRead;
+
+    TableExtents(Volume volume, BufferCache cache, Geometry geometry) {
+        this.volume = volume;
+        this.cache = cache;
+        this.device = cache.device();
+        this.geometry = geometry;
+        this.blockSize = geometry.blockSize();
+        this.featured = volume.hasIncompatFeature(SuperblockFormat.INCOMPAT_TABLE_EXTENTS);
+    }
+
+    /** Whether some key may name an extent: a change must then look at the value it replaces. */
+    boolean inUse() {
+        return featured;
+    }
+
+    /**
+     * Writes medium {@code value} to new blocks, near table inode {@code table}'s group, inside a commit's
+     * group, the table's lock held; returns its stub's fields, or null if no group has the blocks
+     * contiguous (the value then goes to the overflow tree). The key's change that names them must be
+     * {@linkplain Txn#orderAfterData ordered after} this write.
+     */
+    TableValueFormat.Extent write(MemorySegment value, long table) {
+        if (!enabled) {
+            return null;
+        }
+        if (!featured) {
+            volume.requireIncompatFeature(SuperblockFormat.INCOMPAT_TABLE_EXTENTS);
+            featured = true;
+        }
+        int n = (int) value.byteSize();
+        int len = (n + blockSize - 1) / blockSize;
+        long block = allocate(len, geometry.agOfInode(table));
+        if (block < 0) {
+            return null;
+        }
+        MemorySegment buf = BUFFERS.get();
+        MemorySegment.copy(value, 0, buf, 0, n);
+        buf.asSlice(n, (long) len * blockSize - n).fill((byte) 0);
+        device.write(block, buf.asSlice(0, (long) len * blockSize));
+        CRC32C crc = new CRC32C();
+        crc.update(value.asByteBuffer());
+        return new TableValueFormat.Extent(block, n, (int) crc.getValue());
+    }
+
+    /** {@code len} contiguous blocks in a transaction of their own, from group {@code home} on; -1 if no group has them. */
+    private long allocate(int len, int home) {
+        for (int g = 0; g < geometry.agCount(); g++) {
+            AllocationGroup ag = volume.group((home + g) % geometry.agCount());
+            int[] busy = {0};
+            for (int attempt = 0, used; attempt < RETRIES; attempt += used) {
+                if (ag.needsRefill()) {
+                    ag.refillFreeList();
+                }
+                AllocOutcome r;
+                try (Txn txn = Txn.begin(cache, ag.blockItems())) {
+                    r = ag.allocBlocks(txn, len);
+                    if (r == AllocOutcome.DONE) {
+                        long block = ag.allocatedBlock(txn);
+                        txn.commit();
+                        return block;
+                    }
+                }
+                if ((used = ag.recover(r, busy)) < 0) {
+                    break;
+                }
+            }
+        }
+        return -1;
+    }
+
+    /**
+     * Frees value {@code x}'s blocks in a transaction of its own; they stay busy until it is durable.
+     * Returns what they are busy as, for {@link #retake}.
+     */
+    BusyExtents.Entry free(TableValueFormat.Extent x) {
+        AllocationGroup ag = volume.group(geometry.agOfBlock(x.block()));
+        for (int fails = 0; ; fails++) {
+            if (ag.needsRefill()) {
+                ag.refillFreeList();
+            }
+            try (Txn txn = Txn.begin(cache, ag.blockItems())) {
+                if (ag.releaseData(txn, x.block(), x.blocks(blockSize)) == AllocOutcome.DONE) {
+                    BusyExtents.Entry busy = ag.freedData(txn);
+                    busy.settle(txn.commit());
+                    return busy;
+                }
+            }
+            refillOrGiveUp(ag, fails);
+        }
+    }
+
+    /** Takes back value {@code x}'s blocks, which {@link #free} freed in the same journal group as {@code busy}. */
+    void retake(TableValueFormat.Extent x, BusyExtents.Entry busy) {
+        AllocationGroup ag = volume.group(geometry.agOfBlock(x.block()));
+        for (int fails = 0; ; fails++) {
+            if (ag.needsRefill()) {
+                ag.refillFreeList();
+            }
+            try (Txn txn = Txn.begin(cache, ag.blockItems())) {
+                if (ag.retakeData(txn, x.block(), x.blocks(blockSize), busy) == AllocOutcome.DONE) {
+                    txn.commit();
+                    return;
+                }
+            }
+            refillOrGiveUp(ag, fails);
+        }
+    }
+
+    /**
+     * For an orphaned table's release: frees value {@code x}'s blocks and, in the same transaction, makes
+     * {@code key}'s stub in {@code tree} an inline value of its length, so that a release a crash cut short
+     * and run again never frees them twice (by then they may be another value's).
+     */
+    void release(BTree tree, MemorySegment key, TableValueFormat.Extent x) {
+        byte[] dead = TableValueFormat.extent(x);
+        dead[0] = TableValueFormat.INLINE; // same length: replaced in place, no split
+        AllocationGroup ag = volume.group(geometry.agOfBlock(x.block()));
+        for (int fails = 0; ; fails++) {
+            if (ag.needsRefill()) {
+                ag.refillFreeList();
+            }
+            try (Txn txn = Txn.begin(cache, ag.blockItems() + 1 + tree.reservation())) {
+                if (ag.releaseData(txn, x.block(), x.blocks(blockSize)) == AllocOutcome.DONE) {
+                    BusyExtents.Entry busy = ag.freedData(txn);
+                    tree.put(txn, key, MemorySegment.ofArray(dead));
+                    busy.settle(txn.commit());
+                    return;
+                }
+            }
+            refillOrGiveUp(ag, fails);
+        }
+    }
+
+    private static void refillOrGiveUp(AllocationGroup ag, int fails) {
+        if (fails == RETRIES) {
+            throw new NoSpaceException("allocation group " + ag.agno + " cannot refill the free list of its free-space trees");
+        }
+        ag.refillFreeList();
+    }
+
+    /**
+     * Copies bytes {@code [offset, offset + out.byteSize())} of value {@code x} (as many as there are) into
+     * {@code out}, reading only the blocks they lie in; checks the CRC when the whole value is read. False
+     * if the CRC does not match or the stub names blocks past the device's end: the value was replaced
+     * meanwhile and its blocks taken again (or is damaged; the caller tells which). A read of part of a
+     * value is valid only if the key names the same stub after it (see the class comment).
+     */
+    boolean read(TableValueFormat.Extent x, long offset, MemorySegment out) {
+        long want = Math.max(0, Math.min(out.byteSize(), x.length() - offset));
+        if (want == 0) {
+            return true;
+        }
+        int len = x.blocks(blockSize);
+        if (x.block() < 0 || x.block() + len > device.blockCount()) {
+            return false;
+        }
+        int first = (int) (offset / blockSize);
+        int end = (int) ((offset + want + blockSize - 1) / blockSize);
+        Runnable hook = beforeRead;
+        if (hook != null) {
+            hook.run();
+        }
+        MemorySegment buf = BUFFERS.get();
+        device.read(x.block() + first, buf.asSlice(0, (long) (end - first) * blockSize));
+        MemorySegment.copy(buf, offset - (long) first * blockSize, out, 0, want);
+        if (offset == 0 && want == x.length()) {
+            CRC32C crc = new CRC32C();
+            crc.update(buf.asSlice(0, want).asByteBuffer());
+            return (int) crc.getValue() == x.crc();
+        }
+        return true;
+    }
+
+    /** An extent value a key names that a read under the table's lock did not find whole. */
+    CorruptionException damaged(Table t, MemorySegment key, TableValueFormat.Extent x) {
+        return new CorruptionException(x.block(), "table value extent", t + " key " + Tables.hex(key) + " names a value of "
+                + x.length() + " bytes in blocks [" + x.block() + ", +" + x.blocks(blockSize) + "), which do not match its checksum");
+    }
+}
