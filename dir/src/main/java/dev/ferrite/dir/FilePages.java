@@ -15,6 +15,7 @@ import java.util.concurrent.locks.ReentrantLock;
 final class FilePages {
     private static final long EMPTY = -1;
 
+    /** The file; null for a stripe of the {@link TableExtentCache}, whose pages are never dirty. */
     final Inode inode;
     final ReentrantLock lock = new ReentrantLock();
     private long[] keys = new long[16];

@@ -11,8 +11,9 @@ import dev.ferrite.io.BlockDevice;
 
 /**
  * The data page cache: block-sized frames off-heap, within a budget of their own (the metadata
- * buffer cache has its own), holding regular files' blocks for buffered I/O. Each file finds its pages
- * through its own {@link FilePages} map; this class hands out frames, evicts clean pages by CLOCK when
+ * buffer cache has its own), holding regular files' blocks for buffered I/O, and tables' extent values'
+ * blocks ({@link TableExtentCache}, clean only). Each file finds its pages through its own {@link FilePages}
+ * map, as does each of the extent cache's stripes; this class hands out frames, evicts clean pages by CLOCK when
  * none is free, counts dirty pages, and keeps the files with dirty pages in the order they became
  * dirty, for write-back by pressure ({@link #throttle}) and by age (the {@code ferrite-page-writeback}
  * thread, started at the first dirty page, writes back a file whose oldest dirty page is older than the

@@ -32,7 +32,9 @@ import static dev.ferrite.dir.InodeRecords.RETRIES;
  * Lock-free: the blocks a read needs, into a thread's aligned buffer, then copied out. A whole value is
  * checked by its CRC; a read of part of one is valid if the key still names the same stub afterwards
  * ({@link Tables#copy}): its blocks were not freed before the read ended, as a key's change comes before
- * the free, and freed blocks are not written again before the free is durable.
+ * the free, and freed blocks are not written again before the free is durable. The blocks come from the
+ * {@link TableExtentCache} when it holds them as the stub's; a whole value read from the device whose CRC
+ * matches goes into it, as does a value as it is written (write-through), and a free drops it.
  */
 final class TableExtents {
     /** A thread's aligned buffer for a value's blocks. */
@@ -44,6 +46,7 @@ final class TableExtents {
     private final BlockDevice device;
     private final Geometry geometry;
     private final int blockSize;
+    final TableExtentCache cached;
     /** The superblock has the feature (read at mount, set with the first value): keys may name extents. */
     private volatile boolean featured;
     /** False to keep medium values in the overflow tree, as code from before extents did (for tests of such volumes). */
@@ -51,8 +54,9 @@ final class TableExtents {
     /** Test seam: run by a read after it has the stub, before it reads the blocks; null outside tests. */
     volatile Runnable beforeRead;
 
-    TableExtents(Volume volume, BufferCache cache, Geometry geometry) {
+    TableExtents(Volume volume, BufferCache cache, Geometry geometry, PageCache pages) {
         this.volume = volume;
+        this.cached = new TableExtentCache(pages, geometry.blockSize());
         this.cache = cache;
         this.device = cache.device();
         this.geometry = geometry;
@@ -89,9 +93,9 @@ final class TableExtents {
         MemorySegment.copy(value, 0, buf, 0, n);
         buf.asSlice(n, (long) len * blockSize - n).fill((byte) 0);
         device.write(block, buf.asSlice(0, (long) len * blockSize));
-        CRC32C crc = new CRC32C();
-        crc.update(value.asByteBuffer());
-        return new TableValueFormat.Extent(block, n, (int) crc.getValue());
+        TableValueFormat.Extent x = new TableValueFormat.Extent(block, n, crc(value));
+        cached.fill(x, buf); // a get right after the put is a copy; a group that fails frees, and so drops, it
+        return x;
     }
 
     /** {@code len} contiguous blocks in a transaction of their own, from group {@code home} on; -1 if no group has them. */
@@ -125,6 +129,7 @@ final class TableExtents {
      * Returns what they are busy as, for {@link #retake}.
      */
     BusyExtents.Entry free(TableValueFormat.Extent x) {
+        cached.drop(x);
         AllocationGroup ag = volume.group(geometry.agOfBlock(x.block()));
         for (int fails = 0; ; fails++) {
             if (ag.needsRefill()) {
@@ -164,6 +169,7 @@ final class TableExtents {
      * and run again never frees them twice (by then they may be another value's).
      */
     void release(BTree tree, MemorySegment key, TableValueFormat.Extent x) {
+        cached.drop(x);
         byte[] dead = TableValueFormat.extent(x);
         dead[0] = TableValueFormat.INLINE; // same length: replaced in place, no split
         AllocationGroup ag = volume.group(geometry.agOfBlock(x.block()));
@@ -192,7 +198,8 @@ final class TableExtents {
 
     /**
      * Copies bytes {@code [offset, offset + out.byteSize())} of value {@code x} (as many as there are) into
-     * {@code out}, reading only the blocks they lie in; checks the CRC when the whole value is read. False
+     * {@code out}, from the cache or reading only the blocks they lie in; checks the CRC when the whole
+     * value is read (and caches a whole value read from the device whose CRC matched). False
      * if the CRC does not match or the stub names blocks past the device's end: the value was replaced
      * meanwhile and its blocks taken again (or is damaged; the caller tells which). A read of part of a
      * value is valid only if the key names the same stub after it (see the class comment).
@@ -212,15 +219,33 @@ final class TableExtents {
         if (hook != null) {
             hook.run();
         }
+        boolean whole = offset == 0 && want == x.length();
+        if (cached.copy(x, first, end, offset, want, out)) {
+            if (!whole || matches(x, out.asSlice(0, want))) {
+                return true;
+            }
+            cached.drop(x); // a backstop: frames tagged as the stub's hold other bytes; the device's are read instead
+        }
         MemorySegment buf = BUFFERS.get();
         device.read(x.block() + first, buf.asSlice(0, (long) (end - first) * blockSize));
         MemorySegment.copy(buf, offset - (long) first * blockSize, out, 0, want);
-        if (offset == 0 && want == x.length()) {
-            CRC32C crc = new CRC32C();
-            crc.update(buf.asSlice(0, want).asByteBuffer());
-            return (int) crc.getValue() == x.crc();
+        if (whole) {
+            if (!matches(x, buf.asSlice(0, want))) {
+                return false;
+            }
+            cached.fill(x, buf);
         }
         return true;
+    }
+
+    private static boolean matches(TableValueFormat.Extent x, MemorySegment value) {
+        return crc(value) == x.crc();
+    }
+
+    private static int crc(MemorySegment value) {
+        CRC32C crc = new CRC32C();
+        crc.update(value.asByteBuffer());
+        return (int) crc.getValue();
     }
 
     /** An extent value a key names that a read under the table's lock did not find whole. */

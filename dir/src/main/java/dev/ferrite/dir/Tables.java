@@ -86,7 +86,7 @@ public final class Tables {
         this.async = new AsyncCommits(volume::journal, options.effectiveAsyncCommitMillis() * 1_000_000L);
         this.blobs = new TableBlobs(volume, namespace, versions);
         this.overflow = new TableOverflow(volume, namespace, cache);
-        this.extents = new TableExtents(volume, cache, volume.geometry());
+        this.extents = new TableExtents(volume, cache, volume.geometry(), volume.pageCache());
         namespace.onTableFreed(this::release);
         for (int i = 0; i < STRIPES; i++) {
             stripes[i] = new ReentrantLock();

@@ -12,8 +12,8 @@ import dev.ferrite.journal.JournalOptions;
  *   <li>{@code logBlocks}: at format, 1/32 of the device, between 1024 blocks (4 MiB, also the
  *       least a log may have) and 262144 (1 GiB). Ignored when mounting.
  *   <li>{@code cacheBytes}: the buffer cache budget, 1/16 of the device between 16 MiB and 1 GiB.
- *   <li>{@code dataCacheBytes}: the data page cache's budget (file blocks cached for buffered I/O, apart
- *       from the buffer cache's metadata), {@value #DEFAULT_DATA_CACHE_BYTES} bytes (64 MiB); at least
+ *   <li>{@code dataCacheBytes}: the data page cache's budget (file blocks cached for buffered I/O and
+ *       tables' medium values kept in extents, apart from the buffer cache's metadata), {@value #DEFAULT_DATA_CACHE_BYTES} bytes (64 MiB); at least
  *       16 blocks are used. Frames are allocated as first needed. A writer that finds more than half of
  *       it dirty writes back before it dirties more.
  *   <li>{@code dirtyExpireMillis}: how old a file's oldest dirty page may get before the background

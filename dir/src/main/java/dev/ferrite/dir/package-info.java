@@ -40,7 +40,8 @@
  *       through off-heap block frames, and their write-back as {@code FileData}'s direct writes; a buffered
  *       call takes the file's I/O lock (shared), then its page lock; write-back takes the I/O lock
  *       exclusive; the cache's own lock is only taken to allocate or evict a frame and only try-locks a
- *       file's page lock.
+ *       file's page lock. {@code TableExtentCache} keeps tables' extent values in the same frames, under
+ *       64 striped page locks of its own, each held for one value's lookup and copy.
  *   <li>{@code Tables} and {@code TableCommit}: a single write of a value kept in the tree (or a delete)
  *       takes its key's stripe, then enters beside the table's other single writers with a claim on its
  *       tree's block reserve ({@code Inode#writers}), then its tree's nodes (5), and its record (4) only

@@ -8,11 +8,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.TreeMap;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.MemoryDevice;
 import dev.ferrite.io.NoSpaceException;
+import dev.ferrite.io.testkit.ForwardingDevice;
 import dev.ferrite.io.testkit.RecordingDevice;
 import dev.ferrite.io.testkit.TestSeed;
 import org.junit.jupiter.api.Test;
@@ -319,6 +321,150 @@ class TableExtentTest {
         }
     }
 
+    /** Counts the device reads that touch blocks {@code [from, to)}. */
+    private static final class CountingDevice extends ForwardingDevice {
+        volatile long from, to;
+        final AtomicInteger reads = new AtomicInteger();
+
+        CountingDevice(BlockDevice inner) {
+            super(inner);
+        }
+
+        void watch(TableValueFormat.Extent x) {
+            from = x.block();
+            to = x.block() + x.blocks(4096);
+            reads.set(0);
+        }
+
+        @Override
+        public void read(long block, MemorySegment dst) {
+            if (block < to && block + dst.byteSize() / 4096 > from) {
+                reads.incrementAndGet();
+            }
+            super.read(block, dst);
+        }
+    }
+
+    /**
+     * A value just written, or read once from the device, is read again (whole, into a segment, in part,
+     * by a cursor) from the data page cache without a device read of its blocks; a value whose frames
+     * are gone is read from the device once and then cached.
+     */
+    @Test
+    void aValueWrittenOrReadRecentlyIsReadAgainWithoutADeviceRead() {
+        Random rnd = new Random(SEED);
+        CountingDevice dev = new CountingDevice(VolumeFixtures.formatted());
+        try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            TableExtentCache cached = v.tables().extents.cached;
+            for (int n : new int[] {Table.MAX_INLINE + 1, 4096, 10_000, Table.MAX_MEDIUM}) {
+                byte[] val = random(rnd, n);
+                t.put(b("a"), val);
+                TableValueFormat.Extent x = extent(t, b("a"));
+                dev.watch(x);
+                assertArrayEquals(val, t.get(b("a")));
+                byte[] part = new byte[700];
+                assertEquals(n, t.read(MemorySegment.ofArray(b("a")), n - 800, MemorySegment.ofArray(part)));
+                assertArrayEquals(Arrays.copyOfRange(val, n - 800, n - 100), part);
+                TableCursor c = t.cursor();
+                assertTrue(c.next());
+                assertArrayEquals(val, c.value());
+                assertEquals(0, dev.reads.get(), n + " bytes after its put: no device read of its blocks");
+                cached.drop(x); // as a remount or eviction leaves it
+                assertArrayEquals(val, t.get(b("a")));
+                assertEquals(1, dev.reads.get(), n + " bytes not cached: one device read");
+                try (Arena a = Arena.ofConfined()) {
+                    MemorySegment out = a.allocate(Table.MAX_MEDIUM);
+                    assertEquals(n, t.get(MemorySegment.ofArray(b("a")), out));
+                    assertArrayEquals(val, out.asSlice(0, n).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE));
+                }
+                assertEquals(1, dev.reads.get(), n + " bytes read once: cached");
+            }
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /**
+     * A cached value replaced or deleted, the free made durable and its blocks taken by another key's value
+     * of the same length: gets and reads in part of the other key return its bytes, never the cached
+     * ones, and the first key its own.
+     */
+    @Test
+    void aCachedValueWhoseBlocksAreTakenByAnotherNeverComesBackFromTheCache() {
+        Random rnd = new Random(SEED);
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            for (boolean delete : new boolean[] {false, true}) {
+                byte[] old = random(rnd, 9000);
+                t.put(b("a"), old);
+                t.put(b("after" + delete), random(rnd, 1000)); // the blocks after, so that the freed ones stay a hole of their size
+                assertArrayEquals(old, t.get(b("a"))); // cached
+                TableValueFormat.Extent was = extent(t, b("a"));
+                byte[] next = random(rnd, 3000);
+                if (delete) {
+                    t.delete(b("a"));
+                } else {
+                    t.put(b("a"), next);
+                }
+                v.sync(); // the free durable: the blocks may be handed out again
+                byte[] other = null;
+                String taker = null;
+                for (int i = 0; i < 50 && taker == null; i++) {
+                    byte[] candidate = random(rnd, old.length);
+                    t.put(b("b" + delete + i), candidate);
+                    if (extent(t, b("b" + delete + i)).block() == was.block()) {
+                        other = candidate;
+                        taker = "b" + delete + i;
+                    }
+                }
+                assertTrue(taker != null, "another value took the blocks freed by the " + (delete ? "delete" : "replacement"));
+                byte[] part = new byte[5000];
+                assertEquals(old.length, t.read(MemorySegment.ofArray(b(taker)), 100, MemorySegment.ofArray(part)));
+                assertArrayEquals(Arrays.copyOfRange(other, 100, 5100), part, "read in part of the value in the reused blocks");
+                assertArrayEquals(other, t.get(b(taker)), "get of the value in the reused blocks");
+                assertArrayEquals(delete ? null : next, t.get(b("a")));
+            }
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /**
+     * With a data page cache of its fewest frames (16), far fewer than the values' blocks, random puts,
+     * deletes and gets (whole and in part) match a model: frames are evicted and taken for other values.
+     */
+    @Test
+    void valuesReadThroughASmallCacheMatchAModel() {
+        Random rnd = new Random(SEED);
+        VolumeOptions small = VolumeFixtures.OPTIONS.withDataCacheBytes(PageCache.MIN_FRAMES * 4096L);
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), small); Table t = v.tables().create("t")) {
+            Map<Integer, byte[]> model = new java.util.HashMap<>();
+            for (int op = 0; op < 1500; op++) {
+                int k = rnd.nextInt(30);
+                int what = rnd.nextInt(10);
+                if (what < 3) {
+                    byte[] val = random(rnd, mediumLength(rnd));
+                    t.put(b("k" + k), val);
+                    model.put(k, val);
+                } else if (what == 3) {
+                    t.delete(b("k" + k));
+                    model.remove(k);
+                } else if (what < 8) {
+                    assertArrayEquals(model.get(k), t.get(b("k" + k)), "seed " + SEED + " op " + op + " get of key " + k);
+                } else if (model.containsKey(k)) {
+                    byte[] want = model.get(k);
+                    int off = rnd.nextInt(want.length);
+                    byte[] part = new byte[Math.min(want.length - off, 1 + rnd.nextInt(6000))];
+                    assertEquals(want.length, t.read(MemorySegment.ofArray(b("k" + k)), off, MemorySegment.ofArray(part)));
+                    assertArrayEquals(Arrays.copyOfRange(want, off, off + part.length), part, "seed " + SEED + " op " + op + " read");
+                }
+                if (op % 100 == 99) {
+                    v.sync(); // frees durable: blocks taken again
+                }
+            }
+            assertTrue(v.tables().extents.cached.cachedBlocks() <= PageCache.MIN_FRAMES);
+            assertTrue(v.pageCache().stats().evictions() > 0, "frames evicted");
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
     /**
      * With free space in single blocks only, a value of two blocks goes to the overflow tree and one of one
      * block to an extent; with room again, a new value goes to an extent and the chunks of the one it
@@ -397,6 +543,7 @@ class TableExtentTest {
                 blk.set(java.lang.foreign.ValueLayout.JAVA_BYTE, 7, (byte) (blk.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 7) ^ 1));
                 dev.write(x.block() + 1, blk);
             }
+            v.tables().extents.cached.drop(x); // as a remount leaves it: the write cached the value
             CorruptionException e = assertThrows(CorruptionException.class, () -> t.get(b("a")));
             assertEquals(x.block(), e.block(), e.getMessage());
             assertTrue(e.getMessage().contains("key 61 names a value of 10000 bytes in blocks [" + x.block() + ", +3)"), e.getMessage());

@@ -320,15 +320,20 @@ class TableMediumTest {
 
     /**
      * Also with the values in extents ({@link TableExtents}), the log forced every few writes so that freed
-     * blocks are taken again while readers read them.
+     * blocks are taken again while readers read them, their values cached ({@link TableExtentCache}) as they
+     * are written and read; and so with a data page cache of 16 frames, too few for the values, so that
+     * reads miss and fill frames while writers free and take their blocks.
      */
     @ParameterizedTest
-    @ValueSource(booleans = {false, true})
-    void readersRacingAnOverwritingWriterNeverSeeWrongBytes(boolean inExtents) throws Exception {
+    @ValueSource(strings = {"chunks", "extents", "extents, small cache"})
+    void readersRacingAnOverwritingWriterNeverSeeWrongBytes(String kind) throws Exception {
         Random rnd = new Random(SEED);
         int keys = 6, writes = 400;
+        boolean inExtents = !kind.equals("chunks");
         MemoryDevice dev = VolumeFixtures.formatted();
-        try (Volume v = inExtents ? Volume.open(dev, VolumeFixtures.OPTIONS) : open(dev); Table t = v.tables().create("t")) {
+        VolumeOptions options = kind.endsWith("small cache") ? VolumeFixtures.OPTIONS.withDataCacheBytes(PageCache.MIN_FRAMES * 4096L)
+                : VolumeFixtures.OPTIONS;
+        try (Volume v = inExtents ? Volume.open(dev, options) : open(dev); Table t = v.tables().create("t")) {
             t.withDurability(Durability.NONE);
             Map<Long, Integer> owners = new ConcurrentHashMap<>(); // each value's key, set before its put
             for (int k = 0; k < keys; k++) {

@@ -93,13 +93,15 @@ final class FerriteKv implements KvStore {
             kind = "MappedDevice (no O_DIRECT here)";
         }
         try {
-            VolumeOptions options = VolumeOptions.defaults().withLogBlocks((int) (log / BLOCK)).withCacheBytes(cacheBytes);
+            VolumeOptions options = VolumeOptions.defaults().withLogBlocks((int) (log / BLOCK)).withCacheBytes(cacheBytes)
+                    .withDataCacheBytes(cacheBytes); // medium values' blocks are cached there
             Volume.format(device, options);
             Volume volume = Volume.open(device, options);
             try {
                 Table table = volume.tables().create("kv").withDurability(Durability.NONE);
                 return new FerriteKv(device, volume, table, kind + ", 4 KiB blocks, volume " + KvBench.size(size) + " with log "
-                        + KvBench.size(log) + ", cache " + KvBench.size(cacheBytes) + "; one table; each put and delete a"
+                        + KvBench.size(log) + ", cache " + KvBench.size(cacheBytes) + " and data page cache " + KvBench.size(cacheBytes)
+                        + " (medium values' blocks); one table; each put and delete a"
                         + " transaction of its own (Durability.NONE), each batch a WriteTransaction, Volume.sync at phase end");
             } catch (RuntimeException e) {
                 volume.close();

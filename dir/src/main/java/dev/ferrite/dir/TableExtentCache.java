@@ -1,0 +1,149 @@
+package dev.ferrite.dir;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * Extent values' blocks ({@link TableExtents}) kept in frames of the data page cache ({@link PageCache}),
+ * within its budget and by its CLOCK, beside files' pages: a get of a value read or written recently is a
+ * memory copy, not a device read.
+ *
+ * <h2>Identity</h2>
+ * A cached block is named by its value's stub, not by its device block alone: block {@code i} of the value
+ * whose extent starts at device block {@code b} is page {@code b * maxBlocks + i} of one of
+ * {@link #STRIPES} {@link FilePages} maps (chosen by {@code b}, so a value's blocks share a map and a
+ * lock), and its frame is tagged with the stub's CRC32C and length ({@link #tags}). A read uses a frame
+ * only if the tag matches its stub, so bytes cached for a value whose blocks were freed and taken by
+ * another never match the other's stub (unless that value has the same first block, length and CRC). The
+ * free of a value's blocks also drops its frames ({@link #drop}), so they do not linger; a reader that
+ * read the blocks before the free and caches them after it only leaves frames no later stub matches.
+ * Only bytes known to be the value's are cached: a whole value read from the device whose CRC matched,
+ * or a value as it is written ({@link #fill}).
+ *
+ * <h2>Locks</h2>
+ * A stripe's {@link FilePages#lock} guards its map and the contents and tags of its frames; it is held
+ * for a lookup and copy of one value (no I/O under it) and taken before the page cache's monitor (to
+ * allocate or free a frame), as a file's is. The page cache's eviction only try-locks it.
+ */
+final class TableExtentCache {
+    /** Maps and locks: concurrent gets of different values rarely share one. */
+    static final int STRIPES = 64;
+
+    private final PageCache pages;
+    private final int blockSize;
+    /** The most blocks a medium value takes: pages of one value are numbered {@code [b * maxBlocks, (b + 1) * maxBlocks)}. */
+    private final int maxBlocks;
+    private final FilePages[] stripes = new FilePages[STRIPES];
+    /** Per frame: the CRC32C (high half) and length (low half) of the value whose bytes it holds; guarded by its stripe's lock. */
+    private final long[] tags;
+
+    TableExtentCache(PageCache pages, int blockSize) {
+        this.pages = pages;
+        this.blockSize = blockSize;
+        this.maxBlocks = (TableValueFormat.MAX_MEDIUM + blockSize - 1) / blockSize;
+        this.tags = new long[pages.capacity()];
+        for (int s = 0; s < STRIPES; s++) {
+            stripes[s] = new FilePages(null);
+        }
+    }
+
+    private FilePages stripe(TableValueFormat.Extent x) {
+        return stripes[(int) ((x.block() * 0x9E37_79B9_7F4A_7C15L) >>> 58)];
+    }
+
+    private static long tag(TableValueFormat.Extent x) {
+        return (long) x.crc() << 32 | x.length();
+    }
+
+    private long page(TableValueFormat.Extent x, int i) {
+        return x.block() * maxBlocks + i;
+    }
+
+    /**
+     * Copies bytes {@code [offset, offset + want)} of value {@code x}, which lie in its blocks
+     * {@code [first, end)}, into {@code out} from their frames; false, having copied some or none, if one of
+     * those blocks is not cached as {@code x}'s.
+     */
+    boolean copy(TableValueFormat.Extent x, int first, int end, long offset, long want, MemorySegment out) {
+        FilePages p = stripe(x);
+        long tag = tag(x);
+        p.lock.lock();
+        try {
+            for (int i = first; i < end; i++) {
+                int f = p.get(page(x, i));
+                if (f < 0 || tags[f] != tag) {
+                    return false;
+                }
+                pages.touch(f);
+                long from = Math.max(offset, (long) i * blockSize), to = Math.min(offset + want, (long) (i + 1) * blockSize);
+                MemorySegment.copy(pages.slab(f), pages.offset(f) + from - (long) i * blockSize, out, from - offset, to - from);
+            }
+            return true;
+        } finally {
+            p.lock.unlock();
+        }
+    }
+
+    /**
+     * Caches value {@code x} from {@code blocks}, its whole blocks (as written, or as read with the CRC
+     * matching): frames cached for another value under the same pages are overwritten. Stops at the first
+     * block for which no frame is to be had (every page dirty or its file busy): a value cached in part is
+     * read from the device again.
+     */
+    void fill(TableValueFormat.Extent x, MemorySegment blocks) {
+        FilePages p = stripe(x);
+        long tag = tag(x);
+        int n = x.blocks(blockSize);
+        p.lock.lock();
+        try {
+            for (int i = 0; i < n; i++) {
+                long page = page(x, i);
+                int f = p.get(page);
+                if (f >= 0 && tags[f] == tag) {
+                    continue;
+                }
+                boolean mapped = f >= 0;
+                if (!mapped && (f = pages.allocate(p, page)) < 0) {
+                    return;
+                }
+                MemorySegment.copy(blocks, (long) i * blockSize, pages.slab(f), pages.offset(f), blockSize);
+                tags[f] = tag;
+                if (!mapped) {
+                    p.put(page, f);
+                }
+            }
+        } finally {
+            p.lock.unlock();
+        }
+    }
+
+    /** Drops value {@code x}'s frames: its blocks are being freed. */
+    void drop(TableValueFormat.Extent x) {
+        FilePages p = stripe(x);
+        int n = x.blocks(blockSize);
+        p.lock.lock();
+        try {
+            for (int i = 0; i < n; i++) {
+                int f = p.get(page(x, i));
+                if (f >= 0) {
+                    pages.drop(p, f);
+                }
+            }
+        } finally {
+            p.lock.unlock();
+        }
+    }
+
+    /** Blocks cached now, for tests. */
+    int cachedBlocks() {
+        int n = 0;
+        for (FilePages p : stripes) {
+            p.lock.lock();
+            try {
+                n += p.size();
+            } finally {
+                p.lock.unlock();
+            }
+        }
+        return n;
+    }
+}
