@@ -130,7 +130,7 @@ class TableBlobTest {
             t.put(b("a-kept"), kept);
             t.withDurability(Durability.NONE);
             for (int i = 0; i < 40_000; i++) { // a wide tree: the transaction's inserts below land in most of its leaves
-                t.put(random(rnd, 16), new byte[30]);
+                t.put(random(rnd, 16), new byte[100]);
             }
             List<String> before = blobFiles(v);
             WriteTransaction tx = v.begin(Durability.NONE);

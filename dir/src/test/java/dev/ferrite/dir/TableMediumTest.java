@@ -226,7 +226,7 @@ class TableMediumTest {
     static void failPartWay(Volume v, Table a, Table bt, Random rnd) {
         a.withDurability(Durability.NONE);
         for (int i = 0; i < 40_000; i++) { // a wide tree: the inserts below land in most of its leaves
-            a.put(random(rnd, 16), new byte[30]);
+            a.put(random(rnd, 16), new byte[100]);
         }
         v.sync(); // the log holds the failing group and its undo, with their chunks, and nothing else
         WriteTransaction tx = v.begin(Durability.NONE);

@@ -99,10 +99,11 @@ public final class BTree {
             long root = allocator.allocate(txn);
             int f = headerFrame;
             headerFrame = -1; // create lets go of its frame itself if it fails
-            h = cache.create(txn, header, BTreeHeaderFormat.MAGIC, treeId, f);
+            // both logged as rebuilt from zeros: the log carries their few set bytes, not two whole blocks
+            h = cache.createEmpty(txn, header, BTreeHeaderFormat.MAGIC, treeId, f);
             f = rootFrame;
             rootFrame = -1;
-            r = cache.create(txn, root, BTreeNodeFormat.MAGIC, treeId, f);
+            r = cache.createEmpty(txn, root, BTreeNodeFormat.MAGIC, treeId, f);
         } finally {
             if (headerFrame >= 0) {
                 cache.unreserveFrame(headerFrame);
@@ -113,7 +114,9 @@ public final class BTree {
         }
         long root = r.block();
         BTreeNodeFormat.init(r.data(), 0, cache.blockSize());
+        logUsed(txn, r);
         BTreeHeaderFormat.set(h.data(), root, 1);
+        txn.log(h, BTreeHeaderFormat.ROOT, BTreeHeaderFormat.HEIGHT + 2 - BTreeHeaderFormat.ROOT);
         h.priority = INTERIOR_PRIORITY;
         return new BTree(cache, allocator, h.block(), treeId);
     }
@@ -598,13 +601,13 @@ public final class BTree {
     }
 
     /**
-     * Logs a cell of {@code need} bytes (slot included) inserted at {@code pos}: the whole node if it was
-     * compacted first, else its header fields, the slots from {@code pos} up (all of them if the insert
+     * Logs a cell of {@code need} bytes (slot included) inserted at {@code pos}: the node's used bytes if
+     * it was compacted first ({@link #logUsed}), else its header fields, the slots from {@code pos} up (all of them if the insert
      * shortened the prefix from {@code skipBefore}, rewriting every head) and the cell.
      */
     void logInsert(Txn txn, Buffer node, int pos, int skipBefore, int cell, int need, boolean compacted) {
         if (compacted) {
-            txn.log(node, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
+            logUsed(txn, node);
         } else {
             logSlots(txn, node, BTreeNodeFormat.skip(node.data()) == skipBefore ? pos : -1);
             txn.log(node, cell, need - BTreeNodeFormat.SLOT);
@@ -619,6 +622,21 @@ public final class BTree {
         int end = BTreeNodeFormat.slotsEnd(n);
         if (end > start) {
             txn.log(node, start, end - start);
+        }
+    }
+
+    /**
+     * Logs a node rewritten in place (compacted, split, merged) or built in a new block: its header
+     * fields and slots, and its cells, but not the free gap between them, which nothing reads and no
+     * change writes (so a gap chunk left out is either as the log last had it or as home has it), and
+     * which is most of a half-full node.
+     */
+    static void logUsed(Txn txn, Buffer node) {
+        MemorySegment n = node.data();
+        txn.log(node, BTreeNodeFormat.LEVEL, BTreeNodeFormat.slotsEnd(n) - BTreeNodeFormat.LEVEL);
+        int cells = BTreeNodeFormat.cellStart(n), end = (int) n.byteSize();
+        if (cells < end) {
+            txn.log(node, cells, end - cells);
         }
     }
 

@@ -14,6 +14,7 @@ import static dev.ferrite.btree.internal.BTree.MAX_DEPTH;
 import static dev.ferrite.btree.internal.BTree.atLevel;
 import static dev.ferrite.btree.internal.BTree.backtrack;
 import static dev.ferrite.btree.internal.BTree.logSlots;
+import static dev.ferrite.btree.internal.BTree.logUsed;
 import static dev.ferrite.btree.internal.BTree.scratch;
 import static dev.ferrite.btree.internal.BTreeNodeFormat.cellSize;
 import static dev.ferrite.btree.internal.BTreeNodeFormat.childAt;
@@ -250,10 +251,10 @@ final class Restructure {
             newLeaf = cache.createEmpty(txn, blocks[used], BTreeNodeFormat.MAGIC, id, frames[used]);
             sep = appendLeaf(txn, leaf, newLeaf, key, value);
         } else {
-            newLeaf = cache.create(txn, blocks[used], BTreeNodeFormat.MAGIC, id, frames[used]);
+            newLeaf = cache.createEmpty(txn, blocks[used], BTreeNodeFormat.MAGIC, id, frames[used]);
             sep = splitLeaf(leaf, newLeaf, right, key, value, replace, scratch);
-            txn.log(leaf, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
-            txn.log(newLeaf, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
+            logUsed(txn, leaf);
+            logUsed(txn, newLeaf);
             if (right != null) {
                 txn.log(right, BTreeNodeFormat.LEFT, 8);
             }
@@ -274,24 +275,24 @@ final class Restructure {
                 tree.logInsert(txn, parent, pos, skip, cell, need, compacted);
                 return used;
             }
-            Buffer sibling = cache.create(txn, blocks[used], BTreeNodeFormat.MAGIC, id, frames[used]);
+            Buffer sibling = cache.createEmpty(txn, blocks[used], BTreeNodeFormat.MAGIC, id, frames[used]);
             used++;
             sibling.priority = INTERIOR_PRIORITY;
             sep = splitInterior(parent, sibling, pos, sep, newChild, append, scratch);
-            txn.log(parent, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
-            txn.log(sibling, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
+            logUsed(txn, parent);
+            logUsed(txn, sibling);
             newChild = sibling.block();
         }
         // the root split: a new root above the old one
         Buffer header = p.node[0];
         long oldRoot = BTreeHeaderFormat.root(header.data());
         int height = BTreeHeaderFormat.height(header.data());
-        Buffer root = cache.create(txn, blocks[used], BTreeNodeFormat.MAGIC, id, frames[used]);
+        Buffer root = cache.createEmpty(txn, blocks[used], BTreeNodeFormat.MAGIC, id, frames[used]);
         root.priority = INTERIOR_PRIORITY;
         BTreeNodeFormat.init(root.data(), height, blockSize);
         BTreeNodeFormat.setLeftmost(root.data(), oldRoot);
         BTreeNodeFormat.insertInterior(root.data(), 0, sep, newChild);
-        txn.log(root, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
+        logUsed(txn, root);
         BTreeHeaderFormat.set(header.data(), root.block(), height + 1);
         txn.log(header, BTreeHeaderFormat.ROOT, 16);
         return used + 1;
@@ -575,8 +576,9 @@ final class Restructure {
             }
             Buffer leaf = p.leaf();
             MemorySegment n = leaf.data();
-            BTreeNodeFormat.remove(n, search(n, key));
-            txn.log(leaf, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
+            int gone = search(n, key);
+            BTreeNodeFormat.remove(n, gone);
+            logSlots(txn, leaf, gone);
             for (int d = leafD; d > top && d >= 2; d--) {
                 if (partner[d] == null || !merge(txn, p, d, partner[d].buffer(), d == leafD ? outer : null)) {
                     break;
@@ -645,7 +647,7 @@ final class Restructure {
                 txn.log(outer.buffer(), BTreeNodeFormat.LEFT, 8);
             }
         }
-        txn.log(leftBuf, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
+        logUsed(txn, leftBuf);
         BTreeNodeFormat.remove(pn, sepIndex);
         logSlots(txn, parent, sepIndex);
         allocator.free(txn, rightBuf.block());
@@ -694,9 +696,9 @@ final class Restructure {
         BTreeNodeFormat.remove(pn, sepIndex);
         BTreeNodeFormat.ensureRoom(pn, interiorCellSize(up.length), blockSize, scratch);
         BTreeNodeFormat.insertInterior(pn, sepIndex, MemorySegment.ofArray(up), rightBuf.block());
-        txn.log(leftBuf, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
-        txn.log(rightBuf, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
-        txn.log(parent, BTreeNodeFormat.LEVEL, blockSize - BTreeNodeFormat.LEVEL);
+        logUsed(txn, leftBuf);
+        logUsed(txn, rightBuf);
+        logUsed(txn, parent);
     }
 
     private static int indexOfChild(MemorySegment n, long block) {
