@@ -136,14 +136,25 @@ final class FileData {
 
     /** The size {@code i} has committed (buffered writes may show a larger one); EISDIR or EINVAL as {@link FileMapping#file}. */
     long committedSize(Inode i) {
-        long size = records.readRecord(i.ino, (b, rec) -> (InodeFormat.mode(b, rec) & S_IFMT) == S_IFREG ? InodeFormat.size(b, rec) : -1L);
+        long size = records.readLong(i.ino, FileData::regularSize);
         return size >= 0 ? size : mapping.file(i, 0, 0).size();
+    }
+
+    private static long regularSize(MemorySegment b, int rec) {
+        return (InodeFormat.mode(b, rec) & S_IFMT) == S_IFREG ? InodeFormat.size(b, rec) : -1;
     }
 
     /** The device block of file block {@code first} if one written extent holds {@code [first, end)} inside the size; else -1. */
     private long inPlace(Inode i, long first, long end) {
-        long dev = records.readRecord(i.ino, (b, rec) -> ExtentFormat.writtenBlock(b, rec, first, end, geometry));
+        long dev = records.readLong(i.ino, first, end, writtenBlock);
         return dev == ExtentFormat.IN_TREE ? map.writtenBlock(i, first, end) : dev;
+    }
+
+    /** {@link #inPlace}'s record read, made once: a lambda capturing the range would be an object per read and write. */
+    private final InodeRecords.RangeRecordReader writtenBlock = this::writtenBlock;
+
+    private long writtenBlock(MemorySegment b, int rec, long first, long end) {
+        return ExtentFormat.writtenBlock(b, rec, first, end, geometry);
     }
 
     int read(Handle h, long offset, MemorySegment dst) {
