@@ -174,13 +174,13 @@ final class FileData {
                 device.read(dev, dst);
                 return (int) dst.byteSize();
             }
-            FileMapping.Snapshot s = mapping.file(i, first, first + blocks);
-            long size = Math.max(s.size(), i.pendingSize);
+            FileMapping.ReadMapping s = mapping.forRead(i, first, first + blocks);
+            long size = Math.max(s.size, i.pendingSize);
             if (offset >= size || dst.byteSize() == 0) {
                 return 0;
             }
             long n = Math.min(dst.byteSize(), size - offset);
-            readRuns(s.extents(), first, first + (n + blockSize - 1) / blockSize, dst); // whole blocks: the buffer holds them
+            readRuns(s.extents, first, first + (n + blockSize - 1) / blockSize, dst); // whole blocks: the buffer holds them
             return (int) n;
         } finally {
             l.unlock();
@@ -192,7 +192,8 @@ final class FileData {
         for (long fb = first; fb < end; ) {
             int k = x.find(fb);
             long runEnd = Math.min(end, k >= 0 ? x.end(k) : -k - 1 < x.count() ? x.fileBlock(-k - 1) : end);
-            MemorySegment part = dst.asSlice((fb - first) * blockSize, (runEnd - fb) * blockSize);
+            long at = (fb - first) * blockSize, len = (runEnd - fb) * blockSize;
+            MemorySegment part = at == 0 && len == dst.byteSize() ? dst : dst.asSlice(at, len); // one run: no slice object
             if (k < 0 || x.unwritten(k)) {
                 part.fill((byte) 0);
             } else {
@@ -205,7 +206,7 @@ final class FileData {
     /** Reads file blocks from {@code fb} of {@code i} into {@code dst} as mapped, whatever the size; the caller holds its I/O lock. */
     void readBlocks(Inode i, long fb, MemorySegment dst) {
         long end = fb + dst.byteSize() / blockSize;
-        readRuns(mapping.file(i, fb, end).extents(), fb, end, dst);
+        readRuns(mapping.forRead(i, fb, end).extents, fb, end, dst);
     }
 
     void write(Handle h, long offset, MemorySegment src) {

