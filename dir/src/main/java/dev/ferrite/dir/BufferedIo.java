@@ -508,6 +508,9 @@ final class BufferedIo implements PageCache.Writer {
         }
     }
 
+    /** A thread's frames of a run being written back ({@link #writeBackLocked}), there while not in use. */
+    private static final ThreadLocal<int[]> RUNS = new ThreadLocal<>();
+
     /**
      * Writes back the dirty pages of {@code p} in file blocks {@code [from, to)}, in runs of consecutive
      * ones; over the whole file, then commits a pending size no page carried (its pages were dropped).
@@ -524,7 +527,12 @@ final class BufferedIo implements PageCache.Writer {
                 long size = size(i);
                 long[] blocks = p.blocks(from, to);
                 MemorySegment stage = cache.staging();
-                int[] run = new int[PageCache.RUN_BLOCKS];
+                int[] run = RUNS.get();
+                if (run == null) {
+                    run = new int[PageCache.RUN_BLOCKS];
+                } else {
+                    RUNS.set(null); // taken: a write-back nested on this thread makes its own
+                }
                 try {
                     for (int k = 0; k < blocks.length; ) {
                         int f = p.get(blocks[k]);
@@ -563,6 +571,7 @@ final class BufferedIo implements PageCache.Writer {
                     }
                 } finally {
                     cache.release(stage);
+                    RUNS.set(run);
                 }
             }
             if (from == 0 && to == Long.MAX_VALUE && p.dirty == 0 && i.pendingSize != 0) {

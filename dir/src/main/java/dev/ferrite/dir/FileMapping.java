@@ -462,9 +462,7 @@ final class FileMapping {
         Lock l = io(ino).writeLock();
         l.lock();
         try {
-            long eof = records.readRecord(ino, (b, r) -> (InodeFormat.mode(b, r) & S_IFMT) != S_IFREG
-                    || (InodeFormat.flags(b, r) & (FLAG_SPECULATIVE | FLAG_PREALLOC)) != FLAG_SPECULATIVE
-                    ? -1 : (InodeFormat.size(b, r) + blockSize - 1) / blockSize);
+            long eof = records.readLong(ino, speculativeEof);
             if (eof < 0) {
                 speculative.remove(ino);
                 return;
@@ -486,6 +484,14 @@ final class FileMapping {
         } finally {
             l.unlock();
         }
+    }
+
+    /** {@link #trimSpeculative}'s record read, made once: the block past the end of a file with speculative blocks, else -1. */
+    private final InodeRecords.LongRecordReader speculativeEof = this::speculativeEof;
+
+    private long speculativeEof(MemorySegment b, int r) {
+        return (InodeFormat.mode(b, r) & S_IFMT) != S_IFREG || (InodeFormat.flags(b, r) & (FLAG_SPECULATIVE | FLAG_PREALLOC)) != FLAG_SPECULATIVE
+                ? -1 : (InodeFormat.size(b, r) + blockSize - 1) / blockSize;
     }
 
     /** What {@link #release} loads of a tree for a change at its end: its last extent. */

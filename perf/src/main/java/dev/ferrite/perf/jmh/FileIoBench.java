@@ -21,7 +21,8 @@ import dev.ferrite.io.MemoryDevice;
  * File data through a {@link Handle} in a RAM volume, one thread, on a 1 MiB file written and synced at
  * setup: {@code bufferedRead} and {@code bufferedWrite} of 4 KiB at a block offset from a heap buffer
  * (the data page cache: a cached page, so no device I/O after the first call); {@code directRead} and
- * {@code directWrite} of an aligned 4 KiB block (in place over a written extent); {@code openClose} of the
+ * {@code directWrite} of an aligned 4 KiB block (in place over a written extent); {@code bufferedWriteFsync}, a
+ * buffered write then fsync (its page written back in place, a journal force); {@code openClose} of the
  * file by name in an open directory. Run with {@code -prof gc} for the bytes allocated per call.
  */
 @State(Scope.Benchmark)
@@ -90,6 +91,12 @@ public class FileIoBench extends JmhDefaults {
     @Benchmark
     public void directWrite() {
         ns.write(file, offset() + 64 * BLOCK, aligned);
+    }
+
+    @Benchmark
+    public void bufferedWriteFsync() {
+        ns.write(file, offset(), heap);
+        ns.fsync(file);
     }
 
     @Benchmark
