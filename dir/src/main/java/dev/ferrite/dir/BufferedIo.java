@@ -508,6 +508,27 @@ final class BufferedIo implements PageCache.Writer {
         }
     }
 
+    /** What a write-back ({@link #writeBackLocked}) works in: the file's dirty blocks and a run's frames. */
+    private static final class WriteBackScratch {
+        /** The most blocks a thread's list keeps between write-backs: a file with more cached gets a list of its own. */
+        static final int KEPT_BLOCKS = 4096;
+        final int[] run = new int[PageCache.RUN_BLOCKS];
+        long[] blocks = new long[64];
+
+        long[] blocks(int n) {
+            if (n > KEPT_BLOCKS) {
+                return new long[n];
+            }
+            if (blocks.length < n) {
+                blocks = new long[Math.min(KEPT_BLOCKS, Math.max(n, 2 * blocks.length))];
+            }
+            return blocks;
+        }
+    }
+
+    /** A thread's {@link WriteBackScratch}, there while not in use. */
+    private static final ThreadLocal<WriteBackScratch> SCRATCH = new ThreadLocal<>();
+
     /**
      * Writes back the dirty pages of {@code p} in file blocks {@code [from, to)}, in runs of consecutive
      * ones; over the whole file, then commits a pending size no page carried (its pages were dropped).
@@ -522,11 +543,18 @@ final class BufferedIo implements PageCache.Writer {
         try {
             if (p.dirty > 0) {
                 long size = size(i);
-                long[] blocks = p.blocks(from, to);
+                WriteBackScratch scratch = SCRATCH.get();
+                if (scratch == null) {
+                    scratch = new WriteBackScratch();
+                } else {
+                    SCRATCH.set(null); // taken: a write-back nested on this thread makes its own
+                }
+                long[] blocks = scratch.blocks(p.blocksBound(from, to));
+                int count = p.blocks(from, to, blocks);
+                int[] run = scratch.run;
                 MemorySegment stage = cache.staging();
-                int[] run = new int[PageCache.RUN_BLOCKS];
                 try {
-                    for (int k = 0; k < blocks.length; ) {
+                    for (int k = 0; k < count; ) {
                         int f = p.get(blocks[k]);
                         if (!cache.isDirty(f)) {
                             k++;
@@ -534,7 +562,7 @@ final class BufferedIo implements PageCache.Writer {
                         }
                         long first = blocks[k];
                         int n = 0;
-                        for (; k < blocks.length && n < run.length && blocks[k] == first + n && cache.isDirty(f = p.get(blocks[k])); k++, n++) {
+                        for (; k < count && n < run.length && blocks[k] == first + n && cache.isDirty(f = p.get(blocks[k])); k++, n++) {
                             MemorySegment.copy(cache.slab(f), cache.offset(f), stage, (long) n * blockSize, blockSize);
                             run[n] = f;
                         }
@@ -563,6 +591,7 @@ final class BufferedIo implements PageCache.Writer {
                     }
                 } finally {
                     cache.release(stage);
+                    SCRATCH.set(scratch);
                 }
             }
             if (from == 0 && to == Long.MAX_VALUE && p.dirty == 0 && i.pendingSize != 0) {

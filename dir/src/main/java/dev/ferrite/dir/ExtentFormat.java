@@ -113,18 +113,24 @@ final class ExtentFormat {
      * and not overlapping. Anything else is corruption of the block.
      */
     static ExtentList decode(MemorySegment b, int rec, Geometry g) {
+        ExtentList list = new ExtentList(capacity(InodeFormat.inlineCapacity((int) b.byteSize())));
+        decodeInto(b, rec, g, list);
+        return list;
+    }
+
+    /** {@link #decode} into {@code list}, cleared first, with the same checks, for a caller that reuses one. */
+    static void decodeInto(MemorySegment b, int rec, Geometry g, ExtentList list) {
         int fork = InodeFormat.fork(b, rec);
         int used = InodeFormat.inlineUsed(b, rec);
         if (fork != InodeFormat.FORK_EXTENTS && (fork != InodeFormat.FORK_EMPTY || used != 0)) {
             throw corrupt(b, rec, "a regular file with data fork format " + fork + " using " + used + " inline bytes");
         }
-        int area = rec + InodeFormat.INLINE;
-        int capacity = capacity(InodeFormat.inlineCapacity((int) b.byteSize()));
         if (used % SIZE != 0) {
             throw corrupt(b, rec, "uses " + used + " bytes of its extent list, not a multiple of " + SIZE);
         }
+        int area = rec + InodeFormat.INLINE;
         int n = used / SIZE;
-        ExtentList list = new ExtentList(capacity);
+        list.clear();
         long end = 0;
         for (int i = 0; i < n; i++) {
             long fb = fileBlock(b, area, i), dev = deviceBlock(b, area, i);
@@ -136,7 +142,6 @@ final class ExtentFormat {
             list.add(fb, dev, len, unwritten(b, area, i));
             end = fb + len;
         }
-        return list;
     }
 
     /**

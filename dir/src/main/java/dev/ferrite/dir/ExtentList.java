@@ -11,6 +11,7 @@ import java.util.Arrays;
  * thread-safe: a copy made under the inode's record.
  */
 final class ExtentList {
+    private static final int INITIAL = 4;
     private final int capacity;
     /** The tree's header block for a window of one, 0 for an inline list. */
     final long header;
@@ -28,11 +29,16 @@ final class ExtentList {
     ExtentList(int capacity, long header) {
         this.capacity = capacity;
         this.header = header;
-        int n = Math.min(capacity, 30) + 2;
+        int n = INITIAL; // most files map an extent or two: the arrays start small and double as needed
         fileBlock = new long[n];
         deviceBlock = new long[n];
         length = new int[n];
         unwritten = new boolean[n];
+    }
+
+    /** Forgets every extent, to be decoded into again ({@link ExtentFormat#decodeInto}). */
+    void clear() {
+        count = 0;
     }
 
     /** True for a window of a tree. */

@@ -136,14 +136,25 @@ final class FileData {
 
     /** The size {@code i} has committed (buffered writes may show a larger one); EISDIR or EINVAL as {@link FileMapping#file}. */
     long committedSize(Inode i) {
-        long size = records.readRecord(i.ino, (b, rec) -> (InodeFormat.mode(b, rec) & S_IFMT) == S_IFREG ? InodeFormat.size(b, rec) : -1L);
+        long size = records.readLong(i.ino, FileData::regularSize);
         return size >= 0 ? size : mapping.file(i, 0, 0).size();
+    }
+
+    private static long regularSize(MemorySegment b, int rec) {
+        return (InodeFormat.mode(b, rec) & S_IFMT) == S_IFREG ? InodeFormat.size(b, rec) : -1;
     }
 
     /** The device block of file block {@code first} if one written extent holds {@code [first, end)} inside the size; else -1. */
     private long inPlace(Inode i, long first, long end) {
-        long dev = records.readRecord(i.ino, (b, rec) -> ExtentFormat.writtenBlock(b, rec, first, end, geometry));
+        long dev = records.readLong(i.ino, first, end, writtenBlock);
         return dev == ExtentFormat.IN_TREE ? map.writtenBlock(i, first, end) : dev;
+    }
+
+    /** {@link #inPlace}'s record read, made once: a lambda capturing the range would be an object per read and write. */
+    private final InodeRecords.RangeRecordReader writtenBlock = this::writtenBlock;
+
+    private long writtenBlock(MemorySegment b, int rec, long first, long end) {
+        return ExtentFormat.writtenBlock(b, rec, first, end, geometry);
     }
 
     int read(Handle h, long offset, MemorySegment dst) {
@@ -163,13 +174,13 @@ final class FileData {
                 device.read(dev, dst);
                 return (int) dst.byteSize();
             }
-            FileMapping.Snapshot s = mapping.file(i, first, first + blocks);
-            long size = Math.max(s.size(), i.pendingSize);
+            FileMapping.ReadMapping s = mapping.forRead(i, first, first + blocks);
+            long size = Math.max(s.size, i.pendingSize);
             if (offset >= size || dst.byteSize() == 0) {
                 return 0;
             }
             long n = Math.min(dst.byteSize(), size - offset);
-            readRuns(s.extents(), first, first + (n + blockSize - 1) / blockSize, dst); // whole blocks: the buffer holds them
+            readRuns(s.extents, first, first + (n + blockSize - 1) / blockSize, dst); // whole blocks: the buffer holds them
             return (int) n;
         } finally {
             l.unlock();
@@ -181,7 +192,8 @@ final class FileData {
         for (long fb = first; fb < end; ) {
             int k = x.find(fb);
             long runEnd = Math.min(end, k >= 0 ? x.end(k) : -k - 1 < x.count() ? x.fileBlock(-k - 1) : end);
-            MemorySegment part = dst.asSlice((fb - first) * blockSize, (runEnd - fb) * blockSize);
+            long at = (fb - first) * blockSize, len = (runEnd - fb) * blockSize;
+            MemorySegment part = at == 0 && len == dst.byteSize() ? dst : dst.asSlice(at, len); // one run: no slice object
             if (k < 0 || x.unwritten(k)) {
                 part.fill((byte) 0);
             } else {
@@ -194,7 +206,7 @@ final class FileData {
     /** Reads file blocks from {@code fb} of {@code i} into {@code dst} as mapped, whatever the size; the caller holds its I/O lock. */
     void readBlocks(Inode i, long fb, MemorySegment dst) {
         long end = fb + dst.byteSize() / blockSize;
-        readRuns(mapping.file(i, fb, end).extents(), fb, end, dst);
+        readRuns(mapping.forRead(i, fb, end).extents, fb, end, dst);
     }
 
     void write(Handle h, long offset, MemorySegment src) {

@@ -124,6 +124,49 @@ final class FileMapping {
                 "inode " + ino + " (mode 0" + Integer.toOctalString(mode) + ") is not a regular file");
     }
 
+    /**
+     * A thread's mapping for a read ({@link #forRead}): the file's committed size and its extents, until
+     * the thread's next read. A read only looks at them and does device I/O meanwhile, so one list per
+     * thread serves every read, and a read decodes an inline list allocating nothing.
+     */
+    static final class ReadMapping implements InodeRecords.LongRecordReader {
+        private final ExtentList scratch = new ExtentList(Integer.MAX_VALUE);
+        private Geometry geometry;
+        long size;
+        ExtentList extents;
+
+        /** The size, the extents decoded into {@link #scratch}; -1 for a tree or anything not a regular file ({@link #file} then). */
+        @Override
+        public long read(MemorySegment b, int rec) {
+            if ((InodeFormat.mode(b, rec) & S_IFMT) != S_IFREG || InodeFormat.fork(b, rec) == InodeFormat.FORK_TREE) {
+                return -1;
+            }
+            ExtentFormat.decodeInto(b, rec, geometry, scratch);
+            return InodeFormat.size(b, rec);
+        }
+    }
+
+    private static final ThreadLocal<ReadMapping> READS = ThreadLocal.withInitial(ReadMapping::new);
+
+    /**
+     * {@link #file} for a read of {@code [from, to)}, into the calling thread's {@link ReadMapping}: an
+     * inline list decoded there, a tree's window loaded as {@link #file} loads it; the same errors.
+     */
+    ReadMapping forRead(Inode i, long from, long to) {
+        ReadMapping r = READS.get();
+        r.geometry = geometry;
+        long size = records.readLong(i.ino, r);
+        if (size >= 0) {
+            r.size = size;
+            r.extents = r.scratch;
+        } else {
+            Snapshot s = file(i, from, to);
+            r.size = s.size();
+            r.extents = s.extents();
+        }
+        return r;
+    }
+
     /** The end of the last extent of {@code i}, whose extents for some range are {@code x}; 0 if it maps nothing. */
     long lastEnd(Inode i, ExtentList x) {
         ExtentList t = map.tail(i, x);
@@ -419,9 +462,7 @@ final class FileMapping {
         Lock l = io(ino).writeLock();
         l.lock();
         try {
-            long eof = records.readRecord(ino, (b, r) -> (InodeFormat.mode(b, r) & S_IFMT) != S_IFREG
-                    || (InodeFormat.flags(b, r) & (FLAG_SPECULATIVE | FLAG_PREALLOC)) != FLAG_SPECULATIVE
-                    ? -1 : (InodeFormat.size(b, r) + blockSize - 1) / blockSize);
+            long eof = records.readLong(ino, speculativeEof);
             if (eof < 0) {
                 speculative.remove(ino);
                 return;
@@ -443,6 +484,14 @@ final class FileMapping {
         } finally {
             l.unlock();
         }
+    }
+
+    /** {@link #trimSpeculative}'s record read, made once: the block past the end of a file with speculative blocks, else -1. */
+    private final InodeRecords.LongRecordReader speculativeEof = this::speculativeEof;
+
+    private long speculativeEof(MemorySegment b, int r) {
+        return (InodeFormat.mode(b, r) & S_IFMT) != S_IFREG || (InodeFormat.flags(b, r) & (FLAG_SPECULATIVE | FLAG_PREALLOC)) != FLAG_SPECULATIVE
+                ? -1 : (InodeFormat.size(b, r) + blockSize - 1) / blockSize;
     }
 
     /** What {@link #release} loads of a tree for a change at its end: its last extent. */

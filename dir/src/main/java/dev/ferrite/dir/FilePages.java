@@ -139,23 +139,33 @@ final class FilePages {
 
     /** The cached blocks in {@code [from, to)}, ascending. */
     long[] blocks(long from, long to) {
-        long[] out = new long[Math.min(size, (int) Math.min(Integer.MAX_VALUE, to - from))];
-        int n = 0;
+        long[] out = new long[blocksBound(from, to)];
+        int n = blocks(from, to, out);
+        return n == out.length ? out : Arrays.copyOf(out, n);
+    }
+
+    /** The most blocks {@link #blocks} of {@code [from, to)} finds. */
+    int blocksBound(long from, long to) {
+        return Math.min(size, (int) Math.min(Integer.MAX_VALUE, to - from));
+    }
+
+    /** The cached blocks in {@code [from, to)}, ascending, into {@code out} (at least {@link #blocksBound} long); returns how many. */
+    int blocks(long from, long to, long[] out) {
+        int n = 0, most = blocksBound(from, to);
         if (to - from <= keys.length) {
-            for (long b = from; b < to && n < out.length; b++) {
+            for (long b = from; b < to && n < most; b++) {
                 if (get(b) >= 0) {
                     out[n++] = b;
                 }
             }
-            return n == out.length ? out : Arrays.copyOf(out, n);
+            return n;
         }
         for (long k : keys) {
             if (k != EMPTY && k >= from && k < to) {
                 out[n++] = k;
             }
         }
-        out = n == out.length ? out : Arrays.copyOf(out, n);
-        Arrays.sort(out);
-        return out;
+        Arrays.sort(out, 0, n);
+        return n;
     }
 }

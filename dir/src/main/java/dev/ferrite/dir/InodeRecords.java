@@ -130,8 +130,21 @@ final class InodeRecords {
     }
 
     /** A {@link RecordReader} of a number: the hottest record reads, without boxing it. */
-    interface LongRecordReader {
+    interface LongRecordReader extends RangeRecordReader {
         long read(MemorySegment b, int rec);
+
+        @Override
+        default long read(MemorySegment b, int rec, long first, long end) {
+            return read(b, rec);
+        }
+    }
+
+    /**
+     * A {@link LongRecordReader} given a range of file blocks as well: held in a field, it reads a range
+     * without a lambda capturing it on each call.
+     */
+    interface RangeRecordReader {
+        long read(MemorySegment b, int rec, long first, long end);
     }
 
     /** Reads inode {@code ino}'s record without locking, validated against concurrent changes. */
@@ -141,6 +154,11 @@ final class InodeRecords {
 
     /** {@link #readRecord} of a number. */
     long readLong(long ino, LongRecordReader reader) {
+        return readLong(ino, 0, 0, reader);
+    }
+
+    /** {@link #readLong} of {@code reader} given {@code [first, end)}. */
+    long readLong(long ino, long first, long end, RangeRecordReader reader) {
         int rec = rec(requireValid(ino));
         for (int spins = 0; ; spins++) {
             Buffer b = inodeBuffers.apply(ino);
@@ -151,7 +169,7 @@ final class InodeRecords {
             }
             long t;
             try {
-                t = reader.read(b.data(), rec);
+                t = reader.read(b.data(), rec, first, end);
             } catch (RuntimeException e) {
                 if (b.validate(v)) {
                     throw e;

@@ -2,6 +2,7 @@ package dev.ferrite.dir;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.management.ManagementFactory;
 import java.util.function.Consumer;
 import java.util.function.ObjIntConsumer;
 
@@ -145,6 +146,16 @@ abstract class FileTestBase {
             if (failed[t] != null) {
                 throw new AssertionError(name + "-" + t + " failed", failed[t]);
             }
+        }
+    }
+
+    /** This thread's bytes allocated so far (com.sun.management's, reached reflectively: this module does not read it). */
+    static long allocatedBytes() {
+        try {
+            return (Long) Class.forName("com.sun.management.ThreadMXBean").getMethod("getCurrentThreadAllocatedBytes")
+                    .invoke(ManagementFactory.getThreadMXBean());
+        } catch (ReflectiveOperationException e) {
+            throw new AssertionError(e);
         }
     }
 }

@@ -1,7 +1,6 @@
 package dev.ferrite.dir;
 
 import java.lang.foreign.MemorySegment;
-import java.lang.management.ManagementFactory;
 
 import dev.ferrite.io.Errno;
 import org.junit.jupiter.api.Test;
@@ -162,16 +161,6 @@ class StatBufferTest extends FileTestBase {
             if (warm == 1) {
                 assertTrue(perProbe < 8, perProbe + " bytes allocated per probe");
             }
-        }
-    }
-
-    /** This thread's bytes allocated so far (com.sun.management's, reached reflectively: this module does not read it). */
-    private static long allocatedBytes() {
-        try {
-            return (Long) Class.forName("com.sun.management.ThreadMXBean").getMethod("getCurrentThreadAllocatedBytes")
-                    .invoke(ManagementFactory.getThreadMXBean());
-        } catch (ReflectiveOperationException e) {
-            throw new AssertionError(e);
         }
     }
 }

@@ -125,28 +125,33 @@ public interface BlockDevice extends AutoCloseable {
      * @throws InvalidArgumentException naming the device, the operation, the block and what was wrong
      */
     static void requireTransfer(BlockDevice device, String op, long block, MemorySegment buffer) {
-        String at = device.name() + ": " + op + " at block " + block;
         if (buffer == null) {
-            throw new InvalidArgumentException(at + " has no buffer");
+            throw new InvalidArgumentException(transfer(device, op, block) + " has no buffer");
         }
         if (!buffer.isNative()) {
-            throw new InvalidArgumentException(at + ": buffer is on the Java heap; device transfers need a native (off-heap) segment");
+            throw new InvalidArgumentException(transfer(device, op, block)
+                    + ": buffer is on the Java heap; device transfers need a native (off-heap) segment");
         }
         if (!buffer.scope().isAlive()) {
             // Batches hand the kernel (io_uring) or worker threads the bare address: freed memory must not get that far.
-            throw new InvalidArgumentException(at + ": buffer's arena is closed");
+            throw new InvalidArgumentException(transfer(device, op, block) + ": buffer's arena is closed");
         }
         if ((buffer.address() & (BUFFER_ALIGNMENT - 1)) != 0) {
-            throw new InvalidArgumentException(at + ": buffer address 0x" + Long.toHexString(buffer.address())
+            throw new InvalidArgumentException(transfer(device, op, block) + ": buffer address 0x" + Long.toHexString(buffer.address())
                     + " is not aligned to " + BUFFER_ALIGNMENT + " bytes");
         }
         long len = buffer.byteSize();
         int blockSize = device.blockSize();
         if (len == 0 || (len & (blockSize - 1)) != 0 || len > Integer.MAX_VALUE) {
-            throw new InvalidArgumentException(at + ": buffer length " + len
+            throw new InvalidArgumentException(transfer(device, op, block) + ": buffer length " + len
                     + " is not a positive multiple of the block size " + blockSize + " below 2 GiB");
         }
         requireInside(device, op, block, len / blockSize);
+    }
+
+    /** The start of {@link #requireTransfer}'s messages: built only for a refusal, so that a valid transfer allocates nothing. */
+    private static String transfer(BlockDevice device, String op, long block) {
+        return device.name() + ": " + op + " at block " + block;
     }
 
     /**
