@@ -17,7 +17,7 @@ import static dev.ferrite.dir.InodeFormat.S_IFDIR;
 import static dev.ferrite.dir.InodeFormat.S_IFLNK;
 import static dev.ferrite.dir.InodeFormat.S_IFMT;
 import static dev.ferrite.dir.InodeRecords.RETRIES;
-import static dev.ferrite.dir.InodeRecords.logUsed;
+import static dev.ferrite.dir.InodeRecords.logTimes;
 import static dev.ferrite.dir.InodeRecords.nowNanos;
 
 /**
@@ -462,8 +462,11 @@ final class Creator {
             MemorySegment.copy(linkTarget, 0, m, java.lang.foreign.ValueLayout.JAVA_BYTE, rec + InodeFormat.INLINE, linkTarget.length);
             InodeFormat.setInlineUsed(m, rec, linkTarget.length);
             InodeFormat.setSize(m, rec, linkTarget.length);
+        } else {
+            return; // allocating the inode wrote and logged all of its record
         }
-        logUsed(txn, nb, rec);
+        // the record was zeroed past what allocating it logged: past its last non-zero byte nothing changed
+        txn.log(nb, rec, InodeFormat.usedLength(m, rec, InodeFormat.recordSize(cache.blockSize())));
     }
 
     /** In {@code txn}: the parent's record {@code prec} in held block {@code pb} gains a child of {@code type} (a directory's link) and moves its times. */
@@ -472,6 +475,9 @@ final class Creator {
             InodeFormat.setNlink(pb.data(), prec, InodeFormat.nlink(pb.data(), prec) + 1);
         }
         InodeFormat.touch(pb.data(), prec, nowNanos(), true);
-        txn.log(pb, prec, InodeFormat.INLINE);
+        if (type == S_IFDIR) {
+            txn.log(pb, prec + InodeFormat.NLINK, 4);
+        }
+        logTimes(txn, pb, prec, true);
     }
 }

@@ -305,20 +305,22 @@ final class DirContents {
             if (!t.putIfAbsent(txn, key.segment(), key.value(ino, type))) {
                 return false;
             }
-        } else {
-            int at = inlineFind(m, rec, key);
-            int used = InodeFormat.inlineUsed(m, rec);
-            int size = DirEntryFormat.inlineSize(key.length());
-            if (at >= 0 || used + size > inlineCapacity) {
-                throw new IllegalStateException("inline directory " + dir.ino + " cannot take the entry being added");
-            }
-            int pos = -at - 1;
-            int end = rec + InodeFormat.INLINE + used;
-            MemorySegment.copy(m, pos, m, pos + size, end - pos);
-            DirEntryFormat.writeEntry(m, pos, key.bytes(), key.length(), ino, type);
-            InodeFormat.setInlineUsed(m, rec, used + size);
-            InodeFormat.setFork(m, rec, InodeFormat.FORK_INLINE);
+            InodeFormat.setSize(m, rec, InodeFormat.size(m, rec) + 1);
+            txn.log(b, rec + InodeFormat.SIZE, 8); // the tree logs its own changes
+            return true;
         }
+        int at = inlineFind(m, rec, key);
+        int used = InodeFormat.inlineUsed(m, rec);
+        int size = DirEntryFormat.inlineSize(key.length());
+        if (at >= 0 || used + size > inlineCapacity) {
+            throw new IllegalStateException("inline directory " + dir.ino + " cannot take the entry being added");
+        }
+        int pos = -at - 1;
+        int end = rec + InodeFormat.INLINE + used;
+        MemorySegment.copy(m, pos, m, pos + size, end - pos);
+        DirEntryFormat.writeEntry(m, pos, key.bytes(), key.length(), ino, type);
+        InodeFormat.setInlineUsed(m, rec, used + size);
+        InodeFormat.setFork(m, rec, InodeFormat.FORK_INLINE);
         InodeFormat.setSize(m, rec, InodeFormat.size(m, rec) + 1);
         logUsed(txn, b, rec);
         return true;
@@ -351,10 +353,11 @@ final class DirContents {
             MemorySegment.copy(m, at + size, m, at, end - at - size);
             m.asSlice(end - size, size).fill((byte) 0);
             InodeFormat.setInlineUsed(m, rec, used - size);
-            txn.log(b, rec + InodeFormat.INLINE, used); // the entries moved, and the freed tail zeroed
+            // the count of bytes used, the entries moved and the freed tail zeroed
+            txn.log(b, rec + InodeFormat.INLINE_USED, InodeFormat.INLINE - InodeFormat.INLINE_USED + used);
         }
         InodeFormat.setSize(m, rec, InodeFormat.size(m, rec) - 1);
-        txn.log(b, rec, InodeFormat.INLINE);
+        txn.log(b, rec + InodeFormat.SIZE, 8);
     }
 
     /** In {@code txn}: points the present entry {@code key} of {@code dir} at another inode. */

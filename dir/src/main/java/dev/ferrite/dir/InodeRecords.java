@@ -523,6 +523,19 @@ final class InodeRecords {
         MemorySegment m = b.data();
         InodeFormat.setNlink(m, rec, InodeFormat.nlink(m, rec) + links);
         InodeFormat.touch(m, rec, nowNanos(), modified);
-        txn.log(b, rec, InodeFormat.INLINE);
+        if (links != 0) {
+            txn.log(b, rec + InodeFormat.NLINK, 4);
+        }
+        logTimes(txn, b, rec, modified);
+    }
+
+    /**
+     * Logs the times {@link InodeFormat#touch} set: the change time, and the modification time before it
+     * if {@code modified}. Each field is logged alone: the log takes 64-byte chunks, and a whole record's
+     * fixed fields span two or three of them.
+     */
+    static void logTimes(Txn txn, Buffer b, int rec, boolean modified) {
+        int from = modified ? InodeFormat.MTIME : InodeFormat.CTIME;
+        txn.log(b, rec + from, InodeFormat.CTIME + 8 - from);
     }
 }

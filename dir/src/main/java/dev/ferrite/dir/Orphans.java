@@ -284,7 +284,8 @@ final class Orphans {
         MemorySegment m = b.data();
         InodeFormat.setNlink(m, rec, isDir ? 0 : InodeFormat.nlink(m, rec) - 1);
         InodeFormat.touch(m, rec, nowNanos(), false);
-        txn.log(b, rec, InodeFormat.INLINE);
+        txn.log(b, rec + InodeFormat.NLINK, 4);
+        InodeRecords.logTimes(txn, b, rec, false);
         if (!last) {
             return;
         }
