@@ -25,8 +25,10 @@ final class PathResolver {
     /**
      * Each thread's walk for the resolutions that end with their call ({@link #resolve}, {@link #probe}),
      * reused so that a lookup by path allocates nothing; a parent's walk outlives its call and is its own.
+     * Static, holding the walk of the resolver the thread used last: a resolver's own ThreadLocal would
+     * keep every volume a long-lived thread ever used, as its walk reaches back to the ThreadLocal.
      */
-    private final ThreadLocal<Walk> walks = ThreadLocal.withInitial(() -> new Walk(""));
+    private static final ThreadLocal<Walk[]> WALKS = ThreadLocal.withInitial(() -> new Walk[1]);
 
     PathResolver(Volume volume, Geometry geometry, InodeRecords records, DirContents dirs) {
         this.volume = volume;
@@ -223,7 +225,17 @@ final class PathResolver {
     long resolve(String path, boolean followLast) {
         volume.requireOpen();
         requireAbsolute(path);
-        return walks.get().restart(path, false).to(root(), followLast);
+        return walk().restart(path, false).to(root(), followLast);
+    }
+
+    /** This thread's walk of this resolver (a new one if the thread last walked another volume's). */
+    private Walk walk() {
+        Walk[] mine = WALKS.get();
+        Walk w = mine[0];
+        if (w == null || w.resolver() != this) {
+            mine[0] = w = new Walk("");
+        }
+        return w;
     }
 
     /**
@@ -235,7 +247,7 @@ final class PathResolver {
     Walk probe(String path) {
         volume.requireOpen();
         requireAbsolute(path);
-        Walk w = walks.get().restart(path, true);
+        Walk w = walk().restart(path, true);
         w.ino = w.to(root(), true);
         return w;
     }
@@ -277,6 +289,10 @@ final class PathResolver {
         Walk(String path) {
             this.path = path;
             this.end = path.length();
+        }
+
+        private PathResolver resolver() {
+            return PathResolver.this;
         }
 
         /** This walk, reused for {@code path} from its start (a walk that threw may have been left anywhere). */

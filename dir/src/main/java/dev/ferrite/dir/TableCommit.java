@@ -78,6 +78,11 @@ final class TableCommit {
         this.valueOut = MemorySegment.ofArray(new byte[Table.MAX_TREE_VALUE]);
     }
 
+    /** True if this engine writes through {@code c}, i.e. into the volume whose cache that is. */
+    boolean writesThrough(BufferCache c) {
+        return cache == c;
+    }
+
     /** What {@link #apply} came to: the table unchanged, changed, or (a single write) a group needed. */
     static final int UNCHANGED = 0, CHANGED = 1, NEEDS_GROUP = 2;
 

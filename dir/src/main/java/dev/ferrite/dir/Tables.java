@@ -59,8 +59,12 @@ public final class Tables {
     private final BufferCache cache;
     private final DirContents dirs;
     private final InodeRecords records;
-    /** Each thread's engine for single writes (they record nothing to undo): one object, not one per write. */
-    private final ThreadLocal<TableCommit> singles;
+    /**
+     * Each thread's engine for single writes (they record nothing to undo), of the tables it wrote through
+     * last: one object, not one per write. Static: an instance's ThreadLocal would keep every volume a
+     * long-lived thread ever wrote to, as its engine reaches back to the ThreadLocal.
+     */
+    private static final ThreadLocal<TableCommit[]> SINGLES = ThreadLocal.withInitial(() -> new TableCommit[1]);
     /** Versions and prior values for snapshots. */
     final TableVersions versions = new TableVersions();
     /** Forces the log for ASYNC commits. */
@@ -91,7 +95,6 @@ public final class Tables {
         for (int i = 0; i < STRIPES; i++) {
             stripes[i] = new ReentrantLock();
         }
-        this.singles = ThreadLocal.withInitial(() -> new TableCommit(cache, dirs, records, versions, blobs, overflow, extents, false));
     }
 
     /**
@@ -531,6 +534,16 @@ public final class Tables {
         return single(t, MemorySegment.ofArray(key), value == null ? null : MemorySegment.ofArray(value), op);
     }
 
+    /** This thread's engine for single writes through these tables (a new one if it last wrote through another volume's). */
+    private TableCommit single() {
+        TableCommit[] mine = SINGLES.get();
+        TableCommit c = mine[0];
+        if (c == null || !c.writesThrough(cache)) {
+            mine[0] = c = new TableCommit(cache, dirs, records, versions, blobs, overflow, extents, false);
+        }
+        return c;
+    }
+
     /**
      * {@link #single(Table, byte[], byte[], int)} for a key and value in segments. One of an inline value
      * (or a delete) applies beside the table's other single writes: the B-tree's latches order changes to
@@ -542,7 +555,7 @@ public final class Tables {
     boolean single(Table t, MemorySegment key, MemorySegment value, int op) {
         t.requireOpen();
         if (value == null || value.byteSize() <= TableValueFormat.MAX_INLINE) {
-            TableCommit c = singles.get();
+            TableCommit c = single();
             int outcome;
             ReentrantLock stripe = stripes[stripe(t.inode.ino, key)];
             stripe.lock();
