@@ -141,6 +141,49 @@ class TableExtentTest {
         }
     }
 
+    /**
+     * deleteRanges over 20,000 extent values on a volume with the smallest log (4 MiB): each value's free
+     * changes the free-space trees, so its batches must keep within the log however many values they free.
+     * The values alternate with another table's, so each free of the first range is a free extent of its
+     * own (the free-space trees' most changes), and the second range's frees merge them all back.
+     */
+    @Test
+    void aDeleteRangeOfManyExtentValuesOnASmallLogFreesThemAll() {
+        int n = 10_000;
+        MemoryDevice dev = MemoryDevice.create(8 * n / 3 + 4096, 4096);
+        VolumeOptions small = VolumeFixtures.OPTIONS.withLogBlocks(1024);
+        Volume.format(dev, small);
+        byte[] value = new byte[4096];
+        try (Volume v = Volume.open(dev, small); Table t = v.tables().create("t"); Table u = v.tables().create("u")) {
+            long freeBefore = spare(v) + treeBlocks(t, u);
+            for (int i = 0; i < n; ) {
+                try (WriteTransaction tx = v.tables().begin(Durability.NONE)) {
+                    for (int end = i + 250; i < end; i++) {
+                        value[0] = (byte) i;
+                        tx.put(t, b(String.format("r%06d", i)), value);
+                        tx.put(u, b(String.format("r%06d", i)), value);
+                    }
+                    tx.commit();
+                }
+            }
+            assertEquals(freeBefore - 2 * n, spare(v) + treeBlocks(t, u), "each value took a block");
+            assertEquals(n, t.deleteRange(null, null));
+            assertEquals(n, u.deleteRange(b("r"), null));
+            assertNull(t.get(b("r000000")));
+            assertEquals(freeBefore, spare(v) + treeBlocks(t, u), "the deleteRanges gave every block back");
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /** The blocks the tables' trees hold. */
+    private static long treeBlocks(Table... tables) {
+        long n = 0;
+        for (Table t : tables) {
+            n += t.stats().bytes() / 4096;
+        }
+        return n;
+    }
+
     /** Random single writes and transactions of medium and inline values against a model, with remounts. */
     @Test
     void randomChangesMatchAModelAcrossRemountsAndGiveEveryBlockBack() {
