@@ -517,6 +517,23 @@ public final class Tables {
         return u == null ? now : u.before;
     }
 
+    /**
+     * The medium values a table's tree keeps in data extents ({@link TableExtents}) and the blocks they take,
+     * {values, blocks}: a scan of its leaves, taking no lock (exact at some moment of the scan).
+     */
+    static long[] extentFigures(BTree tree, int blockSize) {
+        long values = 0, blocks = 0;
+        Cursor c = tree.cursor(null, false);
+        while (c.next()) {
+            MemorySegment v = c.valueSegment();
+            if (TableValueFormat.isExtent(v, v.byteSize())) {
+                values++;
+                blocks += TableValueFormat.readExtent(v).blocks(blockSize);
+            }
+        }
+        return new long[] {values, blocks};
+    }
+
     static String hex(MemorySegment key) {
         return HexFormat.of().formatHex(key.toArray(ValueLayout.JAVA_BYTE));
     }

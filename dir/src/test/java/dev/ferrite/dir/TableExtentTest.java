@@ -175,6 +175,32 @@ class TableExtentTest {
         }
     }
 
+    /** A table's stats and the dump count its extent values and their blocks; chunks and inline values are not counted. */
+    @Test
+    void theStatsAndTheDumpCountTheExtentValuesAndTheirBlocks() {
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t");
+             Table other = v.tables().create("other")) {
+            t.put(b("inline"), new byte[Table.MAX_INLINE]);
+            other.put(b("inline"), new byte[10]);
+            int[] sizes = {Table.MAX_INLINE + 1, 4096, 4097, Table.MAX_MEDIUM};
+            for (int i = 0; i < sizes.length; i++) {
+                t.put(b("k" + i), new byte[sizes[i]]);
+            }
+            TableStats s = t.stats();
+            assertEquals(4, s.extentValues());
+            assertEquals(1 + 1 + 2 + 16, s.extentBlocks());
+            assertEquals(0, other.stats().extentValues());
+            assertEquals(0, other.stats().extentBlocks());
+            String dump = VolumeDump.tables(v);
+            assertTrue(dump.contains(" blocks, 4 extent values in 20 blocks, tree header block "), dump);
+            assertTrue(dump.contains(" blocks, 0 extent values in 0 blocks, tree header block "), dump);
+            assertTrue(VolumeDump.inode(v, s.ino()).contains(", 4 extent values in 20 blocks, "), "the table's inode");
+            t.delete(b("k3"));
+            assertEquals(3, t.stats().extentValues());
+            assertEquals(4, t.stats().extentBlocks());
+        }
+    }
+
     /** The blocks the tables' trees hold. */
     private static long treeBlocks(Table... tables) {
         long n = 0;
