@@ -201,6 +201,34 @@ class TableExtentTest {
         }
     }
 
+    /**
+     * A read of part of a cached extent value allocates only the stub's decoded record (32 bytes, which the
+     * cache is keyed by): its key is looked up again into a thread's buffer, not copied into arrays (288 bytes).
+     */
+    @Test
+    void aReadOfPartOfACachedExtentValueAllocatesOnlyItsStubsRecord() {
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            byte[] value = random(new Random(SEED), 20_000);
+            t.put(b("k"), value);
+            MemorySegment key = MemorySegment.ofArray(b("k"));
+            MemorySegment piece = MemorySegment.ofArray(new byte[100]);
+            double best = Double.MAX_VALUE;
+            for (int round = 0; round < 5; round++) {
+                long before = FileTestBase.allocatedBytes();
+                for (int i = 0; i < 10_000; i++) {
+                    if (t.read(key, (i * 1000L) % 19_900, piece) != value.length) {
+                        fail("read " + i);
+                    }
+                }
+                double perCall = (FileTestBase.allocatedBytes() - before) / 10_000.0;
+                best = round == 0 ? best : Math.min(best, perCall); // the first round warms up
+            }
+            assertTrue(best < 40, best + " bytes allocated per read of part of the value");
+            assertEquals(value.length, t.read(key, 19_000, piece));
+            assertArrayEquals(Arrays.copyOfRange(value, 19_000, 19_100), piece.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE));
+        }
+    }
+
     /** The blocks the tables' trees hold. */
     private static long treeBlocks(Table... tables) {
         long n = 0;
