@@ -195,12 +195,13 @@ public final class Table implements AutoCloseable {
         return tree().countEstimate();
     }
 
-    /** The table's figures now. */
+    /** The table's figures now; the extent values' are counted by a scan (a pass over the table, as {@link #count()}). */
     public TableStats stats() {
         requireOpen();
         InodeStat s = tables.statOf(inode.ino);
         BTree t = tree();
-        return new TableStats(name, inode.ino, t.countEstimate(), t.height(), s.blocks() * tables.blockSize());
+        long[] extents = Tables.extentFigures(t, tables.blockSize());
+        return new TableStats(name, inode.ino, t.countEstimate(), t.height(), s.blocks() * tables.blockSize(), extents[0], extents[1]);
     }
 
     // ------------------------------------------------------------------ single writes

@@ -53,6 +53,8 @@ public final class Tables {
     private static final ThreadLocal<MemorySegment> VALUES = ThreadLocal.withInitial(() -> MemorySegment.ofArray(new byte[Table.MAX_TREE_VALUE]));
     /** Each thread's buffer for a stored value (the tree's form: {@link TableValueFormat}). */
     private static final ThreadLocal<MemorySegment> STORED = ThreadLocal.withInitial(() -> MemorySegment.ofArray(new byte[Table.MAX_TREE_VALUE]));
+    /** Each thread's buffer for an extent value's stub looked up again after a read of part of the value. */
+    private static final ThreadLocal<MemorySegment> STUB = ThreadLocal.withInitial(() -> MemorySegment.ofArray(new byte[TableValueFormat.EXTENT_SIZE]));
 
     private final Volume volume;
     private final Namespace namespace;
@@ -452,6 +454,9 @@ public final class Tables {
                 if (read && (!extent || locked || offset == 0 && out.byteSize() >= length)) {
                     return length; // chunks found are the value's; a whole extent's CRC matched; under the lock no commit frees it
                 }
+                if (read && at < 0 && namesStub(t, key, m)) {
+                    return length; // part of an extent, and the key's latest value is still its stub: as below, allocating nothing
+                }
                 // the chunks or blocks went under the read (a writer replaced or deleted the value), or part of an
                 // extent was read, valid if the key still names it: again from the key
                 if (s == null) {
@@ -510,6 +515,12 @@ public final class Tables {
     }
 
     /** {@code key}'s stored form in {@code t} now, or at snapshot {@code at} (-1: its latest); null if absent. */
+    /** Whether {@code key}'s latest value in {@code t} is the extent stub {@code m}, looked up into a thread's buffer. */
+    private static boolean namesStub(Table t, MemorySegment key, MemorySegment m) {
+        MemorySegment now = STUB.get();
+        return t.tree().get(key, now) == TableValueFormat.EXTENT_SIZE && MemorySegment.mismatch(now, 0, TableValueFormat.EXTENT_SIZE, m, 0, TableValueFormat.EXTENT_SIZE) == -1;
+    }
+
     private byte[] storedAt(Table t, MemorySegment key, long at) {
         byte[] k = key.toArray(ValueLayout.JAVA_BYTE);
         byte[] now = t.storedValue(k); // the tree first, then the records: a change seen above has its record below
@@ -518,6 +529,23 @@ public final class Tables {
         }
         TableVersions.Undo u = versions.at(t.inode.ino, k, at);
         return u == null ? now : u.before;
+    }
+
+    /**
+     * The medium values a table's tree keeps in data extents ({@link TableExtents}) and the blocks they take,
+     * {values, blocks}: a scan of its leaves, taking no lock (exact at some moment of the scan).
+     */
+    static long[] extentFigures(BTree tree, int blockSize) {
+        long values = 0, blocks = 0;
+        Cursor c = tree.cursor(null, false);
+        while (c.next()) {
+            MemorySegment v = c.valueSegment();
+            if (TableValueFormat.isExtent(v, v.byteSize())) {
+                values++;
+                blocks += TableValueFormat.readExtent(v).blocks(blockSize);
+            }
+        }
+        return new long[] {values, blocks};
     }
 
     static String hex(MemorySegment key) {

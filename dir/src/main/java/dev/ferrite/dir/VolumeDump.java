@@ -173,7 +173,7 @@ public final class VolumeDump {
                     ? ", the first " + ENTRIES_SHOWN + " in hash order:\n" : ":\n").append(shown);
         } else if (s.isTable()) {
             sb.append("  ");
-            tableTree(volume, ino, s, sb, true);
+            tableTree(volume, ino, s, sb, true, ino != volume.group(0).overflowTree());
         } else if (s.isSymlink()) {
             sb.append("  symlink to ").append(volume.namespace().records.readlinkIno(ino)).append('\n');
         } else if (s.isRegularFile()) {
@@ -220,7 +220,7 @@ public final class VolumeDump {
         for (DirEntry e : entries) {
             sb.append("  ").append(e.name()).append(": inode ").append(e.ino()).append(", ");
             try {
-                tableTree(volume, e.ino(), volume.stat(e.ino()), sb, false);
+                tableTree(volume, e.ino(), volume.stat(e.ino()), sb, false, true);
             } catch (CorruptionException | NamespaceException x) {
                 sb.append("cannot be read: ").append(x.getMessage()).append('\n');
             }
@@ -229,7 +229,7 @@ public final class VolumeDump {
         if (overflow != 0) { // keys are chunks of medium values
             sb.append("overflow tree (medium values): inode ").append(overflow).append(", ");
             try {
-                tableTree(volume, overflow, volume.stat(overflow), sb, false);
+                tableTree(volume, overflow, volume.stat(overflow), sb, false, false);
             } catch (CorruptionException | NamespaceException x) {
                 sb.append("cannot be read: ").append(x.getMessage()).append('\n');
             }
@@ -237,8 +237,11 @@ public final class VolumeDump {
         return sb.toString();
     }
 
-    /** A table's tree: height, estimated keys, blocks, header block; with {@code nodes} the blocks it occupies. */
-    private static void tableTree(Volume volume, long ino, InodeStat s, StringBuilder sb, boolean nodes) {
+    /**
+     * A table's tree: height, estimated keys, blocks, with {@code values} (a table's, not the overflow tree's
+     * chunks) its extent values and their blocks, header block; with {@code nodes} the blocks it occupies.
+     */
+    private static void tableTree(Volume volume, long ino, InodeStat s, StringBuilder sb, boolean nodes, boolean values) {
         InodeRecords records = volume.namespace().records;
         int area = records.rec(ino) + InodeFormat.INLINE;
         long header = records.readRecord(ino, (b, rec) -> DirContents.isTree(b, rec) ? DirEntryFormat.treeHeader(b, area) : 0L);
@@ -250,8 +253,16 @@ public final class VolumeDump {
         try {
             BTree t = volume.namespace().dirs.tree(i, header);
             long keys = t.countEstimate(); // reads nodes: a damaged one throws before the line is begun
-            sb.append("height ").append(t.height()).append(", ~").append(keys).append(" keys, ")
-                    .append(s.blocks()).append(" blocks, tree header block ").append(header).append('\n');
+            sb.append("height ").append(t.height()).append(", ~").append(keys).append(" keys, ").append(s.blocks()).append(" blocks, ");
+            if (values) {
+                try { // a scan of the leaves: a damaged one leaves the rest of the line
+                    long[] extents = Tables.extentFigures(t, volume.geometry().blockSize());
+                    sb.append(extents[0]).append(" extent values in ").append(extents[1]).append(" blocks, ");
+                } catch (CorruptionException damaged) {
+                    sb.append("extent values not counted (").append(damaged.getMessage()).append("), ");
+                }
+            }
+            sb.append("tree header block ").append(header).append('\n');
             if (nodes) {
                 List<Long> blocks = new ArrayList<>();
                 TreeWalk.blocks(t, blocks::add);

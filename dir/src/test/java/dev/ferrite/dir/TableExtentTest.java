@@ -141,6 +141,103 @@ class TableExtentTest {
         }
     }
 
+    /**
+     * deleteRanges over 20,000 extent values on a volume with the smallest log (4 MiB): each value's free
+     * changes the free-space trees, so its batches must keep within the log however many values they free.
+     * The values alternate with another table's, so each free of the first range is a free extent of its
+     * own (the free-space trees' most changes), and the second range's frees merge them all back.
+     */
+    @Test
+    void aDeleteRangeOfManyExtentValuesOnASmallLogFreesThemAll() {
+        int n = 10_000;
+        MemoryDevice dev = MemoryDevice.create(8 * n / 3 + 4096, 4096);
+        VolumeOptions small = VolumeFixtures.OPTIONS.withLogBlocks(1024);
+        Volume.format(dev, small);
+        byte[] value = new byte[4096];
+        try (Volume v = Volume.open(dev, small); Table t = v.tables().create("t"); Table u = v.tables().create("u")) {
+            long freeBefore = spare(v) + treeBlocks(t, u);
+            for (int i = 0; i < n; ) {
+                try (WriteTransaction tx = v.tables().begin(Durability.NONE)) {
+                    for (int end = i + 250; i < end; i++) {
+                        value[0] = (byte) i;
+                        tx.put(t, b(String.format("r%06d", i)), value);
+                        tx.put(u, b(String.format("r%06d", i)), value);
+                    }
+                    tx.commit();
+                }
+            }
+            assertEquals(freeBefore - 2 * n, spare(v) + treeBlocks(t, u), "each value took a block");
+            assertEquals(n, t.deleteRange(null, null));
+            assertEquals(n, u.deleteRange(b("r"), null));
+            assertNull(t.get(b("r000000")));
+            assertEquals(freeBefore, spare(v) + treeBlocks(t, u), "the deleteRanges gave every block back");
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /** A table's stats and the dump count its extent values and their blocks; chunks and inline values are not counted. */
+    @Test
+    void theStatsAndTheDumpCountTheExtentValuesAndTheirBlocks() {
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t");
+             Table other = v.tables().create("other")) {
+            t.put(b("inline"), new byte[Table.MAX_INLINE]);
+            other.put(b("inline"), new byte[10]);
+            int[] sizes = {Table.MAX_INLINE + 1, 4096, 4097, Table.MAX_MEDIUM};
+            for (int i = 0; i < sizes.length; i++) {
+                t.put(b("k" + i), new byte[sizes[i]]);
+            }
+            TableStats s = t.stats();
+            assertEquals(4, s.extentValues());
+            assertEquals(1 + 1 + 2 + 16, s.extentBlocks());
+            assertEquals(0, other.stats().extentValues());
+            assertEquals(0, other.stats().extentBlocks());
+            String dump = VolumeDump.tables(v);
+            assertTrue(dump.contains(" blocks, 4 extent values in 20 blocks, tree header block "), dump);
+            assertTrue(dump.contains(" blocks, 0 extent values in 0 blocks, tree header block "), dump);
+            assertTrue(VolumeDump.inode(v, s.ino()).contains(", 4 extent values in 20 blocks, "), "the table's inode");
+            t.delete(b("k3"));
+            assertEquals(3, t.stats().extentValues());
+            assertEquals(4, t.stats().extentBlocks());
+        }
+    }
+
+    /**
+     * A read of part of a cached extent value allocates only the stub's decoded record (32 bytes, which the
+     * cache is keyed by): its key is looked up again into a thread's buffer, not copied into arrays (288 bytes).
+     */
+    @Test
+    void aReadOfPartOfACachedExtentValueAllocatesOnlyItsStubsRecord() {
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            byte[] value = random(new Random(SEED), 20_000);
+            t.put(b("k"), value);
+            MemorySegment key = MemorySegment.ofArray(b("k"));
+            MemorySegment piece = MemorySegment.ofArray(new byte[100]);
+            double best = Double.MAX_VALUE;
+            for (int round = 0; round < 5; round++) {
+                long before = FileTestBase.allocatedBytes();
+                for (int i = 0; i < 10_000; i++) {
+                    if (t.read(key, (i * 1000L) % 19_900, piece) != value.length) {
+                        fail("read " + i);
+                    }
+                }
+                double perCall = (FileTestBase.allocatedBytes() - before) / 10_000.0;
+                best = round == 0 ? best : Math.min(best, perCall); // the first round warms up
+            }
+            assertTrue(best < 40, best + " bytes allocated per read of part of the value");
+            assertEquals(value.length, t.read(key, 19_000, piece));
+            assertArrayEquals(Arrays.copyOfRange(value, 19_000, 19_100), piece.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE));
+        }
+    }
+
+    /** The blocks the tables' trees hold. */
+    private static long treeBlocks(Table... tables) {
+        long n = 0;
+        for (Table t : tables) {
+            n += t.stats().bytes() / 4096;
+        }
+        return n;
+    }
+
     /** Random single writes and transactions of medium and inline values against a model, with remounts. */
     @Test
     void randomChangesMatchAModelAcrossRemountsAndGiveEveryBlockBack() {

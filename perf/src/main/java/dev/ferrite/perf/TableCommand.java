@@ -145,9 +145,11 @@ final class TableCommand implements Callable<Integer> {
         String key;
     }
 
-    @Command(name = "list", description = {"Lists the tables: inode, keys, tree height, bytes.",
+    @Command(name = "list", description = {"Lists the tables: inode, keys, tree height, bytes, extent values and blocks.",
             "By name; the keys are estimated from the tree's shape; the bytes are the",
-            "device space each holds (its tree and the blocks set aside for its growth).",
+            "device space each holds (its tree and the blocks set aside for its growth);",
+            "EXTENTS counts its medium values kept in data extents (a scan of the table),",
+            "EXT-BLOCKS the device blocks they take, beside the bytes.",
             "A table whose tree cannot be read is named on stderr, exit status 1.", ""})
     static final class ListTables extends Sub {
         @Override
@@ -169,10 +171,10 @@ final class TableCommand implements Callable<Integer> {
                 out.println("no tables");
             } else if (!all.isEmpty()) {
                 int w = Math.max(4, all.stream().mapToInt(s -> s.name().length()).max().orElse(0));
-                String row = "%-" + w + "s  %10s  %12s  %6s  %14s%n";
-                out.printf(row, "NAME", "INODE", "KEYS(EST)", "HEIGHT", "BYTES");
+                String row = "%-" + w + "s  %10s  %12s  %6s  %14s  %10s  %10s%n";
+                out.printf(row, "NAME", "INODE", "KEYS(EST)", "HEIGHT", "BYTES", "EXTENTS", "EXT-BLOCKS");
                 for (TableStats s : all) {
-                    out.printf(row, s.name(), s.ino(), s.keysEstimate(), s.height(), s.bytes());
+                    out.printf(row, s.name(), s.ino(), s.keysEstimate(), s.height(), s.bytes(), s.extentValues(), s.extentBlocks());
                 }
             }
             out.flush();

@@ -76,8 +76,8 @@ class TableCommandTest extends CommandTest {
         assertEquals("user:2\tchanged\nuser:1\tvalue of user:1\n", table("scan", "users", "--reverse", "--from", "user:2", "--to", "admin:1"));
         assertEquals("", table("scan", "orders"));
         String list = table("list");
-        assertTrue(Pattern.compile("(?m)^orders +\\d+ +0 +1 +\\d+$").matcher(list).find(), list);
-        assertTrue(Pattern.compile("(?m)^users +\\d+ +4 +1 +\\d+$").matcher(list).find(), list);
+        assertTrue(Pattern.compile("(?m)^orders +\\d+ +0 +1 +\\d+ +0 +0$").matcher(list).find(), list);
+        assertTrue(Pattern.compile("(?m)^users +\\d+ +4 +1 +\\d+ +0 +0$").matcher(list).find(), list);
         assertTrue(list.indexOf("orders") < list.indexOf("users") && list.startsWith("NAME"), list);
         assertArrayEquals(before, Files.readAllBytes(img), "list, get and scan wrote to the device");
 
@@ -177,9 +177,10 @@ class TableCommandTest extends CommandTest {
         assertTrue(catalog.find(), dump);
         assertEquals(0, run("dump", img.toString(), "--block", agi), err.toString());
         assertTrue(out.toString().contains("table catalog inode " + catalog.group(1)), out.toString());
-        assertTrue(Pattern.compile("  orders: inode " + ino + ", height 2, ~\\d+ keys, \\d+ blocks, tree header block \\d+")
-                .matcher(dump).find(), dump);
-        assertTrue(dump.contains("  users: inode "), dump);
+        assertTrue(Pattern.compile("  orders: inode " + ino + ", height 2, ~\\d+ keys, \\d+ blocks, 0 extent values in 0 blocks, "
+                + "tree header block \\d+").matcher(dump).find(), dump);
+        assertTrue(Pattern.compile("  users: inode \\d+, height 1, ~5 keys, \\d+ blocks, 2 extent values in 3 blocks, ").matcher(dump).find(), dump);
+        assertTrue(Pattern.compile("(?m)^users +\\d+ +5 +1 +\\d+ +2 +3$").matcher(table("list")).find(), out.toString());
         assertEquals(0, run("dump", img.toString(), "--inode", Long.toString(ino)), err.toString());
         assertTrue(out.toString().contains("type table") && out.toString().contains("tree blocks"), out.toString());
     }
@@ -221,7 +222,7 @@ class TableCommandTest extends CommandTest {
         }
     }
 
-    /** Tables "users" (3 keys) and "orders" ({@code keys} keys) written through the API; returns the inode of "orders". */
+    /** Tables "users" (3 keys and 2 extent values) and "orders" ({@code keys} keys) written through the API; returns the inode of "orders". */
     private long fill(int keys) {
         try (BlockDevice dev = VolumeDevices.open(img, DeviceOptions.defaults());
              Volume v = Volume.open(dev, VolumeOptions.defaults())) {
@@ -230,6 +231,8 @@ class TableCommandTest extends CommandTest {
                 for (int i = 0; i < 3; i++) {
                     tx.put(users, b("user:" + i), b("user " + i));
                 }
+                tx.put(users, b("photo:1"), new byte[5000]); // medium values, in data extents: 2 blocks
+                tx.put(users, b("photo:2"), new byte[4096]); // and 1
                 for (int i = 0; i < keys; i++) {
                     tx.put(orders, b("order:" + i), b("the order numbered " + i));
                 }
