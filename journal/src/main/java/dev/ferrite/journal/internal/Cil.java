@@ -208,6 +208,10 @@ public final class Cil {
                     boolean inCtx = slot != null && slot.ctxSeq == ctx.seq;
                     boolean whole = inCtx ? slot.whole || it.txZeroed || it.wholeRelog == LogItem.RELOG_ASKED
                             : wholeInNewContext(it);
+                    // a delta that covers every chunk changed since home is the whole: logged as such it
+                    // moves the item on, at no cost, where a delta would hold the tail at its old place
+                    // until written home (a block rewritten in full, again and again, never would be)
+                    whole |= ((inCtx ? slot.shadowMap : 0) | it.txDirty) == (it.loggedMap | it.txDirty);
                     it.txWhole = whole;
                     long map = whole ? it.loggedMap | it.txDirty | (inCtx ? 0 : rebuildMap(it))
                             : (inCtx ? slot.shadowMap : 0) | it.txDirty;
