@@ -55,9 +55,7 @@ import dev.ferrite.io.internal.Crc32c;
  * <p>Group commit: {@link #force} raises a target sequence and waits. A forced push starts only when the
  * log I/O stage is idle, so every commit that lands while a checkpoint is being written joins the next
  * one; a push for size (the CIL passed its threshold) starts at once, formatting while the previous
- * checkpoint is written. A forcer that wrote its own checkpoint wakes one of those waiting for a later
- * sequence to write the next, as it did ({@link #wakeLeader}); the push thread writes it when the
- * checkpoint before was its own or the log I/O thread's.
+ * checkpoint is written.
  *
  * <p>Back-pressure: a committer whose commit left the CIL past its hard limit while its push has not
  * started (the previous checkpoint is still being written) waits in {@link #throttle}, after unlocking
@@ -271,11 +269,9 @@ final class LogWriter implements AutoCloseable {
         }
         Forcer me = new Forcer(Thread.currentThread(), seq);
         forcers.add(me);
-        requestPush(seq); // the push thread's, should no forcer lead it
+        requestPush(seq);
         // Interrupts are not honoured: a force abandoned half-way would leave the caller without an answer.
-        // Woken when its checkpoint is durable, or to lead the next one: the log went idle while its
-        // commits were in none, so it writes them, with every commit made meanwhile (group commit).
-        while (durableSeq < seq && failure == null && !pushInline(seq)) {
+        while (durableSeq < seq && failure == null) {
             LockSupport.park(this);
         }
         forcers.remove(me);
@@ -371,14 +367,13 @@ final class LogWriter implements AutoCloseable {
      * A forcer writes the checkpoint it waits for itself when the log is idle: no checkpoint in flight,
      * no push under way, a format buffer free. That saves the two thread hand-offs of a push (waking
      * {@code ferrite-cil-push}, and it waking the forcer), which cost a small force more than its I/O.
-     * Forcers that find the log busy wait, and one of them is woken to do the same for all of them once it
-     * is idle again ({@link #wakeLeader}). False, with nothing done, if the log is not idle.
+     * Forcers that find the log busy wait for the push thread as before, which groups them into the
+     * next checkpoint. False, with nothing done, if the log is not idle.
      */
     private boolean pushInline(long seq) {
         if (ioBusy || !running || !pushing.compareAndSet(false, true)) {
             return false;
         }
-        boolean wrote = false;
         try {
             if (durableSeq >= seq) {
                 return true;
@@ -400,37 +395,16 @@ final class LogWriter implements AutoCloseable {
             deferHandOff(c); // the forcer returns now; the log I/O thread hands its items to the AIL
             spare = buffer;
             ioBusy = false;
-            wrote = true;
             return true;
         } catch (Throwable t) {
             fail(t);
             return false;
         } finally {
             pushing.set(false);
-            if (!(wrote && wakeLeader()) && (background || pushTarget.get() > durableSeq)) {
+            if (background || pushTarget.get() > durableSeq) {
                 LockSupport.unpark(formatter); // asked for while this thread had the push
             }
         }
-    }
-
-    /**
-     * A forcer has just written its checkpoint and left the log idle: wakes one forcer whose commits came
-     * too late for it, to write the next checkpoint itself, as this one did (saving the push thread's
-     * wake-up and its waking the forcers after). False if none waits, or a size push is asked for (the
-     * push thread's to format, overlapping the write before it).
-     */
-    private boolean wakeLeader() {
-        if (background) {
-            return false;
-        }
-        long durable = durableSeq;
-        for (Forcer f : forcers) {
-            if (f.seq() > durable) {
-                LockSupport.unpark(f.thread());
-                return true;
-            }
-        }
-        return false;
     }
 
     private void wakeThrottled() {

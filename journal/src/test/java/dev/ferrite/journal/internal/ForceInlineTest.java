@@ -22,7 +22,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * A force that finds the log idle writes its checkpoint on the forcing thread; forces that find it busy
- * are written, grouped, by one of them once the log is free again. Either way the force returns once
+ * are written by the push thread once the log is free again, grouped. Either way the force returns once
  * its flush has, before the checkpoint's items are handed to the AIL, which the log I/O thread does soon
  * after on its own.
  */
@@ -60,7 +60,7 @@ class ForceInlineTest {
     }
 
     @Test
-    void forcesMeetingABusyLogAreWrittenByOneOfThemOnceItIsFree() throws Exception {
+    void forcesMeetingABusyLogAreWrittenByThePushThreadOnceItIsFree() throws Exception {
         try (Arena arena = Arena.ofShared(); MemoryDevice base = MemoryDevice.create(2048, BS)) {
             Journal.format(base, G);
             RecordingDevice rec = RecordingDevice.wrap(base);
@@ -76,11 +76,11 @@ class ForceInlineTest {
                 }
                 String inline = dev.flushThreads.getFirst();
                 long second = commit(j, b, 0), third = commit(j, c, 0);
-                Thread[] others = {new Thread(() -> j.force(second), "forcer-2"), new Thread(() -> j.force(third), "forcer-3")};
+                Thread[] others = {new Thread(() -> j.force(second)), new Thread(() -> j.force(third))};
                 for (Thread t : others) {
                     t.start();
                 }
-                for (Thread t : others) { // parked in force: the log was busy, so they wait for it to be free
+                for (Thread t : others) { // parked in force: the log was busy, so they wait for the push thread
                     while (t.getState() != Thread.State.WAITING) {
                         assertTrue(t.isAlive(), "a force returned while the first checkpoint's flush was held");
                         Thread.onSpinWait();
@@ -95,50 +95,7 @@ class ForceInlineTest {
                 assertTrue(j.durableSeq() >= third);
                 assertFalse(inline.startsWith("ferrite-"), "the first force wrote its own checkpoint: " + dev.flushThreads);
                 assertEquals(2, dev.flushThreads.size(), "the two later forces share one checkpoint: " + dev.flushThreads);
-                // written by one of them, woken to do it, or by the push thread, asked for it by both
-                assertTrue(dev.flushThreads.get(1).startsWith("forcer-") || dev.flushThreads.get(1).equals("ferrite-cil-push"),
-                        "written by: " + dev.flushThreads);
-            }
-        }
-    }
-
-    @Test
-    void aForcerWaitingForTheLogToBeFreeWritesTheNextCheckpointItself() throws Exception {
-        try (Arena arena = Arena.ofShared(); MemoryDevice base = MemoryDevice.create(2048, BS)) {
-            Journal.format(base, G);
-            RecordingDevice rec = RecordingDevice.wrap(base);
-            CilTest.SlowFlushDevice dev = new CilTest.SlowFlushDevice(rec, 0);
-            try (rec; TestReplayer rep = new TestReplayer(base); Journal j = Journal.open(dev, G, JournalOptions.defaults(), rep)) {
-                TestItem a = new TestItem(100, BS, arena), b = new TestItem(101, BS, arena);
-                Thread pushThread = Thread.getAllStackTraces().keySet().stream()
-                        .filter(t -> t.getName().equals("ferrite-cil-push")).findFirst().orElseThrow();
-                for (int round = 0; round < 5; round++) {
-                    dev.flushThreads.clear();
-                    rec.stall(RecordingDevice.Op.FLUSH);
-                    long first = commit(j, a, round % 4);
-                    Thread inline = new Thread(() -> j.force(first), "first");
-                    inline.start();
-                    while (dev.flushThreads.isEmpty()) {
-                        Thread.onSpinWait();
-                    }
-                    long second = commit(j, b, round % 4);
-                    Thread later = new Thread(() -> j.force(second), "later");
-                    later.start();
-                    // both parked: the later forcer for the log to be free, the push thread (which it also asked) for the same
-                    for (Thread t : new Thread[] {later, pushThread}) {
-                        while (t.getState() != Thread.State.WAITING) {
-                            assertTrue(later.isAlive(), "the later force returned while the first checkpoint's flush was held");
-                            Thread.onSpinWait();
-                        }
-                    }
-                    rec.resume(RecordingDevice.Op.FLUSH);
-                    inline.join(TimeUnit.SECONDS.toMillis(10));
-                    later.join(TimeUnit.SECONDS.toMillis(10));
-                    assertFalse(later.isAlive(), "the later force never returned");
-                    assertTrue(j.durableSeq() >= second);
-                    // woken by the first forcer as its flush returned, not handed to the push thread (a wake-up more)
-                    assertEquals(List.of("first", "later"), dev.flushThreads, "round " + round);
-                }
+                assertTrue(dev.flushThreads.get(1).startsWith("ferrite-"), "written by the push thread: " + dev.flushThreads);
             }
         }
     }
