@@ -326,6 +326,7 @@ final class Creator {
         Buffer pb = records.lockRecord(txn, d.ino);
         int prec = records.rec(d.ino);
         InodeFormat.setSize(pb.data(), prec, InodeFormat.size(pb.data(), prec) + 1);
+        txn.log(pb, prec + InodeFormat.SIZE, 8); // parentGains logs the times only: the size may lie in another chunk
         parentGains(txn, pb, prec, type);
         key.made = ino;
         return Created.DONE;

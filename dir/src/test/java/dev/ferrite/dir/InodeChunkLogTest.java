@@ -146,14 +146,18 @@ class InodeChunkLogTest {
                 Namespace ns = v.namespace();
                 Geometry g = v.geometry();
                 int bs = g.blockSize();
-                for (int d = 0; d < Geometry.INODES_PER_BLOCK; d++) {
+                int dirs = 3 * Geometry.INODES_PER_BLOCK; // mkdir spreads over the groups: enough to reach every slot of a block
+                for (int d = 0; d < dirs; d++) {
                     ns.mkdir("/d" + d, 0755);
                     for (int i = 0; i < 40; i++) { // more than the inline area holds: the directory becomes a tree
                         ns.create("/d" + d + "/a-long-enough-name-" + i, 0644, true);
                     }
                 }
-                for (int d = 0; d < Geometry.INODES_PER_BLOCK; d++) {
+                boolean split = false; // a parent whose size and times lie in different chunks: both must be logged
+                for (int d = 0; d < dirs; d++) {
                     long dir = ns.lstat("/d" + d).ino();
+                    int p = InodeFormat.recordOffset(bs, Geometry.inodeSlot(dir));
+                    split |= chunksOf(p + InodeFormat.SIZE, 8) != chunksOf(p + InodeFormat.MTIME, 16);
                     v.quiesce();
                     long ino = ns.create("/d" + d + "/new", 0644, true);
                     v.sync();
@@ -182,6 +186,7 @@ class InodeChunkLogTest {
                                 + " (record at " + prec + ")");
                     }
                 }
+                assertTrue(split, "no parent had its size and times in different chunks");
                 VolumeFixtures.assertChecked(ns);
             }
         }
