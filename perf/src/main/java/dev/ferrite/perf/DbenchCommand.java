@@ -99,6 +99,7 @@ final class DbenchCommand implements Callable<Integer> {
 
     private int run() throws IOException {
         json.validate(spec);
+        long stallNanos = stalls.nanos(spec);
         if (seconds < 1 || seconds > 86_400) {
             throw new ParameterException(spec.commandLine(), "--seconds " + seconds + ": give 1 to 86400");
         }
@@ -128,7 +129,7 @@ final class DbenchCommand implements Callable<Integer> {
         }
         VolumeOptions volume = VolumeOptions.defaults().withDataCacheBytes(dataCache);
         DbenchBench bench = new DbenchBench(base, load, loadfile, clients, seconds, ts, dbench, volume, jitWarmup);
-        bench.watchStalls(stalls.nanos(spec));
+        bench.watchStalls(stallNanos);
         PrintWriter out = spec.commandLine().getOut();
         Storage storage = RunDir.storage(base);
         out.println("devices:  " + RunDir.loopDevices(bench.deviceBytes(), base));

@@ -178,6 +178,7 @@ final class KvCommand implements Callable<Integer> {
 
     private void validate() {
         json.validate(spec);
+        stalls.nanos(spec); // refused before anything is made; read again when the bench is set up
         if (targets.size() != new HashSet<>(targets).size()) {
             throw new ParameterException(spec.commandLine(), "--targets " + labels() + " names a target twice");
         }

@@ -96,6 +96,7 @@ final class MetaCommand implements Callable<Integer> {
 
     private int run() throws IOException {
         json.validate(spec);
+        long stallNanos = stalls.nanos(spec);
         List<MetaBench.Layout> ls = layouts.stream().map(this::layout).distinct().toList();
         if (files < 1 || files > MetaBench.MAX_FILES) {
             throw new ParameterException(spec.commandLine(), "--files " + files + ": give 1 to " + MetaBench.MAX_FILES);
@@ -117,7 +118,7 @@ final class MetaCommand implements Callable<Integer> {
             out.flush();
             Machine machine = Machine.collect(storage);
             MetaBench bench = new MetaBench(ts, files, threads.counts, ls);
-            bench.watchStalls(stalls.nanos(spec));
+            bench.watchStalls(stallNanos);
             List<Result> results = bench.run(new ProgressLine(spec.commandLine().getErr()));
             for (String note : bench.notes()) {
                 out.println(note);

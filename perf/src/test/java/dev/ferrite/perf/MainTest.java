@@ -151,6 +151,17 @@ class MainTest {
     }
 
     @Test
+    void aStallThresholdOutOfRangeIsRefusedBeforeAnythingIsMade() {
+        for (String workload : List.of("meta", "kv", "dbench")) {
+            out.getBuffer().setLength(0);
+            err.getBuffer().setLength(0);
+            assertEquals(2, run("bench", workload, "--stalls", "0"));
+            assertTrue(err.toString().startsWith("ferrite bench " + workload + ": --stalls 0.0: give 0 < MS <= 60000"), err.toString());
+            assertEquals("", out.toString());
+        }
+    }
+
+    @Test
     void sizeMustBeWholeMebibytes() {
         assertEquals(2, run("bench", "device", "--size", "1500K", "--no-fio"));
         assertTrue(err.toString().startsWith("ferrite bench device: --size 1500 KiB is not a whole number of MiB"), err.toString());
