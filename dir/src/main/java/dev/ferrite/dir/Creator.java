@@ -17,6 +17,7 @@ import static dev.ferrite.dir.InodeFormat.S_IFDIR;
 import static dev.ferrite.dir.InodeFormat.S_IFLNK;
 import static dev.ferrite.dir.InodeFormat.S_IFMT;
 import static dev.ferrite.dir.InodeRecords.RETRIES;
+import static dev.ferrite.dir.InodeRecords.addEntries;
 import static dev.ferrite.dir.InodeRecords.logTimes;
 import static dev.ferrite.dir.InodeRecords.nowNanos;
 
@@ -325,8 +326,7 @@ final class Creator {
         initRecord(txn, d, ino, type, linkTarget, false, 0, null);
         Buffer pb = records.lockRecord(txn, d.ino);
         int prec = records.rec(d.ino);
-        InodeFormat.setSize(pb.data(), prec, InodeFormat.size(pb.data(), prec) + 1);
-        txn.log(pb, prec + InodeFormat.SIZE, 8); // parentGains logs the times only: the size may lie in another chunk
+        addEntries(txn, pb, prec, 1); // as a tree insert through DirContents counts it
         parentGains(txn, pb, prec, type);
         key.made = ino;
         return Created.DONE;

@@ -22,6 +22,7 @@ import static dev.ferrite.dir.InodeFormat.S_IFDIR;
 import static dev.ferrite.dir.InodeFormat.S_IFMT;
 import static dev.ferrite.dir.InodeFormat.S_IFREG;
 import static dev.ferrite.dir.InodeRecords.RETRIES;
+import static dev.ferrite.dir.InodeRecords.addEntries;
 import static dev.ferrite.dir.InodeRecords.logUsed;
 
 /**
@@ -305,8 +306,7 @@ final class DirContents {
             if (!t.putIfAbsent(txn, key.segment(), key.value(ino, type))) {
                 return false;
             }
-            InodeFormat.setSize(m, rec, InodeFormat.size(m, rec) + 1);
-            txn.log(b, rec + InodeFormat.SIZE, 8); // the tree logs its own changes
+            addEntries(txn, b, rec, 1); // the tree logs its own changes
             return true;
         }
         int at = inlineFind(m, rec, key);
@@ -356,8 +356,7 @@ final class DirContents {
             // the count of bytes used, the entries moved and the freed tail zeroed
             txn.log(b, rec + InodeFormat.INLINE_USED, InodeFormat.INLINE - InodeFormat.INLINE_USED + used);
         }
-        InodeFormat.setSize(m, rec, InodeFormat.size(m, rec) - 1);
-        txn.log(b, rec + InodeFormat.SIZE, 8);
+        addEntries(txn, b, rec, -1);
     }
 
     /** In {@code txn}: points the present entry {@code key} of {@code dir} at another inode. */

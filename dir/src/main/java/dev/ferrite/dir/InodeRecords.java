@@ -538,4 +538,10 @@ final class InodeRecords {
         int from = modified ? InodeFormat.MTIME : InodeFormat.CTIME;
         txn.log(b, rec + from, InodeFormat.CTIME + 8 - from);
     }
+
+    /** Adds {@code delta} to a directory's entry count (its size) and logs that field alone, as {@link #logTimes} does the times. */
+    static void addEntries(Txn txn, Buffer b, int rec, int delta) {
+        InodeFormat.setSize(b.data(), rec, InodeFormat.size(b.data(), rec) + delta);
+        txn.log(b, rec + InodeFormat.SIZE, 8);
+    }
 }
