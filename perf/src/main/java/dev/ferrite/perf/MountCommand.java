@@ -85,7 +85,7 @@ final class MountCommand implements Callable<Integer> {
     /** Serves until unmounted: by umount from outside, or by SIGINT/SIGTERM (a shutdown hook unmounts). */
     private int serve(Path at) throws InterruptedException {
         PrintWriter out = spec.commandLine().getOut();
-        Server server = new Server(VolumeDevices.open(device, DeviceOptions.defaults()), out);
+        Server server = new Server(VolumeDevices.open(device, DeviceOptions.defaults()), out, at + " unmounted; " + device + " closed cleanly");
         try {
             VolumeOptions options = cache != null ? VolumeOptions.defaults().withCacheBytes(cache) : VolumeOptions.defaults();
             server.volume = Volume.open(server.device, options);
@@ -113,22 +113,26 @@ final class MountCommand implements Callable<Integer> {
         out.flush();
         server.mount.awaitUnmount();
         server.close();
-        out.println(at + " unmounted; " + device + " closed cleanly");
-        out.flush();
         return 0;
     }
 
-    /** The mount, its volume and device, closed in that order once; the mount's request counts written to {@code out} then. */
+    /**
+     * The mount, its volume and device, closed in that order once; the mount's request counts written to {@code out}
+     * then, and {@code closedLine} once the volume has closed. That line comes before the device lets go of its lock,
+     * so whoever waits for the lock (as {@code ferrite umount} does) finds it in the log.
+     */
     private static final class Server {
         final BlockDevice device;
         private final PrintWriter out;
+        private final String closedLine;
         Volume volume;
         FileSystemMount mount;
         private boolean closed;
 
-        Server(BlockDevice device, PrintWriter out) {
+        Server(BlockDevice device, PrintWriter out, String closedLine) {
             this.device = device;
             this.out = out;
+            this.closedLine = closedLine;
         }
 
         synchronized void close() {
@@ -147,6 +151,10 @@ final class MountCommand implements Callable<Integer> {
                 try {
                     if (volume != null) {
                         volume.close();
+                        if (mount != null) {
+                            out.println(closedLine);
+                            out.flush();
+                        }
                     }
                 } finally {
                     device.close();
