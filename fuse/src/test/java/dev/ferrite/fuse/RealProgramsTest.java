@@ -154,7 +154,10 @@ class RealProgramsTest {
         Path loadfile = Path.of("/usr/share/dbench/client.txt");
         assumeTrue(Files.exists(loadfile), "dbench test skipped: no " + loadfile);
         String out = run(fx.mountPoint, 120, "dbench", "-c", loadfile.toString(), "-D", fx.mountPoint.toString(), "-t", "3", "2");
-        assertTrue(out.contains("Throughput") && !out.contains("ERROR") && !out.contains("failed"), out);
+        // dbench 4.00 takes semaphore id 0, which the first semget in a fresh IPC namespace returns, for a
+        // failure and goes on without its start barrier: not a failure of the file system under test
+        String ours = out.replace("failed to create barrier semaphore", "");
+        assertTrue(ours.contains("Throughput") && !ours.contains("ERROR") && !ours.contains("failed"), out);
     }
 
     private static void assumeProgram(String program) {
