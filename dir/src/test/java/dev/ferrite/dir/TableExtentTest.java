@@ -229,6 +229,81 @@ class TableExtentTest {
         }
     }
 
+    /**
+     * A scan of cached extent values reads each whole into the cursor's buffer: every value exact, and
+     * nothing allocated per entry but a view, the stub's record and a share of the leaf copies (a copy of
+     * each value was its length).
+     */
+    @Test
+    void aScanOfCachedExtentValuesReadsThemWithoutAllocatingTheirBytes() {
+        Random rnd = new Random(SEED);
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            List<MemorySegment> values = new ArrayList<>();
+            for (int i = 0; i < 40; i++) {
+                byte[] val = random(rnd, i == 0 ? Table.MAX_MEDIUM : mediumLength(rnd));
+                t.put(b(String.format("k%03d", i)), val);
+                values.add(MemorySegment.ofArray(val));
+            }
+            double best = Double.MAX_VALUE;
+            TableCursor c = t.cursor(); // one cursor, a pass a seek: its buffer is made once
+            for (int round = 0; round < 5; round++) {
+                long before = FileTestBase.allocatedBytes();
+                for (int pass = 0; pass < 50; pass++) {
+                    c.seek(b("k"));
+                    for (int i = 0; c.next(); i++) {
+                        MemorySegment got = c.valueSegment();
+                        if (got.byteSize() != values.get(i).byteSize() || MemorySegment.mismatch(got, 0, got.byteSize(), values.get(i), 0, got.byteSize()) >= 0) {
+                            fail("pass " + pass + " value " + i + " of " + got.byteSize() + " bytes differs from its put");
+                        }
+                    }
+                }
+                double perEntry = (FileTestBase.allocatedBytes() - before) / (50.0 * values.size());
+                best = round == 0 ? best : Math.min(best, perEntry); // the first round warms up
+            }
+            assertTrue(best < 400, best + " bytes allocated per entry of a scan of extent values");
+        }
+    }
+
+    /**
+     * A cursor whose key was given a longer value after it copied the key's leaf, the old value's blocks
+     * freed and taken by another value, reads the longer value whole through {@code valueSegment} (more
+     * than its buffer held), and a key deleted meanwhile as null.
+     */
+    @Test
+    void aCursorReadsAValueThatGrewPastItsBufferWhole() {
+        Random rnd = new Random(SEED);
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            for (boolean delete : new boolean[] {false, true}) {
+                String a = "a" + delete;
+                byte[] old = random(rnd, 2000), longer = random(rnd, 30_000);
+                t.put(b(a), old);
+                t.put(b(a + "z"), random(rnd, 1000)); // the blocks after, so that the freed one stays a hole of its size
+                TableValueFormat.Extent was = extent(t, b(a));
+                TableCursor c = t.cursor(b(a), null, false);
+                assertTrue(c.next());
+                if (delete) {
+                    t.delete(b(a));
+                } else {
+                    t.put(b(a), longer);
+                }
+                v.sync(); // the free durable: the block may be handed out again
+                boolean taken = false;
+                for (int i = 0; i < 50 && !taken; i++) {
+                    t.put(b("b" + delete + i), random(rnd, old.length));
+                    taken = extent(t, b("b" + delete + i)).block() == was.block();
+                }
+                assertTrue(taken, "another value took the freed block");
+                MemorySegment got = c.valueSegment();
+                if (delete) {
+                    assertNull(got, "the deleted key's value");
+                } else {
+                    assertArrayEquals(longer, got.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE), "the longer value");
+                }
+            }
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
     /** The blocks the tables' trees hold. */
     private static long treeBlocks(Table... tables) {
         long n = 0;
