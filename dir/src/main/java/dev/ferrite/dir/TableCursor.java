@@ -212,6 +212,45 @@ public final class TableCursor {
         return v == null ? null : MemorySegment.ofArray(v);
     }
 
+    /** Receives a value's bytes in pieces, in order ({@link #value(Pieces)}). */
+    @FunctionalInterface
+    public interface Pieces {
+        /**
+         * The next {@code length} bytes of the value: {@code bytes[offset, offset + length)}, valid only
+         * during the call (not to be kept, nor written).
+         */
+        void accept(MemorySegment bytes, long offset, long length);
+    }
+
+    /**
+     * Hands the current value to {@code pieces}, without copying it where it can: a value kept in the
+     * tree as one piece of the cursor's copy of its leaf; a medium value whose blocks are cached as one
+     * piece per block straight from the data page cache's frames, read-only, while a lock holds them (a
+     * free of those blocks waits for it: {@code pieces} must be quick and must not use the volume);
+     * otherwise as one piece of {@link #valueSegment()}. Returns the value's length, or -1 as {@link
+     * #value(MemorySegment)} does (having handed nothing).
+     */
+    public long value(Pieces pieces) {
+        MemorySegment m = stored();
+        byte kind = TableValueFormat.kind(m, m.byteSize(), table.inode.ino);
+        if (kind == TableValueFormat.INLINE) {
+            pieces.accept(m, 1, m.byteSize() - 1);
+            return m.byteSize() - 1;
+        }
+        if (kind == TableValueFormat.EXTENT) {
+            TableValueFormat.Extent x = TableValueFormat.readExtent(m);
+            if (table.tables().extents.cached.lend(x, pieces)) {
+                return x.length(); // frames tagged as the stub's hold its bytes, as a read from them would copy
+            }
+        }
+        MemorySegment v = valueSegment();
+        if (v == null) {
+            return -1;
+        }
+        pieces.accept(v, 0, v.byteSize());
+        return v.byteSize();
+    }
+
     /** The buffer {@link #valueSegment} reads medium values into, at least {@code length} bytes. */
     private MemorySegment mediumBuffer(int length) {
         if (medium == null || medium.byteSize() < length) {

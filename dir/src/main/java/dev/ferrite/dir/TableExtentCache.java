@@ -84,6 +84,34 @@ final class TableExtentCache {
     }
 
     /**
+     * Lends value {@code x}'s bytes to {@code pieces} straight from its frames, a block at a time in order
+     * (read-only views), holding the stripe's lock, so that no free or eviction takes a frame meanwhile;
+     * false, having lent nothing, if one of its blocks is not cached as {@code x}'s.
+     */
+    boolean lend(TableValueFormat.Extent x, TableCursor.Pieces pieces) {
+        FilePages p = stripe(x);
+        long tag = tag(x);
+        int n = x.blocks(blockSize);
+        p.lock.lock();
+        try {
+            for (int i = 0; i < n; i++) {
+                int f = p.get(page(x, i));
+                if (f < 0 || tags[f] != tag) {
+                    return false;
+                }
+            }
+            for (int i = 0; i < n; i++) {
+                int f = p.get(page(x, i));
+                pages.touch(f);
+                pieces.accept(pages.readOnlySlab(f), pages.offset(f), Math.min(blockSize, x.length() - (long) i * blockSize));
+            }
+            return true;
+        } finally {
+            p.lock.unlock();
+        }
+    }
+
+    /**
      * Caches value {@code x} from {@code blocks}, its whole blocks (as written, or as read with the CRC
      * matching): frames cached for another value under the same pages are overwritten. Stops at the first
      * block for which no frame is to be had (every page dirty or its file busy): a value cached in part is

@@ -293,11 +293,65 @@ class TableExtentTest {
                     taken = extent(t, b("b" + delete + i)).block() == was.block();
                 }
                 assertTrue(taken, "another value took the freed block");
+                java.io.ByteArrayOutputStream lent = new java.io.ByteArrayOutputStream();
+                long n = c.value(pieces(lent));
                 MemorySegment got = c.valueSegment();
                 if (delete) {
                     assertNull(got, "the deleted key's value");
+                    assertEquals(-1, n, "the deleted key's value in pieces");
                 } else {
                     assertArrayEquals(longer, got.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE), "the longer value");
+                    assertEquals(longer.length, n);
+                    assertArrayEquals(longer, lent.toByteArray(), "the longer value in pieces");
+                }
+            }
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /** Pieces ({@link TableCursor#value(TableCursor.Pieces)}) appended to {@code out}. */
+    private static TableCursor.Pieces pieces(java.io.ByteArrayOutputStream out) {
+        return (bytes, offset, length) -> out.writeBytes(bytes.asSlice(offset, length).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE));
+    }
+
+    /**
+     * A cursor hands values in pieces: an inline one whole, a cached extent value a block at a time
+     * straight from the frames (read-only), one whose frames are gone and a blob whole; each exact.
+     */
+    @Test
+    void aCursorHandsValuesInPiecesFromTheFramesThatHoldThem() {
+        Random rnd = new Random(SEED);
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            TableExtentCache cached = v.tables().extents.cached;
+            int[] lengths = {10, Table.MAX_INLINE + 1, 4096, 4097, 12_291, Table.MAX_MEDIUM, Table.MAX_MEDIUM + 1};
+            List<byte[]> values = new ArrayList<>();
+            for (int i = 0; i < lengths.length; i++) {
+                values.add(random(rnd, lengths[i]));
+                t.put(b("k" + i), values.get(i));
+            }
+            for (boolean cachedNow : new boolean[] {true, false}) {
+                TableCursor c = t.cursor();
+                for (int i = 0; c.next(); i++) {
+                    if (!cachedNow && lengths[i] > Table.MAX_INLINE && lengths[i] <= Table.MAX_MEDIUM) {
+                        cached.drop(extent(t, b("k" + i))); // as an eviction leaves it
+                    }
+                    List<Long> sizes = new ArrayList<>();
+                    List<Boolean> readOnly = new ArrayList<>();
+                    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+                    TableCursor.Pieces into = pieces(out);
+                    long n = c.value((bytes, offset, length) -> {
+                        sizes.add(length);
+                        readOnly.add(bytes.isReadOnly());
+                        into.accept(bytes, offset, length);
+                    });
+                    String what = lengths[i] + " bytes" + (cachedNow ? "" : ", its frames dropped");
+                    assertEquals(lengths[i], n, what);
+                    assertArrayEquals(values.get(i), out.toByteArray(), what);
+                    boolean fromFrames = cachedNow && lengths[i] > Table.MAX_INLINE && lengths[i] <= Table.MAX_MEDIUM;
+                    assertEquals(fromFrames ? (lengths[i] + 4095) / 4096 : 1, sizes.size(), what + ": pieces " + sizes);
+                    if (fromFrames) {
+                        assertTrue(readOnly.stream().allMatch(r -> r), what + ": frames lent writable");
+                    }
                 }
             }
             VolumeFixtures.assertChecked(v.namespace());
