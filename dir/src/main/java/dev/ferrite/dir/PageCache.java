@@ -59,6 +59,8 @@ final class PageCache implements AutoCloseable {
     private final long closeDelayNanos;
     private final Arena arena = Arena.ofShared();
     private final MemorySegment[] slabs;
+    /** Each slab as a read-only view, made with it: lent to readers that must not write ({@link TableExtentCache#lend}). */
+    private final MemorySegment[] readOnlySlabs;
     private final FilePages[] owner;
     private final long[] block;
     private final int[] free;
@@ -97,6 +99,7 @@ final class PageCache implements AutoCloseable {
         this.expireNanos = TimeUnit.MILLISECONDS.toNanos(expireMillis);
         this.closeDelayNanos = TimeUnit.MILLISECONDS.toNanos(Math.min(expireMillis, CLOSE_DELAY_MILLIS));
         this.slabs = new MemorySegment[(capacity >> SLAB_SHIFT) + 1];
+        this.readOnlySlabs = new MemorySegment[slabs.length];
         this.owner = new FilePages[capacity];
         this.block = new long[capacity];
         this.free = new int[capacity];
@@ -116,6 +119,11 @@ final class PageCache implements AutoCloseable {
     /** The slab frame {@code f} lies in: copy to or from it at {@link #offset}. */
     MemorySegment slab(int f) {
         return slabs[f >>> SLAB_SHIFT];
+    }
+
+    /** {@link #slab} as a read-only view. */
+    MemorySegment readOnlySlab(int f) {
+        return readOnlySlabs[f >>> SLAB_SHIFT];
     }
 
     long offset(int f) {
@@ -144,7 +152,9 @@ final class PageCache implements AutoCloseable {
             f = made++;
             if (slabs[f >>> SLAB_SHIFT] == null) {
                 int frames = Math.min(1 << SLAB_SHIFT, capacity - f);
-                slabs[f >>> SLAB_SHIFT] = arena.allocate((long) frames * blockSize, BlockDevice.BUFFER_ALIGNMENT);
+                MemorySegment slab = arena.allocate((long) frames * blockSize, BlockDevice.BUFFER_ALIGNMENT);
+                readOnlySlabs[f >>> SLAB_SHIFT] = slab.asReadOnly();
+                slabs[f >>> SLAB_SHIFT] = slab;
             }
         } else if ((f = evict()) < 0) {
             return -1;

@@ -24,7 +24,7 @@ import dev.ferrite.btree.internal.Txn;
  * (the deleted value's bytes were read first). A medium value in an extent ({@link TableExtents}) is
  * written and allocated before the key names it, and a replaced or deleted one's blocks freed after its
  * key changed, all in the group; undone by freeing the new blocks and taking the freed ones back. One
- * thread uses an instance.
+ * thread uses an instance; a group's is reused by its thread's next group once it committed.
  */
 final class TableCommit {
     static final int PUT = 0, PUT_IF_ABSENT = 1, DELETE = 2;
@@ -76,6 +76,15 @@ final class TableCommit {
         this.doomed = undoable ? new ArrayList<>() : null;
         this.keyOut = MemorySegment.ofArray(new byte[Table.MAX_KEY]);
         this.valueOut = MemorySegment.ofArray(new byte[Table.MAX_TREE_VALUE]);
+    }
+
+    /** Readies a group's engine that committed for the next group: nothing to undo, no blob linked or doomed. */
+    void clear() {
+        undo.clear();
+        linked.clear();
+        doomed.clear();
+        seq = -1;
+        version = 0;
     }
 
     /** True if this engine writes through {@code c}, i.e. into the volume whose cache that is. */

@@ -35,6 +35,8 @@ public final class TableCursor {
     private byte[] last;
     /** At a snapshot: the current entry when it came from a record rather than from the tree. */
     private byte[] key, value;
+    /** Where {@link #valueSegment} reads medium values (kept out of line, up to 64 KiB); null until the first. */
+    private MemorySegment medium;
 
     TableCursor(Table table, byte[] from, byte[] to, boolean reverse) {
         this(table, from, to, reverse, null, null, null);
@@ -185,15 +187,77 @@ public final class TableCursor {
 
     /**
      * The current value, valid until the next move: a view of a table's cursor, nothing copied, for a
-     * value kept in the tree; a copy read whole for one kept out of line (null as {@link #value()}'s).
+     * value kept in the tree; for a medium value, the cursor's buffer holding it read whole (reused by the
+     * next medium value, so a scan allocates none); for a blob, a copy read whole (null as {@link
+     * #value()}'s).
      */
     public MemorySegment valueSegment() {
         MemorySegment m = stored();
-        if (TableValueFormat.kind(m, m.byteSize(), table.inode.ino) == TableValueFormat.INLINE) {
+        byte kind = TableValueFormat.kind(m, m.byteSize(), table.inode.ino);
+        if (kind == TableValueFormat.INLINE) {
             return m.asSlice(1);
+        }
+        if (kind != TableValueFormat.BLOB) {
+            MemorySegment buf = mediumBuffer(TableValueFormat.mediumLength(m));
+            long n = value(buf);
+            if (n < 0) {
+                return null;
+            }
+            if (n <= buf.byteSize()) {
+                return buf.asSlice(0, n);
+            }
+            // the key was given a longer value while it was read: read that whole
         }
         byte[] v = value();
         return v == null ? null : MemorySegment.ofArray(v);
+    }
+
+    /** Receives a value's bytes in pieces, in order ({@link #value(Pieces)}). */
+    @FunctionalInterface
+    public interface Pieces {
+        /**
+         * The next {@code length} bytes of the value: {@code bytes[offset, offset + length)}, valid only
+         * during the call (not to be kept, nor written).
+         */
+        void accept(MemorySegment bytes, long offset, long length);
+    }
+
+    /**
+     * Hands the current value to {@code pieces}, without copying it where it can: a value kept in the
+     * tree as one piece of the cursor's copy of its leaf; a medium value whose blocks are cached as one
+     * piece per block straight from the data page cache's frames, read-only, while a lock holds them (a
+     * free of those blocks waits for it: {@code pieces} must be quick and must not use the volume);
+     * otherwise as one piece of {@link #valueSegment()}. Returns the value's length, or -1 as {@link
+     * #value(MemorySegment)} does (having handed nothing).
+     */
+    public long value(Pieces pieces) {
+        MemorySegment m = stored();
+        byte kind = TableValueFormat.kind(m, m.byteSize(), table.inode.ino);
+        if (kind == TableValueFormat.INLINE) {
+            pieces.accept(m, 1, m.byteSize() - 1);
+            return m.byteSize() - 1;
+        }
+        if (kind == TableValueFormat.EXTENT) {
+            TableValueFormat.Extent x = TableValueFormat.readExtent(m);
+            if (table.tables().extents.cached.lend(x, pieces)) {
+                return x.length(); // frames tagged as the stub's hold its bytes, as a read from them would copy
+            }
+        }
+        MemorySegment v = valueSegment();
+        if (v == null) {
+            return -1;
+        }
+        pieces.accept(v, 0, v.byteSize());
+        return v.byteSize();
+    }
+
+    /** The buffer {@link #valueSegment} reads medium values into, at least {@code length} bytes. */
+    private MemorySegment mediumBuffer(int length) {
+        if (medium == null || medium.byteSize() < length) {
+            int blockSize = table.tables().blockSize();
+            medium = MemorySegment.ofArray(new byte[(length + blockSize - 1) / blockSize * blockSize]);
+        }
+        return medium;
     }
 
     /** Copies the current value into {@code out} (as much as fits) and returns its whole length (-1: as {@link #value()}'s null). */

@@ -17,11 +17,12 @@ import java.lang.foreign.MemorySegment;
  * free of a value's blocks also drops its frames ({@link #drop}), so they do not linger; a reader that
  * read the blocks before the free and caches them after it only leaves frames no later stub matches.
  * Only bytes known to be the value's are cached: a whole value read from the device whose CRC matched,
- * or a value as it is written ({@link #fill}).
+ * or a value as it is written ({@link #fill}); so a read that finds every frame tagged as its stub's
+ * copies ({@link #copy}) or lends ({@link #lend}) them without checking the CRC again.
  *
  * <h2>Locks</h2>
  * A stripe's {@link FilePages#lock} guards its map and the contents and tags of its frames; it is held
- * for a lookup and copy of one value (no I/O under it) and taken before the page cache's monitor (to
+ * for a lookup and copy of one value, or while a cursor's receiver reads a lent one (no I/O under it) and taken before the page cache's monitor (to
  * allocate or free a frame), as a file's is. The page cache's eviction only try-locks it.
  */
 final class TableExtentCache {
@@ -69,8 +70,8 @@ final class TableExtentCache {
         p.lock.lock();
         try {
             for (int i = first; i < end; i++) {
-                int f = p.get(page(x, i));
-                if (f < 0 || tags[f] != tag) {
+                int f = frame(p, x, tag, i);
+                if (f < 0) {
                     return false;
                 }
                 pages.touch(f);
@@ -81,6 +82,37 @@ final class TableExtentCache {
         } finally {
             p.lock.unlock();
         }
+    }
+
+    /**
+     * Lends value {@code x}'s bytes to {@code pieces} straight from its frames, a block at a time in order
+     * (read-only views), holding the stripe's lock, so that no free or eviction takes a frame meanwhile;
+     * false, having lent nothing, if one of its blocks is not cached as {@code x}'s.
+     */
+    boolean lend(TableValueFormat.Extent x, TableCursor.Pieces pieces) {
+        FilePages p = stripe(x);
+        long tag = tag(x);
+        p.lock.lock();
+        try {
+            for (int i = x.blocks(blockSize) - 1; i >= 0; i--) {
+                if (frame(p, x, tag, i) < 0) {
+                    return false;
+                }
+            }
+            for (int i = 0, f; (long) i * blockSize < x.length(); i++) {
+                pages.touch(f = frame(p, x, tag, i));
+                pieces.accept(pages.readOnlySlab(f), pages.offset(f), Math.min(blockSize, x.length() - (long) i * blockSize));
+            }
+            return true;
+        } finally {
+            p.lock.unlock();
+        }
+    }
+
+    /** The frame holding block {@code i} of value {@code x} (tagged {@code tag}) in stripe {@code p}, whose lock the caller holds; -1 if none does. */
+    private int frame(FilePages p, TableValueFormat.Extent x, long tag, int i) {
+        int f = p.get(page(x, i));
+        return f >= 0 && tags[f] == tag ? f : -1;
     }
 
     /**

@@ -29,12 +29,13 @@ import static dev.ferrite.dir.InodeRecords.RETRIES;
  * way frees what it allocated and takes back what it freed ({@link FreeSpace#retakeData}).
  *
  * <h2>Reads</h2>
- * Lock-free: the blocks a read needs, into a thread's aligned buffer, then copied out. A whole value is
- * checked by its CRC; a read of part of one is valid if the key still names the same stub afterwards
- * ({@link Tables#copy}): its blocks were not freed before the read ended, as a key's change comes before
- * the free, and freed blocks are not written again before the free is durable. The blocks come from the
- * {@link TableExtentCache} when it holds them as the stub's; a whole value read from the device whose CRC
- * matches goes into it, as does a value as it is written (write-through), and a free drops it.
+ * Lock-free: the blocks a read needs, into a thread's aligned buffer, then copied out. A whole value read
+ * from the device is checked by its CRC; a read of part of one is valid if the key still names the same
+ * stub afterwards ({@link Tables#copy}): its blocks were not freed before the read ended, as a key's change
+ * comes before the free, and freed blocks are not written again before the free is durable. The blocks
+ * come from the {@link TableExtentCache} when it holds them as the stub's, unchecked (the tag is the
+ * identity; the bytes were checked, or written, when they went in); a whole value read from the device
+ * whose CRC matches goes into it, as does a value as it is written (write-through), and a free drops it.
  */
 final class TableExtents {
     /** A thread's aligned buffer for a value's blocks. */
@@ -199,7 +200,9 @@ final class TableExtents {
     /**
      * Copies bytes {@code [offset, offset + out.byteSize())} of value {@code x} (as many as there are) into
      * {@code out}, from the cache or reading only the blocks they lie in; checks the CRC when the whole
-     * value is read (and caches a whole value read from the device whose CRC matched). False
+     * value is read from the device (and caches it if the CRC matched). A cache hit is not checked again:
+     * its frames are tagged as {@code x}'s under the stripe's lock, and only bytes known to be {@code x}'s
+     * (written, or read whole with the CRC matching) were ever tagged so ({@link TableExtentCache}). False
      * if the CRC does not match or the stub names blocks past the device's end: the value was replaced
      * meanwhile and its blocks taken again (or is damaged; the caller tells which). A read of part of a
      * value is valid only if the key names the same stub after it (see the class comment).
@@ -219,13 +222,10 @@ final class TableExtents {
         if (hook != null) {
             hook.run();
         }
-        boolean whole = offset == 0 && want == x.length();
         if (cached.copy(x, first, end, offset, want, out)) {
-            if (!whole || matches(x, out.asSlice(0, want))) {
-                return true;
-            }
-            cached.drop(x); // a backstop: frames tagged as the stub's hold other bytes; the device's are read instead
+            return true; // frames tagged as the stub's hold its bytes: checked when they were filled, not again
         }
+        boolean whole = offset == 0 && want == x.length();
         MemorySegment buf = BUFFERS.get();
         device.read(x.block() + first, buf.asSlice(0, (long) (end - first) * blockSize));
         MemorySegment.copy(buf, offset - (long) first * blockSize, out, 0, want);

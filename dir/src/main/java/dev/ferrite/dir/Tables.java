@@ -62,11 +62,12 @@ public final class Tables {
     private final DirContents dirs;
     private final InodeRecords records;
     /**
-     * Each thread's engine for single writes (they record nothing to undo), of the tables it wrote through
-     * last: one object, not one per write. Static: an instance's ThreadLocal would keep every volume a
-     * long-lived thread ever wrote to, as its engine reaches back to the ThreadLocal.
+     * Each thread's engines, of the tables it wrote through last: [0] for single writes (they record
+     * nothing to undo), [1] for groups (null while a commit of the thread uses it); one object each, not one
+     * per write. Static: an instance's ThreadLocal would keep every volume a long-lived thread ever wrote to,
+     * as its engine reaches back to the ThreadLocal.
      */
-    private static final ThreadLocal<TableCommit[]> SINGLES = ThreadLocal.withInitial(() -> new TableCommit[1]);
+    private static final ThreadLocal<TableCommit[]> ENGINES = ThreadLocal.withInitial(() -> new TableCommit[2]);
     /** Versions and prior values for snapshots. */
     final TableVersions versions = new TableVersions();
     /** Forces the log for ASYNC commits. */
@@ -564,12 +565,28 @@ public final class Tables {
 
     /** This thread's engine for single writes through these tables (a new one if it last wrote through another volume's). */
     private TableCommit single() {
-        TableCommit[] mine = SINGLES.get();
+        TableCommit[] mine = ENGINES.get();
         TableCommit c = mine[0];
         if (c == null || !c.writesThrough(cache)) {
             mine[0] = c = new TableCommit(cache, dirs, records, versions, blobs, overflow, extents, false);
         }
         return c;
+    }
+
+    /**
+     * This thread's engine for a group through these tables, its own until {@link #giveBack} (a commit
+     * made meanwhile on the thread, from a hook, gets a new one).
+     */
+    private TableCommit groupEngine() {
+        TableCommit[] mine = ENGINES.get();
+        TableCommit c = mine[1];
+        mine[1] = null;
+        return c != null && c.writesThrough(cache) ? c : new TableCommit(cache, dirs, records, versions, blobs, overflow, extents, true);
+    }
+
+    private static void giveBack(TableCommit c) {
+        c.clear();
+        ENGINES.get()[1] = c;
     }
 
     /**
@@ -612,8 +629,19 @@ public final class Tables {
             }
         }
         WriteTransaction.Writes w = new WriteTransaction.Writes(t);
-        w.ops.put(key.toArray(ValueLayout.JAVA_BYTE), new WriteTransaction.Op(op, value == null ? null : value.toArray(ValueLayout.JAVA_BYTE)));
+        w.ops.put(key.toArray(ValueLayout.JAVA_BYTE), new WriteTransaction.Op(op, value == null ? null : bytes(value)));
         return commit(List.of(w), t.durability()) > 0;
+    }
+
+    /**
+     * {@code value}'s bytes: the caller's array itself if the segment spans one whole (the commit only reads
+     * it, and keeps no reference past its end; a medium value's would be a copy of up to 64 KiB), else a copy.
+     */
+    private static byte[] bytes(MemorySegment value) {
+        if (value.heapBase().orElse(null) instanceof byte[] a && value.address() == 0 && value.byteSize() == a.length) {
+            return a;
+        }
+        return value.toArray(ValueLayout.JAVA_BYTE);
     }
 
     /** Stripes of keys ({@link #single}): a power of two. */
@@ -739,7 +767,7 @@ public final class Tables {
             long seq;
             long version = 0;
             boolean applying = false, grouped = false;
-            TableCommit c = new TableCommit(cache, dirs, records, versions, blobs, overflow, extents, true);
+            TableCommit c = groupEngine();
             try {
                 for (WriteTransaction.Writes w : ws) {
                     w.table.inode.lockExclusive();
@@ -806,6 +834,7 @@ public final class Tables {
             }
             written.removeAll(c.linked); // what is left was not linked (a putIfAbsent that found its key)
             blobs.doomed(c.doomed);
+            giveBack(c); // not on a failure: a new engine next time
             durable(seq, durability);
             return changed;
         } finally {

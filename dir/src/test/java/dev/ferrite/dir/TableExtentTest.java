@@ -229,6 +229,162 @@ class TableExtentTest {
         }
     }
 
+    /**
+     * A scan of cached extent values reads each whole into the cursor's buffer: every value exact, and
+     * nothing allocated per entry but a view, the stub's record and a share of the leaf copies (a copy of
+     * each value was its length).
+     */
+    @Test
+    void aScanOfCachedExtentValuesReadsThemWithoutAllocatingTheirBytes() {
+        Random rnd = new Random(SEED);
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            List<MemorySegment> values = new ArrayList<>();
+            for (int i = 0; i < 40; i++) {
+                byte[] val = random(rnd, i == 0 ? Table.MAX_MEDIUM : mediumLength(rnd));
+                t.put(b(String.format("k%03d", i)), val);
+                values.add(MemorySegment.ofArray(val));
+            }
+            double best = Double.MAX_VALUE;
+            TableCursor c = t.cursor(); // one cursor, a pass a seek: its buffer is made once
+            for (int round = 0; round < 5; round++) {
+                long before = FileTestBase.allocatedBytes();
+                for (int pass = 0; pass < 50; pass++) {
+                    c.seek(b("k"));
+                    for (int i = 0; c.next(); i++) {
+                        MemorySegment got = c.valueSegment();
+                        if (got.byteSize() != values.get(i).byteSize() || MemorySegment.mismatch(got, 0, got.byteSize(), values.get(i), 0, got.byteSize()) >= 0) {
+                            fail("pass " + pass + " value " + i + " of " + got.byteSize() + " bytes differs from its put");
+                        }
+                    }
+                }
+                double perEntry = (FileTestBase.allocatedBytes() - before) / (50.0 * values.size());
+                best = round == 0 ? best : Math.min(best, perEntry); // the first round warms up
+            }
+            assertTrue(best < 400, best + " bytes allocated per entry of a scan of extent values");
+        }
+    }
+
+    /**
+     * A cursor whose key was given a longer value after it copied the key's leaf, the old value's blocks
+     * freed and taken by another value, reads the longer value whole through {@code valueSegment} (more
+     * than its buffer held), and a key deleted meanwhile as null.
+     */
+    @Test
+    void aCursorReadsAValueThatGrewPastItsBufferWhole() {
+        Random rnd = new Random(SEED);
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            for (boolean delete : new boolean[] {false, true}) {
+                String a = "a" + delete;
+                byte[] old = random(rnd, 2000), longer = random(rnd, 30_000);
+                t.put(b(a), old);
+                t.put(b(a + "z"), random(rnd, 1000)); // the blocks after, so that the freed one stays a hole of its size
+                TableValueFormat.Extent was = extent(t, b(a));
+                TableCursor c = t.cursor(b(a), null, false);
+                assertTrue(c.next());
+                if (delete) {
+                    t.delete(b(a));
+                } else {
+                    t.put(b(a), longer);
+                }
+                v.sync(); // the free durable: the block may be handed out again
+                boolean taken = false;
+                for (int i = 0; i < 50 && !taken; i++) {
+                    t.put(b("b" + delete + i), random(rnd, old.length));
+                    taken = extent(t, b("b" + delete + i)).block() == was.block();
+                }
+                assertTrue(taken, "another value took the freed block");
+                java.io.ByteArrayOutputStream lent = new java.io.ByteArrayOutputStream();
+                long n = c.value(pieces(lent));
+                MemorySegment got = c.valueSegment();
+                if (delete) {
+                    assertNull(got, "the deleted key's value");
+                    assertEquals(-1, n, "the deleted key's value in pieces");
+                } else {
+                    assertArrayEquals(longer, got.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE), "the longer value");
+                    assertEquals(longer.length, n);
+                    assertArrayEquals(longer, lent.toByteArray(), "the longer value in pieces");
+                }
+            }
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /** Pieces ({@link TableCursor#value(TableCursor.Pieces)}) appended to {@code out}. */
+    private static TableCursor.Pieces pieces(java.io.ByteArrayOutputStream out) {
+        return (bytes, offset, length) -> out.writeBytes(bytes.asSlice(offset, length).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE));
+    }
+
+    /**
+     * A cursor hands values in pieces: an inline one whole, a cached extent value a block at a time
+     * straight from the frames (read-only), one whose frames are gone and a blob whole; each exact.
+     */
+    @Test
+    void aCursorHandsValuesInPiecesFromTheFramesThatHoldThem() {
+        Random rnd = new Random(SEED);
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            TableExtentCache cached = v.tables().extents.cached;
+            int[] lengths = {10, Table.MAX_INLINE + 1, 4096, 4097, 12_291, Table.MAX_MEDIUM, Table.MAX_MEDIUM + 1};
+            List<byte[]> values = new ArrayList<>();
+            for (int i = 0; i < lengths.length; i++) {
+                values.add(random(rnd, lengths[i]));
+                t.put(b("k" + i), values.get(i));
+            }
+            for (boolean cachedNow : new boolean[] {true, false}) {
+                TableCursor c = t.cursor();
+                for (int i = 0; c.next(); i++) {
+                    if (!cachedNow && lengths[i] > Table.MAX_INLINE && lengths[i] <= Table.MAX_MEDIUM) {
+                        cached.drop(extent(t, b("k" + i))); // as an eviction leaves it
+                    }
+                    List<Long> sizes = new ArrayList<>();
+                    List<Boolean> readOnly = new ArrayList<>();
+                    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+                    TableCursor.Pieces into = pieces(out);
+                    long n = c.value((bytes, offset, length) -> {
+                        sizes.add(length);
+                        readOnly.add(bytes.isReadOnly());
+                        into.accept(bytes, offset, length);
+                    });
+                    String what = lengths[i] + " bytes" + (cachedNow ? "" : ", its frames dropped");
+                    assertEquals(lengths[i], n, what);
+                    assertArrayEquals(values.get(i), out.toByteArray(), what);
+                    boolean fromFrames = cachedNow && lengths[i] > Table.MAX_INLINE && lengths[i] <= Table.MAX_MEDIUM;
+                    assertEquals(fromFrames ? (lengths[i] + 4095) / 4096 : 1, sizes.size(), what + ": pieces " + sizes);
+                    if (fromFrames) {
+                        assertTrue(readOnly.stream().allMatch(r -> r), what + ": frames lent writable");
+                    }
+                }
+            }
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /**
+     * A single put of a 64 KiB value, replacing one, allocates a small part of its length: the value is
+     * read from the caller's array, not copied, and the thread's group engine is reused (a copy was 64 KiB,
+     * a new engine 2 KiB of buffers).
+     */
+    @Test
+    void aSinglePutOfAMediumValueDoesNotCopyIt() {
+        Random rnd = new Random(SEED);
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            byte[][] values = {random(rnd, Table.MAX_MEDIUM), random(rnd, Table.MAX_MEDIUM)};
+            MemorySegment key = MemorySegment.ofArray(b("k"));
+            MemorySegment[] views = {MemorySegment.ofArray(values[0]), MemorySegment.ofArray(values[1])};
+            double best = Double.MAX_VALUE;
+            for (int round = 0; round < 5; round++) {
+                long before = FileTestBase.allocatedBytes();
+                for (int i = 0; i < 200; i++) {
+                    t.put(key, views[i & 1]);
+                }
+                double perPut = (FileTestBase.allocatedBytes() - before) / 200.0;
+                best = round == 0 ? best : Math.min(best, perPut); // the first round warms up
+            }
+            assertArrayEquals(values[1], t.get(b("k")));
+            assertTrue(best < 16_384, best + " bytes allocated per put of a 64 KiB value");
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
     /** The blocks the tables' trees hold. */
     private static long treeBlocks(Table... tables) {
         long n = 0;

@@ -211,34 +211,55 @@ final class FerriteKv implements KvStore {
 
         @Override
         public KvStore.Scan scan(byte[] from, byte[] to) {
-            TableCursor cursor = table.cursor(from, to, false);
-            return new KvStore.Scan() {
-                private MemorySegment current;
+            return new Scan(table.cursor(from, to, false));
+        }
 
-                @Override
-                public int next() {
-                    if (!cursor.next()) {
-                        return -1;
-                    }
-                    // read in place, as LMDB's cursor is: the view is the cursor's copy of the leaf
-                    current = cursor.valueSegment();
-                    return (int) current.byteSize();
-                }
+        @Override
+        public void close() {
+        }
+    }
 
-                @Override
-                public long word() {
-                    return current.byteSize() >= 8 ? current.get(BE_LONG, 0) : 0;
-                }
+    /**
+     * Reads each value in place, as LMDB's cursor does: a value kept in the tree in the cursor's copy of
+     * its leaf, a medium one in the data page cache's frames when they hold it ({@link TableCursor#value(
+     * TableCursor.Pieces)}), folding its bytes as they pass; the word and the fold are of that one read.
+     */
+    private static final class Scan implements KvStore.Scan, TableCursor.Pieces {
+        private final TableCursor cursor;
+        private long word, fold, position;
 
-                @Override
-                public long fold() {
-                    return KvKeys.fold(current);
-                }
+        Scan(TableCursor cursor) {
+            this.cursor = cursor;
+        }
 
-                @Override
-                public void close() {
-                }
-            };
+        @Override
+        public int next() {
+            if (!cursor.next()) {
+                return -1;
+            }
+            word = 0;
+            fold = 0;
+            position = 0;
+            return (int) cursor.value(this);
+        }
+
+        @Override
+        public void accept(MemorySegment bytes, long offset, long length) {
+            if (position == 0 && length >= 8) {
+                word = bytes.get(BE_LONG, offset);
+            }
+            fold ^= KvKeys.fold(bytes, offset, length); // pieces start at multiples of 8 bytes: the fold of the whole
+            position += length;
+        }
+
+        @Override
+        public long word() {
+            return word;
+        }
+
+        @Override
+        public long fold() {
+            return fold;
         }
 
         @Override

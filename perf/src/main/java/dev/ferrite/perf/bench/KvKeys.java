@@ -104,12 +104,20 @@ public final class KvKeys {
      * every byte of each value, whatever the store hands it (an array, a buffer, a segment).
      */
     public static long fold(MemorySegment value) {
-        long n = value.byteSize(), x = 0, off = 0;
-        for (; off + 8 <= n; off += 8) {
-            x ^= value.get(SEGMENT_LONG, off);
+        return fold(value, 0, value.byteSize());
+    }
+
+    /**
+     * {@link #fold(MemorySegment)} of {@code bytes[offset, offset + length)}: XORed together, the folds of
+     * a value's pieces that each start at a multiple of 8 bytes into it are the fold of the value.
+     */
+    public static long fold(MemorySegment bytes, long offset, long length) {
+        long end = offset + length, x = 0, off = offset;
+        for (; off + 8 <= end; off += 8) {
+            x ^= bytes.get(SEGMENT_LONG, off);
         }
-        for (int shift = 56; off < n; off++, shift -= 8) {
-            x ^= (value.get(ValueLayout.JAVA_BYTE, off) & 0xFFL) << shift;
+        for (int shift = 56; off < end; off++, shift -= 8) {
+            x ^= (bytes.get(ValueLayout.JAVA_BYTE, off) & 0xFFL) << shift;
         }
         return x;
     }

@@ -12,7 +12,7 @@ import org.junit.jupiter.params.provider.EnumSource;
 
 /** Every store's scan reads each value whole: its fold is the fold of the bytes that were put. */
 class KvScanFoldTest {
-    private static final int[] LENGTHS = {8, 13, 64, 1_000, 5_003, 70_001};
+    private static final int[] LENGTHS = {8, 13, 64, 1_000, 5_003, 12_291, 65_536, 70_001};
 
     @ParameterizedTest
     @EnumSource(KvTarget.class)
