@@ -67,6 +67,12 @@ public final class Tables {
      * long-lived thread ever wrote to, as its engine reaches back to the ThreadLocal.
      */
     private static final ThreadLocal<TableCommit[]> SINGLES = ThreadLocal.withInitial(() -> new TableCommit[1]);
+    /**
+     * Each thread's engine for transactions (they record what they did, to undo it), of the tables it
+     * committed to last: a commit of a few keys would otherwise spend more on a new engine's buffers
+     * than on its changes. Static, as {@link #SINGLES} is.
+     */
+    private static final ThreadLocal<TableCommit[]> GROUPS = ThreadLocal.withInitial(() -> new TableCommit[1]);
     /** Versions and prior values for snapshots. */
     final TableVersions versions = new TableVersions();
     /** Forces the log for ASYNC commits. */
@@ -573,6 +579,24 @@ public final class Tables {
     }
 
     /**
+     * This thread's engine for a transaction through these tables, claimed ({@link TableCommit#claim}):
+     * release it when the commit ends. A new one if the thread's is another volume's or in use.
+     */
+    private TableCommit group() {
+        TableCommit[] mine = GROUPS.get();
+        TableCommit c = mine[0];
+        if (c != null && c.writesThrough(cache) && c.claim()) {
+            return c;
+        }
+        c = new TableCommit(cache, dirs, records, versions, blobs, overflow, extents, true);
+        c.claim();
+        if (mine[0] == null || !mine[0].writesThrough(cache)) {
+            mine[0] = c;
+        }
+        return c;
+    }
+
+    /**
      * {@link #single(Table, byte[], byte[], int)} for a key and value in segments. One of an inline value
      * (or a delete) applies beside the table's other single writes: the B-tree's latches order changes to
      * one leaf, the key's stripe orders changes to one key (so that the prior value a snapshot needs is
@@ -581,6 +605,15 @@ public final class Tables {
      * {@link #commit} (a group: the blob's renames, or the medium value's chunks, go with the key's change).
      */
     boolean single(Table t, MemorySegment key, MemorySegment value, int op) {
+        return single(t, key, value, op, t.durability());
+    }
+
+    /**
+     * {@link #single(Table, MemorySegment, MemorySegment, int)}, durable as {@code d} says: also a
+     * {@link WriteTransaction} of one key's change, which is all or nothing as any single write is, and so
+     * applies beside the table's single writes instead of holding the table and the volume's groups.
+     */
+    boolean single(Table t, MemorySegment key, MemorySegment value, int op, Durability d) {
         t.requireOpen();
         if (value == null || value.byteSize() <= TableValueFormat.MAX_INLINE) {
             TableCommit c = single();
@@ -605,7 +638,7 @@ public final class Tables {
                 stripe.unlock();
             }
             if (outcome == TableCommit.CHANGED) {
-                durable(c.seq, t.durability());
+                durable(c.seq, d);
             }
             if (outcome != TableCommit.NEEDS_GROUP) {
                 return outcome == TableCommit.CHANGED;
@@ -613,7 +646,7 @@ public final class Tables {
         }
         WriteTransaction.Writes w = new WriteTransaction.Writes(t);
         w.ops.put(key.toArray(ValueLayout.JAVA_BYTE), new WriteTransaction.Op(op, value == null ? null : value.toArray(ValueLayout.JAVA_BYTE)));
-        return commit(List.of(w), t.durability()) > 0;
+        return commit(List.of(w), d) > 0;
     }
 
     /** Stripes of keys ({@link #single}): a power of two. */
@@ -718,6 +751,7 @@ public final class Tables {
         List<Long> written = new ArrayList<>();
         List<List<byte[]>> stored = new ArrayList<>(ws.size());
         int changed = 0;
+        TableCommit c = null;
         try {
             for (WriteTransaction.Writes w : ws) {
                 List<byte[]> forms = new ArrayList<>(w.ops.size());
@@ -739,7 +773,7 @@ public final class Tables {
             long seq;
             long version = 0;
             boolean applying = false, grouped = false;
-            TableCommit c = new TableCommit(cache, dirs, records, versions, blobs, overflow, extents, true);
+            c = group();
             try {
                 for (WriteTransaction.Writes w : ws) {
                     w.table.inode.lockExclusive();
@@ -809,6 +843,9 @@ public final class Tables {
             durable(seq, durability);
             return changed;
         } finally {
+            if (c != null) {
+                c.release();
+            }
             for (long id : written) {
                 try {
                     blobs.discard(id);

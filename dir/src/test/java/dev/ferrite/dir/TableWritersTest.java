@@ -98,6 +98,62 @@ class TableWritersTest {
     }
 
     /**
+     * A write transaction of one key's change is a single write: it comes into its apply beside a single
+     * write to another key of the table that waits there for it, SYNC, ASYNC and NONE alike, and is durable
+     * as its durability says. Applied as a transaction (the table held exclusively) it never gets in: the
+     * single write's wait times out.
+     */
+    @Test
+    void aTransactionOfOneKeyAppliesBesideSingleWrites() throws Exception {
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            for (int i = 0; i < 200; i++) {
+                t.put(TableTest.b("k" + i), TableTest.b("v" + i));
+            }
+            for (Durability d : Durability.values()) {
+                CyclicBarrier both = new CyclicBarrier(2);
+                v.tables().onApply = () -> {
+                    try {
+                        both.await(20, TimeUnit.SECONDS);
+                    } catch (TimeoutException | BrokenBarrierException e) {
+                        throw new AssertionError("the " + d + " transaction of one key never came into its apply beside the single write", e);
+                    } catch (InterruptedException e) {
+                        throw new AssertionError(e);
+                    }
+                };
+                byte[] single = TableTest.b("k1");
+                int other = 150; // a key of another stripe: one stripe's writes are one at a time
+                while (Tables.stripe(t.inode.ino, MemorySegment.ofArray(TableTest.b("k" + other)))
+                        == Tables.stripe(t.inode.ino, MemorySegment.ofArray(single))) {
+                    other++;
+                }
+                byte[] inTx = TableTest.b("k" + other);
+                long forcesBefore = v.journalStats().forces();
+                List<Future<?>> writes = new ArrayList<>();
+                try (ExecutorService pool = Executors.newFixedThreadPool(2)) {
+                    writes.add(pool.submit(() -> t.put(single, TableTest.b("single-" + d))));
+                    writes.add(pool.submit(() -> {
+                        try (WriteTransaction tx = v.begin(d)) {
+                            tx.put(t, inTx, TableTest.b("tx-" + d));
+                            tx.commit();
+                        }
+                    }));
+                }
+                v.tables().onApply = null;
+                for (Future<?> f : writes) {
+                    f.get();
+                }
+                assertArrayEquals(TableTest.b("single-" + d), t.get(single));
+                assertArrayEquals(TableTest.b("tx-" + d), t.get(inTx));
+                if (d == Durability.SYNC) {
+                    assertTrue(v.journalStats().forces() > forcesBefore, "the SYNC transaction forced the log");
+                }
+            }
+            assertEquals(200, t.count());
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /**
      * A single write to a key waits inside its apply while a second write to the same key starts: the
      * second must wait outside until the first is done (the key's stripe), or the prior values snapshots
      * read could be recorded out of version order. Without the stripes the second comes in.
