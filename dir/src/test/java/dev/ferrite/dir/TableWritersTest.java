@@ -64,23 +64,9 @@ class TableWritersTest {
             for (int i = 0; i < 200; i++) {
                 t.put(TableTest.b("k" + i), TableTest.b("v" + i));
             }
-            CyclicBarrier both = new CyclicBarrier(2);
-            v.tables().onApply = () -> {
-                try {
-                    both.await(20, TimeUnit.SECONDS);
-                } catch (TimeoutException | BrokenBarrierException e) {
-                    throw new AssertionError("the other single write to the table never came into its apply beside this one", e);
-                } catch (InterruptedException e) {
-                    throw new AssertionError(e);
-                }
-            };
+            v.tables().onApply = meetInsideApply("the other single write to the table never came into its apply beside this one");
             byte[] put = TableTest.b("k1");
-            int other = 150; // a key of another stripe: one stripe's writes are one at a time
-            while (Tables.stripe(t.inode.ino, MemorySegment.ofArray(TableTest.b("k" + other)))
-                    == Tables.stripe(t.inode.ino, MemorySegment.ofArray(put))) {
-                other++;
-            }
-            byte[] deleted = TableTest.b("k" + other);
+            byte[] deleted = keyOfAnotherStripe(t, put);
             List<Future<?>> writes = new ArrayList<>();
             try (ExecutorService pool = Executors.newFixedThreadPool(2)) {
                 writes.add(pool.submit(() -> t.put(put, TableTest.b("one"))));
@@ -110,23 +96,9 @@ class TableWritersTest {
                 t.put(TableTest.b("k" + i), TableTest.b("v" + i));
             }
             for (Durability d : Durability.values()) {
-                CyclicBarrier both = new CyclicBarrier(2);
-                v.tables().onApply = () -> {
-                    try {
-                        both.await(20, TimeUnit.SECONDS);
-                    } catch (TimeoutException | BrokenBarrierException e) {
-                        throw new AssertionError("the " + d + " transaction of one key never came into its apply beside the single write", e);
-                    } catch (InterruptedException e) {
-                        throw new AssertionError(e);
-                    }
-                };
+                v.tables().onApply = meetInsideApply("the " + d + " transaction of one key never came into its apply beside the single write");
                 byte[] single = TableTest.b("k1");
-                int other = 150; // a key of another stripe: one stripe's writes are one at a time
-                while (Tables.stripe(t.inode.ino, MemorySegment.ofArray(TableTest.b("k" + other)))
-                        == Tables.stripe(t.inode.ino, MemorySegment.ofArray(single))) {
-                    other++;
-                }
-                byte[] inTx = TableTest.b("k" + other);
+                byte[] inTx = keyOfAnotherStripe(t, single);
                 long forcesBefore = v.journalStats().forces();
                 List<Future<?>> writes = new ArrayList<>();
                 try (ExecutorService pool = Executors.newFixedThreadPool(2)) {
@@ -332,6 +304,29 @@ class TableWritersTest {
     }
 
     /** Waits (20 s at most) for {@code latch}, inside a write's apply. */
+    /** A hook for {@code Tables#onApply}: two applies wait for each other inside; failing with {@code never} if the other does not come. */
+    private static Runnable meetInsideApply(String never) {
+        CyclicBarrier both = new CyclicBarrier(2);
+        return () -> {
+            try {
+                both.await(20, TimeUnit.SECONDS);
+            } catch (TimeoutException | BrokenBarrierException e) {
+                throw new AssertionError(never, e);
+            } catch (InterruptedException e) {
+                throw new AssertionError(e);
+            }
+        };
+    }
+
+    /** A key "kN" of {@code t} from k150 up whose stripe is not {@code key}'s: one stripe's writes are one at a time. */
+    private static byte[] keyOfAnotherStripe(Table t, byte[] key) {
+        int other = 150;
+        while (Tables.stripe(t.inode.ino, MemorySegment.ofArray(TableTest.b("k" + other))) == Tables.stripe(t.inode.ino, MemorySegment.ofArray(key))) {
+            other++;
+        }
+        return TableTest.b("k" + other);
+    }
+
     private static void await(CountDownLatch latch) {
         try {
             assertTrue(latch.await(20, TimeUnit.SECONDS), "the test never let the write go on");
