@@ -61,6 +61,8 @@ final class TableCommit {
     long seq = -1;
     /** The applying commit's version ({@link TableVersions#beginApply}): not 0, each change records the key's prior value there first. */
     long version;
+    /** Between {@link #claim} and {@link #release}. */
+    private boolean claimed;
 
     TableCommit(BufferCache cache, DirContents dirs, InodeRecords records, TableVersions versions, TableBlobs blobs,
                 TableOverflow overflow, TableExtents extents, boolean undoable) {
@@ -78,13 +80,26 @@ final class TableCommit {
         this.valueOut = MemorySegment.ofArray(new byte[Table.MAX_TREE_VALUE]);
     }
 
-    /** Readies a group's engine that committed for the next group: nothing to undo, no blob linked or doomed. */
-    void clear() {
+    /**
+     * Starts a commit's use of this undoable engine ({@code Tables} keeps one per thread): nothing done
+     * yet. False, changing nothing, if a commit of this thread is using it already.
+     */
+    boolean claim() {
+        if (claimed) {
+            return false;
+        }
+        claimed = true;
+        seq = -1;
+        version = 0;
+        return true;
+    }
+
+    /** Ends the use {@link #claim} began, dropping what the commit did (keys, values, blob ids). */
+    void release() {
         undo.clear();
         linked.clear();
         doomed.clear();
-        seq = -1;
-        version = 0;
+        claimed = false;
     }
 
     /** True if this engine writes through {@code c}, i.e. into the volume whose cache that is. */
@@ -166,55 +181,73 @@ final class TableCommit {
             long doomedBlob = -1;
             TableValueFormat.Medium medium = null;
             TableValueFormat.Extent freeing = null;
+            // a change that records the key's prior value, in a volume whose values are all in the trees,
+            // reads it in the change's own descent, under the leaf's lock (the caller keeps other writers
+            // off the key); one whose value may lie out of line looks first, holding nothing
+            boolean fused = forward && !mayHoldOutOfLine && op != PUT_IF_ABSENT && (undo != null || version != 0)
+                    && (value == null || value.get(ValueLayout.JAVA_BYTE, 0) == TableValueFormat.INLINE);
             try (Txn txn = Txn.begin(cache, 2 + tree.reservation())) { // the record's block is taken by a split or merge (DirAllocator)
-                if (forward && (undo != null || version != 0 || mayHoldOutOfLine)) {
-                    long found = tree.find(txn, k, BTree.Match.EXACT, keyOut, valueOut);
-                    int length = found >= 0 ? BTree.foundValueLength(found) : -1;
-                    byte kind = length >= 0 ? TableValueFormat.kind(valueOut, length, ino) : TableValueFormat.INLINE;
-                    if (kind != TableValueFormat.INLINE && undo == null) {
-                        return NEEDS_GROUP; // nothing changed: the transaction ends without a commit
+                if (fused) {
+                    int length = op == PUT ? tree.replace(txn, k, value, valueOut) : tree.delete(txn, k, valueOut);
+                    if (op == DELETE && length < 0) {
+                        return UNCHANGED; // nothing logged: the transaction ends without a commit
                     }
-                    if (kind == TableValueFormat.BLOB) {
-                        doomedBlob = op == PUT_IF_ABSENT ? -1 : TableValueFormat.readBlob(valueOut).id();
-                    } else if (kind == TableValueFormat.MEDIUM && op != PUT_IF_ABSENT) {
-                        medium = TableValueFormat.readMedium(valueOut);
-                        replaced = new byte[1 + medium.length()]; // its bytes, for the undo and for snapshots: its chunks go after this change
-                        if (!overflow.read(medium, 0, MemorySegment.ofArray(replaced).asSlice(1))) { // the table's lock held: nothing changes them
-                            throw TableOverflow.damaged(t, k, medium);
+                    key = k.toArray(ValueLayout.JAVA_BYTE);
+                    before = length < 0 ? null : valueOut.asSlice(0, length).toArray(ValueLayout.JAVA_BYTE);
+                    if (version != 0) { // before the change can be seen: the leaf stays locked until the commit
+                        versions.record(version, ino, key, before);
+                    }
+                    seq = txn.commit();
+                } else {
+                    if (forward && (undo != null || version != 0 || mayHoldOutOfLine)) {
+                        long found = tree.find(txn, k, BTree.Match.EXACT, keyOut, valueOut);
+                        int length = found >= 0 ? BTree.foundValueLength(found) : -1;
+                        byte kind = length >= 0 ? TableValueFormat.kind(valueOut, length, ino) : TableValueFormat.INLINE;
+                        if (kind != TableValueFormat.INLINE && undo == null) {
+                            return NEEDS_GROUP; // nothing changed: the transaction ends without a commit
                         }
-                    } else if (kind == TableValueFormat.EXTENT && op != PUT_IF_ABSENT) {
-                        freeing = TableValueFormat.readExtent(valueOut); // its blocks go after this change; the undo needs only the stub
-                        if (version != 0) { // snapshots get its bytes: the blocks may be reused once the free is durable
-                            if (!freeing.equals(prior)) {
-                                throw new IllegalStateException(t + " key " + Tables.hex(k) + " changed while its group held the table");
+                        if (kind == TableValueFormat.BLOB) {
+                            doomedBlob = op == PUT_IF_ABSENT ? -1 : TableValueFormat.readBlob(valueOut).id();
+                        } else if (kind == TableValueFormat.MEDIUM && op != PUT_IF_ABSENT) {
+                            medium = TableValueFormat.readMedium(valueOut);
+                            replaced = new byte[1 + medium.length()]; // its bytes, for the undo and for snapshots: its chunks go after this change
+                            if (!overflow.read(medium, 0, MemorySegment.ofArray(replaced).asSlice(1))) { // the table's lock held: nothing changes them
+                                throw TableOverflow.damaged(t, k, medium);
                             }
-                            replaced = priorBytes;
+                        } else if (kind == TableValueFormat.EXTENT && op != PUT_IF_ABSENT) {
+                            freeing = TableValueFormat.readExtent(valueOut); // its blocks go after this change; the undo needs only the stub
+                            if (version != 0) { // snapshots get its bytes: the blocks may be reused once the free is durable
+                                if (!freeing.equals(prior)) {
+                                    throw new IllegalStateException(t + " key " + Tables.hex(k) + " changed while its group held the table");
+                                }
+                                replaced = priorBytes;
+                            }
+                        }
+                        if (undo != null || version != 0) {
+                            key = k.toArray(ValueLayout.JAVA_BYTE);
+                            before = length < 0 ? null : valueOut.asSlice(0, length).toArray(ValueLayout.JAVA_BYTE);
+                        }
+                        if (version != 0) { // before the change can be seen: at its commit; a medium value by its bytes (kind INLINE)
+                            versions.record(version, ino, key, replaced != null ? replaced : before);
                         }
                     }
-                    if (undo != null || version != 0) {
-                        key = k.toArray(ValueLayout.JAVA_BYTE);
-                        before = length < 0 ? null : valueOut.asSlice(0, length).toArray(ValueLayout.JAVA_BYTE);
+                    boolean changed = switch (op) {
+                        case PUT -> {
+                            tree.put(txn, k, value);
+                            yield true;
+                        }
+                        case PUT_IF_ABSENT -> tree.putIfAbsent(txn, k, value);
+                        case DELETE -> tree.delete(txn, k);
+                        default -> throw new IllegalArgumentException("table change " + op);
+                    };
+                    if (!changed) {
+                        return UNCHANGED; // nothing logged: the transaction ends without a commit
                     }
-                    if (version != 0) { // before the change can be seen: at its commit; a medium value by its bytes (kind INLINE)
-                        versions.record(version, ino, key, replaced != null ? replaced : before);
+                    if (value != null && TableValueFormat.isExtent(value, value.byteSize())) {
+                        txn.orderAfterData(); // the blocks it names were written just before
                     }
+                    seq = txn.commit();
                 }
-                boolean changed = switch (op) {
-                    case PUT -> {
-                        tree.put(txn, k, value);
-                        yield true;
-                    }
-                    case PUT_IF_ABSENT -> tree.putIfAbsent(txn, k, value);
-                    case DELETE -> tree.delete(txn, k);
-                    default -> throw new IllegalArgumentException("table change " + op);
-                };
-                if (!changed) {
-                    return UNCHANGED; // nothing logged: the transaction ends without a commit
-                }
-                if (value != null && TableValueFormat.isExtent(value, value.byteSize())) {
-                    txn.orderAfterData(); // the blocks it names were written just before
-                }
-                seq = txn.commit();
             }
             if (forward && undo != null) {
                 undo.add(new KeyUndo(t, key, before));

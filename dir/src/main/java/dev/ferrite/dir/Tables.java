@@ -62,12 +62,17 @@ public final class Tables {
     private final DirContents dirs;
     private final InodeRecords records;
     /**
-     * Each thread's engines, of the tables it wrote through last: [0] for single writes (they record
-     * nothing to undo), [1] for groups (null while a commit of the thread uses it); one object each, not one
-     * per write. Static: an instance's ThreadLocal would keep every volume a long-lived thread ever wrote to,
-     * as its engine reaches back to the ThreadLocal.
+     * Each thread's engine for single writes (they record nothing to undo), of the tables it wrote through
+     * last: one object, not one per write. Static: an instance's ThreadLocal would keep every volume a
+     * long-lived thread ever wrote to, as its engine reaches back to the ThreadLocal.
      */
-    private static final ThreadLocal<TableCommit[]> ENGINES = ThreadLocal.withInitial(() -> new TableCommit[2]);
+    private static final ThreadLocal<TableCommit[]> SINGLES = ThreadLocal.withInitial(() -> new TableCommit[1]);
+    /**
+     * Each thread's engine for transactions (they record what they did, to undo it), of the tables it
+     * committed to last: a commit of a few keys would otherwise spend more on a new engine's buffers
+     * than on its changes. Static, as {@link #SINGLES} is.
+     */
+    private static final ThreadLocal<TableCommit[]> GROUPS = ThreadLocal.withInitial(() -> new TableCommit[1]);
     /** Versions and prior values for snapshots. */
     final TableVersions versions = new TableVersions();
     /** Forces the log for ASYNC commits. */
@@ -565,7 +570,7 @@ public final class Tables {
 
     /** This thread's engine for single writes through these tables (a new one if it last wrote through another volume's). */
     private TableCommit single() {
-        TableCommit[] mine = ENGINES.get();
+        TableCommit[] mine = SINGLES.get();
         TableCommit c = mine[0];
         if (c == null || !c.writesThrough(cache)) {
             mine[0] = c = new TableCommit(cache, dirs, records, versions, blobs, overflow, extents, false);
@@ -574,19 +579,21 @@ public final class Tables {
     }
 
     /**
-     * This thread's engine for a group through these tables, its own until {@link #giveBack} (a commit
-     * made meanwhile on the thread, from a hook, gets a new one).
+     * This thread's engine for a transaction through these tables, claimed ({@link TableCommit#claim}):
+     * release it when the commit ends. A new one if the thread's is another volume's or in use.
      */
-    private TableCommit groupEngine() {
-        TableCommit[] mine = ENGINES.get();
-        TableCommit c = mine[1];
-        mine[1] = null;
-        return c != null && c.writesThrough(cache) ? c : new TableCommit(cache, dirs, records, versions, blobs, overflow, extents, true);
-    }
-
-    private static void giveBack(TableCommit c) {
-        c.clear();
-        ENGINES.get()[1] = c;
+    private TableCommit group() {
+        TableCommit[] mine = GROUPS.get();
+        TableCommit c = mine[0];
+        if (c != null && c.writesThrough(cache) && c.claim()) {
+            return c;
+        }
+        c = new TableCommit(cache, dirs, records, versions, blobs, overflow, extents, true);
+        c.claim();
+        if (mine[0] == null || !mine[0].writesThrough(cache)) {
+            mine[0] = c;
+        }
+        return c;
     }
 
     /**
@@ -598,6 +605,15 @@ public final class Tables {
      * {@link #commit} (a group: the blob's renames, or the medium value's chunks, go with the key's change).
      */
     boolean single(Table t, MemorySegment key, MemorySegment value, int op) {
+        return single(t, key, value, op, t.durability());
+    }
+
+    /**
+     * {@link #single(Table, MemorySegment, MemorySegment, int)}, durable as {@code d} says: also a
+     * {@link WriteTransaction} of one key's change, which is all or nothing as any single write is, and so
+     * applies beside the table's single writes instead of holding the table and the volume's groups.
+     */
+    boolean single(Table t, MemorySegment key, MemorySegment value, int op, Durability d) {
         t.requireOpen();
         if (value == null || value.byteSize() <= TableValueFormat.MAX_INLINE) {
             TableCommit c = single();
@@ -622,7 +638,7 @@ public final class Tables {
                 stripe.unlock();
             }
             if (outcome == TableCommit.CHANGED) {
-                durable(c.seq, t.durability());
+                durable(c.seq, d);
             }
             if (outcome != TableCommit.NEEDS_GROUP) {
                 return outcome == TableCommit.CHANGED;
@@ -630,7 +646,7 @@ public final class Tables {
         }
         WriteTransaction.Writes w = new WriteTransaction.Writes(t);
         w.ops.put(key.toArray(ValueLayout.JAVA_BYTE), new WriteTransaction.Op(op, value == null ? null : bytes(value)));
-        return commit(List.of(w), t.durability()) > 0;
+        return commit(List.of(w), d) > 0;
     }
 
     /**
@@ -746,6 +762,7 @@ public final class Tables {
         List<Long> written = new ArrayList<>();
         List<List<byte[]>> stored = new ArrayList<>(ws.size());
         int changed = 0;
+        TableCommit c = null;
         try {
             for (WriteTransaction.Writes w : ws) {
                 List<byte[]> forms = new ArrayList<>(w.ops.size());
@@ -767,7 +784,7 @@ public final class Tables {
             long seq;
             long version = 0;
             boolean applying = false, grouped = false;
-            TableCommit c = groupEngine();
+            c = group();
             try {
                 for (WriteTransaction.Writes w : ws) {
                     w.table.inode.lockExclusive();
@@ -834,10 +851,12 @@ public final class Tables {
             }
             written.removeAll(c.linked); // what is left was not linked (a putIfAbsent that found its key)
             blobs.doomed(c.doomed);
-            giveBack(c); // not on a failure: a new engine next time
             durable(seq, durability);
             return changed;
         } finally {
+            if (c != null) {
+                c.release();
+            }
             for (long id : written) {
                 try {
                     blobs.discard(id);

@@ -1,5 +1,6 @@
 package dev.ferrite.dir;
 
+import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -15,7 +16,9 @@ import dev.ferrite.io.InvalidArgumentException;
  *
  * <p>The commit takes the changed tables' locks (in inode order, so transactions cannot deadlock),
  * applies the changes inside one journal group, lets the locks go and then waits for durability as
- * {@link Durability} says. Two transactions that write one key: the later commit wins (no conflict is
+ * {@link Durability} says; a transaction of one key's change (no deleted range) applies instead as a single
+ * write does ({@link Table#put}), beside the table's other single writes, holding only its key's stripe.
+ * Two transactions that write one key: the later commit wins (no conflict is
  * detected). A commit whose changes would not fit in the log at once fails with
  * {@link TableException.Kind#TOO_LARGE} having changed nothing: split such work into several
  * transactions. Roughly, the changes of one transaction may take up to a quarter of the log, each changed
@@ -170,7 +173,12 @@ public final class WriteTransaction implements AutoCloseable {
     public void commit() {
         requireActive();
         done = true;
-        if (!writes.isEmpty()) {
+        if (writes.size() == 1 && writes.firstEntry().getValue().ranges.isEmpty() && writes.firstEntry().getValue().ops.size() == 1) {
+            Writes w = writes.firstEntry().getValue(); // one key's change: a single write, beside the table's others
+            var change = w.ops.firstEntry();
+            byte[] v = change.getValue().value();
+            tables.single(w.table, MemorySegment.ofArray(change.getKey()), v == null ? null : MemorySegment.ofArray(v), change.getValue().kind(), durability);
+        } else if (!writes.isEmpty()) {
             tables.commit(new ArrayList<>(writes.values()), durability);
         }
     }

@@ -64,23 +64,9 @@ class TableWritersTest {
             for (int i = 0; i < 200; i++) {
                 t.put(TableTest.b("k" + i), TableTest.b("v" + i));
             }
-            CyclicBarrier both = new CyclicBarrier(2);
-            v.tables().onApply = () -> {
-                try {
-                    both.await(20, TimeUnit.SECONDS);
-                } catch (TimeoutException | BrokenBarrierException e) {
-                    throw new AssertionError("the other single write to the table never came into its apply beside this one", e);
-                } catch (InterruptedException e) {
-                    throw new AssertionError(e);
-                }
-            };
+            v.tables().onApply = meetInsideApply("the other single write to the table never came into its apply beside this one");
             byte[] put = TableTest.b("k1");
-            int other = 150; // a key of another stripe: one stripe's writes are one at a time
-            while (Tables.stripe(t.inode.ino, MemorySegment.ofArray(TableTest.b("k" + other)))
-                    == Tables.stripe(t.inode.ino, MemorySegment.ofArray(put))) {
-                other++;
-            }
-            byte[] deleted = TableTest.b("k" + other);
+            byte[] deleted = keyOfAnotherStripe(t, put);
             List<Future<?>> writes = new ArrayList<>();
             try (ExecutorService pool = Executors.newFixedThreadPool(2)) {
                 writes.add(pool.submit(() -> t.put(put, TableTest.b("one"))));
@@ -93,6 +79,48 @@ class TableWritersTest {
             assertArrayEquals(TableTest.b("one"), t.get(put));
             assertNull(t.get(deleted));
             assertEquals(199, t.count());
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /**
+     * A write transaction of one key's change is a single write: it comes into its apply beside a single
+     * write to another key of the table that waits there for it, SYNC, ASYNC and NONE alike, and is durable
+     * as its durability says. Applied as a transaction (the table held exclusively) it never gets in: the
+     * single write's wait times out.
+     */
+    @Test
+    void aTransactionOfOneKeyAppliesBesideSingleWrites() throws Exception {
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            for (int i = 0; i < 200; i++) {
+                t.put(TableTest.b("k" + i), TableTest.b("v" + i));
+            }
+            for (Durability d : Durability.values()) {
+                v.tables().onApply = meetInsideApply("the " + d + " transaction of one key never came into its apply beside the single write");
+                byte[] single = TableTest.b("k1");
+                byte[] inTx = keyOfAnotherStripe(t, single);
+                long forcesBefore = v.journalStats().forces();
+                List<Future<?>> writes = new ArrayList<>();
+                try (ExecutorService pool = Executors.newFixedThreadPool(2)) {
+                    writes.add(pool.submit(() -> t.put(single, TableTest.b("single-" + d))));
+                    writes.add(pool.submit(() -> {
+                        try (WriteTransaction tx = v.begin(d)) {
+                            tx.put(t, inTx, TableTest.b("tx-" + d));
+                            tx.commit();
+                        }
+                    }));
+                }
+                v.tables().onApply = null;
+                for (Future<?> f : writes) {
+                    f.get();
+                }
+                assertArrayEquals(TableTest.b("single-" + d), t.get(single));
+                assertArrayEquals(TableTest.b("tx-" + d), t.get(inTx));
+                if (d == Durability.SYNC) {
+                    assertTrue(v.journalStats().forces() > forcesBefore, "the SYNC transaction forced the log");
+                }
+            }
+            assertEquals(200, t.count());
             VolumeFixtures.assertChecked(v.namespace());
         }
     }
@@ -276,6 +304,29 @@ class TableWritersTest {
     }
 
     /** Waits (20 s at most) for {@code latch}, inside a write's apply. */
+    /** A hook for {@code Tables#onApply}: two applies wait for each other inside; failing with {@code never} if the other does not come. */
+    private static Runnable meetInsideApply(String never) {
+        CyclicBarrier both = new CyclicBarrier(2);
+        return () -> {
+            try {
+                both.await(20, TimeUnit.SECONDS);
+            } catch (TimeoutException | BrokenBarrierException e) {
+                throw new AssertionError(never, e);
+            } catch (InterruptedException e) {
+                throw new AssertionError(e);
+            }
+        };
+    }
+
+    /** A key "kN" of {@code t} from k150 up whose stripe is not {@code key}'s: one stripe's writes are one at a time. */
+    private static byte[] keyOfAnotherStripe(Table t, byte[] key) {
+        int other = 150;
+        while (Tables.stripe(t.inode.ino, MemorySegment.ofArray(TableTest.b("k" + other))) == Tables.stripe(t.inode.ino, MemorySegment.ofArray(key))) {
+            other++;
+        }
+        return TableTest.b("k" + other);
+    }
+
     private static void await(CountDownLatch latch) {
         try {
             assertTrue(latch.await(20, TimeUnit.SECONDS), "the test never let the write go on");

@@ -515,12 +515,22 @@ public final class BTree {
 
     /** Inserts or replaces; true if the key was new. Holds the changed nodes in {@code txn} until it commits. */
     public boolean put(Txn txn, MemorySegment key, MemorySegment value) {
-        return write(txn, key, value, Mode.PUT);
+        return write(txn, key, value, Mode.PUT, null) < 0;
+    }
+
+    /**
+     * {@link #put}, copying the value it replaces into {@code priorOut} (as much as fits), read under the
+     * leaf's lock in the same descent: returns that value's length, or -1 if the key was new. The copy is
+     * the key's value just before this change only if the caller keeps other writers off {@code key}
+     * (a table's key stripe, or the table held exclusively), as a split's second descent lets the leaf go.
+     */
+    public int replace(Txn txn, MemorySegment key, MemorySegment value, MemorySegment priorOut) {
+        return write(txn, key, value, Mode.PUT, priorOut);
     }
 
     /** Inserts if absent; true if inserted. */
     public boolean putIfAbsent(Txn txn, MemorySegment key, MemorySegment value) {
-        return write(txn, key, value, Mode.IF_ABSENT);
+        return write(txn, key, value, Mode.IF_ABSENT, null) < 0;
     }
 
     /** Puts in a transaction of its own; returns its commit sequence (force it for durability). */
@@ -540,7 +550,11 @@ public final class BTree {
         }
     }
 
-    boolean write(Txn txn, MemorySegment key, MemorySegment value, Mode mode) {
+    /**
+     * Puts or (IF_ABSENT) inserts; returns -1 if the key was absent, else the length of the value it had
+     * (copied into {@code priorOut} as much as fits, unless that is null), which IF_ABSENT leaves as it is.
+     */
+    int write(Txn txn, MemorySegment key, MemorySegment value, Mode mode, MemorySegment priorOut) {
         requireKey(key);
         requireValue(value);
         Path p = PATHS.get();
@@ -556,31 +570,41 @@ public final class BTree {
             }
             MemorySegment n = leaf.data();
             int i = search(n, key);
+            int prior = i < 0 ? -1 : copyValue(n, i, priorOut);
             if (i >= 0 && mode == Mode.IF_ABSENT) {
                 if (!held) {
                     txn.releaseUnchanged(leaf);
                 }
-                return false;
+                return prior;
             }
-            if (i >= 0 && BTreeNodeFormat.valueLength(n, i) == vl) {
+            if (i >= 0 && prior == vl) {
                 int off = BTreeNodeFormat.valueOffset(n, i);
                 MemorySegment.copy(value, 0, n, off, vl);
                 if (vl > 0) {
                     txn.log(leaf, off, vl);
                 }
-                return false;
+                return prior;
             }
             int need = leafCellSize(kl, vl);
             int room = freeTotal(n) + (i >= 0 ? cellSize(n, i) : 0);
             if (room >= need) {
                 insertIntoLeaf(txn, leaf, i, key, value);
-                return i < 0;
+                return prior;
             }
             if (!held) {
                 txn.releaseUnchanged(leaf);
             }
-            return restructure.splitInsert(txn, p, key, value, mode);
+            return restructure.splitInsert(txn, p, key, value, mode) ? -1 : Math.max(prior, 0);
         }
+    }
+
+    /** Value {@code i} of locked leaf {@code n}: its length, its bytes copied into {@code out} (if any) as far as they fit. */
+    private static int copyValue(MemorySegment n, int i, MemorySegment out) {
+        int vl = BTreeNodeFormat.valueLength(n, i);
+        if (out != null) {
+            MemorySegment.copy(n, BTreeNodeFormat.valueOffset(n, i), out, 0, Math.min(vl, out.byteSize()));
+        }
+        return vl;
     }
 
     /** Under the leaf's lock, with room known: replaces cell {@code i} (if found) or inserts, and logs. */
@@ -642,6 +666,15 @@ public final class BTree {
 
     /** Deletes {@code key}; true if it was there. Holds the changed nodes in {@code txn} until it commits. */
     public boolean delete(Txn txn, MemorySegment key) {
+        return delete(txn, key, null) >= 0;
+    }
+
+    /**
+     * {@link #delete}, copying the value deleted into {@code priorOut} (as much as fits; null: not copied),
+     * read under the leaf's lock in the same descent: returns its length, or -1 if the key was absent. As
+     * for {@link #replace}, the caller keeps other writers off {@code key}.
+     */
+    public int delete(Txn txn, MemorySegment key, MemorySegment priorOut) {
         requireKey(key);
         Path p = PATHS.get();
         p.start(this, key);
@@ -659,18 +692,19 @@ public final class BTree {
                 if (!held) {
                     txn.releaseUnchanged(leaf);
                 }
-                return false;
+                return -1;
             }
+            int prior = copyValue(n, i, priorOut);
             int after = used(n, blockSize) - cellSize(n, i);
             if (p.depth == 1 || after >= mergeThreshold) {
                 BTreeNodeFormat.remove(n, i);
                 logSlots(txn, leaf, i);
-                return true;
+                return prior;
             }
             if (!held) {
                 txn.releaseUnchanged(leaf);
             }
-            return restructure.deleteAndMerge(txn, p, key);
+            return restructure.deleteAndMerge(txn, p, key) ? prior : -1;
         }
     }
 

@@ -1,0 +1,82 @@
+package dev.ferrite.btree.internal;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.Random;
+import java.util.TreeMap;
+
+import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.testkit.TestSeed;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * {@link BTree#replace} and {@link BTree#delete(Txn, MemorySegment, MemorySegment)} hand back the value
+ * they replace or delete, read in their own descent, against a sorted map: values of changing lengths,
+ * so that replacements happen in place, by moving the cell, by splitting the leaf, and deletes with and
+ * without merges.
+ */
+@ExtendWith(TestSeed.class)
+class BTreePriorValueTest {
+    private static final long SEED = TestSeed.get(11);
+
+    @Test
+    void replaceAndDeleteReturnTheValueTheKeyHadJustBefore() {
+        Random rnd = new Random(SEED);
+        TreeMap<Long, byte[]> model = new TreeMap<>();
+        MemorySegment prior = MemorySegment.ofArray(new byte[BTreeNodeFormat.MAX_VALUE]);
+        int tallest = 0;
+        try (MemoryDevice dev = MemoryDevice.create(16_384, 4096); Store s = Store.format(dev, 2048, 8L << 20)) {
+            for (int step = 0; step < 30_000; step++) {
+                long k = rnd.nextInt(3_000);
+                String what = "step " + step + " key " + k + " (seed " + SEED + ")";
+                byte[] want = model.get(k);
+                int found;
+                try (Txn txn = Txn.begin(s.cache, s.tree.reservation())) {
+                    MemorySegment key = MemorySegment.ofArray(Keys.ofLong(k));
+                    if (rnd.nextInt(3) == 0) {
+                        found = s.tree.delete(txn, key, prior);
+                        model.remove(k);
+                    } else {
+                        byte[] v = new byte[rnd.nextInt(rnd.nextInt(8) == 0 ? 900 : 40)];
+                        rnd.nextBytes(v);
+                        found = s.tree.replace(txn, key, MemorySegment.ofArray(v), prior);
+                        model.put(k, v);
+                    }
+                    txn.commit();
+                }
+                tallest = Math.max(tallest, s.tree.height());
+                if (want == null) {
+                    assertEquals(-1, found, what);
+                } else {
+                    assertEquals(want.length, found, what);
+                    assertArrayEquals(want, prior.asSlice(0, found).toArray(ValueLayout.JAVA_BYTE), what);
+                }
+            }
+            for (var e : model.entrySet()) {
+                assertTrue(Arrays.equals(e.getValue(), s.tree.get(Keys.ofLong(e.getKey()))), "key " + e.getKey());
+            }
+            // then every key deleted, in random order: leaves merge until the root is a leaf again
+            Long[] keys = model.keySet().toArray(new Long[0]);
+            Collections.shuffle(Arrays.asList(keys), rnd);
+            for (long k : keys) {
+                try (Txn txn = Txn.begin(s.cache, s.tree.reservation())) {
+                    int found = s.tree.delete(txn, MemorySegment.ofArray(Keys.ofLong(k)), prior);
+                    txn.commit();
+                    byte[] want = model.remove(k);
+                    assertEquals(want.length, found, "delete of key " + k + " (seed " + SEED + ")");
+                    assertArrayEquals(want, prior.asSlice(0, found).toArray(ValueLayout.JAVA_BYTE), "delete of key " + k);
+                }
+            }
+            assertTrue(tallest >= 2 && s.tree.height() == 1, "the tree grew to " + tallest + " levels and shrank to " + s.tree.height());
+            TreeCheck c = s.tree.check();
+            assertTrue(c.ok(), c.toString());
+        }
+    }
+}
