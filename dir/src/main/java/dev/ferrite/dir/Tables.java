@@ -639,6 +639,8 @@ public final class Tables {
             }
             if (outcome == TableCommit.CHANGED) {
                 durable(c.seq, d);
+            } else if (outcome != TableCommit.NEEDS_GROUP) {
+                durableSoFar(d); // it changed nothing, yet is a SYNC or ASYNC commit for what came before it
             }
             if (outcome != TableCommit.NEEDS_GROUP) {
                 return outcome == TableCommit.CHANGED;
@@ -914,6 +916,16 @@ public final class Tables {
     }
 
     /** Waits for commit sequence {@code seq} as {@code d} says. */
+    /**
+     * Makes everything committed so far durable as {@code d} says: a commit that changed nothing (an empty
+     * transaction, a delete of an absent key) still is "the next SYNC commit" of {@link Durability#NONE}.
+     */
+    void durableSoFar(Durability d) {
+        if (d != Durability.NONE) {
+            durable(volume.journal().allSeq(), d);
+        }
+    }
+
     private void durable(long seq, Durability d) {
         switch (d) {
             case SYNC -> volume.journal().force(seq);

@@ -180,6 +180,8 @@ public final class WriteTransaction implements AutoCloseable {
             tables.single(w.table, MemorySegment.ofArray(change.getKey()), v == null ? null : MemorySegment.ofArray(v), change.getValue().kind(), durability);
         } else if (!writes.isEmpty()) {
             tables.commit(new ArrayList<>(writes.values()), durability);
+        } else {
+            tables.durableSoFar(durability);
         }
     }
 

@@ -763,6 +763,45 @@ class TableWritersTest {
         }
     }
 
+    /**
+     * A SYNC transaction of one key that changes nothing (a delete of an absent key, an insert-if-absent of a
+     * present one) is still a sync: the commits made before it, here with {@code NONE}, survive a crash
+     * right after it returns, as they do after a SYNC group that changes nothing.
+     */
+    @Test
+    void aSyncTransactionOfOneKeyThatChangesNothingMakesEarlierCommitsDurable() throws Exception {
+        for (int shape = 0; shape < 2; shape++) {
+            try (RecordingDevice rec = RecordingDevice.wrap(VolumeFixtures.formatted())) {
+                int flush;
+                try (Volume v = Volume.open(rec, VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+                    v.sync();
+                    t.put(TableTest.b("present"), TableTest.b("1"));
+                    v.sync();
+                    try (WriteTransaction tx = v.begin(Durability.NONE)) {
+                        tx.put(t, TableTest.b("a"), TableTest.b("2"));
+                        tx.put(t, TableTest.b("b"), TableTest.b("3"));
+                        tx.commit();
+                    }
+                    try (WriteTransaction tx = v.begin(Durability.SYNC)) {
+                        if (shape == 0) {
+                            tx.delete(t, TableTest.b("absent"));
+                        } else {
+                            tx.putIfAbsent(t, TableTest.b("present"), TableTest.b("9"));
+                        }
+                        tx.commit();
+                    }
+                    flush = rec.flushCount() - 1;
+                }
+                try (MemoryDevice crashed = rec.materialize(rec.crashAfterFlush(flush)); Volume v = Volume.open(crashed, VolumeFixtures.OPTIONS);
+                     Table t = v.tables().open("t")) {
+                    String where = (shape == 0 ? "a delete of an absent key" : "an insert-if-absent of a present key");
+                    assertTrue(t.containsKey(TableTest.b("a")) && t.containsKey(TableTest.b("b")),
+                            "the NONE commit before a SYNC transaction of " + where + " is lost");
+                }
+            }
+        }
+    }
+
     private static byte[] crashKey(int w, int i) {
         return TableTest.b(String.format("w%02d-%05d", w, i));
     }

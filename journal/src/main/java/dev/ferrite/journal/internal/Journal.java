@@ -354,10 +354,18 @@ public final class Journal implements AutoCloseable {
      */
     public long forceAll() {
         requireAlive();
-        Pin held = pinned.get();
-        long seq = held != null ? held.context.seq - 1 : cil.currentSeq();
+        long seq = allSeq();
         forceLog(seq);
         return seq;
+    }
+
+    /**
+     * The sequence that {@link #forceAll} would force: forcing it (now or later, e.g. {@link #force}) makes
+     * everything committed so far durable.
+     */
+    public long allSeq() {
+        Pin held = pinned.get();
+        return held != null ? held.context.seq - 1 : cil.currentSeq();
     }
 
     /**
