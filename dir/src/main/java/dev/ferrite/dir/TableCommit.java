@@ -24,7 +24,8 @@ import dev.ferrite.btree.internal.Txn;
  * (the deleted value's bytes were read first). A medium value in an extent ({@link TableExtents}) is
  * written and allocated before the key names it, and a replaced or deleted one's blocks freed after its
  * key changed, all in the group; undone by freeing the new blocks and taking the freed ones back. One
- * thread uses an instance; a group's is reused by its thread's next group once it committed.
+ * thread uses an instance; an undoable one is its thread's, claimed by each commit and cleared when
+ * the commit ends, however it ends ({@link #claim}, {@link #release}).
  */
 final class TableCommit {
     static final int PUT = 0, PUT_IF_ABSENT = 1, DELETE = 2;
