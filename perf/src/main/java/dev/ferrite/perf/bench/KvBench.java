@@ -294,7 +294,10 @@ public final class KvBench {
         return List.copyOf(skipped);
     }
 
-    /** What the table's reader must know beside the setups: key counts shrunk for large values. */
+    /**
+     * What the table's reader must know beside the setups: key counts shrunk for large values, batches a
+     * store rolled back and ran again ({@link KvStore#retries()}).
+     */
     public List<String> notes() {
         return List.copyOf(notes);
     }
@@ -707,6 +710,7 @@ public final class KvBench {
             CpuMeter.Sample cpu = CpuMeter.sample();
             GcMeter gc = GcMeter.start();
             Contention.Snapshot before = store.counters();
+            long retriedBefore = store.retries();
             Throwable failure = Workers.run(threads, workers, timer, p.done::total, p.stop, id -> {
                 KvStore.Session batching = step.batch > 0 ? store.batchSession() : null;
                 try (KvStore.Session s = batching != null ? batching : store.session()) {
@@ -735,6 +739,11 @@ public final class KvBench {
             }
             if (watch != null) {
                 stalls.add(target + " " + shown + ": " + watch.summary(ops));
+            }
+            long retried = store.retries() - retriedBefore;
+            if (retried > 0 && !warmUp) {
+                notes.add(String.format(Locale.ROOT, "%s %s: %,d batches lost a lock (timeout or deadlock), rolled back"
+                        + " and run again: %.3f per batch committed", target, shown, retried, retried * (double) step.batch / ops));
             }
             return Result.of(WORKLOAD, phase, target, threads, ops * 1e9 / elapsed, UNIT, all)
                     .withCpus(CpuMeter.busyCpusSince(cpu)).withGc(gc.pauses());

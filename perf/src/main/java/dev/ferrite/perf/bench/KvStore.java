@@ -24,6 +24,14 @@ interface KvStore extends AutoCloseable {
         return null;
     }
 
+    /**
+     * Batches so far that lost a lock to another thread's (a lock timeout or a deadlock) and were rolled
+     * back and run again, for the report; 0 for a store whose batches never conflict.
+     */
+    default long retries() {
+        return 0;
+    }
+
     /** A session for the calling thread, which alone uses it until it closes it. */
     Session session();
 

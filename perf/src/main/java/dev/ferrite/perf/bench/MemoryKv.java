@@ -53,8 +53,19 @@ final class MemoryKv implements KvStore {
     }
 
     private final class Session extends ByteArrayMapSession {
-        Session() {
-            super(map);
+        @Override
+        void write(byte[] key, byte[] value) {
+            map.put(key, value);
+        }
+
+        @Override
+        void remove(byte[] key) {
+            map.remove(key);
+        }
+
+        @Override
+        byte[] read(byte[] key) {
+            return map.get(key);
         }
 
         @Override

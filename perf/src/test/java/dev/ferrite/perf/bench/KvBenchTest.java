@@ -1,5 +1,6 @@
 package dev.ferrite.perf.bench;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -94,29 +95,33 @@ class KvBenchTest {
                 bench.skipped().toString());
     }
 
-    /** A batch session's puts stay invisible until its commit, then all show: one atomic write. */
+    /**
+     * A batch session's puts stay invisible until its commit, then all show: one atomic write; a batch
+     * closed before its commit leaves nothing.
+     */
     @ParameterizedTest
-    @EnumSource(value = KvTarget.class, names = {"FERRITE", "ROCKSDB", "LMDB", "XODUS"})
+    @EnumSource(value = KvTarget.class, names = {"FERRITE", "ROCKSDB", "LMDB", "XODUS", "MVSTORE"})
     void aBatchIsOneAtomicCommit(KvTarget target, @TempDir Path dir) {
         try (KvStore store = target.open(dir, 100, 64, 16L << 20)) {
-            byte[] key = new byte[KvKeys.KEY_MAX];
-            byte[] value = KvKeys.newValue(64);
-            try (KvStore.Session batch = store.batchSession()) {
-                for (long i = 0; i < 3; i++) {
-                    KvKeys.value(i, value);
-                    batch.put(key, KvKeys.key(i, key), value);
-                }
-                try (KvStore.Session reader = store.session()) {
-                    assertEquals(-1, reader.get(key, KvKeys.key(0, key), value), "a put before its batch's commit");
-                }
+            try (KvStore.Session batch = KvStoreContract.batching(store)) {
+                KvStoreContract.putAll(batch, 0, 0, 1, 2);
+                assertEquals(-1, KvStoreContract.words(store, 1)[0], "a put before its batch's commit");
                 batch.commit();
             }
-            try (KvStore.Session reader = store.session()) {
-                for (long i = 0; i < 3; i++) {
-                    assertEquals(64, reader.get(key, KvKeys.key(i, key), value));
-                    assertEquals(i, KvKeys.word(value));
-                }
+            assertArrayEquals(new long[] {0, 1, 2}, KvStoreContract.words(store, 3));
+            try (KvStore.Session batch = KvStoreContract.batching(store)) {
+                KvStoreContract.putAll(batch, 10, 0, 1, 3);
             }
+            assertArrayEquals(new long[] {0, 1, 2, -1}, KvStoreContract.words(store, 4), "a batch closed uncommitted");
+        }
+    }
+
+    /** Batches whose keys cross on two threads serialize: see {@link KvStoreContract#crossBatches}. */
+    @ParameterizedTest
+    @EnumSource(value = KvTarget.class, names = {"FERRITE", "ROCKSDB", "LMDB", "XODUS", "MVSTORE"})
+    void crossingBatchesSerialize(KvTarget target, @TempDir Path dir) throws InterruptedException {
+        try (KvStore store = target.open(dir, 100, 64, 16L << 20)) {
+            KvStoreContract.crossBatches(store);
         }
     }
 
