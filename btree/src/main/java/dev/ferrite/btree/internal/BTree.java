@@ -428,7 +428,7 @@ public final class BTree {
 
     /** A cursor positioned before the first key at or after {@code from} (forward) or at or before it (reverse). */
     public Cursor cursor(byte[] from, boolean reverse) {
-        return new Cursor(this, from, null, reverse);
+        return Cursor.open(this, from, null, reverse);
     }
 
     /**
@@ -437,7 +437,7 @@ public final class BTree {
      * The bound is checked once per leaf, not per key.
      */
     public Cursor cursor(byte[] from, byte[] to, boolean reverse) {
-        return new Cursor(this, from, to, reverse);
+        return Cursor.open(this, from, to, reverse);
     }
 
     /** {@link #cursor(byte[], byte[], boolean)} made of {@code reuse}, a cursor of any tree of this cache that is done with. */
@@ -447,14 +447,16 @@ public final class BTree {
 
     /** The smallest key, or null for an empty tree. */
     public byte[] firstKey() {
-        Cursor c = new Cursor(this, null, null, false);
-        return c.next() ? c.key() : null;
+        try (Cursor c = Cursor.open(this, null, null, false)) {
+            return c.next() ? c.key() : null;
+        }
     }
 
     /** The largest key, or null for an empty tree. */
     public byte[] lastKey() {
-        Cursor c = new Cursor(this, null, null, true);
-        return c.next() ? c.key() : null;
+        try (Cursor c = Cursor.open(this, null, null, true)) {
+            return c.next() ? c.key() : null;
+        }
     }
 
     /**
