@@ -54,7 +54,7 @@ class TableCursorTest {
 
     /**
      * A short scan that closes its cursor, reading each value in pieces, allocates only the cursor objects
-     * and a few views (about 220 bytes), not the cursor's 4 KiB leaf copy and 1 KiB key buffer (5.3 KiB a
+     * and a few views (about 150 bytes), not the cursor's 4 KiB leaf copy and 1 KiB key buffer (5.3 KiB a
      * scan when every cursor made its own) nor a view of each value (40 bytes an entry).
      */
     @Test

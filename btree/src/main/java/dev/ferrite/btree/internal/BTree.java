@@ -219,8 +219,13 @@ public final class BTree {
     }
 
     static void requireKey(MemorySegment key) {
-        if (key.byteSize() < 1 || key.byteSize() > BTreeNodeFormat.MAX_KEY) {
-            throw new InvalidArgumentException("key of " + key.byteSize() + " bytes: keys are 1 to "
+        requireKeyLength(key.byteSize());
+    }
+
+    /** As {@link #requireKey(MemorySegment)} for a key of {@code length} bytes (no view made of an array). */
+    static void requireKeyLength(long length) {
+        if (length < 1 || length > BTreeNodeFormat.MAX_KEY) {
+            throw new InvalidArgumentException("key of " + length + " bytes: keys are 1 to "
                     + BTreeNodeFormat.MAX_KEY + " bytes");
         }
     }

@@ -97,10 +97,10 @@ public final class Cursor implements AutoCloseable {
      */
     Cursor reopen(BTree tree, byte[] start, byte[] end, boolean reverse) {
         if (start != null) {
-            BTree.requireKey(MemorySegment.ofArray(start));
+            BTree.requireKeyLength(start.length);
         }
         if (end != null) {
-            BTree.requireKey(MemorySegment.ofArray(end));
+            BTree.requireKeyLength(end.length);
         }
         this.tree = tree;
         this.reverse = reverse;
