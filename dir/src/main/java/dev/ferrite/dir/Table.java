@@ -182,9 +182,10 @@ public final class Table implements AutoCloseable {
     public long count() {
         requireOpen();
         long n = 0;
-        TableCursor c = cursor();
-        while (c.next()) {
-            n++;
+        try (TableCursor c = cursor()) {
+            while (c.next()) {
+                n++;
+            }
         }
         return n;
     }

@@ -14,13 +14,18 @@ import dev.ferrite.btree.internal.Cursor;
  * cursor runs is seen or not depending on whether the change reached the key's leaf before the cursor
  * did; at a {@link Snapshot} every key is as it was at the snapshot. Not thread-safe: one thread uses a
  * cursor.
+ *
+ * <p>{@link #close()} hands the cursor's leaf copy and key buffers (5 KiB) to the next cursor the
+ * closing thread opens, so a scan that closes its cursor allocates only the few small objects a cursor
+ * is; one never closed is only garbage.
  */
-public final class TableCursor {
+public final class TableCursor implements AutoCloseable {
     /** What a cursor at a snapshot merges with the tree: the records of its range, in the cursor's direction. */
     record AtSnapshot(TableVersions versions, long version, NavigableMap<byte[], TableVersions.Undo> chains) {
     }
 
     private final Table table;
+    /** The tree's cursor; null once closed. */
     private Cursor cursor;
     /** The bounds it was opened with: {@link #seek} stays within them. */
     private final byte[] from, to;
@@ -64,7 +69,7 @@ public final class TableCursor {
         if (from != null && (reverse ? compare(key, from) > 0 : compare(key, from) < 0)) {
             s = from;
         }
-        cursor = table.tree().cursor(cursor, s, to, reverse);
+        cursor = table.tree().cursor(open(), s, to, reverse);
         held = false;
         treeDone = false;
         last = null;
@@ -76,11 +81,33 @@ public final class TableCursor {
     /**
      * Moves to the next entry; false past the last one.
      *
-     * @throws TableException TABLE_CLOSED if the table's handle was closed
+     * @throws TableException TABLE_CLOSED if the table's handle was closed, CURSOR_CLOSED if this cursor was
      */
     public boolean next() {
         table.requireOpen();
+        open();
         return at == null ? treeNext() : snapshotNext();
+    }
+
+    /**
+     * Done with the cursor: its buffers go to the next cursor this thread opens. Every later call but
+     * {@code close} throws {@link TableException} (CURSOR_CLOSED); segments it handed out are no longer
+     * valid.
+     */
+    @Override
+    public void close() {
+        if (cursor != null) {
+            cursor.close();
+            cursor = null;
+        }
+    }
+
+    /** The tree's cursor, refusing a closed one. */
+    private Cursor open() {
+        if (cursor == null) {
+            throw new TableException(TableException.Kind.CURSOR_CLOSED, "a cursor on table '" + table.name() + "' is closed");
+        }
+        return cursor;
     }
 
     private boolean treeNext() {
@@ -168,7 +195,8 @@ public final class TableCursor {
 
     /** The current key (a copy). */
     public byte[] key() {
-        return key != null ? key.clone() : cursor.key();
+        Cursor c = open();
+        return key != null ? key.clone() : c.key();
     }
 
     /**
@@ -180,13 +208,14 @@ public final class TableCursor {
         return table.tables().decode(table, keySegment(), at == null ? -1 : at.version(), stored().toArray(ValueLayout.JAVA_BYTE));
     }
 
-    /** The current key, valid until the next move (a view of a table's cursor, nothing copied). */
+    /** The current key, valid until the next move or close (a view of a table's cursor, nothing copied). */
     public MemorySegment keySegment() {
-        return key != null ? MemorySegment.ofArray(key) : cursor.keySegment();
+        Cursor c = open();
+        return key != null ? MemorySegment.ofArray(key) : c.keySegment();
     }
 
     /**
-     * The current value, valid until the next move: a view of a table's cursor, nothing copied, for a
+     * The current value, valid until the next move or close: a view of a table's cursor, nothing copied, for a
      * value kept in the tree; for a medium value, the cursor's buffer holding it read whole (reused by the
      * next medium value, so a scan allocates none); for a blob, a copy read whole (null as {@link
      * #value()}'s).
@@ -231,6 +260,15 @@ public final class TableCursor {
      * #value(MemorySegment)} does (having handed nothing).
      */
     public long value(Pieces pieces) {
+        Cursor c = open();
+        if (value == null) { // the tree's entry: an inline value is handed straight from the leaf copy, no view made
+            MemorySegment page = c.page();
+            int at = c.valueOffset(), length = c.valueLength();
+            if (length >= 1 && page.get(ValueLayout.JAVA_BYTE, at) == TableValueFormat.INLINE) {
+                pieces.accept(page, at + 1, length - 1);
+                return length - 1;
+            }
+        }
         MemorySegment m = stored();
         byte kind = TableValueFormat.kind(m, m.byteSize(), table.inode.ino);
         if (kind == TableValueFormat.INLINE) {
@@ -268,6 +306,7 @@ public final class TableCursor {
 
     /** The current entry's stored form ({@link TableValueFormat}). */
     private MemorySegment stored() {
-        return value != null ? MemorySegment.ofArray(value) : cursor.valueSegment();
+        Cursor c = open();
+        return value != null ? MemorySegment.ofArray(value) : c.valueSegment();
     }
 }

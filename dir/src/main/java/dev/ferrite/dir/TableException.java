@@ -14,6 +14,8 @@ public final class TableException extends FerriteException {
         TABLE_CLOSED,
         /** The transaction was committed or rolled back already, or the snapshot closed. */
         TRANSACTION_DONE,
+        /** The cursor was closed. */
+        CURSOR_CLOSED,
         /** The transaction's changes would not fit in the log at once; nothing was changed. */
         TOO_LARGE,
         /**

@@ -219,8 +219,13 @@ public final class BTree {
     }
 
     static void requireKey(MemorySegment key) {
-        if (key.byteSize() < 1 || key.byteSize() > BTreeNodeFormat.MAX_KEY) {
-            throw new InvalidArgumentException("key of " + key.byteSize() + " bytes: keys are 1 to "
+        requireKeyLength(key.byteSize());
+    }
+
+    /** As {@link #requireKey(MemorySegment)} for a key of {@code length} bytes (no view made of an array). */
+    static void requireKeyLength(long length) {
+        if (length < 1 || length > BTreeNodeFormat.MAX_KEY) {
+            throw new InvalidArgumentException("key of " + length + " bytes: keys are 1 to "
                     + BTreeNodeFormat.MAX_KEY + " bytes");
         }
     }
@@ -428,7 +433,7 @@ public final class BTree {
 
     /** A cursor positioned before the first key at or after {@code from} (forward) or at or before it (reverse). */
     public Cursor cursor(byte[] from, boolean reverse) {
-        return new Cursor(this, from, null, reverse);
+        return Cursor.open(this, from, null, reverse);
     }
 
     /**
@@ -437,7 +442,7 @@ public final class BTree {
      * The bound is checked once per leaf, not per key.
      */
     public Cursor cursor(byte[] from, byte[] to, boolean reverse) {
-        return new Cursor(this, from, to, reverse);
+        return Cursor.open(this, from, to, reverse);
     }
 
     /** {@link #cursor(byte[], byte[], boolean)} made of {@code reuse}, a cursor of any tree of this cache that is done with. */
@@ -447,14 +452,16 @@ public final class BTree {
 
     /** The smallest key, or null for an empty tree. */
     public byte[] firstKey() {
-        Cursor c = new Cursor(this, null, null, false);
-        return c.next() ? c.key() : null;
+        try (Cursor c = Cursor.open(this, null, null, false)) {
+            return c.next() ? c.key() : null;
+        }
     }
 
     /** The largest key, or null for an empty tree. */
     public byte[] lastKey() {
-        Cursor c = new Cursor(this, null, null, true);
-        return c.next() ? c.key() : null;
+        try (Cursor c = Cursor.open(this, null, null, true)) {
+            return c.next() ? c.key() : null;
+        }
     }
 
     /**

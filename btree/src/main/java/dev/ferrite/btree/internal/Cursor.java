@@ -21,13 +21,23 @@ import static dev.ferrite.io.internal.OnDisk.U16;
  *
  * <p>It finds a leaf with a descent of its own ({@code leafFor}, lock-free like the tree's), which does
  * not need the tree's per-thread path: it never writes and resumes by key, not by node.
+ *
+ * <p>A closed cursor is kept by its thread and reopened by that thread's next {@link #open}, with its
+ * page and key buffers, so a short scan allocates none of them (they are 5 KiB; a scan of a few dozen
+ * entries copies one or two leaves): no reference to a cursor may outlive its {@link #close()}.
  */
-public final class Cursor {
+public final class Cursor implements AutoCloseable {
+    /** The cursor each thread closed last, for its next {@link #open}. */
+    private static final ThreadLocal<Cursor[]> SPARE = ThreadLocal.withInitial(() -> new Cursor[1]);
+
     private BTree tree;
     private boolean reverse;
-    private byte[] start;
-    /** Bound not to reach (exclusive; the cursor's direction decides which side), or null. */
+    /** The start key (a copy, in a buffer kept across reopens), or null. */
+    private MemorySegment start;
+    /** Bound not to reach (exclusive; the cursor's direction decides which side), or null: a copy, as start. */
     private MemorySegment end;
+    /** The buffers holding the copies of the start key and the bound, grown to the longest so far. */
+    private MemorySegment startBytes = MemorySegment.NULL, endBytes = MemorySegment.NULL;
     /** Copy of the current leaf, consistent: taken between a version read and its validation. */
     private MemorySegment page;
     /** The last key returned, saved when the page holding it is about to be replaced. */
@@ -51,8 +61,33 @@ public final class Cursor {
     private int valueOffset;
     private int valueLength;
 
-    Cursor(BTree tree, byte[] start, byte[] end, boolean reverse) {
+    private Cursor(BTree tree, byte[] start, byte[] end, boolean reverse) {
         reopen(tree, start, end, reverse);
+    }
+
+    /** A cursor as {@link BTree#cursor(byte[], byte[], boolean)} makes it: the one this thread closed last, if any, reopened. */
+    static Cursor open(BTree tree, byte[] start, byte[] end, boolean reverse) {
+        Cursor[] spare = SPARE.get();
+        Cursor c = spare[0];
+        if (c == null) {
+            return new Cursor(tree, start, end, reverse);
+        }
+        spare[0] = null;
+        return c.reopen(tree, start, end, reverse);
+    }
+
+    /**
+     * Done with this cursor: it drops its tree and becomes its thread's spare, for the next {@link #open}.
+     * Nothing may use it after, nor close it again.
+     */
+    @Override
+    public void close() {
+        tree = null;
+        leaf = null;
+        start = null;
+        end = null;
+        exhausted = true;
+        SPARE.get()[0] = this;
     }
 
     /**
@@ -61,17 +96,22 @@ public final class Cursor {
      * directory listing, page by page) allocates them once.
      */
     Cursor reopen(BTree tree, byte[] start, byte[] end, boolean reverse) {
-        MemorySegment bound = end == null ? null : MemorySegment.ofArray(end.clone());
         if (start != null) {
-            BTree.requireKey(MemorySegment.ofArray(start));
+            BTree.requireKeyLength(start.length);
         }
-        if (bound != null) {
-            BTree.requireKey(bound);
+        if (end != null) {
+            BTree.requireKeyLength(end.length);
         }
         this.tree = tree;
         this.reverse = reverse;
-        this.start = start == null ? null : start.clone();
-        this.end = bound;
+        if (start != null && startBytes.byteSize() < start.length) {
+            startBytes = MemorySegment.ofArray(new byte[start.length]);
+        }
+        if (end != null && endBytes.byteSize() < end.length) {
+            endBytes = MemorySegment.ofArray(new byte[end.length]);
+        }
+        this.start = copy(start, startBytes);
+        this.end = copy(end, endBytes);
         if (page == null || page.byteSize() != tree.blockSize()) {
             page = MemorySegment.ofArray(new byte[tree.blockSize()]);
         }
@@ -85,6 +125,15 @@ public final class Cursor {
         stop = 0;
         boundHere = false;
         return this;
+    }
+
+    /** {@code key} copied into {@code into} (long enough): a view of its length; null for null. */
+    private static MemorySegment copy(byte[] key, MemorySegment into) {
+        if (key == null) {
+            return null;
+        }
+        MemorySegment.copy(key, 0, into, ValueLayout.JAVA_BYTE, 0, key.length);
+        return into.asSlice(0, key.length);
     }
 
     /** Moves to the next entry; false when there is none. */
@@ -206,8 +255,7 @@ public final class Cursor {
     /** Finds the leaf and position from which the next entry follows: after the last key returned, or from the start key. */
     private void seek() {
         saveKey();
-        MemorySegment target = started ? lastKey.asSlice(0, lastKeyLength)
-                : start == null ? null : MemorySegment.ofArray(start);
+        MemorySegment target = started ? lastKey.asSlice(0, lastKeyLength) : start;
         for (;;) {
             Seen s = leafFor(tree, target, reverse);
             if (copy(s.buffer(), s.version())) {
@@ -246,6 +294,22 @@ public final class Cursor {
     /** The current value, valid until the next move. */
     public MemorySegment valueSegment() {
         return page.asSlice(valueOffset, valueLength);
+    }
+
+    /**
+     * The cursor's copy of the current leaf, valid until the next move: the current value lies at
+     * {@link #valueOffset()} for {@link #valueLength()} bytes, read there without a view made per entry.
+     */
+    public MemorySegment page() {
+        return page;
+    }
+
+    public int valueOffset() {
+        return valueOffset;
+    }
+
+    public int valueLength() {
+        return valueLength;
     }
 
     /**

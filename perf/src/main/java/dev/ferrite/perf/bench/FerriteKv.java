@@ -264,6 +264,7 @@ final class FerriteKv implements KvStore {
 
         @Override
         public void close() {
+            cursor.close(); // its leaf copy goes to this thread's next scan
         }
     }
 

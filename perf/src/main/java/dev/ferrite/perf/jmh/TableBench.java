@@ -98,6 +98,7 @@ public class TableBench extends JmhDefaults {
     @Benchmark
     public long cursorStep() {
         if (!cursor.next()) {
+            cursor.close();
             cursor = table.cursor();
             cursor.next();
         }
