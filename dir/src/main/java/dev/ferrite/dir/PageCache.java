@@ -8,7 +8,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 import dev.ferrite.io.BlockDevice;
-import dev.ferrite.io.internal.OffHeap;
 
 /**
  * The data page cache: block-sized frames off-heap, within a budget of their own (the metadata
@@ -28,10 +27,8 @@ import dev.ferrite.io.internal.OffHeap;
  * eviction only try-locks a page's {@link FilePages#lock} (a file's lock is held for whole operations),
  * so the monitor never waits for a file. A frame's contents and {@link #dirty} mark are guarded by its
  * owner's {@link FilePages#lock}. The monitor of {@link #dirtyFiles} guards that set and the files'
- * {@link FilePages#dirtySince}; it is innermost. The frames' memory is reserved at once from the kernel
- * ({@link OffHeap#reserve}: no zeroing pass, no RAM until used) and faulted in a slab at a time as first
- * needed ({@link OffHeap#populate}: one system call instead of a page fault per frame), so a volume that
- * never buffers costs nothing.
+ * {@link FilePages#dirtySince}; it is innermost. Frames are allocated in slabs as first needed, so a
+ * volume that never buffers costs nothing.
  */
 final class PageCache implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(PageCache.class.getName());
@@ -61,8 +58,6 @@ final class PageCache implements AutoCloseable {
     private final long expireNanos;
     private final long closeDelayNanos;
     private final Arena arena = Arena.ofShared();
-    /** Every frame's memory, reserved at construction; slab {@code i} is its {@code i}-th run of {@code 1 << SLAB_SHIFT} frames. */
-    private final MemorySegment frames;
     private final MemorySegment[] slabs;
     /** Each slab as a read-only view, made with it: lent to readers that must not write ({@link TableExtentCache#lend}). */
     private final MemorySegment[] readOnlySlabs;
@@ -103,7 +98,6 @@ final class PageCache implements AutoCloseable {
         this.backgroundLimit = capacity / 4;
         this.expireNanos = TimeUnit.MILLISECONDS.toNanos(expireMillis);
         this.closeDelayNanos = TimeUnit.MILLISECONDS.toNanos(Math.min(expireMillis, CLOSE_DELAY_MILLIS));
-        this.frames = OffHeap.reserve((long) capacity * blockSize, arena);
         this.slabs = new MemorySegment[(capacity >> SLAB_SHIFT) + 1];
         this.readOnlySlabs = new MemorySegment[slabs.length];
         this.owner = new FilePages[capacity];
@@ -157,9 +151,8 @@ final class PageCache implements AutoCloseable {
         } else if (made < capacity) {
             f = made++;
             if (slabs[f >>> SLAB_SHIFT] == null) {
-                int n = Math.min(1 << SLAB_SHIFT, capacity - f);
-                MemorySegment slab = frames.asSlice((long) f * blockSize, (long) n * blockSize);
-                OffHeap.populate(slab); // where the kernel cannot, its pages fault in as frames are filled
+                int frames = Math.min(1 << SLAB_SHIFT, capacity - f);
+                MemorySegment slab = arena.allocate((long) frames * blockSize, BlockDevice.BUFFER_ALIGNMENT);
                 readOnlySlabs[f >>> SLAB_SHIFT] = slab.asReadOnly();
                 slabs[f >>> SLAB_SHIFT] = slab;
             }

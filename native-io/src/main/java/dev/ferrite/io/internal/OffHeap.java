@@ -36,14 +36,4 @@ public final class OffHeap {
         }
         return m;
     }
-
-    /**
-     * Faults in page-aligned {@code region} of a {@link #reserve}d one, writable, in one system call: a
-     * page fault per 4 KiB page costs several times the kernel's populating the range at once (and far
-     * more than the copy into it), so a cache about to fill a slab of frames takes it this way. False
-     * where the kernel cannot (before Linux 5.14, or out of memory): the pages then arrive on first touch.
-     */
-    public static boolean populate(MemorySegment region) {
-        return Posix.madvise(region, region.byteSize(), Posix.MADV_POPULATE_WRITE) == 0;
-    }
 }

@@ -71,8 +71,6 @@ public final class Posix {
     public static final int MAP_ANONYMOUS = 0x20;
     public static final int MAP_NORESERVE = 0x4000;
     public static final long MAP_FAILED = -1L;
-    /** madvise(2): fault the range in, writable, in one call (Linux 5.14; EINVAL before). */
-    public static final int MADV_POPULATE_WRITE = 23;
 
     // io_uring system call numbers: the same on every architecture (unified syscall table).
     public static final long SYS_IO_URING_SETUP = 425;
@@ -131,7 +129,6 @@ public final class Posix {
     private static final MethodHandle mmap = downcall("mmap",
             FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG));
     private static final MethodHandle munmap = downcall("munmap", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG));
-    private static final MethodHandle madvise = downcall("madvise", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
     // long syscall(long number, ...): every variadic argument passed as a full 64-bit word.
     private static final MethodHandle syscall6 = downcall("syscall",
             FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG),
@@ -321,14 +318,6 @@ public final class Posix {
     public static int munmap(MemorySegment addr, long length) {
         try {
             return (int) munmap.invokeExact(CAPTURE.get(), addr, length);
-        } catch (Throwable t) {
-            throw unexpected(t);
-        }
-    }
-
-    public static int madvise(MemorySegment addr, long length, int advice) {
-        try {
-            return (int) madvise.invokeExact(CAPTURE.get(), addr, length, advice);
         } catch (Throwable t) {
             throw unexpected(t);
         }
