@@ -193,6 +193,28 @@ final class FreeSpace {
         }
     }
 
+    /**
+     * Makes free extent {@code [s, +len)} {@code [s, +newLen)}: its start, the by-block tree's key, stays,
+     * so that entry's value is replaced in place (a third fewer tree changes than a remove and an insert).
+     */
+    private void resizeExtent(Txn txn, int s, int len, int newLen) {
+        MemorySegment k = MemorySegment.ofArray(new byte[4]);
+        MemorySegment v = MemorySegment.ofArray(new byte[4]);
+        MemorySegment ck = MemorySegment.ofArray(new byte[8]);
+        AgTreeFormat.key32(k, s);
+        AgTreeFormat.lengthValue(v, newLen);
+        AgTreeFormat.cntKey(ck, len, s);
+        if (bno.put(txn, k, v) || !cnt.delete(txn, ck)) {
+            throw new CorruptionException(agf.block(), AGF, "free extent [" + s + ", +" + len + ") of group " + agno
+                    + " is missing from one of the free-space trees");
+        }
+        AgTreeFormat.cntKey(ck, newLen, s);
+        if (!cnt.putIfAbsent(txn, ck, NONE)) {
+            throw new CorruptionException(agf.block(), AGF, "free extent [" + s + ", +" + newLen + ") is already in the"
+                    + " by-size free-space tree of group " + agno);
+        }
+    }
+
     void addFree(Txn txn, long delta) {
         addU64(txn, agf, FREE_BLOCKS, delta);
         counters.freeBlocks.add(delta);
@@ -204,11 +226,12 @@ final class FreeSpace {
      */
     void takeRange(Txn txn, long e, long r) {
         int s = extentStart(e), l = extentLength(e), rs = extentStart(r), rl = extentLength(r);
-        removeExtent(txn, s, l);
-        if (rs > s) {
-            insertExtent(txn, s, rs - s);
+        if (rs > s) { // the head stays free: its entry keeps its key
+            resizeExtent(txn, s, l, rs - s);
+        } else {
+            removeExtent(txn, s, l);
         }
-        if (rs + rl < s + l) { // both only for a range from the middle: still a delete and two inserts per tree
+        if (rs + rl < s + l) { // both only for a range from the middle
             insertExtent(txn, rs + rl, s + l - rs - rl);
         }
         addFree(txn, -rl);
@@ -246,7 +269,11 @@ final class FreeSpace {
      * are not busy, as {extent, range}; null if the free extents looked at hold none.
      */
     long[] findUsable(Txn txn, int min, int want) {
-        long e = extentAtLeast(txn, want);
+        return findUsable(txn, extentAtLeast(txn, want), min, want);
+    }
+
+    /** {@link #findUsable}, given the smallest free extent of at least {@code want} blocks ({@code e}, or -1). */
+    private long[] findUsable(Txn txn, long e, int min, int want) {
         for (int i = 0; i < BUSY_CANDIDATES && e >= 0; i++) {
             long r = usableEnd(e, min, want);
             if (r >= 0) {
@@ -301,7 +328,7 @@ final class FreeSpace {
             throw new InvalidArgumentException("extent [" + s + ", +" + len + ") lies outside the free space of group "
                     + agno + " (blocks " + FIRST_FREE + " to " + length + ")");
         }
-        int ns = s, nl = len;
+        int nl = len;
         long left = bnoFind(txn, s, BTree.Match.FLOOR);
         long right = bnoFind(txn, s, BTree.Match.CEILING);
         if (left >= 0 && extentStart(left) + extentLength(left) > s || right >= 0 && extentStart(right) < s + len) {
@@ -309,16 +336,15 @@ final class FreeSpace {
             throw new CorruptionException(agf.block(), AGF, "group " + agno + " frees blocks [" + s + ", +" + len
                     + ") but [" + extentStart(other) + ", +" + extentLength(other) + ") of them is already free");
         }
-        if (left >= 0 && extentStart(left) + extentLength(left) == s) {
-            removeExtent(txn, extentStart(left), extentLength(left));
-            ns = extentStart(left);
-            nl += extentLength(left);
-        }
         if (right >= 0 && extentStart(right) == s + len) {
             removeExtent(txn, extentStart(right), extentLength(right));
             nl += extentLength(right);
         }
-        insertExtent(txn, ns, nl);
+        if (left >= 0 && extentStart(left) + extentLength(left) == s) {
+            resizeExtent(txn, extentStart(left), extentLength(left), extentLength(left) + nl);
+        } else {
+            insertExtent(txn, s, nl);
+        }
         addFree(txn, len);
         if (chunkless) {
             chunkless = false;
@@ -343,11 +369,12 @@ final class FreeSpace {
             txn.release(agf);
             return AllocOutcome.NEEDS_REFILL;
         }
-        if (u64(agf.data(), FREE_BLOCKS) < (long) len + HELD_BACK || !hasExtent(txn, len)) {
+        long e;
+        if (u64(agf.data(), FREE_BLOCKS) < (long) len + HELD_BACK || (e = extentAtLeast(txn, len)) < 0) {
             txn.release(agf);
             return AllocOutcome.NO_SPACE;
         }
-        long[] at = findUsable(txn, len, len);
+        long[] at = findUsable(txn, e, len, len); // from that extent on: searched once
         if (at == null) {
             txn.release(agf);
             return AllocOutcome.BUSY;

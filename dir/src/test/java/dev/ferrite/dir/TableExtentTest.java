@@ -719,6 +719,30 @@ class TableExtentTest {
     }
 
     /**
+     * With a data page cache of two and a half slabs of frames (the last one partial), values written
+     * through fill frames of every slab and each is read back exact from its own: a slab that shared
+     * another's memory would hand out a later value's bytes (a cached value is not checked by its CRC).
+     */
+    @Test
+    void valuesCachedInEverySlabOfFramesReadBackExact() {
+        Random rnd = new Random(SEED);
+        int frames = 612, values = 150; // 4 frames a value: 600 frames, none evicted
+        VolumeOptions options = VolumeFixtures.OPTIONS.withDataCacheBytes(frames * 4096L);
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), options); Table t = v.tables().create("t")) {
+            byte[][] vals = new byte[values][];
+            for (int i = 0; i < values; i++) {
+                vals[i] = random(rnd, 3 * 4096 + 1 + rnd.nextInt(4095));
+                t.put(b("k" + i), vals[i]);
+            }
+            assertEquals(4L * values, v.tables().extents.cached.cachedBlocks(), "every value's blocks cached as written");
+            for (int i = 0; i < values; i++) {
+                assertArrayEquals(vals[i], t.get(b("k" + i)), "seed " + SEED + " value " + i);
+            }
+            assertEquals(0, v.pageCache().stats().fills(), "every get a hit");
+        }
+    }
+
+    /**
      * With free space in single blocks only, a value of two blocks goes to the overflow tree and one of one
      * block to an extent; with room again, a new value goes to an extent and the chunks of the one it
      * replaces go. Without an overflow tree, which needs blocks contiguous too, such a value is refused
