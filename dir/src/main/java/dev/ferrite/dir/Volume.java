@@ -210,7 +210,7 @@ public final class Volume implements AutoCloseable {
             MountReport report = new MountReport(usedMirror[0], sb.clean(), replayed, !sb.clean(), List.copyOf(notes));
             Volume v = new Volume(device, sb, journal, cache, groups, counters, report, options);
             v.writeSuperblock(sb.withState(false, sb.freeBlocks(), sb.freeInodes(), sb.inodes(), sb.mounts() + 1)
-                    .withIncompat(sb.incompat() | SuperblockFormat.INCOMPAT_LOG_INIT_RECORDS));
+                    .withIncompat(sb.incompat() | SuperblockFormat.INCOMPAT_LOG_INIT_RECORDS | SuperblockFormat.INCOMPAT_FLOATING_SLOTS));
             v.namespace.recoverOrphans();
             v.tables.recover();
             return v;

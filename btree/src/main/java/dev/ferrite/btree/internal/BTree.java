@@ -617,35 +617,77 @@ public final class BTree {
             pos = -i - 1;
         }
         int need = leafCellSize((int) key.byteSize(), (int) value.byteSize());
-        boolean compacted = BTreeNodeFormat.freeContiguous(n) < need;
-        BTreeNodeFormat.ensureRoom(n, need, blockSize, scratch(blockSize));
+        int made = BTreeNodeFormat.ensureRoom(n, need, blockSize, scratch(blockSize));
         int skip = BTreeNodeFormat.skip(n);
+        int base = BTreeNodeFormat.base(n);
         int cell = BTreeNodeFormat.insertLeaf(n, pos, key, value);
-        logInsert(txn, leaf, pos, skip, cell, need, compacted);
+        logInsert(txn, leaf, pos, skip, base, cell, need, made);
     }
 
     /**
-     * Logs a cell of {@code need} bytes (slot included) inserted at {@code pos}: the node's used bytes if
-     * it was compacted first ({@link #logUsed}), else its header fields, the slots from {@code pos} up (all of them if the insert
-     * shortened the prefix from {@code skipBefore}, rewriting every head) and the cell.
+     * Logs a cell of {@code need} bytes (slot included) inserted at {@code pos} once {@code made} room
+     * ({@link BTreeNodeFormat#ensureRoom}): the node's used bytes if it was compacted ({@link #logUsed}),
+     * else its header fields, the slots that moved (the slots below and at {@code pos} if the slot base
+     * moved down from {@code baseBefore}; the ones from {@code pos} up if not; all of them and the prefix
+     * if the slots slid or the insert shortened the prefix from {@code skipBefore}, rewriting every head),
+     * and the cell.
      */
-    void logInsert(Txn txn, Buffer node, int pos, int skipBefore, int cell, int need, boolean compacted) {
-        if (compacted) {
+    void logInsert(Txn txn, Buffer node, int pos, int skipBefore, int baseBefore, int cell, int need, int made) {
+        MemorySegment n = node.data();
+        if (made == BTreeNodeFormat.COMPACTED) {
             logUsed(txn, node);
-        } else {
-            logSlots(txn, node, BTreeNodeFormat.skip(node.data()) == skipBefore ? pos : -1);
-            txn.log(node, cell, need - BTreeNodeFormat.SLOT);
+            return;
         }
+        if (made == BTreeNodeFormat.SLID || BTreeNodeFormat.skip(n) != skipBefore) {
+            logSlots(txn, node, -1);
+        } else if (BTreeNodeFormat.base(n) != baseBefore) {
+            logFront(txn, node, pos + 1);
+        } else {
+            logSlots(txn, node, pos);
+        }
+        txn.log(node, cell, need - BTreeNodeFormat.SLOT);
     }
 
-    /** Logs the node's header fields and its slots from index {@code from} up (-1: the prefix and every slot). */
+    /**
+     * Logs the node's header fields and its slots from index {@code from} up (-1: the prefix, a leaf's
+     * slot base and every slot).
+     */
     static void logSlots(Txn txn, Buffer node, int from) {
         MemorySegment n = node.data();
         txn.log(node, BTreeNodeFormat.LEVEL, BTreeNodeFormat.LEFT - BTreeNodeFormat.LEVEL);
-        int start = from < 0 ? BTreeNodeFormat.PREFIX : BTreeNodeFormat.SLOTS + BTreeNodeFormat.SLOT * from;
+        int start = BTreeNodeFormat.base(n) + BTreeNodeFormat.SLOT * Math.max(from, 0);
+        if (from < 0) {
+            logBase(txn, node);
+            txn.log(node, BTreeNodeFormat.PREFIX, 8);
+        }
         int end = BTreeNodeFormat.slotsEnd(n);
         if (end > start) {
             txn.log(node, start, end - start);
+        }
+    }
+
+    /** Logs a leaf's header fields, its slot base and its slots below index {@code to}: what moved with the base. */
+    static void logFront(Txn txn, Buffer node, int to) {
+        txn.log(node, BTreeNodeFormat.LEVEL, BTreeNodeFormat.LEFT - BTreeNodeFormat.LEVEL);
+        logBase(txn, node);
+        if (to > 0) {
+            txn.log(node, BTreeNodeFormat.base(node.data()), BTreeNodeFormat.SLOT * to);
+        }
+    }
+
+    /** Logs a leaf's slot base (an interior node's leftmost child stays as it was). */
+    private static void logBase(Txn txn, Buffer node) {
+        if (BTreeNodeFormat.isLeaf(node.data())) {
+            txn.log(node, BTreeNodeFormat.BASE, 2);
+        }
+    }
+
+    /** Logs the slots that {@link BTreeNodeFormat#remove} of index {@code i} moved, the slot base before it given. */
+    static void logRemove(Txn txn, Buffer node, int i, int baseBefore) {
+        if (BTreeNodeFormat.base(node.data()) != baseBefore) {
+            logFront(txn, node, i);
+        } else {
+            logSlots(txn, node, i);
         }
     }
 
@@ -657,7 +699,11 @@ public final class BTree {
      */
     static void logUsed(Txn txn, Buffer node) {
         MemorySegment n = node.data();
-        txn.log(node, BTreeNodeFormat.LEVEL, BTreeNodeFormat.slotsEnd(n) - BTreeNodeFormat.LEVEL);
+        txn.log(node, BTreeNodeFormat.LEVEL, BTreeNodeFormat.SLOTS - BTreeNodeFormat.LEVEL);
+        int base = BTreeNodeFormat.base(n), slotsEnd = BTreeNodeFormat.slotsEnd(n);
+        if (slotsEnd > base) {
+            txn.log(node, base, slotsEnd - base);
+        }
         int cells = BTreeNodeFormat.cellStart(n), end = (int) n.byteSize();
         if (cells < end) {
             txn.log(node, cells, end - cells);
@@ -697,8 +743,9 @@ public final class BTree {
             int prior = copyValue(n, i, priorOut);
             int after = used(n, blockSize) - cellSize(n, i);
             if (p.depth == 1 || after >= mergeThreshold) {
+                int base = BTreeNodeFormat.base(n);
                 BTreeNodeFormat.remove(n, i);
-                logSlots(txn, leaf, i);
+                logRemove(txn, leaf, i, base);
                 return prior;
             }
             if (!held) {

@@ -13,6 +13,7 @@ import static dev.ferrite.btree.internal.BTree.INTERIOR_PRIORITY;
 import static dev.ferrite.btree.internal.BTree.MAX_DEPTH;
 import static dev.ferrite.btree.internal.BTree.atLevel;
 import static dev.ferrite.btree.internal.BTree.backtrack;
+import static dev.ferrite.btree.internal.BTree.logRemove;
 import static dev.ferrite.btree.internal.BTree.logSlots;
 import static dev.ferrite.btree.internal.BTree.logUsed;
 import static dev.ferrite.btree.internal.BTree.scratch;
@@ -268,11 +269,11 @@ final class Restructure {
             int pos = p.childIndex[d] + 1;
             int need = interiorCellSize((int) sep.byteSize());
             if (freeTotal(pn) >= need) {
-                boolean compacted = BTreeNodeFormat.freeContiguous(pn) < need;
-                BTreeNodeFormat.ensureRoom(pn, need, blockSize, scratch);
+                int made = BTreeNodeFormat.ensureRoom(pn, need, blockSize, scratch);
                 int skip = BTreeNodeFormat.skip(pn);
+                int base = BTreeNodeFormat.base(pn);
                 int cell = BTreeNodeFormat.insertInterior(pn, pos, sep, newChild);
-                tree.logInsert(txn, parent, pos, skip, cell, need, compacted);
+                tree.logInsert(txn, parent, pos, skip, base, cell, need, made);
                 return used;
             }
             Buffer sibling = cache.createEmpty(txn, blocks[used], BTreeNodeFormat.MAGIC, id, frames[used]);
@@ -334,6 +335,18 @@ final class Restructure {
         long oldLeft = BTreeNodeFormat.left(scratch);
         BTreeNodeFormat.init(l, 0, blockSize);
         BTreeNodeFormat.init(r, 0, blockSize);
+        int leftBytes = 0;
+        for (int e = 0; e < m; e++) {
+            leftBytes += size[e];
+        }
+        int rightBytes = 0;
+        for (int e = m; e < entries; e++) {
+            rightBytes += size[e];
+        }
+        // both halves will take inserts anywhere: each floats its slots above a front gap
+        int capacity = blockSize - BTreeNodeFormat.SLOTS;
+        BTreeNodeFormat.moveSlots(l, BTreeNodeFormat.SLOTS + BTreeNodeFormat.frontGapFor(capacity - leftBytes, m, leftBytes));
+        BTreeNodeFormat.moveSlots(r, BTreeNodeFormat.SLOTS + BTreeNodeFormat.frontGapFor(capacity - rightBytes, entries - m, rightBytes));
         presetHalf(l, scratch, src[0], src[m - 1], key);
         presetHalf(r, scratch, src[m], src[entries - 1], key);
         for (int e = 0; e < entries; e++) {
@@ -378,9 +391,7 @@ final class Restructure {
         BTreeNodeFormat.setLeft(r, leafBuf.block());
         BTreeNodeFormat.setRight(l, fresh.block());
         txn.log(leafBuf, BTreeNodeFormat.RIGHT, 8);
-        txn.log(fresh, BTreeNodeFormat.LEVEL, BTreeNodeFormat.slotsEnd(r) - BTreeNodeFormat.LEVEL);
-        int cells = BTreeNodeFormat.cellStart(r);
-        txn.log(fresh, cells, blockSize - cells);
+        logUsed(txn, fresh);
         return separator(BTreeNodeFormat.key(l, count(l) - 1), key);
     }
 
@@ -577,8 +588,9 @@ final class Restructure {
             Buffer leaf = p.leaf();
             MemorySegment n = leaf.data();
             int gone = search(n, key);
+            int base = BTreeNodeFormat.base(n);
             BTreeNodeFormat.remove(n, gone);
-            logSlots(txn, leaf, gone);
+            logRemove(txn, leaf, gone, base);
             for (int d = leafD; d > top && d >= 2; d--) {
                 if (partner[d] == null || !merge(txn, p, d, partner[d].buffer(), d == leafD ? outer : null)) {
                     break;
@@ -630,7 +642,7 @@ final class Restructure {
             return false;
         }
         MemorySegment scratch = scratch(blockSize);
-        BTreeNodeFormat.compact(l, blockSize, scratch);
+        BTreeNodeFormat.compact(l, blockSize, scratch, blockSize); // the right node's entries need all the room
         int at = count(l);
         if (!leaf) {
             BTreeNodeFormat.insertInterior(l, at++, BTreeNodeFormat.key(pn, sepIndex), BTreeNodeFormat.leftmost(r));
