@@ -610,6 +610,7 @@ public final class BTree {
     /** Under the leaf's lock, with room known: replaces cell {@code i} (if found) or inserts, and logs. */
     private void insertIntoLeaf(Txn txn, Buffer leaf, int i, MemorySegment key, MemorySegment value) {
         MemorySegment n = leaf.data();
+        int base = BTreeNodeFormat.base(n);
         int pos = i;
         if (i >= 0) {
             BTreeNodeFormat.remove(n, i);
@@ -619,9 +620,15 @@ public final class BTree {
         int need = leafCellSize((int) key.byteSize(), (int) value.byteSize());
         int made = BTreeNodeFormat.ensureRoom(n, need, blockSize, scratch(blockSize));
         int skip = BTreeNodeFormat.skip(n);
-        int base = BTreeNodeFormat.base(n);
         int cell = BTreeNodeFormat.insertLeaf(n, pos, key, value);
-        logInsert(txn, leaf, pos, skip, base, cell, need, made);
+        if (i >= 0 && made == BTreeNodeFormat.ROOM && BTreeNodeFormat.base(n) == base && BTreeNodeFormat.skip(n) == skip) {
+            // the delete and the insert moved the same slots away and back: only slot i is new
+            txn.log(leaf, BTreeNodeFormat.LEVEL, BTreeNodeFormat.LEFT - BTreeNodeFormat.LEVEL);
+            txn.log(leaf, BTreeNodeFormat.base(n) + BTreeNodeFormat.SLOT * pos, BTreeNodeFormat.SLOT);
+            txn.log(leaf, cell, need - BTreeNodeFormat.SLOT);
+        } else {
+            logInsert(txn, leaf, pos, skip, i >= 0 ? -1 : base, cell, need, made);
+        }
     }
 
     /**
@@ -629,8 +636,8 @@ public final class BTree {
      * ({@link BTreeNodeFormat#ensureRoom}): the node's used bytes if it was compacted ({@link #logUsed}),
      * else its header fields, the slots that moved (the slots below and at {@code pos} if the slot base
      * moved down from {@code baseBefore}; the ones from {@code pos} up if not; all of them and the prefix
-     * if the slots slid or the insert shortened the prefix from {@code skipBefore}, rewriting every head),
-     * and the cell.
+     * if the slots slid, if the insert shortened the prefix from {@code skipBefore}, rewriting every head,
+     * or if {@code baseBefore} is -1: unknown), and the cell.
      */
     void logInsert(Txn txn, Buffer node, int pos, int skipBefore, int baseBefore, int cell, int need, int made) {
         MemorySegment n = node.data();
@@ -638,7 +645,7 @@ public final class BTree {
             logUsed(txn, node);
             return;
         }
-        if (made == BTreeNodeFormat.SLID || BTreeNodeFormat.skip(n) != skipBefore) {
+        if (made == BTreeNodeFormat.SLID || BTreeNodeFormat.skip(n) != skipBefore || baseBefore < 0) {
             logSlots(txn, node, -1);
         } else if (BTreeNodeFormat.base(n) != baseBefore) {
             logFront(txn, node, pos + 1);
