@@ -75,9 +75,9 @@ final class SuperblockFormat {
     static final long INCOMPAT_TABLE_EXTENTS = 8;
     /**
      * Incompatible feature: B-tree leaves may keep their slot array above a front gap (a slot base in the
-     * leaf's header; see the B-tree node format). Set, and never cleared, by every mount that may write,
-     * before it changes anything, so code whose leaves start their slots right after the header refuses
-     * the volume instead of reading such leaves as damaged.
+     * leaf's header; see the B-tree node format). Set by the format, so code whose leaves start their slots
+     * right after the header refuses the volume instead of reading such leaves as damaged; a volume
+     * formatted without it keeps its leaves' slots there and stays readable by that code.
      */
     static final long INCOMPAT_FLOATING_SLOTS = 16;
     /** Incompatible features this code understands. */

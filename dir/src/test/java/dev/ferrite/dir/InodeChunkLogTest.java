@@ -218,7 +218,7 @@ class InodeChunkLogTest {
         }
     }
 
-    /** The incompatible features in the primary superblock on {@code dev}, but the B-tree's (set by the first mount, for good). */
+    /** The incompatible features in the primary superblock on {@code dev}, but the B-tree's (set by the format). */
     private static long incompat(MemoryDevice dev) {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment b = a.allocate(dev.blockSize(), BlockDevice.BUFFER_ALIGNMENT);

@@ -613,12 +613,12 @@ public final class BTree {
         int base = BTreeNodeFormat.base(n);
         int pos = i;
         if (i >= 0) {
-            BTreeNodeFormat.remove(n, i);
+            BTreeNodeFormat.remove(n, i, cache.floatingLeaves());
         } else {
             pos = -i - 1;
         }
         int need = leafCellSize((int) key.byteSize(), (int) value.byteSize());
-        int made = BTreeNodeFormat.ensureRoom(n, need, blockSize, scratch(blockSize));
+        int made = BTreeNodeFormat.ensureRoom(n, need, blockSize, scratch(blockSize), cache.floatingLeaves());
         int skip = BTreeNodeFormat.skip(n);
         int cell = BTreeNodeFormat.insertLeaf(n, pos, key, value);
         if (i >= 0 && made == BTreeNodeFormat.ROOM && BTreeNodeFormat.base(n) == base && BTreeNodeFormat.skip(n) == skip) {
@@ -751,7 +751,7 @@ public final class BTree {
             int after = used(n, blockSize) - cellSize(n, i);
             if (p.depth == 1 || after >= mergeThreshold) {
                 int base = BTreeNodeFormat.base(n);
-                BTreeNodeFormat.remove(n, i);
+                BTreeNodeFormat.remove(n, i, cache.floatingLeaves());
                 logRemove(txn, leaf, i, base);
                 return prior;
             }

@@ -451,9 +451,10 @@ public final class BTreeNodeFormat {
 
     /**
      * Makes contiguous room for a cell of {@code bytes} (slot included): by moving a leaf's slots down
-     * into its front gap if that is enough, else by compacting if that frees enough. Returns which it did.
+     * into its front gap if that is enough, else by compacting if that frees enough (leaving a leaf a
+     * front gap if {@code floating}). Returns which it did.
      */
-    static int ensureRoom(MemorySegment n, int bytes, int blockSize, MemorySegment scratch) {
+    static int ensureRoom(MemorySegment n, int bytes, int blockSize, MemorySegment scratch, boolean floating) {
         int contiguous = freeContiguous(n);
         if (contiguous >= bytes || freeTotal(n) < bytes) {
             return ROOM;
@@ -463,7 +464,7 @@ public final class BTreeNodeFormat {
             moveSlots(n, SLOTS + frontGapFor(room - bytes, count(n), blockSize - SLOTS - freeTotal(n)));
             return SLID;
         }
-        compact(n, blockSize, scratch, bytes);
+        compact(n, blockSize, scratch, floating ? bytes : blockSize);
         return COMPACTED;
     }
 
@@ -668,14 +669,14 @@ public final class BTreeNodeFormat {
     }
 
     /**
-     * Removes cell i (its bytes become garbage): in a leaf, the slots below i move up one (the front gap
-     * grows) if they are fewer than those above; else the slots above i move down one.
+     * Removes cell i (its bytes become garbage): in a leaf that may float, the slots below i move up one
+     * (the front gap grows) if they are fewer than those above; else the slots above i move down one.
      */
-    static void remove(MemorySegment n, int i) {
+    static void remove(MemorySegment n, int i, boolean floating) {
         int count = count(n);
         int len = cellSize(n, i) - SLOT;
         int base = base(n);
-        if (isLeaf(n) && i < count - 1 - i) {
+        if (floating && isLeaf(n) && i < count - 1 - i) {
             MemorySegment.copy(n, base, n, base + SLOT, (long) SLOT * i);
             n.set(U16, BASE, (short) (base + SLOT));
         } else {
