@@ -73,8 +73,16 @@ final class SuperblockFormat {
      * overflow tree and stays readable by it.
      */
     static final long INCOMPAT_TABLE_EXTENTS = 8;
+    /**
+     * Incompatible feature: B-tree leaves may keep their slot array above a front gap (a slot base in the
+     * leaf's header; see the B-tree node format). Set by the format, so code whose leaves start their slots
+     * right after the header refuses the volume instead of reading such leaves as damaged; a volume
+     * formatted without it keeps its leaves' slots there and stays readable by that code.
+     */
+    static final long INCOMPAT_FLOATING_SLOTS = 16;
     /** Incompatible features this code understands. */
-    static final long KNOWN_INCOMPAT = INCOMPAT_EXTENT_TREE | INCOMPAT_TABLES | INCOMPAT_LOG_INIT_RECORDS | INCOMPAT_TABLE_EXTENTS;
+    static final long KNOWN_INCOMPAT = INCOMPAT_EXTENT_TREE | INCOMPAT_TABLES | INCOMPAT_LOG_INIT_RECORDS | INCOMPAT_TABLE_EXTENTS
+            | INCOMPAT_FLOATING_SLOTS;
 
     static final long VERSION_OFF = 32, BLOCK_SIZE = 36, DEVICE_BLOCKS = 40, UUID_OFF = 48, LOG_START = 64,
             LOG_BLOCKS = 72, AG_COUNT = 76, AG_BLOCKS = 80, INODE_SIZE = 84, DATA_START = 88, COMPAT = 96,

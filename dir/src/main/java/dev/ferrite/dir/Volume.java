@@ -122,7 +122,7 @@ public final class Volume implements AutoCloseable {
             Counters counters = new Counters();
             AllocationGroup[] groups = new AllocationGroup[g.agCount()];
             SuperblockFormat.Fields fields = new SuperblockFormat.Fields(SuperblockFormat.VERSION, g, UUID.randomUUID(),
-                    0, 0, false, 0, 0, 0, 0, 0);
+                    0, 0, false, 0, 0, 0, 0, 0).withIncompat(SuperblockFormat.INCOMPAT_FLOATING_SLOTS);
             v = new Volume(device, fields, journal, cache, groups, counters,
                     new MountReport(false, true, 0, false, List.of()), options);
             for (int i = 0; i < groups.length; i++) {
@@ -134,7 +134,7 @@ public final class Volume implements AutoCloseable {
             long root = v.allocInode(0, InodeFormat.S_IFDIR | 0755, 0, 0, 2);
             synchronized (v) {
                 v.superblock = new SuperblockFormat.Fields(SuperblockFormat.VERSION, g, fields.uuid(), 0, 0, false, 0, 0, 0,
-                        root, 0);
+                        root, 0).withIncompat(SuperblockFormat.INCOMPAT_FLOATING_SLOTS);
             }
             done = true;
         } finally {
@@ -186,6 +186,7 @@ public final class Volume implements AutoCloseable {
                 replayed = replayer.blocks();
             }
             cache = new BufferCache(device, journal, options.effectiveCacheBytes(device.size()));
+            cache.floatingLeaves((sb.incompat() & SuperblockFormat.INCOMPAT_FLOATING_SLOTS) != 0);
             Counters counters = new Counters();
             AllocationGroup[] groups = new AllocationGroup[g.agCount()];
             for (int i = 0; i < groups.length; i++) {

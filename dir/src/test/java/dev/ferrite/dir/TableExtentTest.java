@@ -68,12 +68,12 @@ class TableExtentTest {
         return TableValueFormat.readExtent(MemorySegment.ofArray(s));
     }
 
-    /** The incompatible features in the primary superblock on {@code dev}, but the log's. */
+    /** The incompatible features in the primary superblock on {@code dev}, but the log's and the B-tree's. */
     private static long incompat(BlockDevice dev) {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment b = a.allocate(dev.blockSize(), BlockDevice.BUFFER_ALIGNMENT);
             dev.read(SuperblockFormat.PRIMARY, b);
-            return SuperblockFormat.read(b).incompat() & ~SuperblockFormat.INCOMPAT_LOG_INIT_RECORDS;
+            return SuperblockFormat.read(b).incompat() & ~(SuperblockFormat.INCOMPAT_LOG_INIT_RECORDS | SuperblockFormat.INCOMPAT_FLOATING_SLOTS);
         }
     }
 

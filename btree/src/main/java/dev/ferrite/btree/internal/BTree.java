@@ -617,42 +617,91 @@ public final class BTree {
     /** Under the leaf's lock, with room known: replaces cell {@code i} (if found) or inserts, and logs. */
     private void insertIntoLeaf(Txn txn, Buffer leaf, int i, MemorySegment key, MemorySegment value) {
         MemorySegment n = leaf.data();
+        int base = BTreeNodeFormat.base(n);
         int pos = i;
         if (i >= 0) {
-            BTreeNodeFormat.remove(n, i);
+            BTreeNodeFormat.remove(n, i, cache.floatingLeaves());
         } else {
             pos = -i - 1;
         }
         int need = leafCellSize((int) key.byteSize(), (int) value.byteSize());
-        boolean compacted = BTreeNodeFormat.freeContiguous(n) < need;
-        BTreeNodeFormat.ensureRoom(n, need, blockSize, scratch(blockSize));
+        int made = BTreeNodeFormat.ensureRoom(n, need, blockSize, scratch(blockSize), cache.floatingLeaves());
         int skip = BTreeNodeFormat.skip(n);
         int cell = BTreeNodeFormat.insertLeaf(n, pos, key, value);
-        logInsert(txn, leaf, pos, skip, cell, need, compacted);
-    }
-
-    /**
-     * Logs a cell of {@code need} bytes (slot included) inserted at {@code pos}: the node's used bytes if
-     * it was compacted first ({@link #logUsed}), else its header fields, the slots from {@code pos} up (all of them if the insert
-     * shortened the prefix from {@code skipBefore}, rewriting every head) and the cell.
-     */
-    void logInsert(Txn txn, Buffer node, int pos, int skipBefore, int cell, int need, boolean compacted) {
-        if (compacted) {
-            logUsed(txn, node);
+        if (i >= 0 && made == BTreeNodeFormat.ROOM && BTreeNodeFormat.base(n) == base && BTreeNodeFormat.skip(n) == skip) {
+            // the delete and the insert moved the same slots away and back: only slot i is new
+            txn.log(leaf, BTreeNodeFormat.LEVEL, BTreeNodeFormat.LEFT - BTreeNodeFormat.LEVEL);
+            txn.log(leaf, BTreeNodeFormat.base(n) + BTreeNodeFormat.SLOT * pos, BTreeNodeFormat.SLOT);
+            txn.log(leaf, cell, need - BTreeNodeFormat.SLOT);
         } else {
-            logSlots(txn, node, BTreeNodeFormat.skip(node.data()) == skipBefore ? pos : -1);
-            txn.log(node, cell, need - BTreeNodeFormat.SLOT);
+            logInsert(txn, leaf, pos, skip, i >= 0 ? -1 : base, cell, need, made);
         }
     }
 
-    /** Logs the node's header fields and its slots from index {@code from} up (-1: the prefix and every slot). */
+    /**
+     * Logs a cell of {@code need} bytes (slot included) inserted at {@code pos} once {@code made} room
+     * ({@link BTreeNodeFormat#ensureRoom}): the node's used bytes if it was compacted ({@link #logUsed}),
+     * else its header fields, the slots that moved (the slots below and at {@code pos} if the slot base
+     * moved down from {@code baseBefore}; the ones from {@code pos} up if not; all of them and the prefix
+     * if the slots slid, if the insert shortened the prefix from {@code skipBefore}, rewriting every head,
+     * or if {@code baseBefore} is -1: unknown), and the cell.
+     */
+    void logInsert(Txn txn, Buffer node, int pos, int skipBefore, int baseBefore, int cell, int need, int made) {
+        MemorySegment n = node.data();
+        if (made == BTreeNodeFormat.COMPACTED) {
+            logUsed(txn, node);
+            return;
+        }
+        if (made == BTreeNodeFormat.SLID || BTreeNodeFormat.skip(n) != skipBefore || baseBefore < 0) {
+            logSlots(txn, node, -1);
+        } else if (BTreeNodeFormat.base(n) != baseBefore) {
+            logFront(txn, node, pos + 1);
+        } else {
+            logSlots(txn, node, pos);
+        }
+        txn.log(node, cell, need - BTreeNodeFormat.SLOT);
+    }
+
+    /**
+     * Logs the node's header fields and its slots from index {@code from} up (-1: the prefix, a leaf's
+     * slot base and every slot).
+     */
     static void logSlots(Txn txn, Buffer node, int from) {
         MemorySegment n = node.data();
         txn.log(node, BTreeNodeFormat.LEVEL, BTreeNodeFormat.LEFT - BTreeNodeFormat.LEVEL);
-        int start = from < 0 ? BTreeNodeFormat.PREFIX : BTreeNodeFormat.SLOTS + BTreeNodeFormat.SLOT * from;
+        int start = BTreeNodeFormat.base(n) + BTreeNodeFormat.SLOT * Math.max(from, 0);
+        if (from < 0) {
+            logBase(txn, node);
+            txn.log(node, BTreeNodeFormat.PREFIX, 8);
+        }
         int end = BTreeNodeFormat.slotsEnd(n);
         if (end > start) {
             txn.log(node, start, end - start);
+        }
+    }
+
+    /** Logs a leaf's header fields, its slot base and its slots below index {@code to}: what moved with the base. */
+    static void logFront(Txn txn, Buffer node, int to) {
+        txn.log(node, BTreeNodeFormat.LEVEL, BTreeNodeFormat.LEFT - BTreeNodeFormat.LEVEL);
+        logBase(txn, node);
+        if (to > 0) {
+            txn.log(node, BTreeNodeFormat.base(node.data()), BTreeNodeFormat.SLOT * to);
+        }
+    }
+
+    /** Logs a leaf's slot base (an interior node's leftmost child stays as it was). */
+    private static void logBase(Txn txn, Buffer node) {
+        if (BTreeNodeFormat.isLeaf(node.data())) {
+            txn.log(node, BTreeNodeFormat.BASE, 2);
+        }
+    }
+
+    /** Logs the slots that {@link BTreeNodeFormat#remove} of index {@code i} moved, the slot base before it given. */
+    static void logRemove(Txn txn, Buffer node, int i, int baseBefore) {
+        if (BTreeNodeFormat.base(node.data()) != baseBefore) {
+            logFront(txn, node, i);
+        } else {
+            logSlots(txn, node, i);
         }
     }
 
@@ -664,7 +713,11 @@ public final class BTree {
      */
     static void logUsed(Txn txn, Buffer node) {
         MemorySegment n = node.data();
-        txn.log(node, BTreeNodeFormat.LEVEL, BTreeNodeFormat.slotsEnd(n) - BTreeNodeFormat.LEVEL);
+        txn.log(node, BTreeNodeFormat.LEVEL, BTreeNodeFormat.SLOTS - BTreeNodeFormat.LEVEL);
+        int base = BTreeNodeFormat.base(n), slotsEnd = BTreeNodeFormat.slotsEnd(n);
+        if (slotsEnd > base) {
+            txn.log(node, base, slotsEnd - base);
+        }
         int cells = BTreeNodeFormat.cellStart(n), end = (int) n.byteSize();
         if (cells < end) {
             txn.log(node, cells, end - cells);
@@ -704,8 +757,9 @@ public final class BTree {
             int prior = copyValue(n, i, priorOut);
             int after = used(n, blockSize) - cellSize(n, i);
             if (p.depth == 1 || after >= mergeThreshold) {
-                BTreeNodeFormat.remove(n, i);
-                logSlots(txn, leaf, i);
+                int base = BTreeNodeFormat.base(n);
+                BTreeNodeFormat.remove(n, i, cache.floatingLeaves());
+                logRemove(txn, leaf, i, base);
                 return prior;
             }
             if (!held) {

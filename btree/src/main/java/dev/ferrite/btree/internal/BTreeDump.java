@@ -60,7 +60,8 @@ public final class BTreeDump {
                 .append(leaf ? " entries" : " separators").append(", left sibling ").append(BTreeNodeFormat.left(n))
                 .append(", right sibling ").append(BTreeNodeFormat.right(n))
                 .append(", ").append(BTreeNodeFormat.used(n, (int) n.byteSize())).append(" bytes used, keys share ")
-                .append(BTreeNodeFormat.skip(n)).append(" leading bytes\n");
+                .append(BTreeNodeFormat.skip(n)).append(" leading bytes").append(leaf ? ", slots from offset " + BTreeNodeFormat.base(n) : "")
+                .append('\n');
         if (!leaf) {
             sb.append("  leftmost child ").append(BTreeNodeFormat.leftmost(n)).append('\n');
         }

@@ -8,8 +8,10 @@ import static dev.ferrite.io.internal.OnDisk.U16;
 import static dev.ferrite.io.internal.OnDisk.U64;
 
 /**
- * A B+tree node: a slotted page. Fixed header, then a slot array in key order growing up, cells growing
- * down from the end of the block.
+ * A B+tree node: a slotted page. Fixed header, then a slot array in key order, cells growing down from the
+ * end of the block. A leaf's slot array floats: it may start above the header, and an insert or a delete
+ * moves whichever side of the array has fewer slots, down into that front gap or up out of it, so that
+ * the bytes it changes (and logs) are a quarter of the array on average, not a half.
  *
  * <pre>
  *  0  block header ({@link BlockHeaderFormat}): magic 'FBTN', crc, block, owner (tree id), LSN
@@ -20,10 +22,12 @@ import static dev.ferrite.io.internal.OnDisk.U64;
  * 38  u16 garbage: bytes of dead cells inside the cell area (reclaimed by compaction)
  * 40  u64 left sibling at this level (0: none)
  * 48  u64 right sibling at this level (0: none)
- * 56  u64 leftmost child (interior nodes): the subtree of keys below the first separator
+ * 56  u64 leftmost child (interior nodes): the subtree of keys below the first separator;
+ *         in a leaf, u16 slot base: where the slot array starts, a multiple of 8 from 72 (0 means 72)
  * 64  u64 prefix: the skip shared bytes, big-endian in the high bytes, zero below them
- * 72  u64 slot[count], ordered by key (unsigned bytewise): bits 0-15 the cell's offset, bits 16-63 the
- *         key's head, its 6 bytes after the shared prefix (big-endian, zero-padded)
+ * 72  u64 slot[count] from the slot base (72 in interior nodes), ordered by key (unsigned bytewise):
+ *         bits 0-15 the cell's offset, bits 16-63 the key's head, its 6 bytes after the shared prefix
+ *         (big-endian, zero-padded); a leaf's bytes from 72 to its slot base are free
  *
  * leaf cell:      u16 key length, u16 value length, key, value
  * interior cell:  u16 key length, u64 child, key       (the child holds keys at or above the key)
@@ -45,6 +49,9 @@ public final class BTreeNodeFormat {
     public static final int FREED_MAGIC = 0x46544246; // "FBTF"
     static final int LEVEL = 32, SKIP = 33, COUNT = 34, CELL_START = 36, GARBAGE = 38;
     static final int LEFT = 40, RIGHT = 48, LEFTMOST = 56, PREFIX = 64;
+    /** A leaf's slot base, where an interior node keeps its leftmost child. */
+    static final int BASE = LEFTMOST;
+    /** The lowest slot base: where the header ends. */
     static final int SLOTS = 72;
     /** Bytes of one slot. */
     static final int SLOT = 8;
@@ -129,21 +136,44 @@ public final class BTreeNodeFormat {
 
     /** Offset of cell i. */
     static int slot(MemorySegment n, int i) {
-        return (int) n.get(U64, slotOffset(i)) & 0xFFFF;
+        return (int) n.get(U64, slotOffset(n, i)) & 0xFFFF;
     }
 
     /** Head of key i as its slot keeps it. */
     static long slotHead(MemorySegment n, int i) {
-        return n.get(U64, slotOffset(i)) >>> 16;
+        return n.get(U64, slotOffset(n, i)) >>> 16;
     }
 
-    private static long slotOffset(int i) {
-        return SLOTS + (long) SLOT * i;
+    private static long slotOffset(MemorySegment n, int i) {
+        return base(n) + (long) SLOT * i;
     }
 
-    /** End of the slot array: what a change of the slots (and of the header) logs up to. */
+    /** Where the slot array starts: {@link #SLOTS} but in a leaf whose array floats above a front gap. */
+    static int base(MemorySegment n) {
+        if (!isLeaf(n)) {
+            return SLOTS;
+        }
+        int b = Short.toUnsignedInt(n.get(U16, BASE));
+        return b == 0 ? SLOTS : b;
+    }
+
+    /** Moves a leaf's slot array to start at {@code base}. */
+    static void moveSlots(MemorySegment n, int base) {
+        int from = base(n);
+        if (from != base) {
+            MemorySegment.copy(n, from, n, base, (long) SLOT * count(n));
+            n.set(U16, BASE, (short) base);
+        }
+    }
+
+    /** Free bytes between the header and a leaf's slot array. */
+    static int frontGap(MemorySegment n) {
+        return base(n) - SLOTS;
+    }
+
+    /** End of the slot array: what a change of the slots logs up to. */
     static int slotsEnd(MemorySegment n) {
-        return SLOTS + SLOT * count(n);
+        return base(n) + SLOT * count(n);
     }
 
     static boolean isLeaf(MemorySegment n) {
@@ -191,14 +221,30 @@ public final class BTreeNodeFormat {
         return isLeaf(n) ? leafCellSize(keyLength(n, i), valueLength(n, i)) : interiorCellSize(keyLength(n, i));
     }
 
-    /** Contiguous free bytes between the slot array and the cells. */
+    /** Contiguous free bytes between the slot array and the cells: where a new cell goes. */
     static int freeContiguous(MemorySegment n) {
         return cellStart(n) - slotsEnd(n);
     }
 
     /** Free bytes once compacted. */
     static int freeTotal(MemorySegment n) {
-        return freeContiguous(n) + garbage(n);
+        return freeContiguous(n) + garbage(n) + frontGap(n);
+    }
+
+    /** Fewest entries of a leaf given a front gap: below it, a shift is a chunk or two either way. */
+    private static final int MIN_FLOATING = 8;
+
+    /**
+     * Front gap for a leaf of {@code entries} entries taking {@code bytes} (slots included) with
+     * {@code spare} bytes free besides: room for the slots of half the entries that fit in the spare bytes,
+     * if they are like these, since an insert below the middle takes its slot from the gap. A multiple of
+     * {@link #SLOT}.
+     */
+    static int frontGapFor(int spare, int entries, int bytes) {
+        if (entries < MIN_FLOATING || spare <= 0) {
+            return 0;
+        }
+        return (int) ((long) spare * SLOT * entries / (2L * bytes)) & -SLOT;
     }
 
     /** Bytes used by slots and live cells. */
@@ -228,8 +274,13 @@ public final class BTreeNodeFormat {
         }
         int count = count(n);
         int cellStart = cellStart(n);
-        if (cellStart > blockSize || SLOTS + (long) SLOT * count > cellStart) {
-            return count + " slots and cells from offset " + cellStart + " do not fit a block of " + blockSize;
+        int base = base(n);
+        if ((base - SLOTS) % SLOT != 0 || base < SLOTS) {
+            return "the slot array starts at offset " + base + " (a multiple of " + SLOT + " from " + SLOTS + ")";
+        }
+        if (cellStart > blockSize || base + (long) SLOT * count > cellStart) {
+            return count + " slots from offset " + base + " and cells from offset " + cellStart + " do not fit a block of "
+                    + blockSize;
         }
         boolean leaf = level == 0;
         int header = leaf ? LEAF_CELL_HEADER : INTERIOR_CELL_HEADER;
@@ -314,10 +365,11 @@ public final class BTreeNodeFormat {
         }
         long keyHead = head48(key, skip, keyLen - skip);
         int header = isLeaf(n) ? LEAF_CELL_HEADER : INTERIOR_CELL_HEADER;
+        long base = base(n);
         int lo = 0, hi = count - 1;
         while (lo <= hi) {
             int mid = (lo + hi) >>> 1;
-            long slot = n.get(U64, slotOffset(mid));
+            long slot = n.get(U64, base + (long) SLOT * mid);
             long h = slot >>> 16;
             int c;
             if (h != keyHead) {
@@ -390,32 +442,55 @@ public final class BTreeNodeFormat {
 
     // ------------------------------------------------------------------ changes (under the node's lock)
 
-    /** Makes room for a cell of {@code bytes} (slot included), compacting if that frees enough. */
-    static boolean ensureRoom(MemorySegment n, int bytes, int blockSize, MemorySegment scratch) {
-        if (freeContiguous(n) >= bytes) {
-            return true;
+    /** {@link #ensureRoom}: nothing moved (there was room, or no way to make it). */
+    static final int ROOM = 0;
+    /** {@link #ensureRoom}: a leaf's slot array moved (down into its front gap). */
+    static final int SLID = 1;
+    /** {@link #ensureRoom}: the node was compacted. */
+    static final int COMPACTED = 2;
+
+    /**
+     * Makes contiguous room for a cell of {@code bytes} (slot included): by moving a leaf's slots down
+     * into its front gap if that is enough, else by compacting if that frees enough (leaving a leaf a
+     * front gap if {@code floating}). Returns which it did.
+     */
+    static int ensureRoom(MemorySegment n, int bytes, int blockSize, MemorySegment scratch, boolean floating) {
+        int contiguous = freeContiguous(n);
+        if (contiguous >= bytes || freeTotal(n) < bytes) {
+            return ROOM;
         }
-        if (freeTotal(n) < bytes) {
-            return false;
+        int room = contiguous + frontGap(n);
+        if (room >= bytes) {
+            moveSlots(n, SLOTS + frontGapFor(room - bytes, count(n), blockSize - SLOTS - freeTotal(n)));
+            return SLID;
         }
-        compact(n, blockSize, scratch);
-        return true;
+        compact(n, blockSize, scratch, floating ? bytes : blockSize);
+        return COMPACTED;
     }
 
-    /** Rewrites the cells contiguously at the end of the block, dropping garbage. */
-    static void compact(MemorySegment n, int blockSize, MemorySegment scratch) {
+    /**
+     * Rewrites the cells contiguously at the end of the block, dropping garbage; a leaf's slots then start
+     * above a front gap ({@link #frontGapFor}) that leaves {@code reserve} bytes contiguous for what the
+     * caller adds next.
+     */
+    static void compact(MemorySegment n, int blockSize, MemorySegment scratch, int reserve) {
         int count = count(n);
         int end = blockSize;
+        int base = base(n);
         for (int i = 0; i < count; i++) {
             int c = slot(n, i);
             int len = cellSize(n, i) - SLOT;
             end -= len;
             MemorySegment.copy(n, c, scratch, end, len);
-            n.set(U64, slotOffset(i), end); // heads are rewritten below
+            n.set(U64, base + (long) SLOT * i, end); // heads are rewritten below
         }
         MemorySegment.copy(scratch, end, n, end, blockSize - end);
         n.set(U16, CELL_START, (short) end);
         n.set(U16, GARBAGE, (short) 0);
+        if (isLeaf(n)) {
+            int spare = end - SLOTS - SLOT * count - reserve;
+            moveSlots(n, SLOTS + frontGapFor(spare, count, blockSize - end + SLOT * count));
+        }
         refreshPrefix(n);
     }
 
@@ -450,9 +525,9 @@ public final class BTreeNodeFormat {
         int d = skip - shared;
         long lead = (prefix << 8 * shared) >>> 16;
         for (int i = 0, count = count(n); i < count; i++) {
-            long slot = n.get(U64, slotOffset(i));
+            long slot = n.get(U64, slotOffset(n, i));
             long head = lead | (d < HEAD_BYTES ? (slot >>> 16) >>> 8 * d : 0);
-            n.set(U64, slotOffset(i), head << 16 | slot & 0xFFFF);
+            n.set(U64, slotOffset(n, i), head << 16 | slot & 0xFFFF);
         }
         n.set(ValueLayout.JAVA_BYTE, SKIP, (byte) shared);
         n.set(U64, PREFIX, shared == 0 ? 0 : prefix & prefixMask(shared));
@@ -465,17 +540,27 @@ public final class BTreeNodeFormat {
         for (int i = 0, count = count(n); i < count; i++) {
             int cell = slot(n, i);
             long key = keyOffset(n, i);
-            n.set(U64, slotOffset(i), head48(n, key + skip, keyLength(n, i) - skip) << 16 | cell);
+            n.set(U64, slotOffset(n, i), head48(n, key + skip, keyLength(n, i) - skip) << 16 | cell);
         }
     }
 
-    /** Takes {@code cellLen} bytes for a new cell and a slot at index {@code pos} giving it {@code head}. */
+    /**
+     * Takes {@code cellLen} bytes for a new cell and a slot at index {@code pos} giving it {@code head}:
+     * the slots below {@code pos} move down one into the front gap if they are fewer than those above and
+     * the gap has room, else the slots from {@code pos} move up one.
+     */
     private static int allocateCell(MemorySegment n, int pos, int cellLen, long head) {
         int count = count(n);
         int start = cellStart(n) - cellLen;
-        // shift slots [pos, count) up by one
-        MemorySegment.copy(n, slotOffset(pos), n, slotOffset(pos + 1), (long) SLOT * (count - pos));
-        n.set(U64, slotOffset(pos), head << 16 | start);
+        int base = base(n);
+        if (pos < count - pos && base - SLOT >= SLOTS) {
+            MemorySegment.copy(n, base, n, base - SLOT, (long) SLOT * pos);
+            base -= SLOT;
+            n.set(U16, BASE, (short) base);
+        } else {
+            MemorySegment.copy(n, base + (long) SLOT * pos, n, base + (long) SLOT * (pos + 1), (long) SLOT * (count - pos));
+        }
+        n.set(U64, base + (long) SLOT * pos, head << 16 | start);
         n.set(U16, COUNT, (short) (count + 1));
         n.set(U16, CELL_START, (short) start);
         return start;
@@ -567,7 +652,7 @@ public final class BTreeNodeFormat {
         int count = count(to);
         int start = cellStart(to) - len;
         int skip = skip(to);
-        to.set(U64, slotOffset(count), head48(s, off + skip, kl - skip) << 16 | start);
+        to.set(U64, slotOffset(to, count), head48(s, off + skip, kl - skip) << 16 | start);
         to.set(U16, COUNT, (short) (count + 1));
         to.set(U16, CELL_START, (short) start);
         return start;
@@ -583,11 +668,20 @@ public final class BTreeNodeFormat {
         MemorySegment.copy(from, slot(from, i), to, c, len);
     }
 
-    /** Removes cell i (its bytes become garbage). */
-    static void remove(MemorySegment n, int i) {
+    /**
+     * Removes cell i (its bytes become garbage): in a leaf that may float, the slots below i move up one
+     * (the front gap grows) if they are fewer than those above; else the slots above i move down one.
+     */
+    static void remove(MemorySegment n, int i, boolean floating) {
         int count = count(n);
         int len = cellSize(n, i) - SLOT;
-        MemorySegment.copy(n, slotOffset(i + 1), n, slotOffset(i), (long) SLOT * (count - i - 1));
+        int base = base(n);
+        if (floating && isLeaf(n) && i < count - 1 - i) {
+            MemorySegment.copy(n, base, n, base + SLOT, (long) SLOT * i);
+            n.set(U16, BASE, (short) (base + SLOT));
+        } else {
+            MemorySegment.copy(n, base + (long) SLOT * (i + 1), n, base + (long) SLOT * i, (long) SLOT * (count - i - 1));
+        }
         n.set(U16, COUNT, (short) (count - 1));
         n.set(U16, GARBAGE, (short) (garbage(n) + len));
     }

@@ -132,6 +132,13 @@ public final class BufferCache implements AutoCloseable {
     /**
      * @param budgetBytes memory for cached blocks; at least {@link #MIN_FRAMES} blocks
      */
+    /**
+     * Whether B-tree leaves in this cache's blocks may float their slot arrays above a front gap
+     * ({@link BTreeNodeFormat}): true unless the layer above says its format predates them. A property of
+     * the on-disk format the cache serves, read by the trees when they make a gap.
+     */
+    private volatile boolean floatingLeaves = true;
+
     public BufferCache(BlockDevice device, Journal journal, long budgetBytes) {
         this.device = device;
         this.journal = journal;
@@ -151,6 +158,16 @@ public final class BufferCache implements AutoCloseable {
             stripes[i] = new Object();
         }
         FlightRecorder.addPeriodicEvent(CacheStatsEvent.class, statsEvent);
+    }
+
+    /** Lets the trees of this cache make floating leaves, or not (a volume formatted before them): set before any tree changes. */
+    public void floatingLeaves(boolean allowed) {
+        floatingLeaves = allowed;
+    }
+
+    /** Whether the trees of this cache may make floating leaves. */
+    boolean floatingLeaves() {
+        return floatingLeaves;
     }
 
     public int blockSize() {

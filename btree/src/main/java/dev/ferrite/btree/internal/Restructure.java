@@ -13,6 +13,7 @@ import static dev.ferrite.btree.internal.BTree.INTERIOR_PRIORITY;
 import static dev.ferrite.btree.internal.BTree.MAX_DEPTH;
 import static dev.ferrite.btree.internal.BTree.atLevel;
 import static dev.ferrite.btree.internal.BTree.backtrack;
+import static dev.ferrite.btree.internal.BTree.logRemove;
 import static dev.ferrite.btree.internal.BTree.logSlots;
 import static dev.ferrite.btree.internal.BTree.logUsed;
 import static dev.ferrite.btree.internal.BTree.scratch;
@@ -268,11 +269,11 @@ final class Restructure {
             int pos = p.childIndex[d] + 1;
             int need = interiorCellSize((int) sep.byteSize());
             if (freeTotal(pn) >= need) {
-                boolean compacted = BTreeNodeFormat.freeContiguous(pn) < need;
-                BTreeNodeFormat.ensureRoom(pn, need, blockSize, scratch);
+                int made = BTreeNodeFormat.ensureRoom(pn, need, blockSize, scratch, false); // an interior node
                 int skip = BTreeNodeFormat.skip(pn);
+                int base = BTreeNodeFormat.base(pn);
                 int cell = BTreeNodeFormat.insertInterior(pn, pos, sep, newChild);
-                tree.logInsert(txn, parent, pos, skip, cell, need, compacted);
+                tree.logInsert(txn, parent, pos, skip, base, cell, need, made);
                 return used;
             }
             Buffer sibling = cache.createEmpty(txn, blocks[used], BTreeNodeFormat.MAGIC, id, frames[used]);
@@ -334,6 +335,20 @@ final class Restructure {
         long oldLeft = BTreeNodeFormat.left(scratch);
         BTreeNodeFormat.init(l, 0, blockSize);
         BTreeNodeFormat.init(r, 0, blockSize);
+        if (cache.floatingLeaves()) {
+            // both halves will take inserts anywhere: each floats its slots above a front gap
+            int leftBytes = 0, rightBytes = 0;
+            for (int e = 0; e < entries; e++) {
+                if (e < m) {
+                    leftBytes += size[e];
+                } else {
+                    rightBytes += size[e];
+                }
+            }
+            int capacity = blockSize - BTreeNodeFormat.SLOTS;
+            BTreeNodeFormat.moveSlots(l, BTreeNodeFormat.SLOTS + BTreeNodeFormat.frontGapFor(capacity - leftBytes, m, leftBytes));
+            BTreeNodeFormat.moveSlots(r, BTreeNodeFormat.SLOTS + BTreeNodeFormat.frontGapFor(capacity - rightBytes, entries - m, rightBytes));
+        }
         presetHalf(l, scratch, src[0], src[m - 1], key);
         presetHalf(r, scratch, src[m], src[entries - 1], key);
         for (int e = 0; e < entries; e++) {
@@ -378,9 +393,7 @@ final class Restructure {
         BTreeNodeFormat.setLeft(r, leafBuf.block());
         BTreeNodeFormat.setRight(l, fresh.block());
         txn.log(leafBuf, BTreeNodeFormat.RIGHT, 8);
-        txn.log(fresh, BTreeNodeFormat.LEVEL, BTreeNodeFormat.slotsEnd(r) - BTreeNodeFormat.LEVEL);
-        int cells = BTreeNodeFormat.cellStart(r);
-        txn.log(fresh, cells, blockSize - cells);
+        logUsed(txn, fresh);
         return separator(BTreeNodeFormat.key(l, count(l) - 1), key);
     }
 
@@ -577,8 +590,9 @@ final class Restructure {
             Buffer leaf = p.leaf();
             MemorySegment n = leaf.data();
             int gone = search(n, key);
-            BTreeNodeFormat.remove(n, gone);
-            logSlots(txn, leaf, gone);
+            int base = BTreeNodeFormat.base(n);
+            BTreeNodeFormat.remove(n, gone, cache.floatingLeaves());
+            logRemove(txn, leaf, gone, base);
             for (int d = leafD; d > top && d >= 2; d--) {
                 if (partner[d] == null || !merge(txn, p, d, partner[d].buffer(), d == leafD ? outer : null)) {
                     break;
@@ -630,7 +644,7 @@ final class Restructure {
             return false;
         }
         MemorySegment scratch = scratch(blockSize);
-        BTreeNodeFormat.compact(l, blockSize, scratch);
+        BTreeNodeFormat.compact(l, blockSize, scratch, blockSize); // the right node's entries need all the room
         int at = count(l);
         if (!leaf) {
             BTreeNodeFormat.insertInterior(l, at++, BTreeNodeFormat.key(pn, sepIndex), BTreeNodeFormat.leftmost(r));
@@ -648,7 +662,7 @@ final class Restructure {
             }
         }
         logUsed(txn, leftBuf);
-        BTreeNodeFormat.remove(pn, sepIndex);
+        BTreeNodeFormat.remove(pn, sepIndex, false);
         logSlots(txn, parent, sepIndex);
         allocator.free(txn, rightBuf.block());
         cache.free(txn, rightBuf, BTreeNodeFormat.FREED_MAGIC);
@@ -681,20 +695,20 @@ final class Restructure {
         }
         MemorySegment scratch = scratch(blockSize);
         MemorySegment taker = intoLeft ? l : r;
-        BTreeNodeFormat.ensureRoom(taker, interiorCellSize(down.length), blockSize, scratch);
+        BTreeNodeFormat.ensureRoom(taker, interiorCellSize(down.length), blockSize, scratch, false);
         if (intoLeft) {
             // l gets (down, r's leftmost); r's first child becomes its leftmost
             BTreeNodeFormat.insertInterior(l, 0, MemorySegment.ofArray(down), BTreeNodeFormat.leftmost(r));
             BTreeNodeFormat.setLeftmost(r, BTreeNodeFormat.child(r, 0));
-            BTreeNodeFormat.remove(r, 0);
+            BTreeNodeFormat.remove(r, 0, false);
         } else {
             // r gets (down, its old leftmost); l's last child becomes r's leftmost
             BTreeNodeFormat.insertInterior(r, 0, MemorySegment.ofArray(down), BTreeNodeFormat.leftmost(r));
             BTreeNodeFormat.setLeftmost(r, BTreeNodeFormat.child(l, given));
-            BTreeNodeFormat.remove(l, given);
+            BTreeNodeFormat.remove(l, given, false);
         }
-        BTreeNodeFormat.remove(pn, sepIndex);
-        BTreeNodeFormat.ensureRoom(pn, interiorCellSize(up.length), blockSize, scratch);
+        BTreeNodeFormat.remove(pn, sepIndex, false);
+        BTreeNodeFormat.ensureRoom(pn, interiorCellSize(up.length), blockSize, scratch, false);
         BTreeNodeFormat.insertInterior(pn, sepIndex, MemorySegment.ofArray(up), rightBuf.block());
         logUsed(txn, leftBuf);
         logUsed(txn, rightBuf);

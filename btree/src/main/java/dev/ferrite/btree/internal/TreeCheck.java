@@ -131,7 +131,7 @@ public record TreeCheck(long nodes, long leaves, long keys, int height, double l
             }
             int count = BTreeNodeFormat.count(n);
             int cellStart = BTreeNodeFormat.cellStart(n);
-            if (BTreeNodeFormat.SLOTS + BTreeNodeFormat.SLOT * count > cellStart || cellStart > blockSize) {
+            if (BTreeNodeFormat.slotsEnd(n) > cellStart || cellStart > blockSize) {
                 problem(block, where + ": " + count + " slots overlap the cells from " + cellStart);
                 return;
             }

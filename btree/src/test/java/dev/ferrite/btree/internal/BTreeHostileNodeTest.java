@@ -46,7 +46,7 @@ class BTreeHostileNodeTest {
 
     /** A field of a node, by where it is: a fixed offset, or one found through a slot. */
     enum Field {
-        LEVEL, SKIP, COUNT, CELL_START, GARBAGE, LEFT, RIGHT, LEFTMOST, SLOT_OFFSET, KEY_LENGTH, VALUE_LENGTH, CHILD,
+        LEVEL, SKIP, COUNT, CELL_START, GARBAGE, LEFT, RIGHT, LEFTMOST, SLOT_BASE, SLOT_OFFSET, KEY_LENGTH, VALUE_LENGTH, CHILD,
         HEADER_ROOT, HEADER_HEIGHT,
         /** Four bytes anywhere in the node's header and slot array (the crafted leaf). */
         FOUR_BYTES
@@ -86,7 +86,7 @@ class BTreeHostileNodeTest {
                 long block = switch (field) {
                     case HEADER_ROOT, HEADER_HEIGHT -> header;
                     case LEFTMOST, CHILD -> interior.get(rnd.nextInt(interior.size()));
-                    case VALUE_LENGTH -> leaves.get(rnd.nextInt(leaves.size()));
+                    case VALUE_LENGTH, SLOT_BASE -> leaves.get(rnd.nextInt(leaves.size()));
                     default -> rnd.nextBoolean() ? interior.get(rnd.nextInt(interior.size())) : leaves.get(rnd.nextInt(leaves.size()));
                 };
                 String what = "seed " + seed + " (-Dferrite.seed=" + SEED + ", case " + c + "): " + field + " of "
@@ -123,7 +123,8 @@ class BTreeHostileNodeTest {
             case LEFT -> { offset = BTreeNodeFormat.LEFT; wide = true; }
             case RIGHT -> { offset = BTreeNodeFormat.RIGHT; wide = true; }
             case LEFTMOST -> { offset = BTreeNodeFormat.LEFTMOST; wide = true; }
-            case SLOT_OFFSET -> { offset = BTreeNodeFormat.SLOTS + (long) BTreeNodeFormat.SLOT * i; wide = false; }
+            case SLOT_BASE -> { offset = BTreeNodeFormat.BASE; wide = false; }
+            case SLOT_OFFSET -> { offset = BTreeNodeFormat.base(b) + (long) BTreeNodeFormat.SLOT * i; wide = false; }
             case KEY_LENGTH -> { offset = BTreeNodeFormat.slot(b, i); wide = false; }
             case VALUE_LENGTH -> { offset = BTreeNodeFormat.slot(b, i) + 2L; wide = false; }
             case CHILD -> { offset = BTreeNodeFormat.slot(b, i) + 2L; wide = true; }

@@ -1,7 +1,10 @@
 package dev.ferrite.btree.internal;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
@@ -14,13 +17,17 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
 
 /**
  * What node changes mark dirty for the log (the journal logs 64-byte chunks of a 4 KiB block): a node
  * rewritten in place or built in a new block (split, compaction, merge, borrow, a new tree) is logged
- * without the free gap between its slots and its cells, a delete logs the slots from the removed one up,
- * and an insert its header fields, the slots from its position up and its cell. Checked on the
- * transaction's dirty map before commit, through random puts and deletes that split, compact and merge.
+ * without its free gaps (between its slots and its cells, and a leaf's front gap below its slots), a
+ * delete logs the slots on the shorter side of the removed one, an insert its header fields, the
+ * slots on the shorter side of its position and its cell, and a replacement by a value of another size
+ * its header fields, its slot and its new cell; every byte a change leaves different outside
+ * the free gaps is logged. Checked on the transaction's dirty map before commit, through random puts and
+ * deletes that split, compact and merge.
  * {@code -Dferrite.seed=N} picks the operations.
  */
 @ExtendWith(TestSeed.class)
@@ -29,21 +36,48 @@ class NodeLogRangesTest {
     private static final int BS = 4096;
     private static final int CHUNK = BS / 64;
 
-    /** Chunks lying wholly inside the node's free gap. */
+    /** Chunks lying wholly inside the node's free gaps. */
     private static long gapChunks(MemorySegment n) {
-        int first = (BTreeNodeFormat.slotsEnd(n) + CHUNK - 1) / CHUNK;
-        int end = BTreeNodeFormat.cellStart(n) / CHUNK;
+        return within(BTreeNodeFormat.slotsEnd(n), BTreeNodeFormat.cellStart(n)) | within(BTreeNodeFormat.SLOTS, BTreeNodeFormat.base(n));
+    }
+
+    /** Chunks lying wholly inside {@code [from, to)}. */
+    private static long within(int from, int to) {
         long map = 0;
-        for (int c = first; c < end; c++) {
+        for (int c = (from + CHUNK - 1) / CHUNK; c < to / CHUNK; c++) {
             map |= 1L << c;
         }
         return map;
     }
 
-    private static void assertGapClean(Buffer b, String where) {
-        long logged = b.txDirty & gapChunks(b.data());
-        assertEquals(0, logged, where + ": block " + b.block() + " logs chunks of its free gap [" + BTreeNodeFormat.slotsEnd(b.data())
-                + ", " + BTreeNodeFormat.cellStart(b.data()) + "): 0x" + Long.toHexString(logged) + " (seed " + SEED + ")");
+    /** Whether byte {@code off} of node {@code n} is free space, which nothing reads. */
+    private static boolean free(MemorySegment n, int off) {
+        return off >= BTreeNodeFormat.SLOTS && off < BTreeNodeFormat.base(n)
+                || off >= BTreeNodeFormat.slotsEnd(n) && off < BTreeNodeFormat.cellStart(n);
+    }
+
+    /** Asserts that every byte of the node that differs from {@code before} outside its free space is in a logged chunk. */
+    private static void assertChangesLogged(Buffer b, byte[] before, String where) {
+        MemorySegment n = b.data();
+        for (int off = BlockHeaderFormat.SIZE; off < BS; off++) {
+            if (n.get(ValueLayout.JAVA_BYTE, off) != before[off] && !free(n, off) && (b.txDirty & 1L << off / CHUNK) == 0) {
+                fail(where + ": block " + b.block() + " changed byte " + off + " (slots [" + BTreeNodeFormat.base(n) + ", "
+                        + BTreeNodeFormat.slotsEnd(n) + "), cells from " + BTreeNodeFormat.cellStart(n) + ") but logs only 0x"
+                        + Long.toHexString(b.txDirty) + " (seed " + SEED + ")");
+            }
+        }
+    }
+
+    /**
+     * Asserts that the node logs no chunk of its free gaps, but where its slots were before the change
+     * ({@code [slotsFrom, slotsTo)}: a merge that compacts a floating leaf moves its slots down after the
+     * delete logged them).
+     */
+    private static void assertGapClean(Buffer b, int slotsFrom, int slotsTo, String where) {
+        long logged = b.txDirty & gapChunks(b.data()) & ~(slotsTo > slotsFrom ? chunks(slotsFrom, slotsTo) : 0);
+        assertEquals(0, logged, where + ": block " + b.block() + " logs chunks of its free gaps [" + BTreeNodeFormat.SLOTS + ", "
+                + BTreeNodeFormat.base(b.data()) + ") and [" + BTreeNodeFormat.slotsEnd(b.data()) + ", "
+                + BTreeNodeFormat.cellStart(b.data()) + "): 0x" + Long.toHexString(logged) + " (seed " + SEED + ")");
     }
 
     @Test
@@ -52,17 +86,28 @@ class NodeLogRangesTest {
         try (MemoryDevice dev = MemoryDevice.create(16384, BS); Store s = Store.format(dev, 2048, 16L << 20)) {
             TreeMap<byte[], byte[]> model = Contents.empty();
             List<byte[]> keys = new ArrayList<>();
-            int splits = 0, merges = 0, compactions = 0;
+            int splits = 0, merges = 0, compactions = 0, fronts = 0;
             for (int op = 0; op < 6000; op++) {
                 boolean grow = op < 3000 ? rnd.nextInt(4) != 0 : rnd.nextInt(3) == 0;
                 Map<Long, Integer> before = s.nodes();
                 long garbage = 0;
+                Map<Long, byte[]> images = new HashMap<>();
+                Map<Long, Integer> bases = new HashMap<>(), ends = new HashMap<>();
                 for (long block : before.keySet()) {
-                    garbage += BTreeNodeFormat.garbage(s.tree.node(block).data());
+                    MemorySegment n = s.tree.node(block).data();
+                    garbage += BTreeNodeFormat.garbage(n);
+                    images.put(block, n.toArray(ValueLayout.JAVA_BYTE));
+                    bases.put(block, BTreeNodeFormat.base(n));
+                    ends.put(block, BTreeNodeFormat.slotsEnd(n));
                 }
                 try (Txn txn = Txn.begin(s.cache, s.tree.reservation())) {
                     String what;
-                    if (grow || keys.isEmpty()) {
+                    if (grow && !keys.isEmpty() && rnd.nextInt(4) == 0) {
+                        byte[] k = keys.get(rnd.nextInt(keys.size())), v = Contents.random(rnd, 20, 200);
+                        s.tree.put(txn, MemorySegment.ofArray(k), MemorySegment.ofArray(v));
+                        model.put(k, v);
+                        what = "replace #" + op;
+                    } else if (grow || keys.isEmpty()) {
                         byte[] k = Keys.ofLong(rnd.nextLong()), v = Contents.random(rnd, 20, 200);
                         s.tree.put(txn, MemorySegment.ofArray(k), MemorySegment.ofArray(v));
                         model.put(k, v);
@@ -79,7 +124,10 @@ class NodeLogRangesTest {
                     for (long block : after.keySet()) {
                         Buffer b = s.tree.node(block);
                         garbageAfter += BTreeNodeFormat.garbage(b.data());
-                        assertGapClean(b, what);
+                        assertGapClean(b, bases.getOrDefault(block, 0), ends.getOrDefault(block, 0), what);
+                        assertChangesLogged(b, images.getOrDefault(block, new byte[BS]), what);
+                        Integer base = bases.get(block);
+                        fronts += base != null && base != BTreeNodeFormat.base(b.data()) && after.size() == before.size() ? 1 : 0;
                     }
                     splits += after.size() > before.size() ? 1 : 0;
                     merges += after.size() < before.size() ? 1 : 0;
@@ -87,8 +135,9 @@ class NodeLogRangesTest {
                     txn.commit();
                 }
             }
-            assertTrue(splits > 20 && merges > 20 && compactions > 5,
-                    splits + " splits, " + merges + " merges, " + compactions + " compactions (seed " + SEED + ")");
+            assertTrue(splits > 20 && merges > 20 && compactions > 5 && fronts > 500,
+                    splits + " splits, " + merges + " merges, " + compactions + " compactions, " + fronts
+                            + " changes moving a slot base (seed " + SEED + ")");
             TreeCheck c = s.tree.check();
             assertTrue(c.ok(), c.toString());
             Contents.assertEqual(model, s.contents(), "seed " + SEED);
@@ -117,6 +166,56 @@ class NodeLogRangesTest {
                 assertEquals(Long.toHexString(expected), Long.toHexString(leaf.txDirty), "delete of slot 19");
                 txn.commit();
             }
+            try (Txn txn = Txn.begin(s.cache, s.tree.reservation())) {
+                s.tree.put(txn, MemorySegment.ofArray(Keys.ofLong(100)), MemorySegment.ofArray(new byte[50])); // slot 10, shorter
+                MemorySegment n = leaf.data();
+                int cell = BTreeNodeFormat.slot(n, 10);
+                int slot = BTreeNodeFormat.base(n) + 10 * BTreeNodeFormat.SLOT;
+                long expected = 1L | chunks(slot, slot + BTreeNodeFormat.SLOT) | chunks(cell, cell + BTreeNodeFormat.cellSize(n, 10) - BTreeNodeFormat.SLOT);
+                assertEquals(Long.toHexString(expected), Long.toHexString(leaf.txDirty), "replacement of slot 10's value by a shorter one");
+                txn.commit();
+            }
+        }
+    }
+
+    @Test
+    void anInsertOrDeleteNearALeafsStartMovesAndLogsTheSlotsBelowIt() {
+        try (MemoryDevice dev = MemoryDevice.create(16384, BS); Store s = Store.format(dev, 2048, 16L << 20)) {
+            List<Long> order = new ArrayList<>();
+            for (long i = 0; i < 60; i++) {
+                order.add(i * 1000);
+            }
+            Collections.shuffle(order, new Random(SEED));
+            for (long k : order) {
+                s.tree.put(Keys.ofLong(k), new byte[60]); // one split, not at the tree's end
+            }
+            long block = BTreeHeaderFormat.root(s.tree.header().data());
+            Buffer root = s.tree.node(block);
+            assertEquals(1, BTreeNodeFormat.level(root.data()), "a root above two leaves");
+            Buffer leaf = s.tree.node(BTreeNodeFormat.leftmost(root.data()));
+            MemorySegment n = leaf.data();
+            int base = BTreeNodeFormat.base(n);
+            assertTrue(base > BTreeNodeFormat.SLOTS, "the split left the leaf a front gap: its slots start at " + base);
+            try (Txn txn = Txn.begin(s.cache, s.tree.reservation())) {
+                s.tree.put(txn, MemorySegment.ofArray(Keys.ofLong(2500)), MemorySegment.ofArray(new byte[60]));
+                int pos = 3; // above 0, 1000 and 2000
+                assertEquals(base - BTreeNodeFormat.SLOT, BTreeNodeFormat.base(n), "the insert took its slot from the front gap");
+                int cell = BTreeNodeFormat.slot(n, pos);
+                long expected = 1L | chunks(BTreeNodeFormat.base(n), BTreeNodeFormat.base(n) + (pos + 1) * BTreeNodeFormat.SLOT)
+                        | chunks(cell, cell + BTreeNodeFormat.cellSize(n, pos) - BTreeNodeFormat.SLOT);
+                assertEquals(Long.toHexString(expected), Long.toHexString(leaf.txDirty), "insert at slot " + pos);
+                txn.commit();
+            }
+            try (Txn txn = Txn.begin(s.cache, s.tree.reservation())) {
+                byte[] second = BTreeNodeFormat.key(n, 1).toArray(ValueLayout.JAVA_BYTE);
+                assertTrue(s.tree.delete(txn, MemorySegment.ofArray(second)));
+                assertEquals(base, BTreeNodeFormat.base(n), "the delete gave its slot back to the front gap");
+                long expected = 1L | chunks(base, base + BTreeNodeFormat.SLOT);
+                assertEquals(Long.toHexString(expected), Long.toHexString(leaf.txDirty), "delete of slot 1");
+                txn.commit();
+            }
+            TreeCheck c = s.tree.check();
+            assertTrue(c.ok(), c.toString());
         }
     }
 
