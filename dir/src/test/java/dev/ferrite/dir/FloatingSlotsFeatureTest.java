@@ -37,7 +37,7 @@ class FloatingSlotsFeatureTest {
     @Test
     void aVolumeFormattedWithoutItKeepsEveryLeafsSlotsAfterTheHeader() {
         try (MemoryDevice dev = VolumeFixtures.formatted()) {
-            setIncompat(dev, 0); // as code from before floating leaves formats it
+            VolumeFixtures.setIncompat(dev, 0); // as code from before floating leaves formats it
             churn(dev);
             assertEquals(0, floating(dev), "a mount sets no feature");
             assertEquals(0, floatingLeaves(dev), "leaves that float");
@@ -78,22 +78,6 @@ class FloatingSlotsFeatureTest {
     }
 
     private static long floating(BlockDevice dev) {
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment b = a.allocate(dev.blockSize(), BlockDevice.BUFFER_ALIGNMENT);
-            dev.read(SuperblockFormat.PRIMARY, b);
-            return SuperblockFormat.read(b).incompat() & SuperblockFormat.INCOMPAT_FLOATING_SLOTS;
-        }
-    }
-
-    private static void setIncompat(BlockDevice dev, long bits) {
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment b = a.allocate(dev.blockSize(), BlockDevice.BUFFER_ALIGNMENT);
-            dev.read(SuperblockFormat.PRIMARY, b);
-            SuperblockFormat.Fields f = SuperblockFormat.read(b).withIncompat(bits);
-            for (long copy : new long[] {SuperblockFormat.PRIMARY, SuperblockFormat.MIRROR}) {
-                SuperblockFormat.write(b, copy, f);
-                dev.write(copy, b);
-            }
-        }
+        return VolumeFixtures.incompat(dev) & SuperblockFormat.INCOMPAT_FLOATING_SLOTS;
     }
 }

@@ -70,11 +70,7 @@ class TableExtentTest {
 
     /** The incompatible features in the primary superblock on {@code dev}, but the log's and the B-tree's. */
     private static long incompat(BlockDevice dev) {
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment b = a.allocate(dev.blockSize(), BlockDevice.BUFFER_ALIGNMENT);
-            dev.read(SuperblockFormat.PRIMARY, b);
-            return SuperblockFormat.read(b).incompat() & ~(SuperblockFormat.INCOMPAT_LOG_INIT_RECORDS | SuperblockFormat.INCOMPAT_FLOATING_SLOTS);
-        }
+        return VolumeFixtures.incompat(dev) & ~(SuperblockFormat.INCOMPAT_LOG_INIT_RECORDS | SuperblockFormat.INCOMPAT_FLOATING_SLOTS);
     }
 
     @Test
@@ -878,22 +874,11 @@ class TableExtentTest {
             assertArrayEquals(old2, t.get(b("old2")));
         }
         // what code from before extents (which does not know the feature) does with it, shown with a bit this code does not know
-        setIncompat(dev, incompat(dev) | 1L << 40);
+        VolumeFixtures.setIncompat(dev, incompat(dev) | 1L << 40);
         IncompatibleVolumeException e = assertThrows(IncompatibleVolumeException.class, () -> Volume.open(dev, VolumeFixtures.OPTIONS));
         assertTrue(e.getMessage().contains("incompatible features 0x10000000000"), e.getMessage());
     }
 
-    private static void setIncompat(BlockDevice dev, long bits) {
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment b = a.allocate(dev.blockSize(), BlockDevice.BUFFER_ALIGNMENT);
-            dev.read(SuperblockFormat.PRIMARY, b);
-            SuperblockFormat.Fields f = SuperblockFormat.read(b).withIncompat(bits);
-            for (long copy : new long[] {SuperblockFormat.PRIMARY, SuperblockFormat.MIRROR}) {
-                SuperblockFormat.write(b, copy, f);
-                dev.write(copy, b);
-            }
-        }
-    }
 
     /**
      * Transactions of medium values (puts, overwrites, deletes) over one table, crashed at sampled points:
