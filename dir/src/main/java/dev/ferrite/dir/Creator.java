@@ -267,7 +267,12 @@ final class Creator {
                         ag.refillFreeList();
                     }
                     int items = 5 + ag.allocInodeItems(false) + tree.reservation(); // the exclusive path's: dirItems is 1 + the reservation
-                    try (Txn txn = Txn.begin(cache, items)) {
+                    try (Txn txn = Txn.tryBegin(cache, items)) {
+                        if (txn == null) {
+                            // no log space now: waiting for it entered would wait for writers that hold theirs and
+                            // wait for this create to leave (lockExclusive); the exclusive path reserves, then locks
+                            return null;
+                        }
                         switch (sharedInsert(txn, ag, tree, d, key, mode, linkTarget)) {
                             case Created created -> {
                                 return commit(txn, d, key, open);

@@ -57,6 +57,27 @@ public final class Txn implements AutoCloseable {
         return t;
     }
 
+    /**
+     * {@link #begin} if the log has the space now, else null having reserved nothing: for a caller that
+     * holds a lock or claim a writer waiting for log space may need, and must let it go before waiting.
+     */
+    public static Txn tryBegin(BufferCache cache, int items) {
+        Txn[] idle = IDLE.get();
+        Txn t = idle[0];
+        if (t == null || t.cache != cache) {
+            Transaction tx = cache.journal().tryBegin(items, null);
+            return tx == null ? null : new Txn(cache, tx);
+        }
+        Transaction tx = cache.journal().tryBegin(items, t.tx);
+        if (tx == null) {
+            return null; // t stays this thread's idle transaction
+        }
+        idle[0] = null;
+        t.tx = tx;
+        t.done = false;
+        return t;
+    }
+
     public BufferCache cache() {
         return cache;
     }

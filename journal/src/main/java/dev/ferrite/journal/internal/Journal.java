@@ -164,6 +164,35 @@ public final class Journal implements AutoCloseable {
         return reuse;
     }
 
+    /**
+     * {@link #begin(int, Transaction)} if the log has the space now; else null, having reserved nothing. For
+     * a caller holding something that a writer already waiting in the log's queue may be waiting for: it
+     * lets go of that before it waits for space (a transaction reserves before it locks).
+     */
+    public Transaction tryBegin(int items, Transaction reuse) {
+        requireAlive();
+        Pin p = groups.get() == 0 ? null : pinned.get();
+        if (p != null || items < 1) {
+            return begin(items, reuse); // inside a group, its budget stands in for a wait; begin refuses items < 1
+        }
+        boolean reusing = reuse != null && reuse.journal() == this && reuse.isDone();
+        Ticket ticket = reusing ? reuse.ticket() : new Ticket(reservationBytes(items), 1);
+        if (reusing) {
+            ticket.reset(reservationBytes(items), 1);
+        }
+        if (!space.reserve(ticket, 0)) {
+            return null;
+        }
+        if (space.freeBytes() < logBytes / 4) {
+            pushForSpace();
+        }
+        if (!reusing) {
+            return new Transaction(this, ticket, items, device.blockSize(), cil.chunkShift());
+        }
+        reuse.restart(items);
+        return reuse;
+    }
+
     private void reserve(Ticket ticket) {
         Pin p = groups.get() == 0 ? null : pinned.get();
         if (p == null || p.budget == null || ticket.permanent) {
