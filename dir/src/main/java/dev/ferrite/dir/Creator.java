@@ -233,24 +233,32 @@ final class Creator {
     /**
      * {@link #allocAndInsert} of a file or inline symlink in tree directory {@code d}, beside the other
      * such creates there (see the class comment); null, with nothing changed, if the exclusive path must
-     * do it: {@code d} is inline, or the group chosen has no free inode (the parent's group; another that
-     * cannot make a chunk now).
+     * do it: {@code d} is inline, the group chosen has no free inode (the parent's group; another that
+     * cannot make a chunk now), or the log has no space for the create now.
+     *
+     * <p>Nothing here waits for log space while {@code d} is entered: writers that reserved theirs wait in
+     * {@link Inode#lockExclusive} for this create to leave, so a wait entered could last forever. The
+     * create's own transaction only tries to reserve; a group's chunk or free-list refill, which reserves
+     * in transactions of its own (and may force the log), runs with {@code d} left, and the create enters
+     * again after it.
      */
     private Outcome sharedCreate(Inode d, EntryKey key, int mode, byte[] linkTarget, boolean open) {
-        BTree tree = dirs.treeOrNull(d);
-        if (tree == null) {
-            return null;
-        }
-        int claim = dirs.enter(d, tree.height() + 2, false);
-        if (claim < 0) {
-            return null;
-        }
-        try {
-            ReentrantLock stripe = stripes[stripe(d.ino, key)]; // after entering: held only while this create runs
-            stripe.lock();
+        for (int attempt = 0; attempt < RETRIES; attempt++) {
+            BTree tree = dirs.treeOrNull(d);
+            if (tree == null) {
+                return null;
+            }
+            int claim = dirs.enter(d, tree.height() + 2, false);
+            if (claim < 0) {
+                return null;
+            }
+            AllocationGroup fix; // a group to refill, or with makeChunk to make a chunk in, once d is left
+            boolean makeChunk = false;
             try {
-                records.requireDir(d.ino); // removed before we entered (an rmdir holds it exclusively)
-                for (int attempt = 0; attempt < RETRIES; attempt++) {
+                ReentrantLock stripe = stripes[stripe(d.ino, key)]; // after entering: held only while this create runs
+                stripe.lock();
+                try {
+                    records.requireDir(d.ino); // removed before we entered (an rmdir holds it exclusively)
                     boolean alone = (d.writers() & Inode.CLAIMS) == claim;
                     AllocationGroup ag = quietGroup(d, alone);
                     if (ag.freeInodes() == 0) {
@@ -258,44 +266,48 @@ final class Creator {
                         // transaction (the exclusive path: its AGF is taken before any tree node; a chunk made
                         // in a transaction of its own logged ~100 more bytes per create); one beside others,
                         // which the exclusive path would stall, and one spread to another group, in its own
-                        if (alone && ag.agno == geometry.agOfInode(d.ino) || ensureFreeInode(ag) != AllocOutcome.DONE) {
+                        if (alone && ag.agno == geometry.agOfInode(d.ino)) {
                             return null;
                         }
-                        continue;
-                    }
-                    if (ag.needsRefill()) {
-                        ag.refillFreeList();
-                    }
-                    int items = 5 + ag.allocInodeItems(false) + tree.reservation(); // the exclusive path's: dirItems is 1 + the reservation
-                    try (Txn txn = Txn.tryBegin(cache, items)) {
-                        if (txn == null) {
-                            // no log space now: waiting for it entered would wait for writers that hold theirs and
-                            // wait for this create to leave (lockExclusive); the exclusive path reserves, then locks
-                            return null;
-                        }
-                        switch (sharedInsert(txn, ag, tree, d, key, mode, linkTarget)) {
-                            case Created created -> {
-                                return commit(txn, d, key, open);
+                        fix = ag;
+                        makeChunk = true;
+                    } else if (ag.needsRefill()) {
+                        fix = ag;
+                    } else {
+                        int items = 5 + ag.allocInodeItems(false) + tree.reservation(); // the exclusive path's: dirItems is 1 + the reservation
+                        try (Txn txn = Txn.tryBegin(cache, items)) {
+                            if (txn == null) {
+                                return null; // the exclusive path reserves, then locks
                             }
-                            case Refused refused -> {
-                                return refused;
-                            }
-                            case Retry retry -> {
-                                if (retry.why() != AllocOutcome.NEEDS_REFILL) {
-                                    continue; // its free inodes went meanwhile: choose again
+                            switch (sharedInsert(txn, ag, tree, d, key, mode, linkTarget)) {
+                                case Created created -> {
+                                    return commit(txn, d, key, open);
+                                }
+                                case Refused refused -> {
+                                    return refused;
+                                }
+                                case Retry retry -> {
+                                    if (retry.why() != AllocOutcome.NEEDS_REFILL) {
+                                        continue; // its free inodes went meanwhile: choose again
+                                    }
+                                    fix = ag;
                                 }
                             }
                         }
                     }
-                    ag.refillFreeList();
+                } finally {
+                    stripe.unlock();
                 }
-                return null;
             } finally {
-                stripe.unlock();
+                d.leave(claim);
             }
-        } finally {
-            d.leave(claim);
+            if (!makeChunk) {
+                fix.refillFreeList();
+            } else if (ensureFreeInode(fix) != AllocOutcome.DONE) {
+                return null;
+            }
         }
+        return null;
     }
 
     /**

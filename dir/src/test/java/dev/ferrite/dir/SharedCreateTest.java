@@ -1,8 +1,10 @@
 package dev.ferrite.dir;
 
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.Deque;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Random;
@@ -19,6 +21,7 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 
+import dev.ferrite.btree.internal.Txn;
 import dev.ferrite.io.Errno;
 import dev.ferrite.io.MemoryDevice;
 import dev.ferrite.io.testkit.RecordingDevice;
@@ -29,6 +32,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
@@ -241,6 +245,84 @@ class SharedCreateTest {
             assertEquals(List.of("last"), ns.list("/d").stream().map(DirEntry::name).toList());
             assertEquals(List.of("g3"), ns.list("/e").stream().map(DirEntry::name).toList());
             VolumeFixtures.assertChecked(ns);
+        }
+    }
+
+    /**
+     * A shared create whose group must make a chunk makes it with the directory left. This thread holds
+     * the log's space in open transactions, and with them every group's AGI but one that has no free
+     * inode; then, with the create waiting for space, a writer that (like an unlink) holds its reservation
+     * takes the directory exclusively. Made entered, the chunk's wait for space and the writer's wait for
+     * the create to leave never end.
+     */
+    @Test
+    void aGroupsChunkIsMadeWithTheDirectoryLeft() throws Exception {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = withTreeDirectory(dev, 200)) {
+            Namespace ns = v.namespace();
+            AllocationGroup empty = null;
+            for (int g = 0; g < v.geometry().agCount(); g++) {
+                if (v.group(g).freeInodes() == 0 && v.group(g).mayAddChunk()) {
+                    empty = v.group(g);
+                }
+            }
+            assertNotNull(empty, "no group without free inodes to make a chunk in");
+            Inode d = v.inodeCache().acquire(ns.lookup("/d"));
+            Deque<Txn> held = new ArrayDeque<>();
+            AtomicReference<Throwable> createFailed = new AtomicReference<>();
+            Thread create = null, writer = null;
+            boolean writerGotIn;
+            try {
+                Txn locks = Txn.begin(v.cache(), 1);
+                held.push(locks);
+                for (int g = 0; g < v.geometry().agCount(); g++) {
+                    if (v.group(g) != empty) {
+                        locks.lock(v.group(g).agi);
+                    }
+                }
+                for (Txn t; (t = Txn.tryBegin(v.cache(), 1)) != null; ) {
+                    held.push(t);
+                }
+                create = Thread.ofPlatform().start(() -> {
+                    try {
+                        ns.create("/d/new", 0644, true);
+                    } catch (Throwable e) {
+                        createFailed.set(e);
+                    }
+                });
+                awaitParked(create, "the create");
+                Thread.sleep(200); // parked for its log space, not passing through a lock
+                writer = Thread.ofPlatform().start(() -> {
+                    d.lockExclusive();
+                    d.unlockExclusive();
+                });
+                writer.join(TimeUnit.SECONDS.toMillis(10));
+                writerGotIn = !writer.isAlive();
+            } finally {
+                while (!held.isEmpty()) {
+                    held.pop().close(); // lets a create stuck entered go on, and so the writer
+                }
+                if (create != null) {
+                    create.join();
+                }
+                if (writer != null) {
+                    writer.join();
+                }
+                v.inodeCache().release(d);
+            }
+            assertTrue(writerGotIn, "a writer holding log space waited for a create that waited for log space inside the directory");
+            if (createFailed.get() != null) {
+                throw new AssertionError("the create failed", createFailed.get());
+            }
+            assertEquals(0100644, ns.stat("/d/new").mode());
+            VolumeFixtures.assertChecked(ns);
+        }
+    }
+
+    private static void awaitParked(Thread t, String what) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (t.getState() != Thread.State.WAITING && t.getState() != Thread.State.TIMED_WAITING) {
+            assertTrue(t.isAlive() && System.nanoTime() < deadline, what + " neither waited nor stayed alive: " + t.getState());
+            Thread.onSpinWait();
         }
     }
 
