@@ -108,20 +108,33 @@ final class TableCommit {
         return cache == c;
     }
 
-    /** What {@link #apply} came to: the table unchanged, changed, or (a single write) a group needed. */
-    static final int UNCHANGED = 0, CHANGED = 1, NEEDS_GROUP = 2;
+    /**
+     * What {@link #apply} came to: the table unchanged, changed, or (a single write, nothing changed) a
+     * group needed, or no log space now ({@link #awaitLogSpace}).
+     */
+    static final int UNCHANGED = 0, CHANGED = 1, NEEDS_GROUP = 2, NO_LOG_SPACE = 3;
 
     /**
      * Changes {@code key} of {@code t} ({@code op}: PUT or PUT_IF_ABSENT with the stored {@code value}, or
      * DELETE) in a transaction of its own (see the class comment for what the caller holds). A commit that is not undoable (a
      * single write) answers NEEDS_GROUP, having changed nothing, when the key names a blob or a medium
-     * value: its change must doom the blob, or delete the chunks, in a group.
+     * value: its change must doom the blob, or delete the chunks, in a group. It does not wait for log
+     * space, since its caller has entered the table, which writers holding theirs may wait to lock: it
+     * answers NO_LOG_SPACE, having changed nothing, and its caller leaves and {@link #awaitLogSpace}s.
      *
-     * @return UNCHANGED, CHANGED or NEEDS_GROUP
+     * @return UNCHANGED, CHANGED, NEEDS_GROUP or NO_LOG_SPACE
      * @throws TableException TABLE_CLOSED if the table was dropped
      */
     int apply(Table t, MemorySegment key, MemorySegment value, int op) {
         return change(t, key, value, op, true);
+    }
+
+    /**
+     * After a single write's NO_LOG_SPACE, holding no lock: waits until the log has the space a change of
+     * {@code t} reserves (space the journal frees as its tail moves), then gives it back for the retry.
+     */
+    void awaitLogSpace(Table t) {
+        Txn.begin(cache, 2 + t.tree().reservation()).close();
     }
 
     /**
@@ -187,7 +200,12 @@ final class TableCommit {
             // off the key); one whose value may lie out of line looks first, holding nothing
             boolean fused = forward && !mayHoldOutOfLine && op != PUT_IF_ABSENT && (undo != null || version != 0)
                     && (value == null || value.get(ValueLayout.JAVA_BYTE, 0) == TableValueFormat.INLINE);
-            try (Txn txn = Txn.begin(cache, 2 + tree.reservation())) { // the record's block is taken by a split or merge (DirAllocator)
+            int items = 2 + tree.reservation(); // the record's block is taken by a split or merge (DirAllocator)
+            Txn begun = undo != null ? Txn.begin(cache, items) : Txn.tryBegin(cache, items);
+            if (begun == null) {
+                return NO_LOG_SPACE;
+            }
+            try (Txn txn = begun) {
                 if (fused) {
                     int length = op == PUT ? tree.replace(txn, k, value, valueOut) : tree.delete(txn, k, valueOut);
                     if (op == DELETE && length < 0) {

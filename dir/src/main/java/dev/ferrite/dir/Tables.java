@@ -619,23 +619,29 @@ public final class Tables {
             TableCommit c = single();
             int outcome;
             ReentrantLock stripe = stripes[stripe(t.inode.ino, key)];
-            stripe.lock();
-            try {
-                int claim = enter(t, value == null);
-                long v = versions.beginApply();
+            for (;;) {
+                stripe.lock();
                 try {
-                    Runnable hook = onApply;
-                    if (hook != null) {
-                        hook.run();
+                    int claim = enter(t, value == null);
+                    long v = versions.beginApply();
+                    try {
+                        Runnable hook = onApply;
+                        if (hook != null) {
+                            hook.run();
+                        }
+                        c.version = v;
+                        outcome = c.apply(t, key, value == null ? null : stored(value), op);
+                    } finally {
+                        versions.endApply(v);
+                        t.inode.leave(claim);
                     }
-                    c.version = v;
-                    outcome = c.apply(t, key, value == null ? null : stored(value), op);
                 } finally {
-                    versions.endApply(v);
-                    t.inode.leave(claim);
+                    stripe.unlock();
                 }
-            } finally {
-                stripe.unlock();
+                if (outcome != TableCommit.NO_LOG_SPACE) {
+                    break;
+                }
+                c.awaitLogSpace(t); // waiting entered could wait for ever: see TableCommit#change
             }
             if (outcome == TableCommit.CHANGED) {
                 durable(c.seq, d);

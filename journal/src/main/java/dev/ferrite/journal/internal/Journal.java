@@ -153,15 +153,14 @@ public final class Journal implements AutoCloseable {
      * keeps its last transaction (the B-tree's {@code Txn} does, per thread) begins without garbage.
      */
     public Transaction begin(int items, Transaction reuse) {
-        if (reuse == null || reuse.journal() != this || !reuse.isDone() || items < 1) {
-            return begin(Reservation.items(items)); // which also refuses items < 1
+        if (items < 1) {
+            return begin(Reservation.items(items)); // which refuses it
         }
         requireAlive();
-        Ticket ticket = reuse.ticket();
-        ticket.reset(reservationBytes(items), 1);
+        boolean reusing = reusable(reuse);
+        Ticket ticket = ticketFor(items, reuse, reusing);
         reserve(ticket);
-        reuse.restart(items);
-        return reuse;
+        return startOn(ticket, items, reusing ? reuse : null);
     }
 
     /**
@@ -175,18 +174,33 @@ public final class Journal implements AutoCloseable {
         if (p != null || items < 1) {
             return begin(items, reuse); // inside a group, its budget stands in for a wait; begin refuses items < 1
         }
-        boolean reusing = reuse != null && reuse.journal() == this && reuse.isDone();
-        Ticket ticket = reusing ? reuse.ticket() : new Ticket(reservationBytes(items), 1);
-        if (reusing) {
-            ticket.reset(reservationBytes(items), 1);
-        }
+        boolean reusing = reusable(reuse);
+        Ticket ticket = ticketFor(items, reuse, reusing);
         if (!space.reserve(ticket, 0)) {
             return null;
         }
-        if (space.freeBytes() < logBytes / 4) {
-            pushForSpace();
-        }
+        pushIfShort();
+        return startOn(ticket, items, reusing ? reuse : null);
+    }
+
+    /** True if {@code t} is a finished transaction of this journal, to start again. */
+    private boolean reusable(Transaction t) {
+        return t != null && t.journal() == this && t.isDone();
+    }
+
+    /** A one-shot ticket for {@code items}: {@code reuse}'s, reset, when {@code reusing} it. */
+    private Ticket ticketFor(int items, Transaction reuse, boolean reusing) {
         if (!reusing) {
+            return new Ticket(reservationBytes(items), 1);
+        }
+        Ticket ticket = reuse.ticket();
+        ticket.reset(reservationBytes(items), 1);
+        return ticket;
+    }
+
+    /** The transaction of {@code items} on reserved {@code ticket}: {@code reuse} started again, or a new one. */
+    private Transaction startOn(Ticket ticket, int items, Transaction reuse) {
+        if (reuse == null) {
             return new Transaction(this, ticket, items, device.blockSize(), cil.chunkShift());
         }
         reuse.restart(items);
@@ -201,6 +215,11 @@ public final class Journal implements AutoCloseable {
             p.starved = true; // the next ones go to the budget at once: waiting again would likely be as vain
             space.reserveFrom(ticket, p.budget);
         }
+        pushIfShort();
+    }
+
+    /** Starts writing back for space once a reservation leaves less than a quarter of the log free. */
+    private void pushIfShort() {
         if (space.freeBytes() < logBytes / 4) {
             pushForSpace();
         }
