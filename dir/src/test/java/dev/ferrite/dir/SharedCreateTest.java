@@ -1,10 +1,8 @@
 package dev.ferrite.dir;
 
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.Deque;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Random;
@@ -20,8 +18,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.stream.IntStream;
 
-import dev.ferrite.btree.internal.Txn;
 import dev.ferrite.io.Errno;
 import dev.ferrite.io.MemoryDevice;
 import dev.ferrite.io.testkit.RecordingDevice;
@@ -259,71 +257,23 @@ class SharedCreateTest {
     void aGroupsChunkIsMadeWithTheDirectoryLeft() throws Exception {
         try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = withTreeDirectory(dev, 200)) {
             Namespace ns = v.namespace();
-            AllocationGroup empty = null;
-            for (int g = 0; g < v.geometry().agCount(); g++) {
-                if (v.group(g).freeInodes() == 0 && v.group(g).mayAddChunk()) {
-                    empty = v.group(g);
-                }
-            }
+            AllocationGroup empty = IntStream.range(0, v.geometry().agCount()).mapToObj(v::group)
+                    .filter(g -> g.freeInodes() == 0 && g.mayAddChunk()).findFirst().orElse(null);
             assertNotNull(empty, "no group without free inodes to make a chunk in");
             Inode d = v.inodeCache().acquire(ns.lookup("/d"));
-            Deque<Txn> held = new ArrayDeque<>();
-            AtomicReference<Throwable> createFailed = new AtomicReference<>();
-            Thread create = null, writer = null;
-            boolean writerGotIn;
-            v.journal().quiesce(); // nothing logged left to write back: no space comes free while the log is held
             try {
-                Txn locks = Txn.begin(v.cache(), 1);
-                held.push(locks);
-                for (int g = 0; g < v.geometry().agCount(); g++) {
-                    if (v.group(g) != empty) {
-                        locks.lock(v.group(g).agi);
+                assertTrue(LogFullWriter.getsIn(v, d, locks -> {
+                    for (int g = 0; g < v.geometry().agCount(); g++) {
+                        if (v.group(g) != empty) {
+                            locks.lock(v.group(g).agi);
+                        }
                     }
-                }
-                for (Txn t; (t = Txn.tryBegin(v.cache(), 1)) != null; ) {
-                    held.push(t);
-                }
-                create = Thread.ofPlatform().start(() -> {
-                    try {
-                        ns.create("/d/new", 0644, true);
-                    } catch (Throwable e) {
-                        createFailed.set(e);
-                    }
-                });
-                awaitParked(create, "the create");
-                Thread.sleep(200); // parked for its log space, not passing through a lock
-                writer = Thread.ofPlatform().start(() -> {
-                    d.lockExclusive();
-                    d.unlockExclusive();
-                });
-                writer.join(TimeUnit.SECONDS.toMillis(10));
-                writerGotIn = !writer.isAlive();
+                }, () -> ns.create("/d/new", 0644, true)), "a writer holding log space waited for a create that waited for log space inside the directory");
             } finally {
-                while (!held.isEmpty()) {
-                    held.pop().close(); // lets a create stuck entered go on, and so the writer
-                }
-                if (create != null) {
-                    create.join();
-                }
-                if (writer != null) {
-                    writer.join();
-                }
                 v.inodeCache().release(d);
-            }
-            assertTrue(writerGotIn, "a writer holding log space waited for a create that waited for log space inside the directory");
-            if (createFailed.get() != null) {
-                throw new AssertionError("the create failed", createFailed.get());
             }
             assertEquals(0100644, ns.stat("/d/new").mode());
             VolumeFixtures.assertChecked(ns);
-        }
-    }
-
-    private static void awaitParked(Thread t, String what) {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-        while (t.getState() != Thread.State.WAITING && t.getState() != Thread.State.TIMED_WAITING) {
-            assertTrue(t.isAlive() && System.nanoTime() < deadline, what + " neither waited nor stayed alive: " + t.getState());
-            Thread.onSpinWait();
         }
     }
 

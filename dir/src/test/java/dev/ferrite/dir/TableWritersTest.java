@@ -2,11 +2,9 @@ package dev.ferrite.dir;
 
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
-import java.util.Deque;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -22,7 +20,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicReference;
 
 import dev.ferrite.btree.internal.Buffer;
 import dev.ferrite.btree.internal.Txn;
@@ -68,49 +65,8 @@ class TableWritersTest {
             for (int i = 0; i < 200; i++) {
                 t.put(TableTest.b("k" + i), TableTest.b("v" + i));
             }
-            Deque<Txn> held = new ArrayDeque<>();
-            AtomicReference<Throwable> putFailed = new AtomicReference<>();
-            Thread put = null, writer = null;
-            boolean writerGotIn;
-            v.journal().quiesce(); // nothing logged left to write back: no space comes free while the log is held
-            try {
-                for (Txn x; (x = Txn.tryBegin(v.cache(), 1)) != null; ) {
-                    held.push(x);
-                }
-                put = Thread.ofPlatform().start(() -> {
-                    try {
-                        t.put(TableTest.b("k1"), TableTest.b("new"));
-                    } catch (Throwable e) {
-                        putFailed.set(e);
-                    }
-                });
-                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-                while (put.getState() != Thread.State.WAITING && put.getState() != Thread.State.TIMED_WAITING) {
-                    assertTrue(put.isAlive() && System.nanoTime() < deadline, "the put neither waited nor stayed alive: " + put.getState() + ", " + putFailed.get());
-                    Thread.onSpinWait();
-                }
-                Thread.sleep(200); // parked for its log space, not passing through a lock
-                writer = Thread.ofPlatform().start(() -> {
-                    t.inode.lockExclusive();
-                    t.inode.unlockExclusive();
-                });
-                writer.join(TimeUnit.SECONDS.toMillis(10));
-                writerGotIn = !writer.isAlive();
-            } finally {
-                while (!held.isEmpty()) {
-                    held.pop().close(); // lets a put stuck entered go on, and so the writer
-                }
-                if (put != null) {
-                    put.join();
-                }
-                if (writer != null) {
-                    writer.join();
-                }
-            }
-            assertTrue(writerGotIn, "a writer holding log space waited for a put that waited for log space inside the table");
-            if (putFailed.get() != null) {
-                throw new AssertionError("the put failed", putFailed.get());
-            }
+            assertTrue(LogFullWriter.getsIn(v, t.inode, first -> { }, () -> t.put(TableTest.b("k1"), TableTest.b("new"))),
+                    "a writer holding log space waited for a put that waited for log space inside the table");
             assertArrayEquals(TableTest.b("new"), t.get(TableTest.b("k1")));
         }
     }
