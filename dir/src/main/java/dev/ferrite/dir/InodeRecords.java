@@ -531,8 +531,8 @@ final class InodeRecords {
 
     /**
      * Logs the times {@link InodeFormat#touch} set: the change time, and the modification time before it
-     * if {@code modified}. Each field is logged alone: the log takes 64-byte chunks, and a whole record's
-     * fixed fields span two or three of them.
+     * if {@code modified}. Each field is logged alone: the log takes 32-byte chunks, and a whole record's
+     * fixed fields span three to five of them.
      */
     static void logTimes(Txn txn, Buffer b, int rec, boolean modified) {
         int from = modified ? InodeFormat.MTIME : InodeFormat.CTIME;

@@ -124,7 +124,7 @@ class InodeChunkLogTest {
         }
     }
 
-    /** The 64-byte chunks of a 4 KiB block that {@code [offset, offset + length)} touches, as a bit map. */
+    /** The 64-byte pieces (two of the journal's chunks) of a 4 KiB block that {@code [offset, offset + length)} touches, as a bit map. */
     private static long chunksOf(int offset, int length) {
         long map = 0;
         for (int c = offset / 64; c <= (offset + length - 1) / 64; c++) {

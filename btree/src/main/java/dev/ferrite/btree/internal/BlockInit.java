@@ -2,6 +2,7 @@ package dev.ferrite.btree.internal;
 
 import java.lang.foreign.MemorySegment;
 
+import dev.ferrite.journal.internal.DirtyMap;
 import dev.ferrite.journal.internal.LogItem;
 
 /**
@@ -17,7 +18,7 @@ final class BlockInit extends LogItem {
 
     BlockInit(long first, int count, int magic, long owner, int blockSize) {
         super(first, BufferCache.INIT_TYPE);
-        record = MemorySegment.ofArray(new byte[Math.max(BlockInitFormat.SIZE, blockSize / 64)]);
+        record = MemorySegment.ofArray(new byte[Math.max(BlockInitFormat.SIZE, blockSize / DirtyMap.CHUNKS)]);
         BlockInitFormat.write(record, count, magic, owner);
     }
 

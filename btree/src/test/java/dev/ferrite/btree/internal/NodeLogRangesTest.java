@@ -2,6 +2,7 @@ package dev.ferrite.btree.internal;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.math.BigInteger;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
@@ -11,6 +12,7 @@ import java.util.Random;
 import java.util.TreeMap;
 
 import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.journal.internal.DirtyMap;
 import dev.ferrite.io.testkit.TestSeed;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -20,7 +22,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 /**
- * What node changes mark dirty for the log (the journal logs 64-byte chunks of a 4 KiB block): a node
+ * What node changes mark dirty for the log (the journal logs 32-byte chunks of a 4 KiB block): a node
  * rewritten in place or built in a new block (split, compaction, merge, borrow, a new tree) is logged
  * without its free gaps (between its slots and its cells, and a leaf's front gap below its slots), a
  * delete logs the slots on the shorter side of the removed one, an insert its header fields, the
@@ -34,18 +36,25 @@ import static org.junit.jupiter.api.Assertions.fail;
 class NodeLogRangesTest {
     private static final long SEED = TestSeed.get(21);
     private static final int BS = 4096;
-    private static final int CHUNK = BS / 64;
+    private static final int CHUNK = BS / DirtyMap.CHUNKS;
+    /** The node header's chunk: an insert's or a delete's count, cell start and slot base. */
+    private static final BigInteger HEADER = chunks(BTreeNodeFormat.LEVEL, BTreeNodeFormat.PREFIX);
+
+    /** The chunks the buffer's transaction marked dirty, both words as one number. */
+    private static BigInteger dirty(Buffer b) {
+        return new BigInteger(Long.toUnsignedString(b.txDirtyHigh)).shiftLeft(64).or(new BigInteger(Long.toUnsignedString(b.txDirty)));
+    }
 
     /** Chunks lying wholly inside the node's free gaps. */
-    private static long gapChunks(MemorySegment n) {
-        return within(BTreeNodeFormat.slotsEnd(n), BTreeNodeFormat.cellStart(n)) | within(BTreeNodeFormat.SLOTS, BTreeNodeFormat.base(n));
+    private static BigInteger gapChunks(MemorySegment n) {
+        return within(BTreeNodeFormat.slotsEnd(n), BTreeNodeFormat.cellStart(n)).or(within(BTreeNodeFormat.SLOTS, BTreeNodeFormat.base(n)));
     }
 
     /** Chunks lying wholly inside {@code [from, to)}. */
-    private static long within(int from, int to) {
-        long map = 0;
+    private static BigInteger within(int from, int to) {
+        BigInteger map = BigInteger.ZERO;
         for (int c = (from + CHUNK - 1) / CHUNK; c < to / CHUNK; c++) {
-            map |= 1L << c;
+            map = map.setBit(c);
         }
         return map;
     }
@@ -60,10 +69,10 @@ class NodeLogRangesTest {
     private static void assertChangesLogged(Buffer b, byte[] before, String where) {
         MemorySegment n = b.data();
         for (int off = BlockHeaderFormat.SIZE; off < BS; off++) {
-            if (n.get(ValueLayout.JAVA_BYTE, off) != before[off] && !free(n, off) && (b.txDirty & 1L << off / CHUNK) == 0) {
+            if (n.get(ValueLayout.JAVA_BYTE, off) != before[off] && !free(n, off) && !dirty(b).testBit(off / CHUNK)) {
                 fail(where + ": block " + b.block() + " changed byte " + off + " (slots [" + BTreeNodeFormat.base(n) + ", "
                         + BTreeNodeFormat.slotsEnd(n) + "), cells from " + BTreeNodeFormat.cellStart(n) + ") but logs only 0x"
-                        + Long.toHexString(b.txDirty) + " (seed " + SEED + ")");
+                        + dirty(b).toString(16) + " (seed " + SEED + ")");
             }
         }
     }
@@ -74,10 +83,10 @@ class NodeLogRangesTest {
      * delete logged them).
      */
     private static void assertGapClean(Buffer b, int slotsFrom, int slotsTo, String where) {
-        long logged = b.txDirty & gapChunks(b.data()) & ~(slotsTo > slotsFrom ? chunks(slotsFrom, slotsTo) : 0);
-        assertEquals(0, logged, where + ": block " + b.block() + " logs chunks of its free gaps [" + BTreeNodeFormat.SLOTS + ", "
+        BigInteger logged = dirty(b).and(gapChunks(b.data())).andNot(slotsTo > slotsFrom ? chunks(slotsFrom, slotsTo) : BigInteger.ZERO);
+        assertEquals(BigInteger.ZERO, logged, where + ": block " + b.block() + " logs chunks of its free gaps [" + BTreeNodeFormat.SLOTS + ", "
                 + BTreeNodeFormat.base(b.data()) + ") and [" + BTreeNodeFormat.slotsEnd(b.data()) + ", "
-                + BTreeNodeFormat.cellStart(b.data()) + "): 0x" + Long.toHexString(logged) + " (seed " + SEED + ")");
+                + BTreeNodeFormat.cellStart(b.data()) + "): 0x" + logged.toString(16) + " (seed " + SEED + ")");
     }
 
     @Test
@@ -155,15 +164,15 @@ class NodeLogRangesTest {
                 s.tree.put(txn, MemorySegment.ofArray(Keys.ofLong(155)), MemorySegment.ofArray(new byte[100])); // slot 16
                 MemorySegment n = leaf.data();
                 int cell = BTreeNodeFormat.slot(n, 16);
-                long expected = 1L | chunks(BTreeNodeFormat.SLOTS + 16 * BTreeNodeFormat.SLOT, BTreeNodeFormat.slotsEnd(n))
-                        | chunks(cell, cell + BTreeNodeFormat.cellSize(n, 16) - BTreeNodeFormat.SLOT);
-                assertEquals(Long.toHexString(expected), Long.toHexString(leaf.txDirty), "insert at slot 16");
+                BigInteger expected = HEADER.or(chunks(BTreeNodeFormat.SLOTS + 16 * BTreeNodeFormat.SLOT, BTreeNodeFormat.slotsEnd(n)))
+                        .or(chunks(cell, cell + BTreeNodeFormat.cellSize(n, 16) - BTreeNodeFormat.SLOT));
+                assertEquals(expected.toString(16), dirty(leaf).toString(16), "insert at slot 16");
                 txn.commit();
             }
             try (Txn txn = Txn.begin(s.cache, s.tree.reservation())) {
                 assertTrue(s.tree.delete(txn, MemorySegment.ofArray(Keys.ofLong(180))));   // slot 19 of 21
-                long expected = 1L | chunks(BTreeNodeFormat.SLOTS + 19 * BTreeNodeFormat.SLOT, BTreeNodeFormat.slotsEnd(leaf.data()));
-                assertEquals(Long.toHexString(expected), Long.toHexString(leaf.txDirty), "delete of slot 19");
+                BigInteger expected = HEADER.or(chunks(BTreeNodeFormat.SLOTS + 19 * BTreeNodeFormat.SLOT, BTreeNodeFormat.slotsEnd(leaf.data())));
+                assertEquals(expected.toString(16), dirty(leaf).toString(16), "delete of slot 19");
                 txn.commit();
             }
             try (Txn txn = Txn.begin(s.cache, s.tree.reservation())) {
@@ -171,8 +180,8 @@ class NodeLogRangesTest {
                 MemorySegment n = leaf.data();
                 int cell = BTreeNodeFormat.slot(n, 10);
                 int slot = BTreeNodeFormat.base(n) + 10 * BTreeNodeFormat.SLOT;
-                long expected = 1L | chunks(slot, slot + BTreeNodeFormat.SLOT) | chunks(cell, cell + BTreeNodeFormat.cellSize(n, 10) - BTreeNodeFormat.SLOT);
-                assertEquals(Long.toHexString(expected), Long.toHexString(leaf.txDirty), "replacement of slot 10's value by a shorter one");
+                BigInteger expected = HEADER.or(chunks(slot, slot + BTreeNodeFormat.SLOT)).or(chunks(cell, cell + BTreeNodeFormat.cellSize(n, 10) - BTreeNodeFormat.SLOT));
+                assertEquals(expected.toString(16), dirty(leaf).toString(16), "replacement of slot 10's value by a shorter one");
                 txn.commit();
             }
         }
@@ -201,17 +210,17 @@ class NodeLogRangesTest {
                 int pos = 3; // above 0, 1000 and 2000
                 assertEquals(base - BTreeNodeFormat.SLOT, BTreeNodeFormat.base(n), "the insert took its slot from the front gap");
                 int cell = BTreeNodeFormat.slot(n, pos);
-                long expected = 1L | chunks(BTreeNodeFormat.base(n), BTreeNodeFormat.base(n) + (pos + 1) * BTreeNodeFormat.SLOT)
-                        | chunks(cell, cell + BTreeNodeFormat.cellSize(n, pos) - BTreeNodeFormat.SLOT);
-                assertEquals(Long.toHexString(expected), Long.toHexString(leaf.txDirty), "insert at slot " + pos);
+                BigInteger expected = HEADER.or(chunks(BTreeNodeFormat.base(n), BTreeNodeFormat.base(n) + (pos + 1) * BTreeNodeFormat.SLOT))
+                        .or(chunks(cell, cell + BTreeNodeFormat.cellSize(n, pos) - BTreeNodeFormat.SLOT));
+                assertEquals(expected.toString(16), dirty(leaf).toString(16), "insert at slot " + pos);
                 txn.commit();
             }
             try (Txn txn = Txn.begin(s.cache, s.tree.reservation())) {
                 byte[] second = BTreeNodeFormat.key(n, 1).toArray(ValueLayout.JAVA_BYTE);
                 assertTrue(s.tree.delete(txn, MemorySegment.ofArray(second)));
                 assertEquals(base, BTreeNodeFormat.base(n), "the delete gave its slot back to the front gap");
-                long expected = 1L | chunks(base, base + BTreeNodeFormat.SLOT);
-                assertEquals(Long.toHexString(expected), Long.toHexString(leaf.txDirty), "delete of slot 1");
+                BigInteger expected = HEADER.or(chunks(base, base + BTreeNodeFormat.SLOT));
+                assertEquals(expected.toString(16), dirty(leaf).toString(16), "delete of slot 1");
                 txn.commit();
             }
             TreeCheck c = s.tree.check();
@@ -226,17 +235,17 @@ class NodeLogRangesTest {
             BTree t = BTree.create(txn, s.allocator, Store.TREE_ID + 1);
             Buffer header = t.header();
             Buffer root = t.node(BTreeHeaderFormat.root(header.data()));
-            assertEquals("1", Long.toHexString(header.txDirty), "the new tree's header block");
-            assertEquals("3", Long.toHexString(root.txDirty), "the new tree's root: its header and empty slot array");
+            assertEquals(chunks(0, BTreeHeaderFormat.HEIGHT + 2).toString(16), dirty(header).toString(16), "the new tree's header block");
+            assertEquals(chunks(0, BTreeNodeFormat.SLOTS).toString(16), dirty(root).toString(16), "the new tree's root: its header and empty slot array");
             txn.commit();
         }
     }
 
     /** Chunks covering {@code [from, to)}. */
-    private static long chunks(int from, int to) {
-        long map = 0;
+    private static BigInteger chunks(int from, int to) {
+        BigInteger map = BigInteger.ZERO;
         for (int c = from / CHUNK; c <= (to - 1) / CHUNK; c++) {
-            map |= 1L << c;
+            map = map.setBit(c);
         }
         return map;
     }

@@ -132,7 +132,7 @@ public final class Ail implements AutoCloseable {
     static final int MAX_BATCH = JournalOptions.MAX_AIL_BATCH;
 
     /**
-     * @param relogChunks logged-map size (in 64ths of a block) past which an item is written home early;
+     * @param relogChunks logged-map size (in chunks, 128ths of a block) past which an item is written home early;
      *                    64 turns that off
      * @param areaBlocks  blocks of the log's circular area: an item relogged with deltas while its place
      *                    lies more than half of it behind, or one a push cannot write home a quarter of
@@ -287,7 +287,7 @@ public final class Ail implements AutoCloseable {
             for (int i = 0; i < e.count; i++) {
                 LogItem it = e.items[i];
                 // read without the owner's lock: a hint, rechecked under it before writing
-                if (Long.bitCount(it.loggedMap) > relogChunks) {
+                if (DirtyMap.chunks(it.loggedMap, it.loggedMapHigh) > relogChunks) {
                     early |= heavy.offer(it);
                 }
                 it.unpin();
@@ -521,7 +521,7 @@ public final class Ail implements AutoCloseable {
             if (it.isPinned()) {
                 return Take.PINNED;
             }
-            if (early && (!it.inAil || Long.bitCount(it.loggedMap) <= relogChunks)) {
+            if (early && (!it.inAil || DirtyMap.chunks(it.loggedMap, it.loggedMapHigh) <= relogChunks)) {
                 return Take.SKIPPED;
             }
             if (it.isStale()) {
@@ -546,6 +546,7 @@ public final class Ail implements AutoCloseable {
         MemorySegment snap = snapshots.asSlice(i * snapStride, blockSize);
         MemorySegment.copy(it.image(), 0, snap, 0, blockSize);
         it.loggedMap = 0;
+        it.loggedMapHigh = 0;
         it.zeroed = false;
         it.ordered = false;
         it.wholeRelogDone();
@@ -602,6 +603,7 @@ public final class Ail implements AutoCloseable {
             lock.unlock();
         }
         it.loggedMap = 0;
+        it.loggedMapHigh = 0;
         it.zeroed = false;
         it.ordered = false;
         it.wholeRelogDone();

@@ -128,7 +128,7 @@ public final class Cil {
         int cpus = Runtime.getRuntime().availableProcessors();
         int stripes = Integer.highestOneBit(Math.max(4, cpus * 2) * 2 - 1);
         this.stripeMask = stripes - 1;
-        this.chunkShift = Integer.numberOfTrailingZeros(blockSize / 64);
+        this.chunkShift = DirtyMap.chunkShift(blockSize);
         this.shadows = shadows;
         // Records: each but the last is filled to within one op of capacity, and costs at most two blocks
         // beyond its payload (header and last-block padding); the share pays for that in proportion.
@@ -202,7 +202,7 @@ public final class Cil {
             boolean dirty = false;
             for (int i = 0; i < count; i++) {
                 LogItem it = items[i];
-                if (it.txDirty != 0 || it.txOrdered) {
+                if ((it.txDirty | it.txDirtyHigh) != 0 || it.txOrdered) {
                     dirty = true;
                     CilSlot slot = it.slotOrNull(p);
                     boolean inCtx = slot != null && slot.ctxSeq == ctx.seq;
@@ -211,11 +211,13 @@ public final class Cil {
                     // a delta that covers every chunk changed since home is the whole: logged as such it
                     // moves the item on, at no cost, where a delta would hold the tail at its old place
                     // until written home (a block rewritten in full, again and again, never would be)
-                    whole |= ((inCtx ? slot.shadowMap : 0) | it.txDirty) == (it.loggedMap | it.txDirty);
+                    whole |= ((inCtx ? slot.shadowMap : 0) | it.txDirty) == (it.loggedMap | it.txDirty)
+                            && ((inCtx ? slot.shadowMapHigh : 0) | it.txDirtyHigh) == (it.loggedMapHigh | it.txDirtyHigh);
                     it.txWhole = whole;
                     long map = whole ? it.loggedMap | it.txDirty | (inCtx ? 0 : rebuildMap(it))
                             : (inCtx ? slot.shadowMap : 0) | it.txDirty;
-                    int grown = DirtyMap.opSize(map, chunkShift) - (inCtx ? slot.opBytes : 0);
+                    long mapHigh = whole ? it.loggedMapHigh | it.txDirtyHigh : (inCtx ? slot.shadowMapHigh : 0) | it.txDirtyHigh;
+                    int grown = DirtyMap.opSize(map, mapHigh, chunkShift) - (inCtx ? slot.opBytes : 0);
                     steal += grown + share(grown);
                 }
             }
@@ -232,7 +234,7 @@ public final class Cil {
             }
             for (int i = 0; i < count; i++) {
                 LogItem it = items[i];
-                if (it.txDirty != 0 || it.txOrdered) {
+                if ((it.txDirty | it.txDirtyHigh) != 0 || it.txOrdered) {
                     insert(ctx, p, stripe, it);
                 }
             }
@@ -274,16 +276,17 @@ public final class Cil {
      * AIL asked to move on.
      */
     private static boolean wholeInNewContext(LogItem it) {
-        return it.loggedMap == 0 || it.txZeroed || it.ordered && !it.txOrdered || it.wholeRelog == LogItem.RELOG_ASKED;
+        return (it.loggedMap | it.loggedMapHigh) == 0 || it.txZeroed || it.ordered && !it.txOrdered || it.wholeRelog == LogItem.RELOG_ASKED;
     }
 
     /**
      * What an item's first commit into a context must log besides its changes: for an ordered item
      * relogged after its record's checkpoint, its header (it is logged as zeroed from then on, and its
-     * copy must rebuild the block without the record: {@link LogItem#ordered}); else nothing.
+     * copy must rebuild the block without the record: {@link LogItem#ordered}); else nothing. The low
+     * word: a header lies in the block's first half.
      */
     private long rebuildMap(LogItem it) {
-        return it.ordered && !it.txOrdered && it.headerLength() > 0 ? DirtyMap.of(0, it.headerLength(), chunkShift) : 0;
+        return it.ordered && !it.txOrdered && it.headerLength() > 0 ? DirtyMap.low(0, it.headerLength(), chunkShift) : 0;
     }
 
     private void insert(Context ctx, int p, int stripe, LogItem it) {
@@ -293,13 +296,14 @@ public final class Cil {
             it.txZeroed = true;
             it.ordered = false;
         }
-        long union = it.loggedMap | it.txDirty;
+        long union = it.loggedMap | it.txDirty, unionHigh = it.loggedMapHigh | it.txDirtyHigh;
         boolean whole = it.txWhole;
-        long map;
+        long map, mapHigh;
         if (slot.ctxSeq != ctx.seq) {
             map = whole ? union : it.txDirty;
-            slot.shadow = shadows.acquire(p, DirtyMap.packedSize(map, chunkShift));
-            DirtyMap.pack(map, map, chunkShift, it.image(), slot.shadow);
+            mapHigh = whole ? unionHigh : it.txDirtyHigh;
+            slot.shadow = shadows.acquire(p, DirtyMap.packedSize(map, mapHigh, chunkShift));
+            DirtyMap.pack(map, mapHigh, map, mapHigh, chunkShift, it.image(), slot.shadow);
             slot.ctxSeq = ctx.seq;
             it.pin();
             int head = stripe * HEAD_STRIDE;
@@ -313,21 +317,23 @@ public final class Cil {
             // the context's delta turns whole: every chunk changed since home, all copied from the image,
             // which holds each at its newest (a block zeroed again holds none of the shadow's older copies)
             map = union;
-            int size = DirtyMap.packedSize(map, chunkShift);
+            mapHigh = unionHigh;
+            int size = DirtyMap.packedSize(map, mapHigh, chunkShift);
             MemorySegment shadow = size <= slot.shadow.byteSize() ? slot.shadow : shadows.acquire(p, size);
-            DirtyMap.pack(map, map, chunkShift, it.image(), shadow);
+            DirtyMap.pack(map, mapHigh, map, mapHigh, chunkShift, it.image(), shadow);
             slot.shadow = shadow;
         } else {
             map = whole ? union : slot.shadowMap | it.txDirty;
-            if (map != slot.shadowMap) {
+            mapHigh = whole ? unionHigh : slot.shadowMapHigh | it.txDirtyHigh;
+            if (map != slot.shadowMap || mapHigh != slot.shadowMapHigh) {
                 // new chunks: make room among the packed ones, in a larger buffer if needed (the smaller
                 // one stays with the context until its parity is reset)
-                int size = DirtyMap.packedSize(map, chunkShift);
+                int size = DirtyMap.packedSize(map, mapHigh, chunkShift);
                 MemorySegment shadow = size <= slot.shadow.byteSize() ? slot.shadow : shadows.acquire(p, size);
-                DirtyMap.repack(slot.shadowMap, map, chunkShift, slot.shadow, shadow);
+                DirtyMap.repack(slot.shadowMap, slot.shadowMapHigh, map, mapHigh, chunkShift, slot.shadow, shadow);
                 slot.shadow = shadow;
             }
-            DirtyMap.pack(it.txDirty, map, chunkShift, it.image(), slot.shadow);
+            DirtyMap.pack(it.txDirty, it.txDirtyHigh, map, mapHigh, chunkShift, it.image(), slot.shadow);
         }
         if (whole && it.wholeRelog == LogItem.RELOG_ASKED) {
             it.wholeRelog = LogItem.RELOG_LOGGED;
@@ -336,10 +342,13 @@ public final class Cil {
         it.ordered |= it.txOrdered;
         slot.whole = whole;
         slot.shadowMap = map;
+        slot.shadowMapHigh = mapHigh;
         slot.zeroed = whole && it.zeroed;
-        slot.opBytes = DirtyMap.opSize(map, chunkShift);
+        slot.opBytes = DirtyMap.opSize(map, mapHigh, chunkShift);
         it.loggedMap = union;
+        it.loggedMapHigh = unionHigh;
         it.txDirty = 0;
+        it.txDirtyHigh = 0;
         it.txZeroed = false;
         it.txOrdered = false;
         it.txWhole = false;

@@ -15,7 +15,7 @@ final class CilSlot {
      * Chunks the shadow holds, as of the item's last commit into that context: the chunks changed in the
      * context (its delta), or, if {@link #whole}, every chunk changed since the item was last home.
      */
-    long shadowMap;
+    long shadowMap, shadowMapHigh;
     /** The context logs the item whole ({@link LogItem}): its checkpoint becomes the item's place in the AIL. */
     boolean whole;
     /** The whole copy is of a block allocated since last home ({@link Transaction#logZeroed}): zeros plus the ranges. */

@@ -625,9 +625,9 @@ public final class Journal implements AutoCloseable {
         return options.pushThreshold() > 0 ? options.pushThreshold() : Math.min(logBytes / 8, 32L << 20);
     }
 
-    /** The relog limit in 64ths of a block (the journal's dirty-chunk unit); 64 means never. */
+    /** The relog limit in chunks of a block (the journal's dirty-chunk unit); {@link DirtyMap#CHUNKS} means never. */
     private static int relogChunks(JournalOptions options, int blockSize) {
         int limit = options.relogLimit();
-        return limit == 0 ? 32 : (int) Math.min(64, (long) limit * 64 / blockSize);
+        return limit == 0 ? DirtyMap.CHUNKS / 2 : (int) Math.min(DirtyMap.CHUNKS, (long) limit * DirtyMap.CHUNKS / blockSize);
     }
 }

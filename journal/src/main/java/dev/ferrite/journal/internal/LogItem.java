@@ -19,7 +19,7 @@ import java.lang.invoke.VarHandle;
  * </ul>
  *
  * <h2>Journal state</h2>
- * Dirty ranges are tracked in 64 chunks of {@code blockSize / 64} bytes. A checkpoint logs an item's
+ * Dirty ranges are tracked in {@value DirtyMap#CHUNKS} chunks of {@code blockSize / 128} bytes, as two words ({@link DirtyMap}). A checkpoint logs an item's
  * <em>delta</em>: the chunks changed in that checkpoint only. The item keeps its place in the AIL at the
  * first checkpoint that logged it since it was last written home ({@link #lsn()}), so the log tail
  * cannot pass any delta the home block lacks, and recovery, replaying every checkpoint from the tail in
@@ -52,13 +52,13 @@ public abstract class LogItem {
     // Transaction and CIL state: written under the owner's lock (held by the committing transaction),
     // read by the CIL push after the context drained.
     Transaction tx;
-    public long txDirty; // public for CilBench in perf, which commits into the CIL without a transaction
+    public long txDirty, txDirtyHigh; // public for CilBench in perf, which commits into the CIL without a transaction
     boolean txZeroed;
     boolean txOrdered;
     /** The commit logs the item whole in its context: decided once per commit, before its space is taken. */
     boolean txWhole;
     /** Every chunk changed since the item was last written home: what a whole copy logs. */
-    long loggedMap;
+    long loggedMap, loggedMapHigh;
     /** Allocated (zero-filled) since last written home: its whole copies are zeros plus loggedMap. */
     boolean zeroed;
     /**

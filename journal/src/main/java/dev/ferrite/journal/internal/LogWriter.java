@@ -456,13 +456,12 @@ final class LogWriter implements AutoCloseable {
         int count = 0;
         for (LogItem it : items) {
             CilSlot slot = it.slot(parity);
-            long map = slot.shadowMap;
-            int size = DirtyMap.opSize(map, chunkShift);
+            int size = DirtyMap.opSize(slot.shadowMap, slot.shadowMapHigh, chunkShift);
             if (rec.payloadUsed + size > payloadCapacity) {
                 rec.close(false);
             }
             DirtyMap.writeOp(out, rec.recordStart + blockSize + rec.payloadUsed, it.type(),
-                    slot.zeroed ? LogRecordFormat.OP_ZEROED : 0, it.home(), map, chunkShift, slot.shadow);
+                    slot.zeroed ? LogRecordFormat.OP_ZEROED : 0, it.home(), slot.shadowMap, slot.shadowMapHigh, chunkShift, slot.shadow);
             if (slot.whole) {
                 it.loggedWholeIn(checkpointSeq);
             }

@@ -52,9 +52,9 @@ public final class ShadowPool implements AutoCloseable {
      * @param retainBytes most bytes one parity keeps across a reset
      */
     public ShadowPool(int blockSize, long retainBytes) {
-        this.chunkShift = Integer.numberOfTrailingZeros(blockSize / 64);
+        this.chunkShift = DirtyMap.chunkShift(blockSize);
         this.retainBytes = retainBytes;
-        int classes = 7; // one chunk .. 64 chunks, doubling
+        int classes = 8; // one chunk .. 128 chunks, doubling
         this.regions = new Region[2][classes];
         for (int p = 0; p < 2; p++) {
             for (int c = 0; c < classes; c++) {

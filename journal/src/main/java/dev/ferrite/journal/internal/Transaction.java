@@ -79,6 +79,7 @@ public final class Transaction {
         }
         item.tx = this;
         item.txDirty = 0;
+        item.txDirtyHigh = 0;
         item.txZeroed = false;
         item.txOrdered = false;
         items[count++] = item;
@@ -91,7 +92,8 @@ public final class Transaction {
                     + blockSize + "-byte item");
         }
         join(item);
-        item.txDirty |= DirtyMap.of(offset, length, chunkShift);
+        item.txDirty |= DirtyMap.low(offset, length, chunkShift);
+        item.txDirtyHigh |= DirtyMap.high(offset, length, chunkShift);
         dirty = true;
     }
 
@@ -215,6 +217,7 @@ public final class Transaction {
         for (int i = 0; i < count; i++) {
             items[i].tx = null;
             items[i].txDirty = 0;
+            items[i].txDirtyHigh = 0;
             items[i].txZeroed = false;
             items[i].txOrdered = false;
             items[i] = null;

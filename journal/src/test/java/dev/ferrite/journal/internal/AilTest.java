@@ -250,12 +250,14 @@ class AilTest {
     @Test
     void itemsPastTheRelogLimitGoHomeWithoutAPush() {
         ail.close();
-        start(dev, 32);
+        start(dev, DirtyMap.CHUNKS / 2);
         TestItem[] it = items(4);
         LogItem[] logged = it; // the test kit's items, seen as the journal sees them
         logged[0].loggedMap = -1L;             // logged whole, as a split does
-        logged[1].loggedMap = 0xFFFF_FFFFL;    // half the block: at the limit, not past it
-        logged[2].loggedMap = 0x3_FFFF_FFFFL;  // past it, but busy: a transaction holds its lock
+        logged[0].loggedMapHigh = -1L;
+        logged[1].loggedMap = -1L;             // half the block: at the limit, not past it
+        logged[2].loggedMap = -1L;             // past it, but busy: a transaction holds its lock
+        logged[2].loggedMapHigh = 3L;
         logged[3].loggedMap = 1L;
         it[0].image().set(ValueLayout.JAVA_LONG, TestItem.offset(1), 42);
         it[2].lock.lock();
@@ -266,8 +268,8 @@ class AilTest {
             it[2].lock.unlock();
         }
         assertEquals(List.of(it[1], it[2], it[3]), ail.items(), "only the heavy, free item went home");
-        assertEquals(0, logged[0].loggedMap, "its next relog starts afresh");
-        assertEquals(0x3_FFFF_FFFFL, logged[2].loggedMap, "the busy one waits for the push or its next relog");
+        assertEquals(0, logged[0].loggedMap | logged[0].loggedMapHigh, "its next relog starts afresh");
+        assertEquals(3L, logged[2].loggedMapHigh, "the busy one waits for the push or its next relog");
         assertTrue(it[0].isClean());
         MemorySegment home = arena.allocate(BS, 4096);
         dev.read(it[0].home(), home);

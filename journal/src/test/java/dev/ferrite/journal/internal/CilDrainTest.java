@@ -60,7 +60,7 @@ class CilDrainTest {
 
     /** Starts a committer that stops inside the current context, at the item's gate. */
     private static Thread commitInside(Cil cil, GatedItem item, AtomicReference<Throwable> error) throws InterruptedException {
-        item.txDirty = DirtyMap.of(0, 8, cil.chunkShift());
+        item.txDirty = DirtyMap.low(0, 8, cil.chunkShift());
         Thread committer = new Thread(() -> {
             try {
                 cil.commit(new LogItem[] {item}, 1, new Ticket(1 << 20, 1), -1);

@@ -28,7 +28,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class DeltaRelogTest {
     static final int BS = 4096;
-    static final int CHUNK = BS / 64;
+    static final int CHUNK = BS / DirtyMap.CHUNKS;
 
     /** What recovery handed the replayer for one block: each op's ranges as "offset+length", and its LSN. */
     record Op(long lsn, List<String> ranges, boolean zeroed) {

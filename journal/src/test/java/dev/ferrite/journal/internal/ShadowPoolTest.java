@@ -71,33 +71,34 @@ class ShadowPoolTest {
     void packedShadowsFollowGrowingRelogs() {
         long seed = TestSeed.get(21);
         Random rnd = new Random(seed);
-        int chunkShift = Integer.numberOfTrailingZeros(BS / 64);
+        int chunkShift = DirtyMap.chunkShift(BS);
         try (Arena arena = Arena.ofConfined(); ShadowPool pool = new ShadowPool(BS, 1L << 20)) {
             MemorySegment image = arena.allocate(BS);
             MemorySegment op = arena.allocate(2L * BS);
             for (int round = 0; round < 200; round++) {
                 pool.reset(0);
-                long logged = 0;
+                long logged = 0, loggedHigh = 0;
                 MemorySegment shadow = null;
                 for (int relog = 0; relog < 6; relog++) {
                     int off = rnd.nextInt(BS - 1), len = 1 + rnd.nextInt(Math.min(BS - off, 700));
                     for (int b = off; b < off + len; b++) {
                         image.set(ValueLayout.JAVA_BYTE, b, (byte) rnd.nextInt());
                     }
-                    long dirty = DirtyMap.of(off, len, chunkShift);
-                    long union = logged | dirty;
-                    int size = DirtyMap.packedSize(union, chunkShift);
+                    long dirty = DirtyMap.low(off, len, chunkShift), dirtyHigh = DirtyMap.high(off, len, chunkShift);
+                    long union = logged | dirty, unionHigh = loggedHigh | dirtyHigh;
+                    int size = DirtyMap.packedSize(union, unionHigh, chunkShift);
                     if (shadow == null) {
                         shadow = pool.acquire(0, size);
-                    } else if (union != logged) {
+                    } else if (union != logged || unionHigh != loggedHigh) {
                         MemorySegment to = size <= shadow.byteSize() ? shadow : pool.acquire(0, size);
-                        DirtyMap.repack(logged, union, chunkShift, shadow, to);
+                        DirtyMap.repack(logged, loggedHigh, union, unionHigh, chunkShift, shadow, to);
                         shadow = to;
                     }
-                    DirtyMap.pack(shadow == null ? union : dirty, union, chunkShift, image, shadow);
+                    DirtyMap.pack(dirty, dirtyHigh, union, unionHigh, chunkShift, image, shadow);
                     logged = union;
-                    int opSize = DirtyMap.writeOp(op, 0, 1, 0, 9, logged, chunkShift, shadow);
-                    int runs = DirtyMap.runs(logged);
+                    loggedHigh = unionHigh;
+                    int opSize = DirtyMap.writeOp(op, 0, 1, 0, 9, logged, loggedHigh, chunkShift, shadow);
+                    int runs = DirtyMap.runs(logged, loggedHigh);
                     long data = LogRecordFormat.opDataStart(runs);
                     for (int r = 0; r < runs; r++) {
                         int ro = LogRecordFormat.rangeOffset(op, 0, r), rl = LogRecordFormat.rangeLength(op, 0, r);
@@ -105,7 +106,7 @@ class ShadowPoolTest {
                                 "seed " + seed + ", round " + round + ", relog " + relog + ": range [" + ro + ", +" + rl + ")");
                         data += rl;
                     }
-                    assertEquals(LogRecordFormat.opSize(runs, DirtyMap.packedSize(logged, chunkShift)), opSize);
+                    assertEquals(LogRecordFormat.opSize(runs, DirtyMap.packedSize(logged, loggedHigh, chunkShift)), opSize);
                 }
             }
         }
@@ -155,8 +156,8 @@ class ShadowPoolTest {
                     assertTrue(s.checkpointItems() >= (round + 1L) * items, s.toString());
                 }
                 String all = Arrays.toString(resident) + "; " + j.stats();
-                // a chunk (16 bytes) per item per parity, with room for the size classes and slab doubling
-                long bound = 2L * 4 * items * (bs / 64);
+                // a chunk per item per parity, with room for the size classes and slab doubling
+                long bound = 2L * 4 * items * (bs / DirtyMap.CHUNKS);
                 assertTrue(Arrays.stream(resident).max().orElseThrow() <= bound,
                         "shadows larger than what was logged (" + bound + " bytes): " + all);
                 // rounds land in contexts of either parity (empty contexts come between): each parity grows

@@ -77,7 +77,7 @@ public class CilBench extends JmhDefaults {
 
     private long commit(PerThread t) {
         t.image.set(java.lang.foreign.ValueLayout.JAVA_LONG, 64, t.image.get(java.lang.foreign.ValueLayout.JAVA_LONG, 64) + 1);
-        t.item.txDirty = DirtyMap.of(64, 8, cil.chunkShift());
+        t.item.txDirty = DirtyMap.low(64, 8, cil.chunkShift());
         t.ticket.current = Long.MAX_VALUE / 4;
         return cil.commit(t.items, 1, t.ticket, -1);
     }
