@@ -1,6 +1,5 @@
 package dev.ferrite.dir;
 
-
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.MemoryDevice;
 import org.junit.jupiter.api.Test;
