@@ -80,9 +80,16 @@ final class SuperblockFormat {
      * formatted without it keeps its leaves' slots there and stays readable by that code.
      */
     static final long INCOMPAT_FLOATING_SLOTS = 16;
+    /**
+     * Incompatible feature: a B-tree leaf cell bounds its key and value together (a value may take up to
+     * 1,984 bytes less its key's length; a table keeps a 1 KiB value beside a short key in the tree). Set by
+     * the format, so code that refuses a leaf value over 960 bytes as damage refuses the volume instead; a
+     * volume formatted without it keeps values of its trees to 960 bytes and stays readable by that code.
+     */
+    static final long INCOMPAT_WIDE_CELLS = 32;
     /** Incompatible features this code understands. */
     static final long KNOWN_INCOMPAT = INCOMPAT_EXTENT_TREE | INCOMPAT_TABLES | INCOMPAT_LOG_INIT_RECORDS | INCOMPAT_TABLE_EXTENTS
-            | INCOMPAT_FLOATING_SLOTS;
+            | INCOMPAT_FLOATING_SLOTS | INCOMPAT_WIDE_CELLS;
 
     static final long VERSION_OFF = 32, BLOCK_SIZE = 36, DEVICE_BLOCKS = 40, UUID_OFF = 48, LOG_START = 64,
             LOG_BLOCKS = 72, AG_COUNT = 76, AG_BLOCKS = 80, INODE_SIZE = 84, DATA_START = 88, COMPAT = 96,

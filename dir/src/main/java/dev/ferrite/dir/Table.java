@@ -15,8 +15,8 @@ import dev.ferrite.io.InvalidArgumentException;
  * <p>Reads ({@link #get}, {@link #cursor}) take no lock and never wait for writers. A write here
  * ({@link #put}, {@link #delete}, ...) is a transaction of its own, durable as the table's default
  * {@link Durability} says (SYNC unless set); writes to several keys or tables that must happen together go
- * through a {@link WriteTransaction}. Single writes of values kept in the tree ({@link #MAX_INLINE}
- * bytes or less) and deletes apply side by side, on one table as on several, one at a time per key; a
+ * through a {@link WriteTransaction}. Single writes of values kept in the tree (up to {@link #MAX_INLINE_ENTRY}
+ * bytes with their key) and deletes apply side by side, on one table as on several, one at a time per key; a
  * write transaction, or a single write of a value kept out of line, holds its tables for itself while
  * it applies its changes (not while it waits to be durable), and write transactions apply one at a time
  * volume-wide ({@link Tables}). Two transactions writing one key: the one whose commit applies last wins.
@@ -28,20 +28,26 @@ public final class Table implements AutoCloseable {
     /** The longest key, in bytes. */
     public static final int MAX_KEY = BTreeNodeFormat.MAX_KEY;
     /**
-     * The longest value, in bytes (1 GiB). Values over {@value #MAX_INLINE} bytes are kept out of line: up
+     * The longest value, in bytes (1 GiB). Values too long for the tree ({@link #MAX_INLINE}) are kept out of line: up
      * to {@value #MAX_MEDIUM} in a data extent each (or as chunks in the volume's overflow tree), longer ones
      * as blobs.
      */
     public static final int MAX_VALUE = 1 << 30;
-    /** The longest value kept in the table's B-tree itself. */
+    /**
+     * The longest value kept in the table's B-tree itself whatever its key's length. A value is kept there
+     * while its key and it take {@value #MAX_INLINE_ENTRY} bytes or less (a 1,024-byte value beside a key of
+     * up to 959 bytes); on a volume formatted before that bound, only up to this.
+     */
     public static final int MAX_INLINE = BTreeNodeFormat.MAX_VALUE - 1;
+    /** The most bytes a key and a value kept in the table's B-tree take together (see {@link #MAX_INLINE}). */
+    public static final int MAX_INLINE_ENTRY = BTreeNodeFormat.MAX_ENTRY - 1;
     /**
      * The longest medium value, kept in a data extent ({@link TableExtents}) or as chunks in the volume's
      * overflow tree ({@link TableOverflow}); longer ones go to a blob file ({@link TableBlobs}).
      */
     public static final int MAX_MEDIUM = 64 * 1024;
-    /** The longest stored form a B-tree cell takes ({@link TableValueFormat}). */
-    static final int MAX_TREE_VALUE = BTreeNodeFormat.MAX_VALUE;
+    /** The longest stored form a B-tree cell takes ({@link TableValueFormat}): an inline value beside a 1-byte key. */
+    static final int MAX_TREE_VALUE = BTreeNodeFormat.MAX_ENTRY - 1;
 
     private final Tables tables;
     private final String name;

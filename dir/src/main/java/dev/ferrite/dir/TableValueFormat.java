@@ -4,6 +4,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 
+import dev.ferrite.btree.internal.BTreeNodeFormat;
 import dev.ferrite.io.CorruptionException;
 
 import static dev.ferrite.io.internal.OnDisk.U32;
@@ -16,7 +17,8 @@ import static dev.ferrite.io.internal.OnDisk.U64;
  * the overflow tree's chunk keys.
  *
  * <pre>
- * inline, 1 + n bytes (n up to {@value #MAX_INLINE}):
+ * inline, 1 + n bytes (n up to {@link #maxInline}: key length + n at most 1,983, or n at most {@value #MAX_INLINE}
+ * on a volume formatted before that bound):
  *   0  u8 kind {@value #INLINE}
  *   1  the value's n bytes
  *
@@ -29,7 +31,8 @@ import static dev.ferrite.io.internal.OnDisk.U64;
  *  28  u32 CRC32C of the value
  *  32  u64 the value's length
  *
- * medium, {@value #MEDIUM_SIZE} bytes (a value of {@value #MAX_INLINE} + 1 to {@value #MAX_MEDIUM} bytes):
+ * medium, {@value #MEDIUM_SIZE} bytes (a value too long to be inline, up to {@value #MAX_MEDIUM} bytes; so
+ * {@value #MAX_INLINE} + 1 at least):
  *   0  u8 kind {@value #MEDIUM}
  *   1  3 bytes zero
  *   4  u32 the value's length
@@ -40,7 +43,7 @@ import static dev.ferrite.io.internal.OnDisk.U64;
  * INCOMPAT_TABLE_EXTENTS; the stub owns the blocks, no inode or extent map names them):
  *   0  u8 kind {@value #EXTENT}
  *   1  3 bytes zero
- *   4  u32 the value's length n ({@value #MAX_INLINE} + 1 to {@value #MAX_MEDIUM})
+ *   4  u32 the value's length n (too long to be inline, up to {@value #MAX_MEDIUM})
  *   8  u64 the first device block of ceil(n / block size) contiguous ones: the value, then zeros to the
  *      end of its last block
  *  16  u32 CRC32C of the value
@@ -55,15 +58,18 @@ import static dev.ferrite.io.internal.OnDisk.U64;
  */
 final class TableValueFormat {
     static final byte INLINE = 0, BLOB = 1, MEDIUM = 2, EXTENT = 3;
-    /** The longest value kept in the tree itself; longer ones go to the overflow tree or a blob. */
-    static final int MAX_INLINE = Table.MAX_TREE_VALUE - 1;
+    /**
+     * The longest value kept in the tree itself whatever its key (beside a short key, longer ones are:
+     * {@link #maxInline}); a medium value is longer.
+     */
+    static final int MAX_INLINE = Table.MAX_INLINE;
     /** The longest value kept in the overflow tree; longer ones go to a blob. */
     static final int MAX_MEDIUM = Table.MAX_MEDIUM;
     static final int BLOB_SIZE = 40;
     static final int MEDIUM_SIZE = 20;
     static final int EXTENT_SIZE = 24;
-    /** Bytes of a medium value per overflow tree entry: the most a tree cell holds. */
-    static final int CHUNK = Table.MAX_TREE_VALUE;
+    /** Bytes of a medium value per overflow tree entry: the most a tree cell held when the overflow tree came. */
+    static final int CHUNK = BTreeNodeFormat.MAX_VALUE;
     static final int CHUNK_KEY = 12;
     private static final long ID = 8, INO = 16, GENERATION = 24, CRC = 28, LENGTH = 32;
     private static final long MEDIUM_LENGTH = 4, MEDIUM_ID = 8, MEDIUM_CRC = 16;
@@ -156,9 +162,26 @@ final class TableValueFormat {
         return length == EXTENT_SIZE && m.get(ValueLayout.JAVA_BYTE, 0) == EXTENT;
     }
 
-    /** True if a value of {@code length} bytes is kept out of the tree but not in a blob: in an extent or the overflow tree. */
+    /**
+     * The longest value kept inline beside a key of {@code keyLength} bytes: the kind byte and the value take
+     * what the key leaves of a leaf cell, if the volume's trees bound key and value together ({@code wide}:
+     * {@link BTreeNodeFormat#maxValue}).
+     */
+    static int maxInline(int keyLength, boolean wide) {
+        return BTreeNodeFormat.maxValue(keyLength, wide) - 1;
+    }
+
+    /** True if a value of {@code length} bytes may be a medium value (too long to be inline beside any key, not a blob). */
     static boolean isMedium(long length) {
         return length > MAX_INLINE && length <= MAX_MEDIUM;
+    }
+
+    /**
+     * True if a value of {@code length} bytes beside a key of {@code keyLength} is kept out of the tree but
+     * not in a blob: in an extent or the overflow tree.
+     */
+    static boolean isMedium(int keyLength, long length, boolean wide) {
+        return length > maxInline(keyLength, wide) && length <= MAX_MEDIUM;
     }
 
     /** Sets {@code key} ({@value #CHUNK_KEY} bytes) to the overflow tree key of chunk {@code chunk} of value {@code id}. */

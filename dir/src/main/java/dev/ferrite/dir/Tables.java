@@ -558,6 +558,16 @@ public final class Tables {
         return HexFormat.of().formatHex(key.toArray(ValueLayout.JAVA_BYTE));
     }
 
+    /** The longest value kept in a table's tree beside a key of {@code keyLength} bytes ({@link TableValueFormat#maxInline}). */
+    int maxInline(long keyLength) {
+        return TableValueFormat.maxInline((int) keyLength, cache.wideCells());
+    }
+
+    /** True if a value of {@code length} bytes beside a key of {@code keyLength} is a medium value ({@link TableValueFormat#isMedium(int, long, boolean)}). */
+    private boolean isMedium(long keyLength, long length) {
+        return TableValueFormat.isMedium((int) keyLength, length, cache.wideCells());
+    }
+
     /** A thread's buffer for a value read. */
     static MemorySegment valueBuffer() {
         return VALUES.get();
@@ -615,7 +625,7 @@ public final class Tables {
      */
     boolean single(Table t, MemorySegment key, MemorySegment value, int op, Durability d) {
         t.requireOpen();
-        if (value == null || value.byteSize() <= TableValueFormat.MAX_INLINE) {
+        if (value == null || value.byteSize() <= maxInline(key.byteSize())) {
             TableCommit c = single();
             int outcome;
             ReentrantLock stripe = stripes[stripe(t.inode.ino, key)];
@@ -750,13 +760,14 @@ public final class Tables {
             changes += w.ops.size();
             for (var e : w.ops.entrySet()) {
                 byte[] v = e.getValue().value();
-                bytes += e.getKey().length;
-                if (v != null && TableValueFormat.isMedium(v.length)) {
+                int kl = e.getKey().length;
+                bytes += kl;
+                if (v != null && isMedium(kl, v.length)) {
                     medium = true;
                     bytes += inExtents ? TableValueFormat.EXTENT_SIZE + CHANGE_OVERHEAD // its stub and its allocation
                             : v.length + (long) (v.length / TableValueFormat.CHUNK) * CHANGE_OVERHEAD; // a change per chunk
                 } else if (v != null) {
-                    bytes += Math.min(v.length, TableValueFormat.BLOB_SIZE + TableValueFormat.MAX_INLINE);
+                    bytes += Math.min(v.length, TableValueFormat.BLOB_SIZE + maxInline(kl));
                 }
             }
         }
@@ -774,11 +785,12 @@ public final class Tables {
         try {
             for (WriteTransaction.Writes w : ws) {
                 List<byte[]> forms = new ArrayList<>(w.ops.size());
-                for (WriteTransaction.Op op : w.ops.values()) {
-                    byte[] v = op.value();
-                    if (v == null || TableValueFormat.isMedium(v.length)) {
+                for (var e : w.ops.entrySet()) {
+                    byte[] v = e.getValue().value();
+                    int kl = e.getKey().length;
+                    if (v == null || isMedium(kl, v.length)) {
                         forms.add(null); // a delete, or a medium value: its chunks are written as it applies
-                    } else if (v.length <= TableValueFormat.MAX_INLINE) {
+                    } else if (v.length <= maxInline(kl)) {
                         forms.add(TableValueFormat.inline(MemorySegment.ofArray(v)));
                     } else {
                         TableValueFormat.Blob b = blobs.write(MemorySegment.ofArray(v));
@@ -825,7 +837,7 @@ public final class Tables {
                                 byte[] form = stored.get(i).get(j++);
                                 byte[] v = e.getValue().value();
                                 MemorySegment k = MemorySegment.ofArray(e.getKey());
-                                int outcome = v != null && TableValueFormat.isMedium(v.length)
+                                int outcome = v != null && isMedium(k.byteSize(), v.length)
                                         ? c.applyMedium(w.table, k, MemorySegment.ofArray(v), e.getValue().kind())
                                         : c.apply(w.table, k, form == null ? null : MemorySegment.ofArray(form), e.getValue().kind());
                                 changed += outcome == TableCommit.CHANGED ? 1 : 0;

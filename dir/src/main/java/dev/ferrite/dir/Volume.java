@@ -53,6 +53,8 @@ public final class Volume implements AutoCloseable {
     private static final int INODE_CACHE_CAPACITY = 1 << 16;
 
     /** The magics the namespace gives blocks it frees (the B-tree's own the replayer knows): recovery writes no such block. */
+    /** Incompatible features every format sets: what its trees' blocks may hold from the start. */
+    static final long FORMAT_FEATURES = SuperblockFormat.INCOMPAT_FLOATING_SLOTS | SuperblockFormat.INCOMPAT_WIDE_CELLS;
     private static final int[] FREED_MAGICS = {InodeFormat.FREED_MAGIC, SymlinkFormat.FREED_MAGIC, DirEntryFormat.FREED_MAGIC};
     private final BlockDevice device;
     private final Geometry geometry;
@@ -122,7 +124,7 @@ public final class Volume implements AutoCloseable {
             Counters counters = new Counters();
             AllocationGroup[] groups = new AllocationGroup[g.agCount()];
             SuperblockFormat.Fields fields = new SuperblockFormat.Fields(SuperblockFormat.VERSION, g, UUID.randomUUID(),
-                    0, 0, false, 0, 0, 0, 0, 0).withIncompat(SuperblockFormat.INCOMPAT_FLOATING_SLOTS);
+                    0, 0, false, 0, 0, 0, 0, 0).withIncompat(FORMAT_FEATURES);
             v = new Volume(device, fields, journal, cache, groups, counters,
                     new MountReport(false, true, 0, false, List.of()), options);
             for (int i = 0; i < groups.length; i++) {
@@ -134,7 +136,7 @@ public final class Volume implements AutoCloseable {
             long root = v.allocInode(0, InodeFormat.S_IFDIR | 0755, 0, 0, 2);
             synchronized (v) {
                 v.superblock = new SuperblockFormat.Fields(SuperblockFormat.VERSION, g, fields.uuid(), 0, 0, false, 0, 0, 0,
-                        root, 0).withIncompat(SuperblockFormat.INCOMPAT_FLOATING_SLOTS);
+                        root, 0).withIncompat(FORMAT_FEATURES);
             }
             done = true;
         } finally {
@@ -187,6 +189,7 @@ public final class Volume implements AutoCloseable {
             }
             cache = new BufferCache(device, journal, options.effectiveCacheBytes(device.size()));
             cache.floatingLeaves((sb.incompat() & SuperblockFormat.INCOMPAT_FLOATING_SLOTS) != 0);
+            cache.wideCells((sb.incompat() & SuperblockFormat.INCOMPAT_WIDE_CELLS) != 0);
             Counters counters = new Counters();
             AllocationGroup[] groups = new AllocationGroup[g.agCount()];
             for (int i = 0; i < groups.length; i++) {

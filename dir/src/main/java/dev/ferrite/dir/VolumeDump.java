@@ -69,6 +69,7 @@ public final class VolumeDump {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment b = arena.allocate(device.blockSize(), BlockDevice.BUFFER_ALIGNMENT);
             long[] log = logRegion(device, b);
+            boolean wideCells = (log[2] & SuperblockFormat.INCOMPAT_WIDE_CELLS) != 0;
             if (block >= log[0] && block < log[1]) {
                 sb.append("block ").append(block).append(": in the log region [").append(log[0]).append(", ")
                         .append(log[1]).append(") (the anchor and log records; the journal verifies them on recovery)\n");
@@ -117,7 +118,7 @@ public final class VolumeDump {
                 }
                 sb.append('\n');
             } else if (BTreeDump.isTreeBlock(b)) {
-                sb.append(BTreeDump.describe(b));
+                sb.append(BTreeDump.describe(b, wideCells));
             } else {
                 sb.append("not a Ferrite metadata block (a log block, a free block, or damaged); first ")
                         .append(RAW_BYTES_SHOWN).append(" bytes:\n");
@@ -275,20 +276,24 @@ public final class VolumeDump {
         }
     }
 
-    /** The log's blocks as the first valid superblock copy gives them, or an empty range. */
+    /**
+     * The log's blocks as the first valid superblock copy gives them, or an empty range, and the volume's
+     * incompatible features (with none found, {@link SuperblockFormat#INCOMPAT_WIDE_CELLS}).
+     */
     private static long[] logRegion(BlockDevice device, MemorySegment scratch) {
         for (long copy : new long[] {SuperblockFormat.PRIMARY, SuperblockFormat.MIRROR}) {
             device.read(copy, scratch);
             if (superblockProblem(scratch, copy) == null) {
                 try {
-                    Geometry g = SuperblockFormat.read(scratch).geometry();
-                    return new long[] {g.logStart(), g.logStart() + g.logBlocks()};
+                    SuperblockFormat.Fields f = SuperblockFormat.read(scratch);
+                    Geometry g = f.geometry();
+                    return new long[] {g.logStart(), g.logStart() + g.logBlocks(), f.incompat()};
                 } catch (RuntimeException inconsistent) {
                     // try the other copy
                 }
             }
         }
-        return new long[] {0, 0};
+        return new long[] {0, 0, SuperblockFormat.INCOMPAT_WIDE_CELLS}; // no superblock: judge leaves by the wider bound
     }
 
     private static String superblockProblem(MemorySegment b, long blockNo) {

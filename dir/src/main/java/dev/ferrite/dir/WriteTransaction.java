@@ -22,7 +22,7 @@ import dev.ferrite.io.InvalidArgumentException;
  * detected). A commit whose changes would not fit in the log at once fails with
  * {@link TableException.Kind#TOO_LARGE} having changed nothing: split such work into several
  * transactions. Roughly, the changes of one transaction may take up to a quarter of the log, each changed
- * key costing its key and value (a medium value, 961 bytes to 64 KiB, only its 24-byte stub and some 100
+ * key costing its key and value (a medium value, too long for the tree with its key, up to 64 KiB, only its 24-byte stub and some 100
  * bytes, or where extents are off its bytes and some 100 bytes per 960-byte chunk; a blob, over 64 KiB, only
  * its 40-byte reference) and some 100 bytes; a 4 MiB log (the least) holds some 5,000 puts of
  * 64-byte values. A commit that fails for any other reason (no space) also leaves every table as it was.

@@ -1,16 +1,10 @@
 package dev.ferrite.dir;
 
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
-
-import dev.ferrite.btree.internal.BTreeNodeFormat;
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.MemoryDevice;
 import org.junit.jupiter.api.Test;
 
 import static dev.ferrite.io.internal.OnDisk.U16;
-import static dev.ferrite.io.internal.OnDisk.U32;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -22,7 +16,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class FloatingSlotsFeatureTest {
     /** Where a leaf keeps its slot base (0: right after the header), as BTreeNodeFormat lays it out. */
-    private static final int BASE = 56, LEVEL = 32;
+    private static final int BASE = 56;
 
     @Test
     void aFormattedVolumeFloatsItsLeaves() {
@@ -64,17 +58,9 @@ class FloatingSlotsFeatureTest {
 
     /** B-tree leaves on the device whose slot base is set. */
     private static int floatingLeaves(MemoryDevice dev) {
-        int found = 0;
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment b = a.allocate(dev.blockSize(), BlockDevice.BUFFER_ALIGNMENT);
-            for (long block = 0; block < dev.blockCount(); block++) {
-                dev.read(block, b);
-                if (b.get(U32, 0) == BTreeNodeFormat.MAGIC && b.get(ValueLayout.JAVA_BYTE, LEVEL) == 0 && b.get(U16, BASE) != 0) {
-                    found++;
-                }
-            }
-        }
-        return found;
+        int[] found = {0};
+        VolumeFixtures.forEachLeaf(dev, b -> found[0] += b.get(U16, BASE) != 0 ? 1 : 0);
+        return found[0];
     }
 
     private static long floating(BlockDevice dev) {

@@ -223,7 +223,7 @@ class InodeChunkLogTest {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment b = a.allocate(dev.blockSize(), BlockDevice.BUFFER_ALIGNMENT);
             dev.read(SuperblockFormat.PRIMARY, b);
-            return SuperblockFormat.read(b).incompat() & ~SuperblockFormat.INCOMPAT_FLOATING_SLOTS;
+            return SuperblockFormat.read(b).incompat() & ~Volume.FORMAT_FEATURES;
         }
     }
 

@@ -84,7 +84,7 @@ class TableCrashTest {
                         byte[] k = key(rnd.nextInt(KEYS));
                         if (r < 6) {
                             byte[] val = new byte[!large || rnd.nextInt(5) != 0 ? 8 + rnd.nextInt(300)
-                                    : rnd.nextBoolean() ? Table.MAX_INLINE + 1 + rnd.nextInt(12_000) : Table.MAX_MEDIUM + 1 + rnd.nextInt(4000)];
+                                    : rnd.nextBoolean() ? TableExtentTest.SHORTEST_MEDIUM + rnd.nextInt(12_000) : Table.MAX_MEDIUM + 1 + rnd.nextInt(4000)];
                             rnd.nextBytes(val);
                             tx.put(a, k, val);
                             tx.put(b, k, val);

@@ -48,9 +48,12 @@ class TableExtentTest {
         return v;
     }
 
-    /** A medium length, 1 KiB to 64 KiB, most of them small. */
+    /** The shortest value kept out of line beside any key: one that a 1-byte key leaves no room for in its cell. */
+    static final int SHORTEST_MEDIUM = Table.MAX_INLINE_ENTRY;
+
+    /** A medium length, 2 KiB to 64 KiB, most of them small. */
     private static int mediumLength(Random rnd) {
-        return Table.MAX_INLINE + 1 + rnd.nextInt(rnd.nextBoolean() ? 8000 : Table.MAX_MEDIUM - Table.MAX_INLINE);
+        return SHORTEST_MEDIUM + rnd.nextInt(rnd.nextBoolean() ? 8000 : Table.MAX_MEDIUM - SHORTEST_MEDIUM + 1);
     }
 
     /** Free blocks and those on the groups' free lists (refilled from free space as allocations go): what no structure owns. */
@@ -70,14 +73,14 @@ class TableExtentTest {
 
     /** The incompatible features in the primary superblock on {@code dev}, but the log's and the B-tree's. */
     private static long incompat(BlockDevice dev) {
-        return VolumeFixtures.incompat(dev) & ~(SuperblockFormat.INCOMPAT_LOG_INIT_RECORDS | SuperblockFormat.INCOMPAT_FLOATING_SLOTS);
+        return VolumeFixtures.incompat(dev) & ~(SuperblockFormat.INCOMPAT_LOG_INIT_RECORDS | Volume.FORMAT_FEATURES);
     }
 
     @Test
     void valuesRoundTripInOneExtentEachAcrossARemount() {
         Random rnd = new Random(SEED);
         MemoryDevice dev = VolumeFixtures.formatted();
-        int[] sizes = {Table.MAX_INLINE + 1, 4095, 4096, 4097, 20_000, Table.MAX_MEDIUM - 1, Table.MAX_MEDIUM};
+        int[] sizes = {SHORTEST_MEDIUM, 4095, 4096, 4097, 20_000, Table.MAX_MEDIUM - 1, Table.MAX_MEDIUM};
         List<byte[]> values = new ArrayList<>();
         long freeBefore;
         try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
@@ -178,7 +181,7 @@ class TableExtentTest {
              Table other = v.tables().create("other")) {
             t.put(b("inline"), new byte[Table.MAX_INLINE]);
             other.put(b("inline"), new byte[10]);
-            int[] sizes = {Table.MAX_INLINE + 1, 4096, 4097, Table.MAX_MEDIUM};
+            int[] sizes = {SHORTEST_MEDIUM, 4096, 4097, Table.MAX_MEDIUM};
             for (int i = 0; i < sizes.length; i++) {
                 t.put(b("k" + i), new byte[sizes[i]]);
             }
@@ -273,7 +276,7 @@ class TableExtentTest {
                 String a = "a" + delete;
                 byte[] old = random(rnd, 2000), longer = random(rnd, 30_000);
                 t.put(b(a), old);
-                t.put(b(a + "z"), random(rnd, 1000)); // the blocks after, so that the freed one stays a hole of its size
+                t.put(b(a + "z"), random(rnd, SHORTEST_MEDIUM)); // the blocks after, so that the freed one stays a hole of its size
                 TableValueFormat.Extent was = extent(t, b(a));
                 TableCursor c = t.cursor(b(a), null, false);
                 assertTrue(c.next());
@@ -319,7 +322,7 @@ class TableExtentTest {
         Random rnd = new Random(SEED);
         try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
             TableExtentCache cached = v.tables().extents.cached;
-            int[] lengths = {10, Table.MAX_INLINE + 1, 4096, 4097, 12_291, Table.MAX_MEDIUM, Table.MAX_MEDIUM + 1};
+            int[] lengths = {10, SHORTEST_MEDIUM, 4096, 4097, 12_291, Table.MAX_MEDIUM, Table.MAX_MEDIUM + 1};
             List<byte[]> values = new ArrayList<>();
             for (int i = 0; i < lengths.length; i++) {
                 values.add(random(rnd, lengths[i]));
@@ -605,7 +608,7 @@ class TableExtentTest {
         CountingDevice dev = new CountingDevice(VolumeFixtures.formatted());
         try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
             TableExtentCache cached = v.tables().extents.cached;
-            for (int n : new int[] {Table.MAX_INLINE + 1, 4096, 10_000, Table.MAX_MEDIUM}) {
+            for (int n : new int[] {SHORTEST_MEDIUM, 4096, 10_000, Table.MAX_MEDIUM}) {
                 byte[] val = random(rnd, n);
                 t.put(b("a"), val);
                 TableValueFormat.Extent x = extent(t, b("a"));
@@ -644,7 +647,7 @@ class TableExtentTest {
             for (boolean delete : new boolean[] {false, true}) {
                 byte[] old = random(rnd, 9000);
                 t.put(b("a"), old);
-                t.put(b("after" + delete), random(rnd, 1000)); // the blocks after, so that the freed ones stay a hole of their size
+                t.put(b("after" + delete), random(rnd, SHORTEST_MEDIUM)); // the blocks after, so that the freed ones stay a hole of their size
                 assertArrayEquals(old, t.get(b("a"))); // cached
                 TableValueFormat.Extent was = extent(t, b("a"));
                 byte[] next = random(rnd, 3000);
@@ -850,7 +853,7 @@ class TableExtentTest {
     @Test
     void aVolumeFromBeforeExtentsReadsItsOverflowValuesAndTakesTheFeatureWithItsFirstExtent() {
         Random rnd = new Random(SEED);
-        MemoryDevice dev = VolumeFixtures.formatted();
+        MemoryDevice dev = VolumeFixtures.formattedNarrow();
         byte[] old1 = random(rnd, 3000), old2 = random(rnd, Table.MAX_MEDIUM);
         try (Volume v = TableMediumTest.open(dev); Table t = v.tables().create("t")) {
             t.put(b("old1"), old1);

@@ -38,7 +38,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Medium values ({@link Table#MAX_INLINE} + 1 to {@link Table#MAX_MEDIUM} bytes), kept as chunks in the
- * volume's overflow tree, as on a volume without table extents (each volume opened with them switched off;
+ * volume's overflow tree, as on a volume without table extents (each volume formatted without wide B-tree cells,
+ * as code from before extents formats it, and opened with extents switched off;
  * {@link TableExtentTest} has the extents): exact across the thresholds and remounts, whole, in part and streamed;
  * overwritten in every direction between inline, medium and blob with their chunks deleted at once
  * (snapshots keep the old bytes in memory); undone with a transaction that fails part way; read right by
@@ -98,7 +99,7 @@ class TableMediumTest {
     @Test
     void sizesAcrossTheThresholdsRoundTripWholeInPartAndStreamed() {
         Random rnd = new Random(SEED);
-        MemoryDevice dev = VolumeFixtures.formatted();
+        MemoryDevice dev = VolumeFixtures.formattedNarrow();
         int[] sizes = {959, 960, 961, 1919, 1920, 1921, 4096, 65_535, 65_536, 65_537};
         byte[] expectKind = {0, 2, 2, 2, 2, 2, 2, 2, 2, 1};
         byte[][] values = new byte[sizes.length][];
@@ -155,7 +156,7 @@ class TableMediumTest {
     void overwritesInEveryDirectionFreeTheOldValueAtOnce() {
         Random rnd = new Random(SEED);
         int[] classes = {100, 3000, 70_000}; // inline, medium, blob
-        try (Volume v = open(VolumeFixtures.formatted()); Table t = v.tables().create("t")) {
+        try (Volume v = open(VolumeFixtures.formattedNarrow()); Table t = v.tables().create("t")) {
             int n = 0;
             for (int from : classes) {
                 for (int to : classes) {
@@ -191,7 +192,7 @@ class TableMediumTest {
     @Test
     void transactionsMixSizesAndOneFailingPartWayLeavesEverythingAsItWas() {
         Random rnd = new Random(SEED);
-        try (Volume v = open(VolumeFixtures.formatted());
+        try (Volume v = open(VolumeFixtures.formattedNarrow());
              Table a = v.tables().create("a"); Table bt = v.tables().create("b")) {
             byte[] small = random(rnd, 50), mid = random(rnd, 20_000), big = random(rnd, 70_000), edge = random(rnd, Table.MAX_MEDIUM);
             try (WriteTransaction tx = v.begin(Durability.SYNC)) {
@@ -246,7 +247,7 @@ class TableMediumTest {
     @Test
     void aSnapshotKeepsOldMediumValuesWhileTheirChunksGoAtOnce() {
         Random rnd = new Random(SEED);
-        try (Volume v = open(VolumeFixtures.formatted()); Table t = v.tables().create("t")) {
+        try (Volume v = open(VolumeFixtures.formattedNarrow()); Table t = v.tables().create("t")) {
             byte[] old = random(rnd, 20_000), next = random(rnd, 30_000), gone = random(rnd, 3000);
             t.put(b("k"), old);
             t.put(b("gone"), gone);
@@ -330,7 +331,7 @@ class TableMediumTest {
         Random rnd = new Random(SEED);
         int keys = 6, writes = 400;
         boolean inExtents = !kind.equals("chunks");
-        MemoryDevice dev = VolumeFixtures.formatted();
+        MemoryDevice dev = VolumeFixtures.formattedNarrow();
         VolumeOptions options = kind.endsWith("small cache") ? VolumeFixtures.OPTIONS.withDataCacheBytes(PageCache.MIN_FRAMES * 4096L)
                 : VolumeFixtures.OPTIONS;
         try (Volume v = inExtents ? Volume.open(dev, options) : open(dev); Table t = v.tables().create("t")) {
@@ -419,7 +420,7 @@ class TableMediumTest {
     @Test
     void droppingATableFreesItsMediumValues() {
         Random rnd = new Random(SEED);
-        try (Volume v = open(VolumeFixtures.formatted())) {
+        try (Volume v = open(VolumeFixtures.formattedNarrow())) {
             long free = 0;
             for (int round = 0; round < 3; round++) { // the first round grows the catalog and makes the overflow tree
                 try (Table t = v.tables().create("t")) {
@@ -454,7 +455,7 @@ class TableMediumTest {
     void aDropCutShortByACrashFinishesWithoutLeaksOrDoubleFrees() {
         Random rnd = new Random(SEED);
         int firstFlush;
-        try (RecordingDevice rec = RecordingDevice.wrap(VolumeFixtures.formatted())) {
+        try (RecordingDevice rec = RecordingDevice.wrap(VolumeFixtures.formattedNarrow())) {
             try (Volume v = open(rec)) {
                 try (Table keep = v.tables().create("keep")) {
                     keep.put(b("x"), random(rnd, 4000)); // makes the catalog and the overflow tree
@@ -508,7 +509,7 @@ class TableMediumTest {
     @Test
     void theCheckNamesALeakedChunkAndAMissingOne() {
         Random rnd = new Random(SEED);
-        try (Volume v = open(VolumeFixtures.formatted()); Table t = v.tables().create("t")) {
+        try (Volume v = open(VolumeFixtures.formattedNarrow()); Table t = v.tables().create("t")) {
             t.put(b("a"), random(rnd, 3000));
             t.put(b("b"), random(rnd, 2500));
             TableOverflow overflow = v.tables().overflow;
@@ -563,7 +564,7 @@ class TableMediumTest {
     @Test
     void aValueIsReadByOneCursorOverItsChunks() {
         Random rnd = new Random(SEED);
-        try (Volume v = open(VolumeFixtures.formatted()); Table t = v.tables().create("t")) {
+        try (Volume v = open(VolumeFixtures.formattedNarrow()); Table t = v.tables().create("t")) {
             byte[][] values = new byte[6][];
             for (int i = 0; i < values.length; i++) {
                 values[i] = random(rnd, Table.MAX_MEDIUM);
@@ -598,7 +599,7 @@ class TableMediumTest {
     @Test
     void aValuesChunksChangeInAFewTransactions() {
         Random rnd = new Random(SEED);
-        try (Volume v = open(VolumeFixtures.formatted()); Table t = v.tables().create("t")) {
+        try (Volume v = open(VolumeFixtures.formattedNarrow()); Table t = v.tables().create("t")) {
             for (int i = 0; i < 20; i++) { // a tree of a few levels
                 t.put(b("w" + i), random(rnd, Table.MAX_MEDIUM));
             }
@@ -626,7 +627,7 @@ class TableMediumTest {
     @Test
     void aDeleteRangeOfManyMediumValuesSplitsItsTransactionsByTheirBytes() {
         Random rnd = new Random(SEED);
-        try (Volume v = open(VolumeFixtures.formatted()); Table t = v.tables().create("t")) {
+        try (Volume v = open(VolumeFixtures.formattedNarrow()); Table t = v.tables().create("t")) {
             t.withDurability(Durability.NONE);
             byte[] value = random(rnd, Table.MAX_MEDIUM);
             for (int i = 0; i < 24; i++) {
@@ -652,7 +653,7 @@ class TableMediumTest {
         byte[] big = random(rnd, Table.MAX_MEDIUM), mid = random(rnd, 5000);
         byte[][] small = new byte[20][];
         int firstFlush, durableAt;
-        try (RecordingDevice rec = RecordingDevice.wrap(VolumeFixtures.formatted())) {
+        try (RecordingDevice rec = RecordingDevice.wrap(VolumeFixtures.formattedNarrow())) {
             try (Volume v = open(rec); Table t = v.tables().create("t")) {
                 t.put(b("big"), big);
                 firstFlush = rec.flushCount();

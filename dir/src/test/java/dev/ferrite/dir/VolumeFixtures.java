@@ -2,9 +2,12 @@ package dev.ferrite.dir;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.List;
+import java.util.function.Consumer;
 import java.util.stream.Collectors;
 
+import dev.ferrite.btree.internal.BTreeNodeFormat;
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.MemoryDevice;
 
@@ -24,6 +27,32 @@ final class VolumeFixtures {
         Volume.format(dev, OPTIONS);
         return dev;
     }
+
+    /**
+     * A freshly formatted volume as code from before wide B-tree cells formats it: without
+     * {@link SuperblockFormat#INCOMPAT_WIDE_CELLS}, so its trees' values are 960 bytes at most, whatever the key.
+     */
+    static MemoryDevice formattedNarrow() {
+        MemoryDevice dev = formatted();
+        setIncompat(dev, incompat(dev) & ~SuperblockFormat.INCOMPAT_WIDE_CELLS);
+        return dev;
+    }
+
+    /** Hands each B-tree leaf on {@code dev} (unmounted) to {@code leaf}, read raw into one buffer. */
+    static void forEachLeaf(BlockDevice dev, Consumer<MemorySegment> leaf) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment b = a.allocate(dev.blockSize(), BlockDevice.BUFFER_ALIGNMENT);
+            for (long block = 0; block < dev.blockCount(); block++) {
+                dev.read(block, b);
+                if (b.get(ValueLayout.JAVA_INT_UNALIGNED, 0) == BTreeNodeFormat.MAGIC && b.get(ValueLayout.JAVA_BYTE, LEAF_LEVEL) == 0) {
+                    leaf.accept(b);
+                }
+            }
+        }
+    }
+
+    /** Where a B-tree node keeps its level, as BTreeNodeFormat lays it out. */
+    private static final int LEAF_LEVEL = 32;
 
     /** The volume's checker finds nothing. */
     static void assertSound(Volume v) {

@@ -43,8 +43,9 @@ import static dev.ferrite.btree.internal.BTreeNodeFormat.used;
  * changes), left to right within a level, the leaf-level neighbour whose sibling link changes last, and
  * allocator blocks after every node.
  *
- * <p>Keys are up to {@value BTreeNodeFormat#MAX_KEY} bytes, values up to
- * {@value BTreeNodeFormat#MAX_VALUE}; order is unsigned bytewise. Leaves are linked both ways for range
+ * <p>Keys are up to {@value BTreeNodeFormat#MAX_KEY} bytes, a key and its value up to
+ * {@value BTreeNodeFormat#MAX_ENTRY} together ({@link #maxValue}; values up to
+ * {@value BTreeNodeFormat#MAX_VALUE} on a cache without {@link BufferCache#wideCells()}); order is unsigned bytewise. Leaves are linked both ways for range
  * cursors. A leaf split chooses the shortest separator that divides the two halves (suffix truncation),
  * and node search compares only what follows the prefix a node's keys share.
  *
@@ -230,11 +231,19 @@ public final class BTree {
         }
     }
 
-    static void requireValue(MemorySegment value) {
-        if (value.byteSize() > BTreeNodeFormat.MAX_VALUE) {
-            throw new InvalidArgumentException("value of " + value.byteSize() + " bytes: values are at most "
-                    + BTreeNodeFormat.MAX_VALUE + " bytes");
+    /** Refuses a value longer than a leaf cell takes beside {@code key} (checked already). */
+    private void requireValue(MemorySegment key, MemorySegment value) {
+        int max = maxValue((int) key.byteSize());
+        if (value.byteSize() > max) {
+            throw new InvalidArgumentException("value of " + value.byteSize() + " bytes: " + (cache.wideCells()
+                    ? "a key and its value are at most " + BTreeNodeFormat.MAX_ENTRY + " bytes together (" + max
+                    + " beside this " + key.byteSize() + "-byte key)" : "values are at most " + max + " bytes"));
         }
+    }
+
+    /** The longest value this tree takes beside a key of {@code keyLength} bytes ({@link BTreeNodeFormat#maxValue}). */
+    public int maxValue(int keyLength) {
+        return BTreeNodeFormat.maxValue(keyLength, cache.wideCells());
     }
 
     // ------------------------------------------------------------------ descent
@@ -426,7 +435,8 @@ public final class BTree {
 
     /** The value of {@code key}, or null. */
     public byte[] get(byte[] key) {
-        byte[] buf = new byte[BTreeNodeFormat.MAX_VALUE];
+        requireKeyLength(key.length);
+        byte[] buf = new byte[maxValue(key.length)];
         int len = get(MemorySegment.ofArray(key), MemorySegment.ofArray(buf));
         return len < 0 ? null : Arrays.copyOf(buf, len);
     }
@@ -563,7 +573,7 @@ public final class BTree {
      */
     int write(Txn txn, MemorySegment key, MemorySegment value, Mode mode, MemorySegment priorOut) {
         requireKey(key);
-        requireValue(value);
+        requireValue(key, value);
         Path p = PATHS.get();
         p.start(this, key);
         int kl = (int) key.byteSize(), vl = (int) value.byteSize();

@@ -25,8 +25,11 @@ public final class BTreeDump {
                 || m == BTreeNodeFormat.MAGIC || m == BTreeNodeFormat.FREED_MAGIC;
     }
 
-    /** Describes a B-tree header or node in a few lines; see {@link #isTreeBlock}. */
-    public static String describe(MemorySegment block) {
+    /**
+     * Describes a B-tree header or node in a few lines; see {@link #isTreeBlock}. {@code wideCells}: the
+     * volume's leaves bound a cell's key and value together ({@link BufferCache#wideCells(boolean)}).
+     */
+    public static String describe(MemorySegment block, boolean wideCells) {
         int m = BlockHeaderFormat.magic(block);
         StringBuilder sb = new StringBuilder();
         try {
@@ -37,7 +40,7 @@ public final class BTreeDump {
             } else if (m == BTreeHeaderFormat.FREED_MAGIC || m == BTreeNodeFormat.FREED_MAGIC) {
                 sb.append("freed B-tree block (tree ").append(BlockHeaderFormat.owner(block)).append(")\n");
             } else if (m == BTreeNodeFormat.MAGIC) {
-                node(block, sb);
+                node(block, wideCells, sb);
             } else {
                 sb.append("not a B-tree block\n");
             }
@@ -47,8 +50,8 @@ public final class BTreeDump {
         return sb.toString();
     }
 
-    private static void node(MemorySegment n, StringBuilder sb) {
-        String unsound = BTreeNodeFormat.unsound(n, (int) n.byteSize(), Long.MAX_VALUE);
+    private static void node(MemorySegment n, boolean wideCells, StringBuilder sb) {
+        String unsound = BTreeNodeFormat.unsound(n, (int) n.byteSize(), Long.MAX_VALUE, wideCells);
         if (unsound != null) {
             sb.append("B-tree node of tree ").append(BlockHeaderFormat.owner(n)).append(", damaged: ").append(unsound).append('\n');
             return;

@@ -64,10 +64,28 @@ public final class BTreeNodeFormat {
 
     /** Longest key. */
     public static final int MAX_KEY = 1024;
-    /** Longest value: two largest leaf cells (slots included) always fit one 4 KiB node, so a split always works. */
-    public static final int MAX_VALUE = 960;
+    /**
+     * Longest key and value of a leaf cell together: two largest leaf cells (slots included, 2 x 1,996 of a
+     * 4 KiB node's 4,024 bytes after the header) always fit one node, so a split always works. A value may
+     * take what its key leaves: up to 1,983 bytes beside a 1-byte key, 1,968 beside a 16-byte one.
+     */
+    public static final int MAX_ENTRY = 1984;
+    /**
+     * Longest value of a tree that bounds values alone (a volume formatted before {@link #MAX_ENTRY}
+     * bounded the pair: code of that time refuses a leaf holding a longer value); and the longest value
+     * any key leaves room for.
+     */
+    public static final int MAX_VALUE = MAX_ENTRY - MAX_KEY;
 
     private BTreeNodeFormat() {
+    }
+
+    /**
+     * Longest value a leaf cell takes beside a key of {@code keyLength} bytes: what the key leaves of
+     * {@link #MAX_ENTRY} if {@code wide} (the volume's trees bound the pair), else {@link #MAX_VALUE}.
+     */
+    public static int maxValue(int keyLength, boolean wide) {
+        return wide ? MAX_ENTRY - keyLength : MAX_VALUE;
     }
 
     /** Formats an empty node. */
@@ -263,7 +281,7 @@ public final class BTreeNodeFormat {
      * Checked once per read from the device, where the checksum is, so code reading cached nodes needs
      * no checks of its own: the checksum guards against media errors, this against crafted images and bugs.
      */
-    static String unsound(MemorySegment n, int blockSize, long blockCount) {
+    static String unsound(MemorySegment n, int blockSize, long blockCount, boolean wide) {
         int level = level(n);
         if (level >= MAX_LEVELS) {
             return "level " + level + " (a tree has at most " + MAX_LEVELS + ")";
@@ -292,9 +310,10 @@ public final class BTreeNodeFormat {
             }
             int kl = Short.toUnsignedInt(n.get(U16, c));
             int vl = leaf ? Short.toUnsignedInt(n.get(U16, c + 2L)) : 0;
-            if (kl < Math.max(1, skip) || kl > MAX_KEY || vl > MAX_VALUE) {
+            if (kl < Math.max(1, skip) || kl > MAX_KEY || leaf && vl > maxValue(kl, wide)) {
                 return "cell " + i + " has a key of " + kl + " bytes and a value of " + vl + " (keys 1 to " + MAX_KEY
-                        + " bytes and at least the " + skip + " shared, values up to " + MAX_VALUE + ")";
+                        + " bytes and at least the " + skip + " shared, " + (wide ? "key and value up to " + MAX_ENTRY
+                        : "values up to " + MAX_VALUE) + ")";
             }
             int size = header + kl + vl;
             if (c + size > blockSize) {

@@ -138,6 +138,12 @@ public final class BufferCache implements AutoCloseable {
      * the on-disk format the cache serves, read by the trees when they make a gap.
      */
     private volatile boolean floatingLeaves = true;
+    /**
+     * Whether the B-tree leaves in this cache's blocks bound a cell's key and value together
+     * ({@link BTreeNodeFormat#MAX_ENTRY}) or the value alone ({@link BTreeNodeFormat#MAX_VALUE}, a volume
+     * formatted before the pair bound): what a put accepts and what a leaf read from the device may hold.
+     */
+    private volatile boolean wideCells = true;
 
     public BufferCache(BlockDevice device, Journal journal, long budgetBytes) {
         this.device = device;
@@ -163,6 +169,20 @@ public final class BufferCache implements AutoCloseable {
     /** Lets the trees of this cache make floating leaves, or not (a volume formatted before them): set before any tree changes. */
     public void floatingLeaves(boolean allowed) {
         floatingLeaves = allowed;
+    }
+
+    /**
+     * Lets leaf cells of this cache's trees take any value their key leaves room for, or bounds values
+     * alone to {@link BTreeNodeFormat#MAX_VALUE} (a volume formatted before the pair bound): set before any
+     * tree is read or changed.
+     */
+    public void wideCells(boolean allowed) {
+        wideCells = allowed;
+    }
+
+    /** Whether leaf cells bound their key and value together ({@link BTreeNodeFormat#maxValue}). */
+    public boolean wideCells() {
+        return wideCells;
     }
 
     /** Whether the trees of this cache may make floating leaves. */
@@ -360,7 +380,7 @@ public final class BufferCache implements AutoCloseable {
      */
     private void requireSound(MemorySegment data, long block, int magic, String structure) {
         String why = switch (magic) {
-            case BTreeNodeFormat.MAGIC -> BTreeNodeFormat.unsound(data, blockSize, device.blockCount());
+            case BTreeNodeFormat.MAGIC -> BTreeNodeFormat.unsound(data, blockSize, device.blockCount(), wideCells);
             case BTreeHeaderFormat.MAGIC -> BTreeHeaderFormat.unsound(data, device.blockCount());
             default -> null;
         };

@@ -154,6 +154,9 @@ public record TreeCheck(long nodes, long leaves, long keys, int height, double l
                 byte[] k = BTreeNodeFormat.key(n, i).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
                 if (k.length == 0 || k.length > BTreeNodeFormat.MAX_KEY) {
                     problem(block, where + ": key " + i + " has " + k.length + " bytes");
+                } else if (level == 0 && BTreeNodeFormat.valueLength(n, i) > tree.maxValue(k.length)) {
+                    problem(block, where + ": value " + i + " has " + BTreeNodeFormat.valueLength(n, i) + " bytes beside a key of "
+                            + k.length + " (at most " + tree.maxValue(k.length) + ")");
                 }
                 if (prev != null && Keys.compare(prev, k) >= 0) {
                     problem(block, where + ": key " + i + " is not above key " + (i - 1));

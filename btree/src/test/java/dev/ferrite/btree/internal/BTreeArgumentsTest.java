@@ -11,6 +11,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.function.Executable;
 
+import static dev.ferrite.btree.internal.BTreeNodeFormat.MAX_ENTRY;
 import static dev.ferrite.btree.internal.BTreeNodeFormat.MAX_KEY;
 import static dev.ferrite.btree.internal.BTreeNodeFormat.MAX_VALUE;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -28,9 +29,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class BTreeArgumentsTest {
     private static final byte[] EMPTY = new byte[0];
     private static final byte[] LONG_KEY = filled(MAX_KEY + 1, 'k');
-    private static final byte[] LONG_VALUE = filled(MAX_VALUE + 1, 'v');
+    /** Too long beside any key. */
+    private static final byte[] LONG_VALUE = filled(MAX_ENTRY, 'v');
     private static final String KEY_LIMIT = "keys are 1 to " + MAX_KEY + " bytes";
-    private static final String VALUE_LIMIT = "values are at most " + MAX_VALUE + " bytes";
 
     private ProbeDevice device;
     private Store store;
@@ -63,30 +64,60 @@ class BTreeArgumentsTest {
         refused("key of 0 bytes: " + KEY_LIMIT, invalidKeyCalls(EMPTY));
     }
 
+    /** A key and its value take at most {@link BTreeNodeFormat#MAX_ENTRY} bytes together: one byte more is refused, whatever the key. */
     @Test
-    void valueTooLong() {
+    void valueTooLongForItsKey() {
+        byte[] k = "key7".getBytes(), fresh = "fresh".getBytes(), longKey = filled(MAX_KEY, 'q');
+        byte[] over4 = filled(MAX_ENTRY - 4 + 1, 'v'), over5 = filled(MAX_ENTRY - 5 + 1, 'v'), over1024 = filled(MAX_VALUE + 1, 'v');
+        refused("value of " + over4.length + " bytes: a key and its value are at most " + MAX_ENTRY + " bytes together ("
+                        + (MAX_ENTRY - 4) + " beside this 4-byte key)",
+                () -> tree.put(k, over4),
+                () -> inTxn(txn -> tree.put(txn, seg(k), seg(over4))));
+        refused("value of " + over5.length + " bytes: a key and its value are at most " + MAX_ENTRY + " bytes together ("
+                        + (MAX_ENTRY - 5) + " beside this 5-byte key)",
+                () -> tree.put(fresh, over5),
+                () -> inTxn(txn -> tree.putIfAbsent(txn, seg(fresh), seg(over5))));
+        refused("value of " + over1024.length + " bytes: a key and its value are at most " + MAX_ENTRY + " bytes together ("
+                        + MAX_VALUE + " beside this 1024-byte key)",
+                () -> tree.put(longKey, over1024));
+    }
+
+    /** A cache without wide cells (a volume formatted before them) bounds values alone, to {@link BTreeNodeFormat#MAX_VALUE}. */
+    @Test
+    void valueTooLongWithoutWideCells() {
+        store.cache.wideCells(false);
         byte[] k = "key7".getBytes();
-        refused("value of " + (MAX_VALUE + 1) + " bytes: " + VALUE_LIMIT,
-                () -> tree.put(k, LONG_VALUE),
-                () -> tree.put("fresh".getBytes(), LONG_VALUE),
-                () -> inTxn(txn -> tree.put(txn, seg(k), seg(LONG_VALUE))),
-                () -> inTxn(txn -> tree.putIfAbsent(txn, seg("fresh".getBytes()), seg(LONG_VALUE))));
+        byte[] over = filled(MAX_VALUE + 1, 'v');
+        refused("value of " + over.length + " bytes: values are at most " + MAX_VALUE + " bytes",
+                () -> tree.put(k, over),
+                () -> tree.put("fresh".getBytes(), over),
+                () -> inTxn(txn -> tree.put(txn, seg(k), seg(over))),
+                () -> inTxn(txn -> tree.putIfAbsent(txn, seg("fresh".getBytes()), seg(over))));
+        byte[] largest = filled(MAX_VALUE, 'V');
+        tree.put(k, largest);
+        assertArrayEquals(largest, tree.get(k));
     }
 
     @Test
     void limitsThemselvesAreAccepted() {
         byte[] longest = filled(MAX_KEY, 'z');
         byte[] largest = filled(MAX_VALUE, 'V');
+        byte[] widest = filled(MAX_ENTRY - 1, 'W'), beside16 = filled(MAX_ENTRY - 16, 'X');
+        byte[] key16 = filled(16, 'm');
         tree.put(longest, largest);
         tree.put(new byte[] {0}, EMPTY);
+        tree.put(new byte[] {1}, widest);
+        tree.put(key16, beside16);
         assertArrayEquals(largest, tree.get(longest));
         assertArrayEquals(EMPTY, tree.get(new byte[] {0}));
+        assertArrayEquals(widest, tree.get(new byte[] {1}));
+        assertArrayEquals(beside16, tree.get(key16));
         Cursor c = tree.cursor(longest, false);
         assertTrue(c.next());
         assertArrayEquals(longest, c.key());
         TreeCheck check = tree.check();
         assertTrue(check.ok(), check.toString());
-        assertEquals(402, check.keys());
+        assertEquals(404, check.keys());
     }
 
     /** A refused call inside a transaction leaves its earlier changes to commit, and an unchanged one to close quietly. */

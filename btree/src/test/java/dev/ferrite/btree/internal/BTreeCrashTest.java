@@ -42,7 +42,7 @@ class BTreeCrashTest {
     static final long SEED = TestSeed.get(21);
     static final int BS = 4096;
     static final int LOG_BLOCKS = 256;
-    static final int DATA_BLOCKS = 1024;
+    static final int DATA_BLOCKS = 2048;
     static final long CACHE_BYTES = 96L * BS;
     /** Bytes every key starts with: long separators, so interior nodes fill and the tree grows to three levels. */
     static final int KEY_PREFIX = 120;
@@ -82,20 +82,30 @@ class BTreeCrashTest {
 
     @Test
     void sampledCrashPoints() {
-        crashAndRecover(SEED, 3000, 16, 12, 10);
+        crashAndRecover(SEED, 3000, 16, 12, 10, false);
+    }
+
+    /**
+     * The same with a third of the values as long as their key leaves room for in a cell ({@link
+     * BTreeNodeFormat#MAX_ENTRY}: some 1,850 bytes beside these keys, two cells a leaf) and a sixth over the
+     * 960 bytes a value alone may take: splits, merges and in-place replacements of the largest cells.
+     */
+    @Test
+    void sampledCrashPointsWithWideCells() {
+        crashAndRecover(SEED, 2000, 16, 12, 10, true);
     }
 
     @Test
     @Tag("stress")
     void manyCrashPoints() {
         for (long seed = SEED; seed < SEED + 3; seed++) {
-            crashAndRecover(seed, 6000, 150, 100, 80);
+            crashAndRecover(seed, 6000, 150, 100, 80, seed % 2 == 0);
         }
     }
 
-    private void crashAndRecover(long seed, int ops, int prefixes, int torn, int reordered) {
+    private void crashAndRecover(long seed, int ops, int prefixes, int torn, int reordered, boolean wide) {
         Random rnd = new Random(seed);
-        Run run = record(script(rnd, ops), rnd, "seed " + seed);
+        Run run = record(script(rnd, ops, wide), rnd, "seed " + seed + (wide ? ", wide cells" : ""));
         RecordingDevice rec = run.rec();
         try (rec) {
             int events = rec.eventCount();
@@ -161,7 +171,7 @@ class BTreeCrashTest {
     // ------------------------------------------------------------------ the workload
 
     /** Inserts that split up to three levels, overwrites and deletes mixed with inserts, then deletes down to a few keys. */
-    private static List<Op> script(Random rnd, int n) {
+    private static List<Op> script(Random rnd, int n, boolean wide) {
         List<Op> ops = new ArrayList<>(n);
         List<byte[]> live = new ArrayList<>();
         int inserts = n * 45 / 100, mixed = n / 4, appended = 0;
@@ -180,7 +190,7 @@ class BTreeCrashTest {
                     live.removeLast();
                 }
             }
-            ops.add(new Op(k, insert || overwrite ? value(rnd, i) : null));
+            ops.add(new Op(k, insert || overwrite ? value(rnd, i, wide ? k.length : -1) : null));
         }
         return ops;
     }
@@ -206,9 +216,16 @@ class BTreeCrashTest {
         return k;
     }
 
-    /** Random bytes that start with the operation's number, so that no two operations write the same value. */
-    private static byte[] value(Random rnd, int op) {
-        byte[] v = new byte[4 + rnd.nextInt(150)];
+    /**
+     * Random bytes that start with the operation's number, so that no two operations write the same value;
+     * beside a key of {@code wideKey} bytes (-1: short values only), a third as long as a cell takes and a
+     * sixth of 960 bytes up to that.
+     */
+    private static byte[] value(Random rnd, int op, int wideKey) {
+        int dice = rnd.nextInt(6);
+        int largest = BTreeNodeFormat.MAX_ENTRY - wideKey;
+        byte[] v = new byte[wideKey < 0 || dice > 2 ? 4 + rnd.nextInt(150)
+                : dice < 2 ? largest : BTreeNodeFormat.MAX_VALUE + rnd.nextInt(largest - BTreeNodeFormat.MAX_VALUE)];
         rnd.nextBytes(v);
         v[0] = (byte) (op >>> 24);
         v[1] = (byte) (op >>> 16);

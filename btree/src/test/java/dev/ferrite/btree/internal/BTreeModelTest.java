@@ -21,6 +21,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
+import static dev.ferrite.btree.internal.BTreeNodeFormat.MAX_ENTRY;
 import static dev.ferrite.btree.internal.BTreeNodeFormat.MAX_KEY;
 import static dev.ferrite.btree.internal.BTreeNodeFormat.MAX_VALUE;
 
@@ -54,7 +55,9 @@ class BTreeModelTest {
         /** 1 KiB keys differing only near the end, values of the largest size: two per leaf, a deep tree. */
         HUGE,
         /** All lengths, from one byte to the largest keys and values. */
-        MIXED
+        MIXED,
+        /** Short keys (1 to 24 bytes), half of them with the longest value their key leaves room for, a fifth over 960 bytes, the rest tiny. */
+        WIDE
     }
 
     /** Each shape from seeds {@code SEED}, {@code SEED + 1}, ...: a failing case reruns first with its own seed. */
@@ -192,7 +195,7 @@ class BTreeModelTest {
 
         private void put() {
             byte[] k = key(rnd.nextInt(3) == 0);
-            byte[] v = value();
+            byte[] v = value(k.length);
             tree.put(k, v);
             model.put(k, v);
             writes++;
@@ -200,7 +203,7 @@ class BTreeModelTest {
 
         private void putIfAbsent() {
             byte[] k = key(rnd.nextBoolean());
-            byte[] v = value();
+            byte[] v = value(k.length);
             boolean inserted;
             try (Txn txn = Txn.begin(store.cache, tree.reservation())) {
                 inserted = tree.putIfAbsent(txn, MemorySegment.ofArray(k), MemorySegment.ofArray(v));
@@ -231,7 +234,7 @@ class BTreeModelTest {
                     MemorySegment ks = MemorySegment.ofArray(k);
                     int op = e.getValue();
                     if (op < putPercent) {
-                        byte[] v = value();
+                        byte[] v = value(k.length);
                         boolean fresh = op % 4 == 0
                                 ? tree.putIfAbsent(txn, ks, MemorySegment.ofArray(v))
                                 : tree.put(txn, ks, MemorySegment.ofArray(v));
@@ -418,6 +421,7 @@ class BTreeModelTest {
                 case TINY -> new byte[] {(byte) rnd.nextInt(256)};
                 case SHORT -> letters(1 + rnd.nextInt(12));
                 case HUGE -> hugeKey();
+                case WIDE -> letters(1 + rnd.nextInt(24));
                 case MIXED -> {
                     int r = rnd.nextInt(100);
                     int len = r < 35 ? 1 + rnd.nextInt(4) : r < 70 ? 5 + rnd.nextInt(36)
@@ -446,13 +450,16 @@ class BTreeModelTest {
             return k;
         }
 
-        private byte[] value() {
+        /** A value of the run's shape beside a key of {@code keyLength} bytes; the largest take all the key leaves of a cell. */
+        private byte[] value(int keyLength) {
             int r = rnd.nextInt(100);
+            int largest = MAX_ENTRY - keyLength;
             int len = switch (shape) {
-                case TINY -> r < 10 ? MAX_VALUE : rnd.nextInt(40);
+                case TINY -> r < 10 ? largest : rnd.nextInt(40);
                 case SHORT -> rnd.nextInt(100);
-                case HUGE -> r < 70 ? MAX_VALUE : rnd.nextInt(MAX_VALUE);
-                case MIXED -> r < 60 ? rnd.nextInt(50) : r < 90 ? 50 + rnd.nextInt(450) : MAX_VALUE;
+                case HUGE -> r < 70 ? largest : rnd.nextInt(largest);
+                case MIXED -> r < 60 ? rnd.nextInt(50) : r < 80 ? 50 + rnd.nextInt(450) : r < 90 ? rnd.nextInt(largest) : largest;
+                case WIDE -> r < 50 ? largest : r < 70 ? MAX_VALUE + rnd.nextInt(largest - MAX_VALUE) : rnd.nextInt(16);
             };
             byte[] v = new byte[len];
             rnd.nextBytes(v);

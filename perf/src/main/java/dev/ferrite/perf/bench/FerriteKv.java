@@ -27,8 +27,9 @@ import dev.ferrite.io.MappedDevice;
  *
  * <p>Every put and delete is a transaction of its own ({@link Table#put}, {@link Durability#NONE}: applied
  * and in the journal's in-memory log, not forced): the same promise as a RocksDB write with the WAL on and
- * no sync. The batch phases' batches are {@link WriteTransaction}s, atomic across crashes. Values over
- * {@link Table#MAX_INLINE} bytes are kept out of line, each in a blob file written and synced before its
+ * no sync. The batch phases' batches are {@link WriteTransaction}s, atomic across crashes. Values too long
+ * to share a B-tree cell with their key ({@link Table#MAX_INLINE_ENTRY}) are kept out of line: up to
+ * {@link Table#MAX_MEDIUM} in a data extent each, longer ones in a blob file written and synced before its
  * put commits. {@link #sync()}
  * makes everything durable ({@link Volume#sync()}). Gets and scans take no lock.
  */
@@ -62,10 +63,11 @@ final class FerriteKv implements KvStore {
      * out of line takes whole blocks (of its extent, or of a blob file).
      */
     static long dataBytes(long keys, int valueBytes) {
-        if (valueBytes > Table.MAX_INLINE && valueBytes <= Table.MAX_MEDIUM) { // an extent a value: whole blocks; twice, for updates
+        boolean inline = KvKeys.KEY_MAX + valueBytes <= Table.MAX_INLINE_ENTRY; // as the longest key leaves room for
+        if (!inline && valueBytes <= Table.MAX_MEDIUM) { // an extent a value: whole blocks; twice, for updates
             return Math.max(128L << 20, wholeMiB(keys * (320 + 2L * ((valueBytes + BLOCK - 1L) / BLOCK) * BLOCK)));
         }
-        if (valueBytes > Table.MAX_INLINE) { // a blob file a value: whole blocks, an inode, a name; twice, for updates
+        if (!inline) { // a blob file a value: whole blocks, an inode, a name; twice, for updates
             long blob = ((valueBytes + BLOCK - 1L) / BLOCK) * BLOCK + 1024;
             return Math.max(128L << 20, wholeMiB(keys * (320 + 2 * blob)));
         }
