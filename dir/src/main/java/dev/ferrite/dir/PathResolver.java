@@ -49,7 +49,8 @@ final class PathResolver {
     /**
      * The directory a path's last component is in, and that component: a name, {@code "."}, {@code ".."},
      * or null for the root itself; {@code slashed} if a slash followed it; the walk that found it (a
-     * create that follows a final symlink counts on from its symlinks).
+     * create that follows a final symlink counts on from its symlinks): the thread's, so read it before
+     * the thread's next resolution.
      */
     record Parent(long dir, String name, boolean slashed, Walk walk) {
     }
@@ -252,10 +253,11 @@ final class PathResolver {
         return w;
     }
 
+    /** The {@link Parent} of {@code path}, found with the thread's walk (a new walk per call was most of a path create's garbage). */
     Parent resolveParent(String path) {
         volume.requireOpen();
         requireAbsolute(path);
-        return new Walk(path).parent(root());
+        return walk().restart(path, false).parent(root());
     }
 
     /**

@@ -52,7 +52,7 @@ public final class Tables {
     /** Each thread's buffer for a value read, a segment made once (a read wraps no array per call). */
     private static final ThreadLocal<MemorySegment> VALUES = ThreadLocal.withInitial(() -> MemorySegment.ofArray(new byte[Table.MAX_TREE_VALUE]));
     /** Each thread's buffer for a stored value (the tree's form: {@link TableValueFormat}). */
-    private static final ThreadLocal<MemorySegment> STORED = ThreadLocal.withInitial(() -> MemorySegment.ofArray(new byte[Table.MAX_TREE_VALUE]));
+    private static final ThreadLocal<StoredBuffer> STORED = ThreadLocal.withInitial(StoredBuffer::new);
     /** Each thread's buffer for an extent value's stub looked up again after a read of part of the value. */
     private static final ThreadLocal<MemorySegment> STUB = ThreadLocal.withInitial(() -> MemorySegment.ofArray(new byte[TableValueFormat.EXTENT_SIZE]));
 
@@ -712,10 +712,27 @@ public final class Tables {
 
     /** The inline stored form of {@code value} in this thread's buffer (valid until its next use). */
     private static MemorySegment stored(MemorySegment value) {
-        MemorySegment buf = STORED.get();
+        MemorySegment buf = STORED.get().view(1 + (int) value.byteSize());
         buf.set(ValueLayout.JAVA_BYTE, 0, TableValueFormat.INLINE);
         MemorySegment.copy(value, 0, buf, 1, value.byteSize());
-        return buf.asSlice(0, 1 + value.byteSize());
+        return buf;
+    }
+
+    /**
+     * A thread's buffer for a stored inline value, with a view of each length it has used: a put of a
+     * length seen before makes no segment (a slice per write was most of what a replacing put allocated).
+     */
+    private static final class StoredBuffer {
+        private final MemorySegment whole = MemorySegment.ofArray(new byte[Table.MAX_TREE_VALUE]);
+        private final MemorySegment[] views = new MemorySegment[Table.MAX_TREE_VALUE + 1];
+
+        MemorySegment view(int length) {
+            MemorySegment v = views[length];
+            if (v == null) {
+                views[length] = v = whole.asSlice(0, length);
+            }
+            return v;
+        }
     }
 
     /**

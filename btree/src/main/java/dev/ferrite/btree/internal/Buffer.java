@@ -59,6 +59,8 @@ public final class Buffer extends LogItem {
     volatile int priority = 1;
     /** Next buffer in the cache's hash chain; kept when removed, so chain walkers standing here go on. */
     volatile Buffer chainNext;
+    /** Next buffer in its chain of the cache's {@link FreeingBuffers}; kept when removed, as {@link #chainNext} is. */
+    volatile Buffer freeingNext;
     /** The block was freed: the AIL must not write this image home. Written under the lock. */
     private volatile boolean stale;
 

@@ -6,11 +6,9 @@ import dev.ferrite.btree.LatchStats;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.VarHandle;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.atomic.LongAdder;
@@ -62,7 +60,6 @@ public final class BufferCache implements AutoCloseable {
     private static final Object CLAIMED = new Object();
     private static final ThreadLocal<MemorySegment> CLUSTER_SCRATCH = new ThreadLocal<>();
     private static final int STRIPES = 256;
-    private static final int FREEING_SLOTS = 1 << 14;
     /**
      * Longest a claim waiting for a frame sleeps before it sweeps again and restarts write-back: long
      * enough that a waiter is asleep, not polling, short against the claim's timeout.
@@ -91,18 +88,13 @@ public final class BufferCache implements AutoCloseable {
      * after the new contents. Entries leave when the block is asked about, its stale buffer is evicted,
      * or a sweep finds them no longer busy.
      */
-    private final ConcurrentHashMap<Long, Buffer> freeing = new ConcurrentHashMap<>();
-    /**
-     * Entries of {@link #freeing} per hash slot of their block: allocators ask {@link #isBusy} about most
-     * blocks they hand out, nearly always of a slot at zero, which answers without boxing or hashing.
-     */
-    private final AtomicIntegerArray freeingSlots = new AtomicIntegerArray(FREEING_SLOTS);
+    private final FreeingBuffers freeing = new FreeingBuffers();
     /** Entries of {@link #freeing}, or more while one is being added or removed. */
     private final AtomicInteger freeingCount = new AtomicInteger();
     /**
      * Entries of {@link #freeing} at which a free sweeps out the ones no longer busy: blocks nobody asks
      * about (a freed inode chunk's, until its space is allocated again) would otherwise stay, and keep
-     * {@link #busyBound} and the slot counts high. Twice what the last sweep left: amortized O(1) a free.
+     * {@link #busyBound} high and the chains long. Twice what the last sweep left: amortized O(1) a free.
      */
     private volatile int sweepFreeingAt = MIN_FREEING_SWEEP;
     private final AtomicBoolean sweepingFreeing = new AtomicBoolean();
@@ -533,11 +525,9 @@ public final class BufferCache implements AutoCloseable {
         BlockHeaderFormat.init(b.data(), freedMagic, b.block(), BlockHeaderFormat.owner(b.data()));
         txn.log(b, 0, BlockHeaderFormat.SIZE);
         b.markStale();
-        freeingCount.incrementAndGet();
-        freeingSlots.incrementAndGet(freeingSlot(b.block())); // before the entry: counts never fall short
-        Buffer was = freeing.put(b.block(), b);
-        if (was != null) {
-            forgetFreeing(b.block());
+        freeingCount.incrementAndGet(); // before the entry: the count never falls short
+        if (freeing.put(b) != null) {
+            freeingCount.decrementAndGet();
         }
         int bucket = bucket(b.block());
         synchronized (stripe(bucket)) {
@@ -545,9 +535,9 @@ public final class BufferCache implements AutoCloseable {
         }
         if (freeingCount.get() >= sweepFreeingAt && sweepingFreeing.compareAndSet(false, true)) {
             try {
-                freeing.forEach((block, f) -> {
-                    if (f.holder == null && !f.isPinned() && freeing.remove(block, f)) { // as isBusy finds it
-                        forgetFreeing(block);
+                freeing.forEach(f -> {
+                    if (f.holder == null && !f.isPinned() && freeing.remove(f)) { // as isBusy finds it
+                        freeingCount.decrementAndGet();
                     }
                 });
                 sweepFreeingAt = Math.max(MIN_FREEING_SWEEP, 2 * freeingCount.get());
@@ -557,21 +547,12 @@ public final class BufferCache implements AutoCloseable {
         }
     }
 
-    private void forgetFreeing(long block) {
-        freeingSlots.decrementAndGet(freeingSlot(block));
-        freeingCount.decrementAndGet();
-    }
-
     /**
      * At least as many as the blocks {@link #isBusy} would call busy now: an allocator holding more free
      * blocks than this needs not ask about each.
      */
     public int busyBound() {
         return freeingCount.get();
-    }
-
-    private static int freeingSlot(long block) {
-        return (int) ((block * 0x9E37_79B9_7F4A_7C15L) >>> 50);
     }
 
     /**
@@ -598,9 +579,6 @@ public final class BufferCache implements AutoCloseable {
      * not hand it out again until this turns false (see {@link BlockAllocator#allocate}).
      */
     public boolean isBusy(long block) {
-        if (freeingSlots.get(freeingSlot(block)) == 0) {
-            return false;
-        }
         Buffer b = freeing.get(block);
         if (b == null) {
             return false;
@@ -609,8 +587,8 @@ public final class BufferCache implements AutoCloseable {
         if (b.holder != null || b.isPinned()) {
             return true;
         }
-        if (freeing.remove(block, b)) {
-            forgetFreeing(block);
+        if (freeing.remove(b)) {
+            freeingCount.decrementAndGet();
         }
         return false;
     }
@@ -784,8 +762,8 @@ public final class BufferCache implements AutoCloseable {
         }
         b.unlockObsolete();
         if (b.isStale()) {
-            if (freeing.remove(b.block(), b)) {
-                forgetFreeing(b.block());
+            if (freeing.remove(b)) {
+                freeingCount.decrementAndGet();
             }
         }
         (b.priority > 1 ? interiorEvictions : leafEvictions).increment();

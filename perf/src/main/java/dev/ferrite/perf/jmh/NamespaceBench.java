@@ -21,7 +21,9 @@ import dev.ferrite.io.MemoryDevice;
 /**
  * The namespace through directory handles ({@code bench meta}'s handle API) in a RAM volume whose cache
  * holds everything, one thread, in one directory of {@value #FILES} files: {@code createUnlink} creates a
- * new name and unlinks it (two operations, each a transaction of its own, not forced); {@code lstat} of a
+ * new name and unlinks it (two operations, each a transaction of its own, not forced); {@code createUnlinkPath}
+ * the same by path ({@code /d/new-N}); the directory holds {@value #FILES} names before and after each pair, so
+ * every iteration measures the same steady state; {@code lstat} of a
  * random existing name, returning an {@link InodeStat}; {@code lstatInto} the same into a reused
  * {@link StatBuffer}. Names are made once. Run with {@code -prof gc} for the allocation per operation.
  */
@@ -33,7 +35,7 @@ public class NamespaceBench extends JmhDefaults {
     private Volume volume;
     private Namespace ns;
     private Handle root, dir;
-    private String[] names, fresh;
+    private String[] names, fresh, freshPaths;
     private SplittableRandom random;
     private final StatBuffer stat = new StatBuffer();
     private int next;
@@ -49,9 +51,11 @@ public class NamespaceBench extends JmhDefaults {
         dir = ns.mkdir(root, "d", 0755);
         names = new String[FILES];
         fresh = new String[FILES];
+        freshPaths = new String[FILES];
         for (int i = 0; i < FILES; i++) {
             names[i] = "file-" + i;
             fresh[i] = "new-" + i;
+            freshPaths[i] = "/d/" + fresh[i];
             ns.create(dir, names[i], 0644, true).close();
         }
         volume.sync();
@@ -72,6 +76,15 @@ public class NamespaceBench extends JmhDefaults {
         String name = fresh[next++ % FILES];
         ns.create(dir, name, 0644, true).close();
         ns.unlink(dir, name);
+    }
+
+    @Benchmark
+    @OperationsPerInvocation(2)
+    public long createUnlinkPath() {
+        String path = freshPaths[next++ % FILES];
+        long ino = ns.create(path, 0644, true);
+        ns.unlink(path);
+        return ino;
     }
 
     @Benchmark

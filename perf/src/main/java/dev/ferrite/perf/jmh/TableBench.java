@@ -2,6 +2,7 @@ package dev.ferrite.perf.jmh;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.SplittableRandom;
 
 import org.openjdk.jmh.annotations.Benchmark;
@@ -25,7 +26,10 @@ import dev.ferrite.perf.bench.KvKeys;
  * (16-40 bytes, hashed order, 64-byte values) in a RAM volume whose cache holds everything, one thread:
  * {@code get} of a random key into a caller's segment; {@code put} replacing a random key's value, a
  * transaction of its own at {@link Durability#NONE} (checkpoints and write-back run in the background);
- * {@code deleteAndPut} removing a random key and putting it back (two operations); {@code cursorStep} one
+ * {@code deleteAndPut} removing a random key and putting it back (two operations: a delete and an insert of
+ * a key not in the table, which stays at {@value #KEYS} keys, so each iteration measures the same steady
+ * state); {@code insertAndDeleteOldest} inserting a key never used before and deleting the oldest (a
+ * sliding window over {@link KvKeys}' key sequence, the table again at {@value #KEYS} keys); {@code cursorStep} one
  * step of a forward cursor reading its value, a new cursor every full pass. Run with {@code -prof gc} for
  * the allocation per operation.
  */
@@ -42,6 +46,9 @@ public class TableBench extends JmhDefaults {
     private MemorySegment out;
     private MemorySegment value;
     private TableCursor cursor;
+    private final byte[] fresh = new byte[KvKeys.KEY_MAX];
+    private MemorySegment[] freshKey;
+    private long oldest;
 
     @Setup(Level.Trial)
     public void setup() {
@@ -66,6 +73,11 @@ public class TableBench extends JmhDefaults {
         KvKeys.value(7, v);
         value = arena.allocate(KvKeys.VALUE).copyFrom(MemorySegment.ofArray(v));
         cursor = table.cursor();
+        MemorySegment window = arena.allocate(KvKeys.KEY_MAX);
+        freshKey = new MemorySegment[KvKeys.KEY_MAX + 1];
+        for (int length = KvKeys.KEY_MIN; length <= KvKeys.KEY_MAX; length++) {
+            freshKey[length] = window.asSlice(0, length);
+        }
     }
 
     @TearDown(Level.Trial)
@@ -93,6 +105,21 @@ public class TableBench extends JmhDefaults {
         boolean deleted = table.delete(key);
         table.put(key, value);
         return deleted;
+    }
+
+    @Benchmark
+    @OperationsPerInvocation(2)
+    public boolean insertAndDeleteOldest() {
+        table.put(windowKey(oldest + KEYS), value);
+        return table.delete(windowKey(oldest++));
+    }
+
+    /** Key {@code i} of the sliding window in a reused segment (a slice per length), allocating nothing. */
+    private MemorySegment windowKey(long i) {
+        int length = KvKeys.key(i, fresh);
+        MemorySegment key = freshKey[length];
+        MemorySegment.copy(fresh, 0, key, ValueLayout.JAVA_BYTE, 0, length);
+        return key;
     }
 
     @Benchmark

@@ -1,0 +1,103 @@
+package dev.ferrite.dir;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+import java.util.function.IntConsumer;
+
+import dev.ferrite.io.MemoryDevice;
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The writes of issue 21's list allocate little per call once warm, on the calling thread: a table put
+ * replacing a value (nothing: the stored form's view is the thread's), a table insert of a new key with a
+ * delete of an old one (the reserve checks ask the cache about freed blocks without boxing them; what is
+ * left is a new buffer per leaf split), and a create and unlink by path (the thread's walk). Generous
+ * bounds, best of four rounds after four of warm-up: they fail on a regression of tens of bytes a call, not on
+ * a compilation met in a round.
+ */
+class HotPathAllocationTest {
+    private static final int KEYS = 20_000;
+    private static final ValueLayout.OfLong BIG_ENDIAN_LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+    /** Rounds before those measured: the JIT's, and the insert window's, which reaches its steady state of freed blocks in a few. */
+    private static final int WARM_UP = 4;
+    private static final int ROUNDS = WARM_UP + 4;
+    private static final int CALLS = 4096;
+    /** Room for everything in the cache and the log, as in the JMH benchmarks (no write-back or log-space waits in a round). */
+    private static final VolumeOptions OPTIONS = VolumeOptions.defaults().withLogBlocks(8192).withCacheBytes(128L << 20);
+
+    @Test
+    void tablePutsAndDeletesAllocateLittle() {
+        try (Volume v = Volume.open(formatted(), OPTIONS); Table t = v.tables().create("t").withDurability(Durability.NONE);
+                Arena arena = Arena.ofConfined()) {
+            MemorySegment key = arena.allocate(24);
+            MemorySegment value = arena.allocate(64);
+            for (int i = 0; i < KEYS; i++) {
+                t.put(key(key, i), value);
+            }
+            assertBelow(8, "a put replacing a value", n -> t.put(key(key, n % KEYS), value));
+            int[] oldest = {0};
+            assertBelow(96, "an insert of a new key and a delete of the oldest", n -> {
+                t.put(key(key, oldest[0] + KEYS), value);
+                assertTrue(t.delete(key(key, oldest[0]++)));
+            });
+            assertEquals(KEYS, t.count());
+        }
+    }
+
+    @Test
+    void pathCreatesAndUnlinksAllocateLittle() {
+        try (Volume v = Volume.open(formatted(), OPTIONS)) {
+            Namespace ns = v.namespace();
+            ns.mkdir("/d", 0755);
+            String[] paths = new String[CALLS];
+            for (int i = 0; i < CALLS; i++) {
+                paths[i] = "/d/f" + i;
+                ns.create(paths[i] + "-kept", 0644, true); // a tree directory
+            }
+            assertBelow(224, "a create and an unlink by path", n -> {
+                ns.create(paths[n], 0644, true);
+                ns.unlink(paths[n]);
+            });
+            assertEquals(CALLS, ns.list("/d").size());
+        }
+    }
+
+    private static MemoryDevice formatted() {
+        MemoryDevice device = MemoryDevice.create(65_536, 4096);
+        Volume.format(device, OPTIONS);
+        return device;
+    }
+
+    /**
+     * Key {@code i}: 24 bytes led by a hash of {@code i}, as {@code bench kv}'s, so that new keys land all
+     * over the tree: leaves split and merge, and the merges' freed blocks stay busy in the reserve.
+     */
+    private static MemorySegment key(MemorySegment key, int i) {
+        long z = (i + 1) * 0x9E37_79B9_7F4A_7C15L;
+        z = (z ^ (z >>> 30)) * 0xBF58_476D_1CE4_E5B9L;
+        key.set(BIG_ENDIAN_LONG, 0, z ^ (z >>> 27));
+        return key;
+    }
+
+    /** Runs {@code call} {@link #CALLS} times a round; the best round after the warm-up must allocate under {@code bound} bytes a call. */
+    private static void assertBelow(double bound, String what, IntConsumer call) {
+        double best = Double.MAX_VALUE;
+        int n = 0;
+        for (int round = 0; round < ROUNDS; round++) {
+            long before = FileTestBase.allocatedBytes();
+            for (int i = 0; i < CALLS; i++) {
+                call.accept(n++ % CALLS);
+            }
+            if (round >= WARM_UP) {
+                best = Math.min(best, (double) (FileTestBase.allocatedBytes() - before) / CALLS);
+            }
+        }
+        System.out.println(what + ": " + best + " bytes allocated per call");
+        assertTrue(best < bound, what + ": " + best + " bytes allocated per call, expected under " + bound);
+    }
+}
