@@ -94,7 +94,6 @@ final class TableCommit {
         claimed = true;
         seq = -1;
         version = 0;
-        published = null;
         return true;
     }
 
@@ -103,6 +102,7 @@ final class TableCommit {
         undo.clear();
         linked.clear();
         doomed.clear();
+        published = null; // its records go once no cursor opened before it ended holds them
         claimed = false;
     }
 

@@ -682,7 +682,7 @@ public final class Tables {
 
     /** Tests: runs inside each single write's apply, beside the others (null: nothing). */
     volatile Runnable onApply;
-    /** Tests: runs after each change a multi-key commit applies, before its next (null: nothing). */
+    /** Tests: runs after each key's change a group commit applies, before its next (null: nothing). */
     volatile Runnable onGroupChange;
 
     /**
@@ -835,7 +835,7 @@ public final class Tables {
                                 changed += outcome == TableCommit.CHANGED ? 1 : 0;
                                 requireRoom(pin, limit, budget);
                                 Runnable hook = onGroupChange;
-                                if (hook != null && c.published != null) {
+                                if (hook != null) {
                                     hook.run();
                                 }
                             }
