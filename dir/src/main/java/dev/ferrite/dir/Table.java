@@ -12,7 +12,9 @@ import dev.ferrite.io.InvalidArgumentException;
  * A named table of a volume ({@link Tables}): keys of 1 to {@value #MAX_KEY} bytes, in unsigned
  * lexicographic order, each with a value of up to {@value #MAX_VALUE} bytes, in a B-tree of its own.
  *
- * <p>Reads ({@link #get}, {@link #cursor}) take no lock and never wait for writers. A write here
+ * <p>Reads ({@link #get}, {@link #cursor}) take no lock and never wait for writers, and never see part of
+ * a write transaction's commit: a get finds it all or none of it, a cursor all of it if it was published
+ * when the cursor opened, else none ({@link TablePublication}). A write here
  * ({@link #put}, {@link #delete}, ...) is a transaction of its own, durable as the table's default
  * {@link Durability} says (SYNC unless set); writes to several keys or tables that must happen together go
  * through a {@link WriteTransaction}. Single writes of values kept in the tree ({@link #MAX_INLINE}
@@ -162,7 +164,7 @@ public final class Table implements AutoCloseable {
             requireKey(to);
         }
         requireOpen();
-        return new TableCursor(this, from, to, reverse, null, null, TableCursor.Range.of(from, to, reverse));
+        return new TableCursor(this, from, to, reverse, null, null);
     }
 
     /** A cursor over the keys starting with {@code prefix} (1 byte at least), in order or in reverse. */
@@ -173,7 +175,7 @@ public final class Table implements AutoCloseable {
             return cursor(prefix, end, false);
         }
         requireOpen(); // down from end (itself skipped: it is past the prefix), stopping below the prefix
-        return new TableCursor(this, end, null, true, end, prefix, new TableCursor.Range(prefix, true, end, false, true));
+        return new TableCursor(this, end, null, true, end, prefix);
     }
 
     /** The smallest key greater than every key starting with {@code prefix}, or null if there is none. */

@@ -94,11 +94,6 @@ public final class TableCursor implements AutoCloseable {
      * record is its first such commit's (the value it had before them all).
      */
     record Unpublished(TablePublication.Point since, long ino, Range range) implements Records {
-        /** True once some commit began after the cursor opened. */
-        boolean any() {
-            return since.next != null;
-        }
-
         @Override
         public TableVersions.Undo at(byte[] key) {
             for (TablePublication.Commit c = since.next; c != null; c = c.after.next) {
@@ -165,8 +160,10 @@ public final class TableCursor implements AutoCloseable {
     private byte[] start;
     /** Reverse prefix scans: a key equal to this is skipped, and the scan ends below {@link #low}; else null. */
     private final byte[] skip, low;
-    /** At a snapshot, its records; on a table, the records of multi-key commits begun since it opened. */
-    private final Records at;
+    /** On a table: the place published when it opened ({@link TablePublication}); null at a snapshot. */
+    private final TablePublication.Point since;
+    /** At a snapshot, its records; on a table, once a commit began since it opened, those commits' records (else null). */
+    private Records at;
     /** Merging {@link #at} with the tree: at a snapshot always, on a table once a commit began since it opened. */
     private boolean merging;
     /** Merging: the tree cursor stands on a key not returned yet; it ran out; the last key returned. */
@@ -181,11 +178,17 @@ public final class TableCursor implements AutoCloseable {
     private MemorySegment medium;
 
     /** A cursor on the table's latest state, seeing the multi-key commits published now and none after. */
-    TableCursor(Table table, byte[] from, byte[] to, boolean reverse, byte[] skip, byte[] low, Range range) {
-        this(table, from, to, reverse, skip, low, new Unpublished(table.tables().publication.published(), table.inode.ino, range));
+    TableCursor(Table table, byte[] from, byte[] to, boolean reverse, byte[] skip, byte[] low) {
+        this(table, from, to, reverse, skip, low, table.tables().publication.published(), null);
     }
 
-    TableCursor(Table table, byte[] from, byte[] to, boolean reverse, byte[] skip, byte[] low, Records at) {
+    /** A cursor at a snapshot, merging the tree with its records {@code at}. */
+    TableCursor(Table table, byte[] from, byte[] to, boolean reverse, byte[] skip, byte[] low, AtSnapshot at) {
+        this(table, from, to, reverse, skip, low, null, at);
+    }
+
+    private TableCursor(Table table, byte[] from, byte[] to, boolean reverse, byte[] skip, byte[] low, TablePublication.Point since, AtSnapshot at) {
+        this.since = since; // before the tree's first copy: a commit not published by now links after it
         this.table = table;
         this.from = from;
         this.to = to;
@@ -194,7 +197,18 @@ public final class TableCursor implements AutoCloseable {
         this.skip = skip;
         this.low = low;
         this.at = at;
-        this.merging = at instanceof AtSnapshot;
+        this.merging = at != null;
+    }
+
+    /**
+     * The records a read of the current entry's value falls back on: a snapshot's, or on a table those of
+     * the commits begun since it opened (made when the first is seen), or null while there are none.
+     */
+    private Records records() {
+        if (at == null && since.next != null) { // a reverse prefix scan's range is [low, from), else the bounds it was opened with
+            at = new Unpublished(since, table.inode.ino, low != null ? new Range(low, true, from, false, true) : Range.of(from, to, reverse));
+        }
+        return at;
     }
 
     /**
@@ -230,7 +244,7 @@ public final class TableCursor implements AutoCloseable {
             return mergedNext();
         }
         boolean found = treeNext();
-        if (!((Unpublished) at).any()) { // after the tree: a commit that changed its leaf copy linked itself first
+        if (records() == null) { // after the tree: a commit that changed its leaf copy linked itself first
             if (found) {
                 rememberKey();
             }
@@ -246,12 +260,11 @@ public final class TableCursor implements AutoCloseable {
 
     /** Keeps the key just returned (not merging), for a merge that starts at the next move. */
     private void rememberKey() {
-        MemorySegment k = cursor.keySegment();
-        int n = (int) k.byteSize();
+        int n = cursor.keyLength();
         if (lastKey == null || lastKey.length < n) {
             lastKey = new byte[Math.max(n, 32)];
         }
-        MemorySegment.copy(k, ValueLayout.JAVA_BYTE, 0, lastKey, 0, n);
+        MemorySegment.copy(cursor.page(), ValueLayout.JAVA_BYTE, cursor.keyOffset(), lastKey, 0, n); // no view made per entry
         lastLength = n;
     }
 
@@ -363,7 +376,7 @@ public final class TableCursor implements AutoCloseable {
      * (a commit hidden from the cursor by its records: as it was before): null if the key is gone.
      */
     public byte[] value() {
-        return table.tables().decode(table, keySegment(), at, stored().toArray(ValueLayout.JAVA_BYTE));
+        return table.tables().decode(table, keySegment(), records(), stored().toArray(ValueLayout.JAVA_BYTE));
     }
 
     /** The current key, valid until the next move or close (a view of a table's cursor, nothing copied). */
@@ -459,7 +472,7 @@ public final class TableCursor implements AutoCloseable {
     /** Copies the current value into {@code out} (as much as fits) and returns its whole length (-1: as {@link #value()}'s null). */
     public long value(MemorySegment out) {
         MemorySegment m = stored();
-        return table.tables().copy(table, keySegment(), at, m, m.byteSize(), 0, out);
+        return table.tables().copy(table, keySegment(), records(), m, m.byteSize(), 0, out);
     }
 
     /** The current entry's stored form ({@link TableValueFormat}). */
