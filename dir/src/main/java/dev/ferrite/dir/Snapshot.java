@@ -1,8 +1,6 @@
 package dev.ferrite.dir;
 
 import java.lang.foreign.MemorySegment;
-import java.util.Arrays;
-import java.util.NavigableMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -40,9 +38,10 @@ public final class Snapshot implements AutoCloseable {
         Table.requireKey(key);
         requireOpen(table);
         byte[] now = table.storedValue(key); // the tree first, then the records: a change seen above has its record below
-        TableVersions.Undo u = tables.versions.at(table.inode.ino, key, version);
+        TableCursor.AtSnapshot at = new TableCursor.AtSnapshot(tables.versions, table.inode.ino, version, null);
+        TableVersions.Undo u = at.at(key);
         byte[] then = u == null ? now : u.before;
-        return then == null ? null : tables.decode(table, MemorySegment.ofArray(key), version, then);
+        return then == null ? null : tables.decode(table, MemorySegment.ofArray(key), at, then);
     }
 
     /**
@@ -58,9 +57,7 @@ public final class Snapshot implements AutoCloseable {
             Table.requireKey(to);
         }
         requireOpen(table);
-        NavigableMap<byte[], TableVersions.Undo> chains = reverse ? range(table, to, false, from, true) : range(table, from, true, to, false);
-        return new TableCursor(table, from, to, reverse, null, null,
-                new TableCursor.AtSnapshot(tables.versions, version, reverse ? chains.descendingMap() : chains));
+        return new TableCursor(table, from, to, reverse, null, null, records(table, TableCursor.Range.of(from, to, reverse)));
     }
 
     /** A cursor over {@code table}'s keys starting with {@code prefix} at this snapshot, in order or in reverse. */
@@ -71,19 +68,12 @@ public final class Snapshot implements AutoCloseable {
             return cursor(table, prefix, end, false);
         }
         requireOpen(table);
-        NavigableMap<byte[], TableVersions.Undo> chains = range(table, prefix, true, end, false);
-        return new TableCursor(table, end, null, true, end, prefix,
-                new TableCursor.AtSnapshot(tables.versions, version, chains.descendingMap()));
+        return new TableCursor(table, end, null, true, end, prefix, records(table, new TableCursor.Range(prefix, true, end, false, true)));
     }
 
-    /** The table's records of keys in the range (bounds null: open), ascending. */
-    private NavigableMap<byte[], TableVersions.Undo> range(Table table, byte[] lo, boolean loIn, byte[] hi, boolean hiIn) {
-        NavigableMap<byte[], TableVersions.Undo> m = tables.versions.chains(table.inode.ino);
-        if (lo != null && hi != null) {
-            return Arrays.compareUnsigned(lo, hi) > 0 || (Arrays.compareUnsigned(lo, hi) == 0 && !(loIn && hiIn))
-                    ? m.subMap(lo, true, lo, false) : m.subMap(lo, loIn, hi, hiIn);
-        }
-        return lo != null ? m.tailMap(lo, loIn) : hi != null ? m.headMap(hi, hiIn) : m;
+    /** The table's records of keys in {@code range}, in its direction, as this snapshot reads them. */
+    private TableCursor.AtSnapshot records(Table table, TableCursor.Range range) {
+        return new TableCursor.AtSnapshot(tables.versions, table.inode.ino, version, range.view(tables.versions.chains(table.inode.ino)));
     }
 
     private void requireOpen(Table table) {

@@ -12,7 +12,9 @@ import dev.ferrite.io.InvalidArgumentException;
  * A named table of a volume ({@link Tables}): keys of 1 to {@value #MAX_KEY} bytes, in unsigned
  * lexicographic order, each with a value of up to {@value #MAX_VALUE} bytes, in a B-tree of its own.
  *
- * <p>Reads ({@link #get}, {@link #cursor}) take no lock and never wait for writers. A write here
+ * <p>Reads ({@link #get}, {@link #cursor}) take no lock and never wait for writers, and never see part of
+ * a write transaction's commit: a get finds it all or none of it, a cursor all of it if it was published
+ * when the cursor opened, else none ({@link TablePublication}). A write here
  * ({@link #put}, {@link #delete}, ...) is a transaction of its own, durable as the table's default
  * {@link Durability} says (SYNC unless set); writes to several keys or tables that must happen together go
  * through a {@link WriteTransaction}. Single writes of values kept in the tree (up to {@link #MAX_INLINE_ENTRY}
@@ -92,7 +94,7 @@ public final class Table implements AutoCloseable {
     /** The value of {@code key} (read whole, however long), or null if absent. Lock-free. */
     public byte[] get(byte[] key) {
         byte[] stored = storedValue(key);
-        return stored == null ? null : tables.decode(this, MemorySegment.ofArray(key), -1, stored);
+        return stored == null ? null : tables.decode(this, MemorySegment.ofArray(key), null, stored);
     }
 
     /**
@@ -117,7 +119,11 @@ public final class Table implements AutoCloseable {
         requireOpen();
         MemorySegment buf = Tables.valueBuffer();
         int len = tree().get(key, buf);
-        return len < 0 ? -1 : tables.copy(this, key, -1, buf, len, offset, out);
+        TableVersions.Undo u = tables.unpublished(this, key); // after the tree: a change seen there has its record here
+        if (u != null) {
+            return u.before == null ? -1 : tables.copy(this, key, null, MemorySegment.ofArray(u.before), u.before.length, offset, out);
+        }
+        return len < 0 ? -1 : tables.copy(this, key, null, buf, len, offset, out);
     }
 
     /** The length of {@code key}'s value, or -1 if absent. */
@@ -129,16 +135,22 @@ public final class Table implements AutoCloseable {
     public boolean containsKey(byte[] key) {
         requireKey(key);
         requireOpen();
-        return tree().get(MemorySegment.ofArray(key), MemorySegment.NULL) >= 0;
+        MemorySegment k = MemorySegment.ofArray(key);
+        boolean found = tree().get(k, MemorySegment.NULL) >= 0;
+        TableVersions.Undo u = tables.unpublished(this, k);
+        return u == null ? found : u.before != null;
     }
 
-    /** {@code key}'s value as the tree stores it ({@link TableValueFormat}), or null. */
+    /**
+     * {@code key}'s latest published value as the tree stores it ({@link TableValueFormat}), or null: the tree's, or the
+     * value before the multi-key commit applying now if that has changed it ({@link TablePublication}).
+     */
     byte[] storedValue(byte[] key) {
         requireKey(key);
         requireOpen();
         MemorySegment buf = Tables.valueBuffer();
         int len = tree().get(MemorySegment.ofArray(key), buf);
-        return len < 0 ? null : buf.asSlice(0, len).toArray(ValueLayout.JAVA_BYTE);
+        return tables.published(this, key, len < 0 ? null : buf.asSlice(0, len).toArray(ValueLayout.JAVA_BYTE));
     }
 
     /** A cursor over every key, in order. */
@@ -158,7 +170,7 @@ public final class Table implements AutoCloseable {
             requireKey(to);
         }
         requireOpen();
-        return new TableCursor(this, from, to, reverse);
+        return new TableCursor(this, from, to, reverse, null, null);
     }
 
     /** A cursor over the keys starting with {@code prefix} (1 byte at least), in order or in reverse. */
@@ -169,7 +181,7 @@ public final class Table implements AutoCloseable {
             return cursor(prefix, end, false);
         }
         requireOpen(); // down from end (itself skipped: it is past the prefix), stopping below the prefix
-        return new TableCursor(this, end, null, true, end, prefix, null);
+        return new TableCursor(this, end, null, true, end, prefix);
     }
 
     /** The smallest key greater than every key starting with {@code prefix}, or null if there is none. */

@@ -62,6 +62,8 @@ final class TableCommit {
     long seq = -1;
     /** The applying commit's version ({@link TableVersions#beginApply}): not 0, each change records the key's prior value there first. */
     long version;
+    /** The multi-key commit's prior values for latest-state reads ({@link TablePublication}), or null: each change records there first. */
+    TablePublication.Commit published;
     /** Between {@link #claim} and {@link #release}. */
     private boolean claimed;
 
@@ -100,6 +102,7 @@ final class TableCommit {
         undo.clear();
         linked.clear();
         doomed.clear();
+        published = null; // its records go once no cursor opened before it ended holds them
         claimed = false;
     }
 
@@ -178,7 +181,7 @@ final class TableCommit {
                 throw new TableException(TableException.Kind.TABLE_CLOSED, t + " was dropped");
             }
             BTree tree = t.tree();
-            if (forward && version != 0 && undo != null && extents.inUse() && !looked) {
+            if (forward && (version != 0 || published != null) && undo != null && extents.inUse() && !looked) {
                 // a replaced extent value's bytes, read before any node is held (no I/O under a latch): the
                 // group holds the table exclusively, so the key keeps that value until this change
                 looked = true;
@@ -213,9 +216,7 @@ final class TableCommit {
                     }
                     key = k.toArray(ValueLayout.JAVA_BYTE);
                     before = length < 0 ? null : valueOut.asSlice(0, length).toArray(ValueLayout.JAVA_BYTE);
-                    if (version != 0) { // before the change can be seen: the leaf stays locked until the commit
-                        versions.record(version, ino, key, before);
-                    }
+                    record(ino, key, before); // before the change can be seen: the leaf stays locked until the commit
                     seq = txn.commit();
                 } else {
                     if (forward && (undo != null || version != 0 || mayHoldOutOfLine)) {
@@ -235,7 +236,7 @@ final class TableCommit {
                             }
                         } else if (kind == TableValueFormat.EXTENT && op != PUT_IF_ABSENT) {
                             freeing = TableValueFormat.readExtent(valueOut); // its blocks go after this change; the undo needs only the stub
-                            if (version != 0) { // snapshots get its bytes: the blocks may be reused once the free is durable
+                            if (version != 0 || published != null) { // readers get its bytes: the blocks may be reused once the free is durable
                                 if (!freeing.equals(prior)) {
                                     throw new IllegalStateException(t + " key " + Tables.hex(k) + " changed while its group held the table");
                                 }
@@ -246,9 +247,7 @@ final class TableCommit {
                             key = k.toArray(ValueLayout.JAVA_BYTE);
                             before = length < 0 ? null : valueOut.asSlice(0, length).toArray(ValueLayout.JAVA_BYTE);
                         }
-                        if (version != 0) { // before the change can be seen: at its commit; a medium value by its bytes (kind INLINE)
-                            versions.record(version, ino, key, replaced != null ? replaced : before);
-                        }
+                        record(ino, key, replaced != null ? replaced : before); // before the change can be seen: at its commit; a medium value by its bytes (kind INLINE)
                     }
                     boolean changed = switch (op) {
                         case PUT -> {
@@ -288,6 +287,16 @@ final class TableCommit {
                 }
             }
             return CHANGED;
+        }
+    }
+
+    /** Records {@code key}'s prior value for snapshots (with a version) and for latest-state reads (a multi-key commit's). */
+    private void record(long ino, byte[] key, byte[] before) {
+        if (version != 0) {
+            versions.record(version, ino, key, before);
+        }
+        if (published != null) {
+            published.record(ino, key, before);
         }
     }
 

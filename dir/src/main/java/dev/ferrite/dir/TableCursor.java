@@ -10,18 +10,144 @@ import dev.ferrite.btree.internal.Cursor;
 /**
  * Walks a table's keys in order (or in reverse) between bounds. Lock-free: it copies one leaf at a time,
  * so it never blocks a writer, and after a concurrent change it finds its place again by key; it returns
- * each key at most once, in order. On a table ({@link Table#cursor}) a key written or deleted while the
- * cursor runs is seen or not depending on whether the change reached the key's leaf before the cursor
- * did; at a {@link Snapshot} every key is as it was at the snapshot. Not thread-safe: one thread uses a
- * cursor.
+ * each key at most once, in order. On a table ({@link Table#cursor}) a single write made while the
+ * cursor runs is seen or not depending on whether it reached the key's leaf before the cursor did, and
+ * a multi-key commit is seen whole if it was published when the cursor opened, else not at all
+ * ({@link TablePublication}: the commits begun since are hidden by their records, merged as a
+ * snapshot's are); at a {@link Snapshot} every key is as it was at the snapshot. Not thread-safe: one
+ * thread uses a cursor.
  *
  * <p>{@link #close()} hands the cursor's leaf copy and key buffers (5 KiB) to the next cursor the
  * closing thread opens, so a scan that closes its cursor allocates only the few small objects a cursor
  * is; one never closed is only garbage.
  */
 public final class TableCursor implements AutoCloseable {
-    /** What a cursor at a snapshot merges with the tree: the records of its range, in the cursor's direction. */
-    record AtSnapshot(TableVersions versions, long version, NavigableMap<byte[], TableVersions.Undo> chains) {
+    /** What a cursor merges with the tree: records of what keys held in its view where the tree has moved on since. */
+    interface Records {
+        /** The record saying what {@code key} held in the view, or null: the tree's entry is the view's. */
+        TableVersions.Undo at(byte[] key);
+
+        /** The first recorded key in the cursor's range and direction, or null. */
+        byte[] first();
+
+        /** The first recorded key at or past {@code key} in the cursor's direction, or null. */
+        byte[] ceiling(byte[] key);
+
+        /** The first recorded key past {@code key} in the cursor's direction, or null. */
+        byte[] higher(byte[] key);
+
+        /** Compares keys in the cursor's direction. */
+        int order(byte[] a, byte[] b);
+    }
+
+    /** A cursor's key range as the records' maps see it, ascending, with its direction. */
+    record Range(byte[] lo, boolean loIn, byte[] hi, boolean hiIn, boolean reverse) {
+        /** The range of {@link #cursor(Table, byte[], byte[], boolean) a cursor} over {@code [from, to)}, or reversed over {@code (to, from]}. */
+        static Range of(byte[] from, byte[] to, boolean reverse) {
+            return reverse ? new Range(to, false, from, true, true) : new Range(from, true, to, false, false);
+        }
+
+        /** {@code m}'s entries in the range, in the cursor's direction. */
+        NavigableMap<byte[], TableVersions.Undo> view(NavigableMap<byte[], TableVersions.Undo> m) {
+            NavigableMap<byte[], TableVersions.Undo> r;
+            if (lo != null && hi != null) {
+                r = compare(lo, hi) > 0 || (compare(lo, hi) == 0 && !(loIn && hiIn)) ? m.subMap(lo, true, lo, false) : m.subMap(lo, loIn, hi, hiIn);
+            } else {
+                r = lo != null ? m.tailMap(lo, loIn) : hi != null ? m.headMap(hi, hiIn) : m;
+            }
+            return reverse ? r.descendingMap() : r;
+        }
+    }
+
+    /** What a cursor at a snapshot merges with the tree: the records of its range newer than the snapshot, in the cursor's direction. */
+    record AtSnapshot(TableVersions versions, long ino, long version, NavigableMap<byte[], TableVersions.Undo> chains) implements Records {
+        @Override
+        public TableVersions.Undo at(byte[] key) {
+            return versions.at(ino, key, version);
+        }
+
+        @Override
+        public byte[] first() {
+            var e = chains.firstEntry(); // an entry, not isEmpty then firstKey: records go meanwhile
+            return e == null ? null : e.getKey();
+        }
+
+        @Override
+        public byte[] ceiling(byte[] key) {
+            return chains.ceilingKey(key);
+        }
+
+        @Override
+        public byte[] higher(byte[] key) {
+            return chains.higherKey(key);
+        }
+
+        @Override
+        public int order(byte[] a, byte[] b) {
+            return chains.comparator().compare(a, b);
+        }
+    }
+
+    /**
+     * What a cursor outside a snapshot merges with the tree once a multi-key commit began after it opened:
+     * the records of the commits linked after {@code since}, the place published at its opening. A key's
+     * record is its first such commit's (the value it had before them all).
+     */
+    record Unpublished(TablePublication.Point since, long ino, Range range) implements Records {
+        @Override
+        public TableVersions.Undo at(byte[] key) {
+            for (TablePublication.Commit c = since.next; c != null; c = c.after.next) {
+                var m = c.table(ino, false);
+                TableVersions.Undo u = m == null ? null : m.get(key);
+                if (u != null) {
+                    return u;
+                }
+            }
+            return null;
+        }
+
+        @Override
+        public byte[] first() {
+            return nearest(null, false);
+        }
+
+        @Override
+        public byte[] ceiling(byte[] key) {
+            return nearest(key, true);
+        }
+
+        @Override
+        public byte[] higher(byte[] key) {
+            return nearest(key, false);
+        }
+
+        /** The first key of any commit's records at or past (or past) {@code key} (null: the range's start). */
+        private byte[] nearest(byte[] key, boolean inclusive) {
+            byte[] best = null;
+            for (TablePublication.Commit c = since.next; c != null; c = c.after.next) {
+                var m = c.table(ino, false);
+                if (m == null) {
+                    continue;
+                }
+                NavigableMap<byte[], TableVersions.Undo> v = range.view(m);
+                byte[] k;
+                if (key == null) {
+                    var e = v.firstEntry();
+                    k = e == null ? null : e.getKey();
+                } else {
+                    k = inclusive ? v.ceilingKey(key) : v.higherKey(key);
+                }
+                if (k != null && (best == null || order(k, best) < 0)) {
+                    best = k;
+                }
+            }
+            return best;
+        }
+
+        @Override
+        public int order(byte[] a, byte[] b) {
+            return range.reverse() ? compare(b, a) : compare(a, b);
+        }
     }
 
     private final Table table;
@@ -30,24 +156,39 @@ public final class TableCursor implements AutoCloseable {
     /** The bounds it was opened with: {@link #seek} stays within them. */
     private final byte[] from, to;
     private final boolean reverse;
-    /** At a snapshot, after a {@link #seek}: where the records start, until the first key is returned. */
+    /** Merging records, after a {@link #seek}: where the records start, until the first key is returned. */
     private byte[] start;
     /** Reverse prefix scans: a key equal to this is skipped, and the scan ends below {@link #low}; else null. */
     private final byte[] skip, low;
-    private final AtSnapshot at;
-    /** At a snapshot: the tree cursor stands on a key not returned yet; it ran out; the last key returned. */
+    /** On a table: the place published when it opened ({@link TablePublication}); null at a snapshot. */
+    private final TablePublication.Point since;
+    /** At a snapshot, its records; on a table, once a commit began since it opened, those commits' records (else null). */
+    private Records at;
+    /** Merging {@link #at} with the tree: at a snapshot always, on a table once a commit began since it opened. */
+    private boolean merging;
+    /** Merging: the tree cursor stands on a key not returned yet; it ran out; the last key returned. */
     private boolean held, treeDone;
     private byte[] last;
-    /** At a snapshot: the current entry when it came from a record rather than from the tree. */
+    /** Not merging: the last key returned, in {@link #lastKey}'s first {@link #lastLength} bytes (0: none yet). */
+    private byte[] lastKey;
+    private int lastLength;
+    /** Merging: the current entry when it came from a record rather than from the tree. */
     private byte[] key, value;
     /** Where {@link #valueSegment} reads medium values (kept out of line, up to 64 KiB); null until the first. */
     private MemorySegment medium;
 
-    TableCursor(Table table, byte[] from, byte[] to, boolean reverse) {
-        this(table, from, to, reverse, null, null, null);
+    /** A cursor on the table's latest state, seeing the multi-key commits published now and none after. */
+    TableCursor(Table table, byte[] from, byte[] to, boolean reverse, byte[] skip, byte[] low) {
+        this(table, from, to, reverse, skip, low, table.tables().publication.published(), null);
     }
 
+    /** A cursor at a snapshot, merging the tree with its records {@code at}. */
     TableCursor(Table table, byte[] from, byte[] to, boolean reverse, byte[] skip, byte[] low, AtSnapshot at) {
+        this(table, from, to, reverse, skip, low, null, at);
+    }
+
+    private TableCursor(Table table, byte[] from, byte[] to, boolean reverse, byte[] skip, byte[] low, TablePublication.Point since, AtSnapshot at) {
+        this.since = since; // before the tree's first copy: a commit not published by now links after it
         this.table = table;
         this.from = from;
         this.to = to;
@@ -56,6 +197,18 @@ public final class TableCursor implements AutoCloseable {
         this.skip = skip;
         this.low = low;
         this.at = at;
+        this.merging = at != null;
+    }
+
+    /**
+     * The records a read of the current entry's value falls back on: a snapshot's, or on a table those of
+     * the commits begun since it opened (made when the first is seen), or null while there are none.
+     */
+    private Records records() {
+        if (at == null && since.next != null) { // a reverse prefix scan's range is [low, from), else the bounds it was opened with
+            at = new Unpublished(since, table.inode.ino, low != null ? new Range(low, true, from, false, true) : Range.of(from, to, reverse));
+        }
+        return at;
     }
 
     /**
@@ -73,6 +226,7 @@ public final class TableCursor implements AutoCloseable {
         held = false;
         treeDone = false;
         last = null;
+        lastLength = 0;
         start = s;
         this.key = null;
         value = null;
@@ -86,7 +240,32 @@ public final class TableCursor implements AutoCloseable {
     public boolean next() {
         table.requireOpen();
         open();
-        return at == null ? treeNext() : snapshotNext();
+        if (merging) {
+            return mergedNext();
+        }
+        boolean found = treeNext();
+        if (records() == null) { // after the tree: a commit that changed its leaf copy linked itself first
+            if (found) {
+                rememberKey();
+            }
+            return found;
+        }
+        // a multi-key commit began since the cursor opened: hide it (and any later one) from here on
+        merging = true;
+        last = lastLength == 0 ? null : Arrays.copyOf(lastKey, lastLength);
+        held = found;
+        treeDone = !found;
+        return mergedNext();
+    }
+
+    /** Keeps the key just returned (not merging), for a merge that starts at the next move. */
+    private void rememberKey() {
+        int n = cursor.keyLength();
+        if (lastKey == null || lastKey.length < n) {
+            lastKey = new byte[Math.max(n, 32)];
+        }
+        MemorySegment.copy(cursor.page(), ValueLayout.JAVA_BYTE, cursor.keyOffset(), lastKey, 0, n); // no view made per entry
+        lastLength = n;
     }
 
     /**
@@ -126,10 +305,10 @@ public final class TableCursor implements AutoCloseable {
 
     /**
      * The next key of the tree or of the records, whichever comes first in the cursor's direction, as it
-     * was at the snapshot. The records are looked at after the tree: a change the tree copy lacks was
+     * was in the cursor's view. The records are looked at after the tree: a change the tree copy lacks was
      * recorded before the copy was taken.
      */
-    private boolean snapshotNext() {
+    private boolean mergedNext() {
         for (;;) {
             if (!held && !treeDone) {
                 treeDone = !treeNext();
@@ -147,17 +326,17 @@ public final class TableCursor implements AutoCloseable {
             }
             last = k;
             start = null;
-            TableVersions.Undo e = at.versions().at(table.inode.ino, k, at.version());
+            TableVersions.Undo e = at.at(k);
             if (e == null) {
                 if (!fromTree) {
-                    continue; // its records are all older than the snapshot: the tree had it, or not, then
+                    continue; // its records are all older than the view: the tree had it, or not, then
                 }
                 key = null;
                 value = null;
                 return true;
             }
             if (e.before == null) {
-                continue; // absent at the snapshot
+                continue; // absent in the view
             }
             key = k;
             value = e.before;
@@ -165,28 +344,20 @@ public final class TableCursor implements AutoCloseable {
         }
     }
 
-    /** The first recorded key after {@link #last} in the cursor's direction with a record newer than the snapshot, not past {@code t}. */
+    /** The first recorded key after {@link #last} in the cursor's direction with a record newer than the view, not past {@code t}. */
     private byte[] nextRecorded(byte[] t) {
-        byte[] k;
-        if (last != null) {
-            k = at.chains().higherKey(last);
-        } else if (start != null) {
-            k = at.chains().ceilingKey(start); // in a reverse cursor's descending view: the largest at or below
-        } else {
-            var first = at.chains().firstEntry(); // an entry, not isEmpty then firstKey: records go meanwhile
-            k = first == null ? null : first.getKey();
-        }
-        while (k != null && (t == null || order(k, t) <= 0)) {
-            if (at.versions().at(table.inode.ino, k, at.version()) != null) {
+        byte[] k = last != null ? at.higher(last) : start != null ? at.ceiling(start) : at.first();
+        while (k != null && (t == null || at.order(k, t) <= 0)) {
+            if (at.at(k) != null) {
                 return k;
             }
-            k = at.chains().higherKey(k);
+            k = at.higher(k);
         }
         return null;
     }
 
     private int order(byte[] a, byte[] b) {
-        return at.chains().comparator().compare(a, b);
+        return at.order(a, b);
     }
 
     private static int compare(byte[] a, byte[] b) {
@@ -201,11 +372,11 @@ public final class TableCursor implements AutoCloseable {
 
     /**
      * The current value (a copy; a value kept out of line is read whole). On a table (not at a snapshot)
-     * a medium value replaced or deleted since the cursor read its leaf is read as its key holds it now:
-     * null if the key is gone.
+     * a medium value replaced or deleted since the cursor read its leaf is read as its key holds it now
+     * (a commit hidden from the cursor by its records: as it was before): null if the key is gone.
      */
     public byte[] value() {
-        return table.tables().decode(table, keySegment(), at == null ? -1 : at.version(), stored().toArray(ValueLayout.JAVA_BYTE));
+        return table.tables().decode(table, keySegment(), records(), stored().toArray(ValueLayout.JAVA_BYTE));
     }
 
     /** The current key, valid until the next move or close (a view of a table's cursor, nothing copied). */
@@ -301,7 +472,7 @@ public final class TableCursor implements AutoCloseable {
     /** Copies the current value into {@code out} (as much as fits) and returns its whole length (-1: as {@link #value()}'s null). */
     public long value(MemorySegment out) {
         MemorySegment m = stored();
-        return table.tables().copy(table, keySegment(), at == null ? -1 : at.version(), m, m.byteSize(), 0, out);
+        return table.tables().copy(table, keySegment(), records(), m, m.byteSize(), 0, out);
     }
 
     /** The current entry's stored form ({@link TableValueFormat}). */

@@ -75,6 +75,8 @@ public final class Tables {
     private static final ThreadLocal<TableCommit[]> GROUPS = ThreadLocal.withInitial(() -> new TableCommit[1]);
     /** Versions and prior values for snapshots. */
     final TableVersions versions = new TableVersions();
+    /** Multi-key commits' prior values while they apply, for latest-state reads. */
+    final TablePublication publication = new TablePublication();
     /** Forces the log for ASYNC commits. */
     private final AsyncCommits async;
     /** Values kept out of line: medium ones in the overflow tree, longer ones in blob files. */
@@ -381,9 +383,9 @@ public final class Tables {
 
     /**
      * The value whose stored form is {@code stored} (kept out of line: read whole), the form {@code key}
-     * had in {@code t} (at snapshot {@code at}, or its latest with -1); null if absent.
+     * had in {@code t} (in the view of cursor or snapshot records {@code at}, or its latest with null); null if absent.
      */
-    byte[] decode(Table t, MemorySegment key, long at, byte[] stored) {
+    byte[] decode(Table t, MemorySegment key, TableCursor.Records at, byte[] stored) {
         boolean locked = false;
         try {
             for (;;) {
@@ -426,11 +428,11 @@ public final class Tables {
 
     /**
      * Copies bytes from {@code offset} of the value stored as {@code stored} ({@code len} bytes), {@code key}'s
-     * in {@code t} (at snapshot {@code at}, or its latest with -1), into {@code out}, as many as fit or
+     * in {@code t} (in the view of records {@code at}, or its latest with null), into {@code out}, as many as fit or
      * remain; returns the value's whole length, or -1 if the key is now absent (a medium value's key
      * deleted while it was read).
      */
-    long copy(Table t, MemorySegment key, long at, MemorySegment stored, long len, long offset, MemorySegment out) {
+    long copy(Table t, MemorySegment key, TableCursor.Records at, MemorySegment stored, long len, long offset, MemorySegment out) {
         byte kind = TableValueFormat.kind(stored, len, t.inode.ino);
         if (kind == TableValueFormat.INLINE) {
             long n = Math.max(0, Math.min(out.byteSize(), len - 1 - offset));
@@ -460,7 +462,7 @@ public final class Tables {
                 if (read && (!extent || locked || offset == 0 && out.byteSize() >= length)) {
                     return length; // chunks found are the value's; a whole extent's CRC matched; under the lock no commit frees it
                 }
-                if (read && at < 0 && namesStub(t, key, m)) {
+                if (read && at == null && namesStub(t, key, m)) {
                     return length; // part of an extent, and the key's latest value is still its stub: as below, allocating nothing
                 }
                 // the chunks or blocks went under the read (a writer replaced or deleted the value), or part of an
@@ -520,20 +522,17 @@ public final class Tables {
         return stored != null && stored.length > 0 && (stored[0] == TableValueFormat.MEDIUM || stored[0] == TableValueFormat.EXTENT);
     }
 
-    /** {@code key}'s stored form in {@code t} now, or at snapshot {@code at} (-1: its latest); null if absent. */
     /** Whether {@code key}'s latest value in {@code t} is the extent stub {@code m}, looked up into a thread's buffer. */
     private static boolean namesStub(Table t, MemorySegment key, MemorySegment m) {
         MemorySegment now = STUB.get();
         return t.tree().get(key, now) == TableValueFormat.EXTENT_SIZE && MemorySegment.mismatch(now, 0, TableValueFormat.EXTENT_SIZE, m, 0, TableValueFormat.EXTENT_SIZE) == -1;
     }
 
-    private byte[] storedAt(Table t, MemorySegment key, long at) {
+    /** {@code key}'s stored form in {@code t} in the view of records {@code at} (null: its latest published); null if absent. */
+    private static byte[] storedAt(Table t, MemorySegment key, TableCursor.Records at) {
         byte[] k = key.toArray(ValueLayout.JAVA_BYTE);
         byte[] now = t.storedValue(k); // the tree first, then the records: a change seen above has its record below
-        if (at < 0) {
-            return now;
-        }
-        TableVersions.Undo u = versions.at(t.inode.ino, k, at);
+        TableVersions.Undo u = at == null ? null : at.at(k);
         return u == null ? now : u.before;
     }
 
@@ -693,6 +692,8 @@ public final class Tables {
 
     /** Tests: runs inside each single write's apply, beside the others (null: nothing). */
     volatile Runnable onApply;
+    /** Tests: runs after each key's change a group commit applies, before its next (null: nothing). */
+    volatile Runnable onGroupChange;
 
     /**
      * Admits a single write to {@code t}'s apply beside the others: claims the blocks its change may take
@@ -833,6 +834,9 @@ public final class Tables {
                 version = versions.beginApply();
                 applying = true;
                 c.version = version;
+                if (multiKey(ws)) {
+                    c.published = publication.begin();
+                }
                 long budget = groupBudget(journal);
                 try (Journal.Pin pin = journal.pin(budget)) {
                     try {
@@ -859,6 +863,10 @@ public final class Tables {
                                         : c.apply(w.table, k, form == null ? null : MemorySegment.ofArray(form), e.getValue().kind());
                                 changed += outcome == TableCommit.CHANGED ? 1 : 0;
                                 requireRoom(pin, limit, budget);
+                                Runnable hook = onGroupChange;
+                                if (hook != null) {
+                                    hook.run();
+                                }
                             }
                         }
                     } catch (RuntimeException e) {
@@ -876,6 +884,9 @@ public final class Tables {
                     seq = pin.seq();
                 }
             } finally {
+                if (c.published != null) {
+                    publication.end(c.published); // every change applied, or undone
+                }
                 if (applying) {
                     versions.endApply(version);
                 }
@@ -902,6 +913,31 @@ public final class Tables {
                 }
             }
         }
+    }
+
+    /** True if the transaction may change more than one key: its changes then publish together ({@link TablePublication}). */
+    private static boolean multiKey(List<WriteTransaction.Writes> ws) {
+        int keys = 0;
+        for (WriteTransaction.Writes w : ws) {
+            keys += w.ops.size() + (w.ranges.isEmpty() ? 0 : 2);
+        }
+        return keys > 1;
+    }
+
+    /**
+     * {@code key}'s stored value in {@code t} as latest-state reads see it, the tree's {@code stored} (null:
+     * absent) read first: the prior value if the multi-key commit applying now has changed the key.
+     */
+    byte[] published(Table t, byte[] key, byte[] stored) {
+        TablePublication.Commit c = publication.applying();
+        TableVersions.Undo u = c == null ? null : c.prior(t.inode.ino, key);
+        return u == null ? stored : u.before;
+    }
+
+    /** The record of {@code key}'s value before the multi-key commit applying now, or null if none is or it has not changed the key. */
+    TableVersions.Undo unpublished(Table t, MemorySegment key) {
+        TablePublication.Commit c = publication.applying();
+        return c == null ? null : c.prior(t.inode.ino, key.toArray(ValueLayout.JAVA_BYTE));
     }
 
     /**

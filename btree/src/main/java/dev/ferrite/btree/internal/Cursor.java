@@ -308,6 +308,15 @@ public final class Cursor implements AutoCloseable {
         return valueOffset;
     }
 
+    /** Where the current key lies in {@link #page()}: copied from there, it needs no view made per entry. */
+    public int keyOffset() {
+        return keyOffset;
+    }
+
+    public int keyLength() {
+        return keyLength;
+    }
+
     public int valueLength() {
         return valueLength;
     }
