@@ -38,16 +38,22 @@ final class FreeingBuffers {
         return null;
     }
 
-    /** Makes {@code b} its block's entry; returns the entry it replaced, or null. */
+    /**
+     * Makes {@code b} its block's entry; returns the entry it replaced, or null. The new entry goes in
+     * before the old one goes out, so that a lookup meanwhile finds one of them: the block stays busy.
+     */
     Buffer put(Buffer b) {
         int slot = slot(b.block());
         synchronized (stripes[slot & (STRIPES - 1)]) {
             Buffer was = get(b.block());
-            if (was != null) {
-                unlink(slot, was);
+            if (was == b) {
+                return b;
             }
             b.freeingNext = heads.get(slot);
             heads.set(slot, b); // volatile: publishes the link before the entry
+            if (was != null) {
+                unlink(slot, was);
+            }
             return was;
         }
     }
