@@ -89,7 +89,8 @@ class BTreeModelTest {
     @ParameterizedTest(name = "{0} seed {1}")
     @MethodSource("stressCases")
     void matchesModelLong(Shape shape, long seed) {
-        new Run(shape, seed, shape == Shape.HUGE ? 30_000 : 60_000).run();
+        // HUGE and WIDE fit about two keys a leaf: a longer run of WIDE's grows past the device (NoSpaceException at ~27k keys)
+        new Run(shape, seed, shape == Shape.HUGE ? 30_000 : shape == Shape.WIDE ? 15_000 : 60_000).run();
     }
 
     /** One randomized run: a device, a store on it, the model, and the operations applied to both. */
