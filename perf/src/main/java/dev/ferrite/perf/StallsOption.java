@@ -11,9 +11,9 @@ final class StallsOption {
     @Option(names = "--stalls", paramLabel = "MS", arity = "0..1", fallbackValue = "5",
             description = "after the tables, split each measured phase's operations of MS milliseconds or more"
                     + " (5 if not given) into time every thread was stopped (GC pauses apart), time their thread"
-                    + " waited (parked, sleeping, on a monitor; by the engine frame it waited in), CPU time, and"
-                    + " the rest (runnable but not running, or in the kernel), from a JDK Flight Recorder stream"
-                    + " and each worker's CPU clock. Costs a system call per operation: rates drop a little")
+                    + " waited (parked, sleeping, on a monitor; by the engine frame it waited in), CPU time, time"
+                    + " runnable but queued for a CPU, and the rest (in the kernel), from a JDK Flight Recorder"
+                    + " stream and each worker's schedstat. Costs a system call per operation: rates drop a little")
     Double millis;
 
     /** The threshold in nanoseconds, 0 if not asked for. */

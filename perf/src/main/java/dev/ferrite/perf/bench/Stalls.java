@@ -1,5 +1,7 @@
 package dev.ferrite.perf.bench;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.time.Duration;
@@ -28,11 +30,14 @@ import jdk.jfr.consumer.RecordingStream;
  *       with the collector's pauses counted apart;</li>
  *   <li><b>waiting</b>: its own thread was parked, sleeping, or waiting for or on a monitor (JFR's events
  *       of 0.1 ms or more), by the first engine frame under the wait;</li>
- *   <li><b>on CPU</b>: its thread's CPU clock, read once per operation;</li>
- *   <li><b>the rest</b>: runnable but not running, or inside a system call. On a machine with fewer CPUs
- *       than busy threads, a tail made of the rest is the scheduler's.</li>
+ *   <li><b>on CPU</b>: its thread's CPU time, read once per operation;</li>
+ *   <li><b>queued</b>: runnable but not running, in a run queue while other threads had the CPUs (Linux's
+ *       schedstat, read with the CPU time; where the kernel keeps none, this is part of the rest);</li>
+ *   <li><b>the rest</b>: inside a system call (I/O, a page fault, a lock in the kernel) or a wait shorter
+ *       than JFR's threshold.</li>
  * </ul>
- * Off unless asked for ({@code --stalls}): reading the CPU clock costs a system call per operation, and the
+ * On a machine with fewer CPUs than busy threads, a tail made of queued time is the scheduler's.
+ * Off unless asked for ({@code --stalls}): reading the clocks costs a system call per operation, and the
  * recording's events cost a stack trace each.
  */
 final class Stalls {
@@ -101,31 +106,61 @@ final class Stalls {
         return l;
     }
 
-    /** One worker's slow operations: start and end by {@link System#nanoTime()}, and its CPU time over each. */
+    /**
+     * One worker's slow operations: start and end by {@link System#nanoTime()}, and its CPU time and run-queue
+     * time over each (the latter -1 without schedstat).
+     */
     final class Log {
-        private final long[] starts = new long[KEPT], ends = new long[KEPT], cpus = new long[KEPT];
+        private final long[] starts = new long[KEPT], ends = new long[KEPT], cpus = new long[KEPT], queues = new long[KEPT];
         private int kept;
         private long dropped;
         private long thread = -1;
-        private long lastCpu;
+        private SchedClock sched;
+        private long lastCpu, lastQueued;
 
-        /** An operation from {@code start} to {@code end}: reads the thread's CPU clock, keeps it if slow. */
+        /** An operation from {@code start} to {@code end}: reads the thread's clocks, keeps it if slow. */
         void record(long start, long end) {
-            long cpu = THREADS.getCurrentThreadCpuTime();
-            if (thread < 0) {
+            boolean first = thread < 0;
+            if (first) {
                 thread = Thread.currentThread().threadId();
-                lastCpu = cpu - Math.min(cpu, end - start); // the first operation's start was not read: bound it by its length
+                sched = SchedClock.ofCurrentThread();
+            }
+            long cpu, queued;
+            if (sched != null) {
+                try {
+                    sched.read();
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                }
+                cpu = sched.onCpu;
+                queued = sched.queued;
+            } else {
+                cpu = THREADS.getCurrentThreadCpuTime();
+                queued = -1;
+            }
+            if (first) { // the first operation's start was not read: its CPU time is bounded by its length, its queued time unknown (none)
+                lastCpu = cpu - Math.min(cpu, end - start);
+                lastQueued = queued;
             }
             if (end - start >= threshold) {
                 if (kept < KEPT) {
                     starts[kept] = start;
                     ends[kept] = end;
-                    cpus[kept++] = cpu - lastCpu;
+                    cpus[kept] = cpu - lastCpu;
+                    queues[kept++] = queued < 0 ? -1 : queued - lastQueued;
                 } else {
                     dropped++;
                 }
             }
             lastCpu = cpu;
+            lastQueued = queued;
+        }
+
+        /** Closes the thread's schedstat file, once its operations are done. */
+        void closeClock() {
+            if (sched != null) {
+                sched.close();
+            }
         }
     }
 
@@ -140,13 +175,14 @@ final class Stalls {
      * @param gc      of that, the collector's pauses
      * @param waited  time their own thread waited, outside safepoints
      * @param cpu     their thread's CPU time
+     * @param queued  their thread's time runnable in a run queue; -1 where the kernel does not say
      * @param where   waits by the frame waited in
      */
     record Split(long count, long dropped, long wall, long longest, long stopped, long gc, long waited, long cpu,
-                 Map<String, Long> where) {
-        /** The time not otherwise accounted for: runnable but not running, or in the kernel. */
+                 long queued, Map<String, Long> where) {
+        /** The time not otherwise accounted for: in a system call or a short wait (and queued, where that is unknown). */
         long rest() {
-            return wall - stopped - waited - cpu;
+            return wall - stopped - waited - cpu - Math.max(0, queued);
         }
 
         /** One line saying it, for a phase of {@code ops} operations watched at {@code threshold} nanoseconds. */
@@ -160,11 +196,13 @@ final class Stalls {
                     .map(e -> e.getKey() + " " + percent(e.getValue(), wall))
                     .collect(Collectors.joining(", "));
             return String.format(Locale.ROOT, "%,d of %,d operations took %s or more (longest %s%s); of their %s: stopped %s"
-                            + " (GC pauses %s), waiting %s%s, on CPU %s, runnable or in the kernel %s",
+                            + " (GC pauses %s), waiting %s%s, on CPU %s, %s",
                     count + dropped, ops, millis(threshold), millis(longest),
                     dropped == 0 ? "" : String.format(Locale.ROOT, "; %,d past the first %,d of a thread not split below", dropped, KEPT),
                     millis(wall), percent(stopped, wall), percent(gc, wall), percent(waited, wall),
-                    places.isEmpty() ? "" : " (" + places + ")", percent(cpu, wall), percent(rest(), wall));
+                    places.isEmpty() ? "" : " (" + places + ")", percent(cpu, wall),
+                    queued < 0 ? "runnable or in the kernel " + percent(rest(), wall)
+                            : "runnable but queued for a CPU " + percent(queued, wall) + ", in the kernel " + percent(rest(), wall));
         }
     }
 
@@ -180,9 +218,10 @@ final class Stalls {
         List<Span> stops = merge(this.stops);
         List<Span> paused = merge(gcPauses);
         Map<Long, List<Wait>> byThread = waits.stream().collect(Collectors.groupingBy(Wait::thread));
-        long count = 0, dropped = 0, wall = 0, longest = 0, stopped = 0, gc = 0, cpu = 0, waited = 0;
+        long count = 0, dropped = 0, wall = 0, longest = 0, stopped = 0, gc = 0, cpu = 0, waited = 0, queued = 0;
         Map<String, Long> where = new HashMap<>();
         for (Log l : logs) {
+            l.closeClock();
             dropped += l.dropped;
             List<Wait> mine = byThread.getOrDefault(l.thread, List.of());
             for (int i = 0; i < l.kept; i++) {
@@ -205,15 +244,18 @@ final class Stalls {
                 stopped += s;
                 gc += overlap(op, paused);
                 waited += w;
-                cpu += Math.min(l.cpus[i], length - s - w);
+                long c = Math.min(l.cpus[i], length - s - w);
+                cpu += c;
+                queued = queued < 0 || l.queues[i] < 0 ? -1 : queued + Math.min(l.queues[i], length - s - w - c);
             }
         }
-        return new Split(count, dropped, wall, longest, stopped, gc, waited, cpu, Map.copyOf(where));
+        return new Split(count, dropped, wall, longest, stopped, gc, waited, cpu, queued, Map.copyOf(where));
     }
 
     /** Stops watching, with no summary (the phase failed). */
     void close() {
         stream.close();
+        logs.forEach(Log::closeClock);
     }
 
     private void waited(RecordedEvent e) {

@@ -2,8 +2,14 @@ package dev.ferrite.perf.bench;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 
@@ -56,6 +62,7 @@ class StallsTest {
         assertTrue(s.waited() >= OP * 3 / 4, "the operation parked 40 ms: " + s);
         assertTrue(s.where().getOrDefault("StallsTest.park", 0L) >= OP * 3 / 4, "waited in StallsTest.park: " + s);
         assertTrue(s.cpu() < OP / 4, s.toString());
+        assertTrue(s.queued() < OP / 4, "a parked thread is not queued for a CPU: " + s);
     }
 
     @Test
@@ -68,7 +75,39 @@ class StallsTest {
         });
         assertEquals(0, s.waited(), s.toString());
         assertTrue(s.cpu() > 0, s.toString());
-        assertEquals(s.wall(), s.stopped() + s.cpu() + s.rest(), s.toString());
+        assertEquals(s.wall(), s.stopped() + s.cpu() + Math.max(0, s.queued()) + s.rest(), s.toString());
+    }
+
+    @Test
+    void anOperationAmongMoreSpinningThreadsThanCpusIsSplitAsQueued() throws InterruptedException {
+        assumeTrue(Files.isReadable(Path.of("/proc/thread-self/schedstat")), "no schedstat: the kernel does not say");
+        AtomicBoolean stop = new AtomicBoolean();
+        List<Thread> spinners = new ArrayList<>();
+        for (int i = 0; i < 2 * Runtime.getRuntime().availableProcessors(); i++) {
+            spinners.add(Thread.ofPlatform().start(() -> {
+                while (!stop.get()) {
+                    Thread.onSpinWait();
+                }
+            }));
+        }
+        Stalls.Split s;
+        try {
+            s = oneOperation(() -> {
+                long end = System.nanoTime() + OP;
+                while (System.nanoTime() < end) {
+                    Thread.onSpinWait();
+                }
+            });
+        } finally {
+            stop.set(true);
+            for (Thread t : spinners) {
+                t.join();
+            }
+        }
+        // the worker had about one CPU in three of its 40 ms: the rest of it it was runnable, queued
+        assertTrue(s.queued() >= OP / 8, "a spinning operation sharing the CPUs with more spinners waits queued: " + s);
+        assertTrue(s.line(1001, THRESHOLD).contains("runnable but queued for a CPU"), s.line(1001, THRESHOLD));
+        assertEquals(s.wall(), s.stopped() + s.cpu() + s.queued() + s.rest(), s.toString());
     }
 
     @Test
