@@ -255,7 +255,7 @@ final class Creator {
             AllocationGroup fix; // a group to refill, or with makeChunk to make a chunk in, once d is left
             boolean makeChunk = false;
             try {
-                ReentrantLock stripe = stripes[stripe(d.ino, key)]; // after entering: held only while this create runs
+                ReentrantLock stripe = stripeLock(d.ino, key); // after entering: held only while this create runs
                 stripe.lock();
                 try {
                     records.requireDir(d.ino); // removed before we entered (an rmdir holds it exclusively)
@@ -373,6 +373,11 @@ final class Creator {
             }
         }
         return roomy != null ? roomy : wait != null ? wait : volume.group(home);
+    }
+
+    /** The lock of name {@code key}'s stripe in directory {@code dir}: a shared unlink's too. */
+    ReentrantLock stripeLock(long dir, EntryKey key) {
+        return stripes[stripe(dir, key)];
     }
 
     /** The stripe of name {@code key} in directory {@code dir}, from the name's hash that begins the key. */

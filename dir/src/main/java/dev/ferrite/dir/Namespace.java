@@ -7,6 +7,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 
+import dev.ferrite.btree.internal.BTree;
 import dev.ferrite.btree.internal.Buffer;
 import dev.ferrite.btree.internal.BufferCache;
 import dev.ferrite.btree.internal.Txn;
@@ -106,7 +107,9 @@ import static dev.ferrite.dir.PathResolver.requireName;
  * parent's record block (with the new inode's, by block number) last ({@code Creator}'s class comment
  * gives why this closes no cycle). Creates in one directory thus run side by side, meeting only on a
  * tree leaf or a group's AGI (the parent's group, or another when a create holds that) and briefly on
- * the parent's record.
+ * the parent's record. An unlink of a file's or symlink's name there does the same ({@code sharedUnlink}):
+ * entered, its name's stripe held, it only tries the file's inode lock, then takes the file's group's AGI
+ * (a last link), the file's record block if below the parent's, the tree's nodes, and the parent's record.
  * Lookups, stat and readdir take no lock: they read inode records and trees optimistically.
  *
  * <h2>Parts</h2>
@@ -1072,6 +1075,131 @@ public final class Namespace {
         }
     }
 
+    /**
+     * An unlink of a file's or symlink's name in tree directory {@code d} beside the creates and other such
+     * unlinks there, without {@code d}'s lock: the shared create's way ({@link Creator}'s class comment),
+     * whose name stripes it shares, so that a create and an unlink of one name are ordered. It enters
+     * {@code d} with a removal claim (a delete only gives blocks back to the reserve), holds the name's
+     * stripe, and in its transaction takes the child's group's AGI if the last link goes, the child's
+     * record block if it lies below the parent's, the tree's nodes, then the parent's record block (and
+     * the child's) last. False, with nothing changed, if the exclusive path must do it: {@code d} is inline,
+     * the entry names a directory (EISDIR is the exclusive path's), the child's lock is held, or the log has
+     * no space now. Nothing here waits for an inode lock or log space while {@code d} is entered: writers
+     * that reserved theirs wait in {@link Inode#lockExclusive} for it to leave. An orphan is freed, and a
+     * short free list refilled, once it has left.
+     */
+    private boolean sharedUnlink(Inode d, EntryKey key, String name) {
+        for (int attempt = 0; attempt < InodeRecords.RETRIES; attempt++) {
+            BTree tree = dirs.treeOrNull(d);
+            if (tree == null) {
+                return false;
+            }
+            int claim = dirs.enter(d, tree.height() + 2, true);
+            if (claim < 0) {
+                return false;
+            }
+            AllocationGroup ag = null;
+            Inode c = null;
+            int outcome = EXCLUSIVE;
+            try {
+                ReentrantLock stripe = creator.stripeLock(d.ino, key); // after entering, as a shared create's
+                stripe.lock();
+                try {
+                    records.requireDir(d.ino);
+                    NameLookup f = dirs.findEntry(d, key, true);
+                    if (f == null) {
+                        throw new NamespaceException(Errno.ENOENT, quote(name) + " in directory " + d.ino);
+                    }
+                    if (f.type == S_IFDIR) {
+                        return false;
+                    }
+                    long ino = f.ino;
+                    ag = volume.group(geometry.agOfInode(ino));
+                    if (ag.needsRefill()) {
+                        outcome = REFILL;
+                    } else {
+                        c = inodes.acquire(ino);
+                        outcome = sharedUnlinkTxn(tree, ag, d, c, key);
+                    }
+                } finally {
+                    stripe.unlock();
+                }
+            } finally {
+                d.leave(claim);
+                if (c != null && outcome != GONE && outcome != GONE_FREE) {
+                    inodes.release(c);
+                }
+            }
+            switch (outcome) {
+                case GONE, GONE_FREE -> {
+                    try {
+                        orphans.afterUnlink(ag, c, true, outcome == GONE_FREE);
+                    } finally {
+                        inodes.release(c);
+                    }
+                    return true;
+                }
+                case LINKED -> {
+                    return true;
+                }
+                case REFILL -> ag.refillFreeList();
+                default -> {
+                    return false;
+                }
+            }
+        }
+        return false;
+    }
+
+    /** {@link #sharedUnlinkTxn}'s outcomes: done (some links left; the last gone; the last gone and the inode to free now), or not. */
+    private static final int LINKED = 0, GONE = 1, GONE_FREE = 2, REFILL = 3, EXCLUSIVE = 4;
+
+    /**
+     * {@link #sharedUnlink}'s transaction, entered in {@code d} with the name's stripe held: removes
+     * {@code key} naming {@code c} (of group {@code ag}); or, with nothing changed, REFILL (the group's
+     * free list is short) or EXCLUSIVE (no log space now, the child's lock is held, or it is a directory).
+     */
+    private int sharedUnlinkTxn(BTree tree, AllocationGroup ag, Inode d, Inode c, EntryKey key) {
+        int items = 9 + ag.freeInodeItems() + ag.orphanItems() + tree.reservation(); // the exclusive path's changeItems
+        try (Txn txn = Txn.tryBegin(cache, items)) {
+            if (txn == null || !c.tryLockExclusive()) {
+                return EXCLUSIVE;
+            }
+            try {
+                StatBuffer cs = key.stat();
+                records.statInto(c.ino, cs);
+                if (cs.isDirectory()) {
+                    return EXCLUSIVE;
+                }
+                boolean last = cs.nlink() <= 1;
+                boolean orphan = last && (c.opens > 0 || cs.blocks() > 0 || BufferedIo.holdsCache(c));
+                if (last) {
+                    txn.lock(ag.agi);
+                    if (ag.inodeListLow()) {
+                        return REFILL;
+                    }
+                }
+                if (records.block(c.ino) < records.block(d.ino)) {
+                    records.lockRecord(txn, c.ino);
+                }
+                if (!tree.delete(txn, key.segment())) {
+                    throw new IllegalStateException("directory " + d.ino + " lost the entry being removed");
+                }
+                records.lockRecords(txn, d.ino, c.ino);
+                Buffer pb = records.lockRecord(txn, d.ino);
+                InodeRecords.addEntries(txn, pb, records.rec(d.ino), -1); // as DirContents.deleteEntry counts it
+                records.adjust(txn, d.ino, 0, true);
+                orphans.dropLink(txn, c, false, last, orphan);
+                long seq = txn.commit();
+                d.noteSeq(seq);
+                c.lastSeq = seq;
+                return !last ? LINKED : orphan && c.opens == 0 ? GONE_FREE : GONE;
+            } finally {
+                c.unlockExclusive();
+            }
+        }
+    }
+
     /** A create met an existing entry: EEXIST, EISDIR, the file itself (into {@code key}'s made), or false for a symlink to follow. */
     private static boolean onExisting(Found f, EntryKey key, long dir, String name, boolean exclusive, int type) {
         if (exclusive || type != S_IFREG) {
@@ -1087,6 +1215,9 @@ public final class Namespace {
     private void removeEntry(long dir, String name, boolean wantDir) {
         Inode d = inodes.acquire(dir);
         try (EntryKey key = EntryKey.take(name, true)) {
+            if (!wantDir && sharedUnlink(d, key, name)) {
+                return;
+            }
             long hint = 0; // the child met the last time round: its group and (a directory's) items size the reservation
             boolean unready = false; // the last attempt found the directory needing prepare
             for (int fails = 0; ; ) {

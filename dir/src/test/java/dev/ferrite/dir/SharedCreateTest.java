@@ -1,5 +1,6 @@
 package dev.ferrite.dir;
 
+import java.lang.foreign.Arena;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -14,6 +15,7 @@ import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -212,16 +214,16 @@ class SharedCreateTest {
     }
 
     /**
-     * A create held inside its insert while another thread unlinks, renames or removes in the same
+     * A create held inside its insert while another thread renames, links or removes in the same
      * directory: the other waits until the create is done, then finds the directory as the create left it
      * (an rmdir of the directory, empty when it began, is refused with ENOTEMPTY).
      */
     @Test
-    void unlinkRenameAndRmdirWaitForTheCreatesInside() throws Exception {
+    void renameLinkAndRmdirWaitForTheCreatesInside() throws Exception {
         try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = withTreeDirectory(dev, 200)) {
             Namespace ns = v.namespace();
             ns.mkdir("/e", 0755);
-            heldCreate(ns, "/d/held1", () -> ns.unlink("/d/f1"));
+            ns.unlink("/d/f1");
             heldCreate(ns, "/d/held2", () -> ns.rename("/d/f2", "/d/g2"));
             heldCreate(ns, "/d/held3", () -> ns.rename("/d/f3", "/e/g3"));
             heldCreate(ns, "/d/held4", () -> ns.link("/d/f4", "/d/g4"));
@@ -232,7 +234,7 @@ class SharedCreateTest {
             }
             ns.unlink("/d/g2");
             ns.unlink("/d/g4");
-            for (int i = 1; i <= 4; i++) {
+            for (int i = 2; i <= 4; i++) {
                 ns.unlink("/d/held" + i);
             }
             assertEquals(0, ns.stat("/d").size());
@@ -242,6 +244,100 @@ class SharedCreateTest {
             assertEquals(Errno.ENOTEMPTY, refused.errno(), refused.getMessage());
             assertEquals(List.of("last"), ns.list("/d").stream().map(DirEntry::name).toList());
             assertEquals(List.of("g3"), ns.list("/e").stream().map(DirEntry::name).toList());
+            VolumeFixtures.assertChecked(ns);
+        }
+    }
+
+    /**
+     * An unlink of a file's name in a tree directory runs beside a create held inside its insert there
+     * (the shared unlink): it neither takes the directory's lock nor waits for the create. The file has a
+     * second link, so that the unlink needs no group's AGI, which the held create holds.
+     */
+    @Test
+    void anUnlinkRunsBesideACreateInside() throws Exception {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = withTreeDirectory(dev, 200)) {
+            Namespace ns = v.namespace();
+            ns.mkdir("/e", 0755);
+            ns.link("/d/f1", "/e/kept");
+            String held = otherStripe(ns, "f1"); // a create of f1's stripe would hold the unlink out by design
+            CountDownLatch inside = new CountDownLatch(1), release = new CountDownLatch(1);
+            ns.creator.onSharedInsert = () -> {
+                inside.countDown();
+                try {
+                    assertTrue(release.await(20, TimeUnit.SECONDS), "the test never let the create go on");
+                } catch (InterruptedException e) {
+                    throw new AssertionError(e);
+                }
+            };
+            AtomicReference<Throwable> createFailed = new AtomicReference<>();
+            Thread create = Thread.ofPlatform().start(() -> {
+                try {
+                    ns.create("/d/" + held, 0644, true);
+                } catch (Throwable e) {
+                    createFailed.set(e);
+                }
+            });
+            try {
+                assertTrue(inside.await(20, TimeUnit.SECONDS), "the create never came into its insert");
+                ns.creator.onSharedInsert = null;
+                FutureTask<Void> unlink = new FutureTask<>(() -> ns.unlink("/d/f1"), null);
+                Thread.ofPlatform().start(unlink);
+                try {
+                    unlink.get(20, TimeUnit.SECONDS);
+                } catch (TimeoutException e) {
+                    fail("the unlink waited for the create inside the directory");
+                }
+                assertEquals(1, ns.stat("/e/kept").nlink());
+                assertThrows(NamespaceException.class, () -> ns.stat("/d/f1"));
+            } finally {
+                release.countDown();
+                ns.creator.onSharedInsert = null;
+                create.join();
+            }
+            assertEquals(null, createFailed.get());
+            assertEquals(200, ns.stat("/d").size()); // 200 - f1 + held
+            VolumeFixtures.assertChecked(ns);
+        }
+    }
+
+    /**
+     * Shared unlinks in a tree directory, one of each outcome: a name of a file with another link (only
+     * the link count drops), an open file's last name (an orphan, freed at the close), a file with data
+     * (an orphan freed at once, its directory left), an empty file (freed in the unlink). Afterwards the
+     * volume has the inodes and blocks it had before the files were made.
+     */
+    @Test
+    void sharedUnlinksFreeWhatTheirLastLinksLeave() throws Exception {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = withTreeDirectory(dev, 200)) {
+            Namespace ns = v.namespace();
+            ns.mkdir("/e", 0755);
+            v.sync();
+            VolumeStats before = v.statfs();
+            ns.create("/d/linked", 0644, true);
+            ns.link("/d/linked", "/e/other");
+            ns.create("/d/open", 0644, true);
+            ns.create("/d/data", 0644, true);
+            ns.create("/d/empty", 0644, true);
+            try (Handle h = ns.open("/d/data", Namespace.O_RDWR); Arena arena = Arena.ofConfined()) {
+                ns.write(h, 0, arena.allocate(64 * 1024, 4096));
+            }
+            Handle open = ns.open("/d/open", Namespace.O_RDWR);
+            try (Arena arena = Arena.ofConfined()) {
+                ns.write(open, 0, arena.allocate(8192, 4096));
+            }
+            for (String name : List.of("linked", "open", "data", "empty")) {
+                ns.unlink("/d/" + name);
+                assertThrows(NamespaceException.class, () -> ns.stat("/d/" + name));
+            }
+            assertEquals(1, ns.stat("/e/other").nlink());
+            assertEquals(8192, ns.stat(open).size(), "an unlinked file stays readable through its handle");
+            open.close();
+            ns.unlink("/e/other");
+            v.sync();
+            VolumeStats after = v.statfs();
+            assertEquals(before.freeBlocks(), after.freeBlocks(), "blocks the unlinked files held");
+            assertEquals(before.inodes() - before.freeInodes(), after.inodes() - after.freeInodes(), "inodes in use");
+            assertEquals(200, ns.stat("/d").size());
             VolumeFixtures.assertChecked(ns);
         }
     }
