@@ -260,26 +260,7 @@ class SharedCreateTest {
             ns.mkdir("/e", 0755);
             ns.link("/d/f1", "/e/kept");
             String held = otherStripe(ns, "f1"); // a create of f1's stripe would hold the unlink out by design
-            CountDownLatch inside = new CountDownLatch(1), release = new CountDownLatch(1);
-            ns.creator.onSharedInsert = () -> {
-                inside.countDown();
-                try {
-                    assertTrue(release.await(20, TimeUnit.SECONDS), "the test never let the create go on");
-                } catch (InterruptedException e) {
-                    throw new AssertionError(e);
-                }
-            };
-            AtomicReference<Throwable> createFailed = new AtomicReference<>();
-            Thread create = Thread.ofPlatform().start(() -> {
-                try {
-                    ns.create("/d/" + held, 0644, true);
-                } catch (Throwable e) {
-                    createFailed.set(e);
-                }
-            });
-            try {
-                assertTrue(inside.await(20, TimeUnit.SECONDS), "the create never came into its insert");
-                ns.creator.onSharedInsert = null;
+            try (HeldCreate _ = new HeldCreate(ns, "/d/" + held)) {
                 FutureTask<Void> unlink = new FutureTask<>(() -> ns.unlink("/d/f1"), null);
                 Thread.ofPlatform().start(unlink);
                 try {
@@ -289,12 +270,7 @@ class SharedCreateTest {
                 }
                 assertEquals(1, ns.stat("/e/kept").nlink());
                 assertThrows(NamespaceException.class, () -> ns.stat("/d/f1"));
-            } finally {
-                release.countDown();
-                ns.creator.onSharedInsert = null;
-                create.join();
             }
-            assertEquals(null, createFailed.get());
             assertEquals(200, ns.stat("/d").size()); // 200 - f1 + held
             VolumeFixtures.assertChecked(ns);
         }
@@ -378,26 +354,8 @@ class SharedCreateTest {
      * thread: it must block, and must not finish before the create is let go. Rethrows what {@code other} threw.
      */
     private static void heldCreate(Namespace ns, String path, Runnable other) throws Exception {
-        CountDownLatch inside = new CountDownLatch(1), release = new CountDownLatch(1);
-        ns.creator.onSharedInsert = () -> {
-            inside.countDown();
-            try {
-                assertTrue(release.await(20, TimeUnit.SECONDS), "the test never let the create go on");
-            } catch (InterruptedException e) {
-                throw new AssertionError(e);
-            }
-        };
-        AtomicReference<Throwable> createFailed = new AtomicReference<>(), otherFailed = new AtomicReference<>();
-        Thread create = Thread.ofPlatform().start(() -> {
-            try {
-                ns.create(path, 0644, true);
-            } catch (Throwable e) {
-                createFailed.set(e);
-            }
-        });
-        try {
-            assertTrue(inside.await(20, TimeUnit.SECONDS), "the create never came into its insert");
-            ns.creator.onSharedInsert = null;
+        AtomicReference<Throwable> otherFailed = new AtomicReference<>();
+        try (HeldCreate create = new HeldCreate(ns, path)) {
             AtomicInteger finished = new AtomicInteger();
             Thread t = Thread.ofPlatform().start(() -> {
                 try {
@@ -415,20 +373,57 @@ class SharedCreateTest {
             }
             assertEquals(0, finished.get(), "the other operation finished while a create was inside the directory: "
                     + otherFailed.get());
-            release.countDown();
-            create.join();
+            create.close();
             t.join();
-        } finally {
-            release.countDown();
-            ns.creator.onSharedInsert = null;
-        }
-        if (createFailed.get() != null) {
-            throw new AssertionError("the create failed", createFailed.get());
         }
         if (otherFailed.get() instanceof RuntimeException e) {
             throw e;
         } else if (otherFailed.get() != null) {
             throw new AssertionError(otherFailed.get());
+        }
+    }
+
+    /** A create of {@code path} on a thread of its own, held inside its insert until closed; close rethrows its failure. */
+    private static final class HeldCreate implements AutoCloseable {
+        private final Namespace ns;
+        private final CountDownLatch release = new CountDownLatch(1);
+        private final AtomicReference<Throwable> failed = new AtomicReference<>();
+        private final Thread thread;
+
+        HeldCreate(Namespace ns, String path) throws InterruptedException {
+            this.ns = ns;
+            CountDownLatch inside = new CountDownLatch(1);
+            ns.creator.onSharedInsert = () -> {
+                inside.countDown();
+                try {
+                    assertTrue(release.await(20, TimeUnit.SECONDS), "the test never let the create go on");
+                } catch (InterruptedException e) {
+                    throw new AssertionError(e);
+                }
+            };
+            thread = Thread.ofPlatform().start(() -> {
+                try {
+                    ns.create(path, 0644, true);
+                } catch (Throwable e) {
+                    failed.set(e);
+                }
+            });
+            boolean in = inside.await(20, TimeUnit.SECONDS);
+            ns.creator.onSharedInsert = null;
+            if (!in) {
+                release.countDown();
+                fail("the create never came into its insert");
+            }
+        }
+
+        @Override
+        public void close() throws InterruptedException {
+            release.countDown();
+            ns.creator.onSharedInsert = null;
+            thread.join();
+            if (failed.get() != null) {
+                throw new AssertionError("the create failed", failed.get());
+            }
         }
     }
 
