@@ -247,6 +247,14 @@ final class ExtentMap {
         return !y.inTree() || trees.step(i, 0) == DirContents.READY;
     }
 
+    /**
+     * {@link #ready} judged on {@code m}, the block holding the record at {@code rec} that a transaction
+     * holds: whether, after the changes it made, its tree's reserve still covers another change.
+     */
+    boolean readyIn(MemorySegment m, int rec) {
+        return trees.readyIn(m, rec);
+    }
+
     /** Brings the reserve of {@code i}'s tree between its marks (nothing for an inline list), holding no lock. */
     void prepare(Inode i) {
         trees.prepare(i, 0);

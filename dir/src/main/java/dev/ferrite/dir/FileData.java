@@ -65,6 +65,8 @@ final class FileData {
     final BufferedIo buffered;
     /** Every change to a file's mapping. */
     final FileMapping mapping;
+    /** Direct writes' conversions, batched per file. */
+    private final Conversions conversions;
 
     FileData(Volume volume, BufferCache cache, Geometry geometry, InodeRecords records, InodeCache inodes, PageCache pages,
              ExtentMap map) {
@@ -78,6 +80,7 @@ final class FileData {
         this.blockSize = geometry.blockSize();
         this.flushes = new SharedFlush(device::flush);
         this.mapping = new FileMapping(volume, cache, geometry, records, inodes, map);
+        this.conversions = new Conversions(cache, records, map, mapping);
         this.buffered = new BufferedIo(this, pages, blockSize, records.pendingSizes, inodes);
     }
 
@@ -324,7 +327,11 @@ final class FileData {
         i.dataDirty = true;
         written = true;
         if (convert || newSize > s.size()) {
-            mapping.finish(i, first, end, newSize, writeBack);
+            if (writeBack) {
+                mapping.finish(i, first, end, newSize, true);
+            } else {
+                conversions.convert(i, first, end, newSize); // batched with other writers' of this file
+            }
         }
         return true;
     }

@@ -1,0 +1,146 @@
+package dev.ferrite.dir;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
+
+import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.testkit.RecordingDevice;
+import dev.ferrite.io.testkit.TestSeed;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import static dev.ferrite.dir.Namespace.FALLOC_FL_KEEP_SIZE;
+import static dev.ferrite.io.internal.OnDisk.U64;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+/**
+ * Crashes at sampled points while writers fill one file's unwritten space side by side (their
+ * conversions batched, {@link Conversions}), each block once, with fdatasyncs among the writes; the
+ * space they write into first held another file's bytes. Every recovered volume checks clean; every
+ * block reads zeros or the stamp its write gave it, never anything else (no extent says written before
+ * its data is there); every block whose write returned before an fdatasync the crash kept began holds
+ * its stamp, inside the size.
+ */
+@ExtendWith(TestSeed.class)
+class ConversionsCrashTest {
+    private static final long SEED = TestSeed.get(16);
+    private static final int BS = 4096;
+    private static final int WRITERS = 6;
+    private static final int SAMPLES = Integer.getInteger("ferrite.crash.samples", 60);
+
+    @Test
+    void batchedConversionsKeepFdatasyncedBlocksAndShowNoOtherBytes() throws Exception {
+        crash(SEED, 384, FALLOC_FL_KEEP_SIZE, 8); // a tree
+        crash(SEED + 1, 12, 0, 1); // inline
+    }
+
+    private static void crash(long seed, int blocks, int mode, int syncEvery) throws Exception {
+        Random rnd = new Random(seed);
+        List<Integer> order = new ArrayList<>();
+        for (int b = 0; b < blocks; b++) {
+            order.add(b);
+        }
+        Collections.shuffle(order, rnd);
+        AtomicLong clock = new AtomicLong();
+        AtomicLongArray written = new AtomicLongArray(blocks); // tick at which block b's write returned
+        List<long[]> syncs = Collections.synchronizedList(new ArrayList<>()); // {tick it began, a flush at or after its own}
+        int firstFlush, lastFlush;
+        try (RecordingDevice rec = RecordingDevice.wrap(VolumeFixtures.formatted()); Arena arena = Arena.ofShared()) {
+            try (Volume v = Volume.open(rec, VolumeFixtures.OPTIONS)) {
+                Namespace ns = v.namespace();
+                Handle f;
+                try (Handle root = ns.openRoot()) {
+                    FileCrashTest.fillFreeSpaceWithJunk(ns, root, arena);
+                    f = ns.create(root, "f", 0644, true);
+                }
+                ns.fallocate(f, mode, 0, (long) blocks * BS);
+                SyncPoint.of(rec, v, ns::sync);
+                firstFlush = rec.flushCount();
+                List<Thread> threads = new ArrayList<>();
+                Throwable[] failed = new Throwable[WRITERS];
+                for (int w = 0; w < WRITERS; w++) {
+                    int id = w;
+                    threads.add(Thread.ofPlatform().name("conv-crash-writer-" + w).start(() -> {
+                        try {
+                            MemorySegment buf = arena.allocate(BS, BlockDevice.BUFFER_ALIGNMENT);
+                            int n = 0;
+                            for (int k = id; k < blocks; k += WRITERS) {
+                                int b = order.get(k);
+                                long offset = (long) b * BS;
+                                for (long at = 0; at < BS; at += 8) {
+                                    buf.set(U64, at, ConversionsTest.stamp(offset + at, id));
+                                }
+                                ns.write(f, offset, buf);
+                                written.set(b, clock.incrementAndGet());
+                                if (++n % syncEvery == 0) {
+                                    long began = clock.incrementAndGet();
+                                    ns.fdatasync(f);
+                                    syncs.add(new long[] {began, rec.flushCount() - 1});
+                                }
+                            }
+                        } catch (Throwable t) {
+                            failed[id] = t;
+                        }
+                    }));
+                }
+                for (Thread t : threads) {
+                    t.join();
+                }
+                for (Throwable t : failed) {
+                    if (t != null) {
+                        throw new AssertionError("seed " + seed, t);
+                    }
+                }
+                lastFlush = rec.flushCount();
+                f.close();
+            }
+            assertTrue(syncs.size() > 3, "fdatasyncs: " + syncs.size());
+            for (int sample = 0; sample < SAMPLES; sample++) {
+                RecordingDevice.CrashState state = CrashTest.sampledState(rec, rnd, sample, firstFlush, lastFlush);
+                long synced = 0; // writes that returned before this tick must have survived
+                for (long[] s : syncs) {
+                    if (rec.flushEvent((int) s[1]) < state.prefix()) {
+                        synced = Math.max(synced, s[0]);
+                    }
+                }
+                String where = "crash " + state + " (fdatasync kept from tick " + synced + "), seed " + seed + ", " + blocks + " blocks";
+                try (MemoryDevice image = rec.materialize(state); Volume v = Volume.open(image, VolumeFixtures.OPTIONS)) {
+                    Namespace ns = v.namespace();
+                    CheckReport report = ns.check();
+                    assertTrue(report.clean(), where + ":\n" + report);
+                    try (Handle f = ns.open("/f")) {
+                        long size = ns.stat(f).size();
+                        assertTrue(size <= (long) blocks * BS, where + ": size " + size);
+                        MemorySegment block = arena.allocate(BS, BlockDevice.BUFFER_ALIGNMENT);
+                        for (int k = 0; k < blocks; k++) {
+                            int b = order.get(k);
+                            long offset = (long) b * BS;
+                            boolean kept = written.get(b) < synced;
+                            if (offset >= size) {
+                                assertTrue(!kept, where + ": block " + b + ", written before a kept fdatasync, lies past the size " + size);
+                                continue;
+                            }
+                            assertEquals(BS, ns.read(f, offset, block));
+                            for (long at = 0; at < BS; at += 8) {
+                                long word = block.get(U64, at), stamp = ConversionsTest.stamp(offset + at, k % WRITERS);
+                                if (word != stamp && (kept || word != 0)) {
+                                    fail(where + ": the word at offset " + (offset + at) + " is 0x" + Long.toHexString(word)
+                                            + "; it may hold only 0x" + Long.toHexString(stamp) + (kept ? "" : " or zero"));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
