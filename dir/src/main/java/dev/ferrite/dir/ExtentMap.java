@@ -43,9 +43,11 @@ final class ExtentMap {
      * millions of extents); the nodes its merges free fit between the high mark and the reserve's capacity.
      */
     static final int TREE_OPS = 3;
-    /** Scratch for lookups: a key in, a key and a value out. */
-    private static final ThreadLocal<MemorySegment> SCRATCH = ThreadLocal.withInitial(() -> MemorySegment.ofArray(new long[3]));
+    /** Scratch for lookups, one per thread, looked up once per operation: a key in, a key and a value out. */
+    private static final ThreadLocal<Scratch> SCRATCH = ThreadLocal.withInitial(Scratch::new);
     private static final String TREE = "file extent tree";
+    /** What an empty window was loaded as: shared, read only ({@link #store} compares with it; nothing changes it). */
+    private static final ExtentList NOTHING_LOADED = new ExtentList(0);
 
     private final Volume volume;
     private final BufferCache cache;
@@ -74,7 +76,7 @@ final class ExtentMap {
             return ExtentFormat.decode(b, rec, g);
         }
         ExtentList w = new ExtentList(Integer.MAX_VALUE, DirEntryFormat.treeHeader(b, rec + InodeFormat.INLINE));
-        w.loaded = w.copy();
+        w.loaded = NOTHING_LOADED;
         return w;
     }
 
@@ -83,8 +85,16 @@ final class ExtentMap {
         return trees.tree(i, header);
     }
 
-    private static MemorySegment slot(int n) {
-        return SCRATCH.get().asSlice(8L * n, 8);
+    /** Three 8-byte slots, sliced once (a slice per lookup and a thread-local lookup per slot were a sixth of a conversion's CPU). */
+    private static final class Scratch {
+        final MemorySegment in, key, value;
+
+        Scratch() {
+            MemorySegment all = MemorySegment.ofArray(new long[3]);
+            in = all.asSlice(0, 8);
+            key = all.asSlice(8, 8);
+            value = all.asSlice(16, 8);
+        }
     }
 
     /**
@@ -100,7 +110,8 @@ final class ExtentMap {
         i.lock.lock();
         try {
             BTree t = tree(i, w.header);
-            MemorySegment in = slot(0), k = slot(1), v = slot(2);
+            Scratch sc = SCRATCH.get();
+            MemorySegment in = sc.in, k = sc.key, v = sc.value;
             long next = from; // the smallest key not looked at yet
             if (from > 0) {
                 ExtentTreeFormat.setKey(in, from - 1);
@@ -173,7 +184,8 @@ final class ExtentMap {
         i.lock.lock();
         try {
             BTree t = tree(i, w.header);
-            MemorySegment in = slot(0), k = slot(1), v = slot(2);
+            Scratch sc = SCRATCH.get();
+            MemorySegment in = sc.in, k = sc.key, v = sc.value;
             ExtentTreeFormat.setKey(in, Long.MAX_VALUE);
             long found = t.find(null, in, BTree.Match.FLOOR, k, v);
             if (found >= 0) {
@@ -223,7 +235,8 @@ final class ExtentMap {
             }
             t = tree(i, header);
         }
-        MemorySegment in = slot(0), k = slot(1), v = slot(2);
+        Scratch sc = SCRATCH.get();
+        MemorySegment in = sc.in, k = sc.key, v = sc.value;
         ExtentTreeFormat.setKey(in, first);
         long found = t.find(null, in, BTree.Match.FLOOR, k, v);
         if (found < 0 || BTree.foundKeyLength(found) != ExtentTreeFormat.KEY || BTree.foundValueLength(found) != ExtentTreeFormat.VALUE) {
@@ -287,7 +300,8 @@ final class ExtentMap {
 
     /** Keys that differ between {@code x} and {@code y}; with {@code t}, put or deleted there in ascending order. */
     private static int diff(ExtentList x, ExtentList y, Txn txn, BTree t) {
-        MemorySegment k = slot(0), v = slot(1);
+        Scratch sc = SCRATCH.get();
+        MemorySegment k = sc.in, v = sc.key;
         int a = 0, c = 0, ops = 0;
         while (a < x.count() || c < y.count()) {
             long ka = a < x.count() ? x.fileBlock(a) : Long.MAX_VALUE, kc = c < y.count() ? y.fileBlock(c) : Long.MAX_VALUE;

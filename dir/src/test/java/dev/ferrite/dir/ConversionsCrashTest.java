@@ -24,11 +24,13 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 /**
  * Crashes at sampled points while writers fill one file's unwritten space side by side (their
- * conversions batched, {@link Conversions}), each block once, with fdatasyncs among the writes; the
+ * conversions batched, {@link Conversions}), each block once, with fdatasyncs among the writes (or
+ * none: then the only flushes are the sync's at the end) and a volume sync after them; the
  * space they write into first held another file's bytes. Every recovered volume checks clean; every
  * block reads zeros or the stamp its write gave it, never anything else (no extent says written before
  * its data is there); every block whose write returned before an fdatasync the crash kept began holds
- * its stamp, inside the size.
+ * its stamp, inside the size. Besides the sampled crash states, the one that tests the ordering most:
+ * after a flush, every log write of the next epoch landed and none of its other writes.
  */
 @ExtendWith(TestSeed.class)
 class ConversionsCrashTest {
@@ -41,6 +43,7 @@ class ConversionsCrashTest {
     void batchedConversionsKeepFdatasyncedBlocksAndShowNoOtherBytes() throws Exception {
         crash(SEED, 384, FALLOC_FL_KEEP_SIZE, 8); // a tree
         crash(SEED + 1, 12, 0, 1); // inline
+        crash(SEED + 2, 256, FALLOC_FL_KEEP_SIZE, Integer.MAX_VALUE); // no flush until the sync at the end
     }
 
     private static void crash(long seed, int blocks, int mode, int syncEvery) throws Exception {
@@ -54,6 +57,7 @@ class ConversionsCrashTest {
         AtomicLongArray written = new AtomicLongArray(blocks); // tick at which block b's write returned
         List<long[]> syncs = Collections.synchronizedList(new ArrayList<>()); // {tick it began, a flush at or after its own}
         int firstFlush, lastFlush;
+        long logStart, logEnd;
         try (RecordingDevice rec = RecordingDevice.wrap(VolumeFixtures.formatted()); Arena arena = Arena.ofShared()) {
             try (Volume v = Volume.open(rec, VolumeFixtures.OPTIONS)) {
                 Namespace ns = v.namespace();
@@ -62,6 +66,7 @@ class ConversionsCrashTest {
                     FileCrashTest.fillFreeSpaceWithJunk(ns, root, arena);
                     f = ns.create(root, "f", 0644, true);
                 }
+                ns.sync(); // the junk's free durable: the file's blocks come from the space it held
                 ns.fallocate(f, mode, 0, (long) blocks * BS);
                 SyncPoint.of(rec, v, ns::sync);
                 firstFlush = rec.flushCount();
@@ -100,12 +105,29 @@ class ConversionsCrashTest {
                         throw new AssertionError("seed " + seed, t);
                     }
                 }
+                long began = clock.incrementAndGet();
+                syncs.add(new long[] {began, SyncPoint.of(rec, v, ns::sync)});
                 lastFlush = rec.flushCount();
                 f.close();
+                logStart = v.geometry().logStart();
+                logEnd = logStart + v.geometry().logBlocks();
             }
-            assertTrue(syncs.size() > 3, "fdatasyncs: " + syncs.size());
+            assertTrue(syncs.size() > Math.min(3, blocks / syncEvery), "syncs: " + syncs.size());
+            List<RecordingDevice.CrashState> states = new ArrayList<>();
             for (int sample = 0; sample < SAMPLES; sample++) {
-                RecordingDevice.CrashState state = CrashTest.sampledState(rec, rnd, sample, firstFlush, lastFlush);
+                states.add(CrashTest.sampledState(rec, rnd, sample, firstFlush, lastFlush));
+            }
+            // the adversary of the ordering: after a flush, the next epoch's log writes landed and none of its data writes
+            for (int k = firstFlush; k < lastFlush - 1; k += Math.max(1, (lastFlush - firstFlush) / (SAMPLES / 3))) {
+                List<Integer> log = new ArrayList<>();
+                for (RecordingDevice.Event e : rec.epochWrites(k + 1)) {
+                    if (e.block() < logEnd && e.block() + e.blockCount() > logStart) {
+                        log.add(e.index());
+                    }
+                }
+                states.add(rec.crashAfterFlush(k, log.stream().mapToInt(Integer::intValue).toArray()));
+            }
+            for (RecordingDevice.CrashState state : states) {
                 long synced = 0; // writes that returned before this tick must have survived
                 for (long[] s : syncs) {
                     if (rec.flushEvent((int) s[1]) < state.prefix()) {
