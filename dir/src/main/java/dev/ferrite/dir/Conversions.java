@@ -37,7 +37,7 @@ import static dev.ferrite.dir.InodeRecords.nowNanos;
  * reserve) needs.
  */
 final class Conversions {
-    /** Most tree steps (ranges) one transaction carries: what it reserves log space for. */
+    /** Most tree steps (ranges) one transaction carries: what it reserves log space for (fewer where that would be over an eighth of the log). */
     static final int MAX_STEPS = 8;
     private static final VarHandle QUEUE;
 
@@ -194,11 +194,14 @@ final class Conversions {
     private List<Request> commitSome(Inode i, List<Request> pending) {
         map.prepare(i);
         ExtentList plan = mapping.file(i, 0, 0).extents(); // where the extents are is all the reservation needs
-        int steps = plan.inTree() ? Math.min(pending.size(), MAX_STEPS) : 1;
+        int steps = plan.inTree() ? Math.min(pending.size(), MAX_STEPS) : 1, items = map.items(i, plan);
+        while (steps > 1 && cache.journal().reservationBytes(2 + steps * items) > cache.journal().logBytes() / 8) {
+            steps--; // a small log: no one reservation takes much of it
+        }
         List<Request> carried = new ArrayList<>(), left = new ArrayList<>();
         Request alone = null;
         boolean grow = false;
-        try (Txn txn = Txn.begin(cache, 2 + steps * map.items(i, plan))) {
+        try (Txn txn = Txn.begin(cache, 2 + steps * items)) {
             i.lock.lock();
             try {
                 ExtentList y = mapping.file(i, 0, 0).extents();

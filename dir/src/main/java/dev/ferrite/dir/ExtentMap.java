@@ -23,7 +23,8 @@ import static dev.ferrite.dir.InodeFormat.S_IFREG;
  * {@link FileData} works on {@link ExtentList}s either way: the whole inline list, or a window of the
  * tree loaded for the range an operation touches (O(log n + extents in the range)), which
  * {@link #store} writes back as the difference from what was loaded, a few keys per transaction
- * ({@link #TREE_OPS}). No operation decodes a whole large map.
+ * ({@link #TREE_OPS}; a batch of conversions, {@link Conversions}, stores several disjoint windows in one
+ * transaction while the tree's reserve covers each). No operation decodes a whole large map.
  *
  * <p>An inline list that would outgrow the record becomes a tree in a transaction of its own
  * ({@link #makeRoom}); a tree left mapping few extents becomes an inline list again ({@link #revert})
@@ -32,7 +33,7 @@ import static dev.ferrite.dir.InodeFormat.S_IFREG;
  * <h2>Locks</h2>
  * A tree changes only in transactions holding the inode's lock, which a window load takes too: a window
  * read over several leaves must not see half a change (a merge rewrites one key and deletes another).
- * The overwrite fast path's single lookup ({@link #writtenBlock}) takes none: under the shared I/O lock
+ * The fast paths' single lookup ({@link #mappedBlock}) takes none: under the shared I/O lock
  * no change moves a mapped block, and any version of the extent it finds maps the block the same.
  */
 final class ExtentMap {
@@ -221,11 +222,13 @@ final class ExtentMap {
     }
 
     /**
-     * The fast path's lookup in {@code i}'s tree: the device block of file block {@code first} if one
-     * written extent holds {@code [first, end)}, else -1. One descent, no lock, nothing decoded but the
-     * extent found; the caller checked the size and that the file has a tree.
+     * The fast paths' lookup in {@code i}'s tree: the device block of file block {@code first} if one
+     * extent holds {@code [first, end)}, {@code unwritten} or (if false) written; else -1. One descent, no
+     * lock, nothing decoded but the extent found; the caller checked the size and that the file has a
+     * tree. Under the shared I/O lock no change moves a mapped block: any version of the extent found
+     * maps the block the same (a conversion meanwhile only flips its state).
      */
-    long writtenBlock(Inode i, long first, long end) {
+    long mappedBlock(Inode i, long first, long end, boolean unwritten) {
         BTree t = i.dirTree;
         if (t == null) {
             long header = records.readRecord(i.ino, (b, rec) -> InodeFormat.fork(b, rec) == InodeFormat.FORK_TREE
@@ -242,7 +245,7 @@ final class ExtentMap {
         if (found < 0 || BTree.foundKeyLength(found) != ExtentTreeFormat.KEY || BTree.foundValueLength(found) != ExtentTreeFormat.VALUE) {
             return -1; // the full path reports a bad entry
         }
-        return ExtentFormat.overwritable(ExtentTreeFormat.key(k), ExtentTreeFormat.value(v), first, end, geometry);
+        return ExtentFormat.mappedBlock(ExtentTreeFormat.key(k), ExtentTreeFormat.value(v), first, end, unwritten, geometry);
     }
 
     /** Log items a {@link #store} of {@code y} may touch beyond the record. */

@@ -36,14 +36,14 @@ import static org.junit.jupiter.api.Assertions.fail;
 class ConversionsCrashTest {
     private static final long SEED = TestSeed.get(16);
     private static final int BS = 4096;
-    private static final int WRITERS = 6;
+    private static final int WRITERS = ConversionsTest.WRITERS;
     private static final int SAMPLES = Integer.getInteger("ferrite.crash.samples", 60);
 
     @Test
     void batchedConversionsKeepFdatasyncedBlocksAndShowNoOtherBytes() throws Exception {
         crash(SEED, 384, FALLOC_FL_KEEP_SIZE, 8); // a tree
         crash(SEED + 1, 12, 0, 1); // inline
-        crash(SEED + 2, 256, FALLOC_FL_KEEP_SIZE, Integer.MAX_VALUE); // no flush until the sync at the end
+        crash(SEED + 2, 256, 0, Integer.MAX_VALUE); // inside the size (a tree's lock-free lookup), no flush until the sync at the end
     }
 
     private static void crash(long seed, int blocks, int mode, int syncEvery) throws Exception {
@@ -70,41 +70,19 @@ class ConversionsCrashTest {
                 ns.fallocate(f, mode, 0, (long) blocks * BS);
                 SyncPoint.of(rec, v, ns::sync);
                 firstFlush = rec.flushCount();
-                List<Thread> threads = new ArrayList<>();
-                Throwable[] failed = new Throwable[WRITERS];
-                for (int w = 0; w < WRITERS; w++) {
-                    int id = w;
-                    threads.add(Thread.ofPlatform().name("conv-crash-writer-" + w).start(() -> {
-                        try {
-                            MemorySegment buf = arena.allocate(BS, BlockDevice.BUFFER_ALIGNMENT);
-                            int n = 0;
-                            for (int k = id; k < blocks; k += WRITERS) {
-                                int b = order.get(k);
-                                long offset = (long) b * BS;
-                                for (long at = 0; at < BS; at += 8) {
-                                    buf.set(U64, at, ConversionsTest.stamp(offset + at, id));
-                                }
-                                ns.write(f, offset, buf);
-                                written.set(b, clock.incrementAndGet());
-                                if (++n % syncEvery == 0) {
-                                    long began = clock.incrementAndGet();
-                                    ns.fdatasync(f);
-                                    syncs.add(new long[] {began, rec.flushCount() - 1});
-                                }
-                            }
-                        } catch (Throwable t) {
-                            failed[id] = t;
+                ConversionsTest.runWriters("seed " + seed, (id, buf) -> {
+                    int n = 0;
+                    for (int k = id; k < blocks; k += WRITERS) {
+                        int b = order.get(k);
+                        ConversionsTest.writeStamped(ns, f, (long) b * BS, id, buf);
+                        written.set(b, clock.incrementAndGet());
+                        if (++n % syncEvery == 0) {
+                            long began = clock.incrementAndGet();
+                            ns.fdatasync(f);
+                            syncs.add(new long[] {began, rec.flushCount() - 1});
                         }
-                    }));
-                }
-                for (Thread t : threads) {
-                    t.join();
-                }
-                for (Throwable t : failed) {
-                    if (t != null) {
-                        throw new AssertionError("seed " + seed, t);
                     }
-                }
+                }, arena);
                 long began = clock.incrementAndGet();
                 syncs.add(new long[] {began, SyncPoint.of(rec, v, ns::sync)});
                 lastFlush = rec.flushCount();
@@ -114,11 +92,11 @@ class ConversionsCrashTest {
             }
             assertTrue(syncs.size() > Math.min(3, blocks / syncEvery), "syncs: " + syncs.size());
             List<RecordingDevice.CrashState> states = new ArrayList<>();
-            for (int sample = 0; sample < SAMPLES; sample++) {
+            for (int sample = 0; sample < SAMPLES / 2; sample++) {
                 states.add(CrashTest.sampledState(rec, rnd, sample, firstFlush, lastFlush));
             }
             // the adversary of the ordering: after a flush, the next epoch's log writes landed and none of its data writes
-            for (int k = firstFlush; k < lastFlush - 1; k += Math.max(1, (lastFlush - firstFlush) / (SAMPLES / 3))) {
+            for (int k = firstFlush; k < lastFlush - 1; k += Math.max(1, (lastFlush - firstFlush) / Math.max(1, SAMPLES / 4))) {
                 List<Integer> log = new ArrayList<>();
                 for (RecordingDevice.Event e : rec.epochWrites(k + 1)) {
                     if (e.block() < logEnd && e.block() + e.blockCount() > logStart) {

@@ -29,7 +29,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class ConversionsTest {
     private static final long SEED = TestSeed.get(16);
     private static final int BS = 4096;
-    private static final int WRITERS = 8;
+    static final int WRITERS = 8;
 
     @Test
     void writersFillingATreeFilesUnwrittenSpaceConvertEveryBlock() throws Exception {
@@ -49,6 +49,44 @@ class ConversionsTest {
         return offset << 16 | writer + 1;
     }
 
+    /** What one writer of {@link #runWriters} does, with a block-sized aligned buffer of its own. */
+    interface Writer {
+        void run(int id, MemorySegment buf) throws Exception;
+    }
+
+    /** Runs {@link #WRITERS} threads doing {@code writer} and waits for them; the first failure fails the test. */
+    static void runWriters(String where, Writer writer, Arena arena) throws InterruptedException {
+        List<Thread> threads = new ArrayList<>();
+        Throwable[] failed = new Throwable[WRITERS];
+        for (int w = 0; w < WRITERS; w++) {
+            int id = w;
+            MemorySegment buf = arena.allocate(BS, BlockDevice.BUFFER_ALIGNMENT);
+            threads.add(Thread.ofPlatform().name("conv-writer-" + w).start(() -> {
+                try {
+                    writer.run(id, buf);
+                } catch (Throwable t) {
+                    failed[id] = t;
+                }
+            }));
+        }
+        for (Thread t : threads) {
+            t.join();
+        }
+        for (Throwable t : failed) {
+            if (t != null) {
+                throw new AssertionError(where, t);
+            }
+        }
+    }
+
+    /** Writes the block at {@code offset} of {@code f}, every word {@link #stamp stamped} for {@code writer}. */
+    static void writeStamped(Namespace ns, Handle f, long offset, int writer, MemorySegment buf) {
+        for (long at = 0; at < BS; at += 8) {
+            buf.set(U64, at, stamp(offset + at, writer));
+        }
+        ns.write(f, offset, buf);
+    }
+
     private static void fill(long seed, int blocks, int mode, boolean tree) throws Exception {
         String where = "seed " + seed + ", " + blocks + " blocks, fallocate mode " + mode;
         List<Integer> order = new ArrayList<>();
@@ -64,33 +102,11 @@ class ConversionsTest {
                 f = ns.create(root, "f", 0644, true);
             }
             ns.fallocate(f, mode, 0, (long) blocks * BS);
-            List<Thread> threads = new ArrayList<>();
-            Throwable[] failed = new Throwable[WRITERS];
-            for (int w = 0; w < WRITERS; w++) {
-                int id = w;
-                threads.add(Thread.ofPlatform().name("conv-writer-" + w).start(() -> {
-                    try {
-                        MemorySegment buf = arena.allocate(BS, BlockDevice.BUFFER_ALIGNMENT);
-                        for (int k = id; k < blocks; k += WRITERS) {
-                            long offset = (long) order.get(k) * BS;
-                            for (long at = 0; at < BS; at += 8) {
-                                buf.set(U64, at, stamp(offset + at, id));
-                            }
-                            ns.write(f, offset, buf);
-                        }
-                    } catch (Throwable t) {
-                        failed[id] = t;
-                    }
-                }));
-            }
-            for (Thread t : threads) {
-                t.join();
-            }
-            for (Throwable t : failed) {
-                if (t != null) {
-                    throw new AssertionError(where, t);
+            runWriters(where, (id, buf) -> {
+                for (int k = id; k < blocks; k += WRITERS) {
+                    writeStamped(ns, f, (long) order.get(k) * BS, id, buf);
                 }
-            }
+            }, arena);
             assertEquals(tree, ns.records.readRecord(f.ino(), InodeFormat::fork) == InodeFormat.FORK_TREE, where + ": extent tree");
             assertEquals((long) blocks * BS, ns.stat(f).size(), where + ": size");
             MemorySegment block = arena.allocate(BS, BlockDevice.BUFFER_ALIGNMENT);
