@@ -421,6 +421,11 @@ final class DirContents {
         }
     }
 
+    /** Whether the tree in the record at {@code rec} of {@code b} (a block the caller holds) is {@link #READY} for a change. */
+    boolean readyIn(MemorySegment b, int rec) {
+        return stepFacts(b, rec) == TREE_READY;
+    }
+
     /** What {@link #stepFacts} finds of a tree directory (an inline one: its used bytes, not negative). */
     private static final long TREE_READY = -1, TREE_SPILL = -2, TREE_REFILL = -3, TREE_BAD_RESERVE = -4;
 

@@ -172,7 +172,7 @@ final class ExtentFormat {
             } else if (fb > first) {
                 hi = mid - 1;
             } else {
-                return overwritable(fb, b.get(U64, at(area, mid) + PACKED), first, end, g);
+                return mappedBlock(fb, b.get(U64, at(area, mid) + PACKED), first, end, false, g);
             }
         }
         return -1;
@@ -180,13 +180,13 @@ final class ExtentFormat {
 
     /**
      * The device block of file block {@code first} if the extent at file block {@code fb} with packed word
-     * {@code word}, found holding {@code first}, is written, holds {@code [first, end)} and lies inside one
-     * group's data blocks; else -1.
+     * {@code word}, found holding {@code first}, is {@code unwritten} (or written, if false), holds
+     * {@code [first, end)} and lies inside one group's data blocks; else -1.
      */
-    static long overwritable(long fb, long word, long first, long end, Geometry g) {
+    static long mappedBlock(long fb, long word, long first, long end, boolean unwritten, Geometry g) {
         long dev = packedDevice(word);
         int len = packedLength(word);
-        if (packedUnwritten(word) || fb + len < end || len < 1 || !g.isDataBlock(dev) || !g.isDataBlock(dev + len - 1)
+        if (packedUnwritten(word) != unwritten || fb + len < end || len < 1 || !g.isDataBlock(dev) || !g.isDataBlock(dev + len - 1)
                 || g.agOfBlock(dev) != g.agOfBlock(dev + len - 1)) {
             return -1;
         }

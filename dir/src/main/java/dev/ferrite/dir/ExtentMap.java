@@ -23,7 +23,8 @@ import static dev.ferrite.dir.InodeFormat.S_IFREG;
  * {@link FileData} works on {@link ExtentList}s either way: the whole inline list, or a window of the
  * tree loaded for the range an operation touches (O(log n + extents in the range)), which
  * {@link #store} writes back as the difference from what was loaded, a few keys per transaction
- * ({@link #TREE_OPS}). No operation decodes a whole large map.
+ * ({@link #TREE_OPS}; a batch of conversions, {@link Conversions}, stores several disjoint windows in one
+ * transaction while the tree's reserve covers each). No operation decodes a whole large map.
  *
  * <p>An inline list that would outgrow the record becomes a tree in a transaction of its own
  * ({@link #makeRoom}); a tree left mapping few extents becomes an inline list again ({@link #revert})
@@ -32,7 +33,7 @@ import static dev.ferrite.dir.InodeFormat.S_IFREG;
  * <h2>Locks</h2>
  * A tree changes only in transactions holding the inode's lock, which a window load takes too: a window
  * read over several leaves must not see half a change (a merge rewrites one key and deletes another).
- * The overwrite fast path's single lookup ({@link #writtenBlock}) takes none: under the shared I/O lock
+ * The fast paths' single lookup ({@link #mappedBlock}) takes none: under the shared I/O lock
  * no change moves a mapped block, and any version of the extent it finds maps the block the same.
  */
 final class ExtentMap {
@@ -43,9 +44,11 @@ final class ExtentMap {
      * millions of extents); the nodes its merges free fit between the high mark and the reserve's capacity.
      */
     static final int TREE_OPS = 3;
-    /** Scratch for lookups: a key in, a key and a value out. */
-    private static final ThreadLocal<MemorySegment> SCRATCH = ThreadLocal.withInitial(() -> MemorySegment.ofArray(new long[3]));
+    /** Scratch for lookups, one per thread, looked up once per operation: a key in, a key and a value out. */
+    private static final ThreadLocal<Scratch> SCRATCH = ThreadLocal.withInitial(Scratch::new);
     private static final String TREE = "file extent tree";
+    /** What an empty window was loaded as: shared, read only ({@link #store} compares with it; nothing changes it). */
+    private static final ExtentList NOTHING_LOADED = new ExtentList(0);
 
     private final Volume volume;
     private final BufferCache cache;
@@ -74,7 +77,7 @@ final class ExtentMap {
             return ExtentFormat.decode(b, rec, g);
         }
         ExtentList w = new ExtentList(Integer.MAX_VALUE, DirEntryFormat.treeHeader(b, rec + InodeFormat.INLINE));
-        w.loaded = w.copy();
+        w.loaded = NOTHING_LOADED;
         return w;
     }
 
@@ -83,8 +86,16 @@ final class ExtentMap {
         return trees.tree(i, header);
     }
 
-    private static MemorySegment slot(int n) {
-        return SCRATCH.get().asSlice(8L * n, 8);
+    /** Three 8-byte slots, sliced once (a slice per lookup and a thread-local lookup per slot were a sixth of a conversion's CPU). */
+    private static final class Scratch {
+        final MemorySegment in, key, value;
+
+        Scratch() {
+            MemorySegment all = MemorySegment.ofArray(new long[3]);
+            in = all.asSlice(0, 8);
+            key = all.asSlice(8, 8);
+            value = all.asSlice(16, 8);
+        }
     }
 
     /**
@@ -100,7 +111,8 @@ final class ExtentMap {
         i.lock.lock();
         try {
             BTree t = tree(i, w.header);
-            MemorySegment in = slot(0), k = slot(1), v = slot(2);
+            Scratch sc = SCRATCH.get();
+            MemorySegment in = sc.in, k = sc.key, v = sc.value;
             long next = from; // the smallest key not looked at yet
             if (from > 0) {
                 ExtentTreeFormat.setKey(in, from - 1);
@@ -173,7 +185,8 @@ final class ExtentMap {
         i.lock.lock();
         try {
             BTree t = tree(i, w.header);
-            MemorySegment in = slot(0), k = slot(1), v = slot(2);
+            Scratch sc = SCRATCH.get();
+            MemorySegment in = sc.in, k = sc.key, v = sc.value;
             ExtentTreeFormat.setKey(in, Long.MAX_VALUE);
             long found = t.find(null, in, BTree.Match.FLOOR, k, v);
             if (found >= 0) {
@@ -209,11 +222,13 @@ final class ExtentMap {
     }
 
     /**
-     * The fast path's lookup in {@code i}'s tree: the device block of file block {@code first} if one
-     * written extent holds {@code [first, end)}, else -1. One descent, no lock, nothing decoded but the
-     * extent found; the caller checked the size and that the file has a tree.
+     * The fast paths' lookup in {@code i}'s tree: the device block of file block {@code first} if one
+     * extent holds {@code [first, end)}, {@code unwritten} or (if false) written; else -1. One descent, no
+     * lock, nothing decoded but the extent found; the caller checked the size and that the file has a
+     * tree. Under the shared I/O lock no change moves a mapped block: any version of the extent found
+     * maps the block the same (a conversion meanwhile only flips its state).
      */
-    long writtenBlock(Inode i, long first, long end) {
+    long mappedBlock(Inode i, long first, long end, boolean unwritten) {
         BTree t = i.dirTree;
         if (t == null) {
             long header = records.readRecord(i.ino, (b, rec) -> InodeFormat.fork(b, rec) == InodeFormat.FORK_TREE
@@ -223,13 +238,14 @@ final class ExtentMap {
             }
             t = tree(i, header);
         }
-        MemorySegment in = slot(0), k = slot(1), v = slot(2);
+        Scratch sc = SCRATCH.get();
+        MemorySegment in = sc.in, k = sc.key, v = sc.value;
         ExtentTreeFormat.setKey(in, first);
         long found = t.find(null, in, BTree.Match.FLOOR, k, v);
         if (found < 0 || BTree.foundKeyLength(found) != ExtentTreeFormat.KEY || BTree.foundValueLength(found) != ExtentTreeFormat.VALUE) {
             return -1; // the full path reports a bad entry
         }
-        return ExtentFormat.overwritable(ExtentTreeFormat.key(k), ExtentTreeFormat.value(v), first, end, geometry);
+        return ExtentFormat.mappedBlock(ExtentTreeFormat.key(k), ExtentTreeFormat.value(v), first, end, unwritten, geometry);
     }
 
     /** Log items a {@link #store} of {@code y} may touch beyond the record. */
@@ -245,6 +261,14 @@ final class ExtentMap {
      */
     boolean ready(Inode i, ExtentList y) {
         return !y.inTree() || trees.step(i, 0) == DirContents.READY;
+    }
+
+    /**
+     * {@link #ready} judged on {@code m}, the block holding the record at {@code rec} that a transaction
+     * holds: whether, after the changes it made, its tree's reserve still covers another change.
+     */
+    boolean readyIn(MemorySegment m, int rec) {
+        return trees.readyIn(m, rec);
     }
 
     /** Brings the reserve of {@code i}'s tree between its marks (nothing for an inline list), holding no lock. */
@@ -279,7 +303,8 @@ final class ExtentMap {
 
     /** Keys that differ between {@code x} and {@code y}; with {@code t}, put or deleted there in ascending order. */
     private static int diff(ExtentList x, ExtentList y, Txn txn, BTree t) {
-        MemorySegment k = slot(0), v = slot(1);
+        Scratch sc = SCRATCH.get();
+        MemorySegment k = sc.in, v = sc.key;
         int a = 0, c = 0, ops = 0;
         while (a < x.count() || c < y.count()) {
             long ka = a < x.count() ? x.fileBlock(a) : Long.MAX_VALUE, kc = c < y.count() ? y.fileBlock(c) : Long.MAX_VALUE;

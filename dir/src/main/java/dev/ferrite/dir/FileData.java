@@ -30,7 +30,7 @@ import static dev.ferrite.dir.InodeFormat.S_IFREG;
  * Data reaches the device before any extent that points at it says written. Overwriting written blocks
  * is a plain device write (no transaction, no allocation). Filling a hole maps the blocks unwritten
  * first, writes the data, then converts them in a transaction ordered after it
- * ({@link FileMapping#finish}). An fsync's data is made durable by the flush of the checkpoint its force
+ * ({@link FileMapping#finish}), a direct write's batched with the file's other writers' ({@link Conversions}). An fsync's data is made durable by the flush of the checkpoint its force
  * wrote when that flush began after the data was written, else by a flush of its own, shared by
  * concurrent callers ({@link SharedFlush}).
  *
@@ -65,6 +65,8 @@ final class FileData {
     final BufferedIo buffered;
     /** Every change to a file's mapping. */
     final FileMapping mapping;
+    /** Direct writes' conversions, batched per file. */
+    private final Conversions conversions;
 
     FileData(Volume volume, BufferCache cache, Geometry geometry, InodeRecords records, InodeCache inodes, PageCache pages,
              ExtentMap map) {
@@ -78,6 +80,7 @@ final class FileData {
         this.blockSize = geometry.blockSize();
         this.flushes = new SharedFlush(device::flush);
         this.mapping = new FileMapping(volume, cache, geometry, records, inodes, map);
+        this.conversions = new Conversions(cache, records, map, mapping);
         this.buffered = new BufferedIo(this, pages, blockSize, records.pendingSizes, inodes);
     }
 
@@ -147,7 +150,7 @@ final class FileData {
     /** The device block of file block {@code first} if one written extent holds {@code [first, end)} inside the size; else -1. */
     private long inPlace(Inode i, long first, long end) {
         long dev = records.readLong(i.ino, first, end, writtenBlock);
-        return dev == ExtentFormat.IN_TREE ? map.writtenBlock(i, first, end) : dev;
+        return dev == ExtentFormat.IN_TREE ? map.mappedBlock(i, first, end, false) : dev;
     }
 
     /** {@link #inPlace}'s record read, made once: a lambda capturing the range would be an object per read and write. */
@@ -286,7 +289,11 @@ final class FileData {
     private boolean writeLocked(Inode i, long offset, MemorySegment src, boolean mayRefuse, long newSize, boolean writeBack) {
         long len = src.byteSize();
         long first = offset / blockSize, end = first + len / blockSize;
-        long dev = len == 0 ? -1 : inPlace(i, first, end); // inside the size: newSize is too
+        long dev = len == 0 ? -1 : records.readLong(i.ino, first, end, writtenBlock); // inside the size: newSize is too
+        boolean tree = dev == ExtentFormat.IN_TREE;
+        if (tree) {
+            dev = map.mappedBlock(i, first, end, false);
+        }
         if (dev >= 0) { // the fast path: written blocks inside the size, overwritten in place
             device.write(dev, src);
             i.dataDirty = true;
@@ -294,6 +301,15 @@ final class FileData {
             if (!writeBack) {
                 records.markModified(i); // no transaction logs the time now: it waits in the inode
             }
+            return true;
+        }
+        if (tree && (dev = map.mappedBlock(i, first, end, true)) >= 0) {
+            // one unwritten extent of a tree holds the range, inside the size: no window to load (nor the
+            // inode's lock that takes), nothing to allocate, and a tree holds the extents after
+            device.write(dev, src);
+            i.dataDirty = true;
+            written = true;
+            finish(i, first, end, newSize, writeBack);
             return true;
         }
         FileMapping.Snapshot s = mapping.file(i, first, end);
@@ -324,9 +340,18 @@ final class FileData {
         i.dataDirty = true;
         written = true;
         if (convert || newSize > s.size()) {
-            mapping.finish(i, first, end, newSize, writeBack);
+            finish(i, first, end, newSize, writeBack);
         }
         return true;
+    }
+
+    /** {@link FileMapping#finish} for a write whose data is on the device: a direct write's batched with other writers' of the file. */
+    private void finish(Inode i, long first, long end, long newSize, boolean writeBack) {
+        if (writeBack) {
+            mapping.finish(i, first, end, newSize, true);
+        } else {
+            conversions.convert(i, first, end, newSize);
+        }
     }
 
     void truncate(Handle h, long size) {

@@ -426,7 +426,7 @@ final class FileMapping {
      * Where a step of {@link #update} over {@code [from, to)} of the tree window {@code y} ends: past the
      * extent holding {@code from}, or past the hole at {@code from} and the extent after it.
      */
-    private static long stepEnd(ExtentList y, long from, long to) {
+    static long stepEnd(ExtentList y, long from, long to) {
         int k = y.find(from);
         if (k < 0) {
             k = -k - 1;

@@ -38,6 +38,8 @@ final class Inode {
      * rmdir and other creates) takes it through {@link #lockExclusive}.
      */
     final ReentrantLock lock = new ReentrantLock();
+    /** A file's direct writes waiting for their conversion ({@link Conversions}); made at the first. */
+    volatile Conversions.Queue conversions;
     /** Next inode in the cache's hash chain; kept when unlinked, so chain walkers standing here go on. */
     volatile Inode chainNext;
     @SuppressWarnings("unused") // through REFS

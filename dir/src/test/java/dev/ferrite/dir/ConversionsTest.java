@@ -1,0 +1,136 @@
+package dev.ferrite.dir;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+
+import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.testkit.TestSeed;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import static dev.ferrite.dir.Namespace.FALLOC_FL_KEEP_SIZE;
+import static dev.ferrite.io.internal.OnDisk.U64;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Writers filling one file's unwritten space side by side, each block once in random order, so that their
+ * conversions are batched ({@link Conversions}): in a file whose extents go to a tree, and in one small
+ * enough to keep them inline, preallocated with and without KEEP_SIZE (the writes move the size, or not).
+ * After them every block holds its writer's stamp, every extent of the range says written, the size is
+ * the file's whole range and the volume checks clean.
+ */
+@ExtendWith(TestSeed.class)
+class ConversionsTest {
+    private static final long SEED = TestSeed.get(16);
+    private static final int BS = 4096;
+    static final int WRITERS = 8;
+
+    @Test
+    void writersFillingATreeFilesUnwrittenSpaceConvertEveryBlock() throws Exception {
+        fill(SEED, 1536, FALLOC_FL_KEEP_SIZE, true);
+        fill(SEED + 1, 1024, 0, true);
+    }
+
+    @Test
+    void writersFillingAnInlineFilesUnwrittenSpaceConvertEveryBlock() throws Exception {
+        for (int round = 0; round < 20; round++) {
+            fill(SEED + round, 12, round % 2 == 0 ? FALLOC_FL_KEEP_SIZE : 0, false);
+        }
+    }
+
+    /** The stamp of every 8-byte word of a block: its file offset and the writer's number (from 1). */
+    static long stamp(long offset, int writer) {
+        return offset << 16 | writer + 1;
+    }
+
+    /** What one writer of {@link #runWriters} does, with a block-sized aligned buffer of its own. */
+    interface Writer {
+        void run(int id, MemorySegment buf) throws Exception;
+    }
+
+    /** Runs {@link #WRITERS} threads doing {@code writer} and waits for them; the first failure fails the test. */
+    static void runWriters(String where, Writer writer, Arena arena) throws InterruptedException {
+        List<Thread> threads = new ArrayList<>();
+        Throwable[] failed = new Throwable[WRITERS];
+        for (int w = 0; w < WRITERS; w++) {
+            int id = w;
+            MemorySegment buf = arena.allocate(BS, BlockDevice.BUFFER_ALIGNMENT);
+            threads.add(Thread.ofPlatform().name("conv-writer-" + w).start(() -> {
+                try {
+                    writer.run(id, buf);
+                } catch (Throwable t) {
+                    failed[id] = t;
+                }
+            }));
+        }
+        for (Thread t : threads) {
+            t.join();
+        }
+        for (Throwable t : failed) {
+            if (t != null) {
+                throw new AssertionError(where, t);
+            }
+        }
+    }
+
+    /** Writes the block at {@code offset} of {@code f}, every word {@link #stamp stamped} for {@code writer}. */
+    static void writeStamped(Namespace ns, Handle f, long offset, int writer, MemorySegment buf) {
+        for (long at = 0; at < BS; at += 8) {
+            buf.set(U64, at, stamp(offset + at, writer));
+        }
+        ns.write(f, offset, buf);
+    }
+
+    private static void fill(long seed, int blocks, int mode, boolean tree) throws Exception {
+        String where = "seed " + seed + ", " + blocks + " blocks, fallocate mode " + mode;
+        List<Integer> order = new ArrayList<>();
+        for (int b = 0; b < blocks; b++) {
+            order.add(b);
+        }
+        java.util.Collections.shuffle(order, new Random(seed));
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, VolumeFixtures.OPTIONS);
+             Arena arena = Arena.ofShared()) {
+            Namespace ns = v.namespace();
+            Handle f;
+            try (Handle root = ns.openRoot()) {
+                f = ns.create(root, "f", 0644, true);
+            }
+            ns.fallocate(f, mode, 0, (long) blocks * BS);
+            runWriters(where, (id, buf) -> {
+                for (int k = id; k < blocks; k += WRITERS) {
+                    writeStamped(ns, f, (long) order.get(k) * BS, id, buf);
+                }
+            }, arena);
+            assertEquals(tree, ns.records.readRecord(f.ino(), InodeFormat::fork) == InodeFormat.FORK_TREE, where + ": extent tree");
+            assertEquals((long) blocks * BS, ns.stat(f).size(), where + ": size");
+            MemorySegment block = arena.allocate(BS, BlockDevice.BUFFER_ALIGNMENT);
+            for (int k = 0; k < blocks; k++) {
+                long offset = (long) order.get(k) * BS;
+                assertEquals(BS, ns.read(f, offset, block));
+                for (long at = 0; at < BS; at += 8) {
+                    long word = block.get(U64, at);
+                    if (word != stamp(offset + at, k % WRITERS)) {
+                        throw new AssertionError(where + ": the word at offset " + (offset + at) + " is 0x" + Long.toHexString(word)
+                                + ", not writer " + (k % WRITERS) + "'s");
+                    }
+                }
+            }
+            long mapped = 0;
+            for (FileExtent e : ns.extents(f, 0, (long) blocks * BS)) {
+                assertFalse(e.unwritten(), where + ": " + e + " is still unwritten");
+                assertEquals(mapped, e.offset(), where + ": extents " + ns.extents(f, 0, (long) blocks * BS));
+                mapped += e.length();
+            }
+            assertEquals((long) blocks * BS, mapped, where + ": bytes mapped");
+            f.close();
+            CheckReport report = ns.check();
+            assertTrue(report.clean(), where + ":\n" + report);
+        }
+    }
+}
