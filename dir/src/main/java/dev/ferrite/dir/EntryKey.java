@@ -45,7 +45,7 @@ final class EntryKey implements AutoCloseable {
      * The key of {@code name} in buffers for the caller alone, until it closes them; the name refused as
      * {@link PathResolver#requireName} refuses it ({@code forChange}: {@code .} and {@code ..} too).
      */
-    static EntryKey take(String name, boolean forChange) {
+    static EntryKey take(CharSequence name, boolean forChange) {
         EntryKey k = take();
         try {
             k.name(name, forChange);
@@ -85,16 +85,16 @@ final class EntryKey implements AutoCloseable {
      * Makes this the key of {@code name}, refused as {@link PathResolver#requireName} refuses it: a plain
      * ASCII name encoded in place, char by char; any other through requireName.
      */
-    void name(String name, boolean forChange) {
+    void name(CharSequence name, boolean forChange) {
         int n = name == null ? 0 : name.length();
-        boolean plain = n >= 1 && n <= MAX_NAME && !(forChange && (name.equals(".") || name.equals("..")));
+        boolean plain = n >= 1 && n <= MAX_NAME && !(forChange && PathResolver.isDots(name));
         for (int i = 0; plain && i < n; i++) {
             char c = name.charAt(i);
             plain = c != 0 && c != '/' && c < 0x80;
             key[HASH + i] = (byte) c;
         }
         if (!plain) {
-            byte[] b = PathResolver.requireName(name, forChange); // throws for a bad name
+            byte[] b = PathResolver.requireName(name == null ? null : name.toString(), forChange); // throws for a bad name
             System.arraycopy(b, 0, key, HASH, b.length);
             n = b.length;
         }

@@ -216,9 +216,9 @@ public final class Namespace {
      * @throws VolumeShutdownException if the volume is closed or its journal has shut down
      */
     public long create(String path, int permissions, boolean exclusive) {
-        Parent p = paths.resolveParent(path);
+        Walk w = paths.walkToParent(path);
         try (EntryKey key = EntryKey.take()) {
-            return createFile(p.walk(), p.dir(), p.name(), p.slashed(), S_IFREG | permissions & ~S_IFMT, exclusive, key, false);
+            return createFile(w, w.dir(), w.name(), w.slashed(), S_IFREG | permissions & ~S_IFMT, exclusive, key, false);
         }
     }
 
@@ -407,17 +407,17 @@ public final class Namespace {
      * @throws VolumeShutdownException if the volume is closed or its journal has shut down
      */
     public void unlink(String path) {
-        Parent p = paths.resolveParent(path);
-        refuseDots(p.name(), UNLINK);
-        if (p.slashed()) {
+        Walk w = paths.walkToParent(path);
+        refuseDots(w.name(), UNLINK);
+        if (w.slashed()) {
             // "name/" asks for a directory: unlink(2) says EISDIR if the entry is one, ENOTDIR if not (not followed)
-            Found f = dirs.find(p.dir(), EntryKey.of(requireName(p.name(), false)));
+            Found f = dirs.find(w.dir(), EntryKey.of(requireName(w.name().toString(), false)));
             if (f == null) {
-                throw new NamespaceException(Errno.ENOENT, quote(p.name()) + " in directory " + p.dir());
+                throw new NamespaceException(Errno.ENOENT, quote(w.name()) + " in directory " + w.dir());
             }
             throw new NamespaceException(f.type() == S_IFDIR ? Errno.EISDIR : Errno.ENOTDIR, "cannot unlink " + quote(path));
         }
-        removeEntry(p.dir(), p.name(), false);
+        removeEntry(w.dir(), w.name(), false);
     }
 
     /**
@@ -1001,7 +1001,7 @@ public final class Namespace {
      * is the one that found {@code dir} (symlinks count over the whole call, as on Linux), or null. Each
      * name met is encoded into {@code key} (the caller's); with {@code open}, as {@link #createEntry}.
      */
-    private long createFile(Walk walk, long dir, String name, boolean slashed, int mode, boolean exclusive, EntryKey key, boolean open) {
+    private long createFile(Walk walk, long dir, CharSequence name, boolean slashed, int mode, boolean exclusive, EntryKey key, boolean open) {
         for (;;) {
             refuseDots(name, exclusive ? NEW_NAME : CREATE);
             if (slashed) {
@@ -1019,10 +1019,9 @@ public final class Namespace {
             if (walk == null) {
                 walk = paths.new Walk("");
             }
-            Parent p = walk.parent(walk.follow(dir, f.ino()));
-            dir = p.dir();
-            name = p.name();
-            slashed = p.slashed();
+            dir = walk.toParent(walk.follow(dir, f.ino()));
+            name = walk.name();
+            slashed = walk.slashed();
         }
     }
 
@@ -1033,7 +1032,7 @@ public final class Namespace {
      * regular file whose name exists, true with the existing file in {@code made}, or false if the name is a
      * symlink (the caller follows it). An exclusive create always makes an inode.
      */
-    private boolean createEntry(long dir, EntryKey key, String name, int mode, boolean exclusive, byte[] linkTarget, boolean open) {
+    private boolean createEntry(long dir, EntryKey key, CharSequence name, int mode, boolean exclusive, byte[] linkTarget, boolean open) {
         int type = mode & S_IFMT;
         Inode d = inodes.acquire(dir);
         try {
@@ -1088,7 +1087,7 @@ public final class Namespace {
      * that reserved theirs wait in {@link Inode#lockExclusive} for it to leave. An orphan is freed, and a
      * short free list refilled, once it has left.
      */
-    private boolean sharedUnlink(Inode d, EntryKey key, String name) {
+    private boolean sharedUnlink(Inode d, EntryKey key, CharSequence name) {
         for (int attempt = 0; attempt < InodeRecords.RETRIES; attempt++) {
             BTree tree = dirs.treeOrNull(d);
             if (tree == null) {
@@ -1201,7 +1200,7 @@ public final class Namespace {
     }
 
     /** A create met an existing entry: EEXIST, EISDIR, the file itself (into {@code key}'s made), or false for a symlink to follow. */
-    private static boolean onExisting(Found f, EntryKey key, long dir, String name, boolean exclusive, int type) {
+    private static boolean onExisting(Found f, EntryKey key, long dir, CharSequence name, boolean exclusive, int type) {
         if (exclusive || type != S_IFREG) {
             throw new NamespaceException(Errno.EEXIST, quote(name) + " exists in directory " + dir);
         }
@@ -1212,7 +1211,7 @@ public final class Namespace {
         return f.type() != S_IFLNK;
     }
 
-    private void removeEntry(long dir, String name, boolean wantDir) {
+    private void removeEntry(long dir, CharSequence name, boolean wantDir) {
         Inode d = inodes.acquire(dir);
         try (EntryKey key = EntryKey.take(name, true)) {
             if (!wantDir && sharedUnlink(d, key, name)) {

@@ -48,11 +48,9 @@ final class PathResolver {
 
     /**
      * The directory a path's last component is in, and that component: a name, {@code "."}, {@code ".."},
-     * or null for the root itself; {@code slashed} if a slash followed it; the walk that found it (a
-     * create that follows a final symlink counts on from its symlinks): the thread's, so read it before
-     * the thread's next resolution.
+     * or null for the root itself; {@code slashed} if a slash followed it.
      */
-    record Parent(long dir, String name, boolean slashed, Walk walk) {
+    record Parent(long dir, String name, boolean slashed) {
     }
 
     /**
@@ -75,7 +73,7 @@ final class PathResolver {
     /** {@link #entryIfExists}'s answer for a name not in its directory: no inode has this number. */
     static final long MISSING = -1;
 
-    static String quote(String name) {
+    static String quote(CharSequence name) {
         return "'" + name + "'";
     }
 
@@ -87,14 +85,22 @@ final class PathResolver {
         return name;
     }
 
-    static boolean isDots(String name) {
-        return name == null || name.equals(".") || name.equals("..");
+    static boolean isDots(CharSequence name) {
+        return name == null || isDot(name) || isDotDot(name);
+    }
+
+    static boolean isDot(CharSequence name) {
+        return name.length() == 1 && name.charAt(0) == '.';
+    }
+
+    static boolean isDotDot(CharSequence name) {
+        return name.length() == 2 && name.charAt(0) == '.' && name.charAt(1) == '.';
     }
 
     /** The errno {@code dots} gives if {@code name} is {@code "."}, {@code ".."} or null (the root). */
-    static void refuseDots(String name, Dots dots) {
+    static void refuseDots(CharSequence name, Dots dots) {
         if (isDots(name)) {
-            int errno = name == null ? dots.root : name.equals(".") ? dots.dot : dots.dotdot;
+            int errno = name == null ? dots.root : isDot(name) ? dots.dot : dots.dotdot;
             throw new NamespaceException(errno, (name == null ? "the root" : quote(name)) + " is not a name this operation takes");
         }
     }
@@ -261,6 +267,19 @@ final class PathResolver {
     }
 
     /**
+     * {@link #resolveParent} without a record or a copy of the last name, for create and unlink: the
+     * thread's walk, its {@link Walk#dir()}, {@link Walk#name()} and {@link Walk#slashed()} answering as a
+     * Parent's would. The name is a view of {@code path}: read them before the thread's next resolution.
+     */
+    Walk walkToParent(String path) {
+        volume.requireOpen();
+        requireAbsolute(path);
+        Walk w = walk().restart(path, false);
+        w.toParent(root());
+        return w;
+    }
+
+    /**
      * One path resolution, as Linux's walk: each component is looked up in a directory (ENOTDIR or ENOENT
      * for it first, then ENAMETOOLONG or ENOENT for the name); symlinks are followed in every component
      * but the last, and in the last when asked or when a slash or {@code "."} follows it. The symlinks
@@ -287,6 +306,10 @@ final class PathResolver {
         private boolean probing, missing;
         /** What a probe found. */
         private long ino;
+        /** What {@link #toParent} found: the directory, its last component (named: a name or dots; else the root) and a slash after it. */
+        private long dir;
+        private final NameView name = new NameView();
+        private boolean named, slashed;
 
         Walk(String path) {
             this.path = path;
@@ -358,6 +381,15 @@ final class PathResolver {
          * is left is one string: a path, or the target of a symlink that ended one.
          */
         Parent parent(long start) {
+            toParent(start);
+            return new Parent(dir, named ? name.toString() : null, slashed);
+        }
+
+        /**
+         * {@link #parent} into this walk ({@link #dir()}, {@link #name()}, {@link #slashed()}), the name a
+         * view of the string walked instead of a copy; returns the directory.
+         */
+        long toParent(long start) {
             int nameEnd = end;
             while (nameEnd > at && path.charAt(nameEnd - 1) == '/') {
                 nameEnd--;
@@ -366,12 +398,28 @@ final class PathResolver {
             while (nameStart > at && path.charAt(nameStart - 1) != '/') {
                 nameStart--;
             }
-            String last = nameStart == nameEnd ? null : path.substring(nameStart, nameEnd);
-            boolean slashed = last != null && nameEnd < end;
+            named = nameStart != nameEnd;
+            name.view(path, nameStart, nameEnd);
+            slashed = named && nameEnd < end;
             end = nameStart;
-            long dir = to(start, true);
+            dir = to(start, true);
             records.requireDir(dir);
-            return new Parent(dir, last, slashed, this);
+            return dir;
+        }
+
+        /** After {@link #toParent}: the directory the last component is in. */
+        long dir() {
+            return dir;
+        }
+
+        /** After {@link #toParent}: the last component, {@code "."}, {@code ".."} or a name, or null for the root itself. */
+        CharSequence name() {
+            return named ? name : null;
+        }
+
+        /** After {@link #toParent}: a slash followed the last component. */
+        boolean slashed() {
+            return slashed;
         }
 
         /** Walks the target of symlink {@code link}, met in directory {@code dir}, before what is left; returns where it starts. */
@@ -445,6 +493,38 @@ final class PathResolver {
                 }
             }
             return false;
+        }
+    }
+
+    /** Characters {@code [from, to)} of a string, read in place: a walk's last name, copied only when a message or a record needs it. */
+    private static final class NameView implements CharSequence {
+        private String s = "";
+        private int from, to;
+
+        void view(String s, int from, int to) {
+            this.s = s;
+            this.from = from;
+            this.to = to;
+        }
+
+        @Override
+        public int length() {
+            return to - from;
+        }
+
+        @Override
+        public char charAt(int index) {
+            return s.charAt(from + index);
+        }
+
+        @Override
+        public CharSequence subSequence(int start, int end) {
+            return s.substring(from + start, from + end);
+        }
+
+        @Override
+        public String toString() {
+            return s.substring(from, to);
         }
     }
 

@@ -141,6 +141,16 @@ class PathLookupTest {
             assertEquals(e, ns.lookup("/d/" + accents));
             assertErrno(Errno.ENAMETOOLONG, () -> ns.lookup("/d/" + accents + "é")); // 256 bytes, 128 characters
             assertErrno(Errno.ENOENT, () -> ns.lookup("/d/" + accents + "e")); // 255 bytes
+            // create and unlink read the last name in place: measured as precisely as a lookup
+            assertErrno(Errno.ENAMETOOLONG, () -> ns.create("/d/" + accents + "é", 0644, true));
+            assertErrno(Errno.ENAMETOOLONG, () -> ns.unlink("/d/" + accents + "é"));
+            assertErrno(Errno.ENAMETOOLONG, () -> ns.unlink("/d/" + max + "x"));
+            assertErrno(Errno.EINVAL, () -> ns.create("/d/a\0b", 0644, true));
+            assertErrno(Errno.EINVAL, () -> ns.unlink("/d/" + accents + "\0"));
+            ns.unlink("/d/" + accents);
+            assertErrno(Errno.ENOENT, () -> ns.lookup("/d/" + accents));
+            long again = ns.create("/d/" + accents, 0644, true);
+            assertEquals(again, ns.lookup("/d/" + accents));
             String mixed = "Ünïcødé-日本語-\uD83D\uDE00"; // 2-, 3- and 4-byte characters
             long m = ns.mkdir("/d/" + mixed, 0755);
             long inner = ns.create("/d/" + mixed + "/" + mixed, 0644, true);

@@ -60,6 +60,29 @@ final class Restructure {
         this.mergeThreshold = mergeThreshold;
     }
 
+    /**
+     * A split's plan of a node's cells, each one's source (an index into the scratch copy, or -1 for the
+     * new cell) and size: per thread, grown as needed (two arrays a split were most of a split's garbage but
+     * its new buffer). Used only inside {@link #splitLeaf} or {@link #splitInterior}, which call nothing that
+     * splits another node, so no two uses on a thread overlap.
+     */
+    private static final class CellPlan {
+        private static final ThreadLocal<CellPlan> CURRENT = ThreadLocal.withInitial(CellPlan::new);
+
+        int[] src = new int[0];
+        int[] size = new int[0];
+
+        /** The thread's plan, with room for {@code entries} cells (its arrays may be longer). */
+        static CellPlan of(int entries) {
+            CellPlan p = CURRENT.get();
+            if (p.src.length < entries) {
+                p.src = new int[entries];
+                p.size = new int[entries];
+            }
+            return p;
+        }
+    }
+
     /** Locks taken by one attempt of a pessimistic change, so that a failed attempt lets all of them go. */
     private static final class Locks {
         final List<Buffer> taken = new ArrayList<>();
@@ -315,8 +338,9 @@ final class Restructure {
         int entries = replace ? n : n + 1;
         int newPos = old >= 0 ? old : -old - 1;
         int newSize = leafCellSize((int) key.byteSize(), (int) value.byteSize());
-        int[] src = new int[entries];   // index into scratch, or -1 for the new cell
-        int[] size = new int[entries];
+        CellPlan plan = CellPlan.of(entries);
+        int[] src = plan.src;   // index into scratch, or -1 for the new cell
+        int[] size = plan.size;
         for (int e = 0, s = 0; e < entries; e++) {
             if (e == newPos) {
                 src[e] = -1;
@@ -417,8 +441,9 @@ final class Restructure {
         MemorySegment.copy(x, 0, scratch, 0, blockSize);
         int n = count(scratch);
         int entries = n + 1;
-        int[] src = new int[entries];
-        int[] size = new int[entries];
+        CellPlan plan = CellPlan.of(entries);
+        int[] src = plan.src;
+        int[] size = plan.size;
         for (int e = 0, s = 0; e < entries; e++) {
             if (e == pos) {
                 src[e] = -1;

@@ -110,9 +110,8 @@ public final class Ail implements AutoCloseable {
     /** The journal's shutdown, told of a failure before anyone waiting on the AIL wakes to it. */
     private final java.util.function.Consumer<Throwable> onFailure;
     private final Arena arena = Arena.ofShared();
-    private final MemorySegment snapshots;
-    /** Bytes from one snapshot to the next: a block, rounded up so each starts aligned for the device. */
-    private final long snapStride;
+    /** Each snapshot as a block-sized segment, made once: a slice per write-back was garbage. */
+    private final MemorySegment[] snapSlots;
     private final LogItem[] snapItems;
     private final long[] snapLsns;
     private final long[] order;
@@ -154,8 +153,12 @@ public final class Ail implements AutoCloseable {
         this.nextStartSeq = startSeq;
         this.anchoredLsn = startLsn;
         int align = BlockDevice.BUFFER_ALIGNMENT;
-        this.snapStride = ((long) device.blockSize() + align - 1) / align * align;
-        this.snapshots = arena.allocate(snapStride * batchMax, align);
+        long snapStride = ((long) device.blockSize() + align - 1) / align * align; // each slot starts aligned for the device
+        MemorySegment snapshots = arena.allocate(snapStride * batchMax, align);
+        this.snapSlots = new MemorySegment[batchMax];
+        for (int i = 0; i < batchMax; i++) {
+            snapSlots[i] = snapshots.asSlice(i * snapStride, device.blockSize());
+        }
         this.snapItems = new LogItem[batchMax];
         this.snapLsns = new long[batchMax];
         this.order = new long[batchMax];
@@ -543,7 +546,7 @@ public final class Ail implements AutoCloseable {
      */
     private void snapshot(LogItem it, int i) {
         int blockSize = device.blockSize();
-        MemorySegment snap = snapshots.asSlice(i * snapStride, blockSize);
+        MemorySegment snap = snapSlots[i];
         MemorySegment.copy(it.image(), 0, snap, 0, blockSize);
         it.loggedMap = 0;
         it.loggedMapHigh = 0;
@@ -557,7 +560,6 @@ public final class Ail implements AutoCloseable {
     }
 
     private void writeHome(int written) {
-        int blockSize = device.blockSize();
         // Sort by home block: (home << 10 | index) keeps it allocation-free.
         for (int i = 0; i < written; i++) {
             order[i] = snapItems[i].home() << 10 | i;
@@ -566,7 +568,7 @@ public final class Ail implements AutoCloseable {
         io.clear();
         for (int k = 0; k < written; k++) {
             int i = (int) (order[k] & 1023);
-            io.write(snapItems[i].home(), snapshots.asSlice(i * snapStride, blockSize));
+            io.write(snapItems[i].home(), snapSlots[i]);
         }
         device.submit(io);
         device.flush();

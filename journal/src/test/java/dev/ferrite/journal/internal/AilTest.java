@@ -3,6 +3,8 @@ package dev.ferrite.journal.internal;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.management.ManagementFactory;
+import java.lang.reflect.Method;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
@@ -290,6 +292,63 @@ class AilTest {
         assertTrue(ail.failure().getMessage().contains("checkpoint 3 reached the AIL where checkpoint 2 was due"),
                 ail.failure().getMessage());
         assertEquals(List.of(it[0]), ail.items(), "nothing of the stray checkpoint is listed");
+    }
+
+    /**
+     * Issue 21: writing an item home allocates nothing on the pusher once warm (the snapshot slot's
+     * segment is made once, and the checksum reuses the thread's CRC32C and buffer views; before, a
+     * CRC32C, slices and views per item, about 300 bytes). Each round publishes the AIL's batch of items
+     * again and pushes them all home; the best of the measured rounds must stay under 16 bytes an item
+     * (the test's own tail-move callback runs on the pusher too).
+     */
+    @Test
+    void writeBackAllocatesNothingPerItemOnceWarm() throws Exception {
+        ail.close();
+        MemoryDevice plain = MemoryDevice.create(256, BS); // the recording device copies each write
+        start(plain, 64);
+        try {
+            measureWriteBack();
+        } finally {
+            ail.close();
+            plain.close();
+            start(dev, 64); // for tearDown
+        }
+    }
+
+    private void measureWriteBack() throws ReflectiveOperationException {
+        TestItem[] it = items(16);
+        int warmUp = 200, rounds = warmUp + 100;
+        double best = Double.MAX_VALUE;
+        long measuredFrom = 0, writtenFrom = 0;
+        for (int r = 0; r < rounds; r++) {
+            if (r >= warmUp && (r - warmUp) % 20 == 0) {
+                measuredFrom = pusherAllocatedBytes();
+                writtenFrom = ail.writtenBack.sum();
+            }
+            long lsn = Lsn.of(1 + r / 16, r % 16 * 4);
+            publish(lsn, r + 1, Lsn.of(1 + r / 16, r % 16 * 4 + 3), it);
+            await(() -> ail.size() == it.length && !it[it.length - 1].isPinned());
+            ail.pushTo(lsn);
+            await(() -> ail.size() == 0);
+            if (r >= warmUp && (r - warmUp) % 20 == 19) {
+                best = Math.min(best, (double) (pusherAllocatedBytes() - measuredFrom) / (ail.writtenBack.sum() - writtenFrom));
+            }
+        }
+        System.out.println("write-back: " + best + " bytes allocated by the pusher per item");
+        assertTrue(best < 16, "write-back: " + best + " bytes allocated by the pusher per item written home, expected under 16");
+    }
+
+    /** Bytes the AIL's pusher thread has allocated (the test's one AIL: tearDown closes each). */
+    private static long pusherAllocatedBytes() throws ReflectiveOperationException {
+        Object mx = ManagementFactory.getThreadMXBean();
+        Method bytes = Class.forName("com.sun.management.ThreadMXBean").getMethod("getThreadAllocatedBytes", long.class);
+        long sum = 0;
+        for (Thread t : Thread.getAllStackTraces().keySet()) {
+            if (t.getName().equals("ferrite-ail-pusher")) {
+                sum += (Long) bytes.invoke(mx, t.threadId());
+            }
+        }
+        return sum;
     }
 
     private int tailMovesSize() {

@@ -206,4 +206,62 @@ class Crc32cTest {
         assertEquals(a, Crc32c.combine(a, 0, Crc32c.shiftOperator(0)), "an empty second part");
         assertThrows(InvalidArgumentException.class, () -> Crc32c.shiftOperator(-1));
     }
+
+    /**
+     * The thread's buffer views are reused only for the same memory: segments at one address but of
+     * other sizes, memory rewritten, another arena's segment (maybe at a freed one's address), and
+     * several threads at once all get the reference checksum.
+     */
+    @Test
+    void reusedViewsAnswerForTheSegmentAskedAbout() throws Exception {
+        Random random = TestSeed.random(6);
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment block = arena.allocate(4096, 4096);
+            for (int round = 0; round < 50; round++) {
+                byte[] data = new byte[4096];
+                random.nextBytes(data);
+                MemorySegment.copy(data, 0, block, JAVA_BYTE, 0, data.length);
+                int size = 16 + random.nextInt(4080);
+                assertEquals(reference(data, 0, size), Crc32c.compute(block.asSlice(0, size)), "size " + size + " at the block's address");
+                assertEquals(reference(data, 0, 4096), Crc32c.compute(block), "the whole block after a slice");
+                int from = random.nextInt(4000);
+                assertEquals(reference(data, from, 4096), Crc32c.compute(block, from, 4096 - from));
+                byte[] zeroed = data.clone();
+                java.util.Arrays.fill(zeroed, 8, 12, (byte) 0);
+                assertEquals(reference(zeroed, 0, 4096), Crc32c.computeSkipping(block, 8));
+            }
+        }
+        for (int i = 0; i < 20; i++) { // arenas freed and made again: a new one may reuse an old address
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment seg = arena.allocate(4096, 4096);
+                seg.fill((byte) i);
+                byte[] data = new byte[4096];
+                java.util.Arrays.fill(data, (byte) i);
+                assertEquals(reference(data, 0, 4096), Crc32c.compute(seg));
+            }
+        }
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment shared = arena.allocate(8192, 4096);
+            byte[] data = new byte[8192];
+            random.nextBytes(data);
+            MemorySegment.copy(data, 0, shared, JAVA_BYTE, 0, data.length);
+            int expected = reference(data, 0, 4096), skipped = Crc32c.computeSkipping(shared.asSlice(4096), 0);
+            Thread[] threads = new Thread[4];
+            boolean[] wrong = new boolean[threads.length];
+            for (int t = 0; t < threads.length; t++) {
+                int me = t;
+                threads[t] = new Thread(() -> {
+                    for (int k = 0; k < 20_000; k++) {
+                        wrong[me] |= Crc32c.compute(shared.asSlice(0, 4096)) != expected
+                                || Crc32c.computeSkipping(shared.asSlice(4096), 0) != skipped;
+                    }
+                });
+                threads[t].start();
+            }
+            for (int t = 0; t < threads.length; t++) {
+                threads[t].join();
+                assertFalse(wrong[t], "thread " + t + " got another checksum");
+            }
+        }
+    }
 }
