@@ -1,6 +1,7 @@
 package dev.ferrite.dir;
 
 import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
 import java.util.concurrent.locks.LockSupport;
 
 import dev.ferrite.btree.internal.BTree;
@@ -453,6 +454,31 @@ final class FreeSpace {
         }
         freeExtent(txn, (int) (block - start), len);
         return AllocOutcome.DONE;
+    }
+
+    /**
+     * Frees single blocks of this group in {@code txn}, in ascending order ({@code blocks[0..n)} is sorted
+     * here), neighbours as one extent: each extent only while the free list holds its reserve and
+     * {@code txn} has room for one more free-space change and one more item ({@code held() + }
+     * {@link #blockItems()} {@code < items}, what it reserved). Returns how many of the blocks it freed, a
+     * prefix of the sorted array; 0 (NEEDS_REFILL): nothing changed and the AGF released.
+     */
+    int releaseSingles(Txn txn, long[] blocks, int n, int items) {
+        lock(txn, agf);
+        Arrays.sort(blocks, 0, n);
+        int freed = 0;
+        while (freed < n && agfl.holds(RESERVE) && txn.held() + blockItems() < items) {
+            int len = 1;
+            while (freed + len < n && blocks[freed + len] == blocks[freed] + len) {
+                len++;
+            }
+            freeExtent(txn, (int) (blocks[freed] - start), len);
+            freed += len;
+        }
+        if (freed == 0) {
+            txn.release(agf);
+        }
+        return freed;
     }
 
     /**
