@@ -661,7 +661,7 @@ final class DirContents {
      * nodes the first one locked. Kept small: a spill may run inside a group (an undo's), whose budget
      * covers transactions of about {@link Tables#GROUP_TXN_ITEMS} items.
      */
-    private static final int SPILL_ROOM = 16;
+    private static final int SPILL_ROOM = 40;
 
     /**
      * Frees blocks of {@code dir}'s reserve if it holds more than {@code above}: down to {@code downTo},
