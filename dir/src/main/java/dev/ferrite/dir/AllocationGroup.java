@@ -376,6 +376,11 @@ final class AllocationGroup {
         return space.releaseBlocks(txn, block, len);
     }
 
+    /** {@link FreeSpace#releaseSingles}. */
+    int releaseSingles(Txn txn, long[] blocks, int n, int items) {
+        return space.releaseSingles(txn, blocks, n, items);
+    }
+
     /** {@link InodeAllocator#allocInodeItems}. */
     int allocInodeItems(boolean mayAddChunk) {
         return inodes.allocInodeItems(mayAddChunk);

@@ -1,6 +1,7 @@
 package dev.ferrite.dir;
 
 import java.lang.foreign.MemorySegment;
+import java.util.function.LongPredicate;
 
 import dev.ferrite.btree.internal.BlockAllocator;
 import dev.ferrite.btree.internal.Buffer;
@@ -70,6 +71,38 @@ final class DirAllocator implements BlockAllocator {
             }
         }
         return n - 1;
+    }
+
+    /**
+     * The entries to spill from the reserve at {@code area} of {@code m} down to {@code downTo} (at least
+     * one), those {@code take} accepts, busy ones first (a spill makes room without losing usable
+     * entries): written to {@code out}, their number returned.
+     */
+    static int spillOrder(BufferCache cache, MemorySegment m, int area, int downTo, LongPredicate take, long[] out) {
+        int count = DirEntryFormat.reserveCount(m, area);
+        int want = Math.max(1, count - downTo);
+        int n = 0;
+        long taken = 0; // by index: an entry busy in the first pass may no longer be in the second
+        for (int pass = 0; pass < 2; pass++) {
+            for (int i = count - 1; i >= 0 && n < want; i--) {
+                long e = DirEntryFormat.reserveEntry(m, area, i);
+                if ((taken & 1L << i) == 0 && (pass == 1 || cache.isBusy(e)) && take.test(e)) {
+                    taken |= 1L << i;
+                    out[n++] = e;
+                }
+            }
+        }
+        return n;
+    }
+
+    /** The index of entry {@code e} in the reserve at {@code area} of {@code m}. */
+    static int indexOf(MemorySegment m, int area, long e) {
+        for (int i = DirEntryFormat.reserveCount(m, area) - 1; i >= 0; i--) {
+            if (DirEntryFormat.reserveEntry(m, area, i) == e) {
+                return i;
+            }
+        }
+        throw new IllegalStateException("block " + e + " is not in the reserve");
     }
 
     /** Removes reserve entry {@code i}, moving the last into its place (logging is the caller's). */

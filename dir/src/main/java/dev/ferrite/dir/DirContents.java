@@ -535,7 +535,7 @@ final class DirContents {
     void prepare(Inode dir, int keyLength) {
         for (int s; (s = step(dir, keyLength)) != READY; ) {
             if (s == SPILL) {
-                spillBlock(dir, RESERVE_HIGH);
+                spill(dir, RESERVE_HIGH, RESERVE_FILL);
             } else if (s == CONVERT) {
                 addBlocks(dir, RESERVE_FILL, () -> step(dir, keyLength) == CONVERT, DirContents::inlineEntries);
             } else {
@@ -661,31 +661,64 @@ final class DirContents {
     }
 
     /**
-     * Frees a block of {@code dir}'s reserve (a busy one if any) if it holds more than {@code above};
-     * false if it does not (nothing changed).
+     * Items a spill reserves beyond one free-space change and the record: the frees after the first go on
+     * while one more could not pass the reservation, which they rarely near, as they mostly change the
+     * nodes the first one locked. Kept small: a spill may run inside a group (an undo's), whose budget
+     * covers transactions of about {@link Tables#GROUP_TXN_ITEMS} items.
      */
-    boolean spillBlock(Inode dir, int above) {
+    private static final int SPILL_ROOM = 40;
+
+    /**
+     * Frees blocks of {@code dir}'s reserve if it holds more than {@code above}: down to {@code downTo},
+     * busy ones first, as many as one transaction of one group takes (neighbours as one extent), so that
+     * the blocks merges freed go back to the free-space trees a batch at a time rather than a transaction
+     * each. False if the reserve holds no more than {@code above} (nothing changed); true if it changed or
+     * may have (the caller looks again).
+     */
+    boolean spill(Inode dir, int above, int downTo) {
         int rec = records.rec(dir.ino);
         int area = rec + InodeFormat.INLINE;
-        long blk = records.readRecord(dir.ino, (b, r) -> isTree(b, r) && requireReserve(dir.ino, b, area) > above
+        long first = records.readRecord(dir.ino, (b, r) -> isTree(b, r) && requireReserve(dir.ino, b, area) > above
                 ? DirEntryFormat.reserveEntry(b, area, DirAllocator.spillIndex(cache, b, area)) : 0L);
-        if (blk == 0) {
+        if (first == 0) {
             return false;
         }
-        int[] at = new int[1];
-        freeBlock(dir, blk, 2, () -> {
-            at[0] = records.readRecord(dir.ino, (b, r) -> isTree(b, r) && DirEntryFormat.reserveCount(b, area) > above
-                    && DirEntryFormat.reserveEntry(b, area, DirAllocator.spillIndex(cache, b, area)) == blk
-                    ? DirAllocator.spillIndex(cache, b, area) : -1);
-            return at[0] >= 0;
-        }, txn -> {
-            Buffer b = records.lockRecord(txn, dir.ino);
-            MemorySegment m = b.data();
-            DirAllocator.remove(m, area, at[0]);
-            InodeFormat.setBlocks(m, rec, InodeFormat.blocks(m, rec) - 1);
-            txn.log(b, rec, recordSize);
-        });
-        return true;
+        AllocationGroup ag = volume.group(geometry.agOfBlock(first));
+        long[] blocks = new long[DirEntryFormat.RESERVE_CAPACITY];
+        for (int attempt = 0; ; attempt++) {
+            if (ag.needsRefill()) {
+                ag.refillFreeList();
+            }
+            int items = ag.blockItems() + 2 + SPILL_ROOM;
+            try (Txn txn = Txn.begin(cache, items)) {
+                dir.lockExclusive();
+                try {
+                    int n = records.readRecord(dir.ino, (b, r) -> isTree(b, r) && DirEntryFormat.reserveCount(b, area) > above
+                            ? DirAllocator.spillOrder(cache, b, area, downTo, blk -> geometry.agOfBlock(blk) == ag.agno, blocks) : 0);
+                    if (n == 0) {
+                        return true; // changed meanwhile
+                    }
+                    int freed = ag.releaseSingles(txn, blocks, n, items);
+                    if (freed > 0) {
+                        Buffer b = records.lockRecord(txn, dir.ino);
+                        MemorySegment m = b.data();
+                        for (int k = 0; k < freed; k++) {
+                            DirAllocator.remove(m, area, DirAllocator.indexOf(m, area, blocks[k]));
+                        }
+                        InodeFormat.setBlocks(m, rec, InodeFormat.blocks(m, rec) - freed);
+                        txn.log(b, rec, recordSize);
+                        dir.lastSeq = txn.commit();
+                        return true;
+                    }
+                } finally {
+                    dir.unlockExclusive();
+                }
+            }
+            if (attempt == RETRIES) {
+                throw new NoSpaceException("allocation group " + ag.agno + " cannot refill the free list of its free-space trees");
+            }
+            ag.refillFreeList();
+        }
     }
 
     /**
@@ -733,7 +766,7 @@ final class DirContents {
 
     /**
      * Frees {@code owner}'s tree (an orphaned directory's) and its reserve, leaving
-     * its fork a tree with no header and an empty reserve: the reserve spilled a block per transaction,
+     * its fork a tree with no header and an empty reserve: the reserve spilled a batch per transaction,
      * the tree's nodes freed into it in one, then spilled too. Each step leaves a consistent inode, so a
      * crash part way is finished by running this again. Nobody else may use the tree meanwhile.
      */
@@ -742,8 +775,8 @@ final class DirContents {
         int area = rec + InodeFormat.INLINE;
         long header = records.readRecord(owner.ino, (b, r) -> isTree(b, r) ? DirEntryFormat.treeHeader(b, area) : 0L);
         if (header != 0) {
-            while (spillBlock(owner, 0)) {
-                // a block per transaction
+            while (spill(owner, 0, 0)) {
+                // a batch per transaction
             }
             BTree t = tree(owner, header);
             try (Txn txn = Txn.begin(cache, 8 + 3 * DirEntryFormat.RESERVE_CAPACITY)) {
@@ -760,7 +793,7 @@ final class DirContents {
             }
             owner.dirTree = null;
         }
-        while (spillBlock(owner, 0)) {
+        while (spill(owner, 0, 0)) {
             // the tree's nodes came back to the reserve
         }
     }

@@ -412,8 +412,8 @@ final class ExtentMap {
                 || Math.max(eof, all.count() == 0 ? 0 : all.end(all.count() - 1)) > ExtentFormat.MAX_FILE_BLOCKS - nodes[0]) {
             return -1; // no room in the list, or past the last extent of the largest file, for the tree's blocks
         }
-        while (trees.spillBlock(i, 0)) {
-            // a block per transaction
+        while (trees.spill(i, 0, 0)) {
+            // a batch per transaction
         }
         Collector freed = new Collector();
         BTree doomed = BTree.open(cache, freed, header, i.ino);

@@ -1,6 +1,7 @@
 package dev.ferrite.dir;
 
 import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
 import java.util.concurrent.locks.LockSupport;
 
 import dev.ferrite.btree.internal.BTree;
@@ -49,6 +50,13 @@ final class FreeSpace {
      * with both neighbours: two deletes and an insert); each tree's {@link BTree#reservation()} covers one.
      */
     private static final int FREE_SPACE_OPS = 3;
+    /**
+     * What a free-space change may take beyond {@link #blockItems()} once both trees have grown a level
+     * (a new root each: {@link BTree#reservation()} grows by 3 + 1 items a level, per operation). A batch
+     * of {@link #releaseSingles} raises a tree at most once: a new root needs a full level of splits to
+     * split again.
+     */
+    private static final int ROOT_SPLIT_ITEMS = 2 * FREE_SPACE_OPS * 4;
 
     private final BufferCache cache;
     private final Counters counters;
@@ -453,6 +461,33 @@ final class FreeSpace {
         }
         freeExtent(txn, (int) (block - start), len);
         return AllocOutcome.DONE;
+    }
+
+    /**
+     * Frees single blocks of this group in {@code txn}, in ascending order ({@code blocks[0..n)} is sorted
+     * here), neighbours as one extent: each extent only while the free list holds its reserve and
+     * {@code txn} has room for one more free-space change, with its trees a level higher, and one more
+     * item (of the {@code items} it reserved). Returns how many of the blocks it freed, a
+     * prefix of the sorted array; 0 (NEEDS_REFILL): nothing changed and the AGF released.
+     */
+    int releaseSingles(Txn txn, long[] blocks, int n, int items) {
+        lock(txn, agf);
+        // read before any change: a tree's height is read from its header, which a root split here locks
+        int change = blockItems() + ROOT_SPLIT_ITEMS;
+        Arrays.sort(blocks, 0, n);
+        int freed = 0;
+        while (freed < n && agfl.holds(RESERVE) && txn.held() + change < items) {
+            int len = 1;
+            while (freed + len < n && blocks[freed + len] == blocks[freed] + len) {
+                len++;
+            }
+            freeExtent(txn, (int) (blocks[freed] - start), len);
+            freed += len;
+        }
+        if (freed == 0) {
+            txn.release(agf);
+        }
+        return freed;
     }
 
     /**

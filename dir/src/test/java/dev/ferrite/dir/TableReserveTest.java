@@ -1,0 +1,166 @@
+package dev.ferrite.dir;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Random;
+
+import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.testkit.RecordingDevice;
+import dev.ferrite.io.testkit.TestSeed;
+import dev.ferrite.journal.JournalOptions;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * A table's block reserve under deletes of values of about 1 KiB (three to a leaf, so nearly every delete
+ * merges a leaf and frees it into the reserve): once past its high mark the reserve goes back to its fill
+ * mark in one spill, a batch of blocks to the free-space trees in one transaction, not a transaction per
+ * block; and churn crashed at sampled points (subsets of the next epoch's writes, torn writes) leaves each
+ * recovered volume checking clean, with exactly the free blocks it had before the table was made once its
+ * keys are deleted and the table dropped: no block leaked or handed out twice.
+ */
+@ExtendWith(TestSeed.class)
+class TableReserveTest {
+    private static final long SEED = TestSeed.get(23);
+    private static final int KEYS = 2_000;
+    /** Checkpoints every 64 KiB of changes, so that the deletes span many flushes. */
+    private static final VolumeOptions OPTIONS = VolumeFixtures.OPTIONS.withJournal(JournalOptions.defaults().withPushThreshold(64 << 10));
+
+    static byte[] key(int i) {
+        return TableTest.b(String.format("key-%08d", i));
+    }
+
+    static byte[] value(int i) {
+        byte[] v = new byte[1000];
+        Arrays.fill(v, (byte) i);
+        v[0] = (byte) (i >>> 8);
+        return v;
+    }
+
+    private static int reserve(Volume v, Table t) {
+        int area = v.namespace().records.rec(t.inode.ino) + InodeFormat.INLINE;
+        return v.namespace().records.readRecord(t.inode.ino, (b, r) -> DirEntryFormat.reserveCount(b, area));
+    }
+
+    private static int[] shuffled(Random rnd) {
+        int[] order = new int[KEYS];
+        for (int i = 0; i < KEYS; i++) {
+            order[i] = i;
+        }
+        for (int i = KEYS - 1; i > 0; i--) {
+            int j = rnd.nextInt(i + 1);
+            int x = order[i];
+            order[i] = order[j];
+            order[j] = x;
+        }
+        return order;
+    }
+
+    private static void fill(Table t) {
+        for (int i = 0; i < KEYS; i++) {
+            t.withDurability(Durability.NONE).put(key(i), value(i));
+        }
+    }
+
+    @Test
+    void aReservePastItsHighMarkSpillsToItsFillMarkInOneGo() {
+        Random rnd = new Random(SEED);
+        try (MemoryDevice dev = MemoryDevice.create(VolumeFixtures.BLOCKS, 4096)) {
+            Volume.format(dev, VolumeFixtures.OPTIONS);
+            try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS)) {
+                try (Table keep = v.tables().create("keep")) {
+                    keep.put(key(0), value(0)); // the catalog, before the count
+                }
+                long freeBefore = v.statfs().freeBlocks();
+                try (Table t = v.tables().create("t")) {
+                    fill(t);
+                    int before = reserve(v, t), spills = 0;
+                    for (int i : shuffled(rnd)) {
+                        assertTrue(t.withDurability(Durability.NONE).delete(key(i)), "seed " + SEED + ": delete " + i);
+                        int now = reserve(v, t);
+                        assertTrue(now <= DirContents.RESERVE_HIGH + t.tree().height() + 2, "seed " + SEED + ": reserve " + now);
+                        if (now < before) {
+                            spills++;
+                            // the spill came before the delete, whose merge may then add what it claimed
+                            assertTrue(now <= DirContents.RESERVE_FILL + t.tree().height() + 2, "seed " + SEED + " delete " + i
+                                    + ": the reserve went from " + before + " to " + now + " blocks, not back to its fill mark "
+                                    + DirContents.RESERVE_FILL);
+                        }
+                        before = now;
+                    }
+                    assertTrue(spills > 0, "seed " + SEED + ": the deletes spilled the reserve");
+                }
+                v.tables().drop("t");
+                assertEquals(freeBefore, v.statfs().freeBlocks(), "seed " + SEED + ": the dropped table's blocks are free again");
+                VolumeFixtures.assertChecked(v.namespace());
+            }
+        }
+    }
+
+    @Test
+    void churnCrashedAnywhereLeavesTheSpaceExact() {
+        Random rnd = new Random(SEED + 1);
+        MemoryDevice dev = MemoryDevice.create(VolumeFixtures.BLOCKS, 4096);
+        Volume.format(dev, VolumeFixtures.OPTIONS);
+        long freeBefore;
+        try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS)) {
+            try (Table keep = v.tables().create("keep")) {
+                keep.put(key(0), value(0));
+            }
+            freeBefore = v.statfs().freeBlocks();
+            try (Table t = v.tables().create("t")) {
+                fill(t);
+            }
+        }
+        int[] order = shuffled(rnd);
+        try (RecordingDevice rec = RecordingDevice.wrap(dev)) {
+            int firstFlush;
+            try (Volume v = Volume.open(rec, OPTIONS); Table t = v.tables().open("t")) {
+                v.sync();
+                firstFlush = rec.flushCount() - 1;
+                for (int k = 0; k < KEYS; k++) {
+                    int i = order[k];
+                    t.withDurability(Durability.NONE).delete(key(i));
+                    if (k % 3 == 0 && k < KEYS / 2) {
+                        t.withDurability(Durability.NONE).put(key(i), value(i + 1)); // back, changed: churn
+                    }
+                    if (k % 200 == 199) {
+                        v.sync();
+                    }
+                }
+            }
+            int lastFlush = rec.flushCount();
+            List<RecordingDevice.CrashState> states = new ArrayList<>();
+            for (int s = 0; s < 8; s++) {
+                states.add(CrashTest.sampledState(rec, rnd, s, firstFlush, lastFlush));
+            }
+            for (RecordingDevice.CrashState state : states) {
+                String where = "seed " + (SEED + 1) + ", crash " + state;
+                try (MemoryDevice crashed = rec.materialize(state); Volume v = Volume.open(crashed, OPTIONS)) {
+                    CheckReport report = v.namespace().check();
+                    assertTrue(report.clean(), where + ": " + report);
+                    try (Table t = v.tables().open("t")) {
+                        for (int i = 0; i < KEYS; i++) {
+                            byte[] got = t.get(key(i));
+                            if (got != null && !Arrays.equals(got, value(i))) {
+                                assertArrayEquals(value(i + 1), got, where + ": key " + i);
+                            }
+                            t.withDurability(Durability.NONE).delete(key(i));
+                        }
+                        assertNull(t.get(key(KEYS / 2)), where);
+                    }
+                    v.tables().drop("t");
+                    assertEquals(freeBefore, v.statfs().freeBlocks(), where + ": the free blocks once the table is emptied and dropped");
+                    report = v.namespace().check();
+                    assertTrue(report.clean(), where + ", after the drop: " + report);
+                }
+            }
+        }
+    }
+}
