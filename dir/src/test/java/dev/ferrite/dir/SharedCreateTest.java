@@ -287,6 +287,13 @@ class SharedCreateTest {
         try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = withTreeDirectory(dev, 200)) {
             Namespace ns = v.namespace();
             ns.mkdir("/e", 0755);
+            // refused precisely, nothing changed: a directory's name (the exclusive path's EISDIR), an absent name
+            ns.mkdir("/d/sub", 0755);
+            NamespaceException isDir = assertThrows(NamespaceException.class, () -> ns.unlink("/d/sub"));
+            assertEquals(Errno.EISDIR, isDir.errno(), isDir.getMessage());
+            NamespaceException absent = assertThrows(NamespaceException.class, () -> ns.unlink("/d/absent"));
+            assertEquals(Errno.ENOENT, absent.errno(), absent.getMessage());
+            assertTrue(ns.stat("/d/sub").isDirectory());
             v.sync();
             VolumeStats before = v.statfs();
             ns.create("/d/linked", 0644, true);
@@ -313,7 +320,7 @@ class SharedCreateTest {
             VolumeStats after = v.statfs();
             assertEquals(before.freeBlocks(), after.freeBlocks(), "blocks the unlinked files held");
             assertEquals(before.inodes() - before.freeInodes(), after.inodes() - after.freeInodes(), "inodes in use");
-            assertEquals(200, ns.stat("/d").size());
+            assertEquals(201, ns.stat("/d").size()); // the 200 files and sub
             VolumeFixtures.assertChecked(ns);
         }
     }
