@@ -19,6 +19,7 @@ import org.jctools.queues.atomic.SpscAtomicArrayQueue;
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.IoBatch;
 import dev.ferrite.io.internal.Crc32c;
+import dev.ferrite.io.internal.OffHeap;
 
 /**
  * The CIL push, in two stages on two threads, so that formatting one checkpoint overlaps the I/O of the
@@ -73,20 +74,24 @@ final class LogWriter implements AutoCloseable {
                               int records, long formatStart, long preflushMark) {
     }
 
-    /** A growable, aligned format buffer; two circulate between the stages. */
+    /**
+     * A growable, page-aligned format buffer; two circulate between the stages. Mapped rather than
+     * allocated: its pages fault in as checkpoints first fill them, instead of being zeroed up front by
+     * the journal's open (tens of MiB with a large log).
+     */
     private static final class Buffer {
         Arena arena = Arena.ofShared();
         MemorySegment segment;
 
         Buffer(long bytes) {
-            segment = arena.allocate(bytes, BlockDevice.BUFFER_ALIGNMENT);
+            segment = OffHeap.reserve(bytes, arena);
         }
 
         void ensure(long bytes) {
             if (segment.byteSize() < bytes) {
                 arena.close();
                 arena = Arena.ofShared();
-                segment = arena.allocate(Math.max(bytes, segment.byteSize() * 2), BlockDevice.BUFFER_ALIGNMENT);
+                segment = OffHeap.reserve(Math.max(bytes, segment.byteSize() * 2), arena);
             }
         }
     }
@@ -201,7 +206,7 @@ final class LogWriter implements AutoCloseable {
             payloadShift[b] = Crc32c.shiftOperator((long) b * blockSize);
         }
         // Sized for a checkpoint of the push threshold plus the commits that land while it starts, so that
-        // the steady state never reallocates (and re-zeroes) a format buffer.
+        // the steady state never maps a format buffer again.
         long initial = Math.max(64L * blockSize, pushThreshold + pushThreshold / 4);
         freeBuffers.offer(new Buffer(initial));
         freeBuffers.offer(new Buffer(initial));
