@@ -53,10 +53,7 @@ class ConversionsTest {
         try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, VolumeFixtures.OPTIONS);
              Arena arena = Arena.ofShared()) {
             Namespace ns = v.namespace();
-            Handle f;
-            try (Handle root = ns.openRoot()) {
-                f = ns.create(root, "f", 0644, true);
-            }
+            Handle f = newFile(ns);
             ns.fallocate(f, 0, 0, 2L * BS);
             writeStamped(ns, f, 0, 0, arena.allocate(BS, BlockDevice.BUFFER_ALIGNMENT)); // the file's queue exists after it
             Conversions.Queue q = f.inode.conversions;
@@ -86,6 +83,13 @@ class ConversionsTest {
             f.close();
             CheckReport report = ns.check();
             assertTrue(report.clean(), report.toString());
+        }
+    }
+
+    /** A new empty file "f" in the root, open for writing. */
+    private static Handle newFile(Namespace ns) {
+        try (Handle root = ns.openRoot()) {
+            return ns.create(root, "f", 0644, true);
         }
     }
 
@@ -142,10 +146,7 @@ class ConversionsTest {
         try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, VolumeFixtures.OPTIONS);
              Arena arena = Arena.ofShared()) {
             Namespace ns = v.namespace();
-            Handle f;
-            try (Handle root = ns.openRoot()) {
-                f = ns.create(root, "f", 0644, true);
-            }
+            Handle f = newFile(ns);
             ns.fallocate(f, mode, 0, (long) blocks * BS);
             runWriters(where, (id, buf) -> {
                 for (int k = id; k < blocks; k += WRITERS) {
