@@ -44,6 +44,55 @@ class ConversionsTest {
         }
     }
 
+    /**
+     * A writer whose conversion finds the file's turn held longer than it spins ({@link Conversions#SPIN_NANOS})
+     * parks, and the end of that turn wakes it to convert its own range.
+     */
+    @Test
+    void aWriterWaitingLongerThanItSpinsParksUntilTheTurnEnds() throws Exception {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, VolumeFixtures.OPTIONS);
+             Arena arena = Arena.ofShared()) {
+            Namespace ns = v.namespace();
+            Handle f = newFile(ns);
+            ns.fallocate(f, 0, 0, 2L * BS);
+            writeStamped(ns, f, 0, 0, arena.allocate(BS, BlockDevice.BUFFER_ALIGNMENT)); // the file's queue exists after it
+            Conversions.Queue q = f.inode.conversions;
+            assertTrue(q.tryTurn());
+            MemorySegment buf = arena.allocate(BS, BlockDevice.BUFFER_ALIGNMENT);
+            Throwable[] failed = new Throwable[1];
+            Thread writer = Thread.ofPlatform().name("conv-parked-writer").start(() -> {
+                try {
+                    writeStamped(ns, f, BS, 1, buf);
+                } catch (Throwable t) {
+                    failed[0] = t;
+                }
+            });
+            long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+            while (writer.getState() != Thread.State.WAITING) {
+                assertTrue(System.nanoTime() < deadline, "the writer did not park behind the held turn: " + writer.getState());
+                Thread.sleep(1);
+            }
+            assertTrue(ns.extents(f, BS, BS).getFirst().unwritten(), "converted while the turn was held");
+            q.endTurn();
+            writer.join();
+            assertEquals(null, failed[0]);
+            for (FileExtent e : ns.extents(f, 0, 2L * BS)) {
+                assertFalse(e.unwritten(), e + " is still unwritten");
+            }
+            assertEquals(2L * BS, ns.stat(f).size());
+            f.close();
+            CheckReport report = ns.check();
+            assertTrue(report.clean(), report.toString());
+        }
+    }
+
+    /** A new empty file "f" in the root, open for writing. */
+    private static Handle newFile(Namespace ns) {
+        try (Handle root = ns.openRoot()) {
+            return ns.create(root, "f", 0644, true);
+        }
+    }
+
     /** The stamp of every 8-byte word of a block: its file offset and the writer's number (from 1). */
     static long stamp(long offset, int writer) {
         return offset << 16 | writer + 1;
@@ -97,10 +146,7 @@ class ConversionsTest {
         try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, VolumeFixtures.OPTIONS);
              Arena arena = Arena.ofShared()) {
             Namespace ns = v.namespace();
-            Handle f;
-            try (Handle root = ns.openRoot()) {
-                f = ns.create(root, "f", 0644, true);
-            }
+            Handle f = newFile(ns);
             ns.fallocate(f, mode, 0, (long) blocks * BS);
             runWriters(where, (id, buf) -> {
                 for (int k = id; k < blocks; k += WRITERS) {

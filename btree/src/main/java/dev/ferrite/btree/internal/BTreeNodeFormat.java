@@ -490,27 +490,33 @@ public final class BTreeNodeFormat {
     /**
      * Rewrites the cells contiguously at the end of the block, dropping garbage; a leaf's slots then start
      * above a front gap ({@link #frontGapFor}) that leaves {@code reserve} bytes contiguous for what the
-     * caller adds next.
+     * caller adds next. The keys stay as they were, so their heads do, unless they now share a longer
+     * prefix (an insert shortened it): only then is every head rewritten (reading every key was most of
+     * a compaction's cost).
      */
     static void compact(MemorySegment n, int blockSize, MemorySegment scratch, int reserve) {
         int count = count(n);
         int end = blockSize;
         int base = base(n);
+        boolean leaf = isLeaf(n);
         for (int i = 0; i < count; i++) {
-            int c = slot(n, i);
-            int len = cellSize(n, i) - SLOT;
+            long s = n.get(U64, base + (long) SLOT * i);
+            int c = (int) s & 0xFFFF, keyLen = Short.toUnsignedInt(n.get(U16, c));
+            int len = leaf ? LEAF_CELL_HEADER + keyLen + Short.toUnsignedInt(n.get(U16, c + 2L)) : INTERIOR_CELL_HEADER + keyLen;
             end -= len;
             MemorySegment.copy(n, c, scratch, end, len);
-            n.set(U64, base + (long) SLOT * i, end); // heads are rewritten below
+            n.set(U64, base + (long) SLOT * i, s & ~0xFFFFL | end);
         }
         MemorySegment.copy(scratch, end, n, end, blockSize - end);
         n.set(U16, CELL_START, (short) end);
         n.set(U16, GARBAGE, (short) 0);
-        if (isLeaf(n)) {
+        if (leaf) {
             int spare = end - SLOTS - SLOT * count - reserve;
             moveSlots(n, SLOTS + frontGapFor(spare, count, blockSize - end + SLOT * count));
         }
-        refreshPrefix(n);
+        if (count == 0 || sharedBytes(n) != skip(n)) {
+            refreshPrefix(n);
+        }
     }
 
     /**
@@ -518,15 +524,18 @@ public final class BTreeNodeFormat {
      * rewrites every head: called when a node is rebuilt, since inserts only ever shorten the prefix.
      */
     static void refreshPrefix(MemorySegment n) {
-        int count = count(n);
-        if (count == 0) {
+        if (count(n) == 0) {
             setPrefix(n, 0, 0);
             return;
         }
-        long first = head(n, keyOffset(n, 0), keyLength(n, 0));
-        long last = head(n, keyOffset(n, count - 1), keyLength(n, count - 1));
-        int shared = Math.min(Math.min(keyLength(n, 0), keyLength(n, count - 1)), Long.numberOfLeadingZeros(first ^ last) >>> 3);
-        setPrefix(n, shared, first);
+        setPrefix(n, sharedBytes(n), head(n, keyOffset(n, 0), keyLength(n, 0)));
+    }
+
+    /** Leading bytes (up to 8) that the first and last keys of non-empty node {@code n}, so all of its keys, share. */
+    private static int sharedBytes(MemorySegment n) {
+        int last = count(n) - 1;
+        long a = head(n, keyOffset(n, 0), keyLength(n, 0)), z = head(n, keyOffset(n, last), keyLength(n, last));
+        return Math.min(Math.min(keyLength(n, 0), keyLength(n, last)), Long.numberOfLeadingZeros(a ^ z) >>> 3);
     }
 
     /** Makes the prefix one that the key {@code s[off, off + len)} shares too, before it is inserted. */

@@ -81,6 +81,83 @@ class NodeSearchTest {
         }
     }
 
+    /**
+     * Compaction keeps the heads it does not need to rewrite: after deletes that leave the prefix as it
+     * was, and after deletes of the keys that had shortened it (the survivors share more, so every head
+     * is rewritten), each head is its key's, the prefix is all the survivors share, and search agrees
+     * with a linear scan.
+     */
+    @Test
+    void compactionLeavesHeadsRight() {
+        Random rnd = new Random(SEED);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment scratch = arena.allocate(BLOCK);
+            int grown = 0, kept = 0;
+            for (int round = 0; round < 300; round++) {
+                MemorySegment n = arena.allocate(BLOCK);
+                BTreeNodeFormat.init(n, rnd.nextInt(3) == 0 ? 1 : 0, BLOCK);
+                byte[] prefix = randomKey(rnd, 2 + rnd.nextInt(8));
+                TreeSet<byte[]> keys = new TreeSet<>(Keys::compare), outliers = new TreeSet<>(Keys::compare);
+                for (int target = 2 + rnd.nextInt(40); keys.size() < target; ) {
+                    keys.add(variant(rnd, prefix));
+                }
+                for (byte[] k : keys) {
+                    put(n, keys.headSet(k).size(), k);
+                }
+                BTreeNodeFormat.refreshPrefix(n);
+                for (int o = rnd.nextInt(3); o > 0; o--) { // keys that shorten the prefix as they arrive
+                    byte[] k = randomKey(rnd, 1 + rnd.nextInt(12));
+                    if (keys.add(k)) {
+                        outliers.add(k);
+                        put(n, keys.headSet(k).size(), k);
+                    }
+                }
+                boolean dropOutliers = rnd.nextBoolean();
+                for (byte[] k : (dropOutliers ? outliers : keys).toArray(byte[][]::new)) {
+                    if ((dropOutliers || rnd.nextInt(3) == 0) && keys.size() > 1) {
+                        BTreeNodeFormat.remove(n, keys.headSet(k).size(), rnd.nextBoolean());
+                        keys.remove(k);
+                    }
+                }
+                int skip = BTreeNodeFormat.skip(n);
+                BTreeNodeFormat.compact(n, BLOCK, scratch, rnd.nextInt(200));
+                if (BTreeNodeFormat.skip(n) > skip) {
+                    grown++;
+                } else {
+                    kept++;
+                }
+                byte[][] sorted = keys.toArray(byte[][]::new);
+                byte[] first = sorted[0], last = sorted[sorted.length - 1];
+                int shared = 0;
+                while (shared < Math.min(8, Math.min(first.length, last.length)) && first[shared] == last[shared]) {
+                    shared++;
+                }
+                String where = "seed " + SEED + ", round " + round;
+                assertEquals(shared, BTreeNodeFormat.skip(n), where);
+                assertEquals(0, BTreeNodeFormat.garbage(n), where);
+                for (int i = 0; i < sorted.length; i++) {
+                    assertTrue(BTreeNodeFormat.sharesPrefix(n, i), where + ", slot " + i);
+                    assertEquals(BTreeNodeFormat.computedHead(n, i), BTreeNodeFormat.slotHead(n, i), where + ", slot " + i);
+                    assertEquals(0, Keys.compare(sorted[i], BTreeNodeFormat.key(n, i).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE)), where);
+                }
+                for (int probe = 0; probe < 50; probe++) {
+                    byte[] k = probe % 3 == 0 ? sorted[rnd.nextInt(sorted.length)] : variant(rnd, prefix);
+                    assertEquals(linear(sorted, k), BTreeNodeFormat.search(n, MemorySegment.ofArray(k)), where);
+                }
+            }
+            assertTrue(grown > 20 && kept > 20, grown + " compactions lengthened the prefix, " + kept + " kept it (seed " + SEED + ")");
+        }
+    }
+
+    /** Inserts {@code k} at {@code pos} of leaf or interior node {@code n}. */
+    private static void put(MemorySegment n, int pos, byte[] k) {
+        if (BTreeNodeFormat.isLeaf(n)) {
+            BTreeNodeFormat.insertLeaf(n, pos, MemorySegment.ofArray(k), MemorySegment.ofArray(new byte[3]));
+        } else {
+            BTreeNodeFormat.insertInterior(n, pos, MemorySegment.ofArray(k), 100 + pos);
+        }
+    }
+
     private static int linear(byte[][] sorted, byte[] k) {
         for (int i = 0; i < sorted.length; i++) {
             int c = Keys.compare(sorted[i], k);
