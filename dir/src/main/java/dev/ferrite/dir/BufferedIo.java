@@ -464,11 +464,11 @@ final class BufferedIo implements PageCache.Writer {
         try {
             writeBackLocked(p, 0, Long.MAX_VALUE);
             boolean open;
-            i.lock.lock();
+            i.lock();
             try {
                 open = i.opens > 0;
             } finally {
-                i.lock.unlock();
+                i.unlock();
             }
             if (!open) {
                 files.mapping.trimSpeculative(i);

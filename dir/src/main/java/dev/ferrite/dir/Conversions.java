@@ -223,7 +223,7 @@ final class Conversions {
         Request alone = null;
         boolean grow = false;
         try (Txn txn = Txn.begin(cache, 2 + steps * items)) {
-            i.lock.lock();
+            i.lock();
             try {
                 ExtentList y = mapping.file(i, 0, 0).extents();
                 if (!FileMapping.sameMap(plan, y) || !map.ready(i, y)) {
@@ -274,7 +274,7 @@ final class Conversions {
                     commit(i, txn, b, span, carried);
                 }
             } finally {
-                i.lock.unlock();
+                i.unlock();
             }
         } finally {
             if (grow) {

@@ -220,9 +220,9 @@ final class Creator {
         c.lastDataSeq = seq;
         c.dirTree = null;
         key.opened = null;
-        if (open && c.lock.tryLock()) {
+        if (open && c.tryLock()) {
             c.opens++; // keeps the reference for the handle
-            c.lock.unlock();
+            c.unlock();
             key.opened = c;
         } else {
             inodes.release(c);

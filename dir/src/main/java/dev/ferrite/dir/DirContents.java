@@ -475,8 +475,8 @@ final class DirContents {
         for (int attempt = 0; ; attempt++) {
             long seen = i.writers();
             if ((seen & Inode.EXCLUSIVE) != 0) {
-                i.lock.lock(); // wait for the exclusive holder
-                i.lock.unlock();
+                i.lock(); // wait for the exclusive holder
+                i.unlock();
                 continue;
             }
             long room = room(i, removal);

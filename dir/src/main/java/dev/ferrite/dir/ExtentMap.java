@@ -108,7 +108,7 @@ final class ExtentMap {
             return placeholder;
         }
         ExtentList w = new ExtentList(Integer.MAX_VALUE, placeholder.header);
-        i.lock.lock();
+        i.lock();
         try {
             BTree t = tree(i, w.header);
             Scratch sc = SCRATCH.get();
@@ -146,7 +146,7 @@ final class ExtentMap {
             }
             return loaded(w);
         } finally {
-            i.lock.unlock();
+            i.unlock();
         }
     }
 
@@ -182,7 +182,7 @@ final class ExtentMap {
             return placeholder;
         }
         ExtentList w = new ExtentList(Integer.MAX_VALUE, placeholder.header);
-        i.lock.lock();
+        i.lock();
         try {
             BTree t = tree(i, w.header);
             Scratch sc = SCRATCH.get();
@@ -194,7 +194,7 @@ final class ExtentMap {
                 add(w, t, k, v, 0);
             }
         } finally {
-            i.lock.unlock();
+            i.unlock();
         }
         w.loaded = w.copy();
         return w;
@@ -418,7 +418,7 @@ final class ExtentMap {
         Collector freed = new Collector();
         BTree doomed = BTree.open(cache, freed, header, i.ino);
         try (Txn txn = Txn.begin(cache, 8 + 2 * nodes[0])) {
-            i.lock.lock();
+            i.lock();
             try {
                 ExtentList x = window(i, placeholder, 0, Long.MAX_VALUE);
                 doomed.destroy(txn); // before the record: it reads the tree's nodes, and the record's block is shared
@@ -447,7 +447,7 @@ final class ExtentMap {
                 i.lastDataSeq = seq;
                 return from;
             } finally {
-                i.lock.unlock();
+                i.unlock();
             }
         }
     }

@@ -639,7 +639,7 @@ final class FileData {
         }
         int rec = records.rec(i.ino);
         try (Txn txn = Txn.begin(cache, 2)) {
-            i.lock.lock();
+            i.lock();
             try {
                 Buffer b = records.lockRecord(txn, i.ino);
                 MemorySegment m = b.data();
@@ -649,7 +649,7 @@ final class FileData {
                     i.lastSeq = txn.commit(); // times only: fdatasync does not wait for it
                 }
             } finally {
-                i.lock.unlock();
+                i.unlock();
             }
         }
         records.clearModified(i, t);

@@ -272,7 +272,7 @@ final class FileMapping {
                     }
                     AllocOutcome r;
                     try (Txn txn = Txn.begin(cache, ag.blockItems() + 2 + map.items(i, x))) {
-                        i.lock.lock();
+                        i.lock();
                         try {
                             ExtentList y = file(i, first, end).extents();
                             long[] again = y.firstGap(first, end, false);
@@ -300,7 +300,7 @@ final class FileMapping {
                                 break;
                             }
                         } finally {
-                            i.lock.unlock();
+                            i.unlock();
                         }
                     }
                     if ((used = ag.recover(r, busy)) < 0) {
@@ -371,7 +371,7 @@ final class FileMapping {
             }
             boolean grow = false;
             try (Txn txn = Txn.begin(cache, 2 + (plan == null ? 0 : map.items(i, plan)))) {
-                i.lock.lock();
+                i.lock();
                 try {
                     long stop = to;
                     ExtentList y = null;
@@ -412,7 +412,7 @@ final class FileMapping {
                     }
                     at = stop;
                 } finally {
-                    i.lock.unlock();
+                    i.unlock();
                 }
             } finally {
                 if (grow) {
@@ -469,7 +469,7 @@ final class FileMapping {
             }
             release(i, eof, TAIL, x -> lastPieceFrom(x, eof), false);
             try (Txn txn = Txn.begin(cache, 2)) {
-                i.lock.lock();
+                i.lock();
                 try {
                     Buffer b = records.lockRecord(txn, ino);
                     MemorySegment m = b.data();
@@ -478,7 +478,7 @@ final class FileMapping {
                     i.lastSeq = txn.commit();
                     speculative.remove(ino);
                 } finally {
-                    i.lock.unlock();
+                    i.unlock();
                 }
             }
         } finally {
@@ -558,7 +558,7 @@ final class FileMapping {
                     ag.refillFreeList();
                 }
                 try (Txn txn = Txn.begin(cache, ag.blockItems() + 2 + map.items(i, plan))) {
-                    i.lock.lock();
+                    i.lock();
                     try {
                         ExtentList y = unmapped(i, from, to);
                         if (!sameMap(plan, y) || !map.ready(i, y)) {
@@ -587,7 +587,7 @@ final class FileMapping {
                             continue;
                         }
                     } finally {
-                        i.lock.unlock();
+                        i.unlock();
                     }
                 }
                 if (fails++ == RETRIES) {

@@ -84,7 +84,7 @@ final class Orphans {
                 ag.refillFreeList();
             }
             try (Txn txn = Txn.begin(cache, dirs.changeItems(ag, touched))) {
-                c.lock.lock();
+                c.lock();
                 try {
                     if (records.applyChange(txn, ag, touched, t -> {
                         if (ag.freeInode(t, geometry.agInode(ino)) != AllocOutcome.DONE) {
@@ -95,7 +95,7 @@ final class Orphans {
                         break;
                     }
                 } finally {
-                    c.lock.unlock();
+                    c.unlock();
                 }
             }
             fails = requireFixable(ag, fails);
@@ -167,7 +167,7 @@ final class Orphans {
         int gen = s.generation();
         Inode i = inodes.acquire(ino);
         boolean trim;
-        i.lock.lock();
+        i.lock();
         try {
             records.readRecord(ino, s.reader);
             if (s.mode() == 0 || s.generation() != gen || s.nlink() == 0) {
@@ -176,7 +176,7 @@ final class Orphans {
             }
             trim = i.opens++ == 0 && speculative(s.mode(), s.flags());
         } finally {
-            i.lock.unlock();
+            i.unlock();
         }
         Handle h = new Handle(this, i, flags);
         if (trim) {
@@ -223,7 +223,7 @@ final class Orphans {
     void closeHandle(Inode i) {
         volume.requireOpen();
         int last = -1; // 0: only write back, 1: free the orphan, 2: also trim the file
-        i.lock.lock();
+        i.lock();
         try {
             i.opens--;
             if (i.opens == 0) {
@@ -231,7 +231,7 @@ final class Orphans {
                         : speculative(InodeFormat.mode(b, rec), InodeFormat.flags(b, rec)) ? 2 : 0);
             }
         } finally {
-            i.lock.unlock();
+            i.unlock();
         }
         boolean handedOver = false;
         try {

@@ -152,7 +152,7 @@ final class TableOverflow {
             int items = (int) Math.min(Tables.GROUP_TXN_ITEMS, 2 + (long) (m.chunks() - from) * each);
             dirs.prepare(o, step);
             try (Txn txn = Txn.begin(cache, items)) {
-                o.lock.lock();
+                o.lock();
                 try {
                     if (dirs.step(o, step) == DirContents.READY) { // read before the record is locked, stable under the inode's lock
                         MemorySegment record = records.lockRecord(txn, o.ino).data();
@@ -174,7 +174,7 @@ final class TableOverflow {
                         return c;
                     }
                 } finally {
-                    o.lock.unlock();
+                    o.unlock();
                 }
             }
         }

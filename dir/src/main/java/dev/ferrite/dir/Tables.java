@@ -421,7 +421,7 @@ public final class Tables {
             }
         } finally {
             if (locked) {
-                t.inode.lock.unlock();
+                t.inode.unlock();
             }
         }
     }
@@ -496,7 +496,7 @@ public final class Tables {
             }
         } finally {
             if (locked) {
-                t.inode.lock.unlock();
+                t.inode.unlock();
             }
         }
     }
@@ -513,7 +513,7 @@ public final class Tables {
      * Under the lock no commit changes them, so a second miss is damage. Only then does a read wait.
      */
     private static boolean lockForRead(Table t) {
-        t.inode.lock.lock();
+        t.inode.lock();
         return true;
     }
 

@@ -656,7 +656,7 @@ public final class Volume implements AutoCloseable {
         requireValidInode(ino);
         Inode inode = inodes.acquire(ino);
         try (Txn txn = Txn.begin(cache, 1)) { // log space first, then the lock (see Namespace)
-            inode.lock.lock();
+            inode.lock();
             try {
                 Buffer b;
                 do {
@@ -670,7 +670,7 @@ public final class Volume implements AutoCloseable {
                 txn.log(b, rec + InodeFormat.MODE, InodeFormat.BTIME - InodeFormat.MODE);
                 return txn.commit();
             } finally {
-                inode.lock.unlock();
+                inode.unlock();
             }
         } finally {
             inodes.release(inode);

@@ -36,13 +36,13 @@ class TableCheckTest {
             Inode catalog = v.inodeCache().acquire(v.tables().catalogInode());
             try (Txn txn = Txn.begin(v.cache(),
                     8 + v.namespace().dirs.dirItems(catalog))) {
-                catalog.lock.lock();
+                catalog.lock();
                 try {
                     v.namespace().dirs.replaceEntry(txn, catalog, EntryKey.of("t".getBytes(StandardCharsets.UTF_8)),
                             file, InodeFormat.S_IFTABLE);
                     txn.commit();
                 } finally {
-                    catalog.lock.unlock();
+                    catalog.unlock();
                 }
             } finally {
                 v.inodeCache().release(catalog);

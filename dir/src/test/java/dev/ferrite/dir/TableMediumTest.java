@@ -529,13 +529,13 @@ class TableMediumTest {
             try (Handle h = v.namespace().openInode(overflow.inode());
                  Txn txn = Txn.begin(tree.cache(), 2 + tree.reservation())) { // chunk 1 of "a" lost
                 Inode o = h.inode;
-                o.lock.lock();
+                o.lock();
                 try {
                     v.namespace().records.lockRecord(txn, o.ino);
                     assertTrue(tree.delete(txn, key));
                     txn.commit();
                 } finally {
-                    o.lock.unlock();
+                    o.unlock();
                 }
             }
             report = v.namespace().check();

@@ -101,6 +101,7 @@ final class AppendsCommand implements Callable<Integer> {
         out.println(fio != null ? "fio:     " + fio.version() + " for xfs and ext4"
                 : "fio:     " + (fioOption.noFio ? "skipped (--no-fio)" : "not on the PATH") + ": ferrite only");
         out.flush();
+        out.println("jvm:     " + Machine.jvm());
         Machine machine = Machine.collect(storage);
         List<Result> results = bench.run(new ProgressLine(spec.commandLine().getErr()));
         out.println("configuration and durability:");

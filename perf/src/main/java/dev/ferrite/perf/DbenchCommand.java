@@ -139,6 +139,7 @@ final class DbenchCommand implements Callable<Integer> {
         out.println(dbench != null ? "dbench:   " + dbench.executable() + " (" + dbench.version() + ")"
                 : "dbench:   not on the PATH: ferrite only");
         out.flush();
+        out.println("jvm:      " + Machine.jvm());
         Machine machine = Machine.collect(storage);
         List<DbenchResult> results = bench.run(new ProgressLine(spec.commandLine().getErr()));
         out.println();

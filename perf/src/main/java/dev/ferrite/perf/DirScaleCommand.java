@@ -86,6 +86,7 @@ final class DirScaleCommand implements Callable<Integer> {
             DeviceRegions.current().ifPresent(r -> out.printf(Locale.ROOT, "device:  %s (%s): Ferrite and the kernel's"
                     + " file systems on loop devices over regions of it%n", r.device(), storage.describe()));
             out.flush();
+            out.println("jvm:     " + Machine.jvm());
             Machine machine = Machine.collect(storage);
             DirScaleBench bench = new DirScaleBench(ts, max);
             List<Result> results = bench.run(new ProgressLine(spec.commandLine().getErr()));

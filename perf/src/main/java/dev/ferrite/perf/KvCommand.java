@@ -160,6 +160,7 @@ final class KvCommand implements Callable<Integer> {
                     String.join(",", KvBench.phases(plan)),
                     secondsLimit > 0 ? "; phases stop after " + secondsLimit + " s" : "");
             out.flush();
+            out.println("jvm:     " + Machine.jvm());
             Machine machine = Machine.collect(storage);
             KvBench bench = new KvBench(scratch.path(), targets, keys, threads.counts, cache, secondsLimit, scanSeconds, plan);
             bench.watchStalls(stalls.nanos(spec));

@@ -116,6 +116,7 @@ final class MetaCommand implements Callable<Integer> {
                     threads,
                     ls.stream().map(MetaBench.Layout::label).collect(Collectors.joining(",")), calls.label());
             out.flush();
+            out.println("jvm:     " + Machine.jvm());
             Machine machine = Machine.collect(storage);
             MetaBench bench = new MetaBench(ts, files, threads.counts, ls);
             bench.watchStalls(stallNanos);

@@ -112,6 +112,7 @@ final class RandWriteCommand implements Callable<Integer> {
         out.println(fio != null ? "fio:    " + fio.version() + " for xfs, ext4 and raw"
                 : "fio:    " + (fioOption.noFio ? "skipped (--no-fio)" : "not on the PATH") + ": ferrite only");
         out.flush();
+        out.println("jvm:     " + Machine.jvm());
         Machine machine = Machine.collect(storage);
         List<Result> results = bench.run(new ProgressLine(spec.commandLine().getErr()));
         out.println("configuration and durability:");
