@@ -111,21 +111,29 @@ class TableReserveTest {
         }
     }
 
-    @Test
-    void churnCrashedAnywhereLeavesTheSpaceExact() {
-        Random rnd = new Random(SEED + 1);
-        MemoryDevice dev = MemoryDevice.create(VolumeFixtures.BLOCKS, 4096);
+    /**
+     * Formats {@code dev} with a table "keep" of one key (the catalog, before the count) and a table "t"
+     * of {@code keys} values; returns the free blocks before "t" was made.
+     */
+    private static long formatWithTable(MemoryDevice dev, int keys) {
         Volume.format(dev, VolumeFixtures.OPTIONS);
-        long freeBefore;
         try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS)) {
             try (Table keep = v.tables().create("keep")) {
                 keep.put(key(0), value(0));
             }
-            freeBefore = v.statfs().freeBlocks();
+            long freeBefore = v.statfs().freeBlocks();
             try (Table t = v.tables().create("t")) {
-                fill(t);
+                fill(t, keys);
             }
+            return freeBefore;
         }
+    }
+
+    @Test
+    void churnCrashedAnywhereLeavesTheSpaceExact() {
+        Random rnd = new Random(SEED + 1);
+        MemoryDevice dev = MemoryDevice.create(VolumeFixtures.BLOCKS, 4096);
+        long freeBefore = formatWithTable(dev, KEYS);
         int[] order = shuffled(rnd);
         try (RecordingDevice rec = RecordingDevice.wrap(dev)) {
             int firstFlush;
@@ -195,17 +203,7 @@ class TableReserveTest {
         int keys = 8_000;
         Random rnd = new Random(SEED + 2);
         MemoryDevice dev = MemoryDevice.create(4 * VolumeFixtures.BLOCKS, 4096);
-        Volume.format(dev, VolumeFixtures.OPTIONS);
-        long freeBefore;
-        try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS)) {
-            try (Table keep = v.tables().create("keep")) {
-                keep.put(key(0), value(0));
-            }
-            freeBefore = v.statfs().freeBlocks();
-            try (Table t = v.tables().create("t")) {
-                fill(t, keys);
-            }
-        }
+        long freeBefore = formatWithTable(dev, keys);
         int[] order = shuffled(rnd, keys);
         try (RecordingDevice rec = RecordingDevice.wrap(dev)) {
             int raisedAt = -1, firstFlush = -1, lastFlush = -1;
