@@ -99,9 +99,7 @@ final class Inode extends AbstractQueuedSynchronizer {
      * {@link #lockExclusive}.
      */
     void lock() {
-        if (!tryAcquire(1)) {
-            acquire(1);
-        }
+        acquire(1); // tries tryAcquire first, then queues
     }
 
     /** {@link #lock} if it is free or held by this thread already; false, holding nothing, if not. */
