@@ -82,10 +82,11 @@ final class JournalCommand implements Callable<Integer> {
                 temporary ? ", temporary" : "", ByteSize.format(size), options.seconds);
         out.flush();
         Machine machine = Machine.collect(storage);
-        List<Result> results = new JournalBench(path, size, options.seconds, threads)
-                .run(new ProgressLine(spec.commandLine().getErr()));
+        JournalBench bench = new JournalBench(path, size, options.seconds, threads);
+        List<Result> results = bench.run(new ProgressLine(spec.commandLine().getErr()));
         out.println();
         out.print(ResultTable.render(results, JournalBench.BASELINE));
+        RunDir.printContention(out, bench.contention());
         out.flush();
         options.json.write(out, machine, results);
         out.flush();

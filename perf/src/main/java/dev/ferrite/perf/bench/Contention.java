@@ -12,7 +12,8 @@ import dev.ferrite.journal.JournalStats;
 /**
  * Where Ferrite's threads waited and what they paid over one phase, from the journal's, the buffer
  * cache's, the B-trees' and the inode cache's counters: the harness's stand-in for the kernel's lockstat.
- * Printed after each Ferrite phase of {@code kv}, {@code meta}, {@code randwrite} and {@code dbench}, per
+ * Printed after each Ferrite phase of {@code kv}, {@code meta}, {@code randwrite}, {@code dbench} and (the
+ * journal's part alone) {@code journal}, per
  * operation where that reads better; on a FUSE mount also the requests the mount served per operation.
  */
 public final class Contention {
@@ -40,23 +41,12 @@ public final class Contention {
 
     /** What happened between {@code a} and {@code b}, over {@code ops} operations, on one line. */
     public static String between(Snapshot a, Snapshot b, long ops) {
-        JournalStats j0 = a.journal(), j1 = b.journal();
         CacheStats c0 = a.cache(), c1 = b.cache();
         LatchStats latches = b.latches().since(a.latches());
         long n = Math.max(1, ops);
-        long checkpoints = j1.checkpoints() - j0.checkpoints();
-        long grantWaits = j1.reserveWaits() - j0.reserveWaits() + j1.writeWaits() - j0.writeWaits();
-        long grantNanos = j1.reserveWaitNanos() - j0.reserveWaitNanos() + j1.writeWaitNanos() - j0.writeWaitNanos();
-        return String.format(Locale.ROOT,
-                "log %,.0f B/op in %,d checkpoints (%,.1f items each), %,d forces; grant-head CAS retries %,d, "
-                        + "waits %,d (%,.1f ms), CIL throttles %,d (%,.1f ms); AIL pusher wake-ups %,d, written home %,d (%,d early); "
-                        + "cache misses %.3f/op, evictions %,d, write-backs %,d, dirty waits %,d; "
+        return journal(a.journal(), b.journal(), ops) + String.format(Locale.ROOT,
+                "; cache misses %.3f/op, evictions %,d, write-backs %,d, dirty waits %,d; "
                         + "B-tree restarts %s, lost locks %s, waits %s; inode-cache misses %.3f/op, evictions %,d",
-                (j1.checkpointBytes() - j0.checkpointBytes()) / (double) n, checkpoints,
-                checkpoints == 0 ? 0.0 : (j1.checkpointItems() - j0.checkpointItems()) / (double) checkpoints,
-                j1.forces() - j0.forces(), j1.grantCasRetries() - j0.grantCasRetries(), grantWaits, grantNanos / 1e6, j1.commitThrottles() - j0.commitThrottles(),
-                (j1.commitThrottleNanos() - j0.commitThrottleNanos()) / 1e6, j1.ailPusherWakeups() - j0.ailPusherWakeups(),
-                j1.ailWrittenBack() - j0.ailWrittenBack(), j1.ailWrittenEarly() - j0.ailWrittenEarly(),
                 (c1.misses() - c0.misses()) / (double) n,
                 c1.leafEvictions() - c0.leafEvictions() + c1.interiorEvictions() - c0.interiorEvictions(),
                 c1.writeBacks() - c0.writeBacks(), c1.dirtyWaits() - c0.dirtyWaits(),
@@ -64,6 +54,22 @@ public final class Contention {
                 byLevel(latches.waits(), latches.headerIndex()),
                 (b.inodes().misses() - a.inodes().misses()) / (double) n, b.inodes().evictions() - a.inodes().evictions())
                 + requests(a.fuse(), b.fuse(), n);
+    }
+
+    /** The journal's part of {@link #between}: what it logged, waited on and wrote home over {@code ops} operations. */
+    public static String journal(JournalStats j0, JournalStats j1, long ops) {
+        long n = Math.max(1, ops);
+        long checkpoints = j1.checkpoints() - j0.checkpoints();
+        long grantWaits = j1.reserveWaits() - j0.reserveWaits() + j1.writeWaits() - j0.writeWaits();
+        long grantNanos = j1.reserveWaitNanos() - j0.reserveWaitNanos() + j1.writeWaitNanos() - j0.writeWaitNanos();
+        return String.format(Locale.ROOT,
+                "log %,.0f B/op in %,d checkpoints (%,.1f items each), %,d forces, %,d log flushes; grant-head CAS retries %,d, "
+                        + "waits %,d (%,.1f ms), CIL throttles %,d (%,.1f ms); AIL pusher wake-ups %,d, written home %,d (%,d early)",
+                (j1.checkpointBytes() - j0.checkpointBytes()) / (double) n, checkpoints,
+                checkpoints == 0 ? 0.0 : (j1.checkpointItems() - j0.checkpointItems()) / (double) checkpoints,
+                j1.forces() - j0.forces(), j1.logFlushes() - j0.logFlushes(), j1.grantCasRetries() - j0.grantCasRetries(), grantWaits, grantNanos / 1e6, j1.commitThrottles() - j0.commitThrottles(),
+                (j1.commitThrottleNanos() - j0.commitThrottleNanos()) / 1e6, j1.ailPusherWakeups() - j0.ailPusherWakeups(),
+                j1.ailWrittenBack() - j0.ailWrittenBack(), j1.ailWrittenEarly() - j0.ailWrittenEarly());
     }
 
     /** "; FUSE requests/op: getattr 3.00, create 1.00": the requests served between the two, most first; "" if none. */

@@ -18,6 +18,7 @@ import dev.ferrite.io.DirectDevice;
 import dev.ferrite.io.internal.SharedFlush;
 import dev.ferrite.journal.internal.Journal;
 import dev.ferrite.journal.JournalOptions;
+import dev.ferrite.journal.JournalStats;
 import dev.ferrite.journal.internal.LogGeometry;
 import dev.ferrite.journal.internal.ReplayItem;
 import dev.ferrite.journal.internal.Replayer;
@@ -77,6 +78,8 @@ public final class JournalBench {
     /** Position in the item pool and the value last written, carried from one log-write round to the next. */
     private int nextItem;
     private long value;
+    /** The journal's counters over each Ferrite phase ({@link Contention#journal}), a line each. */
+    private final List<String> contention = new ArrayList<>();
 
     /**
      * @param path    file or block device; its contents are lost
@@ -126,10 +129,14 @@ public final class JournalBench {
                 phaseNanos = Math.min(phaseNanos, WARM_UP_NANOS);
                 forcedCommits(journal, maxThreads, commitItems, progress, "warm-up ");
                 sequentialWrite(device, seqBuffer, new Tally(geometry), WARM_UP_NANOS, progress, "warm-up ");
-                logWrite(journal, pool, new Tally(geometry), WARM_UP_NANOS, progress, "warm-up ");
+                logWrite(journal, pool, new Tally(geometry), WARM_UP_NANOS, progress, "warm-up ", false);
                 phaseNanos = Math.round(seconds * 1e9);
                 for (int t : threads) {
-                    results.add(forcedCommits(journal, t, commitItems, progress, ""));
+                    JournalStats before = journal.stats();
+                    Result r = forcedCommits(journal, t, commitItems, progress, "");
+                    results.add(r);
+                    contention.add(FORCED_COMMIT + " x" + t + ": "
+                            + Contention.journal(before, journal.stats(), r.n()));
                 }
                 int rounds = (int) Math.max(1, Math.round(seconds));
                 long slice = phaseNanos / rounds;
@@ -138,13 +145,18 @@ public final class JournalBench {
                 for (int r = 1; r <= rounds; r++) {
                     String shown = rounds == 1 ? "" : "round " + r + "/" + rounds + " ";
                     sequentialWrite(device, seqBuffer, direct, slice, progress, shown);
-                    logWrite(journal, pool, logged, slice, progress, shown);
+                    logWrite(journal, pool, logged, slice, progress, shown, r == rounds);
                 }
                 results.add(direct.result(BASELINE));
                 results.add(logged.result(FERRITE));
             }
         }
         return results;
+    }
+
+    /** The journal's counters over each Ferrite phase that {@link #run} measured, a line each. */
+    public List<String> contention() {
+        return contention;
     }
 
     /** A freshly formatted log has nothing to replay; being asked to is a bug. */
@@ -263,12 +275,15 @@ public final class JournalBench {
         });
     }
 
-    private void logWrite(Journal journal, TestItem[] pool, Tally tally, long nanos, Progress progress, String shown) {
+    /** One round of large transactions; {@code counted}: the journal's counters over its timed part go in {@link #contention()}. */
+    private void logWrite(Journal journal, TestItem[] pool, Tally tally, long nanos, Progress progress, String shown,
+                          boolean counted) {
         long leadIn = System.nanoTime() + nanos / 4;
         while (System.nanoTime() - leadIn < 0) { // untimed: into the steady state
             logOne(journal, pool);
         }
         Histogram h = tally.h;
+        JournalStats before = journal.stats();
         PhaseTimer timer = new PhaseTimer(shown + LOG_WRITE, FERRITE, nanos, progress);
         long now = timer.start();
         long count = 0;
@@ -285,6 +300,10 @@ public final class JournalBench {
         timer.finish(System.nanoTime());
         tally.bytes += count * BIG_TX_ITEMS * (long) (BS - TestItem.DATA_OFF);
         tally.nanos += elapsed;
+        if (counted) {
+            contention.add(LOG_WRITE + " (its last round, " + BIG_TX_ITEMS + "-block transactions): "
+                    + Contention.journal(before, journal.stats(), count));
+        }
         journal.quiesce(); // untimed: the device's round starts with nothing of the journal's in flight
     }
 
