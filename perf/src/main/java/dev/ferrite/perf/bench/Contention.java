@@ -1,5 +1,6 @@
 package dev.ferrite.perf.bench;
 
+import java.lang.management.ManagementFactory;
 import java.util.Locale;
 import java.util.Map;
 
@@ -20,10 +21,12 @@ public final class Contention {
     /**
      * The counters at one moment.
      *
-     * @param fuse the requests a FUSE mount of the volume served, per operation; empty when not mounted
+     * @param fuse     the requests a FUSE mount of the volume served, per operation; empty when not mounted
+     * @param cpuNanos CPU time this JVM's threads have used (collector and compilers included), -1 if the
+     *                 platform does not say
      */
     public record Snapshot(JournalStats journal, CacheStats cache, LatchStats latches, InodeCacheStats inodes,
-                           Map<String, Long> fuse) {
+                           Map<String, Long> fuse, long cpuNanos) {
         /** {@code volume}'s counters now. */
         public static Snapshot of(Volume volume) {
             return of(volume, Map.of());
@@ -32,7 +35,7 @@ public final class Contention {
         /** {@code volume}'s counters now, with the requests its mount served ({@link dev.ferrite.dir.FileSystemMount#requestCounts}). */
         public static Snapshot of(Volume volume, Map<String, Long> fuse) {
             return new Snapshot(volume.journalStats(), volume.cacheStats(), volume.latchStats(), volume.inodeCacheStats(),
-                    Map.copyOf(fuse));
+                    Map.copyOf(fuse), processCpuNanos());
         }
     }
 
@@ -53,7 +56,25 @@ public final class Contention {
                 byLevel(latches.restarts(), latches.headerIndex()), byLevel(latches.lockFailures(), latches.headerIndex()),
                 byLevel(latches.waits(), latches.headerIndex()),
                 (b.inodes().misses() - a.inodes().misses()) / (double) n, b.inodes().evictions() - a.inodes().evictions())
-                + requests(a.fuse(), b.fuse(), n);
+                + cpu(a.cpuNanos(), b.cpuNanos(), n) + requests(a.fuse(), b.fuse(), n);
+    }
+
+    /**
+     * "; JVM CPU 12.3 µs/op": CPU time this JVM used per operation, the engine's background threads, the
+     * collector and the JIT compilers included (a short phase early in a run pays for much of the
+     * compiling); "" if unknown. Unlike busy CPUs over rate it does not count other processes, so it
+     * compares builds on a shared machine (cache and memory-bus contention still inflate it a little); it
+     * does not count the kernel's threads working for the JVM (a loop device's workers), and the other
+     * targets of the run may have threads of their own in this JVM.
+     */
+    static String cpu(long before, long after, long ops) {
+        return before < 0 || after < 0 ? "" : String.format(Locale.ROOT, "; JVM CPU %.1f µs/op", (after - before) / 1e3 / ops);
+    }
+
+    /** CPU time this JVM has used so far, -1 if the platform does not say. */
+    static long processCpuNanos() {
+        return ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean os
+                ? os.getProcessCpuTime() : -1;
     }
 
     /** The journal's part of {@link #between}: what it logged, waited on and wrote home over {@code ops} operations. */

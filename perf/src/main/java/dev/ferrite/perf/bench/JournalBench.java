@@ -133,10 +133,11 @@ public final class JournalBench {
                 phaseNanos = Math.round(seconds * 1e9);
                 for (int t : threads) {
                     JournalStats before = journal.stats();
+                    long cpu = Contention.processCpuNanos();
                     Result r = forcedCommits(journal, t, commitItems, progress, "");
                     results.add(r);
-                    contention.add(FORCED_COMMIT + " x" + t + ": "
-                            + Contention.journal(before, journal.stats(), r.n()));
+                    contention.add(FORCED_COMMIT + " x" + t + ": " + Contention.journal(before, journal.stats(), r.n())
+                            + Contention.cpu(cpu, Contention.processCpuNanos(), r.n()));
                 }
                 int rounds = (int) Math.max(1, Math.round(seconds));
                 long slice = phaseNanos / rounds;
@@ -284,6 +285,7 @@ public final class JournalBench {
         }
         Histogram h = tally.h;
         JournalStats before = journal.stats();
+        long cpu = Contention.processCpuNanos();
         PhaseTimer timer = new PhaseTimer(shown + LOG_WRITE, FERRITE, nanos, progress);
         long now = timer.start();
         long count = 0;
@@ -302,7 +304,7 @@ public final class JournalBench {
         tally.nanos += elapsed;
         if (counted) {
             contention.add(LOG_WRITE + " (its last round, " + BIG_TX_ITEMS + "-block transactions): "
-                    + Contention.journal(before, journal.stats(), count));
+                    + Contention.journal(before, journal.stats(), count) + Contention.cpu(cpu, Contention.processCpuNanos(), count));
         }
         journal.quiesce(); // untimed: the device's round starts with nothing of the journal's in flight
     }
