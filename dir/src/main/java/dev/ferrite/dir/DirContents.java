@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.function.BooleanSupplier;
+import java.util.function.Function;
 
 import dev.ferrite.btree.internal.BTree;
 import dev.ferrite.btree.internal.Buffer;
@@ -538,13 +539,89 @@ final class DirContents {
                 spill(dir, RESERVE_HIGH, RESERVE_FILL);
             } else if (s == CONVERT) {
                 addBlocks(dir, RESERVE_FILL, () -> step(dir, keyLength) == CONVERT, DirContents::inlineEntries);
+            } else if ((records.modeOf(dir.ino) & S_IFMT) == S_IFDIR && !dir.isHeldExclusively()) {
+                refillBeside(dir, keyLength);
             } else {
-                int area = records.rec(dir.ino) + InodeFormat.INLINE;
-                int n = records.readRecord(dir.ino, (b, rec) -> isTree(b, rec) ? Math.min(RESERVE_FILL - DirAllocator.usable(cache, b, area, RESERVE_LOW),
-                        DirEntryFormat.RESERVE_CAPACITY - DirEntryFormat.reserveCount(b, area)) : 0);
+                int n = refillCount(dir);
                 addBlocks(dir, n, () -> step(dir, keyLength) == REFILL
                         && records.readRecord(dir.ino, (b, rec) -> DirEntryFormat.reserveCount(b, rec + InodeFormat.INLINE)) + n
                         <= DirEntryFormat.RESERVE_CAPACITY, null);
+            }
+        }
+    }
+
+    /** The blocks a refill of {@code dir}'s reserve adds: up to {@link #RESERVE_FILL} usable, within its capacity (0: no tree). */
+    private int refillCount(Inode dir) {
+        int area = records.rec(dir.ino) + InodeFormat.INLINE;
+        return records.readRecord(dir.ino, (b, rec) -> isTree(b, rec) ? Math.min(RESERVE_FILL - DirAllocator.usable(cache, b, area, RESERVE_LOW),
+                DirEntryFormat.RESERVE_CAPACITY - DirEntryFormat.reserveCount(b, area)) : 0);
+    }
+
+    /**
+     * {@link #prepare}'s refill of a directory's tree reserve beside the creates and unlinks inside it,
+     * rather than keeping them out: a refill only adds blocks, so those inside lose nothing, and it enters
+     * as they do with a claim of the capacity its blocks take ({@link #enterToAdd}), so that their merges
+     * cannot overfill the reserve meanwhile. It holds the directory's lock (not exclusively) so that one
+     * thread refills while the others that found the reserve short wait for it and then find it full;
+     * whatever must keep the writers out takes that lock and so waits for the refill too. Its transaction
+     * reserves before the lock, then takes the group's free space and the directory's record block last,
+     * as the exclusive refill did: nothing inside takes a group's AGF or free-space trees, so no cycle.
+     * With nobody else in the directory, this costs what the exclusive refill did; beside others it does
+     * not wait for them to leave, which with more threads than CPUs meant waiting for a descheduled one,
+     * while every thread arriving waited behind the refill (issue 21). Returns when the reserve was
+     * refilled or needs something else (the caller steps again).
+     */
+    private void refillBeside(Inode dir, int keyLength) {
+        eachGroup(dir, RESERVE_FILL, ag -> {
+            try (Txn txn = Txn.begin(cache, ag.blockItems() + 2)) {
+                dir.lock();
+                try {
+                    records.requireDir(dir.ino);
+                    int n = refillCount(dir);
+                    if (n < 1 || step(dir, keyLength) != REFILL) {
+                        return AllocOutcome.DONE; // refilled meanwhile
+                    }
+                    int claim = enterToAdd(dir, n);
+                    if (claim < 0) {
+                        return AllocOutcome.DONE; // the reserve needs a spill first: the caller steps again
+                    }
+                    try {
+                        AllocOutcome r = ag.allocBlocks(txn, n);
+                        if (r == AllocOutcome.DONE) {
+                            fillReserve(txn, dir, ag.allocatedBlock(txn), n, null);
+                            dir.noteSeq(txn.commit());
+                        }
+                        return r;
+                    } finally {
+                        dir.leave(claim);
+                    }
+                } finally {
+                    dir.unlock();
+                }
+            }
+        });
+    }
+
+    /**
+     * {@link #enter} for {@link #refillBeside}, holding {@code dir}'s lock (so nobody else keeps the writers
+     * out): claims {@code n} of the reserve's capacity, entering only while it has room for those and the
+     * claims of everyone inside, lone or not (the count read before entering may have grown since). -1,
+     * entering nothing, if the reserve needs a spill (or holds no tree): a spill reserves log space, which
+     * the caller holds already.
+     */
+    private int enterToAdd(Inode dir, int n) {
+        for (int attempt = 0; ; attempt++) {
+            long seen = dir.writers();
+            long room = room(dir, true);
+            if (room < 0) {
+                return -1;
+            }
+            if ((seen & Inode.CLAIMS) + n > (room & 0xffff_ffffL)) {
+                Inode.backoff(attempt); // those inside leave soon
+                continue;
+            }
+            if (dir.tryEnter(seen, n)) {
+                return n;
             }
         }
     }
@@ -584,36 +661,44 @@ final class DirContents {
      * same transaction. ENOENT if a directory went meanwhile.
      */
     private void addBlocks(Inode owner, int n, int extraItems, BooleanSupplier still, Converter convert) {
+        eachGroup(owner, n, ag -> {
+            int items = ag.blockItems() + 2 + extraItems + (convert != null ? BTree.CREATE_ITEMS + 4 : 0);
+            try (Txn txn = Txn.begin(cache, items)) {
+                if (!owner.lockExclusiveIf(() -> needed(owner, n, still))) {
+                    return AllocOutcome.DONE; // changed meanwhile (another thread's refill): the caller looks again
+                }
+                try {
+                    AllocOutcome r = ag.allocBlocks(txn, n);
+                    if (r == AllocOutcome.DONE) {
+                        fillReserve(txn, owner, ag.allocatedBlock(txn), n, convert);
+                        owner.lastSeq = txn.commit();
+                    }
+                    return r;
+                } finally {
+                    owner.unlockExclusive();
+                }
+            }
+        });
+    }
+
+    /**
+     * Runs {@code attempt} in {@code owner}'s group, then in the others, until it answers DONE, retrying in
+     * each as the group's answer says ({@link AllocationGroup#recover}, with no lock held); NoSpaceException
+     * if no group has {@code n} free blocks for its tree.
+     */
+    private void eachGroup(Inode owner, int n, Function<AllocationGroup, AllocOutcome> attempt) {
         int groups = geometry.agCount();
         int first = geometry.agOfInode(owner.ino);
         for (int k = 0; k < groups; k++) {
             AllocationGroup ag = volume.group((first + k) % groups);
             int[] busy = {0};
-            for (int attempt = 0, used; attempt < RETRIES; attempt += used) {
+            for (int tries = 0, used; tries < RETRIES; tries += used) {
                 if (ag.needsRefill()) {
                     ag.refillFreeList();
                 }
-                int items = ag.blockItems() + 2 + extraItems + (convert != null ? BTree.CREATE_ITEMS + 4 : 0);
-                AllocOutcome r;
-                try (Txn txn = Txn.begin(cache, items)) {
-                    owner.lockExclusive();
-                    try {
-                        int type = records.modeOf(owner.ino) & S_IFMT;
-                        if (type != S_IFREG && type != InodeFormat.S_IFTABLE) {
-                            records.requireDir(owner.ino);
-                        }
-                        if (n < 1 || !still.getAsBoolean()) {
-                            return; // changed meanwhile: the caller looks again
-                        }
-                        r = ag.allocBlocks(txn, n);
-                        if (r == AllocOutcome.DONE) {
-                            fillReserve(txn, owner, ag.allocatedBlock(txn), n, convert);
-                            owner.lastSeq = txn.commit();
-                            return;
-                        }
-                    } finally {
-                        owner.unlockExclusive();
-                    }
+                AllocOutcome r = attempt.apply(ag);
+                if (r == AllocOutcome.DONE) {
+                    return;
                 }
                 if ((used = ag.recover(r, busy)) < 0) {
                     break;
@@ -621,6 +706,15 @@ final class DirContents {
             }
         }
         throw new NoSpaceException("no allocation group has " + n + " free blocks for the tree of inode " + owner.ino);
+    }
+
+    /** Whether {@link #addBlocks} of {@code n} blocks into {@code owner} is {@code still} needed; ENOENT if a directory went. */
+    private boolean needed(Inode owner, int n, BooleanSupplier still) {
+        int type = records.modeOf(owner.ino) & S_IFMT;
+        if (type != S_IFREG && type != InodeFormat.S_IFTABLE) {
+            records.requireDir(owner.ino);
+        }
+        return n >= 1 && still.getAsBoolean();
     }
 
     /** In {@code txn}, {@code owner}'s lock held: blocks {@code [r, r + n)} join its reserve (converting it to a tree). */
@@ -691,7 +785,9 @@ final class DirContents {
             }
             int items = ag.blockItems() + 2 + SPILL_ROOM;
             try (Txn txn = Txn.begin(cache, items)) {
-                dir.lockExclusive();
+                if (!dir.lockExclusiveIf(() -> records.readRecord(dir.ino, (b, r) -> isTree(b, r) && DirEntryFormat.reserveCount(b, area) > above))) {
+                    return true; // spilled meanwhile (another thread's spill)
+                }
                 try {
                     int n = records.readRecord(dir.ino, (b, r) -> isTree(b, r) && DirEntryFormat.reserveCount(b, area) > above
                             ? DirAllocator.spillOrder(cache, b, area, downTo, blk -> geometry.agOfBlock(blk) == ag.agno, blocks) : 0);

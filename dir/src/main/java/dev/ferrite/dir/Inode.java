@@ -4,6 +4,7 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.concurrent.locks.AbstractQueuedSynchronizer;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.BooleanSupplier;
 
 /**
  * An inode in memory: its number, a reference count and the per-inode lock. Its attributes live in
@@ -94,9 +95,10 @@ final class Inode extends AbstractQueuedSynchronizer {
      * Takes the per-inode lock, which serializes changes to this inode (taken before any buffer lock);
      * re-entrant. A table's single writes of inline values, and the creates of files in a tree directory
      * ({@code Creator#sharedCreate}), do not take it: they apply side by side ({@link #writers}), and
-     * whoever must keep them out (a refill or spill of the tree's block reserve, a write transaction, a
-     * drop's freeing; a directory's unlink, rename, link, rmdir and other creates) takes it through
-     * {@link #lockExclusive}.
+     * whoever must keep them out (a spill of the tree's block reserve, a table's refill, a write
+     * transaction, a drop's freeing; a directory's unlink, rename, link, rmdir and other creates) takes it through
+     * {@link #lockExclusive}. A directory's refill takes only this lock and enters beside them
+     * ({@code DirContents#refillBeside}).
      */
     void lock() {
         acquire(1); // tries tryAcquire first, then queues
@@ -183,6 +185,39 @@ final class Inode extends AbstractQueuedSynchronizer {
         }
         excludeWriters();
         return true;
+    }
+
+    /**
+     * {@link #lockExclusive} for a change that may turn out to be done already ({@code still} false: a
+     * reserve's refill or spill that another thread made meanwhile): takes {@link #lock}, asks
+     * {@code still}, and only if it holds keeps the writers out and asks again once they left. False,
+     * holding nothing, if either answer was no. Threads that all found one reserve short so pass the lock
+     * on without each setting {@link #EXCLUSIVE} and waiting for the writers inside to drain, which kept
+     * every writer out through a turn per thread.
+     */
+    boolean lockExclusiveIf(BooleanSupplier still) {
+        lock();
+        boolean ok = false;
+        try {
+            ok = still.getAsBoolean();
+        } finally {
+            if (!ok) {
+                unlock();
+            }
+        }
+        if (!ok) {
+            return false;
+        }
+        excludeWriters();
+        boolean again = false;
+        try {
+            again = still.getAsBoolean();
+        } finally {
+            if (!again) {
+                unlockExclusive();
+            }
+        }
+        return again;
     }
 
     /** Holding {@link #lock}: keeps writers out (once per nesting) and waits for those inside to leave. */

@@ -277,6 +277,84 @@ class SharedCreateTest {
     }
 
     /**
+     * {@code /d}'s inode (release it after), its tree's reserve spilled down to 4 blocks: below the low
+     * mark, so the next create refills it, adding at least 16.
+     */
+    private static Inode withShortReserve(Volume v) {
+        Inode d = v.inodeCache().acquire(v.namespace().lookup("/d"));
+        while (v.namespace().dirs.spill(d, 4, 4)) {
+            // a batch per transaction
+        }
+        assertEquals(DirContents.REFILL, v.namespace().dirs.step(d, 8));
+        return d;
+    }
+
+    /**
+     * A refill of a tree directory's block reserve runs beside a writer inside the directory (one with a
+     * removal claim, as a shared unlink holds to its commit): the create that finds the reserve short
+     * refills it, enters and finishes while that writer stays inside. A refill that kept the writers out
+     * ({@link Inode#lockExclusive}) would wait for the writer to leave, which it does only after the create.
+     */
+    @Test
+    void aRefillRunsBesideAWriterInside() throws Exception {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = withTreeDirectory(dev, 200)) {
+            Namespace ns = v.namespace();
+            DirContents dirs = ns.dirs;
+            Inode d = withShortReserve(v);
+            try {
+                int claim = dirs.enter(d, 1, true);
+                try {
+                    FutureTask<Void> create = new FutureTask<>(() -> ns.create("/d/new", 0644, true), null);
+                    Thread.ofPlatform().start(create);
+                    try {
+                        create.get(20, TimeUnit.SECONDS);
+                    } catch (TimeoutException e) {
+                        fail("the refill waited for the writer inside the directory");
+                    }
+                    assertEquals(DirContents.READY, dirs.step(d, 8));
+                } finally {
+                    d.leave(claim);
+                }
+            } finally {
+                v.inodeCache().release(d);
+            }
+            assertEquals(0100644, ns.stat("/d/new").mode());
+            assertEquals(201, ns.stat("/d").size());
+            VolumeFixtures.assertChecked(ns);
+        }
+    }
+
+    /**
+     * A refill beside the writers inside claims the reserve's capacity its blocks take: with a writer inside
+     * whose removal claim leaves too little room (the blocks its merges may give back), the create's refill
+     * waits for it to leave rather than add blocks that those merges could push past the reserve's capacity.
+     */
+    @Test
+    void aRefillWaitsForCapacityTheWritersInsideClaimed() throws Exception {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = withTreeDirectory(dev, 200)) {
+            Namespace ns = v.namespace();
+            DirContents dirs = ns.dirs;
+            Inode d = withShortReserve(v);
+            try {
+                int claim = dirs.enter(d, DirEntryFormat.RESERVE_CAPACITY - 8, true); // alone: it enters; leaves room for 4 more
+                FutureTask<Void> create = new FutureTask<>(() -> ns.create("/d/new", 0644, true), null);
+                try {
+                    Thread.ofPlatform().start(create);
+                    assertThrows(TimeoutException.class, () -> create.get(2, TimeUnit.SECONDS));
+                    assertEquals(DirContents.REFILL, dirs.step(d, 8), "the refill took room the writer inside claimed");
+                } finally {
+                    d.leave(claim);
+                }
+                create.get(20, TimeUnit.SECONDS);
+            } finally {
+                v.inodeCache().release(d);
+            }
+            assertEquals(0100644, ns.stat("/d/new").mode());
+            VolumeFixtures.assertChecked(ns);
+        }
+    }
+
+    /**
      * Shared unlinks in a tree directory, one of each outcome: a name of a file with another link (only
      * the link count drops), an open file's last name (an orphan, freed at the close), a file with data
      * (an orphan freed at once, its directory left), an empty file (freed in the unlink). Afterwards the
