@@ -28,7 +28,8 @@ import static dev.ferrite.dir.InodeFormat.S_IFREG;
  *
  * <h2>Ordering</h2>
  * Data reaches the device before any extent that points at it says written. Overwriting written blocks
- * is a plain device write (no transaction, no allocation). Filling a hole maps the blocks unwritten
+ * is a plain device write (no transaction, no allocation), its block found through the file's
+ * {@link OverwriteHint} while the inode record is the version the hint decoded. Filling a hole maps the blocks unwritten
  * first, writes the data, then converts them in a transaction ordered after it
  * ({@link FileMapping#finish}), a direct write's batched with the file's other writers' ({@link Conversions}). An fsync's data is made durable by the flush of the checkpoint its force
  * wrote when that flush began after the data was written, else by a flush of its own, shared by
@@ -149,15 +150,52 @@ final class FileData {
 
     /** The device block of file block {@code first} if one written extent holds {@code [first, end)} inside the size; else -1. */
     private long inPlace(Inode i, long first, long end) {
-        long dev = records.readLong(i.ino, first, end, writtenBlock);
+        long dev = writtenBlock(i, first, end);
         return dev == ExtentFormat.IN_TREE ? map.mappedBlock(i, first, end, false) : dev;
     }
 
-    /** {@link #inPlace}'s record read, made once: a lambda capturing the range would be an object per read and write. */
-    private final InodeRecords.RangeRecordReader writtenBlock = this::writtenBlock;
-
-    private long writtenBlock(MemorySegment b, int rec, long first, long end) {
-        return ExtentFormat.writtenBlock(b, rec, first, end, geometry);
+    /**
+     * {@link ExtentFormat#writtenBlock} of {@code i}'s record for {@code [first, end)}: from the file's
+     * {@link OverwriteHint} while the record is the version it decoded, else by an optimistic read of the
+     * record, which rebuilds the hint when the answer is a written block (so a record whose writes convert
+     * or allocate, and so change it each time, is not decoded whole each time).
+     */
+    private long writtenBlock(Inode i, long first, long end) {
+        OverwriteHint hint = i.overwriteHint;
+        if (hint != null) {
+            long dev = hint.lookup(first, end);
+            if (dev >= 0) {
+                return dev;
+            }
+        }
+        int rec = records.rec(i.ino);
+        for (int spins = 0; ; spins++) {
+            Buffer b = records.inodeBuffer(i.ino);
+            long v = b.readVersion();
+            if (v < 0) { // evicted: the next lookup finds or reads its successor
+                InodeRecords.backOff(spins);
+                continue;
+            }
+            MemorySegment m = b.data();
+            long dev;
+            try {
+                dev = ExtentFormat.writtenBlock(m, rec, first, end, geometry);
+                if (dev >= 0) {
+                    if (hint == null) {
+                        i.overwriteHint = hint = new OverwriteHint(); // one per inode: racing makers lose only a hint
+                    }
+                    hint.rebuild(b, v, m, rec, geometry);
+                }
+            } catch (RuntimeException e) {
+                if (b.validate(v)) {
+                    throw e;
+                }
+                continue;
+            }
+            if (b.validate(v)) {
+                return dev;
+            }
+        }
     }
 
     int read(Handle h, long offset, MemorySegment dst) {
@@ -210,6 +248,13 @@ final class FileData {
     void readBlocks(Inode i, long fb, MemorySegment dst) {
         long end = fb + dst.byteSize() / blockSize;
         readRuns(mapping.forRead(i, fb, end).extents, fb, end, dst);
+    }
+
+    /** A write-back's record read (its runs follow changes of the record: no hint), made once: a lambda capturing the range would be an object per write. */
+    private final InodeRecords.RangeRecordReader recordWrittenBlock = this::recordWrittenBlock;
+
+    private long recordWrittenBlock(MemorySegment b, int rec, long first, long end) {
+        return ExtentFormat.writtenBlock(b, rec, first, end, geometry);
     }
 
     void write(Handle h, long offset, MemorySegment src) {
@@ -289,7 +334,8 @@ final class FileData {
     private boolean writeLocked(Inode i, long offset, MemorySegment src, boolean mayRefuse, long newSize, boolean writeBack) {
         long len = src.byteSize();
         long first = offset / blockSize, end = first + len / blockSize;
-        long dev = len == 0 ? -1 : records.readLong(i.ino, first, end, writtenBlock); // inside the size: newSize is too
+        long dev = len == 0 ? -1 : writeBack ? records.readLong(i.ino, first, end, recordWrittenBlock)
+                : writtenBlock(i, first, end); // inside the size: newSize is too
         boolean tree = dev == ExtentFormat.IN_TREE;
         if (tree) {
             dev = map.mappedBlock(i, first, end, false);

@@ -70,6 +70,8 @@ final class Inode extends AbstractQueuedSynchronizer {
     volatile long pendingSize;
     /** A regular file's cached pages, once buffered I/O used it ({@link BufferedIo}). */
     volatile FilePages pages;
+    /** A regular file's written extents as its record last showed them, made at its first direct overwrite ({@link OverwriteHint}). */
+    volatile OverwriteHint overwriteHint;
     /** The inode's B-tree once opened: a directory's entries, a regular file's extents (dropped when the tree goes). */
     volatile dev.ferrite.btree.internal.BTree dirTree;
 

@@ -53,7 +53,8 @@ final class InodeRecords {
         return InodeFormat.recordOffset(geometry.blockSize(), Geometry.inodeSlot(ino));
     }
 
-    private Buffer inodeBuffer(long ino) {
+    /** The cached (else read) buffer of inode {@code ino}'s block, unlocked: read it optimistically or lock it. */
+    Buffer inodeBuffer(long ino) {
         try {
             return volume.inodeBuffer(ino);
         } catch (InvalidArgumentException e) {
@@ -190,7 +191,7 @@ final class InodeRecords {
     }
 
     /** While a block's holder is changing it: it commits soon; on few cores, let it run now and then. */
-    private static void backOff(int spins) {
+    static void backOff(int spins) {
         if ((spins & 63) == 63) {
             Thread.yield();
         } else {

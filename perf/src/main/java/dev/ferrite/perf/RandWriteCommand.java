@@ -63,6 +63,12 @@ final class RandWriteCommand implements Callable<Integer> {
                     + " (fallocated, unwritten) file once, in random order; raw is skipped")
     boolean unwritten;
 
+    @Option(names = "--own-cost",
+            description = "after each of ferrite's overwrite phases, as long again alternating 50 ms slices of its writes"
+                    + " with this JVM's device writes of the same blocks, and print the difference: Ferrite's own cost"
+                    + " per write, apart from the device's drift")
+    boolean ownCost;
+
     @Mixin
     RunDir runDir;
 
@@ -100,7 +106,7 @@ final class RandWriteCommand implements Callable<Integer> {
         List<Target> ts = TargetNames.parse(spec, Target.class, targets);
         Path base = runDir.resolve(spec);
         Fio fio = fioOption.noFio ? null : Fio.find().orElse(null);
-        RandWriteBench bench = new RandWriteBench(base, fileSize, (int) bs, queueDepths, options.seconds, ts, fio, unwritten);
+        RandWriteBench bench = new RandWriteBench(base, fileSize, (int) bs, queueDepths, options.seconds, ts, fio, unwritten, ownCost);
         PrintWriter out = spec.commandLine().getOut();
         Storage storage = RunDir.storage(base);
         out.println("devices: " + RunDir.loopDevices(bench.deviceBytes(), base));
@@ -125,6 +131,11 @@ final class RandWriteCommand implements Callable<Integer> {
             RunDir.printTables(out, results, ran);
         }
         RunDir.printContention(out, bench.contention());
+        if (!bench.ownCosts().isEmpty()) {
+            out.println();
+            out.println("Ferrite's own cost per write (--own-cost):");
+            bench.ownCosts().forEach(l -> out.println("  " + l));
+        }
         options.json.write(out, machine, results);
         out.flush();
         return 0;

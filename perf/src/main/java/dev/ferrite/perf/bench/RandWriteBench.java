@@ -4,6 +4,8 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.math.BigInteger;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -19,6 +21,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 
+import dev.ferrite.dir.FileExtent;
 import dev.ferrite.dir.Handle;
 import dev.ferrite.dir.Namespace;
 import dev.ferrite.dir.Volume;
@@ -93,6 +96,9 @@ public final class RandWriteBench {
     private final List<String> configurations = new ArrayList<>();
     /** What Ferrite's threads waited on in each phase ({@link Contention}). */
     private final List<String> contention = new ArrayList<>();
+    /** Measure Ferrite's own cost per write after each overwrite phase ({@link #ownCost}). */
+    private final boolean ownCost;
+    private final List<String> ownCosts = new ArrayList<>();
 
     /**
      * @param dir         a RAM-backed directory for the loop devices' images
@@ -102,9 +108,11 @@ public final class RandWriteBench {
      * @param targets     in run order; fio runs those but {@code ferrite}
      * @param fio         fio, or null to run only {@code ferrite}
      * @param unwritten   first writes into preallocated space instead of overwrites (see {@link #run})
+     * @param ownCost     after each of Ferrite's overwrite phases, as long again measuring its own cost per
+     *                    write against the device's ({@link #ownCost})
      */
     public RandWriteBench(Path dir, long fileSize, int blockSize, List<Integer> queueDepths, double seconds,
-                          List<Target> targets, Fio fio, boolean unwritten) {
+                          List<Target> targets, Fio fio, boolean unwritten, boolean ownCost) {
         this.dir = dir;
         this.fileSize = fileSize;
         this.blockSize = blockSize;
@@ -113,6 +121,7 @@ public final class RandWriteBench {
         this.targets = List.copyOf(targets);
         this.fio = fio;
         this.unwritten = unwritten;
+        this.ownCost = ownCost;
     }
 
     /** Bytes of each target's loop device: the file and room for each file system's metadata and log. */
@@ -133,6 +142,11 @@ public final class RandWriteBench {
     /** Ferrite's counters over each phase, a line each ({@link Contention}). */
     public List<String> contention() {
         return contention;
+    }
+
+    /** Ferrite's own cost per write in each overwrite phase, a line each, if asked for ({@link #ownCost}). */
+    public List<String> ownCosts() {
+        return ownCosts;
     }
 
     public List<Result> run(Progress progress) {
@@ -215,6 +229,9 @@ public final class RandWriteBench {
                             ns.fsync(file); // untimed: the phase's conversions, still in the CIL, reach the log and its counters
                             contention.add("ferrite " + r.phase() + ": " + Contention.between(before, Contention.Snapshot.of(v), r.n()));
                             results.add(r);
+                            if (ownCost && !unwritten) {
+                                ownCosts.add("ferrite " + r.phase() + ": " + ownCost(ns, file, dev, qd, arena, progress));
+                            }
                         }
                         ns.unlink(root, "bench-qd" + qd);
                     }
@@ -305,6 +322,107 @@ public final class RandWriteBench {
         }
         return Result.of(WORKLOAD, phase, Target.FERRITE.label(), threads, all.getTotalCount() * 1e9 / elapsed, UNIT, all)
                 .withCpus(CpuMeter.busyCpusSince(cpu)).withGc(gc.pauses());
+    }
+
+    /**
+     * Ferrite's own cost per write, apart from the device's drift between phases and runs: for as long as
+     * a phase, {@code threads} writers alternate 50 ms slices, in step by the clock, of Ferrite's write at
+     * a random offset with this JVM's {@link BlockDevice#write} of the same bytes to the device blocks the
+     * file maps that offset to (the same device, the same blocks, the same load, the same downcall), and
+     * the line compares the two: p50 and mean latency, thread CPU per write and the rate.
+     */
+    private String ownCost(Namespace ns, Handle file, BlockDevice dev, int threads, Arena arena, Progress progress) {
+        List<FileExtent> extents = ns.extents(file, 0, fileSize);
+        long blocks = fileSize / blockSize;
+        long slice = TimeUnit.MILLISECONDS.toNanos(50);
+        Histogram[][] hs = new Histogram[2][threads];
+        long[][] n = new long[2][threads], cpu = new long[2][threads];
+        MemorySegment[] buffers = new MemorySegment[threads];
+        for (int i = 0; i < threads; i++) {
+            hs[0][i] = Result.newHistogram();
+            hs[1][i] = Result.newHistogram();
+            buffers[i] = fillRandom(arena.allocate(blockSize, BlockDevice.BUFFER_ALIGNMENT), new SplittableRandom(SEED + i));
+        }
+        ThreadCounts done = new ThreadCounts(threads);
+        AtomicBoolean stop = new AtomicBoolean();
+        PhaseTimer timer = new PhaseTimer("own cost", Target.FERRITE.label(), TimeUnit.MILLISECONDS.toNanos(Math.round(seconds * 1000)),
+                progress);
+        long start = System.nanoTime();
+        ThreadMXBean mx = ManagementFactory.getThreadMXBean();
+        Throwable failure = Workers.run(threads, "randwrite-own-cost", timer, done::total, stop, id -> {
+            SplittableRandom random = new SplittableRandom(SEED * 37 + id);
+            MemorySegment buf = buffers[id];
+            int mode = -1;
+            long cpuAt = 0, total = 0;
+            while (!stop.get()) {
+                long off = random.nextLong(blocks) * blockSize;
+                FileExtent x = extentHolding(extents, off);
+                if (x == null) {
+                    continue; // a write that would span two extents: one device write cannot stand in for it
+                }
+                long t0 = System.nanoTime();
+                int m = (int) ((t0 - start) / slice & 1); // 0: Ferrite, 1: the device
+                if (m != mode) {
+                    long c = mx.getCurrentThreadCpuTime();
+                    if (mode >= 0) {
+                        cpu[mode][id] += c - cpuAt;
+                    }
+                    mode = m;
+                    cpuAt = mx.getCurrentThreadCpuTime(); // after the call: its own cost counts for neither
+                    t0 = System.nanoTime();
+                }
+                if (m == 0) {
+                    ns.write(file, off, buf);
+                } else {
+                    dev.write((x.deviceOffset() + off - x.offset()) / dev.blockSize(), buf);
+                }
+                hs[m][id].recordValue(System.nanoTime() - t0);
+                n[m][id]++;
+                done.set(id, ++total);
+            }
+            if (mode >= 0) {
+                cpu[mode][id] += mx.getCurrentThreadCpuTime() - cpuAt;
+            }
+        });
+        timer.finish(System.nanoTime());
+        if (failure != null) {
+            throw new FerriteException("own cost on ferrite failed: " + failure, failure);
+        }
+        Histogram[] all = {Result.newHistogram(), Result.newHistogram()};
+        long[] count = new long[2], cpuNs = new long[2];
+        for (int m = 0; m < 2; m++) {
+            for (int i = 0; i < threads; i++) {
+                all[m].add(hs[m][i]);
+                count[m] += n[m][i];
+                cpuNs[m] += cpu[m][i];
+            }
+        }
+        if (count[0] == 0 || count[1] == 0) {
+            return "too few writes to compare";
+        }
+        double p50f = all[0].getValueAtPercentile(50) / 1e3, p50d = all[1].getValueAtPercentile(50) / 1e3;
+        double cpuF = cpuNs[0] / 1e3 / count[0], cpuD = cpuNs[1] / 1e3 / count[1];
+        return String.format(Locale.ROOT, "p50 %.2f vs %.2f µs (%+.2f), mean %.2f vs %.2f µs, thread CPU %.2f vs %.2f µs per write (%+.2f),"
+                        + " rate ratio %.3f (%d and %d writes): Ferrite's write against this JVM's device write of the same blocks,"
+                        + " 50 ms slices alternating", p50f, p50d, p50f - p50d, all[0].getMean() / 1e3, all[1].getMean() / 1e3,
+                cpuF, cpuD, cpuF - cpuD, (double) count[0] / count[1], count[0], count[1]);
+    }
+
+    /** The extent of {@code extents} (sorted, written) that holds the whole write at {@code offset}, or null. */
+    private FileExtent extentHolding(List<FileExtent> extents, long offset) {
+        int lo = 0, hi = extents.size() - 1;
+        while (lo <= hi) {
+            int mid = (lo + hi) >>> 1;
+            FileExtent x = extents.get(mid);
+            if (x.end() <= offset) {
+                lo = mid + 1;
+            } else if (x.offset() > offset) {
+                hi = mid - 1;
+            } else {
+                return offset + blockSize <= x.end() && !x.unwritten() ? x : null;
+            }
+        }
+        return null;
     }
 
     /** Writes the whole file through the page cache, then fsyncs it: written extents, as on Ferrite. */

@@ -66,7 +66,7 @@ class FuseTargetsTest {
         Fio fio = Fio.find().orElse(null);
         assumeTrue(fio != null, "fio is not on the PATH");
         RandWriteBench bench = new RandWriteBench(dir, 16L << 20, 4096, List.of(1), 0.2, List.of(RandWriteBench.Target.FUSE),
-                fio, false);
+                fio, false, false);
         List<Result> results = bench.run(Progress.NONE);
         assertEquals(List.of(), bench.notes());
         assertEquals(List.of("ferrite-fuse"), results.stream().map(Result::target).toList());
