@@ -6,6 +6,7 @@ import java.util.Arrays;
 import java.util.NavigableMap;
 
 import dev.ferrite.btree.internal.Cursor;
+import dev.ferrite.btree.internal.Keys;
 
 /**
  * Walks a table's keys in order (or in reverse) between bounds. Lock-free: it copies one leaf at a time,
@@ -158,8 +159,10 @@ public final class TableCursor implements AutoCloseable {
     private final boolean reverse;
     /** Merging records, after a {@link #seek}: where the records start, until the first key is returned. */
     private byte[] start;
-    /** Reverse prefix scans: a key equal to this is skipped, and the scan ends below {@link #low}; else null. */
-    private final byte[] skip, low;
+    /** Reverse prefix scans: the scan ends below {@code low}; else null. */
+    private final byte[] low;
+    /** Reverse prefix scans: a key equal to {@code skipKey} is skipped; both as segments, compared in every step. */
+    private final MemorySegment skipKey, lowKey;
     /** On a table: the place published when it opened ({@link TablePublication}); null at a snapshot. */
     private final TablePublication.Point since;
     /** At a snapshot, its records; on a table, once a commit began since it opened, those commits' records (else null). */
@@ -194,8 +197,9 @@ public final class TableCursor implements AutoCloseable {
         this.to = to;
         this.reverse = reverse;
         this.cursor = table.tree().cursor(from, to, reverse);
-        this.skip = skip;
         this.low = low;
+        this.skipKey = skip == null ? null : MemorySegment.ofArray(skip);
+        this.lowKey = low == null ? null : MemorySegment.ofArray(low);
         this.at = at;
         this.merging = at != null;
     }
@@ -294,11 +298,10 @@ public final class TableCursor implements AutoCloseable {
             if (low == null) {
                 return true;
             }
-            MemorySegment k = cursor.keySegment();
-            if (skip != null && compare(k.toArray(ValueLayout.JAVA_BYTE), skip) == 0) {
+            if (skipKey != null && compareKey(skipKey) == 0) {
                 continue;
             }
-            return compare(k.toArray(ValueLayout.JAVA_BYTE), low) >= 0;
+            return compareKey(lowKey) >= 0;
         }
         return false;
     }
@@ -364,6 +367,12 @@ public final class TableCursor implements AutoCloseable {
         return Arrays.compareUnsigned(a, b);
     }
 
+    /** The tree cursor's current key against {@code b}, read in place in its leaf copy (no copy per step). */
+    private int compareKey(MemorySegment b) {
+        int from = cursor.keyOffset();
+        return Keys.compare(cursor.page(), from, from + cursor.keyLength(), b, 0, b.byteSize());
+    }
+
     /** The current key (a copy). */
     public byte[] key() {
         Cursor c = open();
@@ -392,6 +401,19 @@ public final class TableCursor implements AutoCloseable {
      * #value()}'s).
      */
     public MemorySegment valueSegment() {
+        Cursor c = open();
+        if (value == null) { // a value kept in the tree: one view of the leaf copy, made without an interim one
+            MemorySegment page = c.page();
+            int at = c.valueOffset(), n = c.valueLength();
+            if (n > 0 && page.get(ValueLayout.JAVA_BYTE, at) == TableValueFormat.INLINE) {
+                return page.asSlice(at + 1, n - 1);
+            }
+        }
+        return storedValue();
+    }
+
+    /** {@link #valueSegment()} of a value from a record or kept out of line: apart, so that the common case inlines whole and its view is not made at all. */
+    private MemorySegment storedValue() {
         MemorySegment m = stored();
         byte kind = TableValueFormat.kind(m, m.byteSize(), table.inode.ino);
         if (kind == TableValueFormat.INLINE) {

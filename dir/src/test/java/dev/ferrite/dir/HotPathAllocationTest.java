@@ -18,7 +18,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * buffer of a split, every ~20 inserts), a table put replacing a value (nothing: the stored form's view is the thread's), a table insert of a new key with a
  * delete of an old one (the reserve checks ask the cache about freed blocks without boxing them; what is
  * left is a new buffer per leaf split), and a create and unlink by path (the thread's walk, the last name
- * read in place: a copy of it and a parent record per call were 160 bytes a pair). Generous
+ * read in place: a copy of it and a parent record per call were 160 bytes a pair), and a cursor step, forward
+ * or in a reverse prefix scan, reading its value's view (the scan's bound was compared through two copies of
+ * each key, and a value's view made through an interim one). Generous
  * bounds, best of four rounds after four of warm-up: they fail on a regression of tens of bytes a call, not on
  * a compilation met in a round.
  */
@@ -51,6 +53,63 @@ class HotPathAllocationTest {
                 assertTrue(t.delete(key(key, oldest[0]++)));
             });
             assertEquals(KEYS, t.count());
+        }
+    }
+
+    @Test
+    void cursorStepsAllocateLittle() {
+        try (Volume v = Volume.open(formatted(), OPTIONS); Table t = v.tables().create("t").withDurability(Durability.NONE);
+                Arena arena = Arena.ofConfined()) {
+            MemorySegment key = arena.allocate(24);
+            MemorySegment value = arena.allocate(64);
+            for (int i = 0; i < CALLS; i++) {
+                key(key, i).set(ValueLayout.JAVA_BYTE, 0, (byte) 'p'); // every key under the prefix "p"
+                t.put(key, value);
+            }
+            Sum sum = new Sum();
+            Steps forward = new Steps(t::cursor);
+            assertBelow(8, "a cursor step handing its value in place", n -> sum.add(forward.step().value(sum)));
+            Steps prefix = new Steps(() -> t.prefix(new byte[] {'p'}, true));
+            assertBelow(8, "a reverse prefix scan's step", n -> sum.add(prefix.step().value(sum))); // its bound compared at every key
+            // a view of the value: none made once the call inlines; one 40-byte view where it does not (two, before)
+            assertBelow(48, "a cursor step reading its value's view", n -> sum.add(forward.step().valueSegment().byteSize()));
+            forward.cursor.close();
+            prefix.cursor.close();
+            assertEquals(5L * ROUNDS * CALLS * 64, sum.bytes); // by value(Pieces) twice (its pieces, its return), once by the view
+        }
+    }
+
+    /** Steps a cursor, opening a new one when it runs out. */
+    private static final class Steps {
+        final java.util.function.Supplier<TableCursor> open;
+        TableCursor cursor;
+
+        Steps(java.util.function.Supplier<TableCursor> open) {
+            this.open = open;
+            this.cursor = open.get();
+        }
+
+        TableCursor step() {
+            if (!cursor.next()) {
+                cursor.close();
+                cursor = open.get();
+                assertTrue(cursor.next());
+            }
+            return cursor;
+        }
+    }
+
+    /** Counts the bytes handed to it, made once (a lambda capturing a counter per call would allocate). */
+    private static final class Sum implements TableCursor.Pieces {
+        long bytes;
+
+        void add(long n) {
+            bytes += n;
+        }
+
+        @Override
+        public void accept(MemorySegment piece, long offset, long length) {
+            bytes += length;
         }
     }
 

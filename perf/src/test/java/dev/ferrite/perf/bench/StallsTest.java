@@ -62,7 +62,8 @@ class StallsTest {
         assertTrue(s.waited() >= OP * 3 / 4, "the operation parked 40 ms: " + s);
         assertTrue(s.where().getOrDefault("StallsTest.park", 0L) >= OP * 3 / 4, "waited in StallsTest.park: " + s);
         assertTrue(s.cpu() < OP / 4, s.toString());
-        assertTrue(s.queued() < OP / 4, "a parked thread is not queued for a CPU: " + s);
+        // parked, not queued: on a loaded machine the wake-up may wait for a CPU, but not for the whole park
+        assertTrue(s.queued() < s.waited(), "a parked thread is not queued for a CPU: " + s);
     }
 
     @Test
