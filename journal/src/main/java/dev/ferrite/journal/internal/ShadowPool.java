@@ -2,9 +2,7 @@ package dev.ferrite.journal.internal;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -15,32 +13,58 @@ import dev.ferrite.io.internal.OffHeap;
  * is formatted. A shadow holds only the logged chunks, packed, so it is sized to what was logged (in
  * power-of-two classes from one chunk to a whole block), not to the block.
  *
- * <p>Buffers come from regions, one per context parity and size class, each a growing array of slices of
- * slabs. Every shadow of a context has the context's parity, and contexts of one parity never overlap
- * (context k + 2 is created only once k is formatted), so a region needs no per-buffer free list: a
- * committer takes the next index with one atomic increment (lock-free, and allocation-free once the
- * region has grown to the peak), and once context k is formatted the push thread {@link #reset}s its
- * parity, making every buffer of it free again. No buffer is ever lost. A reset also bounds what the pool
- * keeps: when a parity holds more than {@code retainBytes} (after a peak), its slabs are freed and the next
- * context of that parity grows them again to what it needs.
+ * <p>Buffers come from regions, one per context parity and size class, each a growing list of slabs
+ * (the first of 64 KiB, each later one doubling the region). Every shadow of a context has the context's
+ * parity, and contexts of one parity never overlap (context k + 2 is created only once k is formatted), so
+ * a region needs no per-buffer free list: a committer takes the next index with one atomic increment
+ * (lock-free, and allocation-free once the region has grown to the peak and each buffer's view was made
+ * on its first use), and once context k is formatted the push thread {@link #reset}s its parity, making
+ * every buffer of it free again. No buffer is ever lost. A reset also bounds what the pool keeps: when a
+ * parity holds more than {@code retainBytes} (after a peak), its slabs are freed and the next context of
+ * that parity grows them again to what it needs.
+ *
+ * <p>Growing a region maps a slab and nothing else: each buffer's view is made on the buffer's first use,
+ * in arrays of {@value #VIEWS} views made as first needed. When a region made a view of every new buffer
+ * as it doubled, the committer that grew a region of small buffers past a million (a checkpoint of many
+ * small deltas) made a million views at once, 23–70 ms of its CPU.
  */
 // Public for perf's JMH benches (dev.ferrite.perf.jmh); journal-internal, for a qualified export, not application API.
 public final class ShadowPool implements AutoCloseable {
     /** Smallest slab: the first of a region; each later one doubles the region. */
     private static final int MIN_SLAB_BYTES = 64 * 1024;
-    private static final MemorySegment[] NONE = new MemorySegment[0];
+    /** Views in one array of a region's views (a power of two). */
+    static final int VIEWS = 4096;
+    private static final int VIEWS_SHIFT = Integer.numberOfTrailingZeros(VIEWS);
+    private static final MemorySegment[] NO_SLABS = new MemorySegment[0];
+    private static final MemorySegment[][] NO_VIEWS = new MemorySegment[0][];
 
     /** One parity's buffers of one size. Grown under its own monitor; indexes handed out lock-free. */
     private static final class Region {
         final int bufferBytes;
+        /** Buffers in the first slab, a power of two; slab k > 0 holds buffers [first << (k - 1), first << k). */
+        final int firstShift;
         final AtomicInteger next = new AtomicInteger();
-        volatile MemorySegment[] buffers = NONE;
-        /** Guarded by this region's monitor. */
-        final List<Arena> slabs = new ArrayList<>();
+        /** How many buffers the slabs hold. */
+        volatile int capacity;
+        /**
+         * The slabs' memory: changed under this region's monitor, read without it on a buffer's first use
+         * (never while its parity is reset: contexts of one parity never overlap).
+         */
+        volatile MemorySegment[] slabs = NO_SLABS;
+        /**
+         * Buffer i's view is {@code views[i >>> VIEWS_SHIFT][i & (VIEWS - 1)]}, made on its first use. A view
+         * array is added under the monitor; a view is stored in a plain slot, since only the thread holding
+         * an index reads or fills it in one context, and a view is immutable (its fields final): a thread of
+         * a later context that reads one made by another sees it whole, or null and makes an equal one.
+         */
+        volatile MemorySegment[][] views = NO_VIEWS;
+        /** Guarded by this region's monitor: holds every slab, unmapped together (one closing of a shared arena). */
+        Arena arena;
         long bytes;
 
         Region(int bufferBytes) {
             this.bufferBytes = bufferBytes;
+            this.firstShift = Integer.numberOfTrailingZeros(Math.max(1, MIN_SLAB_BYTES / bufferBytes));
         }
     }
 
@@ -70,32 +94,49 @@ public final class ShadowPool implements AutoCloseable {
         int chunks = bytes >>> chunkShift;
         Region r = regions[parity][chunks <= 1 ? 0 : 64 - Long.numberOfLeadingZeros(chunks - 1)];
         int i = r.next.getAndIncrement();
-        MemorySegment[] b = r.buffers;
-        return i < b.length ? b[i] : grow(r, i);
+        MemorySegment[][] v = r.views;
+        int a = i >>> VIEWS_SHIFT;
+        MemorySegment[] views = a < v.length && i < r.capacity && v[a] != null ? v[a] : grow(r, i);
+        MemorySegment b = views[i & (VIEWS - 1)];
+        return b != null ? b : (views[i & (VIEWS - 1)] = view(r, i));
     }
 
-    private MemorySegment grow(Region r, int i) {
+    /** The view array of buffer {@code i}, mapping slabs until the region holds it (each a mapping, no views made). */
+    private MemorySegment[] grow(Region r, int i) {
         synchronized (r) {
-            while (r.buffers.length <= i) {
-                MemorySegment[] old = r.buffers;
-                long slabBytes = Math.max(MIN_SLAB_BYTES, (long) old.length * r.bufferBytes);
-                int n = (int) (slabBytes / r.bufferBytes);
-                Arena arena = Arena.ofShared();
-                // mapped, not zeroed here: growing a region by tens of MiB is then a system call, where
-                // zeroing it stalled this committer (and the region's others, on this monitor) for as long
-                // as first-touching every page took: 0.1 s for 32 MiB on a VM; pages now fault in as filled
-                MemorySegment slab = OffHeap.reserve(slabBytes, arena);
-                MemorySegment[] grown = Arrays.copyOf(old, old.length + n);
-                for (int k = 0; k < n; k++) {
-                    grown[old.length + k] = slab.asSlice((long) k * r.bufferBytes, r.bufferBytes);
+            while (r.capacity <= i) {
+                int n = r.capacity;
+                long slabBytes = Math.max(MIN_SLAB_BYTES, (long) n * r.bufferBytes);
+                if (r.arena == null) {
+                    r.arena = Arena.ofShared();
                 }
-                r.slabs.add(arena);
+                // mapped, not zeroed here: pages fault in as shadows fill them (zeroing up front stalled
+                // the committer that grew, and the region's others on this monitor)
+                MemorySegment[] slabs = Arrays.copyOf(r.slabs, r.slabs.length + 1);
+                slabs[slabs.length - 1] = OffHeap.reserve(slabBytes, r.arena);
+                r.slabs = slabs;
                 r.bytes += slabBytes;
                 resident.addAndGet(slabBytes);
-                r.buffers = grown;
+                r.capacity = n + (int) (slabBytes / r.bufferBytes);
             }
-            return r.buffers[i];
+            int a = i >>> VIEWS_SHIFT;
+            MemorySegment[][] v = r.views;
+            if (a >= v.length) {
+                v = Arrays.copyOf(v, Math.max(a + 1, 2 * v.length));
+            }
+            if (v[a] == null) {
+                v[a] = new MemorySegment[VIEWS];
+            }
+            r.views = v;
+            return v[a];
         }
+    }
+
+    /** Buffer {@code i}'s view, made once: later contexts of the parity reuse it. */
+    private static MemorySegment view(Region r, int i) {
+        int k = 32 - Integer.numberOfLeadingZeros(i >>> r.firstShift); // 0 in the first slab, else the slab whose doubling holds i
+        long at = k == 0 ? i : i - (1L << (r.firstShift + k - 1));
+        return r.slabs[k].asSlice(at * r.bufferBytes, r.bufferBytes);
     }
 
     /**
@@ -118,11 +159,13 @@ public final class ShadowPool implements AutoCloseable {
 
     private void free(Region r) {
         synchronized (r) {
-            r.buffers = NONE;
-            for (Arena a : r.slabs) {
-                a.close();
+            r.views = NO_VIEWS;
+            r.slabs = NO_SLABS;
+            r.capacity = 0;
+            if (r.arena != null) {
+                r.arena.close();
+                r.arena = null;
             }
-            r.slabs.clear();
             resident.addAndGet(-r.bytes);
             r.bytes = 0;
         }

@@ -66,6 +66,34 @@ class ShadowPoolTest {
         }
     }
 
+    /**
+     * Growing a region maps a slab and makes no views: the acquire that doubles a region of a million
+     * small buffers to two million allocates one array of views, where making a view of every new buffer
+     * there cost its committer tens of milliseconds.
+     */
+    @Test
+    void growingARegionMakesNoViewsOfItsNewBuffers() throws ReflectiveOperationException {
+        int chunk = 1 << DirtyMap.chunkShift(BS);
+        try (ShadowPool pool = new ShadowPool(BS, 1L << 30)) {
+            for (int i = 0; i < (1 << 20); i++) {
+                pool.acquire(0, chunk);
+            }
+            long resident = pool.residentBytes();
+            long before = allocatedBytes();
+            MemorySegment grown = pool.acquire(0, chunk); // buffer 2^20: the region doubles
+            long allocated = allocatedBytes() - before;
+            assertEquals(2 * resident, pool.residentBytes(), "the region doubled");
+            assertEquals(chunk, grown.byteSize());
+            assertTrue(allocated < 64 * 1024, allocated + " bytes allocated by the acquire that grew the region");
+        }
+    }
+
+    /** Bytes this thread has allocated (through the JDK's extension, which this module does not read). */
+    private static long allocatedBytes() throws ReflectiveOperationException {
+        Object mx = java.lang.management.ManagementFactory.getThreadMXBean();
+        return (Long) Class.forName("com.sun.management.ThreadMXBean").getMethod("getCurrentThreadAllocatedBytes").invoke(mx);
+    }
+
     /** Packing and repacking a shadow as relogs add chunks in any order, then writing its op, gives the image's bytes. */
     @Test
     void packedShadowsFollowGrowingRelogs() {
