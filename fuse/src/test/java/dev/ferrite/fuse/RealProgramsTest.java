@@ -37,9 +37,13 @@ class RealProgramsTest {
     @AfterEach
     void unmount() throws Exception {
         try {
-            fx.close();
+            if (fx != null) { // null where FUSE is missing: the mount's assumption skipped the test
+                fx.close();
+            }
         } finally {
-            HostTree.delete(ref);
+            if (ref != null) {
+                HostTree.delete(ref);
+            }
         }
     }
 

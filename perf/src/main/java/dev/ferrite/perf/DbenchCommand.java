@@ -109,6 +109,12 @@ final class DbenchCommand implements Callable<Integer> {
             }
         }
         List<Target> ts = TargetNames.parse(spec, Target.class, targets);
+        if (dataCache < 0 || dataCache > 1L << 40) {
+            throw new ParameterException(spec.commandLine(), "--data-cache " + ByteSize.format(dataCache) + ": give 0 to 1 TiB");
+        }
+        if (jitWarmup < 0 || jitWarmup > 3600) {
+            throw new ParameterException(spec.commandLine(), "--jit-warmup " + jitWarmup + ": give 0 to 3600");
+        }
         if (!Files.isReadable(loadfile)) {
             throw new ParameterException(spec.commandLine(), "--loadfile " + loadfile
                     + ": cannot read it (Debian/Ubuntu: apt-get install dbench puts one at /usr/share/dbench/client.txt)");
@@ -121,12 +127,6 @@ final class DbenchCommand implements Callable<Integer> {
         }
         Path base = runDir.resolve(spec);
         DbenchBinary dbench = DbenchBinary.find().orElse(null);
-        if (dataCache < 0 || dataCache > 1L << 40) {
-            throw new ParameterException(spec.commandLine(), "--data-cache " + ByteSize.format(dataCache) + ": give 0 to 1 TiB");
-        }
-        if (jitWarmup < 0 || jitWarmup > 3600) {
-            throw new ParameterException(spec.commandLine(), "--jit-warmup " + jitWarmup + ": give 0 to 3600");
-        }
         VolumeOptions volume = VolumeOptions.defaults().withDataCacheBytes(dataCache);
         DbenchBench bench = new DbenchBench(base, load, loadfile, clients, seconds, ts, dbench, volume, jitWarmup);
         bench.watchStalls(stallNanos);

@@ -40,6 +40,9 @@ final class FuseVolume implements AutoCloseable {
         if (!Files.isReadable(FUSE_DEVICE) || !Files.isWritable(FUSE_DEVICE)) {
             return Optional.of(FUSE_DEVICE + " is missing or not usable by this user");
         }
+        if (!LoopDevice.onPath("fusermount3")) { // comes with libfuse3, which the mount binds
+            return Optional.of("fuse3 is not installed (no fusermount3 on the PATH; apt-get install fuse3)");
+        }
         return Optional.empty();
     }
 

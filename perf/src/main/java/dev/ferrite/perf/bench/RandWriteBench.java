@@ -48,7 +48,9 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED;
  *       full through the page cache and fsync'd, then fio ({@code ioengine=psync direct=1 numjobs=N});
  *   <li>{@code fuse}: the volume mounted through FUSE ({@link FuseVolume}), and fio in a file on it as on
  *       xfs and ext4;
- *   <li>{@code raw}: fio on the block device itself, the limit.
+ *   <li>{@code raw}: fio on the block device itself, the limit; its first {@code fileSize} bytes (fio's
+ *       region) written once first, as the other targets' files are, so that no write of a phase is the
+ *       first to a page of the RAM-backed image.
  * </ul>
  * N synchronous writers on both sides (threads against fio jobs), the same block size, the same region,
  * and nothing made durable during the phase: the same shape of work and the same durability.
@@ -161,7 +163,7 @@ public final class RandWriteBench {
                         case FERRITE -> String.format(Locale.ROOT, "%-7s volume with VolumeOptions.defaults() on the raw loop device"
                                 + " (O_DIRECT); Namespace.write of %d-byte native aligned buffers (the direct path), no fsync;"
                                 + " the same writes untimed for up to 1 s first (the JIT)", t.label(), blockSize);
-                        case RAW -> String.format(Locale.ROOT, "%-7s the loop device itself; %s, no fsync", t.label(), job);
+                        case RAW -> String.format(Locale.ROOT, "%-7s the loop device itself, fio's region written once first; %s, no fsync", t.label(), job);
                         case FUSE -> String.format(Locale.ROOT, "%-7s volume with VolumeOptions.defaults() on the raw loop device,"
                                 + " mounted through FUSE (its defaults: docs/mount.md); %s, no fsync", t.label(), job);
                         default -> String.format(Locale.ROOT, "%-7s %s defaults, mounted %s; %s, no fsync", t.label(), t.deviceKind().mkfs,
@@ -188,10 +190,15 @@ public final class RandWriteBench {
 
     /** fio's phases: on the device {@code where} for {@link Target#RAW}, else in a file in the mount {@code where}. */
     private void fioPhases(Target t, Path where, List<Result> results, Progress progress) {
+        if (t == Target.RAW) {
+            // written once first, as every other target's file is: a RAM-backed image gets its pages on first
+            // write (15-20 us a page on a VM), which would otherwise slow the limit's own phase
+            fill(where, StandardOpenOption.WRITE);
+        }
         for (int qd : queueDepths) {
             Path file = t == Target.RAW ? where : where.resolve("bench-qd" + qd);
             if (t != Target.RAW && !unwritten) {
-                fillHostFile(file);
+                fill(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
             }
             results.add(fio(t, file, qd, progress));
             if (t != Target.RAW) {
@@ -426,8 +433,9 @@ public final class RandWriteBench {
     }
 
     /** Writes the whole file through the page cache, then fsyncs it: written extents, as on Ferrite. */
-    private void fillHostFile(Path file) {
-        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+    /** Writes the first {@code fileSize} bytes of {@code file} (a new file, or the raw device) and syncs them. */
+    private void fill(Path file, StandardOpenOption... options) {
+        try (FileChannel ch = FileChannel.open(file, options)) {
             ByteBuffer chunk = ByteBuffer.allocateDirect(FILL_CHUNK);
             SplittableRandom random = new SplittableRandom(SEED);
             while (chunk.hasRemaining()) {
