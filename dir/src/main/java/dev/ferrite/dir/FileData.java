@@ -39,9 +39,9 @@ import static dev.ferrite.dir.InodeFormat.S_IFREG;
  * fallocate, append (which so owns the end of the file while it writes there), a write-back of cached
  * pages, a trim and by freeing an orphan, so that no read or write uses a mapping whose blocks are being
  * freed or unwritten. Concurrent writes to disjoint ranges run their device I/O in parallel; a shared
- * hold is one CAS each way and nothing per thread, and not reentrant: no call here takes it again. An operation on a handle checks
- * again that the handle is open once it holds the I/O lock ({@link #lockIo}), so that a last close
- * racing it cannot free the inode under it.
+ * hold is one CAS each way and nothing per thread, and not reentrant: no call here takes it again. An
+ * operation on a handle checks again that the handle is open once it holds the I/O lock
+ * ({@link #lockIo}), so that a last close racing it cannot free the inode under it.
  */
 final class FileData {
     /** The largest file: 2^63 - 1 bytes rounded down to 4 KiB, the limit of {@link ExtentFormat#MAX_FILE_BLOCKS}. */

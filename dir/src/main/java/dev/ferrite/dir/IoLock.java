@@ -12,27 +12,27 @@ import java.util.concurrent.locks.AbstractQueuedSynchronizer;
  * <p>A shared hold is a count and nothing else: taking and letting go is one CAS each, with nothing kept
  * per thread and nothing allocated. {@code ReentrantReadWriteLock} kept a hold count per reading thread
  * (a {@code ThreadLocal} entry and a {@code HoldCounter} made and dropped by each read hold beside
- * another's: about 56 bytes per direct write with 32 writers) so that a reader could take its lock
- * again while a writer waited. So a shared hold is <em>not</em> reentrant: a thread holding one must not
- * take this lock again, shared or exclusive, except with {@link #tryLock} (which then fails), because a
- * waiting exclusive holder keeps new shared ones out. No path does: under a shared hold the I/O takes
- * only page, inode and buffer locks, the conversion turn and log space, and tries other files' I/O locks
- * ({@link FileMapping}'s reclaim of speculative blocks).
+ * another's: 58-60 bytes per direct write with 32 writers, {@code OverwriteBench -t 32}) so that a
+ * reader could take its lock again while a writer waited. So a shared hold is <em>not</em> reentrant: a
+ * thread holding one must not take this lock again, shared or exclusive, except with {@link #tryLock}
+ * (which then fails), because a waiting exclusive holder keeps new shared ones out. No path does: under
+ * a shared hold the I/O takes only page, inode and buffer locks, the conversion turn and log space, and
+ * tries other files' I/O locks ({@link FileMapping}'s reclaim of speculative blocks).
  *
  * <p>The exclusive hold has an owner and is reentrant, and its owner may take shared holds too (counted
  * as exclusive ones, let go before the exclusive hold they nest in): truncate frees through the same
  * {@link FileMapping#release} a trim takes it for, an append writes through the direct path's shared
- * write. Exclusive holds are rare (a write's own I/O never needs one), so their bookkeeping costs the
- * shared path nothing.
+ * write. Exclusive holds are rare (a write takes one only to trim a speculative tail it would split),
+ * so their bookkeeping costs the shared path nothing.
  *
  * <p>Fair, in arrival order: a shared hold is not granted while anyone waits ahead of it, so an
- * exclusive waiter (a truncate, an extent change) gets in once the holders present when it queued let
+ * exclusive waiter (a truncate, a fallocate) gets in once the holders present when it queued let
  * go, however many writers keep arriving. {@link #tryLock} takes a free lock without queueing.
  *
  * <p>Lock order: the I/O lock first, then a direct write's conversion turn ({@link Conversions}), the
  * log reservation, and {@link FileMapping}'s order (the inode's lock, a group's AGF, the record's block).
  * A thread waits for one stripe at a time: holding one, it only tries others ({@link #tryLock}), or
- * takes its own again exclusively.
+ * takes one it holds exclusively again.
  */
 @SuppressWarnings("serial") // never serialized
 final class IoLock extends AbstractQueuedSynchronizer {
