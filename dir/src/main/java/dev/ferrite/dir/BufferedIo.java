@@ -2,8 +2,6 @@ package dev.ferrite.dir;
 
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.locks.Lock;
-import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 /**
  * Buffered file I/O through the {@link PageCache}: reads and writes of any offset and length copy
@@ -100,7 +98,7 @@ final class BufferedIo implements PageCache.Writer {
         long len = dst.byteSize(), done = 0;
         FilePages p = null;
         for (;;) {
-            Lock l = files.lockIo(h, files.io(i.ino).readLock());
+            IoLock l = files.lockShared(h, i);
             try {
                 long size = size(i);
                 if (offset >= size || len == 0) {
@@ -120,7 +118,7 @@ final class BufferedIo implements PageCache.Writer {
                     return (int) done; // more than n only if a truncate cut the file meanwhile
                 }
             } finally {
-                l.unlock();
+                l.unlockShared();
             }
             reclaim(p);
         }
@@ -131,7 +129,7 @@ final class BufferedIo implements PageCache.Writer {
         long len = src.byteSize();
         for (long done = 0; done < len || len == 0; ) {
             cache.throttle();
-            Lock l = files.lockIo(h, files.io(i.ino).readLock());
+            IoLock l = files.lockShared(h, i);
             try {
                 long size = size(i);
                 if (len == 0) {
@@ -147,7 +145,7 @@ final class BufferedIo implements PageCache.Writer {
                     files.markModified(i); // logged by the write-back's transaction, or earlier (fsync, last close, sync)
                 }
             } finally {
-                l.unlock();
+                l.unlockShared();
             }
             if (done < len) {
                 reclaim(p);
@@ -197,7 +195,7 @@ final class BufferedIo implements PageCache.Writer {
             return;
         }
         for (FilePages o : cache.dirtyFiles()) {
-            ReentrantReadWriteLock.WriteLock l = files.io(o.inode.ino).writeLock();
+            IoLock l = files.io(o.inode.ino);
             if (l.tryLock()) {
                 try {
                     writeBackLocked(o, 0, Long.MAX_VALUE);
@@ -361,7 +359,7 @@ final class BufferedIo implements PageCache.Writer {
         if (p == null || p.dirty == 0 && i.pendingSize == 0) {
             return;
         }
-        Lock l = files.io(i.ino).writeLock();
+        IoLock l = files.io(i.ino);
         l.lock();
         try {
             writeBackLocked(p, from, to);
@@ -459,7 +457,7 @@ final class BufferedIo implements PageCache.Writer {
         Inode i = p.inode;
         boolean keep = false;
         // one hold of the I/O lock: an unlink freeing the file meanwhile frees its blocks (under this lock) after the trim
-        Lock l = files.io(i.ino).writeLock();
+        IoLock l = files.io(i.ino);
         l.lock();
         try {
             writeBackLocked(p, 0, Long.MAX_VALUE);

@@ -3,8 +3,6 @@ package dev.ferrite.dir;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.locks.Lock;
-import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 import dev.ferrite.btree.internal.Buffer;
 import dev.ferrite.btree.internal.BufferCache;
@@ -36,13 +34,14 @@ import static dev.ferrite.dir.InodeFormat.S_IFREG;
  * concurrent callers ({@link SharedFlush}).
  *
  * <h2>Locks</h2>
- * A striped I/O lock per inode ({@link FileMapping#io}), taken before the log reservation (XFS's
- * i_rwsem): shared by reads and writes (buffered ones too), exclusive by truncate, fallocate, append
- * (which so owns the end of the file while it writes there), a write-back of cached pages, a trim and by
- * freeing an orphan, so that no read or write uses a mapping whose blocks are being freed or unwritten.
- * Concurrent writes to disjoint ranges run their device I/O in parallel. An operation on a handle checks
- * again that the handle is open once it holds the I/O lock ({@link #lockIo}), so that a last close
- * racing it cannot free the inode under it.
+ * A striped I/O lock per inode ({@link FileMapping#io}, an {@link IoLock}), taken before the log
+ * reservation (XFS's i_rwsem): shared by reads and writes (buffered ones too), exclusive by truncate,
+ * fallocate, append (which so owns the end of the file while it writes there), a write-back of cached
+ * pages, a trim and by freeing an orphan, so that no read or write uses a mapping whose blocks are being
+ * freed or unwritten. Concurrent writes to disjoint ranges run their device I/O in parallel; a shared
+ * hold is one CAS each way and nothing per thread, and not reentrant: no call here takes it again. An
+ * operation on a handle checks again that the handle is open once it holds the I/O lock
+ * ({@link #lockIo}), so that a last close racing it cannot free the inode under it.
  */
 final class FileData {
     /** The largest file: 2^63 - 1 bytes rounded down to 4 KiB, the limit of {@link ExtentFormat#MAX_FILE_BLOCKS}. */
@@ -86,29 +85,48 @@ final class FileData {
     }
 
     /** {@link FileMapping#io}. */
-    ReentrantReadWriteLock io(long ino) {
+    IoLock io(long ino) {
         return mapping.io(ino);
     }
 
     /** Test seam: run by an operation on a handle between its EBADF check and taking the I/O lock; null outside tests. */
     volatile Runnable beforeIoLock;
 
+    /** {@link #lockIo} shared: a read or write of {@code h}'s file; let go with {@link IoLock#unlockShared}. */
+    IoLock lockShared(Handle h, Inode i) {
+        return lockIo(h, i, false);
+    }
+
+    /** {@link #lockIo} exclusively: a change to {@code h}'s file's mapping or end; let go with {@link IoLock#unlock}. */
+    IoLock lockExclusive(Handle h, Inode i) {
+        return lockIo(h, i, true);
+    }
+
     /**
-     * Takes {@code l}, the I/O lock of {@code h}'s inode, for an operation on {@code h}, then checks again
+     * Takes the I/O lock of {@code h}'s inode {@code i} for an operation on {@code h}, then checks again
      * that {@code h} is open (EBADF if not). A last close marks its handle closed before it frees an
      * orphan, and freeing takes this lock exclusively: an operation that finds the handle open here holds
      * the freeing off until it unlocks; one that finds it closed never touches the inode, whose slot a new
      * file may hold by now. One volatile read, no count of operations in flight to update.
      */
-    Lock lockIo(Handle h, Lock l) {
+    private IoLock lockIo(Handle h, Inode i, boolean exclusive) {
         volume.requireOpen(); // a closed or shut down volume takes no more I/O
         Runnable hook = beforeIoLock;
         if (hook != null) {
             hook.run();
         }
-        l.lock();
+        IoLock l = io(i.ino);
+        if (exclusive) {
+            l.lock();
+        } else {
+            l.lockShared();
+        }
         if (!h.isOpen()) {
-            l.unlock();
+            if (exclusive) {
+                l.unlock();
+            } else {
+                l.unlockShared();
+            }
             h.requireOpen();
         }
         return l;
@@ -207,7 +225,7 @@ final class FileData {
         if (BufferedIo.hasDirty(i)) { // the device gets what the cache holds for the range first
             buffered.writeBack(i, first, first + dst.byteSize() / blockSize);
         }
-        Lock l = lockIo(h, io(i.ino).readLock());
+        IoLock l = lockShared(h, i);
         try {
             long blocks = dst.byteSize() / blockSize;
             long dev = blocks == 0 ? -1 : inPlace(i, first, first + blocks);
@@ -224,7 +242,7 @@ final class FileData {
             readRuns(s.extents, first, first + (n + blockSize - 1) / blockSize, dst); // whole blocks: the buffer holds them
             return (int) n;
         } finally {
-            l.unlock();
+            l.unlockShared();
         }
     }
 
@@ -272,10 +290,10 @@ final class FileData {
         writeDirect(h, i, offset, src);
     }
 
-    /** The direct path's write; the I/O lock is taken here (reentrant under an append's exclusive one). */
+    /** The direct path's write; the I/O lock is taken here (under an append's exclusive hold, as its owner's). */
     private void writeDirect(Handle h, Inode i, long offset, MemorySegment src) {
         long len = src.byteSize();
-        Lock l = lockIo(h, io(i.ino).readLock());
+        IoLock l = lockShared(h, i);
         boolean sparse;
         try {
             sparse = !writeLocked(i, offset, src, true, offset + len, false);
@@ -283,10 +301,10 @@ final class FileData {
                 buffered.drop(i, offset / blockSize, (offset + len) / blockSize);
             }
         } finally {
-            l.unlock();
+            l.unlockShared();
         }
         if (sparse) {
-            l = lockIo(h, io(i.ino).writeLock());
+            l = lockExclusive(h, i);
             try {
                 mapping.trimSpeculative(i);
                 writeLocked(i, offset, src, false, offset + len, false);
@@ -413,7 +431,7 @@ final class FileData {
             throw new NamespaceException(Errno.EFBIG, "truncate of inode " + i.ino + " to " + size + " bytes, past the largest file, "
                     + MAX_FILE_SIZE + " bytes");
         }
-        Lock l = lockIo(h, io(i.ino).writeLock());
+        IoLock l = lockExclusive(h, i);
         try {
             long old = buffered.size(i), tail = size % blockSize;
             boolean zeroed = tail != 0 && size < old;
@@ -437,7 +455,7 @@ final class FileData {
      * way leaves a sound, shorter mapping.
      */
     void freeFrom(Inode i, long from) {
-        Lock l = io(i.ino).writeLock();
+        IoLock l = io(i.ino);
         l.lock();
         try {
             buffered.drop(i, from, Long.MAX_VALUE);
@@ -452,7 +470,7 @@ final class FileData {
 
     /** Forgets {@code i}'s cached pages, dirty ones too, and its pending size. */
     void dropCache(Inode i) {
-        Lock l = io(i.ino).writeLock();
+        IoLock l = io(i.ino);
         l.lock();
         try {
             buffered.dropAll(i);
@@ -490,7 +508,7 @@ final class FileData {
         // the blocks the range touches, and the ones it covers whole: partial blocks are zeroed through the cache
         long first = offset / blockSize, end = (stop + blockSize - 1) / blockSize;
         long wholeFirst = (offset + blockSize - 1) / blockSize, wholeEnd = Math.max(wholeFirst, stop / blockSize);
-        Lock l = lockIo(h, io(i.ino).writeLock());
+        IoLock l = lockExclusive(h, i);
         try {
             FileMapping.Snapshot s = mapping.file(i, first, end);
             long size = Math.max(s.size(), i.pendingSize);
@@ -559,7 +577,7 @@ final class FileData {
         if (!aligned) {
             buffered.throttle();
         }
-        Lock l = lockIo(h, io(i.ino).writeLock());
+        IoLock l = lockExclusive(h, i);
         try {
             long at = buffered.size(i);
             requireBelowMax(i, at, src.byteSize());
@@ -586,7 +604,7 @@ final class FileData {
         }
         long first = offset / blockSize, end = length > MAX_FILE_SIZE - offset ? ExtentFormat.MAX_FILE_BLOCKS
                 : (offset + length + blockSize - 1) / blockSize;
-        Lock l = lockIo(h, io(i.ino).readLock());
+        IoLock l = lockShared(h, i);
         try {
             ExtentList x = mapping.file(i, first, end).extents();
             List<FileExtent> out = new ArrayList<>();
@@ -597,7 +615,7 @@ final class FileData {
             }
             return out;
         } finally {
-            l.unlock();
+            l.unlockShared();
         }
     }
 
@@ -612,7 +630,7 @@ final class FileData {
         if (offset >= 0) {
             buffered.writeBack(i, offset / blockSize, Long.MAX_VALUE);
         }
-        Lock l = lockIo(h, io(i.ino).readLock());
+        IoLock l = lockShared(h, i);
         try {
             long size = buffered.size(i); // EISDIR or EINVAL for what is not a regular file
             if (offset < 0 || offset >= size) {
@@ -634,7 +652,7 @@ final class FileData {
             throw new NamespaceException(Errno.ENXIO, "no data at or past offset " + offset + " of inode " + i.ino + ", " + size
                     + " bytes long");
         } finally {
-            l.unlock();
+            l.unlockShared();
         }
     }
 

@@ -3,8 +3,6 @@ package dev.ferrite.dir;
 import java.lang.foreign.MemorySegment;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.locks.Lock;
-import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.Function;
 import java.util.function.LongUnaryOperator;
 
@@ -65,7 +63,7 @@ final class FileMapping {
     private final InodeCache inodes;
     private final ExtentMap map;
     private final int blockSize;
-    private final ReentrantReadWriteLock[] ioLocks = new ReentrantReadWriteLock[IO_STRIPES];
+    private final IoLock[] ioLocks = new IoLock[IO_STRIPES];
     /**
      * Files this mount gave speculative blocks past their end, until trimmed: what a write that finds no
      * free block reclaims before it gives up (XFS's eofblocks scan on ENOSPC).
@@ -83,7 +81,7 @@ final class FileMapping {
         this.map = map;
         this.blockSize = geometry.blockSize();
         for (int i = 0; i < IO_STRIPES; i++) {
-            ioLocks[i] = new ReentrantReadWriteLock();
+            ioLocks[i] = new IoLock();
         }
         // the most: an eighth of a group (XFS goes up to its longest extent), so that a file written by
         // appends beside another ends in a handful of extents, yet a few growing files cannot fill a group
@@ -91,8 +89,8 @@ final class FileMapping {
         this.preallocMin = Math.min(PREALLOC_MIN_BYTES / blockSize, preallocCap);
     }
 
-    /** The I/O lock of inode {@code ino}: one of a fixed set of stripes. */
-    ReentrantReadWriteLock io(long ino) {
+    /** The I/O lock of inode {@code ino}: one of a fixed set of stripes, shared with other files'. */
+    IoLock io(long ino) {
         return ioLocks[(int) (ino * 0x9E37_79B9_7F4A_7C15L >>> 58)];
     }
 
@@ -459,7 +457,7 @@ final class FileMapping {
     void trimSpeculative(Inode i) {
         long ino = i.ino;
         int rec = records.rec(ino);
-        Lock l = io(ino).writeLock();
+        IoLock l = io(ino);
         l.lock();
         try {
             long eof = records.readLong(ino, speculativeEof);
@@ -509,7 +507,7 @@ final class FileMapping {
             if (ino == self) {
                 continue;
             }
-            Lock l = io(ino).writeLock();
+            IoLock l = io(ino);
             if (!l.tryLock()) {
                 continue;
             }
@@ -538,7 +536,7 @@ final class FileMapping {
     void release(Inode i, long from, long to, Function<ExtentList, long[]> unmap, boolean touch) {
         long ino = i.ino;
         int rec = records.rec(ino);
-        ReentrantReadWriteLock.WriteLock l = io(ino).writeLock();
+        IoLock l = io(ino);
         l.lock();
         try {
             for (int fails = 0; ; ) {

@@ -1,6 +1,7 @@
 package dev.ferrite.dir;
 
 import java.lang.foreign.MemorySegment;
+import java.util.concurrent.CountDownLatch;
 import java.util.function.LongConsumer;
 
 import org.junit.jupiter.api.Test;
@@ -34,6 +35,27 @@ class FileIoAllocationTest extends FileTestBase {
             assertNoAllocation("direct write", at -> ns.write(f, at, block));
             assertNoAllocation("direct read", at -> assertEquals(BS, ns.read(f, at, block)));
             assertEquals(16L * BS, ns.stat(f).size());
+        }
+    }
+
+    /**
+     * With another writer of the file inside its I/O lock (held shared here from another thread, as 32
+     * writers of one file mostly find it), a direct overwrite still allocates nothing: a
+     * {@code ReentrantReadWriteLock} made a hold counter and a thread-local entry per such write.
+     */
+    @Test
+    void directWriteBesideAnotherWriterAllocatesNothing() throws InterruptedException {
+        try (Handle f = written("w", 16, 1)) {
+            CountDownLatch leave = new CountDownLatch(1);
+            Thread other = IoLockTest.holdShared(ns.files.io(f.ino()), leave);
+            try {
+                MemorySegment block = stamped(0, 1, 2);
+                assertNoAllocation("direct write beside another writer", at -> ns.write(f, at, block));
+                assertNoAllocation("direct read beside another writer", at -> assertEquals(BS, ns.read(f, at, block)));
+            } finally {
+                leave.countDown();
+                other.join();
+            }
         }
     }
 
