@@ -5,7 +5,10 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.LongAdder;
@@ -112,8 +115,12 @@ public final class JournalBench {
             phaseNanos = Math.min(phaseNanos, WARM_UP_NANOS);
             groupCommits(device, maxThreads, arena, progress, "warm-up ");
             phaseNanos = Math.round(seconds * 1e9);
+            Map<Integer, String> deviceCpu = new HashMap<>();
             for (int t : threads) {
-                results.add(groupCommits(device, t, arena, progress, ""));
+                long cpu = Contention.processCpuNanos();
+                Result r = groupCommits(device, t, arena, progress, "");
+                results.add(r);
+                deviceCpu.put(t, Contention.cpu(cpu, Contention.processCpuNanos(), r.n()).replace("; JVM CPU", "; device JVM CPU"));
             }
             Journal.format(device, geometry);
             TestItem[] commitItems = new TestItem[maxThreads];
@@ -136,8 +143,12 @@ public final class JournalBench {
                     long cpu = Contention.processCpuNanos();
                     Result r = forcedCommits(journal, t, commitItems, progress, "");
                     results.add(r);
-                    contention.add(FORCED_COMMIT + " x" + t + ": " + Contention.journal(before, journal.stats(), r.n())
-                            + Contention.cpu(cpu, Contention.processCpuNanos(), r.n()));
+                    JournalStats after = journal.stats();
+                    // AIL hand-offs through the ring: each wakes its consumer thread, a cost of the commits
+                    // beside the committer's (a forcer that inserts its own checkpoint makes none)
+                    contention.add(FORCED_COMMIT + " x" + t + ": " + Contention.journal(before, after, r.n())
+                            + String.format(Locale.ROOT, ", AIL hand-offs %,d", after.ailInsertBatches() - before.ailInsertBatches())
+                            + Contention.cpu(cpu, Contention.processCpuNanos(), r.n()) + deviceCpu.get(t));
                 }
                 int rounds = (int) Math.max(1, Math.round(seconds));
                 long slice = phaseNanos / rounds;
