@@ -304,6 +304,7 @@ class ForceInlineTest {
                 assertEquals(forces, j.stats().checkpoints());
                 assertEquals(0, handOffs.get(), "no checkpoint went through the log I/O thread");
                 assertEquals(0, j.stats().ailInsertBatches(), "none through the ring: its consumer never woke");
+                assertEquals(forces, j.stats().ailForcerInserts());
                 j.quiesce();
                 assertEquals(0, j.stats().ailItems());
             }

@@ -260,10 +260,11 @@ public final class JournalBench {
         results.add(logged.result(FERRITE, n));
         JournalStats after = journal.stats();
         // AIL hand-offs through the ring: each wakes its consumer thread, a cost of the commits beside the
-        // committer's (a forcer that inserts its own checkpoint makes none)
+        // committer's; a forcer that inserts its own checkpoint makes none
         contention.add(FORCED_COMMIT + " x" + n + ": " + Contention.journal(before, after, logged.ops())
-                + String.format(Locale.ROOT, ", AIL hand-offs %,d; JVM CPU %.1f µs/op (device %.1f µs/op)",
-                after.ailInsertBatches() - before.ailInsertBatches(), loggedCpu / 1e3 / Math.max(1, logged.ops()),
+                + String.format(Locale.ROOT, ", AIL hand-offs %,d, checkpoints forcers inserted themselves %,d; JVM CPU %.1f µs/op (device %.1f µs/op)",
+                after.ailInsertBatches() - before.ailInsertBatches(), after.ailForcerInserts() - before.ailForcerInserts(),
+                loggedCpu / 1e3 / Math.max(1, logged.ops()),
                 directCpu / 1e3 / Math.max(1, direct.ops())));
     }
 
