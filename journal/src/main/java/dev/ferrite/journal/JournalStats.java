@@ -15,8 +15,9 @@ package dev.ferrite.journal;
  * @param writeWaitNanos    see writeWaits
  * @param grantCasRetries   compare-and-swaps of either grant head that lost to another thread's and were tried
  *                          again: contention on the lock-free fast path, as distinct from the waits above
- * @param ailInsertBatches  bulk insertions into the AIL (one per Disruptor batch)
+ * @param ailInsertBatches  bulk insertions into the AIL (one per Disruptor batch: a wake-up of its consumer)
  * @param ailInsertedItems  items inserted (moves of relogged items included)
+ * @param ailForcerInserts  checkpoints a forcer wrote and inserted into the AIL itself, without the ring
  * @param ailPushRounds     write-back rounds of the pusher
  * @param ailPusherWakeups  times the pusher was woken from idle
  * @param ailWrittenBack    items written home
@@ -32,7 +33,7 @@ package dev.ferrite.journal;
  */
 public record JournalStats(long commits, long forces, long checkpoints, long checkpointBytes, long checkpointItems,
                            long logFlushes, long reserveWaits, long reserveWaitNanos, long writeWaits,
-                           long writeWaitNanos, long grantCasRetries, long ailInsertBatches, long ailInsertedItems, long ailPushRounds,
+                           long writeWaitNanos, long grantCasRetries, long ailInsertBatches, long ailInsertedItems, long ailForcerInserts, long ailPushRounds,
                            long ailPusherWakeups, long ailWrittenBack, long ailWrittenEarly, int ailItems, long tailMoves, long freeBytes,
                            long logBytes, long commitThrottles, long commitThrottleNanos, long shadowBytes) {
     /** Mean items per AIL bulk insertion. */

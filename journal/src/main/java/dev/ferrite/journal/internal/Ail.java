@@ -18,7 +18,7 @@ import com.lmax.disruptor.RingBuffer;
 import com.lmax.disruptor.dsl.Disruptor;
 import com.lmax.disruptor.dsl.ProducerType;
 
-import org.jctools.queues.atomic.SpscAtomicArrayQueue;
+import org.jctools.queues.atomic.MpscAtomicArrayQueue;
 
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.IoBatch;
@@ -37,7 +37,9 @@ import dev.ferrite.io.IoBatch;
  * batch ended, then takes the AIL lock once and appends every item of every checkpoint gathered. LSNs
  * only grow, so the list stays ordered by appending; an item relogged with its delta keeps its place, one
  * relogged whole is unlinked and appended, i.e. moves forward. Only after insertion are the items
- * unpinned and allowed home.
+ * unpinned and allowed home. A forcer that wrote a small checkpoint on its own thread inserts it itself
+ * when it is the one due next ({@link #insertNow}), under the same lock, so a lone committer's forces wake
+ * no thread here; the order check is the same either way.
  *
  * <h2>Pushing</h2>
  * The pusher ({@code ferrite-ail-pusher}) writes back items up to a target LSN. It is woken only when
@@ -101,8 +103,11 @@ public final class Ail implements AutoCloseable {
     // Pushing.
     private final Thread pusher;
     private final AtomicLong target = new AtomicLong(Lsn.NONE);
-    /** Items past the relog limit, from the consumer to the pusher; a full queue drops (they come back). */
-    private final SpscAtomicArrayQueue<LogItem> heavy = new SpscAtomicArrayQueue<>(1 << 14);
+    /**
+     * Items past the relog limit, from the inserters (the consumer, forcers inserting their own checkpoint)
+     * to the pusher; a full queue drops (they come back).
+     */
+    private final MpscAtomicArrayQueue<LogItem> heavy = new MpscAtomicArrayQueue<>(1 << 14);
     /** Set when items arrive at or below a target the pusher already finished: it must look again. */
     private volatile boolean rescan;
     private volatile boolean running = true;
@@ -119,6 +124,8 @@ public final class Ail implements AutoCloseable {
 
     // Statistics.
     final LongAdder insertBatches = new LongAdder();
+    /** Checkpoints a forcer inserted itself ({@link #insertNow}), not through the ring. */
+    final LongAdder insertedNow = new LongAdder();
     public final LongAdder insertedItems = new LongAdder();
     final LongAdder pushRounds = new LongAdder();
     final LongAdder pusherWakeups = new LongAdder();
@@ -213,6 +220,43 @@ public final class Ail implements AutoCloseable {
         ring.publish(slot);
     }
 
+    /** A durable checkpoint as the log writer hands it over: its items (the AIL's from then on), where it starts and ends. */
+    interface Durable {
+        LogItem[] items();
+
+        long startLsn();
+
+        long checkpointSeq();
+
+        long endLsn();
+    }
+
+    /**
+     * Log writer thread: hands the first {@code n} of {@code checkpoints}, durable and in checkpoint order,
+     * to the AIL in one claim of the ring (several if they outnumber its slots), so that the consumer wakes
+     * once for all of them, as it would for one: checkpoints forcers wrote on their own threads, gathered
+     * since the last hand-off, would otherwise wake it one by one. Clears the array's references.
+     */
+    void publish(Durable[] checkpoints, int n) {
+        for (int done = 0; done < n; ) {
+            int k = Math.min(n - done, ring.getBufferSize());
+            long hi = ring.next(k);
+            long lo = hi - (k - 1);
+            for (int i = 0; i < k; i++) {
+                Durable c = checkpoints[done + i];
+                checkpoints[done + i] = null;
+                Event e = ring.get(lo + i);
+                e.items = c.items();
+                e.count = c.items().length;
+                e.lsn = c.startLsn();
+                e.seq = c.checkpointSeq();
+                e.endLsn = c.endLsn();
+            }
+            ring.publish(lo, hi);
+            done += k;
+        }
+    }
+
     private void onEvent(Event e, long sequence, boolean endOfBatch) {
         if (pendingCount == pending.length) {
             pending = Arrays.copyOf(pending, pendingCount * 2);
@@ -245,39 +289,8 @@ public final class Ail implements AutoCloseable {
                     throw new IllegalStateException("checkpoint " + e.seq + " reached the AIL where checkpoint "
                             + nextStartSeq + " was due: checkpoints must arrive one after another, in order");
                 }
-                for (int i = 0; i < e.count; i++) {
-                    LogItem it = e.items[i];
-                    it.lastLsn = e.lsn;
-                    if (it.inAil) {
-                        if (!it.loggedWholeBy(e.seq)) {
-                            // a delta: the item's older place still holds the changes before it. Half a
-                            // log behind, it is relogged whole next, long before the push for space
-                            // (a quarter free) could find it holding the tail, hot, with every
-                            // committer waiting for space and none to relog it.
-                            if (blocksBetween(it.ailLsn, e.lsn) > areaBlocks / 2) {
-                                it.askWholeRelog();
-                            }
-                            continue;
-                        }
-                        unlink(it);
-                    }
-                    it.wholeRelogDone();
-                    it.ailLsn = e.lsn;
-                    it.ailSeq = e.seq;
-                    it.inAil = true;
-                    it.ailPrev = last;
-                    it.ailNext = null;
-                    if (last == null) {
-                        first = it;
-                    } else {
-                        last.ailNext = it;
-                    }
-                    last = it;
-                    size++;
-                }
+                insertLocked(e.items, e.count, e.lsn, e.seq, e.endLsn);
                 items += e.count;
-                nextStartLsn = e.endLsn;
-                nextStartSeq = e.seq + 1;
             }
             progress.signalAll();
         } finally {
@@ -287,19 +300,97 @@ public final class Ail implements AutoCloseable {
         boolean early = false;
         for (int c = 0; c < pendingCount; c++) {
             Event e = pending[c];
-            for (int i = 0; i < e.count; i++) {
-                LogItem it = e.items[i];
-                // read without the owner's lock: a hint, rechecked under it before writing
-                if (DirtyMap.chunks(it.loggedMap, it.loggedMapHigh) > relogChunks) {
-                    early |= heavy.offer(it);
-                }
-                it.unpin();
-            }
+            early |= release(e.items, e.count);
             if (e.count > 0) {
                 lowest = Math.min(lowest, e.lsn);
             }
             e.items = null;
         }
+        wakePusherFor(lowest, early);
+        insertBatches.increment();
+        insertedItems.add(items);
+        AilInsertEvent.emit(items, pendingCount);
+        pendingCount = 0;
+    }
+
+    /**
+     * A forcer that wrote checkpoint {@code c} on its own thread: inserts its items here and now if it is
+     * the next checkpoint the AIL is due (every earlier one inserted), without the ring and without waking
+     * anyone (a lock taken, a few links, and the pusher woken only if a push already waits for these
+     * items). False, with nothing done, if an earlier checkpoint is still on its way through the ring or
+     * the log writer's queue: {@code c} must then follow it the same way.
+     */
+    boolean insertNow(Durable c) {
+        LogItem[] items = c.items();
+        lock.lock();
+        try {
+            if (c.checkpointSeq() != nextStartSeq) {
+                return false;
+            }
+            insertLocked(items, items.length, c.startLsn(), c.checkpointSeq(), c.endLsn());
+            progress.signalAll(); // no system call unless someone waits (a quiesce, a close)
+        } finally {
+            lock.unlock();
+        }
+        wakePusherFor(items.length > 0 ? c.startLsn() : Long.MAX_VALUE, release(items, items.length));
+        insertedNow.increment();
+        insertedItems.add(items.length);
+        AilInsertEvent.emit(items.length, 1);
+        return true;
+    }
+
+    /** Under the lock: appends (or keeps in place) the items of checkpoint {@code seq}, the one due next. */
+    private void insertLocked(LogItem[] items, int count, long lsn, long seq, long endLsn) {
+        for (int i = 0; i < count; i++) {
+            LogItem it = items[i];
+            it.lastLsn = lsn;
+            if (it.inAil) {
+                if (!it.loggedWholeBy(seq)) {
+                    // a delta: the item's older place still holds the changes before it. Half a
+                    // log behind, it is relogged whole next, long before the push for space
+                    // (a quarter free) could find it holding the tail, hot, with every
+                    // committer waiting for space and none to relog it.
+                    if (blocksBetween(it.ailLsn, lsn) > areaBlocks / 2) {
+                        it.askWholeRelog();
+                    }
+                    continue;
+                }
+                unlink(it);
+            }
+            it.wholeRelogDone();
+            it.ailLsn = lsn;
+            it.ailSeq = seq;
+            it.inAil = true;
+            it.ailPrev = last;
+            it.ailNext = null;
+            if (last == null) {
+                first = it;
+            } else {
+                last.ailNext = it;
+            }
+            last = it;
+            size++;
+        }
+        nextStartLsn = endLsn;
+        nextStartSeq = seq + 1;
+    }
+
+    /** After insertion, without the lock: unpins the items; true if any went to the pusher as heavy. */
+    private boolean release(LogItem[] items, int count) {
+        boolean early = false;
+        for (int i = 0; i < count; i++) {
+            LogItem it = items[i];
+            // read without the owner's lock: a hint, rechecked under it before writing
+            if (DirtyMap.chunks(it.loggedMap, it.loggedMapHigh) > relogChunks) {
+                early |= heavy.offer(it);
+            }
+            it.unpin();
+        }
+        return early;
+    }
+
+    /** Wakes the pusher if items inserted from {@code lowest} on lie within a push already asked for, or went to it as heavy. */
+    private void wakePusherFor(long lowest, boolean early) {
         if (lowest <= target.get()) {
             // a push already asked for these (they were still in flight then): once per batch, not per item
             rescan = true;
@@ -307,10 +398,6 @@ public final class Ail implements AutoCloseable {
         } else if (early) {
             LockSupport.unpark(pusher);
         }
-        insertBatches.increment();
-        insertedItems.add(items);
-        AilInsertEvent.emit(items, pendingCount);
-        pendingCount = 0;
     }
 
     /** Log blocks from {@code from} to {@code to}, a later LSN. */

@@ -39,12 +39,16 @@ import dev.ferrite.io.internal.OffHeap;
  * happens-before edge (the hand-off queue one way, {@code ioDone} the other, {@code pushing} between
  * the push thread and forcers).
  *
- * <p>The AIL hand-off (publishing the items) is always the log I/O thread's, after the forcers are woken. A checkpoint written by a forcer or the push thread leaves its hand-off in
- * {@code durable} for it, so a force returns as soon as its flush does ({@link #deferHandOff}). Hand-offs
+ * <p>The AIL hand-off (publishing the items) is the log I/O thread's, after the forcers are woken. A
+ * forcer that wrote a checkpoint of a few items on its own thread puts them into the AIL itself when the
+ * AIL is due that checkpoint next ({@link #insertedHere}: no hand-off at all). Any other checkpoint written
+ * by a forcer or the push thread leaves its hand-off in {@code durable} for the log I/O thread, so a force
+ * returns as soon as its flush does ({@link #deferHandOff}). Hand-offs
  * stay in checkpoint order (every checkpoint written elsewhere is queued before the next one is handed
  * to the log I/O thread, which drains the queue first) and are bounded in time: while they keep coming the
  * log I/O thread looks for them every {@link #HAND_OFF_POLL_NANOS} instead of being woken for each, and
- * the first one after it fell asleep wakes it. Until its hand-off a checkpoint's items stay pinned and
+ * the first one after it fell asleep wakes it. It publishes all it finds at once, so the AIL's consumer
+ * wakes once per look rather than once per checkpoint. Until its hand-off a checkpoint's items stay pinned and
  * out of the AIL, which only holds the tail back: a crash meanwhile recovers from the log as ever.
  *
  * <p>Checkpoints reach the device strictly one after another, each flushed before the next is written: a
@@ -71,7 +75,7 @@ final class LogWriter implements AutoCloseable {
     /** A formatted context on its way to the device; {@code items == null} for an empty context. */
     private record Checkpoint(long commitSeq, long checkpointSeq, Buffer buffer, long bytes, int blocks,
                               int startBlock, long startLsn, long endLsn, LogItem[] items, long stolen,
-                              int records, long formatStart, long preflushMark) {
+                              int records, long formatStart, long preflushMark) implements Ail.Durable {
     }
 
     /**
@@ -107,6 +111,8 @@ final class LogWriter implements AutoCloseable {
     static final long HAND_OFF_POLL_NANOS = 1_000_000L;
     /** Hand-offs one poll holds: forces back to back on a RAM device come every few microseconds. */
     static final int DEFERRED_MAX = 4096;
+    /** Most items of a checkpoint its forcer puts into the AIL itself ({@link #insertedHere}). */
+    static final int INSERT_HERE_MAX = 16;
 
     private final BlockDevice device;
     private final LogGeometry geometry;
@@ -131,6 +137,8 @@ final class LogWriter implements AutoCloseable {
      * by the holder of the push turn only.
      */
     private final SpscAtomicArrayQueue<Checkpoint> durable = new SpscAtomicArrayQueue<>(DEFERRED_MAX);
+    /** The log I/O thread's: the deferred hand-offs it takes from {@link #durable} at once, to publish in one claim. */
+    private final Checkpoint[] deferredBatch = new Checkpoint[DEFERRED_MAX];
     /** The log I/O thread is parked until woken (not polling for hand-offs): a new hand-off must wake it. */
     private volatile boolean ioAsleep;
     /** Tests only: run on the log I/O thread before each AIL hand-off (to hold it). */
@@ -397,7 +405,9 @@ final class LogWriter implements AutoCloseable {
             wakeThrottled();
             Checkpoint c = format(ctx, buffer);
             writeDurable(c);
-            deferHandOff(c); // the forcer returns now; the log I/O thread hands its items to the AIL
+            if (!insertedHere(c)) {
+                deferHandOff(c); // the forcer returns now; the log I/O thread hands its items to the AIL
+            }
             spare = buffer;
             ioBusy = false;
             return true;
@@ -413,6 +423,9 @@ final class LogWriter implements AutoCloseable {
     }
 
     private void wakeThrottled() {
+        if (throttled.isEmpty()) {
+            return; // no iterator to make
+        }
         for (Thread t : throttled) {
             LockSupport.unpark(t);
         }
@@ -638,6 +651,17 @@ final class LogWriter implements AutoCloseable {
     }
 
     /**
+     * A forcer, its checkpoint durable and its fellow forcers woken: puts a checkpoint of a few items into
+     * the AIL itself when the AIL is due that checkpoint next ({@link Ail#insertNow}), which costs it less
+     * than the hand-off it saves two other threads (the log I/O thread's look, the AIL consumer's wake-up).
+     * A larger checkpoint (commits of others gathered in) is left to the log I/O thread, so that its forcer
+     * returns right after the flush.
+     */
+    private boolean insertedHere(Checkpoint c) {
+        return c.items() != null && c.items().length <= INSERT_HERE_MAX && ail.insertNow(c);
+    }
+
+    /**
      * Holder of the push turn, having written {@code c} off the log I/O thread: leaves its AIL hand-off to
      * that thread, waking it only if it sleeps (while it polls for hand-offs, this costs a queue offer).
      */
@@ -658,14 +682,25 @@ final class LogWriter implements AutoCloseable {
         }
     }
 
-    /** Log I/O thread: hands the deferred checkpoints to the AIL, oldest first; true if there were any. */
+    /**
+     * Log I/O thread: hands the deferred checkpoints to the AIL, oldest first, all in one publish (the AIL's
+     * consumer then wakes once for them all, not once each); true if there were any.
+     */
     private boolean handOffDeferred() {
-        boolean any = false;
-        for (Checkpoint c; (c = durable.poll()) != null; ) {
-            handOff(c);
-            any = true;
+        Checkpoint c = durable.poll();
+        if (c == null) {
+            return false;
         }
-        return any;
+        Runnable hook = beforeHandOff;
+        if (hook != null) {
+            hook.run();
+        }
+        int n = 0;
+        do {
+            deferredBatch[n++] = c; // never an empty context's: deferHandOff leaves those out
+        } while (n < deferredBatch.length && (c = durable.poll()) != null);
+        ail.publish(deferredBatch, n);
+        return true;
     }
 
     /**
@@ -691,13 +726,17 @@ final class LogWriter implements AutoCloseable {
         if (c.preflushMark() >= 0 && flushesEnded <= c.preflushMark()) {
             flush();
         }
-        ioBatch.clear();
-        ioBatch.write(geometry.areaStart() + c.startBlock(), out.asSlice(0, (long) first * blockSize));
-        if (c.blocks() > first) {
+        if (c.blocks() == first) {
+            // one contiguous write: a plain pwrite on a direct device, the cheapest at depth 1 (a batch goes
+            // through io_uring, which may hand an O_DIRECT write to a kernel worker thread)
+            device.write(geometry.areaStart() + c.startBlock(), out.asSlice(0, c.bytes()));
+        } else {
+            ioBatch.clear();
+            ioBatch.write(geometry.areaStart() + c.startBlock(), out.asSlice(0, (long) first * blockSize));
             ioBatch.write(geometry.areaStart(), out.asSlice((long) first * blockSize, (long) (c.blocks() - first) * blockSize));
+            device.submit(ioBatch);
+            ioBatch.clear();
         }
-        device.submit(ioBatch);
-        ioBatch.clear();
         flush();
         lastCheckpointSeq = c.checkpointSeq();
         checkpoints.increment();
@@ -727,6 +766,9 @@ final class LogWriter implements AutoCloseable {
 
     private void markDurable(long seq) {
         durableSeq = seq;
+        if (forcers.isEmpty()) {
+            return; // a force written on its own thread waits for nobody (no iterator to make)
+        }
         for (Forcer f : forcers) {
             if (f.seq() <= seq) {
                 LockSupport.unpark(f.thread());

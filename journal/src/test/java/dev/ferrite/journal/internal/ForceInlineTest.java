@@ -1,15 +1,20 @@
 package dev.ferrite.journal.internal;
 
 import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
 
+import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.IoBatch;
 import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.testkit.ForwardingDevice;
 import dev.ferrite.io.testkit.RecordingDevice;
 import dev.ferrite.journal.JournalOptions;
 import dev.ferrite.journal.testkit.TestItem;
@@ -22,9 +27,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * A force that finds the log idle writes its checkpoint on the forcing thread; forces that find it busy
- * are written by the push thread once the log is free again, grouped. Either way the force returns once
- * its flush has, before the checkpoint's items are handed to the AIL, which the log I/O thread does soon
- * after on its own.
+ * are written by the push thread once the log is free again, grouped. A forcer puts a checkpoint of a few
+ * items into the AIL itself when the AIL is due it next; otherwise the force returns once its flush has,
+ * before the checkpoint's items are handed to the AIL, which the log I/O thread does soon after on its
+ * own, all it finds in one publish.
  */
 class ForceInlineTest {
     static final int BS = 4096;
@@ -39,6 +45,37 @@ class ForceInlineTest {
         } finally {
             it.lock.unlock();
         }
+    }
+
+    /**
+     * Commits a change to each of {@code items} in one transaction: with more than
+     * {@link LogWriter#INSERT_HERE_MAX} of them, a forcer writing the checkpoint leaves its AIL hand-off to
+     * the log I/O thread rather than inserting the items itself.
+     */
+    static long commitAll(Journal j, TestItem[] items, int slot) {
+        Transaction tx = j.begin(Reservation.items(items.length));
+        for (TestItem it : items) {
+            it.lock.lock();
+        }
+        try {
+            for (TestItem it : items) {
+                it.add(tx, slot, 1);
+            }
+            return tx.commit();
+        } finally {
+            for (TestItem it : items) {
+                it.lock.unlock();
+            }
+        }
+    }
+
+    /** More items than a forcer inserts into the AIL itself. */
+    static TestItem[] manyItems(Arena arena, long firstHome) {
+        TestItem[] items = new TestItem[LogWriter.INSERT_HERE_MAX + 1];
+        for (int i = 0; i < items.length; i++) {
+            items[i] = new TestItem(firstHome + i, BS, arena);
+        }
+        return items;
     }
 
     @Test
@@ -101,11 +138,11 @@ class ForceInlineTest {
     }
 
     @Test
-    void aForceReturnsBeforeItsCheckpointIsHandedToTheAilAndTheTailStillMovesAfterwards() throws Exception {
+    void aForceOfManyItemsReturnsBeforeItsCheckpointIsHandedToTheAilAndTheTailStillMovesAfterwards() throws Exception {
         try (Arena arena = Arena.ofShared(); MemoryDevice base = MemoryDevice.create(2048, BS)) {
             Journal.format(base, G);
             try (TestReplayer rep = new TestReplayer(base); Journal j = Journal.open(base, G, JournalOptions.defaults(), rep)) {
-                TestItem it = new TestItem(100, BS, arena);
+                TestItem[] many = manyItems(arena, 100);
                 CountDownLatch reached = new CountDownLatch(1), release = new CountDownLatch(1);
                 AtomicReference<String> handingThread = new AtomicReference<>();
                 j.writer().beforeHandOff = () -> {
@@ -117,7 +154,7 @@ class ForceInlineTest {
                         Thread.currentThread().interrupt();
                     }
                 };
-                long seq = commit(j, it, 0);
+                long seq = commitAll(j, many, 0);
                 String forcer;
                 try {
                     forcer = CompletableFuture.supplyAsync(() -> {
@@ -134,7 +171,7 @@ class ForceInlineTest {
                 assertNotEquals(forcer, handingThread.get());
                 j.writer().beforeHandOff = null;
                 release.countDown();
-                await(() -> j.stats().ailInsertedItems() == 1); // without any further force or commit
+                await(() -> j.stats().ailInsertedItems() == many.length); // without any further force or commit
                 long free = j.stats().freeBytes();
                 j.quiesce(); // returns once the tail is anchored past the checkpoint
                 assertEquals(0, j.stats().ailItems());
@@ -146,19 +183,20 @@ class ForceInlineTest {
 
     @Test
     void handOffsLeftWhileTheLogIoThreadPollsReachTheAilUnwoken() {
+        LogGeometry g = new LogGeometry(1000, 1000);
         try (Arena arena = Arena.ofShared(); MemoryDevice base = MemoryDevice.create(2048, BS)) {
-            Journal.format(base, G);
-            try (TestReplayer rep = new TestReplayer(base); Journal j = Journal.open(base, G, JournalOptions.defaults(), rep)) {
-                TestItem[] items = new TestItem[20];
-                for (int i = 0; i < items.length; i++) {
-                    items[i] = new TestItem(100 + i, BS, arena);
-                    j.force(commit(j, items[i], 0)); // its own checkpoint, written here
-                    int handedOff = i + 1;
+            Journal.format(base, g);
+            try (TestReplayer rep = new TestReplayer(base); Journal j = Journal.open(base, g, JournalOptions.defaults(), rep)) {
+                TestItem[] many = manyItems(arena, 100);
+                int forces = 20;
+                for (int i = 0; i < forces; i++) {
+                    j.force(commitAll(j, many, i % 4)); // its own checkpoint, written here, too large to insert here
+                    long handedOff = (long) many.length * (i + 1);
                     // no later force carries it: the log I/O thread, polling since the last one or asleep
                     // and woken, hands it to the AIL by itself
                     await(() -> j.stats().ailInsertedItems() == handedOff);
                 }
-                assertEquals(items.length, j.stats().checkpoints());
+                assertEquals(forces, j.stats().checkpoints());
                 j.quiesce();
                 assertEquals(0, j.stats().ailItems());
             }
@@ -174,6 +212,7 @@ class ForceInlineTest {
             Journal.format(base, g);
             try (TestReplayer rep = new TestReplayer(base); Journal j = Journal.open(base, g, JournalOptions.defaults(), rep)) {
                 TestItem it = new TestItem(100, BS, arena);
+                TestItem[] many = manyItems(arena, 200);
                 CountDownLatch reached = new CountDownLatch(1), release = new CountDownLatch(1);
                 j.writer().beforeHandOff = () -> {
                     reached.countDown();
@@ -183,9 +222,13 @@ class ForceInlineTest {
                         Thread.currentThread().interrupt();
                     }
                 };
-                java.util.concurrent.atomic.AtomicInteger done = new java.util.concurrent.atomic.AtomicInteger();
+                AtomicInteger done = new AtomicInteger();
                 CompletableFuture<Void> forcer = CompletableFuture.runAsync(() -> {
-                    for (int i = 0; i < forces; i++) {
+                    // the first checkpoint goes to the log I/O thread (too many items to insert here), where
+                    // its hand-off is held; the AIL is due it next, so every later one queues behind it
+                    j.force(commitAll(j, many, 0));
+                    done.incrementAndGet();
+                    for (int i = 1; i < forces; i++) {
                         j.force(commit(j, it, i % 4));
                         done.incrementAndGet();
                     }
@@ -197,9 +240,108 @@ class ForceInlineTest {
                 j.writer().beforeHandOff = null;
                 release.countDown();
                 forcer.get(30, TimeUnit.SECONDS);
-                await(() -> j.stats().ailInsertedItems() == forces);
+                await(() -> j.stats().ailInsertedItems() == forces - 1 + many.length);
                 j.quiesce();
                 assertEquals(0, j.stats().ailItems());
+            }
+        }
+    }
+
+    @Test
+    void handOffsGatheredWhileTheLogIoThreadWasBusyReachTheAilInOneBatch() throws Exception {
+        int forces = 2000; // many: handed over one by one, the AIL's consumer would surely wake between them
+        LogGeometry g = new LogGeometry(1000, 24_000);
+        try (Arena arena = Arena.ofShared(); MemoryDevice base = MemoryDevice.create(25_000, BS)) {
+            Journal.format(base, g);
+            JournalOptions options = JournalOptions.defaults().withRingSize(4096); // one claim holds them all
+            try (TestReplayer rep = new TestReplayer(base); Journal j = Journal.open(base, g, options, rep)) {
+                TestItem it = new TestItem(100, BS, arena);
+                TestItem[] many = manyItems(arena, 200);
+                CountDownLatch reached = new CountDownLatch(1), release = new CountDownLatch(1);
+                AtomicInteger publishes = new AtomicInteger(); // the hook runs before each publish to the AIL
+                j.writer().beforeHandOff = () -> {
+                    publishes.incrementAndGet();
+                    reached.countDown();
+                    try {
+                        release.await(30, TimeUnit.SECONDS);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                };
+                j.force(commitAll(j, many, 0)); // too many items to insert here: its hand-off is held in the hook
+                assertTrue(reached.await(10, TimeUnit.SECONDS));
+                for (int i = 1; i < forces; i++) { // each its own checkpoint, written here, its hand-off queued behind the first
+                    j.force(commit(j, it, i % 4));
+                }
+                assertEquals(forces, j.stats().checkpoints());
+                assertEquals(0, j.stats().ailInsertBatches(), "nothing reached the AIL while the hand-off is held");
+                release.countDown();
+                await(() -> j.stats().ailInsertedItems() == forces - 1 + many.length);
+                assertEquals(1, publishes.get(), "the log I/O thread published the " + forces + " checkpoints it found at once");
+                assertEquals(1, j.stats().ailInsertBatches(),
+                        "the " + forces + " checkpoints waiting for the log I/O thread went to the AIL in one publish, waking its consumer once");
+                j.quiesce();
+                assertEquals(0, j.stats().ailItems());
+            }
+        }
+    }
+
+    @Test
+    void aForcerInsertsItsOwnSmallCheckpointIntoTheAilWithoutAHandOff() {
+        LogGeometry g = new LogGeometry(1000, 1000);
+        try (Arena arena = Arena.ofShared(); MemoryDevice base = MemoryDevice.create(2048, BS)) {
+            Journal.format(base, g);
+            try (TestReplayer rep = new TestReplayer(base); Journal j = Journal.open(base, g, JournalOptions.defaults(), rep)) {
+                TestItem it = new TestItem(100, BS, arena), other = new TestItem(101, BS, arena);
+                AtomicInteger handOffs = new AtomicInteger();
+                j.writer().beforeHandOff = handOffs::incrementAndGet;
+                int forces = 200;
+                for (int i = 0; i < forces; i++) {
+                    j.force(commit(j, i % 2 == 0 ? it : other, i % 4));
+                    // in the AIL when the force returns: inserted by this thread, no other thread involved
+                    assertEquals(i + 1, j.stats().ailInsertedItems(), "force " + i);
+                }
+                assertEquals(forces, j.stats().checkpoints());
+                assertEquals(0, handOffs.get(), "no checkpoint went through the log I/O thread");
+                assertEquals(0, j.stats().ailInsertBatches(), "none through the ring: its consumer never woke");
+                assertEquals(forces, j.stats().ailForcerInserts());
+                j.quiesce();
+                assertEquals(0, j.stats().ailItems());
+            }
+        }
+    }
+
+    @Test
+    void aCheckpointThatDoesNotWrapIsOnePlainWriteNotABatch() {
+        try (Arena arena = Arena.ofShared(); MemoryDevice base = MemoryDevice.create(2048, BS)) {
+            Journal.format(base, G);
+            AtomicInteger submits = new AtomicInteger(), logWrites = new AtomicInteger();
+            BlockDevice dev = new ForwardingDevice(base) {
+                @Override
+                public void write(long block, MemorySegment src) {
+                    if (block >= G.areaStart()) { // a record, not the anchor
+                        logWrites.incrementAndGet();
+                    }
+                    super.write(block, src);
+                }
+
+                @Override
+                public void submit(IoBatch batch) {
+                    submits.incrementAndGet();
+                    super.submit(batch);
+                }
+            };
+            try (TestReplayer rep = new TestReplayer(base); Journal j = Journal.open(dev, G, JournalOptions.defaults(), rep)) {
+                TestItem it = new TestItem(100, BS, arena);
+                int forces = 12; // two blocks each: 24 of the log's 64, no wrap, no push for space
+                logWrites.set(0);
+                for (int i = 0; i < forces; i++) {
+                    j.force(commit(j, it, i % 4));
+                }
+                assertEquals(forces, j.stats().checkpoints());
+                assertEquals(0, submits.get(), "a checkpoint in one piece goes to the device as a lone write (pwrite on a"
+                        + " direct device), as the device baseline's does, not through a batch (io_uring)");
+                assertEquals(forces, logWrites.get());
             }
         }
     }

@@ -6,6 +6,7 @@ import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.LongAdder;
@@ -34,7 +35,10 @@ import dev.ferrite.journal.testkit.TestItem;
  *       forces it, over and over; the rate is durable commits per second, the latency begin-to-durable.
  *       Baseline ({@code device}): the same threads each writing a 4 KiB block and then waiting for an
  *       fdatasync begun after the write, which the waiters share (leader and followers, as a database's
- *       write-ahead log groups its commits): what the device can do for concurrent durable commits;</li>
+ *       write-ahead log groups its commits): what the device can do for concurrent durable commits. The
+ *       two alternate in rounds of about a second, as the log-write sides do (below); before, every device
+ *       phase ran first and the journal's some tens of seconds later, so that a drifting host made either
+ *       side look better;</li>
  *   <li>{@code log-write}: one thread commits large transactions (32 whole blocks logged each, a word
  *       changed in every sector) without forcing; background checkpoints carry them to the log; the rate
  *       is the payload (the bytes the transactions logged) per second, record overhead not counted.
@@ -111,10 +115,6 @@ public final class JournalBench {
             int maxThreads = threads.stream().mapToInt(Integer::intValue).max().orElse(1);
             phaseNanos = Math.min(phaseNanos, WARM_UP_NANOS);
             groupCommits(device, maxThreads, arena, progress, "warm-up ");
-            phaseNanos = Math.round(seconds * 1e9);
-            for (int t : threads) {
-                results.add(groupCommits(device, t, arena, progress, ""));
-            }
             Journal.format(device, geometry);
             TestItem[] commitItems = new TestItem[maxThreads];
             for (int i = 0; i < maxThreads; i++) {
@@ -127,19 +127,15 @@ public final class JournalBench {
             try (Journal journal = Journal.open(device, geometry, JournalOptions.defaults(), FRESH_LOG)) {
                 // untimed, so that no phase pays for the JIT compiling the commit, format and write paths
                 phaseNanos = Math.min(phaseNanos, WARM_UP_NANOS);
-                forcedCommits(journal, maxThreads, commitItems, progress, "warm-up ");
+                forcedCommitLap(journal, maxThreads, commitItems, progress, "warm-up ");
                 sequentialWrite(device, seqBuffer, new Tally(geometry), WARM_UP_NANOS, progress, "warm-up ");
                 logWrite(journal, pool, new Tally(geometry), WARM_UP_NANOS, progress, "warm-up ", false);
-                phaseNanos = Math.round(seconds * 1e9);
-                for (int t : threads) {
-                    JournalStats before = journal.stats();
-                    long cpu = Contention.processCpuNanos();
-                    Result r = forcedCommits(journal, t, commitItems, progress, "");
-                    results.add(r);
-                    contention.add(FORCED_COMMIT + " x" + t + ": " + Contention.journal(before, journal.stats(), r.n())
-                            + Contention.cpu(cpu, Contention.processCpuNanos(), r.n()));
-                }
                 int rounds = (int) Math.max(1, Math.round(seconds));
+                phaseNanos = Math.round(seconds * 1e9) / rounds;
+                for (int t : threads) {
+                    forcedCommitRounds(device, journal, t, commitItems, arena, rounds, progress, results);
+                }
+                phaseNanos = Math.round(seconds * 1e9);
                 long slice = phaseNanos / rounds;
                 Tally direct = new Tally(geometry);
                 Tally logged = new Tally(geometry);
@@ -235,13 +231,59 @@ public final class JournalBench {
         tally.nanos += end - start;
     }
 
+    /**
+     * Forced commits at {@code n} threads, device and journal alternating in {@code rounds} laps each (the
+     * side that starts alternating too), so that a host whose speed drifts during the run weighs on both
+     * alike; each side's rate is its commits over its laps' time, its CPU the process's over its laps.
+     */
+    private void forcedCommitRounds(BlockDevice device, Journal journal, int n, TestItem[] items, Arena arena, int rounds,
+                                    Progress progress, List<Result> results) {
+        Lap direct = null;
+        Lap logged = null;
+        long directCpu = 0;
+        long loggedCpu = 0;
+        JournalStats before = journal.stats();
+        for (int r = 1; r <= rounds; r++) {
+            String shown = rounds == 1 ? "" : "round " + r + "/" + rounds + " ";
+            for (int side = 0; side < 2; side++) {
+                long cpu = Contention.processCpuNanos();
+                if ((side + r) % 2 == 1) {
+                    direct = groupCommitLap(device, n, arena, progress, shown).plus(direct);
+                    directCpu += Contention.processCpuNanos() - cpu;
+                } else {
+                    logged = forcedCommitLap(journal, n, items, progress, shown).plus(logged);
+                    loggedCpu += Contention.processCpuNanos() - cpu;
+                }
+            }
+        }
+        results.add(direct.result(BASELINE, n));
+        results.add(logged.result(FERRITE, n));
+        JournalStats after = journal.stats();
+        // AIL hand-offs through the ring: each wakes its consumer thread, a cost of the commits beside the
+        // committer's; a forcer that inserts its own checkpoint makes none
+        contention.add(FORCED_COMMIT + " x" + n + ": " + Contention.journal(before, after, logged.ops())
+                + String.format(Locale.ROOT, ", AIL hand-offs %,d, checkpoints forcers inserted themselves %,d; JVM CPU %.1f µs/op (device %.1f µs/op)",
+                after.ailInsertBatches() - before.ailInsertBatches(), after.ailForcerInserts() - before.ailForcerInserts(),
+                loggedCpu / 1e3 / Math.max(1, logged.ops()),
+                directCpu / 1e3 / Math.max(1, direct.ops())));
+    }
+
     Result groupCommits(BlockDevice device, int n, Arena arena, Progress progress, String shown) {
+        return groupCommitLap(device, n, arena, progress, shown).result(BASELINE, n);
+    }
+
+    /**
+     * The device's forced commits: each thread writes its own 4 KiB block (beyond the journal items' homes)
+     * and then waits for an fdatasync begun after its write, shared by the waiters.
+     */
+    private Lap groupCommitLap(BlockDevice device, int n, Arena arena, Progress progress, String shown) {
         MemorySegment buf = filled(arena.allocate(BS, BlockDevice.BUFFER_ALIGNMENT));
         SharedFlush flushes = new SharedFlush(device::flush);
+        long last = Math.min(device.blockCount(), HOME_BLOCKS) - 1; // counted down from the home region's end
         return parallel(shown + FORCED_COMMIT, BASELINE, n, progress, (id, h, stop, ops) -> {
             long now = System.nanoTime();
             while (!stop.get()) {
-                device.write(1 + id, buf);
+                device.write(last - id, buf);
                 flushes.flush();
                 long t = System.nanoTime();
                 h.recordValue(t - now);
@@ -251,7 +293,7 @@ public final class JournalBench {
         });
     }
 
-    private Result forcedCommits(Journal journal, int n, TestItem[] items, Progress progress, String shown) {
+    private Lap forcedCommitLap(Journal journal, int n, TestItem[] items, Progress progress, String shown) {
         return parallel(shown + FORCED_COMMIT, FERRITE, n, progress, (id, h, stop, ops) -> {
             TestItem item = items[id];
             long value = 0;
@@ -342,8 +384,26 @@ public final class JournalBench {
         void run(int id, Histogram h, java.util.concurrent.atomic.AtomicBoolean stop, LongAdder ops) throws Exception;
     }
 
-    /** Runs {@code n} copies of {@code worker} for one phase; latencies merged, rate = operations / wall time. */
-    private Result parallel(String phase, String target, int n, Progress progress, Worker worker) {
+    /** One side's forced commits over one or more laps: latencies merged, operations and wall time summed. */
+    private record Lap(Histogram h, long ops, long nanos) {
+        /** This lap and {@code earlier} (null: none) together. */
+        Lap plus(Lap earlier) {
+            if (earlier == null) {
+                return this;
+            }
+            Histogram all = Result.newHistogram();
+            all.add(earlier.h);
+            all.add(h);
+            return new Lap(all, earlier.ops + ops, earlier.nanos + nanos);
+        }
+
+        Result result(String target, int threads) {
+            return Result.of(WORKLOAD, FORCED_COMMIT, target, threads, ops * 1e9 / nanos, "commits/s", h);
+        }
+    }
+
+    /** Runs {@code n} copies of {@code worker} for one lap; latencies merged. */
+    private Lap parallel(String phase, String target, int n, Progress progress, Worker worker) {
         java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
         LongAdder ops = new LongAdder();
         Histogram[] hs = new Histogram[n];
@@ -385,7 +445,7 @@ public final class JournalBench {
         for (Histogram h : hs) {
             all.add(h);
         }
-        return Result.of(WORKLOAD, phase, target, n, all.getTotalCount() * 1e9 / elapsed, "commits/s", all);
+        return new Lap(all, all.getTotalCount(), elapsed);
     }
 
     private long nanos() {

@@ -16,7 +16,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class ContentionTest {
     private static JournalStats journal(long bytes, long checkpoints, long items, long forces, long casRetries, long waits,
                                         long waitNanos, long throttles, long throttleNanos, long wakeups, long written, long early) {
-        return new JournalStats(0, forces, checkpoints, bytes, items, checkpoints + forces, waits, waitNanos, waits, waitNanos, casRetries, 0, 0, 0,
+        return new JournalStats(0, forces, checkpoints, bytes, items, checkpoints + forces, waits, waitNanos, waits, waitNanos, casRetries, 0, 0, 0, 0,
                 wakeups, written, early, 0, 0, 0, 0, throttles, throttleNanos, 0);
     }
 

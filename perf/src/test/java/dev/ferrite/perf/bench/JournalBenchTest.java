@@ -60,6 +60,29 @@ class JournalBenchTest {
     }
 
     @Test
+    void forcedCommitsAlternateBetweenTheDeviceAndTheJournal(@TempDir Path dir) {
+        // laps of a second, each reported once, at its end, with its round and side
+        List<String> laps = new java.util.concurrent.CopyOnWriteArrayList<>();
+        Progress recording = new Progress() {
+            @Override
+            public void update(String phase, String target, long ops, long elapsedNanos) {
+                if (phase.startsWith("round ") && phase.contains(JournalBench.FORCED_COMMIT)) {
+                    laps.add(phase + " " + target);
+                }
+            }
+
+            @Override
+            public void done() {
+            }
+        };
+        List<Result> results = new JournalBench(dir.resolve("journal.dev"), SIZE, 2, List.of(1)).run(recording);
+        assertEquals(List.of("round 1/2 forced-commit x1 device", "round 1/2 forced-commit x1 ferrite",
+                "round 2/2 forced-commit x1 ferrite", "round 2/2 forced-commit x1 device"), laps,
+                "each side's time is split into laps that take turns, the side that starts alternating");
+        assertEquals(4, results.size(), results.toString());
+    }
+
+    @Test
     void aRunMeasuresEveryPhaseOnBothSides(@TempDir Path dir) {
         List<Result> results = new JournalBench(dir.resolve("journal.dev"), SIZE, 0.2, List.of(1, 2)).run(Progress.NONE);
         for (int threads : new int[] {1, 2}) {
