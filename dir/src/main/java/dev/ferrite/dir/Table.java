@@ -3,6 +3,7 @@ package dev.ferrite.dir;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Arrays;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 import dev.ferrite.btree.internal.BTree;
 import dev.ferrite.btree.internal.BTreeNodeFormat;
@@ -54,6 +55,12 @@ public final class Table implements AutoCloseable {
     private final Tables tables;
     private final String name;
     private final Handle handle;
+    /**
+     * The table's commit lock, shared by every handle on it ({@code Tables#apply}): commits applying side
+     * by side hold it shared, one that keeps the table to itself and {@link #close} exclusively, so the
+     * last close of a dropped table never frees its tree under a commit.
+     */
+    final ReentrantReadWriteLock commits;
     final Inode inode;
     private volatile Durability durability = Durability.SYNC;
     /** The table's B-tree once opened ({@link Tables#tree}). */
@@ -64,6 +71,7 @@ public final class Table implements AutoCloseable {
         this.name = name;
         this.handle = handle;
         this.inode = handle.inode;
+        this.commits = tables.commitLock(inode.ino);
     }
 
     Tables tables() {
@@ -282,7 +290,12 @@ public final class Table implements AutoCloseable {
     /** Lets go of the table; the last close of a dropped table frees its space. A second close does nothing. */
     @Override
     public void close() {
-        handle.close();
+        commits.writeLock().lock();
+        try {
+            handle.close();
+        } finally {
+            commits.writeLock().unlock();
+        }
     }
 
     public boolean isOpen() {
