@@ -3,6 +3,7 @@ package dev.ferrite.dir;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Arrays;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 import dev.ferrite.btree.internal.BTree;
 import dev.ferrite.btree.internal.BTreeNodeFormat;
@@ -19,9 +20,10 @@ import dev.ferrite.io.InvalidArgumentException;
  * {@link Durability} says (SYNC unless set); writes to several keys or tables that must happen together go
  * through a {@link WriteTransaction}. Single writes of values kept in the tree (up to {@link #MAX_INLINE_ENTRY}
  * bytes with their key) and deletes apply side by side, on one table as on several, one at a time per key; a
- * write transaction, or a single write of a value kept out of line, holds its tables for itself while
- * it applies its changes (not while it waits to be durable), and write transactions apply one at a time
- * volume-wide ({@link Tables}). Two transactions writing one key: the one whose commit applies last wins.
+ * write transaction of such values applies beside them, holding its keys' stripes to its end; one with a
+ * deleted range or a value kept out of line, or a single write of such a value, holds its tables for
+ * itself while it applies its changes (not while it waits to be durable), and multi-key write
+ * transactions apply one at a time volume-wide ({@link Tables}). Two transactions writing one key: the one whose commit applies last wins.
  *
  * <p>An open table holds its inode: dropped meanwhile, it keeps its contents for reads until closed,
  * refuses writes, and its space is freed at the last close. Thread-safe.
@@ -54,6 +56,12 @@ public final class Table implements AutoCloseable {
     private final Tables tables;
     private final String name;
     private final Handle handle;
+    /**
+     * The table's commit lock, shared by every handle on it ({@code Tables#apply}): commits applying beside
+     * single writes hold it shared, one that keeps the table to itself and {@link #close} exclusively, so the
+     * last close of a dropped table never frees its tree under a commit.
+     */
+    final ReentrantReadWriteLock commits;
     final Inode inode;
     private volatile Durability durability = Durability.SYNC;
     /** The table's B-tree once opened ({@link Tables#tree}). */
@@ -64,6 +72,7 @@ public final class Table implements AutoCloseable {
         this.name = name;
         this.handle = handle;
         this.inode = handle.inode;
+        this.commits = tables.commitLock(inode.ino);
     }
 
     Tables tables() {
@@ -282,7 +291,12 @@ public final class Table implements AutoCloseable {
     /** Lets go of the table; the last close of a dropped table frees its space. A second close does nothing. */
     @Override
     public void close() {
-        handle.close();
+        commits.writeLock().lock();
+        try {
+            handle.close();
+        } finally {
+            commits.writeLock().unlock();
+        }
     }
 
     public boolean isOpen() {

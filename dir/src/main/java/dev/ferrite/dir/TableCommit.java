@@ -8,12 +8,14 @@ import java.util.List;
 import dev.ferrite.btree.internal.BTree;
 import dev.ferrite.btree.internal.BufferCache;
 import dev.ferrite.btree.internal.Txn;
+import dev.ferrite.io.CorruptionException;
 
 /**
  * Applies one table commit's changes, each key's change as a small transaction of its own: a single
  * write's beside other single writes to the table (admitted by {@code Tables#single}, its key's stripe
- * held), a group's with the table held exclusively ({@link Inode#lockExclusive}); values arrive in their
- * stored form ({@link TableValueFormat}). Inside a
+ * held), a group's either {@link #shared} (its keys' stripes held for the whole group, each change
+ * admitted as a single write is, beside the table's other writers) or with the table held exclusively
+ * ({@link Inode#lockExclusive}); values arrive in their stored form ({@link TableValueFormat}). Inside a
  * journal group ({@code Journal#pin}) the small transactions share one checkpoint, so the commit is
  * recovered all or nothing however many keys it changes; and each change that a group makes records the
  * key's stored value before it, so that a group that fails part way (no space, too big for the log)
@@ -66,6 +68,13 @@ final class TableCommit {
     TablePublication.Commit published;
     /** Between {@link #claim} and {@link #release}. */
     private boolean claimed;
+    /**
+     * A group applying beside the single writes to its tables ({@code Tables#apply}): it holds its keys'
+     * stripes, not the tables, so each change enters its table as a single write does, and a key found
+     * holding a value kept out of line answers NEEDS_GROUP, changing nothing (such a commit keeps its
+     * tables to itself). Set by the commit after {@link #claim}.
+     */
+    boolean shared;
 
     TableCommit(BufferCache cache, DirContents dirs, InodeRecords records, TableVersions versions, TableBlobs blobs,
                 TableOverflow overflow, TableExtents extents, boolean undoable) {
@@ -94,6 +103,7 @@ final class TableCommit {
         claimed = true;
         seq = -1;
         version = 0;
+        shared = false;
         return true;
     }
 
@@ -112,8 +122,8 @@ final class TableCommit {
     }
 
     /**
-     * What {@link #apply} came to: the table unchanged, changed, or (a single write, nothing changed) a
-     * group needed, or no log space now ({@link #awaitLogSpace}).
+     * What {@link #apply} came to: the table unchanged, changed, or (a single write or a {@link #shared}
+     * group, nothing changed) a group holding the table needed, or no log space now ({@link #awaitLogSpace}).
      */
     static final int UNCHANGED = 0, CHANGED = 1, NEEDS_GROUP = 2, NO_LOG_SPACE = 3;
 
@@ -161,8 +171,29 @@ final class TableCommit {
         return change(t, key, MemorySegment.ofArray(TableValueFormat.medium(m)), op, true);
     }
 
-    /** One change; {@code forward} false for one that undoes an earlier change of the group, which records nothing. */
+    /**
+     * One change; {@code forward} false for one that undoes an earlier change of the group, which records
+     * nothing. A {@link #shared} group's enters the table first, as a single write does ({@code
+     * DirContents#enter}: its claim on the tree's block reserve, a refill or spill made first), and leaves
+     * after it.
+     */
     private int change(Table t, MemorySegment k, MemorySegment value, int op, boolean forward) {
+        if (!shared) {
+            return changeHeld(t, k, value, op, forward);
+        }
+        int claim = dirs.enter(t.inode, t.tree().height() + 2, value == null);
+        if (claim < 0) { // a table's tree is made with it and goes only once it is freed
+            throw new CorruptionException(records.block(t.inode.ino), "table", t + "'s inode " + t.inode.ino + " holds no tree");
+        }
+        try {
+            return changeHeld(t, k, value, op, forward);
+        } finally {
+            t.inode.leave(claim);
+        }
+    }
+
+    /** {@link #change}, the key kept from other writers (its stripe held, or the table) and, if {@link #shared}, the table entered. */
+    private int changeHeld(Table t, MemorySegment k, MemorySegment value, int op, boolean forward) {
         long ino = t.inode.ino;
         boolean mayHoldOutOfLine = blobs.directory() != 0 || overflow.inode() != 0 || extents.inUse();
         TableValueFormat.Extent prior = null; // the extent value this change replaces, read for snapshots (a group's)
@@ -171,19 +202,21 @@ final class TableCommit {
         for (;;) {
             // read before any block is locked (a lock-free read of a block this thread holds would wait for
             // ever). A single write was admitted with its claim on the reserve ({@code Tables#single}); a
-            // group holds the table exclusively, which keeps the step's answer true
+            // group that is not shared holds the table exclusively, which keeps the step's answer true; a
+            // shared one entered the table as a single write does
             int step = value == null ? DirContents.REMOVAL : 0;
-            if (undo != null && dirs.step(t.inode, step) != DirContents.READY) {
+            if (undo != null && !shared && dirs.step(t.inode, step) != DirContents.READY) {
                 dirs.prepare(t.inode, step); // the tree's block reserve between its marks, in transactions of its own
                 continue;
             }
-            if (records.readRecord(ino, InodeFormat::nlink) == 0) {
+            if (forward && records.readRecord(ino, InodeFormat::nlink) == 0) { // an undo puts back what the group changed, dropped or not
                 throw new TableException(TableException.Kind.TABLE_CLOSED, t + " was dropped");
             }
             BTree tree = t.tree();
-            if (forward && (version != 0 || published != null) && undo != null && extents.inUse() && !looked) {
+            if (forward && (version != 0 || published != null) && undo != null && !shared && extents.inUse() && !looked) {
                 // a replaced extent value's bytes, read before any node is held (no I/O under a latch): the
-                // group holds the table exclusively, so the key keeps that value until this change
+                // group holds the table exclusively, so the key keeps that value until this change (a shared
+                // group meeting an extent value answers NEEDS_GROUP below instead)
                 looked = true;
                 int n = tree.get(k, valueOut);
                 if (n >= 0 && TableValueFormat.isExtent(valueOut, n)) {
@@ -223,7 +256,7 @@ final class TableCommit {
                         long found = tree.find(txn, k, BTree.Match.EXACT, keyOut, valueOut);
                         int length = found >= 0 ? BTree.foundValueLength(found) : -1;
                         byte kind = length >= 0 ? TableValueFormat.kind(valueOut, length, ino) : TableValueFormat.INLINE;
-                        if (kind != TableValueFormat.INLINE && undo == null) {
+                        if (kind != TableValueFormat.INLINE && (undo == null || shared)) {
                             return NEEDS_GROUP; // nothing changed: the transaction ends without a commit
                         }
                         if (kind == TableValueFormat.BLOB) {

@@ -18,7 +18,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * with none, the tree's value is the one. Entries no open snapshot needs are pruned.
  *
  * <p>Changes to one key apply one at a time, each taking its version once it holds the key (a single
- * write its key's stripe, a write transaction its tables exclusively: {@code Tables#single}), so a key's
+ * write its key's stripe, a write transaction the stripes of all its keys or its tables exclusively:
+ * {@code Tables#single}, {@code Tables#apply}), so a key's
  * chain is in version order; writes to other keys of the table apply beside it. With no
  * snapshot open, commits take the fast path (no version, nothing recorded, one counter): a snapshot that
  * opens sets {@link #undoing} first and waits for the fast commits still applying to finish, so that no

@@ -6,7 +6,9 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 import dev.ferrite.btree.internal.BTree;
 import dev.ferrite.btree.internal.BufferCache;
@@ -84,12 +86,25 @@ public final class Tables {
     final TableOverflow overflow;
     final TableExtents extents;
     /**
-     * Held while a commit applies its changes in a journal group: one group at a time. Concurrent groups
-     * each within their share of the log could together fill it, and none of them could then finish: a
-     * group's own changes can be written to the log only after it ends, and its next change may wait for
-     * log space. Taken after the tables' locks, so it adds no lock cycle.
+     * Held while a multi-key commit applies its changes in a journal group: one group at a time. Concurrent
+     * groups each within their share of the log could together fill it, and none of them could then
+     * finish: a group's own changes can be written to the log only after it ends, and its next change may
+     * wait for log space. Taken last, after the tables' commit locks and the keys' stripes (or the tables
+     * held exclusively): its holder waits for none of those, so it adds no lock cycle.
      */
     private final ReentrantLock groups = new ReentrantLock();
+    /**
+     * Locks on keys by hash: a single write holds its key's for its change, a commit applying beside them
+     * the stripes of all its keys until its group ends.
+     */
+    private final KeyStripes stripes = new KeyStripes();
+    /**
+     * Each table's commit lock, by inode ({@link Table#commits}): held shared by a commit that applies beside
+     * the table's single writes for as long as it applies, exclusively by one that keeps the table to
+     * itself and by a handle's close. One per table opened since the mount (a freed table's inode number, reused by a new
+     * table, keeps its lock).
+     */
+    private final ConcurrentHashMap<Long, ReentrantReadWriteLock> commitLocks = new ConcurrentHashMap<>();
 
     Tables(Volume volume, Namespace namespace, BufferCache cache, VolumeOptions options) {
         this.volume = volume;
@@ -102,9 +117,11 @@ public final class Tables {
         this.overflow = new TableOverflow(volume, namespace, cache);
         this.extents = new TableExtents(volume, cache, volume.geometry(), volume.pageCache());
         namespace.onTableFreed(this::release);
-        for (int i = 0; i < STRIPES; i++) {
-            stripes[i] = new ReentrantLock();
-        }
+    }
+
+    /** The commit lock of table {@code ino} ({@link #commitLocks}). */
+    ReentrantReadWriteLock commitLock(long ino) {
+        return commitLocks.computeIfAbsent(ino, i -> new ReentrantReadWriteLock());
     }
 
     /**
@@ -627,9 +644,9 @@ public final class Tables {
         if (value == null || value.byteSize() <= maxInline(key.byteSize())) {
             TableCommit c = single();
             int outcome;
-            ReentrantLock stripe = stripes[stripe(t.inode.ino, key)];
+            int stripe = KeyStripes.of(t.inode.ino, key);
             for (;;) {
-                stripe.lock();
+                stripes.lock(stripe);
                 try {
                     int claim = enter(t, value == null);
                     long v = versions.beginApply();
@@ -645,7 +662,7 @@ public final class Tables {
                         t.inode.leave(claim);
                     }
                 } finally {
-                    stripe.unlock();
+                    stripes.unlock(stripe);
                 }
                 if (outcome != TableCommit.NO_LOG_SPACE) {
                     break;
@@ -663,7 +680,7 @@ public final class Tables {
         }
         WriteTransaction.Writes w = new WriteTransaction.Writes(t);
         w.ops.put(key.toArray(ValueLayout.JAVA_BYTE), new WriteTransaction.Op(op, value == null ? null : bytes(value)));
-        return commit(List.of(w), d) > 0;
+        return commit(List.of(w), d, false) > 0; // it writes a value out of line, or its key names one
     }
 
     /**
@@ -675,19 +692,6 @@ public final class Tables {
             return a;
         }
         return value.toArray(ValueLayout.JAVA_BYTE);
-    }
-
-    /** Stripes of keys ({@link #single}): a power of two. */
-    private static final int STRIPES = 256;
-    private final ReentrantLock[] stripes = new ReentrantLock[STRIPES];
-
-    /** The stripe of {@code key} of table {@code ino}. */
-    static int stripe(long ino, MemorySegment key) {
-        long h = ino * 0x9E3779B97F4A7C15L;
-        for (long i = 0, n = key.byteSize(); i < n; i++) {
-            h = (h ^ key.get(ValueLayout.JAVA_BYTE, i)) * 0x100000001B3L;
-        }
-        return (int) (h ^ h >>> 32) & (STRIPES - 1);
     }
 
     /** Tests: runs inside each single write's apply, beside the others (null: nothing). */
@@ -768,14 +772,23 @@ public final class Tables {
     /**
      * Applies a transaction's changes ({@code ws}, in table inode order): values too long for the tree are
      * written to blobs first, then everything is applied in one journal group. Returns how many keys changed.
+     * A transaction of values kept in the tree (and deletes), with no deleted range, applies beside the
+     * single writes to its tables ({@link #apply}); if it meets a value kept out of line, it undoes what it
+     * did and applies again holding its tables.
      */
     int commit(List<WriteTransaction.Writes> ws, Durability durability) {
+        return commit(ws, durability, true);
+    }
+
+    /** {@link #commit(List, Durability)}, beside single writes only if {@code sideBySide} (not for a change known to meet a value kept out of line). */
+    private int commit(List<WriteTransaction.Writes> ws, Durability durability, boolean sideBySide) {
         Journal journal = volume.journal();
         long limit = journal.logBytes() / LOG_SHARE;
         long changes = 0, bytes = 0;
-        boolean medium = false, inExtents = extents.enabled;
+        boolean medium = false, inExtents = extents.enabled, inTree = sideBySide;
         for (WriteTransaction.Writes w : ws) {
             changes += w.ops.size();
+            inTree &= w.ranges.isEmpty();
             for (var e : w.ops.entrySet()) {
                 byte[] v = e.getValue().value();
                 int kl = e.getKey().length;
@@ -787,10 +800,12 @@ public final class Tables {
                 } else if (v != null) {
                     bytes += Math.min(v.length, TableValueFormat.BLOB_SIZE + maxInline(kl));
                 }
+                inTree &= v == null || v.length <= maxInline(kl);
             }
         }
-        if (bytes + changes * CHANGE_OVERHEAD > limit) {
-            throw tooLarge(changes, bytes + changes * CHANGE_OVERHEAD, limit);
+        long size = bytes + changes * CHANGE_OVERHEAD;
+        if (size > limit) {
+            throw tooLarge(changes, size, limit);
         }
         if (medium && !inExtents) {
             overflow.tree(true); // made before any lock is taken, as the blob directory is (with extents, only if one has no room)
@@ -798,7 +813,6 @@ public final class Tables {
         // the values' stored forms, blobs written (durably) before any lock is taken
         List<Long> written = new ArrayList<>();
         List<List<byte[]>> stored = new ArrayList<>(ws.size());
-        int changed = 0;
         TableCommit c = null;
         try {
             for (WriteTransaction.Writes w : ws) {
@@ -818,89 +832,23 @@ public final class Tables {
                 }
                 stored.add(forms);
             }
-            int locked = 0;
-            long seq;
-            long version = 0;
-            boolean applying = false, grouped = false;
             c = group();
-            try {
-                for (WriteTransaction.Writes w : ws) {
-                    w.table.inode.lockExclusive();
-                    locked++;
-                    w.table.requireOpen();
+            Applied done;
+            if (inTree) {
+                try {
+                    done = apply(ws, stored, c, stripesOf(ws));
+                } catch (HoldTables again) { // undone: nothing changed
+                    c.release();
+                    c.claim();
+                    done = apply(ws, stored, c, null);
                 }
-                groups.lock(); // last, after every table's lock: see the field
-                grouped = true;
-                version = versions.beginApply();
-                applying = true;
-                c.version = version;
-                if (multiKey(ws)) {
-                    c.published = publication.begin();
-                }
-                long budget = groupBudget(journal);
-                try (Journal.Pin pin = journal.pin(budget)) {
-                    try {
-                        for (int i = 0; i < ws.size(); i++) {
-                            WriteTransaction.Writes w = ws.get(i);
-                            for (byte[][] r : w.ranges) {
-                                List<byte[]> keys = new ArrayList<>();
-                                Cursor cur = w.table.tree().cursor(r[0], r[1], false);
-                                while (cur.next()) {
-                                    keys.add(cur.key());
-                                }
-                                for (byte[] k : keys) {
-                                    changed += c.apply(w.table, MemorySegment.ofArray(k), null, TableCommit.DELETE) == TableCommit.CHANGED ? 1 : 0;
-                                    requireRoom(pin, limit, budget);
-                                }
-                            }
-                            int j = 0;
-                            for (var e : w.ops.entrySet()) {
-                                byte[] form = stored.get(i).get(j++);
-                                byte[] v = e.getValue().value();
-                                MemorySegment k = MemorySegment.ofArray(e.getKey());
-                                int outcome = v != null && isMedium(k.byteSize(), v.length)
-                                        ? c.applyMedium(w.table, k, MemorySegment.ofArray(v), e.getValue().kind())
-                                        : c.apply(w.table, k, form == null ? null : MemorySegment.ofArray(form), e.getValue().kind());
-                                changed += outcome == TableCommit.CHANGED ? 1 : 0;
-                                requireRoom(pin, limit, budget);
-                                Runnable hook = onGroupChange;
-                                if (hook != null) {
-                                    hook.run();
-                                }
-                            }
-                        }
-                    } catch (RuntimeException e) {
-                        try {
-                            c.undoAll();
-                        } catch (RuntimeException again) { // the group must not reach the log half applied
-                            journal.shutdown(again);
-                            e.addSuppressed(again);
-                        }
-                        if (e instanceof ReservationExceededException) {
-                            throw logFull(e);
-                        }
-                        throw e;
-                    }
-                    seq = pin.seq();
-                }
-            } finally {
-                if (c.published != null) {
-                    publication.end(c.published); // every change applied, or undone
-                }
-                if (applying) {
-                    versions.endApply(version);
-                }
-                if (grouped) {
-                    groups.unlock();
-                }
-                for (int i = 0; i < locked; i++) {
-                    ws.get(i).table.inode.unlockExclusive();
-                }
+            } else {
+                done = apply(ws, stored, c, null);
             }
             written.removeAll(c.linked); // what is left was not linked (a putIfAbsent that found its key)
             blobs.doomed(c.doomed);
-            durable(seq, durability);
-            return changed;
+            durable(done.seq(), durability);
+            return done.changed();
         } finally {
             if (c != null) {
                 c.release();
@@ -913,6 +861,164 @@ public final class Tables {
                 }
             }
         }
+    }
+
+    /** What a group applied: its checkpoint's commit sequence and how many keys it changed. */
+    private record Applied(long seq, int changed) {
+    }
+
+    /**
+     * Thrown inside a commit applying beside single writes that must apply holding its tables instead (it
+     * met a value kept out of line); its changes are undone before it leaves {@link #apply}.
+     */
+    private static final class HoldTables extends RuntimeException {
+        HoldTables() {
+            super(null, null, false, false);
+        }
+    }
+
+    /**
+     * Applies {@code ws} (values in their {@code stored} forms) in one journal group with engine {@code c}.
+     * With {@code keys} (the stripes of every key, ascending) it applies <em>beside single writes</em>: each
+     * table's commit lock shared (in inode order), then the keys' stripes (in stripe order); each change
+     * then enters its table as a single write does. Without, it holds its tables: each commit lock
+     * exclusively (in inode order), then each table exclusively (no single write inside). Either way it
+     * then takes the volume's group lock ({@link #groups}), so multi-key commits apply one at a time. The
+     * stripes are held to the group's end, after it is published, so no single write changes its keys
+     * before it is whole or undone.
+     *
+     * @throws HoldTables (beside single writes only, everything undone) if it must apply holding its tables
+     */
+    private Applied apply(List<WriteTransaction.Writes> ws, List<List<byte[]>> stored, TableCommit c, int[] keys) {
+        Journal journal = volume.journal();
+        long limit = journal.logBytes() / LOG_SHARE;
+        boolean shared = keys != null;
+        int locked = 0, excluded = 0, changed = 0;
+        long version = 0;
+        boolean striped = false, grouped = false, applying = false;
+        c.shared = shared;
+        try {
+            for (WriteTransaction.Writes w : ws) {
+                ReentrantReadWriteLock l = w.table.commits;
+                (shared ? l.readLock() : l.writeLock()).lock();
+                locked++;
+                w.table.requireOpen(); // a handle's close waits for the commit lock: the table stays open to the end
+            }
+            if (shared) {
+                stripes.lockAll(keys);
+                striped = true;
+            } else {
+                // only once every commit lock is held: a single write kept out of a held table may hold a
+                // stripe that a side-by-side commit needs, whose commit lock this one would wait for
+                for (WriteTransaction.Writes w : ws) {
+                    w.table.inode.lockExclusive();
+                    excluded++;
+                }
+            }
+            groups.lock(); // last: see the field
+            grouped = true;
+            version = versions.beginApply();
+            applying = true;
+            c.version = version;
+            if (multiKey(ws)) {
+                c.published = publication.begin();
+            }
+            long budget = groupBudget(journal);
+            try (Journal.Pin pin = journal.pin(budget)) {
+                try {
+                    for (int i = 0; i < ws.size(); i++) {
+                        WriteTransaction.Writes w = ws.get(i);
+                        for (byte[][] r : w.ranges) {
+                            List<byte[]> found = new ArrayList<>();
+                            Cursor cur = w.table.tree().cursor(r[0], r[1], false);
+                            while (cur.next()) {
+                                found.add(cur.key());
+                            }
+                            for (byte[] k : found) {
+                                changed += c.apply(w.table, MemorySegment.ofArray(k), null, TableCommit.DELETE) == TableCommit.CHANGED ? 1 : 0;
+                                requireRoom(pin, limit, budget);
+                            }
+                        }
+                        int j = 0;
+                        for (var e : w.ops.entrySet()) {
+                            byte[] form = stored.get(i).get(j++);
+                            byte[] v = e.getValue().value();
+                            MemorySegment k = MemorySegment.ofArray(e.getKey());
+                            int outcome = v != null && isMedium(k.byteSize(), v.length)
+                                    ? c.applyMedium(w.table, k, MemorySegment.ofArray(v), e.getValue().kind())
+                                    : c.apply(w.table, k, form == null ? null : MemorySegment.ofArray(form), e.getValue().kind());
+                            if (outcome == TableCommit.NEEDS_GROUP) {
+                                throw new HoldTables(); // a group beside single writes met a value kept out of line
+                            }
+                            changed += outcome == TableCommit.CHANGED ? 1 : 0;
+                            requireRoom(pin, limit, budget);
+                            Runnable hook = onGroupChange;
+                            if (hook != null) {
+                                hook.run();
+                            }
+                        }
+                    }
+                } catch (RuntimeException e) {
+                    try {
+                        c.undoAll();
+                    } catch (RuntimeException again) { // the group must not reach the log half applied
+                        journal.shutdown(again);
+                        if (e instanceof HoldTables) {
+                            throw again;
+                        }
+                        e.addSuppressed(again);
+                    }
+                    if (e instanceof ReservationExceededException) {
+                        throw logFull(e);
+                    }
+                    throw e;
+                }
+                return new Applied(pin.seq(), changed);
+            }
+        } finally {
+            if (c.published != null) {
+                publication.end(c.published); // every change applied, or undone; before its keys are let go
+            }
+            if (applying) {
+                versions.endApply(version);
+            }
+            if (grouped) {
+                groups.unlock();
+            }
+            if (striped) {
+                stripes.unlockAll(keys);
+            }
+            for (int i = 0; i < excluded; i++) {
+                ws.get(i).table.inode.unlockExclusive();
+            }
+            for (int i = 0; i < locked; i++) {
+                ReentrantReadWriteLock l = ws.get(i).table.commits;
+                (shared ? l.readLock() : l.writeLock()).unlock();
+            }
+        }
+    }
+
+    /** The stripes of every key {@code ws} changes, ascending, each once: the order a side-by-side commit takes them in. */
+    private static int[] stripesOf(List<WriteTransaction.Writes> ws) {
+        int n = 0;
+        for (WriteTransaction.Writes w : ws) {
+            n += w.ops.size();
+        }
+        int[] s = new int[n];
+        int i = 0;
+        for (WriteTransaction.Writes w : ws) {
+            for (byte[] k : w.ops.keySet()) {
+                s[i++] = KeyStripes.of(w.table.inode.ino, MemorySegment.ofArray(k));
+            }
+        }
+        Arrays.sort(s);
+        int distinct = 0;
+        for (int j = 0; j < n; j++) {
+            if (j == 0 || s[j] != s[j - 1]) {
+                s[distinct++] = s[j];
+            }
+        }
+        return distinct == n ? s : Arrays.copyOf(s, distinct);
     }
 
     /** True if the transaction may change more than one key: its changes then publish together ({@link TablePublication}). */

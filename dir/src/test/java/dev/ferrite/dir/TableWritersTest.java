@@ -216,13 +216,14 @@ class TableWritersTest {
     }
 
     /**
-     * A write transaction on a table waits until the single write inside its apply has left (it holds the
-     * table exclusively: its undo, its reads of medium values and the reserve's upkeep rely on no other
-     * change), and single writes wait while it applies. Taking only the table's lock, the transaction
-     * applies while the single write is still inside.
+     * A write transaction that holds its table (one deleting a range, whose keys are found as it applies)
+     * waits until the single write inside its apply has left (its undo, its reads of medium values and the
+     * reserve's upkeep rely on no other change), and single writes wait while it applies. Taking only the
+     * table's lock, the transaction applies while the single write is still inside. (Transactions of
+     * keys alone apply beside single writes: {@code TableTransactionsTest}.)
      */
     @Test
-    void aWriteTransactionWaitsForTheSingleWritesInside() throws Exception {
+    void aWriteTransactionHoldingItsTableWaitsForTheSingleWritesInside() throws Exception {
         try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
             CountDownLatch singleInside = new CountDownLatch(1), release = new CountDownLatch(1);
             v.tables().onApply = () -> {
@@ -237,6 +238,7 @@ class TableWritersTest {
                 try (WriteTransaction tx = v.begin(Durability.NONE)) {
                     tx.put(t, TableTest.b("group-a"), TableTest.b("2"));
                     tx.put(t, TableTest.b("group-b"), TableTest.b("3"));
+                    tx.deleteRange(t, TableTest.b("r"), TableTest.b("s")); // none there: it only makes the commit hold the table
                     tx.commit();
                 }
             });
@@ -339,7 +341,7 @@ class TableWritersTest {
     /** A key "kN" of {@code t} from k150 up whose stripe is not {@code key}'s: one stripe's writes are one at a time. */
     private static byte[] keyOfAnotherStripe(Table t, byte[] key) {
         int other = 150;
-        while (Tables.stripe(t.inode.ino, MemorySegment.ofArray(TableTest.b("k" + other))) == Tables.stripe(t.inode.ino, MemorySegment.ofArray(key))) {
+        while (KeyStripes.of(t.inode.ino, MemorySegment.ofArray(TableTest.b("k" + other))) == KeyStripes.of(t.inode.ino, MemorySegment.ofArray(key))) {
             other++;
         }
         return TableTest.b("k" + other);

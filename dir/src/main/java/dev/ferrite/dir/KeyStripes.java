@@ -1,0 +1,104 @@
+package dev.ferrite.dir;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.concurrent.atomic.AtomicIntegerArray;
+
+/**
+ * Locks on table keys by hash, one word per stripe: what orders changes to one key among single writes
+ * and the write transactions applying beside them ({@code Tables#single}, {@code Tables#apply}), so that
+ * the prior values snapshots read are recorded in version order and a transaction's undo never replaces
+ * another commit's value. A transaction holds the stripes of all its keys, taken in ascending stripe
+ * order (so two cannot deadlock), until its journal group ends; a single write holds its key's for its
+ * change. Not re-entrant: a thread holds at most one set at a time.
+ *
+ * <p>Each word is 0 (free), 1 (held) or 2 (held, and a thread may be waiting): a waiter sets 2 under its
+ * room's monitor before it waits there, and the holder that finds 2 when it lets go notifies the room,
+ * taking the monitor after the waiter's {@code wait} released it, so no wake-up is lost. Many stripes
+ * share a room; a waiter woken for another stripe looks again and waits on. Taking and letting go of a
+ * free stripe is a compare-and-set and an exchange, and a waiter parks rather than polls.
+ */
+final class KeyStripes {
+    /** Stripes: a power of two, many, so that transactions of a hundred random keys rarely share one. */
+    static final int STRIPES = 1 << 16;
+    /** Monitors waiters park on, by stripe: a power of two. */
+    private static final int ROOMS = 64;
+    /** Spins on a held stripe before a waiter parks: a single write's hold is a few microseconds. */
+    private static final int SPINS = 64;
+
+    private final AtomicIntegerArray words = new AtomicIntegerArray(STRIPES);
+    private final Object[] rooms = new Object[ROOMS];
+
+    KeyStripes() {
+        for (int i = 0; i < ROOMS; i++) {
+            rooms[i] = new Object();
+        }
+    }
+
+    /** The stripe of {@code key} of table {@code ino}. */
+    static int of(long ino, MemorySegment key) {
+        long h = ino * 0x9E3779B97F4A7C15L;
+        for (long i = 0, n = key.byteSize(); i < n; i++) {
+            h = (h ^ key.get(ValueLayout.JAVA_BYTE, i)) * 0x100000001B3L;
+        }
+        return (int) (h ^ h >>> 32) & (STRIPES - 1);
+    }
+
+    /** Takes stripe {@code s}, waiting while another thread holds it. */
+    void lock(int s) {
+        if (words.compareAndSet(s, 0, 1)) {
+            return;
+        }
+        for (int spins = 0; spins < SPINS; spins++) {
+            Thread.onSpinWait();
+            if (words.get(s) == 0 && words.compareAndSet(s, 0, 1)) {
+                return;
+            }
+        }
+        boolean interrupted = false;
+        Object room = rooms[s & (ROOMS - 1)];
+        synchronized (room) {
+            for (;;) {
+                int w = words.get(s);
+                if (w == 0) {
+                    if (words.compareAndSet(s, 0, 2)) { // 2: others may wait behind this thread
+                        break;
+                    }
+                } else if (w == 2 || words.compareAndSet(s, 1, 2)) {
+                    try {
+                        room.wait();
+                    } catch (InterruptedException e) {
+                        interrupted = true; // a key's lock is not given up half way: the interrupt is kept
+                    }
+                }
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** Lets go of stripe {@code s}, which this thread holds, waking its waiters if any. */
+    void unlock(int s) {
+        if (words.getAndSet(s, 0) == 2) {
+            Object room = rooms[s & (ROOMS - 1)];
+            synchronized (room) {
+                room.notifyAll();
+            }
+        }
+    }
+
+    /** Takes {@code stripes} (ascending, no repeats) in order. */
+    void lockAll(int[] stripes) {
+        for (int s : stripes) {
+            lock(s);
+        }
+    }
+
+    /** Lets go of {@code stripes}, taken by {@link #lockAll}. */
+    void unlockAll(int[] stripes) {
+        for (int i = stripes.length - 1; i >= 0; i--) {
+            unlock(stripes[i]);
+        }
+    }
+}

@@ -1,0 +1,371 @@
+package dev.ferrite.dir;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Random;
+import java.util.TreeMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+
+import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.testkit.TestSeed;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import static dev.ferrite.dir.TableTest.b;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+/**
+ * Write transactions of several keys apply beside single writes to their tables ({@code Tables#apply}):
+ * one commits while a single write waits inside its apply; a single write to a key an applying
+ * transaction holds waits for it and then wins, one to another key does not wait; one that meets a value
+ * kept out of line applies holding its table; and writers committing random transactions over two tables,
+ * with readers, snapshots and rollbacks among them, leave the tables as their models say, equal where
+ * every transaction wrote both, never showing part of a commit, and the check clean, also after a remount.
+ *
+ * <p>{@code -Dferrite.seed=N} fixes each writer's sequence of transactions, not how the threads interleave.
+ */
+@ExtendWith(TestSeed.class)
+class TableTransactionsTest {
+    private static final long SEED = TestSeed.get(29);
+
+    /**
+     * A transaction of two keys commits while a single write to another key of its table waits inside its
+     * apply: it enters the table beside it, as single writes do. Holding the table, it would wait for the
+     * single write to leave, which waits for the test's release: the commit does not return in time.
+     */
+    @Test
+    void aTransactionAppliesBesideASingleWriteInside() throws Exception {
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            CountDownLatch singleInside = new CountDownLatch(1), release = new CountDownLatch(1);
+            v.tables().onApply = () -> {
+                singleInside.countDown();
+                await(release);
+            };
+            AtomicReference<Throwable> failed = new AtomicReference<>();
+            Thread single = new Thread(() -> t.put(b("single"), b("1")));
+            single.start();
+            await(singleInside);
+            v.tables().onApply = null;
+            Thread tx = new Thread(() -> commit(v, t, failed, "2", "tx-a", "tx-b"));
+            tx.start();
+            tx.join(TimeUnit.SECONDS.toMillis(20));
+            boolean committed = !tx.isAlive();
+            release.countDown();
+            single.join();
+            tx.join();
+            assertNull(failed.get(), () -> String.valueOf(failed.get()));
+            assertTrue(committed, "the transaction waited for the single write inside its apply");
+            assertEquals(3, t.count());
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /**
+     * A transaction stopped inside its group after its changes holds its keys' stripes: a single write to
+     * another key of its table commits meanwhile, one to a key it changed waits (and nothing shows of either
+     * change) until the transaction ends, and then wins. Holding the table, as before, the transaction
+     * kept out the single write to the other key too.
+     */
+    @Test
+    void aSingleWriteToAKeyAnApplyingTransactionHoldsWaitsAndWins() throws Exception {
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            t.withDurability(Durability.NONE); // a SYNC write's force would wait for the open group
+            CountDownLatch inside = new CountDownLatch(1), go = new CountDownLatch(1);
+            AtomicReference<Thread> first = new AtomicReference<>();
+            AtomicReference<Throwable> failed = new AtomicReference<>();
+            Thread one = new Thread(() -> commit(v, t, failed, "one", "shared", "a1", "a2"));
+            first.set(one);
+            v.tables().onGroupChange = () -> {
+                if (Thread.currentThread() == first.get()) {
+                    inside.countDown();
+                    await(go);
+                }
+            };
+            one.start();
+            await(inside);
+            Thread other = new Thread(() -> t.put(b("c1"), b("other")));
+            other.start();
+            other.join(TimeUnit.SECONDS.toMillis(20));
+            assertFalse(other.isAlive(), "a single write of another key waited for the transaction stopped in its group");
+            assertArrayEquals(b("other"), t.get(b("c1")));
+            Thread held = new Thread(() -> t.put(b("shared"), b("single")));
+            held.start();
+            awaitBlocked(held);
+            assertNull(t.get(b("shared")), "a read saw part of the stopped transaction, or the single write");
+            go.countDown();
+            one.join(TimeUnit.SECONDS.toMillis(20));
+            held.join(TimeUnit.SECONDS.toMillis(20));
+            v.tables().onGroupChange = null;
+            assertNull(failed.get(), () -> String.valueOf(failed.get()));
+            assertArrayEquals(b("single"), t.get(b("shared")), "the later write wins");
+            assertArrayEquals(b("one"), t.get(b("a1")));
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    private static void commit(Volume v, Table t, AtomicReference<Throwable> failed, String value, String... keys) {
+        try (WriteTransaction tx = v.begin(Durability.NONE)) {
+            for (String k : keys) {
+                tx.put(t, b(k), b(value));
+            }
+            tx.commit();
+        } catch (Throwable e) {
+            failed.compareAndSet(null, e);
+        }
+    }
+
+    /**
+     * A transaction of values for the tree that replaces a value kept out of line (a medium one, in an
+     * extent) cannot apply side by side (the extent's free must go with the key's change): it undoes what
+     * it did and applies holding the table. The values are all there, the old one's blocks free (the check
+     * counts them), and a snapshot opened before still reads the medium value whole.
+     */
+    @Test
+    void aTransactionThatMeetsAValueKeptOutOfLineAppliesHoldingItsTable() throws Exception {
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            byte[] medium = new byte[5000];
+            new Random(SEED).nextBytes(medium);
+            t.put(b("m"), medium);
+            t.put(b("z"), b("old"));
+            try (Snapshot before = v.tables().snapshot()) {
+                AtomicReference<Throwable> failed = new AtomicReference<>();
+                commit(v, t, failed, "new", "a", "m", "z");
+                assertNull(failed.get(), () -> String.valueOf(failed.get()));
+                assertArrayEquals(b("new"), t.get(b("a")));
+                assertArrayEquals(b("new"), t.get(b("m")));
+                assertArrayEquals(b("new"), t.get(b("z")));
+                assertArrayEquals(medium, before.get(t, b("m")));
+                assertNull(before.get(t, b("a")));
+            }
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /**
+     * Writers commit random transactions at once over two tables (SYNC, ASYNC and NONE; some rolled back):
+     * each writes its stamp to every key of its own in both tables (interleaved with the other writers' in
+     * key order, so they share leaves), puts its extra key on even stamps and deletes it on odd ones, and
+     * writes a value to a few random shared keys in both tables. Readers meanwhile: a cursor on each table
+     * shows one stamp per writer (never part of a commit), a snapshot reads each shared key equal in both
+     * tables, a get never returns a stamp below one it saw. At the end: every table as the models say, the
+     * shared keys equal in both, the check clean; again after a remount.
+     */
+    @Test
+    void concurrentTransactionsOverTwoTablesMatchTheirModels() throws Exception {
+        runWriters(3, 600);
+    }
+
+    @Test
+    @Tag("stress")
+    void concurrentTransactionsOverTwoTablesMatchTheirModelsStress() throws Exception {
+        runWriters(6, 4000);
+    }
+
+    private static final int OWN = 6, SHARED = 200, PICK = 5;
+
+    private void runWriters(int writers, int commits) throws Exception {
+        MemoryDevice dev = VolumeFixtures.formatted();
+        long[] stamps = new long[writers];
+        try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table a = v.tables().create("a"); Table c = v.tables().create("c")) {
+            Table[] both = {a, c};
+            AtomicBoolean stop = new AtomicBoolean();
+            AtomicReference<Throwable> failed = new AtomicReference<>();
+            List<Thread> threads = new ArrayList<>();
+            for (int w = 0; w < writers; w++) {
+                int me = w;
+                threads.add(new Thread(() -> {
+                    Random r = new Random(SEED * 31 + me);
+                    Durability[] ds = Durability.values();
+                    try {
+                        for (int n = 1; n <= commits && failed.get() == null; n++) {
+                            boolean rollback = r.nextInt(10) == 0;
+                            try (WriteTransaction tx = v.begin(ds[r.nextInt(ds.length)])) {
+                                for (Table t : both) {
+                                    for (int k = 0; k < OWN; k++) {
+                                        tx.put(t, own(me, k, writers), stamp(me, n));
+                                    }
+                                    if (n % 2 == 0) {
+                                        tx.put(t, extra(me), stamp(me, n));
+                                    } else {
+                                        tx.delete(t, extra(me));
+                                    }
+                                }
+                                for (int p = 0; p < PICK; p++) {
+                                    byte[] k = shared(r.nextInt(SHARED));
+                                    byte[] value = stamp(me, n);
+                                    for (Table t : both) {
+                                        tx.put(t, k, value);
+                                    }
+                                }
+                                if (rollback) {
+                                    tx.rollback();
+                                    n--; // its stamp is the next commit's
+                                    continue;
+                                }
+                                tx.commit();
+                            }
+                            stamps[me] = n;
+                        }
+                    } catch (Throwable e) {
+                        failed.compareAndSet(null, new AssertionError("writer " + me + " (seed " + SEED + ")", e));
+                    }
+                }, "writer-" + w));
+            }
+            for (int rd = 0; rd < 2; rd++) {
+                int reader = rd;
+                threads.add(new Thread(() -> {
+                    long[] seen = new long[writers];
+                    Random r = new Random(SEED + 1000 + reader);
+                    try {
+                        while (!stop.get() && failed.get() == null) {
+                            Table t = both[r.nextInt(2)];
+                            scanWhole(t, writers, r.nextBoolean());
+                            try (Snapshot s = v.tables().snapshot()) {
+                                for (int i = 0; i < SHARED; i += 7) {
+                                    byte[] k = shared(i);
+                                    assertArrayEquals(s.get(a, k), s.get(c, k), "snapshot: a shared key differs in a and c");
+                                }
+                            }
+                            int w = r.nextInt(writers);
+                            for (int k = 0; k < OWN; k++) {
+                                byte[] got = t.get(own(w, k, writers));
+                                long st = got == null ? 0 : ByteBuffer.wrap(got).getLong(4);
+                                if (st < seen[w]) {
+                                    fail(t.name() + " key " + k + " of writer " + w + " read stamp " + st + " after stamp " + seen[w] + ": part of a commit");
+                                }
+                                seen[w] = st;
+                            }
+                        }
+                    } catch (Throwable e) {
+                        failed.compareAndSet(null, new AssertionError("reader " + reader + " (seed " + SEED + ")", e));
+                    }
+                }, "reader-" + rd));
+            }
+            threads.forEach(Thread::start);
+            for (int w = 0; w < writers; w++) {
+                threads.get(w).join();
+            }
+            stop.set(true);
+            for (Thread th : threads) {
+                th.join();
+            }
+            if (failed.get() != null) {
+                throw new AssertionError(failed.get().getMessage(), failed.get());
+            }
+            assertModels(a, c, writers, stamps, commits);
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+        try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table a = v.tables().open("a"); Table c = v.tables().open("c")) {
+            assertModels(a, c, writers, stamps, commits);
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /** Each writer's keys at its last stamp in both tables, its extra key there on an even one, the shared keys equal in both. */
+    private static void assertModels(Table a, Table c, int writers, long[] stamps, int commits) {
+        for (Table t : new Table[] {a, c}) {
+            for (int w = 0; w < writers; w++) {
+                assertEquals(commits, stamps[w], "writer " + w + "'s commits");
+                for (int k = 0; k < OWN; k++) {
+                    assertArrayEquals(stamp(w, stamps[w]), t.get(own(w, k, writers)), t.name() + " key " + k + " of writer " + w + " (seed " + SEED + ")");
+                }
+                byte[] e = t.get(extra(w));
+                if (stamps[w] % 2 == 0) {
+                    assertArrayEquals(stamp(w, stamps[w]), e, t.name() + " extra key of writer " + w);
+                } else {
+                    assertNull(e, t.name() + " extra key of writer " + w);
+                }
+            }
+        }
+        TreeMap<byte[], byte[]> inA = contents(a), inC = contents(c);
+        assertEquals(inA.size(), inC.size(), "keys in a and c");
+        for (int i = 0; i < SHARED; i++) {
+            byte[] k = shared(i);
+            assertArrayEquals(inA.get(k), inC.get(k), "shared key " + i + " in a and c (seed " + SEED + ")");
+        }
+    }
+
+    /** A cursor over {@code t}: one stamp per writer across its own keys and its extra key (there exactly on an even stamp). */
+    private static void scanWhole(Table t, int writers, boolean reverse) {
+        long[] stamp = new long[writers];
+        boolean[] extra = new boolean[writers];
+        try (TableCursor cur = t.cursor(null, null, reverse)) {
+            while (cur.next()) {
+                byte[] k = cur.key();
+                if (k[0] != 'o' && k[0] != 'x') {
+                    continue;
+                }
+                ByteBuffer v = ByteBuffer.wrap(cur.value());
+                int w = v.getInt();
+                long s = v.getLong();
+                if (k[0] == 'x') {
+                    extra[w] = true;
+                }
+                if (stamp[w] != 0 && stamp[w] != s) {
+                    fail("scan of " + t.name() + " (reverse " + reverse + "): writer " + w + "'s keys carry stamps " + stamp[w] + " and " + s + ": part of a commit");
+                }
+                stamp[w] = s;
+            }
+        }
+        for (int w = 0; w < writers; w++) {
+            if (stamp[w] != 0 && extra[w] != (stamp[w] % 2 == 0)) {
+                fail("scan of " + t.name() + ": writer " + w + " at stamp " + stamp[w] + " with its extra key " + (extra[w] ? "there" : "missing"));
+            }
+        }
+    }
+
+    private static TreeMap<byte[], byte[]> contents(Table t) {
+        TreeMap<byte[], byte[]> m = new TreeMap<>(Arrays::compareUnsigned);
+        try (TableCursor cur = t.cursor()) {
+            while (cur.next()) {
+                m.put(cur.key(), cur.value());
+            }
+        }
+        return m;
+    }
+
+    /** Writer {@code w}'s key {@code k}, interleaved with the other writers' in key order. */
+    private static byte[] own(int w, int k, int writers) {
+        return b(String.format("o%05d", k * writers + w));
+    }
+
+    private static byte[] extra(int w) {
+        return b(String.format("x%03d", w));
+    }
+
+    private static byte[] shared(int i) {
+        return b(String.format("s%04d", i));
+    }
+
+    private static byte[] stamp(int w, long n) {
+        return ByteBuffer.allocate(12).putInt(w).putLong(n).array();
+    }
+
+    private static void await(CountDownLatch latch) {
+        try {
+            assertTrue(latch.await(20, TimeUnit.SECONDS), "never let go on");
+        } catch (InterruptedException e) {
+            throw new AssertionError(e);
+        }
+    }
+
+    /** Waits (20 s at most) until {@code th} is blocked (waiting) or done. */
+    private static void awaitBlocked(Thread th) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (th.getState() != Thread.State.WAITING && th.getState() != Thread.State.BLOCKED && th.getState() != Thread.State.TERMINATED) {
+            assertTrue(System.nanoTime() < deadline, "the second transaction still running: " + th.getState());
+            Thread.onSpinWait();
+        }
+    }
+}
