@@ -211,13 +211,16 @@ public final class Ail implements AutoCloseable {
     /** Log writer thread: hands a durable checkpoint's items (the array is the AIL's from now on) to the AIL. */
     public void publish(LogItem[] items, int count, long lsn, long seq, long endLsn) {
         long slot = ring.next();
-        Event e = ring.get(slot);
+        fill(ring.get(slot), items, count, lsn, seq, endLsn);
+        ring.publish(slot);
+    }
+
+    private static void fill(Event e, LogItem[] items, int count, long lsn, long seq, long endLsn) {
         e.items = items;
         e.count = count;
         e.lsn = lsn;
         e.seq = seq;
         e.endLsn = endLsn;
-        ring.publish(slot);
     }
 
     /** A durable checkpoint as the log writer hands it over: its items (the AIL's from then on), where it starts and ends. */
@@ -245,12 +248,7 @@ public final class Ail implements AutoCloseable {
             for (int i = 0; i < k; i++) {
                 Durable c = checkpoints[done + i];
                 checkpoints[done + i] = null;
-                Event e = ring.get(lo + i);
-                e.items = c.items();
-                e.count = c.items().length;
-                e.lsn = c.startLsn();
-                e.seq = c.checkpointSeq();
-                e.endLsn = c.endLsn();
+                fill(ring.get(lo + i), c.items(), c.items().length, c.startLsn(), c.checkpointSeq(), c.endLsn());
             }
             ring.publish(lo, hi);
             done += k;
