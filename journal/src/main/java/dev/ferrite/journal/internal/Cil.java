@@ -304,6 +304,8 @@ public final class Cil {
             mapHigh = whole ? unionHigh : it.txDirtyHigh;
             slot.shadow = shadows.acquire(p, DirtyMap.packedSize(map, mapHigh, chunkShift));
             DirtyMap.pack(map, mapHigh, map, mapHigh, chunkShift, it.image(), slot.shadow);
+            slot.layout = map;
+            slot.layoutHigh = mapHigh;
             slot.ctxSeq = ctx.seq;
             it.pin();
             int head = stripe * HEAD_STRIDE;
@@ -318,22 +320,20 @@ public final class Cil {
             // which holds each at its newest (a block zeroed again holds none of the shadow's older copies)
             map = union;
             mapHigh = unionHigh;
-            int size = DirtyMap.packedSize(map, mapHigh, chunkShift);
-            MemorySegment shadow = size <= slot.shadow.byteSize() ? slot.shadow : shadows.acquire(p, size);
-            DirtyMap.pack(map, mapHigh, map, mapHigh, chunkShift, it.image(), shadow);
-            slot.shadow = shadow;
+            layOut(p, slot, map, mapHigh);
+            DirtyMap.pack(map, mapHigh, slot.layout, slot.layoutHigh, chunkShift, it.image(), slot.shadow);
         } else {
             map = whole ? union : slot.shadowMap | it.txDirty;
             mapHigh = whole ? unionHigh : slot.shadowMapHigh | it.txDirtyHigh;
-            if (map != slot.shadowMap || mapHigh != slot.shadowMapHigh) {
+            if ((map & ~slot.layout | mapHigh & ~slot.layoutHigh) != 0) {
                 // new chunks: make room among the packed ones, in a larger buffer if needed (the smaller
                 // one stays with the context until its parity is reset)
-                int size = DirtyMap.packedSize(map, mapHigh, chunkShift);
-                MemorySegment shadow = size <= slot.shadow.byteSize() ? slot.shadow : shadows.acquire(p, size);
-                DirtyMap.repack(slot.shadowMap, slot.shadowMapHigh, map, mapHigh, chunkShift, slot.shadow, shadow);
-                slot.shadow = shadow;
+                MemorySegment from = slot.shadow;
+                long fromLow = slot.layout, fromHigh = slot.layoutHigh;
+                layOut(p, slot, map, mapHigh);
+                DirtyMap.repack(fromLow, fromHigh, slot.layout, slot.layoutHigh, chunkShift, from, slot.shadow);
             }
-            DirtyMap.pack(it.txDirty, it.txDirtyHigh, map, mapHigh, chunkShift, it.image(), slot.shadow);
+            DirtyMap.pack(it.txDirty, it.txDirtyHigh, slot.layout, slot.layoutHigh, chunkShift, it.image(), slot.shadow);
         }
         if (whole && it.wholeRelog == LogItem.RELOG_ASKED) {
             it.wholeRelog = LogItem.RELOG_LOGGED;
@@ -352,6 +352,21 @@ public final class Cil {
         it.txZeroed = false;
         it.txOrdered = false;
         it.txWhole = false;
+    }
+
+    /**
+     * Gives {@code slot} a layout with room for {@code map}: packed, or the whole block once packed would
+     * exceed {@link DirtyMap#spreadBytes}; in its shadow if that is large enough, else in a new one.
+     */
+    private void layOut(int p, CilSlot slot, long map, long mapHigh) {
+        boolean spread = slot.layout == DirtyMap.ALL && slot.layoutHigh == DirtyMap.ALL
+                || DirtyMap.packedSize(map, mapHigh, chunkShift) > DirtyMap.spreadBytes(chunkShift);
+        slot.layout = spread ? DirtyMap.ALL : map;
+        slot.layoutHigh = spread ? DirtyMap.ALL : mapHigh;
+        int size = DirtyMap.packedSize(slot.layout, slot.layoutHigh, chunkShift);
+        if (size > slot.shadow.byteSize()) {
+            slot.shadow = shadows.acquire(p, size);
+        }
     }
 
     /**

@@ -22,7 +22,13 @@ final class CilSlot {
     boolean zeroed;
     /** Bytes the item's op takes in that context's checkpoint. */
     int opBytes;
-    /** The chunks of {@code shadowMap}, packed in chunk order; from the shadow pool, dropped once the op is formatted. */
+    /**
+     * Chunks the shadow has room for, in chunk order: {@code shadowMap}'s, or every chunk of the block
+     * ({@link DirtyMap#ALL}) once the delta outgrew {@link DirtyMap#spreadBytes}, so that a commit with new
+     * chunks copies only those instead of moving every chunk above them.
+     */
+    long layout, layoutHigh;
+    /** The chunks of {@code shadowMap} at their places in {@code layout}; from the shadow pool, dropped once the op is formatted. */
     MemorySegment shadow;
     /** Next item first logged in that context on the same stripe. */
     LogItem next;

@@ -15,6 +15,8 @@ import java.lang.foreign.MemorySegment;
 public final class DirtyMap {
     /** Chunks per block. */
     public static final int CHUNKS = 128;
+    /** Both words of the layout of a block's every chunk: each packs at its own offset in the block. */
+    static final long ALL = -1L;
 
     private DirtyMap() {
     }
@@ -70,6 +72,16 @@ public final class DirtyMap {
     /** Bytes the chunks of the map take packed back to back: the size of a shadow holding them. */
     static int packedSize(long low, long high, int chunkShift) {
         return chunks(low, high) << chunkShift;
+    }
+
+    /**
+     * Packed size above which a shadow is laid out as the whole block ({@link #ALL}): a commit that dirties
+     * chunks between packed ones must move every chunk above them, which in a leaf taking inserts (new
+     * cells below the old, new slots above) is most of the shadow again and again; a block-sized shadow
+     * costs at most four times the packed one.
+     */
+    static int spreadBytes(int chunkShift) {
+        return CHUNKS / 4 << chunkShift;
     }
 
     /** Where chunk {@code chunk} of the layout sits when its chunks are packed. */
@@ -131,21 +143,30 @@ public final class DirtyMap {
 
     /**
      * Writes the op for the map (header, range table, then the range bytes, which {@code packed} holds
-     * back to back as {@link #pack} left them) at {@code off} of {@code out}; returns its size.
+     * at their places in the layout, as {@link #pack} left them) at {@code off} of {@code out}; returns
+     * its size.
      */
-    static int writeOp(MemorySegment out, long off, int type, int flags, long home, long low, long high, int chunkShift,
-                       MemorySegment packed) {
+    static int writeOp(MemorySegment out, long off, int type, int flags, long home, long low, long high, long layoutLow,
+                       long layoutHigh, int chunkShift, MemorySegment packed) {
         int runs = runs(low, high);
         int size = LogRecordFormat.opSize(runs, chunks(low, high) << chunkShift);
         LogRecordFormat.writeOpHeader(out, off, type, runs, flags, size, home);
         long dataOff = off + LogRecordFormat.opDataStart(runs);
-        int dataBytes = packedSize(low, high, chunkShift);
-        MemorySegment.copy(packed, 0, out, dataOff, dataBytes);
-        dataOff += dataBytes;
+        boolean contiguous = layoutLow == low && layoutHigh == high;
+        if (contiguous) {
+            int dataBytes = packedSize(low, high, chunkShift);
+            MemorySegment.copy(packed, 0, out, dataOff, dataBytes);
+            dataOff += dataBytes;
+        }
         int i = 0;
         for (int start = nextSet(low, high, 0), end; start < CHUNKS; start = nextSet(low, high, end)) {
             end = nextClear(low, high, start);
-            LogRecordFormat.writeRange(out, off, i++, start << chunkShift, (end - start) << chunkShift);
+            int bytes = (end - start) << chunkShift;
+            LogRecordFormat.writeRange(out, off, i++, start << chunkShift, bytes);
+            if (!contiguous) {
+                MemorySegment.copy(packed, packedOffset(layoutLow, layoutHigh, start, chunkShift), out, dataOff, bytes);
+                dataOff += bytes;
+            }
         }
         long end = off + size;
         if (dataOff < end) {

@@ -8,13 +8,16 @@ import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Random;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.testkit.TestSeed;
 import dev.ferrite.journal.testkit.TestItem;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
@@ -26,6 +29,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * recovery composes the deltas; an item that holds the tail and cannot go home is relogged whole once,
  * which moves it on.
  */
+@ExtendWith(TestSeed.class)
 class DeltaRelogTest {
     static final int BS = 4096;
     static final int CHUNK = BS / DirtyMap.CHUNKS;
@@ -179,6 +183,54 @@ class DeltaRelogTest {
             for (int c = 0; c < 3; c++) {
                 assertEquals(1, TestItem.blockCounter(r.block(), c), "counter " + c);
             }
+        });
+    }
+
+    /**
+     * Commits scattered over a block, new chunks below and above the ones already in the checkpoint, until
+     * the shadow outgrows packing and is spread over the block: each checkpoint still logs exactly the
+     * chunks changed in it, and recovery rebuilds the block.
+     */
+    @Test
+    void aShadowSpreadOverItsBlockLogsTheSameChunks() {
+        long seed = TestSeed.get(11);
+        Random rnd = new Random(seed);
+        LogGeometry g = new LogGeometry(512, 256);
+        withJournal(g, 1024, (dev, j, arena) -> {
+            TestItem x = new TestItem(3, BS, arena);
+            MemorySegment expect = arena.allocate(BS);
+            x.lock.lock(); // busy, x stays out of write-back: every checkpoint's op reaches recovery
+            for (int checkpoint = 0; checkpoint < 3; checkpoint++) {
+                boolean[] chunks = new boolean[DirtyMap.CHUNKS];
+                long seq = 0;
+                for (int k = 0; k < 60; k++) {
+                    int off = TestItem.DATA_OFF + 8 * rnd.nextInt((BS - TestItem.DATA_OFF) / 8);
+                    long v = rnd.nextLong();
+                    Transaction tx = j.begin(Reservation.items(1));
+                    x.image().set(ValueLayout.JAVA_LONG_UNALIGNED, off, v);
+                    tx.log(x, off, 8);
+                    seq = tx.commit();
+                    expect.set(ValueLayout.JAVA_LONG_UNALIGNED, off, v);
+                    chunks[off / CHUNK] = true;
+                }
+                forceIntoAil(j, x, seq);
+                Recovered r = recoverCopy(dev, g, x.home(), arena);
+                List<String> runs = new ArrayList<>();
+                for (int c = 0; c < chunks.length; c++) {
+                    int start = c;
+                    while (c < chunks.length && chunks[c]) {
+                        c++;
+                    }
+                    if (c > start) {
+                        runs.add(start * CHUNK + "+" + (c - start) * CHUNK);
+                    }
+                }
+                String where = "seed " + seed + ", checkpoint " + checkpoint;
+                assertEquals(runs, r.ops().getLast().ranges(), where + ": the chunks changed in it");
+                assertEquals(-1, expect.asSlice(TestItem.DATA_OFF).mismatch(r.block().asSlice(TestItem.DATA_OFF)),
+                        where + ": the block as committed");
+            }
+            x.lock.unlock();
         });
     }
 

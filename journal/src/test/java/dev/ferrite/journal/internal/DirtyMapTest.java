@@ -69,13 +69,18 @@ class DirtyMapTest {
                     hi2 |= DirtyMap.high(off, len, SHIFT);
                     mark(both, off, len);
                 }
-                // pack the first map, grow it in place to the union, fill in the new chunks: the image's chunks, in order
+                // pack the first map, grow it in place to the union (packed, or spread over the whole block),
+                // fill in the new chunks: the image's chunks, in order
+                boolean spread = rnd.nextBoolean();
+                long layout = spread ? DirtyMap.ALL : lo2, layoutHigh = spread ? DirtyMap.ALL : hi2;
+                where += spread ? ", spread" : ", packed";
+                shadow.fill((byte) 0);
                 DirtyMap.pack(lo, hi, lo, hi, SHIFT, image, shadow);
-                DirtyMap.repack(lo, hi, lo2, hi2, SHIFT, shadow, shadow);
-                DirtyMap.pack(lo2 & ~lo, hi2 & ~hi, lo2, hi2, SHIFT, image, shadow);
+                DirtyMap.repack(lo, hi, layout, layoutHigh, SHIFT, shadow, shadow);
+                DirtyMap.pack(lo2 & ~lo, hi2 & ~hi, layout, layoutHigh, SHIFT, image, shadow);
                 List<int[]> runs = runs(both);
                 assertEquals(runs.size(), DirtyMap.runs(lo2, hi2), where);
-                int size = DirtyMap.writeOp(op, 0, 1, 0, 9, lo2, hi2, SHIFT, shadow);
+                int size = DirtyMap.writeOp(op, 0, 1, 0, 9, lo2, hi2, layout, layoutHigh, SHIFT, shadow);
                 assertEquals(LogRecordFormat.opSize(runs.size(), count(both) * CHUNK), size, where);
                 assertEquals(size, DirtyMap.opSize(lo2, hi2, SHIFT), where);
                 long data = LogRecordFormat.opDataStart(runs.size());

@@ -125,7 +125,7 @@ class ShadowPoolTest {
                     DirtyMap.pack(dirty, dirtyHigh, union, unionHigh, chunkShift, image, shadow);
                     logged = union;
                     loggedHigh = unionHigh;
-                    int opSize = DirtyMap.writeOp(op, 0, 1, 0, 9, logged, loggedHigh, chunkShift, shadow);
+                    int opSize = DirtyMap.writeOp(op, 0, 1, 0, 9, logged, loggedHigh, logged, loggedHigh, chunkShift, shadow);
                     int runs = DirtyMap.runs(logged, loggedHigh);
                     long data = LogRecordFormat.opDataStart(runs);
                     for (int r = 0; r < runs; r++) {
