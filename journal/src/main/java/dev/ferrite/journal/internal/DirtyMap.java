@@ -124,7 +124,8 @@ public final class DirtyMap {
     /**
      * Moves packed chunks from the layout {@code from} to the layout {@code to} (a superset), from
      * {@code src} to {@code dst}, which may be the same buffer: chunks only move up, so they are moved
-     * highest first, the high word's runs before the low word's.
+     * highest first, the high word's runs before the low word's. In place, the chunks below the lowest
+     * one {@code to} adds stay where they are, so the move stops at the first run that does not move.
      */
     static void repack(long fromLow, long fromHigh, long toLow, long toHigh, int chunkShift, MemorySegment src, MemorySegment dst) {
         for (int word = 1; word >= 0; word--) {
@@ -134,8 +135,12 @@ public final class DirtyMap {
                 long below = end == 64 ? -1L : (1L << end) - 1;
                 long gaps = ~from & below;
                 int start = gaps == 0 ? 0 : 64 - Long.numberOfLeadingZeros(gaps);
-                MemorySegment.copy(src, packedOffset(fromLow, fromHigh, base + start, chunkShift), dst,
-                        packedOffset(toLow, toHigh, base + start, chunkShift), (long) (end - start) << chunkShift);
+                long fromOff = packedOffset(fromLow, fromHigh, base + start, chunkShift);
+                long toOff = packedOffset(toLow, toHigh, base + start, chunkShift);
+                if (fromOff == toOff && src == dst) {
+                    return;
+                }
+                MemorySegment.copy(src, fromOff, dst, toOff, (long) (end - start) << chunkShift);
                 from &= start == 0 ? 0 : (1L << start) - 1;
             }
         }
