@@ -455,11 +455,12 @@ final class DirContents {
      * For writers that apply side by side ({@link #enter}): {@code -1} if the
      * tree's reserve needs a {@link #prepare} first (a spill, or a refill for a change that adds),
      * {@link #NOT_A_TREE} if the record holds no tree, else
-     * the blocks it can give (usable, counted up to {@link #RESERVE_FILL}) in the high half and those it
-     * can take back (room to {@link DirEntryFormat#RESERVE_CAPACITY}) in the low half. Lock-free.
+     * the blocks it can give (usable, counted up to {@link #RESERVE_FILL}; not counted, 0, for a
+     * {@code removal}, which takes none) in the high half and those it can take back (room to
+     * {@link DirEntryFormat#RESERVE_CAPACITY}) in the low half. Lock-free.
      */
     long room(Inode table, boolean removal) {
-        long f = records.readLong(table.ino, roomFacts);
+        long f = records.readLong(table.ino, removal ? removalRoomFacts : roomFacts);
         return f == NOT_A_TREE ? f : f < 0 || !removal && (f >>> 32) < RESERVE_LOW ? -1 : f;
     }
 
@@ -502,10 +503,15 @@ final class DirContents {
     /** What {@link #room} says of a record without a tree. */
     static final long NOT_A_TREE = -2;
 
-    /** {@link #room}'s read of the record, made once (allocation-free). */
-    private final InodeRecords.LongRecordReader roomFacts = this::roomFacts;
+    /**
+     * {@link #room}'s reads of the record, made once (allocation-free). A removal's skips counting the
+     * usable blocks: that asks the cache about each reserve entry while freed blocks await their
+     * checkpoint, as they do all through a run of deletes whose merges free leaves.
+     */
+    private final InodeRecords.LongRecordReader roomFacts = (b, rec) -> roomFacts(b, rec, true);
+    private final InodeRecords.LongRecordReader removalRoomFacts = (b, rec) -> roomFacts(b, rec, false);
 
-    private long roomFacts(MemorySegment b, int rec) {
+    private long roomFacts(MemorySegment b, int rec, boolean give) {
         int area = rec + InodeFormat.INLINE;
         if (!isTree(b, rec)) {
             return NOT_A_TREE;
@@ -517,7 +523,8 @@ final class DirContents {
         if (count > RESERVE_HIGH) {
             return -1;
         }
-        return (long) DirAllocator.usable(cache, b, area, RESERVE_FILL) << 32 | (DirEntryFormat.RESERVE_CAPACITY - count);
+        long usable = give ? DirAllocator.usable(cache, b, area, RESERVE_FILL) : 0;
+        return usable << 32 | (DirEntryFormat.RESERVE_CAPACITY - count);
     }
 
     /**
