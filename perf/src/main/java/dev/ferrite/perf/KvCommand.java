@@ -168,6 +168,9 @@ final class KvCommand implements Callable<Integer> {
             for (Map.Entry<KvTarget, String> e : bench.setups().entrySet()) {
                 out.printf(Locale.ROOT, "%-8s %s%n", e.getKey().label() + ":", e.getValue());
             }
+            if (!bench.jit().isEmpty()) {
+                out.println("note:    " + bench.jit());
+            }
             for (String note : bench.notes()) {
                 out.println("note:    " + note);
             }

@@ -124,6 +124,9 @@ final class MetaCommand implements Callable<Integer> {
             for (String note : bench.notes()) {
                 out.println(note);
             }
+            if (!bench.jit().isEmpty()) {
+                out.println("note:    " + bench.jit());
+            }
             out.println();
             out.println("api:     " + calls.label() + ", on every target");
             RunDir.printTables(out, results, ts.stream().map(MetaBench.Target::label).toList());

@@ -53,7 +53,8 @@ import org.HdrHistogram.Histogram;
  * {@value KvKeys#VALUE} bytes name their phases ({@code insert-1KiB}), and shrink the key count to keep
  * at most {@link #VALUE_BUDGET} of values in a store ({@link #notes()}). A short
  * warm-up on each target (at the first value size) comes first and is not reported, so that no target
- * pays for the JIT in its numbers.
+ * pays for the JIT in its numbers: twice, the second time with a tenth of the keys on fresh stores, then a
+ * wait for the JIT to settle ({@link JitSettle}).
  *
  * <p>A scan reads every byte of every value ({@link KvStore.Scan#fold}), so that a store that hands out
  * a view of its values (LMDB) does the same work as one that copies them out.
@@ -177,6 +178,7 @@ public final class KvBench {
     private long stallNanos;
     private final List<Skipped> skipped = new ArrayList<>();
     private final Set<String> notes = new LinkedHashSet<>();
+    private String jit = "";
 
     /**
      * @param dir          where the stores' files go (a directory per store, deleted after it)
@@ -252,7 +254,11 @@ public final class KvBench {
         int firstSize = plan.valueSizes().getFirst();
         long warmUp = keysFor(Math.min(keys * 3 / 10, WARM_UP_KEYS), firstSize);
         if (warmUp > 0) {
+            long warmUpStart = System.nanoTime();
             runTogether(warmUp, 1, firstSize, true, progress);
+            // again, briefly, on fresh stores and threads: see JitSettle
+            runTogether(Math.max(1, warmUp / 10), 1, firstSize, true, progress);
+            jit = JitSettle.await(progress, System.nanoTime() - warmUpStart);
         }
         List<Result> results = new ArrayList<>();
         for (int t : threads) {
@@ -292,6 +298,11 @@ public final class KvBench {
     /** The phases a target did not run, and why, in run order. */
     public List<Skipped> skipped() {
         return List.copyOf(skipped);
+    }
+
+    /** What the wait for the JIT after the warm-up saw ({@link JitSettle}), or empty. */
+    public String jit() {
+        return jit;
     }
 
     /**

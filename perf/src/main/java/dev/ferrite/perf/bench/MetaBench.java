@@ -25,7 +25,8 @@ import org.HdrHistogram.Histogram;
  *   <li>{@code unlink}: every thread removes the files it created; the phase ends with a sync.</li>
  * </ol>
  * An untimed warm-up (three tenths of the files, at most {@value #WARM_UP_FILES}, one thread) runs on each
- * target first. Rates are operations (walk: entries) over the phase's wall time including its sync; latencies are per
+ * target first, then again with a tenth of those on fresh stores, and the run waits for the JIT to settle
+ * ({@link JitSettle}). Rates are operations (walk: entries) over the phase's wall time including its sync; latencies are per
  * operation (walk: per entry, the listing's time spread over its entries). Checks, untimed: the walk
  * sees every file once and nothing else, every stat finds a zero-length file, the directories are
  * empty after the unlinks, and the store's own checker runs after the creates and the unlinks.
@@ -65,6 +66,7 @@ public final class MetaBench {
     private final List<Integer> threads;
     private final List<Layout> layouts;
     private final List<String> notes = new ArrayList<>();
+    private String jit = "";
     /** What Ferrite's threads waited on in each measured phase ({@link Contention}). */
     private final List<String> contention = new ArrayList<>();
     /** What each measured phase's slow operations spent their time on, when watched ({@link Stalls}). */
@@ -98,11 +100,16 @@ public final class MetaBench {
     public List<Result> run(Progress progress) {
         long warmUp = Math.min(files * 3 / 10, WARM_UP_FILES);
         if (warmUp > 0) {
-            for (Target target : targets) {
-                try (MetaStore store = target.open().apply(warmUp)) {
-                    new Run(store, target.label(), warmUp, Layout.PRIVATE, 1, true, progress).phases();
+            long warmUpStart = System.nanoTime();
+            // again, briefly, on fresh stores and threads: see JitSettle
+            for (long n : new long[] {warmUp, Math.max(1, warmUp / 10)}) {
+                for (Target target : targets) {
+                    try (MetaStore store = target.open().apply(n)) {
+                        new Run(store, target.label(), n, Layout.PRIVATE, 1, true, progress).phases();
+                    }
                 }
             }
+            jit = JitSettle.await(progress, System.nanoTime() - warmUpStart);
         }
         List<Result> results = new ArrayList<>();
         for (Layout layout : layouts) {
@@ -115,6 +122,11 @@ public final class MetaBench {
             }
         }
         return results;
+    }
+
+    /** What the wait for the JIT after the warm-up saw ({@link JitSettle}), or empty. */
+    public String jit() {
+        return jit;
     }
 
     /** How each target was set up and how its caches were dropped, one line each, in run order. */
