@@ -280,6 +280,8 @@ public final class Journal implements AutoCloseable {
     /** A group of commits that share one checkpoint ({@link #pin}); closed by the thread that began it. */
     public final class Pin implements AutoCloseable {
         private final Cil.Context context;
+        /** The context's sequence, read when pinned: the context is reused for a later one once its checkpoint is formatted. */
+        private final long seq;
         /** The budget ({@link #pin(long)}), or null. */
         private final Ticket budget;
         /** Log bytes the holder's own commits took from their reservations inside the group. */
@@ -290,6 +292,7 @@ public final class Journal implements AutoCloseable {
 
         private Pin(Cil.Context context, Ticket budget) {
             this.context = context;
+            this.seq = context.seq;
             this.budget = budget;
         }
 
@@ -300,7 +303,7 @@ public final class Journal implements AutoCloseable {
 
         /** The context's commit sequence: force it, once closed, to make the group durable. */
         public long seq() {
-            return context.seq;
+            return seq;
         }
 
         /** Log bytes committed into the group's context so far, by every committer in it. */

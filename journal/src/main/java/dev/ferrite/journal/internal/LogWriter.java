@@ -362,6 +362,7 @@ final class LogWriter implements AutoCloseable {
         wakeThrottled();
         ioBusy = true; // before the hand-off, so no forced push slips in ahead of it
         Checkpoint c = format(ctx, buffer);
+        cil.retire(ctx);
         if (forced && ioDone == handed) {
             // Nothing in flight: a forcer waits on this checkpoint alone, so write it here and save
             // it the hand-off to ferrite-log-io (a thread wake-up, much of a small force's latency).
@@ -404,6 +405,7 @@ final class LogWriter implements AutoCloseable {
             Cil.Context ctx = cil.switchContext();
             wakeThrottled();
             Checkpoint c = format(ctx, buffer);
+            cil.retire(ctx);
             writeDurable(c);
             if (!insertedHere(c)) {
                 deferHandOff(c); // the forcer returns now; the log I/O thread hands its items to the AIL
