@@ -5,6 +5,9 @@ import java.lang.management.ManagementFactory;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
 
+import javax.management.JMException;
+import javax.management.ObjectName;
+
 /**
  * After an untimed warm-up, waits until the JIT has caught up with it. The warm-up runs twice, the second
  * time briefly on fresh stores and threads: the optimizing compiler leaves out branches its profile never
@@ -20,11 +23,40 @@ final class JitSettle {
     /** The longest wait: a compiler still busy after this is left to it. */
     private static final long MAX_MILLIS = 30_000;
 
+    /**
+     * Compile tasks under way or queued that still count as settled: the harness's own threads keep a
+     * few small ones coming.
+     */
+    private static final int QUIET_QUEUE = 2;
+
     private JitSettle() {
     }
 
     /**
-     * Waits, showing it on {@code progress}, until a step passes with the compiler almost idle, or for at
+     * Compile tasks under way or queued, by HotSpot's {@code Compiler.queue} diagnostic command (one line
+     * each), or 0 where that is not there: the compile time alone looks quiet while one long compile
+     * runs, and a backlog on a loaded machine held small methods at the first tiers for tens of seconds.
+     */
+    static int queued() {
+        try {
+            Object text = ManagementFactory.getPlatformMBeanServer().invoke(new ObjectName("com.sun.management:type=DiagnosticCommand"),
+                    "compilerQueue", new Object[] {null}, new String[] {String[].class.getName()});
+            int tasks = 0;
+            for (String line : text.toString().split("\n")) {
+                String l = line.strip();
+                if (!l.isEmpty() && !l.endsWith(":") && !l.equals("Empty")) {
+                    tasks++;
+                }
+            }
+            return tasks;
+        } catch (JMException | RuntimeException e) {
+            return 0;
+        }
+    }
+
+    /**
+     * Waits, showing it on {@code progress}, until a step passes with the compiler almost idle and its
+     * queue (nearly) empty, or for at
      * most as long as the warm-up took ({@code warmUpNanos}; a small run's compiles weigh little), or 30
      * s; returns a note saying how long it took and how much was compiled, or an empty string where the
      * JVM does not count compile time.
@@ -47,7 +79,7 @@ final class JitSettle {
                 break;
             }
             long now = jit.getTotalCompilationTime();
-            settled = now - last < Math.max(1, step / 20);
+            settled = now - last < Math.max(1, step / 20) && queued() <= QUIET_QUEUE;
             last = now;
             progress.update("jit", "settling", last - first, "ms compiled", System.nanoTime() - start);
         }
