@@ -2,6 +2,7 @@ package dev.ferrite.dir;
 
 import java.lang.foreign.MemorySegment;
 import java.util.function.LongPredicate;
+import java.util.function.Supplier;
 
 import dev.ferrite.btree.internal.BlockAllocator;
 import dev.ferrite.btree.internal.Buffer;
@@ -19,19 +20,23 @@ import dev.ferrite.btree.internal.Txn;
  *
  * <p>Nodes the tree frees go back to the reserve at once but stay {@link BufferCache#isBusy busy} until
  * their free is in a checkpoint: allocation skips them and the marks count only the reserve's other
- * entries ({@link #usable}).
+ * entries ({@link #usable}). So do the blocks a directory's spill beside its writers is freeing
+ * ({@link SpillingBlocks}).
  */
 final class DirAllocator implements BlockAllocator {
     private final BufferCache cache;
     private final long block;
     private final int ag;
     private final int area;
+    /** The blocks a spill beside the tree's writers is freeing, or null. */
+    private final Supplier<long[]> spilling;
 
-    DirAllocator(BufferCache cache, long inodeBlock, int ag, int recordOffset) {
+    DirAllocator(BufferCache cache, long inodeBlock, int ag, int recordOffset, Supplier<long[]> spilling) {
         this.cache = cache;
         this.block = inodeBlock;
         this.ag = ag;
         this.area = recordOffset + InodeFormat.INLINE;
+        this.spilling = spilling;
     }
 
     /**
@@ -49,13 +54,19 @@ final class DirAllocator implements BlockAllocator {
 
     /** Entries of the reserve at {@code area} of {@code m} that are not busy, counted up to {@code enough}. */
     static int usable(BufferCache cache, MemorySegment m, int area, int enough) {
+        return usable(cache, m, area, enough, null);
+    }
+
+    /** {@link #usable}, leaving out the blocks of {@code spilling} too (none: null). */
+    static int usable(BufferCache cache, MemorySegment m, int area, int enough, long[] spilling) {
         int n = DirEntryFormat.reserveCount(m, area);
-        if (n - enough >= cache.busyBound()) {
+        if (n - enough - (spilling == null ? 0 : spilling.length) >= cache.busyBound()) {
             return enough;
         }
         int found = 0;
         for (int i = n - 1; i >= 0 && found < enough; i--) {
-            if (!cache.isBusy(DirEntryFormat.reserveEntry(m, area, i))) {
+            long e = DirEntryFormat.reserveEntry(m, area, i);
+            if (!cache.isBusy(e) && !SpillingBlocks.contains(spilling, e)) {
                 found++;
             }
         }
@@ -76,23 +87,39 @@ final class DirAllocator implements BlockAllocator {
     /**
      * The entries to spill from the reserve at {@code area} of {@code m} down to {@code downTo} (at least
      * one), those {@code take} accepts, busy ones first (a spill makes room without losing usable
-     * entries): written to {@code out}, their number returned.
+     * entries), and of those not busy only so many that {@code keep} of them stay (all there are, if
+     * fewer): written to {@code out}, their number returned.
      */
-    static int spillOrder(BufferCache cache, MemorySegment m, int area, int downTo, LongPredicate take, long[] out) {
+    static int spillOrder(BufferCache cache, MemorySegment m, int area, int downTo, int keep, LongPredicate take, long[] out) {
         int count = DirEntryFormat.reserveCount(m, area);
         int want = Math.max(1, count - downTo);
+        int spare = Math.max(0, usable(cache, m, area, count) - keep); // usable entries it may take
         int n = 0;
         long taken = 0; // by index: an entry busy in the first pass may no longer be in the second
         for (int pass = 0; pass < 2; pass++) {
             for (int i = count - 1; i >= 0 && n < want; i--) {
                 long e = DirEntryFormat.reserveEntry(m, area, i);
-                if ((taken & 1L << i) == 0 && (pass == 1 || cache.isBusy(e)) && take.test(e)) {
+                if ((taken & 1L << i) != 0 || !take.test(e)) {
+                    continue;
+                }
+                boolean busy = cache.isBusy(e);
+                if (pass == 0 ? busy : busy || spare-- > 0) {
                     taken |= 1L << i;
                     out[n++] = e;
                 }
             }
         }
         return n;
+    }
+
+    /** Whether block {@code e} is in the reserve at {@code area} of {@code m}. */
+    static boolean inReserve(MemorySegment m, int area, long e) {
+        for (int i = DirEntryFormat.reserveCount(m, area) - 1; i >= 0; i--) {
+            if (DirEntryFormat.reserveEntry(m, area, i) == e) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** The index of entry {@code e} in the reserve at {@code area} of {@code m}. */
@@ -120,7 +147,8 @@ final class DirAllocator implements BlockAllocator {
         Buffer b = lock(txn);
         MemorySegment m = b.data();
         int i = DirEntryFormat.reserveCount(m, area) - 1;
-        while (i >= 0 && cache.isBusy(DirEntryFormat.reserveEntry(m, area, i))) {
+        long[] spill = spilling.get(); // read after the record's lock: see DirContents#withhold
+        while (i >= 0 && (cache.isBusy(DirEntryFormat.reserveEntry(m, area, i)) || SpillingBlocks.contains(spill, DirEntryFormat.reserveEntry(m, area, i)))) {
             i--;
         }
         if (i < 0) {

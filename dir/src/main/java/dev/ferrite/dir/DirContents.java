@@ -2,8 +2,10 @@ package dev.ferrite.dir;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.function.BooleanSupplier;
@@ -46,6 +48,8 @@ final class DirContents {
     private final InodeRecords records;
     private final int recordSize;
     final int inlineCapacity;
+    /** The blocks spills beside directories' writers are freeing ({@link #spill}). */
+    private final SpillingBlocks spills = new SpillingBlocks();
 
     DirContents(Volume volume, BufferCache cache, Geometry geometry, InodeCache inodes, InodeRecords records) {
         this.volume = volume;
@@ -93,7 +97,7 @@ final class DirContents {
         BTree t = dir.dirTree;
         if (t == null || t.headerBlock() != header) {
             records.requireDataBlock(dir.ino, header, "directory tree header");
-            t = BTree.open(cache, new DirAllocator(cache, records.block(dir.ino), geometry.agOfInode(dir.ino), records.rec(dir.ino)),
+            t = BTree.open(cache, new DirAllocator(cache, records.block(dir.ino), geometry.agOfInode(dir.ino), records.rec(dir.ino), () -> spills.of(dir)),
                     header, dir.ino);
             dir.dirTree = t;
         }
@@ -407,7 +411,8 @@ final class DirContents {
      */
     int step(Inode dir, int keyLength) {
         for (;;) {
-            long f = records.readLong(dir.ino, stepFacts);
+            long[] spilling = spills.of(dir);
+            long f = spilling == null ? records.readLong(dir.ino, stepFacts) : records.readLong(dir.ino, (b, rec) -> stepFacts(b, rec, spilling));
             if (f >= 0) {
                 return keyLength > 0 && f + DirEntryFormat.inlineSize(keyLength) > inlineCapacity ? CONVERT : READY;
             }
@@ -424,20 +429,24 @@ final class DirContents {
 
     /** Whether the tree in the record at {@code rec} of {@code b} (a block the caller holds) is {@link #READY} for a change. */
     boolean readyIn(MemorySegment b, int rec) {
-        return stepFacts(b, rec) == TREE_READY;
+        return stepFacts(b, rec, null) == TREE_READY;
     }
 
     /** What {@link #stepFacts} finds of a tree directory (an inline one: its used bytes, not negative). */
     private static final long TREE_READY = -1, TREE_SPILL = -2, TREE_REFILL = -3, TREE_BAD_RESERVE = -4;
 
-    /** {@link #step}'s read of the record, made once: a reader capturing the step's arguments would be allocated per call. */
-    private final InodeRecords.LongRecordReader stepFacts = this::stepFacts;
+    /**
+     * {@link #step}'s read of the record with no spill beside the writers, made once: a reader capturing the
+     * step's arguments would be allocated per call.
+     */
+    private final InodeRecords.LongRecordReader stepFacts = (b, rec) -> stepFacts(b, rec, null);
 
     /**
      * An inline directory's used bytes; for a tree, whether its reserve needs a spill or a refill
-     * ({@code TREE_*}), or holds a block outside the groups (named by {@link #requireReserve}).
+     * ({@code TREE_*}), or holds a block outside the groups (named by {@link #requireReserve}); the
+     * blocks a spill beside the writers is freeing ({@code spilling}, or null) counted as gone.
      */
-    private long stepFacts(MemorySegment b, int rec) {
+    private long stepFacts(MemorySegment b, int rec, long[] spilling) {
         if (!isTree(b, rec)) {
             return InodeFormat.inlineUsed(b, rec);
         }
@@ -445,10 +454,10 @@ final class DirContents {
         if (badReserveEntry(b, area) >= 0) {
             return TREE_BAD_RESERVE;
         }
-        if (DirEntryFormat.reserveCount(b, area) > RESERVE_HIGH) {
+        if (DirEntryFormat.reserveCount(b, area) - (spilling == null ? 0 : spilling.length) > RESERVE_HIGH) {
             return TREE_SPILL;
         }
-        return DirAllocator.usable(cache, b, area, RESERVE_LOW) < RESERVE_LOW ? TREE_REFILL : TREE_READY;
+        return DirAllocator.usable(cache, b, area, RESERVE_LOW, spilling) < RESERVE_LOW ? TREE_REFILL : TREE_READY;
     }
 
     /**
@@ -460,7 +469,9 @@ final class DirContents {
      * {@link DirEntryFormat#RESERVE_CAPACITY}) in the low half. Lock-free.
      */
     long room(Inode table, boolean removal) {
-        long f = records.readLong(table.ino, removal ? removalRoomFacts : roomFacts);
+        long[] spilling = spills.of(table);
+        long f = spilling == null ? records.readLong(table.ino, removal ? removalRoomFacts : roomFacts)
+                : records.readLong(table.ino, (b, rec) -> roomFacts(b, rec, !removal, spilling));
         return f == NOT_A_TREE ? f : f < 0 || !removal && (f >>> 32) < RESERVE_LOW ? -1 : f;
     }
 
@@ -470,7 +481,8 @@ final class DirContents {
      * enters only while the reserve can give or take those of every writer inside. A lone writer needs
      * only the reserve between its marks, as every change of a tree does; a reserve that needs a refill
      * or a spill gets it first ({@link #prepare}), which keeps the writers out meanwhile
-     * ({@link Inode#lockExclusive}), as does any holder of that. Returns the claim, for
+     * ({@link Inode#lockExclusive}), as does any holder of that, except a directory's refill and spill,
+     * which run beside them (a spill holds entries only while it chooses its blocks, {@link Inode#HELD}). Returns the claim, for
      * {@link Inode#leave}; or -1, entering nothing, if {@code i}'s record holds no tree.
      */
     int enter(Inode i, int claim, boolean removal) {
@@ -479,6 +491,10 @@ final class DirContents {
             if ((seen & Inode.EXCLUSIVE) != 0) {
                 i.lock(); // wait for the exclusive holder
                 i.unlock();
+                continue;
+            }
+            if ((seen & Inode.HELD) != 0) {
+                Inode.backoff(attempt); // a spill chooses its blocks: a moment
                 continue;
             }
             long room = room(i, removal);
@@ -491,7 +507,12 @@ final class DirContents {
             }
             long inside = seen & Inode.CLAIMS;
             if (inside != 0 && inside + claim > (removal ? room & 0xffff_ffffL : room >>> 32)) {
-                Inode.backoff(attempt); // the others leave soon
+                if (spills.of(i) != null) {
+                    i.lock(); // a spill beside the writers makes room when it commits: wait for it
+                    i.unlock();
+                } else {
+                    Inode.backoff(attempt); // the others leave soon
+                }
                 continue;
             }
             if (i.tryEnter(seen, claim)) {
@@ -504,14 +525,19 @@ final class DirContents {
     static final long NOT_A_TREE = -2;
 
     /**
-     * {@link #room}'s reads of the record, made once (allocation-free). A removal's skips counting the
-     * usable blocks: that asks the cache about each reserve entry while freed blocks await their
-     * checkpoint, as they do all through a run of deletes whose merges free leaves.
+     * {@link #room}'s reads of the record with no spill beside the writers, made once (allocation-free). A
+     * removal's skips counting the usable blocks: that asks the cache about each reserve entry while
+     * freed blocks await their checkpoint, as they do all through a run of deletes whose merges free leaves.
      */
-    private final InodeRecords.LongRecordReader roomFacts = (b, rec) -> roomFacts(b, rec, true);
-    private final InodeRecords.LongRecordReader removalRoomFacts = (b, rec) -> roomFacts(b, rec, false);
+    private final InodeRecords.LongRecordReader roomFacts = (b, rec) -> roomFacts(b, rec, true, null);
+    private final InodeRecords.LongRecordReader removalRoomFacts = (b, rec) -> roomFacts(b, rec, false, null);
 
-    private long roomFacts(MemorySegment b, int rec, boolean give) {
+    /**
+     * {@link #room} of the record at {@code rec} of {@code b}: the usable blocks counted if {@code give}, the
+     * blocks a spill beside the writers is freeing ({@code spilling}, or null) neither usable nor past the
+     * high mark; still in the reserve's capacity.
+     */
+    private long roomFacts(MemorySegment b, int rec, boolean give, long[] spilling) {
         int area = rec + InodeFormat.INLINE;
         if (!isTree(b, rec)) {
             return NOT_A_TREE;
@@ -520,10 +546,10 @@ final class DirContents {
             return -1; // named by prepare's step
         }
         int count = DirEntryFormat.reserveCount(b, area);
-        if (count > RESERVE_HIGH) {
+        if (count - (spilling == null ? 0 : spilling.length) > RESERVE_HIGH) {
             return -1;
         }
-        long usable = give ? DirAllocator.usable(cache, b, area, RESERVE_FILL) : 0;
+        long usable = give ? DirAllocator.usable(cache, b, area, RESERVE_FILL, spilling) : 0;
         return usable << 32 | (DirEntryFormat.RESERVE_CAPACITY - count);
     }
 
@@ -543,7 +569,7 @@ final class DirContents {
     void prepare(Inode dir, int keyLength) {
         for (int s; (s = step(dir, keyLength)) != READY; ) {
             if (s == SPILL) {
-                spill(dir, RESERVE_HIGH, RESERVE_FILL);
+                spill(dir, RESERVE_HIGH, RESERVE_FILL, (records.modeOf(dir.ino) & S_IFMT) == S_IFDIR && !dir.isHeldExclusively());
             } else if (s == CONVERT) {
                 addBlocks(dir, RESERVE_FILL, () -> step(dir, keyLength) == CONVERT, DirContents::inlineEntries);
             } else if ((records.modeOf(dir.ino) & S_IFMT) == S_IFDIR && !dir.isHeldExclusively()) {
@@ -751,7 +777,7 @@ final class DirContents {
         }
         txn.log(b, rec, recordSize);
         if (convert != null) {
-            BTree t = BTree.create(txn, new DirAllocator(cache, records.block(owner.ino), geometry.agOfInode(owner.ino), rec), owner.ino);
+            BTree t = BTree.create(txn, new DirAllocator(cache, records.block(owner.ino), geometry.agOfInode(owner.ino), rec, () -> spills.of(owner)), owner.ino);
             DirEntryFormat.setTreeHeader(m, area, t.headerBlock());
             txn.log(b, area, 8);
             for (int i = 0; i < keys.size(); i++) {
@@ -773,10 +799,28 @@ final class DirContents {
      * Frees blocks of {@code dir}'s reserve if it holds more than {@code above}: down to {@code downTo},
      * busy ones first, as many as one transaction of one group takes (neighbours as one extent), so that
      * the blocks merges freed go back to the free-space trees a batch at a time rather than a transaction
-     * each. False if the reserve holds no more than {@code above} (nothing changed); true if it changed or
-     * may have (the caller looks again).
+     * each, keeping the writers out meanwhile ({@link Inode#lockExclusiveIf}). False if the reserve holds
+     * no more than {@code above} (nothing changed); true if it changed or may have (the caller looks again).
      */
     boolean spill(Inode dir, int above, int downTo) {
+        return spill(dir, above, downTo, false);
+    }
+
+    /**
+     * {@link #spill}, or with {@code beside} (a directory's, from {@link #prepare}) beside the creates and
+     * unlinks inside it rather than keeping them out (issue 21): the unlinks' merges give blocks back to
+     * the reserve, and with 16 threads on 2 CPUs each exclusive spill waited for a descheduled writer
+     * inside while every thread arriving waited behind it. Beside them it holds the directory's lock (not
+     * exclusively), as a refill does, so that one thread spills while the others that found the reserve
+     * full wait for it and whatever keeps the writers out waits too; chooses the blocks and marks them
+     * ({@link #withhold}) so that no split inside takes them and no writer entering counts them; and in
+     * one transaction frees them and then takes them out of the directory's record, the group's free
+     * space first and the record block last, as the refill's does (nothing inside takes a group's AGF or
+     * free-space trees, so no cycle). Of the blocks no writer is freeing (not busy) it takes only those
+     * past {@link #RESERVE_FILL}, so the writers inside, who entered claiming no more than that many nor
+     * more than there were, still find theirs.
+     */
+    private boolean spill(Inode dir, int above, int downTo, boolean beside) {
         int rec = records.rec(dir.ino);
         int area = rec + InodeFormat.INLINE;
         long first = records.readRecord(dir.ino, (b, r) -> isTree(b, r) && requireReserve(dir.ino, b, area) > above
@@ -792,12 +836,15 @@ final class DirContents {
             }
             int items = ag.blockItems() + 2 + SPILL_ROOM;
             try (Txn txn = Txn.begin(cache, items)) {
-                if (!dir.lockExclusiveIf(() -> records.readRecord(dir.ino, (b, r) -> isTree(b, r) && DirEntryFormat.reserveCount(b, area) > above))) {
+                if (beside) {
+                    dir.lock();
+                } else if (!dir.lockExclusiveIf(() -> records.readRecord(dir.ino, (b, r) -> isTree(b, r) && DirEntryFormat.reserveCount(b, area) > above))) {
                     return true; // spilled meanwhile (another thread's spill)
                 }
                 try {
-                    int n = records.readRecord(dir.ino, (b, r) -> isTree(b, r) && DirEntryFormat.reserveCount(b, area) > above
-                            ? DirAllocator.spillOrder(cache, b, area, downTo, blk -> geometry.agOfBlock(blk) == ag.agno, blocks) : 0);
+                    int n = beside ? withhold(dir, area, above, downTo, ag, blocks)
+                            : records.readRecord(dir.ino, (b, r) -> isTree(b, r) && DirEntryFormat.reserveCount(b, area) > above
+                                    ? DirAllocator.spillOrder(cache, b, area, downTo, 0, blk -> geometry.agOfBlock(blk) == ag.agno, blocks) : 0);
                     if (n == 0) {
                         return true; // changed meanwhile
                     }
@@ -810,11 +857,16 @@ final class DirContents {
                         }
                         InodeFormat.setBlocks(m, rec, InodeFormat.blocks(m, rec) - freed);
                         txn.log(b, rec, recordSize);
-                        dir.lastSeq = txn.commit();
+                        dir.noteSeq(txn.commit());
                         return true;
                     }
                 } finally {
-                    dir.unlockExclusive();
+                    if (beside) {
+                        spills.set(dir, null); // after the commit took them out of the record
+                        dir.unlock();
+                    } else {
+                        dir.unlockExclusive();
+                    }
                 }
             }
             if (attempt == RETRIES) {
@@ -822,6 +874,49 @@ final class DirContents {
             }
             ag.refillFreeList();
         }
+    }
+
+    /**
+     * For {@link #spill} beside the writers, holding {@code dir}'s lock: chooses the blocks of group
+     * {@code ag} to spill from {@code dir}'s reserve if it holds more than {@code above}, down to
+     * {@code downTo} (into {@code blocks}), and publishes them ({@link SpillingBlocks}); their number, 0
+     * (nothing published) if the reserve no longer needs a spill. No writer enters while it chooses
+     * ({@link Inode#holdEntries}): one that counted a chosen block as usable could be left short. A split
+     * that locked the record before the publication may have taken a chosen block; the record is read
+     * again once it committed (the read waits for the block's lock), and such blocks are dropped. A split
+     * that locks the record later reads them after its lock's CAS, and this reads the record's version
+     * after the publication and a full fence, so one of the two sees the other.
+     */
+    private int withhold(Inode dir, int area, int above, int downTo, AllocationGroup ag, long[] blocks) {
+        int n;
+        dir.holdEntries();
+        try {
+            n = records.readRecord(dir.ino, (b, r) -> isTree(b, r) && DirEntryFormat.reserveCount(b, area) > above
+                    ? DirAllocator.spillOrder(cache, b, area, downTo, RESERVE_FILL, blk -> geometry.agOfBlock(blk) == ag.agno, blocks) : 0);
+            if (n > 0) {
+                spills.set(dir, Arrays.copyOf(blocks, n)); // a copy: releaseSingles reorders blocks
+            }
+        } finally {
+            dir.releaseEntries();
+        }
+        if (n == 0) {
+            return 0;
+        }
+        VarHandle.fullFence();
+        long[] chosen = spills.of(dir);
+        int kept = records.readRecord(dir.ino, (b, r) -> {
+            int k = 0;
+            for (long e : chosen) {
+                if (DirAllocator.inReserve(b, area, e)) {
+                    blocks[k++] = e;
+                }
+            }
+            return k;
+        });
+        if (kept < n) {
+            spills.set(dir, kept == 0 ? null : Arrays.copyOf(blocks, kept));
+        }
+        return kept;
     }
 
     /**

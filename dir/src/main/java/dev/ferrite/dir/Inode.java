@@ -75,13 +75,14 @@ final class Inode extends AbstractQueuedSynchronizer {
     /** The inode's B-tree once opened: a directory's entries, a regular file's extents (dropped when the tree goes). */
     volatile dev.ferrite.btree.internal.BTree dirTree;
 
-    /** Bits of {@link #writers}: the blocks claimed, the exclusive flag, and a count of changes above. */
-    static final long CLAIMS = (1L << 20) - 1, EXCLUSIVE = 1L << 20, CHANGE = 1L << 21;
+    /** Bits of {@link #writers}: the blocks claimed, the exclusive and held flags, and a count of changes above. */
+    static final long CLAIMS = (1L << 20) - 1, EXCLUSIVE = 1L << 20, HELD = 1L << 21, CHANGE = 1L << 22;
     /**
      * A table's single writers inside their apply ({@code Tables#single}): the sum of the tree-reserve
      * blocks they claimed (low bits, {@link #CLAIMS}), {@link #EXCLUSIVE} while a holder of
-     * {@link #lockExclusive} keeps them out, and a count of changes above, so that a CAS from a word read
-     * before the reserve was looked at fails if any writer entered or left meanwhile (no ABA).
+     * {@link #lockExclusive} keeps them out, {@link #HELD} for the moment a directory's spill beside them
+     * chooses its blocks ({@link #holdEntries}), and a count of changes above, so that a CAS from a word
+     * read before the reserve was looked at fails if any writer entered or left meanwhile (no ABA).
      */
     @SuppressWarnings("unused") // through WRITERS
     private volatile long writers;
@@ -97,10 +98,10 @@ final class Inode extends AbstractQueuedSynchronizer {
      * Takes the per-inode lock, which serializes changes to this inode (taken before any buffer lock);
      * re-entrant. A table's single writes of inline values, and the creates of files in a tree directory
      * ({@code Creator#sharedCreate}), do not take it: they apply side by side ({@link #writers}), and
-     * whoever must keep them out (a spill of the tree's block reserve, a table's refill, a write
+     * whoever must keep them out (a spill of a table's or file's tree reserve, a table's refill, a write
      * transaction, a drop's freeing; a directory's unlink, rename, link, rmdir and other creates) takes it through
-     * {@link #lockExclusive}. A directory's refill takes only this lock and enters beside them
-     * ({@code DirContents#refillBeside}).
+     * {@link #lockExclusive}. A directory's refill and spill take only this lock and run beside them
+     * ({@code DirContents#refillBeside}, {@code DirContents#spill}).
      */
     void lock() {
         acquire(1); // tries tryAcquire first, then queues
@@ -159,7 +160,21 @@ final class Inode extends AbstractQueuedSynchronizer {
 
     /** Enters with a claim of {@code blocks} if {@link #writers} is still {@code seen} and not exclusive. */
     boolean tryEnter(long seen, int blocks) {
-        return (seen & EXCLUSIVE) == 0 && WRITERS.compareAndSet(this, seen, seen + CHANGE + blocks);
+        return (seen & (EXCLUSIVE | HELD)) == 0 && WRITERS.compareAndSet(this, seen, seen + CHANGE + blocks);
+    }
+
+    /**
+     * Holding {@link #lock}: lets no writer enter until {@link #releaseEntries}, without waiting for those
+     * inside; a writer that read {@link #writers} before fails its CAS. For a moment only: the writers
+     * arriving spin on it ({@link #backoff}).
+     */
+    void holdEntries() {
+        WRITERS.getAndAdd(this, CHANGE + HELD);
+    }
+
+    /** Ends {@link #holdEntries}. */
+    void releaseEntries() {
+        WRITERS.getAndAdd(this, CHANGE - HELD);
     }
 
     /** Leaves, giving back a claim of {@code blocks} taken by {@link #tryEnter}. */

@@ -65,7 +65,7 @@ class ExtentTreeTest extends FileTestBase {
     private BTree openTree(Handle f) {
         long ino = f.ino();
         return BTree.open(v.cache(), new DirAllocator(v.cache(), ns.records.block(ino), v.geometry().agOfInode(ino),
-                ns.records.rec(ino)), tree(f), ino);
+                ns.records.rec(ino), () -> null), tree(f), ino);
     }
 
     @Test

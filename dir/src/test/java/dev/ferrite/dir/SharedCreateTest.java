@@ -354,6 +354,58 @@ class SharedCreateTest {
         }
     }
 
+    /** The blocks in {@code d}'s tree reserve, all of them ({@code usable} false) or those not busy. */
+    private static int reserve(Volume v, Inode d, boolean usable) {
+        return v.namespace().records.readRecord(d.ino, (b, r) -> usable
+                ? DirAllocator.usable(v.cache(), b, r + InodeFormat.INLINE, DirEntryFormat.RESERVE_CAPACITY)
+                : DirEntryFormat.reserveCount(b, r + InodeFormat.INLINE));
+    }
+
+    /**
+     * A spill of a tree directory's block reserve runs beside a writer inside the directory (one with a
+     * claim of 4 blocks for a split, as a shared create holds to its commit): unlinks beside it fill the
+     * reserve past its high mark with the blocks their merges give back, and the next unlink spills it
+     * and finishes while that writer stays inside, leaving it the usable blocks it may take. A spill that
+     * kept the writers out ({@link Inode#lockExclusive}) would wait for the writer to leave, which it does
+     * only after that unlink.
+     */
+    @Test
+    void aSpillRunsBesideAWriterInside() throws Exception {
+        int files = 3000;
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = withTreeDirectory(dev, files)) {
+            Namespace ns = v.namespace();
+            Inode d = v.inodeCache().acquire(ns.lookup("/d"));
+            int unlinked = 0;
+            try {
+                int claim = ns.dirs.enter(d, 4, false);
+                try {
+                    while (reserve(v, d, false) <= DirContents.RESERVE_HIGH) {
+                        assertTrue(unlinked < files - 1, "the unlinks' merges never filled the reserve");
+                        ns.unlink("/d/f" + unlinked++);
+                    }
+                    int usable = reserve(v, d, true);
+                    String next = "/d/f" + unlinked++;
+                    FutureTask<Void> unlink = new FutureTask<>(() -> ns.unlink(next), null);
+                    Thread.ofPlatform().start(unlink);
+                    try {
+                        unlink.get(20, TimeUnit.SECONDS);
+                    } catch (TimeoutException e) {
+                        fail("the spill waited for the writer inside the directory");
+                    }
+                    assertTrue(reserve(v, d, false) <= DirContents.RESERVE_HIGH, "the reserve was not spilled");
+                    assertTrue(reserve(v, d, true) >= Math.min(usable, DirContents.RESERVE_FILL),
+                            "the spill took usable blocks the writer inside may need");
+                } finally {
+                    d.leave(claim);
+                }
+            } finally {
+                v.inodeCache().release(d);
+            }
+            assertEquals(files - unlinked, ns.stat("/d").size());
+            VolumeFixtures.assertChecked(ns);
+        }
+    }
+
     /**
      * Shared unlinks in a tree directory, one of each outcome: a name of a file with another link (only
      * the link count drops), an open file's last name (an orphan, freed at the close), a file with data
@@ -530,48 +582,105 @@ class SharedCreateTest {
      * exactly the models' names and the volume checks clean.
      */
     private static void churn(long seed, int threads, int ops) throws Exception {
+        inOneDirectory(seed, threads, "churn", (ns, d, id, r, model) -> {
+            for (int i = 0; i < ops; i++) {
+                String name = "t" + id + "-" + r.nextInt(200);
+                int op = r.nextInt(10);
+                if (!model.contains(name)) {
+                    switch (op) {
+                        case 0 -> ns.mkdir(d, name, 0755).close();
+                        case 1 -> ns.symlink(d, name, "target-" + i);
+                        case 2 -> ns.create(d, name, 0644, false).close();
+                        default -> ns.create(d, name, 0644, true).close();
+                    }
+                    model.add(name);
+                } else if (op < 3) {
+                    String to = "t" + id + "-" + r.nextInt(200);
+                    if (!model.contains(to)) {
+                        ns.rename(d, name, d, to);
+                        model.remove(name);
+                        model.add(to);
+                    }
+                } else if (ns.lstat(d, name).isDirectory()) {
+                    ns.rmdir(d, name);
+                    model.remove(name);
+                } else {
+                    ns.unlink(d, name);
+                    model.remove(name);
+                }
+            }
+        });
+    }
+
+    @Test
+    void spillsRunBesideSixteenThreadsFillingAndEmptyingOneDirectory() throws Exception {
+        waves(SEED, 16, 300, 2);
+    }
+
+    @Test
+    @Tag("stress")
+    void spillsBesideSixteenThreadsLonger() throws Exception {
+        waves(SEED, 16, 1500, 6);
+    }
+
+    /**
+     * {@code threads} threads fill one tree directory and empty it again, {@code waves} times, each with long
+     * names of its own (few to a leaf): growing, a thread creates four times as often as it unlinks one
+     * of its names at random; shrinking, the other way round. The unlinks' merges fill the tree's reserve
+     * past its high mark again and again, so its spills run beside creates, whose splits take blocks of
+     * it, and beside other unlinks; at the end the directory holds exactly the models' names and the
+     * volume checks clean.
+     */
+    private static void waves(long seed, int threads, int perWave, int waves) throws Exception {
+        String padding = "-".repeat(100);
+        inOneDirectory(seed, threads, "waves", (ns, d, id, r, model) -> {
+            int made = 0;
+            for (int w = 0; w < 2 * waves; w++) {
+                boolean growing = w % 2 == 0;
+                for (int i = 0; i < perWave; i++) {
+                    if (model.isEmpty() || r.nextInt(5) < (growing ? 4 : 1)) {
+                        String name = "w" + id + padding + made++;
+                        ns.create(d, name, 0644, true).close();
+                        model.add(name);
+                    } else {
+                        int k = r.nextInt(model.size());
+                        ns.unlink(d, model.get(k));
+                        model.set(k, model.getLast());
+                        model.removeLast();
+                    }
+                }
+            }
+        });
+    }
+
+    /** One thread of {@link #inOneDirectory}: its operations in {@code d}, each name it leaves there in {@code model}. */
+    private interface DirectoryWorker {
+        void run(Namespace ns, Handle d, int id, Random r, List<String> model) throws Exception;
+    }
+
+    /**
+     * Runs {@code worker} on {@code threads} threads started together in {@code /d}, a tree directory of
+     * 100 files on a fresh volume, each thread with its random sequence from {@code seed} and a model of
+     * its names; at the end {@code /d} holds exactly the 100 files and the models' names and the volume
+     * checks clean.
+     */
+    private static void inOneDirectory(long seed, int threads, String name, DirectoryWorker worker) throws Exception {
         try (MemoryDevice dev = MemoryDevice.create(32_768, 4096)) {
             Volume.format(dev, VolumeFixtures.OPTIONS);
             try (Volume v = withTreeDirectory(dev, 100)) {
                 Namespace ns = v.namespace();
-                List<Set<String>> models = new ArrayList<>();
+                List<List<String>> models = new ArrayList<>();
                 AtomicReference<Throwable> failure = new AtomicReference<>();
                 CountDownLatch start = new CountDownLatch(1);
                 List<Thread> workers = new ArrayList<>();
                 for (int t = 0; t < threads; t++) {
                     int id = t;
-                    Set<String> model = new HashSet<>();
+                    List<String> model = new ArrayList<>();
                     models.add(model);
-                    workers.add(Thread.ofPlatform().name("churn-" + id).start(() -> {
-                        Random r = new Random(seed * 31 + id);
+                    workers.add(Thread.ofPlatform().name(name + "-" + id).start(() -> {
                         try (Handle d = ns.open("/d")) {
                             start.await();
-                            for (int i = 0; i < ops; i++) {
-                                String name = "t" + id + "-" + r.nextInt(200);
-                                int op = r.nextInt(10);
-                                if (!model.contains(name)) {
-                                    switch (op) {
-                                        case 0 -> ns.mkdir(d, name, 0755).close();
-                                        case 1 -> ns.symlink(d, name, "target-" + i);
-                                        case 2 -> ns.create(d, name, 0644, false).close();
-                                        default -> ns.create(d, name, 0644, true).close();
-                                    }
-                                    model.add(name);
-                                } else if (op < 3) {
-                                    String to = "t" + id + "-" + r.nextInt(200);
-                                    if (!model.contains(to)) {
-                                        ns.rename(d, name, d, to);
-                                        model.remove(name);
-                                        model.add(to);
-                                    }
-                                } else if (ns.lstat(d, name).isDirectory()) {
-                                    ns.rmdir(d, name);
-                                    model.remove(name);
-                                } else {
-                                    ns.unlink(d, name);
-                                    model.remove(name);
-                                }
-                            }
+                            worker.run(ns, d, id, new Random(seed * 31 + id), model);
                         } catch (Throwable e) {
                             failure.compareAndSet(null, e);
                         }
