@@ -924,7 +924,8 @@ public final class Tables {
                 c.published = publication.begin();
             }
             long budget = groupBudget(journal);
-            try (Journal.Pin pin = journal.pin(budget)) {
+            int blocks = groupBlocks();
+            try (Journal.Pin pin = journal.pin(budget, cache.capacity() / 8)) {
                 try {
                     for (int i = 0; i < ws.size(); i++) {
                         WriteTransaction.Writes w = ws.get(i);
@@ -936,7 +937,7 @@ public final class Tables {
                             }
                             for (byte[] k : found) {
                                 changed += c.apply(w.table, MemorySegment.ofArray(k), null, TableCommit.DELETE) == TableCommit.CHANGED ? 1 : 0;
-                                requireRoom(pin, limit, budget);
+                                requireRoom(pin, limit, budget, blocks);
                             }
                         }
                         int j = 0;
@@ -951,7 +952,7 @@ public final class Tables {
                                 throw new HoldTables(); // a group beside single writes met a value kept out of line
                             }
                             changed += outcome == TableCommit.CHANGED ? 1 : 0;
-                            requireRoom(pin, limit, budget);
+                            requireRoom(pin, limit, budget, blocks);
                             Runnable hook = onGroupChange;
                             if (hook != null) {
                                 hook.run();
@@ -1047,17 +1048,35 @@ public final class Tables {
     }
 
     /**
-     * Checks, after each change, that the group stays within a quarter of the log, and that it has not used
-     * half its budget ({@link Journal#pin(long)}): the other half is for undoing what it did.
+     * Checks, after each change, that the group stays within a quarter of the log, that its context keeps
+     * at most {@code blocks} blocks in memory ({@link #groupBlocks}), and that it has not used half its
+     * budget ({@link Journal#pin(long)}): the other half is for undoing what it did.
      */
-    private static void requireRoom(Journal.Pin pin, long limit, long budget) {
+    private static void requireRoom(Journal.Pin pin, long limit, long budget, int blocks) {
         if (pin.bytes() > limit) {
             throw new TableException(TableException.Kind.TOO_LARGE, "the transaction's changes passed " + limit
                     + " bytes of log (a quarter of the log) before they were all applied; nothing was changed");
         }
+        if (pin.contextItems() > blocks) {
+            throw new TableException(TableException.Kind.TOO_LARGE, "the transaction's changes, with those committed beside it, "
+                    + "held " + pin.contextItems() + " blocks in memory until it ends, more than the " + blocks
+                    + " its buffer cache allows (three quarters of its frames) before they were all applied; nothing was changed");
+        }
         if (pin.budgetLeft() < budget / 2) {
             throw logFull(null);
         }
+    }
+
+    /**
+     * The most blocks a group's context may hold, its own changes' and those committed beside it: each
+     * stays dirty in the buffer cache, neither written home nor evicted, until the group ends, so a group
+     * whose changes filled the cache would wait for ever for a buffer only its own end can free (a push
+     * of its context waits for it). Half the cache's frames, the other half left for the blocks the changes
+     * read on their way, for the writers beside it, and for the undo should the group stop here. A group
+     * starts on a context holding at most an eighth of the frames ({@link Journal#pin(long, int)}).
+     */
+    private int groupBlocks() {
+        return cache.capacity() - cache.capacity() / 4;
     }
 
     /**
