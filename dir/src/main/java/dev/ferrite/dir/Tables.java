@@ -1071,8 +1071,9 @@ public final class Tables {
      * The most blocks a group's context may hold, its own changes' and those committed beside it: each
      * stays dirty in the buffer cache, neither written home nor evicted, until the group ends, so a group
      * whose changes filled the cache would wait for ever for a buffer only its own end can free (a push
-     * of its context waits for it). Half the cache's frames, the other half left for the blocks the changes
-     * read on their way, for the writers beside it, and for the undo should the group stop here. A group
+     * of its context waits for it). Three quarters of the cache's frames, the last quarter left for the
+     * blocks the changes read on their way, for the writers beside it, and for the undo should the group
+     * stop here. A group
      * starts on a context holding at most an eighth of the frames ({@link Journal#pin(long, int)}).
      */
     private int groupBlocks() {
