@@ -6,7 +6,7 @@ import java.util.concurrent.atomic.AtomicIntegerArray;
 
 /**
  * Locks on table keys by hash, one word per stripe: what orders changes to one key among single writes
- * and the write transactions applying beside them ({@code Tables#single}, {@code Tables#apply}), so that
+ * and write transactions applying side by side ({@code Tables#single}, {@code Tables#commit}), so that
  * the prior values snapshots read are recorded in version order and a transaction's undo never replaces
  * another commit's value. A transaction holds the stripes of all its keys, taken in ascending stripe
  * order (so two cannot deadlock), until its journal group ends; a single write holds its key's for its

@@ -20,10 +20,10 @@ import dev.ferrite.io.InvalidArgumentException;
  * {@link Durability} says (SYNC unless set); writes to several keys or tables that must happen together go
  * through a {@link WriteTransaction}. Single writes of values kept in the tree (up to {@link #MAX_INLINE_ENTRY}
  * bytes with their key) and deletes apply side by side, on one table as on several, one at a time per key; a
- * write transaction of such values applies beside them, holding its keys' stripes to its end; one with a
- * deleted range or a value kept out of line, or a single write of such a value, holds its tables for
- * itself while it applies its changes (not while it waits to be durable), and multi-key write
- * transactions apply one at a time volume-wide ({@link Tables}). Two transactions writing one key: the one whose commit applies last wins.
+ * write transaction of such values applies beside them and beside other such transactions, holding its
+ * keys' stripes to its end; one with a deleted range or a value kept out of line, or a single write of
+ * such a value, holds its tables for itself while it applies its changes (not while it waits to be
+ * durable) ({@link Tables}). Two transactions writing one key: the one whose commit applies last wins.
  *
  * <p>An open table holds its inode: dropped meanwhile, it keeps its contents for reads until closed,
  * refuses writes, and its space is freed at the last close. Thread-safe.
@@ -57,8 +57,8 @@ public final class Table implements AutoCloseable {
     private final String name;
     private final Handle handle;
     /**
-     * The table's commit lock, shared by every handle on it ({@code Tables#apply}): commits applying beside
-     * single writes hold it shared, one that keeps the table to itself and {@link #close} exclusively, so the
+     * The table's commit lock, shared by every handle on it ({@code Tables#apply}): commits applying side
+     * by side hold it shared, one that keeps the table to itself and {@link #close} exclusively, so the
      * last close of a dropped table never frees its tree under a commit.
      */
     final ReentrantReadWriteLock commits;

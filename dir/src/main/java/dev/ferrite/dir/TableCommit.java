@@ -69,7 +69,7 @@ final class TableCommit {
     /** Between {@link #claim} and {@link #release}. */
     private boolean claimed;
     /**
-     * A group applying beside the single writes to its tables ({@code Tables#apply}): it holds its keys'
+     * A group applying side by side with others on its tables ({@code Tables#commit}): it holds its keys'
      * stripes, not the tables, so each change enters its table as a single write does, and a key found
      * holding a value kept out of line answers NEEDS_GROUP, changing nothing (such a commit keeps its
      * tables to itself). Set by the commit after {@link #claim}.

@@ -91,20 +91,40 @@ public final class TableCursor implements AutoCloseable {
 
     /**
      * What a cursor outside a snapshot merges with the tree once a multi-key commit began after it opened:
-     * the records of the commits linked after {@code since}, the place published at its opening. A key's
-     * record is its first such commit's (the value it had before them all).
+     * the records of the commits linked after {@code since}, the place published at its opening, that
+     * were not published by then (when {@code ends} were). A key's record is its first such commit's (the
+     * value it had before them all).
      */
-    record Unpublished(TablePublication.Point since, long ino, Range range) implements Records {
+    record Unpublished(TablePublication.Point since, long ends, long ino, Range range) implements Records {
+        /**
+         * The key's record in the first hidden commit that changed it. One walk along the commits is not
+         * enough: commits that change one key apply in turn, but a walk that passed a commit before it
+         * recorded the key can meet, further on, the record of a commit that began on the key after that
+         * one ended (holding the value the first one wrote, which the view must not show). So once a record
+         * is found, the commits before it are looked at again: the later commit's record, seen now, was made
+         * after every earlier commit's record of the key, so those are seen too.
+         */
         @Override
         public TableVersions.Undo at(byte[] key) {
             for (TablePublication.Commit c = since.next; c != null; c = c.after.next) {
-                var m = c.table(ino, false);
-                TableVersions.Undo u = m == null ? null : m.get(key);
+                TableVersions.Undo u = hidden(c, key);
                 if (u != null) {
+                    for (TablePublication.Commit e = since.next; e != c; e = e.after.next) {
+                        TableVersions.Undo first = hidden(e, key);
+                        if (first != null) {
+                            return first;
+                        }
+                    }
                     return u;
                 }
             }
             return null;
+        }
+
+        /** {@code key}'s record in commit {@code c} if the view hides {@code c}, else null. */
+        private TableVersions.Undo hidden(TablePublication.Commit c, byte[] key) {
+            var m = c.hiddenFrom(ends) ? c.table(ino, false) : null;
+            return m == null ? null : m.get(key);
         }
 
         @Override
@@ -126,7 +146,7 @@ public final class TableCursor implements AutoCloseable {
         private byte[] nearest(byte[] key, boolean inclusive) {
             byte[] best = null;
             for (TablePublication.Commit c = since.next; c != null; c = c.after.next) {
-                var m = c.table(ino, false);
+                var m = c.hiddenFrom(ends) ? c.table(ino, false) : null;
                 if (m == null) {
                     continue;
                 }
@@ -165,6 +185,8 @@ public final class TableCursor implements AutoCloseable {
     private final MemorySegment skipKey, lowKey;
     /** On a table: the place published when it opened ({@link TablePublication}); null at a snapshot. */
     private final TablePublication.Point since;
+    /** On a table: the commits published when it opened, counted after {@link #since} was read. */
+    private final long ends;
     /** At a snapshot, its records; on a table, once a commit began since it opened, those commits' records (else null). */
     private Records at;
     /** Merging {@link #at} with the tree: at a snapshot always, on a table once a commit began since it opened. */
@@ -182,7 +204,7 @@ public final class TableCursor implements AutoCloseable {
 
     /** A cursor on the table's latest state, seeing the multi-key commits published now and none after. */
     TableCursor(Table table, byte[] from, byte[] to, boolean reverse, byte[] skip, byte[] low) {
-        this(table, from, to, reverse, skip, low, table.tables().publication.published(), null);
+        this(table, from, to, reverse, skip, low, table.tables().publication, null);
     }
 
     /** A cursor at a snapshot, merging the tree with its records {@code at}. */
@@ -190,8 +212,10 @@ public final class TableCursor implements AutoCloseable {
         this(table, from, to, reverse, skip, low, null, at);
     }
 
-    private TableCursor(Table table, byte[] from, byte[] to, boolean reverse, byte[] skip, byte[] low, TablePublication.Point since, AtSnapshot at) {
-        this.since = since; // before the tree's first copy: a commit not published by now links after it
+    private TableCursor(Table table, byte[] from, byte[] to, boolean reverse, byte[] skip, byte[] low, TablePublication publication, AtSnapshot at) {
+        // before the tree's first copy: a commit not published by now links after the place and is not counted
+        this.since = publication == null ? null : publication.published();
+        this.ends = publication == null ? 0 : publication.ends();
         this.table = table;
         this.from = from;
         this.to = to;
@@ -210,7 +234,7 @@ public final class TableCursor implements AutoCloseable {
      */
     private Records records() {
         if (at == null && since.next != null) { // a reverse prefix scan's range is [low, from), else the bounds it was opened with
-            at = new Unpublished(since, table.inode.ino, low != null ? new Range(low, true, from, false, true) : Range.of(from, to, reverse));
+            at = new Unpublished(since, ends, table.inode.ino, low != null ? new Range(low, true, from, false, true) : Range.of(from, to, reverse));
         }
         return at;
     }

@@ -16,7 +16,10 @@ public final class TableException extends FerriteException {
         TRANSACTION_DONE,
         /** The cursor was closed. */
         CURSOR_CLOSED,
-        /** The transaction's changes would not fit in the log at once; nothing was changed. */
+        /**
+         * The transaction's changes would not fit in the log at once, or their blocks in the buffer cache
+         * (three quarters of it, with the blocks committed beside them); nothing was changed.
+         */
         TOO_LARGE,
         /**
          * The log was full while the transaction applied, and could not be freed before it ended (the

@@ -19,13 +19,14 @@ import dev.ferrite.io.CorruptionException;
  *
  * <p>Chunks change only inside a commit's journal group, with the key that names them: inserted before
  * it, deleted after it is changed, so a crash leaves none without a key and no key without its chunks,
- * and nothing is pending at mount. Ids are volume-wide and rise: taken while the commit holds the
- * volume's group lock, from the largest id in the tree at mount (one descent) upward, so values are
+ * and nothing is pending at mount. Ids are volume-wide and rise: taken while the commit applies alone
+ * among those that keep their tables (each takes the whole of the log's group shares, {@link GroupShares};
+ * commits applying side by side write no chunks), from the largest id in the tree at mount (one descent) upward, so values are
  * appended at the tree's right edge. An id a mount finds no more may be taken again: no reader or
  * snapshot outlives a mount.
  *
  * <p>A value's chunks change in a few transactions, each reserved before the tree's inode lock is taken
- * (the innermost lock: under a table's lock and the group lock) and taking chunks in key order while its
+ * (the innermost lock: under a table's lock and the commit's log share) and taking chunks in key order while its
  * reservation (at most {@link Tables#GROUP_TXN_ITEMS} items, what a group's budget is sized for) and the
  * tree's block reserve cover one more worst-case change, so a value of any medium size fits the log. Reads
  * are lock-free, one cursor over the value's chunk keys: a read that finds a chunk missing or of the wrong
@@ -64,7 +65,7 @@ final class TableOverflow {
         return i;
     }
 
-    /** The tree, or null if the volume has none and {@code make} is false (else made first: the caller holds the group lock). */
+    /** The tree, or null if the volume has none and {@code make} is false (else made first, before the commit takes any lock). */
     BTree tree(boolean make) {
         BTree t = tree;
         if (t != null) {

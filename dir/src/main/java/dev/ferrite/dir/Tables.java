@@ -7,7 +7,6 @@ import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.locks.ReentrantLock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 import dev.ferrite.btree.internal.BTree;
@@ -86,22 +85,20 @@ public final class Tables {
     final TableOverflow overflow;
     final TableExtents extents;
     /**
-     * Held while a multi-key commit applies its changes in a journal group: one group at a time. Concurrent
-     * groups each within their share of the log could together fill it, and none of them could then
-     * finish: a group's own changes can be written to the log only after it ends, and its next change may
-     * wait for log space. Taken last, after the tables' commit locks and the keys' stripes (or the tables
-     * held exclusively): its holder waits for none of those, so it adds no lock cycle.
+     * The log shares of the commits applying in journal groups: together within a quarter of the log, as
+     * one group at a time was. Taken after the tables' locks and the keys' stripes (its holders wait for
+     * none of those), so it adds no lock cycle.
      */
-    private final ReentrantLock groups = new ReentrantLock();
+    private final GroupShares shares = new GroupShares();
     /**
-     * Locks on keys by hash: a single write holds its key's for its change, a commit applying beside them
+     * Locks on keys by hash: a single write holds its key's for its change, a commit applying side by side
      * the stripes of all its keys until its group ends.
      */
     private final KeyStripes stripes = new KeyStripes();
     /**
-     * Each table's commit lock, by inode ({@link Table#commits}): held shared by a commit that applies beside
-     * the table's single writes for as long as it applies, exclusively by one that keeps the table to
-     * itself and by a handle's close. One per table opened since the mount (a freed table's inode number, reused by a new
+     * Each table's commit lock, by inode ({@link Table#commits}): held shared by the commits that apply side
+     * by side in it for as long as they apply, exclusively by one that keeps the table to itself and by a
+     * handle's close. One per table opened since the mount (a freed table's inode number, reused by a new
      * table, keeps its lock).
      */
     private final ConcurrentHashMap<Long, ReentrantReadWriteLock> commitLocks = new ConcurrentHashMap<>();
@@ -772,15 +769,15 @@ public final class Tables {
     /**
      * Applies a transaction's changes ({@code ws}, in table inode order): values too long for the tree are
      * written to blobs first, then everything is applied in one journal group. Returns how many keys changed.
-     * A transaction of values kept in the tree (and deletes), with no deleted range, applies beside the
-     * single writes to its tables ({@link #apply}); if it meets a value kept out of line, it undoes what it
-     * did and applies again holding its tables.
+     * A transaction of values kept in the tree (and deletes), with no deleted range, applies side by side
+     * with others on its tables ({@link #apply}); if it meets a value kept out of line, or needs more of
+     * the log than its share and cannot get it, it undoes what it did and applies again holding its tables.
      */
     int commit(List<WriteTransaction.Writes> ws, Durability durability) {
         return commit(ws, durability, true);
     }
 
-    /** {@link #commit(List, Durability)}, beside single writes only if {@code sideBySide} (not for a change known to meet a value kept out of line). */
+    /** {@link #commit(List, Durability)}, side by side only if {@code sideBySide} (not for a change known to meet a value kept out of line). */
     private int commit(List<WriteTransaction.Writes> ws, Durability durability, boolean sideBySide) {
         Journal journal = volume.journal();
         long limit = journal.logBytes() / LOG_SHARE;
@@ -836,14 +833,14 @@ public final class Tables {
             Applied done;
             if (inTree) {
                 try {
-                    done = apply(ws, stored, c, stripesOf(ws));
+                    done = apply(ws, stored, c, stripesOf(ws), share(journal, limit, size));
                 } catch (HoldTables again) { // undone: nothing changed
                     c.release();
                     c.claim();
-                    done = apply(ws, stored, c, null);
+                    done = apply(ws, stored, c, null, limit);
                 }
             } else {
-                done = apply(ws, stored, c, null);
+                done = apply(ws, stored, c, null, limit);
             }
             written.removeAll(c.linked); // what is left was not linked (a putIfAbsent that found its key)
             blobs.doomed(c.doomed);
@@ -863,13 +860,28 @@ public final class Tables {
         }
     }
 
+    /** A side-by-side commit's log share is this many times its size estimate (a change may log more than the estimate's 100 bytes: slots, chunk rounding, splits)... */
+    private static final int SHARE_MARGIN = 4;
+    /** ...and at least this fraction of the quarter of the log: at most this many small groups apply at once... */
+    private static final int MOST_SIDE_BY_SIDE = 16;
+
+    /**
+     * ...and at least its group's budget ({@link #groupBudget}), which it reserves from the log when it
+     * starts: the shares then bound all the log the open groups hold, their budgets too, so groups side by
+     * side never take more of it than one group of a quarter did (on the fixtures' 4 MiB log a budget is
+     * the whole quarter, and multi-key commits take turns; on a 32 MiB log five apply at once).
+     */
+    private static long share(Journal journal, long limit, long size) {
+        return Math.min(limit, Math.max(groupBudget(journal), Math.max(limit / MOST_SIDE_BY_SIDE, SHARE_MARGIN * size)));
+    }
+
     /** What a group applied: its checkpoint's commit sequence and how many keys it changed. */
     private record Applied(long seq, int changed) {
     }
 
     /**
-     * Thrown inside a commit applying beside single writes that must apply holding its tables instead (it
-     * met a value kept out of line); its changes are undone before it leaves {@link #apply}.
+     * Thrown inside a side-by-side commit that must apply holding its tables instead (a value kept out of
+     * line met, its log share passed); its changes are undone before it leaves {@link #apply}.
      */
     private static final class HoldTables extends RuntimeException {
         HoldTables() {
@@ -879,23 +891,23 @@ public final class Tables {
 
     /**
      * Applies {@code ws} (values in their {@code stored} forms) in one journal group with engine {@code c}.
-     * With {@code keys} (the stripes of every key, ascending) it applies <em>beside single writes</em>: each
-     * table's commit lock shared (in inode order), then the keys' stripes (in stripe order); each change
-     * then enters its table as a single write does. Without, it holds its tables: each commit lock
-     * exclusively (in inode order), then each table exclusively (no single write inside). Either way it
-     * then takes the volume's group lock ({@link #groups}), so multi-key commits apply one at a time. The
-     * stripes are held to the group's end, after it is published, so no single write changes its keys
-     * before it is whole or undone.
+     * With {@code keys} (the stripes of every key, ascending) it applies <em>side by side</em>: each table's
+     * commit lock shared (in inode order), then the keys' stripes (in stripe order), then a log share of
+     * {@code share} bytes; each change then enters its table as a single write does, beside the table's
+     * other writers and commits. Without, it holds its tables: each commit lock exclusively (in inode
+     * order), then each table exclusively (no single write inside), then the whole quarter of the log
+     * ({@code share}), so it applies alone, as every commit once did. Stripes and shares are held to the
+     * group's end, after it is published, so no other commit changes its keys before it is whole or undone.
      *
-     * @throws HoldTables (beside single writes only, everything undone) if it must apply holding its tables
+     * @throws HoldTables (side by side only, everything undone) if it must apply holding its tables
      */
-    private Applied apply(List<WriteTransaction.Writes> ws, List<List<byte[]>> stored, TableCommit c, int[] keys) {
+    private Applied apply(List<WriteTransaction.Writes> ws, List<List<byte[]>> stored, TableCommit c, int[] keys, long share) {
         Journal journal = volume.journal();
         long limit = journal.logBytes() / LOG_SHARE;
         boolean shared = keys != null;
         int locked = 0, excluded = 0, changed = 0;
         long version = 0;
-        boolean striped = false, grouped = false, applying = false;
+        boolean striped = false, sharing = false, applying = false;
         c.shared = shared;
         try {
             for (WriteTransaction.Writes w : ws) {
@@ -915,8 +927,8 @@ public final class Tables {
                     excluded++;
                 }
             }
-            groups.lock(); // last: see the field
-            grouped = true;
+            shares.take(share, limit); // last: see the field
+            sharing = true;
             version = versions.beginApply();
             applying = true;
             c.version = version;
@@ -924,7 +936,8 @@ public final class Tables {
                 c.published = publication.begin();
             }
             long budget = groupBudget(journal);
-            try (Journal.Pin pin = journal.pin(budget)) {
+            int blocks = groupBlocks();
+            try (Journal.Pin pin = journal.pin(budget, cache.capacity() / 8)) {
                 try {
                     for (int i = 0; i < ws.size(); i++) {
                         WriteTransaction.Writes w = ws.get(i);
@@ -936,7 +949,7 @@ public final class Tables {
                             }
                             for (byte[] k : found) {
                                 changed += c.apply(w.table, MemorySegment.ofArray(k), null, TableCommit.DELETE) == TableCommit.CHANGED ? 1 : 0;
-                                requireRoom(pin, limit, budget);
+                                share = requireRoom(pin, limit, budget, blocks, share);
                             }
                         }
                         int j = 0;
@@ -948,10 +961,10 @@ public final class Tables {
                                     ? c.applyMedium(w.table, k, MemorySegment.ofArray(v), e.getValue().kind())
                                     : c.apply(w.table, k, form == null ? null : MemorySegment.ofArray(form), e.getValue().kind());
                             if (outcome == TableCommit.NEEDS_GROUP) {
-                                throw new HoldTables(); // a group beside single writes met a value kept out of line
+                                throw new HoldTables(); // a shared group met a value kept out of line
                             }
                             changed += outcome == TableCommit.CHANGED ? 1 : 0;
-                            requireRoom(pin, limit, budget);
+                            share = requireRoom(pin, limit, budget, blocks, share);
                             Runnable hook = onGroupChange;
                             if (hook != null) {
                                 hook.run();
@@ -982,8 +995,8 @@ public final class Tables {
             if (applying) {
                 versions.endApply(version);
             }
-            if (grouped) {
-                groups.unlock();
+            if (sharing) {
+                shares.give(share);
             }
             if (striped) {
                 stripes.unlockAll(keys);
@@ -1032,32 +1045,60 @@ public final class Tables {
 
     /**
      * {@code key}'s stored value in {@code t} as latest-state reads see it, the tree's {@code stored} (null:
-     * absent) read first: the prior value if the multi-key commit applying now has changed the key.
+     * absent) read first: its prior value if a multi-key commit applying now has changed the key.
      */
     byte[] published(Table t, byte[] key, byte[] stored) {
-        TablePublication.Commit c = publication.applying();
-        TableVersions.Undo u = c == null ? null : c.prior(t.inode.ino, key);
+        TableVersions.Undo u = publication.prior(t.inode.ino, key);
         return u == null ? stored : u.before;
     }
 
-    /** The record of {@code key}'s value before the multi-key commit applying now, or null if none is or it has not changed the key. */
+    /** The record of {@code key}'s value before the multi-key commit applying now that changed it, or null if none did. */
     TableVersions.Undo unpublished(Table t, MemorySegment key) {
-        TablePublication.Commit c = publication.applying();
-        return c == null ? null : c.prior(t.inode.ino, key.toArray(ValueLayout.JAVA_BYTE));
+        return publication.applying() == null ? null : publication.prior(t.inode.ino, key.toArray(ValueLayout.JAVA_BYTE));
     }
 
     /**
-     * Checks, after each change, that the group stays within a quarter of the log, and that it has not used
-     * half its budget ({@link Journal#pin(long)}): the other half is for undoing what it did.
+     * Checks, after each change, that the group stays within a quarter of the log, that its context keeps
+     * at most {@code blocks} blocks in memory ({@link #groupBlocks}), and that it has not used half its
+     * budget ({@link Journal#pin(long)}): the other half is for undoing what it did. A group past
+     * its log share ({@link #shares}: less than the quarter only side by side) takes more if the others
+     * leave room now (it never waits for it, holding its keys), else it must apply holding its tables
+     * ({@link HoldTables}). Returns the share it now holds.
      */
-    private static void requireRoom(Journal.Pin pin, long limit, long budget) {
+    private long requireRoom(Journal.Pin pin, long limit, long budget, int blocks, long share) {
         if (pin.bytes() > limit) {
             throw new TableException(TableException.Kind.TOO_LARGE, "the transaction's changes passed " + limit
                     + " bytes of log (a quarter of the log) before they were all applied; nothing was changed");
         }
+        if (pin.contextItems() > blocks) {
+            throw new TableException(TableException.Kind.TOO_LARGE, "the transaction's changes, with those committed beside it, "
+                    + "held " + pin.contextItems() + " blocks in memory until it ends, more than the " + blocks
+                    + " its buffer cache allows (three quarters of its frames) before they were all applied; nothing was changed");
+        }
         if (pin.budgetLeft() < budget / 2) {
             throw logFull(null);
         }
+        if (pin.bytes() <= share) {
+            return share;
+        }
+        long more = Math.min(limit, 2 * pin.bytes());
+        if (!shares.tryGrow(share, more, limit)) {
+            throw new HoldTables();
+        }
+        return more;
+    }
+
+    /**
+     * The most blocks a group's context may hold, its own changes' and those committed beside it: each
+     * stays dirty in the buffer cache, neither written home nor evicted, until the group ends, so a group
+     * whose changes filled the cache would wait for ever for a buffer only its own end can free (a push
+     * of its context waits for it). Three quarters of the cache's frames, the last quarter left for the
+     * blocks the changes read on their way, for the writers beside it, and for the undo should the group
+     * stop here. A group
+     * starts on a context holding at most an eighth of the frames ({@link Journal#pin(long, int)}).
+     */
+    private int groupBlocks() {
+        return cache.capacity() - cache.capacity() / 4;
     }
 
     /**

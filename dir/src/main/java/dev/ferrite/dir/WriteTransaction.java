@@ -14,11 +14,11 @@ import dev.ferrite.io.InvalidArgumentException;
  * Its reads ({@link #get}) see its own changes over the tables' latest committed state; other threads see
  * none of them before the commit.
  *
- * <p>The commit takes the stripes of all its keys (in stripe order) and the volume's group lock, applies
- * the changes inside one journal group beside single writes to the same tables, lets the locks go and
- * then waits for durability as {@link Durability} says; one with a deleted range, or one that writes,
- * replaces or deletes a value kept out of line, takes its tables' locks instead (in inode order), keeping
- * single writes out; a transaction of one key's change (no deleted range) applies instead as a single
+ * <p>The commit takes the stripes of all its keys (in stripe order, so transactions cannot deadlock) and a
+ * share of the log, applies the changes inside one journal group beside other transactions and single
+ * writes to the same tables, lets the stripes go and then waits for durability as {@link Durability}
+ * says; one with a deleted range, or one that writes, replaces or deletes a value kept out of line, takes
+ * its tables' locks instead (in inode order) and applies alone; a transaction of one key's change (no deleted range) applies instead as a single
  * write does ({@link Table#put}), beside the table's other single writes, holding only its key's stripe.
  * Two transactions that write one key: the later commit wins (no conflict is
  * detected). A commit whose changes would not fit in the log at once fails with

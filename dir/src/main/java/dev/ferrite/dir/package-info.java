@@ -48,10 +48,10 @@
  *       when a split or merge takes a reserve block, last (the nodes are locked by CAS, and a writer never
  *       waits for a node while it holds one, so this cannot deadlock). A write transaction of values kept
  *       in the tree takes each table's commit lock shared (inode order), the stripes of all its keys
- *       (ascending), then the volume's group lock, holds them to its group's end, and enters for each
- *       change as a single write does. A write transaction that holds its tables (a deleted range, a value
- *       kept out of line) takes each commit lock exclusively (inode order), then each inode exclusively,
- *       then the group lock. A refill or spill of a tree's reserve, such a transaction and
+ *       (ascending), then a log share ({@code GroupShares}), holds them to its group's end, and enters for
+ *       each change as a single write does. A write transaction that holds its tables (a deleted range, a
+ *       value kept out of line) takes each commit lock exclusively (inode order), then each inode
+ *       exclusively, then the whole share. A refill or spill of a tree's reserve, such a transaction and
  *       the freeing of an orphan's tree hold the inode exclusively: its lock (2) with no single writer
  *       inside ({@code Inode#lockExclusive}).
  *   <li>{@code NamespaceChecker}: the namespace's part of the check; reads only, no lock.

@@ -214,12 +214,29 @@ class TableConcurrencyTest {
         commitConcurrentlyAndCrash(400);
     }
 
+    /**
+     * As {@link #concurrentSyncCommitsAreDurableWhenTheyReturnAndAllCommitsAtomic} on a 32 MiB log, where
+     * several multi-key commits' groups apply side by side (on the fixtures' 4 MiB log each group's share
+     * is the whole quarter, and they take turns): groups sharing a checkpoint are each all or nothing.
+     */
+    @Test
+    void sideBySideCommitsCrashedAreDurableAndAtomic() throws Exception {
+        MemoryDevice dev = MemoryDevice.create(16384, 4096);
+        VolumeOptions options = VolumeFixtures.OPTIONS.withLogBlocks(8192);
+        Volume.format(dev, options);
+        commitConcurrentlyAndCrash(dev, options, 40);
+    }
+
     private static void commitConcurrentlyAndCrash(int txPerThread) throws Exception {
+        commitConcurrentlyAndCrash(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS, txPerThread);
+    }
+
+    private static void commitConcurrentlyAndCrash(MemoryDevice formatted, VolumeOptions options, int txPerThread) throws Exception {
         Random rnd = new Random(SEED);
-        try (RecordingDevice rec = RecordingDevice.wrap(VolumeFixtures.formatted())) {
+        try (RecordingDevice rec = RecordingDevice.wrap(formatted)) {
             List<long[]> acked = java.util.Collections.synchronizedList(new ArrayList<>()); // {thread, i, flush index}
             int firstFlush;
-            try (Volume v = Volume.open(rec, VolumeFixtures.OPTIONS)) {
+            try (Volume v = Volume.open(rec, options)) {
                 Table a = v.tables().create("a"), b = v.tables().create("b");
                 v.sync();
                 firstFlush = rec.flushCount() - 1;
@@ -266,7 +283,7 @@ class TableConcurrencyTest {
                 long[] ack = acked.get(rnd.nextInt(acked.size()));
                 RecordingDevice.CrashState state = rec.crashAfterFlush((int) ack[2]);
                 String where = "seed " + SEED + ": the SYNC commit of t" + ack[0] + "-" + ack[1] + ", crash " + state;
-                try (MemoryDevice crashed = rec.materialize(state); Volume v = Volume.open(crashed, VolumeFixtures.OPTIONS);
+                try (MemoryDevice crashed = rec.materialize(state); Volume v = Volume.open(crashed, options);
                      Table a = v.tables().open("a"); Table b = v.tables().open("b")) {
                     byte[] k = TableTest.b("t" + ack[0] + "-" + ack[1]);
                     assertTrue(a.containsKey(k) && b.containsKey(k), where + ": lost");
@@ -284,7 +301,7 @@ class TableConcurrencyTest {
             }
             for (RecordingDevice.CrashState state : states) {
                 String where = "seed " + SEED + ", crash " + state;
-                try (MemoryDevice crashed = rec.materialize(state); Volume v = Volume.open(crashed, VolumeFixtures.OPTIONS);
+                try (MemoryDevice crashed = rec.materialize(state); Volume v = Volume.open(crashed, options);
                      Table a = v.tables().open("a"); Table b = v.tables().open("b")) {
                     assertSameEntries(a, b, where);
                     CheckReport report = v.namespace().check();

@@ -13,6 +13,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
+import dev.ferrite.io.MemoryDevice;
 import dev.ferrite.io.testkit.TestSeed;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -112,6 +113,19 @@ class TablePublicationTest {
         stampedCommits(4, 5_000, 4);
     }
 
+    /**
+     * As {@link #readersNeverSeePartOfACommitLonger}, on a 32 MiB log, where several commits' groups apply at
+     * once (on the fixtures' 4 MiB log each group's budget takes a quarter of it, and they mostly take turns).
+     */
+    @Test
+    @Tag("stress")
+    void readersNeverSeePartOfACommitOnALargeLog() throws Exception {
+        MemoryDevice dev = MemoryDevice.create(16384, 4096);
+        VolumeOptions options = VolumeFixtures.OPTIONS.withLogBlocks(8192);
+        Volume.format(dev, options);
+        stampedCommits(dev, options, 4, 5_000, 4);
+    }
+
     /** At each of the commit's five changes, stopped there: every read shows none of them. */
     private static void checkEachChange(Table a, Table c, TreeMap<byte[], byte[]> before, Semaphore changed, Semaphore go,
                                         List<TableCursor> midApply) throws InterruptedException {
@@ -163,7 +177,11 @@ class TablePublicationTest {
      * stamp per writer, its extra key there exactly on an even one).
      */
     private static void stampedCommits(int writers, int commits, int readers) throws Exception {
-        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS);
+        stampedCommits(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS, writers, commits, readers);
+    }
+
+    private static void stampedCommits(MemoryDevice dev, VolumeOptions options, int writers, int commits, int readers) throws Exception {
+        try (Volume v = Volume.open(dev, options);
              Table a = v.tables().create("a"); Table t2 = v.tables().create("b")) {
             Table[] tables = {a, t2};
             for (Table t : tables) {

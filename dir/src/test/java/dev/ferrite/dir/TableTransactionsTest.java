@@ -5,9 +5,14 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
+import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.BrokenBarrierException;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -26,10 +31,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 /**
- * Write transactions of several keys apply beside single writes to their tables ({@code Tables#apply}):
- * one commits while a single write waits inside its apply; a single write to a key an applying
- * transaction holds waits for it and then wins, one to another key does not wait; one that meets a value
- * kept out of line applies holding its table; and writers committing random transactions over two tables,
+ * Write transactions of several keys apply side by side ({@code Tables#apply}): two on one table, and two
+ * on two tables, meet between their changes inside their groups; one that changes a key another holds
+ * waits for it to end and then wins; and writers committing random transactions over two tables at once,
  * with readers, snapshots and rollbacks among them, leave the tables as their models say, equal where
  * every transaction wrote both, never showing part of a commit, and the check clean, also after a remount.
  *
@@ -38,6 +42,89 @@ import static org.junit.jupiter.api.Assertions.fail;
 @ExtendWith(TestSeed.class)
 class TableTransactionsTest {
     private static final long SEED = TestSeed.get(29);
+    /**
+     * A 32 MiB log: each group's share of it takes at least its budget (a quarter of the fixtures' 4 MiB
+     * log, where multi-key commits take turns), so several groups fit in a quarter of this one.
+     */
+    private static final VolumeOptions LARGE_LOG = VolumeFixtures.OPTIONS.withLogBlocks(8192);
+
+    private static MemoryDevice largeLog() {
+        MemoryDevice dev = MemoryDevice.create(16384, 4096);
+        Volume.format(dev, LARGE_LOG);
+        return dev;
+    }
+
+    /**
+     * Two transactions of three keys each on one table wait, after their first change, for the other to
+     * get there too. With multi-key commits applied one at a time (the table held, the volume's group
+     * lock), the second never starts its group while the first waits: the first's wait times out.
+     */
+    @Test
+    void twoTransactionsOnOneTableApplyAtOnce() throws Exception {
+        try (Volume v = Volume.open(largeLog(), LARGE_LOG); Table t = v.tables().create("t")) {
+            meetBetweenChanges(v, t, t);
+        }
+    }
+
+    /** As above, each transaction over the same two tables, and then over a table each. */
+    @Test
+    void twoTransactionsOnTwoTablesApplyAtOnce() throws Exception {
+        try (Volume v = Volume.open(largeLog(), LARGE_LOG);
+             Table a = v.tables().create("a"); Table c = v.tables().create("c")) {
+            meetBetweenChanges(v, a, c);
+            meetBetweenChanges(v, a, a);
+            meetBetweenChanges(v, c, c);
+        }
+    }
+
+    /** Two threads commit transactions to {@code first} and {@code second} that meet after their first change. */
+    private static void meetBetweenChanges(Volume v, Table first, Table second) throws Exception {
+        CyclicBarrier both = new CyclicBarrier(2);
+        Set<Thread> met = ConcurrentHashMap.newKeySet();
+        v.tables().onGroupChange = () -> {
+            if (met.add(Thread.currentThread())) {
+                try {
+                    both.await(10, TimeUnit.SECONDS);
+                } catch (TimeoutException | BrokenBarrierException e) {
+                    throw new AssertionError("the other transaction never came into its group beside this one", e);
+                } catch (InterruptedException e) {
+                    throw new AssertionError(e);
+                }
+            }
+        };
+        AtomicReference<Throwable> failed = new AtomicReference<>();
+        List<Thread> threads = new ArrayList<>();
+        for (int n = 0; n < 2; n++) {
+            String w = "w" + n;
+            Table one = n == 0 ? first : second, other = n == 0 ? second : first;
+            Thread th = new Thread(() -> {
+                try (WriteTransaction tx = v.begin(Durability.SYNC)) {
+                    tx.put(one, b(w + "-x"), b("1"));
+                    tx.put(one, b(w + "-y"), b("2"));
+                    tx.put(other, b(w + "-z"), b("3"));
+                    tx.commit();
+                } catch (Throwable e) {
+                    failed.compareAndSet(null, e);
+                }
+            });
+            threads.add(th);
+            th.start();
+        }
+        for (Thread th : threads) {
+            th.join(TimeUnit.SECONDS.toMillis(60));
+        }
+        v.tables().onGroupChange = null;
+        if (failed.get() != null) {
+            throw new AssertionError("tables " + first.name() + " and " + second.name() + ": " + failed.get(), failed.get());
+        }
+        for (int n = 0; n < 2; n++) {
+            Table one = n == 0 ? first : second, other = n == 0 ? second : first;
+            assertArrayEquals(b("1"), one.get(b("w" + n + "-x")));
+            assertArrayEquals(b("2"), one.get(b("w" + n + "-y")));
+            assertArrayEquals(b("3"), other.get(b("w" + n + "-z")));
+        }
+        VolumeFixtures.assertChecked(v.namespace());
+    }
 
     /**
      * A transaction of two keys commits while a single write to another key of its table waits inside its
@@ -72,6 +159,49 @@ class TableTransactionsTest {
     }
 
     /**
+     * A transaction holding a key (stopped inside its group after its changes) keeps a second transaction
+     * that changes that key out until it ends; the second then applies, and its value is the one left: the
+     * later commit wins. A third transaction, of other keys, applies meanwhile.
+     */
+    @Test
+    void aTransactionChangingAHeldKeyWaitsAndWins() throws Exception {
+        try (Volume v = Volume.open(largeLog(), LARGE_LOG); Table t = v.tables().create("t")) {
+            CountDownLatch inside = new CountDownLatch(1), go = new CountDownLatch(1);
+            AtomicReference<Thread> first = new AtomicReference<>();
+            v.tables().onGroupChange = () -> {
+                if (Thread.currentThread() == first.get()) {
+                    inside.countDown();
+                    await(go);
+                }
+            };
+            AtomicReference<Throwable> failed = new AtomicReference<>();
+            Thread one = new Thread(() -> commit(v, t, failed, "one", "shared", "a1", "a2"));
+            first.set(one);
+            one.start();
+            await(inside);
+            Thread two = new Thread(() -> commit(v, t, failed, "two", "b1", "shared", "b2"));
+            two.start();
+            Thread three = new Thread(() -> commit(v, t, failed, "three", "c1", "c2"));
+            three.start();
+            three.join(TimeUnit.SECONDS.toMillis(20));
+            assertFalse(three.isAlive(), "a transaction of other keys waited for the one stopped in its group");
+            assertArrayEquals(b("three"), t.get(b("c1")));
+            awaitBlocked(two);
+            assertNull(t.get(b("b1")), "the transaction that changes a held key applied part of itself meanwhile");
+            assertNull(t.get(b("shared")), "a read saw the stopped transaction's change");
+            go.countDown();
+            one.join(TimeUnit.SECONDS.toMillis(20));
+            two.join(TimeUnit.SECONDS.toMillis(20));
+            v.tables().onGroupChange = null;
+            assertNull(failed.get(), () -> String.valueOf(failed.get()));
+            assertArrayEquals(b("two"), t.get(b("shared")), "the later commit wins");
+            assertArrayEquals(b("one"), t.get(b("a1")));
+            assertArrayEquals(b("two"), t.get(b("b2")));
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /**
      * A transaction stopped inside its group after its changes holds its keys' stripes: a single write to
      * another key of its table commits meanwhile, one to a key it changed waits (and nothing shows of either
      * change) until the transaction ends, and then wins. Holding the table, as before, the transaction
@@ -79,7 +209,7 @@ class TableTransactionsTest {
      */
     @Test
     void aSingleWriteToAKeyAnApplyingTransactionHoldsWaitsAndWins() throws Exception {
-        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+        try (Volume v = Volume.open(largeLog(), LARGE_LOG); Table t = v.tables().create("t")) {
             t.withDurability(Durability.NONE); // a SYNC write's force would wait for the open group
             CountDownLatch inside = new CountDownLatch(1), go = new CountDownLatch(1);
             AtomicReference<Thread> first = new AtomicReference<>();
@@ -175,9 +305,9 @@ class TableTransactionsTest {
     private static final int OWN = 6, SHARED = 200, PICK = 5;
 
     private void runWriters(int writers, int commits) throws Exception {
-        MemoryDevice dev = VolumeFixtures.formatted();
+        MemoryDevice dev = largeLog();
         long[] stamps = new long[writers];
-        try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table a = v.tables().create("a"); Table c = v.tables().create("c")) {
+        try (Volume v = Volume.open(dev, LARGE_LOG); Table a = v.tables().create("a"); Table c = v.tables().create("c")) {
             Table[] both = {a, c};
             AtomicBoolean stop = new AtomicBoolean();
             AtomicReference<Throwable> failed = new AtomicReference<>();
@@ -266,7 +396,7 @@ class TableTransactionsTest {
             assertModels(a, c, writers, stamps, commits);
             VolumeFixtures.assertChecked(v.namespace());
         }
-        try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table a = v.tables().open("a"); Table c = v.tables().open("c")) {
+        try (Volume v = Volume.open(dev, LARGE_LOG); Table a = v.tables().open("a"); Table c = v.tables().open("c")) {
             assertModels(a, c, writers, stamps, commits);
             VolumeFixtures.assertChecked(v.namespace());
         }

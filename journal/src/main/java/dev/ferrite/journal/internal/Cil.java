@@ -111,13 +111,18 @@ public final class Cil {
             return sum;
         }
 
+        /** How many items (blocks) have been logged in this context so far: each stays pinned in memory until its checkpoint is written. */
+        int itemCount() {
+            long n = 0;
+            for (int i = 2; i < slots.length(); i += SLOT_STRIDE) {
+                n += slots.get(i);
+            }
+            return (int) n;
+        }
+
         /** The items logged in this context, in an array of exactly their number; only once it has drained. */
         LogItem[] items() {
-            int n = 0;
-            for (int i = 2; i < slots.length(); i += SLOT_STRIDE) {
-                n += (int) slots.get(i);
-            }
-            LogItem[] out = new LogItem[n];
+            LogItem[] out = new LogItem[itemCount()];
             int parity = (int) (seq & 1);
             int k = 0;
             for (int s = 0; s < heads.length(); s += HEAD_STRIDE) {

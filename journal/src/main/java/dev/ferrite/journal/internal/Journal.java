@@ -11,6 +11,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.LockSupport;
 
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.DeviceException;
@@ -251,6 +252,18 @@ public final class Journal implements AutoCloseable {
      * @throws dev.ferrite.io.NoSpaceException if the budget exceeds half the log
      */
     public Pin pin(long budget) {
+        return pin(budget, Integer.MAX_VALUE);
+    }
+
+    /**
+     * {@link #pin(long)} on a context holding at most {@code items} items logged before the group. Every item
+     * a context logs stays dirty in memory, neither written home nor evicted, until the context's checkpoint
+     * is written, and a group holds that off until it ends: a holder whose changes need free buffers (a
+     * B-tree's, from a cache of fixed size) would wait for ever for buffers its own context holds. So a
+     * current context holding more is pushed first and the next one pinned; the holder then bounds what
+     * the group adds ({@link Pin#contextItems}).
+     */
+    public Pin pin(long budget, int items) {
         requireAlive();
         if (pinned.get() != null) {
             throw new IllegalStateException("this thread already holds a journal group");
@@ -262,7 +275,7 @@ public final class Journal implements AutoCloseable {
         }
         Pin p;
         try {
-            p = new Pin(cil.pin(this::requireAlive), reserved);
+            p = new Pin(pinWithin(items), reserved);
         } catch (RuntimeException e) {
             if (reserved != null) {
                 space.ungrant(reserved);
@@ -272,6 +285,22 @@ public final class Journal implements AutoCloseable {
         pinned.set(p);
         groups.incrementAndGet();
         return p;
+    }
+
+    /** Pins the current context once it holds at most {@code items} items, pushing one that holds more and waiting for its switch. */
+    private Cil.Context pinWithin(int items) {
+        for (;;) {
+            Cil.Context c = cil.pin(this::requireAlive);
+            if (c.itemCount() <= items) {
+                return c;
+            }
+            cil.unpin(c);
+            writer.requestPush(c.seq);
+            while (cil.currentSeq() == c.seq) {
+                requireAlive(); // a push that failed never switches the context
+                LockSupport.parkNanos(this, 50_000L);
+            }
+        }
     }
 
     /** How long a budgeted group's holder waits for log space before it draws on its budget ({@link #pin(long)}). */
@@ -309,6 +338,11 @@ public final class Journal implements AutoCloseable {
         /** Log bytes committed into the group's context so far, by every committer in it. */
         public long contextBytes() {
             return context.bytes();
+        }
+
+        /** Items (blocks) logged in the group's context so far, by every committer in it: each stays in memory until the group ends. */
+        public int contextItems() {
+            return context.itemCount();
         }
 
         /** Log bytes the holder's own commits added to the context so far (what the group itself costs the log). */

@@ -67,6 +67,35 @@ class JournalGroupTest {
         }
     }
 
+    /**
+     * {@link Journal#pin(long, int)} pins a context holding at most that many items: a fuller one is pushed
+     * first and the next pinned, so the group's blocks and those logged before it never fill a cache. Pinned
+     * as {@link Journal#pin()} is, the group held the context of the three items committed before it.
+     */
+    @Test
+    void aGroupStartsOnAContextHoldingAtMostItsItems() {
+        try (Arena arena = Arena.ofShared(); MemoryDevice dev = MemoryDevice.create(2048, BS)) {
+            Journal.format(dev, G);
+            try (TestReplayer rep = new TestReplayer(dev); Journal j = Journal.open(dev, G, JournalOptions.defaults(), rep)) {
+                TestItem a = new TestItem(100, BS, arena), b = new TestItem(101, BS, arena), c = new TestItem(102, BS, arena);
+                long before = commit(j, a, 0);
+                commit(j, b, 0);
+                commit(j, c, 0);
+                assertTimeoutPreemptively(Duration.ofSeconds(10), () -> {
+                    try (Journal.Pin pin = j.pin(0, 2)) {
+                        assertTrue(pin.seq() > before, "the group pinned the context of the three items before it");
+                        assertEquals(0, pin.contextItems());
+                        assertEquals(pin.seq(), commit(j, a, 1));
+                        assertEquals(1, pin.contextItems());
+                    }
+                    try (Journal.Pin pin = j.pin(0, 2)) {
+                        assertEquals(1, pin.contextItems(), "a context of one item is pinned as it is");
+                    }
+                });
+            }
+        }
+    }
+
     @Test
     void theHolderForcesWhatCameBeforeAndNeverWaitsForItself() {
         try (Arena arena = Arena.ofShared(); MemoryDevice dev = MemoryDevice.create(2048, BS)) {
