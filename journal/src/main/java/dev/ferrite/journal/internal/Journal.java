@@ -294,9 +294,10 @@ public final class Journal implements AutoCloseable {
             if (c.itemCount() <= items) {
                 return c;
             }
+            long seq = c.seq; // read while pinned: once unpinned the context may be formatted and reused
             cil.unpin(c);
-            writer.requestPush(c.seq);
-            while (cil.currentSeq() == c.seq) {
+            writer.requestPush(seq);
+            while (cil.currentSeq() == seq) {
                 requireAlive(); // a push that failed never switches the context
                 LockSupport.parkNanos(this, 50_000L);
             }
