@@ -22,8 +22,11 @@ import static dev.ferrite.dir.InodeRecords.nowNanos;
  * allows, each {@linkplain Txn#orderAfterData ordered after} the data writes that completed before it (each
  * published range's did), and wakes the writers whose ranges it carried; then, while more were published
  * meanwhile, those too, up to {@link #PASSES} batches. The others wait for that: a writer that finds the
- * turn held watches it for up to {@link #SPIN_NANOS} and parks after that, to be woken by the batch that
- * carries its range or by the end of a turn that took the queue for the last time before it published.
+ * turn held parks at once, to be woken by the batch that carries its range or by the end of a turn that
+ * took the queue for the last time before it published. It does not spin first: a turn carrying a batch
+ * lasts longer than a spin could bridge, and on 2 vCPUs a spinning writer takes the CPU the holder needs
+ * (with 32 writers on a memory device, a 20 us spin before parking cost 24–35 us of writers' CPU per
+ * write, parking at once 12–20).
  *
  * <p>A batch goes in file order, ranges that meet or overlap merged into one change (a run). An inline
  * list takes a whole batch in one transaction (made a tree first if the result would not fit). A tree
@@ -50,16 +53,14 @@ final class Conversions {
      * bench randwrite): one transaction for all that were published together.
      */
     static final int MAX_STEPS = 32;
-    /** Most batches one turn applies: enough that writers publishing behind the holder need not take the turn, few enough that its own writer is not kept long. */
-    static final int PASSES = 4;
     /**
-     * How long a writer watches a held turn before it parks. A park and its wake cost more CPU than that
-     * on 2 vCPUs, and each wake could preempt the turn holder: with 32 writers (bench randwrite
-     * --unwritten --qd 32) 20 us took involuntary context switches per write from 0.27 to 0.07 and the
-     * process's CPU per write from 46 to 43 us (medians of 5 runs); 5 us left more parks, and the one
-     * run at 50 us spent more CPU.
+     * Most batches one turn applies: enough that writers publishing behind the holder need not take the
+     * turn, few enough that its own writer is not kept long. With 32 writers filling unwritten space on a
+     * memory device (2 vCPUs), 4 passes took transactions per write from 0.61–0.81 to 0.23–0.48 and the
+     * p99 from 9.6–20 to 5.7–10.6 ms, at a p50 of 0.19–0.49 ms (10–26 us with one pass: most writers
+     * then convert their own range at once).
      */
-    static final long SPIN_NANOS = 20_000;
+    static final int PASSES = 4;
     private static final VarHandle QUEUE;
 
     static {
@@ -177,7 +178,6 @@ final class Conversions {
         Queue q = queue(i);
         Request mine = new Request(first, end, newSize);
         q.publish(mine);
-        long spinEnd = 0;
         while (!mine.done) {
             if (q.tryTurn()) {
                 try {
@@ -186,12 +186,6 @@ final class Conversions {
                     q.endTurn();
                 }
                 continue;
-            }
-            if (spinEnd == 0) {
-                spinEnd = System.nanoTime() + SPIN_NANOS;
-            }
-            while (!mine.done && q.turn && System.nanoTime() < spinEnd) {
-                Thread.onSpinWait();
             }
             if (!mine.done && q.turn) {
                 LockSupport.park(this);

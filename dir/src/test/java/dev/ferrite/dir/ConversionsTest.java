@@ -44,12 +44,9 @@ class ConversionsTest {
         }
     }
 
-    /**
-     * A writer whose conversion finds the file's turn held longer than it spins ({@link Conversions#SPIN_NANOS})
-     * parks, and the end of that turn wakes it to convert its own range.
-     */
+    /** A writer whose conversion finds the file's turn held parks, and the end of that turn wakes it to convert its own range. */
     @Test
-    void aWriterWaitingLongerThanItSpinsParksUntilTheTurnEnds() throws Exception {
+    void aWriterFindingTheTurnHeldParksUntilTheTurnEnds() throws Exception {
         try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, VolumeFixtures.OPTIONS);
              Arena arena = Arena.ofShared()) {
             Namespace ns = v.namespace();
