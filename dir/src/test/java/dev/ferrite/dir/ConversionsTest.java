@@ -127,7 +127,7 @@ class ConversionsTest {
                 }
                 long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(20);
                 for (Thread w : writers) {
-                    while (w.getState() != Thread.State.WAITING) {
+                    while (!parkedForConversion(w)) {
                         assertTrue(System.nanoTime() < deadline, w.getName() + " did not park behind the held turn: " + w.getState());
                         Thread.sleep(1);
                     }
@@ -220,7 +220,7 @@ class ConversionsTest {
                 }
                 long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(20);
                 for (Thread t : threads) {
-                    while (t.getState() != Thread.State.WAITING && t.getState() != Thread.State.TERMINATED) {
+                    while (!parkedForConversion(t) && t.getState() != Thread.State.TERMINATED) {
                         assertTrue(System.nanoTime() < deadline, where + ": " + t.getName() + " neither parked nor finished: " + t.getState());
                         Thread.sleep(1);
                     }
@@ -253,6 +253,19 @@ class ConversionsTest {
             CheckReport report = ns.check();
             assertTrue(report.clean(), "seed " + SEED + ":\n" + report);
         }
+    }
+
+    /** Whether {@code t} is parked waiting for its range's conversion (not somewhere else on its way there). */
+    private static boolean parkedForConversion(Thread t) {
+        if (t.getState() != Thread.State.WAITING) {
+            return false;
+        }
+        for (StackTraceElement e : t.getStackTrace()) {
+            if (e.getClassName().equals(Conversions.class.getName()) && e.getMethodName().equals("convert")) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** A new empty file "f" in the root, open for writing. */
