@@ -248,9 +248,13 @@ final class Conversions {
             requests.add(r);
         }
 
+        private static final Comparator<Request> BY_FIRST = Comparator.comparingLong(r -> r.first);
+
         /** {@code batch} sorted by first block, merged where ranges meet or overlap. */
         static List<Run> of(List<Request> batch) {
-            batch.sort(Comparator.comparingLong(r -> r.first));
+            if (batch.size() > 1) {
+                batch.sort(BY_FIRST);
+            }
             List<Run> runs = new ArrayList<>(batch.size());
             for (Request r : batch) {
                 Run last = runs.isEmpty() ? null : runs.getLast();
