@@ -4,6 +4,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.locks.LockSupport;
 
@@ -19,20 +20,25 @@ import static dev.ferrite.dir.InodeRecords.nowNanos;
  * whose data write has completed publishes its range on the inode's {@link Queue}; whoever takes the
  * inode's conversion turn applies every range published so far, as few transactions as the mapping
  * allows, each {@linkplain Txn#orderAfterData ordered after} the data writes that completed before it (each
- * published range's did), and wakes the writers whose ranges it carried. The others wait for that: a
- * writer that finds the turn held watches it for up to {@link #SPIN_NANOS} (a batch is mostly one short
- * transaction, so by then its range is often converted, or the turn free for it to take) and parks after
- * that, to be woken by the batch that carries its range or by the end of a turn that took the queue
- * before it published.
+ * published range's did), and wakes the writers whose ranges it carried; then, while more were published
+ * meanwhile, those too, up to {@link #PASSES} batches. The others wait for that: a writer that finds the
+ * turn held parks at once, to be woken by the batch that carries its range or by the end of a turn that
+ * took the queue for the last time before it published. It does not spin first: a turn carrying a batch
+ * lasts longer than a spin could bridge, and on 2 vCPUs a spinning writer takes the CPU the holder needs
+ * (with 32 writers on a memory device, a 20 us spin before parking cost 24–35 us of writers' CPU per
+ * write, parking at once 12–20).
  *
- * <p>An inline list takes a whole batch in one transaction (made a tree first if the result would not
- * fit). A tree takes up to {@link #MAX_STEPS} ranges per transaction, each within one extent of the tree
- * and apart from the others' (each a change of at most {@link ExtentMap#TREE_OPS} keys to keys of its
- * own): before each step after the first, the tree's block reserve, read in the record the transaction
+ * <p>A batch goes in file order, ranges that meet or overlap merged into one change (a run). An inline
+ * list takes a whole batch in one transaction (made a tree first if the result would not fit). A tree
+ * takes up to {@link #MAX_STEPS} runs per transaction, a step each: its extents are looked up once for
+ * the whole batch, as the runs need them ({@link ExtentMap#extend}: one lookup for a range inside an
+ * extent, one more per end at an extent's edge), and each step changes and stores only the extents its
+ * run reads or merges with (at most {@link ExtentMap#TREE_OPS} keys), which a later run beside it then
+ * sees. Before each step after the first, the tree's block reserve, read in the record the transaction
  * holds, must still be between its marks, which covers that step's worst case, as a step of its own.
- * What does not fit waits for the next transaction; a range over several extents takes
- * {@link FileMapping#finish}'s steps. The size moves in the transaction that converts the range that moves
- * it, as it did one write at a time.
+ * What does not fit waits for the next transaction; a merged run that would change more keys goes as
+ * its ranges; a range over several extents takes {@link FileMapping#finish}'s steps. The size moves in
+ * the transaction that converts the range that moves it, as it did one write at a time.
  *
  * <h2>Locks</h2>
  * The conversion turn ({@link Queue#turn}) is taken by a writer holding its shared I/O lock and nothing
@@ -41,16 +47,20 @@ import static dev.ferrite.dir.InodeRecords.nowNanos;
  * reserve) needs.
  */
 final class Conversions {
-    /** Most tree steps (ranges) one transaction carries: what it reserves log space for (fewer where that would be over an eighth of the log). */
-    static final int MAX_STEPS = 8;
     /**
-     * How long a writer watches a held turn before it parks. A park and its wake cost more CPU than that
-     * on 2 vCPUs, and each wake could preempt the turn holder: with 32 writers (bench randwrite
-     * --unwritten --qd 32) 20 us took involuntary context switches per write from 0.27 to 0.07 and the
-     * process's CPU per write from 46 to 43 us (medians of 5 runs); 5 us left more parks, and the one
-     * run at 50 us spent more CPU.
+     * Most tree steps (runs) one transaction carries: what it reserves log space for (fewer where that
+     * would be over an eighth of the log). As many as the writers a database keeps in flight (32 in
+     * bench randwrite): one transaction for all that were published together.
      */
-    static final long SPIN_NANOS = 20_000;
+    static final int MAX_STEPS = 32;
+    /**
+     * Most batches one turn applies: enough that writers publishing behind the holder need not take the
+     * turn, few enough that its own writer is not kept long. With 32 writers filling unwritten space on a
+     * memory device (2 vCPUs), 4 passes took transactions per write from 0.61–0.81 to 0.23–0.48 and the
+     * p99 from 9.6–20 to 5.7–10.6 ms, at a p50 of 0.19–0.49 ms (10–26 us with one pass: most writers
+     * then convert their own range at once).
+     */
+    static final int PASSES = 4;
     private static final VarHandle QUEUE;
 
     static {
@@ -168,21 +178,14 @@ final class Conversions {
         Queue q = queue(i);
         Request mine = new Request(first, end, newSize);
         q.publish(mine);
-        long spinEnd = 0;
         while (!mine.done) {
             if (q.tryTurn()) {
                 try {
-                    apply(i, q.takeAll());
+                    combine(i, q);
                 } finally {
                     q.endTurn();
                 }
                 continue;
-            }
-            if (spinEnd == 0) {
-                spinEnd = System.nanoTime() + SPIN_NANOS;
-            }
-            while (!mine.done && q.turn && System.nanoTime() < spinEnd) {
-                Thread.onSpinWait();
             }
             if (!mine.done && q.turn) {
                 LockSupport.park(this);
@@ -197,30 +200,123 @@ final class Conversions {
         }
     }
 
-    /** Converts every range of {@code batch}, waking each writer when its range is; a failure is each unfinished one's. */
+    /**
+     * The turn's work: every range published so far, then those published meanwhile, up to {@link #PASSES}
+     * batches in all. A writer that publishes while the turn is held is so carried by the holder, awake
+     * and on a CPU, and woken once, when its range is converted, rather than first woken to take the turn.
+     */
+    private void combine(Inode i, Queue q) {
+        for (int pass = 0; pass < PASSES; pass++) {
+            List<Request> batch = q.takeAll();
+            if (batch.isEmpty()) {
+                return;
+            }
+            apply(i, batch);
+        }
+    }
+
+    /**
+     * Converts every range of {@code batch}, waking each writer when its range is; a failure is each
+     * unfinished one's. The ranges go in file order, those that meet or overlap merged into one change.
+     */
     private void apply(Inode i, List<Request> batch) {
-        List<Request> left = batch;
+        List<Run> left = Run.of(batch);
         try {
             while (!left.isEmpty()) {
                 left = commitSome(i, left);
             }
         } catch (RuntimeException | Error t) {
-            for (Request r : left) {
+            for (Run r : left) {
                 r.finish(t);
             }
         }
     }
 
-    /** One transaction converting what it can of {@code pending} (finished); returns the rest. */
-    private List<Request> commitSome(Inode i, List<Request> pending) {
+    /**
+     * Published ranges that meet or overlap, in file order: one change of the extents, carried by one
+     * transaction; the size it asks for is the largest of its requests'.
+     */
+    private static final class Run {
+        final long first;
+        long end, newSize;
+        final List<Request> requests = new ArrayList<>(1);
+
+        private Run(Request r) {
+            first = r.first;
+            end = r.end;
+            newSize = r.newSize;
+            requests.add(r);
+        }
+
+        private static final Comparator<Request> BY_FIRST = Comparator.comparingLong(r -> r.first);
+
+        /** {@code batch} sorted by first block, merged where ranges meet or overlap. */
+        static List<Run> of(List<Request> batch) {
+            if (batch.size() > 1) {
+                batch.sort(BY_FIRST);
+            }
+            List<Run> runs = new ArrayList<>(batch.size());
+            for (Request r : batch) {
+                Run last = runs.isEmpty() ? null : runs.getLast();
+                if (last != null && r.first <= last.end) {
+                    last.end = Math.max(last.end, r.end);
+                    last.newSize = Math.max(last.newSize, r.newSize);
+                    last.requests.add(r);
+                } else {
+                    runs.add(new Run(r));
+                }
+            }
+            return runs;
+        }
+
+        /** Its requests as runs of their own, in file order (a merged change too big for one step). */
+        List<Run> split() {
+            List<Run> one = new ArrayList<>(requests.size());
+            for (Request r : requests) {
+                one.add(new Run(r));
+            }
+            return one;
+        }
+
+        void finish(Throwable t) {
+            for (Request r : requests) {
+                r.finish(t);
+            }
+        }
+    }
+
+    /**
+     * Steps one transaction of a tree reserves for: one per range of {@code pending} (a merged run that
+     * goes as its ranges takes one each), up to {@link #MAX_STEPS}, fewer where their reservation of
+     * {@code items} each would be over an eighth of the log.
+     */
+    private int steps(List<Run> pending, int items) {
+        int ranges = 0;
+        for (Run r : pending) {
+            ranges += r.requests.size();
+        }
+        int steps = Math.min(ranges, MAX_STEPS);
+        while (steps > 1 && cache.journal().reservationBytes(2 + steps * items) > cache.journal().logBytes() / 8) {
+            steps--;
+        }
+        return steps;
+    }
+
+    /** What one transaction carries of the runs it was given, and what it leaves. */
+    private static final class Carry {
+        final List<Run> carried = new ArrayList<>(), left = new ArrayList<>();
+        /** A run over several extents, for {@link FileMapping#finish}'s steps after the transaction; or null. */
+        Run alone;
+        /** The block holding the inode's record, once the transaction holds it. */
+        Buffer record;
+    }
+
+    /** One transaction converting what it can of {@code pending} (in file order, finished); returns the rest. */
+    private List<Run> commitSome(Inode i, List<Run> pending) {
         map.prepare(i);
         ExtentList plan = mapping.file(i, 0, 0).extents(); // where the extents are is all the reservation needs
-        int steps = plan.inTree() ? Math.min(pending.size(), MAX_STEPS) : 1, items = map.items(i, plan);
-        while (steps > 1 && cache.journal().reservationBytes(2 + steps * items) > cache.journal().logBytes() / 8) {
-            steps--; // a small log: no one reservation takes much of it
-        }
-        List<Request> carried = new ArrayList<>(), left = new ArrayList<>();
-        Request alone = null;
+        int items = map.items(i, plan), steps = plan.inTree() ? steps(pending, items) : 1;
+        Carry c = new Carry();
         boolean grow = false;
         try (Txn txn = Txn.begin(cache, 2 + steps * items)) {
             i.lock();
@@ -229,49 +325,23 @@ final class Conversions {
                 if (!FileMapping.sameMap(plan, y) || !map.ready(i, y)) {
                     return pending; // changed meanwhile: look again
                 }
-                Buffer b = null;
                 int span = InodeFormat.INLINE;
                 if (!y.inTree()) {
-                    for (Request r : pending) {
+                    for (Run r : pending) {
                         y.setWritten(r.first, r.end);
                     }
                     if (!y.fits()) {
                         grow = true;
                         return pending;
                     }
-                    b = records.lockRecord(txn, i.ino);
-                    span = Math.max(span, map.store(txn, i, b, y));
-                    carried.addAll(pending);
+                    c.record = records.lockRecord(txn, i.ino);
+                    span = Math.max(span, map.store(txn, i, c.record, y));
+                    c.carried.addAll(pending);
                 } else {
-                    List<ExtentList> windows = new ArrayList<>();
-                    for (Request r : pending) {
-                        ExtentList w = windows.size() == steps ? null : map.window(i, y, r.first, r.end);
-                        if (w != null && FileMapping.stepEnd(w, r.first, r.end) < r.end && carried.isEmpty() && alone == null) {
-                            alone = r; // over several extents: FileMapping.finish's steps, after this transaction
-                        } else if (w == null || FileMapping.stepEnd(w, r.first, r.end) < r.end || overlaps(w, windows)) {
-                            left.add(r);
-                        } else {
-                            w.setWritten(r.first, r.end);
-                            windows.add(w);
-                            carried.add(r);
-                        }
-                    }
-                    if (!windows.isEmpty()) {
-                        b = records.lockRecord(txn, i.ino);
-                    }
-                    int rec = records.rec(i.ino);
-                    for (int n = 0; n < windows.size(); n++) {
-                        if (n > 0 && !map.readyIn(b.data(), rec)) { // the reserve covers no further step
-                            List<Request> rest = carried.subList(n, carried.size());
-                            left.addAll(0, rest);
-                            rest.clear();
-                            break;
-                        }
-                        map.store(txn, i, b, windows.get(n));
-                    }
+                    convertInTree(txn, i, y, pending, steps, c);
                 }
-                if (!carried.isEmpty()) {
-                    commit(i, txn, b, span, carried);
+                if (!c.carried.isEmpty()) {
+                    commit(i, txn, c.record, span, c.carried);
                 }
             } finally {
                 i.unlock();
@@ -281,33 +351,69 @@ final class Conversions {
                 map.makeRoom(i); // the transaction closed, changing nothing, and the lock let go
             }
         }
-        for (Request r : carried) {
+        for (Run r : c.carried) {
             r.finish(null);
         }
-        if (alone != null) {
-            mapping.finish(i, alone.first, alone.end, alone.newSize, false);
-            alone.finish(null);
+        if (c.alone != null) {
+            mapping.finish(i, c.alone.first, c.alone.end, c.alone.newSize, false);
+            c.alone.finish(null);
         }
-        return left;
+        return c.left;
     }
 
-    /** Whether the extents {@code w} holds (and so the keys its change may touch) meet or touch those of one of {@code windows}. */
-    private static boolean overlaps(ExtentList w, List<ExtentList> windows) {
-        for (ExtentList o : windows) {
-            if (w.count() == 0 || o.count() == 0
-                    || w.fileBlock(0) <= o.end(o.count() - 1) && o.fileBlock(0) <= w.end(w.count() - 1)) {
-                return true;
+    /**
+     * Converts up to {@code steps} of {@code pending} in the tree window {@code y} (an empty one: the
+     * extents are looked up as the runs need them, each once, {@link ExtentMap#extend}), a step each: the
+     * extents the run reads or merges with, changed and stored as a window of their own (at most
+     * {@link ExtentMap#TREE_OPS} keys), then put back into {@code y}, so that a later run beside it sees
+     * the change. A merged run that would change more keys goes as its requests, one a step; a single
+     * request that would (over several extents) is {@link Carry#alone}; each step after the first waits
+     * for the next transaction unless the tree's reserve, read in the record the transaction holds, still
+     * covers it.
+     */
+    private void convertInTree(Txn txn, Inode i, ExtentList y, List<Run> pending, int steps, Carry c) {
+        ExtentList w = ExtentMap.emptyWindow(y);
+        int rec = records.rec(i.ino);
+        List<Run> todo = pending;
+        for (int n = 0; n < todo.size(); n++) {
+            Run r = todo.get(n);
+            if (c.carried.size() == steps) {
+                c.left.add(r);
+                continue;
             }
+            map.extend(txn, i, w, r.first, r.end);
+            int from = w.firstEndingAfter(Math.max(r.first - 1, 0)), to = w.firstStartingAfter(r.end);
+            ExtentList step = ExtentMap.asLoaded(w.slice(from, to));
+            step.setWritten(r.first, r.end);
+            if (ExtentMap.changes(step) > ExtentMap.TREE_OPS) {
+                if (r.requests.size() > 1) {
+                    todo = todo == pending ? new ArrayList<>(pending) : todo;
+                    todo.addAll(n + 1, r.split());
+                } else if (c.alone == null) {
+                    c.alone = r; // over several extents: FileMapping.finish's steps, after this transaction
+                } else {
+                    c.left.add(r);
+                }
+                continue;
+            }
+            if (c.record == null) {
+                c.record = records.lockRecord(txn, i.ino);
+            } else if (!map.readyIn(c.record.data(), rec)) { // the reserve covers no further step
+                c.left.addAll(todo.subList(n, todo.size()));
+                return;
+            }
+            map.store(txn, i, c.record, step);
+            w.splice(from, to, step);
+            c.carried.add(r);
         }
-        return false;
     }
 
     /** Moves the size to the largest {@code carried} asks for, touches the times, and commits ordered after the data. */
-    private void commit(Inode i, Txn txn, Buffer b, int span, List<Request> carried) {
+    private void commit(Inode i, Txn txn, Buffer b, int span, List<Run> carried) {
         int rec = records.rec(i.ino);
         MemorySegment m = b.data();
         long size = InodeFormat.size(m, rec);
-        for (Request r : carried) {
+        for (Run r : carried) {
             size = Math.max(size, r.newSize);
         }
         InodeFormat.setSize(m, rec, size);

@@ -113,6 +113,37 @@ final class ExtentList {
         return -lo - 1;
     }
 
+    /** The index of the first extent ending past file block {@code fb} (holding it or after it); {@link #count} if none. */
+    int firstEndingAfter(long fb) {
+        int i = find(fb);
+        return i >= 0 ? i : -i - 1;
+    }
+
+    /** The index of the first extent starting past file block {@code fb}; {@link #count} if none. */
+    int firstStartingAfter(long fb) {
+        int i = find(fb);
+        return i >= 0 ? i + 1 : -i - 1;
+    }
+
+    /** A copy of extents {@code [from, to)}, in the same place (an inline list's capacity, a tree's header). */
+    ExtentList slice(int from, int to) {
+        ExtentList c = new ExtentList(capacity, header);
+        for (int i = from; i < to; i++) {
+            c.add(fileBlock[i], deviceBlock[i], length[i], unwritten[i]);
+        }
+        return c;
+    }
+
+    /** Replaces extents {@code [from, to)} with those of {@code with}, which fall between their neighbours. */
+    void splice(int from, int to, ExtentList with) {
+        while (to > from) {
+            removeAt(--to);
+        }
+        for (int i = 0; i < with.count; i++) {
+            insertAt(from + i, with.fileBlock[i], with.deviceBlock[i], with.length[i], with.unwritten[i]);
+        }
+    }
+
     /**
      * The first hole (or unwritten extent, with {@code orUnwritten}) in {@code [from, to)}, as
      * {@code {start, length}}, or null if there is none.

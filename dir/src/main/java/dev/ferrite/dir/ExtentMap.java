@@ -89,6 +89,8 @@ final class ExtentMap {
     /** Three 8-byte slots, sliced once (a slice per lookup and a thread-local lookup per slot were a sixth of a conversion's CPU). */
     private static final class Scratch {
         final MemorySegment in, key, value;
+        /** Whether {@link #mappedBlock}'s last lookup found an entry, left in key and value. */
+        boolean found;
 
         Scratch() {
             MemorySegment all = MemorySegment.ofArray(new long[3]);
@@ -148,6 +150,61 @@ final class ExtentMap {
         } finally {
             i.unlock();
         }
+    }
+
+    /** An empty window of the tree {@code placeholder} ({@link #decode}) names, for {@link #extend} to fill. */
+    static ExtentList emptyWindow(ExtentList placeholder) {
+        ExtentList w = new ExtentList(Integer.MAX_VALUE, placeholder.header);
+        w.loaded = NOTHING_LOADED;
+        return w;
+    }
+
+    /**
+     * Adds to {@code y}, a window of {@code i}'s tree that earlier calls filled for ranges starting no later
+     * than {@code from}, every extent overlapping {@code [from - 1, to]} it lacks: all that a change of
+     * {@code [from, to)} reads or merges with. A range inside one extent and not at its ends costs one
+     * lookup, an end at an extent's edge one more for the neighbour there; what earlier ranges loaded
+     * costs none: {@code y} holds every extent overlapping each earlier span, so all of those up to the
+     * end of its last extent. Reads nodes {@code txn} holds (the batch's earlier changes); the caller
+     * holds {@code i}'s lock.
+     */
+    void extend(Txn txn, Inode i, ExtentList y, long from, long to) {
+        BTree t = tree(i, y.header);
+        Scratch sc = SCRATCH.get();
+        MemorySegment in = sc.in, k = sc.key, v = sc.value;
+        long span = Math.max(from - 1, 0), next = end(y); // below next, y holds what overlaps the span
+        if (next <= span) {
+            next = span;
+            ExtentTreeFormat.setKey(in, span);
+            long found = t.find(txn, in, BTree.Match.FLOOR, k, v);
+            if (found >= 0) {
+                requireEntry(t, found);
+                if (ExtentTreeFormat.key(k) + ExtentFormat.packedLength(ExtentTreeFormat.value(v)) > span) { // holds it
+                    add(y, t, k, v, end(y));
+                    next = end(y);
+                }
+            }
+        }
+        while (next <= to) {
+            ExtentTreeFormat.setKey(in, next);
+            long found = t.find(txn, in, BTree.Match.CEILING, k, v);
+            if (found < 0 || ExtentTreeFormat.key(k) > to) {
+                return;
+            }
+            requireEntry(t, found);
+            add(y, t, k, v, end(y));
+            next = end(y);
+        }
+    }
+
+    /** {@code w}, extents copied from a window, as a window of their own loaded so: a change of it {@link #store}s as a step. */
+    static ExtentList asLoaded(ExtentList w) {
+        return loaded(w);
+    }
+
+    /** Keys a {@link #store} of window {@code w} would put or delete. */
+    static int changes(ExtentList w) {
+        return diff(w.loaded, w, null, null);
     }
 
     /** Extents a window reads by lookups before it takes a cursor (which copies a whole leaf per step). */
@@ -242,10 +299,19 @@ final class ExtentMap {
         MemorySegment in = sc.in, k = sc.key, v = sc.value;
         ExtentTreeFormat.setKey(in, first);
         long found = t.find(null, in, BTree.Match.FLOOR, k, v);
-        if (found < 0 || BTree.foundKeyLength(found) != ExtentTreeFormat.KEY || BTree.foundValueLength(found) != ExtentTreeFormat.VALUE) {
-            return -1; // the full path reports a bad entry
-        }
-        return ExtentFormat.mappedBlock(ExtentTreeFormat.key(k), ExtentTreeFormat.value(v), first, end, unwritten, geometry);
+        sc.found = found >= 0 && BTree.foundKeyLength(found) == ExtentTreeFormat.KEY && BTree.foundValueLength(found) == ExtentTreeFormat.VALUE;
+        return foundBlock(first, end, unwritten); // -1 for a bad entry too: the full path reports it
+    }
+
+    /**
+     * {@link #mappedBlock} answered from the extent this thread's last call of it found, for the same
+     * range: the write path asks for a written block, then for an unwritten one, and one descent answers
+     * both (a conversion between the two asks would only have flipped the state, as after a descent).
+     */
+    long foundBlock(long first, long end, boolean unwritten) {
+        Scratch sc = SCRATCH.get();
+        return sc.found ? ExtentFormat.mappedBlock(ExtentTreeFormat.key(sc.key), ExtentTreeFormat.value(sc.value), first, end, unwritten, geometry)
+                : -1;
     }
 
     /** Log items a {@link #store} of {@code y} may touch beyond the record. */

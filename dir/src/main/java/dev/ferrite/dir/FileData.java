@@ -367,7 +367,7 @@ final class FileData {
             }
             return true;
         }
-        if (tree && (dev = map.mappedBlock(i, first, end, true)) >= 0) {
+        if (tree && (dev = map.foundBlock(first, end, true)) >= 0) {
             // one unwritten extent of a tree holds the range, inside the size: no window to load (nor the
             // inode's lock that takes), nothing to allocate, and a tree holds the extents after
             device.write(dev, src);
