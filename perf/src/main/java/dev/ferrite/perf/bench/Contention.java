@@ -91,32 +91,29 @@ public final class Contention {
     }
 
     /**
-     * CPU time this JVM's JIT compiler threads have used so far, from {@code /proc/self/task} (HotSpot
-     * names them "C1 CompilerThread..." and "C2 CompilerThread..."), in 10 ms ticks; -1 where that cannot
-     * be read.
+     * CPU time this JVM's JIT compiler threads have used so far, in nanoseconds: the first field of each
+     * one's {@code /proc/self/task/TID/schedstat} (as {@link SchedClock} reads its own thread's), found by
+     * the name HotSpot gives them ("C1 CompilerThread...", "C2 CompilerThread...", cut to 15 characters in
+     * {@code comm}); -1 where that cannot be read.
      */
     static long compilerCpuNanos() {
-        Path tasks = Path.of("/proc/self/task");
-        long ticks = 0;
-        try (DirectoryStream<Path> ds = Files.newDirectoryStream(tasks)) {
-            for (Path t : ds) {
-                String stat;
+        long nanos = 0;
+        try (DirectoryStream<Path> tasks = Files.newDirectoryStream(Path.of("/proc/self/task"))) {
+            for (Path t : tasks) {
                 try {
-                    stat = Files.readString(t.resolve("stat"));
+                    String name = Files.readString(t.resolve("comm"));
+                    if (name.startsWith("C1 CompilerThre") || name.startsWith("C2 CompilerThre")) {
+                        String stat = Files.readString(t.resolve("schedstat"));
+                        nanos += Long.parseLong(stat.substring(0, stat.indexOf(' ')));
+                    }
                 } catch (IOException e) {
-                    continue; // the thread ended meanwhile
-                }
-                int open = stat.indexOf('('), close = stat.lastIndexOf(')');
-                String name = stat.substring(open + 1, close);
-                if (name.startsWith("C1 CompilerThre") || name.startsWith("C2 CompilerThre")) {
-                    String[] f = stat.substring(close + 2).split(" ");
-                    ticks += Long.parseLong(f[11]) + Long.parseLong(f[12]); // utime, stime
+                    // the thread ended meanwhile
                 }
             }
         } catch (IOException | RuntimeException e) {
             return -1;
         }
-        return ticks * 10_000_000L;
+        return nanos;
     }
 
     /** CPU time this JVM has used so far, -1 if the platform does not say. */
