@@ -320,8 +320,9 @@ final class AllocationGroup {
 
     /**
      * After a block allocation here came to {@code r} (not DONE) and its locks were let go: -1 if the group
-     * has no room (try another); else waits out busy blocks ({@code busy[0]} counts the waits, up to
-     * {@link #BUSY_RETRIES}) or refills the free lists, and returns the attempts that used up: 0 after a
+     * has no room (try another), or only busy blocks no wait can free ({@link FreeSpace#waitingHelps});
+     * else waits out busy blocks ({@code busy[0]} counts the waits, up to {@link #BUSY_RETRIES}) or
+     * refills the free lists, and returns the attempts that used up: 0 after a
      * wait, 1 after a refill.
      */
     int recover(AllocOutcome r, int[] busy) {
@@ -329,6 +330,9 @@ final class AllocationGroup {
             return -1;
         }
         if (r == AllocOutcome.BUSY && busy[0] < BUSY_RETRIES) {
+            if (!space.waitingHelps(busy[0])) {
+                return -1; // inside a journal group the busy blocks outlast any wait: another group's space
+            }
             awaitBusy(busy[0]++);
             return 0;
         }

@@ -10,6 +10,7 @@ import dev.ferrite.btree.internal.BufferCache;
 import dev.ferrite.btree.internal.Txn;
 import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.InvalidArgumentException;
+import dev.ferrite.journal.internal.Journal;
 
 import static dev.ferrite.dir.AgHeaderFormat.FIRST_FREE;
 import static dev.ferrite.dir.AgHeaderFormat.FREE_BLOCKS;
@@ -321,13 +322,30 @@ final class FreeSpace {
     /**
      * Forces the log so that blocks freed so far stop being busy; call holding no buffer lock. Their
      * items are unpinned by the AIL just after the force returns, so a caller meeting busy blocks again
-     * ({@code attempt} > 0) also waits a little, up to a millisecond.
+     * ({@code attempt} > 0) also waits a little, up to a millisecond. Inside a journal group the force
+     * reaches only the contexts before the group's, so it also asks for the group's own context to be
+     * pushed once the group ends ({@link #waitingHelps}).
      */
     void awaitBusy(int attempt) {
-        cache.journal().forceAll();
+        Journal journal = cache.journal();
+        journal.forceAll();
+        if (journal.holdsGroup()) {
+            journal.requestPush();
+        }
         if (attempt > 0) {
             LockSupport.parkNanos(Math.min(1_000_000L, 10_000L << Math.min(attempt, 7)));
         }
+    }
+
+    /**
+     * Whether waiting can still end the busy state of blocks met {@code waits} times: not inside a journal
+     * group after a first wait. Blocks freed since the context the group pins began (by earlier groups
+     * too: back-to-back groups of a {@code NONE} writer can keep one context current for as long as they
+     * run) stay busy until the group ends, so its holder would wait for ever; it should try another
+     * group's space instead.
+     */
+    boolean waitingHelps(int waits) {
+        return waits == 0 || !cache.journal().holdsGroup();
     }
 
     /** Returns {@code [s, s + len)} (group blocks) to free space, merged with free neighbours. */

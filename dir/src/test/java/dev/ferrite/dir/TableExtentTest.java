@@ -7,6 +7,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
+import java.util.concurrent.TimeUnit;
 import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -18,6 +19,7 @@ import dev.ferrite.io.testkit.ForwardingDevice;
 import dev.ferrite.io.testkit.RecordingDevice;
 import dev.ferrite.io.testkit.TestSeed;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 import static dev.ferrite.dir.TableTest.b;
@@ -170,6 +172,47 @@ class TableExtentTest {
             assertEquals(n, u.deleteRange(b("r"), null));
             assertNull(t.get(b("r000000")));
             assertEquals(freeBefore, spare(v) + treeBlocks(t, u), "the deleteRanges gave every block back");
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /**
+     * A {@code NONE} writer replacing medium values (each a group: the new value's extent allocated, the
+     * old one's freed) with nothing forcing the log: back-to-back groups kept one CIL context current, so
+     * every block they freed stayed busy, and once those filled a group's free space each allocation
+     * forced the log (which inside a group reaches only the contexts before it) and waited, a thousand
+     * times over, for blocks only the group's own end could free: after ~2,800 replacements of 16 KiB on
+     * this volume, each took seconds. Now an allocation inside a group that meets such blocks asks for the
+     * context's push and takes another group's space, and the churn runs through several groups' worth.
+     */
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void aNoneWriterReplacingMediumValuesKeepsFindingSpaceThoughItsFreedBlocksStayBusy() {
+        MemoryDevice dev = MemoryDevice.create(65_536, 4096);
+        VolumeOptions options = VolumeFixtures.OPTIONS.withLogBlocks(8192);
+        Volume.format(dev, options);
+        int live = 512, churn = 12_000;
+        byte[] value = new byte[16 << 10];
+        try (Volume v = Volume.open(dev, options); Table t = v.tables().create("t").withDurability(Durability.NONE)) {
+            long freeBefore = spare(v) + treeBlocks(t);
+            assertTrue(churn * 4L > 2L * v.geometry().agBlocks(), "the churn frees more than two groups' worth of blocks");
+            for (int i = 0; i < live + churn; i++) {
+                value[0] = (byte) i;
+                value[value.length - 1] = (byte) (i >>> 8);
+                t.put(b(String.format("k%06d", i)), value);
+                if (i >= live) {
+                    assertTrue(t.delete(b(String.format("k%06d", i - live))));
+                }
+            }
+            for (int i = churn; i < live + churn; i++) {
+                byte[] got = t.get(b(String.format("k%06d", i)));
+                assertEquals(value.length, got.length);
+                assertEquals((byte) i, got[0], "key " + i);
+                assertEquals((byte) (i >>> 8), got[got.length - 1], "key " + i);
+            }
+            assertEquals(live, t.deleteRange(null, null));
+            v.sync();
+            assertEquals(freeBefore, spare(v) + treeBlocks(t), "every block came back");
             VolumeFixtures.assertChecked(v.namespace());
         }
     }

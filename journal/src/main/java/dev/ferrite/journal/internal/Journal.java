@@ -445,6 +445,22 @@ public final class Journal implements AutoCloseable {
         return seq;
     }
 
+    /** Whether this thread holds a group ({@link #pin}), whose context no force of its own can make durable. */
+    public boolean holdsGroup() {
+        return pinned.get() != null;
+    }
+
+    /**
+     * Asks for everything committed so far to be written to the log, without waiting: the current
+     * context's checkpoint starts once the groups pinning it (this thread's too) have ended. For a group's
+     * holder that needs its context durable, and with no other force may otherwise wait a long time for
+     * it: a context that only relogs the same items never grows to its push threshold.
+     */
+    public void requestPush() {
+        requireAlive();
+        writer.requestPush(cil.currentSeq());
+    }
+
     /**
      * The sequence that {@link #forceAll} would force: forcing it (now or later, e.g. {@link #force}) makes
      * everything committed so far durable.
