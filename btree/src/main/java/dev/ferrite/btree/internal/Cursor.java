@@ -178,16 +178,22 @@ public final class Cursor implements AutoCloseable {
     /** Copies the sibling leaf into the page; false if the current leaf or the sibling changed meanwhile (seek). */
     private boolean move(long sibling) {
         saveKey();
-        Buffer s;
-        try {
-            s = tree.node(sibling);
-        } catch (RuntimeException e) {
-            if (leaf.validate(version)) {
-                throw e;
+        Buffer s = leaf.sibling;
+        long sv;
+        if (s != null && s.block() == sibling && (sv = s.readVersion()) >= 0) {
+            s.cache.hit(s); // the cached buffer of the block: what the lookup would find, without its misses
+        } else {
+            try {
+                s = tree.node(sibling);
+            } catch (RuntimeException e) {
+                if (leaf.validate(version)) {
+                    throw e;
+                }
+                return false; // a stale link led to a block that is no longer ours
             }
-            return false; // a stale link led to a block that is no longer ours
+            leaf.sibling = s;
+            sv = s.readVersion();
         }
-        long sv = s.readVersion();
         // the link was current when the sibling's version was read: no leaf was split off in between
         if (sv < 0 || !leaf.validate(version) || !BTree.atLevel(s, sv, 0, leaf, version) || !copy(s, sv)) {
             s.cache.latches.restarted(s);
