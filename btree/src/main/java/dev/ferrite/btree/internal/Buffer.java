@@ -66,8 +66,8 @@ public final class Buffer extends LogItem {
      * move the cache's lookup (a hash bucket and a buffer, two cache misses a leaf in a scan). Used only
      * while it is of the block the link names and not obsolete: a buffer leaves the cache obsolete, so one
      * that is not is the block's cached buffer. Plain: a racy read finds null, an older hint or a newer
-     * one, each checked so. Dropped when this buffer goes obsolete, so hints never hold a chain of
-     * evicted buffers.
+     * one, each checked so. Dropped when this buffer goes obsolete, so an evicted buffer holds none (bar
+     * one set by a move racing its eviction) and hints do not chain evicted buffers together.
      */
     Buffer sibling;
     /** The block was freed: the AIL must not write this image home. Written under the lock. */
