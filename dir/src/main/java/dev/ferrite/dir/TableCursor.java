@@ -194,9 +194,12 @@ public final class TableCursor implements AutoCloseable {
     /** Merging: the tree cursor stands on a key not returned yet; it ran out; the last key returned. */
     private boolean held, treeDone;
     private byte[] last;
-    /** Not merging: the last key returned, in {@link #lastKey}'s first {@link #lastLength} bytes (0: none yet). */
-    private byte[] lastKey;
-    private int lastLength;
+    /**
+     * Not merging: the tree cursor's {@link Cursor#copies()} when the records were last looked at. An
+     * entry of a leaf copy taken before that look is in the view whatever commit began since (the commit
+     * links itself before it changes a leaf), so the records are looked at once per copy, not per entry.
+     */
+    private long recordsChecked;
     /** Merging: the current entry when it came from a record rather than from the tree. */
     private byte[] key, value;
     /** Where {@link #valueSegment} reads medium values (kept out of line, up to 64 KiB); null until the first. */
@@ -221,6 +224,7 @@ public final class TableCursor implements AutoCloseable {
         this.to = to;
         this.reverse = reverse;
         this.cursor = table.tree().cursor(from, to, reverse);
+        this.recordsChecked = cursor.copies();
         this.low = low;
         this.skipKey = skip == null ? null : MemorySegment.ofArray(skip);
         this.lowKey = low == null ? null : MemorySegment.ofArray(low);
@@ -251,10 +255,10 @@ public final class TableCursor implements AutoCloseable {
             s = from;
         }
         cursor = table.tree().cursor(open(), s, to, reverse);
+        recordsChecked = cursor.copies();
         held = false;
         treeDone = false;
         last = null;
-        lastLength = 0;
         start = s;
         this.key = null;
         value = null;
@@ -272,28 +276,21 @@ public final class TableCursor implements AutoCloseable {
             return mergedNext();
         }
         boolean found = treeNext();
-        if (records() == null) { // after the tree: a commit that changed its leaf copy linked itself first
-            if (found) {
-                rememberKey();
-            }
+        long copies = cursor.copies();
+        if (copies == recordsChecked) {
+            return found; // from a leaf copy the records were looked at after
+        }
+        recordsChecked = copies;
+        if (records() == null) { // after the copy: a commit that changed the leaf copied linked itself first
             return found;
         }
-        // a multi-key commit began since the cursor opened: hide it (and any later one) from here on
+        // a multi-key commit began since the cursor opened: hide it (and any later one) from here on, from
+        // the key returned last, which the tree cursor saved before it took this copy
         merging = true;
-        last = lastLength == 0 ? null : Arrays.copyOf(lastKey, lastLength);
+        last = cursor.keyBeforeCopy();
         held = found;
         treeDone = !found;
         return mergedNext();
-    }
-
-    /** Keeps the key just returned (not merging), for a merge that starts at the next move. */
-    private void rememberKey() {
-        int n = cursor.keyLength();
-        if (lastKey == null || lastKey.length < n) {
-            lastKey = new byte[Math.max(n, 32)];
-        }
-        MemorySegment.copy(cursor.page(), ValueLayout.JAVA_BYTE, cursor.keyOffset(), lastKey, 0, n); // no view made per entry
-        lastLength = n;
     }
 
     /**

@@ -102,6 +102,72 @@ class TablePublicationTest {
         }
     }
 
+    /**
+     * A cursor looks at the commits' records once per leaf it copies, not per entry: one opened before a
+     * commit and read on, a few entries at a time, across many leaves while the commit stops after each of
+     * its changes (a key it already returned, keys in leaves ahead, a delete and an insert there) shows
+     * every key once, in order, with its value from before the commit, and the same after it ended.
+     */
+    @Test
+    void aCursorReadOnAcrossLeavesWhileACommitAppliesShowsNoneOfIt() throws Exception {
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table a = v.tables().create("a")) {
+            a.withDurability(Durability.NONE);
+            TreeMap<byte[], byte[]> before = new TreeMap<>(Arrays::compareUnsigned);
+            for (int i = 0; i < 2000; i++) { // about 40 to a leaf: 50 leaves
+                byte[] value = Arrays.copyOf(b("old" + i), 100);
+                a.put(b(key(i)), value);
+                before.put(b(key(i)), value);
+            }
+            Semaphore changed = new Semaphore(0), go = new Semaphore(0);
+            v.tables().onGroupChange = () -> {
+                changed.release();
+                go.acquireUninterruptibly();
+            };
+            var expected = before.entrySet().iterator();
+            TableCursor c = a.cursor();
+            readOn(c, expected, 5, "before the commit");
+            AtomicReference<Throwable> failed = new AtomicReference<>();
+            Thread committer = new Thread(() -> {
+                try (WriteTransaction tx = v.begin(Durability.NONE)) {
+                    tx.put(a, b(key(2)), b("new")); // returned already
+                    tx.put(a, b(key(1500)), b("new"));
+                    tx.delete(a, b(key(1600)));
+                    tx.put(a, b("k1600x"), b("inserted"));
+                    tx.commit();
+                } catch (Throwable t) {
+                    failed.set(t);
+                }
+            });
+            committer.start();
+            try {
+                for (int change = 0; change < 4; change++) {
+                    assertTrue(changed.tryAcquire(30, TimeUnit.SECONDS), "change " + change + " never came");
+                    readOn(c, expected, 450, "after change " + change + " of 4");
+                    go.release();
+                }
+            } finally { // a failed check lets the commit go on, so that the volume closes
+                v.tables().onGroupChange = null;
+                go.release(4);
+                committer.join(30_000);
+            }
+            assertNull(failed.get());
+            readOn(c, expected, Integer.MAX_VALUE, "after the commit");
+            assertFalse(c.next(), "more keys after the commit");
+            c.close();
+            assertArrayEquals(b("inserted"), a.get(b("k1600x")));
+        }
+    }
+
+    /** Reads up to {@code n} entries of {@code c}, each the next of {@code expected}. */
+    private static void readOn(TableCursor c, java.util.Iterator<java.util.Map.Entry<byte[], byte[]>> expected, int n, String when) {
+        for (int i = 0; i < n && expected.hasNext(); i++) {
+            var e = expected.next();
+            assertTrue(c.next(), when + ": ended before " + new String(e.getKey()));
+            assertEquals(new String(e.getKey()), new String(c.key()), when);
+            assertArrayEquals(e.getValue(), c.value(), when + ": key " + new String(e.getKey()));
+        }
+    }
+
     @Test
     void readersNeverSeePartOfACommit() throws Exception {
         stampedCommits(3, 300, 2);

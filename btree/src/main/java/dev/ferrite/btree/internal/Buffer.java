@@ -61,6 +61,15 @@ public final class Buffer extends LogItem {
     volatile Buffer chainNext;
     /** Next buffer in its chain of the cache's {@link FreeingBuffers}; kept when removed, as {@link #chainNext} is. */
     volatile Buffer freeingNext;
+    /**
+     * The buffer a cursor last moved to from this leaf along a sibling link: a hint that spares the next
+     * move the cache's lookup (a hash bucket and a buffer, two cache misses a leaf in a scan). Used only
+     * while it is of the block the link names and not obsolete: a buffer leaves the cache obsolete, so one
+     * that is not is the block's cached buffer. Plain: a racy read finds null, an older hint or a newer
+     * one, each checked so. Dropped when this buffer goes obsolete, so an evicted buffer holds none (bar
+     * one set by a move racing its eviction) and hints do not chain evicted buffers together.
+     */
+    Buffer sibling;
     /** The block was freed: the AIL must not write this image home. Written under the lock. */
     private volatile boolean stale;
 
@@ -194,6 +203,7 @@ public final class Buffer extends LogItem {
      * free its frame signal frame waiters themselves; a freed buffer stays pinned until its free is logged.
      */
     void unlockObsolete() {
+        sibling = null;
         long v = (long) VERSION.getAcquire(this);
         VERSION.setRelease(this, ((v & ~LOCKED) + STEP) | OBSOLETE);
     }

@@ -241,9 +241,14 @@ public final class BufferCache implements AutoCloseable {
         if (b == null || b.isObsolete()) {
             return null;
         }
+        hit(b);
+        return b;
+    }
+
+    /** Counts a hit on {@code b}, found without a lookup (a cursor's sibling hint), and touches it for the clock as a lookup would. */
+    void hit(Buffer b) {
         hits.increment();
         b.touch();
-        return b;
     }
 
     /**

@@ -60,6 +60,8 @@ public final class Cursor implements AutoCloseable {
     private int keyLength;
     private int valueOffset;
     private int valueLength;
+    /** Leaf copies taken since the cursor was (re)opened: a caller checks what it must once per copy, not per entry. */
+    private long copies;
 
     private Cursor(BTree tree, byte[] start, byte[] end, boolean reverse) {
         reopen(tree, start, end, reverse);
@@ -124,6 +126,7 @@ public final class Cursor implements AutoCloseable {
         index = 0;
         stop = 0;
         boundHere = false;
+        copies = 0;
         return this;
     }
 
@@ -175,16 +178,22 @@ public final class Cursor implements AutoCloseable {
     /** Copies the sibling leaf into the page; false if the current leaf or the sibling changed meanwhile (seek). */
     private boolean move(long sibling) {
         saveKey();
-        Buffer s;
-        try {
-            s = tree.node(sibling);
-        } catch (RuntimeException e) {
-            if (leaf.validate(version)) {
-                throw e;
+        Buffer s = leaf.sibling;
+        long sv;
+        if (s != null && s.block() == sibling && (sv = s.readVersion()) >= 0) {
+            s.cache.hit(s); // the cached buffer of the block: what the lookup would find, without its misses
+        } else {
+            try {
+                s = tree.node(sibling);
+            } catch (RuntimeException e) {
+                if (leaf.validate(version)) {
+                    throw e;
+                }
+                return false; // a stale link led to a block that is no longer ours
             }
-            return false; // a stale link led to a block that is no longer ours
+            leaf.sibling = s;
+            sv = s.readVersion();
         }
-        long sv = s.readVersion();
         // the link was current when the sibling's version was read: no leaf was split off in between
         if (sv < 0 || !leaf.validate(version) || !BTree.atLevel(s, sv, 0, leaf, version) || !copy(s, sv)) {
             s.cache.latches.restarted(s);
@@ -221,6 +230,7 @@ public final class Cursor implements AutoCloseable {
         }
         leaf = b;
         version = v;
+        copies++;
         setStop();
         return true;
     }
@@ -274,6 +284,23 @@ public final class Cursor implements AutoCloseable {
         } else {
             index = found && !started ? at + 1 : at;
         }
+    }
+
+    /**
+     * How many leaf copies the cursor has taken since it was opened. Every entry returned since this last
+     * changed comes from the same copy, taken before it changed: a caller that must look at something
+     * after the copy its entries come from (a commit's records) looks once per copy.
+     */
+    public long copies() {
+        return copies;
+    }
+
+    /**
+     * The last key returned before the current leaf copy was taken (a copy), or null if none was: the key
+     * the cursor saved to find its place again, so a caller need not keep every key it was handed.
+     */
+    public byte[] keyBeforeCopy() {
+        return lastKeyLength == 0 ? null : lastKey.asSlice(0, lastKeyLength).toArray(ValueLayout.JAVA_BYTE);
     }
 
     /** The current key (a copy). */
