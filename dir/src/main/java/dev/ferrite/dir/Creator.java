@@ -2,7 +2,6 @@ package dev.ferrite.dir;
 
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.locks.ReentrantLock;
 
 import dev.ferrite.btree.internal.BTree;
 import dev.ferrite.btree.internal.Buffer;
@@ -78,11 +77,12 @@ final class Creator {
     private final DirContents dirs;
     private final AtomicInteger rotor = new AtomicInteger();
     /**
-     * Stripes of (directory, name) for {@link #sharedCreate}: a power of two, many, since a create holds
-     * its stripe to its commit (16 creates collide on 256 stripes one time in 17, on 1024 one in 68).
+     * Stripes of (directory, name) for {@link #sharedCreate} and a shared unlink: many ({@value KeyStripes#STRIPES}
+     * words), since a create or unlink holds its stripe to its commit, and with more threads than CPUs a
+     * holder is often descheduled, so a waiter waits a time slice. On 1024 stripes 16 threads met about
+     * once in 68 operations and spent more time parked on stripes than anywhere else (issue 21).
      */
-    private static final int STRIPES = 1024;
-    private final ReentrantLock[] stripes = new ReentrantLock[STRIPES];
+    private final KeyStripes stripes = new KeyStripes();
     /** Tests: runs inside each shared create, its directory entered and its group's AGI held, before its insert (null: nothing). */
     volatile Runnable onSharedInsert;
 
@@ -93,9 +93,6 @@ final class Creator {
         this.inodes = inodes;
         this.records = records;
         this.dirs = dirs;
-        for (int i = 0; i < STRIPES; i++) {
-            stripes[i] = new ReentrantLock();
-        }
     }
 
     /**
@@ -258,8 +255,7 @@ final class Creator {
             AllocationGroup fix; // a group to refill, or with makeChunk to make a chunk in, once d is left
             boolean makeChunk = false;
             try {
-                ReentrantLock stripe = stripeLock(d.ino, key); // after entering: held only while this create runs
-                stripe.lock();
+                int stripe = lockStripe(d.ino, key); // after entering: held only while this create runs
                 try {
                     records.requireDir(d.ino); // removed before we entered (an rmdir holds it exclusively)
                     boolean alone = (d.writers() & Inode.CLAIMS) == claim;
@@ -300,7 +296,7 @@ final class Creator {
                         }
                     }
                 } finally {
-                    stripe.unlock();
+                    unlockStripe(stripe);
                 }
             } finally {
                 d.leave(claim);
@@ -387,15 +383,22 @@ final class Creator {
         return roomy != null ? roomy : wait != null ? wait : volume.group(home);
     }
 
-    /** The lock of name {@code key}'s stripe in directory {@code dir}: a shared unlink's too. */
-    ReentrantLock stripeLock(long dir, EntryKey key) {
-        return stripes[stripe(dir, key)];
+    /** Takes name {@code key}'s stripe in directory {@code dir} (a shared unlink's too): returns it for {@link #unlockStripe}. */
+    int lockStripe(long dir, EntryKey key) {
+        int s = stripe(dir, key);
+        stripes.lock(s);
+        return s;
+    }
+
+    /** Lets go of stripe {@code s}, taken by {@link #lockStripe}. */
+    void unlockStripe(int s) {
+        stripes.unlock(s);
     }
 
     /** The stripe of name {@code key} in directory {@code dir}, from the name's hash that begins the key. */
     static int stripe(long dir, EntryKey key) {
         long h = (dir ^ DirEntryFormat.keyHash(key.bytes())) * 0x9E3779B97F4A7C15L;
-        return (int) (h >>> 38) & (STRIPES - 1);
+        return (int) (h >>> 32) & (KeyStripes.STRIPES - 1);
     }
 
     /** True for a symlink target too long for the inline area: it gets a block of its own. */

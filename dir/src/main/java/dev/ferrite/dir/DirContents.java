@@ -478,12 +478,15 @@ final class DirContents {
     /**
      * Admits a writer to {@code i}'s tree beside the others ({@link Inode#writers}): claims {@code claim}
      * blocks of the tree's reserve (what its change may take, or with {@code removal} give back), and
-     * enters only while the reserve can give or take those of every writer inside. A lone writer needs
-     * only the reserve between its marks, as every change of a tree does; a reserve that needs a refill
+     * enters only while the reserve can give those of every writer inside that takes blocks, or take back
+     * those of every one that gives them back: the two kinds are counted apart ({@link Inode#TAKES},
+     * {@link Inode#GIVES}), since a change that takes blocks (a split) gives none back and a removal (a
+     * merge) takes none. A writer alone of its kind needs only the reserve between its marks, as every
+     * change of a tree does; a reserve that needs a refill
      * or a spill gets it first ({@link #prepare}), which keeps the writers out meanwhile
      * ({@link Inode#lockExclusive}), as does any holder of that, except a directory's refill and spill,
-     * which run beside them (a spill holds entries only while it chooses its blocks, {@link Inode#HELD}). Returns the claim, for
-     * {@link Inode#leave}; or -1, entering nothing, if {@code i}'s record holds no tree.
+     * which run beside them (a spill holds entries only while it chooses its blocks, {@link Inode#HELD}). Returns the claim as
+     * {@link Inode#writers} counts it, for {@link Inode#leave}; or -1, entering nothing, if {@code i}'s record holds no tree.
      */
     int enter(Inode i, int claim, boolean removal) {
         for (int attempt = 0; ; attempt++) {
@@ -505,7 +508,7 @@ final class DirContents {
                 prepare(i, removal ? REMOVAL : 0);
                 continue;
             }
-            long inside = seen & Inode.CLAIMS;
+            long inside = removal ? (seen & Inode.GIVES) / Inode.GIVE : seen & Inode.TAKES; // the other kind needs other room
             if (inside != 0 && inside + claim > (removal ? room & 0xffff_ffffL : room >>> 32)) {
                 if (spills.of(i) != null) {
                     i.lock(); // a spill beside the writers makes room when it commits: wait for it
@@ -515,8 +518,9 @@ final class DirContents {
                 }
                 continue;
             }
-            if (i.tryEnter(seen, claim)) {
-                return claim;
+            int claimed = removal ? claim * (int) Inode.GIVE : claim;
+            if (i.tryEnter(seen, claimed)) {
+                return claimed;
             }
         }
     }
@@ -637,8 +641,9 @@ final class DirContents {
 
     /**
      * {@link #enter} for {@link #refillBeside}, holding {@code dir}'s lock (so nobody else keeps the writers
-     * out): claims {@code n} of the reserve's capacity, entering only while it has room for those and the
-     * claims of everyone inside, lone or not (the count read before entering may have grown since). -1,
+     * out): claims {@code n} of the reserve's capacity, as a removal does, entering only while it has room
+     * for those and the removals' claims inside, lone or not (the count read before entering may have grown
+     * since); the writers that take blocks need none of that room. Returns the claim for {@link Inode#leave}; -1,
      * entering nothing, if the reserve needs a spill (or holds no tree): a spill reserves log space, which
      * the caller holds already.
      */
@@ -649,12 +654,12 @@ final class DirContents {
             if (room < 0) {
                 return -1;
             }
-            if ((seen & Inode.CLAIMS) + n > (room & 0xffff_ffffL)) {
+            if ((seen & Inode.GIVES) / Inode.GIVE + n > (room & 0xffff_ffffL)) {
                 Inode.backoff(attempt); // those inside leave soon
                 continue;
             }
-            if (dir.tryEnter(seen, n)) {
-                return n;
+            if (dir.tryEnter(seen, n * (int) Inode.GIVE)) {
+                return n * (int) Inode.GIVE;
             }
         }
     }

@@ -1106,8 +1106,7 @@ public final class Namespace {
             Inode c = null;
             int outcome = EXCLUSIVE;
             try {
-                ReentrantLock stripe = creator.stripeLock(d.ino, key); // after entering, as a shared create's
-                stripe.lock();
+                int stripe = creator.lockStripe(d.ino, key); // after entering, as a shared create's
                 try {
                     records.requireDir(d.ino);
                     NameLookup f = dirs.findEntry(d, key, true);
@@ -1126,7 +1125,7 @@ public final class Namespace {
                         outcome = sharedUnlinkTxn(tree, ag, d, c, key, merging);
                     }
                 } finally {
-                    stripe.unlock();
+                    creator.unlockStripe(stripe);
                 }
             } finally {
                 d.leave(claim);

@@ -357,6 +357,40 @@ class SharedCreateTest {
         }
     }
 
+    /**
+     * A refill beside the writers inside waits only for the room the removals inside claimed: writers that
+     * take blocks (creates that split) need none of the reserve's free capacity, so with their claims inside
+     * covering all of it, the refill still fills the reserve. Counted together with the removals' claims,
+     * theirs kept the refill, and every create that found the reserve short, waiting for them to leave.
+     */
+    @Test
+    void aRefillDoesNotWaitForTheClaimsOfWritersThatTakeBlocks() throws Exception {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = withTreeDirectory(dev, 200)) {
+            Namespace ns = v.namespace();
+            DirContents dirs = ns.dirs;
+            Inode d = withShortReserve(v);
+            try {
+                int capacity = DirEntryFormat.RESERVE_CAPACITY - reserve(v, d, false);
+                assertTrue(d.tryEnter(d.writers(), capacity), "a writer that takes blocks got in"); // as creates inside, claiming it all
+                try {
+                    FutureTask<Void> refill = new FutureTask<>(() -> dirs.prepare(d, 8), null);
+                    Thread.ofPlatform().start(refill);
+                    try {
+                        refill.get(20, TimeUnit.SECONDS);
+                    } catch (TimeoutException e) {
+                        fail("the refill waited for the claims of writers that take blocks");
+                    }
+                    assertEquals(DirContents.READY, dirs.step(d, 8));
+                } finally {
+                    d.leave(capacity);
+                }
+            } finally {
+                v.inodeCache().release(d);
+            }
+            VolumeFixtures.assertChecked(ns);
+        }
+    }
+
     /** The blocks in {@code d}'s tree reserve, all of them ({@code usable} false) or those not busy. */
     private static int reserve(Volume v, Inode d, boolean usable) {
         return v.namespace().records.readRecord(d.ino, (b, r) -> usable
