@@ -462,17 +462,17 @@ final class DirContents {
 
     /**
      * For writers that apply side by side ({@link #enter}): {@code -1} if the
-     * tree's reserve needs a {@link #prepare} first (a spill, or a refill for a change that adds),
-     * {@link #NOT_A_TREE} if the record holds no tree, else
+     * tree's reserve needs a spill first, {@link #NOT_A_TREE} if the record holds no tree, else
      * the blocks it can give (usable, counted up to {@link #RESERVE_FILL}; not counted, 0, for a
-     * {@code removal}, which takes none) in the high half and those it can take back (room to
-     * {@link DirEntryFormat#RESERVE_CAPACITY}) in the low half. Lock-free.
+     * {@code removal}, which takes none; below {@link #RESERVE_LOW}, a change that adds needs a refill) in
+     * the high half and those it can take back (room to {@link DirEntryFormat#RESERVE_CAPACITY}) in the
+     * low half. Lock-free.
      */
     long room(Inode table, boolean removal) {
         long[] spilling = spills.of(table);
         long f = spilling == null ? records.readLong(table.ino, removal ? removalRoomFacts : roomFacts)
                 : records.readLong(table.ino, (b, rec) -> roomFacts(b, rec, !removal, spilling));
-        return f == NOT_A_TREE ? f : f < 0 || !removal && (f >>> 32) < RESERVE_LOW ? -1 : f;
+        return f == NOT_A_TREE ? f : Math.max(f, -1);
     }
 
     /**
@@ -504,12 +504,15 @@ final class DirContents {
             if (room == NOT_A_TREE) {
                 return -1;
             }
-            if (room < 0) {
+            long inside = removal ? (seen & Inode.GIVES) / Inode.GIVE : seen & Inode.TAKES; // the other kind needs other room
+            long limit = room < 0 ? 0 : removal ? room & 0xffff_ffffL : room >>> 32;
+            if (room < 0 || !removal && limit < RESERVE_LOW && !(i.isLocked() && inside + claim <= limit)) {
+                // a spill, or a refill; while another thread refills (holding the lock), a claim that fits
+                // in the usable blocks left goes in beside it rather than wait for it
                 prepare(i, removal ? REMOVAL : 0);
                 continue;
             }
-            long inside = removal ? (seen & Inode.GIVES) / Inode.GIVE : seen & Inode.TAKES; // the other kind needs other room
-            if (inside != 0 && inside + claim > (removal ? room & 0xffff_ffffL : room >>> 32)) {
+            if (inside != 0 && inside + claim > limit) {
                 if (spills.of(i) != null) {
                     i.lock(); // a spill beside the writers makes room when it commits: wait for it
                     i.unlock();

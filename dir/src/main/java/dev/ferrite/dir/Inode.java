@@ -114,6 +114,11 @@ final class Inode extends AbstractQueuedSynchronizer {
         acquire(1); // tries tryAcquire first, then queues
     }
 
+    /** Whether a thread holds {@link #lock} now (a moment's answer). */
+    boolean isLocked() {
+        return getState() != 0;
+    }
+
     /** {@link #lock} if it is free or held by this thread already; false, holding nothing, if not. */
     boolean tryLock() {
         return tryAcquire(1);

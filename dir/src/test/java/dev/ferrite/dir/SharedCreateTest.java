@@ -373,13 +373,7 @@ class SharedCreateTest {
                 int capacity = DirEntryFormat.RESERVE_CAPACITY - reserve(v, d, false);
                 assertTrue(d.tryEnter(d.writers(), capacity), "a writer that takes blocks got in"); // as creates inside, claiming it all
                 try {
-                    FutureTask<Void> refill = new FutureTask<>(() -> dirs.prepare(d, 8), null);
-                    Thread.ofPlatform().start(refill);
-                    try {
-                        refill.get(20, TimeUnit.SECONDS);
-                    } catch (TimeoutException e) {
-                        fail("the refill waited for the claims of writers that take blocks");
-                    }
+                    assertFinishes(() -> dirs.prepare(d, 8), "the refill waited for the claims of writers that take blocks");
                     assertEquals(DirContents.READY, dirs.step(d, 8));
                 } finally {
                     d.leave(capacity);
@@ -388,6 +382,44 @@ class SharedCreateTest {
                 v.inodeCache().release(d);
             }
             VolumeFixtures.assertChecked(ns);
+        }
+    }
+
+    /**
+     * While one thread refills a short reserve (this thread holds the directory's lock, as a refill beside
+     * the writers does), a create whose claim fits in the usable blocks left goes in beside it. Before, every
+     * create that found the reserve below its low mark waited on the lock for the refill, so all the
+     * threads in the directory stopped for each refill, and for its holder's time slice when descheduled.
+     */
+    @Test
+    void aCreateGoesInBesideARefillWhenItsClaimFits() throws Exception {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = withTreeDirectory(dev, 200)) {
+            Namespace ns = v.namespace();
+            Inode d = withShortReserve(v);
+            try {
+                d.lock();
+                try {
+                    assertFinishes(() -> ns.create("/d/new", 0644, true), "the create waited for a refill although its claim fitted");
+                } finally {
+                    d.unlock();
+                }
+            } finally {
+                v.inodeCache().release(d);
+            }
+            assertEquals(0100644, ns.stat("/d/new").mode());
+            assertEquals(201, ns.stat("/d").size());
+            VolumeFixtures.assertChecked(ns);
+        }
+    }
+
+    /** Runs {@code op} on a thread of its own and fails with {@code waited} unless it finishes within 20 seconds. */
+    private static void assertFinishes(Runnable op, String waited) throws Exception {
+        FutureTask<Void> task = new FutureTask<>(op, null);
+        Thread.ofPlatform().start(task);
+        try {
+            task.get(20, TimeUnit.SECONDS);
+        } catch (TimeoutException e) {
+            fail(waited);
         }
     }
 
@@ -588,13 +620,7 @@ class SharedCreateTest {
                 int usable = Math.min(reserve(v, d, true), DirContents.RESERVE_FILL);
                 int claim = ns.dirs.enter(d, usable - 1, false); // alone: it enters
                 try {
-                    FutureTask<Void> create = new FutureTask<>(() -> ns.create("/d/new", 0644, true), null);
-                    Thread.ofPlatform().start(create);
-                    try {
-                        create.get(20, TimeUnit.SECONDS);
-                    } catch (TimeoutException e) {
-                        fail("the create waited for usable blocks a split would take");
-                    }
+                    assertFinishes(() -> ns.create("/d/new", 0644, true), "the create waited for usable blocks a split would take");
                 } finally {
                     d.leave(claim);
                 }
@@ -623,13 +649,7 @@ class SharedCreateTest {
                 int room = DirEntryFormat.RESERVE_CAPACITY - reserve(v, d, false);
                 int claim = ns.dirs.enter(d, room - 1, true); // alone: it enters
                 try {
-                    FutureTask<Void> unlink = new FutureTask<>(() -> ns.unlink("/d/f7"), null);
-                    Thread.ofPlatform().start(unlink);
-                    try {
-                        unlink.get(20, TimeUnit.SECONDS);
-                    } catch (TimeoutException e) {
-                        fail("the unlink waited for room for blocks a merge would give back");
-                    }
+                    assertFinishes(() -> ns.unlink("/d/f7"), "the unlink waited for room for blocks a merge would give back");
                 } finally {
                     d.leave(claim);
                 }
