@@ -36,6 +36,12 @@ import static dev.ferrite.dir.InodeRecords.logUsed;
  */
 final class DirContents {
     static final int RESERVE_LOW = 12, RESERVE_FILL = 20, RESERVE_HIGH = 28;
+    /**
+     * Usable blocks below which a writer entering a directory whose claim fits in them refills the reserve
+     * beside the writers inside if nobody else does ({@link #enter}), before it runs short: the threads
+     * arriving then go in beside that refill instead of waiting for it at the low mark.
+     */
+    static final int RESERVE_EARLY = 16;
 
     /** An entry found: the inode it names and that inode's type. */
     record Found(long ino, int type) {
@@ -506,9 +512,16 @@ final class DirContents {
             }
             long inside = removal ? (seen & Inode.GIVES) / Inode.GIVE : seen & Inode.TAKES; // the other kind needs other room
             long limit = room < 0 ? 0 : removal ? room & 0xffff_ffffL : room >>> 32;
-            if (room < 0 || !removal && limit < RESERVE_LOW && !(i.isLocked() && inside + claim <= limit)) {
-                // a spill, or a refill; while another thread refills (holding the lock), a claim that fits
-                // in the usable blocks left goes in beside it rather than wait for it
+            boolean low = !removal && room >= 0 && limit < RESERVE_LOW;
+            if (!removal && room >= 0 && limit < RESERVE_EARLY && inside + claim <= limit
+                    && (records.modeOf(i.ino) & S_IFMT) == S_IFDIR) {
+                // a directory's reserve runs low, but this claim fits in the usable blocks left: refill it
+                // unless another thread does (holds the lock), and then go in beside that refill rather
+                // than wait for it, and for its holder's time slice if it is descheduled
+                if (!i.isLocked() && refillEarly(i, low)) {
+                    continue;
+                }
+            } else if (room < 0 || low) {
                 prepare(i, removal ? REMOVAL : 0);
                 continue;
             }
@@ -525,6 +538,23 @@ final class DirContents {
             if (i.tryEnter(seen, claimed)) {
                 return claimed;
             }
+        }
+    }
+
+    /**
+     * {@link #enter}'s refill of directory {@code dir}'s reserve before it is {@code low} (below
+     * {@link #RESERVE_LOW}), or at it, unless another thread holds the lock: true if it tried, false if the
+     * volume had no room for it and the reserve is not low yet (the writer goes in without it).
+     */
+    private boolean refillEarly(Inode dir, boolean low) {
+        try {
+            refillBeside(dir, 0, false);
+            return true;
+        } catch (NoSpaceException e) {
+            if (low) {
+                throw e;
+            }
+            return false;
         }
     }
 
@@ -580,7 +610,7 @@ final class DirContents {
             } else if (s == CONVERT) {
                 addBlocks(dir, RESERVE_FILL, () -> step(dir, keyLength) == CONVERT, DirContents::inlineEntries);
             } else if ((records.modeOf(dir.ino) & S_IFMT) == S_IFDIR && !dir.isHeldExclusively()) {
-                refillBeside(dir, keyLength);
+                refillBeside(dir, keyLength, true);
             } else {
                 int n = refillCount(dir);
                 addBlocks(dir, n, () -> step(dir, keyLength) == REFILL
@@ -593,7 +623,7 @@ final class DirContents {
     /** The blocks a refill of {@code dir}'s reserve adds: up to {@link #RESERVE_FILL} usable, within its capacity (0: no tree). */
     private int refillCount(Inode dir) {
         int area = records.rec(dir.ino) + InodeFormat.INLINE;
-        return records.readRecord(dir.ino, (b, rec) -> isTree(b, rec) ? Math.min(RESERVE_FILL - DirAllocator.usable(cache, b, area, RESERVE_LOW),
+        return records.readRecord(dir.ino, (b, rec) -> isTree(b, rec) ? Math.min(RESERVE_FILL - DirAllocator.usable(cache, b, area, RESERVE_FILL),
                 DirEntryFormat.RESERVE_CAPACITY - DirEntryFormat.reserveCount(b, area)) : 0);
     }
 
@@ -609,16 +639,21 @@ final class DirContents {
      * With nobody else in the directory, this costs what the exclusive refill did; beside others it does
      * not wait for them to leave, which with more threads than CPUs meant waiting for a descheduled one,
      * while every thread arriving waited behind the refill (issue 21). Returns when the reserve was
-     * refilled or needs something else (the caller steps again).
+     * refilled or needs something else (the caller steps again); unless {@code wait}, also at once if
+     * another thread holds the lock (it refills, or keeps the writers out).
      */
-    private void refillBeside(Inode dir, int keyLength) {
+    private void refillBeside(Inode dir, int keyLength, boolean wait) {
         eachGroup(dir, RESERVE_FILL, ag -> {
             try (Txn txn = Txn.begin(cache, ag.blockItems() + 2)) {
-                dir.lock();
+                if (wait) {
+                    dir.lock();
+                } else if (!dir.tryLock()) {
+                    return AllocOutcome.DONE;
+                }
                 try {
                     records.requireDir(dir.ino);
                     int n = refillCount(dir);
-                    if (n < 1 || step(dir, keyLength) != REFILL) {
+                    if (wait ? n < 1 || step(dir, keyLength) != REFILL : n <= RESERVE_FILL - RESERVE_EARLY) {
                         return AllocOutcome.DONE; // refilled meanwhile
                     }
                     int claim = enterToAdd(dir, n);
