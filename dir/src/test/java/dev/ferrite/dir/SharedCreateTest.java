@@ -412,6 +412,32 @@ class SharedCreateTest {
         }
     }
 
+    /**
+     * A create that finds the reserve below {@link DirContents#RESERVE_EARLY} usable blocks, though not yet
+     * short, refills it (nobody else is), so that the threads arriving after it find it full rather than
+     * short and waiting for a refill.
+     */
+    @Test
+    void aCreateRefillsTheReserveBeforeItRunsShort() throws Exception {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = withTreeDirectory(dev, 200)) {
+            Namespace ns = v.namespace();
+            Inode d = v.inodeCache().acquire(ns.lookup("/d"));
+            try {
+                int left = DirContents.RESERVE_EARLY - 2;
+                while (ns.dirs.spill(d, left, left)) {
+                    // a batch per transaction
+                }
+                assertEquals(left, reserve(v, d, true));
+                assertEquals(DirContents.READY, ns.dirs.step(d, 8), "the reserve is short already");
+                ns.create("/d/new", 0644, true);
+                assertTrue(reserve(v, d, true) >= DirContents.RESERVE_FILL - 1, "not refilled: " + reserve(v, d, true) + " usable blocks");
+            } finally {
+                v.inodeCache().release(d);
+            }
+            VolumeFixtures.assertChecked(ns);
+        }
+    }
+
     /** Runs {@code op} on a thread of its own and fails with {@code waited} unless it finishes within 20 seconds. */
     private static void assertFinishes(Runnable op, String waited) throws Exception {
         FutureTask<Void> task = new FutureTask<>(op, null);
