@@ -111,8 +111,9 @@ final class Creator {
                 return;
             }
         }
-        for (int g = 0; g < n; g++) {
-            if (volume.group(g).freeInodes() > 0) {
+        for (int g = 0; g < n; g++) { // then waiting for those reads: a group held may qualify
+            AllocationGroup ag = volume.group(g);
+            if (ag.freeInodes() > 0 || ag.agf.isLocked() && ag.freeBlockCount() >= chunkRoom) {
                 return;
             }
         }
@@ -261,6 +262,9 @@ final class Creator {
                     boolean alone = (d.writers() & Inode.CLAIMS) == claim;
                     AllocationGroup ag = quietGroup(d, alone);
                     if (ag.freeInodes() == 0) {
+                        if (dirs.findEntry(d, key, true) != null) {
+                            return Refused.EXISTS; // no chunk made for a create that fails (the stripe keeps the name as it is)
+                        }
                         // the chunk is made in a transaction of its own with d left, alone or not: "alone" is
                         // a moment's count, and a create that took d exclusively for its chunk (the exclusive
                         // path makes it in the create's transaction) kept every create arriving out while it
