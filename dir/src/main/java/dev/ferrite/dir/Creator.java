@@ -2,7 +2,6 @@ package dev.ferrite.dir;
 
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.locks.ReentrantLock;
 
 import dev.ferrite.btree.internal.BTree;
 import dev.ferrite.btree.internal.Buffer;
@@ -61,7 +60,9 @@ final class Creator {
         /** The name is there already. */
         EXISTS,
         /** Under its lock the directory turned out to need {@link DirContents#prepare} again, or more log space than was reserved. */
-        AGAIN
+        AGAIN,
+        /** A shared create's insert would split the tree, and its claim did not cover that ({@link #sharedCreate} only). */
+        SPLITS
     }
 
     /** The group's answer, other than {@link AllocOutcome#DONE}, that says how to retry. */
@@ -76,11 +77,12 @@ final class Creator {
     private final DirContents dirs;
     private final AtomicInteger rotor = new AtomicInteger();
     /**
-     * Stripes of (directory, name) for {@link #sharedCreate}: a power of two, many, since a create holds
-     * its stripe to its commit (16 creates collide on 256 stripes one time in 17, on 1024 one in 68).
+     * Stripes of (directory, name) for {@link #sharedCreate} and a shared unlink: many ({@value KeyStripes#STRIPES}
+     * words), since a create or unlink holds its stripe to its commit, and with more threads than CPUs a
+     * holder is often descheduled, so a waiter waits a time slice. On 1024 stripes 16 threads met about
+     * once in 68 operations and spent more time parked on stripes than anywhere else (issue 21).
      */
-    private static final int STRIPES = 1024;
-    private final ReentrantLock[] stripes = new ReentrantLock[STRIPES];
+    private final KeyStripes stripes = new KeyStripes();
     /** Tests: runs inside each shared create, its directory entered and its group's AGI held, before its insert (null: nothing). */
     volatile Runnable onSharedInsert;
 
@@ -91,9 +93,6 @@ final class Creator {
         this.inodes = inodes;
         this.records = records;
         this.dirs = dirs;
-        for (int i = 0; i < STRIPES; i++) {
-            stripes[i] = new ReentrantLock();
-        }
     }
 
     /**
@@ -106,14 +105,15 @@ final class Creator {
     void requireInodeRoom() {
         long chunkRoom = Geometry.CHUNK_BLOCKS + AllocationGroup.HELD_BACK + RESERVE_FILL;
         int n = geometry.agCount();
-        for (int g = 0; g < n; g++) { // first without reading an AGI a create holds: that read waits for its commit
+        for (int g = 0; g < n; g++) { // first without reading an AGI or AGF someone holds: that read waits for its commit
             AllocationGroup ag = volume.group(g);
-            if (ag.freeBlockCount() >= chunkRoom || !ag.agi.isLocked() && ag.freeInodes() > 0) {
+            if (!ag.agf.isLocked() && ag.freeBlockCount() >= chunkRoom || !ag.agi.isLocked() && ag.freeInodes() > 0) {
                 return;
             }
         }
-        for (int g = 0; g < n; g++) {
-            if (volume.group(g).freeInodes() > 0) {
+        for (int g = 0; g < n; g++) { // then waiting for those reads: a group held may qualify
+            AllocationGroup ag = volume.group(g);
+            if (ag.freeInodes() > 0 || ag.agf.isLocked() && ag.freeBlockCount() >= chunkRoom) {
                 return;
             }
         }
@@ -233,8 +233,8 @@ final class Creator {
     /**
      * {@link #allocAndInsert} of a file or inline symlink in tree directory {@code d}, beside the other
      * such creates there (see the class comment); null, with nothing changed, if the exclusive path must
-     * do it: {@code d} is inline, the group chosen has no free inode (the parent's group; another that
-     * cannot make a chunk now), or the log has no space for the create now.
+     * do it: {@code d} is inline, the group chosen has no free inode and cannot make a chunk now, or the
+     * log has no space for the create now. A chunk is made with {@code d} left, and the create enters again.
      *
      * <p>Nothing here waits for log space while {@code d} is entered: writers that reserved theirs wait in
      * {@link Inode#lockExclusive} for this create to leave, so a wait entered could last forever. The
@@ -243,32 +243,32 @@ final class Creator {
      * again after it.
      */
     private Outcome sharedCreate(Inode d, EntryKey key, int mode, byte[] linkTarget, boolean open) {
+        boolean splitting = false; // the last attempt found that its insert splits
         for (int attempt = 0; attempt < RETRIES; attempt++) {
             BTree tree = dirs.treeOrNull(d);
             if (tree == null) {
                 return null;
             }
-            int claim = dirs.enter(d, tree.height() + 2, false);
+            int claim = dirs.enter(d, splitting ? tree.height() + 2 : 1, false);
             if (claim < 0) {
                 return null;
             }
             AllocationGroup fix; // a group to refill, or with makeChunk to make a chunk in, once d is left
             boolean makeChunk = false;
             try {
-                ReentrantLock stripe = stripeLock(d.ino, key); // after entering: held only while this create runs
-                stripe.lock();
+                int stripe = lockStripe(d.ino, key); // after entering: held only while this create runs
                 try {
                     records.requireDir(d.ino); // removed before we entered (an rmdir holds it exclusively)
                     boolean alone = (d.writers() & Inode.CLAIMS) == claim;
                     AllocationGroup ag = quietGroup(d, alone);
                     if (ag.freeInodes() == 0) {
-                        // a create alone in the directory makes the parent's group's chunk in its own
-                        // transaction (the exclusive path: its AGF is taken before any tree node; a chunk made
-                        // in a transaction of its own logged ~100 more bytes per create); one beside others,
-                        // which the exclusive path would stall, and one spread to another group, in its own
-                        if (alone && ag.agno == geometry.agOfInode(d.ino)) {
-                            return null;
+                        if (dirs.findEntry(d, key, true) != null) {
+                            return Refused.EXISTS; // no chunk made for a create that fails (the stripe keeps the name as it is)
                         }
+                        // the chunk is made in a transaction of its own with d left, alone or not: "alone" is
+                        // a moment's count, and a create that took d exclusively for its chunk (the exclusive
+                        // path makes it in the create's transaction) kept every create arriving out while it
+                        // made it, and first waited for those inside, often descheduled ones (issue 21)
                         fix = ag;
                         makeChunk = true;
                     } else if (ag.needsRefill()) {
@@ -279,9 +279,13 @@ final class Creator {
                             if (txn == null) {
                                 return null; // the exclusive path reserves, then locks
                             }
-                            switch (sharedInsert(txn, ag, tree, d, key, mode, linkTarget)) {
+                            switch (sharedInsert(txn, ag, tree, d, key, mode, linkTarget, splitting)) {
                                 case Created created -> {
                                     return commit(txn, d, key, open);
+                                }
+                                case Refused refused when refused == Refused.SPLITS -> {
+                                    splitting = true;
+                                    continue; // enter again, claiming what a split may take
                                 }
                                 case Refused refused -> {
                                     return refused;
@@ -296,14 +300,15 @@ final class Creator {
                         }
                     }
                 } finally {
-                    stripe.unlock();
+                    unlockStripe(stripe);
                 }
             } finally {
                 d.leave(claim);
             }
-            if (!makeChunk) {
+            AllocOutcome made = makeChunk ? ensureFreeInode(fix) : AllocOutcome.NEEDS_REFILL;
+            if (made == AllocOutcome.NEEDS_REFILL) {
                 fix.refillFreeList();
-            } else if (ensureFreeInode(fix) != AllocOutcome.DONE) {
+            } else if (made != AllocOutcome.DONE) {
                 return null;
             }
         }
@@ -314,10 +319,12 @@ final class Creator {
      * One attempt of {@link #sharedCreate} in {@code txn}, in the lock order of the class comment: the new
      * inode in {@code key}'s {@link EntryKey#made}; or, with nothing changed, {@link Refused#EXISTS}, or the
      * group's NEEDS_REFILL (its inode free list is short) or NEEDS_CHUNK (it lists no free inode: its count
-     * was stale). The insert, first, is the lookup (one descent); once it is in, nothing after it can fail
-     * (a listed inode, taken under the AGI).
+     * was stale), or {@link Refused#SPLITS} unless {@code splitting} (the claim covers only an insert
+     * into a leaf with room). The insert, first, is the lookup (one descent); once it is in, nothing after
+     * it can fail (a listed inode, taken under the AGI).
      */
-    private Attempt sharedInsert(Txn txn, AllocationGroup ag, BTree tree, Inode d, EntryKey key, int mode, byte[] linkTarget) {
+    private Attempt sharedInsert(Txn txn, AllocationGroup ag, BTree tree, Inode d, EntryKey key, int mode, byte[] linkTarget,
+                                 boolean splitting) {
         txn.lock(ag.agi);
         if (ag.inodeListLow()) {
             return new Retry(AllocOutcome.NEEDS_REFILL);
@@ -334,7 +341,12 @@ final class Creator {
             hook.run();
         }
         int type = mode & S_IFMT;
-        if (!tree.putIfAbsent(txn, key.segment(), key.value(ino, type))) {
+        int put = splitting ? (tree.putIfAbsent(txn, key.segment(), key.value(ino, type)) ? -1 : 0)
+                : tree.putIfAbsentUnlessSplitting(txn, key.segment(), key.value(ino, type));
+        if (put == BTree.WOULD_SPLIT) {
+            return Refused.SPLITS;
+        }
+        if (put >= 0) {
             return Refused.EXISTS;
         }
         int agIno = ag.takeListedInode(txn);
@@ -375,15 +387,22 @@ final class Creator {
         return roomy != null ? roomy : wait != null ? wait : volume.group(home);
     }
 
-    /** The lock of name {@code key}'s stripe in directory {@code dir}: a shared unlink's too. */
-    ReentrantLock stripeLock(long dir, EntryKey key) {
-        return stripes[stripe(dir, key)];
+    /** Takes name {@code key}'s stripe in directory {@code dir} (a shared unlink's too): returns it for {@link #unlockStripe}. */
+    int lockStripe(long dir, EntryKey key) {
+        int s = stripe(dir, key);
+        stripes.lock(s);
+        return s;
+    }
+
+    /** Lets go of stripe {@code s}, taken by {@link #lockStripe}. */
+    void unlockStripe(int s) {
+        stripes.unlock(s);
     }
 
     /** The stripe of name {@code key} in directory {@code dir}, from the name's hash that begins the key. */
     static int stripe(long dir, EntryKey key) {
         long h = (dir ^ DirEntryFormat.keyHash(key.bytes())) * 0x9E3779B97F4A7C15L;
-        return (int) (h >>> 38) & (STRIPES - 1);
+        return (int) (h >>> 32) & (KeyStripes.STRIPES - 1);
     }
 
     /** True for a symlink target too long for the inline area: it gets a block of its own. */

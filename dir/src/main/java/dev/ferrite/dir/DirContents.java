@@ -36,6 +36,12 @@ import static dev.ferrite.dir.InodeRecords.logUsed;
  */
 final class DirContents {
     static final int RESERVE_LOW = 12, RESERVE_FILL = 20, RESERVE_HIGH = 28;
+    /**
+     * Usable blocks below which a writer entering a directory whose claim fits in them refills the reserve
+     * beside the writers inside if nobody else does ({@link #enter}), before it runs short: the threads
+     * arriving then go in beside that refill instead of waiting for it at the low mark.
+     */
+    static final int RESERVE_EARLY = 16;
 
     /** An entry found: the inode it names and that inode's type. */
     record Found(long ino, int type) {
@@ -462,28 +468,31 @@ final class DirContents {
 
     /**
      * For writers that apply side by side ({@link #enter}): {@code -1} if the
-     * tree's reserve needs a {@link #prepare} first (a spill, or a refill for a change that adds),
-     * {@link #NOT_A_TREE} if the record holds no tree, else
+     * tree's reserve needs a spill first, {@link #NOT_A_TREE} if the record holds no tree, else
      * the blocks it can give (usable, counted up to {@link #RESERVE_FILL}; not counted, 0, for a
-     * {@code removal}, which takes none) in the high half and those it can take back (room to
-     * {@link DirEntryFormat#RESERVE_CAPACITY}) in the low half. Lock-free.
+     * {@code removal}, which takes none; below {@link #RESERVE_LOW}, a change that adds needs a refill) in
+     * the high half and those it can take back (room to {@link DirEntryFormat#RESERVE_CAPACITY}) in the
+     * low half. Lock-free.
      */
     long room(Inode table, boolean removal) {
         long[] spilling = spills.of(table);
         long f = spilling == null ? records.readLong(table.ino, removal ? removalRoomFacts : roomFacts)
                 : records.readLong(table.ino, (b, rec) -> roomFacts(b, rec, !removal, spilling));
-        return f == NOT_A_TREE ? f : f < 0 || !removal && (f >>> 32) < RESERVE_LOW ? -1 : f;
+        return f == NOT_A_TREE ? f : Math.max(f, -1);
     }
 
     /**
      * Admits a writer to {@code i}'s tree beside the others ({@link Inode#writers}): claims {@code claim}
      * blocks of the tree's reserve (what its change may take, or with {@code removal} give back), and
-     * enters only while the reserve can give or take those of every writer inside. A lone writer needs
-     * only the reserve between its marks, as every change of a tree does; a reserve that needs a refill
+     * enters only while the reserve can give those of every writer inside that takes blocks, or take back
+     * those of every one that gives them back: the two kinds are counted apart ({@link Inode#TAKES},
+     * {@link Inode#GIVES}), since a change that takes blocks (a split) gives none back and a removal (a
+     * merge) takes none. A writer alone of its kind needs only the reserve between its marks, as every
+     * change of a tree does; a reserve that needs a refill
      * or a spill gets it first ({@link #prepare}), which keeps the writers out meanwhile
      * ({@link Inode#lockExclusive}), as does any holder of that, except a directory's refill and spill,
-     * which run beside them (a spill holds entries only while it chooses its blocks, {@link Inode#HELD}). Returns the claim, for
-     * {@link Inode#leave}; or -1, entering nothing, if {@code i}'s record holds no tree.
+     * which run beside them (a spill holds entries only while it chooses its blocks, {@link Inode#HELD}). Returns the claim as
+     * {@link Inode#writers} counts it, for {@link Inode#leave}; or -1, entering nothing, if {@code i}'s record holds no tree.
      */
     int enter(Inode i, int claim, boolean removal) {
         for (int attempt = 0; ; attempt++) {
@@ -501,12 +510,22 @@ final class DirContents {
             if (room == NOT_A_TREE) {
                 return -1;
             }
-            if (room < 0) {
+            long inside = removal ? (seen & Inode.GIVES) / Inode.GIVE : seen & Inode.TAKES; // the other kind needs other room
+            long limit = room < 0 ? 0 : removal ? room & 0xffff_ffffL : room >>> 32;
+            boolean low = !removal && room >= 0 && limit < RESERVE_LOW;
+            if (!removal && room >= 0 && limit < RESERVE_EARLY && inside + claim <= limit
+                    && (records.modeOf(i.ino) & S_IFMT) == S_IFDIR) {
+                // a directory's reserve runs low, but this claim fits in the usable blocks left: refill it
+                // unless another thread does (holds the lock), and then go in beside that refill rather
+                // than wait for it, and for its holder's time slice if it is descheduled
+                if (!i.isLocked() && refillEarly(i, low)) {
+                    continue;
+                }
+            } else if (room < 0 || low) {
                 prepare(i, removal ? REMOVAL : 0);
                 continue;
             }
-            long inside = seen & Inode.CLAIMS;
-            if (inside != 0 && inside + claim > (removal ? room & 0xffff_ffffL : room >>> 32)) {
+            if (inside != 0 && inside + claim > limit) {
                 if (spills.of(i) != null) {
                     i.lock(); // a spill beside the writers makes room when it commits: wait for it
                     i.unlock();
@@ -515,9 +534,27 @@ final class DirContents {
                 }
                 continue;
             }
-            if (i.tryEnter(seen, claim)) {
-                return claim;
+            int claimed = removal ? claim * (int) Inode.GIVE : claim;
+            if (i.tryEnter(seen, claimed)) {
+                return claimed;
             }
+        }
+    }
+
+    /**
+     * {@link #enter}'s refill of directory {@code dir}'s reserve before it is {@code low} (below
+     * {@link #RESERVE_LOW}), or at it, unless another thread holds the lock: true if it tried, false if the
+     * volume had no room for it and the reserve is not low yet (the writer goes in without it).
+     */
+    private boolean refillEarly(Inode dir, boolean low) {
+        try {
+            refillBeside(dir, 0, false);
+            return true;
+        } catch (NoSpaceException e) {
+            if (low) {
+                throw e;
+            }
+            return false;
         }
     }
 
@@ -573,7 +610,7 @@ final class DirContents {
             } else if (s == CONVERT) {
                 addBlocks(dir, RESERVE_FILL, () -> step(dir, keyLength) == CONVERT, DirContents::inlineEntries);
             } else if ((records.modeOf(dir.ino) & S_IFMT) == S_IFDIR && !dir.isHeldExclusively()) {
-                refillBeside(dir, keyLength);
+                refillBeside(dir, keyLength, true);
             } else {
                 int n = refillCount(dir);
                 addBlocks(dir, n, () -> step(dir, keyLength) == REFILL
@@ -586,7 +623,7 @@ final class DirContents {
     /** The blocks a refill of {@code dir}'s reserve adds: up to {@link #RESERVE_FILL} usable, within its capacity (0: no tree). */
     private int refillCount(Inode dir) {
         int area = records.rec(dir.ino) + InodeFormat.INLINE;
-        return records.readRecord(dir.ino, (b, rec) -> isTree(b, rec) ? Math.min(RESERVE_FILL - DirAllocator.usable(cache, b, area, RESERVE_LOW),
+        return records.readRecord(dir.ino, (b, rec) -> isTree(b, rec) ? Math.min(RESERVE_FILL - DirAllocator.usable(cache, b, area, RESERVE_FILL),
                 DirEntryFormat.RESERVE_CAPACITY - DirEntryFormat.reserveCount(b, area)) : 0);
     }
 
@@ -602,16 +639,21 @@ final class DirContents {
      * With nobody else in the directory, this costs what the exclusive refill did; beside others it does
      * not wait for them to leave, which with more threads than CPUs meant waiting for a descheduled one,
      * while every thread arriving waited behind the refill (issue 21). Returns when the reserve was
-     * refilled or needs something else (the caller steps again).
+     * refilled or needs something else (the caller steps again); unless {@code wait}, also at once if
+     * another thread holds the lock (it refills, or keeps the writers out).
      */
-    private void refillBeside(Inode dir, int keyLength) {
+    private void refillBeside(Inode dir, int keyLength, boolean wait) {
         eachGroup(dir, RESERVE_FILL, ag -> {
             try (Txn txn = Txn.begin(cache, ag.blockItems() + 2)) {
-                dir.lock();
+                if (wait) {
+                    dir.lock();
+                } else if (!dir.tryLock()) {
+                    return AllocOutcome.DONE;
+                }
                 try {
                     records.requireDir(dir.ino);
                     int n = refillCount(dir);
-                    if (n < 1 || step(dir, keyLength) != REFILL) {
+                    if (wait ? n < 1 || step(dir, keyLength) != REFILL : n <= RESERVE_FILL - RESERVE_EARLY) {
                         return AllocOutcome.DONE; // refilled meanwhile
                     }
                     int claim = enterToAdd(dir, n);
@@ -637,8 +679,9 @@ final class DirContents {
 
     /**
      * {@link #enter} for {@link #refillBeside}, holding {@code dir}'s lock (so nobody else keeps the writers
-     * out): claims {@code n} of the reserve's capacity, entering only while it has room for those and the
-     * claims of everyone inside, lone or not (the count read before entering may have grown since). -1,
+     * out): claims {@code n} of the reserve's capacity, as a removal does, entering only while it has room
+     * for those and the removals' claims inside, lone or not (the count read before entering may have grown
+     * since); the writers that take blocks need none of that room. Returns the claim for {@link Inode#leave}; -1,
      * entering nothing, if the reserve needs a spill (or holds no tree): a spill reserves log space, which
      * the caller holds already.
      */
@@ -649,12 +692,12 @@ final class DirContents {
             if (room < 0) {
                 return -1;
             }
-            if ((seen & Inode.CLAIMS) + n > (room & 0xffff_ffffL)) {
+            if ((seen & Inode.GIVES) / Inode.GIVE + n > (room & 0xffff_ffffL)) {
                 Inode.backoff(attempt); // those inside leave soon
                 continue;
             }
-            if (dir.tryEnter(seen, n)) {
-                return n;
+            if (dir.tryEnter(seen, n * (int) Inode.GIVE)) {
+                return n * (int) Inode.GIVE;
             }
         }
     }

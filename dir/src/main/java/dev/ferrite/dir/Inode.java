@@ -75,11 +75,18 @@ final class Inode extends AbstractQueuedSynchronizer {
     /** The inode's B-tree once opened: a directory's entries, a regular file's extents (dropped when the tree goes). */
     volatile dev.ferrite.btree.internal.BTree dirTree;
 
-    /** Bits of {@link #writers}: the blocks claimed, the exclusive and held flags, and a count of changes above. */
-    static final long CLAIMS = (1L << 20) - 1, EXCLUSIVE = 1L << 20, HELD = 1L << 21, CHANGE = 1L << 22;
     /**
-     * A table's single writers inside their apply ({@code Tables#single}): the sum of the tree-reserve
-     * blocks they claimed (low bits, {@link #CLAIMS}), {@link #EXCLUSIVE} while a holder of
+     * Bits of {@link #writers}: the blocks claimed to take ({@link #TAKES}) and to give back ({@link #GIVES},
+     * counted in units of {@link #GIVE}), the exclusive and held flags, and a count of changes above.
+     */
+    static final long TAKES = (1L << 10) - 1, GIVE = 1L << 10, GIVES = TAKES * GIVE, CLAIMS = TAKES | GIVES,
+            EXCLUSIVE = 1L << 20, HELD = 1L << 21, CHANGE = 1L << 22;
+    /**
+     * A table's single writers inside their apply ({@code Tables#single}): the sums of the tree-reserve
+     * blocks they claimed, apart for those that take blocks (splits: {@link #TAKES}, held against the
+     * reserve's usable blocks) and those that give them back (merges, a refill's blocks: {@link #GIVES},
+     * held against its free capacity), so that neither kind waits for room the other claimed
+     * ({@link #CLAIMS}: any), {@link #EXCLUSIVE} while a holder of
      * {@link #lockExclusive} keeps them out, {@link #HELD} for the moment a directory's spill beside them
      * chooses its blocks ({@link #holdEntries}), and a count of changes above, so that a CAS from a word
      * read before the reserve was looked at fails if any writer entered or left meanwhile (no ABA).
@@ -105,6 +112,11 @@ final class Inode extends AbstractQueuedSynchronizer {
      */
     void lock() {
         acquire(1); // tries tryAcquire first, then queues
+    }
+
+    /** Whether a thread holds {@link #lock} now (a moment's answer). */
+    boolean isLocked() {
+        return getState() != 0;
     }
 
     /** {@link #lock} if it is free or held by this thread already; false, holding nothing, if not. */

@@ -3,6 +3,7 @@ package dev.ferrite.dir;
 import java.lang.foreign.Arena;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashSet;
 import java.util.List;
@@ -22,6 +23,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.IntStream;
 
+import dev.ferrite.btree.internal.Txn;
 import dev.ferrite.io.Errno;
 import dev.ferrite.io.MemoryDevice;
 import dev.ferrite.io.testkit.RecordingDevice;
@@ -32,6 +34,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -354,6 +357,98 @@ class SharedCreateTest {
         }
     }
 
+    /**
+     * A refill beside the writers inside waits only for the room the removals inside claimed: writers that
+     * take blocks (creates that split) need none of the reserve's free capacity, so with their claims inside
+     * covering all of it, the refill still fills the reserve. Counted together with the removals' claims,
+     * theirs kept the refill, and every create that found the reserve short, waiting for them to leave.
+     */
+    @Test
+    void aRefillDoesNotWaitForTheClaimsOfWritersThatTakeBlocks() throws Exception {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = withTreeDirectory(dev, 200)) {
+            Namespace ns = v.namespace();
+            DirContents dirs = ns.dirs;
+            Inode d = withShortReserve(v);
+            try {
+                int capacity = DirEntryFormat.RESERVE_CAPACITY - reserve(v, d, false);
+                assertTrue(d.tryEnter(d.writers(), capacity), "a writer that takes blocks got in"); // as creates inside, claiming it all
+                try {
+                    assertFinishes(() -> dirs.prepare(d, 8), "the refill waited for the claims of writers that take blocks");
+                    assertEquals(DirContents.READY, dirs.step(d, 8));
+                } finally {
+                    d.leave(capacity);
+                }
+            } finally {
+                v.inodeCache().release(d);
+            }
+            VolumeFixtures.assertChecked(ns);
+        }
+    }
+
+    /**
+     * While one thread refills a short reserve (this thread holds the directory's lock, as a refill beside
+     * the writers does), a create whose claim fits in the usable blocks left goes in beside it. Before, every
+     * create that found the reserve below its low mark waited on the lock for the refill, so all the
+     * threads in the directory stopped for each refill, and for its holder's time slice when descheduled.
+     */
+    @Test
+    void aCreateGoesInBesideARefillWhenItsClaimFits() throws Exception {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = withTreeDirectory(dev, 200)) {
+            Namespace ns = v.namespace();
+            Inode d = withShortReserve(v);
+            try {
+                d.lock();
+                try {
+                    assertFinishes(() -> ns.create("/d/new", 0644, true), "the create waited for a refill although its claim fitted");
+                } finally {
+                    d.unlock();
+                }
+            } finally {
+                v.inodeCache().release(d);
+            }
+            assertEquals(0100644, ns.stat("/d/new").mode());
+            assertEquals(201, ns.stat("/d").size());
+            VolumeFixtures.assertChecked(ns);
+        }
+    }
+
+    /**
+     * A create that finds the reserve below {@link DirContents#RESERVE_EARLY} usable blocks, though not yet
+     * short, refills it (nobody else is), so that the threads arriving after it find it full rather than
+     * short and waiting for a refill.
+     */
+    @Test
+    void aCreateRefillsTheReserveBeforeItRunsShort() throws Exception {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = withTreeDirectory(dev, 200)) {
+            Namespace ns = v.namespace();
+            Inode d = v.inodeCache().acquire(ns.lookup("/d"));
+            try {
+                int left = DirContents.RESERVE_EARLY - 2;
+                while (ns.dirs.spill(d, left, left)) {
+                    // a batch per transaction
+                }
+                assertEquals(left, reserve(v, d, true));
+                assertEquals(DirContents.READY, ns.dirs.step(d, 8), "the reserve is short already");
+                ns.create("/d/new", 0644, true);
+                assertTrue(reserve(v, d, true) >= DirContents.RESERVE_FILL - 1, "not refilled: " + reserve(v, d, true) + " usable blocks");
+            } finally {
+                v.inodeCache().release(d);
+            }
+            VolumeFixtures.assertChecked(ns);
+        }
+    }
+
+    /** Runs {@code op} on a thread of its own and fails with {@code waited} unless it finishes within 20 seconds. */
+    private static void assertFinishes(Runnable op, String waited) throws Exception {
+        FutureTask<Void> task = new FutureTask<>(op, null);
+        Thread.ofPlatform().start(task);
+        try {
+            task.get(20, TimeUnit.SECONDS);
+        } catch (TimeoutException e) {
+            fail(waited);
+        }
+    }
+
     /** The blocks in {@code d}'s tree reserve, all of them ({@code usable} false) or those not busy. */
     private static int reserve(Volume v, Inode d, boolean usable) {
         return v.namespace().records.readRecord(d.ino, (b, r) -> usable
@@ -482,6 +577,113 @@ class SharedCreateTest {
                 v.inodeCache().release(d);
             }
             assertEquals(0100644, ns.stat("/d/new").mode());
+            VolumeFixtures.assertChecked(ns);
+        }
+    }
+
+    /**
+     * A create that must make its group's next inode chunk, alone in the tree directory, makes it with the
+     * directory left, so a create arriving meanwhile goes in beside it and takes its inode from another
+     * group. This thread holds the parent's group's AGF, which the chunk needs, so the chunk's maker waits
+     * there. A maker that took the directory exclusively for its chunk (the exclusive path makes it in the
+     * create's own transaction) kept the second create out until the chunk was made.
+     */
+    @Test
+    void aCreateMakingItsGroupsChunkLetsTheCreatesArrivingIn() throws Exception {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = withTreeDirectory(dev, 200)) {
+            Namespace ns = v.namespace();
+            AllocationGroup home = v.group(v.geometry().agOfInode(ns.lookup("/d")));
+            int filled = 0;
+            while (home.freeInodes() > 0) {
+                ns.create("/d/g" + filled++, 0644, true);
+            }
+            assertTrue(home.mayAddChunk(), "the parent's group has no room for a chunk");
+            if (home.needsRefill()) {
+                home.refillFreeList(); // the chunk's maker would refill it first, waiting for the AGF held below
+            }
+            FutureTask<Void> maker = new FutureTask<>(() -> ns.create("/d/maker", 0644, true), null);
+            try (Txn hold = Txn.begin(v.cache(), 1)) {
+                hold.lock(home.agf);
+                Thread t = Thread.ofPlatform().start(maker);
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+                while (t.getState() != Thread.State.WAITING && t.getState() != Thread.State.TIMED_WAITING) {
+                    assertTrue(t.isAlive() && System.nanoTime() < deadline, "the chunk's maker neither waited nor stayed alive: " + t.getState());
+                    Thread.onSpinWait();
+                }
+                Thread.sleep(200); // backing off on the AGF, not passing through another lock
+                FutureTask<Void> beside = new FutureTask<>(() -> ns.create("/d/beside", 0644, true), null);
+                Thread b = Thread.ofPlatform().start(beside);
+                try {
+                    beside.get(20, TimeUnit.SECONDS);
+                } catch (TimeoutException e) {
+                    fail("a create waited for another making its group's inode chunk: at " + Arrays.toString(b.getStackTrace())
+                            + "; the chunk's maker at " + Arrays.toString(t.getStackTrace()));
+                }
+                assertFalse(maker.isDone(), "the chunk was made while its group's AGF was held");
+            }
+            maker.get(20, TimeUnit.SECONDS);
+            assertNotEquals(home.agno, v.geometry().agOfInode(ns.lookup("/d/beside")), "the create beside took its inode from the busy group");
+            assertEquals(home.agno, v.geometry().agOfInode(ns.lookup("/d/maker")));
+            assertEquals(202 + filled, ns.stat("/d").size());
+            VolumeFixtures.assertChecked(ns);
+        }
+    }
+
+    /**
+     * A create whose insert goes into a leaf with room (no split, so no block taken from the reserve) enters
+     * beside the writers inside claiming one usable block: with writers inside that leave only one, it
+     * finishes while they stay. A create that claimed what splits at every level may take (the tree's
+     * height and two) waited for them to leave, and only 3–5 creates fitted at once beside a reserve of
+     * 12–20 usable blocks.
+     */
+    @Test
+    void aCreateThatSplitsNothingNeedsOneUsableBlock() throws Exception {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = withTreeDirectory(dev, 200)) {
+            Namespace ns = v.namespace();
+            Inode d = v.inodeCache().acquire(ns.lookup("/d"));
+            try {
+                ns.dirs.prepare(d, 8);
+                int usable = Math.min(reserve(v, d, true), DirContents.RESERVE_FILL);
+                int claim = ns.dirs.enter(d, usable - 1, false); // alone: it enters
+                try {
+                    assertFinishes(() -> ns.create("/d/new", 0644, true), "the create waited for usable blocks a split would take");
+                } finally {
+                    d.leave(claim);
+                }
+            } finally {
+                v.inodeCache().release(d);
+            }
+            assertEquals(0100644, ns.stat("/d/new").mode());
+            assertEquals(201, ns.stat("/d").size());
+            VolumeFixtures.assertChecked(ns);
+        }
+    }
+
+    /**
+     * An unlink whose delete takes its entry out of a leaf in place (no merge, so no block given back to the
+     * reserve) enters beside the writers inside claiming one block of the reserve's room: with writers
+     * inside that leave room for only one, it finishes while they stay. An unlink that claimed what merges
+     * at every level may give back (the tree's height and two) waited for them to leave, and only 2–4 such
+     * unlinks fitted at once beside a reserve of 20–28 of its 40 blocks.
+     */
+    @Test
+    void anUnlinkThatMergesNothingNeedsRoomForOneBlock() throws Exception {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = withTreeDirectory(dev, 200)) {
+            Namespace ns = v.namespace();
+            Inode d = v.inodeCache().acquire(ns.lookup("/d"));
+            try {
+                int room = DirEntryFormat.RESERVE_CAPACITY - reserve(v, d, false);
+                int claim = ns.dirs.enter(d, room - 1, true); // alone: it enters
+                try {
+                    assertFinishes(() -> ns.unlink("/d/f7"), "the unlink waited for room for blocks a merge would give back");
+                } finally {
+                    d.leave(claim);
+                }
+            } finally {
+                v.inodeCache().release(d);
+            }
+            assertThrows(NamespaceException.class, () -> ns.stat("/d/f7"));
+            assertEquals(199, ns.stat("/d").size());
             VolumeFixtures.assertChecked(ns);
         }
     }

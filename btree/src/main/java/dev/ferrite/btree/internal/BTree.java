@@ -528,7 +528,11 @@ public final class BTree {
 
     // ------------------------------------------------------------------ writes
 
-    enum Mode { PUT, IF_ABSENT }
+    /** IF_ABSENT_IN_PLACE: IF_ABSENT only into a leaf with room, {@link #WOULD_SPLIT} otherwise. */
+    enum Mode { PUT, IF_ABSENT, IF_ABSENT_IN_PLACE }
+
+    /** What {@link #putIfAbsentUnlessSplitting} returns when the insert would split nodes. */
+    public static final int WOULD_SPLIT = -2;
 
     /** Inserts or replaces; true if the key was new. Holds the changed nodes in {@code txn} until it commits. */
     public boolean put(Txn txn, MemorySegment key, MemorySegment value) {
@@ -550,6 +554,16 @@ public final class BTree {
         return write(txn, key, value, Mode.IF_ABSENT, null) < 0;
     }
 
+    /**
+     * {@link #putIfAbsent} only if it takes no block: the key's leaf has room for the entry. Returns -1 if
+     * it inserted, the present value's length if the key was there, or {@link #WOULD_SPLIT}, with nothing
+     * changed. For a caller that claimed none of the tree's allocator's blocks, and claims them only for
+     * the inserts that split.
+     */
+    public int putIfAbsentUnlessSplitting(Txn txn, MemorySegment key, MemorySegment value) {
+        return write(txn, key, value, Mode.IF_ABSENT_IN_PLACE, null);
+    }
+
     /** Puts in a transaction of its own; returns its commit sequence (force it for durability). */
     public long put(byte[] key, byte[] value) {
         try (Txn txn = Txn.begin(cache, reservation())) {
@@ -569,7 +583,8 @@ public final class BTree {
 
     /**
      * Puts or (IF_ABSENT) inserts; returns -1 if the key was absent, else the length of the value it had
-     * (copied into {@code priorOut} as much as fits, unless that is null), which IF_ABSENT leaves as it is.
+     * (copied into {@code priorOut} as much as fits, unless that is null), which IF_ABSENT leaves as it is;
+     * or, IF_ABSENT_IN_PLACE, {@link #WOULD_SPLIT} with nothing changed.
      */
     int write(Txn txn, MemorySegment key, MemorySegment value, Mode mode, MemorySegment priorOut) {
         requireKey(key);
@@ -588,7 +603,7 @@ public final class BTree {
             MemorySegment n = leaf.data();
             int i = search(n, key);
             int prior = i < 0 ? -1 : copyValue(n, i, priorOut);
-            if (i >= 0 && mode == Mode.IF_ABSENT) {
+            if (i >= 0 && mode != Mode.PUT) {
                 if (!held) {
                     txn.releaseUnchanged(leaf);
                 }
@@ -610,6 +625,9 @@ public final class BTree {
             }
             if (!held) {
                 txn.releaseUnchanged(leaf);
+            }
+            if (mode == Mode.IF_ABSENT_IN_PLACE) {
+                return WOULD_SPLIT;
             }
             return restructure.splitInsert(txn, p, key, value, mode) ? -1 : Math.max(prior, 0);
         }
@@ -745,6 +763,23 @@ public final class BTree {
      * for {@link #replace}, the caller keeps other writers off {@code key}.
      */
     public int delete(Txn txn, MemorySegment key, MemorySegment priorOut) {
+        return delete(txn, key, priorOut, true);
+    }
+
+    /** What {@link #deleteUnlessMerging} returns when the delete would merge nodes. */
+    public static final int WOULD_MERGE = -2;
+
+    /**
+     * {@link #delete} of {@code key} only if it frees no block: the key's leaf (the root, or one that stays
+     * at or above the merge threshold) loses it in place. Returns the value's length, -1 if the key was
+     * absent, or {@link #WOULD_MERGE} with nothing changed. For a caller that claimed no room in the
+     * tree's allocator for the blocks a merge gives back, and claims it only for the deletes that need it.
+     */
+    public int deleteUnlessMerging(Txn txn, MemorySegment key) {
+        return delete(txn, key, null, false);
+    }
+
+    private int delete(Txn txn, MemorySegment key, MemorySegment priorOut, boolean merge) {
         requireKey(key);
         Path p = PATHS.get();
         p.start(this, key);
@@ -774,6 +809,9 @@ public final class BTree {
             }
             if (!held) {
                 txn.releaseUnchanged(leaf);
+            }
+            if (!merge) {
+                return WOULD_MERGE;
             }
             return restructure.deleteAndMerge(txn, p, key) ? prior : -1;
         }
