@@ -15,6 +15,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * The last close of a file with dirty cached pages does no I/O: the write-back thread writes it back
@@ -88,6 +89,27 @@ class DeferredCloseTest extends FileTestBase {
         assertEquals(0, cache().stats().writtenBack(), "pages of deleted files were written: " + cache().stats());
         assertEquals(0, cache().stats().dirtyPages());
         assertEquals(free, v.statfs().freeBlocks());
+    }
+
+    @Test
+    void aBurstOfLastClosesWakesTheWriteBackThreadOnlyForTheFirstToFallDue() throws InterruptedException {
+        int files = 200;
+        long start = System.nanoTime();
+        for (int k = 0; k < files; k++) {
+            try (Handle f = ns.create(root, "f" + k, 0644, true)) {
+                ns.write(f, 0, bytes(100, k)); // a file's first dirty page, then its deferred last close
+            }
+        }
+        long wakeups = cache().stats().wakeups();
+        long elapsedMillis = (System.nanoTime() - start) / 1_000_000;
+        assumeTrue(elapsedMillis < PageCache.CLOSE_DELAY_MILLIS / 2, "the burst took " + elapsedMillis + " ms: files fell due in it");
+        // the first close moves the thread's wake-up from the first page's expiry to its close delay; nothing later is due sooner
+        assertTrue(wakeups <= 2, "the write-back thread woke " + wakeups + " times for " + files + " closes, none due: " + cache().stats());
+        awaitFinished();
+        assertEquals(files, cache().stats().writtenBack());
+        for (int k = 0; k < files; k += 37) {
+            assertArrayEquals(bytes(100, k).toArray(JAVA_BYTE), read("f" + k, 100));
+        }
     }
 
     @Test

@@ -1,8 +1,11 @@
 package dev.ferrite.dir;
 
 import java.lang.foreign.MemorySegment;
+import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.Optional;
 import java.util.OptionalLong;
+import java.util.Set;
 import java.util.function.Consumer;
 
 import dev.ferrite.btree.internal.Buffer;
@@ -408,5 +411,18 @@ class FileDataTest extends FileTestBase {
         assertTrue(report.problems().stream().anyMatch(p -> p.kind() == CheckProblem.Kind.INODE
                 && p.inode().equals(OptionalLong.of(ino)) && p.detail().contains(detail)), report.toString());
         assertTrue(report.problems().stream().allMatch(p -> p.path().isEmpty() || p.path().equals(Optional.of(p.path().get()))));
+    }
+
+    @Test
+    void filesInUseTogetherRarelyShareAnIoLock() {
+        // a write-back or a free holds its file's I/O lock exclusively: every file sharing the lock waits for it
+        Set<IoLock> locks = Collections.newSetFromMap(new IdentityHashMap<>());
+        int files = 256;
+        for (int k = 0; k < files; k++) {
+            try (Handle f = ns.create(root, "f" + k, 0644, true)) {
+                locks.add(ns.files.io(f.ino()));
+            }
+        }
+        assertTrue(locks.size() >= files * 3 / 4, files + " files share " + locks.size() + " I/O locks");
     }
 }
