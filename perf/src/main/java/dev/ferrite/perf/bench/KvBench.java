@@ -53,8 +53,8 @@ import org.HdrHistogram.Histogram;
  * {@value KvKeys#VALUE} bytes name their phases ({@code insert-1KiB}), and shrink the key count to keep
  * at most {@link #VALUE_BUDGET} of values in a store ({@link #notes()}). A short
  * warm-up on each target (at the first value size) comes first and is not reported, so that no target
- * pays for the JIT in its numbers: twice, the second time with a tenth of the keys on fresh stores, then a
- * wait for the JIT to settle ({@link JitSettle}).
+ * pays for the JIT in its numbers: twice, the second time with a tenth of the keys on fresh stores, then
+ * with a quarter while the JIT is busy, then a wait for it to settle ({@link JitSettle#warmUp}).
  *
  * <p>A scan reads every byte of every value ({@link KvStore.Scan#fold}), so that a store that hands out
  * a view of its values (LMDB) does the same work as one that copies them out.
@@ -254,11 +254,8 @@ public final class KvBench {
         int firstSize = plan.valueSizes().getFirst();
         long warmUp = keysFor(Math.min(keys * 3 / 10, WARM_UP_KEYS), firstSize);
         if (warmUp > 0) {
-            long warmUpStart = System.nanoTime();
-            runTogether(warmUp, 1, firstSize, true, progress);
-            // again, briefly, on fresh stores and threads: see JitSettle
-            runTogether(Math.max(1, warmUp / 10), 1, firstSize, true, progress);
-            jit = JitSettle.await(progress, System.nanoTime() - warmUpStart);
+            jit = JitSettle.warmUp(progress, warmUp, n -> runTogether(n, 1, firstSize, true, progress),
+                    n -> runTogether(n, 1, firstSize, true, progress));
         }
         List<Result> results = new ArrayList<>();
         for (int t : threads) {
