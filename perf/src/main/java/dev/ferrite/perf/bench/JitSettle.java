@@ -4,24 +4,32 @@ import java.lang.management.CompilationMXBean;
 import java.lang.management.ManagementFactory;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
+import java.util.function.LongConsumer;
 
 import javax.management.JMException;
 import javax.management.ObjectName;
 
 /**
- * After an untimed warm-up, waits until the JIT has caught up with it. The warm-up runs twice, the second
- * time briefly on fresh stores and threads: the optimizing compiler leaves out branches its profile never
- * saw taken, and a new store or thread takes some at once (a cold cache's first miss, a thread's first
- * use of its buffers), which threw the big compiled B-tree methods out and had them compiled again
- * during the first measured phase (3.3 s of compile time in a 4 s insert phase of a 1M-key
- * {@code bench kv}, one of 2 vCPUs). The second pass takes those branches after the first compile; this
- * then waits for the compiles they start. Native targets compile nothing and lose nothing by the wait.
+ * The untimed warm-up before a workload's measured phases, and the wait for the JIT to catch up with it.
+ * The warm-up runs twice, the second time briefly on fresh stores and threads: the optimizing compiler
+ * leaves out branches its profile never saw taken, and a new store or thread takes some at once (a cold
+ * cache's first miss, a thread's first use of its buffers), which threw the big compiled B-tree methods
+ * out and had them compiled again during the first measured phase (3.3 s of compile time in a 4 s insert
+ * phase of a 1M-key {@code bench kv}, one of 2 vCPUs). Then brief passes repeat while the compiler is
+ * still busy during one: code that runs once per many operations (a leaf split every ~40 inserts) had
+ * not reached C2's thresholds after the first passes, ran as profiled C1 code through the measured phase
+ * and was compiled in it (C2 then took about a third of a 300k-key insert phase's JVM CPU). Last, the
+ * run waits for the compiles under way. Native targets compile nothing and lose nothing by the repeats.
  */
 final class JitSettle {
     /** How often the compiler's total time is read; settled is a step with under 5% of one CPU compiling. */
     private static final long STEP_MILLIS = 500;
     /** The longest wait: a compiler still busy after this is left to it. */
     private static final long MAX_MILLIS = 30_000;
+    /** A repeat pass counts as settled when the JIT's threads used under this share of the JVM's CPU through it. */
+    private static final double QUIET_SHARE = 0.10;
+    /** The repeats stop after this many times the first pass's time at most, or {@link #MAX_MILLIS}. */
+    private static final int MAX_REPEAT_FACTOR = 2;
 
     /**
      * Compile tasks under way or queued that still count as settled: the harness's own threads keep a
@@ -52,6 +60,34 @@ final class JitSettle {
         } catch (JMException | RuntimeException e) {
             return 0;
         }
+    }
+
+    /**
+     * Warms up by {@code pass}: once with {@code n} operations, then with a tenth of them; then by
+     * {@code repeat} with a quarter of them while the JIT's threads used more than a tenth of the JVM's CPU
+     * through the last one, for at most {@link #MAX_REPEAT_FACTOR} times the first pass's time (and
+     * {@link #MAX_MILLIS}); then {@link #await}s the compiles under way. Returns a note of both.
+     */
+    static String warmUp(Progress progress, long n, LongConsumer pass, LongConsumer repeat) {
+        long start = System.nanoTime();
+        pass.accept(n);
+        long first = System.nanoTime() - start;
+        pass.accept(Math.max(1, n / 10));
+        int repeats = 0;
+        if (Contention.compilerCpuNanos() >= 0 && Contention.processCpuNanos() >= 0) {
+            long limit = Math.min(TimeUnit.MILLISECONDS.toNanos(MAX_MILLIS), MAX_REPEAT_FACTOR * first);
+            long repeatStart = System.nanoTime();
+            boolean busy = true;
+            while (busy && System.nanoTime() - repeatStart < limit) {
+                long compiled = Contention.compilerCpuNanos(), used = Contention.processCpuNanos();
+                repeat.accept(Math.max(1, n / 4));
+                repeats++;
+                busy = Contention.compilerCpuNanos() - compiled > QUIET_SHARE * (Contention.processCpuNanos() - used);
+            }
+        }
+        String settle = await(progress, System.nanoTime() - start);
+        return String.format(Locale.ROOT, "warm-up of %,d operations, a tenth and %d quarter%s more on fresh stores while the JIT was busy; ",
+                n, repeats, repeats == 1 ? "" : "s") + settle;
     }
 
     /**

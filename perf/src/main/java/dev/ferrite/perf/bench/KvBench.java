@@ -53,8 +53,9 @@ import org.HdrHistogram.Histogram;
  * {@value KvKeys#VALUE} bytes name their phases ({@code insert-1KiB}), and shrink the key count to keep
  * at most {@link #VALUE_BUDGET} of values in a store ({@link #notes()}). A short
  * warm-up on each target (at the first value size) comes first and is not reported, so that no target
- * pays for the JIT in its numbers: twice, the second time with a tenth of the keys on fresh stores, then a
- * wait for the JIT to settle ({@link JitSettle}).
+ * pays for the JIT in its numbers: twice, the second time with a tenth of the keys on fresh stores, then
+ * with a quarter on the {@link KvTarget#jitted} stores while the JIT is busy, then a wait for it to settle
+ * ({@link JitSettle#warmUp}).
  *
  * <p>A scan reads every byte of every value ({@link KvStore.Scan#fold}), so that a store that hands out
  * a view of its values (LMDB) does the same work as one that copies them out.
@@ -254,11 +255,9 @@ public final class KvBench {
         int firstSize = plan.valueSizes().getFirst();
         long warmUp = keysFor(Math.min(keys * 3 / 10, WARM_UP_KEYS), firstSize);
         if (warmUp > 0) {
-            long warmUpStart = System.nanoTime();
-            runTogether(warmUp, 1, firstSize, true, progress);
-            // again, briefly, on fresh stores and threads: see JitSettle
-            runTogether(Math.max(1, warmUp / 10), 1, firstSize, true, progress);
-            jit = JitSettle.await(progress, System.nanoTime() - warmUpStart);
+            List<KvTarget> jitted = targets.stream().filter(KvTarget::jitted).toList();
+            jit = JitSettle.warmUp(progress, warmUp, n -> runTogether(targets, n, 1, firstSize, true, progress),
+                    n -> runTogether(jitted, n, 1, firstSize, true, progress));
         }
         List<Result> results = new ArrayList<>();
         for (int t : threads) {
@@ -269,7 +268,7 @@ public final class KvBench {
                             + String.format(Locale.ROOT, "%,d", keys) + ", to keep at most " + size(VALUE_BUDGET)
                             + " of values in a store");
                 }
-                results.addAll(runTogether(n, t, size, false, progress));
+                results.addAll(runTogether(targets, n, t, size, false, progress));
             }
         }
         return results;
@@ -314,18 +313,18 @@ public final class KvBench {
     }
 
     /**
-     * Opens a fresh store of every target and runs each phase on every target in turn before the next
+     * Opens a fresh store of each target of {@code which} and runs each phase on each in turn before the next
      * phase: the runs a ratio compares are then seconds apart, not the length of a whole workload, and a
      * shared host's drift in speed over tens of seconds weighs on both sides alike. A target whose values
      * end below {@code valueBytes} skips them all.
      */
-    private List<Result> runTogether(long n, int threads, int valueBytes, boolean warmUp, Progress progress) {
+    private List<Result> runTogether(List<KvTarget> which, long n, int threads, int valueBytes, boolean warmUp, Progress progress) {
         List<AutoCloseable> open = new ArrayList<>();
         try {
             List<Run> runs = new ArrayList<>();
             // YCSB E inserts up to as many keys again
             long capacity = plan.families().contains(Family.YCSB) ? 2 * n : n;
-            for (KvTarget target : targets) {
+            for (KvTarget target : which) {
                 ScratchFile home = ScratchFile.directory(dir, target.label() + "-");
                 open.add(home);
                 KvStore store = target.open(home.path(), capacity, valueBytes, cacheBytes);

@@ -25,8 +25,8 @@ import org.HdrHistogram.Histogram;
  *   <li>{@code unlink}: every thread removes the files it created; the phase ends with a sync.</li>
  * </ol>
  * An untimed warm-up (three tenths of the files, at most {@value #WARM_UP_FILES}, one thread) runs on each
- * target first, then again with a tenth of those on fresh stores, and the run waits for the JIT to settle
- * ({@link JitSettle}). Rates are operations (walk: entries) over the phase's wall time including its sync; latencies are per
+ * target first, then again with a tenth of those on fresh stores, then with a quarter on the
+ * {@link Target#jitted} ones while the JIT is busy, and the run waits for it to settle ({@link JitSettle#warmUp}). Rates are operations (walk: entries) over the phase's wall time including its sync; latencies are per
  * operation (walk: per entry, the listing's time spread over its entries). Checks, untimed: the walk
  * sees every file once and nothing else, every stat finds a zero-length file, the directories are
  * empty after the unlinks, and the store's own checker runs after the creates and the unlinks.
@@ -57,8 +57,12 @@ public final class MetaBench {
         }
     }
 
-    /** A store to run on, and the name its results carry. */
-    public record Target(String label, Function<Long, MetaStore> open) {
+    /**
+     * A store to run on, and the name its results carry; {@code jitted} if the store's own work is Java
+     * code compiled in this JVM (Ferrite, the ceiling), which the warm-up repeats on while the JIT is busy
+     * ({@link JitSettle#warmUp}): a kernel file system's warm-up pass is mostly making it on a loop device.
+     */
+    public record Target(String label, Function<Long, MetaStore> open, boolean jitted) {
     }
 
     private final List<Target> targets;
@@ -100,16 +104,7 @@ public final class MetaBench {
     public List<Result> run(Progress progress) {
         long warmUp = Math.min(files * 3 / 10, WARM_UP_FILES);
         if (warmUp > 0) {
-            long warmUpStart = System.nanoTime();
-            // again, briefly, on fresh stores and threads: see JitSettle
-            for (long n : new long[] {warmUp, Math.max(1, warmUp / 10)}) {
-                for (Target target : targets) {
-                    try (MetaStore store = target.open().apply(n)) {
-                        new Run(store, target.label(), n, Layout.PRIVATE, 1, true, progress).phases();
-                    }
-                }
-            }
-            jit = JitSettle.await(progress, System.nanoTime() - warmUpStart);
+            jit = JitSettle.warmUp(progress, warmUp, n -> warmUp(n, false, progress), n -> warmUp(n, true, progress));
         }
         List<Result> results = new ArrayList<>();
         for (Layout layout : layouts) {
@@ -122,6 +117,17 @@ public final class MetaBench {
             }
         }
         return results;
+    }
+
+    /** An untimed run of {@code n} files, one thread, on every target, or only the {@link Target#jitted} ones. */
+    private void warmUp(long n, boolean jittedOnly, Progress progress) {
+        for (Target target : targets) {
+            if (target.jitted() || !jittedOnly) {
+                try (MetaStore store = target.open().apply(n)) {
+                    new Run(store, target.label(), n, Layout.PRIVATE, 1, true, progress).phases();
+                }
+            }
+        }
     }
 
     /** What the wait for the JIT after the warm-up saw ({@link JitSettle}), or empty. */

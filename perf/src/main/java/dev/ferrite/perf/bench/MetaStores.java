@@ -13,7 +13,7 @@ public final class MetaStores {
      * results carry {@code label} as {@link MetaApi#targetLabel} gives it.
      */
     public static MetaBench.Target posix(Path base, String label, MetaApi api) {
-        return new MetaBench.Target(api.targetLabel(label), files -> PosixMeta.in(base, api));
+        return new MetaBench.Target(api.targetLabel(label), files -> PosixMeta.in(base, api), false);
     }
 
     /**
@@ -21,12 +21,12 @@ public final class MetaStores {
      * driven through {@code api}.
      */
     public static MetaBench.Target ferrite(Path base, long cacheBytes, MetaApi api) {
-        return new MetaBench.Target(api.targetLabel("ferrite"), files -> FerriteMeta.create(base, files, cacheBytes, api));
+        return new MetaBench.Target(api.targetLabel("ferrite"), files -> FerriteMeta.create(base, files, cacheBytes, api), true);
     }
 
     /** The ceiling: a new namespace in the heap for each run, nothing durable ({@link MemoryMeta}), driven through {@code api}. */
     public static MetaBench.Target memory(MetaApi api) {
-        return new MetaBench.Target(api.targetLabel("memory"), files -> new MemoryMeta(api));
+        return new MetaBench.Target(api.targetLabel("memory"), files -> new MemoryMeta(api), true);
     }
 
     /**
@@ -34,7 +34,7 @@ public final class MetaStores {
      * its image and mount point in {@code base}, driven through {@code api}.
      */
     public static MetaBench.Target loop(LoopDevice.Kind kind, Path base, MetaApi api) {
-        return new MetaBench.Target(api.targetLabel(kind.label()), files -> LoopMeta.create(base, files, kind, api));
+        return new MetaBench.Target(api.targetLabel(kind.label()), files -> LoopMeta.create(base, files, kind, api), false);
     }
 
     /**
@@ -43,7 +43,7 @@ public final class MetaStores {
      * file systems are.
      */
     public static MetaBench.Target fuse(Path base, long cacheBytes, MetaApi api) {
-        return new MetaBench.Target(api.targetLabel("ferrite-fuse"), files -> FuseMeta.create(base, files, cacheBytes, api));
+        return new MetaBench.Target(api.targetLabel("ferrite-fuse"), files -> FuseMeta.create(base, files, cacheBytes, api), false);
     }
 
     /** Why this process cannot run {@link #fuse}, if it cannot: no FUSE device, or no loop devices. */

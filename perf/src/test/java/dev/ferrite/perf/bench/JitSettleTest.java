@@ -1,7 +1,12 @@
 package dev.ferrite.perf.bench;
 
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.LongConsumer;
+
 import org.junit.jupiter.api.Test;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class JitSettleTest {
@@ -14,5 +19,31 @@ class JitSettleTest {
         assertTrue(waitedMillis < 1_000, "waited " + waitedMillis + " ms after a 200 ms warm-up");
         assertTrue(note.matches("after the warm-up the JIT (settled|was still compiling) in \\d+\\.\\d s \\([\\d,]+ ms of compile time meanwhile\\)"),
                 note);
+    }
+
+    /**
+     * The warm-up runs its full pass, a tenth, then quarters while the compilers are busy through one, for
+     * at most three times the first pass: a pass that compiles nothing new stops the repeats at once.
+     */
+    @Test
+    void repeatsQuartersOnlyWhileTheCompilerIsBusyAndForABoundedTime() {
+        List<Long> passes = new ArrayList<>();
+        long start = System.nanoTime();
+        LongConsumer pass = n -> {
+            passes.add(n);
+            try {
+                Thread.sleep(n == 1_000 ? 100 : 40);
+            } catch (InterruptedException e) {
+                throw new AssertionError(e);
+            }
+        };
+        String note = JitSettle.warmUp(Progress.NONE, 1_000, pass, pass);
+        long tookMillis = (System.nanoTime() - start) / 1_000_000;
+        assertEquals(List.of(1_000L, 100L), passes.subList(0, 2), passes.toString());
+        assertTrue(passes.size() >= 3 && passes.size() <= 2 + 8, passes.toString());
+        assertTrue(passes.subList(2, passes.size()).stream().allMatch(n -> n == 250), passes.toString());
+        assertTrue(tookMillis < 100 + 40 + 300 + 40 + 1_000, "warm-up took " + tookMillis + " ms");
+        assertTrue(note.matches("warm-up of 1,000 operations, a tenth and " + (passes.size() - 2)
+                + " quarters? more on fresh stores while the JIT was busy; after the warm-up the JIT .*"), note);
     }
 }

@@ -68,7 +68,7 @@ class MetaBenchTest {
 
     @Test
     void aWalkThatMissesAnEntryFailsTheRun() {
-        MetaBench.Target lossy = new MetaBench.Target("lossy", files -> new Lossy(PosixMeta.in(dir, MetaApi.HANDLE)));
+        MetaBench.Target lossy = new MetaBench.Target("lossy", files -> new Lossy(PosixMeta.in(dir, MetaApi.HANDLE)), false);
         MetaBench bench = new MetaBench(List.of(lossy), 100, List.of(1), List.of(MetaBench.Layout.PRIVATE));
         IllegalStateException e = assertThrows(IllegalStateException.class, () -> bench.run(Progress.NONE));
         assertTrue(e.getMessage().matches("(?s).*the walk of d0 listed (\\d+) and stat'ed \\1 entries, expected .*"), e.getMessage());
