@@ -575,7 +575,7 @@ final class FreeSpace {
      * Brings both free lists back to between {@link #RESERVE} and four times that, as far as the group's
      * free space allows, in transactions of its own of at most {@value #REFILL_OPS} tree operations each.
      * Entries that are busy do not count towards the reserve; when the free space left is all busy it
-     * forces the log and goes on.
+     * forces the log and goes on (inside a journal group, once: {@link #waitingHelps}).
      */
     void refillFreeList() {
         for (int round = 0, busy = 0; round < 256 + BUSY_RETRIES && busy < BUSY_RETRIES; round++) {
@@ -601,9 +601,9 @@ final class FreeSpace {
                     txn.commit();
                 }
             }
-            if (stuck == AllocOutcome.BUSY) {
+            if (stuck == AllocOutcome.BUSY && waitingHelps(busy)) {
                 awaitBusy(busy++);
-            } else if (ops == 0 || stuck == AllocOutcome.NO_SPACE || listToRefill() == null) {
+            } else if (ops == 0 || stuck != AllocOutcome.DONE || listToRefill() == null) {
                 return; // done, or the group is out of free space: the lists keep what they have
             }
         }
