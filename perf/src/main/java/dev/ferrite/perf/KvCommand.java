@@ -69,8 +69,9 @@ import picocli.CommandLine.Spec;
                 "           commit() and file sync at phase end",
                 "  memory   the ceiling: a ConcurrentSkipListMap, nothing logged or synced",
                 "The table gives the first target's rate over each other's. An untimed warm-up",
-                "(three tenths of the keys, at most 300,000) runs on each target first, then",
-                "shorter ones on fresh stores while the JIT stays busy (docs/benchmarks.md).",
+                "(three tenths of the keys, at most 300,000) runs on each target before the first",
+                "phases at each value size, then shorter ones on fresh stores while the JIT stays",
+                "busy (docs/benchmarks.md).",
                 ""})
 final class KvCommand implements Callable<Integer> {
     @Option(names = "--targets", paramLabel = "T", split = ",", defaultValue = "ferrite,rocksdb,lmdb,xodus,mvstore,memory",

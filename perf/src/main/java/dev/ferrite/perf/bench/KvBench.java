@@ -52,7 +52,7 @@ import org.HdrHistogram.Histogram;
  * <p>Each thread count and value size starts from fresh stores; values other than the default
  * {@value KvKeys#VALUE} bytes name their phases ({@code insert-1KiB}), and shrink the key count to keep
  * at most {@link #VALUE_BUDGET} of values in a store ({@link #notes()}). A short
- * warm-up on each target (at the first value size) comes first and is not reported, so that no target
+ * warm-up on each target at each value size comes before that size's first phases and is not reported, so that no target
  * pays for the JIT in its numbers: twice, the second time with a tenth of the keys on fresh stores, then
  * with a quarter on the {@link KvTarget#jitted} stores while the JIT is busy, then a wait for it to settle
  * ({@link JitSettle#warmUp}).
@@ -248,20 +248,17 @@ public final class KvBench {
     }
 
     /**
-     * Runs the warm-up, then every phase on every target at every thread count and value size; returns
-     * them ordered by thread count, value size, target, phase.
+     * Runs every phase on every target at every thread count and value size, each size after its
+     * warm-up; returns them ordered by thread count, value size, target, phase.
      */
     public List<Result> run(Progress progress) {
-        int firstSize = plan.valueSizes().getFirst();
-        long warmUp = keysFor(Math.min(keys * 3 / 10, WARM_UP_KEYS), firstSize);
-        if (warmUp > 0) {
-            List<KvTarget> jitted = targets.stream().filter(KvTarget::jitted).toList();
-            jit = JitSettle.warmUp(progress, warmUp, n -> runTogether(targets, n, 1, firstSize, true, progress),
-                    n -> runTogether(jitted, n, 1, firstSize, true, progress));
-        }
         List<Result> results = new ArrayList<>();
+        Set<Integer> warm = new HashSet<>();
         for (int t : threads) {
             for (int size : plan.valueSizes()) {
+                if (warm.add(size)) {
+                    warmUp(size, progress);
+                }
                 long n = keysFor(keys, size);
                 if (n < keys) {
                     notes.add(sizeLabel(size) + " values: " + String.format(Locale.ROOT, "%,d", n) + " keys, not "
@@ -272,6 +269,21 @@ public final class KvBench {
             }
         }
         return results;
+    }
+
+    /**
+     * The untimed warm-up at value size {@code size}, before the first phases at it: each size takes paths
+     * of its own (a medium value's extent, a large one's blob), which the JIT would otherwise compile in
+     * its first measured phases. Its note joins {@link #jit()}.
+     */
+    private void warmUp(int size, Progress progress) {
+        long n = keysFor(Math.min(keys * 3 / 10, WARM_UP_KEYS), size);
+        if (n > 0) {
+            List<KvTarget> jitted = targets.stream().filter(KvTarget::jitted).toList();
+            String note = JitSettle.warmUp(progress, n, k -> runTogether(targets, k, 1, size, true, progress),
+                    k -> runTogether(jitted, k, 1, size, true, progress));
+            jit = jit.isEmpty() ? note : jit + "; at " + sizeLabel(size) + " values, " + note;
+        }
     }
 
     /** Ferrite's counters over each measured phase, a line each ({@link Contention}). */
