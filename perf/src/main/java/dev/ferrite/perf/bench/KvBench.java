@@ -15,6 +15,7 @@ import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongConsumer;
 
 import org.HdrHistogram.Histogram;
 
@@ -54,8 +55,7 @@ import org.HdrHistogram.Histogram;
  * at most {@link #VALUE_BUDGET} of values in a store ({@link #notes()}). A short
  * warm-up on each target at each value size comes before that size's first phases and is not reported, so that no target
  * pays for the JIT in its numbers: twice, the second time with a tenth of the keys on fresh stores, then
- * with a quarter on the {@link KvTarget#jitted} stores while the JIT is busy, then a wait for it to settle
- * ({@link JitSettle#warmUp}).
+ * with a quarter while the JIT is busy, then a wait for it to settle ({@link JitSettle#warmUp}).
  *
  * <p>A scan reads every byte of every value ({@link KvStore.Scan#fold}), so that a store that hands out
  * a view of its values (LMDB) does the same work as one that copies them out.
@@ -265,7 +265,7 @@ public final class KvBench {
                             + String.format(Locale.ROOT, "%,d", keys) + ", to keep at most " + size(VALUE_BUDGET)
                             + " of values in a store");
                 }
-                results.addAll(runTogether(targets, n, t, size, false, progress));
+                results.addAll(runTogether(n, t, size, false, progress));
             }
         }
         return results;
@@ -279,9 +279,8 @@ public final class KvBench {
     private void warmUp(int size, Progress progress) {
         long n = keysFor(Math.min(keys * 3 / 10, WARM_UP_KEYS), size);
         if (n > 0) {
-            List<KvTarget> jitted = targets.stream().filter(KvTarget::jitted).toList();
-            String note = JitSettle.warmUp(progress, n, k -> runTogether(targets, k, 1, size, true, progress),
-                    k -> runTogether(jitted, k, 1, size, true, progress));
+            LongConsumer pass = k -> runTogether(k, 1, size, true, progress);
+            String note = JitSettle.warmUp(progress, n, pass, pass); // every store: the native ones' bindings are Java too
             jit = jit.isEmpty() ? note : jit + "; at " + sizeLabel(size) + " values, " + note;
         }
     }
@@ -325,18 +324,18 @@ public final class KvBench {
     }
 
     /**
-     * Opens a fresh store of each target of {@code which} and runs each phase on each in turn before the next
+     * Opens a fresh store of every target and runs each phase on every target in turn before the next
      * phase: the runs a ratio compares are then seconds apart, not the length of a whole workload, and a
      * shared host's drift in speed over tens of seconds weighs on both sides alike. A target whose values
      * end below {@code valueBytes} skips them all.
      */
-    private List<Result> runTogether(List<KvTarget> which, long n, int threads, int valueBytes, boolean warmUp, Progress progress) {
+    private List<Result> runTogether(long n, int threads, int valueBytes, boolean warmUp, Progress progress) {
         List<AutoCloseable> open = new ArrayList<>();
         try {
             List<Run> runs = new ArrayList<>();
             // YCSB E inserts up to as many keys again
             long capacity = plan.families().contains(Family.YCSB) ? 2 * n : n;
-            for (KvTarget target : which) {
+            for (KvTarget target : targets) {
                 ScratchFile home = ScratchFile.directory(dir, target.label() + "-");
                 open.add(home);
                 KvStore store = target.open(home.path(), capacity, valueBytes, cacheBytes);

@@ -18,15 +18,6 @@ public enum KvTarget {
         return name().toLowerCase(Locale.ROOT);
     }
 
-    /**
-     * Whether the store's own work is Java code compiled in this JVM (Ferrite, Xodus, MVStore, the
-     * ceiling), which the warm-up repeats on while the JIT is busy ({@link JitSettle#warmUp}); RocksDB's and
-     * LMDB's is native code behind a thin binding.
-     */
-    boolean jitted() {
-        return this != ROCKSDB && this != LMDB;
-    }
-
     /** A fresh store sized for up to {@code keys} keys with values of {@code valueBytes}. */
     KvStore open(Path dir, long keys, int valueBytes, long cacheBytes) {
         return switch (this) {

@@ -58,9 +58,10 @@ public final class MetaBench {
     }
 
     /**
-     * A store to run on, and the name its results carry; {@code jitted} if the store's own work is Java
-     * code compiled in this JVM (Ferrite, the ceiling), which the warm-up repeats on while the JIT is busy
-     * ({@link JitSettle#warmUp}): a kernel file system's warm-up pass is mostly making it on a loop device.
+     * A store to run on, and the name its results carry; {@code jitted} for Ferrite and the ceiling, whose
+     * work is Java code this JVM compiles, and which the warm-up repeats on while the JIT is busy
+     * ({@link JitSettle#warmUp}); not for the kernel file systems, nor Ferrite through FUSE, whose warm-up
+     * pass is mostly making a loop device and a file system or mount on it.
      */
     public record Target(String label, Function<Long, MetaStore> open, boolean jitted) {
     }
