@@ -87,9 +87,18 @@ final class SuperblockFormat {
      * volume formatted without it keeps values of its trees to 960 bytes and stays readable by that code.
      */
     static final long INCOMPAT_WIDE_CELLS = 32;
+    /**
+     * Incompatible log feature: the log may hold inline records (a small checkpoint's payload in its header
+     * block, log record version 3), which code from before them would take for damage at the end of the log
+     * and so drop a committed checkpoint. Kept like {@link #INCOMPAT_LOG_INIT_RECORDS}: set by every mount,
+     * cleared by a clean unmount.
+     */
+    static final long INCOMPAT_LOG_INLINE_RECORDS = 64;
+    /** The log features: what the log of a volume in use or crashed may hold, none once cleanly unmounted. */
+    static final long LOG_INCOMPAT = INCOMPAT_LOG_INIT_RECORDS | INCOMPAT_LOG_INLINE_RECORDS;
     /** Incompatible features this code understands. */
     static final long KNOWN_INCOMPAT = INCOMPAT_EXTENT_TREE | INCOMPAT_TABLES | INCOMPAT_LOG_INIT_RECORDS | INCOMPAT_TABLE_EXTENTS
-            | INCOMPAT_FLOATING_SLOTS | INCOMPAT_WIDE_CELLS;
+            | INCOMPAT_FLOATING_SLOTS | INCOMPAT_WIDE_CELLS | INCOMPAT_LOG_INLINE_RECORDS;
 
     static final long VERSION_OFF = 32, BLOCK_SIZE = 36, DEVICE_BLOCKS = 40, UUID_OFF = 48, LOG_START = 64,
             LOG_BLOCKS = 72, AG_COUNT = 76, AG_BLOCKS = 80, INODE_SIZE = 84, DATA_START = 88, COMPAT = 96,

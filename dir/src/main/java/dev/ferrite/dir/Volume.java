@@ -214,7 +214,7 @@ public final class Volume implements AutoCloseable {
             MountReport report = new MountReport(usedMirror[0], sb.clean(), replayed, !sb.clean(), List.copyOf(notes));
             Volume v = new Volume(device, sb, journal, cache, groups, counters, report, options);
             v.writeSuperblock(sb.withState(false, sb.freeBlocks(), sb.freeInodes(), sb.inodes(), sb.mounts() + 1)
-                    .withIncompat(sb.incompat() | SuperblockFormat.INCOMPAT_LOG_INIT_RECORDS));
+                    .withIncompat(sb.incompat() | SuperblockFormat.LOG_INCOMPAT));
             v.namespace.recoverOrphans();
             v.tables.recover();
             return v;
@@ -358,10 +358,10 @@ public final class Volume implements AutoCloseable {
     /**
      * Writes both copies, the primary flushed before the mirror is written: a crash damages at most one.
      * Incompatible features set meanwhile stay set ({@code f} may have been read before), but for the log
-     * feature, which only the mount sets and the clean unmount clears.
+     * features, which only the mount sets and the clean unmount clears.
      */
     private synchronized void writeSuperblock(SuperblockFormat.Fields f) {
-        long sticky = superblock == null ? 0 : superblock.incompat() & ~SuperblockFormat.INCOMPAT_LOG_INIT_RECORDS;
+        long sticky = superblock == null ? 0 : superblock.incompat() & ~SuperblockFormat.LOG_INCOMPAT;
         if ((sticky & ~f.incompat()) != 0) {
             f = f.withIncompat(f.incompat() | sticky);
         }
@@ -831,7 +831,7 @@ public final class Volume implements AutoCloseable {
                     f = superblock;
                 }
                 writeSuperblock(f.withState(true, counters.freeBlocks.sum(), counters.freeInodes.sum(), counters.inodes.sum(),
-                        f.mounts()).withIncompat(f.incompat() & ~SuperblockFormat.INCOMPAT_LOG_INIT_RECORDS));
+                        f.mounts()).withIncompat(f.incompat() & ~SuperblockFormat.LOG_INCOMPAT));
             }
             if (lost != null) {
                 throw lost;

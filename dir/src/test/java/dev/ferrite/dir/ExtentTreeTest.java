@@ -251,7 +251,7 @@ class ExtentTreeTest extends FileTestBase {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment b = a.allocate(BS, BlockDevice.BUFFER_ALIGNMENT);
             dev.read(SuperblockFormat.PRIMARY, b);
-            return SuperblockFormat.read(b).incompat() & ~(SuperblockFormat.INCOMPAT_LOG_INIT_RECORDS | Volume.FORMAT_FEATURES);
+            return SuperblockFormat.read(b).incompat() & ~(SuperblockFormat.LOG_INCOMPAT | Volume.FORMAT_FEATURES);
         }
     }
 

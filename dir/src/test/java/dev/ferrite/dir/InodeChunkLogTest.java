@@ -193,21 +193,20 @@ class InodeChunkLogTest {
     }
 
     /**
-     * While mounted, and after a crash, the superblock carries the log feature that makes code without
-     * initialisation records (which knows incompatible features 1 and 2 only) refuse the volume; a clean
-     * unmount clears it.
+     * While mounted, and after a crash, the superblock carries the log features that make code without
+     * initialisation records or inline records refuse the volume; a clean unmount clears them.
      */
     @Test
     void aVolumeWhoseLogMayHoldRecordsIsMarkedUntilCleanlyUnmounted() {
         try (MemoryDevice dev = VolumeFixtures.formatted()) {
             assertEquals(0, incompat(dev), "formatted and unmounted cleanly");
             try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS)) {
-                assertEquals(SuperblockFormat.INCOMPAT_LOG_INIT_RECORDS, incompat(dev), "set by the mount");
+                assertEquals(SuperblockFormat.LOG_INCOMPAT, incompat(dev), "set by the mount");
                 v.namespace().create("/f", 0644, true);
                 v.quiesce();
-                assertEquals(SuperblockFormat.INCOMPAT_LOG_INIT_RECORDS, incompat(dev), "kept while mounted");
+                assertEquals(SuperblockFormat.LOG_INCOMPAT, incompat(dev), "kept while mounted");
                 try (MemoryDevice crashed = dev.copy("crashed")) {
-                    assertEquals(SuperblockFormat.INCOMPAT_LOG_INIT_RECORDS, incompat(crashed), "kept by a crash");
+                    assertEquals(SuperblockFormat.LOG_INCOMPAT, incompat(crashed), "kept by a crash");
                     try (Volume after = Volume.open(crashed, VolumeFixtures.OPTIONS)) {
                         assertTrue(after.namespace().lstat("/f").isRegularFile());
                     }

@@ -75,7 +75,7 @@ class TableExtentTest {
 
     /** The incompatible features in the primary superblock on {@code dev}, but the log's and the B-tree's. */
     private static long incompat(BlockDevice dev) {
-        return VolumeFixtures.incompat(dev) & ~(SuperblockFormat.INCOMPAT_LOG_INIT_RECORDS | Volume.FORMAT_FEATURES);
+        return VolumeFixtures.incompat(dev) & ~(SuperblockFormat.LOG_INCOMPAT | Volume.FORMAT_FEATURES);
     }
 
     @Test

@@ -14,21 +14,25 @@ import static dev.ferrite.io.internal.OnDisk.U64;
 
 /**
  * A log record: one header block followed by payload blocks, written contiguously (wrapping from the end
- * of the log's circular area to its start if it must). A checkpoint is one or more records with
+ * of the log's circular area to its start if it must), or, {@link #FLAG_INLINE}, a header block alone whose
+ * sectors after the first hold the payload: a small checkpoint (a forced commit of a few items) is one block
+ * written, as a database's own 4 KiB log write would be, not two. A checkpoint is one or more records with
  * consecutive indices; the first carries {@link #FLAG_START}, the last {@link #FLAG_COMMIT} and a commit
  * op, and only a checkpoint whose every record is present and valid is ever replayed.
  *
  * <pre>
  * header block (little-endian)
- *   0  u32 cycle stamp         4  u32 magic 'FLOG'     8  u16 version     10 u16 flags (START, COMMIT)
+ *   0  u32 cycle stamp         4  u32 magic 'FLOG'     8  u16 version     10 u16 flags (START, COMMIT, INLINE)
  *  12  u32 crc32c over header + payload, stamps restored, this field zero
  *  16  u64 LSN (cycle, block) of this record            24  u64 tail LSN when it was written
  *  32  u64 log id              40  u64 checkpoint sequence
  *  48  u32 epoch               52  u32 record index within the checkpoint
- *  56  u32 payload blocks      60  u32 payload bytes used by ops     64  u32 op count
+ *  56  u32 payload blocks (0 if INLINE)                 60  u32 payload bytes used by ops     64  u32 op count
  *  68..127 zero
  * 128  stamp table: one u32 per payload sector, the word its cycle stamp replaced; the table skips the
  *      words at 512-byte boundaries, which are the header block's own cycle stamps
+ *      INLINE (version 3): the payload starts at byte 512 of the header block, whose sectors after the
+ *      first are its payload sectors; the stamp table (at most 7 words here) stays in the first sector
  *
  * every 512-byte sector of the record (header and payload) begins with the record's cycle, so a write
  * torn at any sector boundary shows as a sector carrying an older cycle.
@@ -45,11 +49,14 @@ import static dev.ferrite.io.internal.OnDisk.U64;
  */
 public final class LogRecordFormat {
     static final int MAGIC = 0x474F4C46; // "FLOG" as little-endian bytes
-    static final short VERSION = 2;
+    static final short VERSION = 3;
+    /** First record version that may carry {@link #FLAG_INLINE}. */
+    static final short INLINE_VERSION = 3;
     /** Oldest record version recovery still reads. */
     static final short MIN_VERSION = 1;
     static final short FLAG_START = 1;
     static final short FLAG_COMMIT = 2;
+    static final short FLAG_INLINE = 4;
     static final int SECTOR = 512;
     static final int HEADER_FIXED = 128;
     static final int COMMIT_TYPE = 0xFFFF;
@@ -76,6 +83,16 @@ public final class LogRecordFormat {
     /** Most payload blocks per record. */
     static int maxPayloadBlocks(int blockSize) {
         return maxPayloadSectors(blockSize) / (blockSize / SECTOR);
+    }
+
+    /** Most payload bytes an {@link #FLAG_INLINE} record holds: its header block after the first sector. */
+    static int maxInlineBytes(int blockSize) {
+        return blockSize - SECTOR;
+    }
+
+    /** Offset in a record of its payload: after the header's first sector if inline, else after the header block. */
+    static long payloadOffset(MemorySegment h, int blockSize) {
+        return (flags(h) & FLAG_INLINE) != 0 ? SECTOR : blockSize;
     }
 
     /** Offset in the header of stamp-table entry {@code k}, skipping the words at 512-byte boundaries. */
@@ -190,7 +207,7 @@ public final class LogRecordFormat {
     /** Saves the first word of every payload sector into the header's stamp table. */
     private static void saveStamps(MemorySegment rec, int blockSize) {
         int sectors = (int) (rec.byteSize() / SECTOR);
-        int headerSectors = blockSize / SECTOR;
+        int headerSectors = (int) (payloadOffset(rec, blockSize) / SECTOR);
         for (int s = headerSectors; s < sectors; s++) {
             rec.set(U32, stampTableOffset(s - headerSectors), rec.get(U32, (long) s * SECTOR));
         }
@@ -218,7 +235,7 @@ public final class LogRecordFormat {
             }
         }
         MemorySegment header = rec.asSlice(0, blockSize);
-        int headerSectors = blockSize / SECTOR;
+        int headerSectors = (int) (payloadOffset(header, blockSize) / SECTOR);
         for (int s = headerSectors; s < sectors; s++) {
             rec.set(U32, (long) s * SECTOR, header.get(U32, stampTableOffset(s - headerSectors)));
         }
@@ -264,8 +281,9 @@ public final class LogRecordFormat {
                 new long[] {LSN_OFF, 8}, new long[] {TAIL_OFF, 8}, new long[] {LOG_ID_OFF, 8}, new long[] {SEQ_OFF, 8},
                 new long[] {EPOCH_OFF, 4}, new long[] {INDEX_OFF, 4}, new long[] {PAYLOAD_BLOCKS_OFF, 4},
                 new long[] {PAYLOAD_BYTES_OFF, 4}, new long[] {OP_COUNT_OFF, 4}));
-        long end = Math.min(rec.byteSize(), blockSize + Integer.toUnsignedLong(payloadBytes(rec)));
-        for (long op = blockSize; op + OP_HEADER <= end; ) {
+        long payload = payloadOffset(rec, blockSize);
+        long end = Math.min(rec.byteSize(), payload + Integer.toUnsignedLong(payloadBytes(rec)));
+        for (long op = payload; op + OP_HEADER <= end; ) {
             fields.addAll(List.of(new long[] {op + OP_TYPE, 2}, new long[] {op + OP_RANGES, 1}, new long[] {op + OP_FLAGS, 1},
                     new long[] {op + OP_LENGTH, 4}, new long[] {op + OP_HOME, 8}));
             int ranges = opType(rec, op) == COMMIT_TYPE ? 0 : opRangeCount(rec, op);

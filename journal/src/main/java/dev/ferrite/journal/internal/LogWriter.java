@@ -562,17 +562,22 @@ final class LogWriter implements AutoCloseable {
         }
 
         void close(boolean commit) {
-            int payloadBlocks = (int) ((payloadUsed + blockSize - 1) / blockSize);
             long payloadStart = recordStart + blockSize;
-            long padStart = payloadStart + payloadUsed;
+            // A payload that fits moves into the header block (it was formatted after it, where any payload
+            // may grow): the record is then one block, the write of a small forced commit half as long.
+            boolean inline = payloadUsed <= LogRecordFormat.maxInlineBytes(blockSize);
+            int payloadBlocks = inline ? 0 : (int) ((payloadUsed + blockSize - 1) / blockSize);
             long end = payloadStart + (long) payloadBlocks * blockSize;
-            if (padStart < end) {
-                out.asSlice(padStart, end - padStart).fill((byte) 0);
-            }
-            short flags = (short) ((index == 0 ? LogRecordFormat.FLAG_START : 0) | (commit ? LogRecordFormat.FLAG_COMMIT : 0));
+            short flags = (short) ((index == 0 ? LogRecordFormat.FLAG_START : 0) | (commit ? LogRecordFormat.FLAG_COMMIT : 0)
+                    | (inline ? LogRecordFormat.FLAG_INLINE : 0));
             MemorySegment record = out.asSlice(recordStart, end - recordStart);
             LogRecordFormat.writeHeader(record.asSlice(0, blockSize), cycle, flags, Lsn.of(cycle, block), tailLsn, logId,
-                    seq, epoch, index, payloadBlocks, (int) payloadUsed, ops);
+                    seq, epoch, index, payloadBlocks, (int) payloadUsed, ops); // zero-fills the header block
+            if (inline) {
+                MemorySegment.copy(out, payloadStart, out, recordStart + LogRecordFormat.SECTOR, payloadUsed);
+            } else if (payloadStart + payloadUsed < end) {
+                out.asSlice(payloadStart + payloadUsed, end - payloadStart - payloadUsed).fill((byte) 0);
+            }
             if (checksummed == payloadStart) { // small: one pass over the whole record, still in the cache
                 LogRecordFormat.seal(record, blockSize, cycle);
             } else {

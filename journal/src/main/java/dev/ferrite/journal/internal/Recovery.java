@@ -89,7 +89,7 @@ final class Recovery {
                 checkpointLsn = lsn;
             }
             MemorySegment payload = checkpointArena.allocate(payloadBytes, 8);
-            MemorySegment.copy(recordBuf, blockSize, payload, 0, payloadBytes);
+            MemorySegment.copy(recordBuf, LogRecordFormat.payloadOffset(header, blockSize), payload, 0, payloadBytes);
             pending.add(payload);
             block += 1 + payloadBlocks;
             walked += 1 + payloadBlocks;
@@ -169,12 +169,20 @@ final class Recovery {
         MemorySegment header = recordBuf.asSlice(0, blockSize);
         int payloadBlocks = LogRecordFormat.payloadBlocks(header);
         int payloadBytes = LogRecordFormat.payloadBytes(header);
-        if (payloadBlocks < 1 || payloadBlocks > LogRecordFormat.maxPayloadBlocks(blockSize)
+        if ((LogRecordFormat.flags(header) & LogRecordFormat.FLAG_INLINE) != 0) {
+            if (LogRecordFormat.version(header) < LogRecordFormat.INLINE_VERSION || payloadBlocks != 0
+                    || payloadBytes < 1 || payloadBytes > LogRecordFormat.maxInlineBytes(blockSize)) {
+                return "inline record (version " + LogRecordFormat.version(header) + ") claims " + payloadBlocks
+                        + " payload blocks holding " + payloadBytes + " bytes";
+            }
+        } else if (payloadBlocks < 1 || payloadBlocks > LogRecordFormat.maxPayloadBlocks(blockSize)
                 || payloadBytes < 1 || payloadBytes > (long) payloadBlocks * blockSize) {
             return "header claims " + payloadBlocks + " payload blocks holding " + payloadBytes + " bytes";
         }
         MemorySegment record = recordBuf.asSlice(0, (long) (1 + payloadBlocks) * blockSize);
-        readArea((block + 1) % areaBlocks, record.asSlice(blockSize));
+        if (payloadBlocks > 0) {
+            readArea((block + 1) % areaBlocks, record.asSlice(blockSize));
+        }
         int damage = LogRecordFormat.unseal(record, blockSize, Lsn.cycle(lsn));
         if (damage >= 0) {
             return damage < record.byteSize() / LogRecordFormat.SECTOR

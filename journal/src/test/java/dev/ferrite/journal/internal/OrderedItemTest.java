@@ -159,7 +159,7 @@ class OrderedItemTest {
                 } finally {
                     it.lock.unlock();
                 }
-                assertEquals(2L * BS, j.stats().checkpointBytes() - before, "a header and one payload block: " + j.stats());
+                assertEquals(BS, j.stats().checkpointBytes() - before, "one inline record: " + j.stats());
             }
             MemorySegment home = arena.allocate(BS, BlockDevice.BUFFER_ALIGNMENT);
             dev.read(300, home);
