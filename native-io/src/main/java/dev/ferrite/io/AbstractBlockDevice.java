@@ -5,18 +5,22 @@ import dev.ferrite.io.sys.Posix;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.Supplier;
 
 /**
  * Argument checking, read-only and closed-state enforcement, and the in-flight guard shared by every
  * device, so each implementation only moves bytes.
  *
- * <p>The guard is one atomic word: bit 63 says "closed", the low bits count calls in progress. A call
- * increments the count unless the closed bit is set; {@link #close()} sets the bit and waits for the
- * count to drain before releasing the file descriptor or memory, so no transfer ever touches a
- * descriptor number that the process has already reused.
+ * <p>The guard is one atomic word: bit 63 says "closed", bit 62 "paused", the low bits count calls in
+ * progress. A call increments the count unless the closed bit is set, waiting while the paused bit is;
+ * {@link #close()} sets the closed bit and waits for the count to drain before releasing the file
+ * descriptor or memory, so no transfer ever touches a descriptor number that the process has already
+ * reused; {@link #alone} sets the paused bit and waits likewise, so that what it reads is one point in time.
  */
 abstract class AbstractBlockDevice implements BlockDevice {
     private static final long CLOSED = Long.MIN_VALUE;
+    private static final long PAUSED = 1L << 62;
+    private static final long CALLS = PAUSED - 1;
 
     private final String name;
     private final int blockSize;
@@ -147,15 +151,19 @@ abstract class AbstractBlockDevice implements BlockDevice {
                 return;
             }
         } while (!guard.compareAndSet(s, s | CLOSED));
-        int spins = 0;
-        while (guard.get() != CLOSED) {
-            if (++spins < 100) {
-                Thread.onSpinWait();
-            } else {
-                LockSupport.parkNanos(50_000);
-            }
+        for (int spins = 0; guard.get() != CLOSED; ) {
+            spins = backOff(spins);
         }
         doClose();
+    }
+
+    private static int backOff(int spins) {
+        if (spins < 100) {
+            Thread.onSpinWait();
+        } else {
+            LockSupport.parkNanos(50_000);
+        }
+        return spins + 1;
     }
 
     /**
@@ -191,15 +199,51 @@ abstract class AbstractBlockDevice implements BlockDevice {
         return new DeviceException(name, op, offset, errno, detail);
     }
 
-    /** Marks a call in progress (fails with EBADF once closed); pair with {@link #exit()}. */
+    /**
+     * Marks a call in progress (fails with EBADF once closed), after any {@link #alone} under way; pair with
+     * {@link #exit()}.
+     */
     final void enter(String op, long block) {
-        long s;
-        do {
-            s = guard.get();
+        for (int spins = 0; ; ) {
+            long s = guard.get();
             if ((s & CLOSED) != 0) {
                 throw failure(op, block < 0 ? -1 : block << blockShift, Errno.EBADF, "device is closed");
             }
-        } while (!guard.compareAndSet(s, s + 1));
+            if ((s & PAUSED) != 0) {
+                spins = backOff(spins);
+            } else if (guard.compareAndSet(s, s + 1)) {
+                return;
+            }
+        }
+    }
+
+    /**
+     * Runs {@code action} once every call in progress has returned, with none starting until it is done
+     * (they wait): it sees the device at one point in time, every write that returned in it and none
+     * begun after, as a crash at that point would leave a device that keeps what it acknowledged.
+     *
+     * @throws DeviceException EBADF once the device is closed
+     */
+    final <T> T alone(String op, Supplier<T> action) {
+        for (int spins = 0; ; ) {
+            long s = guard.get();
+            if ((s & CLOSED) != 0) {
+                throw failure(op, -1, Errno.EBADF, "device is closed");
+            }
+            if ((s & PAUSED) != 0) {
+                spins = backOff(spins);
+            } else if (guard.compareAndSet(s, s | PAUSED)) {
+                break;
+            }
+        }
+        try {
+            for (int spins = 0; (guard.get() & CALLS) != 0; ) {
+                spins = backOff(spins);
+            }
+            return action.get();
+        } finally {
+            guard.getAndAdd(-PAUSED);
+        }
     }
 
     final void exit() {

@@ -49,19 +49,22 @@ public final class MemoryDevice extends AbstractBlockDevice {
     }
 
     /**
-     * A new independent device holding a copy of this one's current contents. Writes running meanwhile
-     * may be copied in part: take copies of a quiet device.
+     * A new independent device holding a copy of this one's current contents: an image of one point in
+     * time, as a crash there would leave it (every write that returned before it, none begun after; calls
+     * made meanwhile wait for the copy), so a live device may be copied.
      *
      * @throws DeviceException EBADF once this device is closed
      */
     public MemoryDevice copy(String name) {
-        enter("copy", -1);
+        MemoryDevice copy = create(name, blockCount(), blockSize());
         try {
-            MemoryDevice copy = create(name, blockCount(), blockSize());
-            MemorySegment.copy(memory, 0, copy.memory, 0, memory.byteSize());
-            return copy;
-        } finally {
-            exit();
+            return alone("copy", () -> {
+                MemorySegment.copy(memory, 0, copy.memory, 0, memory.byteSize());
+                return copy;
+            });
+        } catch (RuntimeException e) {
+            copy.close();
+            throw e;
         }
     }
 

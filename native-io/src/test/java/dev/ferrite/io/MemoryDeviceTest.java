@@ -4,7 +4,10 @@ import dev.ferrite.io.testkit.BlockDeviceContract;
 
 import dev.ferrite.io.testkit.Blocks;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 import org.junit.jupiter.api.Test;
 
@@ -51,6 +54,42 @@ class MemoryDeviceTest extends BlockDeviceContract {
             device.read(3, two);
             assertHolds(two.asSlice(0, BLOCK), 3, BLOCK, 2);
             assertHolds(two.asSlice(BLOCK), 4, BLOCK, 1);
+        }
+    }
+
+    /**
+     * A writer stores n in the last block, then n in the first, over and over: every copy taken meanwhile
+     * must show the first block no newer than the last (a copy made while the writes run used to read the
+     * first block early and the last block late, an image no crash can leave).
+     */
+    @Test
+    void aCopyOfADeviceBeingWrittenIsOnePointInTime() throws Exception {
+        try (Arena shared = Arena.ofShared(); MemoryDevice big = MemoryDevice.create("ram-live", 8192, BLOCK)) {
+            MemorySegment out = shared.allocate(BLOCK, BlockDevice.BUFFER_ALIGNMENT);
+            AtomicBoolean stop = new AtomicBoolean();
+            Thread writer = Thread.ofPlatform().start(() -> {
+                for (long n = 1; !stop.get(); n++) {
+                    out.set(ValueLayout.JAVA_LONG, 0, n);
+                    big.write(big.blockCount() - 1, out);
+                    big.write(0, out);
+                }
+            });
+            try {
+                MemorySegment in = shared.allocate(BLOCK, BlockDevice.BUFFER_ALIGNMENT);
+                for (int c = 0; c < 100; c++) {
+                    try (MemoryDevice copy = big.copy("ram-live-copy")) {
+                        copy.read(0, in);
+                        long first = in.get(ValueLayout.JAVA_LONG, 0);
+                        copy.read(copy.blockCount() - 1, in);
+                        long last = in.get(ValueLayout.JAVA_LONG, 0);
+                        assertTrue(first == last || first == last - 1,
+                                "copy " + c + ": first block holds " + first + ", last " + last);
+                    }
+                }
+            } finally {
+                stop.set(true);
+                writer.join();
+            }
         }
     }
 
