@@ -23,6 +23,9 @@ import dev.ferrite.journal.ReservationExceededException;
  */
 // Public for perf's JMH benches (dev.ferrite.perf.jmh); journal-internal, for a qualified export, not application API.
 public final class LogSpace {
+    /** One cycle in a grant word. */
+    private static final long CYCLE = 1L << 32;
+
     final long logBytes;
     final GrantHead reserveHead;
     public final GrantHead writeHead;
@@ -44,26 +47,34 @@ public final class LogSpace {
         this.writeHead = new GrantHead("write", logBytes, start, tail::get);
     }
 
-    /** Grant word (cycle high, bytes low) plus {@code n} bytes, carrying into the cycle. */
+    /*
+     * add and sub carry without a branch: a branch the heads never took while the JIT profiled them (the
+     * log's first wrap, well into a run) would trap and send every compiled caller they are inlined into
+     * (the commit paths) back to the interpreter and the compiler, a stall in the middle of a measured run.
+     */
+
+    /** Grant word (cycle high, bytes low) plus {@code n >= 0} bytes, carrying into the cycle. */
     static long add(long word, long n, long logBytes) {
-        long bytes = (word & 0xFFFF_FFFFL) + n;
-        long cycle = word >>> 32;
-        while (bytes >= logBytes) {
-            bytes -= logBytes;
-            cycle++;
+        if (n > logBytes) { // never a head's step: no grant or release exceeds the log
+            return addCycles(word, n, logBytes);
         }
-        return (cycle << 32) | bytes;
+        long bytes = (word & 0xFFFF_FFFFL) + n; // below 2 * logBytes
+        long carry = ~((bytes - logBytes) >> 63); // all ones if bytes >= logBytes
+        return word + n + (carry & (CYCLE - logBytes));
     }
 
-    /** Grant word minus {@code n} bytes, borrowing from the cycle. */
+    /** Grant word minus {@code n >= 0} bytes, borrowing from the cycle. */
     static long sub(long word, long n, long logBytes) {
-        long bytes = (word & 0xFFFF_FFFFL) - n;
-        long cycle = word >>> 32;
-        while (bytes < 0) {
-            bytes += logBytes;
-            cycle--;
+        if (n > logBytes) {
+            return addCycles(word, -n, logBytes);
         }
-        return (cycle << 32) | bytes;
+        long borrow = ((word & 0xFFFF_FFFFL) - n) >> 63; // all ones if the bytes go negative
+        return word - n + (borrow & (logBytes - CYCLE));
+    }
+
+    private static long addCycles(long word, long n, long logBytes) {
+        long bytes = (word & 0xFFFF_FFFFL) + n;
+        return ((word >>> 32) + Math.floorDiv(bytes, logBytes)) << 32 | Math.floorMod(bytes, logBytes);
     }
 
     /** Bytes from {@code head} forward to {@code tail}: the log size minus what lies between them. */

@@ -33,6 +33,31 @@ class LogSpaceTest {
         assertEquals(START, LogSpace.sub(w, 1500, 1000));
         assertEquals(1500, LogSpace.used(w, START, 1000));
         assertEquals(-500, LogSpace.distanceFree(w, START, 1000));
+        assertEquals((3L << 32) | 200, LogSpace.add(START, 2200, 1000), "two cycles at once");
+        assertEquals(START | 999, LogSpace.sub((2L << 32) | 999, 1000, 1000), "a whole cycle back");
+    }
+
+    /** Against the plain definition (cycle * logBytes + bytes), every step from 0 to the log's size at every offset of a small log. */
+    @Test
+    void carryAndBorrowMatchTheirDefinition() {
+        long logBytes = 97;
+        for (long cycle = 1; cycle < 4; cycle++) {
+            for (long b = 0; b < logBytes; b++) {
+                long word = cycle << 32 | b;
+                long at = cycle * logBytes + b;
+                for (long n = 0; n <= 3 * logBytes; n++) {
+                    long up = LogSpace.add(word, n, logBytes);
+                    assertEquals(at + n, (up >>> 32) * logBytes + (up & 0xFFFF_FFFFL), "add " + n + " at " + cycle + "/" + b);
+                    assertTrue((up & 0xFFFF_FFFFL) < logBytes);
+                    if (n > at) {
+                        continue; // no cycle before 0
+                    }
+                    long down = LogSpace.sub(word, n, logBytes);
+                    assertEquals(at - n, (down >>> 32) * logBytes + (down & 0xFFFF_FFFFL), "sub " + n + " at " + cycle + "/" + b);
+                    assertTrue((down & 0xFFFF_FFFFL) < logBytes);
+                }
+            }
+        }
     }
 
     @Test
