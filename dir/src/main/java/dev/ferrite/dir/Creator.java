@@ -30,7 +30,8 @@ import static dev.ferrite.dir.InodeRecords.nowNanos;
  *
  * <p>A file or an inline symlink made in a tree directory does not take the parent's inode lock
  * ({@link #sharedCreate}): it enters the directory beside the other such creates
- * ({@link DirContents#enter}, with a claim on the tree's block reserve), which whatever else changes the
+ * ({@link DirContents#enter}, with a claim on the tree's block reserve only if its insert splits a
+ * leaf), which whatever else changes the
  * directory keeps out ({@link Inode#lockExclusive}), and holds its name's stripe, so that two creates of
  * one name are ordered.
  * Its transaction takes a group's AGI (the parent's, or when a create holds that, another's), the new
@@ -249,7 +250,7 @@ final class Creator {
             if (tree == null) {
                 return null;
             }
-            int claim = dirs.enter(d, splitting ? tree.height() + 2 : 1, false);
+            int claim = dirs.enter(d, splitting ? tree.height() + 2 : 0, false);
             if (claim < 0) {
                 return null;
             }

@@ -491,7 +491,11 @@ final class DirContents {
      * change of a tree does; a reserve that needs a refill
      * or a spill gets it first ({@link #prepare}), which keeps the writers out meanwhile
      * ({@link Inode#lockExclusive}), as does any holder of that, except a directory's refill and spill,
-     * which run beside them (a spill holds entries only while it chooses its blocks, {@link Inode#HELD}). Returns the claim as
+     * which run beside them (a spill holds entries only while it chooses its blocks, {@link Inode#HELD}).
+     * A claim of no block (a change that neither takes nor gives one) waits for no room: it is counted
+     * only as there ({@link Inode#PRESENT}). Claimed as one block, it was held against the 12–20 usable
+     * blocks or free places the reserve has, and with 16 threads creating or unlinking in one directory
+     * those beyond spun and yielded in here (issue 21). Returns the claim as
      * {@link Inode#writers} counts it, for {@link Inode#leave}; or -1, entering nothing, if {@code i}'s record holds no tree.
      */
     int enter(Inode i, int claim, boolean removal) {
@@ -525,7 +529,7 @@ final class DirContents {
                 prepare(i, removal ? REMOVAL : 0);
                 continue;
             }
-            if (inside != 0 && inside + claim > limit) {
+            if (claim > 0 && inside != 0 && inside + claim > limit) {
                 if (spills.of(i) != null) {
                     i.lock(); // a spill beside the writers makes room when it commits: wait for it
                     i.unlock();
@@ -534,7 +538,7 @@ final class DirContents {
                 }
                 continue;
             }
-            int claimed = removal ? claim * (int) Inode.GIVE : claim;
+            int claimed = claim == 0 ? (int) Inode.PRESENT : removal ? claim * (int) Inode.GIVE : claim;
             if (i.tryEnter(seen, claimed)) {
                 return claimed;
             }

@@ -77,10 +77,12 @@ final class Inode extends AbstractQueuedSynchronizer {
 
     /**
      * Bits of {@link #writers}: the blocks claimed to take ({@link #TAKES}) and to give back ({@link #GIVES},
-     * counted in units of {@link #GIVE}), the exclusive and held flags, and a count of changes above.
+     * counted in units of {@link #GIVE}), the exclusive and held flags, the writers inside that claimed no
+     * block ({@link #PRESENCES}, in units of {@link #PRESENT}), and a count of changes above.
      */
-    static final long TAKES = (1L << 10) - 1, GIVE = 1L << 10, GIVES = TAKES * GIVE, CLAIMS = TAKES | GIVES,
-            EXCLUSIVE = 1L << 20, HELD = 1L << 21, CHANGE = 1L << 22;
+    static final long TAKES = (1L << 10) - 1, GIVE = 1L << 10, GIVES = TAKES * GIVE,
+            EXCLUSIVE = 1L << 20, HELD = 1L << 21, PRESENT = 1L << 22, PRESENCES = TAKES * PRESENT,
+            CLAIMS = TAKES | GIVES | PRESENCES, CHANGE = 1L << 32;
     /**
      * A table's single writers inside their apply ({@code Tables#single}): the sums of the tree-reserve
      * blocks they claimed, apart for those that take blocks (splits: {@link #TAKES}, held against the
@@ -88,7 +90,9 @@ final class Inode extends AbstractQueuedSynchronizer {
      * held against its free capacity), so that neither kind waits for room the other claimed
      * ({@link #CLAIMS}: any), {@link #EXCLUSIVE} while a holder of
      * {@link #lockExclusive} keeps them out, {@link #HELD} for the moment a directory's spill beside them
-     * chooses its blocks ({@link #holdEntries}), and a count of changes above, so that a CAS from a word
+     * chooses its blocks ({@link #holdEntries}), the writers inside whose change neither takes nor gives a
+     * block ({@link #PRESENCES}: a create into a leaf with room, an unlink that merges nothing; counted
+     * so that an exclusive holder waits for them, held against no room), and a count of changes above, so that a CAS from a word
      * read before the reserve was looked at fails if any writer entered or left meanwhile (no ABA).
      */
     @SuppressWarnings("unused") // through WRITERS

@@ -1081,11 +1081,11 @@ public final class Namespace {
      * {@code d} with a removal claim (a delete only gives blocks back to the reserve), holds the name's
      * stripe, and in its transaction takes the child's group's AGI if the last link goes, the child's
      * record block if it lies below the parent's, the tree's nodes, then the parent's record block (and
-     * the child's) last. It first claims one block, as a delete whose leaf loses the entry in place frees
+     * the child's) last. It first claims no block, as a delete whose leaf loses the entry in place frees
      * none ({@link BTree#deleteUnlessMerging}); only a delete that would merge leaves and comes again
      * claiming what a merge at every level may free. A claim of the tree's height and two for every unlink
-     * let only 2–4 unlinks in at once beside a reserve of 20–28 of its 40 blocks, and the others waited
-     * (issue 21). False, with nothing changed, if the exclusive path must do it: {@code d} is inline,
+     * let only 2–4 unlinks in at once beside a reserve of 20–28 of its 40 blocks, and the others waited;
+     * a claim of one block, 12–20 (issue 21). False, with nothing changed, if the exclusive path must do it: {@code d} is inline,
      * the entry names a directory (EISDIR is the exclusive path's), the child's lock is held, or the log has
      * no space now. Nothing here waits for an inode lock or log space while {@code d} is entered: writers
      * that reserved theirs wait in {@link Inode#lockExclusive} for it to leave. An orphan is freed, and a
@@ -1098,7 +1098,7 @@ public final class Namespace {
             if (tree == null) {
                 return false;
             }
-            int claim = dirs.enter(d, merging ? tree.height() + 2 : 1, true);
+            int claim = dirs.enter(d, merging ? tree.height() + 2 : 0, true);
             if (claim < 0) {
                 return false;
             }

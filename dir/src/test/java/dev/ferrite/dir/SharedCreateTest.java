@@ -631,20 +631,20 @@ class SharedCreateTest {
 
     /**
      * A create whose insert goes into a leaf with room (no split, so no block taken from the reserve) enters
-     * beside the writers inside claiming one usable block: with writers inside that leave only one, it
+     * beside the writers inside claiming no usable block: with writers inside that claimed every one, it
      * finishes while they stay. A create that claimed what splits at every level may take (the tree's
      * height and two) waited for them to leave, and only 3–5 creates fitted at once beside a reserve of
-     * 12–20 usable blocks.
+     * 12–20 usable blocks; one that claimed a block, only 12–20 (issue 21).
      */
     @Test
-    void aCreateThatSplitsNothingNeedsOneUsableBlock() throws Exception {
+    void aCreateThatSplitsNothingClaimsNoUsableBlock() throws Exception {
         try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = withTreeDirectory(dev, 200)) {
             Namespace ns = v.namespace();
             Inode d = v.inodeCache().acquire(ns.lookup("/d"));
             try {
                 ns.dirs.prepare(d, 8);
                 int usable = Math.min(reserve(v, d, true), DirContents.RESERVE_FILL);
-                int claim = ns.dirs.enter(d, usable - 1, false); // alone: it enters
+                int claim = ns.dirs.enter(d, usable, false); // alone: it enters
                 try {
                     assertFinishes(() -> ns.create("/d/new", 0644, true), "the create waited for usable blocks a split would take");
                 } finally {
@@ -661,19 +661,20 @@ class SharedCreateTest {
 
     /**
      * An unlink whose delete takes its entry out of a leaf in place (no merge, so no block given back to the
-     * reserve) enters beside the writers inside claiming one block of the reserve's room: with writers
-     * inside that leave room for only one, it finishes while they stay. An unlink that claimed what merges
-     * at every level may give back (the tree's height and two) waited for them to leave, and only 2–4 such
-     * unlinks fitted at once beside a reserve of 20–28 of its 40 blocks.
+     * reserve) enters beside the writers inside claiming none of the reserve's room: with writers inside
+     * that claimed all of it, it finishes while they stay. An unlink that claimed what merges at every
+     * level may give back (the tree's height and two) waited for them to leave, and only 2–4 such unlinks
+     * fitted at once beside a reserve of 20–28 of its 40 blocks; one that claimed a block, only 12–20
+     * (issue 21).
      */
     @Test
-    void anUnlinkThatMergesNothingNeedsRoomForOneBlock() throws Exception {
+    void anUnlinkThatMergesNothingClaimsNoRoom() throws Exception {
         try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = withTreeDirectory(dev, 200)) {
             Namespace ns = v.namespace();
             Inode d = v.inodeCache().acquire(ns.lookup("/d"));
             try {
                 int room = DirEntryFormat.RESERVE_CAPACITY - reserve(v, d, false);
-                int claim = ns.dirs.enter(d, room - 1, true); // alone: it enters
+                int claim = ns.dirs.enter(d, room, true); // alone: it enters
                 try {
                     assertFinishes(() -> ns.unlink("/d/f7"), "the unlink waited for room for blocks a merge would give back");
                 } finally {

@@ -24,9 +24,10 @@ import org.HdrHistogram.Histogram;
  *       threads stat them;</li>
  *   <li>{@code unlink}: every thread removes the files it created; the phase ends with a sync.</li>
  * </ol>
- * An untimed warm-up (three tenths of the files, at most {@value #WARM_UP_FILES}, one thread) runs on each
- * target first, then again with a tenth of those on fresh stores, then with a quarter on the
- * {@link Target#jitted} ones while the JIT is busy, and the run waits for it to settle ({@link JitSettle#warmUp}). Rates are operations (walk: entries) over the phase's wall time including its sync; latencies are per
+ * An untimed warm-up (three tenths of the files, at most {@value #WARM_UP_FILES}, the first layout and
+ * thread count measured) runs on each target first, then again with a tenth of those on fresh stores in
+ * each other layout and thread count measured, then with a quarter on the {@link Target#jitted} ones in
+ * each in turn while the JIT is busy, and the run waits for it to settle ({@link JitSettle#warmUp}). Rates are operations (walk: entries) over the phase's wall time including its sync; latencies are per
  * operation (walk: per entry, the listing's time spread over its entries). Checks, untimed: the walk
  * sees every file once and nothing else, every stat finds a zero-length file, the directories are
  * empty after the unlinks, and the store's own checker runs after the creates and the unlinks.
@@ -72,6 +73,8 @@ public final class MetaBench {
     private final List<Layout> layouts;
     private final List<String> notes = new ArrayList<>();
     private String jit = "";
+    /** Warm-up passes run so far: which layouts and thread counts the next one runs ({@link #warmUpShapes}). */
+    private int warmUpPasses;
     /** What Ferrite's threads waited on in each measured phase ({@link Contention}). */
     private final List<String> contention = new ArrayList<>();
     /** What each measured phase's slow operations spent their time on, when watched ({@link Stalls}). */
@@ -120,15 +123,44 @@ public final class MetaBench {
         return results;
     }
 
-    /** An untimed run of {@code n} files, one thread, on every target, or only the {@link Target#jitted} ones. */
+    /**
+     * An untimed run of {@code n} files on every target, or only the {@link Target#jitted} ones, in the
+     * layouts and thread counts {@link #warmUpShapes} names for this pass.
+     */
     private void warmUp(long n, boolean jittedOnly, Progress progress) {
-        for (Target target : targets) {
-            if (target.jitted() || !jittedOnly) {
-                try (MetaStore store = target.open().apply(n)) {
-                    new Run(store, target.label(), n, Layout.PRIVATE, 1, true, progress).phases();
+        for (int[] shape : warmUpShapes(warmUpPasses++)) {
+            Layout layout = layouts.get(shape[0]);
+            int t = (int) Math.min(threads.get(shape[1]), n);
+            for (Target target : targets) {
+                if (target.jitted() || !jittedOnly) {
+                    try (MetaStore store = target.open().apply(n)) {
+                        new Run(store, target.label(), n, layout, t, true, progress).phases();
+                    }
                 }
             }
         }
+    }
+
+    /**
+     * The (layout, thread count) index pairs warm-up pass {@code pass} runs: the first measured for the
+     * first pass, every other for the second (all, if there is one), then one at a time in turn. A warm-up
+     * of one thread in private directories alone left the paths 16 threads in one directory take (waits,
+     * retries, the first contended counter) out of the compiled code: the first measured phase of that
+     * shape threw the compiled creates and unlinks out and compiled them again, and C2 took a third of
+     * the JVM's CPU in it, against a fifth in the one-thread phase (issue 21).
+     */
+    private List<int[]> warmUpShapes(int pass) {
+        List<int[]> all = new ArrayList<>();
+        for (int l = 0; l < layouts.size(); l++) {
+            for (int t = 0; t < threads.size(); t++) {
+                all.add(new int[] {l, t});
+            }
+        }
+        return switch (pass) {
+            case 0 -> all.subList(0, 1);
+            case 1 -> all.size() == 1 ? all : all.subList(1, all.size());
+            default -> List.of(all.get((pass - 2) % all.size()));
+        };
     }
 
     /** What the wait for the JIT after the warm-up saw ({@link JitSettle}), or empty. */
