@@ -40,8 +40,9 @@ import static dev.ferrite.dir.InodeFormat.S_IFREG;
  * pages, exclusive by truncate, fallocate, append (which so owns the end of the file while it writes
  * there), a trim and by freeing an orphan, so that no read or write uses a mapping whose blocks are being
  * freed or unwritten. A direct write over a file with cached pages also takes their
- * {@link FilePages#writeBack} lock, so that a write-back's older copy never lands over it. Concurrent writes to disjoint ranges run their device I/O in parallel; a shared
- * hold is one CAS each way and nothing per thread, and not reentrant: no call here takes it again. An
+ * {@link FilePages#writeBack} lock, so that a write-back's older copy never lands over it. Concurrent
+ * writes to disjoint ranges run their device I/O in parallel; a shared hold is one CAS each way and
+ * nothing per thread, and not reentrant: no call here takes it again. An
  * operation on a handle checks again that the handle is open once it holds the I/O lock
  * ({@link #lockIo}), so that a last close racing it cannot free the inode under it.
  */

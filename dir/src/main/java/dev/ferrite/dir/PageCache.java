@@ -433,14 +433,12 @@ final class PageCache implements AutoCloseable {
 
     /**
      * Marks dirty {@code f} of {@code p} clean after a write-back wrote the copy it took, unless the page
-     * was written since (the caller holds {@code p}'s lock); whether it did.
+     * was written since (the caller holds {@code p}'s lock).
      */
-    boolean cleanedIfUnchanged(FilePages p, int f) {
-        if (redirtied[f] || !dirty[f]) {
-            return false;
+    void cleanedIfUnchanged(FilePages p, int f) {
+        if (!redirtied[f] && dirty[f]) {
+            cleaned(p, f);
         }
-        cleaned(p, f);
-        return true;
     }
 
     /** Marks dirty {@code f} of {@code p} clean (the caller holds {@code p}'s lock). */
