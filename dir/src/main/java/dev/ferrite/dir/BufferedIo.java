@@ -29,9 +29,16 @@ import java.util.concurrent.atomic.AtomicInteger;
  *
  * <h2>Locks</h2>
  * Buffered reads and writes hold the file's I/O lock shared, then its {@link FilePages#lock} for the
- * copy (and any miss's device read). Write-back holds the I/O lock exclusively, so no buffered write
- * re-dirties a page it is writing and no miss reads a block it has not written yet; then the pages'
- * lock. Truncate, fallocate and append already hold the I/O lock exclusively when they come here. An
+ * copy (and any miss's device read). Write-back holds the I/O lock shared too, and the file's
+ * {@link FilePages#writeBack} lock throughout: it copies a run of dirty pages under the pages' lock, lets
+ * go of it for the device write, and then marks clean the pages not written again meanwhile (a page
+ * written again stays dirty for the next write-back). Its pages stay cached and dirty while the copy is
+ * on its way, so readers hit them (no miss reads a block it has not written yet) and eviction passes
+ * them; what would drop them (a direct write over them, truncate, punch) takes the write-back lock
+ * first. So readers and writers of the file go on during its write-back instead of waiting for the
+ * device (under {@code bench dbench}, up to hundreds of milliseconds). Only a run past the end of a
+ * file with a speculative tail takes the I/O lock exclusively, to trim the tail first, as a direct
+ * write does. Truncate, fallocate and append already hold the I/O lock exclusively when they come here. An
  * operation that finds no frame (all dirty, or their files busy) gives its locks up and writes a file
  * back before going on; one holding the I/O lock exclusively writes its own file back in place, or
  * another whose I/O lock it can take without waiting.
@@ -321,12 +328,16 @@ final class BufferedIo implements PageCache.Writer {
         return frames[0];
     }
 
-    /** Drops {@code i}'s pages of file blocks {@code [from, to)}, dirty ones too; the caller holds its I/O lock. */
+    /**
+     * Drops {@code i}'s pages of file blocks {@code [from, to)}, dirty ones too; the caller holds its I/O
+     * lock. After any write-back in flight: its copies land before, not over what replaces the pages.
+     */
     void drop(Inode i, long from, long to) {
         FilePages p = i.pages;
         if (p == null || p.size() == 0) {
             return;
         }
+        p.writeBack.lock();
         p.lock.lock();
         try {
             if (from == 0 && to == Long.MAX_VALUE) {
@@ -338,6 +349,7 @@ final class BufferedIo implements PageCache.Writer {
             }
         } finally {
             p.lock.unlock();
+            p.writeBack.unlock();
         }
     }
 
@@ -353,18 +365,32 @@ final class BufferedIo implements PageCache.Writer {
         return p != null && p.dirty > 0;
     }
 
-    /** Writes back {@code i}'s dirty pages of file blocks {@code [from, to)}, taking its I/O lock exclusively. */
+    /**
+     * Writes back {@code i}'s dirty pages of file blocks {@code [from, to)} under its I/O lock shared, so
+     * that the file's readers and writers go on during the device writes; under the lock exclusively only
+     * if a run must first trim a speculative tail it would split ({@link FileData#writeBackRunShared}).
+     * The caller holds no I/O lock but one it holds exclusively.
+     */
     void writeBack(Inode i, long from, long to) {
         FilePages p = i.pages;
         if (p == null || p.dirty == 0 && i.pendingSize == 0) {
             return;
         }
         IoLock l = files.io(i.ino);
-        l.lock();
+        boolean done;
+        l.lockShared();
         try {
-            writeBackLocked(p, from, to);
+            done = writeBackPages(p, from, to, true);
         } finally {
-            l.unlock();
+            l.unlockShared();
+        }
+        if (!done) {
+            l.lock();
+            try {
+                writeBackLocked(p, from, to);
+            } finally {
+                l.unlock();
+            }
         }
     }
 
@@ -456,23 +482,27 @@ final class BufferedIo implements PageCache.Writer {
     public void closed(FilePages p) {
         Inode i = p.inode;
         boolean keep = false;
-        // one hold of the I/O lock: an unlink freeing the file meanwhile frees its blocks (under this lock) after the trim
         IoLock l = files.io(i.ino);
-        l.lock();
         try {
-            writeBackLocked(p, 0, Long.MAX_VALUE);
-            boolean open;
-            i.lock();
+            writeBack(i, 0, Long.MAX_VALUE); // under the I/O lock shared: a new open's reads and writes go on meanwhile
+            // then one hold of the lock exclusively: an unlink freeing the file meanwhile frees its blocks (under this lock) after the trim
+            l.lock();
             try {
-                open = i.opens > 0;
+                writeBackLocked(p, 0, Long.MAX_VALUE); // what was written since
+                boolean open;
+                i.lock();
+                try {
+                    open = i.opens > 0;
+                } finally {
+                    i.unlock();
+                }
+                if (!open) {
+                    files.mapping.trimSpeculative(i);
+                }
             } finally {
-                i.unlock();
-            }
-            if (!open) {
-                files.mapping.trimSpeculative(i);
+                l.unlock();
             }
         } finally {
-            l.unlock();
             p.lock.lock();
             try {
                 keep = p.error != null && !p.errorPinned;
@@ -527,80 +557,143 @@ final class BufferedIo implements PageCache.Writer {
     /** A thread's {@link WriteBackScratch}, there while not in use. */
     private static final ThreadLocal<WriteBackScratch> SCRATCH = new ThreadLocal<>();
 
+    /** {@link #writeBackPages} for a caller holding the file's I/O lock exclusively. */
+    void writeBackLocked(FilePages p, long from, long to) {
+        writeBackPages(p, from, to, false);
+    }
+
     /**
      * Writes back the dirty pages of {@code p} in file blocks {@code [from, to)}, in runs of consecutive
      * ones; over the whole file, then commits a pending size no page carried (its pages were dropped).
-     * The caller holds the file's I/O lock exclusively. A run that fails (no space, EFBIG) is dropped and
-     * its error kept for {@link #takeError}: whoever wrote it back (pressure from another file's writer,
-     * the write-back thread) does not get another file's error, and a page that cannot be written does
-     * not stay dirty for ever.
+     * The caller holds the file's I/O lock, {@code shared} or exclusively. Each run is copied under the
+     * pages' lock, written with it let go (readers and buffered writers use the pages meanwhile), and its
+     * pages cleaned unless written again since; {@link FilePages#writeBack} is held throughout. False,
+     * with the run left dirty, if a {@code shared} run needs the lock exclusively (see
+     * {@link FileData#writeBackRunShared}). A run that fails (no space, EFBIG) is dropped and its error
+     * kept for {@link #takeError}: whoever wrote it back (pressure from another file's writer, the
+     * write-back thread) does not get another file's error, and a page that cannot be written does not
+     * stay dirty for ever.
      */
-    void writeBackLocked(FilePages p, long from, long to) {
+    private boolean writeBackPages(FilePages p, long from, long to, boolean shared) {
         Inode i = p.inode;
-        p.lock.lock();
+        p.writeBack.lock();
         try {
-            if (p.dirty > 0) {
-                long size = size(i);
-                WriteBackScratch scratch = SCRATCH.get();
-                if (scratch == null) {
-                    scratch = new WriteBackScratch();
-                } else {
-                    SCRATCH.set(null); // taken: a write-back nested on this thread makes its own
-                }
-                long[] blocks = scratch.blocks(p.blocksBound(from, to));
-                int count = p.blocks(from, to, blocks);
-                int[] run = scratch.run;
-                MemorySegment stage = cache.staging();
+            if (p.dirty > 0 && !writeBackRuns(p, from, to, shared)) {
+                return false;
+            }
+            if (from == 0 && to == Long.MAX_VALUE && i.pendingSize != 0) {
+                p.lock.lock();
                 try {
-                    for (int k = 0; k < count; ) {
-                        int f = p.get(blocks[k]);
-                        if (!cache.isDirty(f)) {
-                            k++;
-                            continue;
+                    if (p.dirty == 0 && i.pendingSize != 0) { // no buffered write dirtied a page meanwhile
+                        long pending = i.pendingSize;
+                        if (pending > files.committedSize(i)) {
+                            files.commitSize(i, pending);
                         }
-                        long first = blocks[k];
-                        int n = 0;
-                        for (; k < count && n < run.length && blocks[k] == first + n && cache.isDirty(f = p.get(blocks[k])); k++, n++) {
-                            MemorySegment.copy(cache.slab(f), cache.offset(f), stage, (long) n * blockSize, blockSize);
-                            run[n] = f;
-                        }
-                        long offset = first * blockSize;
-                        if (offset >= size) { // past the end (a truncate cut them off): nothing to keep
-                            for (int r = 0; r < n; r++) {
-                                cache.drop(p, run[r]);
-                            }
-                            continue;
-                        }
-                        try {
-                            files.writeBackRun(i, offset, stage.asSlice(0, (long) n * blockSize), Math.min(offset + (long) n * blockSize, size));
-                        } catch (RuntimeException e) { // as Linux: the pages go, the error waits for the file's next fsync
-                            for (int r = 0; r < n; r++) {
-                                cache.drop(p, run[r]);
-                            }
-                            if (p.error == null) {
-                                p.error = e;
-                            }
-                            continue;
-                        }
-                        cache.wroteBack(n);
-                        for (int r = 0; r < n; r++) {
-                            cache.cleaned(p, run[r]);
-                        }
+                        clearPending(i);
                     }
                 } finally {
-                    cache.release(stage);
-                    SCRATCH.set(scratch);
+                    p.lock.unlock();
                 }
             }
-            if (from == 0 && to == Long.MAX_VALUE && p.dirty == 0 && i.pendingSize != 0) {
-                long pending = i.pendingSize;
-                if (pending > files.committedSize(i)) {
-                    files.commitSize(i, pending);
-                }
-                clearPending(i);
-            }
+            return true;
         } finally {
-            p.lock.unlock();
+            p.writeBack.unlock();
         }
+    }
+
+    /** The runs of {@link #writeBackPages}; the caller holds {@link FilePages#writeBack}. */
+    private boolean writeBackRuns(FilePages p, long from, long to, boolean shared) {
+        Inode i = p.inode;
+        WriteBackScratch scratch = SCRATCH.get();
+        if (scratch == null) {
+            scratch = new WriteBackScratch();
+        } else {
+            SCRATCH.set(null); // taken: a write-back nested on this thread makes its own
+        }
+        int[] run = scratch.run;
+        MemorySegment stage = cache.staging();
+        try {
+            long[] blocks;
+            int count;
+            p.lock.lock();
+            try {
+                blocks = scratch.blocks(p.blocksBound(from, to));
+                count = p.blocks(from, to, blocks);
+            } finally {
+                p.lock.unlock();
+            }
+            for (int k = 0; k < count; ) {
+                long first, size;
+                int n = 0;
+                p.lock.lock();
+                try {
+                    // pages listed may have been evicted since (clean ones) or added (not listed: a later write-back's)
+                    while (k < count && !dirtyAt(p, blocks[k])) {
+                        k++;
+                    }
+                    if (k == count) {
+                        break;
+                    }
+                    first = blocks[k];
+                    for (; k < count && n < run.length && blocks[k] == first + n && dirtyAt(p, blocks[k]); k++, n++) {
+                        int f = p.get(blocks[k]);
+                        MemorySegment.copy(cache.slab(f), cache.offset(f), stage, (long) n * blockSize, blockSize);
+                        cache.copiedForWriteBack(f);
+                        run[n] = f;
+                    }
+                    size = size(i); // the size these copies belong to
+                    if (first * blockSize >= size) { // past the end (a truncate cut them off): nothing to keep
+                        for (int r = 0; r < n; r++) {
+                            cache.drop(p, run[r]);
+                        }
+                        continue;
+                    }
+                } finally {
+                    p.lock.unlock();
+                }
+                long offset = first * blockSize;
+                MemorySegment src = stage.asSlice(0, (long) n * blockSize);
+                long newSize = Math.min(offset + (long) n * blockSize, size);
+                RuntimeException failed = null;
+                try {
+                    if (!shared) {
+                        files.writeBackRun(i, offset, src, newSize);
+                    } else if (!files.writeBackRunShared(i, offset, src, newSize)) {
+                        return false;
+                    }
+                } catch (RuntimeException e) { // as Linux: the pages go, the error waits for the file's next fsync
+                    failed = e;
+                }
+                if (failed == null) {
+                    cache.wroteBack(n);
+                }
+                p.lock.lock();
+                try {
+                    for (int r = 0; r < n; r++) {
+                        int f = run[r];
+                        if (failed == null) {
+                            cache.cleanedIfUnchanged(p, f);
+                        } else if (!cache.redirtied(f)) {
+                            cache.drop(p, f);
+                        }
+                    }
+                    if (failed != null && p.error == null) {
+                        p.error = failed;
+                    }
+                } finally {
+                    p.lock.unlock();
+                }
+            }
+            return true;
+        } finally {
+            cache.release(stage);
+            SCRATCH.set(scratch);
+        }
+    }
+
+    /** Whether file block {@code b} of {@code p} is cached and dirty ({@code p}'s lock held). */
+    private boolean dirtyAt(FilePages p, long b) {
+        int f = p.get(b);
+        return f >= 0 && cache.isDirty(f);
     }
 }

@@ -3,6 +3,7 @@ package dev.ferrite.dir;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.locks.ReentrantLock;
 
 import dev.ferrite.btree.internal.Buffer;
 import dev.ferrite.btree.internal.BufferCache;
@@ -35,11 +36,13 @@ import static dev.ferrite.dir.InodeFormat.S_IFREG;
  *
  * <h2>Locks</h2>
  * A striped I/O lock per inode ({@link FileMapping#io}, an {@link IoLock}), taken before the log
- * reservation (XFS's i_rwsem): shared by reads and writes (buffered ones too), exclusive by truncate,
- * fallocate, append (which so owns the end of the file while it writes there), a write-back of cached
- * pages, a trim and by freeing an orphan, so that no read or write uses a mapping whose blocks are being
- * freed or unwritten. Concurrent writes to disjoint ranges run their device I/O in parallel; a shared
- * hold is one CAS each way and nothing per thread, and not reentrant: no call here takes it again. An
+ * reservation (XFS's i_rwsem): shared by reads and writes (buffered ones too) and a write-back of cached
+ * pages, exclusive by truncate, fallocate, append (which so owns the end of the file while it writes
+ * there), a trim and by freeing an orphan, so that no read or write uses a mapping whose blocks are being
+ * freed or unwritten. A direct write over a file with cached pages also takes their
+ * {@link FilePages#writeBack} lock, so that a write-back's older copy never lands over it. Concurrent
+ * writes to disjoint ranges run their device I/O in parallel; a shared hold is one CAS each way and
+ * nothing per thread, and not reentrant: no call here takes it again. An
  * operation on a handle checks again that the handle is open once it holds the I/O lock
  * ({@link #lockIo}), so that a last close racing it cannot free the inode under it.
  */
@@ -294,6 +297,12 @@ final class FileData {
     private void writeDirect(Handle h, Inode i, long offset, MemorySegment src) {
         long len = src.byteSize();
         IoLock l = lockShared(h, i);
+        // a write-back in flight lets go of the I/O lock's exclusion: its copies land before this write, not over it
+        FilePages p = i.pages;
+        ReentrantLock writeBack = p != null && p.size() > 0 ? p.writeBack : null;
+        if (writeBack != null) {
+            writeBack.lock();
+        }
         boolean sparse;
         try {
             sparse = !writeLocked(i, offset, src, true, offset + len, false);
@@ -301,6 +310,9 @@ final class FileData {
                 buffered.drop(i, offset / blockSize, (offset + len) / blockSize);
             }
         } finally {
+            if (writeBack != null) {
+                writeBack.unlock();
+            }
             l.unlockShared();
         }
         if (sparse) {
@@ -330,10 +342,19 @@ final class FileData {
      * partial). The caller holds the I/O lock exclusively.
      */
     void writeBackRun(Inode i, long offset, MemorySegment src, long newSize) {
-        if (!writeLocked(i, offset, src, true, newSize, true)) {
+        if (!writeBackRunShared(i, offset, src, newSize)) {
             mapping.trimSpeculative(i);
             writeLocked(i, offset, src, false, newSize, true);
         }
+    }
+
+    /**
+     * {@link #writeBackRun} for a caller holding the I/O lock shared: false, with nothing done, if the run
+     * starts past the end of a file with a speculative tail, which must be trimmed first, under the lock
+     * held exclusively.
+     */
+    boolean writeBackRunShared(Inode i, long offset, MemorySegment src, long newSize) {
+        return writeLocked(i, offset, src, true, newSize, true);
     }
 
     /** Commits a size of at least {@code size} for {@code i} (a buffered write's, whose pages were written or dropped). */

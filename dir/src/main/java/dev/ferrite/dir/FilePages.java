@@ -9,8 +9,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * count of dirty pages.
  *
  * <p>{@link #lock} guards the map, the contents and dirty marks of the file's frames and {@link #dirty};
- * it is taken after the file's I/O lock ({@code FileData}) and before anything of the journal. The page
- * cache's own lock only ever try-locks it (to evict), so it never waits for it.
+ * it is taken after the file's I/O lock ({@code FileData}) and {@link #writeBack}, and before anything of
+ * the journal. The page cache's own lock only ever try-locks it (to evict), so it never waits for it.
  */
 final class FilePages {
     private static final long EMPTY = -1;
@@ -18,6 +18,16 @@ final class FilePages {
     /** The file; null for a stripe of the {@link TableExtentCache}, whose pages are never dirty. */
     final Inode inode;
     final ReentrantLock lock = new ReentrantLock();
+    /**
+     * Held by a write-back of this file from its first copy of a dirty page to its last page cleaned (the
+     * kernel's PG_writeback, for the whole file), and by what must not overlap a write-back's device
+     * writes: another write-back (two copies of a page in flight could land out of order), a direct write
+     * over cached pages (a copy landing after it would undo it) and a drop of pages (a copy landing after
+     * the drop would show through a later miss). Readers and buffered writers never take it: they use the
+     * pages, under {@link #lock}, while the device writes are in flight. Only taken while holding the
+     * file's I/O lock (shared or exclusive), so an exclusive holder never waits for it on another thread.
+     */
+    final ReentrantLock writeBack = new ReentrantLock();
     private long[] keys = new long[16];
     private int[] frames = new int[16];
     private int size;

@@ -4,10 +4,11 @@ import java.util.concurrent.locks.AbstractQueuedSynchronizer;
 
 /**
  * A stripe of the files' I/O locks ({@link FileMapping#io}, XFS's i_rwsem): shared by reads and writes
- * of a file's data, exclusive for what changes its mapping under them or owns its end (truncate,
- * fallocate, append, a write-back of cached pages, a trim, freeing an orphan). It protects the file's
+ * of a file's data and write-backs of its cached pages, exclusive for what changes its mapping under
+ * them or owns its end (truncate, fallocate, append, a trim, freeing an orphan). It protects the file's
  * mapping as the I/O under it sees it: no read or write uses extents whose blocks are being freed or
- * unwritten, and no write-back puts an older cached page over a direct write.
+ * unwritten. (That no write-back puts an older cached page over a direct write is
+ * {@link FilePages#writeBack}'s.)
  *
  * <p>A shared hold is a count and nothing else: taking and letting go is one CAS each, with nothing kept
  * per thread and nothing allocated. {@code ReentrantReadWriteLock} kept a hold count per reading thread
@@ -29,7 +30,8 @@ import java.util.concurrent.locks.AbstractQueuedSynchronizer;
  * exclusive waiter (a truncate, a fallocate) gets in once the holders present when it queued let
  * go, however many writers keep arriving. {@link #tryLock} takes a free lock without queueing.
  *
- * <p>Lock order: the I/O lock first, then a direct write's conversion turn ({@link Conversions}), the
+ * <p>Lock order: the I/O lock first, then a file's {@link FilePages#writeBack} lock (a write-back, or a
+ * direct write over cached pages), then a direct write's conversion turn ({@link Conversions}), the
  * log reservation, and {@link FileMapping}'s order (the inode's lock, a group's AGF, the record's block).
  * A thread waits for one stripe at a time: holding one, it only tries others ({@link #tryLock}), or
  * takes one it holds exclusively again.

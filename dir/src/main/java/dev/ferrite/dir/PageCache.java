@@ -27,7 +27,9 @@ import dev.ferrite.io.BlockDevice;
  * hand) and is only taken to allocate, evict or free a frame: a hit takes none of it. While holding it,
  * eviction only try-locks a page's {@link FilePages#lock} (a file's lock is held for whole operations),
  * so the monitor never waits for a file. A frame's contents and {@link #dirty} mark are guarded by its
- * owner's {@link FilePages#lock}. The monitor of {@link #dirtyFiles} guards that set and the files'
+ * owner's {@link FilePages#lock}; a write-back copies a file's dirty pages under that lock and lets go of it for
+ * the device write, leaving them dirty (so not evictable), and then cleans those not written again
+ * meanwhile ({@link #redirtied}). The monitor of {@link #dirtyFiles} guards that set and the files'
  * {@link FilePages#dirtySince}; it is innermost. Frames are allocated in slabs as first needed, so a
  * volume that never buffers costs nothing.
  */
@@ -78,6 +80,11 @@ final class PageCache implements AutoCloseable {
     private long evictions;
     /** Guarded by the owner's lock. */
     private final boolean[] dirty;
+    /**
+     * Written since a write-back copied it ({@link #copiedForWriteBack}): the copy on its way to the device
+     * is older than the page, which stays dirty ({@link #cleanedIfUnchanged}). Guarded by the owner's lock.
+     */
+    private final boolean[] redirtied;
     /** CLOCK's second chance: set by every access without a lock, cleared by the hand. */
     private final boolean[] referenced;
     private final AtomicLong dirtyPages = new AtomicLong();
@@ -129,6 +136,7 @@ final class PageCache implements AutoCloseable {
         this.block = new long[capacity];
         this.free = new int[capacity];
         this.dirty = new boolean[capacity];
+        this.redirtied = new boolean[capacity];
         this.referenced = new boolean[capacity];
     }
 
@@ -268,6 +276,7 @@ final class PageCache implements AutoCloseable {
 
     /** Marks {@code f} of {@code p} dirty (the caller holds {@code p}'s lock). */
     void dirtied(FilePages p, int f) {
+        redirtied[f] = true;
         if (dirty[f]) {
             return;
         }
@@ -409,6 +418,26 @@ final class PageCache implements AutoCloseable {
         synchronized (dirtyFiles) {
             finishing--;
             wakeWaiters();
+        }
+    }
+
+    /** A write-back copied dirty {@code f} to write it (the caller holds its owner's lock): a later write redirties it. */
+    void copiedForWriteBack(int f) {
+        redirtied[f] = false;
+    }
+
+    /** Whether {@code f} was written since a write-back copied it (the caller holds its owner's lock). */
+    boolean redirtied(int f) {
+        return redirtied[f];
+    }
+
+    /**
+     * Marks dirty {@code f} of {@code p} clean after a write-back wrote the copy it took, unless the page
+     * was written since (the caller holds {@code p}'s lock).
+     */
+    void cleanedIfUnchanged(FilePages p, int f) {
+        if (!redirtied[f] && dirty[f]) {
+            cleaned(p, f);
         }
     }
 

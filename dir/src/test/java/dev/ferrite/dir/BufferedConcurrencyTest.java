@@ -21,8 +21,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * Buffered and direct readers and writers at once, through a cache of 64 frames whose dirty pages
  * expire after 20 ms (so eviction, pressure write-back and the write-back thread all run among them):
- * on one file, each block's writes numbered, no read returns a version older than one acknowledged
- * before it began, or another block's words, or (buffered only) a torn block; appends from several
+ * on one file, each block's writes numbered, with fsyncs among them, no read returns a version older than
+ * one acknowledged before it began, or another block's words, or (buffered only) a torn block, and the
+ * device ends with each block's last write; appends from several
  * threads, buffered and direct, each record whole and once; and writers on many files, each file
  * ending as its writer's model. The volume checks clean at the end.
  */
@@ -64,6 +65,9 @@ class BufferedConcurrencyTest extends FileTestBase {
                 MemorySegment heap = MemorySegment.ofArray(new byte[2 * BS]);
                 for (int round = 0; round < ROUNDS; round++) {
                     int b = rnd.nextInt(BLOCKS);
+                    if (me == 3 && round % 16 == 0) { // write-backs of its own beside the writers', readers' and the thread's
+                        ns.fsync(f);
+                    }
                     if (me < 2) { // writers
                         boolean viaDirect = direct && rnd.nextBoolean();
                         MemorySegment src = (viaDirect ? nat : heap).asSlice(0, BS);
@@ -108,6 +112,15 @@ class BufferedConcurrencyTest extends FileTestBase {
                     }
                 }
             });
+            // each block as the last write left it, on the device too: a direct read writes its range back
+            // first, so a write-back's older copy that landed over a direct write would show here
+            for (int b = 0; b < BLOCKS; b++) {
+                MemorySegment got = buffer(1);
+                ns.read(f, (long) b * BS, got);
+                for (long w = 0; w < BS; w += 8) {
+                    assertEquals(word(b, acked.get(b)), got.get(U64, w), "block " + b + " word " + w + " (seed " + SEED + ")");
+                }
+            }
         }
     }
 
