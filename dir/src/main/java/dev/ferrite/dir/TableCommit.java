@@ -25,7 +25,9 @@ import dev.ferrite.io.CorruptionException;
  * names them and a replaced or deleted one's go after its key changed, all in the group; undone with it
  * (the deleted value's bytes were read first). A medium value in an extent ({@link TableExtents}) is
  * written and allocated before the key names it, and a replaced or deleted one's blocks freed after its
- * key changed, all in the group; undone by freeing the new blocks and taking the freed ones back. One
+ * key changed, all in the group; undone by freeing the new blocks and taking the freed ones back (a
+ * single write that deletes one, or puts an inline value over it, with no snapshot open, frees the blocks
+ * in its own transaction instead, before the key's change: no group, nothing to undo). One
  * thread uses an instance; an undoable one is its thread's, claimed by each commit and cleared when
  * the commit ends, however it ends ({@link #claim}, {@link #release}).
  */
