@@ -25,7 +25,9 @@ import dev.ferrite.io.CorruptionException;
  * names them and a replaced or deleted one's go after its key changed, all in the group; undone with it
  * (the deleted value's bytes were read first). A medium value in an extent ({@link TableExtents}) is
  * written and allocated before the key names it, and a replaced or deleted one's blocks freed after its
- * key changed, all in the group; undone by freeing the new blocks and taking the freed ones back. One
+ * key changed, all in the group; undone by freeing the new blocks and taking the freed ones back (a
+ * single write that deletes one, or puts an inline value over it, with no snapshot open, frees the blocks
+ * in its own transaction instead, before the key's change: no group, nothing to undo). One
  * thread uses an instance; an undoable one is its thread's, claimed by each commit and cleared when
  * the commit ends, however it ends ({@link #claim}, {@link #release}).
  */
@@ -66,6 +68,8 @@ final class TableCommit {
     long version;
     /** The multi-key commit's prior values for latest-state reads ({@link TablePublication}), or null: each change records there first. */
     TablePublication.Commit published;
+    /** The items of the last transaction that found no log space ({@link #awaitLogSpace} waits for as many). */
+    private int refused;
     /** Between {@link #claim} and {@link #release}. */
     private boolean claimed;
     /**
@@ -127,11 +131,16 @@ final class TableCommit {
      */
     static final int UNCHANGED = 0, CHANGED = 1, NEEDS_GROUP = 2, NO_LOG_SPACE = 3;
 
+    /** {@link #changeHeld}'s lookup of the key's value not made yet (a {@link BTree#find} answers -1 or more). */
+    private static final long UNLOOKED = -2;
+
     /**
      * Changes {@code key} of {@code t} ({@code op}: PUT or PUT_IF_ABSENT with the stored {@code value}, or
      * DELETE) in a transaction of its own (see the class comment for what the caller holds). A commit that is not undoable (a
      * single write) answers NEEDS_GROUP, having changed nothing, when the key names a blob or a medium
-     * value: its change must doom the blob, or delete the chunks, in a group. It does not wait for log
+     * value in chunks (its change must doom the blob, or delete the chunks, in a group), or an extent value
+     * while a snapshot is open (the group reads its bytes first) or its group's free list needs a refill;
+     * else it frees a replaced or deleted extent value's blocks in its transaction, before the key's change. It does not wait for log
      * space, since its caller has entered the table, which writers holding theirs may wait to lock: it
      * answers NO_LOG_SPACE, having changed nothing, and its caller leaves and {@link #awaitLogSpace}s.
      *
@@ -147,7 +156,7 @@ final class TableCommit {
      * {@code t} reserves (space the journal frees as its tail moves), then gives it back for the retry.
      */
     void awaitLogSpace(Table t) {
-        Txn.begin(cache, 2 + t.tree().reservation()).close();
+        Txn.begin(cache, Math.max(2 + t.tree().reservation(), refused)).close();
     }
 
     /**
@@ -237,8 +246,25 @@ final class TableCommit {
             boolean fused = forward && !mayHoldOutOfLine && op != PUT_IF_ABSENT && (undo != null || version != 0)
                     && (value == null || value.get(ValueLayout.JAVA_BYTE, 0) == TableValueFormat.INLINE);
             int items = 2 + tree.reservation(); // the record's block is taken by a split or merge (DirAllocator)
+            // a single write, no snapshot open, that replaces or deletes an extent value frees its blocks in
+            // its own transaction instead of a group's: it looks holding nothing (its stripe keeps the key's
+            // value), so that the transaction reserves for the free too
+            long found = UNLOOKED;
+            AllocationGroup freeIn = null;
+            if (forward && undo == null && version == 0 && op != PUT_IF_ABSENT && extents.inUse()) {
+                found = tree.find(null, k, BTree.Match.EXACT, keyOut, valueOut);
+                if (found >= 0 && TableValueFormat.isExtent(valueOut, BTree.foundValueLength(found))) {
+                    freeIn = extents.groupOf(TableValueFormat.readExtent(valueOut));
+                    if (freeIn.needsRefill()) {
+                        return NEEDS_GROUP; // its refill waits for log space, which a writer inside the table must not
+                    }
+                    items += freeIn.blockItems();
+                }
+            }
+            BusyExtents.Entry freedHere = null;
             Txn begun = undo != null ? Txn.begin(cache, items) : Txn.tryBegin(cache, items);
             if (begun == null) {
+                refused = items;
                 return NO_LOG_SPACE;
             }
             try (Txn txn = begun) {
@@ -253,10 +279,17 @@ final class TableCommit {
                     seq = txn.commit();
                 } else {
                     if (forward && (undo != null || version != 0 || mayHoldOutOfLine)) {
-                        long found = tree.find(txn, k, BTree.Match.EXACT, keyOut, valueOut);
+                        if (found == UNLOOKED) {
+                            found = tree.find(txn, k, BTree.Match.EXACT, keyOut, valueOut);
+                        }
                         int length = found >= 0 ? BTree.foundValueLength(found) : -1;
                         byte kind = length >= 0 ? TableValueFormat.kind(valueOut, length, ino) : TableValueFormat.INLINE;
-                        if (kind != TableValueFormat.INLINE && (undo == null || shared)) {
+                        if (freeIn != null) {
+                            freedHere = extents.freeBeforeChange(txn, freeIn, TableValueFormat.readExtent(valueOut));
+                            if (freedHere == null) {
+                                return NEEDS_GROUP; // nothing changed, the AGF let go: the group refills the free list
+                            }
+                        } else if (kind != TableValueFormat.INLINE && (undo == null || shared)) {
                             return NEEDS_GROUP; // nothing changed: the transaction ends without a commit
                         }
                         if (kind == TableValueFormat.BLOB) {
@@ -292,12 +325,18 @@ final class TableCommit {
                         default -> throw new IllegalArgumentException("table change " + op);
                     };
                     if (!changed) {
+                        if (freedHere != null) { // cancelled after its free: the journal shuts down rather than log half of it
+                            throw new IllegalStateException(t + " key " + Tables.hex(k) + " changed while its stripe was held");
+                        }
                         return UNCHANGED; // nothing logged: the transaction ends without a commit
                     }
                     if (value != null && TableValueFormat.isExtent(value, value.byteSize())) {
                         txn.orderAfterData(); // the blocks it names were written just before
                     }
                     seq = txn.commit();
+                    if (freedHere != null) {
+                        freedHere.settle(seq); // busy until the free is durable: a crash before gives the key its stub back
+                    }
                 }
             }
             if (forward && undo != null) {

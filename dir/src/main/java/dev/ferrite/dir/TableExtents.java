@@ -147,6 +147,29 @@ final class TableExtents {
         }
     }
 
+    /** The allocation group whose blocks value {@code x} lies in. */
+    AllocationGroup groupOf(TableValueFormat.Extent x) {
+        return volume.group(geometry.agOfBlock(x.block()));
+    }
+
+    /**
+     * For a single write that replaces or deletes the key naming value {@code x}: frees its blocks in
+     * {@code txn}, before the same transaction changes the key, so the free and the key's change are
+     * recovered together with no journal group around them. Takes {@code ag}'s ({@link #groupOf}) AGF
+     * before any node of the table's tree: the order {@link #release} and a reserve's spill take too, and
+     * no tree change takes a group's AGF. Returns what the blocks are busy as ({@linkplain
+     * BusyExtents.Entry#settle settle} it with the transaction's sequence), or null, with nothing changed
+     * and the AGF let go, if the group's free list needs a refill first (which a writer inside a table
+     * must not wait for).
+     */
+    BusyExtents.Entry freeBeforeChange(Txn txn, AllocationGroup ag, TableValueFormat.Extent x) {
+        cached.drop(x);
+        if (ag.releaseData(txn, x.block(), x.blocks(blockSize)) != AllocOutcome.DONE) {
+            return null;
+        }
+        return ag.freedData(txn);
+    }
+
     /** Takes back value {@code x}'s blocks, which {@link #free} freed in the same journal group as {@code busy}. */
     void retake(TableValueFormat.Extent x, BusyExtents.Entry busy) {
         AllocationGroup ag = volume.group(geometry.agOfBlock(x.block()));

@@ -217,6 +217,218 @@ class TableExtentTest {
         }
     }
 
+    /**
+     * A single delete of an extent value, or a single put of an inline value over one, is one transaction:
+     * the key's change and the free of the value's blocks together, with no journal group (which took a
+     * transaction for the key and another for the free, and held the table). Every block comes back.
+     */
+    @Test
+    void aSingleDeleteOrInlineReplacementOfAnExtentValueIsOneTransaction() {
+        Random rnd = new Random(SEED);
+        int n = 40;
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            t.put(b("first"), random(rnd, SHORTEST_MEDIUM)); // the feature and the tree's first blocks, before the count
+            long freeBefore = spare(v) + treeBlocks(t);
+            for (int i = 0; i < n; i++) {
+                t.put(b("k" + i), random(rnd, mediumLength(rnd)));
+            }
+            for (Durability d : Durability.values()) {
+                Table w = t.withDurability(d);
+                long commits = v.journalStats().commits();
+                int changes = 0;
+                for (int i = d.ordinal(); i < n; i += Durability.values().length, changes++) {
+                    if (i % 2 == 0) {
+                        assertTrue(w.delete(b("k" + i)));
+                    } else {
+                        w.put(b("k" + i), b("inline " + i));
+                    }
+                }
+                long used = v.journalStats().commits() - commits;
+                assertTrue(used <= changes + changes / 4, d + ": " + changes + " single changes of extent values took " + used
+                        + " transactions, not about one each");
+            }
+            for (int i = 0; i < n; i++) {
+                byte[] got = t.get(b("k" + i));
+                if (i % 2 == 0) {
+                    assertNull(got, "key " + i);
+                } else {
+                    assertArrayEquals(b("inline " + i), got, "key " + i);
+                    assertTrue(t.delete(b("k" + i)));
+                }
+            }
+            v.sync();
+            assertEquals(freeBefore, spare(v) + treeBlocks(t), "every block came back");
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /**
+     * Three writers put medium and inline values into keys of their own in one table and delete them,
+     * single writes (NONE, ASYNC, SYNC) that free extents in the table beside each other and beside the
+     * reserve's refills and spills, while a reader opens snapshots (sending the writes that meet an extent
+     * value through a group meanwhile) and reads every key, each value holding its key and number
+     * throughout; at the end each writer's keys hold what it last wrote, the check is clean and, once
+     * every key is deleted, every block is back.
+     */
+    @Test
+    @Timeout(value = 300, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void singleWritesFreeingExtentsSideBySideEndCheckedWithEveryBlockBack() throws Exception {
+        int writers = 3, keys = 24, steps = 600;
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            t.put(b("first"), random(new Random(SEED), SHORTEST_MEDIUM)); // the feature and the tree, before the count
+            assertTrue(t.delete(b("first")));
+            v.sync();
+            long freeBefore = spare(v) + treeBlocks(t);
+            List<Map<String, Integer>> models = new ArrayList<>();
+            java.util.concurrent.atomic.AtomicBoolean done = new java.util.concurrent.atomic.AtomicBoolean();
+            List<java.util.concurrent.Future<?>> work = new ArrayList<>();
+            try (java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(writers + 1)) {
+                for (int w = 0; w < writers; w++) {
+                    int id = w;
+                    Map<String, Integer> model = new java.util.HashMap<>();
+                    models.add(model);
+                    work.add(pool.submit(() -> {
+                        Random rnd = new Random(SEED * 31 + id);
+                        for (int i = 1; i <= steps; i++) {
+                            String k = "w" + id + "-" + rnd.nextInt(keys);
+                            Table d = t.withDurability(Durability.values()[rnd.nextInt(3)]);
+                            int what = rnd.nextInt(6);
+                            if (what < 2) {
+                                d.delete(b(k));
+                                model.remove(k);
+                            } else {
+                                d.put(b(k), numbered(k, i, what == 2 ? 40 : (1 + rnd.nextInt(3)) * 4096 - rnd.nextInt(2000)));
+                                model.put(k, i);
+                            }
+                        }
+                        return null;
+                    }));
+                }
+                work.add(pool.submit(() -> {
+                    Random rnd = new Random(SEED);
+                    while (!done.get()) {
+                        if (rnd.nextBoolean()) {
+                            try (Snapshot s = v.tables().snapshot()) {
+                                for (int w = 0; w < writers; w++) {
+                                    String k = "w" + w + "-" + rnd.nextInt(keys);
+                                    requireNumbered(k, s.get(t, b(k)));
+                                }
+                            }
+                        }
+                        try (TableCursor c = t.cursor()) {
+                            while (c.next()) {
+                                requireNumbered(new String(c.key()), c.value());
+                            }
+                        }
+                    }
+                    return null;
+                }));
+                for (int w = 0; w < writers; w++) {
+                    work.get(w).get();
+                }
+                done.set(true);
+                work.get(writers).get();
+            }
+            for (Map<String, Integer> model : models) {
+                for (var e : model.entrySet()) {
+                    byte[] got = t.get(b(e.getKey()));
+                    assertEquals(e.getValue(), requireNumbered(e.getKey(), got), "key " + e.getKey() + ": the number of its last write");
+                }
+            }
+            VolumeFixtures.assertChecked(v.namespace());
+            assertEquals(models.stream().mapToInt(Map::size).sum(), t.deleteRange(null, null));
+            v.sync();
+            assertEquals(freeBefore, spare(v) + treeBlocks(t), "every block came back");
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /** A value of {@code length} bytes (at least 8) for {@code key}: its write's number {@code n}, then bytes of the key and the number. */
+    private static byte[] numbered(String key, int n, int length) {
+        byte[] v = new byte[length];
+        java.nio.ByteBuffer.wrap(v).putInt(0, n).putInt(4, length);
+        int h = key.hashCode() * 31 + n;
+        for (int i = 8; i < length; i++) {
+            v[i] = (byte) (h + i);
+        }
+        return v;
+    }
+
+    /** The number of {@code key}'s value {@code v} ({@link #numbered}), having checked every byte; 0 for null (absent). */
+    private static int requireNumbered(String key, byte[] v) {
+        if (v == null) {
+            return 0;
+        }
+        assertTrue(v.length >= 8, "key " + key + ": a value of " + v.length + " bytes");
+        int n = java.nio.ByteBuffer.wrap(v).getInt(0);
+        assertArrayEquals(numbered(key, n, v.length), v, "key " + key + ": the bytes of its value number " + n);
+        return n;
+    }
+
+    /**
+     * Single writes (puts of medium and inline values, deletes; SYNC, ASYNC and NONE) over keys holding
+     * extent values, crashed at sampled points: each recovered volume checks clean (no block both free and
+     * a value's, none lost), holds the table as some write left it, at least the last SYNC one, every value
+     * exact, and once the table is dropped the free blocks are what they were before it was made.
+     */
+    @Test
+    void singleWritesOverExtentValuesCrashedKeepTheirOrderAndLeakNoBlock() {
+        Random rnd = new Random(SEED);
+        List<TreeMap<byte[], byte[]>> states = new ArrayList<>();
+        List<int[]> syncs = new ArrayList<>();
+        TreeMap<byte[], byte[]> model = new TreeMap<>(Arrays::compareUnsigned);
+        states.add(new TreeMap<>(model));
+        crashAtSamples(rnd, syncs, 60, (rec, v, t) -> {
+            for (int i = 1; i <= 150; i++) {
+                Durability d = Durability.values()[rnd.nextInt(3)];
+                Table w = t.withDurability(d);
+                byte[] k = b("key-" + rnd.nextInt(10));
+                int what = rnd.nextInt(8);
+                Runnable write;
+                if (what < 2) {
+                    write = () -> w.delete(k);
+                    model.remove(k);
+                } else if (what < 4) {
+                    byte[] val = b("inline " + i);
+                    write = () -> w.put(k, val);
+                    model.put(k, val);
+                } else {
+                    byte[] val = random(rnd, (1 + rnd.nextInt(3)) * 4096 - rnd.nextInt(2000)); // few sizes: freed blocks fit the next values
+                    write = () -> w.put(k, val);
+                    model.put(k, val);
+                }
+                if (d == Durability.SYNC) {
+                    syncs.add(new int[] {SyncPoint.of(rec, v, write), i});
+                } else {
+                    write.run();
+                }
+                states.add(new TreeMap<>(model));
+            }
+        }, (t, acked, where) -> {
+            for (int j = states.size() - 1; j >= acked; j--) {
+                if (holds(t, states.get(j))) {
+                    return;
+                }
+            }
+            fail(where + ": the table is as no write from " + acked + " (the last SYNC one before the crash's flush) on left it");
+        });
+    }
+
+    /** Whether {@code t} holds exactly {@code model}'s keys and values. */
+    private static boolean holds(Table t, TreeMap<byte[], byte[]> model) {
+        int n = 0;
+        try (TableCursor c = t.cursor()) {
+            while (c.next()) {
+                byte[] want = model.get(c.key());
+                if (want == null || !Arrays.equals(want, c.value())) {
+                    return false;
+                }
+                n++;
+            }
+        }
+        return n == model.size();
+    }
+
     /** A table's stats and the dump count its extent values and their blocks; chunks and inline values are not counted. */
     @Test
     void theStatsAndTheDumpCountTheExtentValuesAndTheirBlocks() {
@@ -939,6 +1151,62 @@ class TableExtentTest {
         List<int[]> syncs = new ArrayList<>();
         TreeMap<byte[], byte[]> model = new TreeMap<>(Arrays::compareUnsigned);
         states.add(new TreeMap<>(model));
+        crashAtSamples(rnd, syncs, 40, (rec, v, t) -> {
+            for (int i = 1; i <= 60; i++) {
+                Durability d = Durability.values()[rnd.nextInt(3)];
+                WriteTransaction tx = v.begin(d);
+                for (int c = 1 + rnd.nextInt(4); c > 0; c--) {
+                    byte[] k = b("key-" + rnd.nextInt(12));
+                    if (rnd.nextInt(4) == 0) {
+                        tx.delete(t, k);
+                        model.remove(k);
+                    } else {
+                        byte[] val = random(rnd, mediumLength(rnd));
+                        tx.put(t, k, val);
+                        model.put(k, val);
+                    }
+                }
+                tx.put(t, b("last"), b(Integer.toString(i)));
+                if (d == Durability.SYNC) {
+                    syncs.add(new int[] {SyncPoint.of(rec, v, tx::commit), i});
+                } else {
+                    tx.commit();
+                }
+                states.add(new TreeMap<>(model));
+            }
+        }, (t, acked, where) -> {
+            byte[] lastBytes = t.get(b("last"));
+            int last = lastBytes == null ? 0 : Integer.parseInt(new String(lastBytes));
+            if (last < acked) {
+                fail(where + ": transaction " + acked + " was committed SYNC before the crash's flush, but the table is as "
+                        + last + " left it");
+            }
+            TreeMap<byte[], byte[]> expected = new TreeMap<>(states.get(last));
+            if (last > 0) {
+                expected.put(b("last"), b(Integer.toString(last)));
+            }
+            assertModel(expected, t, where + ", after transaction " + last);
+        });
+    }
+
+    /** Writes to table {@code t} of the volume {@code rec} records, for {@link #crashAtSamples}. */
+    private interface RecordedWrites {
+        void run(RecordingDevice rec, Volume v, Table t);
+    }
+
+    /** Checks table {@code t} of a volume recovered from crash {@code where}, after which write {@code acked} was durable. */
+    private interface RecoveredTable {
+        void check(Table t, int acked, String where);
+    }
+
+    /**
+     * Runs {@code writes} on table {@code t} of a recorded volume (beside a table {@code keep} made first, with
+     * the catalog and the feature), then recovers {@code samples} crashes at sampled points after its first
+     * flush: each recovered volume checks clean, {@code recovered} checks the table ({@code syncs} holds the
+     * writes' {flush that made it durable, write}), and once it is dropped the free blocks are what they
+     * were before it was made.
+     */
+    private static void crashAtSamples(Random rnd, List<int[]> syncs, int samples, RecordedWrites writes, RecoveredTable recovered) {
         int firstFlush;
         long freeBefore;
         try (RecordingDevice rec = RecordingDevice.wrap(VolumeFixtures.formatted())) {
@@ -950,32 +1218,11 @@ class TableExtentTest {
                 Table t = v.tables().create("t");
                 v.sync();
                 firstFlush = rec.flushCount();
-                for (int i = 1; i <= 60; i++) {
-                    Durability d = Durability.values()[rnd.nextInt(3)];
-                    WriteTransaction tx = v.begin(d);
-                    for (int c = 1 + rnd.nextInt(4); c > 0; c--) {
-                        byte[] k = b("key-" + rnd.nextInt(12));
-                        if (rnd.nextInt(4) == 0) {
-                            tx.delete(t, k);
-                            model.remove(k);
-                        } else {
-                            byte[] val = random(rnd, mediumLength(rnd));
-                            tx.put(t, k, val);
-                            model.put(k, val);
-                        }
-                    }
-                    tx.put(t, b("last"), b(Integer.toString(i)));
-                    if (d == Durability.SYNC) {
-                        syncs.add(new int[] {SyncPoint.of(rec, v, tx::commit), i});
-                    } else {
-                        tx.commit();
-                    }
-                    states.add(new TreeMap<>(model));
-                }
+                writes.run(rec, v, t);
                 t.close();
             }
             int flushes = rec.flushCount();
-            for (int s = 0; s < 40; s++) {
+            for (int s = 0; s < samples; s++) {
                 int k = firstFlush - 1 + rnd.nextInt(flushes - firstFlush + 1);
                 RecordingDevice.CrashState state = TableCrashTest.sampleAfter(rec, k, rnd);
                 int acked = TableCrashTest.acked(syncs, k);
@@ -984,17 +1231,7 @@ class TableExtentTest {
                     CheckReport report = v.namespace().check();
                     assertTrue(report.clean(), where + ": " + report);
                     try (Table t = v.tables().open("t")) {
-                        byte[] lastBytes = t.get(b("last"));
-                        int last = lastBytes == null ? 0 : Integer.parseInt(new String(lastBytes));
-                        if (last < acked) {
-                            fail(where + ": transaction " + acked + " was committed SYNC before the crash's flush, but the table is as "
-                                    + last + " left it");
-                        }
-                        TreeMap<byte[], byte[]> expected = new TreeMap<>(states.get(last));
-                        if (last > 0) {
-                            expected.put(b("last"), b(Integer.toString(last)));
-                        }
-                        assertModel(expected, t, where + ", after transaction " + last);
+                        recovered.check(t, acked, where);
                     }
                     v.tables().drop("t");
                     assertEquals(freeBefore, v.statfs().freeBlocks(), where + ": the free blocks once the table is dropped");
