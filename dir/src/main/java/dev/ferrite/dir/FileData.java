@@ -718,15 +718,20 @@ final class FileData {
      * ({@link Inode#modified}), if any is later than the logged one: a transaction of its own, not forced.
      */
     void logModified(Inode i) {
-        long t = i.modified();
-        if (t == 0) {
+        if (i.modified() == 0) {
             return;
         }
         int rec = records.rec(i.ino);
+        long t;
         try (Txn txn = Txn.begin(cache, 2)) {
             i.lock();
             try {
                 Buffer b = records.lockRecord(txn, i.ino);
+                // read again holding the record: a setattr that set the time meanwhile forgot the write's
+                t = i.modified();
+                if (t == 0) {
+                    return;
+                }
                 MemorySegment m = b.data();
                 if (InodeFormat.mode(m, rec) != 0 && t > InodeFormat.mtime(m, rec)) {
                     InodeFormat.touch(m, rec, t, true);

@@ -646,12 +646,13 @@ public final class Volume implements AutoCloseable {
     /**
      * Changes inode {@code ino}'s permissions (its type stays), owner and access and modification times
      * under its per-inode lock, in one transaction; -1 leaves a field as it is, and the change time
-     * becomes now.
+     * becomes now. {@code beforeCommit}, if not null, runs with the inode and its record locked, just before
+     * the commit.
      *
      * @return the commit sequence ({@code sync} or a force of it makes the change durable)
      * @throws InvalidArgumentException if it is not an allocated inode (nothing changed)
      */
-    long setattr(long ino, int permissions, int uid, int gid, long atimeNanos, long mtimeNanos) {
+    long setattr(long ino, int permissions, int uid, int gid, long atimeNanos, long mtimeNanos, Runnable beforeCommit) {
         requireOpen();
         requireValidInode(ino);
         Inode inode = inodes.acquire(ino);
@@ -668,6 +669,9 @@ public final class Volume implements AutoCloseable {
                 }
                 InodeFormat.setAttributes(b.data(), rec, permissions, uid, gid, atimeNanos, mtimeNanos, WallClock.nowNanos());
                 txn.log(b, rec + InodeFormat.MODE, InodeFormat.BTIME - InodeFormat.MODE);
+                if (beforeCommit != null) {
+                    beforeCommit.run();
+                }
                 return txn.commit();
             } finally {
                 inode.unlock();

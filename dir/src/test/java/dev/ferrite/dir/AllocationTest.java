@@ -311,7 +311,7 @@ class AllocationTest {
                     try {
                         for (int i = 0; i < 2000; i++) {
                             int id = base + i;
-                            v.setattr(ino, 0600 | (i & 7), id, id, id, id);
+                            v.setattr(ino, 0600 | (i & 7), id, id, id, id, null);
                         }
                     } catch (Throwable e) {
                         failure.compareAndSet(null, e);
@@ -345,7 +345,7 @@ class AllocationTest {
             assertTrue(s.ctimeNanos() >= s.btimeNanos());
             assertEquals(0, v.inodeCache().peek(ino).refs(), "setattr lets go of its reference");
             VolumeAllocations.freeInode(v, ino);
-            assertThrows(InvalidArgumentException.class, () -> v.setattr(ino, 0600, -1, -1, -1, -1));
+            assertThrows(InvalidArgumentException.class, () -> v.setattr(ino, 0600, -1, -1, -1, -1, null));
             assertSound(v);
         }
     }

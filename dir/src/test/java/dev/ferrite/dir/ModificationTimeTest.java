@@ -1,6 +1,8 @@
 package dev.ferrite.dir;
 
 import java.lang.foreign.MemorySegment;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 
 import dev.ferrite.io.MemoryDevice;
 import dev.ferrite.io.testkit.RecordingDevice;
@@ -91,6 +93,42 @@ class ModificationTimeTest extends FileTestBase {
         ns = v.namespace();
         root = ns.openRoot();
         assertEquals(shown, ns.stat("/f").mtimeNanos());
+    }
+
+    /**
+     * A volume sync beside the writer logs the time an overwrite in place left waiting; a time set after
+     * that write must stand, however the two meet (the sync used to read the waiting time before it locked
+     * the record and could log it over the time set meanwhile: the crash suite's "modification time ... is
+     * none of" the setattr's).
+     */
+    @Test
+    void aSyncBesideTheWriterNeverLogsAWritesTimeOverATimeSetAfterIt() throws Exception {
+        try (Handle f = aged("f")) {
+            AtomicBoolean stop = new AtomicBoolean();
+            AtomicReference<Throwable> failed = new AtomicReference<>();
+            Thread syncer = Thread.ofPlatform().start(() -> {
+                try {
+                    while (!stop.get()) {
+                        ns.sync();
+                    }
+                } catch (Throwable t) {
+                    failed.set(t);
+                }
+            });
+            try {
+                for (int k = 1; k <= 1_500; k++) {
+                    ns.write(f, 0, stamped(0, 1, k)); // in place: its time waits in the inode
+                    ns.setattr(f, -1, -1, -1, -1, OLD + k);
+                    assertEquals(OLD + k, ns.stat(f).mtimeNanos(), "round " + k + ": the time set after the write");
+                }
+            } finally {
+                stop.set(true);
+                syncer.join();
+            }
+            assertEquals(null, failed.get());
+            ns.sync();
+            assertEquals(OLD + 1_500, ns.stat(f).mtimeNanos());
+        }
     }
 
     @Test
