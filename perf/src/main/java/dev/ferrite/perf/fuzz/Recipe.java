@@ -256,7 +256,7 @@ record Recipe(Kind base, List<Mutation> mutations) {
             case LogField l when l.block() < length -> {
                 dev.read(l.block(), a);
                 long blocks = LogRecordFormat.isRecordHeader(a) ? LogRecordFormat.recordBlocks(a) : 0;
-                if (blocks < 2 || blocks > MAX_RECORD_BLOCKS || l.block() + blocks > length) {
+                if (blocks < 1 || blocks > MAX_RECORD_BLOCKS || l.block() + blocks > length) { // 1: an inline record
                     return; // no record there in this build (their places vary), or one cut off
                 }
                 try (Arena arena = Arena.ofConfined()) {

@@ -110,6 +110,29 @@ class FuzzTest {
         }
     }
 
+    /** Inline records (one block: a small checkpoint's payload in its header block) are forged too. */
+    @Test
+    void logFieldMutationsReachInlineRecords() {
+        BaseImage dirty = BaseImage.build(BaseImage.Kind.DIRTY);
+        try (var base = dirty.device; Arena arena = Arena.ofConfined()) {
+            MemorySegment b = arena.allocate(BaseImage.BLOCK_SIZE, BlockDevice.BUFFER_ALIGNMENT);
+            long inline = -1;
+            for (long header : dirty.logRecords) {
+                base.read(header, b);
+                if (LogRecordFormat.recordBlocks(b) == 1) {
+                    inline = header;
+                    break;
+                }
+            }
+            assertTrue(inline >= 0, "the dirty image has an inline record");
+            try (BlockDevice mutated = Recipe.parse("dirty logf:" + inline + ":10:set:7").apply(base)) {
+                mutated.read(inline, b);
+                assertEquals(7, b.get(ValueLayout.JAVA_INT_UNALIGNED, 64), "the op count forged");
+                assertTrue(LogRecordFormat.rewriteField(b, BaseImage.BLOCK_SIZE, 10, v -> v), "the forged record unseals intact");
+            }
+        }
+    }
+
     /**
      * Every header field and the first ops' fields of the first, a middle and the last log record of the
      * dirty image, each set to all ones and moved by one, CRC recomputed: recovery refuses the log with a
