@@ -678,6 +678,17 @@ final class FileData {
     }
 
     /**
+     * Writes back {@code h}'s dirty cached pages and commits what they allocate and the size they reach,
+     * forcing nothing: a commit after this that is ordered after data ({@code Txn#orderAfterData}) cannot
+     * be durable before the data is (table blobs).
+     */
+    void writeBack(Handle h) {
+        Inode i = h.requireOpen();
+        buffered.writeBack(i, 0, Long.MAX_VALUE);
+        buffered.takeError(i);
+    }
+
+    /**
      * fsync ({@code dataOnly} false) or fdatasync: writes back the file's dirty cached pages, forces the
      * journal to the file's last change, or with {@code dataOnly} to its last change of size or extents
      * (skipped if that is durable already: an overwrite in place changes neither), then makes the data

@@ -13,7 +13,11 @@ import dev.ferrite.io.Errno;
 /**
  * Table values too long for a B-tree cell ({@link TableValueFormat#MAX_INLINE}) kept out of line: each in
  * a regular file of a directory that no path reaches (group 0's AGI names it), written through the file
- * data path (extents, direct or buffered I/O) and made durable before the key that names it commits. A
+ * data path (extents, direct or buffered I/O) and on the device before the key that names it commits: its
+ * pages written back, not fsync'd. What a crash must not separate is ordered by the log: the file's
+ * extents and size commit after its data (ordered after it), and the key's commit after them, itself
+ * ordered after data, so no checkpoint holding the key is written before a flush that follows the data;
+ * a {@code SYNC} commit's force then makes both durable, and a {@code NONE} insert forces nothing. A
  * blob's file name says its state, so that a crash never leaks one:
  * <ul>
  *   <li>{@code p<id>} pending: written, no key names it yet (its commit is being applied, or failed);</li>
@@ -74,7 +78,7 @@ final class TableBlobs {
         return h;
     }
 
-    /** Writes {@code value} to a new pending blob, durably; the caller links it or discards it. */
+    /** Writes {@code value} to a new pending blob, on the device (not forced: see the class comment); the caller links it or discards it. */
     TableValueFormat.Blob write(MemorySegment value) {
         long dir = requireDirectory();
         CRC32C crc = new CRC32C();
@@ -93,7 +97,7 @@ final class TableBlobs {
                 }
                 try (f) {
                     namespace.write(f, 0, value);
-                    namespace.fsync(f); // durable before any key can name it
+                    namespace.files.writeBack(f); // on the device, its extents committed, before any key can name it
                     return new TableValueFormat.Blob(id, f.ino(), namespace.records.statIno(f.ino()).generation(), (int) crc.getValue(),
                             value.byteSize());
                 } catch (RuntimeException e) {

@@ -330,8 +330,9 @@ final class TableCommit {
                         }
                         return UNCHANGED; // nothing logged: the transaction ends without a commit
                     }
-                    if (value != null && TableValueFormat.isExtent(value, value.byteSize())) {
-                        txn.orderAfterData(); // the blocks it names were written just before
+                    if (value != null && (TableValueFormat.isExtent(value, value.byteSize())
+                            || TableValueFormat.kind(value, value.byteSize(), ino) == TableValueFormat.BLOB)) {
+                        txn.orderAfterData(); // the blocks it names (an extent's, a blob file's) were written just before
                     }
                     seq = txn.commit();
                     if (freedHere != null) {
