@@ -696,9 +696,8 @@ final class FileData {
      * began after the data was written, else by a device flush of its own (shared with concurrent fsyncs).
      */
     void sync(Handle h, boolean dataOnly) {
+        writeBack(h);
         Inode i = h.requireOpen();
-        buffered.writeBack(i, 0, Long.MAX_VALUE);
-        buffered.takeError(i);
         if (!dataOnly) {
             logModified(i);
         }

@@ -240,6 +240,7 @@ final class TableCommit {
             long doomedBlob = -1;
             TableValueFormat.Medium medium = null;
             TableValueFormat.Extent freeing = null;
+            byte valueKind = value == null ? TableValueFormat.INLINE : TableValueFormat.kind(value, value.byteSize(), ino);
             // a change that records the key's prior value, in a volume whose values are all in the trees,
             // reads it in the change's own descent, under the leaf's lock (the caller keeps other writers
             // off the key); one whose value may lie out of line looks first, holding nothing
@@ -330,8 +331,7 @@ final class TableCommit {
                         }
                         return UNCHANGED; // nothing logged: the transaction ends without a commit
                     }
-                    if (value != null && (TableValueFormat.isExtent(value, value.byteSize())
-                            || TableValueFormat.kind(value, value.byteSize(), ino) == TableValueFormat.BLOB)) {
+                    if (valueKind == TableValueFormat.EXTENT || valueKind == TableValueFormat.BLOB) {
                         txn.orderAfterData(); // the blocks it names (an extent's, a blob file's) were written just before
                     }
                     seq = txn.commit();
@@ -353,7 +353,7 @@ final class TableCommit {
                     blobs.doom(doomedBlob);
                     doomed.add(doomedBlob);
                 }
-                if (value != null && TableValueFormat.kind(value, value.byteSize(), ino) == TableValueFormat.BLOB) {
+                if (valueKind == TableValueFormat.BLOB) {
                     long id = TableValueFormat.readBlob(value).id();
                     blobs.link(id);
                     linked.add(id);
