@@ -307,13 +307,7 @@ class SharedCreateTest {
             try {
                 int claim = dirs.enter(d, 1, true);
                 try {
-                    FutureTask<Void> create = new FutureTask<>(() -> ns.create("/d/new", 0644, true), null);
-                    Thread.ofPlatform().start(create);
-                    try {
-                        create.get(20, TimeUnit.SECONDS);
-                    } catch (TimeoutException e) {
-                        fail("the refill waited for the writer inside the directory");
-                    }
+                    assertFinishes(() -> ns.create("/d/new", 0644, true), "the refill waited for the writer inside the directory");
                     assertEquals(DirContents.READY, dirs.step(d, 8));
                 } finally {
                     d.leave(claim);
@@ -446,6 +440,20 @@ class SharedCreateTest {
             task.get(20, TimeUnit.SECONDS);
         } catch (TimeoutException e) {
             fail(waited);
+        }
+    }
+
+    /**
+     * With a writer inside {@code d} claiming {@code claim} ({@code removal}: a removal claim; alone, it
+     * enters), {@code op} on another thread finishes; then the writer leaves.
+     */
+    private static void finishesBeside(DirContents dirs, Inode d, int claim, boolean removal, Runnable op, String waited)
+            throws Exception {
+        int claimed = dirs.enter(d, claim, removal);
+        try {
+            assertFinishes(op, waited);
+        } finally {
+            d.leave(claimed);
         }
     }
 
@@ -644,12 +652,8 @@ class SharedCreateTest {
             try {
                 ns.dirs.prepare(d, 8);
                 int usable = Math.min(reserve(v, d, true), DirContents.RESERVE_FILL);
-                int claim = ns.dirs.enter(d, usable, false); // alone: it enters
-                try {
-                    assertFinishes(() -> ns.create("/d/new", 0644, true), "the create waited for usable blocks a split would take");
-                } finally {
-                    d.leave(claim);
-                }
+                finishesBeside(ns.dirs, d, usable, false, () -> ns.create("/d/new", 0644, true),
+                        "the create waited for usable blocks a split would take");
             } finally {
                 v.inodeCache().release(d);
             }
@@ -674,12 +678,8 @@ class SharedCreateTest {
             Inode d = v.inodeCache().acquire(ns.lookup("/d"));
             try {
                 int room = DirEntryFormat.RESERVE_CAPACITY - reserve(v, d, false);
-                int claim = ns.dirs.enter(d, room, true); // alone: it enters
-                try {
-                    assertFinishes(() -> ns.unlink("/d/f7"), "the unlink waited for room for blocks a merge would give back");
-                } finally {
-                    d.leave(claim);
-                }
+                finishesBeside(ns.dirs, d, room, true, () -> ns.unlink("/d/f7"),
+                        "the unlink waited for room for blocks a merge would give back");
             } finally {
                 v.inodeCache().release(d);
             }
