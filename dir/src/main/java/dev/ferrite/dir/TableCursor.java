@@ -202,8 +202,14 @@ public final class TableCursor implements AutoCloseable {
     private long recordsChecked;
     /** Merging: the current entry when it came from a record rather than from the tree. */
     private byte[] key, value;
-    /** Where {@link #valueSegment} reads medium values (kept out of line, up to 64 KiB); null until the first. */
-    private MemorySegment medium;
+    /**
+     * Where {@link #valueSegment} reads values kept out of line, grown to the longest so far: a scan of
+     * medium values or blobs allocates one buffer, not one per value (a 1 MiB array per blob was most of
+     * a blob scan's time); null until the first.
+     */
+    private MemorySegment readBuffer;
+    /** Longest value read into {@link #readBuffer}; a longer one is read into an array of its own. */
+    private static final int MAX_READ_BUFFER = 1 << 30;
 
     /** A cursor on the table's latest state, seeing the multi-key commits published now and none after. */
     TableCursor(Table table, byte[] from, byte[] to, boolean reverse, byte[] skip, byte[] low) {
@@ -417,9 +423,8 @@ public final class TableCursor implements AutoCloseable {
 
     /**
      * The current value, valid until the next move or close: a view of a table's cursor, nothing copied, for a
-     * value kept in the tree; for a medium value, the cursor's buffer holding it read whole (reused by the
-     * next medium value, so a scan allocates none); for a blob, a copy read whole (null as {@link
-     * #value()}'s).
+     * value kept in the tree; for a value kept out of line (medium or blob), the cursor's buffer holding it
+     * read whole (reused by the next such value, so a scan allocates none; null as {@link #value()}'s).
      */
     public MemorySegment valueSegment() {
         Cursor c = open();
@@ -440,8 +445,9 @@ public final class TableCursor implements AutoCloseable {
         if (kind == TableValueFormat.INLINE) {
             return m.asSlice(1);
         }
-        if (kind != TableValueFormat.BLOB) {
-            MemorySegment buf = mediumBuffer(TableValueFormat.mediumLength(m));
+        long length = kind == TableValueFormat.BLOB ? TableValueFormat.readBlob(m).length() : TableValueFormat.mediumLength(m);
+        if (length <= MAX_READ_BUFFER) {
+            MemorySegment buf = readBuffer((int) length);
             long n = value(buf);
             if (n < 0) {
                 return null;
@@ -503,13 +509,13 @@ public final class TableCursor implements AutoCloseable {
         return v.byteSize();
     }
 
-    /** The buffer {@link #valueSegment} reads medium values into, at least {@code length} bytes. */
-    private MemorySegment mediumBuffer(int length) {
-        if (medium == null || medium.byteSize() < length) {
+    /** The buffer {@link #valueSegment} reads values kept out of line into, at least {@code length} bytes. */
+    private MemorySegment readBuffer(int length) {
+        if (readBuffer == null || readBuffer.byteSize() < length) {
             int blockSize = table.tables().blockSize();
-            medium = MemorySegment.ofArray(new byte[(length + blockSize - 1) / blockSize * blockSize]);
+            readBuffer = MemorySegment.ofArray(new byte[(int) Math.min(MAX_READ_BUFFER, ((long) length + blockSize - 1) / blockSize * blockSize)]);
         }
-        return medium;
+        return readBuffer;
     }
 
     /** Copies the current value into {@code out} (as much as fits) and returns its whole length (-1: as {@link #value()}'s null). */

@@ -99,6 +99,48 @@ class TableBlobTest {
         }
     }
 
+    /**
+     * A cursor reads blobs into one buffer it keeps, not an array per value: longer and shorter ones in
+     * turn, through {@code valueSegment} and in pieces, each exact, with far less allocated per entry than
+     * the values' bytes (an array of each value's length before).
+     */
+    @Test
+    void aScanOfBlobsReadsThemIntoTheCursorsBuffer() {
+        Random rnd = new Random(SEED);
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            int[] sizes = {300_000, Table.MAX_MEDIUM + 1, (1 << 20) + 5, 70_001};
+            byte[][] values = new byte[sizes.length][];
+            for (int i = 0; i < sizes.length; i++) {
+                t.put(b("k" + i), values[i] = random(rnd, sizes[i]));
+            }
+            double best = Double.MAX_VALUE;
+            try (TableCursor c = t.cursor()) {
+                java.io.ByteArrayOutputStream lent = new java.io.ByteArrayOutputStream();
+                for (int round = 0; round < 4; round++) {
+                    long allocated = 0;
+                    for (int pass = 0; pass < 5; pass++) {
+                        c.seek(b("k"));
+                        for (int i = 0; c.next(); i++) {
+                            long before = FileTestBase.allocatedBytes();
+                            MemorySegment got = c.valueSegment();
+                            allocated += FileTestBase.allocatedBytes() - before;
+                            assertEquals(MemorySegment.ofArray(values[i]).byteSize(), got.byteSize(), "round " + round + " value " + i);
+                            assertEquals(-1, MemorySegment.mismatch(got, 0, got.byteSize(), MemorySegment.ofArray(values[i]), 0, sizes[i]),
+                                    "round " + round + " value " + i);
+                            lent.reset();
+                            assertEquals(sizes[i], c.value((bytes, offset, length) -> lent.writeBytes(
+                                    bytes.asSlice(offset, length).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE))));
+                            assertArrayEquals(values[i], lent.toByteArray(), "round " + round + " value " + i + " in pieces");
+                        }
+                    }
+                    best = round == 0 ? best : Math.min(best, allocated / (5.0 * sizes.length)); // the first round grows the buffer
+                }
+            }
+            assertTrue(best < 4096, best + " bytes allocated per blob read through valueSegment (seed " + SEED + ")");
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
     @Test
     void aSnapshotKeepsTheBlobsItReads() {
         Random rnd = new Random(SEED);
