@@ -34,8 +34,7 @@ import dev.ferrite.io.internal.OffHeap;
  * </ol>
  * A forced push that finds nothing in flight skips the hand-off: the push thread writes it itself; and a
  * forcer that finds the log idle pushes and writes its checkpoint on its own thread, skipping both
- * hand-offs ({@link #pushInline}); so does a forcer that found it busy, woken when it goes idle
- * ({@link #wakeNextPusher}) rather than waking the push thread. Either way one thread at a time formats (the holder of the push turn,
+ * hand-offs ({@link #pushInline}). Either way one thread at a time formats (the holder of the push turn,
  * {@code pushing}) and one at a time writes the log and publishes to the AIL, the turn passing with a
  * happens-before edge (the hand-off queue one way, {@code ioDone} the other, {@code pushing} between
  * the push thread and forcers).
@@ -238,11 +237,6 @@ final class LogWriter implements AutoCloseable {
         return durableSeq;
     }
 
-    /** {@code ferrite-cil-push}, for tests that must see it parked. */
-    Thread pushThread() {
-        return formatter;
-    }
-
     /** Checkpoint sequence of the newest checkpoint written (its items may still be on their way to the AIL). */
     long lastCheckpointSeq() {
         return lastCheckpointSeq;
@@ -292,11 +286,6 @@ final class LogWriter implements AutoCloseable {
         // Interrupts are not honoured: a force abandoned half-way would leave the caller without an answer.
         while (durableSeq < seq && failure == null) {
             LockSupport.park(this);
-            // woken with the log idle (wakeNextPusher): write the checkpoint here; if another thread took
-            // the push meanwhile, or the log is busy again, the push thread is asked as before
-            if (durableSeq < seq && failure == null && !ioBusy && !pushInline(seq)) {
-                LockSupport.unpark(formatter);
-            }
         }
         forcers.remove(me);
         if (durableSeq < seq) {
@@ -430,29 +419,9 @@ final class LogWriter implements AutoCloseable {
         } finally {
             pushing.set(false);
             if (background || pushTarget.get() > durableSeq) {
-                wakeNextPusher(); // asked for while this thread had the push
+                LockSupport.unpark(formatter); // asked for while this thread had the push
             }
         }
-    }
-
-    /**
-     * The log went idle with a push asked for: wakes a forcer still waiting, to write the next checkpoint
-     * on its own thread ({@link #pushInline}), one thread hop where the push thread would make two (woken,
-     * then waking the forcer once durable), each a wait for a CPU when both are busy; the push thread
-     * itself if a size push is asked for or no forcer waits. A forcer that finds the push taken or the log
-     * busy again wakes the push thread, so a push asked for is never left without a pusher.
-     */
-    private void wakeNextPusher() {
-        if (!background && !forcers.isEmpty()) {
-            long durable = durableSeq;
-            for (Forcer f : forcers) {
-                if (f.seq() > durable) {
-                    LockSupport.unpark(f.thread());
-                    return;
-                }
-            }
-        }
-        LockSupport.unpark(formatter);
     }
 
     private void wakeThrottled() {
@@ -653,7 +622,7 @@ final class LogWriter implements AutoCloseable {
                 if (!idle) {
                     idle = true;
                     ioBusy = false;
-                    wakeNextPusher(); // a forced push may have waited for us to go idle
+                    LockSupport.unpark(formatter); // a forced push may have waited for us to go idle
                 }
                 if (handOffDeferred() && running) {
                     LockSupport.parkNanos(this, HAND_OFF_POLL_NANOS); // more are likely to follow: poll, unwoken
