@@ -764,9 +764,11 @@ final class DirContents {
     /**
      * Runs {@code attempt} in {@code owner}'s group, then in the others, until it answers DONE, retrying in
      * each as the group's answer says ({@link AllocationGroup#recover}, with no lock held); NoSpaceException
-     * if no group has {@code n} free blocks for its tree.
+     * if no group has {@code n} free blocks for its tree, {@link SpaceBusyException} if inside a journal
+     * group some had them busy (freed in the context the group pins, which no wait inside it makes durable).
      */
     private void eachGroup(Inode owner, int n, Function<AllocationGroup, AllocOutcome> attempt) {
+        boolean busyMet = false;
         int groups = geometry.agCount();
         int first = geometry.agOfInode(owner.ino);
         for (int k = 0; k < groups; k++) {
@@ -780,12 +782,17 @@ final class DirContents {
                 if (r == AllocOutcome.DONE) {
                     return;
                 }
+                busyMet |= r == AllocOutcome.BUSY;
                 if ((used = ag.recover(r, busy)) < 0) {
                     break;
                 }
             }
         }
-        throw new NoSpaceException("no allocation group has " + n + " free blocks for the tree of inode " + owner.ino);
+        String what = "no allocation group has " + n + " free blocks for the tree of inode " + owner.ino;
+        if (busyMet && volume.journal().holdsGroup()) {
+            throw new SpaceBusyException(what + " that are not busy until its journal group ends");
+        }
+        throw new NoSpaceException(what);
     }
 
     /** Whether {@link #addBlocks} of {@code n} blocks into {@code owner} is {@code still} needed; ENOENT if a directory went. */

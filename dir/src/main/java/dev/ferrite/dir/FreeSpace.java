@@ -178,6 +178,24 @@ final class FreeSpace {
         return treeExtent(AgTreeFormat.key32(out), AgTreeFormat.length(v));
     }
 
+    /**
+     * The free extents starting at or before and at or after {@code block} (-1 for none), in one descent of
+     * the by-block tree: a free's two neighbours.
+     */
+    private long[] bnoAround(Txn txn, int block) {
+        MemorySegment k = MemorySegment.ofArray(new byte[4]);
+        MemorySegment floorKey = MemorySegment.ofArray(new byte[4]);
+        MemorySegment floorValue = MemorySegment.ofArray(new byte[4]);
+        MemorySegment ceilingKey = MemorySegment.ofArray(new byte[4]);
+        MemorySegment ceilingValue = MemorySegment.ofArray(new byte[4]);
+        AgTreeFormat.key32(k, block);
+        long[] found = new long[2];
+        bno.findAround(txn, k, floorKey, floorValue, ceilingKey, ceilingValue, found);
+        found[0] = found[0] < 0 ? -1 : treeExtent(AgTreeFormat.key32(floorKey), AgTreeFormat.length(floorValue));
+        found[1] = found[1] < 0 ? -1 : treeExtent(AgTreeFormat.key32(ceilingKey), AgTreeFormat.length(ceilingValue));
+        return found;
+    }
+
     void insertExtent(Txn txn, int s, int len) {
         MemorySegment k = MemorySegment.ofArray(new byte[4]);
         MemorySegment v = MemorySegment.ofArray(new byte[4]);
@@ -355,8 +373,9 @@ final class FreeSpace {
                     + agno + " (blocks " + FIRST_FREE + " to " + length + ")");
         }
         int nl = len;
-        long left = bnoFind(txn, s, BTree.Match.FLOOR);
-        long right = bnoFind(txn, s, BTree.Match.CEILING);
+        long[] around = bnoAround(txn, s);
+        long left = around[0];
+        long right = around[1];
         if (left >= 0 && extentStart(left) + extentLength(left) > s || right >= 0 && extentStart(right) < s + len) {
             long other = left >= 0 && extentStart(left) + extentLength(left) > s ? left : right;
             throw new CorruptionException(agf.block(), AGF, "group " + agno + " frees blocks [" + s + ", +" + len

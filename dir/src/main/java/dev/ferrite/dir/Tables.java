@@ -833,16 +833,13 @@ public final class Tables {
             }
             c = group();
             Applied done;
-            if (inTree) {
-                try {
-                    done = apply(ws, stored, c, stripesOf(ws), share(journal, limit, size));
-                } catch (HoldTables again) { // undone: nothing changed
-                    c.release();
-                    c.claim();
-                    done = apply(ws, stored, c, null, limit);
-                }
-            } else {
-                done = apply(ws, stored, c, null, limit);
+            try {
+                done = apply(ws, stored, c, inTree, limit, size);
+            } catch (SpaceBusyException busy) { // undone, its group ended: the frees that context held can now be made durable
+                journal.forceAll();
+                c.release();
+                c.claim();
+                done = apply(ws, stored, c, inTree, limit, size);
             }
             written.removeAll(c.linked); // what is left was not linked (a putIfAbsent that found its key)
             blobs.doomed(c.doomed);
@@ -860,6 +857,23 @@ public final class Tables {
                 }
             }
         }
+    }
+
+    /**
+     * {@link #apply(List, List, TableCommit, int[], long)} side by side if {@code inTree}, holding the tables
+     * if that meets a value kept out of line or runs out of log share, or at once if not {@code inTree}.
+     */
+    private Applied apply(List<WriteTransaction.Writes> ws, List<List<byte[]>> stored, TableCommit c, boolean inTree,
+                          long limit, long size) {
+        if (inTree) {
+            try {
+                return apply(ws, stored, c, stripesOf(ws), share(volume.journal(), limit, size));
+            } catch (HoldTables again) { // undone: nothing changed
+                c.release();
+                c.claim();
+            }
+        }
+        return apply(ws, stored, c, null, limit);
     }
 
     /** A side-by-side commit's log share is this many times its size estimate (a change may log more than the estimate's 100 bytes: slots, chunk rounding, splits)... */

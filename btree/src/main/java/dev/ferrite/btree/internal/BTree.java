@@ -940,6 +940,42 @@ public final class BTree {
         }
     }
 
+    /**
+     * {@link #find} of the {@link Match#FLOOR} and the {@link Match#CEILING} entries of {@code key} in one
+     * descent (a free-space change looks at both neighbours of the extent it frees): the floor's key and
+     * value go to {@code floorKey} and {@code floorValue}, the ceiling's to the other two, and their
+     * results (as {@link #find}'s) to {@code found[0]} and {@code found[1]}. Both are the key itself if the
+     * tree holds it.
+     */
+    public void findAround(Txn txn, MemorySegment key, MemorySegment floorKey, MemorySegment floorValue,
+                           MemorySegment ceilingKey, MemorySegment ceilingValue, long[] found) {
+        requireKey(key);
+        Path p = PATHS.get();
+        p.start(this, key);
+        for (;;) {
+            descend(p, key, txn);
+            Buffer leaf = p.leaf();
+            long v = p.leafVersion();
+            long floor = RETRY, ceiling;
+            try {
+                int r = search(leaf.data(), key);
+                floor = findFrom(txn, leaf, v, r >= 0 ? r : -r - 2, true, floorKey, floorValue);
+                ceiling = floor == RETRY ? RETRY : findFrom(txn, leaf, v, r >= 0 ? r : -r - 1, false, ceilingKey, ceilingValue);
+            } catch (RuntimeException e) {
+                if (leaf.validate(v)) {
+                    throw e;
+                }
+                ceiling = RETRY;
+            }
+            if (ceiling != RETRY) {
+                found[0] = floor;
+                found[1] = ceiling;
+                return;
+            }
+            cache.latches.restarted(leaf);
+        }
+    }
+
     /** {@link #find} in the leaf {@code key} leads to, read at version {@code v}; {@link #RETRY} if it changed. */
     private long findIn(Txn txn, Buffer leaf, long v, MemorySegment key, Match match, MemorySegment keyOut,
                         MemorySegment valueOut) {

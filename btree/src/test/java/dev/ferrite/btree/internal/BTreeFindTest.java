@@ -13,7 +13,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** {@link BTree#find} against a sorted map, outside transactions and inside one that holds changed nodes. */
+/** {@link BTree#find} and {@link BTree#findAround} against a sorted map, outside transactions and inside one that holds changed nodes. */
 @ExtendWith(TestSeed.class)
 class BTreeFindTest {
     private static final long SEED = TestSeed.get(7);
@@ -56,16 +56,25 @@ class BTreeFindTest {
                     case FLOOR -> model.floorEntry(q);
                 };
                 long found = tree.find(txn, MemorySegment.ofArray(Keys.ofLong(q)), m, key, value);
-                String what = m + " " + q + " (seed " + SEED + ")";
-                if (want == null) {
-                    assertEquals(-1, found, what);
-                } else {
-                    assertEquals(8, BTree.foundKeyLength(found), what);
-                    assertEquals(8, BTree.foundValueLength(found), what);
-                    assertEquals(want.getKey(), Keys.getLong(key, 0), what);
-                    assertEquals(want.getValue(), Keys.getLong(value, 0), what);
-                }
+                expect(want, found, key, value, m + " " + q + " (seed " + SEED + ")");
             }
+            MemorySegment ceilingKey = MemorySegment.ofArray(new byte[8]);
+            MemorySegment ceilingValue = MemorySegment.ofArray(new byte[8]);
+            long[] around = new long[2];
+            tree.findAround(txn, MemorySegment.ofArray(Keys.ofLong(q)), key, value, ceilingKey, ceilingValue, around);
+            expect(model.floorEntry(q), around[0], key, value, "around's floor " + q + " (seed " + SEED + ")");
+            expect(model.ceilingEntry(q), around[1], ceilingKey, ceilingValue, "around's ceiling " + q + " (seed " + SEED + ")");
+        }
+    }
+
+    private static void expect(Map.Entry<Long, Long> want, long found, MemorySegment key, MemorySegment value, String what) {
+        if (want == null) {
+            assertEquals(-1, found, what);
+        } else {
+            assertEquals(8, BTree.foundKeyLength(found), what);
+            assertEquals(8, BTree.foundValueLength(found), what);
+            assertEquals(want.getKey(), Keys.getLong(key, 0), what);
+            assertEquals(want.getValue(), Keys.getLong(value, 0), what);
         }
     }
 }
