@@ -32,7 +32,10 @@ import picocli.CommandLine.Spec;
                 "near 1), and the first target's rate over each other's at each window (over",
                 "memory, the ceiling: a ConcurrentSkipListMap, its overhead). Nothing is synced.",
                 "--api handle (the default) creates by name in the open directory; --api path",
-                "names the full path each time.",
+                "names the full path each time. An untimed warm-up on stores of its own comes",
+                "first, repeated while the JIT is busy, then a wait for it to settle. Under the",
+                "table, a line per Ferrite window: the creating thread's time per create on a",
+                "CPU, runnable without one and blocked, and the engine's counters.",
                 ""})
 final class DirScaleCommand implements Callable<Integer> {
     @Option(names = "--targets", paramLabel = "T", split = ",", defaultValue = "ferrite,memory",
@@ -93,8 +96,12 @@ final class DirScaleCommand implements Callable<Integer> {
             for (Map.Entry<String, String> e : bench.setups().entrySet()) {
                 out.printf(Locale.ROOT, "%-8s %s%n", e.getKey() + ":", e.getValue());
             }
+            if (!bench.jit().isEmpty()) {
+                out.println("note:    " + bench.jit());
+            }
             out.println();
             out.print(DirScaleBench.table(results, ts.stream().map(MetaBench.Target::label).toList()));
+            RunDir.printContention(out, bench.contention());
             json.write(out, machine, results);
         }
         out.flush();

@@ -1,5 +1,7 @@
 package dev.ferrite.perf.bench;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -17,8 +19,14 @@ import org.HdrHistogram.Histogram;
  * create cost grows with its size (a linear free-space scan, a hash chain) shows as a falling rate;
  * the report's last-over-first ratio is the figure of merit, and the first target's rate over each
  * other's at the same window compares them (over {@code memory}, the ceiling, its overhead). An
- * untimed warm-up on a separate store ({@value MetaBench#WARM_UP_FILES} creates, or {@code max} if
- * fewer) comes first. Nothing is synced: the measure is the directory structure, not the log.
+ * untimed warm-up on stores of their own comes first ({@value MetaBench#WARM_UP_FILES} creates, or
+ * {@code max} if fewer, in one directory, then a tenth and quarters while the JIT is busy, and a wait
+ * for it to settle: {@link JitSettle#warmUp}): the first window is a thousand creates, a few
+ * milliseconds, and a single pass had left C2 compiling through it (56k creates/s in one run against
+ * 180–280k). Nothing is synced: the measure is the directory structure, not the log. Each window of a
+ * target with counters gets a line ({@link #contention}): the creating thread's time per create on a
+ * CPU, runnable without one (other threads had the CPUs) and off them (blocked), and the engine's
+ * counters, so that a window's rate can be told apart from the load on the machine.
  */
 public final class DirScaleBench {
     public static final String WORKLOAD = "dirscale";
@@ -28,6 +36,8 @@ public final class DirScaleBench {
     private final List<MetaBench.Target> targets;
     private final long max;
     private final Map<String, String> setups = new LinkedHashMap<>();
+    private final List<String> contention = new ArrayList<>();
+    private String jit = "";
 
     public DirScaleBench(List<MetaBench.Target> targets, long max) {
         if (targets.isEmpty()) {
@@ -60,20 +70,14 @@ public final class DirScaleBench {
     }
 
     public List<Result> run(Progress progress) {
+        long warmUp = Math.min(max, MetaBench.WARM_UP_FILES);
+        jit = JitSettle.warmUp(progress, warmUp, n -> warmUp(n, false), n -> warmUp(n, true));
         List<Result> results = new ArrayList<>();
         List<Long> ends = windowEnds(max);
         for (MetaBench.Target target : targets) {
-            // untimed, on a store of its own: the JIT compiles the create path before the first window
-            long warmUp = Math.min(max, MetaBench.WARM_UP_FILES);
-            try (MetaStore store = target.open().apply(warmUp);
-                 MetaStore.Session s = store.session()) {
-                s.mkdir("warm");
-                for (long i = 0; i < warmUp; i++) {
-                    s.create("warm", MetaBench.name(i));
-                }
-            }
             try (MetaStore store = target.open().apply(max);
-                 MetaStore.Session s = store.session()) {
+                 MetaStore.Session s = store.session();
+                 SchedClock clock = SchedClock.ofCurrentThread()) {
                 setups.put(target.label(), store.describe());
                 s.mkdir("big");
                 PhaseTimer timer = new PhaseTimer("dirscale", target.label(), Long.MAX_VALUE / 4, progress);
@@ -89,6 +93,8 @@ public final class DirScaleBench {
                     Histogram h = Result.newHistogram();
                     CpuMeter.Sample cpu = CpuMeter.sample();
                     GcMeter gc = GcMeter.start();
+                    Contention.Snapshot before = store.counters();
+                    ThreadTimes thread = ThreadTimes.of(clock);
                     long start = System.nanoTime(), now = start;
                     for (; i < end; i++) {
                         s.create("big", MetaBench.name(i));
@@ -98,6 +104,10 @@ public final class DirScaleBench {
                         if ((i & 1023) == 0) {
                             timer.running(i, t);
                         }
+                    }
+                    if (before != null) {
+                        contention.add(target.label() + " " + phase(end) + ": " + thread.since(clock, now - start, h.getTotalCount())
+                                + Contention.between(before, store.counters(), h.getTotalCount()));
                     }
                     results.add(Result.of(WORKLOAD, phase(end), target.label(), 1,
                             h.getTotalCount() * 1e9 / (now - start), MetaBench.UNIT, h).withCpus(CpuMeter.busyCpusSince(cpu)).withGc(gc.pauses()));
@@ -111,6 +121,65 @@ public final class DirScaleBench {
             }
         }
         return results;
+    }
+
+    /** Untimed: {@code n} creates in one directory on a store of its own for every target, or only the {@link MetaBench.Target#jitted} ones. */
+    private void warmUp(long n, boolean jittedOnly) {
+        for (MetaBench.Target target : targets) {
+            if (target.jitted() || !jittedOnly) {
+                try (MetaStore store = target.open().apply(n);
+                     MetaStore.Session s = store.session()) {
+                    s.mkdir("warm");
+                    for (long i = 0; i < n; i++) {
+                        s.create("warm", MetaBench.name(i));
+                    }
+                }
+            }
+        }
+    }
+
+    /** What the wait for the JIT after the warm-up saw ({@link JitSettle}), or empty. */
+    public String jit() {
+        return jit;
+    }
+
+    /**
+     * Ferrite's counters over each window, a line each ({@link Contention}), after the creating thread's
+     * time per create: on a CPU, runnable without one, and off the CPUs (blocked); the three add up to the
+     * window's time. On a shared machine the first is what compares windows and builds.
+     */
+    public List<String> contention() {
+        return List.copyOf(contention);
+    }
+
+    /** The creating thread's scheduler clocks at a window's start, where the kernel keeps them. */
+    private record ThreadTimes(long onCpu, long queued) {
+        static ThreadTimes of(SchedClock clock) {
+            if (clock == null) {
+                return new ThreadTimes(-1, -1);
+            }
+            read(clock);
+            return new ThreadTimes(clock.onCpu, clock.queued);
+        }
+
+        /** "creating thread 4.1 µs/op on a CPU, 0.2 runnable, 0.0 off; " over {@code ops} creates in {@code nanos}, or "". */
+        String since(SchedClock clock, long nanos, long ops) {
+            if (clock == null) {
+                return "";
+            }
+            read(clock);
+            long cpu = clock.onCpu - onCpu, waiting = clock.queued - queued;
+            return String.format(Locale.ROOT, "creating thread %.1f µs/op on a CPU, %.1f runnable, %.1f off; ",
+                    cpu / 1e3 / ops, waiting / 1e3 / ops, Math.max(0, nanos - cpu - waiting) / 1e3 / ops);
+        }
+
+        private static void read(SchedClock clock) {
+            try {
+                clock.read();
+            } catch (IOException e) {
+                throw new UncheckedIOException("reading the creating thread's scheduler clocks", e);
+            }
+        }
     }
 
     /** How each target's measured store was set up, by label in run order. */
