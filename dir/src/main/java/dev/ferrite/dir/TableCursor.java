@@ -171,6 +171,9 @@ public final class TableCursor implements AutoCloseable {
         }
     }
 
+    /** Longest value read into {@link #readBuffer}; a longer one is read into an array of its own. */
+    private static final int MAX_READ_BUFFER = 1 << 30;
+
     private final Table table;
     /** The tree's cursor; null once closed. */
     private Cursor cursor;
@@ -208,8 +211,6 @@ public final class TableCursor implements AutoCloseable {
      * a blob scan's time); null until the first.
      */
     private MemorySegment readBuffer;
-    /** Longest value read into {@link #readBuffer}; a longer one is read into an array of its own. */
-    private static final int MAX_READ_BUFFER = 1 << 30;
 
     /** A cursor on the table's latest state, seeing the multi-key commits published now and none after. */
     TableCursor(Table table, byte[] from, byte[] to, boolean reverse, byte[] skip, byte[] low) {
