@@ -3,7 +3,6 @@ package dev.ferrite.dir;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
@@ -67,16 +66,14 @@ final class DirContents {
         this.inlineCapacity = InodeFormat.inlineCapacity(geometry.blockSize());
     }
 
-    /** Offset of the entry {@code key} in an inline directory, or -(insertion offset) - 1. */
-    private static int inlineFind(MemorySegment b, int rec, byte[] key) {
-        return inlineFind(b, rec, MemorySegment.ofArray(key), key.length);
-    }
-
     private static int inlineFind(MemorySegment b, int rec, EntryKey key) {
         return inlineFind(b, rec, key.segment(), key.length());
     }
 
-    /** As {@link #inlineFind(MemorySegment, int, byte[])} for the first {@code keyLength} bytes of {@code key}. */
+    /**
+     * Offset of the entry whose key is the first {@code keyLength} bytes of {@code key} in an inline directory,
+     * or -(insertion offset) - 1.
+     */
     static int inlineFind(MemorySegment b, int rec, MemorySegment key, int keyLength) {
         int at = rec + InodeFormat.INLINE;
         int end = at + InodeFormat.inlineUsed(b, rec);
@@ -208,88 +205,111 @@ final class DirContents {
         return ino;
     }
 
-    /** Entries a readdir's list is made room for at most before it starts. */
-    private static final int PRESIZED_PAGE = 1024;
-
     DirPage readdirIno(long dir, DirCookie after, int max) {
         if (max < 1) {
             throw new NamespaceException(Errno.EINVAL, "readdir of " + max + " entries");
         }
+        DirBuffer page = new DirBuffer(max);
+        page.startAfter(after.key());
+        list(dir, page);
+        List<DirEntry> out = new ArrayList<>(page.size());
+        for (int i = 0; i < page.size(); i++) {
+            out.add(new DirEntry(page.name(i), page.ino(i), page.type(i)));
+        }
+        byte[] last = page.after();
+        DirCookie next = last == after.key() ? after : DirCookie.after(last, last.length);
+        return new DirPage(Collections.unmodifiableList(out), next, page.end());
+    }
+
+    /**
+     * Fills {@code out} with the entries of directory {@code dir} after its key, up to its capacity, and
+     * leaves it resuming after the last of them. Allocates nothing per entry once {@code out} has grown to them.
+     */
+    void list(long dir, DirBuffer out) {
         records.requireDir(dir);
-        byte[] from = after.key();
+        NameLookup scratch = NameLookup.current();
         Inode d = inodes.acquire(dir);
         try {
+            scratch.listDir = dir;
+            scratch.listInto = out;
             for (;;) {
-                ArrayList<DirEntry> out = new ArrayList<>();
-                NameLookup scratch = NameLookup.current();
-                byte[] name = scratch.listedName;
-                long header = records.readRecord(dir, (b, rec) -> {
-                    out.clear();
-                    scratch.listedKeyLength = 0;
-                    // a directory's size is its entry count: room for a small page at once, not grown to it (a
-                    // large one grows, whatever a damaged size says)
-                    out.ensureCapacity((int) Math.clamp(InodeFormat.size(b, rec), 0, Math.min(max + 1L, PRESIZED_PAGE)));
-                    if (isTree(b, rec)) {
-                        long h = DirEntryFormat.treeHeader(b, rec + InodeFormat.INLINE);
-                        return h == 0 ? -1L : h; // -1: a removed directory whose tree is being freed
-                    }
-                    int end = rec + InodeFormat.INLINE + InodeFormat.inlineUsed(b, rec);
-                    int at = from == null ? rec + InodeFormat.INLINE : inlineFind(b, rec, from);
-                    if (at < 0) {
-                        at = -at - 1;
-                    } else if (from != null) {
-                        at += DirEntryFormat.entrySize(b, at, end);
-                    }
-                    int lastAt = -1;
-                    for (int size; at < end && out.size() <= max; at += size) {
-                        size = DirEntryFormat.entrySize(b, at, end); // checked before the key is read
-                        if (out.size() < max) {
-                            lastAt = at;
-                        }
-                        out.add(new DirEntry(DirEntryFormat.entryName(b, at, name), requireEntryInode(dir, DirEntryFormat.entryInode(b, at)),
-                                DirEntryFormat.entryType(b, at)));
-                    }
-                    if (lastAt >= 0) { // the cookie: only the last entry's key is kept
-                        scratch.listedKeyLength = DirEntryFormat.entryKey(b, lastAt, scratch.listedKey);
-                    }
-                    return 0L;
-                });
+                long header = records.readLong(dir, inlineLister);
                 if (header > 0) {
                     BTree t = tree(d, header);
+                    byte[] from = out.after();
                     Cursor c = scratch.listing = scratch.listing == null ? t.cursor(from, null, false)
                             : t.cursor(scratch.listing, from, null, false);
-                    MemorySegment cookie = from == null ? null : MemorySegment.ofArray(from);
-                    while (out.size() <= max && c.next()) {
-                        MemorySegment key = c.keySegment();
-                        if (cookie != null && key.mismatch(cookie) < 0) {
+                    MemorySegment cookie = out.afterSegment();
+                    while (out.size() < out.room() && c.next()) {
+                        MemorySegment page = c.page(); // read in place: no view made per entry
+                        int key = c.keyOffset(), length = c.keyLength(), v = c.valueOffset();
+                        if (cookie != null && MemorySegment.mismatch(page, key, key + length, cookie, 0, cookie.byteSize()) < 0) {
                             continue;
                         }
-                        MemorySegment v = c.valueSegment();
-                        int length = (int) key.byteSize();
-                        if (out.size() < max) {
-                            MemorySegment.copy(key, ValueLayout.JAVA_BYTE, 0, scratch.listedKey, 0, length);
+                        if (out.size() < out.capacity()) {
+                            MemorySegment.copy(page, ValueLayout.JAVA_BYTE, key, scratch.listedKey, 0, length);
                             scratch.listedKeyLength = length;
                         }
-                        MemorySegment.copy(key, ValueLayout.JAVA_BYTE, DirEntryFormat.HASH, name, 0, length - DirEntryFormat.HASH);
-                        out.add(new DirEntry(new String(name, 0, length - DirEntryFormat.HASH, StandardCharsets.UTF_8),
-                                requireEntryInode(dir, DirEntryFormat.valueInode(v)), DirEntryFormat.valueType(v)));
+                        out.add(page, key + DirEntryFormat.HASH, length - DirEntryFormat.HASH,
+                                requireEntryInode(dir, DirEntryFormat.valueInode(page, v)), DirEntryFormat.valueType(page, v));
                     }
-                    long again = records.readRecord(dir, (b, rec) -> isTree(b, rec) ? DirEntryFormat.treeHeader(b, rec + InodeFormat.INLINE) : -1);
+                    long again = records.readLong(dir, treeHeaderAgain);
                     if (again != header) {
                         continue;
                     }
                 }
-                boolean end = out.size() <= max;
+                boolean end = out.size() < out.room();
                 if (!end) {
                     out.removeLast();
                 }
-                DirCookie next = scratch.listedKeyLength == 0 ? after : DirCookie.after(scratch.listedKey, scratch.listedKeyLength);
-                return new DirPage(Collections.unmodifiableList(out), next, end); // out is the page's alone from here
+                out.filled(end, scratch.listedKey, scratch.listedKeyLength);
+                return;
             }
         } finally {
+            scratch.listInto = null;
             inodes.release(d);
         }
     }
+
+    /** The tree header a directory's record names (-1: inline). */
+    private static final InodeRecords.LongRecordReader treeHeaderAgain =
+            (b, rec) -> isTree(b, rec) ? DirEntryFormat.treeHeader(b, rec + InodeFormat.INLINE) : -1;
+
+    /**
+     * Reads an inline directory's entries into the thread's {@link NameLookup#listInto} (its tree's header
+     * instead if it has one: -1 for a removed directory whose tree is being freed, else 0).
+     */
+    private final InodeRecords.LongRecordReader inlineLister = (b, rec) -> {
+        NameLookup scratch = NameLookup.current();
+        DirBuffer out = scratch.listInto;
+        out.clear();
+        scratch.listedKeyLength = 0;
+        if (isTree(b, rec)) {
+            long h = DirEntryFormat.treeHeader(b, rec + InodeFormat.INLINE);
+            return h == 0 ? -1L : h;
+        }
+        MemorySegment from = out.afterSegment();
+        int end = rec + InodeFormat.INLINE + InodeFormat.inlineUsed(b, rec);
+        int at = from == null ? rec + InodeFormat.INLINE : inlineFind(b, rec, from, (int) from.byteSize());
+        if (at < 0) {
+            at = -at - 1;
+        } else if (from != null) {
+            at += DirEntryFormat.entrySize(b, at, end);
+        }
+        int lastAt = -1;
+        for (int size; at < end && out.size() < out.room(); at += size) {
+            size = DirEntryFormat.entrySize(b, at, end); // checked before the key is read
+            if (out.size() < out.capacity()) {
+                lastAt = at;
+            }
+            out.add(b, DirEntryFormat.entryNameOffset(at), DirEntryFormat.entryKeyLength(b, at) - DirEntryFormat.HASH,
+                    requireEntryInode(scratch.listDir, DirEntryFormat.entryInode(b, at)), DirEntryFormat.entryType(b, at));
+        }
+        if (lastAt >= 0) { // the cookie: only the last entry's key is kept
+            scratch.listedKeyLength = DirEntryFormat.entryKey(b, lastAt, scratch.listedKey);
+        }
+        return 0L;
+    };
 
     List<DirEntry> allEntries(long dir) {
         List<DirEntry> all = new ArrayList<>();

@@ -5,7 +5,6 @@ import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;
-import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.zip.CRC32C;
 
@@ -99,11 +98,20 @@ final class DirEntryFormat {
     }
 
     static long valueInode(MemorySegment v) {
-        return v.get(U64, 0);
+        return valueInode(v, 0);
+    }
+
+    /** The inode of the value at {@code at} of {@code b} (a cursor's page). */
+    static long valueInode(MemorySegment b, long at) {
+        return b.get(U64, at);
     }
 
     static int valueType(MemorySegment v) {
-        return Byte.toUnsignedInt(v.get(U8, 8)) << 12;
+        return valueType(v, 0);
+    }
+
+    static int valueType(MemorySegment b, long at) {
+        return Byte.toUnsignedInt(b.get(U8, at + 8)) << 12;
     }
 
     /** Bytes an entry of {@code key} takes inline. */
@@ -144,11 +152,9 @@ final class DirEntryFormat {
         return length;
     }
 
-    /** The name of the inline entry at {@code at}, decoded through {@code scratch} (of {@link #MAX_NAME} bytes). */
-    static String entryName(MemorySegment b, int at, byte[] scratch) {
-        int length = entryKeyLength(b, at) - HASH;
-        MemorySegment.copy(b, U8, at + ENTRY_HEADER + HASH, scratch, 0, length);
-        return new String(scratch, 0, length, StandardCharsets.UTF_8);
+    /** Where the name of the inline entry at {@code at} starts (its length: {@link #entryKeyLength} less {@link #HASH}). */
+    static int entryNameOffset(int at) {
+        return at + ENTRY_HEADER + HASH;
     }
 
     /**

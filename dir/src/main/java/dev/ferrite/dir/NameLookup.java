@@ -30,8 +30,9 @@ final class NameLookup {
     private int keyLength;
 
     final MemorySegment value = MemorySegment.ofArray(new byte[DirEntryFormat.VALUE]);
-    /** The buffer a readdir of an inline directory decodes names through (it looks nothing up meanwhile). */
-    final byte[] listedName = new byte[DirEntryFormat.MAX_NAME];
+    /** The directory a listing ({@link DirContents#list}) reads and the buffer it fills; null between listings. */
+    long listDir;
+    DirBuffer listInto;
     /** The key of the last entry a readdir returns (its cookie), its first {@link #listedKeyLength} bytes. */
     final byte[] listedKey = new byte[DirEntryFormat.HASH + DirEntryFormat.MAX_NAME];
     int listedKeyLength;

@@ -390,6 +390,20 @@ public final class Namespace {
     }
 
     /**
+     * The next entries of directory {@code path} into {@code into}, after those its last fill held (from the
+     * first after {@link DirBuffer#rewind()} or when new): {@link #readdir(String, DirCookie, int)} without
+     * allocating per entry, as a server listing a directory to match names needs.
+     *
+     * @return how many entries it holds now ({@link DirBuffer#end()}: whether the directory holds more)
+     * @throws NamespaceException as {@link #readdir(String, DirCookie, int)}
+     */
+    public int readdir(String path, DirBuffer into) {
+        java.util.Objects.requireNonNull(into, "into");
+        dirs.list(paths.resolve(path, true), into);
+        return into.size();
+    }
+
+    /**
      * Every entry of directory {@code path}, read a page at a time as {@link #readdir} reads them.
      *
      * @throws NamespaceException the path errnos; ENOTDIR if it is not a directory
@@ -749,6 +763,17 @@ public final class Namespace {
      */
     public DirPage readdir(Handle dir, DirCookie after, int max) {
         return dirs.readdirIno(dir.requireOpen().ino, after, max);
+    }
+
+    /**
+     * {@link #readdir(String, DirBuffer)} of directory {@code dir}.
+     *
+     * @throws NamespaceException as {@link #readdir(Handle, DirCookie, int)}
+     */
+    public int readdir(Handle dir, DirBuffer into) {
+        java.util.Objects.requireNonNull(into, "into");
+        dirs.list(dir.requireOpen().ino, into);
+        return into.size();
     }
 
     /**

@@ -156,6 +156,69 @@ class NamespaceTest {
     }
 
     @Test
+    void aDirBufferListsWhatPagesListAndResumesWhereItStopped() {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+            Namespace ns = v.namespace();
+            ns.mkdir("/small", 0755);
+            ns.mkdir("/big", 0755);
+            ns.mkdir("/small/sub", 0755);
+            ns.create("/small/\u00e9t\u00e9", 0644, true); // a name of multibyte characters
+            for (int i = 0; i < 500; i++) {
+                ns.create("/big/f" + i, 0644, true);
+            }
+            for (String dir : List.of("/small", "/big")) {
+                List<DirEntry> pages = ns.list(dir);
+                DirBuffer b = new DirBuffer(7);
+                byte[] name = new byte[255];
+                for (int pass = 0; pass < 2; pass++) { // the second after a rewind: from the start again
+                    b.rewind();
+                    List<DirEntry> listed = new ArrayList<>();
+                    int fills = 0;
+                    do {
+                        int n = ns.readdir(dir, b);
+                        fills++;
+                        assertEquals(b.size(), n);
+                        assertTrue(n == 7 || b.end(), "only the last fill is short");
+                        for (int i = 0; i < n; i++) {
+                            int length = b.copyName(i, name);
+                            assertEquals(b.name(i), new String(name, 0, length, java.nio.charset.StandardCharsets.UTF_8));
+                            listed.add(new DirEntry(b.name(i), b.ino(i), b.type(i)));
+                        }
+                    } while (!b.end());
+                    assertEquals(pages, listed, dir);
+                    assertEquals(Math.max(1, (pages.size() + 6) / 7), fills, dir);
+                }
+                assertEquals(0, ns.readdir(dir, b), "a buffer at the end stays there");
+                assertTrue(b.end());
+            }
+            // entries there throughout come once each, whatever is created and removed between fills
+            DirBuffer b = new DirBuffer(50);
+            Set<String> seen = new HashSet<>();
+            int made = 0;
+            do {
+                ns.readdir("/big", b);
+                for (int i = 0; i < b.size(); i++) {
+                    String n = b.name(i);
+                    assertTrue(seen.add(n) || !n.startsWith("f"), "returned twice: " + n);
+                }
+                ns.create("/big/g" + made, 0644, true);
+                ns.unlink("/big/f" + (499 - made++));
+            } while (!b.end());
+            for (int i = 0; i < 500 - made; i++) {
+                assertTrue(seen.contains("f" + i), "missed f" + i);
+            }
+            assertThrows(IllegalArgumentException.class, () -> new DirBuffer(0));
+            NamespaceException e = assertThrows(NamespaceException.class, () -> ns.readdir("/big/f0", new DirBuffer(1)));
+            assertEquals(Errno.ENOTDIR, e.errno());
+            Handle h = ns.open("/small", Namespace.O_RDONLY);
+            assertEquals(2, ns.readdir(h, new DirBuffer(8)));
+            h.close();
+            assertEquals(Errno.EBADF, assertThrows(NamespaceException.class, () -> ns.readdir(h, new DirBuffer(8))).errno());
+            assertChecked(ns);
+        }
+    }
+
+    @Test
     void longSymlinkTargetsLiveInABlockOfTheirOwn() {
         int max = Math.min(Namespace.MAX_SYMLINK_TARGET, SymlinkFormat.capacity(4096));
         String inline = "i".repeat(InodeFormat.inlineCapacity(4096));

@@ -1,5 +1,7 @@
 package dev.ferrite.perf.bench;
 
+import java.nio.charset.StandardCharsets;
+
 /**
  * An SMB search pattern, as a server matches a FIND_FIRST name against directory entries: case-insensitive,
  * {@code *} any run of characters, {@code ?} any one, and the DOS forms a client sends for them:
@@ -8,10 +10,11 @@ package dev.ferrite.perf.bench;
  * difference moot, and the simpler reading is the one Samba's {@code ms_fnmatch} approximates too.)
  */
 final class DosPattern {
-    private final String pattern;
+    /** The pattern's bytes (UTF-8). */
+    private final byte[] pattern;
 
     DosPattern(String pattern) {
-        this.pattern = pattern;
+        this.pattern = pattern.getBytes(StandardCharsets.UTF_8);
     }
 
     /** Whether {@code name} holds any of the wildcard characters. */
@@ -28,43 +31,47 @@ final class DosPattern {
         return false;
     }
 
-    boolean matches(String name) {
-        return matches(0, name, 0);
+    /** Whether the UTF-8 name {@code name[0, length)} matches (letters compared as {@code strcasecmp} does: ASCII). */
+    boolean matches(byte[] name, int length) {
+        return matches(0, name, 0, length);
     }
 
-    private boolean matches(int p, String name, int n) {
-        while (p < pattern.length()) {
-            char c = pattern.charAt(p);
+    private boolean matches(int p, byte[] name, int n, int length) {
+        while (p < pattern.length) {
+            byte c = pattern[p];
             switch (c) {
                 case '*', '<' -> {
-                    for (int k = n; k <= name.length(); k++) {
-                        if (matches(p + 1, name, k)) {
+                    for (int k = n; k <= length; k = next(name, k, length)) {
+                        if (matches(p + 1, name, k, length)) {
                             return true;
+                        }
+                        if (k == length) {
+                            break;
                         }
                     }
                     return false;
                 }
                 case '?' -> {
-                    if (n == name.length()) {
+                    if (n == length) {
                         return false;
                     }
-                    n++;
+                    n = next(name, n, length);
                 }
                 case '>' -> {
-                    return n < name.length() && matches(p + 1, name, n + 1) || matches(p + 1, name, n);
+                    return n < length && matches(p + 1, name, next(name, n, length), length) || matches(p + 1, name, n, length);
                 }
                 case '"' -> {
-                    if (n == name.length()) {
+                    if (n == length) {
                         p++;
                         continue;
                     }
-                    if (name.charAt(n) != '.') {
+                    if (name[n] != '.') {
                         return false;
                     }
                     n++;
                 }
                 default -> {
-                    if (n == name.length() || !sameIgnoringCase(c, name.charAt(n))) {
+                    if (n == length || toLower(c) != toLower(name[n])) {
                         return false;
                     }
                     n++;
@@ -72,11 +79,18 @@ final class DosPattern {
             }
             p++;
         }
-        return n == name.length();
+        return n == length;
     }
 
-    private static boolean sameIgnoringCase(char a, char b) {
-        return a == b || Character.toUpperCase(a) == Character.toUpperCase(b)
-                || Character.toLowerCase(a) == Character.toLowerCase(b);
+    /** Where the character after the one at {@code n} starts: past its UTF-8 continuation bytes. */
+    private static int next(byte[] name, int n, int length) {
+        do {
+            n++;
+        } while (n < length && (name[n] & 0xC0) == 0x80);
+        return n;
+    }
+
+    private static int toLower(byte b) {
+        return b >= 'A' && b <= 'Z' ? b + ('a' - 'A') : b;
     }
 }

@@ -2,6 +2,7 @@ package dev.ferrite.perf.bench;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -10,9 +11,8 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
-import dev.ferrite.dir.DirCookie;
+import dev.ferrite.dir.DirBuffer;
 import dev.ferrite.dir.DirEntry;
-import dev.ferrite.dir.DirPage;
 import dev.ferrite.dir.Handle;
 import dev.ferrite.dir.Namespace;
 import dev.ferrite.dir.NamespaceException;
@@ -61,6 +61,9 @@ public final class FerriteDbench {
     /** Mismatches kept as examples, per client. */
     private static final int SAMPLES = 5;
     private static final int DIR_PAGE = 256;
+    /** A name's longest, in bytes. */
+    private static final int MAX_NAME = 255;
+    private static final byte[] DOT = {'.'}, DOT_DOT = {'.', '.'};
     /** The clients' thread names, then "-" and the client's number. */
     static final String WORKERS = "dbench-ferrite";
     /** A large calloc'd block's address modulo the page size under glibc (its chunk header). */
@@ -215,8 +218,12 @@ public final class FerriteDbench {
         final int id;
         final String[] paths;
         final DosPattern[] patterns;
-        /** Each path's directory and last name, split once: a lookup that misses searches the one for the other. */
-        final String[] parents, lasts;
+        /** Each path's directory and last name (UTF-8), split once: a lookup that misses searches the one for the other. */
+        final String[] parents;
+        final byte[][] lasts;
+        /** The entries a search lists, and the name of one: reused, as dbench's readdir fills libc's buffer. */
+        final DirBuffer listing = new DirBuffer(DIR_PAGE);
+        final byte[] listed = new byte[MAX_NAME];
         /** The attributes a stat reads, reused: a dbench client's stat fills a struct, allocating nothing either. */
         final StatBuffer st = new StatBuffer();
         final Map<Integer, Open> open = new HashMap<>();
@@ -238,7 +245,7 @@ public final class FerriteDbench {
             this.paths = load.clientPaths("", "client" + id);
             this.patterns = new DosPattern[paths.length];
             this.parents = new String[paths.length];
-            this.lasts = new String[paths.length];
+            this.lasts = new byte[paths.length][];
             this.from = from;
             this.to = to;
             int size = Math.max(load.maxIoSize(), 1);
@@ -492,18 +499,17 @@ public final class FerriteDbench {
                 p = patterns[path] = new DosPattern(pattern);
             }
             String dir = slash == 0 ? "/" : name.substring(0, slash);
-            long want = Math.max(op.b(), 1), matched = (p.matches(".") ? 1 : 0) + (p.matches("..") ? 1 : 0);
+            long want = Math.max(op.b(), 1), matched = (p.matches(DOT, 1) ? 1 : 0) + (p.matches(DOT_DOT, 2) ? 1 : 0);
             try {
-                DirCookie after = DirCookie.START;
+                listing.rewind();
                 for (boolean end = false; !end && matched < want; ) {
-                    DirPage page = ns.readdir(dir, after, DIR_PAGE);
-                    for (DirEntry e : page.entries()) {
-                        if (p.matches(e.name())) {
+                    int n = ns.readdir(dir, listing);
+                    for (int i = 0; i < n; i++) {
+                        if (p.matches(listed, listing.copyName(i, listed))) {
                             matched++;
                         }
                     }
-                    after = page.next();
-                    end = page.end();
+                    end = listing.end();
                 }
             } catch (NamespaceException e) {
                 return e.errno() == Errno.ENOENT || e.errno() == Errno.ENOTDIR ? NtStatus.OBJECT_PATH_NOT_FOUND
@@ -526,19 +532,18 @@ public final class FerriteDbench {
                 errno = e.errno();
             }
             split(path);
-            String last = lasts[path];
+            byte[] last = lasts[path];
             try {
-                DirCookie after = DirCookie.START;
+                listing.rewind();
                 for (boolean end = false; !end; ) {
-                    DirPage page = ns.readdir(parents[path], after, DIR_PAGE);
-                    for (DirEntry d : page.entries()) {
-                        if (d.name().equalsIgnoreCase(last)) {
+                    int n = ns.readdir(parents[path], listing);
+                    for (int i = 0; i < n; i++) {
+                        if (sameIgnoringCase(last, listed, listing.copyName(i, listed))) {
                             end = true;
                             break;
                         }
                     }
-                    after = page.next();
-                    end |= page.end();
+                    end |= listing.end();
                 }
             } catch (NamespaceException dirMissing) {
                 // no directory to search
@@ -552,8 +557,22 @@ public final class FerriteDbench {
                 String name = paths[path];
                 int slash = name.lastIndexOf('/');
                 parents[path] = slash == 0 ? "/" : name.substring(0, slash);
-                lasts[path] = name.substring(slash + 1);
+                lasts[path] = name.substring(slash + 1).getBytes(StandardCharsets.UTF_8);
             }
+        }
+
+        /** Whether {@code name} is {@code entry[0, length)} with ASCII letters folded, as {@code strcasecmp} compares. */
+        private static boolean sameIgnoringCase(byte[] name, byte[] entry, int length) {
+            if (name.length != length) {
+                return false;
+            }
+            for (int i = 0; i < length; i++) {
+                byte a = name[i], b = entry[i];
+                if (a != b && ((a | 0x20) != (b | 0x20) || (a | 0x20) < 'a' || (a | 0x20) > 'z')) {
+                    return false;
+                }
+            }
+            return true;
         }
 
         private void mkdirQuietly(String name) {
