@@ -38,10 +38,31 @@ final class KeyStripes {
 
     /** The stripe of {@code key} of table {@code ino}. */
     static int of(long ino, MemorySegment key) {
-        long h = ino * 0x9E3779B97F4A7C15L;
+        long h = seed(ino);
         for (long i = 0, n = key.byteSize(); i < n; i++) {
-            h = (h ^ key.get(ValueLayout.JAVA_BYTE, i)) * 0x100000001B3L;
+            h = mix(h, key.get(ValueLayout.JAVA_BYTE, i));
         }
+        return stripe(h);
+    }
+
+    /** {@link #of(long, MemorySegment)} of a key in an array (a transaction's), wrapping nothing. */
+    static int of(long ino, byte[] key) {
+        long h = seed(ino);
+        for (byte b : key) {
+            h = mix(h, b);
+        }
+        return stripe(h);
+    }
+
+    private static long seed(long ino) {
+        return ino * 0x9E3779B97F4A7C15L;
+    }
+
+    private static long mix(long h, byte b) {
+        return (h ^ b) * 0x100000001B3L;
+    }
+
+    private static int stripe(long h) {
         return (int) (h ^ h >>> 32) & (STRIPES - 1);
     }
 

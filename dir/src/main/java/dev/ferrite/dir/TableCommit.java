@@ -148,7 +148,15 @@ final class TableCommit {
      * @throws TableException TABLE_CLOSED if the table was dropped
      */
     int apply(Table t, MemorySegment key, MemorySegment value, int op) {
-        return change(t, key, value, op, true);
+        return change(t, null, key, value, op, true);
+    }
+
+    /**
+     * {@link #apply} of {@code key}, an array no one changes (a transaction's own copy), in {@code view}: the
+     * records of its prior value (the undo's, latest-state reads', snapshots') keep the array, not a copy.
+     */
+    int apply(Table t, byte[] key, MemorySegment view, MemorySegment value, int op) {
+        return change(t, key, view, value, op, true);
     }
 
     /**
@@ -171,13 +179,13 @@ final class TableCommit {
         TableValueFormat.Extent x = extents.write(value, t.inode.ino);
         if (x != null) {
             undo.add(new ExtentUndo(x, null)); // first: a change failing is undone too
-            return change(t, key, MemorySegment.ofArray(TableValueFormat.extent(x)), op, true);
+            return change(t, null, key, MemorySegment.ofArray(TableValueFormat.extent(x)), op, true);
         }
         overflow.tree(true); // no room for an extent: chunks, the tree made first (a failure to make it leaves nothing to undo)
         TableValueFormat.Medium m = overflow.describe(value);
         undo.add(new ChunksUndo(m, null)); // first: a write failing part way is undone too
         overflow.write(m, value);
-        return change(t, key, MemorySegment.ofArray(TableValueFormat.medium(m)), op, true);
+        return change(t, null, key, MemorySegment.ofArray(TableValueFormat.medium(m)), op, true);
     }
 
     /**
@@ -186,23 +194,23 @@ final class TableCommit {
      * DirContents#enter}: its claim on the tree's block reserve, a refill or spill made first), and leaves
      * after it.
      */
-    private int change(Table t, MemorySegment k, MemorySegment value, int op, boolean forward) {
+    private int change(Table t, byte[] keyBytes, MemorySegment k, MemorySegment value, int op, boolean forward) {
         if (!shared) {
-            return changeHeld(t, k, value, op, forward);
+            return changeHeld(t, keyBytes, k, value, op, forward);
         }
         int claim = dirs.enter(t.inode, t.tree().height() + 2, value == null);
         if (claim < 0) { // a table's tree is made with it and goes only once it is freed
             throw new CorruptionException(records.block(t.inode.ino), "table", t + "'s inode " + t.inode.ino + " holds no tree");
         }
         try {
-            return changeHeld(t, k, value, op, forward);
+            return changeHeld(t, keyBytes, k, value, op, forward);
         } finally {
             t.inode.leave(claim);
         }
     }
 
     /** {@link #change}, the key kept from other writers (its stripe held, or the table) and, if {@link #shared}, the table entered. */
-    private int changeHeld(Table t, MemorySegment k, MemorySegment value, int op, boolean forward) {
+    private int changeHeld(Table t, byte[] keyBytes, MemorySegment k, MemorySegment value, int op, boolean forward) {
         long ino = t.inode.ino;
         boolean mayHoldOutOfLine = blobs.directory() != 0 || overflow.inode() != 0 || extents.inUse();
         TableValueFormat.Extent prior = null; // the extent value this change replaces, read for snapshots (a group's)
@@ -274,8 +282,8 @@ final class TableCommit {
                     if (op == DELETE && length < 0) {
                         return UNCHANGED; // nothing logged: the transaction ends without a commit
                     }
-                    key = k.toArray(ValueLayout.JAVA_BYTE);
-                    before = length < 0 ? null : valueOut.asSlice(0, length).toArray(ValueLayout.JAVA_BYTE);
+                    key = keyBytes != null ? keyBytes : bytes(k, (int) k.byteSize());
+                    before = length < 0 ? null : bytes(valueOut, length);
                     record(ino, key, before); // before the change can be seen: the leaf stays locked until the commit
                     seq = txn.commit();
                 } else {
@@ -311,8 +319,8 @@ final class TableCommit {
                             }
                         }
                         if (undo != null || version != 0) {
-                            key = k.toArray(ValueLayout.JAVA_BYTE);
-                            before = length < 0 ? null : valueOut.asSlice(0, length).toArray(ValueLayout.JAVA_BYTE);
+                            key = keyBytes != null ? keyBytes : bytes(k, (int) k.byteSize());
+                            before = length < 0 ? null : bytes(valueOut, length);
                         }
                         record(ino, key, replaced != null ? replaced : before); // before the change can be seen: at its commit; a medium value by its bytes (kind INLINE)
                     }
@@ -363,6 +371,17 @@ final class TableCommit {
         }
     }
 
+    /**
+     * The first {@code length} bytes of {@code s} in a new array: what a slice's {@code toArray} gives,
+     * without the slice, and without the array type's name {@code toArray} looks up (through the class's
+     * reflection data) for its size check on every call.
+     */
+    private static byte[] bytes(MemorySegment s, int length) {
+        byte[] a = new byte[length];
+        MemorySegment.copy(s, ValueLayout.JAVA_BYTE, 0, a, 0, length);
+        return a;
+    }
+
     /** Records {@code key}'s prior value for snapshots (with a version) and for latest-state reads (a multi-key commit's). */
     private void record(long ino, byte[] key, byte[] before) {
         if (version != 0) {
@@ -381,7 +400,7 @@ final class TableCommit {
     void undoAll() {
         for (int i = undo.size() - 1; i >= 0; i--) {
             switch (undo.get(i)) {
-                case KeyUndo u -> change(u.table(), MemorySegment.ofArray(u.key()), u.before() == null ? null : MemorySegment.ofArray(u.before()),
+                case KeyUndo u -> change(u.table(), u.key(), MemorySegment.ofArray(u.key()), u.before() == null ? null : MemorySegment.ofArray(u.before()),
                         u.before() == null ? DELETE : PUT, false);
                 case ExtentUndo u when u.freed() == null -> extents.free(u.x());
                 case ExtentUndo u -> extents.retake(u.x(), u.freed());

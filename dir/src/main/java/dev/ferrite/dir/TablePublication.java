@@ -40,10 +40,18 @@ final class TablePublication {
         /** Its place in the order commits were published in (from 1), or 0 while it applies. */
         volatile long publishedAs;
         private final ConcurrentHashMap<Long, ConcurrentSkipListMap<byte[], TableVersions.Undo>> tables = new ConcurrentHashMap<>();
+        /** The records of the table recorded to last, and its inode: the committing thread's alone (a run of changes to one table boxes no inode). */
+        private ConcurrentSkipListMap<byte[], TableVersions.Undo> lastTable;
+        private long lastIno;
 
         /** Records {@code key}'s stored value before this commit (null: absent), unless a change of this commit recorded it already. */
         void record(long ino, byte[] key, byte[] before) {
-            table(ino, true).putIfAbsent(key, new TableVersions.Undo(0, before, null));
+            ConcurrentSkipListMap<byte[], TableVersions.Undo> m = lastTable;
+            if (m == null || lastIno != ino) {
+                lastTable = m = table(ino, true);
+                lastIno = ino;
+            }
+            m.putIfAbsent(key, new TableVersions.Undo(0, before, null));
         }
 
         /** {@code key}'s record (its value before this commit), or null if the commit has not changed it (yet). */

@@ -105,13 +105,6 @@ final class TableValueFormat {
     private TableValueFormat() {
     }
 
-    /** The stored form of an inline value. */
-    static byte[] inline(MemorySegment value) {
-        byte[] b = new byte[1 + (int) value.byteSize()];
-        MemorySegment.copy(value, 0, MemorySegment.ofArray(b), 1, value.byteSize());
-        return b;
-    }
-
     static byte[] blob(Blob x) {
         byte[] b = new byte[BLOB_SIZE];
         MemorySegment m = MemorySegment.ofArray(b);

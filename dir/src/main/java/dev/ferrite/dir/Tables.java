@@ -53,7 +53,9 @@ public final class Tables {
     /** Each thread's buffer for a value read, a segment made once (a read wraps no array per call). */
     private static final ThreadLocal<MemorySegment> VALUES = ThreadLocal.withInitial(() -> MemorySegment.ofArray(new byte[Table.MAX_TREE_VALUE]));
     /** Each thread's buffer for a stored value (the tree's form: {@link TableValueFormat}). */
-    private static final ThreadLocal<StoredBuffer> STORED = ThreadLocal.withInitial(StoredBuffer::new);
+    private static final ThreadLocal<Views> STORED = ThreadLocal.withInitial(() -> new Views(Table.MAX_TREE_VALUE));
+    /** Each thread's buffer for the key of a transaction's change as it applies (wrapping its array made a segment and a session per change). */
+    private static final ThreadLocal<Views> KEYS = ThreadLocal.withInitial(() -> new Views(Table.MAX_KEY));
     /** Each thread's buffer for an extent value's stub looked up again after a read of part of the value. */
     private static final ThreadLocal<MemorySegment> STUB = ThreadLocal.withInitial(() -> MemorySegment.ofArray(new byte[TableValueFormat.EXTENT_SIZE]));
 
@@ -722,13 +724,33 @@ public final class Tables {
         return buf;
     }
 
+    /** {@link #stored(MemorySegment)} of a value in an array, wrapping nothing. */
+    private static MemorySegment stored(byte[] value) {
+        MemorySegment buf = STORED.get().view(1 + value.length);
+        buf.set(ValueLayout.JAVA_BYTE, 0, TableValueFormat.INLINE);
+        MemorySegment.copy(value, 0, buf, ValueLayout.JAVA_BYTE, 1, value.length);
+        return buf;
+    }
+
+    /** {@code key} in this thread's key buffer (valid until its next use), wrapping nothing. */
+    private static MemorySegment keyView(byte[] key) {
+        MemorySegment buf = KEYS.get().view(key.length);
+        MemorySegment.copy(key, 0, buf, ValueLayout.JAVA_BYTE, 0, key.length);
+        return buf;
+    }
+
     /**
-     * A thread's buffer for a stored inline value, with a view of each length it has used: a put of a
-     * length seen before makes no segment (a slice per write was most of what a replacing put allocated).
+     * A thread's buffer for a stored inline value or a key, with a view of each length it has used: a put
+     * of a length seen before makes no segment (a slice per write was most of what a replacing put allocated).
      */
-    private static final class StoredBuffer {
-        private final MemorySegment whole = MemorySegment.ofArray(new byte[Table.MAX_TREE_VALUE]);
-        private final MemorySegment[] views = new MemorySegment[Table.MAX_TREE_VALUE + 1];
+    private static final class Views {
+        private final MemorySegment whole;
+        private final MemorySegment[] views;
+
+        Views(int capacity) {
+            whole = MemorySegment.ofArray(new byte[capacity]);
+            views = new MemorySegment[capacity + 1];
+        }
 
         MemorySegment view(int length) {
             MemorySegment v = views[length];
@@ -809,7 +831,7 @@ public final class Tables {
         if (medium && !inExtents) {
             overflow.tree(true); // made before any lock is taken, as the blob directory is (with extents, only if one has no room)
         }
-        // the values' stored forms, blobs written (durably) before any lock is taken
+        // the blobs' stored forms, blobs written (durably) before any lock is taken
         List<Long> written = new ArrayList<>();
         List<List<byte[]>> stored = new ArrayList<>(ws.size());
         TableCommit c = null;
@@ -819,10 +841,8 @@ public final class Tables {
                 for (var e : w.ops.entrySet()) {
                     byte[] v = e.getValue().value();
                     int kl = e.getKey().length;
-                    if (v == null || isMedium(kl, v.length)) {
-                        forms.add(null); // a delete, or a medium value: its chunks are written as it applies
-                    } else if (v.length <= maxInline(kl)) {
-                        forms.add(TableValueFormat.inline(MemorySegment.ofArray(v)));
+                    if (v == null || v.length <= maxInline(kl) || isMedium(kl, v.length)) {
+                        forms.add(null); // a delete; an inline value, its form made as it applies; a medium value, written as it applies
                     } else {
                         TableValueFormat.Blob b = blobs.write(MemorySegment.ofArray(v));
                         written.add(b.id());
@@ -906,8 +926,8 @@ public final class Tables {
     }
 
     /**
-     * Applies {@code ws} (values in their {@code stored} forms) in one journal group with engine {@code c}.
-     * With {@code keys} (the stripes of every key, ascending) it applies <em>side by side</em>: each table's
+     * Applies {@code ws} (blobs by their {@code stored} forms, other values made into theirs as they apply)
+     * in one journal group with engine {@code c}. With {@code keys} (the stripes of every key, ascending) it applies <em>side by side</em>: each table's
      * commit lock shared (in inode order), then the keys' stripes (in stripe order), then a log share of
      * {@code share} bytes; each change then enters its table as a single write does, beside the table's
      * other writers and commits. Without, it holds its tables: each commit lock exclusively (in inode
@@ -964,7 +984,7 @@ public final class Tables {
                                 found.add(cur.key());
                             }
                             for (byte[] k : found) {
-                                changed += c.apply(w.table, MemorySegment.ofArray(k), null, TableCommit.DELETE) == TableCommit.CHANGED ? 1 : 0;
+                                changed += c.apply(w.table, k, keyView(k), null, TableCommit.DELETE) == TableCommit.CHANGED ? 1 : 0;
                                 share = requireRoom(pin, limit, budget, blocks, share);
                             }
                         }
@@ -972,10 +992,15 @@ public final class Tables {
                         for (var e : w.ops.entrySet()) {
                             byte[] form = stored.get(i).get(j++);
                             byte[] v = e.getValue().value();
-                            MemorySegment k = MemorySegment.ofArray(e.getKey());
-                            int outcome = v != null && isMedium(k.byteSize(), v.length)
-                                    ? c.applyMedium(w.table, k, MemorySegment.ofArray(v), e.getValue().kind())
-                                    : c.apply(w.table, k, form == null ? null : MemorySegment.ofArray(form), e.getValue().kind());
+                            byte[] key = e.getKey();
+                            int outcome;
+                            if (v != null && isMedium(key.length, v.length)) {
+                                outcome = c.applyMedium(w.table, MemorySegment.ofArray(key), MemorySegment.ofArray(v), e.getValue().kind());
+                            } else {
+                                // the key and an inline value in this thread's buffers: the change only reads them
+                                MemorySegment value = form != null ? MemorySegment.ofArray(form) : v != null ? stored(v) : null;
+                                outcome = c.apply(w.table, key, keyView(key), value, e.getValue().kind());
+                            }
                             if (outcome == TableCommit.NEEDS_GROUP) {
                                 throw new HoldTables(); // a shared group met a value kept out of line
                             }
@@ -1037,7 +1062,7 @@ public final class Tables {
         int i = 0;
         for (WriteTransaction.Writes w : ws) {
             for (byte[] k : w.ops.keySet()) {
-                s[i++] = KeyStripes.of(w.table.inode.ino, MemorySegment.ofArray(k));
+                s[i++] = KeyStripes.of(w.table.inode.ino, k);
             }
         }
         Arrays.sort(s);

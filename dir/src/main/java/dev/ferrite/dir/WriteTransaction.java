@@ -61,6 +61,8 @@ public final class WriteTransaction implements AutoCloseable {
     private final Durability durability;
     /** By table inode, in inode order: the order the commit locks them in. */
     private final TreeMap<Long, Writes> writes = new TreeMap<>();
+    /** The changes of the table handle written last: a run of writes to one table looks up (and boxes) no inode. */
+    private Writes last;
     private boolean done;
 
     WriteTransaction(Tables tables, Durability durability) {
@@ -192,6 +194,7 @@ public final class WriteTransaction implements AutoCloseable {
         requireActive();
         done = true;
         writes.clear();
+        last = null;
     }
 
     /** Rolls back unless committed or rolled back already. */
@@ -214,7 +217,11 @@ public final class WriteTransaction implements AutoCloseable {
         }
         table.requireOpen();
         tables.requireOwn(table);
-        return writes.computeIfAbsent(table.inode.ino, i -> new Writes(table));
+        Writes w = last;
+        if (w == null || w.table != table) {
+            last = w = writes.computeIfAbsent(table.inode.ino, i -> new Writes(table));
+        }
+        return w;
     }
 
     private void requireActive() {

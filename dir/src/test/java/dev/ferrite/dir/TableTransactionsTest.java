@@ -1,5 +1,7 @@
 package dev.ferrite.dir;
 
+import java.lang.management.ManagementFactory;
+import java.lang.reflect.Method;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -468,6 +470,54 @@ class TableTransactionsTest {
     /** Writer {@code w}'s key {@code k}, interleaved with the other writers' in key order. */
     private static byte[] own(int w, int k, int writers) {
         return b(String.format("o%05d", k * writers + w));
+    }
+
+    /**
+     * A transaction's change reaches the tree through its thread's buffers, and its records keep the
+     * transaction's own key: batches of 1,000 random puts of 64-byte values over 20,000 keys allocate
+     * under 500 bytes a put on the committing thread (the best of five rounds of ten batches, once warm).
+     * Wrapping each key and each stored value in a segment, and copying each key again for the records,
+     * took 1,166 bytes a put here (364 without).
+     */
+    @Test
+    void aBatchOfPutsAllocatesUnderHalfAKilobyteAPut() throws Exception {
+        VolumeOptions options = LARGE_LOG.withCacheBytes(64L << 20);
+        Object mx = ManagementFactory.getThreadMXBean();
+        Method allocated = Class.forName("com.sun.management.ThreadMXBean").getMethod("getCurrentThreadAllocatedBytes");
+        try (MemoryDevice dev = MemoryDevice.create(16384, 4096)) {
+            Volume.format(dev, options);
+            measureBatchPuts(dev, options, mx, allocated);
+        }
+    }
+
+    private static void measureBatchPuts(MemoryDevice dev, VolumeOptions options, Object mx, Method allocated) throws ReflectiveOperationException {
+        try (Volume v = Volume.open(dev, options); Table t = v.tables().create("t")) {
+            byte[][] keys = new byte[20_000][];
+            for (int i = 0; i < keys.length; i++) {
+                keys[i] = b(String.format("key%012d", i));
+            }
+            byte[] value = new byte[64];
+            Random random = new Random(SEED);
+            double best = Double.MAX_VALUE;
+            for (int round = 0; round < 15; round++) {
+                long from = (Long) allocated.invoke(mx);
+                for (int batch = 0; batch < 10; batch++) {
+                    try (WriteTransaction tx = v.begin(Durability.NONE)) {
+                        for (int i = 0; i < 1000; i++) {
+                            tx.put(t, keys[random.nextInt(keys.length)], value);
+                        }
+                        tx.commit();
+                    }
+                }
+                if (round >= 10) { // warm: the tree's keys all in, the engine's buffers made, the JIT done
+                    best = Math.min(best, ((Long) allocated.invoke(mx) - from) / 10_000.0);
+                }
+            }
+            System.out.println("batches of 1,000 puts: " + best + " bytes allocated per put");
+            assertTrue(best < 500, "batches of 1,000 puts allocated " + best + " bytes per put, expected under 500 (seed " + SEED + ")");
+            CheckReport report = v.namespace().check();
+            assertTrue(report.clean(), "seed " + SEED + ":\n" + report);
+        }
     }
 
     private static byte[] extra(int w) {
