@@ -91,20 +91,32 @@ public final class Contention {
     }
 
     /**
-     * CPU time this JVM's JIT compiler threads have used so far, in nanoseconds: the first field of each
-     * one's {@code /proc/self/task/TID/schedstat} (as {@link SchedClock} reads its own thread's), found by
-     * the name HotSpot gives them ("C1 CompilerThread...", "C2 CompilerThread...", cut to 15 characters in
-     * {@code comm}); -1 where that cannot be read.
+     * CPU time this JVM's JIT compiler threads have used so far, in nanoseconds, found by the names HotSpot
+     * gives them ("C1 CompilerThread...", "C2 CompilerThread..."; see {@link #threadCpuNanos}); -1 where that
+     * cannot be read.
      */
     static long compilerCpuNanos() {
+        return threadCpuNanos("C1 CompilerThre", "C2 CompilerThre");
+    }
+
+    /**
+     * CPU time so far, in nanoseconds, of this JVM's live threads whose name starts with one of
+     * {@code prefixes} (each cut to the 15 characters of {@code comm}): the first field of each one's
+     * {@code /proc/self/task/TID/schedstat}, as {@link SchedClock} reads its own thread's; -1 where that
+     * cannot be read. A thread that ended meanwhile is not counted.
+     */
+    static long threadCpuNanos(String... prefixes) {
         long nanos = 0;
         try (DirectoryStream<Path> tasks = Files.newDirectoryStream(Path.of("/proc/self/task"))) {
             for (Path t : tasks) {
                 try {
                     String name = Files.readString(t.resolve("comm"));
-                    if (name.startsWith("C1 CompilerThre") || name.startsWith("C2 CompilerThre")) {
-                        String stat = Files.readString(t.resolve("schedstat"));
-                        nanos += Long.parseLong(stat.substring(0, stat.indexOf(' ')));
+                    for (String p : prefixes) {
+                        if (name.startsWith(p.length() > 15 ? p.substring(0, 15) : p)) {
+                            String stat = Files.readString(t.resolve("schedstat"));
+                            nanos += Long.parseLong(stat.substring(0, stat.indexOf(' ')));
+                            break;
+                        }
                     }
                 } catch (IOException e) {
                     // the thread ended meanwhile

@@ -3,6 +3,7 @@ package dev.ferrite.perf.bench;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.management.ManagementFactory;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -327,6 +328,7 @@ public final class JournalBench {
         }
         Histogram h = tally.h;
         JournalStats before = journal.stats();
+        long[] threadCpu = counted ? logWriteThreadCpu() : null;
         long cpu = Contention.processCpuNanos();
         PhaseTimer timer = new PhaseTimer(shown + LOG_WRITE, FERRITE, nanos, progress);
         long now = timer.start();
@@ -342,13 +344,49 @@ public final class JournalBench {
         journal.forceAll();
         long elapsed = System.nanoTime() - start;
         timer.finish(System.nanoTime());
-        tally.bytes += count * BIG_TX_ITEMS * (long) (BS - TestItem.DATA_OFF);
+        long payload = count * BIG_TX_ITEMS * (long) (BS - TestItem.DATA_OFF);
+        tally.bytes += payload;
         tally.nanos += elapsed;
         if (counted) {
+            long cpuAfter = Contention.processCpuNanos();
             contention.add(LOG_WRITE + " (its last round, " + BIG_TX_ITEMS + "-block transactions): "
-                    + Contention.journal(before, journal.stats(), count) + Contention.cpu(cpu, Contention.processCpuNanos(), count));
+                    + Contention.journal(before, journal.stats(), count) + Contention.cpu(cpu, cpuAfter, count)
+                    + perMiB(threadCpu, logWriteThreadCpu(), payload));
         }
         journal.quiesce(); // untimed: the device's round starts with nothing of the journal's in flight
+    }
+
+    /** The log-write threads whose CPU {@link #perMiB} reports, in its order. */
+    private static final String[] LOG_WRITE_THREADS = {"ferrite-cil-push", "ferrite-log-io", "ferrite-ail"};
+
+    /**
+     * CPU time so far of the committing (this) thread, then of each of {@link #LOG_WRITE_THREADS} (the AIL's
+     * two threads together); -1 where unknown.
+     */
+    private static long[] logWriteThreadCpu() {
+        var mx = ManagementFactory.getThreadMXBean();
+        long[] t = new long[1 + LOG_WRITE_THREADS.length];
+        t[0] = mx.isCurrentThreadCpuTimeSupported() ? mx.getCurrentThreadCpuTime() : -1;
+        for (int i = 0; i < LOG_WRITE_THREADS.length; i++) {
+            t[1 + i] = Contention.threadCpuNanos(LOG_WRITE_THREADS[i]);
+        }
+        return t;
+    }
+
+    /**
+     * "; thread CPU per MiB logged: committer 0.31, ferrite-cil-push 0.22, ...ms": what each stage of the log
+     * write costs per MiB of payload, a figure that, unlike the rate, a loaded host hardly moves (issue 21:
+     * the committer's copy into the shadow, the push thread's copy into the record and its checksum).
+     */
+    private static String perMiB(long[] before, long[] after, long payloadBytes) {
+        StringBuilder b = new StringBuilder("; thread CPU per MiB logged:");
+        double mib = payloadBytes / (double) (1 << 20);
+        for (int i = 0; i < before.length; i++) {
+            String name = i == 0 ? "committer" : LOG_WRITE_THREADS[i - 1] + (i == LOG_WRITE_THREADS.length ? "*" : "");
+            b.append(i == 0 ? " " : ", ").append(name).append(' ');
+            b.append(before[i] < 0 || after[i] < 0 ? "?" : String.format(Locale.ROOT, "%.3f", (after[i] - before[i]) / 1e6 / mib));
+        }
+        return b.append(" ms").toString();
     }
 
     /** One large transaction: {@value #BIG_TX_ITEMS} items from the pool, each logged whole, not forced. */

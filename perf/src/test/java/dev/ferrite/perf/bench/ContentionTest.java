@@ -1,6 +1,7 @@
 package dev.ferrite.perf.bench;
 
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
 
 import org.junit.jupiter.api.Test;
 
@@ -52,6 +53,39 @@ class ContentionTest {
         assertEquals("; JVM CPU 0.5 µs/op (JIT 0.2)", Contention.cpu(1_000, 6_000, 0, 2_000, 10));
         assertTrue(Contention.processCpuNanos() > 0, "HotSpot on Linux reports its process CPU time");
         assertTrue(Contention.compilerCpuNanos() > 0, "HotSpot on Linux names its compiler threads in /proc/self/task, and they have compiled this test");
+    }
+
+    @Test
+    void aNamedThreadsCpuTimeIsFoundByItsNameCutAsTheKernelCutsIt() throws InterruptedException {
+        CountDownLatch busy = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        Thread t = new Thread(() -> {
+            long until = System.nanoTime() + 30_000_000L;
+            long x = 0;
+            while (System.nanoTime() - until < 0) {
+                x += x * 31 + 7; // burns CPU
+            }
+            busy.countDown();
+            try {
+                release.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            if (x == 42) {
+                System.out.print(""); // keeps x alive
+            }
+        }, "contention-test-spinner"); // 23 characters; comm holds the first 15
+        t.start();
+        try {
+            busy.await();
+            assertTrue(Contention.threadCpuNanos("contention-test-spinner") >= 10_000_000L,
+                    "the spinner burnt about 30 ms of CPU under its full name");
+            assertTrue(Contention.threadCpuNanos("contention-tes") >= 10_000_000L, "a prefix finds it too");
+            assertEquals(0, Contention.threadCpuNanos("no-such-thread"));
+        } finally {
+            release.countDown();
+            t.join();
+        }
     }
 
     @Test
