@@ -147,10 +147,11 @@ class HotPathAllocationTest {
             DirBuffer b = new DirBuffer(64);
             byte[] name = new byte[255];
             long[] sum = {0};
-            // a byte an entry at most: a page of DirEntrys made ~83 B an entry; what is left is ~56 B a fill of a
-            // tree directory, its cursor's reopening
+            // nothing per entry: a page of DirEntrys made ~83 B an entry. What is left is a fill's, 56-80 B of a
+            // tree directory's (its cursor's reopening, as the JIT's escape analysis leaves it), under 4 B an
+            // entry with 64 entries a fill
             for (String dir : new String[] {"/inline", "/tree"}) {
-                assertBelow(ns.list(dir).size(), "a whole listing of " + dir + " through a buffer", n -> {
+                assertBelow(64 + 4 * ns.list(dir).size(), "a whole listing of " + dir + " through a buffer", n -> {
                     b.rewind();
                     do {
                         ns.readdir(dir, b);
