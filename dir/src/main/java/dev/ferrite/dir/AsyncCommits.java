@@ -73,13 +73,6 @@ final class AsyncCommits {
             stopping = true;
             t = thread;
         }
-        if (t != null) {
-            LockSupport.unpark(t);
-            try {
-                t.join();
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
+        Threads.unparkAndJoin(t);
     }
 }

@@ -89,7 +89,7 @@ public final class Snapshot implements AutoCloseable {
     public void close() {
         if (closed.compareAndSet(false, true)) {
             tables.versions.close(version);
-            tables.blobs.deleteDoomed();
+            tables.blobs.snapshotClosed();
         }
     }
 }

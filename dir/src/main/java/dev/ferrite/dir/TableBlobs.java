@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.zip.CRC32C;
 
 import dev.ferrite.io.CorruptionException;
@@ -24,12 +25,15 @@ import dev.ferrite.io.Errno;
  *   <li>{@code l<id>} live: a key names it. A commit renames {@code p} to {@code l} in the same journal
  *       group as the key's change, so both are recovered or neither;</li>
  *   <li>{@code d<id>} doomed: its key was changed or deleted (the rename in that change's group); deleted
- *       once no snapshot can read it.</li>
+ *       once no snapshot can read it, in the background ({@link BlobReaper}): the commit only queues it.</li>
  * </ul>
- * A mount deletes every pending and doomed blob (no open snapshot survives a crash). Reads open the file
- * by inode number, so a doomed blob a snapshot still reads is found under its new name.
+ * A mount deletes every pending and doomed blob (no open snapshot survives a crash), so a crash before the
+ * reaper got to a doomed blob leaks nothing. {@link Volume#sync} deletes the blobs doomed before it on its
+ * own thread if the reaper has not, and an unmount those still queued. Reads open the file by inode number,
+ * so a doomed blob a snapshot still reads is found under its new name.
  */
 final class TableBlobs {
+    private static final System.Logger LOG = System.getLogger(TableBlobs.class.getName());
     private static final int DIR_MODE = InodeFormat.S_IFDIR | 0700;
 
     private final Volume volume;
@@ -37,8 +41,16 @@ final class TableBlobs {
     private final TableVersions versions;
     /** Ids: taken from the clock at mount and counted up, so that ids stay unique across mounts (an id met again is skipped). */
     private final AtomicLong ids = new AtomicLong(System.currentTimeMillis() << 20);
-    /** Doomed blobs waiting for the snapshots that may read them to close. */
+    /** Doomed blobs waiting for the snapshots that may read them to close, and for the reaper, in commit order. */
     private final ConcurrentLinkedQueue<Long> doomed = new ConcurrentLinkedQueue<>();
+    /**
+     * Held while taking a doomed blob off the queue and deleting it, by the reaper and by a sync: a sync
+     * that holds it knows that the blobs the reaper took are gone, and deletes the rest itself.
+     */
+    private final ReentrantLock reaping = new ReentrantLock();
+    final BlobReaper reaper = new BlobReaper(this::reap);
+    /** Tests: run by the reaper thread before each blob it deletes (to hold it back). */
+    volatile Runnable beforeReap;
     /** The blob directory's inode once known to exist. */
     private volatile long known;
 
@@ -139,19 +151,73 @@ final class TableBlobs {
         delete(name('p', id));
     }
 
-    /** After a commit: the blobs it doomed go once no snapshot is open (else when the last one closes). */
+    /** After a commit: the blobs it doomed go in the background once no snapshot is open. */
     void doomed(List<Long> ids) {
-        doomed.addAll(ids);
+        if (!ids.isEmpty()) {
+            doomed.addAll(ids);
+            reaper.wake();
+        }
+    }
+
+    /** A snapshot closed: the blobs it held back may go now. */
+    void snapshotClosed() {
+        reaper.wake();
+    }
+
+    /** The reaper's work: deletes doomed blobs while no snapshot is open, until none is left or it stops. */
+    private void reap() {
+        for (;;) {
+            Runnable hook = beforeReap;
+            if (hook != null) {
+                hook.run();
+            }
+            if (reaper.stopping() || !deleteOneDoomed()) {
+                return;
+            }
+        }
+    }
+
+    /**
+     * For {@link Volume#sync}: unless a snapshot is open, returns once the blobs doomed before the call are
+     * deleted, by the reaper or here. It deletes at most as many as were queued, so commits dooming more
+     * meanwhile cannot keep it going.
+     */
+    void deleteDoomed() {
+        for (int n = doomed.size(); n > 0; n--) {
+            if (!deleteOneDoomed()) {
+                return;
+            }
+        }
+    }
+
+    /** Unmount, before the journal closes: stops the reaper and deletes what is still doomed, if no snapshot is open. */
+    void stop() {
+        reaper.stop();
         deleteDoomed();
     }
 
-    /** Deletes the doomed blobs if no snapshot is open. */
-    void deleteDoomed() {
-        if (versions.anyOpen()) {
-            return;
-        }
-        for (Long id; (id = doomed.poll()) != null; ) {
-            delete(name('d', id));
+    /**
+     * Deletes the oldest doomed blob; false if there is none, a snapshot is open or the journal shut down.
+     * The queue is read before the snapshots: a snapshot that can read a doomed blob opened before the
+     * commit that queued it, so if it is still open this sees it. A failure is logged and leaves the blob to
+     * the next mount, which deletes doomed blobs.
+     */
+    private boolean deleteOneDoomed() {
+        reaping.lock();
+        try {
+            Long id = doomed.peek();
+            if (id == null || versions.anyOpen() || volume.journal().isShutdown()) {
+                return false;
+            }
+            doomed.poll();
+            try {
+                delete(name('d', id));
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "could not delete doomed table blob " + id + " (the next mount does): " + e);
+            }
+            return true;
+        } finally {
+            reaping.unlock();
         }
     }
 

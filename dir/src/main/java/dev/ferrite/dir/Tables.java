@@ -1193,8 +1193,12 @@ public final class Tables {
         }
     }
 
-    /** Stops the ASYNC commits' thread (unmount, before the journal closes, which makes everything durable). */
+    /**
+     * Unmount, before the journal closes (which makes everything durable) and while the volume still takes
+     * operations: stops the ASYNC commits' thread and the blob reaper, and deletes the blobs still doomed.
+     */
     void stop() {
         async.stop();
+        blobs.stop();
     }
 }

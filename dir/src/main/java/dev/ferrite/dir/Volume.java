@@ -736,12 +736,16 @@ public final class Volume implements AutoCloseable {
     // ------------------------------------------------------------------ durability and checking
 
     /**
-     * Makes every change made so far durable.
+     * Makes every change made so far durable. First it waits until the table blobs (values over
+     * {@link Table#MAX_MEDIUM}) that commits before it deleted or replaced are deleted, by the background
+     * reaper or on this thread, unless a snapshot is open (then they go after it closes): after a sync their
+     * space is free again, and a caller timing deletes up to a sync counts that work.
      *
      * @throws VolumeShutdownException if the volume is closed, or its journal has shut down after a failure
      */
     public void sync() {
         requireOpen();
+        tables.blobs.deleteDoomed();
         namespace.files.flushAll();
         journal.forceAll();
     }
@@ -801,7 +805,9 @@ public final class Volume implements AutoCloseable {
      * folded counters and the clean mark. After a journal failure the superblock stays marked mounted,
      * so the next mount recovers. The device stays open (the caller owns it), its lock released. Call it
      * once no operation is running; a second close does nothing, and other calls then fail with
-     * {@link VolumeShutdownException}. File data cached dirty is written back first.
+     * {@link VolumeShutdownException}. The doomed table blobs still queued are deleted first (unless a snapshot
+     * is open or the journal shut down: then the next mount deletes them), then file data cached dirty is
+     * written back.
      *
      * @throws DeviceException if writing the superblock fails (the device is let go of all the same)
      * @throws dev.ferrite.io.NoSpaceException if writing back cached file data finds no space (that data is lost; the
@@ -809,6 +815,12 @@ public final class Volume implements AutoCloseable {
      */
     @Override
     public void close() {
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+        }
+        tables.stop(); // while the volume still takes operations: the doomed table blobs left are deleted
         synchronized (this) {
             if (closed) {
                 return;
@@ -826,7 +838,6 @@ public final class Volume implements AutoCloseable {
                 lost = e;
             } finally {
                 pages.stop();
-                tables.stop();
             }
             journal.close();
             if (!journal.isShutdown()) {

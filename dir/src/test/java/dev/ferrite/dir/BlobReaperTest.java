@@ -1,0 +1,218 @@
+package dev.ferrite.dir;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+
+import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.Errno;
+import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.testkit.RecordingDevice;
+import dev.ferrite.io.testkit.TestSeed;
+import dev.ferrite.journal.VolumeShutdownException;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import static dev.ferrite.dir.TableBlobTest.blobFiles;
+import static dev.ferrite.dir.TableBlobTest.freeCountingReserve;
+import static dev.ferrite.dir.TableTest.b;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Doomed table blobs are deleted by the background reaper ({@link BlobReaper}), not by the commit that
+ * doomed them: with the reaper held back, a delete returns with its blob doomed; a sync deletes what the
+ * reaper has not (its space exactly free again), except what an open snapshot may read; an unmount deletes
+ * what is still queued; a crash before the reaper ran leaves the doomed blob to the mount, which deletes it;
+ * a sync after the journal shut down throws instead of waiting. The volume checks clean throughout.
+ */
+@ExtendWith(TestSeed.class)
+class BlobReaperTest {
+    private static final long SEED = TestSeed.get(17);
+    private static final int BLOB = Table.MAX_MEDIUM + 1000;
+
+    /** Holds the reaper back, before each blob, until it is stopped (the unmount): waits on that condition, woken by the stop. */
+    private static void holdReaper(Volume v) {
+        TableBlobs blobs = v.tables().blobs;
+        blobs.beforeReap = () -> {
+            long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+            while (!blobs.reaper.stopping() && System.nanoTime() < end) {
+                LockSupport.parkNanos(TimeUnit.SECONDS.toNanos(1));
+            }
+        };
+    }
+
+    private static byte[] random(Random rnd, int n) {
+        byte[] v = new byte[n];
+        rnd.nextBytes(v);
+        return v;
+    }
+
+    /** Puts and deletes {@code n} blob values once (the blob directory made and grown), syncs; returns the free blocks then. */
+    private static long warmedUp(Volume v, Table t, Random rnd, int n) {
+        for (int i = 0; i < n; i++) {
+            t.put(b("w" + i), random(rnd, BLOB));
+        }
+        for (int i = 0; i < n; i++) {
+            t.delete(b("w" + i));
+        }
+        v.sync();
+        assertEquals(List.of(), blobFiles(v));
+        return freeCountingReserve(v);
+    }
+
+    private static void assertDoomed(Volume v, int n) {
+        List<String> files = blobFiles(v);
+        assertEquals(n, files.size(), "seed " + SEED + ": " + files);
+        assertTrue(files.stream().allMatch(f -> f.startsWith("d")), "seed " + SEED + ": " + files);
+    }
+
+    @Test
+    void aDeleteOnlyQueuesItsBlobAndASyncDeletesIt() {
+        Random rnd = new Random(SEED);
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            long free = warmedUp(v, t, rnd, 4);
+            holdReaper(v);
+            for (int i = 0; i < 4; i++) {
+                t.put(b("k" + i), random(rnd, BLOB + i));
+            }
+            t.put(b("k0"), b("small now"));
+            for (int i = 1; i < 4; i++) {
+                t.delete(b("k" + i));
+            }
+            assertDoomed(v, 4); // the commits returned with their blobs doomed, not deleted
+            v.sync();
+            assertEquals(List.of(), blobFiles(v), "seed " + SEED);
+            t.delete(b("k0"));
+            assertEquals(free, freeCountingReserve(v), "seed " + SEED + ": every blob's blocks are free after the sync");
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    @Test
+    void aSnapshotKeepsDoomedBlobsPastASyncUntilItCloses() {
+        Random rnd = new Random(SEED);
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            warmedUp(v, t, rnd, 2);
+            byte[] old = random(rnd, BLOB), next = random(rnd, BLOB);
+            t.put(b("k"), old);
+            long free = freeCountingReserve(v);
+            try (Snapshot s = v.tables().snapshot()) {
+                t.put(b("k"), next);
+                t.put(b("gone"), random(rnd, BLOB));
+                t.delete(b("gone"));
+                v.sync();
+                assertEquals(3, blobFiles(v).size(), "seed " + SEED + ": a sync leaves what a snapshot may read: " + blobFiles(v));
+                assertArrayEquals(old, s.get(t, b("k")));
+                assertArrayEquals(next, t.get(b("k")));
+            }
+            v.sync();
+            assertEquals(1, blobFiles(v).size(), "seed " + SEED + ": " + blobFiles(v));
+            assertEquals(free, freeCountingReserve(v), "seed " + SEED + ": the doomed blobs' blocks are free once the snapshot closed");
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    @Test
+    void anUnmountDeletesTheBlobsStillQueued() {
+        Random rnd = new Random(SEED);
+        MemoryDevice dev = VolumeFixtures.formatted();
+        long free;
+        try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            free = warmedUp(v, t, rnd, 3);
+            holdReaper(v);
+            for (int i = 0; i < 3; i++) {
+                t.put(b("k" + i), random(rnd, BLOB));
+                t.delete(b("k" + i));
+            }
+            assertDoomed(v, 3);
+        }
+        assertEquals(free, superblockFreeBlocks(dev), "seed " + SEED + ": the unmount deleted the doomed blobs");
+        try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS)) {
+            assertEquals(List.of(), blobFiles(v));
+            assertEquals(free, freeCountingReserve(v));
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /** The free blocks a clean unmount wrote to the primary superblock (before any mount could delete blobs). */
+    private static long superblockFreeBlocks(BlockDevice dev) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment b = a.allocate(dev.blockSize(), BlockDevice.BUFFER_ALIGNMENT);
+            dev.read(SuperblockFormat.PRIMARY, b);
+            return SuperblockFormat.read(b).freeBlocks();
+        }
+    }
+
+    /** A crash after a delete's SYNC commit, before the reaper got to its blob: the mount deletes the doomed blob. */
+    @Test
+    void aCrashBeforeTheReaperRanLeavesTheDoomedBlobToTheMount() {
+        Random rnd = new Random(SEED);
+        try (RecordingDevice rec = RecordingDevice.wrap(VolumeFixtures.formatted())) {
+            byte[] kept = random(rnd, BLOB);
+            long free;
+            RecordingDevice.CrashState crash;
+            try (Volume v = Volume.open(rec, VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+                free = warmedUp(v, t, rnd, 2);
+                holdReaper(v);
+                t.withDurability(Durability.SYNC);
+                t.put(b("gone"), random(rnd, BLOB));
+                t.put(b("kept"), kept);
+                t.delete(b("gone"));
+                crash = rec.crashAfterFlush(rec.flushCount() - 1); // the delete durable, the reaper held
+                assertEquals(List.of("d", "l"), blobFiles(v).stream().map(f -> f.substring(0, 1)).toList(), blobFiles(v).toString());
+            }
+            try (MemoryDevice crashed = rec.materialize(crash); Volume v = Volume.open(crashed, VolumeFixtures.OPTIONS);
+                 Table t = v.tables().open("t")) {
+                String where = "seed " + SEED + ", crash " + crash;
+                assertEquals(1, blobFiles(v).size(), where + ": " + blobFiles(v));
+                assertTrue(blobFiles(v).getFirst().startsWith("l"), where + ": " + blobFiles(v));
+                assertArrayEquals(kept, t.get(b("kept")), where);
+                assertNull(t.get(b("gone")), where);
+                VolumeFixtures.assertChecked(v.namespace());
+                t.delete(b("kept"));
+                v.sync();
+                assertEquals(free, freeCountingReserve(v), where + ": every blob's blocks are free again");
+            }
+        }
+    }
+
+    /** With the journal shut down under queued doomed blobs, a sync throws at once instead of waiting for them. */
+    @Test
+    void aSyncAfterTheJournalShutDownThrowsInsteadOfWaiting() {
+        Random rnd = new Random(SEED);
+        MemoryDevice dev = VolumeFixtures.formatted();
+        FaultDevice faulty = new FaultDevice(dev);
+        try (Volume v = Volume.open(faulty, VolumeFixtures.OPTIONS)) {
+            Table t = v.tables().create("t"); // not closed: the volume's unmount after the shutdown lets it go
+            warmedUp(v, t, rnd, 2);
+            t.withDurability(Durability.NONE);
+            for (int i = 0; i < 4; i++) {
+                t.put(b("k" + i), random(rnd, BLOB));
+            }
+            v.sync();
+            Geometry g = v.geometry();
+            faulty.failWrites(blk -> blk > g.logStart() && blk < g.dataStart(), null, Errno.EIO);
+            try {
+                for (int i = 0; i < 4; i++) {
+                    t.delete(b("k" + i));
+                }
+            } catch (VolumeShutdownException e) { // the log write that failed came before the last delete
+            }
+            assertTimeoutPreemptively(Duration.ofSeconds(60), () -> assertThrows(VolumeShutdownException.class, v::sync),
+                    "seed " + SEED);
+        }
+        try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS)) {
+            assertTrue(blobFiles(v).stream().allMatch(f -> f.startsWith("l")), "seed " + SEED + ": " + blobFiles(v));
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+}
