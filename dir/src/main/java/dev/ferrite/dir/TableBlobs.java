@@ -51,6 +51,8 @@ final class TableBlobs {
     final BlobReaper reaper = new BlobReaper(this::reap);
     /** Tests: run by the reaper thread before each blob it deletes (to hold it back). */
     volatile Runnable beforeReap;
+    /** Tests: run by whoever deletes a doomed blob, once it has taken it off the queue, before deleting it. */
+    volatile Runnable whileReaping;
     /** The blob directory's inode once known to exist. */
     private volatile long known;
 
@@ -180,13 +182,19 @@ final class TableBlobs {
     /**
      * For {@link Volume#sync}: unless a snapshot is open, returns once the blobs doomed before the call are
      * deleted, by the reaper or here. It deletes at most as many as were queued, so commits dooming more
-     * meanwhile cannot keep it going.
+     * meanwhile cannot keep it going. It takes {@link #reaping} first, even with nothing queued: a blob the
+     * reaper has taken off the queue is still being deleted until the reaper lets go of it.
      */
     void deleteDoomed() {
-        for (int n = doomed.size(); n > 0; n--) {
-            if (!deleteOneDoomed()) {
-                return;
+        reaping.lock();
+        try {
+            for (int n = doomed.size(); n > 0; n--) {
+                if (!deleteOneDoomed()) {
+                    return;
+                }
             }
+        } finally {
+            reaping.unlock();
         }
     }
 
@@ -210,6 +218,10 @@ final class TableBlobs {
                 return false;
             }
             doomed.poll();
+            Runnable hook = whileReaping;
+            if (hook != null) {
+                hook.run();
+            }
             try {
                 delete(name('d', id));
             } catch (RuntimeException e) {

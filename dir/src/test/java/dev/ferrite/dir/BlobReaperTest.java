@@ -5,7 +5,12 @@ import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.List;
 import java.util.Random;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.LockSupport;
 
 import dev.ferrite.io.BlockDevice;
@@ -73,6 +78,44 @@ class BlobReaperTest {
         List<String> files = blobFiles(v);
         assertEquals(n, files.size(), "seed " + SEED + ": " + files);
         assertTrue(files.stream().allMatch(f -> f.startsWith("d")), "seed " + SEED + ": " + files);
+    }
+
+    @Test
+    void aSyncWaitsForTheBlobTheReaperIsDeleting() throws Exception {
+        Random rnd = new Random(SEED);
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            long free = warmedUp(v, t, rnd, 2);
+            CountDownLatch taken = new CountDownLatch(1);
+            CountDownLatch go = new CountDownLatch(1);
+            v.tables().blobs.whileReaping = () -> { // the reaper holds the blob it took off the queue
+                if (Thread.currentThread().getName().equals("ferrite-blob-reaper")) {
+                    taken.countDown();
+                    try {
+                        go.await(120, TimeUnit.SECONDS);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
+            };
+            t.put(b("k"), random(rnd, BLOB));
+            t.delete(b("k"));
+            assertTrue(taken.await(60, TimeUnit.SECONDS), "the reaper took the doomed blob");
+            ExecutorService sync = Executors.newSingleThreadExecutor();
+            try {
+                Future<?> done = sync.submit(v::sync);
+                // nothing is queued now, yet the blob is not deleted: the sync must wait for the reaper
+                assertThrows(TimeoutException.class, () -> done.get(300, TimeUnit.MILLISECONDS),
+                        "seed " + SEED + ": a sync returned while the reaper was still deleting a blob doomed before it");
+                go.countDown();
+                done.get(60, TimeUnit.SECONDS);
+            } finally {
+                go.countDown();
+                sync.shutdown();
+            }
+            assertEquals(List.of(), blobFiles(v), "seed " + SEED);
+            assertEquals(free, freeCountingReserve(v), "seed " + SEED);
+            VolumeFixtures.assertChecked(v.namespace());
+        }
     }
 
     @Test
