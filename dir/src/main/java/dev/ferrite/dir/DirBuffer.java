@@ -13,7 +13,8 @@ import java.util.Objects;
  * entry (a few dozen bytes a fill of a large directory, its cursor's reopening): the listing a server does to
  * find a name case-insensitively, or a scan matching patterns, makes next to no garbage.
  * <p>
- * Not thread-safe: one thread fills and reads it at a time. The entries are valid until the next fill.
+ * Not thread-safe: one thread fills and reads it at a time. The entries are valid until the next fill. Its
+ * place is a key, not tied to a directory: {@link #rewind()} it before listing another one.
  */
 public final class DirBuffer {
     /** Entries made room for at first: a large capacity is grown to as directories fill it. */
