@@ -17,8 +17,11 @@ import java.util.Objects;
  * place is a key, not tied to a directory: {@link #rewind()} it before listing another one.
  */
 public final class DirBuffer {
-    /** Entries made room for at first: a large capacity is grown to as directories fill it. */
-    private static final int PRESIZED = 1024;
+    /**
+     * Entries made room for at first, doubled as fills need more up to the capacity: a buffer asked for with
+     * room for thousands (as a page readdir is) costs what the directory holds, not what was asked for.
+     */
+    private static final int PRESIZED = 16;
     private final int capacity;
     /** Entry i's name is {@code names[nameStart[i], nameStart[i + 1])}. */
     private byte[] names;
@@ -30,9 +33,9 @@ public final class DirBuffer {
     /** The key of the last entry returned (null: before the first), as an exact-length array a tree cursor takes. */
     private byte[] after;
     private MemorySegment afterSegment;
-    /** Arrays for {@link #after}, and their segments, by length: made once each. */
-    private final byte[][] keyOfLength = new byte[DirEntryFormat.HASH + DirEntryFormat.MAX_NAME + 1][];
-    private final MemorySegment[] segmentOfLength = new MemorySegment[keyOfLength.length];
+    /** Arrays for {@link #after}, and their segments, by length: made once each (the tables at the first resumable fill). */
+    private byte[][] keyOfLength;
+    private MemorySegment[] segmentOfLength;
 
     /**
      * A buffer a fill puts up to {@code capacity} entries in.
@@ -48,7 +51,7 @@ public final class DirBuffer {
         this.nameStart = new int[n + 1];
         this.inos = new long[n];
         this.types = new int[n];
-        this.names = new byte[n * 16];
+        this.names = new byte[n * 16]; // grown too: names average far less than their 255-byte bound
     }
 
     /** The next fill starts again at the directory's first entry. */
@@ -107,7 +110,7 @@ public final class DirBuffer {
         return new String(names, nameStart[i], nameLength(i), StandardCharsets.UTF_8);
     }
 
-    /** The key to list after (null: from the start). */
+    /** The key to list after (null: from the start): the last entry's of the fill before. */
     byte[] after() {
         return after;
     }
@@ -127,6 +130,10 @@ public final class DirBuffer {
     void filled(boolean end, byte[] key, int length) {
         this.end = end;
         if (length > 0) {
+            if (keyOfLength == null) {
+                keyOfLength = new byte[DirEntryFormat.HASH + DirEntryFormat.MAX_NAME + 1][];
+                segmentOfLength = new MemorySegment[keyOfLength.length];
+            }
             byte[] k = keyOfLength[length];
             if (k == null) {
                 k = keyOfLength[length] = new byte[length];

@@ -211,21 +211,32 @@ final class DirContents {
         }
         DirBuffer page = new DirBuffer(max);
         page.startAfter(after.key());
-        list(dir, page);
+        boolean end = list(dir, page);
         List<DirEntry> out = new ArrayList<>(page.size());
         for (int i = 0; i < page.size(); i++) {
             out.add(new DirEntry(page.name(i), page.ino(i), page.type(i)));
         }
-        byte[] last = page.after();
-        DirCookie next = last == after.key() ? after : DirCookie.after(last, last.length);
-        return new DirPage(Collections.unmodifiableList(out), next, page.end());
+        NameLookup scratch = NameLookup.current();
+        DirCookie next = page.size() == 0 ? after : DirCookie.after(scratch.listedKey, scratch.listedKeyLength);
+        return new DirPage(Collections.unmodifiableList(out), next, end);
     }
 
     /**
-     * Fills {@code out} with the entries of directory {@code dir} after its key, up to its capacity, and
-     * leaves it resuming after the last of them. Allocates nothing per entry once {@code out} has grown to them.
+     * Fills {@code into} with the entries of directory {@code dir} after its place, up to its capacity, and
+     * leaves it resuming after the last of them. Allocates nothing per entry once {@code into} has grown to them.
      */
-    void list(long dir, DirBuffer out) {
+    void fill(long dir, DirBuffer into) {
+        boolean end = list(dir, into);
+        NameLookup scratch = NameLookup.current();
+        into.filled(end, scratch.listedKey, scratch.listedKeyLength);
+    }
+
+    /**
+     * Lists the entries of directory {@code dir} after {@code out}'s place into it, up to its capacity; true if
+     * the directory holds none after them. The last one's key (the place to resume after) is left in the
+     * thread's {@link NameLookup#listedKey}, of length 0 if none came.
+     */
+    private boolean list(long dir, DirBuffer out) {
         records.requireDir(dir);
         NameLookup scratch = NameLookup.current();
         Inode d = inodes.acquire(dir);
@@ -262,8 +273,7 @@ final class DirContents {
                 if (!end) {
                     out.removeLast();
                 }
-                out.filled(end, scratch.listedKey, scratch.listedKeyLength);
-                return;
+                return end;
             }
         } finally {
             scratch.listInto = null;

@@ -30,7 +30,7 @@ final class NameLookup {
     private int keyLength;
 
     final MemorySegment value = MemorySegment.ofArray(new byte[DirEntryFormat.VALUE]);
-    /** The directory a listing ({@link DirContents#list}) reads and the buffer it fills; null between listings. */
+    /** The directory a listing ({@link DirContents#fill}) reads and the buffer it fills; null between listings. */
     long listDir;
     DirBuffer listInto;
     /** The key of the last entry a readdir returns (its cookie), its first {@link #listedKeyLength} bytes. */

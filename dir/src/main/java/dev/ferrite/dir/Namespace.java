@@ -399,7 +399,7 @@ public final class Namespace {
      */
     public int readdir(String path, DirBuffer into) {
         java.util.Objects.requireNonNull(into, "into");
-        dirs.list(paths.resolve(path, true), into);
+        dirs.fill(paths.resolve(path, true), into);
         return into.size();
     }
 
@@ -772,7 +772,7 @@ public final class Namespace {
      */
     public int readdir(Handle dir, DirBuffer into) {
         java.util.Objects.requireNonNull(into, "into");
-        dirs.list(dir.requireOpen().ino, into);
+        dirs.fill(dir.requireOpen().ino, into);
         return into.size();
     }
 
