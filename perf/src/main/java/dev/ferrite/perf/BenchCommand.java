@@ -18,11 +18,12 @@ import picocli.CommandLine.Spec;
                 "the in-memory ceiling); the tables show rates, their ratio and latency",
                 "percentiles.",
                 "",
-                "Without a workload: the default suite, every workload below at sizes that take",
-                "a few minutes on 2 cores (--full: the workloads' own defaults, much longer),",
-                "then a summary table of Ferrite beside its best baseline and the ceiling, with",
-                "the targets of the design and whether each is met; every result is written to",
-                "results.json in --out, with report.html (charts; 'bench report' remakes it).",
+                "Without a workload: the default suite, every workload below (each in a JVM of",
+                "its own, as if run alone) at sizes that take a few minutes on 2 cores (--full:",
+                "the workloads' own defaults, much longer), then a summary table of Ferrite",
+                "beside its best baseline and the ceiling, with the targets of the design and",
+                "whether each is met; every result is written to results.json in --out, with",
+                "report.html (charts; 'bench report' remakes it).",
                 ""},
         subcommands = {DeviceCommand.class, JournalCommand.class, KvCommand.class, MetaCommand.class,
                 DirScaleCommand.class, RandWriteCommand.class, AppendsCommand.class, DbenchCommand.class,
@@ -48,7 +49,8 @@ final class BenchCommand implements Callable<Integer> {
     FioOption fioOption;
 
     @Option(names = "--jfr", paramLabel = "FILE", scope = ScopeType.INHERIT,
-            description = "also record the run with JDK Flight Recorder (its profile settings) into FILE, for JDK Mission Control")
+            description = "also record the run with JDK Flight Recorder (its profile settings) into FILE, for JDK Mission Control;"
+                    + " the default suite records each workload's JVM beside its results in --out (NN-workload.jfr)")
     Path jfr;
 
     @Mixin
@@ -63,6 +65,6 @@ final class BenchCommand implements Callable<Integer> {
             throw new ParameterException(spec.commandLine(), "--device " + device + " is overwritten by the suite;"
                     + " add --yes-destroy-data to go on");
         }
-        return BenchSuite.run(spec.commandLine(), BenchSuite.steps(full, fioOption.noFio, device), out, spec.commandLine().getOut());
+        return BenchSuite.run(spec.commandLine(), BenchSuite.steps(full, fioOption.noFio, device), out, jfr, spec.commandLine().getOut());
     }
 }

@@ -1,8 +1,13 @@
 package dev.ferrite.perf;
 
 import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
 import java.io.PrintWriter;
+import java.io.Reader;
 import java.io.UncheckedIOException;
+import java.lang.management.ManagementFactory;
+import java.nio.charset.Charset;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -19,9 +24,15 @@ import picocli.CommandLine;
 
 /**
  * {@code ./ferrite bench} without a workload: every workload in turn, each beside its baselines and run
- * by its own command (so each prints its tables and configuration as when run alone), at sizes that
- * take a few minutes on 2 cores, or with {@code --full} at the workloads' own defaults; then one summary
- * table ({@link SuiteSummary}) and every result in one {@code results.json}.
+ * by its own command in a JVM of its own (so each prints its tables and configuration, and measures,
+ * as when run alone), at sizes that take a few minutes on 2 cores, or with {@code --full} at the
+ * workloads' own defaults; then one summary table ({@link SuiteSummary}) and every result in one
+ * {@code results.json}.
+ * <p>
+ * A JVM per step because a step run after others in the same JVM ran beside what they left behind: a heap
+ * grown by a million-entry directory, JIT code compiled for other workloads' profiles, peers' threads.
+ * Run that way, three fresh-clone suites put random overwrites at 0.57–0.85 of the raw device, where the
+ * same command run alone gave 0.99–1.13.
  */
 final class BenchSuite {
     /** One workload's command line, as a user would type it after {@code ./ferrite bench}. */
@@ -63,6 +74,49 @@ final class BenchSuite {
         return steps;
     }
 
+    /** Runs the CLI with {@code args} in a new JVM with this one's flags and class path; returns its exit status. */
+    private static int fork(CommandLine bench, List<String> args) throws IOException {
+        List<String> command = new ArrayList<>();
+        command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        command.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments());
+        command.addAll(List.of("-cp", System.getProperty("java.class.path"), Main.class.getName()));
+        command.addAll(args);
+        Process step = new ProcessBuilder(command).redirectInput(ProcessBuilder.Redirect.INHERIT).start();
+        Thread stop = new Thread(step::destroy); // the suite stopped by a signal stops its step too
+        Runtime.getRuntime().addShutdownHook(stop);
+        Thread errors = Thread.ofPlatform().daemon().name("ferrite-suite-stderr").start(() -> copy(step.getErrorStream(), bench.getErr()));
+        copy(step.getInputStream(), bench.getOut());
+        boolean interrupted = false;
+        while (true) {
+            try {
+                step.waitFor();
+                errors.join();
+                break;
+            } catch (InterruptedException e) {
+                interrupted = true; // a step is not abandoned half-way: its loop devices and files are its own to remove
+            }
+        }
+        Runtime.getRuntime().removeShutdownHook(stop);
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+        return step.exitValue();
+    }
+
+    /** Copies a step's output as it comes (progress lines included), until the step closes it. */
+    private static void copy(InputStream from, PrintWriter to) {
+        try (Reader in = new InputStreamReader(from, Charset.defaultCharset())) {
+            char[] chunk = new char[8192];
+            for (int n; (n = in.read(chunk)) >= 0; ) {
+                to.write(chunk, 0, n);
+                to.flush();
+            }
+        } catch (IOException e) {
+            to.println("ferrite: a step's output was cut short: " + e.getMessage());
+            to.flush();
+        }
+    }
+
     private static Step step(String title, boolean noFio, List<String> device, List<String> args) {
         List<String> a = new ArrayList<>(args);
         a.addAll(device);
@@ -73,11 +127,12 @@ final class BenchSuite {
     }
 
     /**
-     * Runs every step as {@code ./ferrite bench ...} with {@code bench}'s output, each writing its results to a file in
-     * {@code out}; a step that fails is reported and the suite goes on. Prints the summary and writes
-     * {@code out/results.json}; returns 0 if every step ran, else 1.
+     * Runs every step as {@code ./ferrite bench ...}, in a JVM started with this one's flags, its output
+     * copied to {@code bench}'s, each writing its results to a file in {@code out} (and with {@code jfr},
+     * not null, its flight recording beside them); a step that fails is reported and the suite goes on.
+     * Prints the summary and writes {@code out/results.json}; returns 0 if every step ran, else 1.
      */
-    static int run(CommandLine bench, List<Step> steps, Path out, PrintWriter print) {
+    static int run(CommandLine bench, List<Step> steps, Path out, Path jfr, PrintWriter print) {
         try {
             Files.createDirectories(out);
         } catch (IOException e) {
@@ -94,11 +149,15 @@ final class BenchSuite {
             args.addAll(s.args());
             args.add("--json");
             args.add(json.toString());
+            if (jfr != null) {
+                args.add("--jfr");
+                args.add(out.resolve(String.format(Locale.ROOT, "%02d-%s.jfr", i + 1, s.command())).toString());
+            }
             int code;
-            try { // a command line of its own, as if typed: nothing of one step's parse reaches the next
-                code = Main.commandLine().setOut(bench.getOut()).setErr(bench.getErr()).execute(args.toArray(String[]::new));
-            } catch (LinkageError e) { // a peer's library that cannot load here: that step fails, not the suite
-                print.println("ferrite: " + e);
+            try {
+                code = fork(bench, args);
+            } catch (IOException e) {
+                print.println("ferrite: cannot start " + s.command() + ": " + e.getMessage());
                 code = 1;
             }
             try {

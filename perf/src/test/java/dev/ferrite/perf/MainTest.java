@@ -44,7 +44,7 @@ class MainTest {
                 new BenchSuite.Step("a failing step", List.of("dbench", "--seconds", "0")),
                 new BenchSuite.Step("the device", List.of("device", "--size", "16M", "--seconds", "0.05", "--no-fio")));
         StringWriter printed = new StringWriter();
-        assertEquals(1, BenchSuite.run(bench, steps, dir.resolve("out"), new PrintWriter(printed)));
+        assertEquals(1, BenchSuite.run(bench, steps, dir.resolve("out"), null, new PrintWriter(printed)));
         String text = printed.toString() + err;
         assertTrue(text.contains("=== 2/2  the device: ./ferrite bench device --size 16M --seconds 0.05 --no-fio"), text);
         assertTrue(text.contains("=== summary"), text);
