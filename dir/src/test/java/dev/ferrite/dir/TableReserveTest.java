@@ -112,6 +112,54 @@ class TableReserveTest {
     }
 
     /**
+     * A spill of a table's reserve runs beside a single write inside the table (one with a claim of 4
+     * blocks for a split, as a put holds to its commit): deletes fill the reserve past its high mark with
+     * the leaves their merges free, and the next delete spills it and finishes while that writer stays
+     * inside, leaving it the usable blocks it may take. A spill that kept the writers out
+     * ({@link Inode#lockExclusive}), as tables' did, waits for the writer to leave, which it does only
+     * after that delete.
+     */
+    @Test
+    void aSpillRunsBesideAWriterInside() throws Exception {
+        Random rnd = new Random(SEED);
+        try (MemoryDevice dev = MemoryDevice.create(VolumeFixtures.BLOCKS, 4096)) {
+            Volume.format(dev, VolumeFixtures.OPTIONS);
+            try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table t0 = v.tables().create("t")) {
+                Table t = t0.withDurability(Durability.NONE);
+                fill(t);
+                int[] order = shuffled(rnd);
+                int deleted = 0;
+                int claim = v.namespace().dirs.enter(t.inode, 4, false);
+                try {
+                    while (reserve(v, t) <= DirContents.RESERVE_HIGH) {
+                        assertTrue(deleted < KEYS - 1, "seed " + SEED + ": the deletes' merges never filled the reserve");
+                        assertTrue(t.delete(key(order[deleted++])));
+                    }
+                    int usable = v.namespace().records.readRecord(t.inode.ino, (b, r) -> DirAllocator.usable(v.cache(), b,
+                            r + InodeFormat.INLINE, DirEntryFormat.RESERVE_CAPACITY));
+                    byte[] next = key(order[deleted++]);
+                    java.util.concurrent.FutureTask<Boolean> delete = new java.util.concurrent.FutureTask<>(() -> t.delete(next));
+                    Thread.ofPlatform().start(delete);
+                    try {
+                        assertTrue(delete.get(20, java.util.concurrent.TimeUnit.SECONDS));
+                    } catch (java.util.concurrent.TimeoutException e) {
+                        throw new AssertionError("seed " + SEED + ": the spill waited for the writer inside the table", e);
+                    }
+                    assertTrue(reserve(v, t) <= DirContents.RESERVE_HIGH, "seed " + SEED + ": the reserve was not spilled");
+                    int after = v.namespace().records.readRecord(t.inode.ino, (b, r) -> DirAllocator.usable(v.cache(), b,
+                            r + InodeFormat.INLINE, DirEntryFormat.RESERVE_CAPACITY));
+                    assertTrue(after >= Math.min(usable, DirContents.RESERVE_FILL), "seed " + SEED
+                            + ": the spill took usable blocks the writer inside may need: " + usable + " then " + after);
+                } finally {
+                    t.inode.leave(claim);
+                }
+                assertEquals(KEYS - deleted, t.count(), "seed " + SEED);
+                VolumeFixtures.assertChecked(v.namespace());
+            }
+        }
+    }
+
+    /**
      * Formats {@code dev} with a table "keep" of one key (the catalog, before the count) and a table "t"
      * of {@code keys} values; returns the free blocks before "t" was made.
      */

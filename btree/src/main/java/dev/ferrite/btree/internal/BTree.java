@@ -66,8 +66,20 @@ public final class BTree {
     private final long headerBlock;
     private final long id;
     private final int blockSize;
-    /** Below this many bytes used, a node merges with a sibling if the two fit in one. */
+    /**
+     * Below this many bytes used, a leaf merges with a sibling if the two fit in one: a sixteenth of a
+     * node (about 250 bytes of a 4 KiB one). A quarter, as interior nodes keep and LMDB keeps for every
+     * page, made deletes pay for most of a node's bytes again at each merge: the merged node is compacted
+     * and logged whole, and the cells moved there move again at its next merge (a run of deletes logged
+     * 131 B a delete, 31 B at this fraction). A leaf left between the two is only sparser: it keeps its
+     * keys in order, takes inserts without a split until full, and every key's delete still ends in a
+     * merge that frees the leaf.
+     */
+    static final int LEAF_MERGE_FRACTION = 16;
+    /** Below this many bytes used, an interior node merges with a sibling if the two fit in one: a quarter. */
     private final int mergeThreshold;
+    /** {@link #mergeThreshold} of a leaf ({@link #LEAF_MERGE_FRACTION}). */
+    private final int leafMergeThreshold;
     /** The split and merge paths, entered only when the optimistic write finds the leaf too full or too empty. */
     private final Restructure restructure;
 
@@ -81,10 +93,11 @@ public final class BTree {
         this.id = id;
         this.blockSize = cache.blockSize();
         this.mergeThreshold = (blockSize - BTreeNodeFormat.SLOTS) / 4;
+        this.leafMergeThreshold = (blockSize - BTreeNodeFormat.SLOTS) / LEAF_MERGE_FRACTION;
         if (blockSize < 4096) {
             throw new InvalidArgumentException("B-trees need blocks of at least 4096 bytes, not " + blockSize);
         }
-        this.restructure = new Restructure(this, cache, allocator, id, blockSize, mergeThreshold);
+        this.restructure = new Restructure(this, cache, allocator, id, blockSize, mergeThreshold, leafMergeThreshold);
     }
 
     /** Creates an empty tree (header and a root leaf) in {@code txn}, which must reserve {@link #CREATE_ITEMS}. */
@@ -771,7 +784,7 @@ public final class BTree {
 
     /**
      * {@link #delete} of {@code key} only if it frees no block: the key's leaf (the root, or one that stays
-     * at or above the merge threshold) loses it in place. Returns the value's length, -1 if the key was
+     * at or above the leaf merge threshold) loses it in place. Returns the value's length, -1 if the key was
      * absent, or {@link #WOULD_MERGE} with nothing changed. For a caller that claimed no room in the
      * tree's allocator for the blocks a merge gives back, and claims it only for the deletes that need it.
      */
@@ -801,7 +814,7 @@ public final class BTree {
             }
             int prior = copyValue(n, i, priorOut);
             int after = used(n, blockSize) - cellSize(n, i);
-            if (p.depth == 1 || after >= mergeThreshold) {
+            if (p.depth == 1 || after >= leafMergeThreshold) {
                 int base = BTreeNodeFormat.base(n);
                 BTreeNodeFormat.remove(n, i, cache.floatingLeaves());
                 logRemove(txn, leaf, i, base);

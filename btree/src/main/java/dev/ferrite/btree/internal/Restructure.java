@@ -48,16 +48,19 @@ final class Restructure {
     private final BlockAllocator allocator;
     private final long id;
     private final int blockSize;
-    /** Below this many bytes used, a node merges with a sibling if the two fit in one. */
+    /** Below this many bytes used, an interior node merges with a sibling if the two fit in one. */
     private final int mergeThreshold;
+    /** The same for a leaf ({@link BTree#LEAF_MERGE_FRACTION}). */
+    private final int leafMergeThreshold;
 
-    Restructure(BTree tree, BufferCache cache, BlockAllocator allocator, long id, int blockSize, int mergeThreshold) {
+    Restructure(BTree tree, BufferCache cache, BlockAllocator allocator, long id, int blockSize, int mergeThreshold, int leafMergeThreshold) {
         this.tree = tree;
         this.cache = cache;
         this.allocator = allocator;
         this.id = id;
         this.blockSize = blockSize;
         this.mergeThreshold = mergeThreshold;
+        this.leafMergeThreshold = leafMergeThreshold;
     }
 
     /**
@@ -548,7 +551,7 @@ final class Restructure {
                 top = leafD;
                 for (int d = leafD; d >= 2; d--) {
                     MemorySegment n = p.node[d].data();
-                    if (used(n, blockSize) - shrink >= mergeThreshold) {
+                    if (used(n, blockSize) - shrink >= (d == leafD ? leafMergeThreshold : mergeThreshold)) {
                         break;
                     }
                     MemorySegment parent = p.node[d - 1].data();
