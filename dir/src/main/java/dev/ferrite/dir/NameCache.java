@@ -3,7 +3,6 @@ package dev.ferrite.dir;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;
-import java.nio.charset.StandardCharsets;
 
 import static dev.ferrite.dir.DirEntryFormat.HASH;
 
@@ -13,9 +12,11 @@ import static dev.ferrite.dir.DirEntryFormat.HASH;
  * directory's record nor its tree. Positive entries only: a name missing is looked up every time, so no
  * create has anything to invalidate. Names up to {@value #MAX_NAME} bytes; longer ones are never cached.
  *
- * <p>A fixed table of buckets in one {@code long[]}, each a version word and two ways (directory, key
- * word: the name's hash, length and the child's type, child, the name's bytes). A bucket is chosen by the
- * directory and the name's hash; an entry replaces an empty way, else one chosen by the bucket's version.
+ * <p>A fixed table of buckets in one {@code long[]}, each a version word, a word of the ways' tags (32 bits
+ * each of the hash that chose the bucket, never 0; 0: the way is empty) and two ways (directory, key word:
+ * the name's hash, length and the child's type, child, the name's bytes). A bucket is chosen by the
+ * directory and the name's hash; a miss reads only its first two words, which share a cache line, and a
+ * hit the way its tag matches as well. An entry replaces an empty way, else one chosen by the bucket's version.
  * Entries are keyed by the directory's inode number, never by a path: a directory renamed keeps its
  * number, so only its own entry changes and the names below it stay right.
  *
@@ -41,11 +42,11 @@ final class NameCache {
     static final int MAX_NAME = 40;
     private static final int NAME_WORDS = MAX_NAME / Long.BYTES;
     private static final int WAYS = 2;
-    /** A way's words: its directory, key word (0: empty), child, then the name's bytes. */
+    /** A bucket's words: its version, its ways' tags, then the ways. */
+    private static final int TAGS = 1, WAY0 = 2;
+    /** A way's words: its directory, key word, child, then the name's bytes. */
     private static final int DIR = 0, KEY = 1, CHILD = 2, NAME = 3, WAY_WORDS = NAME + NAME_WORDS;
-    private static final int BUCKET_WORDS = 1 + WAYS * WAY_WORDS;
-    /** Heap bytes an entry takes, its share of the version word included. */
-    static final int ENTRY_BYTES = BUCKET_WORDS * Long.BYTES / WAYS;
+    private static final int BUCKET_WORDS = WAY0 + WAYS * WAY_WORDS;
 
     private static final long LOCKED = 1, REMOVAL = 2, REMOVALS = 0xFFFE, VERSION = 1 << 16;
     /** The key word's bits that identify a name: its hash (0–31) and length (32–39); the type is above. */
@@ -85,12 +86,18 @@ final class NameCache {
             return false;
         }
         long name = nameBits(key, length);
-        int b = bucket(dir, name);
+        long h = mix(dir, name);
+        int b = bucket(h), tag = tag(h);
         long w = (long) WORD.getAcquire(table, b);
         if ((w & (LOCKED | REMOVALS)) != 0) {
             return false;
         }
-        for (int way = b + 1; way < b + BUCKET_WORDS; way += WAY_WORDS) {
+        long tags = table[b + TAGS];
+        for (int i = 0; i < WAYS; i++) {
+            int way = b + WAY0 + i * WAY_WORDS;
+            if ((int) (tags >>> (i * Integer.SIZE)) != tag) {
+                continue;
+            }
             long k = table[way + KEY];
             if (table[way + DIR] == dir && (k & NAME_BITS) == name && sameName(way, key, length)) {
                 long child = table[way + CHILD];
@@ -121,18 +128,21 @@ final class NameCache {
         byte[] key = l.keyBytes();
         int length = l.keyLength() - HASH;
         long name = nameBits(key, length);
-        int b = bucket(dir, name);
+        long h = mix(dir, name);
+        int b = bucket(h);
         if (!WORD.compareAndSet(table, b, w, w | LOCKED)) {
             return;
         }
-        int way = b + 1 + (table[b + 1 + KEY] == 0 ? 0 : table[b + 1 + WAY_WORDS + KEY] == 0 ? WAY_WORDS
-                : (int) (w / VERSION & 1) * WAY_WORDS);
+        long tags = table[b + TAGS];
+        int i = (int) tags == 0 ? 0 : (int) (tags >>> Integer.SIZE) == 0 ? 1 : (int) (w / VERSION & 1);
+        int way = b + WAY0 + i * WAY_WORDS;
         table[way + DIR] = dir;
         table[way + CHILD] = l.ino;
-        for (int i = 0; i < NAME_WORDS; i++) {
-            table[way + NAME + i] = i * Long.BYTES < length ? nameWord(key, i, length) : 0;
+        for (int j = 0; j < NAME_WORDS; j++) {
+            table[way + NAME + j] = j * Long.BYTES < length ? nameWord(key, j, length) : 0;
         }
         table[way + KEY] = name | (long) l.type << TYPE_SHIFT;
+        table[b + TAGS] = withTag(tags, i, tag(h));
         WORD.setRelease(table, b, w + VERSION);
     }
 
@@ -147,13 +157,16 @@ final class NameCache {
         }
         byte[] k = key.bytes();
         long name = nameBits(k, length);
-        int b = bucket(dir, name);
+        int b = bucket(mix(dir, name));
         long w = lock(b);
-        for (int way = b + 1; way < b + BUCKET_WORDS; way += WAY_WORDS) {
+        long tags = table[b + TAGS];
+        for (int i = 0; i < WAYS; i++) {
+            int way = b + WAY0 + i * WAY_WORDS;
             if (table[way + DIR] == dir && (table[way + KEY] & NAME_BITS) == name && sameName(way, k, length)) {
-                table[way + KEY] = 0;
+                tags = withTag(tags, i, 0);
             }
         }
+        table[b + TAGS] = tags;
         WORD.setRelease(table, b, w + REMOVAL + VERSION);
     }
 
@@ -163,7 +176,7 @@ final class NameCache {
         if (length > MAX_NAME) {
             return;
         }
-        int b = bucket(dir, nameBits(key.bytes(), length));
+        int b = bucket(mix(dir, nameBits(key.bytes(), length)));
         for (int spins = 0; ; spins++) {
             long w = (long) WORD.getVolatile(table, b);
             if ((w & LOCKED) == 0 && WORD.compareAndSet(table, b, w, w - REMOVAL + VERSION)) {
@@ -177,18 +190,9 @@ final class NameCache {
     void clear() {
         for (int b = 0; b < table.length; b += BUCKET_WORDS) {
             long w = lock(b);
-            for (int way = b + 1; way < b + BUCKET_WORDS; way += WAY_WORDS) {
-                table[way + KEY] = 0;
-            }
+            table[b + TAGS] = 0;
             WORD.setRelease(table, b, w + VERSION);
         }
-    }
-
-    /** True if the cache holds {@code name} in {@code dir} (for tests). */
-    boolean holds(long dir, String name) {
-        NameLookup l = NameLookup.current();
-        l.name(name.getBytes(StandardCharsets.UTF_8));
-        return get(dir, l);
     }
 
     /** Takes bucket {@code b}'s word from unlocked to LOCKED; returns it as it was. */
@@ -211,12 +215,27 @@ final class NameCache {
         }
     }
 
-    /** The start of the bucket of {@code name} (its {@link #nameBits}) in {@code dir}. */
-    private int bucket(long dir, long name) {
+    /** The hash of {@code name} (its {@link #nameBits}) in {@code dir}: its low bits choose the bucket, its high ones the tag. */
+    private static long mix(long dir, long name) {
         long h = dir * 0x9E3779B97F4A7C15L + name;
         h = (h ^ (h >>> 33)) * 0xFF51AFD7ED558CCDL;
-        h ^= h >>> 33;
+        return h ^ (h >>> 33);
+    }
+
+    /** The start of the bucket of hash {@code h}. */
+    private int bucket(long h) {
         return (int) (h & (buckets - 1)) * BUCKET_WORDS;
+    }
+
+    /** The tag of hash {@code h} in its bucket's tag word: never 0, which marks an empty way. */
+    private static int tag(long h) {
+        return (int) (h >>> Integer.SIZE) | 1;
+    }
+
+    /** {@code tags} with way {@code i}'s tag set to {@code tag}. */
+    private static long withTag(long tags, int i, int tag) {
+        int shift = i * Integer.SIZE;
+        return tags & ~(0xFFFF_FFFFL << shift) | Integer.toUnsignedLong(tag) << shift;
     }
 
     /** A key's name bits for the key word: its hash and its name's length. */

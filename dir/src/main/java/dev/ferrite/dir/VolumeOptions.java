@@ -27,8 +27,8 @@ import dev.ferrite.journal.JournalOptions;
  *       becomes durable at the latest, {@value #DEFAULT_ASYNC_COMMIT_MILLIS} ms: a background thread forces
  *       the log that often while such commits wait.
  *   <li>{@code nameCacheEntries}: names the path walks' name cache ({@code NameCache}, Linux's dcache role)
- *       holds, rounded up to a power of two: one per 2 KiB of the buffer cache budget, between
- *       {@value #MIN_NAME_CACHE} and {@value #MAX_NAME_CACHE}; about 68 bytes of heap each.
+ *       holds, rounded up to a power of two: one per 4 KiB of the buffer cache budget, between
+ *       {@value #MIN_NAME_CACHE} and {@value #MAX_NAME_CACHE}; 72 bytes of heap each.
  * </ul>
  *
  * @param agCount    allocation groups to format with, or 0
@@ -127,12 +127,12 @@ public record VolumeOptions(int agCount, int logBlocks, long cacheBytes, long da
     }
 
     /**
-     * The name cache's entries on a device of {@code deviceBytes}: as asked, else one per 2 KiB of the buffer
-     * cache budget (about 3% of it in heap), between {@value #MIN_NAME_CACHE} and {@value #MAX_NAME_CACHE}.
+     * The name cache's entries on a device of {@code deviceBytes}: as asked, else one per 4 KiB of the buffer
+     * cache budget (72 bytes each: under 2% of it in heap), between {@value #MIN_NAME_CACHE} and {@value #MAX_NAME_CACHE}.
      */
     int effectiveNameCacheEntries(long deviceBytes) {
         return nameCacheEntries > 0 ? nameCacheEntries
-                : (int) Math.clamp(effectiveCacheBytes(deviceBytes) / 2048, MIN_NAME_CACHE, MAX_NAME_CACHE);
+                : (int) Math.clamp(effectiveCacheBytes(deviceBytes) / 4096, MIN_NAME_CACHE, MAX_NAME_CACHE);
     }
 
     /** The cache budget to use on a device of {@code deviceBytes}. */

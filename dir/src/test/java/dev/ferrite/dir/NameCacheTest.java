@@ -1,5 +1,6 @@
 package dev.ferrite.dir;
 
+import java.nio.charset.StandardCharsets;
 import java.util.HashSet;
 import java.util.Set;
 
@@ -21,6 +22,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class NameCacheTest {
 
+    /** True if {@code cache} holds {@code name} in {@code dir}: a walk's look into it. */
+    static boolean holds(NameCache cache, long dir, String name) {
+        NameLookup l = NameLookup.current();
+        l.name(name.getBytes(StandardCharsets.UTF_8));
+        return cache.get(dir, l);
+    }
+
     /** Runs {@code body} on a fresh volume. */
     private static void withVolume(VolumeOptions options, java.util.function.Consumer<Namespace> body) {
         try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, options)) {
@@ -35,17 +43,17 @@ class NameCacheTest {
             long a = ns.mkdir("/a", 0755);
             long b = ns.mkdir("/a/b", 0755);
             long f = ns.create("/a/b/f", 0644, true);
-            assertFalse(ns.names.holds(b, "f"), "a create caches nothing");
+            assertFalse(holds(ns.names, b, "f"), "a create caches nothing");
             assertEquals(f, ns.lookup("/a/b/f"));
-            assertTrue(ns.names.holds(ns.root(), "a"));
-            assertTrue(ns.names.holds(a, "b"));
-            assertTrue(ns.names.holds(b, "f"));
+            assertTrue(holds(ns.names, ns.root(), "a"));
+            assertTrue(holds(ns.names, a, "b"));
+            assertTrue(holds(ns.names, b, "f"));
             assertEquals(f, ns.lookup("/a/b/f"));
             assertEquals(f, ns.lookup("/a/./b/../b/f"));
             try (Handle dir = ns.open("/a/b")) {
                 assertEquals(f, ns.lstat(dir, "f").ino());
             }
-            assertFalse(ns.names.holds(b, "g"), "no negative entries");
+            assertFalse(holds(ns.names, b, "g"), "no negative entries");
         });
     }
 
@@ -55,11 +63,11 @@ class NameCacheTest {
             String name = "n".repeat(NameCache.MAX_NAME + 1);
             long f = ns.create("/" + name, 0644, true);
             assertEquals(f, ns.lookup("/" + name));
-            assertFalse(ns.names.holds(ns.root(), name));
+            assertFalse(holds(ns.names, ns.root(), name));
             String fits = "m".repeat(NameCache.MAX_NAME);
             long g = ns.create("/" + fits, 0644, true);
             assertEquals(g, ns.lookup("/" + fits));
-            assertTrue(ns.names.holds(ns.root(), fits));
+            assertTrue(holds(ns.names, ns.root(), fits));
             ns.unlink("/" + fits);
             assertErrno(Errno.ENOENT, () -> ns.lookup("/" + fits));
         });
@@ -74,7 +82,7 @@ class NameCacheTest {
             ns.lookup("/a/f");
             ns.lookup("/a/g");
             ns.unlink("/a/f");
-            assertFalse(ns.names.holds(a, "f"));
+            assertFalse(holds(ns.names, a, "f"));
             assertErrno(Errno.ENOENT, () -> ns.lookup("/a/f"));
             assertFalse(ns.statIfExists("/a/f", new StatBuffer()));
             try (Handle dir = ns.open("/a")) {
@@ -101,7 +109,7 @@ class NameCacheTest {
             for (int i = 0; i < 300; i++) {
                 int n = i;
                 if (i % 2 == 0) {
-                    assertFalse(ns.names.holds(d, "f" + i));
+                    assertFalse(holds(ns.names, d, "f" + i));
                     assertErrno(Errno.ENOENT, () -> ns.lookup("/big/f" + n));
                 } else {
                     ns.lookup("/big/f" + i);
@@ -141,8 +149,8 @@ class NameCacheTest {
             ns.lookup("/a/x");
             ns.lookup("/a/y");
             ns.rename("/a/x", "/a/y"); // y replaced: its inode freed
-            assertFalse(ns.names.holds(a, "x"));
-            assertFalse(ns.names.holds(a, "y"));
+            assertFalse(holds(ns.names, a, "x"));
+            assertFalse(holds(ns.names, a, "y"));
             assertErrno(Errno.ENOENT, () -> ns.lookup("/a/x"));
             assertEquals(x, ns.lookup("/a/y"));
             assertTrue(y != x);
@@ -187,8 +195,8 @@ class NameCacheTest {
             ns.rename("/a/b", "/z/b2");
             assertErrno(Errno.ENOENT, () -> ns.lookup("/a/b/c/f"));
             assertErrno(Errno.ENOENT, () -> ns.lookup("/a/b"));
-            assertTrue(ns.names.holds(b, "c"), "entries keyed by the directory's inode stay right after its rename");
-            assertTrue(ns.names.holds(c, "f"));
+            assertTrue(holds(ns.names, b, "c"), "entries keyed by the directory's inode stay right after its rename");
+            assertTrue(holds(ns.names, c, "f"));
             assertEquals(f, ns.lookup("/z/b2/c/f"));
             assertEquals(ns.lookup("/z"), ns.lookup("/z/b2/c/../.."));
             ns.mkdir("/a/b", 0755); // a new directory under the old name
@@ -253,11 +261,11 @@ class NameCacheTest {
             try (Handle dir = ns.open("/cat")) {
                 ns.lstat(dir, "t1");
                 ns.lstat(dir, "t2");
-                assertTrue(ns.names.holds(cat, "t1"));
+                assertTrue(holds(ns.names, cat, "t1"));
                 ns.renameTableEntry(cat, "t1", "t3");
                 ns.removeTableEntry(cat, "t2");
-                assertFalse(ns.names.holds(cat, "t1"));
-                assertFalse(ns.names.holds(cat, "t2"));
+                assertFalse(holds(ns.names, cat, "t1"));
+                assertFalse(holds(ns.names, cat, "t2"));
                 assertErrno(Errno.ENOENT, () -> ns.lstat(dir, "t1"));
                 assertErrno(Errno.ENOENT, () -> ns.lstat(dir, "t2"));
                 ns.lstat(dir, "t3");
@@ -271,7 +279,7 @@ class NameCacheTest {
     void anInsertAfterARemovalBeganOrEndedIsRefused() {
         NameCache cache = new NameCache(64);
         NameLookup l = NameLookup.current();
-        byte[] name = "f".getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        byte[] name = "f".getBytes(StandardCharsets.UTF_8);
         try (EntryKey key = EntryKey.take("f", true)) {
             // a walk misses, reads the directory; the name is removed before it inserts
             l.name(name);
@@ -281,22 +289,22 @@ class NameCacheTest {
             l.ino = 99;
             l.type = InodeFormat.S_IFREG;
             cache.put(7, l);
-            assertFalse(cache.holds(7, "f"), "an insert from a lookup older than a removal");
+            assertFalse(holds(cache, 7, "f"), "an insert from a lookup older than a removal");
             // a walk misses while a removal is in progress: it may not insert, and the bucket is not used
             l.name(name);
             assertFalse(cache.get(7, l));
             l.ino = 99;
             cache.put(7, l);
-            assertTrue(cache.holds(7, "f"));
+            assertTrue(holds(cache, 7, "f"));
             cache.beginRemove(7, key);
-            assertFalse(cache.holds(7, "f"), "an entry read while its removal runs");
+            assertFalse(holds(cache, 7, "f"), "an entry read while its removal runs");
             l.name(name);
             assertFalse(cache.get(7, l));
             l.ino = 99;
             cache.put(7, l);
             cache.endRemove(7, key);
-            assertFalse(cache.holds(7, "f"), "an insert from a lookup during a removal");
-            assertFalse(cache.holds(8, "f"));
+            assertFalse(holds(cache, 7, "f"), "an insert from a lookup during a removal");
+            assertFalse(holds(cache, 8, "f"));
         }
     }
 
@@ -304,7 +312,7 @@ class NameCacheTest {
     void theKnobSizesTheTableAndTheDefaultFollowsTheBufferCache() {
         assertEquals(8, new NameCache(5).capacity());
         assertEquals(2, new NameCache(1).capacity());
-        assertEquals(16 << 20 >> 11, VolumeOptions.defaults().withCacheBytes(16L << 20).effectiveNameCacheEntries(0));
+        assertEquals(64 << 20 >> 12, VolumeOptions.defaults().withCacheBytes(64L << 20).effectiveNameCacheEntries(0));
         assertEquals(VolumeOptions.MIN_NAME_CACHE, VolumeOptions.defaults().withCacheBytes(1L << 20).effectiveNameCacheEntries(0));
         assertEquals(VolumeOptions.MAX_NAME_CACHE, VolumeOptions.defaults().withCacheBytes(8L << 30).effectiveNameCacheEntries(0));
         withVolume(OPTIONS.withNameCacheEntries(2), ns -> { // one bucket: every name evicts another, answers stay right
