@@ -43,6 +43,8 @@ final class NameLookup {
     long ino;
     int type;
     long header;
+    /** What a {@link NameCache} miss read of the name's bucket, to insert the directory's answer with. */
+    long cacheStamp = NameCache.NO_STAMP;
     /** The tree header the record names when it is read again after a tree lookup (-1: inline now). */
     long headerAgain;
 
@@ -110,6 +112,15 @@ final class NameLookup {
     void key(EntryKey k) {
         System.arraycopy(k.bytes(), 0, key, 0, k.length());
         keyLength = k.length();
+    }
+
+    /** The key taken: the first {@link #keyLength} bytes. */
+    byte[] keyBytes() {
+        return key;
+    }
+
+    int keyLength() {
+        return keyLength;
     }
 
     /** The key taken, as a segment of its length. */

@@ -152,6 +152,8 @@ public final class Namespace {
     final InodeRecords records;
     final DirContents dirs;
     private final PathResolver paths;
+    /** The walks' name cache: every change that takes a name away brackets itself with its removal calls. */
+    final NameCache names;
     private final Orphans orphans;
     final FileData files;
     final ExtentMap extents;
@@ -165,14 +167,15 @@ public final class Namespace {
      */
     private final AtomicInteger groupItemsBound = new AtomicInteger();
 
-    Namespace(Volume volume, BufferCache cache, Geometry geometry, InodeCache inodes, PageCache pages) {
+    Namespace(Volume volume, BufferCache cache, Geometry geometry, InodeCache inodes, PageCache pages, int nameCacheEntries) {
         this.volume = volume;
         this.cache = cache;
         this.geometry = geometry;
         this.inodes = inodes;
         this.records = new InodeRecords(volume, cache, geometry, inodes);
         this.dirs = new DirContents(volume, cache, geometry, inodes, records);
-        this.paths = new PathResolver(volume, geometry, records, dirs);
+        this.names = new NameCache(nameCacheEntries);
+        this.paths = new PathResolver(volume, geometry, records, dirs, names);
         this.extents = new ExtentMap(volume, cache, geometry, inodes, records, dirs);
         this.files = new FileData(volume, cache, geometry, records, inodes, pages, extents);
         this.orphans = new Orphans(volume, cache, geometry, inodes, records, dirs, files);
@@ -1250,8 +1253,20 @@ public final class Namespace {
     }
 
     private void removeEntry(long dir, CharSequence name, boolean wantDir) {
-        Inode d = inodes.acquire(dir);
         try (EntryKey key = EntryKey.take(name, true)) {
+            names.beginRemove(dir, key);
+            try {
+                removeEntry(dir, key, name, wantDir);
+            } finally {
+                names.endRemove(dir, key);
+            }
+        }
+    }
+
+    /** Removes {@code key} ({@code name}) from directory {@code dir}, its name cache entry held off. */
+    private void removeEntry(long dir, EntryKey key, CharSequence name, boolean wantDir) {
+        Inode d = inodes.acquire(dir);
+        try {
             if (!wantDir && sharedUnlink(d, key, name)) {
                 return;
             }
@@ -1424,9 +1439,22 @@ public final class Namespace {
      * (checked under the locks).
      */
     private void renameEntry(long fromDir, String fromName, long toDir, String toName, RenameMode mode) {
-        boolean exchange = java.util.Objects.requireNonNull(mode, "mode") == RenameMode.EXCHANGE;
+        java.util.Objects.requireNonNull(mode, "mode");
         EntryKey fk = EntryKey.of(requireName(fromName, true));
         EntryKey tk = EntryKey.of(requireName(toName, true));
+        names.beginRemove(fromDir, fk); // both names: the source goes, the target is replaced or exchanged
+        names.beginRemove(toDir, tk);
+        try {
+            renameEntry(fromDir, fk, fromName, toDir, tk, toName, mode);
+        } finally {
+            names.endRemove(toDir, tk);
+            names.endRemove(fromDir, fk);
+        }
+    }
+
+    /** Renames {@code fk} ({@code fromName}) to {@code tk}, the name cache entries of both held off. */
+    private void renameEntry(long fromDir, EntryKey fk, String fromName, long toDir, EntryKey tk, String toName, RenameMode mode) {
+        boolean exchange = mode == RenameMode.EXCHANGE;
         boolean unready = false; // the last attempt found a directory needing prepare
         for (int fails = 0; ; ) {
             records.requireDir(fromDir);

@@ -19,6 +19,8 @@ final class PathResolver {
     private final Volume volume;
     private final InodeRecords records;
     private final DirContents dirs;
+    /** The names walks found lately, looked in before the directories ({@link #lookup}). */
+    private final NameCache names;
     private final int maxTarget;
     /** The root's inode number once read (it never changes after format). */
     private volatile long root;
@@ -30,10 +32,11 @@ final class PathResolver {
      */
     private static final ThreadLocal<Walk[]> WALKS = ThreadLocal.withInitial(() -> new Walk[1]);
 
-    PathResolver(Volume volume, Geometry geometry, InodeRecords records, DirContents dirs) {
+    PathResolver(Volume volume, Geometry geometry, InodeRecords records, DirContents dirs, NameCache names) {
         this.volume = volume;
         this.records = records;
         this.dirs = dirs;
+        this.names = names;
         this.maxTarget = Math.min(Namespace.MAX_SYMLINK_TARGET, SymlinkFormat.capacity(geometry.blockSize()));
     }
 
@@ -145,7 +148,23 @@ final class PathResolver {
         NameLookup l = NameLookup.current();
         String n = name == null ? "" : name; // measured as empty: EINVAL
         takeName(l, dir, n, 0, n.length());
-        return dirs.lookup(dir, l) ? l.ino : MISSING;
+        return lookup(dir, l) ? l.ino : MISSING;
+    }
+
+    /**
+     * A walk's step, as {@link DirContents#lookup}: the name cache's entry, else the directory's, which the
+     * cache then keeps. A hit skips the check that {@code dir} is a directory still linked, which cannot
+     * fail then: a directory is removed only empty, and every name taken from it left the cache first.
+     */
+    private boolean lookup(long dir, NameLookup l) {
+        if (names.get(dir, l)) {
+            return true;
+        }
+        if (!dirs.lookup(dir, l)) {
+            return false;
+        }
+        names.put(dir, l);
+        return true;
     }
 
     /**
@@ -360,7 +379,7 @@ final class PathResolver {
                     continue;
                 }
                 takeName(l, cur, path, compStart, compEnd);
-                if (!dirs.lookup(cur, l)) {
+                if (!lookup(cur, l)) {
                     if (probing) {
                         missing = true;
                         return cur;

@@ -86,7 +86,7 @@ public final class Volume implements AutoCloseable {
         this.counters = counters;
         this.report = report;
         this.pages = new PageCache(geometry.blockSize(), options.effectiveDataCacheBytes(), options.effectiveDirtyExpireMillis());
-        this.namespace = new Namespace(this, cache, superblock.geometry(), inodes, pages);
+        this.namespace = new Namespace(this, cache, superblock.geometry(), inodes, pages, options.effectiveNameCacheEntries(device.size()));
         this.tables = new Tables(this, namespace, cache, options);
     }
 
@@ -794,6 +794,7 @@ public final class Volume implements AutoCloseable {
             tables.stop();
             journal.close();
         } finally {
+            namespace.names.clear();
             pages.close();
             cache.close();
             unclaim(device);
@@ -852,6 +853,7 @@ public final class Volume implements AutoCloseable {
                 throw lost;
             }
         } finally {
+            namespace.names.clear();
             pages.close();
             cache.close();
             unclaim(device);

@@ -26,6 +26,9 @@ import dev.ferrite.journal.JournalOptions;
  *   <li>{@code asyncCommitMillis}: how long after it returns a table commit with {@link Durability#ASYNC}
  *       becomes durable at the latest, {@value #DEFAULT_ASYNC_COMMIT_MILLIS} ms: a background thread forces
  *       the log that often while such commits wait.
+ *   <li>{@code nameCacheEntries}: names the path walks' name cache ({@code NameCache}, Linux's dcache role)
+ *       holds, rounded up to a power of two: one per 4 KiB of the buffer cache budget, between
+ *       {@value #MIN_NAME_CACHE} and {@value #MAX_NAME_CACHE}; 72 bytes of heap each.
  * </ul>
  *
  * @param agCount    allocation groups to format with, or 0
@@ -35,23 +38,27 @@ import dev.ferrite.journal.JournalOptions;
  * @param dirtyExpireMillis age in milliseconds at which dirty file pages are written back, or 0
  * @param inodeClusterBlocks blocks read together on an inode block miss, 1 to {@value Geometry#CHUNK_BLOCKS}, or 0
  * @param asyncCommitMillis most milliseconds a table commit with {@link Durability#ASYNC} stays not durable, or 0
+ * @param nameCacheEntries names the path walks' name cache holds, or 0
  * @param journal    journal tuning
  * @throws InvalidArgumentException (from the constructor and every {@code with*}) for a negative count or
  *         budget, an inode cluster outside 0..{@value Geometry#CHUNK_BLOCKS}, or no journal options
  */
 public record VolumeOptions(int agCount, int logBlocks, long cacheBytes, long dataCacheBytes, long dirtyExpireMillis,
-                            int inodeClusterBlocks, long asyncCommitMillis, JournalOptions journal) {
+                            int inodeClusterBlocks, long asyncCommitMillis, int nameCacheEntries, JournalOptions journal) {
     static final int DEFAULT_INODE_CLUSTER = Geometry.CHUNK_BLOCKS;
     static final long DEFAULT_DATA_CACHE_BYTES = 64L << 20;
     static final long DEFAULT_DIRTY_EXPIRE_MILLIS = 5000;
     static final long DEFAULT_ASYNC_COMMIT_MILLIS = 20;
-    public static final VolumeOptions DEFAULTS = new VolumeOptions(0, 0, 0, 0, 0, 0, 0, JournalOptions.defaults());
+    static final int MIN_NAME_CACHE = 4096, MAX_NAME_CACHE = 1 << 20;
+    public static final VolumeOptions DEFAULTS = new VolumeOptions(0, 0, 0, 0, 0, 0, 0, 0, JournalOptions.defaults());
 
     public VolumeOptions {
-        if (agCount < 0 || logBlocks < 0 || cacheBytes < 0 || dataCacheBytes < 0 || dirtyExpireMillis < 0 || asyncCommitMillis < 0) {
+        if (agCount < 0 || logBlocks < 0 || cacheBytes < 0 || dataCacheBytes < 0 || dirtyExpireMillis < 0 || asyncCommitMillis < 0
+                || nameCacheEntries < 0) {
             throw new InvalidArgumentException("volume options must not be negative: " + agCount + " groups, "
                     + logBlocks + " log blocks, " + cacheBytes + " cache bytes, " + dataCacheBytes + " data cache bytes, "
-                    + dirtyExpireMillis + " ms dirty expiry, " + asyncCommitMillis + " ms async commit delay");
+                    + dirtyExpireMillis + " ms dirty expiry, " + asyncCommitMillis + " ms async commit delay, "
+                    + nameCacheEntries + " name cache entries");
         }
         if (inodeClusterBlocks < 0 || inodeClusterBlocks > Geometry.CHUNK_BLOCKS) {
             throw new InvalidArgumentException("an inode cluster of " + inodeClusterBlocks + " blocks; it must be 1 to "
@@ -67,35 +74,39 @@ public record VolumeOptions(int agCount, int logBlocks, long cacheBytes, long da
     }
 
     public VolumeOptions withAgCount(int agCount) {
-        return new VolumeOptions(agCount, logBlocks, cacheBytes, dataCacheBytes, dirtyExpireMillis, inodeClusterBlocks, asyncCommitMillis, journal);
+        return new VolumeOptions(agCount, logBlocks, cacheBytes, dataCacheBytes, dirtyExpireMillis, inodeClusterBlocks, asyncCommitMillis, nameCacheEntries, journal);
     }
 
     public VolumeOptions withLogBlocks(int logBlocks) {
-        return new VolumeOptions(agCount, logBlocks, cacheBytes, dataCacheBytes, dirtyExpireMillis, inodeClusterBlocks, asyncCommitMillis, journal);
+        return new VolumeOptions(agCount, logBlocks, cacheBytes, dataCacheBytes, dirtyExpireMillis, inodeClusterBlocks, asyncCommitMillis, nameCacheEntries, journal);
     }
 
     public VolumeOptions withCacheBytes(long cacheBytes) {
-        return new VolumeOptions(agCount, logBlocks, cacheBytes, dataCacheBytes, dirtyExpireMillis, inodeClusterBlocks, asyncCommitMillis, journal);
+        return new VolumeOptions(agCount, logBlocks, cacheBytes, dataCacheBytes, dirtyExpireMillis, inodeClusterBlocks, asyncCommitMillis, nameCacheEntries, journal);
     }
 
     public VolumeOptions withDataCacheBytes(long dataCacheBytes) {
-        return new VolumeOptions(agCount, logBlocks, cacheBytes, dataCacheBytes, dirtyExpireMillis, inodeClusterBlocks, asyncCommitMillis, journal);
+        return new VolumeOptions(agCount, logBlocks, cacheBytes, dataCacheBytes, dirtyExpireMillis, inodeClusterBlocks, asyncCommitMillis, nameCacheEntries, journal);
     }
 
     public VolumeOptions withDirtyExpireMillis(long dirtyExpireMillis) {
-        return new VolumeOptions(agCount, logBlocks, cacheBytes, dataCacheBytes, dirtyExpireMillis, inodeClusterBlocks, asyncCommitMillis, journal);
+        return new VolumeOptions(agCount, logBlocks, cacheBytes, dataCacheBytes, dirtyExpireMillis, inodeClusterBlocks, asyncCommitMillis, nameCacheEntries, journal);
     }
 
     public VolumeOptions withInodeClusterBlocks(int inodeClusterBlocks) {
-        return new VolumeOptions(agCount, logBlocks, cacheBytes, dataCacheBytes, dirtyExpireMillis, inodeClusterBlocks, asyncCommitMillis, journal);
+        return new VolumeOptions(agCount, logBlocks, cacheBytes, dataCacheBytes, dirtyExpireMillis, inodeClusterBlocks, asyncCommitMillis, nameCacheEntries, journal);
     }
 
     public VolumeOptions withAsyncCommitMillis(long asyncCommitMillis) {
-        return new VolumeOptions(agCount, logBlocks, cacheBytes, dataCacheBytes, dirtyExpireMillis, inodeClusterBlocks, asyncCommitMillis, journal);
+        return new VolumeOptions(agCount, logBlocks, cacheBytes, dataCacheBytes, dirtyExpireMillis, inodeClusterBlocks, asyncCommitMillis, nameCacheEntries, journal);
+    }
+
+    public VolumeOptions withNameCacheEntries(int nameCacheEntries) {
+        return new VolumeOptions(agCount, logBlocks, cacheBytes, dataCacheBytes, dirtyExpireMillis, inodeClusterBlocks, asyncCommitMillis, nameCacheEntries, journal);
     }
 
     public VolumeOptions withJournal(JournalOptions journal) {
-        return new VolumeOptions(agCount, logBlocks, cacheBytes, dataCacheBytes, dirtyExpireMillis, inodeClusterBlocks, asyncCommitMillis, journal);
+        return new VolumeOptions(agCount, logBlocks, cacheBytes, dataCacheBytes, dirtyExpireMillis, inodeClusterBlocks, asyncCommitMillis, nameCacheEntries, journal);
     }
 
     /** Blocks an inode block miss reads. */
@@ -113,6 +124,15 @@ public record VolumeOptions(int agCount, int logBlocks, long cacheBytes, long da
 
     long effectiveDirtyExpireMillis() {
         return dirtyExpireMillis > 0 ? dirtyExpireMillis : DEFAULT_DIRTY_EXPIRE_MILLIS;
+    }
+
+    /**
+     * The name cache's entries on a device of {@code deviceBytes}: as asked, else one per 4 KiB of the buffer
+     * cache budget (72 bytes each: under 2% of it in heap), between {@value #MIN_NAME_CACHE} and {@value #MAX_NAME_CACHE}.
+     */
+    int effectiveNameCacheEntries(long deviceBytes) {
+        return nameCacheEntries > 0 ? nameCacheEntries
+                : (int) Math.clamp(effectiveCacheBytes(deviceBytes) / 4096, MIN_NAME_CACHE, MAX_NAME_CACHE);
     }
 
     /** The cache budget to use on a device of {@code deviceBytes}. */
