@@ -52,9 +52,17 @@ final class CopyOnWrite {
         this.blockSize = geometry.blockSize();
     }
 
-    /** The run of one reference count at {@code dev}, of at most {@code len} blocks (a snapshot: see {@link Refcounts#run}). */
+    /**
+     * The run of one reference count at {@code dev}, of at most {@code len} blocks (a snapshot: see
+     * {@link Refcounts#run}), as a write sees it: a run of count 1 counts as shared while a count of its
+     * group taken to 1 may not be durable yet ({@link Refcounts#recentlyLowered}), so that the write
+     * copies it rather than overwrite in place a block a crash could give back to another file.
+     */
     long run(long dev, int len) {
-        return volume.group(geometry.agOfBlock(dev)).refcounts.run(null, dev, len);
+        Refcounts r = volume.group(geometry.agOfBlock(dev)).refcounts;
+        long run = r.run(null, dev, len);
+        return Refcounts.runCount(run) == 1 && r.recentlyLowered(cache.journal().durableSeq())
+                ? Refcounts.pack(Refcounts.runLength(run), 2) : run;
     }
 
     /**
@@ -133,6 +141,7 @@ final class CopyOnWrite {
         int rec = records.rec(i.ino);
         AllocationGroup og = volume.group(geometry.agOfBlock(old)), ng = volume.group(geometry.agOfBlock(fresh));
         AllocationGroup first = og.agno <= ng.agno ? og : ng, second = first == og ? ng : og;
+        boolean lowering = false;
         for (int done = 0, fails = 0; done < n; ) {
             map.prepare(i);
             ExtentList plan = mapping.file(i, 0, 0).extents();
@@ -174,6 +183,10 @@ final class CopyOnWrite {
                     ng.refcounts.set(txn, fresh + done, len, RefcountFormat.STAGING, 1);
                     BusyExtents.Entry busy = null;
                     if (count > 1) { // another file still maps the old blocks
+                        if (count == 2) {
+                            og.refcounts.lowering();
+                            lowering = true;
+                        }
                         og.refcounts.set(txn, old + done, len, count, count - 1);
                     } else if (og.releaseData(txn, old + done, len) == AllocOutcome.DONE) { // the others let go meanwhile
                         busy = og.freedData(txn);
@@ -196,6 +209,10 @@ final class CopyOnWrite {
                     txn.log(b, rec, span);
                     txn.orderAfterData();
                     long seq = FileMapping.commitData(i, txn);
+                    if (lowering) {
+                        og.refcounts.lowered(seq);
+                        lowering = false;
+                    }
                     if (busy != null) {
                         busy.settle(seq);
                     }
@@ -206,6 +223,10 @@ final class CopyOnWrite {
                     fails = 0;
                 } finally {
                     i.unlock();
+                    if (lowering) { // the transaction failed
+                        og.refcounts.lowered(0);
+                        lowering = false;
+                    }
                 }
             }
         }

@@ -23,7 +23,9 @@ import static dev.ferrite.dir.InodeRecords.nowNanos;
  * are written back: one transaction flags both inodes {@link InodeFormat#FLAG_SHARED} and moves the
  * destination's size up to the range's end; the destination's old blocks in the range are let go as a
  * punch lets them go; then a transaction per piece (a run of one extent of the source with one count)
- * maps it in the destination and counts it once more. A crash part way leaves the destination's range
+ * maps it in the destination and counts it once more, ordered after the data written so far (as a
+ * conversion is: the source's overwrites in place are on stable storage before the destination maps their
+ * blocks). A crash part way leaves the destination's range
  * partly cloned and the rest a hole (zeros, where the old blocks were let go): each block holds its old
  * contents, zeros, or the source's, and every count matches the extents that map the block.
  */
@@ -222,6 +224,9 @@ final class FileClone {
                     InodeFormat.setBlocks(m, rec, InodeFormat.blocks(m, rec) + len);
                     InodeFormat.touch(m, rec, nowNanos(), true);
                     txn.log(b, rec, span);
+                    // after the source's data: an overwrite in place not yet flushed must not show through the
+                    // destination as the bytes it replaced, once the destination maps the block
+                    txn.orderAfterData();
                     FileMapping.commitData(di, txn);
                     fb += len;
                     fails = 0;

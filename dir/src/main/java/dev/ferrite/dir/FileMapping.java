@@ -593,6 +593,9 @@ final class FileMapping {
                         // a block another extent still maps loses a reference; one no other maps is freed
                         if (locked && (count > 1 || ag.releaseData(txn, piece[0], (int) piece[1]) == AllocOutcome.DONE)) {
                             BusyExtents.Entry busy = count > 1 ? null : ag.freedData(txn);
+                            if (count == 2) {
+                                ag.refcounts.lowering();
+                            }
                             if (count > 1) {
                                 ag.refcounts.set(txn, piece[0], (int) piece[1], count, count - 1);
                             }
@@ -605,7 +608,14 @@ final class FileMapping {
                                 InodeFormat.touch(m, rec, now, true);
                             }
                             txn.log(b, rec, Math.max(InodeFormat.INLINE, span));
-                            long seq = commitData(i, txn);
+                            long seq = 0;
+                            try {
+                                seq = commitData(i, txn);
+                            } finally {
+                                if (count == 2) {
+                                    ag.refcounts.lowered(seq);
+                                }
+                            }
                             if (busy != null) {
                                 busy.settle(seq);
                             }

@@ -3,6 +3,8 @@ package dev.ferrite.dir;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 
 import dev.ferrite.btree.internal.BTree;
 import dev.ferrite.btree.internal.Cursor;
@@ -36,6 +38,10 @@ final class Refcounts {
     private final AllocationGroup ag;
     /** Null until the group's first shared block; made under the AGF. */
     volatile BTree tree;
+    /** Transactions between {@link #lowering} and {@link #lowered}: a count they take to 1 may not be durable. */
+    private final AtomicInteger lowering = new AtomicInteger();
+    /** The newest commit sequence that took a count to 1 ({@link #lowered}). */
+    private final AtomicLong lowered = new AtomicLong();
 
     Refcounts(AllocationGroup ag) {
         this.ag = ag;
@@ -52,6 +58,30 @@ final class Refcounts {
                     + " lies outside the group's " + ag.length + " blocks");
         }
         tree = BTree.open(ag.cache, ag.agfl, ag.start + rel, AgTreeFormat.treeId(ag.agno, AgTreeFormat.REFCOUNT));
+    }
+
+    /**
+     * A transaction is about to take some count to 1 (a file letting go of a block another still maps):
+     * until it is durable, the remaining file must not overwrite the block in place, or a crash that
+     * undoes the letting go would show the other file its bytes ({@link #recentlyLowered}). Called before
+     * the change; {@link #lowered} once the transaction has committed or failed.
+     */
+    void lowering() {
+        lowering.incrementAndGet();
+    }
+
+    /** The transaction {@link #lowering} announced committed with {@code seq} (0: it changed nothing). */
+    void lowered(long seq) {
+        lowered.accumulateAndGet(seq, Math::max);
+        lowering.decrementAndGet();
+    }
+
+    /**
+     * Whether a count of this group taken to 1 may not be durable yet (as of sequence {@code durable}): a
+     * shared file then copies on write even blocks that only it maps now. Read after the count.
+     */
+    boolean recentlyLowered(long durable) {
+        return lowering.get() > 0 || lowered.get() > durable;
     }
 
     /** Log items {@code changes} calls of {@link #set} may touch (the tree's creation included), beside the AGF. */
