@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.Random;
 
 import dev.ferrite.btree.internal.Txn;
+import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.Errno;
 import dev.ferrite.io.MemoryDevice;
 import dev.ferrite.io.testkit.TestSeed;
@@ -281,6 +282,75 @@ class FileCloneTest extends FileTestBase {
                 txn.commit();
             }
         }
+    }
+
+    /**
+     * Two writers copy on write into a file and its clone at once (direct and buffered), a third clones
+     * ranges of the first into a third file and cuts it back, and a reader checks that each block of the
+     * first two only ever reads its own file's writes: none lands in a block the other still maps. Each
+     * file ends holding its writer's last write per block; the checker (at the end) finds every count right,
+     * and deleting the files gives every block back.
+     */
+    @Test
+    void writersCopyOnWriteIntoTwoClonesAtOnceBesideAReaderAndACloner() throws InterruptedException {
+        int blocks = 48, writes = 300;
+        long start = free();
+        Handle a = written("a", blocks, 1), b = ns.create(root, "b", 0644, true), c = ns.create(root, "c", 0644, true);
+        ns.cloneRange(a, 0, b, 0, 0);
+        int[][] last = new int[2][blocks];
+        java.util.Arrays.fill(last[0], 1);
+        java.util.Arrays.fill(last[1], 1);
+        java.util.concurrent.atomic.AtomicBoolean done = new java.util.concurrent.atomic.AtomicBoolean();
+        java.util.concurrent.atomic.AtomicInteger running = new java.util.concurrent.atomic.AtomicInteger(2);
+        runThreads(4, "clone-writers", (me, mine) -> {
+            Random rnd = new Random(SEED + me);
+            if (me < 2) { // writer me of file me: generations 2 + 2n + me, so each file's are its own
+                Handle f = me == 0 ? a : b;
+                MemorySegment m = mine.allocate(BS, BlockDevice.BUFFER_ALIGNMENT);
+                try {
+                    for (int n = 0; n < writes; n++) {
+                        int blk = rnd.nextInt(blocks), gen = 2 + 2 * n + me;
+                        for (long w = 0; w < BS; w += 8) {
+                            m.set(U64, w, ((long) blk * BS + w) << 16 | gen);
+                        }
+                        ns.write(f, (long) blk * BS, rnd.nextInt(4) == 0 ? MemorySegment.ofArray(m.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE)) : m);
+                        last[me][blk] = gen;
+                    }
+                    ns.fsync(f);
+                } finally {
+                    if (running.decrementAndGet() == 0) {
+                        done.set(true);
+                    }
+                }
+            } else if (me == 2) { // the reader
+                MemorySegment m = mine.allocate(BS, BlockDevice.BUFFER_ALIGNMENT);
+                while (!done.get()) {
+                    int which = rnd.nextInt(2), blk = rnd.nextInt(blocks);
+                    ns.read(which == 0 ? a : b, (long) blk * BS, m);
+                    long word = m.get(U64, 0), gen = word & 0xFFFF;
+                    if (word >>> 16 != (long) blk * BS || gen != 1 && (gen - 2) % 2 != which) {
+                        throw new AssertionError("block " + blk + " of file " + which + " reads 0x" + Long.toHexString(word));
+                    }
+                }
+            } else { // the cloner: ranges of a into c and back out
+                while (!done.get()) {
+                    int at = rnd.nextInt(blocks), n = 1 + rnd.nextInt(blocks - at);
+                    ns.cloneRange(a, (long) at * BS, c, (long) at * BS, (long) n * BS);
+                    ns.truncate(c, (long) rnd.nextInt(blocks) * BS);
+                }
+            }
+        });
+        for (int which = 0; which < 2; which++) {
+            assertBlocks(which == 0 ? a : b, last[which]);
+        }
+        VolumeFixtures.assertChecked(ns);
+        a.close();
+        b.close();
+        c.close();
+        ns.unlink(root, "a");
+        ns.unlink(root, "b");
+        ns.unlink(root, "c");
+        assertEquals(start, free(), "every block back");
     }
 
     @Test
