@@ -59,6 +59,8 @@ class FileCloneTest extends FileTestBase {
             assertBlocks(dst, gens(64, 1));
             assertEquals(ns.extents(src, 0, 64L * BS).getFirst().deviceOffset(), ns.extents(dst, 0, 64L * BS).getFirst().deviceOffset());
             assertTrue((VolumeFixtures.incompat(dev) & SuperblockFormat.INCOMPAT_REFLINK) != 0, "the feature is on disk");
+            String dump = VolumeDump.refcounts(v);
+            assertTrue(dump.contains("+64) shared by 2"), dump);
         }
     }
 
