@@ -554,7 +554,7 @@ final class FileMapping {
         l.lock();
         try {
             // set only under the I/O lock held exclusively, as here, and never cleared: one read serves the loop
-            boolean shared = (file(i, 0, 0).flags() & FLAG_SHARED) != 0;
+            boolean shared = (records.readLong(ino, FileMapping::flags) & FLAG_SHARED) != 0;
             for (int fails = 0; ; ) {
                 map.prepare(i);
                 ExtentList plan = unmapped(i, from, to);
@@ -659,6 +659,11 @@ final class FileMapping {
         long run = volume.group(geometry.agOfBlock(p[0])).refcounts.run(txn, p[0], (int) p[1]);
         long[] q = x.punch(fb, fb + Refcounts.runLength(run));
         return new long[] {q[0], q[1], Refcounts.runCount(run)};
+    }
+
+    /** A record's flags, read with nothing allocated. */
+    private static long flags(MemorySegment b, int rec) {
+        return InodeFormat.flags(b, rec);
     }
 
     /** {@code i}'s extents for {@link #release}: of {@code [from, to)}, or the last one. */

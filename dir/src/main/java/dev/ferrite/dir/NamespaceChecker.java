@@ -75,8 +75,8 @@ final class NamespaceChecker {
         private final TreeMap<Long, Integer> owned = new TreeMap<>();
         /** File extents, as +1 at each one's first device block and -1 past its last: how many map each block. */
         private final TreeMap<Long, Integer> uses = new TreeMap<>();
-        /** An inode whose extent starts at a device block, for the problems {@link #checkSharing} reports. */
-        private final Map<Long, Long> users = new HashMap<>();
+        /** Every file extent as {device block, length, inode}: whom {@link #checkSharing}'s problems name. */
+        private final List<long[]> fileExtents = new ArrayList<>();
         private final Map<Long, Integer> names = new HashMap<>();
         /** The path of each directory reached, in walk order. */
         private final Map<Long, String> dirPaths = new LinkedHashMap<>();
@@ -406,7 +406,7 @@ final class NamespaceChecker {
                 }
                 uses.merge(dev, 1, Integer::sum); // counted against the refcount trees once every file is read
                 uses.merge(dev + len, -1, Integer::sum);
-                users.putIfAbsent(dev, ino);
+                fileExtents.add(new long[] {dev, len, ino});
             }
             if (x.blocks() + meta != s.blocks()) {
                 add(Kind.INODE, ino, pathOf(ino), "file " + ino + " counts " + s.blocks() + " blocks but its extents map " + x.blocks()
@@ -454,10 +454,18 @@ final class NamespaceChecker {
             long runStart = -1, prev = -1;
             for (long at : edges) {
                 if (prev >= 0 && (count == 1 ? used > 1 : used != count)) {
-                    Long first = uses.floorKey(prev);
-                    problems.add(CheckProblem.atBlock(Kind.FREE_SPACE, prev, "device blocks [" + prev + ", " + at + ") are mapped by "
-                            + used + " file extents" + (first == null || !users.containsKey(first) ? "" : " (one of inode " + users.get(first) + ")")
-                            + " but counted " + count + " in the refcount tree"));
+                    String detail = "device blocks [" + prev + ", " + at + ") mapped by " + used + " file extents but counted "
+                            + count + " in the refcount tree";
+                    boolean named = false;
+                    for (long[] x : fileExtents) { // a rare problem: the extents that map the blocks, by a scan
+                        if (x[0] <= prev && x[0] + x[1] > prev) {
+                            add(Kind.INODE, x[2], pathOf(x[2]), "file " + x[2] + " extent at device block " + x[0] + " overlaps " + detail);
+                            named = true;
+                        }
+                    }
+                    if (!named) {
+                        problems.add(CheckProblem.atBlock(Kind.FREE_SPACE, prev, detail));
+                    }
                 }
                 boolean inUse = prev >= 0 && (used > 0 || count == RefcountFormat.STAGING);
                 if (inUse && runStart < 0) {

@@ -34,6 +34,8 @@ final class Refcounts {
     /** Most tree changes one {@link #set} makes: the head cut off, the run's record, the tail cut off. */
     static final int OPS = 3;
     static final String TREE = "refcount tree";
+    /** {@link BTree#reservation()} of a tree that is one leaf, drawing on a free list: 3 × 2 + 4 + 1 × 3 items. */
+    private static final int NEW_TREE_ITEMS = 13;
 
     private final AllocationGroup ag;
     /** Null until the group's first shared block; made under the AGF. */
@@ -87,7 +89,7 @@ final class Refcounts {
     /** Log items {@code changes} calls of {@link #set} may touch (the tree's creation included), beside the AGF. */
     int items(int changes) {
         BTree t = tree;
-        return 1 + (t == null ? BTree.CREATE_ITEMS + changes * OPS * 8 : changes * OPS * t.reservation());
+        return 1 + (t == null ? BTree.CREATE_ITEMS + changes * OPS * NEW_TREE_ITEMS : changes * OPS * t.reservation());
     }
 
     /**
