@@ -54,14 +54,14 @@ final class CopyOnWrite {
 
     /**
      * The run of one reference count at {@code dev}, of at most {@code len} blocks (a snapshot: see
-     * {@link Refcounts#run}), as a write sees it: a run of count 1 counts as shared while a count of its
-     * group taken to 1 may not be durable yet ({@link Refcounts#recentlyLowered}), so that the write
-     * copies it rather than overwrite in place a block a crash could give back to another file.
+     * {@link Refcounts#run}), as a write sees it: a run of count 1 counts as shared while a transaction
+     * that took some of its blocks to 1 may not be durable yet ({@link Refcounts#recentlyLowered}), so that
+     * the write copies it rather than overwrite in place blocks a crash could give back to another file.
      */
     long run(long dev, int len) {
         Refcounts r = volume.group(geometry.agOfBlock(dev)).refcounts;
         long run = r.run(null, dev, len);
-        return Refcounts.runCount(run) == 1 && r.recentlyLowered(cache.journal().durableSeq())
+        return Refcounts.runCount(run) == 1 && r.recentlyLowered(dev, Refcounts.runLength(run), cache.journal().durableSeq())
                 ? Refcounts.pack(Refcounts.runLength(run), 2) : run;
     }
 
@@ -141,7 +141,7 @@ final class CopyOnWrite {
         int rec = records.rec(i.ino);
         AllocationGroup og = volume.group(geometry.agOfBlock(old)), ng = volume.group(geometry.agOfBlock(fresh));
         AllocationGroup first = og.agno <= ng.agno ? og : ng, second = first == og ? ng : og;
-        boolean lowering = false;
+        Refcounts.Lowered lowered = null;
         for (int done = 0, fails = 0; done < n; ) {
             map.prepare(i);
             ExtentList plan = mapping.file(i, 0, 0).extents();
@@ -184,8 +184,7 @@ final class CopyOnWrite {
                     BusyExtents.Entry busy = null;
                     if (count > 1) { // another file still maps the old blocks
                         if (count == 2) {
-                            og.refcounts.lowering();
-                            lowering = true;
+                            lowered = og.refcounts.lowering(old + done, len, cache.journal().durableSeq());
                         }
                         og.refcounts.set(txn, old + done, len, count, count - 1);
                     } else if (og.releaseData(txn, old + done, len) == AllocOutcome.DONE) { // the others let go meanwhile
@@ -209,9 +208,9 @@ final class CopyOnWrite {
                     txn.log(b, rec, span);
                     txn.orderAfterData();
                     long seq = FileMapping.commitData(i, txn);
-                    if (lowering) {
-                        og.refcounts.lowered(seq);
-                        lowering = false;
+                    if (lowered != null) {
+                        og.refcounts.lowered(lowered, seq);
+                        lowered = null;
                     }
                     if (busy != null) {
                         busy.settle(seq);
@@ -223,9 +222,9 @@ final class CopyOnWrite {
                     fails = 0;
                 } finally {
                     i.unlock();
-                    if (lowering) { // the transaction failed
-                        og.refcounts.lowered(0);
-                        lowering = false;
+                    if (lowered != null) { // the transaction failed
+                        og.refcounts.lowered(lowered, 0);
+                        lowered = null;
                     }
                 }
             }

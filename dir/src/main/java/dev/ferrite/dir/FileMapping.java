@@ -593,9 +593,8 @@ final class FileMapping {
                         // a block another extent still maps loses a reference; one no other maps is freed
                         if (locked && (count > 1 || ag.releaseData(txn, piece[0], (int) piece[1]) == AllocOutcome.DONE)) {
                             BusyExtents.Entry busy = count > 1 ? null : ag.freedData(txn);
-                            if (count == 2) {
-                                ag.refcounts.lowering();
-                            }
+                            Refcounts.Lowered lowered = count != 2 ? null
+                                    : ag.refcounts.lowering(piece[0], (int) piece[1], cache.journal().durableSeq());
                             if (count > 1) {
                                 ag.refcounts.set(txn, piece[0], (int) piece[1], count, count - 1);
                             }
@@ -612,8 +611,8 @@ final class FileMapping {
                             try {
                                 seq = commitData(i, txn);
                             } finally {
-                                if (count == 2) {
-                                    ag.refcounts.lowered(seq);
+                                if (lowered != null) {
+                                    ag.refcounts.lowered(lowered, seq);
                                 }
                             }
                             if (busy != null) {

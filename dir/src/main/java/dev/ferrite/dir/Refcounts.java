@@ -3,8 +3,9 @@ package dev.ferrite.dir;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 
 import dev.ferrite.btree.internal.BTree;
 import dev.ferrite.btree.internal.Cursor;
@@ -40,10 +41,27 @@ final class Refcounts {
     private final AllocationGroup ag;
     /** Null until the group's first shared block; made under the AGF. */
     volatile BTree tree;
-    /** Transactions between {@link #lowering} and {@link #lowered}: a count they take to 1 may not be durable. */
-    private final AtomicInteger lowering = new AtomicInteger();
-    /** The newest commit sequence that took a count to 1 ({@link #lowered}). */
-    private final AtomicLong lowered = new AtomicLong();
+    /**
+     * Runs whose count a transaction took to 1 ({@link #lowering}), by first group block, until that
+     * transaction is durable; an entry at a block replaces an older one there (whose transaction committed
+     * before this one could count the blocks down again).
+     */
+    private final ConcurrentSkipListMap<Integer, Lowered> lowered = new ConcurrentSkipListMap<>();
+    /** The longest run {@link #lowered} ever held: how far before a block an entry covering it may start. */
+    private final AtomicInteger longestLowered = new AtomicInteger();
+    /** Entries past which {@link #lowering} sweeps out the durable ones. */
+    private volatile int sweepAt = SWEEP_AT;
+    private static final int SWEEP_AT = 64;
+
+    /** A run whose count went to 1: its end (group block) and its transaction's commit sequence, MAX_VALUE until known. */
+    static final class Lowered {
+        final int end;
+        volatile long seq = Long.MAX_VALUE;
+
+        Lowered(int end) {
+            this.end = end;
+        }
+    }
 
     Refcounts(AllocationGroup ag) {
         this.ag = ag;
@@ -63,27 +81,52 @@ final class Refcounts {
     }
 
     /**
-     * A transaction is about to take some count to 1 (a file letting go of a block another still maps):
-     * until it is durable, the remaining file must not overwrite the block in place, or a crash that
-     * undoes the letting go would show the other file its bytes ({@link #recentlyLowered}). Called before
-     * the change; {@link #lowered} once the transaction has committed or failed.
+     * A transaction is about to take the count of {@code [dev, dev + len)} to 1 (a file letting go of
+     * blocks another still maps): until it is durable, the remaining file must not overwrite them in
+     * place, or a crash that undoes the letting go would show the other file its bytes
+     * ({@link #recentlyLowered}). Called before the change; {@link #lowered} once the transaction has
+     * committed or failed. {@code durable} is the journal's durable sequence, for sweeping.
      */
-    void lowering() {
-        lowering.incrementAndGet();
+    Lowered lowering(long dev, int len, long durable) {
+        if (lowered.size() >= sweepAt) {
+            lowered.values().removeIf(l -> l.seq <= durable);
+            sweepAt = Math.max(SWEEP_AT, 2 * lowered.size());
+        }
+        int s = (int) (dev - ag.start);
+        Lowered l = new Lowered(s + len);
+        longestLowered.accumulateAndGet(len, Math::max);
+        lowered.put(s, l);
+        return l;
     }
 
-    /** The transaction {@link #lowering} announced committed with {@code seq} (0: it changed nothing). */
-    void lowered(long seq) {
-        lowered.accumulateAndGet(seq, Math::max);
-        lowering.decrementAndGet();
+    /** The transaction {@link #lowering} announced committed with {@code seq}; 0: it failed, changing nothing. */
+    void lowered(Lowered l, long seq) {
+        if (seq == 0) {
+            lowered.values().remove(l);
+        } else {
+            l.seq = seq;
+        }
     }
 
     /**
-     * Whether a count of this group taken to 1 may not be durable yet (as of sequence {@code durable}): a
-     * shared file then copies on write even blocks that only it maps now. Read after the count.
+     * Whether some block of {@code [dev, dev + len)} had its count taken to 1 by a transaction not durable
+     * as of sequence {@code durable}: a shared file then copies it on write though only it maps it now.
+     * Read after the count.
      */
-    boolean recentlyLowered(long durable) {
-        return lowering.get() > 0 || lowered.get() > durable;
+    boolean recentlyLowered(long dev, int len, long durable) {
+        if (lowered.isEmpty()) {
+            return false;
+        }
+        int s = (int) (dev - ag.start), end = s + len;
+        for (Map.Entry<Integer, Lowered> e : lowered.subMap(s - longestLowered.get(), true, end, false).entrySet()) {
+            Lowered l = e.getValue();
+            if (l.seq <= durable) {
+                lowered.remove(e.getKey(), l);
+            } else if (l.end > s) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** Log items {@code changes} calls of {@link #set} may touch (the tree's creation included), beside the AGF. */
