@@ -17,13 +17,14 @@ import static dev.ferrite.io.internal.OnDisk.U64;
  * inode tree                key: u32 BE first group inode of the chunk   value: u64 free mask (bit i: slot i free)
  * free-inode tree           the same records, for the chunks with a free inode only
  * orphan tree               key: u32 BE group inode (unlinked, still open or being freed)  value: none
+ * refcount tree             see {@link RefcountFormat}
  * </pre>
  *
  * Tree ids (the owner in each node's header) are {@code TREE_ID_BASE | group << 8 | kind}: distinct per
  * tree on the volume and disjoint from inode numbers, which later own directory and extent trees.
  */
 final class AgTreeFormat {
-    static final int BNO = 1, CNT = 2, INO = 3, FINO = 4, ORPHAN = 5;
+    static final int BNO = 1, CNT = 2, INO = 3, FINO = 4, ORPHAN = 5, REFCOUNT = 6;
     /** Bytes of the records above: a one-number key, a by-length key, a length value, a free mask value. */
     static final int KEY32 = 4, CNT_KEY = 8, LENGTH_VALUE = 4, MASK_VALUE = 8;
     static final long TREE_ID_BASE = 1L << 62;

@@ -90,6 +90,8 @@ final class AllocationGroup {
     final FreeList agil;
     final FreeSpace space;
     final InodeAllocator inodes;
+    /** Counts of the group's shared data blocks (its refcount tree, made by the first clone, under the AGF). */
+    final Refcounts refcounts;
     /** Unlinked inodes still open or still being freed; null until the first (created under the AGI). */
     volatile BTree orphans;
 
@@ -105,6 +107,7 @@ final class AllocationGroup {
         this.agil = new FreeList(cache, agi, AGI_LIST_COUNT, start);
         this.space = new FreeSpace(this, cache, counters);
         this.inodes = new InodeAllocator(this, cache, geometry, counters, space);
+        this.refcounts = new Refcounts(this);
         cache.makeResident(agf);
         cache.makeResident(agi);
     }
@@ -180,6 +183,7 @@ final class AllocationGroup {
         if (u32(i, ORPHAN_TREE) != 0) {
             ag.orphans = ag.openTree(agi, ORPHAN_TREE, ag.agil, AgTreeFormat.ORPHAN, AGI);
         }
+        ag.refcounts.open();
         return ag;
     }
 

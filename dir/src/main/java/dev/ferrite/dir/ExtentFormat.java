@@ -148,13 +148,14 @@ final class ExtentFormat {
      * The in-place fast path's lookup, with no list decoded: the device block of file block {@code first}
      * if the regular file whose record is at {@code rec} has a written extent holding all of
      * {@code [first, end)} and its size reaches {@code end}; else -1 (also for anything that is not such
-     * a file: the caller's full path sorts that out), or {@link #IN_TREE} for a file whose extents are in
-     * its tree. The extent found is checked as {@link #decode}
+     * a file, or a file {@link InodeFormat#FLAG_SHARED flagged} as sharing blocks: the caller's full path
+     * sorts that out), or {@link #IN_TREE} for a file whose extents are in its tree. The extent found is checked as {@link #decode}
      * checks it, so a hostile image cannot aim the write outside one group's data blocks.
      */
     static long writtenBlock(MemorySegment b, int rec, long first, long end, Geometry g) {
         if ((InodeFormat.mode(b, rec) & InodeFormat.S_IFMT) != InodeFormat.S_IFREG
-                || Long.compareUnsigned(InodeFormat.size(b, rec), end * g.blockSize()) < 0) {
+                || Long.compareUnsigned(InodeFormat.size(b, rec), end * g.blockSize()) < 0
+                || (InodeFormat.flags(b, rec) & InodeFormat.FLAG_SHARED) != 0) { // its blocks may be shared: no write in place unlooked
             return -1;
         }
         int fork = InodeFormat.fork(b, rec);

@@ -161,6 +161,22 @@ final class ExtentList {
         return null;
     }
 
+    /**
+     * The first file block this list maps that {@code after} (this list after one unmapping step) no
+     * longer maps as this one does: where that step's piece starts.
+     */
+    long firstChange(ExtentList after) {
+        for (int i = 0; i < count; i++) {
+            if (i == after.count || after.fileBlock[i] != fileBlock[i] || after.deviceBlock[i] != deviceBlock[i]) {
+                return fileBlock[i];
+            }
+            if (after.length[i] != length[i]) {
+                return after.end(i);
+            }
+        }
+        throw new IllegalStateException(after + " unmaps nothing of " + this);
+    }
+
     /** Maps the hole {@code [fb, fb + len)} to {@code dev}, merging with neighbours. */
     void insert(long fb, long dev, int len, boolean unw) {
         int i = find(fb);

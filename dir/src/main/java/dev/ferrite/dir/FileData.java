@@ -13,6 +13,7 @@ import dev.ferrite.io.Errno;
 import dev.ferrite.io.internal.SharedFlush;
 
 import static dev.ferrite.dir.InodeFormat.FLAG_PREALLOC;
+import static dev.ferrite.dir.InodeFormat.FLAG_SHARED;
 import static dev.ferrite.dir.InodeFormat.FLAG_SPECULATIVE;
 import static dev.ferrite.dir.InodeFormat.S_IFMT;
 import static dev.ferrite.dir.InodeFormat.S_IFREG;
@@ -70,6 +71,8 @@ final class FileData {
     final FileMapping mapping;
     /** Direct writes' conversions, batched per file. */
     private final Conversions conversions;
+    /** Writes into shared blocks: to new ones, remapped. */
+    final CopyOnWrite cow;
 
     FileData(Volume volume, BufferCache cache, Geometry geometry, InodeRecords records, InodeCache inodes, PageCache pages,
              ExtentMap map) {
@@ -84,6 +87,7 @@ final class FileData {
         this.flushes = new SharedFlush(device::flush);
         this.mapping = new FileMapping(volume, cache, geometry, records, inodes, map);
         this.conversions = new Conversions(cache, records, map, mapping);
+        this.cow = new CopyOnWrite(volume, cache, geometry, records, map, mapping);
         this.buffered = new BufferedIo(this, pages, blockSize, records.pendingSizes, inodes);
     }
 
@@ -401,6 +405,24 @@ final class FileData {
         if (len == 0) {
             return true;
         }
+        if ((s.flags() & FLAG_SHARED) != 0) { // the in-place path refused it above: its blocks may be shared
+            if (mayRefuse) {
+                return false; // copies on write remap: under the I/O lock held exclusively
+            }
+            writeShared(i, offset, src, newSize, writeBack);
+            return true;
+        }
+        return writeMapped(i, s, offset, src, mayRefuse, newSize, writeBack);
+    }
+
+    /**
+     * {@link #writeLocked} past its in-place path for a file that shares no block: holes filled (unwritten,
+     * written, converted), written blocks overwritten in place.
+     */
+    private boolean writeMapped(Inode i, FileMapping.Snapshot s, long offset, MemorySegment src, boolean mayRefuse, long newSize,
+                                boolean writeBack) {
+        long len = src.byteSize();
+        long first = offset / blockSize, end = first + len / blockSize;
         ExtentList x = s.extents();
         long eof = (s.size() + blockSize - 1) / blockSize;
         if (mayRefuse && offset > s.size() && (s.flags() & (FLAG_SPECULATIVE | FLAG_PREALLOC)) == FLAG_SPECULATIVE
@@ -428,6 +450,42 @@ final class FileData {
             finish(i, first, end, newSize, writeBack);
         }
         return true;
+    }
+
+    /**
+     * {@link #writeLocked} for a file flagged {@link InodeFormat#FLAG_SHARED}, the I/O lock held exclusively:
+     * in pieces of one extent and one reference count each (holes alone), the shared ones copied on write
+     * ({@link CopyOnWrite}), the others as any file's ({@link #writeMapped}); each piece moves the size up to
+     * its end, in file order.
+     */
+    private void writeShared(Inode i, long offset, MemorySegment src, long newSize, boolean writeBack) {
+        long first = offset / blockSize, end = first + src.byteSize() / blockSize;
+        for (long fb = first; fb < end; ) {
+            FileMapping.Snapshot s = mapping.file(i, fb, end);
+            ExtentList x = s.extents();
+            int k = x.find(fb);
+            long stop, dev = -1;
+            if (k < 0) {
+                stop = -k - 1 < x.count() ? Math.min(end, x.fileBlock(-k - 1)) : end;
+            } else {
+                dev = x.deviceBlock(k) + (fb - x.fileBlock(k));
+                long run = cow.run(dev, (int) (Math.min(end, x.end(k)) - fb));
+                stop = fb + Refcounts.runLength(run);
+                if (Refcounts.runCount(run) == 1) {
+                    dev = -1; // this file's own blocks: written in place
+                }
+            }
+            long pieceSize = stop == end ? newSize : Math.min(newSize, stop * blockSize);
+            MemorySegment part = src.asSlice((fb - first) * blockSize, (stop - fb) * blockSize);
+            if (dev >= 0) {
+                cow.write(i, fb, dev, part, pieceSize, writeBack);
+                i.dataDirty = true;
+                written = true;
+            } else {
+                writeMapped(i, s, fb * blockSize, part, false, pieceSize, writeBack);
+            }
+            fb = stop;
+        }
     }
 
     /** {@link FileMapping#finish} for a write whose data is on the device: a direct write's batched with other writers' of the file. */
@@ -564,7 +622,11 @@ final class FileData {
                 }
                 return;
             }
-            if (zero && whole) { // before the holes are mapped: the extents stay within sim's count all along
+            if (zero && whole && (s.flags() & FLAG_SHARED) != 0) {
+                // a shared block stays the others': the range's blocks let go (freed if no other file maps them), then
+                // mapped to blocks of its own below, so that a later write there has its space and copies nothing
+                mapping.release(i, wholeFirst, wholeFirst + 1, x -> x.punch(wholeFirst, wholeEnd), true);
+            } else if (zero && whole) { // before the holes are mapped: the extents stay within sim's count all along
                 mapping.update(i, wholeFirst, wholeEnd, (y, from, to) -> y.setState(from, to, true), old -> old, false);
             }
             if (keep && stop > s.size()) {

@@ -9,10 +9,12 @@ import java.util.function.LongUnaryOperator;
 import dev.ferrite.btree.internal.Buffer;
 import dev.ferrite.btree.internal.BufferCache;
 import dev.ferrite.btree.internal.Txn;
+import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.Errno;
 import dev.ferrite.io.NoSpaceException;
 
 import static dev.ferrite.dir.InodeFormat.FLAG_PREALLOC;
+import static dev.ferrite.dir.InodeFormat.FLAG_SHARED;
 import static dev.ferrite.dir.InodeFormat.FLAG_SPECULATIVE;
 import static dev.ferrite.dir.InodeFormat.S_IFDIR;
 import static dev.ferrite.dir.InodeFormat.S_IFMT;
@@ -98,7 +100,12 @@ final class FileMapping {
 
     /** The I/O lock of inode {@code ino}: one of a fixed set of stripes, shared with other files'. */
     IoLock io(long ino) {
-        return ioLocks[(int) (ino * 0x9E37_79B9_7F4A_7C15L >>> (64 - IO_STRIPE_BITS))];
+        return ioLocks[stripe(ino)];
+    }
+
+    /** The stripe of {@code ino}'s I/O lock: a call holding two takes the lower first (a clone). */
+    static int stripe(long ino) {
+        return (int) (ino * 0x9E37_79B9_7F4A_7C15L >>> (64 - IO_STRIPE_BITS));
     }
 
     /** A file's size, flags and extents (all of an inline list, a window of a tree), read together. */
@@ -546,11 +553,13 @@ final class FileMapping {
         IoLock l = io(ino);
         l.lock();
         try {
+            // set only under the I/O lock held exclusively, as here, and never cleared: one read serves the loop
+            boolean shared = (records.readLong(ino, FileMapping::flags) & FLAG_SHARED) != 0;
             for (int fails = 0; ; ) {
                 map.prepare(i);
                 ExtentList plan = unmapped(i, from, to);
                 ExtentList sim = plan.copy();
-                long[] next = unmap.apply(sim);
+                long[] next = shared ? byRun(sim, unmap, null) : unmap.apply(sim);
                 if (next == null) {
                     break;
                 }
@@ -562,19 +571,33 @@ final class FileMapping {
                 if (ag.needsRefill()) {
                     ag.refillFreeList();
                 }
-                try (Txn txn = Txn.begin(cache, ag.blockItems() + 2 + map.items(i, plan))) {
+                int items = ag.blockItems() + 2 + map.items(i, plan) + (shared ? ag.refcounts.items(1) : 0);
+                try (Txn txn = Txn.begin(cache, items)) {
                     i.lock();
                     try {
                         ExtentList y = unmapped(i, from, to);
                         if (!sameMap(plan, y) || !map.ready(i, y)) {
                             continue;
                         }
-                        long[] piece = unmap.apply(y);
-                        if (piece == null || geometry.agOfBlock(piece[0]) != ag.agno || !y.fits()) {
+                        // a shared file's counts are read under the AGF, which a free takes anyway
+                        boolean locked = !shared || ag.refcounts.lockForChange(txn);
+                        long[] piece = !locked ? null : shared ? byRun(y, unmap, txn) : unmap.apply(y);
+                        if (locked && (piece == null || geometry.agOfBlock(piece[0]) != ag.agno || !y.fits())) {
                             continue;
                         }
-                        if (ag.releaseData(txn, piece[0], (int) piece[1]) == AllocOutcome.DONE) {
-                            BusyExtents.Entry busy = ag.freedData(txn);
+                        int count = piece == null ? 1 : shared ? (int) piece[2] : 1;
+                        if (count == RefcountFormat.STAGING) {
+                            throw new CorruptionException(piece[0], Refcounts.TREE, "file " + ino + " maps device block " + piece[0]
+                                    + ", which group " + ag.agno + " counts as a copy-on-write's staging block");
+                        }
+                        // a block another extent still maps loses a reference; one no other maps is freed
+                        if (locked && (count > 1 || ag.releaseData(txn, piece[0], (int) piece[1]) == AllocOutcome.DONE)) {
+                            BusyExtents.Entry busy = count > 1 ? null : ag.freedData(txn);
+                            Refcounts.Lowered lowered = count != 2 ? null
+                                    : ag.refcounts.lowering(piece[0], (int) piece[1], cache.journal().durableSeq());
+                            if (count > 1) {
+                                ag.refcounts.set(txn, piece[0], (int) piece[1], count, count - 1);
+                            }
                             Buffer b = records.lockRecord(txn, ino);
                             MemorySegment m = b.data();
                             int span = map.store(txn, i, b, y);
@@ -584,7 +607,17 @@ final class FileMapping {
                                 InodeFormat.touch(m, rec, now, true);
                             }
                             txn.log(b, rec, Math.max(InodeFormat.INLINE, span));
-                            busy.settle(commitData(i, txn));
+                            long seq = 0;
+                            try {
+                                seq = commitData(i, txn);
+                            } finally {
+                                if (lowered != null) {
+                                    ag.refcounts.lowered(lowered, seq);
+                                }
+                            }
+                            if (busy != null) {
+                                busy.settle(seq);
+                            }
                             if (touch) {
                                 records.clearModified(i, now);
                             }
@@ -607,6 +640,29 @@ final class FileMapping {
         } finally {
             l.unlock();
         }
+    }
+
+    /**
+     * {@code unmap} for a file that may share blocks: of the piece it would unmap, only the first run of
+     * blocks with one reference count ({@link Refcounts#run}, read in {@code txn}, which holds the group's
+     * AGF, or as a snapshot for a plan), unmapped from {@code x}; returns {@code {device block, length,
+     * count}}, or null when {@code unmap} finds nothing.
+     */
+    private long[] byRun(ExtentList x, Function<ExtentList, long[]> unmap, Txn txn) {
+        ExtentList probe = x.copy();
+        long[] p = unmap.apply(probe);
+        if (p == null) {
+            return null;
+        }
+        long fb = x.firstChange(probe);
+        long run = volume.group(geometry.agOfBlock(p[0])).refcounts.run(txn, p[0], (int) p[1]);
+        long[] q = x.punch(fb, fb + Refcounts.runLength(run));
+        return new long[] {q[0], q[1], Refcounts.runCount(run)};
+    }
+
+    /** A record's flags, read with nothing allocated. */
+    private static long flags(MemorySegment b, int rec) {
+        return InodeFormat.flags(b, rec);
     }
 
     /** {@code i}'s extents for {@link #release}: of {@code [from, to)}, or the last one. */

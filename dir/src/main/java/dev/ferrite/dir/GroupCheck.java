@@ -38,7 +38,7 @@ import static dev.ferrite.dir.Geometry.CHUNK_BLOCKS;
 import static dev.ferrite.dir.Geometry.CHUNK_INODES;
 
 /**
- * The volume check's part for the allocation groups: each group's headers, its four or five trees, that
+ * The volume check's part for the allocation groups: each group's headers, its four to six trees (an orphan and a refcount tree once needed), that
  * every block of it is exactly one of header, tree node, free-list entry, free or inode chunk (or
  * allocated to something the caller names), that the two free-space trees hold the same extents, that the
  * two inode trees agree and match the inode records, and the header counts; then the volume's counters
@@ -96,6 +96,9 @@ final class GroupCheck {
         trees.put("free-inode tree", inodes.fino);
         if (ag.orphans != null) {
             trees.put("orphan tree", ag.orphans);
+        }
+        if (ag.refcounts.tree != null) {
+            trees.put(Refcounts.TREE, ag.refcounts.tree);
         }
         mark(AGF_BLOCK, 1, Use.HEADER, where);
         mark(AGI_BLOCK, 1, Use.HEADER, where);

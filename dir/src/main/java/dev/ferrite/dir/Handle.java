@@ -45,6 +45,11 @@ public final class Handle implements AutoCloseable {
         return !closed;
     }
 
+    /** Whether this is a handle of the namespace whose handles {@code o} keeps. */
+    boolean of(Orphans o) {
+        return orphans == o;
+    }
+
     /** The inode, or EBADF if this handle is closed. */
     Inode requireOpen() {
         if (closed) {

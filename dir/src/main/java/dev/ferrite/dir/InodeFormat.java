@@ -36,7 +36,7 @@ import static dev.ferrite.io.internal.OnDisk.U64;
  *  48  u64 birth time
  *  56  u32 generation: bumped each time the slot is allocated (stale handles notice reuse); random
  *      at a slot's first allocation
- *  60  u32 flags: {@link #FLAG_SPECULATIVE} 1, {@link #FLAG_PREALLOC} 2
+ *  60  u32 flags: {@link #FLAG_SPECULATIVE} 1, {@link #FLAG_PREALLOC} 2, {@link #FLAG_SHARED} 4
  *  64  u64 blocks allocated to the inode (a tree's blocks and its reserve included)
  *  72  u16 bytes used in the inline area
  *  74..79 zero
@@ -68,6 +68,12 @@ final class InodeFormat {
     static final int FLAG_SPECULATIVE = 1;
     /** fallocate with KEEP_SIZE asked for space past the end of the file: nothing past it is ever trimmed (XFS's PREALLOC). */
     static final int FLAG_PREALLOC = 2;
+    /**
+     * A regular file may map extents it shares with other files (or itself) through a clone (XFS's
+     * REFLINK flag): its writes and frees look its blocks up in the groups' refcount trees. Set by the first
+     * clone into or out of the file and never cleared; a file without it pays nothing for sharing.
+     */
+    static final int FLAG_SHARED = 4;
 
     static final int S_IFMT = 0xF000, S_IFDIR = 0x4000, S_IFREG = 0x8000, S_IFLNK = 0xA000;
     /** A table ({@link Table}): its fork is a B-tree of the table's keys and values, like a directory's. Not a POSIX type. */

@@ -156,6 +156,7 @@ public final class Namespace {
     final NameCache names;
     private final Orphans orphans;
     final FileData files;
+    private final FileClone clones;
     final ExtentMap extents;
     final Creator creator;
     private final NamespaceChecker checker;
@@ -179,6 +180,7 @@ public final class Namespace {
         this.extents = new ExtentMap(volume, cache, geometry, inodes, records, dirs);
         this.files = new FileData(volume, cache, geometry, records, inodes, pages, extents);
         this.orphans = new Orphans(volume, cache, geometry, inodes, records, dirs, files);
+        this.clones = new FileClone(volume, cache, geometry, records, extents, files);
         this.creator = new Creator(volume, cache, geometry, inodes, records, dirs);
         this.checker = new NamespaceChecker(volume, geometry, inodes, records, dirs, extents, paths);
         if (dirs.inlineCapacity < DirEntryFormat.treeAreaSize()) {
@@ -892,6 +894,51 @@ public final class Namespace {
      */
     public void fallocate(Handle file, int mode, long offset, long length) {
         files.fallocate(file, mode, offset, length);
+    }
+
+    /**
+     * Linux's {@code FICLONERANGE} (reflink): makes {@code [dstOffset, dstOffset + length)} of regular file
+     * {@code dst} share the blocks of {@code [srcOffset, srcOffset + length)} of {@code src} (holes stay
+     * holes, unwritten extents stay unwritten), no data copied; a write to either file afterwards copies
+     * the blocks it changes (copy on write), so each sees only its own writes. The destination's old blocks
+     * in the range are let go; its size grows to the range's end if shorter. {@code length} 0 clones to the
+     * end of {@code src}. Offsets must be multiples of the block size, and so must {@code length} unless the
+     * range ends at the end of {@code src} and not before the end of {@code dst}. Both files' cached
+     * pages are written back first. The first clone on a volume marks it with an incompatible feature:
+     * code from before clones refuses it from then on.
+     *
+     * @throws NamespaceException EBADF for a closed handle, {@code src} not open for reading, or {@code dst}
+     *         not open for writing or open O_APPEND; EXDEV if the handles are of different volumes; EISDIR for a
+     *         directory, EINVAL for anything else not a regular file; EINVAL for a negative or misaligned offset
+     *         or length, a range past the end of {@code src}, or overlapping ranges of one file; EFBIG past
+     *         {@link #MAX_FILE_SIZE}. Nothing changes on these errors.
+     * @throws NoSpaceException if the destination's extent map cannot grow (the range may be partly cloned)
+     */
+    public void cloneRange(Handle src, long srcOffset, Handle dst, long dstOffset, long length) {
+        requireOwn(src, dst);
+        clones.cloneRange(src, srcOffset, dst, dstOffset, length);
+    }
+
+    /**
+     * Linux's {@code FICLONE}: makes {@code dst} a clone of all of {@code src}: truncated to 0, then
+     * {@link #cloneRange} of the whole of {@code src} (two steps: a crash between leaves it empty).
+     *
+     * @throws NamespaceException as {@link #cloneRange}, and EINVAL if both are one file
+     */
+    public void cloneFile(Handle src, Handle dst) {
+        requireOwn(src, dst);
+        if (src.ino() == dst.ino()) {
+            throw new NamespaceException(Errno.EINVAL, "clone of inode " + src.ino() + " onto itself");
+        }
+        clones.cloneFile(src, dst);
+    }
+
+    /** EXDEV unless both handles are this namespace's. */
+    private void requireOwn(Handle a, Handle b) {
+        if (!a.of(orphans) || !b.of(orphans)) {
+            throw new NamespaceException(Errno.EXDEV, "clone between inodes " + a.ino() + " and " + b.ino()
+                    + " of different volumes");
+        }
     }
 
     /**

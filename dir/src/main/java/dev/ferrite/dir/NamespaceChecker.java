@@ -12,6 +12,7 @@ import java.util.Map;
 import java.util.NavigableMap;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.function.BiConsumer;
 
 import dev.ferrite.btree.internal.BTree;
@@ -72,6 +73,10 @@ final class NamespaceChecker {
     private final class Run {
         private final List<CheckProblem> problems = new ArrayList<>();
         private final TreeMap<Long, Integer> owned = new TreeMap<>();
+        /** File extents, as +1 at each one's first device block and -1 past its last: how many map each block. */
+        private final TreeMap<Long, Integer> uses = new TreeMap<>();
+        /** Every file extent as {device block, length, inode}: whom {@link #checkSharing}'s problems name. */
+        private final List<long[]> fileExtents = new ArrayList<>();
         private final Map<Long, Integer> names = new HashMap<>();
         /** The path of each directory reached, in walk order. */
         private final Map<Long, String> dirPaths = new LinkedHashMap<>();
@@ -184,6 +189,7 @@ final class NamespaceChecker {
             if (volume.hasIncompatFeature(SuperblockFormat.INCOMPAT_TABLE_EXTENTS)) {
                 checkTableExtents(tableInodes.keySet());
             }
+            checkSharing();
             problems.addAll(volume.checkGroups(owned));
             return new CheckReport(problems, dirPaths.size(), inodeCount, trees, tables);
         }
@@ -398,18 +404,94 @@ final class NamespaceChecker {
                     add(Kind.INODE, ino, pathOf(ino), what + " lies past the end of the file (" + s.size()
                             + " bytes) but the inode is flagged neither for speculative preallocation nor for fallocate's");
                 }
-                Map.Entry<Long, Integer> before = owned.floorEntry(dev + len - 1);
-                if (before != null && before.getKey() + before.getValue() > dev) {
-                    problems.add(CheckProblem.at(Kind.INODE, dev, ino, pathOf(ino), what + " overlaps blocks ["
-                            + before.getKey() + ", +" + before.getValue() + ") owned by another inode or extent"));
-                    continue;
-                }
-                owned.put(dev, len);
+                uses.merge(dev, 1, Integer::sum); // counted against the refcount trees once every file is read
+                uses.merge(dev + len, -1, Integer::sum);
+                fileExtents.add(new long[] {dev, len, ino});
             }
             if (x.blocks() + meta != s.blocks()) {
                 add(Kind.INODE, ino, pathOf(ino), "file " + ino + " counts " + s.blocks() + " blocks but its extents map " + x.blocks()
                         + (meta == 0 ? "" : " and its tree and reserve take " + meta));
             }
+        }
+
+        /**
+         * Each device block file extents map is mapped by exactly as many of them as its group's refcount
+         * tree counts (1 where no record covers it), and a staging record's blocks by none; then every such
+         * block, and every staging one, goes into {@code owned} once, checked against the other owners.
+         */
+        private void checkSharing() {
+            TreeMap<Long, Integer> counted = new TreeMap<>(); // +count at each record's start, back past its end
+            TreeMap<Long, Boolean> staging = new TreeMap<>();
+            for (int g = 0; g < geometry.agCount(); g++) {
+                AllocationGroup ag = volume.group(g);
+                List<Refcounts.Entry> records;
+                try {
+                    records = ag.refcounts.all();
+                } catch (CorruptionException e) {
+                    problems.add(CheckProblem.atBlock(Kind.BTREE, e.block(), "group " + g + " " + e.getMessage()));
+                    continue;
+                }
+                long end = 0;
+                for (Refcounts.Entry r : records) {
+                    long dev = ag.start + r.start();
+                    if (dev < end) {
+                        problems.add(CheckProblem.atBlock(Kind.BTREE, dev, "group " + g + "'s refcount records overlap at device block " + dev));
+                    }
+                    end = dev + r.length();
+                    if (r.count() == RefcountFormat.STAGING) {
+                        staging.put(dev, Boolean.TRUE);
+                    } else if (r.count() < 2) {
+                        problems.add(CheckProblem.atBlock(Kind.BTREE, dev, "group " + g + "'s refcount record at device block " + dev
+                                + " counts " + Integer.toUnsignedString(r.count()) + ": only shared blocks (2 or more) have records"));
+                    }
+                    counted.merge(dev, r.count() == RefcountFormat.STAGING ? -1 : r.count() - 1, Integer::sum);
+                    counted.merge(end, r.count() == RefcountFormat.STAGING ? 1 : 1 - r.count(), Integer::sum);
+                }
+            }
+            TreeSet<Long> edges = new TreeSet<>(uses.keySet());
+            edges.addAll(counted.keySet());
+            int used = 0, count = 1; // over [prev, at): the extents mapping it, its count (0 staging, 1 without a record)
+            long runStart = -1, prev = -1;
+            for (long at : edges) {
+                if (prev >= 0 && (count == 1 ? used > 1 : used != count)) {
+                    String detail = "device blocks [" + prev + ", " + at + ") mapped by " + used + " file extents but counted "
+                            + count + " in the refcount tree";
+                    boolean named = false;
+                    for (long[] x : fileExtents) { // a rare problem: the extents that map the blocks, by a scan
+                        if (x[0] <= prev && x[0] + x[1] > prev) {
+                            add(Kind.INODE, x[2], pathOf(x[2]), "file " + x[2] + " extent at device block " + x[0] + " overlaps " + detail);
+                            named = true;
+                        }
+                    }
+                    if (!named) {
+                        problems.add(CheckProblem.atBlock(Kind.FREE_SPACE, prev, detail));
+                    }
+                }
+                boolean inUse = prev >= 0 && (used > 0 || count == RefcountFormat.STAGING);
+                if (inUse && runStart < 0) {
+                    runStart = prev;
+                } else if (!inUse && runStart >= 0) {
+                    own(runStart, prev);
+                    runStart = -1;
+                }
+                used += uses.getOrDefault(at, 0);
+                count += counted.getOrDefault(at, 0);
+                prev = at;
+            }
+            if (runStart >= 0) {
+                own(runStart, prev);
+            }
+        }
+
+        /** Accounts device blocks {@code [from, to)} in {@code owned}, a problem if another owner has any of them. */
+        private void own(long from, long to) {
+            Map.Entry<Long, Integer> before = owned.floorEntry(to - 1);
+            if (before != null && before.getKey() + before.getValue() > from) {
+                problems.add(CheckProblem.atBlock(Kind.INODE, from, "file data blocks [" + from + ", " + to + ") overlap blocks ["
+                        + before.getKey() + ", +" + before.getValue() + ") owned by an inode's tree, a symlink or a table value"));
+                return;
+            }
+            owned.put(from, (int) (to - from));
         }
 
         /**

@@ -94,11 +94,18 @@ final class SuperblockFormat {
      * cleared by a clean unmount.
      */
     static final long INCOMPAT_LOG_INLINE_RECORDS = 64;
+    /**
+     * Incompatible feature: some group has a refcount tree ({@link RefcountFormat}): files may share data
+     * extents ({@link Namespace#cloneRange}). Set, and never cleared, before the first clone, so code without
+     * reference counts refuses the volume instead of freeing a shared extent under a file still using it; a
+     * volume never cloned into stays readable by that code.
+     */
+    static final long INCOMPAT_REFLINK = 128;
     /** The log features: what the log of a volume in use or crashed may hold, none once cleanly unmounted. */
     static final long LOG_INCOMPAT = INCOMPAT_LOG_INIT_RECORDS | INCOMPAT_LOG_INLINE_RECORDS;
     /** Incompatible features this code understands. */
     static final long KNOWN_INCOMPAT = INCOMPAT_EXTENT_TREE | INCOMPAT_TABLES | INCOMPAT_LOG_INIT_RECORDS | INCOMPAT_TABLE_EXTENTS
-            | INCOMPAT_FLOATING_SLOTS | INCOMPAT_WIDE_CELLS | INCOMPAT_LOG_INLINE_RECORDS;
+            | INCOMPAT_FLOATING_SLOTS | INCOMPAT_WIDE_CELLS | INCOMPAT_LOG_INLINE_RECORDS | INCOMPAT_REFLINK;
 
     static final long VERSION_OFF = 32, BLOCK_SIZE = 36, DEVICE_BLOCKS = 40, UUID_OFF = 48, LOG_START = 64,
             LOG_BLOCKS = 72, AG_COUNT = 76, AG_BLOCKS = 80, INODE_SIZE = 84, DATA_START = 88, COMPAT = 96,

@@ -216,6 +216,7 @@ public final class Volume implements AutoCloseable {
             v.writeSuperblock(sb.withState(false, sb.freeBlocks(), sb.freeInodes(), sb.inodes(), sb.mounts() + 1)
                     .withIncompat(sb.incompat() | SuperblockFormat.LOG_INCOMPAT));
             v.namespace.recoverOrphans();
+            v.namespace.files.cow.freeStaging(); // copies on write a crash cut off: mapped by nobody
             v.tables.recover();
             return v;
         } catch (RuntimeException e) {

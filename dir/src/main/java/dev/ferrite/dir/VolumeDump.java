@@ -92,7 +92,9 @@ public final class VolumeDump {
                         .append(" free in the trees, by-start tree header at group block ")
                         .append(AgHeaderFormat.u32(b, AgHeaderFormat.BNO_TREE)).append(", by-length at ")
                         .append(AgHeaderFormat.u32(b, AgHeaderFormat.CNT_TREE)).append(", free list of ")
-                        .append(AgHeaderFormat.u32(b, AgHeaderFormat.AGF_LIST_COUNT)).append('\n');
+                        .append(AgHeaderFormat.u32(b, AgHeaderFormat.AGF_LIST_COUNT));
+                int refcounts = AgHeaderFormat.u32(b, AgHeaderFormat.REFCOUNT_TREE);
+                sb.append(refcounts == 0 ? ", no refcount tree" : ", refcount tree at group block " + refcounts).append('\n');
             } else if (magic == AgHeaderFormat.AGI_MAGIC) {
                 sb.append("allocation group ").append(AgHeaderFormat.u32(b, AgHeaderFormat.AG_NUMBER))
                         .append(" inode header (AGI): ").append(AgHeaderFormat.u64(b, AgHeaderFormat.INODES))
@@ -202,6 +204,34 @@ public final class VolumeDump {
      */
     public static String path(Volume volume, String path) {
         return path + ":\n" + inode(volume, volume.namespace().lstat(path).ino());
+    }
+
+    /**
+     * Each group's refcount tree ({@link RefcountFormat}): its header block and its records (device blocks,
+     * length, count; count 0 a copy on write's staging blocks), up to {@value #ENTRIES_SHOWN} a group.
+     * Blocks no record covers are used by one file at most.
+     */
+    public static String refcounts(Volume volume) {
+        StringBuilder sb = new StringBuilder();
+        for (int g = 0; g < volume.geometry().agCount(); g++) {
+            Refcounts r = volume.group(g).refcounts;
+            if (r.tree == null) {
+                continue;
+            }
+            List<Refcounts.Entry> all = r.all();
+            sb.append("group ").append(g).append(": refcount tree header at block ").append(r.tree.headerBlock()).append(", ")
+                    .append(all.size()).append(all.size() == 1 ? " record\n" : " records\n");
+            long start = volume.group(g).start;
+            for (Refcounts.Entry e : all.subList(0, Math.min(all.size(), ENTRIES_SHOWN))) {
+                sb.append("  blocks [").append(start + e.start()).append(", +").append(e.length()).append(") ")
+                        .append(e.count() == RefcountFormat.STAGING ? "staging (a copy on write in flight)" : "shared by " + e.count())
+                        .append('\n');
+            }
+            if (all.size() > ENTRIES_SHOWN) {
+                sb.append("  ... ").append(all.size() - ENTRIES_SHOWN).append(" more\n");
+            }
+        }
+        return sb.isEmpty() ? "no refcount tree: no file in this volume ever shared a block\n" : sb.toString();
     }
 
     /**

@@ -36,6 +36,11 @@
  *       exclusive by truncate, fallocate, append and an orphan's freeing) is taken before the log
  *       reservation, then each extent change takes the file's lock (2), one group's AGF, then its record
  *       (4), then its tree's nodes (5).
+ *   <li>{@code FileClone} and {@code CopyOnWrite} (the xfs_reflink role) over {@code Refcounts} (the
+ *       xfs_refcount role, {@code RefcountFormat}): clones under both files' I/O locks held exclusively
+ *       (the lower stripe first), then per transaction the destination's lock (2), the group's AGF (3), its
+ *       record (4) and tree (5); a copy on write under the file's I/O lock held exclusively, its remap taking
+ *       the file's lock (2), the AGFs of the old and new blocks' groups in group order (3), the record (4).
  *   <li>{@code BufferedIo} over {@code PageCache} and per-file {@code FilePages}: buffered reads and writes
  *       through off-heap block frames, and their write-back as {@code FileData}'s direct writes; a buffered
  *       call takes the file's I/O lock (shared), then its page lock; write-back takes the I/O lock
@@ -68,7 +73,8 @@
  *       header locks, taken AGI before AGF, held to commit.
  *   <li>Every block of a group is exactly one of: header, tree node, free-list entry, free (in both
  *       free-space trees), or allocated (inode chunk, directory or file extent tree block or reserve, long symlink
- *       target, file extent).
+ *       target, file extent, a copy on write's staging block). A file data block is mapped by exactly as many
+ *       extents as its group's refcount tree counts (1 without a record; 0 for a staging block).
  *   <li>A tree's node allocation only pops its header's free list, which every operation checks holds a
  *       reserve before it starts; refills run in transactions of their own.
  *   <li>Volume-wide counts are striped counters whose sums equal the group headers' counts; the

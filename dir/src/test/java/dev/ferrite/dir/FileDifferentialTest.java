@@ -37,7 +37,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * <p>The buffered variant mixes in offsets, lengths and sizes that are not whole blocks, heap buffers,
  * appends, fsyncs and reopenings (a last close writes back), so that buffered and direct calls meet on
  * the same blocks; one run has a data cache of a few frames, so pages are evicted and written back
- * under pressure all along.
+ * under pressure all along. A third variant clones ranges between the two files (a copy on the host).
  */
 @ExtendWith(TestSeed.class)
 class FileDifferentialTest {
@@ -58,6 +58,19 @@ class FileDifferentialTest {
     @ValueSource(longs = {1, 2})
     void ferriteFilesAgreeWithTheHost(long defaultSeed) throws IOException {
         run(TestSeed.get(defaultSeed), OPS, false, VolumeFixtures.OPTIONS, SPAN);
+    }
+
+    /**
+     * Clones between the two files among the other operations (the host copies the range: a clone reads as
+     * a copy), direct and buffered, over the default span and a wide one; every write after them copies on
+     * write.
+     */
+    @ParameterizedTest
+    @ValueSource(longs = {6, 7})
+    void clonesAgreeWithCopiesOnTheHost(long defaultSeed) throws IOException {
+        long seed = TestSeed.get(defaultSeed);
+        run(seed, OPS, seed % 2 == 0, VolumeFixtures.OPTIONS, SPAN, true);
+        run(seed, OPS / 2, false, VolumeFixtures.OPTIONS, WIDE_SPAN, true);
     }
 
     @Test
@@ -92,6 +105,11 @@ class FileDifferentialTest {
 
     /** Returns the operations that ran on a file with an extent tree, and those after one went back inline. */
     private int[] run(long seed, int ops, boolean buffered, VolumeOptions options, int span) throws IOException {
+        return run(seed, ops, buffered, options, span, false);
+    }
+
+    /** {@link #run(long, int, boolean, VolumeOptions, int)}, with {@code clones} one operation in ten a clone from the other file. */
+    private int[] run(long seed, int ops, boolean buffered, VolumeOptions options, int span, boolean clones) throws IOException {
         Random rnd = new Random(seed);
         int onTrees = 0, reverted = 0;
         boolean[] wasTree = new boolean[2];
@@ -127,6 +145,11 @@ class FileDifferentialTest {
                     heap = rnd.nextBoolean();
                 }
                 String where = "op " + op + " on f" + which + ", seed " + seed;
+                if (clones && rnd.nextInt(10) == 0) {
+                    clone(ns, files[1 - which], hosts[1 - which], f, h, offset - offset % BS, blocks, rnd.nextInt((span + 1) / 2) * 2L * BS, where);
+                    assertEquals(h.size(), ns.stat(f).size(), where + ": size after a clone");
+                    continue;
+                }
                 int kind = rnd.nextInt(buffered ? 16 : 13);
                 switch (kind == 13 && h.size() > (long) span * BS ? 0 : kind) {
                     case 0, 1, 2, 3, 4 -> {
@@ -215,6 +238,30 @@ class FileDifferentialTest {
             VolumeFixtures.assertChecked(ns);
         }
         return new int[] {onTrees, reverted};
+    }
+
+    /**
+     * Clones up to {@code blocks} blocks of {@code from} at {@code srcOffset} (clipped to its end) into
+     * {@code to} at {@code dstOffset}, and copies them on the host; a range ending inside the destination
+     * past a partial last block of the source is refused (EINVAL) by Ferrite, and nothing is copied.
+     */
+    private static void clone(Namespace ns, Handle from, FileChannel hostFrom, Handle to, FileChannel hostTo, long dstOffset, int blocks,
+                              long srcOffset, String where) throws IOException {
+        long srcSize = hostFrom.size();
+        if (srcOffset >= srcSize) {
+            return;
+        }
+        long len = Math.min((long) blocks * BS, srcSize - srcOffset);
+        if (len % BS != 0 && dstOffset + len < hostTo.size()) {
+            NamespaceException e = org.junit.jupiter.api.Assertions.assertThrows(NamespaceException.class,
+                    () -> ns.cloneRange(from, srcOffset, to, dstOffset, len), where);
+            assertEquals(dev.ferrite.io.Errno.EINVAL, e.errno(), where + ": " + e.getMessage());
+            return;
+        }
+        ns.cloneRange(from, srcOffset, to, dstOffset, len);
+        ByteBuffer copy = ByteBuffer.allocate((int) len);
+        hostFrom.read(copy, srcOffset);
+        hostTo.write(copy.flip(), dstOffset);
     }
 
     /**

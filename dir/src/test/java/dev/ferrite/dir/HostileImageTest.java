@@ -169,7 +169,8 @@ class HostileImageTest {
         long agf = g.agStart(ag) + AgHeaderFormat.AGF_BLOCK, agi = g.agStart(ag) + AgHeaderFormat.AGI_BLOCK;
         Object[][] agfFields = {{"group number", AgHeaderFormat.AG_NUMBER, 4}, {"length", AgHeaderFormat.AG_LENGTH, 4},
                 {"by-start tree", AgHeaderFormat.BNO_TREE, 4}, {"by-length tree", AgHeaderFormat.CNT_TREE, 4},
-                {"free blocks", AgHeaderFormat.FREE_BLOCKS, 8}, {"free list count", AgHeaderFormat.AGF_LIST_COUNT, 4}};
+                {"free blocks", AgHeaderFormat.FREE_BLOCKS, 8}, {"free list count", AgHeaderFormat.AGF_LIST_COUNT, 4},
+                {"refcount tree", AgHeaderFormat.REFCOUNT_TREE, 4}};
         Object[][] agiFields = {{"group number", AgHeaderFormat.AG_NUMBER, 4}, {"inode tree", AgHeaderFormat.INO_TREE, 4},
                 {"free inode tree", AgHeaderFormat.FINO_TREE, 4}, {"inodes", AgHeaderFormat.INODES, 8},
                 {"free inodes", AgHeaderFormat.FREE_INODES, 8}, {"orphan tree", AgHeaderFormat.ORPHAN_TREE, 4},

@@ -23,7 +23,9 @@ import picocli.CommandLine.Spec;
         "left by a crash is replayed in memory) and print the inode: where it lives,",
         "its attributes, a directory's entries, a symlink's target or a table's tree.",
         "--tables mounts it so and prints the table catalog's inode and each table:",
-        "inode, tree height, estimated keys, blocks, tree header block.", ""})
+        "inode, tree height, estimated keys, blocks, tree header block. --refcounts",
+        "mounts it so and prints each group's refcount tree: the shared blocks of",
+        "cloned files and how many files map them.", ""})
 final class DumpCommand implements Callable<Integer> {
     @Mixin
     VolumeDeviceParameter device;
@@ -43,6 +45,9 @@ final class DumpCommand implements Callable<Integer> {
 
         @Option(names = "--tables", description = "the table catalog and every table")
         boolean tables;
+
+        @Option(names = "--refcounts", description = "every group's refcount tree (blocks cloned files share)")
+        boolean refcounts;
     }
 
     @Mixin
@@ -62,7 +67,7 @@ final class DumpCommand implements Callable<Integer> {
             } else {
                 try (OverlayDevice view = OverlayDevice.over(dev);
                      Volume v = Volume.open(view, VolumeOptions.defaults().withCacheBytes(64L << 20))) {
-                    out.print(what.tables ? VolumeDump.tables(v)
+                    out.print(what.tables ? VolumeDump.tables(v) : what.refcounts ? VolumeDump.refcounts(v)
                             : what.inode != null ? VolumeDump.inode(v, what.inode) : VolumeDump.path(v, what.path));
                 }
             }

@@ -69,6 +69,11 @@ final class RandWriteCommand implements Callable<Integer> {
                     + " per write, apart from the device's drift")
     boolean ownCost;
 
+    @Option(names = "--cloned",
+            description = "ferrite's file is cloned before each overwrite phase and the clone kept: every block starts"
+                    + " shared, and its first write copies it (copy on write); prints the clone's time beside a copy's")
+    boolean cloned;
+
     @Mixin
     RunDir runDir;
 
@@ -107,6 +112,9 @@ final class RandWriteCommand implements Callable<Integer> {
         Path base = runDir.resolve(spec);
         Fio fio = fioOption.noFio ? null : Fio.find().orElse(null);
         RandWriteBench bench = new RandWriteBench(base, fileSize, (int) bs, queueDepths, options.seconds, ts, fio, unwritten, ownCost);
+        if (cloned) {
+            bench.withClones();
+        }
         PrintWriter out = spec.commandLine().getOut();
         Storage storage = RunDir.storage(base);
         out.println("devices: " + RunDir.loopDevices(bench.deviceBytes(), base));
@@ -131,6 +139,10 @@ final class RandWriteCommand implements Callable<Integer> {
             RunDir.printTables(out, results, ran);
         }
         RunDir.printContention(out, bench.contention());
+        if (!bench.clones().isEmpty()) {
+            out.println("clones:");
+            bench.clones().forEach(l -> out.println("  " + l));
+        }
         if (!bench.ownCosts().isEmpty()) {
             out.println();
             out.println("Ferrite's own cost per write (--own-cost):");

@@ -126,9 +126,29 @@ public final class RandWriteBench {
         this.ownCost = ownCost;
     }
 
-    /** Bytes of each target's loop device: the file and room for each file system's metadata and log. */
+    /** Ferrite's file is cloned before each phase ({@link #withClones}). */
+    private boolean cloned;
+    private final List<String> clones = new ArrayList<>();
+
+    /**
+     * Before each of Ferrite's overwrite phases, clones the file ({@link Namespace#cloneFile}) and keeps the
+     * clone through the phase, so that every block starts shared and its first write copies it; times the
+     * clone, and a copy of the file through the direct path to compare ({@link #clones()}). Other targets
+     * run as without it.
+     */
+    public RandWriteBench withClones() {
+        cloned = true;
+        return this;
+    }
+
+    /** With {@link #withClones}: per phase, the time to clone the file and to copy it. */
+    public List<String> clones() {
+        return clones;
+    }
+
+    /** Bytes of each target's loop device: the file and room for each file system's metadata and log (three files' with clones). */
     public long deviceBytes() {
-        return LoopDevice.bytesFor(fileSize);
+        return LoopDevice.bytesFor(cloned ? 3 * fileSize : fileSize); // cloned: the copy, and the blocks copies on write take
     }
 
     /** What the run could not do (a target skipped), one line each. */
@@ -212,7 +232,7 @@ public final class RandWriteBench {
     }
 
     private String phase(int qd) {
-        return (unwritten ? "unwritten-qd" : "randwrite-qd") + qd;
+        return (unwritten ? "unwritten-qd" : cloned ? "cloned-qd" : "randwrite-qd") + qd;
     }
 
     private void ferrite(Path device, List<Result> results, Progress progress) {
@@ -231,6 +251,9 @@ public final class RandWriteBench {
                                 fillFerriteFile(ns, file, fileSize, arena, progress);
                             }
                             ns.fsync(file);
+                            if (cloned && !unwritten) {
+                                cloneAndCopy(ns, root, file, qd, arena);
+                            }
                             Contention.Snapshot before = Contention.Snapshot.of(v);
                             Result r = ferritePhase(ns, file, qd, arena, progress);
                             ns.fsync(file); // untimed: the phase's conversions, still in the CIL, reach the log and its counters
@@ -241,10 +264,40 @@ public final class RandWriteBench {
                             }
                         }
                         ns.unlink(root, "bench-qd" + qd);
+                        if (cloned && !unwritten) {
+                            ns.unlink(root, "bench-qd" + qd + "-clone");
+                        }
                     }
                 }
             }
         }
+    }
+
+    /**
+     * Clones {@code file} into {@code bench-qdN-clone} (kept through the phase: every block of the file
+     * starts shared) and copies it into a file removed after, 1 MiB at a time through the direct path, each
+     * timed to its fsync; the line goes to {@link #clones}.
+     */
+    private void cloneAndCopy(Namespace ns, Handle root, Handle file, int qd, Arena arena) {
+        long t0 = System.nanoTime();
+        try (Handle clone = ns.create(root, "bench-qd" + qd + "-clone", 0644, true)) {
+            ns.cloneFile(file, clone);
+            ns.fsync(clone);
+        }
+        long cloneNs = System.nanoTime() - t0;
+        MemorySegment chunk = arena.allocate(FILL_CHUNK, BlockDevice.BUFFER_ALIGNMENT);
+        t0 = System.nanoTime();
+        try (Handle copy = ns.create(root, "bench-qd" + qd + "-copy", 0644, true)) {
+            for (long off = 0; off < fileSize; off += FILL_CHUNK) {
+                ns.read(file, off, chunk);
+                ns.write(copy, off, chunk);
+            }
+            ns.fsync(copy);
+        }
+        long copyNs = System.nanoTime() - t0;
+        ns.unlink(root, "bench-qd" + qd + "-copy");
+        clones.add(String.format(Locale.ROOT, "ferrite %s: clone of the %d MiB file (%d extents) %.2f ms; copy %.1f ms (%.0fx)",
+                phase(qd), fileSize >> 20, ns.extents(file, 0, fileSize).size(), cloneNs / 1e6, copyNs / 1e6, (double) copyNs / cloneNs));
     }
 
     /**
