@@ -3,7 +3,6 @@ package dev.ferrite.dir;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Random;
 import java.util.Set;
@@ -43,29 +42,6 @@ class FileCloneCrashTest {
     private static final int SPAN = 48;
     private static final int SAMPLES = Integer.getInteger("ferrite.crash.samples", 60);
 
-    /** What a block of a file held over the workload: {op, value}, value a write's number or 0. */
-    private static final class History {
-        final List<long[]> values = new ArrayList<>(List.of(new long[] {0, 0}));
-
-        long now() {
-            return values.getLast()[1];
-        }
-
-        Set<Long> allowedAfter(int synced) {
-            Set<Long> out = new HashSet<>();
-            long then = 0;
-            for (long[] v : values) {
-                if (v[0] <= synced) {
-                    then = v[1];
-                } else {
-                    out.add(v[1]);
-                }
-            }
-            out.add(then);
-            return out;
-        }
-    }
-
     @Test
     void clonesAndCopiesOnWriteRecoverToOldOrNewBlocksWithCountsThatMatch() {
         recoverSampledCrashes(SEED, 90, SAMPLES);
@@ -81,10 +57,10 @@ class FileCloneCrashTest {
 
     private static void recoverSampledCrashes(long seed, int ops, int samples) {
         Random rnd = new Random(seed);
-        History[][] blocks = new History[2][SPAN];
-        for (History[] file : blocks) {
+        FileCrashTest.History[][] blocks = new FileCrashTest.History[2][SPAN];
+        for (FileCrashTest.History[] file : blocks) {
             for (int b = 0; b < SPAN; b++) {
-                file[b] = new History();
+                file[b] = new FileCrashTest.History();
             }
         }
         List<int[]> syncs = new ArrayList<>(); // {flush index, op}

@@ -191,8 +191,13 @@ class FileCrashTest {
     }
 
     /** What a file block held over the workload: {op, value} pairs, value a write's number or 0 (cut off by a truncate). */
-    private static final class History {
+    static final class History {
         final List<long[]> values = new ArrayList<>(List.of(new long[] {0, 0}));
+
+        /** The value the block holds now. */
+        long now() {
+            return values.getLast()[1];
+        }
 
         /** The values a crash after an fsync at op {@code synced} may show: the one then, and every later one. */
         Set<Long> allowedAfter(int synced) {
