@@ -55,7 +55,9 @@ import org.HdrHistogram.Histogram;
  * at most {@link #VALUE_BUDGET} of values in a store ({@link #notes()}). A short
  * warm-up on each target at each value size comes before that size's first phases and is not reported, so that no target
  * pays for the JIT in its numbers: twice, the second time with a tenth of the keys on fresh stores, then
- * with a quarter while the JIT is busy, then a wait for it to settle ({@link JitSettle#warmUp}).
+ * with a quarter at the run's highest thread count while the JIT is busy (so that the paths only
+ * threads side by side take, a lock waited for or a restart, are compiled before a measured phase meets
+ * them), then a wait for it to settle ({@link JitSettle#warmUp}).
  *
  * <p>A scan reads every byte of every value ({@link KvStore.Scan#fold}), so that a store that hands out
  * a view of its values (LMDB) does the same work as one that copies them out.
@@ -279,8 +281,11 @@ public final class KvBench {
     private void warmUp(int size, Progress progress) {
         long n = keysFor(Math.min(keys * 3 / 10, WARM_UP_KEYS), size);
         if (n > 0) {
+            int most = Collections.max(threads);
             LongConsumer pass = k -> runTogether(k, 1, size, true, progress);
-            String note = JitSettle.warmUp(progress, n, pass, pass); // every store: the native ones' bindings are Java too
+            LongConsumer together = k -> runTogether(k, most, size, true, progress);
+            String note = (most > 1 ? "the quarters at " + most + " threads: " : "")
+                    + JitSettle.warmUp(progress, n, pass, together); // every store: the native ones' bindings are Java too
             jit = jit.isEmpty() ? note : jit + "; at " + sizeLabel(size) + " values, " + note;
         }
     }
