@@ -131,12 +131,7 @@ class FileCloneCrashTest {
             assertTrue(clones > 5 && copies > 20, "seed " + seed + ": " + clones + " clones, " + copies + " writes");
             for (int sample = 0; sample < samples; sample++) {
                 RecordingDevice.CrashState state = CrashTest.sampledState(rec, rnd, sample, firstFlush, lastFlush);
-                int synced = 0;
-                for (int[] s : syncs) {
-                    if (s[0] >= 0 && rec.flushEvent(s[0]) < state.prefix()) {
-                        synced = s[1];
-                    }
-                }
+                int synced = FileCrashTest.lastSynced(syncs, rec, state);
                 String where = "crash " + state + " (last sync kept: after op " + synced + "), seed " + seed;
                 try (MemoryDevice image = rec.materialize(state); Volume v = Volume.open(image, VolumeFixtures.OPTIONS)) {
                     Namespace ns = v.namespace();

@@ -190,6 +190,20 @@ class FileCrashTest {
         }
     }
 
+    /**
+     * The op after which the last sync that {@code state} keeps was made: of {@code syncs}' {flush index, op}
+     * pairs (flush index -1: none), the last whose flush lies before the state's prefix; 0 if none does.
+     */
+    static int lastSynced(List<int[]> syncs, RecordingDevice rec, RecordingDevice.CrashState state) {
+        int synced = 0;
+        for (int[] s : syncs) {
+            if (s[0] >= 0 && rec.flushEvent(s[0]) < state.prefix()) {
+                synced = s[1];
+            }
+        }
+        return synced;
+    }
+
     /** What a file block held over the workload: {op, value} pairs, value a write's number or 0 (cut off by a truncate). */
     static final class History {
         final List<long[]> values = new ArrayList<>(List.of(new long[] {0, 0}));
@@ -305,12 +319,7 @@ class FileCrashTest {
                     + " on an extent tree, " + reverts + " after it went back inline");
             for (int sample = 0; sample < samples; sample++) {
                 RecordingDevice.CrashState state = CrashTest.sampledState(rec, rnd, sample, firstFlush, lastFlush);
-                int synced = 0;
-                for (int[] s : fsyncs) {
-                    if (s[0] >= 0 && rec.flushEvent(s[0]) < state.prefix()) {
-                        synced = s[1];
-                    }
-                }
+                int synced = lastSynced(fsyncs, rec, state);
                 String where = "crash " + state + " (last fsync kept: after op " + synced + "), seed " + seed;
                 String recovered = null;
                 RecordingDevice again = null;
