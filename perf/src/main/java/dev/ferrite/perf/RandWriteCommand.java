@@ -71,7 +71,9 @@ final class RandWriteCommand implements Callable<Integer> {
 
     @Option(names = "--cloned",
             description = "ferrite's file is cloned before each overwrite phase and the clone kept: every block starts"
-                    + " shared, and its first write copies it (copy on write); prints the clone's time beside a copy's")
+                    + " shared, and its first write copies it (copy on write); prints the clone's time beside a copy's."
+                    + " XFS's file is cloned the same way (cp --reflink=always); ext4 and the raw device, which have no"
+                    + " clones, are skipped")
     boolean cloned;
 
     @Mixin

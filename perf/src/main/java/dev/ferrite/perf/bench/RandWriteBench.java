@@ -133,8 +133,9 @@ public final class RandWriteBench {
     /**
      * Before each of Ferrite's overwrite phases, clones the file ({@link Namespace#cloneFile}) and keeps the
      * clone through the phase, so that every block starts shared and its first write copies it; times the
-     * clone, and a copy of the file through the direct path to compare ({@link #clones()}). Other targets
-     * run as without it.
+     * clone, and a copy of the file through the direct path to compare ({@link #clones()}). XFS's file is
+     * cloned the same way ({@code cp --reflink=always}); targets without clones (ext4, the raw device) are
+     * skipped.
      */
     public RandWriteBench withClones() {
         cloned = true;
@@ -175,10 +176,12 @@ public final class RandWriteBench {
         List<Result> results = new ArrayList<>();
         LoopTargets.run(targets, dir, deviceBytes(), t -> t != Target.FERRITE && fio == null ? Optional.of("fio is not on the PATH")
                 : unwritten && t == Target.RAW ? Optional.of("a block device has no unwritten space to convert")
+                : cloned && !unwritten && t != Target.FERRITE && t != Target.XFS ? Optional.of("no reflink clones to copy on write")
                 : t == Target.FUSE ? FuseVolume.unavailable() : Optional.empty(),
                 notes, progress, (t, loop) -> {
                     String job = "fio rw=randwrite bs=" + blockSize + " direct=1 ioengine=psync numjobs=QD"
-                            + (unwritten ? " fallocate=native, one pass" : " norandommap");
+                            + (unwritten ? " fallocate=native, one pass" : " norandommap")
+                            + (cloned && !unwritten ? "; the file cloned first by cp --reflink=always, the clone kept through the phase" : "");
                     configurations.add(switch (t) {
                         case FERRITE -> String.format(Locale.ROOT, "%-7s volume with VolumeOptions.defaults() on the raw loop device"
                                 + " (O_DIRECT); Namespace.write of %d-byte native aligned buffers (the direct path), no fsync;"
@@ -217,12 +220,19 @@ public final class RandWriteBench {
         }
         for (int qd : queueDepths) {
             Path file = t == Target.RAW ? where : where.resolve("bench-qd" + qd);
+            Path clone = cloned && !unwritten && t != Target.RAW ? where.resolve("bench-qd" + qd + "-clone") : null;
             if (t != Target.RAW && !unwritten) {
                 fill(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
+            }
+            if (clone != null) { // as Ferrite's file is cloned: every block starts shared, its first write copies it
+                LoopDevice.run("cp", "--reflink=always", file.toString(), clone.toString());
             }
             results.add(fio(t, file, qd, progress));
             if (t != Target.RAW) {
                 try {
+                    if (clone != null) {
+                        Files.delete(clone);
+                    }
                     Files.delete(file); // room for the next phase's file, as on Ferrite
                 } catch (IOException e) {
                     throw new UncheckedIOException("cannot delete " + file + ": " + e.getMessage(), e);
