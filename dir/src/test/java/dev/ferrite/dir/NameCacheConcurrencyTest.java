@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.ReentrantLock;
@@ -68,11 +69,14 @@ class NameCacheConcurrencyTest {
             AtomicReference<Throwable> failure = new AtomicReference<>();
             AtomicBoolean done = new AtomicBoolean();
             int[] left = {changes};
+            // the writers wait for the walkers to start: on a loaded machine they could otherwise finish first
+            CountDownLatch walking = new CountDownLatch(walkers);
             List<Thread> threads = new ArrayList<>();
             for (int w = 0; w < writers; w++) {
                 Random rnd = new Random(SEED * 31 + w);
                 threads.add(Thread.ofPlatform().name("name-writer-" + w).start(() -> {
                     try {
+                        walking.await();
                         while (failure.get() == null) {
                             turn.lock();
                             try {
@@ -98,6 +102,7 @@ class NameCacheConcurrencyTest {
                 walks.add(mine);
                 threads.add(Thread.ofPlatform().name("name-walker-" + r).start(() -> {
                     try {
+                        walking.countDown();
                         while (!done.get() && failure.get() == null && mine.n < MAX_WALKS) {
                             int d = rnd.nextInt(DIR_SLOTS), f = rnd.nextInt(FILE_SLOTS + 1); // FILE_SLOTS: the directory itself
                             String path = "/d" + d + (f == FILE_SLOTS ? "" : "/f" + f);
