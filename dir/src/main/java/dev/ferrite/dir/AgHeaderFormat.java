@@ -27,7 +27,9 @@ import static dev.ferrite.io.internal.OnDisk.U64;
  *  56  u32 free-list entries
  *  60  u32 group block of the refcount tree's header ({@link RefcountFormat}); 0 until the first clone
  *      of the group's blocks (volumes from before clones have 0 here)
- *  64..127 zero
+ *  64  u32 refcount tree blocks the group's reservation for the tree has paid for ({@link Refcounts#reserve});
+ *      0 on volumes from before the reservation: the mount's walk of the tree settles the difference
+ *  68..127 zero
  * 128  u32 free list, entries [0, count): group blocks
  *
  * AGI, group block 1
@@ -56,7 +58,8 @@ final class AgHeaderFormat {
 
     static final int AG_NUMBER = 32;
     // AGF
-    static final int AG_LENGTH = 36, BNO_TREE = 40, CNT_TREE = 44, FREE_BLOCKS = 48, AGF_LIST_COUNT = 56, REFCOUNT_TREE = 60;
+    static final int AG_LENGTH = 36, BNO_TREE = 40, CNT_TREE = 44, FREE_BLOCKS = 48, AGF_LIST_COUNT = 56, REFCOUNT_TREE = 60,
+            REFCOUNT_PAID = 64;
     // AGI
     static final int INO_TREE = 40, FINO_TREE = 44, INODES = 48, FREE_INODES = 56, ORPHAN_TREE = 64,
             AGI_LIST_COUNT = 68, CATALOG = 72, BLOBS = 80, OVERFLOW = 88;

@@ -53,8 +53,9 @@ import static dev.ferrite.dir.AgHeaderFormat.u64;
  * Every operation that changes trees first checks that the free list the trees draw nodes from holds
  * {@link #RESERVE} entries (twice the most one operation can take); if not it gives up its locks and
  * the caller runs {@link #refillFreeList()}, which refills the lists from the free-space trees (and
- * spills excess back) in transactions of its own. Allocations for inodes and, later, data keep
- * {@link #HELD_BACK} blocks in the trees, so refilling the lists can always succeed.
+ * spills excess back) in transactions of its own. Allocations for inodes and data keep
+ * {@link #HELD_BACK} blocks in the trees, so refilling the lists can always succeed, and beside them the
+ * refcount tree's reservation ({@link Refcounts#reserve}), so that its nodes can always be had.
  *
  * <h2>Busy blocks</h2>
  * A block freed since the last checkpoint is {@link BufferCache#isBusy busy}: allocated again, its new
@@ -105,9 +106,9 @@ final class AllocationGroup {
         this.agi = agi;
         this.agfl = new FreeList(cache, agf, AGF_LIST_COUNT, start);
         this.agil = new FreeList(cache, agi, AGI_LIST_COUNT, start);
+        this.refcounts = new Refcounts(this, counters);
         this.space = new FreeSpace(this, cache, counters);
         this.inodes = new InodeAllocator(this, cache, geometry, counters, space);
-        this.refcounts = new Refcounts(this);
         cache.makeResident(agf);
         cache.makeResident(agi);
     }
@@ -266,6 +267,11 @@ final class AllocationGroup {
 
     long freeInodes() {
         return snapshot(agi, FREE_INODES);
+    }
+
+    /** {@link FreeSpace#heldBack}. */
+    long heldBack() {
+        return space.heldBack();
     }
 
     /** {@link FreeSpace#mayAddChunk}. */

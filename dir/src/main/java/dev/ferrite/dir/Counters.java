@@ -12,6 +12,12 @@ final class Counters {
     final LongAdder freeBlocks = new LongAdder();
     final LongAdder freeInodes = new LongAdder();
     final LongAdder inodes = new LongAdder();
+    /**
+     * Of {@link #freeBlocks}, those the groups hold back for their refcount trees' growth
+     * ({@link Refcounts#reserve}): kept by the groups as their trees grow and shrink, never folded into the
+     * superblock (the mount computes each group's from its tree).
+     */
+    final LongAdder reservedBlocks = new LongAdder();
 
     void set(long freeBlocks, long freeInodes, long inodes) {
         this.freeBlocks.reset();

@@ -101,7 +101,7 @@ final class Creator {
      * conversion and refill commit in transactions of their own, so a create failing after them for want
      * of an inode would leave its directory's layout (not its entries) changed. A group qualifies with a
      * free inode, or with room for a chunk beyond the blocks prepare may take and those every group holds
-     * back for its free lists. Creates racing for the last inodes can still pass this together.
+     * back for its free lists and refcount tree. Creates racing for the last inodes can still pass this together.
      *
      * <p>The second pass reads every group's counts again, whatever its headers' locks say now: a group
      * passed over in the first because someone held its AGF may have let it go since. When it read the
@@ -110,17 +110,17 @@ final class Creator {
      * 16 threads creating in one directory of a one-group volume, 10 creates in 720,000).
      */
     void requireInodeRoom() {
-        long chunkRoom = Geometry.CHUNK_BLOCKS + AllocationGroup.HELD_BACK + RESERVE_FILL;
+        long chunkRoom = Geometry.CHUNK_BLOCKS + RESERVE_FILL;
         int n = geometry.agCount();
         for (int g = 0; g < n; g++) { // first without reading an AGI or AGF someone holds: that read waits for its commit
             AllocationGroup ag = volume.group(g);
-            if (!ag.agf.isLocked() && ag.freeBlockCount() >= chunkRoom || !ag.agi.isLocked() && ag.freeInodes() > 0) {
+            if (!ag.agf.isLocked() && ag.freeBlockCount() >= chunkRoom + ag.heldBack() || !ag.agi.isLocked() && ag.freeInodes() > 0) {
                 return;
             }
         }
         for (int g = 0; g < n; g++) { // then waiting for those reads: a group held may qualify
             AllocationGroup ag = volume.group(g);
-            if (ag.freeInodes() > 0 || ag.freeBlockCount() >= chunkRoom) {
+            if (ag.freeInodes() > 0 || ag.freeBlockCount() >= chunkRoom + ag.heldBack()) {
                 return;
             }
         }

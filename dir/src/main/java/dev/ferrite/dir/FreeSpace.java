@@ -68,6 +68,7 @@ final class FreeSpace {
     private final Buffer agi;
     private final FreeList agfl;
     private final FreeList agil;
+    private final Refcounts refcounts;
     /** The free extents by start block; set once when the group is formatted or opened. */
     BTree bno;
     /** The free extents by length, then start; set with {@link #bno}. */
@@ -91,12 +92,21 @@ final class FreeSpace {
         this.agi = ag.agi;
         this.agfl = ag.agfl;
         this.agil = ag.agil;
+        this.refcounts = ag.refcounts;
         this.busyData = new BusyExtents(cache.journal()::durableSeq);
     }
 
     /** The free block count in the AGF, read without the lock. */
     long freeBlockCount() {
         return AllocationGroup.snapshot(agf, FREE_BLOCKS);
+    }
+
+    /**
+     * Free blocks data and inode chunks leave in the trees: {@link AllocationGroup#HELD_BACK} for the free
+     * lists and the refcount tree's reservation (a hint without the AGF).
+     */
+    long heldBack() {
+        return HELD_BACK + refcounts.reserve();
     }
 
     /**
@@ -403,7 +413,7 @@ final class FreeSpace {
 
     /**
      * Allocates {@code len} contiguous blocks of this group in {@code txn}, from the smallest free extent
-     * that holds them, leaving {@link #HELD_BACK} blocks free for the free lists.
+     * that holds them, leaving {@link #heldBack} blocks free for the free lists and the refcount tree.
      *
      * @return DONE (the first block is {@link #allocatedBlock}); or NO_SPACE, NEEDS_REFILL or BUSY, with
      *         nothing changed and the AGF released
@@ -415,7 +425,7 @@ final class FreeSpace {
             return AllocOutcome.NEEDS_REFILL;
         }
         long e;
-        if (u64(agf.data(), FREE_BLOCKS) < (long) len + HELD_BACK || (e = extentAtLeast(txn, len)) < 0) {
+        if (u64(agf.data(), FREE_BLOCKS) < len + heldBack() || (e = extentAtLeast(txn, len)) < 0) {
             txn.release(agf);
             return AllocOutcome.NO_SPACE;
         }
@@ -441,7 +451,7 @@ final class FreeSpace {
      */
     AllocOutcome allocBlocksNear(Txn txn, long near, int len, boolean apart) {
         lock(txn, agf);
-        if (agfl.holds(RESERVE) && u64(agf.data(), FREE_BLOCKS) >= (long) len + HELD_BACK && near > start && near < start + length) {
+        if (agfl.holds(RESERVE) && u64(agf.data(), FREE_BLOCKS) >= len + heldBack() && near > start && near < start + length) {
             long e = bnoFind(txn, (int) (near - start), BTree.Match.CEILING);
             if (e >= 0 && extentStart(e) == near - start && extentLength(e) >= len && usableEnd(e, len, len) == extent(extentStart(e), len)) {
                 takeRange(txn, e, extent(extentStart(e), len));
@@ -607,6 +617,9 @@ final class FreeSpace {
                 for (FreeList l; ops < REFILL_OPS && (l = listToRefill()) != null; ops++) {
                     if (l.count() > 4 * RESERVE) {
                         freeExtent(txn, l.popForSpill(txn), 1);
+                        if (l == agfl) {
+                            refcounts.listSpilled(txn);
+                        }
                     } else if (!agfl.holds(OP_BLOCKS)) {
                         stuck = AllocOutcome.NO_SPACE;
                     } else {
@@ -645,6 +658,9 @@ final class FreeSpace {
         int s = extentStart(at[1]);
         for (int b = s + extentLength(at[1]) - 1; b >= s; b--) {
             list.push(txn, b);
+        }
+        if (list == agfl) {
+            refcounts.listRefilled(txn, extentLength(at[1]));
         }
         return AllocOutcome.DONE;
     }

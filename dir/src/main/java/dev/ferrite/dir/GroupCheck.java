@@ -72,16 +72,20 @@ final class GroupCheck {
      */
     static List<CheckProblem> check(AllocationGroup[] groups, VolumeStats stats, NavigableMap<Long, Integer> allocated) {
         List<CheckProblem> problems = new ArrayList<>();
-        long freeBlocks = 0, freeInodes = 0, inodeCount = 0;
+        long freeBlocks = 0, freeInodes = 0, inodeCount = 0, reserved = 0;
         for (AllocationGroup ag : groups) {
             new GroupCheck(ag, problems).run(allocated);
             freeBlocks += ag.freeBlockCount();
             freeInodes += ag.freeInodes();
             inodeCount += ag.inodes();
+            reserved += ag.refcounts.reserve();
         }
-        if (stats.freeBlocks() != freeBlocks || stats.freeInodes() != freeInodes || stats.inodes() != inodeCount) {
-            problems.add(CheckProblem.of(GROUP_HEADER, "counters say " + stats.freeBlocks() + " free blocks, " + stats.inodes()
-                    + " inodes, " + stats.freeInodes() + " free; the groups say " + freeBlocks + ", " + inodeCount + ", " + freeInodes));
+        reserved = Math.min(freeBlocks, reserved);
+        if (stats.freeBlocks() + stats.reservedBlocks() != freeBlocks || stats.reservedBlocks() != reserved
+                || stats.freeInodes() != freeInodes || stats.inodes() != inodeCount) {
+            problems.add(CheckProblem.of(GROUP_HEADER, "counters say " + stats.freeBlocks() + " free blocks and " + stats.reservedBlocks()
+                    + " reserved, " + stats.inodes() + " inodes, " + stats.freeInodes() + " free; the groups say "
+                    + (freeBlocks - reserved) + " and " + reserved + ", " + inodeCount + ", " + freeInodes));
         }
         return problems;
     }
@@ -113,7 +117,19 @@ final class GroupCheck {
                 problems.add(CheckProblem.atBlock(BTREE, header, where + " " + t.getKey() + ": height " + c.height()
                         + " reaches the limit " + MAX_HEIGHT));
             }
-            TreeWalk.blocks(t.getValue(), block -> mark((int) (block - ag.start), 1, Use.TREE_NODE, where + " " + t.getKey()));
+            long[] blocks = {0};
+            TreeWalk.blocks(t.getValue(), block -> {
+                blocks[0]++;
+                mark((int) (block - ag.start), 1, Use.TREE_NODE, where + " " + t.getKey());
+            });
+            if (t.getValue() == ag.refcounts.tree && blocks[0] != ag.refcounts.blocksCounted()) {
+                problems.add(CheckProblem.atBlock(BTREE, header, where + " " + t.getKey() + " takes " + blocks[0]
+                        + " blocks, but its reservation counts " + ag.refcounts.blocksCounted()));
+            }
+        }
+        if (ag.refcounts.tree == null && ag.refcounts.blocksCounted() != 0) {
+            problems.add(CheckProblem.of(GROUP_HEADER, where + " has no refcount tree, but its reservation counts "
+                    + ag.refcounts.blocksCounted() + " blocks of one"));
         }
         for (FreeList l : new FreeList[] {ag.agfl, ag.agil}) {
             for (int i = 0; i < l.count(); i++) {

@@ -20,7 +20,6 @@ import static dev.ferrite.dir.AgHeaderFormat.FREE_INODES;
 import static dev.ferrite.dir.AgHeaderFormat.INODES;
 import static dev.ferrite.dir.AgHeaderFormat.u64;
 import static dev.ferrite.dir.AllocationGroup.AGI;
-import static dev.ferrite.dir.AllocationGroup.HELD_BACK;
 import static dev.ferrite.dir.AllocationGroup.INODE_BLOCK;
 import static dev.ferrite.dir.AllocationGroup.OP_BLOCKS;
 import static dev.ferrite.dir.AllocationGroup.RESERVE;
@@ -206,7 +205,7 @@ final class InodeAllocator {
         lock(txn, agf);
         long[] at = null;
         AllocOutcome outcome = !agfl.holds(RESERVE) ? AllocOutcome.NEEDS_REFILL
-                : u64(agf.data(), FREE_BLOCKS) < CHUNK_BLOCKS + HELD_BACK
+                : u64(agf.data(), FREE_BLOCKS) < CHUNK_BLOCKS + space.heldBack()
                         || !space.hasExtent(txn, CHUNK_BLOCKS) ? AllocOutcome.NO_SPACE
                 : (at = space.findUsable(txn, CHUNK_BLOCKS, CHUNK_BLOCKS)) == null ? AllocOutcome.BUSY : AllocOutcome.DONE;
         if (outcome != AllocOutcome.DONE) {

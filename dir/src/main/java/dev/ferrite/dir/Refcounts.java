@@ -8,7 +8,9 @@ import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import dev.ferrite.btree.internal.BTree;
+import dev.ferrite.btree.internal.BlockAllocator;
 import dev.ferrite.btree.internal.Cursor;
+import dev.ferrite.btree.internal.TreeWalk;
 import dev.ferrite.btree.internal.Txn;
 import dev.ferrite.io.CorruptionException;
 
@@ -30,6 +32,19 @@ import static dev.ferrite.dir.AllocationGroup.lock;
  * a run looked up with the AGF held stays that run until the commit. The tree's nodes come from the
  * AGF's free list; a transaction that changes counts checks the list holds {@link AllocationGroup#RESERVE},
  * which covers {@link #OPS} changes here and one free-space change at the trees' greatest height.
+ *
+ * <h2>Reservation</h2>
+ * A change of counts may grow the tree (a record cut in two), freeing included: a truncate that takes a
+ * reference off the middle of a shared run. So the group holds back from data and inode chunks
+ * {@link #most} blocks, the tree's worst case ({@link RefcountFormat#maxTreeBlocks}), less those the tree
+ * already takes (XFS's per-group metadata reservation): only the tree's nodes, through the free list's
+ * refills, use it, and a change of counts never runs out of blocks. Every group holds it, cloned or not,
+ * as XFS does on a volume formatted for reflink: a group filled before its first clone would have none.
+ * The free list's stock is not free space, so a node the tree takes from it is paid for from the
+ * reservation only when the list is refilled from free space, and one it gives back returns to the
+ * reservation only when the list spills back: statfs's free count then moves exactly as free space does.
+ * What has been paid is kept in the AGF ({@link AgHeaderFormat#REFCOUNT_PAID}), changed in the refill's
+ * transaction, so that a mount, which counts the tree's blocks, knows what is still owed or to refund.
  */
 final class Refcounts {
     /** Most tree changes one {@link #set} makes: the head cut off, the run's record, the tail cut off. */
@@ -39,8 +54,50 @@ final class Refcounts {
     private static final int NEW_TREE_ITEMS = 13;
 
     private final AllocationGroup ag;
+    private final Counters counters;
     /** Null until the group's first shared block; made under the AGF. */
     volatile BTree tree;
+    /** Blocks the tree may take at most, its header included: what the group holds back for it, less {@link #paid}. */
+    final int most;
+    /** Under the AGF (read without it as a hint): blocks of the tree the reservation has paid for, as the AGF says. */
+    private volatile int paid;
+    /** Under the AGF: nodes the tree took from the free list that the reservation has not paid for yet. */
+    private int owed;
+    /** Under the AGF: nodes the tree gave back to the free list that have not returned to the reservation yet. */
+    private int refunds;
+    /** The tree's allocator: the AGF's free list, counting the nodes the tree takes and gives back. */
+    private final BlockAllocator nodes = new BlockAllocator() {
+        @Override
+        public long allocate(Txn txn) {
+            long block = ag.agfl.allocate(txn);
+            if (refunds > 0) {
+                refunds--;
+            } else {
+                owed++;
+            }
+            return block;
+        }
+
+        @Override
+        public void free(Txn txn, long block) {
+            ag.agfl.free(txn, block);
+            if (owed > 0) {
+                owed--;
+            } else {
+                refunds++;
+            }
+        }
+
+        @Override
+        public long freeBlocks() {
+            return ag.agfl.freeBlocks();
+        }
+
+        @Override
+        public int itemsPerChange() {
+            return ag.agfl.itemsPerChange();
+        }
+    };
     /**
      * Runs whose count a transaction took to 1 ({@link #lowering}), by first group block, until that
      * transaction is durable; an entry at a block replaces an older one there (whose transaction committed
@@ -63,21 +120,74 @@ final class Refcounts {
         }
     }
 
-    Refcounts(AllocationGroup ag) {
+    Refcounts(AllocationGroup ag, Counters counters) {
         this.ag = ag;
+        this.counters = counters;
+        this.most = RefcountFormat.maxTreeBlocks(ag.geometry.blockSize(), ag.length - AgHeaderFormat.FIRST_FREE);
+        counters.reservedBlocks.add(most);
     }
 
-    /** Opens the tree the AGF names, if any (mount). */
+    /** Blocks the group holds back for the tree's growth now (a hint without the AGF). */
+    int reserve() {
+        return Math.max(0, most - paid);
+    }
+
+    /** The tree's blocks as counted here: the checker compares them with the tree's. */
+    int blocksCounted() {
+        return paid + owed - refunds;
+    }
+
+    /** In {@code txn}, holding the AGF: the free list took {@code n} blocks from free space, paying for nodes the tree took from it. */
+    void listRefilled(Txn txn, int n) {
+        int paying = Math.min(n, owed);
+        if (paying > 0) {
+            owed -= paying;
+            pay(txn, paying);
+        }
+    }
+
+    /** In {@code txn}, holding the AGF: the free list gave a block back to free space, returning a node the tree gave back to the reservation. */
+    void listSpilled(Txn txn) {
+        if (refunds > 0) {
+            refunds--;
+            pay(txn, -1);
+        }
+    }
+
+    private void pay(Txn txn, int blocks) {
+        AllocationGroup.setU32(txn, ag.agf, AgHeaderFormat.REFCOUNT_PAID, paid + blocks);
+        setPaid(paid + blocks);
+    }
+
+    private void setPaid(int blocks) {
+        int before = reserve();
+        paid = blocks;
+        counters.reservedBlocks.add(reserve() - before);
+    }
+
+    /**
+     * Opens the tree the AGF names, if any (mount), and counts its blocks: those beyond what the AGF says the
+     * reservation paid are owed, those short of it to be refunded (their nodes on the free list).
+     */
     void open() {
+        int paidFor = AgHeaderFormat.u32(ag.agf.data(), AgHeaderFormat.REFCOUNT_PAID);
+        if (paidFor < 0 || paidFor > ag.length) {
+            throw new CorruptionException(ag.agf.block(), AGF, "the refcount tree's reservation paid for "
+                    + Integer.toUnsignedString(paidFor) + " blocks of a group of " + ag.length);
+        }
+        setPaid(paidFor);
         int rel = AgHeaderFormat.u32(ag.agf.data(), REFCOUNT_TREE);
-        if (rel == 0) {
-            return;
+        int[] blocks = {0};
+        if (rel != 0) {
+            if (rel < AgHeaderFormat.FIRST_FREE || rel >= ag.length) {
+                throw new CorruptionException(ag.agf.block(), AGF, "refcount tree header at group block " + Integer.toUnsignedString(rel)
+                        + " lies outside the group's " + ag.length + " blocks");
+            }
+            tree = BTree.open(ag.cache, nodes, ag.start + rel, AgTreeFormat.treeId(ag.agno, AgTreeFormat.REFCOUNT));
+            TreeWalk.blocks(tree, b -> blocks[0]++);
         }
-        if (rel < AgHeaderFormat.FIRST_FREE || rel >= ag.length) {
-            throw new CorruptionException(ag.agf.block(), AGF, "refcount tree header at group block " + Integer.toUnsignedString(rel)
-                    + " lies outside the group's " + ag.length + " blocks");
-        }
-        tree = BTree.open(ag.cache, ag.agfl, ag.start + rel, AgTreeFormat.treeId(ag.agno, AgTreeFormat.REFCOUNT));
+        owed = Math.max(0, blocks[0] - paidFor);
+        refunds = Math.max(0, paidFor - blocks[0]);
     }
 
     /**
@@ -208,7 +318,7 @@ final class Refcounts {
         int at = (int) (dev - ag.start);
         BTree t = tree;
         if (t == null) {
-            t = BTree.create(txn, ag.agfl, AgTreeFormat.treeId(ag.agno, AgTreeFormat.REFCOUNT));
+            t = BTree.create(txn, nodes, AgTreeFormat.treeId(ag.agno, AgTreeFormat.REFCOUNT));
             AllocationGroup.setU32(txn, ag.agf, REFCOUNT_TREE, (int) (t.headerBlock() - ag.start));
             tree = t;
         }

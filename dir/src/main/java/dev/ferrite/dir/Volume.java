@@ -469,8 +469,9 @@ public final class Volume implements AutoCloseable {
 
     /** A snapshot of the striped counters: no lock taken. */
     public VolumeStats statfs() {
-        return new VolumeStats(geometry.blockSize(), geometry.deviceBlocks(), counters.freeBlocks.sum(),
-                counters.inodes.sum(), counters.freeInodes.sum(), groups.length);
+        long free = counters.freeBlocks.sum(), reserved = Math.min(free, counters.reservedBlocks.sum());
+        return new VolumeStats(geometry.blockSize(), geometry.deviceBlocks(), free - reserved,
+                counters.inodes.sum(), counters.freeInodes.sum(), groups.length, reserved);
     }
 
     /**

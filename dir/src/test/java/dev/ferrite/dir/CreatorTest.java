@@ -57,7 +57,7 @@ class CreatorTest {
                 while (ag.freeInodes() > 0) {
                     ns.create("/f" + made++, 0644, true);
                 }
-                long room = Geometry.CHUNK_BLOCKS + AllocationGroup.HELD_BACK + DirContents.RESERVE_FILL;
+                long room = Geometry.CHUNK_BLOCKS + ag.heldBack() + DirContents.RESERVE_FILL;
                 assertTrue(ag.freeBlockCount() > 10 * room, "free blocks: " + ag.freeBlockCount());
                 FutureTask<Long> create = new FutureTask<>(() -> ns.create("/new", 0644, true));
                 Thread t;

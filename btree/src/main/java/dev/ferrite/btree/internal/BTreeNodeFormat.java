@@ -234,6 +234,16 @@ public final class BTreeNodeFormat {
         return SLOT + INTERIOR_CELL_HEADER + keyLen;
     }
 
+    /** Most entries a leaf of {@code blockSize} bytes holds with keys and values of these lengths: for bounds on a tree's size. */
+    public static int leafCapacity(int blockSize, int keyLength, int valueLength) {
+        return (blockSize - SLOTS) / leafCellSize(keyLength, valueLength);
+    }
+
+    /** Most children an interior node of {@code blockSize} bytes holds with separators of at most {@code keyLength} bytes (the leftmost has no cell). */
+    public static int interiorCapacity(int blockSize, int keyLength) {
+        return (blockSize - SLOTS) / interiorCellSize(keyLength) + 1;
+    }
+
     /** Bytes cell i takes, slot included. */
     static int cellSize(MemorySegment n, int i) {
         return isLeaf(n) ? leafCellSize(keyLength(n, i), valueLength(n, i)) : interiorCellSize(keyLength(n, i));
