@@ -147,7 +147,7 @@ final class CopyOnWrite {
         AllocationGroup og = volume.group(geometry.agOfBlock(old)), ng = volume.group(geometry.agOfBlock(fresh));
         AllocationGroup first = og.agno <= ng.agno ? og : ng, second = first == og ? ng : og;
         Refcounts.Lowered lowered = null;
-        boolean room = false;
+        boolean room = false, refill = false;
         for (int done = 0, fails = 0; done < n; ) {
             if (room) { // another writer's remap split extents since makeRoom: a tree first, holding no lock
                 map.makeRoom(i);
@@ -156,10 +156,11 @@ final class CopyOnWrite {
             map.prepare(i);
             ExtentList plan = mapping.file(i, 0, 0).extents();
             for (AllocationGroup ag : new AllocationGroup[] {og, ng}) {
-                if (ag.needsRefill()) {
+                if (refill || ag.needsRefill()) {
                     ag.refillFreeList();
                 }
             }
+            refill = false;
             int items = 2 + map.items(i, plan) + og.blockItems() + og.refcounts.items(1) + ng.refcounts.items(1);
             try (Txn txn = Txn.begin(cache, items)) {
                 i.lock();
@@ -174,8 +175,8 @@ final class CopyOnWrite {
                             throw new NoSpaceException("allocation group " + og.agno + " or " + ng.agno
                                     + " cannot refill the free list of its trees");
                         }
-                        og.refillFreeList();
-                        ng.refillFreeList();
+                        // refilled holding nothing: this transaction may hold the first group's AGF, which a refill takes
+                        refill = true;
                         continue;
                     }
                     int k = y.find(at);
