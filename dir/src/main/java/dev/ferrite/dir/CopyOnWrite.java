@@ -27,9 +27,14 @@ import static dev.ferrite.dir.InodeRecords.nowNanos;
  * before the remap could be. So each block of the file reads its old or its new bytes.
  *
  * <h2>Locks</h2>
- * The caller holds the file's I/O lock exclusively (a shared file's writes do), so nothing else remaps
- * the range meanwhile; another file sharing the blocks may change their counts, which each transaction
- * reads again under the groups' AGFs (in group order, after the inode's lock, before its record).
+ * The caller holds the file's I/O lock, shared, and the written range's blocks exclusively
+ * ({@link BlockRanges}), so nothing else remaps the range meanwhile, and no read of it is looking at the
+ * old blocks when the remap lets go of them. Writers of disjoint ranges stage, write and remap side by
+ * side; their remaps serialize on the inode's lock only, each checking under it that the mapping is the
+ * one it planned from (else it plans again) and that the inline list still holds it (else a tree first).
+ * Another file sharing the blocks, or this file's other writers where it maps them twice, may change
+ * their counts, which each transaction reads again under the groups' AGFs (in group order, after the
+ * inode's lock, before its record): a count another let go of meanwhile frees the old blocks instead.
  */
 final class CopyOnWrite {
     private final Volume volume;
@@ -142,14 +147,20 @@ final class CopyOnWrite {
         AllocationGroup og = volume.group(geometry.agOfBlock(old)), ng = volume.group(geometry.agOfBlock(fresh));
         AllocationGroup first = og.agno <= ng.agno ? og : ng, second = first == og ? ng : og;
         Refcounts.Lowered lowered = null;
+        boolean room = false, refill = false;
         for (int done = 0, fails = 0; done < n; ) {
+            if (room) { // another writer's remap split extents since makeRoom: a tree first, holding no lock
+                map.makeRoom(i);
+                room = false;
+            }
             map.prepare(i);
             ExtentList plan = mapping.file(i, 0, 0).extents();
             for (AllocationGroup ag : new AllocationGroup[] {og, ng}) {
-                if (ag.needsRefill()) {
+                if (refill || ag.needsRefill()) {
                     ag.refillFreeList();
                 }
             }
+            refill = false;
             int items = 2 + map.items(i, plan) + og.blockItems() + og.refcounts.items(1) + ng.refcounts.items(1);
             try (Txn txn = Txn.begin(cache, items)) {
                 i.lock();
@@ -164,8 +175,8 @@ final class CopyOnWrite {
                             throw new NoSpaceException("allocation group " + og.agno + " or " + ng.agno
                                     + " cannot refill the free list of its trees");
                         }
-                        og.refillFreeList();
-                        ng.refillFreeList();
+                        // refilled holding nothing: this transaction may hold the first group's AGF, which a refill takes
+                        refill = true;
                         continue;
                     }
                     int k = y.find(at);
@@ -180,6 +191,12 @@ final class CopyOnWrite {
                         throw new CorruptionException(fresh + done, Refcounts.TREE, "copy-on-write blocks [" + (fresh + done) + ", +"
                                 + len + ") of inode " + i.ino + " are not all staging in group " + ng.agno);
                     }
+                    y.punch(at, at + len);
+                    y.insert(at, fresh + done, len, false);
+                    if (!y.fits()) {
+                        room = true;
+                        continue; // nothing changed yet
+                    }
                     ng.refcounts.set(txn, fresh + done, len, RefcountFormat.STAGING, 1);
                     BusyExtents.Entry busy = null;
                     if (count > 1) { // another file still maps the old blocks
@@ -192,8 +209,6 @@ final class CopyOnWrite {
                     } else {
                         throw new IllegalStateException("group " + og.agno + " refused a free with its free list held");
                     }
-                    y.punch(at, at + len);
-                    y.insert(at, fresh + done, len, false);
                     Buffer b = records.lockRecord(txn, i.ino);
                     MemorySegment m = b.data();
                     int span = Math.max(InodeFormat.INLINE, map.store(txn, i, b, y));

@@ -42,7 +42,9 @@ import static dev.ferrite.dir.InodeFormat.S_IFREG;
  * there), a trim and by freeing an orphan, so that no read or write uses a mapping whose blocks are being
  * freed or unwritten. A direct write over a file with cached pages also takes their
  * {@link FilePages#writeBack} lock, so that a write-back's older copy never lands over it. Concurrent
- * writes to disjoint ranges run their device I/O in parallel; a shared hold is one CAS each way and
+ * writes to disjoint ranges run their device I/O in parallel, a shared file's copies on write too (each
+ * holding its range of blocks, and a read of such a file its own, in the file's {@link BlockRanges}, so
+ * that no remap lets go of blocks a read is reading); a shared hold is one CAS each way and
  * nothing per thread, and not reentrant: no call here takes it again. An
  * operation on a handle checks again that the handle is open once it holds the I/O lock
  * ({@link #lockIo}), so that a last close racing it cannot free the inode under it.
@@ -241,13 +243,24 @@ final class FileData {
                 return (int) dst.byteSize();
             }
             FileMapping.ReadMapping s = mapping.forRead(i, first, first + blocks);
-            long size = Math.max(s.size, i.pendingSize);
-            if (offset >= size || dst.byteSize() == 0) {
-                return 0;
+            BlockRanges r = null;
+            if ((s.flags & FLAG_SHARED) != 0 && blocks > 0) { // looked up again holding the blocks: no copy on write lets go of them meanwhile
+                (r = BlockRanges.of(i)).lock(first, first + blocks, false);
+                s = mapping.forRead(i, first, first + blocks);
             }
-            long n = Math.min(dst.byteSize(), size - offset);
-            readRuns(s.extents, first, first + (n + blockSize - 1) / blockSize, dst); // whole blocks: the buffer holds them
-            return (int) n;
+            try {
+                long size = Math.max(s.size, i.pendingSize);
+                if (offset >= size || dst.byteSize() == 0) {
+                    return 0;
+                }
+                long n = Math.min(dst.byteSize(), size - offset);
+                readRuns(s.extents, first, first + (n + blockSize - 1) / blockSize, dst); // whole blocks: the buffer holds them
+                return (int) n;
+            } finally {
+                if (r != null) {
+                    r.unlock(first, first + blocks, false);
+                }
+            }
         } finally {
             l.unlockShared();
         }
@@ -272,7 +285,18 @@ final class FileData {
     /** Reads file blocks from {@code fb} of {@code i} into {@code dst} as mapped, whatever the size; the caller holds its I/O lock. */
     void readBlocks(Inode i, long fb, MemorySegment dst) {
         long end = fb + dst.byteSize() / blockSize;
-        readRuns(mapping.forRead(i, fb, end).extents, fb, end, dst);
+        FileMapping.ReadMapping s = mapping.forRead(i, fb, end);
+        if ((s.flags & FLAG_SHARED) == 0) {
+            readRuns(s.extents, fb, end, dst);
+            return;
+        }
+        BlockRanges r = BlockRanges.of(i); // as a direct read of a shared file's
+        r.lock(fb, end, false);
+        try {
+            readRuns(mapping.forRead(i, fb, end).extents, fb, end, dst);
+        } finally {
+            r.unlock(fb, end, false);
+        }
     }
 
     /** A write-back's record read (its runs follow changes of the record: no hint), made once: a lambda capturing the range would be an object per write. */
@@ -405,30 +429,31 @@ final class FileData {
         if (len == 0) {
             return true;
         }
+        if (mayRefuse && splitsSpeculative(i, s, offset)) {
+            return false;
+        }
         if ((s.flags() & FLAG_SHARED) != 0) { // the in-place path refused it above: its blocks may be shared
-            if (mayRefuse) {
-                return false; // copies on write remap: under the I/O lock held exclusively
-            }
             writeShared(i, offset, src, newSize, writeBack);
             return true;
         }
-        return writeMapped(i, s, offset, src, mayRefuse, newSize, writeBack);
+        writeMapped(i, s, offset, src, newSize, writeBack);
+        return true;
+    }
+
+    /** Whether a write at {@code offset} of a file {@code s} shows would split its speculative blocks past its end (see {@link #writeLocked}). */
+    private boolean splitsSpeculative(Inode i, FileMapping.Snapshot s, long offset) {
+        return offset > s.size() && (s.flags() & (FLAG_SPECULATIVE | FLAG_PREALLOC)) == FLAG_SPECULATIVE
+                && mapping.lastEnd(i, s.extents()) > (s.size() + blockSize - 1) / blockSize;
     }
 
     /**
      * {@link #writeLocked} past its in-place path for a file that shares no block: holes filled (unwritten,
      * written, converted), written blocks overwritten in place.
      */
-    private boolean writeMapped(Inode i, FileMapping.Snapshot s, long offset, MemorySegment src, boolean mayRefuse, long newSize,
-                                boolean writeBack) {
+    private void writeMapped(Inode i, FileMapping.Snapshot s, long offset, MemorySegment src, long newSize, boolean writeBack) {
         long len = src.byteSize();
         long first = offset / blockSize, end = first + len / blockSize;
         ExtentList x = s.extents();
-        long eof = (s.size() + blockSize - 1) / blockSize;
-        if (mayRefuse && offset > s.size() && (s.flags() & (FLAG_SPECULATIVE | FLAG_PREALLOC)) == FLAG_SPECULATIVE
-                && mapping.lastEnd(i, x) > eof) {
-            return false;
-        }
         boolean convert = x.firstGap(first, end, true) != null;
         while (convert && !FileMapping.fits(x, first, end, end)) { // a tree before any block (a written one too) is overwritten: its ENOSPC changes nothing
             map.makeRoom(i);
@@ -449,17 +474,27 @@ final class FileData {
         if (convert || newSize > s.size()) {
             finish(i, first, end, newSize, writeBack);
         }
-        return true;
     }
 
     /**
-     * {@link #writeLocked} for a file flagged {@link InodeFormat#FLAG_SHARED}, the I/O lock held exclusively:
-     * in pieces of one extent and one reference count each (holes alone), the shared ones copied on write
+     * {@link #writeLocked} for a file flagged {@link InodeFormat#FLAG_SHARED}, the I/O lock held: in pieces
+     * of one extent and one reference count each (holes alone), the shared ones copied on write
      * ({@link CopyOnWrite}), the others as any file's ({@link #writeMapped}); each piece moves the size up to
-     * its end, in file order.
+     * its end, in file order. The range's blocks are held exclusively ({@link BlockRanges}) from looking
+     * them up to the last remap, so that writes of disjoint ranges copy side by side under a shared hold.
      */
     private void writeShared(Inode i, long offset, MemorySegment src, long newSize, boolean writeBack) {
         long first = offset / blockSize, end = first + src.byteSize() / blockSize;
+        BlockRanges r = BlockRanges.of(i);
+        r.lock(first, end, true);
+        try {
+            writeSharedLocked(i, first, end, src, newSize, writeBack);
+        } finally {
+            r.unlock(first, end, true);
+        }
+    }
+
+    private void writeSharedLocked(Inode i, long first, long end, MemorySegment src, long newSize, boolean writeBack) {
         for (long fb = first; fb < end; ) {
             FileMapping.Snapshot s = mapping.file(i, fb, end);
             ExtentList x = s.extents();
@@ -482,7 +517,7 @@ final class FileData {
                 i.dataDirty = true;
                 written = true;
             } else {
-                writeMapped(i, s, fb * blockSize, part, false, pieceSize, writeBack);
+                writeMapped(i, s, fb * blockSize, part, pieceSize, writeBack);
             }
             fb = stop;
         }

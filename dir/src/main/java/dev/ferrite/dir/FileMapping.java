@@ -137,7 +137,7 @@ final class FileMapping {
     }
 
     /**
-     * A thread's mapping for a read ({@link #forRead}): the file's committed size and its extents, until
+     * A thread's mapping for a read ({@link #forRead}): the file's committed size, flags and extents, until
      * the thread's next read. A read only looks at them and does device I/O meanwhile, so one list per
      * thread serves every read, and a read decodes an inline list allocating nothing.
      */
@@ -145,6 +145,7 @@ final class FileMapping {
         private final ExtentList scratch = new ExtentList(Integer.MAX_VALUE);
         private Geometry geometry;
         long size;
+        int flags;
         ExtentList extents;
 
         /** The size, the extents decoded into {@link #scratch}; -1 for a tree or anything not a regular file ({@link #file} then). */
@@ -154,6 +155,7 @@ final class FileMapping {
                 return -1;
             }
             ExtentFormat.decodeInto(b, rec, geometry, scratch);
+            flags = InodeFormat.flags(b, rec);
             return InodeFormat.size(b, rec);
         }
     }
@@ -174,6 +176,7 @@ final class FileMapping {
         } else {
             Snapshot s = file(i, from, to);
             r.size = s.size();
+            r.flags = s.flags();
             r.extents = s.extents();
         }
         return r;

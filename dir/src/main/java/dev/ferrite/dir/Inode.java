@@ -72,6 +72,8 @@ final class Inode extends AbstractQueuedSynchronizer {
     volatile FilePages pages;
     /** A regular file's written extents as its record last showed them, made at its first direct overwrite ({@link OverwriteHint}). */
     volatile OverwriteHint overwriteHint;
+    /** A shared file's range locks ({@link BlockRanges}), made at its first copy on write or read. */
+    volatile BlockRanges blockRanges;
     /** The inode's B-tree once opened: a directory's entries, a regular file's extents (dropped when the tree goes). */
     volatile dev.ferrite.btree.internal.BTree dirTree;
 

@@ -17,8 +17,9 @@ import java.util.concurrent.locks.AbstractQueuedSynchronizer;
  * reader could take its lock again while a writer waited. So a shared hold is <em>not</em> reentrant: a
  * thread holding one must not take this lock again, shared or exclusive, except with {@link #tryLock}
  * (which then fails), because a waiting exclusive holder keeps new shared ones out. No path does: under
- * a shared hold the I/O takes only page, inode and buffer locks, the conversion turn and log space, and
- * tries other files' I/O locks ({@link FileMapping}'s reclaim of speculative blocks).
+ * a shared hold the I/O takes only page, inode and buffer locks, a shared file's {@link BlockRanges},
+ * the conversion turn and log space, and tries other files' I/O locks ({@link FileMapping}'s reclaim of
+ * speculative blocks).
  *
  * <p>The exclusive hold has an owner and is reentrant, and its owner may take shared holds too (counted
  * as exclusive ones, let go before the exclusive hold they nest in): truncate frees through the same
@@ -31,8 +32,8 @@ import java.util.concurrent.locks.AbstractQueuedSynchronizer;
  * go, however many writers keep arriving. {@link #tryLock} takes a free lock without queueing.
  *
  * <p>Lock order: the I/O lock first, then a file's {@link FilePages#writeBack} lock (a write-back, or a
- * direct write over cached pages), then a direct write's conversion turn ({@link Conversions}), the
- * log reservation, and {@link FileMapping}'s order (the inode's lock, a group's AGF, the record's block).
+ * direct write over cached pages), then a shared file's {@link BlockRanges}, a direct write's conversion
+ * turn ({@link Conversions}), the log reservation, and {@link FileMapping}'s order (the inode's lock, a group's AGF, the record's block).
  * A thread waits for one stripe at a time: holding one, it only tries others ({@link #tryLock}), or
  * takes one it holds exclusively again.
  */
