@@ -30,7 +30,7 @@ class ClonedRandWriteTest extends CommandTest {
         String printed = out.toString();
         assertTrue(printed.contains("ext4: skipped, no reflink clones to copy on write"), printed);
         assertTrue(printed.contains("the file cloned first by cp --reflink=always"), printed);
-        assertTrue(printed.matches("(?s).*\ncloned-qd1 +ferrite +[\\d,]+ IOPS .* [\\d,]+ IOPS .*"), printed);
+        assertTrue(printed.matches("(?s).*\ncloned-qd1 +ferrite +[\\d,.]+ IOPS .* [\\d,.]+ IOPS .*"), printed);
         assertTrue(printed.matches("(?s).*ferrite cloned-qd1: clone of the 16 MiB file .*"), printed);
     }
 }
