@@ -651,7 +651,7 @@ final class LogWriter implements AutoCloseable {
                     LockSupport.unpark(formatter);
                     continue;
                 }
-                settle(); // kept only while a next checkpoint was waiting, so nothing, but never left behind
+                settle(); // a guard: a checkpoint stays unflushed only while the next is queued, which this poll would have found
                 if (!idle) {
                     idle = true;
                     ioBusy = false;
