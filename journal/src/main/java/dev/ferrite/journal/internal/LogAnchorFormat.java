@@ -34,14 +34,7 @@ import static dev.ferrite.io.internal.OnDisk.U64;
  */
 final class LogAnchorFormat {
     static final int MAGIC = 0x434E4146; // "FANC" as little-endian bytes
-    /**
-     * 2: the log may hold records of {@link LogRecordFormat#FLUSHED_VERSION}, which code reading only
-     * version 1 anchors must not recover (it would take such a record for the end of the log). Writing an
-     * anchor upgrades the other copy too, so such code finds no copy it reads and refuses the volume.
-     */
-    static final short VERSION = 2;
-    /** Oldest anchor version this build reads. */
-    static final short MIN_VERSION = 1;
+    static final short VERSION = 1;
     static final short FLAG_CLEAN = 1;
     static final int COPY_SIZE = 512;
 
@@ -57,16 +50,8 @@ final class LogAnchorFormat {
                   int blockSize, int areaBlocks, long regionStart) {
     }
 
-    /**
-     * Writes {@code a} into copy slot {@code generation & 1} of the anchor block; the other slot keeps its
-     * contents, re-stamped with this version if it was a valid older one (see {@link #VERSION}).
-     */
+    /** Writes {@code a} into copy slot {@code generation & 1} of the anchor block, leaving the other slot alone. */
     static void encode(MemorySegment block, Anchor a) {
-        MemorySegment other = block.asSlice(((a.generation() + 1) & 1) * COPY_SIZE, COPY_SIZE);
-        if (decode(block, (int) ((a.generation() + 1) & 1)) != null && other.get(U16, VERSION_OFF) != VERSION) {
-            other.set(U16, VERSION_OFF, VERSION);
-            other.set(U32, CRC_OFF, Crc32c.computeSkipping(other, CRC_OFF));
-        }
         MemorySegment c = block.asSlice((a.generation() & 1) * COPY_SIZE, COPY_SIZE);
         c.fill((byte) 0);
         c.set(U32, MAGIC_OFF, MAGIC);
@@ -86,8 +71,7 @@ final class LogAnchorFormat {
     /** Copy {@code slot} (0 or 1) if its magic, version and checksum are right, else null. */
     static Anchor decode(MemorySegment block, int slot) {
         MemorySegment c = block.asSlice((long) slot * COPY_SIZE, COPY_SIZE);
-        short version = c.get(U16, VERSION_OFF);
-        if (c.get(U32, MAGIC_OFF) != MAGIC || version < MIN_VERSION || version > VERSION
+        if (c.get(U32, MAGIC_OFF) != MAGIC || c.get(U16, VERSION_OFF) != VERSION
                 || c.get(U32, CRC_OFF) != Crc32c.computeSkipping(c, CRC_OFF)) {
             return null;
         }
@@ -104,8 +88,8 @@ final class LogAnchorFormat {
             return "copy " + slot + ": magic 0x" + Integer.toHexString(magic) + ", expected 0x" + Integer.toHexString(MAGIC);
         }
         short version = c.get(U16, VERSION_OFF);
-        if (version < MIN_VERSION || version > VERSION) {
-            return "copy " + slot + ": version " + version + ", this build reads versions " + MIN_VERSION + " to " + VERSION;
+        if (version != VERSION) {
+            return "copy " + slot + ": version " + version + ", this build reads version " + VERSION;
         }
         return "copy " + slot + ": crc32c 0x" + Integer.toHexString(c.get(U32, CRC_OFF)) + ", computed 0x"
                 + Integer.toHexString(Crc32c.computeSkipping(c, CRC_OFF));

@@ -28,9 +28,7 @@ import static dev.ferrite.io.internal.OnDisk.U64;
  *  32  u64 log id              40  u64 checkpoint sequence
  *  48  u32 epoch               52  u32 record index within the checkpoint
  *  56  u32 payload blocks (0 if INLINE)                 60  u32 payload bytes used by ops     64  u32 op count
- *  68  u64 flushed through (version 4): the newest checkpoint sequence whose flush had returned when this
- *      record was formatted; every checkpoint up to it was on stable storage before this one was written
- *  76..127 zero
+ *  68..127 zero
  * 128  stamp table: one u32 per payload sector, the word its cycle stamp replaced; the table skips the
  *      words at 512-byte boundaries, which are the header block's own cycle stamps
  *      INLINE (version 3): the payload starts at byte 512 of the header block, whose sectors after the
@@ -51,14 +49,9 @@ import static dev.ferrite.io.internal.OnDisk.U64;
  */
 public final class LogRecordFormat {
     static final int MAGIC = 0x474F4C46; // "FLOG" as little-endian bytes
-    static final short VERSION = 4;
+    static final short VERSION = 3;
     /** First record version that may carry {@link #FLAG_INLINE}. */
     static final short INLINE_VERSION = 3;
-    /**
-     * First record version that says which checkpoints were flushed before it ({@link #flushedThrough}); an
-     * older writer flushed every checkpoint before writing the next.
-     */
-    static final short FLUSHED_VERSION = 4;
     /** Oldest record version recovery still reads. */
     static final short MIN_VERSION = 1;
     static final short FLAG_START = 1;
@@ -75,7 +68,6 @@ public final class LogRecordFormat {
     private static final long STAMP_OFF = 0, MAGIC_OFF = 4, VERSION_OFF = 8, FLAGS_OFF = 10, CRC_OFF = 12;
     private static final long LSN_OFF = 16, TAIL_OFF = 24, LOG_ID_OFF = 32, SEQ_OFF = 40, EPOCH_OFF = 48;
     private static final long INDEX_OFF = 52, PAYLOAD_BLOCKS_OFF = 56, PAYLOAD_BYTES_OFF = 60, OP_COUNT_OFF = 64;
-    private static final long FLUSHED_OFF = 68;
 
     private static final long OP_TYPE = 0, OP_RANGES = 2, OP_FLAGS = 3, OP_LENGTH = 4, OP_HOME = 8;
 
@@ -117,7 +109,7 @@ public final class LogRecordFormat {
     // ---- header fields
 
     static void writeHeader(MemorySegment h, int cycle, short flags, long lsn, long tailLsn, long logId, long seq,
-                            int epoch, int index, int payloadBlocks, int payloadBytes, int opCount, long flushedThrough) {
+                            int epoch, int index, int payloadBlocks, int payloadBytes, int opCount) {
         h.fill((byte) 0);
         h.set(U32, MAGIC_OFF, MAGIC);
         h.set(U16, VERSION_OFF, VERSION);
@@ -131,7 +123,6 @@ public final class LogRecordFormat {
         h.set(U32, PAYLOAD_BLOCKS_OFF, payloadBlocks);
         h.set(U32, PAYLOAD_BYTES_OFF, payloadBytes);
         h.set(U32, OP_COUNT_OFF, opCount);
-        h.set(U64, FLUSHED_OFF, flushedThrough);
     }
 
     static int magic(MemorySegment h) {
@@ -184,15 +175,6 @@ public final class LogRecordFormat {
 
     static int opCount(MemorySegment h) {
         return h.get(U32, OP_COUNT_OFF);
-    }
-
-    /**
-     * The newest checkpoint known to be on stable storage before this record was written: its own field
-     * from {@link #FLUSHED_VERSION} on, the previous checkpoint for older records (whose writer flushed
-     * each checkpoint before the next).
-     */
-    static long flushedThrough(MemorySegment h) {
-        return version(h) >= FLUSHED_VERSION ? h.get(U64, FLUSHED_OFF) : seq(h) - 1;
     }
 
     // ---- sealing: checksum, then cycle stamps

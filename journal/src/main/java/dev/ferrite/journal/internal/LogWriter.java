@@ -51,18 +51,11 @@ import dev.ferrite.io.internal.OffHeap;
  * wakes once per look rather than once per checkpoint. Until its hand-off a checkpoint's items stay pinned and
  * out of the AIL, which only holds the tail back: a crash meanwhile recovers from the log as ever.
  *
- * <p>Checkpoints reach the device strictly one after another. The log I/O thread leaves a checkpoint
- * unflushed while the next is already formatted and waiting, nobody waits in {@link #force}, and fewer
- * than {@link #UNFLUSHED_MAX} are unflushed: a bulk load's checkpoints then go out back to back with one
- * flush for several (XFS's in-flight log buffers), where a flush each left the device idle for as long as
- * it wrote (a flush of a virtual disk costs 10–20 ms). A checkpoint counts as durable, wakes its forcers
- * and goes to the AIL only after a flush that followed its write, so no metadata goes home before its log
- * record is stable. Every record says which checkpoints had been flushed when it was formatted
- * ({@link LogRecordFormat#flushedThrough}): a valid record on disk proves that those were complete, which
- * is how recovery tells a torn tail (a checkpoint missing among unflushed ones) from corruption. Forced
- * checkpoints, written with nothing in flight, are flushed at once. A checkpoint holding a transaction
- * ordered after data ({@link Transaction#orderAfterData}) is also preceded by a flush, which every such
- * transaction in it shares, unless a flush begun after the last of them committed has returned already.
+ * <p>Checkpoints reach the device strictly one after another, each flushed before the next is written: a
+ * valid later checkpoint on disk therefore proves every earlier one was complete, which is how recovery
+ * tells a torn tail from corruption. A checkpoint holding a transaction ordered after data
+ * ({@link Transaction#orderAfterData}) is also preceded by a flush, which every such transaction in it
+ * shares, unless a flush begun after the last of them committed has returned already.
  *
  * <p>Group commit: {@link #force} raises a target sequence and waits. A forced push starts only when the
  * log I/O stage is idle, so every commit that lands while a checkpoint is being written joins the next
@@ -120,11 +113,6 @@ final class LogWriter implements AutoCloseable {
     static final int DEFERRED_MAX = 4096;
     /** Most items of a checkpoint its forcer puts into the AIL itself ({@link #insertedHere}). */
     static final int INSERT_HERE_MAX = 16;
-    /**
-     * Most checkpoints written and not yet flushed: they stay out of the AIL (holding the tail back) and
-     * their forcers wait until the flush, so a few are enough to spread one flush over a bulk load's writes.
-     */
-    static final int UNFLUSHED_MAX = 4;
 
     private final BlockDevice device;
     private final LogGeometry geometry;
@@ -151,14 +139,6 @@ final class LogWriter implements AutoCloseable {
     private final SpscAtomicArrayQueue<Checkpoint> durable = new SpscAtomicArrayQueue<>(DEFERRED_MAX);
     /** The log I/O thread's: the deferred hand-offs it takes from {@link #durable} at once, to publish in one claim. */
     private final Checkpoint[] deferredBatch = new Checkpoint[DEFERRED_MAX];
-    /** The log I/O thread's: checkpoints it wrote and has not flushed yet, oldest first. */
-    private final Checkpoint[] unflushed = new Checkpoint[UNFLUSHED_MAX];
-    private int unflushedCount;
-    /**
-     * The newest checkpoint sequence whose write a returned flush followed: every checkpoint up to it is on
-     * stable storage. Formatted into each record ({@link LogRecordFormat#flushedThrough}).
-     */
-    private volatile long flushedThrough;
     /** The log I/O thread is parked until woken (not polling for hand-offs): a new hand-off must wake it. */
     private volatile boolean ioAsleep;
     /** Tests only: run on the log I/O thread before each AIL hand-off (to hold it). */
@@ -225,7 +205,6 @@ final class LogWriter implements AutoCloseable {
         this.headBlock = Lsn.block(headLsn);
         this.nextCheckpointSeq = firstCheckpointSeq;
         this.lastCheckpointSeq = firstCheckpointSeq - 1;
-        this.flushedThrough = firstCheckpointSeq - 1; // recovered, or none yet
         this.durableSeq = cil.currentSeq() - 1;
         this.pushTarget.set(durableSeq);
         int maxPayloadBlocks = LogRecordFormat.maxPayloadBlocks(blockSize);
@@ -493,7 +472,7 @@ final class LogWriter implements AutoCloseable {
         long tailLsn = Lsn.of((int) (tailWord >>> 32), (int) ((tailWord & 0xFFFF_FFFFL) / blockSize));
         long checkpointSeq = nextCheckpointSeq;
         long startLsn = Lsn.of(headCycle, headBlock);
-        RecordCursor rec = new RecordCursor(out, headCycle, headBlock, tailLsn, checkpointSeq, flushedThrough);
+        RecordCursor rec = new RecordCursor(out, headCycle, headBlock, tailLsn, checkpointSeq);
         int count = 0;
         for (LogItem it : items) {
             CilSlot slot = it.slot(parity);
@@ -547,7 +526,6 @@ final class LogWriter implements AutoCloseable {
         final MemorySegment out;
         final long tailLsn;
         final long seq;
-        final long flushed;
         int cycle;
         int block;
         long recordStart;
@@ -559,9 +537,8 @@ final class LogWriter implements AutoCloseable {
         /** The current record as a buffer for the checksum, made at its first step. */
         ByteBuffer view;
 
-        RecordCursor(MemorySegment out, int cycle, int block, long tailLsn, long seq, long flushed) {
+        RecordCursor(MemorySegment out, int cycle, int block, long tailLsn, long seq) {
             this.out = out;
-            this.flushed = flushed;
             this.cycle = cycle;
             this.block = block;
             this.tailLsn = tailLsn;
@@ -595,7 +572,7 @@ final class LogWriter implements AutoCloseable {
                     | (inline ? LogRecordFormat.FLAG_INLINE : 0));
             MemorySegment record = out.asSlice(recordStart, end - recordStart);
             LogRecordFormat.writeHeader(record.asSlice(0, blockSize), cycle, flags, Lsn.of(cycle, block), tailLsn, logId,
-                    seq, epoch, index, payloadBlocks, (int) payloadUsed, ops, flushed); // zero-fills the header block
+                    seq, epoch, index, payloadBlocks, (int) payloadUsed, ops); // zero-fills the header block
             if (inline) {
                 MemorySegment.copy(out, payloadStart, out, recordStart + LogRecordFormat.SECTOR, payloadUsed);
             } else if (payloadStart + payloadUsed < end) {
@@ -635,23 +612,13 @@ final class LogWriter implements AutoCloseable {
                     ioBusy = true;
                     LockSupport.unpark(formatter); // a queue slot is free
                     handOffDeferred(); // checkpoints written before c was handed; their items go first
-                    if (c.items() == null) {
-                        settle(); // an empty context is as durable as everything before it
-                        markDurable(c.commitSeq());
-                    } else {
-                        write(c);
-                        space.release(c.stolen() - c.bytes());
-                        unflushed[unflushedCount++] = c;
-                        if (unflushedCount == UNFLUSHED_MAX || formatted.isEmpty() || !forcers.isEmpty()) {
-                            settle();
-                        }
-                    }
-                    freeBuffers.offer(c.buffer()); // written: the formatter may reuse it, flushed or not
+                    writeDurable(c);
+                    handOff(c);
+                    freeBuffers.offer(c.buffer());
                     ioDone++; // the only writer
                     LockSupport.unpark(formatter);
                     continue;
                 }
-                settle(); // a guard: a checkpoint stays unflushed only while the next is queued, which this poll would have found
                 if (!idle) {
                     idle = true;
                     ioBusy = false;
@@ -686,28 +653,8 @@ final class LogWriter implements AutoCloseable {
             return;
         }
         write(c);
-        flush();
         markDurable(c.commitSeq());
         space.release(c.stolen() - c.bytes());
-    }
-
-    /**
-     * Log I/O thread: flushes the checkpoints it left unflushed, then declares them durable and hands their
-     * items to the AIL, oldest first. Nothing else writes the log meanwhile: a checkpoint is left unflushed
-     * only while the next is already handed to this thread, so the log is never idle for a forcer to write
-     * its own ({@link #pushInline}).
-     */
-    private void settle() {
-        if (unflushedCount == 0) {
-            return;
-        }
-        flush();
-        markDurable(unflushed[unflushedCount - 1].commitSeq());
-        for (int k = 0; k < unflushedCount; k++) {
-            handOff(unflushed[k]);
-            unflushed[k] = null;
-        }
-        unflushedCount = 0;
     }
 
     /**
@@ -778,7 +725,6 @@ final class LogWriter implements AutoCloseable {
         ail.publish(c.items(), c.items().length, c.startLsn(), c.checkpointSeq(), c.endLsn());
     }
 
-    /** Writes {@code c}'s records (after a flush if data it orders after needs one); the caller flushes them. */
     private void write(Checkpoint c) {
         MemorySegment out = c.buffer().segment;
         int first = Math.min(c.blocks(), geometry.areaBlocks() - c.startBlock());
@@ -798,6 +744,7 @@ final class LogWriter implements AutoCloseable {
             device.submit(ioBatch);
             ioBatch.clear();
         }
+        flush();
         lastCheckpointSeq = c.checkpointSeq();
         checkpoints.increment();
         checkpointBytes.add(c.bytes());
@@ -806,16 +753,11 @@ final class LogWriter implements AutoCloseable {
                 System.nanoTime() - c.formatStart());
     }
 
-    /**
-     * A device flush of the log's, counted as begun before it is issued and as ended once it returns; every
-     * checkpoint written before it is then on stable storage.
-     */
+    /** A device flush of the log's, counted as begun before it is issued and as ended once it returns. */
     private void flush() {
-        long written = lastCheckpointSeq;
         flushesBegun = flushesBegun + 1; // one log writer at a time: no lost update
         device.flush();
         flushesEnded = flushesEnded + 1;
-        flushedThrough = written;
         logFlushes.increment();
     }
 

@@ -16,10 +16,8 @@ import dev.ferrite.io.CorruptionException;
  * <p>The walk expects, at each position, a record of this log and epoch, with the LSN of that position,
  * the next checkpoint sequence and the next record index. A record that is not there ends the log; a
  * record that is there but torn (a sector with an older cycle stamp) or fails its checksum ends it too,
- * unless a later record of the same epoch says the missing checkpoint had been flushed before it was
- * written ({@link LogRecordFormat#flushedThrough}), which is impossible for a torn write, so that is
- * reported as corruption. A later checkpoint written while the missing one was still unflushed is what a
- * crash leaves of the log writer's unflushed checkpoints: the tail, torn, and nothing past it replayed.
+ * unless a later checkpoint of the same epoch exists further on, which is impossible for a torn write
+ * (each checkpoint is flushed before the next is written), so that is reported as corruption.
  */
 final class Recovery {
     /** Where the log stands after recovery. */
@@ -311,9 +309,9 @@ final class Recovery {
     }
 
     /**
-     * Looks through the rest of the circular area for a valid record that proves checkpoint {@code seq}
-     * complete: of this epoch, with a later sequence, written after {@code seq} was flushed; or of a later
-     * epoch (whose anchor must then have been lost).
+     * Looks through the rest of the circular area for a valid record written after the expected one: of
+     * this epoch with a sequence past {@code seq}, or of a later epoch (whose anchor must then have been
+     * lost).
      *
      * @return its LSN, or {@link Lsn#NONE}
      */
@@ -328,8 +326,7 @@ final class Recovery {
                 MemorySegment h = buf.asSlice((long) i * blockSize, blockSize);
                 if (LogRecordFormat.magic(h) == LogRecordFormat.MAGIC && LogRecordFormat.logId(h) == anchor.logId()
                         && (LogRecordFormat.epoch(h) > anchor.epoch()
-                            || LogRecordFormat.epoch(h) == anchor.epoch() && LogRecordFormat.seq(h) > seq
-                               && LogRecordFormat.flushedThrough(h) >= seq)
+                            || LogRecordFormat.epoch(h) == anchor.epoch() && LogRecordFormat.seq(h) > seq)
                         && Lsn.block(LogRecordFormat.lsn(h)) == at + i
                         && recordIntact(at + i, LogRecordFormat.lsn(h))) {
                     return LogRecordFormat.lsn(h);

@@ -9,13 +9,9 @@ import java.util.BitSet;
 import java.util.Collections;
 import java.util.List;
 import java.util.Random;
-import java.util.concurrent.locks.LockSupport;
-import java.util.function.UnaryOperator;
 
 import dev.ferrite.io.BlockDevice;
-import dev.ferrite.io.IoBatch;
 import dev.ferrite.io.MemoryDevice;
-import dev.ferrite.io.testkit.ForwardingDevice;
 import dev.ferrite.io.testkit.RecordingDevice.CrashState;
 import dev.ferrite.io.testkit.RecordingDevice;
 import dev.ferrite.io.testkit.TestSeed;
@@ -51,12 +47,8 @@ class JournalCrashTest {
     /** Items relogged with more than two of their counters' chunks go home early: crash points fall among those writes too. */
     static final int RELOG_LIMIT = 2 * BS / 64;
 
-    /**
-     * The script: transaction t adds 1 to counter (t % COUNTERS) of items a[t] and b[t], of items
-     * 1..{@code items}; with a {@code pace}, the committer waits before transaction t until the journal
-     * has written t / pace - 2 checkpoints, so that it stays a couple of checkpoints ahead of the log.
-     */
-    record Script(int[] a, int[] b, boolean[] force, int items, int pace) {
+    /** The script: transaction t adds 1 to counter (t % COUNTERS) of items a[t] and b[t]. */
+    record Script(int[] a, int[] b, boolean[] force) {
         static Script random(Random rnd, int n, int forceEvery) {
             int[] a = new int[n], b = new int[n];
             boolean[] f = new boolean[n];
@@ -65,26 +57,12 @@ class JournalCrashTest {
                 b[t] = 1 + (a[t] + rnd.nextInt(ITEMS - 1)) % ITEMS;
                 f[t] = rnd.nextInt(forceEvery) == 0;
             }
-            return new Script(a, b, f, ITEMS, 0);
-        }
-
-        /**
-         * No force; transaction t changes items t and t + {@code items} / 2 (modulo {@code items}), so that
-         * consecutive transactions log new blocks and the log grows with each (not relogs of the same few),
-         * paced to a checkpoint every {@code pace} transactions.
-         */
-        static Script spread(int n, int items, int pace) {
-            int[] a = new int[n], b = new int[n];
-            for (int t = 0; t < n; t++) {
-                a[t] = 1 + t % items;
-                b[t] = 1 + (t + items / 2) % items;
-            }
-            return new Script(a, b, new boolean[n], items, pace);
+            return new Script(a, b, f);
         }
 
         /** counters[item][c] after the first {@code prefix} transactions. */
         long[][] model(int prefix) {
-            long[][] m = new long[items + 1][COUNTERS];
+            long[][] m = new long[ITEMS + 1][COUNTERS];
             for (int t = 0; t < prefix; t++) {
                 m[a[t]][t % COUNTERS]++;
                 m[b[t]][t % COUNTERS]++;
@@ -130,27 +108,18 @@ class JournalCrashTest {
     }
 
     static Run record(Script s) {
-        return record(s, d -> d, JournalOptions.defaults().withAilBatch(4).withRelogLimit(RELOG_LIMIT));
-    }
-
-    /** {@link #record(Script)} through {@code wrap} (under the recorder) with {@code options}. */
-    static Run record(Script s, UnaryOperator<BlockDevice> wrap, JournalOptions options) {
         MemoryDevice base = MemoryDevice.create(DEVICE_BLOCKS, BS);
         Journal.format(base, G);
-        RecordingDevice rec = RecordingDevice.wrap(wrap.apply(base));
+        RecordingDevice rec = RecordingDevice.wrap(base);
         int n = s.a().length;
         int[] acked = new int[n];
         try (Arena arena = Arena.ofShared(); TestReplayer rep = new TestReplayer(rec);
-             Journal j = Journal.open(rec, G, options, rep)) {
-            TestItem[] items = new TestItem[s.items() + 1];
-            for (int i = 0; i <= s.items(); i++) {
+             Journal j = Journal.open(rec, G, JournalOptions.defaults().withAilBatch(4).withRelogLimit(RELOG_LIMIT), rep)) {
+            TestItem[] items = new TestItem[ITEMS + 1];
+            for (int i = 0; i <= ITEMS; i++) {
                 items[i] = new TestItem(i, BS, arena);
             }
             for (int t = 0; t < n; t++) {
-                for (long deadline = System.nanoTime() + 30_000_000_000L; s.pace() > 0 && j.stats().checkpoints() < t / s.pace() - 2; ) {
-                    assertTrue(System.nanoTime() < deadline, "the log wrote " + j.stats().checkpoints() + " checkpoints by transaction " + t);
-                    LockSupport.parkNanos(100_000L);
-                }
                 Transaction tx = j.begin(Reservation.items(3));
                 TestItem x = items[s.a()[t]], y = items[s.b()[t]], count = items[0];
                 count.lock.lock();
@@ -173,8 +142,8 @@ class JournalCrashTest {
                     acked[t] = rec.eventCount();
                 }
             }
-            if (n >= 200 && s.pace() == 0) {
-                // a long random script relogs items past the limit: some went home early (asynchronously)
+            if (n >= 200) {
+                // a long script relogs items past the limit: some went home early (asynchronously)
                 long deadline = System.nanoTime() + 10_000_000_000L;
                 while (j.stats().ailWrittenEarly() == 0 && System.nanoTime() < deadline) {
                     Thread.onSpinWait();
@@ -200,7 +169,7 @@ class JournalCrashTest {
             long[][] expected = run.script().model(prefix);
             if (Boolean.getBoolean("ferrite.debug")) {
                 StringBuilder sb = new StringBuilder(where).append('\n');
-                for (int i = 0; i <= run.script().items(); i++) {
+                for (int i = 0; i <= ITEMS; i++) {
                     MemorySegment blk = homeA.asSlice((long) i * BS, BS);
                     sb.append("item ").append(i).append(" lsn ").append(Lsn.toString(TestItem.blockLsn(blk))).append(": ");
                     for (int c = 0; c < COUNTERS; c++) {
@@ -210,7 +179,7 @@ class JournalCrashTest {
                 }
                 System.out.println(sb);
             }
-            for (int i = 0; i <= run.script().items(); i++) {
+            for (int i = 0; i <= ITEMS; i++) {
                 MemorySegment blk = homeA.asSlice((long) i * BS, BS);
                 assertTrue(TestItem.blockValid(blk), "item " + i + " checksum, " + where);
                 for (int c = 0; c < COUNTERS; c++) {
@@ -377,76 +346,6 @@ class JournalCrashTest {
                 Collections.shuffle(chosen, rnd);
                 check(run, rec.crashAfterFlush(k, chosen.stream().mapToInt(Integer::intValue).toArray()),
                         k < 0 ? 0 : rec.flushEvent(k) + 1, "seed " + seed);
-            }
-        }
-    }
-
-    /**
-     * A log write that takes 3 ms, longer than the committer takes to fill a context: background
-     * checkpoints queue up behind the one being written, and the log writer leaves them unflushed.
-     */
-    static final class SlowLog extends ForwardingDevice {
-        SlowLog(BlockDevice inner) {
-            super(inner);
-        }
-
-        @Override
-        public void write(long block, MemorySegment src) {
-            if (block >= G.areaStart()) {
-                LockSupport.parkNanos(3_000_000L);
-            }
-            super.write(block, src);
-        }
-
-        @Override
-        public void submit(IoBatch batch) {
-            LockSupport.parkNanos(3_000_000L);
-            super.submit(batch);
-        }
-    }
-
-    /**
-     * Background checkpoints written back to back without a flush between them (no force, a push
-     * threshold of a few transactions, a slow log): a crash may keep any of them and lose an earlier one.
-     * Recovery must take such a state for a torn tail, replaying the checkpoints before the first missing
-     * one and none after it, and never call it damage; every crash point and samples of the subsets of
-     * the writes after each flush.
-     */
-    @Test
-    void checkpointsLeftUnflushedAreATornTailWhenAnEarlierOneIsLost() {
-        long seed = TestSeed.get(15);
-        Random rnd = new Random(seed);
-        Run run = record(Script.spread(300, 40, 15), SlowLog::new,
-                JournalOptions.defaults().withAilBatch(4).withRelogLimit(RELOG_LIMIT).withPushThreshold(BS));
-        try (RecordingDevice rec = run.rec()) {
-            int backToBack = 0;
-            boolean lastWasLog = false;
-            for (RecordingDevice.Event e : rec.events()) {
-                boolean log = e.kind() == RecordingDevice.Event.Kind.WRITE && e.block() >= G.areaStart();
-                backToBack += log && lastWasLog ? 1 : 0;
-                lastWasLog = log || lastWasLog && e.kind() == RecordingDevice.Event.Kind.WRITE;
-                if (e.kind() == RecordingDevice.Event.Kind.FLUSH) {
-                    lastWasLog = false;
-                }
-            }
-            assertTrue(backToBack > 3, "no checkpoint was written after another without a flush between them (seed "
-                    + seed + ", " + backToBack + ")");
-            for (int n = 0; n <= rec.eventCount(); n++) {
-                check(run, new CrashState(n), n, "seed " + seed);
-            }
-            for (int k = -1; k < rec.flushCount(); k++) {
-                List<RecordingDevice.Event> epoch = rec.epochWrites(k + 1);
-                for (int sample = 0; sample < 8 && epoch.size() > 1; sample++) {
-                    List<Integer> chosen = new ArrayList<>();
-                    for (RecordingDevice.Event e : epoch) {
-                        if (rnd.nextBoolean()) {
-                            chosen.add(e.index());
-                        }
-                    }
-                    Collections.shuffle(chosen, rnd);
-                    check(run, rec.crashAfterFlush(k, chosen.stream().mapToInt(Integer::intValue).toArray()),
-                            k < 0 ? 0 : rec.flushEvent(k) + 1, "seed " + seed);
-                }
             }
         }
     }
