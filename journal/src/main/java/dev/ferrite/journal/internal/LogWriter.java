@@ -169,6 +169,7 @@ final class LogWriter implements AutoCloseable {
     private int headBlock;
     /** The payload checksum of the record being formatted. */
     private final CRC32C payloadCrc = new CRC32C();
+    private final RecordCursor cursor = new RecordCursor();
     /** {@link Crc32c#shiftOperator} of each payload length in blocks: to combine a payload's checksum with its header's. */
     private final int[] payloadShift;
     /** Bytes of the largest record. */
@@ -472,7 +473,7 @@ final class LogWriter implements AutoCloseable {
         long tailLsn = Lsn.of((int) (tailWord >>> 32), (int) ((tailWord & 0xFFFF_FFFFL) / blockSize));
         long checkpointSeq = nextCheckpointSeq;
         long startLsn = Lsn.of(headCycle, headBlock);
-        RecordCursor rec = new RecordCursor(out, headCycle, headBlock, tailLsn, checkpointSeq);
+        RecordCursor rec = cursor.start(out, headCycle, headBlock, tailLsn, checkpointSeq);
         int count = 0;
         for (LogItem it : items) {
             CilSlot slot = it.slot(parity);
@@ -517,15 +518,16 @@ final class LogWriter implements AutoCloseable {
      * Formats records one after another into the buffer, tracking each record's position in the log.
      * A large record's payload is checksummed as it is formatted, a step at a time while it is still in
      * the cache, rather than read back from memory once the record is complete; the header last, combined
-     * with it. A record smaller than a step is checksummed whole as it is sealed.
+     * with it. A record smaller than a step is checksummed whole as it is sealed. One per writer, reused by
+     * every checkpoint (only the holder of the push turn formats): a forced commit allocates that much less.
      */
     private final class RecordCursor {
         /** Payload bytes checksummed at a time: a few items, well inside the L1 cache they were copied through. */
         private static final int CHECKSUM_STEP = 8 * 1024;
 
-        final MemorySegment out;
-        final long tailLsn;
-        final long seq;
+        MemorySegment out;
+        long tailLsn;
+        long seq;
         int cycle;
         int block;
         long recordStart;
@@ -537,13 +539,21 @@ final class LogWriter implements AutoCloseable {
         /** The current record as a buffer for the checksum, made at its first step. */
         ByteBuffer view;
 
-        RecordCursor(MemorySegment out, int cycle, int block, long tailLsn, long seq) {
+        /** Begins a checkpoint's records at {@code out}'s start, which goes to the log at {@code cycle}/{@code block}. */
+        RecordCursor start(MemorySegment out, int cycle, int block, long tailLsn, long seq) {
             this.out = out;
             this.cycle = cycle;
             this.block = block;
             this.tailLsn = tailLsn;
             this.seq = seq;
-            this.checksummed = blockSize;
+            recordStart = 0;
+            payloadUsed = 0;
+            ops = 0;
+            index = 0;
+            checksummed = blockSize;
+            view = null;
+            payloadCrc.reset();
+            return this;
         }
 
         /** After an op: checksums the payload formatted since the last step, if a step's worth. */

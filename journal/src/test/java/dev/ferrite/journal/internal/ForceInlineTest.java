@@ -127,7 +127,7 @@ class ForceInlineTest {
                     best = Math.min(best, ((Long) allocated.invoke(threads) - before) / 500);
                 }
                 System.out.println("a forced commit on an idle log: " + best + " bytes allocated on its thread");
-                // about 490 bytes now (the checkpoint's record and its views); a new context per checkpoint
+                // about 370 bytes now (the checkpoint's record, its views, the transaction); a new context per checkpoint
                 // made it about 1,200 with the four stripes of a 2-CPU machine
                 assertTrue(best < 900, best + " bytes allocated per forced commit");
             }

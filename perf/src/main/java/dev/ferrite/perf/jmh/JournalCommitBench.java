@@ -23,7 +23,9 @@ import dev.ferrite.journal.testkit.TestItem;
 
 /**
  * A whole small transaction through the public API on a RAM device: begin (reservation), lock, change 8
- * bytes, log, commit, unlock. Checkpoints run in the background as the CIL fills; nothing is forced.
+ * bytes, log, commit, unlock. Checkpoints run in the background as the CIL fills; nothing is forced,
+ * except in {@link #forcedCommit}, which forces each commit as a SYNC commit or an fsync does (on an idle
+ * log the committing thread formats, writes and flushes its checkpoint itself).
  */
 @State(Scope.Benchmark)
 public class JournalCommitBench extends JmhDefaults {
@@ -80,6 +82,14 @@ public class JournalCommitBench extends JmhDefaults {
     @Threads(2)
     public long commit2Threads(PerThread t) {
         return commit(t.item);
+    }
+
+    @Benchmark
+    @Threads(1)
+    public long forcedCommit(PerThread t) {
+        long seq = commit(t.item);
+        journal.force(seq);
+        return seq;
     }
 
     private long commit(TestItem item) {
