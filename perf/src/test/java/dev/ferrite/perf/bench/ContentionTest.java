@@ -1,5 +1,7 @@
 package dev.ferrite.perf.bench;
 
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 
@@ -60,10 +62,14 @@ class ContentionTest {
         CountDownLatch busy = new CountDownLatch(1);
         CountDownLatch release = new CountDownLatch(1);
         Thread t = new Thread(() -> {
-            long until = System.nanoTime() + 30_000_000L;
+            // its own CPU clock, not the wall's: on a loaded machine 30 ms of wall time may hold far less CPU
+            ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+            long until = threads.getCurrentThreadCpuTime() + 30_000_000L;
             long x = 0;
-            while (System.nanoTime() - until < 0) {
-                x += x * 31 + 7; // burns CPU
+            while (threads.getCurrentThreadCpuTime() < until) {
+                for (int i = 0; i < 10_000; i++) {
+                    x += x * 31 + 7; // burns CPU
+                }
             }
             busy.countDown();
             try {
