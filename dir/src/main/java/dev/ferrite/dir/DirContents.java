@@ -547,10 +547,13 @@ final class DirContents {
             long inside = removal ? (seen & Inode.GIVES) / Inode.GIVE : seen & Inode.TAKES; // the other kind needs other room
             long limit = room < 0 ? 0 : removal ? room & 0xffff_ffffL : room >>> 32;
             boolean low = !removal && room >= 0 && limit < RESERVE_LOW;
-            if (!removal && room >= 0 && limit < RESERVE_EARLY && inside + claim <= limit && sharesTree(i)) {
+            if (!removal && room >= 0 && limit < RESERVE_EARLY && inside + claim <= limit && sharesTree(i)
+                    && !volume.journal().holdsGroup()) {
                 // the reserve runs low, but this claim fits in the usable blocks left: refill it
                 // unless another thread does (holds the lock), and then go in beside that refill rather
-                // than wait for it, and for its holder's time slice if it is descheduled
+                // than wait for it, and for its holder's time slice if it is descheduled. Not inside a
+                // table's journal group: blocks freed since its context began stay busy until it ends,
+                // and an early refill finding only those would force the log at each change, in vain
                 if (!i.isLocked() && refillEarly(i, low)) {
                     continue;
                 }
