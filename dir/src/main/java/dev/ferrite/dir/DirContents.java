@@ -547,11 +547,13 @@ final class DirContents {
             long inside = removal ? (seen & Inode.GIVES) / Inode.GIVE : seen & Inode.TAKES; // the other kind needs other room
             long limit = room < 0 ? 0 : removal ? room & 0xffff_ffffL : room >>> 32;
             boolean low = !removal && room >= 0 && limit < RESERVE_LOW;
-            if (!removal && room >= 0 && limit < RESERVE_EARLY && inside + claim <= limit
-                    && (records.modeOf(i.ino) & S_IFMT) == S_IFDIR) {
-                // a directory's reserve runs low, but this claim fits in the usable blocks left: refill it
+            if (!removal && room >= 0 && limit < RESERVE_EARLY && inside + claim <= limit && sharesTree(i)
+                    && !volume.journal().holdsGroup()) {
+                // the reserve runs low, but this claim fits in the usable blocks left: refill it
                 // unless another thread does (holds the lock), and then go in beside that refill rather
-                // than wait for it, and for its holder's time slice if it is descheduled
+                // than wait for it, and for its holder's time slice if it is descheduled. Not inside a
+                // table's journal group: blocks freed since its context began stay busy until it ends,
+                // and an early refill finding only those would force the log at each change, in vain
                 if (!i.isLocked() && refillEarly(i, low)) {
                     continue;
                 }
@@ -576,7 +578,17 @@ final class DirContents {
     }
 
     /**
-     * {@link #enter}'s refill of directory {@code dir}'s reserve before it is {@code low} (below
+     * Whether {@code i}'s tree is changed by writers side by side ({@link #enter}): a directory's (creates
+     * and unlinks) or a table's (single writes, side-by-side commits), whose refills and spills then run
+     * beside them. A regular file's extent tree is changed holding the file.
+     */
+    private boolean sharesTree(Inode i) {
+        int type = records.modeOf(i.ino) & S_IFMT;
+        return type == S_IFDIR || type == InodeFormat.S_IFTABLE;
+    }
+
+    /**
+     * {@link #enter}'s refill of directory or table {@code dir}'s reserve before it is {@code low} (below
      * {@link #RESERVE_LOW}), or at it, unless another thread holds the lock: true if it tried, false if the
      * volume had no room for it and the reserve is not low yet (the writer goes in without it).
      */
@@ -640,11 +652,10 @@ final class DirContents {
     void prepare(Inode dir, int keyLength) {
         for (int s; (s = step(dir, keyLength)) != READY; ) {
             if (s == SPILL) {
-                int type = records.modeOf(dir.ino) & S_IFMT;
-                spill(dir, RESERVE_HIGH, RESERVE_FILL, (type == S_IFDIR || type == InodeFormat.S_IFTABLE) && !dir.isHeldExclusively());
+                spill(dir, RESERVE_HIGH, RESERVE_FILL, sharesTree(dir) && !dir.isHeldExclusively());
             } else if (s == CONVERT) {
                 addBlocks(dir, RESERVE_FILL, () -> step(dir, keyLength) == CONVERT, DirContents::inlineEntries);
-            } else if ((records.modeOf(dir.ino) & S_IFMT) == S_IFDIR && !dir.isHeldExclusively()) {
+            } else if (sharesTree(dir) && !dir.isHeldExclusively()) {
                 refillBeside(dir, keyLength, true);
             } else {
                 int n = refillCount(dir);
@@ -686,7 +697,9 @@ final class DirContents {
                     return AllocOutcome.DONE;
                 }
                 try {
-                    records.requireDir(dir.ino);
+                    if ((records.modeOf(dir.ino) & S_IFMT) == S_IFDIR) {
+                        records.requireDir(dir.ino); // a directory may be removed meanwhile; a table's tree goes only once it is freed
+                    }
                     int n = refillCount(dir);
                     if (wait ? n < 1 || step(dir, keyLength) != REFILL : n <= RESERVE_FILL - RESERVE_EARLY) {
                         return AllocOutcome.DONE; // refilled meanwhile

@@ -99,6 +99,13 @@ final class Inode extends AbstractQueuedSynchronizer {
      */
     @SuppressWarnings("unused") // through WRITERS
     private volatile long writers;
+    /**
+     * The inode's last link went (a table dropped): set, holding it exclusively, by the unlink's
+     * transaction once it committed, so that a table's writers, kept out meanwhile, learn it without
+     * reading the record (whose block a split beside them may hold); cleared by a table's open
+     * ({@code Tables#openIno}), which finds a link, should a new table reuse the inode and this object.
+     */
+    volatile boolean unlinked;
     /** Nesting of {@link #lockExclusive} (guarded by {@link #lock}). */
     private int exclusiveDepth;
 

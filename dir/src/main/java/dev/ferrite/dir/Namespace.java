@@ -1278,6 +1278,7 @@ public final class Namespace {
                 records.adjust(txn, d.ino, 0, true);
                 orphans.dropLink(txn, c, false, last, orphan);
                 long seq = txn.commit();
+                c.unlinked |= last; // before the child's lock goes: see Inode#unlinked
                 d.noteSeq(seq);
                 c.lastSeq = seq;
                 return !last ? LINKED : orphan && c.opens == 0 ? GONE_FREE : GONE;
@@ -1407,6 +1408,7 @@ public final class Namespace {
                             records.adjust(txn, dir, wantDir ? -1 : 0, true);
                             orphans.dropLink(txn, c, wantDir, lastLink, orphan);
                             InodeRecords.commitChange(txn, d, c);
+                            c.unlinked |= lastLink; // before the child's lock goes: see Inode#unlinked
                             last = lastLink;
                             free = orphan && c.opens == 0;
                         } finally {

@@ -226,7 +226,9 @@ final class TableCommit {
                 dirs.prepare(t.inode, step); // the tree's block reserve between its marks, in transactions of its own
                 continue;
             }
-            if (forward && records.readRecord(ino, InodeFormat::nlink) == 0) { // an undo puts back what the group changed, dropped or not
+            // the drop sets it holding the table exclusively, so it holds still while this writer is inside (or
+            // holds the table); an undo puts back what the group changed, dropped or not
+            if (forward && t.inode.unlinked) {
                 throw new TableException(TableException.Kind.TABLE_CLOSED, t + " was dropped");
             }
             BTree tree = t.tree();

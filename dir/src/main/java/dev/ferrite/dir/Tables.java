@@ -349,6 +349,15 @@ public final class Tables {
             throw new CorruptionException(records.block(ino), "table catalog", "table '" + name + "' names inode " + ino
                     + " of mode 0" + Integer.toOctalString(mode) + ", not a table");
         }
+        Inode i = h.inode;
+        if (i.unlinked) { // a table dropped before, whose inode and object this one reuses
+            i.lock(); // a drop sets it holding this lock, after its commit: the link count read here agrees
+            try {
+                i.unlinked = records.readRecord(ino, InodeFormat::nlink) == 0;
+            } finally {
+                i.unlock();
+            }
+        }
         return new Table(this, name, h);
     }
 

@@ -160,6 +160,49 @@ class TableReserveTest {
     }
 
     /**
+     * A refill of a table's reserve runs beside a single write inside the table (one with a claim of 4
+     * blocks, as a put holds to its commit): puts on another thread split leaves (three 1,000-byte values
+     * to a leaf) until the reserve has been refilled several times, and finish while that writer stays
+     * inside. A refill that kept the writers out ({@link Inode#lockExclusive}), as tables' did, waits for
+     * the writer to leave, which it does only after those puts; with two threads writing, each refill
+     * waited so for the other's change and commit.
+     */
+    @Test
+    void aRefillRunsBesideAWriterInside() throws Exception {
+        try (MemoryDevice dev = MemoryDevice.create(VolumeFixtures.BLOCKS, 4096)) {
+            Volume.format(dev, VolumeFixtures.OPTIONS);
+            try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table t0 = v.tables().create("t")) {
+                Table t = t0.withDurability(Durability.NONE);
+                int claim = v.namespace().dirs.enter(t.inode, 4, false);
+                int[] refills = {0};
+                try {
+                    java.util.concurrent.FutureTask<Void> puts = new java.util.concurrent.FutureTask<>(() -> {
+                        int before = reserve(v, t);
+                        for (int i = 0; i < 300; i++) {
+                            t.put(key(i), value(i));
+                            int now = reserve(v, t);
+                            refills[0] += now > before ? 1 : 0; // puts only take blocks: a rise is a refill
+                            before = now;
+                        }
+                        return null;
+                    });
+                    Thread.ofPlatform().start(puts);
+                    try {
+                        puts.get(20, java.util.concurrent.TimeUnit.SECONDS);
+                    } catch (java.util.concurrent.TimeoutException e) {
+                        throw new AssertionError("a refill waited for the writer inside the table", e);
+                    }
+                } finally {
+                    t.inode.leave(claim);
+                }
+                assertTrue(refills[0] >= 3, "the puts refilled the reserve " + refills[0] + " times");
+                assertEquals(300, t.count());
+                VolumeFixtures.assertChecked(v.namespace());
+            }
+        }
+    }
+
+    /**
      * Formats {@code dev} with a table "keep" of one key (the catalog, before the count) and a table "t"
      * of {@code keys} values; returns the free blocks before "t" was made.
      */

@@ -102,6 +102,67 @@ class TableWritersTest {
     }
 
     /**
+     * A drop racing with two writers of the table (its handle open): a put that began after the drop
+     * returned is refused (TABLE_CLOSED), and once a writer was refused it is refused from then on; the
+     * writers learn of the drop from the table's inode in memory ({@link Inode#unlinked}), not from its
+     * record. A table made next, in the dropped table's inode if it is free by then, takes puts.
+     */
+    @Test
+    void aDropRacingWithWritersRefusesEveryPutAfterIt() throws Exception {
+        Random rnd = new Random(SEED);
+        for (int round = 0; round < 20; round++) {
+            String where = "seed " + SEED + ", round " + round;
+            try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS)) {
+                Table t = v.tables().create("t").withDurability(Durability.NONE);
+                long ino = t.inode.ino;
+                AtomicBoolean dropped = new AtomicBoolean();
+                int dropAfter = rnd.nextInt(2_000);
+                List<Future<Integer>> writers = new ArrayList<>();
+                try (ExecutorService pool = Executors.newFixedThreadPool(2)) {
+                    for (int w = 0; w < 2; w++) {
+                        int me = w;
+                        writers.add(pool.submit(() -> {
+                            boolean refused = false;
+                            int taken = 0;
+                            for (int i = 0, last = Integer.MAX_VALUE; i < last; i++) { // to a few puts past the first refusal
+                                assertTrue(i < 1_000_000, where + ": no put was refused");
+                                boolean after = dropped.get();
+                                try {
+                                    t.put(TableTest.b("w" + me + "-" + i), new byte[64]);
+                                    assertFalse(after, where + ": a put begun after the drop returned was taken");
+                                    assertFalse(refused, where + ": a put was taken after one was refused");
+                                    taken++;
+                                } catch (TableException e) {
+                                    assertEquals(TableException.Kind.TABLE_CLOSED, e.kind(), where + ": " + e.getMessage());
+                                    last = refused ? last : i + 100;
+                                    refused = true;
+                                }
+                            }
+                            return taken;
+                        }));
+                    }
+                    while (t.count() < dropAfter && writers.stream().noneMatch(Future::isDone)) {
+                        Thread.onSpinWait();
+                    }
+                    v.tables().drop("t");
+                    dropped.set(true);
+                }
+                long taken = 0;
+                for (Future<Integer> f : writers) {
+                    taken += f.get();
+                }
+                assertEquals(taken, t.count(), where + ": the dropped table holds every put taken");
+                t.close(); // the last handle: the table is freed
+                try (Table u = v.tables().create("u")) {
+                    u.put(TableTest.b("k"), TableTest.b("v")); // refused (TABLE_CLOSED) if it took the dropped table's word for it
+                    assertArrayEquals(TableTest.b("v"), u.get(TableTest.b("k")), where + ": table u, inode " + u.inode.ino + " (t's was " + ino + ")");
+                }
+                VolumeFixtures.assertChecked(v.namespace());
+            }
+        }
+    }
+
+    /**
      * A write transaction of one key's change is a single write: it comes into its apply beside a single
      * write to another key of the table that waits there for it, SYNC, ASYNC and NONE alike, and is durable
      * as its durability says. Applied as a transaction (the table held exclusively) it never gets in: the
