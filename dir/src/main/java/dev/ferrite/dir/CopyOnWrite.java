@@ -104,29 +104,35 @@ final class CopyOnWrite {
     /**
      * Takes up to {@code n} contiguous blocks from some group (fewer when none holds that many: halves,
      * quarters...) and records them staging, in one transaction; returns {@code {device block, length}}.
+     * A group whose free blocks there are all busy is passed over for the next before any is waited for
+     * (a log force): with batched remaps few transactions wait for log space, so checkpoints, which end
+     * busy states, come seldom, and a group that the file fills had every copy force the log (31 forces
+     * in a 5 s phase of 32 writers, 13.7 s of their time).
      */
     private long[] stage(int n) {
         for (int most = n; ; most = Math.max(1, most / 2)) {
-            for (int g = 0; g < geometry.agCount(); g++) {
-                AllocationGroup ag = volume.group(g);
-                int[] busy = {0};
-                for (int attempt = 0, used; attempt < RETRIES; attempt += used) {
-                    if (ag.needsRefill()) {
-                        ag.refillFreeList();
-                    }
-                    AllocOutcome r;
-                    try (Txn txn = Txn.begin(cache, ag.blockItems() + ag.refcounts.items(1))) {
-                        r = ag.allocBlocks(txn, most);
-                        if (r == AllocOutcome.DONE) {
-                            long at = ag.allocatedBlock(txn);
-                            // the list held its reserve before the allocation: enough for it and this record
-                            ag.refcounts.set(txn, at, most, 1, RefcountFormat.STAGING);
-                            txn.commit();
-                            return new long[] {at, most};
+            for (int pass = 0; pass < 2; pass++) { // busy blocks waited for on the second pass only
+                for (int g = 0; g < geometry.agCount(); g++) {
+                    AllocationGroup ag = volume.group(g);
+                    int[] busy = {0};
+                    for (int attempt = 0, used; attempt < RETRIES; attempt += used) {
+                        if (ag.needsRefill()) {
+                            ag.refillFreeList();
                         }
-                    }
-                    if ((used = ag.recover(r, busy)) < 0) {
-                        break;
+                        AllocOutcome r;
+                        try (Txn txn = Txn.begin(cache, ag.blockItems() + ag.refcounts.items(1))) {
+                            r = ag.allocBlocks(txn, most);
+                            if (r == AllocOutcome.DONE) {
+                                long at = ag.allocatedBlock(txn);
+                                // the list held its reserve before the allocation: enough for it and this record
+                                ag.refcounts.set(txn, at, most, 1, RefcountFormat.STAGING);
+                                txn.commit();
+                                return new long[] {at, most};
+                            }
+                        }
+                        if (r == AllocOutcome.BUSY && pass == 0 || (used = ag.recover(r, busy)) < 0) {
+                            break;
+                        }
                     }
                 }
             }
