@@ -13,7 +13,7 @@ import java.util.Arrays;
  * <p>A table of the ranges held, under this object's monitor; a waiter waits on it until no held range
  * conflicts. Not fair: a writer may wait while overlapping reads keep coming. Lock order
  * ({@link IoLock}'s): after the I/O lock, a file's {@link FilePages#writeBack} lock and the pages a
- * buffered read fills; before the conversion and remap turns ({@link Combining}), the log reservation and
+ * buffered read fills; before the conversion turn ({@link Conversions}), the log reservation and
  * {@link FileMapping}'s locks. A thread holds one range at a time.
  */
 final class BlockRanges {

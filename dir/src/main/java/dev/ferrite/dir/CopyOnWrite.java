@@ -2,12 +2,15 @@ package dev.ferrite.dir;
 
 import java.lang.foreign.MemorySegment;
 
+import dev.ferrite.btree.internal.Buffer;
 import dev.ferrite.btree.internal.BufferCache;
 import dev.ferrite.btree.internal.Txn;
 import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.NoSpaceException;
 
 import static dev.ferrite.dir.InodeRecords.RETRIES;
+import static dev.ferrite.dir.InodeRecords.nowNanos;
 
 /**
  * Writes into blocks a file shares with others, the copy-on-write half of the xfs_reflink role: the data
@@ -26,36 +29,32 @@ import static dev.ferrite.dir.InodeRecords.RETRIES;
  * <h2>Locks</h2>
  * The caller holds the file's I/O lock, shared, and the written range's blocks exclusively
  * ({@link BlockRanges}), so nothing else remaps the range meanwhile, and no read of it is looking at the
- * old blocks when the remap lets go of them. Writers of disjoint ranges stage and write side by side,
- * and their remaps are batched ({@link Remaps}): whoever holds the file's remap turn commits the others'
- * with its own, few transactions for many writers, each checking under the inode's lock that the mapping
- * is the one it planned from (else it plans again) and that the inline list still holds it (else a tree
- * first). Another file sharing the blocks, or this file's other writers where it maps them twice, may
- * change their counts, which each transaction reads again under the groups' AGFs (in group order, after
- * the inode's lock, before its record): a count another let go of meanwhile frees the old blocks instead.
+ * old blocks when the remap lets go of them. Writers of disjoint ranges stage, write and remap side by
+ * side; their remaps serialize on the inode's lock only, each checking under it that the mapping is the
+ * one it planned from (else it plans again) and that the inline list still holds it (else a tree first).
+ * Another file sharing the blocks, or this file's other writers where it maps them twice, may change
+ * their counts, which each transaction reads again under the groups' AGFs (in group order, after the
+ * inode's lock, before its record): a count another let go of meanwhile frees the old blocks instead.
  */
 final class CopyOnWrite {
     private final Volume volume;
     private final BufferCache cache;
     private final Geometry geometry;
+    private final InodeRecords records;
     private final ExtentMap map;
     private final FileMapping mapping;
     private final BlockDevice device;
     private final int blockSize;
-    /** The second transactions, batched across the file's writers. */
-    final Remaps remaps;
-    /** The group the last staging took its blocks from, where the next one looks first. */
-    private volatile int stageGroup;
 
     CopyOnWrite(Volume volume, BufferCache cache, Geometry geometry, InodeRecords records, ExtentMap map, FileMapping mapping) {
         this.volume = volume;
         this.cache = cache;
         this.geometry = geometry;
+        this.records = records;
         this.map = map;
         this.mapping = mapping;
         this.device = cache.device();
         this.blockSize = geometry.blockSize();
-        this.remaps = new Remaps(volume, cache, geometry, records, map, mapping);
     }
 
     /**
@@ -86,7 +85,7 @@ final class CopyOnWrite {
             int got = (int) staged[1];
             MemorySegment part = src.asSlice((long) done * blockSize, (long) got * blockSize);
             device.write(staged[0], part);
-            remaps.remap(i, fb + done, dev + done, staged[0], got, done + got == n ? newSize : 0, writeBack);
+            remap(i, fb + done, dev + done, staged[0], got, done + got == n ? newSize : 0, writeBack);
             done += got;
         }
     }
@@ -106,44 +105,143 @@ final class CopyOnWrite {
     /**
      * Takes up to {@code n} contiguous blocks from some group (fewer when none holds that many: halves,
      * quarters...) and records them staging, in one transaction; returns {@code {device block, length}}.
-     * A group whose free blocks there are all busy is passed over for the next before any is waited for
-     * (a log force): with batched remaps few transactions wait for log space, so checkpoints, which end
-     * busy states, come seldom, and a group that the file fills had every copy force the log (31 forces
-     * in a 5 s phase of 32 writers, 13.7 s of their time). The search starts in the group the last staging
-     * used, so that copies do not each search the busy group again first (a scan of its largest free
-     * extent, a block at a time: a third of a single writer's CPU).
      */
     private long[] stage(int n) {
         for (int most = n; ; most = Math.max(1, most / 2)) {
-            for (int pass = 0; pass < 2; pass++) { // busy blocks waited for on the second pass only
-                for (int k = 0, from = stageGroup; k < geometry.agCount(); k++) {
-                    int g = (from + k) % geometry.agCount();
-                    AllocationGroup ag = volume.group(g);
-                    int[] busy = {0};
-                    for (int attempt = 0, used; attempt < RETRIES; attempt += used) {
-                        if (ag.needsRefill()) {
-                            ag.refillFreeList();
+            for (int g = 0; g < geometry.agCount(); g++) {
+                AllocationGroup ag = volume.group(g);
+                int[] busy = {0};
+                for (int attempt = 0, used; attempt < RETRIES; attempt += used) {
+                    if (ag.needsRefill()) {
+                        ag.refillFreeList();
+                    }
+                    AllocOutcome r;
+                    try (Txn txn = Txn.begin(cache, ag.blockItems() + ag.refcounts.items(1))) {
+                        r = ag.allocBlocks(txn, most);
+                        if (r == AllocOutcome.DONE) {
+                            long at = ag.allocatedBlock(txn);
+                            // the list held its reserve before the allocation: enough for it and this record
+                            ag.refcounts.set(txn, at, most, 1, RefcountFormat.STAGING);
+                            txn.commit();
+                            return new long[] {at, most};
                         }
-                        AllocOutcome r;
-                        try (Txn txn = Txn.begin(cache, ag.blockItems() + ag.refcounts.items(1))) {
-                            r = ag.allocBlocks(txn, most);
-                            if (r == AllocOutcome.DONE) {
-                                long at = ag.allocatedBlock(txn);
-                                // the list held its reserve before the allocation: enough for it and this record
-                                ag.refcounts.set(txn, at, most, 1, RefcountFormat.STAGING);
-                                txn.commit();
-                                stageGroup = g;
-                                return new long[] {at, most};
-                            }
-                        }
-                        if (r == AllocOutcome.BUSY && pass == 0 || (used = ag.recover(r, busy)) < 0) {
-                            break;
-                        }
+                    }
+                    if ((used = ag.recover(r, busy)) < 0) {
+                        break;
                     }
                 }
             }
             if (most == 1) {
                 throw new NoSpaceException("no allocation group has a free block for a copy-on-write");
+            }
+        }
+    }
+
+    /**
+     * Maps file blocks {@code [fb, fb + n)} of {@code i}, now on the shared blocks from {@code old}, to the
+     * staged blocks from {@code fresh}, whose data is written: a run of one count of the old blocks per
+     * transaction, each ordered after the data. {@code newSize} (0: none) moves in the last.
+     */
+    private void remap(Inode i, long fb, long old, long fresh, int n, long newSize, boolean writeBack) {
+        int rec = records.rec(i.ino);
+        AllocationGroup og = volume.group(geometry.agOfBlock(old)), ng = volume.group(geometry.agOfBlock(fresh));
+        AllocationGroup first = og.agno <= ng.agno ? og : ng, second = first == og ? ng : og;
+        Refcounts.Lowered lowered = null;
+        boolean room = false, refill = false;
+        for (int done = 0, fails = 0; done < n; ) {
+            if (room) { // another writer's remap split extents since makeRoom: a tree first, holding no lock
+                map.makeRoom(i);
+                room = false;
+            }
+            map.prepare(i);
+            ExtentList plan = mapping.file(i, 0, 0).extents();
+            for (AllocationGroup ag : new AllocationGroup[] {og, ng}) {
+                if (refill || ag.needsRefill()) {
+                    ag.refillFreeList();
+                }
+            }
+            refill = false;
+            int items = 2 + map.items(i, plan) + og.blockItems() + og.refcounts.items(1) + ng.refcounts.items(1);
+            try (Txn txn = Txn.begin(cache, items)) {
+                i.lock();
+                try {
+                    long at = fb + done;
+                    ExtentList y = mapping.file(i, at, fb + n).extents();
+                    if (!FileMapping.sameMap(plan, y) || !map.ready(i, y)) {
+                        continue;
+                    }
+                    if (!first.refcounts.lockForChange(txn) || second != first && !second.refcounts.lockForChange(txn)) {
+                        if (fails++ == RETRIES) {
+                            throw new NoSpaceException("allocation group " + og.agno + " or " + ng.agno
+                                    + " cannot refill the free list of its trees");
+                        }
+                        // refilled holding nothing: this transaction may hold the first group's AGF, which a refill takes
+                        refill = true;
+                        continue;
+                    }
+                    int k = y.find(at);
+                    if (k < 0 || y.deviceBlock(k) + (at - y.fileBlock(k)) != old + done) {
+                        throw new IllegalStateException("inode " + i.ino + " no longer maps file block " + at + " to device block "
+                                + (old + done) + " under its I/O lock: " + y);
+                    }
+                    long run = og.refcounts.run(txn, old + done, (int) Math.min(n - done, y.end(k) - at));
+                    int len = Refcounts.runLength(run), count = Refcounts.runCount(run);
+                    long staging = ng.refcounts.run(txn, fresh + done, len);
+                    if (Refcounts.runCount(staging) != RefcountFormat.STAGING || Refcounts.runLength(staging) != len) {
+                        throw new CorruptionException(fresh + done, Refcounts.TREE, "copy-on-write blocks [" + (fresh + done) + ", +"
+                                + len + ") of inode " + i.ino + " are not all staging in group " + ng.agno);
+                    }
+                    y.punch(at, at + len);
+                    y.insert(at, fresh + done, len, false);
+                    if (!y.fits()) {
+                        room = true;
+                        continue; // nothing changed yet
+                    }
+                    ng.refcounts.set(txn, fresh + done, len, RefcountFormat.STAGING, 1);
+                    BusyExtents.Entry busy = null;
+                    if (count > 1) { // another file still maps the old blocks
+                        if (count == 2) {
+                            lowered = og.refcounts.lowering(old + done, len, cache.journal().durableSeq());
+                        }
+                        og.refcounts.set(txn, old + done, len, count, count - 1);
+                    } else if (og.releaseData(txn, old + done, len) == AllocOutcome.DONE) { // the others let go meanwhile
+                        busy = og.freedData(txn);
+                    } else {
+                        throw new IllegalStateException("group " + og.agno + " refused a free with its free list held");
+                    }
+                    Buffer b = records.lockRecord(txn, i.ino);
+                    MemorySegment m = b.data();
+                    int span = Math.max(InodeFormat.INLINE, map.store(txn, i, b, y));
+                    boolean last = done + len == n;
+                    if (last && newSize > InodeFormat.size(m, rec)) {
+                        InodeFormat.setSize(m, rec, newSize);
+                    }
+                    long now = writeBack ? i.modified() : nowNanos();
+                    if (now != 0) {
+                        InodeFormat.touch(m, rec, now, true);
+                    }
+                    txn.log(b, rec, span);
+                    txn.orderAfterData();
+                    long seq = FileMapping.commitData(i, txn);
+                    if (lowered != null) {
+                        og.refcounts.lowered(lowered, seq);
+                        lowered = null;
+                    }
+                    if (busy != null) {
+                        busy.settle(seq);
+                    }
+                    if (now != 0) {
+                        records.clearModified(i, now);
+                    }
+                    done += len;
+                    fails = 0;
+                } finally {
+                    i.unlock();
+                    if (lowered != null) { // the transaction failed
+                        og.refcounts.lowered(lowered, 0);
+                        lowered = null;
+                    }
+                }
             }
         }
     }

@@ -38,9 +38,7 @@ final class Inode extends AbstractQueuedSynchronizer {
 
     final long ino;
     /** A file's direct writes waiting for their conversion ({@link Conversions}); made at the first. */
-    volatile Combining.Queue<Conversions.Request> conversions;
-    /** A shared file's copies on write waiting for their remap ({@link Remaps}); made at the first. */
-    volatile Combining.Queue<Remaps.Request> remaps;
+    volatile Conversions.Queue conversions;
     /** Next inode in the cache's hash chain; kept when unlinked, so chain walkers standing here go on. */
     volatile Inode chainNext;
     @SuppressWarnings("unused") // through REFS

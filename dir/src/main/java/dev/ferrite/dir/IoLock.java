@@ -18,7 +18,7 @@ import java.util.concurrent.locks.AbstractQueuedSynchronizer;
  * thread holding one must not take this lock again, shared or exclusive, except with {@link #tryLock}
  * (which then fails), because a waiting exclusive holder keeps new shared ones out. No path does: under
  * a shared hold the I/O takes only page, inode and buffer locks, a shared file's {@link BlockRanges},
- * the conversion and remap turns and log space, and tries other files' I/O locks ({@link FileMapping}'s reclaim of
+ * the conversion turn and log space, and tries other files' I/O locks ({@link FileMapping}'s reclaim of
  * speculative blocks).
  *
  * <p>The exclusive hold has an owner and is reentrant, and its owner may take shared holds too (counted
@@ -33,7 +33,7 @@ import java.util.concurrent.locks.AbstractQueuedSynchronizer;
  *
  * <p>Lock order: the I/O lock first, then a file's {@link FilePages#writeBack} lock (a write-back, or a
  * direct write over cached pages), then a shared file's {@link BlockRanges}, a direct write's conversion
- * turn or a copy on write's remap turn ({@link Combining}), the log reservation, and {@link FileMapping}'s order (the inode's lock, a group's AGF, the record's block).
+ * turn ({@link Conversions}), the log reservation, and {@link FileMapping}'s order (the inode's lock, a group's AGF, the record's block).
  * A thread waits for one stripe at a time: holding one, it only tries others ({@link #tryLock}), or
  * takes one it holds exclusively again.
  */

@@ -259,14 +259,6 @@ final class Refcounts {
     }
 
     /**
-     * Holding the AGF ({@link #lockForChange}), after changes: whether its free list still holds the reserve
-     * another change of counts (and a free beside it) needs in the same transaction.
-     */
-    boolean holdsReserve() {
-        return ag.agfl.holds(RESERVE);
-    }
-
-    /**
      * The run at device block {@code dev}: how many of the {@code len} blocks from it have the count
      * {@code dev} has, and that count, packed as {@code length << 32 | count} (1 where no record covers
      * it). With {@code txn} null, a snapshot read without the AGF (a plan the caller checks again under it).

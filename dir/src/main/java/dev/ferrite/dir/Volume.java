@@ -505,17 +505,6 @@ public final class Volume implements AutoCloseable {
     }
 
     /**
-     * The copy-on-write counters since mount: remaps of writes into shared blocks and the transactions
-     * that carried them.
-     *
-     * @throws VolumeShutdownException if the volume is closed
-     */
-    public CopyOnWriteStats copyOnWriteStats() {
-        requireOpen();
-        return namespace.files.cow.remaps.stats();
-    }
-
-    /**
      * Where B-tree operations met each other since mount, per level (optimistic restarts, lost locks,
      * waits on locked nodes), over every tree of the volume: namespace, tables, allocation.
      *

@@ -41,9 +41,8 @@
  *       (the lower stripe first), then per transaction the destination's lock (2), the group's AGF (3), its
  *       record (4) and tree (5); a copy on write under the file's I/O lock held shared and its range of
  *       blocks held exclusively ({@code BlockRanges}, after the I/O lock, before the log reservation), its
- *       remap batched with the file's other writers' ({@code Remaps}, behind the file's remap turn, which
- *       {@code Combining} shares with {@code Conversions}), each transaction taking the file's lock (2), the
- *       AGFs of its remaps' groups in group order (3), the record (4).
+ *       remap taking the file's lock (2), the AGFs of the old and new blocks' groups in group order (3), the
+ *       record (4).
  *   <li>{@code BufferedIo} over {@code PageCache} and per-file {@code FilePages}: buffered reads and writes
  *       through off-heap block frames, and their write-back as {@code FileData}'s direct writes; a buffered
  *       call takes the file's I/O lock (shared), then its page lock; write-back takes the I/O lock

@@ -53,7 +53,7 @@ class ConversionsTest {
             Handle f = newFile(ns);
             ns.fallocate(f, 0, 0, 2L * BS);
             writeStamped(ns, f, 0, 0, arena.allocate(BS, BlockDevice.BUFFER_ALIGNMENT)); // the file's queue exists after it
-            Combining.Queue<Conversions.Request> q = f.inode.conversions;
+            Conversions.Queue q = f.inode.conversions;
             assertTrue(q.tryTurn());
             MemorySegment buf = arena.allocate(BS, BlockDevice.BUFFER_ALIGNMENT);
             Throwable[] failed = new Throwable[1];
@@ -110,7 +110,7 @@ class ConversionsTest {
                     writeStamped(ns, f, (long) b * BS, 0, buf); // 30 written blocks between unwritten ones: a tree
                 }
                 assertEquals(InodeFormat.FORK_TREE, (int) ns.records.readRecord(f.ino(), InodeFormat::fork));
-                Combining.Queue<Conversions.Request> q = f.inode.conversions;
+                Conversions.Queue q = f.inode.conversions;
                 assertTrue(q.tryTurn());
                 List<Thread> writers = new ArrayList<>();
                 Throwable[] failed = new Throwable[blocks.length];
@@ -199,7 +199,7 @@ class ConversionsTest {
                         }
                     }
                 }
-                Combining.Queue<Conversions.Request> q = f.inode.conversions;
+                Conversions.Queue q = f.inode.conversions;
                 assertTrue(q.tryTurn(), where);
                 List<Thread> threads = new ArrayList<>();
                 Throwable[] failed = new Throwable[writers];

@@ -11,9 +11,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLongArray;
-import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
-import java.util.function.IntConsumer;
 
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.MemoryDevice;
@@ -31,11 +29,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * Copies on write into one cloned file from many threads ({@link CopyOnWrite} under the shared I/O lock
  * and {@link BlockRanges}): writes of disjoint ranges do not wait for each other, a write waits for a
- * read of its range that looks at the old blocks, the remaps of writers finishing together commit in
- * shared transactions ({@link Remaps}), and random writers beside readers leave each block its last
- * write, the source unchanged and every count right (the checker, at the end). On a volume whose log
- * has room for nine steps of a batch in one transaction: a step reserves about 160 log items (0.7 MB)
- * and a transaction at most an eighth of the log, so the fixtures' 4 MiB log carries one.
+ * read of its range that looks at the old blocks, and random writers beside readers leave each block its
+ * last write, the source unchanged and every count right (the checker, at the end).
  */
 @ExtendWith(TestSeed.class)
 class CopyOnWriteConcurrencyTest extends FileTestBase {
@@ -44,18 +39,13 @@ class CopyOnWriteConcurrencyTest extends FileTestBase {
     private static final long PROMPT_SECONDS = 10;
     /** The generation whose data write {@link GatedDevice} holds. */
     private static final int HELD = 0x7777;
-    private static final VolumeOptions OPTIONS = VolumeFixtures.OPTIONS.withLogBlocks(12_288);
     private GatedDevice gated;
     /** A thread per task: the common pool may have one, which the held I/O would keep. */
     private final ExecutorService threads = Executors.newCachedThreadPool();
 
-    /**
-     * Holds the first write of generation {@link #HELD} data, or the first read of {@link #gatedRead}, until
-     * {@link #release} opens; takes {@link #writeNanos} longer over every write.
-     */
+    /** Holds the first write of generation {@link #HELD} data, or the first read of {@link #gatedRead}, until {@link #release} opens. */
     static final class GatedDevice extends ForwardingDevice {
         volatile boolean holdWrite;
-        volatile long writeNanos;
         volatile long gatedRead = -1;
         final CountDownLatch entered = new CountDownLatch(1), release = new CountDownLatch(1);
 
@@ -65,10 +55,6 @@ class CopyOnWriteConcurrencyTest extends FileTestBase {
 
         @Override
         public void write(long block, MemorySegment src) {
-            long nanos = writeNanos;
-            if (nanos > 0) {
-                LockSupport.parkNanos(nanos);
-            }
             if (holdWrite && (src.get(U64, 0) & 0xFFFF) == HELD) {
                 holdWrite = false;
                 hold();
@@ -99,18 +85,6 @@ class CopyOnWriteConcurrencyTest extends FileTestBase {
     void stopThreads() {
         gated.release.countDown(); // a failed test's held I/O too, so the volume closes
         threads.shutdown();
-    }
-
-    @Override
-    VolumeOptions options() {
-        return OPTIONS;
-    }
-
-    @Override
-    MemoryDevice formatted() {
-        MemoryDevice d = MemoryDevice.create(4 * VolumeFixtures.BLOCKS, BS);
-        Volume.format(d, OPTIONS);
-        return d;
     }
 
     @Override
@@ -179,160 +153,19 @@ class CopyOnWriteConcurrencyTest extends FileTestBase {
     }
 
     /**
-     * Six writers copy on write six blocks of a clone (its extents inline) while the test holds the file's
-     * inode lock, so that each has staged and written its copy and waits to remap. Once the lock is let go,
-     * the six remaps commit in at most two transactions (the turn holder's batch, then all published behind
-     * it); before batching, each was a transaction of its own, one after another on that lock.
-     */
-    @Test
-    void remapsOfWritersWaitingOnTheInodeLockShareTransactions() throws Exception {
-        int writers = 6;
-        try (Handle a = written("a", 16, 1); Handle b = ns.create(root, "b", 0644, true)) {
-            ns.cloneRange(a, 0, b, 0, 0);
-            MemorySegment[] data = new MemorySegment[writers];
-            for (int w = 0; w < writers; w++) {
-                data[w] = stamped((2L * w + 1) * BS, 1, 10 + w);
-            }
-            Throwable[] failed = new Throwable[writers];
-            Thread[] ts;
-            CopyOnWriteStats before;
-            long commits;
-            b.inode.lock();
-            try {
-                ts = start(writers, "remap-writer", failed, w -> ns.write(b, (2L * w + 1) * BS, data[w]));
-                awaitParked(ts, null, null); // on the inode's lock, or behind the turn of the writer waiting there
-                before = v.copyOnWriteStats();
-                commits = v.journalStats().commits();
-            } finally {
-                b.inode.unlock();
-            }
-            joinAll(ts, failed);
-            CopyOnWriteStats batch = v.copyOnWriteStats().since(before);
-            long txns = v.journalStats().commits() - commits;
-            assertEquals(writers, batch.remaps(), "remaps");
-            assertEquals(txns, batch.remapTransactions(), "transactions besides the remaps");
-            assertTrue(txns <= 2, txns + " transactions remapped " + writers + " copies on write that waited together");
-            for (int blk = 0; blk < 16; blk++) {
-                assertGen(b, blk, blk % 2 == 1 && blk < 2 * writers ? 10 + blk / 2 : 1);
-                assertGen(a, blk, 1);
-            }
-        }
-    }
-
-    /**
-     * Eight writers copy on write ranges of a clone whose extents are a tree (single blocks apart, two
-     * beside each other, two of two blocks) while the test holds the file's remap turn: all eight publish
-     * and park, and the next turn commits them in one transaction, a window step each.
-     */
-    @Test
-    void remapsPublishedBehindAHeldTurnCommitInOneTransaction() throws Exception {
-        long[][] ranges = {{1, 1}, {7, 1}, {13, 1}, {21, 1}, {59, 1}, {60, 1}, {61, 2}, {63, 2}};
-        try (Handle a = written("a", 66, 1); Handle b = ns.create(root, "b", 0644, true)) {
-            ns.cloneRange(a, 0, b, 0, 0);
-            for (int blk = 0; blk < 58; blk += 2) { // 29 copies apart: more extents than the record holds
-                ns.write(b, (long) blk * BS, stamped((long) blk * BS, 1, 2));
-            }
-            assertEquals(InodeFormat.FORK_TREE, (int) ns.records.readRecord(b.ino(), InodeFormat::fork));
-            MemorySegment[] data = new MemorySegment[ranges.length];
-            for (int w = 0; w < ranges.length; w++) {
-                data[w] = stamped(ranges[w][0] * BS, (int) ranges[w][1], 10 + w);
-            }
-            Combining.Queue<Remaps.Request> q = ns.files.cow.remaps.queue(b.inode);
-            assertTrue(q.tryTurn());
-            Throwable[] failed = new Throwable[ranges.length];
-            Thread[] ts = start(ranges.length, "remap-held", failed, w -> ns.write(b, ranges[w][0] * BS, data[w]));
-            awaitParked(ts, Combining.class, "submit");
-            CopyOnWriteStats before = v.copyOnWriteStats();
-            long commits = v.journalStats().commits();
-            q.endTurn();
-            joinAll(ts, failed);
-            CopyOnWriteStats batch = v.copyOnWriteStats().since(before);
-            assertEquals(new CopyOnWriteStats(ranges.length, 1), batch);
-            assertEquals(1, v.journalStats().commits() - commits, "transactions remapping " + ranges.length + " copies on write");
-            int[] gen = new int[66];
-            Arrays.fill(gen, 1);
-            for (int blk = 0; blk < 58; blk += 2) {
-                gen[blk] = 2;
-            }
-            for (int w = 0; w < ranges.length; w++) {
-                for (long blk = ranges[w][0]; blk < ranges[w][0] + ranges[w][1]; blk++) {
-                    gen[(int) blk] = 10 + w;
-                }
-            }
-            for (int blk = 0; blk < 66; blk++) {
-                assertGen(b, blk, gen[blk]);
-                assertGen(a, blk, 1);
-            }
-        }
-    }
-
-    /**
-     * Writers copy on write into a clone of a file, direct, one to four blocks at random places, beside
-     * readers ({@link #writeRandomly}); then the clone's copies are all freed with it.
+     * Writers copy on write into a clone of a file, direct, one to four blocks at random places: in the
+     * first half of the file each write holds the test's locks of its blocks, so each block ends holding
+     * the last write to it; in the second half writes overlap freely, so each block ends holding one of
+     * the writes to it whole. Readers meanwhile read random ranges of both files: the source reads as it
+     * was, the clone's blocks each as some write to that block (never another block's bytes, as a block
+     * freed under the read and reused would). Fixed seeds; the checker counts every block at the end.
      */
     @Test
     void writersOfDisjointAndOverlappingRangesOfACloneBesideReaders() throws InterruptedException {
-        int blocks = 512;
+        int blocks = 512, writers = 6, readers = 2, writes = 400, half = blocks / 2;
         Handle a = written("a", blocks, 1), b = ns.create(root, "b", 0644, true);
         ns.cloneRange(a, 0, b, 0, 0);
         long start = free();
-        writeRandomly(a, b, blocks, 6, 400, 4, false);
-        a.close();
-        b.close();
-        ns.unlink(root, "b");
-        assertEquals(start, free(), "the clone's copies all freed, the source's blocks kept (seed " + SEED + ")");
-        ns.unlink(root, "a");
-    }
-
-    /**
-     * Sixteen writers copy on write into a clone of a file in four extents, one to eight blocks at a time,
-     * on a device whose writes take 0.2 ms, while another thread holds the file's remap turn 1 ms in 2, so
-     * that remaps of every shape pile up in batches ({@link Remaps}): the blocks end as the model says, the
-     * remaps take fewer transactions than there are remaps, and once both files are deleted every block is
-     * free again.
-     */
-    @Test
-    void batchedRemapsOfManyWritersOfDisjointAndOverlappingRanges() throws InterruptedException {
-        int blocks = 768;
-        Handle a = ns.create(root, "a", 0644, true), b = ns.create(root, "b", 0644, true);
-        Handle[] gaps = new Handle[4];
-        for (int part = 0; part < 4; part++) {
-            gaps[part] = ns.create(root, "gap" + part, 0644, true);
-        }
-        long empty = free();
-        for (int part = 0; part < 4; part++) { // four extents, another file's block after each
-            ns.write(a, (long) part * (blocks / 4) * BS, stamped((long) part * (blocks / 4) * BS, blocks / 4, 1));
-            ns.write(gaps[part], 0, stamped(0, 1, 1));
-            gaps[part].close();
-        }
-        ns.cloneRange(a, 0, b, 0, 0);
-        CopyOnWriteStats before = v.copyOnWriteStats();
-        gated.writeNanos = 200_000;
-        writeRandomly(a, b, blocks, 16, 150, 8, true);
-        gated.writeNanos = 0;
-        CopyOnWriteStats cow = v.copyOnWriteStats().since(before);
-        assertTrue(cow.remaps() > blocks / 8 && cow.remapTransactions() < cow.remaps(), "seed " + SEED + ": " + cow);
-        a.close();
-        b.close();
-        for (String name : new String[] {"a", "b", "gap0", "gap1", "gap2", "gap3"}) {
-            ns.unlink(root, name);
-        }
-        assertEquals(empty, free(), "free blocks with both files deleted (seed " + SEED + ", " + cow + ")");
-    }
-
-    /**
-     * {@code writers} threads each make {@code writes} direct writes of 1 to {@code longest} blocks at random
-     * places of {@code b}, a clone of {@code a}: in the first half of the file each write holds the test's
-     * locks of its blocks, so each block ends holding the last write to it; in the second half writes
-     * overlap freely, so each block ends holding one of the writes to it whole. Two readers meanwhile read
-     * random ranges of both files: the source reads as it was, the clone's blocks each as some write to that
-     * block (never another block's bytes, as a block freed under the read and reused would). With
-     * {@code holdTurns} another thread holds {@code b}'s remap turn 1 ms in 2. Fixed seeds; the checker
-     * counts every block at the end.
-     */
-    private void writeRandomly(Handle a, Handle b, int blocks, int writers, int writes, int longest, boolean holdTurns)
-            throws InterruptedException {
-        int readers = 2, half = blocks / 2;
         int[] last = new int[blocks];
         Arrays.fill(last, 1);
         ReentrantLock[] locks = new ReentrantLock[half];
@@ -341,13 +174,12 @@ class CopyOnWriteConcurrencyTest extends FileTestBase {
         AtomicLongArray wrote = new AtomicLongArray(blocks);
         AtomicBoolean done = new AtomicBoolean();
         AtomicInteger running = new AtomicInteger(writers);
-        Combining.Queue<Remaps.Request> turn = ns.files.cow.remaps.queue(b.inode);
-        runThreads(writers + readers + 1, "cow-writers", (me, mine) -> {
+        runThreads(writers + readers, "cow-writers", (me, mine) -> {
             Random rnd = new Random(SEED * 31 + me);
             if (me < writers) { // generations 2 + writers * n + me: the writer is gen - 2 mod writers
                 try {
                     for (int n = 0; n < writes; n++) {
-                        int len = 1 + rnd.nextInt(longest), gen = 2 + writers * n + me;
+                        int len = 1 + rnd.nextInt(4), gen = 2 + writers * n + me;
                         boolean modelled = rnd.nextBoolean();
                         int blk = modelled ? rnd.nextInt(half - len + 1) : half + rnd.nextInt(half - len + 1);
                         MemorySegment m = mine.allocate((long) len * BS, BlockDevice.BUFFER_ALIGNMENT);
@@ -379,14 +211,6 @@ class CopyOnWriteConcurrencyTest extends FileTestBase {
                     if (running.decrementAndGet() == 0) {
                         done.set(true);
                     }
-                }
-            } else if (me == writers + readers) {
-                while (holdTurns && !done.get()) {
-                    if (turn.tryTurn()) {
-                        LockSupport.parkNanos(1_000_000);
-                        turn.endTurn();
-                    }
-                    LockSupport.parkNanos(1_000_000);
                 }
             } else {
                 MemorySegment m = mine.allocate(4L * BS, BlockDevice.BUFFER_ALIGNMENT);
@@ -420,61 +244,10 @@ class CopyOnWriteConcurrencyTest extends FileTestBase {
             assertStamped(in, (long) blk * BS, 1);
         }
         VolumeFixtures.assertChecked(ns);
+        a.close();
+        b.close();
+        ns.unlink(root, "b");
+        assertEquals(start, free(), "the clone's copies all freed, the source's blocks kept (seed " + SEED + ")");
+        ns.unlink(root, "a");
     }
-
-    /** {@code n} platform threads named {@code name-k} running {@code body(k)}; their failures land in {@code failed}. */
-    private static Thread[] start(int n, String name, Throwable[] failed, IntConsumer body) {
-        Thread[] ts = new Thread[n];
-        for (int k = 0; k < n; k++) {
-            int me = k;
-            ts[k] = Thread.ofPlatform().name(name + "-" + k).start(() -> {
-                try {
-                    body.accept(me);
-                } catch (Throwable t) {
-                    failed[me] = t;
-                }
-            });
-        }
-        return ts;
-    }
-
-    /** Waits (10 s at most) until every thread of {@code ts} is parked in a method of {@code in} named {@code method}, or anywhere if null. */
-    private static void awaitParked(Thread[] ts, Class<?> in, String method) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        for (Thread t : ts) {
-            while (!parked(t, in, method)) {
-                assertTrue(System.nanoTime() < deadline, t.getName() + " did not park: " + t.getState() + " "
-                        + Arrays.toString(t.getStackTrace()));
-                Thread.sleep(1);
-            }
-        }
-    }
-
-    private static boolean parked(Thread t, Class<?> in, String method) {
-        if (t.getState() != Thread.State.WAITING) {
-            return false;
-        }
-        if (in == null) {
-            return true;
-        }
-        for (StackTraceElement e : t.getStackTrace()) {
-            if (e.getClassName().equals(in.getName()) && e.getMethodName().equals(method)) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    private static void joinAll(Thread[] ts, Throwable[] failed) throws InterruptedException {
-        for (Thread t : ts) {
-            t.join(60_000);
-            assertTrue(!t.isAlive(), t.getName() + " did not finish");
-        }
-        for (int k = 0; k < failed.length; k++) {
-            if (failed[k] != null) {
-                throw new AssertionError("writer " + k + " failed", failed[k]);
-            }
-        }
-    }
-
 }

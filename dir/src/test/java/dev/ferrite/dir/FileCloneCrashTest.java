@@ -42,38 +42,20 @@ class FileCloneCrashTest {
     private static final int SPAN = 48;
     private static final int SAMPLES = Integer.getInteger("ferrite.crash.samples", 60);
 
-    /**
-     * A log with room for several remaps in one transaction ({@link Remaps}: a step reserves about 0.5 MB of
-     * it and a transaction at most an eighth), for the workloads whose writes copy on write in batches.
-     */
-    private static final VolumeOptions BATCHING = VolumeFixtures.OPTIONS.withLogBlocks(8192);
-
     @Test
     void clonesAndCopiesOnWriteRecoverToOldOrNewBlocksWithCountsThatMatch() {
-        recoverSampledCrashes(SEED, 90, SAMPLES, false);
-    }
-
-    /**
-     * The same workload, direct writes only, with a write in four replaced by two to four writers of
-     * disjoint ranges of one file, started while the test holds the file's remap turn, so that their copies
-     * on write remap in one transaction, several steps of it; on a volume with a larger log, which a
-     * batch's transaction takes at most an eighth of.
-     */
-    @Test
-    void batchedRemapsRecoverToOldOrNewBlocksWithCountsThatMatch() {
-        recoverSampledCrashes(SEED + 1, 90, SAMPLES, true);
+        recoverSampledCrashes(SEED, 90, SAMPLES);
     }
 
     @Test
     @Tag("stress")
     void longerWorkloadsAndManyMoreCrashStates() {
         for (long seed = SEED; seed < SEED + 6; seed++) {
-            recoverSampledCrashes(seed, 300, 300, seed % 2 == 1);
+            recoverSampledCrashes(seed, 300, 300);
         }
     }
 
-    private static void recoverSampledCrashes(long seed, int ops, int samples, boolean batched) {
-        VolumeOptions options = batched ? BATCHING : VolumeFixtures.OPTIONS;
+    private static void recoverSampledCrashes(long seed, int ops, int samples) {
         Random rnd = new Random(seed);
         FileCrashTest.History[][] blocks = new FileCrashTest.History[2][SPAN];
         for (FileCrashTest.History[] file : blocks) {
@@ -84,11 +66,9 @@ class FileCloneCrashTest {
         List<int[]> syncs = new ArrayList<>(); // {flush index, op}
         int firstFlush, lastFlush, clones = 0, copies = 0;
         long emptyFree;
-        MemoryDevice formatted = MemoryDevice.create((batched ? 2 : 1) * VolumeFixtures.BLOCKS, BS);
-        Volume.format(formatted, options);
-        try (RecordingDevice rec = RecordingDevice.wrap(formatted); Arena arena = Arena.ofShared()) {
+        try (RecordingDevice rec = RecordingDevice.wrap(VolumeFixtures.formatted()); Arena arena = Arena.ofConfined()) {
             MemorySegment buf = arena.allocate(4L * BS, BlockDevice.BUFFER_ALIGNMENT);
-            try (Volume v = Volume.open(rec, options)) {
+            try (Volume v = Volume.open(rec, VolumeFixtures.OPTIONS)) {
                 Namespace ns = v.namespace();
                 Handle[] f = new Handle[2];
                 try (Handle root = ns.openRoot()) {
@@ -119,23 +99,9 @@ class FileCloneCrashTest {
                             blocks[which][b].values.add(new long[] {op, blocks[1 - which][b].now()});
                         }
                         clones++;
-                    } else if (r < 14 && batched && rnd.nextInt(4) == 0) {
-                        int n = 2 + rnd.nextInt(3), at = rnd.nextInt(SPAN - 4 * n + 1);
-                        int[][] ranges = new int[n][];
-                        for (int k = 0; k < n; k++, at += 4) { // disjoint: 1 to 3 blocks of every 4
-                            ranges[k] = new int[] {at, 1 + rnd.nextInt(3)};
-                        }
-                        writeBatched(ns, to, ranges, op, arena);
-                        for (int[] range : ranges) {
-                            for (int b = range[0]; b < range[0] + range[1]; b++) {
-                                blocks[which][b].values.add(new long[] {op, op});
-                            }
-                        }
-                        copies++;
                     } else if (r < 14) {
                         int at = rnd.nextInt(SPAN), n = 1 + rnd.nextInt(Math.min(4, SPAN - at));
-                        // no buffered write beside batches: a file's cached pages make its direct writers take turns
-                        write(ns, to, at, n, op, buf, !batched && rnd.nextInt(4) == 0);
+                        write(ns, to, at, n, op, buf, rnd.nextInt(4) == 0);
                         for (int b = at; b < at + n; b++) {
                             blocks[which][b].values.add(new long[] {op, op});
                         }
@@ -159,8 +125,6 @@ class FileCloneCrashTest {
                     }
                 }
                 lastFlush = rec.flushCount();
-                CopyOnWriteStats cow = v.copyOnWriteStats();
-                assertTrue(!batched || cow.remapTransactions() < cow.remaps(), "seed " + seed + ": no remaps batched, " + cow);
                 f[0].close();
                 f[1].close();
             }
@@ -169,7 +133,7 @@ class FileCloneCrashTest {
                 RecordingDevice.CrashState state = CrashTest.sampledState(rec, rnd, sample, firstFlush, lastFlush);
                 int synced = FileCrashTest.lastSynced(syncs, rec, state);
                 String where = "crash " + state + " (last sync kept: after op " + synced + "), seed " + seed;
-                try (MemoryDevice image = rec.materialize(state); Volume v = Volume.open(image, options)) {
+                try (MemoryDevice image = rec.materialize(state); Volume v = Volume.open(image, VolumeFixtures.OPTIONS)) {
                     Namespace ns = v.namespace();
                     CheckReport report = ns.check();
                     assertTrue(report.clean(), where + ":\n" + report);
@@ -214,57 +178,6 @@ class FileCloneCrashTest {
             ns.write(f, offset, MemorySegment.ofArray(copy));
         } else {
             ns.write(f, offset, src);
-        }
-    }
-
-    /**
-     * Writes each range of {@code ranges} ({first block, blocks}) of {@code f}, stamped with {@code gen}, from a
-     * thread of its own started while the file's remap turn is held, so that their copies on write publish
-     * and wait: the next turn remaps them together.
-     */
-    private static void writeBatched(Namespace ns, Handle f, int[][] ranges, int gen, Arena arena) {
-        Combining.Queue<Remaps.Request> q = ns.files.cow.remaps.queue(f.inode);
-        if (!q.tryTurn()) {
-            throw new AssertionError("the remap turn of a file no one writes is held");
-        }
-        Thread[] ts = new Thread[ranges.length];
-        Throwable[] failed = new Throwable[ranges.length];
-        boolean held = true;
-        try {
-            for (int k = 0; k < ranges.length; k++) {
-                int me = k;
-                MemorySegment own = arena.allocate((long) ranges[k][1] * BS, BlockDevice.BUFFER_ALIGNMENT);
-                ts[k] = Thread.ofPlatform().name("clone-crash-writer-" + k).start(() -> {
-                    try {
-                        write(ns, f, ranges[me][0], ranges[me][1], gen, own, false);
-                    } catch (Throwable t) {
-                        failed[me] = t;
-                    }
-                });
-            }
-            long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
-            for (Thread t : ts) { // parked behind the turn, or on the way there behind one that is, or done (no copy)
-                while (t.getState() != Thread.State.WAITING && t.getState() != Thread.State.TERMINATED) {
-                    assertTrue(System.nanoTime() < deadline, t.getName() + " neither parked nor finished: " + t.getState());
-                    Thread.yield();
-                }
-            }
-            q.endTurn();
-            held = false;
-            for (Thread t : ts) {
-                t.join();
-            }
-        } catch (InterruptedException e) {
-            throw new AssertionError(e);
-        } finally {
-            if (held) {
-                q.endTurn();
-            }
-        }
-        for (Throwable t : failed) {
-            if (t != null) {
-                throw new AssertionError("a batched writer failed", t);
-            }
         }
     }
 

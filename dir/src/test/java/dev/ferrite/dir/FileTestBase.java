@@ -33,11 +33,6 @@ abstract class FileTestBase {
         return OPTIONS;
     }
 
-    /** The formatted device to mount; a subclass may format one of its own (with its {@link #options()}). */
-    MemoryDevice formatted() {
-        return VolumeFixtures.formatted();
-    }
-
     /** The device to mount, over the formatted {@code dev}; a subclass may wrap it. */
     BlockDevice device(MemoryDevice formatted) {
         return formatted;
@@ -45,7 +40,7 @@ abstract class FileTestBase {
 
     @BeforeEach
     void open() {
-        dev = formatted();
+        dev = VolumeFixtures.formatted();
         v = Volume.open(device(dev), options());
         ns = v.namespace();
         root = ns.openRoot();

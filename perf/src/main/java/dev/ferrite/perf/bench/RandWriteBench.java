@@ -21,7 +21,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 
-import dev.ferrite.dir.CopyOnWriteStats;
 import dev.ferrite.dir.FileExtent;
 import dev.ferrite.dir.Handle;
 import dev.ferrite.dir.Namespace;
@@ -266,11 +265,9 @@ public final class RandWriteBench {
                                 cloneAndCopy(ns, root, file, qd, arena);
                             }
                             Contention.Snapshot before = Contention.Snapshot.of(v);
-                            CopyOnWriteStats cow = v.copyOnWriteStats();
                             Result r = ferritePhase(ns, file, qd, arena, progress);
                             ns.fsync(file); // untimed: the phase's conversions, still in the CIL, reach the log and its counters
-                            contention.add("ferrite " + r.phase() + ": " + Contention.between(before, Contention.Snapshot.of(v), r.n())
-                                    + (cloned && !unwritten ? remaps(v.copyOnWriteStats().since(cow)) : ""));
+                            contention.add("ferrite " + r.phase() + ": " + Contention.between(before, Contention.Snapshot.of(v), r.n()));
                             results.add(r);
                             if (ownCost && !unwritten) {
                                 ownCosts.add("ferrite " + r.phase() + ": " + ownCost(ns, file, dev, qd, arena, progress));
@@ -284,12 +281,6 @@ public final class RandWriteBench {
                 }
             }
         }
-    }
-
-    /** "; copies on write: 1,234 remaps in 321 transactions (0.260 a remap)": how far concurrent writers' remaps were batched. */
-    private static String remaps(CopyOnWriteStats cow) {
-        return String.format(Locale.ROOT, "; copies on write: %,d remaps in %,d transactions (%.3f a remap)", cow.remaps(),
-                cow.remapTransactions(), cow.remapTransactions() / (double) Math.max(1, cow.remaps()));
     }
 
     /**
