@@ -63,10 +63,11 @@ class ContentionTest {
         CountDownLatch release = new CountDownLatch(1);
         Thread t = new Thread(() -> {
             // its own CPU clock, not the wall's: on a loaded machine 30 ms of wall time may hold far less CPU
+            // (capped at 10 s of wall time, so that a JVM with thread CPU time turned off fails the asserts, not hangs)
             ThreadMXBean threads = ManagementFactory.getThreadMXBean();
-            long until = threads.getCurrentThreadCpuTime() + 30_000_000L;
+            long until = threads.getCurrentThreadCpuTime() + 30_000_000L, deadline = System.nanoTime() + 10_000_000_000L;
             long x = 0;
-            while (threads.getCurrentThreadCpuTime() < until) {
+            while (threads.getCurrentThreadCpuTime() < until && System.nanoTime() - deadline < 0) {
                 for (int i = 0; i < 10_000; i++) {
                     x += x * 31 + 7; // burns CPU
                 }
