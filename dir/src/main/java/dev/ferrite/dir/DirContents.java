@@ -529,6 +529,7 @@ final class DirContents {
      * {@link Inode#writers} counts it, for {@link Inode#leave}; or -1, entering nothing, if {@code i}'s record holds no tree.
      */
     int enter(Inode i, int claim, boolean removal) {
+        boolean refill = !removal; // until an early refill finds the volume without room for it
         for (int attempt = 0; ; attempt++) {
             long seen = i.writers();
             if ((seen & Inode.EXCLUSIVE) != 0) {
@@ -547,14 +548,18 @@ final class DirContents {
             long inside = removal ? (seen & Inode.GIVES) / Inode.GIVE : seen & Inode.TAKES; // the other kind needs other room
             long limit = room < 0 ? 0 : removal ? room & 0xffff_ffffL : room >>> 32;
             boolean low = !removal && room >= 0 && limit < RESERVE_LOW;
-            if (!removal && room >= 0 && limit < RESERVE_EARLY && inside + claim <= limit && sharesTree(i)
+            if (refill && room >= 0 && limit < RESERVE_EARLY && inside + claim <= limit && sharesTree(i)
                     && !volume.journal().holdsGroup()) {
                 // the reserve runs low, but this claim fits in the usable blocks left: refill it
                 // unless another thread does (holds the lock), and then go in beside that refill rather
                 // than wait for it, and for its holder's time slice if it is descheduled. Not inside a
                 // table's journal group: blocks freed since its context began stay busy until it ends,
                 // and an early refill finding only those would force the log at each change, in vain
-                if (!i.isLocked() && refillEarly(i, low)) {
+                if (!i.isLocked()) {
+                    // a refill that found no room goes in without it, but reads the count again first:
+                    // the refill's own enter and leave moved it, so the entry below would fail its CAS,
+                    // and the refill tried again, forever once the volume is full (CreatorTest, 1 in 8)
+                    refill = refillEarly(i, low);
                     continue;
                 }
             } else if (room < 0 || low) {

@@ -11,6 +11,7 @@ import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.stream.Collectors;
 
 import dev.ferrite.btree.internal.Txn;
 import dev.ferrite.io.MemoryDevice;
@@ -21,7 +22,6 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
@@ -64,7 +64,7 @@ class CreatorTest {
                 try (Txn hold = Txn.begin(v.cache(), 2)) {
                     hold.lock(ag.agi);
                     hold.lock(ag.agf);
-                    t = Thread.ofPlatform().name("creator").start(create);
+                    t = Thread.ofPlatform().daemon().name("creator").start(create); // a daemon: a create that hangs fails the test, not the run
                     awaitParkedInRoomCheck(t);
                     hold.release(ag.agf); // first: when the AGI is let go, the AGF is free already
                 }
@@ -100,6 +100,67 @@ class CreatorTest {
      * exactly the files made, and the volume checks clean.
      */
     private static final int AFTER_REFUSAL = 512;
+
+    /**
+     * A tree directory whose reserve runs low ({@link DirContents#RESERVE_EARLY}) on a full volume: the
+     * create's early refill finds no room, and the create goes in on the usable blocks left. Before, the
+     * refill's own entry moved the count the create had read, its entry failed, and it tried the refill
+     * again, forever (the last of {@link #sixteenThreadsFillingOneDirectoryAreEachRefusedOnceTheVolumeIsFull}'s
+     * threads hung there in 1 run of 8).
+     */
+    @Test
+    void aCreateWhoseEarlyRefillFindsTheVolumeFullGoesInWithoutIt() throws Exception {
+        try (MemoryDevice dev = MemoryDevice.create(8192, 4096)) {
+            VolumeOptions options = VolumeOptions.defaults().withAgCount(1).withCacheBytes(8L << 20);
+            Volume.format(dev, options);
+            try (Volume v = Volume.open(dev, options)) {
+                Namespace ns = v.namespace();
+                AllocationGroup ag = v.group(0);
+                ns.mkdir("/d", 0755);
+                Inode d = v.inodeCache().acquire(ns.lookup("/d"));
+                try {
+                    int made = 0;
+                    while (!(ns.stat("/d").blocks() > 0 && usable(ns, d) < DirContents.RESERVE_EARLY && ag.freeInodes() > 0)) {
+                        ns.create("/d/" + name(made++), 0644, true);
+                        assertTrue(made < 100_000, "the reserve never ran low");
+                    }
+                    long usable = usable(ns, d);
+                    assertTrue(usable > 0 && usable >= DirContents.RESERVE_LOW, "usable blocks in the reserve: " + usable);
+                    ns.create("/fill", 0644, true);
+                    try (Handle f = ns.open("/fill", Namespace.O_RDWR)) {
+                        long at = 0;
+                        for (long step = 1 << 16; step >= 4096; step /= 16) {
+                            try {
+                                for (; ; at += step) {
+                                    ns.fallocate(f, 0, at, step);
+                                }
+                            } catch (NoSpaceException full) {
+                                // then smaller steps, down to a block
+                            }
+                        }
+                    }
+                    long free = ag.freeBlockCount();
+                    assertTrue(free < DirContents.RESERVE_FILL + ag.heldBack(), "the volume still has " + free + " free blocks");
+                    FutureTask<Long> create = new FutureTask<>(() -> ns.create("/d/last", 0644, true));
+                    Thread.ofPlatform().daemon().name("creator").start(create); // a daemon: a create that hangs fails the test, not the run
+                    long ino = create.get(20, TimeUnit.SECONDS);
+                    assertEquals(ino, ns.lookup("/d/last"));
+                    assertEquals(made + 1, ns.list("/d").size());
+                } finally {
+                    v.inodeCache().release(d);
+                }
+                VolumeFixtures.assertChecked(ns);
+            }
+        }
+    }
+
+    private static long usable(Namespace ns, Inode d) {
+        return ns.dirs.room(d, false) >>> 32;
+    }
+
+    private static String name(int i) {
+        return "entry-" + Integer.toHexString(i * 0x9E3779B9);
+    }
 
     @Test
     void sixteenThreadsFillingOneDirectoryAreEachRefusedOnceTheVolumeIsFull() throws Exception {
@@ -160,7 +221,11 @@ class CreatorTest {
                 start.countDown();
                 for (Thread w : workers) {
                     w.join(TimeUnit.MINUTES.toMillis(3));
-                    assertFalse(w.isAlive(), w.getName() + " is still creating on a full volume: " + v.diagnostics());
+                    if (w.isAlive()) {
+                        fail(w.getName() + " is still creating on a full volume, at\n\t"
+                                + Arrays.stream(w.getStackTrace()).map(String::valueOf).collect(Collectors.joining("\n\t"))
+                                + "\n" + v.diagnostics());
+                    }
                 }
                 if (failure.get() != null) {
                     throw new AssertionError("seed " + seed, failure.get());
