@@ -1,13 +1,8 @@
 package dev.ferrite.perf;
 
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.InputStreamReader;
 import java.io.PrintWriter;
-import java.io.Reader;
 import java.io.UncheckedIOException;
-import java.lang.management.ManagementFactory;
-import java.nio.charset.Charset;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -74,49 +69,6 @@ final class BenchSuite {
         return steps;
     }
 
-    /** Runs the CLI with {@code args} in a new JVM with this one's flags and class path; returns its exit status. */
-    private static int fork(CommandLine bench, List<String> args) throws IOException {
-        List<String> command = new ArrayList<>();
-        command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        command.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments());
-        command.addAll(List.of("-cp", System.getProperty("java.class.path"), Main.class.getName()));
-        command.addAll(args);
-        Process step = new ProcessBuilder(command).redirectInput(ProcessBuilder.Redirect.INHERIT).start();
-        Thread stop = new Thread(step::destroy); // the suite stopped by a signal stops its step too
-        Runtime.getRuntime().addShutdownHook(stop);
-        Thread errors = Thread.ofPlatform().daemon().name("ferrite-suite-stderr").start(() -> copy(step.getErrorStream(), bench.getErr()));
-        copy(step.getInputStream(), bench.getOut());
-        boolean interrupted = false;
-        while (true) {
-            try {
-                step.waitFor();
-                errors.join();
-                break;
-            } catch (InterruptedException e) {
-                interrupted = true; // a step is not abandoned half-way: its loop devices and files are its own to remove
-            }
-        }
-        Runtime.getRuntime().removeShutdownHook(stop);
-        if (interrupted) {
-            Thread.currentThread().interrupt();
-        }
-        return step.exitValue();
-    }
-
-    /** Copies a step's output as it comes (progress lines included), until the step closes it. */
-    private static void copy(InputStream from, PrintWriter to) {
-        try (Reader in = new InputStreamReader(from, Charset.defaultCharset())) {
-            char[] chunk = new char[8192];
-            for (int n; (n = in.read(chunk)) >= 0; ) {
-                to.write(chunk, 0, n);
-                to.flush();
-            }
-        } catch (IOException e) {
-            to.println("ferrite: a step's output was cut short: " + e.getMessage());
-            to.flush();
-        }
-    }
-
     private static Step step(String title, boolean noFio, List<String> device, List<String> args) {
         List<String> a = new ArrayList<>(args);
         a.addAll(device);
@@ -155,7 +107,7 @@ final class BenchSuite {
             }
             int code;
             try {
-                code = fork(bench, args);
+                code = ChildJvm.run(bench, List.of(), args);
             } catch (IOException e) {
                 print.println("ferrite: cannot start " + s.command() + ": " + e.getMessage());
                 code = 1;

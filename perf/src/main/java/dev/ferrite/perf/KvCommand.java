@@ -2,7 +2,9 @@ package dev.ferrite.perf;
 
 import java.io.IOException;
 import java.io.PrintWriter;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.HashSet;
 import java.util.List;
@@ -18,7 +20,9 @@ import dev.ferrite.perf.bench.KvTarget;
 import dev.ferrite.perf.bench.LoopDevice;
 import dev.ferrite.perf.bench.Machine;
 import dev.ferrite.perf.bench.Result;
+import dev.ferrite.perf.bench.ResultJson;
 import dev.ferrite.perf.bench.ScratchFile;
+import dev.ferrite.perf.bench.Skipped;
 import dev.ferrite.perf.bench.Storage;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -31,7 +35,7 @@ import picocli.CommandLine.Spec;
         description = {
                 "Ferrite's B-tree beside RocksDB, LMDB, Xodus, H2's MVStore and the in-memory",
                 "ceiling, the same key-value workload on each in one run, every store fresh in",
-                "its own directory:",
+                "its own directory and, unless --same-jvm, in a JVM of its own:",
                 "",
                 "  insert   N keys of 16-40 bytes in hashed order, 64-byte values; then sync",
                 "  get      every key, value checked",
@@ -119,6 +123,17 @@ final class KvCommand implements Callable<Integer> {
                     + " over a million keys takes about 0.1 s, too short to time (default: ${DEFAULT-VALUE})")
     double scanSeconds;
 
+    @Option(names = "--same-jvm",
+            description = "run every target in this JVM, one after another; by default each runs in a JVM of its own"
+                    + " with this one's flags, so that no store runs beside another's heap, JIT profile or threads")
+    boolean sameJvm;
+
+    /** Set by the parent of a run split into a JVM per target: this is one of them. */
+    @Option(names = "--target-part", paramLabel = "FILE", hidden = true,
+            description = "run as one target's JVM of a run split by target: print no tables, write the results"
+                    + " and skipped phases to FILE")
+    Path part;
+
     @Mixin
     JsonOption json;
 
@@ -153,38 +168,127 @@ final class KvCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         try (ScratchFile scratch = ScratchFile.directory(base, "ferrite-kv-")) {
             Storage storage = Storage.of(scratch.path());
-            out.printf(Locale.ROOT, "dir:     %s (%s, temporary%s)%n", storage.path(), storage.describe(),
-                    xfs != null ? "; mkfs.xfs defaults, mounted " + xfs.mountOptions() + ", over " + xfs.backing()
-                            : defaultDir ? "; default: " + (base.startsWith("/dev/shm") ? "/dev/shm, RAM-backed" : "java.io.tmpdir") : "");
             KvBench.Plan plan = plan();
-            out.printf(Locale.ROOT, "keys:    %,d of 16-40 bytes in hashed order, %s-byte values; threads %s; phases %s%s%n",
-                    keys, valueSizes.stream().map(String::valueOf).collect(Collectors.joining(",")), threads,
-                    String.join(",", KvBench.phases(plan)),
-                    secondsLimit > 0 ? "; phases stop after " + secondsLimit + " s" : "");
-            out.flush();
-            out.println("jvm:     " + Machine.jvm());
+            if (part == null) {
+                out.printf(Locale.ROOT, "dir:     %s (%s, temporary%s)%n", storage.path(), storage.describe(),
+                        xfs != null ? "; mkfs.xfs defaults, mounted " + xfs.mountOptions() + ", over " + xfs.backing()
+                                : defaultDir ? "; default: " + (base.startsWith("/dev/shm") ? "/dev/shm, RAM-backed" : "java.io.tmpdir") : "");
+                out.printf(Locale.ROOT, "keys:    %,d of 16-40 bytes in hashed order, %s-byte values; threads %s; phases %s%s%n",
+                        keys, valueSizes.stream().map(String::valueOf).collect(Collectors.joining(",")), threads,
+                        String.join(",", KvBench.phases(plan)),
+                        secondsLimit > 0 ? "; phases stop after " + secondsLimit + " s" : "");
+                out.flush();
+                out.println("jvm:     " + Machine.jvm() + (split() ? "; each target in a JVM of its own with these flags"
+                        + (childFlags().isEmpty() ? "" : " and " + String.join(" ", childFlags())) : ""));
+            }
             Machine machine = Machine.collect(storage);
-            KvBench bench = new KvBench(scratch.path(), targets, keys, threads.counts, cache, secondsLimit, scanSeconds, plan);
-            bench.watchStalls(stalls.nanos(spec));
-            List<Result> results = bench.run(new ProgressLine(spec.commandLine().getErr()));
-            for (Map.Entry<KvTarget, String> e : bench.setups().entrySet()) {
-                out.printf(Locale.ROOT, "%-8s %s%n", e.getKey().label() + ":", e.getValue());
+            List<Result> results = new ArrayList<>();
+            List<Skipped> skipped = new ArrayList<>();
+            List<String> contention = new ArrayList<>(), stallLines = new ArrayList<>();
+            boolean failed = false;
+            if (split()) {
+                for (KvTarget t : targets) {
+                    failed |= !runChild(t, scratch.path(), results, skipped);
+                }
+            } else {
+                KvBench bench = new KvBench(scratch.path(), targets, keys, threads.counts, cache, secondsLimit, scanSeconds, plan);
+                bench.watchStalls(stalls.nanos(spec));
+                results.addAll(bench.run(new ProgressLine(spec.commandLine().getErr())));
+                skipped.addAll(bench.skipped());
+                for (Map.Entry<KvTarget, String> e : bench.setups().entrySet()) {
+                    out.printf(Locale.ROOT, "%-8s %s%n", e.getKey().label() + ":", e.getValue());
+                }
+                if (!bench.jit().isEmpty()) {
+                    out.println("note:    " + bench.jit());
+                }
+                for (String note : bench.notes()) {
+                    out.println("note:    " + note);
+                }
+                contention.addAll(bench.contention());
+                stallLines.addAll(bench.stalls());
             }
-            if (!bench.jit().isEmpty()) {
-                out.println("note:    " + bench.jit());
+            if (part != null) { // one target's JVM: the parent prints the tables of all
+                RunDir.printContention(out, contention);
+                RunDir.printStalls(out, stallLines);
+                out.flush();
+                ResultJson.write(part, machine, results, skipped);
+                return 0;
             }
-            for (String note : bench.notes()) {
-                out.println("note:    " + note);
-            }
-            RunDir.printTables(out, results, bench.skipped(), targets.stream().map(KvTarget::label).toList());
-            RunDir.printContention(out, bench.contention());
-            RunDir.printStalls(out, bench.stalls());
+            RunDir.printTables(out, results, skipped, targets.stream().map(KvTarget::label).toList());
+            RunDir.printContention(out, contention); // in a split run each target's JVM printed its own
+            RunDir.printStalls(out, stallLines);
             json.write(out, machine, results);
+            if (failed) {
+                out.flush();
+                return 1;
+            }
         }
         out.flush();
         return 0;
     }
 
+    /** Whether each target runs in a JVM of its own ({@link #runChild}). */
+    private boolean split() {
+        return part == null && !sameJvm && targets.size() > 1;
+    }
+
+    /**
+     * The flags a target's JVM gets after this JVM's: a soft heap bound of the cache and 256 MiB, unless
+     * the flags size the heap already. Without one, ZGC lets the heap grow towards a quarter of the RAM
+     * before it collects much, so a store that keeps its pages on the heap (MVStore, Xodus) spent its run
+     * touching fresh memory, 15-30 us a page on a VM that backs its memory lazily (docs/benchmarks.md).
+     */
+    private List<String> childFlags() {
+        long soft = cache + (256L << 20);
+        boolean sized = ChildJvm.flags().stream().anyMatch(f -> f.startsWith("-XX:SoftMaxHeapSize") || f.startsWith("-Xmx")
+                || f.startsWith("-XX:MaxHeapSize"));
+        return sized || soft >= Runtime.getRuntime().maxMemory() ? List.of() : List.of("-XX:SoftMaxHeapSize=" + (soft >> 20) + "m");
+    }
+
+    /**
+     * Runs target {@code t} by itself in a JVM of its own, its stores under {@code dir}, adding its results
+     * and skipped phases to the lists; false, with the reason printed, if it failed.
+     */
+    private boolean runChild(KvTarget t, Path dir, List<Result> results, List<Skipped> skipped) throws IOException {
+        PrintWriter out = spec.commandLine().getOut();
+        Path file = dir.resolve(t.label() + ".json");
+        List<String> args = new ArrayList<>(List.of("bench", "kv", "--targets", t.label(), "--keys", Long.toString(keys),
+                "--threads", threads.counts.stream().map(String::valueOf).collect(Collectors.joining(",")),
+                "--cache", Long.toString(cache), "--seconds-limit", Double.toString(secondsLimit),
+                "--phases", phases.stream().map(f -> f.name().toLowerCase(Locale.ROOT)).collect(Collectors.joining(",")),
+                "--value-sizes", valueSizes.stream().map(String::valueOf).collect(Collectors.joining(",")),
+                "--ycsb-seconds", Double.toString(ycsbSeconds), "--scan-seconds", Double.toString(scanSeconds),
+                "--dir", dir.toString(), "--target-part", file.toString()));
+        if (stalls.millis != null) {
+            args.addAll(List.of("--stalls", Double.toString(stalls.millis)));
+        }
+        if (spec.findOption("--jfr") != null && spec.findOption("--jfr").getValue() instanceof Path jfr) {
+            args.addAll(List.of("--jfr", jfrOf(jfr, t).toString()));
+        }
+        out.printf(Locale.ROOT, "%n--- %s%n", t.label());
+        out.flush();
+        int code = ChildJvm.run(spec.commandLine(), childFlags(), args);
+        try {
+            if (code == 0 && Files.exists(file)) {
+                String text = Files.readString(file);
+                results.addAll(ResultJson.read(text));
+                skipped.addAll(ResultJson.readSkipped(text));
+                return true;
+            }
+            out.println("ferrite: " + t.label() + "'s JVM failed (exit " + code + "); its phases are left out");
+        } catch (IOException | RuntimeException e) {
+            out.println("ferrite: " + t.label() + "'s results cannot be read: " + e.getMessage());
+        }
+        return false;
+    }
+
+    /** Where target {@code t}'s JVM records when the run was asked to record into {@code jfr}: beside it, named for the target. */
+    private static Path jfrOf(Path jfr, KvTarget t) {
+        String name = jfr.getFileName().toString();
+        int dot = name.lastIndexOf('.');
+        String stem = dot > 0 ? name.substring(0, dot) : name;
+        return jfr.resolveSibling(stem + "-" + t.label() + (dot > 0 ? name.substring(dot) : ".jfr"));
+    }
     private void validate() {
         json.validate(spec);
         stalls.nanos(spec); // refused before anything is made; read again when the bench is set up

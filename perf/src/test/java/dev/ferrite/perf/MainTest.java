@@ -288,6 +288,7 @@ class MainTest {
                 && table.contains("ferrite vs mvstore") && table.contains("ferrite vs memory"), table);
         assertTrue(table.contains("memory:  ConcurrentSkipListMap, no durability"), table);
         assertTrue(table.contains("delete x2"), table);
+        assertTrue(table.contains("each target in a JVM of its own") && table.contains("\n--- xodus\n"), table);
         try (Stream<Path> left = Files.list(stores)) {
             assertEquals(List.of(), left.toList(), "the stores' files are deleted");
         }
@@ -298,7 +299,7 @@ class MainTest {
         Path json = dir.resolve("kv.json");
         assertEquals(0, run("bench", "kv", "--targets", "ferrite,memory", "--keys", "2000", "--threads", "1",
                 "--dir", dir.toString(), "--cache", "16M", "--phases", "ycsb,batch", "--ycsb-seconds", "0.05",
-                "--value-sizes", "64,1K", "--json", json.toString()), err.toString());
+                "--value-sizes", "64,1K", "--same-jvm", "--json", json.toString()), err.toString());
 
         List<String> families = List.of("insert", "batch1", "batch100", "batch1000", "ycsb-a", "ycsb-b", "ycsb-c", "ycsb-e");
         List<?> results = (List<?>) JsonReader.at(JsonReader.parse(Files.readString(json)), "results");

@@ -13,8 +13,10 @@ import java.util.Locale;
  * {"machine": {"hostname", "cpus", "memory_bytes", "kernel", "cpu_model", "jdk", "date",
  *              "storage": {"path", "filesystem", "source"} | null},
  *  "results": [{"workload", "phase", "target", "threads", "n", "rate", "unit", "p50_us", "p99_us", "p999_us", "max_us",
- *               "busy_cpus", "gc_pauses", "gc_max_ms"}, ...]}
+ *               "busy_cpus", "gc_pauses", "gc_max_ms"}, ...],
+ *  "skipped": [{"workload", "phase", "target", "threads", "reason"}, ...]}
  * }</pre>
+ * ({@code "skipped"}, the phases a target did not run, only if there are any.)
  * One result per line so that runs diff well. Rates and latencies keep three decimals; a value that is
  * not finite is written as {@code null}.
  */
@@ -23,7 +25,11 @@ public final class ResultJson {
     }
 
     public static void write(Path file, Machine machine, List<Result> results) throws IOException {
-        Files.writeString(file, format(machine, results));
+        write(file, machine, results, List.of());
+    }
+
+    public static void write(Path file, Machine machine, List<Result> results, List<Skipped> skipped) throws IOException {
+        Files.writeString(file, format(machine, results, skipped));
     }
 
     /** The results of a document {@link #format} wrote (a {@code null} figure reads as NaN). */
@@ -39,6 +45,20 @@ public final class ResultJson {
                     figure(root, i, "rate"), text(root, i, "unit"), figure(root, i, "p50_us"), figure(root, i, "p99_us"),
                     optional(root, i, "p999_us"), figure(root, i, "max_us"), figure(root, i, "busy_cpus"),
                     optional(root, i, "gc_pauses"), optional(root, i, "gc_max_ms")));
+        }
+        return out;
+    }
+
+    /** The skipped phases of a document {@link #format} wrote (none if it has no {@code "skipped"}). */
+    public static List<Skipped> readSkipped(String json) {
+        Object root = JsonReader.parse(json);
+        List<Skipped> out = new ArrayList<>();
+        if (root instanceof java.util.Map<?, ?> m && m.get("skipped") instanceof List<?> skipped) {
+            for (int i = 0; i < skipped.size(); i++) {
+                out.add(new Skipped((String) JsonReader.at(root, "skipped", i, "workload"), (String) JsonReader.at(root, "skipped", i, "phase"),
+                        (String) JsonReader.at(root, "skipped", i, "target"), (int) JsonReader.number(root, "skipped", i, "threads"),
+                        (String) JsonReader.at(root, "skipped", i, "reason")));
+            }
         }
         return out;
     }
@@ -72,6 +92,10 @@ public final class ResultJson {
     }
 
     public static String format(Machine machine, List<Result> results) {
+        return format(machine, results, List.of());
+    }
+
+    public static String format(Machine machine, List<Result> results, List<Skipped> skipped) {
         StringBuilder sb = new StringBuilder(256 + 256 * results.size());
         sb.append("{\n  \"machine\": {");
         field(sb, "hostname", machine.hostname()).append(", ");
@@ -109,8 +133,21 @@ public final class ResultJson {
             field(sb, "gc_pauses", r.gcPauses()).append(", ");
             field(sb, "gc_max_ms", r.gcMaxMs()).append('}');
         }
-        sb.append(results.isEmpty() ? "]\n}\n" : "\n  ]\n}\n");
-        return sb.toString();
+        sb.append(results.isEmpty() ? "]" : "\n  ]");
+        if (!skipped.isEmpty()) {
+            sb.append(",\n  \"skipped\": [");
+            for (int i = 0; i < skipped.size(); i++) {
+                Skipped k = skipped.get(i);
+                sb.append(i == 0 ? "\n    {" : ",\n    {");
+                field(sb, "workload", k.workload()).append(", ");
+                field(sb, "phase", k.phase()).append(", ");
+                field(sb, "target", k.target()).append(", ");
+                field(sb, "threads", k.threads()).append(", ");
+                field(sb, "reason", k.reason()).append('}');
+            }
+            sb.append("\n  ]");
+        }
+        return sb.append("\n}\n").toString();
     }
 
     private static StringBuilder field(StringBuilder sb, String name, String value) {

@@ -74,4 +74,18 @@ class ResultJsonTest {
         assertNull(m.get("storage"));
         assertEquals(List.of(), root.get("results"));
     }
+
+    /** A run split into a JVM per target passes its skipped phases back too; a document without them has none. */
+    @Test
+    void skippedPhasesParseBack() {
+        Machine machine = Machine.collect(null);
+        List<Result> results = List.of(new Result("kv", "insert", "lmdb", 1, 10, 100, "ops/s", 1, 2, 2.5, 3, 1));
+        List<Skipped> skipped = List.of(new Skipped("kv", "insert-1MiB", "lmdb", 2, "values \"over\" its page"),
+                new Skipped("kv", "get-1MiB", "lmdb", 2, "no load"));
+        String json = ResultJson.format(machine, results, skipped);
+        assertEquals(results, ResultJson.read(json));
+        assertEquals(skipped, ResultJson.readSkipped(json));
+        assertEquals(List.of(), ResultJson.readSkipped(ResultJson.format(machine, results)));
+        assertEquals(ResultJson.format(machine, results), ResultJson.format(machine, results, List.of()), "no skipped: no field");
+    }
 }
