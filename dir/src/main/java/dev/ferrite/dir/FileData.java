@@ -282,6 +282,23 @@ final class FileData {
         }
     }
 
+    /**
+     * Whether a buffered page of file block {@code fb} of {@code i}, about to be dirtied, needs a block
+     * reserved for its write-back: over a hole; over any block of a file that shares blocks (its
+     * write-back may copy on write: reflinked files reserve for overwrites too rather than look each
+     * block's count up); past the committed size over a speculative block, which a trim or another
+     * file's ENOSPC may free before the write-back (fallocate's past the end stay). Not over a written or
+     * unwritten block of its own inside the size. The caller holds the I/O lock.
+     */
+    boolean needsBlock(Inode i, long fb) {
+        if (inPlace(i, fb, fb + 1) >= 0) { // an overwrite: the direct path's lookup, no allocation
+            return false;
+        }
+        FileMapping.ReadMapping r = mapping.forRead(i, fb, fb + 1);
+        return (r.flags & FLAG_SHARED) != 0 || r.extents.find(fb) < 0
+                || fb >= (r.size + blockSize - 1) / blockSize && (r.flags & FLAG_PREALLOC) == 0;
+    }
+
     /** Reads file blocks from {@code fb} of {@code i} into {@code dst} as mapped, whatever the size; the caller holds its I/O lock. */
     void readBlocks(Inode i, long fb, MemorySegment dst) {
         long end = fb + dst.byteSize() / blockSize;
@@ -668,6 +685,9 @@ final class FileData {
                 mapping.trimSpeculative(i); // what the file keeps past its end from now on is what fallocate asks for, flagged so
             }
             mapping.allocate(i, first, end, first, keep ? FLAG_PREALLOC : FLAG_SPECULATIVE, true);
+            if ((s.flags() & FLAG_SHARED) == 0) { // a shared block under a page still copies on write
+                buffered.backed(i, first, end);
+            }
             if (!keep && stop > size) {
                 mapping.update(i, 0, 0, null, old -> Math.max(old, stop), false);
             }
