@@ -477,6 +477,9 @@ final class FileData {
             x = mapping.file(i, first, end).extents();
         }
         if (x.firstGap(first, end, false) != null) {
+            if (!writeBack) { // a write-back's pages reserved their blocks
+                mapping.requireUnreserved(i, x, first, end);
+            }
             x = offset <= s.size() && newSize > s.size() ? mapping.allocateExtending(i, s.flags(), x, first, end)
                     : mapping.allocate(i, first, end, end, FLAG_SPECULATIVE, true);
         }
@@ -684,6 +687,7 @@ final class FileData {
             if (keep && stop > s.size()) {
                 mapping.trimSpeculative(i); // what the file keeps past its end from now on is what fallocate asks for, flagged so
             }
+            mapping.requireUnreserved(i, s.extents(), first, end);
             mapping.allocate(i, first, end, first, keep ? FLAG_PREALLOC : FLAG_SPECULATIVE, true);
             if ((s.flags() & FLAG_SHARED) == 0) { // a shared block under a page still copies on write
                 buffered.backed(i, first, end);

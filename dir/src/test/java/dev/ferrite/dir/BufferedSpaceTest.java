@@ -175,6 +175,23 @@ class BufferedSpaceTest extends FileTestBase {
     }
 
     @Test
+    void directWritesAndFallocateLeaveReservedBlocksToTheirPages() throws Exception {
+        try (Handle hog = ns.create(root, "hog", 0644, true)) {
+            ns.fallocate(hog, 0, 0, (v.spareBlocks() - 600) * BS);
+        }
+        int n = (int) (v.spareBlocks() - PageCache.FILE_META_BLOCKS - 100);
+        try (Handle b = ns.create(root, "b", 0644, true); Handle d = ns.create(root, "d", 0644, true)) {
+            ns.write(b, 0, MemorySegment.ofArray(chunk(4, 0, n * BS)));
+            MemorySegment aligned = buffer(200);
+            assertThrows(NoSpaceException.class, () -> ns.write(d, 0, aligned)); // direct: into holes
+            assertThrows(NoSpaceException.class, () -> ns.fallocate(d, 0, 0, 200L * BS));
+            ns.fsync(b); // every reserved page found its block
+        }
+        assertHolds("b", 4, (long) n * BS);
+        assertEquals(0, reserved());
+    }
+
+    @Test
     void truncateOfAFullVolumesFileFreesItsReservations() throws Exception {
         bounded(List.<Callable<Long>>of(() -> fill("b", 6)));
         try (Handle f = ns.open(root, "b")) {
