@@ -279,6 +279,8 @@ final class BufferedIo implements PageCache.Writer {
             int within = (int) (at % blockSize);
             int k = (int) Math.min(blockSize - within, len - pos);
             int f = p.get(fb);
+            // looked up before a frame is mapped: a lookup that throws leaves no unfilled frame behind
+            boolean reserve = in && m != null && (f < 0 || !cache.isDirty(f)) && files.needsBlock(i, fb);
             boolean whole = false;
             if (f < 0) {
                 whole = in && k == blockSize;
@@ -291,7 +293,7 @@ final class BufferedIo implements PageCache.Writer {
                     p.put(fb, f);
                 }
             }
-            if (in && m != null && !cache.isDirty(f) && files.needsBlock(i, fb) && !cache.reserve(p, f)) {
+            if (reserve && !cache.reserve(p, f)) {
                 if (whole) {
                     cache.drop(p, f); // its contents are no one's
                 }
