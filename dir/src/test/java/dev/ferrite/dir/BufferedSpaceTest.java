@@ -154,12 +154,17 @@ class BufferedSpaceTest extends FileTestBase {
         assertEquals(0, reserved());
     }
 
-    @Test
-    void theSpaceOfAnUnlinkedFilesReservationsIsUsableAtOnce() throws Exception {
+    /** Gives all but about 600 spare blocks to a file of fallocated blocks; returns how many pages one file can reserve less {@code margin}. */
+    private int pagesLeaving(int margin) {
         try (Handle hog = ns.create(root, "hog", 0644, true)) {
             ns.fallocate(hog, 0, 0, (v.spareBlocks() - 600) * BS);
         }
-        int n = (int) (v.spareBlocks() - PageCache.FILE_META_BLOCKS - 20);
+        return (int) (v.spareBlocks() - PageCache.FILE_META_BLOCKS - margin);
+    }
+
+    @Test
+    void theSpaceOfAnUnlinkedFilesReservationsIsUsableAtOnce() throws Exception {
+        int n = pagesLeaving(20);
         try (Handle b = ns.create(root, "b", 0644, true)) {
             ns.write(b, 0, MemorySegment.ofArray(chunk(4, 0, n * BS)));
             assertEquals(n + PageCache.FILE_META_BLOCKS, reserved());
@@ -176,10 +181,7 @@ class BufferedSpaceTest extends FileTestBase {
 
     @Test
     void directWritesAndFallocateLeaveReservedBlocksToTheirPages() throws Exception {
-        try (Handle hog = ns.create(root, "hog", 0644, true)) {
-            ns.fallocate(hog, 0, 0, (v.spareBlocks() - 600) * BS);
-        }
-        int n = (int) (v.spareBlocks() - PageCache.FILE_META_BLOCKS - 100);
+        int n = pagesLeaving(100);
         try (Handle b = ns.create(root, "b", 0644, true); Handle d = ns.create(root, "d", 0644, true)) {
             ns.write(b, 0, MemorySegment.ofArray(chunk(4, 0, n * BS)));
             MemorySegment aligned = buffer(200);
