@@ -433,6 +433,26 @@ final class BufferedIo implements PageCache.Writer {
         }
     }
 
+    /** How many of {@code i}'s pages in file blocks {@code [from, to)} hold a reservation now. */
+    long reservedIn(Inode i, long from, long to) {
+        FilePages p = i.pages;
+        if (p == null || p.reserved == 0) {
+            return 0;
+        }
+        long n = 0;
+        p.lock.lock();
+        try {
+            for (long b : p.blocks(from, to)) {
+                if (cache.isReserved(p.get(b))) {
+                    n++;
+                }
+            }
+        } finally {
+            p.lock.unlock();
+        }
+        return n;
+    }
+
     /** Drops every page of {@code i} and its pending size: its blocks are being freed. The caller holds its I/O lock exclusively. */
     void dropAll(Inode i) {
         drop(i, 0, Long.MAX_VALUE);

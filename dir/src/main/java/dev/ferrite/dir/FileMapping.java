@@ -230,27 +230,6 @@ final class FileMapping {
         return allocate(i, first, end, end, FLAG_SPECULATIVE, true);
     }
 
-    /**
-     * NoSpaceException, with nothing changed, if filling the holes of {@code [first, end)} in {@code x}
-     * (a direct write's, fallocate's) would take blocks that dirty pages reserved ({@link PageCache#reserve}):
-     * their write-backs must find them. A check, not a reservation: such allocations race each other as before.
-     */
-    void requireUnreserved(Inode i, ExtentList x, long first, long end) {
-        long reserved = volume.pageCache().reservedBlocks();
-        if (reserved == 0) {
-            return;
-        }
-        long holes = 0;
-        for (long[] g = x.firstGap(first, end, false); g != null; g = x.firstGap(g[0] + g[1], end, false)) {
-            holes += g[1];
-        }
-        long spare = volume.spareBlocks() - reserved;
-        if (holes > spare) {
-            throw new NoSpaceException("inode " + i.ino + " needs " + holes + " blocks for file blocks [" + first + ", " + end
-                    + "); " + Math.max(0, spare) + " are free that buffered writes have not reserved");
-        }
-    }
-
     /** Maps the holes of {@code [first, end)} in {@code sim} to device blocks no extent has, so they merge with nothing. */
     static void fillHoles(ExtentList sim, long first, long end) {
         long fake = 1L << 42;

@@ -187,6 +187,8 @@ class BufferedSpaceTest extends FileTestBase {
             MemorySegment aligned = buffer(200);
             assertThrows(NoSpaceException.class, () -> ns.write(d, 0, aligned)); // direct: into holes
             assertThrows(NoSpaceException.class, () -> ns.fallocate(d, 0, 0, 200L * BS));
+            ns.fallocate(b, FALLOC_FL_KEEP_SIZE, 0, (long) n * BS); // under b's own reserved pages: their room
+            assertEquals(0, reserved());
             ns.fsync(b); // every reserved page found its block
         }
         assertHolds("b", 4, (long) n * BS);
