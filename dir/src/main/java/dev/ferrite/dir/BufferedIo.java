@@ -3,12 +3,21 @@ package dev.ferrite.dir;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicInteger;
 
+import dev.ferrite.io.NoSpaceException;
+
 /**
  * Buffered file I/O through the {@link PageCache}: reads and writes of any offset and length copy
  * between the caller's memory and the file's cached pages; a partial block missing from the cache is
  * read first (from the device where it is written, zeros for a hole, an unwritten extent or past the
  * end). A write marks its pages dirty and, when it ends past the size, moves the inode's
  * {@link Inode#pendingSize}: reads, stat and appends see the new size at once; write-back commits it.
+ *
+ * <h2>Space</h2>
+ * A write that dirties a page whose write-back will need a block ({@link FileData#needsBlock}) reserves
+ * one first ({@link PageCache#reserve}); when none is left it writes back every dirty file and trims
+ * other files' speculative blocks (what reservations counted twice goes back), tries once more, and
+ * then stops with {@link NoSpaceException} after the pages it copied: a short write, whose bytes the
+ * size shows and write-back keeps. So a write-back's allocation finds the blocks its pages reserved.
  *
  * <h2>Write-back</h2>
  * A run of consecutive dirty pages is copied into a staging buffer and written through
@@ -134,6 +143,7 @@ final class BufferedIo implements PageCache.Writer {
     void write(Handle h, Inode i, long offset, MemorySegment src) {
         FilePages p = pages(i);
         long len = src.byteSize();
+        boolean full = false, madeRoom = false;
         for (long done = 0; done < len || len == 0; ) {
             cache.throttle();
             IoLock l = files.lockShared(h, i);
@@ -142,22 +152,47 @@ final class BufferedIo implements PageCache.Writer {
                 if (len == 0) {
                     return;
                 }
+                long before = done;
                 p.lock.lock();
                 try {
                     done = copy(p, i, offset, src, done, len, size, true);
+                    full = p.outOfSpace;
+                    p.outOfSpace = false;
                 } finally {
                     p.lock.unlock();
                 }
-                if (done >= len) { // under the I/O lock: a last close racing this write logs the time or waits
+                if (done >= len || full && done > before) { // under the I/O lock: a last close racing this write logs the time or waits
                     files.markModified(i); // logged by the write-back's transaction, or earlier (fsync, last close, sync)
                 }
             } finally {
                 l.unlockShared();
             }
-            if (done < len) {
+            if (full) {
+                if (madeRoom) {
+                    throw noSpace(i, offset, len, done);
+                }
+                madeRoom = true;
+                makeRoom(i);
+            } else if (done < len) {
                 reclaim(p);
             }
         }
+    }
+
+    /**
+     * For a writer holding no lock that found no block to reserve: writes back every dirty file, whose
+     * pages over speculative blocks and files' metadata estimates go back, and frees other files'
+     * speculative blocks, as XFS flushes and trims before it reports a delayed allocation's ENOSPC.
+     */
+    private void makeRoom(Inode i) {
+        writeBackAll();
+        files.mapping.reclaimSpeculative(i.ino);
+    }
+
+    private NoSpaceException noSpace(Inode i, long offset, long len, long done) {
+        return new NoSpaceException("buffered write of " + len + " bytes at offset " + offset + " of inode " + i.ino
+                + ": no free block to reserve for file block " + (offset + done) / blockSize + "; the first "
+                + done + " bytes were written (a short write)");
     }
 
     /** Writes {@code src} at {@code offset} of {@code i} through the cache; the caller holds the I/O lock exclusively. */
@@ -170,16 +205,30 @@ final class BufferedIo implements PageCache.Writer {
         modifyLocked(i, offset, null, len);
     }
 
+    /**
+     * {@link #writeLocked} and {@link #zeroLocked}. A write short of a block's reservation writes the file
+     * back (its pages over speculative blocks give theirs back) and tries once more before it stops with
+     * NoSpaceException; zeros reserve nothing (a truncate or punch never fails for space).
+     */
     private void modifyLocked(Inode i, long offset, MemorySegment src, long len) {
         FilePages p = pages(i);
+        boolean full, madeRoom = false;
         for (long done = 0; done < len; ) {
             p.lock.lock();
             try {
                 done = copy(p, i, offset, src, done, len, size(i), true);
+                full = p.outOfSpace;
+                p.outOfSpace = false;
             } finally {
                 p.lock.unlock();
             }
-            if (done < len) {
+            if (full) {
+                if (madeRoom) {
+                    throw noSpace(i, offset, len, done);
+                }
+                madeRoom = true;
+                writeBackLocked(p, 0, Long.MAX_VALUE);
+            } else if (done < len) {
                 reclaimHolding(p);
             }
         }
@@ -218,8 +267,9 @@ final class BufferedIo implements PageCache.Writer {
     /**
      * Copies bytes {@code [from, len)} of {@code m} to ({@code in}) or from the file's pages at
      * {@code offset + from}..., a block at a time; with {@code in} and a null {@code m}, zeros. Returns
-     * how far it got: {@code len}, or less where no frame was left. {@code p}'s lock held; a write moves
-     * the pending size past {@code size}.
+     * how far it got: {@code len}, or less where no frame was left or, setting {@link FilePages#outOfSpace},
+     * no block to reserve for a page {@code m} dirties. {@code p}'s lock held; a write moves the pending
+     * size past {@code size}.
      */
     private long copy(FilePages p, Inode i, long offset, MemorySegment m, long from, long len, long size, boolean in) {
         long pos = from;
@@ -229,15 +279,26 @@ final class BufferedIo implements PageCache.Writer {
             int within = (int) (at % blockSize);
             int k = (int) Math.min(blockSize - within, len - pos);
             int f = p.get(fb);
+            // looked up before a frame is mapped: a lookup that throws leaves no unfilled frame behind
+            boolean reserve = in && m != null && (f < 0 || !cache.isDirty(f)) && files.needsBlock(i, fb);
+            boolean whole = false;
             if (f < 0) {
-                f = in && k == blockSize ? cache.allocate(p, fb)
+                whole = in && k == blockSize;
+                f = whole ? cache.allocate(p, fb)
                         : fill(p, i, fb, size, in ? 1 : readAhead(p, fb, (offset + len - 1) / blockSize + 1));
                 if (f < 0) {
                     break;
                 }
-                if (in && k == blockSize) {
+                if (whole) {
                     p.put(fb, f);
                 }
+            }
+            if (reserve && !cache.reserve(p, f)) {
+                if (whole) {
+                    cache.drop(p, f); // its contents are no one's
+                }
+                p.outOfSpace = true;
+                break;
             }
             cache.touch(f);
             if (!in) {
@@ -351,6 +412,45 @@ final class BufferedIo implements PageCache.Writer {
             p.lock.unlock();
             p.writeBack.unlock();
         }
+    }
+
+    /**
+     * Gives back the reservations of {@code i}'s dirty pages in file blocks {@code [from, to)}: fallocate
+     * mapped blocks under them, of the file's own (the caller holds its I/O lock exclusively).
+     */
+    void backed(Inode i, long from, long to) {
+        FilePages p = i.pages;
+        if (p == null || p.reserved == 0) {
+            return;
+        }
+        p.lock.lock();
+        try {
+            for (long b : p.blocks(from, to)) {
+                cache.unreserve(p, p.get(b));
+            }
+        } finally {
+            p.lock.unlock();
+        }
+    }
+
+    /** How many of {@code i}'s pages in file blocks {@code [from, to)} hold a reservation now. */
+    long reservedIn(Inode i, long from, long to) {
+        FilePages p = i.pages;
+        if (p == null || p.reserved == 0) {
+            return 0;
+        }
+        long n = 0;
+        p.lock.lock();
+        try {
+            for (long b : p.blocks(from, to)) {
+                if (cache.isReserved(p.get(b))) {
+                    n++;
+                }
+            }
+        } finally {
+            p.lock.unlock();
+        }
+        return n;
     }
 
     /** Drops every page of {@code i} and its pending size: its blocks are being freed. The caller holds its I/O lock exclusively. */

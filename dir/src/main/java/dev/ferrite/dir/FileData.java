@@ -10,6 +10,7 @@ import dev.ferrite.btree.internal.BufferCache;
 import dev.ferrite.btree.internal.Txn;
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.Errno;
+import dev.ferrite.io.NoSpaceException;
 import dev.ferrite.io.internal.SharedFlush;
 
 import static dev.ferrite.dir.InodeFormat.FLAG_PREALLOC;
@@ -282,6 +283,46 @@ final class FileData {
         }
     }
 
+    /**
+     * Whether a buffered page of file block {@code fb} of {@code i}, about to be dirtied, needs a block
+     * reserved for its write-back: over a hole; over any block of a file that shares blocks (its
+     * write-back may copy on write: reflinked files reserve for overwrites too rather than look each
+     * block's count up); past the committed size over a speculative block, which a trim or another
+     * file's ENOSPC may free before the write-back (fallocate's past the end stay). Not over a written or
+     * unwritten block of its own inside the size. The caller holds the I/O lock.
+     */
+    boolean needsBlock(Inode i, long fb) {
+        if (inPlace(i, fb, fb + 1) >= 0) { // an overwrite: the direct path's lookup, no allocation
+            return false;
+        }
+        FileMapping.ReadMapping r = mapping.forRead(i, fb, fb + 1);
+        return (r.flags & FLAG_SHARED) != 0 || r.extents.find(fb) < 0
+                || fb >= (r.size + blockSize - 1) / blockSize && (r.flags & FLAG_PREALLOC) == 0;
+    }
+
+    /**
+     * NoSpaceException, with nothing changed, if filling the holes of {@code [first, end)} in {@code x}
+     * (a direct write's, fallocate's) would take blocks that dirty pages reserved ({@link PageCache#reserve}):
+     * their write-backs must find them. The file's own reserved pages in the range count as room, as the
+     * write drops them or fallocate backs them. A check, not a reservation: such allocations race each other
+     * as before. The caller holds the I/O lock.
+     */
+    private void requireUnreserved(Inode i, ExtentList x, long first, long end) {
+        long reserved = volume.pageCache().reservedBlocks();
+        if (reserved == 0) {
+            return;
+        }
+        long holes = 0;
+        for (long[] g = x.firstGap(first, end, false); g != null; g = x.firstGap(g[0] + g[1], end, false)) {
+            holes += g[1];
+        }
+        long spare = volume.spareBlocks() - reserved;
+        if (holes > spare && holes > spare + buffered.reservedIn(i, first, end)) {
+            throw new NoSpaceException("inode " + i.ino + " needs " + holes + " blocks for file blocks [" + first + ", " + end
+                    + "); " + Math.max(0, spare) + " are free that buffered writes have not reserved");
+        }
+    }
+
     /** Reads file blocks from {@code fb} of {@code i} into {@code dst} as mapped, whatever the size; the caller holds its I/O lock. */
     void readBlocks(Inode i, long fb, MemorySegment dst) {
         long end = fb + dst.byteSize() / blockSize;
@@ -460,6 +501,9 @@ final class FileData {
             x = mapping.file(i, first, end).extents();
         }
         if (x.firstGap(first, end, false) != null) {
+            if (!writeBack) { // a write-back's pages reserved their blocks
+                requireUnreserved(i, x, first, end);
+            }
             x = offset <= s.size() && newSize > s.size() ? mapping.allocateExtending(i, s.flags(), x, first, end)
                     : mapping.allocate(i, first, end, end, FLAG_SPECULATIVE, true);
         }
@@ -667,7 +711,11 @@ final class FileData {
             if (keep && stop > s.size()) {
                 mapping.trimSpeculative(i); // what the file keeps past its end from now on is what fallocate asks for, flagged so
             }
+            requireUnreserved(i, s.extents(), first, end);
             mapping.allocate(i, first, end, first, keep ? FLAG_PREALLOC : FLAG_SPECULATIVE, true);
+            if ((s.flags() & FLAG_SHARED) == 0) { // a shared block under a page still copies on write
+                buffered.backed(i, first, end);
+            }
             if (!keep && stop > size) {
                 mapping.update(i, 0, 0, null, old -> Math.max(old, stop), false);
             }

@@ -217,7 +217,9 @@ final class FileMapping {
         int k = x.find(end);
         if ((flags & FLAG_PREALLOC) == 0 && k < 0) {
             long next = -k - 1 < x.count() ? x.fileBlock(-k - 1) : ExtentFormat.MAX_FILE_BLOCKS;
-            long room = volume.statfs().freeBlocks() / 16; // as XFS, less as the volume fills: others need space too
+            // as XFS, less as the volume fills: others need space too; never what dirty pages reserved
+            long reserved = volume.pageCache().reservedBlocks();
+            long room = Math.min(Math.max(0, volume.statfs().freeBlocks() - reserved) / 16, Math.max(0, volume.spareBlocks() - reserved));
             long spec = Math.min(next, end + Math.min(room, Math.clamp(end, preallocMin, preallocCap)));
             try {
                 return allocate(i, first, spec, end, FLAG_SPECULATIVE, false);
@@ -518,7 +520,7 @@ final class FileMapping {
      * lock stripe with a write in progress here); returns whether any block came back. Open files lose
      * nothing but room to grow: their next append preallocates again.
      */
-    private boolean reclaimSpeculative(long self) {
+    boolean reclaimSpeculative(long self) {
         long before = volume.statfs().freeBlocks();
         for (Long ino : speculative) {
             if (ino == self) {

@@ -33,6 +33,10 @@ final class FilePages {
     private int size;
     /** Dirty pages of this file: changed under {@link #lock}, read without it to skip a clean file. */
     volatile int dirty;
+    /** Of those, pages holding a block's reservation ({@link PageCache#reserve}); guarded by {@link #lock}. */
+    int reserved;
+    /** The last {@code BufferedIo} copy into these pages stopped for want of a reservation (guarded by {@link #lock}). */
+    boolean outOfSpace;
     /** The block after the last one a read filled (sequential readers read ahead); guarded by {@link #lock}. */
     long readNext = -1;
     /** The frames a fill is reading into (guarded by {@link #lock}). */

@@ -838,7 +838,8 @@ public final class Namespace {
      *         {@link #O_DIRECT} handle not aligned for the direct path; EFBIG past {@link #MAX_FILE_SIZE}: then nothing
      *         changed
      * @throws NoSpaceException if the groups run out of free blocks (direct: the holes filled so far stay
-     *         unwritten; buffered: from a write-back under pressure)
+     *         unwritten; buffered: no block is left to reserve for a page the write dirties, after the pages
+     *         before it were written, a short write the size shows; or a write-back under pressure failed)
      * @throws VolumeShutdownException if the volume is closed or its journal has shut down
      */
     public void write(Handle file, long offset, MemorySegment src) {

@@ -7,6 +7,7 @@ import java.util.concurrent.ConcurrentLinkedDeque;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
+import java.util.function.LongSupplier;
 
 import dev.ferrite.io.BlockDevice;
 
@@ -21,6 +22,14 @@ import dev.ferrite.io.BlockDevice;
  * expiry). A file's last close does no I/O: it queues the file ({@link #defer}) and the same thread
  * finishes it ({@link Writer#closed}) a short delay later, or at once while more than a quarter of the
  * frames are dirty, so that a file deleted soon after its last close dies with its data unwritten.
+ *
+ * <h2>Space reservations</h2>
+ * A page dirtied where its write-back will need a block (a hole, a block shared with a clone, a
+ * speculative block past the committed size) is {@link #reserve reserved} a block of the volume's free
+ * space first, as XFS's delayed allocation reserves: the first reserved page of a file also reserves
+ * {@link #FILE_META_BLOCKS} for its extent tree. The reservation is one counter moved by CAS against what
+ * the volume can lend ({@link #setSpare}), and goes back exactly once, when its page is cleaned (written
+ * back: the allocation took the block) or dropped, or {@link #unreserve}d when fallocate backs it.
  *
  * <h2>Locks</h2>
  * The monitor of this object guards the frame table ({@link #owner}, {@link #block}, the free list, the
@@ -46,6 +55,13 @@ final class PageCache implements AutoCloseable {
     static final int MIN_FRAMES = 16;
     /** Blocks a write-back copies into one staging buffer and writes at once. */
     static final int RUN_BLOCKS = 256;
+    /**
+     * Blocks reserved beside its pages' for a file with reserved pages: its extent list turning into a
+     * tree at write-back, a root and the tree's reserve up to its high mark ({@link DirContents#RESERVE_HIGH}),
+     * which covers the splits of many write-backs. The free-space trees' splits come from the groups'
+     * held-back blocks, which reservations never lend.
+     */
+    static final int FILE_META_BLOCKS = 1 + DirContents.RESERVE_HIGH;
 
     /** Implemented by the file layer. */
     interface Writer {
@@ -88,6 +104,12 @@ final class PageCache implements AutoCloseable {
     /** CLOCK's second chance: set by every access without a lock, cleared by the hand. */
     private final boolean[] referenced;
     private final AtomicLong dirtyPages = new AtomicLong();
+    /** Reserved for write-backs' allocations: {@link #reserved} pages and their files' {@link #FILE_META_BLOCKS}. */
+    private final AtomicLong reservedBlocks = new AtomicLong();
+    /** Free blocks the volume can lend reservations (held-back ones excluded): a hint read without a lock. */
+    private volatile LongSupplier spare = () -> Long.MAX_VALUE;
+    /** The page holds a reservation of a block ({@link #reserve}); only while dirty. Guarded by the owner's lock. */
+    private final boolean[] reserved;
     private final AtomicLong writtenBack = new AtomicLong();
     private final AtomicLong fills = new AtomicLong(), filled = new AtomicLong();
     /** Files with dirty pages, oldest first. */
@@ -137,11 +159,53 @@ final class PageCache implements AutoCloseable {
         this.free = new int[capacity];
         this.dirty = new boolean[capacity];
         this.redirtied = new boolean[capacity];
+        this.reserved = new boolean[capacity];
         this.referenced = new boolean[capacity];
     }
 
     void setWriter(Writer writer) {
         this.writer = writer;
+    }
+
+    /** What reservations may take in all: the volume's free blocks less those its groups hold back. */
+    void setSpare(LongSupplier spare) {
+        this.spare = spare;
+    }
+
+    /**
+     * Reserves a block for {@code f} of {@code p} (the caller holds {@code p}'s lock and dirties the page
+     * next), and the file's {@link #FILE_META_BLOCKS} if it is its first; false if the volume has no
+     * block left to lend. Lock-free: a CAS on one counter, against the spare read once.
+     */
+    boolean reserve(FilePages p, int f) {
+        int n = p.reserved == 0 ? 1 + FILE_META_BLOCKS : 1;
+        long limit = spare.getAsLong();
+        for (long r = reservedBlocks.get(), seen; r + n <= limit; r = seen) {
+            if ((seen = reservedBlocks.compareAndExchange(r, r + n)) == r) {
+                reserved[f] = true;
+                p.reserved++;
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Whether {@code f} holds a reservation (the caller holds its owner's lock). */
+    boolean isReserved(int f) {
+        return reserved[f];
+    }
+
+    /** Gives back {@code f}'s reservation, if it holds one: its block is allocated or it is dropped (the caller holds {@code p}'s lock). */
+    void unreserve(FilePages p, int f) {
+        if (reserved[f]) {
+            reserved[f] = false;
+            reservedBlocks.addAndGet(--p.reserved == 0 ? -1 - FILE_META_BLOCKS : -1);
+        }
+    }
+
+    /** Blocks reserved now for dirty pages' write-backs (a hint for preallocation; exact with no writer). */
+    long reservedBlocks() {
+        return reservedBlocks.get();
     }
 
     /** Frames the budget allows. */
@@ -243,6 +307,7 @@ final class PageCache implements AutoCloseable {
         for (int f : frames) {
             if (dirty[f]) {
                 dirty[f] = false;
+                unreserve(p, f);
                 wasDirty++;
             }
         }
@@ -444,6 +509,7 @@ final class PageCache implements AutoCloseable {
     /** Marks dirty {@code f} of {@code p} clean (the caller holds {@code p}'s lock). */
     void cleaned(FilePages p, int f) {
         dirty[f] = false;
+        unreserve(p, f);
         dirtyPages.decrementAndGet();
         if (--p.dirty == 0) {
             synchronized (dirtyFiles) {
@@ -620,9 +686,10 @@ final class PageCache implements AutoCloseable {
     /**
      * Counters for tests and stats: dirty pages now; since mount, pages written back, evictions, the
      * reads that filled frames on a miss with the blocks they filled (more than one each: read-ahead), and
-     * the write-back thread's wake-ups.
+     * the write-back thread's wake-ups; blocks reserved now for dirty pages ({@link #reserve}).
      */
-    record Stats(long dirtyPages, long writtenBack, long evictions, long fills, long filled, int capacity, long wakeups) {
+    record Stats(long dirtyPages, long writtenBack, long evictions, long fills, long filled, int capacity, long wakeups,
+                 long reservedBlocks) {
     }
 
     Stats stats() {
@@ -633,7 +700,7 @@ final class PageCache implements AutoCloseable {
         synchronized (dirtyFiles) {
             w = flusherWakeups;
         }
-        return new Stats(dirtyPages.get(), writtenBack.get(), e, fills.get(), filled.get(), capacity, w);
+        return new Stats(dirtyPages.get(), writtenBack.get(), e, fills.get(), filled.get(), capacity, w, reservedBlocks.get());
     }
 
     /** Stops the write-back thread (the caller wrote back what it wanted to keep first). */

@@ -86,6 +86,7 @@ public final class Volume implements AutoCloseable {
         this.counters = counters;
         this.report = report;
         this.pages = new PageCache(geometry.blockSize(), options.effectiveDataCacheBytes(), options.effectiveDirtyExpireMillis());
+        pages.setSpare(this::spareBlocks);
         this.namespace = new Namespace(this, cache, superblock.geometry(), inodes, pages, options.effectiveNameCacheEntries(device.size()));
         this.tables = new Tables(this, namespace, cache, options);
     }
@@ -465,6 +466,16 @@ public final class Volume implements AutoCloseable {
     /** The data page cache (tests and stats). */
     PageCache pageCache() {
         return pages;
+    }
+
+    /**
+     * Free blocks a file's data may take: the free count less what every group holds back for its free
+     * lists and refcount tree ({@link FreeSpace#heldBack}, which allocations leave); at most the groups'
+     * free blocks past their held-back ones, which single-block allocations can take in full. Dirty pages'
+     * reservations are made against it ({@link PageCache#reserve}).
+     */
+    long spareBlocks() {
+        return counters.freeBlocks.sum() - counters.reservedBlocks.sum() - (long) groups.length * AllocationGroup.HELD_BACK;
     }
 
     /** A snapshot of the striped counters: no lock taken. */
