@@ -22,8 +22,11 @@ import dev.ferrite.io.MemoryDevice;
  * setup: {@code bufferedRead} and {@code bufferedWrite} of 4 KiB at a block offset from a heap buffer
  * (the data page cache: a cached page, so no device I/O after the first call); {@code directRead} and
  * {@code directWrite} of an aligned 4 KiB block (in place over a written extent); {@code bufferedWriteFsync}, a
- * buffered write then fsync (its page written back in place, a journal force); {@code openClose} of the
- * file by name in an open directory. Run with {@code -prof gc} for the bytes allocated per call.
+ * buffered write then fsync (its page written back in place, a journal force); {@code bufferedAppend}, a
+ * 4 KiB append to a second file cut back to empty every {@value #FILE_BLOCKS} appends (each a new page past
+ * the end: the lookup of its block and the space reservation, and a share of the truncate that drops the
+ * pages); {@code openClose} of the file by name in an open directory. Run with {@code -prof gc} for the
+ * bytes allocated per call.
  */
 @State(Scope.Benchmark)
 public class FileIoBench extends JmhDefaults {
@@ -33,10 +36,10 @@ public class FileIoBench extends JmhDefaults {
     private MemoryDevice device;
     private Volume volume;
     private Namespace ns;
-    private Handle dir, file;
+    private Handle dir, file, log;
     private Arena arena;
     private MemorySegment heap, aligned;
-    private int next;
+    private int next, appended;
 
     @Setup(Level.Trial)
     public void setup() {
@@ -57,11 +60,13 @@ public class FileIoBench extends JmhDefaults {
             ns.write(file, (long) b * BLOCK, aligned);
         }
         ns.fsync(file);
+        log = ns.create(dir, "log", 0644, true);
     }
 
     @TearDown(Level.Trial)
     public void tearDown() {
         file.close();
+        log.close();
         dir.close();
         volume.close();
         device.close();
@@ -97,6 +102,16 @@ public class FileIoBench extends JmhDefaults {
     public void bufferedWriteFsync() {
         ns.write(file, offset(), heap);
         ns.fsync(file);
+    }
+
+    @Benchmark
+    public void bufferedAppend() {
+        if (appended == FILE_BLOCKS) {
+            ns.truncate(log, 0);
+            appended = 0;
+        }
+        ns.append(log, heap);
+        appended++;
     }
 
     @Benchmark
