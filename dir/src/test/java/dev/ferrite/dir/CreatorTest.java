@@ -47,37 +47,40 @@ class CreatorTest {
      */
     @Test
     void aGroupWhoseHeadersWereHeldWhenTheCreateLookedStillHasRoom() throws Exception {
-        try (MemoryDevice dev = MemoryDevice.create(8192, 4096)) {
-            VolumeOptions options = VolumeOptions.defaults().withAgCount(1).withCacheBytes(8L << 20);
-            Volume.format(dev, options);
-            try (Volume v = Volume.open(dev, options)) {
-                Namespace ns = v.namespace();
-                AllocationGroup ag = v.group(0);
-                int made = 0;
-                while (ag.freeInodes() > 0) {
-                    ns.create("/f" + made++, 0644, true);
-                }
-                long room = Geometry.CHUNK_BLOCKS + ag.heldBack() + DirContents.RESERVE_FILL;
-                assertTrue(ag.freeBlockCount() > 10 * room, "free blocks: " + ag.freeBlockCount());
-                FutureTask<Long> create = new FutureTask<>(() -> ns.create("/new", 0644, true));
-                Thread t;
-                try (Txn hold = Txn.begin(v.cache(), 2)) {
-                    hold.lock(ag.agi);
-                    hold.lock(ag.agf);
-                    t = Thread.ofPlatform().daemon().name("creator").start(create); // a daemon: a create that hangs fails the test, not the run
-                    awaitParkedInRoomCheck(t);
-                    hold.release(ag.agf); // first: when the AGI is let go, the AGF is free already
-                }
-                try {
-                    long ino = create.get(20, TimeUnit.SECONDS);
-                    assertEquals(ino, ns.lookup("/new"));
-                } catch (ExecutionException e) {
-                    fail("the create was refused with " + ag.freeBlockCount() + " free blocks", e.getCause());
-                }
-                assertEquals(made + 1, ns.list("/").size());
-                VolumeFixtures.assertChecked(ns);
+        try (MemoryDevice dev = MemoryDevice.create(8192, 4096); Volume v = oneGroup(dev)) {
+            Namespace ns = v.namespace();
+            AllocationGroup ag = v.group(0);
+            int made = 0;
+            while (ag.freeInodes() > 0) {
+                ns.create("/f" + made++, 0644, true);
             }
+            long room = Geometry.CHUNK_BLOCKS + ag.heldBack() + DirContents.RESERVE_FILL;
+            assertTrue(ag.freeBlockCount() > 10 * room, "free blocks: " + ag.freeBlockCount());
+            FutureTask<Long> create = new FutureTask<>(() -> ns.create("/new", 0644, true));
+            Thread t;
+            try (Txn hold = Txn.begin(v.cache(), 2)) {
+                hold.lock(ag.agi);
+                hold.lock(ag.agf);
+                t = Thread.ofPlatform().daemon().name("creator").start(create); // a daemon: a create that hangs fails the test, not the run
+                awaitParkedInRoomCheck(t);
+                hold.release(ag.agf); // first: when the AGI is let go, the AGF is free already
+            }
+            try {
+                long ino = create.get(20, TimeUnit.SECONDS);
+                assertEquals(ino, ns.lookup("/new"));
+            } catch (ExecutionException e) {
+                fail("the create was refused with " + ag.freeBlockCount() + " free blocks", e.getCause());
+            }
+            assertEquals(made + 1, ns.list("/").size());
+            VolumeFixtures.assertChecked(ns);
         }
+    }
+
+    /** Formats {@code dev} as a volume of one allocation group with an 8 MiB cache and opens it. */
+    private static Volume oneGroup(MemoryDevice dev) {
+        VolumeOptions options = VolumeOptions.defaults().withAgCount(1).withCacheBytes(8L << 20);
+        Volume.format(dev, options);
+        return Volume.open(dev, options);
     }
 
     /** Waits until {@code t} parks inside {@link Creator#requireInodeRoom} (on a held header: nothing else is held). */
@@ -110,47 +113,43 @@ class CreatorTest {
      */
     @Test
     void aCreateWhoseEarlyRefillFindsTheVolumeFullGoesInWithoutIt() throws Exception {
-        try (MemoryDevice dev = MemoryDevice.create(8192, 4096)) {
-            VolumeOptions options = VolumeOptions.defaults().withAgCount(1).withCacheBytes(8L << 20);
-            Volume.format(dev, options);
-            try (Volume v = Volume.open(dev, options)) {
-                Namespace ns = v.namespace();
-                AllocationGroup ag = v.group(0);
-                ns.mkdir("/d", 0755);
-                Inode d = v.inodeCache().acquire(ns.lookup("/d"));
-                try {
-                    int made = 0;
-                    while (!(ns.stat("/d").blocks() > 0 && usable(ns, d) < DirContents.RESERVE_EARLY && ag.freeInodes() > 0)) {
-                        ns.create("/d/" + name(made++), 0644, true);
-                        assertTrue(made < 100_000, "the reserve never ran low");
-                    }
-                    long usable = usable(ns, d);
-                    assertTrue(usable > 0 && usable >= DirContents.RESERVE_LOW, "usable blocks in the reserve: " + usable);
-                    ns.create("/fill", 0644, true);
-                    try (Handle f = ns.open("/fill", Namespace.O_RDWR)) {
-                        long at = 0;
-                        for (long step = 1 << 16; step >= 4096; step /= 16) {
-                            try {
-                                for (; ; at += step) {
-                                    ns.fallocate(f, 0, at, step);
-                                }
-                            } catch (NoSpaceException full) {
-                                // then smaller steps, down to a block
+        try (MemoryDevice dev = MemoryDevice.create(8192, 4096); Volume v = oneGroup(dev)) {
+            Namespace ns = v.namespace();
+            AllocationGroup ag = v.group(0);
+            ns.mkdir("/d", 0755);
+            Inode d = v.inodeCache().acquire(ns.lookup("/d"));
+            try {
+                int made = 0;
+                while (!(ns.stat("/d").blocks() > 0 && usable(ns, d) < DirContents.RESERVE_EARLY && ag.freeInodes() > 0)) {
+                    ns.create("/d/" + name(made++), 0644, true);
+                    assertTrue(made < 100_000, "the reserve never ran low");
+                }
+                long usable = usable(ns, d);
+                assertTrue(usable > 0 && usable >= DirContents.RESERVE_LOW, "usable blocks in the reserve: " + usable);
+                ns.create("/fill", 0644, true);
+                try (Handle f = ns.open("/fill", Namespace.O_RDWR)) {
+                    long at = 0;
+                    for (long step = 1 << 16; step >= 4096; step /= 16) {
+                        try {
+                            for (; ; at += step) {
+                                ns.fallocate(f, 0, at, step);
                             }
+                        } catch (NoSpaceException full) {
+                            // then smaller steps, down to a block
                         }
                     }
-                    long free = ag.freeBlockCount();
-                    assertTrue(free < DirContents.RESERVE_FILL + ag.heldBack(), "the volume still has " + free + " free blocks");
-                    FutureTask<Long> create = new FutureTask<>(() -> ns.create("/d/last", 0644, true));
-                    Thread.ofPlatform().daemon().name("creator").start(create); // a daemon: a create that hangs fails the test, not the run
-                    long ino = create.get(20, TimeUnit.SECONDS);
-                    assertEquals(ino, ns.lookup("/d/last"));
-                    assertEquals(made + 1, ns.list("/d").size());
-                } finally {
-                    v.inodeCache().release(d);
                 }
-                VolumeFixtures.assertChecked(ns);
+                long free = ag.freeBlockCount();
+                assertTrue(free < DirContents.RESERVE_FILL + ag.heldBack(), "the volume still has " + free + " free blocks");
+                FutureTask<Long> create = new FutureTask<>(() -> ns.create("/d/last", 0644, true));
+                Thread.ofPlatform().daemon().name("creator").start(create); // a daemon: a create that hangs fails the test, not the run
+                long ino = create.get(20, TimeUnit.SECONDS);
+                assertEquals(ino, ns.lookup("/d/last"));
+                assertEquals(made + 1, ns.list("/d").size());
+            } finally {
+                v.inodeCache().release(d);
             }
+            VolumeFixtures.assertChecked(ns);
         }
     }
 
@@ -182,70 +181,66 @@ class CreatorTest {
 
     /** {@link #sixteenThreadsFillingOneDirectoryAreEachRefusedOnceTheVolumeIsFull} with {@code threads} threads on a volume of {@code blocks} blocks. */
     private static void fill(long seed, int blocks, int threads) throws Exception {
-        try (MemoryDevice dev = MemoryDevice.create(blocks, 4096)) {
-            VolumeOptions options = VolumeOptions.defaults().withAgCount(1).withCacheBytes(8L << 20);
-            Volume.format(dev, options);
-            try (Volume v = Volume.open(dev, options)) {
-                Namespace ns = v.namespace();
-                ns.mkdir("/d", 0755);
-                for (int i = 0; i < 100; i++) {
-                    ns.create("/d/f" + i, 0644, true);
-                }
-                assertTrue(ns.stat("/d").blocks() > 0, "/d is still inline");
-                List<List<String>> made = new ArrayList<>();
-                AtomicLong total = new AtomicLong();
-                long[] atRefusal = new long[threads];
-                AtomicReference<Throwable> failure = new AtomicReference<>();
-                CountDownLatch start = new CountDownLatch(1);
-                List<Thread> workers = new ArrayList<>();
-                for (int t = 0; t < threads; t++) {
-                    int id = t;
-                    List<String> mine = new ArrayList<>();
-                    made.add(mine);
-                    workers.add(Thread.ofPlatform().name("filler-" + id).start(() -> {
-                        try {
-                            start.await();
-                            for (long n = seed * 1_000_003L + id; ; n++) {
-                                String name = "t" + id + "-" + Long.toHexString(n * 0x9E3779B97F4A7C15L);
-                                ns.create("/d/" + name, 0644, true);
-                                mine.add(name);
-                                total.incrementAndGet();
-                            }
-                        } catch (NoSpaceException e) {
-                            atRefusal[id] = total.get(); // this thread's end: the volume is full
-                        } catch (Throwable e) {
-                            failure.compareAndSet(null, e);
-                        }
-                    }));
-                }
-                start.countDown();
-                for (Thread w : workers) {
-                    w.join(TimeUnit.MINUTES.toMillis(3));
-                    if (w.isAlive()) {
-                        fail(w.getName() + " is still creating on a full volume, at\n\t"
-                                + Arrays.stream(w.getStackTrace()).map(String::valueOf).collect(Collectors.joining("\n\t"))
-                                + "\n" + v.diagnostics());
-                    }
-                }
-                if (failure.get() != null) {
-                    throw new AssertionError("seed " + seed, failure.get());
-                }
-                for (int t = 0; t < threads; t++) {
-                    assertTrue(total.get() - atRefusal[t] <= AFTER_REFUSAL, "seed " + seed + ": thread " + t + " was refused after "
-                            + atRefusal[t] + " of the " + total.get() + " files the threads made");
-                }
-                assertThrows(NoSpaceException.class, () -> ns.create("/d/one-more", 0644, true));
-                Set<String> expect = new HashSet<>();
-                for (int i = 0; i < 100; i++) {
-                    expect.add("f" + i);
-                }
-                made.forEach(expect::addAll);
-                assertTrue(expect.size() > 100 + 10 * threads, "seed " + seed + ": only " + expect.size() + " files fitted");
-                Set<String> found = new HashSet<>();
-                ns.list("/d").forEach(e -> found.add(e.name()));
-                assertEquals(expect, found, "seed " + seed);
-                VolumeFixtures.assertChecked(ns);
+        try (MemoryDevice dev = MemoryDevice.create(blocks, 4096); Volume v = oneGroup(dev)) {
+            Namespace ns = v.namespace();
+            ns.mkdir("/d", 0755);
+            for (int i = 0; i < 100; i++) {
+                ns.create("/d/f" + i, 0644, true);
             }
+            assertTrue(ns.stat("/d").blocks() > 0, "/d is still inline");
+            List<List<String>> made = new ArrayList<>();
+            AtomicLong total = new AtomicLong();
+            long[] atRefusal = new long[threads];
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            CountDownLatch start = new CountDownLatch(1);
+            List<Thread> workers = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                int id = t;
+                List<String> mine = new ArrayList<>();
+                made.add(mine);
+                workers.add(Thread.ofPlatform().name("filler-" + id).start(() -> {
+                    try {
+                        start.await();
+                        for (long n = seed * 1_000_003L + id; ; n++) {
+                            String name = "t" + id + "-" + Long.toHexString(n * 0x9E3779B97F4A7C15L);
+                            ns.create("/d/" + name, 0644, true);
+                            mine.add(name);
+                            total.incrementAndGet();
+                        }
+                    } catch (NoSpaceException e) {
+                        atRefusal[id] = total.get(); // this thread's end: the volume is full
+                    } catch (Throwable e) {
+                        failure.compareAndSet(null, e);
+                    }
+                }));
+            }
+            start.countDown();
+            for (Thread w : workers) {
+                w.join(TimeUnit.MINUTES.toMillis(3));
+                if (w.isAlive()) {
+                    fail(w.getName() + " is still creating on a full volume, at\n\t"
+                            + Arrays.stream(w.getStackTrace()).map(String::valueOf).collect(Collectors.joining("\n\t"))
+                            + "\n" + v.diagnostics());
+                }
+            }
+            if (failure.get() != null) {
+                throw new AssertionError("seed " + seed, failure.get());
+            }
+            for (int t = 0; t < threads; t++) {
+                assertTrue(total.get() - atRefusal[t] <= AFTER_REFUSAL, "seed " + seed + ": thread " + t + " was refused after "
+                        + atRefusal[t] + " of the " + total.get() + " files the threads made");
+            }
+            assertThrows(NoSpaceException.class, () -> ns.create("/d/one-more", 0644, true));
+            Set<String> expect = new HashSet<>();
+            for (int i = 0; i < 100; i++) {
+                expect.add("f" + i);
+            }
+            made.forEach(expect::addAll);
+            assertTrue(expect.size() > 100 + 10 * threads, "seed " + seed + ": only " + expect.size() + " files fitted");
+            Set<String> found = new HashSet<>();
+            ns.list("/d").forEach(e -> found.add(e.name()));
+            assertEquals(expect, found, "seed " + seed);
+            VolumeFixtures.assertChecked(ns);
         }
     }
 }
