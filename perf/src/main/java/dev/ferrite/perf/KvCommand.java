@@ -27,6 +27,7 @@ import dev.ferrite.perf.bench.Storage;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Model.OptionSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
@@ -178,8 +179,9 @@ final class KvCommand implements Callable<Integer> {
                         String.join(",", KvBench.phases(plan)),
                         secondsLimit > 0 ? "; phases stop after " + secondsLimit + " s" : "");
                 out.flush();
+                List<String> extra = childFlags();
                 out.println("jvm:     " + Machine.jvm() + (split() ? "; each target in a JVM of its own with these flags"
-                        + (childFlags().isEmpty() ? "" : " and " + String.join(" ", childFlags())) : ""));
+                        + (extra.isEmpty() ? "" : " and " + String.join(" ", extra)) : ""));
             }
             Machine machine = Machine.collect(storage);
             List<Result> results = new ArrayList<>();
@@ -218,13 +220,9 @@ final class KvCommand implements Callable<Integer> {
             RunDir.printContention(out, contention); // in a split run each target's JVM printed its own
             RunDir.printStalls(out, stallLines);
             json.write(out, machine, results);
-            if (failed) {
-                out.flush();
-                return 1;
-            }
+            out.flush();
+            return failed ? 1 : 0;
         }
-        out.flush();
-        return 0;
     }
 
     /** Whether each target runs in a JVM of its own ({@link #runChild}). */
@@ -250,7 +248,6 @@ final class KvCommand implements Callable<Integer> {
      * and skipped phases to the lists; false, with the reason printed, if it failed.
      */
     private boolean runChild(KvTarget t, Path dir, List<Result> results, List<Skipped> skipped) throws IOException {
-        PrintWriter out = spec.commandLine().getOut();
         Path file = dir.resolve(t.label() + ".json");
         List<String> args = new ArrayList<>(List.of("bench", "kv", "--targets", t.label(), "--keys", Long.toString(keys),
                 "--threads", threads.counts.stream().map(String::valueOf).collect(Collectors.joining(",")),
@@ -262,9 +259,11 @@ final class KvCommand implements Callable<Integer> {
         if (stalls.millis != null) {
             args.addAll(List.of("--stalls", Double.toString(stalls.millis)));
         }
-        if (spec.findOption("--jfr") != null && spec.findOption("--jfr").getValue() instanceof Path jfr) {
+        OptionSpec recording = spec.findOption("--jfr");
+        if (recording != null && recording.getValue() instanceof Path jfr) {
             args.addAll(List.of("--jfr", jfrOf(jfr, t).toString()));
         }
+        PrintWriter out = spec.commandLine().getOut();
         out.printf(Locale.ROOT, "%n--- %s%n", t.label());
         out.flush();
         int code = ChildJvm.run(spec.commandLine(), childFlags(), args);
@@ -275,9 +274,9 @@ final class KvCommand implements Callable<Integer> {
                 skipped.addAll(ResultJson.readSkipped(text));
                 return true;
             }
-            out.println("ferrite: " + t.label() + "'s JVM failed (exit " + code + "); its phases are left out");
+            spec.commandLine().getErr().println("ferrite: " + t.label() + "'s JVM failed (exit " + code + "); its phases are left out");
         } catch (IOException | RuntimeException e) {
-            out.println("ferrite: " + t.label() + "'s results cannot be read: " + e.getMessage());
+            spec.commandLine().getErr().println("ferrite: " + t.label() + "'s results cannot be read: " + e.getMessage());
         }
         return false;
     }
@@ -289,6 +288,7 @@ final class KvCommand implements Callable<Integer> {
         String stem = dot > 0 ? name.substring(0, dot) : name;
         return jfr.resolveSibling(stem + "-" + t.label() + (dot > 0 ? name.substring(dot) : ".jfr"));
     }
+
     private void validate() {
         json.validate(spec);
         stalls.nanos(spec); // refused before anything is made; read again when the bench is set up

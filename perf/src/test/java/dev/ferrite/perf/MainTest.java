@@ -298,7 +298,7 @@ class MainTest {
         Path json = dir.resolve("kv.json");
         assertEquals(0, run("bench", "kv", "--targets", "ferrite,memory", "--keys", "2000", "--threads", "1",
                 "--dir", dir.toString(), "--cache", "16M", "--phases", "ycsb,batch", "--ycsb-seconds", "0.05",
-                "--value-sizes", "64,1K", "--json", json.toString()), err.toString());
+                "--value-sizes", "64,1K", "--json", json.toString(), "--jfr", dir.resolve("kv.jfr").toString()), err.toString());
 
         List<String> families = List.of("insert", "batch1", "batch100", "batch1000", "ycsb-a", "ycsb-b", "ycsb-c", "ycsb-e");
         List<?> results = (List<?>) JsonReader.at(JsonReader.parse(Files.readString(json)), "results");
@@ -313,6 +313,9 @@ class MainTest {
         assertTrue(table.contains("phases insert,batch1,batch100,batch1000,ycsb-a,ycsb-b,ycsb-c,ycsb-e"), table);
         assertTrue(table.contains("each target in a JVM of its own") && table.contains("\n--- memory\n")
                 && table.contains("ferrite vs memory"), table);
+        for (String target : List.of("ferrite", "memory")) { // each target's JVM records itself
+            assertTrue(Files.size(dir.resolve("kv-" + target + ".jfr")) > 0, target);
+        }
     }
 
     @Test
