@@ -1,6 +1,12 @@
 package dev.ferrite.dir;
 
+import java.io.IOException;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HexFormat;
@@ -13,6 +19,7 @@ import dev.ferrite.io.InvalidArgumentException;
 import dev.ferrite.io.MemoryDevice;
 import dev.ferrite.journal.VolumeShutdownException;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -283,6 +290,24 @@ class TableInputTest {
             assertArrayEquals(k, c.key());
         }
         assertFalse(c.next(), "the cursor holds more keys");
+    }
+
+    /** A value a byte over the maximum is refused before any of it is read: it is a sparse file, mapped, never touched. */
+    @Test
+    void aValueOverTheMaximumIsRefusedBeforeItIsRead(@TempDir Path dir) throws IOException {
+        try (FileChannel ch = FileChannel.open(dir.resolve("big"), StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
+                     StandardOpenOption.WRITE);
+             Arena arena = Arena.ofConfined();
+             Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            ch.write(ByteBuffer.wrap(new byte[1]), Table.MAX_VALUE);
+            MemorySegment big = ch.map(FileChannel.MapMode.READ_ONLY, 0, Table.MAX_VALUE + 1L, arena);
+            t.put(K, TableTest.b("v"));
+            Map<String, List<String>> before = contents(v);
+            InvalidArgumentException e = refused(InvalidArgumentException.class, () -> t.put(MemorySegment.ofArray(K), big), v, before);
+            assertTrue(e.getMessage().contains("a value of " + (Table.MAX_VALUE + 1L) + " bytes; values are at most " + Table.MAX_VALUE),
+                    e.getMessage());
+            VolumeFixtures.assertChecked(v.namespace());
+        }
     }
 
     @Test

@@ -1,5 +1,6 @@
 package dev.ferrite.io;
 
+import dev.ferrite.io.internal.OffHeap;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
@@ -40,7 +41,7 @@ public final class MemoryDevice extends AbstractBlockDevice {
         }
         Arena arena = Arena.ofShared();
         try {
-            MemorySegment memory = arena.allocate(Math.multiplyExact(blockCount, blockSize), BUFFER_ALIGNMENT);
+            MemorySegment memory = OffHeap.resident(Math.multiplyExact(blockCount, blockSize), arena);
             return new MemoryDevice(name, blockSize, blockCount, false, arena, memory);
         } catch (RuntimeException | OutOfMemoryError e) {
             arena.close();

@@ -7,6 +7,7 @@ import dev.ferrite.io.sys.Posix;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 
 /**
  * Large off-heap regions that cost memory only as they are used. {@link Arena#allocate} zeroes what it
@@ -36,4 +37,29 @@ public final class OffHeap {
         }
         return m;
     }
+
+    /**
+     * As {@link #reserve}, with every page supplied now, in huge pages where the kernel has them: for
+     * memory that will all be used (a device in RAM). Faulting in 4 KiB pages one by one costs 15-30 us
+     * each on some virtual machines, a third of a second for 64 MiB; huge pages populated by one
+     * madvise take a few milliseconds. Either advice failing (an older kernel, huge pages off) only
+     * costs speed: the pages are then touched one by one.
+     *
+     * @throws NoSpaceException if the address space cannot take it
+     */
+    public static MemorySegment resident(long bytes, Arena arena) {
+        MemorySegment m = reserve(bytes, arena);
+        if (bytes >= HUGE_PAGE) {
+            Posix.madvise(m, bytes, Posix.MADV_HUGEPAGE);
+        }
+        if (Posix.madvise(m, bytes, Posix.MADV_POPULATE_WRITE) != 0) {
+            for (long at = 0; at < bytes; at += SMALL_PAGE) {
+                m.set(ValueLayout.JAVA_BYTE, at, (byte) 0);
+            }
+        }
+        return m;
+    }
+
+    private static final long SMALL_PAGE = 4096;
+    private static final long HUGE_PAGE = 2L << 20;
 }

@@ -71,6 +71,8 @@ public final class Posix {
     public static final int MAP_ANONYMOUS = 0x20;
     public static final int MAP_NORESERVE = 0x4000;
     public static final long MAP_FAILED = -1L;
+    public static final int MADV_HUGEPAGE = 14;
+    public static final int MADV_POPULATE_WRITE = 23;
 
     // io_uring system call numbers: the same on every architecture (unified syscall table).
     public static final long SYS_IO_URING_SETUP = 425;
@@ -129,6 +131,7 @@ public final class Posix {
     private static final MethodHandle mmap = downcall("mmap",
             FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG));
     private static final MethodHandle munmap = downcall("munmap", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG));
+    private static final MethodHandle madvise = downcall("madvise", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
     // long syscall(long number, ...): every variadic argument passed as a full 64-bit word.
     private static final MethodHandle syscall6 = downcall("syscall",
             FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG),
@@ -310,6 +313,14 @@ public final class Posix {
             }
             MemorySegment unmap = m.reinterpret(length);
             return m.reinterpret(length, arena, seg -> munmap(unmap, length));
+        } catch (Throwable t) {
+            throw unexpected(t);
+        }
+    }
+
+    public static int madvise(MemorySegment addr, long length, int advice) {
+        try {
+            return (int) madvise.invokeExact(CAPTURE.get(), addr, length, advice);
         } catch (Throwable t) {
             throw unexpected(t);
         }
