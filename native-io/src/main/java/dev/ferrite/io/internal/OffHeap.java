@@ -15,6 +15,9 @@ import java.lang.foreign.ValueLayout;
  * the kernel arrives zeroed a page at a time, on first touch.
  */
 public final class OffHeap {
+    private static final long SMALL_PAGE = 4096;
+    private static final long HUGE_PAGE = 2L << 20;
+
     private OffHeap() {
     }
 
@@ -42,10 +45,10 @@ public final class OffHeap {
      * As {@link #reserve}, with every page supplied now, in huge pages where the kernel has them: for
      * memory that will all be used (a device in RAM). Faulting in 4 KiB pages one by one costs 15-30 us
      * each on some virtual machines, a third of a second for 64 MiB; huge pages populated by one
-     * madvise take a few milliseconds. Either advice failing (an older kernel, huge pages off) only
-     * costs speed: the pages are then touched one by one.
+     * madvise take a few milliseconds. Either advice unknown to the kernel (before Linux 5.14, huge pages
+     * off) only costs speed: the pages are then touched one by one.
      *
-     * @throws NoSpaceException if the address space cannot take it
+     * @throws NoSpaceException if the address space cannot take it, or the system has not the memory
      */
     public static MemorySegment resident(long bytes, Arena arena) {
         MemorySegment m = reserve(bytes, arena);
@@ -53,13 +56,15 @@ public final class OffHeap {
             Posix.madvise(m, bytes, Posix.MADV_HUGEPAGE);
         }
         if (Posix.madvise(m, bytes, Posix.MADV_POPULATE_WRITE) != 0) {
+            int errno = Posix.errno();
+            if (errno == Errno.ENOMEM) {
+                throw new NoSpaceException("cannot make " + bytes + " bytes of memory resident: " + Errno.name(errno) + " ("
+                        + Errno.describe(errno) + ")");
+            }
             for (long at = 0; at < bytes; at += SMALL_PAGE) {
                 m.set(ValueLayout.JAVA_BYTE, at, (byte) 0);
             }
         }
         return m;
     }
-
-    private static final long SMALL_PAGE = 4096;
-    private static final long HUGE_PAGE = 2L << 20;
 }
