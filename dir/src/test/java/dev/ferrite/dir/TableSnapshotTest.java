@@ -7,6 +7,8 @@ import java.util.List;
 
 import java.util.Random;
 import java.util.TreeMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
@@ -79,6 +81,66 @@ class TableSnapshotTest {
     }
 
     /** Random writes to two tables with snapshots opened and closed among them, each checked against the model of its moment. */
+    /**
+     * A snapshot opening while single writes are inside their apply on the fast path (no snapshot open when
+     * they began: no version, nothing recorded) waits until every one of them has finished, then sees all
+     * their deletes: opening beside one it would show a change half applied without a record of the value
+     * before. Fails if {@code TableVersions#open} does not wait for the fast path's count.
+     */
+    @Test
+    void aSnapshotOpensOnceTheFastWritesInsideHaveFinished() throws Exception {
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            t.withDurability(Durability.NONE);
+            int writers = 4; // deletes: each claims room in the tree's reserve for its merge, which four fit in beside each other
+            for (int w = 0; w < writers; w++) {
+                t.put(b("w" + w), b("before"));
+            }
+            CountDownLatch inside = new CountDownLatch(writers), release = new CountDownLatch(1);
+            v.tables().onApply = () -> {
+                inside.countDown();
+                awaitLatch(release);
+            };
+            List<Thread> threads = new ArrayList<>();
+            for (int w = 0; w < writers; w++) {
+                byte[] key = b("w" + w);
+                Thread th = new Thread(() -> t.delete(key));
+                th.setDaemon(true);
+                threads.add(th);
+                th.start();
+            }
+            awaitLatch(inside);
+            v.tables().onApply = null;
+            AtomicReference<Snapshot> opened = new AtomicReference<>();
+            CountDownLatch open = new CountDownLatch(1);
+            Thread opener = new Thread(() -> {
+                opened.set(v.tables().snapshot());
+                open.countDown();
+            });
+            opener.setDaemon(true);
+            opener.start();
+            assertFalse(open.await(300, TimeUnit.MILLISECONDS), "the snapshot opened beside the writes inside their apply");
+            release.countDown();
+            awaitLatch(open);
+            try (Snapshot s = opened.get()) {
+                for (int w = 0; w < writers; w++) {
+                    assertNull(s.get(t, b("w" + w)), "w" + w);
+                }
+            }
+            for (Thread th : threads) {
+                th.join(TimeUnit.SECONDS.toMillis(20));
+                assertFalse(th.isAlive(), "a writer did not finish");
+            }
+        }
+    }
+
+    private static void awaitLatch(CountDownLatch latch) {
+        try {
+            assertTrue(latch.await(20, TimeUnit.SECONDS), "never let go on");
+        } catch (InterruptedException e) {
+            throw new AssertionError(e);
+        }
+    }
+
     @Test
     void snapshotsMatchTheModelsOfTheirMoment() {
         Random rnd = new Random(SEED);
