@@ -80,7 +80,6 @@ class TableSnapshotTest {
         }
     }
 
-    /** Random writes to two tables with snapshots opened and closed among them, each checked against the model of its moment. */
     /**
      * A snapshot opening while single writes are inside their apply on the fast path (no snapshot open when
      * they began: no version, nothing recorded) waits until every one of them has finished, then sees all
@@ -141,6 +140,7 @@ class TableSnapshotTest {
         }
     }
 
+    /** Random writes to two tables with snapshots opened and closed among them, each checked against the model of its moment. */
     @Test
     void snapshotsMatchTheModelsOfTheirMoment() {
         Random rnd = new Random(SEED);
