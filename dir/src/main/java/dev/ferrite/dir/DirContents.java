@@ -714,7 +714,7 @@ final class DirContents {
                         return AllocOutcome.DONE; // the reserve needs a spill first: the caller steps again
                     }
                     try {
-                        AllocOutcome r = ag.allocBlocks(txn, n);
+                        AllocOutcome r = allocTree(txn, ag, dir, n);
                         if (r == AllocOutcome.DONE) {
                             fillReserve(txn, dir, ag.allocatedBlock(txn), n, null);
                             dir.noteSeq(txn.commit());
@@ -797,7 +797,7 @@ final class DirContents {
                     return AllocOutcome.DONE; // changed meanwhile (another thread's refill): the caller looks again
                 }
                 try {
-                    AllocOutcome r = ag.allocBlocks(txn, n);
+                    AllocOutcome r = allocTree(txn, ag, owner, n);
                     if (r == AllocOutcome.DONE) {
                         fillReserve(txn, owner, ag.allocatedBlock(txn), n, convert);
                         owner.lastSeq = txn.commit();
@@ -808,6 +808,16 @@ final class DirContents {
                 }
             }
         });
+    }
+
+    /**
+     * {@code n} blocks of group {@code ag} for {@code owner}'s tree reserve. A regular file's extent tree
+     * takes blocks already promised ({@link Counters#claim}) by whoever changes its mapping: its dirty
+     * pages' {@link PageCache#FILE_META_BLOCKS}, a direct write's or fallocate's claim. A directory's or a
+     * table's tree claims them as it takes them.
+     */
+    private AllocOutcome allocTree(Txn txn, AllocationGroup ag, Inode owner, int n) {
+        return (records.modeOf(owner.ino) & S_IFMT) == S_IFREG ? ag.allocBlocks(txn, n) : ag.allocClaiming(txn, n);
     }
 
     /**

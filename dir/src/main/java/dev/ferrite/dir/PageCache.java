@@ -7,7 +7,6 @@ import java.util.concurrent.ConcurrentLinkedDeque;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
-import java.util.function.LongSupplier;
 
 import dev.ferrite.io.BlockDevice;
 
@@ -27,9 +26,10 @@ import dev.ferrite.io.BlockDevice;
  * A page dirtied where its write-back will need a block (a hole, a block shared with a clone, a
  * speculative block past the committed size) is {@link #reserve reserved} a block of the volume's free
  * space first, as XFS's delayed allocation reserves: the first reserved page of a file also reserves
- * {@link #FILE_META_BLOCKS} for its extent tree. The reservation is one counter moved by CAS against what
- * the volume can lend ({@link #setSpare}), and goes back exactly once, when its page is cleaned (written
- * back: the allocation took the block) or dropped, or {@link #unreserve}d when fallocate backs it.
+ * {@link #FILE_META_BLOCKS} for its extent tree. The reservation is a promise of the volume's one counter
+ * ({@link Counters#claim}), which every allocation outside write-back claims its blocks from too, and goes
+ * back exactly once, when its page is cleaned (written back: the allocation took the block) or dropped, or
+ * {@link #unreserve}d when fallocate backs it.
  *
  * <h2>Locks</h2>
  * The monitor of this object guards the frame table ({@link #owner}, {@link #block}, the free list, the
@@ -104,10 +104,8 @@ final class PageCache implements AutoCloseable {
     /** CLOCK's second chance: set by every access without a lock, cleared by the hand. */
     private final boolean[] referenced;
     private final AtomicLong dirtyPages = new AtomicLong();
-    /** Reserved for write-backs' allocations: {@link #reserved} pages and their files' {@link #FILE_META_BLOCKS}. */
-    private final AtomicLong reservedBlocks = new AtomicLong();
-    /** Free blocks the volume can lend reservations (held-back ones excluded): a hint read without a lock. */
-    private volatile LongSupplier spare = () -> Long.MAX_VALUE;
+    /** Where {@link #reserved} pages and their files' {@link #FILE_META_BLOCKS} are promised. */
+    private final Counters counters;
     /** The page holds a reservation of a block ({@link #reserve}); only while dirty. Guarded by the owner's lock. */
     private final boolean[] reserved;
     private final AtomicLong writtenBack = new AtomicLong();
@@ -144,8 +142,9 @@ final class PageCache implements AutoCloseable {
      * @param budgetBytes frames' memory (at least {@link #MIN_FRAMES} frames are made)
      * @param expireMillis age of a dirty page at which the write-back thread writes its file back
      */
-    PageCache(int blockSize, long budgetBytes, long expireMillis) {
+    PageCache(int blockSize, long budgetBytes, long expireMillis, Counters counters) {
         this.blockSize = blockSize;
+        this.counters = counters;
         this.capacity = (int) Math.clamp(budgetBytes / blockSize, MIN_FRAMES, Integer.MAX_VALUE >> 1);
         this.dirtyLimit = capacity / 2;
         this.backgroundLimit = capacity / 4;
@@ -167,27 +166,18 @@ final class PageCache implements AutoCloseable {
         this.writer = writer;
     }
 
-    /** What reservations may take in all: the volume's free blocks less those its groups hold back. */
-    void setSpare(LongSupplier spare) {
-        this.spare = spare;
-    }
-
     /**
      * Reserves a block for {@code f} of {@code p} (the caller holds {@code p}'s lock and dirties the page
      * next), and the file's {@link #FILE_META_BLOCKS} if it is its first; false if the volume has no
-     * block left to lend. Lock-free: a CAS on one counter, against the spare read once.
+     * block left to promise. Lock-free: {@link Counters#claim}.
      */
     boolean reserve(FilePages p, int f) {
-        int n = p.reserved == 0 ? 1 + FILE_META_BLOCKS : 1;
-        long limit = spare.getAsLong();
-        for (long r = reservedBlocks.get(), seen; r + n <= limit; r = seen) {
-            if ((seen = reservedBlocks.compareAndExchange(r, r + n)) == r) {
-                reserved[f] = true;
-                p.reserved++;
-                return true;
-            }
+        if (!counters.claim(p.reserved == 0 ? 1 + FILE_META_BLOCKS : 1)) {
+            return false;
         }
-        return false;
+        reserved[f] = true;
+        p.reserved++;
+        return true;
     }
 
     /** Whether {@code f} holds a reservation (the caller holds its owner's lock). */
@@ -199,13 +189,8 @@ final class PageCache implements AutoCloseable {
     void unreserve(FilePages p, int f) {
         if (reserved[f]) {
             reserved[f] = false;
-            reservedBlocks.addAndGet(--p.reserved == 0 ? -1 - FILE_META_BLOCKS : -1);
+            counters.release(--p.reserved == 0 ? 1 + FILE_META_BLOCKS : 1);
         }
-    }
-
-    /** Blocks reserved now for dirty pages' write-backs (a hint for preallocation; exact with no writer). */
-    long reservedBlocks() {
-        return reservedBlocks.get();
     }
 
     /** Frames the budget allows. */
@@ -686,7 +671,8 @@ final class PageCache implements AutoCloseable {
     /**
      * Counters for tests and stats: dirty pages now; since mount, pages written back, evictions, the
      * reads that filled frames on a miss with the blocks they filled (more than one each: read-ahead), and
-     * the write-back thread's wake-ups; blocks reserved now for dirty pages ({@link #reserve}).
+     * the write-back thread's wake-ups; blocks promised now ({@link Counters#promised}: dirty pages' reservations,
+     * and what allocations in flight claimed).
      */
     record Stats(long dirtyPages, long writtenBack, long evictions, long fills, long filled, int capacity, long wakeups,
                  long reservedBlocks) {
@@ -700,7 +686,7 @@ final class PageCache implements AutoCloseable {
         synchronized (dirtyFiles) {
             w = flusherWakeups;
         }
-        return new Stats(dirtyPages.get(), writtenBack.get(), e, fills.get(), filled.get(), capacity, w, reservedBlocks.get());
+        return new Stats(dirtyPages.get(), writtenBack.get(), e, fills.get(), filled.get(), capacity, w, counters.promised());
     }
 
     /** Stops the write-back thread (the caller wrote back what it wanted to keep first). */
