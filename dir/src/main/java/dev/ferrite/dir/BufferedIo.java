@@ -208,7 +208,8 @@ final class BufferedIo implements PageCache.Writer {
     /**
      * {@link #writeLocked} and {@link #zeroLocked}. A write short of a block's reservation writes the file
      * back (its pages over speculative blocks give theirs back) and tries once more before it stops with
-     * NoSpaceException; zeros reserve nothing (a truncate or punch never fails for space).
+     * NoSpaceException; zeros reserve nothing (a truncate or punch never fails for space), and leave a
+     * block that reads zeros on the device (a hole, an unwritten block) alone unless its page is dirty.
      */
     private void modifyLocked(Inode i, long offset, MemorySegment src, long len) {
         FilePages p = pages(i);
@@ -279,6 +280,12 @@ final class BufferedIo implements PageCache.Writer {
             int within = (int) (at % blockSize);
             int k = (int) Math.min(blockSize - within, len - pos);
             int f = p.get(fb);
+            if (m == null && in && (f < 0 || !cache.isDirty(f)) && files.readsZeros(i, fb)) {
+                // zeros over zeros: dirtied, the page's write-back would fill its hole or convert its unwritten
+                // block (splitting extents) with no block reserved for either
+                pos += k;
+                continue;
+            }
             // looked up before a frame is mapped: a lookup that throws leaves no unfilled frame behind
             boolean reserve = in && m != null && (f < 0 || !cache.isDirty(f)) && files.needsBlock(i, fb);
             boolean whole = false;

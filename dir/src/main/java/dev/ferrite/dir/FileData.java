@@ -300,6 +300,13 @@ final class FileData {
                 || fb >= (r.size + blockSize - 1) / blockSize && (r.flags & FLAG_PREALLOC) == 0;
     }
 
+    /** Whether file block {@code fb} of {@code i} reads zeros from the device: a hole or an unwritten block. The caller holds the I/O lock. */
+    boolean readsZeros(Inode i, long fb) {
+        ExtentList x = mapping.forRead(i, fb, fb + 1).extents;
+        int k = x.find(fb);
+        return k < 0 || x.unwritten(k);
+    }
+
     /**
      * Promises ({@link Counters#claim}) the blocks a change of {@code [first, end)} of {@code i} will take
      * outside a write-back (a direct write's, fallocate's): one for each hole of the range in {@code x}, and

@@ -26,7 +26,7 @@ import dev.ferrite.io.BlockDevice;
  * A page dirtied where its write-back will need a block (a hole, a block shared with a clone, a
  * speculative block past the committed size) is {@link #reserve reserved} a block of the volume's free
  * space first, as XFS's delayed allocation reserves: the first reserved page of a file also reserves
- * {@link #FILE_META_BLOCKS} for its extent tree. The reservation is a promise of the volume's one counter
+ * {@link #FILE_META_BLOCKS} for its extent tree, and every {@link #PAGES_PER_META_BLOCK}th one a block more. The reservation is a promise of the volume's one counter
  * ({@link Counters#claim}), which every allocation outside write-back claims its blocks from too, and goes
  * back exactly once, when its page is cleaned (written back: the allocation took the block) or dropped, or
  * {@link #unreserve}d when fallocate backs it.
@@ -62,6 +62,16 @@ final class PageCache implements AutoCloseable {
      * held-back blocks, which reservations never lend.
      */
     static final int FILE_META_BLOCKS = 1 + DirContents.RESERVE_HIGH;
+    /**
+     * A file's reserved pages per block reserved beside {@link #FILE_META_BLOCKS} for the trees their
+     * write-back grows: at worst an extent a page (every other block dirty), and a leaf of the file's tree
+     * holds about 250 extents and splits half full, while each extent taken may split a free extent in two,
+     * a record more in each of its group's free-space trees, whose nodes come from free space too. Without
+     * it, 3,000 such pages outgrew the 29 blocks and their write-back failed
+     * ({@code BufferedSpaceTest.scatteredPagesReserveForTheExtentsTheirWriteBackMakes}); XFS reserves the worst
+     * case per delayed extent ({@code xfs_bmap_worst_indlen}).
+     */
+    static final int PAGES_PER_META_BLOCK = 32;
 
     /** Implemented by the file layer. */
     interface Writer {
@@ -172,12 +182,18 @@ final class PageCache implements AutoCloseable {
      * block left to promise. Lock-free: {@link Counters#claim}.
      */
     boolean reserve(FilePages p, int f) {
-        if (!counters.claim(p.reserved == 0 ? 1 + FILE_META_BLOCKS : 1)) {
+        int n = p.reserved;
+        if (!counters.claim(1 + meta(n + 1) - meta(n))) {
             return false;
         }
         reserved[f] = true;
-        p.reserved++;
+        p.reserved = n + 1;
         return true;
+    }
+
+    /** Blocks reserved for the metadata of a file's {@code pages} reserved pages: none without any. */
+    static long meta(int pages) {
+        return pages == 0 ? 0 : FILE_META_BLOCKS + pages / PAGES_PER_META_BLOCK;
     }
 
     /** Whether {@code f} holds a reservation (the caller holds its owner's lock). */
@@ -189,7 +205,8 @@ final class PageCache implements AutoCloseable {
     void unreserve(FilePages p, int f) {
         if (reserved[f]) {
             reserved[f] = false;
-            counters.release(--p.reserved == 0 ? 1 + FILE_META_BLOCKS : 1);
+            int n = p.reserved--;
+            counters.release(1 + meta(n) - meta(n - 1));
         }
     }
 
