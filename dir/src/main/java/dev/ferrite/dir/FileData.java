@@ -300,7 +300,7 @@ final class FileData {
                 || fb >= (r.size + blockSize - 1) / blockSize && (r.flags & FLAG_PREALLOC) == 0;
     }
 
-    /** Whether file block {@code fb} of {@code i} reads zeros from the device: a hole or an unwritten block. The caller holds the I/O lock. */
+    /** Whether file block {@code fb} of {@code i} reads zeros from the device: a hole or an unwritten block (the I/O lock held). */
     boolean readsZeros(Inode i, long fb) {
         ExtentList x = mapping.forRead(i, fb, fb + 1).extents;
         int k = x.find(fb);
@@ -585,7 +585,8 @@ final class FileData {
             long pieceSize = stop == end ? newSize : Math.min(newSize, stop * blockSize);
             MemorySegment part = src.asSlice((fb - first) * blockSize, (stop - fb) * blockSize);
             if (dev >= 0) {
-                long claimed = writeBack ? 0 : claim(i, stop - fb, fb, stop, true); // copies, and the remaps splitting extents: a shared file's pages reserved for overwrites
+                // the copies and a tree for the remaps' splits (a write-back's pages reserved them: a shared file's reserve overwrites too)
+                long claimed = writeBack ? 0 : claim(i, stop - fb, fb, stop, true);
                 try {
                     cow.write(i, fb, dev, part, pieceSize, writeBack);
                 } finally {

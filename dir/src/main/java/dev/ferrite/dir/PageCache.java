@@ -26,10 +26,11 @@ import dev.ferrite.io.BlockDevice;
  * A page dirtied where its write-back will need a block (a hole, a block shared with a clone, a
  * speculative block past the committed size) is {@link #reserve reserved} a block of the volume's free
  * space first, as XFS's delayed allocation reserves: the first reserved page of a file also reserves
- * {@link #FILE_META_BLOCKS} for its extent tree, and every {@link #PAGES_PER_META_BLOCK}th one a block more. The reservation is a promise of the volume's one counter
- * ({@link Counters#claim}), which every allocation outside write-back claims its blocks from too, and goes
- * back exactly once, when its page is cleaned (written back: the allocation took the block) or dropped, or
- * {@link #unreserve}d when fallocate backs it.
+ * {@link #FILE_META_BLOCKS} for its extent tree, and every {@link #PAGES_PER_META_BLOCK}th one a block
+ * more. The reservation is a promise of the volume's one counter ({@link Counters#claim}), which every
+ * allocation outside write-back claims its blocks from too, and goes back exactly once, when its page is
+ * cleaned (written back: the allocation took the block) or dropped, or {@link #unreserve}d when fallocate
+ * backs it.
  *
  * <h2>Locks</h2>
  * The monitor of this object guards the frame table ({@link #owner}, {@link #block}, the free list, the
