@@ -284,20 +284,25 @@ final class FileData {
     }
 
     /**
-     * Whether a buffered page of file block {@code fb} of {@code i}, about to be dirtied, needs a block
-     * reserved for its write-back: over a hole; over any block of a file that shares blocks (its
-     * write-back may copy on write: reflinked files reserve for overwrites too rather than look each
-     * block's count up); past the committed size over a speculative block, which a trim or another
-     * file's ENOSPC may free before the write-back (fallocate's past the end stay). Not over a written or
-     * unwritten block of its own inside the size. The caller holds the I/O lock.
+     * What a buffered page of file block {@code fb} of {@code i}, about to be dirtied, reserves for its
+     * write-back ({@link PageCache#reserve}). A block ({@link PageCache#BLOCK}): over a hole; over any block
+     * of a file that shares blocks (its write-back may copy on write: reflinked files reserve for overwrites
+     * too rather than look each block's count up); past the committed size over a speculative block, which
+     * a trim or another file's ENOSPC may free before the write-back (fallocate's past the end stay). Its
+     * file's map only ({@link PageCache#MAP}) over an unwritten block of its own (fallocate's past the end
+     * too): converting it may split its extent in three and make or grow a tree. Nothing over a written
+     * block of its own. The caller holds the I/O lock.
      */
-    boolean needsBlock(Inode i, long fb) {
+    byte reservation(Inode i, long fb) {
         if (inPlace(i, fb, fb + 1) >= 0) { // an overwrite: the direct path's lookup, no allocation
-            return false;
+            return PageCache.NONE;
         }
         FileMapping.ReadMapping r = mapping.forRead(i, fb, fb + 1);
-        return (r.flags & FLAG_SHARED) != 0 || r.extents.find(fb) < 0
-                || fb >= (r.size + blockSize - 1) / blockSize && (r.flags & FLAG_PREALLOC) == 0;
+        int k = r.extents.find(fb);
+        if ((r.flags & FLAG_SHARED) != 0 || k < 0 || fb >= (r.size + blockSize - 1) / blockSize && (r.flags & FLAG_PREALLOC) == 0) {
+            return PageCache.BLOCK;
+        }
+        return r.extents.unwritten(k) ? PageCache.MAP : PageCache.NONE;
     }
 
     /** Whether file block {@code fb} of {@code i} reads zeros from the device: a hole or an unwritten block (the I/O lock held). */

@@ -117,8 +117,8 @@ final class PageCache implements AutoCloseable {
     private final AtomicLong dirtyPages = new AtomicLong();
     /** Where {@link #reserved} pages and their files' {@link #FILE_META_BLOCKS} are promised. */
     private final Counters counters;
-    /** The page holds a reservation of a block ({@link #reserve}); only while dirty. Guarded by the owner's lock. */
-    private final boolean[] reserved;
+    /** What the page holds reserved ({@link #reserve}): {@link #NONE}, {@link #MAP} or {@link #BLOCK}; only while dirty. Owner's lock. */
+    private final byte[] reserved;
     private final AtomicLong writtenBack = new AtomicLong();
     private final AtomicLong fills = new AtomicLong(), filled = new AtomicLong();
     /** Files with dirty pages, oldest first. */
@@ -169,7 +169,7 @@ final class PageCache implements AutoCloseable {
         this.free = new int[capacity];
         this.dirty = new boolean[capacity];
         this.redirtied = new boolean[capacity];
-        this.reserved = new boolean[capacity];
+        this.reserved = new byte[capacity];
         this.referenced = new boolean[capacity];
     }
 
@@ -178,16 +178,25 @@ final class PageCache implements AutoCloseable {
     }
 
     /**
-     * Reserves a block for {@code f} of {@code p} (the caller holds {@code p}'s lock and dirties the page
-     * next), and the file's {@link #FILE_META_BLOCKS} if it is its first; false if the volume has no
-     * block left to promise. Lock-free: {@link Counters#claim}.
+     * A page's reservation: none (over a written block of its own); its file's map only, {@link #meta}'s
+     * share (over an unwritten block: its write-back converts it, which may split its extent in three and
+     * make or grow a tree); a block and the map's share (its write-back allocates).
      */
-    boolean reserve(FilePages p, int f) {
+    static final byte NONE = 0, MAP = 1, BLOCK = 2;
+
+    /**
+     * Reserves {@code kind} ({@link #MAP} or {@link #BLOCK}) for {@code f} of {@code p} (the caller holds
+     * {@code p}'s lock and dirties the page next): the file's {@link #FILE_META_BLOCKS} if it is its first,
+     * a block more every {@link #PAGES_PER_META_BLOCK}th, and a block for a {@link #BLOCK}; false if the
+     * volume has not that many left to promise. Lock-free: {@link Counters#claim}, skipped when it comes to none.
+     */
+    boolean reserve(FilePages p, int f, byte kind) {
         int n = p.reserved;
-        if (!counters.claim(1 + meta(n + 1) - meta(n))) {
+        long want = (kind == BLOCK ? 1 : 0) + meta(n + 1) - meta(n);
+        if (want != 0 && !counters.claim(want)) {
             return false;
         }
-        reserved[f] = true;
+        reserved[f] = kind;
         p.reserved = n + 1;
         return true;
     }
@@ -197,17 +206,29 @@ final class PageCache implements AutoCloseable {
         return pages == 0 ? 0 : FILE_META_BLOCKS + pages / PAGES_PER_META_BLOCK;
     }
 
-    /** Whether {@code f} holds a reservation (the caller holds its owner's lock). */
-    boolean isReserved(int f) {
-        return reserved[f];
+    /** Whether {@code f} holds a block reserved (the caller holds its owner's lock). */
+    boolean holdsBlock(int f) {
+        return reserved[f] == BLOCK;
     }
 
-    /** Gives back {@code f}'s reservation, if it holds one: its block is allocated or it is dropped (the caller holds {@code p}'s lock). */
+    /** Gives back {@code f}'s reservation, if it holds one: it is written back or dropped (the caller holds {@code p}'s lock). */
     void unreserve(FilePages p, int f) {
-        if (reserved[f]) {
-            reserved[f] = false;
+        byte kind = reserved[f];
+        if (kind != NONE) {
+            reserved[f] = NONE;
             int n = p.reserved--;
-            counters.release(1 + meta(n) - meta(n - 1));
+            counters.release((kind == BLOCK ? 1 : 0) + meta(n) - meta(n - 1));
+        }
+    }
+
+    /**
+     * Gives back the block {@code f} holds reserved, if it does: fallocate mapped an unwritten block of the
+     * file under it, which its write-back converts, so it keeps its share of the map (the caller holds its owner's lock).
+     */
+    void backed(int f) {
+        if (reserved[f] == BLOCK) {
+            reserved[f] = MAP;
+            counters.release(1);
         }
     }
 

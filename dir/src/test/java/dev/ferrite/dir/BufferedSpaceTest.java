@@ -149,8 +149,8 @@ class BufferedSpaceTest extends FileTestBase {
             assertEquals(40 + PageCache.meta(40), reserved());
             ns.write(f, 10L * BS, MemorySegment.ofArray(chunk(3, 10L * BS, BS))); // into the hole again
             assertEquals(41 + PageCache.meta(41), reserved());
-            ns.fallocate(f, FALLOC_FL_KEEP_SIZE, 0, 60L * BS); // blocks under the dirty pages: nothing left to reserve
-            assertEquals(0, reserved());
+            ns.fallocate(f, FALLOC_FL_KEEP_SIZE, 0, 60L * BS); // unwritten blocks under the dirty pages: their map's share left
+            assertEquals(PageCache.meta(41), reserved());
             ns.truncate(f, 0);
         }
         try (Handle f = ns.create(root, "d", 0644, true)) {
@@ -198,7 +198,7 @@ class BufferedSpaceTest extends FileTestBase {
             assertThrows(NoSpaceException.class, () -> ns.write(d, 0, aligned)); // direct: into holes
             assertThrows(NoSpaceException.class, () -> ns.fallocate(d, 0, 0, 200L * BS));
             ns.fallocate(b, FALLOC_FL_KEEP_SIZE, 0, (long) n * BS); // under b's own reserved pages: their room
-            assertEquals(0, reserved());
+            assertEquals(PageCache.meta(n), reserved()); // the pages' conversions may still grow b's map
             ns.fsync(b); // every reserved page found its block
         }
         assertHolds("b", 4, (long) n * BS);
@@ -285,6 +285,38 @@ class BufferedSpaceTest extends FileTestBase {
                 }
             }
             ns.fsync(b); // before: NoSpaceException, 60 blocks reserved for b's pages gone to the trees
+        }
+        assertHolds("b", 4, (long) n * BS);
+        assertEquals(0, reserved());
+    }
+
+    @Test
+    void bufferedOverwritesOfUnwrittenBlocksReserveTheirFilesMap() throws Exception {
+        for (int k = 0; k < 3; k++) {
+            try (Handle f = ns.create(root, "f" + k, 0644, true)) {
+                ns.fallocate(f, 0, 0, 60L * BS); // one unwritten extent inside the size
+                for (int b = 1; b < 24; b += 2) {
+                    ns.write(f, (long) b * BS, stamped((long) b * BS, 1, 1)); // written blocks between unwritten ones
+                }
+                assertEquals(25, ns.extents(f, 0, Long.MAX_VALUE).size());
+            }
+        }
+        int n = pagesLeaving(5);
+        try (Handle b = ns.create(root, "b", 0644, true)) {
+            ns.write(b, 0, MemorySegment.ofArray(chunk(4, 0, n * BS)));
+            for (int k = 0; k < 3; k++) {
+                try (Handle f = ns.open(root, "f" + k)) {
+                    // its write-back splits the last unwritten extent in three: a tree of 20 blocks, reserved first
+                    // (the write finds them once b is written back), or NoSpaceException
+                    try {
+                        ns.write(f, 40L * BS + 10, MemorySegment.ofArray(new byte[] {1, 2, 3}));
+                    } catch (NoSpaceException full) {
+                        // nothing promised is left for f's map
+                    }
+                    ns.fsync(f);
+                }
+            }
+            ns.fsync(b); // before: NoSpaceException, the trees made by f0-f2's write-backs in b's blocks
         }
         assertHolds("b", 4, (long) n * BS);
         assertEquals(0, reserved());
