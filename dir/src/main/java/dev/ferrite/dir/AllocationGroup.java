@@ -360,6 +360,11 @@ final class AllocationGroup {
         return space.allocBlocks(txn, len);
     }
 
+    /** {@link FreeSpace#allocClaiming}. */
+    AllocOutcome allocClaiming(Txn txn, int len) {
+        return space.allocClaiming(txn, len);
+    }
+
     /** {@link FreeSpace#allocBlocksNear}. */
     AllocOutcome allocBlocksNear(Txn txn, long near, int len, boolean apart) {
         return space.allocBlocksNear(txn, near, len, apart);

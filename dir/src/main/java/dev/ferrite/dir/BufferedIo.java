@@ -13,11 +13,11 @@ import dev.ferrite.io.NoSpaceException;
  * {@link Inode#pendingSize}: reads, stat and appends see the new size at once; write-back commits it.
  *
  * <h2>Space</h2>
- * A write that dirties a page whose write-back will need a block ({@link FileData#needsBlock}) reserves
- * one first ({@link PageCache#reserve}); when none is left it writes back every dirty file and trims
- * other files' speculative blocks (what reservations counted twice goes back), tries once more, and
- * then stops with {@link NoSpaceException} after the pages it copied: a short write, whose bytes the
- * size shows and write-back keeps. So a write-back's allocation finds the blocks its pages reserved.
+ * A write that dirties a page whose write-back will need a block or may grow its file's map
+ * ({@link FileData#reservation}) reserves them first ({@link PageCache#reserve}); when none is left it
+ * writes back every dirty file and trims other files' speculative blocks (what reservations counted
+ * twice goes back), tries once more, and then stops with {@link NoSpaceException} after the pages it
+ * copied: a short write, whose bytes the size shows and write-back keeps. So a write-back's allocation finds the blocks its pages reserved.
  *
  * <h2>Write-back</h2>
  * A run of consecutive dirty pages is copied into a staging buffer and written through
@@ -208,7 +208,8 @@ final class BufferedIo implements PageCache.Writer {
     /**
      * {@link #writeLocked} and {@link #zeroLocked}. A write short of a block's reservation writes the file
      * back (its pages over speculative blocks give theirs back) and tries once more before it stops with
-     * NoSpaceException; zeros reserve nothing (a truncate or punch never fails for space).
+     * NoSpaceException; zeros reserve nothing (a truncate or punch never fails for space), and leave a
+     * block that reads zeros on the device (a hole, an unwritten block) alone unless its page is dirty.
      */
     private void modifyLocked(Inode i, long offset, MemorySegment src, long len) {
         FilePages p = pages(i);
@@ -279,8 +280,14 @@ final class BufferedIo implements PageCache.Writer {
             int within = (int) (at % blockSize);
             int k = (int) Math.min(blockSize - within, len - pos);
             int f = p.get(fb);
+            if (m == null && in && (f < 0 || !cache.isDirty(f)) && files.readsZeros(i, fb)) {
+                // zeros over zeros: dirtied, the page's write-back would fill its hole or convert its unwritten
+                // block (splitting extents) with no block reserved for either
+                pos += k;
+                continue;
+            }
             // looked up before a frame is mapped: a lookup that throws leaves no unfilled frame behind
-            boolean reserve = in && m != null && (f < 0 || !cache.isDirty(f)) && files.needsBlock(i, fb);
+            byte reserve = in && m != null && (f < 0 || !cache.isDirty(f)) ? files.reservation(i, fb) : PageCache.NONE;
             boolean whole = false;
             if (f < 0) {
                 whole = in && k == blockSize;
@@ -293,7 +300,7 @@ final class BufferedIo implements PageCache.Writer {
                     p.put(fb, f);
                 }
             }
-            if (reserve && !cache.reserve(p, f)) {
+            if (reserve != PageCache.NONE && !cache.reserve(p, f, reserve)) {
                 if (whole) {
                     cache.drop(p, f); // its contents are no one's
                 }
@@ -415,8 +422,9 @@ final class BufferedIo implements PageCache.Writer {
     }
 
     /**
-     * Gives back the reservations of {@code i}'s dirty pages in file blocks {@code [from, to)}: fallocate
-     * mapped blocks under them, of the file's own (the caller holds its I/O lock exclusively).
+     * Gives back the blocks {@code i}'s dirty pages in file blocks {@code [from, to)} hold reserved: fallocate
+     * mapped unwritten blocks under them, of the file's own ({@link PageCache#backed}; the caller holds its I/O
+     * lock exclusively).
      */
     void backed(Inode i, long from, long to) {
         FilePages p = i.pages;
@@ -426,14 +434,14 @@ final class BufferedIo implements PageCache.Writer {
         p.lock.lock();
         try {
             for (long b : p.blocks(from, to)) {
-                cache.unreserve(p, p.get(b));
+                cache.backed(p.get(b));
             }
         } finally {
             p.lock.unlock();
         }
     }
 
-    /** How many of {@code i}'s pages in file blocks {@code [from, to)} hold a reservation now. */
+    /** How many of {@code i}'s pages in file blocks {@code [from, to)} hold a block reserved now. */
     long reservedIn(Inode i, long from, long to) {
         FilePages p = i.pages;
         if (p == null || p.reserved == 0) {
@@ -443,7 +451,7 @@ final class BufferedIo implements PageCache.Writer {
         p.lock.lock();
         try {
             for (long b : p.blocks(from, to)) {
-                if (cache.isReserved(p.get(b))) {
+                if (cache.holdsBlock(p.get(b))) {
                     n++;
                 }
             }

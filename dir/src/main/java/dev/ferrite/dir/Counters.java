@@ -1,6 +1,8 @@
 package dev.ferrite.dir;
 
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.LongSupplier;
 
 /**
  * The volume-wide counts statfs reports, striped so that allocations in different groups never share a
@@ -18,6 +20,16 @@ final class Counters {
      * superblock (the mount computes each group's from its tree).
      */
     final LongAdder reservedBlocks = new LongAdder();
+    /**
+     * Free blocks promised to allocations not made yet, all out of one limit, {@link #spare} (XFS's in-core
+     * free count, which delayed-allocation and transactions' block reservations both come out of): dirty
+     * pages' blocks and their files' extent maps ({@link PageCache#reserve}), and what a direct write,
+     * fallocate, a copy on write or a namespace or table allocation is about to take ({@link #claim}). Moved
+     * by CAS within that limit only, so what all of them may take never exceeds it; in memory only.
+     */
+    private final AtomicLong promised = new AtomicLong();
+    /** What promises may hold in all: {@link Volume#spareBlocks}, a sum read without a lock (tests lift it). */
+    private volatile LongSupplier spare = () -> Long.MAX_VALUE;
 
     void set(long freeBlocks, long freeInodes, long inodes) {
         this.freeBlocks.reset();
@@ -26,5 +38,37 @@ final class Counters {
         this.freeInodes.add(freeInodes);
         this.inodes.reset();
         this.inodes.add(inodes);
+    }
+
+    void setSpare(LongSupplier spare) {
+        this.spare = spare;
+    }
+
+    /**
+     * Promises {@code n} blocks if the spare ones not promised yet hold them: false, promising nothing, if
+     * not. Lock-free, allocation-free: one CAS (again only if another promise moved the count meanwhile),
+     * against the spare read once. Give them back with {@link #release} once the allocation took them (its
+     * free count moved: until then both count them) or will not.
+     */
+    boolean claim(long n) {
+        long limit = spare.getAsLong();
+        for (long r = promised.get(), seen; r + n <= limit; r = seen) {
+            if ((seen = promised.compareAndExchange(r, r + n)) == r) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Gives back {@code n} blocks {@link #claim} promised. */
+    void release(long n) {
+        if (n != 0) {
+            promised.addAndGet(-n);
+        }
+    }
+
+    /** Blocks promised now (a hint while anything allocates; exact with nothing in flight). */
+    long promised() {
+        return promised.get();
     }
 }

@@ -454,7 +454,7 @@ final class Creator {
         if (remote) {
             // the first change: it may fail, and then nothing has changed; with a listed inode and the
             // name known absent (searched), nothing after it can fail
-            AllocOutcome block = ag.allocBlocks(txn, 1);
+            AllocOutcome block = ag.allocClaiming(txn, 1);
             if (block != AllocOutcome.DONE) {
                 return new Retry(block);
             }

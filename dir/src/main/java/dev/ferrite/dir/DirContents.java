@@ -714,7 +714,7 @@ final class DirContents {
                         return AllocOutcome.DONE; // the reserve needs a spill first: the caller steps again
                     }
                     try {
-                        AllocOutcome r = ag.allocBlocks(txn, n);
+                        AllocOutcome r = allocTree(txn, ag, dir, n);
                         if (r == AllocOutcome.DONE) {
                             fillReserve(txn, dir, ag.allocatedBlock(txn), n, null);
                             dir.noteSeq(txn.commit());
@@ -787,9 +787,29 @@ final class DirContents {
     /**
      * Allocates {@code n} blocks into {@code owner}'s reserve, from its own group if it can, if
      * {@code still} says so under its lock; with {@code convert}, turns the inline fork into a tree in the
-     * same transaction. ENOENT if a directory went meanwhile.
+     * same transaction. ENOENT if a directory went meanwhile. When no group holds {@code n} free blocks
+     * together (a full volume's free space in pieces, while what a file's pages reserved for its tree is
+     * there in sum), it takes half as many, down to {@link #RESERVE_LOW} for a conversion and to one for a
+     * refill: the caller's next step refills the rest.
      */
     private void addBlocks(Inode owner, int n, int extraItems, BooleanSupplier still, Converter convert) {
+        int least = convert != null ? Math.min(n, RESERVE_LOW) : 1;
+        for (int k = n; ; k = Math.max(least, k / 2)) {
+            try {
+                addRun(owner, k, extraItems, still, convert);
+                return;
+            } catch (SpaceBusyException busy) {
+                throw busy;
+            } catch (NoSpaceException full) {
+                if (k == least) {
+                    throw full;
+                }
+            }
+        }
+    }
+
+    /** {@link #addBlocks} of {@code n} blocks together. */
+    private void addRun(Inode owner, int n, int extraItems, BooleanSupplier still, Converter convert) {
         eachGroup(owner, n, ag -> {
             int items = ag.blockItems() + 2 + extraItems + (convert != null ? BTree.CREATE_ITEMS + 4 : 0);
             try (Txn txn = Txn.begin(cache, items)) {
@@ -797,7 +817,7 @@ final class DirContents {
                     return AllocOutcome.DONE; // changed meanwhile (another thread's refill): the caller looks again
                 }
                 try {
-                    AllocOutcome r = ag.allocBlocks(txn, n);
+                    AllocOutcome r = allocTree(txn, ag, owner, n);
                     if (r == AllocOutcome.DONE) {
                         fillReserve(txn, owner, ag.allocatedBlock(txn), n, convert);
                         owner.lastSeq = txn.commit();
@@ -808,6 +828,16 @@ final class DirContents {
                 }
             }
         });
+    }
+
+    /**
+     * {@code n} blocks of group {@code ag} for {@code owner}'s tree reserve. A regular file's extent tree
+     * takes blocks already promised ({@link Counters#claim}) by whoever changes its mapping: its dirty
+     * pages' {@link PageCache#FILE_META_BLOCKS}, a direct write's or fallocate's claim. A directory's or a
+     * table's tree claims them as it takes them.
+     */
+    private AllocOutcome allocTree(Txn txn, AllocationGroup ag, Inode owner, int n) {
+        return (records.modeOf(owner.ino) & S_IFMT) == S_IFREG ? ag.allocBlocks(txn, n) : ag.allocClaiming(txn, n);
     }
 
     /**

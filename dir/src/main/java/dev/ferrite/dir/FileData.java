@@ -284,43 +284,72 @@ final class FileData {
     }
 
     /**
-     * Whether a buffered page of file block {@code fb} of {@code i}, about to be dirtied, needs a block
-     * reserved for its write-back: over a hole; over any block of a file that shares blocks (its
-     * write-back may copy on write: reflinked files reserve for overwrites too rather than look each
-     * block's count up); past the committed size over a speculative block, which a trim or another
-     * file's ENOSPC may free before the write-back (fallocate's past the end stay). Not over a written or
-     * unwritten block of its own inside the size. The caller holds the I/O lock.
+     * What a buffered page of file block {@code fb} of {@code i}, about to be dirtied, reserves for its
+     * write-back ({@link PageCache#reserve}). A block ({@link PageCache#BLOCK}): over a hole; over any block
+     * of a file that shares blocks (its write-back may copy on write: reflinked files reserve for overwrites
+     * too rather than look each block's count up); past the committed size over a speculative block, which
+     * a trim or another file's ENOSPC may free before the write-back (fallocate's past the end stay). Its
+     * file's map only ({@link PageCache#MAP}) over an unwritten block of its own (fallocate's past the end
+     * too): converting it may split its extent in three and make or grow a tree. Nothing over a written
+     * block of its own. The caller holds the I/O lock.
      */
-    boolean needsBlock(Inode i, long fb) {
+    byte reservation(Inode i, long fb) {
         if (inPlace(i, fb, fb + 1) >= 0) { // an overwrite: the direct path's lookup, no allocation
-            return false;
+            return PageCache.NONE;
         }
         FileMapping.ReadMapping r = mapping.forRead(i, fb, fb + 1);
-        return (r.flags & FLAG_SHARED) != 0 || r.extents.find(fb) < 0
-                || fb >= (r.size + blockSize - 1) / blockSize && (r.flags & FLAG_PREALLOC) == 0;
+        int k = r.extents.find(fb);
+        if ((r.flags & FLAG_SHARED) != 0 || k < 0 || fb >= (r.size + blockSize - 1) / blockSize && (r.flags & FLAG_PREALLOC) == 0) {
+            return PageCache.BLOCK;
+        }
+        return r.extents.unwritten(k) ? PageCache.MAP : PageCache.NONE;
+    }
+
+    /** Whether file block {@code fb} of {@code i} reads zeros from the device: a hole or an unwritten block (the I/O lock held). */
+    boolean readsZeros(Inode i, long fb) {
+        ExtentList x = mapping.forRead(i, fb, fb + 1).extents;
+        int k = x.find(fb);
+        return k < 0 || x.unwritten(k);
     }
 
     /**
-     * NoSpaceException, with nothing changed, if filling the holes of {@code [first, end)} in {@code x}
-     * (a direct write's, fallocate's) would take blocks that dirty pages reserved ({@link PageCache#reserve}):
-     * their write-backs must find them. The file's own reserved pages in the range count as room, as the
-     * write drops them or fallocate backs them. A check, not a reservation: such allocations race each other
-     * as before. The caller holds the I/O lock.
+     * Promises ({@link Counters#claim}) the blocks a change of {@code [first, end)} of {@code i} will take
+     * outside a write-back (a direct write's, fallocate's): one for each hole of the range in {@code x}, and
+     * with {@code tree} an extent tree's root and reserve ({@link PageCache#FILE_META_BLOCKS}: the extents
+     * become a tree, or a tree may refill its reserve). Returns what it promised, to {@link Counters#release}
+     * once the allocation is made (its free count moved) or failed. When the blocks not promised fall
+     * short, the file's own reserved pages in the range count as room (the write drops them, fallocate
+     * backs them: their promises go back), then other files' speculative blocks are freed once; then
+     * NoSpaceException with nothing changed: what is left is promised to dirty pages, whose write-backs
+     * must find it, or to allocations in flight. The caller holds the I/O lock.
      */
-    private void requireUnreserved(Inode i, ExtentList x, long first, long end) {
-        long reserved = volume.pageCache().reservedBlocks();
-        if (reserved == 0) {
-            return;
-        }
+    private long claimHoles(Inode i, ExtentList x, long first, long end, boolean tree) {
+        return claim(i, holes(x, first, end), first, end, tree);
+    }
+
+    /** The blocks of holes {@code x} has in {@code [first, end)}. */
+    private static long holes(ExtentList x, long first, long end) {
         long holes = 0;
         for (long[] g = x.firstGap(first, end, false); g != null; g = x.firstGap(g[0] + g[1], end, false)) {
             holes += g[1];
         }
-        long spare = volume.spareBlocks() - reserved;
-        if (holes > spare && holes > spare + buffered.reservedIn(i, first, end)) {
-            throw new NoSpaceException("inode " + i.ino + " needs " + holes + " blocks for file blocks [" + first + ", " + end
-                    + "); " + Math.max(0, spare) + " are free that buffered writes have not reserved");
+        return holes;
+    }
+
+    /** {@link #claimHoles} for {@code holes} blocks. */
+    private long claim(Inode i, long holes, long first, long end, boolean tree) {
+        long meta = tree ? PageCache.FILE_META_BLOCKS : 0, n = holes + meta;
+        Counters c = volume.counters();
+        if (n == 0 || c.claim(n)) {
+            return n;
         }
+        n = Math.max(0, holes - buffered.reservedIn(i, first, end)) + meta;
+        if (n == 0 || c.claim(n) || mapping.reclaimSpeculative(i.ino) && c.claim(n)) {
+            return n;
+        }
+        throw new NoSpaceException("inode " + i.ino + " needs " + n + " blocks for file blocks [" + first + ", " + end + ")"
+                + (tree ? " and its extent tree" : "") + "; " + Math.max(0, volume.spareBlocks() - c.promised())
+                + " are free that are not promised to buffered writes or other allocations");
     }
 
     /** Reads file blocks from {@code fb} of {@code i} into {@code dst} as mapped, whatever the size; the caller holds its I/O lock. */
@@ -496,16 +525,20 @@ final class FileData {
         long first = offset / blockSize, end = first + len / blockSize;
         ExtentList x = s.extents();
         boolean convert = x.firstGap(first, end, true) != null;
-        while (convert && !FileMapping.fits(x, first, end, end)) { // a tree before any block (a written one too) is overwritten: its ENOSPC changes nothing
-            map.makeRoom(i);
-            x = mapping.file(i, first, end).extents();
-        }
-        if (x.firstGap(first, end, false) != null) {
-            if (!writeBack) { // a write-back's pages reserved their blocks
-                requireUnreserved(i, x, first, end);
+        boolean grows = convert && !FileMapping.fits(x, first, end, end), holes = convert && x.firstGap(first, end, false) != null;
+        // a write-back's pages reserved their blocks and their tree's; anything else promises its own first
+        long claimed = writeBack || !grows && !holes ? 0 : claimHoles(i, x, first, end, grows || holes && x.inTree());
+        try {
+            while (grows && !FileMapping.fits(x, first, end, end)) { // a tree before any block (a written one too) is overwritten: its ENOSPC changes nothing
+                map.makeRoom(i);
+                x = mapping.file(i, first, end).extents();
             }
-            x = offset <= s.size() && newSize > s.size() ? mapping.allocateExtending(i, s.flags(), x, first, end)
-                    : mapping.allocate(i, first, end, end, FLAG_SPECULATIVE, true);
+            if (x.firstGap(first, end, false) != null) {
+                x = offset <= s.size() && newSize > s.size() ? mapping.allocateExtending(i, s.flags(), x, first, end)
+                        : mapping.allocate(i, first, end, end, FLAG_SPECULATIVE, true);
+            }
+        } finally {
+            volume.counters().release(claimed);
         }
         for (long fb = first; fb < end; ) {
             int k = x.find(fb);
@@ -557,7 +590,13 @@ final class FileData {
             long pieceSize = stop == end ? newSize : Math.min(newSize, stop * blockSize);
             MemorySegment part = src.asSlice((fb - first) * blockSize, (stop - fb) * blockSize);
             if (dev >= 0) {
-                cow.write(i, fb, dev, part, pieceSize, writeBack);
+                // the copies and a tree for the remaps' splits (a write-back's pages reserved them: a shared file's reserve overwrites too)
+                long claimed = writeBack ? 0 : claim(i, stop - fb, fb, stop, true);
+                try {
+                    cow.write(i, fb, dev, part, pieceSize, writeBack);
+                } finally {
+                    volume.counters().release(claimed);
+                }
                 i.dataDirty = true;
                 written = true;
             } else {
@@ -683,41 +722,48 @@ final class FileData {
                 }
                 FileMapping.fillHoles(sim, first, end);
             }
-            if (!sim.fits()) { // a tree first: its ENOSPC changes nothing
-                map.makeRoom(i);
-            }
-            if (punch || zero) {
-                if (whole) {
-                    zeroPartial(i, offset, wholeFirst * blockSize, size);
-                    zeroPartial(i, wholeEnd * blockSize, stop, size);
-                } else {
-                    zeroPartial(i, offset, stop, size);
+            boolean shared = (s.flags() & FLAG_SHARED) != 0;
+            // what it maps (a zeroed range of shared blocks is let go and mapped again) and a tree, promised first
+            long holes = punch ? 0 : holes(s.extents(), first, end) + (zero && whole && shared ? wholeEnd - wholeFirst : 0);
+            long claimed = holes == 0 && sim.fits() ? 0 : claim(i, holes, first, end, !sim.fits() || holes > 0 && s.extents().inTree());
+            try {
+                if (!sim.fits()) { // a tree first: its ENOSPC changes nothing
+                    map.makeRoom(i);
                 }
-                buffered.drop(i, wholeFirst, wholeEnd);
-            }
-            if (punch) {
-                if (whole) {
+                if (punch || zero) {
+                    if (whole) {
+                        zeroPartial(i, offset, wholeFirst * blockSize, size);
+                        zeroPartial(i, wholeEnd * blockSize, stop, size);
+                    } else {
+                        zeroPartial(i, offset, stop, size);
+                    }
+                    buffered.drop(i, wholeFirst, wholeEnd);
+                }
+                if (punch) {
+                    if (whole) {
+                        mapping.release(i, wholeFirst, wholeFirst + 1, x -> x.punch(wholeFirst, wholeEnd), true);
+                    }
+                    return;
+                }
+                if (zero && whole && shared) {
+                    // a shared block stays the others': the range's blocks let go (freed if no other file maps them), then
+                    // mapped to blocks of its own below, so that a later write there has its space and copies nothing
                     mapping.release(i, wholeFirst, wholeFirst + 1, x -> x.punch(wholeFirst, wholeEnd), true);
+                } else if (zero && whole) { // before the holes are mapped: the extents stay within sim's count all along
+                    mapping.update(i, wholeFirst, wholeEnd, (y, from, to) -> y.setState(from, to, true), old -> old, false);
                 }
-                return;
-            }
-            if (zero && whole && (s.flags() & FLAG_SHARED) != 0) {
-                // a shared block stays the others': the range's blocks let go (freed if no other file maps them), then
-                // mapped to blocks of its own below, so that a later write there has its space and copies nothing
-                mapping.release(i, wholeFirst, wholeFirst + 1, x -> x.punch(wholeFirst, wholeEnd), true);
-            } else if (zero && whole) { // before the holes are mapped: the extents stay within sim's count all along
-                mapping.update(i, wholeFirst, wholeEnd, (y, from, to) -> y.setState(from, to, true), old -> old, false);
-            }
-            if (keep && stop > s.size()) {
-                mapping.trimSpeculative(i); // what the file keeps past its end from now on is what fallocate asks for, flagged so
-            }
-            requireUnreserved(i, s.extents(), first, end);
-            mapping.allocate(i, first, end, first, keep ? FLAG_PREALLOC : FLAG_SPECULATIVE, true);
-            if ((s.flags() & FLAG_SHARED) == 0) { // a shared block under a page still copies on write
-                buffered.backed(i, first, end);
-            }
-            if (!keep && stop > size) {
-                mapping.update(i, 0, 0, null, old -> Math.max(old, stop), false);
+                if (keep && stop > s.size()) {
+                    mapping.trimSpeculative(i); // what the file keeps past its end from now on is what fallocate asks for, flagged so
+                }
+                mapping.allocate(i, first, end, first, keep ? FLAG_PREALLOC : FLAG_SPECULATIVE, true);
+                if (!shared) { // a shared block under a page still copies on write
+                    buffered.backed(i, first, end);
+                }
+                if (!keep && stop > size) {
+                    mapping.update(i, 0, 0, null, old -> Math.max(old, stop), false);
+                }
+            } finally {
+                volume.counters().release(claimed);
             }
         } finally {
             l.unlock();

@@ -217,14 +217,19 @@ final class FileMapping {
         int k = x.find(end);
         if ((flags & FLAG_PREALLOC) == 0 && k < 0) {
             long next = -k - 1 < x.count() ? x.fileBlock(-k - 1) : ExtentFormat.MAX_FILE_BLOCKS;
-            // as XFS, less as the volume fills: others need space too; never what dirty pages reserved
-            long reserved = volume.pageCache().reservedBlocks();
-            long room = Math.min(Math.max(0, volume.statfs().freeBlocks() - reserved) / 16, Math.max(0, volume.spareBlocks() - reserved));
+            // as XFS, less as the volume fills: others need space too; promised only if no promise holds them
+            Counters c = volume.counters();
+            long promised = c.promised();
+            long room = Math.min(Math.max(0, volume.statfs().freeBlocks() - promised) / 16, Math.max(0, volume.spareBlocks() - promised));
             long spec = Math.min(next, end + Math.min(room, Math.clamp(end, preallocMin, preallocCap)));
-            try {
-                return allocate(i, first, spec, end, FLAG_SPECULATIVE, false);
-            } catch (NoSpaceException e) {
-                // no free block is left for the speculative ones: the write's own holes, filled first, are all mapped
+            if (spec > end && c.claim(spec - end)) {
+                try {
+                    return allocate(i, first, spec, end, FLAG_SPECULATIVE, false);
+                } catch (NoSpaceException e) {
+                    // no free block is left for the speculative ones: the write's own holes, filled first, are all mapped
+                } finally {
+                    c.release(spec - end);
+                }
             }
         }
         return allocate(i, first, end, end, FLAG_SPECULATIVE, true);

@@ -440,6 +440,23 @@ final class FreeSpace {
     }
 
     /**
+     * {@link #allocBlocks} for an allocation no promise of blocks covers (a directory's or a table's tree,
+     * an inode chunk, a symlink's block, a table value's extent): it claims them first ({@link Counters#claim}),
+     * so it never takes blocks dirty pages or allocations in flight were promised, and gives the claim
+     * back once its free count moved. NO_SPACE, with nothing changed, if the blocks not promised fall short.
+     */
+    AllocOutcome allocClaiming(Txn txn, int len) {
+        if (!counters.claim(len)) {
+            return AllocOutcome.NO_SPACE;
+        }
+        try {
+            return allocBlocks(txn, len);
+        } finally {
+            counters.release(len);
+        }
+    }
+
+    /**
      * Like {@link #allocBlocks}, but first tries the {@code len} blocks from device block {@code near} (the
      * block after a file's last extent, so that the file grows in place): taken if a free extent starts
      * there, holds them and none of them is busy. If not, and {@code apart}, the blocks at the middle of

@@ -208,15 +208,20 @@ final class InodeAllocator {
                 : u64(agf.data(), FREE_BLOCKS) < CHUNK_BLOCKS + space.heldBack()
                         || !space.hasExtent(txn, CHUNK_BLOCKS) ? AllocOutcome.NO_SPACE
                 : (at = space.findUsable(txn, CHUNK_BLOCKS, CHUNK_BLOCKS)) == null ? AllocOutcome.BUSY : AllocOutcome.DONE;
-        if (outcome != AllocOutcome.DONE) {
-            if (outcome == AllocOutcome.NO_SPACE) {
-                space.noChunkRoom();
-            }
+        if (outcome == AllocOutcome.NO_SPACE) {
+            space.noChunkRoom();
+        }
+        // the group has room, but the blocks not promised to dirty pages or allocations in flight may not
+        if (outcome != AllocOutcome.DONE || !counters.claim(CHUNK_BLOCKS)) {
             txn.release(agf);
             txn.release(agi);
-            return outcome;
+            return outcome != AllocOutcome.DONE ? outcome : AllocOutcome.NO_SPACE;
         }
-        addChunk(txn, frames, at);
+        try {
+            addChunk(txn, frames, at);
+        } finally {
+            counters.release(CHUNK_BLOCKS);
+        }
         return AllocOutcome.DONE;
     }
 

@@ -7,7 +7,6 @@ import java.util.concurrent.ConcurrentLinkedDeque;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
-import java.util.function.LongSupplier;
 
 import dev.ferrite.io.BlockDevice;
 
@@ -27,9 +26,11 @@ import dev.ferrite.io.BlockDevice;
  * A page dirtied where its write-back will need a block (a hole, a block shared with a clone, a
  * speculative block past the committed size) is {@link #reserve reserved} a block of the volume's free
  * space first, as XFS's delayed allocation reserves: the first reserved page of a file also reserves
- * {@link #FILE_META_BLOCKS} for its extent tree. The reservation is one counter moved by CAS against what
- * the volume can lend ({@link #setSpare}), and goes back exactly once, when its page is cleaned (written
- * back: the allocation took the block) or dropped, or {@link #unreserve}d when fallocate backs it.
+ * {@link #FILE_META_BLOCKS} for its extent tree, and every {@link #PAGES_PER_META_BLOCK}th one a block
+ * more. The reservation is a promise of the volume's one counter ({@link Counters#claim}), which every
+ * allocation outside write-back claims its blocks from too, and goes back exactly once, when its page is
+ * cleaned (written back: the allocation took the block) or dropped, or {@link #unreserve}d when fallocate
+ * backs it.
  *
  * <h2>Locks</h2>
  * The monitor of this object guards the frame table ({@link #owner}, {@link #block}, the free list, the
@@ -62,6 +63,16 @@ final class PageCache implements AutoCloseable {
      * held-back blocks, which reservations never lend.
      */
     static final int FILE_META_BLOCKS = 1 + DirContents.RESERVE_HIGH;
+    /**
+     * A file's reserved pages per block reserved beside {@link #FILE_META_BLOCKS} for the trees their
+     * write-back grows: at worst an extent a page (every other block dirty), and a leaf of the file's tree
+     * holds about 250 extents and splits half full, while each extent taken may split a free extent in two,
+     * a record more in each of its group's free-space trees, whose nodes come from free space too. Without
+     * it, 3,000 such pages outgrew the 29 blocks and their write-back failed
+     * ({@code BufferedSpaceTest.scatteredPagesReserveForTheExtentsTheirWriteBackMakes}); XFS reserves the worst
+     * case per delayed extent ({@code xfs_bmap_worst_indlen}).
+     */
+    static final int PAGES_PER_META_BLOCK = 32;
 
     /** Implemented by the file layer. */
     interface Writer {
@@ -104,12 +115,10 @@ final class PageCache implements AutoCloseable {
     /** CLOCK's second chance: set by every access without a lock, cleared by the hand. */
     private final boolean[] referenced;
     private final AtomicLong dirtyPages = new AtomicLong();
-    /** Reserved for write-backs' allocations: {@link #reserved} pages and their files' {@link #FILE_META_BLOCKS}. */
-    private final AtomicLong reservedBlocks = new AtomicLong();
-    /** Free blocks the volume can lend reservations (held-back ones excluded): a hint read without a lock. */
-    private volatile LongSupplier spare = () -> Long.MAX_VALUE;
-    /** The page holds a reservation of a block ({@link #reserve}); only while dirty. Guarded by the owner's lock. */
-    private final boolean[] reserved;
+    /** Where {@link #reserved} pages and their files' {@link #FILE_META_BLOCKS} are promised. */
+    private final Counters counters;
+    /** What the page holds reserved ({@link #reserve}): {@link #NONE}, {@link #MAP} or {@link #BLOCK}; only while dirty. Owner's lock. */
+    private final byte[] reserved;
     private final AtomicLong writtenBack = new AtomicLong();
     private final AtomicLong fills = new AtomicLong(), filled = new AtomicLong();
     /** Files with dirty pages, oldest first. */
@@ -144,8 +153,9 @@ final class PageCache implements AutoCloseable {
      * @param budgetBytes frames' memory (at least {@link #MIN_FRAMES} frames are made)
      * @param expireMillis age of a dirty page at which the write-back thread writes its file back
      */
-    PageCache(int blockSize, long budgetBytes, long expireMillis) {
+    PageCache(int blockSize, long budgetBytes, long expireMillis, Counters counters) {
         this.blockSize = blockSize;
+        this.counters = counters;
         this.capacity = (int) Math.clamp(budgetBytes / blockSize, MIN_FRAMES, Integer.MAX_VALUE >> 1);
         this.dirtyLimit = capacity / 2;
         this.backgroundLimit = capacity / 4;
@@ -159,7 +169,7 @@ final class PageCache implements AutoCloseable {
         this.free = new int[capacity];
         this.dirty = new boolean[capacity];
         this.redirtied = new boolean[capacity];
-        this.reserved = new boolean[capacity];
+        this.reserved = new byte[capacity];
         this.referenced = new boolean[capacity];
     }
 
@@ -167,45 +177,59 @@ final class PageCache implements AutoCloseable {
         this.writer = writer;
     }
 
-    /** What reservations may take in all: the volume's free blocks less those its groups hold back. */
-    void setSpare(LongSupplier spare) {
-        this.spare = spare;
+    /**
+     * A page's reservation: none (over a written block of its own); its file's map only, {@link #meta}'s
+     * share (over an unwritten block: its write-back converts it, which may split its extent in three and
+     * make or grow a tree); a block and the map's share (its write-back allocates).
+     */
+    static final byte NONE = 0, MAP = 1, BLOCK = 2;
+
+    /**
+     * Reserves {@code kind} ({@link #MAP} or {@link #BLOCK}) for {@code f} of {@code p} (the caller holds
+     * {@code p}'s lock and dirties the page next): the file's {@link #FILE_META_BLOCKS} if it is its first,
+     * a block more every {@link #PAGES_PER_META_BLOCK}th, and a block for a {@link #BLOCK}; false if the
+     * volume has not that many left to promise. Lock-free: {@link Counters#claim}, skipped when it comes to none.
+     */
+    boolean reserve(FilePages p, int f, byte kind) {
+        int n = p.reserved;
+        long want = (kind == BLOCK ? 1 : 0) + meta(n + 1) - meta(n);
+        if (want != 0 && !counters.claim(want)) {
+            return false;
+        }
+        reserved[f] = kind;
+        p.reserved = n + 1;
+        return true;
+    }
+
+    /** Blocks reserved for the metadata of a file's {@code pages} reserved pages: none without any. */
+    static long meta(int pages) {
+        return pages == 0 ? 0 : FILE_META_BLOCKS + pages / PAGES_PER_META_BLOCK;
+    }
+
+    /** Whether {@code f} holds a block reserved (the caller holds its owner's lock). */
+    boolean holdsBlock(int f) {
+        return reserved[f] == BLOCK;
+    }
+
+    /** Gives back {@code f}'s reservation, if it holds one: it is written back or dropped (the caller holds {@code p}'s lock). */
+    void unreserve(FilePages p, int f) {
+        byte kind = reserved[f];
+        if (kind != NONE) {
+            reserved[f] = NONE;
+            int n = p.reserved--;
+            counters.release((kind == BLOCK ? 1 : 0) + meta(n) - meta(n - 1));
+        }
     }
 
     /**
-     * Reserves a block for {@code f} of {@code p} (the caller holds {@code p}'s lock and dirties the page
-     * next), and the file's {@link #FILE_META_BLOCKS} if it is its first; false if the volume has no
-     * block left to lend. Lock-free: a CAS on one counter, against the spare read once.
+     * Gives back the block {@code f} holds reserved, if it does: fallocate mapped an unwritten block of the
+     * file under it, which its write-back converts, so it keeps its share of the map (the caller holds its owner's lock).
      */
-    boolean reserve(FilePages p, int f) {
-        int n = p.reserved == 0 ? 1 + FILE_META_BLOCKS : 1;
-        long limit = spare.getAsLong();
-        for (long r = reservedBlocks.get(), seen; r + n <= limit; r = seen) {
-            if ((seen = reservedBlocks.compareAndExchange(r, r + n)) == r) {
-                reserved[f] = true;
-                p.reserved++;
-                return true;
-            }
+    void backed(int f) {
+        if (reserved[f] == BLOCK) {
+            reserved[f] = MAP;
+            counters.release(1);
         }
-        return false;
-    }
-
-    /** Whether {@code f} holds a reservation (the caller holds its owner's lock). */
-    boolean isReserved(int f) {
-        return reserved[f];
-    }
-
-    /** Gives back {@code f}'s reservation, if it holds one: its block is allocated or it is dropped (the caller holds {@code p}'s lock). */
-    void unreserve(FilePages p, int f) {
-        if (reserved[f]) {
-            reserved[f] = false;
-            reservedBlocks.addAndGet(--p.reserved == 0 ? -1 - FILE_META_BLOCKS : -1);
-        }
-    }
-
-    /** Blocks reserved now for dirty pages' write-backs (a hint for preallocation; exact with no writer). */
-    long reservedBlocks() {
-        return reservedBlocks.get();
     }
 
     /** Frames the budget allows. */
@@ -686,7 +710,8 @@ final class PageCache implements AutoCloseable {
     /**
      * Counters for tests and stats: dirty pages now; since mount, pages written back, evictions, the
      * reads that filled frames on a miss with the blocks they filled (more than one each: read-ahead), and
-     * the write-back thread's wake-ups; blocks reserved now for dirty pages ({@link #reserve}).
+     * the write-back thread's wake-ups; blocks promised now ({@link Counters#promised}: dirty pages' reservations,
+     * and what allocations in flight claimed).
      */
     record Stats(long dirtyPages, long writtenBack, long evictions, long fills, long filled, int capacity, long wakeups,
                  long reservedBlocks) {
@@ -700,7 +725,7 @@ final class PageCache implements AutoCloseable {
         synchronized (dirtyFiles) {
             w = flusherWakeups;
         }
-        return new Stats(dirtyPages.get(), writtenBack.get(), e, fills.get(), filled.get(), capacity, w, reservedBlocks.get());
+        return new Stats(dirtyPages.get(), writtenBack.get(), e, fills.get(), filled.get(), capacity, w, counters.promised());
     }
 
     /** Stops the write-back thread (the caller wrote back what it wanted to keep first). */

@@ -110,7 +110,7 @@ final class TableExtents {
                 }
                 AllocOutcome r;
                 try (Txn txn = Txn.begin(cache, ag.blockItems())) {
-                    r = ag.allocBlocks(txn, len);
+                    r = ag.allocClaiming(txn, len);
                     if (r == AllocOutcome.DONE) {
                         long block = ag.allocatedBlock(txn);
                         txn.commit();

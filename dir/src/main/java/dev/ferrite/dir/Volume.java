@@ -85,8 +85,9 @@ public final class Volume implements AutoCloseable {
         this.groups = groups;
         this.counters = counters;
         this.report = report;
-        this.pages = new PageCache(geometry.blockSize(), options.effectiveDataCacheBytes(), options.effectiveDirtyExpireMillis());
-        pages.setSpare(this::spareBlocks);
+        this.pages = new PageCache(geometry.blockSize(), options.effectiveDataCacheBytes(), options.effectiveDirtyExpireMillis(),
+                counters);
+        counters.setSpare(this::spareBlocks);
         this.namespace = new Namespace(this, cache, superblock.geometry(), inodes, pages, options.effectiveNameCacheEntries(device.size()));
         this.tables = new Tables(this, namespace, cache, options);
     }
@@ -463,6 +464,11 @@ public final class Volume implements AutoCloseable {
         return journal;
     }
 
+    /** The volume-wide counts, and the promises of free blocks made against them ({@link Counters#claim}). */
+    Counters counters() {
+        return counters;
+    }
+
     /** The data page cache (tests and stats). */
     PageCache pageCache() {
         return pages;
@@ -471,8 +477,8 @@ public final class Volume implements AutoCloseable {
     /**
      * Free blocks a file's data may take: the free count less what every group holds back for its free
      * lists and refcount tree ({@link FreeSpace#heldBack}, which allocations leave); at most the groups'
-     * free blocks past their held-back ones, which single-block allocations can take in full. Dirty pages'
-     * reservations are made against it ({@link PageCache#reserve}).
+     * free blocks past their held-back ones, which single-block allocations can take in full. Every promise
+     * of blocks, dirty pages' reservations and other allocations' claims, is made against it ({@link Counters#claim}).
      */
     long spareBlocks() {
         return counters.freeBlocks.sum() - counters.reservedBlocks.sum() - (long) groups.length * AllocationGroup.HELD_BACK;

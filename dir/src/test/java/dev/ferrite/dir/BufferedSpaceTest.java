@@ -2,8 +2,11 @@ package dev.ferrite.dir;
 
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import java.util.SplittableRandom;
 import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -14,10 +17,13 @@ import org.junit.jupiter.api.Test;
 
 import static dev.ferrite.dir.Namespace.FALLOC_FL_KEEP_SIZE;
 import static dev.ferrite.dir.Namespace.FALLOC_FL_PUNCH_HOLE;
+import static dev.ferrite.dir.Namespace.FALLOC_FL_ZERO_RANGE;
+import static dev.ferrite.io.internal.OnDisk.U64;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
 
 /**
  * Buffered writes reserve their blocks at write time (issue 16): on a full volume they stop with
@@ -136,15 +142,15 @@ class BufferedSpaceTest extends FileTestBase {
         int pages = 100;
         try (Handle f = ns.create(root, "a", 0644, true)) {
             ns.write(f, 0, MemorySegment.ofArray(chunk(3, 0, pages * BS)));
-            assertEquals(pages + PageCache.FILE_META_BLOCKS, reserved());
+            assertEquals(pages + PageCache.meta(pages), reserved());
             ns.truncate(f, 60L * BS);
-            assertEquals(60 + PageCache.FILE_META_BLOCKS, reserved());
+            assertEquals(60 + PageCache.meta(60), reserved());
             ns.fallocate(f, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 10L * BS, 20L * BS);
-            assertEquals(40 + PageCache.FILE_META_BLOCKS, reserved());
+            assertEquals(40 + PageCache.meta(40), reserved());
             ns.write(f, 10L * BS, MemorySegment.ofArray(chunk(3, 10L * BS, BS))); // into the hole again
-            assertEquals(41 + PageCache.FILE_META_BLOCKS, reserved());
-            ns.fallocate(f, FALLOC_FL_KEEP_SIZE, 0, 60L * BS); // blocks under the dirty pages: nothing left to reserve
-            assertEquals(0, reserved());
+            assertEquals(41 + PageCache.meta(41), reserved());
+            ns.fallocate(f, FALLOC_FL_KEEP_SIZE, 0, 60L * BS); // unwritten blocks under the dirty pages: their map's share left
+            assertEquals(PageCache.meta(41), reserved());
             ns.truncate(f, 0);
         }
         try (Handle f = ns.create(root, "d", 0644, true)) {
@@ -154,12 +160,16 @@ class BufferedSpaceTest extends FileTestBase {
         assertEquals(0, reserved());
     }
 
-    /** Gives all but about 600 spare blocks to a file of fallocated blocks; returns how many pages one file can reserve less {@code margin}. */
+    /** Gives all but about 600 spare blocks to a file of fallocated blocks; returns how many pages one file can reserve leaving {@code margin}. */
     private int pagesLeaving(int margin) {
         try (Handle hog = ns.create(root, "hog", 0644, true)) {
             ns.fallocate(hog, 0, 0, (v.spareBlocks() - 600) * BS);
         }
-        return (int) (v.spareBlocks() - PageCache.FILE_META_BLOCKS - margin);
+        int n = (int) (v.spareBlocks() - margin);
+        while (n + PageCache.meta(n) > v.spareBlocks() - margin) {
+            n--;
+        }
+        return n;
     }
 
     @Test
@@ -167,7 +177,7 @@ class BufferedSpaceTest extends FileTestBase {
         int n = pagesLeaving(20);
         try (Handle b = ns.create(root, "b", 0644, true)) {
             ns.write(b, 0, MemorySegment.ofArray(chunk(4, 0, n * BS)));
-            assertEquals(n + PageCache.FILE_META_BLOCKS, reserved());
+            assertEquals(n + PageCache.meta(n), reserved());
         }
         ns.unlink(root, "b");
         assertEquals(0, reserved());
@@ -188,7 +198,7 @@ class BufferedSpaceTest extends FileTestBase {
             assertThrows(NoSpaceException.class, () -> ns.write(d, 0, aligned)); // direct: into holes
             assertThrows(NoSpaceException.class, () -> ns.fallocate(d, 0, 0, 200L * BS));
             ns.fallocate(b, FALLOC_FL_KEEP_SIZE, 0, (long) n * BS); // under b's own reserved pages: their room
-            assertEquals(0, reserved());
+            assertEquals(PageCache.meta(n), reserved()); // the pages' conversions may still grow b's map
             ns.fsync(b); // every reserved page found its block
         }
         assertHolds("b", 4, (long) n * BS);
@@ -247,5 +257,263 @@ class BufferedSpaceTest extends FileTestBase {
             ns.unlink(root, "w" + (10 + t));
         }
         assertEquals(0, reserved());
+    }
+
+    /** A file of 25 one-extent pieces inline, the most a list holds: filling one of its holes makes it a tree. */
+    private void fragmented(String name) {
+        try (Handle f = written(name, 60, 1)) {
+            for (int b = 1; b < 48; b += 2) {
+                ns.fallocate(f, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (long) b * BS, BS);
+            }
+            assertEquals(25, ns.extents(f, 0, Long.MAX_VALUE).size());
+        }
+    }
+
+    @Test
+    void directWritesAndFallocateThatMakeATreeTakeNoBlockDirtyPagesReserved() throws Exception {
+        for (int k = 0; k < 3; k++) {
+            fragmented("f" + k);
+        }
+        int n = pagesLeaving(5);
+        try (Handle b = ns.create(root, "b", 0644, true)) {
+            ns.write(b, 0, MemorySegment.ofArray(chunk(4, 0, n * BS))); // 5 blocks left that no page reserved
+            for (int k = 0; k < 3; k++) { // each would make a tree of 20 blocks: before, they took them, then failed
+                try (Handle f = ns.open(root, "f" + k)) {
+                    assertThrows(NoSpaceException.class, () -> ns.write(f, BS, stamped(BS, 1, 2)));
+                    assertThrows(NoSpaceException.class, () -> ns.fallocate(f, 0, 3L * BS, BS));
+                    assertEquals(25, ns.extents(f, 0, Long.MAX_VALUE).size());
+                }
+            }
+            ns.fsync(b); // before: NoSpaceException, 60 blocks reserved for b's pages gone to the trees
+        }
+        assertHolds("b", 4, (long) n * BS);
+        assertEquals(0, reserved());
+    }
+
+    @Test
+    void bufferedOverwritesOfUnwrittenBlocksReserveTheirFilesMap() throws Exception {
+        for (int k = 0; k < 3; k++) {
+            try (Handle f = ns.create(root, "f" + k, 0644, true)) {
+                ns.fallocate(f, 0, 0, 60L * BS); // one unwritten extent inside the size
+                for (int b = 1; b < 24; b += 2) {
+                    ns.write(f, (long) b * BS, stamped((long) b * BS, 1, 1)); // written blocks between unwritten ones
+                }
+                assertEquals(25, ns.extents(f, 0, Long.MAX_VALUE).size());
+            }
+        }
+        int n = pagesLeaving(5);
+        try (Handle b = ns.create(root, "b", 0644, true)) {
+            ns.write(b, 0, MemorySegment.ofArray(chunk(4, 0, n * BS)));
+            for (int k = 0; k < 3; k++) {
+                try (Handle f = ns.open(root, "f" + k)) {
+                    // its write-back splits the last unwritten extent in three: a tree of 20 blocks, reserved first
+                    // (the write finds them once b is written back), or NoSpaceException
+                    try {
+                        ns.write(f, 40L * BS + 10, MemorySegment.ofArray(new byte[] {1, 2, 3}));
+                    } catch (NoSpaceException full) {
+                        // nothing promised is left for f's map
+                    }
+                    ns.fsync(f);
+                }
+            }
+            ns.fsync(b); // before: NoSpaceException, the trees made by f0-f2's write-backs in b's blocks
+        }
+        assertHolds("b", 4, (long) n * BS);
+        assertEquals(0, reserved());
+    }
+
+    @Test
+    void namespaceAllocationsTakeNoBlockDirtyPagesReserved() throws Exception {
+        int n = pagesLeaving(5);
+        Handle d = ns.mkdir(root, "d", 0755);
+        try (Handle b = ns.create(root, "b", 0644, true)) {
+            ns.write(b, 0, MemorySegment.ofArray(chunk(4, 0, n * BS)));
+            // new names grow the directory into a tree and take inode chunks: before, past what no page reserved
+            int made = 0;
+            try {
+                for (; made < 1000; made++) {
+                    ns.create(d, "name-" + made, 0644, false).close();
+                }
+            } catch (NoSpaceException full) {
+                // the blocks left are the pages'
+            }
+            ns.fsync(b); // before: NoSpaceException, the directory's tree and inode chunks in b's blocks
+            for (int k = 0; k < made; k++) {
+                ns.unlink(d, "name-" + k);
+            }
+        } finally {
+            d.close();
+        }
+        assertHolds("b", 4, (long) n * BS);
+        assertEquals(0, reserved());
+    }
+
+    @Test
+    void scatteredPagesReserveForTheExtentsTheirWriteBackMakes() throws Exception {
+        int pages = 3000; // every other block: an extent each once written back, a tree of about 30 blocks
+        try (Handle hog = ns.create(root, "hog", 0644, true)) {
+            ns.fallocate(hog, 0, 0, (v.spareBlocks() - pages - PageCache.FILE_META_BLOCKS - 5) * BS);
+        }
+        int acked = 0;
+        try (Handle b = ns.create(root, "b", 0644, true)) {
+            for (; acked < pages; acked++) {
+                long at = 2L * acked * BS;
+                try {
+                    ns.write(b, at, MemorySegment.ofArray(chunk(4, at, BS)));
+                } catch (NoSpaceException full) {
+                    break; // the extents' blocks are reserved too: fewer pages fit
+                }
+            }
+            ns.fsync(b); // before: NoSpaceException, the tree and the free-space trees grown past 29 blocks
+            for (int k = 0; k < acked; k++) {
+                long at = 2L * k * BS;
+                byte[] got = new byte[BS];
+                ns.read(b, at, MemorySegment.ofArray(got));
+                assertArrayEquals(chunk(4, at, BS), got, "block " + 2 * k);
+            }
+        }
+        assertTrue(acked > pages * 9 / 10, acked + " of " + pages + " pages written");
+        assertEquals(0, reserved());
+    }
+
+    /** The seed of {@link #directBufferedAndFallocateRacingForTheLastBlocksLoseNothing}: {@code -Dferrite.seed}, else fixed. */
+    private static final long SEED = Long.getLong("ferrite.seed", 20261204L);
+    /** How long its workers run. */
+    private static final long RACE_MILLIS = 4_000;
+
+    @Test
+    void directBufferedAndFallocateRacingForTheLastBlocksLoseNothing() throws Exception {
+        long start = free();
+        try (Handle hog = ns.create(root, "hog", 0644, true)) { // about 6 MiB left: the workers fill it many times
+            ns.fallocate(hog, 0, 0, (v.spareBlocks() - 1500) * BS);
+        }
+        long end = System.nanoTime() + RACE_MILLIS * 1_000_000;
+        List<Callable<Long>> tasks = new ArrayList<>();
+        for (int t = 0; t < 5; t++) {
+            int id = 20 + t;
+            SplittableRandom r = new SplittableRandom(SEED + t);
+            tasks.add(switch (t) {
+                case 0, 1 -> () -> raceBuffered(id, r, end);
+                case 2, 3 -> () -> raceDirect(id, r, end);
+                default -> () -> raceFallocate(id, r, end);
+            });
+        }
+        try {
+            List<Long> rounds = bounded(tasks);
+            assertTrue(rounds.stream().mapToLong(Long::longValue).sum() > 0, "the workers filled the volume " + rounds + " times");
+            ns.unlink(root, "hog");
+            ns.sync();
+            assertTrue(v.pageCache().awaitClosedFinished(10_000));
+            assertEquals(0, reserved());
+            assertEquals(start, free(), "free blocks after deleting every file");
+        } catch (AssertionError | ExecutionException e) {
+            throw new AssertionError("seed " + SEED + " (-Dferrite.seed): " + e, e);
+        }
+    }
+
+    /** A worker's file {@code k}: made again after NoSpaceException, when the volume may be full for a while. */
+    private Handle raceFile(int id, int k) throws InterruptedException {
+        for (int tries = 0; ; tries++) {
+            try {
+                return ns.create(root, "r" + id + "-" + k, 0644, true);
+            } catch (NoSpaceException full) {
+                if (tries > 1000) {
+                    throw full;
+                }
+                Thread.sleep(1);
+            }
+        }
+    }
+
+    /** Buffered appends of odd lengths until ENOSPC, then fsync (no error), the bytes checked, the file deleted: the rounds to ENOSPC. */
+    private long raceBuffered(int id, SplittableRandom r, long end) throws Exception {
+        long rounds = 0;
+        for (int k = 0; System.nanoTime() < end; k++) {
+            String name = "r" + id + "-" + k;
+            try (Handle f = raceFile(id, k)) {
+                for (long at = 0; System.nanoTime() < end; ) {
+                    int len = 1 + r.nextInt(3 * CHUNK);
+                    try {
+                        ns.write(f, at, MemorySegment.ofArray(chunk(id, at, len)));
+                    } catch (NoSpaceException full) {
+                        rounds++;
+                        break;
+                    }
+                    at += len;
+                }
+                ns.fsync(f); // every page it took had its block
+            }
+            assertHolds(name, id, 0);
+            ns.unlink(root, name);
+        }
+        return rounds;
+    }
+
+    /** Direct writes of 1-16 blocks at random offsets (holes, trees) until ENOSPC; then as {@link #raceBuffered}. */
+    private long raceDirect(int id, SplittableRandom r, long end) throws Exception {
+        long rounds = 0;
+        MemorySegment buf = buffer(16);
+        for (int k = 0; System.nanoTime() < end; k++) {
+            String name = "r" + id + "-" + k;
+            int[] gens = new int[1024]; // each block's last acknowledged generation; -1: a failed write's, unknown
+            try (Handle f = raceFile(id, k)) {
+                for (int gen = 1; System.nanoTime() < end; gen++) {
+                    int n = 1 + r.nextInt(16), at = r.nextInt(gens.length - n);
+                    MemorySegment m = buf.asSlice(0, (long) n * BS);
+                    for (long w = 0; w < m.byteSize(); w += 8) {
+                        m.set(U64, w, ((long) at * BS + w) << 16 | gen);
+                    }
+                    try {
+                        ns.write(f, (long) at * BS, m);
+                        Arrays.fill(gens, at, at + n, gen);
+                    } catch (NoSpaceException full) {
+                        Arrays.fill(gens, at, at + n, -1);
+                        rounds++;
+                        break;
+                    }
+                }
+                ns.fsync(f);
+                MemorySegment one = buffer(1);
+                for (int b = 0; b < gens.length; b++) {
+                    if (gens[b] >= 0 && (long) b * BS < ns.stat(f).size()) {
+                        ns.read(f, (long) b * BS, one);
+                        assertStamped(one, (long) b * BS, gens[b]);
+                    }
+                }
+            }
+            ns.unlink(root, name);
+        }
+        return rounds;
+    }
+
+    /** Fallocates, zero ranges and punches at random until ENOSPC (the file reads zeros all along); then as {@link #raceBuffered}. */
+    private long raceFallocate(int id, SplittableRandom r, long end) throws Exception {
+        long rounds = 0;
+        int[] modes = {0, FALLOC_FL_KEEP_SIZE, FALLOC_FL_ZERO_RANGE, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE};
+        for (int k = 0; System.nanoTime() < end; k++) {
+            String name = "r" + id + "-" + k;
+            try (Handle f = raceFile(id, k)) {
+                while (System.nanoTime() < end) {
+                    long at = r.nextLong(4L << 20), len = 1 + r.nextLong(256L << 10);
+                    try {
+                        ns.fallocate(f, modes[r.nextInt(modes.length)], at, len);
+                    } catch (NoSpaceException full) {
+                        rounds++;
+                        break;
+                    }
+                }
+                ns.fsync(f);
+                long size = ns.stat(f).size();
+                byte[] got = new byte[(int) Math.min(size, 8L << 20)];
+                ns.read(f, 0, MemorySegment.ofArray(got));
+                for (int b = 0; b < got.length; b++) {
+                    if (got[b] != 0) {
+                        fail(name + " reads " + got[b] + " at " + b + ", never written");
+                    }
+                }
+            }
+            ns.unlink(root, name);
+        }
+        return rounds;
     }
 }

@@ -10,6 +10,7 @@ import dev.ferrite.btree.internal.Buffer;
 import dev.ferrite.btree.internal.Txn;
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.NoSpaceException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 
@@ -106,6 +107,22 @@ abstract class FileTestBase {
 
     long free() {
         return v.statfs().freeBlocks();
+    }
+
+    /**
+     * Fallocates every block the volume will give past the end of {@code hog} (KEEP_SIZE: never reclaimed), in
+     * halving pieces: a fallocate promised more than is free fails with nothing taken.
+     */
+    void takeAllSpace(Handle hog) {
+        long at = 0;
+        for (long n = v.spareBlocks(); n > 0; ) {
+            try {
+                ns.fallocate(hog, Namespace.FALLOC_FL_KEEP_SIZE, at * BS, n * BS);
+                at += n;
+            } catch (NoSpaceException full) {
+                n /= 2;
+            }
+        }
     }
 
     /** {@code op} on {@code f} fails with {@code errno} and changes neither the file nor free space. */
