@@ -10,9 +10,10 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
 /**
- * Large off-heap regions that cost memory only as they are used. {@link Arena#allocate} zeroes what it
- * returns, which for a cache of a gigabyte means touching every page at startup; anonymous memory from
- * the kernel arrives zeroed a page at a time, on first touch.
+ * Large off-heap regions from the kernel's anonymous memory, which arrives zeroed: {@link #reserve}d, they
+ * cost memory only as they are used (a page at a time, on first touch), where {@link Arena#allocate}
+ * zeroes what it returns, touching every page of a gigabyte cache at startup; {@link #resident}, for
+ * memory that will all be used, they are supplied at once, in huge pages where the kernel has them.
  */
 public final class OffHeap {
     private static final long SMALL_PAGE = 4096;
