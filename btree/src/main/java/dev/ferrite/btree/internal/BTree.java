@@ -195,6 +195,33 @@ public final class BTree {
         return b;
     }
 
+    /**
+     * The buffer of {@code block}, child {@code idx} of {@code parent} (its index in the numbering of
+     * {@link BTreeNodeFormat#childIndexFor} plus one, the leftmost child 0; a header's root is its child 0):
+     * from the parent's hint if that is still the block's cached buffer (a buffer leaves the cache
+     * obsolete), else looked up and remembered there, in an array of {@code fanout} hints or more.
+     */
+    Buffer child(Buffer parent, int idx, long block, int fanout) {
+        Buffer[] hints = parent.children;
+        if (hints != null && idx < hints.length) {
+            Buffer h = hints[idx];
+            if (h != null && h.block() == block && !h.isObsolete()) {
+                cache.hit(h);
+                return h;
+            }
+        }
+        Buffer b = node(block);
+        if (hints == null || idx >= hints.length) {
+            Buffer[] grown = new Buffer[Math.max(idx + 1, fanout)];
+            if (hints != null) {
+                System.arraycopy(hints, 0, grown, 0, hints.length);
+            }
+            parent.children = hints = grown;
+        }
+        hints[idx] = b;
+        return b;
+    }
+
     static MemorySegment scratch(int blockSize) {
         MemorySegment s = SCRATCH.get();
         if (s == null || s.byteSize() < blockSize) {
@@ -355,6 +382,7 @@ public final class BTree {
             long v = p.version[d];
             long child;
             int idx;
+            int fanout = 1;
             try {
                 MemorySegment data = cur.data();
                 if (d == 0) {
@@ -371,6 +399,7 @@ public final class BTree {
                 } else {
                     idx = childIndexFor(data, key);
                     child = childAt(data, idx);
+                    fanout = count(data) + 1;
                 }
             } catch (RuntimeException e) {
                 if (cur.validate(v)) {
@@ -387,7 +416,7 @@ public final class BTree {
             }
             Buffer next;
             try {
-                next = node(child);
+                next = child(cur, idx + 1 - (d == 0 ? 1 : 0), child, fanout);
             } catch (CorruptionException e) {
                 if (cur.validate(v)) {
                     throw e;

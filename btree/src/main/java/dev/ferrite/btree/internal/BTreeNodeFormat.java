@@ -451,13 +451,6 @@ public final class BTreeNodeFormat {
         return compareFrom(n, i, key, 0);
     }
 
-    /** The child to follow for {@code key} in an interior node. */
-    static long childFor(MemorySegment n, MemorySegment key) {
-        int i = search(n, key);
-        int idx = i >= 0 ? i : -i - 2; // the last separator at or below the key; -1 means the leftmost child
-        return idx < 0 ? leftmost(n) : child(n, idx);
-    }
-
     /** Index of the child followed for {@code key}: -1 for the leftmost, else the separator's index. */
     static int childIndexFor(MemorySegment n, MemorySegment key) {
         int i = search(n, key);

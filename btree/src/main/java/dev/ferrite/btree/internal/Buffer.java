@@ -70,6 +70,14 @@ public final class Buffer extends LogItem {
      * one set by a move racing its eviction) and hints do not chain evicted buffers together.
      */
     Buffer sibling;
+    /**
+     * A header's or interior node's hints: the buffer a descent last went to through each child index
+     * ({@link BTree#child}), sparing the next descent the cache's lookup of the child (a hash bucket of a
+     * table many megabytes long, a miss at the leaf level of a large tree). Checked as {@link #sibling} is,
+     * so stale entries (the node split or merged, the child evicted) only cost the lookup; dropped when this
+     * buffer goes obsolete. Plain: a racy read finds an older array or entry, each checked.
+     */
+    Buffer[] children;
     /** The block was freed: the AIL must not write this image home. Written under the lock. */
     private volatile boolean stale;
 
@@ -204,6 +212,7 @@ public final class Buffer extends LogItem {
      */
     void unlockObsolete() {
         sibling = null;
+        children = null;
         long v = (long) VERSION.getAcquire(this);
         VERSION.setRelease(this, ((v & ~LOCKED) + STEP) | OBSOLETE);
     }

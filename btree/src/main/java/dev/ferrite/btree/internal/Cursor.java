@@ -372,7 +372,7 @@ public final class Cursor implements AutoCloseable {
         }
         Buffer r;
         try {
-            r = tree.node(root);
+            r = tree.child(h, 0, root, 1);
         } catch (CorruptionException e) {
             if (h.validate(hv)) {
                 throw e;
@@ -410,13 +410,14 @@ public final class Cursor implements AutoCloseable {
                         restart = true;
                         break;
                     }
-                    long child = key != null ? BTreeNodeFormat.childFor(n, key)
-                            : rightmost ? childAt(n, count(n) - 1) : BTreeNodeFormat.leftmost(n);
+                    int fanout = count(n) + 1;
+                    int idx = key != null ? BTreeNodeFormat.childIndexFor(n, key) : rightmost ? fanout - 2 : -1;
+                    long child = childAt(n, idx);
                     if (!cur.validate(v)) {
                         restart = true;
                         break;
                     }
-                    Buffer next = tree.node(child);
+                    Buffer next = tree.child(cur, idx + 1, child, fanout);
                     long nv = next.readVersion();
                     if (nv < 0 || !cur.validate(v) || !BTree.atLevel(next, nv, BTreeNodeFormat.level(n) - 1, cur, v)) {
                         restart = true;
