@@ -107,10 +107,18 @@ final class FileClone {
                 return;
             }
             volume.requireIncompatFeature(SuperblockFormat.INCOMPAT_REFLINK);
-            flag(si, di, dstOffset + len);
-            files.buffered.drop(di, dfb, dfb + blocks);
-            mapping.release(di, dfb, dfb + 1, x -> x.punch(dfb, dfb + blocks), true);
-            share(si, sfb, di, dfb, blocks);
+            // the destination's map, promised first: its remaps and the punch before them may make a tree or
+            // refill its reserve, a block more for every 32 extents mapped (as pages reserve for theirs)
+            long extents = mapping.file(si, sfb, sfb + blocks).extents().count();
+            long claimed = files.claim(di, extents / PageCache.PAGES_PER_META_BLOCK, dfb, dfb + blocks, true);
+            try {
+                flag(si, di, dstOffset + len);
+                files.buffered.drop(di, dfb, dfb + blocks);
+                mapping.release(di, dfb, dfb + 1, x -> x.punch(dfb, dfb + blocks), true);
+                share(si, sfb, di, dfb, blocks);
+            } finally {
+                volume.counters().release(claimed);
+            }
         } finally {
             if (b != null) {
                 b.unlock();
