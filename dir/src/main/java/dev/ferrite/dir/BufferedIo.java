@@ -208,8 +208,9 @@ final class BufferedIo implements PageCache.Writer {
     /**
      * {@link #writeLocked} and {@link #zeroLocked}. A write short of a block's reservation writes the file
      * back (its pages over speculative blocks give theirs back) and tries once more before it stops with
-     * NoSpaceException; zeros reserve nothing (a truncate or punch never fails for space), and leave a
-     * block that reads zeros on the device (a hole, an unwritten block) alone unless its page is dirty.
+     * NoSpaceException. Zeros reserve as a write does (only over a shared block do they need a block: the
+     * page's write-back copies on write), and leave a block that reads zeros on the device (a hole, an
+     * unwritten block) alone unless its page is dirty.
      */
     private void modifyLocked(Inode i, long offset, MemorySegment src, long len) {
         FilePages p = pages(i);
@@ -286,8 +287,9 @@ final class BufferedIo implements PageCache.Writer {
                 pos += k;
                 continue;
             }
-            // looked up before a frame is mapped: a lookup that throws leaves no unfilled frame behind
-            byte reserve = in && m != null && (f < 0 || !cache.isDirty(f)) ? files.reservation(i, fb) : PageCache.NONE;
+            // looked up before a frame is mapped: a lookup that throws leaves no unfilled frame behind; zeros too
+            // (over a shared block the page's write-back copies on write)
+            byte reserve = in && (f < 0 || !cache.isDirty(f)) ? files.reservation(i, fb) : PageCache.NONE;
             boolean whole = false;
             if (f < 0) {
                 whole = in && k == blockSize;
@@ -439,6 +441,23 @@ final class BufferedIo implements PageCache.Writer {
         } finally {
             p.lock.unlock();
         }
+    }
+
+    /**
+     * Hands {@code blocks} the caller promised ({@link Counters#claim}) to {@code i}'s pages for the
+     * reservations of those it dirties next ({@link FilePages#prepaid}); {@link #unprepay} takes back what
+     * they did not use. The caller holds the I/O lock exclusively.
+     */
+    void prepay(Inode i, long blocks) {
+        pages(i).prepaid = blocks;
+    }
+
+    /** What is left of {@link #prepay}'s blocks, now the caller's again (to {@link Counters#release}). */
+    long unprepay(Inode i) {
+        FilePages p = pages(i);
+        long left = p.prepaid;
+        p.prepaid = 0;
+        return left;
     }
 
     /** How many of {@code i}'s pages in file blocks {@code [from, to)} hold a block reserved now. */

@@ -48,7 +48,12 @@ final class ExtentList {
 
     /** True if the extents fit where they came from: the record for an inline list; any number in a tree. */
     boolean fits() {
-        return count <= capacity;
+        return fits(0);
+    }
+
+    /** {@link #fits} with {@code more} extents added. */
+    boolean fits(long more) {
+        return count + more <= capacity;
     }
 
     ExtentList copy() {

@@ -326,7 +326,15 @@ final class ExtentMap {
      * answer stays true.
      */
     boolean ready(Inode i, ExtentList y) {
-        return !y.inTree() || trees.step(i, 0) == DirContents.READY;
+        return ready(i, y, false);
+    }
+
+    /**
+     * {@link #ready}; for a {@code removal} (extents deleted, or one's length changed in place: a trim from
+     * the end), which takes no block, room for the nodes its merges free only ({@link DirContents#REMOVAL}).
+     */
+    boolean ready(Inode i, ExtentList y, boolean removal) {
+        return !y.inTree() || trees.step(i, removal ? DirContents.REMOVAL : 0) == DirContents.READY;
     }
 
     /**
@@ -339,7 +347,15 @@ final class ExtentMap {
 
     /** Brings the reserve of {@code i}'s tree between its marks (nothing for an inline list), holding no lock. */
     void prepare(Inode i) {
-        trees.prepare(i, 0);
+        prepare(i, false);
+    }
+
+    /**
+     * {@link #prepare}; for a {@code removal} ({@link #ready(Inode, ExtentList, boolean)}) only a spill, never
+     * a refill: a truncate or trim takes no block, promised or not, whatever its tree's reserve holds.
+     */
+    void prepare(Inode i, boolean removal) {
+        trees.prepare(i, removal ? DirContents.REMOVAL : 0);
     }
 
     /**

@@ -107,10 +107,21 @@ final class FileClone {
                 return;
             }
             volume.requireIncompatFeature(SuperblockFormat.INCOMPAT_REFLINK);
-            flag(si, di, dstOffset + len);
-            files.buffered.drop(di, dfb, dfb + blocks);
-            mapping.release(di, dfb, dfb + 1, x -> x.punch(dfb, dfb + blocks), true);
-            share(si, sfb, di, dfb, blocks);
+            // the destination's map, promised first: its remaps and the punch before them may make a tree or
+            // refill its reserve, a block more for every 32 extents mapped (as pages reserve for theirs); an
+            // inline list that keeps room for all of them and a split takes nothing
+            long extents = mapping.file(si, sfb, sfb + blocks).extents().count();
+            ExtentList dx = mapping.file(di, dfb, dfb + blocks).extents();
+            long claimed = !dx.inTree() && dx.fits(extents + 1) ? 0
+                    : files.claim(di, extents / PageCache.PAGES_PER_META_BLOCK, dfb, dfb + blocks, true);
+            try {
+                flag(si, di, dstOffset + len);
+                files.buffered.drop(di, dfb, dfb + blocks);
+                mapping.release(di, dfb, dfb + 1, x -> x.punch(dfb, dfb + blocks), true);
+                share(si, sfb, di, dfb, blocks);
+            } finally {
+                volume.counters().release(claimed);
+            }
         } finally {
             if (b != null) {
                 b.unlock();

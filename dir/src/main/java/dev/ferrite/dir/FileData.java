@@ -336,8 +336,8 @@ final class FileData {
         return holes;
     }
 
-    /** {@link #claimHoles} for {@code holes} blocks. */
-    private long claim(Inode i, long holes, long first, long end, boolean tree) {
+    /** {@link #claimHoles} for {@code holes} blocks (a clone: a block per {@link PageCache#PAGES_PER_META_BLOCK} extents it maps). */
+    long claim(Inode i, long holes, long first, long end, boolean tree) {
         long meta = tree ? PageCache.FILE_META_BLOCKS : 0, n = holes + meta;
         Counters c = volume.counters();
         if (n == 0 || c.claim(n)) {
@@ -488,11 +488,18 @@ final class FileData {
         }
         if (tree && (dev = map.foundBlock(first, end, true)) >= 0) {
             // one unwritten extent of a tree holds the range, inside the size: no window to load (nor the
-            // inode's lock that takes), nothing to allocate, and a tree holds the extents after
-            device.write(dev, src);
-            i.dataDirty = true;
-            written = true;
-            finish(i, first, end, newSize, writeBack);
+            // inode's lock that takes), nothing to allocate, and a tree holds the extents after; its
+            // conversion may split the extent and refill the tree's reserve, promised first (a write-back's
+            // pages promised theirs)
+            long claimed = writeBack ? 0 : claim(i, 0, first, end, true);
+            try {
+                device.write(dev, src);
+                i.dataDirty = true;
+                written = true;
+                finish(i, first, end, newSize, writeBack);
+            } finally {
+                volume.counters().release(claimed);
+            }
             return true;
         }
         FileMapping.Snapshot s = mapping.file(i, first, end);
@@ -526,30 +533,38 @@ final class FileData {
         ExtentList x = s.extents();
         boolean convert = x.firstGap(first, end, true) != null;
         boolean grows = convert && !FileMapping.fits(x, first, end, end), holes = convert && x.firstGap(first, end, false) != null;
-        // a write-back's pages reserved their blocks and their tree's; anything else promises its own first
-        long claimed = writeBack || !grows && !holes ? 0 : claimHoles(i, x, first, end, grows || holes && x.inTree());
+        // a write-back's pages reserved their blocks and their tree's; anything else promises its own first:
+        // the holes' blocks until they are allocated, the tree's (made, or refilled by the allocation or the
+        // conversion after the data) until the conversion is made
+        boolean tree = grows || convert && x.inTree();
+        long claimed = writeBack || !tree && !holes ? 0 : claimHoles(i, x, first, end, tree);
+        long treeClaim = claimed != 0 && tree ? PageCache.FILE_META_BLOCKS : 0;
         try {
-            while (grows && !FileMapping.fits(x, first, end, end)) { // a tree before any block (a written one too) is overwritten: its ENOSPC changes nothing
-                map.makeRoom(i);
-                x = mapping.file(i, first, end).extents();
+            try {
+                while (grows && !FileMapping.fits(x, first, end, end)) { // a tree before any block (a written one too) is overwritten: its ENOSPC changes nothing
+                    map.makeRoom(i);
+                    x = mapping.file(i, first, end).extents();
+                }
+                if (x.firstGap(first, end, false) != null) {
+                    x = offset <= s.size() && newSize > s.size() ? mapping.allocateExtending(i, s.flags(), x, first, end)
+                            : mapping.allocate(i, first, end, end, FLAG_SPECULATIVE, true);
+                }
+            } finally {
+                volume.counters().release(claimed - treeClaim);
             }
-            if (x.firstGap(first, end, false) != null) {
-                x = offset <= s.size() && newSize > s.size() ? mapping.allocateExtending(i, s.flags(), x, first, end)
-                        : mapping.allocate(i, first, end, end, FLAG_SPECULATIVE, true);
+            for (long fb = first; fb < end; ) {
+                int k = x.find(fb);
+                long runEnd = Math.min(end, x.end(k));
+                device.write(x.deviceBlock(k) + (fb - x.fileBlock(k)), src.asSlice((fb - first) * blockSize, (runEnd - fb) * blockSize));
+                fb = runEnd;
+            }
+            i.dataDirty = true;
+            written = true;
+            if (convert || newSize > s.size()) {
+                finish(i, first, end, newSize, writeBack);
             }
         } finally {
-            volume.counters().release(claimed);
-        }
-        for (long fb = first; fb < end; ) {
-            int k = x.find(fb);
-            long runEnd = Math.min(end, x.end(k));
-            device.write(x.deviceBlock(k) + (fb - x.fileBlock(k)), src.asSlice((fb - first) * blockSize, (runEnd - fb) * blockSize));
-            fb = runEnd;
-        }
-        i.dataDirty = true;
-        written = true;
-        if (convert || newSize > s.size()) {
-            finish(i, first, end, newSize, writeBack);
+            volume.counters().release(treeClaim);
         }
     }
 
@@ -723,10 +738,25 @@ final class FileData {
                 FileMapping.fillHoles(sim, first, end);
             }
             boolean shared = (s.flags() & FLAG_SHARED) != 0;
-            // what it maps (a zeroed range of shared blocks is let go and mapped again) and a tree, promised first
+            // what it maps (a zeroed range of shared blocks is let go and mapped again) and a tree, promised
+            // first: one made, or one whose reserve the new extents or a punch's or zero range's splits may refill
             long holes = punch ? 0 : holes(s.extents(), first, end) + (zero && whole && shared ? wholeEnd - wholeFirst : 0);
-            long claimed = holes == 0 && sim.fits() ? 0 : claim(i, holes, first, end, !sim.fits() || holes > 0 && s.extents().inTree());
+            boolean tree = !sim.fits() || s.extents().inTree() && (holes > 0 || sim.count() > s.extents().count());
+            long claimed = holes == 0 && !tree ? 0 : claim(i, holes, first, end, tree);
+            // the partial blocks a punch or zero range zeroes over shared blocks: their pages' reservations
+            // (a copy each, and their share of the map) promised too, so that the second cannot fail after the first
+            long prepaid = 0;
             try {
+                if (shared && (punch || zero) && (offset % blockSize != 0 || stop % blockSize != 0)) {
+                    prepaid = 2 + PageCache.FILE_META_BLOCKS + 1;
+                    if (!volume.counters().claim(prepaid)) {
+                        prepaid = 0;
+                        throw new NoSpaceException("inode " + i.ino + " needs a block for each partial block of [" + offset + ", "
+                                + stop + ") it zeroes over shared blocks, and its map's share; they are promised to buffered"
+                                + " writes or other allocations");
+                    }
+                    buffered.prepay(i, prepaid);
+                }
                 if (!sim.fits()) { // a tree first: its ENOSPC changes nothing
                     map.makeRoom(i);
                 }
@@ -763,7 +793,7 @@ final class FileData {
                     mapping.update(i, 0, 0, null, old -> Math.max(old, stop), false);
                 }
             } finally {
-                volume.counters().release(claimed);
+                volume.counters().release(claimed + (prepaid == 0 ? 0 : buffered.unprepay(i)));
             }
         } finally {
             l.unlock();

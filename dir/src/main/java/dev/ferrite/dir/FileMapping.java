@@ -565,8 +565,11 @@ final class FileMapping {
         try {
             // set only under the I/O lock held exclusively, as here, and never cleared: one read serves the loop
             boolean shared = (records.readLong(ino, FileMapping::flags) & FLAG_SHARED) != 0;
+            // trims from the end (a shared file's go a run of one count at a time, which may split): no key added,
+            // none but the last changed, in place
+            boolean removal = to == TAIL && !shared;
             for (int fails = 0; ; ) {
-                map.prepare(i);
+                map.prepare(i, removal);
                 ExtentList plan = unmapped(i, from, to);
                 ExtentList sim = plan.copy();
                 long[] next = shared ? byRun(sim, unmap, null) : unmap.apply(sim);
@@ -586,7 +589,7 @@ final class FileMapping {
                     i.lock();
                     try {
                         ExtentList y = unmapped(i, from, to);
-                        if (!sameMap(plan, y) || !map.ready(i, y)) {
+                        if (!sameMap(plan, y) || !map.ready(i, y, removal)) {
                             continue;
                         }
                         // a shared file's counts are read under the AGF, which a free takes anyway

@@ -35,6 +35,12 @@ final class FilePages {
     volatile int dirty;
     /** Of those, pages holding a block's reservation ({@link PageCache#reserve}); guarded by {@link #lock}. */
     int reserved;
+    /**
+     * Blocks promised beforehand for the reservations of pages about to be dirtied ({@link PageCache#reserve}
+     * draws on them first): fallocate's, for partial blocks it zeroes over shared blocks, so that the second
+     * cannot fail after the first changed. Only while the file's I/O lock is held exclusively, by its holder.
+     */
+    long prepaid;
     /** The last {@code BufferedIo} copy into these pages stopped for want of a reservation (guarded by {@link #lock}). */
     boolean outOfSpace;
     /** The block after the last one a read filled (sequential readers read ahead); guarded by {@link #lock}. */

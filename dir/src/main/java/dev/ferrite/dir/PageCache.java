@@ -187,15 +187,17 @@ final class PageCache implements AutoCloseable {
     /**
      * Reserves {@code kind} ({@link #MAP} or {@link #BLOCK}) for {@code f} of {@code p} (the caller holds
      * {@code p}'s lock and dirties the page next): the file's {@link #FILE_META_BLOCKS} if it is its first,
-     * a block more every {@link #PAGES_PER_META_BLOCK}th, and a block for a {@link #BLOCK}; false if the
-     * volume has not that many left to promise. Lock-free: {@link Counters#claim}, skipped when it comes to none.
+     * a block more every {@link #PAGES_PER_META_BLOCK}th, and a block for a {@link #BLOCK}, out of
+     * {@link FilePages#prepaid} first; false if the volume has not that many left to promise. Lock-free:
+     * {@link Counters#claim}, skipped when it comes to none.
      */
     boolean reserve(FilePages p, int f, byte kind) {
         int n = p.reserved;
-        long want = (kind == BLOCK ? 1 : 0) + meta(n + 1) - meta(n);
-        if (want != 0 && !counters.claim(want)) {
+        long want = (kind == BLOCK ? 1 : 0) + meta(n + 1) - meta(n), paid = Math.min(want, p.prepaid);
+        if (want != paid && !counters.claim(want - paid)) {
             return false;
         }
+        p.prepaid -= paid;
         reserved[f] = kind;
         p.reserved = n + 1;
         return true;

@@ -11,6 +11,8 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BiConsumer;
+import java.util.function.LongConsumer;
 
 import dev.ferrite.io.NoSpaceException;
 import org.junit.jupiter.api.Test;
@@ -373,6 +375,160 @@ class BufferedSpaceTest extends FileTestBase {
             }
         }
         assertTrue(acked > pages * 9 / 10, acked + " of " + pages + " pages written");
+        assertEquals(0, reserved());
+    }
+
+    /**
+     * A file of {@code blocks} fallocated blocks inside its size whose extents are a tree: every other block
+     * of its first 60 written. The rest is one unwritten extent whose conversions split it.
+     */
+    private void unwrittenTree(String name, int blocks) {
+        try (Handle f = ns.create(root, name, 0644, true)) {
+            ns.fallocate(f, 0, 0, (long) blocks * BS);
+            for (int b = 1; b < 60; b += 2) {
+                ns.write(f, (long) b * BS, stamped((long) b * BS, 1, 1));
+            }
+        }
+    }
+
+    /** Writes every other block of {@code f} from block 61 by {@code write}; true if all went in, false at NoSpaceException. */
+    private boolean everyOtherBlock(Handle f, int blocks, LongConsumer write) {
+        try {
+            for (long b = 61; b < blocks; b += 2) {
+                write.accept(b);
+            }
+            return true;
+        } catch (NoSpaceException full) {
+            return false; // nothing unpromised is left for the tree's reserve
+        }
+    }
+
+    /**
+     * Gives all but 5 spare blocks to a file b's dirty pages, then runs {@code change} on every other block
+     * from 61 of the trees f0-f2 until NoSpaceException: b's write-back then finds every block it reserved.
+     */
+    private void changeTreesBesideReservedPages(int blocks, BiConsumer<Handle, Long> change) {
+        int n = pagesLeaving(5);
+        try (Handle b = ns.create(root, "b", 0644, true)) {
+            ns.write(b, 0, MemorySegment.ofArray(chunk(4, 0, n * BS)));
+            for (int k = 0; k < 3; k++) {
+                try (Handle f = ns.open(root, "f" + k)) {
+                    everyOtherBlock(f, blocks, fb -> change.accept(f, fb));
+                }
+            }
+            ns.fsync(b); // before: NoSpaceException, the trees' refills in b's blocks
+        }
+        assertHolds("b", 4, (long) n * BS);
+        assertEquals(0, reserved());
+    }
+
+    @Test
+    void directWritesIntoUnwrittenBlocksOfATreeClaimWhatItsConversionsTake() throws Exception {
+        int blocks = 1700; // 820 conversions a file, each splitting the unwritten extent: about 2,000 keys, a refill or two
+        for (int k = 0; k < 3; k++) {
+            unwrittenTree("f" + k, blocks);
+        }
+        MemorySegment one = stamped(0, 1, 2);
+        changeTreesBesideReservedPages(blocks, (f, fb) -> ns.write(f, fb * BS, one));
+    }
+
+    @Test
+    void zeroRangesSplittingATreeClaimWhatTheyTake() throws Exception {
+        int blocks = 1700;
+        for (int k = 0; k < 3; k++) {
+            unwrittenTree("f" + k, blocks);
+            try (Handle f = ns.open(root, "f" + k)) {
+                ns.write(f, 60L * BS, stamped(60L * BS, blocks - 60, 1)); // written: each zeroed block splits its extent
+            }
+        }
+        changeTreesBesideReservedPages(blocks, (f, fb) -> ns.fallocate(f, FALLOC_FL_ZERO_RANGE, fb * BS, BS));
+    }
+
+    @Test
+    void clonesOfManyExtentsClaimTheTreesTheyMake() throws Exception {
+        int blocks = 1200;
+        unwrittenTree("s", blocks); // 1,200 extents: every other block written
+        try (Handle s = ns.open(root, "s")) {
+            MemorySegment one = stamped(0, 1, 2);
+            assertTrue(everyOtherBlock(s, blocks, fb -> ns.write(s, fb * BS, one)));
+        }
+        written("small", 4, 3).close();
+        int n = pagesLeaving(5);
+        try (Handle b = ns.create(root, "b", 0644, true); Handle s = ns.open(root, "s")) {
+            ns.write(b, 0, MemorySegment.ofArray(chunk(4, 0, n * BS)));
+            for (int k = 0; k < 3; k++) {
+                try (Handle d = ns.create(root, "d" + k, 0644, true)) {
+                    ns.cloneRange(s, 0, d, 0, (long) blocks * BS); // a tree of 1,200 extents
+                    assertEquals(blocks, ns.extents(d, 0, Long.MAX_VALUE).size());
+                } catch (NoSpaceException full) { // before: part way, in b's blocks
+                    try (Handle d = ns.open(root, "d" + k)) {
+                        assertEquals(0, ns.extents(d, 0, Long.MAX_VALUE).size(), "a clone that failed for space mapped blocks");
+                    }
+                }
+            }
+            try (Handle small = ns.open(root, "small"); Handle d = ns.create(root, "d-small", 0644, true)) {
+                ns.cloneRange(small, 0, d, 0, 4L * BS); // an inline list stays one: nothing to promise
+            }
+            ns.fsync(b); // before: NoSpaceException, the clones' trees in b's blocks
+        }
+        assertHolds("b", 4, (long) n * BS);
+        assertEquals(0, reserved());
+    }
+
+    @Test
+    void partialPunchesOfSharedBlocksReserveTheirCopies() throws Exception {
+        int blocks = 120;
+        try (Handle s = written("s", blocks, 1); Handle d = ns.create(root, "d", 0644, true)) {
+            ns.cloneRange(s, 0, d, 0, (long) blocks * BS); // every block of d shared
+        }
+        int n = pagesLeaving(5);
+        int acked = 0;
+        try (Handle b = ns.create(root, "b", 0644, true); Handle d = ns.open(root, "d")) {
+            ns.write(b, 0, MemorySegment.ofArray(chunk(4, 0, n * BS)));
+            // a partial block zeroed in the cache over a shared block: its write-back copies it to a block of d's own
+            for (; acked < blocks; acked += 2) {
+                try {
+                    ns.fallocate(d, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (long) acked * BS + 8, 16);
+                } catch (NoSpaceException full) {
+                    break; // nothing is left to promise for the copy
+                }
+            }
+            ns.fsync(d); // before: NoSpaceException, or d's copies took b's blocks
+            ns.fsync(b);
+            MemorySegment got = buffer(1);
+            for (int k = 0; k < blocks; k++) {
+                ns.read(d, (long) k * BS, got);
+                MemorySegment want = stamped((long) k * BS, 1, 1);
+                if (k % 2 == 0 && k < acked) {
+                    want.asSlice(8, 16).fill((byte) 0);
+                }
+                assertEquals(-1, want.mismatch(got), "block " + k + " of d");
+            }
+        }
+        assertHolds("b", 4, (long) n * BS);
+        assertEquals(0, reserved());
+    }
+
+    @Test
+    void truncatingATreeWhoseReserveRunsLowTakesNoBlock() throws Exception {
+        int blocks = 1700;
+        unwrittenTree("f", blocks);
+        try (Handle f = ns.open(root, "f")) { // conversions until the next change adding a key would refill the reserve
+            long fb = 61;
+            for (MemorySegment one = stamped(0, 1, 2); ns.dirs.step(f.inode, 0) != DirContents.REFILL; fb += 2) {
+                ns.write(f, fb * BS, one);
+            }
+            assertTrue(fb < blocks, "the reserve never ran low");
+        }
+        int n = pagesLeaving(5);
+        try (Handle b = ns.create(root, "b", 0644, true); Handle f = ns.open(root, "f")) {
+            ns.write(b, 0, MemorySegment.ofArray(chunk(4, 0, n * BS)));
+            ns.truncate(f, (blocks - 1L) * BS); // frees a block; before, refilled the reserve first, unpromised
+            assertTrue(v.spareBlocks() >= v.counters().promised(), v.counters().promised() + " blocks promised, "
+                    + v.spareBlocks() + " spare");
+            ns.fsync(b);
+        }
+        assertHolds("b", 4, (long) n * BS);
         assertEquals(0, reserved());
     }
 
