@@ -240,6 +240,17 @@ public final class Buffer extends LogItem {
         }
     }
 
+    /**
+     * Drops the child hints, as the clock hand passes: a hint keeps its buffer reachable after eviction
+     * until a descent through its slot replaces it, so a tree many times the cache would otherwise keep an
+     * evicted buffer per leaf; dropped once a lap, hints keep at most the buffers evicted within one.
+     */
+    void dropHints() {
+        if (children != null) {
+            children = null;
+        }
+    }
+
     /** One sweep of the clock hand: true if the usage count was already zero. */
     boolean sweep() {
         int u = (int) USAGE.getOpaque(this);

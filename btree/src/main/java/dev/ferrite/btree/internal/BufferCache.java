@@ -662,7 +662,11 @@ public final class BufferCache implements AutoCloseable {
                         if (frameOwner.compareAndSet(i, null, CLAIMED)) {
                             return waited(wait, i);
                         }
-                    } else if (o instanceof Buffer b && b.priority != RESIDENT && b.sweep()) {
+                    } else if (o instanceof Buffer b) {
+                        b.dropHints();
+                        if (b.priority == RESIDENT || !b.sweep()) {
+                            continue;
+                        }
                         if (evict(i, b)) {
                             return waited(wait, i);
                         }

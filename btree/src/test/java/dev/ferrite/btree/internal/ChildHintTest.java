@@ -1,11 +1,16 @@
 package dev.ferrite.btree.internal;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 
 import org.junit.jupiter.api.Test;
 
@@ -17,7 +22,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * A descent remembers in each header and interior node the child buffer it went to ({@link BTree#child}),
  * and the next descent takes it from there instead of the cache's hash table, for as long as it is the
- * block's cached buffer: once the child is evicted, the hint is passed over and replaced.
+ * block's cached buffer: once the child is evicted, the hint is passed over and replaced. The clock hand
+ * drops a node's hints as it passes, so that they keep no more evicted buffers than a lap evicts.
  */
 class ChildHintTest {
     private static final int BLOCK_SIZE = 4096;
@@ -27,14 +33,44 @@ class ChildHintTest {
 
     @Test
     void aDescentFollowsTheHintsUntilTheLeafIsEvicted() throws Exception {
+        inDaemon(ChildHintTest::evictAndReadAgain);
+    }
+
+    @Test
+    void hintsKeepNoMoreEvictedBuffersThanTheCacheHasFrames() throws Exception {
+        inDaemon(s -> {
+            fill(s);
+            List<Long> interior = interiorNodes(s);
+            for (int round = 0; round < 3; round++) {
+                for (int i = 0; i < KEYS; i++) {
+                    assertArrayEquals(value(i), s.tree.get(key(i)));
+                }
+            }
+            int evicted = 0, hints = 0;
+            for (long block : interior) {
+                Buffer b = s.cache.lookup(block);
+                Buffer[] children = b == null ? null : b.children;
+                for (Buffer c : children == null ? new Buffer[0] : children) {
+                    hints += c == null ? 0 : 1;
+                    evicted += c != null && c.isObsolete() ? 1 : 0;
+                }
+            }
+            assertTrue(evicted <= s.cache.capacity(), evicted + " of " + hints + " hints keep evicted buffers, more than the "
+                    + s.cache.capacity() + " frames a lap of the clock evicts at most, in a tree of " + interior.size() + " interior nodes");
+        });
+    }
+
+    /**
+     * Runs {@code work} on a fresh store in a daemon thread: a hint to an evicted buffer would send descents
+     * to it again and again, and such a loop must fail the test instead of keeping its JVM alive.
+     */
+    private static void inDaemon(Consumer<Store> work) throws Exception {
         ProbeDevice device = new ProbeDevice(32768, BLOCK_SIZE);
         try (Store s = Store.format(device, LOG_BLOCKS, SMALL_CACHE)) {
-            // a hint to an evicted buffer would send descents to it again and again: the reads run in a
-            // daemon thread, so that such a loop fails the test instead of keeping its JVM alive
             CompletableFuture<Void> done = new CompletableFuture<>();
             Thread.ofPlatform().daemon().name("hinted-reads").start(() -> {
                 try {
-                    evictAndReadAgain(s);
+                    work.accept(s);
                     done.complete(null);
                 } catch (Throwable t) {
                     done.completeExceptionally(t);
@@ -53,11 +89,32 @@ class ChildHintTest {
         }
     }
 
-    private static void evictAndReadAgain(Store s) {
+    /** The tree's interior node blocks, each node copied as it is read (in a cache this small the next read may take its frame). */
+    private static List<Long> interiorNodes(Store s) {
+        List<Long> interior = new ArrayList<>();
+        ArrayDeque<Long> queue = new ArrayDeque<>(List.of(BTreeHeaderFormat.root(s.tree.header().data())));
+        while (!queue.isEmpty()) {
+            long block = queue.poll();
+            MemorySegment n = MemorySegment.ofArray(s.tree.node(block).data().toArray(ValueLayout.JAVA_BYTE));
+            if (!BTreeNodeFormat.isLeaf(n)) {
+                interior.add(block);
+                for (int i = -1, c = BTreeNodeFormat.count(n); i < c; i++) {
+                    queue.add(BTreeNodeFormat.childAt(n, i));
+                }
+            }
+        }
+        return interior;
+    }
+
+    private static void fill(Store s) {
         for (int i = 0; i < KEYS; i++) {
             s.tree.put(key(i), value(i));
         }
         s.journal.forceAll();
+    }
+
+    private static void evictAndReadAgain(Store s) {
+        fill(s);
         byte[] k = key(7);
         assertArrayEquals(value(7), s.tree.get(k));
         Buffer leaf = hintedPath(s, k);
