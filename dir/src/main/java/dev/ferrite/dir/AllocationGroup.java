@@ -4,7 +4,6 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.List;
-import java.util.concurrent.locks.ReentrantLock;
 
 import dev.ferrite.btree.internal.BTree;
 import dev.ferrite.btree.internal.Buffer;
@@ -96,16 +95,6 @@ final class AllocationGroup {
     final Refcounts refcounts;
     /** Unlinked inodes still open or still being freed; null until the first (created under the AGI). */
     volatile BTree orphans;
-    /**
-     * The queue for the AGI of the shared creates and unlinks ({@code Creator#sharedCreate},
-     * {@code Namespace#sharedUnlink}): each holds it from just before it locks the AGI to its commit, so
-     * that those waiting for the group park once and the committer wakes the next, instead of polling the
-     * AGI buffer's lock (spins, 16 yields, then timed parks of 1–100 µs, each a wake-up and a context
-     * switch on CPUs the holder needs: issue 21, docs/namespace.md). It sits at the AGI's place in the
-     * lock order; the other takers of the AGI (rare: chunks, free lists, orphans, the exclusive paths) do
-     * not queue, so a holder of the queue may still wait for them on the buffer.
-     */
-    final ReentrantLock agiQueue = new ReentrantLock();
 
     private AllocationGroup(BufferCache cache, Geometry geometry, Counters counters, int agno, Buffer agf, Buffer agi) {
         this.cache = cache;

@@ -34,10 +34,9 @@ import static dev.ferrite.dir.InodeRecords.nowNanos;
  * leaf), which whatever else changes the
  * directory keeps out ({@link Inode#lockExclusive}), and holds its name's stripe, so that two creates of
  * one name are ordered.
- * Its transaction takes a group's AGI, queued for ({@link AllocationGroup#agiQueue}: the parent's, or
- * when a create queues for or holds that, another's), the new inode's block if it lies below the
- * parent's, the directory tree's nodes (and the parent's record block if a split takes a block), the
- * group's inode trees (the inode taken), then the parent's record block
+ * Its transaction takes a group's AGI (the parent's, or when a create holds that, another's), the new
+ * inode's block if it lies below the parent's, the directory tree's nodes (and the parent's record block
+ * if a split takes a block), the group's inode trees (the inode taken), then the parent's record block
  * and the new inode's if above, and writes both records: the parent's record, which every create
  * changes and every create reads, is held only from after the insert to the commit. Whoever else holds
  * a record block waits for no tree node and takes inode blocks in ascending order, and a group's inode
@@ -268,53 +267,43 @@ final class Creator {
                 try {
                     records.requireDir(d.ino); // removed before we entered (an rmdir holds it exclusively)
                     boolean alone = (d.writers() & Inode.CLAIMS) == claim;
-                    AllocationGroup ag = quietGroup(d, alone); // its AGI's queue held from here
-                    boolean queued = true;
-                    try {
-                        if (ag.freeInodes() == 0) {
-                            if (dirs.findEntry(d, key, true) != null) {
-                                return Refused.EXISTS; // no chunk made for a create that fails (the stripe keeps the name as it is)
+                    AllocationGroup ag = quietGroup(d, alone);
+                    if (ag.freeInodes() == 0) {
+                        if (dirs.findEntry(d, key, true) != null) {
+                            return Refused.EXISTS; // no chunk made for a create that fails (the stripe keeps the name as it is)
+                        }
+                        // the chunk is made in a transaction of its own with d left, alone or not: "alone" is
+                        // a moment's count, and a create that took d exclusively for its chunk (the exclusive
+                        // path makes it in the create's transaction) kept every create arriving out while it
+                        // made it, and first waited for those inside, often descheduled ones (issue 21)
+                        fix = ag;
+                        makeChunk = true;
+                    } else if (ag.needsRefill()) {
+                        fix = ag;
+                    } else {
+                        int items = 5 + ag.allocInodeItems(false) + tree.reservation(); // the exclusive path's: dirItems is 1 + the reservation
+                        try (Txn txn = Txn.tryBegin(cache, items)) {
+                            if (txn == null) {
+                                return null; // the exclusive path reserves, then locks
                             }
-                            // the chunk is made in a transaction of its own with d left, alone or not: "alone" is
-                            // a moment's count, and a create that took d exclusively for its chunk (the exclusive
-                            // path makes it in the create's transaction) kept every create arriving out while it
-                            // made it, and first waited for those inside, often descheduled ones (issue 21)
-                            fix = ag;
-                            makeChunk = true;
-                        } else if (ag.needsRefill()) {
-                            fix = ag;
-                        } else {
-                            int items = 5 + ag.allocInodeItems(false) + tree.reservation(); // the exclusive path's: dirItems is 1 + the reservation
-                            try (Txn txn = Txn.tryBegin(cache, items)) {
-                                if (txn == null) {
-                                    return null; // the exclusive path reserves, then locks
+                            switch (sharedInsert(txn, ag, tree, d, key, mode, linkTarget, splitting)) {
+                                case Created created -> {
+                                    return commit(txn, d, key, open);
                                 }
-                                Attempt tried;
-                                try {
-                                    tried = sharedInsert(txn, ag, tree, d, key, mode, linkTarget, splitting);
-                                    if (tried == Created.DONE) {
-                                        return commit(txn, d, key, open);
-                                    }
-                                } finally {
-                                    ag.agiQueue.unlock(); // at its commit, before the close, which may wait for the log
-                                    queued = false;
-                                }
-                                if (tried == Refused.SPLITS) {
+                                case Refused refused when refused == Refused.SPLITS -> {
                                     splitting = true;
                                     continue; // enter again, claiming what a split may take
                                 }
-                                if (tried instanceof Refused refused) {
+                                case Refused refused -> {
                                     return refused;
                                 }
-                                if (((Retry) tried).why() != AllocOutcome.NEEDS_REFILL) {
-                                    continue; // its free inodes went meanwhile: choose again
+                                case Retry retry -> {
+                                    if (retry.why() != AllocOutcome.NEEDS_REFILL) {
+                                        continue; // its free inodes went meanwhile: choose again
+                                    }
+                                    fix = ag;
                                 }
-                                fix = ag;
                             }
-                        }
-                    } finally {
-                        if (queued) {
-                            ag.agiQueue.unlock();
                         }
                     }
                 } finally {
@@ -380,12 +369,11 @@ final class Creator {
     }
 
     /**
-     * The group a shared create in {@code d} takes its inode from, returned with its AGI's queue held
-     * ({@link AllocationGroup#agiQueue}): {@code d}'s own if nobody queues for or holds its AGI and it has
-     * a free inode, or room for a chunk and the create is {@code alone} in {@code d}; else (busy or full)
-     * the next from there that nobody queues for or holds and that has a free inode, else room for a
-     * chunk; else the first from {@code d}'s that is busy (to queue for); else {@code d}'s. A held AGI's
-     * counts are not read: that read would wait.
+     * The group a shared create in {@code d} takes its inode from: {@code d}'s own if nobody holds its AGI
+     * and it has a free inode, or room for a chunk and the create is {@code alone} in {@code d}; else (busy
+     * or full) the next from there whose AGI nobody holds and that has a free inode, else room for a chunk;
+     * else the first from {@code d}'s whose AGI is held (to wait for); else {@code d}'s. A held AGI's counts
+     * are not read: that read would wait.
      */
     private AllocationGroup quietGroup(Inode d, boolean alone) {
         int n = geometry.agCount();
@@ -393,24 +381,17 @@ final class Creator {
         AllocationGroup wait = null, roomy = null;
         for (int k = 0; k < n; k++) {
             AllocationGroup ag = volume.group((home + k) % n);
-            boolean quiet = ag.agiQueue.tryLock();
-            if (quiet && !ag.agi.isLocked()) {
-                if (ag.freeInodes() > 0 || k == 0 && alone && ag.mayAddChunk()) {
-                    return ag;
+            if (ag.agi.isLocked()) {
+                if (wait == null) {
+                    wait = ag;
                 }
-                if (roomy == null && ag.mayAddChunk()) {
-                    roomy = ag;
-                }
-            } else if (wait == null) {
-                wait = ag;
-            }
-            if (quiet) {
-                ag.agiQueue.unlock();
+            } else if (ag.freeInodes() > 0 || k == 0 && alone && ag.mayAddChunk()) {
+                return ag;
+            } else if (roomy == null && ag.mayAddChunk()) {
+                roomy = ag;
             }
         }
-        AllocationGroup chosen = roomy != null ? roomy : wait != null ? wait : volume.group(home);
-        chosen.agiQueue.lock();
-        return chosen;
+        return roomy != null ? roomy : wait != null ? wait : volume.group(home);
     }
 
     /** Takes name {@code key}'s stripe in directory {@code dir} (a shared unlink's too): returns it for {@link #unlockStripe}. */

@@ -95,9 +95,7 @@ import static dev.ferrite.dir.PathResolver.requireName;
  *   <li>per-inode locks ({@link Inode#lock}), in ascending inode number, held across the transaction; a
  *       directory's by {@link Inode#lockExclusive}, which also waits for the creates inside it;
  *   <li>the AGI of the one group whose inodes the operation allocates or frees (then its AGF if it adds
- *       an inode chunk): the new inode is chosen under the AGI before any inode block is locked. The
- *       shared creates and unlinks below first queue for it ({@link AllocationGroup#agiQueue}, held to
- *       their commit, so that their waiters park instead of polling the buffer's lock);
+ *       an inode chunk): the new inode is chosen under the AGI before any inode block is locked;
  *   <li>inode blocks, in ascending block number (eight records share a block);
  *   <li>directory tree nodes: a directory's tree changes under its inode's lock, so no such transaction
  *       ever waits for another's tree nodes, and its allocator pops the reserve in the record already held.
@@ -111,7 +109,7 @@ import static dev.ferrite.dir.PathResolver.requireName;
  * tree leaf or a group's AGI (the parent's group, or another when a create holds that) and briefly on
  * the parent's record. An unlink of a file's or symlink's name there does the same ({@code sharedUnlink}):
  * entered, its name's stripe held, it only tries the file's inode lock, then takes the file's group's AGI
- * (a last link; queued for), the file's record block if below the parent's, the tree's nodes, and the parent's record.
+ * (a last link), the file's record block if below the parent's, the tree's nodes, and the parent's record.
  * Lookups, stat and readdir take no lock: they read inode records and trees optimistically.
  *
  * <h2>Parts</h2>
@@ -1251,7 +1249,6 @@ public final class Namespace {
             if (txn == null || !c.tryLockExclusive()) {
                 return EXCLUSIVE;
             }
-            boolean queued = false;
             try {
                 StatBuffer cs = key.stat();
                 records.statInto(c.ino, cs);
@@ -1261,8 +1258,6 @@ public final class Namespace {
                 boolean last = cs.nlink() <= 1;
                 boolean orphan = last && (c.opens > 0 || cs.blocks() > 0 || BufferedIo.holdsCache(c));
                 if (last) {
-                    ag.agiQueue.lock();
-                    queued = true;
                     txn.lock(ag.agi);
                     if (ag.inodeListLow()) {
                         return REFILL;
@@ -1290,9 +1285,6 @@ public final class Namespace {
                 return !last ? LINKED : orphan && c.opens == 0 ? GONE_FREE : GONE;
             } finally {
                 c.unlockExclusive();
-                if (queued) {
-                    ag.agiQueue.unlock();
-                }
             }
         }
     }

@@ -280,49 +280,6 @@ class SharedCreateTest {
     }
 
     /**
-     * An unlink of a file's last link that finds its group's AGI held by a create inside the directory
-     * queues for it ({@link AllocationGroup#agiQueue}): parked without a timeout until the create commits.
-     * Before (issue 21) it polled the AGI buffer's lock (spins, yields, then timed parks of at most 100 µs,
-     * each a wake-up and a context switch), so it never reached WAITING.
-     */
-    @Test
-    void anUnlinkQueuesForItsGroupsAgiHeldByACreate() throws Exception {
-        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = withTreeDirectory(dev, 200)) {
-            Namespace ns = v.namespace();
-            String held = "held";
-            String victim;
-            try (HeldCreate create = new HeldCreate(ns, "/d/" + held)) {
-                AllocationGroup ag = IntStream.range(0, v.geometry().agCount()).mapToObj(v::group)
-                        .filter(g -> g.agiQueue.isLocked()).findFirst().orElseThrow();
-                int heldStripe = stripeOf(ns.stat("/d").ino(), held);
-                victim = IntStream.range(0, 200).mapToObj(i -> "f" + i)
-                        .filter(n -> v.geometry().agOfInode(ns.stat("/d/" + n).ino()) == ag.agno)
-                        .filter(n -> stripeOf(ns.stat("/d").ino(), n) != heldStripe)
-                        .findFirst().orElseThrow();
-                FutureTask<Void> unlink = new FutureTask<>(() -> ns.unlink("/d/" + victim), null);
-                Thread t = Thread.ofPlatform().daemon().start(unlink);
-                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-                while (!ag.agiQueue.hasQueuedThread(t) || t.getState() != Thread.State.WAITING) {
-                    assertFalse(unlink.isDone(), "the unlink finished while the create held its group's AGI");
-                    assertTrue(System.nanoTime() < deadline, "the unlink never queued for its group's AGI: " + t.getState());
-                    Thread.onSpinWait();
-                }
-                for (int i = 0; i < 20; i++) {
-                    Thread.sleep(5);
-                    assertEquals(Thread.State.WAITING, t.getState(), "the unlink woke while the AGI stayed held");
-                }
-                assertFalse(unlink.isDone());
-                create.close();
-                unlink.get(20, TimeUnit.SECONDS);
-            }
-            assertThrows(NamespaceException.class, () -> ns.stat("/d/" + victim));
-            assertEquals(0100644, ns.stat("/d/" + held).mode());
-            assertEquals(200, ns.stat("/d").size()); // 200 - the victim + held
-            VolumeFixtures.assertChecked(ns);
-        }
-    }
-
-    /**
      * {@code /d}'s inode (release it after), its tree's reserve spilled down to 4 blocks: below the low
      * mark, so the next create refills it, adding at least 16.
      */
@@ -1081,7 +1038,7 @@ class SharedCreateTest {
     }
 
     /**
-     * Threads unlink files of their own from one tree directory at once (shared unlinks queueing for their
+     * Threads unlink files of their own from one tree directory at once (shared unlinks meeting on their
      * groups' AGIs), a fifth of them held open across the unlink (orphans, freed at the close); after a
      * third of the unlinks the thread fsyncs the directory. At the flush after which such an fsync
      * returned (and later ones), that file and those the thread unlinked before it are gone; at sampled
