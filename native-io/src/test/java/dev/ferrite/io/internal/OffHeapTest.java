@@ -12,6 +12,7 @@ import org.junit.jupiter.api.Test;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class OffHeapTest {
     @Test
@@ -31,6 +32,20 @@ class OffHeapTest {
         arena.close();
         assertFalse(m.scope().isAlive());
         assertThrows(IllegalStateException.class, () -> m.get(ValueLayout.JAVA_LONG, 0));
+    }
+
+    @Test
+    void populatedPagesAreZeroAndWritableAndAMisalignedRegionIsLeftToFirstTouch() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment m = OffHeap.reserve(1 << 20, arena);
+            assertTrue(OffHeap.populate(m.asSlice(64 << 10, 128 << 10)), "MADV_POPULATE_WRITE (Linux 5.14) refused");
+            assertFalse(OffHeap.populate(m.asSlice(100, 4096)), "a region not page-aligned");
+            for (long off = 0; off < m.byteSize(); off += 4096) {
+                assertEquals(0L, m.get(ValueLayout.JAVA_LONG, off), "offset " + off);
+                m.set(ValueLayout.JAVA_LONG, off, off + 1);
+                assertEquals(off + 1, m.get(ValueLayout.JAVA_LONG, off));
+            }
+        }
     }
 
     @Test
