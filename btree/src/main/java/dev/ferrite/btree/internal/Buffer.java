@@ -75,7 +75,8 @@ public final class Buffer extends LogItem {
      * ({@link BTree#child}), sparing the next descent the cache's lookup of the child (a hash bucket of a
      * table many megabytes long, a miss at the leaf level of a large tree). Checked as {@link #sibling} is,
      * so stale entries (the node split or merged, the child evicted) only cost the lookup; dropped when this
-     * buffer goes obsolete. Plain: a racy read finds an older array or entry, each checked.
+     * buffer goes obsolete and as the clock hand passes ({@link #dropHints}). Plain: a racy read finds an
+     * older array or entry, each checked.
      */
     Buffer[] children;
     /** The block was freed: the AIL must not write this image home. Written under the lock. */
