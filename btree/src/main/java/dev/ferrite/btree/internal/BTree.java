@@ -416,7 +416,7 @@ public final class BTree {
             }
             Buffer next;
             try {
-                next = child(cur, idx + 1 - (d == 0 ? 1 : 0), child, fanout);
+                next = child(cur, d == 0 ? 0 : idx + 1, child, fanout);
             } catch (CorruptionException e) {
                 if (cur.validate(v)) {
                     throw e;

@@ -410,14 +410,14 @@ public final class Cursor implements AutoCloseable {
                         restart = true;
                         break;
                     }
-                    int fanout = count(n) + 1;
-                    int idx = key != null ? BTreeNodeFormat.childIndexFor(n, key) : rightmost ? fanout - 2 : -1;
+                    int count = count(n);
+                    int idx = key != null ? BTreeNodeFormat.childIndexFor(n, key) : rightmost ? count - 1 : -1;
                     long child = childAt(n, idx);
                     if (!cur.validate(v)) {
                         restart = true;
                         break;
                     }
-                    Buffer next = tree.child(cur, idx + 1, child, fanout);
+                    Buffer next = tree.child(cur, idx + 1, child, count + 1);
                     long nv = next.readVersion();
                     if (nv < 0 || !cur.validate(v) || !BTree.atLevel(next, nv, BTreeNodeFormat.level(n) - 1, cur, v)) {
                         restart = true;

@@ -68,7 +68,7 @@ public final class OffHeap {
         if (bytes >= HUGE_PAGE) {
             Posix.madvise(m, bytes, Posix.MADV_HUGEPAGE);
         }
-        if (Posix.madvise(m, bytes, Posix.MADV_POPULATE_WRITE) != 0) {
+        if (!populate(m)) {
             int errno = Posix.errno();
             if (errno == Errno.ENOMEM) {
                 throw new NoSpaceException("cannot make " + bytes + " bytes of memory resident: " + Errno.name(errno) + " ("
