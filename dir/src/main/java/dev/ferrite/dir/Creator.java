@@ -401,6 +401,11 @@ final class Creator {
         return s;
     }
 
+    /** Name stripe waits and their nanoseconds ({@link StripeStats}). */
+    long[] stripeWaits() {
+        return new long[] {stripes.waits(), stripes.waitNanos()};
+    }
+
     /** Lets go of stripe {@code s}, taken by {@link #lockStripe}. */
     void unlockStripe(int s) {
         stripes.unlock(s);

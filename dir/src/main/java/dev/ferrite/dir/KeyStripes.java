@@ -3,6 +3,7 @@ package dev.ferrite.dir;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.concurrent.atomic.AtomicIntegerArray;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * Locks on table keys by hash, one word per stripe: what orders changes to one key among single writes
@@ -17,7 +18,8 @@ import java.util.concurrent.atomic.AtomicIntegerArray;
  * room's monitor before it waits there, and the holder that finds 2 when it lets go notifies the room,
  * taking the monitor after the waiter's {@code wait} released it, so no wake-up is lost. Many stripes
  * share a room; a waiter woken for another stripe looks again and waits on. Taking and letting go of a
- * free stripe is a compare-and-set and an exchange, and a waiter parks rather than polls.
+ * free stripe is a compare-and-set and an exchange, and a waiter parks rather than polls. The waits that
+ * parked are counted, with their time ({@link #waits}, {@link #waitNanos}): the benchmarks' contention lines.
  */
 final class KeyStripes {
     /** Stripes: a power of two, many, so that transactions of a hundred random keys rarely share one. */
@@ -29,6 +31,8 @@ final class KeyStripes {
 
     private final AtomicIntegerArray words = new AtomicIntegerArray(STRIPES);
     private final Object[] rooms = new Object[ROOMS];
+    private final LongAdder waits = new LongAdder();
+    private final LongAdder waitNanos = new LongAdder();
 
     KeyStripes() {
         for (int i = 0; i < ROOMS; i++) {
@@ -78,6 +82,7 @@ final class KeyStripes {
             }
         }
         boolean interrupted = false;
+        long parked = 0;
         Object room = rooms[s & (ROOMS - 1)];
         synchronized (room) {
             for (;;) {
@@ -87,6 +92,9 @@ final class KeyStripes {
                         break;
                     }
                 } else if (w == 2 || words.compareAndSet(s, 1, 2)) {
+                    if (parked == 0) {
+                        parked = System.nanoTime();
+                    }
                     try {
                         room.wait();
                     } catch (InterruptedException e) {
@@ -95,9 +103,23 @@ final class KeyStripes {
                 }
             }
         }
+        if (parked != 0) {
+            waits.increment();
+            waitNanos.add(System.nanoTime() - parked);
+        }
         if (interrupted) {
             Thread.currentThread().interrupt();
         }
+    }
+
+    /** Takings of a held stripe that parked, since this was made. */
+    long waits() {
+        return waits.sum();
+    }
+
+    /** Time those takings spent parked, in nanoseconds. */
+    long waitNanos() {
+        return waitNanos.sum();
     }
 
     /** Lets go of stripe {@code s}, which this thread holds, waking its waiters if any. */

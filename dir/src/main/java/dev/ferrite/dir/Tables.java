@@ -1061,6 +1061,11 @@ public final class Tables {
         }
     }
 
+    /** Key stripe waits and their nanoseconds ({@link StripeStats}). */
+    long[] stripeWaits() {
+        return new long[] {stripes.waits(), stripes.waitNanos()};
+    }
+
     /** The stripes of every key {@code ws} changes, ascending, each once: the order a side-by-side commit takes them in. */
     private static int[] stripesOf(List<WriteTransaction.Writes> ws) {
         int n = 0;

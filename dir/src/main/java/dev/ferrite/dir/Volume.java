@@ -532,6 +532,14 @@ public final class Volume implements AutoCloseable {
         return cache.latchStats();
     }
 
+    /** Waits of writers for each other's table keys and directory names since mount. */
+    public StripeStats stripeStats() {
+        requireOpen();
+        long[] names = namespace.creator.stripeWaits();
+        long[] keys = tables.stripeWaits();
+        return new StripeStats(keys[0], keys[1], names[0], names[1]);
+    }
+
     /** Journal and cache state in one line, for diagnosing a stall. */
     String diagnostics() {
         return journal.diagnostics() + "; " + cache.stats();

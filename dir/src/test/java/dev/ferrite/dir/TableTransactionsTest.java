@@ -163,11 +163,13 @@ class TableTransactionsTest {
     /**
      * A transaction holding a key (stopped inside its group after its changes) keeps a second transaction
      * that changes that key out until it ends; the second then applies, and its value is the one left: the
-     * later commit wins. A third transaction, of other keys, applies meanwhile.
+     * later commit wins. A third transaction, of other keys, applies meanwhile. The volume counts the one
+     * wait ({@link Volume#stripeStats}).
      */
     @Test
     void aTransactionChangingAHeldKeyWaitsAndWins() throws Exception {
         try (Volume v = Volume.open(largeLog(), LARGE_LOG); Table t = v.tables().create("t")) {
+            StripeStats before = v.stripeStats();
             CountDownLatch inside = new CountDownLatch(1), go = new CountDownLatch(1);
             AtomicReference<Thread> first = new AtomicReference<>();
             v.tables().onGroupChange = () -> {
@@ -199,6 +201,10 @@ class TableTransactionsTest {
             assertArrayEquals(b("two"), t.get(b("shared")), "the later commit wins");
             assertArrayEquals(b("one"), t.get(b("a1")));
             assertArrayEquals(b("two"), t.get(b("b2")));
+            StripeStats after = v.stripeStats();
+            assertEquals(1, after.keyWaits() - before.keyWaits(), "key stripe waits: " + before + " -> " + after);
+            assertTrue(after.keyWaitNanos() > before.keyWaitNanos(), "the wait took no time: " + after);
+            assertEquals(before.nameWaits(), after.nameWaits(), "no name was created");
             VolumeFixtures.assertChecked(v.namespace());
         }
     }

@@ -11,12 +11,13 @@ import java.util.Map;
 import dev.ferrite.btree.CacheStats;
 import dev.ferrite.btree.LatchStats;
 import dev.ferrite.dir.InodeCacheStats;
+import dev.ferrite.dir.StripeStats;
 import dev.ferrite.dir.Volume;
 import dev.ferrite.journal.JournalStats;
 
 /**
  * Where Ferrite's threads waited and what they paid over one phase, from the journal's, the buffer
- * cache's, the B-trees' and the inode cache's counters: the harness's stand-in for the kernel's lockstat.
+ * cache's, the B-trees', the key and name stripes' and the inode cache's counters: the harness's stand-in for the kernel's lockstat.
  * Printed after each Ferrite phase of {@code kv}, {@code meta}, {@code randwrite}, {@code dbench} and (the
  * journal's part alone) {@code journal}, per
  * operation where that reads better; on a FUSE mount also the requests the mount served per operation.
@@ -31,7 +32,7 @@ public final class Contention {
      * @param jitNanos the part of it the JIT compilers' threads used, -1 if unknown
      */
     public record Snapshot(JournalStats journal, CacheStats cache, LatchStats latches, InodeCacheStats inodes,
-                           Map<String, Long> fuse, long cpuNanos, long jitNanos) {
+                           StripeStats stripes, Map<String, Long> fuse, long cpuNanos, long jitNanos) {
         /** {@code volume}'s counters now. */
         public static Snapshot of(Volume volume) {
             return of(volume, Map.of());
@@ -40,7 +41,7 @@ public final class Contention {
         /** {@code volume}'s counters now, with the requests its mount served ({@link dev.ferrite.dir.FileSystemMount#requestCounts}). */
         public static Snapshot of(Volume volume, Map<String, Long> fuse) {
             return new Snapshot(volume.journalStats(), volume.cacheStats(), volume.latchStats(), volume.inodeCacheStats(),
-                    Map.copyOf(fuse), processCpuNanos(), compilerCpuNanos());
+                    volume.stripeStats(), Map.copyOf(fuse), processCpuNanos(), compilerCpuNanos());
         }
     }
 
@@ -50,16 +51,20 @@ public final class Contention {
     /** What happened between {@code a} and {@code b}, over {@code ops} operations, on one line. */
     public static String between(Snapshot a, Snapshot b, long ops) {
         CacheStats c0 = a.cache(), c1 = b.cache();
+        StripeStats s0 = a.stripes(), s1 = b.stripes();
         LatchStats latches = b.latches().since(a.latches());
         long n = Math.max(1, ops);
         return journal(a.journal(), b.journal(), ops) + String.format(Locale.ROOT,
                 "; cache misses %.3f/op, evictions %,d, write-backs %,d, dirty waits %,d; "
-                        + "B-tree restarts %s, lost locks %s, waits %s; inode-cache misses %.3f/op, evictions %,d",
+                        + "B-tree restarts %s, lost locks %s, waits %s; key-stripe waits %,d (%.1f ms), name-stripe waits %,d (%.1f ms); "
+                        + "inode-cache misses %.3f/op, evictions %,d",
                 (c1.misses() - c0.misses()) / (double) n,
                 c1.leafEvictions() - c0.leafEvictions() + c1.interiorEvictions() - c0.interiorEvictions(),
                 c1.writeBacks() - c0.writeBacks(), c1.dirtyWaits() - c0.dirtyWaits(),
                 byLevel(latches.restarts(), latches.headerIndex()), byLevel(latches.lockFailures(), latches.headerIndex()),
                 byLevel(latches.waits(), latches.headerIndex()),
+                s1.keyWaits() - s0.keyWaits(), (s1.keyWaitNanos() - s0.keyWaitNanos()) / 1e6,
+                s1.nameWaits() - s0.nameWaits(), (s1.nameWaitNanos() - s0.nameWaitNanos()) / 1e6,
                 (b.inodes().misses() - a.inodes().misses()) / (double) n, b.inodes().evictions() - a.inodes().evictions())
                 + cpu(a.cpuNanos(), b.cpuNanos(), a.jitNanos(), b.jitNanos(), n) + requests(a.fuse(), b.fuse(), n);
     }
