@@ -78,12 +78,13 @@ final class Creator {
     private final DirContents dirs;
     private final AtomicInteger rotor = new AtomicInteger();
     /**
-     * Stripes of (directory, name) for {@link #sharedCreate} and a shared unlink: many ({@value KeyStripes#STRIPES}
+     * Stripes of (directory, name) for {@link #sharedCreate} and a shared unlink: many ({@value #NAME_STRIPES}
      * words), since a create or unlink holds its stripe to its commit, and with more threads than CPUs a
      * holder is often descheduled, so a waiter waits a time slice. On 1024 stripes 16 threads met about
      * once in 68 operations and spent more time parked on stripes than anywhere else (issue 21).
      */
-    private final KeyStripes stripes = new KeyStripes();
+    private final KeyStripes stripes = new KeyStripes(NAME_STRIPES);
+    private static final int NAME_STRIPES = 1 << 16;
     /** Tests: runs inside each shared create, its directory entered and its group's AGI held, before its insert (null: nothing). */
     volatile Runnable onSharedInsert;
 
@@ -414,7 +415,7 @@ final class Creator {
     /** The stripe of name {@code key} in directory {@code dir}, from the name's hash that begins the key. */
     static int stripe(long dir, EntryKey key) {
         long h = (dir ^ DirEntryFormat.keyHash(key.bytes())) * 0x9E3779B97F4A7C15L;
-        return (int) (h >>> 32) & (KeyStripes.STRIPES - 1);
+        return (int) (h >>> 32) & (NAME_STRIPES - 1);
     }
 
     /** True for a symlink target too long for the inline area: it gets a block of its own. */

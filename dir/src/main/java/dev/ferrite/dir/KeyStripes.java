@@ -22,19 +22,26 @@ import java.util.concurrent.atomic.LongAdder;
  * parked are counted, with their time ({@link #waits}, {@link #waitNanos}): the benchmarks' contention lines.
  */
 final class KeyStripes {
-    /** Stripes: a power of two, many, so that transactions of a hundred random keys rarely share one. */
-    static final int STRIPES = 1 << 16;
+    /**
+     * A table key's stripes ({@link #of}): a power of two, many, so that transactions of a hundred random
+     * keys rarely share one: two such share one 3.7% of the time, where on the 65,536 stripes before they
+     * shared 14%, and 8 threads of them waited for each other's groups half as often (docs/tables.md).
+     * A word each: 1 MiB of heap per volume.
+     */
+    static final int KEY_STRIPES = 1 << 18;
     /** Monitors waiters park on, by stripe: a power of two. */
     private static final int ROOMS = 64;
     /** Spins on a held stripe before a waiter parks: a single write's hold is a few microseconds. */
     private static final int SPINS = 64;
 
-    private final AtomicIntegerArray words = new AtomicIntegerArray(STRIPES);
+    private final AtomicIntegerArray words;
     private final Object[] rooms = new Object[ROOMS];
     private final LongAdder waits = new LongAdder();
     private final LongAdder waitNanos = new LongAdder();
 
-    KeyStripes() {
+    /** {@code stripes} of them, a power of two: {@link #KEY_STRIPES} for table keys. */
+    KeyStripes(int stripes) {
+        words = new AtomicIntegerArray(stripes);
         for (int i = 0; i < ROOMS; i++) {
             rooms[i] = new Object();
         }
@@ -67,7 +74,7 @@ final class KeyStripes {
     }
 
     private static int stripe(long h) {
-        return (int) (h ^ h >>> 32) & (STRIPES - 1);
+        return (int) (h ^ h >>> 32) & (KEY_STRIPES - 1);
     }
 
     /** Takes stripe {@code s}, waiting while another thread holds it. */

@@ -96,7 +96,7 @@ public final class Tables {
      * Locks on keys by hash: a single write holds its key's for its change, a commit applying side by side
      * the stripes of all its keys until its group ends.
      */
-    private final KeyStripes stripes = new KeyStripes();
+    private final KeyStripes stripes = new KeyStripes(KeyStripes.KEY_STRIPES);
     /**
      * Each table's commit lock, by inode ({@link Table#commits}): held shared by the commits that apply side
      * by side in it for as long as they apply, exclusively by one that keeps the table to itself and by a
