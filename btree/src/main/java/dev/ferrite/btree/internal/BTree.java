@@ -199,7 +199,9 @@ public final class BTree {
      * The buffer of {@code block}, child {@code idx} of {@code parent} (its index in the numbering of
      * {@link BTreeNodeFormat#childIndexFor} plus one, the leftmost child 0; a header's root is its child 0):
      * from the parent's hint if that is still the block's cached buffer (a buffer leaves the cache
-     * obsolete), else looked up and remembered there, in an array of {@code fanout} hints or more.
+     * obsolete), else looked up and remembered there, in an array of {@code fanout} hints or more: a
+     * child past its end doubles it, so that a node gaining children one split at a time (a table filled
+     * in key order) makes a new array only as its count doubles, not at every split.
      */
     Buffer child(Buffer parent, int idx, long block, int fanout) {
         Buffer[] hints = parent.children;
@@ -212,7 +214,8 @@ public final class BTree {
         }
         Buffer b = node(block);
         if (hints == null || idx >= hints.length) {
-            Buffer[] grown = new Buffer[Math.max(idx + 1, fanout)];
+            int size = Math.max(idx + 1, fanout);
+            Buffer[] grown = new Buffer[hints == null ? size : Math.max(size, 2 * hints.length)];
             if (hints != null) {
                 System.arraycopy(hints, 0, grown, 0, hints.length);
             }
