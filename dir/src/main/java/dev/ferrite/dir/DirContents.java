@@ -716,7 +716,7 @@ final class DirContents {
                     try {
                         AllocOutcome r = allocTree(txn, ag, dir, n);
                         if (r == AllocOutcome.DONE) {
-                            fillReserve(txn, dir, ag.allocatedBlock(txn), n, null);
+                            fillReserve(txn, dir, run(ag.allocatedBlock(txn), new long[n]), null);
                             dir.noteSeq(txn.commit());
                         }
                         return r;
@@ -784,16 +784,21 @@ final class DirContents {
         addBlocks(owner, n, 0, still, convert);
     }
 
+    /** Blocks a new tree takes: its header and its root ({@link BTree#create}). */
+    private static final int TREE_BLOCKS = 2;
+
     /**
      * Allocates {@code n} blocks into {@code owner}'s reserve, from its own group if it can, if
      * {@code still} says so under its lock; with {@code convert}, turns the inline fork into a tree in the
      * same transaction. ENOENT if a directory went meanwhile. When no group holds {@code n} free blocks
      * together (a full volume's free space in pieces, while what a file's pages reserved for its tree is
-     * there in sum), it takes half as many, down to {@link #RESERVE_LOW} for a conversion and to one for a
-     * refill: the caller's next step refills the rest.
+     * there in sum), it takes half as many, down to one for a refill and, for a conversion, to the new
+     * tree's {@link #TREE_BLOCKS}, taken apart if need be ({@link FreeSpace#allocPair}): the tree is made
+     * with a reserve below its low mark, and the caller's next step ({@link #prepare}) refills the rest, a
+     * transaction and a piece at a time, before any change of the tree takes a block.
      */
     private void addBlocks(Inode owner, int n, int extraItems, BooleanSupplier still, Converter convert) {
-        int least = convert != null ? Math.min(n, RESERVE_LOW) : 1;
+        int least = convert != null ? Math.min(n, TREE_BLOCKS) : 1;
         for (int k = n; ; k = Math.max(least, k / 2)) {
             try {
                 addRun(owner, k, extraItems, still, convert);
@@ -808,18 +813,20 @@ final class DirContents {
         }
     }
 
-    /** {@link #addBlocks} of {@code n} blocks together. */
+    /** {@link #addBlocks} of {@code n} blocks together, but a conversion's {@link #TREE_BLOCKS} as a pair that may lie apart. */
     private void addRun(Inode owner, int n, int extraItems, BooleanSupplier still, Converter convert) {
+        boolean pair = convert != null && n == TREE_BLOCKS;
         eachGroup(owner, n, ag -> {
-            int items = ag.blockItems() + 2 + extraItems + (convert != null ? BTree.CREATE_ITEMS + 4 : 0);
+            int items = (pair ? ag.pairItems() : ag.blockItems()) + 2 + extraItems + (convert != null ? BTree.CREATE_ITEMS + 4 : 0);
             try (Txn txn = Txn.begin(cache, items)) {
                 if (!owner.lockExclusiveIf(() -> needed(owner, n, still))) {
                     return AllocOutcome.DONE; // changed meanwhile (another thread's refill): the caller looks again
                 }
                 try {
-                    AllocOutcome r = allocTree(txn, ag, owner, n);
+                    long[] blocks = new long[n];
+                    AllocOutcome r = pair ? ag.allocPair(txn, !promised(owner), blocks) : allocTree(txn, ag, owner, n);
                     if (r == AllocOutcome.DONE) {
-                        fillReserve(txn, owner, ag.allocatedBlock(txn), n, convert);
+                        fillReserve(txn, owner, pair ? blocks : run(ag.allocatedBlock(txn), blocks), convert);
                         owner.lastSeq = txn.commit();
                     }
                     return r;
@@ -837,7 +844,20 @@ final class DirContents {
      * table's tree claims them as it takes them.
      */
     private AllocOutcome allocTree(Txn txn, AllocationGroup ag, Inode owner, int n) {
-        return (records.modeOf(owner.ino) & S_IFMT) == S_IFREG ? ag.allocBlocks(txn, n) : ag.allocClaiming(txn, n);
+        return promised(owner) ? ag.allocBlocks(txn, n) : ag.allocClaiming(txn, n);
+    }
+
+    /** Whether {@code owner}'s tree takes blocks already promised ({@link #allocTree}): a regular file's. */
+    private boolean promised(Inode owner) {
+        return (records.modeOf(owner.ino) & S_IFMT) == S_IFREG;
+    }
+
+    /** {@code into} filled with the run of its length from device block {@code first}. */
+    private static long[] run(long first, long[] into) {
+        for (int i = 0; i < into.length; i++) {
+            into[i] = first + i;
+        }
+        return into;
     }
 
     /**
@@ -883,8 +903,9 @@ final class DirContents {
         return n >= 1 && still.getAsBoolean();
     }
 
-    /** In {@code txn}, {@code owner}'s lock held: blocks {@code [r, r + n)} join its reserve (converting it to a tree). */
-    private void fillReserve(Txn txn, Inode owner, long r, int n, Converter convert) {
+    /** In {@code txn}, {@code owner}'s lock held: {@code blocks} join its reserve, popped in their order (converting it to a tree). */
+    private void fillReserve(Txn txn, Inode owner, long[] blocks, Converter convert) {
+        int n = blocks.length;
         Buffer b = records.lockRecord(txn, owner.ino);
         MemorySegment m = b.data();
         int rec = records.rec(owner.ino);
@@ -901,7 +922,7 @@ final class DirContents {
             count = DirEntryFormat.reserveCount(m, area);
         }
         for (int i = n - 1; i >= 0; i--) { // pops come in ascending order
-            DirEntryFormat.setReserveEntry(m, area, count++, r + i);
+            DirEntryFormat.setReserveEntry(m, area, count++, blocks[i]);
         }
         DirEntryFormat.setReserveCount(m, area, count);
         InodeFormat.setBlocks(m, rec, InodeFormat.blocks(m, rec) + n);
