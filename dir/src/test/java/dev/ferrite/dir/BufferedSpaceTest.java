@@ -14,7 +14,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.BiConsumer;
 import java.util.function.LongConsumer;
 
-import dev.ferrite.btree.internal.Txn;
 import dev.ferrite.io.NoSpaceException;
 import org.junit.jupiter.api.Test;
 
@@ -533,43 +532,11 @@ class BufferedSpaceTest extends FileTestBase {
         assertEquals(0, reserved());
     }
 
-    /** Whether some group holds {@code len} free blocks together (held back or not). */
-    private boolean someGroupHolds(int len) {
-        for (int g = 0; g < v.geometry().agCount(); g++) {
-            AllocationGroup ag = v.group(g);
-            try (Txn txn = Txn.begin(v.cache(), 1)) {
-                AllocationGroup.lock(txn, ag.agf);
-                boolean holds = ag.space.hasExtent(txn, len);
-                txn.release(ag.agf);
-                if (holds) {
-                    return true;
-                }
-            }
-        }
-        return false;
-    }
-
     @Test
     void treesMadeWhereFreeSpaceLiesInSingleBlocksTakeTheirBlocksFromThem() throws Exception {
         fragmented("f");
         fragmented("g");
-        try (Handle a = ns.create(root, "a", 0644, true)) {
-            long mapped = v.spareBlocks() - 600; // room for the punches' claims
-            ns.fallocate(a, FALLOC_FL_KEEP_SIZE, 0, mapped * BS);
-            for (long b = 1; b < mapped; b += 2) { // every other block of a freed: free space in single blocks
-                ns.fallocate(a, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, b * BS, BS);
-            }
-        }
-        try (Handle b = ns.create(root, "b", 0644, true)) { // the runs left (the punches' room, the groups' tails) to b
-            long at = 0;
-            for (int len : new int[] {DirContents.RESERVE_LOW, 2}) {
-                for (; someGroupHolds(len); at += len + 1) {
-                    ns.fallocate(b, FALLOC_FL_KEEP_SIZE, at * BS, (long) len * BS);
-                }
-            }
-        }
-        assertTrue(!someGroupHolds(2), "a group holds 2 free blocks together");
-        assertTrue(v.spareBlocks() > 1000, v.spareBlocks() + " spare blocks");
+        freeSpaceInSingleBlocks(v, root);
         try (Handle f = ns.open(root, "f")) {
             ns.write(f, 70L * BS, MemorySegment.ofArray(chunk(4, 70L * BS, BS))); // a 26th extent: a tree at write-back
             ns.fsync(f); // before: NoSpaceException, no group having 12 free blocks together for the tree
