@@ -9,6 +9,7 @@ import java.util.Collections;
 import java.util.List;
 import java.util.function.BooleanSupplier;
 import java.util.function.Function;
+import java.util.function.IntConsumer;
 
 import dev.ferrite.btree.internal.BTree;
 import dev.ferrite.btree.internal.Buffer;
@@ -691,10 +692,16 @@ final class DirContents {
      * not wait for them to leave, which with more threads than CPUs meant waiting for a descheduled one,
      * while every thread arriving waited behind the refill (issue 21). Returns when the reserve was
      * refilled or needs something else (the caller steps again); unless {@code wait}, also at once if
-     * another thread holds the lock (it refills, or keeps the writers out).
+     * another thread holds the lock (it refills, or keeps the writers out). When no group holds the blocks
+     * together it takes half as many, down to one ({@link #halving}), as {@link #addBlocks} does.
      */
     private void refillBeside(Inode dir, int keyLength, boolean wait) {
-        eachGroup(dir, RESERVE_FILL, ag -> {
+        halving(RESERVE_FILL, 1, most -> refillBeside(dir, keyLength, wait, most));
+    }
+
+    /** {@link #refillBeside} of at most {@code most} blocks, together. */
+    private void refillBeside(Inode dir, int keyLength, boolean wait, int most) {
+        eachGroup(dir, most, ag -> {
             try (Txn txn = Txn.begin(cache, ag.blockItems() + 2)) {
                 if (wait) {
                     dir.lock();
@@ -709,6 +716,7 @@ final class DirContents {
                     if (wait ? n < 1 || step(dir, keyLength) != REFILL : n <= RESERVE_FILL - RESERVE_EARLY) {
                         return AllocOutcome.DONE; // refilled meanwhile
                     }
+                    n = Math.min(n, most);
                     int claim = enterToAdd(dir, n);
                     if (claim < 0) {
                         return AllocOutcome.DONE; // the reserve needs a spill first: the caller steps again
@@ -798,10 +806,17 @@ final class DirContents {
      * transaction and a piece at a time, before any change of the tree takes a block.
      */
     private void addBlocks(Inode owner, int n, int extraItems, BooleanSupplier still, Converter convert) {
-        int least = convert != null ? Math.min(n, TREE_BLOCKS) : 1;
+        halving(n, convert != null ? Math.min(n, TREE_BLOCKS) : 1, k -> addRun(owner, k, extraItems, still, convert));
+    }
+
+    /**
+     * Runs {@code attempt} for {@code n} blocks, then for half as many each time no group holds that many
+     * together (NoSpaceException), down to {@code least}.
+     */
+    private static void halving(int n, int least, IntConsumer attempt) {
         for (int k = n; ; k = Math.max(least, k / 2)) {
             try {
-                addRun(owner, k, extraItems, still, convert);
+                attempt.accept(k);
                 return;
             } catch (SpaceBusyException busy) {
                 throw busy;

@@ -552,6 +552,18 @@ class BufferedSpaceTest extends FileTestBase {
         assertEquals(0, reserved());
     }
 
+    @Test
+    void aDirectoryGrowsIntoATreeWhereFreeSpaceLiesInSingleBlocks() throws Exception {
+        Handle d = ns.mkdir(root, "d", 0755);
+        try (d; Handle t = ns.create(root, "t", 0644, true)) {
+            freeSpaceInSingleBlocks(v, root);
+            for (int k = 0; k < 400; k++) { // links take no inode: a tree, its reserve refilled twice over
+                ns.link(t, d, "a-name-long-enough-to-fill-the-inline-area-" + k);
+            }
+            assertEquals(400, ns.dirs.allEntries(d.ino()).size());
+        }
+    }
+
     /** The seed of {@link #directBufferedAndFallocateRacingForTheLastBlocksLoseNothing}: {@code -Dferrite.seed}, else fixed. */
     private static final long SEED = Long.getLong("ferrite.seed", 20261204L);
     /** How long its workers run. */
