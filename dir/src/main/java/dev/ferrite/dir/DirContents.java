@@ -696,7 +696,11 @@ final class DirContents {
      * together it takes half as many, down to one ({@link #halving}), as {@link #addBlocks} does.
      */
     private void refillBeside(Inode dir, int keyLength, boolean wait) {
-        halving(RESERVE_FILL, 1, most -> refillBeside(dir, keyLength, wait, most));
+        try {
+            refillBeside(dir, keyLength, wait, RESERVE_FILL);
+        } catch (NoSpaceException full) {
+            halving(full, RESERVE_FILL, 1, most -> refillBeside(dir, keyLength, wait, most));
+        }
     }
 
     /** {@link #refillBeside} of at most {@code most} blocks, together. */
@@ -724,7 +728,7 @@ final class DirContents {
                     try {
                         AllocOutcome r = allocTree(txn, ag, dir, n);
                         if (r == AllocOutcome.DONE) {
-                            fillReserve(txn, dir, run(ag.allocatedBlock(txn), new long[n]), null);
+                            fillReserve(txn, dir, ag.allocatedBlock(txn), n, 0, null);
                             dir.noteSeq(txn.commit());
                         }
                         return r;
@@ -806,26 +810,29 @@ final class DirContents {
      * transaction and a piece at a time, before any change of the tree takes a block.
      */
     private void addBlocks(Inode owner, int n, int extraItems, BooleanSupplier still, Converter convert) {
-        halving(n, convert != null ? Math.min(n, TREE_BLOCKS) : 1, k -> addRun(owner, k, extraItems, still, convert));
+        try {
+            addRun(owner, n, extraItems, still, convert);
+        } catch (NoSpaceException full) {
+            halving(full, n, convert != null ? Math.min(n, TREE_BLOCKS) : 1, k -> addRun(owner, k, extraItems, still, convert));
+        }
     }
 
     /**
-     * Runs {@code attempt} for {@code n} blocks, then for half as many each time no group holds that many
-     * together (NoSpaceException), down to {@code least}.
+     * After an attempt for {@code n} blocks found no group holding them together ({@code full}): runs
+     * {@code attempt} for half as many each time, down to {@code least}, else throws what the last one
+     * threw (a {@link SpaceBusyException} at once). Off the common path, so that its lambda is made only then.
      */
-    private static void halving(int n, int least, IntConsumer attempt) {
-        for (int k = n; ; k = Math.max(least, k / 2)) {
+    private static void halving(NoSpaceException full, int n, int least, IntConsumer attempt) {
+        for (int k = n; !(full instanceof SpaceBusyException) && k > least; ) {
+            k = Math.max(least, k / 2);
             try {
                 attempt.accept(k);
                 return;
-            } catch (SpaceBusyException busy) {
-                throw busy;
-            } catch (NoSpaceException full) {
-                if (k == least) {
-                    throw full;
-                }
+            } catch (NoSpaceException again) {
+                full = again;
             }
         }
+        throw full;
     }
 
     /** {@link #addBlocks} of {@code n} blocks together, but a conversion's {@link #TREE_BLOCKS} as a pair that may lie apart. */
@@ -838,10 +845,12 @@ final class DirContents {
                     return AllocOutcome.DONE; // changed meanwhile (another thread's refill): the caller looks again
                 }
                 try {
-                    long[] blocks = new long[n];
-                    AllocOutcome r = pair ? ag.allocPair(txn, !promised(owner), blocks) : allocTree(txn, ag, owner, n);
+                    long[] two = pair ? new long[TREE_BLOCKS] : null;
+                    AllocOutcome r = pair ? ag.allocPair(txn, !promised(owner), two) : allocTree(txn, ag, owner, n);
                     if (r == AllocOutcome.DONE) {
-                        fillReserve(txn, owner, pair ? blocks : run(ag.allocatedBlock(txn), blocks), convert);
+                        long first = pair ? two[0] : ag.allocatedBlock(txn);
+                        boolean apart = pair && two[1] != first + 1;
+                        fillReserve(txn, owner, first, apart ? 1 : n, apart ? two[1] : 0, convert);
                         owner.lastSeq = txn.commit();
                     }
                     return r;
@@ -867,13 +876,6 @@ final class DirContents {
         return (records.modeOf(owner.ino) & S_IFMT) == S_IFREG;
     }
 
-    /** {@code into} filled with the run of its length from device block {@code first}. */
-    private static long[] run(long first, long[] into) {
-        for (int i = 0; i < into.length; i++) {
-            into[i] = first + i;
-        }
-        return into;
-    }
 
     /**
      * Runs {@code attempt} in {@code owner}'s group, then in the others, until it answers DONE, retrying in
@@ -918,9 +920,11 @@ final class DirContents {
         return n >= 1 && still.getAsBoolean();
     }
 
-    /** In {@code txn}, {@code owner}'s lock held: {@code blocks} join its reserve, popped in their order (converting it to a tree). */
-    private void fillReserve(Txn txn, Inode owner, long[] blocks, Converter convert) {
-        int n = blocks.length;
+    /**
+     * In {@code txn}, {@code owner}'s lock held: blocks {@code [r, r + n)} and {@code apart} (0: none; a
+     * pair's second block, {@link FreeSpace#allocPair}) join its reserve (converting it to a tree).
+     */
+    private void fillReserve(Txn txn, Inode owner, long r, int n, long apart, Converter convert) {
         Buffer b = records.lockRecord(txn, owner.ino);
         MemorySegment m = b.data();
         int rec = records.rec(owner.ino);
@@ -936,11 +940,14 @@ final class DirContents {
         } else {
             count = DirEntryFormat.reserveCount(m, area);
         }
+        if (apart != 0) { // popped last
+            DirEntryFormat.setReserveEntry(m, area, count++, apart);
+        }
         for (int i = n - 1; i >= 0; i--) { // pops come in ascending order
-            DirEntryFormat.setReserveEntry(m, area, count++, blocks[i]);
+            DirEntryFormat.setReserveEntry(m, area, count++, r + i);
         }
         DirEntryFormat.setReserveCount(m, area, count);
-        InodeFormat.setBlocks(m, rec, InodeFormat.blocks(m, rec) + n);
+        InodeFormat.setBlocks(m, rec, InodeFormat.blocks(m, rec) + n + (apart != 0 ? 1 : 0));
         if (convert != null && (InodeFormat.mode(m, rec) & S_IFMT) == S_IFREG) {
             ExtentTreeFormat.setCount(m, area, keys.size());
         }
