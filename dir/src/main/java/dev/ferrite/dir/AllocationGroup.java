@@ -365,6 +365,16 @@ final class AllocationGroup {
         return space.allocClaiming(txn, len);
     }
 
+    /** {@link FreeSpace#allocPair}. */
+    AllocOutcome allocPair(Txn txn, boolean claiming, long[] into) {
+        return space.allocPair(txn, claiming, into);
+    }
+
+    /** {@link FreeSpace#pairItems}. */
+    int pairItems() {
+        return space.pairItems();
+    }
+
     /** {@link FreeSpace#allocBlocksNear}. */
     AllocOutcome allocBlocksNear(Txn txn, long near, int len, boolean apart) {
         return space.allocBlocksNear(txn, near, len, apart);

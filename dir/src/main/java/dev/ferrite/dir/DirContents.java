@@ -9,6 +9,7 @@ import java.util.Collections;
 import java.util.List;
 import java.util.function.BooleanSupplier;
 import java.util.function.Function;
+import java.util.function.IntConsumer;
 
 import dev.ferrite.btree.internal.BTree;
 import dev.ferrite.btree.internal.Buffer;
@@ -691,10 +692,20 @@ final class DirContents {
      * not wait for them to leave, which with more threads than CPUs meant waiting for a descheduled one,
      * while every thread arriving waited behind the refill (issue 21). Returns when the reserve was
      * refilled or needs something else (the caller steps again); unless {@code wait}, also at once if
-     * another thread holds the lock (it refills, or keeps the writers out).
+     * another thread holds the lock (it refills, or keeps the writers out). When no group holds the blocks
+     * together it takes half as many, down to one ({@link #halving}), as {@link #addBlocks} does.
      */
     private void refillBeside(Inode dir, int keyLength, boolean wait) {
-        eachGroup(dir, RESERVE_FILL, ag -> {
+        try {
+            refillBeside(dir, keyLength, wait, RESERVE_FILL);
+        } catch (NoSpaceException full) {
+            halving(full, RESERVE_FILL, 1, most -> refillBeside(dir, keyLength, wait, most));
+        }
+    }
+
+    /** {@link #refillBeside} of at most {@code most} blocks, together. */
+    private void refillBeside(Inode dir, int keyLength, boolean wait, int most) {
+        eachGroup(dir, most, ag -> {
             try (Txn txn = Txn.begin(cache, ag.blockItems() + 2)) {
                 if (wait) {
                     dir.lock();
@@ -709,6 +720,7 @@ final class DirContents {
                     if (wait ? n < 1 || step(dir, keyLength) != REFILL : n <= RESERVE_FILL - RESERVE_EARLY) {
                         return AllocOutcome.DONE; // refilled meanwhile
                     }
+                    n = Math.min(n, most);
                     int claim = enterToAdd(dir, n);
                     if (claim < 0) {
                         return AllocOutcome.DONE; // the reserve needs a spill first: the caller steps again
@@ -716,7 +728,7 @@ final class DirContents {
                     try {
                         AllocOutcome r = allocTree(txn, ag, dir, n);
                         if (r == AllocOutcome.DONE) {
-                            fillReserve(txn, dir, ag.allocatedBlock(txn), n, null);
+                            fillReserve(txn, dir, ag.allocatedBlock(txn), n, 0, null);
                             dir.noteSeq(txn.commit());
                         }
                         return r;
@@ -784,42 +796,61 @@ final class DirContents {
         addBlocks(owner, n, 0, still, convert);
     }
 
+    /** Blocks a new tree takes: its header and its root ({@link BTree#create}). */
+    private static final int TREE_BLOCKS = 2;
+
     /**
      * Allocates {@code n} blocks into {@code owner}'s reserve, from its own group if it can, if
      * {@code still} says so under its lock; with {@code convert}, turns the inline fork into a tree in the
      * same transaction. ENOENT if a directory went meanwhile. When no group holds {@code n} free blocks
      * together (a full volume's free space in pieces, while what a file's pages reserved for its tree is
-     * there in sum), it takes half as many, down to {@link #RESERVE_LOW} for a conversion and to one for a
-     * refill: the caller's next step refills the rest.
+     * there in sum), it takes half as many, down to one for a refill and, for a conversion, to the new
+     * tree's {@link #TREE_BLOCKS}, taken apart if need be ({@link FreeSpace#allocPair}): the tree is made
+     * with a reserve below its low mark, and the caller's next step ({@link #prepare}) refills the rest, a
+     * transaction and a piece at a time, before any change of the tree takes a block.
      */
     private void addBlocks(Inode owner, int n, int extraItems, BooleanSupplier still, Converter convert) {
-        int least = convert != null ? Math.min(n, RESERVE_LOW) : 1;
-        for (int k = n; ; k = Math.max(least, k / 2)) {
-            try {
-                addRun(owner, k, extraItems, still, convert);
-                return;
-            } catch (SpaceBusyException busy) {
-                throw busy;
-            } catch (NoSpaceException full) {
-                if (k == least) {
-                    throw full;
-                }
-            }
+        try {
+            addRun(owner, n, extraItems, still, convert);
+        } catch (NoSpaceException full) {
+            halving(full, n, convert != null ? Math.min(n, TREE_BLOCKS) : 1, k -> addRun(owner, k, extraItems, still, convert));
         }
     }
 
-    /** {@link #addBlocks} of {@code n} blocks together. */
+    /**
+     * After an attempt for {@code n} blocks found no group holding them together ({@code full}): runs
+     * {@code attempt} for half as many each time, down to {@code least}, else throws what the last one
+     * threw (a {@link SpaceBusyException} at once). Off the common path, so that its lambda is made only then.
+     */
+    private static void halving(NoSpaceException full, int n, int least, IntConsumer attempt) {
+        for (int k = n; !(full instanceof SpaceBusyException) && k > least; ) {
+            k = Math.max(least, k / 2);
+            try {
+                attempt.accept(k);
+                return;
+            } catch (NoSpaceException again) {
+                full = again;
+            }
+        }
+        throw full;
+    }
+
+    /** {@link #addBlocks} of {@code n} blocks together, but a conversion's {@link #TREE_BLOCKS} as a pair that may lie apart. */
     private void addRun(Inode owner, int n, int extraItems, BooleanSupplier still, Converter convert) {
+        boolean pair = convert != null && n == TREE_BLOCKS;
         eachGroup(owner, n, ag -> {
-            int items = ag.blockItems() + 2 + extraItems + (convert != null ? BTree.CREATE_ITEMS + 4 : 0);
+            int items = (pair ? ag.pairItems() : ag.blockItems()) + 2 + extraItems + (convert != null ? BTree.CREATE_ITEMS + 4 : 0);
             try (Txn txn = Txn.begin(cache, items)) {
                 if (!owner.lockExclusiveIf(() -> needed(owner, n, still))) {
                     return AllocOutcome.DONE; // changed meanwhile (another thread's refill): the caller looks again
                 }
                 try {
-                    AllocOutcome r = allocTree(txn, ag, owner, n);
+                    long[] two = pair ? new long[TREE_BLOCKS] : null;
+                    AllocOutcome r = pair ? ag.allocPair(txn, !promised(owner), two) : allocTree(txn, ag, owner, n);
                     if (r == AllocOutcome.DONE) {
-                        fillReserve(txn, owner, ag.allocatedBlock(txn), n, convert);
+                        long first = pair ? two[0] : ag.allocatedBlock(txn);
+                        boolean apart = pair && two[1] != first + 1;
+                        fillReserve(txn, owner, first, apart ? 1 : n, apart ? two[1] : 0, convert);
                         owner.lastSeq = txn.commit();
                     }
                     return r;
@@ -837,8 +868,14 @@ final class DirContents {
      * table's tree claims them as it takes them.
      */
     private AllocOutcome allocTree(Txn txn, AllocationGroup ag, Inode owner, int n) {
-        return (records.modeOf(owner.ino) & S_IFMT) == S_IFREG ? ag.allocBlocks(txn, n) : ag.allocClaiming(txn, n);
+        return promised(owner) ? ag.allocBlocks(txn, n) : ag.allocClaiming(txn, n);
     }
+
+    /** Whether {@code owner}'s tree takes blocks already promised ({@link #allocTree}): a regular file's. */
+    private boolean promised(Inode owner) {
+        return (records.modeOf(owner.ino) & S_IFMT) == S_IFREG;
+    }
+
 
     /**
      * Runs {@code attempt} in {@code owner}'s group, then in the others, until it answers DONE, retrying in
@@ -883,8 +920,11 @@ final class DirContents {
         return n >= 1 && still.getAsBoolean();
     }
 
-    /** In {@code txn}, {@code owner}'s lock held: blocks {@code [r, r + n)} join its reserve (converting it to a tree). */
-    private void fillReserve(Txn txn, Inode owner, long r, int n, Converter convert) {
+    /**
+     * In {@code txn}, {@code owner}'s lock held: blocks {@code [r, r + n)} and {@code apart} (0: none; a
+     * pair's second block, {@link FreeSpace#allocPair}) join its reserve (converting it to a tree).
+     */
+    private void fillReserve(Txn txn, Inode owner, long r, int n, long apart, Converter convert) {
         Buffer b = records.lockRecord(txn, owner.ino);
         MemorySegment m = b.data();
         int rec = records.rec(owner.ino);
@@ -900,11 +940,14 @@ final class DirContents {
         } else {
             count = DirEntryFormat.reserveCount(m, area);
         }
+        if (apart != 0) { // popped last
+            DirEntryFormat.setReserveEntry(m, area, count++, apart);
+        }
         for (int i = n - 1; i >= 0; i--) { // pops come in ascending order
             DirEntryFormat.setReserveEntry(m, area, count++, r + i);
         }
         DirEntryFormat.setReserveCount(m, area, count);
-        InodeFormat.setBlocks(m, rec, InodeFormat.blocks(m, rec) + n);
+        InodeFormat.setBlocks(m, rec, InodeFormat.blocks(m, rec) + n + (apart != 0 ? 1 : 0));
         if (convert != null && (InodeFormat.mode(m, rec) & S_IFMT) == S_IFREG) {
             ExtentTreeFormat.setCount(m, area, keys.size());
         }

@@ -565,14 +565,14 @@ final class FileMapping {
         try {
             // set only under the I/O lock held exclusively, as here, and never cleared: one read serves the loop
             boolean shared = (records.readLong(ino, FileMapping::flags) & FLAG_SHARED) != 0;
-            // trims from the end (a shared file's go a run of one count at a time, which may split): no key added,
+            // trims from the end (a shared file's a run of one count at a time, the last first): no key added,
             // none but the last changed, in place
-            boolean removal = to == TAIL && !shared;
+            boolean removal = to == TAIL;
             for (int fails = 0; ; ) {
                 map.prepare(i, removal);
                 ExtentList plan = unmapped(i, from, to);
                 ExtentList sim = plan.copy();
-                long[] next = shared ? byRun(sim, unmap, null) : unmap.apply(sim);
+                long[] next = shared ? byRun(sim, unmap, null, removal) : unmap.apply(sim);
                 if (next == null) {
                     break;
                 }
@@ -594,7 +594,7 @@ final class FileMapping {
                         }
                         // a shared file's counts are read under the AGF, which a free takes anyway
                         boolean locked = !shared || ag.refcounts.lockForChange(txn);
-                        long[] piece = !locked ? null : shared ? byRun(y, unmap, txn) : unmap.apply(y);
+                        long[] piece = !locked ? null : shared ? byRun(y, unmap, txn, removal) : unmap.apply(y);
                         if (locked && (piece == null || geometry.agOfBlock(piece[0]) != ag.agno || !y.fits())) {
                             continue;
                         }
@@ -658,17 +658,20 @@ final class FileMapping {
     /**
      * {@code unmap} for a file that may share blocks: of the piece it would unmap, only the first run of
      * blocks with one reference count ({@link Refcounts#run}, read in {@code txn}, which holds the group's
-     * AGF, or as a snapshot for a plan), unmapped from {@code x}; returns {@code {device block, length,
-     * count}}, or null when {@code unmap} finds nothing.
+     * AGF, or as a snapshot for a plan), or with {@code last} the last run ({@link Refcounts#runBefore}:
+     * a trim from the end then only shortens the last extent, where the first run split it, a key added
+     * that its tree's reserve had to hold, unpromised), unmapped from {@code x}; returns
+     * {@code {device block, length, count}}, or null when {@code unmap} finds nothing.
      */
-    private long[] byRun(ExtentList x, Function<ExtentList, long[]> unmap, Txn txn) {
+    private long[] byRun(ExtentList x, Function<ExtentList, long[]> unmap, Txn txn, boolean last) {
         ExtentList probe = x.copy();
         long[] p = unmap.apply(probe);
         if (p == null) {
             return null;
         }
-        long fb = x.firstChange(probe);
-        long run = volume.group(geometry.agOfBlock(p[0])).refcounts.run(txn, p[0], (int) p[1]);
+        Refcounts counts = volume.group(geometry.agOfBlock(p[0])).refcounts;
+        long run = last ? counts.runBefore(txn, p[0] + p[1], (int) p[1]) : counts.run(txn, p[0], (int) p[1]);
+        long fb = x.firstChange(probe) + (last ? p[1] - Refcounts.runLength(run) : 0);
         long[] q = x.punch(fb, fb + Refcounts.runLength(run));
         return new long[] {q[0], q[1], Refcounts.runCount(run)};
     }

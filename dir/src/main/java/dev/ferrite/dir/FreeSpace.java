@@ -306,19 +306,25 @@ final class FreeSpace {
      * are not busy, as {extent, range}; null if the free extents looked at hold none.
      */
     long[] findUsable(Txn txn, int min, int want) {
-        return findUsable(txn, extentAtLeast(txn, want), min, want);
+        return findUsable(txn, extentAtLeast(txn, want), min, want, -1);
     }
 
-    /** {@link #findUsable}, given the smallest free extent of at least {@code want} blocks ({@code e}, or -1). */
-    private long[] findUsable(Txn txn, long e, int min, int want) {
+    /**
+     * {@link #findUsable}, given the smallest free extent of at least {@code want} blocks ({@code e}, or
+     * -1), in any free extent but {@code skip} (-1: none).
+     */
+    private long[] findUsable(Txn txn, long e, int min, int want, long skip) {
         for (int i = 0; i < BUSY_CANDIDATES && e >= 0; i++) {
-            long r = usableEnd(e, min, want);
+            long r = e == skip ? -1 : usableEnd(e, min, want);
             if (r >= 0) {
                 return new long[] {e, r};
             }
             e = cntFind(txn, extentLength(e), extentStart(e) + 1, BTree.Match.CEILING);
         }
         long largest = largestExtent(txn);
+        if (largest == skip) {
+            return null;
+        }
         long r = largest < 0 || extentLength(largest) < min ? -1 : usableEnd(largest, min, want);
         if (r < 0 && largest >= 0 && extentLength(largest) >= min) {
             r = usableInside(largest, min, want);
@@ -429,7 +435,7 @@ final class FreeSpace {
             txn.release(agf);
             return AllocOutcome.NO_SPACE;
         }
-        long[] at = findUsable(txn, e, len, len); // from that extent on: searched once
+        long[] at = findUsable(txn, e, len, len, -1); // from that extent on: searched once
         if (at == null) {
             txn.release(agf);
             return AllocOutcome.BUSY;
@@ -454,6 +460,57 @@ final class FreeSpace {
         } finally {
             counters.release(len);
         }
+    }
+
+    /**
+     * {@link #allocBlocks} of two blocks that need not lie together (a new tree's header and root, where
+     * free space lies in single blocks): two at the end of one free extent if it holds them, else one at
+     * the end of each of two free extents, both found before either is taken, so that it takes both or
+     * nothing: two free-space changes, which the free list's reserve covers ({@link AllocationGroup#RESERVE}).
+     * With {@code claiming}, claims them first as {@link #allocClaiming} does.
+     *
+     * @return DONE, the blocks in {@code into[0]} and {@code into[1]}; or NO_SPACE, NEEDS_REFILL or BUSY,
+     *         with nothing changed and the AGF released
+     */
+    AllocOutcome allocPair(Txn txn, boolean claiming, long[] into) {
+        if (claiming && !counters.claim(2)) {
+            return AllocOutcome.NO_SPACE;
+        }
+        try {
+            lock(txn, agf);
+            if (!agfl.holds(RESERVE)) {
+                txn.release(agf);
+                return AllocOutcome.NEEDS_REFILL;
+            }
+            if (u64(agf.data(), FREE_BLOCKS) < 2 + heldBack()) {
+                txn.release(agf);
+                return AllocOutcome.NO_SPACE;
+            }
+            long[] first = findUsable(txn, 1, 2);
+            boolean apart = first != null && extentLength(first[1]) == 1;
+            long[] second = apart ? findUsable(txn, extentAtLeast(txn, 1), 1, 1, first[0]) : null;
+            if (first == null || apart && second == null) {
+                txn.release(agf);
+                return AllocOutcome.BUSY;
+            }
+            takeRange(txn, first[0], first[1]);
+            into[0] = start + extentStart(first[1]);
+            into[1] = into[0] + 1;
+            if (apart) {
+                takeRange(txn, second[0], second[1]);
+                into[1] = start + extentStart(second[1]);
+            }
+            return AllocOutcome.DONE;
+        } finally {
+            if (claiming) {
+                counters.release(2);
+            }
+        }
+    }
+
+    /** Items an {@link #allocPair} transaction may change: two free-space changes, the trees a level higher after the first. */
+    int pairItems() {
+        return blockItems() + freeSpaceItems() + ROOT_SPLIT_ITEMS;
     }
 
     /**

@@ -287,6 +287,28 @@ final class Refcounts {
         return pack(len, 1);
     }
 
+    /**
+     * {@link #run} backwards: the run ending at device block {@code end} (exclusive), how many of the
+     * {@code len} blocks before it have the count block {@code end - 1} has, and that count, packed alike.
+     */
+    long runBefore(Txn txn, long end, int len) {
+        BTree t = tree;
+        int last = (int) (end - 1 - ag.start);
+        if (t == null) {
+            return pack(len, 1);
+        }
+        MemorySegment k = MemorySegment.ofArray(new byte[RefcountFormat.KEY]);
+        MemorySegment fk = MemorySegment.ofArray(new byte[RefcountFormat.KEY]);
+        MemorySegment fv = MemorySegment.ofArray(new byte[RefcountFormat.VALUE]);
+        RefcountFormat.setKey(k, last);
+        if (t.find(txn, k, BTree.Match.FLOOR, fk, fv) < 0) {
+            return pack(len, 1);
+        }
+        int s = RefcountFormat.key(fk), l = checked(s, fv);
+        return (long) s + l > last ? pack((int) Math.min(len, (long) last + 1 - s), RefcountFormat.count(fv))
+                : pack((int) Math.min(len, (long) last + 1 - s - l), 1);
+    }
+
     static long pack(int length, int count) {
         return (long) length << 32 | Integer.toUnsignedLong(count);
     }

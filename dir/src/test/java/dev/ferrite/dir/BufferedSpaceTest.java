@@ -509,27 +509,90 @@ class BufferedSpaceTest extends FileTestBase {
         assertEquals(0, reserved());
     }
 
-    @Test
-    void truncatingATreeWhoseReserveRunsLowTakesNoBlock() throws Exception {
-        int blocks = 1700;
-        unwrittenTree("f", blocks);
-        try (Handle f = ns.open(root, "f")) { // conversions until the next change adding a key would refill the reserve
+    /** Converts {@link #unwrittenTree} {@code f} of {@code blocks} until the next change adding a key would refill its tree's reserve. */
+    private void runReserveLow(int blocks) {
+        try (Handle f = ns.open(root, "f")) {
             long fb = 61;
             for (MemorySegment one = stamped(0, 1, 2); ns.dirs.step(f.inode, 0) != DirContents.REFILL; fb += 2) {
                 ns.write(f, fb * BS, one);
             }
             assertTrue(fb < blocks, "the reserve never ran low");
         }
+    }
+
+    /** Truncates f to {@code size} beside pages b reserved all but 5 spare blocks for: it takes no block. */
+    private void truncateBesideReservedPages(long size) {
         int n = pagesLeaving(5);
         try (Handle b = ns.create(root, "b", 0644, true); Handle f = ns.open(root, "f")) {
             ns.write(b, 0, MemorySegment.ofArray(chunk(4, 0, n * BS)));
-            ns.truncate(f, (blocks - 1L) * BS); // frees a block; before, refilled the reserve first, unpromised
+            long spare = v.spareBlocks();
+            ns.truncate(f, size);
+            assertTrue(v.spareBlocks() >= spare, "spare blocks " + spare + " before the truncate, " + v.spareBlocks() + " after");
             assertTrue(v.spareBlocks() >= v.counters().promised(), v.counters().promised() + " blocks promised, "
                     + v.spareBlocks() + " spare");
             ns.fsync(b);
         }
         assertHolds("b", 4, (long) n * BS);
         assertEquals(0, reserved());
+    }
+
+    @Test
+    void truncatingATreeWhoseReserveRunsLowTakesNoBlock() throws Exception {
+        int blocks = 1700;
+        unwrittenTree("f", blocks);
+        runReserveLow(blocks);
+        truncateBesideReservedPages((blocks - 1L) * BS); // frees a block; before, refilled the reserve first, unpromised
+    }
+
+    @Test
+    void truncatingASharedTreeWhoseReserveRunsLowTakesNoBlock() throws Exception {
+        int blocks = 1700;
+        unwrittenTree("f", blocks);
+        try (Handle f = ns.open(root, "f")) { // its last extent written
+            ns.write(f, (blocks - 10L) * BS, stamped((blocks - 10L) * BS, 10, 3));
+        }
+        runReserveLow(blocks);
+        try (Handle f = ns.open(root, "f"); Handle d = ns.create(root, "d", 0644, true)) {
+            for (int k = 0; k < 5; k++) { // every other block of f's last 10 shared: its last extent's counts alternate
+                ns.cloneRange(f, (blocks - 10L + 2 * k) * BS, d, 2L * k * BS, BS);
+            }
+            assertEquals(DirContents.REFILL, ns.dirs.step(f.inode, 0));
+        }
+        // frees a run of one count at a time; before, the first run of the last extent's tail, which split it:
+        // a key added, the reserve refilled first (more blocks than the 4 it frees), unpromised
+        truncateBesideReservedPages((blocks - 4L) * BS);
+    }
+
+    @Test
+    void treesMadeWhereFreeSpaceLiesInSingleBlocksTakeTheirBlocksFromThem() throws Exception {
+        fragmented("f");
+        fragmented("g");
+        freeSpaceInSingleBlocks(v, root);
+        try (Handle f = ns.open(root, "f")) {
+            ns.write(f, 70L * BS, MemorySegment.ofArray(chunk(4, 70L * BS, BS))); // a 26th extent: a tree at write-back
+            ns.fsync(f); // before: NoSpaceException, no group having 12 free blocks together for the tree
+            assertEquals(26, ns.extents(f, 0, Long.MAX_VALUE).size());
+            byte[] got = new byte[BS];
+            ns.read(f, 70L * BS, MemorySegment.ofArray(got));
+            assertArrayEquals(chunk(4, 70L * BS, BS), got);
+        }
+        try (Handle g = ns.open(root, "g")) {
+            ns.fallocate(g, 0, 70L * BS, BS); // before: NoSpaceException likewise
+            assertEquals(26, ns.extents(g, 0, Long.MAX_VALUE).size());
+        }
+        assertEquals(0, reserved());
+    }
+
+    @Test
+    void aDirectoryGrowsIntoATreeWhereFreeSpaceLiesInSingleBlocks() throws Exception {
+        Handle d = ns.mkdir(root, "d", 0755);
+        try (d; Handle t = ns.create(root, "t", 0644, true)) {
+            freeSpaceInSingleBlocks(v, root);
+            for (int k = 0; k < 400; k++) { // links take no inode: a tree, its reserve refilled twice over
+                ns.link(t, d, "a-name-long-enough-to-fill-the-inline-area-" + k);
+            }
+            assertEquals(400, ns.dirs.allEntries(d.ino()).size());
+        }
     }
 
     /** The seed of {@link #directBufferedAndFallocateRacingForTheLastBlocksLoseNothing}: {@code -Dferrite.seed}, else fixed. */

@@ -125,6 +125,48 @@ abstract class FileTestBase {
         }
     }
 
+    /** Whether some group of {@code v} holds {@code len} free blocks together (held back or not). */
+    static boolean someGroupHolds(Volume v, int len) {
+        for (int g = 0; g < v.geometry().agCount(); g++) {
+            AllocationGroup ag = v.group(g);
+            try (Txn txn = Txn.begin(v.cache(), 1)) {
+                AllocationGroup.lock(txn, ag.agf);
+                boolean holds = ag.space.hasExtent(txn, len);
+                txn.release(ag.agf);
+                if (holds) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+
+    /**
+     * Leaves {@code v}'s free space in single blocks, over 1,000 of them spare, no group holding two
+     * together: file a in {@code root} maps most of it with every other block punched, file b the runs left
+     * (the punches' room, the groups' tails).
+     */
+    static void freeSpaceInSingleBlocks(Volume v, Handle root) {
+        Namespace ns = v.namespace();
+        try (Handle a = ns.create(root, "a", 0644, true)) {
+            long mapped = v.spareBlocks() - 600; // room for the punches' claims
+            ns.fallocate(a, Namespace.FALLOC_FL_KEEP_SIZE, 0, mapped * BS);
+            for (long b = 1; b < mapped; b += 2) {
+                ns.fallocate(a, Namespace.FALLOC_FL_PUNCH_HOLE | Namespace.FALLOC_FL_KEEP_SIZE, b * BS, BS);
+            }
+        }
+        try (Handle b = ns.create(root, "b", 0644, true)) {
+            long at = 0;
+            for (int len : new int[] {DirContents.RESERVE_LOW, 2}) {
+                for (; someGroupHolds(v, len); at += len + 1) {
+                    ns.fallocate(b, Namespace.FALLOC_FL_KEEP_SIZE, at * BS, (long) len * BS);
+                }
+            }
+        }
+        assertTrue(!someGroupHolds(v, 2), "a group holds 2 free blocks together");
+        assertTrue(v.spareBlocks() > 1000, v.spareBlocks() + " spare blocks");
+    }
+
     /** {@code op} on {@code f} fails with {@code errno} and changes neither the file nor free space. */
     void assertErrno(int errno, Consumer<Handle> op, Handle f) {
         InodeStat before = ns.stat(f);
