@@ -77,6 +77,8 @@ final class Creator {
     private final InodeRecords records;
     private final DirContents dirs;
     private final AtomicInteger rotor = new AtomicInteger();
+    /** Name stripes: see {@link #stripes}. */
+    private static final int NAME_STRIPES = 1 << 16;
     /**
      * Stripes of (directory, name) for {@link #sharedCreate} and a shared unlink: many ({@value #NAME_STRIPES}
      * words), since a create or unlink holds its stripe to its commit, and with more threads than CPUs a
@@ -84,7 +86,6 @@ final class Creator {
      * once in 68 operations and spent more time parked on stripes than anywhere else (issue 21).
      */
     private final KeyStripes stripes = new KeyStripes(NAME_STRIPES);
-    private static final int NAME_STRIPES = 1 << 16;
     /** Tests: runs inside each shared create, its directory entered and its group's AGI held, before its insert (null: nothing). */
     volatile Runnable onSharedInsert;
 

@@ -89,7 +89,8 @@ final class KeyStripes {
             }
         }
         boolean interrupted = false;
-        long parked = 0;
+        boolean parked = false;
+        long since = 0;
         Object room = rooms[s & (ROOMS - 1)];
         synchronized (room) {
             for (;;) {
@@ -99,8 +100,9 @@ final class KeyStripes {
                         break;
                     }
                 } else if (w == 2 || words.compareAndSet(s, 1, 2)) {
-                    if (parked == 0) {
-                        parked = System.nanoTime();
+                    if (!parked) {
+                        parked = true;
+                        since = System.nanoTime();
                     }
                     try {
                         room.wait();
@@ -110,9 +112,9 @@ final class KeyStripes {
                 }
             }
         }
-        if (parked != 0) {
+        if (parked) {
             waits.increment();
-            waitNanos.add(System.nanoTime() - parked);
+            waitNanos.add(System.nanoTime() - since);
         }
         if (interrupted) {
             Thread.currentThread().interrupt();
