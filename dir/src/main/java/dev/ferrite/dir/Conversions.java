@@ -29,7 +29,8 @@ import static dev.ferrite.dir.InodeRecords.nowNanos;
  * write, parking at once 12–20).
  *
  * <p>A batch goes in file order, ranges that meet or overlap merged into one change (a run). An inline
- * list takes a whole batch in one transaction (made a tree first if the result would not fit). A tree
+ * list takes a whole batch in one transaction (made a tree first if the result would not fit, the tree's
+ * blocks promised first unless a writer of the batch holds them: {@link #requireTree}). A tree
  * takes up to {@link #MAX_STEPS} runs per transaction, a step each: its extents are looked up once for
  * the whole batch, as the runs need them ({@link ExtentMap#extend}: one lookup for a range inside an
  * extent, one more per end at an extent's edge), and each step changes and stores only the extents its
@@ -102,6 +103,8 @@ final class Conversions {
         /** Held by the writer applying a batch. */
         @SuppressWarnings("unused") // through TURN
         private volatile boolean turn;
+        /** A tree's blocks the turn's holder promised for batches none of whose writers holds them; used under the turn. */
+        final FileMapping.TreePromise tree = new FileMapping.TreePromise(false);
 
         void publish(Request r) {
             for (Request h; ; ) {
@@ -135,19 +138,24 @@ final class Conversions {
         }
     }
 
-    /** One write's conversion: file blocks {@code [first, end)} written, the size at least {@code newSize}. */
+    /**
+     * One write's conversion: file blocks {@code [first, end)} written, the size at least {@code newSize}; with
+     * {@code treePromised}, its writer holds a tree's blocks promised until it is done.
+     */
     static final class Request {
         final long first, end, newSize;
+        final boolean treePromised;
         final Thread thread = Thread.currentThread();
         Request next;
         /** Why the batch carrying it failed; read after {@link #done}. */
         Throwable failure;
         volatile boolean done;
 
-        Request(long first, long end, long newSize) {
+        Request(long first, long end, long newSize, boolean treePromised) {
             this.first = first;
             this.end = end;
             this.newSize = newSize;
+            this.treePromised = treePromised;
         }
 
         /** Ends the wait of this request's writer, with {@code t} as its failure if not null; once. */
@@ -172,17 +180,19 @@ final class Conversions {
     /**
      * {@link FileMapping#finish} for a direct write whose data is on the device: returns once a
      * transaction ordered after it converted {@code [first, end)} of {@code i} and moved its size to at
-     * least {@code newSize}, this thread's or another writer's. The caller holds {@code i}'s I/O lock.
+     * least {@code newSize}, this thread's or another writer's. The caller holds {@code i}'s I/O lock, and
+     * with {@code treePromised} a tree's blocks promised until this returns.
      */
-    void convert(Inode i, long first, long end, long newSize) {
+    void convert(Inode i, long first, long end, long newSize, boolean treePromised) {
         Queue q = queue(i);
-        Request mine = new Request(first, end, newSize);
+        Request mine = new Request(first, end, newSize, treePromised);
         q.publish(mine);
         while (!mine.done) {
             if (q.tryTurn()) {
                 try {
                     combine(i, q);
                 } finally {
+                    mapping.releaseTree(q.tree);
                     q.endTurn();
                 }
                 continue;
@@ -211,7 +221,7 @@ final class Conversions {
             if (batch.isEmpty()) {
                 return;
             }
-            apply(i, batch);
+            apply(i, q, batch);
         }
     }
 
@@ -219,11 +229,11 @@ final class Conversions {
      * Converts every range of {@code batch}, waking each writer when its range is; a failure is each
      * unfinished one's. The ranges go in file order, those that meet or overlap merged into one change.
      */
-    private void apply(Inode i, List<Request> batch) {
+    private void apply(Inode i, Queue q, List<Request> batch) {
         List<Run> left = Run.of(batch);
         try {
             while (!left.isEmpty()) {
-                left = commitSome(i, left);
+                left = commitSome(i, q, left);
             }
         } catch (RuntimeException | Error t) {
             for (Run r : left) {
@@ -311,10 +321,17 @@ final class Conversions {
         Buffer record;
     }
 
-    /** One transaction converting what it can of {@code pending} (in file order, finished); returns the rest. */
-    private List<Run> commitSome(Inode i, List<Run> pending) {
-        map.prepare(i);
+    /**
+     * One transaction converting what it can of {@code pending} (in file order, finished); returns the rest.
+     * A tree's blocks are promised before its reserve is refilled or an inline list becomes one
+     * ({@link #requireTree}).
+     */
+    private List<Run> commitSome(Inode i, Queue q, List<Run> pending) {
         ExtentList plan = mapping.file(i, 0, 0).extents(); // where the extents are is all the reservation needs
+        if (plan.inTree()) { // its reserve refilled first (an inline list needs nothing): a change since is found under the lock
+            requireTree(i, q, pending);
+            map.prepare(i);
+        }
         int items = map.items(i, plan), steps = plan.inTree() ? steps(pending, items) : 1;
         Carry c = new Carry();
         boolean grow = false;
@@ -347,8 +364,9 @@ final class Conversions {
                 i.unlock();
             }
         } finally {
-            if (grow) {
-                map.makeRoom(i); // the transaction closed, changing nothing, and the lock let go
+            if (grow) { // the transaction closed, changing nothing, and the lock let go
+                requireTree(i, q, pending);
+                map.makeRoom(i);
             }
         }
         for (Run r : c.carried) {
@@ -359,6 +377,24 @@ final class Conversions {
             c.alone.finish(null);
         }
         return c.left;
+    }
+
+    /**
+     * Promises a tree's blocks for the rest of the turn ({@link FileMapping#requireTree}) unless the turn did
+     * or a writer of {@code pending} holds them: writers that checked an inline list and found their own
+     * change fitting promised none, yet together, or after another writer's change, their changes may not
+     * fit (direct writes share the I/O lock). NoSpaceException, with nothing changed, fails the batch: each
+     * writer's blocks stay unwritten, reading what they read before.
+     */
+    private void requireTree(Inode i, Queue q, List<Run> pending) {
+        for (Run r : pending) {
+            for (Request w : r.requests) {
+                if (w.treePromised) {
+                    return;
+                }
+            }
+        }
+        mapping.requireTree(i, q.tree);
     }
 
     /**

@@ -496,7 +496,7 @@ final class FileData {
                 device.write(dev, src);
                 i.dataDirty = true;
                 written = true;
-                finish(i, first, end, newSize, writeBack);
+                finish(i, first, end, newSize, writeBack, true);
             } finally {
                 volume.counters().release(claimed);
             }
@@ -535,10 +535,12 @@ final class FileData {
         boolean grows = convert && !FileMapping.fits(x, first, end, end), holes = convert && x.firstGap(first, end, false) != null;
         // a write-back's pages reserved their blocks and their tree's; anything else promises its own first:
         // the holes' blocks until they are allocated, the tree's (made, or refilled by the allocation or the
-        // conversion after the data) until the conversion is made
+        // conversion after the data) until the conversion is made; a tree needed only when another writer's
+        // change came between (or the holes are taken in more pieces) is promised when found
         boolean tree = grows || convert && x.inTree();
         long claimed = writeBack || !tree && !holes ? 0 : claimHoles(i, x, first, end, tree);
         long treeClaim = claimed != 0 && tree ? PageCache.FILE_META_BLOCKS : 0;
+        FileMapping.TreePromise promise = writeBack ? FileMapping.TreePromise.PAGES : new FileMapping.TreePromise(tree);
         try {
             try {
                 while (grows && !FileMapping.fits(x, first, end, end)) { // a tree before any block (a written one too) is overwritten: its ENOSPC changes nothing
@@ -546,8 +548,8 @@ final class FileData {
                     x = mapping.file(i, first, end).extents();
                 }
                 if (x.firstGap(first, end, false) != null) {
-                    x = offset <= s.size() && newSize > s.size() ? mapping.allocateExtending(i, s.flags(), x, first, end)
-                            : mapping.allocate(i, first, end, end, FLAG_SPECULATIVE, true);
+                    x = offset <= s.size() && newSize > s.size() ? mapping.allocateExtending(i, s.flags(), x, first, end, promise)
+                            : mapping.allocate(i, first, end, end, FLAG_SPECULATIVE, true, promise);
                 }
             } finally {
                 volume.counters().release(claimed - treeClaim);
@@ -561,10 +563,11 @@ final class FileData {
             i.dataDirty = true;
             written = true;
             if (convert || newSize > s.size()) {
-                finish(i, first, end, newSize, writeBack);
+                finish(i, first, end, newSize, writeBack, promise.held());
             }
         } finally {
             volume.counters().release(treeClaim);
+            mapping.releaseTree(promise);
         }
     }
 
@@ -621,12 +624,15 @@ final class FileData {
         }
     }
 
-    /** {@link FileMapping#finish} for a write whose data is on the device: a direct write's batched with other writers' of the file. */
-    private void finish(Inode i, long first, long end, long newSize, boolean writeBack) {
+    /**
+     * {@link FileMapping#finish} for a write whose data is on the device: a direct write's batched with other
+     * writers' of the file, which holds a tree's blocks promised until it returns if {@code treePromised}.
+     */
+    private void finish(Inode i, long first, long end, long newSize, boolean writeBack, boolean treePromised) {
         if (writeBack) {
             mapping.finish(i, first, end, newSize, true);
         } else {
-            conversions.convert(i, first, end, newSize);
+            conversions.convert(i, first, end, newSize, treePromised);
         }
     }
 
@@ -743,6 +749,7 @@ final class FileData {
             long holes = punch ? 0 : holes(s.extents(), first, end) + (zero && whole && shared ? wholeEnd - wholeFirst : 0);
             boolean tree = !sim.fits() || s.extents().inTree() && (holes > 0 || sim.count() > s.extents().count());
             long claimed = holes == 0 && !tree ? 0 : claim(i, holes, first, end, tree);
+            FileMapping.TreePromise promise = new FileMapping.TreePromise(tree); // more pieces than sim's may need one
             // the partial blocks a punch or zero range zeroes over shared blocks: their pages' reservations
             // (a copy each, and their share of the map) promised too, so that the second cannot fail after the first
             long prepaid = 0;
@@ -785,7 +792,7 @@ final class FileData {
                 if (keep && stop > s.size()) {
                     mapping.trimSpeculative(i); // what the file keeps past its end from now on is what fallocate asks for, flagged so
                 }
-                mapping.allocate(i, first, end, first, keep ? FLAG_PREALLOC : FLAG_SPECULATIVE, true);
+                mapping.allocate(i, first, end, first, keep ? FLAG_PREALLOC : FLAG_SPECULATIVE, true, promise);
                 if (!shared) { // a shared block under a page still copies on write
                     buffered.backed(i, first, end);
                 }
@@ -794,6 +801,7 @@ final class FileData {
                 }
             } finally {
                 volume.counters().release(claimed + (prepaid == 0 ? 0 : buffered.unprepay(i)));
+                mapping.releaseTree(promise);
             }
         } finally {
             l.unlock();

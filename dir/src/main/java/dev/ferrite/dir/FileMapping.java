@@ -213,7 +213,7 @@ final class FileMapping {
      * write's own blocks are taken first, so when the volume has no room for the
      * speculative ones the write goes on with what it got.
      */
-    ExtentList allocateExtending(Inode i, int flags, ExtentList x, long first, long end) {
+    ExtentList allocateExtending(Inode i, int flags, ExtentList x, long first, long end, TreePromise tree) {
         int k = x.find(end);
         if ((flags & FLAG_PREALLOC) == 0 && k < 0) {
             long next = -k - 1 < x.count() ? x.fileBlock(-k - 1) : ExtentFormat.MAX_FILE_BLOCKS;
@@ -224,7 +224,7 @@ final class FileMapping {
             long spec = Math.min(next, end + Math.min(room, Math.clamp(end, preallocMin, preallocCap)));
             if (spec > end && c.claim(spec - end)) {
                 try {
-                    return allocate(i, first, spec, end, FLAG_SPECULATIVE, false);
+                    return allocate(i, first, spec, end, FLAG_SPECULATIVE, false, tree);
                 } catch (NoSpaceException e) {
                     // no free block is left for the speculative ones: the write's own holes, filled first, are all mapped
                 } finally {
@@ -232,7 +232,7 @@ final class FileMapping {
                 }
             }
         }
-        return allocate(i, first, end, end, FLAG_SPECULATIVE, true);
+        return allocate(i, first, end, end, FLAG_SPECULATIVE, true, tree);
     }
 
     /** Maps the holes of {@code [first, end)} in {@code sim} to device blocks no extent has, so they merge with nothing. */
@@ -257,22 +257,28 @@ final class FileMapping {
      * becomes a tree first. A transaction that maps blocks past the end of the file sets
      * {@code pastEofFlag} in its record. With {@code mayReclaim}, when no group has a free block left the
      * speculative blocks of other files are freed ({@link #reclaimSpeculative}) and the allocation goes on
-     * if that gave any back; the speculative allocations themselves never take others' that way.
+     * if that gave any back; the speculative allocations themselves never take others' that way. Before a
+     * tree is made or changed, its blocks are promised ({@link #requireTree}) unless {@code tree} holds them.
      *
-     * @throws NoSpaceException if no group has a free block left (the holes filled so far stay mapped unwritten)
+     * @throws NoSpaceException if no group has a free block left, or none not promised for the tree (the holes
+     *         filled so far stay mapped unwritten)
      */
-    ExtentList allocate(Inode i, long first, long end, long writtenEnd, int pastEofFlag, boolean mayReclaim) {
+    ExtentList allocate(Inode i, long first, long end, long writtenEnd, int pastEofFlag, boolean mayReclaim, TreePromise tree) {
         long ino = i.ino;
         int rec = records.rec(ino);
         int most = ExtentFormat.MAX_LENGTH; // halved each time no group has that many blocks contiguous
         for (;;) {
-            map.prepare(i);
             ExtentList x = file(i, first, end).extents();
             long[] gap = x.firstGap(first, end, false);
             if (gap == null) {
                 return x;
             }
+            if (x.inTree()) { // its reserve refilled first (an inline list needs nothing): changes since are looked at under the lock
+                requireTree(i, tree);
+                map.prepare(i);
+            }
             if (!fits(x, first, end, writtenEnd)) {
+                requireTree(i, tree);
                 map.makeRoom(i);
                 continue;
             }
@@ -341,6 +347,63 @@ final class FileMapping {
                 }
                 most = len / 2;
             }
+        }
+    }
+
+    /**
+     * Whether a change of a file's mapping outside a write-back (a direct write's, fallocate's) holds an
+     * extent tree's blocks promised ({@link Counters#claim}: its root and reserve,
+     * {@link PageCache#FILE_META_BLOCKS}), and what it promised on need. A write-back's pages promised their
+     * file's tree ({@link #PAGES}); a direct write or fallocate promises it up front when its check finds the
+     * extents in a tree or not fitting inline. Otherwise the step that finds them so promises it first
+     * ({@link #requireTree}): another direct writer's change came between the check and the step (they share
+     * the I/O lock), or the allocation took a hole in more pieces than the check counted. What it promised
+     * is held until the change is done, its conversion after the data too, then given back
+     * ({@link #releaseTree}). Used by one thread at a time.
+     */
+    static final class TreePromise {
+        /** A write-back's: its pages promised the tree. */
+        static final TreePromise PAGES = new TreePromise(true);
+
+        private boolean held;
+        private long claimed;
+
+        /** {@code held}: promised up front (or by pages). */
+        TreePromise(boolean held) {
+            this.held = held;
+        }
+
+        boolean held() {
+            return held;
+        }
+    }
+
+    /**
+     * Promises a tree's blocks for the change {@code p} stands for unless it holds them: when the blocks not
+     * promised fall short, other files' speculative ones are freed once; then NoSpaceException, with nothing
+     * promised. The caller holds the I/O lock and no other.
+     */
+    void requireTree(Inode i, TreePromise p) {
+        if (p.held) {
+            return;
+        }
+        Counters c = volume.counters();
+        long n = PageCache.FILE_META_BLOCKS;
+        if (!c.claim(n) && !(reclaimSpeculative(i.ino) && c.claim(n))) {
+            throw new NoSpaceException("inode " + i.ino + " needs " + n + " blocks for the extent tree its extents no longer fit"
+                    + " without; " + Math.max(0, volume.spareBlocks() - c.promised())
+                    + " are free that are not promised to buffered writes or other allocations");
+        }
+        p.claimed = n;
+        p.held = true;
+    }
+
+    /** Gives back what {@link #requireTree} promised for {@code p}; it holds nothing after (unless it held the tree up front). */
+    void releaseTree(TreePromise p) {
+        if (p.claimed != 0) {
+            volume.counters().release(p.claimed);
+            p.claimed = 0;
+            p.held = false;
         }
     }
 

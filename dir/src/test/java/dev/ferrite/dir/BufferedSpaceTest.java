@@ -292,6 +292,120 @@ class BufferedSpaceTest extends FileTestBase {
         assertEquals(0, reserved());
     }
 
+    /**
+     * Two direct writes into unwritten blocks of a file whose inline list holds 23 extents, each splitting
+     * an extent in three: each fits alone (25, the most a list holds), so neither promises a tree, but both
+     * check before either converts (the file's conversion turn held meanwhile), and together they need one.
+     * The conversion that no longer fits promises the tree's blocks first; with all but 5 spare blocks
+     * promised to b's pages it cannot, and fails with NoSpaceException, its block still unwritten. Before,
+     * the tree was made unpromised, out of the blocks b's pages had reserved, and b's fsync failed.
+     */
+    @Test
+    void directWritesWhoseConversionsTogetherNoLongerFitPromiseTheTree() throws Exception {
+        try (Handle f = ns.create(root, "f", 0644, true)) {
+            ns.fallocate(f, 0, 0, 100L * BS); // one unwritten extent inside the size
+            for (int b = 1; b < 22; b += 2) { // the file's conversion queue exists after them
+                ns.write(f, (long) b * BS, stamped((long) b * BS, 1, 1));
+            }
+            assertEquals(23, ns.extents(f, 0, Long.MAX_VALUE).size());
+            int n = pagesLeaving(5);
+            try (Handle b = ns.create(root, "b", 0644, true)) {
+                ns.write(b, 0, MemorySegment.ofArray(chunk(4, 0, n * BS)));
+                raceTwoConversions(f);
+                ns.fsync(b); // before: NoSpaceException, the tree made of blocks b's pages reserved
+            }
+            assertHolds("b", 4, (long) n * BS);
+        }
+        assertEquals(0, reserved());
+    }
+
+    /**
+     * A direct write filling a 4-block hole past the end of a file whose inline list holds 24 extents: one
+     * more fits, so it promises the hole's blocks and no tree; but where free space lies in single blocks the
+     * hole is taken a block at a time, and after the first the list no longer fits. The tree is promised
+     * before it is made; with all but 5 spare blocks promised to p's pages it cannot be, and the write fails
+     * with NoSpaceException. Before, the tree was made unpromised, out of the blocks p's pages reserved.
+     */
+    @Test
+    void aDirectWriteWhoseHoleIsTakenInMorePiecesThanItCountedPromisesTheTree() throws Exception {
+        try (Handle f = written("f", 60, 1)) {
+            for (int b = 1; b < 46; b += 2) {
+                ns.fallocate(f, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (long) b * BS, BS);
+            }
+            assertEquals(24, ns.extents(f, 0, Long.MAX_VALUE).size());
+        }
+        freeSpaceInSingleBlocks(v, root);
+        int n = pagesLeaving(5 + 4);
+        try (Handle p = ns.create(root, "p", 0644, true); Handle f = ns.open(root, "f")) {
+            ns.write(p, 0, MemorySegment.ofArray(chunk(4, 0, n * BS)));
+            assertThrows(NoSpaceException.class, () -> ns.write(f, 70L * BS, stamped(70L * BS, 4, 2)));
+            assertTrue(v.counters().promised() <= v.spareBlocks(), v.counters().promised() + " blocks promised, " + v.spareBlocks() + " spare");
+            assertTrue(ns.extents(f, 0, Long.MAX_VALUE).size() <= 25, "a tree was made");
+            assertEquals(60L * BS, ns.stat(f).size());
+            ns.fsync(p); // before: NoSpaceException, the tree made of blocks p's pages reserved
+        }
+        assertHolds("p", 4, (long) n * BS);
+        assertEquals(0, reserved());
+    }
+
+    /**
+     * Two direct writes of {@code f}, into its unwritten blocks 40 and 60, that both check before either
+     * converts: the file's conversion turn is held until both wait for it. Each succeeds, its block stamped,
+     * or fails with NoSpaceException, its block still unwritten; fails if both succeed (a tree made).
+     */
+    private void raceTwoConversions(Handle f) throws Exception {
+        Conversions.Queue q = f.inode.conversions;
+        assertTrue(q.tryTurn());
+        long[] at = {40, 60};
+        Throwable[] failed = new Throwable[at.length];
+        List<Thread> writers = new ArrayList<>();
+        for (int w = 0; w < at.length; w++) {
+            int id = w;
+            MemorySegment own = stamped(at[w] * BS, 1, 2);
+            Thread t = new Thread(() -> {
+                try {
+                    ns.write(f, at[id] * BS, own);
+                } catch (Throwable e) {
+                    failed[id] = e;
+                }
+            }, "inline-race-writer-" + w);
+            t.setDaemon(true);
+            t.start();
+            writers.add(t);
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(BOUND_SECONDS);
+        try {
+            for (Thread t : writers) {
+                while (!ConversionsTest.parkedForConversion(t)) {
+                    assertTrue(t.isAlive() && System.nanoTime() < deadline, t.getName() + " did not park behind the held turn: "
+                            + t.getState() + ", " + Arrays.toString(failed));
+                    Thread.sleep(1);
+                }
+            }
+        } finally {
+            q.endTurn();
+        }
+        for (Thread t : writers) {
+            t.join(TimeUnit.SECONDS.toMillis(BOUND_SECONDS));
+            assertTrue(!t.isAlive(), t.getName() + " hangs");
+        }
+        assertTrue(v.counters().promised() <= v.spareBlocks(), v.counters().promised() + " blocks promised, " + v.spareBlocks() + " spare");
+        int fails = 0;
+        for (int w = 0; w < at.length; w++) {
+            MemorySegment got = buffer(1);
+            ns.read(f, at[w] * BS, got);
+            if (failed[w] == null) {
+                assertStamped(got, at[w] * BS, 2);
+            } else {
+                assertTrue(failed[w] instanceof NoSpaceException, "writer " + w + " failed with " + failed[w]);
+                assertStamped(got, at[w] * BS, 0); // its block still unwritten
+                fails++;
+            }
+        }
+        assertTrue(fails > 0, "both conversions went in: " + ns.extents(f, 0, Long.MAX_VALUE).size() + " extents");
+        assertTrue(ns.extents(f, 0, Long.MAX_VALUE).size() <= 25, "a tree was made");
+    }
+
     @Test
     void bufferedOverwritesOfUnwrittenBlocksReserveTheirFilesMap() throws Exception {
         for (int k = 0; k < 3; k++) {

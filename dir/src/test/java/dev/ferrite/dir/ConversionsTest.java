@@ -256,7 +256,7 @@ class ConversionsTest {
     }
 
     /** Whether {@code t} is parked waiting for its range's conversion (not somewhere else on its way there). */
-    private static boolean parkedForConversion(Thread t) {
+    static boolean parkedForConversion(Thread t) {
         if (t.getState() != Thread.State.WAITING) {
             return false;
         }
