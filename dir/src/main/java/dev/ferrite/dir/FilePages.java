@@ -65,8 +65,17 @@ final class FilePages {
         Arrays.fill(keys, EMPTY);
     }
 
+    /**
+     * The home slot of {@code block}: its Fibonacci product folded onto its low half. Bits 40 up of the
+     * product alone clustered: the table-extent cache picks a file's {@code FilePages} by the top bits of the
+     * same product of the value's first block and keys pages 16 to a value, so a stripe's keys shared
+     * structure there (a simulation of 16,000 16 KiB values in consecutive blocks: 4.8 probes an insert,
+     * 0.5 folded; in random blocks 0.76 and 0.75), and the probe loop held 20% of a 16 KiB table insert's
+     * samples (12% folded).
+     */
     private int slot(long block) {
-        return (int) ((block * 0x9E37_79B9_7F4A_7C15L) >>> 40) & (keys.length - 1);
+        long h = block * 0x9E37_79B9_7F4A_7C15L;
+        return (int) (h ^ h >>> 32) & (keys.length - 1);
     }
 
     /** The frame caching file block {@code block}, or -1. */
