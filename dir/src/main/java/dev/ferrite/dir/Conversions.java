@@ -104,7 +104,7 @@ final class Conversions {
         @SuppressWarnings("unused") // through TURN
         private volatile boolean turn;
         /** A tree's blocks the turn's holder promised for batches none of whose writers holds them; used under the turn. */
-        final FileMapping.TreePromise tree = new FileMapping.TreePromise(false);
+        final FileMapping.TreePromise tree = FileMapping.TreePromise.of(false);
 
         void publish(Request r) {
             for (Request h; ; ) {

@@ -540,7 +540,7 @@ final class FileData {
         boolean tree = grows || convert && x.inTree();
         long claimed = writeBack || !tree && !holes ? 0 : claimHoles(i, x, first, end, tree);
         long treeClaim = claimed != 0 && tree ? PageCache.FILE_META_BLOCKS : 0;
-        FileMapping.TreePromise promise = writeBack ? FileMapping.TreePromise.PAGES : new FileMapping.TreePromise(tree);
+        FileMapping.TreePromise promise = FileMapping.TreePromise.of(writeBack || tree);
         try {
             try {
                 while (grows && !FileMapping.fits(x, first, end, end)) { // a tree before any block (a written one too) is overwritten: its ENOSPC changes nothing
@@ -749,7 +749,7 @@ final class FileData {
             long holes = punch ? 0 : holes(s.extents(), first, end) + (zero && whole && shared ? wholeEnd - wholeFirst : 0);
             boolean tree = !sim.fits() || s.extents().inTree() && (holes > 0 || sim.count() > s.extents().count());
             long claimed = holes == 0 && !tree ? 0 : claim(i, holes, first, end, tree);
-            FileMapping.TreePromise promise = new FileMapping.TreePromise(tree); // more pieces than sim's may need one
+            FileMapping.TreePromise promise = FileMapping.TreePromise.of(tree); // more pieces than sim's may need one
             // the partial blocks a punch or zero range zeroes over shared blocks: their pages' reservations
             // (a copy each, and their share of the map) promised too, so that the second cannot fail after the first
             long prepaid = 0;

@@ -354,23 +354,27 @@ final class FileMapping {
      * Whether a change of a file's mapping outside a write-back (a direct write's, fallocate's) holds an
      * extent tree's blocks promised ({@link Counters#claim}: its root and reserve,
      * {@link PageCache#FILE_META_BLOCKS}), and what it promised on need. A write-back's pages promised their
-     * file's tree ({@link #PAGES}); a direct write or fallocate promises it up front when its check finds the
-     * extents in a tree or not fitting inline. Otherwise the step that finds them so promises it first
+     * file's tree, and a direct write or fallocate promises it up front when its check finds the extents in a
+     * tree or not fitting inline: both share {@link #HELD}, which never claims. Otherwise the step that finds them so promises it first
      * ({@link #requireTree}): another direct writer's change came between the check and the step (they share
      * the I/O lock), or the allocation took a hole in more pieces than the check counted. What it promised
      * is held until the change is done, its conversion after the data too, then given back
      * ({@link #releaseTree}). Used by one thread at a time.
      */
     static final class TreePromise {
-        /** A write-back's: its pages promised the tree. */
-        static final TreePromise PAGES = new TreePromise(true);
+        /** A change whose tree was promised before it began (by a write-back's pages, or by its own claim). */
+        static final TreePromise HELD = new TreePromise(true);
 
         private boolean held;
         private long claimed;
 
-        /** {@code held}: promised up front (or by pages). */
-        TreePromise(boolean held) {
+        private TreePromise(boolean held) {
             this.held = held;
+        }
+
+        /** {@link #HELD} if {@code held}, else a promise of its own that {@link #requireTree} may make. */
+        static TreePromise of(boolean held) {
+            return held ? HELD : new TreePromise(false);
         }
 
         boolean held() {
