@@ -123,8 +123,8 @@ public final class TableCursor implements AutoCloseable {
 
         /** {@code key}'s record in commit {@code c} if the view hides {@code c}, else null. */
         private TableVersions.Undo hidden(TablePublication.Commit c, byte[] key) {
-            var m = c.hiddenFrom(ends) ? c.table(ino, false) : null;
-            return m == null ? null : m.get(key);
+            var r = c.hiddenFrom(ends) ? c.table(ino) : null;
+            return r == null ? null : r.get(key);
         }
 
         @Override
@@ -146,18 +146,8 @@ public final class TableCursor implements AutoCloseable {
         private byte[] nearest(byte[] key, boolean inclusive) {
             byte[] best = null;
             for (TablePublication.Commit c = since.next; c != null; c = c.after.next) {
-                var m = c.hiddenFrom(ends) ? c.table(ino, false) : null;
-                if (m == null) {
-                    continue;
-                }
-                NavigableMap<byte[], TableVersions.Undo> v = range.view(m);
-                byte[] k;
-                if (key == null) {
-                    var e = v.firstEntry();
-                    k = e == null ? null : e.getKey();
-                } else {
-                    k = inclusive ? v.ceilingKey(key) : v.higherKey(key);
-                }
+                var r = c.hiddenFrom(ends) ? c.table(ino) : null;
+                byte[] k = r == null ? null : r.nearest(range, key, inclusive);
                 if (k != null && (best == null || order(k, best) < 0)) {
                     best = k;
                 }

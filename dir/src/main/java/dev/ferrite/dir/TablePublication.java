@@ -1,7 +1,12 @@
 package dev.ferrite.dir;
 
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.Arrays;
-import java.util.concurrent.ConcurrentHashMap;
+import java.util.Comparator;
+import java.util.List;
+import java.util.NavigableMap;
 import java.util.concurrent.ConcurrentSkipListMap;
 
 /**
@@ -39,36 +44,184 @@ final class TablePublication {
         final Point after = new Point();
         /** Its place in the order commits were published in (from 1), or 0 while it applies. */
         volatile long publishedAs;
-        private final ConcurrentHashMap<Long, ConcurrentSkipListMap<byte[], TableVersions.Undo>> tables = new ConcurrentHashMap<>();
-        /** The records of the table recorded to last, and its inode: the committing thread's alone (a run of changes to one table boxes no inode). */
-        private ConcurrentSkipListMap<byte[], TableVersions.Undo> lastTable;
+        /** The inodes of the tables it changes, ascending, and each one's records. */
+        private final long[] inos;
+        private final Records[] tables;
+        /** The records of the table recorded to last, and its inode: the committing thread's alone. */
+        private Records lastTable;
         private long lastIno;
+
+        /** A commit of {@code ws}, in table inode order (as a commit takes its tables' locks). */
+        Commit(List<WriteTransaction.Writes> ws) {
+            inos = new long[ws.size()];
+            tables = new Records[ws.size()];
+            for (int i = 0; i < inos.length; i++) {
+                WriteTransaction.Writes w = ws.get(i);
+                inos[i] = w.table.inode.ino;
+                tables[i] = w.ranges.isEmpty() ? new Listed(w.ops.keySet().toArray(new byte[0][])) : new Mapped();
+            }
+        }
 
         /** Records {@code key}'s stored value before this commit (null: absent), unless a change of this commit recorded it already. */
         void record(long ino, byte[] key, byte[] before) {
-            ConcurrentSkipListMap<byte[], TableVersions.Undo> m = lastTable;
-            if (m == null || lastIno != ino) {
-                lastTable = m = table(ino, true);
+            Records r = lastTable;
+            if (r == null || lastIno != ino) {
+                lastTable = r = table(ino);
                 lastIno = ino;
+                if (r == null) {
+                    throw new IllegalStateException("a commit recorded a key of table " + ino + ", which it does not change");
+                }
             }
-            m.putIfAbsent(key, new TableVersions.Undo(0, before, null));
+            r.record(key, before);
         }
 
         /** {@code key}'s record (its value before this commit), or null if the commit has not changed it (yet). */
         TableVersions.Undo prior(long ino, byte[] key) {
-            ConcurrentSkipListMap<byte[], TableVersions.Undo> m = tables.get(ino);
-            return m == null ? null : m.get(key);
+            Records r = table(ino);
+            return r == null ? null : r.get(key);
         }
 
-        /** Table {@code ino}'s records, ascending (null if none and not {@code make}). */
-        ConcurrentSkipListMap<byte[], TableVersions.Undo> table(long ino, boolean make) {
-            return make ? tables.computeIfAbsent(ino, i -> new ConcurrentSkipListMap<>(Arrays::compareUnsigned)) : tables.get(ino);
+        /** Table {@code ino}'s records, or null if the commit does not change it. */
+        Records table(long ino) {
+            int i = Arrays.binarySearch(inos, ino);
+            return i < 0 ? null : tables[i];
         }
 
         /** True if this commit was not published once {@code ends} commits were: a view taken then hides it. */
         boolean hiddenFrom(long ends) {
             long p = publishedAs;
             return p == 0 || p > ends;
+        }
+    }
+
+    /** One table's records in a commit: the value each key the commit changed held before the commit. */
+    abstract static sealed class Records permits Listed, Mapped {
+        /** Records {@code key}'s prior value unless it is recorded already; the committing thread only. */
+        abstract void record(byte[] key, byte[] before);
+
+        /** {@code key}'s record, or null if the commit has not changed it (yet). */
+        abstract TableVersions.Undo get(byte[] key);
+
+        /**
+         * The first recorded key of {@code range}, in its direction, at or past {@code key} ({@code
+         * inclusive}) or past it, from the range's start if {@code key} is null; null if there is none.
+         */
+        abstract byte[] nearest(TableCursor.Range range, byte[] key, boolean inclusive);
+    }
+
+    /**
+     * The records of a table whose changes are the transaction's own keys (no deleted range), which the
+     * commit holds sorted before it begins: a slot per key, set as the key is recorded, so recording
+     * allocates only the record and the readers search the keys. The commit applies them in order, so
+     * the slots set are a prefix and {@link #high} bounds every search; a slot below it found empty was
+     * not recorded yet (out of order), and is read as such.
+     */
+    static final class Listed extends Records {
+        private static final VarHandle SLOTS = MethodHandles.arrayElementVarHandle(TableVersions.Undo[].class);
+        private static final Comparator<byte[]> ORDER = Arrays::compareUnsigned;
+
+        private final byte[][] keys;
+        private final TableVersions.Undo[] slots;
+        /** One past the highest slot set: written after the slot, read before it. */
+        private volatile int high;
+        /** Where the committing thread's next key is expected. */
+        private int next;
+
+        Listed(byte[][] keys) {
+            this.keys = keys;
+            this.slots = new TableVersions.Undo[keys.length];
+        }
+
+        @Override
+        void record(byte[] key, byte[] before) {
+            int i = next < keys.length && keys[next] == key ? next : Arrays.binarySearch(keys, key, ORDER);
+            if (i < 0) {
+                throw new IllegalStateException("a commit recorded key " + Tables.hex(MemorySegment.ofArray(key)) + ", which it does not change");
+            }
+            next = i + 1;
+            if (slots[i] == null) { // only this thread sets slots
+                SLOTS.setRelease(slots, i, new TableVersions.Undo(0, before, null));
+                if (i >= high) {
+                    high = i + 1;
+                }
+            }
+        }
+
+        @Override
+        TableVersions.Undo get(byte[] key) {
+            int i = Arrays.binarySearch(keys, 0, high, key, ORDER);
+            return i < 0 ? null : slot(i);
+        }
+
+        private TableVersions.Undo slot(int i) {
+            return (TableVersions.Undo) SLOTS.getAcquire(slots, i);
+        }
+
+        @Override
+        byte[] nearest(TableCursor.Range range, byte[] key, boolean inclusive) {
+            int h = high;
+            byte[] lo = range.lo(), hi = range.hi();
+            if (lo != null && hi != null) {
+                int c = ORDER.compare(lo, hi);
+                if (c > 0 || c == 0 && !(range.loIn() && range.hiIn())) {
+                    return null;
+                }
+            }
+            int from = lo == null ? 0 : range.loIn() ? lowerBound(lo, h) : upperBound(lo, h); // the range's first index
+            int to = hi == null ? h : range.hiIn() ? upperBound(hi, h) : lowerBound(hi, h); // and one past its last
+            if (!range.reverse()) {
+                int i = key == null ? from : Math.max(from, inclusive ? lowerBound(key, h) : upperBound(key, h));
+                for (; i < to; i++) {
+                    if (slot(i) != null) {
+                        return keys[i];
+                    }
+                }
+            } else {
+                int i = key == null ? to - 1 : Math.min(to - 1, (inclusive ? upperBound(key, h) : lowerBound(key, h)) - 1);
+                for (; i >= from; i--) {
+                    if (slot(i) != null) {
+                        return keys[i];
+                    }
+                }
+            }
+            return null;
+        }
+
+        /** The first index below {@code h} whose key is at least {@code key} ({@code h} if none). */
+        private int lowerBound(byte[] key, int h) {
+            int i = Arrays.binarySearch(keys, 0, h, key, ORDER);
+            return i >= 0 ? i : -i - 1;
+        }
+
+        /** The first index below {@code h} whose key is above {@code key} ({@code h} if none). */
+        private int upperBound(byte[] key, int h) {
+            int i = Arrays.binarySearch(keys, 0, h, key, ORDER);
+            return i >= 0 ? i + 1 : -i - 1;
+        }
+    }
+
+    /** The records of a table with a deleted range, whose keys the commit finds as it applies: a concurrent sorted map. */
+    static final class Mapped extends Records {
+        private final ConcurrentSkipListMap<byte[], TableVersions.Undo> records = new ConcurrentSkipListMap<>(Arrays::compareUnsigned);
+
+        @Override
+        void record(byte[] key, byte[] before) {
+            records.putIfAbsent(key, new TableVersions.Undo(0, before, null));
+        }
+
+        @Override
+        TableVersions.Undo get(byte[] key) {
+            return records.get(key);
+        }
+
+        @Override
+        byte[] nearest(TableCursor.Range range, byte[] key, boolean inclusive) {
+            NavigableMap<byte[], TableVersions.Undo> v = range.view(records);
+            if (key == null) {
+                var e = v.firstEntry();
+                return e == null ? null : e.getKey();
+            }
+            return inclusive ? v.ceilingKey(key) : v.higherKey(key);
         }
     }
 
@@ -81,9 +234,9 @@ final class TablePublication {
     /** The multi-key commits applying now, in the order they began, or null if none: replaced whole under this. */
     private volatile Commit[] applying;
 
-    /** Starts a multi-key commit's apply (its keys held): visible to readers before its first change. */
-    synchronized Commit begin() {
-        Commit c = new Commit();
+    /** Starts the apply of a multi-key commit of {@code ws} (its keys held): visible to readers before its first change. */
+    synchronized Commit begin(List<WriteTransaction.Writes> ws) {
+        Commit c = new Commit(ws);
         Commit[] now = applying;
         Commit[] more = now == null ? new Commit[1] : Arrays.copyOf(now, now.length + 1);
         more[more.length - 1] = c;

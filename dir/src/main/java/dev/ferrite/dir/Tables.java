@@ -978,7 +978,7 @@ public final class Tables {
             applying = true;
             c.version = version;
             if (multiKey(ws)) {
-                c.published = publication.begin();
+                c.published = publication.begin(ws);
             }
             long budget = groupBudget(journal);
             int blocks = groupBlocks();

@@ -4,6 +4,8 @@ import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.Random;
 import java.util.TreeMap;
@@ -166,6 +168,73 @@ class TablePublicationTest {
             assertEquals(new String(e.getKey()), new String(c.key()), when);
             assertArrayEquals(e.getValue(), c.value(), when + ": key " + new String(e.getKey()));
         }
+    }
+
+    /**
+     * A table's records kept beside the transaction's sorted keys ({@link TablePublication.Listed}) answer
+     * every lookup and every cursor's step as a sorted map of the same records does ({@link
+     * TablePublication.Mapped}), whether the keys are recorded in order (as a commit applies them) or out
+     * of it, partly or wholly: gets, and the nearest recorded key of ranges with open, closed, empty and
+     * missing bounds, both directions.
+     */
+    @Test
+    void recordsBesideTheSortedKeysAnswerAsASortedMapDoes() {
+        Random rnd = new Random(SEED);
+        for (int round = 0; round < 300; round++) {
+            String where = "seed " + SEED + ", round " + round;
+            TreeMap<byte[], Boolean> sorted = new TreeMap<>(Arrays::compareUnsigned);
+            for (int n = 1 + rnd.nextInt(rnd.nextBoolean() ? 8 : 200); sorted.size() < n; ) {
+                sorted.put(randomKey(rnd), true);
+            }
+            byte[][] keys = sorted.keySet().toArray(new byte[0][]);
+            var listed = new TablePublication.Listed(keys);
+            var mapped = new TablePublication.Mapped();
+            List<Integer> order = new ArrayList<>();
+            for (int i = 0; i < keys.length; i++) {
+                order.add(i);
+            }
+            boolean inOrder = rnd.nextBoolean();
+            if (!inOrder) {
+                Collections.shuffle(order, rnd);
+            }
+            int recorded = rnd.nextInt(keys.length + 1);
+            for (int r = 0; r < recorded; r++) {
+                byte[] key = keys[order.get(r)];
+                byte[] before = rnd.nextInt(4) == 0 ? null : b("v" + r);
+                listed.record(rnd.nextBoolean() ? key : key.clone(), before); // the transaction's own array, or a copy
+                mapped.record(key, before);
+                if (rnd.nextInt(8) == 0) { // recorded again: the first record stays
+                    listed.record(key, b("again"));
+                    mapped.record(key, b("again"));
+                }
+            }
+            String w = where + (inOrder ? ", in order" : ", shuffled") + ", " + recorded + " of " + keys.length + " recorded";
+            for (int probe = 0; probe < 40; probe++) {
+                byte[] key = rnd.nextBoolean() ? keys[rnd.nextInt(keys.length)] : randomKey(rnd);
+                TableVersions.Undo l = listed.get(key), m = mapped.get(key);
+                assertEquals(m == null, l == null, w + ": get " + HexFormat.of().formatHex(key));
+                if (m != null) {
+                    assertArrayEquals(m.before, l.before, w + ": get " + HexFormat.of().formatHex(key));
+                }
+                byte[] lo = rnd.nextInt(4) == 0 ? null : rnd.nextBoolean() ? keys[rnd.nextInt(keys.length)] : randomKey(rnd);
+                byte[] hi = rnd.nextInt(4) == 0 ? null : rnd.nextBoolean() ? keys[rnd.nextInt(keys.length)] : randomKey(rnd);
+                var range = new TableCursor.Range(lo, rnd.nextBoolean(), hi, rnd.nextBoolean(), rnd.nextBoolean());
+                byte[] from = rnd.nextInt(3) == 0 ? null : key;
+                boolean inclusive = rnd.nextBoolean();
+                byte[] expected = mapped.nearest(range, from, inclusive), got = listed.nearest(range, from, inclusive);
+                assertEquals(expected == null ? null : HexFormat.of().formatHex(expected), got == null ? null : HexFormat.of().formatHex(got),
+                        w + ": nearest to " + (from == null ? "the start" : HexFormat.of().formatHex(from)) + (inclusive ? " inclusive" : "") + " in " + range);
+            }
+        }
+    }
+
+    /** A key of 1 to 3 bytes from a small alphabet: ranges and probes meet the recorded keys often. */
+    private static byte[] randomKey(Random rnd) {
+        byte[] k = new byte[1 + rnd.nextInt(3)];
+        for (int i = 0; i < k.length; i++) {
+            k[i] = (byte) (rnd.nextInt(6) * 50);
+        }
+        return k;
     }
 
     @Test
