@@ -71,8 +71,8 @@ final class AllocationGroup {
     static final int OP_BLOCKS = 2 * (MAX_HEIGHT + 1);
     /** Entries a free list holds before an operation may start. */
     static final int RESERVE = 2 * OP_BLOCKS;
-    /** Free blocks allocations leave in the trees for refilling the free lists. */
-    static final int HELD_BACK = 4 * RESERVE;
+    /** Entries a free list holds at most between operations: past them it spills back to free space. */
+    static final int LIST_MOST = 4 * RESERVE;
     /** Times an operation may meet {@link AllocOutcome#BUSY} in a row before it gives up with ENOSPC. */
     static final int BUSY_RETRIES = 1000;
     static final String AGF = "allocation group free-space header";
@@ -104,8 +104,8 @@ final class AllocationGroup {
         this.length = geometry.agLength(agno);
         this.agf = agf;
         this.agi = agi;
-        this.agfl = new FreeList(cache, agf, AGF_LIST_COUNT, start);
-        this.agil = new FreeList(cache, agi, AGI_LIST_COUNT, start);
+        this.agfl = new FreeList(cache, agf, AGF_LIST_COUNT, start, counters);
+        this.agil = new FreeList(cache, agi, AGI_LIST_COUNT, start, counters);
         this.refcounts = new Refcounts(this, counters);
         this.space = new FreeSpace(this, cache, counters);
         this.inodes = new InodeAllocator(this, cache, geometry, counters, space);

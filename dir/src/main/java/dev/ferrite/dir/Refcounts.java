@@ -143,6 +143,7 @@ final class Refcounts {
         if (paying > 0) {
             owed -= paying;
             pay(txn, paying);
+            counters.repay(paying); // the nodes came out of the set-aside pool when the tree took them
         }
     }
 
