@@ -53,9 +53,11 @@ import static dev.ferrite.dir.AgHeaderFormat.u64;
  * Every operation that changes trees first checks that the free list the trees draw nodes from holds
  * {@link #RESERVE} entries (twice the most one operation can take); if not it gives up its locks and
  * the caller runs {@link #refillFreeList()}, which refills the lists from the free-space trees (and
- * spills excess back) in transactions of its own. Allocations for inodes and data keep
- * {@link #HELD_BACK} blocks in the trees, so refilling the lists can always succeed, and beside them the
- * refcount tree's reservation ({@link Refcounts#reserve}), so that its nodes can always be had.
+ * spills past {@link #LIST_MOST} back) in transactions of its own. Allocations for inodes and data keep
+ * in the trees what the lists lack of their most ({@link FreeList#lack}), so refilling the lists can always
+ * succeed, and beside them the refcount tree's reservation ({@link Refcounts#reserve}), so that its nodes
+ * can always be had. The volume's spare count holds back the same ({@link Counters#listsLack}): the lists'
+ * blocks count as free ones held back, so a refill or a spill moves it not at all.
  *
  * <h2>Busy blocks</h2>
  * A block freed since the last checkpoint is {@link BufferCache#isBusy busy}: allocated again, its new
