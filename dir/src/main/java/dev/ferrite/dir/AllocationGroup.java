@@ -53,9 +53,11 @@ import static dev.ferrite.dir.AgHeaderFormat.u64;
  * Every operation that changes trees first checks that the free list the trees draw nodes from holds
  * {@link #RESERVE} entries (twice the most one operation can take); if not it gives up its locks and
  * the caller runs {@link #refillFreeList()}, which refills the lists from the free-space trees (and
- * spills excess back) in transactions of its own. Allocations for inodes and data keep
- * {@link #HELD_BACK} blocks in the trees, so refilling the lists can always succeed, and beside them the
- * refcount tree's reservation ({@link Refcounts#reserve}), so that its nodes can always be had.
+ * spills past {@link #LIST_MOST} back) in transactions of its own. Allocations for inodes and data keep
+ * in the trees what the lists lack of their most ({@link FreeList#lack}), so refilling the lists can always
+ * succeed, and beside them the refcount tree's reservation ({@link Refcounts#reserve}), so that its nodes
+ * can always be had. The volume's spare count holds back the same ({@link Counters#listsLack}): the lists'
+ * blocks count as free ones held back, so a refill or a spill moves it not at all.
  *
  * <h2>Busy blocks</h2>
  * A block freed since the last checkpoint is {@link BufferCache#isBusy busy}: allocated again, its new
@@ -71,8 +73,8 @@ final class AllocationGroup {
     static final int OP_BLOCKS = 2 * (MAX_HEIGHT + 1);
     /** Entries a free list holds before an operation may start. */
     static final int RESERVE = 2 * OP_BLOCKS;
-    /** Free blocks allocations leave in the trees for refilling the free lists. */
-    static final int HELD_BACK = 4 * RESERVE;
+    /** Entries a free list holds at most between operations: past them it spills back to free space. */
+    static final int LIST_MOST = 4 * RESERVE;
     /** Times an operation may meet {@link AllocOutcome#BUSY} in a row before it gives up with ENOSPC. */
     static final int BUSY_RETRIES = 1000;
     static final String AGF = "allocation group free-space header";
@@ -104,8 +106,8 @@ final class AllocationGroup {
         this.length = geometry.agLength(agno);
         this.agf = agf;
         this.agi = agi;
-        this.agfl = new FreeList(cache, agf, AGF_LIST_COUNT, start);
-        this.agil = new FreeList(cache, agi, AGI_LIST_COUNT, start);
+        this.agfl = new FreeList(cache, agf, AGF_LIST_COUNT, start, counters);
+        this.agil = new FreeList(cache, agi, AGI_LIST_COUNT, start, counters);
         this.refcounts = new Refcounts(this, counters);
         this.space = new FreeSpace(this, cache, counters);
         this.inodes = new InodeAllocator(this, cache, geometry, counters, space);

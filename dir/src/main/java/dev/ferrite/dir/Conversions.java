@@ -11,6 +11,7 @@ import java.util.concurrent.locks.LockSupport;
 import dev.ferrite.btree.internal.Buffer;
 import dev.ferrite.btree.internal.BufferCache;
 import dev.ferrite.btree.internal.Txn;
+import dev.ferrite.io.NoSpaceException;
 
 import static dev.ferrite.dir.InodeRecords.nowNanos;
 
@@ -221,24 +222,40 @@ final class Conversions {
             if (batch.isEmpty()) {
                 return;
             }
-            apply(i, q, batch);
+            apply(i, q, Run.of(batch));
         }
     }
 
     /**
      * Converts every range of {@code batch}, waking each writer when its range is; a failure is each
      * unfinished one's. The ranges go in file order, those that meet or overlap merged into one change.
+     * Runs that together found no space (no tree's blocks to promise, most often, when their changes fit
+     * an inline list only one at a time) go again one at a time, so that only those that need what is not
+     * there fail.
      */
-    private void apply(Inode i, Queue q, List<Request> batch) {
-        List<Run> left = Run.of(batch);
+    private void apply(Inode i, Queue q, List<Run> runs) {
+        List<Run> left = runs;
         try {
             while (!left.isEmpty()) {
                 left = commitSome(i, q, left);
             }
-        } catch (RuntimeException | Error t) {
-            for (Run r : left) {
-                r.finish(t);
+        } catch (NoSpaceException full) {
+            List<Run> unfinished = left.stream().filter(r -> !r.done()).toList();
+            if (unfinished.size() < 2) {
+                finish(unfinished, full);
+            } else {
+                for (Run r : unfinished) {
+                    apply(i, q, List.of(r));
+                }
             }
+        } catch (RuntimeException | Error t) {
+            finish(left, t);
+        }
+    }
+
+    private static void finish(List<Run> runs, Throwable t) {
+        for (Run r : runs) {
+            r.finish(t);
         }
     }
 
@@ -292,6 +309,16 @@ final class Conversions {
             for (Request r : requests) {
                 r.finish(t);
             }
+        }
+
+        /** Whether every request it carries is finished. */
+        boolean done() {
+            for (Request r : requests) {
+                if (!r.done) {
+                    return false;
+                }
+            }
+            return true;
         }
     }
 
@@ -383,8 +410,9 @@ final class Conversions {
      * Promises a tree's blocks for the rest of the turn ({@link FileMapping#requireTree}) unless the turn did
      * or a writer of {@code pending} holds them: writers that checked an inline list and found their own
      * change fitting promised none, yet together, or after another writer's change, their changes may not
-     * fit (direct writes share the I/O lock). NoSpaceException, with nothing changed, fails the batch: each
-     * writer's blocks stay unwritten, reading what they read before.
+     * fit (direct writes share the I/O lock). NoSpaceException, with nothing changed: the batch's runs go
+     * again one at a time ({@link #apply}), and a writer whose run still needs the tree fails, its blocks
+     * unwritten, reading what they read before.
      */
     private void requireTree(Inode i, Queue q, List<Run> pending) {
         for (Run r : pending) {

@@ -21,6 +21,14 @@ final class Counters {
      */
     final LongAdder reservedBlocks = new LongAdder();
     /**
+     * Of {@link #freeBlocks}, those the groups hold back for their free lists: what each list lacks of
+     * {@link AllocationGroup#LIST_MOST} entries, kept by the lists as their counts move ({@link FreeList}).
+     * The lists' blocks are free blocks the spare count does not offer: a refill moving blocks from free
+     * space to a list, or a spill moving them back, leaves {@link #spare} alone (XFS counts its AGFL blocks
+     * free); only a node a tree takes off a list lowers it.
+     */
+    final LongAdder listsLack = new LongAdder();
+    /**
      * Free blocks promised to allocations not made yet, all out of one limit, {@link #spare} (XFS's in-core
      * free count, which delayed-allocation and transactions' block reservations both come out of): dirty
      * pages' blocks and their files' extent maps ({@link PageCache#reserve}), and what a direct write,
@@ -30,6 +38,15 @@ final class Counters {
     private final AtomicLong promised = new AtomicLong();
     /** What promises may hold in all: {@link Volume#spareBlocks}, a sum read without a lock (tests lift it). */
     private volatile LongSupplier spare = () -> Long.MAX_VALUE;
+    /**
+     * The set-aside pool (XFS's reserved blocks, {@code m_resblks}): blocks the spare count leaves out, so
+     * that the tree nodes no claim covers (a free's or a refill's growth of the free-space trees, the inode,
+     * orphan and refcount trees' between refills) come out of it ({@link #draw}) instead of out of blocks
+     * promised. Frees top it up again ({@link #repay}) before they add to the spare count.
+     */
+    private volatile long setAside;
+    /** Blocks drawn from {@link #setAside} and not repaid yet: at most {@link #setAside}. */
+    private final AtomicLong drawn = new AtomicLong();
 
     void set(long freeBlocks, long freeInodes, long inodes) {
         this.freeBlocks.reset();
@@ -42,6 +59,37 @@ final class Counters {
 
     void setSpare(LongSupplier spare) {
         this.spare = spare;
+    }
+
+    void setAside(long blocks) {
+        setAside = blocks;
+    }
+
+    /** Blocks of the set-aside pool not drawn: the spare count leaves them out. */
+    long setAsideLeft() {
+        return setAside - drawn.get();
+    }
+
+    /**
+     * A tree took {@code n} blocks no claim covers: they come out of the set-aside pool, as far as it
+     * holds them, so the spare count stays (past that, it drops: the pool is sized for what frees and
+     * refills take between two refills, not for growth without end).
+     */
+    void draw(long n) {
+        for (long d = drawn.get(), seen; d < setAside; d = seen) {
+            if ((seen = drawn.compareAndExchange(d, Math.min(setAside, d + n))) == d) {
+                return;
+            }
+        }
+    }
+
+    /** {@code n} blocks were freed: what the set-aside pool lacks is topped up from them first. One read when it lacks nothing. */
+    void repay(long n) {
+        for (long d = drawn.get(), seen; d > 0; d = seen) {
+            if ((seen = drawn.compareAndExchange(d, Math.max(0, d - n))) == d) {
+                return;
+            }
+        }
     }
 
     /**

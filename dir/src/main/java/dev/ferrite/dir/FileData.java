@@ -338,18 +338,28 @@ final class FileData {
 
     /** {@link #claimHoles} for {@code holes} blocks (a clone: a block per {@link PageCache#PAGES_PER_META_BLOCK} extents it maps). */
     long claim(Inode i, long holes, long first, long end, boolean tree) {
-        long meta = tree ? PageCache.FILE_META_BLOCKS : 0, n = holes + meta;
+        long n = claimFor(holes, tree);
         Counters c = volume.counters();
         if (n == 0 || c.claim(n)) {
             return n;
         }
-        n = Math.max(0, holes - buffered.reservedIn(i, first, end)) + meta;
+        n = claimFor(Math.max(0, holes - buffered.reservedIn(i, first, end)), tree);
         if (n == 0 || c.claim(n) || mapping.reclaimSpeculative(i.ino) && c.claim(n)) {
             return n;
         }
         throw new NoSpaceException("inode " + i.ino + " needs " + n + " blocks for file blocks [" + first + ", " + end + ")"
                 + (tree ? " and its extent tree" : "") + "; " + Math.max(0, volume.spareBlocks() - c.promised())
                 + " are free that are not promised to buffered writes or other allocations");
+    }
+
+    /**
+     * What a change taking {@code holes} blocks no page reserved claims: them, a tree's blocks with
+     * {@code tree}, and beside them the most one free-space change grows its group's free-space trees by
+     * ({@link AllocationGroup#OP_BLOCKS}: a split at every level of both), which their nodes take off the
+     * free list (a write-back's pages reserve their share with their map's).
+     */
+    private static long claimFor(long holes, boolean tree) {
+        return holes + (tree ? PageCache.FILE_META_BLOCKS : 0) + (holes > 0 || tree ? AllocationGroup.OP_BLOCKS : 0);
     }
 
     /** Reads file blocks from {@code fb} of {@code i} into {@code dst} as mapped, whatever the size; the caller holds its I/O lock. */

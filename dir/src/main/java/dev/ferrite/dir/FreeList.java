@@ -15,6 +15,11 @@ import dev.ferrite.io.CorruptionException;
  * <p>Freed tree nodes go onto the list at once, but stay {@link BufferCache#isBusy busy} until their free
  * is in a checkpoint: pops skip them, and the reserve checks count only entries that are not busy. An
  * entry never turns busy while it is on the list, so a reserve counted at an operation's start holds.
+ *
+ * <p>The list's blocks count as free blocks held back: it keeps {@link Counters#listsLack} at what it
+ * lacks of {@link AllocationGroup#LIST_MOST} entries, so that only an entry taken by a tree lowers the
+ * spare count. A tree's take that no claim covers ({@link #charged} false) comes out of the set-aside pool
+ * ({@link Counters#draw}).
  */
 final class FreeList implements BlockAllocator {
     private final BufferCache cache;
@@ -29,13 +34,34 @@ final class FreeList implements BlockAllocator {
      * {@link #holds} answer without asking about entries, even while many other blocks are busy.
      */
     private int mayBeBusy;
+    private final Counters counters;
+    /**
+     * Under the header's lock: true while an allocation whose claim covers the trees' growth changes them
+     * (its blocks' promise, a write-back's pages' share of it), so the nodes they take draw nothing from the
+     * set-aside pool.
+     */
+    boolean charged;
 
-    FreeList(BufferCache cache, Buffer header, int countOffset, long groupStart) {
+    FreeList(BufferCache cache, Buffer header, int countOffset, long groupStart, Counters counters) {
         this.cache = cache;
         this.header = header;
         this.countOffset = countOffset;
         this.capacity = AgHeaderFormat.listCapacity(cache.blockSize());
         this.groupStart = groupStart;
+        this.counters = counters;
+        counters.listsLack.add(lack(count()));
+    }
+
+    /** What a list of {@code count} entries lacks of its most: held back in free space for its refills. */
+    static int lack(int count) {
+        return Math.max(0, AllocationGroup.LIST_MOST - count);
+    }
+
+    /** Sets the count to {@code n}, keeping {@link Counters#listsLack}. */
+    private void setCount(Txn txn, int n) {
+        counters.listsLack.add(lack(n) - lack(count()));
+        AgHeaderFormat.setU32(header.data(), countOffset, n);
+        txn.log(header, countOffset, 4);
     }
 
     /** Entries now: exact under the header's lock, a snapshot otherwise. */
@@ -59,9 +85,8 @@ final class FreeList implements BlockAllocator {
             throw new IllegalStateException("free list in " + header + " is full (" + capacity + " entries)");
         }
         AgHeaderFormat.setU32(header.data(), AgHeaderFormat.listEntryOffset(n), groupBlock);
-        AgHeaderFormat.setU32(header.data(), countOffset, n + 1);
         txn.log(header, AgHeaderFormat.listEntryOffset(n), 4);
-        txn.log(header, countOffset, 4);
+        setCount(txn, n + 1);
     }
 
     private boolean busy(int i) {
@@ -138,8 +163,7 @@ final class FreeList implements BlockAllocator {
             AgHeaderFormat.setU32(header.data(), AgHeaderFormat.listEntryOffset(i), entry(n - 1));
             txn.log(header, AgHeaderFormat.listEntryOffset(i), 4);
         }
-        AgHeaderFormat.setU32(header.data(), countOffset, n - 1);
-        txn.log(header, countOffset, 4);
+        setCount(txn, n - 1);
         return e;
     }
 
@@ -149,15 +173,24 @@ final class FreeList implements BlockAllocator {
         }
     }
 
+    /** A node for a tree: {@link #pop}, out of the set-aside pool unless {@link #charged} and if it lowered the spare count. */
     @Override
     public long allocate(Txn txn) {
-        return groupStart + pop(txn);
+        int b = pop(txn);
+        if (!charged && count() < AllocationGroup.LIST_MOST) {
+            counters.draw(1);
+        }
+        return groupStart + b;
     }
 
+    /** A node a tree gave back: if it raised the spare count, the set-aside pool is topped up from it first. */
     @Override
     public void free(Txn txn, long block) {
         push(txn, (int) (block - groupStart));
         mayBeBusy++;
+        if (count() <= AllocationGroup.LIST_MOST) {
+            counters.repay(1);
+        }
     }
 
     @Override

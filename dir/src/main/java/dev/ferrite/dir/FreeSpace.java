@@ -17,7 +17,7 @@ import static dev.ferrite.dir.AgHeaderFormat.FREE_BLOCKS;
 import static dev.ferrite.dir.AgHeaderFormat.u64;
 import static dev.ferrite.dir.AllocationGroup.AGF;
 import static dev.ferrite.dir.AllocationGroup.BUSY_RETRIES;
-import static dev.ferrite.dir.AllocationGroup.HELD_BACK;
+import static dev.ferrite.dir.AllocationGroup.LIST_MOST;
 import static dev.ferrite.dir.AllocationGroup.NONE;
 import static dev.ferrite.dir.AllocationGroup.OP_BLOCKS;
 import static dev.ferrite.dir.AllocationGroup.RESERVE;
@@ -58,6 +58,8 @@ final class FreeSpace {
      * split again.
      */
     private static final int ROOT_SPLIT_ITEMS = 2 * FREE_SPACE_OPS * 4;
+    /** What a claiming {@link #allocPair} claims: its two blocks and two free-space changes' worst growth. */
+    private static final int PAIR_CLAIM = 2 + 2 * OP_BLOCKS;
 
     private final BufferCache cache;
     private final Counters counters;
@@ -102,11 +104,12 @@ final class FreeSpace {
     }
 
     /**
-     * Free blocks data and inode chunks leave in the trees: {@link AllocationGroup#HELD_BACK} for the free
-     * lists and the refcount tree's reservation (a hint without the AGF).
+     * Free blocks data and inode chunks leave in the trees: what the free lists lack of their most
+     * ({@link FreeList#lack}), so that refilling them can always succeed, and the refcount tree's
+     * reservation (a hint without the AGF and the AGI).
      */
     long heldBack() {
-        return HELD_BACK + refcounts.reserve();
+        return FreeList.lack(agfl.count()) + FreeList.lack(agil.count()) + refcounts.reserve();
     }
 
     /**
@@ -440,25 +443,41 @@ final class FreeSpace {
             txn.release(agf);
             return AllocOutcome.BUSY;
         }
-        takeRange(txn, at[0], at[1]);
+        takeCharged(txn, at[0], at[1]);
         allocated = start + extentStart(at[1]);
         return AllocOutcome.DONE;
     }
 
     /**
+     * {@link #takeRange} for an allocation whose claim covers the free-space trees' growth (a direct write's,
+     * fallocate's or namespace allocation's {@link AllocationGroup#OP_BLOCKS} beside its blocks, a write-back's
+     * pages' share): the nodes it takes off the free list lower the spare count, and nothing is drawn from
+     * the set-aside pool.
+     */
+    void takeCharged(Txn txn, long e, long r) {
+        agfl.charged = true;
+        try {
+            takeRange(txn, e, r);
+        } finally {
+            agfl.charged = false;
+        }
+    }
+
+    /**
      * {@link #allocBlocks} for an allocation no promise of blocks covers (a directory's or a table's tree,
      * an inode chunk, a symlink's block, a table value's extent): it claims them first ({@link Counters#claim}),
-     * so it never takes blocks dirty pages or allocations in flight were promised, and gives the claim
+     * and {@link AllocationGroup#OP_BLOCKS} more for the free-space trees' growth (a split at every level of
+     * both), so it never takes blocks dirty pages or allocations in flight were promised, and gives the claim
      * back once its free count moved. NO_SPACE, with nothing changed, if the blocks not promised fall short.
      */
     AllocOutcome allocClaiming(Txn txn, int len) {
-        if (!counters.claim(len)) {
+        if (!counters.claim(len + OP_BLOCKS)) {
             return AllocOutcome.NO_SPACE;
         }
         try {
             return allocBlocks(txn, len);
         } finally {
-            counters.release(len);
+            counters.release(len + OP_BLOCKS);
         }
     }
 
@@ -473,7 +492,7 @@ final class FreeSpace {
      *         with nothing changed and the AGF released
      */
     AllocOutcome allocPair(Txn txn, boolean claiming, long[] into) {
-        if (claiming && !counters.claim(2)) {
+        if (claiming && !counters.claim(PAIR_CLAIM)) {
             return AllocOutcome.NO_SPACE;
         }
         try {
@@ -493,17 +512,17 @@ final class FreeSpace {
                 txn.release(agf);
                 return AllocOutcome.BUSY;
             }
-            takeRange(txn, first[0], first[1]);
+            takeCharged(txn, first[0], first[1]);
             into[0] = start + extentStart(first[1]);
             into[1] = into[0] + 1;
             if (apart) {
-                takeRange(txn, second[0], second[1]);
+                takeCharged(txn, second[0], second[1]);
                 into[1] = start + extentStart(second[1]);
             }
             return AllocOutcome.DONE;
         } finally {
             if (claiming) {
-                counters.release(2);
+                counters.release(PAIR_CLAIM);
             }
         }
     }
@@ -528,7 +547,7 @@ final class FreeSpace {
         if (agfl.holds(RESERVE) && u64(agf.data(), FREE_BLOCKS) >= len + heldBack() && near > start && near < start + length) {
             long e = bnoFind(txn, (int) (near - start), BTree.Match.CEILING);
             if (e >= 0 && extentStart(e) == near - start && extentLength(e) >= len && usableEnd(e, len, len) == extent(extentStart(e), len)) {
-                takeRange(txn, e, extent(extentStart(e), len));
+                takeCharged(txn, e, extent(extentStart(e), len));
                 allocated = near;
                 return AllocOutcome.DONE;
             }
@@ -536,7 +555,7 @@ final class FreeSpace {
             if (largest >= 0 && extentLength(largest) >= 2L * len) {
                 int mid = extentStart(largest) + (extentLength(largest) - len) / 2;
                 if (!anyBusy(mid, len)) {
-                    takeRange(txn, largest, extent(mid, len));
+                    takeCharged(txn, largest, extent(mid, len));
                     allocated = start + mid;
                     return AllocOutcome.DONE;
                 }
@@ -581,6 +600,7 @@ final class FreeSpace {
             return AllocOutcome.NEEDS_REFILL;
         }
         freeExtent(txn, (int) (block - start), len);
+        counters.repay(len);
         return AllocOutcome.DONE;
     }
 
@@ -603,6 +623,7 @@ final class FreeSpace {
                 len++;
             }
             freeExtent(txn, (int) (blocks[freed] - start), len);
+            counters.repay(len);
             freed += len;
         }
         if (freed == 0) {
@@ -658,7 +679,7 @@ final class FreeSpace {
     // ------------------------------------------------------------------ free lists
 
     private static boolean outOfRange(FreeList l) {
-        return l.count() > 4 * RESERVE || !l.holds(RESERVE);
+        return l.count() > LIST_MOST || !l.holds(RESERVE);
     }
 
     /**
@@ -666,7 +687,7 @@ final class FreeSpace {
      * snapshot; {@link #refillFreeList} decides under the locks).
      */
     boolean needsRefill() {
-        return agfl.count() > 4 * RESERVE || agil.count() > 4 * RESERVE
+        return agfl.count() > LIST_MOST || agil.count() > LIST_MOST
                 || (!agfl.seemsToHold(RESERVE) || !agil.seemsToHold(RESERVE)) && freeBlockCount() > 0;
     }
 
@@ -675,7 +696,7 @@ final class FreeSpace {
     }
 
     /**
-     * Brings both free lists back to between {@link #RESERVE} and four times that, as far as the group's
+     * Brings both free lists back to between {@link #RESERVE} and {@link AllocationGroup#LIST_MOST}, as far as the group's
      * free space allows, in transactions of its own of at most {@value #REFILL_OPS} tree operations each.
      * Entries that are busy do not count towards the reserve; when the free space left is all busy it
      * forces the log and goes on (inside a journal group, once: {@link #waitingHelps}).
@@ -689,7 +710,7 @@ final class FreeSpace {
                 lock(txn, agi);
                 lock(txn, agf);
                 for (FreeList l; ops < REFILL_OPS && (l = listToRefill()) != null; ops++) {
-                    if (l.count() > 4 * RESERVE) {
+                    if (l.count() >= LIST_MOST) { // past its most, or at it with too few entries not busy
                         freeExtent(txn, l.popForSpill(txn), 1);
                         if (l == agfl) {
                             refcounts.listSpilled(txn);
@@ -720,7 +741,7 @@ final class FreeSpace {
      * {@code target} of them: DONE, or NO_SPACE or BUSY with nothing changed.
      */
     private AllocOutcome refill(Txn txn, FreeList list, int target) {
-        int want = Math.min(target - list.usable(), list.capacity() - list.count());
+        int want = Math.min(target - list.usable(), LIST_MOST - list.count()); // never past its most: see FreeList.lack
         if (want < 1 || largestExtent(txn) < 0) {
             return AllocOutcome.NO_SPACE;
         }

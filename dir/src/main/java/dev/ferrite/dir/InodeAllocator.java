@@ -43,6 +43,8 @@ import static dev.ferrite.dir.Geometry.CHUNK_INODES;
 final class InodeAllocator {
     /** Free-list refills an operation that met a short list tries before giving up. */
     private static final int REFILL_ATTEMPTS = 4;
+    /** What a new chunk claims: its blocks, and the free-space trees' and the inode trees' worst growth. */
+    private static final int CHUNK_CLAIM = CHUNK_BLOCKS + 2 * OP_BLOCKS;
 
     private final BufferCache cache;
     private final Geometry geometry;
@@ -211,16 +213,19 @@ final class InodeAllocator {
         if (outcome == AllocOutcome.NO_SPACE) {
             space.noChunkRoom();
         }
-        // the group has room, but the blocks not promised to dirty pages or allocations in flight may not
-        if (outcome != AllocOutcome.DONE || !counters.claim(CHUNK_BLOCKS)) {
+        // the group has room, but the blocks not promised to dirty pages or allocations in flight may not;
+        // the claim covers the trees' growth too: a free-space change and a record in both inode trees
+        if (outcome != AllocOutcome.DONE || !counters.claim(CHUNK_CLAIM)) {
             txn.release(agf);
             txn.release(agi);
             return outcome != AllocOutcome.DONE ? outcome : AllocOutcome.NO_SPACE;
         }
+        agil.charged = true;
         try {
             addChunk(txn, frames, at);
         } finally {
-            counters.release(CHUNK_BLOCKS);
+            agil.charged = false;
+            counters.release(CHUNK_CLAIM);
         }
         return AllocOutcome.DONE;
     }
@@ -291,7 +296,7 @@ final class InodeAllocator {
      */
     private void addChunk(Txn txn, int[] frames, long[] at) {
         int s = extentStart(at[1]);
-        space.takeRange(txn, at[0], at[1]);
+        space.takeCharged(txn, at[0], at[1]);
         cache.createInitialised(txn, start + s, CHUNK_BLOCKS, InodeFormat.MAGIC, agno, frames);
         AgTreeFormat.key32(key, s << 3);
         AgTreeFormat.maskValue(value, -1L);
@@ -435,6 +440,7 @@ final class InodeAllocator {
                 cache.free(txn, b, InodeFormat.FREED_MAGIC);
             }
             space.freeExtent(txn, first >>> 3, CHUNK_BLOCKS);
+            counters.repay(CHUNK_BLOCKS);
             if (firstFreeChunk == first) {
                 firstFreeChunk = -1; // the next allocation reads the free-inode tree's new first record
             }

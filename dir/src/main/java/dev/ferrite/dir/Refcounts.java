@@ -45,6 +45,9 @@ import static dev.ferrite.dir.AllocationGroup.lock;
  * reservation only when the list spills back: statfs's free count then moves exactly as free space does.
  * What has been paid is kept in the AGF ({@link AgHeaderFormat#REFCOUNT_PAID}), changed in the refill's
  * transaction, so that a mount, which counts the tree's blocks, knows what is still owed or to refund.
+ * The spare count ({@link Volume#spareBlocks}) counts the list's stock with the free blocks, so a node the
+ * tree takes lowers it until the refill pays for it: meanwhile it is drawn from the set-aside pool, which
+ * the payment tops up again ({@link Counters#repay}).
  */
 final class Refcounts {
     /** Most tree changes one {@link #set} makes: the head cut off, the run's record, the tail cut off. */
@@ -143,6 +146,7 @@ final class Refcounts {
         if (paying > 0) {
             owed -= paying;
             pay(txn, paying);
+            counters.repay(paying); // the nodes came out of the set-aside pool when the tree took them
         }
     }
 

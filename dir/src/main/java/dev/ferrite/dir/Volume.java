@@ -88,6 +88,7 @@ public final class Volume implements AutoCloseable {
         this.pages = new PageCache(geometry.blockSize(), options.effectiveDataCacheBytes(), options.effectiveDirtyExpireMillis(),
                 counters);
         counters.setSpare(this::spareBlocks);
+        counters.setAside((long) groups.length * AllocationGroup.RESERVE);
         this.namespace = new Namespace(this, cache, superblock.geometry(), inodes, pages, options.effectiveNameCacheEntries(device.size()));
         this.tables = new Tables(this, namespace, cache, options);
     }
@@ -476,12 +477,13 @@ public final class Volume implements AutoCloseable {
 
     /**
      * Free blocks a file's data may take: the free count less what every group holds back for its free
-     * lists and refcount tree ({@link FreeSpace#heldBack}, which allocations leave); at most the groups'
-     * free blocks past their held-back ones, which single-block allocations can take in full. Every promise
-     * of blocks, dirty pages' reservations and other allocations' claims, is made against it ({@link Counters#claim}).
+     * lists and refcount tree ({@link FreeSpace#heldBack}, which allocations leave) and the set-aside pool's
+     * blocks not drawn ({@link Counters#setAsideLeft}); at most the groups' free blocks past their held-back
+     * ones, which single-block allocations can take in full. Every promise of blocks, dirty pages'
+     * reservations and other allocations' claims, is made against it ({@link Counters#claim}).
      */
     long spareBlocks() {
-        return counters.freeBlocks.sum() - counters.reservedBlocks.sum() - (long) groups.length * AllocationGroup.HELD_BACK;
+        return counters.freeBlocks.sum() - counters.reservedBlocks.sum() - counters.listsLack.sum() - counters.setAsideLeft();
     }
 
     /** A snapshot of the striped counters: no lock taken. */

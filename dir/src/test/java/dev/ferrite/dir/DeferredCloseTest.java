@@ -115,8 +115,10 @@ class DeferredCloseTest extends FileTestBase {
     void aFailedDeferredWriteBackReachesTheNextFsyncOfTheFile() throws InterruptedException {
         try (Handle hog = ns.create(root, "hog", 0644, true)) {
             // every free block goes to another file, kept past its end (PREALLOC: never reclaimed)
+            // reservations unbounded: the write-back meets the full volume, not the write; and the fill takes what
+            // the spare count leaves out too (the set-aside pool, the trees' share of each claim)
+            v.counters().setSpare(() -> Long.MAX_VALUE);
             takeAllSpace(hog);
-            v.counters().setSpare(() -> Long.MAX_VALUE); // reservations unbounded: the write-back meets the full volume, not the write
             try (Handle f = ns.create(root, "f", 0644, true)) {
                 for (int k = 0; k < 8; k++) {
                     ns.write(f, 2L * k * BS + 1, bytes(1, 5));

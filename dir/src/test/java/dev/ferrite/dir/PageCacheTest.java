@@ -142,8 +142,10 @@ class PageCacheTest extends FileTestBase {
             ns.fsync(f); // its first block is on the device
             // every block left goes to another file (f's preallocated tail too), kept past its end (PREALLOC: never
             // reclaimed): f's next write-back finds none
+            // reservations unbounded: the write-back meets the full volume, not the write; and the fill takes what
+            // the spare count leaves out too (the set-aside pool, the trees' share of each claim)
+            v.counters().setSpare(() -> Long.MAX_VALUE);
             takeAllSpace(hog);
-            v.counters().setSpare(() -> Long.MAX_VALUE); // reservations unbounded: the write-back meets the full volume, not the write
             for (int k = 1; k < 20; k++) {
                 ns.write(f, 2L * k * BS + 1, bytes(1, 5)); // buffered: the cache takes them
             }
