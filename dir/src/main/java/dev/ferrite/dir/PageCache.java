@@ -41,19 +41,21 @@ import dev.ferrite.io.internal.OffHeap;
  * owner's {@link FilePages#lock}; a write-back copies a file's dirty pages under that lock and lets go of it for
  * the device write, leaving them dirty (so not evictable), and then cleans those not written again
  * meanwhile ({@link #redirtied}). The monitor of {@link #dirtyFiles} guards that set and the files'
- * {@link FilePages#dirtySince}; it is innermost. Frames are allocated in slabs as first needed, so a
- * volume that never buffers costs nothing.
+ * {@link FilePages#dirtySince}; it is innermost. The frames' pages are supplied as first needed, so a
+ * volume that never buffers costs no memory for them.
  */
 final class PageCache implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(PageCache.class.getName());
     /**
-     * Frames per slab, as a power of two: 64 (256 KiB of 4 KiB blocks). A new slab is mapped and its pages
-     * supplied under this cache's monitor in one call ({@link OffHeap#populate}): fresh memory is dear to
-     * first-touch on a virtual machine (11–30 µs a page faulted in here, 0.7 µs supplied by one madvise),
-     * and a small slab keeps that stall short. Zeroed by malloc'd {@code Arena.allocate} slabs instead, the
-     * first touch was 55% of a 16 KiB table insert's samples (the write-through fills fresh frames).
+     * The frames' memory is one mapping of the whole budget, reserved (address space only) with the cache
+     * and advised to take huge pages ({@link OffHeap#reserveHuge}); its pages are supplied a huge
+     * page's worth of frames (a chunk) at a time, under this cache's monitor, as {@link #made} reaches
+     * them ({@link OffHeap#populate}). Fresh memory is dear to first-touch on a virtual machine: in 4 KiB
+     * pages, each frame's first write cost about 6 µs even after a populate, most of a 16 KiB table
+     * insert's CPU (the write-through fills fresh frames; 256 KiB slabs of 4 KiB pages before); in a
+     * populated huge page, about 0.2 µs.
      */
-    private static final int SLAB_SHIFT = 6;
+    private final int chunkFrames;
     /** The fewest frames: a few operations' worth of blocks in flight at once. */
     static final int MIN_FRAMES = 16;
     /** Blocks a write-back copies into one staging buffer and writes at once. */
@@ -96,14 +98,15 @@ final class PageCache implements AutoCloseable {
     private final long expireNanos;
     private final long closeDelayNanos;
     private final Arena arena = Arena.ofShared();
-    private final MemorySegment[] slabs;
-    /** Each slab as a read-only view, made with it: lent to readers that must not write ({@link TableExtentCache#lend}). */
-    private final MemorySegment[] readOnlySlabs;
+    /** The frames' memory: frame {@code f} at {@code f * blockSize}, its pages supplied once {@link #made} passes it. */
+    private final MemorySegment frames;
+    /** {@link #frames} as a read-only view: lent to readers that must not write ({@link TableExtentCache#lend}). */
+    private final MemorySegment readOnlyFrames;
     private final FilePages[] owner;
     private final long[] block;
     private final int[] free;
     private int freeCount;
-    /** Frames whose slab exists: frames past it were never used. */
+    /** Frames handed out at least once (their chunk's pages supplied): frames past it were never used. */
     private int made;
     private int hand;
     private long evictions;
@@ -164,8 +167,9 @@ final class PageCache implements AutoCloseable {
         this.expireNanos = TimeUnit.MILLISECONDS.toNanos(expireMillis);
         this.closeDelayNanos = TimeUnit.MILLISECONDS.toNanos(Math.min(expireMillis, CLOSE_DELAY_MILLIS));
         this.slackNanos = Math.min(TimeUnit.MILLISECONDS.toNanos(10), closeDelayNanos / 10);
-        this.slabs = new MemorySegment[(capacity >> SLAB_SHIFT) + 1];
-        this.readOnlySlabs = new MemorySegment[slabs.length];
+        this.chunkFrames = (int) Math.max(1, OffHeap.HUGE_PAGE / blockSize);
+        this.frames = OffHeap.reserveHuge((long) capacity * blockSize, arena);
+        this.readOnlyFrames = frames.asReadOnly();
         this.owner = new FilePages[capacity];
         this.block = new long[capacity];
         this.free = new int[capacity];
@@ -241,18 +245,18 @@ final class PageCache implements AutoCloseable {
         return capacity;
     }
 
-    /** The slab frame {@code f} lies in: copy to or from it at {@link #offset}. */
+    /** The memory frame {@code f} lies in: copy to or from it at {@link #offset}. */
     MemorySegment slab(int f) {
-        return slabs[f >>> SLAB_SHIFT];
+        return frames;
     }
 
     /** {@link #slab} as a read-only view. */
     MemorySegment readOnlySlab(int f) {
-        return readOnlySlabs[f >>> SLAB_SHIFT];
+        return readOnlyFrames;
     }
 
     long offset(int f) {
-        return (long) (f & ((1 << SLAB_SHIFT) - 1)) * blockSize;
+        return (long) f * blockSize;
     }
 
     /** Frame {@code f} as a segment of its own (allocates the view: for device I/O, not for copies). */
@@ -275,12 +279,8 @@ final class PageCache implements AutoCloseable {
             f = free[--freeCount];
         } else if (made < capacity) {
             f = made++;
-            if (slabs[f >>> SLAB_SHIFT] == null) {
-                int frames = Math.min(1 << SLAB_SHIFT, capacity - f);
-                MemorySegment slab = OffHeap.reserve((long) frames * blockSize, arena);
-                OffHeap.populate(slab);
-                readOnlySlabs[f >>> SLAB_SHIFT] = slab.asReadOnly();
-                slabs[f >>> SLAB_SHIFT] = slab;
+            if (f % chunkFrames == 0) {
+                OffHeap.populate(frames.asSlice(offset(f), (long) Math.min(chunkFrames, capacity - f) * blockSize));
             }
         } else if ((f = evict()) < 0) {
             return -1;

@@ -18,7 +18,8 @@ import java.lang.foreign.ValueLayout;
  */
 public final class OffHeap {
     private static final long SMALL_PAGE = 4096;
-    private static final long HUGE_PAGE = 2L << 20;
+    /** The huge pages {@link #reserveHuge} aligns to: 2 MiB on x86-64 and on arm64 with 4 KiB pages. */
+    public static final long HUGE_PAGE = 2L << 20;
 
     private OffHeap() {
     }
@@ -41,6 +42,24 @@ public final class OffHeap {
                     + Errno.describe(errno) + ")");
         }
         return m;
+    }
+
+    /**
+     * As {@link #reserve}, aligned to {@link #HUGE_PAGE} and advised to take huge pages where the kernel
+     * has them, for memory used a part at a time: each {@link #HUGE_PAGE}-aligned part {@link #populate}d
+     * as it is first needed then arrives as one huge page. On this project's virtual machines the first
+     * touch of each 4 KiB page by user code cost about 6 us even after a populate (256 MiB: 0.04 s to
+     * populate, 0.4 s to write once, 0.01 s to write again), and huge pages populated cost 0.03 s for both.
+     * Huge pages off (or none free) only cost speed: the pages then arrive 4 KiB at a time.
+     *
+     * @throws NoSpaceException if the address space cannot take it
+     */
+    public static MemorySegment reserveHuge(long bytes, Arena arena) {
+        long whole = Math.ceilDiv(bytes, HUGE_PAGE) * HUGE_PAGE;
+        MemorySegment m = reserve(whole + HUGE_PAGE, arena);
+        long skip = Math.ceilDiv(m.address(), HUGE_PAGE) * HUGE_PAGE - m.address();
+        Posix.madvise(m.asSlice(skip, whole), whole, Posix.MADV_HUGEPAGE);
+        return m.asSlice(skip, bytes);
     }
 
     /**

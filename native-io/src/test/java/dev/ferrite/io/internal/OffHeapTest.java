@@ -2,6 +2,7 @@ package dev.ferrite.io.internal;
 
 import dev.ferrite.io.InvalidArgumentException;
 import dev.ferrite.io.NoSpaceException;
+import dev.ferrite.io.testkit.HugePages;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -44,6 +45,26 @@ class OffHeapTest {
                 assertEquals(0L, m.get(ValueLayout.JAVA_LONG, off), "offset " + off);
                 m.set(ValueLayout.JAVA_LONG, off, off + 1);
                 assertEquals(off + 1, m.get(ValueLayout.JAVA_LONG, off));
+            }
+        }
+    }
+
+    /**
+     * A region reserved for huge pages is aligned to them, and a populated part of it lies in one where the
+     * kernel gives them (4 KiB pages cost a trap each on first touch on some virtual machines).
+     */
+    @Test
+    void aRegionReservedForHugePagesIsAlignedAndAPopulatedPartTakesOne() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment m = OffHeap.reserveHuge(3 * OffHeap.HUGE_PAGE + 4096, arena);
+            assertEquals(3 * OffHeap.HUGE_PAGE + 4096, m.byteSize());
+            assertEquals(0, m.address() % OffHeap.HUGE_PAGE);
+            assumeTrue(OffHeap.populate(m.asSlice(OffHeap.HUGE_PAGE, OffHeap.HUGE_PAGE)), "MADV_POPULATE_WRITE needs Linux 5.14");
+            assumeTrue(HugePages.available(), "transparent huge pages are off");
+            assertEquals(OffHeap.HUGE_PAGE >> 10, HugePages.kilobytesAt(m.address()), "the populated part in one huge page, nothing else");
+            for (long off = 0; off < m.byteSize(); off += 4096) {
+                assertEquals(0L, m.get(ValueLayout.JAVA_LONG, off), "offset " + off);
+                m.set(ValueLayout.JAVA_LONG, off, off + 1);
             }
         }
     }

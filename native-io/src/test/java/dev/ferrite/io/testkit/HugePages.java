@@ -1,0 +1,40 @@
+package dev.ferrite.io.testkit;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/** Transparent huge pages as this process sees them, for tests of memory meant to lie in them. */
+public final class HugePages {
+    private HugePages() {
+    }
+
+    /** True if the kernel gives huge pages to anonymous memory advised to take them (THP "always" or "madvise"). */
+    public static boolean available() {
+        try {
+            return Files.readString(Path.of("/sys/kernel/mm/transparent_hugepage/enabled")).matches("(?s).*\\[(always|madvise)].*");
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    /** Kilobytes of anonymous huge pages in the mapping of this process that holds {@code address}, from /proc/self/smaps; 0 if none. */
+    public static long kilobytesAt(long address) {
+        try {
+            boolean in = false;
+            for (String line : Files.readAllLines(Path.of("/proc/self/smaps"))) {
+                int dash = line.indexOf('-'), space = line.indexOf(' ');
+                if (dash > 0 && space > dash && line.substring(0, dash).matches("[0-9a-f]+")) {
+                    in = Long.compareUnsigned(Long.parseUnsignedLong(line.substring(0, dash), 16), address) <= 0
+                            && Long.compareUnsigned(address, Long.parseUnsignedLong(line.substring(dash + 1, space), 16)) < 0;
+                } else if (in && line.startsWith("AnonHugePages:")) {
+                    return Long.parseLong(line.replaceAll("[^0-9]", ""));
+                }
+            }
+            return 0;
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+}
