@@ -270,10 +270,12 @@ final class BufferedIo implements PageCache.Writer {
     /**
      * Lends bytes {@code [0, length)} of {@code i}'s file to {@code pieces} straight from its cached pages,
      * in order, a piece per run of consecutive frames (read-only views), if every page is cached and their
-     * CRC32C is {@code crc} (checked in the frames, nothing copied: a page read from the device is as
-     * unchecked as a copy of it); false, having lent nothing, otherwise. Holds the I/O lock shared and the
-     * pages' lock throughout, as a read's copy does, so no write, truncate, drop or eviction changes a page
-     * meanwhile: {@code pieces} must be quick and must not use the volume.
+     * CRC32C is {@code crc}; false, having lent nothing, otherwise. The CRC is computed over the frames (a
+     * page read from the device is as unchecked as a copy of it), once per state of the pages: a later
+     * lend of the same bytes skips it while no page has been mapped, unmapped or written since
+     * ({@link FilePages#changes}). Holds the I/O lock shared and the pages' lock throughout, as a read's
+     * copy does, so no write, truncate, drop or eviction changes a page meanwhile: {@code pieces} must be
+     * quick and must not use the volume.
      */
     boolean lend(Handle h, Inode i, long length, int crc, TableCursor.Pieces pieces) {
         FilePages p = i.pages;
@@ -288,20 +290,25 @@ final class BufferedIo implements PageCache.Writer {
             long blocks = (length + blockSize - 1) / blockSize;
             p.lock.lock();
             try {
-                CRC32C sum = new CRC32C(); // a run at a time: CRC32C's per-call cost is most of it for 4 KiB
-                for (long b = 0; b < blocks; ) {
-                    int f = p.get(b);
-                    if (f < 0) {
+                if (p.checkedAt != p.changes || p.checkedLength != length || p.checkedCrc != crc) {
+                    CRC32C sum = new CRC32C(); // a run at a time: CRC32C's per-call cost is most of it for 4 KiB
+                    for (long b = 0; b < blocks; ) {
+                        int f = p.get(b);
+                        if (f < 0) {
+                            return false;
+                        }
+                        int n = run(p, f, b, blocks);
+                        sum.update(cache.readOnlySlab(f).asSlice(cache.offset(f), Math.min((long) n * blockSize, length - b * blockSize)).asByteBuffer());
+                        b += n;
+                    }
+                    if ((int) sum.getValue() != crc) {
                         return false;
                     }
-                    int n = run(p, f, b, blocks);
-                    sum.update(cache.readOnlySlab(f).asSlice(cache.offset(f), Math.min((long) n * blockSize, length - b * blockSize)).asByteBuffer());
-                    b += n;
+                    p.checkedAt = p.changes;
+                    p.checkedLength = length;
+                    p.checkedCrc = crc;
                 }
-                if ((int) sum.getValue() != crc) {
-                    return false;
-                }
-                for (long b = 0; b < blocks; ) {
+                for (long b = 0; b < blocks; ) { // every page cached: checked so, and none unmapped since
                     int f = p.get(b), n = run(p, f, b, blocks);
                     for (int k = 0; k < n; k++) {
                         cache.touch(f + k);
@@ -374,6 +381,7 @@ final class BufferedIo implements PageCache.Writer {
             if (!in) {
                 MemorySegment.copy(cache.slab(f), cache.offset(f) + within, m, pos, k);
             } else {
+                p.changes++;
                 if (m != null) {
                     MemorySegment.copy(m, pos, cache.slab(f), cache.offset(f) + within, k);
                 } else {

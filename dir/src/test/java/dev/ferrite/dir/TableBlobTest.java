@@ -229,6 +229,47 @@ class TableBlobTest {
         }
     }
 
+    /**
+     * A lend checks a blob's CRC once per state of its file's pages, not once for good: after a lend found
+     * it right, a page dropped (as an eviction drops it) and filled again from a damaged device block by a
+     * read of part of the value is a {@code CorruptionException} to the next lend, nothing handed.
+     */
+    @Test
+    void aLendChecksABlobAgainOnceItsPagesChanged() {
+        Random rnd = new Random(SEED);
+        MemoryDevice dev = VolumeFixtures.formatted();
+        byte[] val = random(rnd, (1 << 20) + 5);
+        try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            t.put(b("k"), val);
+            java.io.ByteArrayOutputStream got = new java.io.ByteArrayOutputStream();
+            try (TableCursor c = t.cursor()) {
+                assertTrue(c.next());
+                assertEquals(val.length, c.value((bytes, offset, length) -> got.writeBytes(
+                        bytes.asSlice(offset, length).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE))));
+            }
+            assertArrayEquals(val, got.toByteArray(), "lent as written, its CRC checked");
+            flipAByteOfTheBlockHolding(dev, Arrays.copyOfRange(val, 5 * 4096, 6 * 4096));
+            TableValueFormat.Blob blob = TableValueFormat.readBlob(MemorySegment.ofArray(t.storedValue(b("k"))));
+            try (Handle h = v.namespace().openInode(blob.ino())) {
+                Inode i = h.requireReadable();
+                IoLock l = v.namespace().files.lockExclusive(h, i);
+                try {
+                    v.namespace().files.buffered.drop(i, 5, 6); // as an eviction of that page
+                } finally {
+                    l.unlock();
+                }
+            }
+            byte[] part = new byte[val.length - 1]; // fills the page again from the device, checking no CRC
+            t.read(MemorySegment.ofArray(b("k")), 0, MemorySegment.ofArray(part));
+            try (TableCursor c = t.cursor()) {
+                assertTrue(c.next());
+                boolean[] handed = {false};
+                assertThrows(CorruptionException.class, () -> c.value((bytes, offset, length) -> handed[0] = true), "seed " + SEED);
+                assertTrue(!handed[0], "nothing lent of a damaged value");
+            }
+        }
+    }
+
     /** Flips a byte of the one device block that holds {@code bytes} (a block of a blob's random value). */
     private static void flipAByteOfTheBlockHolding(MemoryDevice dev, byte[] bytes) {
         try (Arena a = Arena.ofConfined()) {
