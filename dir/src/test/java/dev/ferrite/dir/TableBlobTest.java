@@ -209,22 +209,13 @@ class TableBlobTest {
             assertEquals(val.length, t.read(MemorySegment.ofArray(b("k")), 0, MemorySegment.ofArray(part)));
             assertTrue(!Arrays.equals(Arrays.copyOf(val, part.length), part), "the read of part of it sees the damage");
             for (int pass = 0; pass < 2; pass++) {
-                try (TableCursor c = t.cursor()) {
-                    assertTrue(c.next());
-                    boolean[] handed = {false};
-                    assertThrows(CorruptionException.class, () -> c.value((bytes, offset, length) -> handed[0] = true),
-                            "pass " + pass + " (seed " + SEED + ")");
-                    assertTrue(!handed[0], "nothing lent of a damaged value");
-                }
+                assertLendsNothing(t, "pass " + pass);
             }
             t.put(b("k2"), val); // written: its pages hold it as written, whatever the device holds
             try (TableCursor c = t.cursor()) {
                 c.seek(b("k2"));
                 assertTrue(c.next());
-                java.io.ByteArrayOutputStream got = new java.io.ByteArrayOutputStream();
-                assertEquals(val.length, c.value((bytes, offset, length) -> got.writeBytes(
-                        bytes.asSlice(offset, length).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE))));
-                assertArrayEquals(val, got.toByteArray());
+                assertArrayEquals(val, lent(c));
             }
         }
     }
@@ -241,13 +232,10 @@ class TableBlobTest {
         byte[] val = random(rnd, (1 << 20) + 5);
         try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
             t.put(b("k"), val);
-            java.io.ByteArrayOutputStream got = new java.io.ByteArrayOutputStream();
             try (TableCursor c = t.cursor()) {
                 assertTrue(c.next());
-                assertEquals(val.length, c.value((bytes, offset, length) -> got.writeBytes(
-                        bytes.asSlice(offset, length).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE))));
+                assertArrayEquals(val, lent(c), "lent as written, its CRC checked");
             }
-            assertArrayEquals(val, got.toByteArray(), "lent as written, its CRC checked");
             flipAByteOfTheBlockHolding(dev, Arrays.copyOfRange(val, 5 * 4096, 6 * 4096));
             TableValueFormat.Blob blob = TableValueFormat.readBlob(MemorySegment.ofArray(t.storedValue(b("k"))));
             try (Handle h = v.namespace().openInode(blob.ino())) {
@@ -261,12 +249,25 @@ class TableBlobTest {
             }
             byte[] part = new byte[val.length - 1]; // fills the page again from the device, checking no CRC
             t.read(MemorySegment.ofArray(b("k")), 0, MemorySegment.ofArray(part));
-            try (TableCursor c = t.cursor()) {
-                assertTrue(c.next());
-                boolean[] handed = {false};
-                assertThrows(CorruptionException.class, () -> c.value((bytes, offset, length) -> handed[0] = true), "seed " + SEED);
-                assertTrue(!handed[0], "nothing lent of a damaged value");
-            }
+            assertLendsNothing(t, "after the page was filled again");
+        }
+    }
+
+    /** The bytes {@code c}'s {@code value(Pieces)} hands over, checked against the length it returns. */
+    private static byte[] lent(TableCursor c) {
+        java.io.ByteArrayOutputStream got = new java.io.ByteArrayOutputStream();
+        long n = c.value((bytes, offset, length) -> got.writeBytes(bytes.asSlice(offset, length).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE)));
+        assertEquals(n, got.size());
+        return got.toByteArray();
+    }
+
+    /** {@code t}'s first value is a {@code CorruptionException} to {@code value(Pieces)}, nothing handed. */
+    private static void assertLendsNothing(Table t, String when) {
+        try (TableCursor c = t.cursor()) {
+            assertTrue(c.next());
+            boolean[] handed = {false};
+            assertThrows(CorruptionException.class, () -> c.value((bytes, offset, length) -> handed[0] = true), when + " (seed " + SEED + ")");
+            assertTrue(!handed[0], when + ": nothing lent of a damaged value");
         }
     }
 
