@@ -2,6 +2,7 @@ package dev.ferrite.dir;
 
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.zip.CRC32C;
 
 import dev.ferrite.io.NoSpaceException;
 
@@ -267,6 +268,73 @@ final class BufferedIo implements PageCache.Writer {
     }
 
     /**
+     * Lends bytes {@code [0, length)} of {@code i}'s file to {@code pieces} straight from its cached pages,
+     * in order, a piece per run of consecutive frames (read-only views), if every page is cached and their
+     * CRC32C is {@code crc}; false, having lent nothing, otherwise. The CRC is computed over the frames (a
+     * page read from the device is as unchecked as a copy of it), once per state of the pages: a later
+     * lend of the same bytes skips it while no page has been mapped, unmapped or written since
+     * ({@link FilePages#changes}). Holds the I/O lock shared and the pages' lock throughout, as a read's
+     * copy does, so no write, truncate, drop or eviction changes a page meanwhile: {@code pieces} must be
+     * quick and must not use the volume.
+     */
+    boolean lend(Handle h, Inode i, long length, int crc, TableCursor.Pieces pieces) {
+        FilePages p = i.pages;
+        if (p == null) {
+            return false;
+        }
+        IoLock l = files.lockShared(h, i);
+        try {
+            if (size(i) < length) {
+                return false;
+            }
+            long blocks = (length + blockSize - 1) / blockSize;
+            p.lock.lock();
+            try {
+                if (p.checkedAt != p.changes || p.checkedLength != length || p.checkedCrc != crc) {
+                    CRC32C sum = new CRC32C(); // a run at a time: CRC32C's per-call cost is most of it for 4 KiB
+                    for (long b = 0; b < blocks; ) {
+                        int f = p.get(b);
+                        if (f < 0) {
+                            return false;
+                        }
+                        int n = run(p, f, b, blocks);
+                        sum.update(cache.readOnlySlab(f).asSlice(cache.offset(f), Math.min((long) n * blockSize, length - b * blockSize)).asByteBuffer());
+                        b += n;
+                    }
+                    if ((int) sum.getValue() != crc) {
+                        return false;
+                    }
+                    p.checkedAt = p.changes;
+                    p.checkedLength = length;
+                    p.checkedCrc = crc;
+                }
+                for (long b = 0; b < blocks; ) { // every page cached: checked so, and none unmapped since
+                    int f = p.get(b), n = run(p, f, b, blocks);
+                    for (int k = 0; k < n; k++) {
+                        cache.touch(f + k);
+                    }
+                    pieces.accept(cache.readOnlySlab(f), cache.offset(f), Math.min((long) n * blockSize, length - b * blockSize));
+                    b += n;
+                }
+                return true;
+            } finally {
+                p.lock.unlock();
+            }
+        } finally {
+            l.unlockShared();
+        }
+    }
+
+    /** How many of the file's blocks from {@code b} (before {@code end}) lie in consecutive frames from {@code f}, which holds {@code b}; {@code p}'s lock held. */
+    private int run(FilePages p, int f, long b, long end) {
+        int n = 1;
+        while (b + n < end && n < Integer.MAX_VALUE / blockSize && p.get(b + n) == f + n) {
+            n++;
+        }
+        return n;
+    }
+
+    /**
      * Copies bytes {@code [from, len)} of {@code m} to ({@code in}) or from the file's pages at
      * {@code offset + from}..., a block at a time; with {@code in} and a null {@code m}, zeros. Returns
      * how far it got: {@code len}, or less where no frame was left or, setting {@link FilePages#outOfSpace},
@@ -313,6 +381,7 @@ final class BufferedIo implements PageCache.Writer {
             if (!in) {
                 MemorySegment.copy(cache.slab(f), cache.offset(f) + within, m, pos, k);
             } else {
+                p.changes++;
                 if (m != null) {
                     MemorySegment.copy(m, pos, cache.slab(f), cache.offset(f) + within, k);
                 } else {

@@ -59,6 +59,15 @@ final class FilePages {
     long closedAt;
     /** {@link #error} holds a reference on {@link #inode} so that it outlives its handles until reported (guarded by {@link #lock}). */
     boolean errorPinned;
+    /**
+     * Changes to the map and to the frames' contents (a page mapped, unmapped or written), guarded by
+     * {@link #lock}: a lend's CRC check of the pages ({@code BufferedIo#lend}) holds while it has not moved.
+     */
+    long changes;
+    /** {@link #changes} when a lend last found CRC32C {@link #checkedCrc} over the first {@link #checkedLength} bytes; -1: none did. Guarded by {@link #lock}. */
+    long checkedAt = -1;
+    long checkedLength;
+    int checkedCrc;
 
     FilePages(Inode inode) {
         this.inode = inode;
@@ -107,6 +116,7 @@ final class FilePages {
         }
         insert(block, frame);
         size++;
+        changes++;
     }
 
     private void insert(long block, int frame) {
@@ -140,6 +150,7 @@ final class FilePages {
         }
         keys[gap] = EMPTY;
         size--;
+        changes++;
         return frame;
     }
 
@@ -158,6 +169,7 @@ final class FilePages {
         }
         Arrays.fill(keys, EMPTY);
         size = 0;
+        changes++;
         return out;
     }
 

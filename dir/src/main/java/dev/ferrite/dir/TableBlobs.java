@@ -267,6 +267,22 @@ final class TableBlobs {
     }
 
     /**
+     * Lends {@code b}'s value to {@code pieces} straight from its file's cached pages, checked by its CRC in
+     * them ({@link BufferedIo#lend}); false, having lent nothing, if a page is not cached, the CRC does not
+     * match or the file is not that blob any more: {@link #read} then reads it, or says what is wrong.
+     */
+    boolean lend(TableValueFormat.Blob b, TableCursor.Pieces pieces) {
+        Handle f = namespace.openInode(b.ino());
+        if (f == null) {
+            return false;
+        }
+        try (f) {
+            return namespace.records.statIno(b.ino()).generation() == b.generation()
+                    && namespace.files.buffered.lend(f, f.requireReadable(), b.length(), b.crc(), pieces);
+        }
+    }
+
+    /**
      * Copies bytes {@code [offset, offset + out.byteSize())} of {@code b}'s value (as many as there are)
      * into {@code out}; returns how many. Checks the CRC when the whole value is read.
      */

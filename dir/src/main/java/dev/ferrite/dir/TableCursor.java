@@ -464,9 +464,10 @@ public final class TableCursor implements AutoCloseable {
 
     /**
      * Hands the current value to {@code pieces}, without copying it where it can: a value kept in the
-     * tree as one piece of the cursor's copy of its leaf; a medium value whose blocks are cached as one
-     * piece per block straight from the data page cache's frames, read-only, while a lock holds them (a
-     * free of those blocks waits for it: {@code pieces} must be quick and must not use the volume);
+     * tree as one piece of the cursor's copy of its leaf; a medium value whose blocks are cached (a piece
+     * per block), or a blob whose file's pages are (a piece per run of consecutive frames, its CRC checked
+     * in them), straight from the data page cache's frames, read-only, while a lock holds them (a free of
+     * those blocks or of that file waits for it: {@code pieces} must be quick and must not use the volume);
      * otherwise as one piece of {@link #valueSegment()}. Returns the value's length, or -1 as {@link
      * #value(MemorySegment)} does (having handed nothing).
      */
@@ -490,6 +491,12 @@ public final class TableCursor implements AutoCloseable {
             TableValueFormat.Extent x = TableValueFormat.readExtent(m);
             if (table.tables().extents.cached.lend(x, pieces)) {
                 return x.length(); // frames tagged as the stub's hold its bytes, as a read from them would copy
+            }
+        }
+        if (kind == TableValueFormat.BLOB) {
+            TableValueFormat.Blob b = TableValueFormat.readBlob(m);
+            if (table.tables().blobs.lend(b, pieces)) {
+                return b.length();
             }
         }
         MemorySegment v = valueSegment();

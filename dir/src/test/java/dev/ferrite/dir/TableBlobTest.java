@@ -1,10 +1,13 @@
 package dev.ferrite.dir;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
 
+import dev.ferrite.io.BlockDevice;
+import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.MemoryDevice;
 import dev.ferrite.io.testkit.TestSeed;
 import org.junit.jupiter.api.Test;
@@ -140,6 +143,150 @@ class TableBlobTest {
             }
             assertTrue(best < 4096, best + " bytes allocated per blob read through valueSegment (seed " + SEED + ")");
             VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /**
+     * A cursor lends a blob whose file's pages are cached straight from them: read-only native views, in
+     * order, the exact bytes (one piece of the cursor's heap buffer before); a blob whose pages are not all
+     * cached is read as before, and lent once the read has cached them.
+     */
+    @Test
+    void aScanLendsACachedBlobsPagesWithoutCopying() {
+        Random rnd = new Random(SEED);
+        MemoryDevice dev = VolumeFixtures.formatted();
+        int[] sizes = {(1 << 20) + 5, Table.MAX_MEDIUM + 1, 300_000};
+        byte[][] values = new byte[sizes.length][];
+        try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            for (int i = 0; i < sizes.length; i++) {
+                t.put(b("k" + i), values[i] = random(rnd, sizes[i]));
+            }
+            assertScanLends(t, values, true, "as written");
+        }
+        try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table t = v.tables().open("t")) {
+            assertScanLends(t, values, false, "after a remount, nothing cached");
+            assertScanLends(t, values, true, "read once");
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /** Scans {@code t}'s blobs through {@code value(Pieces)}: each exact, lent from the cache's frames ({@code lent}) or not. */
+    private static void assertScanLends(Table t, byte[][] values, boolean lent, String when) {
+        java.io.ByteArrayOutputStream got = new java.io.ByteArrayOutputStream();
+        boolean[] frames = {true, true};
+        try (TableCursor c = t.cursor()) {
+            for (int i = 0; c.next(); i++) {
+                got.reset();
+                frames[0] = frames[1] = true;
+                assertEquals(values[i].length, c.value((bytes, offset, length) -> {
+                    frames[0] &= bytes.isNative() && bytes.isReadOnly();
+                    frames[1] &= !(bytes.isNative() && bytes.isReadOnly());
+                    got.writeBytes(bytes.asSlice(offset, length).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE));
+                }), when);
+                assertArrayEquals(values[i], got.toByteArray(), when + ", value " + i + " (seed " + SEED + ")");
+                assertTrue(frames[lent ? 0 : 1], when + ", value " + i + ": " + (lent ? "not" : "") + " lent from the frames");
+            }
+        }
+    }
+
+    /**
+     * A blob block damaged on the device is a {@code CorruptionException} to a cursor's {@code value(Pieces)}
+     * even when its pages are all cached, filled from the device by a read of part of the value (which checks
+     * no CRC): a lend checks the CRC in the frames. The same value as written (cached before the damage) is
+     * lent whole and exact.
+     */
+    @Test
+    void aDamagedBlobIsACorruptionToALendWhetherOrNotItsPagesAreCached() {
+        Random rnd = new Random(SEED);
+        MemoryDevice dev = VolumeFixtures.formatted();
+        byte[] val = random(rnd, (1 << 20) + 5);
+        try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            t.put(b("k"), val);
+        }
+        flipAByteOfTheBlockHolding(dev, Arrays.copyOfRange(val, 5 * 4096, 6 * 4096));
+        try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table t = v.tables().open("t")) {
+            byte[] part = new byte[val.length - 1]; // not the whole value: no CRC checked, every page cached
+            assertEquals(val.length, t.read(MemorySegment.ofArray(b("k")), 0, MemorySegment.ofArray(part)));
+            assertTrue(!Arrays.equals(Arrays.copyOf(val, part.length), part), "the read of part of it sees the damage");
+            for (int pass = 0; pass < 2; pass++) {
+                assertLendsNothing(t, "pass " + pass);
+            }
+            t.put(b("k2"), val); // written: its pages hold it as written, whatever the device holds
+            try (TableCursor c = t.cursor()) {
+                c.seek(b("k2"));
+                assertTrue(c.next());
+                assertArrayEquals(val, lent(c));
+            }
+        }
+    }
+
+    /**
+     * A lend checks a blob's CRC once per state of its file's pages, not once for good: after a lend found
+     * it right, a page dropped (as an eviction drops it) and filled again from a damaged device block by a
+     * read of part of the value is a {@code CorruptionException} to the next lend, nothing handed.
+     */
+    @Test
+    void aLendChecksABlobAgainOnceItsPagesChanged() {
+        Random rnd = new Random(SEED);
+        MemoryDevice dev = VolumeFixtures.formatted();
+        byte[] val = random(rnd, (1 << 20) + 5);
+        try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            t.put(b("k"), val);
+            try (TableCursor c = t.cursor()) {
+                assertTrue(c.next());
+                assertArrayEquals(val, lent(c), "lent as written, its CRC checked");
+            }
+            flipAByteOfTheBlockHolding(dev, Arrays.copyOfRange(val, 5 * 4096, 6 * 4096));
+            TableValueFormat.Blob blob = TableValueFormat.readBlob(MemorySegment.ofArray(t.storedValue(b("k"))));
+            try (Handle h = v.namespace().openInode(blob.ino())) {
+                Inode i = h.requireReadable();
+                IoLock l = v.namespace().files.lockExclusive(h, i);
+                try {
+                    v.namespace().files.buffered.drop(i, 5, 6); // as an eviction of that page
+                } finally {
+                    l.unlock();
+                }
+            }
+            byte[] part = new byte[val.length - 1]; // fills the page again from the device, checking no CRC
+            t.read(MemorySegment.ofArray(b("k")), 0, MemorySegment.ofArray(part));
+            assertLendsNothing(t, "after the page was filled again");
+        }
+    }
+
+    /** The bytes {@code c}'s {@code value(Pieces)} hands over, checked against the length it returns. */
+    private static byte[] lent(TableCursor c) {
+        java.io.ByteArrayOutputStream got = new java.io.ByteArrayOutputStream();
+        long n = c.value((bytes, offset, length) -> got.writeBytes(bytes.asSlice(offset, length).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE)));
+        assertEquals(n, got.size());
+        return got.toByteArray();
+    }
+
+    /** {@code t}'s first value is a {@code CorruptionException} to {@code value(Pieces)}, nothing handed. */
+    private static void assertLendsNothing(Table t, String when) {
+        try (TableCursor c = t.cursor()) {
+            assertTrue(c.next());
+            boolean[] handed = {false};
+            assertThrows(CorruptionException.class, () -> c.value((bytes, offset, length) -> handed[0] = true), when + " (seed " + SEED + ")");
+            assertTrue(!handed[0], when + ": nothing lent of a damaged value");
+        }
+    }
+
+    /** Flips a byte of the one device block that holds {@code bytes} (a block of a blob's random value). */
+    private static void flipAByteOfTheBlockHolding(MemoryDevice dev, byte[] bytes) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment blk = a.allocate(dev.blockSize(), BlockDevice.BUFFER_ALIGNMENT), want = MemorySegment.ofArray(bytes);
+            long found = -1;
+            for (long n = 0; n < dev.blockCount(); n++) {
+                dev.read(n, blk);
+                if (MemorySegment.mismatch(blk, 0, blk.byteSize(), want, 0, want.byteSize()) == -1) {
+                    assertEquals(-1, found, "one block holds those bytes");
+                    found = n;
+                }
+            }
+            assertTrue(found >= 0, "some block holds those bytes");
+            dev.read(found, blk);
+            blk.set(java.lang.foreign.ValueLayout.JAVA_BYTE, 99, (byte) ~blk.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 99));
+            dev.write(found, blk);
         }
     }
 
