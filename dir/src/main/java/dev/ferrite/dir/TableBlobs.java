@@ -282,9 +282,18 @@ final class TableBlobs {
         }
     }
 
+    /** The damage of a blob {@link #read} found gone though table {@code table}'s key still names it. */
+    static CorruptionException gone(TableValueFormat.Blob b, long table) {
+        return new CorruptionException(-1, "table blob", "table inode " + table + " names blob " + b.id() + " in inode "
+                + b.ino() + " (generation " + b.generation() + "), which is not that blob any more");
+    }
+
     /**
      * Copies bytes {@code [offset, offset + out.byteSize())} of {@code b}'s value (as many as there are)
-     * into {@code out}; returns how many. Checks the CRC when the whole value is read.
+     * into {@code out}; returns how many. Checks the CRC when the whole value is read. Returns -1, having
+     * copied nothing, if the blob's file is gone (or its inode is another file's now): a reader that took
+     * the stub before a change of its key doomed the blob and the reaper deleted it, which the reader
+     * tells from damage by the key's stored form now ({@link #gone}).
      */
     long read(TableValueFormat.Blob b, long offset, MemorySegment out, long table) {
         Handle f = namespace.openInode(b.ino());
@@ -292,8 +301,7 @@ final class TableBlobs {
             if (f != null) {
                 f.close();
             }
-            throw new CorruptionException(-1, "table blob", "table inode " + table + " names blob " + b.id() + " in inode "
-                    + b.ino() + " (generation " + b.generation() + "), which is not that blob any more");
+            return -1;
         }
         try (f) {
             long want = Math.max(0, Math.min(out.byteSize(), b.length() - offset));

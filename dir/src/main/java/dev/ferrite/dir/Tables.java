@@ -425,8 +425,16 @@ public final class Tables {
                 if (kind == TableValueFormat.BLOB) {
                     TableValueFormat.Blob b = TableValueFormat.readBlob(m);
                     byte[] v = new byte[(int) b.length()];
-                    blobs.read(b, 0, MemorySegment.ofArray(v), t.inode.ino);
-                    return v;
+                    if (blobs.read(b, 0, MemorySegment.ofArray(v), t.inode.ino) >= 0) {
+                        return v;
+                    }
+                    // deleted under the read (its key changed, the reaper took it): again from the key
+                    byte[] now = storedAt(t, key, at);
+                    if (Arrays.equals(now, stored)) {
+                        throw TableBlobs.gone(b, t.inode.ino);
+                    }
+                    stored = now;
+                    continue;
                 }
                 byte[] v = new byte[TableValueFormat.mediumLength(m)];
                 if (kind == TableValueFormat.EXTENT ? extents.read(TableValueFormat.readExtent(m), 0, MemorySegment.ofArray(v))
@@ -468,10 +476,15 @@ public final class Tables {
         }
         if (kind == TableValueFormat.BLOB) {
             TableValueFormat.Blob b = TableValueFormat.readBlob(stored);
-            if (out.byteSize() > 0 && offset < b.length()) {
-                blobs.read(b, offset, out, t.inode.ino);
+            if (out.byteSize() == 0 || offset >= b.length() || blobs.read(b, offset, out, t.inode.ino) >= 0) {
+                return b.length();
             }
-            return b.length();
+            // deleted under the read (its key changed, the reaper took it): again from the key
+            byte[] s = stored.asSlice(0, len).toArray(ValueLayout.JAVA_BYTE), now = storedAt(t, key, at);
+            if (Arrays.equals(now, s)) {
+                throw TableBlobs.gone(b, t.inode.ino);
+            }
+            return now == null ? -1 : copy(t, key, at, MemorySegment.ofArray(now), now.length, offset, out);
         }
         int length = TableValueFormat.mediumLength(stored);
         if (out.byteSize() == 0 || offset >= length) {

@@ -147,6 +147,37 @@ class TableBlobTest {
     }
 
     /**
+     * A cursor outside a snapshot that read a key's blob stub before the key was deleted or given another
+     * value, the old blob then deleted by the reaper, reads the key as it is now, as for a medium value:
+     * null (or -1) once it is gone, its new value once replaced. Before, the read found the blob's file gone
+     * and threw CorruptionException ("not that blob any more"), damage reported for a legal change.
+     */
+    @Test
+    void aCursorWhoseBlobIsDeletedUnderItReadsTheKeyAsItIsNow() {
+        Random rnd = new Random(SEED);
+        byte[] a = random(rnd, Table.MAX_MEDIUM + 10), b1 = random(rnd, 200_000), b2 = random(rnd, 150_000);
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            t.put(b("a"), a);
+            t.put(b("b"), b1);
+            try (TableCursor c = t.cursor()) {
+                assertTrue(c.next()); // at "a": the leaf copied, the stub with it
+                t.delete(b("a"));
+                v.sync(); // the doomed blob deleted (no snapshot can read it)
+                assertNull(c.value());
+                assertEquals(-1, c.value(MemorySegment.ofArray(new byte[16])));
+                assertTrue(c.next());
+                t.put(b("b"), b2);
+                v.sync();
+                assertArrayEquals(b2, c.value());
+                byte[] part = new byte[100];
+                assertEquals(b2.length, c.value(MemorySegment.ofArray(part)));
+                assertArrayEquals(Arrays.copyOf(b2, 100), part);
+            }
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /**
      * A cursor lends a blob whose file's pages are cached straight from them: read-only native views, in
      * order, the exact bytes (one piece of the cursor's heap buffer before); a blob whose pages are not all
      * cached is read as before, and lent once the read has cached them.
