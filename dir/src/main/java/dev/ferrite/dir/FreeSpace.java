@@ -83,6 +83,16 @@ final class FreeSpace {
     private BusyExtents.Entry freed;
     /** See {@link #mayAddChunk}: set by a chunk allocation that found no room, cleared by any free. */
     private volatile boolean chunkless;
+    /**
+     * Under the AGF: the trees' keys and values, in and out, reused by every lookup and change here (each
+     * method has read what it found before the next one runs), so that an allocation or a free makes no
+     * garbage: on a fresh heap each new page costs a fault.
+     */
+    private final MemorySegment key = scratch(4), newKey = scratch(4), value = scratch(4), floorKey = scratch(4),
+            floorValue = scratch(4), ceilingKey = scratch(4), ceilingValue = scratch(4), sizeKey = scratch(8),
+            newSizeKey = scratch(8);
+    /** Under the AGF: what {@link #bnoAround} found. */
+    private final long[] around = new long[2];
 
     FreeSpace(AllocationGroup ag, BufferCache cache, Counters counters) {
         this.cache = cache;
@@ -96,6 +106,10 @@ final class FreeSpace {
         this.agil = ag.agil;
         this.refcounts = ag.refcounts;
         this.busyData = new BusyExtents(cache.journal()::durableSeq);
+    }
+
+    private static MemorySegment scratch(int bytes) {
+        return MemorySegment.ofArray(new byte[bytes]);
     }
 
     /** The free block count in the AGF, read without the lock. */
@@ -161,13 +175,11 @@ final class FreeSpace {
     }
 
     private long cntFind(Txn txn, int len, int from, BTree.Match match) {
-        MemorySegment k = MemorySegment.ofArray(new byte[8]);
-        MemorySegment out = MemorySegment.ofArray(new byte[8]);
-        AgTreeFormat.cntKey(k, len, from);
-        if (cnt.find(txn, k, match, out, NONE) < 0) {
+        AgTreeFormat.cntKey(sizeKey, len, from);
+        if (cnt.find(txn, sizeKey, match, newSizeKey, NONE) < 0) {
             return -1;
         }
-        return treeExtent(AgTreeFormat.cntStart(out), AgTreeFormat.cntLength(out));
+        return treeExtent(AgTreeFormat.cntStart(newSizeKey), AgTreeFormat.cntLength(newSizeKey));
     }
 
     /** An extent a free-space tree holds: inside the group past its headers, or the trees are corrupt. */
@@ -181,53 +193,40 @@ final class FreeSpace {
 
     /** The free extent starting at or before ({@code floor}) or at or after {@code block}, or -1. */
     private long bnoFind(Txn txn, int block, BTree.Match match) {
-        MemorySegment k = MemorySegment.ofArray(new byte[4]);
-        MemorySegment out = MemorySegment.ofArray(new byte[4]);
-        MemorySegment v = MemorySegment.ofArray(new byte[4]);
-        AgTreeFormat.key32(k, block);
-        if (bno.find(txn, k, match, out, v) < 0) {
+        AgTreeFormat.key32(key, block);
+        if (bno.find(txn, key, match, floorKey, floorValue) < 0) {
             return -1;
         }
-        return treeExtent(AgTreeFormat.key32(out), AgTreeFormat.length(v));
+        return treeExtent(AgTreeFormat.key32(floorKey), AgTreeFormat.length(floorValue));
     }
 
     /**
      * The free extents starting at or before and at or after {@code block} (-1 for none), in one descent of
-     * the by-block tree: a free's two neighbours.
+     * the by-block tree: a free's two neighbours (in {@link #around}, valid until the next call).
      */
     private long[] bnoAround(Txn txn, int block) {
-        MemorySegment k = MemorySegment.ofArray(new byte[4]);
-        MemorySegment floorKey = MemorySegment.ofArray(new byte[4]);
-        MemorySegment floorValue = MemorySegment.ofArray(new byte[4]);
-        MemorySegment ceilingKey = MemorySegment.ofArray(new byte[4]);
-        MemorySegment ceilingValue = MemorySegment.ofArray(new byte[4]);
-        AgTreeFormat.key32(k, block);
-        long[] found = new long[2];
-        bno.findAround(txn, k, floorKey, floorValue, ceilingKey, ceilingValue, found);
+        AgTreeFormat.key32(key, block);
+        long[] found = around;
+        bno.findAround(txn, key, floorKey, floorValue, ceilingKey, ceilingValue, found);
         found[0] = found[0] < 0 ? -1 : treeExtent(AgTreeFormat.key32(floorKey), AgTreeFormat.length(floorValue));
         found[1] = found[1] < 0 ? -1 : treeExtent(AgTreeFormat.key32(ceilingKey), AgTreeFormat.length(ceilingValue));
         return found;
     }
 
     void insertExtent(Txn txn, int s, int len) {
-        MemorySegment k = MemorySegment.ofArray(new byte[4]);
-        MemorySegment v = MemorySegment.ofArray(new byte[4]);
-        MemorySegment ck = MemorySegment.ofArray(new byte[8]);
-        AgTreeFormat.key32(k, s);
-        AgTreeFormat.lengthValue(v, len);
-        AgTreeFormat.cntKey(ck, len, s);
-        if (!bno.putIfAbsent(txn, k, v) || !cnt.putIfAbsent(txn, ck, NONE)) {
+        AgTreeFormat.key32(key, s);
+        AgTreeFormat.lengthValue(value, len);
+        AgTreeFormat.cntKey(sizeKey, len, s);
+        if (!bno.putIfAbsent(txn, key, value) || !cnt.putIfAbsent(txn, sizeKey, NONE)) {
             throw new CorruptionException(agf.block(), AGF, "free extent [" + s + ", +" + len + ") is already in the"
                     + " free-space trees of group " + agno);
         }
     }
 
     private void removeExtent(Txn txn, int s, int len) {
-        MemorySegment k = MemorySegment.ofArray(new byte[4]);
-        MemorySegment ck = MemorySegment.ofArray(new byte[8]);
-        AgTreeFormat.key32(k, s);
-        AgTreeFormat.cntKey(ck, len, s);
-        if (!bno.delete(txn, k) || !cnt.delete(txn, ck)) {
+        AgTreeFormat.key32(key, s);
+        AgTreeFormat.cntKey(sizeKey, len, s);
+        if (!bno.delete(txn, key) || !cnt.delete(txn, sizeKey)) {
             throw new CorruptionException(agf.block(), AGF, "free extent [" + s + ", +" + len + ") of group " + agno
                     + " is missing from one of the free-space trees");
         }
@@ -240,18 +239,14 @@ final class FreeSpace {
      * insert), else it is deleted and inserted.
      */
     private void moveExtent(Txn txn, int s, int len, int ns, int nl) {
-        MemorySegment k = MemorySegment.ofArray(new byte[4]);
-        MemorySegment nk = MemorySegment.ofArray(new byte[4]);
-        MemorySegment v = MemorySegment.ofArray(new byte[4]);
-        MemorySegment ck = MemorySegment.ofArray(new byte[8]);
-        MemorySegment nck = MemorySegment.ofArray(new byte[8]);
-        AgTreeFormat.key32(k, s);
-        AgTreeFormat.key32(nk, ns);
-        AgTreeFormat.lengthValue(v, nl);
-        AgTreeFormat.cntKey(ck, len, s);
-        AgTreeFormat.cntKey(nck, nl, ns);
-        if (!bno.replaceInPlace(txn, k, nk, v) && (!bno.delete(txn, k) || !bno.putIfAbsent(txn, nk, v))
-                || !cnt.replaceInPlace(txn, ck, nck, NONE) && (!cnt.delete(txn, ck) || !cnt.putIfAbsent(txn, nck, NONE))) {
+        AgTreeFormat.key32(key, s);
+        AgTreeFormat.key32(newKey, ns);
+        AgTreeFormat.lengthValue(value, nl);
+        AgTreeFormat.cntKey(sizeKey, len, s);
+        AgTreeFormat.cntKey(newSizeKey, nl, ns);
+        if (!bno.replaceInPlace(txn, key, newKey, value) && (!bno.delete(txn, key) || !bno.putIfAbsent(txn, newKey, value))
+                || !cnt.replaceInPlace(txn, sizeKey, newSizeKey, NONE)
+                && (!cnt.delete(txn, sizeKey) || !cnt.putIfAbsent(txn, newSizeKey, NONE))) {
             throw new CorruptionException(agf.block(), AGF, "free extent [" + s + ", +" + len + ") of group " + agno
                     + " is missing from one of the free-space trees, or [" + ns + ", +" + nl + ") is already in one");
         }
