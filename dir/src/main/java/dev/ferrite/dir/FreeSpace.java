@@ -83,6 +83,16 @@ final class FreeSpace {
     private BusyExtents.Entry freed;
     /** See {@link #mayAddChunk}: set by a chunk allocation that found no room, cleared by any free. */
     private volatile boolean chunkless;
+    /**
+     * Under the AGF: the trees' keys and values, in and out, reused by every lookup and change here (each
+     * method has read what it found before the next one runs), so that an allocation or a free makes no
+     * garbage: on a fresh heap each new page costs a fault.
+     */
+    private final MemorySegment key = scratch(4), newKey = scratch(4), value = scratch(4), floorKey = scratch(4),
+            floorValue = scratch(4), ceilingKey = scratch(4), ceilingValue = scratch(4), sizeKey = scratch(8),
+            newSizeKey = scratch(8);
+    /** Under the AGF: what {@link #bnoAround} found. */
+    private final long[] around = new long[2];
 
     FreeSpace(AllocationGroup ag, BufferCache cache, Counters counters) {
         this.cache = cache;
@@ -96,6 +106,10 @@ final class FreeSpace {
         this.agil = ag.agil;
         this.refcounts = ag.refcounts;
         this.busyData = new BusyExtents(cache.journal()::durableSeq);
+    }
+
+    private static MemorySegment scratch(int bytes) {
+        return MemorySegment.ofArray(new byte[bytes]);
     }
 
     /** The free block count in the AGF, read without the lock. */
@@ -161,13 +175,11 @@ final class FreeSpace {
     }
 
     private long cntFind(Txn txn, int len, int from, BTree.Match match) {
-        MemorySegment k = MemorySegment.ofArray(new byte[8]);
-        MemorySegment out = MemorySegment.ofArray(new byte[8]);
-        AgTreeFormat.cntKey(k, len, from);
-        if (cnt.find(txn, k, match, out, NONE) < 0) {
+        AgTreeFormat.cntKey(sizeKey, len, from);
+        if (cnt.find(txn, sizeKey, match, newSizeKey, NONE) < 0) {
             return -1;
         }
-        return treeExtent(AgTreeFormat.cntStart(out), AgTreeFormat.cntLength(out));
+        return treeExtent(AgTreeFormat.cntStart(newSizeKey), AgTreeFormat.cntLength(newSizeKey));
     }
 
     /** An extent a free-space tree holds: inside the group past its headers, or the trees are corrupt. */
@@ -181,77 +193,62 @@ final class FreeSpace {
 
     /** The free extent starting at or before ({@code floor}) or at or after {@code block}, or -1. */
     private long bnoFind(Txn txn, int block, BTree.Match match) {
-        MemorySegment k = MemorySegment.ofArray(new byte[4]);
-        MemorySegment out = MemorySegment.ofArray(new byte[4]);
-        MemorySegment v = MemorySegment.ofArray(new byte[4]);
-        AgTreeFormat.key32(k, block);
-        if (bno.find(txn, k, match, out, v) < 0) {
+        AgTreeFormat.key32(key, block);
+        if (bno.find(txn, key, match, floorKey, floorValue) < 0) {
             return -1;
         }
-        return treeExtent(AgTreeFormat.key32(out), AgTreeFormat.length(v));
+        return treeExtent(AgTreeFormat.key32(floorKey), AgTreeFormat.length(floorValue));
     }
 
     /**
      * The free extents starting at or before and at or after {@code block} (-1 for none), in one descent of
-     * the by-block tree: a free's two neighbours.
+     * the by-block tree: a free's two neighbours (in {@link #around}, valid until the next call).
      */
     private long[] bnoAround(Txn txn, int block) {
-        MemorySegment k = MemorySegment.ofArray(new byte[4]);
-        MemorySegment floorKey = MemorySegment.ofArray(new byte[4]);
-        MemorySegment floorValue = MemorySegment.ofArray(new byte[4]);
-        MemorySegment ceilingKey = MemorySegment.ofArray(new byte[4]);
-        MemorySegment ceilingValue = MemorySegment.ofArray(new byte[4]);
-        AgTreeFormat.key32(k, block);
-        long[] found = new long[2];
-        bno.findAround(txn, k, floorKey, floorValue, ceilingKey, ceilingValue, found);
+        AgTreeFormat.key32(key, block);
+        long[] found = around;
+        bno.findAround(txn, key, floorKey, floorValue, ceilingKey, ceilingValue, found);
         found[0] = found[0] < 0 ? -1 : treeExtent(AgTreeFormat.key32(floorKey), AgTreeFormat.length(floorValue));
         found[1] = found[1] < 0 ? -1 : treeExtent(AgTreeFormat.key32(ceilingKey), AgTreeFormat.length(ceilingValue));
         return found;
     }
 
     void insertExtent(Txn txn, int s, int len) {
-        MemorySegment k = MemorySegment.ofArray(new byte[4]);
-        MemorySegment v = MemorySegment.ofArray(new byte[4]);
-        MemorySegment ck = MemorySegment.ofArray(new byte[8]);
-        AgTreeFormat.key32(k, s);
-        AgTreeFormat.lengthValue(v, len);
-        AgTreeFormat.cntKey(ck, len, s);
-        if (!bno.putIfAbsent(txn, k, v) || !cnt.putIfAbsent(txn, ck, NONE)) {
+        AgTreeFormat.key32(key, s);
+        AgTreeFormat.lengthValue(value, len);
+        AgTreeFormat.cntKey(sizeKey, len, s);
+        if (!bno.putIfAbsent(txn, key, value) || !cnt.putIfAbsent(txn, sizeKey, NONE)) {
             throw new CorruptionException(agf.block(), AGF, "free extent [" + s + ", +" + len + ") is already in the"
                     + " free-space trees of group " + agno);
         }
     }
 
     private void removeExtent(Txn txn, int s, int len) {
-        MemorySegment k = MemorySegment.ofArray(new byte[4]);
-        MemorySegment ck = MemorySegment.ofArray(new byte[8]);
-        AgTreeFormat.key32(k, s);
-        AgTreeFormat.cntKey(ck, len, s);
-        if (!bno.delete(txn, k) || !cnt.delete(txn, ck)) {
+        AgTreeFormat.key32(key, s);
+        AgTreeFormat.cntKey(sizeKey, len, s);
+        if (!bno.delete(txn, key) || !cnt.delete(txn, sizeKey)) {
             throw new CorruptionException(agf.block(), AGF, "free extent [" + s + ", +" + len + ") of group " + agno
                     + " is missing from one of the free-space trees");
         }
     }
 
     /**
-     * Makes free extent {@code [s, +len)} {@code [s, +newLen)}: its start, the by-block tree's key, stays,
-     * so that entry's value is replaced in place (a third fewer tree changes than a remove and an insert).
+     * Makes free extent {@code [s, +len)} {@code [ns, +nl)}, the two overlapping or touching (a head or tail
+     * taken, a neighbour joined) so that no other free extent lies between: each tree's entry changes in
+     * place where that keeps its order ({@link BTree#replaceInPlace}: one change instead of a delete and an
+     * insert), else it is deleted and inserted.
      */
-    private void resizeExtent(Txn txn, int s, int len, int newLen) {
-        MemorySegment k = MemorySegment.ofArray(new byte[4]);
-        MemorySegment v = MemorySegment.ofArray(new byte[4]);
-        MemorySegment ck = MemorySegment.ofArray(new byte[8]);
-        AgTreeFormat.key32(k, s);
-        AgTreeFormat.lengthValue(v, newLen);
-        AgTreeFormat.cntKey(ck, len, s);
-        if (bno.put(txn, k, v) || !cnt.delete(txn, ck)) {
+    private void moveExtent(Txn txn, int s, int len, int ns, int nl) {
+        AgTreeFormat.key32(key, s);
+        AgTreeFormat.key32(newKey, ns);
+        AgTreeFormat.lengthValue(value, nl);
+        AgTreeFormat.cntKey(sizeKey, len, s);
+        AgTreeFormat.cntKey(newSizeKey, nl, ns);
+        if (!bno.replaceInPlace(txn, key, newKey, value) && (!bno.delete(txn, key) || !bno.putIfAbsent(txn, newKey, value))
+                || !cnt.replaceInPlace(txn, sizeKey, newSizeKey, NONE)
+                && (!cnt.delete(txn, sizeKey) || !cnt.putIfAbsent(txn, newSizeKey, NONE))) {
             throw new CorruptionException(agf.block(), AGF, "free extent [" + s + ", +" + len + ") of group " + agno
-                    + " is missing from one of the free-space trees");
-        }
-        AgTreeFormat.cntKey(ck, newLen, s);
-        if (!cnt.putIfAbsent(txn, ck, NONE)) {
-            throw new CorruptionException(agf.block(), AGF, "free extent [" + s + ", +" + newLen + ") is already in the"
-                    + " by-size free-space tree of group " + agno);
+                    + " is missing from one of the free-space trees, or [" + ns + ", +" + nl + ") is already in one");
         }
     }
 
@@ -261,18 +258,20 @@ final class FreeSpace {
     }
 
     /**
-     * Takes the range {@code r} (packed like an extent) from the start or the end of the free extent
-     * {@code e}: a delete and at most one insert in each tree.
+     * Takes the range {@code r} (packed like an extent) from the free extent {@code e}: from its head or
+     * tail, the extent's entries change ({@link #moveExtent}); from its middle, the tail's go in too.
      */
     void takeRange(Txn txn, long e, long r) {
         int s = extentStart(e), l = extentLength(e), rs = extentStart(r), rl = extentLength(r);
         if (rs > s) { // the head stays free: its entry keeps its key
-            resizeExtent(txn, s, l, rs - s);
+            moveExtent(txn, s, l, s, rs - s);
+            if (rs + rl < s + l) { // a range from the middle
+                insertExtent(txn, rs + rl, s + l - rs - rl);
+            }
+        } else if (rl < l) { // the tail stays free
+            moveExtent(txn, s, l, rs + rl, l - rl);
         } else {
             removeExtent(txn, s, l);
-        }
-        if (rs + rl < s + l) { // both only for a range from the middle
-            insertExtent(txn, rs + rl, s + l - rs - rl);
         }
         addFree(txn, -rl);
     }
@@ -391,7 +390,6 @@ final class FreeSpace {
             throw new InvalidArgumentException("extent [" + s + ", +" + len + ") lies outside the free space of group "
                     + agno + " (blocks " + FIRST_FREE + " to " + length + ")");
         }
-        int nl = len;
         long[] around = bnoAround(txn, s);
         long left = around[0];
         long right = around[1];
@@ -400,14 +398,19 @@ final class FreeSpace {
             throw new CorruptionException(agf.block(), AGF, "group " + agno + " frees blocks [" + s + ", +" + len
                     + ") but [" + extentStart(other) + ", +" + extentLength(other) + ") of them is already free");
         }
-        if (right >= 0 && extentStart(right) == s + len) {
-            removeExtent(txn, extentStart(right), extentLength(right));
-            nl += extentLength(right);
-        }
-        if (left >= 0 && extentStart(left) + extentLength(left) == s) {
-            resizeExtent(txn, extentStart(left), extentLength(left), extentLength(left) + nl);
+        boolean joinsLeft = left >= 0 && extentStart(left) + extentLength(left) == s;
+        boolean joinsRight = right >= 0 && extentStart(right) == s + len;
+        if (joinsLeft) {
+            int nl = extentLength(left) + len;
+            if (joinsRight) {
+                removeExtent(txn, extentStart(right), extentLength(right));
+                nl += extentLength(right);
+            }
+            moveExtent(txn, extentStart(left), extentLength(left), extentStart(left), nl);
+        } else if (joinsRight) {
+            moveExtent(txn, extentStart(right), extentLength(right), s, len + extentLength(right));
         } else {
-            insertExtent(txn, s, nl);
+            insertExtent(txn, s, len);
         }
         addFree(txn, len);
         if (chunkless) {

@@ -678,6 +678,40 @@ public final class BTree {
         }
     }
 
+    /**
+     * Replaces the entry of {@code key} by {@code newKey} and {@code newValue} in place, if that keeps the
+     * order without moving it ({@link BTreeNodeFormat#replaceableInPlace}: as when a free-space tree's
+     * extent grows or shrinks without reaching its neighbours): one descent and the cell's bytes and slot
+     * changed, where a delete and an insert take two and move slots. False, with nothing changed, if the
+     * key is absent or the entry cannot change in place: the caller then deletes and inserts.
+     */
+    public boolean replaceInPlace(Txn txn, MemorySegment key, MemorySegment newKey, MemorySegment newValue) {
+        requireKey(key);
+        requireKey(newKey);
+        Path p = PATHS.get();
+        p.start(this, key);
+        for (;;) {
+            descend(p, key, txn);
+            Buffer leaf = p.leaf();
+            long v = p.leafVersion();
+            if (!txn.tryUpgrade(leaf, v)) {
+                continue;
+            }
+            MemorySegment n = leaf.data();
+            int i = search(n, key);
+            if (i < 0 || !BTreeNodeFormat.replaceableInPlace(n, i, newKey, (int) newValue.byteSize())) {
+                if (v != Buffer.HELD) {
+                    txn.releaseUnchanged(leaf);
+                }
+                return false;
+            }
+            int cell = BTreeNodeFormat.replaceInPlace(n, i, newKey, newValue);
+            txn.log(leaf, BTreeNodeFormat.base(n) + BTreeNodeFormat.SLOT * i, BTreeNodeFormat.SLOT);
+            txn.log(leaf, cell + BTreeNodeFormat.LEAF_CELL_HEADER, (int) (newKey.byteSize() + newValue.byteSize()));
+            return true;
+        }
+    }
+
     /** Value {@code i} of locked leaf {@code n}: its length, its bytes copied into {@code out} (if any) as far as they fit. */
     private static int copyValue(MemorySegment n, int i, MemorySegment out) {
         int vl = BTreeNodeFormat.valueLength(n, i);

@@ -631,6 +631,34 @@ public final class BTreeNodeFormat {
         return c;
     }
 
+    /**
+     * Whether leaf entry {@code i} can become {@code key} with a value of {@code valueLength} bytes where it
+     * lies: the same key and value lengths, the key sharing the node's prefix and sorting between entry
+     * {@code i}'s neighbours, and past the node's last key only in the rightmost leaf, before its first only
+     * in the leftmost (a leaf's range is bounded by its parent's separators, not its own keys).
+     */
+    static boolean replaceableInPlace(MemorySegment n, int i, MemorySegment key, int valueLength) {
+        int kl = (int) key.byteSize(), skip = skip(n);
+        if (keyLength(n, i) != kl || valueLength(n, i) != valueLength
+                || skip > 0 && (kl < skip || (head(key, 0, kl) & prefixMask(skip)) != prefix(n))) {
+            return false;
+        }
+        int c = compare(n, i, key);
+        if (c < 0) {
+            return i + 1 < count(n) ? compare(n, i + 1, key) > 0 : right(n) == 0;
+        }
+        return c == 0 || (i > 0 ? compare(n, i - 1, key) < 0 : left(n) == 0);
+    }
+
+    /** Makes leaf entry {@code i} {@code key} and {@code value}, {@link #replaceableInPlace} known. Returns the cell's offset. */
+    static int replaceInPlace(MemorySegment n, int i, MemorySegment key, MemorySegment value) {
+        int c = slot(n, i), kl = (int) key.byteSize();
+        MemorySegment.copy(key, 0, n, c + LEAF_CELL_HEADER, kl);
+        MemorySegment.copy(value, 0, n, c + LEAF_CELL_HEADER + kl, value.byteSize());
+        n.set(U64, slotOffset(n, i), headHere(n, key, 0, kl) << 16 | c);
+        return c;
+    }
+
     /** Inserts an interior cell (separator and the child right of it) at index {@code pos}. */
     static int insertInterior(MemorySegment n, int pos, MemorySegment key, long child) {
         int kl = (int) key.byteSize();

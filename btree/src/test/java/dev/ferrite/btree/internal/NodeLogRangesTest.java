@@ -4,6 +4,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.math.BigInteger;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
@@ -225,6 +226,105 @@ class NodeLogRangesTest {
             }
             TreeCheck c = s.tree.check();
             assertTrue(c.ok(), c.toString());
+        }
+    }
+
+    /**
+     * {@link BTree#replaceInPlace}: an entry whose new key sorts where it lies is changed in its cell and
+     * slot (every changed byte logged, the tree checked and as a model has it), any other left as it was.
+     */
+    @Test
+    void anEntryReplacedInPlaceLogsItsSlotAndCellAndKeepsTheOrder() {
+        Random rnd = new Random(SEED);
+        try (MemoryDevice dev = MemoryDevice.create(16384, BS); Store s = Store.format(dev, 2048, 16L << 20)) {
+            TreeMap<byte[], byte[]> model = Contents.empty();
+            List<Long> keys = new ArrayList<>();
+            for (long i = 0; i < 700; i++) {
+                s.tree.put(Keys.ofLong(i * 100), word((int) i));
+                model.put(Keys.ofLong(i * 100), word((int) i));
+                keys.add(i * 100);
+            }
+            assertTrue(s.nodes().size() > 4, "several leaves");
+            int inPlace = 0, refused = 0;
+            for (int op = 0; op < 3000; op++) {
+                int at = rnd.nextInt(keys.size());
+                long k = keys.get(at), nk = k + rnd.nextInt(301) - 150;
+                byte[] nv = word(op);
+                if (nk < 0 || model.containsKey(Keys.ofLong(nk))) {
+                    continue;
+                }
+                Map<Long, byte[]> images = new HashMap<>();
+                for (long block : s.nodes().keySet()) {
+                    images.put(block, s.tree.node(block).data().toArray(ValueLayout.JAVA_BYTE));
+                }
+                String what = "replace of " + k + " by " + nk + " (#" + op + ")";
+                try (Txn txn = Txn.begin(s.cache, s.tree.reservation())) {
+                    boolean done = s.tree.replaceInPlace(txn, MemorySegment.ofArray(Keys.ofLong(k)), MemorySegment.ofArray(Keys.ofLong(nk)),
+                            MemorySegment.ofArray(nv));
+                    for (long block : images.keySet()) {
+                        Buffer b = s.tree.node(block);
+                        if (done) {
+                            assertChangesLogged(b, images.get(block), what);
+                        } else {
+                            assertTrue(Arrays.equals(images.get(block), b.data().toArray(ValueLayout.JAVA_BYTE)),
+                                    what + " refused but changed block " + block + " (seed " + SEED + ")");
+                        }
+                    }
+                    txn.commit();
+                    if (done) {
+                        model.remove(Keys.ofLong(k));
+                        model.put(Keys.ofLong(nk), nv);
+                        keys.set(at, nk);
+                        inPlace++;
+                    } else {
+                        refused++;
+                    }
+                }
+            }
+            assertTrue(inPlace > 1000 && refused > 100, inPlace + " replaced in place, " + refused + " refused (seed " + SEED + ")");
+            TreeCheck c = s.tree.check();
+            assertTrue(c.ok(), c.toString());
+            Contents.assertEqual(model, s.contents(), "seed " + SEED);
+        }
+    }
+
+    /** Where a replacement in place stops: a leaf's range, its neighbours, the lengths. */
+    @Test
+    void anEntryStaysInsideItsLeafsRange() {
+        try (MemoryDevice dev = MemoryDevice.create(16384, BS); Store s = Store.format(dev, 2048, 16L << 20)) {
+            for (long i = 0; i < 700; i++) {
+                s.tree.put(Keys.ofLong(1_000 + i * 100), word(0));
+            }
+            Buffer root = s.tree.node(BTreeHeaderFormat.root(s.tree.header().data()));
+            assertEquals(1, BTreeNodeFormat.level(root.data()), "a root above the leaves");
+            MemorySegment second = s.tree.node(BTreeNodeFormat.child(root.data(), 0)).data();
+            long secondFirst = Keys.getLong(BTreeNodeFormat.key(second, 0), 0);
+            long firstLast = secondFirst - 100; // the last key of the leftmost leaf
+            long last = 1_000 + 699 * 100;
+            assertEquals(false, replace(s, secondFirst, secondFirst - 50, 4), "below a leaf's first key: maybe below its separator");
+            assertEquals(false, replace(s, firstLast, firstLast + 50, 4), "past a leaf's last key, not the rightmost leaf's");
+            assertEquals(false, replace(s, 1_100, 1_250, 4), "past the next key");
+            assertEquals(false, replace(s, 1_100, 1_150, 5), "another value length");
+            assertEquals(false, replace(s, 1_150, 1_160, 4), "an absent key");
+            assertEquals(true, replace(s, 1_000, 500, 4), "below the leftmost leaf's first key");
+            assertEquals(true, replace(s, last, last + 50, 4), "past the rightmost leaf's last key");
+            assertEquals(true, replace(s, secondFirst, secondFirst + 50, 4), "up, short of the next key");
+            assertEquals(true, replace(s, 1_100, 1_100, 4), "the same key, a new value");
+            TreeCheck c = s.tree.check();
+            assertTrue(c.ok(), c.toString());
+        }
+    }
+
+    private static byte[] word(int v) {
+        return java.nio.ByteBuffer.allocate(4).putInt(v).array();
+    }
+
+    private static boolean replace(Store s, long key, long newKey, int valueLength) {
+        try (Txn txn = Txn.begin(s.cache, s.tree.reservation())) {
+            boolean done = s.tree.replaceInPlace(txn, MemorySegment.ofArray(Keys.ofLong(key)), MemorySegment.ofArray(Keys.ofLong(newKey)),
+                    MemorySegment.ofArray(new byte[valueLength]));
+            txn.commit();
+            return done;
         }
     }
 

@@ -1,0 +1,91 @@
+package dev.ferrite.dir;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.ToLongFunction;
+
+import dev.ferrite.btree.internal.BTree;
+import dev.ferrite.btree.internal.Buffer;
+import dev.ferrite.btree.internal.TreeWalk;
+import dev.ferrite.btree.internal.Txn;
+import dev.ferrite.io.MemoryDevice;
+import org.junit.jupiter.api.Test;
+
+import static dev.ferrite.dir.VolumeFixtures.OPTIONS;
+import static dev.ferrite.dir.VolumeFixtures.assertSound;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * A table value's allocation (blocks from the head of a free extent) and a free that joins one free
+ * neighbour change each free-space tree's entry in place ({@link BTree#replaceInPlace}): a leaf's slot and
+ * cell, not its header (count, cell start, dead bytes), as a delete and an insert would.
+ */
+class FreeSpaceInPlaceTest {
+    /** The node header's log chunk (bytes 32 to 63 of a 4 KiB block's 128 chunks): level, count, cell start, garbage. */
+    private static final long HEADER_CHUNK = 1L << 1;
+
+    @Test
+    void anAllocationAndAFreeJoiningOneNeighbourChangeEntriesInPlace() {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+            AllocationGroup ag = v.group(0);
+            long[] b = new long[4];
+            for (int i = 0; i < b.length; i++) {
+                b[i] = change(v, ag, "allocation " + i, true, txn -> {
+                    assertEquals(AllocOutcome.DONE, ag.allocClaiming(txn, 4));
+                    return ag.allocatedBlock(txn);
+                });
+                int k = i;
+                assertTrue(i == 0 || b[i] == b[i - 1] + 4, () -> "from the head of one free extent: " + b[k - 1] + ", then " + b[k]);
+            }
+            change(v, ag, "a free between two allocated extents", false, txn -> free(ag, txn, b[1]));
+            change(v, ag, "a free joining the free extent after it", true, txn -> free(ag, txn, b[0]));
+            change(v, ag, "a free joining the free extent before it", true, txn -> free(ag, txn, b[2]));
+            change(v, ag, "a free joining both", false, txn -> free(ag, txn, b[3]));
+            assertSound(v);
+        }
+    }
+
+    /** What the last free made busy, settled once its transaction commits. */
+    private BusyExtents.Entry freed;
+
+    private long free(AllocationGroup ag, Txn txn, long block) {
+        assertEquals(AllocOutcome.DONE, ag.releaseData(txn, block, 4));
+        freed = ag.freedData(txn);
+        return block;
+    }
+
+    /**
+     * Runs {@code op} in a transaction of its own and, if {@code inPlace}, asserts before the commit that
+     * it changed both free-space trees without logging any node's header.
+     */
+    private long change(Volume v, AllocationGroup ag, String what, boolean inPlace, ToLongFunction<Txn> op) {
+        if (ag.needsRefill()) {
+            ag.refillFreeList();
+        }
+        try (Txn txn = Txn.begin(v.cache(), ag.blockItems())) {
+            long r = op.applyAsLong(txn);
+            if (inPlace) {
+                for (BTree tree : List.of(ag.space.bno, ag.space.cnt)) {
+                    List<Long> blocks = new ArrayList<>();
+                    TreeWalk.blocks(tree, blocks::add);
+                    boolean changed = false;
+                    for (long block : blocks) {
+                        Buffer buf = v.cache().cached(block);
+                        assertNotNull(buf, "block " + block + " cached");
+                        assertEquals(0, buf.txDirty & HEADER_CHUNK, what + " logged the header of node " + block + " of tree " + tree.id());
+                        changed |= (buf.txDirty | buf.txDirtyHigh) != 0;
+                    }
+                    assertTrue(changed, what + " changed tree " + tree.id());
+                }
+            }
+            long seq = txn.commit();
+            if (freed != null) {
+                freed.settle(seq);
+                freed = null;
+            }
+            return r;
+        }
+    }
+}
