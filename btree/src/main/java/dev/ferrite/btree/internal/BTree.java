@@ -635,47 +635,39 @@ public final class BTree {
         requireKey(key);
         requireValue(key, value);
         Path p = PATHS.get();
-        p.start(this, key);
         int kl = (int) key.byteSize(), vl = (int) value.byteSize();
-        for (;;) {
-            descend(p, key, txn);
-            Buffer leaf = p.leaf();
-            long v = p.leafVersion();
-            boolean held = v == Buffer.HELD;
-            if (!txn.tryUpgrade(leaf, v)) {
-                continue; // changed since read: the next descent backs up from it
-            }
-            MemorySegment n = leaf.data();
-            int i = search(n, key);
-            int prior = i < 0 ? -1 : copyValue(n, i, priorOut);
-            if (i >= 0 && mode != Mode.PUT) {
-                if (!held) {
-                    txn.releaseUnchanged(leaf);
-                }
-                return prior;
-            }
-            if (i >= 0 && prior == vl) {
-                int off = BTreeNodeFormat.valueOffset(n, i);
-                MemorySegment.copy(value, 0, n, off, vl);
-                if (vl > 0) {
-                    txn.log(leaf, off, vl);
-                }
-                return prior;
-            }
-            int need = leafCellSize(kl, vl);
-            int room = freeTotal(n) + (i >= 0 ? cellSize(n, i) : 0);
-            if (room >= need) {
-                insertIntoLeaf(txn, leaf, i, key, value);
-                return prior;
-            }
+        Buffer leaf = lockedLeaf(txn, p, key);
+        boolean held = p.leafVersion() == Buffer.HELD;
+        MemorySegment n = leaf.data();
+        int i = search(n, key);
+        int prior = i < 0 ? -1 : copyValue(n, i, priorOut);
+        if (i >= 0 && mode != Mode.PUT) {
             if (!held) {
                 txn.releaseUnchanged(leaf);
             }
-            if (mode == Mode.IF_ABSENT_IN_PLACE) {
-                return WOULD_SPLIT;
-            }
-            return restructure.splitInsert(txn, p, key, value, mode) ? -1 : Math.max(prior, 0);
+            return prior;
         }
+        if (i >= 0 && prior == vl) {
+            int off = BTreeNodeFormat.valueOffset(n, i);
+            MemorySegment.copy(value, 0, n, off, vl);
+            if (vl > 0) {
+                txn.log(leaf, off, vl);
+            }
+            return prior;
+        }
+        int need = leafCellSize(kl, vl);
+        int room = freeTotal(n) + (i >= 0 ? cellSize(n, i) : 0);
+        if (room >= need) {
+            insertIntoLeaf(txn, leaf, i, key, value);
+            return prior;
+        }
+        if (!held) {
+            txn.releaseUnchanged(leaf);
+        }
+        if (mode == Mode.IF_ABSENT_IN_PLACE) {
+            return WOULD_SPLIT;
+        }
+        return restructure.splitInsert(txn, p, key, value, mode) ? -1 : Math.max(prior, 0);
     }
 
     /**
@@ -689,26 +681,35 @@ public final class BTree {
         requireKey(key);
         requireKey(newKey);
         Path p = PATHS.get();
+        Buffer leaf = lockedLeaf(txn, p, key);
+        MemorySegment n = leaf.data();
+        int i = search(n, key);
+        if (i < 0 || !BTreeNodeFormat.replaceableInPlace(n, i, newKey, (int) newValue.byteSize())) {
+            if (p.leafVersion() != Buffer.HELD) {
+                txn.releaseUnchanged(leaf);
+            }
+            return false;
+        }
+        int cell = BTreeNodeFormat.replaceInPlace(n, i, newKey, newValue);
+        txn.log(leaf, BTreeNodeFormat.base(n) + BTreeNodeFormat.SLOT * i, BTreeNodeFormat.SLOT);
+        txn.log(leaf, cell + BTreeNodeFormat.LEAF_CELL_HEADER, (int) (newKey.byteSize() + newValue.byteSize()));
+        return true;
+    }
+
+    /**
+     * Descends path {@code p} to {@code key}'s leaf and locks it for {@code txn}, descending again (backing
+     * up from where it changed) while the leaf changed since it was read. {@code p.leafVersion()} is then
+     * {@link Buffer#HELD} if {@code txn} held the leaf already, so that a caller that changes nothing
+     * releases it only otherwise.
+     */
+    private Buffer lockedLeaf(Txn txn, Path p, MemorySegment key) {
         p.start(this, key);
         for (;;) {
             descend(p, key, txn);
             Buffer leaf = p.leaf();
-            long v = p.leafVersion();
-            if (!txn.tryUpgrade(leaf, v)) {
-                continue;
+            if (txn.tryUpgrade(leaf, p.leafVersion())) {
+                return leaf;
             }
-            MemorySegment n = leaf.data();
-            int i = search(n, key);
-            if (i < 0 || !BTreeNodeFormat.replaceableInPlace(n, i, newKey, (int) newValue.byteSize())) {
-                if (v != Buffer.HELD) {
-                    txn.releaseUnchanged(leaf);
-                }
-                return false;
-            }
-            int cell = BTreeNodeFormat.replaceInPlace(n, i, newKey, newValue);
-            txn.log(leaf, BTreeNodeFormat.base(n) + BTreeNodeFormat.SLOT * i, BTreeNodeFormat.SLOT);
-            txn.log(leaf, cell + BTreeNodeFormat.LEAF_CELL_HEADER, (int) (newKey.byteSize() + newValue.byteSize()));
-            return true;
         }
     }
 
@@ -861,39 +862,31 @@ public final class BTree {
     private int delete(Txn txn, MemorySegment key, MemorySegment priorOut, boolean merge) {
         requireKey(key);
         Path p = PATHS.get();
-        p.start(this, key);
-        for (;;) {
-            descend(p, key, txn);
-            Buffer leaf = p.leaf();
-            long v = p.leafVersion();
-            boolean held = v == Buffer.HELD;
-            if (!txn.tryUpgrade(leaf, v)) {
-                continue;
-            }
-            MemorySegment n = leaf.data();
-            int i = search(n, key);
-            if (i < 0) {
-                if (!held) {
-                    txn.releaseUnchanged(leaf);
-                }
-                return -1;
-            }
-            int prior = copyValue(n, i, priorOut);
-            int after = used(n, blockSize) - cellSize(n, i);
-            if (p.depth == 1 || after >= leafMergeThreshold) {
-                int base = BTreeNodeFormat.base(n);
-                BTreeNodeFormat.remove(n, i, cache.floatingLeaves());
-                logRemove(txn, leaf, i, base);
-                return prior;
-            }
+        Buffer leaf = lockedLeaf(txn, p, key);
+        boolean held = p.leafVersion() == Buffer.HELD;
+        MemorySegment n = leaf.data();
+        int i = search(n, key);
+        if (i < 0) {
             if (!held) {
                 txn.releaseUnchanged(leaf);
             }
-            if (!merge) {
-                return WOULD_MERGE;
-            }
-            return restructure.deleteAndMerge(txn, p, key) ? prior : -1;
+            return -1;
         }
+        int prior = copyValue(n, i, priorOut);
+        int after = used(n, blockSize) - cellSize(n, i);
+        if (p.depth == 1 || after >= leafMergeThreshold) {
+            int base = BTreeNodeFormat.base(n);
+            BTreeNodeFormat.remove(n, i, cache.floatingLeaves());
+            logRemove(txn, leaf, i, base);
+            return prior;
+        }
+        if (!held) {
+            txn.releaseUnchanged(leaf);
+        }
+        if (!merge) {
+            return WOULD_MERGE;
+        }
+        return restructure.deleteAndMerge(txn, p, key) ? prior : -1;
     }
 
     // ------------------------------------------------------------------ the whole tree
