@@ -112,12 +112,28 @@ public final class KvKeys {
      * a value's pieces that each start at a multiple of 8 bytes into it are the fold of the value.
      */
     public static long fold(MemorySegment bytes, long offset, long length) {
-        long end = offset + length, x = 0, off = offset;
-        for (; off + 8 <= end; off += 8) {
-            x ^= bytes.get(SEGMENT_LONG, off);
+        long x = 0;
+        for (long done = 0; done < length; done += FOLD_PART) {
+            x ^= foldPart(bytes.asSlice(offset + done, Math.min(FOLD_PART, length - done)));
         }
-        for (int shift = 56; off < end; off++, shift -= 8) {
-            x ^= (bytes.get(ValueLayout.JAVA_BYTE, off) & 0xFFL) << shift;
+        return x;
+    }
+
+    /**
+     * Parts of a fold, in bytes: a multiple of 8, and small enough for an int-counted loop over a slice,
+     * which C2 unrolls at once. A loop counted in longs over the whole segment from {@code offset} cost
+     * 3-8x as much CPU a byte on 4 KiB pieces (a store lending its cached pages) as on a whole 1 MiB value.
+     */
+    private static final long FOLD_PART = 1L << 30;
+
+    private static long foldPart(MemorySegment part) {
+        long x = 0;
+        int words = (int) (part.byteSize() >>> 3);
+        for (int i = 0; i < words; i++) {
+            x ^= part.getAtIndex(SEGMENT_LONG, i);
+        }
+        for (long off = (long) words << 3, shift = 56; off < part.byteSize(); off++, shift -= 8) {
+            x ^= (part.get(ValueLayout.JAVA_BYTE, off) & 0xFFL) << shift;
         }
         return x;
     }

@@ -4,9 +4,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.util.Arrays;
 import java.util.HashSet;
+import java.util.Random;
 import java.util.Set;
 
 import org.junit.jupiter.api.Test;
@@ -84,5 +87,32 @@ class KvKeysTest {
         assertEquals(1L ^ 3L ^ 0x8001_0000_0000_0000L, KvKeys.fold(v, v.length));
         assertEquals(1L ^ 3L, KvKeys.fold(v, 16), "the first length bytes only");
         assertEquals(0L, KvKeys.fold(v, 0));
+    }
+
+    @Test
+    void piecesStartingAtWordsFoldToTheWhole() {
+        long seed = 0x5EED_F01DL;
+        Random random = new Random(seed);
+        try (Arena arena = Arena.ofConfined()) {
+            for (int round = 0; round < 200; round++) {
+                byte[] bytes = new byte[1 + random.nextInt(20_000)];
+                random.nextBytes(bytes);
+                MemorySegment offHeap = arena.allocate(bytes.length + 64);
+                int at = 8 * random.nextInt(8); // the value anywhere in its segment, a piece's offset not 0
+                MemorySegment.copy(MemorySegment.ofArray(bytes), 0, offHeap, at, bytes.length);
+                long expected = 0;
+                for (int i = 0, shift = 56; i < bytes.length; i++, shift = (shift + 56) % 64) {
+                    expected ^= (bytes[i] & 0xFFL) << shift;
+                }
+                assertEquals(expected, KvKeys.fold(bytes, bytes.length), "seed " + seed + ", round " + round);
+                long pieces = 0;
+                for (int off = 0; off < bytes.length; ) {
+                    int len = Math.min(bytes.length - off, 8 * (1 + random.nextInt(600)));
+                    pieces ^= KvKeys.fold(offHeap, at + off, len);
+                    off += len;
+                }
+                assertEquals(expected, pieces, "seed " + seed + ", round " + round + ": pieces off the heap");
+            }
+        }
     }
 }
