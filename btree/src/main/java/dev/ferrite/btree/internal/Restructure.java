@@ -560,7 +560,11 @@ final class Restructure {
                     if (pc == 0) {
                         break; // an only child has no sibling to merge with
                     }
-                    int other = j + 1 < pc ? j + 1 : j - 1;
+                    // a leaf this delete empties merges into its left sibling where it has one, which then
+                    // only drops it from the chain; merged with its right sibling it would take in and log
+                    // all of that one's cells (a leaf of few large cells empties before it underflows)
+                    boolean emptied = d == leafD && count(n) == 1;
+                    int other = emptied && j >= 0 || j + 1 >= pc ? j - 1 : j + 1;
                     long mateBlock = childAt(parent, other);
                     if (!p.node[d - 1].validate(p.version[d - 1])) {
                         continue attempts; // follow only pointers read from a node still as planned
@@ -671,6 +675,41 @@ final class Restructure {
             }
             return false;
         }
+        if (leaf && count(r) == 0) {
+            unlinkEmptyLeaf(txn, leftBuf, rightBuf, outer);
+        } else {
+            mergeInto(txn, leftBuf, rightBuf, pn, sepIndex, outer);
+        }
+        BTreeNodeFormat.remove(pn, sepIndex, false);
+        logSlots(txn, parent, sepIndex);
+        allocator.free(txn, rightBuf.block());
+        cache.free(txn, rightBuf, BTreeNodeFormat.FREED_MAGIC);
+        if (rightBuf == p.node[d]) {
+            p.node[d] = leftBuf; // the path continues through the survivor
+        }
+        return true;
+    }
+
+    /** An empty right leaf leaves the chain: its left neighbour's link (and the one beyond's) change, no cell moves. */
+    private static void unlinkEmptyLeaf(Txn txn, Buffer leftBuf, Buffer rightBuf, Seen outer) {
+        long beyond = BTreeNodeFormat.right(rightBuf.data());
+        BTreeNodeFormat.setRight(leftBuf.data(), beyond);
+        txn.log(leftBuf, BTreeNodeFormat.RIGHT, 8);
+        relinkOuter(txn, leftBuf, beyond, outer);
+    }
+
+    private static void relinkOuter(Txn txn, Buffer leftBuf, long beyond, Seen outer) {
+        if (outer != null && outer.buffer().block() == beyond) {
+            BTreeNodeFormat.setLeft(outer.buffer().data(), leftBuf.block());
+            txn.log(outer.buffer(), BTreeNodeFormat.LEFT, 8);
+        }
+    }
+
+    /** The right node's entries (after the parent's separator, for interior nodes) move into the left one, compacted first. */
+    private void mergeInto(Txn txn, Buffer leftBuf, Buffer rightBuf, MemorySegment pn, int sepIndex, Seen outer) {
+        MemorySegment l = leftBuf.data();
+        MemorySegment r = rightBuf.data();
+        boolean leaf = isLeaf(l);
         MemorySegment scratch = scratch(blockSize);
         BTreeNodeFormat.compact(l, blockSize, scratch, blockSize); // the right node's entries need all the room
         int at = count(l);
@@ -684,20 +723,9 @@ final class Restructure {
         if (leaf) {
             long beyond = BTreeNodeFormat.right(r);
             BTreeNodeFormat.setRight(l, beyond);
-            if (outer != null && outer.buffer().block() == beyond) {
-                BTreeNodeFormat.setLeft(outer.buffer().data(), leftBuf.block());
-                txn.log(outer.buffer(), BTreeNodeFormat.LEFT, 8);
-            }
+            relinkOuter(txn, leftBuf, beyond, outer);
         }
         logUsed(txn, leftBuf);
-        BTreeNodeFormat.remove(pn, sepIndex, false);
-        logSlots(txn, parent, sepIndex);
-        allocator.free(txn, rightBuf.block());
-        cache.free(txn, rightBuf, BTreeNodeFormat.FREED_MAGIC);
-        if (rightBuf == p.node[d]) {
-            p.node[d] = leftBuf; // the path continues through the survivor
-        }
-        return true;
     }
 
     /**

@@ -3,6 +3,7 @@ package dev.ferrite.btree.internal;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
@@ -20,7 +21,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * A leaf merges with a sibling only once it holds less than a sixteenth of a node
  * ({@link BTree#LEAF_MERGE_FRACTION}), not at a quarter as interior nodes do: a leaf between the two stays
- * (sparse, and the checker finds the tree sound), and every key deleted still frees every leaf but one.
+ * (sparse, and the checker finds the tree sound), and every key deleted still frees every leaf but one. A
+ * leaf emptied by a delete leaves the chain beside its left sibling, which takes in no cell and logs only its link.
  */
 @ExtendWith(TestSeed.class)
 class LeafMergeTest {
@@ -117,5 +119,41 @@ class LeafMergeTest {
             keys.add(BTreeNodeFormat.key(n, i).toArray(ValueLayout.JAVA_BYTE));
         }
         return keys;
+    }
+
+    @Test
+    void aLeafEmptiedBesideALeftSiblingLogsOnlyTheLinks() {
+        try (MemoryDevice dev = MemoryDevice.create(8192, 4096); Store s = Store.format(dev, 1024, 16L << 20)) {
+            byte[] big = new byte[1000]; // three to a leaf: a leaf empties long before it holds a sixteenth
+            for (int i = 0; i < 120; i++) {
+                s.tree.put(key(i), big);
+            }
+            MemorySegment root = s.tree.node(BTreeHeaderFormat.root(s.tree.header().data())).data();
+            assertTrue(!BTreeNodeFormat.isLeaf(root) && BTreeNodeFormat.count(root) >= 4, "a root over several leaves");
+            long middle = BTreeNodeFormat.child(root, 1); // a left sibling and a right one under the same parent
+            long left = BTreeNodeFormat.child(root, 0), right = BTreeNodeFormat.child(root, 2);
+            List<byte[]> keys = keysOf(s, middle);
+            for (byte[] k : keys.subList(0, keys.size() - 1)) {
+                assertTrue(s.tree.delete(k) >= 0);
+            }
+            int leftCells = BTreeNodeFormat.count(s.tree.node(left).data());
+            try (Txn txn = Txn.begin(s.cache, s.tree.reservation())) {
+                assertTrue(s.tree.delete(txn, MemorySegment.ofArray(keys.getLast())));
+                assertEquals(-1, s.nodes().getOrDefault(middle, -1), "the emptied leaf is freed");
+                Buffer l = s.tree.node(left), r = s.tree.node(right);
+                assertEquals(leftCells, BTreeNodeFormat.count(l.data()), "the left sibling took in no cell");
+                assertEquals(right, BTreeNodeFormat.right(l.data()));
+                assertEquals(left, BTreeNodeFormat.left(r.data()));
+                assertEquals(1, Long.bitCount(l.txDirty) + Long.bitCount(l.txDirtyHigh), "the left sibling logs one chunk, its link");
+                assertEquals(1, Long.bitCount(r.txDirty) + Long.bitCount(r.txDirtyHigh), "the right sibling logs one chunk, its link");
+                txn.commit();
+            }
+            assertTrue(s.tree.check().ok(), s.tree.check().toString());
+            for (int i = 0; i < 120; i++) {
+                byte[] k = key(i);
+                boolean gone = keys.stream().anyMatch(d -> Arrays.equals(d, k));
+                assertEquals(!gone, s.tree.get(k) != null, "key " + i);
+            }
+        }
     }
 }
