@@ -12,8 +12,8 @@ import java.util.concurrent.atomic.LongAdder;
  * another commit's value. A transaction holds the stripes of all its keys, taken in ascending stripe
  * order (so two cannot deadlock; it waits for a held one holding none, {@link #lockAll}), until its
  * journal group ends; a single write holds its key's for its change. Not re-entrant: a thread holds at
- * most one set at a time. An instance of its own orders the
- * creates and unlinks of one name in a directory ({@code Creator#lockStripe}), one stripe each.
+ * most one set at a time. An instance of its own orders the creates and unlinks of one name in a
+ * directory ({@code Creator#lockStripe}), one stripe each.
  *
  * <p>Each word is 0 (free), 1 (held) or 2 (held, and a thread may be waiting): a waiter sets 2 under its
  * room's monitor before it waits there, and the holder that finds 2 when it lets go notifies the room,
