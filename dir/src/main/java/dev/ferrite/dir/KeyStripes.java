@@ -10,9 +10,10 @@ import java.util.concurrent.atomic.LongAdder;
  * and write transactions applying side by side ({@code Tables#single}, {@code Tables#commit}), so that
  * the prior values snapshots read are recorded in version order and a transaction's undo never replaces
  * another commit's value. A transaction holds the stripes of all its keys, taken in ascending stripe
- * order (so two cannot deadlock), until its journal group ends; a single write holds its key's for its
- * change. Not re-entrant: a thread holds at most one set at a time. An instance of its own orders the
- * creates and unlinks of one name in a directory ({@code Creator#lockStripe}), one stripe each.
+ * order (so two cannot deadlock; it waits for a held one holding none, {@link #lockAll}), until its
+ * journal group ends; a single write holds its key's for its change. Not re-entrant: a thread holds at
+ * most one set at a time. An instance of its own orders the creates and unlinks of one name in a
+ * directory ({@code Creator#lockStripe}), one stripe each.
  *
  * <p>Each word is 0 (free), 1 (held) or 2 (held, and a thread may be waiting): a waiter sets 2 under its
  * room's monitor before it waits there, and the holder that finds 2 when it lets go notifies the room,
@@ -33,6 +34,8 @@ final class KeyStripes {
     private static final int ROOMS = 64;
     /** Spins on a held stripe before a waiter parks: a single write's hold is a few microseconds. */
     private static final int SPINS = 64;
+    /** Waits holding nothing a transaction makes before it waits holding the stripes it took ({@link #lockAll}). */
+    private static final int RESTARTS = 4;
 
     private final AtomicIntegerArray words;
     private final Object[] rooms = new Object[ROOMS];
@@ -79,15 +82,27 @@ final class KeyStripes {
 
     /** Takes stripe {@code s}, waiting while another thread holds it. */
     void lock(int s) {
+        if (!tryLock(s)) {
+            park(s, true);
+        }
+    }
+
+    /** Takes stripe {@code s} if it is free now or within a few spins. */
+    private boolean tryLock(int s) {
         if (words.compareAndSet(s, 0, 1)) {
-            return;
+            return true;
         }
         for (int spins = 0; spins < SPINS; spins++) {
             Thread.onSpinWait();
             if (words.get(s) == 0 && words.compareAndSet(s, 0, 1)) {
-                return;
+                return true;
             }
         }
+        return false;
+    }
+
+    /** Waits on {@code s}'s room until {@code s} is free, then takes it if {@code take}; a wait that parked is counted. */
+    private void park(int s, boolean take) {
         boolean interrupted = false;
         boolean parked = false;
         long since = 0;
@@ -96,7 +111,7 @@ final class KeyStripes {
             for (;;) {
                 int w = words.get(s);
                 if (w == 0) {
-                    if (words.compareAndSet(s, 0, 2)) { // 2: others may wait behind this thread
+                    if (!take || words.compareAndSet(s, 0, 2)) { // 2: others may wait behind this thread
                         break;
                     }
                 } else if (w == 2 || words.compareAndSet(s, 1, 2)) {
@@ -141,10 +156,31 @@ final class KeyStripes {
         }
     }
 
-    /** Takes {@code stripes} (ascending, no repeats) in order. */
+    /**
+     * Takes {@code stripes} (ascending, no repeats) in order. Finding one held, it lets go of those it took
+     * and waits, holding none, until that one is free, then starts again: a transaction waiting for another
+     * keeps no third one (nor a single write) off the keys it took before, as it did until the other's
+     * group ended (transactions of random keys at 8 threads queued behind waiters). After
+     * {@link #RESTARTS} such waits it waits holding what it took, as ascending order allows, so it cannot
+     * be kept out for ever by commits that keep taking its first stripes.
+     */
     void lockAll(int[] stripes) {
-        for (int s : stripes) {
-            lock(s);
+        int restarts = 0;
+        for (int i = 0; i < stripes.length; ) {
+            int s = stripes[i];
+            if (tryLock(s)) {
+                i++;
+            } else if (i == 0 || restarts == RESTARTS) {
+                park(s, true);
+                i++;
+            } else {
+                for (int j = i - 1; j >= 0; j--) {
+                    unlock(stripes[j]);
+                }
+                park(s, false);
+                restarts++;
+                i = 0;
+            }
         }
     }
 

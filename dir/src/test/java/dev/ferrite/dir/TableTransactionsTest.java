@@ -210,6 +210,71 @@ class TableTransactionsTest {
     }
 
     /**
+     * A transaction waiting for a key another holds (stopped inside its group) holds none of its other keys
+     * meanwhile ({@code KeyStripes#lockAll}): a single write to a key of the waiting transaction whose
+     * stripe comes before the held key's commits at once, and the waiting transaction applies after the
+     * stopped one ends and wins. Holding the stripes it took before the held one, as it did, it kept that
+     * single write out until the stopped transaction ended.
+     */
+    @Test
+    void aTransactionWaitingForAHeldKeyHoldsNoneOfItsOtherKeys() throws Exception {
+        try (Volume v = Volume.open(largeLog(), LARGE_LOG); Table t = v.tables().create("t")) {
+            t.withDurability(Durability.NONE);
+            long ino = t.inode.ino;
+            String held = null, low = null; // the waiting transaction takes low's stripe first, then held's
+            for (int i = 0; held == null; i++) {
+                held = KeyStripes.of(ino, b("held" + i)) > KeyStripes.KEY_STRIPES / 2 ? "held" + i : null;
+            }
+            int heldStripe = KeyStripes.of(ino, b(held));
+            for (int i = 0; low == null; i++) {
+                low = KeyStripes.of(ino, b("low" + i)) < heldStripe ? "low" + i : null;
+            }
+            CountDownLatch inside = new CountDownLatch(1), go = new CountDownLatch(1);
+            AtomicReference<Thread> first = new AtomicReference<>();
+            AtomicReference<Throwable> failed = new AtomicReference<>();
+            String h = held, l = low;
+            Thread one = daemon(() -> commit(v, t, failed, "one", h, "a1", "a2"));
+            first.set(one);
+            v.tables().onGroupChange = () -> {
+                if (Thread.currentThread() == first.get()) {
+                    inside.countDown();
+                    await(go);
+                }
+            };
+            Thread two = daemon(() -> commit(v, t, failed, "two", l, h));
+            try {
+                one.start();
+                await(inside);
+                two.start();
+                awaitBlocked(two);
+                Thread single = daemon(() -> t.put(b(l), b("single")));
+                single.start();
+                single.join(TimeUnit.SECONDS.toMillis(20));
+                assertFalse(single.isAlive(), "a single write of " + l + " waited for the transaction waiting for " + h);
+                assertArrayEquals(b("single"), t.get(b(l)));
+                assertNull(t.get(b(h)), "a read saw part of the stopped transaction");
+            } finally {
+                go.countDown();
+                one.join(TimeUnit.SECONDS.toMillis(20));
+                two.join(TimeUnit.SECONDS.toMillis(20));
+                v.tables().onGroupChange = null;
+            }
+            assertFalse(one.isAlive() || two.isAlive(), "a transaction never ended");
+            assertNull(failed.get(), () -> String.valueOf(failed.get()));
+            assertArrayEquals(b("two"), t.get(b(l)), "the later commit wins");
+            assertArrayEquals(b("two"), t.get(b(h)));
+            assertArrayEquals(b("one"), t.get(b("a1")));
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    private static Thread daemon(Runnable r) {
+        Thread th = new Thread(r);
+        th.setDaemon(true);
+        return th;
+    }
+
+    /**
      * A transaction stopped inside its group after its changes holds its keys' stripes: a single write to
      * another key of its table commits meanwhile, one to a key it changed waits (and nothing shows of either
      * change) until the transaction ends, and then wins. Holding the table, as before, the transaction
