@@ -66,6 +66,19 @@ class KvBenchTest {
         assertEquals(1_000_000, KvBench.keysFor(1_000_000, 64));
     }
 
+    /**
+     * Every store's warm-up makes at least 4,096 operations of each phase where a value size leaves fewer
+     * keys (1 MiB: 16 passes of 256), or the run's warm-up keys if fewer; one pass where they fit.
+     */
+    @Test
+    void theWarmUpRepeatsFullPassesWhereLargeValuesLeaveFewKeys() {
+        assertEquals(16, KvBench.warmUpPasses(30_000, KvBench.keysFor(30_000, 1 << 20)));
+        assertEquals(1, KvBench.warmUpPasses(30_000, KvBench.keysFor(30_000, 16 << 10)));
+        assertEquals(1, KvBench.warmUpPasses(30_000, KvBench.keysFor(30_000, 64)));
+        assertEquals(2, KvBench.warmUpPasses(300, KvBench.keysFor(300, 1 << 20)), "300 warm-up keys: 2 passes of 256");
+        assertEquals(1, KvBench.warmUpPasses(100, KvBench.keysFor(100, 1 << 20)));
+    }
+
     /** Values past a Ferrite B-tree cell go out of line (blobs): every size runs on every store, nothing skipped. */
     @Test
     void valuesPastATreeCellRunOnFerriteToo(@TempDir Path dir) {
