@@ -62,16 +62,24 @@ final class JitSettle {
         }
     }
 
-    /**
-     * Warms up by {@code pass}: once with {@code n} operations, then with a tenth of them; then by
-     * {@code repeat} with a quarter of them while the JIT's threads used more than a tenth of the JVM's CPU
-     * through the last one, for at most {@link #MAX_REPEAT_FACTOR} times the first pass's time (and
-     * {@link #MAX_MILLIS}); then {@link #await}s the compiles under way. Returns a note of both.
-     */
+    /** {@link #warmUp(Progress, long, int, LongConsumer, LongConsumer)} with one full pass. */
     static String warmUp(Progress progress, long n, LongConsumer pass, LongConsumer repeat) {
+        return warmUp(progress, n, 1, pass, repeat);
+    }
+
+    /**
+     * Warms up by {@code pass}: {@code passes} times with {@code n} operations, then with a tenth of them;
+     * then by {@code repeat} with a quarter of them while the JIT's threads used more than a tenth of the
+     * JVM's CPU through the last one, for at most {@link #MAX_REPEAT_FACTOR} times the first pass's time
+     * (and {@link #MAX_MILLIS}); then {@link #await}s the compiles under way. Returns a note of both.
+     */
+    static String warmUp(Progress progress, long n, int passes, LongConsumer pass, LongConsumer repeat) {
         long start = System.nanoTime();
         pass.accept(n);
         long first = System.nanoTime() - start;
+        for (int i = 1; i < passes; i++) {
+            pass.accept(n);
+        }
         pass.accept(Math.max(1, n / 10));
         int repeats = 0;
         if (Contention.compilerCpuNanos() >= 0 && Contention.processCpuNanos() >= 0) {
@@ -86,8 +94,8 @@ final class JitSettle {
             }
         }
         String settle = await(progress, System.nanoTime() - start);
-        return String.format(Locale.ROOT, "warm-up of %,d operations, a tenth and %d quarter%s more on fresh stores while the JIT was busy; ",
-                n, repeats, repeats == 1 ? "" : "s") + settle;
+        return String.format(Locale.ROOT, "warm-up of %s%,d operations, a tenth and %d quarter%s more on fresh stores while the JIT was busy; ",
+                passes == 1 ? "" : passes + " passes of ", n, repeats, repeats == 1 ? "" : "s") + settle;
     }
 
     /**

@@ -54,7 +54,8 @@ import org.HdrHistogram.Histogram;
  * {@value KvKeys#VALUE} bytes name their phases ({@code insert-1KiB}), and shrink the key count to keep
  * at most {@link #VALUE_BUDGET} of values in a store ({@link #notes()}). A short
  * warm-up on each target at each value size comes before that size's first phases and is not reported, so that no target
- * pays for the JIT in its numbers: twice, the second time with a tenth of the keys on fresh stores, then
+ * pays for the JIT in its numbers: once (as many times as make {@link #MIN_WARM_UP_OPS} operations where the
+ * value size leaves fewer keys), then again with a tenth of the keys on fresh stores, then
  * with a quarter at the run's highest thread count while the JIT is busy (so that the paths only
  * threads side by side take, a lock waited for or a restart, are compiled before a measured phase meets
  * them), then a wait for it to settle ({@link JitSettle#warmUp}).
@@ -92,6 +93,14 @@ public final class KvBench {
      * leaf split still ran unoptimized through the first third of a million-key insert phase.
      */
     static final long WARM_UP_KEYS = 300_000;
+    /**
+     * Operations of each phase the warm-up runs at least before its tenth and quarters (in full passes, on
+     * fresh stores each), unless the run has fewer warm-up keys: a value size whose budget leaves fewer keys
+     * (1 MiB: 256) took one pass, and the code only its values take (a blob's create, rename and delete)
+     * was still far from compiled in the measured phases: a 1 MiB delete's CPU fell from 336 to 30-45 us
+     * over 14 rounds of 256 in a harness, and the bench's delete-1MiB ran at its first rounds' cost.
+     */
+    static final long MIN_WARM_UP_OPS = 4_096;
     private static final long NO_LIMIT = Long.MAX_VALUE / 4;
 
     /** The groups of phases {@code --phases} chooses from; {@code insert} runs with any. */
@@ -279,15 +288,24 @@ public final class KvBench {
      * its first measured phases. Its note joins {@link #jit()}.
      */
     private void warmUp(int size, Progress progress) {
-        long n = keysFor(Math.min(keys * 3 / 10, WARM_UP_KEYS), size);
+        long warm = Math.min(keys * 3 / 10, WARM_UP_KEYS);
+        long n = keysFor(warm, size);
         if (n > 0) {
             int most = Collections.max(threads);
             LongConsumer pass = k -> runTogether(k, 1, size, true, progress);
             LongConsumer together = k -> runTogether(k, most, size, true, progress);
-            String note = (most > 1 ? "the quarters at " + most + " threads: " : "")
-                    + JitSettle.warmUp(progress, n, pass, together); // every store: the native ones' bindings are Java too
+            String note = (most > 1 ? "the quarters at " + most + " threads: " : "") // every store: the native ones' bindings are Java too
+                    + JitSettle.warmUp(progress, n, warmUpPasses(warm, n), pass, together);
             jit = jit.isEmpty() ? note : jit + "; at " + sizeLabel(size) + " values, " + note;
         }
+    }
+
+    /**
+     * Full warm-up passes of {@code n} keys (those of {@code warm} warm-up keys that fit the value budget)
+     * that make {@link #MIN_WARM_UP_OPS} operations, or {@code warm} if fewer: the same for every store.
+     */
+    static int warmUpPasses(long warm, long n) {
+        return (int) Math.max(1, (Math.min(warm, MIN_WARM_UP_OPS) + n - 1) / n);
     }
 
     /** Ferrite's counters over each measured phase, a line each ({@link Contention}). */

@@ -46,4 +46,15 @@ class JitSettleTest {
         assertTrue(note.matches("warm-up of 1,000 operations, a tenth and " + (passes.size() - 2)
                 + " quarters? more on fresh stores while the JIT was busy; after the warm-up the JIT .*"), note);
     }
+
+    /** Full passes first, as many as asked for (a large value size's few keys), then the tenth and the quarters. */
+    @Test
+    void runsTheFullPassesAskedForBeforeTheTenth() {
+        List<Long> passes = new ArrayList<>();
+        String note = JitSettle.warmUp(Progress.NONE, 256, 16, passes::add, passes::add);
+        assertEquals(java.util.Collections.nCopies(16, 256L), passes.subList(0, 16), passes.toString());
+        assertEquals(25L, passes.get(16), passes.toString());
+        assertTrue(passes.subList(17, passes.size()).stream().allMatch(n -> n == 64), passes.toString());
+        assertTrue(note.startsWith("warm-up of 16 passes of 256 operations, a tenth and "), note);
+    }
 }

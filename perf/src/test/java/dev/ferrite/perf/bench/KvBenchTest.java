@@ -62,8 +62,23 @@ class KvBenchTest {
         assertEquals(List.of("insert-1MiB", "get-1MiB", "scan-1MiB", "delete-1MiB"), phases(results, "memory", 2));
         assertEquals(256, results.getFirst().n(), "256 MiB of 1 MiB values");
         assertEquals(List.of("1MiB values: 256 keys, not 1,000, to keep at most 256 MiB of values in a store"), bench.notes());
+        assertTrue(bench.jit().startsWith("the quarters at 2 threads: warm-up of 2 passes of 256 operations, a tenth and "),
+                "300 warm-up keys at most 256 a pass: " + bench.jit());
         assertEquals(256, KvBench.keysFor(1_000_000, 1 << 20));
         assertEquals(1_000_000, KvBench.keysFor(1_000_000, 64));
+    }
+
+    /**
+     * Every store's warm-up makes at least 4,096 operations of each phase where a value size leaves fewer
+     * keys (1 MiB: 16 passes of 256), or the run's warm-up keys if fewer; one pass where they fit.
+     */
+    @Test
+    void theWarmUpRepeatsFullPassesWhereLargeValuesLeaveFewKeys() {
+        assertEquals(16, KvBench.warmUpPasses(30_000, KvBench.keysFor(30_000, 1 << 20)));
+        assertEquals(1, KvBench.warmUpPasses(30_000, KvBench.keysFor(30_000, 16 << 10)));
+        assertEquals(1, KvBench.warmUpPasses(30_000, KvBench.keysFor(30_000, 64)));
+        assertEquals(2, KvBench.warmUpPasses(300, KvBench.keysFor(300, 1 << 20)), "300 warm-up keys: 2 passes of 256");
+        assertEquals(1, KvBench.warmUpPasses(100, KvBench.keysFor(100, 1 << 20)));
     }
 
     /** Values past a Ferrite B-tree cell go out of line (blobs): every size runs on every store, nothing skipped. */
