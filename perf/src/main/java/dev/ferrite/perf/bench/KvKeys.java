@@ -127,6 +127,9 @@ public final class KvKeys {
     private static final long FOLD_PART = 1L << 30;
 
     private static long foldPart(MemorySegment part) {
+        if (part.heapBase().orElse(null) instanceof byte[] array) {
+            return foldArray(array, (int) part.address(), (int) part.byteSize());
+        }
         long x = 0;
         int words = (int) (part.byteSize() >>> 3);
         for (int i = 0; i < words; i++) {
@@ -140,7 +143,25 @@ public final class KvKeys {
 
     /** {@link #fold(MemorySegment)} of the first {@code length} bytes of {@code value}. */
     public static long fold(byte[] value, int length) {
-        return fold(MemorySegment.ofArray(value).asSlice(0, length));
+        return foldArray(value, 0, length);
+    }
+
+    /**
+     * The fold of {@code array[from, from + length)}, through the array's own view: heap values never
+     * reach the segment loop, whose compiled code then serves native memory alone (a scan that met both
+     * kinds, a store's inline values copied to the heap and its large ones lent in place, compiled it for
+     * both and folded at about half the speed).
+     */
+    private static long foldArray(byte[] array, int from, int length) {
+        long x = 0;
+        int end = from + length, off = from;
+        for (; off + 8 <= end; off += 8) {
+            x ^= (long) BE_LONG.get(array, off);
+        }
+        for (int shift = 56; off < end; off++, shift -= 8) {
+            x ^= (array[off] & 0xFFL) << shift;
+        }
+        return x;
     }
 
     /** The first 8 bytes of a value: its index. */

@@ -105,13 +105,17 @@ class KvKeysTest {
                     expected ^= (bytes[i] & 0xFFL) << shift;
                 }
                 assertEquals(expected, KvKeys.fold(bytes, bytes.length), "seed " + seed + ", round " + round);
-                long pieces = 0;
+                MemorySegment onHeap = MemorySegment.ofArray(new byte[bytes.length + 64]);
+                MemorySegment.copy(offHeap, at, onHeap, at, bytes.length);
+                long pieces = 0, heapPieces = 0;
                 for (int off = 0; off < bytes.length; ) {
                     int len = Math.min(bytes.length - off, 8 * (1 + random.nextInt(600)));
                     pieces ^= KvKeys.fold(offHeap, at + off, len);
+                    heapPieces ^= KvKeys.fold(onHeap.asSlice(at), off, len); // a slice: the array's offset is the segment's address
                     off += len;
                 }
                 assertEquals(expected, pieces, "seed " + seed + ", round " + round + ": pieces off the heap");
+                assertEquals(expected, heapPieces, "seed " + seed + ", round " + round + ": pieces of a slice of an array");
             }
         }
     }
