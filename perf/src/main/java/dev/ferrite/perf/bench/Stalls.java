@@ -30,7 +30,9 @@ import jdk.jfr.consumer.RecordingStream;
  *       with the collector's pauses counted apart;</li>
  *   <li><b>waiting</b>: its own thread was parked, sleeping, or waiting for or on a monitor (JFR's events
  *       of 0.1 ms or more), by the first engine frame under the wait;</li>
- *   <li><b>on CPU</b>: its thread's CPU time, read once per operation;</li>
+ *   <li><b>on CPU</b>: its thread's CPU time, read once per operation, and where that time went: JFR's
+ *       execution samples of the thread inside the operation, every millisecond, by the first engine
+ *       frame on the stack;</li>
  *   <li><b>queued</b>: runnable but not running, in a run queue while other threads had the CPUs (Linux's
  *       schedstat, read with the CPU time; where the kernel keeps none, this is part of the rest);</li>
  *   <li><b>the rest</b>: inside a system call (I/O, a page fault, a lock in the kernel) or a wait shorter
@@ -46,6 +48,8 @@ final class Stalls {
     private static final String[] WAITS = {"jdk.ThreadPark", "jdk.ThreadSleep", "jdk.JavaMonitorEnter", "jdk.JavaMonitorWait"};
     private static final String GC_PAUSE = "jdk.GCPhasePause";
     private static final String VM_OPERATION = "jdk.ExecuteVMOperation";
+    private static final String SAMPLE = "jdk.ExecutionSample";
+    private static final Duration SAMPLE_PERIOD = Duration.ofMillis(1);
     /** Slow operations kept per thread; past it they are only counted. */
     static final int KEPT = 10_000;
 
@@ -57,6 +61,7 @@ final class Stalls {
     private final ConcurrentLinkedQueue<Span> stops = new ConcurrentLinkedQueue<>();
     private final ConcurrentLinkedQueue<Span> gcPauses = new ConcurrentLinkedQueue<>();
     private final ConcurrentLinkedQueue<Wait> waits = new ConcurrentLinkedQueue<>();
+    private final ConcurrentLinkedQueue<Sample> samples = new ConcurrentLinkedQueue<>();
     private final List<Log> logs = new CopyOnWriteArrayList<>();
 
     /** A stretch of time in epoch nanoseconds. */
@@ -65,6 +70,10 @@ final class Stalls {
 
     /** A thread's wait: where (the first engine frame under it) and when. */
     private record Wait(long thread, String where, Span span) {
+    }
+
+    /** A thread found running Java code: where (the first engine frame) and when, in epoch nanoseconds. */
+    private record Sample(long thread, String where, long at) {
     }
 
     private Stalls(long thresholdNanos, String threadPrefix) {
@@ -87,6 +96,8 @@ final class Stalls {
             stream.enable(w).withThreshold(SHORTEST).withStackTrace();
             stream.onEvent(w, this::waited);
         }
+        stream.enable(SAMPLE).withPeriod(SAMPLE_PERIOD);
+        stream.onEvent(SAMPLE, this::sampled);
         stream.startAsync();
         this.epochOffset = epochNanos(Instant.now()) - System.nanoTime();
     }
@@ -177,9 +188,10 @@ final class Stalls {
      * @param cpu     their thread's CPU time
      * @param queued  their thread's time runnable in a run queue; -1 where the kernel does not say
      * @param where   waits by the frame waited in
+     * @param running execution samples inside them, outside safepoints, by the first engine frame
      */
     record Split(long count, long dropped, long wall, long longest, long stopped, long gc, long waited, long cpu,
-                 long queued, Map<String, Long> where) {
+                 long queued, Map<String, Long> where, Map<String, Long> running) {
         /** The time not otherwise accounted for: in a system call or a short wait (and queued, where that is unknown). */
         long rest() {
             return wall - stopped - waited - cpu - Math.max(0, queued);
@@ -190,19 +202,26 @@ final class Stalls {
             if (count + dropped == 0) {
                 return String.format(Locale.ROOT, "no operation took %s or more", millis(threshold));
             }
-            String places = where.entrySet().stream()
-                    .sorted(Map.Entry.<String, Long>comparingByValue(Comparator.reverseOrder()))
-                    .limit(3)
-                    .map(e -> e.getKey() + " " + percent(e.getValue(), wall))
-                    .collect(Collectors.joining(", "));
+            String places = top(where, wall);
+            long samples = running.values().stream().mapToLong(Long::longValue).sum();
+            String hot = samples == 0 ? "" : " (of " + String.format(Locale.ROOT, "%,d", samples) + " samples: " + top(running, samples) + ")";
             return String.format(Locale.ROOT, "%,d of %,d operations took %s or more (longest %s%s); of their %s: stopped %s"
-                            + " (GC pauses %s), waiting %s%s, on CPU %s, %s",
+                            + " (GC pauses %s), waiting %s%s, on CPU %s%s, %s",
                     count + dropped, ops, millis(threshold), millis(longest),
                     dropped == 0 ? "" : String.format(Locale.ROOT, "; %,d past the first %,d of a thread not split below", dropped, KEPT),
                     millis(wall), percent(stopped, wall), percent(gc, wall), percent(waited, wall),
-                    places.isEmpty() ? "" : " (" + places + ")", percent(cpu, wall),
+                    places.isEmpty() ? "" : " (" + places + ")", percent(cpu, wall), hot,
                     queued < 0 ? "runnable or in the kernel " + percent(rest(), wall)
                             : "runnable but queued for a CPU " + percent(queued, wall) + ", in the kernel " + percent(rest(), wall));
+        }
+
+        /** The three largest parts of {@code whole}, largest first, each with its share. */
+        private static String top(Map<String, Long> parts, long whole) {
+            return parts.entrySet().stream()
+                    .sorted(Map.Entry.<String, Long>comparingByValue(Comparator.reverseOrder()))
+                    .limit(3)
+                    .map(e -> e.getKey() + " " + percent(e.getValue(), whole))
+                    .collect(Collectors.joining(", "));
         }
     }
 
@@ -218,12 +237,14 @@ final class Stalls {
         List<Span> stops = merge(this.stops);
         List<Span> paused = merge(gcPauses);
         Map<Long, List<Wait>> byThread = waits.stream().collect(Collectors.groupingBy(Wait::thread));
+        Map<Long, List<Sample>> samplesByThread = samples.stream().collect(Collectors.groupingBy(Sample::thread));
         long count = 0, dropped = 0, wall = 0, longest = 0, stopped = 0, gc = 0, cpu = 0, waited = 0, queued = 0;
-        Map<String, Long> where = new HashMap<>();
+        Map<String, Long> where = new HashMap<>(), running = new HashMap<>();
         for (Log l : logs) {
             l.closeClock();
             dropped += l.dropped;
             List<Wait> mine = byThread.getOrDefault(l.thread, List.of());
+            List<Sample> sampled = samplesByThread.getOrDefault(l.thread, List.of());
             for (int i = 0; i < l.kept; i++) {
                 Span op = new Span(l.starts[i] + epochOffset, l.ends[i] + epochOffset);
                 long length = op.end - op.start;
@@ -238,6 +259,11 @@ final class Stalls {
                     }
                 }
                 w = Math.min(w, length - s);
+                for (Sample x : sampled) {
+                    if (x.at >= op.start && x.at < op.end && !inside(x.at, stops)) {
+                        running.merge(x.where, 1L, Long::sum);
+                    }
+                }
                 count++;
                 wall += length;
                 longest = Math.max(longest, length);
@@ -249,7 +275,7 @@ final class Stalls {
                 queued = queued < 0 || l.queues[i] < 0 ? -1 : queued + Math.min(l.queues[i], length - s - w - c);
             }
         }
-        return new Split(count, dropped, wall, longest, stopped, gc, waited, cpu, queued, Map.copyOf(where));
+        return new Split(count, dropped, wall, longest, stopped, gc, waited, cpu, queued, Map.copyOf(where), Map.copyOf(running));
     }
 
     /** Stops watching, with no summary (the phase failed). */
@@ -264,6 +290,14 @@ final class Stalls {
             return;
         }
         waits.add(new Wait(t.getJavaThreadId(), where(e), span(e)));
+    }
+
+    private void sampled(RecordedEvent e) {
+        RecordedThread t = e.getThread("sampledThread");
+        if (t == null || t.getJavaName() == null || !t.getJavaName().startsWith(threadPrefix)) {
+            return;
+        }
+        samples.add(new Sample(t.getJavaThreadId(), where(e), epochNanos(e.getStartTime())));
     }
 
     /** The first frame of the engine's under a wait; else the first outside the JDK; else the wait's own. */
@@ -318,6 +352,18 @@ final class Stalls {
             }
         }
         return merged;
+    }
+
+    private static boolean inside(long at, List<Span> spans) {
+        for (Span s : spans) {
+            if (s.start > at) {
+                return false;
+            }
+            if (at < s.end) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** Nanoseconds of {@code op} inside the sorted, disjoint {@code spans}. */
