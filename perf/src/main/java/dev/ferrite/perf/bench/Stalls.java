@@ -31,8 +31,8 @@ import jdk.jfr.consumer.RecordingStream;
  *   <li><b>waiting</b>: its own thread was parked, sleeping, or waiting for or on a monitor (JFR's events
  *       of 0.1 ms or more), by the first engine frame under the wait;</li>
  *   <li><b>on CPU</b>: its thread's CPU time, read once per operation, and where that time went: JFR's
- *       execution samples of the thread inside the operation, every millisecond, by the first engine
- *       frame on the stack;</li>
+ *       CPU-time samples of the thread inside the operation, one a millisecond of its CPU time, by the
+ *       first engine frame on the stack;</li>
  *   <li><b>queued</b>: runnable but not running, in a run queue while other threads had the CPUs (Linux's
  *       schedstat, read with the CPU time; where the kernel keeps none, this is part of the rest);</li>
  *   <li><b>the rest</b>: inside a system call (I/O, a page fault, a lock in the kernel) or a wait shorter
@@ -48,8 +48,8 @@ final class Stalls {
     private static final String[] WAITS = {"jdk.ThreadPark", "jdk.ThreadSleep", "jdk.JavaMonitorEnter", "jdk.JavaMonitorWait"};
     private static final String GC_PAUSE = "jdk.GCPhasePause";
     private static final String VM_OPERATION = "jdk.ExecuteVMOperation";
-    private static final String SAMPLE = "jdk.ExecutionSample";
-    private static final Duration SAMPLE_PERIOD = Duration.ofMillis(1);
+    /** Sampled by CPU time, in Java code or native, so samples fall in proportion to time on a CPU (JDK 25, experimental). */
+    private static final String SAMPLE = "jdk.CPUTimeSample";
     /** Slow operations kept per thread; past it they are only counted. */
     static final int KEPT = 10_000;
 
@@ -72,7 +72,7 @@ final class Stalls {
     private record Wait(long thread, String where, Span span) {
     }
 
-    /** A thread found running Java code: where (the first engine frame) and when, in epoch nanoseconds. */
+    /** A thread found on a CPU: where (the first engine frame) and when, in epoch nanoseconds. */
     private record Sample(long thread, String where, long at) {
     }
 
@@ -96,7 +96,7 @@ final class Stalls {
             stream.enable(w).withThreshold(SHORTEST).withStackTrace();
             stream.onEvent(w, this::waited);
         }
-        stream.enable(SAMPLE).withPeriod(SAMPLE_PERIOD);
+        stream.enable(SAMPLE).with("throttle", "1ms").withStackTrace();
         stream.onEvent(SAMPLE, this::sampled);
         stream.startAsync();
         this.epochOffset = epochNanos(Instant.now()) - System.nanoTime();
@@ -188,7 +188,7 @@ final class Stalls {
      * @param cpu     their thread's CPU time
      * @param queued  their thread's time runnable in a run queue; -1 where the kernel does not say
      * @param where   waits by the frame waited in
-     * @param running execution samples inside them, outside safepoints, by the first engine frame
+     * @param running CPU-time samples inside them, outside safepoints, by the first engine frame
      */
     record Split(long count, long dropped, long wall, long longest, long stopped, long gc, long waited, long cpu,
                  long queued, Map<String, Long> where, Map<String, Long> running) {
@@ -293,7 +293,7 @@ final class Stalls {
     }
 
     private void sampled(RecordedEvent e) {
-        RecordedThread t = e.getThread("sampledThread");
+        RecordedThread t = e.getThread();
         if (t == null || t.getJavaName() == null || !t.getJavaName().startsWith(threadPrefix)) {
             return;
         }
