@@ -160,8 +160,11 @@ final class Restructure {
             for (int attempt = 0; ; attempt++) {
                 if (attempt > 0) {
                     backoff(attempt);
+                    p.reset();
                 }
-                p.reset();
+                // the first attempt plans on the path the caller's write descended (the same key), which
+                // descend resumes from its deepest node still unchanged: a split costs one descent, not
+                // two; a path node changed since fails its lock, and the next attempt descends afresh
                 tree.descend(p, key, txn);
                 int leafD = p.depth;
                 // Plan, optimistically: the leaf splits; each ancestor splits if it cannot take the
@@ -531,9 +534,9 @@ final class Restructure {
         for (int attempt = 0; ; attempt++) {
             if (attempt > 0) {
                 backoff(attempt);
+                p.reset();
             }
-            p.reset();
-            tree.descend(p, key, txn);
+            tree.descend(p, key, txn); // resumed on the first attempt, as a split's (above)
             int leafD = p.depth;
             Seen[] partner = new Seen[leafD + 1];
             Seen outer = null; // the neighbour beyond a merging leaf pair, whose sibling link changes
