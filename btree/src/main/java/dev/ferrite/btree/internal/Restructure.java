@@ -16,6 +16,7 @@ import static dev.ferrite.btree.internal.BTree.backtrack;
 import static dev.ferrite.btree.internal.BTree.logRemove;
 import static dev.ferrite.btree.internal.BTree.logSlots;
 import static dev.ferrite.btree.internal.BTree.logUsed;
+import static dev.ferrite.btree.internal.BTree.logUsedChanged;
 import static dev.ferrite.btree.internal.BTree.scratch;
 import static dev.ferrite.btree.internal.BTreeNodeFormat.cellSize;
 import static dev.ferrite.btree.internal.BTreeNodeFormat.childAt;
@@ -283,7 +284,7 @@ final class Restructure {
         } else {
             newLeaf = cache.createEmpty(txn, blocks[used], BTreeNodeFormat.MAGIC, id, frames[used]);
             sep = splitLeaf(leaf, newLeaf, right, key, value, replace, scratch);
-            logUsed(txn, leaf);
+            logUsedChanged(txn, leaf, scratch); // scratch: the leaf as it was
             logUsed(txn, newLeaf);
             if (right != null) {
                 txn.log(right, BTreeNodeFormat.LEFT, 8);
@@ -309,7 +310,7 @@ final class Restructure {
             used++;
             sibling.priority = INTERIOR_PRIORITY;
             sep = splitInterior(parent, sibling, pos, sep, newChild, append, scratch);
-            logUsed(txn, parent);
+            logUsedChanged(txn, parent, scratch);
             logUsed(txn, sibling);
             newChild = sibling.block();
         }
