@@ -6,6 +6,7 @@ import java.util.Arrays;
 
 import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.InvalidArgumentException;
+import dev.ferrite.journal.internal.DirtyMap;
 
 import static dev.ferrite.btree.internal.BTreeNodeFormat.cellSize;
 import static dev.ferrite.btree.internal.BTreeNodeFormat.childAt;
@@ -829,6 +830,41 @@ public final class BTree {
         int cells = BTreeNodeFormat.cellStart(n), end = (int) n.byteSize();
         if (cells < end) {
             txn.log(node, cells, end - cells);
+        }
+    }
+
+    /**
+     * As {@link #logUsed}, for a node rebuilt in place whose image before the change is {@code before}:
+     * only the parts that differ from it, in the journal's chunks ({@link DirtyMap#CHUNKS} to a block). A part the
+     * rebuild wrote back as it was is as the log last had it or as home has it, as the free gap is: a
+     * split's left half keeps its first cells where they were whenever no key below them came in since
+     * the leaf was last rebuilt.
+     */
+    static void logUsedChanged(Txn txn, Buffer node, MemorySegment before) {
+        MemorySegment n = node.data();
+        logChanged(txn, node, before, BTreeNodeFormat.LEVEL, BTreeNodeFormat.SLOTS);
+        logChanged(txn, node, before, BTreeNodeFormat.base(n), BTreeNodeFormat.slotsEnd(n));
+        logChanged(txn, node, before, BTreeNodeFormat.cellStart(n), (int) n.byteSize());
+    }
+
+    /** Logs the runs of chunks of {@code [from, to)} of {@code node} that differ from {@code before}. */
+    private static void logChanged(Txn txn, Buffer node, MemorySegment before, int from, int to) {
+        MemorySegment n = node.data();
+        int chunk = (int) n.byteSize() / DirtyMap.CHUNKS;
+        int run = -1;
+        for (int at = from; at < to; ) {
+            int end = Math.min(to, (at & -chunk) + chunk);
+            boolean differs = MemorySegment.mismatch(n, at, end, before, at, end) >= 0;
+            if (differs && run < 0) {
+                run = at;
+            } else if (!differs && run >= 0) {
+                txn.log(node, run, at - run);
+                run = -1;
+            }
+            at = end;
+        }
+        if (run >= 0) {
+            txn.log(node, run, to - run);
         }
     }
 

@@ -16,6 +16,7 @@ import static dev.ferrite.btree.internal.BTree.backtrack;
 import static dev.ferrite.btree.internal.BTree.logRemove;
 import static dev.ferrite.btree.internal.BTree.logSlots;
 import static dev.ferrite.btree.internal.BTree.logUsed;
+import static dev.ferrite.btree.internal.BTree.logUsedChanged;
 import static dev.ferrite.btree.internal.BTree.scratch;
 import static dev.ferrite.btree.internal.BTreeNodeFormat.cellSize;
 import static dev.ferrite.btree.internal.BTreeNodeFormat.childAt;
@@ -160,8 +161,11 @@ final class Restructure {
             for (int attempt = 0; ; attempt++) {
                 if (attempt > 0) {
                     backoff(attempt);
+                    p.reset();
                 }
-                p.reset();
+                // the first attempt plans on the path the caller's write descended (the same key), which
+                // descend resumes from its deepest node still unchanged: a split costs one descent, not
+                // two; a path node changed since fails its lock, and the next attempt descends afresh
                 tree.descend(p, key, txn);
                 int leafD = p.depth;
                 // Plan, optimistically: the leaf splits; each ancestor splits if it cannot take the
@@ -280,7 +284,7 @@ final class Restructure {
         } else {
             newLeaf = cache.createEmpty(txn, blocks[used], BTreeNodeFormat.MAGIC, id, frames[used]);
             sep = splitLeaf(leaf, newLeaf, right, key, value, replace, scratch);
-            logUsed(txn, leaf);
+            logUsedChanged(txn, leaf, scratch); // scratch: the leaf as it was
             logUsed(txn, newLeaf);
             if (right != null) {
                 txn.log(right, BTreeNodeFormat.LEFT, 8);
@@ -306,7 +310,7 @@ final class Restructure {
             used++;
             sibling.priority = INTERIOR_PRIORITY;
             sep = splitInterior(parent, sibling, pos, sep, newChild, append, scratch);
-            logUsed(txn, parent);
+            logUsedChanged(txn, parent, scratch);
             logUsed(txn, sibling);
             newChild = sibling.block();
         }
@@ -531,9 +535,9 @@ final class Restructure {
         for (int attempt = 0; ; attempt++) {
             if (attempt > 0) {
                 backoff(attempt);
+                p.reset();
             }
-            p.reset();
-            tree.descend(p, key, txn);
+            tree.descend(p, key, txn); // resumed on the first attempt, as a split's (above)
             int leafD = p.depth;
             Seen[] partner = new Seen[leafD + 1];
             Seen outer = null; // the neighbour beyond a merging leaf pair, whose sibling link changes

