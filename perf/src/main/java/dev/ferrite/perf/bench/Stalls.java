@@ -237,7 +237,8 @@ final class Stalls {
         List<Span> stops = merge(this.stops);
         List<Span> paused = merge(gcPauses);
         Map<Long, List<Wait>> byThread = waits.stream().collect(Collectors.groupingBy(Wait::thread));
-        Map<Long, List<Sample>> samplesByThread = samples.stream().collect(Collectors.groupingBy(Sample::thread));
+        Map<Long, List<Sample>> samplesByThread = samples.stream().sorted(Comparator.comparingLong(Sample::at))
+                .collect(Collectors.groupingBy(Sample::thread));
         long count = 0, dropped = 0, wall = 0, longest = 0, stopped = 0, gc = 0, cpu = 0, waited = 0, queued = 0;
         Map<String, Long> where = new HashMap<>(), running = new HashMap<>();
         for (Log l : logs) {
@@ -259,8 +260,9 @@ final class Stalls {
                     }
                 }
                 w = Math.min(w, length - s);
-                for (Sample x : sampled) {
-                    if (x.at >= op.start && x.at < op.end && !inside(x.at, stops)) {
+                for (int j = firstAtOrAfter(sampled, op.start); j < sampled.size() && sampled.get(j).at < op.end; j++) {
+                    Sample x = sampled.get(j);
+                    if (!inside(x.at, stops)) {
                         running.merge(x.where, 1L, Long::sum);
                     }
                 }
@@ -352,6 +354,20 @@ final class Stalls {
             }
         }
         return merged;
+    }
+
+    /** The index of the first of {@code sorted} (by time) at or after {@code at}. */
+    private static int firstAtOrAfter(List<Sample> sorted, long at) {
+        int lo = 0, hi = sorted.size();
+        while (lo < hi) {
+            int mid = (lo + hi) >>> 1;
+            if (sorted.get(mid).at < at) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        return lo;
     }
 
     private static boolean inside(long at, List<Span> spans) {
