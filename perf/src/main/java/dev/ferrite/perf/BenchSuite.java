@@ -30,8 +30,16 @@ import picocli.CommandLine;
  * same command run alone gave 0.99–1.13.
  */
 final class BenchSuite {
-    /** One workload's command line, as a user would type it after {@code ./ferrite bench}. */
-    record Step(String title, List<String> args) {
+    /**
+     * One workload's command line, as a user would type it after {@code ./ferrite bench}, and why it cannot
+     * run on this machine (null if it can): a step missing what only a package brings is skipped, named in
+     * the summary, and fails nothing, so a fresh machine runs the rest.
+     */
+    record Step(String title, List<String> args, String skip) {
+        Step(String title, List<String> args) {
+            this(title, args, null);
+        }
+
         String command() {
             return args.getFirst();
         }
@@ -64,8 +72,10 @@ final class BenchSuite {
                 "--targets", "ferrite," + fs + ",memory")));
         steps.add(step("random overwrites through a file beside fio", noFio, on, full ? List.of("randwrite")
                 : List.of("randwrite", "--file-size", "256M", "--seconds", "2")));
-        steps.add(step("dbench beside the kernel's file systems", false, on, full ? List.of("dbench")
-                : List.of("dbench", "--clients", "1,2", "--seconds", "3", "--jit-warmup", "3")));
+        Step dbench = step("dbench beside the kernel's file systems", false, on, full ? List.of("dbench")
+                : List.of("dbench", "--clients", "1,2", "--seconds", "3", "--jit-warmup", "3"));
+        steps.add(Files.isReadable(Path.of(DbenchCommand.DEFAULT_LOADFILE)) ? dbench : new Step(dbench.title(), dbench.args(),
+                "its loadfile " + DbenchCommand.DEFAULT_LOADFILE + " is not on this machine (Debian/Ubuntu: apt-get install dbench)"));
         return steps;
     }
 
@@ -82,7 +92,8 @@ final class BenchSuite {
      * Runs every step as {@code ./ferrite bench ...}, in a JVM started with this one's flags, its output
      * copied to {@code bench}'s, each writing its results to a file in {@code out} (and with {@code jfr},
      * not null, its flight recording beside them); a step that fails is reported and the suite goes on.
-     * Prints the summary and writes {@code out/results.json}; returns 0 if every step ran, else 1.
+     * A step with a reason to skip is not started. Prints the summary and writes {@code out/results.json};
+     * returns 0 if every step that was not skipped ran, else 1.
      */
     static int run(CommandLine bench, List<Step> steps, Path out, Path jfr, PrintWriter print) {
         try {
@@ -91,10 +102,15 @@ final class BenchSuite {
             throw new UncheckedIOException("cannot make " + out + ": " + e.getMessage(), e);
         }
         List<Result> all = new ArrayList<>();
-        List<String> failed = new ArrayList<>();
+        List<String> failed = new ArrayList<>(), skipped = new ArrayList<>();
         for (int i = 0; i < steps.size(); i++) {
             Step s = steps.get(i);
             print.printf(Locale.ROOT, "%n=== %d/%d  %s: ./ferrite bench %s%n%n", i + 1, steps.size(), s.title(), String.join(" ", s.args()));
+            if (s.skip() != null) {
+                print.println("skipped: " + s.skip());
+                skipped.add(s.command() + " (" + s.skip() + ")");
+                continue;
+            }
             print.flush();
             Path json = out.resolve(String.format(Locale.ROOT, "%02d-%s.json", i + 1, s.command()));
             List<String> args = new ArrayList<>(List.of("bench"));
@@ -124,6 +140,9 @@ final class BenchSuite {
         }
         print.printf(Locale.ROOT, "%n=== summary: Ferrite beside its best baseline and the memory ceiling; targets from DESIGN §8%n%n");
         print.print(SuiteSummary.format(SuiteSummary.rows(all)));
+        if (!skipped.isEmpty()) {
+            print.println("skipped: " + String.join(", ", skipped));
+        }
         if (!failed.isEmpty()) {
             print.println("failed: " + String.join(", ", failed));
         }

@@ -48,7 +48,10 @@ import picocli.CommandLine.Spec;
                 "time.",
                 ""})
 final class DbenchCommand implements Callable<Integer> {
-    @Option(names = "--loadfile", paramLabel = "FILE", defaultValue = "/usr/share/dbench/client.txt",
+    /** Where Debian's and Ubuntu's dbench package puts its loadfile. */
+    static final String DEFAULT_LOADFILE = "/usr/share/dbench/client.txt";
+
+    @Option(names = "--loadfile", paramLabel = "FILE", defaultValue = DEFAULT_LOADFILE,
             description = "the NetBench loadfile (dbench 4.0 format) (default: ${DEFAULT-VALUE})")
     Path loadfile;
 
@@ -117,7 +120,7 @@ final class DbenchCommand implements Callable<Integer> {
         }
         if (!Files.isReadable(loadfile)) {
             throw new ParameterException(spec.commandLine(), "--loadfile " + loadfile
-                    + ": cannot read it (Debian/Ubuntu: apt-get install dbench puts one at /usr/share/dbench/client.txt)");
+                    + ": cannot read it (Debian/Ubuntu: apt-get install dbench puts one at " + DEFAULT_LOADFILE + ")");
         }
         DbenchLoadfile load;
         try {

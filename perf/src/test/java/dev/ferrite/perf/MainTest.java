@@ -33,8 +33,8 @@ class MainTest {
     }
 
     /**
-     * The default suite runs each step through its own command, goes on past a step that fails, and ends
-     * with the summary and one results.json holding every step's results.
+     * The default suite runs each step through its own command, goes on past a step that fails and one it
+     * skips, and ends with the summary and one results.json holding every step's results.
      */
     @Test
     void theSuiteRunsEveryStepSummarizesAndWritesOneResultsFile(@TempDir Path dir) throws Exception {
@@ -42,17 +42,35 @@ class MainTest {
                 .getSubcommands().get("bench");
         List<BenchSuite.Step> steps = List.of(
                 new BenchSuite.Step("a failing step", List.of("dbench", "--seconds", "0")),
+                new BenchSuite.Step("a step this machine cannot run", List.of("appends"), "no tool here"),
                 new BenchSuite.Step("the device", List.of("device", "--size", "16M", "--seconds", "0.05", "--no-fio")));
         StringWriter printed = new StringWriter();
         assertEquals(1, BenchSuite.run(bench, steps, dir.resolve("out"), null, new PrintWriter(printed)));
         String text = printed.toString() + err;
-        assertTrue(text.contains("=== 2/2  the device: ./ferrite bench device --size 16M --seconds 0.05 --no-fio"), text);
+        assertTrue(text.contains("=== 3/3  the device: ./ferrite bench device --size 16M --seconds 0.05 --no-fio"), text);
         assertTrue(text.contains("=== summary"), text);
         assertTrue(text.contains("failed: dbench (exit 2)"), text);
+        assertTrue(text.contains("skipped: appends (no tool here)"), text);
+        assertFalse(Files.exists(dir.resolve("out/02-appends.json")), "a skipped step ran");
         Object json = JsonReader.parse(Files.readString(dir.resolve("out/results.json")));
         List<?> results = (List<?>) JsonReader.at(json, "results");
         assertEquals(5, results.size(), "the device workload's five phases: " + results);
         assertEquals("device", JsonReader.at(json, "results", 0, "workload"));
+    }
+
+    /** A suite whose only missing piece is a step it skips succeeds: a fresh machine without dbench. */
+    @Test
+    void aSkippedStepFailsNothing(@TempDir Path dir) {
+        picocli.CommandLine bench = Main.commandLine().setOut(new PrintWriter(out)).setErr(new PrintWriter(err))
+                .getSubcommands().get("bench");
+        StringWriter printed = new StringWriter();
+        assertEquals(0, BenchSuite.run(bench, List.of(new BenchSuite.Step("dbench", List.of("dbench"), "no loadfile")),
+                dir.resolve("out"), null, new PrintWriter(printed)));
+        assertTrue(printed.toString().contains("skipped: dbench (no loadfile)"), printed.toString());
+        boolean loadfile = Files.isReadable(Path.of(DbenchCommand.DEFAULT_LOADFILE));
+        BenchSuite.Step suites = BenchSuite.steps(false, true, null).getLast();
+        assertEquals("dbench", suites.command());
+        assertEquals(loadfile, suites.skip() == null, "the suite's dbench step skips exactly when the loadfile is missing: " + suites);
     }
 
     /** bench report: the page of the last run, and every rate of it beside the first run's. */
