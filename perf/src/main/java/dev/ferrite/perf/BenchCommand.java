@@ -1,8 +1,10 @@
 package dev.ferrite.perf;
 
+import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 
+import dev.ferrite.perf.bench.BaselineTools;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
@@ -65,6 +67,10 @@ final class BenchCommand implements Callable<Integer> {
             throw new ParameterException(spec.commandLine(), "--device " + device + " is overwritten by the suite;"
                     + " add --yes-destroy-data to go on");
         }
-        return BenchSuite.run(spec.commandLine(), BenchSuite.steps(full, fioOption.noFio, device), out, jfr, spec.commandLine().getOut());
+        PrintWriter print = spec.commandLine().getOut();
+        for (String line : BaselineTools.note(BaselineTools.missing(fioOption.noFio), BaselineTools.root())) {
+            print.println(line);
+        }
+        return BenchSuite.run(spec.commandLine(), BenchSuite.steps(full, fioOption.noFio, device), out, jfr, print);
     }
 }

@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 
+import dev.ferrite.perf.bench.BaselineTools;
 import dev.ferrite.perf.bench.HtmlReport;
 import dev.ferrite.perf.bench.LoopDevice;
 import dev.ferrite.perf.bench.Machine;
@@ -74,8 +75,8 @@ final class BenchSuite {
                 : List.of("randwrite", "--file-size", "256M", "--seconds", "2")));
         Step dbench = step("dbench beside the kernel's file systems", false, on, full ? List.of("dbench")
                 : List.of("dbench", "--clients", "1,2", "--seconds", "3", "--jit-warmup", "3"));
-        steps.add(Files.isReadable(Path.of(DbenchCommand.DEFAULT_LOADFILE)) ? dbench : new Step(dbench.title(), dbench.args(),
-                "its loadfile " + DbenchCommand.DEFAULT_LOADFILE + " is not on this machine (Debian/Ubuntu: apt-get install dbench)"));
+        steps.add(Files.isReadable(BaselineTools.DBENCH_LOADFILE) ? dbench : new Step(dbench.title(), dbench.args(),
+                "its loadfile " + BaselineTools.DBENCH_LOADFILE + " is not on this machine (Debian/Ubuntu: apt-get install dbench)"));
         return steps;
     }
 

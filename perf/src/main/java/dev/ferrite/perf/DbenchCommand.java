@@ -9,6 +9,7 @@ import java.util.Locale;
 import java.util.concurrent.Callable;
 
 import dev.ferrite.dir.VolumeOptions;
+import dev.ferrite.perf.bench.BaselineTools;
 import dev.ferrite.perf.bench.DeviceRegions;
 import dev.ferrite.perf.bench.DbenchBench;
 import dev.ferrite.perf.bench.DbenchBench.Target;
@@ -48,10 +49,7 @@ import picocli.CommandLine.Spec;
                 "time.",
                 ""})
 final class DbenchCommand implements Callable<Integer> {
-    /** Where Debian's and Ubuntu's dbench package puts its loadfile. */
-    static final String DEFAULT_LOADFILE = "/usr/share/dbench/client.txt";
-
-    @Option(names = "--loadfile", paramLabel = "FILE", defaultValue = DEFAULT_LOADFILE,
+    @Option(names = "--loadfile", paramLabel = "FILE", defaultValue = "/usr/share/dbench/client.txt",
             description = "the NetBench loadfile (dbench 4.0 format) (default: ${DEFAULT-VALUE})")
     Path loadfile;
 
@@ -120,7 +118,7 @@ final class DbenchCommand implements Callable<Integer> {
         }
         if (!Files.isReadable(loadfile)) {
             throw new ParameterException(spec.commandLine(), "--loadfile " + loadfile
-                    + ": cannot read it (Debian/Ubuntu: apt-get install dbench puts one at " + DEFAULT_LOADFILE + ")");
+                    + ": cannot read it (Debian/Ubuntu: apt-get install dbench puts one at " + BaselineTools.DBENCH_LOADFILE + ")");
         }
         DbenchLoadfile load;
         try {

@@ -67,7 +67,7 @@ class MainTest {
         assertEquals(0, BenchSuite.run(bench, List.of(new BenchSuite.Step("dbench", List.of("dbench"), "no loadfile")),
                 dir.resolve("out"), null, new PrintWriter(printed)));
         assertTrue(printed.toString().contains("skipped: dbench (no loadfile)"), printed.toString());
-        boolean loadfile = Files.isReadable(Path.of(DbenchCommand.DEFAULT_LOADFILE));
+        boolean loadfile = Files.isReadable(dev.ferrite.perf.bench.BaselineTools.DBENCH_LOADFILE);
         BenchSuite.Step suites = BenchSuite.steps(false, true, null).getLast();
         assertEquals("dbench", suites.command());
         assertEquals(loadfile, suites.skip() == null, "the suite's dbench step skips exactly when the loadfile is missing: " + suites);
