@@ -9,6 +9,9 @@ package dev.ferrite.journal;
  * @param checkpointBytes   log bytes written by them
  * @param checkpointItems   items they carried (an item relogged many times counts once per checkpoint)
  * @param logFlushes        device flushes issued for checkpoints
+ * @param logWriteNanos     time spent in the checkpoints' device writes
+ * @param logFlushNanos     time spent in those flushes: on a device with a volatile cache that cannot overlap
+ *                          the next checkpoint's write, often the larger part of the log's time
  * @param reserveWaits      reservations that waited on the reserve head, and their total wait
  * @param reserveWaitNanos  see reserveWaits
  * @param writeWaits        regrants that waited on the write head, and their total wait
@@ -32,7 +35,7 @@ package dev.ferrite.journal;
  * @param shadowBytes       off-heap bytes held for the CIL's copies of logged items (in use or pooled)
  */
 public record JournalStats(long commits, long forces, long checkpoints, long checkpointBytes, long checkpointItems,
-                           long logFlushes, long reserveWaits, long reserveWaitNanos, long writeWaits,
+                           long logFlushes, long logWriteNanos, long logFlushNanos, long reserveWaits, long reserveWaitNanos, long writeWaits,
                            long writeWaitNanos, long grantCasRetries, long ailInsertBatches, long ailInsertedItems, long ailForcerInserts, long ailPushRounds,
                            long ailPusherWakeups, long ailWrittenBack, long ailWrittenEarly, int ailItems, long tailMoves, long freeBytes,
                            long logBytes, long commitThrottles, long commitThrottleNanos, long shadowBytes) {

@@ -540,7 +540,8 @@ public final class Journal implements AutoCloseable {
         long[] rw = space.reserveHead.waitStats();
         long[] ww = space.writeHead.waitStats();
         return new JournalStats(commits.sum(), writer.forces.sum(), writer.checkpoints.sum(),
-                writer.checkpointBytes.sum(), writer.checkpointItems.sum(), writer.logFlushes.sum(), rw[0], rw[1],
+                writer.checkpointBytes.sum(), writer.checkpointItems.sum(), writer.logFlushes.sum(), writer.logWriteNanos.sum(),
+                writer.logFlushNanos.sum(), rw[0], rw[1],
                 ww[0], ww[1], space.reserveHead.casRetries() + space.writeHead.casRetries(), ail.insertBatches.sum(), ail.insertedItems.sum(), ail.insertedNow.sum(), ail.pushRounds.sum(),
                 ail.pusherWakeups.sum(), ail.writtenBack.sum(), ail.writtenEarly.sum(), ail.size(), ail.tailMoves.sum(), space.freeBytes(),
                 logBytes, writer.throttles.sum(), writer.throttleNanos.sum(), shadows.residentBytes());

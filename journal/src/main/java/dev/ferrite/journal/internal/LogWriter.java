@@ -184,6 +184,12 @@ final class LogWriter implements AutoCloseable {
     final LongAdder forces = new LongAdder();
     final LongAdder logFlushes = new LongAdder();
     /**
+     * Time in checkpoints' device writes, and in the log's flushes: on a disk whose flush writes back
+     * what its cache holds, the flush is most of a large checkpoint's time (docs/journal.md, Durability).
+     */
+    final LongAdder logWriteNanos = new LongAdder();
+    final LongAdder logFlushNanos = new LongAdder();
+    /**
      * Device flushes of the log begun and ended, in the order the log writer issues them (one at a time):
      * a flush numbered past a count read at some moment began after that moment.
      */
@@ -743,6 +749,7 @@ final class LogWriter implements AutoCloseable {
         if (c.preflushMark() >= 0 && flushesEnded <= c.preflushMark()) {
             flush();
         }
+        long writeStart = System.nanoTime();
         if (c.blocks() == first) {
             // one contiguous write: a plain pwrite on a direct device, the cheapest at depth 1 (a batch goes
             // through io_uring, which may hand an O_DIRECT write to a kernel worker thread)
@@ -754,6 +761,7 @@ final class LogWriter implements AutoCloseable {
             device.submit(ioBatch);
             ioBatch.clear();
         }
+        logWriteNanos.add(System.nanoTime() - writeStart);
         flush();
         lastCheckpointSeq = c.checkpointSeq();
         checkpoints.increment();
@@ -766,7 +774,9 @@ final class LogWriter implements AutoCloseable {
     /** A device flush of the log's, counted as begun before it is issued and as ended once it returns. */
     private void flush() {
         flushesBegun = flushesBegun + 1; // one log writer at a time: no lost update
+        long start = System.nanoTime();
         device.flush();
+        logFlushNanos.add(System.nanoTime() - start);
         flushesEnded = flushesEnded + 1;
         logFlushes.increment();
     }

@@ -146,12 +146,15 @@ public final class Contention {
         long grantWaits = j1.reserveWaits() - j0.reserveWaits() + j1.writeWaits() - j0.writeWaits();
         long grantNanos = j1.reserveWaitNanos() - j0.reserveWaitNanos() + j1.writeWaitNanos() - j0.writeWaitNanos();
         return String.format(Locale.ROOT,
-                "log %,.0f B/op in %,d checkpoints (%,.1f items each), %,.3f transactions/op, %,d forces, %,d log flushes; grant-head CAS retries %,d, "
+                "log %,.0f B/op in %,d checkpoints (%,.1f items each), %,.3f transactions/op, %,d forces, %,d log flushes (a checkpoint's write %,.0f µs, "
+                        + "its flushes %,.0f µs); grant-head CAS retries %,d, "
                         + "waits %,d (%,.1f ms), CIL throttles %,d (%,.1f ms); AIL pusher wake-ups %,d, written home %,d (%,d early)",
                 (j1.checkpointBytes() - j0.checkpointBytes()) / (double) n, checkpoints,
                 checkpoints == 0 ? 0.0 : (j1.checkpointItems() - j0.checkpointItems()) / (double) checkpoints,
                 (j1.commits() - j0.commits()) / (double) n,
-                j1.forces() - j0.forces(), j1.logFlushes() - j0.logFlushes(), j1.grantCasRetries() - j0.grantCasRetries(), grantWaits, grantNanos / 1e6, j1.commitThrottles() - j0.commitThrottles(),
+                j1.forces() - j0.forces(), j1.logFlushes() - j0.logFlushes(),
+                (j1.logWriteNanos() - j0.logWriteNanos()) / 1e3 / Math.max(1, checkpoints),
+                (j1.logFlushNanos() - j0.logFlushNanos()) / 1e3 / Math.max(1, checkpoints), j1.grantCasRetries() - j0.grantCasRetries(), grantWaits, grantNanos / 1e6, j1.commitThrottles() - j0.commitThrottles(),
                 (j1.commitThrottleNanos() - j0.commitThrottleNanos()) / 1e6, j1.ailPusherWakeups() - j0.ailPusherWakeups(),
                 j1.ailWrittenBack() - j0.ailWrittenBack(), j1.ailWrittenEarly() - j0.ailWrittenEarly());
     }

@@ -20,7 +20,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class ContentionTest {
     private static JournalStats journal(long bytes, long checkpoints, long items, long forces, long casRetries, long waits,
                                         long waitNanos, long throttles, long throttleNanos, long wakeups, long written, long early) {
-        return new JournalStats(0, forces, checkpoints, bytes, items, checkpoints + forces, waits, waitNanos, waits, waitNanos, casRetries, 0, 0, 0, 0,
+        // each checkpoint took 1 ms to write and 3 ms to flush
+        return new JournalStats(0, forces, checkpoints, bytes, items, checkpoints + forces, checkpoints * 1_000_000, checkpoints * 3_000_000, waits, waitNanos, waits, waitNanos, casRetries, 0, 0, 0, 0,
                 wakeups, written, early, 0, 0, 0, 0, throttles, throttleNanos, 0);
     }
 
@@ -42,7 +43,7 @@ class ContentionTest {
                 cache(105, 3, 9, 1),
                 latches(new long[] {1_501, 2, 0, 1, 0}, new long[] {0, 0, 0, 0, 0}, new long[] {5, 2, 0, 0, 3}),
                 new InodeCacheStats(1000, 1000, 57, 40), new StripeStats(9, 3_500_000, 1, 0), Map.of(), 6_250_000, 1_200_000);
-        assertEquals("log 400 B/op in 4 checkpoints (100.0 items each), 0.000 transactions/op, 2 forces, 6 log flushes; grant-head CAS retries 7, waits 2 (4.0 ms), "
+        assertEquals("log 400 B/op in 4 checkpoints (100.0 items each), 0.000 transactions/op, 2 forces, 6 log flushes (a checkpoint's write 1,000 µs, its flushes 3,000 µs); grant-head CAS retries 7, waits 2 (4.0 ms), "
                 + "CIL throttles 2 (4.5 ms); AIL pusher wake-ups 2, written home 20 (3 early); "
                 + "cache misses 1.000/op, evictions 4, write-backs 7, dirty waits 1; "
                 + "B-tree restarts 1,503 (leaf 1,500, L1 2, header 1), lost locks 0, waits 6 (leaf 3, other 3); "
@@ -100,7 +101,7 @@ class ContentionTest {
     void theJournalsPartStandsAlone() {
         JournalStats a = journal(1000, 2, 20, 1, 5, 1, 1_000_000, 0, 0, 3, 10, 1);
         JournalStats b = journal(9000, 4, 60, 1, 5, 1, 1_000_000, 0, 0, 4, 12, 1);
-        assertEquals("log 2,000 B/op in 2 checkpoints (20.0 items each), 0.000 transactions/op, 0 forces, 2 log flushes; grant-head CAS retries 0, "
+        assertEquals("log 2,000 B/op in 2 checkpoints (20.0 items each), 0.000 transactions/op, 0 forces, 2 log flushes (a checkpoint's write 1,000 µs, its flushes 3,000 µs); grant-head CAS retries 0, "
                 + "waits 0 (0.0 ms), CIL throttles 0 (0.0 ms); AIL pusher wake-ups 1, written home 2 (0 early)",
                 Contention.journal(a, b, 4));
     }
