@@ -48,7 +48,13 @@ import dev.ferrite.journal.testkit.TestItem;
  *       during the run (shared machines do) weighs on both alike. Each journal round first logs untimed
  *       for a quarter of its length, so that what is timed is the steady state (checkpoints and the
  *       AIL's write-back under way), not a start from an empty log; after it the journal is drained,
- *       untimed, so that its write-back does not run into the device's round.</li>
+ *       untimed, so that its write-back does not run into the device's round. A second baseline
+ *       ({@code device-flushed}) writes the same way with an fdatasync each time it has written as much as
+ *       the journal's checkpoints hold on average in the run so far: the flush per checkpoint that the log
+ *       pays so that recovery can trust every checkpoint before the last one it finds (XFS, too, flushes
+ *       before each checkpoint's commit record). On a disk whose flush writes back what its cache took in,
+ *       that flush and not the log's CPU sets the log's rate (docs/journal.md, "Log bandwidth"); this
+ *       baseline shows how far the same flushes take the device alone.</li>
  * </ul>
  * The device holds a home region for the items ({@value #HOME_BLOCKS} blocks) followed by the log, written
  * over once before anything is measured (a new file's first writes allocate its blocks). Both sides are
@@ -60,6 +66,8 @@ public final class JournalBench {
     public static final String FORCED_COMMIT = "forced-commit";
     public static final String LOG_WRITE = "log-write";
     public static final String BASELINE = "device";
+    /** The log-write baseline with a flush per checkpoint's worth of writes. */
+    public static final String FLUSHED = "device-flushed";
     static final int HOME_BLOCKS = 16_384;
     static final int BIG_TX_ITEMS = 32;
     /**
@@ -85,6 +93,9 @@ public final class JournalBench {
     private long value;
     /** The journal's counters over each Ferrite phase ({@link Contention#journal}), a line each. */
     private final List<String> contention = new ArrayList<>();
+    /** Checkpoints the log-write rounds (the warm-up's too) wrote, and their bytes: what {@link #FLUSHED} flushes after. */
+    private long checkpoints;
+    private long checkpointBytes;
 
     /**
      * @param path    file or block device; its contents are lost
@@ -140,13 +151,20 @@ public final class JournalBench {
                 long slice = phaseNanos / rounds;
                 Tally direct = new Tally(geometry);
                 Tally logged = new Tally(geometry);
+                Tally flushed = new Tally(geometry);
+                long flushEvery = 0;
                 for (int r = 1; r <= rounds; r++) {
                     String shown = rounds == 1 ? "" : "round " + r + "/" + rounds + " ";
                     sequentialWrite(device, seqBuffer, direct, slice, progress, shown);
                     logWrite(journal, pool, logged, slice, progress, shown, r == rounds);
+                    flushEvery = meanCheckpointBytes();
+                    flushedWrite(device, seqBuffer, flushed, slice, flushEvery, progress, shown);
                 }
                 results.add(direct.result(BASELINE));
+                results.add(flushed.result(FLUSHED));
                 results.add(logged.result(FERRITE));
+                contention.add(String.format(Locale.ROOT, "%s (log-write's second baseline): 1 MiB writes with a flush after each %,.1f MiB,"
+                        + " the journal's mean checkpoint in this run", FLUSHED, flushEvery / (double) (1 << 20)));
             }
         }
         return results;
@@ -220,6 +238,46 @@ public final class JournalBench {
         do {
             device.write(tally.block, buf);
             tally.block = tally.block + step > tally.end ? tally.first : tally.block + step;
+            long t = System.nanoTime();
+            tally.h.recordValue(t - now);
+            now = t;
+            count++;
+        } while (timer.running(count, now));
+        device.flush();
+        long end = System.nanoTime();
+        timer.finish(end);
+        tally.bytes += count * SEQ_BYTES;
+        tally.nanos += end - start;
+    }
+
+    /** The journal's mean checkpoint in the log-write rounds so far, in whole {@link #SEQ_BYTES} writes (at least one). */
+    private long meanCheckpointBytes() {
+        return flushInterval(checkpoints, checkpointBytes);
+    }
+
+    /** {@code bytes} over {@code checkpoints}, rounded to whole 1 MiB writes, at least one. */
+    static long flushInterval(long checkpoints, long bytes) {
+        long mean = checkpoints == 0 ? SEQ_BYTES : bytes / checkpoints;
+        return Math.max(1, Math.round(mean / (double) SEQ_BYTES)) * SEQ_BYTES;
+    }
+
+    /** {@link #sequentialWrite} with a flush after each {@code flushEvery} bytes, the last flush timed too. */
+    private void flushedWrite(BlockDevice device, MemorySegment buf, Tally tally, long nanos, long flushEvery, Progress progress,
+                              String shown) {
+        int step = SEQ_BYTES / BS;
+        PhaseTimer timer = new PhaseTimer(shown + LOG_WRITE, FLUSHED, nanos, progress);
+        long now = timer.start();
+        long start = now;
+        long count = 0;
+        long unflushed = 0;
+        do {
+            device.write(tally.block, buf);
+            tally.block = tally.block + step > tally.end ? tally.first : tally.block + step;
+            unflushed += SEQ_BYTES;
+            if (unflushed >= flushEvery) {
+                device.flush();
+                unflushed = 0;
+            }
             long t = System.nanoTime();
             tally.h.recordValue(t - now);
             now = t;
@@ -347,9 +405,11 @@ public final class JournalBench {
         long payload = count * BIG_TX_ITEMS * (long) (BS - TestItem.DATA_OFF);
         tally.bytes += payload;
         tally.nanos += elapsed;
+        JournalStats after = journal.stats();
+        checkpoints += after.checkpoints() - before.checkpoints();
+        checkpointBytes += after.checkpointBytes() - before.checkpointBytes();
         if (counted) {
             long cpuAfter = Contention.processCpuNanos();
-            JournalStats after = journal.stats();
             contention.add(LOG_WRITE + " (its last round, " + BIG_TX_ITEMS + "-block transactions): "
                     + Contention.journal(before, after, count) + Contention.cpu(cpu, cpuAfter, count)
                     + perMiB(threadCpu, logWriteThreadCpu(), payload) + logBusy(before, after, elapsed));

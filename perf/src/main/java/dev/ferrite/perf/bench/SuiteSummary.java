@@ -54,7 +54,7 @@ public final class SuiteSummary {
                     ferrite = ferrite == null ? r : ferrite;
                 } else if (isMemory(r.target())) {
                     memory = r.rate();
-                } else if (best == null || r.rate() > best.rate()) {
+                } else if (best == null || judgedBefore(r, best)) {
                     best = r;
                 }
             }
@@ -63,6 +63,15 @@ public final class SuiteSummary {
             }
         }
         return rows;
+    }
+
+    /**
+     * Whether Ferrite is judged against baseline {@code r} rather than {@code best}: the device flushed as
+     * often as the log flushes (the same durability) before any other, else the fastest.
+     */
+    private static boolean judgedBefore(Result r, Result best) {
+        boolean flushed = r.target().equals(JournalBench.FLUSHED);
+        return flushed != best.target().equals(JournalBench.FLUSHED) ? flushed : r.rate() > best.rate();
     }
 
     static boolean isFerrite(String target) {
@@ -83,7 +92,8 @@ public final class SuiteSummary {
         switch (workload) {
             case "journal" -> {
                 if (phase.equals(JournalBench.FORCED_COMMIT) && f.threads() == 1 || phase.equals(JournalBench.LOG_WRITE)) {
-                    target = "≥ 0.90 of the device";
+                    target = best != null && best.target().equals(JournalBench.FLUSHED) ? "≥ 0.90 of the device, as flushed"
+                            : "≥ 0.90 of the device";
                     pass = ratio >= 0.9;
                 }
             }

@@ -79,7 +79,7 @@ class JournalBenchTest {
         assertEquals(List.of("round 1/2 forced-commit x1 device", "round 1/2 forced-commit x1 ferrite",
                 "round 2/2 forced-commit x1 ferrite", "round 2/2 forced-commit x1 device"), laps,
                 "each side's time is split into laps that take turns, the side that starts alternating");
-        assertEquals(4, results.size(), results.toString());
+        assertEquals(5, results.size(), results.toString());
     }
 
     @Test
@@ -91,10 +91,19 @@ class JournalBenchTest {
                         && r.target().equals(target) && r.rate() > 0 && r.unit().equals("commits/s")), threads + " " + target + ": " + results);
             }
         }
-        for (String target : new String[] {JournalBench.BASELINE, "ferrite"}) {
+        for (String target : new String[] {JournalBench.BASELINE, JournalBench.FLUSHED, "ferrite"}) {
             assertTrue(results.stream().anyMatch(r -> r.phase().equals(JournalBench.LOG_WRITE) && r.target().equals(target)
                     && r.rate() > 0 && r.unit().equals("MB/s")), target + ": " + results);
         }
-        assertEquals(6, results.size(), results.toString());
+        assertEquals(7, results.size(), results.toString());
+    }
+
+    /** The flushed baseline flushes after the journal's mean checkpoint, in whole 1 MiB writes, never after none. */
+    @Test
+    void theFlushedBaselineFlushesAfterTheMeanCheckpoint() {
+        assertEquals(1 << 20, JournalBench.flushInterval(0, 0), "before any checkpoint: a flush per write");
+        assertEquals(1 << 20, JournalBench.flushInterval(10, 10 * 4096), "small checkpoints: still a whole write");
+        assertEquals(36L << 20, JournalBench.flushInterval(112, 112 * 37_500_000L), "37.5 MB (35.8 MiB) ones: 36 MiB");
+        assertEquals(2L << 20, JournalBench.flushInterval(3, 3 * (3L << 19)), "1.5 MiB rounds to 2");
     }
 }
