@@ -702,7 +702,7 @@ public final class Tables {
             }
         }
         WriteTransaction.Writes w = new WriteTransaction.Writes(t);
-        w.ops.put(key.toArray(ValueLayout.JAVA_BYTE), new WriteTransaction.Op(op, value == null ? null : bytes(value)));
+        w.add(new WriteTransaction.Op(key.toArray(ValueLayout.JAVA_BYTE), op, value == null ? null : bytes(value)));
         return commit(List.of(w), d, false) > 0; // it writes a value out of line, or its key names one
     }
 
@@ -797,18 +797,20 @@ public final class Tables {
             WriteTransaction.Writes w = new WriteTransaction.Writes(t);
             Cursor c = t.tree().cursor(from, to, false);
             long medium = 0;
-            while (w.ops.size() < RANGE_BATCH && medium < mediumLimit && c.next()) {
-                w.ops.put(c.key(), new WriteTransaction.Op(TableCommit.DELETE, null));
+            int keys = 0;
+            while (keys < RANGE_BATCH && medium < mediumLimit && c.next()) {
+                w.add(new WriteTransaction.Op(c.key(), TableCommit.DELETE, null));
+                keys++;
                 MemorySegment v = c.valueSegment();
                 if (TableValueFormat.kind(v, v.byteSize(), t.inode.ino) == TableValueFormat.MEDIUM) {
                     medium += TableValueFormat.readMedium(v).length();
                 }
             }
-            if (w.ops.isEmpty()) {
+            if (keys == 0) {
                 return n;
             }
             n += commit(List.of(w), t.durability());
-            from = w.ops.lastKey();
+            from = w.changes()[keys - 1].key();
         }
     }
 
@@ -830,11 +832,11 @@ public final class Tables {
         long changes = 0, bytes = 0;
         boolean medium = false, inExtents = extents.enabled, inTree = sideBySide;
         for (WriteTransaction.Writes w : ws) {
-            changes += w.ops.size();
+            changes += w.changes().length;
             inTree &= w.ranges.isEmpty();
-            for (var e : w.ops.entrySet()) {
-                byte[] v = e.getValue().value();
-                int kl = e.getKey().length;
+            for (WriteTransaction.Op o : w.changes()) {
+                byte[] v = o.value();
+                int kl = o.key().length;
                 bytes += kl;
                 if (v != null && isMedium(kl, v.length)) {
                     medium = true;
@@ -859,10 +861,10 @@ public final class Tables {
         TableCommit c = null;
         try {
             for (WriteTransaction.Writes w : ws) {
-                List<byte[]> forms = new ArrayList<>(w.ops.size());
-                for (var e : w.ops.entrySet()) {
-                    byte[] v = e.getValue().value();
-                    int kl = e.getKey().length;
+                List<byte[]> forms = new ArrayList<>(w.changes().length);
+                for (WriteTransaction.Op o : w.changes()) {
+                    byte[] v = o.value();
+                    int kl = o.key().length;
                     if (v == null || v.length <= maxInline(kl) || isMedium(kl, v.length)) {
                         forms.add(null); // a delete; an inline value, its form made as it applies; a medium value, written as it applies
                     } else {
@@ -1011,17 +1013,17 @@ public final class Tables {
                             }
                         }
                         int j = 0;
-                        for (var e : w.ops.entrySet()) {
+                        for (WriteTransaction.Op o : w.changes()) {
                             byte[] form = stored.get(i).get(j++);
-                            byte[] v = e.getValue().value();
-                            byte[] key = e.getKey();
+                            byte[] v = o.value();
+                            byte[] key = o.key();
                             int outcome;
                             if (v != null && isMedium(key.length, v.length)) {
-                                outcome = c.applyMedium(w.table, MemorySegment.ofArray(key), MemorySegment.ofArray(v), e.getValue().kind());
+                                outcome = c.applyMedium(w.table, MemorySegment.ofArray(key), MemorySegment.ofArray(v), o.kind());
                             } else {
                                 // the key and an inline value in this thread's buffers: the change only reads them
                                 MemorySegment value = form != null ? MemorySegment.ofArray(form) : v != null ? stored(v) : null;
-                                outcome = c.apply(w.table, key, keyView(key), value, e.getValue().kind());
+                                outcome = c.apply(w.table, key, keyView(key), value, o.kind());
                             }
                             if (outcome == TableCommit.NEEDS_GROUP) {
                                 throw new HoldTables(); // a shared group met a value kept out of line
@@ -1083,13 +1085,13 @@ public final class Tables {
     private static int[] stripesOf(List<WriteTransaction.Writes> ws) {
         int n = 0;
         for (WriteTransaction.Writes w : ws) {
-            n += w.ops.size();
+            n += w.changes().length;
         }
         int[] s = new int[n];
         int i = 0;
         for (WriteTransaction.Writes w : ws) {
-            for (byte[] k : w.ops.keySet()) {
-                s[i++] = KeyStripes.of(w.table.inode.ino, k);
+            for (WriteTransaction.Op o : w.changes()) {
+                s[i++] = KeyStripes.of(w.table.inode.ino, o.key());
             }
         }
         Arrays.sort(s);
@@ -1106,7 +1108,7 @@ public final class Tables {
     private static boolean multiKey(List<WriteTransaction.Writes> ws) {
         int keys = 0;
         for (WriteTransaction.Writes w : ws) {
-            keys += w.ops.size() + (w.ranges.isEmpty() ? 0 : 2);
+            keys += w.changes().length + (w.ranges.isEmpty() ? 0 : 2);
         }
         return keys > 1;
     }

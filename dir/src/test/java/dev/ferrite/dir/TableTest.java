@@ -1,5 +1,6 @@
 package dev.ferrite.dir;
 
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -219,6 +220,131 @@ class TableTest {
             assertArrayEquals(b("new"), a.get(b("k1")));
             VolumeFixtures.assertChecked(v.namespace());
         }
+    }
+
+    /**
+     * A transaction that only puts keeps its changes in the order made and sorts them at the commit: each
+     * key gets its last value, over two tables written in turn, and the commit of one key's many puts is
+     * that key's last put. Its keys are shorter than 8 bytes or share their first 6 or 8, which the
+     * sort compares first.
+     */
+    @Test
+    void aTransactionOfPutsAppliesEachKeysLastPut() {
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS);
+             Table a = v.tables().create("a"); Table c = v.tables().create("c")) {
+            Random rnd = new Random(SEED);
+            TreeMap<String, String> inA = new TreeMap<>(), inC = new TreeMap<>();
+            try (WriteTransaction tx = v.begin()) {
+                for (int i = 0; i < 600; i++) {
+                    // short keys, keys that share their first 8 bytes, and keys that share 6 (sorted as numbers by 5.5)
+                    String k = List.of("k", "eight b.", "six b.").get(rnd.nextInt(3)) + rnd.nextInt(40), value = "v" + i;
+                    boolean toA = rnd.nextBoolean();
+                    tx.put(toA ? a : c, b(k), b(value));
+                    (toA ? inA : inC).put(k, value);
+                }
+                tx.commit();
+            }
+            assertEquals(inA, contents(a), "seed " + SEED);
+            assertEquals(inC, contents(c), "seed " + SEED);
+            try (WriteTransaction tx = v.begin()) {
+                for (int i = 0; i < 5; i++) {
+                    tx.put(a, b("one"), b("put " + i));
+                }
+                tx.commit();
+            }
+            assertArrayEquals(b("put 4"), a.get(b("one")));
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /**
+     * The changes a transaction of puts commits are its keys in unsigned order, each once with its last
+     * value: keys of 1 to 12 bytes of 0x00, 0x01, 0x7F, 0x80 and 0xFF, so that many share their first
+     * bytes, prefix each other or differ only past the bits the sort compares as numbers.
+     */
+    @Test
+    void aTransactionsChangesAreItsKeysInOrderEachWithItsLastValue() {
+        Random rnd = new Random(SEED);
+        byte[] alphabet = {0x00, 0x01, 0x7F, (byte) 0x80, (byte) 0xFF};
+        WriteTransaction.Writes w = new WriteTransaction.Writes(null);
+        TreeMap<byte[], Integer> model = new TreeMap<>(Arrays::compareUnsigned);
+        for (int i = 0; i < 5000; i++) {
+            byte[] k = new byte[1 + rnd.nextInt(12)];
+            for (int j = 0; j < k.length; j++) {
+                k[j] = alphabet[j < 5 && rnd.nextInt(4) != 0 ? 1 : rnd.nextInt(alphabet.length)];
+            }
+            w.add(new WriteTransaction.Op(k, TableCommit.PUT, ByteBuffer.allocate(4).putInt(i).array()));
+            model.put(k, i);
+        }
+        WriteTransaction.Op[] changes = w.changes();
+        assertEquals(model.size(), changes.length, "seed " + SEED);
+        int i = 0;
+        for (Map.Entry<byte[], Integer> e : model.entrySet()) {
+            assertArrayEquals(e.getKey(), changes[i].key(), "seed " + SEED + ", change " + i);
+            assertEquals(e.getValue(), ByteBuffer.wrap(changes[i].value()).getInt(), "seed " + SEED + ", change " + i);
+            i++;
+        }
+    }
+
+    /**
+     * Random transactions over a few keys, mixing runs of puts (kept in the order made) with reads of the
+     * transaction's own changes, deletes, puts if absent and deleted ranges (which file them by key), read
+     * and commit as a model of the table says: each key's latest change wins, a delete then put puts, a
+     * range deletes the puts made before it and keeps those after.
+     */
+    @Test
+    void aTransactionMixingPutsWithReadsOfItsOwnChangesMatchesAModel() {
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            Random rnd = new Random(SEED);
+            TreeMap<String, String> committed = new TreeMap<>();
+            for (int round = 0; round < 60; round++) {
+                TreeMap<String, String> view = new TreeMap<>(committed);
+                try (WriteTransaction tx = v.begin()) {
+                    int changes = 1 + rnd.nextInt(40);
+                    for (int i = 0; i < changes; i++) {
+                        String k = "k" + rnd.nextInt(24), value = "r" + round + "." + i;
+                        int what = rnd.nextInt(20);
+                        String seen = "seed " + SEED + ", round " + round + ", change " + i + ", key " + k;
+                        if (what < 12) { // mostly puts, in runs
+                            tx.put(t, b(k), b(value));
+                            view.put(k, value);
+                        } else if (what < 14) {
+                            assertEquals(view.containsKey(k), tx.delete(t, b(k)), seen);
+                            view.remove(k);
+                        } else if (what < 16) {
+                            assertEquals(!view.containsKey(k), tx.putIfAbsent(t, b(k), b(value)), seen);
+                            view.putIfAbsent(k, value);
+                        } else if (what < 18) {
+                            byte[] got = tx.get(t, b(k));
+                            assertEquals(view.get(k), got == null ? null : new String(got, StandardCharsets.UTF_8), seen);
+                        } else {
+                            String to = "k" + rnd.nextInt(24);
+                            tx.deleteRange(t, b(k), b(to));
+                            if (k.compareTo(to) < 0) {
+                                view.subMap(k, to).clear();
+                            }
+                        }
+                    }
+                    if (rnd.nextInt(8) == 0) {
+                        continue; // rolled back
+                    }
+                    tx.commit();
+                }
+                committed = view;
+                assertEquals(committed, contents(t), "seed " + SEED + ", round " + round);
+            }
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    private static TreeMap<String, String> contents(Table t) {
+        TreeMap<String, String> m = new TreeMap<>();
+        try (TableCursor c = t.cursor()) {
+            while (c.next()) {
+                m.put(new String(c.key(), StandardCharsets.UTF_8), new String(c.value(), StandardCharsets.UTF_8));
+            }
+        }
+        return m;
     }
 
     /** An ASYNC write becomes durable by itself within the delay; a NONE write waits for someone to force it. */
