@@ -126,26 +126,12 @@ final class TablePublication {
      */
     static final class Listed extends Records {
         private static final VarHandle SLOTS = MethodHandles.arrayElementVarHandle(TableVersions.Undo[].class);
-        private static final VarHandle HIGH;
-
-        static {
-            try {
-                HIGH = MethodHandles.lookup().findVarHandle(Listed.class, "high", int.class);
-            } catch (ReflectiveOperationException e) {
-                throw new ExceptionInInitializerError(e);
-            }
-        }
         private static final Comparator<byte[]> ORDER = Arrays::compareUnsigned;
 
         private final byte[][] keys;
         private final TableVersions.Undo[] slots;
-        /**
-         * One past the highest slot set: written (release) after the slot, read (acquire) before it. No
-         * volatile write, whose fence each key's change paid: a reader that finds the key's change in
-         * the tree has acquired the leaf's unlock, which came after the slot and this.
-         */
-        @SuppressWarnings("unused") // through HIGH
-        private int high;
+        /** One past the highest slot set: written after the slot, read before it. */
+        private volatile int high;
         /** Where the committing thread's next key is expected. */
         private int next;
 
@@ -163,15 +149,15 @@ final class TablePublication {
             next = i + 1;
             if (slots[i] == null) { // only this thread sets slots
                 SLOTS.setRelease(slots, i, new TableVersions.Undo(0, before, null));
-                if (i >= (int) HIGH.get(this)) { // only this thread writes it
-                    HIGH.setRelease(this, i + 1);
+                if (i >= high) {
+                    high = i + 1;
                 }
             }
         }
 
         @Override
         TableVersions.Undo get(byte[] key) {
-            int i = Arrays.binarySearch(keys, 0, (int) HIGH.getAcquire(this), key, ORDER);
+            int i = Arrays.binarySearch(keys, 0, high, key, ORDER);
             return i < 0 ? null : slot(i);
         }
 
@@ -181,7 +167,7 @@ final class TablePublication {
 
         @Override
         byte[] nearest(TableCursor.Range range, byte[] key, boolean inclusive) {
-            int h = (int) HIGH.getAcquire(this);
+            int h = high;
             byte[] lo = range.lo(), hi = range.hi();
             if (lo != null && hi != null) {
                 int c = ORDER.compare(lo, hi);
