@@ -140,7 +140,7 @@ public final class JournalBench {
                 // untimed, so that no phase pays for the JIT compiling the commit, format and write paths
                 phaseNanos = Math.min(phaseNanos, WARM_UP_NANOS);
                 forcedCommitLap(journal, maxThreads, commitItems, progress, "warm-up ");
-                sequentialWrite(device, seqBuffer, new Tally(geometry), WARM_UP_NANOS, progress, "warm-up ");
+                sequentialWrite(device, seqBuffer, new Tally(geometry), WARM_UP_NANOS, Long.MAX_VALUE, BASELINE, progress, "warm-up ");
                 logWrite(journal, pool, new Tally(geometry), WARM_UP_NANOS, progress, "warm-up ", false);
                 int rounds = (int) Math.max(1, Math.round(seconds));
                 phaseNanos = Math.round(seconds * 1e9) / rounds;
@@ -155,10 +155,10 @@ public final class JournalBench {
                 long flushEvery = 0;
                 for (int r = 1; r <= rounds; r++) {
                     String shown = rounds == 1 ? "" : "round " + r + "/" + rounds + " ";
-                    sequentialWrite(device, seqBuffer, direct, slice, progress, shown);
+                    sequentialWrite(device, seqBuffer, direct, slice, Long.MAX_VALUE, BASELINE, progress, shown);
                     logWrite(journal, pool, logged, slice, progress, shown, r == rounds);
                     flushEvery = meanCheckpointBytes();
-                    flushedWrite(device, seqBuffer, flushed, slice, flushEvery, progress, shown);
+                    sequentialWrite(device, seqBuffer, flushed, slice, flushEvery, FLUSHED, progress, shown);
                 }
                 results.add(direct.result(BASELINE));
                 results.add(flushed.result(FLUSHED));
@@ -228,44 +228,14 @@ public final class JournalBench {
         progress.done();
     }
 
-    private void sequentialWrite(BlockDevice device, MemorySegment buf, Tally tally, long nanos, Progress progress,
-                                 String shown) {
+    /**
+     * 1 MiB writes round the log region for {@code nanos} as side {@code target}, with a flush after each
+     * {@code flushEvery} bytes ({@link Long#MAX_VALUE}: none but the last, which is timed too).
+     */
+    private void sequentialWrite(BlockDevice device, MemorySegment buf, Tally tally, long nanos, long flushEvery, String target,
+                                 Progress progress, String shown) {
         int step = SEQ_BYTES / BS;
-        PhaseTimer timer = new PhaseTimer(shown + LOG_WRITE, BASELINE, nanos, progress);
-        long now = timer.start();
-        long start = now;
-        long count = 0;
-        do {
-            device.write(tally.block, buf);
-            tally.block = tally.block + step > tally.end ? tally.first : tally.block + step;
-            long t = System.nanoTime();
-            tally.h.recordValue(t - now);
-            now = t;
-            count++;
-        } while (timer.running(count, now));
-        device.flush();
-        long end = System.nanoTime();
-        timer.finish(end);
-        tally.bytes += count * SEQ_BYTES;
-        tally.nanos += end - start;
-    }
-
-    /** The journal's mean checkpoint in the log-write rounds so far, in whole {@link #SEQ_BYTES} writes (at least one). */
-    private long meanCheckpointBytes() {
-        return flushInterval(checkpoints, checkpointBytes);
-    }
-
-    /** {@code bytes} over {@code checkpoints}, rounded to whole 1 MiB writes, at least one. */
-    static long flushInterval(long checkpoints, long bytes) {
-        long mean = checkpoints == 0 ? SEQ_BYTES : bytes / checkpoints;
-        return Math.max(1, Math.round(mean / (double) SEQ_BYTES)) * SEQ_BYTES;
-    }
-
-    /** {@link #sequentialWrite} with a flush after each {@code flushEvery} bytes, the last flush timed too. */
-    private void flushedWrite(BlockDevice device, MemorySegment buf, Tally tally, long nanos, long flushEvery, Progress progress,
-                              String shown) {
-        int step = SEQ_BYTES / BS;
-        PhaseTimer timer = new PhaseTimer(shown + LOG_WRITE, FLUSHED, nanos, progress);
+        PhaseTimer timer = new PhaseTimer(shown + LOG_WRITE, target, nanos, progress);
         long now = timer.start();
         long start = now;
         long count = 0;
@@ -288,6 +258,17 @@ public final class JournalBench {
         timer.finish(end);
         tally.bytes += count * SEQ_BYTES;
         tally.nanos += end - start;
+    }
+
+    /** The journal's mean checkpoint in the log-write rounds so far, in whole {@link #SEQ_BYTES} writes (at least one). */
+    private long meanCheckpointBytes() {
+        return flushInterval(checkpoints, checkpointBytes);
+    }
+
+    /** {@code bytes} over {@code checkpoints}, rounded to whole 1 MiB writes, at least one. */
+    static long flushInterval(long checkpoints, long bytes) {
+        long mean = checkpoints == 0 ? SEQ_BYTES : bytes / checkpoints;
+        return Math.max(1, Math.round(mean / (double) SEQ_BYTES)) * SEQ_BYTES;
     }
 
     /**
