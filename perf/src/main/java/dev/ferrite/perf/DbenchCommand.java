@@ -49,7 +49,7 @@ import picocli.CommandLine.Spec;
                 "time.",
                 ""})
 final class DbenchCommand implements Callable<Integer> {
-    @Option(names = "--loadfile", paramLabel = "FILE", defaultValue = "/usr/share/dbench/client.txt",
+    @Option(names = "--loadfile", paramLabel = "FILE", defaultValue = BaselineTools.DBENCH_CLIENT_TXT,
             description = "the NetBench loadfile (dbench 4.0 format) (default: ${DEFAULT-VALUE})")
     Path loadfile;
 

@@ -16,23 +16,24 @@ public final class BaselineTools {
     public record Missing(String tool, String pkg) {
     }
 
-    /** Where Debian's and Ubuntu's dbench package puts the loadfile the dbench step replays. */
-    public static final Path DBENCH_LOADFILE = Path.of("/usr/share/dbench/client.txt");
+    /** Where Debian's and Ubuntu's dbench package puts the loadfile the dbench step replays (also {@code bench dbench}'s default). */
+    public static final String DBENCH_CLIENT_TXT = "/usr/share/dbench/client.txt";
+    public static final Path DBENCH_LOADFILE = Path.of(DBENCH_CLIENT_TXT);
 
     private BaselineTools() {
     }
 
     /** What this machine lacks, fio left out with {@code noFio}; empty when every baseline can run. */
     public static List<Missing> missing(boolean noFio) {
-        return missing(noFio, LoopDevice.onPath("losetup"), LoopDevice::onPath, Files::isReadable);
+        return missing(noFio, LoopDevice::onPath, Files::isReadable);
     }
 
-    static List<Missing> missing(boolean noFio, boolean losetup, Predicate<String> onPath, Predicate<Path> readable) {
+    static List<Missing> missing(boolean noFio, Predicate<String> onPath, Predicate<Path> readable) {
         List<Missing> missing = new ArrayList<>();
         if (!noFio && !onPath.test("fio")) {
             missing.add(new Missing("fio", "fio"));
         }
-        if (!losetup) {
+        if (!onPath.test("losetup")) {
             missing.add(new Missing("losetup", "util-linux"));
         }
         for (String[] mkfs : new String[][] {{"mkfs.xfs", "xfsprogs"}, {"mkfs.ext4", "e2fsprogs"}, {"mkfs.btrfs", "btrfs-progs"}}) {

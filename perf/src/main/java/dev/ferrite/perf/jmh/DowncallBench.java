@@ -31,7 +31,8 @@ public class DowncallBench extends JmhDefaults {
 
     @Setup(Level.Trial)
     public void setup() throws IOException {
-        path = Files.createTempFile(Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm") : null, "downcall", ".bin");
+        Path shm = Path.of("/dev/shm");
+        path = Files.isDirectory(shm) ? Files.createTempFile(shm, "downcall", ".bin") : Files.createTempFile("downcall", ".bin");
         arena = Arena.ofShared();
         buf = arena.allocate(4096, 4096);
         fd = Posix.open(arena.allocateFrom(path.toString()), Posix.O_RDWR | Posix.O_CLOEXEC, 0);
