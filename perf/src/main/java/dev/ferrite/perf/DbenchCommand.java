@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
@@ -17,6 +18,7 @@ import dev.ferrite.perf.bench.DbenchBinary;
 import dev.ferrite.perf.bench.DbenchLoadfile;
 import dev.ferrite.perf.bench.DbenchReport;
 import dev.ferrite.perf.bench.DbenchResult;
+import dev.ferrite.perf.bench.DbenchRounds;
 import dev.ferrite.perf.bench.Machine;
 import dev.ferrite.perf.bench.Result;
 import dev.ferrite.perf.bench.Storage;
@@ -76,6 +78,13 @@ final class DbenchCommand implements Callable<Integer> {
                     + " the JVM has compiled it (dbench is native code); 0 for none (default: ${DEFAULT-VALUE})")
     int jitWarmup;
 
+    @Option(names = "--rounds", paramLabel = "N", defaultValue = "1",
+            description = "runs every target N times, in the same order each round, each round on fresh devices and"
+                    + " a fresh volume; after the rounds' tables, one over all of them: each target's median throughput,"
+                    + " median and worst max latency, and in how many rounds its max latency was the lowest (one"
+                    + " operation's latency is as much the host's as the target's) (default: ${DEFAULT-VALUE})")
+    int rounds;
+
     @Mixin
     RunDir runDir;
 
@@ -113,6 +122,9 @@ final class DbenchCommand implements Callable<Integer> {
         if (dataCache < 0 || dataCache > 1L << 40) {
             throw new ParameterException(spec.commandLine(), "--data-cache " + ByteSize.format(dataCache) + ": give 0 to 1 TiB");
         }
+        if (rounds < 1 || rounds > 100) {
+            throw new ParameterException(spec.commandLine(), "--rounds " + rounds + ": give 1 to 100");
+        }
         if (jitWarmup < 0 || jitWarmup > 3600) {
             throw new ParameterException(spec.commandLine(), "--jit-warmup " + jitWarmup + ": give 0 to 3600");
         }
@@ -129,42 +141,62 @@ final class DbenchCommand implements Callable<Integer> {
         Path base = runDir.resolve(spec);
         DbenchBinary dbench = DbenchBinary.find().orElse(null);
         VolumeOptions volume = VolumeOptions.defaults().withDataCacheBytes(dataCache);
-        DbenchBench bench = new DbenchBench(base, load, loadfile, clients, seconds, ts, dbench, volume, jitWarmup);
-        bench.watchStalls(stallNanos);
+        DbenchBench first = bench(base, load, dbench, ts, volume, stallNanos);
         PrintWriter out = spec.commandLine().getOut();
         Storage storage = RunDir.storage(base);
-        out.println("devices:  " + RunDir.loopDevices(bench.deviceBytes(), base));
-        out.printf(Locale.ROOT, "loadfile: %s (%,d operations); clients %s; %d s measured after a %d s warm-up%n",
+        out.println("devices:  " + RunDir.loopDevices(first.deviceBytes(), base));
+        out.printf(Locale.ROOT, "loadfile: %s (%,d operations); clients %s; %d s measured after a %d s warm-up%s%n",
                 loadfile, load.ops().size(), clients.stream().map(String::valueOf).reduce((a, b) -> a + "," + b).orElse(""),
-                seconds, bench.warmupSeconds());
+                seconds, first.warmupSeconds(), rounds == 1 ? "" : "; " + rounds + " rounds");
         out.println(dbench != null ? "dbench:   " + dbench.executable() + " (" + dbench.version() + ")"
                 : "dbench:   not on the PATH: ferrite only");
         out.flush();
         out.println("jvm:      " + Machine.jvm());
         Machine machine = Machine.collect(storage);
-        List<DbenchResult> results = bench.run(new ProgressLine(spec.commandLine().getErr()));
-        out.println();
-        out.println("configuration and durability:");
-        bench.configurations().forEach(c -> out.println("  " + c));
-        for (String note : bench.notes()) {
-            out.println(note);
-        }
-        List<String> ran = ts.stream().map(Target::label).filter(l -> results.stream().anyMatch(r -> r.target().equals(l))).toList();
-        if (!ran.isEmpty()) {
-            out.print(DbenchReport.render(results, ran, seconds));
-        }
-        RunDir.printContention(out, bench.contention());
-        RunDir.printStalls(out, bench.stalls());
-        for (DbenchResult r : results) {
-            if (!r.mismatchSamples().isEmpty()) {
-                out.println();
-                out.println(r.target() + " x" + r.clients() + ": " + r.mismatches() + " status mismatches, the first:");
-                r.mismatchSamples().forEach(s -> out.println("  " + s));
+        List<List<DbenchResult>> each = new ArrayList<>();
+        List<String> ran = List.of();
+        for (int round = 1; round <= rounds; round++) {
+            DbenchBench bench = round == 1 ? first : bench(base, load, dbench, ts, volume, stallNanos);
+            List<DbenchResult> results = bench.run(new ProgressLine(spec.commandLine().getErr()));
+            each.add(results);
+            out.println();
+            if (rounds > 1) {
+                out.println("round " + round + " of " + rounds);
             }
+            if (round == 1) {
+                out.println("configuration and durability:");
+                bench.configurations().forEach(c -> out.println("  " + c));
+            }
+            for (String note : bench.notes()) {
+                out.println(note);
+            }
+            ran = ts.stream().map(Target::label).filter(l -> each.stream().flatMap(List::stream).anyMatch(r -> r.target().equals(l))).toList();
+            if (!results.isEmpty()) {
+                out.print(DbenchReport.render(results, ran, seconds));
+            }
+            RunDir.printContention(out, bench.contention());
+            RunDir.printStalls(out, bench.stalls());
+            for (DbenchResult r : results) {
+                if (!r.mismatchSamples().isEmpty()) {
+                    out.println();
+                    out.println(r.target() + " x" + r.clients() + ": " + r.mismatches() + " status mismatches, the first:");
+                    r.mismatchSamples().forEach(s -> out.println("  " + s));
+                }
+            }
+            out.flush();
         }
-        List<Result> rows = results.stream().map(DbenchResult::toResult).toList();
+        if (rounds > 1 && !ran.isEmpty()) {
+            out.print(DbenchRounds.render(each, ran));
+        }
+        List<Result> rows = each.stream().flatMap(List::stream).map(DbenchResult::toResult).toList();
         json.write(out, machine, rows);
         out.flush();
         return 0;
+    }
+
+    private DbenchBench bench(Path base, DbenchLoadfile load, DbenchBinary dbench, List<Target> ts, VolumeOptions volume, long stallNanos) {
+        DbenchBench bench = new DbenchBench(base, load, loadfile, clients, seconds, ts, dbench, volume, jitWarmup);
+        bench.watchStalls(stallNanos);
+        return bench;
     }
 }

@@ -209,6 +209,9 @@ class MainTest {
         assertEquals(2, run("bench", "dbench", "--seconds", "0"));
         assertTrue(err.toString().startsWith("ferrite bench dbench: --seconds 0: give 1 to 86400"), err.toString());
         err.getBuffer().setLength(0);
+        assertEquals(2, run("bench", "dbench", "--rounds", "0"));
+        assertTrue(err.toString().startsWith("ferrite bench dbench: --rounds 0: give 1 to 100"), err.toString());
+        err.getBuffer().setLength(0);
         assertEquals(2, run("bench", "dbench", "--jit-warmup", "-1"));
         assertTrue(err.toString().startsWith("ferrite bench dbench: --jit-warmup -1: give 0 to 3600"), err.toString());
         err.getBuffer().setLength(0);
