@@ -17,7 +17,8 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Spec;
 
-@Command(name = "check", description = {
+@Command(name = "check", header = "Checks a volume without changing it.",
+        description = {
         "Checks the Ferrite volume on DEVICE without changing it: superblock copies,",
         "allocation group headers, every B-tree, free space against used space,",
         "inodes against directory entries and link counts, orphans, counters, the",

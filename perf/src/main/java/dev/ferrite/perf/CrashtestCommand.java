@@ -18,7 +18,8 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
-@Command(name = "crashtest", description = {
+@Command(name = "crashtest", header = "Crash-tests Ferrite: crash states, killed JVMs, real programs.",
+        description = {
         "Crash-tests Ferrite: generates workloads of file, directory and table",
         "operations with fsync, fdatasync, SYNC commits and volume syncs among them",
         "(every one and two-op sequence of a small alphabet, ACE-style, and longer",

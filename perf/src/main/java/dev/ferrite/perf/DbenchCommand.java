@@ -30,7 +30,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
-@Command(name = "dbench",
+@Command(name = "dbench", header = "dbench's NetBench workload beside XFS, ext4 and btrfs.",
         description = {
                 "dbench's NetBench workload: N clients each replay a loadfile (NTCreateX,",
                 "ReadX, WriteX, Close, Rename, Unlink, FIND_FIRST, QUERY_*, Flush, LockX ...)",

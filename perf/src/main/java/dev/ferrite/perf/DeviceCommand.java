@@ -22,7 +22,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
-@Command(name = "device",
+@Command(name = "device", header = "A file or block device through native-io, beside fio.",
         description = {
                 "Measures a file or block device through native-io (O_DIRECT), next to fio.",
                 "Each phase is followed by fio's equivalent job on the same file for as long,",

@@ -23,7 +23,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
-@Command(name = "dirscale",
+@Command(name = "dirscale", header = "Create rate as one directory grows to millions of entries.",
         description = {
                 "Create rate as one directory grows: one thread creates empty files with hashed",
                 "names in one directory up to --max entries; the rate is measured over the last",

@@ -15,7 +15,8 @@ import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
-@Command(name = "dump", description = {
+@Command(name = "dump", header = "Prints a volume's on-disk structures without changing it.",
+        description = {
         "Prints on-disk structures of the volume on DEVICE without changing it. With",
         "no option: both superblock copies. --block N: block N read raw, described by",
         "its magic (superblock, group header, inode block, B-tree node, log region)",

@@ -19,7 +19,8 @@ import picocli.CommandLine.Parameters;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
-@Command(name = "format", description = {
+@Command(name = "format", header = "Formats a device or file as an empty Ferrite volume.",
+        description = {
         "Formats DEVICE as an empty Ferrite volume (superblock and mirror, log,",
         "allocation groups, root directory) and prints the superblock. DEVICE is a",
         "file, of which the first --size bytes are used (a missing or shorter file",

@@ -19,7 +19,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
-@Command(name = "journal",
+@Command(name = "journal", header = "The journal: forced commits and log bandwidth, beside the device.",
         description = {
                 "Measures the journal on a file or block device (O_DIRECT), each phase next to",
                 "what the device does without it, in the same run:",

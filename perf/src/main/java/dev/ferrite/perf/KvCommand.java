@@ -32,7 +32,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
-@Command(name = "kv",
+@Command(name = "kv", header = "Ferrite's tables beside RocksDB, LMDB, Xodus and MVStore.",
         description = {
                 "Ferrite's B-tree beside RocksDB, LMDB, Xodus, H2's MVStore and the in-memory",
                 "ceiling, the same key-value workload on each in one run, every store fresh in",

@@ -24,7 +24,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
-@Command(name = "meta",
+@Command(name = "meta", header = "fs_mark-style create, walk and unlink beside XFS and ext4.",
         description = {
                 "fs_mark-style metadata workload, the same on each target in one run:",
                 "",

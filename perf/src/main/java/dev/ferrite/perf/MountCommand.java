@@ -27,7 +27,8 @@ import picocli.CommandLine.Parameters;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
-@Command(name = "mount", description = {
+@Command(name = "mount", header = "Mounts a volume through FUSE.",
+        description = {
         "Mounts the Ferrite volume on DEVICE at directory MOUNTPOINT through FUSE, so",
         "that any program can use it (recovering the volume first if it was not",
         "unmounted cleanly). Without --foreground the server runs in the background",

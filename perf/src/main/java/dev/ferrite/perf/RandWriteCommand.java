@@ -23,7 +23,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
-@Command(name = "randwrite",
+@Command(name = "randwrite", header = "Random 4 KiB overwrites of a file beside fio on XFS, ext4, raw.",
         description = {
                 "Random overwrites of an already written file through the direct path: BS-byte",
                 "writes at random aligned offsets, O_DIRECT, no fsync, from each --qd count of",

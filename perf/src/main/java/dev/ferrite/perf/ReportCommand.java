@@ -22,7 +22,7 @@ import picocli.CommandLine.Parameters;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
-@Command(name = "report",
+@Command(name = "report", header = "Makes the HTML report of a run's results.",
         description = {"Makes the HTML report of a run's results (the JSON any bench command writes with",
                 "--json, or the suite's results.json): charts of every workload's rates and latency",
                 "percentiles, the summary and the numbers, in one self-contained page. Given several",

@@ -28,7 +28,8 @@ import picocli.CommandLine.Parameters;
 import picocli.CommandLine.ParentCommand;
 import picocli.CommandLine.Spec;
 
-@Command(name = "table", description = {
+@Command(name = "table", header = "Lists a volume's tables; gets, puts and scans their keys.",
+        description = {
         "Lists the tables of the volume on DEVICE, reads and writes their keys. The",
         "device is mounted as usual (a log left by a crash is recovered): list, get",
         "and scan over an in-memory overlay, so they never write to it; put, delete,",
@@ -145,7 +146,8 @@ final class TableCommand implements Callable<Integer> {
         String key;
     }
 
-    @Command(name = "list", description = {"Lists the tables: inode, keys, tree height, bytes, extent values and blocks.",
+    @Command(name = "list", header = "Lists the tables, with their sizes.",
+            description = {"Lists the tables: inode, keys, tree height, bytes, extent values and blocks.",
             "By name; the keys are estimated from the tree's shape; the bytes are the",
             "device space each holds (its tree and the blocks set aside for its growth);",
             "EXTENTS counts its medium values kept in data extents (a scan of the table),",

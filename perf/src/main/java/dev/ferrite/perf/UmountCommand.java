@@ -16,7 +16,8 @@ import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
-@Command(name = "umount", description = {
+@Command(name = "umount", header = "Unmounts a volume mounted through FUSE.",
+        description = {
         "Unmounts the Ferrite volume mounted at MOUNTPOINT (fusermount3 -u) and waits",
         "until its server has closed the volume, so that the device can be used at once.",
         "Fails, changing nothing, while a program still uses the mount (EBUSY).", ""})

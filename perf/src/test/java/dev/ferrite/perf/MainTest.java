@@ -138,6 +138,27 @@ class MainTest {
         assertEquals("", warnings.toString(StandardCharsets.UTF_8), "while rendering the help of " + helped);
     }
 
+    /** A command list shows each subcommand's header, else its description's first line: a whole sentence on one line. */
+    @Test
+    void everyCommandListsAsOneWholeLine() {
+        List<String> broken = new ArrayList<>();
+        summaries(Main.commandLine(), broken);
+        assertEquals(List.of(), broken, "summaries that would wrap or stop mid-sentence in a command list");
+    }
+
+    private static void summaries(CommandLine cmd, List<String> broken) {
+        List<String> lines = cmd.getUsageMessage().lines().toList();
+        for (var e : cmd.getSubcommands().entrySet()) {
+            var usage = e.getValue().getCommandSpec().usageMessage();
+            String summary = usage.header().length > 0 ? usage.header()[0] : usage.description().length > 0 ? usage.description()[0] : "";
+            boolean oneLine = lines.stream().anyMatch(l -> l.matches("  " + e.getKey() + " +\\Q" + summary + "\\E"));
+            if (!summary.endsWith(".") || !oneLine) {
+                broken.add(e.getValue().getCommandSpec().qualifiedName() + ": " + summary);
+            }
+            summaries(e.getValue(), broken);
+        }
+    }
+
     private static void help(CommandLine cmd, List<String> helped) {
         cmd.getUsageMessage();
         helped.add(cmd.getCommandSpec().qualifiedName());

@@ -23,7 +23,8 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
-@Command(name = "fuzz", mixinStandardHelpOptions = true, description = {
+@Command(name = "fuzz", mixinStandardHelpOptions = true, header = "Fuzzes mutated images for crashes, hangs and stray exceptions.",
+        description = {
         "Hostile-image fuzzer: mutates a formatted, populated volume (superblock and",
         "mirror, group headers, B-tree nodes of every tree, inode and directory blocks,",
         "extent maps, tables, log records and anchor; bit flips with and without a",
