@@ -17,6 +17,7 @@ import static dev.ferrite.btree.internal.BTreeNodeFormat.isLeaf;
 import static dev.ferrite.btree.internal.BTreeNodeFormat.keyLength;
 import static dev.ferrite.btree.internal.BTreeNodeFormat.leafCellSize;
 import static dev.ferrite.btree.internal.BTreeNodeFormat.search;
+import static dev.ferrite.btree.internal.BTreeNodeFormat.spans;
 import static dev.ferrite.btree.internal.BTreeNodeFormat.used;
 
 /**
@@ -308,36 +309,43 @@ public final class BTree {
 
         /**
          * Begins an operation of {@code t} on {@code key}. The previous operation's path is kept when it is
-         * {@code t}'s, its leaf is unchanged since it was read, and {@code key} sorts between the leaf's
-         * first and last keys: no other leaf can hold it, so the descent starts there (an unlink looks its
-         * name up, then deletes it; a walk stats names in key order). Otherwise it starts at the header.
-         * Versions a transaction read as {@link Buffer#HELD} are only good inside it, so such paths go.
+         * {@code t}'s, from its deepest node that is unchanged since it was read and whose keys (a leaf's)
+         * or separators (an interior node's) reach from below {@code key} to above it: no node beside it
+         * at its level can be on {@code key}'s path, so the descent starts there, at the leaf (an unlink
+         * looks its name up, then deletes it; a walk stats names in key order) or above it (a commit's
+         * sorted keys, a few leaves apart, whose own change of the leaf before changed its version).
+         * Otherwise it starts at the header. Versions a transaction read as {@link Buffer#HELD} are only
+         * good inside it, so such paths go.
          */
         void start(BTree t, MemorySegment key) {
-            if (tree != t || depth < 1 || !leafCovers(key)) {
-                depth = -1;
-            }
+            depth = tree != t || depth < 1 ? -1 : spanning(key);
             tree = t;
         }
 
-        private boolean leafCovers(MemorySegment key) {
+        /** The depth of the deepest node of the path that still holds {@code key} inside its first and last keys, or -1. */
+        private int spanning(MemorySegment key) {
             for (int d = 0; d <= depth; d++) {
                 if (version[d] == Buffer.HELD) {
-                    return false;
+                    return -1;
                 }
             }
-            Buffer leaf = node[depth];
-            long v = version[depth];
-            try {
-                MemorySegment n = leaf.data();
-                int i = search(n, key);
-                boolean inside = i >= 0 || -i - 1 > 0 && -i - 1 < count(n);
-                // only a consistent read proves the leaf's range holds the key; every ancestor the descent
-                // may back up to from here has a range holding the leaf's
-                return leaf.validate(v) && inside;
-            } catch (RuntimeException e) {
-                return false; // torn read of a leaf that changed
+            for (int d = depth; d >= 1; d--) {
+                Buffer b = node[d];
+                long v = version[d];
+                if (!b.validate(v)) {
+                    continue; // changed since (a leaf by this thread's own last write): its parent may do
+                }
+                try {
+                    // only a consistent read proves the node's range holds the key; every ancestor the
+                    // descent may back up to from here has a range holding the node's
+                    if (spans(b.data(), key) && b.validate(v)) {
+                        return d;
+                    }
+                } catch (RuntimeException e) {
+                    // torn read of a node that changed: try its parent
+                }
             }
+            return -1;
         }
 
         Buffer leaf() {

@@ -420,6 +420,27 @@ public final class BTreeNodeFormat {
     }
 
     /**
+     * True if {@code key} sorts between the node's first and last keys, both included: then it lies in the
+     * range of every node the tree may hold at this node's place. Compares heads first, as {@link #search}
+     * does, and a key only when the heads are equal.
+     */
+    static boolean spans(MemorySegment n, MemorySegment key) {
+        int count = count(n);
+        if (count == 0) {
+            return false;
+        }
+        int keyLen = (int) key.byteSize();
+        int skip = skip(n);
+        if (skip > 0 && (keyLen < skip || (head(key, 0, keyLen) & prefixMask(skip)) != prefix(n))) {
+            return false; // below or above every key of the node
+        }
+        long keyHead = head48(key, skip, keyLen - skip);
+        long first = slotHead(n, 0), last = slotHead(n, count - 1);
+        return (first < keyHead || first == keyHead && compareFrom(n, 0, key, skip) <= 0)
+                && (keyHead < last || keyHead == last && compareFrom(n, count - 1, key, skip) >= 0);
+    }
+
+    /**
      * The first 8 bytes of {@code s[off, off + len)} as an unsigned big-endian number, zero-padded if
      * shorter: heads order as the byte strings do, except that equal heads of strings of 8 bytes or fewer
      * leave the shorter one first.

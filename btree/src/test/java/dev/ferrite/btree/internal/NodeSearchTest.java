@@ -17,8 +17,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Node search against a linear scan, on keys made to defeat its shortcuts (short, zero bytes, long shared
- * prefixes), in nodes whose prefix was computed and then shortened by later inserts.
+ * Node search (and whether a node's keys span a key) against a linear scan, on keys made to defeat its
+ * shortcuts (short, zero bytes, long shared prefixes), in nodes whose prefix was computed and then
+ * shortened by later inserts.
  */
 @ExtendWith(TestSeed.class)
 class NodeSearchTest {
@@ -76,6 +77,9 @@ class NodeSearchTest {
                     String where = "seed " + SEED + ", round " + round + ", key " + java.util.HexFormat.of().formatHex(k);
                     assertEquals(expected, BTreeNodeFormat.search(leaf, MemorySegment.ofArray(k)), "leaf, " + where);
                     assertEquals(expected, BTreeNodeFormat.search(interior, MemorySegment.ofArray(k)), "interior, " + where);
+                    boolean spanned = expected >= 0 || -expected - 1 > 0 && -expected - 1 < sorted.length;
+                    assertEquals(spanned, BTreeNodeFormat.spans(leaf, MemorySegment.ofArray(k)), "leaf spans, " + where);
+                    assertEquals(spanned, BTreeNodeFormat.spans(interior, MemorySegment.ofArray(k)), "interior spans, " + where);
                 }
             }
         }

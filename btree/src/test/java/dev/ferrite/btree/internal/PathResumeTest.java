@@ -16,9 +16,9 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * An operation starts at the leaf the thread's previous one ended in only when that leaf is the same
- * tree's, unchanged, and spans the key. Each case here would act on the wrong leaf if one of the three
- * conditions were not checked.
+ * An operation starts at the leaf the thread's previous one ended in, or at a node above it, only when
+ * that node is the same tree's, unchanged, and spans the key. Each case here would act on the wrong leaf
+ * if one of the three conditions were not checked.
  */
 @ExtendWith(TestSeed.class)
 class PathResumeTest {
@@ -149,6 +149,75 @@ class PathResumeTest {
             // made these 8.0 and 5.9 at height 3
             assertTrue(perSplit < height + 2, what);
             assertTrue(perMerge < height + 2, what);
+        }
+    }
+
+    /**
+     * Keys a few leaves apart, in ascending order (a commit's sorted keys), each changed in place: the
+     * change of a leaf changes its version, and the next key is in another leaf anyway, so the descent
+     * resumes at the deepest node above whose separators span the key, instead of at the header: two
+     * lookups a put (the leaf, and one a put in place makes besides) where one from the header makes
+     * height + 2.
+     */
+    @Test
+    void ascendingKeysAFewLeavesApartResumeAboveTheLeaf() {
+        try (MemoryDevice dev = MemoryDevice.create(16384, 4096); Store s = Store.format(dev, 2048, 32L << 20)) {
+            byte[] v = new byte[1000];
+            int keys = 6000;
+            for (long k = 0; k < keys; k++) {
+                s.tree.put(Keys.ofLong(k), v);
+            }
+            int height = s.tree.height();
+            long hitsBefore = s.cache.stats().hits();
+            int puts = 0;
+            for (long k = 0; k < keys; k += 13, puts++) {
+                v[0] = (byte) k;
+                s.tree.put(Keys.ofLong(k), v); // in place, about three leaves on
+            }
+            double perPut = (double) (s.cache.stats().hits() - hitsBefore) / puts;
+            String what = String.format("height %d: %.2f cache lookups a put", height, perPut);
+            assertTrue(height >= 3, what);
+            assertTrue(perPut < 2.5, what); // from the header: height + 2 (5.00)
+            for (long k = 0; k < keys; k++) {
+                assertEquals(k % 13 == 0 ? (byte) k : 0, s.tree.get(Keys.ofLong(k))[0], "key " + k);
+            }
+        }
+    }
+
+    /**
+     * Ascending sweeps that insert between the keys and delete them again, splitting and merging leaves
+     * and their parents under the paths the sweep resumes from, end as a model says.
+     */
+    @Test
+    void ascendingSweepsThatSplitAndMergeMatchAModel() {
+        Random rnd = new Random(SEED);
+        TreeMap<Long, Long> model = new TreeMap<>();
+        try (MemoryDevice dev = MemoryDevice.create(16384, 4096); Store s = Store.format(dev, 2048, 32L << 20)) {
+            byte[] v = new byte[300];
+            Keys.putLong(MemorySegment.ofArray(v), 0, 0);
+            for (long k = 0; k < 20_000; k += 10) {
+                s.tree.put(Keys.ofLong(k), v);
+                model.put(k, 0L);
+            }
+            for (int sweep = 0; sweep < 6; sweep++) {
+                for (long k = rnd.nextInt(10); k < 20_000; k += 1 + rnd.nextInt(sweep % 2 == 0 ? 4 : 40)) {
+                    String what = "sweep " + sweep + " key " + k + " (seed " + SEED + ")";
+                    if (sweep % 2 == 0 || rnd.nextInt(4) == 0) {
+                        Keys.putLong(MemorySegment.ofArray(v), 0, k + sweep);
+                        s.tree.put(Keys.ofLong(k), v);
+                        model.put(k, k + sweep);
+                    } else {
+                        assertEquals(model.remove(k) != null, s.tree.delete(Keys.ofLong(k)) >= 0, what);
+                    }
+                    assertEquals(model.get(k), value(s.tree.get(Keys.ofLong(k))), what);
+                }
+                TreeCheck c = s.tree.check();
+                assertTrue(c.ok(), c.toString());
+                assertEquals(model.size(), c.keys(), "keys after sweep " + sweep + " (seed " + SEED + ")");
+            }
+            for (var e : model.entrySet()) {
+                assertEquals(e.getValue(), value(s.tree.get(Keys.ofLong(e.getKey()))), "key " + e.getKey() + " (seed " + SEED + ")");
+            }
         }
     }
 

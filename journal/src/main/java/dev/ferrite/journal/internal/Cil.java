@@ -336,8 +336,8 @@ public final class Cil {
         if (slot.ctxSeq != ctx.seq) {
             map = whole ? union : it.txDirty;
             mapHigh = whole ? unionHigh : it.txDirtyHigh;
-            slot.shadow = shadows.acquire(p, DirtyMap.packedSize(map, mapHigh, chunkShift));
-            DirtyMap.pack(map, mapHigh, map, mapHigh, chunkShift, it.image(), slot.shadow);
+            shadows.acquire(p, DirtyMap.packedSize(map, mapHigh, chunkShift), slot);
+            DirtyMap.pack(map, mapHigh, map, mapHigh, chunkShift, it.image(), slot.slab, slot.at);
             slot.layout = map;
             slot.layoutHigh = mapHigh;
             slot.ctxSeq = ctx.seq;
@@ -355,19 +355,20 @@ public final class Cil {
             map = union;
             mapHigh = unionHigh;
             layOut(p, slot, map, mapHigh);
-            DirtyMap.pack(map, mapHigh, slot.layout, slot.layoutHigh, chunkShift, it.image(), slot.shadow);
+            DirtyMap.pack(map, mapHigh, slot.layout, slot.layoutHigh, chunkShift, it.image(), slot.slab, slot.at);
         } else {
             map = whole ? union : slot.shadowMap | it.txDirty;
             mapHigh = whole ? unionHigh : slot.shadowMapHigh | it.txDirtyHigh;
             if ((map & ~slot.layout | mapHigh & ~slot.layoutHigh) != 0) {
                 // new chunks: make room among the packed ones, in a larger buffer if needed (the smaller
                 // one stays with the context until its parity is reset)
-                MemorySegment from = slot.shadow;
+                MemorySegment from = slot.slab;
+                long fromAt = slot.at;
                 long fromLow = slot.layout, fromHigh = slot.layoutHigh;
                 layOut(p, slot, map, mapHigh);
-                DirtyMap.repack(fromLow, fromHigh, slot.layout, slot.layoutHigh, chunkShift, from, slot.shadow);
+                DirtyMap.repack(fromLow, fromHigh, slot.layout, slot.layoutHigh, chunkShift, from, fromAt, slot.slab, slot.at);
             }
-            DirtyMap.pack(it.txDirty, it.txDirtyHigh, slot.layout, slot.layoutHigh, chunkShift, it.image(), slot.shadow);
+            DirtyMap.pack(it.txDirty, it.txDirtyHigh, slot.layout, slot.layoutHigh, chunkShift, it.image(), slot.slab, slot.at);
         }
         if (whole && it.wholeRelog == LogItem.RELOG_ASKED) {
             it.wholeRelog = LogItem.RELOG_LOGGED;
@@ -398,8 +399,8 @@ public final class Cil {
         slot.layout = spread ? DirtyMap.ALL : map;
         slot.layoutHigh = spread ? DirtyMap.ALL : mapHigh;
         int size = DirtyMap.packedSize(slot.layout, slot.layoutHigh, chunkShift);
-        if (size > slot.shadow.byteSize()) {
-            slot.shadow = shadows.acquire(p, size);
+        if (size > slot.capacity) {
+            shadows.acquire(p, size, slot);
         }
     }
 
@@ -513,7 +514,7 @@ public final class Cil {
     /** Push thread: drops an item's shadow for {@code parity} once its op has been formatted. */
     void releaseShadow(LogItem it, int parity) {
         CilSlot slot = it.slot(parity);
-        slot.shadow = null;
+        slot.slab = null;
         slot.next = null;
     }
 

@@ -28,8 +28,14 @@ final class CilSlot {
      * chunks copies only those instead of moving every chunk above them.
      */
     long layout, layoutHigh;
-    /** The chunks of {@code shadowMap} at their places in {@code layout}; from the shadow pool, dropped once the op is formatted. */
-    MemorySegment shadow;
+    /**
+     * The shadow: the chunks of {@code shadowMap} at their places in {@code layout}, in the {@code
+     * capacity} bytes at {@code at} of {@code slab}, a buffer of the shadow pool ({@link ShadowPool#acquire});
+     * dropped once the op is formatted.
+     */
+    MemorySegment slab;
+    long at;
+    int capacity;
     /** Next item first logged in that context on the same stripe. */
     LogItem next;
 }

@@ -110,24 +110,29 @@ public final class DirtyMap {
     }
 
     /**
-     * Copies the chunks of the map from the block image {@code src} into {@code packed}, which holds the
-     * chunks of the layout (a superset of the map) back to back in chunk order.
+     * Copies the chunks of the map from the block image {@code src} into the shadow at {@code at} of
+     * {@code packed}, which holds the chunks of the layout (a superset of the map) back to back in chunk
+     * order.
      */
-    static void pack(long low, long high, long layoutLow, long layoutHigh, int chunkShift, MemorySegment src, MemorySegment packed) {
+    static void pack(long low, long high, long layoutLow, long layoutHigh, int chunkShift, MemorySegment src, MemorySegment packed,
+                     long at) {
         for (int start = nextSet(low, high, 0), end; start < CHUNKS; start = nextSet(low, high, end)) {
             end = nextClear(low, high, start);
-            MemorySegment.copy(src, (long) start << chunkShift, packed, packedOffset(layoutLow, layoutHigh, start, chunkShift),
+            MemorySegment.copy(src, (long) start << chunkShift, packed, at + packedOffset(layoutLow, layoutHigh, start, chunkShift),
                     (long) (end - start) << chunkShift);
         }
     }
 
     /**
-     * Moves packed chunks from the layout {@code from} to the layout {@code to} (a superset), from
-     * {@code src} to {@code dst}, which may be the same buffer: chunks only move up, so they are moved
-     * highest first, the high word's runs before the low word's. In place, the chunks below the lowest
-     * one {@code to} adds stay where they are, so the move stops at the first run that does not move.
+     * Moves packed chunks from the layout {@code from} to the layout {@code to} (a superset), from the
+     * shadow at {@code srcAt} of {@code src} to the one at {@code dstAt} of {@code dst}, which may be the
+     * same: chunks only move up, so they are moved highest first, the high word's runs before the low
+     * word's. In place, the chunks below the lowest one {@code to} adds stay where they are, so the move
+     * stops at the first run that does not move.
      */
-    static void repack(long fromLow, long fromHigh, long toLow, long toHigh, int chunkShift, MemorySegment src, MemorySegment dst) {
+    static void repack(long fromLow, long fromHigh, long toLow, long toHigh, int chunkShift, MemorySegment src, long srcAt,
+                       MemorySegment dst, long dstAt) {
+        boolean inPlace = src == dst && srcAt == dstAt;
         for (int word = 1; word >= 0; word--) {
             int base = word << 6;
             for (long from = word == 1 ? fromHigh : fromLow; from != 0; ) {
@@ -137,22 +142,22 @@ public final class DirtyMap {
                 int start = gaps == 0 ? 0 : 64 - Long.numberOfLeadingZeros(gaps);
                 long fromOff = packedOffset(fromLow, fromHigh, base + start, chunkShift);
                 long toOff = packedOffset(toLow, toHigh, base + start, chunkShift);
-                if (fromOff == toOff && src == dst) {
+                if (fromOff == toOff && inPlace) {
                     return;
                 }
-                MemorySegment.copy(src, fromOff, dst, toOff, (long) (end - start) << chunkShift);
+                MemorySegment.copy(src, srcAt + fromOff, dst, dstAt + toOff, (long) (end - start) << chunkShift);
                 from &= start == 0 ? 0 : (1L << start) - 1;
             }
         }
     }
 
     /**
-     * Writes the op for the map (header, range table, then the range bytes, which {@code packed} holds
-     * at their places in the layout, as {@link #pack} left them) at {@code off} of {@code out}; returns
-     * its size.
+     * Writes the op for the map (header, range table, then the range bytes, which the shadow at {@code at}
+     * of {@code packed} holds at their places in the layout, as {@link #pack} left them) at {@code off} of
+     * {@code out}; returns its size.
      */
     static int writeOp(MemorySegment out, long off, int type, int flags, long home, long low, long high, long layoutLow,
-                       long layoutHigh, int chunkShift, MemorySegment packed) {
+                       long layoutHigh, int chunkShift, MemorySegment packed, long at) {
         int runs = runs(low, high);
         int size = LogRecordFormat.opSize(runs, chunks(low, high) << chunkShift);
         LogRecordFormat.writeOpHeader(out, off, type, runs, flags, size, home);
@@ -160,7 +165,7 @@ public final class DirtyMap {
         boolean contiguous = layoutLow == low && layoutHigh == high;
         if (contiguous) {
             int dataBytes = packedSize(low, high, chunkShift);
-            MemorySegment.copy(packed, 0, out, dataOff, dataBytes);
+            MemorySegment.copy(packed, at, out, dataOff, dataBytes);
             dataOff += dataBytes;
         }
         int i = 0;
@@ -169,7 +174,7 @@ public final class DirtyMap {
             int bytes = (end - start) << chunkShift;
             LogRecordFormat.writeRange(out, off, i++, start << chunkShift, bytes);
             if (!contiguous) {
-                MemorySegment.copy(packed, packedOffset(layoutLow, layoutHigh, start, chunkShift), out, dataOff, bytes);
+                MemorySegment.copy(packed, at + packedOffset(layoutLow, layoutHigh, start, chunkShift), out, dataOff, bytes);
                 dataOff += bytes;
             }
         }

@@ -488,7 +488,7 @@ final class LogWriter implements AutoCloseable {
                 rec.close(false);
             }
             DirtyMap.writeOp(out, rec.recordStart + blockSize + rec.payloadUsed, it.type(),
-                    slot.zeroed ? LogRecordFormat.OP_ZEROED : 0, it.home(), slot.shadowMap, slot.shadowMapHigh, slot.layout, slot.layoutHigh, chunkShift, slot.shadow);
+                    slot.zeroed ? LogRecordFormat.OP_ZEROED : 0, it.home(), slot.shadowMap, slot.shadowMapHigh, slot.layout, slot.layoutHigh, chunkShift, slot.slab, slot.at);
             if (slot.whole) {
                 it.loggedWholeIn(checkpointSeq);
             }

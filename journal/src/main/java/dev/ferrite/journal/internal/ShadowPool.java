@@ -17,26 +17,24 @@ import dev.ferrite.io.internal.OffHeap;
  * (the first of 64 KiB, each later one doubling the region). Every shadow of a context has the context's
  * parity, and contexts of one parity never overlap (context k + 2 is created only once k is formatted), so
  * a region needs no per-buffer free list: a committer takes the next index with one atomic increment
- * (lock-free, and allocation-free once the region has grown to the peak and each buffer's view was made
- * on its first use), and once context k is formatted the push thread {@link #reset}s its parity, making
+ * (lock-free, and allocation-free once the region has grown to the peak), and once context k is
+ * formatted the push thread {@link #reset}s its parity, making
  * every buffer of it free again. No buffer is ever lost. A reset also bounds what the pool keeps: when a
  * parity holds more than {@code retainBytes} (after a peak), its slabs are freed and the next context of
  * that parity grows them again to what it needs.
  *
- * <p>Growing a region maps a slab and nothing else: each buffer's view is made on the buffer's first use,
- * in arrays of {@value #VIEWS} views made as first needed. When a region made a view of every new buffer
- * as it doubled, the committer that grew a region of small buffers past a million (a checkpoint of many
- * small deltas) made a million views at once, 23–70 ms of its CPU.
+ * <p>A buffer is named by its slab and its offset there, not by a segment of its own: a view per buffer
+ * (made on the buffer's first use, and kept) was one more object per commit for the committer to reach,
+ * in a cache line of its own that a relog of a leaf met cold; the slabs are a few objects every
+ * committer uses. Growing a region maps a slab and nothing else (when a region made a view of every new
+ * buffer as it doubled, the committer that grew a region of small buffers past a million made a million
+ * views at once, 23–70 ms of its CPU).
  */
 // Public for perf's JMH benches (dev.ferrite.perf.jmh); journal-internal, for a qualified export, not application API.
 public final class ShadowPool implements AutoCloseable {
     /** Smallest slab: the first of a region; each later one doubles the region. */
     private static final int MIN_SLAB_BYTES = 64 * 1024;
-    /** Views in one array of a region's views (a power of two). */
-    static final int VIEWS = 4096;
-    private static final int VIEWS_SHIFT = Integer.numberOfTrailingZeros(VIEWS);
     private static final MemorySegment[] NO_SLABS = new MemorySegment[0];
-    private static final MemorySegment[][] NO_VIEWS = new MemorySegment[0][];
 
     /** One parity's buffers of one size. Grown under its own monitor; indexes handed out lock-free. */
     private static final class Region {
@@ -47,17 +45,10 @@ public final class ShadowPool implements AutoCloseable {
         /** How many buffers the slabs hold. */
         volatile int capacity;
         /**
-         * The slabs' memory: changed under this region's monitor, read without it on a buffer's first use
-         * (never while its parity is reset: contexts of one parity never overlap).
+         * The slabs' memory: changed under this region's monitor (before {@link #capacity}), read without it
+         * by each acquire (never while its parity is reset: contexts of one parity never overlap).
          */
         volatile MemorySegment[] slabs = NO_SLABS;
-        /**
-         * Buffer i's view is {@code views[i >>> VIEWS_SHIFT][i & (VIEWS - 1)]}, made on its first use. A view
-         * array is added under the monitor; a view is stored in a plain slot, since only the thread holding
-         * an index reads or fills it in one context, and a view is immutable (its fields final): a thread of
-         * a later context that reads one made by another sees it whole, or null and makes an equal one.
-         */
-        volatile MemorySegment[][] views = NO_VIEWS;
         /** Guarded by this region's monitor: holds every slab, unmapped together (one closing of a shared arena). */
         Arena arena;
         long bytes;
@@ -89,20 +80,26 @@ public final class ShadowPool implements AutoCloseable {
         }
     }
 
-    /** A buffer of at least {@code bytes} (a multiple of the chunk size) for a context of {@code parity}. */
-    MemorySegment acquire(int parity, int bytes) {
+    /**
+     * Gives {@code slot} a buffer of at least {@code bytes} (a multiple of the chunk size) for a context of
+     * {@code parity}: its slab, its offset there and its size ({@link CilSlot#slab}).
+     */
+    void acquire(int parity, int bytes, CilSlot slot) {
         int chunks = bytes >>> chunkShift;
         Region r = regions[parity][chunks <= 1 ? 0 : 64 - Long.numberOfLeadingZeros(chunks - 1)];
         int i = r.next.getAndIncrement();
-        MemorySegment[][] v = r.views;
-        int a = i >>> VIEWS_SHIFT;
-        MemorySegment[] views = a < v.length && i < r.capacity && v[a] != null ? v[a] : grow(r, i);
-        MemorySegment b = views[i & (VIEWS - 1)];
-        return b != null ? b : (views[i & (VIEWS - 1)] = view(r, i));
+        if (i >= r.capacity) {
+            grow(r, i);
+        }
+        int k = 32 - Integer.numberOfLeadingZeros(i >>> r.firstShift); // 0 in the first slab, else the slab whose doubling holds i
+        long at = k == 0 ? i : i - (1L << (r.firstShift + k - 1));
+        slot.slab = r.slabs[k]; // read after capacity, which the grow wrote after slabs
+        slot.at = at * r.bufferBytes;
+        slot.capacity = r.bufferBytes;
     }
 
-    /** The view array of buffer {@code i}, mapping slabs until the region holds it (each a mapping, no views made). */
-    private MemorySegment[] grow(Region r, int i) {
+    /** Maps slabs until the region holds buffer {@code i}. */
+    private void grow(Region r, int i) {
         synchronized (r) {
             while (r.capacity <= i) {
                 int n = r.capacity;
@@ -119,24 +116,7 @@ public final class ShadowPool implements AutoCloseable {
                 resident.addAndGet(slabBytes);
                 r.capacity = n + (int) (slabBytes / r.bufferBytes);
             }
-            int a = i >>> VIEWS_SHIFT;
-            MemorySegment[][] v = r.views;
-            if (a >= v.length) {
-                v = Arrays.copyOf(v, Math.max(a + 1, 2 * v.length));
-            }
-            if (v[a] == null) {
-                v[a] = new MemorySegment[VIEWS];
-            }
-            r.views = v;
-            return v[a];
         }
-    }
-
-    /** Buffer {@code i}'s view, made once: later contexts of the parity reuse it. */
-    private static MemorySegment view(Region r, int i) {
-        int k = 32 - Integer.numberOfLeadingZeros(i >>> r.firstShift); // 0 in the first slab, else the slab whose doubling holds i
-        long at = k == 0 ? i : i - (1L << (r.firstShift + k - 1));
-        return r.slabs[k].asSlice(at * r.bufferBytes, r.bufferBytes);
     }
 
     /**
@@ -159,7 +139,6 @@ public final class ShadowPool implements AutoCloseable {
 
     private void free(Region r) {
         synchronized (r) {
-            r.views = NO_VIEWS;
             r.slabs = NO_SLABS;
             r.capacity = 0;
             if (r.arena != null) {

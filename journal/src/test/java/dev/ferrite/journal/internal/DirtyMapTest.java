@@ -45,7 +45,7 @@ class DirtyMapTest {
         Random rnd = new Random(seed);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment image = arena.allocate(BS);
-            MemorySegment shadow = arena.allocate(BS);
+            MemorySegment shadow = arena.allocate(2L * BS); // a slab: the shadow at an offset in it
             MemorySegment op = arena.allocate(2L * BS);
             for (int round = 0; round < 2000; round++) {
                 String where = "seed " + seed + ", round " + round;
@@ -75,12 +75,13 @@ class DirtyMapTest {
                 long layout = spread ? DirtyMap.ALL : lo2, layoutHigh = spread ? DirtyMap.ALL : hi2;
                 where += spread ? ", spread" : ", packed";
                 shadow.fill((byte) 0);
-                DirtyMap.pack(lo, hi, lo, hi, SHIFT, image, shadow);
-                DirtyMap.repack(lo, hi, layout, layoutHigh, SHIFT, shadow, shadow);
-                DirtyMap.pack(lo2 & ~lo, hi2 & ~hi, layout, layoutHigh, SHIFT, image, shadow);
+                long at = (long) rnd.nextInt(DirtyMap.CHUNKS) * CHUNK;
+                DirtyMap.pack(lo, hi, lo, hi, SHIFT, image, shadow, at);
+                DirtyMap.repack(lo, hi, layout, layoutHigh, SHIFT, shadow, at, shadow, at);
+                DirtyMap.pack(lo2 & ~lo, hi2 & ~hi, layout, layoutHigh, SHIFT, image, shadow, at);
                 List<int[]> runs = runs(both);
                 assertEquals(runs.size(), DirtyMap.runs(lo2, hi2), where);
-                int size = DirtyMap.writeOp(op, 0, 1, 0, 9, lo2, hi2, layout, layoutHigh, SHIFT, shadow);
+                int size = DirtyMap.writeOp(op, 0, 1, 0, 9, lo2, hi2, layout, layoutHigh, SHIFT, shadow, at);
                 assertEquals(LogRecordFormat.opSize(runs.size(), count(both) * CHUNK), size, where);
                 assertEquals(size, DirtyMap.opSize(lo2, hi2, SHIFT), where);
                 long data = LogRecordFormat.opDataStart(runs.size());

@@ -30,36 +30,61 @@ class ShadowPoolTest {
     @Test
     void aResetMakesEveryBufferOfItsParityFreeAgain() {
         try (ShadowPool pool = new ShadowPool(BS, 1L << 20)) {
-            List<MemorySegment> first = new ArrayList<>();
+            List<CilSlot> first = new ArrayList<>();
             for (int i = 0; i < 100; i++) {
-                first.add(pool.acquire(0, 64 * (1 + i % 64)));
+                first.add(acquire(pool, 0, 64 * (1 + i % 64)));
             }
-            MemorySegment other = pool.acquire(1, 64);
+            CilSlot other = acquire(pool, 1, 64);
             long resident = pool.residentBytes();
             pool.reset(0);
             for (int i = 0; i < 100; i++) {
-                MemorySegment again = pool.acquire(0, 64 * (1 + i % 64));
-                assertSame(first.get(i), again, "buffer " + i + " was not reused");
-                assertTrue(again.byteSize() >= 64 * (1 + i % 64) && again.byteSize() < 2 * 64 * (1 + i % 64));
+                CilSlot again = acquire(pool, 0, 64 * (1 + i % 64));
+                assertSame(first.get(i).slab, again.slab, "buffer " + i + " was not reused");
+                assertEquals(first.get(i).at, again.at, "buffer " + i + " was not reused");
+                assertTrue(again.capacity >= 64 * (1 + i % 64) && again.capacity < 2 * 64 * (1 + i % 64));
             }
             assertEquals(resident, pool.residentBytes(), "nothing new allocated for the same demand");
-            assertTrue(pool.acquire(1, 64) != other, "parity 1 was not reset: its buffer is still in use");
+            CilSlot next = acquire(pool, 1, 64);
+            assertTrue(next.slab != other.slab || next.at != other.at, "parity 1 was not reset: its buffer is still in use");
+        }
+    }
+
+    /** Buffers of one region across its slabs (the first and each doubling) lie inside their slabs and apart. */
+    @Test
+    void buffersAcrossSlabsNeverOverlap() {
+        try (ShadowPool pool = new ShadowPool(BS, 1L << 30)) {
+            int n = 5000, bytes = 64; // 1,024 in the first 64 KiB slab, then slabs of 1,024, 2,048, 4,096
+            List<CilSlot> slots = new ArrayList<>();
+            for (int i = 0; i < n; i++) {
+                CilSlot s = acquire(pool, 0, bytes);
+                assertTrue(s.at >= 0 && s.at + s.capacity <= s.slab.byteSize(), "buffer " + i + " at " + s.at + " of a slab of " + s.slab.byteSize());
+                for (long b = 0; b < s.capacity; b += 8) {
+                    s.slab.set(ValueLayout.JAVA_LONG_UNALIGNED, s.at + b, i);
+                }
+                slots.add(s);
+            }
+            for (int i = 0; i < n; i++) {
+                CilSlot s = slots.get(i);
+                for (long b = 0; b < s.capacity; b += 8) {
+                    assertEquals(i, s.slab.get(ValueLayout.JAVA_LONG_UNALIGNED, s.at + b), "buffer " + i + " overwritten");
+                }
+            }
         }
     }
 
     @Test
     void aResetAfterAPeakFreesTheParityBeyondTheBound() {
         try (ShadowPool pool = new ShadowPool(BS, 256 * 1024)) {
-            pool.acquire(1, 64);
+            acquire(pool, 1, 64);
             long parity1 = pool.residentBytes();
             for (int i = 0; i < 1000; i++) {
-                pool.acquire(0, BS);
+                acquire(pool, 0, BS);
             }
             assertTrue(pool.residentBytes() >= 1000L * BS + parity1, "resident " + pool.residentBytes());
             pool.reset(0);
             assertEquals(parity1, pool.residentBytes(), "the peak of parity 0 was not freed");
             for (int i = 0; i < 10; i++) {
-                pool.acquire(0, BS);
+                acquire(pool, 0, BS);
             }
             pool.reset(0);
             assertTrue(pool.residentBytes() <= 256 * 1024 + parity1, "resident " + pool.residentBytes());
@@ -67,25 +92,36 @@ class ShadowPoolTest {
     }
 
     /**
-     * Growing a region maps a slab and makes no views: the acquire that doubles a region of a million
-     * small buffers to two million allocates one array of views, where making a view of every new buffer
-     * there cost its committer tens of milliseconds.
+     * A buffer is its slab and offset, no object of its own: the first acquires of a million small
+     * buffers allocate only what growing their region takes (a view per buffer was 40-odd bytes each), and
+     * the acquire that doubles the region to two million about nothing (making a view of every new buffer
+     * there cost its committer tens of milliseconds).
      */
     @Test
-    void growingARegionMakesNoViewsOfItsNewBuffers() throws ReflectiveOperationException {
+    void acquiringAndGrowingAllocateNoObjectPerBuffer() throws ReflectiveOperationException {
         int chunk = 1 << DirtyMap.chunkShift(BS);
         try (ShadowPool pool = new ShadowPool(BS, 1L << 30)) {
-            for (int i = 0; i < (1 << 20); i++) {
-                pool.acquire(0, chunk);
-            }
-            long resident = pool.residentBytes();
+            CilSlot slot = new CilSlot();
             long before = allocatedBytes();
-            MemorySegment grown = pool.acquire(0, chunk); // buffer 2^20: the region doubles
+            for (int i = 0; i < (1 << 20); i++) {
+                pool.acquire(0, chunk, slot);
+            }
+            long firstUses = allocatedBytes() - before;
+            assertTrue(firstUses < 64 * 1024, firstUses + " bytes allocated by a million acquires");
+            long resident = pool.residentBytes();
+            before = allocatedBytes();
+            pool.acquire(0, chunk, slot); // buffer 2^20: the region doubles
             long allocated = allocatedBytes() - before;
             assertEquals(2 * resident, pool.residentBytes(), "the region doubled");
-            assertEquals(chunk, grown.byteSize());
+            assertEquals(chunk, slot.capacity);
             assertTrue(allocated < 64 * 1024, allocated + " bytes allocated by the acquire that grew the region");
         }
+    }
+
+    private static CilSlot acquire(ShadowPool pool, int parity, int bytes) {
+        CilSlot s = new CilSlot();
+        pool.acquire(parity, bytes, s);
+        return s;
     }
 
     /** Bytes this thread has allocated (through the JDK's extension, which this module does not read). */
@@ -106,7 +142,7 @@ class ShadowPoolTest {
             for (int round = 0; round < 200; round++) {
                 pool.reset(0);
                 long logged = 0, loggedHigh = 0;
-                MemorySegment shadow = null;
+                CilSlot shadow = null;
                 for (int relog = 0; relog < 6; relog++) {
                     int off = rnd.nextInt(BS - 1), len = 1 + rnd.nextInt(Math.min(BS - off, 700));
                     for (int b = off; b < off + len; b++) {
@@ -116,16 +152,16 @@ class ShadowPoolTest {
                     long union = logged | dirty, unionHigh = loggedHigh | dirtyHigh;
                     int size = DirtyMap.packedSize(union, unionHigh, chunkShift);
                     if (shadow == null) {
-                        shadow = pool.acquire(0, size);
+                        shadow = acquire(pool, 0, size);
                     } else if (union != logged || unionHigh != loggedHigh) {
-                        MemorySegment to = size <= shadow.byteSize() ? shadow : pool.acquire(0, size);
-                        DirtyMap.repack(logged, loggedHigh, union, unionHigh, chunkShift, shadow, to);
+                        CilSlot to = size <= shadow.capacity ? shadow : acquire(pool, 0, size);
+                        DirtyMap.repack(logged, loggedHigh, union, unionHigh, chunkShift, shadow.slab, shadow.at, to.slab, to.at);
                         shadow = to;
                     }
-                    DirtyMap.pack(dirty, dirtyHigh, union, unionHigh, chunkShift, image, shadow);
+                    DirtyMap.pack(dirty, dirtyHigh, union, unionHigh, chunkShift, image, shadow.slab, shadow.at);
                     logged = union;
                     loggedHigh = unionHigh;
-                    int opSize = DirtyMap.writeOp(op, 0, 1, 0, 9, logged, loggedHigh, logged, loggedHigh, chunkShift, shadow);
+                    int opSize = DirtyMap.writeOp(op, 0, 1, 0, 9, logged, loggedHigh, logged, loggedHigh, chunkShift, shadow.slab, shadow.at);
                     int runs = DirtyMap.runs(logged, loggedHigh);
                     long data = LogRecordFormat.opDataStart(runs);
                     for (int r = 0; r < runs; r++) {
