@@ -86,6 +86,13 @@ public final class BTree {
 
     /** CLOCK priority of headers and interior nodes: three sweeps of the hand to a leaf's one. */
     static final int INTERIOR_PRIORITY = 3;
+    /**
+     * The header's buffer as last looked up, while it stays cached (a buffer leaving the cache turns
+     * obsolete): every change and every reservation reads the height, a table's single write three or four
+     * headers' (its tree's, both free-space trees' of a value's group), so they skip the cache's lookup, as
+     * a parent's {@linkplain #child hints} do. A plain field: a stale read only looks up again.
+     */
+    private Buffer headerHint;
 
     private BTree(BufferCache cache, BlockAllocator allocator, long headerBlock, long id) {
         this.cache = cache;
@@ -180,10 +187,16 @@ public final class BTree {
     }
 
     Buffer header() {
-        Buffer h = cache.get(headerBlock, BTreeHeaderFormat.MAGIC, id, HEADER);
+        Buffer h = headerHint;
+        if (h != null && !h.isObsolete()) {
+            cache.hit(h);
+            return h;
+        }
+        h = cache.get(headerBlock, BTreeHeaderFormat.MAGIC, id, HEADER);
         if (h.priority != INTERIOR_PRIORITY) {
             h.priority = INTERIOR_PRIORITY; // read back from disk: the cache cannot tell what it holds
         }
+        headerHint = h;
         return h;
     }
 
