@@ -59,7 +59,14 @@ public final class BTree {
     static final String NODE = "B-tree node";
     static final String HEADER = "B-tree header";
     static final int MAX_DEPTH = BTreeNodeFormat.MAX_LEVELS;
-    private static final ThreadLocal<Path> PATHS = ThreadLocal.withInitial(Path::new);
+    /**
+     * A thread's paths, one for each of the last {@link #PATHS_KEPT} trees it worked on, the most recent
+     * first: a table's delete looks its key up, frees the value's blocks through both free-space trees of
+     * its group, then deletes the key, which then starts at the leaf its lookup left (one path a thread
+     * made it descend again from the header).
+     */
+    private static final ThreadLocal<Path[]> PATHS = ThreadLocal.withInitial(BTree::newPaths);
+    private static final int PATHS_KEPT = 4;
     private static final ThreadLocal<MemorySegment> SCRATCH = new ThreadLocal<>();
 
     private final BufferCache cache;
@@ -305,7 +312,32 @@ public final class BTree {
 
     // ------------------------------------------------------------------ descent
 
-    /** A root-to-leaf path: entry 0 is the header, entry {@code depth} the node reached. Reused per thread. */
+    private static Path[] newPaths() {
+        Path[] paths = new Path[PATHS_KEPT];
+        for (int i = 0; i < paths.length; i++) {
+            paths[i] = new Path();
+        }
+        return paths;
+    }
+
+    /** This thread's path for this tree ({@link #PATHS}): the one it last used here, else its least recently used one. */
+    private Path path() {
+        Path[] paths = PATHS.get();
+        Path p = paths[0];
+        if (p.tree == this) {
+            return p;
+        }
+        int i = 1;
+        while (i < paths.length - 1 && paths[i].tree != this) {
+            i++;
+        }
+        p = paths[i];
+        System.arraycopy(paths, 0, paths, 1, i);
+        paths[0] = p;
+        return p;
+    }
+
+    /** A root-to-leaf path: entry 0 is the header, entry {@code depth} the node reached. Reused per thread and tree. */
     static final class Path {
         final Buffer[] node = new Buffer[MAX_DEPTH + 2];
         final long[] version = new long[MAX_DEPTH + 2];
@@ -466,7 +498,7 @@ public final class BTree {
      */
     public int get(MemorySegment key, MemorySegment out) {
         requireKey(key);
-        Path p = PATHS.get();
+        Path p = path();
         p.start(this, key);
         for (;;) {
             descend(p, key, null);
@@ -648,7 +680,7 @@ public final class BTree {
     int write(Txn txn, MemorySegment key, MemorySegment value, Mode mode, MemorySegment priorOut) {
         requireKey(key);
         requireValue(key, value);
-        Path p = PATHS.get();
+        Path p = path();
         int kl = (int) key.byteSize(), vl = (int) value.byteSize();
         Buffer leaf = lockedLeaf(txn, p, key);
         boolean held = p.leafVersion() == Buffer.HELD;
@@ -694,7 +726,7 @@ public final class BTree {
     public boolean replaceInPlace(Txn txn, MemorySegment key, MemorySegment newKey, MemorySegment newValue) {
         requireKey(key);
         requireKey(newKey);
-        Path p = PATHS.get();
+        Path p = path();
         Buffer leaf = lockedLeaf(txn, p, key);
         MemorySegment n = leaf.data();
         int i = search(n, key);
@@ -910,7 +942,7 @@ public final class BTree {
 
     private int delete(Txn txn, MemorySegment key, MemorySegment priorOut, boolean merge) {
         requireKey(key);
-        Path p = PATHS.get();
+        Path p = path();
         Buffer leaf = lockedLeaf(txn, p, key);
         boolean held = p.leafVersion() == Buffer.HELD;
         MemorySegment n = leaf.data();
@@ -1048,7 +1080,7 @@ public final class BTree {
      */
     public long find(Txn txn, MemorySegment key, Match match, MemorySegment keyOut, MemorySegment valueOut) {
         requireKey(key);
-        Path p = PATHS.get();
+        Path p = path();
         p.start(this, key);
         long found;
         for (;;) {
@@ -1071,7 +1103,7 @@ public final class BTree {
     public void findAround(Txn txn, MemorySegment key, MemorySegment floorKey, MemorySegment floorValue,
                            MemorySegment ceilingKey, MemorySegment ceilingValue, long[] found) {
         requireKey(key);
-        Path p = PATHS.get();
+        Path p = path();
         p.start(this, key);
         for (;;) {
             descend(p, key, txn);
