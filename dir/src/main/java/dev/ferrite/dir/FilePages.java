@@ -69,13 +69,26 @@ final class FilePages {
     long checkedLength;
     int checkedCrc;
 
+    /**
+     * Blocks {@code [k << runShift, (k + 1) << runShift)} take consecutive home slots (0: every block a home
+     * of its own): a table-extent stripe's pages of one value, looked up together by every copy, fill and
+     * drop, then share a cache line or two of {@link #keys} and {@link #frames} instead of one each.
+     */
+    private final int runShift;
+
     FilePages(Inode inode) {
+        this(inode, 0);
+    }
+
+    FilePages(Inode inode, int runShift) {
         this.inode = inode;
+        this.runShift = runShift;
         Arrays.fill(keys, EMPTY);
     }
 
     /**
-     * The home slot of {@code block}: its Fibonacci product folded onto its low half. Bits 40 up of the
+     * The home slot of {@code block}: the Fibonacci product of its run's number ({@link #runShift}) folded
+     * onto its low half, plus its place in the run. Bits 40 up of the
      * product alone clustered: the table-extent cache picks a file's {@code FilePages} by the top bits of the
      * same product of the value's first block and keys pages 16 to a value, so a stripe's keys shared
      * structure there (a simulation of 16,000 16 KiB values in consecutive blocks: 4.8 probes an insert,
@@ -83,8 +96,13 @@ final class FilePages {
      * samples (12% folded).
      */
     private int slot(long block) {
-        long h = block * 0x9E37_79B9_7F4A_7C15L;
-        return (int) (h ^ h >>> 32) & (keys.length - 1);
+        return home(block, keys.length);
+    }
+
+    /** The home slot of {@code block} in a table of {@code slots} (a power of two), for tests. */
+    int home(long block, int slots) {
+        long h = (block >>> runShift) * 0x9E37_79B9_7F4A_7C15L;
+        return (int) ((h ^ h >>> 32) + (block & ((1L << runShift) - 1))) & (slots - 1);
     }
 
     /** The frame caching file block {@code block}, or -1. */

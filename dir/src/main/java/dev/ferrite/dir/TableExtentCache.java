@@ -43,7 +43,7 @@ final class TableExtentCache {
         this.maxBlocks = (TableValueFormat.MAX_MEDIUM + blockSize - 1) / blockSize;
         this.tags = new long[pages.capacity()];
         for (int s = 0; s < STRIPES; s++) {
-            stripes[s] = new FilePages(null);
+            stripes[s] = new FilePages(null, 32 - Integer.numberOfLeadingZeros(maxBlocks - 1)); // a value's pages in adjacent slots
         }
     }
 

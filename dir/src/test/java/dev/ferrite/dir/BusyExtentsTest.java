@@ -36,6 +36,22 @@ class BusyExtentsTest {
     }
 
     @Test
+    void aQueryMeetingADurableEntryDropsEveryDurableEntryAtOnce() {
+        AtomicLong durable = new AtomicLong(0);
+        BusyExtents busy = new BusyExtents(durable::get);
+        for (int i = 0; i < 40; i++) {
+            busy.add(10 * i, 4).settle(i % 2 == 0 ? 1 : 2); // under the sweep at 64 entries
+        }
+        durable.set(1);
+        assertEquals(10, busy.firstBusy(0, 1000), "the first still busy");
+        assertEquals(20, busy.size(), "the 20 durable ones all went in the query that met the first, those past its answer too");
+        assertEquals(393, busy.lastBusy(0, 1000));
+        durable.set(2);
+        assertEquals(389, busy.lastBusy(390, 400), "the last entry, now durable, met from the end: none busy");
+        assertEquals(0, busy.size());
+    }
+
+    @Test
     void freeingBusyBlocksAgainIsABugThatIsReported() {
         AtomicLong durable = new AtomicLong(0);
         BusyExtents busy = new BusyExtents(durable::get);

@@ -1,11 +1,15 @@
 package dev.ferrite.dir;
 
 import java.util.Arrays;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Random;
 
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 
 /** A file's page map lists its cached blocks of a range in ascending order, into a new array or a caller's. */
 class FilePagesTest {
@@ -25,5 +29,47 @@ class FilePagesTest {
         assertArrayEquals(new long[] {4, 5, 17}, Arrays.copyOf(out, 3));
         assertArrayEquals(new long[] {17, 64, 900}, p.blocks(6, 1000));
         assertArrayEquals(new long[0], p.blocks(6, 17));
+    }
+
+    @Test
+    void aTableExtentStripeKeepsAValuesPagesInAdjacentSlots() {
+        FilePages files = new FilePages(new Inode(7, 1));
+        FilePages values = new FilePages(null, 4); // pages first block * 16 + i, as TableExtentCache numbers them
+        int slots = 1 << 12;
+        int apart = 0;
+        for (long b = 1000; b < 1100; b++) {
+            for (int i = 1; i < 4; i++) {
+                assertEquals((values.home(b * 16, slots) + i) & (slots - 1), values.home(b * 16 + i, slots));
+                if (files.home(b * 16 + i, slots) != ((files.home(b * 16, slots) + i) & (slots - 1))) {
+                    apart++;
+                }
+            }
+        }
+        assertNotEquals(0, apart, "a file's blocks keep a home slot each");
+    }
+
+    /** Random maps, lookups and unmaps (backward shifts across runs) against a HashMap. */
+    @Test
+    void aStripeWithRunsAgreesWithAHashMap() {
+        Random rnd = new Random(17);
+        FilePages p = new FilePages(null, 4);
+        Map<Long, Integer> model = new HashMap<>();
+        for (int op = 0; op < 200_000; op++) {
+            long page = rnd.nextInt(2_000) * 16L + rnd.nextInt(4);
+            Integer had = model.get(page);
+            if (had == null && rnd.nextInt(3) > 0) {
+                p.put(page, op);
+                model.put(page, op);
+            } else if (had != null && rnd.nextBoolean()) {
+                assertEquals(had, p.remove(page));
+                model.remove(page);
+            } else {
+                assertEquals(had == null ? -1 : had, p.get(page));
+            }
+        }
+        assertEquals(model.size(), p.size());
+        for (Map.Entry<Long, Integer> e : model.entrySet()) {
+            assertEquals(e.getValue(), p.get(e.getKey()));
+        }
     }
 }

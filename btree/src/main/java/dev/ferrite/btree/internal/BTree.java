@@ -60,7 +60,14 @@ public final class BTree {
     static final String NODE = "B-tree node";
     static final String HEADER = "B-tree header";
     static final int MAX_DEPTH = BTreeNodeFormat.MAX_LEVELS;
-    private static final ThreadLocal<Path> PATHS = ThreadLocal.withInitial(Path::new);
+    /**
+     * A thread's paths, one for each of the last {@link #PATHS_KEPT} trees it worked on, the most recent
+     * first: a table's delete looks its key up, frees the value's blocks through both free-space trees of
+     * its group, then deletes the key, which then starts at the leaf its lookup left (one path a thread
+     * made it descend again from the header).
+     */
+    private static final ThreadLocal<Path[]> PATHS = ThreadLocal.withInitial(BTree::newPaths);
+    private static final int PATHS_KEPT = 4;
     private static final ThreadLocal<MemorySegment> SCRATCH = new ThreadLocal<>();
 
     private final BufferCache cache;
@@ -87,6 +94,13 @@ public final class BTree {
 
     /** CLOCK priority of headers and interior nodes: three sweeps of the hand to a leaf's one. */
     static final int INTERIOR_PRIORITY = 3;
+    /**
+     * The header's buffer as last looked up, while it stays cached (a buffer leaving the cache turns
+     * obsolete): every change and every reservation reads the height, a table's single write three or four
+     * headers' (its tree's, both free-space trees' of a value's group), so they skip the cache's lookup, as
+     * a parent's {@linkplain #child hints} do. A plain field: a stale read only looks up again.
+     */
+    private Buffer headerHint;
 
     private BTree(BufferCache cache, BlockAllocator allocator, long headerBlock, long id) {
         this.cache = cache;
@@ -181,10 +195,16 @@ public final class BTree {
     }
 
     Buffer header() {
-        Buffer h = cache.get(headerBlock, BTreeHeaderFormat.MAGIC, id, HEADER);
+        Buffer h = headerHint;
+        if (h != null && !h.isObsolete()) {
+            cache.hit(h);
+            return h;
+        }
+        h = cache.get(headerBlock, BTreeHeaderFormat.MAGIC, id, HEADER);
         if (h.priority != INTERIOR_PRIORITY) {
             h.priority = INTERIOR_PRIORITY; // read back from disk: the cache cannot tell what it holds
         }
+        headerHint = h;
         return h;
     }
 
@@ -293,7 +313,32 @@ public final class BTree {
 
     // ------------------------------------------------------------------ descent
 
-    /** A root-to-leaf path: entry 0 is the header, entry {@code depth} the node reached. Reused per thread. */
+    private static Path[] newPaths() {
+        Path[] paths = new Path[PATHS_KEPT];
+        for (int i = 0; i < paths.length; i++) {
+            paths[i] = new Path();
+        }
+        return paths;
+    }
+
+    /** This thread's path for this tree ({@link #PATHS}): the one it last used here, else its least recently used one. */
+    private Path path() {
+        Path[] paths = PATHS.get();
+        Path p = paths[0];
+        if (p.tree == this) {
+            return p;
+        }
+        int i = 1;
+        while (i < paths.length - 1 && paths[i].tree != this) {
+            i++;
+        }
+        p = paths[i];
+        System.arraycopy(paths, 0, paths, 1, i);
+        paths[0] = p;
+        return p;
+    }
+
+    /** A root-to-leaf path: entry 0 is the header, entry {@code depth} the node reached. Reused per thread and tree. */
     static final class Path {
         final Buffer[] node = new Buffer[MAX_DEPTH + 2];
         final long[] version = new long[MAX_DEPTH + 2];
@@ -461,7 +506,7 @@ public final class BTree {
      */
     public int get(MemorySegment key, MemorySegment out) {
         requireKey(key);
-        Path p = PATHS.get();
+        Path p = path();
         p.start(this, key);
         for (;;) {
             descend(p, key, null);
@@ -643,7 +688,7 @@ public final class BTree {
     int write(Txn txn, MemorySegment key, MemorySegment value, Mode mode, MemorySegment priorOut) {
         requireKey(key);
         requireValue(key, value);
-        Path p = PATHS.get();
+        Path p = path();
         int kl = (int) key.byteSize(), vl = (int) value.byteSize();
         Buffer leaf = lockedLeaf(txn, p, key);
         boolean held = p.leafVersion() == Buffer.HELD;
@@ -689,7 +734,7 @@ public final class BTree {
     public boolean replaceInPlace(Txn txn, MemorySegment key, MemorySegment newKey, MemorySegment newValue) {
         requireKey(key);
         requireKey(newKey);
-        Path p = PATHS.get();
+        Path p = path();
         Buffer leaf = lockedLeaf(txn, p, key);
         MemorySegment n = leaf.data();
         int i = search(n, key);
@@ -905,7 +950,7 @@ public final class BTree {
 
     private int delete(Txn txn, MemorySegment key, MemorySegment priorOut, boolean merge) {
         requireKey(key);
-        Path p = PATHS.get();
+        Path p = path();
         Buffer leaf = lockedLeaf(txn, p, key);
         boolean held = p.leafVersion() == Buffer.HELD;
         MemorySegment n = leaf.data();
@@ -1043,7 +1088,7 @@ public final class BTree {
      */
     public long find(Txn txn, MemorySegment key, Match match, MemorySegment keyOut, MemorySegment valueOut) {
         requireKey(key);
-        Path p = PATHS.get();
+        Path p = path();
         p.start(this, key);
         long found;
         for (;;) {
@@ -1066,7 +1111,7 @@ public final class BTree {
     public void findAround(Txn txn, MemorySegment key, MemorySegment floorKey, MemorySegment floorValue,
                            MemorySegment ceilingKey, MemorySegment ceilingValue, long[] found) {
         requireKey(key);
-        Path p = PATHS.get();
+        Path p = path();
         p.start(this, key);
         for (;;) {
             descend(p, key, txn);

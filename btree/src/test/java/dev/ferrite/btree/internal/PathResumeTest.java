@@ -27,15 +27,7 @@ class PathResumeTest {
     @Test
     void aPathOfAnotherTreeIsNotUsed() {
         try (MemoryDevice dev = MemoryDevice.create(8192, 4096); Store s = Store.format(dev, 1024, 8L << 20)) {
-            BTree other;
-            try (Txn txn = Txn.begin(s.cache, BTree.CREATE_ITEMS + 1)) {
-                other = BTree.create(txn, s.allocator, Store.TREE_ID + 1);
-                txn.commit();
-            }
-            for (long k = 0; k < 2000; k++) {
-                s.tree.put(Keys.ofLong(k), Keys.ofLong(k));
-                other.put(Keys.ofLong(k), Keys.ofLong(-k));
-            }
+            BTree other = twoTrees(s, 2000);
             for (long k = 0; k < 2000; k += 7) {
                 assertEquals(k, longOf(s.tree.get(Keys.ofLong(k))));
                 assertTrue(other.delete(Keys.ofLong(k)) >= 0, "key " + k + " of the second tree");
@@ -219,6 +211,52 @@ class PathResumeTest {
                 assertEquals(e.getValue(), value(s.tree.get(Keys.ofLong(e.getKey()))), "key " + e.getKey() + " (seed " + SEED + ")");
             }
         }
+    }
+
+    /**
+     * A lookup, then an operation on another tree (a table delete's free through the free-space trees),
+     * then the change of the looked-up key: the change starts at the lookup's leaf as if nothing came
+     * between (a path per tree a thread works on; one shared path made it descend again from the header).
+     */
+    @Test
+    void aLookupsPathOutlivesAnOperationOnAnotherTree() {
+        try (MemoryDevice dev = MemoryDevice.create(8192, 4096); Store s = Store.format(dev, 1024, 8L << 20)) {
+            BTree other = twoTrees(s, 6000);
+            int height = s.tree.height();
+            MemorySegment keyOut = MemorySegment.ofArray(new byte[64]), valueOut = MemorySegment.ofArray(new byte[64]);
+            long[] deleteHits = new long[2]; // [0] nothing between, [1] the other tree between
+            for (long k = 0; k < 6000; k += 5) {
+                for (int between = 0; between < 2; between++) {
+                    MemorySegment key = MemorySegment.ofArray(Keys.ofLong(k + between));
+                    assertTrue(s.tree.find(null, key, BTree.Match.EXACT, keyOut, valueOut) >= 0);
+                    if (between == 1) {
+                        assertEquals(-(k + 3), longOf(other.get(Keys.ofLong(k + 3))));
+                    }
+                    long before = s.cache.stats().hits();
+                    assertTrue(s.tree.delete(Keys.ofLong(k + between)) >= 0);
+                    deleteHits[between] += s.cache.stats().hits() - before;
+                }
+            }
+            String what = "height " + height + ": cache hits of 1,200 deletes after their lookup, alone " + deleteHits[0]
+                    + ", another tree's get between " + deleteHits[1];
+            assertTrue(height >= 2, what);
+            assertTrue(Math.abs(deleteHits[1] - deleteHits[0]) < 120, what); // a descent again is height + 1 hits more each
+            assertTrue(s.tree.check().ok(), s.tree.check().toString());
+        }
+    }
+
+    /** Makes a second tree beside {@code s}'s and puts keys {@code [0, keys)} in both (the other's values negated); returns it. */
+    private static BTree twoTrees(Store s, long keys) {
+        BTree other;
+        try (Txn txn = Txn.begin(s.cache, BTree.CREATE_ITEMS + 1)) {
+            other = BTree.create(txn, s.allocator, Store.TREE_ID + 1);
+            txn.commit();
+        }
+        for (long k = 0; k < keys; k++) {
+            s.tree.put(Keys.ofLong(k), Keys.ofLong(k));
+            other.put(Keys.ofLong(k), Keys.ofLong(-k));
+        }
+        return other;
     }
 
     private static Long value(byte[] v) {
