@@ -31,14 +31,16 @@ import picocli.CommandLine.Spec;
                 "size, made for it and removed after it (needs root and losetup):",
                 "",
                 "  ferrite  a volume on the device; the file written through Namespace.write",
-                "  xfs      mkfs.xfs defaults, mounted; fio rw=randwrite direct=1 ioengine=psync numjobs=QD",
+                "  xfs      mkfs.xfs defaults, mounted; fio rw=randwrite direct=1 ioengine=psync",
+                "           numjobs=QD",
                 "  ext4     mkfs.ext4 defaults, mounted; the same fio job",
                 "  fuse     a volume mounted through FUSE; the same fio job (results as",
                 "           ferrite-fuse; needs /dev/fuse; not run by default)",
                 "  raw      the same fio job on the block device itself: the limit",
                 "",
                 "With --unwritten each phase instead writes every block of a new fallocated file",
-                "once, in random order: each write converts unwritten space (fio fallocate=native).",
+                "once, in random order: each write converts unwritten space (fio",
+                "fallocate=native).",
                 "The table gives ferrite's rate over each other target's.",
                 ""})
 final class RandWriteCommand implements Callable<Integer> {

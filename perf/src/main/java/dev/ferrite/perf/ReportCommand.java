@@ -23,11 +23,11 @@ import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
 @Command(name = "report", header = "Makes the HTML report of a run's results.",
-        description = {"Makes the HTML report of a run's results (the JSON any bench command writes with",
-                "--json, or the suite's results.json): charts of every workload's rates and latency",
-                "percentiles, the summary and the numbers, in one self-contained page. Given several",
-                "runs (before and after a change, say), it also prints every rate of the last beside",
-                "the first's, with their ratio; the page is the last run's.",
+        description = {"Makes the HTML report of a run's results (the JSON any bench command writes",
+                "with --json, or the suite's results.json): charts of every workload's rates and",
+                "latency percentiles, the summary and the numbers, in one self-contained page.",
+                "Given several runs (before and after a change, say), it also prints every rate",
+                "of the last beside the first's, with their ratio; the page is the last run's.",
                 ""})
 final class ReportCommand implements Callable<Integer> {
     @Parameters(paramLabel = "RESULTS.json", arity = "1..*", description = "results files, oldest first")

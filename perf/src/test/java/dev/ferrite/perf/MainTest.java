@@ -138,6 +138,32 @@ class MainTest {
         assertEquals("", warnings.toString(StandardCharsets.UTF_8), "while rendering the help of " + helped);
     }
 
+    /**
+     * picocli wraps a description line wider than the usage (80 columns) where it falls, and the line after
+     * it starts afresh: a paragraph laid out by hand turns ragged. A paragraph's last line may be left to
+     * picocli to wrap.
+     */
+    @Test
+    void everyDescriptionLineFitsTheUsageWidth() {
+        List<String> wrapped = new ArrayList<>();
+        descriptionLines(Main.commandLine(), wrapped);
+        assertEquals(List.of(), wrapped, "description lines that picocli would wrap");
+    }
+
+    private static void descriptionLines(CommandLine cmd, List<String> wrapped) {
+        int width = cmd.getCommandSpec().usageMessage().width();
+        String[] lines = cmd.getCommandSpec().usageMessage().description();
+        for (int i = 0; i + 1 < lines.length; i++) {
+            String shown = String.format(lines[i]);
+            if (shown.length() > width && !lines[i + 1].isEmpty()) {
+                wrapped.add(cmd.getCommandSpec().qualifiedName() + " (" + shown.length() + "): " + shown);
+            }
+        }
+        for (CommandLine sub : cmd.getSubcommands().values()) {
+            descriptionLines(sub, wrapped);
+        }
+    }
+
     /** A command list shows each subcommand's header, else its description's first line: a whole sentence on one line. */
     @Test
     void everyCommandListsAsOneWholeLine() {
