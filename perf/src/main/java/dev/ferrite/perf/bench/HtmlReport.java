@@ -71,7 +71,8 @@ public final class HtmlReport {
                     .append(r.best() == null ? "–" : esc(r.best().target()) + " " + rate(r.best())).append("</td><td>")
                     .append(number(r.ratio())).append("</td><td>").append(number(r.ofMemory())).append("</td><td>");
             if (r.target() != null) {
-                sb.append(esc(r.target())).append(r.pass() ? " <b class=\"pass\">pass</b>" : " <b class=\"short\">SHORT</b>");
+                sb.append(esc(r.target())).append(r.pass() == null ? " <b>not judged</b>"
+                        : r.pass() ? " <b class=\"pass\">pass</b>" : " <b class=\"short\">SHORT</b>");
             }
             sb.append("</td></tr>\n");
         }

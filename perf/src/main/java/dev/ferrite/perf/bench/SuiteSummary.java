@@ -10,7 +10,9 @@ import java.util.Map;
  * The default suite's closing table: each measured phase with Ferrite beside its best baseline (the
  * fastest other target, the {@code memory} ceiling aside), their ratio, Ferrite's ratio to the ceiling,
  * CPU microseconds per operation of both (from the phase's busy CPUs, where the workload measures them),
- * and the target DESIGN §8 sets for it, passed or short. Every rate here is higher-is-better.
+ * and the target DESIGN §8 sets for it, passed or short, or not judged where what it compares against did
+ * not run (no file system made without root, no fio, no ceiling): a target is never met by default.
+ * Every rate here is higher-is-better.
  */
 public final class SuiteSummary {
     private static final double ONE_MILLION = 1_000_000;
@@ -24,7 +26,7 @@ public final class SuiteSummary {
      * @param best     the best baseline's target, null if the phase has none
      * @param memory   the ceiling's rate, NaN if it did not run
      * @param target   what DESIGN §8 asks of the phase, null if nothing
-     * @param pass     whether Ferrite meets it, null without a target
+     * @param pass     whether Ferrite meets it, null without a target or when what it compares against did not run
      */
     public record Row(String workload, String phase, int threads, Result ferrite, Result best, double memory,
                       String target, Boolean pass) {
@@ -94,12 +96,12 @@ public final class SuiteSummary {
                 if (phase.equals(JournalBench.FORCED_COMMIT) && f.threads() == 1 || phase.equals(JournalBench.LOG_WRITE)) {
                     target = best != null && best.target().equals(JournalBench.FLUSHED) ? "≥ 0.90 of the device, as flushed"
                             : "≥ 0.90 of the device";
-                    pass = ratio >= 0.9;
+                    pass = best == null ? null : ratio >= 0.9;
                 }
             }
             case "kv" -> {
                 target = "ahead of every peer, ≥ 0.5 of memory";
-                pass = ratio > 1 && !(ofMemory < 0.5);
+                pass = best == null || Double.isNaN(memory) ? null : ratio > 1 && ofMemory >= 0.5;
             }
             case "meta" -> {
                 if (f.threads() > 2) {
@@ -109,7 +111,7 @@ public final class SuiteSummary {
                 } else {
                     double floor = phase.startsWith("walk") ? 5 * ONE_MILLION : ONE_MILLION;
                     target = (f.threads() == 2 ? String.format(Locale.ROOT, "≥ %,.0f/s, ", floor) : "") + "≥ 0.5 of memory";
-                    pass = !(ofMemory < 0.5) && (f.threads() != 2 || f.rate() >= floor);
+                    pass = Double.isNaN(memory) ? null : ofMemory >= 0.5 && (f.threads() != 2 || f.rate() >= floor);
                 }
             }
             case "dirscale" -> {
@@ -121,14 +123,15 @@ public final class SuiteSummary {
             }
             case "randwrite" -> {
                 Result raw = group.stream().filter(r -> r.target().equals("raw")).findFirst().orElse(null);
+                List<Result> fileSystems = group.stream().filter(r -> !isFerrite(r.target()) && !r.target().equals("raw")).toList();
                 target = "≥ 0.90 of raw, ahead of the file systems";
-                pass = (raw == null || f.rate() >= 0.9 * raw.rate())
-                        && group.stream().filter(r -> !isFerrite(r.target()) && !r.target().equals("raw")).allMatch(r -> f.rate() > r.rate());
+                pass = raw == null || fileSystems.isEmpty() ? null
+                        : f.rate() >= 0.9 * raw.rate() && fileSystems.stream().allMatch(r -> f.rate() > r.rate());
             }
             case "dbench" -> {
+                List<Result> fileSystems = group.stream().filter(r -> !isFerrite(r.target())).toList();
                 target = "ahead of every file system, lower max latency";
-                pass = group.stream().filter(r -> !isFerrite(r.target()))
-                        .allMatch(r -> f.rate() > r.rate() && f.maxUs() < r.maxUs());
+                pass = fileSystems.isEmpty() ? null : fileSystems.stream().allMatch(r -> f.rate() > r.rate() && f.maxUs() < r.maxUs());
             }
             default -> {
             }
@@ -156,13 +159,15 @@ public final class SuiteSummary {
         StringBuilder sb = new StringBuilder();
         sb.append(String.format(Locale.ROOT, head, "workload", "phase", "thr", "ferrite", "best baseline", "vs best",
                 "vs mem", "CPU µs/op F/B", "target"));
-        int passed = 0, short_ = 0;
+        int passed = 0, short_ = 0, unjudged = 0;
         for (Row r : rows) {
             String best = r.best() == null ? "–" : r.best().target() + " " + rate(r.best());
             String cpu = number(cpuMicros(r.ferrite()), "%.1f") + "/" + number(cpuMicros(r.best()), "%.1f");
-            String mark = r.target() == null ? "" : r.target() + (r.pass() ? "  pass" : "  SHORT");
-            if (r.pass() != null) {
-                if (r.pass()) {
+            String mark = r.target() == null ? "" : r.target() + "  " + verdict(r);
+            if (r.target() != null) {
+                if (r.pass() == null) {
+                    unjudged++;
+                } else if (r.pass()) {
                     passed++;
                 } else {
                     short_++;
@@ -172,8 +177,14 @@ public final class SuiteSummary {
                     best.length() > 24 ? best.substring(0, 24) : best, number(r.ratio(), "%.2f"), number(r.ofMemory(), "%.2f"),
                     cpu, mark));
         }
-        sb.append(String.format(Locale.ROOT, "%d targets met, %d short%n", passed, short_));
+        sb.append(String.format(Locale.ROOT, "%d targets met, %d short%s%n", passed, short_,
+                unjudged == 0 ? "" : ", " + unjudged + " not judged (what they compare against did not run)"));
         return sb.toString();
+    }
+
+    /** "pass", "SHORT", or "not judged" for a row with a target. */
+    private static String verdict(Row r) {
+        return r.pass() == null ? "not judged" : r.pass() ? "pass" : "SHORT";
     }
 
     private static String rate(Result r) {
