@@ -139,49 +139,36 @@ class MainTest {
     }
 
     /**
-     * picocli wraps a description line wider than the usage (80 columns) where it falls, and the line after
-     * it starts afresh: a paragraph laid out by hand turns ragged. A paragraph's last line may be left to
-     * picocli to wrap.
+     * Every command's help reads whole. A command list shows each subcommand's header, else its
+     * description's first line: it must be a whole sentence on one line. And picocli wraps a description
+     * line wider than the usage (80 columns) where it falls, the line after it starting afresh, so a
+     * paragraph laid out by hand turns ragged: every line must fit, but a paragraph's last, which picocli may wrap.
      */
     @Test
-    void everyDescriptionLineFitsTheUsageWidth() {
-        List<String> wrapped = new ArrayList<>();
-        descriptionLines(Main.commandLine(), wrapped);
-        assertEquals(List.of(), wrapped, "description lines that picocli would wrap");
+    void everyCommandsHelpReadsWhole() {
+        List<String> problems = new ArrayList<>();
+        helpProblems(Main.commandLine(), problems);
+        assertEquals(List.of(), problems);
     }
 
-    private static void descriptionLines(CommandLine cmd, List<String> wrapped) {
+    private static void helpProblems(CommandLine cmd, List<String> problems) {
         int width = cmd.getCommandSpec().usageMessage().width();
-        String[] lines = cmd.getCommandSpec().usageMessage().description();
-        for (int i = 0; i + 1 < lines.length; i++) {
-            String shown = String.format(lines[i]);
-            if (shown.length() > width && !lines[i + 1].isEmpty()) {
-                wrapped.add(cmd.getCommandSpec().qualifiedName() + " (" + shown.length() + "): " + shown);
+        String[] description = cmd.getCommandSpec().usageMessage().description();
+        for (int i = 0; i + 1 < description.length; i++) {
+            String shown = String.format(description[i]);
+            if (shown.length() > width && !description[i + 1].isEmpty()) {
+                problems.add(cmd.getCommandSpec().qualifiedName() + ": a description line of " + shown.length() + " columns: " + shown);
             }
         }
-        for (CommandLine sub : cmd.getSubcommands().values()) {
-            descriptionLines(sub, wrapped);
-        }
-    }
-
-    /** A command list shows each subcommand's header, else its description's first line: a whole sentence on one line. */
-    @Test
-    void everyCommandListsAsOneWholeLine() {
-        List<String> broken = new ArrayList<>();
-        summaries(Main.commandLine(), broken);
-        assertEquals(List.of(), broken, "summaries that would wrap or stop mid-sentence in a command list");
-    }
-
-    private static void summaries(CommandLine cmd, List<String> broken) {
         List<String> lines = cmd.getUsageMessage().lines().toList();
         for (var e : cmd.getSubcommands().entrySet()) {
             var usage = e.getValue().getCommandSpec().usageMessage();
             String summary = usage.header().length > 0 ? usage.header()[0] : usage.description().length > 0 ? usage.description()[0] : "";
             boolean oneLine = lines.stream().anyMatch(l -> l.matches("  " + e.getKey() + " +\\Q" + summary + "\\E"));
             if (!summary.endsWith(".") || !oneLine) {
-                broken.add(e.getValue().getCommandSpec().qualifiedName() + ": " + summary);
+                problems.add(e.getValue().getCommandSpec().qualifiedName() + ": listed as '" + summary + "', wrapped or cut mid-sentence");
             }
-            summaries(e.getValue(), broken);
+            helpProblems(e.getValue(), problems);
         }
     }
 
