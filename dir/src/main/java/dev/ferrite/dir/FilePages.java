@@ -99,7 +99,7 @@ final class FilePages {
         return home(block, keys.length);
     }
 
-    /** The home slot of {@code block} in a table of {@code slots} (a power of two), for tests. */
+    /** The home slot of {@code block} in a table of {@code slots} (a power of two): {@link #slot}'s, and tests' at other sizes. */
     int home(long block, int slots) {
         long h = (block >>> runShift) * 0x9E37_79B9_7F4A_7C15L;
         return (int) ((h ^ h >>> 32) + (block & ((1L << runShift) - 1))) & (slots - 1);
