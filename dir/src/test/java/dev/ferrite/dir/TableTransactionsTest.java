@@ -3,8 +3,10 @@ package dev.ferrite.dir;
 import java.lang.management.ManagementFactory;
 import java.lang.reflect.Method;
 import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Random;
 import java.util.Set;
@@ -17,6 +19,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.BiFunction;
 
 import dev.ferrite.io.MemoryDevice;
 import dev.ferrite.io.testkit.TestSeed;
@@ -266,6 +269,154 @@ class TableTransactionsTest {
             assertArrayEquals(b("one"), t.get(b("a1")));
             VolumeFixtures.assertChecked(v.namespace());
         }
+    }
+
+    /**
+     * Writers committing batches of random keys out of a few (nearly every two share a key, so they wait
+     * for each other) leave a state that one order of the commits explains: each key holds the value of
+     * the last commit that wrote it, and each snapshot taken meanwhile shows every commit up to some point
+     * of each writer whole and nothing after it. Each writer also writes a key of its own in every batch,
+     * which tells how far a snapshot sees it; every "a before b" the final state and the snapshots imply,
+     * with each writer's own order, must form no cycle.
+     */
+    @Test
+    void batchesSharingKeysMatchOneOrderOfTheirCommits() throws Exception {
+        int writers = 4, commits = 150, keys = 120, batch = 16;
+        try (Volume v = Volume.open(largeLog(), LARGE_LOG); Table t = v.tables().create("t")) {
+            t.withDurability(Durability.NONE);
+            StripeStats before = v.stripeStats();
+            int[][][] written = new int[writers][commits + 1][]; // each commit's keys
+            AtomicBoolean stop = new AtomicBoolean();
+            AtomicReference<Throwable> failed = new AtomicReference<>();
+            List<long[][]> snapshots = new ArrayList<>(); // per snapshot: each writer's commit seen, then each key's (writer, commit)
+            List<Thread> threads = new ArrayList<>();
+            for (int w = 0; w < writers; w++) {
+                int me = w;
+                threads.add(new Thread(() -> {
+                    Random r = new Random(SEED * 17 + me);
+                    try {
+                        for (int n = 1; n <= commits && failed.get() == null; n++) {
+                            int[] ks = r.ints(0, keys).distinct().limit(batch).sorted().toArray();
+                            written[me][n] = ks;
+                            try (WriteTransaction tx = v.begin(Durability.NONE)) {
+                                tx.put(t, b("own" + me), stamp(me, n));
+                                for (int k : ks) {
+                                    tx.put(t, b(String.format("k%03d", k)), stamp(me, n));
+                                }
+                                tx.commit();
+                            }
+                        }
+                    } catch (Throwable e) {
+                        failed.compareAndSet(null, new AssertionError("writer " + me + " (seed " + SEED + ")", e));
+                    }
+                }, "writer-" + w));
+            }
+            Thread reader = new Thread(() -> {
+                try {
+                    while (!stop.get() && failed.get() == null) {
+                        try (Snapshot s = v.tables().snapshot()) {
+                            snapshots.add(read(s::get, t, writers, keys));
+                        }
+                        Thread.sleep(1);
+                    }
+                } catch (Throwable e) {
+                    failed.compareAndSet(null, new AssertionError("reader", e));
+                }
+            });
+            threads.forEach(Thread::start);
+            reader.start();
+            for (Thread th : threads) {
+                th.join();
+            }
+            stop.set(true);
+            reader.join();
+            if (failed.get() != null) {
+                throw new AssertionError(failed.get().getMessage(), failed.get());
+            }
+            List<long[][]> states = new ArrayList<>(snapshots);
+            states.add(read(Table::get, t, writers, keys));
+            assertOneOrder(states, written, writers, commits);
+            StripeStats after = v.stripeStats();
+            assertTrue(after.keyWaits() > before.keyWaits(), "no commit waited for another's key: " + before + " -> " + after);
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /** Reads a table's state as a snapshot or the latest: each writer's commit its own key shows (0: none), then each key's writer and commit (-1: absent). */
+    private static long[][] read(BiFunction<Table, byte[], byte[]> get, Table t, int writers, int keys) {
+        long[] seen = new long[writers];
+        for (int w = 0; w < writers; w++) {
+            byte[] got = get.apply(t, b("own" + w));
+            seen[w] = got == null ? 0 : ByteBuffer.wrap(got).getLong(4);
+        }
+        long[] values = new long[2 * keys];
+        for (int k = 0; k < keys; k++) {
+            byte[] got = get.apply(t, b(String.format("k%03d", k)));
+            values[2 * k] = got == null ? -1 : ByteBuffer.wrap(got).getInt(0);
+            values[2 * k + 1] = got == null ? -1 : ByteBuffer.wrap(got).getLong(4);
+        }
+        return new long[][] {seen, values};
+    }
+
+    /**
+     * Each state (writers' commits seen, keys' values) explained by one order of all commits: a key holds
+     * the value of the last commit it sees that wrote it (or is absent if none did), and the order keeps each
+     * writer's commits in turn. Builds the edges those imply and fails on a cycle.
+     */
+    private static void assertOneOrder(List<long[][]> states, int[][][] written, int writers, int commits) {
+        int nodes = writers * (commits + 1);
+        List<Set<Integer>> after = new ArrayList<>();
+        for (int i = 0; i < nodes; i++) {
+            after.add(new HashSet<>());
+        }
+        for (int w = 0; w < writers; w++) {
+            for (int n = 2; n <= commits; n++) {
+                after.get(w * (commits + 1) + n - 1).add(w * (commits + 1) + n);
+            }
+        }
+        for (long[][] state : states) {
+            long[] seen = state[0], values = state[1];
+            for (int k = 0; k < values.length / 2; k++) {
+                int vw = (int) values[2 * k];
+                long vn = values[2 * k + 1];
+                if (vw >= 0) {
+                    assertTrue(vn <= seen[vw], "key " + k + " holds writer " + vw + "'s commit " + vn + ", past its own key's " + seen[vw] + ": part of a commit");
+                    assertTrue(Arrays.binarySearch(written[vw][(int) vn], k) >= 0, "key " + k + " holds a commit that did not write it");
+                }
+                for (int w = 0; w < writers; w++) {
+                    for (int n = 1; n <= seen[w]; n++) {
+                        if (Arrays.binarySearch(written[w][n], k) < 0 || w == vw && n == vn) {
+                            continue;
+                        }
+                        assertTrue(vw >= 0, "key " + k + " absent, though writer " + w + "'s commit " + n + " wrote it and is seen: part of a commit");
+                        after.get(w * (commits + 1) + n).add(vw * (commits + 1) + (int) vn); // a commit seen that wrote k came before k's value
+                    }
+                }
+            }
+        }
+        int[] into = new int[nodes];
+        for (Set<Integer> s : after) {
+            for (int j : s) {
+                into[j]++;
+            }
+        }
+        ArrayDeque<Integer> ready = new ArrayDeque<>();
+        for (int i = 0; i < nodes; i++) {
+            if (into[i] == 0) {
+                ready.add(i);
+            }
+        }
+        int ordered = 0;
+        while (!ready.isEmpty()) {
+            int i = ready.poll();
+            ordered++;
+            for (int j : after.get(i)) {
+                if (--into[j] == 0) {
+                    ready.add(j);
+                }
+            }
+        }
+        assertEquals(nodes, ordered, "no one order of the commits explains the final state and the snapshots (seed " + SEED + ")");
     }
 
     private static Thread daemon(Runnable r) {
