@@ -134,22 +134,29 @@ final class TableExtentCache {
                 if (f >= 0 && tags[f] == tag) {
                     continue;
                 }
-                boolean mapped = f >= 0;
-                if (mapped && pages.isPinned(f)) {
+                if (f >= 0 && pages.isPinned(f)) {
                     return; // a later value's whose write is pending (this one's blocks were freed under a reader)
                 }
-                if (!mapped && (f = pages.allocate(p, page)) < 0) {
+                if ((f = mapped(p, page, f)) < 0) {
                     return;
                 }
                 MemorySegment.copy(blocks, (long) i * blockSize, pages.slab(f), pages.offset(f), blockSize);
                 tags[f] = tag;
-                if (!mapped) {
-                    p.put(page, f);
-                }
             }
         } finally {
             p.lock.unlock();
         }
+    }
+
+    /**
+     * The frame to fill page {@code page} of {@code p} with (the caller holds its lock): {@code f}, the one
+     * mapped there, or else a new one, mapped; -1 if none is to be had.
+     */
+    private int mapped(FilePages p, long page, int f) {
+        if (f < 0 && (f = pages.allocate(p, page)) >= 0) {
+            p.put(page, f);
+        }
+        return f;
     }
 
     /**
@@ -165,9 +172,8 @@ final class TableExtentCache {
         try {
             for (int i = 0; i < n; i++) {
                 long page = page(x, i);
-                int f = p.get(page);
-                boolean mapped = f >= 0;
-                if (!mapped && (f = pages.allocate(p, page)) < 0) {
+                int f = mapped(p, page, p.get(page));
+                if (f < 0) {
                     for (int j = 0; j < i; j++) {
                         pages.drop(p, p.get(page(x, j)));
                     }
@@ -180,9 +186,6 @@ final class TableExtentCache {
                 }
                 tags[f] = tag;
                 pages.pin(f);
-                if (!mapped) {
-                    p.put(page, f);
-                }
             }
             return true;
         } finally {

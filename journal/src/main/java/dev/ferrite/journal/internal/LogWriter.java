@@ -748,13 +748,13 @@ final class LogWriter implements AutoCloseable {
         MemorySegment out = c.buffer().segment;
         int first = Math.min(c.blocks(), geometry.areaBlocks() - c.startBlock());
         // data its transactions point at reaches stable storage before they do: the data left to the log
-        // written first, then a flush, unless nothing was left and a flush begun after they committed has
-        // returned already (the previous checkpoint's, say)
-        if (c.preflushMark() >= 0) {
-            DeferredData d = deferredData;
-            if (d != null && d.writeDeferred() || flushesEnded <= c.preflushMark()) {
-                flush();
-            }
+        // written first (before every checkpoint: one that frees its blocks is durable only after it), then a
+        // flush, unless nothing was left and a flush begun after they committed has returned already (the
+        // previous checkpoint's, say)
+        DeferredData d = deferredData;
+        boolean wrote = d != null && d.writeDeferred();
+        if (c.preflushMark() >= 0 && (wrote || flushesEnded <= c.preflushMark())) {
+            flush();
         }
         long writeStart = System.nanoTime();
         if (c.blocks() == first) {
