@@ -5,6 +5,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 import java.util.Comparator;
 import java.util.HashMap;
+import java.util.concurrent.locks.ReentrantLock;
 
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.IoBatch;
@@ -30,10 +31,11 @@ import dev.ferrite.journal.internal.Journal;
  * blocks, which are free and busy until after that write.
  *
  * <h2>Budget</h2>
- * At most a quarter of the data cache's frames are pinned for pending values ({@link #budgetBlocks}); past
- * half of that a put asks the log to push ({@link Journal#requestPush}), and at the budget a put writes
- * its value to the device itself, as before. The monitor of this object guards {@link #pending}, the
- * counts and {@link #pushAsked}; it is taken before a stripe's lock, never while holding one.
+ * At most a quarter of the data cache's frames are pinned for pending values ({@link #budgetBlocks}). A put
+ * that finds the budget spent writes the pending values itself, in runs as the log does, and then leaves
+ * its own to the log (asking the log to push instead made a checkpoint every half budget, whose relogged
+ * leaves cost more than the writes). The monitor of this object guards {@link #pending} and the counts;
+ * it is taken inside {@link #writing}, never while holding a stripe's lock.
  */
 final class TableExtentWriteBack implements DeferredData {
     /** Blocks copied into the staging buffer and written at once. */
@@ -51,16 +53,20 @@ final class TableExtentWriteBack implements DeferredData {
 
     private final TableExtentCache cached;
     private final BlockDevice device;
-    private final Journal journal;
     private final int blockSize;
     /** Most blocks pinned for pending values: a quarter of the data cache's frames. */
     final long budgetBlocks;
     /** Registered values, by first block, until written (or {@link #cancel}ed). */
     private final HashMap<Long, Deferred> pending = new HashMap<>();
     private long pendingBlocks;
-    /** A push was asked for since the last {@link #writeDeferred}. */
-    private boolean pushAsked;
-    /** Used by {@link #writeDeferred} alone, which the log calls one at a time. */
+    /**
+     * Held by a write of the pending values (the log's, or a put's at the budget): it guards
+     * {@link #staging}, {@link #batch} and {@link #wroteAhead}, and a log's write waits for a put's in flight,
+     * so that the values it took are on the device before the checkpoint.
+     */
+    private final ReentrantLock writing = new ReentrantLock();
+    /** A put at the budget wrote pending values since the log's last {@link #writeDeferred}: its next checkpoint flushes first. */
+    private boolean wroteAhead;
     private final MemorySegment staging;
     private final IoBatch batch = new IoBatch(STAGING_BLOCKS);
     /** Values written by the log (for tests and stats). */
@@ -69,7 +75,6 @@ final class TableExtentWriteBack implements DeferredData {
     TableExtentWriteBack(TableExtentCache cached, BlockDevice device, Journal journal, int frames) {
         this.cached = cached;
         this.device = device;
-        this.journal = journal;
         this.blockSize = device.blockSize();
         this.budgetBlocks = frames / 4;
         this.staging = Arena.ofAuto().allocate((long) STAGING_BLOCKS * blockSize, BlockDevice.BUFFER_ALIGNMENT);
@@ -78,16 +83,22 @@ final class TableExtentWriteBack implements DeferredData {
 
     /**
      * Caches value {@code x} ({@code value}, its bytes) pinned and registers its write, to come before the
-     * checkpoint of the transaction that makes a key name it, which the caller commits after this; false
-     * if the budget or the cache has no room (the caller writes it itself).
+     * checkpoint of the transaction that makes a key name it, which the caller commits after this. At the
+     * budget, writes the values pending first. False if the budget is still spent (by other puts meanwhile)
+     * or the cache has no frames for it: the caller writes it itself.
      */
     boolean defer(TableValueFormat.Extent x, MemorySegment value) {
         int n = x.blocks(blockSize);
-        synchronized (this) {
-            if (pendingBlocks + n > budgetBlocks) {
+        if (!reserve(n)) {
+            writing.lock();
+            try {
+                wroteAhead |= writePending(); // this thread writes the values pending, in runs, for room
+            } finally {
+                writing.unlock();
+            }
+            if (!reserve(n)) {
                 return false;
             }
-            pendingBlocks += n;
         }
         if (!cached.fillPinned(x, value)) {
             synchronized (this) {
@@ -95,15 +106,18 @@ final class TableExtentWriteBack implements DeferredData {
             }
             return false;
         }
-        boolean ask;
         synchronized (this) {
             pending.put(x.block(), new Deferred(x));
-            ask = !pushAsked && pendingBlocks >= budgetBlocks / 2;
-            pushAsked |= ask;
         }
-        if (ask) {
-            journal.requestPush(); // without it a context grows to its push threshold, tens of MiB of values
+        return true;
+    }
+
+    /** Counts {@code n} blocks more pinned for a pending value; false if the budget has not that many left. */
+    private synchronized boolean reserve(int n) {
+        if (pendingBlocks + n > budgetBlocks) {
+            return false;
         }
+        pendingBlocks += n;
         return true;
     }
 
@@ -142,16 +156,30 @@ final class TableExtentWriteBack implements DeferredData {
         }
     }
 
-    /** Writes every value registered so far, in runs of adjacent blocks; see the class comment. */
+    /**
+     * Writes every value registered so far, in runs of adjacent blocks (see the class comment); true if it
+     * or a put at the budget wrote any since the last call, so that the checkpoint's flush comes after them.
+     */
     @Override
     public boolean writeDeferred() {
+        writing.lock();
+        try {
+            boolean wrote = writePending() | wroteAhead;
+            wroteAhead = false;
+            return wrote;
+        } finally {
+            writing.unlock();
+        }
+    }
+
+    /** {@link #writeDeferred}'s writes, {@link #writing} held; true if there were any. */
+    private boolean writePending() {
         Deferred[] taken;
         synchronized (this) {
             if (pending.isEmpty()) {
                 return false;
             }
             taken = pending.values().toArray(new Deferred[0]);
-            pushAsked = false;
         }
         Arrays.sort(taken, Comparator.comparingLong(d -> d.x.block()));
         int writes = 0;

@@ -39,10 +39,21 @@ class TableExtentWriteBackTest {
      */
     @Test
     void theLogWritesPendingValuesInRunsBeforeTheCheckpointThatNamesThem() {
+        recoverPuts(VolumeFixtures.OPTIONS, 4);
+    }
+
+    /** As above with a budget of 4 values: the puts that find it spent write the values pending. */
+    @Test
+    void valuesWrittenByPutsAtTheBudgetAreOnTheDeviceBeforeTheCheckpointThatNamesThem() {
+        recoverPuts(VolumeFixtures.OPTIONS.withDataCacheBytes(64 * 4096L), 48);
+    }
+
+    /** {@code puts} single puts and a sync between, written in at most {@code writes} writes, recovered from every flush on. */
+    private static void recoverPuts(VolumeOptions options, int writes) {
         Random rnd = new Random(SEED);
         int puts = 48, firstFlush;
         try (RecordingDevice rec = RecordingDevice.wrap(VolumeFixtures.formatted())) {
-            try (Volume v = Volume.open(rec, VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            try (Volume v = Volume.open(rec, options); Table t = v.tables().create("t")) {
                 t.withDurability(Durability.NONE);
                 t.put(b("first"), value(-1)); // the feature and the catalog, before the count
                 v.sync();
@@ -58,14 +69,14 @@ class TableExtentWriteBackTest {
                 v.sync();
                 long[] after = v.tables().extents.writeBack.counts();
                 assertEquals(0, v.tables().extents.writeBack.pendingBlocks());
-                assertEquals(puts, after[0] - before[0], "values the log wrote");
-                assertTrue(after[1] - before[1] <= 4, "the log's writes for " + puts + " values: " + (after[1] - before[1]));
+                assertEquals(puts, after[0] - before[0], "values written");
+                assertTrue(after[1] - before[1] <= writes, "the writes for " + puts + " values: " + (after[1] - before[1]));
             }
             int flushes = rec.flushCount();
             for (int s = 0; s < 2 * (flushes - firstFlush + 1); s++) {
                 RecordingDevice.CrashState state = TableCrashTest.sampleAfter(rec, firstFlush - 1 + s / 2, rnd);
                 String where = "seed " + SEED + ", crash " + state;
-                try (MemoryDevice crashed = rec.materialize(state); Volume v = Volume.open(crashed, VolumeFixtures.OPTIONS)) {
+                try (MemoryDevice crashed = rec.materialize(state); Volume v = Volume.open(crashed, options)) {
                     CheckReport report = v.namespace().check();
                     assertTrue(report.clean(), where + ": " + report);
                     try (Table t = v.tables().open("t")) {
@@ -122,27 +133,32 @@ class TableExtentWriteBackTest {
     }
 
     /**
-     * With a data cache of 64 frames (a budget of 16 pending blocks), a transaction of 20 puts of 16 KiB
-     * leaves 4 to the log and writes the rest itself; all read back exact, before and after a remount.
+     * With a data cache of 64 frames (a budget of 16 pending blocks), a transaction of 20 puts of 16 KiB: the
+     * put that finds the budget spent writes the pending values (4 at a time, adjacent: one write each time)
+     * and leaves its own to the log, so no more than 16 blocks are ever pinned; all read back exact, before
+     * and after a remount.
      */
     @Test
-    void pastItsBudgetAPutWritesItsValueItself() {
+    void aPutAtTheBudgetWritesThePendingValuesInRuns() {
         MemoryDevice dev = VolumeFixtures.formatted();
         VolumeOptions options = VolumeFixtures.OPTIONS.withDataCacheBytes(64 * 4096L);
         try (Volume v = Volume.open(dev, options); Table t = v.tables().create("t")) {
-            assertEquals(16, v.tables().extents.writeBack.budgetBlocks);
+            TableExtentWriteBack wb = v.tables().extents.writeBack;
+            assertEquals(16, wb.budgetBlocks);
             try (WriteTransaction tx = v.begin(Durability.NONE)) {
                 for (int i = 0; i < 20; i++) {
                     tx.put(t, b("k" + i), value(i));
+                    assertTrue(wb.pendingBlocks() <= 16, "pinned after put " + i + ": " + wb.pendingBlocks());
                 }
                 tx.commit();
             }
-            assertTrue(v.tables().extents.writeBack.pendingBlocks() <= 16);
+            assertEquals(16, wb.counts()[0], "values written by puts at the budget");
+            assertEquals(4, wb.counts()[1], "their writes");
             for (int i = 0; i < 20; i++) {
                 assertArrayEquals(value(i), t.get(b("k" + i)), "k" + i);
             }
             v.sync();
-            assertEquals(4, v.tables().extents.writeBack.counts()[0], "values the log wrote");
+            assertEquals(20, wb.counts()[0], "values written, the last 4 by the log");
         }
         try (Volume v = Volume.open(dev, options); Table t = v.tables().open("t")) {
             for (int i = 0; i < 20; i++) {
