@@ -69,7 +69,7 @@ final class TableExtentWriteBack implements DeferredData {
     private boolean wroteAhead;
     private final MemorySegment staging;
     private final IoBatch batch = new IoBatch(STAGING_BLOCKS);
-    /** Values written by the log (for tests and stats). */
+    /** Values written (by the log, or by puts at the budget) and the device writes that wrote them, for tests. */
     private long written, runs;
 
     TableExtentWriteBack(TableExtentCache cached, BlockDevice device, Journal journal, int frames) {
@@ -234,7 +234,7 @@ final class TableExtentWriteBack implements DeferredData {
         return pendingBlocks;
     }
 
-    /** Values the log wrote and the writes it made for them, for tests. */
+    /** {@link #written} and {@link #runs}, for tests. */
     synchronized long[] counts() {
         return new long[]{written, runs};
     }

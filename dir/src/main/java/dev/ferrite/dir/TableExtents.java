@@ -22,13 +22,14 @@ import static dev.ferrite.dir.InodeRecords.RETRIES;
  * As a file's hole is filled ({@link FileMapping}): inside a commit's journal group, the blocks are
  * allocated in a transaction, the value goes into its frames of the data page cache, pinned, and its
  * device write is left to the log ({@link TableExtentWriteBack}: written, in runs of adjacent values,
- * before the checkpoint that names it; past the write-back's budget the put writes it itself), and the
+ * before the checkpoint that names it, or by a put that finds the write-back's budget spent), and the
  * transaction that makes the key name them is {@linkplain Txn#orderAfterData ordered after} that write
  * (its checkpoint is written after a device flush, shared by every such change in it): no fsync per
- * value, and the group recovers the allocation and the stub together or neither, so a crash leaks nothing. A replaced or deleted value's
- * blocks are freed in the group after the key changed, {@linkplain BusyExtents busy} until that is
- * durable, so a crash that gives the key its old stub back finds its bytes there. A group that fails part
- * way frees what it allocated and takes back what it freed ({@link FreeSpace#retakeData}).
+ * value, and the group recovers the allocation and the stub together or neither, so a crash leaks
+ * nothing. A replaced or deleted value's blocks are freed in the group after the key changed,
+ * {@linkplain BusyExtents busy} until that is durable, so a crash that gives the key its old stub back finds
+ * its bytes there. A group that fails part way frees what it allocated and takes back what it freed
+ * ({@link FreeSpace#retakeData}).
  *
  * <h2>Reads</h2>
  * Lock-free: the blocks a read needs, into a thread's aligned buffer, then copied out. A whole value read
