@@ -34,8 +34,12 @@ import dev.ferrite.journal.internal.Journal;
  * At most a quarter of the data cache's frames are pinned for pending values ({@link #budgetBlocks}). A put
  * that finds the budget spent writes the pending values itself, in runs as the log does, and then leaves
  * its own to the log (asking the log to push instead made a checkpoint every half budget, whose relogged
- * leaves cost more than the writes). The monitor of this object guards {@link #pending} and the counts;
- * it is taken inside {@link #writing}, never while holding a stripe's lock.
+ * leaves cost more than the writes).
+ *
+ * <h2>Locks</h2>
+ * {@link #writing} is held for a write of the pending values, I/O included (no node or stripe lock is held
+ * meanwhile), and taken before the others. The monitor of this object guards {@link #pending} and the
+ * counts, held for a lookup or an update, never while taking a stripe's lock.
  */
 final class TableExtentWriteBack implements DeferredData {
     /** Blocks copied into the staging buffer and written at once. */
