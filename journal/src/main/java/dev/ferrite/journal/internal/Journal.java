@@ -462,8 +462,8 @@ public final class Journal implements AutoCloseable {
     }
 
     /**
-     * Has the log write {@code data} before the flush that precedes each checkpoint holding a transaction
-     * ordered after data ({@link DeferredData}); set once, before such transactions commit.
+     * Has the log write {@code data} before each checkpoint, and before the flush that precedes one holding a
+     * transaction ordered after data ({@link DeferredData}); set once, before the layer above leaves it any.
      */
     public void deferData(DeferredData data) {
         writer.deferredData = data;
