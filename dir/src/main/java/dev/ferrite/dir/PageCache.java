@@ -14,7 +14,8 @@ import dev.ferrite.io.internal.OffHeap;
 /**
  * The data page cache: block-sized frames off-heap, within a budget of their own (the metadata
  * buffer cache has its own), holding regular files' blocks for buffered I/O, and tables' extent values'
- * blocks ({@link TableExtentCache}, clean only). Each file finds its pages through its own {@link FilePages}
+ * blocks ({@link TableExtentCache}: clean, or {@link #pin}ned until the log writes them). Each file finds its
+ * pages through its own {@link FilePages}
  * map, as does each of the extent cache's stripes; this class hands out frames, evicts clean pages by CLOCK when
  * none is free, counts dirty pages, and keeps the files with dirty pages in the order they became
  * dirty, for write-back by pressure ({@link #throttle}) and by age (the {@code ferrite-page-writeback}
@@ -117,6 +118,11 @@ final class PageCache implements AutoCloseable {
      * is older than the page, which stays dirty ({@link #cleanedIfUnchanged}). Guarded by the owner's lock.
      */
     private final boolean[] redirtied;
+    /**
+     * Held until written, though clean: a table extent value's frames whose device write the log makes
+     * later ({@link TableExtentWriteBack}); never evicted. Guarded by the owner's lock.
+     */
+    private final boolean[] pinned;
     /** CLOCK's second chance: set by every access without a lock, cleared by the hand. */
     private final boolean[] referenced;
     private final AtomicLong dirtyPages = new AtomicLong();
@@ -177,6 +183,7 @@ final class PageCache implements AutoCloseable {
         this.redirtied = new boolean[capacity];
         this.reserved = new byte[capacity];
         this.referenced = new boolean[capacity];
+        this.pinned = new boolean[capacity];
     }
 
     void setWriter(Writer writer) {
@@ -305,7 +312,7 @@ final class PageCache implements AutoCloseable {
                 continue;
             }
             try {
-                if (!dirty[f] && o.get(block[f]) == f) { // mapped: a frame being filled is not yet, and is its filler's
+                if (!dirty[f] && !pinned[f] && o.get(block[f]) == f) { // mapped: a frame being filled is not yet, and is its filler's
                     o.remove(block[f]);
                     evictions++;
                     return f;
@@ -320,6 +327,7 @@ final class PageCache implements AutoCloseable {
     /** Unmaps and frees frame {@code f} of {@code p}, dirty or not (the caller holds {@code p}'s lock). */
     void drop(FilePages p, int f) {
         p.remove(block[f]);
+        pinned[f] = false;
         if (dirty[f]) {
             cleaned(p, f);
         }
@@ -356,6 +364,21 @@ final class PageCache implements AutoCloseable {
                 free[freeCount++] = f;
             }
         }
+    }
+
+    /** Keeps {@code f} from eviction until {@link #unpin}ned or dropped (the caller holds its owner's lock). */
+    void pin(int f) {
+        pinned[f] = true;
+    }
+
+    /** Whether {@code f} is {@link #pin}ned (the caller holds its owner's lock). */
+    boolean isPinned(int f) {
+        return pinned[f];
+    }
+
+    /** Lets {@code f} be evicted again (the caller holds its owner's lock). */
+    void unpin(int f) {
+        pinned[f] = false;
     }
 
     /** Frees a frame {@link #allocate} gave that was never mapped (its fill failed). */

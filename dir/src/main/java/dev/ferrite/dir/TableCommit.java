@@ -404,7 +404,7 @@ final class TableCommit {
             switch (undo.get(i)) {
                 case KeyUndo u -> change(u.table(), u.key(), MemorySegment.ofArray(u.key()), u.before() == null ? null : MemorySegment.ofArray(u.before()),
                         u.before() == null ? DELETE : PUT, false);
-                case ExtentUndo u when u.freed() == null -> extents.free(u.x());
+                case ExtentUndo u when u.freed() == null -> extents.unwrite(u.x());
                 case ExtentUndo u -> extents.retake(u.x(), u.freed());
                 case ChunksUndo u when u.value() == null -> overflow.delete(u.m());
                 case ChunksUndo u -> overflow.write(u.m(), MemorySegment.ofArray(u.value()).asSlice(1));

@@ -17,7 +17,8 @@ import java.lang.foreign.MemorySegment;
  * free of a value's blocks also drops its frames ({@link #drop}), so they do not linger; a reader that
  * read the blocks before the free and caches them after it only leaves frames no later stub matches.
  * Only bytes known to be the value's are cached: a whole value read from the device whose CRC matched,
- * or a value as it is written ({@link #fill}); so a read that finds every frame tagged as its stub's
+ * or a value as it is written ({@link #fill}, or {@link #fillPinned} when the log writes it later: its
+ * frames are not evicted or overwritten until {@link #written}); so a read that finds every frame tagged as its stub's
  * copies ({@link #copy}) or lends ({@link #lend}) them without checking the CRC again.
  *
  * <h2>Locks</h2>
@@ -117,7 +118,7 @@ final class TableExtentCache {
 
     /**
      * Caches value {@code x} from {@code blocks}, its whole blocks (as written, or as read with the CRC
-     * matching): frames cached for another value under the same pages are overwritten. Stops at the first
+     * matching): frames cached for another value under the same pages are overwritten, unless pinned. Stops at the first
      * block for which no frame is to be had (every page dirty or its file busy): a value cached in part is
      * read from the device again.
      */
@@ -133,14 +134,95 @@ final class TableExtentCache {
                 if (f >= 0 && tags[f] == tag) {
                     continue;
                 }
-                boolean mapped = f >= 0;
-                if (!mapped && (f = pages.allocate(p, page)) < 0) {
+                if (f >= 0 && pages.isPinned(f)) {
+                    return; // a later value's whose write is pending (this one's blocks were freed under a reader)
+                }
+                if ((f = mapped(p, page, f)) < 0) {
                     return;
                 }
                 MemorySegment.copy(blocks, (long) i * blockSize, pages.slab(f), pages.offset(f), blockSize);
                 tags[f] = tag;
-                if (!mapped) {
-                    p.put(page, f);
+            }
+        } finally {
+            p.lock.unlock();
+        }
+    }
+
+    /**
+     * The frame to fill page {@code page} of {@code p} with (the caller holds its lock): {@code f}, the one
+     * mapped there, or else a new one, mapped; -1 if none is to be had.
+     */
+    private int mapped(FilePages p, long page, int f) {
+        if (f < 0 && (f = pages.allocate(p, page)) >= 0) {
+            p.put(page, f);
+        }
+        return f;
+    }
+
+    /**
+     * Caches value {@code x} from {@code value}, its bytes (zeros after them to its last block's end), its
+     * frames {@linkplain PageCache#pin pinned} until {@link #written}: its device write comes later
+     * ({@link TableExtentWriteBack}). False, caching none of it, if a frame is not to be had.
+     */
+    boolean fillPinned(TableValueFormat.Extent x, MemorySegment value) {
+        FilePages p = stripe(x);
+        long tag = tag(x), length = value.byteSize();
+        int n = x.blocks(blockSize);
+        p.lock.lock();
+        try {
+            for (int i = 0; i < n; i++) {
+                long page = page(x, i);
+                int f = mapped(p, page, p.get(page));
+                if (f < 0) {
+                    for (int j = 0; j < i; j++) {
+                        pages.drop(p, p.get(page(x, j)));
+                    }
+                    return false;
+                }
+                long from = (long) i * blockSize, bytes = Math.min(blockSize, length - from);
+                MemorySegment.copy(value, from, pages.slab(f), pages.offset(f), bytes);
+                if (bytes < blockSize) {
+                    pages.slab(f).asSlice(pages.offset(f) + bytes, blockSize - bytes).fill((byte) 0);
+                }
+                tags[f] = tag;
+                pages.pin(f);
+            }
+            return true;
+        } finally {
+            p.lock.unlock();
+        }
+    }
+
+    /**
+     * Copies value {@code x}'s whole blocks from its pinned frames into {@code to} at {@code at}, for their
+     * device write; copies none past a block no longer cached as {@code x}'s (its write was cancelled).
+     */
+    void copyBlocks(TableValueFormat.Extent x, MemorySegment to, long at) {
+        FilePages p = stripe(x);
+        long tag = tag(x);
+        p.lock.lock();
+        try {
+            for (int i = 0, n = x.blocks(blockSize), f; i < n && (f = frame(p, x, tag, i)) >= 0; i++) {
+                MemorySegment.copy(pages.slab(f), pages.offset(f), to, at + (long) i * blockSize, blockSize);
+            }
+        } finally {
+            p.lock.unlock();
+        }
+    }
+
+    /** Value {@code x} is on the device: its frames unpinned, or dropped if {@code drop} (its blocks were freed). */
+    void written(TableValueFormat.Extent x, boolean drop) {
+        FilePages p = stripe(x);
+        long tag = tag(x);
+        p.lock.lock();
+        try {
+            for (int i = 0, n = x.blocks(blockSize), f; i < n; i++) {
+                if ((f = frame(p, x, tag, i)) >= 0) {
+                    if (drop) {
+                        pages.drop(p, f);
+                    } else {
+                        pages.unpin(f);
+                    }
                 }
             }
         } finally {

@@ -20,13 +20,16 @@ import static dev.ferrite.dir.InodeRecords.RETRIES;
  *
  * <h2>Ordering</h2>
  * As a file's hole is filled ({@link FileMapping}): inside a commit's journal group, the blocks are
- * allocated in a transaction, the value goes straight to the device, and the transaction that makes the
- * key name them is {@linkplain Txn#orderAfterData ordered after} that write (its checkpoint is written
- * after a device flush, shared by every such change in it): no fsync per value, and the group recovers
- * the allocation and the stub together or neither, so a crash leaks nothing. A replaced or deleted value's
- * blocks are freed in the group after the key changed, {@linkplain BusyExtents busy} until that is
- * durable, so a crash that gives the key its old stub back finds its bytes there. A group that fails part
- * way frees what it allocated and takes back what it freed ({@link FreeSpace#retakeData}).
+ * allocated in a transaction, the value goes into its frames of the data page cache, pinned, and its
+ * device write is left to the log ({@link TableExtentWriteBack}: written, in runs of adjacent values,
+ * before the checkpoint that names it, or by a put that finds the write-back's budget spent), and the
+ * transaction that makes the key name them is {@linkplain Txn#orderAfterData ordered after} that write
+ * (its checkpoint is written after a device flush, shared by every such change in it): no fsync per
+ * value, and the group recovers the allocation and the stub together or neither, so a crash leaks
+ * nothing. A replaced or deleted value's blocks are freed in the group after the key changed,
+ * {@linkplain BusyExtents busy} until that is durable, so a crash that gives the key its old stub back finds
+ * its bytes there. A group that fails part way frees what it allocated and takes back what it freed
+ * ({@link FreeSpace#retakeData}).
  *
  * <h2>Reads</h2>
  * Lock-free: the blocks a read needs, into a thread's aligned buffer, then copied out. A whole value read
@@ -35,7 +38,8 @@ import static dev.ferrite.dir.InodeRecords.RETRIES;
  * comes before the free, and freed blocks are not written again before the free is durable. The blocks
  * come from the {@link TableExtentCache} when it holds them as the stub's, unchecked (the tag is the
  * identity; the bytes were checked, or written, when they went in); a whole value read from the device
- * whose CRC matches goes into it, as does a value as it is written (write-through), and a free drops it.
+ * whose CRC matches goes into it, as does a value as it is written (pinned until the log wrote it, so a
+ * read never finds its blocks on the device before its bytes), and a free drops it.
  */
 final class TableExtents {
     /** A thread's aligned buffer for a value's blocks. */
@@ -48,6 +52,7 @@ final class TableExtents {
     private final Geometry geometry;
     private final int blockSize;
     final TableExtentCache cached;
+    final TableExtentWriteBack writeBack;
     /** The superblock has the feature (read at mount, set with the first value): keys may name extents. */
     private volatile boolean featured;
     /** False to keep medium values in the overflow tree, as code from before extents did (for tests of such volumes). */
@@ -60,6 +65,7 @@ final class TableExtents {
         this.cached = new TableExtentCache(pages, geometry.blockSize());
         this.cache = cache;
         this.device = cache.device();
+        this.writeBack = new TableExtentWriteBack(cached, device, volume.journal(), pages.capacity());
         this.geometry = geometry;
         this.blockSize = geometry.blockSize();
         this.featured = volume.hasIncompatFeature(SuperblockFormat.INCOMPAT_TABLE_EXTENTS);
@@ -74,7 +80,8 @@ final class TableExtents {
      * Writes medium {@code value} to new blocks, near table inode {@code table}'s group, inside a commit's
      * group, the table's lock held; returns its stub's fields, or null if no group has the blocks
      * contiguous (the value then goes to the overflow tree). The key's change that names them must be
-     * {@linkplain Txn#orderAfterData ordered after} this write.
+     * {@linkplain Txn#orderAfterData ordered after} this write, and commit after it: the write is left to
+     * the log ({@link TableExtentWriteBack#defer}) when the budget allows.
      */
     TableValueFormat.Extent write(MemorySegment value, long table) {
         if (!enabled) {
@@ -90,11 +97,14 @@ final class TableExtents {
         if (block < 0) {
             return null;
         }
+        TableValueFormat.Extent x = new TableValueFormat.Extent(block, n, crc(value));
+        if (writeBack.defer(x, value)) {
+            return x; // in its frames alone: the log writes it before the checkpoint naming it
+        }
         MemorySegment buf = BUFFERS.get();
         MemorySegment.copy(value, 0, buf, 0, n);
         buf.asSlice(n, (long) len * blockSize - n).fill((byte) 0);
         device.write(block, buf.asSlice(0, (long) len * blockSize));
-        TableValueFormat.Extent x = new TableValueFormat.Extent(block, n, crc(value));
         cached.fill(x, buf); // a get right after the put is a copy; a group that fails frees, and so drops, it
         return x;
     }
@@ -127,10 +137,32 @@ final class TableExtents {
 
     /**
      * Frees value {@code x}'s blocks in a transaction of its own; they stay busy until it is durable.
-     * Returns what they are busy as, for {@link #retake}.
+     * Returns what they are busy as, for {@link #retake}. A pending write of it still goes ahead
+     * ({@link TableExtentWriteBack#freed}).
      */
     BusyExtents.Entry free(TableValueFormat.Extent x) {
+        forget(x);
+        return freeBlocks(x);
+    }
+
+    /**
+     * For a group's undo of value {@code x} it wrote, its key's change undone in the group too: frees its
+     * blocks as {@link #free} does, its pending write cancelled, if it has one.
+     */
+    void unwrite(TableValueFormat.Extent x) {
+        writeBack.cancel(x);
         cached.drop(x);
+        freeBlocks(x);
+    }
+
+    /** Value {@code x}'s blocks are being freed: its frames dropped, now or, if its write is pending, after it. */
+    private void forget(TableValueFormat.Extent x) {
+        if (!writeBack.freed(x)) {
+            cached.drop(x);
+        }
+    }
+
+    private BusyExtents.Entry freeBlocks(TableValueFormat.Extent x) {
         AllocationGroup ag = volume.group(geometry.agOfBlock(x.block()));
         for (int fails = 0; ; fails++) {
             if (ag.needsRefill()) {
@@ -163,7 +195,7 @@ final class TableExtents {
      * must not wait for).
      */
     BusyExtents.Entry freeBeforeChange(Txn txn, AllocationGroup ag, TableValueFormat.Extent x) {
-        cached.drop(x);
+        forget(x);
         if (ag.releaseData(txn, x.block(), x.blocks(blockSize)) != AllocOutcome.DONE) {
             return null;
         }
@@ -172,6 +204,7 @@ final class TableExtents {
 
     /** Takes back value {@code x}'s blocks, which {@link #free} freed in the same journal group as {@code busy}. */
     void retake(TableValueFormat.Extent x, BusyExtents.Entry busy) {
+        writeBack.retaken(x);
         AllocationGroup ag = volume.group(geometry.agOfBlock(x.block()));
         for (int fails = 0; ; fails++) {
             if (ag.needsRefill()) {
@@ -193,7 +226,7 @@ final class TableExtents {
      * and run again never frees them twice (by then they may be another value's).
      */
     void release(BTree tree, MemorySegment key, TableValueFormat.Extent x) {
-        cached.drop(x);
+        forget(x);
         byte[] dead = TableValueFormat.extent(x);
         dead[0] = TableValueFormat.INLINE; // same length: replaced in place, no split
         AllocationGroup ag = volume.group(geometry.agOfBlock(x.block()));

@@ -462,6 +462,14 @@ public final class Journal implements AutoCloseable {
     }
 
     /**
+     * Has the log write {@code data} before each checkpoint, and before the flush that precedes one holding a
+     * transaction ordered after data ({@link DeferredData}); set once, before the layer above leaves it any.
+     */
+    public void deferData(DeferredData data) {
+        writer.deferredData = data;
+    }
+
+    /**
      * The sequence that {@link #forceAll} would force: forcing it (now or later, e.g. {@link #force}) makes
      * everything committed so far durable.
      */

@@ -55,7 +55,8 @@ import dev.ferrite.io.internal.OffHeap;
  * valid later checkpoint on disk therefore proves every earlier one was complete, which is how recovery
  * tells a torn tail from corruption. A checkpoint holding a transaction ordered after data
  * ({@link Transaction#orderAfterData}) is also preceded by a flush, which every such transaction in it
- * shares, unless a flush begun after the last of them committed has returned already.
+ * shares, unless a flush begun after the last of them committed has returned already; the data the layer
+ * above left to the log ({@link DeferredData}) is written just before it.
  *
  * <p>Group commit: {@link #force} raises a target sequence and waits. A forced push starts only when the
  * log I/O stage is idle, so every commit that lands while a checkpoint is being written joins the next
@@ -143,6 +144,8 @@ final class LogWriter implements AutoCloseable {
     private volatile boolean ioAsleep;
     /** Tests only: run on the log I/O thread before each AIL hand-off (to hold it). */
     volatile Runnable beforeHandOff;
+    /** Data left to the log by the layer above ({@link Journal#deferData}), or null. */
+    volatile DeferredData deferredData;
     private volatile long durableSeq;
     private volatile long lastCheckpointSeq;
     private volatile boolean background;
@@ -744,9 +747,13 @@ final class LogWriter implements AutoCloseable {
     private void write(Checkpoint c) {
         MemorySegment out = c.buffer().segment;
         int first = Math.min(c.blocks(), geometry.areaBlocks() - c.startBlock());
-        // data its transactions point at reaches stable storage before they do: unless a flush begun after
-        // they committed has returned already (the previous checkpoint's, say), one more
-        if (c.preflushMark() >= 0 && flushesEnded <= c.preflushMark()) {
+        // data its transactions point at reaches stable storage before they do: the data left to the log
+        // written first (before every checkpoint: one that frees its blocks is durable only after it), then a
+        // flush, unless nothing was left and a flush begun after they committed has returned already (the
+        // previous checkpoint's, say)
+        DeferredData d = deferredData;
+        boolean wrote = d != null && d.writeDeferred();
+        if (c.preflushMark() >= 0 && (wrote || flushesEnded <= c.preflushMark())) {
             flush();
         }
         long writeStart = System.nanoTime();

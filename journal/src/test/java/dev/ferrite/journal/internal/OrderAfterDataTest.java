@@ -3,6 +3,7 @@ package dev.ferrite.journal.internal;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.MemoryDevice;
@@ -25,8 +26,15 @@ class OrderAfterDataTest {
     static final long DATA = 1500, HOME = 100;
     static final LogGeometry G = new LogGeometry(1000, 64);
 
-    /** The recorded events from a data write at {@link #DATA} to the force of {@code commits} transactions after it. */
     private static List<Event> record(boolean afterData, int commits) {
+        return record(afterData, commits, false);
+    }
+
+    /**
+     * The recorded events from a data write at {@link #DATA} to the force of {@code commits} transactions after
+     * it; if {@code deferred}, the write is left to the log ({@link Journal#deferData}), registered before the commits.
+     */
+    private static List<Event> record(boolean afterData, int commits, boolean deferred) {
         try (Arena arena = Arena.ofShared(); MemoryDevice base = MemoryDevice.create(2048, BS)) {
             Journal.format(base, G);
             RecordingDevice rec = RecordingDevice.wrap(base);
@@ -34,7 +42,18 @@ class OrderAfterDataTest {
                 int from = rec.eventCount();
                 MemorySegment data = arena.allocate(BS, BlockDevice.BUFFER_ALIGNMENT);
                 data.fill((byte) 0x42);
-                rec.write(DATA, data);
+                if (deferred) {
+                    AtomicBoolean pending = new AtomicBoolean(true);
+                    j.deferData(() -> {
+                        if (pending.getAndSet(false)) {
+                            rec.write(DATA, data);
+                            return true;
+                        }
+                        return false;
+                    });
+                } else {
+                    rec.write(DATA, data);
+                }
                 TestItem it = new TestItem(HOME, BS, arena);
                 long seq = 0;
                 it.lock.lock();
@@ -136,6 +155,20 @@ class OrderAfterDataTest {
                 int secondLog = firstLog + 1 + firstLogWrite(events.subList(firstLog + 1, events.size()));
                 return flushesBetween(events, firstLog, secondLog);
             }
+        }
+    }
+
+    /**
+     * Data left to the log ({@link Journal#deferData}) is written before the checkpoint, and before its
+     * preflush when it holds a transaction ordered after data; a checkpoint without one writes it too (a
+     * free committed after the data was registered must not be durable before it lands), with no preflush.
+     */
+    @Test
+    void dataLeftToTheLogIsWrittenBeforeTheCheckpointAndItsPreflush() {
+        for (boolean afterData : new boolean[] {true, false}) {
+            List<Event> events = record(afterData, 1, true);
+            assertEquals(DATA, events.getFirst().block(), events.toString());
+            assertEquals(afterData ? 1 : 0, flushesBetween(events, 1, firstLogWrite(events)), "after data " + afterData + ": " + events);
         }
     }
 

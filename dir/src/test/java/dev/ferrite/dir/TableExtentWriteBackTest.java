@@ -1,0 +1,169 @@
+package dev.ferrite.dir;
+
+import java.util.Random;
+
+import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.testkit.RecordingDevice;
+import dev.ferrite.io.testkit.TestSeed;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import static dev.ferrite.dir.TableTest.b;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Extent values whose device writes the log makes ({@link TableExtentWriteBack}): written in runs before
+ * the checkpoint that names them (every crash state finds a key's value whole or the key as before), a
+ * freed value's pending write landing before its blocks are taken again, and the budget past which a put
+ * writes its value itself.
+ */
+@ExtendWith(TestSeed.class)
+class TableExtentWriteBackTest {
+    private static final long SEED = TestSeed.get(17);
+    private static final int LENGTH = 16 * 1024;
+
+    private static byte[] value(long seed) {
+        byte[] v = new byte[LENGTH];
+        new Random(seed).nextBytes(v);
+        return v;
+    }
+
+    /**
+     * Single puts of 16 KiB values committed NONE, then a sync: the log writes them, in fewer writes than
+     * values, and every crash after any flush since (with part of the next epoch's writes landed, or one
+     * torn) recovers a prefix of the puts, each value exact (a read whose CRC does not match fails) and
+     * the check clean.
+     */
+    @Test
+    void theLogWritesPendingValuesInRunsBeforeTheCheckpointThatNamesThem() {
+        recoverPuts(VolumeFixtures.OPTIONS, 4);
+    }
+
+    /** As above with a budget of 4 values: the puts that find it spent write the values pending. */
+    @Test
+    void valuesWrittenByPutsAtTheBudgetAreOnTheDeviceBeforeTheCheckpointThatNamesThem() {
+        recoverPuts(VolumeFixtures.OPTIONS.withDataCacheBytes(64 * 4096L), 48);
+    }
+
+    /** {@code puts} single puts and a sync between, written in at most {@code writes} writes, recovered from every flush on. */
+    private static void recoverPuts(VolumeOptions options, int writes) {
+        Random rnd = new Random(SEED);
+        int puts = 48, firstFlush;
+        try (RecordingDevice rec = RecordingDevice.wrap(VolumeFixtures.formatted())) {
+            try (Volume v = Volume.open(rec, options); Table t = v.tables().create("t")) {
+                t.withDurability(Durability.NONE);
+                t.put(b("first"), value(-1)); // the feature and the catalog, before the count
+                v.sync();
+                firstFlush = rec.flushCount();
+                long[] before = v.tables().extents.writeBack.counts();
+                for (int i = 0; i < puts; i++) {
+                    t.put(b("k" + i), value(i));
+                    if (i == puts / 2) {
+                        v.sync(); // a checkpoint between: some values written by it, the rest by the last
+                    }
+                }
+                assertTrue(v.tables().extents.writeBack.pendingBlocks() > 0, "the values after the first sync are pending");
+                v.sync();
+                long[] after = v.tables().extents.writeBack.counts();
+                assertEquals(0, v.tables().extents.writeBack.pendingBlocks());
+                assertEquals(puts, after[0] - before[0], "values written");
+                assertTrue(after[1] - before[1] <= writes, "the writes for " + puts + " values: " + (after[1] - before[1]));
+            }
+            int flushes = rec.flushCount();
+            for (int s = 0; s < 2 * (flushes - firstFlush + 1); s++) {
+                RecordingDevice.CrashState state = TableCrashTest.sampleAfter(rec, firstFlush - 1 + s / 2, rnd);
+                String where = "seed " + SEED + ", crash " + state;
+                try (MemoryDevice crashed = rec.materialize(state); Volume v = Volume.open(crashed, options)) {
+                    CheckReport report = v.namespace().check();
+                    assertTrue(report.clean(), where + ": " + report);
+                    try (Table t = v.tables().open("t")) {
+                        int i = 0;
+                        for (; i < puts; i++) {
+                            byte[] got = t.get(b("k" + i)); // a CorruptionException if its blocks lack its bytes
+                            if (got == null) {
+                                break;
+                            }
+                            assertArrayEquals(value(i), got, where + ": k" + i);
+                        }
+                        for (int j = i; j < puts; j++) {
+                            assertNull(t.get(b("k" + j)), where + ": k" + j + " after the missing k" + i);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /**
+     * A value deleted while its write is pending: the write still lands (before the delete is durable, so
+     * before its blocks can be taken again), its frames go, and a value that takes the blocks afterwards
+     * reads back exact from the device after a remount.
+     */
+    @Test
+    void aFreedValuesPendingWriteNeverLandsOverTheValueThatTakesItsBlocks() {
+        MemoryDevice dev = VolumeFixtures.formatted();
+        long block;
+        try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            t.withDurability(Durability.NONE);
+            t.put(b("a"), value(1));
+            TableValueFormat.Extent x = TableValueFormat.readExtent(java.lang.foreign.MemorySegment.ofArray(t.storedValue(b("a"))));
+            block = x.block();
+            assertEquals(LENGTH / 4096, v.tables().extents.writeBack.pendingBlocks(), "a's write is pending");
+            assertTrue(t.delete(b("a")));
+            assertEquals(LENGTH / 4096, v.tables().extents.writeBack.pendingBlocks(), "a's write still goes ahead");
+            v.sync(); // a written, then the free durable
+            assertEquals(0, v.tables().extents.writeBack.pendingBlocks());
+            assertEquals(0, v.tables().extents.cached.cachedBlocks(), "the freed value's frames are dropped once written");
+            v.sync(); // its blocks no longer busy
+            t.put(b("b"), value(2));
+            TableValueFormat.Extent y = TableValueFormat.readExtent(java.lang.foreign.MemorySegment.ofArray(t.storedValue(b("b"))));
+            assertEquals(block, y.block(), "b takes a's blocks");
+            v.sync();
+            t.put(b("c"), value(3)); // another checkpoint with a write of pending values
+            v.sync();
+        }
+        try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table t = v.tables().open("t")) {
+            assertNull(t.get(b("a")));
+            assertArrayEquals(value(2), t.get(b("b")), "read from the device: the cache starts empty");
+            assertArrayEquals(value(3), t.get(b("c")));
+        }
+    }
+
+    /**
+     * With a data cache of 64 frames (a budget of 16 pending blocks), a transaction of 20 puts of 16 KiB: the
+     * put that finds the budget spent writes the pending values (4 at a time, adjacent: one write each time)
+     * and leaves its own to the log, so no more than 16 blocks are ever pinned; all read back exact, before
+     * and after a remount.
+     */
+    @Test
+    void aPutAtTheBudgetWritesThePendingValuesInRuns() {
+        MemoryDevice dev = VolumeFixtures.formatted();
+        VolumeOptions options = VolumeFixtures.OPTIONS.withDataCacheBytes(64 * 4096L);
+        try (Volume v = Volume.open(dev, options); Table t = v.tables().create("t")) {
+            TableExtentWriteBack wb = v.tables().extents.writeBack;
+            assertEquals(16, wb.budgetBlocks);
+            try (WriteTransaction tx = v.begin(Durability.NONE)) {
+                for (int i = 0; i < 20; i++) {
+                    tx.put(t, b("k" + i), value(i));
+                    assertTrue(wb.pendingBlocks() <= 16, "pinned after put " + i + ": " + wb.pendingBlocks());
+                }
+                tx.commit();
+            }
+            assertEquals(16, wb.counts()[0], "values written by puts at the budget");
+            assertEquals(4, wb.counts()[1], "their writes");
+            for (int i = 0; i < 20; i++) {
+                assertArrayEquals(value(i), t.get(b("k" + i)), "k" + i);
+            }
+            v.sync();
+            assertEquals(20, wb.counts()[0], "values written, the last 4 by the log");
+        }
+        try (Volume v = Volume.open(dev, options); Table t = v.tables().open("t")) {
+            for (int i = 0; i < 20; i++) {
+                assertArrayEquals(value(i), t.get(b("k" + i)), "k" + i);
+            }
+        }
+    }
+}
