@@ -43,6 +43,44 @@ final class DirContents {
      */
     static final int RESERVE_EARLY = 16;
 
+    /**
+     * A tree's reserve marks: refilled when fewer than {@code low} usable blocks are left (below
+     * {@code early}, by a writer entering beside the others, {@link #enter}), up to {@code fill}; spilled
+     * when it holds more than {@code high}, down to {@code fill}. {@code RESERVE_CAPACITY - high >= low},
+     * so a refill always fits after the spill, and {@code low} covers a lone writer's claim (the tree's
+     * height and two) at the heights the marks are for.
+     */
+    record Marks(int low, int fill, int high, int early) {
+    }
+
+    /** The marks of a directory's tree of more than one node, and of every table's and regular file's tree. */
+    static final Marks TREE = new Marks(RESERVE_LOW, RESERVE_FILL, RESERVE_HIGH, RESERVE_EARLY);
+
+    /**
+     * The marks of a directory's tree of one node, a root leaf (issue 16: a small directory held its
+     * header, its root and 20 blocks at rest, 80 KiB where XFS and ext4 take one block). A lone
+     * writer's claim is 3 (its split takes a leaf and a new root), and the tree takes {@link #TREE}'s
+     * once it has split, so the reserve only needs to hold that claim. The creates and unlinks inside
+     * claim blocks only to split or merge ({@link #enter}), which a root leaf does once, so they share
+     * the reserve as before. Not a table's: its single writes each claim the tree's height and two
+     * ({@code Tables#single}), and a reserve of a claim or so would let them in one at a time.
+     */
+    static final Marks LEAF = new Marks(3, 4, 8, 3);
+
+    /**
+     * The marks of the tree in the record at {@code rec} of {@code b}: {@link #LEAF} for a directory's
+     * tree of one node. The record counts the header, the nodes and the reserve in the directory's
+     * blocks, so a count of one more than the header and the reserve is one node, a root leaf; read with
+     * the reserve, so the two agree.
+     */
+    static Marks marks(MemorySegment b, int rec) {
+        if ((InodeFormat.mode(b, rec) & S_IFMT) != S_IFDIR) {
+            return TREE;
+        }
+        long nodes = InodeFormat.blocks(b, rec) - 1 - DirEntryFormat.reserveCount(b, rec + InodeFormat.INLINE);
+        return nodes <= 1 ? LEAF : TREE;
+    }
+
     /** An entry found: the inode it names and that inode's type. */
     record Found(long ino, int type) {
     }
@@ -442,8 +480,8 @@ final class DirContents {
     /**
      * The step {@code dir} needs before an entry of {@code keyLength} more bytes (0: none) goes in or one
      * comes out: an inline directory without room becomes a tree; a tree's block reserve is brought
-     * between its marks, spilling first (busy entries first) so that a refill always fits
-     * ({@code RESERVE_CAPACITY - RESERVE_HIGH >= RESERVE_LOW}). Lock-free; under the directory's lock
+     * between its marks ({@link #marks}), spilling first (busy entries first) so that a refill always fits
+     * ({@code RESERVE_CAPACITY - high >= low}). Lock-free; under the directory's lock
      * the answer stays true.
      */
     int step(Inode dir, int keyLength) {
@@ -491,21 +529,28 @@ final class DirContents {
         if (badReserveEntry(b, area) >= 0) {
             return TREE_BAD_RESERVE;
         }
-        if (DirEntryFormat.reserveCount(b, area) - (spilling == null ? 0 : spilling.length) > RESERVE_HIGH) {
+        Marks m = marks(b, rec);
+        if (DirEntryFormat.reserveCount(b, area) - (spilling == null ? 0 : spilling.length) > m.high()) {
             return TREE_SPILL;
         }
-        return DirAllocator.usable(cache, b, area, RESERVE_LOW, spilling) < RESERVE_LOW ? TREE_REFILL : TREE_READY;
+        return DirAllocator.usable(cache, b, area, m.low(), spilling) < m.low() ? TREE_REFILL : TREE_READY;
     }
 
     /**
      * For writers that apply side by side ({@link #enter}): {@code -1} if the
      * tree's reserve needs a spill first, {@link #NOT_A_TREE} if the record holds no tree, else
-     * the blocks it can give (usable, counted up to {@link #RESERVE_FILL}; not counted, 0, for a
-     * {@code removal}, which takes none; below {@link #RESERVE_LOW}, a change that adds needs a refill) in
+     * the blocks it can give (usable, counted up to its fill mark; not counted, 0, for a
+     * {@code removal}, which takes none; below its low mark, a change that adds needs a refill) in
      * the high half and those it can take back (room to {@link DirEntryFormat#RESERVE_CAPACITY}) in the
      * low half. Lock-free.
      */
     long room(Inode table, boolean removal) {
+        long f = roomAndMarks(table, removal);
+        return f < 0 ? f : f & ~LEAF_MARKS;
+    }
+
+    /** {@link #room}, with {@link #LEAF_MARKS} set if the tree's marks are {@link #LEAF}'s. */
+    private long roomAndMarks(Inode table, boolean removal) {
         long[] spilling = spills.of(table);
         long f = spilling == null ? records.readLong(table.ino, removal ? removalRoomFacts : roomFacts)
                 : records.readLong(table.ino, (b, rec) -> roomFacts(b, rec, !removal, spilling));
@@ -542,14 +587,15 @@ final class DirContents {
                 Inode.backoff(attempt); // a spill chooses its blocks: a moment
                 continue;
             }
-            long room = room(i, removal);
+            long room = roomAndMarks(i, removal);
             if (room == NOT_A_TREE) {
                 return -1;
             }
             long inside = removal ? (seen & Inode.GIVES) / Inode.GIVE : seen & Inode.TAKES; // the other kind needs other room
-            long limit = room < 0 ? 0 : removal ? room & 0xffff_ffffL : room >>> 32;
-            boolean low = !removal && room >= 0 && limit < RESERVE_LOW;
-            if (refill && room >= 0 && limit < RESERVE_EARLY && inside + claim <= limit && sharesTree(i)
+            long limit = room < 0 ? 0 : removal ? room & 0xffff_ffffL : (room & ~LEAF_MARKS) >>> 32;
+            Marks m = (room & LEAF_MARKS) != 0 ? LEAF : TREE;
+            boolean low = !removal && room >= 0 && limit < m.low();
+            if (refill && room >= 0 && limit < m.early() && inside + claim <= limit && sharesTree(i)
                     && !volume.journal().holdsGroup()) {
                 // the reserve runs low, but this claim fits in the usable blocks left: refill it
                 // unless another thread does (holds the lock), and then go in beside that refill rather
@@ -595,7 +641,7 @@ final class DirContents {
 
     /**
      * {@link #enter}'s refill of directory or table {@code dir}'s reserve before it is {@code low} (below
-     * {@link #RESERVE_LOW}), or at it, unless another thread holds the lock: true if it tried, false if the
+     * its low mark), or at it, unless another thread holds the lock: true if it tried, false if the
      * volume had no room for it and the reserve is not low yet (the writer goes in without it).
      */
     private boolean refillEarly(Inode dir, boolean low) {
@@ -612,6 +658,9 @@ final class DirContents {
 
     /** What {@link #room} says of a record without a tree. */
     static final long NOT_A_TREE = -2;
+
+    /** The bit of {@link #room} that says the tree's marks are {@link #LEAF}'s. */
+    private static final long LEAF_MARKS = 1L << 62;
 
     /**
      * {@link #room}'s reads of the record with no spill beside the writers, made once (allocation-free). A
@@ -635,11 +684,12 @@ final class DirContents {
             return -1; // named by prepare's step
         }
         int count = DirEntryFormat.reserveCount(b, area);
-        if (count - (spilling == null ? 0 : spilling.length) > RESERVE_HIGH) {
+        Marks m = marks(b, rec);
+        if (count - (spilling == null ? 0 : spilling.length) > m.high()) {
             return -1;
         }
-        long usable = give ? DirAllocator.usable(cache, b, area, RESERVE_FILL, spilling) : 0;
-        return usable << 32 | (DirEntryFormat.RESERVE_CAPACITY - count);
+        long usable = give ? DirAllocator.usable(cache, b, area, m.fill(), spilling) : 0;
+        return usable << 32 | (m == LEAF ? LEAF_MARKS : 0) | (DirEntryFormat.RESERVE_CAPACITY - count);
     }
 
     /**
@@ -658,13 +708,13 @@ final class DirContents {
     void prepare(Inode dir, int keyLength) {
         for (int s; (s = step(dir, keyLength)) != READY; ) {
             if (s == SPILL) {
-                spill(dir, RESERVE_HIGH, RESERVE_FILL, sharesTree(dir) && !dir.isHeldExclusively());
+                spill(dir, null, sharesTree(dir) && !dir.isHeldExclusively());
             } else if (s == CONVERT) {
-                addBlocks(dir, RESERVE_FILL, () -> step(dir, keyLength) == CONVERT, DirContents::inlineEntries);
+                addBlocks(dir, TREE_BLOCKS + LEAF.fill(), () -> step(dir, keyLength) == CONVERT, DirContents::inlineEntries);
             } else if (sharesTree(dir) && !dir.isHeldExclusively()) {
                 refillBeside(dir, keyLength, true);
             } else {
-                int n = refillCount(dir);
+                int n = refillCount(dir, false);
                 addBlocks(dir, n, () -> step(dir, keyLength) == REFILL
                         && records.readRecord(dir.ino, (b, rec) -> DirEntryFormat.reserveCount(b, rec + InodeFormat.INLINE)) + n
                         <= DirEntryFormat.RESERVE_CAPACITY, null);
@@ -672,11 +722,20 @@ final class DirContents {
         }
     }
 
-    /** The blocks a refill of {@code dir}'s reserve adds: up to {@link #RESERVE_FILL} usable, within its capacity (0: no tree). */
-    private int refillCount(Inode dir) {
+    /**
+     * The blocks a refill of {@code dir}'s reserve adds: up to its fill mark usable, within its capacity
+     * (0: no tree; with {@code early}, 0 too if it holds its early mark's usable blocks).
+     */
+    private int refillCount(Inode dir, boolean early) {
         int area = records.rec(dir.ino) + InodeFormat.INLINE;
-        return records.readRecord(dir.ino, (b, rec) -> isTree(b, rec) ? Math.min(RESERVE_FILL - DirAllocator.usable(cache, b, area, RESERVE_FILL),
-                DirEntryFormat.RESERVE_CAPACITY - DirEntryFormat.reserveCount(b, area)) : 0);
+        return records.readRecord(dir.ino, (b, rec) -> {
+            if (!isTree(b, rec)) {
+                return 0;
+            }
+            Marks m = marks(b, rec);
+            int usable = DirAllocator.usable(cache, b, area, m.fill());
+            return early && usable >= m.early() ? 0 : Math.min(m.fill() - usable, DirEntryFormat.RESERVE_CAPACITY - DirEntryFormat.reserveCount(b, area));
+        });
     }
 
     /**
@@ -716,8 +775,8 @@ final class DirContents {
                     if ((records.modeOf(dir.ino) & S_IFMT) == S_IFDIR) {
                         records.requireDir(dir.ino); // a directory may be removed meanwhile; a table's tree goes only once it is freed
                     }
-                    int n = refillCount(dir);
-                    if (wait ? n < 1 || step(dir, keyLength) != REFILL : n <= RESERVE_FILL - RESERVE_EARLY) {
+                    int n = refillCount(dir, !wait);
+                    if (n < 1 || wait && step(dir, keyLength) != REFILL) {
                         return AllocOutcome.DONE; // refilled meanwhile
                     }
                     n = Math.min(n, most);
@@ -979,7 +1038,7 @@ final class DirContents {
      * no more than {@code above} (nothing changed); true if it changed or may have (the caller looks again).
      */
     boolean spill(Inode dir, int above, int downTo) {
-        return spill(dir, above, downTo, false);
+        return spill(dir, new Marks(0, downTo, above, 0), false);
     }
 
     /**
@@ -996,13 +1055,15 @@ final class DirContents {
      * one transaction frees them and then takes them out of the directory's record, the group's free
      * space first and the record block last, as the refill's does (nothing inside takes a group's AGF or
      * free-space trees, so no cycle). Of the blocks no writer is freeing (not busy) it takes only those
-     * past {@link #RESERVE_FILL}, so the writers inside, who entered claiming no more than that many nor
-     * more than there were, still find theirs.
+     * past the fill mark and the claims of the writers inside, who entered claiming no more than there
+     * were, so they still find theirs. It spills from past {@code marks}' high mark down to their fill,
+     * or (null) the record's own ({@link #marks}): a tree that shrank to a root leaf spills down to
+     * {@link #LEAF}'s.
      */
-    private boolean spill(Inode dir, int above, int downTo, boolean beside) {
+    private boolean spill(Inode dir, Marks marks, boolean beside) {
         int rec = records.rec(dir.ino);
         int area = rec + InodeFormat.INLINE;
-        long first = records.readRecord(dir.ino, (b, r) -> isTree(b, r) && requireReserve(dir.ino, b, area) > above
+        long first = records.readRecord(dir.ino, (b, r) -> isTree(b, r) && requireReserve(dir.ino, b, area) > marksOr(marks, b, r).high()
                 ? DirEntryFormat.reserveEntry(b, area, DirAllocator.spillIndex(cache, b, area)) : 0L);
         if (first == 0) {
             return false;
@@ -1017,13 +1078,17 @@ final class DirContents {
             try (Txn txn = Txn.begin(cache, items)) {
                 if (beside) {
                     dir.lock();
-                } else if (!dir.lockExclusiveIf(() -> records.readRecord(dir.ino, (b, r) -> isTree(b, r) && DirEntryFormat.reserveCount(b, area) > above))) {
+                } else if (!dir.lockExclusiveIf(() -> records.readRecord(dir.ino, (b, r) -> isTree(b, r)
+                        && DirEntryFormat.reserveCount(b, area) > marksOr(marks, b, r).high()))) {
                     return true; // spilled meanwhile (another thread's spill)
                 }
                 try {
-                    int n = beside ? withhold(dir, area, above, downTo, ag, blocks)
-                            : records.readRecord(dir.ino, (b, r) -> isTree(b, r) && DirEntryFormat.reserveCount(b, area) > above
-                                    ? DirAllocator.spillOrder(cache, b, area, downTo, 0, blk -> geometry.agOfBlock(blk) == ag.agno, blocks) : 0);
+                    int n = beside ? withhold(dir, area, marks, ag, blocks)
+                            : records.readRecord(dir.ino, (b, r) -> {
+                                Marks m = marksOr(marks, b, r);
+                                return isTree(b, r) && DirEntryFormat.reserveCount(b, area) > m.high()
+                                        ? DirAllocator.spillOrder(cache, b, area, m.fill(), 0, blk -> geometry.agOfBlock(blk) == ag.agno, blocks) : 0;
+                            });
                     if (n == 0) {
                         return true; // changed meanwhile
                     }
@@ -1055,10 +1120,16 @@ final class DirContents {
         }
     }
 
+    /** {@code marks}, or if null those of the tree in the record at {@code rec} of {@code b}. */
+    private static Marks marksOr(Marks marks, MemorySegment b, int rec) {
+        return marks != null ? marks : marks(b, rec);
+    }
+
     /**
      * For {@link #spill} beside the writers, holding {@code dir}'s lock: chooses the blocks of group
-     * {@code ag} to spill from {@code dir}'s reserve if it holds more than {@code above}, down to
-     * {@code downTo} (into {@code blocks}), and publishes them ({@link SpillingBlocks}); their number, 0
+     * {@code ag} to spill from {@code dir}'s reserve if it holds more than {@code marks}' high mark, down
+     * to their fill (into {@code blocks}), keeping that many usable and the claims of the writers
+     * inside that take blocks (their marks were a larger tree's if it shrank since), and publishes them ({@link SpillingBlocks}); their number, 0
      * (nothing published) if the reserve no longer needs a spill. No writer enters while it chooses
      * ({@link Inode#holdEntries}): one that counted a chosen block as usable could be left short. A split
      * that locked the record before the publication may have taken a chosen block; the record is read
@@ -1066,12 +1137,16 @@ final class DirContents {
      * that locks the record later reads them after its lock's CAS, and this reads the record's version
      * after the publication and a full fence, so one of the two sees the other.
      */
-    private int withhold(Inode dir, int area, int above, int downTo, AllocationGroup ag, long[] blocks) {
+    private int withhold(Inode dir, int area, Marks marks, AllocationGroup ag, long[] blocks) {
         int n;
         dir.holdEntries();
         try {
-            n = records.readRecord(dir.ino, (b, r) -> isTree(b, r) && DirEntryFormat.reserveCount(b, area) > above
-                    ? DirAllocator.spillOrder(cache, b, area, downTo, RESERVE_FILL, blk -> geometry.agOfBlock(blk) == ag.agno, blocks) : 0);
+            int takes = (int) (dir.writers() & Inode.TAKES); // no writer enters meanwhile
+            n = records.readRecord(dir.ino, (b, r) -> {
+                Marks m = marksOr(marks, b, r);
+                return isTree(b, r) && DirEntryFormat.reserveCount(b, area) > m.high()
+                        ? DirAllocator.spillOrder(cache, b, area, m.fill(), Math.max(m.fill(), takes), blk -> geometry.agOfBlock(blk) == ag.agno, blocks) : 0;
+            });
             if (n > 0) {
                 spills.set(dir, Arrays.copyOf(blocks, n)); // a copy: releaseSingles reorders blocks
             }
