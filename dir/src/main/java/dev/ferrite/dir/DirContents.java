@@ -1038,7 +1038,7 @@ final class DirContents {
      * no more than {@code above} (nothing changed); true if it changed or may have (the caller looks again).
      */
     boolean spill(Inode dir, int above, int downTo) {
-        return spill(dir, new Marks(0, downTo, above, 0), false);
+        return spill(dir, new Marks(0, downTo, above, 0), false); // only the high and fill marks count to a spill
     }
 
     /**
@@ -1127,10 +1127,11 @@ final class DirContents {
 
     /**
      * For {@link #spill} beside the writers, holding {@code dir}'s lock: chooses the blocks of group
-     * {@code ag} to spill from {@code dir}'s reserve if it holds more than {@code marks}' high mark, down
-     * to their fill (into {@code blocks}), keeping that many usable and the claims of the writers
-     * inside that take blocks (their marks were a larger tree's if it shrank since), and publishes them ({@link SpillingBlocks}); their number, 0
-     * (nothing published) if the reserve no longer needs a spill. No writer enters while it chooses
+     * {@code ag} to spill from {@code dir}'s reserve if it holds more than {@code marks}' high mark (null:
+     * the record's), down to their fill (into {@code blocks}), keeping that many usable and the claims of
+     * the writers inside that take blocks (made under a larger tree's marks if it shrank since), and
+     * publishes them ({@link SpillingBlocks}); their number, 0 (nothing published) if the reserve no
+     * longer needs a spill. No writer enters while it chooses
      * ({@link Inode#holdEntries}): one that counted a chosen block as usable could be left short. A split
      * that locked the record before the publication may have taken a chosen block; the record is read
      * again once it committed (the read waits for the block's lock), and such blocks are dropped. A split
