@@ -266,6 +266,45 @@ class TableExtentTest {
     }
 
     /**
+     * A single put of a medium value into a key that is absent or holds an inline value is one transaction:
+     * the extent's allocation and the key's change together, with no journal group (which took a
+     * transaction for the allocation and another for the key, and held the table). Every value reads back,
+     * and every block comes back once they are deleted.
+     */
+    @Test
+    void aSinglePutOfAMediumValueOverAnAbsentOrInlineKeyIsOneTransaction() {
+        Random rnd = new Random(SEED);
+        int n = 60;
+        byte[][] values = new byte[n][];
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            t.put(b("first"), random(rnd, SHORTEST_MEDIUM)); // the feature and the tree's first blocks, before the count
+            long freeBefore = spare(v) + treeBlocks(t);
+            for (int i = 0; i < n; i += 2) {
+                t.put(b("k" + i), b("inline " + i));
+            }
+            for (Durability d : Durability.values()) {
+                Table w = t.withDurability(d);
+                long commits = v.journalStats().commits();
+                int changes = 0;
+                for (int i = d.ordinal(); i < n; i += Durability.values().length, changes++) {
+                    values[i] = random(rnd, mediumLength(rnd));
+                    w.put(b("k" + i), values[i]);
+                }
+                long used = v.journalStats().commits() - commits;
+                assertTrue(used <= changes + changes / 4, d + ": " + changes + " single puts of medium values took " + used
+                        + " transactions, not about one each");
+            }
+            for (int i = 0; i < n; i++) {
+                assertArrayEquals(values[i], t.get(b("k" + i)), "key " + i);
+                assertTrue(t.delete(b("k" + i)));
+            }
+            v.sync();
+            assertEquals(freeBefore, spare(v) + treeBlocks(t), "every block came back");
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /**
      * Three writers put medium and inline values into keys of their own in one table and delete them,
      * single writes (NONE, ASYNC, SYNC) that free extents in the table beside each other and beside the
      * reserve's refills and spills, while a reader opens snapshots (sending the writes that meet an extent
