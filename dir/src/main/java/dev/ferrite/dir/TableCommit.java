@@ -191,12 +191,14 @@ final class TableCommit {
 
     /**
      * A single write's PUT of medium {@code value} itself (checksum {@code crc}) into an extent, as {@link
-     * #apply} (the key's stripe held, the table entered), in one transaction with no group: the home
-     * group's AGF first, the value's blocks allocated, its write left to the log in the room {@link
-     * TableExtents#prepareSingle} reserved, the key's change ordered after data. The transaction recovers
+     * #apply} (the key's stripe held, the table entered), in one transaction with no group: an allocation
+     * group's AGF first (the table's home group's, or the next with room), the value's blocks allocated,
+     * its write left to the log in the room {@link TableExtents#prepareSingle} reserved, the key's change
+     * ordered after data. The transaction recovers
      * the allocation and the stub together or neither. NEEDS_GROUP, nothing changed, if it is not a plain
      * allocation: a snapshot open, the key naming a value kept out of line (its blocks or chunks go too),
-     * the group's free list due for a refill, no free run there that is not busy.
+     * no group with a free run of the blocks that is not busy and a free list that needs no refill
+     * ({@link TableExtents#writeSingle}).
      *
      * @return CHANGED, NEEDS_GROUP or NO_LOG_SPACE; on CHANGED the reserved room is used
      */
@@ -212,18 +214,15 @@ final class TableCommit {
         if (found >= 0 && TableValueFormat.kind(valueOut, BTree.foundValueLength(found), t.inode.ino) != TableValueFormat.INLINE) {
             return NEEDS_GROUP;
         }
-        AllocationGroup ag = extents.homeGroup(t.inode.ino);
-        if (ag.needsRefill()) {
-            return NEEDS_GROUP; // its refill waits for log space, which a writer inside the table must not
-        }
-        int items = 2 + tree.reservation() + ag.blockItems();
+        int groupItems = extents.homeGroup(t.inode.ino).blockItems();
+        int items = 2 + tree.reservation() + groupItems;
         Txn begun = Txn.tryBegin(cache, items);
         if (begun == null) {
             refused = items;
             return NO_LOG_SPACE;
         }
         try (Txn txn = begun) {
-            TableValueFormat.Extent x = extents.writeSingle(txn, ag, value, crc);
+            TableValueFormat.Extent x = extents.writeSingle(txn, t.inode.ino, groupItems, value, crc);
             if (x == null) {
                 return NEEDS_GROUP; // nothing logged: the transaction ends without a commit
             }

@@ -26,10 +26,11 @@ import static dev.ferrite.dir.InodeRecords.RETRIES;
  * transaction that makes the key name them is {@linkplain Txn#orderAfterData ordered after} that write
  * (its checkpoint is written after a device flush, shared by every such change in it): no fsync per
  * value, and the group recovers the allocation and the stub together or neither, so a crash leaks
- * nothing. A replaced or deleted value's blocks are freed in the group after the key changed,
- * {@linkplain BusyExtents busy} until that is durable, so a crash that gives the key its old stub back finds
- * its bytes there. A group that fails part way frees what it allocated and takes back what it freed
- * ({@link FreeSpace#retakeData}).
+ * nothing. A single put over an absent or inline value makes the allocation, the pinned copy and the
+ * key's change one transaction of no group instead ({@link #writeSingle}). A replaced or deleted value's
+ * blocks are freed in the group after the key changed, {@linkplain BusyExtents busy} until that is
+ * durable, so a crash that gives the key its old stub back finds its bytes there. A group that fails
+ * part way frees what it allocated and takes back what it freed ({@link FreeSpace#retakeData}).
  *
  * <h2>Reads</h2>
  * Lock-free: the blocks a read needs, into a thread's aligned buffer, then copied out. A whole value read
@@ -141,30 +142,38 @@ final class TableExtents {
         writeBack.unreserve(blocks(length));
     }
 
-    /** The allocation group a single put into table inode {@code table} allocates its value in ({@link #writeSingle}). */
+    /** The allocation group a single put into table inode {@code table} allocates its value in first ({@link #writeSingle}). */
     AllocationGroup homeGroup(long table) {
         return volume.group(geometry.agOfInode(table));
     }
 
     /**
      * For a single put whose transaction {@code txn} then makes its key name the value: allocates medium
-     * {@code value}'s blocks in {@code ag} ({@link #homeGroup}), taking its AGF before any node of the
-     * table's tree (the order {@link #freeBeforeChange} keeps), and leaves its write to the log in the room
-     * {@link #prepareSingle} reserved ({@link TableExtentWriteBack#deferReserved}); {@code crc} is its
-     * checksum. Returns its stub's fields, the room used; or null, nothing changed, the AGF let go and the
-     * room still reserved, if the group has no free run of the blocks that is not busy or its free list
-     * needs a refill (the put then goes through a group, which waits for either or tries the others).
+     * {@code value}'s blocks from table inode {@code table}'s {@link #homeGroup} on, taking a group's AGF
+     * before any node of the table's tree (the order {@link #freeBeforeChange} keeps), in a group whose
+     * changes fit the {@code groupItems} reserved for them and whose free list holds its reserve (a
+     * refill waits for log space, which a writer inside a table must not), and leaves its write to the
+     * log in the room {@link #prepareSingle} reserved ({@link TableExtentWriteBack#deferReserved});
+     * {@code crc} is its checksum. Returns its stub's fields, the room used; or null, nothing changed, no
+     * AGF held and the room still reserved, if no such group has a free run of the blocks that is not
+     * busy (the put then goes through a group, which refills, waits for busy blocks or falls back to the
+     * overflow tree).
      */
-    TableValueFormat.Extent writeSingle(Txn txn, AllocationGroup ag, MemorySegment value, int crc) {
+    TableValueFormat.Extent writeSingle(Txn txn, long table, int groupItems, MemorySegment value, int crc) {
         int n = (int) value.byteSize();
-        if (ag.allocClaiming(txn, blocks(n)) != AllocOutcome.DONE) {
-            return null;
+        int home = geometry.agOfInode(table);
+        for (int g = 0; g < geometry.agCount(); g++) {
+            AllocationGroup ag = volume.group((home + g) % geometry.agCount());
+            if (ag.needsRefill() || ag.blockItems() > groupItems || ag.allocClaiming(txn, blocks(n)) != AllocOutcome.DONE) {
+                continue; // nothing changed, its AGF let go
+            }
+            TableValueFormat.Extent x = new TableValueFormat.Extent(ag.allocatedBlock(txn), n, crc);
+            if (!writeBack.deferReserved(x, value)) {
+                writeThrough(x, value); // no frame to be had (every page dirty): the one write under the AGF, seldom
+            }
+            return x;
         }
-        TableValueFormat.Extent x = new TableValueFormat.Extent(ag.allocatedBlock(txn), n, crc);
-        if (!writeBack.deferReserved(x, value)) {
-            writeThrough(x, value); // no frame to be had (every page dirty): the one write under the AGF, seldom
-        }
-        return x;
+        return null;
     }
 
     /** {@code len} contiguous blocks in a transaction of their own, from group {@code home} on; -1 if no group has them. */

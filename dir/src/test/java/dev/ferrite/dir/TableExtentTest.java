@@ -305,6 +305,36 @@ class TableExtentTest {
     }
 
     /**
+     * Single puts of more 16 KiB values than the table's home group has room for stay one transaction each:
+     * once the home group is full they allocate in the next one, in the same transaction, not through a
+     * group. Every value reads back and the check is clean.
+     */
+    @Test
+    void singlePutsPastTheHomeGroupsRoomAllocateInTheNextGroupInTheirOwnTransaction() {
+        Random rnd = new Random(SEED);
+        int length = 16 * 1024;
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            t.withDurability(Durability.NONE);
+            t.put(b("first"), random(rnd, length)); // the feature and the tree's first blocks, before the count
+            int n = (int) (1.5 * v.geometry().agBlocks() / (length / 4096));
+            byte[] value = random(rnd, length);
+            long commits = v.journalStats().commits();
+            for (int i = 0; i < n; i++) {
+                value[0] = (byte) i;
+                t.put(b("k" + i), value);
+            }
+            long used = v.journalStats().commits() - commits;
+            assertTrue(used <= n + n / 10, n + " single puts of 16 KiB values, one group and a half of them, took " + used + " transactions");
+            for (int i = 0; i < n; i++) {
+                value[0] = (byte) i;
+                assertArrayEquals(value, t.get(b("k" + i)), "key " + i);
+            }
+            v.sync();
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /**
      * Three writers put medium and inline values into keys of their own in one table and delete them,
      * single writes (NONE, ASYNC, SYNC) that free extents in the table beside each other and beside the
      * reserve's refills and spills, while a reader opens snapshots (sending the writes that meet an extent
