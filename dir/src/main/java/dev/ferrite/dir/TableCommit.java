@@ -27,7 +27,8 @@ import dev.ferrite.io.CorruptionException;
  * written and allocated before the key names it, and a replaced or deleted one's blocks freed after its
  * key changed, all in the group; undone by freeing the new blocks and taking the freed ones back (a
  * single write that deletes one, or puts an inline value over it, with no snapshot open, frees the blocks
- * in its own transaction instead, before the key's change: no group, nothing to undo). One
+ * in its own transaction instead, before the key's change; one that puts a medium value over an absent
+ * or inline one allocates and writes its extent so, {@link #putExtent}: no group, nothing to undo). One
  * thread uses an instance; an undoable one is its thread's, claimed by each commit and cleared when
  * the commit ends, however it ends ({@link #claim}, {@link #release}).
  */
@@ -186,6 +187,50 @@ final class TableCommit {
         undo.add(new ChunksUndo(m, null)); // first: a write failing part way is undone too
         overflow.write(m, value);
         return change(t, null, key, MemorySegment.ofArray(TableValueFormat.medium(m)), op, true);
+    }
+
+    /**
+     * A single write's PUT of medium {@code value} itself (checksum {@code crc}) into an extent, as {@link
+     * #apply} (the key's stripe held, the table entered), in one transaction with no group: an allocation
+     * group's AGF first (the table's home group's, or the next with room), the value's blocks allocated,
+     * its write left to the log in the room {@link TableExtents#prepareSingle} reserved, the key's change
+     * ordered after data. The transaction recovers
+     * the allocation and the stub together or neither. NEEDS_GROUP, nothing changed, if it is not a plain
+     * allocation: a snapshot open, the key naming a value kept out of line (its blocks or chunks go too),
+     * no group with a free run of the blocks that is not busy and a free list that needs no refill
+     * ({@link TableExtents#writeSingle}).
+     *
+     * @return CHANGED, NEEDS_GROUP or NO_LOG_SPACE; on CHANGED the reserved room is used
+     */
+    int putExtent(Table t, MemorySegment k, MemorySegment value, int crc) {
+        if (t.inode.unlinked) {
+            throw new TableException(TableException.Kind.TABLE_CLOSED, t + " was dropped");
+        }
+        if (version != 0) {
+            return NEEDS_GROUP; // the group records the value it replaces for the snapshot
+        }
+        BTree tree = t.tree();
+        long found = tree.find(null, k, BTree.Match.EXACT, keyOut, valueOut); // holding nothing: the stripe keeps the key's value
+        if (found >= 0 && TableValueFormat.kind(valueOut, BTree.foundValueLength(found), t.inode.ino) != TableValueFormat.INLINE) {
+            return NEEDS_GROUP;
+        }
+        int groupItems = extents.homeGroup(t.inode.ino).blockItems();
+        int items = 2 + tree.reservation() + groupItems;
+        Txn begun = Txn.tryBegin(cache, items);
+        if (begun == null) {
+            refused = items;
+            return NO_LOG_SPACE;
+        }
+        try (Txn txn = begun) {
+            TableValueFormat.Extent x = extents.writeSingle(txn, t.inode.ino, groupItems, value, crc);
+            if (x == null) {
+                return NEEDS_GROUP; // nothing logged: the transaction ends without a commit
+            }
+            tree.put(txn, k, MemorySegment.ofArray(TableValueFormat.extent(x)));
+            txn.orderAfterData(); // its blocks are written by the log before the checkpoint
+            seq = txn.commit();
+        }
+        return CHANGED;
     }
 
     /**

@@ -92,22 +92,39 @@ final class TableExtentWriteBack implements DeferredData {
      * or the cache has no frames for it: the caller writes it itself.
      */
     boolean defer(TableValueFormat.Extent x, MemorySegment value) {
-        int n = x.blocks(blockSize);
-        if (!reserve(n)) {
-            writing.lock();
-            try {
-                wroteAhead |= writePending(); // this thread writes the values pending, in runs, for room
-            } finally {
-                writing.unlock();
-            }
-            if (!reserve(n)) {
-                return false;
-            }
+        return reserveRoom(x.blocks(blockSize)) && deferReserved(x, value);
+    }
+
+    /**
+     * Counts {@code n} blocks more pinned for a value about to be {@link #deferReserved}, holding no node or
+     * group lock: at the budget, writes the values pending first. False, counting nothing, if the budget is
+     * still spent (by other puts meanwhile).
+     */
+    boolean reserveRoom(int n) {
+        if (reserve(n)) {
+            return true;
         }
+        writing.lock();
+        try {
+            wroteAhead |= writePending(); // this thread writes the values pending, in runs, for room
+        } finally {
+            writing.unlock();
+        }
+        return reserve(n);
+    }
+
+    /** Gives back the room {@link #reserveRoom} counted for {@code n} blocks, for a value not deferred after all. */
+    synchronized void unreserve(int n) {
+        pendingBlocks -= n;
+    }
+
+    /**
+     * {@link #defer} of value {@code x} in the room {@link #reserveRoom} counted for it. False, the room
+     * given back, if the cache has no frames for it: the caller writes it itself.
+     */
+    boolean deferReserved(TableValueFormat.Extent x, MemorySegment value) {
         if (!cached.fillPinned(x, value)) {
-            synchronized (this) {
-                pendingBlocks -= n;
-            }
+            unreserve(x.blocks(blockSize));
             return false;
         }
         synchronized (this) {

@@ -26,10 +26,11 @@ import static dev.ferrite.dir.InodeRecords.RETRIES;
  * transaction that makes the key name them is {@linkplain Txn#orderAfterData ordered after} that write
  * (its checkpoint is written after a device flush, shared by every such change in it): no fsync per
  * value, and the group recovers the allocation and the stub together or neither, so a crash leaks
- * nothing. A replaced or deleted value's blocks are freed in the group after the key changed,
- * {@linkplain BusyExtents busy} until that is durable, so a crash that gives the key its old stub back finds
- * its bytes there. A group that fails part way frees what it allocated and takes back what it freed
- * ({@link FreeSpace#retakeData}).
+ * nothing. A single put over an absent or inline value makes the allocation, the pinned copy and the
+ * key's change one transaction of no group instead ({@link #writeSingle}). A replaced or deleted value's
+ * blocks are freed in the group after the key changed, {@linkplain BusyExtents busy} until that is
+ * durable, so a crash that gives the key its old stub back finds its bytes there. A group that fails
+ * part way frees what it allocated and takes back what it freed ({@link FreeSpace#retakeData}).
  *
  * <h2>Reads</h2>
  * Lock-free: the blocks a read needs, into a thread's aligned buffer, then copied out. A whole value read
@@ -87,26 +88,92 @@ final class TableExtents {
         if (!enabled) {
             return null;
         }
-        if (!featured) {
-            volume.requireIncompatFeature(SuperblockFormat.INCOMPAT_TABLE_EXTENTS);
-            featured = true;
-        }
+        feature();
         int n = (int) value.byteSize();
-        int len = (n + blockSize - 1) / blockSize;
-        long block = allocate(len, geometry.agOfInode(table));
+        long block = allocate(blocks(n), geometry.agOfInode(table));
         if (block < 0) {
             return null;
         }
         TableValueFormat.Extent x = new TableValueFormat.Extent(block, n, crc(value));
-        if (writeBack.defer(x, value)) {
-            return x; // in its frames alone: the log writes it before the checkpoint naming it
+        if (!writeBack.defer(x, value)) {
+            writeThrough(x, value);
         }
+        return x;
+    }
+
+    /** Sets the superblock's feature before the first value is written (a write of the superblock: holding no lock). */
+    private void feature() {
+        if (!featured) {
+            volume.requireIncompatFeature(SuperblockFormat.INCOMPAT_TABLE_EXTENTS);
+            featured = true;
+        }
+    }
+
+    private int blocks(long length) {
+        return (int) ((length + blockSize - 1) / blockSize);
+    }
+
+    /** Writes value {@code x} ({@code value}, its bytes) to its blocks now, and caches it (a get right after the put is a copy; a failure that frees it drops it). */
+    private void writeThrough(TableValueFormat.Extent x, MemorySegment value) {
+        int n = x.length(), len = x.blocks(blockSize);
         MemorySegment buf = BUFFERS.get();
         MemorySegment.copy(value, 0, buf, 0, n);
         buf.asSlice(n, (long) len * blockSize - n).fill((byte) 0);
-        device.write(block, buf.asSlice(0, (long) len * blockSize));
-        cached.fill(x, buf); // a get right after the put is a copy; a group that fails frees, and so drops, it
-        return x;
+        device.write(x.block(), buf.asSlice(0, (long) len * blockSize));
+        cached.fill(x, buf);
+    }
+
+    /**
+     * Before a single put of a medium value of {@code length} bytes in one transaction ({@link #writeSingle}),
+     * holding no lock: sets the feature and reserves the value's room in the write-back's budget (which
+     * may write the values pending: device I/O, never under a group's AGF or a node's lock). False, nothing
+     * reserved, if extents are off or the budget stays spent: the put goes through a group.
+     */
+    boolean prepareSingle(long length) {
+        if (!enabled) {
+            return false;
+        }
+        feature();
+        return writeBack.reserveRoom(blocks(length));
+    }
+
+    /** Gives back the room {@link #prepareSingle} reserved for a value of {@code length} bytes that went another way. */
+    void unprepareSingle(long length) {
+        writeBack.unreserve(blocks(length));
+    }
+
+    /** The allocation group a single put into table inode {@code table} allocates its value in first ({@link #writeSingle}). */
+    AllocationGroup homeGroup(long table) {
+        return volume.group(geometry.agOfInode(table));
+    }
+
+    /**
+     * For a single put whose transaction {@code txn} then makes its key name the value: allocates medium
+     * {@code value}'s blocks from table inode {@code table}'s {@link #homeGroup} on, taking a group's AGF
+     * before any node of the table's tree (the order {@link #freeBeforeChange} keeps), in a group whose
+     * changes fit the {@code groupItems} reserved for them and whose free list holds its reserve (a
+     * refill waits for log space, which a writer inside a table must not), and leaves its write to the
+     * log in the room {@link #prepareSingle} reserved ({@link TableExtentWriteBack#deferReserved});
+     * {@code crc} is its checksum. Returns its stub's fields, the room used; or null, nothing changed, no
+     * AGF held and the room still reserved, if no such group has a free run of the blocks that is not
+     * busy (the put then goes through a group, which refills, waits for busy blocks or falls back to the
+     * overflow tree).
+     */
+    TableValueFormat.Extent writeSingle(Txn txn, long table, int groupItems, MemorySegment value, int crc) {
+        int n = (int) value.byteSize();
+        int home = geometry.agOfInode(table);
+        for (int g = 0; g < geometry.agCount(); g++) {
+            AllocationGroup ag = volume.group((home + g) % geometry.agCount());
+            if (ag.needsRefill() || ag.blockItems() > groupItems || ag.allocClaiming(txn, blocks(n)) != AllocOutcome.DONE) {
+                continue; // nothing changed, its AGF let go
+            }
+            TableValueFormat.Extent x = new TableValueFormat.Extent(ag.allocatedBlock(txn), n, crc);
+            if (!writeBack.deferReserved(x, value)) {
+                writeThrough(x, value); // no frame to be had (every page dirty): the one write under the AGF, seldom
+            }
+            return x;
+        }
+        return null;
     }
 
     /** {@code len} contiguous blocks in a transaction of their own, from group {@code home} on; -1 if no group has them. */
@@ -298,7 +365,8 @@ final class TableExtents {
         return crc(value) == x.crc();
     }
 
-    private static int crc(MemorySegment value) {
+    /** {@code value}'s checksum, as its stub holds it. */
+    static int crc(MemorySegment value) {
         CRC32C crc = new CRC32C();
         crc.update(value.asByteBuffer());
         return (int) crc.getValue();

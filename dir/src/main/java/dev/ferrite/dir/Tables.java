@@ -651,7 +651,8 @@ public final class Tables {
      * from finding the reserve dry. One that writes a value out of line or replaces one goes through
      * {@link #commit} (a group: the blob's renames, or the medium value's chunks, go with the key's change),
      * but for a delete or inline put over an extent value with no snapshot open, which frees the value's
-     * blocks in its own transaction ({@link TableCommit#apply}).
+     * blocks in its own transaction ({@link TableCommit#apply}), and a put of a medium value over an absent
+     * or inline one, which allocates its extent there ({@link TableCommit#putExtent}).
      */
     boolean single(Table t, MemorySegment key, MemorySegment value, int op) {
         return single(t, key, value, op, t.durability());
@@ -664,33 +665,44 @@ public final class Tables {
      */
     boolean single(Table t, MemorySegment key, MemorySegment value, int op, Durability d) {
         t.requireOpen();
-        if (value == null || value.byteSize() <= maxInline(key.byteSize())) {
+        // a medium value's extent goes in the key's own transaction when the write-back has room for it,
+        // reserved here, holding nothing (see TableCommit#putExtent)
+        boolean extent = value != null && op == TableCommit.PUT && isMedium(key.byteSize(), value.byteSize())
+                && extents.prepareSingle(value.byteSize());
+        if (value == null || value.byteSize() <= maxInline(key.byteSize()) || extent) {
             TableCommit c = single();
-            int outcome;
+            int outcome = TableCommit.NEEDS_GROUP;
             int stripe = KeyStripes.of(t.inode.ino, key);
-            for (;;) {
-                stripes.lock(stripe);
-                try {
-                    int claim = enter(t, value == null);
-                    long v = versions.beginApply();
+            int crc = extent ? TableExtents.crc(value) : 0;
+            try {
+                for (;;) {
+                    stripes.lock(stripe);
                     try {
-                        Runnable hook = onApply;
-                        if (hook != null) {
-                            hook.run();
+                        int claim = enter(t, value == null);
+                        long v = versions.beginApply();
+                        try {
+                            Runnable hook = onApply;
+                            if (hook != null) {
+                                hook.run();
+                            }
+                            c.version = v;
+                            outcome = extent ? c.putExtent(t, key, value, crc) : c.apply(t, key, value == null ? null : stored(value), op);
+                        } finally {
+                            versions.endApply(v);
+                            t.inode.leave(claim);
                         }
-                        c.version = v;
-                        outcome = c.apply(t, key, value == null ? null : stored(value), op);
                     } finally {
-                        versions.endApply(v);
-                        t.inode.leave(claim);
+                        stripes.unlock(stripe);
                     }
-                } finally {
-                    stripes.unlock(stripe);
+                    if (outcome != TableCommit.NO_LOG_SPACE) {
+                        break;
+                    }
+                    c.awaitLogSpace(t); // waiting entered could wait for ever: see TableCommit#change
                 }
-                if (outcome != TableCommit.NO_LOG_SPACE) {
-                    break;
+            } finally {
+                if (extent && outcome != TableCommit.CHANGED) {
+                    extents.unprepareSingle(value.byteSize()); // its room: the group reserves its own
                 }
-                c.awaitLogSpace(t); // waiting entered could wait for ever: see TableCommit#change
             }
             if (outcome == TableCommit.CHANGED) {
                 durable(c.seq, d);

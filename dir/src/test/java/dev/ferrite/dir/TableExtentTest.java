@@ -266,6 +266,75 @@ class TableExtentTest {
     }
 
     /**
+     * A single put of a medium value into a key that is absent or holds an inline value is one transaction:
+     * the extent's allocation and the key's change together, with no journal group (which took a
+     * transaction for the allocation and another for the key, and held the table). Every value reads back,
+     * and every block comes back once they are deleted.
+     */
+    @Test
+    void aSinglePutOfAMediumValueOverAnAbsentOrInlineKeyIsOneTransaction() {
+        Random rnd = new Random(SEED);
+        int n = 60;
+        byte[][] values = new byte[n][];
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            t.put(b("first"), random(rnd, SHORTEST_MEDIUM)); // the feature and the tree's first blocks, before the count
+            long freeBefore = spare(v) + treeBlocks(t);
+            for (int i = 0; i < n; i += 2) {
+                t.put(b("k" + i), b("inline " + i));
+            }
+            for (Durability d : Durability.values()) {
+                Table w = t.withDurability(d);
+                long commits = v.journalStats().commits();
+                int changes = 0;
+                for (int i = d.ordinal(); i < n; i += Durability.values().length, changes++) {
+                    values[i] = random(rnd, mediumLength(rnd));
+                    w.put(b("k" + i), values[i]);
+                }
+                long used = v.journalStats().commits() - commits;
+                assertTrue(used <= changes + changes / 4, d + ": " + changes + " single puts of medium values took " + used
+                        + " transactions, not about one each");
+            }
+            for (int i = 0; i < n; i++) {
+                assertArrayEquals(values[i], t.get(b("k" + i)), "key " + i);
+                assertTrue(t.delete(b("k" + i)));
+            }
+            v.sync();
+            assertEquals(freeBefore, spare(v) + treeBlocks(t), "every block came back");
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /**
+     * Single puts of more 16 KiB values than the table's home group has room for stay one transaction each:
+     * once the home group is full they allocate in the next one, in the same transaction, not through a
+     * group. Every value reads back and the check is clean.
+     */
+    @Test
+    void singlePutsPastTheHomeGroupsRoomAllocateInTheNextGroupInTheirOwnTransaction() {
+        Random rnd = new Random(SEED);
+        int length = 16 * 1024;
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            t.withDurability(Durability.NONE);
+            t.put(b("first"), random(rnd, length)); // the feature and the tree's first blocks, before the count
+            int n = (int) (1.5 * v.geometry().agBlocks() / (length / 4096));
+            byte[] value = random(rnd, length);
+            long commits = v.journalStats().commits();
+            for (int i = 0; i < n; i++) {
+                value[0] = (byte) i;
+                t.put(b("k" + i), value);
+            }
+            long used = v.journalStats().commits() - commits;
+            assertTrue(used <= n + n / 10, n + " single puts of 16 KiB values, one group and a half of them, took " + used + " transactions");
+            for (int i = 0; i < n; i++) {
+                value[0] = (byte) i;
+                assertArrayEquals(value, t.get(b("k" + i)), "key " + i);
+            }
+            v.sync();
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /**
      * Three writers put medium and inline values into keys of their own in one table and delete them,
      * single writes (NONE, ASYNC, SYNC) that free extents in the table beside each other and beside the
      * reserve's refills and spills, while a reader opens snapshots (sending the writes that meet an extent
