@@ -49,6 +49,8 @@ final class BusyExtents {
     private final LongSupplier durableSeq;
     private final ArrayList<Entry> entries = new ArrayList<>();
     private int sweepAt = SWEEP_AT;
+    /** Blocks of the entries kept: busy, or durable and not swept out yet. */
+    private long kept;
 
     BusyExtents(LongSupplier durableSeq) {
         this.durableSeq = durableSeq;
@@ -65,18 +67,36 @@ final class BusyExtents {
         long durable = durableSeq.getAsLong();
         while (k < entries.size() && entries.get(k).start < e.end()) {
             Entry old = entries.remove(k);
+            kept -= old.length;
             if (old.seq > durable) {
                 throw new IllegalStateException("blocks [" + start + ", +" + length + ") are freed again while ["
                         + old.start + ", +" + old.length + ") of them are still busy: allocators must skip busy blocks");
             }
         }
         entries.add(k, e);
+        kept += length;
         return e;
     }
 
     /** Drops entry {@code e}: its free was undone (its blocks taken again) before it became durable. */
     void remove(Entry e) {
-        entries.remove(e);
+        if (entries.remove(e)) {
+            kept -= e.length;
+        }
+    }
+
+    /**
+     * At least the busy blocks: those of the entries kept, some of which may be durable already (cheap:
+     * a count kept as entries come and go). {@link #busyBlocks} is exact.
+     */
+    long keptBlocks() {
+        return kept;
+    }
+
+    /** The busy blocks, once the durable entries are swept out. */
+    long busyBlocks() {
+        sweep(durableSeq.getAsLong(), 0);
+        return kept;
     }
 
     /** The first busy block of {@code [from, to)}, or {@code to} if none is. */
@@ -129,17 +149,20 @@ final class BusyExtents {
      * (a run of allocations after a synced run of n frees paid n shifts of up to n entries).
      */
     private int sweep(long durable, int k) {
-        int kept = 0, at = k;
+        int n = 0, at = k;
         for (int i = 0; i < entries.size(); i++) {
             Entry e = entries.get(i);
             if (e.seq > durable) {
-                entries.set(kept++, e);
-            } else if (i < k) {
-                at--;
+                entries.set(n++, e);
+            } else {
+                kept -= e.length;
+                if (i < k) {
+                    at--;
+                }
             }
         }
-        entries.subList(kept, entries.size()).clear();
-        sweepAt = Math.max(SWEEP_AT, 2 * kept);
+        entries.subList(n, entries.size()).clear();
+        sweepAt = Math.max(SWEEP_AT, 2 * n);
         return at;
     }
 

@@ -879,10 +879,12 @@ final class DirContents {
     /**
      * After an attempt for {@code n} blocks found no group holding them together ({@code full}): runs
      * {@code attempt} for half as many each time, down to {@code least}, else throws what the last one
-     * threw (a {@link SpaceBusyException} at once). Off the common path, so that its lambda is made only then.
+     * threw. Busy blocks too ({@link SpaceBusyException}): inside a journal group whose frees left the free
+     * space in pieces, shorter runs that are not busy remain. Off the common path, so that its lambda is
+     * made only then.
      */
     private static void halving(NoSpaceException full, int n, int least, IntConsumer attempt) {
-        for (int k = n; !(full instanceof SpaceBusyException) && k > least; ) {
+        for (int k = n; k > least; ) {
             k = Math.max(least, k / 2);
             try {
                 attempt.accept(k);

@@ -44,6 +44,8 @@ import static dev.ferrite.dir.AllocationGroup.lock;
 final class FreeSpace {
     /** Free extents looked at for blocks that are not busy before giving up and forcing the log. */
     private static final int BUSY_CANDIDATES = 8;
+    /** Free extents {@link #findUsableAnywhere} looks at before it gives up. */
+    private static final int REFILL_CANDIDATES = 4096;
     /** Tree operations one free-list refill transaction runs at most. */
     private static final int REFILL_OPS = 2;
     /**
@@ -335,6 +337,26 @@ final class FreeSpace {
     }
 
     /**
+     * Up to {@code want} blocks, at least {@code min}, that are not busy, looked for further than {@link
+     * #findUsable} looks: the free extents from the smallest of {@code min} blocks up, up to {@value
+     * #REFILL_CANDIDATES} of them. For a free list's refill, and an allocation inside a journal group,
+     * which no wait helps: where free space lies in small extents, many of them busy (the group's frees,
+     * busy to its end), findUsable looks at a few extents of the length wanted and at the largest, all busy,
+     * while most of the group's free blocks are not; a group's free then failed for want of a refill.
+     */
+    private long[] findUsableAnywhere(Txn txn, int min, int want) {
+        long e = extentAtLeast(txn, min);
+        for (int i = 0; i < REFILL_CANDIDATES && e >= 0; i++) {
+            long r = usableEnd(e, min, want);
+            if (r >= 0) {
+                return new long[] {e, r};
+            }
+            e = cntFind(txn, extentLength(e), extentStart(e) + 1, BTree.Match.CEILING);
+        }
+        return null;
+    }
+
+    /**
      * Up to {@code want} blocks, at least {@code min}, from inside free extent {@code e} that are not busy,
      * or -1: for when busy blocks lie at both its ends, as blocks just freed next to it do (a table's
      * tree giving back nodes one commit, and taking blocks the next). Waiting for them instead would
@@ -441,7 +463,10 @@ final class FreeSpace {
             txn.release(agf);
             return AllocOutcome.NO_SPACE;
         }
-        long[] at = findUsable(txn, e, len, len, -1); // from that extent on: searched once
+        long[] at = leavesHeldBack(len) ? findUsable(txn, e, len, len, -1) : null; // from that extent on: searched once
+        if (at == null && leavesHeldBack(len) && cache.journal().holdsGroup()) {
+            at = findUsableAnywhere(txn, len, len); // no wait frees the group's busy blocks: look further
+        }
         if (at == null) {
             txn.release(agf);
             return AllocOutcome.BUSY;
@@ -508,7 +533,7 @@ final class FreeSpace {
                 txn.release(agf);
                 return AllocOutcome.NO_SPACE;
             }
-            long[] first = findUsable(txn, 1, 2);
+            long[] first = leavesHeldBack(2) ? findUsable(txn, 1, 2) : null;
             boolean apart = first != null && extentLength(first[1]) == 1;
             long[] second = apart ? findUsable(txn, extentAtLeast(txn, 1), 1, 1, first[0]) : null;
             if (first == null || apart && second == null) {
@@ -547,7 +572,8 @@ final class FreeSpace {
      */
     AllocOutcome allocBlocksNear(Txn txn, long near, int len, boolean apart) {
         lock(txn, agf);
-        if (agfl.holds(RESERVE) && u64(agf.data(), FREE_BLOCKS) >= len + heldBack() && near > start && near < start + length) {
+        if (agfl.holds(RESERVE) && u64(agf.data(), FREE_BLOCKS) >= len + heldBack() && near > start && near < start + length
+                && leavesHeldBack(len)) {
             long e = bnoFind(txn, (int) (near - start), BTree.Match.CEILING);
             if (e >= 0 && extentStart(e) == near - start && extentLength(e) >= len && usableEnd(e, len, len) == extent(extentStart(e), len)) {
                 takeCharged(txn, e, extent(extentStart(e), len));
@@ -565,6 +591,20 @@ final class FreeSpace {
             }
         }
         return allocBlocks(txn, len);
+    }
+
+    /**
+     * With the AGF held: whether the group's free blocks that are not busy leave {@link #heldBack} after
+     * {@code len} more are taken. The free lists refill only from blocks not busy, and inside a journal
+     * group the blocks the group freed stay busy to its end: an allocation that counted them as free took
+     * the last blocks that were not, and the group's next free, finding its free list short, could not
+     * refill it, nor could the undo of the group that failed there (a 16 KiB table's batch of 1,000
+     * overwrites shut the volume down with 43% of it free). Not so: {@code BUSY}, and an allocator inside
+     * a group goes to another group, one outside waits for a force.
+     */
+    boolean leavesHeldBack(long len) {
+        long free = u64(agf.data(), FREE_BLOCKS), need = len + heldBack();
+        return free - busyData.keptBlocks() >= need || free - busyData.busyBlocks() >= need;
     }
 
     /** Whether any of group blocks {@code [s, s + len)} is busy. */
@@ -749,6 +789,9 @@ final class FreeSpace {
             return AllocOutcome.NO_SPACE;
         }
         long[] at = findUsable(txn, 1, want);
+        if (at == null) {
+            at = findUsableAnywhere(txn, 1, want);
+        }
         if (at == null) {
             return AllocOutcome.BUSY;
         }

@@ -209,7 +209,8 @@ final class InodeAllocator {
         AllocOutcome outcome = !agfl.holds(RESERVE) ? AllocOutcome.NEEDS_REFILL
                 : u64(agf.data(), FREE_BLOCKS) < CHUNK_BLOCKS + space.heldBack()
                         || !space.hasExtent(txn, CHUNK_BLOCKS) ? AllocOutcome.NO_SPACE
-                : (at = space.findUsable(txn, CHUNK_BLOCKS, CHUNK_BLOCKS)) == null ? AllocOutcome.BUSY : AllocOutcome.DONE;
+                : !space.leavesHeldBack(CHUNK_BLOCKS) || (at = space.findUsable(txn, CHUNK_BLOCKS, CHUNK_BLOCKS)) == null ? AllocOutcome.BUSY
+                : AllocOutcome.DONE;
         if (outcome == AllocOutcome.NO_SPACE) {
             space.noChunkRoom();
         }

@@ -51,6 +51,27 @@ class BusyExtentsTest {
         assertEquals(0, busy.size());
     }
 
+    /** The busy block count that keeps an allocation from taking the last free blocks that are not busy. */
+    @Test
+    void theBlocksCountedBusyFollowFreesUndoesAndDurability() {
+        AtomicLong durable = new AtomicLong(0);
+        BusyExtents busy = new BusyExtents(durable::get);
+        busy.add(10, 4).settle(1);
+        BusyExtents.Entry undone = busy.add(20, 6);
+        busy.add(40, 8).settle(2);
+        assertEquals(18, busy.keptBlocks());
+        busy.remove(undone);
+        busy.remove(undone);
+        assertEquals(12, busy.busyBlocks(), "an undone free's blocks are no longer busy, and go once");
+        durable.set(1);
+        assertEquals(12, busy.keptBlocks(), "an entry durable but not swept yet still counts");
+        assertEquals(8, busy.busyBlocks(), "swept out");
+        busy.add(12, 2).settle(3); // blocks the swept entry had, allocated and freed again
+        assertEquals(10, busy.keptBlocks());
+        durable.set(3);
+        assertEquals(0, busy.busyBlocks());
+    }
+
     @Test
     void freeingBusyBlocksAgainIsABugThatIsReported() {
         AtomicLong durable = new AtomicLong(0);

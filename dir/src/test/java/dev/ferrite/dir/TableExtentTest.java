@@ -179,6 +179,16 @@ class TableExtentTest {
         }
     }
 
+    /** The options of the churn tests' volumes: a log of 32 MiB. */
+    private static final VolumeOptions CHURN = VolumeFixtures.OPTIONS.withLogBlocks(8192);
+
+    /** A RAM device of {@code blocks} 4 KiB blocks formatted with {@link #CHURN}. */
+    private static MemoryDevice churnDevice(int blocks) {
+        MemoryDevice dev = MemoryDevice.create(blocks, 4096);
+        Volume.format(dev, CHURN);
+        return dev;
+    }
+
     /**
      * A {@code NONE} writer replacing medium values (each a group: the new value's extent allocated, the
      * old one's freed) with nothing forcing the log: back-to-back groups kept one CIL context current, so
@@ -191,12 +201,9 @@ class TableExtentTest {
     @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
     void aNoneWriterReplacingMediumValuesKeepsFindingSpaceThoughItsFreedBlocksStayBusy() {
-        MemoryDevice dev = MemoryDevice.create(65_536, 4096);
-        VolumeOptions options = VolumeFixtures.OPTIONS.withLogBlocks(8192);
-        Volume.format(dev, options);
         int live = 512, churn = 12_000;
         byte[] value = new byte[16 << 10];
-        try (Volume v = Volume.open(dev, options); Table t = v.tables().create("t").withDurability(Durability.NONE)) {
+        try (Volume v = Volume.open(churnDevice(65_536), CHURN); Table t = v.tables().create("t").withDurability(Durability.NONE)) {
             long freeBefore = spare(v) + treeBlocks(t);
             assertTrue(churn * 4L > 2L * v.geometry().agBlocks(), "the churn frees more than two groups' worth of blocks");
             for (int i = 0; i < live + churn; i++) {
@@ -214,6 +221,56 @@ class TableExtentTest {
                 assertEquals((byte) (i >>> 8), got[got.length - 1], "key " + i);
             }
             assertEquals(live, t.deleteRange(null, null));
+            v.sync();
+            assertEquals(freeBefore, spare(v) + treeBlocks(t), "every block came back");
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /**
+     * Write transactions of 1,000 overwrites of 16 KiB values (each group freeing 4,000 blocks, busy to its
+     * end, and allocating as many) on a volume whose free space lies in extents of a value's length after
+     * single overwrites. Inside a group, allocations for the table's tree reserve and refills of the
+     * free-space trees' free lists looked at a few free extents of the length wanted and at the largest,
+     * all busy, and gave up while most free blocks were not busy: the tree's refill failed (even for one
+     * block), or a free did and then its group's undo, which shut the volume down with 43% of it free
+     * (`bench kv --value-sizes 16K --phases batch`). Every batch commits, and every block comes back.
+     */
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void batchesOfOverwritesRefillTheFreeListsFromBlocksTheyDidNotFree() {
+        Random rnd = new Random(SEED);
+        int keys = 4_000;
+        byte[] value = new byte[16 << 10];
+        try (Volume v = Volume.open(churnDevice(32_768), CHURN); Table t = v.tables().create("t").withDurability(Durability.NONE)) {
+            t.put(b("first"), value); // the feature and the tree's first blocks, before the count
+            long freeBefore = spare(v) + treeBlocks(t);
+            for (int i = 0; i < keys; i++) {
+                t.put(b(String.format("k%06d", i)), value);
+            }
+            for (int i = 0; i < keys; i++) { // single overwrites: the free space in extents of 4 blocks
+                value[0] = (byte) i;
+                t.put(b(String.format("k%06d", rnd.nextInt(keys))), value);
+            }
+            v.sync();
+            byte[] last = new byte[keys];
+            for (int batch = 0; batch < 4; batch++) {
+                try (WriteTransaction tx = v.begin(Durability.NONE)) {
+                    for (int j = 0; j < 1_000; j++) {
+                        int k = rnd.nextInt(keys);
+                        value[0] = (byte) (batch * 1_000 + j);
+                        last[k] = value[0];
+                        tx.put(t, b(String.format("k%06d", k)), value);
+                    }
+                    tx.commit();
+                }
+            }
+            for (int k = 0; k < keys; k++) {
+                if (last[k] != 0) {
+                    assertEquals(last[k], t.get(b(String.format("k%06d", k)))[0], "key " + k);
+                }
+            }
+            assertEquals(keys, t.deleteRange(b("k"), null));
             v.sync();
             assertEquals(freeBefore, spare(v) + treeBlocks(t), "every block came back");
             VolumeFixtures.assertChecked(v.namespace());
