@@ -392,6 +392,11 @@ final class AllocationGroup {
         return space.releaseData(txn, block, len);
     }
 
+    /** {@link FreeSpace#replaceData}. */
+    AllocOutcome replaceData(Txn txn, int len, long block, int oldLen) {
+        return space.replaceData(txn, len, block, oldLen);
+    }
+
     /** {@link FreeSpace#retakeData}. */
     AllocOutcome retakeData(Txn txn, long block, int len, BusyExtents.Entry busy) {
         return space.retakeData(txn, block, len, busy);

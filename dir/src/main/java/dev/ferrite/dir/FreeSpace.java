@@ -688,6 +688,36 @@ final class FreeSpace {
     }
 
     /**
+     * A replacing put's two changes of this group in one transaction: {@code len} contiguous blocks
+     * allocated as {@link #allocClaiming} does, then {@code [block, block + oldLen)}, the value the new one
+     * replaces, freed as {@link #releaseData} does, busy until {@code txn} is durable. The free list must
+     * hold its reserve and an allocation's use of it ({@link AllocationGroup#OP_BLOCKS}) before either, so
+     * that the free never finds it short once the allocation is made.
+     *
+     * @return DONE (the new blocks at {@link #allocatedBlock}, the freed ones at {@link #freedData}); or
+     *         NO_SPACE, NEEDS_REFILL or BUSY with nothing changed and the AGF released
+     */
+    AllocOutcome replaceData(Txn txn, int len, long block, int oldLen) {
+        if (!counters.claim(len + OP_BLOCKS)) {
+            return AllocOutcome.NO_SPACE;
+        }
+        try {
+            lock(txn, agf);
+            if (!agfl.holds(RESERVE + OP_BLOCKS)) {
+                txn.release(agf);
+                return AllocOutcome.NEEDS_REFILL;
+            }
+            AllocOutcome r = allocBlocks(txn, len);
+            if (r == AllocOutcome.DONE && releaseData(txn, block, oldLen) != AllocOutcome.DONE) {
+                throw new IllegalStateException("group " + agno + "'s free list fell below its reserve in one allocation");
+            }
+            return r;
+        } finally {
+            counters.release(len + OP_BLOCKS);
+        }
+    }
+
+    /**
      * Takes back {@code [block, block + len)} (device blocks of this group) in {@code txn}, undoing a
      * {@link #releaseData} of them whose transaction {@code busy} came from (its sequence not durable
      * yet, so its blocks are still busy and free): they leave free space and stop being busy.

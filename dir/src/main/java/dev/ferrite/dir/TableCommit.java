@@ -192,13 +192,13 @@ final class TableCommit {
     /**
      * A single write's PUT of medium {@code value} itself (checksum {@code crc}) into an extent, as {@link
      * #apply} (the key's stripe held, the table entered), in one transaction with no group: an allocation
-     * group's AGF first (the table's home group's, or the next with room), the value's blocks allocated,
-     * its write left to the log in the room {@link TableExtents#prepareSingle} reserved, the key's change
-     * ordered after data. The transaction recovers
-     * the allocation and the stub together or neither. NEEDS_GROUP, nothing changed, if it is not a plain
-     * allocation: a snapshot open, the key naming a value kept out of line (its blocks or chunks go too),
-     * no group with a free run of the blocks that is not busy and a free list that needs no refill
-     * ({@link TableExtents#writeSingle}).
+     * group's AGF first (the table's home group's, or the next with room; for a key naming an extent
+     * value, that value's group, whose blocks it frees there too), the value's blocks allocated, its write
+     * left to the log in the room {@link TableExtents#prepareSingle} reserved, the key's change ordered
+     * after data. The transaction recovers the allocation, the free and the stub together or none of them.
+     * NEEDS_GROUP, nothing changed, if it is not that: a snapshot open, the key naming a value kept out of
+     * line otherwise (chunks or a blob), no group with a free run of the blocks that is not busy and a
+     * free list that needs no refill ({@link TableExtents#writeSingle}, {@link TableExtents#replaceSingle}).
      *
      * @return CHANGED, NEEDS_GROUP or NO_LOG_SPACE; on CHANGED the reserved room is used
      */
@@ -211,24 +211,39 @@ final class TableCommit {
         }
         BTree tree = t.tree();
         long found = tree.find(null, k, BTree.Match.EXACT, keyOut, valueOut); // holding nothing: the stripe keeps the key's value
-        if (found >= 0 && TableValueFormat.kind(valueOut, BTree.foundValueLength(found), t.inode.ino) != TableValueFormat.INLINE) {
-            return NEEDS_GROUP;
+        TableValueFormat.Extent old = null;
+        if (found >= 0) {
+            byte kind = TableValueFormat.kind(valueOut, BTree.foundValueLength(found), t.inode.ino);
+            if (kind == TableValueFormat.EXTENT) {
+                old = TableValueFormat.readExtent(valueOut);
+            } else if (kind != TableValueFormat.INLINE) {
+                return NEEDS_GROUP;
+            }
         }
-        int groupItems = extents.homeGroup(t.inode.ino).blockItems();
-        int items = 2 + tree.reservation() + groupItems;
+        AllocationGroup ag = old != null ? extents.groupOf(old) : extents.homeGroup(t.inode.ino);
+        int groupItems = ag.blockItems();
+        int items = 2 + tree.reservation() + (old != null ? 2 * groupItems : groupItems); // a replacement allocates and frees
         Txn begun = Txn.tryBegin(cache, items);
         if (begun == null) {
             refused = items;
             return NO_LOG_SPACE;
         }
+        BusyExtents.Entry freed = null;
         try (Txn txn = begun) {
-            TableValueFormat.Extent x = extents.writeSingle(txn, t.inode.ino, groupItems, value, crc);
+            TableValueFormat.Extent x = old != null ? extents.replaceSingle(txn, old, value, crc)
+                    : extents.writeSingle(txn, t.inode.ino, groupItems, value, crc);
             if (x == null) {
                 return NEEDS_GROUP; // nothing logged: the transaction ends without a commit
+            }
+            if (old != null) {
+                freed = ag.freedData(txn);
             }
             tree.put(txn, k, MemorySegment.ofArray(TableValueFormat.extent(x)));
             txn.orderAfterData(); // its blocks are written by the log before the checkpoint
             seq = txn.commit();
+        }
+        if (freed != null) {
+            freed.settle(seq); // busy until the free is durable: a crash before gives the key its old value back
         }
         return CHANGED;
     }

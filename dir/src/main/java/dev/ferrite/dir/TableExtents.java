@@ -176,6 +176,29 @@ final class TableExtents {
         return null;
     }
 
+    /**
+     * {@link #writeSingle} for a put over the key's extent value {@code old}: allocates the new value's
+     * blocks in {@code old}'s group and frees {@code old}'s there, in {@code txn} (one AGF, taken before any
+     * node of the table's tree), leaving the new value's write to the log and dropping {@code old}'s frames
+     * (after its pending write, if it has one). Returns the new value's stub fields, the room used (its
+     * freed blocks at the group's {@link AllocationGroup#freedData}); or null, nothing changed, no AGF held
+     * and the room still reserved, if that group has no free run of the blocks that is not busy, or its
+     * free list wants a refill (the put then goes through a group).
+     */
+    TableValueFormat.Extent replaceSingle(Txn txn, TableValueFormat.Extent old, MemorySegment value, int crc) {
+        AllocationGroup ag = groupOf(old);
+        int n = (int) value.byteSize();
+        if (ag.needsRefill() || ag.replaceData(txn, blocks(n), old.block(), old.blocks(blockSize)) != AllocOutcome.DONE) {
+            return null;
+        }
+        forget(old);
+        TableValueFormat.Extent x = new TableValueFormat.Extent(ag.allocatedBlock(txn), n, crc);
+        if (!writeBack.deferReserved(x, value)) {
+            writeThrough(x, value);
+        }
+        return x;
+    }
+
     /** {@code len} contiguous blocks in a transaction of their own, from group {@code home} on; -1 if no group has them. */
     private long allocate(int len, int home) {
         for (int g = 0; g < geometry.agCount(); g++) {

@@ -651,8 +651,9 @@ public final class Tables {
      * from finding the reserve dry. One that writes a value out of line or replaces one goes through
      * {@link #commit} (a group: the blob's renames, or the medium value's chunks, go with the key's change),
      * but for a delete or inline put over an extent value with no snapshot open, which frees the value's
-     * blocks in its own transaction ({@link TableCommit#apply}), and a put of a medium value over an absent
-     * or inline one, which allocates its extent there ({@link TableCommit#putExtent}).
+     * blocks in its own transaction ({@link TableCommit#apply}), and a put of a medium value over an absent,
+     * inline or extent value, which allocates its extent there, and frees the one it replaces
+     * ({@link TableCommit#putExtent}).
      */
     boolean single(Table t, MemorySegment key, MemorySegment value, int op) {
         return single(t, key, value, op, t.durability());
