@@ -453,6 +453,15 @@ final class FreeSpace {
      *         nothing changed and the AGF released
      */
     AllocOutcome allocBlocks(Txn txn, int len) {
+        return allocBlocks(txn, len, false);
+    }
+
+    /**
+     * {@link #allocBlocks}, looking past the few extents it looks at for blocks that are not busy
+     * ({@link #findUsableAnywhere}) if {@code wide} or inside a journal group, where no wait frees the
+     * group's busy blocks.
+     */
+    private AllocOutcome allocBlocks(Txn txn, int len, boolean wide) {
         lock(txn, agf);
         if (!agfl.holds(RESERVE)) {
             txn.release(agf);
@@ -464,8 +473,8 @@ final class FreeSpace {
             return AllocOutcome.NO_SPACE;
         }
         long[] at = leavesHeldBack(len) ? findUsable(txn, e, len, len, -1) : null; // from that extent on: searched once
-        if (at == null && leavesHeldBack(len) && cache.journal().holdsGroup()) {
-            at = findUsableAnywhere(txn, len, len); // no wait frees the group's busy blocks: look further
+        if (at == null && leavesHeldBack(len) && (wide || cache.journal().holdsGroup())) {
+            at = findUsableAnywhere(txn, len, len);
         }
         if (at == null) {
             txn.release(agf);
@@ -707,7 +716,7 @@ final class FreeSpace {
                 txn.release(agf);
                 return AllocOutcome.NEEDS_REFILL;
             }
-            AllocOutcome r = allocBlocks(txn, len);
+            AllocOutcome r = allocBlocks(txn, len, true); // its alternative is a journal group's three transactions
             if (r == AllocOutcome.DONE && releaseData(txn, block, oldLen) != AllocOutcome.DONE) {
                 throw new IllegalStateException("group " + agno + "'s free list fell below its reserve in one allocation");
             }
