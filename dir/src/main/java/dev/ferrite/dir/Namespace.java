@@ -1014,15 +1014,16 @@ public final class Namespace {
     /**
      * Checks the whole volume: the allocation groups (headers, free space, inode chunks and their trees)
      * and, from the root down, every directory, inode and orphan. It first finishes the write-back that
-     * last closes deferred (so that closed files hold still), then reads only: run it while nothing
-     * changes the volume.
+     * last closes deferred (so that closed files hold still), and it holds back the background deletion of
+     * doomed table blobs, waiting for one under way ({@link TableBlobs#holdingDeletions}); then it reads
+     * only: run it while nothing else changes the volume.
      *
      * @return every problem found, each with its kind and where; {@link CheckReport#clean()} for a sound volume
      * @throws dev.ferrite.io.CorruptionException if a block it reads fails verification
      */
     public CheckReport check() {
         files.buffered.finishClosed();
-        return checker.check();
+        return volume.tables().blobs.holdingDeletions(checker::check);
     }
 
     // ------------------------------------------------------------------ the table catalog's names (Tables)

@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Supplier;
 import java.util.zip.CRC32C;
 
 import dev.ferrite.io.CorruptionException;
@@ -45,7 +46,8 @@ final class TableBlobs {
     private final ConcurrentLinkedQueue<Long> doomed = new ConcurrentLinkedQueue<>();
     /**
      * Held while taking a doomed blob off the queue and deleting it, by the reaper and by a sync: a sync
-     * that holds it knows that the blobs the reaper took are gone, and deletes the rest itself.
+     * that holds it knows that the blobs the reaper took are gone, and deletes the rest itself. A volume
+     * check holds it throughout ({@link #holdingDeletions}).
      */
     private final ReentrantLock reaping = new ReentrantLock();
     final BlobReaper reaper = new BlobReaper(this::reap);
@@ -193,6 +195,23 @@ final class TableBlobs {
                     return;
                 }
             }
+        } finally {
+            reaping.unlock();
+        }
+    }
+
+    /**
+     * Runs {@code read} with no doomed blob being deleted meanwhile: waits for the deletion under way, if
+     * any, and holds the reaper back from the next until {@code read} returns. For the volume check, which
+     * reads the namespace and the groups without locks: a deletion is several transactions (the name, the
+     * file's extents, its inode), so a check beside one found a blob's blocks both a file's and free, or an
+     * inode named but without links. Doomed blobs it holds back stay as {@code d<id>} files, which a check
+     * accepts.
+     */
+    <T> T holdingDeletions(Supplier<T> read) {
+        reaping.lock();
+        try {
+            return read.get();
         } finally {
             reaping.unlock();
         }

@@ -5,6 +5,7 @@ import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.List;
 import java.util.Random;
+import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -35,7 +36,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * Doomed table blobs are deleted by the background reaper ({@link BlobReaper}), not by the commit that
  * doomed them: with the reaper held back, a delete returns with its blob doomed; a sync deletes what the
- * reaper has not (its space exactly free again), except what an open snapshot may read; an unmount deletes
+ * reaper has not (its space exactly free again), except what an open snapshot may read; a check waits for
+ * the deletion under way; an unmount deletes
  * what is still queued; a crash before the reaper ran leaves the doomed blob to the mount, which deletes it;
  * a sync after the journal shut down throws instead of waiting. The volume checks clean throughout.
  */
@@ -80,41 +82,70 @@ class BlobReaperTest {
         assertTrue(files.stream().allMatch(f -> f.startsWith("d")), "seed " + SEED + ": " + files);
     }
 
+    /**
+     * Puts and deletes a blob value, holds the reaper once it has taken the blob off the queue, and runs
+     * {@code op} on another thread, which must wait for that deletion ({@code what} says what it did if it
+     * did not); then lets the reaper go and returns what {@code op} returned.
+     */
+    private static <T> T waitsForTheBlobTheReaperIsDeleting(Volume v, Table t, Random rnd, Callable<T> op, String what) throws Exception {
+        CountDownLatch taken = new CountDownLatch(1);
+        CountDownLatch go = new CountDownLatch(1);
+        v.tables().blobs.whileReaping = () -> {
+            if (Thread.currentThread().getName().equals("ferrite-blob-reaper")) {
+                taken.countDown();
+                try {
+                    go.await(120, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        };
+        t.put(b("k"), random(rnd, BLOB));
+        t.delete(b("k"));
+        assertTrue(taken.await(60, TimeUnit.SECONDS), "the reaper took the doomed blob");
+        ExecutorService other = Executors.newSingleThreadExecutor();
+        try {
+            Future<T> done = other.submit(op);
+            // nothing is queued now, yet the blob is not deleted: op must wait for the reaper
+            assertThrows(TimeoutException.class, () -> done.get(300, TimeUnit.MILLISECONDS), "seed " + SEED + ": " + what);
+            go.countDown();
+            return done.get(60, TimeUnit.SECONDS);
+        } finally {
+            go.countDown();
+            other.shutdown();
+        }
+    }
+
     @Test
     void aSyncWaitsForTheBlobTheReaperIsDeleting() throws Exception {
         Random rnd = new Random(SEED);
         try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
             long free = warmedUp(v, t, rnd, 2);
-            CountDownLatch taken = new CountDownLatch(1);
-            CountDownLatch go = new CountDownLatch(1);
-            v.tables().blobs.whileReaping = () -> { // the reaper holds the blob it took off the queue
-                if (Thread.currentThread().getName().equals("ferrite-blob-reaper")) {
-                    taken.countDown();
-                    try {
-                        go.await(120, TimeUnit.SECONDS);
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                    }
-                }
-            };
-            t.put(b("k"), random(rnd, BLOB));
-            t.delete(b("k"));
-            assertTrue(taken.await(60, TimeUnit.SECONDS), "the reaper took the doomed blob");
-            ExecutorService sync = Executors.newSingleThreadExecutor();
-            try {
-                Future<?> done = sync.submit(v::sync);
-                // nothing is queued now, yet the blob is not deleted: the sync must wait for the reaper
-                assertThrows(TimeoutException.class, () -> done.get(300, TimeUnit.MILLISECONDS),
-                        "seed " + SEED + ": a sync returned while the reaper was still deleting a blob doomed before it");
-                go.countDown();
-                done.get(60, TimeUnit.SECONDS);
-            } finally {
-                go.countDown();
-                sync.shutdown();
-            }
+            waitsForTheBlobTheReaperIsDeleting(v, t, rnd, () -> {
+                v.sync();
+                return null;
+            }, "a sync returned while the reaper was still deleting a blob doomed before it");
             assertEquals(List.of(), blobFiles(v), "seed " + SEED);
             assertEquals(free, freeCountingReserve(v), "seed " + SEED);
             VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /**
+     * A check beside the reaper's deletion of a blob (its name, extents and inode in several transactions)
+     * found the blob's blocks both its file's and free, or its inode named but without links: it waits for
+     * the deletion under way (and holds the next back), as a sync does.
+     */
+    @Test
+    void aCheckWaitsForTheBlobTheReaperIsDeleting() throws Exception {
+        Random rnd = new Random(SEED);
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            long free = warmedUp(v, t, rnd, 2);
+            CheckReport report = waitsForTheBlobTheReaperIsDeleting(v, t, rnd, () -> v.namespace().check(),
+                    "a check ran while the reaper was deleting a blob");
+            assertTrue(report.clean(), "seed " + SEED + ": " + report);
+            assertEquals(List.of(), blobFiles(v), "seed " + SEED);
+            assertEquals(free, freeCountingReserve(v), "seed " + SEED);
         }
     }
 
