@@ -1157,6 +1157,7 @@ class TableExtentTest {
         int chunk = (int) (OffHeap.HUGE_PAGE / 4096);
         int frames = 2 * chunk + 100, values = (2 * chunk + 96) / 4; // 4 frames a value: none evicted
         VolumeOptions options = VolumeFixtures.OPTIONS.withDataCacheBytes(frames * 4096L);
+        long fallbacks = HugePages.faultFallbacks();
         try (Volume v = Volume.open(VolumeFixtures.formatted(), options); Table t = v.tables().create("t")) {
             byte[][] vals = new byte[values][];
             for (int i = 0; i < values; i++) {
@@ -1171,8 +1172,11 @@ class TableExtentTest {
             MemorySegment memory = v.pageCache().slab(0);
             assertEquals(0, memory.address() % OffHeap.HUGE_PAGE, "the frames' memory aligned to huge pages");
             assumeTrue(HugePages.available(), "transparent huge pages are off");
-            assertTrue(HugePages.kilobytesAt(memory.address()) >= 2 * (OffHeap.HUGE_PAGE >> 10),
-                    "the two whole chunks in huge pages: " + HugePages.kilobytesAt(memory.address()) + " KiB");
+            long kib = HugePages.kilobytesAt(memory.address());
+            // fragmented memory (a build beside it) can leave the kernel without huge pages to give: 2 runs in 8 under load
+            assumeTrue(kib >= 2 * (OffHeap.HUGE_PAGE >> 10) || HugePages.faultFallbacks() == fallbacks,
+                    "the kernel fell back to 4 KiB pages meanwhile: " + kib + " KiB in huge pages");
+            assertTrue(kib >= 2 * (OffHeap.HUGE_PAGE >> 10), "the two whole chunks in huge pages: " + kib + " KiB");
         }
     }
 

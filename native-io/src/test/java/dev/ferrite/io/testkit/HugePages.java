@@ -19,6 +19,24 @@ public final class HugePages {
         }
     }
 
+    /**
+     * The kernel's count of faults that wanted a huge page and fell back to small pages (memory too
+     * fragmented, or short), system-wide, from /proc/vmstat; 0 where it is not kept. A test whose memory
+     * lies in fewer huge pages than it wanted, while this count rose, met the kernel's limit, not a bug.
+     */
+    public static long faultFallbacks() {
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc/vmstat"))) {
+                if (line.startsWith("thp_fault_fallback ")) {
+                    return Long.parseLong(line.substring(line.indexOf(' ') + 1).trim());
+                }
+            }
+            return 0;
+        } catch (IOException e) {
+            return 0;
+        }
+    }
+
     /** Kilobytes of anonymous huge pages in the mapping of this process that holds {@code address}, from /proc/self/smaps; 0 if none. */
     public static long kilobytesAt(long address) {
         try {
