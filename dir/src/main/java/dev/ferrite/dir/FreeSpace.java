@@ -472,8 +472,9 @@ final class FreeSpace {
             txn.release(agf);
             return AllocOutcome.NO_SPACE;
         }
-        long[] at = leavesHeldBack(len) ? findUsable(txn, e, len, len, -1) : null; // from that extent on: searched once
-        if (at == null && leavesHeldBack(len) && (wide || cache.journal().holdsGroup())) {
+        boolean room = leavesHeldBack(len);
+        long[] at = room ? findUsable(txn, e, len, len, -1) : null; // from that extent on: searched once
+        if (at == null && room && (wide || cache.journal().holdsGroup())) {
             at = findUsableAnywhere(txn, len, len);
         }
         if (at == null) {
