@@ -27,7 +27,7 @@ import dev.ferrite.io.CorruptionException;
  * written and allocated before the key names it, and a replaced or deleted one's blocks freed after its
  * key changed, all in the group; undone by freeing the new blocks and taking the freed ones back (a
  * single write that deletes one, or puts an inline value over it, with no snapshot open, frees the blocks
- * in its own transaction instead, before the key's change; one that puts a medium value over an absent
+ * in its own transaction instead, with the key's change ({@link #deleteExtent}); one that puts a medium value over an absent
  * or inline one allocates and writes its extent so, {@link #putExtent}: no group, nothing to undo). One
  * thread uses an instance; an undoable one is its thread's, claimed by each commit and cleared when
  * the commit ends, however it ends ({@link #claim}, {@link #release}).
@@ -146,7 +146,7 @@ final class TableCommit {
      * single write) answers NEEDS_GROUP, having changed nothing, when the key names a blob or a medium
      * value in chunks (its change must doom the blob, or delete the chunks, in a group), or an extent value
      * while a snapshot is open (the group reads its bytes first) or its group's free list needs a refill;
-     * else it frees a replaced or deleted extent value's blocks in its transaction, before the key's change. It does not wait for log
+     * else it frees a replaced or deleted extent value's blocks in its transaction, with the key's change. It does not wait for log
      * space, since its caller has entered the table, which writers holding theirs may wait to lock: it
      * answers NO_LOG_SPACE, having changed nothing, and its caller leaves and {@link #awaitLogSpace}s.
      *
