@@ -387,6 +387,11 @@ final class AllocationGroup {
         return space.allocatedBlock(txn);
     }
 
+    /** {@link FreeSpace#lockForRelease}. */
+    boolean lockForRelease(Txn txn) {
+        return space.lockForRelease(txn);
+    }
+
     /** {@link FreeSpace#releaseData}. */
     AllocOutcome releaseData(Txn txn, long block, int len) {
         return space.releaseData(txn, block, len);

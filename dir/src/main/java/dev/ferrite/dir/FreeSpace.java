@@ -647,14 +647,26 @@ final class FreeSpace {
      * @return DONE; or NEEDS_REFILL, with nothing changed and the AGF released
      */
     AllocOutcome releaseBlocks(Txn txn, long block, int len) {
-        lock(txn, agf);
-        if (!agfl.holds(RESERVE)) {
-            txn.release(agf);
+        if (!lockForRelease(txn)) {
             return AllocOutcome.NEEDS_REFILL;
         }
         freeExtent(txn, (int) (block - start), len);
         counters.repay(len);
         return AllocOutcome.DONE;
+    }
+
+    /**
+     * Takes the AGF in {@code txn} for a {@link #releaseBlocks} or {@link #releaseData} to come, which then
+     * cannot answer NEEDS_REFILL while {@code txn} holds it (nothing else takes from the free list
+     * meanwhile). False, with the AGF released, if the free list needs a refill first.
+     */
+    boolean lockForRelease(Txn txn) {
+        lock(txn, agf);
+        if (!agfl.holds(RESERVE)) {
+            txn.release(agf);
+            return false;
+        }
+        return true;
     }
 
     /**

@@ -27,7 +27,7 @@ import dev.ferrite.io.CorruptionException;
  * written and allocated before the key names it, and a replaced or deleted one's blocks freed after its
  * key changed, all in the group; undone by freeing the new blocks and taking the freed ones back (a
  * single write that deletes one, or puts an inline value over it, with no snapshot open, frees the blocks
- * in its own transaction instead, before the key's change; one that puts a medium value over an absent
+ * in its own transaction instead, with the key's change ({@link #deleteExtent}); one that puts a medium value over an absent
  * or inline one allocates and writes its extent so, {@link #putExtent}: no group, nothing to undo). One
  * thread uses an instance; an undoable one is its thread's, claimed by each commit and cleared when
  * the commit ends, however it ends ({@link #claim}, {@link #release}).
@@ -63,6 +63,11 @@ final class TableCommit {
     /** Blobs this group linked and doomed, in order (undone in reverse if it fails). */
     final List<Long> linked, doomed;
     private final MemorySegment keyOut, valueOut;
+    /** {@link #deleteExtent}'s check of the value it deletes: {@link #freeableIn}'s. */
+    private final BTree.PriorCheck freeable = this::freeable;
+    /** During {@link #deleteExtent}: the group whose AGF it holds, and the table's inode number. */
+    private AllocationGroup freeableIn;
+    private long freeableIno;
     /** Commit sequence of the last change made. */
     long seq = -1;
     /** The applying commit's version ({@link TableVersions#beginApply}): not 0, each change records the key's prior value there first. */
@@ -141,7 +146,7 @@ final class TableCommit {
      * single write) answers NEEDS_GROUP, having changed nothing, when the key names a blob or a medium
      * value in chunks (its change must doom the blob, or delete the chunks, in a group), or an extent value
      * while a snapshot is open (the group reads its bytes first) or its group's free list needs a refill;
-     * else it frees a replaced or deleted extent value's blocks in its transaction, before the key's change. It does not wait for log
+     * else it frees a replaced or deleted extent value's blocks in its transaction, with the key's change. It does not wait for log
      * space, since its caller has entered the table, which writers holding theirs may wait to lock: it
      * answers NO_LOG_SPACE, having changed nothing, and its caller leaves and {@link #awaitLogSpace}s.
      *
@@ -322,10 +327,20 @@ final class TableCommit {
             // value), so that the transaction reserves for the free too
             long found = UNLOOKED;
             AllocationGroup freeIn = null;
+            AllocationGroup likely = t.extentFrees; // read once: other threads' deletes set it too
+            if (forward && undo == null && version == 0 && op == DELETE && likely != null && extents.inUse()) {
+                int outcome = deleteExtent(t, k, likely);
+                if (outcome != NOT_HERE) {
+                    return outcome;
+                }
+            }
             if (forward && undo == null && version == 0 && op != PUT_IF_ABSENT && extents.inUse()) {
                 found = tree.find(null, k, BTree.Match.EXACT, keyOut, valueOut);
                 if (found >= 0 && TableValueFormat.isExtent(valueOut, BTree.foundValueLength(found))) {
                     freeIn = extents.groupOf(TableValueFormat.readExtent(valueOut));
+                    if (op == DELETE) {
+                        t.extentFrees = freeIn; // the next delete takes its AGF first
+                    }
                     if (freeIn.needsRefill()) {
                         return NEEDS_GROUP; // its refill waits for log space, which a writer inside the table must not
                     }
@@ -431,6 +446,68 @@ final class TableCommit {
             }
             return CHANGED;
         }
+    }
+
+    /** What {@link #deleteExtent} answers when the key's value is not one it can delete: look it up first. */
+    private static final int NOT_HERE = -100;
+
+    /**
+     * A single DELETE (no snapshot open) of a key whose value is likely an extent value in {@code ag} (the
+     * table's last single delete found one there), in one descent: one transaction takes {@code ag}'s AGF
+     * first (the order of {@link TableExtents#freeBeforeChange}: before any node of the table's tree), then
+     * deletes the key if it holds an inline value or an extent value in {@code ag}, looking at the value
+     * under the leaf's lock, and frees that extent's blocks in the same transaction. NOT_HERE, nothing
+     * changed, if the free list needs a refill or the value lies elsewhere (another group, a blob, chunks):
+     * the caller looks the key up first, as before.
+     *
+     * @return UNCHANGED, CHANGED, NO_LOG_SPACE or NOT_HERE
+     */
+    private int deleteExtent(Table t, MemorySegment k, AllocationGroup ag) {
+        if (ag.needsRefill()) {
+            return NOT_HERE;
+        }
+        BTree tree = t.tree();
+        int items = 2 + tree.reservation() + ag.blockItems();
+        Txn begun = Txn.tryBegin(cache, items);
+        if (begun == null) {
+            refused = items;
+            return NO_LOG_SPACE;
+        }
+        try (Txn txn = begun) {
+            if (!ag.lockForRelease(txn)) {
+                return NOT_HERE; // nothing changed, the AGF let go
+            }
+            freeableIn = ag;
+            freeableIno = t.inode.ino;
+            int length = tree.deleteIf(txn, k, valueOut, freeable);
+            if (length == BTree.REFUSED) {
+                t.extentFrees = null;
+                return NOT_HERE; // nothing changed: the transaction ends without a commit
+            }
+            if (length < 0) {
+                return UNCHANGED;
+            }
+            BusyExtents.Entry freed = null;
+            if (TableValueFormat.isExtent(valueOut, length)) {
+                freed = extents.freeAfterDelete(txn, ag, TableValueFormat.readExtent(valueOut));
+            } else {
+                t.extentFrees = null; // an inline value: the next delete looks first
+            }
+            seq = txn.commit();
+            if (freed != null) {
+                freed.settle(seq); // busy until the free is durable: a crash before gives the key its stub back
+            }
+            return CHANGED;
+        } finally {
+            freeableIn = null;
+        }
+    }
+
+    /** {@link #deleteExtent}'s check: an inline value, or an extent value in the group whose AGF it holds. */
+    private boolean freeable(MemorySegment prior, int length) {
+        byte kind = TableValueFormat.kind(prior, length, freeableIno);
+        return kind == TableValueFormat.INLINE
+                || kind == TableValueFormat.EXTENT && extents.groupOf(TableValueFormat.extentBlock(prior)) == freeableIn;
     }
 
     /**

@@ -62,7 +62,11 @@ final class TableExtentWriteBack implements DeferredData {
     final long budgetBlocks;
     /** Registered values, by first block, until written (or {@link #cancel}ed). */
     private final HashMap<Long, Deferred> pending = new HashMap<>();
-    private long pendingBlocks;
+    /**
+     * Blocks counted for registered values and room reserved for them: changed under this object's lock,
+     * read without it by {@link #freed} (volatile), which needs no lock when it is 0.
+     */
+    private volatile long pendingBlocks;
     /**
      * Held by a write of the pending values (the log's, or a put's at the budget): it guards
      * {@link #staging}, {@link #batch} and {@link #wroteAhead}, and a log's write waits for a put's in flight,
@@ -146,13 +150,20 @@ final class TableExtentWriteBack implements DeferredData {
      * Value {@code x}'s blocks are being freed: true if its write is pending, which goes ahead, its frames
      * dropped after it (the caller drops them now otherwise).
      */
-    synchronized boolean freed(TableValueFormat.Extent x) {
-        Deferred d = pending.get(x.block());
-        if (d == null || !d.x.equals(x)) {
+    boolean freed(TableValueFormat.Extent x) {
+        // a value's registration and its count come before the commit of the key that names it, which comes
+        // before the free's look at the key: a count of 0 seen then is after its write was done, if it had one
+        if (pendingBlocks == 0) {
             return false;
         }
-        d.freed = true;
-        return true;
+        synchronized (this) {
+            Deferred d = pending.get(x.block());
+            if (d == null || !d.x.equals(x)) {
+                return false;
+            }
+            d.freed = true;
+            return true;
+        }
     }
 
     /** Value {@code x}'s blocks, {@link #freed}, were taken back by the group that freed them: its frames stay. */

@@ -271,7 +271,12 @@ final class TableExtents {
 
     /** The allocation group whose blocks value {@code x} lies in. */
     AllocationGroup groupOf(TableValueFormat.Extent x) {
-        return volume.group(geometry.agOfBlock(x.block()));
+        return groupOf(x.block());
+    }
+
+    /** The allocation group device block {@code block} lies in. */
+    AllocationGroup groupOf(long block) {
+        return volume.group(geometry.agOfBlock(block));
     }
 
     /**
@@ -288,6 +293,20 @@ final class TableExtents {
         forget(x);
         if (ag.releaseData(txn, x.block(), x.blocks(blockSize)) != AllocOutcome.DONE) {
             return null;
+        }
+        return ag.freedData(txn);
+    }
+
+    /**
+     * For a single delete that took {@code ag}'s AGF ({@link AllocationGroup#lockForRelease}) before any node
+     * of the table's tree and then deleted the key naming value {@code x} (in {@code ag}) in {@code txn}:
+     * frees its blocks there, as {@link #freeBeforeChange} does. The AGF held, the free cannot need a
+     * refill. Returns what the blocks are busy as.
+     */
+    BusyExtents.Entry freeAfterDelete(Txn txn, AllocationGroup ag, TableValueFormat.Extent x) {
+        forget(x);
+        if (ag.releaseData(txn, x.block(), x.blocks(blockSize)) != AllocOutcome.DONE) { // the journal shuts down rather than log the delete alone
+            throw new IllegalStateException("group " + ag.agno + " refused a free while its AGF was held");
         }
         return ag.freedData(txn);
     }

@@ -72,6 +72,31 @@ class BusyExtentsTest {
         assertEquals(0, busy.busyBlocks());
     }
 
+    /**
+     * Frees after a sync, in block order below the last synced one's (a second pass of deletes over
+     * values written again in freed blocks), sweep the durable entries out first, however many, so
+     * that they append: the list holds only what is busy, in order.
+     */
+    @Test
+    void aFreeAfterTheLastEntryBecameDurableSweepsThemAllAndAppends() {
+        AtomicLong durable = new AtomicLong(0);
+        BusyExtents busy = new BusyExtents(durable::get);
+        for (int i = 0; i < 1000; i++) {
+            busy.add(1000 + 4 * i, 4).settle(1 + i);
+        }
+        durable.set(1000);
+        BusyExtents.Entry e = busy.add(0, 4);
+        assertEquals(1, busy.size(), "the 1,000 durable entries swept at the first free after them");
+        busy.add(4, 4);
+        busy.add(12, 4);
+        assertEquals(3, busy.size());
+        assertEquals(0, busy.firstBusy(0, 100));
+        assertEquals(12, busy.firstBusy(8, 100), "in order: appended after the pending ones");
+        e.settle(1001);
+        durable.set(1001);
+        assertEquals(4, busy.firstBusy(0, 100));
+    }
+
     @Test
     void freeingBusyBlocksAgainIsABugThatIsReported() {
         AtomicLong durable = new AtomicLong(0);

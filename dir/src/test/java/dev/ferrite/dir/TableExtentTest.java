@@ -27,6 +27,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import static dev.ferrite.dir.TableTest.b;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -318,6 +320,78 @@ class TableExtentTest {
             }
             v.sync();
             assertEquals(freeBefore, spare(v) + treeBlocks(t), "every block came back");
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /**
+     * A single delete after one that freed an extent value takes that value's group's AGF first and looks at
+     * the key in the delete's own descent ({@code TableCommit#deleteExtent}), whatever the key holds: an
+     * extent value in that group (freed there, the hint kept), one in another group, an inline value, a blob
+     * (each refused or taken without a free, the hint moved or cleared, the next delete looking first), or
+     * nothing. Each is one transaction; every key reads as deleted, every block comes back, the check is clean.
+     */
+    @Test
+    void singleDeletesAfterAnExtentFreeLookAtTheKeyInTheDeleteWhateverItHolds() {
+        Random rnd = new Random(SEED);
+        int length = 16 * 1024;
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            t.put(b("first"), random(rnd, length)); // the feature and the tree's first blocks, before the count
+            long freeBefore = spare(v) + treeBlocks(t);
+            Table w = t.withDurability(Durability.NONE);
+            int n = (int) (1.5 * v.geometry().agBlocks() / (length / 4096)); // values in two groups
+            byte[] value = random(rnd, length);
+            for (int i = 0; i < n; i++) {
+                w.put(b("k" + i), value);
+            }
+            for (int i = 0; i < 20; i++) {
+                w.put(b("inline" + i), b("inline value " + i));
+            }
+            List<Integer> first = new ArrayList<>(), second = new ArrayList<>();
+            int home = v.geometry().agOfBlock(extent(t, b("k0")).block());
+            for (int i = 0; i < n; i++) {
+                (v.geometry().agOfBlock(extent(t, b("k" + i)).block()) == home ? first : second).add(i);
+            }
+            assertTrue(first.size() > 20 && second.size() > 20, "values in two groups: " + first.size() + " and " + second.size());
+            long commits = v.journalStats().commits();
+            int deletes = 0, inlines = 0;
+            for (int i = 0; i < n; i++, deletes++) {
+                List<Integer> from = (i / 3) % 2 == 0 && !first.isEmpty() || second.isEmpty() ? first : second;
+                int key = from.removeLast();
+                AllocationGroup group = v.group(v.geometry().agOfBlock(extent(t, b("k" + key)).block()));
+                assertTrue(w.delete(b("k" + key)), "key " + key);
+                assertSame(group, t.extentFrees, "the group of key " + key + "'s value, for the next delete");
+                if (i % 7 == 3 && inlines < 20) {
+                    assertTrue(w.delete(b("inline" + inlines)), "inline key " + inlines);
+                    inlines++;
+                    assertNull(t.extentFrees, "an inline value found: the next delete looks first");
+                    deletes++;
+                } else if (i % 7 == 5) {
+                    assertFalse(w.delete(b("absent" + i)), "absent key " + i);
+                    assertSame(group, t.extentFrees, "nothing found: the hint stays");
+                    deletes++;
+                }
+            }
+            long used = v.journalStats().commits() - commits;
+            assertTrue(used <= deletes + deletes / 8, deletes + " single deletes took " + used + " transactions, not about one each");
+            for (int i = 0; i < n; i++) {
+                assertNull(t.get(b("k" + i)), "key " + i);
+            }
+            assertEquals(20, inlines);
+            for (int i = 0; i < 20; i++) {
+                assertNull(t.get(b("inline" + i)), "inline key " + i);
+            }
+            v.sync();
+            assertEquals(freeBefore, spare(v) + treeBlocks(t), "every block came back");
+            VolumeFixtures.assertChecked(v.namespace());
+            // a blob met with the hint set: refused in the delete's descent, deleted through a group
+            w.put(b("blob"), random(rnd, 2 * Table.MAX_MEDIUM));
+            w.put(b("k0"), value);
+            assertTrue(w.delete(b("k0")));
+            assertTrue(t.extentFrees != null);
+            assertTrue(w.delete(b("blob")));
+            assertNull(t.get(b("blob")));
+            v.sync();
             VolumeFixtures.assertChecked(v.namespace());
         }
     }

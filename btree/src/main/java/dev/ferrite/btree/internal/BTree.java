@@ -932,7 +932,27 @@ public final class BTree {
      * for {@link #replace}, the caller keeps other writers off {@code key}.
      */
     public int delete(Txn txn, MemorySegment key, MemorySegment priorOut) {
-        return delete(txn, key, priorOut, true);
+        return delete(txn, key, priorOut, true, null);
+    }
+
+    /** A condition on the value a {@link #deleteIf} would delete, checked under its leaf's lock. */
+    @FunctionalInterface
+    public interface PriorCheck {
+        /** Whether the delete goes ahead, given the value (as much as fits of it in the caller's buffer) and its length. */
+        boolean allows(MemorySegment prior, int length);
+    }
+
+    /** What {@link #deleteIf} returns when its check refused the delete. */
+    public static final int REFUSED = -3;
+
+    /**
+     * {@link #delete(Txn, MemorySegment, MemorySegment)} only if {@code check} allows it, looking at the
+     * value copied into {@code priorOut} before anything changes: one descent where a look-up and a delete
+     * took two, for a caller that must know what the key held before it commits to the delete. Returns the
+     * value's length, -1 if the key was absent, or {@link #REFUSED} with nothing changed.
+     */
+    public int deleteIf(Txn txn, MemorySegment key, MemorySegment priorOut, PriorCheck check) {
+        return delete(txn, key, priorOut, true, check);
     }
 
     /** What {@link #deleteUnlessMerging} returns when the delete would merge nodes. */
@@ -945,10 +965,10 @@ public final class BTree {
      * tree's allocator for the blocks a merge gives back, and claims it only for the deletes that need it.
      */
     public int deleteUnlessMerging(Txn txn, MemorySegment key) {
-        return delete(txn, key, null, false);
+        return delete(txn, key, null, false, null);
     }
 
-    private int delete(Txn txn, MemorySegment key, MemorySegment priorOut, boolean merge) {
+    private int delete(Txn txn, MemorySegment key, MemorySegment priorOut, boolean merge, PriorCheck check) {
         requireKey(key);
         Path p = path();
         Buffer leaf = lockedLeaf(txn, p, key);
@@ -962,6 +982,12 @@ public final class BTree {
             return -1;
         }
         int prior = copyValue(n, i, priorOut);
+        if (check != null && !check.allows(priorOut, prior)) {
+            if (!held) {
+                txn.releaseUnchanged(leaf);
+            }
+            return REFUSED;
+        }
         int after = used(n, blockSize) - cellSize(n, i);
         if (p.depth == 1 || after >= leafMergeThreshold) {
             int base = BTreeNodeFormat.base(n);

@@ -79,4 +79,52 @@ class BTreePriorValueTest {
             assertTrue(c.ok(), c.toString());
         }
     }
+    /**
+     * {@link BTree#deleteIf} deletes only what its check allows, looking at the value in the delete's own
+     * descent: a refused key stays with its value and the transaction ends holding nothing; allowed ones
+     * go, with and without merges.
+     */
+    @Test
+    void deleteIfChangesNothingWhereItsCheckRefuses() {
+        Random rnd = new Random(SEED);
+        TreeMap<Long, byte[]> model = new TreeMap<>();
+        MemorySegment prior = MemorySegment.ofArray(new byte[BTreeNodeFormat.MAX_VALUE]);
+        try (MemoryDevice dev = MemoryDevice.create(16_384, 4096); Store s = Store.format(dev, 2048, 8L << 20)) {
+            for (long k = 0; k < 3_000; k++) {
+                byte[] v = new byte[1 + rnd.nextInt(40)];
+                rnd.nextBytes(v);
+                v[0] = (byte) (k % 3); // refused: values starting with 0
+                try (Txn txn = Txn.begin(s.cache, s.tree.reservation())) {
+                    s.tree.put(txn, MemorySegment.ofArray(Keys.ofLong(k)), MemorySegment.ofArray(v));
+                    txn.commit();
+                }
+                model.put(k, v);
+            }
+            int tallest = s.tree.height();
+            Long[] keys = model.keySet().toArray(new Long[0]);
+            Collections.shuffle(Arrays.asList(keys), rnd);
+            for (long k : keys) {
+                byte[] want = model.get(k);
+                try (Txn txn = Txn.begin(s.cache, s.tree.reservation())) {
+                    int found = s.tree.deleteIf(txn, MemorySegment.ofArray(Keys.ofLong(k)), prior,
+                            (value, length) -> length == want.length && value.get(ValueLayout.JAVA_BYTE, 0) != 0);
+                    if (want[0] == 0) {
+                        assertEquals(BTree.REFUSED, found, "key " + k);
+                        assertEquals(0, txn.held(), "refused: nothing held");
+                        continue; // the transaction ends without a commit
+                    }
+                    txn.commit();
+                    assertEquals(want.length, found, "key " + k);
+                    model.remove(k);
+                }
+            }
+            for (long k = 0; k < 3_000; k++) {
+                assertArrayEquals(model.get(k), s.tree.get(Keys.ofLong(k)), "key " + k);
+            }
+            assertTrue(tallest >= 2, "the tree grew to " + tallest + " levels");
+            assertEquals(1_000, model.size(), "the refused keys stay");
+            TreeCheck c = s.tree.check();
+            assertTrue(c.ok(), c.toString());
+        }
+    }
 }
