@@ -413,25 +413,38 @@ class TableExtentTest {
             for (int i = 0; i < n; i += 2) {
                 t.put(b("k" + i), b("inline " + i));
             }
-            for (Durability d : Durability.values()) {
-                Table w = t.withDurability(d);
-                long commits = v.journalStats().commits();
-                int changes = 0;
-                for (int i = d.ordinal(); i < n; i += Durability.values().length, changes++) {
-                    values[i] = random(rnd, mediumLength(rnd));
-                    w.put(b("k" + i), values[i]);
-                }
-                long used = v.journalStats().commits() - commits;
-                assertTrue(used <= changes + changes / 4, d + ": " + changes + " single puts of medium values took " + used
-                        + " transactions, not about one each");
+            putEachKeyInEachDurability(v, t, rnd, values, "single puts of medium values");
+            readAndDeleteEveryKey(v, t, values, freeBefore);
+        }
+    }
+
+    /** Reads back each key {@code k<i>}'s value of {@code values}, deletes it, and requires the free blocks at {@code freeBefore} again and the check clean. */
+    private static void readAndDeleteEveryKey(Volume v, Table t, byte[][] values, long freeBefore) {
+        for (int i = 0; i < values.length; i++) {
+            assertArrayEquals(values[i], t.get(b("k" + i)), "key " + i);
+            assertTrue(t.delete(b("k" + i)));
+        }
+        v.sync();
+        assertEquals(freeBefore, spare(v) + treeBlocks(t), "every block came back");
+        VolumeFixtures.assertChecked(v.namespace());
+    }
+
+    /**
+     * Puts a new medium value under each key {@code k<i>} of {@code values} (kept there), a third of them in
+     * each durability, and requires about one transaction a put ({@code what} names them in the message).
+     */
+    private static void putEachKeyInEachDurability(Volume v, Table t, Random rnd, byte[][] values, String what) {
+        for (Durability d : Durability.values()) {
+            Table w = t.withDurability(d);
+            long commits = v.journalStats().commits();
+            int changes = 0;
+            for (int i = d.ordinal(); i < values.length; i += Durability.values().length, changes++) {
+                values[i] = random(rnd, mediumLength(rnd));
+                w.put(b("k" + i), values[i]);
             }
-            for (int i = 0; i < n; i++) {
-                assertArrayEquals(values[i], t.get(b("k" + i)), "key " + i);
-                assertTrue(t.delete(b("k" + i)));
-            }
-            v.sync();
-            assertEquals(freeBefore, spare(v) + treeBlocks(t), "every block came back");
-            VolumeFixtures.assertChecked(v.namespace());
+            long used = v.journalStats().commits() - commits;
+            assertTrue(used <= changes + changes / 4, d + ": " + changes + " " + what + " took " + used
+                    + " transactions, not about one each");
         }
     }
 
@@ -454,27 +467,10 @@ class TableExtentTest {
             for (int i = 0; i < n; i++) {
                 t.put(b("k" + i), random(rnd, mediumLength(rnd)));
             }
-            for (Durability d : Durability.values()) {
-                Table w = t.withDurability(d);
-                long commits = v.journalStats().commits();
-                int changes = 0;
-                for (int i = d.ordinal(); i < n; i += Durability.values().length, changes++) {
-                    values[i] = random(rnd, mediumLength(rnd));
-                    w.put(b("k" + i), values[i]);
-                }
-                long used = v.journalStats().commits() - commits;
-                assertTrue(used <= changes + changes / 4, d + ": " + changes + " single puts over extent values took " + used
-                        + " transactions, not about one each");
-            }
+            putEachKeyInEachDurability(v, t, rnd, values, "single puts over extent values");
         }
         try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table t = v.tables().open("t")) {
-            for (int i = 0; i < n; i++) {
-                assertArrayEquals(values[i], t.get(b("k" + i)), "key " + i);
-                assertTrue(t.delete(b("k" + i)));
-            }
-            v.sync();
-            assertEquals(freeBefore, spare(v) + treeBlocks(t), "every block came back");
-            VolumeFixtures.assertChecked(v.namespace());
+            readAndDeleteEveryKey(v, t, values, freeBefore);
         }
     }
 
