@@ -222,10 +222,7 @@ class TableExtentTest {
                 assertEquals((byte) i, got[0], "key " + i);
                 assertEquals((byte) (i >>> 8), got[got.length - 1], "key " + i);
             }
-            assertEquals(live, t.deleteRange(null, null));
-            v.sync();
-            assertEquals(freeBefore, spare(v) + treeBlocks(t), "every block came back");
-            VolumeFixtures.assertChecked(v.namespace());
+            deleteAllAndCheck(v, t, null, live, freeBefore);
         }
     }
 
@@ -242,40 +239,92 @@ class TableExtentTest {
     @Timeout(value = 120, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
     void batchesOfOverwritesRefillTheFreeListsFromBlocksTheyDidNotFree() {
         Random rnd = new Random(SEED);
-        int keys = 4_000;
+        byte[] last = new byte[4_000];
         byte[] value = new byte[16 << 10];
         try (Volume v = Volume.open(churnDevice(32_768), CHURN); Table t = v.tables().create("t").withDurability(Durability.NONE)) {
             t.put(b("first"), value); // the feature and the tree's first blocks, before the count
             long freeBefore = spare(v) + treeBlocks(t);
-            for (int i = 0; i < keys; i++) {
+            for (int i = 0; i < last.length; i++) {
                 t.put(b(String.format("k%06d", i)), value);
             }
-            for (int i = 0; i < keys; i++) { // single overwrites: the free space in extents of 4 blocks
-                value[0] = (byte) i;
-                t.put(b(String.format("k%06d", rnd.nextInt(keys))), value);
+            for (int i = 0; i < last.length; i++) { // single overwrites: the free space in extents of 4 blocks
+                int k = rnd.nextInt(last.length);
+                last[k] = value[0] = (byte) i;
+                t.put(b(String.format("k%06d", k)), value);
             }
             v.sync();
-            byte[] last = new byte[keys];
             for (int batch = 0; batch < 4; batch++) {
-                try (WriteTransaction tx = v.begin(Durability.NONE)) {
-                    for (int j = 0; j < 1_000; j++) {
-                        int k = rnd.nextInt(keys);
-                        value[0] = (byte) (batch * 1_000 + j);
-                        last[k] = value[0];
-                        tx.put(t, b(String.format("k%06d", k)), value);
-                    }
-                    tx.commit();
-                }
+                overwriteBatch(v, t, rnd, last);
             }
-            for (int k = 0; k < keys; k++) {
-                if (last[k] != 0) {
-                    assertEquals(last[k], t.get(b(String.format("k%06d", k)))[0], "key " + k);
-                }
+            assertValues(t, last);
+            deleteAllAndCheck(v, t, b("k"), last.length, freeBefore);
+        }
+    }
+
+    /**
+     * The same on a volume too full for it: a transaction of 1,000 overwrites that finds no room for their
+     * new blocks beside the old ones (busy until it ends) fails with a NoSpaceException and changes
+     * nothing: its undo refills free lists as its frees did, and the volume stays open, every key with its
+     * value, the check clean. (New coverage: the code before the fix above failed these batches cleanly too.)
+     */
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void aBatchOfOverwritesTooBigForTheFreeSpaceFailsAndChangesNothing() {
+        try (Volume v = Volume.open(churnDevice(32_768), CHURN); Table t = v.tables().create("t").withDurability(Durability.NONE)) {
+            Random rnd = new Random(SEED);
+            byte[] last = new byte[5_000]; // 80% of the free space: a batch's new values do not fit beside the old
+            byte[] value = new byte[16 << 10];
+            for (int i = 0; i < last.length; i++) {
+                last[i] = value[0] = (byte) rnd.nextInt();
+                t.put(b(String.format("k%06d", i)), value);
             }
-            assertEquals(keys, t.deleteRange(b("k"), null));
             v.sync();
-            assertEquals(freeBefore, spare(v) + treeBlocks(t), "every block came back");
+            int failed = 0;
+            for (int batch = 0; batch < 4; batch++) {
+                try {
+                    overwriteBatch(v, t, rnd, last);
+                } catch (NoSpaceException e) {
+                    failed++;
+                }
+                v.sync();
+            }
+            assertTrue(failed > 0, "the volume had room for every batch: the test needs a fuller one");
+            assertValues(t, last);
+            t.put(b("after"), value);
             VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /** Deletes the {@code n} keys of {@code t} from {@code from} on, and requires every block back ({@code freeBefore}) and the check clean. */
+    private static void deleteAllAndCheck(Volume v, Table t, byte[] from, int n, long freeBefore) {
+        assertEquals(n, t.deleteRange(from, null));
+        v.sync();
+        assertEquals(freeBefore, spare(v) + treeBlocks(t), "every block came back");
+        VolumeFixtures.assertChecked(v.namespace());
+    }
+
+    /**
+     * One transaction of 1,000 puts of 16 KiB values over random keys {@code k<i>} of {@code last}, which
+     * holds each key's first byte and takes the new ones only once the transaction committed.
+     */
+    private static void overwriteBatch(Volume v, Table t, Random rnd, byte[] last) {
+        byte[] tried = last.clone();
+        byte[] value = new byte[16 << 10];
+        try (WriteTransaction tx = v.begin(Durability.NONE)) {
+            for (int j = 0; j < 1_000; j++) {
+                int k = rnd.nextInt(last.length);
+                tried[k] = value[0] = (byte) rnd.nextInt();
+                tx.put(t, b(String.format("k%06d", k)), value);
+            }
+            tx.commit();
+        }
+        System.arraycopy(tried, 0, last, 0, last.length);
+    }
+
+    /** Each key {@code k<i>}'s value starts with byte {@code first[i]}. */
+    private static void assertValues(Table t, byte[] first) {
+        for (int k = 0; k < first.length; k++) {
+            assertEquals(first[k], t.get(b(String.format("k%06d", k)))[0], "key " + k);
         }
     }
 
