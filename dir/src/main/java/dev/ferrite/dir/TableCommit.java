@@ -27,8 +27,9 @@ import dev.ferrite.io.CorruptionException;
  * written and allocated before the key names it, and a replaced or deleted one's blocks freed after its
  * key changed, all in the group; undone by freeing the new blocks and taking the freed ones back (a
  * single write that deletes one, or puts an inline value over it, with no snapshot open, frees the blocks
- * in its own transaction instead, with the key's change ({@link #deleteExtent}); one that puts a medium value over an absent
- * or inline one allocates and writes its extent so, {@link #putExtent}: no group, nothing to undo). One
+ * in its own transaction instead, with the key's change ({@link #deleteExtent}); one that puts a medium value
+ * allocates and writes its extent so, and frees the extent value it replaces, {@link #putExtent}: no group,
+ * nothing to undo). One
  * thread uses an instance; an undoable one is its thread's, claimed by each commit and cleared when
  * the commit ends, however it ends ({@link #claim}, {@link #release}).
  */

@@ -253,7 +253,7 @@ final class TableExtents {
     }
 
     private BusyExtents.Entry freeBlocks(TableValueFormat.Extent x) {
-        AllocationGroup ag = volume.group(geometry.agOfBlock(x.block()));
+        AllocationGroup ag = groupOf(x);
         for (int fails = 0; ; fails++) {
             if (ag.needsRefill()) {
                 ag.refillFreeList();
@@ -269,14 +269,25 @@ final class TableExtents {
         }
     }
 
-    /** The allocation group whose blocks value {@code x} lies in. */
+    /**
+     * The allocation group whose blocks value {@code x} lies in. A stub is checksummed with its leaf, but a
+     * damaged one may name blocks outside every group's free space (the superblocks, the log, a group's
+     * headers, past the device's end, across a group's end): a CorruptionException naming its first block,
+     * thrown before its free or its replacement changes anything.
+     */
     AllocationGroup groupOf(TableValueFormat.Extent x) {
-        return groupOf(x.block());
+        long b = x.block();
+        AllocationGroup ag = groupOf(b);
+        if (ag == null || b - ag.start < AgHeaderFormat.FIRST_FREE || b - ag.start + x.blocks(blockSize) > ag.length) {
+            throw new CorruptionException(b, "table value extent", "a table value's stub names blocks [" + b + ", +"
+                    + x.blocks(blockSize) + "), outside the free space of the allocation groups");
+        }
+        return ag;
     }
 
-    /** The allocation group device block {@code block} lies in. */
+    /** The allocation group device block {@code block} lies in, or null if it lies in none. */
     AllocationGroup groupOf(long block) {
-        return volume.group(geometry.agOfBlock(block));
+        return geometry.isDataBlock(block) ? volume.group(geometry.agOfBlock(block)) : null;
     }
 
     /**
@@ -314,7 +325,7 @@ final class TableExtents {
     /** Takes back value {@code x}'s blocks, which {@link #free} freed in the same journal group as {@code busy}. */
     void retake(TableValueFormat.Extent x, BusyExtents.Entry busy) {
         writeBack.retaken(x);
-        AllocationGroup ag = volume.group(geometry.agOfBlock(x.block()));
+        AllocationGroup ag = groupOf(x);
         for (int fails = 0; ; fails++) {
             if (ag.needsRefill()) {
                 ag.refillFreeList();
@@ -338,7 +349,7 @@ final class TableExtents {
         forget(x);
         byte[] dead = TableValueFormat.extent(x);
         dead[0] = TableValueFormat.INLINE; // same length: replaced in place, no split
-        AllocationGroup ag = volume.group(geometry.agOfBlock(x.block()));
+        AllocationGroup ag = groupOf(x);
         for (int fails = 0; ; fails++) {
             if (ag.needsRefill()) {
                 ag.refillFreeList();

@@ -1382,6 +1382,34 @@ class TableExtentTest {
         }
     }
 
+    /**
+     * A stub whose checksummed leaf names blocks outside the data area (before it, past the device's end,
+     * or across the end of its group): a delete or an overwrite of its key is a CorruptionException naming
+     * the stub's first block, and changes nothing; the volume stays open.
+     */
+    @Test
+    void aStubNamingBlocksOutsideItsGroupIsACorruptionAndChangesNothing() {
+        Random rnd = new Random(SEED);
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            t.put(b("a"), random(rnd, 5000));
+            TableValueFormat.Extent x = extent(t, b("a"));
+            AllocationGroup last = v.group(v.geometry().agCount() - 1);
+            long[] bad = {1, v.geometry().deviceBlocks() + 10, v.group(0).start + v.group(0).length - 1, last.start + last.length - 1};
+            for (long block : bad) {
+                byte[] stub = TableValueFormat.extent(new TableValueFormat.Extent(block, x.length(), x.crc()));
+                t.tree().put(b("c"), stub);
+                for (Runnable write : List.<Runnable>of(() -> t.delete(b("c")), () -> t.put(b("c"), random(rnd, 6000)))) {
+                    CorruptionException e = assertThrows(CorruptionException.class, write::run, "a stub at block " + block);
+                    assertEquals(block, e.block(), e.getMessage());
+                    assertArrayEquals(stub, t.storedValue(b("c")), "the key keeps its stub");
+                }
+            }
+            t.tree().delete(b("c"));
+            assertTrue(t.delete(b("a")), "the volume is still open");
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
     @Test
     void theCheckAccountsEveryExtentToOneKey() {
         Random rnd = new Random(SEED);
