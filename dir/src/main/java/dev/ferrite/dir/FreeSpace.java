@@ -467,14 +467,14 @@ final class FreeSpace {
             txn.release(agf);
             return AllocOutcome.NEEDS_REFILL;
         }
+        AllocOutcome room = roomFor(len);
         long e;
-        if (u64(agf.data(), FREE_BLOCKS) < len + heldBack() || (e = extentAtLeast(txn, len)) < 0) {
+        if (room == AllocOutcome.NO_SPACE || (e = extentAtLeast(txn, len)) < 0) {
             txn.release(agf);
             return AllocOutcome.NO_SPACE;
         }
-        boolean room = leavesHeldBack(len);
-        long[] at = room ? findUsable(txn, e, len, len, -1) : null; // from that extent on: searched once
-        if (at == null && room && (wide || cache.journal().holdsGroup())) {
+        long[] at = room == AllocOutcome.DONE ? findUsable(txn, e, len, len, -1) : null; // from that extent on: searched once
+        if (at == null && room == AllocOutcome.DONE && (wide || cache.journal().holdsGroup())) {
             at = findUsableAnywhere(txn, len, len);
         }
         if (at == null) {
@@ -539,11 +539,12 @@ final class FreeSpace {
                 txn.release(agf);
                 return AllocOutcome.NEEDS_REFILL;
             }
-            if (u64(agf.data(), FREE_BLOCKS) < 2 + heldBack()) {
+            AllocOutcome room = roomFor(2);
+            if (room == AllocOutcome.NO_SPACE) {
                 txn.release(agf);
                 return AllocOutcome.NO_SPACE;
             }
-            long[] first = leavesHeldBack(2) ? findUsable(txn, 1, 2) : null;
+            long[] first = room == AllocOutcome.DONE ? findUsable(txn, 1, 2) : null;
             boolean apart = first != null && extentLength(first[1]) == 1;
             long[] second = apart ? findUsable(txn, extentAtLeast(txn, 1), 1, 1, first[0]) : null;
             if (first == null || apart && second == null) {
@@ -582,8 +583,7 @@ final class FreeSpace {
      */
     AllocOutcome allocBlocksNear(Txn txn, long near, int len, boolean apart) {
         lock(txn, agf);
-        if (agfl.holds(RESERVE) && u64(agf.data(), FREE_BLOCKS) >= len + heldBack() && near > start && near < start + length
-                && leavesHeldBack(len)) {
+        if (agfl.holds(RESERVE) && near > start && near < start + length && roomFor(len) == AllocOutcome.DONE) {
             long e = bnoFind(txn, (int) (near - start), BTree.Match.CEILING);
             if (e >= 0 && extentStart(e) == near - start && extentLength(e) >= len && usableEnd(e, len, len) == extent(extentStart(e), len)) {
                 takeCharged(txn, e, extent(extentStart(e), len));
@@ -604,17 +604,20 @@ final class FreeSpace {
     }
 
     /**
-     * With the AGF held: whether the group's free blocks that are not busy leave {@link #heldBack} after
-     * {@code len} more are taken. The free lists refill only from blocks not busy, and inside a journal
-     * group the blocks the group freed stay busy to its end: an allocation that counted them as free took
-     * the last blocks that were not, and the group's next free, finding its free list short, could not
-     * refill it, nor could the undo of the group that failed there (a 16 KiB table's batch of 1,000
-     * overwrites shut the volume down with 43% of it free). Not so: {@code BUSY}, and an allocator inside
-     * a group goes to another group, one outside waits for a force.
+     * With the AGF held, whether the group's free blocks leave {@link #heldBack} after {@code len} more are
+     * taken: NO_SPACE if they do not, BUSY if those that are not busy do not, else DONE. The free lists
+     * refill only from blocks not busy, and inside a journal group the blocks the group freed stay busy to
+     * its end: an allocation that counted them as free took the last blocks that were not, and the group's
+     * next free, finding its free list short, could not refill it, nor could the undo of the group that
+     * failed there (a 16 KiB table's batch of 1,000 overwrites shut the volume down with 43% of it free).
+     * On BUSY an allocator inside a group goes to another group, one outside waits for a force.
      */
-    boolean leavesHeldBack(long len) {
+    AllocOutcome roomFor(long len) {
         long free = u64(agf.data(), FREE_BLOCKS), need = len + heldBack();
-        return free - busyData.keptBlocks() >= need || free - busyData.busyBlocks() >= need;
+        if (free < need) {
+            return AllocOutcome.NO_SPACE;
+        }
+        return free - busyData.keptBlocks() >= need || free - busyData.busyBlocks() >= need ? AllocOutcome.DONE : AllocOutcome.BUSY;
     }
 
     /** Whether any of group blocks {@code [s, s + len)} is busy. */

@@ -15,7 +15,6 @@ import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.InvalidArgumentException;
 
 import static dev.ferrite.dir.AgHeaderFormat.FIRST_FREE;
-import static dev.ferrite.dir.AgHeaderFormat.FREE_BLOCKS;
 import static dev.ferrite.dir.AgHeaderFormat.FREE_INODES;
 import static dev.ferrite.dir.AgHeaderFormat.INODES;
 import static dev.ferrite.dir.AgHeaderFormat.u64;
@@ -206,11 +205,12 @@ final class InodeAllocator {
     private AllocOutcome makeChunk(Txn txn, int[] frames) {
         lock(txn, agf);
         long[] at = null;
-        AllocOutcome outcome = !agfl.holds(RESERVE) ? AllocOutcome.NEEDS_REFILL
-                : u64(agf.data(), FREE_BLOCKS) < CHUNK_BLOCKS + space.heldBack()
-                        || !space.hasExtent(txn, CHUNK_BLOCKS) ? AllocOutcome.NO_SPACE
-                : !space.leavesHeldBack(CHUNK_BLOCKS) || (at = space.findUsable(txn, CHUNK_BLOCKS, CHUNK_BLOCKS)) == null ? AllocOutcome.BUSY
-                : AllocOutcome.DONE;
+        AllocOutcome outcome = !agfl.holds(RESERVE) ? AllocOutcome.NEEDS_REFILL : space.roomFor(CHUNK_BLOCKS);
+        if ((outcome == AllocOutcome.DONE || outcome == AllocOutcome.BUSY) && !space.hasExtent(txn, CHUNK_BLOCKS)) {
+            outcome = AllocOutcome.NO_SPACE;
+        } else if (outcome == AllocOutcome.DONE && (at = space.findUsable(txn, CHUNK_BLOCKS, CHUNK_BLOCKS)) == null) {
+            outcome = AllocOutcome.BUSY;
+        }
         if (outcome == AllocOutcome.NO_SPACE) {
             space.noChunkRoom();
         }
