@@ -11,9 +11,10 @@ import java.util.function.LongSupplier;
  * Allocators skip them ({@link FreeSpace}); one that finds nothing else waits on a force, as for busy
  * metadata blocks. Freed metadata blocks are the buffer cache's to track; these have no buffer.
  *
- * <p>Every method but {@link Entry#settle} runs under the group's AGF lock, which every free and every
+ * <p>Every method but the entries' own runs under the group's AGF lock, which every free and every
  * allocation of the group holds. An entry is pending from the free until its transaction has committed
- * and {@linkplain Entry#settle settled} it with the commit sequence; busy until that sequence is
+ * and {@linkplain Entry#settle settled} it with the commit sequence (or, {@linkplain Entry#hold held},
+ * until it is {@linkplain Entry#release released}); busy until that sequence is
  * durable, then dropped by the next call that meets it. The entries never overlap while busy (a busy
  * block is never handed out, so never freed again), and stay sorted by start.
  */
@@ -29,6 +30,7 @@ final class BusyExtents {
         final int start;
         final int length;
         private volatile long seq = PENDING;
+        private long held = PENDING;
 
         private Entry(int start, int length) {
             this.start = start;
@@ -38,6 +40,20 @@ final class BusyExtents {
         /** The freeing transaction committed with {@code seq}: the blocks are busy until it is durable. */
         void settle(long seq) {
             this.seq = seq;
+        }
+
+        /**
+         * The freeing transaction committed with {@code seq}, but the blocks stay busy, durable or not,
+         * until {@link #release}: a reader may still be handed their old stub (a multi-key commit's
+         * record, {@code TableCommit#releaseFrees}). The freeing thread's alone until then.
+         */
+        void hold(long seq) {
+            held = seq;
+        }
+
+        /** Ends a {@link #hold}: busy until its sequence is durable, as if settled with it. */
+        void release() {
+            seq = held;
         }
 
         int end() {

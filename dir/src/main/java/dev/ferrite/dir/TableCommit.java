@@ -48,6 +48,10 @@ final class TableCommit {
     private record ExtentUndo(TableValueFormat.Extent x, BusyExtents.Entry freed) implements Undo {
     }
 
+    /** Extent value {@code x}, table {@code ino}'s {@code key}'s before a multi-key commit, freed by it and {@linkplain BusyExtents.Entry#hold held} busy as {@code busy}. */
+    private record HeldFree(long ino, byte[] key, TableValueFormat.Extent x, BusyExtents.Entry busy) {
+    }
+
     /** Medium value {@code m}'s chunks, written ({@code value} null: undone by deleting them) or deleted (undone by writing {@code value} again). */
     private record ChunksUndo(TableValueFormat.Medium m, byte[] value) implements Undo {
     }
@@ -61,6 +65,8 @@ final class TableCommit {
     private final TableExtents extents;
     /** The changes made so far, when the commit may have to undo them; else null. */
     private final List<Undo> undo;
+    /** The extent values this multi-key commit freed whose stubs its records hold ({@link #releaseFrees}). */
+    private final List<HeldFree> held;
     /** Blobs this group linked and doomed, in order (undone in reverse if it fails). */
     final List<Long> linked, doomed;
     private final MemorySegment keyOut, valueOut;
@@ -97,6 +103,7 @@ final class TableCommit {
         this.overflow = overflow;
         this.extents = extents;
         this.undo = undoable ? new ArrayList<>() : null;
+        this.held = undoable ? new ArrayList<>() : null;
         this.linked = undoable ? new ArrayList<>() : null;
         this.doomed = undoable ? new ArrayList<>() : null;
         this.keyOut = MemorySegment.ofArray(new byte[Table.MAX_KEY]);
@@ -298,7 +305,7 @@ final class TableCommit {
                 throw new TableException(TableException.Kind.TABLE_CLOSED, t + " was dropped");
             }
             BTree tree = t.tree();
-            if (forward && (version != 0 || published != null) && undo != null && !shared && extents.inUse() && !looked) {
+            if (forward && version != 0 && undo != null && !shared && extents.inUse() && !looked) {
                 // a replaced extent value's bytes, read before any node is held (no I/O under a latch): the
                 // group holds the table exclusively, so the key keeps that value until this change (a shared
                 // group meeting an extent value answers NEEDS_GROUP below instead)
@@ -389,7 +396,7 @@ final class TableCommit {
                             }
                         } else if (kind == TableValueFormat.EXTENT && op != PUT_IF_ABSENT) {
                             freeing = TableValueFormat.readExtent(valueOut); // its blocks go after this change; the undo needs only the stub
-                            if (version != 0 || published != null) { // readers get its bytes: the blocks may be reused once the free is durable
+                            if (version != 0) { // a snapshot gets its bytes: the blocks may be reused once the free is durable
                                 if (!freeing.equals(prior)) {
                                     throw new IllegalStateException(t + " key " + Tables.hex(k) + " changed while its group held the table");
                                 }
@@ -433,7 +440,13 @@ final class TableCommit {
                     overflow.delete(medium);
                 }
                 if (freeing != null) {
-                    undo.add(new ExtentUndo(freeing, extents.free(freeing)));
+                    // latest-state readers get its stub (the record above, without a snapshot): busy until releaseFrees
+                    boolean hold = published != null && version == 0;
+                    BusyExtents.Entry busy = extents.free(freeing, hold);
+                    undo.add(new ExtentUndo(freeing, busy));
+                    if (hold) {
+                        held.add(new HeldFree(ino, key, freeing, busy));
+                    }
                 }
                 if (doomedBlob >= 0) {
                     blobs.doom(doomedBlob);
@@ -520,6 +533,46 @@ final class TableCommit {
         byte[] a = new byte[length];
         MemorySegment.copy(s, ValueLayout.JAVA_BYTE, 0, a, 0, length);
         return a;
+    }
+
+    /**
+     * After the multi-key commit is published ({@link TablePublication#end}), lets go of the extent values
+     * it freed whose stubs its records hold. A cursor that opened before the publication and reads a record
+     * later needs the value's bytes, and the blocks may be another value's once their free is durable: if a
+     * cursor is open now ({@link TablePublication#cursorsOpen}, read after the publication), each such
+     * record is first replaced with the value's bytes, read from the blocks still held busy. If none is,
+     * no cursor can read the records (one opening from now on sees the commit published), and a read of
+     * the table's latest state that was handed a stub while the commit applied checks what it read (the
+     * stub's CRC, or the key still naming it) and reads the key again. So a commit with no cursor open, the
+     * common case, copies nothing where it used to read every replaced value onto the heap. A record whose
+     * value cannot be read keeps its blocks busy until the volume is mounted again.
+     */
+    void releaseFrees(TablePublication publication) {
+        if (held.isEmpty()) {
+            return;
+        }
+        boolean copy = publication.cursorsOpen();
+        for (HeldFree h : held) {
+            if (copy && !copied(h)) {
+                continue;
+            }
+            h.busy().release();
+        }
+        held.clear();
+    }
+
+    /** Whether {@code h}'s record now holds its value's bytes (kind INLINE) instead of its stub. */
+    private boolean copied(HeldFree h) {
+        byte[] bytes = new byte[1 + h.x().length()];
+        try {
+            if (!extents.read(h.x(), 0, MemorySegment.ofArray(bytes).asSlice(1))) {
+                return false;
+            }
+        } catch (RuntimeException e) { // a failed read: a cursor reading the stub meets it too, the blocks unchanged
+            return false;
+        }
+        published.rerecord(h.ino(), h.key(), bytes);
+        return true;
     }
 
     /** Records {@code key}'s prior value for snapshots (with a version) and for latest-state reads (a multi-key commit's). */

@@ -176,6 +176,9 @@ public final class TableCursor implements AutoCloseable {
     private final byte[] low;
     /** Reverse prefix scans: a key equal to {@code skipKey} is skipped; both as segments, compared in every step. */
     private final MemorySegment skipKey, lowKey;
+    /** On a table: its tables' publication, which counts it as open, and the stripe it is counted in ({@link TablePublication#enter}); null and -1 at a snapshot. */
+    private final TablePublication publication;
+    private final int stripe;
     /** On a table: the place published when it opened ({@link TablePublication}); null at a snapshot. */
     private final TablePublication.Point since;
     /** On a table: the commits published when it opened, counted after {@link #since} was read. */
@@ -213,6 +216,8 @@ public final class TableCursor implements AutoCloseable {
     }
 
     private TableCursor(Table table, byte[] from, byte[] to, boolean reverse, byte[] skip, byte[] low, TablePublication publication, AtSnapshot at) {
+        this.publication = publication;
+        this.stripe = publication == null ? -1 : publication.enter(); // counted before it reads the place
         // before the tree's first copy: a commit not published by now links after the place and is not counted
         this.since = publication == null ? null : publication.published();
         this.ends = publication == null ? 0 : publication.ends();
@@ -220,7 +225,12 @@ public final class TableCursor implements AutoCloseable {
         this.from = from;
         this.to = to;
         this.reverse = reverse;
-        this.cursor = table.tree().cursor(from, to, reverse);
+        try {
+            this.cursor = table.tree().cursor(from, to, reverse);
+        } catch (RuntimeException | Error e) {
+            leave();
+            throw e;
+        }
         this.recordsChecked = cursor.copies();
         this.low = low;
         this.skipKey = skip == null ? null : MemorySegment.ofArray(skip);
@@ -300,6 +310,14 @@ public final class TableCursor implements AutoCloseable {
         if (cursor != null) {
             cursor.close();
             cursor = null;
+            leave();
+        }
+    }
+
+    /** No longer counted as open: commits published from now on need not keep their records readable for it. */
+    private void leave() {
+        if (publication != null) {
+            publication.leave(stripe);
         }
     }
 

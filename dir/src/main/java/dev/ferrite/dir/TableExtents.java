@@ -226,13 +226,14 @@ final class TableExtents {
     }
 
     /**
-     * Frees value {@code x}'s blocks in a transaction of its own; they stay busy until it is durable.
-     * Returns what they are busy as, for {@link #retake}. A pending write of it still goes ahead
+     * Frees value {@code x}'s blocks in a transaction of its own; they stay busy until it is durable, and
+     * with {@code hold} until the entry is {@linkplain BusyExtents.Entry#release released} too. Returns
+     * what they are busy as, for {@link #retake}. A pending write of it still goes ahead
      * ({@link TableExtentWriteBack#freed}).
      */
-    BusyExtents.Entry free(TableValueFormat.Extent x) {
+    BusyExtents.Entry free(TableValueFormat.Extent x, boolean hold) {
         forget(x);
-        return freeBlocks(x);
+        return freeBlocks(x, hold);
     }
 
     /**
@@ -242,7 +243,7 @@ final class TableExtents {
     void unwrite(TableValueFormat.Extent x) {
         writeBack.cancel(x);
         cached.drop(x);
-        freeBlocks(x);
+        freeBlocks(x, false);
     }
 
     /** Value {@code x}'s blocks are being freed: its frames dropped, now or, if its write is pending, after it. */
@@ -252,7 +253,7 @@ final class TableExtents {
         }
     }
 
-    private BusyExtents.Entry freeBlocks(TableValueFormat.Extent x) {
+    private BusyExtents.Entry freeBlocks(TableValueFormat.Extent x, boolean hold) {
         AllocationGroup ag = groupOf(x);
         for (int fails = 0; ; fails++) {
             if (ag.needsRefill()) {
@@ -261,7 +262,12 @@ final class TableExtents {
             try (Txn txn = Txn.begin(cache, ag.blockItems())) {
                 if (ag.releaseData(txn, x.block(), x.blocks(blockSize)) == AllocOutcome.DONE) {
                     BusyExtents.Entry busy = ag.freedData(txn);
-                    busy.settle(txn.commit());
+                    long seq = txn.commit();
+                    if (hold) {
+                        busy.hold(seq);
+                    } else {
+                        busy.settle(seq);
+                    }
                     return busy;
                 }
             }

@@ -8,6 +8,7 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.NavigableMap;
 import java.util.concurrent.ConcurrentSkipListMap;
+import java.util.concurrent.atomic.AtomicLongArray;
 
 /**
  * What keeps reads of the tables' latest state ({@link Table#get}, a cursor outside a snapshot) from
@@ -29,8 +30,9 @@ import java.util.concurrent.ConcurrentSkipListMap;
  * place before the oldest commit then applying) and the count of commits published by then
  * ({@link #ends}): every commit linked after that place and not published by then is hidden from it by its
  * records. Nothing else holds a published commit's records, so they go with the garbage once no such
- * cursor can reach them: no registration, no lock, and a cursor never closed pins nothing once it is
- * garbage itself.
+ * cursor can reach them, and a cursor never closed pins none once it is garbage itself. Open cursors are
+ * only counted ({@link #enter}): a commit whose records hold stubs of extent values it freed copies their
+ * bytes in only if a cursor was open when it was published ({@code TableCommit#releaseFrees}).
  */
 final class TablePublication {
     /** A place in the order multi-key commits began in: {@link #next} is the first commit after it, once one began. */
@@ -83,6 +85,15 @@ final class TablePublication {
             r.record(key, before);
         }
 
+        /**
+         * Replaces {@code key}'s record with {@code before}, the same value in another stored form: a
+         * replaced extent value's bytes for its stub ({@code TableCommit#releaseFrees}). A reader handed
+         * the old record still reads it right: its blocks stay busy until after this.
+         */
+        void rerecord(long ino, byte[] key, byte[] before) {
+            table(ino).rerecord(key, before);
+        }
+
         /** {@code key}'s record (its value before this commit), or null if the commit has not changed it (yet). */
         TableVersions.Undo prior(long ino, byte[] key) {
             Records r = table(ino);
@@ -106,6 +117,9 @@ final class TablePublication {
     abstract static sealed class Records permits Listed, Mapped {
         /** Records {@code key}'s prior value unless it is recorded already; the committing thread only. */
         abstract void record(byte[] key, byte[] before);
+
+        /** Replaces recorded {@code key}'s record with {@code before} ({@link Commit#rerecord}); the committing thread only. */
+        abstract void rerecord(byte[] key, byte[] before);
 
         /** {@code key}'s record, or null if the commit has not changed it (yet). */
         abstract TableVersions.Undo get(byte[] key);
@@ -153,6 +167,11 @@ final class TablePublication {
                     high = i + 1;
                 }
             }
+        }
+
+        @Override
+        void rerecord(byte[] key, byte[] before) {
+            SLOTS.setRelease(slots, Arrays.binarySearch(keys, 0, high, key, ORDER), new TableVersions.Undo(0, before, null));
         }
 
         @Override
@@ -218,6 +237,11 @@ final class TablePublication {
         }
 
         @Override
+        void rerecord(byte[] key, byte[] before) {
+            records.put(key, new TableVersions.Undo(0, before, null));
+        }
+
+        @Override
         TableVersions.Undo get(byte[] key) {
             return records.get(key);
         }
@@ -233,6 +257,15 @@ final class TablePublication {
         }
     }
 
+    /** Stripes of {@link #cursors}, and the longs between two (a cache line and its neighbour apart). */
+    private static final int STRIPES = 8, STRIDE = 16;
+
+    /**
+     * Latest-state cursors open, in stripes by thread: a cursor leaves the stripe it entered, so no stripe
+     * goes below 0, and a sum read stripe by stripe sees every cursor open both before and after the read
+     * of its stripe. A cursor never closed stays counted (costing later commits a copy, {@link #cursorsOpen}).
+     */
+    private final AtomicLongArray cursors = new AtomicLongArray(STRIPES * STRIDE);
     /** The place before the oldest commit applying (after the last published one, when none is). */
     private volatile Point published = new Point();
     /** Where the next commit links: the place after the last one begun. Guarded by this. */
@@ -298,6 +331,35 @@ final class TablePublication {
             }
         }
         return null;
+    }
+
+    /**
+     * Counts a latest-state cursor opening on this thread, before it reads {@link #published}: a commit
+     * that {@link #end}s and then finds no cursor open knows none can read its records. Returns the
+     * stripe for {@link #leave}.
+     */
+    int enter() {
+        int stripe = (int) (Thread.currentThread().threadId() & (STRIPES - 1)) * STRIDE;
+        cursors.getAndIncrement(stripe);
+        return stripe;
+    }
+
+    /** A cursor {@link #enter} counted in {@code stripe} closed. */
+    void leave(int stripe) {
+        cursors.getAndDecrement(stripe);
+    }
+
+    /**
+     * True if a latest-state cursor may be open: read after a commit's {@link #end}, false means no cursor
+     * open then had opened before it, so none will read its records.
+     */
+    boolean cursorsOpen() {
+        for (int s = 0; s < STRIPES * STRIDE; s += STRIDE) {
+            if (cursors.get(s) != 0) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** Where a cursor opening now stands; read it before {@link #ends}. */

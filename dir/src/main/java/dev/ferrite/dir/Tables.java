@@ -1069,6 +1069,7 @@ public final class Tables {
         } finally {
             if (c.published != null) {
                 publication.end(c.published); // every change applied, or undone; before its keys are let go
+                c.releaseFrees(publication);
             }
             if (applying) {
                 versions.endApply(version);

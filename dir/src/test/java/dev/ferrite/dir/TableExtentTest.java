@@ -7,9 +7,11 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
-import java.util.concurrent.TimeUnit;
 import java.util.TreeMap;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.CorruptionException;
@@ -1079,6 +1081,141 @@ class TableExtentTest {
                     assertEquals(20, n);
                 }
             }
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /**
+     * A multi-key commit that replaces extent values records their stubs, not their bytes, for the reads of
+     * the table's latest state while it applies: a get then reads the old value from its blocks, held busy.
+     * A cursor open when the commit is published (opened before it, or while it applied) still reads the old
+     * values after their frees are durable and other values took their blocks: the commit copied them into
+     * its records first. A commit published with no cursor open copies nothing, and its blocks go back.
+     */
+    @Test
+    void aMultiKeyCommitRecordsTheStubsOfTheExtentValuesItReplacesAndOpenCursorsStillReadThem() {
+        Random rnd = new Random(SEED);
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            for (boolean cursors : new boolean[] {false, true}) {
+                byte[][] old = new byte[10][];
+                long[] oldBlocks = new long[10];
+                for (int i = 0; i < 10; i++) {
+                    old[i] = random(rnd, 12_000);
+                    t.put(b("k" + i), old[i]);
+                    oldBlocks[i] = extent(t, b("k" + i)).block();
+                }
+                TableCursor before = cursors ? t.cursor(b("k"), b("l"), false) : null;
+                if (before != null) {
+                    assertTrue(before.next());
+                    assertArrayEquals(old[0], before.value());
+                }
+                TableCursor[] during = new TableCursor[1];
+                int[] changes = {0};
+                v.tables().onGroupChange = () -> {
+                    if (changes[0]++ == 0) {
+                        byte[] stored = t.storedValue(b("k0"));
+                        assertEquals(TableValueFormat.EXTENT, stored[0], "the record of k0 is its old stub");
+                        assertArrayEquals(old[0], t.get(b("k0")), "a get while the commit applies");
+                        if (cursors) {
+                            during[0] = t.cursor(b("k"), b("l"), false);
+                        }
+                    }
+                };
+                try (WriteTransaction tx = v.begin(Durability.SYNC)) {
+                    for (int i = 0; i < 10; i++) {
+                        tx.put(t, b("k" + i), random(rnd, 12_000));
+                    }
+                    tx.commit();
+                } finally {
+                    v.tables().onGroupChange = null;
+                }
+                assertEquals(10, changes[0]);
+                v.sync(); // the frees durable: their blocks may be handed out again
+                boolean reused = false;
+                for (int i = 0; i < 40 && !reused; i++) {
+                    t.put(b("fill" + cursors + i), random(rnd, 12_000));
+                    long at = extent(t, b("fill" + cursors + i)).block();
+                    reused = Arrays.stream(oldBlocks).anyMatch(o -> o == at);
+                }
+                assertTrue(reused, "another value took a replaced one's blocks");
+                if (cursors) {
+                    for (int i = 1; i < 10; i++) {
+                        assertTrue(before.next());
+                        assertArrayEquals(old[i], before.value(), "a cursor opened before the commit, key k" + i);
+                    }
+                    before.close();
+                    for (int i = 0; i < 10; i++) {
+                        assertTrue(during[0].next());
+                        assertArrayEquals(old[i], during[0].value(), "a cursor opened while it applied, key k" + i);
+                    }
+                    during[0].close();
+                }
+                VolumeFixtures.assertChecked(v.namespace()); // every block freed went back
+            }
+        }
+    }
+
+    /**
+     * A get handed a replaced extent value's stub by a multi-key commit's record while the commit applies,
+     * and held up until the commit has ended with no cursor open, its free is durable and another value has
+     * taken the blocks, reads the key's new value: what it read does not match the stub's checksum.
+     */
+    @Test
+    void aGetHandedAStubByACommitsRecordReadsTheNewValueOnceItsBlocksAreTaken() throws Exception {
+        Random rnd = new Random(SEED);
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            TableExtents extents = v.tables().extents;
+            byte[][] next = new byte[5][];
+            for (int i = 0; i < 5; i++) {
+                t.put(b("k" + i), random(rnd, 12_000));
+                next[i] = random(rnd, 12_000);
+            }
+            long oldBlock = extent(t, b("k0")).block();
+            Semaphore changed = new Semaphore(0), go = new Semaphore(0), paused = new Semaphore(0), resume = new Semaphore(0);
+            v.tables().onGroupChange = () -> {
+                changed.release();
+                go.acquireUninterruptibly();
+            };
+            AtomicReference<Throwable> failed = new AtomicReference<>();
+            Thread committer = new Thread(() -> {
+                try (WriteTransaction tx = v.begin(Durability.SYNC)) {
+                    for (int i = 0; i < 5; i++) {
+                        tx.put(t, b("k" + i), next[i]);
+                    }
+                    tx.commit();
+                } catch (Throwable e) {
+                    failed.set(e);
+                }
+            });
+            AtomicReference<byte[]> got = new AtomicReference<>();
+            Thread reader = new Thread(() -> got.set(t.get(b("k0"))));
+            committer.start();
+            try {
+                assertTrue(changed.tryAcquire(30, TimeUnit.SECONDS), "the commit's first change never came");
+                extents.beforeRead = () -> {
+                    extents.beforeRead = null;
+                    paused.release();
+                    resume.acquireUninterruptibly();
+                };
+                reader.start();
+                assertTrue(paused.tryAcquire(30, TimeUnit.SECONDS), "the get did not read the record's stub from its blocks");
+            } finally {
+                extents.beforeRead = null;
+                v.tables().onGroupChange = null;
+                go.release(5);
+                committer.join(30_000);
+            }
+            assertNull(failed.get());
+            v.sync(); // the free durable: its blocks may be handed out again
+            boolean taken = false;
+            for (int i = 0; i < 100 && !taken; i++) {
+                t.put(b("fill" + i), random(rnd, 12_000));
+                taken = extent(t, b("fill" + i)).block() == oldBlock;
+            }
+            resume.release();
+            reader.join(30_000);
+            assertTrue(taken, "another value took k0's old blocks");
+            assertArrayEquals(next[0], got.get());
             VolumeFixtures.assertChecked(v.namespace());
         }
     }

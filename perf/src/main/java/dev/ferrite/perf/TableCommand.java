@@ -262,11 +262,12 @@ final class TableCommand implements Callable<Integer> {
             long most = limit == null ? Long.MAX_VALUE : limit;
             PrintWriter out = out();
             onTable(false, tbl -> {
-                TableCursor c = p != null ? tbl.prefix(p, reverse) : tbl.cursor(f, t, reverse);
-                for (long n = 0; n < most && c.next(); n++) {
-                    out.print(text(c.key()));
-                    out.print('\t');
-                    out.println(text(c.value()));
+                try (TableCursor c = p != null ? tbl.prefix(p, reverse) : tbl.cursor(f, t, reverse)) {
+                    for (long n = 0; n < most && c.next(); n++) {
+                        out.print(text(c.key()));
+                        out.print('\t');
+                        out.println(text(c.value()));
+                    }
                 }
                 return null;
             });

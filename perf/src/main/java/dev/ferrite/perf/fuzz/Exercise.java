@@ -142,9 +142,10 @@ final class Exercise {
         for (String name : v.tables().list()) {
             step("table " + name, () -> {
                 Table t = v.tables().open(name);
-                TableCursor c = t.cursor();
-                for (int n = 0; n < 20_000 && c.next(); n++) {
-                    t.get(c.key());
+                try (TableCursor c = t.cursor()) {
+                    for (int n = 0; n < 20_000 && c.next(); n++) {
+                        t.get(c.key());
+                    }
                 }
             });
         }
