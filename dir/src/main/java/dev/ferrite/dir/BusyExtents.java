@@ -67,6 +67,8 @@ final class BusyExtents {
     private int sweepAt = SWEEP_AT;
     /** Blocks of the entries kept: busy, or durable and not swept out yet. */
     private long kept;
+    /** Sweeps that dropped an entry: blocks busy before one may be usable after it. */
+    private long sweeps;
 
     BusyExtents(LongSupplier durableSeq) {
         this.durableSeq = durableSeq;
@@ -109,6 +111,11 @@ final class BusyExtents {
      */
     long keptBlocks() {
         return kept;
+    }
+
+    /** How many sweeps have dropped entries so far: see {@link #sweeps}'s field. */
+    long sweeps() {
+        return sweeps;
     }
 
     /** The busy blocks, once the durable entries are swept out. */
@@ -179,7 +186,10 @@ final class BusyExtents {
                 }
             }
         }
-        entries.subList(n, entries.size()).clear();
+        if (n < entries.size()) {
+            entries.subList(n, entries.size()).clear();
+            sweeps++;
+        }
         sweepAt = Math.max(SWEEP_AT, 2 * n);
         return at;
     }

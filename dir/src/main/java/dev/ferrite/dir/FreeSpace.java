@@ -83,6 +83,22 @@ final class FreeSpace {
     private final BusyExtents busyData;
     /** Under the AGF: what the last {@link #releaseData} made busy. */
     private BusyExtents.Entry freed;
+    /**
+     * Under the AGF: what {@link #findUsableAnywhere} learned. Every free extent whose key (length, start)
+     * lies in [({@code skipMin}, 0), ({@code skipToLength}, {@code skipToStart})) has fewer than {@code
+     * skipMin} blocks that are not busy at either end, as it had when the busy list's {@link
+     * BusyExtents#sweeps} was {@code skipSweeps}; {@code skipMin} 0: nothing learned. Inside a journal group
+     * of overwrites those are the group's own frees, busy to its end, and the search for each allocation
+     * met every one of them again (a third of a 16 KiB batch's samples): it starts past them instead. Kept
+     * true by every entry made ({@link #noteFree}: one that is usable shortens the range), and dropped once a
+     * sweep may have made some usable; an allocation that finds nothing past them searches from the start.
+     */
+    private int skipMin, skipToLength, skipToStart;
+    private long skipSweeps;
+    /** Under the AGF: free extents {@link #findUsableAnywhere} has looked at (for tests: each look is a tree lookup). */
+    long anywhereLooks;
+    /** Under the AGF: a {@link #releaseData} is entering its blocks, busy once it is done ({@link #noteFree}). */
+    private boolean freeingData;
     /** See {@link #mayAddChunk}: set by a chunk allocation that found no room, cleared by any free. */
     private volatile boolean chunkless;
     /**
@@ -223,6 +239,7 @@ final class FreeSpace {
             throw new CorruptionException(agf.block(), AGF, "free extent [" + s + ", +" + len + ") is already in the"
                     + " free-space trees of group " + agno);
         }
+        noteFree(s, len);
     }
 
     private void removeExtent(Txn txn, int s, int len) {
@@ -252,6 +269,7 @@ final class FreeSpace {
             throw new CorruptionException(agf.block(), AGF, "free extent [" + s + ", +" + len + ") of group " + agno
                     + " is missing from one of the free-space trees, or [" + ns + ", +" + nl + ") is already in one");
         }
+        noteFree(ns, nl);
     }
 
     void addFree(Txn txn, long delta) {
@@ -345,15 +363,44 @@ final class FreeSpace {
      * while most of the group's free blocks are not; a group's free then failed for want of a refill.
      */
     private long[] findUsableAnywhere(Txn txn, int min, int want) {
-        long e = extentAtLeast(txn, min);
+        long sweeps = busyData.sweeps(); // before the look: a sweep during it may make an extent passed usable
+        boolean skip = skipMin > 0 && min >= skipMin && skipSweeps == sweeps && below(min, 0, skipToLength, skipToStart);
+        long e = skip ? cntFind(txn, skipToLength, skipToStart, BTree.Match.CEILING) : extentAtLeast(txn, min);
         for (int i = 0; i < REFILL_CANDIDATES && e >= 0; i++) {
+            anywhereLooks++;
             long r = usableEnd(e, min, want);
             if (r >= 0) {
+                skipMin = min; // those passed have no run of min at an end (those skipped none of skipMin <= min)
+                skipToLength = extentLength(e);
+                skipToStart = extentStart(e);
+                skipSweeps = sweeps;
                 return new long[] {e, r};
             }
             e = cntFind(txn, extentLength(e), extentStart(e) + 1, BTree.Match.CEILING);
         }
-        return null;
+        skipMin = 0;
+        return skip ? findUsableAnywhere(txn, min, want) : null; // a usable extent may have come among those skipped
+    }
+
+    /** Whether key (length {@code l1}, start {@code s1}) of the tree by size comes before ({@code l2}, {@code s2}). */
+    private static boolean below(int l1, int s1, int l2, int s2) {
+        return l1 < l2 || l1 == l2 && s1 < s2;
+    }
+
+    /**
+     * Free extent {@code [s, +len)} was just entered in the trees (freed, joined to neighbours, or what an
+     * allocation left of one): if it lies among those {@link #findUsableAnywhere} skips and has {@code
+     * skipMin} blocks that are not busy at an end, the skipped range ends before it. Not for a file-data
+     * free ({@link #freeingData}): its blocks are busy, and a neighbour it joins has no such run at its
+     * other end if it was skipped, and is shorter than skipMin or ordered past the range (its join longer
+     * still) if it was not, so the frees of a group shorten nothing.
+     */
+    private void noteFree(int s, int len) {
+        if (skipMin > 0 && !freeingData && !below(len, s, skipMin, 0) && below(len, s, skipToLength, skipToStart)
+                && usableEnd(extent(s, len), skipMin, skipMin) >= 0) {
+            skipToLength = len;
+            skipToStart = s;
+        }
     }
 
     /**
@@ -705,7 +752,13 @@ final class FreeSpace {
      * it has committed, {@linkplain BusyExtents.Entry#settle settle} {@link #freedData} with its sequence.
      */
     AllocOutcome releaseData(Txn txn, long block, int len) {
-        AllocOutcome r = releaseBlocks(txn, block, len);
+        freeingData = true;
+        AllocOutcome r;
+        try {
+            r = releaseBlocks(txn, block, len);
+        } finally {
+            freeingData = false;
+        }
         if (r == AllocOutcome.DONE) {
             freed = busyData.add((int) (block - start), len);
         }

@@ -255,12 +255,24 @@ class TableExtentTest {
                 t.put(b(String.format("k%06d", k)), value);
             }
             v.sync();
+            long looks = anywhereLooks(v);
             for (int batch = 0; batch < 4; batch++) {
                 overwriteBatch(v, t, rnd, last);
             }
+            looks = anywhereLooks(v) - looks;
+            assertTrue(looks < 40_000, looks + " free extents looked at: each allocation passed the group's busy frees again");
             assertValues(t, last);
             deleteAllAndCheck(v, t, b("k"), last.length, freeBefore);
         }
+    }
+
+    /** The free extents looked at so far by the searches past the first few ({@code FreeSpace#findUsableAnywhere}), in every group. */
+    private static long anywhereLooks(Volume v) {
+        long n = 0;
+        for (int g = 0; g < v.geometry().agCount(); g++) {
+            n += v.group(g).space.anywhereLooks;
+        }
+        return n;
     }
 
     /**
