@@ -10,7 +10,9 @@ import java.util.Random;
 import java.util.TreeMap;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
 import dev.ferrite.io.BlockDevice;
@@ -1165,6 +1167,116 @@ class TableExtentTest {
                 VolumeFixtures.assertChecked(v.namespace()); // every block freed went back
             }
         }
+    }
+
+    /**
+     * Writers committing transactions that replace extent values, with syncs among them so that the
+     * blocks freed are handed out again, beside readers whose cursors (some held open across many of those
+     * commits, stepping slowly) and gets read every value whole: each value read is one a writer wrote for
+     * that key, byte for byte, never another value's bytes and never a CorruptionException; a cursor sees
+     * every key once. Whether a commit copies its records depends on the cursors open as it is published
+     * ({@code TableCommit#releaseFrees}), so this runs both ways many times.
+     */
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void cursorsAndGetsBesideCommitsReplacingExtentValuesReadOnlyValuesWritten() throws Exception {
+        int keys = 48;
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            t.withDurability(Durability.NONE);
+            for (int k = 0; k < keys; k++) {
+                t.put(stampKey(k), stampedValue(k, 0));
+            }
+            AtomicBoolean done = new AtomicBoolean();
+            AtomicReference<Throwable> failed = new AtomicReference<>();
+            AtomicLong commits = new AtomicLong(), read = new AtomicLong();
+            List<Thread> threads = new ArrayList<>();
+            for (int w = 0; w < 2; w++) {
+                long seed = SEED * 31 + w;
+                int id = w;
+                threads.add(new Thread(() -> {
+                    Random rnd = new Random(seed);
+                    try {
+                        for (long n = 1; !done.get(); n++) {
+                            try (WriteTransaction tx = v.begin(Durability.NONE)) {
+                                for (int i = 0; i < 6; i++) {
+                                    int k = rnd.nextInt(keys);
+                                    tx.put(t, stampKey(k), stampedValue(k, n * 2 + id));
+                                }
+                                tx.commit();
+                            }
+                            if (n % 8 == 0) {
+                                v.sync(); // the frees durable: their blocks go to the next values
+                            }
+                            commits.incrementAndGet();
+                        }
+                    } catch (Throwable e) {
+                        failed.compareAndSet(null, new AssertionError("writer " + id + " (seed " + seed + ")", e));
+                    }
+                }));
+            }
+            for (int r = 0; r < 2; r++) {
+                int id = r;
+                threads.add(new Thread(() -> {
+                    Random rnd = new Random(SEED + id);
+                    try {
+                        while (!done.get()) {
+                            boolean slow = rnd.nextInt(4) == 0; // held open across many commits
+                            try (TableCursor c = t.cursor()) {
+                                int n = 0;
+                                while (c.next()) {
+                                    checkStamped(c.key(), c.value(), "a cursor");
+                                    n++;
+                                    if (slow) {
+                                        Thread.sleep(1);
+                                    }
+                                }
+                                assertEquals(keys, n, "keys a cursor saw");
+                            }
+                            for (int i = 0; i < 20; i++) {
+                                byte[] k = stampKey(rnd.nextInt(keys));
+                                checkStamped(k, t.get(k), "a get");
+                            }
+                            read.incrementAndGet();
+                        }
+                    } catch (Throwable e) {
+                        failed.compareAndSet(null, new AssertionError("reader " + id, e));
+                    }
+                }));
+            }
+            threads.forEach(Thread::start);
+            Thread.sleep(3_000);
+            done.set(true);
+            for (Thread th : threads) {
+                th.join(60_000);
+            }
+            if (failed.get() != null) {
+                throw new AssertionError("after " + commits.get() + " commits and " + read.get() + " reader rounds", failed.get());
+            }
+            assertTrue(commits.get() > 0 && read.get() > 0, commits.get() + " commits, " + read.get() + " reader rounds");
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    private static byte[] stampKey(int k) {
+        return b(String.format("s%03d", k));
+    }
+
+    /** Key {@code k}'s value of stamp {@code n}: 12,000 bytes, all of them drawn from the two. */
+    private static byte[] stampedValue(int k, long n) {
+        byte[] v = new byte[12_000];
+        new Random(k * 1_000_003L + n).nextBytes(v);
+        java.nio.ByteBuffer.wrap(v).putInt(k).putLong(n);
+        return v;
+    }
+
+    /** Fails unless {@code value} is a value written for {@code key}: the one its stamp names, byte for byte. */
+    private static void checkStamped(byte[] key, byte[] value, String by) {
+        assertTrue(value != null, by + " found no value for " + new String(key));
+        java.nio.ByteBuffer b = java.nio.ByteBuffer.wrap(value);
+        int k = b.getInt();
+        long n = b.getLong();
+        assertEquals(new String(key), new String(stampKey(k)), by + ": the value names another key");
+        assertArrayEquals(stampedValue(k, n), value, by + ": key " + new String(key) + " stamp " + n);
     }
 
     /**
