@@ -72,6 +72,10 @@ final class TableCommit {
     private final MemorySegment keyOut, valueOut;
     /** {@link #deleteExtent}'s check of the value it deletes: {@link #freeableIn}'s. */
     private final BTree.PriorCheck freeable = this::freeable;
+    /** A group's change's condition on the key's prior value, read in the change's descent: {@link #inlineOrExtent}. */
+    private final BTree.PriorCheck inlineOrExtent = this::inlineOrExtent;
+    /** The inode number of the table of the change {@link #inlineOrExtent} checks. */
+    private long checkedIno;
     /** During {@link #deleteExtent}: the group whose AGF it holds, and the table's inode number. */
     private AllocationGroup freeableIn;
     private long freeableIno;
@@ -329,6 +333,11 @@ final class TableCommit {
             // off the key); one whose value may lie out of line looks first, holding nothing
             boolean fused = forward && !mayHoldOutOfLine && op != PUT_IF_ABSENT && (undo != null || version != 0)
                     && (value == null || value.get(ValueLayout.JAVA_BYTE, 0) == TableValueFormat.INLINE);
+            // so does one of a group holding its tables, no snapshot open, whose values may lie out of line,
+            // if the key holds an inline or an extent value (the stub is all its undo and records need, so
+            // nothing is read under the lock); over chunks or a blob it changes nothing and looks first
+            boolean checked = forward && mayHoldOutOfLine && undo != null && !shared && version == 0 && op != PUT_IF_ABSENT
+                    && (valueKind == TableValueFormat.INLINE || valueKind == TableValueFormat.EXTENT);
             int items = 2 + tree.reservation(); // the record's block is taken by a split or merge (DirAllocator)
             // a single write, no snapshot open, that replaces or deletes an extent value frees its blocks in
             // its own transaction instead of a group's: it looks holding nothing (its stripe keeps the key's
@@ -362,14 +371,26 @@ final class TableCommit {
                 return NO_LOG_SPACE;
             }
             try (Txn txn = begun) {
-                if (fused) {
-                    int length = op == PUT ? tree.replace(txn, k, value, valueOut) : tree.delete(txn, k, valueOut);
-                    if (op == DELETE && length < 0) {
+                int had = BTree.REFUSED;
+                if (checked) {
+                    checkedIno = ino;
+                    had = op == PUT ? tree.replaceIf(txn, k, value, valueOut, inlineOrExtent) : tree.deleteIf(txn, k, valueOut, inlineOrExtent);
+                } else if (fused) {
+                    had = op == PUT ? tree.replace(txn, k, value, valueOut) : tree.delete(txn, k, valueOut);
+                }
+                if (had != BTree.REFUSED) {
+                    if (op == DELETE && had < 0) {
                         return UNCHANGED; // nothing logged: the transaction ends without a commit
                     }
                     key = keyBytes != null ? keyBytes : bytes(k, (int) k.byteSize());
-                    before = length < 0 ? null : bytes(valueOut, length);
+                    before = had < 0 ? null : bytes(valueOut, had);
+                    if (checked && had >= 0 && TableValueFormat.isExtent(valueOut, had)) {
+                        freeing = TableValueFormat.readExtent(valueOut); // freed after the commit, as below
+                    }
                     record(ino, key, before); // before the change can be seen: the leaf stays locked until the commit
+                    if (valueKind == TableValueFormat.EXTENT) {
+                        txn.orderAfterData();
+                    }
                     seq = txn.commit();
                 } else {
                     if (forward && (undo != null || version != 0 || mayHoldOutOfLine)) {
@@ -515,6 +536,12 @@ final class TableCommit {
         } finally {
             freeableIn = null;
         }
+    }
+
+    /** An inline value, or an extent value: the prior values a group's change reads in its own descent. */
+    private boolean inlineOrExtent(MemorySegment prior, int length) {
+        byte kind = TableValueFormat.kind(prior, length, checkedIno);
+        return kind == TableValueFormat.INLINE || kind == TableValueFormat.EXTENT;
     }
 
     /** {@link #deleteExtent}'s check: an inline value, or an extent value in the group whose AGF it holds. */

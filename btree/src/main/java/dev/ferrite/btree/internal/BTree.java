@@ -635,7 +635,7 @@ public final class BTree {
 
     /** Inserts or replaces; true if the key was new. Holds the changed nodes in {@code txn} until it commits. */
     public boolean put(Txn txn, MemorySegment key, MemorySegment value) {
-        return write(txn, key, value, Mode.PUT, null) < 0;
+        return write(txn, key, value, Mode.PUT, null, null) < 0;
     }
 
     /**
@@ -645,12 +645,22 @@ public final class BTree {
      * (a table's key stripe, or the table held exclusively), as a split's second descent lets the leaf go.
      */
     public int replace(Txn txn, MemorySegment key, MemorySegment value, MemorySegment priorOut) {
-        return write(txn, key, value, Mode.PUT, priorOut);
+        return write(txn, key, value, Mode.PUT, priorOut, null);
+    }
+
+    /**
+     * {@link #replace} only if {@code check} allows the value it would replace (an absent key is put): one
+     * descent where a look-up and a put took two, for a caller that must know what the key held before it
+     * commits to the change. Returns the prior value's length, -1 if the key was new, or {@link #REFUSED}
+     * with nothing changed.
+     */
+    public int replaceIf(Txn txn, MemorySegment key, MemorySegment value, MemorySegment priorOut, PriorCheck check) {
+        return write(txn, key, value, Mode.PUT, priorOut, check);
     }
 
     /** Inserts if absent; true if inserted. */
     public boolean putIfAbsent(Txn txn, MemorySegment key, MemorySegment value) {
-        return write(txn, key, value, Mode.IF_ABSENT, null) < 0;
+        return write(txn, key, value, Mode.IF_ABSENT, null, null) < 0;
     }
 
     /**
@@ -660,7 +670,7 @@ public final class BTree {
      * the inserts that split.
      */
     public int putIfAbsentUnlessSplitting(Txn txn, MemorySegment key, MemorySegment value) {
-        return write(txn, key, value, Mode.IF_ABSENT_IN_PLACE, null);
+        return write(txn, key, value, Mode.IF_ABSENT_IN_PLACE, null, null);
     }
 
     /** Puts in a transaction of its own; returns its commit sequence (force it for durability). */
@@ -685,7 +695,7 @@ public final class BTree {
      * (copied into {@code priorOut} as much as fits, unless that is null), which IF_ABSENT leaves as it is;
      * or, IF_ABSENT_IN_PLACE, {@link #WOULD_SPLIT} with nothing changed.
      */
-    int write(Txn txn, MemorySegment key, MemorySegment value, Mode mode, MemorySegment priorOut) {
+    int write(Txn txn, MemorySegment key, MemorySegment value, Mode mode, MemorySegment priorOut, PriorCheck check) {
         requireKey(key);
         requireValue(key, value);
         Path p = path();
@@ -695,6 +705,12 @@ public final class BTree {
         MemorySegment n = leaf.data();
         int i = search(n, key);
         int prior = i < 0 ? -1 : copyValue(n, i, priorOut);
+        if (i >= 0 && check != null && !check.allows(priorOut, prior)) {
+            if (!held) {
+                txn.releaseUnchanged(leaf);
+            }
+            return REFUSED;
+        }
         if (i >= 0 && mode != Mode.PUT) {
             if (!held) {
                 txn.releaseUnchanged(leaf);
@@ -935,14 +951,14 @@ public final class BTree {
         return delete(txn, key, priorOut, true, null);
     }
 
-    /** A condition on the value a {@link #deleteIf} would delete, checked under its leaf's lock. */
+    /** A condition on the value a {@link #deleteIf} would delete (a {@link #replaceIf} replace), checked under its leaf's lock. */
     @FunctionalInterface
     public interface PriorCheck {
         /** Whether the delete goes ahead, given the value (as much as fits of it in the caller's buffer) and its length. */
         boolean allows(MemorySegment prior, int length);
     }
 
-    /** What {@link #deleteIf} returns when its check refused the delete. */
+    /** What {@link #deleteIf} and {@link #replaceIf} return when their check refused the change. */
     public static final int REFUSED = -3;
 
     /**

@@ -185,7 +185,7 @@ final class Restructure {
                             continue;
                         }
                         // the leaf changed meanwhile (room made, or the key inserted): the simple path decides
-                        return tree.write(txn, key, value, mode, null) < 0;
+                        return tree.write(txn, key, value, mode, null, null) < 0;
                     }
                     int sepBound = Math.max(kl, longestKey(leafData));
                     top = leafD - 1;

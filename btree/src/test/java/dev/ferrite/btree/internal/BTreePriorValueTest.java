@@ -2,8 +2,10 @@ package dev.ferrite.btree.internal;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.List;
 import java.util.Random;
 import java.util.TreeMap;
 
@@ -123,6 +125,65 @@ class BTreePriorValueTest {
             }
             assertTrue(tallest >= 2, "the tree grew to " + tallest + " levels");
             assertEquals(1_000, model.size(), "the refused keys stay");
+            TreeCheck c = s.tree.check();
+            assertTrue(c.ok(), c.toString());
+        }
+    }
+
+    /**
+     * {@link BTree#replaceIf} replaces only what its check allows, handing it the value in the put's own
+     * descent: a refused key keeps its value and the transaction ends holding nothing; allowed ones take
+     * their new values, longer ones splitting leaves, and absent keys are put without a check.
+     */
+    @Test
+    void replaceIfChangesNothingWhereItsCheckRefuses() {
+        Random rnd = new Random(SEED);
+        TreeMap<Long, byte[]> model = new TreeMap<>();
+        MemorySegment prior = MemorySegment.ofArray(new byte[BTreeNodeFormat.MAX_VALUE]);
+        try (MemoryDevice dev = MemoryDevice.create(16_384, 4096); Store s = Store.format(dev, 2048, 8L << 20)) {
+            for (long k = 0; k < 3_000; k += 2) {
+                byte[] v = new byte[1 + rnd.nextInt(40)];
+                rnd.nextBytes(v);
+                v[0] = (byte) (k % 3); // refused: values starting with 0
+                try (Txn txn = Txn.begin(s.cache, s.tree.reservation())) {
+                    s.tree.put(txn, MemorySegment.ofArray(Keys.ofLong(k)), MemorySegment.ofArray(v));
+                    txn.commit();
+                }
+                model.put(k, v);
+            }
+            List<Long> keys = new ArrayList<>();
+            for (long k = 0; k < 3_000; k++) {
+                keys.add(k); // the odd ones absent
+            }
+            Collections.shuffle(keys, rnd);
+            int refused = 0;
+            for (long k : keys) {
+                byte[] want = model.get(k);
+                byte[] next = new byte[1 + rnd.nextInt(200)];
+                rnd.nextBytes(next);
+                next[0] = 1;
+                try (Txn txn = Txn.begin(s.cache, s.tree.reservation())) {
+                    int found = s.tree.replaceIf(txn, MemorySegment.ofArray(Keys.ofLong(k)), MemorySegment.ofArray(next), prior,
+                            (value, length) -> length == want.length && value.get(ValueLayout.JAVA_BYTE, 0) != 0);
+                    if (want != null && want[0] == 0) {
+                        assertEquals(BTree.REFUSED, found, "key " + k);
+                        assertEquals(0, txn.held(), "refused: nothing held");
+                        refused++;
+                        continue; // the transaction ends without a commit
+                    }
+                    txn.commit();
+                    assertEquals(want == null ? -1 : want.length, found, "key " + k);
+                    if (want != null) {
+                        assertArrayEquals(want, prior.asSlice(0, found).toArray(ValueLayout.JAVA_BYTE), "key " + k + "'s prior value");
+                    }
+                    model.put(k, next);
+                }
+            }
+            for (long k = 0; k < 3_000; k++) {
+                assertArrayEquals(model.get(k), s.tree.get(Keys.ofLong(k)), "key " + k);
+            }
+            assertEquals(500, refused, "keys refused");
+            assertTrue(s.tree.height() >= 2, "the tree grew to " + s.tree.height() + " levels");
             TreeCheck c = s.tree.check();
             assertTrue(c.ok(), c.toString());
         }
