@@ -58,17 +58,6 @@ final class FileData {
     static final long MAX_FILE_SIZE = ExtentFormat.MAX_FILE_BLOCKS * 4096;
     /** The longest single transfer: what a read's int result can count, in whole 4 KiB blocks (as Linux's 0x7ffff000). */
     static final int MAX_TRANSFER = Integer.MAX_VALUE & -4096;
-
-    private final Volume volume;
-    private final BufferCache cache;
-    private final Geometry geometry;
-    private final InodeRecords records;
-    private final InodeCache inodes;
-    private final BlockDevice device;
-    private final ExtentMap map;
-    private final int blockSize;
-    /** File data was written to the device since the last {@link #flushAll}. */
-    private volatile boolean written;
     private static final VarHandle WRITTEN;
 
     static {
@@ -79,6 +68,16 @@ final class FileData {
         }
     }
 
+    private final Volume volume;
+    private final BufferCache cache;
+    private final Geometry geometry;
+    private final InodeRecords records;
+    private final InodeCache inodes;
+    private final BlockDevice device;
+    private final ExtentMap map;
+    private final int blockSize;
+    /** File data was written to the device since the last {@link #flushAll} took this mark (as {@link Inode#takeDataDirty}). */
+    private volatile boolean written;
     /** {@link #flushAll} calls under way, from before they take {@link #written} to the end of their flush. */
     private final AtomicInteger volumeSyncs = new AtomicInteger();
     /** Device flushes for file data, shared by concurrent fsyncs. */
