@@ -31,9 +31,9 @@ class SyncConcurrencyTest extends FileTestBase {
     private HeldFlushDevice held;
     private final ExecutorService threads = Executors.newCachedThreadPool();
 
-    /** Holds the first device flush after {@link #armed} is set until {@link #release} opens; counts flushes begun. */
+    /** Holds the first device flush of thread {@link #holding} until {@link #release} opens; counts flushes begun. */
     static final class HeldFlushDevice extends ForwardingDevice {
-        volatile boolean armed;
+        volatile Thread holding;
         final CountDownLatch entered = new CountDownLatch(1), release = new CountDownLatch(1);
         final AtomicInteger begun = new AtomicInteger();
 
@@ -44,8 +44,8 @@ class SyncConcurrencyTest extends FileTestBase {
         @Override
         public void flush() {
             begun.incrementAndGet();
-            if (armed) {
-                armed = false;
+            if (holding == Thread.currentThread()) { // not a background thread's flush
+                holding = null;
                 entered.countDown();
                 try {
                     assertTrue(release.await(60, TimeUnit.SECONDS), "the held flush was never released");
@@ -70,8 +70,10 @@ class SyncConcurrencyTest extends FileTestBase {
 
     /** Runs {@code first} until its flush is held, then {@code second}: which must wait for a flush that begins after it. */
     private void secondWaitsForAFlushOfItsOwn(Runnable first, Runnable second) throws Exception {
-        held.armed = true;
-        CompletableFuture<Void> a = CompletableFuture.runAsync(first, threads);
+        CompletableFuture<Void> a = CompletableFuture.runAsync(() -> {
+            held.holding = Thread.currentThread();
+            first.run();
+        }, threads);
         assertTrue(held.entered.await(PROMPT_SECONDS, TimeUnit.SECONDS), "the first sync's flush reached the device");
         int begunBefore = held.begun.get();
         CompletableFuture<Void> b = CompletableFuture.runAsync(second, threads);
