@@ -1,8 +1,11 @@
 package dev.ferrite.dir;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 
 import dev.ferrite.btree.internal.Buffer;
@@ -55,6 +58,15 @@ final class FileData {
     static final long MAX_FILE_SIZE = ExtentFormat.MAX_FILE_BLOCKS * 4096;
     /** The longest single transfer: what a read's int result can count, in whole 4 KiB blocks (as Linux's 0x7ffff000). */
     static final int MAX_TRANSFER = Integer.MAX_VALUE & -4096;
+    private static final VarHandle WRITTEN;
+
+    static {
+        try {
+            WRITTEN = MethodHandles.lookup().findVarHandle(FileData.class, "written", boolean.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
 
     private final Volume volume;
     private final BufferCache cache;
@@ -64,8 +76,10 @@ final class FileData {
     private final BlockDevice device;
     private final ExtentMap map;
     private final int blockSize;
-    /** File data was written to the device since the last {@link #flushAll}. */
+    /** File data was written to the device since the last {@link #flushAll} took this mark (as {@link Inode#takeDataDirty}). */
     private volatile boolean written;
+    /** {@link #flushAll} calls under way, from before they take {@link #written} to the end of their flush. */
+    private final AtomicInteger volumeSyncs = new AtomicInteger();
     /** Device flushes for file data, shared by concurrent fsyncs. */
     private final SharedFlush flushes;
     /** The buffered path: what a call not aligned for the direct one goes through. */
@@ -489,8 +503,7 @@ final class FileData {
         }
         if (dev >= 0) { // the fast path: written blocks inside the size, overwritten in place
             device.write(dev, src);
-            i.dataDirty = true;
-            written = true;
+            dataWritten(i);
             if (!writeBack) {
                 records.markModified(i); // no transaction logs the time now: it waits in the inode
             }
@@ -504,8 +517,7 @@ final class FileData {
             long claimed = writeBack ? 0 : claim(i, 0, first, end, true);
             try {
                 device.write(dev, src);
-                i.dataDirty = true;
-                written = true;
+                dataWritten(i);
                 finish(i, first, end, newSize, writeBack, true);
             } finally {
                 volume.counters().release(claimed);
@@ -570,8 +582,7 @@ final class FileData {
                 device.write(x.deviceBlock(k) + (fb - x.fileBlock(k)), src.asSlice((fb - first) * blockSize, (runEnd - fb) * blockSize));
                 fb = runEnd;
             }
-            i.dataDirty = true;
-            written = true;
+            dataWritten(i);
             if (convert || newSize > s.size()) {
                 finish(i, first, end, newSize, writeBack, promise.held());
             }
@@ -625,8 +636,7 @@ final class FileData {
                 } finally {
                     volume.counters().release(claimed);
                 }
-                i.dataDirty = true;
-                written = true;
+                dataWritten(i);
             } else {
                 writeMapped(i, s, fb * blockSize, part, pieceSize, writeBack);
             }
@@ -940,8 +950,11 @@ final class FileData {
         if (!dataOnly) {
             logModified(i);
         }
-        boolean data = i.dataDirty;
-        i.dataDirty = false; // before the flush: a write after it sets it again
+        i.beginDataSync();
+        boolean data = i.takeDataDirty();
+        if (!data) {
+            i.endDataSync();
+        }
         boolean done = false;
         try {
             long mark = cache.journal().flushMark(); // the file's data writes have completed
@@ -956,8 +969,11 @@ final class FileData {
             }
             done = true;
         } finally {
-            if (data && !done) {
-                i.dataDirty = true;
+            if (data) {
+                if (!done) {
+                    i.markDataDirty(); // back for the next fsync, before this one ends (see Inode#takeDataDirty)
+                }
+                i.endDataSync();
             }
         }
     }
@@ -1010,13 +1026,36 @@ final class FileData {
         }
     }
 
-    /** Writes back every file's cached pages, then makes the data written to any file so far durable on the device. */
+    /** A data write to {@code i} reached the device: marks it and the volume for their next flush. */
+    private void dataWritten(Inode i) {
+        i.markDataDirty();
+        written = true;
+    }
+
+    /**
+     * Writes back every file's cached pages, then makes the data written to any file so far durable on the
+     * device. {@link #written} is taken as {@link Inode#takeDataDirty} takes a file's mark: a sync that finds
+     * it clear while another is between taking it and the end of its flush flushes too (shared), so that
+     * it never returns before the writes the other took it for are durable.
+     */
     void flushAll() {
         logAllModified();
         buffered.writeBackAll();
-        if (written) {
-            written = false; // before the flush: a write after it sets it again
+        volumeSyncs.incrementAndGet();
+        boolean data = (boolean) WRITTEN.getAndSet(this, false) | volumeSyncs.get() > 1 | written | volumeSyncs.get() > 1;
+        if (!data) {
+            volumeSyncs.decrementAndGet();
+            return;
+        }
+        boolean done = false;
+        try {
             flushes.flush();
+            done = true;
+        } finally {
+            if (!done) {
+                written = true; // back for the next sync, before this one ends
+            }
+            volumeSyncs.decrementAndGet();
         }
     }
 }

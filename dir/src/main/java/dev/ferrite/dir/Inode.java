@@ -23,7 +23,7 @@ import java.util.function.BooleanSupplier;
 @SuppressWarnings("serial") // never serialized
 final class Inode extends AbstractQueuedSynchronizer {
     static final int DEAD = -1;
-    private static final VarHandle REFS, MODIFIED, WRITERS, LAST_SEQ;
+    private static final VarHandle REFS, MODIFIED, WRITERS, LAST_SEQ, DATA_DIRTY, DATA_SYNCS;
 
     static {
         try {
@@ -31,6 +31,8 @@ final class Inode extends AbstractQueuedSynchronizer {
             MODIFIED = MethodHandles.lookup().findVarHandle(Inode.class, "modified", long.class);
             WRITERS = MethodHandles.lookup().findVarHandle(Inode.class, "writers", long.class);
             LAST_SEQ = MethodHandles.lookup().findVarHandle(Inode.class, "lastSeq", long.class);
+            DATA_DIRTY = MethodHandles.lookup().findVarHandle(Inode.class, "dataDirty", boolean.class);
+            DATA_SYNCS = MethodHandles.lookup().findVarHandle(Inode.class, "dataSyncs", int.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -60,8 +62,15 @@ final class Inode extends AbstractQueuedSynchronizer {
      */
     @SuppressWarnings("unused") // through MODIFIED
     private volatile long modified;
-    /** A regular file's data was written to the device since the last fsync's device flush. */
-    volatile boolean dataDirty;
+    /**
+     * A regular file's data was written to the device since an fsync last took this mark
+     * ({@link #markDataDirty}, {@link #takeDataDirty}).
+     */
+    @SuppressWarnings("unused") // through DATA_DIRTY
+    private volatile boolean dataDirty;
+    /** fsyncs of the file between taking {@link #dataDirty} and the end of the flush it obliges them to. */
+    @SuppressWarnings("unused") // through DATA_SYNCS
+    private volatile int dataSyncs;
     /**
      * A regular file's size as buffered writes made it, past the committed one until write-back commits
      * it; 0 if none. Changed under the file's page lock ({@link FilePages#lock}), cleared under its I/O
@@ -303,6 +312,35 @@ final class Inode extends AbstractQueuedSynchronizer {
     /** The modification time waiting to be logged, or 0. */
     long modified() {
         return (long) MODIFIED.getVolatile(this);
+    }
+
+    /** A data write reached the device: its file owes it a flush at the next fsync ({@link #takeDataDirty}). */
+    void markDataDirty() {
+        DATA_DIRTY.setVolatile(this, true);
+    }
+
+    /**
+     * An fsync's part of the mark, between {@link #beginDataSync} and {@link #endDataSync}: whether it must
+     * make data durable. True if a write marked the file since the mark was last taken (taken now,
+     * atomically, so that a write marking it meanwhile is not lost), or if another fsync of the file is
+     * between its take and the end of its flush: the writes it took the mark for may have returned before
+     * this fsync began, and are not durable until that flush ends, so this one must not return first.
+     * A taker whose flush failed puts the mark back before it ends: the reads after the take see either
+     * it still there, the mark back, or the next taker there (its begin comes before its take).
+     */
+    boolean takeDataDirty() {
+        return (boolean) DATA_DIRTY.getAndSet(this, false) | (int) DATA_SYNCS.getVolatile(this) > 1
+                | (boolean) DATA_DIRTY.getVolatile(this) | (int) DATA_SYNCS.getVolatile(this) > 1;
+    }
+
+    /** An fsync's data part begins: before {@link #takeDataDirty}. */
+    void beginDataSync() {
+        DATA_SYNCS.getAndAdd(this, 1);
+    }
+
+    /** An fsync's data part ends: after its flush, or after putting the mark back ({@link #markDataDirty}) when it failed. */
+    void endDataSync() {
+        DATA_SYNCS.getAndAdd(this, -1);
     }
 
     /** Records a data write at {@code now} unless a later time is recorded; true if none was recorded before. */
