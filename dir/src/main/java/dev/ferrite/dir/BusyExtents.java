@@ -1,6 +1,7 @@
 package dev.ferrite.dir;
 
 import java.util.ArrayList;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 
 /**
@@ -32,7 +33,10 @@ final class BusyExtents {
         private volatile long seq = PENDING;
         private long held = PENDING;
 
-        private Entry(int start, int length) {
+        private final BusyExtents owner;
+
+        private Entry(BusyExtents owner, int start, int length) {
+            this.owner = owner;
             this.start = start;
             this.length = length;
         }
@@ -40,6 +44,7 @@ final class BusyExtents {
         /** The freeing transaction committed with {@code seq}: the blocks are busy until it is durable. */
         void settle(long seq) {
             this.seq = seq;
+            owner.settles.incrementAndGet(); // after: a sweep that counted it saw the sequence
         }
 
         /**
@@ -53,7 +58,7 @@ final class BusyExtents {
 
         /** Ends a {@link #hold}: busy until its sequence is durable, as if settled with it. */
         void release() {
-            seq = held;
+            settle(held);
         }
 
         int end() {
@@ -67,6 +72,10 @@ final class BusyExtents {
     private int sweepAt = SWEEP_AT;
     /** Blocks of the entries kept: busy, or durable and not swept out yet. */
     private long kept;
+    /** Entries settled (or released) so far: a {@link #busyBlocks} with none since the last sweep, nor a durable sequence moved, needs none. */
+    private final AtomicLong settles = new AtomicLong();
+    /** The durable sequence and {@link #settles} the last sweep went by. */
+    private long sweptDurable = -1, sweptSettles = -1;
     /** Sweeps that dropped an entry: blocks busy before one may be usable after it. */
     private long sweeps;
 
@@ -82,7 +91,7 @@ final class BusyExtents {
         if (n >= sweepAt || n > 0 && entries.get(n - 1).seq <= durable) {
             sweep(durable, 0);
         }
-        Entry e = new Entry(start, length);
+        Entry e = new Entry(this, start, length);
         int k = firstEndingAfter(start);
         // a durable entry may still cover some of these blocks (allocated and freed again since)
         while (k < entries.size() && entries.get(k).start < e.end()) {
@@ -120,7 +129,10 @@ final class BusyExtents {
 
     /** The busy blocks, once the durable entries are swept out. */
     long busyBlocks() {
-        sweep(durableSeq.getAsLong(), 0);
+        long durable = durableSeq.getAsLong();
+        if (durable != sweptDurable || settles.get() != sweptSettles) {
+            sweep(durable, 0); // else none can have become durable since the last: a group's own frees stay busy
+        }
         return kept;
     }
 
@@ -174,6 +186,8 @@ final class BusyExtents {
      * (a run of allocations after a synced run of n frees paid n shifts of up to n entries).
      */
     private int sweep(long durable, int k) {
+        sweptSettles = settles.get(); // before the pass: an entry settled during it is seen by the next
+        sweptDurable = durable;
         int n = 0, at = k;
         for (int i = 0; i < entries.size(); i++) {
             Entry e = entries.get(i);

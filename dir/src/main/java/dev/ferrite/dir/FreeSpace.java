@@ -364,7 +364,7 @@ final class FreeSpace {
      */
     private long[] findUsableAnywhere(Txn txn, int min, int want) {
         long sweeps = busyData.sweeps(); // before the look: a sweep during it may make an extent passed usable
-        boolean skip = skipMin > 0 && min >= skipMin && skipSweeps == sweeps && below(min, 0, skipToLength, skipToStart);
+        boolean skip = skips(min);
         long e = skip ? cntFind(txn, skipToLength, skipToStart, BTree.Match.CEILING) : extentAtLeast(txn, min);
         for (int i = 0; i < REFILL_CANDIDATES && e >= 0; i++) {
             anywhereLooks++;
@@ -380,6 +380,11 @@ final class FreeSpace {
         }
         skipMin = 0;
         return skip ? findUsableAnywhere(txn, min, want) : null; // a usable extent may have come among those skipped
+    }
+
+    /** Whether {@link #findUsableAnywhere} knows of extents to skip in a look for {@code min} blocks. */
+    private boolean skips(int min) {
+        return skipMin > 0 && min >= skipMin && skipSweeps == busyData.sweeps() && below(min, 0, skipToLength, skipToStart);
     }
 
     /** Whether key (length {@code l1}, start {@code s1}) of the tree by size comes before ({@code l2}, {@code s2}). */
@@ -520,8 +525,14 @@ final class FreeSpace {
             txn.release(agf);
             return AllocOutcome.NO_SPACE;
         }
-        long[] at = room == AllocOutcome.DONE ? findUsable(txn, e, len, len, -1) : null; // from that extent on: searched once
-        if (at == null && room == AllocOutcome.DONE && (wide || cache.journal().holdsGroup())) {
+        boolean anywhere = room == AllocOutcome.DONE && (wide || cache.journal().holdsGroup());
+        // past the extents a look found busy, where it knows of them: the few findUsable looks at first are those
+        boolean skipped = anywhere && skips(len);
+        long[] at = skipped ? findUsableAnywhere(txn, len, len) : null;
+        if (at == null && room == AllocOutcome.DONE) {
+            at = findUsable(txn, e, len, len, -1); // from that extent on: searched once
+        }
+        if (at == null && anywhere && !skipped) {
             at = findUsableAnywhere(txn, len, len);
         }
         if (at == null) {

@@ -51,6 +51,31 @@ class BusyExtentsTest {
         assertEquals(0, busy.size());
     }
 
+    /**
+     * The exact count sweeps only when an entry may have become durable since the last sweep: the durable
+     * sequence moved, or an entry was settled or released since (with a sequence durable already). Counted
+     * again with neither, it is the count the last sweep left plus the frees since.
+     */
+    @Test
+    void theBusyCountSeesEntriesSettledOrReleasedAfterItsLastSweep() {
+        AtomicLong durable = new AtomicLong(10);
+        BusyExtents busy = new BusyExtents(durable::get);
+        BusyExtents.Entry a = busy.add(100, 4), b = busy.add(200, 8);
+        assertEquals(12, busy.busyBlocks(), "both pending");
+        a.settle(7); // its commit durable already when it settles
+        assertEquals(8, busy.busyBlocks(), "a, settled after the last sweep with a durable sequence, is not busy");
+        b.hold(9);
+        assertEquals(8, busy.busyBlocks(), "held: busy whatever is durable");
+        BusyExtents.Entry c = busy.add(300, 2);
+        assertEquals(10, busy.busyBlocks(), "a free since the last sweep counts");
+        b.release();
+        assertEquals(2, busy.busyBlocks(), "b, released with a durable sequence, is not busy");
+        c.settle(11);
+        assertEquals(2, busy.busyBlocks(), "c is not durable yet");
+        durable.set(11);
+        assertEquals(0, busy.busyBlocks(), "the durable sequence moved past c");
+    }
+
     /** The busy block count that keeps an allocation from taking the last free blocks that are not busy. */
     @Test
     void theBlocksCountedBusyFollowFreesUndoesAndDurability() {
