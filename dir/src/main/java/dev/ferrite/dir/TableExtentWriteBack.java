@@ -77,6 +77,8 @@ final class TableExtentWriteBack implements DeferredData {
     private boolean wroteAhead;
     private final MemorySegment staging;
     private final IoBatch batch = new IoBatch(STAGING_BLOCKS);
+    /** Whether each value of the run just written was freed meanwhile (its frames then dropped); {@link #writing}'s. */
+    private final boolean[] drops = new boolean[STAGING_BLOCKS];
     /** Values written (by the log, or by puts at the budget) and the device writes that wrote them, for tests. */
     private long written, runs;
 
@@ -242,17 +244,19 @@ final class TableExtentWriteBack implements DeferredData {
                 device.submit(batch);
             }
             writes += batch.size();
-            for (; i < j; i++) {
-                Deferred d = taken[i];
-                boolean drop;
-                synchronized (this) {
-                    drop = d.freed;
+            synchronized (this) { // once a run, not once a value: the putters registering values take this lock too
+                for (int m = i; m < j; m++) {
+                    Deferred d = taken[m];
+                    drops[m - i] = d.freed;
                     if (pending.remove(d.x.block(), d)) {
                         pendingBlocks -= d.x.blocks(blockSize);
                     }
                 }
-                cached.written(d.x, drop);
             }
+            for (int m = i; m < j; m++) {
+                cached.written(taken[m].x, drops[m - i]);
+            }
+            i = j;
         }
         synchronized (this) {
             written += taken.length;
