@@ -564,11 +564,10 @@ final class Restructure {
                     if (pc == 0) {
                         break; // an only child has no sibling to merge with
                     }
-                    // a leaf this delete empties merges into its left sibling where it has one, which then
-                    // only drops it from the chain; merged with its right sibling it would take in and log
-                    // all of that one's cells (a leaf of few large cells empties before it underflows)
-                    boolean emptied = d == leafD && count(n) == 1;
-                    int other = emptied && j >= 0 || j + 1 >= pc ? j - 1 : j + 1;
+                    // a leaf merges into its left sibling where it has one under the same parent: its few
+                    // cells go into that one's free gap (an emptied leaf only drops from the chain), where
+                    // merged with its right sibling it would take in, compact and log all of that one's
+                    int other = d == leafD && j >= 0 || j + 1 >= pc ? j - 1 : j + 1;
                     long mateBlock = childAt(parent, other);
                     if (!p.node[d - 1].validate(p.version[d - 1])) {
                         continue attempts; // follow only pointers read from a node still as planned
@@ -709,11 +708,18 @@ final class Restructure {
         }
     }
 
-    /** The right node's entries (after the parent's separator, for interior nodes) move into the left one, compacted first. */
+    /**
+     * The right node's entries (after the parent's separator, for interior nodes) move into the left one,
+     * compacted first; a right leaf's go into the left's free gap if they fit there ({@link #mergeIntoGap}).
+     */
     private void mergeInto(Txn txn, Buffer leftBuf, Buffer rightBuf, MemorySegment pn, int sepIndex, Seen outer) {
         MemorySegment l = leftBuf.data();
         MemorySegment r = rightBuf.data();
         boolean leaf = isLeaf(l);
+        if (leaf && BTreeNodeFormat.freeContiguous(l) >= used(r, blockSize)) {
+            mergeIntoGap(txn, leftBuf, r, outer);
+            return;
+        }
         MemorySegment scratch = scratch(blockSize);
         BTreeNodeFormat.compact(l, blockSize, scratch, blockSize); // the right node's entries need all the room
         int at = count(l);
@@ -730,6 +736,28 @@ final class Restructure {
             relinkOuter(txn, leftBuf, beyond, outer);
         }
         logUsed(txn, leftBuf);
+    }
+
+    /**
+     * Right leaf {@code r}'s cells go after the left leaf's, in its free gap, which holds them: not compacted
+     * nor re-prefixed (the prefix may stay shorter than the keys share), the left leaf logs its header
+     * fields, its new slots (every slot if a key shortened the prefix, which rewrites each head) and its new
+     * cells, not its old ones: a merge of a leaf under a sixteenth into its left sibling logs about what it moves.
+     */
+    private static void mergeIntoGap(Txn txn, Buffer leftBuf, MemorySegment r, Seen outer) {
+        MemorySegment l = leftBuf.data();
+        int from = count(l), skip = BTreeNodeFormat.skip(l), cells = BTreeNodeFormat.cellStart(l);
+        for (int i = 0, at = from, c = count(r); i < c; i++) {
+            BTreeNodeFormat.copyCell(r, i, l, at++);
+        }
+        long beyond = BTreeNodeFormat.right(r);
+        BTreeNodeFormat.setRight(l, beyond);
+        txn.log(leftBuf, BTreeNodeFormat.RIGHT, 8);
+        logSlots(txn, leftBuf, BTreeNodeFormat.skip(l) == skip ? from : -1);
+        if (BTreeNodeFormat.cellStart(l) < cells) {
+            txn.log(leftBuf, BTreeNodeFormat.cellStart(l), cells - BTreeNodeFormat.cellStart(l));
+        }
+        relinkOuter(txn, leftBuf, beyond, outer);
     }
 
     /**

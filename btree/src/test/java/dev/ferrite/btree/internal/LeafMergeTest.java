@@ -22,7 +22,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * A leaf merges with a sibling only once it holds less than a sixteenth of a node
  * ({@link BTree#LEAF_MERGE_FRACTION}), not at a quarter as interior nodes do: a leaf between the two stays
  * (sparse, and the checker finds the tree sound), and every key deleted still frees every leaf but one. A
- * leaf emptied by a delete leaves the chain beside its left sibling, which takes in no cell and logs only its link.
+ * leaf emptied by a delete leaves the chain beside its left sibling, which takes in no cell and logs only its
+ * link; one merged under a sixteenth moves its cells into its left sibling's free gap, which logs only them.
  */
 @ExtendWith(TestSeed.class)
 class LeafMergeTest {
@@ -119,6 +120,54 @@ class LeafMergeTest {
             keys.add(BTreeNodeFormat.key(n, i).toArray(ValueLayout.JAVA_BYTE));
         }
         return keys;
+    }
+
+    @Test
+    void aLeafUnderASixteenthMovesItsCellsIntoItsLeftSiblingsGap() {
+        try (MemoryDevice dev = MemoryDevice.create(8192, 4096); Store s = Store.format(dev, 1024, 16L << 20)) {
+            List<Integer> order = new ArrayList<>();
+            for (int i = 0; i < KEYS; i++) {
+                order.add(i);
+            }
+            Collections.shuffle(order, new Random(SEED)); // leaves split in the middle: free gaps that hold a small leaf's cells
+            for (int i : order) {
+                s.tree.put(key(i), value(i));
+            }
+            MemorySegment root = s.tree.node(BTreeHeaderFormat.root(s.tree.header().data())).data();
+            assertTrue(!BTreeNodeFormat.isLeaf(root) && BTreeNodeFormat.count(root) >= 4, "a root over several leaves");
+            long middle = BTreeNodeFormat.child(root, 1), left = BTreeNodeFormat.child(root, 0), right = BTreeNodeFormat.child(root, 2);
+            List<byte[]> keys = keysOf(s, middle);
+            int k = 0;
+            for (; ; k++) { // down to the last delete that leaves the leaf at a sixteenth or more
+                MemorySegment n = s.tree.node(middle).data();
+                int at = BTreeNodeFormat.search(n, MemorySegment.ofArray(keys.get(k)));
+                if (BTreeNodeFormat.used(n, 4096) - BTreeNodeFormat.cellSize(n, at) < CAPACITY / BTree.LEAF_MERGE_FRACTION) {
+                    break;
+                }
+                assertTrue(s.tree.delete(keys.get(k)) >= 0);
+            }
+            int leftCells = BTreeNodeFormat.count(s.tree.node(left).data());
+            assertTrue(BTreeNodeFormat.freeContiguous(s.tree.node(left).data()) >= CAPACITY / BTree.LEAF_MERGE_FRACTION,
+                    "the left sibling's free gap holds the small leaf's cells (seed " + SEED + ")");
+            int rightCells = BTreeNodeFormat.count(s.tree.node(right).data());
+            try (Txn txn = Txn.begin(s.cache, s.tree.reservation())) {
+                assertTrue(s.tree.delete(txn, MemorySegment.ofArray(keys.get(k))));
+                assertEquals(-1, s.nodes().getOrDefault(middle, -1), "the small leaf is freed");
+                Buffer l = s.tree.node(left);
+                assertEquals(leftCells + keys.size() - k - 1, BTreeNodeFormat.count(l.data()), "the left sibling took in its cells");
+                assertEquals(rightCells, BTreeNodeFormat.count(s.tree.node(right).data()), "the right sibling kept its own");
+                assertEquals(right, BTreeNodeFormat.right(l.data()));
+                int chunks = Long.bitCount(l.txDirty) + Long.bitCount(l.txDirtyHigh);
+                assertTrue(chunks <= 16, "the left sibling logs its header, slots and new cells, not its old cells: " + chunks + " chunks");
+                txn.commit();
+            }
+            assertTrue(s.tree.check().ok(), s.tree.check().toString());
+            for (int i = 0; i < KEYS; i++) {
+                int at = i;
+                boolean gone = keys.subList(0, k + 1).stream().anyMatch(d -> Arrays.equals(d, key(at)));
+                assertEquals(!gone, s.tree.get(key(i)) != null, "key " + i);
+            }
+        }
     }
 
     @Test
