@@ -92,16 +92,7 @@ class BTreePriorValueTest {
         TreeMap<Long, byte[]> model = new TreeMap<>();
         MemorySegment prior = MemorySegment.ofArray(new byte[BTreeNodeFormat.MAX_VALUE]);
         try (MemoryDevice dev = MemoryDevice.create(16_384, 4096); Store s = Store.format(dev, 2048, 8L << 20)) {
-            for (long k = 0; k < 3_000; k++) {
-                byte[] v = new byte[1 + rnd.nextInt(40)];
-                rnd.nextBytes(v);
-                v[0] = (byte) (k % 3); // refused: values starting with 0
-                try (Txn txn = Txn.begin(s.cache, s.tree.reservation())) {
-                    s.tree.put(txn, MemorySegment.ofArray(Keys.ofLong(k)), MemorySegment.ofArray(v));
-                    txn.commit();
-                }
-                model.put(k, v);
-            }
+            fill(s, rnd, model, 1);
             int tallest = s.tree.height();
             Long[] keys = model.keySet().toArray(new Long[0]);
             Collections.shuffle(Arrays.asList(keys), rnd);
@@ -141,16 +132,7 @@ class BTreePriorValueTest {
         TreeMap<Long, byte[]> model = new TreeMap<>();
         MemorySegment prior = MemorySegment.ofArray(new byte[BTreeNodeFormat.MAX_VALUE]);
         try (MemoryDevice dev = MemoryDevice.create(16_384, 4096); Store s = Store.format(dev, 2048, 8L << 20)) {
-            for (long k = 0; k < 3_000; k += 2) {
-                byte[] v = new byte[1 + rnd.nextInt(40)];
-                rnd.nextBytes(v);
-                v[0] = (byte) (k % 3); // refused: values starting with 0
-                try (Txn txn = Txn.begin(s.cache, s.tree.reservation())) {
-                    s.tree.put(txn, MemorySegment.ofArray(Keys.ofLong(k)), MemorySegment.ofArray(v));
-                    txn.commit();
-                }
-                model.put(k, v);
-            }
+            fill(s, rnd, model, 2);
             List<Long> keys = new ArrayList<>();
             for (long k = 0; k < 3_000; k++) {
                 keys.add(k); // the odd ones absent
@@ -186,6 +168,20 @@ class BTreePriorValueTest {
             assertTrue(s.tree.height() >= 2, "the tree grew to " + s.tree.height() + " levels");
             TreeCheck c = s.tree.check();
             assertTrue(c.ok(), c.toString());
+        }
+    }
+
+    /** Puts keys 0 to 2,999 (every {@code step}th) with short random values, a third of them starting with 0, in {@code s} and {@code model}. */
+    private static void fill(Store s, Random rnd, TreeMap<Long, byte[]> model, int step) {
+        for (long k = 0; k < 3_000; k += step) {
+            byte[] v = new byte[1 + rnd.nextInt(40)];
+            rnd.nextBytes(v);
+            v[0] = (byte) (k % 3); // refused: values starting with 0
+            try (Txn txn = Txn.begin(s.cache, s.tree.reservation())) {
+                s.tree.put(txn, MemorySegment.ofArray(Keys.ofLong(k)), MemorySegment.ofArray(v));
+                txn.commit();
+            }
+            model.put(k, v);
         }
     }
 }
