@@ -44,7 +44,12 @@ final class BusyExtents {
         /** The freeing transaction committed with {@code seq}: the blocks are busy until it is durable. */
         void settle(long seq) {
             this.seq = seq;
-            owner.settles.incrementAndGet(); // after: a sweep that counted it saw the sequence
+            // one durable already may go unseen by a count that sweeps only when the durable sequence moves:
+            // counted, after the store (a sweep that counted it saw the sequence). The usual settle, of a
+            // commit not durable yet, writes nothing shared: the durable sequence moves past it later
+            if (seq <= owner.durableSeq.getAsLong()) {
+                owner.settles.incrementAndGet();
+            }
         }
 
         /**
@@ -72,7 +77,10 @@ final class BusyExtents {
     private int sweepAt = SWEEP_AT;
     /** Blocks of the entries kept: busy, or durable and not swept out yet. */
     private long kept;
-    /** Entries settled (or released) so far: a {@link #busyBlocks} with none since the last sweep, nor a durable sequence moved, needs none. */
+    /**
+     * Entries settled (or released) with a sequence durable already: a {@link #busyBlocks} with none since
+     * the last sweep, nor a durable sequence moved, needs none.
+     */
     private final AtomicLong settles = new AtomicLong();
     /** The durable sequence and {@link #settles} the last sweep went by. */
     private long sweptDurable = -1, sweptSettles = -1;

@@ -1069,7 +1069,6 @@ public final class Tables {
         } finally {
             if (c.published != null) {
                 publication.end(c.published); // every change applied, or undone; before its keys are let go
-                c.releaseFrees(publication);
             }
             if (applying) {
                 versions.endApply(version);
@@ -1086,6 +1085,9 @@ public final class Tables {
             for (int i = 0; i < locked; i++) {
                 ReentrantReadWriteLock l = ws.get(i).table.commits;
                 (shared ? l.readLock() : l.writeLock()).unlock();
+            }
+            if (c.published != null) {
+                c.releaseFrees(publication); // last: its copies, if any, hold no lock (the blocks stay busy until it)
             }
         }
     }
