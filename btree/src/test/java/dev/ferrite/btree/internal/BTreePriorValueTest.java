@@ -81,6 +81,7 @@ class BTreePriorValueTest {
             assertTrue(c.ok(), c.toString());
         }
     }
+
     /**
      * {@link BTree#deleteIf} deletes only what its check allows, looking at the value in the delete's own
      * descent: a refused key stays with its value and the transaction ends holding nothing; allowed ones
@@ -111,13 +112,9 @@ class BTreePriorValueTest {
                     model.remove(k);
                 }
             }
-            for (long k = 0; k < 3_000; k++) {
-                assertArrayEquals(model.get(k), s.tree.get(Keys.ofLong(k)), "key " + k);
-            }
+            assertTreeIs(s, model);
             assertTrue(tallest >= 2, "the tree grew to " + tallest + " levels");
             assertEquals(1_000, model.size(), "the refused keys stay");
-            TreeCheck c = s.tree.check();
-            assertTrue(c.ok(), c.toString());
         }
     }
 
@@ -161,13 +158,9 @@ class BTreePriorValueTest {
                     model.put(k, next);
                 }
             }
-            for (long k = 0; k < 3_000; k++) {
-                assertArrayEquals(model.get(k), s.tree.get(Keys.ofLong(k)), "key " + k);
-            }
+            assertTreeIs(s, model);
             assertEquals(500, refused, "keys refused");
             assertTrue(s.tree.height() >= 2, "the tree grew to " + s.tree.height() + " levels");
-            TreeCheck c = s.tree.check();
-            assertTrue(c.ok(), c.toString());
         }
     }
 
@@ -183,5 +176,14 @@ class BTreePriorValueTest {
             }
             model.put(k, v);
         }
+    }
+
+    /** Keys 0 to 2,999 of {@code s}'s tree hold {@code model}'s values (absent where it has none), and the tree checks clean. */
+    private static void assertTreeIs(Store s, TreeMap<Long, byte[]> model) {
+        for (long k = 0; k < 3_000; k++) {
+            assertArrayEquals(model.get(k), s.tree.get(Keys.ofLong(k)), "key " + k);
+        }
+        TreeCheck c = s.tree.check();
+        assertTrue(c.ok(), c.toString());
     }
 }
