@@ -15,6 +15,7 @@ import dev.ferrite.btree.internal.Cursor;
 import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.Errno;
 import dev.ferrite.io.InvalidArgumentException;
+import dev.ferrite.io.internal.BufferPool;
 import dev.ferrite.journal.ReservationExceededException;
 import dev.ferrite.journal.internal.Journal;
 
@@ -104,6 +105,16 @@ public final class Tables {
      * table, keeps its lock).
      */
     private final ConcurrentHashMap<Long, ReentrantReadWriteLock> commitLocks = new ConcurrentHashMap<>();
+
+    /** The size of a buffer of {@link #staging}: a 16 KiB value's copy and 15 more; a longer value's copy goes on the heap. */
+    static final int STAGING_BUFFER = 256 << 10;
+    /** Buffers in {@link #staging}: 32 MiB of address space, memory only once used (two writers' batches of a thousand 16 KiB values). */
+    static final int STAGING_BUFFERS = 128;
+    /**
+     * The buffers write transactions copy their values into until they end ({@link StagedValues}), or null
+     * before the first: made at the first put of a transaction, freed when the volume closes.
+     */
+    private volatile BufferPool staging;
 
     Tables(Volume volume, Namespace namespace, BufferCache cache, VolumeOptions options) {
         this.volume = volume;
@@ -715,19 +726,8 @@ public final class Tables {
             }
         }
         WriteTransaction.Writes w = new WriteTransaction.Writes(t);
-        w.add(new WriteTransaction.Op(key.toArray(ValueLayout.JAVA_BYTE), op, value == null ? null : bytes(value)));
+        w.add(new WriteTransaction.Op(key.toArray(ValueLayout.JAVA_BYTE), op, value)); // the commit reads the value, keeping nothing past its end
         return commit(List.of(w), d, false) > 0; // it writes a value out of line, or its key names one
-    }
-
-    /**
-     * {@code value}'s bytes: the caller's array itself if the segment spans one whole (the commit only reads
-     * it, and keeps no reference past its end; a medium value's would be a copy of up to 64 KiB), else a copy.
-     */
-    private static byte[] bytes(MemorySegment value) {
-        if (value.heapBase().orElse(null) instanceof byte[] a && value.address() == 0 && value.byteSize() == a.length) {
-            return a;
-        }
-        return value.toArray(ValueLayout.JAVA_BYTE);
     }
 
     /** Tests: runs inside each single write's apply, beside the others (null: nothing). */
@@ -756,14 +756,6 @@ public final class Tables {
         MemorySegment buf = STORED.get().view(1 + (int) value.byteSize());
         buf.set(ValueLayout.JAVA_BYTE, 0, TableValueFormat.INLINE);
         MemorySegment.copy(value, 0, buf, 1, value.byteSize());
-        return buf;
-    }
-
-    /** {@link #stored(MemorySegment)} of a value in an array, wrapping nothing. */
-    private static MemorySegment stored(byte[] value) {
-        MemorySegment buf = STORED.get().view(1 + value.length);
-        buf.set(ValueLayout.JAVA_BYTE, 0, TableValueFormat.INLINE);
-        MemorySegment.copy(value, 0, buf, ValueLayout.JAVA_BYTE, 1, value.length);
         return buf;
     }
 
@@ -848,17 +840,18 @@ public final class Tables {
             changes += w.changes().length;
             inTree &= w.ranges.isEmpty();
             for (WriteTransaction.Op o : w.changes()) {
-                byte[] v = o.value();
+                MemorySegment v = o.value();
+                long vl = v == null ? -1 : v.byteSize();
                 int kl = o.key().length;
                 bytes += kl;
-                if (v != null && isMedium(kl, v.length)) {
+                if (v != null && isMedium(kl, vl)) {
                     medium = true;
                     bytes += inExtents ? TableValueFormat.EXTENT_SIZE + CHANGE_OVERHEAD // its stub and its allocation
-                            : v.length + (long) (v.length / TableValueFormat.CHUNK) * CHANGE_OVERHEAD; // a change per chunk
+                            : vl + (vl / TableValueFormat.CHUNK) * CHANGE_OVERHEAD; // a change per chunk
                 } else if (v != null) {
-                    bytes += Math.min(v.length, TableValueFormat.BLOB_SIZE + maxInline(kl));
+                    bytes += Math.min(vl, TableValueFormat.BLOB_SIZE + maxInline(kl));
                 }
-                inTree &= v == null || v.length <= maxInline(kl);
+                inTree &= v == null || vl <= maxInline(kl);
             }
         }
         long size = bytes + changes * CHANGE_OVERHEAD;
@@ -876,12 +869,12 @@ public final class Tables {
             for (WriteTransaction.Writes w : ws) {
                 List<byte[]> forms = new ArrayList<>(w.changes().length);
                 for (WriteTransaction.Op o : w.changes()) {
-                    byte[] v = o.value();
+                    MemorySegment v = o.value();
                     int kl = o.key().length;
-                    if (v == null || v.length <= maxInline(kl) || isMedium(kl, v.length)) {
+                    if (v == null || v.byteSize() <= maxInline(kl) || isMedium(kl, v.byteSize())) {
                         forms.add(null); // a delete; an inline value, its form made as it applies; a medium value, written as it applies
                     } else {
-                        TableValueFormat.Blob b = blobs.write(MemorySegment.ofArray(v));
+                        TableValueFormat.Blob b = blobs.write(v);
                         written.add(b.id());
                         forms.add(TableValueFormat.blob(b));
                     }
@@ -1028,11 +1021,11 @@ public final class Tables {
                         int j = 0;
                         for (WriteTransaction.Op o : w.changes()) {
                             byte[] form = stored.get(i).get(j++);
-                            byte[] v = o.value();
+                            MemorySegment v = o.value();
                             byte[] key = o.key();
                             int outcome;
-                            if (v != null && isMedium(key.length, v.length)) {
-                                outcome = c.applyMedium(w.table, MemorySegment.ofArray(key), MemorySegment.ofArray(v), o.kind());
+                            if (v != null && isMedium(key.length, v.byteSize())) {
+                                outcome = c.applyMedium(w.table, MemorySegment.ofArray(key), v, o.kind());
                             } else {
                                 // the key and an inline value in this thread's buffers: the change only reads them
                                 MemorySegment value = form != null ? MemorySegment.ofArray(form) : v != null ? stored(v) : null;
@@ -1245,5 +1238,35 @@ public final class Tables {
     void stop() {
         async.stop();
         blobs.stop();
+    }
+
+    /** A new transaction's store for copies of its values, off the heap ({@link #staging}). */
+    StagedValues stagedValues() {
+        BufferPool p = staging;
+        if (p == null) {
+            synchronized (this) {
+                p = staging;
+                if (p == null) {
+                    staging = p = new BufferPool(STAGING_BUFFER, STAGING_BUFFERS);
+                }
+            }
+        }
+        return new StagedValues(p);
+    }
+
+    /** Tests: buffers of {@link #staging} not lent to a transaction now (all of them before the first). */
+    int stagingAvailable() {
+        BufferPool p = staging;
+        return p == null ? STAGING_BUFFERS : p.available();
+    }
+
+    /**
+     * As the volume closes, once no operation runs: frees {@link #staging}. A transaction of the volume still
+     * holding its buffers fails on its next use of them (an {@link IllegalStateException}), touching nothing freed.
+     */
+    synchronized void closeStaging() {
+        if (staging != null) {
+            staging.close();
+        }
     }
 }

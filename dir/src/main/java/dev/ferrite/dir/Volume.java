@@ -824,6 +824,7 @@ public final class Volume implements AutoCloseable {
             journal.close();
         } finally {
             namespace.names.clear();
+            tables.closeStaging();
             pages.close();
             cache.close();
             unclaim(device);
@@ -883,6 +884,7 @@ public final class Volume implements AutoCloseable {
             }
         } finally {
             namespace.names.clear();
+            tables.closeStaging();
             pages.close();
             cache.close();
             unclaim(device);

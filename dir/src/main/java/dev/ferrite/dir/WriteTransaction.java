@@ -1,6 +1,7 @@
 package dev.ferrite.dir;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
@@ -30,19 +31,21 @@ import dev.ferrite.io.InvalidArgumentException;
  * its 40-byte reference) and some 100 bytes; a 4 MiB log (the least) holds some 5,000 puts of
  * 64-byte values. A commit that fails for any other reason (no space) also leaves every table as it was.
  *
- * <p>Not thread-safe: one thread builds and commits a transaction. Closing an uncommitted one rolls it
- * back (nothing was applied, so nothing is undone).
+ * <p>A put copies its value (the caller may reuse the array at once), off the Java heap into buffers the
+ * transaction gives back when it ends ({@link StagedValues}): end each transaction, by commit, rollback or
+ * close, or its buffers stay lent. Not thread-safe: one thread builds and commits a transaction. Closing
+ * an uncommitted one rolls it back (nothing was applied, so nothing is undone).
  */
 public final class WriteTransaction implements AutoCloseable {
-    /** One key's pending change: PUT, PUT_IF_ABSENT or DELETE ({@link TableCommit}) with its value. */
+    /** One key's pending change: PUT, PUT_IF_ABSENT or DELETE ({@link TableCommit}) with its value (null for DELETE). */
     static final class Op {
         private final byte[] key;
         private final int kind;
-        private final byte[] value;
+        private final MemorySegment value;
         /** The key's first 8 bytes, big-endian, zero past its end: orders two keys unless they share them. */
         private final long head;
 
-        Op(byte[] key, int kind, byte[] value) {
+        Op(byte[] key, int kind, MemorySegment value) {
             this.key = key;
             this.kind = kind;
             this.value = value;
@@ -61,7 +64,7 @@ public final class WriteTransaction implements AutoCloseable {
             return kind;
         }
 
-        byte[] value() {
+        MemorySegment value() {
             return value;
         }
     }
@@ -186,6 +189,8 @@ public final class WriteTransaction implements AutoCloseable {
 
     private final Tables tables;
     private final Durability durability;
+    /** Copies of the values put, off the heap; made on the first put. */
+    private StagedValues values;
     /** By table inode, in inode order: the order the commit locks them in. */
     private final TreeMap<Long, Writes> writes = new TreeMap<>();
     /** The changes of the table handle written last: a run of writes to one table looks up (and boxes) no inode. */
@@ -206,7 +211,7 @@ public final class WriteTransaction implements AutoCloseable {
     public void put(Table table, byte[] key, byte[] value) {
         Table.requireKey(key);
         Table.requireValue(value);
-        record(table, key, TableCommit.PUT, value.clone());
+        record(table, key, TableCommit.PUT, value);
     }
 
     /**
@@ -222,7 +227,7 @@ public final class WriteTransaction implements AutoCloseable {
         Writes w = writes(table);
         Op prior = w.byKey().get(key);
         // after this transaction's own delete of the key the put is unconditional: the delete goes first
-        record(table, key, prior != null || w.inDeletedRange(key) ? TableCommit.PUT : TableCommit.PUT_IF_ABSENT, value.clone());
+        record(table, key, prior != null || w.inDeletedRange(key) ? TableCommit.PUT : TableCommit.PUT_IF_ABSENT, value);
         return true;
     }
 
@@ -272,10 +277,10 @@ public final class WriteTransaction implements AutoCloseable {
                     return null;
                 }
                 if (op.kind() == TableCommit.PUT) {
-                    return op.value().clone();
+                    return op.value().toArray(ValueLayout.JAVA_BYTE);
                 }
                 byte[] there = w.inDeletedRange(key) ? null : table.get(key);
-                return there != null ? there : op.value().clone();
+                return there != null ? there : op.value().toArray(ValueLayout.JAVA_BYTE);
             }
             if (w.inDeletedRange(key)) {
                 return null;
@@ -305,15 +310,18 @@ public final class WriteTransaction implements AutoCloseable {
     public void commit() {
         requireActive();
         done = true;
-        Writes only = writes.size() == 1 ? writes.firstEntry().getValue() : null;
-        if (only != null && only.ranges.isEmpty() && only.changes().length == 1) {
-            Op change = only.changes()[0]; // one key's change: a single write, beside the table's others
-            byte[] v = change.value();
-            tables.single(only.table, MemorySegment.ofArray(change.key()), v == null ? null : MemorySegment.ofArray(v), change.kind(), durability);
-        } else if (!writes.isEmpty()) {
-            tables.commit(new ArrayList<>(writes.values()), durability);
-        } else {
-            tables.durableSoFar(durability);
+        try {
+            Writes only = writes.size() == 1 ? writes.firstEntry().getValue() : null;
+            if (only != null && only.ranges.isEmpty() && only.changes().length == 1) {
+                Op change = only.changes()[0]; // one key's change: a single write, beside the table's others
+                tables.single(only.table, MemorySegment.ofArray(change.key()), change.value(), change.kind(), durability);
+            } else if (!writes.isEmpty()) {
+                tables.commit(new ArrayList<>(writes.values()), durability);
+            } else {
+                tables.durableSoFar(durability);
+            }
+        } finally {
+            releaseValues(); // the commit read them while it applied, and kept none
         }
     }
 
@@ -323,6 +331,13 @@ public final class WriteTransaction implements AutoCloseable {
         done = true;
         writes.clear();
         last = null;
+        releaseValues();
+    }
+
+    private void releaseValues() {
+        if (values != null) {
+            values.release();
+        }
     }
 
     /** Rolls back unless committed or rolled back already. */
@@ -333,9 +348,18 @@ public final class WriteTransaction implements AutoCloseable {
         }
     }
 
+    /** Records a change of {@code key}, with a copy of {@code value} (null for a delete). */
     private void record(Table table, byte[] key, int kind, byte[] value) {
         requireActive();
-        writes(table).add(new Op(key.clone(), kind, value));
+        Writes w = writes(table);
+        MemorySegment copy = null;
+        if (value != null) {
+            if (values == null) {
+                values = tables.stagedValues();
+            }
+            copy = values.copy(value);
+        }
+        w.add(new Op(key.clone(), kind, copy));
     }
 
     private Writes writes(Table table) {

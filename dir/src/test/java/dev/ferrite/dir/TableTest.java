@@ -1,5 +1,6 @@
 package dev.ferrite.dir;
 
+import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -273,7 +274,7 @@ class TableTest {
             for (int j = 0; j < k.length; j++) {
                 k[j] = alphabet[j < 5 && rnd.nextInt(4) != 0 ? 1 : rnd.nextInt(alphabet.length)];
             }
-            w.add(new WriteTransaction.Op(k, TableCommit.PUT, ByteBuffer.allocate(4).putInt(i).array()));
+            w.add(new WriteTransaction.Op(k, TableCommit.PUT, MemorySegment.ofArray(ByteBuffer.allocate(4).putInt(i).array())));
             model.put(k, i);
         }
         WriteTransaction.Op[] changes = w.changes();
@@ -281,7 +282,7 @@ class TableTest {
         int i = 0;
         for (Map.Entry<byte[], Integer> e : model.entrySet()) {
             assertArrayEquals(e.getKey(), changes[i].key(), "seed " + SEED + ", change " + i);
-            assertEquals(e.getValue(), ByteBuffer.wrap(changes[i].value()).getInt(), "seed " + SEED + ", change " + i);
+            assertEquals(e.getValue(), changes[i].value().asByteBuffer().getInt(), "seed " + SEED + ", change " + i);
             i++;
         }
     }

@@ -15,7 +15,9 @@ import org.jctools.queues.atomic.MpmcAtomicArrayQueue;
 
 /**
  * A fixed set of equally sized, {@link BlockDevice#BUFFER_ALIGNMENT}-aligned off-heap buffers carved
- * from one slab, for hot paths that must not allocate per operation. {@link #acquire()} and
+ * from one slab ({@link OffHeap#reserve}: its pages are supplied as buffers first use them, so a pool
+ * sized for bursts costs memory only for what the bursts used), for hot paths that must not allocate per
+ * operation. {@link #acquire()} and
  * {@link #release(MemorySegment)} are lock-free and allocate nothing. The slab's lifetime is the pool's:
  * {@link #close()} frees it, and any buffer still held fails on its next access instead of touching
  * freed memory.
@@ -88,7 +90,7 @@ public final class BufferPool implements AutoCloseable {
         this.bufferSize = bufferSize;
         this.stride = ((long) bufferSize + BlockDevice.BUFFER_ALIGNMENT - 1) & -(long) BlockDevice.BUFFER_ALIGNMENT;
         this.arena = Arena.ofShared();
-        this.slab = arena.allocate(stride * count, BlockDevice.BUFFER_ALIGNMENT);
+        this.slab = OffHeap.reserve(stride * count, arena); // page-aligned; a page costs RAM once a buffer first uses it
         this.buffers = new MemorySegment[count];
         this.free = new MpmcAtomicArrayQueue<>(Math.max(2, count)); // JCTools' smallest capacity
         this.lent = new AtomicIntegerArray((count + 1) * PAD);
