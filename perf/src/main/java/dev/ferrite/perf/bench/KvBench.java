@@ -58,7 +58,9 @@ import org.HdrHistogram.Histogram;
  * value size leaves fewer keys), then again with a tenth of the keys on fresh stores, then
  * with a quarter at the run's highest thread count while the JIT is busy (so that the paths only
  * threads side by side take, a lock waited for or a restart, are compiled before a measured phase meets
- * them), then a wait for it to settle ({@link JitSettle#warmUp}).
+ * them), then a wait for it to settle ({@link JitSettle#warmUp}). Right before each target's measured
+ * insert the harness touches and frees twice the phase's value bytes of memory ({@link HostMemory#warm},
+ * untimed), so that the fresh memory every store fills comes host-backed, not by chance.
  *
  * <p>A scan reads every byte of every value ({@link KvStore.Scan#fold}), so that a store that hands out
  * a view of its values (LMDB) does the same work as one that copies them out.
@@ -191,6 +193,8 @@ public final class KvBench {
     private final List<Skipped> skipped = new ArrayList<>();
     private final Set<String> notes = new LinkedHashSet<>();
     private String jit = "";
+    /** Runs before each measured load with the fresh memory it may take ({@link HostMemory#warm}; tests record it). */
+    LongConsumer beforeLoad = HostMemory::warm;
 
     /**
      * @param dir          where the stores' files go (a directory per store, deleted after it)
@@ -460,6 +464,9 @@ public final class KvBench {
         Result step(Step step) {
             return switch (step) {
                 case INSERT -> {
+                    if (!warmUp) { // the load takes the most fresh memory of any phase: the same for every target
+                        beforeLoad.accept(HostMemory.forValues(n * valueBytes));
+                    }
                     Result r = phase(step, this::insert);
                     loadCut = cut;
                     store.check();

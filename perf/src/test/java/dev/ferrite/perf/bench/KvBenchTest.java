@@ -55,6 +55,18 @@ class KvBenchTest {
     }
 
     @Test
+    void eachMeasuredLoadStartsOnMemoryJustTouchedAndFreed(@TempDir Path dir) {
+        KvBench.Plan plan = new KvBench.Plan(EnumSet.of(KvBench.Family.BASIC), List.of(64, 1024), 0);
+        KvBench bench = new KvBench(dir, List.of(KvTarget.MEMORY), 1_000, List.of(1, 2), 16L << 20, 0, 0, plan);
+        List<Long> warmed = new ArrayList<>();
+        bench.beforeLoad = warmed::add;
+        bench.run(Progress.NONE);
+        long small = HostMemory.forValues(1_000 * 64L), large = HostMemory.forValues(1_000 * 1024L);
+        // not the warm-up's loads (several passes at each size): the measured one at each thread count and value size
+        assertEquals(List.of(small, large, small, large), warmed);
+    }
+
+    @Test
     void largeValuesRunOnFewerKeysAndSaySo(@TempDir Path dir) {
         KvBench.Plan plan = new KvBench.Plan(EnumSet.of(KvBench.Family.BASIC), List.of(1 << 20), 0);
         KvBench bench = new KvBench(dir, List.of(KvTarget.MEMORY), 1_000, List.of(2), 16L << 20, 0, 0, plan);
