@@ -703,43 +703,8 @@ class TableTransactionsTest {
      */
     @Test
     void aBatchOfPutsAllocatesUnderHalfAKilobyteAPut() throws Exception {
-        VolumeOptions options = LARGE_LOG.withCacheBytes(64L << 20);
-        Object mx = ManagementFactory.getThreadMXBean();
-        Method allocated = Class.forName("com.sun.management.ThreadMXBean").getMethod("getCurrentThreadAllocatedBytes");
-        try (MemoryDevice dev = MemoryDevice.create(16384, 4096)) {
-            Volume.format(dev, options);
-            measureBatchPuts(dev, options, mx, allocated);
-        }
-    }
-
-    private static void measureBatchPuts(MemoryDevice dev, VolumeOptions options, Object mx, Method allocated) throws ReflectiveOperationException {
-        try (Volume v = Volume.open(dev, options); Table t = v.tables().create("t")) {
-            byte[][] keys = new byte[20_000][];
-            for (int i = 0; i < keys.length; i++) {
-                keys[i] = b(String.format("key%012d", i));
-            }
-            byte[] value = new byte[64];
-            Random random = new Random(SEED);
-            double best = Double.MAX_VALUE;
-            for (int round = 0; round < 15; round++) {
-                long from = (Long) allocated.invoke(mx);
-                for (int batch = 0; batch < 10; batch++) {
-                    try (WriteTransaction tx = v.begin(Durability.NONE)) {
-                        for (int i = 0; i < 1000; i++) {
-                            tx.put(t, keys[random.nextInt(keys.length)], value);
-                        }
-                        tx.commit();
-                    }
-                }
-                if (round >= 10) { // warm: the tree's keys all in, the engine's buffers made, the JIT done
-                    best = Math.min(best, ((Long) allocated.invoke(mx) - from) / 10_000.0);
-                }
-            }
-            System.out.println("batches of 1,000 puts: " + best + " bytes allocated per put");
-            assertTrue(best < 500, "batches of 1,000 puts allocated " + best + " bytes per put, expected under 500 (seed " + SEED + ")");
-            CheckReport report = v.namespace().check();
-            assertTrue(report.clean(), "seed " + SEED + ":\n" + report);
-        }
+        double best = bytesAllocatedPerPut(20_000, 64, 1000);
+        assertTrue(best < 500, "batches of 1,000 puts allocated " + best + " bytes per put, expected under 500 (seed " + SEED + ")");
     }
 
     /**
@@ -751,35 +716,50 @@ class TableTransactionsTest {
      */
     @Test
     void aBatchOfSixteenKibValuesCopiesThemOffTheHeap() throws Exception {
+        double best = bytesAllocatedPerPut(500, 16384, 100);
+        assertTrue(best < 2048, "batches of 100 puts of 16 KiB allocated " + best + " bytes per put, expected under 2,048 (seed " + SEED + ")");
+    }
+
+    /**
+     * Bytes the committing thread allocates per put in batches of {@code perBatch} random puts of {@code
+     * valueLength}-byte values over {@code keyCount} keys: the best of rounds 10-14 of ten batches each (warm:
+     * the tree's keys all in, the engine's buffers made, the JIT done). The check is clean after, and every
+     * staging buffer back.
+     */
+    private static double bytesAllocatedPerPut(int keyCount, int valueLength, int perBatch) throws ReflectiveOperationException {
         VolumeOptions options = LARGE_LOG.withCacheBytes(64L << 20);
         Object mx = ManagementFactory.getThreadMXBean();
         Method allocated = Class.forName("com.sun.management.ThreadMXBean").getMethod("getCurrentThreadAllocatedBytes");
         try (MemoryDevice dev = MemoryDevice.create(16384, 4096)) {
             Volume.format(dev, options);
             try (Volume v = Volume.open(dev, options); Table t = v.tables().create("t")) {
-                byte[] value = new byte[16384];
+                byte[][] keys = new byte[keyCount][];
+                for (int i = 0; i < keys.length; i++) {
+                    keys[i] = b(String.format("key%012d", i));
+                }
+                byte[] value = new byte[valueLength];
                 Random random = new Random(SEED);
                 double best = Double.MAX_VALUE;
                 for (int round = 0; round < 15; round++) {
                     long from = (Long) allocated.invoke(mx);
                     for (int batch = 0; batch < 10; batch++) {
                         try (WriteTransaction tx = v.begin(Durability.NONE)) {
-                            for (int i = 0; i < 100; i++) {
+                            for (int i = 0; i < perBatch; i++) {
                                 value[0] = (byte) i;
-                                tx.put(t, b(String.format("key%04d", random.nextInt(500))), value);
+                                tx.put(t, keys[random.nextInt(keys.length)], value);
                             }
                             tx.commit();
                         }
                     }
                     if (round >= 10) {
-                        best = Math.min(best, ((Long) allocated.invoke(mx) - from) / 1_000.0);
+                        best = Math.min(best, ((Long) allocated.invoke(mx) - from) / (10.0 * perBatch));
                     }
                 }
-                System.out.println("batches of 100 puts of 16 KiB: " + best + " bytes allocated per put");
-                assertTrue(best < 2048, "batches of 100 puts of 16 KiB allocated " + best + " bytes per put, expected under 2,048 (seed " + SEED + ")");
+                System.out.println("batches of " + perBatch + " puts of " + valueLength + " bytes: " + best + " bytes allocated per put");
                 assertEquals(Tables.STAGING_BUFFERS, v.tables().stagingAvailable());
                 CheckReport report = v.namespace().check();
                 assertTrue(report.clean(), "seed " + SEED + ":\n" + report);
+                return best;
             }
         }
     }
