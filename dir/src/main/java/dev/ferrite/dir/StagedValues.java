@@ -8,14 +8,14 @@ import dev.ferrite.io.internal.BufferPool;
 
 /**
  * A write transaction's copies of the values it was given, kept until it ends: packed one after another
- * in buffers lent by the volume's staging pool ({@link Tables#staging}), off the Java heap, and given
- * back when the transaction commits or rolls back. A copy on the heap per put was a fresh 16 KiB array
- * for a 16 KiB value: the collector hands out heap it has not touched before until the whole heap has
- * been used once, and on the virtual machines this project measures on each first touch of a 4 KiB page
- * costs 6-15 us, so such a put cost 50 us where the copy itself is under 2 (docs/tables.md, "A
- * transaction's values"). The pool's buffers are reused, their pages touched once. A value longer than
- * a buffer, or any value while the pool has none free, is copied onto the heap instead. One thread uses
- * an instance, as it uses its transaction.
+ * in buffers lent by the process's staging pool ({@link Tables#stagedValues}), off the Java heap, and
+ * given back when the transaction commits or rolls back. A copy on the heap per put was a fresh 16 KiB
+ * array for a 16 KiB value: the collector hands out heap it has not touched before until the whole heap
+ * has been used once, and on the virtual machines this project measures on each first touch of a 4 KiB
+ * page costs 6-15 us, so such a put cost 50 us where the copy itself is under 2 (docs/tables.md, "A
+ * transaction's values"). The pool's buffers are reused, their pages touched once in the process's life.
+ * A value longer than a buffer, or any value while the pool has none free, is copied onto the heap
+ * instead. One thread uses an instance, as it uses its transaction.
  */
 final class StagedValues {
     private final BufferPool pool;

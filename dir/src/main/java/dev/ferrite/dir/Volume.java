@@ -824,7 +824,6 @@ public final class Volume implements AutoCloseable {
             journal.close();
         } finally {
             namespace.names.clear();
-            tables.closeStaging();
             pages.close();
             cache.close();
             unclaim(device);
@@ -884,7 +883,6 @@ public final class Volume implements AutoCloseable {
             }
         } finally {
             namespace.names.clear();
-            tables.closeStaging();
             pages.close();
             cache.close();
             unclaim(device);

@@ -355,7 +355,7 @@ public final class WriteTransaction implements AutoCloseable {
         MemorySegment copy = null;
         if (value != null) {
             if (values == null) {
-                values = tables.stagedValues();
+                values = Tables.stagedValues();
             }
             copy = values.copy(value);
         }
