@@ -16,7 +16,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * A write transaction's values are copied off the heap into buffers of the volume's staging pool, packed,
+ * A write transaction's values are copied off the heap into buffers of the process's staging pool, packed,
  * onto the heap when the pool has none free or a value is longer than a buffer, and the buffers go back
  * however the transaction ends: committed, rolled back, closed, or failed.
  */
