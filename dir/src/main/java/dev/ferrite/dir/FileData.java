@@ -5,7 +5,6 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 
 import dev.ferrite.btree.internal.Buffer;
@@ -58,15 +57,19 @@ final class FileData {
     static final long MAX_FILE_SIZE = ExtentFormat.MAX_FILE_BLOCKS * 4096;
     /** The longest single transfer: what a read's int result can count, in whole 4 KiB blocks (as Linux's 0x7ffff000). */
     static final int MAX_TRANSFER = Integer.MAX_VALUE & -4096;
-    private static final VarHandle WRITTEN;
+    private static final VarHandle WRITTEN, VOLUME_SYNCS;
 
     static {
         try {
             WRITTEN = MethodHandles.lookup().findVarHandle(FileData.class, "written", boolean.class);
+            VOLUME_SYNCS = MethodHandles.lookup().findVarHandle(FileData.class, "volumeSyncs", int.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
     }
+
+    /** How {@link #flushAll} takes {@link #written}, counted in {@link #volumeSyncs}. */
+    private static final DataMark WRITTEN_MARK = new DataMark(WRITTEN, VOLUME_SYNCS);
 
     private final Volume volume;
     private final BufferCache cache;
@@ -76,10 +79,12 @@ final class FileData {
     private final BlockDevice device;
     private final ExtentMap map;
     private final int blockSize;
-    /** File data was written to the device since the last {@link #flushAll} took this mark (as {@link Inode#takeDataDirty}). */
+    /** File data was written to the device since the last {@link #flushAll} took this mark ({@link #WRITTEN_MARK}). */
+    @SuppressWarnings("unused") // through WRITTEN
     private volatile boolean written;
     /** {@link #flushAll} calls under way, from before they take {@link #written} to the end of their flush. */
-    private final AtomicInteger volumeSyncs = new AtomicInteger();
+    @SuppressWarnings("unused") // through VOLUME_SYNCS
+    private volatile int volumeSyncs;
     /** Device flushes for file data, shared by concurrent fsyncs. */
     private final SharedFlush flushes;
     /** The buffered path: what a call not aligned for the direct one goes through. */
@@ -950,11 +955,7 @@ final class FileData {
         if (!dataOnly) {
             logModified(i);
         }
-        i.beginDataSync();
-        boolean data = i.takeDataDirty();
-        if (!data) {
-            i.endDataSync();
-        }
+        boolean data = i.takeDataSync();
         boolean done = false;
         try {
             long mark = cache.journal().flushMark(); // the file's data writes have completed
@@ -970,10 +971,7 @@ final class FileData {
             done = true;
         } finally {
             if (data) {
-                if (!done) {
-                    i.markDataDirty(); // back for the next fsync, before this one ends (see Inode#takeDataDirty)
-                }
-                i.endDataSync();
+                i.endDataSync(done);
             }
         }
     }
@@ -1029,22 +1027,19 @@ final class FileData {
     /** A data write to {@code i} reached the device: marks it and the volume for their next flush. */
     private void dataWritten(Inode i) {
         i.markDataDirty();
-        written = true;
+        WRITTEN_MARK.set(this);
     }
 
     /**
      * Writes back every file's cached pages, then makes the data written to any file so far durable on the
-     * device. {@link #written} is taken as {@link Inode#takeDataDirty} takes a file's mark: a sync that finds
+     * device. {@link #written} is taken as an fsync takes a file's mark ({@link DataMark}): a sync that finds
      * it clear while another is between taking it and the end of its flush flushes too (shared), so that
      * it never returns before the writes the other took it for are durable.
      */
     void flushAll() {
         logAllModified();
         buffered.writeBackAll();
-        volumeSyncs.incrementAndGet();
-        boolean data = (boolean) WRITTEN.getAndSet(this, false) | volumeSyncs.get() > 1 | written | volumeSyncs.get() > 1;
-        if (!data) {
-            volumeSyncs.decrementAndGet();
+        if (!WRITTEN_MARK.take(this)) {
             return;
         }
         boolean done = false;
@@ -1052,10 +1047,7 @@ final class FileData {
             flushes.flush();
             done = true;
         } finally {
-            if (!done) {
-                written = true; // back for the next sync, before this one ends
-            }
-            volumeSyncs.decrementAndGet();
+            WRITTEN_MARK.end(this, done);
         }
     }
 }

@@ -38,6 +38,9 @@ final class Inode extends AbstractQueuedSynchronizer {
         }
     }
 
+    /** How an fsync takes {@link #dataDirty}, counted in {@link #dataSyncs}. */
+    private static final DataMark DATA = new DataMark(DATA_DIRTY, DATA_SYNCS);
+
     final long ino;
     /** A file's direct writes waiting for their conversion ({@link Conversions}); made at the first. */
     volatile Conversions.Queue conversions;
@@ -64,7 +67,7 @@ final class Inode extends AbstractQueuedSynchronizer {
     private volatile long modified;
     /**
      * A regular file's data was written to the device since an fsync last took this mark
-     * ({@link #markDataDirty}, {@link #takeDataDirty}).
+     * ({@link #markDataDirty}, {@link #takeDataSync}).
      */
     @SuppressWarnings("unused") // through DATA_DIRTY
     private volatile boolean dataDirty;
@@ -314,33 +317,19 @@ final class Inode extends AbstractQueuedSynchronizer {
         return (long) MODIFIED.getVolatile(this);
     }
 
-    /** A data write reached the device: its file owes it a flush at the next fsync ({@link #takeDataDirty}). */
+    /** A data write reached the device: its file owes it a flush at the next fsync ({@link #takeDataSync}). */
     void markDataDirty() {
         DATA_DIRTY.setVolatile(this, true);
     }
 
-    /**
-     * An fsync's part of the mark, between {@link #beginDataSync} and {@link #endDataSync}: whether it must
-     * make data durable. True if a write marked the file since the mark was last taken (taken now,
-     * atomically, so that a write marking it meanwhile is not lost), or if another fsync of the file is
-     * between its take and the end of its flush: the writes it took the mark for may have returned before
-     * this fsync began, and are not durable until that flush ends, so this one must not return first.
-     * A taker whose flush failed puts the mark back before it ends: the reads after the take see either
-     * it still there, the mark back, or the next taker there (its begin comes before its take).
-     */
-    boolean takeDataDirty() {
-        return (boolean) DATA_DIRTY.getAndSet(this, false) | (int) DATA_SYNCS.getVolatile(this) > 1
-                | (boolean) DATA_DIRTY.getVolatile(this) | (int) DATA_SYNCS.getVolatile(this) > 1;
+    /** An fsync's data part begins: whether it must make data durable ({@link DataMark#take}). */
+    boolean takeDataSync() {
+        return DATA.take(this);
     }
 
-    /** An fsync's data part begins: before {@link #takeDataDirty}. */
-    void beginDataSync() {
-        DATA_SYNCS.getAndAdd(this, 1);
-    }
-
-    /** An fsync's data part ends: after its flush, or after putting the mark back ({@link #markDataDirty}) when it failed. */
-    void endDataSync() {
-        DATA_SYNCS.getAndAdd(this, -1);
+    /** An fsync that {@link #takeDataSync} obliged to flush ends ({@link DataMark#end}). */
+    void endDataSync(boolean flushed) {
+        DATA.end(this, flushed);
     }
 
     /** Records a data write at {@code now} unless a later time is recorded; true if none was recorded before. */
