@@ -367,6 +367,16 @@ final class AllocationGroup {
         return space.allocClaiming(txn, len);
     }
 
+    /** {@link FreeSpace#allocUpTo}. */
+    AllocOutcome allocUpTo(Txn txn, int min, int want) {
+        return space.allocUpTo(txn, min, want);
+    }
+
+    /** {@link FreeSpace#allocatedLength}. */
+    int allocatedLength(Txn txn) {
+        return space.allocatedLength(txn);
+    }
+
     /** {@link FreeSpace#allocPair}. */
     AllocOutcome allocPair(Txn txn, boolean claiming, long[] into) {
         return space.allocPair(txn, claiming, into);
@@ -415,6 +425,16 @@ final class AllocationGroup {
     /** {@link FreeSpace#releaseBlocks}. */
     AllocOutcome releaseBlocks(Txn txn, long block, int len) {
         return space.releaseBlocks(txn, block, len);
+    }
+
+    /** {@link FreeSpace#runsItems}. */
+    int runsItems() {
+        return space.runsItems();
+    }
+
+    /** {@link FreeSpace#releaseDataRuns}. */
+    int releaseDataRuns(Txn txn, long[] blocks, int[] lens, int from, int to, int items, BusyExtents.Entry[] busy) {
+        return space.releaseDataRuns(txn, blocks, lens, from, to, items, busy);
     }
 
     /** {@link FreeSpace#releaseSingles}. */

@@ -79,6 +79,8 @@ final class FreeSpace {
     BTree cnt;
     /** Under the AGF: the first block the last {@link #allocBlocks} that came to DONE handed out. */
     private long allocated;
+    /** Under the AGF: how many the last {@link #allocUpTo} that came to DONE handed out. */
+    private int allocatedLength;
     /** Under the AGF: file-data blocks freed by transactions not yet durable. */
     private final BusyExtents busyData;
     /** Under the AGF: what the last {@link #releaseData} made busy. */
@@ -578,6 +580,52 @@ final class FreeSpace {
     }
 
     /**
+     * {@link #allocClaiming} of up to {@code want} contiguous blocks, at least {@code min}: as many as the
+     * few free extents {@link #findUsable} looks at hold without a busy block (a batch's run of values,
+     * which takes what is at hand rather than search: inside a journal group that search finds its own
+     * frees, busy to its end). Claims {@code want} first.
+     *
+     * @return DONE (the first block is {@link #allocatedBlock}, their count {@link #allocatedLength}); or
+     *         NO_SPACE, NEEDS_REFILL or BUSY, with nothing changed and the AGF released
+     */
+    AllocOutcome allocUpTo(Txn txn, int min, int want) {
+        if (!counters.claim(want + OP_BLOCKS)) {
+            return AllocOutcome.NO_SPACE;
+        }
+        try {
+            lock(txn, agf);
+            if (!agfl.holds(RESERVE)) {
+                txn.release(agf);
+                return AllocOutcome.NEEDS_REFILL;
+            }
+            AllocOutcome room = roomFor(want); // the whole run, or none: a group near full gives single values what it has
+            if (room != AllocOutcome.DONE) {
+                txn.release(agf);
+                return room;
+            }
+            long[] at = findUsable(txn, min, want);
+            if (at == null) {
+                txn.release(agf);
+                return AllocOutcome.BUSY;
+            }
+            takeCharged(txn, at[0], at[1]);
+            allocated = start + extentStart(at[1]);
+            allocatedLength = extentLength(at[1]);
+            return AllocOutcome.DONE;
+        } finally {
+            counters.release(want + OP_BLOCKS);
+        }
+    }
+
+    /** The blocks the last {@link #allocUpTo} in {@code txn}, which still holds the AGF, took. */
+    int allocatedLength(Txn txn) {
+        if (!txn.holds(agf)) {
+            throw new IllegalStateException("the AGF of group " + agno + " is not held");
+        }
+        return allocatedLength;
+    }
+
+    /**
      * {@link #allocBlocks} of two blocks that need not lie together (a new tree's header and root, where
      * free space lies in single blocks): two at the end of one free extent if it holds them, else one at
      * the end of each of two free extents, both found before either is taken, so that it takes both or
@@ -756,6 +804,49 @@ final class FreeSpace {
             txn.release(agf);
         }
         return freed;
+    }
+
+    /**
+     * Items a {@link #releaseDataRuns} transaction reserves: one free-space change with its trees a level
+     * higher, the AGF, and room for the frees after the first, which go on while one more could not pass
+     * the reservation and mostly change the nodes the first one locked. Kept near a group's largest
+     * transaction ({@code Tables#GROUP_TXN_ITEMS}): such frees run inside a group.
+     */
+    int runsItems() {
+        return 1 + blockItems() + ROOT_SPLIT_ITEMS + RUNS_ROOM;
+    }
+
+    /** See {@link #runsItems}. */
+    private static final int RUNS_ROOM = 24;
+
+    /**
+     * {@link #releaseData} of several extents in one transaction: {@code [blocks[i], blocks[i] + lens[i])}
+     * for {@code i} from {@code from} (device blocks of this group, ascending, none overlapping), each only
+     * while the free list holds its reserve and {@code txn} has room for one more free-space change with
+     * its trees a level higher (of the {@code items} it reserved: {@link #runsItems}), up to {@code to}.
+     * Each extent's busy entry goes to {@code busy[i]}; settle or hold each once {@code txn} has
+     * committed. Returns how many it freed; 0 (NEEDS_REFILL): nothing changed and the AGF released.
+     */
+    int releaseDataRuns(Txn txn, long[] blocks, int[] lens, int from, int to, int items, BusyExtents.Entry[] busy) {
+        lock(txn, agf);
+        int change = blockItems() + ROOT_SPLIT_ITEMS;
+        int i = from;
+        freeingData = true;
+        try {
+            while (i < to && agfl.holds(RESERVE) && txn.held() + change <= items) {
+                int s = (int) (blocks[i] - start);
+                freeExtent(txn, s, lens[i]);
+                counters.repay(lens[i]);
+                busy[i] = busyData.add(s, lens[i]);
+                i++;
+            }
+        } finally {
+            freeingData = false;
+        }
+        if (i == from) {
+            txn.release(agf);
+        }
+        return i - from;
     }
 
     /**

@@ -3,6 +3,7 @@ package dev.ferrite.dir;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 
 import dev.ferrite.btree.internal.BTree;
@@ -52,6 +53,13 @@ final class TableCommit {
     private record HeldFree(long ino, byte[] key, TableValueFormat.Extent x, BusyExtents.Entry busy) {
     }
 
+    /** Extent value {@code x}, table {@code ino}'s {@code key}'s before a change of the group, to free once its keys have changed ({@link #finish}). */
+    private record PendingFree(long ino, byte[] key, TableValueFormat.Extent x) {
+    }
+
+    private static final Comparator<PendingFree> PENDING_BY_BLOCK =
+            (a, b) -> TableExtents.BY_BLOCK.compare(a.x(), b.x());
+
     /** Medium value {@code m}'s chunks, written ({@code value} null: undone by deleting them) or deleted (undone by writing {@code value} again). */
     private record ChunksUndo(TableValueFormat.Medium m, byte[] value) implements Undo {
     }
@@ -67,6 +75,14 @@ final class TableCommit {
     private final List<Undo> undo;
     /** The extent values this multi-key commit freed whose stubs its records hold ({@link #releaseFrees}). */
     private final List<HeldFree> held;
+    /** The extent values this group's changes replaced or deleted, freed together when it ends. */
+    private final List<PendingFree> frees;
+    /** The blocks this group allocated for its medium values and has not handed out yet. */
+    private final TableExtents.Run run;
+    /** The blocks of this group's medium values still to apply: the most its next {@link #run} needs. */
+    long mediumBlocks;
+    /** The blocks of the extent values this group freed ({@link #finish}). */
+    long freedBlocks;
     /** Blobs this group linked and doomed, in order (undone in reverse if it fails). */
     final List<Long> linked, doomed;
     private final MemorySegment keyOut, valueOut;
@@ -108,6 +124,8 @@ final class TableCommit {
         this.extents = extents;
         this.undo = undoable ? new ArrayList<>() : null;
         this.held = undoable ? new ArrayList<>() : null;
+        this.frees = undoable ? new ArrayList<>() : null;
+        this.run = undoable ? new TableExtents.Run() : null;
         this.linked = undoable ? new ArrayList<>() : null;
         this.doomed = undoable ? new ArrayList<>() : null;
         this.keyOut = MemorySegment.ofArray(new byte[Table.MAX_KEY]);
@@ -126,12 +144,15 @@ final class TableCommit {
         seq = -1;
         version = 0;
         shared = false;
+        mediumBlocks = freedBlocks = 0;
+        run.reset();
         return true;
     }
 
     /** Ends the use {@link #claim} began, dropping what the commit did (keys, values, blob ids). */
     void release() {
         undo.clear();
+        frees.clear();
         linked.clear();
         doomed.clear();
         published = null; // its records go once no cursor opened before it ended holds them
@@ -192,9 +213,12 @@ final class TableCommit {
      */
     int applyMedium(Table t, MemorySegment key, MemorySegment value, int op) {
         if (op == PUT_IF_ABSENT && t.tree().get(key, MemorySegment.NULL) >= 0) {
+            mediumBlocks -= extents.blocks(value.byteSize());
             return UNCHANGED; // the table's lock, held, keeps the answer true: no chunks to write
         }
-        TableValueFormat.Extent x = extents.write(value, t.inode.ino);
+        long want = mediumBlocks;
+        mediumBlocks -= extents.blocks(value.byteSize());
+        TableValueFormat.Extent x = extents.write(value, t.inode.ino, run, want);
         if (x != null) {
             undo.add(new ExtentUndo(x, null)); // first: a change failing is undone too
             return change(t, null, key, MemorySegment.ofArray(TableValueFormat.extent(x)), op, true);
@@ -461,13 +485,7 @@ final class TableCommit {
                     overflow.delete(medium);
                 }
                 if (freeing != null) {
-                    // latest-state readers get its stub (the record above, without a snapshot): busy until releaseFrees
-                    boolean hold = published != null && version == 0;
-                    BusyExtents.Entry busy = extents.free(freeing, hold);
-                    undo.add(new ExtentUndo(freeing, busy));
-                    if (hold) {
-                        held.add(new HeldFree(ino, key, freeing, busy));
-                    }
+                    frees.add(new PendingFree(ino, key, freeing)); // with the group's others, at its end
                 }
                 if (doomedBlob >= 0) {
                     blobs.doom(doomedBlob);
@@ -602,6 +620,44 @@ final class TableCommit {
         return true;
     }
 
+    /**
+     * Ends a group whose changes all applied, still inside it: frees the extent values they replaced or
+     * deleted, a few transactions for them all ({@link TableExtents#freeAll}), and what is left of its
+     * {@link #run}. A failure here leaves the group to {@link #undoAll}, as any change's does.
+     */
+    void finish() {
+        if (!frees.isEmpty()) {
+            freePending();
+        }
+        extents.freeRest(run);
+    }
+
+    private void freePending() {
+        frees.sort(PENDING_BY_BLOCK);
+        int n = frees.size();
+        TableValueFormat.Extent[] xs = new TableValueFormat.Extent[n];
+        for (int i = 0; i < n; i++) {
+            xs[i] = frees.get(i).x();
+            freedBlocks += extents.blocks(xs[i].length());
+        }
+        BusyExtents.Entry[] busy = new BusyExtents.Entry[n];
+        // latest-state readers get their stubs (the records, without a snapshot): busy until releaseFrees
+        boolean hold = published != null && version == 0;
+        try {
+            extents.freeAll(xs, n, hold, busy);
+        } finally {
+            for (int i = 0; i < n; i++) {
+                if (busy[i] != null) { // freed: taken back if the group fails from here
+                    undo.add(new ExtentUndo(xs[i], busy[i]));
+                    if (hold) {
+                        held.add(new HeldFree(frees.get(i).ino(), frees.get(i).key(), xs[i], busy[i]));
+                    }
+                }
+            }
+            frees.clear();
+        }
+    }
+
     /** Records {@code key}'s prior value for snapshots (with a version) and for latest-state reads (a multi-key commit's). */
     private void record(long ino, byte[] key, byte[] before) {
         if (version != 0) {
@@ -618,6 +674,7 @@ final class TableCommit {
      * never reaches the log.
      */
     void undoAll() {
+        frees.clear(); // not freed yet: the keys' undo names them again
         for (int i = undo.size() - 1; i >= 0; i--) {
             switch (undo.get(i)) {
                 case KeyUndo u -> change(u.table(), u.key(), MemorySegment.ofArray(u.key()), u.before() == null ? null : MemorySegment.ofArray(u.before()),
@@ -629,6 +686,7 @@ final class TableCommit {
             }
         }
         undo.clear();
+        extents.freeRest(run);
         for (int i = linked.size() - 1; i >= 0; i--) {
             blobs.unlink(linked.get(i));
         }

@@ -2,6 +2,7 @@ package dev.ferrite.dir;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.Comparator;
 import java.util.zip.CRC32C;
 
 import dev.ferrite.btree.internal.BTree;
@@ -80,17 +81,24 @@ final class TableExtents {
     /**
      * Writes medium {@code value} to new blocks, near table inode {@code table}'s group, inside a commit's
      * group, the table's lock held; returns its stub's fields, or null if no group has the blocks
-     * contiguous (the value then goes to the overflow tree). The key's change that names them must be
-     * {@linkplain Txn#orderAfterData ordered after} this write, and commit after it: the write is left to
-     * the log ({@link TableExtentWriteBack#defer}) when the budget allows.
+     * contiguous (the value then goes to the overflow tree). The blocks come off the front of the group's
+     * {@code run}, allocated first if it has too few: as one extent for the {@code want} blocks of the
+     * group's medium values still to come (this one's among them), so that a batch of puts pays for one
+     * allocation, and its values lie side by side for the write-back. The key's change that names them
+     * must be {@linkplain Txn#orderAfterData ordered after} this write, and commit after it: the write is
+     * left to the log ({@link TableExtentWriteBack#defer}) when the budget allows.
      */
-    TableValueFormat.Extent write(MemorySegment value, long table) {
+    TableValueFormat.Extent write(MemorySegment value, long table, Run run, long want) {
         if (!enabled) {
             return null;
         }
         feature();
         int n = (int) value.byteSize();
-        long block = allocate(blocks(n), geometry.agOfInode(table));
+        int len = blocks(n);
+        long block = run.take(len);
+        if (block < 0) {
+            block = allocateRun(run, len, want, geometry.agOfInode(table));
+        }
         if (block < 0) {
             return null;
         }
@@ -101,6 +109,86 @@ final class TableExtents {
         return x;
     }
 
+    /** Blocks one {@link Run} takes at most: a batch's values past it allocate another. */
+    static final int RUN_MOST = 2048;
+
+    /**
+     * The blocks a group commit allocated for its medium values and has not handed out yet, {@code [next,
+     * end)}, the front first; the commit frees what is left when it ends ({@link #freeRest}), in the group,
+     * so a crash recovers the run's allocation with the keys that name its values, or none of it.
+     */
+    static final class Run {
+        private long next, end;
+        /** No group had a run for this commit: its later values allocate one by one. */
+        private boolean failed;
+
+        /** The first of {@code len} blocks off the front, or -1 if fewer are left. */
+        long take(int len) {
+            if (end - next < len) {
+                return -1;
+            }
+            long b = next;
+            next += len;
+            return b;
+        }
+
+        /** Blocks left. */
+        int rest() {
+            return (int) (end - next);
+        }
+
+        /** A new commit's: nothing left (a failed group's undo freed it). */
+        void reset() {
+            next = end = 0;
+            failed = false;
+        }
+    }
+
+    /**
+     * {@link #write}'s allocation: a run of up to {@code want} blocks, at least {@code len}, in a
+     * transaction of its own, from group {@code home} on, as much as the first free extents a group looks
+     * at hold without a busy block ({@link AllocationGroup#allocUpTo}: never a long search, never a wait;
+     * inside a journal group the busy blocks outlast any wait); if no group has one, the single value's
+     * {@link #allocate}, as the commit's later values get too. What the old run had left is freed first.
+     * Returns the first block, taken off the run, or -1.
+     */
+    private long allocateRun(Run run, int len, long want, int home) {
+        freeRest(run);
+        int size = (int) Math.min(want, RUN_MOST);
+        if (size > len && !run.failed) {
+            int groups = geometry.agCount();
+            for (int g = 0; g < groups; g++) {
+                AllocationGroup ag = volume.group((home + g) % groups);
+                if (ag.freeBlockCount() < size) {
+                    continue; // a snapshot: saves a transaction that would find no room
+                }
+                if (ag.needsRefill()) {
+                    ag.refillFreeList();
+                }
+                try (Txn txn = Txn.begin(cache, ag.blockItems())) {
+                    if (ag.allocUpTo(txn, len, size) == AllocOutcome.DONE) {
+                        long block = ag.allocatedBlock(txn);
+                        run.end = block + ag.allocatedLength(txn);
+                        txn.commit();
+                        run.next = block + len;
+                        return block;
+                    }
+                }
+            }
+            run.failed = true;
+        }
+        return allocate(len, home);
+    }
+
+    /** Frees the blocks {@code run} has left, if any, in a transaction of its own (never written: nothing to forget). */
+    void freeRest(Run run) {
+        int rest = run.rest();
+        if (rest > 0) {
+            freeBlocks(run.next, rest);
+            run.next = run.end;
+        }
+    }
+
     /** Sets the superblock's feature before the first value is written (a write of the superblock: holding no lock). */
     private void feature() {
         if (!featured) {
@@ -109,7 +197,8 @@ final class TableExtents {
         }
     }
 
-    private int blocks(long length) {
+    /** Blocks a value of {@code length} bytes takes. */
+    int blocks(long length) {
         return (int) ((length + blockSize - 1) / blockSize);
     }
 
@@ -226,24 +315,71 @@ final class TableExtents {
     }
 
     /**
-     * Frees value {@code x}'s blocks in a transaction of its own; they stay busy until it is durable, and
-     * with {@code hold} until the entry is {@linkplain BusyExtents.Entry#release released} too. Returns
-     * what they are busy as, for {@link #retake}. A pending write of it still goes ahead
-     * ({@link TableExtentWriteBack#freed}).
+     * Frees values {@code xs[0..n)}, sorted by block ({@link #BY_BLOCK}), a group's in as few transactions
+     * as its free list and their room allow, where one transaction each took the free-space trees' locks
+     * and logged their blocks again: a group commit's frees, made once its keys have changed. They stay
+     * busy until their transaction is durable, and with {@code hold} until each entry is {@linkplain
+     * BusyExtents.Entry#release released} too. Each one's busy entry goes to {@code busy[i]} as its
+     * transaction changes the trees: if this throws, the entries set are the frees to take back ({@link
+     * #retake}). A pending write of one still goes ahead ({@link TableExtentWriteBack#freed}).
      */
-    BusyExtents.Entry free(TableValueFormat.Extent x, boolean hold) {
-        forget(x);
-        return freeBlocks(x, hold);
+    void freeAll(TableValueFormat.Extent[] xs, int n, boolean hold, BusyExtents.Entry[] busy) {
+        long[] blocks = new long[n];
+        int[] lens = new int[n];
+        for (int i = 0; i < n; i++) {
+            groupOf(xs[i]); // checked before anything is freed
+            forget(xs[i]);
+            blocks[i] = xs[i].block();
+            lens[i] = xs[i].blocks(blockSize);
+        }
+        for (int i = 0; i < n; ) {
+            AllocationGroup ag = groupOf(blocks[i]);
+            int to = i;
+            while (to < n && groupOf(blocks[to]) == ag) {
+                to++;
+            }
+            for (int fails = 0; i < to; ) {
+                if (ag.needsRefill()) {
+                    ag.refillFreeList();
+                }
+                int items = ag.runsItems();
+                int freed;
+                long seq = -1;
+                try (Txn txn = Txn.begin(cache, items)) {
+                    freed = ag.releaseDataRuns(txn, blocks, lens, i, to, items, busy);
+                    if (freed > 0) {
+                        seq = txn.commit();
+                    }
+                }
+                if (freed == 0) {
+                    refillOrGiveUp(ag, fails++);
+                    continue;
+                }
+                for (int k = i; k < i + freed; k++) {
+                    if (hold) {
+                        busy[k].hold(seq);
+                    } else {
+                        busy[k].settle(seq);
+                    }
+                }
+                i += freed;
+                fails = 0;
+            }
+        }
     }
+
+    /** The order {@link #freeAll} takes its values in. */
+    static final Comparator<TableValueFormat.Extent> BY_BLOCK =
+            Comparator.comparingLong(TableValueFormat.Extent::block);
 
     /**
      * For a group's undo of value {@code x} it wrote, its key's change undone in the group too: frees its
-     * blocks as {@link #free} does, its pending write cancelled, if it has one.
+     * blocks as {@link #freeAll} does, its pending write cancelled, if it has one.
      */
     void unwrite(TableValueFormat.Extent x) {
         writeBack.cancel(x);
         cached.drop(x);
-        freeBlocks(x, false);
+        freeBlocks(x.block(), x.blocks(blockSize));
     }
 
     /** Value {@code x}'s blocks are being freed: its frames dropped, now or, if its write is pending, after it. */
@@ -253,22 +389,18 @@ final class TableExtents {
         }
     }
 
-    private BusyExtents.Entry freeBlocks(TableValueFormat.Extent x, boolean hold) {
-        AllocationGroup ag = groupOf(x);
+    /** Frees {@code [block, block + len)} in a transaction of its own, busy until it is durable. */
+    private void freeBlocks(long block, int len) {
+        AllocationGroup ag = groupOf(block);
         for (int fails = 0; ; fails++) {
             if (ag.needsRefill()) {
                 ag.refillFreeList();
             }
             try (Txn txn = Txn.begin(cache, ag.blockItems())) {
-                if (ag.releaseData(txn, x.block(), x.blocks(blockSize)) == AllocOutcome.DONE) {
+                if (ag.releaseData(txn, block, len) == AllocOutcome.DONE) {
                     BusyExtents.Entry busy = ag.freedData(txn);
-                    long seq = txn.commit();
-                    if (hold) {
-                        busy.hold(seq);
-                    } else {
-                        busy.settle(seq);
-                    }
-                    return busy;
+                    busy.settle(txn.commit());
+                    return;
                 }
             }
             refillOrGiveUp(ag, fails);
@@ -328,7 +460,7 @@ final class TableExtents {
         return ag.freedData(txn);
     }
 
-    /** Takes back value {@code x}'s blocks, which {@link #free} freed in the same journal group as {@code busy}. */
+    /** Takes back value {@code x}'s blocks, which {@link #freeAll} freed in the same journal group as {@code busy}. */
     void retake(TableValueFormat.Extent x, BusyExtents.Entry busy) {
         writeBack.retaken(x);
         AllocationGroup ag = groupOf(x);

@@ -899,6 +899,9 @@ public final class Tables {
             }
             written.removeAll(c.linked); // what is left was not linked (a putIfAbsent that found its key)
             blobs.doomed(c.doomed);
+            if (c.freedBlocks >= PUSH_FREED && durability != Durability.SYNC) {
+                journal.requestPush(); // its frees busy only until durable: soon, not when the log fills
+            }
             durable(done.seq(), durability);
             return done.changed();
         } finally {
@@ -1009,6 +1012,7 @@ public final class Tables {
             }
             long budget = groupBudget(journal);
             int blocks = groupBlocks();
+            c.mediumBlocks = mediumBlocks(ws);
             try (Journal.Pin pin = journal.pin(budget, cache.capacity() / 8)) {
                 try {
                     for (int i = 0; i < ws.size(); i++) {
@@ -1048,6 +1052,8 @@ public final class Tables {
                             }
                         }
                     }
+                    c.finish();
+                    share = requireRoom(pin, limit, budget, blocks, share);
                 } catch (RuntimeException e) {
                     try {
                         c.undoAll();
@@ -1089,6 +1095,28 @@ public final class Tables {
                 c.releaseFrees(publication); // last: its copies, if any, hold no lock (the blocks stay busy until it)
             }
         }
+    }
+
+    /**
+     * Blocks of extent values a group commit frees past which it asks the log for a checkpoint (not
+     * waiting for it): the blocks stay busy, no value's to take, until their free is durable, and a batch
+     * of puts over medium values frees as much as it allocates, so without a checkpoint the next batches
+     * find their group's free space busy and search it block by block ({@code FreeSpace#findUsableAnywhere}).
+     */
+    private static final int PUSH_FREED = 256;
+
+    /** The blocks of the medium values {@code ws} puts, each in an extent of its own ({@link TableCommit#applyMedium}). */
+    private long mediumBlocks(List<WriteTransaction.Writes> ws) {
+        long n = 0;
+        for (WriteTransaction.Writes w : ws) {
+            for (WriteTransaction.Op o : w.changes()) {
+                MemorySegment v = o.value();
+                if (v != null && isMedium(o.key().length, v.byteSize())) {
+                    n += extents.blocks(v.byteSize());
+                }
+            }
+        }
+        return n;
     }
 
     /** Key stripe waits and their nanoseconds ({@link StripeStats}). */

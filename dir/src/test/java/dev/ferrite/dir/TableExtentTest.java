@@ -390,6 +390,69 @@ class TableExtentTest {
     }
 
     /**
+     * A transaction of medium puts allocates their blocks as one run and frees the values they replace
+     * together at its end ({@code TableCommit#finish}): 100 overwrites of 16 KiB values take about one
+     * transaction each (their keys'), not three (an allocation, the key, a free), and the new values lie
+     * side by side in the order they were applied (the keys'); having freed 400 blocks, the commit (NONE)
+     * asks the log for a checkpoint, so that they stop being busy soon. A run longer than the values it
+     * got (puts-if-absent over present keys) gives back what is left, and every block comes back once all
+     * is deleted.
+     */
+    @Test
+    void aBatchOfMediumPutsAllocatesOneRunAndFreesTogether() {
+        Random rnd = new Random(SEED);
+        int n = 300;
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            t.put(b("first"), random(rnd, SHORTEST_MEDIUM)); // the feature and the tree's first blocks, before the count
+            long freeBefore = spare(v) + treeBlocks(t);
+            byte[][] values = new byte[n][];
+            for (int i = 0; i < n; i++) {
+                values[i] = random(rnd, 16 << 10);
+                t.put(b(String.format("k%04d", i)), values[i]);
+            }
+            v.sync();
+            int[] keys = rnd.ints(0, n).distinct().limit(100).toArray();
+            long commits = v.journalStats().commits(), checkpoints = v.journalStats().checkpoints();
+            try (WriteTransaction tx = v.begin(Durability.NONE)) {
+                for (int k : keys) {
+                    values[k] = random(rnd, 16 << 10);
+                    tx.put(t, b(String.format("k%04d", k)), values[k]);
+                }
+                tx.commit();
+            }
+            long used = v.journalStats().commits() - commits;
+            assertTrue(used <= keys.length + keys.length / 4, keys.length + " medium overwrites in one transaction took " + used
+                    + " transactions, not about one each");
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (v.journalStats().checkpoints() == checkpoints && System.nanoTime() < deadline) {
+                Thread.onSpinWait();
+            }
+            assertTrue(v.journalStats().checkpoints() > checkpoints, "a NONE commit that freed 400 blocks asked for no checkpoint");
+            Arrays.sort(keys); // the order a transaction applies its keys in
+            for (int j = 1; j < keys.length; j++) {
+                TableValueFormat.Extent before = extent(t, b(String.format("k%04d", keys[j - 1])));
+                assertEquals(before.block() + 4, extent(t, b(String.format("k%04d", keys[j]))).block(), "value " + j + " beside the one before");
+            }
+            long spare = spare(v) + treeBlocks(t);
+            try (WriteTransaction tx = v.begin(Durability.NONE)) { // a run for 20 values, 10 of them taken
+                for (int j = 0; j < 20; j++) {
+                    tx.putIfAbsent(t, b(String.format("k%04d", j % 2 == 0 ? j : n + j)), random(rnd, 16 << 10));
+                }
+                tx.commit();
+            }
+            v.sync();
+            assertEquals(spare - 10 * 4, spare(v) + treeBlocks(t), "ten new values' blocks taken, the run's rest given back");
+            for (int i = 0; i < n; i++) {
+                assertArrayEquals(values[i], t.get(b(String.format("k%04d", i))), "key " + i);
+            }
+            assertEquals(n + 10, t.deleteRange(b("k"), null));
+            v.sync();
+            assertEquals(freeBefore, spare(v) + treeBlocks(t), "every block came back");
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /**
      * A single delete after one that freed an extent value takes that value's group's AGF first and looks at
      * the key in the delete's own descent ({@code TableCommit#deleteExtent}), whatever the key holds: an
      * extent value in that group (freed there, the hint kept), one in another group, an inline value, a blob
