@@ -367,14 +367,9 @@ final class AllocationGroup {
         return space.allocClaiming(txn, len);
     }
 
-    /** {@link FreeSpace#allocUpTo}. */
-    AllocOutcome allocUpTo(Txn txn, int min, int want) {
-        return space.allocUpTo(txn, min, want);
-    }
-
-    /** {@link FreeSpace#allocatedLength}. */
-    int allocatedLength(Txn txn) {
-        return space.allocatedLength(txn);
+    /** {@link FreeSpace#allocRuns}. */
+    int allocRuns(Txn txn, int min, int want, int items, long[] into) {
+        return space.allocRuns(txn, min, want, items, into);
     }
 
     /** {@link FreeSpace#allocPair}. */

@@ -79,8 +79,6 @@ final class FreeSpace {
     BTree cnt;
     /** Under the AGF: the first block the last {@link #allocBlocks} that came to DONE handed out. */
     private long allocated;
-    /** Under the AGF: how many the last {@link #allocUpTo} that came to DONE handed out. */
-    private int allocatedLength;
     /** Under the AGF: file-data blocks freed by transactions not yet durable. */
     private final BusyExtents busyData;
     /** Under the AGF: what the last {@link #releaseData} made busy. */
@@ -580,49 +578,50 @@ final class FreeSpace {
     }
 
     /**
-     * {@link #allocClaiming} of up to {@code want} contiguous blocks, at least {@code min}: as many as the
-     * few free extents {@link #findUsable} looks at hold without a busy block (a batch's run of values,
-     * which takes what is at hand rather than search: inside a journal group that search finds its own
-     * frees, busy to its end). Claims {@code want} first.
+     * {@link #allocClaiming} of up to {@code want} blocks in one transaction, as extents of {@code min}
+     * blocks or a multiple of it, not busy: from the smallest free extent that holds the rest wanted if
+     * one does, else from the small ones (the free space a batch of overwrites leaves is the holes of the
+     * values it replaced), looking at the few extents {@link #findUsable} looks at each time, never
+     * searching further (inside a journal group that search finds the group's own frees, busy to its
+     * end). Each extent goes to {@code into} (first device block, length), up to {@code into.length / 2}
+     * of them, while the free list holds its reserve and {@code txn} has room for one more free-space
+     * change (of the {@code items} it reserved: {@link #runsItems}). For a batch's run of medium values.
      *
-     * @return DONE (the first block is {@link #allocatedBlock}, their count {@link #allocatedLength}); or
-     *         NO_SPACE, NEEDS_REFILL or BUSY, with nothing changed and the AGF released
+     * @return how many extents it took; 0: nothing changed and the AGF released
      */
-    AllocOutcome allocUpTo(Txn txn, int min, int want) {
-        if (!counters.claim(want + OP_BLOCKS)) {
-            return AllocOutcome.NO_SPACE;
+    int allocRuns(Txn txn, int min, int want, int items, long[] into) {
+        int most = into.length / 2;
+        int claim = want + Math.min(most, want / min) * OP_BLOCKS; // each take's tree growth, as one allocClaiming's
+        if (!counters.claim(claim)) {
+            return 0;
         }
         try {
             lock(txn, agf);
-            if (!agfl.holds(RESERVE)) {
-                txn.release(agf);
-                return AllocOutcome.NEEDS_REFILL;
+            int change = blockItems() + ROOT_SPLIT_ITEMS;
+            int n = 0;
+            for (int taken = 0; n < most && want - taken >= min && agfl.holds(RESERVE)
+                    && (n == 0 || txn.held() + change <= items) && roomFor(min) == AllocOutcome.DONE; n++) {
+                long fits = extentAtLeast(txn, want - taken);
+                long[] at = findUsable(txn, fits >= 0 ? fits : extentAtLeast(txn, min), min, want - taken, -1);
+                if (at == null) {
+                    break;
+                }
+                int s = extentStart(at[1]), l = extentLength(at[1]), whole = l / min * min;
+                if (s + l == extentStart(at[0]) + extentLength(at[0])) {
+                    s += l - whole; // its end kept at the extent's end: the rest stays one free extent
+                }
+                takeCharged(txn, at[0], extent(s, whole));
+                into[2 * n] = start + s;
+                into[2 * n + 1] = whole;
+                taken += whole;
             }
-            AllocOutcome room = roomFor(want); // the whole run, or none: a group near full gives single values what it has
-            if (room != AllocOutcome.DONE) {
+            if (n == 0) {
                 txn.release(agf);
-                return room;
             }
-            long[] at = findUsable(txn, min, want);
-            if (at == null) {
-                txn.release(agf);
-                return AllocOutcome.BUSY;
-            }
-            takeCharged(txn, at[0], at[1]);
-            allocated = start + extentStart(at[1]);
-            allocatedLength = extentLength(at[1]);
-            return AllocOutcome.DONE;
+            return n;
         } finally {
-            counters.release(want + OP_BLOCKS);
+            counters.release(claim);
         }
-    }
-
-    /** The blocks the last {@link #allocUpTo} in {@code txn}, which still holds the AGF, took. */
-    int allocatedLength(Txn txn) {
-        if (!txn.holds(agf)) {
-            throw new IllegalStateException("the AGF of group " + agno + " is not held");
-        }
-        return allocatedLength;
     }
 
     /**

@@ -113,44 +113,63 @@ final class TableExtents {
     static final int RUN_MOST = 2048;
 
     /**
-     * The blocks a group commit allocated for its medium values and has not handed out yet, {@code [next,
-     * end)}, the front first; the commit frees what is left when it ends ({@link #freeRest}), in the group,
-     * so a crash recovers the run's allocation with the keys that name its values, or none of it.
+     * The blocks a group commit allocated for its medium values and has not handed out yet: up to {@link
+     * #SEGMENTS} extents, carved front to back; the commit frees what is left when it ends ({@link
+     * #freeRest}), in the group, so a crash recovers the run's allocation with the keys that name its
+     * values, or none of it.
      */
     static final class Run {
+        /** Extents one run allocation takes at most (each a few tree changes in its transaction). */
+        static final int SEGMENTS = 32;
+
+        /** The run's extents (first block, length); those before {@link #at}, what was left of them. */
+        private final long[] segments = new long[2 * SEGMENTS];
+        private int count, at;
+        /** What is left of extent {@link #at}. */
         private long next, end;
         /** No group had a run for this commit: its later values allocate one by one. */
         private boolean failed;
 
-        /** The first of {@code len} blocks off the front, or -1 if fewer are left. */
+        /** The first of {@code len} blocks off the front of the extent being carved or a later one, or -1 if none has them. */
         long take(int len) {
-            if (end - next < len) {
-                return -1;
+            while (end - next < len) {
+                if (at + 1 >= count) {
+                    return -1;
+                }
+                segments[2 * at] = next; // what is left of it, freed with the rest
+                segments[2 * at + 1] = end - next;
+                at++;
+                next = segments[2 * at];
+                end = next + segments[2 * at + 1];
             }
             long b = next;
             next += len;
             return b;
         }
 
-        /** Blocks left. */
-        int rest() {
-            return (int) (end - next);
+        /** Starts carving the {@code n} extents just allocated into {@link #segments}. */
+        private void carve(int n) {
+            count = n;
+            at = 0;
+            next = segments[0];
+            end = next + segments[1];
         }
 
         /** A new commit's: nothing left (a failed group's undo freed it). */
         void reset() {
+            count = at = 0;
             next = end = 0;
             failed = false;
         }
     }
 
     /**
-     * {@link #write}'s allocation: a run of up to {@code want} blocks, at least {@code len}, in a
-     * transaction of its own, from group {@code home} on, as much as the first free extents a group looks
-     * at hold without a busy block ({@link AllocationGroup#allocUpTo}: never a long search, never a wait;
-     * inside a journal group the busy blocks outlast any wait); if no group has one, the single value's
-     * {@link #allocate}, as the commit's later values get too. What the old run had left is freed first.
-     * Returns the first block, taken off the run, or -1.
+     * {@link #write}'s allocation: a run of up to {@code want} blocks, in extents of {@code len} blocks or
+     * multiples of it, in one transaction, from group {@code home} on: what the first free extents a group
+     * looks at hold without a busy block ({@link AllocationGroup#allocRuns}: never a long search, never a
+     * wait; inside a journal group the busy blocks outlast any wait). If no group has one, the single
+     * value's {@link #allocate}, as the commit's later values get too. What the old run had left is freed
+     * first. Returns the first block, taken off the run, or -1.
      */
     private long allocateRun(Run run, int len, long want, int home) {
         freeRest(run);
@@ -159,19 +178,19 @@ final class TableExtents {
             int groups = geometry.agCount();
             for (int g = 0; g < groups; g++) {
                 AllocationGroup ag = volume.group((home + g) % groups);
-                if (ag.freeBlockCount() < size) {
+                if (ag.freeBlockCount() < len) {
                     continue; // a snapshot: saves a transaction that would find no room
                 }
                 if (ag.needsRefill()) {
                     ag.refillFreeList();
                 }
-                try (Txn txn = Txn.begin(cache, ag.blockItems())) {
-                    if (ag.allocUpTo(txn, len, size) == AllocOutcome.DONE) {
-                        long block = ag.allocatedBlock(txn);
-                        run.end = block + ag.allocatedLength(txn);
+                int items = ag.runsItems();
+                try (Txn txn = Txn.begin(cache, items)) {
+                    int n = ag.allocRuns(txn, len, size, items, run.segments);
+                    if (n > 0) {
                         txn.commit();
-                        run.next = block + len;
-                        return block;
+                        run.carve(n);
+                        return run.take(len);
                     }
                 }
             }
@@ -180,13 +199,17 @@ final class TableExtents {
         return allocate(len, home);
     }
 
-    /** Frees the blocks {@code run} has left, if any, in a transaction of its own (never written: nothing to forget). */
+    /** Frees the blocks {@code run} has left, if any, each extent in a transaction of its own (never written: nothing to forget). */
     void freeRest(Run run) {
-        int rest = run.rest();
-        if (rest > 0) {
-            freeBlocks(run.next, rest);
-            run.next = run.end;
+        for (int i = 0; i < run.count; i++) {
+            long block = i == run.at ? run.next : run.segments[2 * i];
+            long len = i == run.at ? run.end - run.next : run.segments[2 * i + 1];
+            if (len > 0) {
+                freeBlocks(block, (int) len);
+            }
         }
+        run.count = run.at = 0;
+        run.next = run.end = 0;
     }
 
     /** Sets the superblock's feature before the first value is written (a write of the superblock: holding no lock). */
