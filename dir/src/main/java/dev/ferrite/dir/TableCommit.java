@@ -623,16 +623,21 @@ final class TableCommit {
     /**
      * Ends a group whose changes all applied, still inside it: frees the extent values they replaced or
      * deleted, a few transactions for them all ({@link TableExtents#freeAll}), and what is left of its
-     * {@link #run}. A failure here leaves the group to {@link #undoAll}, as any change's does.
+     * {@link #run}, running {@code check} (the group's room in the log: it throws if the group must stop)
+     * every {@value #FREES_CHECKED} frees, as the group does after each change. A failure here leaves the
+     * group to {@link #undoAll}, as any change's does.
      */
-    void finish() {
+    void finish(Runnable check) {
         if (!frees.isEmpty()) {
-            freePending();
+            freePending(check);
         }
         extents.freeRest(run);
     }
 
-    private void freePending() {
+    /** Frees {@link #freeAll} makes between two runs of {@link #finish}'s check of the group's room. */
+    private static final int FREES_CHECKED = 256;
+
+    private void freePending(Runnable check) {
         frees.sort(PENDING_BY_BLOCK);
         int n = frees.size();
         TableValueFormat.Extent[] xs = new TableValueFormat.Extent[n];
@@ -644,7 +649,10 @@ final class TableCommit {
         // latest-state readers get their stubs (the records, without a snapshot): busy until releaseFrees
         boolean hold = published != null && version == 0;
         try {
-            extents.freeAll(xs, n, hold, busy);
+            for (int i = 0; i < n; i += FREES_CHECKED) {
+                extents.freeAll(xs, i, Math.min(n, i + FREES_CHECKED), hold, busy);
+                check.run();
+            }
         } finally {
             for (int i = 0; i < n; i++) {
                 if (busy[i] != null) { // freed: taken back if the group fails from here

@@ -338,7 +338,7 @@ final class TableExtents {
     }
 
     /**
-     * Frees values {@code xs[0..n)}, sorted by block ({@link #BY_BLOCK}), a group's in as few transactions
+     * Frees values {@code xs[from..n)}, sorted by block ({@link #BY_BLOCK}), a group's in as few transactions
      * as its free list and their room allow, where one transaction each took the free-space trees' locks
      * and logged their blocks again: a group commit's frees, made once its keys have changed. They stay
      * busy until their transaction is durable, and with {@code hold} until each entry is {@linkplain
@@ -346,16 +346,16 @@ final class TableExtents {
      * transaction changes the trees: if this throws, the entries set are the frees to take back ({@link
      * #retake}). A pending write of one still goes ahead ({@link TableExtentWriteBack#freed}).
      */
-    void freeAll(TableValueFormat.Extent[] xs, int n, boolean hold, BusyExtents.Entry[] busy) {
+    void freeAll(TableValueFormat.Extent[] xs, int from, int n, boolean hold, BusyExtents.Entry[] busy) {
         long[] blocks = new long[n];
         int[] lens = new int[n];
-        for (int i = 0; i < n; i++) {
+        for (int i = from; i < n; i++) {
             groupOf(xs[i]); // checked before anything is freed
             forget(xs[i]);
             blocks[i] = xs[i].block();
             lens[i] = xs[i].blocks(blockSize);
         }
-        for (int i = 0; i < n; ) {
+        for (int i = from; i < n; ) {
             AllocationGroup ag = groupOf(blocks[i]);
             int to = i;
             while (to < n && groupOf(blocks[to]) == ag) {

@@ -1052,7 +1052,7 @@ public final class Tables {
                             }
                         }
                     }
-                    c.finish();
+                    c.finish(() -> requireBudget(pin, limit, budget, blocks)); // frees: in a group holding its tables, its share the limit
                     share = requireRoom(pin, limit, budget, blocks, share);
                 } catch (RuntimeException e) {
                     try {
@@ -1179,6 +1179,19 @@ public final class Tables {
      * ({@link HoldTables}). Returns the share it now holds.
      */
     private long requireRoom(Journal.Pin pin, long limit, long budget, int blocks, long share) {
+        requireBudget(pin, limit, budget, blocks);
+        if (pin.bytes() <= share) {
+            return share;
+        }
+        long more = Math.min(limit, 2 * pin.bytes());
+        if (!shares.tryGrow(share, more, limit)) {
+            throw new HoldTables();
+        }
+        return more;
+    }
+
+    /** {@link #requireRoom} but for the group's share of the log. */
+    private static void requireBudget(Journal.Pin pin, long limit, long budget, int blocks) {
         if (pin.bytes() > limit) {
             throw new TableException(TableException.Kind.TOO_LARGE, "the transaction's changes passed " + limit
                     + " bytes of log (a quarter of the log) before they were all applied; nothing was changed");
@@ -1191,14 +1204,6 @@ public final class Tables {
         if (pin.budgetLeft() < budget / 2) {
             throw logFull(null);
         }
-        if (pin.bytes() <= share) {
-            return share;
-        }
-        long more = Math.min(limit, 2 * pin.bytes());
-        if (!shares.tryGrow(share, more, limit)) {
-            throw new HoldTables();
-        }
-        return more;
     }
 
     /**
