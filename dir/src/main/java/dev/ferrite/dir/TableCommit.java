@@ -634,7 +634,7 @@ final class TableCommit {
         extents.freeRest(run);
     }
 
-    /** Frees {@link #freeAll} makes between two runs of {@link #finish}'s check of the group's room. */
+    /** Frees ({@link TableExtents#freeAll}) made between two runs of {@link #finish}'s check of the group's room. */
     private static final int FREES_CHECKED = 256;
 
     private void freePending(Runnable check) {
