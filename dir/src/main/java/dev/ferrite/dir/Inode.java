@@ -319,7 +319,7 @@ final class Inode extends AbstractQueuedSynchronizer {
 
     /** A data write reached the device: its file owes it a flush at the next fsync ({@link #takeDataSync}). */
     void markDataDirty() {
-        DATA_DIRTY.setVolatile(this, true);
+        DATA.set(this);
     }
 
     /** An fsync's data part begins: whether it must make data durable ({@link DataMark#take}). */

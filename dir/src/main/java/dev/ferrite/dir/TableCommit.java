@@ -634,7 +634,7 @@ final class TableCommit {
         extents.freeRest(run);
     }
 
-    /** Frees ({@link TableExtents#freeAll}) made between two runs of {@link #finish}'s check of the group's room. */
+    /** Frees ({@link TableExtents#freeAll}) after which {@link #finish} checks the group's room again, at the end of that transaction. */
     private static final int FREES_CHECKED = 256;
 
     private void freePending(Runnable check) {
@@ -649,10 +649,7 @@ final class TableCommit {
         // latest-state readers get their stubs (the records, without a snapshot): busy until releaseFrees
         boolean hold = published != null && version == 0;
         try {
-            for (int i = 0; i < n; i += FREES_CHECKED) {
-                extents.freeAll(xs, i, Math.min(n, i + FREES_CHECKED), hold, busy);
-                check.run();
-            }
+            extents.freeAll(xs, n, hold, busy, FREES_CHECKED, check);
         } finally {
             for (int i = 0; i < n; i++) {
                 if (busy[i] != null) { // freed: taken back if the group fails from here

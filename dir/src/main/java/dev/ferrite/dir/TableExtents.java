@@ -82,9 +82,10 @@ final class TableExtents {
      * Writes medium {@code value} to new blocks, near table inode {@code table}'s group, inside a commit's
      * group, the table's lock held; returns its stub's fields, or null if no group has the blocks
      * contiguous (the value then goes to the overflow tree). The blocks come off the front of the group's
-     * {@code run}, allocated first if it has too few: as one extent for the {@code want} blocks of the
-     * group's medium values still to come (this one's among them), so that a batch of puts pays for one
-     * allocation, and its values lie side by side for the write-back. The key's change that names them
+     * {@code run}, allocated first if it has too few: for the {@code want} blocks of the group's medium
+     * values still to come (this one's among them), in one transaction ({@link #allocateRun}), so that a
+     * batch of puts pays for few allocations, and its values mostly lie side by side for the write-back.
+     * The key's change that names them
      * must be {@linkplain Txn#orderAfterData ordered after} this write, and commit after it: the write is
      * left to the log ({@link TableExtentWriteBack#defer}) when the budget allows.
      */
@@ -338,24 +339,26 @@ final class TableExtents {
     }
 
     /**
-     * Frees values {@code xs[from..n)}, sorted by block ({@link #BY_BLOCK}), a group's in as few transactions
+     * Frees values {@code xs[0..n)}, sorted by block ({@link #BY_BLOCK}), a group's in as few transactions
      * as its free list and their room allow, where one transaction each took the free-space trees' locks
      * and logged their blocks again: a group commit's frees, made once its keys have changed. They stay
      * busy until their transaction is durable, and with {@code hold} until each entry is {@linkplain
      * BusyExtents.Entry#release released} too. Each one's busy entry goes to {@code busy[i]} as its
      * transaction changes the trees: if this throws, the entries set are the frees to take back ({@link
-     * #retake}). A pending write of one still goes ahead ({@link TableExtentWriteBack#freed}).
+     * #retake}). After each transaction that brings the frees since the last check to {@code checkEvery},
+     * runs {@code check} (the caller's room in the log: it throws to stop). A pending write of one still
+     * goes ahead ({@link TableExtentWriteBack#freed}).
      */
-    void freeAll(TableValueFormat.Extent[] xs, int from, int n, boolean hold, BusyExtents.Entry[] busy) {
+    void freeAll(TableValueFormat.Extent[] xs, int n, boolean hold, BusyExtents.Entry[] busy, int checkEvery, Runnable check) {
         long[] blocks = new long[n];
         int[] lens = new int[n];
-        for (int i = from; i < n; i++) {
+        for (int i = 0; i < n; i++) {
             groupOf(xs[i]); // checked before anything is freed
             forget(xs[i]);
             blocks[i] = xs[i].block();
             lens[i] = xs[i].blocks(blockSize);
         }
-        for (int i = from; i < n; ) {
+        for (int i = 0, unchecked = 0; i < n; ) {
             AllocationGroup ag = groupOf(blocks[i]);
             int to = i;
             while (to < n && groupOf(blocks[to]) == ag) {
@@ -387,6 +390,10 @@ final class TableExtents {
                 }
                 i += freed;
                 fails = 0;
+                if ((unchecked += freed) >= checkEvery) {
+                    unchecked = 0;
+                    check.run();
+                }
             }
         }
     }
