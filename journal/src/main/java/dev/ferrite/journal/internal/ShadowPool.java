@@ -14,8 +14,9 @@ import dev.ferrite.io.internal.OffHeap;
  * power-of-two classes from one chunk to a whole block), not to the block.
  *
  * <p>Buffers come from regions, one per context parity and size class, each a growing list of slabs
- * (the first of 64 KiB, each later one doubling the region). Every shadow of a context has the context's
- * parity, and contexts of one parity never overlap (context k + 2 is created only once k is formatted), so
+ * (the first of 64 KiB, or of one huge page in a pool that may keep a huge page per region anyway, each
+ * later one doubling the region). Every shadow of a context has the context's parity, and contexts of
+ * one parity never overlap (context k + 2 is created only once k is formatted), so
  * a region needs no per-buffer free list: a committer takes the next index with one atomic increment
  * (lock-free, and allocation-free once the region has grown to the peak), and once context k is
  * formatted the push thread {@link #reset}s its parity, making
@@ -29,16 +30,27 @@ import dev.ferrite.io.internal.OffHeap;
  * committer uses. Growing a region maps a slab and nothing else (when a region made a view of every new
  * buffer as it doubled, the committer that grew a region of small buffers past a million made a million
  * views at once, 23–70 ms of its CPU).
+ *
+ * <p>Huge pages: a checkpoint's shadows are tens of megabytes that its commits touch in no order (a leaf
+ * relogged a thousand commits after its last copy), so in 4 KiB pages nearly every copy into a shadow
+ * missed the TLB, a nested page walk on a virtual machine: the copies of 100–600 bytes were 20% of a
+ * 1-thread put's samples. A pool whose {@code retainBytes} covers a huge page for each region of a parity
+ * starts every region with one ({@link OffHeap#reserveHuge}), so all its slabs are huge pages; a small
+ * pool keeps 64 KiB slabs in small pages, as one huge page per region would pass what it may keep.
  */
 // Public for perf's JMH benches (dev.ferrite.perf.jmh); journal-internal, for a qualified export, not application API.
 public final class ShadowPool implements AutoCloseable {
-    /** Smallest slab: the first of a region; each later one doubles the region. */
-    private static final int MIN_SLAB_BYTES = 64 * 1024;
+    /** First slab of a region in small pages; each later one doubles the region. */
+    private static final int SMALL_SLAB_BYTES = 64 * 1024;
+    /** Size classes, one chunk to a whole block, doubling: regions per parity. */
+    private static final int CLASSES = 8;
     private static final MemorySegment[] NO_SLABS = new MemorySegment[0];
 
     /** One parity's buffers of one size. Grown under its own monitor; indexes handed out lock-free. */
     private static final class Region {
         final int bufferBytes;
+        /** The first slab's bytes: {@link #SMALL_SLAB_BYTES} or a huge page; every later slab is at least as large. */
+        final int firstSlabBytes;
         /** Buffers in the first slab, a power of two; slab k > 0 holds buffers [first << (k - 1), first << k). */
         final int firstShift;
         final AtomicInteger next = new AtomicInteger();
@@ -53,9 +65,10 @@ public final class ShadowPool implements AutoCloseable {
         Arena arena;
         long bytes;
 
-        Region(int bufferBytes) {
+        Region(int bufferBytes, int firstSlabBytes) {
             this.bufferBytes = bufferBytes;
-            this.firstShift = Integer.numberOfTrailingZeros(Math.max(1, MIN_SLAB_BYTES / bufferBytes));
+            this.firstSlabBytes = firstSlabBytes;
+            this.firstShift = Integer.numberOfTrailingZeros(Math.max(1, firstSlabBytes / bufferBytes));
         }
     }
 
@@ -71,11 +84,11 @@ public final class ShadowPool implements AutoCloseable {
     public ShadowPool(int blockSize, long retainBytes) {
         this.chunkShift = DirtyMap.chunkShift(blockSize);
         this.retainBytes = retainBytes;
-        int classes = 8; // one chunk .. 128 chunks, doubling
-        this.regions = new Region[2][classes];
+        int firstSlabBytes = retainBytes >= CLASSES * OffHeap.HUGE_PAGE ? (int) OffHeap.HUGE_PAGE : SMALL_SLAB_BYTES;
+        this.regions = new Region[2][CLASSES];
         for (int p = 0; p < 2; p++) {
-            for (int c = 0; c < classes; c++) {
-                regions[p][c] = new Region(1 << (chunkShift + c));
+            for (int c = 0; c < CLASSES; c++) {
+                regions[p][c] = new Region(1 << (chunkShift + c), firstSlabBytes);
             }
         }
     }
@@ -103,14 +116,15 @@ public final class ShadowPool implements AutoCloseable {
         synchronized (r) {
             while (r.capacity <= i) {
                 int n = r.capacity;
-                long slabBytes = Math.max(MIN_SLAB_BYTES, (long) n * r.bufferBytes);
+                long slabBytes = Math.max(r.firstSlabBytes, (long) n * r.bufferBytes);
                 if (r.arena == null) {
                     r.arena = Arena.ofShared();
                 }
                 // mapped, not zeroed here: pages fault in as shadows fill them (zeroing up front stalled
                 // the committer that grew, and the region's others on this monitor)
                 MemorySegment[] slabs = Arrays.copyOf(r.slabs, r.slabs.length + 1);
-                slabs[slabs.length - 1] = OffHeap.reserve(slabBytes, r.arena);
+                slabs[slabs.length - 1] = r.firstSlabBytes >= OffHeap.HUGE_PAGE ? OffHeap.reserveHuge(slabBytes, r.arena)
+                        : OffHeap.reserve(slabBytes, r.arena);
                 r.slabs = slabs;
                 r.bytes += slabBytes;
                 resident.addAndGet(slabBytes);

@@ -13,6 +13,7 @@ import java.util.Random;
 
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.internal.OffHeap;
 import dev.ferrite.io.testkit.TestSeed;
 import dev.ferrite.journal.testkit.TestItem;
 import org.junit.jupiter.api.Test;
@@ -49,11 +50,36 @@ class ShadowPoolTest {
         }
     }
 
-    /** Buffers of one region across its slabs (the first and each doubling) lie inside their slabs and apart. */
+    /**
+     * Buffers of one region across its slabs (the first and each doubling) lie inside their slabs and apart,
+     * in small pages (a first slab of 64 KiB) and in huge ones (a first slab of 2 MiB).
+     */
     @Test
     void buffersAcrossSlabsNeverOverlap() {
-        try (ShadowPool pool = new ShadowPool(BS, 1L << 30)) {
-            int n = 5000, bytes = 64; // 1,024 in the first 64 KiB slab, then slabs of 1,024, 2,048, 4,096
+        // 1,024 buffers of 64 B in the first 64 KiB slab, then slabs of 1,024, 2,048, 4,096
+        buffersAcrossSlabsNeverOverlap(new ShadowPool(BS, 1L << 20), 5000);
+        // 32,768 in the first 2 MiB slab, then slabs of 32,768, 65,536, 131,072
+        buffersAcrossSlabsNeverOverlap(new ShadowPool(BS, 1L << 30), 5 * 32768);
+    }
+
+    /**
+     * A pool that may keep a huge page for each region of a parity starts a region with one, so that its
+     * shadows lie in huge pages; a smaller pool starts with 64 KiB, as one huge page per region would pass
+     * what it may keep.
+     */
+    @Test
+    void aRegionStartsWithAHugePageOnlyWhereThePoolMayKeepOnePerRegion() {
+        try (ShadowPool small = new ShadowPool(BS, 8 * OffHeap.HUGE_PAGE - 1); ShadowPool large = new ShadowPool(BS, 8 * OffHeap.HUGE_PAGE)) {
+            acquire(small, 0, 64);
+            acquire(large, 0, 64);
+            assertEquals(64 * 1024, small.residentBytes());
+            assertEquals(OffHeap.HUGE_PAGE, large.residentBytes());
+        }
+    }
+
+    private static void buffersAcrossSlabsNeverOverlap(ShadowPool shadows, int n) {
+        try (ShadowPool pool = shadows) {
+            int bytes = 64;
             List<CilSlot> slots = new ArrayList<>();
             for (int i = 0; i < n; i++) {
                 CilSlot s = acquire(pool, 0, bytes);
