@@ -97,6 +97,8 @@ final class FreeSpace {
     private long skipSweeps;
     /** Under the AGF: free extents {@link #findUsableAnywhere} has looked at (for tests: each look is a tree lookup). */
     long anywhereLooks;
+    /** Under the AGF: lookups in the tree by length (for tests). */
+    long lengthLooks;
     /** Under the AGF: a {@link #releaseData} is entering its blocks, busy once it is done ({@link #noteFree}). */
     private boolean freeingData;
     /** See {@link #mayAddChunk}: set by a chunk allocation that found no room, cleared by any free. */
@@ -193,6 +195,7 @@ final class FreeSpace {
     }
 
     private long cntFind(Txn txn, int len, int from, BTree.Match match) {
+        lengthLooks++;
         AgTreeFormat.cntKey(sizeKey, len, from);
         if (cnt.find(txn, sizeKey, match, newSizeKey, NONE) < 0) {
             return -1;
@@ -581,10 +584,10 @@ final class FreeSpace {
      * {@link #allocClaiming} of up to {@code want} blocks in one transaction, as extents of {@code min}
      * blocks or a multiple of it, not busy: from the smallest free extent that holds the rest wanted if
      * one does, else from the small ones (the free space a batch of overwrites leaves is the holes of the
-     * values it replaced), looking at the few extents {@link #findUsable} looks at each time, never
-     * searching further (inside a journal group that search finds the group's own frees, busy to its
-     * end). Each extent goes to {@code into} (first device block, length), up to {@code into.length / 2}
-     * of them, while the free list holds its reserve and {@code txn} has room for one more free-space
+     * values it replaced), looking at the few extents {@link #findUsable} looks at each time (among the
+     * small ones, from the last one taken from on), never searching further (inside a journal group that
+     * search finds the group's own frees, busy to its end). Each extent goes to {@code into} (first device
+     * block, length), up to {@code into.length / 2} of them, while the free list holds its reserve and {@code txn} has room for one more free-space
      * change (of the {@code items} it reserved: {@link #runsItems}). For a batch's run of medium values.
      *
      * @return how many extents it took; 0: nothing changed and the AGF released
@@ -598,13 +601,23 @@ final class FreeSpace {
         try {
             lock(txn, agf);
             int change = blockItems() + ROOT_SPLIT_ITEMS;
+            // no extent grows meanwhile: the largest bounds those the rest wanted could fit in whole, and a
+            // look among the small ones goes on past the last one taken from (those before it taken, or
+            // busy), where each look started from the smallest and met the busy ones again
+            long largest = largestExtent(txn);
+            int largestLength = largest < 0 ? 0 : extentLength(largest), fromLength = min, fromStart = 0;
             int n = 0;
             for (int taken = 0; n < most && want - taken >= min && agfl.holds(RESERVE)
                     && (n == 0 || txn.held() + change <= items) && roomFor(min) == AllocOutcome.DONE; n++) {
-                long fits = extentAtLeast(txn, want - taken);
-                long[] at = findUsable(txn, fits >= 0 ? fits : extentAtLeast(txn, min), min, want - taken, -1);
+                long fits = want - taken <= largestLength ? extentAtLeast(txn, want - taken) : -1;
+                long[] at = findUsable(txn, fits >= 0 ? fits : cntFind(txn, fromLength, fromStart, BTree.Match.CEILING),
+                        min, want - taken, -1);
                 if (at == null) {
                     break;
+                }
+                if (fits < 0) {
+                    fromLength = extentLength(at[0]);
+                    fromStart = extentStart(at[0]);
                 }
                 int s = extentStart(at[1]), l = extentLength(at[1]), whole = l / min * min;
                 if (s + l == extentStart(at[0]) + extentLength(at[0])) {

@@ -209,10 +209,10 @@ final class TableCommit {
     /**
      * {@link #apply} of PUT or PUT_IF_ABSENT with medium {@code value} itself (not its stored form), in an
      * undoable commit: its extent (or, with no room for one, its chunks) is written first, then the key
-     * names it.
+     * names it. {@code key} and {@code view} as {@link #apply(Table, byte[], MemorySegment, MemorySegment, int)}'s.
      */
-    int applyMedium(Table t, MemorySegment key, MemorySegment value, int op) {
-        if (op == PUT_IF_ABSENT && t.tree().get(key, MemorySegment.NULL) >= 0) {
+    int applyMedium(Table t, byte[] key, MemorySegment view, MemorySegment value, int op) {
+        if (op == PUT_IF_ABSENT && t.tree().get(view, MemorySegment.NULL) >= 0) {
             mediumBlocks -= extents.blocks(value.byteSize());
             return UNCHANGED; // the table's lock, held, keeps the answer true: no chunks to write
         }
@@ -221,13 +221,13 @@ final class TableCommit {
         TableValueFormat.Extent x = extents.write(value, t.inode.ino, run, want);
         if (x != null) {
             undo.add(new ExtentUndo(x, null)); // first: a change failing is undone too
-            return change(t, null, key, MemorySegment.ofArray(TableValueFormat.extent(x)), op, true);
+            return change(t, key, view, MemorySegment.ofArray(TableValueFormat.extent(x)), op, true);
         }
         overflow.tree(true); // no room for an extent: chunks, the tree made first (a failure to make it leaves nothing to undo)
         TableValueFormat.Medium m = overflow.describe(value);
         undo.add(new ChunksUndo(m, null)); // first: a write failing part way is undone too
         overflow.write(m, value);
-        return change(t, null, key, MemorySegment.ofArray(TableValueFormat.medium(m)), op, true);
+        return change(t, key, view, MemorySegment.ofArray(TableValueFormat.medium(m)), op, true);
     }
 
     /**

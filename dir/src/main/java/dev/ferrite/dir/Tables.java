@@ -1035,7 +1035,7 @@ public final class Tables {
                             byte[] key = o.key();
                             int outcome;
                             if (v != null && isMedium(key.length, v.byteSize())) {
-                                outcome = c.applyMedium(w.table, MemorySegment.ofArray(key), v, o.kind());
+                                outcome = c.applyMedium(w.table, key, keyView(key), v, o.kind()); // the array itself: its record keeps it, found at once
                             } else {
                                 // the key and an inline value in this thread's buffers: the change only reads them
                                 MemorySegment value = form != null ? MemorySegment.ofArray(form) : v != null ? stored(v) : null;
