@@ -33,6 +33,16 @@ import dev.ferrite.journal.internal.Journal;
  * concurrent misses on one block issue one read: the first inserts a buffer that is locked while it
  * loads, the others find it and wait on its lock.
  *
+ * <h2>Frames</h2>
+ * The slab is mapped, not allocated, and advised to take huge pages ({@link OffHeap#reserveHuge}): a
+ * frame's first touch (a new block's zeroing, a miss's read) faults in the 2 MiB around it at once, and
+ * every node visit afterwards misses the TLB far less. A 4 KiB page cost a fault of 11-30 us on this
+ * project's virtual machines, and still about 6 us at its first touch when populated ahead. Nothing is
+ * populated ahead: huge pages populated ahead of the hand stalled the claiming thread up to 135 ms,
+ * where faulted on first touch they raised no latency above the benchmarks' noise and lowered CPU per
+ * operation a little (docs/benchmarks.md, 2026-12-05 and 2026-12-06). Huge pages off or none free,
+ * frames fault in 4 KiB at a time.
+ *
  * <h2>Reclaim</h2>
  * CLOCK over the frames. A buffer's usage count is set to its priority on access (interior nodes and
  * headers higher than leaves) and decremented by the sweeping hand; at zero the buffer is evicted if it
@@ -53,8 +63,6 @@ public final class BufferCache implements AutoCloseable {
     public static final int INIT_TYPE = 2;
     /** Smallest cache: enough frames for the deepest split of a few concurrent writers. */
     public static final int MIN_FRAMES = 64;
-    /** Frames whose pages one {@link #populateAhead} supplies: 128 KiB of 4 KiB blocks, about 20 us. */
-    private static final int POPULATE_FRAMES = 32;
 
     /** Priority of buffers never evicted (allocation bitmaps, which are locked under tree locks). */
     static final int RESIDENT = Integer.MAX_VALUE;
@@ -82,8 +90,6 @@ public final class BufferCache implements AutoCloseable {
     /** Records {@link CacheStatsEvent} while a recording wants it. */
     private final Runnable statsEvent = () -> CacheStatsEvent.emit(stats());
     private final AtomicLong hand = new AtomicLong();
-    /** Frames below this index have their pages supplied ({@link #populateAhead}). */
-    private final AtomicInteger populated = new AtomicInteger();
     /**
      * Stale buffers of freed blocks whose free is not yet in a checkpoint in the AIL (still held by the
      * freeing transaction, or pinned). Such a block must not be allocated again yet: its new buffer is
@@ -151,7 +157,7 @@ public final class BufferCache implements AutoCloseable {
                     + " blocks of " + blockSize + "; it must hold " + MIN_FRAMES + " to " + Integer.MAX_VALUE / 2);
         }
         this.frames = (int) n;
-        this.slab = OffHeap.reserve((long) frames * blockSize, arena); // pages arrive as frames are first used
+        this.slab = OffHeap.reserveHuge((long) frames * blockSize, arena); // HUGE_PAGEs arrive on first touch
         this.frameOwner = new AtomicReferenceArray<>(frames);
         int bucketCount = Integer.highestOneBit(frames * 2 - 1);
         this.buckets = new AtomicReferenceArray<>(bucketCount);
@@ -664,7 +670,6 @@ public final class BufferCache implements AutoCloseable {
                     Object o = frameOwner.get(i);
                     if (o == null) {
                         if (frameOwner.compareAndSet(i, null, CLAIMED)) {
-                            populateAhead(i);
                             return waited(wait, i);
                         }
                     } else if (o instanceof Buffer b) {
@@ -714,25 +719,6 @@ public final class BufferCache implements AutoCloseable {
             if (wait != null) {
                 frameWaiters.decrementAndGet();
             }
-        }
-    }
-
-    /**
-     * On the hand's first lap, which takes the frames in order, supplies the pages of the next
-     * {@value #POPULATE_FRAMES} frames in one call when frame {@code i} is the first of them not yet
-     * supplied ({@link OffHeap#populate}): a frame's first touch (zeroed for a new block, read into for a
-     * miss) would otherwise fault its page in, 11-30 us on some virtual machines, where the batch costs
-     * about 0.7 us a page. The thread that crosses into a batch pays for it; after the first lap, or if
-     * the kernel declines, frames fault in on first touch as before.
-     */
-    private void populateAhead(int i) {
-        int p = populated.get();
-        if (i < p) {
-            return;
-        }
-        int from = i - i % POPULATE_FRAMES, to = (int) Math.min(frames, (long) from + POPULATE_FRAMES);
-        if (populated.compareAndSet(p, to)) {
-            OffHeap.populate(slab.asSlice((long) from * blockSize, (long) (to - from) * blockSize));
         }
     }
 
