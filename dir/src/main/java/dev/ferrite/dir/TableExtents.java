@@ -158,9 +158,14 @@ final class TableExtents {
 
         /** A new commit's: nothing left (a failed group's undo freed it). */
         void reset() {
+            empty();
+            failed = false;
+        }
+
+        /** Holds no blocks: {@link #freeRest} gave them back. */
+        private void empty() {
             count = at = 0;
             next = end = 0;
-            failed = false;
         }
     }
 
@@ -209,8 +214,7 @@ final class TableExtents {
                 freeBlocks(block, (int) len);
             }
         }
-        run.count = run.at = 0;
-        run.next = run.end = 0;
+        run.empty();
     }
 
     /** Sets the superblock's feature before the first value is written (a write of the superblock: holding no lock). */
