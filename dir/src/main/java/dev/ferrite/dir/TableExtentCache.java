@@ -210,6 +210,37 @@ final class TableExtentCache {
         }
     }
 
+    /**
+     * The first of the frames holding value {@code x}'s blocks if they lie in order side by side in the
+     * slab (as frames made one after another do) and every one is cached as {@code x}'s; -1 otherwise.
+     */
+    int framesInOrder(TableValueFormat.Extent x) {
+        FilePages p = stripe(x);
+        long tag = tag(x);
+        p.lock.lock();
+        try {
+            int first = frame(p, x, tag, 0);
+            for (int i = 1, n = x.blocks(blockSize); i < n && first >= 0; i++) {
+                if (!follows(first, i, frame(p, x, tag, i))) {
+                    return -1;
+                }
+            }
+            return first;
+        } finally {
+            p.lock.unlock();
+        }
+    }
+
+    /** Whether frame {@code g} lies {@code blocks} blocks after frame {@code f} in the same slab. */
+    boolean follows(int f, int blocks, int g) {
+        return g >= 0 && pages.slab(g) == pages.slab(f) && pages.offset(g) == pages.offset(f) + (long) blocks * blockSize;
+    }
+
+    /** {@code blocks} blocks of the slab from frame {@code f} on, which hold pinned values: for their device write. */
+    MemorySegment inSlab(int f, int blocks) {
+        return pages.slab(f).asSlice(pages.offset(f), (long) blocks * blockSize);
+    }
+
     /** Value {@code x} is on the device: its frames unpinned, or dropped if {@code drop} (its blocks were freed). */
     void written(TableValueFormat.Extent x, boolean drop) {
         FilePages p = stripe(x);

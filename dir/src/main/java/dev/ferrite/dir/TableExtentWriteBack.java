@@ -19,7 +19,8 @@ import dev.ferrite.journal.internal.Journal;
  * {@link #writeDeferred} before it writes each checkpoint, which writes every value registered by then, in
  * runs of adjacent blocks (consecutive allocations mostly are), before the flush that precedes a
  * checkpoint holding a transaction ordered after data. So the checkpoint that names a value is durable
- * only after its bytes are, and one write serves many puts where each put wrote its own.
+ * only after its bytes are, and one write serves many puts where each put wrote its own. Values whose
+ * frames lie in order write from there; the others are copied into a staging buffer first ({@link #stage}).
  *
  * <h2>Frees</h2>
  * A value freed while its write is pending is written all the same (a checkpoint that names it may be
@@ -44,6 +45,11 @@ import dev.ferrite.journal.internal.Journal;
 final class TableExtentWriteBack implements DeferredData {
     /** Blocks copied into the staging buffer and written at once. */
     static final int STAGING_BLOCKS = 256;
+    /**
+     * Values adjacent on the device and in the data cache's slab are written from their frames, not
+     * copied, once they make this many blocks: fewer would split a run of adjacent blocks into more writes.
+     */
+    static final int DIRECT_BLOCKS = 16;
 
     /** A value registered: written by the next {@link #writeDeferred}; its frames dropped after it if {@code freed}. */
     private static final class Deferred {
@@ -79,8 +85,13 @@ final class TableExtentWriteBack implements DeferredData {
     private final IoBatch batch = new IoBatch(STAGING_BLOCKS);
     /** Whether each value of the run just written was freed meanwhile (its frames then dropped); {@link #writing}'s. */
     private final boolean[] drops = new boolean[STAGING_BLOCKS];
-    /** Values written (by the log, or by puts at the budget) and the device writes that wrote them, for tests. */
-    private long written, runs;
+    /** Each value's first frame if its frames lie in order in the slab, else -1, for {@link #stage}; {@link #writing}'s. */
+    private final int[] firstFrames = new int[STAGING_BLOCKS];
+    /**
+     * Values written (by the log, or by puts at the budget), the device writes that wrote them and the
+     * blocks of them copied into the staging buffer first, for tests.
+     */
+    private long written, runs, copied;
 
     TableExtentWriteBack(TableExtentCache cached, BlockDevice device, Journal journal, int frames) {
         this.cached = cached;
@@ -216,28 +227,13 @@ final class TableExtentWriteBack implements DeferredData {
             taken = pending.values().toArray(new Deferred[0]);
         }
         Arrays.sort(taken, Comparator.comparingLong(d -> d.x.block()));
-        int writes = 0;
+        int writes = 0, copies = 0;
         for (int i = 0; i < taken.length; ) {
-            int used = 0, j = i;
-            long runStart = -1, runEnd = -1;
-            int runAt = 0;
-            batch.clear();
-            for (; j < taken.length && (used == 0 || used + taken[j].x.blocks(blockSize) <= STAGING_BLOCKS); j++) {
-                TableValueFormat.Extent x = taken[j].x;
-                int n = x.blocks(blockSize);
-                // a value cancelled meanwhile leaves what the staging held in its blocks: free, busy until after this write
-                cached.copyBlocks(x, staging, (long) used * blockSize);
-                if (x.block() != runEnd) {
-                    if (runStart >= 0) {
-                        batch.write(runStart, staging.asSlice((long) runAt * blockSize, (runEnd - runStart) * blockSize));
-                    }
-                    runStart = x.block();
-                    runAt = used;
-                }
-                runEnd = x.block() + n;
-                used += n;
+            int j = i;
+            for (int blocks = 0; j < taken.length && (j == i || blocks + taken[j].x.blocks(blockSize) <= STAGING_BLOCKS); j++) {
+                blocks += taken[j].x.blocks(blockSize);
             }
-            batch.write(runStart, staging.asSlice((long) runAt * blockSize, (runEnd - runStart) * blockSize));
+            copies += stage(taken, i, j);
             if (batch.size() == 1) {
                 device.write(batch.block(0), batch.buffer(0)); // a plain pwrite: the cheapest at depth 1
             } else {
@@ -261,8 +257,59 @@ final class TableExtentWriteBack implements DeferredData {
         synchronized (this) {
             written += taken.length;
             runs += writes;
+            copied += copies;
         }
         return true;
+    }
+
+    /**
+     * Fills {@link #batch} with the writes of values {@code taken[i, j)} (sorted by block, at most
+     * {@link #STAGING_BLOCKS} blocks in all): a stretch of values adjacent on the device whose frames lie
+     * side by side in the slab, {@link #DIRECT_BLOCKS} blocks or more of them, is written from its frames;
+     * the others are copied into {@link #staging} and written in runs of adjacent blocks from there, so that
+     * values in scattered frames still take one write a run. {@link #writing} held. Returns the blocks copied.
+     */
+    private int stage(Deferred[] taken, int i, int j) {
+        for (int m = i; m < j; m++) {
+            firstFrames[m - i] = cached.framesInOrder(taken[m].x);
+        }
+        batch.clear();
+        int used = 0, runAt = 0, copied = 0;
+        long runStart = -1, runEnd = -1; // the staging run open, if runStart >= 0
+        for (int m = i; m < j; ) {
+            TableValueFormat.Extent x = taken[m].x;
+            int e = m + 1, n = x.blocks(blockSize), first = firstFrames[m - i];
+            while (first >= 0 && e < j && taken[e].x.block() == x.block() + n && cached.follows(first, n, firstFrames[e - i])) {
+                n += taken[e++].x.blocks(blockSize);
+            }
+            if (first >= 0 && n >= DIRECT_BLOCKS) {
+                if (runStart >= 0) {
+                    batch.write(runStart, staging.asSlice((long) runAt * blockSize, (runEnd - runStart) * blockSize));
+                    runStart = -1;
+                }
+                batch.write(x.block(), cached.inSlab(first, n)); // pinned until written: nothing changes them
+                m = e;
+                continue;
+            }
+            n = x.blocks(blockSize);
+            // a value cancelled meanwhile leaves what the staging held in its blocks: free, busy until after this write
+            cached.copyBlocks(x, staging, (long) used * blockSize);
+            copied += n;
+            if (runStart < 0 || x.block() != runEnd) {
+                if (runStart >= 0) {
+                    batch.write(runStart, staging.asSlice((long) runAt * blockSize, (runEnd - runStart) * blockSize));
+                }
+                runStart = x.block();
+                runAt = used;
+            }
+            runEnd = x.block() + n;
+            used += n;
+            m++;
+        }
+        if (runStart >= 0) {
+            batch.write(runStart, staging.asSlice((long) runAt * blockSize, (runEnd - runStart) * blockSize));
+        }
+        return copied;
     }
 
     /** Blocks pinned for values whose write is pending, for tests. */
@@ -270,8 +317,8 @@ final class TableExtentWriteBack implements DeferredData {
         return pendingBlocks;
     }
 
-    /** {@link #written} and {@link #runs}, for tests. */
+    /** {@link #written}, {@link #runs} and {@link #copied}, for tests. */
     synchronized long[] counts() {
-        return new long[]{written, runs};
+        return new long[]{written, runs, copied};
     }
 }

@@ -33,7 +33,7 @@ class TableExtentWriteBackTest {
 
     /**
      * Single puts of 16 KiB values committed NONE, then a sync: the log writes them, in fewer writes than
-     * values, and every crash after any flush since (with part of the next epoch's writes landed, or one
+     * values, mostly straight from their frames (a fresh cache makes them side by side), and every crash after any flush since (with part of the next epoch's writes landed, or one
      * torn) recovers a prefix of the puts, each value exact (a read whose CRC does not match fails) and
      * the check clean.
      */
@@ -71,6 +71,9 @@ class TableExtentWriteBackTest {
                 assertEquals(0, v.tables().extents.writeBack.pendingBlocks());
                 assertEquals(puts, after[0] - before[0], "values written");
                 assertTrue(after[1] - before[1] <= writes, "the writes for " + puts + " values: " + (after[1] - before[1]));
+                long blocks = (long) puts * LENGTH / 4096;
+                assertTrue(after[2] - before[2] <= blocks / 4, // the frames a fresh cache makes lie in order: most write from there
+                        "blocks copied into the staging buffer: " + (after[2] - before[2]) + " of " + blocks);
             }
             int flushes = rec.flushCount();
             for (int s = 0; s < 2 * (flushes - firstFlush + 1); s++) {
@@ -94,6 +97,43 @@ class TableExtentWriteBackTest {
                     }
                 }
             }
+        }
+    }
+
+    /**
+     * Values whose frames a free handed back in reverse order (each value's blocks in frames that do not
+     * lie in order) are copied into the staging buffer for their write, and those after them in frames
+     * made side by side are written from their frames, in one write of the pending values: every value
+     * reads back exact from the device after a remount.
+     */
+    @Test
+    void valuesInScatteredFramesAreCopiedAndThoseSideBySideWrittenFromTheirFrames() {
+        MemoryDevice dev = VolumeFixtures.formatted();
+        try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            t.withDurability(Durability.NONE);
+            for (int i = 0; i < 8; i++) {
+                t.put(b("old" + i), value(100 + i));
+            }
+            v.sync();
+            for (int i = 0; i < 8; i++) {
+                assertTrue(t.delete(b("old" + i))); // written: their frames go back to the free list now
+            }
+            v.sync();
+            TableExtentWriteBack wb = v.tables().extents.writeBack;
+            long[] before = wb.counts();
+            for (int i = 0; i < 16; i++) {
+                t.put(b("k" + i), value(i)); // the first 8 take the freed frames, last freed first
+            }
+            v.sync();
+            long[] after = wb.counts();
+            assertEquals(16, after[0] - before[0], "values written");
+            assertEquals(8 * LENGTH / 4096, after[2] - before[2], "blocks copied: those of the values in freed frames");
+        }
+        try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table t = v.tables().open("t")) {
+            for (int i = 0; i < 16; i++) {
+                assertArrayEquals(value(i), t.get(b("k" + i)), "k" + i + " read from the device");
+            }
+            assertTrue(v.namespace().check().clean());
         }
     }
 
