@@ -141,6 +141,34 @@ final class BufferedIo implements PageCache.Writer {
         }
     }
 
+    /**
+     * Caches {@code src}, just written to the device at the start of a file that has no page cached (a
+     * table blob's direct write), as clean pages, so that reads find them as a buffered write would have
+     * left them; stops at the first block no frame is found for. Whole blocks.
+     */
+    void keepClean(Handle h, Inode i, MemorySegment src) {
+        FilePages p = pages(i);
+        IoLock l = files.lockShared(h, i);
+        try {
+            p.lock.lock();
+            try {
+                long blocks = src.byteSize() / blockSize;
+                for (long b = 0; b < blocks && p.get(b) < 0; b++) {
+                    int f = cache.allocate(p, b);
+                    if (f < 0) {
+                        return;
+                    }
+                    MemorySegment.copy(src, b * blockSize, cache.slab(f), cache.offset(f), blockSize);
+                    p.put(b, f);
+                }
+            } finally {
+                p.lock.unlock();
+            }
+        } finally {
+            l.unlockShared();
+        }
+    }
+
     void write(Handle h, Inode i, long offset, MemorySegment src) {
         FilePages p = pages(i);
         long len = src.byteSize();

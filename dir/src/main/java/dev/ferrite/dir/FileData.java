@@ -417,11 +417,27 @@ final class FileData {
             return;
         }
         requireBelowMax(i, offset, src.byteSize());
-        writeDirect(h, i, offset, src);
+        writeDirect(h, i, offset, src, offset + src.byteSize());
+    }
+
+    /**
+     * A direct write of {@code src} (whole blocks from an aligned native buffer, as {@link #direct} takes)
+     * at block-aligned {@code offset} that leaves the size at least {@code size}, which may end inside its
+     * last block (whose bytes past it must be zeros): a table blob's value, written without passing
+     * through the page cache and committing its exact length.
+     */
+    void writeBlocks(Handle h, long offset, MemorySegment src, long size) {
+        Inode i = h.requireWritable();
+        if (!direct(h, i, "write", offset, src) || size > offset + src.byteSize() || size <= offset + src.byteSize() - blockSize) {
+            throw new IllegalArgumentException("not whole aligned blocks ending in the block of size " + size + ": "
+                    + src.byteSize() + " bytes at offset " + offset + " of inode " + i.ino);
+        }
+        requireBelowMax(i, offset, src.byteSize());
+        writeDirect(h, i, offset, src, size);
     }
 
     /** The direct path's write; the I/O lock is taken here (under an append's exclusive hold, as its owner's). */
-    private void writeDirect(Handle h, Inode i, long offset, MemorySegment src) {
+    private void writeDirect(Handle h, Inode i, long offset, MemorySegment src, long newSize) {
         long len = src.byteSize();
         IoLock l = lockShared(h, i);
         // a write-back in flight lets go of the I/O lock's exclusion: its copies land before this write, not over it
@@ -432,7 +448,7 @@ final class FileData {
         }
         boolean sparse;
         try {
-            sparse = !writeLocked(i, offset, src, true, offset + len, false);
+            sparse = !writeLocked(i, offset, src, true, newSize, false);
             if (!sparse) { // under the I/O lock: no write-back puts an older cached block over this write
                 buffered.drop(i, offset / blockSize, (offset + len) / blockSize);
             }
@@ -446,7 +462,7 @@ final class FileData {
             l = lockExclusive(h, i);
             try {
                 mapping.trimSpeculative(i);
-                writeLocked(i, offset, src, false, offset + len, false);
+                writeLocked(i, offset, src, false, newSize, false);
                 buffered.drop(i, offset / blockSize, (offset + len) / blockSize);
             } finally {
                 l.unlock();
@@ -857,7 +873,7 @@ final class FileData {
             long at = buffered.size(i);
             requireBelowMax(i, at, src.byteSize());
             if (aligned && at % blockSize == 0) {
-                writeDirect(h, i, at, src); // its shared lock is reentrant under the exclusive one
+                writeDirect(h, i, at, src, at + src.byteSize()); // its shared lock is reentrant under the exclusive one
             } else if (h.isDirect()) {
                 throw new NamespaceException(Errno.EINVAL, "append through an O_DIRECT handle to inode " + i.ino + " at its size, "
                         + at + " bytes, not a multiple of " + blockSize);

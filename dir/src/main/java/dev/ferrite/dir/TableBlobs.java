@@ -1,5 +1,6 @@
 package dev.ferrite.dir;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
@@ -9,14 +10,14 @@ import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Supplier;
 import java.util.zip.CRC32C;
 
+import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.Errno;
 
 /**
  * Table values too long for a B-tree cell ({@link TableValueFormat#MAX_INLINE}) kept out of line: each in
- * a regular file of a directory that no path reaches (group 0's AGI names it), written through the file
- * data path (extents, direct or buffered I/O) and on the device before the key that names it commits: its
- * pages written back, not fsync'd. What a crash must not separate is ordered by the log: the file's
+ * a regular file of a directory that no path reaches (group 0's AGI names it), written to the device by
+ * a direct write ({@link #writeData}) before the key that names it commits, not fsync'd. What a crash must not separate is ordered by the log: the file's
  * extents and size commit after its data (ordered after it), and the key's commit after them, itself
  * ordered after data, so no checkpoint holding the key is written before a flush that follows the data;
  * a {@code SYNC} commit's force then makes both durable, and a {@code NONE} insert forces nothing. A
@@ -36,6 +37,12 @@ import dev.ferrite.io.Errno;
 final class TableBlobs {
     private static final System.Logger LOG = System.getLogger(TableBlobs.class.getName());
     private static final int DIR_MODE = InodeFormat.S_IFDIR | 0700;
+    /** The longest value written through a bounce buffer; longer ones go through the page cache. */
+    static final long BOUNCE_MAX = 4L << 20;
+    /** A bounce buffer's size, unless a longer value made it larger. */
+    private static final long BOUNCE_SIZE = 1L << 20;
+    /** Bounce buffers kept: one for each of as many concurrent blob writers as there are processors. */
+    private static final int BOUNCES_KEPT = Runtime.getRuntime().availableProcessors();
 
     private final Volume volume;
     private final Namespace namespace;
@@ -55,6 +62,12 @@ final class TableBlobs {
     volatile Runnable beforeReap;
     /** Tests: run by whoever deletes a doomed blob, once it has taken it off the queue, before deleting it. */
     volatile Runnable whileReaping;
+    /**
+     * Bounce buffers for values not already in whole aligned blocks ({@link #writeData}), kept for the next
+     * blob write: at most {@link #BOUNCES_KEPT}, each {@link #BOUNCE_SIZE} or the longest value it took
+     * (up to {@link #BOUNCE_MAX}); the others are the collector's once their write ends.
+     */
+    private final ConcurrentLinkedQueue<MemorySegment> bounces = new ConcurrentLinkedQueue<>();
     /** The blob directory's inode once known to exist. */
     private volatile long known;
 
@@ -112,14 +125,50 @@ final class TableBlobs {
                     throw e;
                 }
                 try (f) {
-                    namespace.write(f, 0, value);
-                    namespace.files.writeBack(f); // on the device, its extents committed, before any key can name it
+                    writeData(f, value); // on the device, its extents committed, before any key can name it
                     return new TableValueFormat.Blob(id, f.ino(), namespace.records.statIno(f.ino()).generation(), (int) crc.getValue(),
                             value.byteSize());
                 } catch (RuntimeException e) {
                     discard(id);
                     throw e;
                 }
+            }
+        }
+    }
+
+    /**
+     * Writes {@code value} into new blob file {@code f}: straight to the device from an aligned native
+     * buffer (the caller's, or a bounce buffer it is copied into, its last block padded with zeros), the
+     * file's size its exact length, then its pages cached clean for the reads that follow; a value over
+     * {@link #BOUNCE_MAX} bytes through the page cache, written back. The buffered write took a copy more
+     * (a staging copy of each page at write-back) and a reservation, dirty mark and write-back per page.
+     */
+    private void writeData(Handle f, MemorySegment value) {
+        long block = volume.geometry().blockSize();
+        long length = value.byteSize(), whole = (length + block - 1) / block * block;
+        if (length == whole && value.isNative() && (value.address() & (BlockDevice.BUFFER_ALIGNMENT - 1)) == 0) {
+            namespace.files.writeBlocks(f, 0, value, length);
+            namespace.files.buffered.keepClean(f, f.requireOpen(), value);
+            return;
+        }
+        if (whole > BOUNCE_MAX) {
+            namespace.write(f, 0, value);
+            namespace.files.writeBack(f);
+            return;
+        }
+        MemorySegment bounce = bounces.poll();
+        if (bounce == null || bounce.byteSize() < whole) {
+            bounce = Arena.ofAuto().allocate(Math.max(whole, BOUNCE_SIZE), BlockDevice.BUFFER_ALIGNMENT);
+        }
+        try {
+            MemorySegment data = bounce.asSlice(0, whole);
+            MemorySegment.copy(value, 0, data, 0, length);
+            data.asSlice(length).fill((byte) 0); // past the size: a read there sees zeros
+            namespace.files.writeBlocks(f, 0, data, length);
+            namespace.files.buffered.keepClean(f, f.requireOpen(), data);
+        } finally {
+            if (bounces.size() < BOUNCES_KEPT) {
+                bounces.offer(bounce);
             }
         }
     }

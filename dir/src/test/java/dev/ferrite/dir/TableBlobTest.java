@@ -201,6 +201,39 @@ class TableBlobTest {
         }
     }
 
+    /**
+     * A blob's value goes to the device in one direct write, from a bounce buffer or (whole aligned native
+     * blocks) the caller's memory, not through dirty pages written back: no page is written back for it,
+     * its file's size is the value's length (not rounded up to its last block), and its pages are cached
+     * clean as written, so a scan lends them. A buffered write wrote back every page of the value.
+     */
+    @Test
+    void aBlobIsWrittenStraightToTheDeviceAndCachedClean() {
+        Random rnd = new Random(SEED);
+        MemoryDevice dev = VolumeFixtures.formatted();
+        byte[][] values = {random(rnd, (1 << 20) + 5), random(rnd, 1 << 20), random(rnd, Table.MAX_MEDIUM + 1)};
+        try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table t = v.tables().create("t");
+             Arena arena = Arena.ofConfined()) {
+            long before = v.pageCache().stats().writtenBack();
+            t.put(b("k0"), values[0]);
+            MemorySegment aligned = arena.allocate(values[1].length, BlockDevice.BUFFER_ALIGNMENT).copyFrom(MemorySegment.ofArray(values[1]));
+            t.put(MemorySegment.ofArray(b("k1")), aligned);
+            t.put(b("k2"), values[2]);
+            assertEquals(before, v.pageCache().stats().writtenBack(), "pages written back for blobs: " + v.pageCache().stats());
+            assertEquals(0, v.pageCache().stats().dirtyPages());
+            List<Long> sizes = v.namespace().dirs.allEntries(v.tables().blobs.directory()).stream()
+                    .map(e -> v.namespace().records.statIno(e.ino()).size()).sorted().toList();
+            assertEquals(List.of((long) values[2].length, (long) values[1].length, (long) values[0].length), sizes, "the blob files' sizes");
+            assertScanLends(t, values, true, "as written");
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+        try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table t = v.tables().open("t")) {
+            for (int i = 0; i < values.length; i++) {
+                assertArrayEquals(values[i], t.get(b("k" + i)), "value " + i + " after a remount");
+            }
+        }
+    }
+
     /** Scans {@code t}'s blobs through {@code value(Pieces)}: each exact, lent from the cache's frames ({@code lent}) or not. */
     private static void assertScanLends(Table t, byte[][] values, boolean lent, String when) {
         java.io.ByteArrayOutputStream got = new java.io.ByteArrayOutputStream();
