@@ -1,6 +1,5 @@
 package dev.ferrite.dir;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
@@ -13,6 +12,7 @@ import java.util.zip.CRC32C;
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.Errno;
+import dev.ferrite.io.internal.BufferPool;
 
 /**
  * Table values too long for a B-tree cell ({@link TableValueFormat#MAX_INLINE}) kept out of line: each in
@@ -35,14 +35,19 @@ import dev.ferrite.io.Errno;
  * so a doomed blob a snapshot still reads is found under its new name.
  */
 final class TableBlobs {
+    /**
+     * Bounce buffers for values not already in whole aligned blocks ({@link #writeData}): one for each
+     * processor, {@link #BOUNCE_MAX} bytes of address space each, memory only for what values touched;
+     * one pool for the process, made at the first blob write and never freed, as {@code Tables}' staging.
+     */
+    private static final class Bounces {
+        static final BufferPool POOL = new BufferPool(BOUNCE_MAX, Runtime.getRuntime().availableProcessors());
+    }
+
     private static final System.Logger LOG = System.getLogger(TableBlobs.class.getName());
     private static final int DIR_MODE = InodeFormat.S_IFDIR | 0700;
     /** The longest value written through a bounce buffer; longer ones go through the page cache. */
-    static final long BOUNCE_MAX = 4L << 20;
-    /** A bounce buffer's size, unless a longer value made it larger. */
-    private static final long BOUNCE_SIZE = 1L << 20;
-    /** Bounce buffers kept: one for each of as many concurrent blob writers as there are processors. */
-    private static final int BOUNCES_KEPT = Runtime.getRuntime().availableProcessors();
+    static final int BOUNCE_MAX = 4 << 20;
 
     private final Volume volume;
     private final Namespace namespace;
@@ -62,12 +67,6 @@ final class TableBlobs {
     volatile Runnable beforeReap;
     /** Tests: run by whoever deletes a doomed blob, once it has taken it off the queue, before deleting it. */
     volatile Runnable whileReaping;
-    /**
-     * Bounce buffers for values not already in whole aligned blocks ({@link #writeData}), kept for the next
-     * blob write: at most {@link #BOUNCES_KEPT}, each {@link #BOUNCE_SIZE} or the longest value it took
-     * (up to {@link #BOUNCE_MAX}); the others are the collector's once their write ends.
-     */
-    private final ConcurrentLinkedQueue<MemorySegment> bounces = new ConcurrentLinkedQueue<>();
     /** The blob directory's inode once known to exist. */
     private volatile long known;
 
@@ -140,8 +139,9 @@ final class TableBlobs {
      * Writes {@code value} into new blob file {@code f}: straight to the device from an aligned native
      * buffer (the caller's, or a bounce buffer it is copied into, its last block padded with zeros), the
      * file's size its exact length, then its pages cached clean for the reads that follow; a value over
-     * {@link #BOUNCE_MAX} bytes through the page cache, written back. The buffered write took a copy more
-     * (a staging copy of each page at write-back) and a reservation, dirty mark and write-back per page.
+     * {@link #BOUNCE_MAX} bytes, or one finding every bounce buffer lent, through the page cache, written
+     * back. The buffered write took a copy more (a staging copy of each page at write-back) and a
+     * reservation, dirty mark and write-back per page.
      */
     private void writeData(Handle f, MemorySegment value) {
         long block = volume.geometry().blockSize();
@@ -151,14 +151,11 @@ final class TableBlobs {
             namespace.files.buffered.keepClean(f, f.requireOpen(), value);
             return;
         }
-        if (whole > BOUNCE_MAX) {
+        MemorySegment bounce = whole > BOUNCE_MAX ? null : Bounces.POOL.tryAcquire();
+        if (bounce == null) {
             namespace.write(f, 0, value);
             namespace.files.writeBack(f);
             return;
-        }
-        MemorySegment bounce = bounces.poll();
-        if (bounce == null || bounce.byteSize() < whole) {
-            bounce = Arena.ofAuto().allocate(Math.max(whole, BOUNCE_SIZE), BlockDevice.BUFFER_ALIGNMENT);
         }
         try {
             MemorySegment data = bounce.asSlice(0, whole);
@@ -167,9 +164,7 @@ final class TableBlobs {
             namespace.files.writeBlocks(f, 0, data, length);
             namespace.files.buffered.keepClean(f, f.requireOpen(), data);
         } finally {
-            if (bounces.size() < BOUNCES_KEPT) {
-                bounces.offer(bounce);
-            }
+            Bounces.POOL.release(bounce);
         }
     }
 
