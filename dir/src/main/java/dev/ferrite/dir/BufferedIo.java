@@ -169,6 +169,52 @@ final class BufferedIo implements PageCache.Writer {
         }
     }
 
+    /**
+     * Frames side by side for the first {@code blocks} blocks of {@code i}, a file nobody else reads or
+     * writes yet, unmapped: the first, or -1 if the cache has no such run free. The caller fills them,
+     * writes them to the device as one direct write ({@link #frames}) and then {@link #mapRun}s them, or
+     * {@link #releaseRun}s them on failure: the bytes are copied once, where a bounce buffer and
+     * {@link #keepClean} copy them twice.
+     */
+    int frameRun(Inode i, int blocks) {
+        return cache.allocateRun(pages(i), 0, blocks);
+    }
+
+    /** Run {@code f}'s {@code bytes} of memory. */
+    MemorySegment frames(int f, long bytes) {
+        return cache.slab(f).asSlice(cache.offset(f), bytes);
+    }
+
+    /**
+     * Maps run {@code f} of {@code blocks} frames, now on the device as {@code i}'s first blocks, as its
+     * clean pages; frees it instead if the file has pages cached already.
+     */
+    void mapRun(Handle h, Inode i, int f, int blocks) {
+        FilePages p = pages(i);
+        IoLock l = files.lockShared(h, i);
+        try {
+            p.lock.lock();
+            try {
+                if (p.size() > 0) {
+                    cache.releaseRun(f, blocks);
+                    return;
+                }
+                for (int b = 0; b < blocks; b++) {
+                    p.put(b, f + b);
+                }
+            } finally {
+                p.lock.unlock();
+            }
+        } finally {
+            l.unlockShared();
+        }
+    }
+
+    /** Frees run {@code f} of {@code blocks} frames, never mapped. */
+    void releaseRun(int f, int blocks) {
+        cache.releaseRun(f, blocks);
+    }
+
     void write(Handle h, Inode i, long offset, MemorySegment src) {
         FilePages p = pages(i);
         long len = src.byteSize();
@@ -508,7 +554,7 @@ final class BufferedIo implements PageCache.Writer {
         p.lock.lock();
         try {
             if (from == 0 && to == Long.MAX_VALUE) {
-                cache.dropAll(p); // a file being freed or truncated to nothing: no per-page lookups, no sort
+                cache.dropAll(p); // a file being freed or truncated to nothing: no per-page lookups
                 return;
             }
             for (long b : p.blocks(from, to)) {

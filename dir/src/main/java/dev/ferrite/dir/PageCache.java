@@ -2,6 +2,7 @@ package dev.ferrite.dir;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
 import java.util.LinkedHashSet;
 import java.util.concurrent.ConcurrentLinkedDeque;
 import java.util.concurrent.TimeUnit;
@@ -59,6 +60,8 @@ final class PageCache implements AutoCloseable {
     private final int chunkFrames;
     /** The fewest frames: a few operations' worth of blocks in flight at once. */
     static final int MIN_FRAMES = 16;
+    /** The longest run of frames {@link #allocateRun} gives, and the most frames {@link #dropAll} sorts. */
+    static final int RUN_MAX = 1024;
     /** Blocks a write-back copies into one staging buffer and writes at once. */
     static final int RUN_BLOCKS = 256;
     /**
@@ -298,6 +301,56 @@ final class PageCache implements AutoCloseable {
         return f;
     }
 
+    /**
+     * {@code n} frames side by side in the slab for blocks {@code blk..blk+n} of {@code p}, unmapped: the
+     * first, or -1 if the free frames' top holds no such run and too few were never used (no eviction: the
+     * caller then goes block by block). A run is one device write straight from the frames; {@link
+     * #dropAll} gives a small file's frames back so that they come out again as a run.
+     */
+    synchronized int allocateRun(FilePages p, long blk, int n) {
+        if (n > RUN_MAX) {
+            return -1;
+        }
+        int f;
+        if (freeCount >= n && ascending(freeCount - n, n)) {
+            f = free[freeCount - 1];
+            freeCount -= n;
+        } else if (capacity - made >= n) {
+            f = made;
+            for (int c = (f + chunkFrames - 1) / chunkFrames * chunkFrames; c < f + n; c += chunkFrames) {
+                OffHeap.populate(frames.asSlice(offset(c), (long) Math.min(chunkFrames, capacity - c) * blockSize));
+            }
+            made += n;
+        } else {
+            return -1;
+        }
+        for (int k = 0; k < n; k++) {
+            owner[f + k] = p;
+            block[f + k] = blk + k;
+            referenced[f + k] = true;
+        }
+        return f;
+    }
+
+    /** Whether {@code free[from..from+n)} holds frames each one below the one before (popped: ascending). */
+    private boolean ascending(int from, int n) {
+        int top = free[from + n - 1];
+        for (int k = 1; k < n; k++) {
+            if (free[from + n - 1 - k] != top + k) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** Frees a run from {@link #allocateRun} that was never mapped. */
+    synchronized void releaseRun(int f, int n) {
+        for (int k = n - 1; k >= 0; k--) {
+            owner[f + k] = null;
+            free[freeCount++] = f + k;
+        }
+    }
+
     /** CLOCK: two sweeps at most, skipping referenced pages once, dirty pages and files busy now. */
     private int evict() {
         for (int n = 0; n < 2 * capacity; n++) {
@@ -358,10 +411,13 @@ final class PageCache implements AutoCloseable {
                 }
             }
         }
+        if (frames.length <= RUN_MAX) {
+            Arrays.sort(frames); // pushed highest first, a run's frames come out again as a run
+        }
         synchronized (this) {
-            for (int f : frames) {
-                owner[f] = null;
-                free[freeCount++] = f;
+            for (int k = frames.length - 1; k >= 0; k--) {
+                owner[frames[k]] = null;
+                free[freeCount++] = frames[k];
             }
         }
     }

@@ -137,8 +137,9 @@ final class TableBlobs {
 
     /**
      * Writes {@code value} into new blob file {@code f}: straight to the device from an aligned native
-     * buffer (the caller's, or a bounce buffer it is copied into, its last block padded with zeros), the
-     * file's size its exact length, then its pages cached clean for the reads that follow; a value over
+     * buffer (the caller's; else a run of free page-cache frames it is copied into, which become its
+     * pages; else a bounce buffer; the last block padded with zeros), the file's size its exact length,
+     * its pages cached clean for the reads that follow; a value over
      * {@link #BOUNCE_MAX} bytes, or one finding every bounce buffer lent, through the page cache, written
      * back. The buffered write took a copy more (a staging copy of each page at write-back) and a
      * reservation, dirty mark and write-back per page.
@@ -149,6 +150,9 @@ final class TableBlobs {
         if (length == whole && value.isNative() && (value.address() & (BlockDevice.BUFFER_ALIGNMENT - 1)) == 0) {
             namespace.files.writeBlocks(f, 0, value, length);
             namespace.files.buffered.keepClean(f, f.requireOpen(), value);
+            return;
+        }
+        if (whole <= BOUNCE_MAX && writeFromFrames(f, value, whole / block)) {
             return;
         }
         MemorySegment bounce = whole > BOUNCE_MAX ? null : Bounces.POOL.tryAcquire();
@@ -166,6 +170,33 @@ final class TableBlobs {
         } finally {
             Bounces.POOL.release(bounce);
         }
+    }
+
+    /**
+     * Copies {@code value} into a run of free page-cache frames side by side (its last block padded with
+     * zeros), writes them to the device in one direct write and maps them as the file's clean pages; false,
+     * nothing done, if the cache has no such run free.
+     */
+    private boolean writeFromFrames(Handle f, MemorySegment value, long blocks) {
+        BufferedIo buffered = namespace.files.buffered;
+        int run = buffered.frameRun(f.requireOpen(), (int) blocks);
+        if (run < 0) {
+            return false;
+        }
+        boolean mapped = false;
+        try {
+            MemorySegment data = buffered.frames(run, blocks * volume.geometry().blockSize());
+            MemorySegment.copy(value, 0, data, 0, value.byteSize());
+            data.asSlice(value.byteSize()).fill((byte) 0); // past the size: a read there sees zeros
+            namespace.files.writeBlocks(f, 0, data, value.byteSize());
+            buffered.mapRun(f, f.requireOpen(), run, (int) blocks);
+            mapped = true;
+        } finally {
+            if (!mapped) {
+                buffered.releaseRun(run, (int) blocks);
+            }
+        }
+        return true;
     }
 
     /** Inside a commit's group: a key now names blob {@code id}. */

@@ -53,6 +53,31 @@ class PageCacheTest extends FileTestBase {
         return b;
     }
 
+    /**
+     * Runs of frames side by side (a blob's one direct write): from frames never used, again from the free
+     * frames once given back, and none (-1, nothing taken) when the free frames on top are not a run and
+     * too few were never used.
+     */
+    @Test
+    void runsOfFramesComeSideBySideOrNotAtAll() {
+        PageCache c = cache();
+        FilePages p = new FilePages(null);
+        int a = c.allocateRun(p, 0, 4), b = c.allocateRun(p, 4, 4);
+        assertTrue(a >= 0, "a run of 4 in " + FRAMES + " fresh frames");
+        assertEquals(a + 4, b, "the next run");
+        c.releaseRun(b, 4);
+        c.releaseRun(a, 4);
+        assertEquals(a, c.allocateRun(p, 0, 4), "the run given back last");
+        assertEquals(b, c.allocateRun(p, 0, 4), "the run given back before it");
+        c.releaseRun(a, 4);
+        assertEquals(a, c.allocate(p, 9), "a single frame off the top");
+        int fresh = c.allocateRun(p, 0, 4);
+        assertEquals(b + 4, fresh, "three free frames are no run of four: never-used ones instead");
+        assertEquals(-1, c.allocateRun(p, 0, FRAMES - fresh - 3), "more than were never used, no run free");
+        assertEquals(-1, c.allocateRun(p, 0, PageCache.RUN_MAX + 1));
+        assertEquals(a + 1, c.allocate(p, 10), "the free frames untouched by the refusals");
+    }
+
     @Test
     void aPartialBlockWriteKeepsTheRestOfTheBlockWhateverItWas() {
         try (Handle f = written("f", 2, 1)) {

@@ -234,6 +234,49 @@ class TableBlobTest {
         }
     }
 
+    /**
+     * A heap value's blob is copied once, into page-cache frames side by side that are written to the
+     * device in one write and then become the blob's pages; deleting the blob gives them back so that the
+     * next blob takes the same run. Frames given back in the cache map's order came out one by one, so
+     * a later blob found no run (a bounce buffer and a copy more).
+     */
+    @Test
+    void aBlobIsWrittenFromARunOfFramesThatTheNextBlobTakesAgain() {
+        Random rnd = new Random(SEED);
+        MemoryDevice dev = VolumeFixtures.formatted();
+        byte[] first = random(rnd, (1 << 20) + 5), second = random(rnd, 1 << 20);
+        try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            t.put(b("k0"), first);
+            int run = blobRun(v, 257);
+            t.delete(b("k0"));
+            v.sync(); // deletes the doomed blob, its pages with it
+            t.put(b("k1"), second);
+            assertEquals(run, blobRun(v, 256), "the second blob's frames (seed " + SEED + ")");
+            assertEquals(0, v.pageCache().stats().dirtyPages());
+            assertArrayEquals(second, t.get(b("k1")));
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+        try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table t = v.tables().open("t")) {
+            assertArrayEquals(second, t.get(b("k1")), "after a remount");
+            assertNull(t.get(b("k0")));
+        }
+    }
+
+    /** The volume's one blob's cached pages: {@code blocks} frames side by side, the first returned. */
+    private static int blobRun(Volume v, int blocks) {
+        List<DirEntry> entries = v.namespace().dirs.allEntries(v.tables().blobs.directory());
+        assertEquals(1, entries.size(), "blob files: " + entries);
+        try (Handle h = v.namespace().openInode(entries.get(0).ino())) {
+            FilePages p = h.inode.pages;
+            assertEquals(blocks, p.size(), "the blob's cached pages");
+            int first = p.get(0);
+            for (int b = 1; b < blocks; b++) {
+                assertEquals(first + b, p.get(b), "frame of block " + b);
+            }
+            return first;
+        }
+    }
+
     /** Scans {@code t}'s blobs through {@code value(Pieces)}: each exact, lent from the cache's frames ({@code lent}) or not. */
     private static void assertScanLends(Table t, byte[][] values, boolean lent, String when) {
         java.io.ByteArrayOutputStream got = new java.io.ByteArrayOutputStream();
