@@ -417,14 +417,16 @@ final class FileData {
             return;
         }
         requireBelowMax(i, offset, src.byteSize());
-        writeDirect(h, i, offset, src, offset + src.byteSize());
+        writeDirect(h, i, offset, src, offset + src.byteSize(), true);
     }
 
     /**
      * A direct write of {@code src} (whole blocks from an aligned native buffer, as {@link #direct} takes)
      * at block-aligned {@code offset} that leaves the size at least {@code size}, which may end inside its
      * last block (whose bytes past it must be zeros): a table blob's value, written without passing
-     * through the page cache and committing its exact length.
+     * through the page cache and committing its exact length. Its length being known, no block is
+     * allocated past it speculatively (such a tail was freed again when the writer closed the file, and
+     * the next allocation found those blocks busy and forced the log).
      */
     void writeBlocks(Handle h, long offset, MemorySegment src, long size) {
         Inode i = h.requireWritable();
@@ -433,11 +435,14 @@ final class FileData {
                     + src.byteSize() + " bytes at offset " + offset + " of inode " + i.ino);
         }
         requireBelowMax(i, offset, src.byteSize());
-        writeDirect(h, i, offset, src, size);
+        writeDirect(h, i, offset, src, size, false); // its length is known: nothing past it to preallocate, nor trim at close
     }
 
-    /** The direct path's write; the I/O lock is taken here (under an append's exclusive hold, as its owner's). */
-    private void writeDirect(Handle h, Inode i, long offset, MemorySegment src, long newSize) {
+    /**
+     * The direct path's write; the I/O lock is taken here (under an append's exclusive hold, as its owner's).
+     * A write extending the file may allocate speculatively past its end if {@code speculate}.
+     */
+    private void writeDirect(Handle h, Inode i, long offset, MemorySegment src, long newSize, boolean speculate) {
         long len = src.byteSize();
         IoLock l = lockShared(h, i);
         // a write-back in flight lets go of the I/O lock's exclusion: its copies land before this write, not over it
@@ -448,7 +453,7 @@ final class FileData {
         }
         boolean sparse;
         try {
-            sparse = !writeLocked(i, offset, src, true, newSize, false);
+            sparse = !writeLocked(i, offset, src, true, newSize, false, speculate);
             if (!sparse) { // under the I/O lock: no write-back puts an older cached block over this write
                 buffered.drop(i, offset / blockSize, (offset + len) / blockSize);
             }
@@ -462,7 +467,7 @@ final class FileData {
             l = lockExclusive(h, i);
             try {
                 mapping.trimSpeculative(i);
-                writeLocked(i, offset, src, false, newSize, false);
+                writeLocked(i, offset, src, false, newSize, false, speculate);
                 buffered.drop(i, offset / blockSize, (offset + len) / blockSize);
             } finally {
                 l.unlock();
@@ -487,7 +492,7 @@ final class FileData {
     void writeBackRun(Inode i, long offset, MemorySegment src, long newSize) {
         if (!writeBackRunShared(i, offset, src, newSize)) {
             mapping.trimSpeculative(i);
-            writeLocked(i, offset, src, false, newSize, true);
+            writeLocked(i, offset, src, false, newSize, true, true);
         }
     }
 
@@ -497,7 +502,7 @@ final class FileData {
      * held exclusively.
      */
     boolean writeBackRunShared(Inode i, long offset, MemorySegment src, long newSize) {
-        return writeLocked(i, offset, src, true, newSize, true);
+        return writeLocked(i, offset, src, true, newSize, true, true);
     }
 
     /** Commits a size of at least {@code size} for {@code i} (a buffered write's, whose pages were written or dropped). */
@@ -511,9 +516,10 @@ final class FileData {
      * and unwritten pieces between holes (a sparse writer would soon run out of extents), so the caller
      * trims them first, under the I/O lock exclusively. The size becomes at least {@code newSize}. An
      * overwrite in place records the modification time in the inode ({@link InodeRecords#markModified})
-     * unless it is a {@code writeBack} of cached pages, whose buffered write recorded it.
+     * unless it is a {@code writeBack} of cached pages, whose buffered write recorded it. A write extending
+     * the file allocates speculatively past its end only if {@code speculate}.
      */
-    private boolean writeLocked(Inode i, long offset, MemorySegment src, boolean mayRefuse, long newSize, boolean writeBack) {
+    private boolean writeLocked(Inode i, long offset, MemorySegment src, boolean mayRefuse, long newSize, boolean writeBack, boolean speculate) {
         long len = src.byteSize();
         long first = offset / blockSize, end = first + len / blockSize;
         long dev = len == 0 ? -1 : writeBack ? records.readLong(i.ino, first, end, recordWrittenBlock)
@@ -556,7 +562,7 @@ final class FileData {
             writeShared(i, offset, src, newSize, writeBack);
             return true;
         }
-        writeMapped(i, s, offset, src, newSize, writeBack);
+        writeMapped(i, s, offset, src, newSize, writeBack, speculate);
         return true;
     }
 
@@ -570,7 +576,7 @@ final class FileData {
      * {@link #writeLocked} past its in-place path for a file that shares no block: holes filled (unwritten,
      * written, converted), written blocks overwritten in place.
      */
-    private void writeMapped(Inode i, FileMapping.Snapshot s, long offset, MemorySegment src, long newSize, boolean writeBack) {
+    private void writeMapped(Inode i, FileMapping.Snapshot s, long offset, MemorySegment src, long newSize, boolean writeBack, boolean speculate) {
         long len = src.byteSize();
         long first = offset / blockSize, end = first + len / blockSize;
         ExtentList x = s.extents();
@@ -591,7 +597,7 @@ final class FileData {
                     x = mapping.file(i, first, end).extents();
                 }
                 if (x.firstGap(first, end, false) != null) {
-                    x = offset <= s.size() && newSize > s.size() ? mapping.allocateExtending(i, s.flags(), x, first, end, promise)
+                    x = speculate && offset <= s.size() && newSize > s.size() ? mapping.allocateExtending(i, s.flags(), x, first, end, promise)
                             : mapping.allocate(i, first, end, end, FLAG_SPECULATIVE, true, promise);
                 }
             } finally {
@@ -659,7 +665,7 @@ final class FileData {
                 }
                 dataWritten(i);
             } else {
-                writeMapped(i, s, fb * blockSize, part, pieceSize, writeBack);
+                writeMapped(i, s, fb * blockSize, part, pieceSize, writeBack, true);
             }
             fb = stop;
         }
@@ -873,7 +879,7 @@ final class FileData {
             long at = buffered.size(i);
             requireBelowMax(i, at, src.byteSize());
             if (aligned && at % blockSize == 0) {
-                writeDirect(h, i, at, src, at + src.byteSize()); // its shared lock is reentrant under the exclusive one
+                writeDirect(h, i, at, src, at + src.byteSize(), true); // its shared lock is reentrant under the exclusive one
             } else if (h.isDirect()) {
                 throw new NamespaceException(Errno.EINVAL, "append through an O_DIRECT handle to inode " + i.ino + " at its size, "
                         + at + " bytes, not a multiple of " + blockSize);

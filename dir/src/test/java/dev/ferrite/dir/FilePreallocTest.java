@@ -63,6 +63,34 @@ class FilePreallocTest extends FileTestBase {
         assertEquals(start, free());
     }
 
+    /**
+     * A table blob's write ({@link FileData#writeBlocks}: its whole length at once, ending inside its last
+     * block) maps no block past it, so the close has no tail to free (whose blocks, busy until the next
+     * checkpoint, the next blob's allocation met): an extending direct write of the same blocks
+     * preallocates a tail as long again.
+     */
+    @Test
+    void aWriteOfKnownLengthPreallocatesNothing() {
+        long start = free();
+        int n = 256;
+        try (Handle f = ns.create(root, "blob", 0644, true); Handle g = ns.create(root, "file", 0644, true)) {
+            MemorySegment data = stamped(0, n, 1);
+            data.asSlice((long) n * BS - 5).fill((byte) 0); // past the size: zeros, as writeBlocks wants
+            ns.files.writeBlocks(f, 0, data, (long) n * BS - 5);
+            assertEquals(n, ns.stat(f).blocks(), "blocks mapped by the write of known length");
+            assertEquals((long) n * BS - 5, ns.stat(f).size());
+            ns.write(g, 0, stamped(0, n, 2));
+            assertTrue(ns.stat(g).blocks() > n, "an extending write preallocates: " + ns.stat(g).blocks());
+        }
+        assertEquals(start - 2 * n, free());
+        try (Handle f = ns.open(root, "blob")) {
+            MemorySegment r = buffer(n);
+            assertEquals((long) n * BS - 5, ns.read(f, 0, r));
+            assertStamped(r.asSlice(0, (long) (n - 1) * BS), 0, 1);
+        }
+        VolumeFixtures.assertChecked(ns);
+    }
+
     @Test
     void aWriteThatFindsNoFreeBlockTakesBackWhatOtherFilesPreallocated() {
         long start = free();
