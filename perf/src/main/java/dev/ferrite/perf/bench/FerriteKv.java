@@ -50,11 +50,18 @@ final class FerriteKv implements KvStore {
     }
 
     /**
-     * Log for {@code keys}: 256 bytes a key, 64 MiB to 512 MiB, so that a phase's checkpoints rarely wait
-     * for the AIL to free log space (one put logs its leaf's slot array and cell, a few hundred bytes).
+     * Log for {@code keys} with values of {@code valueBytes}: 256 bytes a key, and for a value kept in the
+     * tree each byte it has past the default {@value KvKeys#VALUE}, 64 MiB to 512 MiB, so that a phase's
+     * checkpoints rarely wait for the AIL to free log space. One put logs its leaf's slot array and cell, a
+     * few hundred bytes and the value: 1.1 KB for 1 KiB, which 256 bytes a key ran short of (a batch of
+     * 1,000 at 2 threads failed with {@code LOG_FULL}, and the AIL wrote a leaf home for every two puts
+     * where, the log holding a pass over the keys, it writes one for every 2.6); a value kept out of line
+     * logs only its stub.
      */
-    static long logBytes(long keys) {
-        return Math.clamp(wholeMiB(keys * 256), 64L << 20, 512L << 20);
+    static long logBytes(long keys, int valueBytes) {
+        boolean inline = KvKeys.KEY_MAX + valueBytes <= Table.MAX_INLINE_ENTRY; // as the longest key leaves room for
+        long perKey = 256 + (inline ? Math.max(0, valueBytes - KvKeys.VALUE) : 0);
+        return Math.clamp(wholeMiB(keys * perKey), 64L << 20, 512L << 20);
     }
 
     /**
@@ -79,7 +86,7 @@ final class FerriteKv implements KvStore {
     }
 
     static FerriteKv open(Path dir, long keys, int valueBytes, long cacheBytes) {
-        long log = logBytes(keys);
+        long log = logBytes(keys, valueBytes);
         long size = 2 * BLOCK + log + dataBytes(keys, valueBytes);
         Path file = dir.resolve("ferrite.dev");
         BlockDevice device;
