@@ -28,17 +28,21 @@ final class BusyExtents {
         /** The sequence of an entry whose transaction has not yet committed. */
         private static final long PENDING = Long.MAX_VALUE;
 
+        /** Its blocks; {@link #length} grows when a later free {@linkplain #addJoining joins} it (under the AGF). */
         final int start;
-        final int length;
+        int length;
         private volatile long seq = PENDING;
         private long held = PENDING;
+        /** Made by {@link #addJoining}: never taken back or held, so a later free may join it. */
+        private final boolean joinable;
 
         private final BusyExtents owner;
 
-        private Entry(BusyExtents owner, int start, int length) {
+        private Entry(BusyExtents owner, int start, int length, boolean joinable) {
             this.owner = owner;
             this.start = start;
             this.length = length;
+            this.joinable = joinable;
         }
 
         /** The freeing transaction committed with {@code seq}: the blocks are busy until it is durable. */
@@ -73,6 +77,8 @@ final class BusyExtents {
 
     /** The newest durable commit sequence (the journal's). */
     private final LongSupplier durableSeq;
+    /** The sequence a commit made now gets, outside a journal group (the journal's current context's). */
+    private final LongSupplier currentSeq;
     private final ArrayList<Entry> entries = new ArrayList<>();
     private int sweepAt = SWEEP_AT;
     /** Blocks of the entries kept: busy, or durable and not swept out yet. */
@@ -87,20 +93,54 @@ final class BusyExtents {
     /** Sweeps that dropped an entry: blocks busy before one may be usable after it. */
     private long sweeps;
 
-    BusyExtents(LongSupplier durableSeq) {
+    BusyExtents(LongSupplier durableSeq, LongSupplier currentSeq) {
         this.durableSeq = durableSeq;
+        this.currentSeq = currentSeq;
     }
 
-    /** Group blocks {@code [start, start + length)} were just freed in a transaction still open: busy until it is durable. */
+    /**
+     * Group blocks {@code [start, start + length)} were just freed in a transaction still open: busy until it
+     * is durable. A journal group's free, which it may take back ({@link #remove}) or {@linkplain Entry#hold
+     * hold}: an entry of its own.
+     */
     Entry add(int start, int length) {
+        return add(start, length, false);
+    }
+
+    /**
+     * {@link #add} for a free that is settled once its transaction commits, never taken back or held (a
+     * single write's, a file's): if the entry ending at {@code start} is such a free's too, settled with
+     * the sequence commits get now (so it is durable with the checkpoint this one's commit most likely
+     * joins, and at the latest with this one's), that entry grows over these blocks and is pending again,
+     * to be settled with this free's sequence; busy no longer than they would be apart, but for a commit
+     * that a checkpoint's start separates from the last. Values deleted one at a time in the order they
+     * were written free adjacent blocks, each in a transaction of its own: one entry for them all instead
+     * of an entry each (an allocation and a list slot a delete, and thousands of entries to sweep and to
+     * search).
+     */
+    Entry addJoining(int start, int length) {
+        return add(start, length, true);
+    }
+
+    private Entry add(int start, int length, boolean joinable) {
         long durable = durableSeq.getAsLong();
         int n = entries.size();
         // also once the last entry is durable: the frees after a sync then append again ({@link #firstEndingAfter})
         if (n >= sweepAt || n > 0 && entries.get(n - 1).seq <= durable) {
             sweep(durable, 0);
         }
-        Entry e = new Entry(this, start, length);
         int k = firstEndingAfter(start);
+        if (joinable && k > 0) {
+            Entry before = entries.get(k - 1);
+            if (before.joinable && before.end() == start && before.seq > durable && before.seq == currentSeq.getAsLong()
+                    && (k == entries.size() || entries.get(k).start >= start + length)) {
+                before.seq = Entry.PENDING; // settled again by this free's commit, with its sequence
+                before.length += length;
+                kept += length;
+                return before;
+            }
+        }
+        Entry e = new Entry(this, start, length, joinable);
         // a durable entry may still cover some of these blocks (allocated and freed again since)
         while (k < entries.size() && entries.get(k).start < e.end()) {
             Entry old = entries.remove(k);

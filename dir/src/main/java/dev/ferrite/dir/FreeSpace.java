@@ -125,7 +125,7 @@ final class FreeSpace {
         this.agfl = ag.agfl;
         this.agil = ag.agil;
         this.refcounts = ag.refcounts;
-        this.busyData = new BusyExtents(cache.journal()::durableSeq);
+        this.busyData = new BusyExtents(cache.journal()::durableSeq, cache.journal()::allSeq);
     }
 
     private static MemorySegment scratch(int bytes) {
@@ -874,7 +874,7 @@ final class FreeSpace {
             freeingData = false;
         }
         if (r == AllocOutcome.DONE) {
-            freed = busyData.add((int) (block - start), len);
+            freed = busyData.addJoining((int) (block - start), len); // settled by each caller, never taken back
         }
         return r;
     }
@@ -931,6 +931,16 @@ final class FreeSpace {
         takeRange(txn, e, extent(s, len));
         busyData.remove(busy);
         return AllocOutcome.DONE;
+    }
+
+    /** The busy data list's entries, busy or not swept yet (for tests: with no allocation or free under way). */
+    int busyDataEntries() {
+        return busyData.size();
+    }
+
+    /** The busy data blocks (for tests: with no allocation or free under way). */
+    long busyDataBlocks() {
+        return busyData.busyBlocks();
     }
 
     /** What the last {@link #releaseData} in {@code txn}, which still holds the AGF, made busy. */

@@ -37,19 +37,26 @@ final class TableExtentCache {
     private final FilePages[] stripes = new FilePages[STRIPES];
     /** Per frame: the CRC32C (high half) and length (low half) of the value whose bytes it holds; guarded by its stripe's lock. */
     private final long[] tags;
+    /** Per stripe: {@link #drop}'s scratch for the frames it frees, guarded by the stripe's lock. */
+    private final int[][] dropped;
 
     TableExtentCache(PageCache pages, int blockSize) {
         this.pages = pages;
         this.blockSize = blockSize;
         this.maxBlocks = (TableValueFormat.MAX_MEDIUM + blockSize - 1) / blockSize;
         this.tags = new long[pages.capacity()];
+        this.dropped = new int[STRIPES][maxBlocks];
         for (int s = 0; s < STRIPES; s++) {
             stripes[s] = new FilePages(null, 32 - Integer.numberOfLeadingZeros(maxBlocks - 1)); // a value's pages in adjacent slots
         }
     }
 
     private FilePages stripe(TableValueFormat.Extent x) {
-        return stripes[(int) ((x.block() * 0x9E37_79B9_7F4A_7C15L) >>> 58)];
+        return stripes[stripeOf(x)];
+    }
+
+    private static int stripeOf(TableValueFormat.Extent x) {
+        return (int) ((x.block() * 0x9E37_79B9_7F4A_7C15L) >>> 58);
     }
 
     private static long tag(TableValueFormat.Extent x) {
@@ -263,16 +270,12 @@ final class TableExtentCache {
 
     /** Drops value {@code x}'s frames: its blocks are being freed. */
     void drop(TableValueFormat.Extent x) {
-        FilePages p = stripe(x);
-        int n = x.blocks(blockSize);
+        int s = stripeOf(x);
+        FilePages p = stripes[s];
         p.lock.lock();
         try {
-            for (int i = 0; i < n; i++) {
-                int f = p.get(page(x, i));
-                if (f >= 0) {
-                    pages.drop(p, f);
-                }
-            }
+            // a stub's length is checked against its group, not against MAX_MEDIUM: no page past the value's own
+            pages.dropRun(p, page(x, 0), Math.min(x.blocks(blockSize), maxBlocks), dropped[s]);
         } finally {
             p.lock.unlock();
         }

@@ -19,7 +19,7 @@ class BusyExtentsTest {
     @Test
     void anExtentIsBusyFromItsFreeUntilItsCommitIsDurable() {
         AtomicLong durable = new AtomicLong(4);
-        BusyExtents busy = new BusyExtents(durable::get);
+        BusyExtents busy = new BusyExtents(durable::get, () -> -1);
         BusyExtents.Entry e = busy.add(100, 10);
         assertEquals(100, busy.firstBusy(0, 200), "pending: the transaction has not committed yet");
         durable.set(Long.MAX_VALUE - 1);
@@ -38,7 +38,7 @@ class BusyExtentsTest {
     @Test
     void aQueryMeetingADurableEntryDropsEveryDurableEntryAtOnce() {
         AtomicLong durable = new AtomicLong(0);
-        BusyExtents busy = new BusyExtents(durable::get);
+        BusyExtents busy = new BusyExtents(durable::get, () -> -1);
         for (int i = 0; i < 40; i++) {
             busy.add(10 * i, 4).settle(i % 2 == 0 ? 1 : 2); // under the sweep at 64 entries
         }
@@ -59,7 +59,7 @@ class BusyExtentsTest {
     @Test
     void theBusyCountSeesEntriesSettledOrReleasedAfterItsLastSweep() {
         AtomicLong durable = new AtomicLong(10);
-        BusyExtents busy = new BusyExtents(durable::get);
+        BusyExtents busy = new BusyExtents(durable::get, () -> -1);
         BusyExtents.Entry a = busy.add(100, 4), b = busy.add(200, 8);
         assertEquals(12, busy.busyBlocks(), "both pending");
         a.settle(7); // its commit durable already when it settles
@@ -80,7 +80,7 @@ class BusyExtentsTest {
     @Test
     void theBlocksCountedBusyFollowFreesUndoesAndDurability() {
         AtomicLong durable = new AtomicLong(0);
-        BusyExtents busy = new BusyExtents(durable::get);
+        BusyExtents busy = new BusyExtents(durable::get, () -> -1);
         busy.add(10, 4).settle(1);
         BusyExtents.Entry undone = busy.add(20, 6);
         busy.add(40, 8).settle(2);
@@ -105,7 +105,7 @@ class BusyExtentsTest {
     @Test
     void aFreeAfterTheLastEntryBecameDurableSweepsThemAllAndAppends() {
         AtomicLong durable = new AtomicLong(0);
-        BusyExtents busy = new BusyExtents(durable::get);
+        BusyExtents busy = new BusyExtents(durable::get, () -> -1);
         for (int i = 0; i < 1000; i++) {
             busy.add(1000 + 4 * i, 4).settle(1 + i);
         }
@@ -122,10 +122,102 @@ class BusyExtentsTest {
         assertEquals(4, busy.firstBusy(0, 100));
     }
 
+    /**
+     * Single writes' frees of adjacent blocks, each settled with the context commits go to now, make one
+     * entry between them (values deleted one at a time in the order they were written: one entry, not one
+     * a delete); it is pending again until the later free settles it, and busy until that is durable. No
+     * join across a checkpoint's start (the earlier free would stay busy a checkpoint longer), with a group's
+     * free (which may be taken back or held), or with a free still pending.
+     */
+    @Test
+    void adjacentSingleFreesOfTheCurrentContextShareOneEntry() {
+        AtomicLong durable = new AtomicLong(0), current = new AtomicLong(5);
+        BusyExtents busy = new BusyExtents(durable::get, current::get);
+        BusyExtents.Entry a = busy.addJoining(100, 4);
+        BusyExtents.Entry pendingNext = busy.addJoining(104, 4);
+        assertEquals(2, busy.size(), "a still pending: not joined");
+        a.settle(5);
+        pendingNext.settle(5);
+        for (int i = 0; i < 1000; i++) {
+            BusyExtents.Entry e = busy.addJoining(108 + 4 * i, 4);
+            assertEquals(pendingNext, e, "joined the entry ending where it starts");
+            assertEquals(107 + 4 * (i + 1), busy.lastBusy(0, 10_000), "pending");
+            e.settle(5);
+        }
+        assertEquals(2, busy.size(), "a thousand frees, no more entries");
+        assertEquals(4008, busy.busyBlocks());
+        current.set(6); // a checkpoint started: the next commit is in a later one
+        BusyExtents.Entry later = busy.addJoining(4108, 4);
+        assertEquals(3, busy.size(), "not joined across a checkpoint's start");
+        later.settle(6);
+        busy.add(4112, 4).settle(6);
+        assertEquals(4, busy.size(), "a group's free has an entry of its own");
+        busy.addJoining(4116, 4).settle(6);
+        assertEquals(5, busy.size(), "and none joins it");
+        durable.set(5);
+        assertEquals(4108, busy.firstBusy(0, 10_000), "the joined entries durable with their context");
+        durable.set(6);
+        assertEquals(10_000, busy.firstBusy(0, 10_000));
+        assertEquals(0, busy.size());
+    }
+
+    /** {@link #queriesAgreeWithABlockByBlockModel} with single frees that join: a joined free's blocks are the new free's. */
+    @Test
+    void joinedFreesAgreeWithABlockByBlockModel() {
+        Random rnd = new Random(SEED);
+        int blocks = 512;
+        AtomicLong durable = new AtomicLong(0), next = new AtomicLong(1);
+        BusyExtents busy = new BusyExtents(durable::get, next::get);
+        long[] freedAt = new long[blocks];
+        BusyExtents.Entry[] pending = new BusyExtents.Entry[blocks];
+        for (int step = 0; step < 20_000; step++) {
+            int r = rnd.nextInt(10);
+            if (r < 4) {
+                int s = rnd.nextInt(blocks), n = Math.min(1 + rnd.nextInt(8), blocks - s);
+                if (busy.firstBusy(s, s + n) == s + n) {
+                    boolean single = rnd.nextInt(4) > 0;
+                    BusyExtents.Entry e = single ? busy.addJoining(s, n) : busy.add(s, n);
+                    for (int b = e.start; b < s + n; b++) { // a joined entry's earlier blocks are pending again
+                        freedAt[b] = Long.MAX_VALUE;
+                        pending[b] = e;
+                    }
+                    if (rnd.nextBoolean()) { // a single write commits at once
+                        e.settle(next.get());
+                        for (int b = e.start; b < e.end(); b++) {
+                            freedAt[b] = next.get();
+                        }
+                    }
+                }
+            } else if (r < 7) {
+                long seq = next.getAndIncrement();
+                for (int b = 0; b < blocks; b++) {
+                    if (freedAt[b] == Long.MAX_VALUE) {
+                        pending[b].settle(seq);
+                        freedAt[b] = seq;
+                    }
+                }
+            } else if (r < 8) {
+                durable.set(Math.min(next.get() - 1, durable.get() + 1 + rnd.nextInt(2)));
+            } else {
+                int from = rnd.nextInt(blocks), to = from + 1 + rnd.nextInt(blocks - from);
+                int first = to, last = from - 1;
+                for (int b = from; b < to; b++) {
+                    if (freedAt[b] != 0 && freedAt[b] > durable.get()) {
+                        first = Math.min(first, b);
+                        last = b;
+                    }
+                }
+                String where = "seed " + SEED + ", step " + step + ", range [" + from + ", " + to + ")";
+                assertEquals(first, busy.firstBusy(from, to), where);
+                assertEquals(last, busy.lastBusy(from, to), where);
+            }
+        }
+    }
+
     @Test
     void freeingBusyBlocksAgainIsABugThatIsReported() {
         AtomicLong durable = new AtomicLong(0);
-        BusyExtents busy = new BusyExtents(durable::get);
+        BusyExtents busy = new BusyExtents(durable::get, () -> -1);
         busy.add(10, 5).settle(3);
         IllegalStateException e = assertThrows(IllegalStateException.class, () -> busy.add(12, 1));
         assertEquals("blocks [12, +1) are freed again while [10, +5) of them are still busy: allocators must skip busy blocks",
@@ -142,7 +234,7 @@ class BusyExtentsTest {
         Random rnd = new Random(SEED);
         int blocks = 512;
         AtomicLong durable = new AtomicLong(0);
-        BusyExtents busy = new BusyExtents(durable::get);
+        BusyExtents busy = new BusyExtents(durable::get, () -> -1);
         long[] freedAt = new long[blocks]; // 0: never freed; Long.MAX_VALUE: pending
         BusyExtents.Entry[] pending = new BusyExtents.Entry[blocks];
         long seq = 1;

@@ -390,6 +390,73 @@ class TableExtentTest {
     }
 
     /**
+     * Single deletes of values written side by side, in the order they were written, each its own
+     * transaction, free adjacent blocks in one checkpoint: they share one busy entry (the entry each joins
+     * grows over its blocks; one entry a delete before), every block of it busy until the deletes are
+     * durable, so that a put meanwhile takes other blocks, and none once they are. Their frames are gone
+     * from the data cache with them.
+     */
+    @Test
+    void singleDeletesOfAdjacentValuesShareOneBusyEntryBusyUntilDurable() {
+        int n = 200;
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            Table none = t.withDurability(Durability.NONE);
+            byte[] value = new byte[4 * 4096];
+            for (int i = 0; i < n; i++) {
+                value[0] = (byte) i;
+                none.put(b(String.format("k%03d", i)), value);
+            }
+            v.sync();
+            long freeBefore = spare(v) + treeBlocks(t);
+            long[] freed = new long[n];
+            for (int i = 0; i < n; i++) {
+                freed[i] = extent(t, b(String.format("k%03d", i))).block();
+            }
+            for (int i = 1; i < n; i++) {
+                assumeTrue(freed[i] == freed[i - 1] + 4, "single puts in order allocated side by side");
+            }
+            int entriesBefore = busyEntries(v);
+            long cachedBefore = v.tables().extents.cached.cachedBlocks();
+            for (int i = 0; i < n; i++) {
+                assertTrue(none.delete(b(String.format("k%03d", i))));
+            }
+            assertEquals(4L * n, busyBlocks(v), "every freed block busy: the deletes are not durable");
+            assertTrue(busyEntries(v) - entriesBefore <= 3, (busyEntries(v) - entriesBefore) + " busy entries for " + n
+                    + " deletes of adjacent values (a checkpoint's start may part them)");
+            assertEquals(cachedBefore - 4L * n, v.tables().extents.cached.cachedBlocks(), "the freed values' frames dropped");
+            for (int i = 0; i < 20; i++) {
+                none.put(b("new" + i), value);
+                long at = extent(t, b("new" + i)).block();
+                assertTrue(at + 4 <= freed[0] || at >= freed[n - 1] + 4, "a put took busy blocks at " + at);
+            }
+            v.sync();
+            assertEquals(0, busyBlocks(v), "durable: none busy");
+            for (int i = 0; i < 20; i++) {
+                assertTrue(none.delete(b("new" + i)));
+            }
+            v.sync();
+            assertEquals(freeBefore + 4L * n, spare(v) + treeBlocks(t), "every block came back");
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    private static int busyEntries(Volume v) {
+        int n = 0;
+        for (int g = 0; g < v.geometry().agCount(); g++) {
+            n += v.group(g).space.busyDataEntries();
+        }
+        return n;
+    }
+
+    private static long busyBlocks(Volume v) {
+        long n = 0;
+        for (int g = 0; g < v.geometry().agCount(); g++) {
+            n += v.group(g).space.busyDataBlocks();
+        }
+        return n;
+    }
+
+    /**
      * A transaction of medium puts allocates their blocks as one run and frees the values they replace
      * together at its end ({@code TableCommit#finish}): 100 overwrites of 16 KiB values take about one
      * transaction each (their keys'), not three (an allocation, the key, a free), and the new values lie
