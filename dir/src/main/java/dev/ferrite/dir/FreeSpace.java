@@ -113,6 +113,17 @@ final class FreeSpace {
             newSizeKey = scratch(8);
     /** Under the AGF: what {@link #bnoAround} found. */
     private final long[] around = new long[2];
+    /** Under the AGF: changes of the free-space trees so far (each {@link #insertExtent}, {@link #removeExtent}, {@link #moveExtent}). */
+    private long treeChanges;
+    /**
+     * Under the AGF: the free extent the last {@link #freeExtent} left (packed) and the one after it in the
+     * tree by start (-1: none), as they are while {@link #treeChanges} is {@code nextChanges}; -1 there:
+     * not known. A free starting where that extent ends (deletes in the order the values were written)
+     * knows its neighbours without looking them up.
+     */
+    private long lastFreed, nextFree, nextChanges = -1;
+    /** Under the AGF: lookups of a free's neighbours in the tree by start (for tests). */
+    long aroundLooks;
 
     FreeSpace(AllocationGroup ag, BufferCache cache, Counters counters) {
         this.cache = cache;
@@ -226,6 +237,7 @@ final class FreeSpace {
      * the by-block tree: a free's two neighbours (in {@link #around}, valid until the next call).
      */
     private long[] bnoAround(Txn txn, int block) {
+        aroundLooks++;
         AgTreeFormat.key32(key, block);
         long[] found = around;
         bno.findAround(txn, key, floorKey, floorValue, ceilingKey, ceilingValue, found);
@@ -238,6 +250,7 @@ final class FreeSpace {
         AgTreeFormat.key32(key, s);
         AgTreeFormat.lengthValue(value, len);
         AgTreeFormat.cntKey(sizeKey, len, s);
+        treeChanges++;
         if (!bno.putIfAbsent(txn, key, value) || !cnt.putIfAbsent(txn, sizeKey, NONE)) {
             throw new CorruptionException(agf.block(), AGF, "free extent [" + s + ", +" + len + ") is already in the"
                     + " free-space trees of group " + agno);
@@ -248,6 +261,7 @@ final class FreeSpace {
     private void removeExtent(Txn txn, int s, int len) {
         AgTreeFormat.key32(key, s);
         AgTreeFormat.cntKey(sizeKey, len, s);
+        treeChanges++;
         if (!bno.delete(txn, key) || !cnt.delete(txn, sizeKey)) {
             throw new CorruptionException(agf.block(), AGF, "free extent [" + s + ", +" + len + ") of group " + agno
                     + " is missing from one of the free-space trees");
@@ -266,6 +280,7 @@ final class FreeSpace {
         AgTreeFormat.lengthValue(value, nl);
         AgTreeFormat.cntKey(sizeKey, len, s);
         AgTreeFormat.cntKey(newSizeKey, nl, ns);
+        treeChanges++;
         if (!bno.replaceInPlace(txn, key, newKey, value) && (!bno.delete(txn, key) || !bno.putIfAbsent(txn, newKey, value))
                 || !cnt.replaceInPlace(txn, sizeKey, newSizeKey, NONE)
                 && (!cnt.delete(txn, sizeKey) || !cnt.putIfAbsent(txn, newSizeKey, NONE))) {
@@ -467,9 +482,15 @@ final class FreeSpace {
             throw new InvalidArgumentException("extent [" + s + ", +" + len + ") lies outside the free space of group "
                     + agno + " (blocks " + FIRST_FREE + " to " + length + ")");
         }
-        long[] around = bnoAround(txn, s);
-        long left = around[0];
-        long right = around[1];
+        long left, right;
+        if (nextChanges == treeChanges && extentStart(lastFreed) + extentLength(lastFreed) == s) {
+            left = lastFreed; // the trees unchanged since the last free, which left it and knew what follows it
+            right = nextFree;
+        } else {
+            long[] around = bnoAround(txn, s);
+            left = around[0];
+            right = around[1];
+        }
         if (left >= 0 && extentStart(left) + extentLength(left) > s || right >= 0 && extentStart(right) < s + len) {
             long other = left >= 0 && extentStart(left) + extentLength(left) > s ? left : right;
             throw new CorruptionException(agf.block(), AGF, "group " + agno + " frees blocks [" + s + ", +" + len
@@ -484,11 +505,17 @@ final class FreeSpace {
                 nl += extentLength(right);
             }
             moveExtent(txn, extentStart(left), extentLength(left), extentStart(left), nl);
+            lastFreed = extent(extentStart(left), nl);
         } else if (joinsRight) {
             moveExtent(txn, extentStart(right), extentLength(right), s, len + extentLength(right));
+            lastFreed = extent(s, len + extentLength(right));
         } else {
             insertExtent(txn, s, len);
+            lastFreed = extent(s, len);
         }
+        // what follows it is right, unless it joined right (then unknown: the next free looks)
+        nextFree = right;
+        nextChanges = joinsRight ? -1 : treeChanges;
         addFree(txn, len);
         if (chunkless) {
             chunkless = false;

@@ -47,6 +47,48 @@ class FreeSpaceInPlaceTest {
         }
     }
 
+    /**
+     * Frees in ascending order, each starting where the free extent the last one left ends (deletes in the
+     * order the values were written), find their neighbours without looking them up: the trees have not
+     * changed since the last free learned them. A change of the trees in between (an allocation), or a
+     * free that joined the extent after it, makes the next one look again. The trees end as they would.
+     */
+    @Test
+    void aFreeWhereTheLastFreeEndedKnowsItsNeighbours() {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+            AllocationGroup ag = v.group(0);
+            int n = 40;
+            long[] b = new long[n];
+            for (int i = 0; i < n; i++) {
+                b[i] = change(v, ag, "allocation " + i, false, txn -> {
+                    assertEquals(AllocOutcome.DONE, ag.allocClaiming(txn, 4));
+                    return ag.allocatedBlock(txn);
+                });
+                int k = i;
+                assertTrue(i == 0 || b[i] == b[i - 1] + 4, () -> "from the head of one free extent: " + b[k - 1] + ", then " + b[k]);
+            }
+            long looks = ag.space.aroundLooks;
+            for (int i = 0; i < 20; i++) {
+                int k = i;
+                change(v, ag, "free " + i, false, txn -> free(ag, txn, b[k]));
+            }
+            assertEquals(looks + 1, ag.space.aroundLooks, "20 frees side by side, one look for the first");
+            long taken = change(v, ag, "an allocation between", false, txn -> {
+                assertEquals(AllocOutcome.DONE, ag.allocClaiming(txn, 4));
+                return ag.allocatedBlock(txn);
+            });
+            change(v, ag, "free 20", false, txn -> free(ag, txn, b[20]));
+            assertEquals(looks + 2, ag.space.aroundLooks, "the trees changed since the last free: looked again");
+            for (int i = n - 1; i > 20; i--) { // from the last down: each ends where the last free began
+                int k = i;
+                change(v, ag, "free " + i, false, txn -> free(ag, txn, b[k]));
+            }
+            assertEquals(looks + 2 + (n - 21), ag.space.aroundLooks, "frees in descending order look each time");
+            change(v, ag, "the allocation's free", false, txn -> free(ag, txn, taken));
+            assertSound(v);
+        }
+    }
+
     /** What the last free made busy, settled once its transaction commits. */
     private BusyExtents.Entry freed;
 
