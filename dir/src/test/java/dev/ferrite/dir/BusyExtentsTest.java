@@ -161,59 +161,6 @@ class BusyExtentsTest {
         assertEquals(0, busy.size());
     }
 
-    /** {@link #queriesAgreeWithABlockByBlockModel} with single frees that join: a joined free's blocks are the new free's. */
-    @Test
-    void joinedFreesAgreeWithABlockByBlockModel() {
-        Random rnd = new Random(SEED);
-        int blocks = 512;
-        AtomicLong durable = new AtomicLong(0), next = new AtomicLong(1);
-        BusyExtents busy = new BusyExtents(durable::get, next::get);
-        long[] freedAt = new long[blocks];
-        BusyExtents.Entry[] pending = new BusyExtents.Entry[blocks];
-        for (int step = 0; step < 20_000; step++) {
-            int r = rnd.nextInt(10);
-            if (r < 4) {
-                int s = rnd.nextInt(blocks), n = Math.min(1 + rnd.nextInt(8), blocks - s);
-                if (busy.firstBusy(s, s + n) == s + n) {
-                    boolean single = rnd.nextInt(4) > 0;
-                    BusyExtents.Entry e = single ? busy.addJoining(s, n) : busy.add(s, n);
-                    for (int b = e.start; b < s + n; b++) { // a joined entry's earlier blocks are pending again
-                        freedAt[b] = Long.MAX_VALUE;
-                        pending[b] = e;
-                    }
-                    if (rnd.nextBoolean()) { // a single write commits at once
-                        e.settle(next.get());
-                        for (int b = e.start; b < e.end(); b++) {
-                            freedAt[b] = next.get();
-                        }
-                    }
-                }
-            } else if (r < 7) {
-                long seq = next.getAndIncrement();
-                for (int b = 0; b < blocks; b++) {
-                    if (freedAt[b] == Long.MAX_VALUE) {
-                        pending[b].settle(seq);
-                        freedAt[b] = seq;
-                    }
-                }
-            } else if (r < 8) {
-                durable.set(Math.min(next.get() - 1, durable.get() + 1 + rnd.nextInt(2)));
-            } else {
-                int from = rnd.nextInt(blocks), to = from + 1 + rnd.nextInt(blocks - from);
-                int first = to, last = from - 1;
-                for (int b = from; b < to; b++) {
-                    if (freedAt[b] != 0 && freedAt[b] > durable.get()) {
-                        first = Math.min(first, b);
-                        last = b;
-                    }
-                }
-                String where = "seed " + SEED + ", step " + step + ", range [" + from + ", " + to + ")";
-                assertEquals(first, busy.firstBusy(from, to), where);
-                assertEquals(last, busy.lastBusy(from, to), where);
-            }
-        }
-    }
-
     @Test
     void freeingBusyBlocksAgainIsABugThatIsReported() {
         AtomicLong durable = new AtomicLong(0);
@@ -231,35 +178,50 @@ class BusyExtentsTest {
     /** Random frees, commits and forces against a block-by-block model of what is busy. */
     @Test
     void queriesAgreeWithABlockByBlockModel() {
+        agreeWithABlockByBlockModel(false);
+    }
+
+    /** {@link #queriesAgreeWithABlockByBlockModel} with single frees that join: a joined free's blocks are the new free's. */
+    @Test
+    void joinedFreesAgreeWithABlockByBlockModel() {
+        agreeWithABlockByBlockModel(true);
+    }
+
+    private static void agreeWithABlockByBlockModel(boolean joins) {
         Random rnd = new Random(SEED);
         int blocks = 512;
-        AtomicLong durable = new AtomicLong(0);
-        BusyExtents busy = new BusyExtents(durable::get, () -> -1);
+        AtomicLong durable = new AtomicLong(0), next = new AtomicLong(1);
+        BusyExtents busy = new BusyExtents(durable::get, joins ? next::get : () -> -1);
         long[] freedAt = new long[blocks]; // 0: never freed; Long.MAX_VALUE: pending
         BusyExtents.Entry[] pending = new BusyExtents.Entry[blocks];
-        long seq = 1;
         for (int step = 0; step < 20_000; step++) {
             int r = rnd.nextInt(10);
             if (r < 4) { // free a run of blocks no busy block is in (as an allocator leaves them)
-                int s = rnd.nextInt(blocks), n = 1 + rnd.nextInt(8);
-                n = Math.min(n, blocks - s);
+                int s = rnd.nextInt(blocks), n = Math.min(1 + rnd.nextInt(8), blocks - s);
                 if (busy.firstBusy(s, s + n) == s + n) {
-                    BusyExtents.Entry e = busy.add(s, n);
-                    for (int b = s; b < s + n; b++) {
+                    boolean single = joins && rnd.nextInt(4) > 0;
+                    BusyExtents.Entry e = single ? busy.addJoining(s, n) : busy.add(s, n);
+                    for (int b = e.start; b < s + n; b++) { // a joined entry's earlier blocks are pending again
                         freedAt[b] = Long.MAX_VALUE;
                         pending[b] = e;
                     }
+                    if (single && rnd.nextBoolean()) { // a single write commits at once
+                        e.settle(next.get());
+                        for (int b = e.start; b < e.end(); b++) {
+                            freedAt[b] = next.get();
+                        }
+                    }
                 }
             } else if (r < 7) { // commit every pending free
+                long seq = next.getAndIncrement();
                 for (int b = 0; b < blocks; b++) {
                     if (freedAt[b] == Long.MAX_VALUE) {
                         pending[b].settle(seq);
                         freedAt[b] = seq;
                     }
                 }
-                seq++;
             } else if (r < 8) { // a checkpoint becomes durable
-                durable.set(Math.min(seq - 1, durable.get() + 1 + rnd.nextInt(2)));
+                durable.set(Math.min(next.get() - 1, durable.get() + 1 + rnd.nextInt(2)));
             } else { // ask about a range
                 int from = rnd.nextInt(blocks), to = from + 1 + rnd.nextInt(blocks - from);
                 int first = to, last = from - 1;
@@ -269,7 +231,7 @@ class BusyExtentsTest {
                         last = b;
                     }
                 }
-                String where = "seed " + SEED + ", step " + step + ", range [" + from + ", " + to + ")";
+                String where = "seed " + SEED + ", joins " + joins + ", step " + step + ", range [" + from + ", " + to + ")";
                 assertEquals(first, busy.firstBusy(from, to), where);
                 assertEquals(last, busy.lastBusy(from, to), where);
             }
