@@ -919,36 +919,32 @@ public final class Tables {
     }
 
     /**
-     * {@link #apply(List, List, TableCommit, int[], long)} side by side if {@code inTree}, holding the tables
-     * if that meets a value kept out of line or runs out of log share, or at once if not {@code inTree}.
+     * {@link #apply(List, List, TableCommit, int[], long, long)} side by side if {@code inTree}, holding the
+     * tables if that meets a value kept out of line or runs out of log share, or at once if not {@code inTree}.
      */
     private Applied apply(List<WriteTransaction.Writes> ws, List<List<byte[]>> stored, TableCommit c, boolean inTree,
                           long limit, long size) {
         if (inTree) {
             try {
-                return apply(ws, stored, c, stripesOf(ws), share(volume.journal(), limit, size));
+                long budget = groupBudget(volume.journal(), limit, size);
+                return apply(ws, stored, c, stripesOf(ws), Math.max(budget, limit / MOST_SIDE_BY_SIDE), budget);
             } catch (HoldTables again) { // undone: nothing changed
                 c.release();
                 c.claim();
             }
         }
-        return apply(ws, stored, c, null, limit);
+        return apply(ws, stored, c, null, limit, groupBudget(volume.journal(), limit, size));
     }
-
-    /** A side-by-side commit's log share is this many times its size estimate (a change may log more than the estimate's 100 bytes: slots, chunk rounding, splits)... */
-    private static final int SHARE_MARGIN = 4;
-    /** ...and at least this fraction of the quarter of the log: at most this many small groups apply at once... */
-    private static final int MOST_SIDE_BY_SIDE = 16;
 
     /**
-     * ...and at least its group's budget ({@link #groupBudget}), which it reserves from the log when it
-     * starts: the shares then bound all the log the open groups hold, their budgets too, so groups side by
-     * side never take more of it than one group of a quarter did (on the fixtures' 4 MiB log a budget is
-     * the whole quarter, and multi-key commits take turns; on a 32 MiB log five apply at once).
+     * A side-by-side commit's log share is its group's budget ({@link #groupBudget}), which it reserves
+     * from the log when it starts, and at least this fraction of the quarter of the log (at most this many
+     * small groups apply at once): the shares then bound all the log the open groups hold, their budgets
+     * too, so groups side by side never take more of it than one group of a quarter did (on the fixtures'
+     * 4 MiB log a budget is the whole quarter, and multi-key commits take turns; on a 32 MiB log five
+     * small ones apply at once).
      */
-    private static long share(Journal journal, long limit, long size) {
-        return Math.min(limit, Math.max(groupBudget(journal), Math.max(limit / MOST_SIDE_BY_SIDE, SHARE_MARGIN * size)));
-    }
+    private static final int MOST_SIDE_BY_SIDE = 16;
 
     /** What a group applied: its checkpoint's commit sequence and how many keys it changed. */
     private record Applied(long seq, int changed) {
@@ -966,7 +962,8 @@ public final class Tables {
 
     /**
      * Applies {@code ws} (blobs by their {@code stored} forms, other values made into theirs as they apply)
-     * in one journal group with engine {@code c}. With {@code keys} (the stripes of every key, ascending) it applies <em>side by side</em>: each table's
+     * in one journal group with engine {@code c}, which reserves {@code budget} bytes of log ({@link #groupBudget}).
+     * With {@code keys} (the stripes of every key, ascending) it applies <em>side by side</em>: each table's
      * commit lock shared (in inode order), then the keys' stripes (in stripe order), then a log share of
      * {@code share} bytes; each change then enters its table as a single write does, beside the table's
      * other writers and commits. Without, it holds its tables: each commit lock exclusively (in inode
@@ -976,7 +973,8 @@ public final class Tables {
      *
      * @throws HoldTables (side by side only, everything undone) if it must apply holding its tables
      */
-    private Applied apply(List<WriteTransaction.Writes> ws, List<List<byte[]>> stored, TableCommit c, int[] keys, long share) {
+    private Applied apply(List<WriteTransaction.Writes> ws, List<List<byte[]>> stored, TableCommit c, int[] keys, long share,
+                          long budget) {
         Journal journal = volume.journal();
         long limit = journal.logBytes() / LOG_SHARE;
         boolean shared = keys != null;
@@ -1010,7 +1008,6 @@ public final class Tables {
             if (multiKey(ws)) {
                 c.published = publication.begin(ws);
             }
-            long budget = groupBudget(journal);
             int blocks = groupBlocks();
             c.mediumBlocks = mediumBlocks(ws);
             try (Journal.Pin pin = journal.pin(budget, cache.capacity() / 8)) {
@@ -1220,15 +1217,29 @@ public final class Tables {
     }
 
     /**
-     * The log bytes a group reserves before it pins its context: what its transactions may still take once
-     * the log is full (an item it changed may hold the tail until it ends), enough to go on a while and then
-     * undo: four of the largest transactions a table change makes, within a quarter of the log. Half of it
-     * is kept for the undo ({@link #requireRoom}), which is then two of them, and a change takes far less
-     * than it reserves.
+     * The log bytes a group reserves before it pins its context ({@code limit} at most, a quarter of the
+     * log): what its transactions may still take once the log is full, and then the undo. Once full, the
+     * log stays full until the group ends whenever a block its context holds pins the tail (as with random
+     * keys over a tree the log cannot hold), and the group must then finish on its budget alone. Half of
+     * the budget is kept for the undo ({@link #requireRoom}), so the other half is {@link #LOG_MARGIN}
+     * times the transaction's estimate ({@code size}), and at least two of the largest transactions a
+     * table change makes. (Four of those alone, whatever the transaction's size, left 830 KB to 1,000 puts
+     * of 1 KiB that log 1.2 MB: two threads committing them on a 64 MiB log met LOG_FULL in half the runs,
+     * on a 16 MiB log within seconds; {@code TableLogFullConcurrencyTest}.)
      */
-    private static long groupBudget(Journal journal) {
-        return Math.min(journal.logBytes() / 4, 4 * journal.reservationBytes(GROUP_TXN_ITEMS));
+    private static long groupBudget(Journal journal, long limit, long size) {
+        long perTxn = journal.reservationBytes(GROUP_TXN_ITEMS);
+        return Math.min(limit, 2 * Math.max(2 * perTxn, LOG_MARGIN * size));
     }
+
+    /**
+     * How many times its size estimate a group may log once the log is full: a change may log more than
+     * the estimate's 100 bytes (slots, chunk rounding, splits: 1 KiB puts into fresh keys log 1.9 KB
+     * each, overwrites 1.1 KB). The budget, twice this, is then the four times the estimate a side-by-side
+     * share always was ({@link #MOST_SIDE_BY_SIDE}), so the shares are as they were: the budget only
+     * takes more of its share.
+     */
+    private static final int LOG_MARGIN = 2;
 
     /**
      * Items of the largest transaction inside a group: the refill of a tree's block reserve
