@@ -16,6 +16,7 @@ import java.util.stream.Collectors;
 import dev.ferrite.perf.bench.DeviceRegions;
 import dev.ferrite.perf.bench.KvBench;
 import dev.ferrite.perf.bench.KvKeys;
+import dev.ferrite.perf.bench.KvRounds;
 import dev.ferrite.perf.bench.KvTarget;
 import dev.ferrite.perf.bench.LoopDevice;
 import dev.ferrite.perf.bench.Machine;
@@ -125,6 +126,13 @@ final class KvCommand implements Callable<Integer> {
                     + " over a million keys takes about 0.1 s, too short to time (default: ${DEFAULT-VALUE})")
     double scanSeconds;
 
+    @Option(names = "--rounds", paramLabel = "N", defaultValue = "1",
+            description = "run everything N times, fresh stores each round, and end with the median of each phase's"
+                    + " same-round ratio of the first target to each other, its lowest and highest, and the rounds"
+                    + " it was ahead: a phase of large values lasts a fraction of a second, and one run's rates move"
+                    + " with the machine (1 to 100; default: ${DEFAULT-VALUE})")
+    int rounds;
+
     @Option(names = "--same-jvm",
             description = "run every target in this JVM, one after another; by default each runs in a JVM of its own"
                     + " with this one's flags, so that no store runs beside another's heap, JIT profile or threads")
@@ -185,45 +193,72 @@ final class KvCommand implements Callable<Integer> {
                         + (extra.isEmpty() ? "" : " and " + String.join(" ", extra)) : ""));
             }
             Machine machine = Machine.collect(storage);
-            List<Result> results = new ArrayList<>();
-            List<Skipped> skipped = new ArrayList<>();
-            List<String> contention = new ArrayList<>(), stallLines = new ArrayList<>();
+            List<List<Result>> all = new ArrayList<>();
             boolean failed = false;
-            if (split()) {
-                for (KvTarget t : targets) {
-                    failed |= !runChild(t, scratch.path(), results, skipped);
+            for (int round = 1; round <= rounds; round++) {
+                if (rounds > 1) {
+                    out.printf(Locale.ROOT, "%n=== round %d of %d%n", round, rounds);
+                    out.flush();
                 }
+                List<Result> results = new ArrayList<>();
+                failed |= !round(scratch.path(), plan, machine, results);
+                if (part != null) {
+                    return 0;
+                }
+                all.add(results);
+            }
+            if (rounds > 1) {
+                out.print(KvRounds.render(all, targets.get(0).label(), targets.stream().skip(1).map(KvTarget::label).toList()));
             } else {
-                KvBench bench = new KvBench(scratch.path(), targets, keys, threads.counts, cache, secondsLimit, scanSeconds, plan);
-                bench.watchStalls(stalls.nanos(spec));
-                results.addAll(bench.run(new ProgressLine(spec.commandLine().getErr())));
-                skipped.addAll(bench.skipped());
-                for (Map.Entry<KvTarget, String> e : bench.setups().entrySet()) {
-                    out.printf(Locale.ROOT, "%-8s %s%n", e.getKey().label() + ":", e.getValue());
-                }
-                if (!bench.jit().isEmpty()) {
-                    out.println("note:    " + bench.jit());
-                }
-                for (String note : bench.notes()) {
-                    out.println("note:    " + note);
-                }
-                contention.addAll(bench.contention());
-                stallLines.addAll(bench.stalls());
+                json.write(out, machine, all.get(0));
             }
-            if (part != null) { // one target's JVM: the parent prints the tables of all
-                RunDir.printContention(out, contention);
-                RunDir.printStalls(out, stallLines);
-                out.flush();
-                ResultJson.write(part, machine, results, skipped);
-                return 0;
-            }
-            RunDir.printTables(out, results, skipped, targets.stream().map(KvTarget::label).toList());
-            RunDir.printContention(out, contention); // in a split run each target's JVM printed its own
-            RunDir.printStalls(out, stallLines);
-            json.write(out, machine, results);
             out.flush();
             return failed ? 1 : 0;
         }
+    }
+
+    /**
+     * One round: every target's phases (each in a JVM of its own if split), their tables and counters
+     * printed (in a target's own JVM, written to {@link #part} instead); false if a target's JVM failed.
+     */
+    private boolean round(Path dir, KvBench.Plan plan, Machine machine, List<Result> results) throws IOException {
+        PrintWriter out = spec.commandLine().getOut();
+        List<Skipped> skipped = new ArrayList<>();
+        List<String> contention = new ArrayList<>(), stallLines = new ArrayList<>();
+        boolean failed = false;
+        if (split()) {
+            for (KvTarget t : targets) {
+                failed |= !runChild(t, dir, results, skipped);
+            }
+        } else {
+            KvBench bench = new KvBench(dir, targets, keys, threads.counts, cache, secondsLimit, scanSeconds, plan);
+            bench.watchStalls(stalls.nanos(spec));
+            results.addAll(bench.run(new ProgressLine(spec.commandLine().getErr())));
+            skipped.addAll(bench.skipped());
+            for (Map.Entry<KvTarget, String> e : bench.setups().entrySet()) {
+                out.printf(Locale.ROOT, "%-8s %s%n", e.getKey().label() + ":", e.getValue());
+            }
+            if (!bench.jit().isEmpty()) {
+                out.println("note:    " + bench.jit());
+            }
+            for (String note : bench.notes()) {
+                out.println("note:    " + note);
+            }
+            contention.addAll(bench.contention());
+            stallLines.addAll(bench.stalls());
+        }
+        if (part != null) { // one target's JVM: the parent prints the tables of all
+            RunDir.printContention(out, contention);
+            RunDir.printStalls(out, stallLines);
+            out.flush();
+            ResultJson.write(part, machine, results, skipped);
+            return true;
+        }
+        RunDir.printTables(out, results, skipped, targets.stream().map(KvTarget::label).toList());
+        RunDir.printContention(out, contention); // in a split run each target's JVM printed its own
+        RunDir.printStalls(out, stallLines);
+        out.flush();
+        return !failed;
     }
 
     /** Whether each target runs in a JVM of its own ({@link #runChild}). */
@@ -292,6 +327,12 @@ final class KvCommand implements Callable<Integer> {
 
     private void validate() {
         json.validate(spec);
+        if (rounds < 1 || rounds > 100) {
+            throw new ParameterException(spec.commandLine(), "--rounds " + rounds + ": give 1 to 100");
+        }
+        if (rounds > 1 && json.file != null) {
+            throw new ParameterException(spec.commandLine(), "--json records one round's results: give --rounds 1 with it");
+        }
         stalls.nanos(spec); // refused before anything is made; read again when the bench is set up
         if (targets.size() != new HashSet<>(targets).size()) {
             throw new ParameterException(spec.commandLine(), "--targets " + labels() + " names a target twice");

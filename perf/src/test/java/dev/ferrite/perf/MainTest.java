@@ -385,6 +385,10 @@ class MainTest {
         assertTrue(err.toString().contains("names a family twice"), err.toString());
         assertEquals(2, run("bench", "kv", "--phases", "tpcc"));
         assertEquals(2, run("bench", "kv", "--ycsb-seconds", "0"));
+        assertEquals(2, run("bench", "kv", "--rounds", "0"));
+        assertTrue(err.toString().contains("--rounds 0: give 1 to 100"), err.toString());
+        assertEquals(2, run("bench", "kv", "--rounds", "2", "--json", "results.json"));
+        assertTrue(err.toString().contains("--json records one round's results"), err.toString());
         assertEquals("", out.toString());
     }
 
