@@ -78,12 +78,8 @@ final class DbenchCommand implements Callable<Integer> {
                     + " the JVM has compiled it (dbench is native code); 0 for none (default: ${DEFAULT-VALUE})")
     int jitWarmup;
 
-    @Option(names = "--rounds", paramLabel = "N", defaultValue = "1",
-            description = "runs every target N times, in the same order each round, each round on fresh devices and"
-                    + " a fresh volume; after the rounds' tables, one over all of them: each target's median throughput,"
-                    + " median and worst max latency, and in how many rounds its max latency was the lowest (one"
-                    + " operation's latency is as much the host's as the target's) (default: ${DEFAULT-VALUE})")
-    int rounds;
+    @Mixin
+    RoundsOption rounds;
 
     @Mixin
     RunDir runDir;
@@ -122,9 +118,7 @@ final class DbenchCommand implements Callable<Integer> {
         if (dataCache < 0 || dataCache > 1L << 40) {
             throw new ParameterException(spec.commandLine(), "--data-cache " + ByteSize.format(dataCache) + ": give 0 to 1 TiB");
         }
-        if (rounds < 1 || rounds > 100) {
-            throw new ParameterException(spec.commandLine(), "--rounds " + rounds + ": give 1 to 100");
-        }
+        rounds.count(spec);
         if (jitWarmup < 0 || jitWarmup > 3600) {
             throw new ParameterException(spec.commandLine(), "--jit-warmup " + jitWarmup + ": give 0 to 3600");
         }
@@ -147,7 +141,7 @@ final class DbenchCommand implements Callable<Integer> {
         out.println("devices:  " + RunDir.loopDevices(first.deviceBytes(), base));
         out.printf(Locale.ROOT, "loadfile: %s (%,d operations); clients %s; %d s measured after a %d s warm-up%s%n",
                 loadfile, load.ops().size(), clients.stream().map(String::valueOf).reduce((a, b) -> a + "," + b).orElse(""),
-                seconds, first.warmupSeconds(), rounds == 1 ? "" : "; " + rounds + " rounds");
+                seconds, first.warmupSeconds(), rounds.count == 1 ? "" : "; " + rounds.count + " rounds");
         out.println(dbench != null ? "dbench:   " + dbench.executable() + " (" + dbench.version() + ")"
                 : "dbench:   not on the PATH: ferrite only");
         out.flush();
@@ -155,13 +149,13 @@ final class DbenchCommand implements Callable<Integer> {
         Machine machine = Machine.collect(storage);
         List<List<DbenchResult>> each = new ArrayList<>();
         List<String> ran = List.of();
-        for (int round = 1; round <= rounds; round++) {
+        for (int round = 1; round <= rounds.count; round++) {
             DbenchBench bench = round == 1 ? first : bench(base, load, dbench, ts, volume, stallNanos);
             List<DbenchResult> results = bench.run(new ProgressLine(spec.commandLine().getErr()));
             each.add(results);
             out.println();
-            if (rounds > 1) {
-                out.println("round " + round + " of " + rounds);
+            if (rounds.count > 1) {
+                out.println("round " + round + " of " + rounds.count);
             }
             if (round == 1) {
                 out.println("configuration and durability:");
@@ -185,7 +179,7 @@ final class DbenchCommand implements Callable<Integer> {
             }
             out.flush();
         }
-        if (rounds > 1 && !ran.isEmpty()) {
+        if (rounds.count > 1 && !ran.isEmpty()) {
             out.print(DbenchRounds.render(each, ran));
         }
         List<Result> rows = each.stream().flatMap(List::stream).map(DbenchResult::toResult).toList();

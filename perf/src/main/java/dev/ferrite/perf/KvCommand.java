@@ -126,12 +126,8 @@ final class KvCommand implements Callable<Integer> {
                     + " over a million keys takes about 0.1 s, too short to time (default: ${DEFAULT-VALUE})")
     double scanSeconds;
 
-    @Option(names = "--rounds", paramLabel = "N", defaultValue = "1",
-            description = "run everything N times, fresh stores each round, and end with the median of each phase's"
-                    + " same-round ratio of the first target to each other, its lowest and highest, and the rounds"
-                    + " it was ahead: a phase of large values lasts a fraction of a second, and one run's rates move"
-                    + " with the machine (1 to 100; default: ${DEFAULT-VALUE})")
-    int rounds;
+    @Mixin
+    RoundsOption rounds;
 
     @Option(names = "--same-jvm",
             description = "run every target in this JVM, one after another; by default each runs in a JVM of its own"
@@ -195,9 +191,9 @@ final class KvCommand implements Callable<Integer> {
             Machine machine = Machine.collect(storage);
             List<List<Result>> all = new ArrayList<>();
             boolean failed = false;
-            for (int round = 1; round <= rounds; round++) {
-                if (rounds > 1) {
-                    out.printf(Locale.ROOT, "%n=== round %d of %d%n", round, rounds);
+            for (int round = 1; round <= rounds.count; round++) {
+                if (rounds.count > 1) {
+                    out.printf(Locale.ROOT, "%n=== round %d of %d%n", round, rounds.count);
                     out.flush();
                 }
                 List<Result> results = new ArrayList<>();
@@ -207,7 +203,7 @@ final class KvCommand implements Callable<Integer> {
                 }
                 all.add(results);
             }
-            if (rounds > 1) {
+            if (rounds.count > 1) {
                 out.print(KvRounds.render(all, targets.get(0).label(), targets.stream().skip(1).map(KvTarget::label).toList()));
             } else {
                 json.write(out, machine, all.get(0));
@@ -327,10 +323,7 @@ final class KvCommand implements Callable<Integer> {
 
     private void validate() {
         json.validate(spec);
-        if (rounds < 1 || rounds > 100) {
-            throw new ParameterException(spec.commandLine(), "--rounds " + rounds + ": give 1 to 100");
-        }
-        if (rounds > 1 && json.file != null) {
+        if (rounds.count(spec) > 1 && json.file != null) {
             throw new ParameterException(spec.commandLine(), "--json records one round's results: give --rounds 1 with it");
         }
         stalls.nanos(spec); // refused before anything is made; read again when the bench is set up
