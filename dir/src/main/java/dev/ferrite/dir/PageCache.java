@@ -410,12 +410,7 @@ final class PageCache implements AutoCloseable {
             }
         }
         if (count > 0) {
-            synchronized (this) {
-                for (int i = 0; i < count; i++) {
-                    owner[frames[i]] = null;
-                    free[freeCount++] = frames[i];
-                }
-            }
+            giveBack(frames, count);
         }
     }
 
@@ -441,13 +436,19 @@ final class PageCache implements AutoCloseable {
             }
         }
         if (frames.length <= RUN_MAX) {
-            Arrays.sort(frames); // pushed highest first, a run's frames come out again as a run
+            Arrays.sort(frames); // a run's frames come out again as a run
         }
-        synchronized (this) {
-            for (int k = frames.length - 1; k >= 0; k--) {
-                owner[frames[k]] = null;
-                free[freeCount++] = frames[k];
-            }
+        giveBack(frames, frames.length);
+    }
+
+    /**
+     * Frees {@code frames[0..n)}, unmapped, last first: frames given in ascending order come out of the free
+     * frames ascending again, a run for {@link #allocateRun}.
+     */
+    private synchronized void giveBack(int[] frames, int n) {
+        for (int k = n - 1; k >= 0; k--) {
+            owner[frames[k]] = null;
+            free[freeCount++] = frames[k];
         }
     }
 

@@ -46,7 +46,7 @@ final class TableBlobs {
 
     private static final System.Logger LOG = System.getLogger(TableBlobs.class.getName());
     private static final int DIR_MODE = InodeFormat.S_IFDIR | 0700;
-    /** The longest value written through a bounce buffer; longer ones go through the page cache. */
+    /** The longest value written to the device in one direct write (from frames or a bounce buffer); longer ones go through the page cache. */
     static final int BOUNCE_MAX = 4 << 20;
 
     private final Volume volume;
@@ -163,9 +163,7 @@ final class TableBlobs {
         }
         try {
             MemorySegment data = bounce.asSlice(0, whole);
-            MemorySegment.copy(value, 0, data, 0, length);
-            data.asSlice(length).fill((byte) 0); // past the size: a read there sees zeros
-            namespace.files.writeBlocks(f, 0, data, length);
+            writePadded(f, value, data);
             namespace.files.buffered.keepClean(f, f.requireOpen(), data);
         } finally {
             Bounces.POOL.release(bounce);
@@ -185,10 +183,7 @@ final class TableBlobs {
         }
         boolean mapped = false;
         try {
-            MemorySegment data = buffered.frames(run, blocks * volume.geometry().blockSize());
-            MemorySegment.copy(value, 0, data, 0, value.byteSize());
-            data.asSlice(value.byteSize()).fill((byte) 0); // past the size: a read there sees zeros
-            namespace.files.writeBlocks(f, 0, data, value.byteSize());
+            writePadded(f, value, buffered.frames(run, blocks * volume.geometry().blockSize()));
             buffered.mapRun(f, f.requireOpen(), run, (int) blocks);
             mapped = true;
         } finally {
@@ -197,6 +192,13 @@ final class TableBlobs {
             }
         }
         return true;
+    }
+
+    /** Writes {@code value} to new blob file {@code f} from {@code data}, its whole blocks, into which it is copied first (zeros after it). */
+    private void writePadded(Handle f, MemorySegment value, MemorySegment data) {
+        MemorySegment.copy(value, 0, data, 0, value.byteSize());
+        data.asSlice(value.byteSize()).fill((byte) 0); // past the size: a read there sees zeros
+        namespace.files.writeBlocks(f, 0, data, value.byteSize());
     }
 
     /** Inside a commit's group: a key now names blob {@code id}. */
