@@ -177,7 +177,7 @@ final class BufferedIo implements PageCache.Writer {
      * {@link #keepClean} copy them twice.
      */
     int frameRun(Inode i, int blocks) {
-        return cache.allocateRun(pages(i), 0, blocks);
+        return cache.allocateRun(pages(i), 0, blocks, true);
     }
 
     /** Run {@code f}'s {@code bytes} of memory. */

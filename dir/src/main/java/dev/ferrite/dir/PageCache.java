@@ -304,10 +304,13 @@ final class PageCache implements AutoCloseable {
     /**
      * {@code n} frames side by side in the slab for blocks {@code blk..blk+n} of {@code p}, unmapped: the
      * first, or -1 if the free frames' top holds no such run and too few were never used (no eviction: the
-     * caller then goes block by block). A run is one device write straight from the frames; {@link
-     * #dropAll} gives a small file's frames back so that they come out again as a run.
+     * caller then goes block by block). Frames never used are taken while others are free only if
+     * {@code fresh}: a blob's one copy is worth the memory they bring in, a table value's few blocks are not
+     * (the cache would grow into fresh memory whenever the free frames' top is not a run). A run is one
+     * device write straight from the frames; {@link #dropAll} and {@link #dropRun} give frames back so
+     * that a run's come out again as a run.
      */
-    synchronized int allocateRun(FilePages p, long blk, int n) {
+    synchronized int allocateRun(FilePages p, long blk, int n, boolean fresh) {
         if (n > RUN_MAX) {
             return -1;
         }
@@ -315,7 +318,7 @@ final class PageCache implements AutoCloseable {
         if (freeCount >= n && ascending(freeCount - n, n)) {
             f = free[freeCount - 1];
             freeCount -= n;
-        } else if (capacity - made >= n) {
+        } else if ((fresh || freeCount < n) && capacity - made >= n) {
             f = made;
             for (int c = (f + chunkFrames - 1) / chunkFrames * chunkFrames; c < f + n; c += chunkFrames) {
                 OffHeap.populate(frames.asSlice(offset(c), (long) Math.min(chunkFrames, capacity - c) * blockSize));

@@ -21,6 +21,13 @@ import java.lang.foreign.MemorySegment;
  * frames are not evicted or overwritten until {@link #written}); so a read that finds every frame tagged as its stub's
  * copies ({@link #copy}) or lends ({@link #lend}) them without checking the CRC again.
  *
+ * <h2>Runs</h2>
+ * A value is cached in frames side by side in the slab when the page cache has such a run free
+ * ({@link PageCache#allocateRun}: the top of its free frames, where a dropped value's frames go back in
+ * order, or frames never used), else block by block. A value in a run is copied in, copied out and lent
+ * in one piece, not one a block (a cursor's receiver then folds 16 KiB in one loop, not four), and its
+ * deferred write copies it without looking its frames up again.
+ *
  * <h2>Locks</h2>
  * A stripe's {@link FilePages#lock} guards its map and the contents and tags of its frames; it is held
  * for a lookup and copy of one value, or while a cursor's receiver reads a lent one (no I/O under it) and taken before the page cache's monitor (to
@@ -77,6 +84,14 @@ final class TableExtentCache {
         long tag = tag(x);
         p.lock.lock();
         try {
+            int run = run(p, x, tag, first, end);
+            if (run >= 0) {
+                for (int i = 0; i < end - first; i++) {
+                    pages.touch(run + i);
+                }
+                MemorySegment.copy(pages.slab(run), pages.offset(run) + offset - (long) first * blockSize, out, 0, want);
+                return true;
+            }
             for (int i = first; i < end; i++) {
                 int f = frame(p, x, tag, i);
                 if (f < 0) {
@@ -100,9 +115,18 @@ final class TableExtentCache {
     boolean lend(TableValueFormat.Extent x, TableCursor.Pieces pieces) {
         FilePages p = stripe(x);
         long tag = tag(x);
+        int n = x.blocks(blockSize);
         p.lock.lock();
         try {
-            for (int i = x.blocks(blockSize) - 1; i >= 0; i--) {
+            int run = run(p, x, tag, 0, n);
+            if (run >= 0) { // one piece: the receiver's loop runs once over the value, not once a block
+                for (int i = 0; i < n; i++) {
+                    pages.touch(run + i);
+                }
+                pieces.accept(pages.readOnlySlab(run), pages.offset(run), x.length());
+                return true;
+            }
+            for (int i = n - 1; i >= 0; i--) {
                 if (frame(p, x, tag, i) < 0) {
                     return false;
                 }
@@ -115,6 +139,21 @@ final class TableExtentCache {
         } finally {
             p.lock.unlock();
         }
+    }
+
+    /**
+     * The frame of block {@code first} of value {@code x} (tagged {@code tag}) in stripe {@code p}, whose
+     * lock the caller holds, if blocks {@code [first, end)} are all cached as {@code x}'s in frames side by
+     * side in the slab ({@link #mapRun}); -1 otherwise.
+     */
+    private int run(FilePages p, TableValueFormat.Extent x, long tag, int first, int end) {
+        int f = frame(p, x, tag, first);
+        for (int i = first + 1; i < end && f >= 0; i++) {
+            if (!follows(f, i - first, frame(p, x, tag, i))) {
+                return -1;
+            }
+        }
+        return f;
     }
 
     /** The frame holding block {@code i} of value {@code x} (tagged {@code tag}) in stripe {@code p}, whose lock the caller holds; -1 if none does. */
@@ -135,6 +174,11 @@ final class TableExtentCache {
         int n = x.blocks(blockSize);
         p.lock.lock();
         try {
+            int run = mapRun(p, x, tag, n);
+            if (run >= 0) {
+                MemorySegment.copy(blocks, 0, pages.slab(run), pages.offset(run), (long) n * blockSize);
+                return;
+            }
             for (int i = 0; i < n; i++) {
                 long page = page(x, i);
                 int f = p.get(page);
@@ -167,6 +211,26 @@ final class TableExtentCache {
     }
 
     /**
+     * Frames side by side in the slab for all {@code n} pages of value {@code x}, none of which is mapped,
+     * mapped and tagged {@code tag} (the caller holds {@code p}'s lock and fills them next): the first, or
+     * -1, having taken none, if a page is mapped or the page cache has no such run. A value in a run is
+     * copied and lent in one piece, and written from its frames.
+     */
+    private int mapRun(FilePages p, TableValueFormat.Extent x, long tag, int n) {
+        for (int i = 0; i < n; i++) {
+            if (p.get(page(x, i)) >= 0) {
+                return -1;
+            }
+        }
+        int f = pages.allocateRun(p, page(x, 0), n, false);
+        for (int i = 0; i < n && f >= 0; i++) {
+            p.put(page(x, i), f + i);
+            tags[f + i] = tag;
+        }
+        return f;
+    }
+
+    /**
      * Caches value {@code x} from {@code value}, its bytes (zeros after them to its last block's end), its
      * frames {@linkplain PageCache#pin pinned} until {@link #written}: its device write comes later
      * ({@link TableExtentWriteBack}). False, caching none of it, if a frame is not to be had.
@@ -177,6 +241,15 @@ final class TableExtentCache {
         int n = x.blocks(blockSize);
         p.lock.lock();
         try {
+            int run = mapRun(p, x, tag, n);
+            if (run >= 0) {
+                MemorySegment.copy(value, 0, pages.slab(run), pages.offset(run), length);
+                pages.slab(run).asSlice(pages.offset(run) + length, (long) n * blockSize - length).fill((byte) 0);
+                for (int i = 0; i < n; i++) {
+                    pages.pin(run + i);
+                }
+                return true;
+            }
             for (int i = 0; i < n; i++) {
                 long page = page(x, i);
                 int f = mapped(p, page, p.get(page));
@@ -250,11 +323,16 @@ final class TableExtentCache {
 
     /** Value {@code x} is on the device: its frames unpinned, or dropped if {@code drop} (its blocks were freed). */
     void written(TableValueFormat.Extent x, boolean drop) {
-        FilePages p = stripe(x);
+        int s = stripeOf(x), n = x.blocks(blockSize);
+        FilePages p = stripes[s];
         long tag = tag(x);
         p.lock.lock();
         try {
-            for (int i = 0, n = x.blocks(blockSize), f; i < n; i++) {
+            if (drop && run(p, x, tag, 0, n) >= 0) {
+                pages.dropRun(p, page(x, 0), n, dropped[s]); // back in order: a run again for the next value
+                return;
+            }
+            for (int i = 0, f; i < n; i++) {
                 if ((f = frame(p, x, tag, i)) >= 0) {
                     if (drop) {
                         pages.drop(p, f);

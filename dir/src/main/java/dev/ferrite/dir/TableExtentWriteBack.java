@@ -292,8 +292,13 @@ final class TableExtentWriteBack implements DeferredData {
                 continue;
             }
             n = x.blocks(blockSize);
-            // a value cancelled meanwhile leaves what the staging held in its blocks: free, busy until after this write
-            cached.copyBlocks(x, staging, (long) used * blockSize);
+            // a value cancelled meanwhile leaves what the staging held (or its frames hold now) in its blocks:
+            // free, busy until after this write, as a write from the frames above would
+            if (first >= 0) {
+                MemorySegment.copy(cached.inSlab(first, n), 0, staging, (long) used * blockSize, (long) n * blockSize);
+            } else {
+                cached.copyBlocks(x, staging, (long) used * blockSize);
+            }
             copied += n;
             if (runStart < 0 || x.block() != runEnd) {
                 if (runStart >= 0) {

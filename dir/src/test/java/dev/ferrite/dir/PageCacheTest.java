@@ -56,26 +56,32 @@ class PageCacheTest extends FileTestBase {
     /**
      * Runs of frames side by side (a blob's one direct write): from frames never used, again from the free
      * frames once given back, and none (-1, nothing taken) when the free frames on top are not a run and
-     * too few were never used.
+     * too few were never used, or (a table value's small run) when frames are free though not a run.
      */
     @Test
     void runsOfFramesComeSideBySideOrNotAtAll() {
         PageCache c = cache();
         FilePages p = new FilePages(null);
-        int a = c.allocateRun(p, 0, 4), b = c.allocateRun(p, 4, 4);
+        int a = c.allocateRun(p, 0, 4, true), b = c.allocateRun(p, 4, 4, true);
         assertTrue(a >= 0, "a run of 4 in " + FRAMES + " fresh frames");
         assertEquals(a + 4, b, "the next run");
         c.releaseRun(b, 4);
         c.releaseRun(a, 4);
-        assertEquals(a, c.allocateRun(p, 0, 4), "the run given back last");
-        assertEquals(b, c.allocateRun(p, 0, 4), "the run given back before it");
+        assertEquals(a, c.allocateRun(p, 0, 4, true), "the run given back last");
+        assertEquals(b, c.allocateRun(p, 0, 4, true), "the run given back before it");
         c.releaseRun(a, 4);
         assertEquals(a, c.allocate(p, 9), "a single frame off the top");
-        int fresh = c.allocateRun(p, 0, 4);
+        int fresh = c.allocateRun(p, 0, 4, true);
         assertEquals(b + 4, fresh, "three free frames are no run of four: never-used ones instead");
-        assertEquals(-1, c.allocateRun(p, 0, FRAMES - fresh - 3), "more than were never used, no run free");
-        assertEquals(-1, c.allocateRun(p, 0, PageCache.RUN_MAX + 1));
+        assertEquals(-1, c.allocateRun(p, 0, FRAMES - fresh - 3, true), "more than were never used, no run free");
+        assertEquals(-1, c.allocateRun(p, 0, PageCache.RUN_MAX + 1, true));
         assertEquals(a + 1, c.allocate(p, 10), "the free frames untouched by the refusals");
+        int x = c.allocate(p, 11), y = c.allocate(p, 12);
+        c.releaseRun(x, 1);
+        c.releaseRun(y, 1); // free, but the top is no run
+        assertEquals(-1, c.allocateRun(p, 0, 2, false), "not fresh: never-used frames left while others are free");
+        assertEquals(fresh + 4, c.allocateRun(p, 0, 2, true), "fresh: never-used ones");
+        assertEquals(y, c.allocate(p, 13), "the free frames untouched by the refusal");
     }
 
     @Test

@@ -1,0 +1,115 @@
+package dev.ferrite.dir;
+
+import java.io.ByteArrayOutputStream;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Random;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Extent values in the data page cache's frames, on a cache of {@link PageCache#MIN_FRAMES} frames: a
+ * value is cached in frames side by side when the cache has such a run, and copied and lent in one piece
+ * from there; in frames that are not side by side it is cached, copied and lent a block at a time. Either
+ * way every byte reads back exact.
+ */
+class TableExtentCacheTest {
+    private static final int BS = 4096;
+    private static final long SEED = 0x7AB1E_CAC4EL;
+
+    private final PageCache pages = new PageCache(BS, (long) PageCache.MIN_FRAMES * BS, 1000, new Counters());
+    private final TableExtentCache cache = new TableExtentCache(pages, BS);
+    private final Random rnd = new Random(SEED);
+
+    @AfterEach
+    void close() {
+        pages.close();
+    }
+
+    private byte[] random(int n) {
+        byte[] b = new byte[n];
+        rnd.nextBytes(b);
+        return b;
+    }
+
+    /** What {@link TableExtentCache#lend} hands: the bytes, and each piece's length into {@code sizes}. */
+    private static byte[] lent(TableExtentCache cache, TableValueFormat.Extent x, List<Long> sizes) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        assertTrue(cache.lend(x, (bytes, offset, length) -> {
+            sizes.add(length);
+            out.writeBytes(bytes.asSlice(offset, length).toArray(JAVA_BYTE));
+        }), "lent: every block cached");
+        return out.toByteArray();
+    }
+
+    /** Bytes {@code [from, to)} of {@code x} (cached in blocks {@code [0, blocks)}) through {@link TableExtentCache#copy}. */
+    private static byte[] copied(TableExtentCache cache, TableValueFormat.Extent x, int blocks, int from, int to) {
+        byte[] out = new byte[to - from];
+        assertTrue(cache.copy(x, 0, blocks, from, to - from, MemorySegment.ofArray(out)), "copied: every block cached");
+        return out;
+    }
+
+    private static byte[] slice(byte[] b, int from, int to) {
+        return Arrays.copyOfRange(b, from, to);
+    }
+
+    @Test
+    void aValueCachedInFramesSideBySideIsCopiedAndLentInOnePiece() {
+        byte[] v = random(3 * BS + 10);
+        TableValueFormat.Extent x = new TableValueFormat.Extent(100, v.length, 7);
+        assertTrue(cache.fillPinned(x, MemorySegment.ofArray(v)));
+        assertTrue(cache.framesInOrder(x) >= 0, "its four frames side by side");
+        List<Long> sizes = new ArrayList<>();
+        assertArrayEquals(v, lent(cache, x, sizes));
+        assertEquals(List.of((long) v.length), sizes, "one piece");
+        assertArrayEquals(slice(v, BS - 5, 2 * BS + 3), copied(cache, x, 4, BS - 5, 2 * BS + 3));
+        cache.written(x, true);
+        assertEquals(0, cache.cachedBlocks());
+
+        byte[] blocks = Arrays.copyOf(random(2 * BS - 1), 2 * BS); // as read from the device
+        TableValueFormat.Extent y = new TableValueFormat.Extent(200, 2 * BS - 1, 9);
+        cache.fill(y, MemorySegment.ofArray(blocks));
+        assertTrue(cache.framesInOrder(y) >= 0, "a value read: a run too");
+        sizes.clear();
+        assertArrayEquals(slice(blocks, 0, 2 * BS - 1), lent(cache, y, sizes));
+        assertEquals(List.of(2L * BS - 1), sizes);
+    }
+
+    @Test
+    void aValueInFramesNotSideBySideIsCachedCopiedAndLentABlockAtATime() {
+        FilePages other = new FilePages(null);
+        other.lock.lock();
+        try {
+            int[] taken = new int[PageCache.MIN_FRAMES];
+            for (int i = 0; i < taken.length; i++) { // every frame made: no run from frames never used
+                other.put(i, taken[i] = pages.allocate(other, i));
+            }
+            for (int i = 0; i < 8; i += 2) {
+                pages.drop(other, taken[i]); // four free frames, none next to another
+            }
+        } finally {
+            other.lock.unlock();
+        }
+        byte[] v = random(3 * BS + 100);
+        TableValueFormat.Extent x = new TableValueFormat.Extent(300, v.length, 11);
+        assertTrue(cache.fillPinned(x, MemorySegment.ofArray(v)));
+        assertEquals(-1, cache.framesInOrder(x), "scattered frames");
+        List<Long> sizes = new ArrayList<>();
+        assertArrayEquals(v, lent(cache, x, sizes));
+        assertEquals(List.of((long) BS, (long) BS, (long) BS, 100L), sizes, "a piece a block");
+        assertArrayEquals(slice(v, 10, 3 * BS + 50), copied(cache, x, 4, 10, 3 * BS + 50));
+        byte[] staged = new byte[4 * BS];
+        cache.copyBlocks(x, MemorySegment.ofArray(staged), 0);
+        assertArrayEquals(v, slice(staged, 0, v.length));
+        assertEquals(-1, MemorySegment.ofArray(staged).asSlice(v.length).mismatch(MemorySegment.ofArray(new byte[4 * BS - v.length])),
+                "zeros after the value to its last block's end");
+    }
+}
