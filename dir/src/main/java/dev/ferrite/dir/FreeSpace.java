@@ -573,9 +573,10 @@ final class FreeSpace {
         AllocOutcome room = roomFor(len);
         long e;
         if (room == AllocOutcome.NO_SPACE || (e = extentAtLeast(txn, len)) < 0) {
-            txn.release(agf);
             // no free extent holds them, but a drain of the pending frees may make one
-            return room != AllocOutcome.NO_SPACE && pendingBlocks > 0 ? AllocOutcome.BUSY : AllocOutcome.NO_SPACE;
+            AllocOutcome r = room != AllocOutcome.NO_SPACE && pendingBlocks > 0 ? AllocOutcome.BUSY : AllocOutcome.NO_SPACE;
+            txn.release(agf);
+            return r;
         }
         boolean anywhere = room == AllocOutcome.DONE && (wide || cache.journal().holdsGroup());
         // past the extents a look found busy, where it knows of them: the few findUsable looks at first are those

@@ -5,6 +5,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
+import java.util.function.ToLongFunction;
 
 import dev.ferrite.btree.internal.BlockHeaderFormat;
 import dev.ferrite.btree.internal.Txn;
@@ -44,28 +45,21 @@ class TablePendingFreeTest {
         return v;
     }
 
-    private static int pendingCount(Volume v) {
-        int n = 0;
+    /** {@code of} summed over the volume's groups. */
+    private static long sum(Volume v, ToLongFunction<AllocationGroup> of) {
+        long n = 0;
         for (int g = 0; g < v.geometry().agCount(); g++) {
-            n += v.group(g).pendingCount();
+            n += of.applyAsLong(v.group(g));
         }
         return n;
     }
 
-    private static long agfFree(Volume v) {
-        long n = 0;
-        for (int g = 0; g < v.geometry().agCount(); g++) {
-            n += v.group(g).freeBlockCount();
-        }
-        return n;
+    private static long pendingCount(Volume v) {
+        return sum(v, AllocationGroup::pendingCount);
     }
 
     private static long drainedRanges(Volume v) {
-        long n = 0;
-        for (int g = 0; g < v.geometry().agCount(); g++) {
-            n += v.group(g).space.drainedRanges;
-        }
-        return n;
+        return sum(v, ag -> ag.space.drainedRanges);
     }
 
     /**
@@ -83,21 +77,21 @@ class TablePendingFreeTest {
             }
             v.sync();
             assertFalse(v.hasIncompatFeature(SuperblockFormat.INCOMPAT_PENDING_FREES), "no pending free yet");
-            long statfsBefore = v.statfs().freeBlocks(), agfBefore = agfFree(v);
+            long statfsBefore = v.statfs().freeBlocks(), agfBefore = sum(v, AllocationGroup::freeBlockCount);
             for (int i = 0; i < n; i++) {
                 assertTrue(none.delete(key(i)));
             }
             assertTrue(v.hasIncompatFeature(SuperblockFormat.INCOMPAT_PENDING_FREES), "set before the first entry");
             // the first delete looks first (two passes, freeing at once); the others go on the list
-            assertEquals(n - 1, pendingCount(v), "entries on the pending-free lists");
-            assertEquals(agfBefore + 4, agfFree(v), "the trees took only the first delete's blocks");
+            assertEquals(n - 1L, pendingCount(v), "entries on the pending-free lists");
+            assertEquals(agfBefore + 4, sum(v, AllocationGroup::freeBlockCount), "the trees took only the first delete's blocks");
             assertEquals(statfsBefore + 4L * n, v.statfs().freeBlocks(), "the counters count pending frees free");
             VolumeFixtures.assertChecked(v.namespace()); // the list's extents owned, overlapping nothing
             long rangesBefore = drainedRanges(v);
             v.sync();
-            assertEquals(0, pendingCount(v), "sync drains every list");
+            assertEquals(0L, pendingCount(v), "sync drains every list");
             assertEquals(1, drainedRanges(v) - rangesBefore, "adjacent values freed as one range");
-            assertEquals(agfBefore + 4L * n, agfFree(v));
+            assertEquals(agfBefore + 4L * n, sum(v, AllocationGroup::freeBlockCount));
             VolumeFixtures.assertChecked(v.namespace());
         }
     }
@@ -115,7 +109,8 @@ class TablePendingFreeTest {
             v.sync();
             for (int i = 0; i < n; i++) {
                 assertTrue(none.delete(key(i)));
-                assertTrue(pendingCount(v) <= half, pendingCount(v) + " entries after " + (i + 1) + " deletes");
+                // a drain gives up where it would wait (a refill due: the next delete refills, the one after drains)
+                assertTrue(pendingCount(v) <= half + 8, pendingCount(v) + " entries after " + (i + 1) + " deletes");
             }
             assertTrue(drainedRanges(v) >= 1, "a drain ran on the deleting thread");
             VolumeFixtures.assertChecked(v.namespace());
@@ -142,7 +137,7 @@ class TablePendingFreeTest {
             statfs = v.statfs().freeBlocks();
             try (MemoryDevice crashed = dev.copy("crashed"); Volume c = Volume.open(crashed, VolumeFixtures.OPTIONS)) {
                 assertFalse(c.mountReport().wasClean(), "a copy of a mounted volume");
-                assertEquals(0, pendingCount(c), "mount drains the lists");
+                assertEquals(0L, pendingCount(c), "mount drains the lists");
                 assertEquals(statfs, c.statfs().freeBlocks(), "counts rebuilt with the pending frees");
                 VolumeFixtures.assertChecked(c.namespace());
             }
@@ -184,7 +179,7 @@ class TablePendingFreeTest {
                 none.put(b("again" + i), value(i, 1));
             }
             VolumeFixtures.assertChecked(v.namespace());
-            assertEquals(0, pendingCount(v), "the puts drained the lists");
+            assertEquals(0L, pendingCount(v), "the puts drained the lists");
             for (int i = 0; i < again; i++) {
                 assertArrayEquals(value(i, 1), t.get(b("again" + i)));
             }
@@ -291,17 +286,11 @@ class TablePendingFreeTest {
                 }
                 v.journal().forceAll(); // the deletes and their entries durable, the lists not drained
                 before = rec.flushCount();
-                long drainsBefore = 0;
-                for (int g = 0; g < v.geometry().agCount(); g++) {
-                    drainsBefore += v.group(g).space.drains;
-                }
+                long drainsBefore = sum(v, ag -> ag.space.drains);
                 assertTrue(pendingCount(v) > 0);
                 v.sync();
                 after = rec.flushCount();
-                long drains = -drainsBefore;
-                for (int g = 0; g < v.geometry().agCount(); g++) {
-                    drains += v.group(g).space.drains;
-                }
+                long drains = sum(v, ag -> ag.space.drains) - drainsBefore;
                 assertTrue(drains >= 1, "the sync drained");
             }
             int drainedAtMount = 0;
@@ -398,7 +387,7 @@ class TablePendingFreeTest {
         try (MemoryDevice crashed = rec.materialize(state); Volume v = Volume.open(crashed, VolumeFixtures.OPTIONS)) {
             CheckReport report = v.namespace().check();
             assertTrue(report.clean(), where + ": " + report);
-            assertEquals(0, pendingCount(v), where + ": mount drained the lists");
+            assertEquals(0L, pendingCount(v), where + ": mount drained the lists");
             for (int g = 0; g < v.geometry().agCount(); g++) {
                 drained += v.group(g).pendingAtOpen > 0 ? 1 : 0;
             }
