@@ -29,8 +29,13 @@ import static dev.ferrite.io.internal.OnDisk.U64;
  *      of the group's blocks (volumes from before clones have 0 here)
  *  64  u32 refcount tree blocks the group's reservation for the tree has paid for ({@link Refcounts#reserve});
  *      0 on volumes from before the reservation: the mount's walk of the tree settles the difference
- *  68..127 zero
- * 128  u32 free list, entries [0, count): group blocks
+ *  68  u32 pending-free entries ({@link SuperblockFormat#INCOMPAT_PENDING_FREES}); 0 on volumes from before them
+ *  72..127 zero
+ * 128  u32 free list, entries [0, count): group blocks, at most {@link #listCapacity} of them
+ * 2048 pending-free list, entries [0, count): u32 group block, u32 length in blocks. Extents single
+ *      deletes freed whose blocks the free-space trees still hold as allocated; a drain frees them in bulk
+ *      ({@link FreeSpace#drainPending}). Before the list the free list could reach this far; it never holds
+ *      more than a few times {@link AllocationGroup#LIST_MOST}, far below the {@link #listCapacity} left it.
  *
  * AGI, group block 1
  *   0  block header: magic 'FAGI', owner = group number
@@ -59,18 +64,35 @@ final class AgHeaderFormat {
     static final int AG_NUMBER = 32;
     // AGF
     static final int AG_LENGTH = 36, BNO_TREE = 40, CNT_TREE = 44, FREE_BLOCKS = 48, AGF_LIST_COUNT = 56, REFCOUNT_TREE = 60,
-            REFCOUNT_PAID = 64;
+            REFCOUNT_PAID = 64, PENDING_COUNT = 68;
     // AGI
     static final int INO_TREE = 40, FINO_TREE = 44, INODES = 48, FREE_INODES = 56, ORPHAN_TREE = 64,
             AGI_LIST_COUNT = 68, CATALOG = 72, BLOBS = 80, OVERFLOW = 88;
     static final int LIST = 128;
+    /** Offset of the AGF's pending-free list. */
+    static final int PENDING = 2048;
+    /** Bytes of a pending-free entry. */
+    static final int PENDING_ENTRY = 8;
 
     private AgHeaderFormat() {
     }
 
-    /** Free-list entries a header block holds. */
-    static int listCapacity(int blockSize) {
-        return (blockSize - LIST) / 4;
+    /** Free-list entries a header block holds: up to the AGF's pending-free list, in either header. */
+    static int listCapacity() {
+        return (PENDING - LIST) / 4;
+    }
+
+    /** Pending-free entries the AGF holds. */
+    static int pendingCapacity(int blockSize) {
+        return (blockSize - PENDING) / PENDING_ENTRY;
+    }
+
+    static int pendingStartOffset(int i) {
+        return PENDING + PENDING_ENTRY * i;
+    }
+
+    static int pendingLengthOffset(int i) {
+        return PENDING + PENDING_ENTRY * i + 4;
     }
 
     static int u32(MemorySegment h, int offset) {

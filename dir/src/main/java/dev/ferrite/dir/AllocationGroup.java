@@ -179,6 +179,7 @@ final class AllocationGroup {
         ag.verifyList(ag.agfl, agf, AGF);
         ag.verifyList(ag.agil, agi, AGI);
         ag.verifyCounts(f, i, g);
+        ag.pendingAtOpen = ag.space.openPending();
         ag.space.bno = ag.openTree(agf, BNO_TREE, ag.agfl, AgTreeFormat.BNO, AGF);
         ag.space.cnt = ag.openTree(agf, CNT_TREE, ag.agfl, AgTreeFormat.CNT, AGF);
         ag.inodes.ino = ag.openTree(agi, INO_TREE, ag.agil, AgTreeFormat.INO, AGI);
@@ -390,6 +391,29 @@ final class AllocationGroup {
     /** {@link FreeSpace#allocatedBlock}. */
     long allocatedBlock(Txn txn) {
         return space.allocatedBlock(txn);
+    }
+
+    /** Blocks the pending-free list held when the group was opened: a mount after a crash counts them free. */
+    long pendingAtOpen;
+
+    /** {@link FreeSpace#deferData}. */
+    boolean deferData(Txn txn, long block, int len) {
+        return space.deferData(txn, block, len);
+    }
+
+    /** {@link FreeSpace#drainPending}. */
+    void drainPending(boolean wait) {
+        space.drainPending(wait);
+    }
+
+    /** {@link FreeSpace#pendingCount}. */
+    int pendingCount() {
+        return space.pendingCount();
+    }
+
+    /** {@link FreeSpace#pendingHalfFull}. */
+    boolean pendingHalfFull() {
+        return space.pendingHalfFull();
     }
 
     /** {@link FreeSpace#lockForRelease}. */

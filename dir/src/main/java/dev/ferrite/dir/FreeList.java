@@ -46,7 +46,7 @@ final class FreeList implements BlockAllocator {
         this.cache = cache;
         this.header = header;
         this.countOffset = countOffset;
-        this.capacity = AgHeaderFormat.listCapacity(cache.blockSize());
+        this.capacity = AgHeaderFormat.listCapacity();
         this.groupStart = groupStart;
         this.counters = counters;
         counters.listsLack.add(lack(count()));

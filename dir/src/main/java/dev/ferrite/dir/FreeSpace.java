@@ -10,10 +10,12 @@ import dev.ferrite.btree.internal.BufferCache;
 import dev.ferrite.btree.internal.Txn;
 import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.InvalidArgumentException;
+import dev.ferrite.io.NoSpaceException;
 import dev.ferrite.journal.internal.Journal;
 
 import static dev.ferrite.dir.AgHeaderFormat.FIRST_FREE;
 import static dev.ferrite.dir.AgHeaderFormat.FREE_BLOCKS;
+import static dev.ferrite.dir.AgHeaderFormat.PENDING_COUNT;
 import static dev.ferrite.dir.AgHeaderFormat.u64;
 import static dev.ferrite.dir.AllocationGroup.AGF;
 import static dev.ferrite.dir.AllocationGroup.BUSY_RETRIES;
@@ -23,6 +25,7 @@ import static dev.ferrite.dir.AllocationGroup.OP_BLOCKS;
 import static dev.ferrite.dir.AllocationGroup.RESERVE;
 import static dev.ferrite.dir.AllocationGroup.addU64;
 import static dev.ferrite.dir.AllocationGroup.lock;
+import static dev.ferrite.dir.InodeRecords.RETRIES;
 
 /**
  * A group's free space, the xfs_alloc role: the two free-space trees (free extents by start,
@@ -124,6 +127,16 @@ final class FreeSpace {
     private long lastFreed, nextFree, nextChanges = -1;
     /** Under the AGF: lookups of a free's neighbours in the tree by start (for tests). */
     long aroundLooks;
+    /** Entries the AGF's pending-free list holds at most. */
+    private final int pendingCapacity;
+    /** Under the AGF: the blocks of the pending-free list's entries (summed at open, kept by each change). */
+    private long pendingBlocks;
+    /** The pending-free list's count, written under the AGF: read without it by {@link #pendingCount}. */
+    private volatile int pendingSeen;
+    /** Under the AGF: a {@link #drain} is freeing its entries, whose blocks the counters count free already. */
+    private boolean draining;
+    /** Under the AGF: pending-free drains that changed the trees, and the extents they freed (for tests). */
+    long drains, drainedRanges;
 
     FreeSpace(AllocationGroup ag, BufferCache cache, Counters counters) {
         this.cache = cache;
@@ -137,6 +150,7 @@ final class FreeSpace {
         this.agil = ag.agil;
         this.refcounts = ag.refcounts;
         this.busyData = new BusyExtents(cache.journal()::durableSeq, cache.journal()::allSeq);
+        this.pendingCapacity = AgHeaderFormat.pendingCapacity(cache.blockSize());
     }
 
     private static MemorySegment scratch(int bytes) {
@@ -455,6 +469,9 @@ final class FreeSpace {
      * pushed once the group ends ({@link #waitingHelps}).
      */
     void awaitBusy(int attempt) {
+        if (pendingSeen > 0) {
+            drainPending(true); // space pending free first: its blocks busy until the drain is durable, which the force makes it
+        }
         Journal journal = cache.journal();
         journal.forceAll();
         if (journal.holdsGroup()) {
@@ -516,7 +533,11 @@ final class FreeSpace {
         // what follows it is right, unless it joined right (then unknown: the next free looks)
         nextFree = right;
         nextChanges = joinsRight ? -1 : treeChanges;
-        addFree(txn, len);
+        if (draining) {
+            addU64(txn, agf, FREE_BLOCKS, len); // the counters took them when they went on the pending-free list
+        } else {
+            addFree(txn, len);
+        }
         if (chunkless) {
             chunkless = false;
         }
@@ -552,8 +573,10 @@ final class FreeSpace {
         AllocOutcome room = roomFor(len);
         long e;
         if (room == AllocOutcome.NO_SPACE || (e = extentAtLeast(txn, len)) < 0) {
+            // no free extent holds them, but a drain of the pending frees may make one
+            AllocOutcome r = room != AllocOutcome.NO_SPACE && pendingBlocks > 0 ? AllocOutcome.BUSY : AllocOutcome.NO_SPACE;
             txn.release(agf);
-            return AllocOutcome.NO_SPACE;
+            return r;
         }
         boolean anywhere = room == AllocOutcome.DONE && (wide || cache.journal().holdsGroup());
         // past the extents a look found busy, where it knows of them: the few findUsable looks at first are those
@@ -759,8 +782,8 @@ final class FreeSpace {
      */
     AllocOutcome roomFor(long len) {
         long free = u64(agf.data(), FREE_BLOCKS), need = len + heldBack();
-        if (free < need) {
-            return AllocOutcome.NO_SPACE;
+        if (free < need) { // blocks pending free are free once drained, which awaitBusy does before it forces
+            return free + pendingBlocks >= need ? AllocOutcome.BUSY : AllocOutcome.NO_SPACE;
         }
         return free - busyData.keptBlocks() >= need || free - busyData.busyBlocks() >= need ? AllocOutcome.DONE : AllocOutcome.BUSY;
     }
@@ -1063,5 +1086,196 @@ final class FreeSpace {
             refcounts.listRefilled(txn, extentLength(at[1]));
         }
         return AllocOutcome.DONE;
+    }
+
+    // ------------------------------------------------------------------ pending frees
+
+    /**
+     * At open: the pending-free list's count within its capacity and each entry inside the group past its
+     * headers (a drain frees them); sums their blocks. Returns them: a mount after a crash counts them free.
+     */
+    long openPending() {
+        MemorySegment h = agf.data();
+        int n = AgHeaderFormat.u32(h, PENDING_COUNT);
+        if (n < 0 || n > pendingCapacity) {
+            throw new CorruptionException(agf.block(), AGF, "pending-free list of " + n + " entries; it holds at most " + pendingCapacity);
+        }
+        long blocks = 0;
+        for (int i = 0; i < n; i++) {
+            int s = AgHeaderFormat.u32(h, AgHeaderFormat.pendingStartOffset(i)), len = AgHeaderFormat.u32(h, AgHeaderFormat.pendingLengthOffset(i));
+            if (len <= 0 || s < FIRST_FREE || s > length - len) {
+                throw new CorruptionException(agf.block(), AGF, "pending-free entry " + i + " of group " + agno + " is ["
+                        + Integer.toUnsignedString(s) + ", +" + Integer.toUnsignedString(len) + "), not inside [" + FIRST_FREE + ", " + length + ")");
+            }
+            blocks += len;
+        }
+        pendingBlocks = blocks;
+        pendingSeen = n;
+        return blocks;
+    }
+
+    /** The pending-free list's entries, read without the AGF (a hint). */
+    int pendingCount() {
+        return pendingSeen;
+    }
+
+    /** Whether the pending-free list is half full or more (a hint): the deleting thread drains it then. */
+    boolean pendingHalfFull() {
+        return pendingSeen >= pendingCapacity / 2;
+    }
+
+    /** The blocks of the pending-free list's entries (for the checker, with nothing changing the group). */
+    long pendingBlocks() {
+        return pendingBlocks;
+    }
+
+    /** The pending-free list's entry {@code i} as an extent of group blocks (for the checker: the AGF unchanged meanwhile). */
+    long pendingEntry(int i) {
+        MemorySegment h = agf.data();
+        return extent(AgHeaderFormat.u32(h, AgHeaderFormat.pendingStartOffset(i)), AgHeaderFormat.u32(h, AgHeaderFormat.pendingLengthOffset(i)));
+    }
+
+    /**
+     * With the AGF held by {@code txn} ({@link #lockForRelease}): instead of freeing {@code [block, block +
+     * len)} (device blocks of this group, whose owner {@code txn} removes), appends it to the pending-free
+     * list. The trees keep the blocks allocated, so nothing can take them and none is busy; the
+     * owner's removal and the entry are recovered together. The counters count them free at once (so
+     * that claims, and statfs, see them): an allocation that finds the group's free space short of them
+     * answers BUSY ({@link #roomFor}), and its {@link #awaitBusy} drains the list. False, nothing changed,
+     * if the list is full (the caller frees them itself).
+     */
+    boolean deferData(Txn txn, long block, int len) {
+        if (!txn.holds(agf)) {
+            throw new IllegalStateException("the AGF of group " + agno + " is not held");
+        }
+        int s = (int) (block - start);
+        if (s < FIRST_FREE || len < 1 || s > length - len) {
+            throw new InvalidArgumentException("extent [" + s + ", +" + len + ") lies outside the free space of group "
+                    + agno + " (blocks " + FIRST_FREE + " to " + length + ")");
+        }
+        MemorySegment h = agf.data();
+        int n = AgHeaderFormat.u32(h, PENDING_COUNT);
+        if (n >= pendingCapacity) {
+            return false;
+        }
+        AgHeaderFormat.setU32(h, AgHeaderFormat.pendingStartOffset(n), s);
+        AgHeaderFormat.setU32(h, AgHeaderFormat.pendingLengthOffset(n), len);
+        txn.log(agf, AgHeaderFormat.pendingStartOffset(n), AgHeaderFormat.PENDING_ENTRY);
+        AllocationGroup.setU32(txn, agf, PENDING_COUNT, n + 1);
+        pendingBlocks += len;
+        pendingSeen = n + 1;
+        counters.freeBlocks.add(len);
+        return true;
+    }
+
+    /**
+     * Frees the pending-free list's entries, in transactions of {@link #runsItems} items each, every one
+     * busy until its drain is durable. With {@code wait}, waits for log space and refills the free list as
+     * needed, until the list is empty (for sync, unmount, mount and an allocation short of space, holding
+     * no buffer lock); without, gives up at the first transaction that would wait or need a refill (a
+     * writer inside a table, which must not wait for log space: the list fills up meanwhile, and a full
+     * list makes deletes free their blocks themselves).
+     */
+    void drainPending(boolean wait) {
+        for (int fails = 0; pendingSeen > 0; ) {
+            if (needsRefill()) {
+                if (!wait) {
+                    return;
+                }
+                refillFreeList();
+            }
+            int items = runsItems();
+            Txn begun = wait ? Txn.begin(cache, items) : Txn.tryBegin(cache, items);
+            if (begun == null) {
+                return;
+            }
+            BusyExtents.Entry[] busy = new BusyExtents.Entry[pendingCapacity];
+            int ranges;
+            long seq = -1;
+            try (Txn txn = begun) {
+                ranges = drain(txn, items, busy);
+                if (ranges > 0) {
+                    seq = txn.commit();
+                }
+            }
+            if (ranges == 0) {
+                return; // another thread drained it
+            }
+            if (ranges < 0) { // the free list short of its reserve
+                if (!wait) {
+                    return;
+                }
+                if (fails++ == RETRIES) {
+                    throw new NoSpaceException("allocation group " + agno + " cannot refill the free list of its free-space trees");
+                }
+                refillFreeList();
+                continue;
+            }
+            fails = 0;
+            for (int i = 0; i < ranges; i++) {
+                busy[i].settle(seq);
+            }
+        }
+    }
+
+    /**
+     * One drain transaction: takes the AGF, sorts the pending-free entries by block and frees them as
+     * ranges of adjacent entries merged (values deleted in the order they were written lie side by side:
+     * one tree change for many), from the lowest, while the free list holds its reserve and {@code txn} has
+     * room for one more free-space change of the {@code items} it reserved; then rewrites the list as the
+     * entries it did not free, so that the transaction clears exactly the entries it freed (a crash before
+     * its commit leaves the list and the trees as they were, after it neither frees them twice nor leaks
+     * them). An entry overlapping another, or free already, is a CorruptionException (nothing committed).
+     * Each range's busy entry goes to {@code busy}, to settle once {@code txn} has committed.
+     *
+     * @return the ranges freed; 0 with the list empty, -1 with the free list short: nothing changed and the AGF released
+     */
+    int drain(Txn txn, int items, BusyExtents.Entry[] busy) {
+        lock(txn, agf);
+        MemorySegment h = agf.data();
+        int n = AgHeaderFormat.u32(h, PENDING_COUNT);
+        if (n == 0 || !agfl.holds(RESERVE)) {
+            txn.release(agf);
+            return n == 0 ? 0 : -1;
+        }
+        long[] entries = new long[n];
+        for (int i = 0; i < n; i++) {
+            entries[i] = pendingEntry(i);
+        }
+        Arrays.sort(entries); // by start: group blocks are below 2^31
+        int change = blockItems() + ROOT_SPLIT_ITEMS;
+        int used = 0, ranges = 0;
+        long blocks = 0;
+        freeingData = true;
+        draining = true;
+        try {
+            while (used < n && agfl.holds(RESERVE) && (ranges == 0 || txn.held() + change <= items)) {
+                int s = extentStart(entries[used]), end = s + extentLength(entries[used]), next = used + 1;
+                while (next < n && extentStart(entries[next]) == end) {
+                    end += extentLength(entries[next++]);
+                }
+                freeExtent(txn, s, end - s); // an entry overlapping one freed already finds its blocks free: corrupt
+                counters.repay(end - s);
+                busy[ranges++] = busyData.add(s, end - s);
+                blocks += end - s;
+                used = next;
+            }
+        } finally {
+            freeingData = false;
+            draining = false;
+        }
+        for (int i = used; i < n; i++) {
+            AgHeaderFormat.setU32(h, AgHeaderFormat.pendingStartOffset(i - used), extentStart(entries[i]));
+            AgHeaderFormat.setU32(h, AgHeaderFormat.pendingLengthOffset(i - used), extentLength(entries[i]));
+        }
+        if (used < n) {
+            txn.log(agf, AgHeaderFormat.pendingStartOffset(0), (n - used) * AgHeaderFormat.PENDING_ENTRY);
+        }
+        AllocationGroup.setU32(txn, agf, PENDING_COUNT, n - used);
+        pendingBlocks -= blocks;
+        pendingSeen = n - used;
+        drains++;
+        drainedRanges += ranges;
+        return ranges;
     }
 }

@@ -39,13 +39,13 @@ import static dev.ferrite.dir.Geometry.CHUNK_INODES;
 
 /**
  * The volume check's part for the allocation groups: each group's headers, its four to six trees (an orphan and a refcount tree once needed), that
- * every block of it is exactly one of header, tree node, free-list entry, free or inode chunk (or
+ * every block of it is exactly one of header, tree node, free-list entry, pending free, free or inode chunk (or
  * allocated to something the caller names), that the two free-space trees hold the same extents, that the
  * two inode trees agree and match the inode records, and the header counts; then the volume's counters
  * against the groups'. Reads only, taking no lock: run it while nothing changes the volume.
  */
 final class GroupCheck {
-    private enum Use { HEADER, TREE_NODE, FREE_LIST, FREE, INODES, ALLOCATED }
+    private enum Use { HEADER, TREE_NODE, FREE_LIST, FREE, INODES, ALLOCATED, PENDING_FREE }
 
     private final AllocationGroup ag;
     private final BufferCache cache;
@@ -75,7 +75,7 @@ final class GroupCheck {
         long freeBlocks = 0, freeInodes = 0, inodeCount = 0, reserved = 0;
         for (AllocationGroup ag : groups) {
             new GroupCheck(ag, problems).run(allocated);
-            freeBlocks += ag.freeBlockCount();
+            freeBlocks += ag.freeBlockCount() + ag.space.pendingBlocks(); // the counters count pending frees free
             freeInodes += ag.freeInodes();
             inodeCount += ag.inodes();
             reserved += ag.refcounts.reserve();
@@ -135,6 +135,11 @@ final class GroupCheck {
             for (int i = 0; i < l.count(); i++) {
                 mark(l.entry(i), 1, Use.FREE_LIST, where + " free list");
             }
+        }
+        // extents on the pending-free list: owned by the list, allocated in the trees, overlapping no owner
+        for (int i = 0; i < space.pendingCount(); i++) {
+            long e = space.pendingEntry(i);
+            mark(extentStart(e), extentLength(e), Use.PENDING_FREE, where + " pending-free list");
         }
         long free = 0;
         long agf = ag.agf.block();

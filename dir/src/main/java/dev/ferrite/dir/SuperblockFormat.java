@@ -101,11 +101,20 @@ final class SuperblockFormat {
      * volume never cloned into stays readable by that code.
      */
     static final long INCOMPAT_REFLINK = 128;
+    /**
+     * Incompatible feature: a group's AGF may hold pending frees ({@link AgHeaderFormat}, offset 68 and its
+     * list): extents whose owner is gone but which the free-space trees still hold as allocated, freed by a
+     * drain ({@link FreeSpace#drainPending}). Set, and never cleared, before the first is appended, so code
+     * that knows no such list refuses the volume instead of leaking those extents (and its checker reporting
+     * them lost).
+     */
+    static final long INCOMPAT_PENDING_FREES = 256;
     /** The log features: what the log of a volume in use or crashed may hold, none once cleanly unmounted. */
     static final long LOG_INCOMPAT = INCOMPAT_LOG_INIT_RECORDS | INCOMPAT_LOG_INLINE_RECORDS;
     /** Incompatible features this code understands. */
     static final long KNOWN_INCOMPAT = INCOMPAT_EXTENT_TREE | INCOMPAT_TABLES | INCOMPAT_LOG_INIT_RECORDS | INCOMPAT_TABLE_EXTENTS
-            | INCOMPAT_FLOATING_SLOTS | INCOMPAT_WIDE_CELLS | INCOMPAT_LOG_INLINE_RECORDS | INCOMPAT_REFLINK;
+            | INCOMPAT_FLOATING_SLOTS | INCOMPAT_WIDE_CELLS | INCOMPAT_LOG_INLINE_RECORDS | INCOMPAT_REFLINK
+            | INCOMPAT_PENDING_FREES;
 
     static final long VERSION_OFF = 32, BLOCK_SIZE = 36, DEVICE_BLOCKS = 40, UUID_OFF = 48, LOG_START = 64,
             LOG_BLOCKS = 72, AG_COUNT = 76, AG_BLOCKS = 80, INODE_SIZE = 84, DATA_START = 88, COMPAT = 96,

@@ -509,7 +509,10 @@ final class TableCommit {
      * table's last single delete found one there), in one descent: one transaction takes {@code ag}'s AGF
      * first (the order of {@link TableExtents#freeBeforeChange}: before any node of the table's tree), then
      * deletes the key if it holds an inline value or an extent value in {@code ag}, looking at the value
-     * under the leaf's lock, and frees that extent's blocks in the same transaction. NOT_HERE, nothing
+     * under the leaf's lock, and puts that extent on the group's pending-free list in the same transaction
+     * (frees it there if the list is full: {@link TableExtents#freeAfterDelete}). After the commit, with no
+     * lock held, a list half full or more is drained, unless that would wait (a writer inside a table must
+     * not wait for log space or a refill: the list fills up meanwhile). NOT_HERE, nothing
      * changed, if the free list needs a refill or the value lies elsewhere (another group, a blob, chunks):
      * the caller looks the key up first, as before.
      *
@@ -519,6 +522,7 @@ final class TableCommit {
         if (ag.needsRefill()) {
             return NOT_HERE;
         }
+        extents.featurePendingFrees();
         BTree tree = t.tree();
         int items = 2 + tree.reservation() + ag.blockItems();
         Txn begun = Txn.tryBegin(cache, items);
@@ -541,7 +545,8 @@ final class TableCommit {
                 return UNCHANGED;
             }
             BusyExtents.Entry freed = null;
-            if (TableValueFormat.isExtent(valueOut, length)) {
+            boolean extent = TableValueFormat.isExtent(valueOut, length);
+            if (extent) {
                 freed = extents.freeAfterDelete(txn, ag, TableValueFormat.readExtent(valueOut));
             } else {
                 t.extentFrees = null; // an inline value: the next delete looks first
@@ -549,6 +554,9 @@ final class TableCommit {
             seq = txn.commit();
             if (freed != null) {
                 freed.settle(seq); // busy until the free is durable: a crash before gives the key its stub back
+            }
+            if (extent && ag.pendingHalfFull()) {
+                ag.drainPending(false); // no lock held; inside the table, so it gives up rather than wait
             }
             return CHANGED;
         } finally {

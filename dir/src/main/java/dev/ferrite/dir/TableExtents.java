@@ -57,6 +57,8 @@ final class TableExtents {
     final TableExtentWriteBack writeBack;
     /** The superblock has the feature (read at mount, set with the first value): keys may name extents. */
     private volatile boolean featured;
+    /** The superblock has {@link SuperblockFormat#INCOMPAT_PENDING_FREES} (read at mount, set before the first entry). */
+    private volatile boolean defers;
     /** False to keep medium values in the overflow tree, as code from before extents did (for tests of such volumes). */
     volatile boolean enabled = true;
     /** Test seam: run by a read after it has the stub, before it reads the blocks; null outside tests. */
@@ -71,6 +73,7 @@ final class TableExtents {
         this.geometry = geometry;
         this.blockSize = geometry.blockSize();
         this.featured = volume.hasIncompatFeature(SuperblockFormat.INCOMPAT_TABLE_EXTENTS);
+        this.defers = volume.hasIncompatFeature(SuperblockFormat.INCOMPAT_PENDING_FREES);
     }
 
     /** Whether some key may name an extent: a change must then look at the value it replaces. */
@@ -222,6 +225,17 @@ final class TableExtents {
         if (!featured) {
             volume.requireIncompatFeature(SuperblockFormat.INCOMPAT_TABLE_EXTENTS);
             featured = true;
+        }
+    }
+
+    /**
+     * Sets the superblock's pending-free feature before a single delete may put the first entry on a
+     * pending-free list (a write of the superblock: holding no lock).
+     */
+    void featurePendingFrees() {
+        if (!defers) {
+            volume.requireIncompatFeature(SuperblockFormat.INCOMPAT_PENDING_FREES);
+            defers = true;
         }
     }
 
@@ -483,11 +497,19 @@ final class TableExtents {
     /**
      * For a single delete that took {@code ag}'s AGF ({@link AllocationGroup#lockForRelease}) before any node
      * of the table's tree and then deleted the key naming value {@code x} (in {@code ag}) in {@code txn}:
-     * frees its blocks there, as {@link #freeBeforeChange} does. The AGF held, the free cannot need a
-     * refill. Returns what the blocks are busy as.
+     * puts its blocks on the group's pending-free list ({@link AllocationGroup#deferData}: the free-space
+     * trees unchanged, a drain frees them later; {@link #featurePendingFrees} called before) and answers
+     * null; or, the list full, frees them there as {@link #freeBeforeChange} does (the AGF held, the free
+     * cannot need a refill) and answers what the blocks are busy as. Its frames go now either way.
      */
     BusyExtents.Entry freeAfterDelete(Txn txn, AllocationGroup ag, TableValueFormat.Extent x) {
         forget(x);
+        if (!defers) {
+            throw new IllegalStateException("the pending-free feature is not set");
+        }
+        if (ag.deferData(txn, x.block(), x.blocks(blockSize))) {
+            return null;
+        }
         if (ag.releaseData(txn, x.block(), x.blocks(blockSize)) != AllocOutcome.DONE) { // the journal shuts down rather than log the delete alone
             throw new IllegalStateException("group " + ag.agno + " refused a free while its AGF was held");
         }

@@ -203,7 +203,7 @@ public final class Volume implements AutoCloseable {
             } else {
                 long freeBlocks = 0, freeInodes = 0, inodes = 0;
                 for (AllocationGroup ag : groups) {
-                    freeBlocks += ag.freeBlockCount();
+                    freeBlocks += ag.freeBlockCount() + ag.pendingAtOpen; // pending frees count free: drained below
                     freeInodes += ag.freeInodes();
                     inodes += ag.inodes();
                 }
@@ -218,6 +218,7 @@ public final class Volume implements AutoCloseable {
             Volume v = new Volume(device, sb, journal, cache, groups, counters, report, options);
             v.writeSuperblock(sb.withState(false, sb.freeBlocks(), sb.freeInodes(), sb.inodes(), sb.mounts() + 1)
                     .withIncompat(sb.incompat() | SuperblockFormat.LOG_INCOMPAT));
+            v.drainPending(); // what a crash left on the pending-free lists, before anything allocates
             v.namespace.recoverOrphans();
             v.namespace.files.cow.freeStaging(); // copies on write a crash cut off: mapped by nobody
             v.tables.recover();
@@ -776,7 +777,20 @@ public final class Volume implements AutoCloseable {
         requireOpen();
         tables.blobs.deleteDoomed();
         namespace.files.flushAll();
+        drainPending();
         journal.forceAll();
+    }
+
+    /**
+     * Frees every group's pending frees ({@link FreeSpace#drainPending}), waiting for log space as needed:
+     * after it the groups' free counts and trees hold every block deleted so far.
+     */
+    void drainPending() {
+        for (AllocationGroup ag : groups) {
+            if (ag.pendingCount() > 0) {
+                ag.drainPending(true);
+            }
+        }
     }
 
     /**
@@ -789,6 +803,7 @@ public final class Volume implements AutoCloseable {
      */
     public void quiesce() {
         requireOpen();
+        drainPending();
         journal.quiesce();
         SuperblockFormat.Fields f;
         synchronized (this) {
@@ -863,6 +878,7 @@ public final class Volume implements AutoCloseable {
                 if (!journal.isShutdown()) {
                     namespace.files.logAllModified(); // write times not yet logged, and
                     namespace.files.buffered.writeBackAll(); // file data cached dirty, before the journal goes
+                    drainPending(); // a clean volume's pending-free lists are empty
                 }
             } catch (RuntimeException e) { // the data is lost; the volume still unmounts, consistent
                 lost = e;

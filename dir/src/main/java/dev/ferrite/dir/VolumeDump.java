@@ -96,7 +96,8 @@ public final class VolumeDump {
                 int refcounts = AgHeaderFormat.u32(b, AgHeaderFormat.REFCOUNT_TREE);
                 sb.append(refcounts == 0 ? ", no refcount tree" : ", refcount tree at group block " + refcounts)
                         .append(", ").append(Integer.toUnsignedString(AgHeaderFormat.u32(b, AgHeaderFormat.REFCOUNT_PAID)))
-                        .append(" of its blocks paid from the reservation").append('\n');
+                        .append(" of its blocks paid from the reservation, ")
+                        .append(Integer.toUnsignedString(AgHeaderFormat.u32(b, AgHeaderFormat.PENDING_COUNT))).append(" pending frees").append('\n');
             } else if (magic == AgHeaderFormat.AGI_MAGIC) {
                 sb.append("allocation group ").append(AgHeaderFormat.u32(b, AgHeaderFormat.AG_NUMBER))
                         .append(" inode header (AGI): ").append(AgHeaderFormat.u64(b, AgHeaderFormat.INODES))

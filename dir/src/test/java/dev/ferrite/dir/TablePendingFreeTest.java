@@ -1,0 +1,410 @@
+package dev.ferrite.dir;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.function.ToLongFunction;
+
+import dev.ferrite.btree.internal.BlockHeaderFormat;
+import dev.ferrite.btree.internal.Txn;
+import dev.ferrite.io.CorruptionException;
+import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.NoSpaceException;
+import dev.ferrite.io.testkit.RecordingDevice;
+import dev.ferrite.io.testkit.TestSeed;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import static dev.ferrite.dir.TableTest.b;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The groups' pending-free lists ({@link FreeSpace#deferData}, {@link FreeSpace#drainPending}): a single
+ * delete of an extent value puts its blocks there instead of changing the free-space trees; a drain frees
+ * them in bulk, at half full, at sync and unmount, before an allocation short of space forces, and at
+ * mount; the checker counts them as owned; a crash anywhere neither frees them twice nor leaks them.
+ */
+@ExtendWith(TestSeed.class)
+class TablePendingFreeTest {
+    private static final long SEED = TestSeed.get(17);
+    private static final int VALUE = 4 * 4096;
+
+    private static byte[] key(int i) {
+        return b(String.format("k%04d", i));
+    }
+
+    private static byte[] value(int i, int tag) {
+        byte[] v = new byte[VALUE];
+        new Random(i * 1_000_003L + tag).nextBytes(v);
+        return v;
+    }
+
+    /** {@code of} summed over the volume's groups. */
+    private static long sum(Volume v, ToLongFunction<AllocationGroup> of) {
+        long n = 0;
+        for (int g = 0; g < v.geometry().agCount(); g++) {
+            n += of.applyAsLong(v.group(g));
+        }
+        return n;
+    }
+
+    private static long pendingCount(Volume v) {
+        return sum(v, AllocationGroup::pendingCount);
+    }
+
+    private static long drainedRanges(Volume v) {
+        return sum(v, ag -> ag.space.drainedRanges);
+    }
+
+    /**
+     * Deletes of values written side by side go on the list: the trees and the AGF's free count do not move,
+     * the volume's free count does, the live volume checks clean; the sync drains them as one tree change,
+     * and the superblock carries the feature that refuses code without the lists.
+     */
+    @Test
+    void singleDeletesGoOnThePendingListAndSyncDrainsThemAsOneRange() {
+        int n = 100; // under half of a list: no drain on the deleting thread
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            Table none = t.withDurability(Durability.NONE);
+            for (int i = 0; i < n; i++) {
+                none.put(key(i), value(i, 0));
+            }
+            v.sync();
+            assertFalse(v.hasIncompatFeature(SuperblockFormat.INCOMPAT_PENDING_FREES), "no pending free yet");
+            long statfsBefore = v.statfs().freeBlocks(), agfBefore = sum(v, AllocationGroup::freeBlockCount);
+            for (int i = 0; i < n; i++) {
+                assertTrue(none.delete(key(i)));
+            }
+            assertTrue(v.hasIncompatFeature(SuperblockFormat.INCOMPAT_PENDING_FREES), "set before the first entry");
+            // the first delete looks first (two passes, freeing at once); the others go on the list
+            assertEquals(n - 1L, pendingCount(v), "entries on the pending-free lists");
+            assertEquals(agfBefore + 4, sum(v, AllocationGroup::freeBlockCount), "the trees took only the first delete's blocks");
+            assertEquals(statfsBefore + 4L * n, v.statfs().freeBlocks(), "the counters count pending frees free");
+            VolumeFixtures.assertChecked(v.namespace()); // the list's extents owned, overlapping nothing
+            long rangesBefore = drainedRanges(v);
+            v.sync();
+            assertEquals(0L, pendingCount(v), "sync drains every list");
+            assertEquals(1, drainedRanges(v) - rangesBefore, "adjacent values freed as one range");
+            assertEquals(agfBefore + 4L * n, sum(v, AllocationGroup::freeBlockCount));
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /** The deleting thread drains a list once it is half full: it never fills while deletes go on. */
+    @Test
+    void theDeletingThreadDrainsAtHalfFull() {
+        int half = AgHeaderFormat.pendingCapacity(4096) / 2;
+        int n = half + 40;
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            Table none = t.withDurability(Durability.NONE);
+            for (int i = 0; i < n; i++) {
+                none.put(key(i), value(i, 0));
+            }
+            v.sync();
+            for (int i = 0; i < n; i++) {
+                assertTrue(none.delete(key(i)));
+                // a drain gives up where it would wait (a refill due: the next delete refills, the one after drains)
+                assertTrue(pendingCount(v) <= half + 8, pendingCount(v) + " entries after " + (i + 1) + " deletes");
+            }
+            assertTrue(drainedRanges(v) >= 1, "a drain ran on the deleting thread");
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /**
+     * Unmount drains (a clean volume's lists are empty), and a mount drains what a crash left: a volume
+     * copied with entries on its lists mounts with them freed, its counts exact, every block accounted.
+     */
+    @Test
+    void unmountAndMountDrainTheLists() {
+        MemoryDevice dev = VolumeFixtures.formatted();
+        int n = 60;
+        long statfs;
+        try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            for (int i = 0; i < n; i++) {
+                t.put(key(i), value(i, 0));
+            }
+            for (int i = 0; i < n; i += 2) {
+                assertTrue(t.delete(key(i))); // SYNC: each delete and its entry durable
+            }
+            assertTrue(pendingCount(v) > 0);
+            statfs = v.statfs().freeBlocks();
+            try (MemoryDevice crashed = dev.copy("crashed"); Volume c = Volume.open(crashed, VolumeFixtures.OPTIONS)) {
+                assertFalse(c.mountReport().wasClean(), "a copy of a mounted volume");
+                assertEquals(0L, pendingCount(c), "mount drains the lists");
+                assertEquals(statfs, c.statfs().freeBlocks(), "counts rebuilt with the pending frees");
+                VolumeFixtures.assertChecked(c.namespace());
+            }
+        }
+        try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS)) {
+            assertTrue(v.mountReport().wasClean());
+            assertEquals(statfs, v.statfs().freeBlocks());
+            for (int g = 0; g < v.geometry().agCount(); g++) {
+                assertEquals(0, AgHeaderFormat.u32(v.group(g).agf.data(), AgHeaderFormat.PENDING_COUNT), "unmount drained group " + g);
+            }
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /**
+     * A volume filled with values, some deleted (their blocks pending free, the lists under half full), takes
+     * nearly as many values again: an allocation short of space drains the lists before it forces.
+     */
+    @Test
+    void anAllocationShortOfSpaceDrainsTheLists() {
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            Table none = t.withDurability(Durability.NONE);
+            int n = 0;
+            try {
+                for (; ; n++) {
+                    none.put(key(n), value(n, 0));
+                }
+            } catch (NoSpaceException full) {
+                // as full as values make it
+            }
+            v.sync();
+            int deleted = 0;
+            for (int i = 1; i < n && deleted < 100; i += 3, deleted++) {
+                assertTrue(none.delete(key(i)));
+            }
+            assertTrue(pendingCount(v) > 0, "deletes left on the lists");
+            int again = deleted * 9 / 10; // the rest kept for the trees' growth and the held-back blocks
+            for (int i = 0; i < again; i++) {
+                none.put(b("again" + i), value(i, 1));
+            }
+            VolumeFixtures.assertChecked(v.namespace());
+            assertEquals(0L, pendingCount(v), "the puts drained the lists");
+            for (int i = 0; i < again; i++) {
+                assertArrayEquals(value(i, 1), t.get(b("again" + i)));
+            }
+        }
+    }
+
+    /** The checker finds a pending entry that overlaps a value's blocks: owned twice. */
+    @Test
+    void theCheckerFindsAPendingEntryOverlappingAnOwner() {
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            t.put(key(0), value(0, 0));
+            TableValueFormat.Extent x = TableValueFormat.readExtent(java.lang.foreign.MemorySegment.ofArray(t.storedValue(key(0))));
+            AllocationGroup ag = v.tables().extents.groupOf(x);
+            v.tables().extents.featurePendingFrees();
+            try (Txn txn = Txn.begin(v.cache(), ag.blockItems())) {
+                assertTrue(ag.lockForRelease(txn));
+                assertTrue(ag.deferData(txn, x.block(), x.blocks(4096))); // still the key's
+                txn.commit();
+            }
+            CheckReport report = v.namespace().check();
+            assertFalse(report.clean());
+            assertTrue(report.toString().contains("is also PENDING_FREE"), report.toString());
+        }
+    }
+
+    /** A mount refuses a pending-free entry outside its group, naming it. */
+    @Test
+    void theMountRefusesAnEntryOutsideItsGroup() {
+        MemoryDevice dev = VolumeFixtures.formatted();
+        try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS)) {
+            AllocationGroup ag = v.group(1);
+            v.quiesce(); // the AGF home, the log replaying nothing
+            try (MemoryDevice bad = dev.copy("bad")) {
+                VolumeTest.rewriteRaw(bad, ag.agf.block(), h -> {
+                    AgHeaderFormat.setU32(h, AgHeaderFormat.pendingStartOffset(0), ag.length - 2); // across the group's end
+                    AgHeaderFormat.setU32(h, AgHeaderFormat.pendingLengthOffset(0), 4);
+                    AgHeaderFormat.setU32(h, AgHeaderFormat.PENDING_COUNT, 1);
+                    BlockHeaderFormat.stamp(h, BlockHeaderFormat.lsn(h));
+                });
+                CorruptionException e = assertThrows(CorruptionException.class, () -> Volume.open(bad, VolumeFixtures.OPTIONS).close());
+                assertTrue(e.getMessage().contains("pending-free entry 0 of group 1"), e.getMessage());
+            }
+        }
+    }
+
+    /**
+     * Single puts and deletes of 16 KiB values (most deletes through the pending-free lists, drained at half
+     * full, by syncs, by the mount), committed SYNC, ASYNC or NONE, crashed at sampled points (a random
+     * subset of the next epoch's writes, reordered, or one torn): each recovered volume checks clean (every
+     * block one owner's or free: nothing freed twice, nothing lost), every key holds a value it was given,
+     * and once every key is deleted and the volume synced, its free space is exactly what it was before
+     * the churn.
+     */
+    @Test
+    void crashesNeitherFreeTwiceNorLeak() {
+        Random rnd = new Random(SEED);
+        int keys = 90;
+        Map<Integer, List<byte[]>> given = new HashMap<>();
+        try (RecordingDevice rec = RecordingDevice.wrap(VolumeFixtures.formatted())) {
+            int firstFlush;
+            long spareAtStart;
+            try (Volume v = Volume.open(rec, VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+                v.sync();
+                spareAtStart = spareWith(v, t);
+                firstFlush = rec.flushCount();
+                churn(v, t, rnd, keys, 700, given);
+                assertTrue(drainedRanges(v) > 0, "the workload drained on the deleting thread or at sync");
+            }
+            int flushes = rec.flushCount(), drainedAtMount = 0;
+            for (int s = 0; s < 24; s++) {
+                int k = firstFlush + rnd.nextInt(flushes - firstFlush);
+                drainedAtMount += recoverAndVerify(rec, TableCrashTest.sampleAfter(rec, k, rnd), keys, given, spareAtStart);
+            }
+            assertTrue(drainedAtMount > 0, "some crash left entries for the mount to drain");
+        }
+    }
+
+    /**
+     * Crashes inside the epochs of a sync that drains scattered lists (every other value deleted, the
+     * deletes durable first):
+     * whatever subset of those epochs' writes lands, or whichever is torn, recovery neither frees an entry
+     * twice nor leaks one.
+     */
+    @Test
+    void crashesInsideADrainNeitherFreeTwiceNorLeak() {
+        Random rnd = new Random(SEED + 1);
+        int keys = 240;
+        Map<Integer, List<byte[]>> given = new HashMap<>();
+        try (RecordingDevice rec = RecordingDevice.wrap(VolumeFixtures.formatted())) {
+            int before, after;
+            long spareAtStart;
+            try (Volume v = Volume.open(rec, VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+                v.sync();
+                spareAtStart = spareWith(v, t);
+                Table none = t.withDurability(Durability.NONE);
+                for (int k = 0; k < keys; k++) {
+                    byte[] val = value(k, 0);
+                    given.computeIfAbsent(k, x -> new ArrayList<>()).add(val);
+                    none.put(key(k), val);
+                }
+                v.sync();
+                for (int k = 0; k < keys; k += 2) {
+                    assertTrue(none.delete(key(k)));
+                }
+                v.journal().forceAll(); // the deletes and their entries durable, the lists not drained
+                before = rec.flushCount();
+                long drainsBefore = sum(v, ag -> ag.space.drains);
+                assertTrue(pendingCount(v) > 0);
+                v.sync();
+                after = rec.flushCount();
+                long drains = sum(v, ag -> ag.space.drains) - drainsBefore;
+                assertTrue(drains >= 1, "the sync drained");
+            }
+            int drainedAtMount = 0;
+            for (int s = 0; s < 30; s++) {
+                int k = before - 1 + rnd.nextInt(after - before + 1);
+                drainedAtMount += recoverAndVerify(rec, TableCrashTest.sampleAfter(rec, k, rnd), keys, given, spareAtStart);
+            }
+            assertTrue(drainedAtMount > 0, "some crash left entries for the mount to drain");
+        }
+    }
+
+    /**
+     * A drain transaction with room for one range frees the lowest and leaves the list holding exactly the
+     * entries it did not free, sorted; the next drains the rest.
+     */
+    @Test
+    void aDrainTransactionClearsExactlyTheEntriesItFreed() {
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            Table none = t.withDurability(Durability.NONE);
+            for (int k = 0; k < 40; k++) {
+                none.put(key(k), value(k, 0));
+            }
+            v.sync();
+            for (int k = 38; k >= 0; k -= 2) { // scattered, listed in descending order
+                assertTrue(none.delete(key(k)));
+            }
+            AllocationGroup ag = null;
+            for (int g = 0; g < v.geometry().agCount(); g++) {
+                if (v.group(g).pendingCount() > 1) {
+                    ag = v.group(g);
+                }
+            }
+            assertTrue(ag != null, "a group with entries");
+            FreeSpace space = ag.space;
+            int n = space.pendingCount();
+            long[] sorted = new long[n];
+            for (int i = 0; i < n; i++) {
+                sorted[i] = space.pendingEntry(i);
+            }
+            java.util.Arrays.sort(sorted);
+            long free = ag.freeBlockCount();
+            BusyExtents.Entry[] busy = new BusyExtents.Entry[n];
+            try (Txn txn = Txn.begin(v.cache(), ag.runsItems())) {
+                assertEquals(1, space.drain(txn, 1, busy), "room for one range: the first always goes");
+                busy[0].settle(txn.commit());
+            }
+            assertEquals(n - 1, space.pendingCount());
+            for (int i = 0; i < n - 1; i++) {
+                assertEquals(sorted[i + 1], space.pendingEntry(i), "entry " + i);
+            }
+            assertEquals(free + FreeSpace.extentLength(sorted[0]), ag.freeBlockCount());
+            VolumeFixtures.assertChecked(v.namespace());
+            v.sync();
+            assertEquals(0, space.pendingCount());
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /** Free blocks, the free lists' and the table tree's blocks: what deleting every key and a sync bring back to its start. */
+    private static long spareWith(Volume v, Table t) {
+        return TableExtentTest.spare(v) + t.stats().bytes() / 4096;
+    }
+
+    /** {@code ops} single puts and deletes of {@code keys} keys, SYNC, ASYNC or NONE, now and then a sync. */
+    private static void churn(Volume v, Table t, Random rnd, int keys, int ops, Map<Integer, List<byte[]>> given) {
+        boolean[] present = new boolean[keys];
+        for (int op = 0; op < ops; op++) {
+            Table w = t.withDurability(Durability.values()[rnd.nextInt(3)]);
+            int k = rnd.nextInt(keys);
+            if (!present[k] || rnd.nextInt(4) == 0) {
+                byte[] val = value(k, op);
+                given.computeIfAbsent(k, x -> new ArrayList<>()).add(val);
+                w.put(key(k), val);
+                present[k] = true;
+            } else {
+                assertTrue(w.delete(key(k)));
+                present[k] = false;
+            }
+            if (rnd.nextInt(150) == 0) {
+                v.sync();
+            }
+        }
+    }
+
+    /**
+     * Recovers crash {@code state}: the volume checks clean with the lists drained, every key holds a value
+     * it was given, and once every key is deleted and the volume synced its free space is {@code spareAtStart}.
+     * Returns the groups whose lists the mount found entries on.
+     */
+    private static int recoverAndVerify(RecordingDevice rec, RecordingDevice.CrashState state, int keys,
+                                        Map<Integer, List<byte[]>> given, long spareAtStart) {
+        String where = "seed " + SEED + ", crash " + state;
+        int drained = 0;
+        try (MemoryDevice crashed = rec.materialize(state); Volume v = Volume.open(crashed, VolumeFixtures.OPTIONS)) {
+            CheckReport report = v.namespace().check();
+            assertTrue(report.clean(), where + ": " + report);
+            assertEquals(0L, pendingCount(v), where + ": mount drained the lists");
+            for (int g = 0; g < v.geometry().agCount(); g++) {
+                drained += v.group(g).pendingAtOpen > 0 ? 1 : 0;
+            }
+            try (Table t = v.tables().open("t")) {
+                for (int k = 0; k < keys; k++) {
+                    byte[] got = t.get(key(k));
+                    if (got != null) {
+                        boolean known = given.getOrDefault(k, List.of()).stream().anyMatch(g -> java.util.Arrays.equals(g, got));
+                        assertTrue(known, where + ": key " + k + " holds a value it was never given");
+                        assertTrue(t.delete(key(k)));
+                    }
+                }
+                v.sync();
+                assertEquals(spareAtStart, spareWith(v, t), where + ": free space after every key is deleted");
+            }
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+        return drained;
+    }
+}
