@@ -584,11 +584,6 @@ final class TableCommit {
     }
 
     /**
-     * The first {@code length} bytes of {@code s} in a new array: what a slice's {@code toArray} gives,
-     * without the slice, and without the array type's name {@code toArray} looks up (through the class's
-     * reflection data) for its size check on every call.
-     */
-    /**
      * A copy of the first {@code length} bytes of {@link #valueOut} (a key's prior value, just read), in a
      * spare array of that length if this engine has one ({@link #spares}), else in a new one.
      */
@@ -631,6 +626,11 @@ final class TableCommit {
         }
     }
 
+    /**
+     * The first {@code length} bytes of {@code s} in a new array: what a slice's {@code toArray} gives,
+     * without the slice, and without the array type's name {@code toArray} looks up (through the class's
+     * reflection data) for its size check on every call.
+     */
     private static byte[] bytes(MemorySegment s, int length) {
         byte[] a = new byte[length];
         MemorySegment.copy(s, ValueLayout.JAVA_BYTE, 0, a, 0, length);
