@@ -134,9 +134,16 @@ public final class Table implements AutoCloseable {
         requireOpen();
         MemorySegment buf = Tables.valueBuffer();
         int len = tree().get(key, buf);
-        TableVersions.Undo u = tables.unpublished(this, key); // after the tree: a change seen there has its record here
-        if (u != null) {
-            return u.before == null ? -1 : tables.copy(this, key, null, MemorySegment.ofArray(u.before), u.before.length, offset, out);
+        if (tables.applying()) { // after the tree: a change seen there has its record
+            int counted = tables.enterRecords(); // before the look: the commit keeps the record's array until it is left
+            try {
+                TableVersions.Undo u = tables.unpublished(this, key);
+                if (u != null) {
+                    return u.before == null ? -1 : tables.copy(this, key, null, MemorySegment.ofArray(u.before), u.before.length, offset, out);
+                }
+            } finally {
+                tables.leaveRecords(counted);
+            }
         }
         return len < 0 ? -1 : tables.copy(this, key, null, buf, len, offset, out);
     }

@@ -334,9 +334,10 @@ final class TablePublication {
     }
 
     /**
-     * Counts a latest-state cursor opening on this thread, before it reads {@link #published}: a commit
-     * that {@link #end}s and then finds no cursor open knows none can read its records. Returns the
-     * stripe for {@link #leave}.
+     * Counts a latest-state cursor opening on this thread, before it reads {@link #published}, or a
+     * latest-state read before it looks at the applying commits' records: a commit that {@link #end}s and
+     * then finds none counted knows none can read its records (a read counted later no longer finds it
+     * applying). Returns the stripe for {@link #leave}.
      */
     int enter() {
         int stripe = (int) (Thread.currentThread().threadId() & (STRIPES - 1)) * STRIDE;
@@ -350,8 +351,9 @@ final class TablePublication {
     }
 
     /**
-     * True if a latest-state cursor may be open: read after a commit's {@link #end}, false means no cursor
-     * open then had opened before it, so none will read its records.
+     * True if a latest-state cursor may be open, or a read may be looking at records ({@link #enter}):
+     * read after a commit's {@link #end}, false means no cursor open then had opened before it and no read
+     * holds a record of it, so none will read its records.
      */
     boolean cursorsOpen() {
         for (int s = 0; s < STRIPES * STRIDE; s += STRIDE) {

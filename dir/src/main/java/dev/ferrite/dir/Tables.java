@@ -1089,8 +1089,9 @@ public final class Tables {
                 (shared ? l.readLock() : l.writeLock()).unlock();
             }
             if (c.published != null) {
-                c.releaseFrees(publication); // last: its copies, if any, hold no lock (the blocks stay busy until it)
+                c.releaseFrees(publication); // its copies, if any, hold no lock (the blocks stay busy until it)
             }
+            c.recycle(publication); // last: after the publication, whose records its prior values are
         }
     }
 
@@ -1158,11 +1159,41 @@ public final class Tables {
      * absent) read first: its prior value if a multi-key commit applying now has changed the key.
      */
     byte[] published(Table t, byte[] key, byte[] stored) {
-        TableVersions.Undo u = publication.prior(t.inode.ino, key);
-        return u == null ? stored : u.before;
+        if (publication.applying() == null) {
+            return stored;
+        }
+        int counted = publication.enter(); // before the look: the commit keeps the record's array until it is left
+        try {
+            TableVersions.Undo u = publication.prior(t.inode.ino, key);
+            return u == null ? stored : u.before == null ? null : u.before.clone(); // the commit's array may be its next's
+        } finally {
+            publication.leave(counted);
+        }
     }
 
-    /** The record of {@code key}'s value before the multi-key commit applying now that changed it, or null if none did. */
+    /** True if a multi-key commit is applying now: a latest-state read must then look at its records. */
+    boolean applying() {
+        return publication.applying() != null;
+    }
+
+    /**
+     * Counts a latest-state read that looks at the applying commits' records ({@link #unpublished}) and
+     * uses what it found before {@link #leaveRecords}: a commit ending meanwhile then keeps its prior
+     * values' arrays for no later commit ({@code TableCommit#recycle}). Returns the count's stripe.
+     */
+    int enterRecords() {
+        return publication.enter();
+    }
+
+    /** Ends the count {@link #enterRecords} took in {@code stripe}. */
+    void leaveRecords(int stripe) {
+        publication.leave(stripe);
+    }
+
+    /**
+     * The record of {@code key}'s value before the multi-key commit applying now that changed it, or null if
+     * none did; a read that uses its value counts itself first ({@link #enterRecords}).
+     */
     TableVersions.Undo unpublished(Table t, MemorySegment key) {
         return publication.applying() == null ? null : publication.prior(t.inode.ino, key.toArray(ValueLayout.JAVA_BYTE));
     }

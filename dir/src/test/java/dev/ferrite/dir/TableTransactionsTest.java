@@ -708,6 +708,18 @@ class TableTransactionsTest {
     }
 
     /**
+     * A commit copies each key's prior value (its undo's, and latest-state reads' while it applies) into a
+     * spare array of its thread's last commits ({@code TableCommit#recycle}): batches of 100 puts of 1 KiB
+     * values over 2,000 keys, nearly all overwrites, allocate under 700 bytes a put on the committing
+     * thread. A new array for each prior value took 1,233 bytes a put here.
+     */
+    @Test
+    void aBatchOfOneKibOverwritesReusesItsPriorValuesArrays() throws Exception {
+        double best = bytesAllocatedPerPut(2_000, 1024, 100);
+        assertTrue(best < 700, "batches of 100 puts of 1 KiB allocated " + best + " bytes per put, expected under 700 (seed " + SEED + ")");
+    }
+
+    /**
      * A transaction copies the values it is given off the heap ({@link StagedValues}), into buffers it gives
      * back when it ends: batches of 100 puts of 16 KiB values over 500 keys allocate under 2 KiB a put on the
      * committing thread (the best of five rounds of ten batches, once warm), where a copy on the heap was

@@ -1,0 +1,80 @@
+package dev.ferrite.dir;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@link KeyStripes}: sets of stripes taken by several threads at once, overlapping heavily (64 stripes),
+ * single stripes beside them. Each holder checks that no one else holds its stripes (mutual exclusion) and
+ * every thread must finish (a wake-up lost by a holder letting go without seeing a waiter leaves a thread
+ * waiting for ever: the latch's timeout fails it).
+ */
+class KeyStripesTest {
+    private static final long SEED = Long.getLong("ferrite.seed", 17);
+
+    @Test
+    void overlappingSetsAndSingleStripesExcludeEachOtherAndAllFinish() throws Exception {
+        int stripes = 64, threads = 6, rounds = 20_000;
+        KeyStripes k = new KeyStripes(stripes);
+        int[] owner = new int[stripes]; // 0 free, else the holder's id; read and written only by holders
+        AtomicReference<String> failure = new AtomicReference<>();
+        CountDownLatch done = new CountDownLatch(threads);
+        List<Thread> ts = new ArrayList<>();
+        for (int t = 1; t <= threads; t++) {
+            int id = t;
+            Thread th = new Thread(() -> {
+                SplittableRandom r = new SplittableRandom(SEED * 31 + id);
+                try {
+                    for (int i = 0; i < rounds && failure.get() == null; i++) {
+                        int[] set;
+                        boolean single = id % 3 == 0;
+                        if (single) {
+                            set = new int[] {r.nextInt(stripes)};
+                            k.lock(set[0]);
+                        } else {
+                            set = r.ints(1 + r.nextInt(12), 0, stripes).sorted().distinct().toArray();
+                            k.lockAll(set);
+                        }
+                        for (int s : set) {
+                            if (owner[s] != 0) {
+                                failure.compareAndSet(null, "thread " + id + " took stripe " + s + " held by " + owner[s]
+                                        + " (seed " + SEED + ", round " + i + ")");
+                            }
+                            owner[s] = id;
+                        }
+                        if (r.nextInt(8) == 0) {
+                            Thread.yield(); // let the others come to wait on these
+                        }
+                        for (int s : set) {
+                            owner[s] = 0;
+                        }
+                        if (single) {
+                            k.unlock(set[0]);
+                        } else {
+                            k.unlockAll(set);
+                        }
+                    }
+                } finally {
+                    done.countDown();
+                }
+            }, "stripes-" + t);
+            th.setDaemon(true);
+            ts.add(th);
+            th.start();
+        }
+        assertTrue(done.await(120, TimeUnit.SECONDS), "threads still waiting (a lost wake-up?), seed " + SEED + ": "
+                + Arrays.toString(ts.stream().filter(Thread::isAlive).map(Thread::getName).toArray()));
+        assertEquals(null, failure.get());
+        assertTrue(k.waits() > 0, "the threads never waited for each other: the test did not contend");
+    }
+}
