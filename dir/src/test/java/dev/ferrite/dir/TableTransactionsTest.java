@@ -18,7 +18,9 @@ import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.BiFunction;
 
 import dev.ferrite.io.MemoryDevice;
@@ -277,13 +279,21 @@ class TableTransactionsTest {
      * the last commit that wrote it, and each snapshot taken meanwhile shows every commit up to some point
      * of each writer whole and nothing after it. Each writer also writes a key of its own in every batch,
      * which tells how far a snapshot sees it; every "a before b" the final state and the snapshots imply,
-     * with each writer's own order, must form no cycle.
+     * with each writer's own order, must form no cycle. Every 50th key's change a commit applies holds its
+     * keys a millisecond longer, so that the others' batches park on them: commits fast enough to finish
+     * inside a waiter's spins left none parked in one run of four.
      */
     @Test
     void batchesSharingKeysMatchOneOrderOfTheirCommits() throws Exception {
         int writers = 4, commits = 150, keys = 120, batch = 16;
         try (Volume v = Volume.open(largeLog(), LARGE_LOG); Table t = v.tables().create("t")) {
             t.withDurability(Durability.NONE);
+            AtomicInteger changes = new AtomicInteger();
+            v.tables().onGroupChange = () -> {
+                if (changes.incrementAndGet() % 50 == 0) {
+                    LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1));
+                }
+            };
             StripeStats before = v.stripeStats();
             int[][][] written = new int[writers][commits + 1][]; // each commit's keys
             AtomicBoolean stop = new AtomicBoolean();
