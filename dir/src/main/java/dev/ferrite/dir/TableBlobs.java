@@ -237,29 +237,30 @@ final class TableBlobs {
 
     /** Inside a commit's group: makes rename {@code r}. */
     void apply(Rename r) {
-        if (r.old() < 0) {
-            rename(name('p', r.id()), name('l', r.id()), RenameMode.REPLACE);
-        } else if (r.id() < 0) {
-            rename(name('l', r.old()), name('d', r.old()), RenameMode.REPLACE);
-        } else {
-            rename(name('p', r.id()), name('l', r.old()), RenameMode.EXCHANGE);
-        }
+        rename(r, false);
     }
 
     /** Undoes {@link #apply} (a group failing part way). */
     void undo(Rename r) {
-        if (r.old() < 0) {
-            rename(name('l', r.id()), name('p', r.id()), RenameMode.REPLACE);
-        } else if (r.id() < 0) {
-            rename(name('d', r.old()), name('l', r.old()), RenameMode.REPLACE);
-        } else {
-            rename(name('p', r.id()), name('l', r.old()), RenameMode.EXCHANGE); // its own inverse
-        }
+        rename(r, true);
     }
 
-    private void rename(String from, String to, RenameMode mode) {
+    private void rename(Rename r, boolean back) {
+        String from, to;
+        RenameMode mode = RenameMode.REPLACE;
+        if (r.old() < 0) {
+            from = name('p', r.id());
+            to = name('l', r.id());
+        } else if (r.id() < 0) {
+            from = name('l', r.old());
+            to = name('d', r.old());
+        } else {
+            from = name('p', r.id());
+            to = name('l', r.old());
+            mode = RenameMode.EXCHANGE; // its own inverse
+        }
         try (Handle d = openDirectory(directory())) {
-            namespace.rename(d, from, d, to, mode);
+            namespace.rename(d, back ? to : from, d, back ? from : to, mode);
         }
     }
 
