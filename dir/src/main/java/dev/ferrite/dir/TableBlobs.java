@@ -205,33 +205,32 @@ final class TableBlobs {
         namespace.files.writeBlocks(f, 0, data, value.byteSize());
     }
 
-    /**
-     * A rename of blob files inside a commit's group, undone by {@link #undo} (a group failing part way):
-     * <ul>
-     *   <li>a link: {@code p<id>} becomes {@code l<id>}, a key now names the blob;</li>
-     *   <li>a doom: {@code l<old>} becomes {@code d<old>}, no key names the blob any more;</li>
-     *   <li>a replacement: a key that named blob {@code old} now names new blob {@code id}, and the two
-     *       files exchange names ({@link RenameMode#EXCHANGE}): the new blob is {@code l<old>} (the key
-     *       names it by {@code old}), the old one {@code p<id>}, which a mount deletes as it does a
-     *       {@code d}; one rename, one transaction, where a link and a doom took two.</li>
-     * </ul>
-     * {@link #doomed()} names the file the reaper deletes once no snapshot can read it, null for a link.
-     */
-    record Rename(long id, long old) {
-        static Rename link(long id) {
-            return new Rename(id, -1);
+    /** A rename of blob files inside a commit's group, undone by {@link #undo} (a group failing part way). */
+    sealed interface Rename {
+        /** {@code p<id>} becomes {@code l<id>}: a key now names the blob. */
+        record Link(long id) implements Rename {
         }
 
-        static Rename doom(long old) {
-            return new Rename(-1, old);
+        /** {@code l<old>} becomes {@code d<old>}: no key names the blob any more. */
+        record Doom(long old) implements Rename {
         }
 
-        static Rename replace(long id, long old) {
-            return new Rename(id, old);
+        /**
+         * A key that named blob {@code old} now names new blob {@code id}, and the two files exchange names
+         * ({@link RenameMode#EXCHANGE}): the new blob is {@code l<old>} (the key names it by {@code old}),
+         * the old one {@code p<id>}, which a mount deletes as it does a {@code d}. One rename, one
+         * transaction, where a link and a doom took two.
+         */
+        record Replace(long id, long old) implements Rename {
         }
 
-        String doomed() {
-            return old < 0 ? null : id < 0 ? name('d', old) : name('p', id);
+        /** The file the reaper deletes once no snapshot can read it; null for a link. */
+        default String doomed() {
+            return switch (this) {
+                case Link l -> null;
+                case Doom d -> name('d', d.old());
+                case Replace x -> name('p', x.id());
+            };
         }
     }
 
@@ -248,16 +247,20 @@ final class TableBlobs {
     private void rename(Rename r, boolean back) {
         String from, to;
         RenameMode mode = RenameMode.REPLACE;
-        if (r.old() < 0) {
-            from = name('p', r.id());
-            to = name('l', r.id());
-        } else if (r.id() < 0) {
-            from = name('l', r.old());
-            to = name('d', r.old());
-        } else {
-            from = name('p', r.id());
-            to = name('l', r.old());
-            mode = RenameMode.EXCHANGE; // its own inverse
+        switch (r) {
+            case Rename.Link l -> {
+                from = name('p', l.id());
+                to = name('l', l.id());
+            }
+            case Rename.Doom d -> {
+                from = name('l', d.old());
+                to = name('d', d.old());
+            }
+            case Rename.Replace x -> {
+                from = name('p', x.id());
+                to = name('l', x.old());
+                mode = RenameMode.EXCHANGE; // its own inverse
+            }
         }
         try (Handle d = openDirectory(directory())) {
             namespace.rename(d, back ? to : from, d, back ? from : to, mode);

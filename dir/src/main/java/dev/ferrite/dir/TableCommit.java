@@ -515,10 +515,10 @@ final class TableCommit {
                 }
                 TableBlobs.Rename r = null;
                 if (linkedBlob >= 0) {
-                    r = doomedBlob >= 0 ? TableBlobs.Rename.replace(linkedBlob, doomedBlob) : TableBlobs.Rename.link(linkedBlob);
+                    r = doomedBlob >= 0 ? new TableBlobs.Rename.Replace(linkedBlob, doomedBlob) : new TableBlobs.Rename.Link(linkedBlob);
                     linked.add(linkedBlob);
                 } else if (doomedBlob >= 0) {
-                    r = TableBlobs.Rename.doom(doomedBlob);
+                    r = new TableBlobs.Rename.Doom(doomedBlob);
                 }
                 if (r != null) {
                     blobs.apply(r);
