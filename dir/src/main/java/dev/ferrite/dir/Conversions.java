@@ -385,7 +385,7 @@ final class Conversions {
                     convertInTree(txn, i, y, pending, steps, c);
                 }
                 if (!c.carried.isEmpty()) {
-                    commit(i, txn, c.record, span, c.carried);
+                    commit(i, txn, c.record, span, c.carried, y.inTree() ? null : y);
                 }
             } finally {
                 i.unlock();
@@ -473,7 +473,7 @@ final class Conversions {
     }
 
     /** Moves the size to the largest {@code carried} asks for, touches the times, and commits ordered after the data. */
-    private void commit(Inode i, Txn txn, Buffer b, int span, List<Run> carried) {
+    private void commit(Inode i, Txn txn, Buffer b, int span, List<Run> carried, ExtentList inline) {
         int rec = records.rec(i.ino);
         MemorySegment m = b.data();
         long size = InodeFormat.size(m, rec);
@@ -481,6 +481,9 @@ final class Conversions {
             size = Math.max(size, r.newSize);
         }
         InodeFormat.setSize(m, rec, size);
+        if (inline != null) {
+            mapping.clearSpeculativeIfCovered(i, m, rec, inline);
+        }
         long now = nowNanos();
         InodeFormat.touch(m, rec, now, true);
         txn.log(b, rec, span);

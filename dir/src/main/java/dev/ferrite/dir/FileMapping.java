@@ -575,6 +575,23 @@ final class FileMapping {
         }
     }
 
+    /**
+     * Inside a transaction holding {@code i}'s record {@code m} (at {@code rec}), its lock held, with its
+     * inline extents {@code x} and its size as they will commit: clears {@link InodeFormat#FLAG_SPECULATIVE}
+     * if the size covers every block the file maps. A write that allocated exactly its blocks (a table
+     * blob's, {@link FileData#writeBlocks}) then leaves nothing past the end for the flag to have trimmed
+     * after a crash, and the flag goes with its size rather than in a transaction of its own at the last
+     * close ({@link #trimSpeculative}): one transaction fewer a blob.
+     */
+    void clearSpeculativeIfCovered(Inode i, MemorySegment m, int rec, ExtentList x) {
+        int flags = InodeFormat.flags(m, rec);
+        long eof = (InodeFormat.size(m, rec) + blockSize - 1) / blockSize;
+        if ((flags & (FLAG_SPECULATIVE | FLAG_PREALLOC)) == FLAG_SPECULATIVE && (x.count() == 0 || x.end(x.count() - 1) <= eof)) {
+            InodeFormat.setFlags(m, rec, flags & ~FLAG_SPECULATIVE);
+            speculative.remove(i.ino);
+        }
+    }
+
     /** {@link #trimSpeculative}'s record read, made once: the block past the end of a file with speculative blocks, else -1. */
     private final InodeRecords.LongRecordReader speculativeEof = this::speculativeEof;
 

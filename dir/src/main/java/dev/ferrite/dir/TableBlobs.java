@@ -26,9 +26,13 @@ import dev.ferrite.io.internal.BufferPool;
  *   <li>{@code p<id>} pending: written, no key names it yet (its commit is being applied, or failed);</li>
  *   <li>{@code l<id>} live: a key names it. A commit renames {@code p} to {@code l} in the same journal
  *       group as the key's change, so both are recovered or neither;</li>
- *   <li>{@code d<id>} doomed: its key was changed or deleted (the rename in that change's group); deleted
- *       once no snapshot can read it, in the background ({@link BlobReaper}): the commit only queues it.</li>
+ *   <li>{@code d<id>} doomed: its key was deleted, or changed to a value that is not a blob (the rename in
+ *       that change's group); deleted once no snapshot can read it, in the background ({@link BlobReaper}):
+ *       the commit only queues it.</li>
  * </ul>
+ * A key changed from one blob to another exchanges the two files' names instead ({@link Rename}): the new
+ * blob becomes {@code l<old id>}, which the key's reference then holds, and the old one {@code p<new id>},
+ * doomed as a {@code d} file is.
  * A mount deletes every pending and doomed blob (no open snapshot survives a crash), so a crash before the
  * reaper got to a doomed blob leaks nothing. {@link Volume#sync} deletes the blobs doomed before it on its
  * own thread if the reaper has not, and an unmount those still queued. Reads open the file by inode number,
@@ -54,8 +58,8 @@ final class TableBlobs {
     private final TableVersions versions;
     /** Ids: taken from the clock at mount and counted up, so that ids stay unique across mounts (an id met again is skipped). */
     private final AtomicLong ids = new AtomicLong(System.currentTimeMillis() << 20);
-    /** Doomed blobs waiting for the snapshots that may read them to close, and for the reaper, in commit order. */
-    private final ConcurrentLinkedQueue<Long> doomed = new ConcurrentLinkedQueue<>();
+    /** The file names of doomed blobs waiting for the snapshots that may read them to close, and for the reaper, in commit order. */
+    private final ConcurrentLinkedQueue<String> doomed = new ConcurrentLinkedQueue<>();
     /**
      * Held while taking a doomed blob off the queue and deleting it, by the reaper and by a sync: a sync
      * that holds it knows that the blobs the reaper took are gone, and deletes the rest itself. A volume
@@ -201,29 +205,65 @@ final class TableBlobs {
         namespace.files.writeBlocks(f, 0, data, value.byteSize());
     }
 
-    /** Inside a commit's group: a key now names blob {@code id}. */
-    void link(long id) {
-        rename(name('p', id), name('l', id));
+    /** A rename of blob files inside a commit's group, undone by {@link #undo} (a group failing part way). */
+    sealed interface Rename {
+        /** {@code p<id>} becomes {@code l<id>}: a key now names the blob. */
+        record Link(long id) implements Rename {
+        }
+
+        /** {@code l<old>} becomes {@code d<old>}: no key names the blob any more. */
+        record Doom(long old) implements Rename {
+        }
+
+        /**
+         * A key that named blob {@code old} now names new blob {@code id}, and the two files exchange names
+         * ({@link RenameMode#EXCHANGE}): the new blob is {@code l<old>} (the key names it by {@code old}),
+         * the old one {@code p<id>}, which a mount deletes as it does a {@code d}. One rename, one
+         * transaction, where a link and a doom took two.
+         */
+        record Replace(long id, long old) implements Rename {
+        }
+
+        /** The file the reaper deletes once no snapshot can read it; null for a link. */
+        default String doomed() {
+            return switch (this) {
+                case Link l -> null;
+                case Doom d -> name('d', d.old());
+                case Replace x -> name('p', x.id());
+            };
+        }
     }
 
-    /** Undoes {@link #link} (a group failing part way). */
-    void unlink(long id) {
-        rename(name('l', id), name('p', id));
+    /** Inside a commit's group: makes rename {@code r}. */
+    void apply(Rename r) {
+        rename(r, false);
     }
 
-    /** Inside a commit's group: no key names blob {@code id} any more. */
-    void doom(long id) {
-        rename(name('l', id), name('d', id));
+    /** Undoes {@link #apply} (a group failing part way). */
+    void undo(Rename r) {
+        rename(r, true);
     }
 
-    /** Undoes {@link #doom}. */
-    void undoom(long id) {
-        rename(name('d', id), name('l', id));
-    }
-
-    private void rename(String from, String to) {
+    private void rename(Rename r, boolean back) {
+        String from, to;
+        RenameMode mode = RenameMode.REPLACE;
+        switch (r) {
+            case Rename.Link l -> {
+                from = name('p', l.id());
+                to = name('l', l.id());
+            }
+            case Rename.Doom d -> {
+                from = name('l', d.old());
+                to = name('d', d.old());
+            }
+            case Rename.Replace x -> {
+                from = name('p', x.id());
+                to = name('l', x.old());
+                mode = RenameMode.EXCHANGE; // its own inverse
+            }
+        }
         try (Handle d = openDirectory(directory())) {
-            namespace.rename(d, from, d, to);
+            namespace.rename(d, back ? to : from, d, back ? from : to, mode);
         }
     }
 
@@ -233,9 +273,9 @@ final class TableBlobs {
     }
 
     /** After a commit: the blobs it doomed go in the background once no snapshot is open. */
-    void doomed(List<Long> ids) {
-        if (!ids.isEmpty()) {
-            doomed.addAll(ids);
+    void doomed(List<String> names) {
+        if (!names.isEmpty()) {
+            doomed.addAll(names);
             reaper.wake();
         }
     }
@@ -309,8 +349,8 @@ final class TableBlobs {
     private boolean deleteOneDoomed() {
         reaping.lock();
         try {
-            Long id = doomed.peek();
-            if (id == null || versions.anyOpen() || volume.journal().isShutdown()) {
+            String name = doomed.peek();
+            if (name == null || versions.anyOpen() || volume.journal().isShutdown()) {
                 return false;
             }
             doomed.poll();
@@ -319,9 +359,9 @@ final class TableBlobs {
                 hook.run();
             }
             try {
-                delete(name('d', id));
+                delete(name);
             } catch (RuntimeException e) {
-                LOG.log(System.Logger.Level.WARNING, "could not delete doomed table blob " + id + " (the next mount does): " + e);
+                LOG.log(System.Logger.Level.WARNING, "could not delete doomed table blob " + name + " (the next mount does): " + e);
             }
             return true;
         } finally {

@@ -96,8 +96,12 @@ final class TableCommit {
     long mediumBlocks;
     /** The blocks of the extent values this group freed ({@link #finish}). */
     long freedBlocks;
-    /** Blobs this group linked and doomed, in order (undone in reverse if it fails). */
-    final List<Long> linked, doomed;
+    /** Blobs this group's keys now name (by the ids they were written under: its commit must not discard them). */
+    final List<Long> linked;
+    /** Names of the blob files this group left no key naming, for the reaper once the group is done. */
+    final List<String> doomed;
+    /** This group's renames of blob files, in order (undone in reverse if it fails). */
+    private final List<TableBlobs.Rename> renames;
     private final MemorySegment keyOut, valueOut;
     /** {@link #deleteExtent}'s check of the value it deletes: {@link #freeableIn}'s. */
     private final BTree.PriorCheck freeable = this::freeable;
@@ -142,6 +146,7 @@ final class TableCommit {
         this.run = undoable ? new TableExtents.Run() : null;
         this.linked = undoable ? new ArrayList<>() : null;
         this.doomed = undoable ? new ArrayList<>() : null;
+        this.renames = undoable ? new ArrayList<>() : null;
         this.keyOut = MemorySegment.ofArray(new byte[Table.MAX_KEY]);
         this.valueOut = MemorySegment.ofArray(new byte[Table.MAX_TREE_VALUE]);
     }
@@ -169,6 +174,7 @@ final class TableCommit {
         frees.clear();
         linked.clear();
         doomed.clear();
+        renames.clear();
         published = null; // its records go once no cursor opened before it ended holds them
         claimed = false;
     }
@@ -362,7 +368,7 @@ final class TableCommit {
                 }
             }
             byte[] before = null, key = null, replaced = null;
-            long doomedBlob = -1;
+            long doomedBlob = -1, linkedBlob = -1;
             TableValueFormat.Medium medium = null;
             TableValueFormat.Extent freeing = null;
             byte valueKind = value == null ? TableValueFormat.INLINE : TableValueFormat.kind(value, value.byteSize(), ino);
@@ -468,6 +474,12 @@ final class TableCommit {
                         }
                         record(ino, key, replaced != null ? replaced : before); // before the change can be seen: at its commit; a medium value by its bytes (kind INLINE)
                     }
+                    if (forward && undo != null && valueKind == TableValueFormat.BLOB) {
+                        linkedBlob = TableValueFormat.readBlob(value).id();
+                        if (doomedBlob >= 0) { // the new blob takes the old one's name, in one rename: the key names it by that
+                            value = TableValueFormat.withBlobId(value, doomedBlob);
+                        }
+                    }
                     boolean changed = switch (op) {
                         case PUT -> {
                             tree.put(txn, k, value);
@@ -501,14 +513,19 @@ final class TableCommit {
                 if (freeing != null) {
                     frees.add(new PendingFree(ino, key, freeing)); // with the group's others, at its end
                 }
-                if (doomedBlob >= 0) {
-                    blobs.doom(doomedBlob);
-                    doomed.add(doomedBlob);
+                TableBlobs.Rename r = null;
+                if (linkedBlob >= 0) {
+                    r = doomedBlob >= 0 ? new TableBlobs.Rename.Replace(linkedBlob, doomedBlob) : new TableBlobs.Rename.Link(linkedBlob);
+                    linked.add(linkedBlob);
+                } else if (doomedBlob >= 0) {
+                    r = new TableBlobs.Rename.Doom(doomedBlob);
                 }
-                if (valueKind == TableValueFormat.BLOB) {
-                    long id = TableValueFormat.readBlob(value).id();
-                    blobs.link(id);
-                    linked.add(id);
+                if (r != null) {
+                    blobs.apply(r);
+                    renames.add(r);
+                    if (r.doomed() != null) {
+                        doomed.add(r.doomed());
+                    }
                 }
             }
             return CHANGED;
@@ -757,13 +774,11 @@ final class TableCommit {
         }
         undo.clear();
         extents.freeRest(run);
-        for (int i = linked.size() - 1; i >= 0; i--) {
-            blobs.unlink(linked.get(i));
-        }
-        for (int i = doomed.size() - 1; i >= 0; i--) {
-            blobs.undoom(doomed.get(i));
+        for (int i = renames.size() - 1; i >= 0; i--) {
+            blobs.undo(renames.get(i));
         }
         linked.clear();
         doomed.clear();
+        renames.clear();
     }
 }

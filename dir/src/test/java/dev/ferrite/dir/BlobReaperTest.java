@@ -3,6 +3,7 @@ package dev.ferrite.dir;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.Callable;
@@ -257,6 +258,58 @@ class BlobReaperTest {
                 t.delete(b("kept"));
                 v.sync();
                 assertEquals(free, freeCountingReserve(v), where + ": every blob's blocks are free again");
+            }
+        }
+    }
+
+    /**
+     * A put replacing a blob with a blob exchanges the two files' names in one rename of its group: the new
+     * blob is {@code l} under the old one's id (the key's reference names it so), the old one {@code p}
+     * under the new one's, queued for the reaper. Before, the old one was renamed {@code d} and the new one
+     * {@code l} under its own id, two renames. A crash after any flush of the replacement (a random part of
+     * the next epoch's writes landed, or one torn) leaves the key's old value or its new one, one live blob
+     * and no other, every block accounted for, and, once the key is deleted, every blob's block free.
+     */
+    @Test
+    void aReplacingPutExchangesTheBlobsNamesAndACrashKeepsOneOfThem() {
+        Random rnd = new Random(SEED);
+        try (RecordingDevice rec = RecordingDevice.wrap(VolumeFixtures.formatted())) {
+            byte[] old = random(rnd, BLOB), next = random(rnd, BLOB + 5000);
+            long free;
+            int before, replaced;
+            try (Volume v = Volume.open(rec, VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+                free = warmedUp(v, t, rnd, 2);
+                holdReaper(v);
+                t.withDurability(Durability.SYNC);
+                t.put(b("k"), old);
+                List<String> live = blobFiles(v);
+                before = rec.flushCount();
+                t.put(b("k"), next);
+                replaced = rec.flushCount();
+                List<String> files = blobFiles(v);
+                assertEquals(2, files.size(), files.toString());
+                assertEquals(live, files.stream().filter(f -> f.startsWith("l")).toList(), "the new blob takes the old one's name: " + files);
+                assertTrue(files.stream().anyMatch(f -> f.startsWith("p")), "the old blob is pending: " + files);
+                assertArrayEquals(next, t.get(b("k")));
+            }
+            for (int k = before - 1; k <= replaced; k++) {
+                RecordingDevice.CrashState crash = TableCrashTest.sampleAfter(rec, k, rnd);
+                try (MemoryDevice crashed = rec.materialize(crash); Volume v = Volume.open(crashed, VolumeFixtures.OPTIONS);
+                     Table t = v.tables().open("t")) {
+                    String where = "seed " + SEED + ", crash after flush " + k + " (" + before + " to " + replaced + "): " + crash;
+                    assertEquals(1, blobFiles(v).size(), where + ": " + blobFiles(v));
+                    assertTrue(blobFiles(v).getFirst().startsWith("l"), where + ": " + blobFiles(v));
+                    byte[] got = t.get(b("k"));
+                    assertTrue(Arrays.equals(old, got) || Arrays.equals(next, got), where + ": the key holds neither value");
+                    if (k >= replaced) {
+                        assertArrayEquals(next, got, where + ": the SYNC replacement was acknowledged");
+                    }
+                    VolumeFixtures.assertChecked(v.namespace());
+                    t.delete(b("k"));
+                    v.sync();
+                    assertEquals(List.of(), blobFiles(v), where);
+                    assertEquals(free, freeCountingReserve(v), where + ": every blob's blocks are free again");
+                }
             }
         }
     }

@@ -235,6 +235,51 @@ class TableBlobTest {
     }
 
     /**
+     * A blob's file takes three transactions (its create, its blocks' allocation, its size with the
+     * conversion ordered after the data), and a put naming a new blob two more (the rename to live and the
+     * key's change); a replacing put as many, its rename exchanging the two blobs' names (a link and a
+     * doom of the old blob took two). The speculative flag the allocation sets goes with the size, since
+     * the file then maps nothing past its end: before, the file's close cleared it in a fourth
+     * transaction of its own (a put 6, a replacing put 7). The files keep no speculative flag, and the
+     * volume checks.
+     */
+    @Test
+    void aBlobPutTakesFiveTransactionsAndItsFileKeepsNoSpeculativeFlag() {
+        Random rnd = new Random(SEED);
+        MemoryDevice dev = VolumeFixtures.formatted();
+        byte[] value = random(rnd, 1 << 20), other = random(rnd, (1 << 20) + 5);
+        try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table t = v.tables().create("t").withDurability(Durability.NONE);
+             Arena arena = Arena.ofConfined()) {
+            t.put(b("first"), value); // the blob directory, made once
+            long before = v.journal().stats().commits();
+            TableValueFormat.Blob blob = v.tables().blobs.write(MemorySegment.ofArray(value));
+            assertEquals(3, v.journal().stats().commits() - before, "transactions of a blob's file");
+            v.tables().blobs.discard(blob.id());
+            before = v.journal().stats().commits();
+            t.put(b("k"), value);
+            assertEquals(5, v.journal().stats().commits() - before, "transactions of a put of a new blob (from frames)");
+            MemorySegment aligned = arena.allocate(value.length, BlockDevice.BUFFER_ALIGNMENT).copyFrom(MemorySegment.ofArray(value));
+            before = v.journal().stats().commits();
+            t.put(MemorySegment.ofArray(b("a")), aligned);
+            assertEquals(5, v.journal().stats().commits() - before, "transactions of a put of a new blob (from the caller's blocks)");
+            v.sync(); // the discarded blob's deletion out of the way
+            before = v.journal().stats().commits();
+            t.put(b("k"), other);
+            assertEquals(5, v.journal().stats().commits() - before, "transactions of a put replacing a blob");
+            for (DirEntry e : v.namespace().dirs.allEntries(v.tables().blobs.directory())) {
+                assertEquals(0, v.namespace().records.statIno(e.ino()).flags() & InodeFormat.FLAG_SPECULATIVE, "flags of blob " + e.name());
+            }
+            v.sync();
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+        try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table t = v.tables().open("t")) {
+            assertArrayEquals(other, t.get(b("k")));
+            assertArrayEquals(value, t.get(b("a")));
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /**
      * A heap value's blob is copied once, into page-cache frames side by side that are written to the
      * device in one write and then become the blob's pages; deleting the blob gives them back so that the
      * next blob takes the same run. Frames given back in the cache map's order came out one by one, so
