@@ -50,12 +50,22 @@ class BlobReaperTest {
     /** Holds the reaper back, before each blob, until it is stopped (the unmount): waits on that condition, woken by the stop. */
     private static void holdReaper(Volume v) {
         TableBlobs blobs = v.tables().blobs;
+        CountDownLatch held = new CountDownLatch(1);
         blobs.beforeReap = () -> {
+            held.countDown();
             long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
             while (!blobs.reaper.stopping() && System.nanoTime() < end) {
                 LockSupport.parkNanos(TimeUnit.SECONDS.toNanos(1));
             }
         };
+        // a reaper still in the pass the warm-up woke it for read no hook, and would delete a blob doomed
+        // from here on: woken, it ends that pass and stops in the hook before this returns
+        blobs.reaper.wake();
+        try {
+            assertTrue(held.await(30, TimeUnit.SECONDS), "the reaper never reached its hook");
+        } catch (InterruptedException e) {
+            throw new AssertionError(e);
+        }
     }
 
     private static byte[] random(Random rnd, int n) {
