@@ -62,8 +62,9 @@ final class DeviceCommand implements Callable<Integer> {
     long size;
 
     @Option(names = "--engine", paramLabel = "ENGINE", defaultValue = "auto",
-            description = "I/O engine for the queue-depth phases: auto, io_uring, threads, sync, or both to run them"
-                    + " once per engine (io_uring and threads) (default: ${DEFAULT-VALUE})")
+            description = "I/O engine for the queue-depth phases: auto (sync for a file on tmpfs, else io_uring where"
+                    + " the kernel allows it), io_uring, threads, sync, or both to run them once with io_uring and"
+                    + " once with threads (default: ${DEFAULT-VALUE})")
     Engine engine;
 
     @Mixin
