@@ -1,7 +1,9 @@
 package dev.ferrite.dir;
 
+import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.UUID;
@@ -14,6 +16,7 @@ import dev.ferrite.io.DeviceOptions;
 import dev.ferrite.io.DirectDevice;
 import dev.ferrite.io.Errno;
 import dev.ferrite.io.InvalidArgumentException;
+import dev.ferrite.io.IoEngineKind;
 import dev.ferrite.io.MemoryDevice;
 import dev.ferrite.io.internal.OnDisk;
 import dev.ferrite.journal.VolumeShutdownException;
@@ -29,6 +32,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /** Format, mount and unmount, and every way a mount is refused. */
 class VolumeTest {
@@ -52,6 +56,39 @@ class VolumeTest {
         try (DirectDevice dev = DirectDevice.open(dir.resolve("vol"), DeviceOptions.defaults().withSize(BLOCKS * 4096L))) {
             Volume.format(dev, OPTIONS);
             roundTrip(dev);
+        }
+    }
+
+    /**
+     * A volume on a file in tmpfs, whose batches (the log's checkpoints, the AIL's write-back) run on the
+     * submitting thread ({@link IoEngineKind#SYNC}): a table's puts survive a close and a reopen.
+     */
+    @Test
+    void formatOpenCloseRoundTripOnTmpfsFile() throws IOException {
+        Path shm = Path.of("/dev/shm");
+        assumeTrue(Files.isDirectory(shm) && Files.getFileStore(shm).type().equals("tmpfs"), "no tmpfs at /dev/shm");
+        Path file = Files.createTempFile(shm, "volume-test", ".dev");
+        try (DirectDevice dev = DirectDevice.open(file, DeviceOptions.defaults().withSize(BLOCKS * 4096L))) {
+            assertEquals(IoEngineKind.SYNC, dev.engine());
+            Volume.format(dev, OPTIONS);
+            roundTrip(dev);
+            try (Volume v = Volume.open(dev, OPTIONS); Table t = v.tables().create("kv")) {
+                for (int i = 0; i < 5_000; i++) {
+                    t.put(("key" + i).getBytes(), ("value" + i).getBytes());
+                }
+            }
+            try (Volume v = Volume.open(dev, OPTIONS)) {
+                assertTrue(v.mountReport().wasClean());
+                try (Table t = v.tables().open("kv")) {
+                    for (int i = 0; i < 5_000; i++) {
+                        assertEquals("value" + i, new String(t.get(("key" + i).getBytes())));
+                    }
+                }
+                CheckReport report = v.namespace().check();
+                assertTrue(report.clean(), report.toString());
+            }
+        } finally {
+            Files.deleteIfExists(file);
         }
     }
 

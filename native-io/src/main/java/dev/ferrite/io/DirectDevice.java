@@ -15,8 +15,8 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * A regular file or a raw block device opened with O_DIRECT: transfers bypass the page cache and go
  * straight between the caller's aligned buffers and the device. Single transfers are one
  * {@code pread}/{@code pwrite} each (lowest latency at depth 1); batches go through io_uring, or through
- * a pool of pread/pwrite threads where io_uring is unavailable ({@link IoEngineKind}). {@link #flush()}
- * is {@code fdatasync}.
+ * a pool of pread/pwrite threads where io_uring is unavailable, or, for a file on tmpfs, the submitting
+ * thread's own pread/pwrite calls ({@link IoEngineKind}). {@link #flush()} is {@code fdatasync}.
  *
  * <p>Sizes: a block device's size comes from {@code BLKGETSIZE64} and its logical sector size from
  * {@code BLKSSZGET} (the block size must be a multiple of it). A regular file is created or extended with
@@ -137,8 +137,13 @@ public final class DirectDevice extends AbstractBlockDevice {
             throw new InvalidArgumentException(name + ": " + size + " bytes hold no block of " + options.blockSize() + " bytes");
         }
         IoEngineKind kind = options.engine();
+        if (kind == IoEngineKind.AUTO && !blockDevice && onTmpfs(name, fd, arena)) {
+            kind = IoEngineKind.SYNC;
+        }
         IoEngine engine;
-        if (kind == IoEngineKind.THREADS) {
+        if (kind == IoEngineKind.SYNC) {
+            engine = new SyncEngine(fd, options.blockSize());
+        } else if (kind == IoEngineKind.THREADS) {
             engine = new ThreadedEngine(fd, options.blockSize(), options.ioDepth());
         } else {
             try {
@@ -156,6 +161,15 @@ public final class DirectDevice extends AbstractBlockDevice {
         return new DirectDevice(name, options, blockCount, fd, blockDevice, sectorSize, kind, engine);
     }
 
+    /** True if the file {@code fd} lies on tmpfs, whose transfers are page-cache copies ({@link SyncEngine}). */
+    private static boolean onTmpfs(String name, int fd, Arena arena) {
+        MemorySegment statfs = arena.allocate(Posix.STATFS_SIZE, 8);
+        if (Posix.fstatfs(fd, statfs) < 0) {
+            throw new DeviceException(name, "fstatfs", -1, Posix.errno(), "");
+        }
+        return statfs.get(JAVA_LONG, Posix.STATFS_TYPE_OFFSET) == Posix.TMPFS_MAGIC;
+    }
+
     private static void grow(String name, int fd, long from, long to) {
         if (Posix.fallocate(fd, 0, from, to - from) == 0) {
             return;
@@ -169,7 +183,7 @@ public final class DirectDevice extends AbstractBlockDevice {
         }
     }
 
-    /** The engine batches actually use: {@link IoEngineKind#IO_URING} or {@link IoEngineKind#THREADS}. */
+    /** The engine batches actually use: {@link IoEngineKind#IO_URING}, {@link IoEngineKind#THREADS} or {@link IoEngineKind#SYNC}. */
     public IoEngineKind engine() {
         return engineKind;
     }

@@ -37,7 +37,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
- * Batches through both engines of {@link DirectDevice} (io_uring and the pread/pwrite thread pool): big
+ * Batches through every engine of {@link DirectDevice} (io_uring, the pread/pwrite thread pool, the
+ * submitting thread's own pread/pwrite): big
  * random batches against a model at several depths, per-request errors, latency stamping, and many
  * threads submitting at once to one device.
  */
@@ -64,7 +65,7 @@ class IoEngineTest {
     }
 
     static Stream<Arguments> enginesAndDepths() {
-        return Stream.of(IoEngineKind.IO_URING, IoEngineKind.THREADS)
+        return Stream.of(IoEngineKind.IO_URING, IoEngineKind.THREADS, IoEngineKind.SYNC)
                 .flatMap(e -> Stream.of(1, 32, 64).map(d -> Arguments.of(e, d)));
     }
 
@@ -178,7 +179,7 @@ class IoEngineTest {
     }
 
     @ParameterizedTest
-    @EnumSource(names = {"IO_URING", "THREADS"})
+    @EnumSource(names = {"IO_URING", "THREADS", "SYNC"})
     void perRequestErrorsAreReportedWhileTheOtherRequestsRun(IoEngineKind engine) throws IOException {
         Path file = dir.resolve("dev");
         try (Arena arena = Arena.ofConfined(); DirectDevice device = open(file, engine, 8, 16)) {
@@ -217,7 +218,7 @@ class IoEngineTest {
     }
 
     @ParameterizedTest
-    @EnumSource(names = {"IO_URING", "THREADS"})
+    @EnumSource(names = {"IO_URING", "THREADS", "SYNC"})
     void timedBatchesStampEveryRequestWithAPositiveLatency(IoEngineKind engine) {
         try (Arena arena = Arena.ofConfined(); DirectDevice device = open(dir.resolve("dev"), engine, 16, 64)) {
             IoBatch batch = new IoBatch(64).timed(true);
@@ -243,7 +244,7 @@ class IoEngineTest {
     }
 
     @ParameterizedTest
-    @EnumSource(names = {"IO_URING", "THREADS"})
+    @EnumSource(names = {"IO_URING", "THREADS", "SYNC"})
     void concurrentBatchesFromManyThreadsOnOneDevice(IoEngineKind engine) throws Exception {
         int threads = 6;
         int perThread = BLOCKS / threads;
@@ -296,7 +297,7 @@ class IoEngineTest {
     }
 
     @ParameterizedTest
-    @EnumSource(names = {"IO_URING", "THREADS"})
+    @EnumSource(names = {"IO_URING", "THREADS", "SYNC"})
     void closedDeviceRefusesBatchesWithEbadfAndChangesNothing(IoEngineKind engine) throws IOException {
         Path file = dir.resolve("dev");
         try (Arena arena = Arena.ofConfined()) {

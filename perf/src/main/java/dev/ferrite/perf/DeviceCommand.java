@@ -47,7 +47,7 @@ final class DeviceCommand implements Callable<Integer> {
     private static final String FIO = "fio";
 
     enum Engine {
-        AUTO(IoEngineKind.AUTO), IO_URING(IoEngineKind.IO_URING), THREADS(IoEngineKind.THREADS),
+        AUTO(IoEngineKind.AUTO), IO_URING(IoEngineKind.IO_URING), THREADS(IoEngineKind.THREADS), SYNC(IoEngineKind.SYNC),
         BOTH(IoEngineKind.IO_URING, IoEngineKind.THREADS);
 
         final List<IoEngineKind> kinds;
@@ -62,8 +62,9 @@ final class DeviceCommand implements Callable<Integer> {
     long size;
 
     @Option(names = "--engine", paramLabel = "ENGINE", defaultValue = "auto",
-            description = "I/O engine for the queue-depth phases: auto, io_uring, threads, or both to run them"
-                    + " once per engine (default: ${DEFAULT-VALUE})")
+            description = "I/O engine for the queue-depth phases: auto (sync for a file on tmpfs, else io_uring where"
+                    + " the kernel allows it), io_uring, threads, sync, or both to run them once with io_uring and"
+                    + " once with threads (default: ${DEFAULT-VALUE})")
     Engine engine;
 
     @Mixin

@@ -84,6 +84,14 @@ public final class Posix {
     public static final long STAT_SIZE_OFFSET = 48;
 
     /**
+     * struct statfs: 120 bytes of longs on both ABIs, f_type (the filesystem's magic number) first.
+     * TMPFS_MAGIC from {@code <linux/magic.h>}.
+     */
+    public static final long STATFS_SIZE = 120;
+    public static final long STATFS_TYPE_OFFSET = 0;
+    public static final long TMPFS_MAGIC = 0x01021994L;
+
+    /**
      * struct linux_dirent64, what getdents64(2) fills a buffer with back to back: d_ino (8 bytes), d_off (8),
      * d_reclen (2, this record's length), d_type (1), then d_name, NUL-terminated. The same on every ABI.
      */
@@ -125,6 +133,7 @@ public final class Posix {
             FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG));
     private static final MethodHandle ftruncate = downcall("ftruncate", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG));
     private static final MethodHandle fstat = downcall("fstat", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS));
+    private static final MethodHandle fstatfs = downcall("fstatfs", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS));
     private static final MethodHandle ioctl = downcall("ioctl",
             FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, ADDRESS), Linker.Option.firstVariadicArg(2));
     private static final MethodHandle flock = downcall("flock", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
@@ -269,6 +278,15 @@ public final class Posix {
     public static int fstat(int fd, MemorySegment statBuf) {
         try {
             return (int) fstat.invokeExact(CAPTURE.get(), fd, statBuf);
+        } catch (Throwable t) {
+            throw unexpected(t);
+        }
+    }
+
+    /** Fills {@code statfsBuf} ({@link #STATFS_SIZE} bytes) with the statistics of the filesystem holding {@code fd}. */
+    public static int fstatfs(int fd, MemorySegment statfsBuf) {
+        try {
+            return (int) fstatfs.invokeExact(CAPTURE.get(), fd, statfsBuf);
         } catch (Throwable t) {
             throw unexpected(t);
         }
