@@ -92,8 +92,9 @@ final class FerriteMeta implements MetaStore {
         BlockDevice device;
         String kind;
         try {
-            device = DirectDevice.open(file.path(), DeviceOptions.defaults().withSize(size));
-            kind = "DirectDevice (O_DIRECT)";
+            DirectDevice direct = DirectDevice.open(file.path(), DeviceOptions.defaults().withSize(size));
+            device = direct;
+            kind = "DirectDevice (O_DIRECT, " + direct.engine() + " engine)";
         } catch (DeviceException e) {
             if (e.errno() != Errno.EINVAL) {
                 file.close();
