@@ -321,24 +321,23 @@ final class TableExtentCache {
         return pages.slab(f).asSlice(pages.offset(f), (long) blocks * blockSize);
     }
 
-    /** Value {@code x} is on the device: its frames unpinned, or dropped if {@code drop} (its blocks were freed). */
+    /**
+     * Value {@code x} is on the device: its frames unpinned, or dropped if {@code drop} (its blocks were
+     * freed), as {@link #drop} drops them: no other value starts at its block before its free is durable,
+     * which comes after this write, so every page there is its own.
+     */
     void written(TableValueFormat.Extent x, boolean drop) {
-        int s = stripeOf(x), n = x.blocks(blockSize);
-        FilePages p = stripes[s];
+        if (drop) {
+            drop(x);
+            return;
+        }
+        FilePages p = stripe(x);
         long tag = tag(x);
         p.lock.lock();
         try {
-            if (drop && run(p, x, tag, 0, n) >= 0) {
-                pages.dropRun(p, page(x, 0), n, dropped[s]); // back in order: a run again for the next value
-                return;
-            }
-            for (int i = 0, f; i < n; i++) {
+            for (int i = 0, n = x.blocks(blockSize), f; i < n; i++) {
                 if ((f = frame(p, x, tag, i)) >= 0) {
-                    if (drop) {
-                        pages.drop(p, f);
-                    } else {
-                        pages.unpin(f);
-                    }
+                    pages.unpin(f);
                 }
             }
         } finally {
