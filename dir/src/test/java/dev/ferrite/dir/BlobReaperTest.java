@@ -47,8 +47,11 @@ class BlobReaperTest {
     private static final long SEED = TestSeed.get(17);
     private static final int BLOB = Table.MAX_MEDIUM + 1000;
 
-    /** Holds the reaper back, before each blob, until it is stopped (the unmount): waits on that condition, woken by the stop. */
-    private static void holdReaper(Volume v) {
+    /**
+     * Holds the reaper back, before each blob, until it is stopped (the unmount): waits on that condition,
+     * woken by the stop; a blob doomed after this returns is not its (also for {@link TableBlobTest}).
+     */
+    static void holdReaper(Volume v) {
         TableBlobs blobs = v.tables().blobs;
         CountDownLatch held = new CountDownLatch(1);
         blobs.beforeReap = () -> {
