@@ -733,6 +733,31 @@ final class FileData {
         }
     }
 
+    /**
+     * For an orphan's freeing ({@link Orphans#inactivate}): drops {@code i}'s cached pages, dirty ones too,
+     * and its pending size; if its blocks are one extent of an inline list, shared with no other file,
+     * returns it as {@code {device block, length}}, left mapped for the transaction that frees the inode to
+     * free with it; else frees them as {@link #freeFrom} does (a piece per transaction) and returns null.
+     * Nobody else changes an orphan, so the extent stays as read.
+     */
+    long[] freeAllButOneExtent(Inode i) {
+        IoLock l = io(i.ino);
+        l.lock();
+        try {
+            buffered.drop(i, 0, Long.MAX_VALUE);
+            buffered.clearPending(i);
+            FileMapping.Snapshot s = mapping.file(i, 0, 0);
+            ExtentList x = s.extents();
+            if (!x.inTree() && x.count() == 1 && (s.flags() & FLAG_SHARED) == 0) {
+                return new long[] {x.deviceBlock(0), x.length(0)};
+            }
+            mapping.release(i, 0, FileMapping.TAIL, y -> FileMapping.lastPieceFrom(y, 0), true);
+            return null;
+        } finally {
+            l.unlock();
+        }
+    }
+
     /** Forgets {@code i}'s cached pages, dirty ones too, and its pending size. */
     void dropCache(Inode i) {
         IoLock l = io(i.ino);

@@ -8,6 +8,7 @@ import dev.ferrite.btree.internal.BufferCache;
 import dev.ferrite.btree.internal.Txn;
 import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.Errno;
+import dev.ferrite.io.NoSpaceException;
 
 import static dev.ferrite.dir.InodeRecords.SYMLINK_BLOCK;
 import static dev.ferrite.dir.InodeRecords.nowNanos;
@@ -63,8 +64,11 @@ final class Orphans {
      */
     void inactivate(Inode c) {
         long ino = c.ino;
+        AllocationGroup ag = volume.group(geometry.agOfInode(ino));
+        long[] extent = null; // a file's one extent, freed with the inode
         if ((records.modeOf(ino) & InodeFormat.S_IFMT) == InodeFormat.S_IFREG) {
-            files.freeFrom(c, 0); // drops its cached pages, dirty ones too, unwritten; its extent tree goes once it maps nothing
+            // drops its cached pages, dirty ones too, unwritten; frees its blocks unless one extent, its extent tree once it maps nothing
+            extent = files.freeAllButOneExtent(c);
             files.buffered.forget(c);
         } else {
             if ((records.modeOf(ino) & InodeFormat.S_IFMT) == InodeFormat.S_IFTABLE) {
@@ -77,26 +81,56 @@ final class Orphans {
             dirs.takeDown(c);
         }
         freeRemoteBlock(c);
-        AllocationGroup ag = volume.group(geometry.agOfInode(ino));
         Inode[] touched = {c};
-        for (int fails = 0; ; ) {
+        long[] free = extent;
+        AllocationGroup eg = free == null ? null : volume.group(geometry.agOfBlock(free[0])); // the extent's group
+        BusyExtents.Entry[] busy = {null};
+        for (int fails = 0, refills = 0; ; ) {
             if (ag.needsRefill()) {
                 ag.refillFreeList();
             }
-            try (Txn txn = Txn.begin(cache, dirs.changeItems(ag, touched))) {
+            if (eg != null && eg != ag && eg.needsRefill()) {
+                eg.refillFreeList();
+            }
+            boolean refill = false;
+            try (Txn txn = Txn.begin(cache, dirs.changeItems(ag, touched) + (eg == null ? 0 : eg.blockItems() + 2))) {
                 c.lock();
                 try {
-                    if (records.applyChange(txn, ag, touched, t -> {
+                    // the extent's free takes its group's AGF after this group's AGI and before the inode's
+                    // block: no transaction takes an AGI after an AGF (a free-list refill takes its group's
+                    // AGI, then its AGF), nor an AGF after a record (an allocation takes the AGF, then the
+                    // record of the file it maps into)
+                    if (eg != null) {
+                        txn.lock(ag.agi);
+                        refill = !eg.lockForRelease(txn);
+                    }
+                    if (!refill && records.applyChange(txn, ag, touched, t -> {
+                        if (eg != null) {
+                            if (eg.releaseData(t, free[0], (int) free[1]) != AllocOutcome.DONE) {
+                                throw new IllegalStateException("group " + eg.agno + " refused a free under its AGF");
+                            }
+                            busy[0] = eg.freedData(t);
+                        }
                         if (ag.freeInode(t, geometry.agInode(ino)) != AllocOutcome.DONE) {
                             throw new IllegalStateException("group " + ag.agno + " ran short of its inode free list under its AGI");
                         }
                         ag.removeOrphan(t, geometry.agInode(ino));
                     })) {
+                        if (busy[0] != null) {
+                            busy[0].settle(c.lastSeq); // busy until the free is durable: no other data lands there before
+                        }
                         break;
                     }
                 } finally {
                     c.unlock();
                 }
+            }
+            if (refill) { // the extent group's free list short: refilled with no lock held
+                if (refills++ == InodeRecords.RETRIES) {
+                    throw new NoSpaceException("allocation group " + eg.agno + " cannot refill the free list of its free-space trees");
+                }
+                eg.refillFreeList();
+                continue;
             }
             fails = requireFixable(ag, fails);
         }
