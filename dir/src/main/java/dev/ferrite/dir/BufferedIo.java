@@ -199,6 +199,7 @@ final class BufferedIo implements PageCache.Writer {
                     cache.releaseRun(f, blocks);
                     return;
                 }
+                p.reserve(blocks);
                 for (int b = 0; b < blocks; b++) {
                     p.put(b, f + b);
                 }

@@ -10,6 +10,7 @@ import org.junit.jupiter.api.Test;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
 
 /** A file's page map lists its cached blocks of a range in ascending order, into a new array or a caller's. */
 class FilePagesTest {
@@ -46,6 +47,31 @@ class FilePagesTest {
             }
         }
         assertNotEquals(0, apart, "a file's blocks keep a home slot each");
+    }
+
+    /**
+     * A run of pages mapped at once (a table blob's, {@link BufferedIo#mapRun}) resizes the table once, up
+     * front, keeping what was mapped: 256 pages grew it five times over, rehashing each time.
+     */
+    @Test
+    void aReservedRunResizesTheTableOnceAndKeepsWhatWasMapped() throws ReflectiveOperationException {
+        FilePages p = new FilePages(new Inode(7, 1));
+        p.put(1_000, 99);
+        p.reserve(256);
+        java.lang.reflect.Field keys = FilePages.class.getDeclaredField("keys");
+        keys.setAccessible(true);
+        Object table = keys.get(p);
+        assertEquals(1024, ((long[]) table).length, "room for 257 pages at most half full");
+        for (int b = 0; b < 256; b++) {
+            p.put(b, 500 + b);
+        }
+        assertSame(table, keys.get(p), "no resize while the run was mapped");
+        assertEquals(99, p.get(1_000));
+        for (int b = 0; b < 256; b++) {
+            assertEquals(500 + b, p.get(b));
+        }
+        p.reserve(10);
+        assertSame(table, keys.get(p), "room enough already");
     }
 
     /** Random maps, lookups and unmaps (backward shifts across runs) against a HashMap. */
