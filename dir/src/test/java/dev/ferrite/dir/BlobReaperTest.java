@@ -90,6 +90,14 @@ class BlobReaperTest {
         return freeCountingReserve(v);
     }
 
+    /** {@link #warmedUp} with two blobs, then the reaper held ({@link #holdReaper}) and {@code t}'s commits {@code SYNC}: the crash cases' start. */
+    private static long warmedUpAndHeld(Volume v, Table t, Random rnd) {
+        long free = warmedUp(v, t, rnd, 2);
+        holdReaper(v);
+        t.withDurability(Durability.SYNC);
+        return free;
+    }
+
     private static void assertDoomed(Volume v, int n) {
         List<String> files = blobFiles(v);
         assertEquals(n, files.size(), "seed " + SEED + ": " + files);
@@ -251,9 +259,7 @@ class BlobReaperTest {
             long free;
             RecordingDevice.CrashState crash;
             try (Volume v = Volume.open(rec, VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
-                free = warmedUp(v, t, rnd, 2);
-                holdReaper(v);
-                t.withDurability(Durability.SYNC);
+                free = warmedUpAndHeld(v, t, rnd);
                 t.put(b("gone"), random(rnd, BLOB));
                 t.put(b("kept"), kept);
                 t.delete(b("gone"));
@@ -291,9 +297,7 @@ class BlobReaperTest {
             long free;
             int before, replaced;
             try (Volume v = Volume.open(rec, VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
-                free = warmedUp(v, t, rnd, 2);
-                holdReaper(v);
-                t.withDurability(Durability.SYNC);
+                free = warmedUpAndHeld(v, t, rnd);
                 t.put(b("k"), old);
                 List<String> live = blobFiles(v);
                 before = rec.flushCount();
@@ -341,9 +345,7 @@ class BlobReaperTest {
             long free;
             int before, deleted;
             try (Volume v = Volume.open(rec, VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
-                free = warmedUp(v, t, rnd, 2);
-                holdReaper(v);
-                t.withDurability(Durability.SYNC);
+                free = warmedUpAndHeld(v, t, rnd);
                 t.put(b("k"), random(rnd, 1 << 20));
                 before = rec.flushCount();
                 t.delete(b("k"));
