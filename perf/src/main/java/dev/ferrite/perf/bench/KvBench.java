@@ -204,7 +204,7 @@ public final class KvBench {
      * @param cacheBytes   cache budget of the stores that take one: Ferrite, RocksDB, Xodus, MVStore
      * @param secondsLimit longest a phase may run, or 0 for no limit; a phase cut short leaves the later
      *                     ones to the keys the inserts got to (the batch and YCSB phases skip then)
-     * @param scanSeconds  how long the scan phase goes on starting new passes; 0 for one pass
+     * @param scanSeconds  how long the get and scan phases go on starting new passes; 0 for one pass
      * @param plan         the phase families, value sizes and YCSB time
      */
     public KvBench(Path dir, List<KvTarget> targets, long keys, List<Integer> threads, long cacheBytes, double secondsLimit,
@@ -550,19 +550,25 @@ public final class KvBench {
             return i;
         }
 
+        /**
+         * The thread's keys, each read and checked, pass after pass for {@link #scanNanos} as the scan's: one
+         * pass of 100,000 keys lasts a tenth of a second, which a hiccup of a few milliseconds would move.
+         */
         private void get(int id, KvStore.Session s, Latencies h, Phase p) {
             byte[] key = new byte[KvKeys.KEY_MAX];
             byte[] value = new byte[valueBytes];
             long lo = start(id);
             long hi = lo + inserted[id];
-            long now = System.nanoTime();
-            for (long i = lo; i < hi && !p.stop.get(); i++) {
-                checkGet(i, s.get(key, KvKeys.key(i, key), value), value);
-                long t = System.nanoTime();
-                h.record(now, t);
-                now = t;
-                p.done.set(id, i + 1 - lo);
-            }
+            long start = System.nanoTime(), now = start, done = 0;
+            do {
+                for (long i = lo; i < hi && !p.stop.get(); i++) {
+                    checkGet(i, s.get(key, KvKeys.key(i, key), value), value);
+                    long t = System.nanoTime();
+                    h.record(now, t);
+                    now = t;
+                    p.done.set(id, ++done);
+                }
+            } while (!p.stop.get() && !warmUp && hi > lo && now - start < scanNanos);
         }
 
         private void checkGet(long i, int length, byte[] value) {
