@@ -770,8 +770,8 @@ public final class KvBench {
             long retriedBefore = store.retries();
             Throwable failure = Workers.run(threads, workers, timer, p.done::total, p.stop, id -> {
                 KvStore.Session batching = step.batch > 0 ? store.batchSession() : null;
-                try (KvStore.Session s = batching != null ? batching : store.session()) {
-                    worker.run(id, s, hs[id], p);
+                try (KvStore.Session s = batching != null ? batching : store.session(); SchedClock clock = SchedClock.ofCurrentThread()) {
+                    p.timed(id, clock, w -> worker.run(w, s, hs[w], p));
                 }
             });
             if (failure != null) {
@@ -781,10 +781,12 @@ public final class KvBench {
                 }
                 throw new IllegalStateException(phase + " on " + target + " with " + threads + " threads failed: " + failure, failure);
             }
+            long synced = System.nanoTime();
             if (step.writes()) {
                 store.sync();
             }
             long elapsed = timer.finish(System.nanoTime());
+            long syncNanos = System.nanoTime() - synced;
             cut = p.stop.get();
             Histogram all = Result.newHistogram();
             for (Latencies h : hs) {
@@ -792,7 +794,7 @@ public final class KvBench {
             }
             long ops = p.done.total();
             if (before != null && !warmUp) {
-                contention.add(target + " " + shown + ": " + Contention.between(before, store.counters(), ops));
+                contention.add(target + " " + shown + ": " + Contention.between(before, store.counters(), ops) + p.workers(syncNanos, ops));
             }
             if (watch != null) {
                 stalls.add(target + " " + shown + ": " + watch.summary(ops));
@@ -824,9 +826,48 @@ public final class KvBench {
         final AtomicBoolean stop = new AtomicBoolean();
         final ThreadCounts done;
         final long start = System.nanoTime();
+        /** Each worker's nanoseconds on a CPU (-1: no schedstat), runnable in a run queue, and in all, over its operations. */
+        private final long[] onCpu, queued, wall;
 
         Phase(int threads) {
             this.done = new ThreadCounts(threads);
+            this.onCpu = new long[threads];
+            this.queued = new long[threads];
+            this.wall = new long[threads];
+        }
+
+        /** A worker's operations, {@code work}, run on worker {@code id}'s thread, their time split by {@code clock} (null: none). */
+        void timed(int id, SchedClock clock, Workers.Body work) throws Exception {
+            long cpu = -1, waited = 0;
+            if (clock != null) {
+                clock.read();
+                cpu = clock.onCpu;
+                waited = clock.queued;
+            }
+            long began = System.nanoTime();
+            work.run(id);
+            wall[id] = System.nanoTime() - began;
+            if (clock != null) {
+                clock.read();
+                onCpu[id] = clock.onCpu - cpu;
+                queued[id] = clock.queued - waited;
+            } else {
+                onCpu[id] = -1;
+            }
+        }
+
+        /** {@link Contention#workers} over every worker, with the closing sync's {@code syncNanos}. */
+        String workers(long syncNanos, long ops) {
+            long cpu = 0, waited = 0, all = 0;
+            for (int i = 0; i < onCpu.length; i++) {
+                if (onCpu[i] < 0) {
+                    return "";
+                }
+                cpu += onCpu[i];
+                waited += queued[i];
+                all += wall[i];
+            }
+            return Contention.workers(cpu, waited, all, syncNanos, ops);
         }
     }
 }

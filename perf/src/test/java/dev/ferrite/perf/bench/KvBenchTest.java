@@ -117,6 +117,11 @@ class KvBenchTest {
         assertEquals(both, phases(results, "ferrite", 1));
         assertEquals(both, phases(results, "memory", 1));
         assertEquals(List.of(), bench.skipped());
+        // each measured Ferrite phase says where its workers' time went (Linux keeps schedstats)
+        assertEquals(both.size(), bench.contention().size());
+        for (String line : bench.contention()) {
+            assertTrue(line.matches(".*; workers on a CPU [0-9.]+ µs/op, queued for one [0-9.]+, blocked [0-9.]+; sync [0-9.]+ ms"), line);
+        }
     }
 
     @Test
