@@ -40,7 +40,7 @@ import picocli.CommandLine.Spec;
                 "its own directory and, unless --same-jvm, in a JVM of its own:",
                 "",
                 "  insert   N keys of 16-40 bytes in hashed order, 64-byte values; then sync",
-                "  get      every key, value checked",
+                "  get      every key, value checked, pass after pass for --scan-seconds",
                 "  scan     the whole key range forward, every value read in full, pass after",
                 "           pass for --scan-seconds (rate: entries/s)",
                 "  delete   every key; then sync",
@@ -122,8 +122,8 @@ final class KvCommand implements Callable<Integer> {
     double ycsbSeconds;
 
     @Option(names = "--scan-seconds", paramLabel = "S", defaultValue = "2",
-            description = "keep starting scan passes until S seconds have gone by, 0 for one pass: a pass"
-                    + " over a million keys takes about 0.1 s, too short to time (default: ${DEFAULT-VALUE})")
+            description = "keep starting get and scan passes until S seconds have gone by, 0 for one pass: a"
+                    + " pass over a million keys takes about 0.1 s, too short to time (default: ${DEFAULT-VALUE})")
     double scanSeconds;
 
     @Mixin

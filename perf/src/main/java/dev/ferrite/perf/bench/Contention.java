@@ -120,6 +120,27 @@ public final class Contention {
     }
 
     /**
+     * "; workers on a CPU 1.40 µs/op, queued for one 3.10, blocked 0.20; sync 2.1 ms": where the phase's
+     * worker threads' time went, summed over them from each one's schedstat ({@link SchedClock}) across its
+     * operations and divided by the phase's, then the closing sync's wall time; "" if the kernel keeps no
+     * schedstats. A phase's rate is its wall time, and on a shared machine that is the workers' CPU plus
+     * their time runnable without a CPU (other processes, the JIT's compiler threads, the engine's
+     * background threads) plus their time blocked (parked, in I/O): what the JVM's CPU alone cannot tell.
+     *
+     * @param onCpu  the workers' nanoseconds on a CPU, -1 if unknown
+     * @param queued their nanoseconds runnable in a run queue
+     * @param wall   their nanoseconds from first operation to last, summed over the workers
+     */
+    static String workers(long onCpu, long queued, long wall, long syncNanos, long ops) {
+        if (onCpu < 0) {
+            return "";
+        }
+        long n = Math.max(1, ops);
+        return String.format(Locale.ROOT, "; workers on a CPU %.2f µs/op, queued for one %.2f, blocked %.2f; sync %.1f ms",
+                onCpu / 1e3 / n, queued / 1e3 / n, Math.max(0, wall - onCpu - queued) / 1e3 / n, syncNanos / 1e6);
+    }
+
+    /**
      * CPU time this JVM's JIT compiler threads have used so far, in nanoseconds, found by the names HotSpot
      * gives them ("C1 CompilerThread...", "C2 CompilerThread..."; see {@link #threadCpuNanos}); -1 where that
      * cannot be read.

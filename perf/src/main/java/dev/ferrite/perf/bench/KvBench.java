@@ -204,7 +204,7 @@ public final class KvBench {
      * @param cacheBytes   cache budget of the stores that take one: Ferrite, RocksDB, Xodus, MVStore
      * @param secondsLimit longest a phase may run, or 0 for no limit; a phase cut short leaves the later
      *                     ones to the keys the inserts got to (the batch and YCSB phases skip then)
-     * @param scanSeconds  how long the scan phase goes on starting new passes; 0 for one pass
+     * @param scanSeconds  how long the get and scan phases go on starting new passes; 0 for one pass
      * @param plan         the phase families, value sizes and YCSB time
      */
     public KvBench(Path dir, List<KvTarget> targets, long keys, List<Integer> threads, long cacheBytes, double secondsLimit,
@@ -550,19 +550,25 @@ public final class KvBench {
             return i;
         }
 
+        /**
+         * The thread's keys, each read and checked, pass after pass for {@link #scanNanos} as the scan's: one
+         * pass of 100,000 keys lasts a tenth of a second, which a hiccup of a few milliseconds would move.
+         */
         private void get(int id, KvStore.Session s, Latencies h, Phase p) {
             byte[] key = new byte[KvKeys.KEY_MAX];
             byte[] value = new byte[valueBytes];
             long lo = start(id);
             long hi = lo + inserted[id];
-            long now = System.nanoTime();
-            for (long i = lo; i < hi && !p.stop.get(); i++) {
-                checkGet(i, s.get(key, KvKeys.key(i, key), value), value);
-                long t = System.nanoTime();
-                h.record(now, t);
-                now = t;
-                p.done.set(id, i + 1 - lo);
-            }
+            long start = System.nanoTime(), now = start, done = 0;
+            do {
+                for (long i = lo; i < hi && !p.stop.get(); i++) {
+                    checkGet(i, s.get(key, KvKeys.key(i, key), value), value);
+                    long t = System.nanoTime();
+                    h.record(now, t);
+                    now = t;
+                    p.done.set(id, ++done);
+                }
+            } while (!p.stop.get() && !warmUp && hi > lo && now - start < scanNanos);
         }
 
         private void checkGet(long i, int length, byte[] value) {
@@ -764,8 +770,8 @@ public final class KvBench {
             long retriedBefore = store.retries();
             Throwable failure = Workers.run(threads, workers, timer, p.done::total, p.stop, id -> {
                 KvStore.Session batching = step.batch > 0 ? store.batchSession() : null;
-                try (KvStore.Session s = batching != null ? batching : store.session()) {
-                    worker.run(id, s, hs[id], p);
+                try (KvStore.Session s = batching != null ? batching : store.session(); SchedClock clock = SchedClock.ofCurrentThread()) {
+                    p.timed(id, clock, w -> worker.run(w, s, hs[w], p));
                 }
             });
             if (failure != null) {
@@ -775,10 +781,12 @@ public final class KvBench {
                 }
                 throw new IllegalStateException(phase + " on " + target + " with " + threads + " threads failed: " + failure, failure);
             }
+            long synced = System.nanoTime();
             if (step.writes()) {
                 store.sync();
             }
             long elapsed = timer.finish(System.nanoTime());
+            long syncNanos = System.nanoTime() - synced;
             cut = p.stop.get();
             Histogram all = Result.newHistogram();
             for (Latencies h : hs) {
@@ -786,7 +794,7 @@ public final class KvBench {
             }
             long ops = p.done.total();
             if (before != null && !warmUp) {
-                contention.add(target + " " + shown + ": " + Contention.between(before, store.counters(), ops));
+                contention.add(target + " " + shown + ": " + Contention.between(before, store.counters(), ops) + p.workers(syncNanos, ops));
             }
             if (watch != null) {
                 stalls.add(target + " " + shown + ": " + watch.summary(ops));
@@ -818,9 +826,48 @@ public final class KvBench {
         final AtomicBoolean stop = new AtomicBoolean();
         final ThreadCounts done;
         final long start = System.nanoTime();
+        /** Each worker's nanoseconds on a CPU (-1: no schedstat), runnable in a run queue, and in all, over its operations. */
+        private final long[] onCpu, queued, wall;
 
         Phase(int threads) {
             this.done = new ThreadCounts(threads);
+            this.onCpu = new long[threads];
+            this.queued = new long[threads];
+            this.wall = new long[threads];
+        }
+
+        /** A worker's operations, {@code work}, run on worker {@code id}'s thread, their time split by {@code clock} (null: none). */
+        void timed(int id, SchedClock clock, Workers.Body work) throws Exception {
+            long cpu = -1, waited = 0;
+            if (clock != null) {
+                clock.read();
+                cpu = clock.onCpu;
+                waited = clock.queued;
+            }
+            long began = System.nanoTime();
+            work.run(id);
+            wall[id] = System.nanoTime() - began;
+            if (clock != null) {
+                clock.read();
+                onCpu[id] = clock.onCpu - cpu;
+                queued[id] = clock.queued - waited;
+            } else {
+                onCpu[id] = -1;
+            }
+        }
+
+        /** {@link Contention#workers} over every worker, with the closing sync's {@code syncNanos}. */
+        String workers(long syncNanos, long ops) {
+            long cpu = 0, waited = 0, all = 0;
+            for (int i = 0; i < onCpu.length; i++) {
+                if (onCpu[i] < 0) {
+                    return "";
+                }
+                cpu += onCpu[i];
+                waited += queued[i];
+                all += wall[i];
+            }
+            return Contention.workers(cpu, waited, all, syncNanos, ops);
         }
     }
 }

@@ -59,6 +59,20 @@ class ContentionTest {
         assertTrue(Contention.compilerCpuNanos() > 0, "HotSpot on Linux names its compiler threads in /proc/self/task, and they have compiled this test");
     }
 
+    /**
+     * A phase's wall time split over its workers: on a CPU, runnable without one, the rest blocked (never
+     * negative: the clocks are read at slightly different moments), and the closing sync; nothing where
+     * the kernel keeps no schedstats.
+     */
+    @Test
+    void workersTimeIsSplitIntoCpuQueueAndBlocked() {
+        assertEquals("", Contention.workers(-1, 0, 5_000, 1_000_000, 10));
+        assertEquals("; workers on a CPU 1.50 µs/op, queued for one 3.00, blocked 0.50; sync 2.5 ms",
+                Contention.workers(15_000, 30_000, 50_000, 2_500_000, 10));
+        assertEquals("; workers on a CPU 1.50 µs/op, queued for one 3.00, blocked 0.00; sync 0.0 ms",
+                Contention.workers(15_000, 30_000, 44_000, 0, 10));
+    }
+
     @Test
     void minorFaultsAreCountedAndLeftOutWhereUnknown() {
         assertEquals("", Contention.faults(-1, 10, 10));

@@ -55,6 +55,17 @@ class KvBenchTest {
     }
 
     @Test
+    void getsGoOnPassAfterPassForTheScanTimeAsScansDo(@TempDir Path dir) {
+        KvBench.Plan plan = new KvBench.Plan(EnumSet.of(KvBench.Family.BASIC), List.of(64), 0);
+        KvBench bench = new KvBench(dir, List.of(KvTarget.MEMORY), 1_000, List.of(1, 2), 16L << 20, 0, 0.2, plan);
+        for (Result r : bench.run(Progress.NONE)) {
+            if (r.phase().equals("get")) { // whole passes over each thread's share, checked, more than one in 0.2 s
+                assertTrue(r.n() > 1_000 && r.n() % (1_000 / r.threads()) == 0, r.toString());
+            }
+        }
+    }
+
+    @Test
     void eachMeasuredLoadStartsOnMemoryJustTouchedAndFreed(@TempDir Path dir) {
         KvBench.Plan plan = new KvBench.Plan(EnumSet.of(KvBench.Family.BASIC), List.of(64, 1024), 0);
         KvBench bench = new KvBench(dir, List.of(KvTarget.MEMORY), 1_000, List.of(1, 2), 16L << 20, 0, 0, plan);
@@ -106,6 +117,11 @@ class KvBenchTest {
         assertEquals(both, phases(results, "ferrite", 1));
         assertEquals(both, phases(results, "memory", 1));
         assertEquals(List.of(), bench.skipped());
+        // each measured Ferrite phase says where its workers' time went (Linux keeps schedstats)
+        assertEquals(both.size(), bench.contention().size());
+        for (String line : bench.contention()) {
+            assertTrue(line.matches(".*; workers on a CPU [0-9.]+ µs/op, queued for one [0-9.]+, blocked [0-9.]+; sync [0-9.]+ ms"), line);
+        }
     }
 
     @Test
