@@ -433,6 +433,48 @@ class TableBlobTest {
         }
     }
 
+    /**
+     * A get of a whole blob whose pages are cached copies them with its CRC checked once per state of the
+     * pages (the lend's check, remembered in {@code FilePages}), not over again each time; once a page was
+     * dropped and filled again from a damaged device block, the next get is a {@code CorruptionException}.
+     */
+    @Test
+    void aGetOfACachedBlobChecksItsCrcOncePerStateOfItsPages() {
+        Random rnd = new Random(SEED);
+        MemoryDevice dev = VolumeFixtures.formatted();
+        byte[] val = random(rnd, (1 << 20) + 5);
+        try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            t.put(b("k"), val);
+            TableValueFormat.Blob blob = TableValueFormat.readBlob(MemorySegment.ofArray(t.storedValue(b("k"))));
+            for (int pass = 0; pass < 2; pass++) {
+                assertArrayEquals(val, t.get(b("k")), "pass " + pass);
+            }
+            try (Handle h = v.namespace().openInode(blob.ino())) {
+                FilePages p = h.requireReadable().pages;
+                p.lock.lock();
+                try { // before, each get summed the whole value again and remembered nothing
+                    assertEquals(p.changes, p.checkedAt, "the check remembered for the pages as they are");
+                    assertEquals(blob.crc(), p.checkedCrc);
+                    assertEquals(val.length, p.checkedLength);
+                } finally {
+                    p.lock.unlock();
+                }
+            }
+            flipAByteOfTheBlockHolding(dev, Arrays.copyOfRange(val, 5 * 4096, 6 * 4096));
+            try (Handle h = v.namespace().openInode(blob.ino())) {
+                Inode i = h.requireReadable();
+                IoLock l = v.namespace().files.lockExclusive(h, i);
+                try {
+                    v.namespace().files.buffered.drop(i, 5, 6); // as an eviction of that page
+                } finally {
+                    l.unlock();
+                }
+            }
+            assertThrows(CorruptionException.class, () -> t.get(b("k")), "the page read again from the damaged block");
+            assertThrows(CorruptionException.class, () -> t.get(b("k")), "and cached so: checked again, not remembered");
+        }
+    }
+
     /** The bytes {@code c}'s {@code value(Pieces)} hands over, checked against the length it returns. */
     private static byte[] lent(TableCursor c) {
         java.io.ByteArrayOutputStream got = new java.io.ByteArrayOutputStream();
