@@ -416,17 +416,7 @@ class TableBlobTest {
                 assertTrue(c.next());
                 assertArrayEquals(val, lent(c), "lent as written, its CRC checked");
             }
-            flipAByteOfTheBlockHolding(dev, Arrays.copyOfRange(val, 5 * 4096, 6 * 4096));
-            TableValueFormat.Blob blob = TableValueFormat.readBlob(MemorySegment.ofArray(t.storedValue(b("k"))));
-            try (Handle h = v.namespace().openInode(blob.ino())) {
-                Inode i = h.requireReadable();
-                IoLock l = v.namespace().files.lockExclusive(h, i);
-                try {
-                    v.namespace().files.buffered.drop(i, 5, 6); // as an eviction of that page
-                } finally {
-                    l.unlock();
-                }
-            }
+            damagePageFive(v, dev, val, TableValueFormat.readBlob(MemorySegment.ofArray(t.storedValue(b("k")))));
             byte[] part = new byte[val.length - 1]; // fills the page again from the device, checking no CRC
             t.read(MemorySegment.ofArray(b("k")), 0, MemorySegment.ofArray(part));
             assertLendsNothing(t, "after the page was filled again");
@@ -445,10 +435,10 @@ class TableBlobTest {
         byte[] val = random(rnd, (1 << 20) + 5);
         try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
             t.put(b("k"), val);
-            TableValueFormat.Blob blob = TableValueFormat.readBlob(MemorySegment.ofArray(t.storedValue(b("k"))));
             for (int pass = 0; pass < 2; pass++) {
                 assertArrayEquals(val, t.get(b("k")), "pass " + pass);
             }
+            TableValueFormat.Blob blob = TableValueFormat.readBlob(MemorySegment.ofArray(t.storedValue(b("k"))));
             try (Handle h = v.namespace().openInode(blob.ino())) {
                 FilePages p = h.requireReadable().pages;
                 p.lock.lock();
@@ -460,18 +450,23 @@ class TableBlobTest {
                     p.lock.unlock();
                 }
             }
-            flipAByteOfTheBlockHolding(dev, Arrays.copyOfRange(val, 5 * 4096, 6 * 4096));
-            try (Handle h = v.namespace().openInode(blob.ino())) {
-                Inode i = h.requireReadable();
-                IoLock l = v.namespace().files.lockExclusive(h, i);
-                try {
-                    v.namespace().files.buffered.drop(i, 5, 6); // as an eviction of that page
-                } finally {
-                    l.unlock();
-                }
-            }
+            damagePageFive(v, dev, val, blob);
             assertThrows(CorruptionException.class, () -> t.get(b("k")), "the page read again from the damaged block");
             assertThrows(CorruptionException.class, () -> t.get(b("k")), "and cached so: checked again, not remembered");
+        }
+    }
+
+    /** Damages the device block holding page 5 of {@code blob}, whose value is {@code val}, and drops that page from the cache, as an eviction would. */
+    private static void damagePageFive(Volume v, MemoryDevice dev, byte[] val, TableValueFormat.Blob blob) {
+        flipAByteOfTheBlockHolding(dev, Arrays.copyOfRange(val, 5 * 4096, 6 * 4096));
+        try (Handle h = v.namespace().openInode(blob.ino())) {
+            Inode i = h.requireReadable();
+            IoLock l = v.namespace().files.lockExclusive(h, i);
+            try {
+                v.namespace().files.buffered.drop(i, 5, 6); // as an eviction of that page
+            } finally {
+                l.unlock();
+            }
         }
     }
 
