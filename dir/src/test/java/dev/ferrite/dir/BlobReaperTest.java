@@ -13,6 +13,8 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 
 import dev.ferrite.io.BlockDevice;
@@ -214,6 +216,50 @@ class BlobReaperTest {
             assertEquals(1, blobFiles(v).size(), "seed " + SEED + ": " + blobFiles(v));
             assertEquals(free, freeCountingReserve(v), "seed " + SEED + ": the doomed blobs' blocks are free once the snapshot closed");
             VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /**
+     * A wake-up during a pass whose deletion parks (as a lock's or a journal wait's park does, taking the
+     * permit the wake-up left) still makes another pass. Before, the reaper then parked with the work
+     * queued, until the next wake-up: {@link #holdReaper} waited 30 s for a pass that never came.
+     */
+    @Test
+    void aWakeUpDuringAPassThatParksMakesAnotherPass() throws Exception {
+        CountDownLatch letGo = new CountDownLatch(1), second = new CountDownLatch(1);
+        AtomicInteger passes = new AtomicInteger();
+        AtomicReference<Thread> thread = new AtomicReference<>();
+        BlobReaper r = new BlobReaper(() -> {
+            if (passes.incrementAndGet() == 1) {
+                thread.set(Thread.currentThread());
+                try {
+                    letGo.await(); // parks: a wake-up's unpark wakes it here, and it parks again
+                } catch (InterruptedException e) {
+                    throw new AssertionError(e);
+                }
+            } else {
+                second.countDown();
+            }
+        });
+        try {
+            r.wake(); // starts the thread: its first pass
+            awaitParked(thread);
+            r.wake(); // the second pass's wake-up, its permit taken by the latch's park
+            awaitParked(thread);
+            letGo.countDown();
+            assertTrue(second.await(10, TimeUnit.SECONDS), "a second pass after the wake-up during the first");
+        } finally {
+            r.stop();
+        }
+    }
+
+    /** Waits until the thread {@code t} holds has parked. */
+    private static void awaitParked(AtomicReference<Thread> t) throws InterruptedException {
+        Thread.sleep(20); // a wake-up just sent: let it run first
+        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (t.get() == null || t.get().getState() != Thread.State.WAITING) {
+            assertTrue(System.nanoTime() < end, "the reaper never parked in its pass");
+            Thread.sleep(1);
         }
     }
 
