@@ -1,6 +1,6 @@
 package dev.ferrite.dir;
 
-import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 
@@ -17,11 +17,18 @@ import java.util.function.LongSupplier;
  * and {@linkplain Entry#settle settled} it with the commit sequence (or, {@linkplain Entry#hold held},
  * until it is {@linkplain Entry#release released}); busy until that sequence is
  * durable, then dropped by the next call that meets it. The entries never overlap while busy (a busy
- * block is never handed out, so never freed again), and stay sorted by start.
+ * block is never handed out, so never freed again), and stay sorted by start, in chunks of at most
+ * {@link #CHUNK}: with nothing durable for a long run of frees (no checkpoint written) a group holds tens
+ * of thousands (32,000 in one of four groups after 100,000 16 KiB deletes of values that random puts had
+ * scattered), and a free among them shifted every entry after it in the one sorted list this used to be
+ * (5 µs a free at 100,000). XFS keeps its busy extents in a red-black tree; a tree here took three
+ * descents of cache misses a free, as slow at that size.
  */
 final class BusyExtents {
     /** Entries past which {@link #add} sweeps out the durable ones. */
     private static final int SWEEP_AT = 64;
+    /** Entries a chunk holds at most: an insert or a removal shifts at most this many. */
+    static final int CHUNK = 256;
 
     /** An extent of group blocks freed by one transaction. */
     static final class Entry {
@@ -79,7 +86,15 @@ final class BusyExtents {
     private final LongSupplier durableSeq;
     /** The sequence a commit made now gets, outside a journal group (the journal's current context's). */
     private final LongSupplier currentSeq;
-    private final ArrayList<Entry> entries = new ArrayList<>();
+    /**
+     * The entries by start: chunk {@code c} is {@code chunks[c][0, counts[c])}, none empty, and
+     * {@code heads[c]} its first entry's start, for the search. A position in them is packed as
+     * {@code c << 32 | i} ({@link #NONE}: none).
+     */
+    private Entry[][] chunks = new Entry[4][];
+    private int[] counts = new int[4], heads = new int[4];
+    private int chunkCount, size;
+    private static final long NONE = -1;
     private int sweepAt = SWEEP_AT;
     /** Blocks of the entries kept: busy, or durable and not swept out yet. */
     private long kept;
@@ -124,40 +139,48 @@ final class BusyExtents {
 
     private Entry add(int start, int length, boolean joinable) {
         long durable = durableSeq.getAsLong();
-        int n = entries.size();
-        // also once the last entry is durable: the frees after a sync then append again ({@link #firstEndingAfter})
-        if (n >= sweepAt || n > 0 && entries.get(n - 1).seq <= durable) {
-            sweep(durable, 0);
+        // also once the last entry is durable: the frees after a sync then find none of those
+        if (size >= sweepAt || size > 0 && last().seq <= durable) {
+            sweep(durable);
         }
-        int k = firstEndingAfter(start);
-        if (joinable && k > 0) {
-            Entry before = entries.get(k - 1);
-            if (before.joinable && before.end() == start && before.seq > durable && before.seq == currentSeq.getAsLong()
-                    && (k == entries.size() || entries.get(k).start >= start + length)) {
-                before.seq = Entry.PENDING; // settled again by this free's commit, with its sequence
-                before.length += length;
-                kept += length;
-                return before;
-            }
+        long b = lastStartingBefore(start);
+        Entry before = at(b), after = at(b == NONE ? (size == 0 ? NONE : 0) : next(b));
+        if (joinable && before != null && before.joinable && before.end() == start && before.seq > durable
+                && before.seq == currentSeq.getAsLong() && (after == null || after.start >= start + length)) {
+            before.seq = Entry.PENDING; // settled again by this free's commit, with its sequence
+            before.length += length;
+            kept += length;
+            return before;
         }
         Entry e = new Entry(this, start, length, joinable);
         // a durable entry may still cover some of these blocks (allocated and freed again since)
-        while (k < entries.size() && entries.get(k).start < e.end()) {
-            Entry old = entries.remove(k);
-            kept -= old.length;
-            if (old.seq > durable) {
-                throw new IllegalStateException("blocks [" + start + ", +" + length + ") are freed again while ["
-                        + old.start + ", +" + old.length + ") of them are still busy: allocators must skip busy blocks");
-            }
+        if (before != null && before.end() > start) {
+            dropOverlapped(b, e, durable);
         }
-        entries.add(k, e);
+        for (long a = firstEndingAfter(start); a != NONE && at(a).start < e.end(); a = firstEndingAfter(start)) {
+            dropOverlapped(a, e, durable);
+        }
+        insert(e);
         kept += length;
         return e;
     }
 
+    /** Drops the entry at {@code p}, which {@code e}'s free overlaps: a bug unless it is durable. */
+    private void dropOverlapped(long p, Entry e, long durable) {
+        Entry old = at(p);
+        removeAt(p);
+        kept -= old.length;
+        if (old.seq > durable) {
+            throw new IllegalStateException("blocks [" + e.start + ", +" + e.length + ") are freed again while ["
+                    + old.start + ", +" + old.length + ") of them are still busy: allocators must skip busy blocks");
+        }
+    }
+
     /** Drops entry {@code e}: its free was undone (its blocks taken again) before it became durable. */
     void remove(Entry e) {
-        if (entries.remove(e)) {
+        long p = lastStartingBefore(e.start + 1);
+        if (at(p) == e) {
+            removeAt(p);
             kept -= e.length;
         }
     }
@@ -179,24 +202,21 @@ final class BusyExtents {
     long busyBlocks() {
         long durable = durableSeq.getAsLong();
         if (durable != sweptDurable || settles.get() != sweptSettles) {
-            sweep(durable, 0); // else none can have become durable since the last: a group's own frees stay busy
+            sweep(durable); // else none can have become durable since the last: a group's own frees stay busy
         }
         return kept;
     }
 
     /** The first busy block of {@code [from, to)}, or {@code to} if none is. */
     int firstBusy(int from, int to) {
-        if (entries.isEmpty()) {
+        if (size == 0) {
             return to;
         }
         long durable = durableSeq.getAsLong();
-        for (int k = firstEndingAfter(from); k < entries.size(); ) {
-            Entry e = entries.get(k);
-            if (e.start >= to) {
-                break;
-            }
+        for (Entry e = at(firstEndingAfter(from)); e != null && e.start < to; ) {
             if (e.seq <= durable) {
-                k = sweep(durable, k);
+                sweep(durable);
+                e = at(firstEndingAfter(from));
                 continue;
             }
             return Math.max(from, e.start);
@@ -206,21 +226,15 @@ final class BusyExtents {
 
     /** The last busy block of {@code [from, to)}, or {@code from - 1} if none is. */
     int lastBusy(int from, int to) {
-        if (entries.isEmpty()) {
+        if (size == 0) {
             return from - 1;
         }
         long durable = durableSeq.getAsLong();
-        // entries after the first one ending at or past to start at or past it
-        for (int k = Math.min(firstEndingAfter(to - 1), entries.size() - 1); k >= 0; k--) {
-            Entry e = entries.get(k);
-            if (e.start >= to) {
-                continue;
-            }
-            if (e.end() <= from) {
-                break;
-            }
+        // entries are sorted by end as by start: the last one starting before to is the only one to look at
+        for (Entry e = at(lastStartingBefore(to)); e != null && e.end() > from; ) {
             if (e.seq <= durable) {
-                k = sweep(durable, k + 1); // the loop steps back to the last entry kept before it
+                sweep(durable);
+                e = at(lastStartingBefore(to));
                 continue;
             }
             return Math.min(to - 1, e.end() - 1);
@@ -229,56 +243,175 @@ final class BusyExtents {
     }
 
     /**
-     * Drops every entry durable by {@code durable} at once, and returns where index {@code k} went: one
-     * pass for all of them, where dropping each as a lookup met it shifted the rest of the list every time
-     * (a run of allocations after a synced run of n frees paid n shifts of up to n entries).
+     * Drops every entry durable by {@code durable} at once: one pass for all of them, which a query
+     * meeting the first one makes, so that the next queries meet none until the durable sequence moves.
      */
-    private int sweep(long durable, int k) {
+    private void sweep(long durable) {
         sweptSettles = settles.get(); // before the pass: an entry settled during it is seen by the next
         sweptDurable = durable;
-        int n = 0, at = k;
-        for (int i = 0; i < entries.size(); i++) {
-            Entry e = entries.get(i);
-            if (e.seq > durable) {
-                entries.set(n++, e);
-            } else {
-                kept -= e.length;
-                if (i < k) {
-                    at--;
+        int before = size, live = 0;
+        for (int c = 0; c < chunkCount; c++) {
+            Entry[] a = chunks[c];
+            int n = 0;
+            for (int i = 0; i < counts[c]; i++) {
+                if (a[i].seq > durable) {
+                    a[n++] = a[i];
+                } else {
+                    kept -= a[i].length;
                 }
             }
+            Arrays.fill(a, n, counts[c], null);
+            if (n > 0) {
+                chunks[live] = a;
+                counts[live] = n;
+                heads[live++] = a[0].start;
+            }
         }
-        if (n < entries.size()) {
-            entries.subList(n, entries.size()).clear();
+        Arrays.fill(chunks, live, chunkCount, null);
+        chunkCount = live;
+        size = 0;
+        for (int c = 0; c < chunkCount; c++) {
+            size += counts[c];
+        }
+        if (size < before) {
             sweeps++;
         }
-        sweepAt = Math.max(SWEEP_AT, 2 * n);
-        return at;
+        sweepAt = Math.max(SWEEP_AT, 2 * size);
     }
 
     /** Entries now, busy or not yet swept (for tests). */
     int size() {
-        return entries.size();
+        return size;
     }
 
-    /**
-     * Index of the first entry ending after {@code block} (entries are sorted by start and by end alike).
-     * Past the last entry's end at once: frees in block order (values deleted in the order they were
-     * written) append, where the search met some 14 entries scattered on the heap with 16,000 busy.
-     */
-    private int firstEndingAfter(int block) {
-        int lo = 0, hi = entries.size();
-        if (hi == 0 || entries.get(hi - 1).end() <= block) {
-            return hi;
-        }
+    /** The entry at position {@code p}, or null for {@link #NONE}. */
+    private Entry at(long p) {
+        return p == NONE ? null : chunks[(int) (p >>> 32)][(int) p];
+    }
+
+    /** The position after {@code p}, or NONE. */
+    private long next(long p) {
+        int c = (int) (p >>> 32), i = (int) p + 1;
+        return i < counts[c] ? p + 1 : c + 1 < chunkCount ? (long) (c + 1) << 32 : NONE;
+    }
+
+    private Entry last() {
+        return chunks[chunkCount - 1][counts[chunkCount - 1] - 1];
+    }
+
+    /** The last chunk whose first entry starts at or before {@code block}, or -1. */
+    private int chunkOf(int block) {
+        int lo = 0, hi = chunkCount;
         while (lo < hi) {
             int mid = (lo + hi) >>> 1;
-            if (entries.get(mid).end() <= block) {
+            if (heads[mid] <= block) {
                 lo = mid + 1;
             } else {
                 hi = mid;
             }
         }
-        return lo;
+        return lo - 1;
+    }
+
+    /** The position of the first entry ending after {@code block} (entries are sorted by start and by end alike), or NONE. */
+    private long firstEndingAfter(int block) {
+        if (size == 0) {
+            return NONE;
+        }
+        int c = Math.max(0, chunkOf(block));
+        Entry[] a = chunks[c];
+        int lo = 0, hi = counts[c];
+        while (lo < hi) {
+            int mid = (lo + hi) >>> 1;
+            if (a[mid].end() <= block) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        // every entry of a later chunk starts past block, so ends past it
+        return lo < counts[c] ? (long) c << 32 | lo : c + 1 < chunkCount ? (long) (c + 1) << 32 : NONE;
+    }
+
+    /** The position of the last entry starting before {@code block}, or NONE. */
+    private long lastStartingBefore(int block) {
+        int c = chunkOf(block - 1);
+        if (c < 0) {
+            return NONE;
+        }
+        Entry[] a = chunks[c];
+        int lo = 1, hi = counts[c]; // its first starts before block
+        while (lo < hi) {
+            int mid = (lo + hi) >>> 1;
+            if (a[mid].start < block) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        return (long) c << 32 | (lo - 1);
+    }
+
+    /** Puts {@code e} in order, after every entry starting before it; a full chunk splits in two first. */
+    private void insert(Entry e) {
+        if (chunkCount == 0) {
+            addChunk(0, new Entry[CHUNK]);
+        }
+        int c = Math.max(0, chunkOf(e.start));
+        if (counts[c] == CHUNK) {
+            Entry[] upper = new Entry[CHUNK];
+            int half = CHUNK / 2;
+            System.arraycopy(chunks[c], half, upper, 0, CHUNK - half);
+            Arrays.fill(chunks[c], half, CHUNK, null);
+            counts[c] = half;
+            addChunk(c + 1, upper);
+            counts[c + 1] = CHUNK - half;
+            heads[c + 1] = upper[0].start;
+            if (e.start >= heads[c + 1]) {
+                c++;
+            }
+        }
+        Entry[] a = chunks[c];
+        int n = counts[c], i = n;
+        while (i > 0 && a[i - 1].start > e.start) {
+            i--;
+        }
+        System.arraycopy(a, i, a, i + 1, n - i);
+        a[i] = e;
+        counts[c] = n + 1;
+        heads[c] = a[0].start;
+        size++;
+    }
+
+    private void addChunk(int c, Entry[] chunk) {
+        if (chunkCount == chunks.length) {
+            chunks = Arrays.copyOf(chunks, 2 * chunkCount);
+            counts = Arrays.copyOf(counts, 2 * chunkCount);
+            heads = Arrays.copyOf(heads, 2 * chunkCount);
+        }
+        System.arraycopy(chunks, c, chunks, c + 1, chunkCount - c);
+        System.arraycopy(counts, c, counts, c + 1, chunkCount - c);
+        System.arraycopy(heads, c, heads, c + 1, chunkCount - c);
+        chunks[c] = chunk;
+        counts[c] = 0;
+        chunkCount++;
+    }
+
+    private void removeAt(long p) {
+        int c = (int) (p >>> 32), i = (int) p;
+        Entry[] a = chunks[c];
+        int n = counts[c] - 1;
+        System.arraycopy(a, i + 1, a, i, n - i);
+        a[n] = null;
+        counts[c] = n;
+        size--;
+        if (n > 0) {
+            heads[c] = a[0].start;
+            return;
+        }
+        System.arraycopy(chunks, c + 1, chunks, c, chunkCount - c - 1);
+        System.arraycopy(counts, c + 1, counts, c, chunkCount - c - 1);
+        System.arraycopy(heads, c + 1, heads, c, chunkCount - c - 1);
+        chunks[--chunkCount] = null;
     }
 }

@@ -72,6 +72,12 @@ public final class Table implements AutoCloseable {
      * group's AGF first and looks at the key's value in the delete's own descent.
      */
     AllocationGroup extentFrees;
+    /**
+     * Another hint, read and written plainly as {@link #extentFrees} is: the group in which the last single
+     * delete that looked first found its key's extent value. Two such in a row in one group set
+     * {@link #extentFrees} again.
+     */
+    AllocationGroup extentLooked;
 
     Table(Tables tables, String name, Handle handle) {
         this.tables = tables;

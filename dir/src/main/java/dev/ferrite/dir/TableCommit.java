@@ -400,7 +400,15 @@ final class TableCommit {
                 if (found >= 0 && TableValueFormat.isExtent(valueOut, BTree.foundValueLength(found))) {
                     freeIn = extents.groupOf(TableValueFormat.readExtent(valueOut));
                     if (op == DELETE) {
-                        t.extentFrees = freeIn; // the next delete takes its AGF first
+                        // the next delete takes this group's AGF first only if the one before found its value
+                        // here too: values that replaced others lie in scattered groups, where a guess misses
+                        t.extentFrees = freeIn == t.extentLooked ? freeIn : null;
+                        t.extentLooked = freeIn;
+                        int outcome = deleteExtent(t, k, freeIn); // onto its group's pending-free list
+                        if (outcome != NOT_HERE) {
+                            return outcome;
+                        }
+                        found = UNLOOKED; // looked at again below, in the transaction
                     }
                     if (freeIn.needsRefill()) {
                         return NEEDS_GROUP; // its refill waits for log space, which a writer inside the table must not
@@ -537,7 +545,7 @@ final class TableCommit {
 
     /**
      * A single DELETE (no snapshot open) of a key whose value is likely an extent value in {@code ag} (the
-     * table's last single delete found one there), in one descent: one transaction takes {@code ag}'s AGF
+     * table's hint, {@link Table#extentFrees}, or where a look before found it), in one descent: one transaction takes {@code ag}'s AGF
      * first (the order of {@link TableExtents#freeBeforeChange}: before any node of the table's tree), then
      * deletes the key if it holds an inline value or an extent value in {@code ag}, looking at the value
      * under the leaf's lock, and puts that extent on the group's pending-free list in the same transaction

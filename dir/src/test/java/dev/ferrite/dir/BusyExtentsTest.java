@@ -1,5 +1,9 @@
 package dev.ferrite.dir;
 
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
 import java.util.Random;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -10,6 +14,7 @@ import dev.ferrite.io.testkit.TestSeed;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Busy data extents: busy from the free until the freeing commit is durable, queried by range. */
 @ExtendWith(TestSeed.class)
@@ -178,29 +183,83 @@ class BusyExtentsTest {
     /** Random frees, commits and forces against a block-by-block model of what is busy. */
     @Test
     void queriesAgreeWithABlockByBlockModel() {
-        agreeWithABlockByBlockModel(false);
+        agreeWithABlockByBlockModel(false, 512, 4);
     }
 
     /** {@link #queriesAgreeWithABlockByBlockModel} with single frees that join: a joined free's blocks are the new free's. */
     @Test
     void joinedFreesAgreeWithABlockByBlockModel() {
-        agreeWithABlockByBlockModel(true);
+        agreeWithABlockByBlockModel(true, 512, 4);
     }
 
-    private static void agreeWithABlockByBlockModel(boolean joins) {
+    /**
+     * The model's checks with thousands of entries busy at once, frees far more frequent than durable
+     * sequences: the entries fill many chunks, which split as frees land in them and go as sweeps empty them.
+     */
+    @Test
+    void thousandsBusyInManyChunksAgreeWithTheModel() {
+        for (boolean joins : new boolean[] {false, true}) {
+            int most = agreeWithABlockByBlockModel(joins, 64 * BusyExtents.CHUNK, 200);
+            assertTrue(most > 4 * BusyExtents.CHUNK, "seed " + SEED + ", joins " + joins + ": at most " + most + " entries");
+        }
+    }
+
+    /**
+     * Frees taken back one by one in random order from among thousands, each checked with queries that
+     * end or start right at its blocks: the first entry of a chunk going must not leave the chunk's search
+     * key behind.
+     */
+    @Test
+    void freesTakenBackAnywhereAmongThousandsLeaveEveryNeighbourFound() {
         Random rnd = new Random(SEED);
-        int blocks = 512;
+        BusyExtents busy = new BusyExtents(() -> 0, () -> -1);
+        int n = 8 * BusyExtents.CHUNK;
+        List<BusyExtents.Entry> entries = new ArrayList<>();
+        boolean[] isBusy = new boolean[8 * n + 16];
+        for (int i : rnd.ints(0, n).distinct().limit(n).toArray()) {
+            entries.add(busy.add(8 * i, 4));
+            Arrays.fill(isBusy, 8 * i, 8 * i + 4, true);
+        }
+        Collections.shuffle(entries, rnd);
+        for (BusyExtents.Entry e : entries) {
+            busy.remove(e);
+            Arrays.fill(isBusy, e.start, e.end(), false);
+            for (int[] range : new int[][] {{Math.max(0, e.start - 8), e.start + 1}, {e.start, e.start + 12}}) {
+                int first = range[1], last = range[0] - 1;
+                for (int b = range[0]; b < range[1]; b++) {
+                    if (isBusy[b]) {
+                        first = Math.min(first, b);
+                        last = b;
+                    }
+                }
+                String where = "seed " + SEED + ", [" + range[0] + ", " + range[1] + ") after [" + e.start + ", +4) went";
+                assertEquals(first, busy.firstBusy(range[0], range[1]), where);
+                assertEquals(last, busy.lastBusy(range[0], range[1]), where);
+            }
+        }
+        assertEquals(0, busy.size());
+    }
+
+    /** Frees ({@code freeWeight} in 6 + freeWeight steps), commits, forces and queries over {@code blocks} blocks. */
+    private static int agreeWithABlockByBlockModel(boolean joins, int blocks, int freeWeight) {
+        int most = 0;
+        Random rnd = new Random(SEED);
         AtomicLong durable = new AtomicLong(0), next = new AtomicLong(1);
         BusyExtents busy = new BusyExtents(durable::get, joins ? next::get : () -> -1);
         long[] freedAt = new long[blocks]; // 0: never freed; Long.MAX_VALUE: pending
         BusyExtents.Entry[] pending = new BusyExtents.Entry[blocks];
+        List<BusyExtents.Entry> undoable = new ArrayList<>(); // a group's frees not committed yet
         for (int step = 0; step < 20_000; step++) {
-            int r = rnd.nextInt(10);
+            int r = rnd.nextInt(6 + freeWeight) - freeWeight + 4;
             if (r < 4) { // free a run of blocks no busy block is in (as an allocator leaves them)
                 int s = rnd.nextInt(blocks), n = Math.min(1 + rnd.nextInt(8), blocks - s);
                 if (busy.firstBusy(s, s + n) == s + n) {
                     boolean single = joins && rnd.nextInt(4) > 0;
                     BusyExtents.Entry e = single ? busy.addJoining(s, n) : busy.add(s, n);
+                    most = Math.max(most, busy.size());
+                    if (!single) {
+                        undoable.add(e);
+                    }
                     for (int b = e.start; b < s + n; b++) { // a joined entry's earlier blocks are pending again
                         freedAt[b] = Long.MAX_VALUE;
                         pending[b] = e;
@@ -212,7 +271,17 @@ class BusyExtentsTest {
                         }
                     }
                 }
+            } else if (r == 6) { // a group takes one of its frees back: the blocks are allocated again
+                if (!undoable.isEmpty()) {
+                    BusyExtents.Entry e = undoable.remove(rnd.nextInt(undoable.size()));
+                    busy.remove(e);
+                    for (int b = e.start; b < e.end(); b++) {
+                        freedAt[b] = 0;
+                        pending[b] = null;
+                    }
+                }
             } else if (r < 7) { // commit every pending free
+                undoable.clear();
                 long seq = next.getAndIncrement();
                 for (int b = 0; b < blocks; b++) {
                     if (freedAt[b] == Long.MAX_VALUE) {
@@ -236,5 +305,6 @@ class BusyExtentsTest {
                 assertEquals(last, busy.lastBusy(from, to), where);
             }
         }
+        return most;
     }
 }
