@@ -1,7 +1,6 @@
 package dev.ferrite.dir;
 
 import java.lang.foreign.MemorySegment;
-import java.util.function.LongPredicate;
 import java.util.function.Supplier;
 
 import dev.ferrite.btree.internal.BlockAllocator;
@@ -73,24 +72,13 @@ final class DirAllocator implements BlockAllocator {
         return found;
     }
 
-    /** The reserve entry to free first: the last busy one, else the last. */
-    static int spillIndex(BufferCache cache, MemorySegment m, int area) {
-        int n = DirEntryFormat.reserveCount(m, area);
-        for (int i = n - 1; i >= 0; i--) {
-            if (cache.isBusy(DirEntryFormat.reserveEntry(m, area, i))) {
-                return i;
-            }
-        }
-        return n - 1;
-    }
-
     /**
      * The entries to spill from the reserve at {@code area} of {@code m} down to {@code downTo} (at least
-     * one), those {@code take} accepts, busy ones first (a spill makes room without losing usable
+     * one), busy ones first (a spill makes room without losing usable
      * entries), and of those not busy only so many that {@code keep} of them stay (all there are, if
      * fewer): written to {@code out}, their number returned.
      */
-    static int spillOrder(BufferCache cache, MemorySegment m, int area, int downTo, int keep, LongPredicate take, long[] out) {
+    static int spillOrder(BufferCache cache, MemorySegment m, int area, int downTo, int keep, long[] out) {
         int count = DirEntryFormat.reserveCount(m, area);
         int want = Math.max(1, count - downTo);
         int spare = Math.max(0, usable(cache, m, area, count) - keep); // usable entries it may take
@@ -99,7 +87,7 @@ final class DirAllocator implements BlockAllocator {
         for (int pass = 0; pass < 2; pass++) {
             for (int i = count - 1; i >= 0 && n < want; i--) {
                 long e = DirEntryFormat.reserveEntry(m, area, i);
-                if ((taken & 1L << i) != 0 || !take.test(e)) {
+                if ((taken & 1L << i) != 0) {
                     continue;
                 }
                 boolean busy = cache.isBusy(e);
