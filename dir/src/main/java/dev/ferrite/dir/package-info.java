@@ -60,7 +60,8 @@
  *       value kept out of line) takes each commit lock exclusively (inode order), then each inode
  *       exclusively, then the whole share. A refill or spill of a tree's reserve, such a transaction and
  *       the freeing of an orphan's tree hold the inode exclusively: its lock (2) with no single writer
- *       inside ({@code Inode#lockExclusive}).
+ *       inside ({@code Inode#lockExclusive}); a spill's transaction then takes the AGFs of the groups its
+ *       blocks lie in, in group order (3), as a copy on write's remap does, and the record (4) last.
  *   <li>{@code NamespaceChecker}: the namespace's part of the check; reads only, no lock.
  * </ul>
  * The allocation group is split the same way: {@code AllocationGroup} (headers, locking, orphans) over
