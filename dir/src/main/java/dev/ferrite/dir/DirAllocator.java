@@ -59,8 +59,14 @@ final class DirAllocator implements BlockAllocator {
     /** {@link #usable}, leaving out the blocks of {@code spilling} too (none: null). */
     static int usable(BufferCache cache, MemorySegment m, int area, int enough, long[] spilling) {
         int n = DirEntryFormat.reserveCount(m, area);
-        if (n - enough - (spilling == null ? 0 : spilling.length) >= cache.busyBound()) {
+        int busy = cache.busyBound();
+        if (n - enough - (spilling == null ? 0 : spilling.length) >= busy) {
             return enough;
+        }
+        if (busy == 0 && spilling == null) {
+            // nothing is busy: every entry counts. A table's reserve is kept below its fill mark, so
+            // each single write's entry (DirContents#enter) would otherwise ask the cache about each
+            return Math.min(n, enough);
         }
         int found = 0;
         for (int i = n - 1; i >= 0 && found < enough; i--) {

@@ -247,6 +247,24 @@ public final class BTree {
         return b;
     }
 
+    /**
+     * A split put {@code child} into {@code parent} at hint index {@code idx} ({@link #child}'s: the
+     * child's index plus one): the hints from there on move up one with their children, so that descents
+     * to the children right of the new one still find theirs. Random inserts into a table of a million
+     * keys split a child of each leaves' parent every few dozen descents through it, and each split
+     * otherwise left every hint to its right naming a neighbour, passed over and looked up in the hash
+     * table again one descent at a time. The last hint falls off an array that is full; a child past the
+     * end grows it as ever. Under the parent's lock; a descent that read the node before the insert and
+     * writes its hint meanwhile leaves it at the old index, where {@link #child} passes it over.
+     */
+    static void childInserted(Buffer parent, int idx, Buffer child) {
+        Buffer[] hints = parent.children;
+        if (hints != null && idx < hints.length) {
+            System.arraycopy(hints, idx, hints, idx + 1, hints.length - idx - 1);
+            hints[idx] = child;
+        }
+    }
+
     static MemorySegment scratch(int blockSize) {
         MemorySegment s = SCRATCH.get();
         if (s == null || s.byteSize() < blockSize) {

@@ -291,7 +291,7 @@ final class Restructure {
             }
         }
         used++;
-        long newChild = newLeaf.block();
+        Buffer newChild = newLeaf;
         // ancestors, bottom up
         for (int d = leafD - 1; d >= 1; d--) {
             Buffer parent = p.node[d];
@@ -302,17 +302,18 @@ final class Restructure {
                 int made = BTreeNodeFormat.ensureRoom(pn, need, blockSize, scratch, false); // an interior node
                 int skip = BTreeNodeFormat.skip(pn);
                 int base = BTreeNodeFormat.base(pn);
-                int cell = BTreeNodeFormat.insertInterior(pn, pos, sep, newChild);
+                int cell = BTreeNodeFormat.insertInterior(pn, pos, sep, newChild.block());
                 tree.logInsert(txn, parent, pos, skip, base, cell, need, made);
+                BTree.childInserted(parent, pos + 1, newChild);
                 return used;
             }
             Buffer sibling = cache.createEmpty(txn, blocks[used], BTreeNodeFormat.MAGIC, id, frames[used]);
             used++;
             sibling.priority = INTERIOR_PRIORITY;
-            sep = splitInterior(parent, sibling, pos, sep, newChild, append, scratch);
+            sep = splitInterior(parent, sibling, pos, sep, newChild.block(), append, scratch);
             logUsedChanged(txn, parent, scratch);
             logUsed(txn, sibling);
-            newChild = sibling.block();
+            newChild = sibling;
         }
         // the root split: a new root above the old one
         Buffer header = p.node[0];
@@ -322,7 +323,7 @@ final class Restructure {
         root.priority = INTERIOR_PRIORITY;
         BTreeNodeFormat.init(root.data(), height, blockSize);
         BTreeNodeFormat.setLeftmost(root.data(), oldRoot);
-        BTreeNodeFormat.insertInterior(root.data(), 0, sep, newChild);
+        BTreeNodeFormat.insertInterior(root.data(), 0, sep, newChild.block());
         logUsed(txn, root);
         BTreeHeaderFormat.set(header.data(), root.block(), height + 1);
         txn.log(header, BTreeHeaderFormat.ROOT, 16);

@@ -62,6 +62,60 @@ class ChildHintTest {
     }
 
     /**
+     * A split that puts a new child into a node moves the node's hints right of it up one with their
+     * children ({@link BTree#childInserted}): every hint still names the child at its index, so descents
+     * right of the split take theirs instead of passing over a neighbour's and looking the block up.
+     * Before, each hint right of the new child named its left neighbour until a descent replaced it.
+     */
+    @Test
+    void aSplitMovesTheHintsRightOfItWithTheirChildren() throws Exception {
+        ProbeDevice device = new ProbeDevice(32768, BLOCK_SIZE);
+        try (Store s = Store.format(device, LOG_BLOCKS, 4096L * BLOCK_SIZE)) {
+            fill(s);
+            for (int i = 0; i < KEYS; i++) {
+                assertArrayEquals(value(i), s.tree.get(key(i))); // every hint on every level set
+            }
+            Buffer parent = leavesParent(s, key(0));
+            int before = BTreeNodeFormat.count(parent.data());
+            assertTrue(before >= 8, "the leftmost leaves' parent has " + (before + 1) + " children: too few to test");
+            int added = 0;
+            while (BTreeNodeFormat.count(parent.data()) == before) { // until the leftmost leaf splits
+                byte[] k = String.format("key-00000000-%06d", added).getBytes(StandardCharsets.US_ASCII);
+                s.tree.put(k, value(added++));
+                assertTrue(added < 1000, "1000 puts into the leftmost leaf split nothing");
+            }
+            assertSame(parent, leavesParent(s, key(0)), "the parent split too");
+            Buffer[] hints = parent.children;
+            int named = 0;
+            for (int idx = 0; idx <= BTreeNodeFormat.count(parent.data()); idx++) {
+                long child = BTreeNodeFormat.childAt(parent.data(), idx - 1);
+                Buffer h = idx < hints.length ? hints[idx] : null;
+                if (h != null) {
+                    assertSame(s.cache.lookup(child), h, "the hint at " + idx + " of " + (before + 2) + " after the split names block "
+                            + h.block() + ", not the child there, " + child);
+                    named++;
+                }
+            }
+            assertTrue(named >= before, "only " + named + " of " + (before + 2) + " children hinted after the split");
+        } finally {
+            device.close();
+        }
+    }
+
+    /** The buffer of the interior node just above the leaf of {@code key}. */
+    private static Buffer leavesParent(Store s, byte[] key) {
+        MemorySegment k = MemorySegment.ofArray(key);
+        Buffer cur = s.cache.lookup(BTreeHeaderFormat.root(s.tree.header().data()));
+        for (;;) {
+            Buffer next = s.cache.lookup(BTreeNodeFormat.childAt(cur.data(), BTreeNodeFormat.childIndexFor(cur.data(), k)));
+            if (BTreeNodeFormat.isLeaf(next.data())) {
+                return cur;
+            }
+            cur = next;
+        }
+    }
+
+    /**
      * Runs {@code work} on a fresh store in a daemon thread: a hint to an evicted buffer would send descents
      * to it again and again, and such a loop must fail the test instead of keeping its JVM alive.
      */
