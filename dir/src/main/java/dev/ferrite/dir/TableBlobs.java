@@ -443,7 +443,8 @@ final class TableBlobs {
         }
         try (f) {
             long want = Math.max(0, Math.min(out.byteSize(), b.length() - offset));
-            if (offset == 0 && want == b.length() && namespace.files.buffered.lend(f, f.requireReadable(), want, b.crc(), new Copier(out))) {
+            boolean whole = offset == 0 && want == b.length();
+            if (whole && namespace.files.buffered.lend(f, f.requireReadable(), want, b.crc(), new Copier(out))) {
                 return want;
             }
             long done = 0;
@@ -455,7 +456,7 @@ final class TableBlobs {
                 }
                 done += n;
             }
-            if (offset == 0 && want == b.length()) {
+            if (whole) {
                 CRC32C crc = new CRC32C();
                 crc.update(out.asSlice(0, want).asByteBuffer());
                 if ((int) crc.getValue() != b.crc()) {

@@ -369,6 +369,11 @@ class TableBlobTest {
         }
     }
 
+    /** The blob value of the damage and lend tests: 1 MiB and 5 bytes (its last page partial), random by the seed. */
+    private static byte[] blobValue() {
+        return random(new Random(SEED), (1 << 20) + 5);
+    }
+
     /**
      * A blob block damaged on the device is a {@code CorruptionException} to a cursor's {@code value(Pieces)}
      * even when its pages are all cached, filled from the device by a read of part of the value (which checks
@@ -377,9 +382,8 @@ class TableBlobTest {
      */
     @Test
     void aDamagedBlobIsACorruptionToALendWhetherOrNotItsPagesAreCached() {
-        Random rnd = new Random(SEED);
         MemoryDevice dev = VolumeFixtures.formatted();
-        byte[] val = random(rnd, (1 << 20) + 5);
+        byte[] val = blobValue();
         try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
             t.put(b("k"), val);
         }
@@ -407,9 +411,8 @@ class TableBlobTest {
      */
     @Test
     void aLendChecksABlobAgainOnceItsPagesChanged() {
-        Random rnd = new Random(SEED);
         MemoryDevice dev = VolumeFixtures.formatted();
-        byte[] val = random(rnd, (1 << 20) + 5);
+        byte[] val = blobValue();
         try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
             t.put(b("k"), val);
             try (TableCursor c = t.cursor()) {
@@ -430,9 +433,8 @@ class TableBlobTest {
      */
     @Test
     void aGetOfACachedBlobChecksItsCrcOncePerStateOfItsPages() {
-        Random rnd = new Random(SEED);
         MemoryDevice dev = VolumeFixtures.formatted();
-        byte[] val = random(rnd, (1 << 20) + 5);
+        byte[] val = blobValue();
         try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
             t.put(b("k"), val);
             for (int pass = 0; pass < 2; pass++) {
