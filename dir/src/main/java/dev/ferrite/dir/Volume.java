@@ -712,6 +712,40 @@ public final class Volume implements AutoCloseable {
     }
 
     /**
+     * Sets ({@code on}) or clears {@code flag} in inode {@code ino}'s record, in a transaction of its own (of
+     * the caller's journal group, if it holds one), as {@link #setattr} changes attributes: log space first,
+     * then the inode's lock and its block's. Returns the commit's sequence.
+     *
+     * @throws InvalidArgumentException if it is not an allocated inode
+     */
+    long setInodeFlag(long ino, int flag, boolean on) {
+        requireOpen();
+        requireValidInode(ino);
+        Inode inode = inodes.acquire(ino);
+        try (Txn txn = Txn.begin(cache, 1)) {
+            inode.lock();
+            try {
+                Buffer b;
+                do {
+                    b = inodeBuffer(ino);
+                } while (!txn.lock(b));
+                int rec = InodeFormat.recordOffset(geometry.blockSize(), Geometry.inodeSlot(ino));
+                if (InodeFormat.mode(b.data(), rec) == 0) {
+                    throw new InvalidArgumentException("inode " + ino + " is not allocated");
+                }
+                int flags = InodeFormat.flags(b.data(), rec);
+                InodeFormat.setFlags(b.data(), rec, on ? flags | flag : flags & ~flag);
+                txn.log(b, rec + InodeFormat.FLAGS, 4);
+                return inode.lastSeq = txn.commit();
+            } finally {
+                inode.unlock();
+            }
+        } finally {
+            inodes.release(inode);
+        }
+    }
+
+    /**
      * The attributes of inode {@code ino}. Lock-free.
      *
      * @throws InvalidArgumentException if it is not an allocated inode

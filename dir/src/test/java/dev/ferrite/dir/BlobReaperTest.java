@@ -27,6 +27,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 import static dev.ferrite.dir.TableBlobTest.blobFiles;
+import static dev.ferrite.dir.TableBlobTest.doomedBlobFiles;
 import static dev.ferrite.dir.TableBlobTest.freeCountingReserve;
 import static dev.ferrite.dir.TableTest.b;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -100,10 +101,12 @@ class BlobReaperTest {
         return free;
     }
 
+    /** The volume's blob files are {@code n} doomed ones: live names ({@code l<id>}), their inodes flagged. */
     private static void assertDoomed(Volume v, int n) {
         List<String> files = blobFiles(v);
         assertEquals(n, files.size(), "seed " + SEED + ": " + files);
-        assertTrue(files.stream().allMatch(f -> f.startsWith("d")), "seed " + SEED + ": " + files);
+        assertTrue(files.stream().allMatch(f -> f.startsWith("l")), "seed " + SEED + ": " + files);
+        assertEquals(files, doomedBlobFiles(v), "seed " + SEED);
     }
 
     /**
@@ -310,13 +313,15 @@ class BlobReaperTest {
                 t.put(b("kept"), kept);
                 t.delete(b("gone"));
                 crash = rec.crashAfterFlush(rec.flushCount() - 1); // the delete durable, the reaper held
-                assertEquals(List.of("d", "l"), blobFiles(v).stream().map(f -> f.substring(0, 1)).toList(), blobFiles(v).toString());
+                assertEquals(List.of("l", "l"), blobFiles(v).stream().map(f -> f.substring(0, 1)).toList(), blobFiles(v).toString());
+                assertEquals(1, doomedBlobFiles(v).size(), blobFiles(v).toString());
             }
             try (MemoryDevice crashed = rec.materialize(crash); Volume v = Volume.open(crashed, VolumeFixtures.OPTIONS);
                  Table t = v.tables().open("t")) {
                 String where = "seed " + SEED + ", crash " + crash;
                 assertEquals(1, blobFiles(v).size(), where + ": " + blobFiles(v));
                 assertTrue(blobFiles(v).getFirst().startsWith("l"), where + ": " + blobFiles(v));
+                assertEquals(List.of(), doomedBlobFiles(v), where + ": the mount deleted the flagged blob");
                 assertArrayEquals(kept, t.get(b("kept")), where);
                 assertNull(t.get(b("gone")), where);
                 VolumeFixtures.assertChecked(v.namespace());
@@ -451,6 +456,37 @@ class BlobReaperTest {
         try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS)) {
             assertTrue(blobFiles(v).stream().allMatch(f -> f.startsWith("l")), "seed " + SEED + ": " + blobFiles(v));
             VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /**
+     * A delete dooms its key's blob in the key's group by a flag on the blob's inode, not a rename: two
+     * transactions (the key's change, the flag), the file still named {@code l<id>}, its inode flagged
+     * {@link InodeFormat#FLAG_DOOMED}, the superblock marked {@link SuperblockFormat#INCOMPAT_DOOMED_BLOBS}
+     * (code that knows no such flag refuses the volume). The rename to {@code d<id>} deleted a directory
+     * entry and inserted another, half of the deleting thread's CPU for a 1 MiB value. The reaper then
+     * deletes the flagged file, and its blocks are free.
+     */
+    @Test
+    void aDeleteDoomsItsBlobByAFlagOnItsInodeInItsGroup() {
+        Random rnd = new Random(SEED);
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            long free = warmedUp(v, t, rnd, 2);
+            holdReaper(v);
+            t.withDurability(Durability.NONE);
+            t.put(b("k"), random(rnd, 1 << 20));
+            List<String> live = blobFiles(v);
+            long before = v.journal().stats().commits();
+            t.delete(b("k"));
+            assertEquals(2, v.journal().stats().commits() - before, "seed " + SEED + ": transactions of a blob's delete");
+            assertEquals(live, blobFiles(v), "seed " + SEED + ": the doomed blob keeps its name");
+            assertDoomed(v, 1);
+            assertTrue(v.hasIncompatFeature(SuperblockFormat.INCOMPAT_DOOMED_BLOBS));
+            VolumeFixtures.assertChecked(v.namespace());
+            v.tables().blobs.deleteDoomed();
+            assertEquals(List.of(), blobFiles(v), "seed " + SEED);
+            v.sync();
+            assertEquals(free, freeCountingReserve(v), "seed " + SEED + ": the blob's blocks are free");
         }
     }
 }
