@@ -487,10 +487,19 @@ final class PageCache implements AutoCloseable {
                 }
             }
         }
-        if (frames.length <= RUN_MAX) {
+        if (frames.length <= RUN_MAX && !ascending(frames)) {
             Arrays.sort(frames); // a run's frames come out again as a run
         }
         giveBack(frames, frames.length);
+    }
+
+    private static boolean ascending(int[] frames) {
+        for (int k = 1; k < frames.length; k++) {
+            if (frames[k - 1] > frames[k]) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /**
