@@ -388,7 +388,7 @@ final class InodeRecords {
             // the volume reserves log space before it takes the inode's lock. The time set wins over a write's
             // not yet logged: forgotten with the inode and its record locked, so that no write-back or
             // logModified, which read it holding the record, logs it over the time set
-            i.lastSeq = volume.setattr(ino, permissions, uid, gid, atime, mtime,
+            volume.setattr(ino, permissions, uid, gid, atime, mtime,
                     mtime >= 0 ? () -> clearModified(i, Long.MAX_VALUE) : null);
         } catch (InvalidArgumentException e) {
             throw new NamespaceException(Errno.ENOENT, e.getMessage()); // freed since statIno

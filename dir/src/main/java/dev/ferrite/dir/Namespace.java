@@ -151,7 +151,7 @@ public final class Namespace {
     private final InodeCache inodes;
     final InodeRecords records;
     final DirContents dirs;
-    private final PathResolver paths;
+    final PathResolver paths;
     /** The walks' name cache: every change that takes a name away brackets itself with its removal calls. */
     final NameCache names;
     private final Orphans orphans;

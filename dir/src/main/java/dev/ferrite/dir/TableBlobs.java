@@ -346,7 +346,7 @@ final class TableBlobs {
      * any, and holds the reaper back from the next until {@code read} returns. For the volume check, which
      * reads the namespace and the groups without locks: a deletion is several transactions (the name, the
      * file's extents, its inode), so a check beside one found a blob's blocks both a file's and free, or an
-     * inode named but without links. Doomed blobs it holds back stay as {@code d<id>} files, which a check
+     * inode named but without links. Doomed blobs it holds back stay as flagged files, which a check
      * accepts.
      */
     <T> T holdingDeletions(Supplier<T> read) {
@@ -383,7 +383,11 @@ final class TableBlobs {
                 hook.run();
             }
             try {
-                delete(name);
+                if (name.charAt(0) != 'l' || flaggedDoomed(name)) {
+                    delete(name);
+                } else { // a live name whose inode is not flagged: a key may name it, and it is never deleted so
+                    LOG.log(System.Logger.Level.WARNING, "table blob " + name + " was queued as doomed but is not flagged so: kept");
+                }
             } catch (RuntimeException e) {
                 LOG.log(System.Logger.Level.WARNING, "could not delete doomed table blob " + name + " (the next mount does): " + e);
             }
@@ -391,6 +395,17 @@ final class TableBlobs {
         } finally {
             reaping.unlock();
         }
+    }
+
+    /**
+     * Whether blob file {@code name} (a live one's) carries {@link InodeFormat#FLAG_DOOMED}, or is gone: the
+     * reaper deletes a doomed blob under its live name, trusting its queue for which blob that is; this look
+     * (a lookup and a record read, next to a deletion's three transactions) keeps a queue gone wrong from
+     * deleting a blob a key still names.
+     */
+    private boolean flaggedDoomed(String name) {
+        long ino = namespace.paths.entryIfExists(directory(), name);
+        return ino == PathResolver.MISSING || (namespace.records.readLong(ino, TableBlobs::flags) & InodeFormat.FLAG_DOOMED) != 0;
     }
 
     private void delete(String name) {

@@ -732,7 +732,9 @@ public final class Volume implements AutoCloseable {
                     throw new InvalidArgumentException("inode " + ino + " is not allocated");
                 }
                 change.apply(txn, b, rec);
-                return inode.lastSeq = txn.commit();
+                long seq = txn.commit();
+                inode.noteSeq(seq); // raised, never lowered: a writer beside may have committed later
+                return seq;
             } finally {
                 inode.unlock();
             }

@@ -212,6 +212,30 @@ class BlobReaperTest {
         }
     }
 
+    /**
+     * The reaper deletes a doomed blob under its live name only if its inode carries the doom flag: a live
+     * blob's name queued by mistake is kept, and its key still reads its value. Without the look, a queue
+     * gone wrong deleted the blob a key named.
+     */
+    @Test
+    void aLiveBlobQueuedAsDoomedWithoutItsFlagIsKept() {
+        Random rnd = new Random(SEED);
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            byte[] value = random(rnd, BLOB);
+            t.put(b("k"), value);
+            List<String> live = blobFiles(v);
+            assertEquals(1, live.size());
+            v.tables().blobs.doomed(live);
+            v.sync();
+            assertEquals(live, blobFiles(v), "seed " + SEED + ": kept");
+            assertArrayEquals(value, t.get(b("k")), "seed " + SEED);
+            t.delete(b("k")); // flagged now: the sync deletes it
+            v.sync();
+            assertEquals(List.of(), blobFiles(v), "seed " + SEED);
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
     @Test
     void aSnapshotKeepsDoomedBlobsPastASyncUntilItCloses() {
         Random rnd = new Random(SEED);

@@ -421,7 +421,6 @@ public final class KvBench {
                 : String.format(Locale.ROOT, "%.1f MiB", bytes / 1048576.0);
     }
 
-    /** The phases on one fresh store at one thread count and value size. */
     /**
      * What a phase reads before its workers start: the CPU and GC meters, the store's counters and retries,
      * then the phase's timer, started last. Ferrite's counters read {@code /proc/self/task} (the JIT's
@@ -439,6 +438,7 @@ public final class KvBench {
         }
     }
 
+    /** The phases on one fresh store at one thread count and value size. */
     private final class Run {
         private final KvStore store;
         private final String target;
