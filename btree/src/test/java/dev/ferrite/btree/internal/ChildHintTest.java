@@ -102,6 +102,91 @@ class ChildHintTest {
         }
     }
 
+    /**
+     * A merge that takes a child out of a node moves the node's hints right of it down one with their
+     * children ({@link BTree#childRemoved}), as a split's move up: every hint still names the child at its
+     * index. Before, each hint right of the merged-away leaf named its right neighbour until a descent
+     * replaced it, and deleting keys in random order looked most of the leaves' blocks up in the hash table.
+     */
+    @Test
+    void aMergeMovesTheHintsRightOfItWithTheirChildren() throws Exception {
+        ProbeDevice device = new ProbeDevice(32768, BLOCK_SIZE);
+        try (Store s = Store.format(device, LOG_BLOCKS, 4096L * BLOCK_SIZE)) {
+            fill(s);
+            for (int i = 0; i < KEYS; i++) {
+                assertArrayEquals(value(i), s.tree.get(key(i))); // every hint on every level set
+            }
+            Buffer parent = leavesParent(s, key(0));
+            int before = BTreeNodeFormat.count(parent.data());
+            assertTrue(before >= 8, "the leftmost leaves' parent has " + (before + 1) + " children: too few to test");
+            mergeAway(s, parent, before / 2);
+            Buffer[] hints = parent.children;
+            int named = 0;
+            for (int idx = 0; idx <= BTreeNodeFormat.count(parent.data()); idx++) {
+                long child = BTreeNodeFormat.childAt(parent.data(), idx - 1);
+                Buffer h = idx < hints.length ? hints[idx] : null;
+                if (h != null) {
+                    assertSame(s.cache.lookup(child), h, "the hint at " + idx + " of " + before + " after the merge names block "
+                            + h.block() + ", not the child there, " + child);
+                    named++;
+                }
+            }
+            assertTrue(named >= before - 1, "only " + named + " of " + before + " children hinted after the merge");
+        } finally {
+            device.close();
+        }
+    }
+
+    /**
+     * A leaf's merge reads its partner (its left neighbour) and the leaf beyond the pair (whose link
+     * changes) through their parent's hints, as a descent reads a child, and leaves them hinted there:
+     * before, it looked both up in the cache's hash table, which cost it about as much as a level of the
+     * descent each, and left the parent's hints as they were.
+     */
+    @Test
+    void aMergeReadsItsPartnerAndTheLeafBeyondThroughTheParentsHints() throws Exception {
+        ProbeDevice device = new ProbeDevice(32768, BLOCK_SIZE);
+        try (Store s = Store.format(device, LOG_BLOCKS, 4096L * BLOCK_SIZE)) {
+            fill(s);
+            Buffer parent = leavesParent(s, key(0));
+            int before = BTreeNodeFormat.count(parent.data());
+            assertTrue(before >= 8, "the leftmost leaves' parent has " + (before + 1) + " children: too few to test");
+            int m = before / 2;
+            long partner = BTreeNodeFormat.childAt(parent.data(), m - 1), beyond = BTreeNodeFormat.childAt(parent.data(), m + 1);
+            parent.children = null; // no hints: only the deletes' descents and the merge set any
+            mergeAway(s, parent, m);
+            Buffer[] hints = parent.children;
+            assertNotNull(hints, "no hints after the deletes");
+            assertSame(s.cache.lookup(partner), hints[m], "the partner's hint (at " + m + ") after the merge");
+            assertSame(s.cache.lookup(beyond), hints[m + 1], "the hint of the leaf beyond (now at " + (m + 1) + ") after the merge");
+        } finally {
+            device.close();
+        }
+    }
+
+    /**
+     * Deletes the keys of child {@code m} of {@code parent} (a leaves' parent), in order, until a merge
+     * takes a child out of the parent; checks that it was that leaf, merged into its left neighbour.
+     */
+    private static void mergeAway(Store s, Buffer parent, int m) {
+        int before = BTreeNodeFormat.count(parent.data());
+        long leaf = BTreeNodeFormat.childAt(parent.data(), m), left = BTreeNodeFormat.childAt(parent.data(), m - 1);
+        MemorySegment n = s.cache.lookup(leaf).data();
+        List<byte[]> keys = new ArrayList<>();
+        for (int i = 0; i < BTreeNodeFormat.count(n); i++) {
+            keys.add(BTreeNodeFormat.key(n, i).toArray(ValueLayout.JAVA_BYTE));
+        }
+        for (byte[] k : keys) {
+            assertTrue(s.tree.delete(k) >= 0, "the delete of a key of block " + leaf);
+            if (BTreeNodeFormat.count(parent.data()) < before) {
+                break;
+            }
+        }
+        assertTrue(BTreeNodeFormat.count(parent.data()) == before - 1, "deleting the keys of child " + m + " merged nothing away");
+        assertTrue(BTreeNodeFormat.childAt(parent.data(), m - 1) == left && BTreeNodeFormat.childAt(parent.data(), m) != leaf,
+                "the merge took another child than " + m + " (block " + leaf + ") out of the parent");
+    }
+
     /** The buffer of the interior node just above the leaf of {@code key}. */
     private static Buffer leavesParent(Store s, byte[] key) {
         MemorySegment k = MemorySegment.ofArray(key);
