@@ -36,7 +36,7 @@ import static dev.ferrite.io.internal.OnDisk.U64;
  *  48  u64 birth time
  *  56  u32 generation: bumped each time the slot is allocated (stale handles notice reuse); random
  *      at a slot's first allocation
- *  60  u32 flags: {@link #FLAG_SPECULATIVE} 1, {@link #FLAG_PREALLOC} 2, {@link #FLAG_SHARED} 4
+ *  60  u32 flags: {@link #FLAG_SPECULATIVE} 1, {@link #FLAG_PREALLOC} 2, {@link #FLAG_SHARED} 4, {@link #FLAG_DOOMED} 8
  *  64  u64 blocks allocated to the inode (a tree's blocks and its reserve included)
  *  72  u16 bytes used in the inline area
  *  74..79 zero
@@ -74,6 +74,12 @@ final class InodeFormat {
      * clone into or out of the file and never cleared; a file without it pays nothing for sharing.
      */
     static final int FLAG_SHARED = 4;
+    /**
+     * A table blob's file that no key names any more ({@link TableBlobs}): set in the group of the change
+     * that deleted or replaced its key, so that the mount deletes it if the reaper did not
+     * ({@link SuperblockFormat#INCOMPAT_DOOMED_BLOBS}). Only blob files carry it.
+     */
+    static final int FLAG_DOOMED = 8;
 
     static final int S_IFMT = 0xF000, S_IFDIR = 0x4000, S_IFREG = 0x8000, S_IFLNK = 0xA000;
     /** A table ({@link Table}): its fork is a B-tree of the table's keys and values, like a directory's. Not a POSIX type. */

@@ -62,6 +62,14 @@ final class PageCache implements AutoCloseable {
     static final int MIN_FRAMES = 16;
     /** The longest run of frames {@link #allocateRun} gives, and the most frames {@link #dropAll} sorts. */
     static final int RUN_MAX = 1024;
+    /**
+     * The longest run {@link #allocateRun} evicts frames for once none are free or never used: a table
+     * value's ({@value TableValueFormat#MAX_MEDIUM} bytes); longer runs, a blob's, would seldom find so
+     * many clean frames side by side.
+     */
+    static final int EVICT_RUN_MAX = 16;
+    /** Frames {@link #evictRun} looks at before it gives up and the caller goes frame by frame. */
+    private static final int RUN_SCAN = 256;
     /** Blocks a write-back copies into one staging buffer and writes at once. */
     static final int RUN_BLOCKS = 256;
     /**
@@ -303,8 +311,11 @@ final class PageCache implements AutoCloseable {
 
     /**
      * {@code n} frames side by side in the slab for blocks {@code blk..blk+n} of {@code p}, unmapped: the
-     * first, or -1 if the free frames' top holds no such run and too few were never used (no eviction: the
-     * caller then goes block by block). Frames never used are taken while others are free only if
+     * first, or -1 if the free frames' top holds no such run, too few were never used, and (a run of up
+     * to {@value #EVICT_RUN_MAX}, fewer frames free than it needs) no clean frames side by side were found
+     * to evict ({@link #evictRun}); the caller then goes block by block. Before runs were evicted for, a
+     * full cache filled every table value block by block, each frame evicted on its own, and copied,
+     * lent and wrote it a block at a time. Frames never used are taken while others are free only if
      * {@code fresh}: a blob's one copy is worth the memory they bring in, a table value's few blocks are not
      * (the cache would grow into fresh memory whenever the free frames' top is not a run). A run is one
      * device write straight from the frames; {@link #dropAll} and {@link #dropRun} give frames back so
@@ -324,7 +335,7 @@ final class PageCache implements AutoCloseable {
                 OffHeap.populate(frames.asSlice(offset(c), (long) Math.min(chunkFrames, capacity - c) * blockSize));
             }
             made += n;
-        } else {
+        } else if (capacity - made >= n || freeCount >= n || n > EVICT_RUN_MAX || (f = evictRun(n)) < 0) {
             return -1;
         }
         for (int k = 0; k < n; k++) {
@@ -359,25 +370,63 @@ final class PageCache implements AutoCloseable {
         for (int n = 0; n < 2 * capacity; n++) {
             int f = hand;
             hand = f + 1 == capacity ? 0 : f + 1;
-            if (referenced[f]) {
-                referenced[f] = false;
-                continue;
-            }
-            FilePages o = owner[f];
-            if (!o.lock.tryLock()) {
-                continue;
-            }
-            try {
-                if (!dirty[f] && !pinned[f] && o.get(block[f]) == f) { // mapped: a frame being filled is not yet, and is its filler's
-                    o.remove(block[f]);
-                    evictions++;
-                    return f;
-                }
-            } finally {
-                o.lock.unlock();
+            if (evicted(f)) {
+                return f;
             }
         }
         return -1;
+    }
+
+    /**
+     * CLOCK over frames side by side: from the hand, evicts frames until {@code n} in a row are, and
+     * returns the first; a frame that cannot go (referenced, which loses that for its second chance as in
+     * {@link #evict}, dirty, pinned, free, or its file busy) or the slab's end ends the window, whose
+     * frames evicted so far are freed. -1 after {@value #RUN_SCAN} frames looked at.
+     */
+    private int evictRun(int n) {
+        int start = hand, got = 0;
+        for (int looked = 0; looked < RUN_SCAN; looked++) {
+            int f = hand;
+            hand = f + 1 == capacity ? 0 : f + 1;
+            if (f != start + got) { // wrapped round: a run does not
+                releaseRun(start, got);
+                start = f;
+                got = 0;
+            }
+            if (evicted(f)) {
+                if (++got == n) {
+                    return start;
+                }
+            } else {
+                releaseRun(start, got);
+                start = hand;
+                got = 0;
+            }
+        }
+        releaseRun(start, got);
+        return -1;
+    }
+
+    /** Unmaps frame {@code f} if it can go: mapped (not free, nor being filled), clean, unpinned, not referenced, its file not busy. */
+    private boolean evicted(int f) {
+        if (referenced[f]) {
+            referenced[f] = false;
+            return false;
+        }
+        FilePages o = owner[f];
+        if (o == null || !o.lock.tryLock()) {
+            return false;
+        }
+        try {
+            if (!dirty[f] && !pinned[f] && o.get(block[f]) == f) { // mapped: a frame being filled is not yet, and is its filler's
+                o.remove(block[f]);
+                evictions++;
+                return true;
+            }
+            return false;
+        } finally {
+            o.lock.unlock();
+        }
     }
 
     /** Unmaps and frees frame {@code f} of {@code p}, dirty or not (the caller holds {@code p}'s lock). */
@@ -438,10 +487,19 @@ final class PageCache implements AutoCloseable {
                 }
             }
         }
-        if (frames.length <= RUN_MAX) {
+        if (frames.length <= RUN_MAX && !ascending(frames)) {
             Arrays.sort(frames); // a run's frames come out again as a run
         }
         giveBack(frames, frames.length);
+    }
+
+    private static boolean ascending(int[] frames) {
+        for (int k = 1; k < frames.length; k++) {
+            if (frames[k - 1] > frames[k]) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /**

@@ -109,12 +109,19 @@ final class SuperblockFormat {
      * them lost).
      */
     static final long INCOMPAT_PENDING_FREES = 256;
+    /**
+     * Incompatible feature: a table blob's file may be doomed by its inode's {@link InodeFormat#FLAG_DOOMED}
+     * under its live name ({@code l<id>}) rather than renamed {@code d<id>}; the mount deletes such files. Set,
+     * and never cleared, before the first flag is set, so code that knows no such flag refuses the volume
+     * instead of keeping a doomed blob as live (its space lost for good).
+     */
+    static final long INCOMPAT_DOOMED_BLOBS = 512;
     /** The log features: what the log of a volume in use or crashed may hold, none once cleanly unmounted. */
     static final long LOG_INCOMPAT = INCOMPAT_LOG_INIT_RECORDS | INCOMPAT_LOG_INLINE_RECORDS;
     /** Incompatible features this code understands. */
     static final long KNOWN_INCOMPAT = INCOMPAT_EXTENT_TREE | INCOMPAT_TABLES | INCOMPAT_LOG_INIT_RECORDS | INCOMPAT_TABLE_EXTENTS
             | INCOMPAT_FLOATING_SLOTS | INCOMPAT_WIDE_CELLS | INCOMPAT_LOG_INLINE_RECORDS | INCOMPAT_REFLINK
-            | INCOMPAT_PENDING_FREES;
+            | INCOMPAT_PENDING_FREES | INCOMPAT_DOOMED_BLOBS;
 
     static final long VERSION_OFF = 32, BLOCK_SIZE = 36, DEVICE_BLOCKS = 40, UUID_OFF = 48, LOG_START = 64,
             LOG_BLOCKS = 72, AG_COUNT = 76, AG_BLOCKS = 80, INODE_SIZE = 84, DATA_START = 88, COMPAT = 96,

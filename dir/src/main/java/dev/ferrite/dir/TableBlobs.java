@@ -26,17 +26,19 @@ import dev.ferrite.io.internal.BufferPool;
  *   <li>{@code p<id>} pending: written, no key names it yet (its commit is being applied, or failed);</li>
  *   <li>{@code l<id>} live: a key names it. A commit renames {@code p} to {@code l} in the same journal
  *       group as the key's change, so both are recovered or neither;</li>
- *   <li>{@code d<id>} doomed: its key was deleted, or changed to a value that is not a blob (the rename in
- *       that change's group); deleted once no snapshot can read it, in the background ({@link BlobReaper}):
- *       the commit only queues it.</li>
+ *   <li>{@code l<id>} with {@link InodeFormat#FLAG_DOOMED} in its inode, doomed: its key was deleted, or
+ *       changed to a value that is not a blob (the flag set in that change's group); deleted once no
+ *       snapshot can read it, in the background ({@link BlobReaper}): the commit only queues it. It used to
+ *       be renamed {@code d<id>}, a rename (a directory entry deleted and another inserted) where the flag
+ *       is one inode record's change; a mount still deletes {@code d} files an older one left.</li>
  * </ul>
- * A key changed from one blob to another exchanges the two files' names instead ({@link Rename}): the new
+ * A key changed from one blob to another exchanges the two files' names instead ({@link Change}): the new
  * blob becomes {@code l<old id>}, which the key's reference then holds, and the old one {@code p<new id>},
- * doomed as a {@code d} file is.
+ * doomed as a flagged one is.
  * A mount deletes every pending and doomed blob (no open snapshot survives a crash), so a crash before the
  * reaper got to a doomed blob leaks nothing. {@link Volume#sync} deletes the blobs doomed before it on its
  * own thread if the reaper has not, and an unmount those still queued. Reads open the file by inode number,
- * so a doomed blob a snapshot still reads is found under its new name.
+ * so a doomed blob a snapshot still reads is found whatever its name.
  */
 final class TableBlobs {
     /**
@@ -73,6 +75,8 @@ final class TableBlobs {
     volatile Runnable whileReaping;
     /** The blob directory's inode once known to exist. */
     private volatile long known;
+    /** The superblock has {@link SuperblockFormat#INCOMPAT_DOOMED_BLOBS} (known from this mount's first doom on). */
+    private volatile boolean doomFlags;
 
     TableBlobs(Volume volume, Namespace namespace, TableVersions versions) {
         this.volume = volume;
@@ -205,58 +209,66 @@ final class TableBlobs {
         namespace.files.writeBlocks(f, 0, data, value.byteSize());
     }
 
-    /** A rename of blob files inside a commit's group, undone by {@link #undo} (a group failing part way). */
-    sealed interface Rename {
+    /** A change of blob files inside a commit's group, undone by {@link #undo} (a group failing part way). */
+    sealed interface Change {
         /** {@code p<id>} becomes {@code l<id>}: a key now names the blob. */
-        record Link(long id) implements Rename {
+        record Link(long id) implements Change {
         }
 
-        /** {@code l<old>} becomes {@code d<old>}: no key names the blob any more. */
-        record Doom(long old) implements Rename {
+        /**
+         * Blob {@code old}, in inode {@code ino}, is doomed: no key names it any more. Its inode is flagged
+         * {@link InodeFormat#FLAG_DOOMED}, its name kept: one record's change, where the rename to
+         * {@code d<old>} deleted a directory entry and inserted another (half of a 1 MiB delete's CPU on
+         * the deleting thread).
+         */
+        record Doom(long old, long ino) implements Change {
         }
 
         /**
          * A key that named blob {@code old} now names new blob {@code id}, and the two files exchange names
          * ({@link RenameMode#EXCHANGE}): the new blob is {@code l<old>} (the key names it by {@code old}),
-         * the old one {@code p<id>}, which a mount deletes as it does a {@code d}. One rename, one
+         * the old one {@code p<id>}, which a mount deletes as it does every {@code p}. One rename, one
          * transaction, where a link and a doom took two.
          */
-        record Replace(long id, long old) implements Rename {
+        record Replace(long id, long old) implements Change {
         }
 
         /** The file the reaper deletes once no snapshot can read it; null for a link. */
         default String doomed() {
             return switch (this) {
                 case Link l -> null;
-                case Doom d -> name('d', d.old());
+                case Doom d -> name('l', d.old());
                 case Replace x -> name('p', x.id());
             };
         }
     }
 
-    /** Inside a commit's group: makes rename {@code r}. */
-    void apply(Rename r) {
-        rename(r, false);
+    /** Inside a commit's group: makes change {@code c}. */
+    void apply(Change c) {
+        change(c, false);
     }
 
     /** Undoes {@link #apply} (a group failing part way). */
-    void undo(Rename r) {
-        rename(r, true);
+    void undo(Change c) {
+        change(c, true);
     }
 
-    private void rename(Rename r, boolean back) {
+    private void change(Change c, boolean back) {
         String from, to;
         RenameMode mode = RenameMode.REPLACE;
-        switch (r) {
-            case Rename.Link l -> {
+        switch (c) {
+            case Change.Link l -> {
                 from = name('p', l.id());
                 to = name('l', l.id());
             }
-            case Rename.Doom d -> {
-                from = name('l', d.old());
-                to = name('d', d.old());
+            case Change.Doom d -> {
+                if (!back) {
+                    featureDoomFlags();
+                }
+                volume.setInodeFlag(d.ino(), InodeFormat.FLAG_DOOMED, !back);
+                return;
             }
-            case Rename.Replace x -> {
+            case Change.Replace x -> {
                 from = name('p', x.id());
                 to = name('l', x.old());
                 mode = RenameMode.EXCHANGE; // its own inverse
@@ -264,6 +276,18 @@ final class TableBlobs {
         }
         try (Handle d = openDirectory(directory())) {
             namespace.rename(d, back ? to : from, d, back ? from : to, mode);
+        }
+    }
+
+    /**
+     * Sets the superblock's doomed-blob feature before the first blob is doomed by its flag (a write of the
+     * superblock, inside the commit's group but holding no buffer's lock, as the pending-free feature is
+     * set from inside a delete).
+     */
+    private void featureDoomFlags() {
+        if (!doomFlags) {
+            volume.requireIncompatFeature(SuperblockFormat.INCOMPAT_DOOMED_BLOBS);
+            doomFlags = true;
         }
     }
 
@@ -384,6 +408,10 @@ final class TableBlobs {
         delete(name('l', id));
     }
 
+    private static long flags(MemorySegment b, int rec) {
+        return InodeFormat.flags(b, rec);
+    }
+
     /** At mount: deletes the pending and doomed blobs a crash (or an unmount with snapshots open) left. */
     int recover() {
         long dir = directory();
@@ -391,8 +419,9 @@ final class TableBlobs {
             return 0;
         }
         List<String> gone = new ArrayList<>();
+        boolean flags = volume.hasIncompatFeature(SuperblockFormat.INCOMPAT_DOOMED_BLOBS); // else no blob is flagged
         for (DirEntry e : namespace.dirs.allEntries(dir)) {
-            if (!e.name().startsWith("l")) {
+            if (!e.name().startsWith("l") || flags && (namespace.records.readLong(e.ino(), TableBlobs::flags) & InodeFormat.FLAG_DOOMED) != 0) {
                 gone.add(e.name());
             }
         }

@@ -22,8 +22,8 @@ import dev.ferrite.io.CorruptionException;
  * recovered all or nothing however many keys it changes; and each change that a group makes records the
  * key's stored value before it, so that a group that fails part way (no space, too big for the log)
  * undoes what it did, still inside the group, before the error reaches the caller. A change that names
- * a blob links it, one that replaces or deletes a blob's key dooms the blob (renames in the group, undone
- * with it: {@link TableBlobs}). A medium value's chunks ({@link TableOverflow}) go in before the key that
+ * a blob links it, one that replaces or deletes a blob's key dooms the blob (a rename, or a flag on a
+ * deleted one's inode, in the group, undone with it: {@link TableBlobs}). A medium value's chunks ({@link TableOverflow}) go in before the key that
  * names them and a replaced or deleted one's go after its key changed, all in the group; undone with it
  * (the deleted value's bytes were read first). A medium value in an extent ({@link TableExtents}) is
  * written and allocated before the key names it, and a replaced or deleted one's blocks freed after its
@@ -100,8 +100,8 @@ final class TableCommit {
     final List<Long> linked;
     /** Names of the blob files this group left no key naming, for the reaper once the group is done. */
     final List<String> doomed;
-    /** This group's renames of blob files, in order (undone in reverse if it fails). */
-    private final List<TableBlobs.Rename> renames;
+    /** This group's changes of blob files, in order (undone in reverse if it fails). */
+    private final List<TableBlobs.Change> blobChanges;
     private final MemorySegment keyOut, valueOut;
     /** {@link #deleteExtent}'s check of the value it deletes: {@link #freeableIn}'s. */
     private final BTree.PriorCheck freeable = this::freeable;
@@ -146,7 +146,7 @@ final class TableCommit {
         this.run = undoable ? new TableExtents.Run() : null;
         this.linked = undoable ? new ArrayList<>() : null;
         this.doomed = undoable ? new ArrayList<>() : null;
-        this.renames = undoable ? new ArrayList<>() : null;
+        this.blobChanges = undoable ? new ArrayList<>() : null;
         this.keyOut = MemorySegment.ofArray(new byte[Table.MAX_KEY]);
         this.valueOut = MemorySegment.ofArray(new byte[Table.MAX_TREE_VALUE]);
     }
@@ -174,7 +174,7 @@ final class TableCommit {
         frees.clear();
         linked.clear();
         doomed.clear();
-        renames.clear();
+        blobChanges.clear();
         published = null; // its records go once no cursor opened before it ended holds them
         claimed = false;
     }
@@ -368,7 +368,7 @@ final class TableCommit {
                 }
             }
             byte[] before = null, key = null, replaced = null;
-            long doomedBlob = -1, linkedBlob = -1;
+            long doomedBlob = -1, doomedIno = -1, linkedBlob = -1;
             TableValueFormat.Medium medium = null;
             TableValueFormat.Extent freeing = null;
             byte valueKind = value == null ? TableValueFormat.INLINE : TableValueFormat.kind(value, value.byteSize(), ino);
@@ -460,7 +460,11 @@ final class TableCommit {
                             return NEEDS_GROUP; // nothing changed: the transaction ends without a commit
                         }
                         if (kind == TableValueFormat.BLOB) {
-                            doomedBlob = op == PUT_IF_ABSENT ? -1 : TableValueFormat.readBlob(valueOut).id();
+                            if (op != PUT_IF_ABSENT) {
+                                TableValueFormat.Blob doomedRef = TableValueFormat.readBlob(valueOut);
+                                doomedBlob = doomedRef.id();
+                                doomedIno = doomedRef.ino();
+                            }
                         } else if (kind == TableValueFormat.MEDIUM && op != PUT_IF_ABSENT) {
                             medium = TableValueFormat.readMedium(valueOut);
                             replaced = new byte[1 + medium.length()]; // its bytes, for the undo and for snapshots: its chunks go after this change
@@ -521,16 +525,16 @@ final class TableCommit {
                 if (freeing != null) {
                     frees.add(new PendingFree(ino, key, freeing)); // with the group's others, at its end
                 }
-                TableBlobs.Rename r = null;
+                TableBlobs.Change r = null;
                 if (linkedBlob >= 0) {
-                    r = doomedBlob >= 0 ? new TableBlobs.Rename.Replace(linkedBlob, doomedBlob) : new TableBlobs.Rename.Link(linkedBlob);
+                    r = doomedBlob >= 0 ? new TableBlobs.Change.Replace(linkedBlob, doomedBlob) : new TableBlobs.Change.Link(linkedBlob);
                     linked.add(linkedBlob);
                 } else if (doomedBlob >= 0) {
-                    r = new TableBlobs.Rename.Doom(doomedBlob);
+                    r = new TableBlobs.Change.Doom(doomedBlob, doomedIno);
                 }
                 if (r != null) {
                     blobs.apply(r);
-                    renames.add(r);
+                    blobChanges.add(r);
                     if (r.doomed() != null) {
                         doomed.add(r.doomed());
                     }
@@ -765,7 +769,7 @@ final class TableCommit {
 
     /**
      * Undoes this group's changes, newest first, each as a change of its own inside the group, then its
-     * blobs' renames. Throws if one fails: the caller must then shut the journal down, so that the group
+     * blobs' renames and flags. Throws if one fails: the caller must then shut the journal down, so that the group
      * never reaches the log.
      */
     void undoAll() {
@@ -782,11 +786,11 @@ final class TableCommit {
         }
         undo.clear();
         extents.freeRest(run);
-        for (int i = renames.size() - 1; i >= 0; i--) {
-            blobs.undo(renames.get(i));
+        for (int i = blobChanges.size() - 1; i >= 0; i--) {
+            blobs.undo(blobChanges.get(i));
         }
         linked.clear();
         doomed.clear();
-        renames.clear();
+        blobChanges.clear();
     }
 }

@@ -163,6 +163,54 @@ final class TableExtentCache {
     }
 
     /**
+     * A run of frames for value {@code x}'s blocks, held for the caller but not mapped (no lookup finds
+     * them, no eviction takes them): the first, or -1 if the page cache has no such run. The caller reads
+     * the value into them ({@link #runBytes}) and then {@link #adopt}s them, or gives them back with
+     * {@link #releaseRun} if it does not: a miss read whole goes into its frames at once, where it went to a
+     * buffer and was copied into them.
+     */
+    int reserveRun(TableValueFormat.Extent x) {
+        return pages.allocateRun(stripe(x), page(x, 0), x.blocks(blockSize), false);
+    }
+
+    /** Run {@code run}'s {@code n} blocks of memory. */
+    MemorySegment runBytes(int run, int n) {
+        return pages.slab(run).asSlice(pages.offset(run), (long) n * blockSize);
+    }
+
+    /**
+     * Maps run {@code run} from {@link #reserveRun}, now holding value {@code x}'s bytes (read whole, its CRC
+     * matched, zeros or whatever the device holds after them), as {@code x}'s cached blocks; false, mapping
+     * nothing, if one of its pages is mapped already (another reader's fill, or a pending value's pinned
+     * frames): the caller then gives the run back.
+     */
+    boolean adopt(TableValueFormat.Extent x, int run) {
+        FilePages p = stripe(x);
+        long tag = tag(x);
+        int n = x.blocks(blockSize);
+        p.lock.lock();
+        try {
+            for (int i = 0; i < n; i++) {
+                if (p.get(page(x, i)) >= 0) {
+                    return false;
+                }
+            }
+            for (int i = 0; i < n; i++) {
+                p.put(page(x, i), run + i);
+                tags[run + i] = tag;
+            }
+            return true;
+        } finally {
+            p.lock.unlock();
+        }
+    }
+
+    /** Gives back a run from {@link #reserveRun} that {@link #adopt} did not map. */
+    void releaseRun(TableValueFormat.Extent x, int run) {
+        pages.releaseRun(run, x.blocks(blockSize));
+    }
+
+    /**
      * Caches value {@code x} from {@code blocks}, its whole blocks (as written, or as read with the CRC
      * matching): frames cached for another value under the same pages are overwritten, unless pinned. Stops at the first
      * block for which no frame is to be had (every page dirty or its file busy): a value cached in part is

@@ -596,6 +596,24 @@ final class TableExtents {
             return true; // frames tagged as the stub's hold its bytes: checked when they were filled, not again
         }
         boolean whole = offset == 0 && want == x.length();
+        int run = whole ? cached.reserveRun(x) : -1;
+        if (run >= 0) {
+            boolean mapped = false;
+            try {
+                MemorySegment blocks = cached.runBytes(run, len);
+                device.read(x.block(), blocks);
+                if (!matches(x, blocks.asSlice(0, want))) {
+                    return false;
+                }
+                MemorySegment.copy(blocks, 0, out, 0, want);
+                mapped = cached.adopt(x, run);
+                return true;
+            } finally {
+                if (!mapped) {
+                    cached.releaseRun(x, run);
+                }
+            }
+        }
         MemorySegment buf = BUFFERS.get();
         device.read(x.block() + first, buf.asSlice(0, (long) (end - first) * blockSize));
         MemorySegment.copy(buf, offset - (long) first * blockSize, out, 0, want);

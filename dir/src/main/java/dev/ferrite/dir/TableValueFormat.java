@@ -26,7 +26,7 @@ import static dev.ferrite.io.internal.OnDisk.U64;
  *   0  u8 kind {@value #BLOB}
  *   1  7 bytes zero
  *   8  u64 blob id (its file is named "l" and the id in hex while a key holds it; a blob that replaces
- *      another takes the other's id, {@link TableBlobs.Rename.Replace})
+ *      another takes the other's id, {@link TableBlobs.Change.Replace})
  *  16  u64 the blob file's inode number
  *  24  u32 its inode generation
  *  28  u32 CRC32C of the value
@@ -118,7 +118,7 @@ final class TableValueFormat {
         return b;
     }
 
-    /** A copy of blob reference {@code m} naming its blob by {@code id} (the file it is linked as: {@link TableBlobs.Rename.Replace}). */
+    /** A copy of blob reference {@code m} naming its blob by {@code id} (the file it is linked as: {@link TableBlobs.Change.Replace}). */
     static MemorySegment withBlobId(MemorySegment m, long id) {
         MemorySegment c = MemorySegment.ofArray(new byte[BLOB_SIZE]).copyFrom(m.asSlice(0, BLOB_SIZE));
         c.set(U64, ID, id);

@@ -683,10 +683,44 @@ public final class Volume implements AutoCloseable {
      * @throws InvalidArgumentException if it is not an allocated inode (nothing changed)
      */
     long setattr(long ino, int permissions, int uid, int gid, long atimeNanos, long mtimeNanos, Runnable beforeCommit) {
+        return changeRecord(ino, (txn, b, rec) -> {
+            InodeFormat.setAttributes(b.data(), rec, permissions, uid, gid, atimeNanos, mtimeNanos, WallClock.nowNanos());
+            txn.log(b, rec + InodeFormat.MODE, InodeFormat.BTIME - InodeFormat.MODE);
+            if (beforeCommit != null) {
+                beforeCommit.run();
+            }
+        });
+    }
+
+    /**
+     * Sets ({@code on}) or clears {@code flag} in inode {@code ino}'s record, in a transaction of its own (of
+     * the caller's journal group, if it holds one); returns its commit's sequence, which the inode keeps.
+     *
+     * @throws InvalidArgumentException if it is not an allocated inode
+     */
+    long setInodeFlag(long ino, int flag, boolean on) {
+        return changeRecord(ino, (txn, b, rec) -> {
+            int flags = InodeFormat.flags(b.data(), rec);
+            InodeFormat.setFlags(b.data(), rec, on ? flags | flag : flags & ~flag);
+            txn.log(b, rec + InodeFormat.FLAGS, 4);
+        });
+    }
+
+    /** A change of an inode's record, its block locked in {@code txn}, which logs what it changes. */
+    private interface RecordChange {
+        void apply(Txn txn, Buffer b, int rec);
+    }
+
+    /**
+     * Makes {@code change} to allocated inode {@code ino}'s record in a transaction of its own: log space
+     * first, then the inode's lock and its block's (see Namespace). Returns the commit's sequence, which the
+     * inode keeps as its last.
+     */
+    private long changeRecord(long ino, RecordChange change) {
         requireOpen();
         requireValidInode(ino);
         Inode inode = inodes.acquire(ino);
-        try (Txn txn = Txn.begin(cache, 1)) { // log space first, then the lock (see Namespace)
+        try (Txn txn = Txn.begin(cache, 1)) {
             inode.lock();
             try {
                 Buffer b;
@@ -697,12 +731,8 @@ public final class Volume implements AutoCloseable {
                 if (InodeFormat.mode(b.data(), rec) == 0) {
                     throw new InvalidArgumentException("inode " + ino + " is not allocated");
                 }
-                InodeFormat.setAttributes(b.data(), rec, permissions, uid, gid, atimeNanos, mtimeNanos, WallClock.nowNanos());
-                txn.log(b, rec + InodeFormat.MODE, InodeFormat.BTIME - InodeFormat.MODE);
-                if (beforeCommit != null) {
-                    beforeCommit.run();
-                }
-                return txn.commit();
+                change.apply(txn, b, rec);
+                return inode.lastSeq = txn.commit();
             } finally {
                 inode.unlock();
             }

@@ -221,7 +221,7 @@ public final class WriteTransaction implements AutoCloseable {
     public boolean putIfAbsent(Table table, byte[] key, byte[] value) {
         Table.requireKey(key);
         Table.requireValue(value);
-        if (get(table, key) != null) {
+        if (containsKey(table, key)) {
             return false;
         }
         Writes w = writes(table);
@@ -234,7 +234,7 @@ public final class WriteTransaction implements AutoCloseable {
     /** Deletes {@code key} from {@code table}; true if this transaction's view had it. */
     public boolean delete(Table table, byte[] key) {
         Table.requireKey(key);
-        boolean had = get(table, key) != null;
+        boolean had = containsKey(table, key);
         record(table, key, TableCommit.DELETE, null);
         return had;
     }
@@ -263,13 +263,7 @@ public final class WriteTransaction implements AutoCloseable {
 
     /** {@code key}'s value in {@code table} as this transaction sees it (its own changes first), or null. */
     public byte[] get(Table table, byte[] key) {
-        Table.requireKey(key);
-        requireActive();
-        if (table == null) {
-            throw new InvalidArgumentException("table is null");
-        }
-        tables.requireOwn(table);
-        Writes w = writes.get(table.inode.ino);
+        Writes w = ownWrites(table, key);
         if (w != null) {
             Op op = w.byKey().get(key);
             if (op != null) {
@@ -287,6 +281,36 @@ public final class WriteTransaction implements AutoCloseable {
             }
         }
         return table.get(key);
+    }
+
+    /**
+     * Whether {@code key} is in {@code table} as this transaction sees it (its own changes first), read
+     * from the tree without its value: a delete or a conditional put of a 16 KiB value read it whole only
+     * to learn that much.
+     */
+    public boolean containsKey(Table table, byte[] key) {
+        Writes w = ownWrites(table, key);
+        if (w != null) {
+            Op op = w.byKey().get(key);
+            if (op != null) {
+                return op.kind() != TableCommit.DELETE; // a put-if-absent leaves the key there, its value or the one before
+            }
+            if (w.inDeletedRange(key)) {
+                return false;
+            }
+        }
+        return table.containsKey(key);
+    }
+
+    /** This transaction's changes to {@code table} so far, or null; checks the read's arguments. */
+    private Writes ownWrites(Table table, byte[] key) {
+        Table.requireKey(key);
+        requireActive();
+        if (table == null) {
+            throw new InvalidArgumentException("table is null");
+        }
+        tables.requireOwn(table);
+        return writes.get(table.inode.ino);
     }
 
     /** Changes recorded so far (keys, plus one per deleted range). */

@@ -27,6 +27,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 import static dev.ferrite.dir.TableBlobTest.blobFiles;
+import static dev.ferrite.dir.TableBlobTest.doomedBlobFiles;
 import static dev.ferrite.dir.TableBlobTest.freeCountingReserve;
 import static dev.ferrite.dir.TableTest.b;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -100,10 +101,12 @@ class BlobReaperTest {
         return free;
     }
 
+    /** The volume's blob files are {@code n} doomed ones: live names ({@code l<id>}), their inodes flagged. */
     private static void assertDoomed(Volume v, int n) {
         List<String> files = blobFiles(v);
         assertEquals(n, files.size(), "seed " + SEED + ": " + files);
-        assertTrue(files.stream().allMatch(f -> f.startsWith("d")), "seed " + SEED + ": " + files);
+        assertTrue(files.stream().allMatch(f -> f.startsWith("l")), "seed " + SEED + ": " + files);
+        assertEquals(files, doomedBlobFiles(v), "seed " + SEED);
     }
 
     /**
@@ -173,8 +176,16 @@ class BlobReaperTest {
         }
     }
 
+    /**
+     * A delete (or a put of a value that is not a blob) only dooms its key's blob, and a sync deletes it.
+     * The doom is a flag on the blob's inode in the key's group, not a rename: two transactions (the key's
+     * change, the flag), the file still named {@code l<id>}, its inode flagged {@link InodeFormat#FLAG_DOOMED},
+     * the superblock marked {@link SuperblockFormat#INCOMPAT_DOOMED_BLOBS} (code that knows no such flag
+     * refuses the volume). The rename to {@code d<id>} deleted a directory entry and inserted another, half
+     * of the deleting thread's CPU for a 1 MiB value.
+     */
     @Test
-    void aDeleteOnlyQueuesItsBlobAndASyncDeletesIt() {
+    void aDeleteOnlyFlagsItsBlobAndASyncDeletesIt() {
         Random rnd = new Random(SEED);
         try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
             long free = warmedUp(v, t, rnd, 4);
@@ -182,11 +193,17 @@ class BlobReaperTest {
             for (int i = 0; i < 4; i++) {
                 t.put(b("k" + i), random(rnd, BLOB + i));
             }
+            List<String> live = blobFiles(v);
             t.put(b("k0"), b("small now"));
-            for (int i = 1; i < 4; i++) {
+            long before = v.journal().stats().commits();
+            t.delete(b("k1"));
+            assertEquals(2, v.journal().stats().commits() - before, "seed " + SEED + ": transactions of a blob's delete");
+            for (int i = 2; i < 4; i++) {
                 t.delete(b("k" + i));
             }
+            assertEquals(live, blobFiles(v), "seed " + SEED + ": the doomed blobs keep their names");
             assertDoomed(v, 4); // the commits returned with their blobs doomed, not deleted
+            assertTrue(v.hasIncompatFeature(SuperblockFormat.INCOMPAT_DOOMED_BLOBS));
             v.sync();
             assertEquals(List.of(), blobFiles(v), "seed " + SEED);
             t.delete(b("k0"));
@@ -310,13 +327,15 @@ class BlobReaperTest {
                 t.put(b("kept"), kept);
                 t.delete(b("gone"));
                 crash = rec.crashAfterFlush(rec.flushCount() - 1); // the delete durable, the reaper held
-                assertEquals(List.of("d", "l"), blobFiles(v).stream().map(f -> f.substring(0, 1)).toList(), blobFiles(v).toString());
+                assertEquals(List.of("l", "l"), blobFiles(v).stream().map(f -> f.substring(0, 1)).toList(), blobFiles(v).toString());
+                assertEquals(1, doomedBlobFiles(v).size(), blobFiles(v).toString());
             }
             try (MemoryDevice crashed = rec.materialize(crash); Volume v = Volume.open(crashed, VolumeFixtures.OPTIONS);
                  Table t = v.tables().open("t")) {
                 String where = "seed " + SEED + ", crash " + crash;
                 assertEquals(1, blobFiles(v).size(), where + ": " + blobFiles(v));
                 assertTrue(blobFiles(v).getFirst().startsWith("l"), where + ": " + blobFiles(v));
+                assertEquals(List.of(), doomedBlobFiles(v), where + ": the mount deleted the flagged blob");
                 assertArrayEquals(kept, t.get(b("kept")), where);
                 assertNull(t.get(b("gone")), where);
                 VolumeFixtures.assertChecked(v.namespace());

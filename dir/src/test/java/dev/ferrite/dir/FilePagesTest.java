@@ -98,4 +98,33 @@ class FilePagesTest {
             assertEquals(e.getValue(), p.get(e.getKey()));
         }
     }
+
+    /**
+     * Clearing a file whose pages are blocks {@code [0, n)} (a blob's, mapped from a run of frames) returns
+     * its frames in block order, ascending for a run, so the page cache gives them back with no sort; any
+     * other file's come out in the table's order, every one of them.
+     */
+    @Test
+    void clearingAFileCachedFromItsStartReturnsItsFramesInBlockOrder() {
+        FilePages p = new FilePages(new Inode(7, 1));
+        Integer[] order = new Integer[256];
+        for (int b = 0; b < order.length; b++) {
+            order[b] = b;
+        }
+        java.util.Collections.shuffle(Arrays.asList(order), new Random(5));
+        for (int b : order) {
+            p.put(b, 1000 + b);
+        }
+        int[] expected = new int[order.length];
+        Arrays.setAll(expected, b -> 1000 + b);
+        assertArrayEquals(expected, p.clear());
+        assertEquals(0, p.size());
+        long[] sparse = {3, 900, 5, 1};
+        for (int k = 0; k < sparse.length; k++) {
+            p.put(sparse[k], k);
+        }
+        int[] frames = p.clear();
+        Arrays.sort(frames);
+        assertArrayEquals(new int[] {0, 1, 2, 3}, frames);
+    }
 }

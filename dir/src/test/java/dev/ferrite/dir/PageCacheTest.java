@@ -84,6 +84,53 @@ class PageCacheTest extends FileTestBase {
         assertEquals(y, c.allocate(p, 13), "the free frames untouched by the refusal");
     }
 
+    /**
+     * With every frame mapped and none free or never used, a short run (a table value's) evicts clean
+     * frames side by side, skipping referenced ones once and never taking a pinned one; where no such
+     * window is left it takes nothing mapped that cannot go, and answers -1. Before, such a cache gave no
+     * run at all, and every value went block by block.
+     */
+    @Test
+    void aFullCacheEvictsCleanFramesSideBySideForAShortRun() {
+        PageCache c = cache();
+        FilePages p = new FilePages(null);
+        for (int b = 0; b < FRAMES; b++) {
+            int f = c.allocate(p, b);
+            assertTrue(f >= 0, "frame for block " + b);
+            p.put(b, f);
+        }
+        int r = c.allocateRun(p, 100, 4, false);
+        assertTrue(r >= 0 && r + 4 <= FRAMES, "a run evicted for " + r);
+        int mapped = 0;
+        for (int b = 0; b < FRAMES; b++) {
+            int f = p.get(b);
+            if (f >= 0) {
+                mapped++;
+                assertTrue(f < r || f >= r + 4, "block " + b + " still in frame " + f + " of the run");
+            }
+        }
+        assertEquals(FRAMES - 4, mapped, "exactly the run's frames evicted");
+        for (int k = 0; k < 4; k++) {
+            p.put(100 + k, r + k);
+        }
+        long[] blockIn = new long[FRAMES];
+        for (long b : new long[] {0, 100}) {
+            for (long k = b; k < b + FRAMES; k++) {
+                if (p.get(k) >= 0) {
+                    blockIn[p.get(k)] = k;
+                }
+            }
+        }
+        for (int f = 0; f < FRAMES; f += 3) {
+            c.pin(f); // no 4 unpinned frames side by side are left
+        }
+        assertEquals(-1, c.allocateRun(p, 200, 4, false));
+        for (int f = 0; f < FRAMES; f += 3) {
+            assertEquals(f, p.get(blockIn[f]), "pinned frame " + f + " still mapped");
+        }
+        assertEquals(-1, c.allocateRun(p, 200, PageCache.EVICT_RUN_MAX + 1, false), "too long a run to evict for");
+    }
+
     @Test
     void aPartialBlockWriteKeepsTheRestOfTheBlockWhateverItWas() {
         try (Handle f = written("f", 2, 1)) {

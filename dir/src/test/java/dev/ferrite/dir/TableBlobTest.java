@@ -43,6 +43,13 @@ class TableBlobTest {
         return dir == 0 ? List.of() : v.namespace().dirs.allEntries(dir).stream().map(DirEntry::name).sorted().toList();
     }
 
+    /** The blob files whose inodes are flagged doomed ({@link InodeFormat#FLAG_DOOMED}), sorted. */
+    static List<String> doomedBlobFiles(Volume v) {
+        long dir = v.tables().blobs.directory();
+        return dir == 0 ? List.of() : v.namespace().dirs.allEntries(dir).stream()
+                .filter(e -> (v.namespace().records.statIno(e.ino()).flags() & InodeFormat.FLAG_DOOMED) != 0).map(DirEntry::name).sorted().toList();
+    }
+
     @Test
     void valuesOfAnyLengthRoundTripAndFreeTheirBlobs() {
         Random rnd = new Random(SEED);
@@ -521,7 +528,7 @@ class TableBlobTest {
                 t.delete(b("gone"));
                 assertArrayEquals(old, s.get(t, b("k")));
                 assertArrayEquals(next, t.get(b("k")));
-                assertTrue(blobFiles(v).stream().anyMatch(n -> n.startsWith("d")), blobFiles(v).toString());
+                assertEquals(1, doomedBlobFiles(v).size(), blobFiles(v).toString());
                 TableCursor c = s.cursor(t, null, null, false);
                 assertTrue(c.next());
                 assertArrayEquals(old, c.value());
@@ -565,13 +572,17 @@ class TableBlobTest {
         }
     }
 
-    /** A transaction whose changes pass the log's share part way undoes them: its blob is not left behind. */
+    /**
+     * A transaction whose changes pass the log's share part way undoes them: its blob is not left behind,
+     * the blob it replaced is live again, and the one it deleted is no longer flagged doomed.
+     */
     @Test
     void aTransactionFailingPartWayLeavesNoBlob() {
         Random rnd = new Random(SEED);
         try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
-            byte[] kept = random(rnd, 70_000);
+            byte[] kept = random(rnd, 70_000), undeleted = random(rnd, 75_000);
             t.put(b("a-kept"), kept);
+            t.put(b("a-undeleted"), undeleted);
             t.withDurability(Durability.NONE);
             for (int i = 0; i < 40_000; i++) { // a wide tree: the transaction's inserts below land in most of its leaves
                 t.put(random(rnd, 16), new byte[100]);
@@ -581,6 +592,7 @@ class TableBlobTest {
             // the group's budget, standing in for log space, ran out before its size did (LOG_FULL)
             v.journal().quiesce();
             WriteTransaction tx = v.begin(Durability.NONE);
+            tx.delete(t, b("a-undeleted")); // dooms a blob: its inode flagged, the flag cleared by the undo
             tx.put(t, b("a-kept"), random(rnd, 72_000)); // replaces a blob, then small inserts all over: the size
             for (int i = 0; i < 8500; i++) {             // check lets them in, the log share stops them part way
                 tx.put(t, random(rnd, 12), new byte[1]);
@@ -588,9 +600,11 @@ class TableBlobTest {
             TableException e = assertThrows(TableException.class, tx::commit);
             assertEquals(TableException.Kind.TOO_LARGE, e.kind());
             assertTrue(e.getMessage().contains("before they were all applied"), e.getMessage());
-            assertEquals(40_001, t.count());
+            assertEquals(40_002, t.count());
             assertArrayEquals(kept, t.get(b("a-kept")));
+            assertArrayEquals(undeleted, t.get(b("a-undeleted")));
             assertEquals(before, blobFiles(v));
+            assertEquals(List.of(), doomedBlobFiles(v));
             VolumeFixtures.assertChecked(v.namespace());
         }
     }

@@ -13,6 +13,7 @@ import org.junit.jupiter.api.Test;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -81,6 +82,35 @@ class TableExtentCacheTest {
         sizes.clear();
         assertArrayEquals(slice(blocks, 0, 2 * BS - 1), lent(cache, y, sizes));
         assertEquals(List.of(2L * BS - 1), sizes);
+    }
+
+    /**
+     * A value read whole from the device goes straight into a run of frames reserved for it, which is
+     * then mapped as its pages (no copy through a buffer); a run whose pages another reader's fill mapped
+     * meanwhile is not, and goes back to the free frames.
+     */
+    @Test
+    void aValueReadIntoAReservedRunIsAdoptedUnlessItsPagesWereFilledMeanwhile() {
+        byte[] v = random(2 * BS + 7);
+        TableValueFormat.Extent x = new TableValueFormat.Extent(400, v.length, 13);
+        int run = cache.reserveRun(x);
+        assertTrue(run >= 0, "a run of three in fresh frames");
+        MemorySegment.copy(MemorySegment.ofArray(v), 0, cache.runBytes(run, 3), 0, v.length); // as the device read leaves it
+        assertEquals(0, cache.cachedBlocks(), "reserved, not mapped");
+        assertTrue(cache.adopt(x, run));
+        assertEquals(run, cache.framesInOrder(x));
+        assertArrayEquals(v, copied(cache, x, 3, 0, v.length));
+
+        byte[] w = random(BS);
+        TableValueFormat.Extent y = new TableValueFormat.Extent(500, BS, 17);
+        int lost = cache.reserveRun(y);
+        assertTrue(lost >= 0);
+        cache.fill(y, MemorySegment.ofArray(w)); // another reader got there first
+        assertFalse(cache.adopt(y, lost), "its page is mapped already");
+        cache.releaseRun(y, lost);
+        assertEquals(4, cache.cachedBlocks(), "x's three and y's one");
+        assertArrayEquals(w, copied(cache, y, 1, 0, BS));
+        assertEquals(lost, cache.reserveRun(y), "the run given back is free again");
     }
 
     @Test

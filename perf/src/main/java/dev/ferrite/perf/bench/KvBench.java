@@ -16,6 +16,7 @@ import java.util.SplittableRandom;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongConsumer;
+import java.util.function.Supplier;
 
 import org.HdrHistogram.Histogram;
 
@@ -421,6 +422,23 @@ public final class KvBench {
     }
 
     /** The phases on one fresh store at one thread count and value size. */
+    /**
+     * What a phase reads before its workers start: the CPU and GC meters, the store's counters and retries,
+     * then the phase's timer, started last. Ferrite's counters read {@code /proc/self/task} (the JIT's
+     * threads' CPU) and the process's faults: 0.8-3.5 ms, which the timer counted as the phase's own time
+     * when it started first, a tenth to a half of a 256-operation phase of 1 MiB values (delete-1MiB lasted
+     * 4-15 ms), against LMDB, which has no counters to read.
+     */
+    record Metered(CpuMeter.Sample cpu, GcMeter gc, Contention.Snapshot before, long retried, PhaseTimer timer) {
+        static Metered start(KvStore store, Supplier<PhaseTimer> timer) {
+            CpuMeter.Sample cpu = CpuMeter.sample();
+            GcMeter gc = GcMeter.start();
+            Contention.Snapshot before = store.counters();
+            long retried = store.retries();
+            return new Metered(cpu, gc, before, retried, timer.get());
+        }
+    }
+
     private final class Run {
         private final KvStore store;
         private final String target;
@@ -758,16 +776,17 @@ public final class KvBench {
             Phase p = new Phase(threads);
             Latencies[] hs = new Latencies[threads];
             String shown = (warmUp ? "warm-up " : "") + (threads == 1 ? phase : phase + " x" + threads);
-            PhaseTimer timer = new PhaseTimer(shown, target, limitNanos, progress);
             String workers = "kv-" + target + "-" + phase;
             Stalls watch = stallNanos > 0 && !warmUp ? Stalls.watch(stallNanos, workers + "-") : null;
             for (int i = 0; i < threads; i++) {
                 hs[i] = new Latencies(watch);
             }
-            CpuMeter.Sample cpu = CpuMeter.sample();
-            GcMeter gc = GcMeter.start();
-            Contention.Snapshot before = store.counters();
-            long retriedBefore = store.retries();
+            Metered m = Metered.start(store, () -> new PhaseTimer(shown, target, limitNanos, progress));
+            CpuMeter.Sample cpu = m.cpu();
+            GcMeter gc = m.gc();
+            Contention.Snapshot before = m.before();
+            long retriedBefore = m.retried();
+            PhaseTimer timer = m.timer();
             Throwable failure = Workers.run(threads, workers, timer, p.done::total, p.stop, id -> {
                 KvStore.Session batching = step.batch > 0 ? store.batchSession() : null;
                 try (KvStore.Session s = batching != null ? batching : store.session(); SchedClock clock = SchedClock.ofCurrentThread()) {

@@ -201,4 +201,21 @@ class KvBenchTest {
         assertThrows(IllegalArgumentException.class, () -> new KvBench.Plan(EnumSet.of(KvBench.Family.BASIC), List.of(64, 64), 0));
         assertThrows(IllegalArgumentException.class, () -> new KvBench.Plan(EnumSet.noneOf(KvBench.Family.class), List.of(64), 0));
     }
+
+    @Test
+    void aPhaseTimerStartsAfterTheStoresCountersAreRead() {
+        long[] read = new long[1];
+        KvStore slow = (KvStore) java.lang.reflect.Proxy.newProxyInstance(KvStore.class.getClassLoader(), new Class<?>[] {KvStore.class},
+                (proxy, method, args) -> switch (method.getName()) {
+                    case "counters" -> {
+                        Thread.sleep(20); // as Ferrite's read of /proc/self/task: milliseconds
+                        read[0] = System.nanoTime();
+                        yield null;
+                    }
+                    case "retries" -> 0L;
+                    default -> throw new UnsupportedOperationException(method.getName());
+                });
+        KvBench.Metered m = KvBench.Metered.start(slow, () -> new PhaseTimer("delete", "slow", 1, Progress.NONE));
+        assertTrue(m.timer().start() - read[0] >= 0, "the counters' read is not the phase's time");
+    }
 }
