@@ -139,6 +139,22 @@ final class Restructure {
         }
     }
 
+    /**
+     * {@link #see} of {@code block}, read as child hint index {@code idx} of {@code parent} (which has
+     * {@code fanout} children), through the parent's hints ({@link BTree#child}) as a descent reads it:
+     * a merge reads its partner and the leaf beyond the pair this way, where the cache's hash table cost
+     * each about as much as a whole level of the descent.
+     */
+    private Seen seeChild(Buffer parent, int idx, long block, int fanout, Txn txn) {
+        for (;;) {
+            Buffer b = tree.child(parent, idx, block, fanout);
+            long v = b.readVersion(txn);
+            if (v != -1) {
+                return new Seen(b, v);
+            }
+        }
+    }
+
     /** Longest key in a node (for the size of the separator its split may push up). Optimistic. */
     private static int longestKey(MemorySegment n) {
         int max = 0;
@@ -541,6 +557,7 @@ final class Restructure {
             tree.descend(p, key, txn); // resumed on the first attempt, as a split's (above)
             int leafD = p.depth;
             Seen[] partner = new Seen[leafD + 1];
+            int[] mateAt = new int[leafD + 1]; // partner[d]'s index among its parent's children (-1: leftmost)
             Seen outer = null; // the neighbour beyond a merging leaf pair, whose sibling link changes
             int top;
             try {
@@ -573,7 +590,8 @@ final class Restructure {
                     if (!p.node[d - 1].validate(p.version[d - 1])) {
                         continue attempts; // follow only pointers read from a node still as planned
                     }
-                    partner[d] = see(mateBlock, txn);
+                    partner[d] = seeChild(p.node[d - 1], other + 1, mateBlock, pc + 1, txn);
+                    mateAt[d] = other;
                     if (!atLevel(partner[d].buffer(), partner[d].version(), BTreeNodeFormat.level(n), p.node[d - 1], p.version[d - 1])) {
                         continue attempts;
                     }
@@ -586,7 +604,11 @@ final class Restructure {
                         if (!rightNode.buffer().validate(rightNode.version())) {
                             continue attempts;
                         }
-                        outer = beyond == 0 ? null : see(beyond, txn);
+                        // beyond is the parent's next child, unless the pair ends the parent's children
+                        int next = sepIndex + 1;
+                        outer = beyond == 0 ? null
+                                : next < pc && childAt(parent, next) == beyond ? seeChild(p.node[d - 1], next + 1, beyond, pc + 1, txn)
+                                : see(beyond, txn);
                         if (outer != null && !atLevel(outer.buffer(), outer.version(), 0, rightNode.buffer(), rightNode.version())) {
                             continue attempts;
                         }
@@ -607,7 +629,7 @@ final class Restructure {
             boolean ok = true;
             for (int d = top; d <= leafD && ok; d++) {
                 Seen mate = partner[d];
-                boolean mateLeft = mate != null && p.childIndex[d - 1] > childIndexOf(p, d - 1, mate);
+                boolean mateLeft = mate != null && p.childIndex[d - 1] > mateAt[d];
                 if (mate != null && mateLeft) {
                     ok = locks.take(txn, mate.buffer(), mate.version());
                 }
@@ -630,7 +652,7 @@ final class Restructure {
             BTreeNodeFormat.remove(n, gone, cache.floatingLeaves());
             logRemove(txn, leaf, gone, base);
             for (int d = leafD; d > top && d >= 2; d--) {
-                if (partner[d] == null || !merge(txn, p, d, partner[d].buffer(), d == leafD ? outer : null)) {
+                if (partner[d] == null || !merge(txn, p, d, partner[d].buffer(), mateAt[d], d == leafD ? outer : null)) {
                     break;
                 }
             }
@@ -639,32 +661,21 @@ final class Restructure {
         }
     }
 
-    /** Index of {@code mate}'s block among the children of path node {@code d} (-1: leftmost). */
-    private static int childIndexOf(Path p, int d, Seen mate) {
-        MemorySegment n = p.node[d].data();
-        long block = mate.buffer().block();
-        if (BTreeNodeFormat.leftmost(n) == block) {
-            return -1;
-        }
-        for (int i = 0, c = count(n); i < c; i++) {
-            if (BTreeNodeFormat.child(n, i) == block) {
-                return i;
-            }
-        }
-        return Integer.MIN_VALUE;
-    }
-
     /**
-     * Merges path node {@code d} with its locked sibling {@code mate} if the two fit in one node: the right
+     * Merges path node {@code d} with its locked sibling {@code mate}, child {@code mateIndex} of the
+     * locked parent as planned (-1: leftmost; the plan's index, where a search of the parent's children
+     * for its block cost a merge about as much as its partner's look-up), if the two fit in one node: the right
      * one's entries move into the left one, the separator between them leaves the parent, the right block
      * is freed. False if they do not fit (the parent keeps its separator; an interior node left without
      * one borrows its sibling's instead, see {@link #borrow}).
      */
-    private boolean merge(Txn txn, Path p, int d, Buffer mate, Seen outer) {
+    private boolean merge(Txn txn, Path p, int d, Buffer mate, int mateIndex, Seen outer) {
         Buffer parent = p.node[d - 1];
         MemorySegment pn = parent.data();
         int j = p.childIndex[d - 1];
-        int mateIndex = BTreeNodeFormat.leftmost(pn) == mate.block() ? -1 : indexOfChild(pn, mate.block());
+        if (BTreeNodeFormat.childAt(pn, mateIndex) != mate.block()) {
+            throw new IllegalStateException("block " + mate.block() + " is not child " + mateIndex + " of the locked parent " + parent.block());
+        }
         Buffer leftBuf = mateIndex < j ? mate : p.node[d];
         Buffer rightBuf = mateIndex < j ? p.node[d] : mate;
         int sepIndex = Math.max(j, mateIndex);
@@ -685,6 +696,7 @@ final class Restructure {
             mergeInto(txn, leftBuf, rightBuf, pn, sepIndex, outer);
         }
         BTreeNodeFormat.remove(pn, sepIndex, false);
+        BTree.childRemoved(parent, sepIndex + 1);
         logSlots(txn, parent, sepIndex);
         allocator.free(txn, rightBuf.block());
         cache.free(txn, rightBuf, BTreeNodeFormat.FREED_MAGIC);
@@ -802,15 +814,6 @@ final class Restructure {
         logUsed(txn, leftBuf);
         logUsed(txn, rightBuf);
         logUsed(txn, parent);
-    }
-
-    private static int indexOfChild(MemorySegment n, long block) {
-        for (int i = 0, c = count(n); i < c; i++) {
-            if (BTreeNodeFormat.child(n, i) == block) {
-                return i;
-            }
-        }
-        throw new IllegalStateException("block " + block + " is not a child of the locked parent");
     }
 
     /** If the root is an interior node with no separator left, its only child becomes the root. */

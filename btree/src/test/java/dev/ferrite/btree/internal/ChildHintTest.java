@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 
 import org.junit.jupiter.api.Test;
@@ -69,15 +70,8 @@ class ChildHintTest {
      */
     @Test
     void aSplitMovesTheHintsRightOfItWithTheirChildren() throws Exception {
-        ProbeDevice device = new ProbeDevice(32768, BLOCK_SIZE);
-        try (Store s = Store.format(device, LOG_BLOCKS, 4096L * BLOCK_SIZE)) {
-            fill(s);
-            for (int i = 0; i < KEYS; i++) {
-                assertArrayEquals(value(i), s.tree.get(key(i))); // every hint on every level set
-            }
-            Buffer parent = leavesParent(s, key(0));
+        withHintedLeavesParent((s, parent) -> {
             int before = BTreeNodeFormat.count(parent.data());
-            assertTrue(before >= 8, "the leftmost leaves' parent has " + (before + 1) + " children: too few to test");
             int added = 0;
             while (BTreeNodeFormat.count(parent.data()) == before) { // until the leftmost leaf splits
                 byte[] k = String.format("key-00000000-%06d", added).getBytes(StandardCharsets.US_ASCII);
@@ -85,21 +79,102 @@ class ChildHintTest {
                 assertTrue(added < 1000, "1000 puts into the leftmost leaf split nothing");
             }
             assertSame(parent, leavesParent(s, key(0)), "the parent split too");
+            assertHintsNameTheirChildren(s, parent, "the split", before);
+        });
+    }
+
+    /**
+     * A merge that takes a child out of a node moves the node's hints right of it down one with their
+     * children ({@link BTree#childRemoved}), as a split's move up: every hint still names the child at its
+     * index. Before, each hint right of the merged-away leaf named its right neighbour until a descent
+     * replaced it, and deleting keys in random order looked most of the leaves' blocks up in the hash table.
+     */
+    @Test
+    void aMergeMovesTheHintsRightOfItWithTheirChildren() throws Exception {
+        withHintedLeavesParent((s, parent) -> {
+            int before = BTreeNodeFormat.count(parent.data());
+            mergeAway(s, parent, before / 2);
+            assertHintsNameTheirChildren(s, parent, "the merge", before - 1);
+        });
+    }
+
+    /**
+     * A leaf's merge reads its partner (its left neighbour) and the leaf beyond the pair (whose link
+     * changes) through their parent's hints, as a descent reads a child, and leaves them hinted there:
+     * before, it looked both up in the cache's hash table, which cost it about as much as a level of the
+     * descent each, and left the parent's hints as they were.
+     */
+    @Test
+    void aMergeReadsItsPartnerAndTheLeafBeyondThroughTheParentsHints() throws Exception {
+        withHintedLeavesParent((s, parent) -> {
+            int m = BTreeNodeFormat.count(parent.data()) / 2;
+            long partner = BTreeNodeFormat.childAt(parent.data(), m - 1), beyond = BTreeNodeFormat.childAt(parent.data(), m + 1);
+            parent.children = null; // no hints: only the deletes' descents and the merge set any
+            mergeAway(s, parent, m);
             Buffer[] hints = parent.children;
-            int named = 0;
-            for (int idx = 0; idx <= BTreeNodeFormat.count(parent.data()); idx++) {
-                long child = BTreeNodeFormat.childAt(parent.data(), idx - 1);
-                Buffer h = idx < hints.length ? hints[idx] : null;
-                if (h != null) {
-                    assertSame(s.cache.lookup(child), h, "the hint at " + idx + " of " + (before + 2) + " after the split names block "
-                            + h.block() + ", not the child there, " + child);
-                    named++;
-                }
+            assertNotNull(hints, "no hints after the deletes");
+            assertSame(s.cache.lookup(partner), hints[m], "the partner's hint (at " + m + ") after the merge");
+            assertSame(s.cache.lookup(beyond), hints[m + 1], "the hint of the leaf beyond (now at " + (m + 1) + ") after the merge");
+        });
+    }
+
+    /**
+     * Deletes the keys of child {@code m} of {@code parent} (a leaves' parent), in order, until a merge
+     * takes a child out of the parent; checks that it was that leaf, merged into its left neighbour.
+     */
+    private static void mergeAway(Store s, Buffer parent, int m) {
+        int before = BTreeNodeFormat.count(parent.data());
+        long leaf = BTreeNodeFormat.childAt(parent.data(), m), left = BTreeNodeFormat.childAt(parent.data(), m - 1);
+        MemorySegment n = s.cache.lookup(leaf).data();
+        List<byte[]> keys = new ArrayList<>();
+        for (int i = 0; i < BTreeNodeFormat.count(n); i++) {
+            keys.add(BTreeNodeFormat.key(n, i).toArray(ValueLayout.JAVA_BYTE));
+        }
+        for (byte[] k : keys) {
+            assertTrue(s.tree.delete(k) >= 0, "the delete of a key of block " + leaf);
+            if (BTreeNodeFormat.count(parent.data()) < before) {
+                break;
             }
-            assertTrue(named >= before, "only " + named + " of " + (before + 2) + " children hinted after the split");
+        }
+        assertTrue(BTreeNodeFormat.count(parent.data()) == before - 1, "deleting the keys of child " + m + " merged nothing away");
+        assertTrue(BTreeNodeFormat.childAt(parent.data(), m - 1) == left && BTreeNodeFormat.childAt(parent.data(), m) != leaf,
+                "the merge took another child than " + m + " (block " + leaf + ") out of the parent");
+    }
+
+    /**
+     * Runs {@code work} on a fresh store (a cache that holds the tree) filled, with every key read, which
+     * sets every hint on every level, and the leftmost leaves' parent, which has at least nine children.
+     */
+    private static void withHintedLeavesParent(BiConsumer<Store, Buffer> work) {
+        ProbeDevice device = new ProbeDevice(32768, BLOCK_SIZE);
+        try (Store s = Store.format(device, LOG_BLOCKS, 4096L * BLOCK_SIZE)) {
+            fill(s);
+            for (int i = 0; i < KEYS; i++) {
+                assertArrayEquals(value(i), s.tree.get(key(i)));
+            }
+            Buffer parent = leavesParent(s, key(0));
+            int children = BTreeNodeFormat.count(parent.data()) + 1;
+            assertTrue(children >= 9, "the leftmost leaves' parent has " + children + " children: too few to test");
+            work.accept(s, parent);
         } finally {
             device.close();
         }
+    }
+
+    /** Every hint of {@code parent} names the cached buffer of the child at its index, and at least {@code least} are set, after {@code change}. */
+    private static void assertHintsNameTheirChildren(Store s, Buffer parent, String change, int least) {
+        Buffer[] hints = parent.children;
+        int children = BTreeNodeFormat.count(parent.data()) + 1, named = 0;
+        for (int idx = 0; idx < children; idx++) {
+            long child = BTreeNodeFormat.childAt(parent.data(), idx - 1);
+            Buffer h = idx < hints.length ? hints[idx] : null;
+            if (h != null) {
+                assertSame(s.cache.lookup(child), h, "the hint at " + idx + " of " + children + " after " + change + " names block "
+                        + h.block() + ", not the child there, " + child);
+                named++;
+            }
+        }
+        assertTrue(named >= least, "only " + named + " of " + children + " children hinted after " + change);
     }
 
     /** The buffer of the interior node just above the leaf of {@code key}. */
