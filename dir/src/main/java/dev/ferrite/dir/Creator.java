@@ -361,7 +361,7 @@ final class Creator {
         int agIno = ag.takeListedInode(txn);
         records.lockRecords(txn, d.ino, ino);
         ag.initInode(txn, agIno, mode, 0, 0, 1, nowNanos());
-        initRecord(txn, d, ino, type, linkTarget, false, 0, null);
+        initRecord(txn, d, ino, type, linkTarget, false, 0, null, key.inodeFlags);
         Buffer pb = records.lockRecord(txn, d.ino);
         int prec = records.rec(d.ino);
         addEntries(txn, pb, prec, 1); // as a tree insert through DirContents counts it
@@ -486,7 +486,7 @@ final class Creator {
         if (listed && ino != expected) {
             throw new IllegalStateException("group " + ag.agno + " allocated inode " + ino + ", not " + expected);
         }
-        initRecord(txn, d, ino, type, linkTarget, remote, targetBlock, frames);
+        initRecord(txn, d, ino, type, linkTarget, remote, targetBlock, frames, key.inodeFlags);
         if (!first) {
             dirs.insertAbsent(txn, d, key, ino, type);
         }
@@ -496,8 +496,14 @@ final class Creator {
         return Created.DONE;
     }
 
-    /** In {@code txn}: fills the new record of {@code ino} (in {@code d}) past what allocating it wrote: a directory's parent, a symlink's target. */
-    private void initRecord(Txn txn, Inode d, long ino, int type, byte[] linkTarget, boolean remote, long targetBlock, int[] frames) {
+    /**
+     * In {@code txn}: fills the new record of {@code ino} (in {@code d}) past what allocating it wrote: a
+     * directory's parent, a symlink's target, a regular file's {@code flags} (the create's
+     * {@link EntryKey#inodeFlags}: in the record from the transaction that makes it, so no crash finds the
+     * file without them).
+     */
+    private void initRecord(Txn txn, Inode d, long ino, int type, byte[] linkTarget, boolean remote, long targetBlock, int[] frames,
+                            int flags) {
         Buffer nb = records.lockRecord(txn, ino);
         MemorySegment m = nb.data();
         int rec = records.rec(ino);
@@ -518,6 +524,10 @@ final class Creator {
             MemorySegment.copy(linkTarget, 0, m, java.lang.foreign.ValueLayout.JAVA_BYTE, rec + InodeFormat.INLINE, linkTarget.length);
             InodeFormat.setInlineUsed(m, rec, linkTarget.length);
             InodeFormat.setSize(m, rec, linkTarget.length);
+        } else if (flags != 0) {
+            InodeFormat.setFlags(m, rec, flags);
+            txn.log(nb, rec + InodeFormat.FLAGS, 4);
+            return;
         } else {
             return; // allocating the inode wrote and logged all of its record
         }

@@ -34,6 +34,11 @@ final class EntryKey implements AutoCloseable {
     /** A create's answer: the inode made (or found, {@code Namespace.createEntry}), and the new inode opened for a handle, or null. */
     long made;
     Inode opened;
+    /**
+     * A create's ask: {@link InodeFormat} flags the new regular file's record starts with, written in the
+     * create's transaction (a table blob is born {@link InodeFormat#FLAG_DOOMED}: {@link TableBlobs#write}).
+     */
+    int inodeFlags;
 
     private EntryKey(byte[] key) {
         this.key = key;
@@ -65,6 +70,7 @@ final class EntryKey implements AutoCloseable {
         k.held = true;
         k.made = 0;
         k.opened = null;
+        k.inodeFlags = 0;
         return k;
     }
 

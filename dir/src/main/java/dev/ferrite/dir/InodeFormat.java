@@ -75,8 +75,9 @@ final class InodeFormat {
      */
     static final int FLAG_SHARED = 4;
     /**
-     * A table blob's file that no key names any more ({@link TableBlobs}): set in the group of the change
-     * that deleted or replaced its key, so that the mount deletes it if the reaper did not
+     * A table blob's file that no key names ({@link TableBlobs}): set when the file is made (cleared in the
+     * group of the commit that names it), and in the group of the change that deleted or replaced its key,
+     * so that the mount deletes it if no commit linked it or the reaper did not
      * ({@link SuperblockFormat#INCOMPAT_DOOMED_BLOBS}). Only blob files carry it.
      */
     static final int FLAG_DOOMED = 8;

@@ -649,6 +649,21 @@ public final class Namespace {
     }
 
     /**
+     * An exclusive {@link #create(Handle, String, int, boolean)} of a regular file whose inode record starts
+     * with {@link InodeFormat} flags {@code inodeFlags}, set in the create's own transaction (a table blob
+     * is made doomed until the commit that links it clears the flag: {@link TableBlobs#write}).
+     */
+    Handle createFlagged(Handle dir, String name, int permissions, int inodeFlags) {
+        long d = dir.requireOpen().ino;
+        paths.requireEntryName(d, name, NEW_NAME);
+        try (EntryKey key = EntryKey.take()) {
+            key.inodeFlags = inodeFlags;
+            long ino = createFile(null, d, name, false, S_IFREG | permissions & ~S_IFMT, true, key, true);
+            return key.opened != null ? new Handle(orphans, key.opened, O_RDWR) : orphans.openCreated(ino, O_RDWR);
+        }
+    }
+
+    /**
      * {@link #symlink(String, String)} as {@code name} in {@code dir}.
      *
      * @throws NamespaceException the target's errnos as for a path; EBADF if a handle is closed; the name errnos;

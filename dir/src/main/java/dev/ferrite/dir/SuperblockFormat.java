@@ -110,9 +110,10 @@ final class SuperblockFormat {
      */
     static final long INCOMPAT_PENDING_FREES = 256;
     /**
-     * Incompatible feature: a table blob's file may be doomed by its inode's {@link InodeFormat#FLAG_DOOMED}
-     * under its live name ({@code l<id>}) rather than renamed {@code d<id>}; the mount deletes such files. Set,
-     * and never cleared, before the first flag is set, so code that knows no such flag refuses the volume
+     * Incompatible feature: a table blob's file may be doomed (or pending: made so, until its commit) by its
+     * inode's {@link InodeFormat#FLAG_DOOMED} under its live name ({@code l<id>}) rather than named
+     * {@code d<id>} (or {@code p<id>}); the mount deletes such files. Set, and never cleared, before the
+     * first flag is set, so code that knows no such flag refuses the volume
      * instead of keeping a doomed blob as live (its space lost for good).
      */
     static final long INCOMPAT_DOOMED_BLOBS = 512;

@@ -21,20 +21,22 @@ import dev.ferrite.io.internal.BufferPool;
  * extents and size commit after its data (ordered after it), and the key's commit after them, itself
  * ordered after data, so no checkpoint holding the key is written before a flush that follows the data;
  * a {@code SYNC} commit's force then makes both durable, and a {@code NONE} insert forces nothing. A
- * blob's file name says its state, so that a crash never leaks one:
+ * blob's file is named {@code l<id>} from its create on, and its inode's {@link InodeFormat#FLAG_DOOMED}
+ * says its state, so that a crash never leaks one:
  * <ul>
- *   <li>{@code p<id>} pending: written, no key names it yet (its commit is being applied, or failed);</li>
- *   <li>{@code l<id>} live: a key names it. A commit renames {@code p} to {@code l} in the same journal
- *       group as the key's change, so both are recovered or neither;</li>
- *   <li>{@code l<id>} with {@link InodeFormat#FLAG_DOOMED} in its inode, doomed: its key was deleted, or
- *       changed to a value that is not a blob (the flag set in that change's group); deleted once no
- *       snapshot can read it, in the background ({@link BlobReaper}): the commit only queues it. It used to
- *       be renamed {@code d<id>}, a rename (a directory entry deleted and another inserted) where the flag
- *       is one inode record's change; a mount still deletes {@code d} files an older one left.</li>
+ *   <li>flagged, pending: written, no key names it yet (its commit is being applied, or failed). The create
+ *       sets the flag in the inode's first record, in its own transaction, so that a crash at any point
+ *       before the commit leaves a flagged file;</li>
+ *   <li>not flagged, live: a key names it. A commit clears the flag in the same journal group as the key's
+ *       change, so both are recovered or neither;</li>
+ *   <li>flagged again, doomed: its key was deleted, or changed to another value (the flag set in that
+ *       change's group); deleted once no snapshot can read it, in the background ({@link BlobReaper}): the
+ *       commit only queues it.</li>
  * </ul>
- * A key changed from one blob to another exchanges the two files' names instead ({@link Change}): the new
- * blob becomes {@code l<old id>}, which the key's reference then holds, and the old one {@code p<new id>},
- * doomed as a flagged one is.
+ * Each change of state is one inode record's change. A pending blob used to be named {@code p<id>} and
+ * renamed {@code l<id>} at its commit (a key's blob replaced by another exchanged the two names), a doomed
+ * one renamed {@code d<id>}: a rename deletes a directory entry and inserts another. A mount still
+ * deletes the {@code p} and {@code d} files older code left.
  * A mount deletes every pending and doomed blob (no open snapshot survives a crash), so a crash before the
  * reaper got to a doomed blob leaks nothing. {@link Volume#sync} deletes the blobs doomed before it on its
  * own thread if the reaper has not, and an unmount those still queued. Reads open the file by inode number,
@@ -114,9 +116,14 @@ final class TableBlobs {
         return h;
     }
 
-    /** Writes {@code value} to a new pending blob, on the device (not forced: see the class comment); the caller links it or discards it. */
+    /**
+     * Writes {@code value} to a new pending blob, on the device (not forced: see the class comment); the
+     * caller links it or discards it. The file is made flagged doomed (the superblock's feature set first,
+     * so that a mount reads the flag and older code refuses the volume).
+     */
     TableValueFormat.Blob write(MemorySegment value) {
         long dir = requireDirectory();
+        featureDoomFlags();
         CRC32C crc = new CRC32C();
         crc.update(value.asByteBuffer());
         try (Handle d = openDirectory(dir)) {
@@ -124,7 +131,7 @@ final class TableBlobs {
                 long id = ids.incrementAndGet();
                 Handle f;
                 try {
-                    f = namespace.create(d, name('p', id), 0600, true);
+                    f = namespace.createFlagged(d, name('l', id), 0600, InodeFormat.FLAG_DOOMED);
                 } catch (NamespaceException e) {
                     if (e.errno() == Errno.EEXIST) {
                         continue; // an id of an earlier mount's blob
@@ -209,10 +216,17 @@ final class TableBlobs {
         namespace.files.writeBlocks(f, 0, data, value.byteSize());
     }
 
-    /** A change of blob files inside a commit's group, undone by {@link #undo} (a group failing part way). */
+    /**
+     * A change of blob files inside a commit's group, each a change of {@link InodeFormat#FLAG_DOOMED} in
+     * one inode record, undone by {@link #undo} (a group failing part way).
+     */
     sealed interface Change {
-        /** {@code p<id>} becomes {@code l<id>}: a key now names the blob. */
-        record Link(long id) implements Change {
+        /**
+         * Pending blob {@code id}, in inode {@code ino}, is live: a key now names it. Its flag is cleared,
+         * where the file was renamed {@code p<id>} to {@code l<id>} (a directory entry deleted and another
+         * inserted).
+         */
+        record Link(long id, long ino) implements Change {
         }
 
         /**
@@ -225,12 +239,12 @@ final class TableBlobs {
         }
 
         /**
-         * A key that named blob {@code old} now names new blob {@code id}, and the two files exchange names
-         * ({@link RenameMode#EXCHANGE}): the new blob is {@code l<old>} (the key names it by {@code old}),
-         * the old one {@code p<id>}, which a mount deletes as it does every {@code p}. One rename, one
-         * transaction, where a link and a doom took two.
+         * A key that named blob {@code old}, in inode {@code oldIno}, now names new blob {@code id}, in
+         * inode {@code ino}: the flag moves from the new one's inode to the old one's, in one transaction
+         * ({@link Volume#moveInodeFlag}), where a link and a doom would take two. The key names the new blob
+         * by its own id: the files' names do not change (they were exchanged in one rename before).
          */
-        record Replace(long id, long old) implements Change {
+        record Replace(long id, long ino, long old, long oldIno) implements Change {
         }
 
         /** The file the reaper deletes once no snapshot can read it; null for a link. */
@@ -238,7 +252,7 @@ final class TableBlobs {
             return switch (this) {
                 case Link l -> null;
                 case Doom d -> name('l', d.old());
-                case Replace x -> name('p', x.id());
+                case Replace x -> name('l', x.old());
             };
         }
     }
@@ -254,28 +268,20 @@ final class TableBlobs {
     }
 
     private void change(Change c, boolean back) {
-        String from, to;
-        RenameMode mode = RenameMode.REPLACE;
         switch (c) {
-            case Change.Link l -> {
-                from = name('p', l.id());
-                to = name('l', l.id());
-            }
+            case Change.Link l -> volume.setInodeFlag(l.ino(), InodeFormat.FLAG_DOOMED, back);
             case Change.Doom d -> {
                 if (!back) {
-                    featureDoomFlags();
+                    featureDoomFlags(); // a blob from before this code's creates, on a volume without the feature
                 }
                 volume.setInodeFlag(d.ino(), InodeFormat.FLAG_DOOMED, !back);
-                return;
             }
             case Change.Replace x -> {
-                from = name('p', x.id());
-                to = name('l', x.old());
-                mode = RenameMode.EXCHANGE; // its own inverse
+                if (!back) {
+                    featureDoomFlags(); // as for a doom
+                }
+                volume.moveInodeFlag(back ? x.oldIno() : x.ino(), back ? x.ino() : x.oldIno(), InodeFormat.FLAG_DOOMED);
             }
-        }
-        try (Handle d = openDirectory(directory())) {
-            namespace.rename(d, back ? to : from, d, back ? from : to, mode);
         }
     }
 
@@ -291,9 +297,14 @@ final class TableBlobs {
         }
     }
 
-    /** Deletes a pending blob no commit linked. */
+    /** Deletes pending blob {@code id}, which no commit linked (kept, and logged, if its flag says a key names it). */
     void discard(long id) {
-        delete(name('p', id));
+        String name = name('l', id);
+        if (flaggedDoomed(name)) {
+            delete(name);
+        } else {
+            LOG.log(System.Logger.Level.WARNING, "table blob " + name + " was to be discarded as pending but is not flagged so: kept");
+        }
     }
 
     /** After a commit: the blobs it doomed go in the background once no snapshot is open. */

@@ -22,8 +22,8 @@ import dev.ferrite.io.CorruptionException;
  * recovered all or nothing however many keys it changes; and each change that a group makes records the
  * key's stored value before it, so that a group that fails part way (no space, too big for the log)
  * undoes what it did, still inside the group, before the error reaches the caller. A change that names
- * a blob links it, one that replaces or deletes a blob's key dooms the blob (a rename, or a flag on a
- * deleted one's inode, in the group, undone with it: {@link TableBlobs}). A medium value's chunks ({@link TableOverflow}) go in before the key that
+ * a blob links it, one that replaces or deletes a blob's key dooms the blob (a flag cleared on the new
+ * one's inode, set on the old one's, in the group, undone with it: {@link TableBlobs}). A medium value's chunks ({@link TableOverflow}) go in before the key that
  * names them and a replaced or deleted one's go after its key changed, all in the group; undone with it
  * (the deleted value's bytes were read first). A medium value in an extent ({@link TableExtents}) is
  * written and allocated before the key names it, and a replaced or deleted one's blocks freed after its
@@ -368,7 +368,7 @@ final class TableCommit {
                 }
             }
             byte[] before = null, key = null, replaced = null;
-            long doomedBlob = -1, doomedIno = -1, linkedBlob = -1;
+            long doomedBlob = -1, doomedIno = -1, linkedBlob = -1, linkedIno = -1;
             TableValueFormat.Medium medium = null;
             TableValueFormat.Extent freeing = null;
             byte valueKind = value == null ? TableValueFormat.INLINE : TableValueFormat.kind(value, value.byteSize(), ino);
@@ -487,10 +487,9 @@ final class TableCommit {
                         record(ino, key, replaced != null ? replaced : before); // before the change can be seen: at its commit; a medium value by its bytes (kind INLINE)
                     }
                     if (forward && undo != null && valueKind == TableValueFormat.BLOB) {
-                        linkedBlob = TableValueFormat.readBlob(value).id();
-                        if (doomedBlob >= 0) { // the new blob takes the old one's name, in one rename: the key names it by that
-                            value = TableValueFormat.withBlobId(value, doomedBlob);
-                        }
+                        TableValueFormat.Blob linkedRef = TableValueFormat.readBlob(value);
+                        linkedBlob = linkedRef.id();
+                        linkedIno = linkedRef.ino();
                     }
                     boolean changed = switch (op) {
                         case PUT -> {
@@ -527,7 +526,8 @@ final class TableCommit {
                 }
                 TableBlobs.Change r = null;
                 if (linkedBlob >= 0) {
-                    r = doomedBlob >= 0 ? new TableBlobs.Change.Replace(linkedBlob, doomedBlob) : new TableBlobs.Change.Link(linkedBlob);
+                    r = doomedBlob >= 0 ? new TableBlobs.Change.Replace(linkedBlob, linkedIno, doomedBlob, doomedIno)
+                            : new TableBlobs.Change.Link(linkedBlob, linkedIno);
                     linked.add(linkedBlob);
                 } else if (doomedBlob >= 0) {
                     r = new TableBlobs.Change.Doom(doomedBlob, doomedIno);
@@ -769,7 +769,7 @@ final class TableCommit {
 
     /**
      * Undoes this group's changes, newest first, each as a change of its own inside the group, then its
-     * blobs' renames and flags. Throws if one fails: the caller must then shut the journal down, so that the group
+     * blobs' flags. Throws if one fails: the caller must then shut the journal down, so that the group
      * never reaches the log.
      */
     void undoAll() {

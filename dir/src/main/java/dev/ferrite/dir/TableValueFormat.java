@@ -25,8 +25,8 @@ import static dev.ferrite.io.internal.OnDisk.U64;
  * blob, {@value #BLOB_SIZE} bytes:
  *   0  u8 kind {@value #BLOB}
  *   1  7 bytes zero
- *   8  u64 blob id (its file is named "l" and the id in hex while a key holds it; a blob that replaces
- *      another takes the other's id, {@link TableBlobs.Change.Replace})
+ *   8  u64 blob id (its file is named "l" and the id in hex, from its create on; between 2026-12-06 and
+ *      the blob's flag at creation, a blob that replaced another took the other's id and name)
  *  16  u64 the blob file's inode number
  *  24  u32 its inode generation
  *  28  u32 CRC32C of the value
@@ -116,13 +116,6 @@ final class TableValueFormat {
         m.set(U32, CRC, x.crc());
         m.set(U64, LENGTH, x.length());
         return b;
-    }
-
-    /** A copy of blob reference {@code m} naming its blob by {@code id} (the file it is linked as: {@link TableBlobs.Change.Replace}). */
-    static MemorySegment withBlobId(MemorySegment m, long id) {
-        MemorySegment c = MemorySegment.ofArray(new byte[BLOB_SIZE]).copyFrom(m.asSlice(0, BLOB_SIZE));
-        c.set(U64, ID, id);
-        return c;
     }
 
     static byte[] medium(Medium x) {

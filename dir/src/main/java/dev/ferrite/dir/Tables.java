@@ -666,7 +666,7 @@ public final class Tables {
      * one leaf, the key's stripe orders changes to one key (so that the prior value a snapshot needs is
      * recorded in version order), and its claim on the tree's block reserve ({@link #enter}) keeps a split
      * from finding the reserve dry. One that writes a value out of line or replaces one goes through
-     * {@link #commit} (a group: the blob's renames, or the medium value's chunks, go with the key's change),
+     * {@link #commit} (a group: the blobs' flags, or the medium value's chunks, go with the key's change),
      * but for a delete or inline put over an extent value with no snapshot open, which frees the value's
      * blocks in its own transaction ({@link TableCommit#apply}), and a put of a medium value over an absent,
      * inline or extent value, which allocates its extent there, and frees the one it replaces

@@ -706,6 +706,29 @@ public final class Volume implements AutoCloseable {
         });
     }
 
+    /**
+     * Clears {@code flag} in inode {@code from}'s record and sets it in inode {@code to}'s, both in one
+     * transaction (of the caller's journal group, if it holds one): a table blob replacing another, live as
+     * the other is doomed, where two {@link #setInodeFlag} took two. Returns its commit's sequence, which
+     * both inodes keep.
+     *
+     * @throws InvalidArgumentException if one is not an allocated inode (nothing changed)
+     */
+    long moveInodeFlag(long from, long to, int flag) {
+        if (from == to) {
+            throw new IllegalArgumentException("inode " + from + " both loses and gains flag " + flag);
+        }
+        return changeRecords(from, to, (txn, b, rec) -> {
+            int flags = InodeFormat.flags(b.data(), rec);
+            InodeFormat.setFlags(b.data(), rec, flags & ~flag);
+            txn.log(b, rec + InodeFormat.FLAGS, 4);
+        }, (txn, b, rec) -> {
+            int flags = InodeFormat.flags(b.data(), rec);
+            InodeFormat.setFlags(b.data(), rec, flags | flag);
+            txn.log(b, rec + InodeFormat.FLAGS, 4);
+        });
+    }
+
     /** A change of an inode's record, its block locked in {@code txn}, which logs what it changes. */
     private interface RecordChange {
         void apply(Txn txn, Buffer b, int rec);
@@ -717,30 +740,81 @@ public final class Volume implements AutoCloseable {
      * inode keeps as its last.
      */
     private long changeRecord(long ino, RecordChange change) {
+        return changeRecords(ino, 0, change, null);
+    }
+
+    /**
+     * {@link #changeRecord} of inode {@code ino} and, unless {@code other} is 0, {@code otherChange} of
+     * inode {@code other}, in one transaction: log space first, then the inodes' locks in ascending inode
+     * number, then their blocks' in ascending block number (see Namespace). Both are checked allocated
+     * before either changes.
+     */
+    private long changeRecords(long ino, long other, RecordChange change, RecordChange otherChange) {
         requireOpen();
         requireValidInode(ino);
+        if (other != 0) {
+            requireValidInode(other);
+        }
         Inode inode = inodes.acquire(ino);
-        try (Txn txn = Txn.begin(cache, 1)) {
-            inode.lock();
+        Inode second = null;
+        try (Txn txn = Txn.begin(cache, other == 0 ? 1 : 2)) {
+            second = other == 0 ? null : inodes.acquire(other);
+            Inode low = second != null && other < ino ? second : inode, high = low == inode ? second : inode;
+            low.lock();
             try {
-                Buffer b;
-                do {
-                    b = inodeBuffer(ino);
-                } while (!txn.lock(b));
-                int rec = InodeFormat.recordOffset(geometry.blockSize(), Geometry.inodeSlot(ino));
-                if (InodeFormat.mode(b.data(), rec) == 0) {
-                    throw new InvalidArgumentException("inode " + ino + " is not allocated");
+                if (high != null) {
+                    high.lock();
                 }
-                change.apply(txn, b, rec);
-                long seq = txn.commit();
-                inode.noteSeq(seq); // raised, never lowered: a writer beside may have committed later
-                return seq;
+                try {
+                    boolean otherFirst = other != 0 && geometry.inodeBlock(other) < geometry.inodeBlock(ino);
+                    Buffer ob = otherFirst ? lockedInodeBlock(txn, other) : null;
+                    Buffer b = lockedInodeBlock(txn, ino);
+                    if (other != 0 && !otherFirst) {
+                        ob = lockedInodeBlock(txn, other); // the same block is taken again: the lock is re-entrant
+                    }
+                    int rec = allocatedRecord(b, ino), orec = other == 0 ? 0 : allocatedRecord(ob, other);
+                    change.apply(txn, b, rec);
+                    if (other != 0) {
+                        otherChange.apply(txn, ob, orec);
+                    }
+                    long seq = txn.commit();
+                    inode.noteSeq(seq); // raised, never lowered: a writer beside may have committed later
+                    if (second != null) {
+                        second.noteSeq(seq);
+                    }
+                    return seq;
+                } finally {
+                    if (high != null) {
+                        high.unlock();
+                    }
+                }
             } finally {
-                inode.unlock();
+                low.unlock();
             }
         } finally {
+            if (second != null) {
+                inodes.release(second);
+            }
             inodes.release(inode);
         }
+    }
+
+    /** Inode {@code ino}'s block, locked by {@code txn}. */
+    private Buffer lockedInodeBlock(Txn txn, long ino) {
+        Buffer b;
+        do {
+            b = inodeBuffer(ino);
+        } while (!txn.lock(b));
+        return b;
+    }
+
+    /** Where inode {@code ino}'s record lies in its block {@code b}; throws if it is not allocated. */
+    private int allocatedRecord(Buffer b, long ino) {
+        int rec = InodeFormat.recordOffset(geometry.blockSize(), Geometry.inodeSlot(ino));
+        if (InodeFormat.mode(b.data(), rec) == 0) {
+            throw new InvalidArgumentException("inode " + ino + " is not allocated");
+        }
+        return rec;
     }
 
     /**

@@ -371,15 +371,16 @@ class BlobReaperTest {
     }
 
     /**
-     * A put replacing a blob with a blob exchanges the two files' names in one rename of its group: the new
-     * blob is {@code l} under the old one's id (the key's reference names it so), the old one {@code p}
-     * under the new one's, queued for the reaper. Before, the old one was renamed {@code d} and the new one
-     * {@code l} under its own id, two renames. A crash after any flush of the replacement (a random part of
-     * the next epoch's writes landed, or one torn) leaves the key's old value or its new one, one live blob
-     * and no other, every block accounted for, and, once the key is deleted, every blob's block free.
+     * A put replacing a blob with a blob moves the doomed flag, in one transaction of its group: the new
+     * blob, made flagged as {@code l} under its own id, loses it, and the old one gains it (queued for the
+     * reaper); no file is renamed. Before, the two files' names were exchanged (the new blob {@code l}
+     * under the old one's id, the old one {@code p}). A crash after any flush of the replacement (a random
+     * part of the next epoch's writes landed, or one torn) leaves the key's old value or its new one, one
+     * live blob and no other (no flagged file, no file no key names), every block accounted for, and, once
+     * the key is deleted, every blob's block free.
      */
     @Test
-    void aReplacingPutExchangesTheBlobsNamesAndACrashKeepsOneOfThem() {
+    void aReplacingPutMovesTheDoomedFlagAndACrashKeepsOneOfThem() {
         Random rnd = new Random(SEED);
         try (RecordingDevice rec = RecordingDevice.wrap(VolumeFixtures.formatted())) {
             byte[] old = random(rnd, BLOB), next = random(rnd, BLOB + 5000);
@@ -394,28 +395,72 @@ class BlobReaperTest {
                 replaced = rec.flushCount();
                 List<String> files = blobFiles(v);
                 assertEquals(2, files.size(), files.toString());
-                assertEquals(live, files.stream().filter(f -> f.startsWith("l")).toList(), "the new blob takes the old one's name: " + files);
-                assertTrue(files.stream().anyMatch(f -> f.startsWith("p")), "the old blob is pending: " + files);
+                assertTrue(files.stream().allMatch(f -> f.startsWith("l")), "no file is renamed: " + files);
+                assertEquals(live, doomedBlobFiles(v), "the old blob keeps its name and is flagged doomed: " + files);
                 assertArrayEquals(next, t.get(b("k")));
             }
-            for (int k = before - 1; k <= replaced; k++) {
-                RecordingDevice.CrashState crash = TableCrashTest.sampleAfter(rec, k, rnd);
-                try (MemoryDevice crashed = rec.materialize(crash); Volume v = Volume.open(crashed, VolumeFixtures.OPTIONS);
-                     Table t = v.tables().open("t")) {
-                    String where = "seed " + SEED + ", crash after flush " + k + " (" + before + " to " + replaced + "): " + crash;
-                    assertEquals(1, blobFiles(v).size(), where + ": " + blobFiles(v));
-                    assertTrue(blobFiles(v).getFirst().startsWith("l"), where + ": " + blobFiles(v));
-                    byte[] got = t.get(b("k"));
-                    assertTrue(Arrays.equals(old, got) || Arrays.equals(next, got), where + ": the key holds neither value");
-                    if (k >= replaced) {
-                        assertArrayEquals(next, got, where + ": the SYNC replacement was acknowledged");
-                    }
-                    VolumeFixtures.assertChecked(v.namespace());
-                    t.delete(b("k"));
-                    v.sync();
-                    assertEquals(List.of(), blobFiles(v), where);
-                    assertEquals(free, freeCountingReserve(v), where + ": every blob's blocks are free again");
+            assertCrashesKeepOneValue(rec, rnd, before, replaced, old, next, free);
+        }
+    }
+
+    /**
+     * A new blob is made {@code l<id>} with its inode flagged doomed, in its create's transaction, and a put
+     * only clears the flag: a blob written but never linked is flagged in every state the device passes
+     * through, so that the mount deletes it; before, it was {@code p<id>}, renamed {@code l<id>} by the
+     * commit. A crash after any flush from the blob's create through its key's SYNC commit leaves the key
+     * absent and no blob, or the key's value and its one live blob; every block accounted for.
+     */
+    @Test
+    void aNewBlobIsBornFlaggedAndACrashBeforeItsCommitLeavesNone() {
+        Random rnd = new Random(SEED);
+        try (RecordingDevice rec = RecordingDevice.wrap(VolumeFixtures.formatted())) {
+            byte[] value = random(rnd, BLOB + 3000);
+            long free;
+            int before, put;
+            try (Volume v = Volume.open(rec, VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+                free = warmedUpAndHeld(v, t, rnd);
+                before = rec.flushCount();
+                TableValueFormat.Blob pending = v.tables().blobs.write(MemorySegment.ofArray(value));
+                String name = TableBlobs.name('l', pending.id());
+                assertEquals(List.of(name), blobFiles(v), "seed " + SEED);
+                assertEquals(List.of(name), doomedBlobFiles(v), "seed " + SEED + ": a blob no key names is flagged from its create on");
+                v.sync(); // its create and size durable, no key naming it
+                v.tables().blobs.discard(pending.id());
+                assertEquals(List.of(), blobFiles(v), "seed " + SEED);
+                t.put(b("k"), value);
+                put = rec.flushCount();
+                assertEquals(1, blobFiles(v).size(), "seed " + SEED);
+                assertEquals(List.of(), doomedBlobFiles(v), "seed " + SEED + ": the put cleared its blob's flag");
+            }
+            assertCrashesKeepOneValue(rec, rnd, before, put, null, value, free);
+        }
+    }
+
+    /**
+     * Mounts the crash states after flushes {@code before - 1} to {@code after} of {@code rec} (a random part
+     * of the next epoch's writes landed, or one torn): key {@code k} holds {@code old} (null: absent) or
+     * {@code next}, {@code next} from flush {@code after} on; exactly the blob the key names is left, not
+     * flagged; the volume checks; once the key is deleted every blob's block is free ({@code free}).
+     */
+    private static void assertCrashesKeepOneValue(RecordingDevice rec, Random rnd, int before, int after, byte[] old, byte[] next, long free) {
+        for (int k = before - 1; k <= after; k++) {
+            RecordingDevice.CrashState crash = TableCrashTest.sampleAfter(rec, k, rnd);
+            try (MemoryDevice crashed = rec.materialize(crash); Volume v = Volume.open(crashed, VolumeFixtures.OPTIONS);
+                 Table t = v.tables().open("t")) {
+                String where = "seed " + SEED + ", crash after flush " + k + " (" + before + " to " + after + "): " + crash;
+                byte[] got = t.get(b("k"));
+                assertTrue(Arrays.equals(old, got) || Arrays.equals(next, got), where + ": the key holds neither value");
+                if (k >= after) {
+                    assertArrayEquals(next, got, where + ": the SYNC put was acknowledged");
                 }
+                assertEquals(got == null ? 0 : 1, blobFiles(v).size(), where + ": " + blobFiles(v));
+                assertTrue(blobFiles(v).stream().allMatch(f -> f.startsWith("l")), where + ": " + blobFiles(v));
+                assertEquals(List.of(), doomedBlobFiles(v), where + ": the mount deleted the flagged blobs");
+                VolumeFixtures.assertChecked(v.namespace());
+                t.delete(b("k"));
+                v.sync();
+                assertEquals(List.of(), blobFiles(v), where);
+                assertEquals(free, freeCountingReserve(v), where + ": every blob's block is free again");
             }
         }
     }

@@ -288,6 +288,42 @@ class TableBlobTest {
     }
 
     /**
+     * A blob directory holding the names older code gave blobs no key names, {@code p<id>} (pending, or
+     * the old blob of an exchange) and {@code d<id>} (doomed by a rename), mounts: the mount deletes them
+     * (new blobs are born {@code l<id>}, flagged), keeps the live blob, and their space is free again.
+     */
+    @Test
+    void aMountDeletesThePendingAndDoomedNamesOfOlderCode() {
+        Random rnd = new Random(SEED);
+        MemoryDevice dev = VolumeFixtures.formatted();
+        byte[] value = random(rnd, (1 << 20) + 9);
+        long free;
+        try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            t.put(b("k"), value);
+            v.sync();
+            free = freeCountingReserve(v);
+            Namespace ns = v.namespace();
+            try (Handle d = ns.openInode(v.tables().blobs.directory())) {
+                for (String name : List.of("p1", "d2")) {
+                    try (Handle f = ns.create(d, name, 0600, true)) {
+                        ns.write(f, 0, MemorySegment.ofArray(random(rnd, 70_000)));
+                    }
+                }
+            }
+            v.sync();
+            assertEquals(3, blobFiles(v).size(), blobFiles(v).toString());
+        }
+        try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table t = v.tables().open("t")) {
+            assertEquals(1, blobFiles(v).size(), "seed " + SEED + ": " + blobFiles(v));
+            assertTrue(blobFiles(v).getFirst().startsWith("l"), "seed " + SEED + ": " + blobFiles(v));
+            assertArrayEquals(value, t.get(b("k")));
+            v.sync();
+            assertEquals(free, freeCountingReserve(v), "seed " + SEED + ": the old names' blocks are free again");
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /**
      * Blobs replacing blobs, the reaper freeing the replaced ones meanwhile (busy until a checkpoint, which
      * {@code NONE} commits never ask for): once the blobs' group has no free blocks that are not busy, the
      * next allocation takes another group's instead of forcing the log. It forced the log every few 1 MiB
@@ -528,7 +564,7 @@ class TableBlobTest {
                 t.delete(b("gone"));
                 assertArrayEquals(old, s.get(t, b("k")));
                 assertArrayEquals(next, t.get(b("k")));
-                assertEquals(1, doomedBlobFiles(v).size(), blobFiles(v).toString());
+                assertEquals(2, doomedBlobFiles(v).size(), blobFiles(v).toString());
                 TableCursor c = s.cursor(t, null, null, false);
                 assertTrue(c.next());
                 assertArrayEquals(old, c.value());
