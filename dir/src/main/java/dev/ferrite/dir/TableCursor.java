@@ -507,8 +507,10 @@ public final class TableCursor implements AutoCloseable {
         }
         if (kind == TableValueFormat.EXTENT) {
             TableValueFormat.Extent x = TableValueFormat.readExtent(m);
-            if (table.tables().extents.cached.lend(x, pieces)) {
-                return x.length(); // frames tagged as the stub's hold its bytes, as a read from them would copy
+            TableExtents extents = table.tables().extents;
+            // frames tagged as the stub's hold its bytes, as a read from them would copy; a miss fills them first
+            if (extents.cached.lend(x, pieces) || extents.cache(x) && extents.cached.lend(x, pieces)) {
+                return x.length();
             }
         }
         if (kind == TableValueFormat.BLOB) {

@@ -186,19 +186,13 @@ final class TableExtentCache {
      */
     boolean adopt(TableValueFormat.Extent x, int run) {
         FilePages p = stripe(x);
-        long tag = tag(x);
         int n = x.blocks(blockSize);
         p.lock.lock();
         try {
-            for (int i = 0; i < n; i++) {
-                if (p.get(page(x, i)) >= 0) {
-                    return false;
-                }
+            if (anyMapped(p, x, n)) {
+                return false;
             }
-            for (int i = 0; i < n; i++) {
-                p.put(page(x, i), run + i);
-                tags[run + i] = tag;
-            }
+            map(p, x, tag(x), run, n);
             return true;
         } finally {
             p.lock.unlock();
@@ -265,17 +259,32 @@ final class TableExtentCache {
      * copied and lent in one piece, and written from its frames.
      */
     private int mapRun(FilePages p, TableValueFormat.Extent x, long tag, int n) {
-        for (int i = 0; i < n; i++) {
-            if (p.get(page(x, i)) >= 0) {
-                return -1;
-            }
+        if (anyMapped(p, x, n)) {
+            return -1;
         }
         int f = pages.allocateRun(p, page(x, 0), n, false);
-        for (int i = 0; i < n && f >= 0; i++) {
+        if (f >= 0) {
+            map(p, x, tag, f, n);
+        }
+        return f;
+    }
+
+    /** Whether one of the {@code n} pages of value {@code x} is mapped in {@code p} (whose lock the caller holds). */
+    private boolean anyMapped(FilePages p, TableValueFormat.Extent x, int n) {
+        for (int i = 0; i < n; i++) {
+            if (p.get(page(x, i)) >= 0) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Maps the {@code n} pages of value {@code x} to run {@code f}'s frames, tagged {@code tag} (the caller holds {@code p}'s lock). */
+    private void map(FilePages p, TableValueFormat.Extent x, long tag, int f, int n) {
+        for (int i = 0; i < n; i++) {
             p.put(page(x, i), f + i);
             tags[f + i] = tag;
         }
-        return f;
     }
 
     /**

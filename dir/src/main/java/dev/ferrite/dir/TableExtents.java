@@ -596,23 +596,9 @@ final class TableExtents {
             return true; // frames tagged as the stub's hold its bytes: checked when they were filled, not again
         }
         boolean whole = offset == 0 && want == x.length();
-        int run = whole ? cached.reserveRun(x) : -1;
-        if (run >= 0) {
-            boolean mapped = false;
-            try {
-                MemorySegment blocks = cached.runBytes(run, len);
-                device.read(x.block(), blocks);
-                if (!matches(x, blocks.asSlice(0, want))) {
-                    return false;
-                }
-                MemorySegment.copy(blocks, 0, out, 0, want);
-                mapped = cached.adopt(x, run);
-                return true;
-            } finally {
-                if (!mapped) {
-                    cached.releaseRun(x, run);
-                }
-            }
+        int read = whole ? readIntoRun(x, len, out) : NO_RUN;
+        if (read != NO_RUN) {
+            return read == READ;
         }
         MemorySegment buf = BUFFERS.get();
         device.read(x.block() + first, buf.asSlice(0, (long) (end - first) * blockSize));
@@ -624,6 +610,58 @@ final class TableExtents {
             cached.fill(x, buf);
         }
         return true;
+    }
+
+    /** {@link #readIntoRun}'s answers. */
+    private static final int READ = 1, MISMATCH = 0, NO_RUN = -1;
+
+    /**
+     * Reads value {@code x} whole from the device straight into a run of frames reserved for it
+     * ({@link TableExtentCache#reserveRun}), checks its CRC there, copies it into {@code out} unless that is
+     * null, and maps the run as its cached pages (given back if another fill mapped one meanwhile):
+     * READ; MISMATCH (nothing cached) if the CRC does not match; NO_RUN, nothing read, if the cache has no run for it.
+     */
+    private int readIntoRun(TableValueFormat.Extent x, int len, MemorySegment out) {
+        int run = cached.reserveRun(x);
+        if (run < 0) {
+            return NO_RUN;
+        }
+        boolean mapped = false;
+        try {
+            MemorySegment blocks = cached.runBytes(run, len);
+            device.read(x.block(), blocks);
+            if (!matches(x, blocks.asSlice(0, x.length()))) {
+                return MISMATCH;
+            }
+            if (out != null) {
+                MemorySegment.copy(blocks, 0, out, 0, x.length());
+            }
+            mapped = cached.adopt(x, run);
+            return READ;
+        } finally {
+            if (!mapped) {
+                cached.releaseRun(x, run);
+            }
+        }
+    }
+
+    /**
+     * Reads value {@code x} whole into the cache without copying it anywhere, for a cursor that then lends
+     * it from its frames ({@link TableCursor#value(TableCursor.Pieces)}): a scan of values that miss the
+     * cache copied each one from its frames into the cursor's buffer to lend it from there. True if it was
+     * read (its CRC matched); the caller's lend may still miss (another fill held its pages, an eviction
+     * took them since) and then reads it the other way.
+     */
+    boolean cache(TableValueFormat.Extent x) {
+        int len = x.blocks(blockSize);
+        if (x.block() < 0 || x.block() + len > device.blockCount()) {
+            return false;
+        }
+        Runnable hook = beforeRead;
+        if (hook != null) {
+            hook.run();
+        }
+        return readIntoRun(x, len, null) == READ;
     }
 
     private static boolean matches(TableValueFormat.Extent x, MemorySegment value) {

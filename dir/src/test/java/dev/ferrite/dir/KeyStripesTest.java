@@ -77,4 +77,36 @@ class KeyStripesTest {
         assertEquals(null, failure.get());
         assertTrue(k.waits() > 0, "the threads never waited for each other: the test did not contend");
     }
+
+    /**
+     * A key's stripe is the same whether it comes in a segment (a single write's) or an array (a
+     * transaction's): else the two would not exclude each other on one key. Every length from empty to past
+     * a few words, so each tail length meets the word loop; and keys of a table spread over the stripes as
+     * random ones would (65,536 keys into 2^18 stripes fill about 57,990), a table's and the next table's apart.
+     */
+    @Test
+    void segmentAndArrayKeysTakeOneStripeAndSpreadOverAll() {
+        SplittableRandom r = new SplittableRandom(SEED);
+        for (int length = 0; length <= 70; length++) {
+            for (int i = 0; i < 50; i++) {
+                byte[] key = new byte[length];
+                r.nextBytes(key);
+                long ino = r.nextLong(1, 1 << 20);
+                int stripe = KeyStripes.of(ino, key);
+                assertEquals(stripe, KeyStripes.of(ino, java.lang.foreign.MemorySegment.ofArray(key)), "length " + length);
+                assertTrue(stripe >= 0 && stripe < KeyStripes.KEY_STRIPES);
+            }
+        }
+        java.util.BitSet seen = new java.util.BitSet(KeyStripes.KEY_STRIPES);
+        int same = 0;
+        for (int i = 0; i < 1 << 16; i++) {
+            byte[] key = ("user" + i).getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+            seen.set(KeyStripes.of(7, key));
+            if (KeyStripes.of(7, key) == KeyStripes.of(8, key)) {
+                same++;
+            }
+        }
+        assertTrue(seen.cardinality() > 56_000, seen.cardinality() + " stripes for 65,536 keys");
+        assertTrue(same < 16, same + " keys share their stripe in two tables");
+    }
 }

@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -72,7 +74,7 @@ class StallsTest {
         Stalls.Split s = oneOperation(StallsTest::spin);
         assertEquals(0, s.waited(), s.toString());
         assertTrue(s.cpu() > 0, s.toString());
-        // sampled every millisecond for 40 ms: even a loaded machine runs it for some of them
+        // sampled every millisecond while it runs 40 ms on a CPU
         assertTrue(s.running().getOrDefault("StallsTest.spin", 0L) > 0, "the samples name where it ran: " + s);
         String line = s.line(1001, THRESHOLD); // among the three largest shares: the harness's own clock read may take a sample too
         assertTrue(line.matches(".*on CPU \\d+% \\(of [\\d,]+ samples?: [^)]*StallsTest\\.spin \\d+%.*"), line);
@@ -121,9 +123,15 @@ class StallsTest {
         assertTrue(s.line(1001, THRESHOLD).startsWith(s.count() + " of 1,001 operations took 5.0 ms or more"), s.line(1001, THRESHOLD));
     }
 
+    /**
+     * Spins until the thread has run for {@link #OP} on a CPU, not for OP of wall time: on a loaded machine a
+     * thread spinning 40 ms of wall time was queued for 93 of 96 ms and ran between the sampler's ticks, so
+     * no sample named where it ran.
+     */
     private static void spin() {
-        long end = System.nanoTime() + OP;
-        while (System.nanoTime() < end) {
+        ThreadMXBean mx = ManagementFactory.getThreadMXBean();
+        long end = mx.getCurrentThreadCpuTime() + OP;
+        while (mx.getCurrentThreadCpuTime() < end) {
             Thread.onSpinWait();
         }
     }
