@@ -222,37 +222,36 @@ final class TableBlobs {
      */
     sealed interface Change {
         /**
-         * Pending blob {@code id}, in inode {@code ino}, is live: a key now names it. Its flag is cleared,
-         * where the file was renamed {@code p<id>} to {@code l<id>} (a directory entry deleted and another
-         * inserted).
+         * Pending blob {@code blob} is live: a key now names it. Its flag is cleared, where the file was
+         * renamed {@code p<id>} to {@code l<id>} (a directory entry deleted and another inserted).
          */
-        record Link(long id, long ino) implements Change {
+        record Link(TableValueFormat.Blob blob) implements Change {
         }
 
         /**
-         * Blob {@code old}, in inode {@code ino}, is doomed: no key names it any more. Its inode is flagged
+         * Blob {@code blob} is doomed: no key names it any more. Its inode is flagged
          * {@link InodeFormat#FLAG_DOOMED}, its name kept: one record's change, where the rename to
          * {@code d<old>} deleted a directory entry and inserted another (half of a 1 MiB delete's CPU on
          * the deleting thread).
          */
-        record Doom(long old, long ino) implements Change {
+        record Doom(TableValueFormat.Blob blob) implements Change {
         }
 
         /**
-         * A key that named blob {@code old}, in inode {@code oldIno}, now names new blob {@code id}, in
-         * inode {@code ino}: the flag moves from the new one's inode to the old one's, in one transaction
+         * A key that named blob {@code old} now names new blob {@code blob}: the flag moves from the new
+         * one's inode to the old one's, in one transaction
          * ({@link Volume#moveInodeFlag}), where a link and a doom would take two. The key names the new blob
          * by its own id: the files' names do not change (they were exchanged in one rename before).
          */
-        record Replace(long id, long ino, long old, long oldIno) implements Change {
+        record Replace(TableValueFormat.Blob blob, TableValueFormat.Blob old) implements Change {
         }
 
         /** The file the reaper deletes once no snapshot can read it; null for a link. */
         default String doomed() {
             return switch (this) {
                 case Link l -> null;
-                case Doom d -> name('l', d.old());
-                case Replace x -> name('l', x.old());
+                case Doom d -> name('l', d.blob().id());
+                case Replace x -> name('l', x.old().id());
             };
         }
     }
@@ -269,18 +268,19 @@ final class TableBlobs {
 
     private void change(Change c, boolean back) {
         switch (c) {
-            case Change.Link l -> volume.setInodeFlag(l.ino(), InodeFormat.FLAG_DOOMED, back);
+            case Change.Link l -> volume.setInodeFlag(l.blob().ino(), InodeFormat.FLAG_DOOMED, back);
             case Change.Doom d -> {
                 if (!back) {
                     featureDoomFlags(); // a blob from before this code's creates, on a volume without the feature
                 }
-                volume.setInodeFlag(d.ino(), InodeFormat.FLAG_DOOMED, !back);
+                volume.setInodeFlag(d.blob().ino(), InodeFormat.FLAG_DOOMED, !back);
             }
             case Change.Replace x -> {
                 if (!back) {
                     featureDoomFlags(); // as for a doom
                 }
-                volume.moveInodeFlag(back ? x.oldIno() : x.ino(), back ? x.ino() : x.oldIno(), InodeFormat.FLAG_DOOMED);
+                long nu = x.blob().ino(), old = x.old().ino();
+                volume.moveInodeFlag(back ? old : nu, back ? nu : old, InodeFormat.FLAG_DOOMED);
             }
         }
     }
@@ -299,12 +299,7 @@ final class TableBlobs {
 
     /** Deletes pending blob {@code id}, which no commit linked (kept, and logged, if its flag says a key names it). */
     void discard(long id) {
-        String name = name('l', id);
-        if (flaggedDoomed(name)) {
-            delete(name);
-        } else {
-            LOG.log(System.Logger.Level.WARNING, "table blob " + name + " was to be discarded as pending but is not flagged so: kept");
-        }
+        deleteIfDoomed(name('l', id));
     }
 
     /** After a commit: the blobs it doomed go in the background once no snapshot is open. */
@@ -394,11 +389,7 @@ final class TableBlobs {
                 hook.run();
             }
             try {
-                if (name.charAt(0) != 'l' || flaggedDoomed(name)) {
-                    delete(name);
-                } else { // a live name whose inode is not flagged: a key may name it, and it is never deleted so
-                    LOG.log(System.Logger.Level.WARNING, "table blob " + name + " was queued as doomed but is not flagged so: kept");
-                }
+                deleteIfDoomed(name);
             } catch (RuntimeException e) {
                 LOG.log(System.Logger.Level.WARNING, "could not delete doomed table blob " + name + " (the next mount does): " + e);
             }
@@ -409,14 +400,25 @@ final class TableBlobs {
     }
 
     /**
-     * Whether blob file {@code name} (a live one's) carries {@link InodeFormat#FLAG_DOOMED}, or is gone: the
-     * reaper deletes a doomed blob under its live name, trusting its queue for which blob that is; this look
-     * (a lookup and a record read, next to a deletion's three transactions) keeps a queue gone wrong from
-     * deleting a blob a key still names.
+     * Deletes blob file {@code name} (a live name: a pending blob never linked, or a doomed one) if its inode
+     * carries {@link InodeFormat#FLAG_DOOMED} or it is gone already; else logs and keeps it. The reaper and a
+     * discard trust their lists for which blob a name is; this look (a lookup and a record read, beside a
+     * deletion's three transactions) keeps a list gone wrong from deleting a blob a key still names.
      */
-    private boolean flaggedDoomed(String name) {
+    private void deleteIfDoomed(String name) {
         long ino = namespace.paths.entryIfExists(directory(), name);
-        return ino == PathResolver.MISSING || (namespace.records.readLong(ino, TableBlobs::flags) & InodeFormat.FLAG_DOOMED) != 0;
+        if (ino == PathResolver.MISSING) {
+            return;
+        }
+        if (doomedInode(ino)) {
+            delete(name);
+        } else {
+            LOG.log(System.Logger.Level.WARNING, "table blob " + name + " was to be deleted but is not flagged doomed: kept");
+        }
+    }
+
+    private boolean doomedInode(long ino) {
+        return (namespace.records.readLong(ino, TableBlobs::flags) & InodeFormat.FLAG_DOOMED) != 0;
     }
 
     private void delete(String name) {
@@ -447,7 +449,7 @@ final class TableBlobs {
         List<String> gone = new ArrayList<>();
         boolean flags = volume.hasIncompatFeature(SuperblockFormat.INCOMPAT_DOOMED_BLOBS); // else no blob is flagged
         for (DirEntry e : namespace.dirs.allEntries(dir)) {
-            if (!e.name().startsWith("l") || flags && (namespace.records.readLong(e.ino(), TableBlobs::flags) & InodeFormat.FLAG_DOOMED) != 0) {
+            if (!e.name().startsWith("l") || flags && doomedInode(e.ino())) {
                 gone.add(e.name());
             }
         }

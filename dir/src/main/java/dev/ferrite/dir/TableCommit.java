@@ -368,7 +368,7 @@ final class TableCommit {
                 }
             }
             byte[] before = null, key = null, replaced = null;
-            long doomedBlob = -1, doomedIno = -1, linkedBlob = -1, linkedIno = -1;
+            TableValueFormat.Blob doomedBlob = null, linkedBlob = null;
             TableValueFormat.Medium medium = null;
             TableValueFormat.Extent freeing = null;
             byte valueKind = value == null ? TableValueFormat.INLINE : TableValueFormat.kind(value, value.byteSize(), ino);
@@ -460,11 +460,7 @@ final class TableCommit {
                             return NEEDS_GROUP; // nothing changed: the transaction ends without a commit
                         }
                         if (kind == TableValueFormat.BLOB) {
-                            if (op != PUT_IF_ABSENT) {
-                                TableValueFormat.Blob doomedRef = TableValueFormat.readBlob(valueOut);
-                                doomedBlob = doomedRef.id();
-                                doomedIno = doomedRef.ino();
-                            }
+                            doomedBlob = op == PUT_IF_ABSENT ? null : TableValueFormat.readBlob(valueOut);
                         } else if (kind == TableValueFormat.MEDIUM && op != PUT_IF_ABSENT) {
                             medium = TableValueFormat.readMedium(valueOut);
                             replaced = new byte[1 + medium.length()]; // its bytes, for the undo and for snapshots: its chunks go after this change
@@ -487,9 +483,7 @@ final class TableCommit {
                         record(ino, key, replaced != null ? replaced : before); // before the change can be seen: at its commit; a medium value by its bytes (kind INLINE)
                     }
                     if (forward && undo != null && valueKind == TableValueFormat.BLOB) {
-                        TableValueFormat.Blob linkedRef = TableValueFormat.readBlob(value);
-                        linkedBlob = linkedRef.id();
-                        linkedIno = linkedRef.ino();
+                        linkedBlob = TableValueFormat.readBlob(value);
                     }
                     boolean changed = switch (op) {
                         case PUT -> {
@@ -525,12 +519,11 @@ final class TableCommit {
                     frees.add(new PendingFree(ino, key, freeing)); // with the group's others, at its end
                 }
                 TableBlobs.Change r = null;
-                if (linkedBlob >= 0) {
-                    r = doomedBlob >= 0 ? new TableBlobs.Change.Replace(linkedBlob, linkedIno, doomedBlob, doomedIno)
-                            : new TableBlobs.Change.Link(linkedBlob, linkedIno);
-                    linked.add(linkedBlob);
-                } else if (doomedBlob >= 0) {
-                    r = new TableBlobs.Change.Doom(doomedBlob, doomedIno);
+                if (linkedBlob != null) {
+                    r = doomedBlob != null ? new TableBlobs.Change.Replace(linkedBlob, doomedBlob) : new TableBlobs.Change.Link(linkedBlob);
+                    linked.add(linkedBlob.id());
+                } else if (doomedBlob != null) {
+                    r = new TableBlobs.Change.Doom(doomedBlob);
                 }
                 if (r != null) {
                     blobs.apply(r);

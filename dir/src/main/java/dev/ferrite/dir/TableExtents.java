@@ -583,15 +583,11 @@ final class TableExtents {
             return true;
         }
         int len = x.blocks(blockSize);
-        if (x.block() < 0 || x.block() + len > device.blockCount()) {
+        if (!onDevice(x, len)) {
             return false;
         }
         int first = (int) (offset / blockSize);
         int end = (int) ((offset + want + blockSize - 1) / blockSize);
-        Runnable hook = beforeRead;
-        if (hook != null) {
-            hook.run();
-        }
         if (cached.copy(x, first, end, offset, want, out)) {
             return true; // frames tagged as the stub's hold its bytes: checked when they were filled, not again
         }
@@ -654,6 +650,11 @@ final class TableExtents {
      */
     boolean cache(TableValueFormat.Extent x) {
         int len = x.blocks(blockSize);
+        return onDevice(x, len) && readIntoRun(x, len, null) == READ;
+    }
+
+    /** Whether value {@code x}'s {@code len} blocks lie on the device; then runs the tests' {@link #beforeRead}, as a read begins. */
+    private boolean onDevice(TableValueFormat.Extent x, int len) {
         if (x.block() < 0 || x.block() + len > device.blockCount()) {
             return false;
         }
@@ -661,7 +662,7 @@ final class TableExtents {
         if (hook != null) {
             hook.run();
         }
-        return readIntoRun(x, len, null) == READ;
+        return true;
     }
 
     private static boolean matches(TableValueFormat.Extent x, MemorySegment value) {

@@ -699,11 +699,7 @@ public final class Volume implements AutoCloseable {
      * @throws InvalidArgumentException if it is not an allocated inode
      */
     long setInodeFlag(long ino, int flag, boolean on) {
-        return changeRecord(ino, (txn, b, rec) -> {
-            int flags = InodeFormat.flags(b.data(), rec);
-            InodeFormat.setFlags(b.data(), rec, on ? flags | flag : flags & ~flag);
-            txn.log(b, rec + InodeFormat.FLAGS, 4);
-        });
+        return changeRecord(ino, flagChange(flag, on));
     }
 
     /**
@@ -718,15 +714,16 @@ public final class Volume implements AutoCloseable {
         if (from == to) {
             throw new IllegalArgumentException("inode " + from + " both loses and gains flag " + flag);
         }
-        return changeRecords(from, to, (txn, b, rec) -> {
+        return changeRecords(from, to, flagChange(flag, false), flagChange(flag, true));
+    }
+
+    /** Sets ({@code on}) or clears {@code flag} in a record, logging the flags word. */
+    private static RecordChange flagChange(int flag, boolean on) {
+        return (txn, b, rec) -> {
             int flags = InodeFormat.flags(b.data(), rec);
-            InodeFormat.setFlags(b.data(), rec, flags & ~flag);
+            InodeFormat.setFlags(b.data(), rec, on ? flags | flag : flags & ~flag);
             txn.log(b, rec + InodeFormat.FLAGS, 4);
-        }, (txn, b, rec) -> {
-            int flags = InodeFormat.flags(b.data(), rec);
-            InodeFormat.setFlags(b.data(), rec, flags | flag);
-            txn.log(b, rec + InodeFormat.FLAGS, 4);
-        });
+        };
     }
 
     /** A change of an inode's record, its block locked in {@code txn}, which logs what it changes. */
