@@ -88,10 +88,18 @@ class TableTest {
             assertEquals(1, t.count());
             WriteTransaction tx = v.begin();
             tx.put(t, b("k"), b("v"));
+            assertThrows(InvalidArgumentException.class, () -> tx.containsKey(t, new byte[0]));
+            assertThrows(InvalidArgumentException.class, () -> tx.containsKey(t, null));
+            assertThrows(InvalidArgumentException.class, () -> tx.containsKey(null, b("k")));
+            assertTrue(tx.containsKey(t, b("k")), "its own put");
             tx.commit();
             assertEquals(TableException.Kind.TRANSACTION_DONE, kindOf(() -> tx.put(t, b("k2"), b("v"))));
+            assertEquals(TableException.Kind.TRANSACTION_DONE, kindOf(() -> tx.containsKey(t, b("k"))));
             assertEquals(TableException.Kind.TRANSACTION_DONE, kindOf(tx::commit));
             t.close();
+            try (WriteTransaction late = v.begin()) {
+                assertEquals(TableException.Kind.TABLE_CLOSED, kindOf(() -> late.containsKey(t, b("k"))));
+            }
             assertEquals(TableException.Kind.TABLE_CLOSED, kindOf(() -> t.get(b("k"))));
             assertEquals(TableException.Kind.TABLE_CLOSED, kindOf(() -> t.put(b("k"), b("v"))));
             try (Table again = v.tables().open("t")) {
