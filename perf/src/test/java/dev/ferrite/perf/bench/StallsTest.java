@@ -126,14 +126,17 @@ class StallsTest {
     /**
      * Spins until the thread has run for {@link #OP} on a CPU, not for OP of wall time: on a loaded machine a
      * thread spinning 40 ms of wall time was queued for 93 of 96 ms and ran between the sampler's ticks, so
-     * no sample named where it ran.
+     * no sample named where it ran. It reads its CPU clock once a millisecond only: a spin on that clock
+     * (a call into the VM) left 3 runs in 10 with no sample the profiler could attribute.
      */
     private static void spin() {
         ThreadMXBean mx = ManagementFactory.getThreadMXBean();
         long end = mx.getCurrentThreadCpuTime() + OP;
-        while (mx.getCurrentThreadCpuTime() < end) {
-            Thread.onSpinWait();
-        }
+        do {
+            for (long until = System.nanoTime() + 1_000_000; System.nanoTime() < until; ) {
+                Thread.onSpinWait();
+            }
+        } while (mx.getCurrentThreadCpuTime() < end);
     }
 
     private static void park() {
