@@ -75,7 +75,7 @@ import picocli.CommandLine.Spec;
                 "           commit() and file sync at phase end",
                 "  memory   the ceiling: a ConcurrentSkipListMap, nothing logged or synced",
                 "The table gives the first target's rate over each other's. An untimed warm-up",
-                "(three tenths of the keys, at most 300,000; repeated up to 4,096 operations",
+                "(as many keys as the run, at most 300,000; repeated up to 4,096 operations",
                 "where large values leave fewer keys) runs on each target before the first",
                 "phases at each value size, then shorter ones on fresh stores while the JIT stays",
                 "busy (docs/benchmarks.md).",

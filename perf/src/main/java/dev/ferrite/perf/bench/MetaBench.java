@@ -24,7 +24,7 @@ import org.HdrHistogram.Histogram;
  *       threads stat them;</li>
  *   <li>{@code unlink}: every thread removes the files it created; the phase ends with a sync.</li>
  * </ol>
- * An untimed warm-up (three tenths of the files, at most {@value #WARM_UP_FILES}, the first layout and
+ * An untimed warm-up (as many files as the run, at most {@value #WARM_UP_FILES}, the first layout and
  * thread count measured) runs on each target first, then again with a tenth of those on fresh stores in
  * each other layout and thread count measured, then with a quarter on the {@link Target#jitted} ones in
  * each in turn while the JIT is busy, and the run waits for it to settle ({@link JitSettle#warmUp}). Rates are operations (walk: entries) over the phase's wall time including its sync; latencies are per
@@ -42,7 +42,7 @@ public final class MetaBench {
     public static final int MAX_THREADS = 64;
     private static final int CHUNK = 512;
     /**
-     * Untimed warm-up files per target (three tenths of the run's, at most this many), so no target pays
+     * Untimed warm-up files per target (as many as the run's, at most this many), so no target pays
      * for the JIT: a directory's tree splits a leaf every ~45 creates, and HotSpot fully compiles a method
      * only after some 5,000 calls.
      */
@@ -106,7 +106,7 @@ public final class MetaBench {
 
     /** Runs every layout at every thread count on every target, in that nesting; returns the results. */
     public List<Result> run(Progress progress) {
-        long warmUp = Math.min(files * 3 / 10, WARM_UP_FILES);
+        long warmUp = Math.min(files, WARM_UP_FILES);
         if (warmUp > 0) {
             jit = JitSettle.warmUp(progress, warmUp, n -> warmUp(n, false, progress), n -> warmUp(n, true, progress));
         }

@@ -85,8 +85,8 @@ class KvBenchTest {
         assertEquals(List.of("insert-1MiB", "get-1MiB", "scan-1MiB", "delete-1MiB"), phases(results, "memory", 2));
         assertEquals(256, results.getFirst().n(), "256 MiB of 1 MiB values");
         assertEquals(List.of("1MiB values: 256 keys, not 1,000, to keep at most 256 MiB of values in a store"), bench.notes());
-        assertTrue(bench.jit().startsWith("the quarters at 2 threads: warm-up of 2 passes of 256 operations, a tenth and "),
-                "300 warm-up keys at most 256 a pass: " + bench.jit());
+        assertTrue(bench.jit().startsWith("the quarters at 2 threads: warm-up of 4 passes of 256 operations, a tenth and "),
+                "1,000 warm-up keys (as many as the run) at most 256 a pass: " + bench.jit());
         assertEquals(256, KvBench.keysFor(1_000_000, 1 << 20));
         assertEquals(1_000_000, KvBench.keysFor(1_000_000, 64));
     }
