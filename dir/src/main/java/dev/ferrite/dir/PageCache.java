@@ -282,9 +282,11 @@ final class PageCache implements AutoCloseable {
         return slab(f).asSlice(offset(f), blockSize);
     }
 
-    /** Notes an access to {@code f} for CLOCK. */
+    /** Notes an access to {@code f} for CLOCK: written only when it changes, so that hits leave the line shared. */
     void touch(int f) {
-        referenced[f] = true;
+        if (!referenced[f]) {
+            referenced[f] = true;
+        }
     }
 
     /**

@@ -8,7 +8,7 @@ import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ConcurrentSkipListMap;
-import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicIntegerArray;
 
 /**
  * What snapshots need to see the tables as they were: while any snapshot is open, every table commit
@@ -21,7 +21,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * write its key's stripe, a write transaction the stripes of all its keys or its tables exclusively:
  * {@code Tables#single}, {@code Tables#apply}), so a key's
  * chain is in version order; writes to other keys of the table apply beside it. With no
- * snapshot open, commits take the fast path (no version, nothing recorded, one counter): a snapshot that
+ * snapshot open, commits take the fast path (no version, nothing recorded, a count in the thread's stripe): a snapshot that
  * opens sets {@link #undoing} first and waits for the fast commits still applying to finish, so that no
  * commit it cannot see is half applied without a record, then for the versioned ones up to its version
  * ({@link #open}). Nothing here is on disk: a crash ends every
@@ -58,8 +58,16 @@ final class TableVersions {
     private int opening;
     /** Some snapshot is open (or opening): commits take versions and record prior values. */
     private volatile boolean undoing;
-    /** Commits applying on the fast path (no version). */
-    private final AtomicInteger fast = new AtomicInteger();
+    /** Stripes of {@link #fast}: a power of two. */
+    private static final int FAST_STRIPES = 16;
+    /** Ints from one stripe's count to the next: 128 bytes, so that no two share a cache line or its prefetched pair. */
+    private static final int FAST_STRIDE = 32;
+    /**
+     * Commits applying on the fast path (no version), counted in the stripe of the thread that applies
+     * them ({@link #fastSlot}), which begins and ends each: one counter for the volume had every single
+     * write's two updates move its cache line between the cores writing.
+     */
+    private final AtomicIntegerArray fast = new AtomicIntegerArray(FAST_STRIPES * FAST_STRIDE);
     private final Map<Long, ConcurrentSkipListMap<byte[], Undo>> chains = new ConcurrentHashMap<>();
     private final Queue<Recorded> recorded = new ConcurrentLinkedQueue<>();
 
@@ -69,11 +77,12 @@ final class TableVersions {
      */
     long beginApply() {
         if (!undoing) {
-            fast.incrementAndGet();
+            int slot = fastSlot();
+            fast.incrementAndGet(slot);
             if (!undoing) { // Dekker with open: the count stored, then the flag loaded
                 return 0;
             }
-            fast.decrementAndGet();
+            fast.decrementAndGet(slot);
         }
         synchronized (lock) {
             long v = ++clock;
@@ -84,7 +93,7 @@ final class TableVersions {
 
     void endApply(long version) {
         if (version == 0) {
-            fast.decrementAndGet();
+            fast.decrementAndGet(fastSlot()); // the thread that began it
             return;
         }
         synchronized (lock) {
@@ -115,8 +124,12 @@ final class TableVersions {
             opening++; // counted as open from now: a close meanwhile must not turn recording off
             undoing = true; // Dekker with beginApply: the flag stored, then the count loaded
         }
-        for (int spins = 0; fast.get() != 0; spins++) { // fast commits never wait for a snapshot: they finish
-            Inode.backoff(spins);
+        // fast commits never wait for a snapshot: they finish. A stripe read 0 stays so but for a commit that
+        // counts itself, sees the flag and leaves at once: each stripe's count was stored before its flag load
+        for (int k = 0; k < FAST_STRIPES; k++) {
+            for (int spins = 0; fast.get(k * FAST_STRIDE) != 0; spins++) {
+                Inode.backoff(spins);
+            }
         }
         long s;
         synchronized (lock) {
@@ -132,6 +145,11 @@ final class TableVersions {
             }
             Inode.backoff(spins);
         }
+    }
+
+    /** The current thread's stripe of {@link #fast}. */
+    private static int fastSlot() {
+        return (int) ((Thread.currentThread().threadId() * 0x9E37_79B9_7F4A_7C15L) >>> 60) * FAST_STRIDE;
     }
 
     /** True while some snapshot is open. */
