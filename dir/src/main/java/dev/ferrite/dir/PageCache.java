@@ -359,6 +359,14 @@ final class PageCache implements AutoCloseable {
         return true;
     }
 
+    /**
+     * Whether the cache is full: every frame used and fewer free than a table value's run. Read without
+     * the monitor, a moment's answer (for {@link TableExtentCache#admits}, a heuristic).
+     */
+    boolean full() {
+        return made == capacity && freeCount < EVICT_RUN_MAX;
+    }
+
     /** Frees a run from {@link #allocateRun} that was never mapped. */
     synchronized void releaseRun(int f, int n) {
         for (int k = n - 1; k >= 0; k--) {

@@ -162,6 +162,27 @@ final class TableExtentCache {
         return f >= 0 && tags[f] == tag ? f : -1;
     }
 
+    /** A full cache caches one in this many of a thread's reads from the device (see {@link #admits}): a power of two. */
+    static final int ADMIT_ONE_IN = 8;
+    /** Each thread's reads from the device while the cache was full, modulo {@link #ADMIT_ONE_IN}. */
+    private static final ThreadLocal<int[]> FULL_MISSES = ThreadLocal.withInitial(() -> new int[1]);
+
+    /**
+     * Whether a value just read from the device is to be cached: always while the page cache is not full,
+     * then every {@value #ADMIT_ONE_IN}th of the thread's reads. A value read again and again (the working
+     * set) gets in within a few of its misses, while a scan, or values read in a cycle longer than the cache
+     * holds, no longer replace what it holds as they go: under CLOCK each read of such a cycle evicted a
+     * value before its next read, so nearly every read missed, where a cache that keeps most of what it holds
+     * serves its share of the cycle. Writes are cached as before.
+     */
+    boolean admits() {
+        if (!pages.full()) {
+            return true;
+        }
+        int[] misses = FULL_MISSES.get();
+        return (misses[0] = (misses[0] + 1) & (ADMIT_ONE_IN - 1)) == 0;
+    }
+
     /**
      * A run of frames for value {@code x}'s blocks, held for the caller but not mapped (no lookup finds
      * them, no eviction takes them): the first, or -1 if the page cache has no such run. The caller reads

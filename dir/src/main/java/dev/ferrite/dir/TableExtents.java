@@ -570,7 +570,8 @@ final class TableExtents {
     /**
      * Copies bytes {@code [offset, offset + out.byteSize())} of value {@code x} (as many as there are) into
      * {@code out}, from the cache or reading only the blocks they lie in; checks the CRC when the whole
-     * value is read from the device (and caches it if the CRC matched). A cache hit is not checked again:
+     * value is read from the device (and caches it if the CRC matched and the cache {@link TableExtentCache#admits}
+     * it). A cache hit is not checked again:
      * its frames are tagged as {@code x}'s under the stripe's lock, and only bytes known to be {@code x}'s
      * (written, or read whole with the CRC matching) were ever tagged so ({@link TableExtentCache}). False
      * if the CRC does not match or the stub names blocks past the device's end: the value was replaced
@@ -591,8 +592,8 @@ final class TableExtents {
         if (cached.copy(x, first, end, offset, want, out)) {
             return true; // frames tagged as the stub's hold its bytes: checked when they were filled, not again
         }
-        boolean whole = offset == 0 && want == x.length();
-        int read = whole ? readIntoRun(x, len, out) : NO_RUN;
+        boolean whole = offset == 0 && want == x.length(), admit = whole && cached.admits();
+        int read = admit ? readIntoRun(x, len, out) : NO_RUN;
         if (read != NO_RUN) {
             return read == READ;
         }
@@ -603,7 +604,9 @@ final class TableExtents {
             if (!matches(x, buf.asSlice(0, want))) {
                 return false;
             }
-            cached.fill(x, buf);
+            if (admit) {
+                cached.fill(x, buf);
+            }
         }
         return true;
     }
@@ -645,12 +648,12 @@ final class TableExtents {
      * Reads value {@code x} whole into the cache without copying it anywhere, for a cursor that then lends
      * it from its frames ({@link TableCursor#value(TableCursor.Pieces)}): a scan of values that miss the
      * cache copied each one from its frames into the cursor's buffer to lend it from there. True if it was
-     * read (its CRC matched); the caller's lend may still miss (another fill held its pages, an eviction
-     * took them since) and then reads it the other way.
+     * read (the cache {@link TableExtentCache#admits} it and its CRC matched); the caller's lend may still
+     * miss (another fill held its pages, an eviction took them since) and then reads it the other way.
      */
     boolean cache(TableValueFormat.Extent x) {
         int len = x.blocks(blockSize);
-        return onDevice(x, len) && readIntoRun(x, len, null) == READ;
+        return onDevice(x, len) && cached.admits() && readIntoRun(x, len, null) == READ;
     }
 
     /** Whether value {@code x}'s {@code len} blocks lie on the device; then runs the tests' {@link #beforeRead}, as a read begins. */

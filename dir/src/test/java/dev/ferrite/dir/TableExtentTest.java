@@ -1718,6 +1718,43 @@ class TableExtentTest {
     }
 
     /**
+     * Values read once each, more of them than the data page cache holds, leave most of a working set read
+     * before them cached: once the cache is full, a value read from the device is cached every
+     * {@link TableExtentCache#ADMIT_ONE_IN}th time only. Under CLOCK alone the scan turned the whole cache
+     * over, and the working set's next reads all went to the device.
+     */
+    @Test
+    void aScanLargerThanTheCacheLeavesTheWorkingSetCached() {
+        Random rnd = new Random(SEED);
+        int hot = 64, cold = 192; // 16 KiB values, 4 frames each, in a cache of 512 frames: 128 of them
+        VolumeOptions options = VolumeFixtures.OPTIONS.withDataCacheBytes(512 * 4096L);
+        CountingDevice dev = new CountingDevice(VolumeFixtures.formatted());
+        byte[][] vals = new byte[hot + cold][];
+        try (Volume v = Volume.open(dev, options); Table t = v.tables().create("t")) {
+            for (int i = 0; i < vals.length; i++) {
+                t.put(b("k" + i), vals[i] = random(rnd, 16384));
+            }
+        }
+        try (Volume v = Volume.open(dev, options); Table t = v.tables().open("t")) { // the cache empty
+            for (int pass = 0; pass < 2; pass++) {
+                for (int i = 0; i < hot; i++) {
+                    assertArrayEquals(vals[i], t.get(b("k" + i)), "seed " + SEED + " value " + i);
+                }
+            }
+            for (int i = hot; i < hot + cold; i++) {
+                assertArrayEquals(vals[i], t.get(b("k" + i)), "seed " + SEED + " value " + i);
+            }
+            dev.from = 0; // every node is cached by now: the reads counted are values'
+            dev.to = Long.MAX_VALUE;
+            dev.reads.set(0);
+            for (int i = 0; i < hot; i++) {
+                assertArrayEquals(vals[i], t.get(b("k" + i)), "seed " + SEED + " value " + i);
+            }
+            assertTrue(dev.reads.get() <= hot / 2, dev.reads.get() + " of the " + hot + " values read often were read from the device again");
+        }
+    }
+
+    /**
      * With free space in single blocks only, a value of two blocks goes to the overflow tree and one of one
      * block to an extent; with room again, a new value goes to an extent and the chunks of the one it
      * replaces go. Without an overflow tree, the tree is made from two blocks apart (before, it needed 20
