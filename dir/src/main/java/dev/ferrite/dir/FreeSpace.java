@@ -121,8 +121,9 @@ final class FreeSpace {
     /**
      * Under the AGF: the free extent the last {@link #freeExtent} left (packed) and the one after it in the
      * tree by start (-1: none), as they are while {@link #treeChanges} is {@code nextChanges}; -1 there:
-     * not known. A free starting where that extent ends (deletes in the order the values were written)
-     * knows its neighbours without looking them up.
+     * not known. A free starting between the two (where that extent ends, as deletes in the order the
+     * values were written free; or further on, as sorted frees of scattered values do) knows its
+     * neighbours without looking them up.
      */
     private long lastFreed, nextFree, nextChanges = -1;
     /** Under the AGF: lookups of a free's neighbours in the tree by start (for tests). */
@@ -500,8 +501,12 @@ final class FreeSpace {
                     + agno + " (blocks " + FIRST_FREE + " to " + length + ")");
         }
         long left, right;
-        if (nextChanges == treeChanges && extentStart(lastFreed) + extentLength(lastFreed) == s) {
-            left = lastFreed; // the trees unchanged since the last free, which left it and knew what follows it
+        if (nextChanges == treeChanges && extentStart(lastFreed) + extentLength(lastFreed) <= s
+                && (nextFree < 0 || s < extentStart(nextFree))) {
+            // the trees unchanged since the last free, which left that extent and knew the one after it: no
+            // free extent lies between them, so a free there (beside the last one, or past allocated blocks:
+            // a drain's or a group's sorted frees of scattered values) has them as its neighbours
+            left = lastFreed;
             right = nextFree;
         } else {
             long[] around = bnoAround(txn, s);

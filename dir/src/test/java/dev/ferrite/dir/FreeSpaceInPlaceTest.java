@@ -83,8 +83,43 @@ class FreeSpaceInPlaceTest {
                 int k = i;
                 change(v, ag, "free " + i, false, txn -> free(ag, txn, b[k]));
             }
-            assertEquals(looks + 2 + (n - 21), ag.space.aroundLooks, "frees in descending order look each time");
+            // the first of them lies between the extent free 20 left and the free space after the allocations
+            assertEquals(looks + 2 + (n - 22), ag.space.aroundLooks, "frees in descending order look each time after the first");
             change(v, ag, "the allocation's free", false, txn -> free(ag, txn, taken));
+            assertSound(v);
+        }
+    }
+
+    /**
+     * Frees in ascending order with allocated blocks between them (a drain's or a group's sorted frees of
+     * scattered values) know their neighbours too: each lies between the free extent the last one left
+     * and the free extent after it, with nothing free between those two. One look for 20 such frees where
+     * each looked; the frees that then fill the gaps join both neighbours, and the trees end as they would.
+     */
+    @Test
+    void sortedFreesWithAllocatedBlocksBetweenKnowTheirNeighbours() {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+            AllocationGroup ag = v.group(0);
+            int n = 40;
+            long[] b = new long[n];
+            for (int i = 0; i < n; i++) {
+                b[i] = change(v, ag, "allocation " + i, false, txn -> {
+                    assertEquals(AllocOutcome.DONE, ag.allocClaiming(txn, 4));
+                    return ag.allocatedBlock(txn);
+                });
+                int k = i;
+                assertTrue(i == 0 || b[i] == b[i - 1] + 4, () -> "from the head of one free extent: " + b[k - 1] + ", then " + b[k]);
+            }
+            long looks = ag.space.aroundLooks;
+            for (int i = 0; i < n; i += 2) {
+                int k = i;
+                change(v, ag, "free " + i, false, txn -> free(ag, txn, b[k]));
+            }
+            assertEquals(looks + 1, ag.space.aroundLooks, "20 sorted frees with allocated blocks between, one look for the first");
+            for (int i = 1; i < n; i += 2) {
+                int k = i;
+                change(v, ag, "free " + i, false, txn -> free(ag, txn, b[k]));
+            }
             assertSound(v);
         }
     }
