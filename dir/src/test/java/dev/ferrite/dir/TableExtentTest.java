@@ -405,18 +405,11 @@ class TableExtentTest {
         try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
             Table none = t.withDurability(Durability.NONE);
             byte[] value = new byte[4 * 4096];
-            for (int i = 0; i < n; i++) {
-                value[0] = (byte) i;
-                none.put(b(String.format("k%03d", i)), value);
-            }
-            v.sync();
+            TableValueFormat.Extent[] xs = putSideBySide(v, none, n, value);
             long freeBefore = spare(v) + treeBlocks(t);
             long[] freed = new long[n];
             for (int i = 0; i < n; i++) {
-                freed[i] = extent(t, b(String.format("k%03d", i))).block();
-            }
-            for (int i = 1; i < n; i++) {
-                assumeTrue(freed[i] == freed[i - 1] + 4, "single puts in order allocated side by side");
+                freed[i] = xs[i].block();
             }
             int entriesBefore = busyEntries(v);
             long cachedBefore = v.tables().extents.cached.cachedBlocks();
@@ -441,6 +434,24 @@ class TableExtentTest {
             assertEquals(freeBefore + 4L * n, spare(v) + treeBlocks(t), "every block came back");
             VolumeFixtures.assertChecked(v.namespace());
         }
+    }
+
+    /**
+     * Puts keys {@code k000} on with 16 KiB {@code value}s (byte 0 the key's number) one at a time, syncs, and
+     * returns their stubs, assuming they were allocated side by side, as single puts in order are.
+     */
+    private static TableValueFormat.Extent[] putSideBySide(Volume v, Table t, int n, byte[] value) {
+        for (int i = 0; i < n; i++) {
+            value[0] = (byte) i;
+            t.put(b(String.format("k%03d", i)), value);
+        }
+        v.sync();
+        TableValueFormat.Extent[] xs = new TableValueFormat.Extent[n];
+        for (int i = 0; i < n; i++) {
+            xs[i] = extent(t, b(String.format("k%03d", i)));
+            assumeTrue(i == 0 || xs[i].block() == xs[i - 1].block() + 4, "single puts in order allocated side by side");
+        }
+        return xs;
     }
 
     private static int busyEntries(Volume v) {
@@ -540,19 +551,9 @@ class TableExtentTest {
     void aTransactionDeletingAdjacentValuesFreesThemAsOneRangeAndTakesEachBackAlone() {
         int n = 64;
         try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
-            Table none = t.withDurability(Durability.NONE);
             byte[] value = new byte[4 * 4096];
-            for (int i = 0; i < n; i++) {
-                value[0] = (byte) i;
-                none.put(b(String.format("k%03d", i)), value);
-            }
-            v.sync();
+            TableValueFormat.Extent[] xs = putSideBySide(v, t.withDurability(Durability.NONE), n, value);
             long freeBefore = spare(v) + treeBlocks(t);
-            TableValueFormat.Extent[] xs = new TableValueFormat.Extent[n];
-            for (int i = 0; i < n; i++) {
-                xs[i] = extent(t, b(String.format("k%03d", i)));
-                assumeTrue(i == 0 || xs[i].block() == xs[i - 1].block() + 4, "single puts in order allocated side by side");
-            }
             FreeSpace space = v.tables().extents.groupOf(xs[0]).space;
             assumeTrue(v.tables().extents.groupOf(xs[n - 1]).space == space, "one group");
             // the frees of an undone group: every value freed, then taken back one at a time, from the middle first
