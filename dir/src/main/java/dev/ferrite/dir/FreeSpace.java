@@ -116,13 +116,14 @@ final class FreeSpace {
             newSizeKey = scratch(8);
     /** Under the AGF: what {@link #bnoAround} found. */
     private final long[] around = new long[2];
-    /** Under the AGF: changes of the free-space trees so far (each {@link #insertExtent}, {@link #removeExtent}, {@link #moveExtent}). */
-    private long treeChanges;
+    /** Under the AGF: changes of the free-space trees so far (each {@link #insertExtent}, {@link #removeExtent}, {@link #moveExtent}; read by tests). */
+    long treeChanges;
     /**
      * Under the AGF: the free extent the last {@link #freeExtent} left (packed) and the one after it in the
      * tree by start (-1: none), as they are while {@link #treeChanges} is {@code nextChanges}; -1 there:
-     * not known. A free starting where that extent ends (deletes in the order the values were written)
-     * knows its neighbours without looking them up.
+     * not known. A free starting between the two (where that extent ends, as deletes in the order the
+     * values were written free; or further on, as sorted frees of scattered values do) knows its
+     * neighbours without looking them up.
      */
     private long lastFreed, nextFree, nextChanges = -1;
     /** Under the AGF: lookups of a free's neighbours in the tree by start (for tests). */
@@ -500,8 +501,12 @@ final class FreeSpace {
                     + agno + " (blocks " + FIRST_FREE + " to " + length + ")");
         }
         long left, right;
-        if (nextChanges == treeChanges && extentStart(lastFreed) + extentLength(lastFreed) == s) {
-            left = lastFreed; // the trees unchanged since the last free, which left it and knew what follows it
+        if (nextChanges == treeChanges && extentStart(lastFreed) + extentLength(lastFreed) <= s
+                && (nextFree < 0 || s < extentStart(nextFree))) {
+            // the trees unchanged since the last free, which left that extent and knew the one after it: no
+            // free extent lies between them, so a free there (beside the last one, or past allocated blocks:
+            // a drain's or a group's sorted frees of scattered values) has them as its neighbours
+            left = lastFreed;
             right = nextFree;
         } else {
             long[] around = bnoAround(txn, s);
@@ -886,8 +891,12 @@ final class FreeSpace {
      * for {@code i} from {@code from} (device blocks of this group, ascending, none overlapping), each only
      * while the free list holds its reserve and {@code txn} has room for one more free-space change with
      * its trees a level higher (of the {@code items} it reserved: {@link #runsItems}), up to {@code to}.
-     * Each extent's busy entry goes to {@code busy[i]}; settle or hold each once {@code txn} has
-     * committed. Returns how many it freed; 0 (NEEDS_REFILL): nothing changed and the AGF released.
+     * Extents that lie side by side (values written in order and deleted together) are freed as one range,
+     * one change of the trees for the run where each took one (a moved entry, or an insert), as a drain
+     * frees its adjacent entries ({@link #drain}); each extent keeps a busy entry of its own, in
+     * {@code busy[i]}, so that a group's undo can take one back ({@link #retakeData} takes any part of a
+     * free extent) and a held one is released alone. Settle or hold each once {@code txn} has committed.
+     * Returns how many it freed; 0 (NEEDS_REFILL): nothing changed and the AGF released.
      */
     int releaseDataRuns(Txn txn, long[] blocks, int[] lens, int from, int to, int items, BusyExtents.Entry[] busy) {
         lock(txn, agf);
@@ -896,11 +905,15 @@ final class FreeSpace {
         freeingData = true;
         try {
             while (i < to && agfl.holds(RESERVE) && txn.held() + change <= items) {
-                int s = (int) (blocks[i] - start);
-                freeExtent(txn, s, lens[i]);
-                counters.repay(lens[i]);
-                busy[i] = busyData.add(s, lens[i]);
-                i++;
+                int s = (int) (blocks[i] - start), end = s + lens[i], next = i + 1;
+                while (next < to && blocks[next] - start == end) {
+                    end += lens[next++];
+                }
+                freeExtent(txn, s, end - s); // one overlapping another is not joined: its own free finds it free, corrupt
+                counters.repay(end - s);
+                for (; i < next; i++) {
+                    busy[i] = busyData.add((int) (blocks[i] - start), lens[i]);
+                }
             }
         } finally {
             freeingData = false;

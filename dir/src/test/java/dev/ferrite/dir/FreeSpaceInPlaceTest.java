@@ -55,38 +55,76 @@ class FreeSpaceInPlaceTest {
      */
     @Test
     void aFreeWhereTheLastFreeEndedKnowsItsNeighbours() {
-        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
-            AllocationGroup ag = v.group(0);
-            int n = 40;
-            long[] b = new long[n];
-            for (int i = 0; i < n; i++) {
-                b[i] = change(v, ag, "allocation " + i, false, txn -> {
-                    assertEquals(AllocOutcome.DONE, ag.allocClaiming(txn, 4));
-                    return ag.allocatedBlock(txn);
-                });
-                int k = i;
-                assertTrue(i == 0 || b[i] == b[i - 1] + 4, () -> "from the head of one free extent: " + b[k - 1] + ", then " + b[k]);
-            }
-            long looks = ag.space.aroundLooks;
-            for (int i = 0; i < 20; i++) {
-                int k = i;
-                change(v, ag, "free " + i, false, txn -> free(ag, txn, b[k]));
-            }
-            assertEquals(looks + 1, ag.space.aroundLooks, "20 frees side by side, one look for the first");
+        onSideBySide((v, ag, b) -> {
+            int n = b.length;
+            assertEquals(1, looksFreeing(v, ag, b, 0, 20, 1), "20 frees side by side, one look for the first");
             long taken = change(v, ag, "an allocation between", false, txn -> {
                 assertEquals(AllocOutcome.DONE, ag.allocClaiming(txn, 4));
                 return ag.allocatedBlock(txn);
             });
-            change(v, ag, "free 20", false, txn -> free(ag, txn, b[20]));
-            assertEquals(looks + 2, ag.space.aroundLooks, "the trees changed since the last free: looked again");
-            for (int i = n - 1; i > 20; i--) { // from the last down: each ends where the last free began
-                int k = i;
-                change(v, ag, "free " + i, false, txn -> free(ag, txn, b[k]));
-            }
-            assertEquals(looks + 2 + (n - 21), ag.space.aroundLooks, "frees in descending order look each time");
+            assertEquals(1, looksFreeing(v, ag, b, 20, 21, 1), "the trees changed since the last free: looked again");
+            // from the last down, each ending where the last free began; the first of them lies between the
+            // extent free 20 left and the free space after the allocations
+            assertEquals(n - 22, looksFreeing(v, ag, b, n - 1, 20, -1), "frees in descending order look each time after the first");
             change(v, ag, "the allocation's free", false, txn -> free(ag, txn, taken));
+        });
+    }
+
+    /**
+     * Frees in ascending order with allocated blocks between them (a drain's or a group's sorted frees of
+     * scattered values) know their neighbours too: each lies between the free extent the last one left
+     * and the free extent after it, with nothing free between those two. One look for 20 such frees where
+     * each looked; the frees that then fill the gaps join both neighbours, and the trees end as they would.
+     */
+    @Test
+    void sortedFreesWithAllocatedBlocksBetweenKnowTheirNeighbours() {
+        onSideBySide((v, ag, b) -> {
+            assertEquals(1, looksFreeing(v, ag, b, 0, b.length, 2), "20 sorted frees with allocated blocks between, one look for the first");
+            looksFreeing(v, ag, b, 1, b.length, 2);
+        });
+    }
+
+    /** What a test does with 40 extents of 4 blocks allocated side by side in group {@code ag}. */
+    private interface SideBySide {
+        void run(Volume v, AllocationGroup ag, long[] b);
+    }
+
+    /**
+     * Runs {@code test} on a fresh volume's group 0 with 40 extents of 4 blocks allocated side by side,
+     * each in a transaction of its own, from the head of one free extent; then checks the volume.
+     */
+    private void onSideBySide(SideBySide test) {
+        try (MemoryDevice dev = VolumeFixtures.formatted(); Volume v = Volume.open(dev, OPTIONS)) {
+            AllocationGroup ag = v.group(0);
+            test.run(v, ag, allocateSideBySide(v, ag, 40));
             assertSound(v);
         }
+    }
+
+    private long[] allocateSideBySide(Volume v, AllocationGroup ag, int n) {
+        long[] b = new long[n];
+        for (int i = 0; i < n; i++) {
+            b[i] = change(v, ag, "allocation " + i, false, txn -> {
+                assertEquals(AllocOutcome.DONE, ag.allocClaiming(txn, 4));
+                return ag.allocatedBlock(txn);
+            });
+            int k = i;
+            assertTrue(i == 0 || b[i] == b[i - 1] + 4, () -> "from the head of one free extent: " + b[k - 1] + ", then " + b[k]);
+        }
+        return b;
+    }
+
+    /**
+     * Frees {@code b[i]} (4 blocks each), each in a transaction of its own, for {@code i} from {@code from}
+     * by {@code step} up to {@code to} (not included); returns the look-ups of neighbours they made.
+     */
+    private long looksFreeing(Volume v, AllocationGroup ag, long[] b, int from, int to, int step) {
+        long looks = ag.space.aroundLooks;
+        for (int i = from; step > 0 ? i < to : i > to; i += step) {
+            int k = i;
+            change(v, ag, "free " + i, false, txn -> free(ag, txn, b[k]));
+        }
+        return ag.space.aroundLooks - looks;
     }
 
     /** What the last free made busy, settled once its transaction commits. */

@@ -33,6 +33,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -404,18 +405,11 @@ class TableExtentTest {
         try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
             Table none = t.withDurability(Durability.NONE);
             byte[] value = new byte[4 * 4096];
-            for (int i = 0; i < n; i++) {
-                value[0] = (byte) i;
-                none.put(b(String.format("k%03d", i)), value);
-            }
-            v.sync();
+            TableValueFormat.Extent[] xs = putSideBySide(v, none, n, value);
             long freeBefore = spare(v) + treeBlocks(t);
             long[] freed = new long[n];
             for (int i = 0; i < n; i++) {
-                freed[i] = extent(t, b(String.format("k%03d", i))).block();
-            }
-            for (int i = 1; i < n; i++) {
-                assumeTrue(freed[i] == freed[i - 1] + 4, "single puts in order allocated side by side");
+                freed[i] = xs[i].block();
             }
             int entriesBefore = busyEntries(v);
             long cachedBefore = v.tables().extents.cached.cachedBlocks();
@@ -440,6 +434,24 @@ class TableExtentTest {
             assertEquals(freeBefore + 4L * n, spare(v) + treeBlocks(t), "every block came back");
             VolumeFixtures.assertChecked(v.namespace());
         }
+    }
+
+    /**
+     * Puts keys {@code k000} on with 16 KiB {@code value}s (byte 0 the key's number) one at a time, syncs, and
+     * returns their stubs, assuming they were allocated side by side, as single puts in order are.
+     */
+    private static TableValueFormat.Extent[] putSideBySide(Volume v, Table t, int n, byte[] value) {
+        for (int i = 0; i < n; i++) {
+            value[0] = (byte) i;
+            t.put(b(String.format("k%03d", i)), value);
+        }
+        v.sync();
+        TableValueFormat.Extent[] xs = new TableValueFormat.Extent[n];
+        for (int i = 0; i < n; i++) {
+            xs[i] = extent(t, b(String.format("k%03d", i)));
+            assumeTrue(i == 0 || xs[i].block() == xs[i - 1].block() + 4, "single puts in order allocated side by side");
+        }
+        return xs;
     }
 
     private static int busyEntries(Volume v) {
@@ -525,6 +537,59 @@ class TableExtentTest {
             assertEquals(n + 10, t.deleteRange(b("k"), null));
             v.sync();
             assertEquals(freeBefore, spare(v) + treeBlocks(t), "every block came back");
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /**
+     * A transaction deleting values that lie side by side frees them as one range: one change of the
+     * free-space trees for the run, where each value took one ({@code FreeSpace#releaseDataRuns}); each
+     * value keeps a busy entry of its own, so a group's undo takes one back from the middle of the joined
+     * free extent, and every block comes back once all is deleted.
+     */
+    @Test
+    void aTransactionDeletingAdjacentValuesFreesThemAsOneRangeAndTakesEachBackAlone() {
+        int n = 64;
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            byte[] value = new byte[4 * 4096];
+            TableValueFormat.Extent[] xs = putSideBySide(v, t.withDurability(Durability.NONE), n, value);
+            long freeBefore = spare(v) + treeBlocks(t);
+            FreeSpace space = v.tables().extents.groupOf(xs[0]).space;
+            assumeTrue(v.tables().extents.groupOf(xs[n - 1]).space == space, "one group");
+            // the frees of an undone group: every value freed, then taken back one at a time, from the middle first
+            BusyExtents.Entry[] busy = new BusyExtents.Entry[n];
+            long changes = space.treeChanges;
+            v.tables().extents.freeAll(xs, n, false, busy, Integer.MAX_VALUE, () -> { });
+            assertTrue(space.treeChanges - changes <= 2, (space.treeChanges - changes) + " free-space tree changes to free "
+                    + n + " values side by side, not one a value");
+            for (int i = 0; i < n; i++) {
+                assertNotNull(busy[i], "value " + i + " has its busy entry");
+            }
+            for (int i : new int[] {n / 2, 0, n - 1, n / 2 + 1, n / 2 - 1}) {
+                v.tables().extents.retake(xs[i], busy[i]);
+                busy[i] = null;
+            }
+            for (int i = 0; i < n; i++) {
+                if (busy[i] != null) {
+                    v.tables().extents.retake(xs[i], busy[i]);
+                }
+            }
+            VolumeFixtures.assertChecked(v.namespace()); // each value's blocks owned by its key and allocated again
+            for (int i = 0; i < n; i++) {
+                value[0] = (byte) i;
+                assertArrayEquals(value, t.get(b(String.format("k%03d", i))), "value " + i + " read back from its blocks");
+            }
+            changes = space.treeChanges;
+            try (WriteTransaction tx = v.begin(Durability.NONE)) {
+                for (int i = 0; i < n; i++) {
+                    assertTrue(tx.delete(t, b(String.format("k%03d", i))));
+                }
+                tx.commit();
+            }
+            assertTrue(space.treeChanges - changes <= 4, (space.treeChanges - changes) + " free-space tree changes for a transaction"
+                    + " deleting " + n + " values side by side");
+            v.sync();
+            assertEquals(freeBefore + 4L * n, spare(v) + treeBlocks(t), "every block came back");
             VolumeFixtures.assertChecked(v.namespace());
         }
     }
