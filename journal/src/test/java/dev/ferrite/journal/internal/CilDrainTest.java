@@ -2,6 +2,7 @@ package dev.ferrite.journal.internal;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
@@ -72,6 +73,29 @@ class CilDrainTest {
         committer.start();
         assertTrue(item.inside.await(10, TimeUnit.SECONDS), "the committer never reached the item");
         return committer;
+    }
+
+    /**
+     * Committing threads started one after another, another thread made before each (ids two apart, which
+     * the old hash of the thread id never spread over four stripes), commit on different stripes while
+     * there are stripes for them all: four, the fewest a Cil has.
+     */
+    @Test
+    void threadsStartedOneAfterAnotherCommitOnStripesOfTheirOwn() throws Exception {
+        try (ShadowPool shadows = new ShadowPool(BS, 1L << 20)) {
+            Cil cil = new Cil(1, BS, Long.MAX_VALUE, shadows, () -> { }, TimeUnit.SECONDS.toNanos(30));
+            int[] stripes = new int[4];
+            for (int t = 0; t < stripes.length; t++) {
+                Thread other = new Thread(() -> { });
+                other.start();
+                other.join();
+                int k = t;
+                Thread committer = new Thread(() -> stripes[k] = cil.stripe());
+                committer.start();
+                committer.join();
+            }
+            assertEquals(stripes.length, Arrays.stream(stripes).distinct().count(), Arrays.toString(stripes));
+        }
     }
 
     @Test
