@@ -10,6 +10,8 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 
+import dev.ferrite.io.internal.ThreadSlots;
+
 /**
  * What snapshots need to see the tables as they were: while any snapshot is open, every table commit
  * gets a version and, before each key it changes becomes visible, records the key's prior value under
@@ -147,9 +149,9 @@ final class TableVersions {
         }
     }
 
-    /** The current thread's stripe of {@link #fast}. */
+    /** The current thread's stripe of {@link #fast} ({@link ThreadSlots}). */
     private static int fastSlot() {
-        return (int) ((Thread.currentThread().threadId() * 0x9E37_79B9_7F4A_7C15L) >>> 60) * FAST_STRIDE;
+        return (ThreadSlots.current() & (FAST_STRIPES - 1)) * FAST_STRIDE;
     }
 
     /** True while some snapshot is open. */

@@ -1,5 +1,6 @@
 package dev.ferrite.journal.internal;
 
+import dev.ferrite.io.internal.ThreadSlots;
 import dev.ferrite.journal.ReservationExceededException;
 
 import java.lang.foreign.MemorySegment;
@@ -42,15 +43,6 @@ import java.util.function.Supplier;
 // Public for perf's JMH benches (dev.ferrite.perf.jmh); journal-internal, for a qualified export, not application API.
 public final class Cil {
     private static final int SLOT_STRIDE = 8;   // longs per stripe in Context.slots: own 64-byte line
-    /**
-     * Stripes handed out in turn, one to each committing thread at its first commit: threads started one
-     * after another (a pool's workers) commit on different stripes. A hash of the thread id put threads
-     * whose ids were two apart on one stripe more often than not (bits 40-41 of the id times the golden
-     * ratio), and with them its three atomic updates a commit: 64 B deletes at 2 threads cost 2.07-2.23
-     * µs of the workers' CPU each, against 1.42-1.61 with a stripe each.
-     */
-    private static final AtomicInteger NEXT_STRIPE = new AtomicInteger();
-    private static final ThreadLocal<int[]> STRIPE = ThreadLocal.withInitial(() -> new int[] {NEXT_STRIPE.getAndIncrement()});
     private static final int HEAD_STRIDE = 16;  // references per stripe in Context.heads
     /** Spins of the push thread on a stripe still in use before it parks. */
     private static final int DRAIN_SPINS = 1000;
@@ -213,9 +205,14 @@ public final class Cil {
         return (bytes * shareNum + shareDen - 1) / shareDen;
     }
 
-    /** The current thread's stripe (package-private for tests). */
+    /**
+     * The current thread's stripe, by {@link ThreadSlots} (package-private for tests). A hash of the thread
+     * id (bits 40-41 of the id times the golden ratio) put threads whose ids were two apart on one stripe
+     * more often than not, and with them its three atomic updates a commit: 64 B deletes at 2 threads cost
+     * 2.07-2.23 µs of the workers' CPU each, against 1.42-1.61 with a stripe each.
+     */
     int stripe() {
-        return STRIPE.get()[0] & stripeMask;
+        return ThreadSlots.current() & stripeMask;
     }
 
     /**
