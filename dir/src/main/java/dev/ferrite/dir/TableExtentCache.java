@@ -184,6 +184,14 @@ final class TableExtentCache {
     }
 
     /**
+     * Whether the thread's next {@link #admits} will be true, counting nothing: for a reader that, refused,
+     * reads the value by a path that asks {@link #admits} itself, so that one miss counts once.
+     */
+    boolean willAdmit() {
+        return !pages.full() || ((FULL_MISSES.get()[0] + 1) & (ADMIT_ONE_IN - 1)) == 0;
+    }
+
+    /**
      * A run of frames for value {@code x}'s blocks, held for the caller but not mapped (no lookup finds
      * them, no eviction takes them): the first, or -1 if the page cache has no such run. The caller reads
      * the value into them ({@link #runBytes}) and then {@link #adopt}s them, or gives them back with
