@@ -421,6 +421,11 @@ final class AllocationGroup {
         return space.lockForRelease(txn);
     }
 
+    /** {@link FreeSpace#tryLockForRelease}. */
+    boolean tryLockForRelease(Txn txn) {
+        return space.tryLockForRelease(txn);
+    }
+
     /** {@link FreeSpace#releaseData}. */
     AllocOutcome releaseData(Txn txn, long block, int len) {
         return space.releaseData(txn, block, len);

@@ -846,6 +846,21 @@ final class FreeSpace {
     }
 
     /**
+     * {@link #lockForRelease} only if no other transaction holds the AGF now: for a caller holding a table
+     * leaf's lock, which a holder of the AGF (an allocation about to insert its key) may be waiting for.
+     */
+    boolean tryLockForRelease(Txn txn) {
+        if (!txn.tryLock(agf)) {
+            return false;
+        }
+        if (!agfl.holds(RESERVE)) {
+            txn.release(agf);
+            return false;
+        }
+        return true;
+    }
+
+    /**
      * Frees single blocks of this group in {@code txn}, in ascending order ({@code blocks[0..n)} is sorted
      * here), neighbours as one extent: each extent only while the free list holds its reserve and
      * {@code txn} has room for one more free-space change, with its trees a level higher, and one more

@@ -66,18 +66,6 @@ public final class Table implements AutoCloseable {
     private volatile Durability durability = Durability.SYNC;
     /** The table's B-tree once opened ({@link Tables#tree}). */
     volatile BTree cachedTree;
-    /**
-     * A hint, read and written plainly by single deletes ({@code TableCommit}): the allocation group the
-     * last one's extent value lay in, or null if it found none. A delete that finds it set takes that
-     * group's AGF first and looks at the key's value in the delete's own descent.
-     */
-    AllocationGroup extentFrees;
-    /**
-     * Another hint, read and written plainly as {@link #extentFrees} is: the group in which the last single
-     * delete that looked first found its key's extent value. Two such in a row in one group set
-     * {@link #extentFrees} again.
-     */
-    AllocationGroup extentLooked;
 
     Table(Tables tables, String name, Handle handle) {
         this.tables = tables;

@@ -103,14 +103,19 @@ final class TableCommit {
     /** This group's changes of blob files, in order (undone in reverse if it fails). */
     private final List<TableBlobs.Change> blobChanges;
     private final MemorySegment keyOut, valueOut;
-    /** {@link #deleteExtent}'s check of the value it deletes: {@link #freeableIn}'s. */
+    /** {@link #deleteExtent}'s check of the value it deletes, which takes its group's AGF: {@link #freeable}. */
     private final BTree.PriorCheck freeable = this::freeable;
     /** A group's change's condition on the key's prior value, read in the change's descent: {@link #inlineOrExtent}. */
     private final BTree.PriorCheck inlineOrExtent = this::inlineOrExtent;
     /** The inode number of the table of the change {@link #inlineOrExtent} checks. */
     private long checkedIno;
-    /** During {@link #deleteExtent}: the group whose AGF it holds, and the table's inode number. */
+    /**
+     * During {@link #deleteExtent}: its transaction, the group whose AGF it holds (null until its check
+     * takes one), the items it reserved for a group's change, and the table's inode number.
+     */
+    private Txn freeing;
     private AllocationGroup freeableIn;
+    private int freeableItems;
     private long freeableIno;
     /** Commit sequence of the last change made. */
     long seq = -1;
@@ -388,9 +393,8 @@ final class TableCommit {
             // value), so that the transaction reserves for the free too
             long found = UNLOOKED;
             AllocationGroup freeIn = null;
-            AllocationGroup likely = t.extentFrees; // read once: other threads' deletes set it too
-            if (forward && undo == null && version == 0 && op == DELETE && likely != null && extents.inUse()) {
-                int outcome = deleteExtent(t, k, likely);
+            if (forward && undo == null && version == 0 && op == DELETE && extents.inUse()) {
+                int outcome = deleteExtent(t, k, null);
                 if (outcome != NOT_HERE) {
                     return outcome;
                 }
@@ -400,11 +404,7 @@ final class TableCommit {
                 if (found >= 0 && TableValueFormat.isExtent(valueOut, BTree.foundValueLength(found))) {
                     freeIn = extents.groupOf(TableValueFormat.readExtent(valueOut));
                     if (op == DELETE) {
-                        // the next delete takes this group's AGF first only if the one before found its value
-                        // here too: values that replaced others lie in scattered groups, where a guess misses
-                        t.extentFrees = freeIn == t.extentLooked ? freeIn : null;
-                        t.extentLooked = freeIn;
-                        int outcome = deleteExtent(t, k, freeIn); // onto its group's pending-free list
+                        int outcome = deleteExtent(t, k, freeIn); // its AGF first this time, waiting for it
                         if (outcome != NOT_HERE) {
                             return outcome;
                         }
@@ -541,40 +541,46 @@ final class TableCommit {
     private static final int NOT_HERE = -100;
 
     /**
-     * A single DELETE (no snapshot open) of a key whose value is likely an extent value in {@code ag} (the
-     * table's hint, {@link Table#extentFrees}, or where a look before found it), in one descent: one transaction takes {@code ag}'s AGF
-     * first (the order of {@link TableExtents#freeBeforeChange}: before any node of the table's tree), then
-     * deletes the key if it holds an inline value or an extent value in {@code ag}, looking at the value
-     * under the leaf's lock, and puts that extent on the group's pending-free list in the same transaction
-     * (frees it there if the list is full: {@link TableExtents#freeAfterDelete}). After the commit, with no
+     * A single DELETE (no snapshot open) of a key that likely holds an inline or extent value, in one
+     * descent: deletes it if the value is inline, or an extent value whose group's AGF the transaction
+     * takes, looking at the value under the leaf's lock, and puts that extent on the group's pending-free
+     * list in the same transaction (frees it there if the list is full: {@link
+     * TableExtents#freeAfterDelete}). With {@code ag} null, the AGF is taken under the leaf's lock, only if
+     * no one holds it (after a short spin): a holder may be an allocation about to insert into this leaf,
+     * so waiting could deadlock; the AGF is so held only from the change to the commit, not through the
+     * descent, and deletes of values in one group by several threads overlap (issue 17). With {@code ag}
+     * (where a look before found the value), {@code ag}'s AGF is taken first, waiting, in the order of
+     * {@link TableExtents#freeBeforeChange}: before any node of the table's tree. After the commit, with no
      * lock held, a list half full or more is drained, unless that would wait (a writer inside a table must
-     * not wait for log space or a refill: the list fills up meanwhile). NOT_HERE, nothing
-     * changed, if the free list needs a refill or the value lies elsewhere (another group, a blob, chunks):
-     * the caller looks the key up first, as before.
+     * not wait for log space or a refill: the list fills up meanwhile). NOT_HERE, nothing changed, if the
+     * free list needs a refill, the AGF is busy or the value lies elsewhere (another group than {@code
+     * ag}, a blob, chunks): the caller looks the key up first.
      *
      * @return UNCHANGED, CHANGED, NO_LOG_SPACE or NOT_HERE
      */
     private int deleteExtent(Table t, MemorySegment k, AllocationGroup ag) {
-        if (ag.needsRefill()) {
+        if (ag != null && ag.needsRefill()) {
             return NOT_HERE;
         }
         extents.featurePendingFrees();
         BTree tree = t.tree();
-        int items = 2 + tree.reservation() + ag.blockItems();
+        int groupItems = (ag != null ? ag : extents.homeGroup(t.inode.ino)).blockItems(); // the groups' trees are alike in height
+        int items = 2 + tree.reservation() + groupItems;
         Txn begun = Txn.tryBegin(cache, items);
         if (begun == null) {
             refused = items;
             return NO_LOG_SPACE;
         }
         try (Txn txn = begun) {
-            if (!ag.lockForRelease(txn)) {
+            if (ag != null && !ag.lockForRelease(txn)) {
                 return NOT_HERE; // nothing changed, the AGF let go
             }
+            freeing = txn;
             freeableIn = ag;
+            freeableItems = groupItems;
             freeableIno = t.inode.ino;
             int length = tree.deleteIf(txn, k, valueOut, freeable);
             if (length == BTree.REFUSED) {
-                t.extentFrees = null;
                 return NOT_HERE; // nothing changed: the transaction ends without a commit
             }
             if (length < 0) {
@@ -582,35 +588,67 @@ final class TableCommit {
             }
             BusyExtents.Entry freed = null;
             boolean extent = TableValueFormat.isExtent(valueOut, length);
+            AllocationGroup in = freeableIn;
             if (extent) {
-                freed = extents.freeAfterDelete(txn, ag, TableValueFormat.readExtent(valueOut));
-            } else {
-                t.extentFrees = null; // an inline value: the next delete looks first
+                freed = extents.freeAfterDelete(txn, in, TableValueFormat.readExtent(valueOut));
             }
             seq = txn.commit();
             if (freed != null) {
                 freed.settle(seq); // busy until the free is durable: a crash before gives the key its stub back
             }
-            if (extent && ag.pendingHalfFull()) {
-                ag.drainPending(false); // no lock held; inside the table, so it gives up rather than wait
+            if (extent && in.pendingHalfFull()) {
+                in.drainPending(false); // no lock held; inside the table, so it gives up rather than wait
             }
             return CHANGED;
         } finally {
+            freeing = null;
             freeableIn = null;
         }
+    }
+
+    /** Tries {@link #deleteExtent}'s check makes for a busy AGF before it gives up (each a spin-wait hint). */
+    private static final int AGF_TRIES = 64;
+
+    /**
+     * {@link #deleteExtent}'s check, under the leaf's lock: an inline value goes; an extent value goes if
+     * it lies in the group whose AGF the delete took first, or, with none taken, if its group's AGF is
+     * taken now without waiting and its change fits the items reserved.
+     */
+    private boolean freeable(MemorySegment prior, int length) {
+        byte kind = TableValueFormat.kind(prior, length, freeableIno);
+        if (kind == TableValueFormat.INLINE) {
+            return true;
+        }
+        if (kind != TableValueFormat.EXTENT) {
+            return false;
+        }
+        AllocationGroup g = extents.groupHolding(TableValueFormat.readExtent(prior));
+        if (g == null) {
+            return false; // a stub outside the groups' free space: the look first names the damage
+        }
+        if (freeableIn != null) {
+            return g == freeableIn;
+        }
+        if (g.blockItems() > freeableItems) {
+            return false;
+        }
+        for (int i = 0; i < AGF_TRIES; i++) {
+            if (g.tryLockForRelease(freeing)) {
+                freeableIn = g;
+                return true;
+            }
+            if (g.needsRefill()) {
+                return false;
+            }
+            Thread.onSpinWait();
+        }
+        return false;
     }
 
     /** An inline value, or an extent value: the prior values a group's change reads in its own descent. */
     private boolean inlineOrExtent(MemorySegment prior, int length) {
         byte kind = TableValueFormat.kind(prior, length, checkedIno);
         return kind == TableValueFormat.INLINE || kind == TableValueFormat.EXTENT;
-    }
-
-    /** {@link #deleteExtent}'s check: an inline value, or an extent value in the group whose AGF it holds. */
-    private boolean freeable(MemorySegment prior, int length) {
-        byte kind = TableValueFormat.kind(prior, length, freeableIno);
-        return kind == TableValueFormat.INLINE
-                || kind == TableValueFormat.EXTENT && extents.groupOf(TableValueFormat.extentBlock(prior)) == freeableIn;
     }
 
     /**

@@ -462,13 +462,19 @@ final class TableExtents {
      * thrown before its free or its replacement changes anything.
      */
     AllocationGroup groupOf(TableValueFormat.Extent x) {
-        long b = x.block();
-        AllocationGroup ag = groupOf(b);
-        if (ag == null || b - ag.start < AgHeaderFormat.FIRST_FREE || b - ag.start + x.blocks(blockSize) > ag.length) {
-            throw new CorruptionException(b, "table value extent", "a table value's stub names blocks [" + b + ", +"
+        AllocationGroup ag = groupHolding(x);
+        if (ag == null) {
+            throw new CorruptionException(x.block(), "table value extent", "a table value's stub names blocks [" + x.block() + ", +"
                     + x.blocks(blockSize) + "), outside the free space of the allocation groups");
         }
         return ag;
+    }
+
+    /** {@link #groupOf(TableValueFormat.Extent)}, or null where that throws. */
+    AllocationGroup groupHolding(TableValueFormat.Extent x) {
+        long b = x.block();
+        AllocationGroup ag = groupOf(b);
+        return ag == null || b - ag.start < AgHeaderFormat.FIRST_FREE || b - ag.start + x.blocks(blockSize) > ag.length ? null : ag;
     }
 
     /** The allocation group device block {@code block} lies in, or null if it lies in none. */

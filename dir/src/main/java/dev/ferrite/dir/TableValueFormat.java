@@ -151,11 +151,6 @@ final class TableValueFormat {
         return new Extent(m.get(U64, EXTENT_BLOCK), m.get(U32, EXTENT_LENGTH), m.get(U32, EXTENT_CRC));
     }
 
-    /** The first device block in extent stub {@code m}. */
-    static long extentBlock(MemorySegment m) {
-        return m.get(U64, EXTENT_BLOCK);
-    }
-
     /** True if the stored value {@code m} ({@code length} bytes, its kind checked already) is an extent's stub. */
     static boolean isExtent(MemorySegment m, long length) {
         return length == EXTENT_SIZE && m.get(ValueLayout.JAVA_BYTE, 0) == EXTENT;

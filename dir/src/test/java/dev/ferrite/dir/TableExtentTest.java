@@ -15,6 +15,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
+import dev.ferrite.btree.internal.BTree;
+import dev.ferrite.btree.internal.Txn;
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.MemoryDevice;
@@ -595,16 +597,13 @@ class TableExtentTest {
     }
 
     /**
-     * A single delete after one that freed an extent value takes that value's group's AGF first and looks at
-     * the key in the delete's own descent ({@code TableCommit#deleteExtent}), whatever the key holds: an
-     * extent value in that group (freed there, the hint kept), one in another group, an inline value, a blob
-     * (each refused or taken without a free, the hint cleared, the delete looking first and then putting
-     * an extent value on its group's list all the same), or nothing. The hint is set again by two deletes
-     * in a row that looked first and found their values in one group. Each is one transaction; every key
-     * reads as deleted, every block comes back, the check is clean.
+     * A single delete looks at the key's value in its own descent and takes the value's group's AGF there
+     * ({@code TableCommit#deleteExtent}), whatever the key holds: an extent value in either of two groups
+     * (onto that group's list), an inline value, nothing, or a blob (refused there, deleted through a
+     * group). Each is one transaction; every key reads as deleted, every block comes back, the check is clean.
      */
     @Test
-    void singleDeletesAfterAnExtentFreeLookAtTheKeyInTheDeleteWhateverItHolds() {
+    void singleDeletesTakeTheirValuesGroupInTheDescentWhateverTheKeyHolds() {
         Random rnd = new Random(SEED);
         int length = 16 * 1024;
         try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
@@ -626,35 +625,26 @@ class TableExtentTest {
             }
             assertTrue(first.size() > 20 && second.size() > 20, "values in two groups: " + first.size() + " and " + second.size());
             long commits = v.journalStats().commits();
-            int deletes = 0, inlines = 0, hinted = 0;
-            AllocationGroup last = null;
+            int deletes = 0, inlines = 0, listed = 0;
             for (int i = 0; i < n; i++, deletes++) {
                 List<Integer> from = (i / 3) % 2 == 0 && !first.isEmpty() || second.isEmpty() ? first : second;
                 int key = from.removeLast();
                 AllocationGroup group = v.group(v.geometry().agOfBlock(extent(t, b("k" + key)).block()));
-                boolean guessed = t.extentFrees == group;
+                int pending = group.pendingCount();
                 assertTrue(w.delete(b("k" + key)), "key " + key);
-                if (guessed || group == last && t.extentLooked == group) {
-                    assertSame(group, t.extentFrees, "key " + key + ": its value's group, for the next delete");
-                    hinted++;
-                } else {
-                    assertTrue(t.extentFrees == null || t.extentFrees == group, "key " + key + ": no hint, or its value's group");
+                if (group.pendingCount() == pending + 1) {
+                    listed++; // else the list was full, or drained after it
                 }
-                last = group;
                 if (i % 7 == 3 && inlines < 20) {
                     assertTrue(w.delete(b("inline" + inlines)), "inline key " + inlines);
                     inlines++;
-                    assertNull(t.extentFrees, "an inline value found: the next delete looks first");
                     deletes++;
-                    last = null;
                 } else if (i % 7 == 5) {
-                    AllocationGroup hint = t.extentFrees;
                     assertFalse(w.delete(b("absent" + i)), "absent key " + i);
-                    assertSame(hint, t.extentFrees, "nothing found: the hint stays");
                     deletes++;
                 }
             }
-            assertTrue(hinted > n / 3, hinted + " of " + n + " deletes left a hint: runs of three in one group");
+            assertTrue(listed > n / 2, listed + " of " + n + " deletes put their value on its group's list");
             long used = v.journalStats().commits() - commits;
             assertTrue(used <= deletes + deletes / 8, deletes + " single deletes took " + used + " transactions, not about one each");
             for (int i = 0; i < n; i++) {
@@ -667,16 +657,127 @@ class TableExtentTest {
             v.sync();
             assertEquals(freeBefore, spare(v) + treeBlocks(t), "every block came back");
             VolumeFixtures.assertChecked(v.namespace());
-            // a blob met with the hint set: refused in the delete's descent, deleted through a group
+            // a blob: refused in the delete's descent, deleted through a group
             w.put(b("blob"), random(rnd, 2 * Table.MAX_MEDIUM));
-            w.put(b("k0"), value);
-            assertTrue(w.delete(b("k0")));
-            assertTrue(t.extentFrees != null);
             assertTrue(w.delete(b("blob")));
             assertNull(t.get(b("blob")));
             v.sync();
             VolumeFixtures.assertChecked(v.namespace());
         }
+    }
+
+    /**
+     * A single delete of an extent value holds no AGF while it waits for its leaf (it takes its value's
+     * group's AGF under the leaf's lock, without waiting), so deletes of values in one group by several
+     * threads overlap their descents; and one that finds that AGF held takes it first, waiting, and goes
+     * ahead once it is free. Fails on a delete that takes the AGF before its descent.
+     */
+    @Test
+    @Timeout(60)
+    void aSingleDeleteHoldsNoAgfWhileItWaitsAndWaitsForABusyOne() throws Exception {
+        Random rnd = new Random(SEED);
+        int length = 16 * 1024;
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            Table w = t.withDurability(Durability.NONE);
+            for (int i = 0; i < 8; i++) {
+                w.put(b("k" + i), random(rnd, length));
+            }
+            v.sync();
+            long freeBefore = spare(v) + treeBlocks(t);
+            AllocationGroup group = v.group(v.geometry().agOfBlock(extent(t, b("k1")).block()));
+            assertTrue(w.delete(b("k0")) && w.delete(b("k7")), "two deletes of values in the group come first"); // (a guess of the group once)
+            BTree tree = t.tree();
+            // the key's leaf held by a change not yet committed: the delete waits for it
+            Txn leafHeld = Txn.begin(v.cache(), 2 + tree.reservation());
+            tree.put(leafHeld, MemorySegment.ofArray(b("k1a")), MemorySegment.ofArray(new byte[] {TableValueFormat.INLINE, 1, 2, 3})); // a stored inline value
+            long waits = leafWaits(v);
+            AtomicReference<Throwable> failed = new AtomicReference<>();
+            Thread deleter;
+            boolean agfFree;
+            try {
+                deleter = deleteOnThread(w, "k1", failed);
+                awaitMore(() -> leafWaits(v), waits, "the delete waiting for its leaf");
+                assertTrue(deleter.isAlive());
+                agfFree = onOtherThread(() -> {
+                    try (Txn probe = Txn.begin(v.cache(), group.blockItems())) {
+                        return group.tryLockForRelease(probe); // closed unchanged: let go
+                    }
+                });
+            } finally {
+                leafHeld.commit(); // whatever happened: the delete can go on
+                leafHeld.close();
+            }
+            deleter.join();
+            assertTrue(agfFree, "the AGF is free while the delete waits for its leaf");
+            assertNull(failed.get(), () -> "the delete failed: " + failed.get());
+            assertNull(t.get(b("k1")));
+
+            // the value's group's AGF held: the delete looks first, waits for it, and goes ahead after
+            Semaphore taken = new Semaphore(0), letGo = new Semaphore(0);
+            Thread holder = Thread.ofPlatform().start(() -> {
+                try (Txn txn = Txn.begin(v.cache(), group.blockItems())) {
+                    assertTrue(group.lockForRelease(txn));
+                    taken.release();
+                    letGo.acquireUninterruptibly();
+                }
+            });
+            taken.acquire();
+            long otherWaits = otherWaits(v);
+            Thread second;
+            try {
+                second = deleteOnThread(w, "k2", failed);
+                awaitMore(() -> otherWaits(v), otherWaits, "the delete waiting for the AGF");
+                assertTrue(second.isAlive(), "the delete waits while the AGF is held");
+            } finally {
+                letGo.release();
+            }
+            holder.join();
+            second.join();
+            assertNull(failed.get(), () -> "the delete failed: " + failed.get());
+            assertNull(t.get(b("k2")));
+            for (int i = 0; i < 8; i++) {
+                w.delete(b("k" + i));
+            }
+            assertTrue(w.delete(b("k1a")));
+            v.sync();
+            assertEquals(freeBefore + 8L * length / 4096, spare(v) + treeBlocks(t), "every block came back");
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /** A thread deleting {@code key} from {@code w}, which must find it; what it throws goes to {@code failed}. */
+    private static Thread deleteOnThread(Table w, String key, AtomicReference<Throwable> failed) {
+        return Thread.ofPlatform().start(() -> {
+            try {
+                assertTrue(w.delete(b(key)), key);
+            } catch (Throwable e) {
+                failed.set(e);
+            }
+        });
+    }
+
+    private static long leafWaits(Volume v) {
+        return v.cache().latchStats().waits()[0];
+    }
+
+    /** Waits on blocks that are not B-tree nodes or headers: group headers among them. */
+    private static long otherWaits(Volume v) {
+        long[] w = v.cache().latchStats().waits();
+        return w[w.length - 1];
+    }
+
+    private static void awaitMore(java.util.function.LongSupplier count, long than, String what) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (count.getAsLong() <= than) {
+            assertTrue(System.nanoTime() < deadline, "timed out waiting for " + what);
+            Thread.sleep(1);
+        }
+    }
+
+    private static <T> T onOtherThread(java.util.concurrent.Callable<T> task) throws Exception {
+        java.util.concurrent.FutureTask<T> f = new java.util.concurrent.FutureTask<>(task);
+        Thread.ofPlatform().start(f);
+        return f.get(30, TimeUnit.SECONDS);
     }
 
     /**

@@ -20,6 +20,7 @@ import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.InvalidArgumentException;
 import dev.ferrite.io.NoSpaceException;
 import dev.ferrite.io.internal.OffHeap;
+import dev.ferrite.io.internal.StripedCounter;
 import dev.ferrite.journal.internal.Journal;
 
 /**
@@ -122,7 +123,7 @@ public final class BufferCache implements AutoCloseable {
     /** How long {@link #claimFrame} waits for a frame before it reports the cache too small. */
     volatile long claimWaitNanos = TimeUnit.SECONDS.toNanos(60);
 
-    final LongAdder hits = new LongAdder();
+    final StripedCounter hits = new StripedCounter();
     final LongAdder misses = new LongAdder();
     final LongAdder readAhead = new LongAdder();
     final LongAdder leafEvictions = new LongAdder();

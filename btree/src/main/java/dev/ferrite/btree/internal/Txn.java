@@ -117,6 +117,26 @@ public final class Txn implements AutoCloseable {
         return true;
     }
 
+    /**
+     * Locks {@code b} for this transaction only if no other holds it now (re-entrant): for a caller holding
+     * locks that a holder of {@code b} may be waiting for, which must not wait in turn. False, nothing
+     * locked, if another holds it or it became obsolete.
+     */
+    public boolean tryLock(Buffer b) {
+        if (b.holder == this) {
+            return true;
+        }
+        if (!b.tryLock()) {
+            return false;
+        }
+        if (b.isObsolete()) {
+            b.unlockQuietly();
+            return false;
+        }
+        adopt(b);
+        return true;
+    }
+
     /** Locks {@code b} if its version is still {@code v} (or this transaction already holds it). */
     boolean tryUpgrade(Buffer b, long v) {
         if (v == Buffer.HELD || b.holder == this) {
