@@ -4,12 +4,14 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 
 /**
- * A count that many threads add to on every operation, each on cache lines of its own while there are
- * stripes for them all ({@link ThreadSlots}: numbers handed out in turn), summed when read. A
- * {@link java.util.concurrent.atomic.LongAdder} keeps at most as many cells as CPUs and picks one by a
- * per-thread hash, so on a 2-vCPU machine two workers and the journal's threads share its two cells and
- * contend: the buffer cache's hit count, taken at every step of every descent, was 12–18% of a
- * two-thread 16 KiB delete's samples (docs/benchmarks.md, 2026-12-06).
+ * A count that many threads add to on every operation, each on cache lines of its own while no two of
+ * them have thread ids equal modulo the stripe count (threads made one after another, as a pool's
+ * workers are, have consecutive ids), summed when read. A {@link java.util.concurrent.atomic.LongAdder}
+ * keeps at most as many cells as CPUs and picks one by a per-thread hash, so on a 2-vCPU machine two
+ * workers and the journal's threads share its two cells and contend: the buffer cache's hit count, taken
+ * at every step of every descent, was 12–18% of a two-thread 16 KiB delete's samples (docs/benchmarks.md,
+ * 2026-12-06). The stripe is the thread id's low bits, not {@link ThreadSlots}' number: a thread-local
+ * look-up, a dozen a delete, cost as much as the contention saved.
  */
 public final class StripedCounter {
     private static final int STRIPES = 16;
@@ -25,7 +27,7 @@ public final class StripedCounter {
     }
 
     public void add(long x) {
-        COUNT.getAndAdd(counts, ((ThreadSlots.current() & (STRIPES - 1)) + 1) * STRIDE, x);
+        COUNT.getAndAdd(counts, (((int) Thread.currentThread().threadId() & (STRIPES - 1)) + 1) * STRIDE, x);
     }
 
     /** The sum of every stripe: exact once the adders have stopped, else somewhere between. */
