@@ -1,5 +1,8 @@
 package dev.ferrite.btree.internal;
 
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
 
 import dev.ferrite.btree.LatchStats;
@@ -14,6 +17,11 @@ final class Latches {
     private final LongAdder[] restarts = adders();
     private final LongAdder[] lockFailures = adders();
     private final LongAdder[] waits = adders();
+    /** The last bucket of {@link #waits} again, by the magic of the block waited for. */
+    private final Map<Integer, LongAdder> otherWaits = new ConcurrentHashMap<>();
+
+    /** The bucket of every block that is neither a node nor a header. */
+    private static final int OTHER = BTreeNodeFormat.MAX_LEVELS + 1;
 
     private static LongAdder[] adders() {
         LongAdder[] a = new LongAdder[BTreeNodeFormat.MAX_LEVELS + 2];
@@ -35,11 +43,17 @@ final class Latches {
 
     /** A reader or writer found {@code b} locked (by a writer, or by its loader) and waited. */
     void waited(Buffer b) {
-        waits[bucket(b)].increment();
+        int bucket = bucket(b);
+        waits[bucket].increment();
+        if (bucket == OTHER) {
+            otherWaits.computeIfAbsent(b.magic(), m -> new LongAdder()).increment();
+        }
     }
 
     LatchStats stats() {
-        return new LatchStats(sums(restarts), sums(lockFailures), sums(waits));
+        TreeMap<String, Long> other = new TreeMap<>();
+        otherWaits.forEach((magic, n) -> other.merge(LatchStats.kind(magic), n.sum(), Long::sum));
+        return new LatchStats(sums(restarts), sums(lockFailures), sums(waits), other);
     }
 
     private static long[] sums(LongAdder[] a) {
@@ -61,6 +75,6 @@ final class Latches {
         }
         int level = b.magic() == BTreeNodeFormat.MAGIC ? BTreeNodeFormat.level(b.data()) : -1;
         // an image still being loaded may hold anything yet
-        return level >= 0 && level < BTreeNodeFormat.MAX_LEVELS ? level : BTreeNodeFormat.MAX_LEVELS + 1;
+        return level >= 0 && level < BTreeNodeFormat.MAX_LEVELS ? level : OTHER;
     }
 }

@@ -12,6 +12,7 @@ import org.junit.jupiter.api.Timeout;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -69,6 +70,29 @@ class LatchesTest {
             header.unlockUnchanged();
             reader.join();
             assertArrayEquals(Keys.ofLong(1999), got[0]);
+        }
+    }
+
+    /** A wait on a block that is neither a node nor a header counts as other, and again under its kind (magic). */
+    @Test
+    void aWaitOnAnotherBlockIsCountedUnderItsKind() throws Exception {
+        try (MemoryDevice dev = MemoryDevice.create(8192, 4096); Store s = store(dev)) {
+            s.tree.put(Keys.ofLong(1), Keys.ofLong(1));
+            Buffer bitmap = s.cache.cached(s.bitmapStart);
+            assertNotNull(bitmap, "the allocator's first bitmap block is cached");
+            LatchStats before = s.cache.latchStats();
+            assertTrue(bitmap.lock());
+            Thread reader = new Thread(bitmap::readVersion);
+            reader.start();
+            int other = before.waits().length - 1;
+            awaitCount(s, l -> l.waits()[other], before.waits()[other] + 1);
+            bitmap.unlockUnchanged();
+            reader.join();
+            LatchStats d = s.cache.latchStats().since(before);
+            assertEquals(d.waits()[other], d.otherWaits().getOrDefault("FBMP", 0L), d.toString());
+            assertEquals(java.util.Set.of("FBMP"), d.otherWaits().keySet(), d.toString());
+            assertEquals("FBMP", LatchStats.kind(BitmapFormat.MAGIC));
+            assertEquals("00000001", LatchStats.kind(1), "not printable: in hex");
         }
     }
 

@@ -63,7 +63,7 @@ public final class Contention {
                 c1.leafEvictions() - c0.leafEvictions() + c1.interiorEvictions() - c0.interiorEvictions(),
                 c1.writeBacks() - c0.writeBacks(), c1.dirtyWaits() - c0.dirtyWaits(),
                 byLevel(latches.restarts(), latches.headerIndex()), byLevel(latches.lockFailures(), latches.headerIndex()),
-                byLevel(latches.waits(), latches.headerIndex()),
+                byLevel(latches.waits(), latches.headerIndex(), latches.otherWaits()),
                 s1.keyWaits() - s0.keyWaits(), (s1.keyWaitNanos() - s0.keyWaitNanos()) / 1e6,
                 s1.nameWaits() - s0.nameWaits(), (s1.nameWaitNanos() - s0.nameWaitNanos()) / 1e6,
                 (b.inodes().misses() - a.inodes().misses()) / (double) n, b.inodes().evictions() - a.inodes().evictions())
@@ -221,6 +221,14 @@ public final class Contention {
      * leaves, {@code header} the trees' headers, {@code other} every other block (group headers, inode chunks, ...).
      */
     static String byLevel(long[] counts, int headerIndex) {
+        return byLevel(counts, headerIndex, Map.of());
+    }
+
+    /**
+     * {@link #byLevel(long[], int)}, with the other blocks' count split by their kind, most first:
+     * "other 3 [FINO 2, FAGI 1]" (an inode block's and a group's inode header's magic).
+     */
+    static String byLevel(long[] counts, int headerIndex, Map<String, Long> other) {
         long total = 0;
         StringBuilder where = new StringBuilder();
         for (int i = 0; i < counts.length; i++) {
@@ -231,6 +239,12 @@ public final class Contention {
             where.append(where.isEmpty() ? "" : ", ")
                     .append(i == 0 ? "leaf" : i < headerIndex ? "L" + i : i == headerIndex ? "header" : "other")
                     .append(' ').append(String.format(Locale.ROOT, "%,d", counts[i]));
+            if (i == counts.length - 1 && !other.isEmpty()) {
+                where.append(other.entrySet().stream()
+                        .sorted(Map.Entry.<String, Long>comparingByValue().reversed().thenComparing(Map.Entry.comparingByKey()))
+                        .map(e -> e.getKey() + String.format(Locale.ROOT, " %,d", e.getValue()))
+                        .collect(java.util.stream.Collectors.joining(", ", " [", "]")));
+            }
         }
         return total == 0 ? "0" : String.format(Locale.ROOT, "%,d (%s)", total, where);
     }
