@@ -8,9 +8,8 @@ import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ConcurrentSkipListMap;
-import java.util.concurrent.atomic.AtomicIntegerArray;
 
-import dev.ferrite.io.internal.ThreadSlots;
+import dev.ferrite.io.internal.StripedCounter;
 
 /**
  * What snapshots need to see the tables as they were: while any snapshot is open, every table commit
@@ -60,16 +59,13 @@ final class TableVersions {
     private int opening;
     /** Some snapshot is open (or opening): commits take versions and record prior values. */
     private volatile boolean undoing;
-    /** Stripes of {@link #fast}: a power of two. */
-    private static final int FAST_STRIPES = 16;
-    /** Ints from one stripe's count to the next: 128 bytes, so that no two share a cache line or its prefetched pair. */
-    private static final int FAST_STRIDE = 32;
     /**
      * Commits applying on the fast path (no version), counted in the stripe of the thread that applies
-     * them ({@link #fastSlot}), which begins and ends each: one counter for the volume had every single
-     * write's two updates move its cache line between the cores writing.
+     * them, which begins and ends each (so no stripe goes below 0, and a sum of 0 means none applying):
+     * one counter for the volume had every single write's two updates move its cache line between the
+     * cores writing.
      */
-    private final AtomicIntegerArray fast = new AtomicIntegerArray(FAST_STRIPES * FAST_STRIDE);
+    private final StripedCounter fast = new StripedCounter();
     private final Map<Long, ConcurrentSkipListMap<byte[], Undo>> chains = new ConcurrentHashMap<>();
     private final Queue<Recorded> recorded = new ConcurrentLinkedQueue<>();
 
@@ -79,12 +75,11 @@ final class TableVersions {
      */
     long beginApply() {
         if (!undoing) {
-            int slot = fastSlot();
-            fast.incrementAndGet(slot);
+            fast.add(1);
             if (!undoing) { // Dekker with open: the count stored, then the flag loaded
                 return 0;
             }
-            fast.decrementAndGet(slot);
+            fast.add(-1);
         }
         synchronized (lock) {
             long v = ++clock;
@@ -95,7 +90,7 @@ final class TableVersions {
 
     void endApply(long version) {
         if (version == 0) {
-            fast.decrementAndGet(fastSlot()); // the thread that began it
+            fast.add(-1); // on the thread that began it: its stripe
             return;
         }
         synchronized (lock) {
@@ -126,12 +121,10 @@ final class TableVersions {
             opening++; // counted as open from now: a close meanwhile must not turn recording off
             undoing = true; // Dekker with beginApply: the flag stored, then the count loaded
         }
-        // fast commits never wait for a snapshot: they finish. A stripe read 0 stays so but for a commit that
-        // counts itself, sees the flag and leaves at once: each stripe's count was stored before its flag load
-        for (int k = 0; k < FAST_STRIPES; k++) {
-            for (int spins = 0; fast.get(k * FAST_STRIDE) != 0; spins++) {
-                Inode.backoff(spins);
-            }
+        // fast commits never wait for a snapshot: they finish. Each counted itself before it loaded the flag,
+        // and no stripe goes below 0, so a sum of 0 leaves none applying but those that see the flag and leave
+        for (int spins = 0; fast.sum() != 0; spins++) {
+            Inode.backoff(spins);
         }
         long s;
         synchronized (lock) {
@@ -147,11 +140,6 @@ final class TableVersions {
             }
             Inode.backoff(spins);
         }
-    }
-
-    /** The current thread's stripe of {@link #fast} ({@link ThreadSlots}). */
-    private static int fastSlot() {
-        return (ThreadSlots.current() & (FAST_STRIPES - 1)) * FAST_STRIDE;
     }
 
     /** True while some snapshot is open. */

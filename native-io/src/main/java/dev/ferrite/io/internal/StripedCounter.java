@@ -4,7 +4,8 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 
 /**
- * A count that many threads add to on every operation, each on cache lines of its own while no two of
+ * A count that many threads add to on every operation (the buffer cache's hits, the table commits
+ * applying on the fast path), each on cache lines of its own while no two of
  * them have thread ids equal modulo the stripe count (threads made one after another, as a pool's
  * workers are, have consecutive ids), summed when read. A {@link java.util.concurrent.atomic.LongAdder}
  * keeps at most as many cells as CPUs and picks one by a per-thread hash, so on a 2-vCPU machine two

@@ -4,7 +4,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * A number for each thread, handed out in turn at the thread's first call, for picking its stripe of
- * counts that every operation updates (the CIL's commit stripes, the table commits' applying counts):
+ * counts that every operation updates (the CIL's commit stripes):
  * threads that start working one after another, as a pool's workers do, take consecutive numbers and so
  * different stripes while there are stripes for them all. A hash of the thread id put ids two apart on
  * one of the CIL's four stripes more often than not (docs/benchmarks.md, 2026-12-06).

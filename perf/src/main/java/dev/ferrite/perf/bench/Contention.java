@@ -7,6 +7,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Locale;
 import java.util.Map;
+import java.util.stream.Collectors;
 
 import dev.ferrite.btree.CacheStats;
 import dev.ferrite.btree.LatchStats;
@@ -243,7 +244,7 @@ public final class Contention {
                 where.append(other.entrySet().stream()
                         .sorted(Map.Entry.<String, Long>comparingByValue().reversed().thenComparing(Map.Entry.comparingByKey()))
                         .map(e -> e.getKey() + String.format(Locale.ROOT, " %,d", e.getValue()))
-                        .collect(java.util.stream.Collectors.joining(", ", " [", "]")));
+                        .collect(Collectors.joining(", ", " [", "]")));
             }
         }
         return total == 0 ? "0" : String.format(Locale.ROOT, "%,d (%s)", total, where);
