@@ -55,6 +55,11 @@ public final class Buffer extends LogItem {
     private volatile int usage;
     /** The transaction holding this buffer locked, if a {@link Txn} locked it (lets it re-enter). */
     volatile Txn holder;
+    /**
+     * Where {@link #holder} keeps this buffer in its held list: a drain or a batch holds dozens, and a
+     * scan of the list at every log call was 6% of a scattered delete's CPU. Its holder's alone.
+     */
+    int heldAt;
     /** Reclaim priority: interior nodes and headers are given more sweeps of the clock than leaves. */
     volatile int priority = 1;
     /** Next buffer in the cache's hash chain; kept when removed, so chain walkers standing here go on. */

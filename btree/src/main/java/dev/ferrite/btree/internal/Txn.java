@@ -157,6 +157,7 @@ public final class Txn implements AutoCloseable {
             changed = Arrays.copyOf(changed, count * 2);
         }
         b.holder = this;
+        b.heldAt = count;
         held[count] = b;
         changed[count] = false;
         count++;
@@ -193,6 +194,7 @@ public final class Txn implements AutoCloseable {
         b.unlockUnchanged();
         count--;
         held[i] = held[count];
+        held[i].heldAt = i;
         changed[i] = changed[count];
         held[count] = null;
     }
@@ -207,10 +209,9 @@ public final class Txn implements AutoCloseable {
     }
 
     private int indexOf(Buffer b) {
-        for (int i = count - 1; i >= 0; i--) {
-            if (held[i] == b) {
-                return i;
-            }
+        int i = b.heldAt;
+        if (i < count && held[i] == b) {
+            return i;
         }
         throw new IllegalStateException(b + " is not held by this transaction");
     }
