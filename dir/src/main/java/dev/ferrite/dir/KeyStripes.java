@@ -5,11 +5,10 @@ import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;
-import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
- * Locks on table keys by hash, one word per stripe: what orders changes to one key among single writes
+ * Locks on table keys by hash, one byte per stripe: what orders changes to one key among single writes
  * and write transactions applying side by side ({@code Tables#single}, {@code Tables#commit}), so that
  * the prior values snapshots read are recorded in version order and a transaction's undo never replaces
  * another commit's value. A transaction holds the stripes of all its keys, taken in ascending stripe
@@ -18,7 +17,7 @@ import java.util.concurrent.atomic.LongAdder;
  * most one set at a time. An instance of its own orders the creates and unlinks of one name in a
  * directory ({@code Creator#lockStripe}), one stripe each.
  *
- * <p>Each word is 0 (free), 1 (held) or 2 (held, and a thread may be waiting): a waiter sets 2 under its
+ * <p>Each stripe's byte is 0 (free), 1 (held) or 2 (held, and a thread may be waiting): a waiter sets 2 under its
  * room's monitor before it waits there, and the holder that finds 2 when it lets go notifies the room,
  * taking the monitor after the waiter's {@code wait} released it, so no wake-up is lost. Many stripes
  * share a room; a waiter woken for another stripe looks again and waits on. Taking and letting go of a
@@ -28,11 +27,11 @@ import java.util.concurrent.atomic.LongAdder;
 final class KeyStripes {
     /**
      * A table key's stripes ({@link #of}): a power of two, many, so that transactions of a hundred random
-     * keys rarely share one: two such share one 3.7% of the time, where on the 65,536 stripes before they
-     * shared 14%, and 8 threads of them waited for each other's groups half as often (docs/tables.md).
-     * A word each: 1 MiB of heap per volume.
+     * keys rarely share one they do not share a key of: two such share one 0.95% of the time, where on the
+     * 262,144 stripes before they shared 3.7% and on 65,536 14% (docs/tables.md). A byte each: 1 MiB of
+     * heap per volume, as the 262,144 words were.
      */
-    static final int KEY_STRIPES = 1 << 18;
+    static final int KEY_STRIPES = 1 << 20;
     /** Monitors waiters park on, by stripe: a power of two, at most 64 ({@link #unlockFirst} keeps a bit each). */
     private static final int ROOMS = 64;
     /** Spins on a held stripe before a waiter parks: a single write's hold is a few microseconds. */
@@ -42,15 +41,18 @@ final class KeyStripes {
     /** A key's words as {@link #of} hashes them, in a segment and in an array: the same order, so the same stripe. */
     private static final ValueLayout.OfLong WORD = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final VarHandle ARRAY_WORD = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
+    private static final VarHandle STATE = MethodHandles.arrayElementVarHandle(byte[].class);
+    private static final byte FREE = 0, HELD = 1, WAITED = 2;
 
-    private final AtomicIntegerArray words;
+    /** Each stripe's state, read and changed through {@link #STATE} (volatile and atomic). */
+    private final byte[] states;
     private final Object[] rooms = new Object[ROOMS];
     private final LongAdder waits = new LongAdder();
     private final LongAdder waitNanos = new LongAdder();
 
     /** {@code stripes} of them, a power of two: {@link #KEY_STRIPES} for table keys. */
     KeyStripes(int stripes) {
-        words = new AtomicIntegerArray(stripes);
+        states = new byte[stripes];
         for (int i = 0; i < ROOMS; i++) {
             rooms[i] = new Object();
         }
@@ -122,12 +124,12 @@ final class KeyStripes {
 
     /** Takes stripe {@code s} if it is free now or within a few spins. */
     private boolean tryLock(int s) {
-        if (words.compareAndSet(s, 0, 1)) {
+        if (STATE.compareAndSet(states, s, FREE, HELD)) {
             return true;
         }
         for (int spins = 0; spins < SPINS; spins++) {
             Thread.onSpinWait();
-            if (words.get(s) == 0 && words.compareAndSet(s, 0, 1)) {
+            if ((byte) STATE.getVolatile(states, s) == FREE && STATE.compareAndSet(states, s, FREE, HELD)) {
                 return true;
             }
         }
@@ -142,12 +144,12 @@ final class KeyStripes {
         Object room = rooms[s & (ROOMS - 1)];
         synchronized (room) {
             for (;;) {
-                int w = words.get(s);
-                if (w == 0) {
-                    if (!take || words.compareAndSet(s, 0, 2)) { // 2: others may wait behind this thread
+                byte w = (byte) STATE.getVolatile(states, s);
+                if (w == FREE) {
+                    if (!take || STATE.compareAndSet(states, s, FREE, WAITED)) { // others may wait behind this thread
                         break;
                     }
-                } else if (w == 2 || words.compareAndSet(s, 1, 2)) {
+                } else if (w == WAITED || STATE.compareAndSet(states, s, HELD, WAITED)) {
                     if (!parked) {
                         parked = true;
                         since = System.nanoTime();
@@ -181,7 +183,7 @@ final class KeyStripes {
 
     /** Lets go of stripe {@code s}, which this thread holds, waking its waiters if any. */
     void unlock(int s) {
-        if (words.getAndSet(s, 0) == 2) {
+        if ((byte) STATE.getAndSet(states, s, FREE) == WAITED) {
             Object room = rooms[s & (ROOMS - 1)];
             synchronized (room) {
                 room.notifyAll();
@@ -229,7 +231,7 @@ final class KeyStripes {
         long waited = 0; // the rooms to wake, a bit each
         for (int i = n - 1; i >= 0; i--) {
             int s = stripes[i];
-            if (words.getAndSet(s, 0) == 2) {
+            if ((byte) STATE.getAndSet(states, s, FREE) == WAITED) {
                 waited |= 1L << (s & (ROOMS - 1));
             }
         }
