@@ -470,7 +470,17 @@ final class FreeSpace {
      * pushed once the group ends ({@link #waitingHelps}).
      */
     void awaitBusy(int attempt) {
-        if (pendingSeen > 0) {
+        awaitBusy(attempt, true);
+    }
+
+    /**
+     * {@link #awaitBusy}, draining the pending-free list first only if {@code drain}: not for a drain's own
+     * refill, which found every free block busy (draining again from there would need that refill again,
+     * and recursed until the stack overflowed under 100,000 scattered 16 KiB deletes); the force alone
+     * makes the blocks freed so far usable.
+     */
+    private void awaitBusy(int attempt, boolean drain) {
+        if (drain && pendingSeen > 0) {
             drainPending(true); // space pending free first: its blocks busy until the drain is durable, which the force makes it
         }
         Journal journal = cache.journal();
@@ -1055,6 +1065,11 @@ final class FreeSpace {
      * forces the log and goes on (inside a journal group, once: {@link #waitingHelps}).
      */
     void refillFreeList() {
+        refillFreeList(true);
+    }
+
+    /** {@link #refillFreeList}; {@code drain}: whether a wait for busy blocks may drain the pending-free list ({@link #awaitBusy(int, boolean)}). */
+    private void refillFreeList(boolean drain) {
         for (int round = 0, busy = 0; round < 256 + BUSY_RETRIES && busy < BUSY_RETRIES; round++) {
             int items = 2 + REFILL_OPS * freeSpaceItems();
             AllocOutcome stuck = AllocOutcome.DONE;
@@ -1082,7 +1097,7 @@ final class FreeSpace {
                 }
             }
             if (stuck == AllocOutcome.BUSY && waitingHelps(busy)) {
-                awaitBusy(busy++);
+                awaitBusy(busy++, drain);
             } else if (ops == 0 || stuck != AllocOutcome.DONE || listToRefill() == null) {
                 return; // done, or the group is out of free space: the lists keep what they have
             }
@@ -1210,7 +1225,7 @@ final class FreeSpace {
                 if (!wait) {
                     return;
                 }
-                refillFreeList();
+                refillFreeList(false);
             }
             int items = runsItems();
             Txn begun = wait ? Txn.begin(cache, items) : Txn.tryBegin(cache, items);
@@ -1236,7 +1251,7 @@ final class FreeSpace {
                 if (fails++ == RETRIES) {
                     throw new NoSpaceException("allocation group " + agno + " cannot refill the free list of its free-space trees");
                 }
-                refillFreeList();
+                refillFreeList(false);
                 continue;
             }
             fails = 0;

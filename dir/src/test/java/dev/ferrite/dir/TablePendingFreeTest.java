@@ -2,9 +2,11 @@ package dev.ferrite.dir;
 
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
+import java.util.Set;
 import java.util.function.ToLongFunction;
 
 import dev.ferrite.btree.internal.BlockHeaderFormat;
@@ -433,6 +435,106 @@ class TablePendingFreeTest {
             VolumeFixtures.assertChecked(v.namespace());
             v.sync();
             assertEquals(0, space.pendingCount());
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /**
+     * A drain of the pending-free list whose free list needs a refill while every free block of the group
+     * is busy (freed, not durable yet): the refill's wait forces the log and goes on. It used to drain the
+     * pending list first, which needed that refill again: the recursion overflowed the stack (a sync after
+     * 100,000 scattered 16 KiB deletes, one run in three). Staged behind the allocator's back: every usable
+     * block taken, some put on the pending list, others freed busy, the free list popped below its reserve.
+     */
+    @Test
+    void aDrainsRefillFindingEveryFreeBlockBusyForcesInsteadOfDrainingAgain() {
+        VolumeOptions o = VolumeFixtures.OPTIONS.withAgCount(1);
+        MemoryDevice dev = MemoryDevice.create(VolumeFixtures.BLOCKS, 4096);
+        Volume.format(dev, o);
+        try (Volume v = Volume.open(dev, o)) {
+            AllocationGroup ag = v.group(0);
+            FreeSpace space = ag.space;
+            List<long[]> taken = new ArrayList<>(); // device block, length
+            for (int want : new int[] {64, 4, 1}) {
+                for (boolean more = true; more; ) {
+                    if (space.needsRefill()) {
+                        space.refillFreeList();
+                    }
+                    try (Txn txn = Txn.begin(v.cache(), ag.runsItems())) {
+                        long[] at = space.lockForRelease(txn) ? space.findUsable(txn, 1, want) : null;
+                        more = at != null;
+                        if (more) {
+                            space.takeRange(txn, at[0], at[1]);
+                            taken.add(new long[] {ag.start + FreeSpace.extentStart(at[1]), FreeSpace.extentLength(at[1])});
+                            txn.commit();
+                        }
+                    }
+                }
+            }
+            v.sync();
+            try (Txn txn = Txn.begin(v.cache(), ag.runsItems())) {
+                assertTrue(space.lockForRelease(txn), "the free list holds its reserve");
+                assertEquals(null, space.findUsable(txn, 1, 1), "every usable block taken");
+            }
+            List<long[]> pending = new ArrayList<>(), busy = new ArrayList<>();
+            for (int i = 0; i < taken.size(); i++) {
+                (i % 7 == 0 && pending.size() < 8 ? pending : i % 2 == 0 ? busy : new ArrayList<long[]>()).add(taken.get(i));
+            }
+            try (Txn txn = Txn.begin(v.cache(), ag.runsItems())) {
+                assertTrue(space.lockForRelease(txn));
+                for (long[] e : pending) {
+                    assertTrue(space.deferData(txn, e[0], (int) e[1]));
+                }
+                txn.commit();
+            }
+            for (long[] e : busy) {
+                try (Txn txn = Txn.begin(v.cache(), ag.runsItems())) {
+                    assertEquals(AllocOutcome.DONE, space.releaseData(txn, e[0], (int) e[1]));
+                    BusyExtents.Entry entry = space.freedData(txn);
+                    entry.settle(txn.commit());
+                }
+            }
+            List<Long> popped = new ArrayList<>();
+            try (Txn txn = Txn.begin(v.cache(), ag.runsItems())) {
+                assertTrue(space.lockForRelease(txn));
+                while (ag.agfl.holds(AllocationGroup.RESERVE)) {
+                    popped.add(ag.agfl.allocate(txn));
+                }
+                txn.commit();
+            }
+            assertTrue(space.needsRefill() && space.pendingCount() == pending.size() && space.busyDataBlocks() > 0,
+                    "staged: a refill needed, " + space.pendingCount() + " entries pending, every free block busy");
+
+            space.drainPending(true); // what a sync does first
+
+            assertEquals(0, space.pendingCount(), "the drain went on after the forced refill");
+            try (Txn txn = Txn.begin(v.cache(), ag.runsItems())) {
+                assertTrue(space.lockForRelease(txn));
+                for (long b : popped) {
+                    ag.agfl.free(txn, b);
+                }
+                txn.commit();
+            }
+            Set<Long> back = new HashSet<>();
+            pending.forEach(e -> back.add(e[0]));
+            busy.forEach(e -> back.add(e[0]));
+            for (long[] e : taken) {
+                if (back.contains(e[0])) {
+                    continue;
+                }
+                for (;;) {
+                    if (space.needsRefill()) {
+                        space.refillFreeList();
+                    }
+                    try (Txn txn = Txn.begin(v.cache(), ag.runsItems())) {
+                        if (space.releaseBlocks(txn, e[0], (int) e[1]) == AllocOutcome.DONE) {
+                            txn.commit();
+                            break;
+                        }
+                    }
+                }
+            }
+            v.sync();
             VolumeFixtures.assertChecked(v.namespace());
         }
     }
