@@ -477,11 +477,14 @@ final class FreeSpace {
      * {@link #awaitBusy}, draining the pending-free list first only if {@code drain}: not for a drain's own
      * refill, which found every free block busy (draining again from there would need that refill again,
      * and recursed until the stack overflowed under 100,000 scattered 16 KiB deletes); the force alone
-     * makes the blocks freed so far usable.
+     * makes the blocks freed so far usable. Inside a journal group the drain goes only as far as it can
+     * without waiting: the blocks freed in the group's context stay busy to its end, so a drain that
+     * needs a refill from them would fail (it threw NoSpaceException from a group commit's free).
      */
     private void awaitBusy(int attempt, boolean drain) {
         if (drain && pendingSeen > 0) {
-            drainPending(true); // space pending free first: its blocks busy until the drain is durable, which the force makes it
+            // space pending free first: its blocks busy until the drain is durable, which the force makes it
+            drainPending(!cache.journal().holdsGroup());
         }
         Journal journal = cache.journal();
         journal.forceAll();
@@ -1250,6 +1253,9 @@ final class FreeSpace {
                 }
                 if (fails++ == RETRIES) {
                     throw new NoSpaceException("allocation group " + agno + " cannot refill the free list of its free-space trees");
+                }
+                if (fails > 1) {
+                    awaitBusy(fails, false); // the list's own entries may be busy (nodes the trees gave back): a refill finds none to add
                 }
                 refillFreeList(false);
                 continue;
