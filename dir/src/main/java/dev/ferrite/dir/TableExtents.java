@@ -566,9 +566,19 @@ final class TableExtents {
         }
     }
 
-    private static void refillOrGiveUp(AllocationGroup ag, int fails) {
+    /**
+     * Refills {@code ag}'s free list for another try, or gives up after {@link InodeRecords#RETRIES}: inside a
+     * journal group with {@link SpaceBusyException}, since the refills may have found the group's free
+     * space busy only until the group ends (its own frees, or all of it pending free: {@code Tables}' commit
+     * then applies once more after a force and a drain), else with {@link NoSpaceException}.
+     */
+    private void refillOrGiveUp(AllocationGroup ag, int fails) {
         if (fails == RETRIES) {
-            throw new NoSpaceException("allocation group " + ag.agno + " cannot refill the free list of its free-space trees");
+            String what = "allocation group " + ag.agno + " cannot refill the free list of its free-space trees";
+            if (volume.journal().holdsGroup()) {
+                throw new SpaceBusyException(what + " from blocks that are not busy until its journal group ends");
+            }
+            throw new NoSpaceException(what);
         }
         ag.refillFreeList();
     }

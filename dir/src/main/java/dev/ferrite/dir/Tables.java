@@ -893,6 +893,7 @@ public final class Tables {
                 done = apply(ws, stored, c, inTree, limit, size);
             } catch (SpaceBusyException busy) { // undone, its group ended: the frees that context held can now be made durable
                 journal.forceAll();
+                volume.drainPending(); // and space pending free put back in the trees, where refills find it
                 c.release();
                 c.claim();
                 done = apply(ws, stored, c, inTree, limit, size);
