@@ -17,8 +17,8 @@ import java.util.concurrent.atomic.LongAdder;
  * most one set at a time. An instance of its own orders the creates and unlinks of one name in a
  * directory ({@code Creator#lockStripe}), one stripe each.
  *
- * <p>Each stripe's byte is 0 (free), 1 (held) or 2 (held, and a thread may be waiting): a waiter sets 2 under its
- * room's monitor before it waits there, and the holder that finds 2 when it lets go notifies the room,
+ * <p>Each stripe's byte is 0 (free), 1 (held) or 2 (held, and a thread may be waiting): a waiter sets 2
+ * under its room's monitor before it waits there, and the holder that finds 2 when it lets go notifies the room,
  * taking the monitor after the waiter's {@code wait} released it, so no wake-up is lost. Many stripes
  * share a room; a waiter woken for another stripe looks again and waits on. Taking and letting go of a
  * free stripe is a compare-and-set and an exchange, and a waiter parks rather than polls. The waits that
