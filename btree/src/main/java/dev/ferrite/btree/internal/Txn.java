@@ -190,13 +190,16 @@ public final class Txn implements AutoCloseable {
         if (changed[i]) {
             return;
         }
+        count--;
+        if (i != count) { // the last one moves into its place, still held: its index is this transaction's to write
+            held[i] = held[count];
+            held[i].heldAt = i;
+            changed[i] = changed[count];
+        }
+        held[count] = null;
+        // unlocked last: once it is, another transaction may take it and set its index
         b.holder = null;
         b.unlockUnchanged();
-        count--;
-        held[i] = held[count];
-        held[i].heldAt = i;
-        changed[i] = changed[count];
-        held[count] = null;
     }
 
     /**

@@ -115,6 +115,46 @@ class BufferCacheTest {
         return b.data().get(ValueLayout.JAVA_LONG_UNALIGNED, PAYLOAD);
     }
 
+    /**
+     * A buffer let go unchanged by one transaction, the last of those it held, while another thread's
+     * transaction takes it at once as its second and logs it: the first must not write its place in
+     * its list (`Buffer.heldAt`) after letting it go. It did, and the second's log call found the buffer
+     * at the wrong place, threw with the change logged, and the journal shut down (a `bench kv` insert
+     * phase, one run in ten).
+     */
+    @Test
+    void aBufferLetGoUnchangedIsFoundWhereItsNextHolderKeepsIt() throws Exception {
+        writeBlocks(FIRST, 2);
+        Buffer x = get(FIRST), b = get(FIRST + 1);
+        java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        Thread letGo = new Thread(() -> {
+            while (!stop.get()) {
+                try (Txn t = Txn.begin(cache, 2)) {
+                    if (t.lock(b)) {
+                        t.releaseUnchanged(b); // its only buffer: the last of its list
+                    }
+                }
+            }
+        });
+        letGo.start();
+        try {
+            long end = System.nanoTime() + 1_000_000_000L;
+            for (int i = 0; System.nanoTime() < end; i++) {
+                try (Txn t = Txn.begin(cache, 4)) {
+                    assertTrue(t.lock(x) && t.lock(b));
+                    t.log(b, (int) PAYLOAD, 8); // b second in the list
+                    t.commit();
+                }
+                if (i % 256 == 0) {
+                    journal.forceAll(); // keeps the log from filling
+                }
+            }
+        } finally {
+            stop.set(true);
+            letGo.join();
+        }
+    }
+
     @Test
     void countsHitsAndMisses() {
         writeBlocks(FIRST, 2);
