@@ -1254,9 +1254,6 @@ final class FreeSpace {
                 if (fails++ == RETRIES) {
                     throw new NoSpaceException("allocation group " + agno + " cannot refill the free list of its free-space trees");
                 }
-                if (fails > 1) {
-                    awaitBusy(fails, false); // the list's own entries may be busy (nodes the trees gave back): a refill finds none to add
-                }
                 refillFreeList(false);
                 continue;
             }
