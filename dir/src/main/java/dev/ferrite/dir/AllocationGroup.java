@@ -378,6 +378,26 @@ final class AllocationGroup {
         return space.allocPair(txn, claiming, into);
     }
 
+    /** {@link FreeSpace#findHalf}. */
+    long[] findHalf(Txn txn) {
+        return space.findHalf(txn);
+    }
+
+    /** {@link FreeSpace#takeHalf}. */
+    long takeHalf(Txn txn, long[] at) {
+        return space.takeHalf(txn, at);
+    }
+
+    /** {@link FreeSpace#claimPair}. */
+    boolean claimPair() {
+        return space.claimPair();
+    }
+
+    /** {@link FreeSpace#releasePair}. */
+    void releasePair() {
+        space.releasePair();
+    }
+
     /** {@link FreeSpace#pairItems}. */
     int pairItems() {
         return space.pairItems();

@@ -896,9 +896,26 @@ final class DirContents {
         throw full;
     }
 
-    /** {@link #addBlocks} of {@code n} blocks together, but a conversion's {@link #TREE_BLOCKS} as a pair that may lie apart. */
+    /**
+     * {@link #addBlocks} of {@code n} blocks together, but a conversion's {@link #TREE_BLOCKS} as a pair that
+     * may lie apart: from one group if one has two ({@link FreeSpace#allocPair}), else a block from each of
+     * two ({@link #pairApart}).
+     */
     private void addRun(Inode owner, int n, int extraItems, BooleanSupplier still, Converter convert) {
         boolean pair = convert != null && n == TREE_BLOCKS;
+        try {
+            runIn(owner, n, extraItems, still, convert, pair);
+        } catch (SpaceBusyException busy) {
+            throw busy; // inside a journal group: its retry after the group finds them
+        } catch (NoSpaceException full) {
+            if (!pair || !pairApart(owner, extraItems, still, convert)) {
+                throw full;
+            }
+        }
+    }
+
+    /** {@link #addRun}'s blocks from one group, each group tried in turn ({@link #eachGroup}). */
+    private void runIn(Inode owner, int n, int extraItems, BooleanSupplier still, Converter convert, boolean pair) {
         eachGroup(owner, n, ag -> {
             int items = (pair ? ag.pairItems() : ag.blockItems()) + 2 + extraItems + (convert != null ? BTree.CREATE_ITEMS + 4 : 0);
             try (Txn txn = Txn.begin(cache, items)) {
@@ -920,6 +937,78 @@ final class DirContents {
                 }
             }
         });
+    }
+
+    /** What one {@link #pairApart} attempt found. */
+    private static final int PAIR_MADE = 0, FIRST_HAS_NONE = 1, SECOND_HAS_NONE = 2, PAIR_UNCLAIMED = 3;
+
+    /**
+     * A conversion's pair from two groups, a block from each, where no group has two past those it holds
+     * back: a full volume whose free space is down to single blocks with the set-aside pool drawn dry, so
+     * that blocks promised (a file's pages') are left one to a group (the format allows a tree's blocks in
+     * any groups). The groups that seem to have a block (a hint) are tried two at a time in group order,
+     * their AGFs locked in that order after the owner's lock, and both blocks found before either is taken.
+     * True once made, or no longer needed; false if no two groups gave a block each.
+     */
+    private boolean pairApart(Inode owner, int extraItems, BooleanSupplier still, Converter convert) {
+        List<AllocationGroup> some = new ArrayList<>();
+        for (int g = 0; g < geometry.agCount(); g++) {
+            AllocationGroup ag = volume.group(g);
+            if (ag.freeBlockCount() > ag.heldBack()) {
+                some.add(ag);
+            }
+        }
+        firsts:
+        for (int i = 0; i < some.size(); i++) {
+            for (int j = i + 1; j < some.size(); j++) {
+                int r = pairApart(owner, some.get(i), some.get(j), extraItems, still, convert);
+                if (r != SECOND_HAS_NONE) {
+                    if (r == FIRST_HAS_NONE) {
+                        continue firsts;
+                    }
+                    return r == PAIR_MADE;
+                }
+            }
+        }
+        return false;
+    }
+
+    /** One attempt of {@link #pairApart} at a block from each of groups {@code a} and {@code b}, {@code a} first in group order. */
+    private int pairApart(Inode owner, AllocationGroup a, AllocationGroup b, int extraItems, BooleanSupplier still, Converter convert) {
+        for (AllocationGroup ag : List.of(a, b)) {
+            if (ag.needsRefill()) {
+                ag.refillFreeList();
+            }
+        }
+        boolean claiming = !promised(owner);
+        if (claiming && !a.claimPair()) {
+            return PAIR_UNCLAIMED;
+        }
+        try (Txn txn = Txn.begin(cache, a.blockItems() + b.blockItems() + 2 + extraItems + BTree.CREATE_ITEMS + 4)) {
+            if (!owner.lockExclusiveIf(() -> needed(owner, TREE_BLOCKS, still))) {
+                return PAIR_MADE; // another thread's conversion came first
+            }
+            try {
+                long[] x = a.findHalf(txn);
+                if (x == null) {
+                    return FIRST_HAS_NONE;
+                }
+                long[] y = b.findHalf(txn);
+                if (y == null) {
+                    return SECOND_HAS_NONE; // the transaction ends with nothing changed: a's AGF let go
+                }
+                long first = a.takeHalf(txn, x);
+                fillReserve(txn, owner, first, 1, b.takeHalf(txn, y), convert);
+                owner.lastSeq = txn.commit();
+                return PAIR_MADE;
+            } finally {
+                owner.unlockExclusive();
+            }
+        } finally {
+            if (claiming) {
+                a.releasePair();
+            }
+        }
     }
 
     /**

@@ -752,6 +752,36 @@ final class FreeSpace {
         }
     }
 
+    /**
+     * Half of a pair taken from two groups ({@link DirContents}, where no group holds two blocks past those
+     * it holds back): with the AGF locked, one block that is not busy, found but not taken yet ({extent,
+     * range}, for {@link #takeHalf}); null, the AGF released, if the group has none to give.
+     */
+    long[] findHalf(Txn txn) {
+        lock(txn, agf);
+        long[] at = agfl.holds(RESERVE) && roomFor(1) == AllocOutcome.DONE ? findUsable(txn, 1, 1) : null;
+        if (at == null) {
+            txn.release(agf);
+        }
+        return at;
+    }
+
+    /** Takes the block {@link #findHalf} found in {@code txn}, as {@link #allocPair} takes its blocks; returns it. */
+    long takeHalf(Txn txn, long[] at) {
+        takeCharged(txn, at[0], at[1]);
+        return start + extentStart(at[1]);
+    }
+
+    /** Claims what a claiming {@link #allocPair} claims, for a pair taken from two groups: false, nothing claimed, if the spare blocks fall short. */
+    boolean claimPair() {
+        return counters.claim(PAIR_CLAIM);
+    }
+
+    /** Gives back {@link #claimPair}'s claim. */
+    void releasePair() {
+        counters.release(PAIR_CLAIM);
+    }
+
     /** Items an {@link #allocPair} transaction may change: two free-space changes, the trees a level higher after the first. */
     int pairItems() {
         return blockItems() + freeSpaceItems() + ROOT_SPLIT_ITEMS;

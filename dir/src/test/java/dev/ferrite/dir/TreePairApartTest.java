@@ -1,0 +1,128 @@
+package dev.ferrite.dir;
+
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+import dev.ferrite.btree.internal.Txn;
+import dev.ferrite.io.MemoryDevice;
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * A tree's header and root from two groups (issue 16): on a full volume whose free space is down to one
+ * block a group past what each holds back, while a file's dirty pages hold blocks promised (which a
+ * set-aside pool drawn dry lets happen), the write-back that turns the file's extent list into a tree
+ * takes a block of its pair from each of two groups. Before, no group having two, its fsync failed with
+ * "no allocation group has 2 free blocks for the tree". The state is staged behind the allocator's back:
+ * every usable block but one a group taken, and given back at the end for the checker.
+ */
+class TreePairApartTest {
+    private static final int BS = 4096;
+    private static final int GROUPS = 16;
+    private static final VolumeOptions OPTIONS = VolumeFixtures.OPTIONS.withAgCount(GROUPS);
+
+    @Test
+    void aFileConvertedWhereEachGroupHasOneBlockTakesItsPairFromTwo() {
+        try (MemoryDevice dev = MemoryDevice.create(4L * VolumeFixtures.BLOCKS, BS)) {
+            Volume.format(dev, OPTIONS);
+            try (Volume v = Volume.open(dev, OPTIONS)) {
+                Namespace ns = v.namespace();
+                try (Handle root = ns.openRoot()) {
+                    try (Handle f = ns.create(root, "f", 0644, true)) {
+                        ns.write(f, 0, MemorySegment.ofArray(pattern(60 * BS, 1)));
+                        ns.fsync(f);
+                    }
+                    Handle f = ns.open(root, "f"); // after the last close trimmed the preallocation
+                    try (f) {
+                        for (int b = 1; b < 48; b += 2) {
+                            ns.fallocate(f, Namespace.FALLOC_FL_PUNCH_HOLE | Namespace.FALLOC_FL_KEEP_SIZE, (long) b * BS, BS);
+                        }
+                        assertEquals(25, ns.extents(f, 0, Long.MAX_VALUE).size(), "the inline list full");
+                        v.sync(); // the punched blocks no longer busy
+                        byte[] block = pattern(BS, 2);
+                        ns.write(f, 3L * BS, MemorySegment.ofArray(block)); // into a hole: a 26th extent at write-back
+                        List<long[]> taken = leaveOneBlockAGroup(v);
+                        ns.fsync(f);
+                        assertEquals(26, ns.extents(f, 0, Long.MAX_VALUE).size(), "the list became a tree");
+                        byte[] got = new byte[BS];
+                        ns.read(f, 3L * BS, MemorySegment.ofArray(got));
+                        assertArrayEquals(block, got);
+                        byte[] head = new byte[BS];
+                        ns.read(f, 0, MemorySegment.ofArray(head));
+                        assertArrayEquals(Arrays.copyOf(pattern(60 * BS, 1), BS), head);
+                        giveBack(v, taken);
+                    }
+                    v.sync();
+                    VolumeFixtures.assertChecked(ns);
+                }
+            }
+        }
+    }
+
+    /** {@code n} bytes, each its index mixed with {@code gen}. */
+    private static byte[] pattern(int n, int gen) {
+        byte[] b = new byte[n];
+        for (int i = 0; i < n; i++) {
+            b[i] = (byte) (i * 31 + gen * 7 + (i >>> 12));
+        }
+        return b;
+    }
+
+    /**
+     * Behind the allocator's back: takes every usable block of each group but one past what it holds back
+     * (extents of device block and length), so that no group can give a pair; at least three groups keep
+     * their one, and none more.
+     */
+    private static List<long[]> leaveOneBlockAGroup(Volume v) {
+        List<long[]> taken = new ArrayList<>();
+        int ones = 0;
+        for (int g = 0; g < GROUPS; g++) {
+            AllocationGroup ag = v.group(g);
+            FreeSpace space = ag.space;
+            for (boolean more = true; more; ) {
+                if (space.needsRefill()) {
+                    space.refillFreeList();
+                }
+                long spare = space.freeBlockCount() - space.heldBack() - 1; // read before the AGF is locked
+                try (Txn txn = Txn.begin(v.cache(), ag.runsItems())) {
+                    assertTrue(space.lockForRelease(txn), "group " + g + "'s free list holds its reserve");
+                    long[] at = spare > 0 ? space.findUsable(txn, 1, (int) Math.min(64, spare)) : null;
+                    more = at != null;
+                    if (more) {
+                        space.takeRange(txn, at[0], at[1]);
+                        taken.add(new long[] {ag.start + FreeSpace.extentStart(at[1]), FreeSpace.extentLength(at[1])});
+                        txn.commit();
+                    }
+                }
+            }
+            long left = space.freeBlockCount() - space.heldBack();
+            assertTrue(left <= 1, "group " + g + " has " + left + " blocks past those it holds back");
+            ones += left == 1 ? 1 : 0;
+        }
+        assertTrue(ones >= 3, ones + " groups with a block to give: the data's block and the pair need three");
+        return taken;
+    }
+
+    /** Returns what {@link #leaveOneBlockAGroup} took. */
+    private static void giveBack(Volume v, List<long[]> taken) {
+        for (long[] e : taken) {
+            AllocationGroup ag = v.group(v.geometry().agOfBlock(e[0]));
+            for (;;) {
+                if (ag.space.needsRefill()) {
+                    ag.space.refillFreeList();
+                }
+                try (Txn txn = Txn.begin(v.cache(), ag.runsItems())) {
+                    if (ag.space.releaseBlocks(txn, e[0], (int) e[1]) == AllocOutcome.DONE) {
+                        txn.commit();
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
