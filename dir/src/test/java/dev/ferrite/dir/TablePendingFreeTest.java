@@ -601,17 +601,7 @@ class TablePendingFreeTest {
             if (st.released.contains(e[0])) {
                 continue;
             }
-            for (;;) {
-                if (st.space.needsRefill()) {
-                    st.space.refillFreeList();
-                }
-                try (Txn txn = Txn.begin(v.cache(), ag.runsItems())) {
-                    if (st.space.releaseBlocks(txn, e[0], (int) e[1]) == AllocOutcome.DONE) {
-                        txn.commit();
-                        break;
-                    }
-                }
-            }
+            VolumeFixtures.giveBack(v, e[0], (int) e[1]);
         }
         v.sync();
         VolumeFixtures.assertChecked(v.namespace());

@@ -55,7 +55,7 @@ class TreePairApartTest {
                         byte[] head = new byte[BS];
                         ns.read(f, 0, MemorySegment.ofArray(head));
                         assertArrayEquals(Arrays.copyOf(pattern(60 * BS, 1), BS), head);
-                        giveBack(v, taken);
+                        taken.forEach(e -> VolumeFixtures.giveBack(v, e[0], (int) e[1]));
                     }
                     v.sync();
                     VolumeFixtures.assertChecked(ns);
@@ -106,23 +106,5 @@ class TreePairApartTest {
         }
         assertTrue(ones >= 3, ones + " groups with a block to give: the data's block and the pair need three");
         return taken;
-    }
-
-    /** Returns what {@link #leaveOneBlockAGroup} took. */
-    private static void giveBack(Volume v, List<long[]> taken) {
-        for (long[] e : taken) {
-            AllocationGroup ag = v.group(v.geometry().agOfBlock(e[0]));
-            for (;;) {
-                if (ag.space.needsRefill()) {
-                    ag.space.refillFreeList();
-                }
-                try (Txn txn = Txn.begin(v.cache(), ag.runsItems())) {
-                    if (ag.space.releaseBlocks(txn, e[0], (int) e[1]) == AllocOutcome.DONE) {
-                        txn.commit();
-                        break;
-                    }
-                }
-            }
-        }
     }
 }

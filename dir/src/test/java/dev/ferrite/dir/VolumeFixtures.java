@@ -8,6 +8,7 @@ import java.util.function.Consumer;
 import java.util.stream.Collectors;
 
 import dev.ferrite.btree.internal.BTreeNodeFormat;
+import dev.ferrite.btree.internal.Txn;
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.MemoryDevice;
 
@@ -91,5 +92,21 @@ final class VolumeFixtures {
     static void assertChecked(Namespace ns) {
         CheckReport report = ns.check();
         assertTrue(report.clean(), report.toString());
+    }
+
+    /** Frees {@code len} blocks from device block {@code block} that a test took behind the allocator's back, refilling the free list as needed. */
+    static void giveBack(Volume v, long block, int len) {
+        AllocationGroup ag = v.group(v.geometry().agOfBlock(block));
+        for (;;) {
+            if (ag.space.needsRefill()) {
+                ag.space.refillFreeList();
+            }
+            try (Txn txn = Txn.begin(v.cache(), ag.runsItems())) {
+                if (ag.space.releaseBlocks(txn, block, len) == AllocOutcome.DONE) {
+                    txn.commit();
+                    return;
+                }
+            }
+        }
     }
 }
