@@ -6,17 +6,23 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Supplier;
 
 import dev.ferrite.io.CorruptionException;
 import dev.ferrite.io.NoSpaceException;
+import dev.ferrite.io.testkit.TestSeed;
 import dev.ferrite.journal.internal.Journal;
 import dev.ferrite.journal.JournalOptions;
 import dev.ferrite.journal.internal.LogGeometry;
@@ -25,6 +31,7 @@ import jdk.jfr.consumer.RecordingStream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -41,6 +48,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * for concurrent misses on a block, reclaim priority, verification of what is read, and the life of a
  * freed block (dropped, never written home, reusable, and recovered as its new contents).
  */
+@ExtendWith(TestSeed.class)
 class BufferCacheTest {
     private static final int BLOCK_SIZE = 4096;
     private static final LogGeometry LOG = new LogGeometry(1, 256);
@@ -52,6 +60,8 @@ class BufferCacheTest {
     private static final String WHAT = "test block";
     /** Where each test block keeps a number saying what it holds. */
     private static final long PAYLOAD = BlockHeaderFormat.SIZE;
+    /** The seed of the randomised test: {@code -Dferrite.seed}, else fixed. */
+    private static final long SEED = TestSeed.get(0x7C4A_11DL);
 
     private final Arena arena = Arena.ofConfined();
     private ProbeDevice device;
@@ -153,6 +163,90 @@ class BufferCacheTest {
             stop.set(true);
             letGo.join();
         }
+    }
+
+    /**
+     * Three threads' transactions each lock a random set of eight shared buffers (in block order, so none
+     * waits for another in a cycle), let a random subset go unchanged in random order (the first, a middle
+     * or the last of their lists), log some of the rest and commit, for a second: each transaction keeps
+     * holding exactly what it did not let go, and each log call finds its buffer where its list says
+     * ({@code Buffer.heldAt}), with no other transaction's index written over it. The broad form of
+     * {@link #aBufferLetGoUnchangedIsFoundWhereItsNextHolderKeepsIt}.
+     */
+    @Test
+    void transactionsLettingBuffersGoSideBySideKeepTheirListsStraight() throws Exception {
+        int n = 8;
+        writeBlocks(FIRST, n);
+        for (int i = 0; i < n; i++) {
+            get(FIRST + i);
+        }
+        long end = System.nanoTime() + 1_000_000_000L;
+        AtomicLong rounds = new AtomicLong();
+        List<Callable<Void>> workers = new ArrayList<>();
+        for (int w = 0; w < 3; w++) {
+            SplittableRandom r = new SplittableRandom(SEED + w);
+            workers.add(() -> {
+                Buffer[] bs = new Buffer[n];
+                boolean[] mine = new boolean[n];
+                int[] order = new int[n];
+                while (System.nanoTime() < end) {
+                    try (Txn t = Txn.begin(cache, n + 2)) {
+                        int held = 0;
+                        for (int i = 0; i < n; i++) {
+                            mine[i] = r.nextInt(3) != 0;
+                            if (mine[i]) {
+                                do {
+                                    bs[i] = get(FIRST + i);
+                                } while (!t.lock(bs[i])); // obsolete: look it up again
+                                order[held++] = i;
+                            }
+                        }
+                        for (int k = held - 1; k > 0; k--) { // a random order to let them go in
+                            int j = r.nextInt(k + 1), o = order[k];
+                            order[k] = order[j];
+                            order[j] = o;
+                        }
+                        int kept = held;
+                        for (int k = 0; k < held; k++) {
+                            int i = order[k];
+                            if (r.nextBoolean()) {
+                                t.release(bs[i]);
+                                mine[i] = false;
+                                kept--;
+                                assertFalse(t.holds(bs[i]), "a buffer let go is still this transaction's");
+                            }
+                        }
+                        assertEquals(kept, t.held());
+                        boolean logged = false;
+                        for (int i = 0; i < n; i++) {
+                            if (mine[i]) {
+                                assertTrue(t.holds(bs[i]), "a buffer kept is no longer this transaction's");
+                                if (r.nextBoolean()) {
+                                    t.log(bs[i], (int) PAYLOAD, 8); // throws if its index is wrong
+                                    logged = true;
+                                }
+                            }
+                        }
+                        if (logged) {
+                            t.commit();
+                        }
+                    }
+                    if (rounds.incrementAndGet() % 256 == 0) {
+                        journal.forceAll(); // keeps the log from filling
+                    }
+                }
+                return null;
+            });
+        }
+        ExecutorService pool = Executors.newFixedThreadPool(workers.size());
+        try {
+            for (Future<Void> f : pool.invokeAll(workers)) {
+                f.get();
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        assertTrue(rounds.get() > 1000, rounds.get() + " transactions");
     }
 
     @Test
