@@ -7,6 +7,7 @@ import java.util.List;
 
 import dev.ferrite.btree.internal.Txn;
 import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.NoSpaceException;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -55,6 +56,7 @@ class TreePairApartTest {
                         byte[] head = new byte[BS];
                         ns.read(f, 0, MemorySegment.ofArray(head));
                         assertArrayEquals(Arrays.copyOf(pattern(60 * BS, 1), BS), head);
+                        directoryFillsUntilItsConversionFails(ns, root, f);
                         taken.forEach(e -> VolumeFixtures.giveBack(v, e[0], (int) e[1]));
                     }
                     v.sync();
@@ -62,6 +64,30 @@ class TreePairApartTest {
                 }
             }
         }
+    }
+
+    /**
+     * A directory's conversion on the same volume claims its pair from the spare count first, which the
+     * staging left short: links go in while its inline area holds them, then the one that needs a tree
+     * fails with NoSpaceException, changing nothing (a claimer takes no pair from two groups either).
+     */
+    private static void directoryFillsUntilItsConversionFails(Namespace ns, Handle root, Handle target) {
+        try (Handle d = ns.mkdir(root, "d", 0755)) {
+            int k = 0;
+            try {
+                for (; k < 400; k++) {
+                    ns.link(target, d, "a-name-long-enough-to-fill-the-inline-area-" + k);
+                }
+            } catch (NoSpaceException full) {
+                assertTrue(k > 0, "no link fitted inline");
+            }
+            assertTrue(k < 400, "the directory became a tree with no spare blocks to claim");
+            assertEquals(k, ns.dirs.allEntries(d.ino()).size());
+            for (int i = 0; i < k; i++) {
+                ns.unlink(d, "a-name-long-enough-to-fill-the-inline-area-" + i);
+            }
+        }
+        ns.rmdir(root, "d");
     }
 
     /** {@code n} bytes, each its index mixed with {@code gen}. */
