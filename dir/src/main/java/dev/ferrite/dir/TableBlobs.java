@@ -30,7 +30,7 @@ import dev.ferrite.io.internal.BufferPool;
  *   <li>not flagged, live: a key names it. A commit clears the flag in the same journal group as the key's
  *       change, so both are recovered or neither;</li>
  *   <li>flagged again, doomed: its key was deleted, or changed to another value (the flag set in that
- *       change's group); deleted once no snapshot can read it, in the background ({@link BlobReaper}): the
+ *       change's group); deleted once no snapshot can read it, in the background ({@link ParkedThread}): the
  *       commit only queues it.</li>
  * </ul>
  * Each change of state is one inode record's change. A pending blob used to be named {@code p<id>} and
@@ -70,7 +70,7 @@ final class TableBlobs {
      * check holds it throughout ({@link #holdingDeletions}).
      */
     private final ReentrantLock reaping = new ReentrantLock();
-    final BlobReaper reaper = new BlobReaper(this::reap);
+    final ParkedThread reaper = new ParkedThread("ferrite-blob-reaper", this::reap);
     /** Tests: run by the reaper thread before each blob it deletes (to hold it back). */
     volatile Runnable beforeReap;
     /** Tests: run by whoever deletes a doomed blob, once it has taken it off the queue, before deleting it. */

@@ -1315,11 +1315,13 @@ public final class Tables {
 
     /**
      * Unmount, before the journal closes (which makes everything durable) and while the volume still takes
-     * operations: stops the ASYNC commits' thread and the blob reaper, and deletes the blobs still doomed.
+     * operations: stops the ASYNC commits' thread, the blob reaper and the values' background write, and
+     * deletes the blobs still doomed.
      */
     void stop() {
         async.stop();
         blobs.stop();
+        extents.writeBack.stop();
     }
 
     /** A new transaction's store for copies of its values, off the heap ({@link Staging#POOL}). */

@@ -2,7 +2,7 @@ package dev.ferrite.dir;
 
 import java.util.concurrent.locks.LockSupport;
 
-/** What the volume's parked background threads ({@link AsyncCommits}, {@link BlobReaper}) share when they stop. */
+/** What the volume's parked background threads ({@link AsyncCommits}, {@link ParkedThread}) share when they stop. */
 final class Threads {
     private Threads() {
     }

@@ -38,7 +38,7 @@ import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Doomed table blobs are deleted by the background reaper ({@link BlobReaper}), not by the commit that
+ * Doomed table blobs are deleted by the background reaper ({@link ParkedThread}), not by the commit that
  * doomed them: with the reaper held back, a delete returns with its blob doomed; a sync deletes what the
  * reaper has not (its space exactly free again), except what an open snapshot may read; a check waits for
  * the deletion under way; an unmount deletes
@@ -270,7 +270,7 @@ class BlobReaperTest {
         CountDownLatch letGo = new CountDownLatch(1), second = new CountDownLatch(1);
         AtomicInteger passes = new AtomicInteger();
         AtomicReference<Thread> thread = new AtomicReference<>();
-        BlobReaper r = new BlobReaper(() -> {
+        ParkedThread r = new ParkedThread("test-parked", () -> {
             if (passes.incrementAndGet() == 1) {
                 thread.set(Thread.currentThread());
                 try {

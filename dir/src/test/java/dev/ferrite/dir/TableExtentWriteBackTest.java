@@ -75,28 +75,74 @@ class TableExtentWriteBackTest {
                 assertTrue(after[2] - before[2] <= blocks / 4, // the frames a fresh cache makes lie in order: most write from there
                         "blocks copied into the staging buffer: " + (after[2] - before[2]) + " of " + blocks);
             }
-            int flushes = rec.flushCount();
-            for (int s = 0; s < 2 * (flushes - firstFlush + 1); s++) {
-                RecordingDevice.CrashState state = TableCrashTest.sampleAfter(rec, firstFlush - 1 + s / 2, rnd);
-                String where = "seed " + SEED + ", crash " + state;
-                try (MemoryDevice crashed = rec.materialize(state); Volume v = Volume.open(crashed, options)) {
-                    CheckReport report = v.namespace().check();
-                    assertTrue(report.clean(), where + ": " + report);
-                    try (Table t = v.tables().open("t")) {
-                        int i = 0;
-                        for (; i < puts; i++) {
-                            byte[] got = t.get(b("k" + i)); // a CorruptionException if its blocks lack its bytes
-                            if (got == null) {
-                                break;
-                            }
-                            assertArrayEquals(value(i), got, where + ": k" + i);
+            assertCrashesRecoverAPrefix(rec, options, firstFlush, puts, rnd);
+        }
+    }
+
+    /**
+     * Every crash after any flush from {@code firstFlush} on (two samples each: part of the next epoch's
+     * writes landed, or one torn) recovers a prefix of keys {@code k0..k(puts-1)}, each value exact (a read
+     * whose CRC does not match fails), and checks clean.
+     */
+    private static void assertCrashesRecoverAPrefix(RecordingDevice rec, VolumeOptions options, int firstFlush, int puts, Random rnd) {
+        int flushes = rec.flushCount();
+        for (int s = 0; s < 2 * (flushes - firstFlush + 1); s++) {
+            RecordingDevice.CrashState state = TableCrashTest.sampleAfter(rec, firstFlush - 1 + s / 2, rnd);
+            String where = "seed " + SEED + ", crash " + state;
+            try (MemoryDevice crashed = rec.materialize(state); Volume v = Volume.open(crashed, options)) {
+                CheckReport report = v.namespace().check();
+                assertTrue(report.clean(), where + ": " + report);
+                try (Table t = v.tables().open("t")) {
+                    int i = 0;
+                    for (; i < puts; i++) {
+                        byte[] got = t.get(b("k" + i)); // a CorruptionException if its blocks lack its bytes
+                        if (got == null) {
+                            break;
                         }
-                        for (int j = i; j < puts; j++) {
-                            assertNull(t.get(b("k" + j)), where + ": k" + j + " after the missing k" + i);
-                        }
+                        assertArrayEquals(value(i), got, where + ": k" + i);
+                    }
+                    for (int j = i; j < puts; j++) {
+                        assertNull(t.get(b("k" + j)), where + ": k" + j + " after the missing k" + i);
                     }
                 }
             }
+        }
+    }
+
+    /**
+     * A load of single puts past the background mark ({@code behindBlocks}: 512 blocks, 128 values, with a
+     * 16 MiB data cache) is written by the background thread while no checkpoint asks for it, within the
+     * budget (1,024 blocks), so that the sync after it has little left to write; every crash after any
+     * flush since recovers a prefix of the puts, each value exact, the check clean.
+     */
+    @Test
+    void aLoadPastTheBackgroundMarkIsWrittenBeforeACheckpointAsksForIt() throws Exception {
+        VolumeOptions options = VolumeFixtures.OPTIONS.withDataCacheBytes(16L << 20);
+        int puts = 200, firstFlush;
+        try (RecordingDevice rec = RecordingDevice.wrap(VolumeFixtures.formatted())) {
+            try (Volume v = Volume.open(rec, options); Table t = v.tables().create("t")) {
+                t.withDurability(Durability.NONE);
+                t.put(b("first"), value(-1));
+                v.sync();
+                firstFlush = rec.flushCount();
+                TableExtentWriteBack wb = v.tables().extents.writeBack;
+                assertEquals(512, wb.behindBlocks);
+                long[] before = wb.counts();
+                long checkpoints = v.journalStats().checkpoints();
+                for (int i = 0; i < puts; i++) {
+                    t.put(b("k" + i), value(i));
+                }
+                long deadline = System.nanoTime() + 10_000_000_000L;
+                while (wb.counts()[0] - before[0] < 128 && System.nanoTime() < deadline) {
+                    Thread.sleep(1);
+                }
+                assertTrue(wb.counts()[0] - before[0] >= 128, (wb.counts()[0] - before[0]) + " values written in the background");
+                assertEquals(checkpoints, v.journalStats().checkpoints(), "no checkpoint asked for them");
+                v.sync();
+                assertEquals(0, wb.pendingBlocks());
+                assertEquals(puts, wb.counts()[0] - before[0], "values written, each once");
+            }
+            assertCrashesRecoverAPrefix(rec, options, firstFlush, puts, new Random(SEED));
         }
     }
 

@@ -3,28 +3,32 @@ package dev.ferrite.dir;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * Deletes doomed table blobs off the committing thread: a thread ({@code ferrite-blob-reaper}, started by
- * the first commit that dooms one) that runs {@link TableBlobs}' deletion each time it is woken (a commit
- * doomed blobs, a snapshot closed) and parks between. Freeing a blob's extents and inode takes several
- * namespace transactions; a commit that dooms one now only queues its id (XFS frees unlinked inodes in the
- * background since Linux 5.19 for the same reason). A wake-up while it runs sets {@link #wanted}, so the
- * thread makes another pass before it parks: the park permit alone would not do, as a park inside the
- * deletion (a lock's, a journal wait's) takes it, and the thread then parked with blobs queued until the
- * next wake-up (a test holding the reaper in its hook waited 30 s for a pass that never came).
+ * A background thread of the volume's that runs its task each time it is woken and parks between: started
+ * by the first wake-up, stopped at unmount. The blob reaper ({@code ferrite-blob-reaper}) deletes doomed
+ * table blobs off the committing thread: freeing a blob's extents and inode takes several namespace
+ * transactions, and a commit that dooms one only queues its id (XFS frees unlinked inodes in the
+ * background since Linux 5.19 for the same reason). The value write-back ({@code ferrite-value-writeback})
+ * writes table values left to the log once enough are pending ({@link TableExtentWriteBack}). A wake-up
+ * while the task runs sets {@link #wanted}, so the thread makes another pass before it parks: the park
+ * permit alone would not do, as a park inside the task (a lock's, a journal wait's) takes it, and the
+ * thread then parked with work queued until the next wake-up (a test holding the reaper in its hook waited
+ * 30 s for a pass that never came).
  */
-final class BlobReaper {
-    private final Runnable reap;
+final class ParkedThread {
+    private final String name;
+    private final Runnable task;
     /** Set once, under this monitor; read without it on the commit path. */
     private volatile Thread thread;
     private volatile boolean stopping;
     /** A wake-up came since the current pass began: another pass before parking. */
     private volatile boolean wanted;
 
-    BlobReaper(Runnable reap) {
-        this.reap = reap;
+    ParkedThread(String name, Runnable task) {
+        this.name = name;
+        this.task = task;
     }
 
-    /** There may be blobs to delete: starts the thread the first time, else unparks it. */
+    /** There may be work: starts the thread the first time, else unparks it. */
     void wake() {
         wanted = true; // before the unpark: a thread that finds it clear after its pass has seen the work
         Thread t = thread;
@@ -34,7 +38,7 @@ final class BlobReaper {
         }
         synchronized (this) {
             if (thread == null && !stopping) {
-                thread = t = new Thread(this::run, "ferrite-blob-reaper");
+                thread = t = new Thread(this::run, name);
                 t.setDaemon(true);
                 t.start();
             } else if (thread != null) {
@@ -46,14 +50,14 @@ final class BlobReaper {
     private void run() {
         while (!stopping) {
             wanted = false; // before the pass: what was queued before a wake-up that clears it is seen by it
-            reap.run();
+            task.run();
             while (!stopping && !wanted) {
                 LockSupport.park(this);
             }
         }
     }
 
-    /** Whether the reaper is stopping: its deletion gives up between blobs. */
+    /** Whether the thread is stopping: its task gives up between its steps (the reaper's between blobs). */
     boolean stopping() {
         return stopping;
     }
