@@ -258,9 +258,10 @@ final class TableExtentWriteBack implements DeferredData {
 
     /**
      * The background write, on its own thread: the values pending when it looks, a slice of at most
-     * {@value #STAGING_BLOCKS} blocks at a time, each under {@link #writing}, so that the log's own write
-     * before a checkpoint waits for one slice at most; values another write took meanwhile are passed over.
-     * A device error leaves the values pending, for the log's write to meet and report.
+     * {@value #STAGING_BLOCKS} blocks at a time, each under {@link #writing}; values another write took
+     * meanwhile (the log's before a checkpoint, which writes every value registered before it, whichever
+     * thread gets there first) are passed over. A device error leaves the values pending, for the log's
+     * write to meet and report.
      */
     private void writeBehind() {
         behindAsked = false; // before the look: a put past the mark after it asks again
