@@ -87,17 +87,18 @@ final class FreeSpace {
     /** Under the AGF: what the last {@link #releaseData} made busy. */
     private BusyExtents.Entry freed;
     /**
-     * Under the AGF: what {@link #findUsableAnywhere} learned. Every free extent whose key (length, start)
-     * lies in [({@code skipMin}, 0), ({@code skipToLength}, {@code skipToStart})) has fewer than {@code
-     * skipMin} blocks that are not busy at either end, as it had when the busy list's {@link
-     * BusyExtents#sweeps} was {@code skipSweeps}; {@code skipMin} 0: nothing learned. Inside a journal group
-     * of overwrites those are the group's own frees, busy to its end, and the search for each allocation
-     * met every one of them again (a third of a 16 KiB batch's samples): it starts past them instead. Kept
-     * true by every entry made ({@link #noteFree}: one that is usable shortens the range), and dropped once a
-     * sweep may have made some usable; an allocation that finds nothing past them searches from the start.
+     * Under the AGF: what {@link #findUsableAnywhere} learned (a free list's refill, an allocation inside a
+     * journal group). Inside a group of overwrites the extents passed are the group's own frees, busy to its
+     * end, and the search for each allocation met every one of them again (a third of a 16 KiB batch's
+     * samples): it starts past them instead.
      */
-    private int skipMin, skipToLength, skipToStart;
-    private long skipSweeps;
+    private final Passed passedAnywhere = new Passed();
+    /**
+     * Under the AGF: what {@link #allocBlocks}' look at a few extents learned ({@link #findUsableNoting}),
+     * apart from {@link #passedAnywhere}: the two look for runs of different lengths (a value's blocks, a
+     * free list's one), and each would make the other start from the first extent again.
+     */
+    private final Passed passedAlloc = new Passed();
     /** Under the AGF: free extents {@link #findUsableAnywhere} has looked at (for tests: each look is a tree lookup). */
     long anywhereLooks;
     /** Under the AGF: lookups in the tree by length (for tests). */
@@ -376,6 +377,38 @@ final class FreeSpace {
             }
             e = cntFind(txn, extentLength(e), extentStart(e) + 1, BTree.Match.CEILING);
         }
+        return usableInLargest(txn, min, want, skip);
+    }
+
+    /**
+     * {@link #findUsable} for {@link #allocBlocks} of {@code len} blocks from free extent {@code e}: the
+     * smallest of at least {@code len} blocks, or the first past those known to have no such run (when
+     * {@link #skips}); noting the extents it passes as {@link #findUsableAnywhere} does, so that the next
+     * allocation starts past them. Single overwrites of medium values, each a transaction, leave the free
+     * space in holes of the values' length, the recent ones busy: after each sweep every allocation met
+     * the same busy holes before it took the next usable one or fell back on the largest extent (6 lookups
+     * in the tree by length an overwrite of a 16 KiB value, a third of its time).
+     */
+    private long[] findUsableNoting(Txn txn, long e, int len) {
+        long sweeps = busyData.sweeps(); // before the look: a sweep during it may make an extent passed usable
+        for (int i = 0; i < BUSY_CANDIDATES && e >= 0; i++) {
+            long r = usableEnd(e, len, len);
+            if (r >= 0) {
+                if (i > 0) {
+                    passedAlloc.upTo(len, e, sweeps);
+                }
+                return new long[] {e, r};
+            }
+            e = cntFind(txn, extentLength(e), extentStart(e) + 1, BTree.Match.CEILING);
+        }
+        if (e >= 0) {
+            passedAlloc.upTo(len, e, sweeps); // the next one, not looked at: every one before it was
+        }
+        return usableInLargest(txn, len, len, -1);
+    }
+
+    /** {@link #findUsable}'s last resort: up to {@code want} blocks, at least {@code min}, of the largest free extent unless it is {@code skip}. */
+    private long[] usableInLargest(Txn txn, int min, int want, long skip) {
         long largest = largestExtent(txn);
         if (largest == skip) {
             return null;
@@ -397,27 +430,58 @@ final class FreeSpace {
      */
     private long[] findUsableAnywhere(Txn txn, int min, int want) {
         long sweeps = busyData.sweeps(); // before the look: a sweep during it may make an extent passed usable
-        boolean skip = skips(min);
-        long e = skip ? cntFind(txn, skipToLength, skipToStart, BTree.Match.CEILING) : extentAtLeast(txn, min);
+        boolean skip = passedAnywhere.holds(min);
+        long e = skip ? passedAnywhere.next(txn) : extentAtLeast(txn, min);
         for (int i = 0; i < REFILL_CANDIDATES && e >= 0; i++) {
             anywhereLooks++;
             long r = usableEnd(e, min, want);
             if (r >= 0) {
-                skipMin = min; // those passed have no run of min at an end (those skipped none of skipMin <= min)
-                skipToLength = extentLength(e);
-                skipToStart = extentStart(e);
-                skipSweeps = sweeps;
+                passedAnywhere.upTo(min, e, sweeps); // those passed have no run of min at an end (those skipped none of min' <= min)
                 return new long[] {e, r};
             }
             e = cntFind(txn, extentLength(e), extentStart(e) + 1, BTree.Match.CEILING);
         }
-        skipMin = 0;
+        passedAnywhere.min = 0;
         return skip ? findUsableAnywhere(txn, min, want) : null; // a usable extent may have come among those skipped
     }
 
-    /** Whether {@link #findUsableAnywhere} knows of extents to skip in a look for {@code min} blocks. */
-    private boolean skips(int min) {
-        return skipMin > 0 && min >= skipMin && skipSweeps == busyData.sweeps() && below(min, 0, skipToLength, skipToStart);
+    /**
+     * Free extents a search found no run of blocks in that are not busy, at either end, and need not look
+     * at again. Every free extent whose key (length, start) lies in [({@code min}, 0), ({@code toLength},
+     * {@code toStart})) has fewer than {@code min} such blocks at either end, as it had when the busy list's
+     * {@link BusyExtents#sweeps} was {@code sweeps}; {@code min} 0: nothing learned. Kept true by every entry
+     * made ({@link #noteFree}: one that is usable shortens the range), and dropped once a sweep may have
+     * made some usable; a search that finds nothing past them searches from the start. Under the AGF.
+     */
+    private final class Passed {
+        int min, toLength, toStart;
+        long sweeps;
+
+        /** The extents before free extent {@code e} have no run of {@code min} at an end, as at {@code sweeps}. */
+        void upTo(int min, long e, long sweeps) {
+            this.min = min;
+            this.toLength = extentLength(e);
+            this.toStart = extentStart(e);
+            this.sweeps = sweeps;
+        }
+
+        /** Whether it knows of extents to pass in a look for {@code min} blocks. */
+        boolean holds(int min) {
+            return this.min > 0 && min >= this.min && sweeps == busyData.sweeps() && below(min, 0, toLength, toStart);
+        }
+
+        /** The first free extent past those known, or -1. */
+        long next(Txn txn) {
+            return cntFind(txn, toLength, toStart, BTree.Match.CEILING);
+        }
+
+        /** {@link #noteFree} of {@code [s, +len)}: a usable extent entered among those passed ends the range before it. */
+        void entered(int s, int len) {
+            if (min > 0 && !below(len, s, min, 0) && below(len, s, toLength, toStart) && usableEnd(extent(s, len), min, min) >= 0) {
+                toLength = len;
+                toStart = s;
+            }
+        }
     }
 
     /** Whether key (length {@code l1}, start {@code s1}) of the tree by size comes before ({@code l2}, {@code s2}). */
@@ -427,17 +491,16 @@ final class FreeSpace {
 
     /**
      * Free extent {@code [s, +len)} was just entered in the trees (freed, joined to neighbours, or what an
-     * allocation left of one): if it lies among those {@link #findUsableAnywhere} skips and has {@code
-     * skipMin} blocks that are not busy at an end, the skipped range ends before it. Not for a file-data
-     * free ({@link #freeingData}): its blocks are busy, and a neighbour it joins has no such run at its
-     * other end if it was skipped, and is shorter than skipMin or ordered past the range (its join longer
-     * still) if it was not, so the frees of a group shorten nothing.
+     * allocation left of one): if it lies among those a search passes ({@link Passed}) and has {@code
+     * min} blocks that are not busy at an end, the range passed ends before it. Not for a file-data free
+     * ({@link #freeingData}): its blocks are busy, and a neighbour it joins has no such run at its other
+     * end if it was passed, and is shorter than min or ordered past the range (its join longer still) if it
+     * was not, so such frees shorten nothing.
      */
     private void noteFree(int s, int len) {
-        if (skipMin > 0 && !freeingData && !below(len, s, skipMin, 0) && below(len, s, skipToLength, skipToStart)
-                && usableEnd(extent(s, len), skipMin, skipMin) >= 0) {
-            skipToLength = len;
-            skipToStart = s;
+        if (!freeingData) {
+            passedAnywhere.entered(s, len);
+            passedAlloc.entered(s, len);
         }
     }
 
@@ -589,21 +652,20 @@ final class FreeSpace {
             return AllocOutcome.NEEDS_REFILL;
         }
         AllocOutcome room = roomFor(len);
-        long e;
-        if (room == AllocOutcome.NO_SPACE || (e = extentAtLeast(txn, len)) < 0) {
+        // past the extents a look found busy, where it knows of them: the few findUsable looks at first are those
+        long[] at = room == AllocOutcome.DONE && passedAlloc.holds(len) ? findUsableNoting(txn, passedAlloc.next(txn), len) : null;
+        long e = at != null || room == AllocOutcome.NO_SPACE ? -1 : extentAtLeast(txn, len);
+        if (at == null && e < 0) {
             // no free extent holds them, but a drain of the pending frees may make one
             AllocOutcome r = room != AllocOutcome.NO_SPACE && pendingBlocks > 0 ? AllocOutcome.BUSY : AllocOutcome.NO_SPACE;
             txn.release(agf);
             return r;
         }
         boolean anywhere = room == AllocOutcome.DONE && (wide || cache.journal().holdsGroup());
-        // past the extents a look found busy, where it knows of them: the few findUsable looks at first are those
-        boolean skipped = anywhere && skips(len);
-        long[] at = skipped ? findUsableAnywhere(txn, len, len) : null;
         if (at == null && room == AllocOutcome.DONE) {
-            at = findUsable(txn, e, len, len, -1); // from that extent on: searched once
+            at = findUsableNoting(txn, e, len); // from that extent on: searched once
         }
-        if (at == null && anywhere && !skipped) {
+        if (at == null && anywhere) {
             at = findUsableAnywhere(txn, len, len);
         }
         if (at == null) {
