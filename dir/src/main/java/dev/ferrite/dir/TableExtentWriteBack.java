@@ -349,7 +349,8 @@ final class TableExtentWriteBack implements DeferredData {
     /**
      * Fills {@link #batch} with the writes of values {@code taken[i, j)} (sorted by block, at most
      * {@link #STAGING_BLOCKS} blocks in all): a stretch of values adjacent on the device whose frames lie
-     * side by side in the slab, {@link #DIRECT_BLOCKS} blocks or more of them, is written from its frames;
+     * side by side in the slab, {@link #DIRECT_BLOCKS} blocks or more of them or with no other value next to
+     * it on the device ({@link #alone}), is written from its frames;
      * the others are copied into {@link #staging} and written in runs of adjacent blocks from there, so that
      * values in scattered frames still take one write a run. {@link #writing} held. Returns the blocks copied.
      */
@@ -366,7 +367,7 @@ final class TableExtentWriteBack implements DeferredData {
             while (first >= 0 && e < j && taken[e].x.block() == x.block() + n && cached.follows(first, n, firstFrames[e - i])) {
                 n += taken[e++].x.blocks(blockSize);
             }
-            if (first >= 0 && n >= DIRECT_BLOCKS) {
+            if (first >= 0 && (n >= DIRECT_BLOCKS || alone(taken, i, j, m, e, n))) {
                 if (runStart >= 0) {
                     batch.write(runStart, staging.asSlice((long) runAt * blockSize, (runEnd - runStart) * blockSize));
                     runStart = -1;
@@ -399,6 +400,18 @@ final class TableExtentWriteBack implements DeferredData {
             batch.write(runStart, staging.asSlice((long) runAt * blockSize, (runEnd - runStart) * blockSize));
         }
         return copied;
+    }
+
+    /**
+     * Whether values {@code taken[m, e)}, {@code n} blocks adjacent on the device, have no neighbour on the
+     * device among {@code taken[i, j)}: copied into the staging buffer they would make a write of their own
+     * all the same, so the copy would gain nothing. Overwrites scatter their values (each fills a hole a
+     * value freed), and the write-back of 16 KiB overwrites copied all of them, a write each.
+     */
+    private boolean alone(Deferred[] taken, int i, int j, int m, int e, int n) {
+        long start = taken[m].x.block();
+        return (m == i || taken[m - 1].x.block() + taken[m - 1].x.blocks(blockSize) != start)
+                && (e == j || taken[e].x.block() != start + n);
     }
 
     /** Blocks pinned for values whose write is pending, for tests. */

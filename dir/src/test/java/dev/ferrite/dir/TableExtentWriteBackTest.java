@@ -186,6 +186,49 @@ class TableExtentWriteBackTest {
     }
 
     /**
+     * Values that each fill a hole between values kept (as overwrites fill the holes of the values they
+     * replaced), none next to another on the device: each is written from its frames, a write of its own,
+     * with nothing copied into the staging buffer (a copy would have made the same writes); every value
+     * reads back exact from the device after a remount.
+     */
+    @Test
+    void valuesAloneOnTheDeviceAreWrittenFromTheirFrames() {
+        MemoryDevice dev = VolumeFixtures.formatted();
+        int holes = 12;
+        try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            t.withDurability(Durability.NONE);
+            for (int i = 0; i < 2 * holes + 1; i++) {
+                t.put(b("old" + i), value(100 + i));
+            }
+            v.sync();
+            for (int i = 1; i < 2 * holes; i += 2) {
+                assertTrue(t.delete(b("old" + i))); // holes of a value's length between those kept
+            }
+            v.sync();
+            v.sync(); // the frees durable: the holes usable
+            TableExtentWriteBack wb = v.tables().extents.writeBack;
+            long[] before = wb.counts();
+            for (int i = 0; i < holes; i++) {
+                t.put(b("k" + i), value(i)); // each takes a hole: the smallest free extent that holds it
+            }
+            v.sync();
+            long[] after = wb.counts();
+            assertEquals(holes, after[0] - before[0], "values written");
+            assertEquals(holes, after[1] - before[1], "writes: one a value, none next to another");
+            assertEquals(0, after[2] - before[2], "blocks copied into the staging buffer");
+        }
+        try (Volume v = Volume.open(dev, VolumeFixtures.OPTIONS); Table t = v.tables().open("t")) {
+            for (int i = 0; i < holes; i++) {
+                assertArrayEquals(value(i), t.get(b("k" + i)), "k" + i + " read from the device");
+            }
+            for (int i = 0; i < 2 * holes + 1; i += 2) {
+                assertArrayEquals(value(100 + i), t.get(b("old" + i)), "old" + i);
+            }
+            assertTrue(v.namespace().check().clean());
+        }
+    }
+
+    /**
      * A value deleted while its write is pending: the write still lands (before the delete is durable, so
      * before its blocks can be taken again), its frames go, and a value that takes the blocks afterwards
      * reads back exact from the device after a remount.
