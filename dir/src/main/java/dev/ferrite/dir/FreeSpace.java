@@ -383,7 +383,7 @@ final class FreeSpace {
     /**
      * {@link #findUsable} for {@link #allocBlocks} of {@code len} blocks from free extent {@code e}: the
      * smallest of at least {@code len} blocks, or the first past those known to have no such run (when
-     * {@link #skips}); noting the extents it passes as {@link #findUsableAnywhere} does, so that the next
+     * {@link #passedAlloc} holds); noting the extents it passes as {@link #findUsableAnywhere} does, so that the next
      * allocation starts past them. Single overwrites of medium values, each a transaction, leave the free
      * space in holes of the values' length, the recent ones busy: after each sweep every allocation met
      * the same busy holes before it took the next usable one or fell back on the largest extent (6 lookups
@@ -441,7 +441,7 @@ final class FreeSpace {
             }
             e = cntFind(txn, extentLength(e), extentStart(e) + 1, BTree.Match.CEILING);
         }
-        passedAnywhere.min = 0;
+        passedAnywhere.forget();
         return skip ? findUsableAnywhere(txn, min, want) : null; // a usable extent may have come among those skipped
     }
 
@@ -463,6 +463,10 @@ final class FreeSpace {
             this.toLength = extentLength(e);
             this.toStart = extentStart(e);
             this.sweeps = sweeps;
+        }
+
+        void forget() {
+            min = 0;
         }
 
         /** Whether it knows of extents to pass in a look for {@code min} blocks. */
