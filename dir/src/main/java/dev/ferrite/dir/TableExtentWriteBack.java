@@ -100,6 +100,8 @@ final class TableExtentWriteBack implements DeferredData {
      * blocks of them copied into the staging buffer first, for tests.
      */
     private long written, runs, copied;
+    /** Of {@link #written}, the values the background thread wrote and those puts at the budget wrote. */
+    private long writtenBehind, writtenAtBudget;
     /**
      * Pending blocks from which the background write starts: a quarter of {@link #budgetBlocks}, but two
      * staging buffers' worth at least, so that it writes runs, not value by value (past the budget, never:
@@ -142,7 +144,11 @@ final class TableExtentWriteBack implements DeferredData {
         }
         writing.lock();
         try {
-            wroteAhead |= writePending(); // this thread writes the values pending, in runs, for room
+            int wrote = writePending(); // this thread writes the values pending, in runs, for room
+            wroteAhead |= wrote > 0;
+            synchronized (this) {
+                writtenAtBudget += wrote;
+            }
         } finally {
             writing.unlock();
         }
@@ -238,7 +244,7 @@ final class TableExtentWriteBack implements DeferredData {
     public boolean writeDeferred() {
         writing.lock();
         try {
-            boolean wrote = writePending() | wroteAhead;
+            boolean wrote = writePending() > 0 | wroteAhead;
             wroteAhead = false;
             return wrote;
         } finally {
@@ -246,14 +252,14 @@ final class TableExtentWriteBack implements DeferredData {
         }
     }
 
-    /** {@link #writeDeferred}'s writes, {@link #writing} held; true if there were any. */
-    private boolean writePending() {
+    /** {@link #writeDeferred}'s writes, {@link #writing} held; how many values it wrote. */
+    private int writePending() {
         Deferred[] taken = taken();
         for (int i = 0, j; i < taken.length; i = j) {
             j = sliceEnd(taken, i);
             writeSlice(taken, i, j);
         }
-        return taken.length > 0;
+        return taken.length;
     }
 
     /**
@@ -275,6 +281,9 @@ final class TableExtentWriteBack implements DeferredData {
                     if (live.length > 0) {
                         writeSlice(live, 0, live.length);
                         wroteAhead = true;
+                        synchronized (this) {
+                            writtenBehind += live.length;
+                        }
                     }
                 } finally {
                     writing.unlock();
@@ -417,6 +426,11 @@ final class TableExtentWriteBack implements DeferredData {
     /** Blocks pinned for values whose write is pending, for tests. */
     synchronized long pendingBlocks() {
         return pendingBlocks;
+    }
+
+    /** The counts since mount. */
+    synchronized ValueWriteStats stats() {
+        return new ValueWriteStats(written, writtenBehind, writtenAtBudget, runs, copied);
     }
 
     /** {@link #written}, {@link #runs} and {@link #copied}, for tests. */

@@ -543,6 +543,17 @@ public final class Volume implements AutoCloseable {
         return new StripeStats(keys[0], keys[1], names[0], names[1]);
     }
 
+    /**
+     * The device writes of table values kept in extents since mount: how many, by whom, in how many
+     * writes, and the blocks copied for them ({@link ValueWriteStats}).
+     *
+     * @throws VolumeShutdownException if the volume is closed
+     */
+    public ValueWriteStats valueWriteStats() {
+        requireOpen();
+        return tables.extents.writeBack.stats();
+    }
+
     /** Journal and cache state in one line, for diagnosing a stall. */
     String diagnostics() {
         return journal.diagnostics() + "; " + cache.stats();

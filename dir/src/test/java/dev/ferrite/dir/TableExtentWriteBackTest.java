@@ -139,6 +139,8 @@ class TableExtentWriteBackTest {
                     Thread.sleep(1);
                 }
                 assertTrue(wb.counts()[0] - before[0] >= 127, (wb.counts()[0] - before[0]) + " values written in the background");
+                assertTrue(v.valueWriteStats().inBackground() >= 127, "the volume's count of them: " + v.valueWriteStats());
+                assertEquals(0, v.valueWriteStats().atBudget(), "none by puts at the budget (" + wb.budgetBlocks + " blocks)");
                 assertEquals(checkpoints, v.journalStats().checkpoints(), "no checkpoint asked for them");
                 v.sync();
                 assertEquals(0, wb.pendingBlocks());
@@ -290,6 +292,7 @@ class TableExtentWriteBackTest {
             }
             v.sync();
             assertEquals(20, wb.counts()[0], "values written, the last 4 by the log");
+            assertEquals(new ValueWriteStats(20, 0, 16, 5, wb.counts()[2]), v.valueWriteStats(), "the counts the volume reports");
         }
         try (Volume v = Volume.open(dev, options); Table t = v.tables().open("t")) {
             for (int i = 0; i < 20; i++) {
