@@ -14,10 +14,9 @@ import dev.ferrite.journal.internal.Journal;
 final class AsyncCommits {
     private final Supplier<Journal> journal;
     private final long delayNanos;
-    private Thread thread; // guarded by this
+    private final VolumeThread thread = new VolumeThread("ferrite-table-sync", this::run);
     /** Highest commit sequence an ASYNC commit asked to make durable. */
     private volatile long target = -1;
-    private volatile boolean stopping;
     /** The thread is parked with nothing to force: a new target must wake it. */
     private volatile boolean idle;
 
@@ -35,23 +34,21 @@ final class AsyncCommits {
             if (seq > target) {
                 target = seq;
             }
-            if (thread == null && !stopping) {
-                thread = new Thread(this::run, "ferrite-table-sync");
-                thread.setDaemon(true);
-                thread.start();
-            } else if (idle) {
-                LockSupport.unpark(thread);
-            }
+        }
+        // after the target: a thread that set idle reads the target again before it parks
+        Thread t = thread.started();
+        if (t != null && idle) {
+            LockSupport.unpark(t);
         }
     }
 
     private void run() {
         Journal j = journal.get();
-        while (!stopping) {
+        while (!thread.stopping()) {
             long t = target;
             if (j.durableSeq() >= t) {
                 idle = true; // then the target read again: a commit raising it after this sees the flag
-                if (j.durableSeq() >= target && !stopping) {
+                if (j.durableSeq() >= target && !thread.stopping()) {
                     LockSupport.park(this);
                 }
                 idle = false;
@@ -68,11 +65,6 @@ final class AsyncCommits {
 
     /** Stops the thread (unmount, before the journal closes, which makes everything durable). */
     void stop() {
-        Thread t;
-        synchronized (this) {
-            stopping = true;
-            t = thread;
-        }
-        Threads.unparkAndJoin(t);
+        thread.stop();
     }
 }

@@ -15,43 +15,30 @@ import java.util.concurrent.locks.LockSupport;
  * 30 s for a pass that never came).
  */
 final class ParkedThread {
-    private final String name;
     private final Runnable task;
-    /** Set once, under this monitor; read without it on the commit path. */
-    private volatile Thread thread;
-    private volatile boolean stopping;
+    private final VolumeThread thread;
     /** A wake-up came since the current pass began: another pass before parking. */
     private volatile boolean wanted;
 
     ParkedThread(String name, Runnable task) {
-        this.name = name;
         this.task = task;
+        this.thread = new VolumeThread(name, this::run);
     }
 
     /** There may be work: starts the thread the first time, else unparks it. */
     void wake() {
         wanted = true; // before the unpark: a thread that finds it clear after its pass has seen the work
-        Thread t = thread;
+        Thread t = thread.started();
         if (t != null) {
             LockSupport.unpark(t);
-            return;
-        }
-        synchronized (this) {
-            if (thread == null && !stopping) {
-                thread = t = new Thread(this::run, name);
-                t.setDaemon(true);
-                t.start();
-            } else if (thread != null) {
-                LockSupport.unpark(thread);
-            }
         }
     }
 
     private void run() {
-        while (!stopping) {
+        while (!thread.stopping()) {
             wanted = false; // before the pass: what was queued before a wake-up that clears it is seen by it
             task.run();
-            while (!stopping && !wanted) {
+            while (!thread.stopping() && !wanted) {
                 LockSupport.park(this);
             }
         }
@@ -59,16 +46,11 @@ final class ParkedThread {
 
     /** Whether the thread is stopping: its task gives up between its steps (the reaper's between blobs). */
     boolean stopping() {
-        return stopping;
+        return thread.stopping();
     }
 
     /** Stops the thread and waits for it (unmount, before the journal closes). */
     void stop() {
-        Thread t;
-        synchronized (this) {
-            stopping = true;
-            t = thread;
-        }
-        Threads.unparkAndJoin(t);
+        thread.stop();
     }
 }

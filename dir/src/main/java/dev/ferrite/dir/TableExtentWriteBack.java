@@ -257,7 +257,7 @@ final class TableExtentWriteBack implements DeferredData {
         Deferred[] taken = taken();
         for (int i = 0, j; i < taken.length; i = j) {
             j = sliceEnd(taken, i);
-            writeSlice(taken, i, j);
+            writeSlice(taken, i, j, false);
         }
         return taken.length;
     }
@@ -279,11 +279,8 @@ final class TableExtentWriteBack implements DeferredData {
                 try {
                     Deferred[] live = stillPending(taken, i, j);
                     if (live.length > 0) {
-                        writeSlice(live, 0, live.length);
+                        writeSlice(live, 0, live.length, true);
                         wroteAhead = true;
-                        synchronized (this) {
-                            writtenBehind += live.length;
-                        }
                     }
                 } finally {
                     writing.unlock();
@@ -325,8 +322,11 @@ final class TableExtentWriteBack implements DeferredData {
         return Arrays.copyOf(live, n);
     }
 
-    /** Writes values {@code taken[i, j)} (one slice) in runs, then takes them off the pending list; {@link #writing} held. */
-    private void writeSlice(Deferred[] taken, int i, int j) {
+    /**
+     * Writes values {@code taken[i, j)} (one slice) in runs, then takes them off the pending list;
+     * {@link #writing} held; {@code behind}: for the background write.
+     */
+    private void writeSlice(Deferred[] taken, int i, int j, boolean behind) {
         int copies = stage(taken, i, j);
         if (batch.size() == 1) {
             device.write(batch.block(0), batch.buffer(0)); // a plain pwrite: the cheapest at depth 1
@@ -342,6 +342,9 @@ final class TableExtentWriteBack implements DeferredData {
                 }
             }
             written += j - i;
+            if (behind) {
+                writtenBehind += j - i;
+            }
             runs += batch.size();
             copied += copies;
         }
