@@ -533,6 +533,11 @@ final class PageCache implements AutoCloseable {
         return pinned[f];
     }
 
+    /** Whether frame {@code f} holds page {@code page} of {@code p} (the caller holds {@code p}'s lock). */
+    boolean holds(FilePages p, int f, long page) {
+        return owner[f] == p && block[f] == page;
+    }
+
     /** Lets {@code f} be evicted again (the caller holds its owner's lock). */
     void unpin(int f) {
         pinned[f] = false;

@@ -62,6 +62,11 @@ final class TableExtentCache {
         return stripes[stripeOf(x)];
     }
 
+    /** {@link #fillPinned}: cached in frames that do not lie in order in the slab. */
+    static final int SCATTERED = -1;
+    /** {@link #fillPinned}: not cached, a frame was not to be had. */
+    static final int NO_FRAMES = -2;
+
     private static int stripeOf(TableValueFormat.Extent x) {
         return (int) ((x.block() * 0x9E37_79B9_7F4A_7C15L) >>> 58);
     }
@@ -319,9 +324,11 @@ final class TableExtentCache {
     /**
      * Caches value {@code x} from {@code value}, its bytes (zeros after them to its last block's end), its
      * frames {@linkplain PageCache#pin pinned} until {@link #written}: its device write comes later
-     * ({@link TableExtentWriteBack}). False, caching none of it, if a frame is not to be had.
+     * ({@link TableExtentWriteBack}). Returns the first frame if they lie in order side by side in the slab
+     * (as {@link #framesInOrder} would answer, which pinned frames keep answering until written),
+     * {@link #SCATTERED} if they do not, or {@link #NO_FRAMES}, caching none of it, if a frame is not to be had.
      */
-    boolean fillPinned(TableValueFormat.Extent x, MemorySegment value) {
+    int fillPinned(TableValueFormat.Extent x, MemorySegment value) {
         FilePages p = stripe(x);
         long tag = tag(x), length = value.byteSize();
         int n = x.blocks(blockSize);
@@ -334,8 +341,9 @@ final class TableExtentCache {
                 for (int i = 0; i < n; i++) {
                     pages.pin(run + i);
                 }
-                return true;
+                return run;
             }
+            int first = SCATTERED;
             for (int i = 0; i < n; i++) {
                 long page = page(x, i);
                 int f = mapped(p, page, p.get(page));
@@ -343,7 +351,7 @@ final class TableExtentCache {
                     for (int j = 0; j < i; j++) {
                         pages.drop(p, p.get(page(x, j)));
                     }
-                    return false;
+                    return NO_FRAMES;
                 }
                 long from = (long) i * blockSize, bytes = Math.min(blockSize, length - from);
                 MemorySegment.copy(value, from, pages.slab(f), pages.offset(f), bytes);
@@ -352,8 +360,9 @@ final class TableExtentCache {
                 }
                 tags[f] = tag;
                 pages.pin(f);
+                first = i == 0 ? f : follows(first, i, f) ? first : SCATTERED;
             }
-            return true;
+            return first;
         } finally {
             p.lock.unlock();
         }
@@ -399,7 +408,7 @@ final class TableExtentCache {
 
     /** Whether frame {@code g} lies {@code blocks} blocks after frame {@code f} in the same slab. */
     boolean follows(int f, int blocks, int g) {
-        return g >= 0 && pages.slab(g) == pages.slab(f) && pages.offset(g) == pages.offset(f) + (long) blocks * blockSize;
+        return f >= 0 && g >= 0 && pages.slab(g) == pages.slab(f) && pages.offset(g) == pages.offset(f) + (long) blocks * blockSize;
     }
 
     /** {@code blocks} blocks of the slab from frame {@code f} on, which hold pinned values: for their device write. */
@@ -410,9 +419,11 @@ final class TableExtentCache {
     /**
      * Value {@code x} is on the device: its frames unpinned, or dropped if {@code drop} (its blocks were
      * freed), as {@link #drop} drops them: no other value starts at its block before its free is durable,
-     * which comes after this write, so every page there is its own.
+     * which comes after this write, so every page there is its own. {@code first}: its first frame if its
+     * frames lie in order ({@link #fillPinned}'s answer), which spares a lookup of each; else
+     * {@link #SCATTERED}.
      */
-    void written(TableValueFormat.Extent x, boolean drop) {
+    void written(TableValueFormat.Extent x, boolean drop, int first) {
         if (drop) {
             drop(x);
             return;
@@ -422,7 +433,8 @@ final class TableExtentCache {
         p.lock.lock();
         try {
             for (int i = 0, n = x.blocks(blockSize), f; i < n; i++) {
-                if ((f = frame(p, x, tag, i)) >= 0) {
+                // a frame no longer x's page (its write cancelled, the frame taken since) is left as it is
+                if (first >= 0 ? pages.holds(p, f = first + i, page(x, i)) && tags[f] == tag : (f = frame(p, x, tag, i)) >= 0) {
                     pages.unpin(f);
                 }
             }

@@ -4,7 +4,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 import java.util.Comparator;
-import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.concurrent.locks.ReentrantLock;
 
 import dev.ferrite.io.BlockDevice;
@@ -56,13 +56,20 @@ final class TableExtentWriteBack implements DeferredData {
      */
     static final int DIRECT_BLOCKS = 16;
 
-    /** A value registered: written by the next {@link #writeDeferred}; its frames dropped after it if {@code freed}. */
+    /**
+     * A value registered: written by the next {@link #writeDeferred}; its frames dropped after it if
+     * {@code freed}. {@code firstFrame}: the first of its pinned frames if they lie in order in the slab,
+     * else {@link TableExtentCache#SCATTERED}, as {@link TableExtentCache#fillPinned} found them (pinned,
+     * they stay there until written: the write needs no lookup of them).
+     */
     private static final class Deferred {
         final TableValueFormat.Extent x;
+        final int firstFrame;
         boolean freed;
 
-        Deferred(TableValueFormat.Extent x) {
+        Deferred(TableValueFormat.Extent x, int firstFrame) {
             this.x = x;
+            this.firstFrame = firstFrame;
         }
     }
 
@@ -71,8 +78,11 @@ final class TableExtentWriteBack implements DeferredData {
     private final int blockSize;
     /** Most blocks pinned for pending values: a quarter of the data cache's frames. */
     final long budgetBlocks;
-    /** Registered values, by first block, until written (or {@link #cancel}ed). */
-    private final HashMap<Long, Deferred> pending = new HashMap<>();
+    /**
+     * Registered values, by first block, until written (or {@link #cancel}ed). Linked: {@link #taken} walks
+     * the values, not a table sized for the most ever pending (16,384 of them after a bulk load).
+     */
+    private final LinkedHashMap<Long, Deferred> pending = new LinkedHashMap<>();
     /**
      * Blocks counted for registered values and room reserved for them: changed under this object's lock,
      * read without it by {@link #freed} (volatile), which needs no lock when it is 0.
@@ -93,8 +103,6 @@ final class TableExtentWriteBack implements DeferredData {
     private final IoBatch batch = new IoBatch(STAGING_BLOCKS);
     /** Whether each value of the run just written was freed meanwhile (its frames then dropped); {@link #writing}'s. */
     private final boolean[] drops = new boolean[STAGING_BLOCKS];
-    /** Each value's first frame if its frames lie in order in the slab, else -1, for {@link #stage}; {@link #writing}'s. */
-    private final int[] firstFrames = new int[STAGING_BLOCKS];
     /**
      * Values written (by the log, or by puts at the budget), the device writes that wrote them and the
      * blocks of them copied into the staging buffer first, for tests.
@@ -165,12 +173,14 @@ final class TableExtentWriteBack implements DeferredData {
      * given back, if the cache has no frames for it: the caller writes it itself.
      */
     boolean deferReserved(TableValueFormat.Extent x, MemorySegment value) {
-        if (!cached.fillPinned(x, value)) {
+        int first = cached.fillPinned(x, value);
+        if (first == TableExtentCache.NO_FRAMES) {
             unreserve(x.blocks(blockSize));
             return false;
         }
+        Deferred d = new Deferred(x, first);
         synchronized (this) {
-            pending.put(x.block(), new Deferred(x));
+            pending.put(x.block(), d);
         }
         return true;
     }
@@ -349,7 +359,7 @@ final class TableExtentWriteBack implements DeferredData {
             copied += copies;
         }
         for (int m = i; m < j; m++) {
-            cached.written(taken[m].x, drops[m - i]);
+            cached.written(taken[m].x, drops[m - i], taken[m].firstFrame);
         }
     }
 
@@ -367,16 +377,13 @@ final class TableExtentWriteBack implements DeferredData {
      * values in scattered frames still take one write a run. {@link #writing} held. Returns the blocks copied.
      */
     private int stage(Deferred[] taken, int i, int j) {
-        for (int m = i; m < j; m++) {
-            firstFrames[m - i] = cached.framesInOrder(taken[m].x);
-        }
         batch.clear();
         int used = 0, runAt = 0, copied = 0;
         long runStart = -1, runEnd = -1; // the staging run open, if runStart >= 0
         for (int m = i; m < j; ) {
             TableValueFormat.Extent x = taken[m].x;
-            int e = m + 1, n = x.blocks(blockSize), first = firstFrames[m - i];
-            while (first >= 0 && e < j && taken[e].x.block() == x.block() + n && cached.follows(first, n, firstFrames[e - i])) {
+            int e = m + 1, n = x.blocks(blockSize), first = taken[m].firstFrame;
+            while (first >= 0 && e < j && taken[e].x.block() == x.block() + n && cached.follows(first, n, taken[e].firstFrame)) {
                 n += taken[e++].x.blocks(blockSize);
             }
             if (first >= 0 && (n >= DIRECT_BLOCKS || alone(taken, i, j, m, e, n))) {

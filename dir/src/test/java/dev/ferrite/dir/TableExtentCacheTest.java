@@ -66,13 +66,22 @@ class TableExtentCacheTest {
     void aValueCachedInFramesSideBySideIsCopiedAndLentInOnePiece() {
         byte[] v = random(3 * BS + 10);
         TableValueFormat.Extent x = new TableValueFormat.Extent(100, v.length, 7);
-        assertTrue(cache.fillPinned(x, MemorySegment.ofArray(v)));
-        assertTrue(cache.framesInOrder(x) >= 0, "its four frames side by side");
+        int first = cache.fillPinned(x, MemorySegment.ofArray(v));
+        assertTrue(first >= 0, "its four frames side by side");
+        assertEquals(first, cache.framesInOrder(x));
         List<Long> sizes = new ArrayList<>();
         assertArrayEquals(v, lent(cache, x, sizes));
         assertEquals(List.of((long) v.length), sizes, "one piece");
         assertArrayEquals(slice(v, BS - 5, 2 * BS + 3), copied(cache, x, 4, BS - 5, 2 * BS + 3));
-        cache.written(x, true);
+        for (int i = 0; i < 4; i++) {
+            assertTrue(pages.isPinned(first + i), "pinned until written");
+        }
+        cache.written(x, false, first);
+        for (int i = 0; i < 4; i++) {
+            assertFalse(pages.isPinned(first + i), "unpinned once written");
+        }
+        assertEquals(4, cache.cachedBlocks(), "still cached once written");
+        cache.drop(x);
         assertEquals(0, cache.cachedBlocks());
 
         byte[] blocks = Arrays.copyOf(random(2 * BS - 1), 2 * BS); // as read from the device
@@ -130,8 +139,11 @@ class TableExtentCacheTest {
         }
         byte[] v = random(3 * BS + 100);
         TableValueFormat.Extent x = new TableValueFormat.Extent(300, v.length, 11);
-        assertTrue(cache.fillPinned(x, MemorySegment.ofArray(v)));
-        assertEquals(-1, cache.framesInOrder(x), "scattered frames");
+        assertEquals(TableExtentCache.SCATTERED, cache.fillPinned(x, MemorySegment.ofArray(v)), "scattered frames");
+        assertEquals(-1, cache.framesInOrder(x));
+        for (int f = 0; f < 8; f += 2) {
+            assertTrue(pages.isPinned(f), "frame " + f + " pinned until written");
+        }
         List<Long> sizes = new ArrayList<>();
         assertArrayEquals(v, lent(cache, x, sizes));
         assertEquals(List.of((long) BS, (long) BS, (long) BS, 100L), sizes, "a piece a block");
@@ -141,5 +153,48 @@ class TableExtentCacheTest {
         assertArrayEquals(v, slice(staged, 0, v.length));
         assertEquals(-1, MemorySegment.ofArray(staged).asSlice(v.length).mismatch(MemorySegment.ofArray(new byte[4 * BS - v.length])),
                 "zeros after the value to its last block's end");
+        cache.written(x, false, TableExtentCache.SCATTERED);
+        for (int f = 0; f < 8; f += 2) {
+            assertFalse(pages.isPinned(f), "frame " + f + " unpinned once written");
+        }
+    }
+
+    /** Pinned frames are not to be taken: a value that finds no frame left is not cached at all, none of its blocks. */
+    @Test
+    void aValueThatFindsEveryFramePinnedIsNotCached() {
+        int pinned = 0;
+        for (long block = 1000; ; block += 4) {
+            TableValueFormat.Extent x = new TableValueFormat.Extent(block, 4 * BS, (int) block);
+            int first = cache.fillPinned(x, MemorySegment.ofArray(random(4 * BS)));
+            if (first == TableExtentCache.NO_FRAMES) {
+                break;
+            }
+            assertEquals(first, cache.framesInOrder(x), "what the fill answered is where its frames lie");
+            pinned += 4;
+            assertTrue(pinned <= PageCache.MIN_FRAMES, "more frames pinned than the cache has");
+        }
+        assertEquals(pinned, cache.cachedBlocks(), "the value that found no frame left none of its blocks");
+        TableValueFormat.Extent last = new TableValueFormat.Extent(1, BS, 3);
+        assertEquals(TableExtentCache.NO_FRAMES, cache.fillPinned(last, MemorySegment.ofArray(random(BS))), "no frame for one block either");
+    }
+
+    /**
+     * A value's write that outlived its frames (cancelled: dropped, and the run taken by another value
+     * since, with the same length and checksum) unpins none of the other value's frames: they hold its
+     * pending write.
+     */
+    @Test
+    void aWriteWhoseFramesWereTakenSinceLeavesTheirNewValuePinned() {
+        byte[] v = random(2 * BS);
+        TableValueFormat.Extent x = new TableValueFormat.Extent(600, v.length, 21);
+        int first = cache.fillPinned(x, MemorySegment.ofArray(v));
+        assertTrue(first >= 0);
+        cache.drop(x);
+        TableValueFormat.Extent y = new TableValueFormat.Extent(700, v.length, 21);
+        assertEquals(first, cache.fillPinned(y, MemorySegment.ofArray(v)), "the run given back is taken again");
+        cache.written(x, false, first);
+        assertTrue(pages.isPinned(first) && pages.isPinned(first + 1), "y's frames stay pinned");
+        cache.written(y, false, first);
+        assertFalse(pages.isPinned(first) || pages.isPinned(first + 1));
     }
 }
