@@ -110,6 +110,8 @@ final class TableExtentWriteBack implements DeferredData {
     private long written, runs, copied;
     /** Of {@link #written}, the values the background thread wrote and those puts at the budget wrote. */
     private long writtenBehind, writtenAtBudget;
+    /** The bytes the writes of {@link #written} wrote, and the time spent in them. */
+    private long bytesWritten, writeNanos;
     /**
      * Pending blocks from which the background write starts: a quarter of {@link #budgetBlocks}, but two
      * staging buffers' worth at least, so that it writes runs, not value by value (past the budget, never:
@@ -338,10 +340,15 @@ final class TableExtentWriteBack implements DeferredData {
      */
     private void writeSlice(Deferred[] taken, int i, int j, boolean behind) {
         int copies = stage(taken, i, j);
+        long began = System.nanoTime();
         if (batch.size() == 1) {
             device.write(batch.block(0), batch.buffer(0)); // a plain pwrite: the cheapest at depth 1
         } else {
             device.submit(batch);
+        }
+        long took = System.nanoTime() - began, bytes = 0;
+        for (int m = 0; m < batch.size(); m++) {
+            bytes += batch.buffer(m).byteSize();
         }
         synchronized (this) { // once a slice, not once a value: the putters registering values take this lock too
             for (int m = i; m < j; m++) {
@@ -357,6 +364,8 @@ final class TableExtentWriteBack implements DeferredData {
             }
             runs += batch.size();
             copied += copies;
+            bytesWritten += bytes;
+            writeNanos += took;
         }
         for (int m = i; m < j; m++) {
             cached.written(taken[m].x, drops[m - i], taken[m].firstFrame);
@@ -440,7 +449,7 @@ final class TableExtentWriteBack implements DeferredData {
 
     /** The counts since mount. */
     synchronized ValueWriteStats stats() {
-        return new ValueWriteStats(written, writtenBehind, writtenAtBudget, runs, copied);
+        return new ValueWriteStats(written, writtenBehind, writtenAtBudget, runs, copied, bytesWritten, writeNanos);
     }
 
     /** {@link #written}, {@link #runs} and {@link #copied}, for tests. */

@@ -545,7 +545,7 @@ public final class Volume implements AutoCloseable {
 
     /**
      * The device writes of table values kept in extents since mount: how many, by whom, in how many
-     * writes, and the blocks copied for them ({@link ValueWriteStats}).
+     * writes of how many bytes taking how long, and the blocks copied for them ({@link ValueWriteStats}).
      *
      * @throws VolumeShutdownException if the volume is closed
      */

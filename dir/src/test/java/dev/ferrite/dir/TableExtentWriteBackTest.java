@@ -292,7 +292,9 @@ class TableExtentWriteBackTest {
             }
             v.sync();
             assertEquals(20, wb.counts()[0], "values written, the last 4 by the log");
-            assertEquals(new ValueWriteStats(20, 0, 16, 5, wb.counts()[2]), v.valueWriteStats(), "the counts the volume reports");
+            ValueWriteStats stats = v.valueWriteStats();
+            assertEquals(new ValueWriteStats(20, 0, 16, 5, wb.counts()[2], 20L * LENGTH, stats.writeNanos()), stats, "the counts the volume reports");
+            assertTrue(stats.writeNanos() > 0, "time spent in the writes: " + stats);
         }
         try (Volume v = Volume.open(dev, options); Table t = v.tables().open("t")) {
             for (int i = 0; i < 20; i++) {

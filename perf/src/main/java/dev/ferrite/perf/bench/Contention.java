@@ -107,17 +107,20 @@ public final class Contention {
      * targets of the run may have threads of their own in this JVM.
      */
     /**
-     * "; table values written 16,384 (in the background 12,160, by puts at the budget 0) in 310 writes, 52
-     * blocks copied": who wrote the values kept in extents, in how many device writes, and what was copied
-     * into the staging buffer for them (see {@link ValueWriteStats}); "" in a phase that wrote none.
+     * "; table values written 16,384 (in the background 12,160, by puts at the budget 0) in 310 writes of
+     * 256.0 MiB at 2,310 MB/s, 52 blocks copied": who wrote the values kept in extents, in how many device
+     * writes, how fast the device took them while they were being written, and what was copied into the
+     * staging buffer for them (see {@link ValueWriteStats}); "" in a phase that wrote none.
      */
     static String values(ValueWriteStats a, ValueWriteStats b) {
         long written = b.written() - a.written();
         if (written == 0) {
             return "";
         }
-        return String.format(Locale.ROOT, "; table values written %,d (in the background %,d, by puts at the budget %,d) in %,d writes, %,d blocks copied",
-                written, b.inBackground() - a.inBackground(), b.atBudget() - a.atBudget(), b.writes() - a.writes(), b.blocksCopied() - a.blocksCopied());
+        long bytes = b.bytes() - a.bytes(), nanos = b.writeNanos() - a.writeNanos();
+        return String.format(Locale.ROOT, "; table values written %,d (in the background %,d, by puts at the budget %,d) in %,d writes of %.1f MiB%s, %,d blocks copied",
+                written, b.inBackground() - a.inBackground(), b.atBudget() - a.atBudget(), b.writes() - a.writes(), bytes / (double) (1 << 20),
+                nanos > 0 ? String.format(Locale.ROOT, " at %,d MB/s", Math.round(bytes * 1e3 / nanos)) : "", b.blocksCopied() - a.blocksCopied());
     }
 
     static String cpu(long before, long after, long ops) {

@@ -44,26 +44,32 @@ class ContentionTest {
     void aPhaseIsTheDifferenceOfTwoSnapshots() {
         Contention.Snapshot a = new Contention.Snapshot(journal(1000, 2, 20, 1, 5, 1, 1_000_000, 0, 0, 3, 10, 1), cache(5, 1, 2, 0),
                 latches(new long[] {1, 0, 0, 0, 0}, new long[] {0, 0, 0, 0, 0}, new long[] {2, 2, 0, 0, 1}, Map.of("FAGI", 1L)),
-                new InodeCacheStats(1000, 10, 7, 0), new StripeStats(4, 1_000_000, 1, 0), new ValueWriteStats(10, 2, 1, 5, 8), Map.of(),
+                new InodeCacheStats(1000, 10, 7, 0), new StripeStats(4, 1_000_000, 1, 0), new ValueWriteStats(10, 2, 1, 5, 8, 40_960, 1_000_000), Map.of(),
                 5_000_000, 1_000_000, 40);
         Contention.Snapshot b = new Contention.Snapshot(journal(41_000, 6, 420, 3, 12, 2, 3_000_000, 2, 4_500_000, 5, 30, 4),
                 cache(105, 3, 9, 1),
                 latches(new long[] {1_501, 2, 0, 1, 0}, new long[] {0, 0, 0, 0, 0}, new long[] {5, 2, 0, 0, 4}, Map.of("FAGI", 1L, "FINO", 2L, "FAGF", 1L)),
-                new InodeCacheStats(1000, 1000, 57, 40), new StripeStats(9, 3_500_000, 1, 0), new ValueWriteStats(1_210, 802, 1, 45, 1_008),
+                new InodeCacheStats(1000, 1000, 57, 40), new StripeStats(9, 3_500_000, 1, 0), new ValueWriteStats(1_210, 802, 1, 45, 1_008, 5_283_840, 3_500_000),
                 Map.of(), 6_250_000, 1_200_000, 92);
         assertEquals("log 400 B/op in 4 checkpoints (100.0 items each), 0.000 transactions/op, 2 forces, 6 log flushes (a checkpoint's write 1,000 µs, its flushes 3,000 µs); grant-head CAS retries 7, waits 2 (4.0 ms), "
                 + "CIL throttles 2 (4.5 ms); AIL pusher wake-ups 2, written home 20 (3 early); "
                 + "cache misses 1.000/op, evictions 4, write-backs 7, dirty waits 1; "
                 + "B-tree restarts 1,503 (leaf 1,500, L1 2, header 1), lost locks 0, waits 6 (leaf 3, other 3 [FINO 2, FAGF 1]); "
                 + "key-stripe waits 5 (2.5 ms), name-stripe waits 0 (0.0 ms); inode-cache misses 0.500/op, evictions 40; "
-                + "table values written 1,200 (in the background 800, by puts at the budget 0) in 40 writes, 1,000 blocks copied; "
+                + "table values written 1,200 (in the background 800, by puts at the budget 0) in 40 writes of 5.0 MiB at 2,097 MB/s, 1,000 blocks copied; "
                 + "JVM CPU 12.5 µs/op (JIT 2.0); minor faults 0.52/op", Contention.between(a, b, 100));
     }
 
     @Test
     void aPhaseThatWroteNoTableValueSaysNothingOfThem() {
-        ValueWriteStats v = new ValueWriteStats(7, 3, 1, 4, 2);
+        ValueWriteStats v = new ValueWriteStats(7, 3, 1, 4, 2, 28_672, 9_000);
         assertEquals("", Contention.values(v, v));
+    }
+
+    @Test
+    void writesTooQuickForTheClockGiveNoRate() {
+        assertEquals("; table values written 1 (in the background 0, by puts at the budget 0) in 1 writes of 0.0 MiB, 0 blocks copied",
+                Contention.values(new ValueWriteStats(0, 0, 0, 0, 0, 0, 0), new ValueWriteStats(1, 0, 0, 1, 0, 4_096, 0)));
     }
 
     @Test
