@@ -951,14 +951,20 @@ public final class BTree {
         logChanged(txn, node, before, BTreeNodeFormat.cellStart(n), (int) n.byteSize());
     }
 
-    /** Logs the runs of chunks of {@code [from, to)} of {@code node} that differ from {@code before}. */
+    /**
+     * Logs the runs of chunks of {@code [from, to)} of {@code node} that differ from {@code before}, or
+     * that lay partly in one of {@code before}'s free gaps: bytes there were not logged as the node had
+     * them, so a rebuild that happens to write the same bytes still logs them.
+     */
     private static void logChanged(Txn txn, Buffer node, MemorySegment before, int from, int to) {
         MemorySegment n = node.data();
         int chunk = (int) n.byteSize() / DirtyMap.CHUNKS;
+        int slotsFrom = BTreeNodeFormat.base(before), slotsTo = BTreeNodeFormat.slotsEnd(before), cells = BTreeNodeFormat.cellStart(before);
         int run = -1;
         for (int at = from; at < to; ) {
             int end = Math.min(to, (at & -chunk) + chunk);
-            boolean differs = MemorySegment.mismatch(n, at, end, before, at, end) >= 0;
+            boolean differs = !usedIn(at & -chunk, (at & -chunk) + chunk, slotsFrom, slotsTo, cells)
+                    || MemorySegment.mismatch(n, at, end, before, at, end) >= 0;
             if (differs && run < 0) {
                 run = at;
             } else if (!differs && run >= 0) {
@@ -970,6 +976,20 @@ public final class BTree {
         if (run >= 0) {
             txn.log(node, run, to - run);
         }
+    }
+
+    /** Whether every byte of {@code [from, to)} lay in a node's header, its slots {@code [slotsFrom, slotsTo)} or its cells from {@code cells}. */
+    private static boolean usedIn(int from, int to, int slotsFrom, int slotsTo, int cells) {
+        for (int at = from; at < to; ) {
+            if (at < BTreeNodeFormat.SLOTS) {
+                at = BTreeNodeFormat.SLOTS;
+            } else if (at >= slotsFrom && at < slotsTo) {
+                at = slotsTo;
+            } else {
+                return at >= cells;
+            }
+        }
+        return true;
     }
 
     /** Deletes {@code key}; true if it was there. Holds the changed nodes in {@code txn} until it commits. */
