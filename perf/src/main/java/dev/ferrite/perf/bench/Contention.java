@@ -99,14 +99,6 @@ public final class Contention {
     }
 
     /**
-     * "; JVM CPU 12.3 µs/op": CPU time this JVM used per operation, the engine's background threads, the
-     * collector and the JIT compilers included (a short phase early in a run pays for much of the
-     * compiling); "" if unknown. Unlike busy CPUs over rate it does not count other processes, so it
-     * compares builds on a shared machine (cache and memory-bus contention still inflate it a little); it
-     * does not count the kernel's threads working for the JVM (a loop device's workers), and the other
-     * targets of the run may have threads of their own in this JVM.
-     */
-    /**
      * "; table values written 16,384 (in the background 12,160, by puts at the budget 0) in 310 writes of
      * 256.0 MiB at 2,310 MB/s, 52 blocks copied": who wrote the values kept in extents, in how many device
      * writes, how fast the device took them while they were being written, and what was copied into the
@@ -123,6 +115,14 @@ public final class Contention {
                 nanos > 0 ? String.format(Locale.ROOT, " at %,d MB/s", Math.round(bytes * 1e3 / nanos)) : "", b.blocksCopied() - a.blocksCopied());
     }
 
+    /**
+     * "; JVM CPU 12.3 µs/op": CPU time this JVM used per operation, the engine's background threads, the
+     * collector and the JIT compilers included (a short phase early in a run pays for much of the
+     * compiling); "" if unknown. Unlike busy CPUs over rate it does not count other processes, so it
+     * compares builds on a shared machine (cache and memory-bus contention still inflate it a little); it
+     * does not count the kernel's threads working for the JVM (a loop device's workers), and the other
+     * targets of the run may have threads of their own in this JVM.
+     */
     static String cpu(long before, long after, long ops) {
         return cpu(before, after, -1, -1, ops);
     }
