@@ -13,6 +13,7 @@ import java.util.Random;
 import java.util.TreeMap;
 
 import dev.ferrite.io.MemoryDevice;
+import dev.ferrite.io.internal.OnDisk;
 import dev.ferrite.journal.internal.DirtyMap;
 import dev.ferrite.io.testkit.TestSeed;
 import org.junit.jupiter.api.Test;
@@ -158,13 +159,42 @@ class NodeLogRangesTest {
         }
     }
 
+    /**
+     * A rebuilt node logs the chunks that were free space in its image before the rebuild wherever they
+     * are in use after it, even when the rebuild wrote there exactly the bytes memory held: free bytes are
+     * not logged as memory has them, so recovery would put an older version's bytes there (crash seed
+     * 4144 replayed a leaf's last two slots from an older layout). The random operations above do not
+     * reach that coincidence, so it is made here: the image before has four slots fewer and a higher cell
+     * start, its bytes otherwise those of the node after.
+     */
+    @Test
+    void aRebuildLogsWhatWasFreeSpaceEvenWhereItWroteTheSameBytes() {
+        try (MemoryDevice dev = MemoryDevice.create(16384, BS); Store s = Store.format(dev, 2048, 16L << 20)) {
+            Buffer leaf = leafOfTwenty(s);
+            MemorySegment n = leaf.data();
+            int slotsEnd = BTreeNodeFormat.slotsEnd(n), cells = BTreeNodeFormat.cellStart(n);
+            MemorySegment before = MemorySegment.ofArray(n.toArray(ValueLayout.JAVA_BYTE));
+            before.set(OnDisk.U16, BTreeNodeFormat.COUNT, (short) (BTreeNodeFormat.count(n) - 4));
+            before.set(OnDisk.U16, BTreeNodeFormat.CELL_START, (short) (cells + 200));
+            int slotsEndBefore = BTreeNodeFormat.slotsEnd(before);
+            assertTrue(slotsEndBefore / CHUNK > BTreeNodeFormat.COUNT / CHUNK, "the freed slots lie past the header's chunk");
+            try (Txn txn = Txn.begin(s.cache, s.tree.reservation())) {
+                assertTrue(txn.lock(leaf));
+                BTree.logUsedChanged(txn, leaf, before);
+                BigInteger expected = HEADER.or(chunks(slotsEndBefore, slotsEnd)).or(chunks(cells, cells + 200));
+                assertEquals(expected.toString(16), dirty(leaf).toString(16),
+                        "the header (its count and cell start differ), the four slots and the 200 cell bytes that were free space");
+                txn.commit();
+            }
+            TreeCheck c = s.tree.check();
+            assertTrue(c.ok(), c.toString());
+        }
+    }
+
     @Test
     void insertAndDeleteLogTheirSlotsAndCellOnly() {
         try (MemoryDevice dev = MemoryDevice.create(16384, BS); Store s = Store.format(dev, 2048, 16L << 20)) {
-            for (int i = 0; i < 20; i++) {
-                s.tree.put(Keys.ofLong(i * 10L), new byte[100]);
-            }
-            Buffer leaf = s.tree.node(BTreeHeaderFormat.root(s.tree.header().data()));
+            Buffer leaf = leafOfTwenty(s);
             try (Txn txn = Txn.begin(s.cache, s.tree.reservation())) {
                 s.tree.put(txn, MemorySegment.ofArray(Keys.ofLong(155)), MemorySegment.ofArray(new byte[100])); // slot 16
                 MemorySegment n = leaf.data();
@@ -372,6 +402,14 @@ class NodeLogRangesTest {
             assertEquals(chunks(0, BTreeNodeFormat.SLOTS).toString(16), dirty(root).toString(16), "the new tree's root: its header and empty slot array");
             txn.commit();
         }
+    }
+
+    /** The root leaf of {@code s}'s tree after puts of the keys 0, 10 … 190 with 100-byte values. */
+    private static Buffer leafOfTwenty(Store s) {
+        for (int i = 0; i < 20; i++) {
+            s.tree.put(Keys.ofLong(i * 10L), new byte[100]);
+        }
+        return s.tree.node(BTreeHeaderFormat.root(s.tree.header().data()));
     }
 
     /** Chunks covering {@code [from, to)}. */
