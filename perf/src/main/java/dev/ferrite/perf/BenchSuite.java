@@ -74,7 +74,7 @@ final class BenchSuite {
         steps.add(step("random overwrites through a file beside fio", noFio, on, full ? List.of("randwrite")
                 : List.of("randwrite", "--file-size", "256M", "--seconds", "2")));
         Step dbench = step("dbench beside the kernel's file systems", false, on, full ? List.of("dbench")
-                : List.of("dbench", "--clients", "1,2", "--seconds", "3", "--jit-warmup", "3"));
+                : List.of("dbench", "--clients", "1,2", "--seconds", "3"));
         steps.add(Files.isReadable(BaselineTools.DBENCH_LOADFILE) ? dbench : new Step(dbench.title(), dbench.args(),
                 "its loadfile " + BaselineTools.DBENCH_LOADFILE + " is not on this machine (Debian/Ubuntu: apt-get install dbench)"));
         return steps;

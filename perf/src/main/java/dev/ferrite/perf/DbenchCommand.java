@@ -75,7 +75,8 @@ final class DbenchCommand implements Callable<Integer> {
 
     @Option(names = "--jit-warmup", paramLabel = "S", defaultValue = "10",
             description = "seconds Ferrite's replay runs untimed with the most clients before its first run, so that"
-                    + " the JVM has compiled it (dbench is native code); 0 for none (default: ${DEFAULT-VALUE})")
+                    + " the JVM has compiled it (dbench is native code), then a second at a time more while the JIT's"
+                    + " threads use over a tenth of the CPU, up to twice as long again; 0 for none (default: ${DEFAULT-VALUE})")
     int jitWarmup;
 
     @Mixin

@@ -77,7 +77,8 @@ public final class DbenchBench {
      * @param dbench   the dbench binary, or null to run only {@code ferrite}
      * @param volumeOptions what the Ferrite volume is formatted and mounted with
      * @param jitWarmup seconds of an untimed Ferrite replay with the most clients before the first measured
-     *                  one, for the JIT (dbench is native); 0 for none
+     *                  one, for the JIT (dbench is native), then a second more at a time while the JIT stays
+     *                  busy ({@link JitSettle#whileBusy}); 0 for none
      */
     public DbenchBench(Path dir, DbenchLoadfile load, Path loadfile, List<Integer> clients, int seconds,
                        List<Target> targets, DbenchBinary dbench, VolumeOptions volumeOptions, int jitWarmup) {
@@ -170,7 +171,7 @@ public final class DbenchBench {
         VolumeOptions options = volumeOptions;
         configurations.add(String.format(Locale.ROOT, "%-7s volume with %s on the raw loop device"
                 + " (O_DIRECT); loadfile replayed through Namespace by path, %d s after a %d s warm-up (and once, before"
-                + " the first run, %d s untimed for the JIT); files opened"
+                + " the first run, %d s untimed for the JIT and a second at a time more while it stays busy); files opened"
                 + " O_RDWR; ReadX/WriteX from a buffer 16 bytes into a page, as dbench's calloc gives it, so all"
                 + " through the data page cache (%s; dirty pages written back at fsync, within 1 s of the last close, age or"
                 + " pressure); no O_SYNC: fsync on Flush only; LockX/UnlockX in an in-process table",
@@ -187,12 +188,16 @@ public final class DbenchBench {
                     // with a warm-up of its own: the JIT sees the replay's loop both before and in its measured time
                     // (measured from its first operation, the loop was thrown out and compiled again in the first run)
                     replay.run(most, 0.8 * jitWarmup, 0.2 * jitWarmup, progress);
-                    // again, briefly, with fresh clients: see JitSettle
+                    long first = System.nanoTime() - warmUpStart;
+                    // again, briefly, with fresh clients: see JitSettle; then a second at a time, one client and
+                    // then the most in turn as the measured runs go, while the JIT is busy through one
                     replay.run(most, Math.max(1, 0.1 * jitWarmup), 0.02 * jitWarmup, progress);
+                    int[] turn = {0};
+                    int repeats = JitSettle.whileBusy(() -> replay.run(turn[0]++ % 2 == 0 ? 1 : most, 1, 0, progress), first);
+                    double warmed = (System.nanoTime() - warmUpStart) / 1e9;
                     String jit = JitSettle.await(progress, System.nanoTime() - warmUpStart);
-                    if (!jit.isEmpty()) {
-                        notes.add("note:    ferrite: " + jit);
-                    }
+                    notes.add(String.format(Locale.ROOT, "note:    ferrite: a JIT warm-up of %.1f s, %d s of it while the JIT was busy%s",
+                            warmed, repeats, jit.isEmpty() ? "" : "; " + jit));
                 }
                 for (int c : clients) {
                     Contention.Snapshot before = Contention.Snapshot.of(v);

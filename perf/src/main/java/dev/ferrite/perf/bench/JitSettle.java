@@ -81,21 +81,32 @@ final class JitSettle {
             pass.accept(n);
         }
         pass.accept(Math.max(1, n / 10));
+        int repeats = whileBusy(() -> repeat.accept(Math.max(1, n / 4)), first);
+        String settle = await(progress, System.nanoTime() - start);
+        return String.format(Locale.ROOT, "warm-up of %s%,d operations, a tenth and %d quarter%s more on fresh stores while the JIT was busy; ",
+                passes == 1 ? "" : passes + " passes of ", n, repeats, repeats == 1 ? "" : "s") + settle;
+    }
+
+    /**
+     * Runs {@code repeat} again while the JIT's threads used more than a tenth of the JVM's CPU through the
+     * last run, for at most {@link #MAX_REPEAT_FACTOR} times {@code firstNanos} (the first warm-up pass's
+     * time) and {@link #MAX_MILLIS}; returns how many times it ran (none where the JVM does not count
+     * compile time).
+     */
+    static int whileBusy(Runnable repeat, long firstNanos) {
         int repeats = 0;
         if (Contention.compilerCpuNanos() >= 0 && Contention.processCpuNanos() >= 0) {
-            long limit = Math.min(TimeUnit.MILLISECONDS.toNanos(MAX_MILLIS), MAX_REPEAT_FACTOR * first);
+            long limit = Math.min(TimeUnit.MILLISECONDS.toNanos(MAX_MILLIS), MAX_REPEAT_FACTOR * firstNanos);
             long repeatStart = System.nanoTime();
             boolean busy = true;
             while (busy && System.nanoTime() - repeatStart < limit) {
                 long compiled = Contention.compilerCpuNanos(), used = Contention.processCpuNanos();
-                repeat.accept(Math.max(1, n / 4));
+                repeat.run();
                 repeats++;
                 busy = Contention.compilerCpuNanos() - compiled > QUIET_SHARE * (Contention.processCpuNanos() - used);
             }
         }
-        String settle = await(progress, System.nanoTime() - start);
-        return String.format(Locale.ROOT, "warm-up of %s%,d operations, a tenth and %d quarter%s more on fresh stores while the JIT was busy; ",
-                passes == 1 ? "" : passes + " passes of ", n, repeats, repeats == 1 ? "" : "s") + settle;
+        return repeats;
     }
 
     /**

@@ -47,6 +47,30 @@ class JitSettleTest {
                 + " quarters? more on fresh stores while the JIT was busy; after the warm-up the JIT .*"), note);
     }
 
+    /**
+     * The repeats {@code dbench}'s warm-up runs after its timed passes: at least one, more only while the
+     * compilers are busy, within twice the first pass's time; none when that time is up already.
+     */
+    @Test
+    void repeatsWhileBusyWithinTwiceTheFirstPass() {
+        int[] runs = {0};
+        Runnable sleep = () -> {
+            runs[0]++;
+            try {
+                Thread.sleep(40);
+            } catch (InterruptedException e) {
+                throw new AssertionError(e);
+            }
+        };
+        long start = System.nanoTime();
+        int repeats = JitSettle.whileBusy(sleep, 100_000_000L);
+        long tookMillis = (System.nanoTime() - start) / 1_000_000;
+        assertEquals(runs[0], repeats);
+        assertTrue(repeats >= 1 && repeats <= 6, repeats + " repeats");
+        assertTrue(tookMillis < 200 + 40 + 1_000, "repeats took " + tookMillis + " ms");
+        assertEquals(0, JitSettle.whileBusy(sleep, 0));
+    }
+
     /** Full passes first, as many as asked for (a large value size's few keys), then the tenth and the quarters. */
     @Test
     void runsTheFullPassesAskedForBeforeTheTenth() {
