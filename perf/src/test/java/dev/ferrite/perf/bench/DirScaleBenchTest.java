@@ -2,6 +2,8 @@ package dev.ferrite.perf.bench;
 
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 import org.junit.jupiter.api.Test;
@@ -46,5 +48,63 @@ class DirScaleBenchTest {
         assertEquals(results.size(), lines.size(), lines.toString());
         assertTrue(lines.getFirst().matches("ferrite create@10k: creating thread \\d+\\.\\d µs/op on a CPU, \\d+\\.\\d runnable, "
                 + "\\d+\\.\\d off; log .* B/op .*"), lines.getFirst());
+    }
+
+    /**
+     * The 10k window's tenth is 1,000 creates, a few milliseconds: it times 20,000, the big directory's
+     * thousand and those of 19 directories of the same size grown beside it, which are gone before the
+     * big one grows on.
+     */
+    @Test
+    void aShortWindowIsTimedInDirectoriesOfItsSizeBesideTheBigOne() {
+        assertEquals(19, DirScaleBench.copies(10_000, DirScaleBench.MIN_WINDOW_CREATES).size());
+        assertEquals(1, DirScaleBench.copies(100_000, DirScaleBench.MIN_WINDOW_CREATES).size());
+        assertEquals(List.of(), DirScaleBench.copies(1_000_000, DirScaleBench.MIN_WINDOW_CREATES));
+        List<Map<String, Long>> stores = new CopyOnWriteArrayList<>();
+        MetaBench.Target memory = MetaStores.memory(MetaApi.HANDLE);
+        MetaBench.Target counted = new MetaBench.Target(memory.label(), files -> {
+            Map<String, Long> net = new TreeMap<>();
+            stores.add(net);
+            return counting(memory.open().apply(files), net);
+        }, true);
+        List<Result> results = new DirScaleBench(List.of(counted), 20_000).run(Progress.NONE);
+        assertEquals(List.of("create@10k", "create@20k"), results.stream().map(Result::phase).toList());
+        assertEquals(List.of(20_000L, 20_000L), results.stream().map(Result::n).toList());
+        // the measured store's directories at the end and their entries: the big one only
+        assertEquals(Map.of("big", 20_000L), stores.getLast());
+    }
+
+    /** {@code store}, keeping in {@code net} each directory's entry count until it is removed. */
+    private static MetaStore counting(MetaStore store, Map<String, Long> net) {
+        return new ForwardingMetaStore(store) {
+            @Override
+            public Session session() {
+                return new ForwardingSession(inner.session()) {
+                    @Override
+                    public void mkdir(String dir) {
+                        inner.mkdir(dir);
+                        net.put(dir, 0L);
+                    }
+
+                    @Override
+                    public void create(String dir, String name) {
+                        inner.create(dir, name);
+                        net.merge(dir, 1L, Long::sum);
+                    }
+
+                    @Override
+                    public void unlink(String dir, String name) {
+                        inner.unlink(dir, name);
+                        net.merge(dir, -1L, Long::sum);
+                    }
+
+                    @Override
+                    public void rmdir(String dir) {
+                        inner.rmdir(dir);
+                        net.remove(dir);
+                    }
+                };
+            }
+        };
     }
 }
