@@ -104,7 +104,7 @@ public final class DirScaleBench {
                         create(s, "big", i, timer);
                     }
                     List<String> copies = copies(end, minWindow);
-                    for (String copy : copies) { // untimed, as the big directory's way here
+                    for (String copy : copies) { // untimed, as the big directory's growth to here was
                         s.mkdir(copy);
                         for (long j = 0; j < windowStart; j++) {
                             create(s, copy, j, timer);
