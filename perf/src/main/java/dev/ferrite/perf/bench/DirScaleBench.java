@@ -27,10 +27,10 @@ import org.HdrHistogram.Histogram;
  * {@code max} if fewer, in one directory, and as many unlinks, then a tenth and quarters while the JIT
  * is busy, and a wait for it to settle: {@link JitSettle#warmUp}): a single pass had left C2 compiling
  * through the first window (56k creates/s in one run against 180–280k). Nothing is synced: the measure
- * is the directory structure, not the log. Each window of a
- * target with counters gets a line ({@link #contention}): the creating thread's time per create on a
- * CPU, runnable without one (other threads had the CPUs) and off them (blocked), and the engine's
- * counters, so that a window's rate can be told apart from the load on the machine.
+ * is the directory structure, not the log. Each window of a target with counters gets a line
+ * ({@link #contention}): the creating thread's time per create on a CPU, runnable without one (other
+ * threads had the CPUs) and off them (blocked), and the engine's counters, so that a window's rate can
+ * be told apart from the load on the machine.
  */
 public final class DirScaleBench {
     public static final String WORKLOAD = "dirscale";
