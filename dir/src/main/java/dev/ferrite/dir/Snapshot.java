@@ -45,6 +45,28 @@ public final class Snapshot implements AutoCloseable {
     }
 
     /**
+     * Copies bytes of {@code key}'s value in {@code table} at this snapshot from {@code offset} into {@code
+     * out}, as many as fit (or as remain), and returns the value's whole length, or -1 if the key was absent:
+     * {@link Table#read}'s streaming read of a long value, a piece at a time, as the snapshot sees it (a blob
+     * a later commit replaced or deleted stays readable while the snapshot is open).
+     */
+    public long read(Table table, byte[] key, long offset, MemorySegment out) {
+        Table.requireKey(key);
+        Table.requireOffset(offset);
+        requireOpen(table);
+        byte[] now = table.storedValue(key); // the tree first, then the records, as get
+        TableCursor.AtSnapshot at = new TableCursor.AtSnapshot(tables.versions, table.inode.ino, version, null);
+        TableVersions.Undo u = at.at(key);
+        byte[] then = u == null ? now : u.before;
+        return then == null ? -1 : tables.copy(table, MemorySegment.ofArray(key), at, MemorySegment.ofArray(then), then.length, offset, out);
+    }
+
+    /** The length of {@code key}'s value in {@code table} at this snapshot, or -1 if it was absent. */
+    public long valueLength(Table table, byte[] key) {
+        return read(table, key, 0, MemorySegment.NULL);
+    }
+
+    /**
      * A cursor over {@code table}'s keys at this snapshot in {@code [from, to)}, in order, or with
      * {@code reverse} over {@code (to, from]} from the largest down; a null bound is the end of the key
      * space.

@@ -122,9 +122,7 @@ public final class Table implements AutoCloseable {
      */
     public long read(MemorySegment key, long offset, MemorySegment out) {
         requireKey(key.byteSize());
-        if (offset < 0) {
-            throw new InvalidArgumentException("offset " + offset + " is negative");
-        }
+        requireOffset(offset);
         requireOpen();
         MemorySegment buf = Tables.valueBuffer();
         int len = tree().get(key, buf);
@@ -336,6 +334,13 @@ public final class Table implements AutoCloseable {
     static void requireKey(long length) {
         if (length < 1 || length > MAX_KEY) {
             throw new InvalidArgumentException("a key of " + length + " bytes; keys are 1 to " + MAX_KEY + " bytes");
+        }
+    }
+
+    /** A read's offset into a value: not negative (past the value's end reads nothing). */
+    static void requireOffset(long offset) {
+        if (offset < 0) {
+            throw new InvalidArgumentException("offset " + offset + " is negative");
         }
     }
 

@@ -538,8 +538,18 @@ public final class TableCursor implements AutoCloseable {
 
     /** Copies the current value into {@code out} (as much as fits) and returns its whole length (-1: as {@link #value()}'s null). */
     public long value(MemorySegment out) {
+        return value(0, out);
+    }
+
+    /**
+     * Copies bytes of the current value from {@code offset} into {@code out}, as many as fit (or as
+     * remain), and returns its whole length (-1: as {@link #value()}'s null): a streaming read of a long
+     * value a piece at a time, in the cursor's view (a snapshot's, for a snapshot's cursor).
+     */
+    public long value(long offset, MemorySegment out) {
+        Table.requireOffset(offset);
         MemorySegment m = stored();
-        return table.tables().copy(table, keySegment(), records(), m, m.byteSize(), 0, out);
+        return table.tables().copy(table, keySegment(), records(), m, m.byteSize(), offset, out);
     }
 
     /** The current entry's stored form ({@link TableValueFormat}). */

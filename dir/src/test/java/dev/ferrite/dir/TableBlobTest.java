@@ -578,6 +578,76 @@ class TableBlobTest {
     }
 
     /**
+     * A snapshot streams the values it sees a piece at a time, by key and at its cursor, whatever later
+     * commits did to them: an inline, a medium and a blob value replaced, one deleted, a key inserted. A
+     * negative offset and a closed snapshot are refused.
+     */
+    @Test
+    void aSnapshotStreamsItsValuesAPieceAtATime() {
+        Random rnd = new Random(SEED);
+        try (Volume v = Volume.open(VolumeFixtures.formatted(), VolumeFixtures.OPTIONS); Table t = v.tables().create("t")) {
+            String[] keys = {"inline", "medium", "blob", "gone"};
+            byte[][] old = {random(rnd, 300), random(rnd, 20_000), random(rnd, 150_000), random(rnd, 90_000)};
+            for (int i = 0; i < keys.length; i++) {
+                t.put(b(keys[i]), old[i]);
+            }
+            Snapshot s = v.tables().snapshot();
+            byte[][] next = {random(rnd, 40), random(rnd, 70_000), random(rnd, 30_000)};
+            for (int i = 0; i < next.length; i++) {
+                t.put(b(keys[i]), next[i]);
+            }
+            t.delete(b("gone"));
+            t.put(b("fresh"), random(rnd, 5_000));
+            v.sync(); // the replaced blobs stay for the snapshot
+            MemorySegment piece = MemorySegment.ofArray(new byte[4_099]); // pieces across block edges
+            for (int i = 0; i < keys.length; i++) {
+                byte[] key = b(keys[i]);
+                assertEquals(old[i].length, s.valueLength(t, key), keys[i]);
+                assertArrayEquals(old[i], streamed(old[i].length, (off, out) -> s.read(t, key, off, out), piece), keys[i]);
+                assertEquals(old[i].length, s.read(t, key, old[i].length + 10, piece), "past the end: nothing copied");
+            }
+            assertEquals(-1, s.read(t, b("fresh"), 0, piece), "inserted after the snapshot");
+            try (TableCursor c = s.cursor(t, null, null, false)) {
+                int seen = 0;
+                while (c.next()) {
+                    int i = Arrays.asList(keys).indexOf(new String(c.key(), java.nio.charset.StandardCharsets.UTF_8));
+                    assertTrue(i >= 0, "a key of the snapshot");
+                    assertArrayEquals(old[i], streamed(old[i].length, c::value, piece), keys[i] + " at the cursor");
+                    seen++;
+                }
+                assertEquals(keys.length, seen);
+            }
+            for (int i = 0; i < next.length; i++) {
+                MemorySegment key = MemorySegment.ofArray(b(keys[i]));
+                assertArrayEquals(next[i], streamed(next[i].length, (off, out) -> t.read(key, off, out), piece), keys[i] + " now");
+            }
+            assertThrows(dev.ferrite.io.InvalidArgumentException.class, () -> s.read(t, b("blob"), -1, piece));
+            s.close();
+            TableException closed = assertThrows(TableException.class, () -> s.read(t, b("blob"), 0, piece));
+            assertEquals(TableException.Kind.TRANSACTION_DONE, closed.kind());
+            v.sync();
+            assertEquals(1, blobFiles(v).size(), "the snapshot's blobs go once it closes, medium's new one stays: " + blobFiles(v));
+            VolumeFixtures.assertChecked(v.namespace());
+        }
+    }
+
+    /** A streaming read of one value. */
+    private interface Reader {
+        long read(long offset, MemorySegment out);
+    }
+
+    /** The value {@code reader} gives a piece of {@code piece}'s size at a time, each read returning the whole length. */
+    private static byte[] streamed(int length, Reader reader, MemorySegment piece) {
+        byte[] all = new byte[length];
+        for (int off = 0; off < length; off += (int) piece.byteSize()) {
+            assertEquals(length, reader.read(off, piece));
+            int n = (int) Math.min(piece.byteSize(), length - off);
+            MemorySegment.copy(piece, java.lang.foreign.ValueLayout.JAVA_BYTE, 0, all, off, n);
+        }
+        return all;
+    }
+
+    /**
      * A blob is on the device before its key commits, not forced: {@code NONE} puts of blob values force
      * the log about never (each used to fsync its blob file, one force per put), and they read back whole
      * after a crash right after a sync.
