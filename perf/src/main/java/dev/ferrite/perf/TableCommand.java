@@ -1,7 +1,14 @@
 package dev.ferrite.perf;
 
+import java.io.IOException;
 import java.io.PrintWriter;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -9,6 +16,7 @@ import java.util.function.Consumer;
 import java.util.function.Function;
 
 import dev.ferrite.dir.Durability;
+import dev.ferrite.dir.Snapshot;
 import dev.ferrite.dir.Table;
 import dev.ferrite.dir.TableCursor;
 import dev.ferrite.dir.TableStats;
@@ -186,11 +194,31 @@ final class TableCommand implements Callable<Integer> {
         }
     }
 
-    @Command(name = "get", description = {"Prints the value of KEY in TABLE; exit status 1 if it has none.", ""})
+    @Command(name = "get", description = {"Prints the value of KEY in TABLE; exit status 1 if it has none.",
+            "With --out FILE it writes the value's bytes to FILE instead, as they are,",
+            "read a MiB at a time from one snapshot (a value of any size).", ""})
     static final class Get extends OneKey {
+        /** How much of a value {@code --out} reads and writes at a time. */
+        private static final int PIECE = 1 << 20;
+
+        @Option(names = "--out", paramLabel = "FILE", description = "write the value's bytes to FILE (made or replaced) instead of printing it")
+        Path outFile;
+
         @Override
-        public Integer call() {
+        public Integer call() throws IOException {
             byte[] k = bytes(key, "KEY");
+            if (outFile != null) {
+                try {
+                    return table.mount(false, tables -> {
+                        try (Table t = tables.open(name); Snapshot s = tables.snapshot()) {
+                            long length = s.valueLength(t, k);
+                            return length < 0 ? noKey(k) : writeOut(s, t, k, length);
+                        }
+                    });
+                } catch (UncheckedIOException e) {
+                    throw e.getCause(); // the file's own error, named by its type and path
+                }
+            }
             byte[] v = onTable(false, t -> t.get(k));
             if (v == null) {
                 return noKey(k);
@@ -199,21 +227,60 @@ final class TableCommand implements Callable<Integer> {
             out().flush();
             return 0;
         }
+
+        /** Writes {@code length} bytes of {@code key}'s value at snapshot {@code s} to --out; the exit status. */
+        private int writeOut(Snapshot s, Table t, byte[] key, long length) {
+            byte[] buf = new byte[(int) Math.min(PIECE, Math.max(1, length))];
+            MemorySegment piece = MemorySegment.ofArray(buf);
+            try (FileChannel ch = FileChannel.open(outFile, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+                    StandardOpenOption.TRUNCATE_EXISTING)) {
+                for (long off = 0; off < length; ) {
+                    s.read(t, key, off, piece);
+                    ByteBuffer bb = ByteBuffer.wrap(buf, 0, (int) Math.min(buf.length, length - off));
+                    while (bb.hasRemaining()) {
+                        ch.write(bb);
+                    }
+                    off += bb.limit();
+                }
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+            return 0;
+        }
     }
 
-    @Command(name = "put", description = {"Sets KEY in TABLE to VALUE (durable when the command ends).", ""})
+    @Command(name = "put", description = {"Sets KEY in TABLE to VALUE (durable when the command ends).",
+            "With --value-file FILE the value is FILE's bytes, as they are (up to 1 GiB).", ""})
     static final class Put extends OneKey {
-        @Parameters(index = "2", paramLabel = "VALUE")
+        @Parameters(index = "2", paramLabel = "VALUE", arity = "0..1")
         String value;
 
+        @Option(names = "--value-file", paramLabel = "FILE", description = "the value is FILE's bytes, instead of VALUE")
+        Path valueFile;
+
         @Override
-        public Integer call() {
+        public Integer call() throws IOException {
             byte[] k = bytes(key, "KEY");
-            byte[] v = bytes(value, "VALUE");
-            onTable(true, t -> {
-                t.put(k, v);
-                return null;
-            });
+            if ((value == null) == (valueFile == null)) {
+                throw new ParameterException(spec.commandLine(), value == null ? "VALUE or --value-file FILE is required"
+                        : "give VALUE or --value-file FILE, not both");
+            }
+            if (valueFile == null) {
+                byte[] v = bytes(value, "VALUE");
+                onTable(true, t -> {
+                    t.put(k, v);
+                    return null;
+                });
+                return 0;
+            }
+            // mapped, not read onto the heap; opened before the volume is mounted, so a file that cannot be read changes nothing
+            try (Arena arena = Arena.ofConfined(); FileChannel ch = FileChannel.open(valueFile, StandardOpenOption.READ)) {
+                MemorySegment v = ch.map(FileChannel.MapMode.READ_ONLY, 0, ch.size(), arena);
+                onTable(true, t -> {
+                    t.put(MemorySegment.ofArray(k), v);
+                    return null;
+                });
+            }
             return 0;
         }
     }

@@ -111,6 +111,38 @@ class TableCommandTest extends CommandTest {
         assertEquals("user:1\tAda\nuser:2\tGrace\n", table("scan", "users"));
     }
 
+    /**
+     * {@code put --value-file} stores a file's bytes as a value and {@code get --out} writes a value's bytes
+     * to a file, a piece at a time: a value of several MiB (a blob) and an empty one round-trip; a missing
+     * source, an unwritable destination, an absent key and VALUE given twice or not at all are refused.
+     */
+    @Test
+    void valuesComeFromAndGoToFiles() throws Exception {
+        table("create", "files");
+        byte[] big = new byte[(3 << 20) + 12_345]; // four pieces of --out's MiB
+        new java.util.Random(7).nextBytes(big);
+        Path in = dir.resolve("in.bin"), out = dir.resolve("out.bin");
+        Files.write(in, big);
+        assertEquals("", table("put", "files", "big", "--value-file", in.toString()));
+        Files.write(out, new byte[5 << 20]); // longer than the value: replaced, not overwritten in part
+        assertEquals("", table("get", "files", "big", "--out", out.toString()));
+        assertArrayEquals(big, Files.readAllBytes(out));
+        Files.write(in, new byte[0]);
+        table("put", "files", "--hex", "00", "--value-file", in.toString());
+        assertEquals("\n", table("get", "files", "--hex", "00"));
+        table("get", "files", "--hex", "00", "--out", out.toString());
+        assertEquals(0, Files.size(out));
+
+        refused(2, "VALUE or --value-file FILE is required", "put", "files", "k");
+        refused(2, "give VALUE or --value-file FILE, not both", "put", "files", "k", "v", "--value-file", in.toString());
+        refused(1, "NoSuchFileException", "put", "files", "k", "--value-file", dir.resolve("missing.bin").toString());
+        Path never = dir.resolve("never.bin");
+        refused(1, "table 'files' has no key 'absent'", "get", "files", "absent", "--out", never.toString());
+        assertFalse(Files.exists(never), "no file for an absent key");
+        refused(1, "NoSuchFileException", "get", "files", "big", "--out", dir.resolve("no/such/dir.bin").toString());
+        refused(1, "table 'files' has no key 'k'", "get", "files", "k"); // no refused put left it
+    }
+
     @Test
     void hexInAndOutAndValuesThatAreNotPrintable() {
         table("create", "bin");
