@@ -273,8 +273,9 @@ final class TableCommand implements Callable<Integer> {
                 });
                 return 0;
             }
-            // mapped, not read onto the heap; opened before the volume is mounted, so a file that cannot be read changes nothing
-            try (Arena arena = Arena.ofConfined(); FileChannel ch = FileChannel.open(valueFile, StandardOpenOption.READ)) {
+            // mapped, not read onto the heap (shared: the put may hand it to the volume's threads); opened before the
+            // volume is mounted, so a file that cannot be read changes nothing
+            try (Arena arena = Arena.ofShared(); FileChannel ch = FileChannel.open(valueFile, StandardOpenOption.READ)) {
                 MemorySegment v = ch.map(FileChannel.MapMode.READ_ONLY, 0, ch.size(), arena);
                 onTable(true, t -> {
                     t.put(MemorySegment.ofArray(k), v);

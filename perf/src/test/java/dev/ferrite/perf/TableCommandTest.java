@@ -127,6 +127,11 @@ class TableCommandTest extends CommandTest {
         Files.write(out, new byte[5 << 20]); // longer than the value: replaced, not overwritten in part
         assertEquals("", table("get", "files", "big", "--out", out.toString()));
         assertArrayEquals(big, Files.readAllBytes(out));
+        byte[] medium = java.util.Arrays.copyOf(big, 20_000); // kept in a data extent, not a blob
+        Files.write(in, medium);
+        table("put", "files", "medium", "--value-file", in.toString());
+        table("get", "files", "medium", "--out", out.toString());
+        assertArrayEquals(medium, Files.readAllBytes(out));
         Files.write(in, new byte[0]);
         table("put", "files", "--hex", "00", "--value-file", in.toString());
         assertEquals("\n", table("get", "files", "--hex", "00"));
