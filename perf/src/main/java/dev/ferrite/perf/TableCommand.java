@@ -299,7 +299,8 @@ final class TableCommand implements Callable<Integer> {
             "Prints TABLE's keys and values in key order.",
             "A line each: KEY, a tab, VALUE. --from K starts at K, --to K stops before",
             "K; with --reverse the scan goes down, from K (at most) down to just above",
-            "--to's K. --prefix P: only the keys starting with P.", ""})
+            "--to's K. --prefix P: only the keys starting with P. --lengths prints each",
+            "value's length in bytes instead of the value.", ""})
     static final class Scan extends Keyed {
         @Option(names = "--from", paramLabel = "K", description = "the first key (the last with --reverse), inclusive")
         String from;
@@ -315,6 +316,9 @@ final class TableCommand implements Callable<Integer> {
 
         @Option(names = "--limit", paramLabel = "N", description = "print at most N keys")
         Long limit;
+
+        @Option(names = "--lengths", description = "print each value's length in bytes, not the value (which is not read)")
+        boolean lengths;
 
         @Override
         public Integer call() {
@@ -334,7 +338,7 @@ final class TableCommand implements Callable<Integer> {
                     for (long n = 0; n < most && c.next(); n++) {
                         out.print(text(c.key()));
                         out.print('\t');
-                        out.println(text(c.value()));
+                        out.println(lengths ? Long.toString(c.value(MemorySegment.NULL)) : text(c.value()));
                     }
                 }
                 return null;

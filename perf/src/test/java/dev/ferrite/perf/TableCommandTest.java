@@ -113,8 +113,9 @@ class TableCommandTest extends CommandTest {
 
     /**
      * {@code put --value-file} stores a file's bytes as a value and {@code get --out} writes a value's bytes
-     * to a file, a piece at a time: a value of several MiB (a blob) and an empty one round-trip; a missing
-     * source, an unwritable destination, an absent key and VALUE given twice or not at all are refused.
+     * to a file, a piece at a time: a value of several MiB (a blob), a medium and an empty one round-trip, and
+     * {@code scan --lengths} shows their lengths; a missing source, an unwritable destination, an absent key
+     * and VALUE given twice or not at all are refused.
      */
     @Test
     void valuesComeFromAndGoToFiles() throws Exception {
@@ -137,6 +138,9 @@ class TableCommandTest extends CommandTest {
         assertEquals("\n", table("get", "files", "--hex", "00"));
         table("get", "files", "--hex", "00", "--out", out.toString());
         assertEquals(0, Files.size(out));
+
+        assertEquals("0x00\t0\nbig\t" + big.length + "\nmedium\t20000\n", table("scan", "files", "--lengths"));
+        assertEquals("medium\t20000\n", table("scan", "files", "--lengths", "--reverse", "--limit", "1"));
 
         refused(2, "VALUE or --value-file FILE is required", "put", "files", "k");
         refused(2, "give VALUE or --value-file FILE, not both", "put", "files", "k", "v", "--value-file", in.toString());
