@@ -2,12 +2,15 @@ package dev.ferrite.dir;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
 
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.CorruptionException;
+import dev.ferrite.io.InvalidArgumentException;
 import dev.ferrite.io.MemoryDevice;
 import dev.ferrite.io.testkit.TestSeed;
 import org.junit.jupiter.api.Test;
@@ -77,7 +80,7 @@ class TableBlobTest {
                 MemorySegment part = MemorySegment.ofArray(new byte[100]);
                 assertEquals(sizes[i], t.get(MemorySegment.ofArray(b("k" + i)), part));
                 int n = Math.min(100, sizes[i]);
-                assertArrayEquals(Arrays.copyOf(values[i], n), Arrays.copyOf(part.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE), n));
+                assertArrayEquals(Arrays.copyOf(values[i], n), Arrays.copyOf(part.toArray(ValueLayout.JAVA_BYTE), n));
             }
             byte[] big = values[values.length - 1]; // streamed in odd pieces
             byte[] back = new byte[big.length];
@@ -90,7 +93,7 @@ class TableBlobTest {
             TableCursor c = t.cursor();
             int seen = 0;
             while (c.next()) {
-                int i = Integer.parseInt(new String(c.key(), java.nio.charset.StandardCharsets.UTF_8).substring(1));
+                int i = Integer.parseInt(new String(c.key(), StandardCharsets.UTF_8).substring(1));
                 assertArrayEquals(values[i], c.value());
                 assertEquals(sizes[i], c.valueSegment().byteSize());
                 seen++;
@@ -141,7 +144,7 @@ class TableBlobTest {
                                     "round " + round + " value " + i);
                             lent.reset();
                             assertEquals(sizes[i], c.value((bytes, offset, length) -> lent.writeBytes(
-                                    bytes.asSlice(offset, length).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE))));
+                                    bytes.asSlice(offset, length).toArray(ValueLayout.JAVA_BYTE))));
                             assertArrayEquals(values[i], lent.toByteArray(), "round " + round + " value " + i + " in pieces");
                         }
                     }
@@ -404,7 +407,7 @@ class TableBlobTest {
                 assertEquals(values[i].length, c.value((bytes, offset, length) -> {
                     frames[0] &= bytes.isNative() && bytes.isReadOnly();
                     frames[1] &= !(bytes.isNative() && bytes.isReadOnly());
-                    got.writeBytes(bytes.asSlice(offset, length).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE));
+                    got.writeBytes(bytes.asSlice(offset, length).toArray(ValueLayout.JAVA_BYTE));
                 }), when);
                 assertArrayEquals(values[i], got.toByteArray(), when + ", value " + i + " (seed " + SEED + ")");
                 assertTrue(frames[lent ? 0 : 1], when + ", value " + i + ": " + (lent ? "not" : "") + " lent from the frames");
@@ -518,7 +521,7 @@ class TableBlobTest {
     /** The bytes {@code c}'s {@code value(Pieces)} hands over, checked against the length it returns. */
     private static byte[] lent(TableCursor c) {
         java.io.ByteArrayOutputStream got = new java.io.ByteArrayOutputStream();
-        long n = c.value((bytes, offset, length) -> got.writeBytes(bytes.asSlice(offset, length).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE)));
+        long n = c.value((bytes, offset, length) -> got.writeBytes(bytes.asSlice(offset, length).toArray(ValueLayout.JAVA_BYTE)));
         assertEquals(n, got.size());
         return got.toByteArray();
     }
@@ -547,7 +550,7 @@ class TableBlobTest {
             }
             assertTrue(found >= 0, "some block holds those bytes");
             dev.read(found, blk);
-            blk.set(java.lang.foreign.ValueLayout.JAVA_BYTE, 99, (byte) ~blk.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 99));
+            blk.set(ValueLayout.JAVA_BYTE, 99, (byte) ~blk.get(ValueLayout.JAVA_BYTE, 99));
             dev.write(found, blk);
         }
     }
@@ -610,7 +613,7 @@ class TableBlobTest {
             try (TableCursor c = s.cursor(t, null, null, false)) {
                 int seen = 0;
                 while (c.next()) {
-                    int i = Arrays.asList(keys).indexOf(new String(c.key(), java.nio.charset.StandardCharsets.UTF_8));
+                    int i = Arrays.asList(keys).indexOf(new String(c.key(), StandardCharsets.UTF_8));
                     assertTrue(i >= 0, "a key of the snapshot");
                     assertArrayEquals(old[i], streamed(old[i].length, c::value, piece), keys[i] + " at the cursor");
                     seen++;
@@ -621,7 +624,7 @@ class TableBlobTest {
                 MemorySegment key = MemorySegment.ofArray(b(keys[i]));
                 assertArrayEquals(next[i], streamed(next[i].length, (off, out) -> t.read(key, off, out), piece), keys[i] + " now");
             }
-            assertThrows(dev.ferrite.io.InvalidArgumentException.class, () -> s.read(t, b("blob"), -1, piece));
+            assertThrows(InvalidArgumentException.class, () -> s.read(t, b("blob"), -1, piece));
             s.close();
             TableException closed = assertThrows(TableException.class, () -> s.read(t, b("blob"), 0, piece));
             assertEquals(TableException.Kind.TRANSACTION_DONE, closed.kind());
@@ -642,7 +645,7 @@ class TableBlobTest {
         for (int off = 0; off < length; off += (int) piece.byteSize()) {
             assertEquals(length, reader.read(off, piece));
             int n = (int) Math.min(piece.byteSize(), length - off);
-            MemorySegment.copy(piece, java.lang.foreign.ValueLayout.JAVA_BYTE, 0, all, off, n);
+            MemorySegment.copy(piece, ValueLayout.JAVA_BYTE, 0, all, off, n);
         }
         return all;
     }

@@ -4,6 +4,8 @@ import java.io.RandomAccessFile;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.Random;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -121,14 +123,14 @@ class TableCommandTest extends CommandTest {
     void valuesComeFromAndGoToFiles() throws Exception {
         table("create", "files");
         byte[] big = new byte[(3 << 20) + 12_345]; // four pieces of --out's MiB
-        new java.util.Random(7).nextBytes(big);
+        new Random(7).nextBytes(big);
         Path in = dir.resolve("in.bin"), out = dir.resolve("out.bin");
         Files.write(in, big);
         assertEquals("", table("put", "files", "big", "--value-file", in.toString()));
         Files.write(out, new byte[5 << 20]); // longer than the value: replaced, not overwritten in part
         assertEquals("", table("get", "files", "big", "--out", out.toString()));
         assertArrayEquals(big, Files.readAllBytes(out));
-        byte[] medium = java.util.Arrays.copyOf(big, 20_000); // kept in a data extent, not a blob
+        byte[] medium = Arrays.copyOf(big, 20_000); // kept in a data extent, not a blob
         Files.write(in, medium);
         table("put", "files", "medium", "--value-file", in.toString());
         table("get", "files", "medium", "--out", out.toString());
