@@ -7,6 +7,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
@@ -207,6 +208,10 @@ final class TableCommand implements Callable<Integer> {
         @Override
         public Integer call() throws IOException {
             byte[] k = bytes(key, "KEY");
+            if (outFile != null && Files.exists(outFile) && Files.isSameFile(outFile, table.device)) {
+                throw new ParameterException(spec.commandLine(), "--out " + outFile
+                        + " is DEVICE itself: writing the value there would destroy the volume");
+            }
             if (outFile != null) {
                 try {
                     return table.mount(false, tables -> {

@@ -116,8 +116,9 @@ class TableCommandTest extends CommandTest {
     /**
      * {@code put --value-file} stores a file's bytes as a value and {@code get --out} writes a value's bytes
      * to a file, a piece at a time: a value of several MiB (a blob), a medium and an empty one round-trip, and
-     * {@code scan --lengths} shows their lengths; a missing source, an unwritable destination, an absent key
-     * and VALUE given twice or not at all are refused.
+     * {@code scan --lengths} shows their lengths; a missing source, an unwritable destination, the volume's
+     * own image as the destination (by another spelling too), an absent key and VALUE given twice or not at
+     * all are refused.
      */
     @Test
     void valuesComeFromAndGoToFiles() throws Exception {
@@ -152,6 +153,10 @@ class TableCommandTest extends CommandTest {
         assertFalse(Files.exists(never), "no file for an absent key");
         refused(1, "NoSuchFileException", "get", "files", "big", "--out", dir.resolve("no/such/dir.bin").toString());
         refused(1, "table 'files' has no key 'k'", "get", "files", "k"); // no refused put left it
+        byte[] volume = Files.readAllBytes(img);
+        refused(2, "is DEVICE itself", "get", "files", "big", "--out", img.toString());
+        refused(2, "is DEVICE itself", "get", "files", "big", "--out", dir.resolve(".").resolve(img.getFileName()).toString());
+        assertArrayEquals(volume, Files.readAllBytes(img), "--out naming the volume's own image left it as it was");
     }
 
     @Test
