@@ -68,12 +68,15 @@ public final class FuzzCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         Iterator<String> work;
         String what;
+        long count;
         if (replay != null) {
             List<String> recipes = corpus(Files.readAllLines(replay, StandardCharsets.UTF_8));
             work = recipes.stream().map(r -> "run " + r).iterator();
+            count = recipes.size();
             what = recipes.size() + " recipes from " + replay;
         } else {
             long n = cases != null ? cases : minutes != null ? Long.MAX_VALUE : 1000;
+            count = n;
             work = new Iterator<>() {
                 private long i;
 
@@ -97,7 +100,7 @@ public final class FuzzCommand implements Callable<Integer> {
         AtomicLong done = new AtomicLong();
         List<FuzzRunner.Result> failures = new ArrayList<>();
         Map<String, Long> outcomes = new TreeMap<>();
-        new FuzzRunner(threads, (long) (caseSeconds * 1000)).run(work, deadline, r -> {
+        new FuzzRunner(threads, (long) (caseSeconds * 1000), count).run(work, deadline, r -> {
             long n = done.incrementAndGet();
             synchronized (out) {
                 if (r.failed()) {

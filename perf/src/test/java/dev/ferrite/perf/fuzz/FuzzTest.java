@@ -157,7 +157,7 @@ class FuzzTest {
 
     private static List<FuzzRunner.Result> run(List<String> cmds, int threads, long caseLimitMillis) throws IOException, InterruptedException {
         List<FuzzRunner.Result> results = Collections.synchronizedList(new ArrayList<>());
-        new FuzzRunner(threads, caseLimitMillis).run(cmds.iterator(), System.nanoTime() + 3_600_000_000_000L, results::add);
+        new FuzzRunner(threads, caseLimitMillis, cmds.size()).run(cmds.iterator(), System.nanoTime() + 3_600_000_000_000L, results::add);
         return results;
     }
 
