@@ -14,6 +14,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Predicate;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -67,6 +68,11 @@ public final class LoopDevice implements AutoCloseable {
     private final Path device;
     private final Path mountPoint;
     private volatile boolean mounted;
+    /**
+     * Set by the first {@link #close()} or {@link #releaseAtExit()}: the device is let go once only, since
+     * once detached its number may be another process's device (a second detach would detach that one).
+     */
+    private final AtomicBoolean released = new AtomicBoolean();
     /** Releases the device if the JVM exits before {@link #close()} (Ctrl-C, SIGTERM). */
     private final Thread exitHook;
 
@@ -190,6 +196,9 @@ public final class LoopDevice implements AutoCloseable {
      * them at exit.
      */
     void releaseAtExit() {
+        if (!released.compareAndSet(false, true)) {
+            return;
+        }
         if (mounted) {
             attempt(new ArrayList<>(), () -> run("umount", "-l", mountPoint.toString()));
         }
@@ -209,6 +218,9 @@ public final class LoopDevice implements AutoCloseable {
             Runtime.getRuntime().removeShutdownHook(exitHook);
         } catch (IllegalStateException shuttingDown) {
             return; // the hook releases the device
+        }
+        if (!released.compareAndSet(false, true)) {
+            return;
         }
         List<String> failures = new ArrayList<>();
         if (mounted) {

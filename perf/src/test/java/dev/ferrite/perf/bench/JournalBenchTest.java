@@ -61,8 +61,7 @@ class JournalBenchTest {
 
     @Test
     void forcedCommitsAlternateBetweenTheDeviceAndTheJournal(@TempDir Path dir) {
-        // 1.5 s a phase: two rounds (the nearest whole number of seconds) of 0.75 s laps, each reported once,
-        // at its end, with its round and side
+        // laps of a second, each reported once, at its end, with its round and side
         List<String> laps = new java.util.concurrent.CopyOnWriteArrayList<>();
         Progress recording = new Progress() {
             @Override
@@ -76,7 +75,7 @@ class JournalBenchTest {
             public void done() {
             }
         };
-        List<Result> results = new JournalBench(dir.resolve("journal.dev"), SIZE, 1.5, List.of(1)).run(recording);
+        List<Result> results = new JournalBench(dir.resolve("journal.dev"), SIZE, 2, List.of(1)).run(recording);
         assertEquals(List.of("round 1/2 forced-commit x1 device", "round 1/2 forced-commit x1 ferrite",
                 "round 2/2 forced-commit x1 ferrite", "round 2/2 forced-commit x1 device"), laps,
                 "each side's time is split into laps that take turns, the side that starts alternating");

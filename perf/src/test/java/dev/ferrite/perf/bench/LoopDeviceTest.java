@@ -21,7 +21,7 @@ class LoopDeviceTest {
      * let go.
      */
     @Test
-    void exitReleasesABusyMount(@TempDir Path dir) throws IOException {
+    void exitReleasesABusyMount(@TempDir Path dir) throws IOException, InterruptedException {
         assumeTrue(LoopDevice.available(LoopDevice.Kind.XFS), "needs root, losetup and mkfs.xfs");
         LoopDevice loop = LoopDevice.create(dir, 300L << 20, LoopDevice.Kind.XFS);
         Path mount = loop.mountPoint();
@@ -35,6 +35,29 @@ class LoopDeviceTest {
         try (var files = Files.list(dir)) {
             assertTrue(files.findAny().isEmpty(), "the image is deleted");
         }
+        // Once let go, the device's number may become another process's device: a later close (or the
+        // exit hook itself, at the JVM's exit) must not detach that one.
+        String name = loop.device().toString();
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        while (attached().contains(name + " ") && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+        }
+        assertFalse(attached().contains(name + " "), name + " is still attached 10 s after its mount was let go");
+        Path other = sparse(dir.resolve("other.img"), 64L << 20);
+        LoopDevice.run("losetup", name, other.toString());
+        try {
+            loop.close();
+            assertTrue(attached().contains(name + " " + other), "released twice: " + name + " over another image was detached");
+        } finally {
+            if (attached().contains(name + " " + other)) {
+                LoopDevice.run("losetup", "-d", name);
+            }
+        }
+    }
+
+    /** Each attached loop device as "NAME BACK-FILE". */
+    private static String attached() {
+        return LoopDevice.run("losetup", "--list", "--noheadings", "--raw", "--output", "NAME,BACK-FILE");
     }
 
     /**
