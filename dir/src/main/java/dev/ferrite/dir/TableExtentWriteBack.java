@@ -99,7 +99,8 @@ final class TableExtentWriteBack implements DeferredData {
      * {@link #writeDeferred}: its next checkpoint flushes first.
      */
     private boolean wroteAhead;
-    private final MemorySegment staging;
+    /** Made by the first write that copies (most mounts never write a medium value: a mount stays cheap). */
+    private MemorySegment staging;
     private final IoBatch batch = new IoBatch(STAGING_BLOCKS);
     /** Whether each value of the run just written was freed meanwhile (its frames then dropped); {@link #writing}'s. */
     private final boolean[] drops = new boolean[STAGING_BLOCKS];
@@ -129,7 +130,6 @@ final class TableExtentWriteBack implements DeferredData {
         this.blockSize = device.blockSize();
         this.budgetBlocks = frames / 4;
         this.behindBlocks = Math.max(budgetBlocks / 4, 2L * STAGING_BLOCKS);
-        this.staging = Arena.ofAuto().allocate((long) STAGING_BLOCKS * blockSize, BlockDevice.BUFFER_ALIGNMENT);
         journal.deferData(this);
     }
 
@@ -407,6 +407,9 @@ final class TableExtentWriteBack implements DeferredData {
             n = x.blocks(blockSize);
             // a value cancelled meanwhile leaves what the staging held (or its frames hold now) in its blocks:
             // free, busy until after this write, as a write from the frames above would
+            if (staging == null) {
+                staging = Arena.ofAuto().allocate((long) STAGING_BLOCKS * blockSize, BlockDevice.BUFFER_ALIGNMENT);
+            }
             if (first >= 0) {
                 MemorySegment.copy(cached.inSlab(first, n), 0, staging, (long) used * blockSize, (long) n * blockSize);
             } else {

@@ -22,6 +22,7 @@ import org.jctools.queues.atomic.MpscAtomicArrayQueue;
 
 import dev.ferrite.io.BlockDevice;
 import dev.ferrite.io.IoBatch;
+import dev.ferrite.io.internal.OffHeap;
 
 /**
  * The active item list: every item with changes durable in the log but not yet at home, ordered by the
@@ -161,7 +162,9 @@ public final class Ail implements AutoCloseable {
         this.anchoredLsn = startLsn;
         int align = BlockDevice.BUFFER_ALIGNMENT;
         long snapStride = ((long) device.blockSize() + align - 1) / align * align; // each slot starts aligned for the device
-        MemorySegment snapshots = arena.allocate(snapStride * batchMax, align);
+        // mapped, not allocated: the kernel supplies pages as write-backs first use them, where an arena's
+        // allocation would zero the whole batch (a MiB) at every mount
+        MemorySegment snapshots = OffHeap.reserve(snapStride * batchMax, arena);
         this.snapSlots = new MemorySegment[batchMax];
         for (int i = 0; i < batchMax; i++) {
             snapSlots[i] = snapshots.asSlice(i * snapStride, device.blockSize());
