@@ -278,6 +278,10 @@ final class TableCommand implements Callable<Integer> {
                 });
                 return 0;
             }
+            if (Files.exists(valueFile) && Files.isSameFile(valueFile, table.device)) {
+                throw new ParameterException(spec.commandLine(), "--value-file " + valueFile
+                        + " is DEVICE itself: the volume would be writing the bytes the value is read from");
+            }
             // mapped, not read onto the heap (shared: the put may hand it to the volume's threads); opened before the
             // volume is mounted, so a file that cannot be read changes nothing
             try (Arena arena = Arena.ofShared(); FileChannel ch = FileChannel.open(valueFile, StandardOpenOption.READ)) {

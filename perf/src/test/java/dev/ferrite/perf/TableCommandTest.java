@@ -156,7 +156,8 @@ class TableCommandTest extends CommandTest {
         byte[] volume = Files.readAllBytes(img);
         refused(2, "is DEVICE itself", "get", "files", "big", "--out", img.toString());
         refused(2, "is DEVICE itself", "get", "files", "big", "--out", dir.resolve(".").resolve(img.getFileName()).toString());
-        assertArrayEquals(volume, Files.readAllBytes(img), "--out naming the volume's own image left it as it was");
+        refused(2, "is DEVICE itself", "put", "files", "self", "--value-file", dir.resolve(".").resolve(img.getFileName()).toString());
+        assertArrayEquals(volume, Files.readAllBytes(img), "--out or --value-file naming the volume's own image left it as it was");
     }
 
     @Test
