@@ -11,7 +11,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * One directory grown to a quarter of a million entries (a tree of three levels), walked, looked up and
+ * One directory grown to a quarter of a million entries (a tree of three levels or more), walked, looked up and
  * emptied again, checked full and empty, with a cache of half the inode blocks, so that blocks
  * are written back and read again on the way; a million under {@code -Pstress}.
  * {@code -Dferrite.bigdir.entries=N} changes the size.
@@ -64,6 +64,13 @@ class BigDirectoryTest {
                     assertTrue(ns.lookup("/big/file-" + i) > 0);
                 }
                 assertTrue(ns.stat("/big").blocks() > 0, "the directory is a tree");
+                Inode d = v.inodeCache().acquire(ns.lookup("/big"));
+                try {
+                    int height = ns.dirs.treeOrNull(d).height();
+                    assertTrue(height >= 3, "a tree of three levels or more, not " + height);
+                } finally {
+                    v.inodeCache().release(d);
+                }
                 VolumeFixtures.assertChecked(ns);
                 try (Handle big = ns.open("/big")) {
                     for (int i = 0; i < n; i++) {
@@ -71,6 +78,9 @@ class BigDirectoryTest {
                     }
                 }
                 long t3 = System.nanoTime();
+                var cache = v.cacheStats();
+                assertTrue(cache.leafEvictions() + cache.interiorEvictions() > 0 && cache.misses() > 0,
+                        "the cache held every block, so nothing was written back and read again: " + cache);
                 ns.rmdir("/big");
                 VolumeFixtures.assertChecked(ns);
                 System.out.printf("%d entries: create %.0f/s, walk %.0f/s, unlink %.0f/s%n", n,
