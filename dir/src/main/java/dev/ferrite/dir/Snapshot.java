@@ -37,10 +37,8 @@ public final class Snapshot implements AutoCloseable {
     public byte[] get(Table table, byte[] key) {
         Table.requireKey(key);
         requireOpen(table);
-        byte[] now = table.storedValue(key); // the tree first, then the records: a change seen above has its record below
-        TableCursor.AtSnapshot at = new TableCursor.AtSnapshot(tables.versions, table.inode.ino, version, null);
-        TableVersions.Undo u = at.at(key);
-        byte[] then = u == null ? now : u.before;
+        TableCursor.AtSnapshot at = at(table);
+        byte[] then = storedAt(table, key, at);
         return then == null ? null : tables.decode(table, MemorySegment.ofArray(key), at, then);
     }
 
@@ -54,11 +52,20 @@ public final class Snapshot implements AutoCloseable {
         Table.requireKey(key);
         Table.requireOffset(offset);
         requireOpen(table);
-        byte[] now = table.storedValue(key); // the tree first, then the records, as get
-        TableCursor.AtSnapshot at = new TableCursor.AtSnapshot(tables.versions, table.inode.ino, version, null);
-        TableVersions.Undo u = at.at(key);
-        byte[] then = u == null ? now : u.before;
+        TableCursor.AtSnapshot at = at(table);
+        byte[] then = storedAt(table, key, at);
         return then == null ? -1 : tables.copy(table, MemorySegment.ofArray(key), at, MemorySegment.ofArray(then), then.length, offset, out);
+    }
+
+    private TableCursor.AtSnapshot at(Table table) {
+        return new TableCursor.AtSnapshot(tables.versions, table.inode.ino, version, null);
+    }
+
+    /** {@code key}'s stored form ({@link TableValueFormat}) in {@code table} as {@code at} sees it, or null. */
+    private static byte[] storedAt(Table table, byte[] key, TableCursor.AtSnapshot at) {
+        byte[] now = table.storedValue(key); // the tree first, then the records: a change seen above has its record below
+        TableVersions.Undo u = at.at(key);
+        return u == null ? now : u.before;
     }
 
     /** The length of {@code key}'s value in {@code table} at this snapshot, or -1 if it was absent. */

@@ -153,6 +153,13 @@ final class TableCommand implements Callable<Integer> {
     abstract static class OneKey extends Keyed {
         @Parameters(index = "1", paramLabel = "KEY")
         String key;
+
+        /** A usage error if {@code file}, given with {@code option}, is DEVICE itself (by any spelling). */
+        void refuseDevice(String option, Path file, String why) throws IOException {
+            if (Files.exists(file) && Files.isSameFile(file, table.device)) {
+                throw new ParameterException(spec.commandLine(), option + " " + file + " is DEVICE itself: " + why);
+            }
+        }
     }
 
     @Command(name = "list", header = "Lists the tables, with their sizes.",
@@ -208,9 +215,8 @@ final class TableCommand implements Callable<Integer> {
         @Override
         public Integer call() throws IOException {
             byte[] k = bytes(key, "KEY");
-            if (outFile != null && Files.exists(outFile) && Files.isSameFile(outFile, table.device)) {
-                throw new ParameterException(spec.commandLine(), "--out " + outFile
-                        + " is DEVICE itself: writing the value there would destroy the volume");
+            if (outFile != null) {
+                refuseDevice("--out", outFile, "writing the value there would destroy the volume");
             }
             if (outFile != null) {
                 try {
@@ -278,10 +284,7 @@ final class TableCommand implements Callable<Integer> {
                 });
                 return 0;
             }
-            if (Files.exists(valueFile) && Files.isSameFile(valueFile, table.device)) {
-                throw new ParameterException(spec.commandLine(), "--value-file " + valueFile
-                        + " is DEVICE itself: the volume would be writing the bytes the value is read from");
-            }
+            refuseDevice("--value-file", valueFile, "the volume would be writing the bytes the value is read from");
             // mapped, not read onto the heap (shared: the put may hand it to the volume's threads); opened before the
             // volume is mounted, so a file that cannot be read changes nothing
             try (Arena arena = Arena.ofShared(); FileChannel ch = FileChannel.open(valueFile, StandardOpenOption.READ)) {
