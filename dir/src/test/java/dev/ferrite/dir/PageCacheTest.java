@@ -85,6 +85,36 @@ class PageCacheTest extends FileTestBase {
     }
 
     /**
+     * A table value's dropped run unmaps exactly its pages that are mapped (one went before it, on its own),
+     * none of the next value's, and gives their frames back so that they come off the free frames' top in
+     * page order: the pages are removed last first, and the frames must not come back reversed.
+     */
+    @Test
+    void aDroppedRunUnmapsItsPagesAndGivesTheirFramesBackInPageOrder() {
+        PageCache c = cache();
+        FilePages p = new FilePages(null, 4); // a table-extent stripe's map: a value's pages in consecutive slots
+        long page = 7L << 4;
+        int n = 8;
+        int r = c.allocateRun(p, page, n, true);
+        assertTrue(r >= 0, "a run of " + n + " in " + FRAMES + " fresh frames");
+        for (int i = 0; i < n; i++) {
+            p.put(page + i, r + i);
+        }
+        int next = c.allocate(p, page + 16);
+        p.put(page + 16, next);
+        c.drop(p, r + 3);
+        c.dropRun(p, page, n, new int[n]);
+        for (int i = 0; i < n; i++) {
+            assertEquals(-1, p.get(page + i), "page " + i + " of the run");
+        }
+        assertEquals(next, p.get(page + 16), "the next value's page");
+        assertEquals(1, p.size());
+        for (int i : new int[] {0, 1, 2, 4, 5, 6, 7, 3}) {
+            assertEquals(r + i, c.allocate(p, 100 + i), "the frame of page " + i);
+        }
+    }
+
+    /**
      * With every frame mapped and none free or never used, a short run (a table value's) evicts clean
      * frames side by side, skipping referenced ones once and never taking a pinned one; where no such
      * window is left it takes nothing mapped that cannot go, and answers -1. Before, such a cache gave no
