@@ -217,8 +217,6 @@ final class TableCommand implements Callable<Integer> {
             byte[] k = bytes(key, "KEY");
             if (outFile != null) {
                 refuseDevice("--out", outFile, "writing the value there would destroy the volume");
-            }
-            if (outFile != null) {
                 try {
                     return table.mount(false, tables -> {
                         try (Table t = tables.open(name); Snapshot s = tables.snapshot()) {
